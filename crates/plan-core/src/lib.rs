@@ -1,0 +1,34 @@
+//! plan-core: the plan checkpoint of ADR 0053 as a pure, synchronous state
+//! machine.
+//!
+//! A session is in Agent or Plan. A Plan turn may use read-only tools and
+//! submit exactly one plan; the host writes it as an immutable artifact and a
+//! person approves it, with an explicit permission mode, or rejects it before
+//! an absolute deadline. Approval switches the session to Agent and queues one
+//! execution. A host restart interrupts pending and live work instead of
+//! replaying it.
+//!
+//! This crate decides all of that and does nothing else: it performs no I/O,
+//! reads no clock, draws no random numbers and spawns nothing. Time, boot
+//! epochs and fresh ids come in as arguments; decisions go out as
+//! [`Transition`] values whose [`Effect`]s the host carries out.
+
+mod error;
+mod machine;
+mod model;
+mod recovery;
+mod tools;
+
+pub use error::ErrorCode;
+pub use machine::{
+    ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
+    Transition, handle,
+};
+pub use model::{
+    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
+    PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
+};
+pub use recovery::{fence_row, startup_fence};
+pub use tools::{
+    PLAN_SAFE_TOOLS, SUBMIT_PLAN, SubmitPlanInput, ToolClass, classify, parse_submit_plan_input,
+};

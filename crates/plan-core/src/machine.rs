@@ -1,0 +1,709 @@
+//! The per-session state machine: one event and the current state in, the
+//! next state, the effects to carry out and a reply out.
+//!
+//! `handle` is deterministic. Time (`now`), the boot epoch and every fresh id
+//! arrive as arguments; nothing here reads a clock, draws a random number or
+//! touches a file. The caller carries out the effects (in one storage
+//! transaction) and only then adopts the new state.
+
+use crate::model::{
+    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
+    PlanApproval, RowGuard, SessionState, TurnKind, UnixMs,
+};
+use crate::tools::{ToolClass, classify, parse_submit_plan_input};
+use crate::{ErrorCode, Session};
+
+/// What the caller knows about the moment an event is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// The host clock, Unix ms.
+    pub now: UnixMs,
+    /// The boot epoch of the handling process.
+    pub epoch: BootEpoch,
+    /// The host's limits.
+    pub limits: Limits,
+}
+
+/// One assistant tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The caller's id for the call.
+    pub call_id: String,
+    /// The tool name, matched exactly.
+    pub name: String,
+    /// The tool input.
+    pub input: serde_json::Value,
+}
+
+/// A configuration change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigChange {
+    /// New mode.
+    pub mode: Option<Mode>,
+    /// New permission mode.
+    pub permission_mode: Option<PermissionMode>,
+    /// New provider (`Some(None)` clears it).
+    pub provider: Option<Option<String>>,
+    /// New model (`Some(None)` clears it).
+    pub model: Option<Option<String>>,
+    /// New shell id (`Some(None)` returns to the default shell). The caller
+    /// checks the id against its shell catalog first.
+    pub shell: Option<Option<String>>,
+}
+
+/// Everything that can happen to a session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A prompt starts a turn in the session's current mode.
+    StartTurn {
+        /// Fresh turn id.
+        turn_id: String,
+        /// Interactive or scheduled.
+        origin: Origin,
+    },
+    /// The assistant asks to run a batch of tool calls in a turn.
+    ToolCalls {
+        /// The turn the batch belongs to.
+        turn_id: String,
+        /// The batch, in order.
+        calls: Vec<ToolCall>,
+    },
+    /// The artifact a `WriteArtifact` effect asked for is durable.
+    ArtifactWritten {
+        /// The request that was carried out.
+        request: ArtifactRequest,
+        /// Fresh approval id.
+        approval_id: String,
+        /// Path, SHA-256 and size of the bytes written.
+        artifact: Artifact,
+    },
+    /// The artifact a `WriteArtifact` effect asked for could not be written.
+    ArtifactFailed {
+        /// The request that failed.
+        request: ArtifactRequest,
+        /// `ARTIFACT_PATH_ESCAPE`, `ARTIFACT_SYMLINK` or `ARTIFACT_WRITE_FAILED`.
+        code: ErrorCode,
+    },
+    /// A person approves with a permission mode (`None` if the request named none).
+    Approve {
+        /// The approval row as stored.
+        approval: PlanApproval,
+        /// The explicitly selected mode.
+        permission_mode: Option<PermissionMode>,
+        /// Fresh execution id.
+        execution_id: String,
+        /// Fresh turn id for the execution turn.
+        execution_turn_id: String,
+    },
+    /// A person rejects.
+    Reject {
+        /// The approval row as stored.
+        approval: PlanApproval,
+    },
+    /// A configuration change.
+    Configure(ConfigChange),
+    /// The active prompt turn finished.
+    CompleteTurn {
+        /// The turn that finished.
+        turn_id: String,
+    },
+    /// A person cancels the active turn.
+    CancelTurn,
+    /// The execution turn reports that it started working.
+    StartExecution {
+        /// The execution.
+        execution_id: String,
+        /// The epoch of the process that reports.
+        epoch: BootEpoch,
+    },
+    /// The execution turn reports that it finished.
+    CompleteExecution {
+        /// The execution.
+        execution_id: String,
+        /// The epoch of the process that reports.
+        epoch: BootEpoch,
+    },
+    /// Time passed; fire whatever deadline is due.
+    Tick,
+}
+
+/// A request to write one immutable plan artifact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactRequest {
+    /// The session.
+    pub session_id: String,
+    /// The Plan turn.
+    pub turn_id: String,
+    /// The SubmitPlan call.
+    pub call_id: String,
+    /// The session's absolute workspace root.
+    pub workspace_root: String,
+    /// SubmitPlan `title` (the writer may use it for a readable file name).
+    pub title: String,
+    /// SubmitPlan `question`.
+    pub question: String,
+    /// The exact Markdown to write.
+    pub markdown: String,
+}
+
+/// What the machine decided for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolDecision {
+    /// Allowed as a Plan-safe tool.
+    Allow,
+    /// An Agent turn: the host's own permission layer decides, under this mode.
+    Delegate(PermissionMode),
+    /// Denied with a canonical code.
+    Deny(ErrorCode),
+    /// A valid SubmitPlan: the artifact must be written, then reported back.
+    WriteArtifact,
+}
+
+/// The decision for one call of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The call.
+    pub call_id: String,
+    /// What happens to it.
+    pub decision: ToolDecision,
+}
+
+/// Something the caller must carry out for a transition to take effect.
+///
+/// All storage effects of one transition belong in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Write the plan artifact, then report `ArtifactWritten` or `ArtifactFailed`.
+    WriteArtifact(ArtifactRequest),
+    /// Insert a new pending approval row.
+    InsertApproval(PlanApproval),
+    /// Update an approval row, only if it still matches `expected`.
+    UpdateApproval {
+        /// The row as it must be afterwards.
+        approval: PlanApproval,
+        /// What the row must be before.
+        expected: RowGuard,
+    },
+    /// Persist the session's configuration.
+    SaveSession(Session),
+    /// Abort the work of this turn (provider calls, tool runs).
+    AbortTurn {
+        /// The turn.
+        turn_id: String,
+    },
+}
+
+/// The successful answer to an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A turn started.
+    TurnStarted(ActiveTurn),
+    /// Decisions for a tool batch.
+    ToolResults(Vec<ToolResult>),
+    /// A SubmitPlan's artifact is durable and the approval is pending.
+    ApprovalRequested {
+        /// The SubmitPlan call.
+        call_id: String,
+        /// The new pending approval.
+        approval: PlanApproval,
+    },
+    /// Approve or reject took effect.
+    Decided(PlanApproval),
+    /// An execution changed state.
+    ExecutionChanged(PlanApproval),
+    /// The session changed or was confirmed (configure, complete, cancel).
+    SessionUpdated,
+    /// A tick was handled (it may or may not have expired something).
+    Ticked,
+}
+
+/// The outcome of one event: the state to adopt, the effects that make it
+/// durable, and the reply.
+///
+/// On a refusal, `state` and `effects` hold only what time did on its own
+/// (an approval that expired before the event was looked at); the refused
+/// event itself changed nothing.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    /// The next state.
+    pub state: SessionState,
+    /// What to carry out, in order, in one transaction.
+    pub effects: Vec<Effect>,
+    /// The answer to the event.
+    pub reply: Result<Reply, ErrorCode>,
+}
+
+/// Handles one event for one session.
+pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transition {
+    let mut next = state.clone();
+    let mut effects = Vec::new();
+    expire_due(&mut next, context.now, &mut effects);
+    let reply = apply(&mut next, context, event, &mut effects);
+    match reply {
+        Ok(reply) => Transition {
+            state: next,
+            effects,
+            reply: Ok(reply),
+        },
+        Err(code) => {
+            // Roll back whatever the refused event began, keeping the expiry.
+            let mut expired_only = state.clone();
+            let mut expiry_effects = Vec::new();
+            expire_due(&mut expired_only, context.now, &mut expiry_effects);
+            Transition {
+                state: expired_only,
+                effects: expiry_effects,
+                reply: Err(code),
+            }
+        }
+    }
+}
+
+/// Expires the pending approval when its deadline has passed: status
+/// `expired`, `PLAN_APPROVAL_TIMEOUT`, the Plan turn ends, the session stays
+/// idle in Plan. `decided_at` is the deadline itself, so the record does not
+/// depend on when a driver noticed.
+fn expire_due(state: &mut SessionState, now: UnixMs, effects: &mut Vec<Effect>) {
+    let Some(pending) = state.pending_approval.as_ref() else {
+        return;
+    };
+    if now < pending.expires_at {
+        return;
+    }
+    let expected = RowGuard::of(pending);
+    let mut expired = pending.clone();
+    expired.status = ApprovalStatus::Expired;
+    expired.error_code = Some(ErrorCode::PlanApprovalTimeout);
+    expired.decided_at = Some(expired.expires_at);
+    state.pending_approval = None;
+    state.active_turn = None;
+    effects.push(Effect::UpdateApproval {
+        approval: expired,
+        expected,
+    });
+}
+
+fn apply(
+    state: &mut SessionState,
+    context: &Context,
+    event: Event,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    match event {
+        Event::StartTurn { turn_id, origin } => start_turn(state, context, turn_id, origin),
+        Event::ToolCalls { turn_id, calls } => tool_calls(state, context, &turn_id, calls, effects),
+        Event::ArtifactWritten {
+            request,
+            approval_id,
+            artifact,
+        } => artifact_written(state, context, request, approval_id, artifact, effects),
+        Event::ArtifactFailed { request, code } => artifact_failed(state, &request, code),
+        Event::Approve {
+            approval,
+            permission_mode,
+            execution_id,
+            execution_turn_id,
+        } => approve(
+            state,
+            context,
+            &approval,
+            permission_mode,
+            execution_id,
+            execution_turn_id,
+            effects,
+        ),
+        Event::Reject { approval } => reject(state, context, &approval, effects),
+        Event::Configure(change) => configure(state, change, effects),
+        Event::CompleteTurn { turn_id } => complete_turn(state, &turn_id),
+        Event::CancelTurn => cancel_turn(state, context, effects),
+        Event::StartExecution { execution_id, epoch } => advance_execution(
+            state,
+            context,
+            &execution_id,
+            epoch,
+            ExecutionState::Queued,
+            ExecutionState::Running,
+            effects,
+        ),
+        Event::CompleteExecution { execution_id, epoch } => advance_execution(
+            state,
+            context,
+            &execution_id,
+            epoch,
+            ExecutionState::Running,
+            ExecutionState::Completed,
+            effects,
+        ),
+        Event::Tick => Ok(Reply::Ticked),
+    }
+}
+
+fn start_turn(
+    state: &mut SessionState,
+    context: &Context,
+    turn_id: String,
+    origin: Origin,
+) -> Result<Reply, ErrorCode> {
+    // Unattended Plan work is refused before anything else is looked at, so
+    // a scheduled Plan task gets the same answer whether or not it is busy.
+    match (state.session.mode, origin) {
+        (Mode::Plan, Origin::Scheduled) => return Err(ErrorCode::PlanRequiresInteractiveSession),
+        (Mode::Plan, Origin::Interactive) | (Mode::Agent, Origin::Interactive | Origin::Scheduled) => {}
+    }
+    if !state.is_idle() {
+        return Err(ErrorCode::SessionBusy);
+    }
+    let turn = ActiveTurn {
+        turn_id,
+        mode: state.session.mode,
+        origin,
+        kind: TurnKind::Prompt,
+        epoch: context.epoch,
+    };
+    state.active_turn = Some(turn.clone());
+    Ok(Reply::TurnStarted(turn))
+}
+
+/// Finds the active turn named `turn_id`, refusing while an approval is pending.
+fn active_turn_named<'state>(
+    state: &'state SessionState,
+    turn_id: &str,
+) -> Result<&'state ActiveTurn, ErrorCode> {
+    if state.pending_approval.is_some() {
+        return Err(ErrorCode::SessionBusy);
+    }
+    match &state.active_turn {
+        Some(turn) if turn.turn_id == turn_id => Ok(turn),
+        Some(_) | None => Err(ErrorCode::TurnNotActive),
+    }
+}
+
+fn tool_calls(
+    state: &mut SessionState,
+    context: &Context,
+    turn_id: &str,
+    calls: Vec<ToolCall>,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let turn = active_turn_named(state, turn_id)?.clone();
+    let holds_submit_plan = calls
+        .iter()
+        .any(|call| classify(&call.name) == ToolClass::SubmitPlan);
+    if holds_submit_plan && calls.len() > 1 {
+        return Err(ErrorCode::SubmitPlanNotAlone);
+    }
+    let plan_turn = match (turn.mode, turn.kind) {
+        (Mode::Plan, TurnKind::Prompt) => true,
+        (Mode::Plan, TurnKind::Execution) | (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => false,
+    };
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        let decision = match (classify(&call.name), plan_turn) {
+            (ToolClass::PlanSafe, true) => ToolDecision::Allow,
+            (ToolClass::Other, true) => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
+            (ToolClass::SubmitPlan, false) => ToolDecision::Deny(ErrorCode::PlanNotActive),
+            (ToolClass::PlanSafe | ToolClass::Other, false) => {
+                ToolDecision::Delegate(state.session.permission_mode)
+            }
+            (ToolClass::SubmitPlan, true) => match submit_plan(state, context, &turn, &call) {
+                Ok(request) => {
+                    effects.push(Effect::WriteArtifact(request));
+                    ToolDecision::WriteArtifact
+                }
+                Err(code) => ToolDecision::Deny(code),
+            },
+        };
+        results.push(ToolResult {
+            call_id: call.call_id,
+            decision,
+        });
+    }
+    Ok(Reply::ToolResults(results))
+}
+
+fn submit_plan(
+    state: &SessionState,
+    context: &Context,
+    turn: &ActiveTurn,
+    call: &ToolCall,
+) -> Result<ArtifactRequest, ErrorCode> {
+    let Some(workspace_root) = state.session.workspace_root.clone() else {
+        return Err(ErrorCode::SessionNotProjectBound);
+    };
+    let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes)?;
+    Ok(ArtifactRequest {
+        session_id: state.session.id.clone(),
+        turn_id: turn.turn_id.clone(),
+        call_id: call.call_id.clone(),
+        workspace_root,
+        title: input.title,
+        question: input.question,
+        markdown: input.markdown,
+    })
+}
+
+/// Checks that an artifact report still belongs to the active Plan turn of
+/// this session with no approval pending.
+fn check_artifact_report(state: &SessionState, request: &ArtifactRequest) -> Result<(), ErrorCode> {
+    if request.session_id != state.session.id {
+        return Err(ErrorCode::SessionNotFound);
+    }
+    let turn = active_turn_named(state, &request.turn_id)?;
+    match (turn.mode, turn.kind) {
+        (Mode::Plan, TurnKind::Prompt) => Ok(()),
+        (Mode::Plan, TurnKind::Execution) | (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => {
+            Err(ErrorCode::PlanNotActive)
+        }
+    }
+}
+
+fn artifact_written(
+    state: &mut SessionState,
+    context: &Context,
+    request: ArtifactRequest,
+    approval_id: String,
+    artifact: Artifact,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    check_artifact_report(state, &request)?;
+    let approval = PlanApproval {
+        id: approval_id,
+        session_id: request.session_id,
+        turn_id: request.turn_id,
+        title: request.title,
+        question: request.question,
+        artifact: Some(artifact),
+        status: ApprovalStatus::Pending,
+        error_code: None,
+        created_at: context.now,
+        expires_at: context.now.saturating_add(context.limits.approval_ttl_ms),
+        decided_at: None,
+        permission_mode: None,
+        execution_id: None,
+        execution_state: None,
+    };
+    state.pending_approval = Some(approval.clone());
+    effects.push(Effect::InsertApproval(approval.clone()));
+    Ok(Reply::ApprovalRequested {
+        call_id: request.call_id,
+        approval,
+    })
+}
+
+fn artifact_failed(
+    state: &SessionState,
+    request: &ArtifactRequest,
+    code: ErrorCode,
+) -> Result<Reply, ErrorCode> {
+    check_artifact_report(state, request)?;
+    // The Plan turn stays active so the agent may try again; nothing was created.
+    Ok(Reply::ToolResults(vec![ToolResult {
+        call_id: request.call_id.clone(),
+        decision: ToolDecision::Deny(code),
+    }]))
+}
+
+/// Finds the pending approval a decision names, or says why it cannot be decided.
+///
+/// `approval` is the row as the caller loaded it, before this event's lazy
+/// expiry, so a row that ran out of time a moment ago still reads `pending`
+/// there while the state no longer holds it.
+fn pending_for_decision(
+    state: &SessionState,
+    context: &Context,
+    approval: &PlanApproval,
+) -> Result<PlanApproval, ErrorCode> {
+    if approval.session_id != state.session.id {
+        return Err(ErrorCode::ApprovalNotFound);
+    }
+    match state.pending_approval.as_ref() {
+        Some(pending) if pending.id == approval.id => Ok(pending.clone()),
+        Some(_) | None => match approval.status {
+            ApprovalStatus::Expired => Err(ErrorCode::PlanApprovalTimeout),
+            ApprovalStatus::Pending if context.now >= approval.expires_at => {
+                Err(ErrorCode::PlanApprovalTimeout)
+            }
+            ApprovalStatus::Pending
+            | ApprovalStatus::Approved
+            | ApprovalStatus::Rejected
+            | ApprovalStatus::Interrupted => Err(ErrorCode::ApprovalNotPending),
+        },
+    }
+}
+
+fn approve(
+    state: &mut SessionState,
+    context: &Context,
+    approval: &PlanApproval,
+    permission_mode: Option<PermissionMode>,
+    execution_id: String,
+    execution_turn_id: String,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let pending = pending_for_decision(state, context, approval)?;
+    let Some(permission_mode) = permission_mode else {
+        return Err(ErrorCode::PermissionModeRequired);
+    };
+    let expected = RowGuard::of(&pending);
+    let mut approved = pending;
+    approved.status = ApprovalStatus::Approved;
+    approved.decided_at = Some(context.now);
+    approved.permission_mode = Some(permission_mode);
+    approved.execution_id = Some(execution_id);
+    approved.execution_state = Some(ExecutionState::Queued);
+    state.session.mode = Mode::Agent;
+    state.session.permission_mode = permission_mode;
+    state.pending_approval = None;
+    state.live_execution = Some(approved.clone());
+    state.active_turn = Some(ActiveTurn {
+        turn_id: execution_turn_id,
+        mode: Mode::Agent,
+        origin: Origin::Interactive,
+        kind: TurnKind::Execution,
+        epoch: context.epoch,
+    });
+    effects.push(Effect::UpdateApproval {
+        approval: approved.clone(),
+        expected,
+    });
+    effects.push(Effect::SaveSession(state.session.clone()));
+    Ok(Reply::Decided(approved))
+}
+
+fn reject(
+    state: &mut SessionState,
+    context: &Context,
+    approval: &PlanApproval,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let pending = pending_for_decision(state, context, approval)?;
+    let expected = RowGuard::of(&pending);
+    let mut rejected = pending;
+    rejected.status = ApprovalStatus::Rejected;
+    rejected.decided_at = Some(context.now);
+    state.pending_approval = None;
+    state.active_turn = None;
+    effects.push(Effect::UpdateApproval {
+        approval: rejected.clone(),
+        expected,
+    });
+    Ok(Reply::Decided(rejected))
+}
+
+fn configure(
+    state: &mut SessionState,
+    change: ConfigChange,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    if !state.is_idle() {
+        return Err(ErrorCode::SessionBusy);
+    }
+    let ConfigChange {
+        mode,
+        permission_mode,
+        provider,
+        model,
+        shell,
+    } = change;
+    let before = state.session.clone();
+    let session = &mut state.session;
+    if let Some(mode) = mode {
+        session.mode = mode;
+    }
+    if let Some(permission_mode) = permission_mode {
+        session.permission_mode = permission_mode;
+    }
+    if let Some(provider) = provider {
+        session.provider = provider;
+    }
+    if let Some(model) = model {
+        session.model = model;
+    }
+    if let Some(shell) = shell {
+        session.shell = shell;
+    }
+    if *session != before {
+        effects.push(Effect::SaveSession(session.clone()));
+    }
+    Ok(Reply::SessionUpdated)
+}
+
+fn complete_turn(state: &mut SessionState, turn_id: &str) -> Result<Reply, ErrorCode> {
+    let turn = active_turn_named(state, turn_id)?;
+    match turn.kind {
+        TurnKind::Prompt => {
+            state.active_turn = None;
+            Ok(Reply::SessionUpdated)
+        }
+        // An execution turn ends through execution/complete, which records
+        // the execution's outcome; ending it silently would lose that.
+        TurnKind::Execution => Err(ErrorCode::SessionBusy),
+    }
+}
+
+fn cancel_turn(
+    state: &mut SessionState,
+    context: &Context,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    if state.pending_approval.is_some() {
+        return Err(ErrorCode::SessionBusy);
+    }
+    let Some(turn) = state.active_turn.take() else {
+        return Err(ErrorCode::TurnNotActive);
+    };
+    if let Some(live) = state.live_execution.take() {
+        let expected = RowGuard::of(&live);
+        let mut interrupted = live;
+        interrupted.execution_state = Some(ExecutionState::Interrupted);
+        interrupted.error_code = Some(ErrorCode::ExecutionCancelled);
+        interrupted.decided_at = interrupted.decided_at.or(Some(context.now));
+        effects.push(Effect::UpdateApproval {
+            approval: interrupted,
+            expected,
+        });
+    }
+    effects.push(Effect::AbortTurn {
+        turn_id: turn.turn_id,
+    });
+    Ok(Reply::SessionUpdated)
+}
+
+fn advance_execution(
+    state: &mut SessionState,
+    context: &Context,
+    execution_id: &str,
+    reporter_epoch: BootEpoch,
+    from: ExecutionState,
+    to: ExecutionState,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let Some(live) = state.live_execution.as_ref() else {
+        return Err(ErrorCode::ExecutionNotActive);
+    };
+    if live.execution_id.as_deref() != Some(execution_id) {
+        return Err(ErrorCode::ExecutionNotActive);
+    }
+    let turn_epoch = state.active_turn.as_ref().map(|turn| turn.epoch);
+    if reporter_epoch != context.epoch || turn_epoch != Some(context.epoch) {
+        return Err(ErrorCode::HostRestarted);
+    }
+    if live.execution_state != Some(from) {
+        return Err(ErrorCode::ExecutionNotActive);
+    }
+    let expected = RowGuard::of(live);
+    let mut advanced = live.clone();
+    advanced.execution_state = Some(to);
+    if to.is_live() {
+        state.live_execution = Some(advanced.clone());
+    } else {
+        state.live_execution = None;
+        state.active_turn = None;
+    }
+    effects.push(Effect::UpdateApproval {
+        approval: advanced.clone(),
+        expected,
+    });
+    Ok(Reply::ExecutionChanged(advanced))
+}

@@ -1,0 +1,379 @@
+//! The values plan-core reasons about: modes, statuses, sessions, turns and
+//! approval rows.
+//!
+//! These are plain data. They carry no behaviour beyond parsing and printing
+//! their canonical wire strings, and they know nothing of SQL or JSON-RPC:
+//! storage and protocol convert to and from them.
+
+use crate::ErrorCode;
+
+/// Unix epoch milliseconds, the only time unit of the checkpoint.
+pub type UnixMs = i64;
+
+/// Declares a closed enum with one canonical wire string per variant.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The canonical wire string.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The variant for a canonical wire string; `None` for anything else
+            /// (matching is exact and case-sensitive).
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_enum! {
+    /// The product selector: the one Agent of a session works in Agent or Plan state.
+    Mode {
+        /// Normal work: tools pass to the host's permission layer.
+        Agent => "agent",
+        /// Read-only planning that ends in one SubmitPlan.
+        Plan => "plan",
+    }
+}
+
+impl Default for Mode {
+    /// Agent is the default selector (ADR 0053 section 1).
+    fn default() -> Self {
+        Mode::Agent
+    }
+}
+
+wire_enum! {
+    /// The execution permission mode that Approve selects explicitly.
+    PermissionMode {
+        /// Every edit and command asks first.
+        Ask => "ask",
+        /// Edits are accepted; other actions ask.
+        AcceptEdits => "accept-edits",
+        /// Everything runs without asking.
+        Auto => "auto",
+    }
+}
+
+impl Default for PermissionMode {
+    /// New sessions and the approval card start at `ask`.
+    fn default() -> Self {
+        PermissionMode::Ask
+    }
+}
+
+wire_enum! {
+    /// Who started a turn.
+    Origin {
+        /// A person at the host.
+        Interactive => "interactive",
+        /// A scheduled task or any other unattended caller.
+        Scheduled => "scheduled",
+    }
+}
+
+wire_enum! {
+    /// What a turn is for.
+    TurnKind {
+        /// A turn started by a prompt.
+        Prompt => "prompt",
+        /// The Agent turn that carries out an approved plan.
+        Execution => "execution",
+    }
+}
+
+wire_enum! {
+    /// The approval status of a plan_approvals row.
+    ApprovalStatus {
+        /// Waiting for Approve or Reject before the deadline.
+        Pending => "pending",
+        /// Approved with an explicit permission mode.
+        Approved => "approved",
+        /// Rejected; terminal.
+        Rejected => "rejected",
+        /// The deadline passed; terminal.
+        Expired => "expired",
+        /// The host restarted while it was pending; terminal.
+        Interrupted => "interrupted",
+    }
+}
+
+wire_enum! {
+    /// The execution state of an approved plan.
+    ExecutionState {
+        /// Approved, not yet started.
+        Queued => "queued",
+        /// The execution turn is working.
+        Running => "running",
+        /// Finished.
+        Completed => "completed",
+        /// Cancelled, or cut off by a host restart; never resumed.
+        Interrupted => "interrupted",
+    }
+}
+
+impl ExecutionState {
+    /// Whether this state still holds the session's single execution slot.
+    pub const fn is_live(self) -> bool {
+        match self {
+            ExecutionState::Queued | ExecutionState::Running => true,
+            ExecutionState::Completed | ExecutionState::Interrupted => false,
+        }
+    }
+}
+
+/// The in-memory boot epoch of one host process.
+///
+/// It is never serialized (not in the database, not on the wire). Every turn
+/// remembers the epoch that started it, and a report stamped with another
+/// epoch comes from an earlier process and is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BootEpoch(pub u64);
+
+/// The persisted configuration of a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// Session id.
+    pub id: String,
+    /// Absolute workspace root; `None` when the session is not project-bound.
+    pub workspace_root: Option<String>,
+    /// Agent or Plan.
+    pub mode: Mode,
+    /// The permission mode tools run under in Agent turns.
+    pub permission_mode: PermissionMode,
+    /// Model provider, if chosen.
+    pub provider: Option<String>,
+    /// Model, if chosen.
+    pub model: Option<String>,
+    /// Selected shell id; `None` means the persisted default shell.
+    pub shell: Option<String>,
+}
+
+impl Session {
+    /// A new idle session with the defaults: Agent mode, `ask`.
+    pub fn new(id: impl Into<String>, workspace_root: Option<String>) -> Session {
+        Session {
+            id: id.into(),
+            workspace_root,
+            mode: Mode::default(),
+            permission_mode: PermissionMode::default(),
+            provider: None,
+            model: None,
+            shell: None,
+        }
+    }
+}
+
+/// The session's one active turn. Turns live in memory only: a host restart
+/// aborts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveTurn {
+    /// Turn id.
+    pub turn_id: String,
+    /// The session mode the turn runs in.
+    pub mode: Mode,
+    /// Who started it.
+    pub origin: Origin,
+    /// Prompt or execution.
+    pub kind: TurnKind,
+    /// The boot epoch of the process that started it.
+    pub epoch: BootEpoch,
+}
+
+/// The host-written plan file of one submission.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifact {
+    /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
+    pub path: String,
+    /// 64 lowercase hex digits: SHA-256 of the exact bytes.
+    pub sha256: String,
+    /// Byte size of the exact bytes.
+    pub size: u64,
+}
+
+/// One plan_approvals row: the approval and, once approved, its execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanApproval {
+    /// Approval id.
+    pub id: String,
+    /// Owning session.
+    pub session_id: String,
+    /// The Plan turn that submitted it.
+    pub turn_id: String,
+    /// SubmitPlan `title`.
+    pub title: String,
+    /// SubmitPlan `question`.
+    pub question: String,
+    /// The artifact; `None` only for rows migrated from schema v8.
+    pub artifact: Option<Artifact>,
+    /// Approval status.
+    pub status: ApprovalStatus,
+    /// Why it ended other than by a decision: timeout, restart, cancel.
+    pub error_code: Option<ErrorCode>,
+    /// Host clock at creation.
+    pub created_at: UnixMs,
+    /// `created_at` plus the approval TTL; never changes.
+    pub expires_at: UnixMs,
+    /// When it was approved, rejected, expired or interrupted.
+    pub decided_at: Option<UnixMs>,
+    /// Set only by Approve.
+    pub permission_mode: Option<PermissionMode>,
+    /// Set only by Approve.
+    pub execution_id: Option<String>,
+    /// `None` unless approved.
+    pub execution_state: Option<ExecutionState>,
+}
+
+impl PlanApproval {
+    /// Whether the row holds its session's execution slot.
+    pub fn has_live_execution(&self) -> bool {
+        self.execution_state.is_some_and(ExecutionState::is_live)
+    }
+}
+
+/// What one compare-and-set update expects to find before it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowGuard {
+    /// The status the row must still have.
+    pub status: ApprovalStatus,
+    /// The execution state the row must still have.
+    pub execution_state: Option<ExecutionState>,
+}
+
+impl RowGuard {
+    /// The guard that matches `approval` exactly as it is now.
+    pub fn of(approval: &PlanApproval) -> RowGuard {
+        RowGuard {
+            status: approval.status,
+            execution_state: approval.execution_state,
+        }
+    }
+}
+
+/// Host limits that shape decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// How long an approval stays pending, in milliseconds.
+    pub approval_ttl_ms: i64,
+    /// The largest accepted SubmitPlan markdown, in bytes.
+    pub markdown_limit_bytes: usize,
+}
+
+impl Limits {
+    /// The ADR's absolute 30-minute approval deadline.
+    pub const DEFAULT_APPROVAL_TTL_MS: i64 = 30 * 60 * 1000;
+    /// 8 MiB of markdown.
+    pub const DEFAULT_MARKDOWN_LIMIT_BYTES: usize = 8 * 1024 * 1024;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            approval_ttl_ms: Limits::DEFAULT_APPROVAL_TTL_MS,
+            markdown_limit_bytes: Limits::DEFAULT_MARKDOWN_LIMIT_BYTES,
+        }
+    }
+}
+
+/// Everything the machine knows about one session at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionState {
+    /// The persisted configuration.
+    pub session: Session,
+    /// The one active turn, if any (memory only).
+    pub active_turn: Option<ActiveTurn>,
+    /// The session's one pending approval, if any.
+    pub pending_approval: Option<PlanApproval>,
+    /// The approved row whose execution is queued or running, if any.
+    pub live_execution: Option<PlanApproval>,
+}
+
+impl SessionState {
+    /// An idle session with nothing pending and nothing live.
+    pub fn idle(session: Session) -> SessionState {
+        SessionState {
+            session,
+            active_turn: None,
+            pending_approval: None,
+            live_execution: None,
+        }
+    }
+
+    /// Idle means: no turn, no pending approval, no live execution.
+    pub fn is_idle(&self) -> bool {
+        self.active_turn.is_none() && self.pending_approval.is_none() && self.live_execution.is_none()
+    }
+
+    /// The next instant at which the machine changes state on its own: the
+    /// pending approval's deadline. A driver arms a timer for it and sends
+    /// `Event::Tick` then.
+    pub fn next_deadline(&self) -> Option<UnixMs> {
+        self.pending_approval.as_ref().map(|approval| approval.expires_at)
+    }
+
+    /// Checks the structural invariants every reachable state satisfies.
+    ///
+    /// Used by tests and by hosts that want to assert what they loaded.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        if let Some(pending) = &self.pending_approval {
+            if pending.status != ApprovalStatus::Pending {
+                return Err(format!("pending slot holds a {} row", pending.status));
+            }
+            if pending.session_id != self.session.id {
+                return Err("pending approval belongs to another session".to_owned());
+            }
+            let holds_plan_turn = self.active_turn.as_ref().is_some_and(|turn| {
+                turn.kind == TurnKind::Prompt && turn.mode == Mode::Plan && turn.turn_id == pending.turn_id
+            });
+            if !holds_plan_turn {
+                return Err("a pending approval needs its Plan turn active".to_owned());
+            }
+            if self.live_execution.is_some() {
+                return Err("pending approval and live execution at once".to_owned());
+            }
+        }
+        if let Some(live) = &self.live_execution {
+            if live.status != ApprovalStatus::Approved || !live.has_live_execution() {
+                return Err("live slot holds a row without a live execution".to_owned());
+            }
+            if self.session.mode != Mode::Agent {
+                return Err("a live execution needs the session in Agent".to_owned());
+            }
+            let holds_execution_turn = self
+                .active_turn
+                .as_ref()
+                .is_some_and(|turn| turn.kind == TurnKind::Execution && turn.mode == Mode::Agent);
+            if !holds_execution_turn {
+                return Err("a live execution needs its execution turn active".to_owned());
+            }
+        }
+        if let Some(turn) = &self.active_turn {
+            if turn.kind == TurnKind::Execution && self.live_execution.is_none() {
+                return Err("an execution turn without a live execution".to_owned());
+            }
+        }
+        Ok(())
+    }
+}
