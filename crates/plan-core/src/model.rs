@@ -369,10 +369,11 @@ impl SessionState {
                 return Err("a live execution needs its execution turn active".to_owned());
             }
         }
-        if let Some(turn) = &self.active_turn {
-            if turn.kind == TurnKind::Execution && self.live_execution.is_none() {
-                return Err("an execution turn without a live execution".to_owned());
-            }
+        if let Some(turn) = &self.active_turn
+            && turn.kind == TurnKind::Execution
+            && self.live_execution.is_none()
+        {
+            return Err("an execution turn without a live execution".to_owned());
         }
         Ok(())
     }

@@ -1,0 +1,1122 @@
+//! One focused test per rule of ADR 0053 that plan-core decides. Each test
+//! asserts the exact outcome and, for refusals, that the state is unchanged.
+
+// Test code: a failed expectation should stop the test loudly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::wildcard_enum_match_arm
+)]
+
+use plan_core::{
+    ApprovalStatus, Artifact, ArtifactRequest, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event,
+    ExecutionState, Limits, Mode, Origin, PermissionMode, PlanApproval, Reply, RowGuard, Session,
+    SessionState, ToolCall, ToolDecision, Transition, TurnKind, fence_row, handle, startup_fence,
+};
+use serde_json::json;
+
+const T0: i64 = 1_750_000_000_000;
+const TTL: i64 = Limits::DEFAULT_APPROVAL_TTL_MS;
+const EPOCH: BootEpoch = BootEpoch(7);
+
+fn context(now: i64) -> Context {
+    Context {
+        now,
+        epoch: EPOCH,
+        limits: Limits::default(),
+    }
+}
+
+fn plan_session() -> SessionState {
+    let mut session = Session::new("s1", Some("/work/project".to_owned()));
+    session.mode = Mode::Plan;
+    SessionState::idle(session)
+}
+
+fn accepted(transition: &Transition) -> Reply {
+    match &transition.reply {
+        Ok(reply) => reply.clone(),
+        Err(code) => panic!("expected acceptance, got {code}"),
+    }
+}
+
+/// Asserts a refusal with `code` that changed nothing at all.
+fn assert_refused_unchanged(state: &SessionState, transition: Transition, code: ErrorCode) {
+    assert_eq!(transition.reply, Err(code));
+    assert_eq!(
+        &transition.state, state,
+        "a refused event must not change the state"
+    );
+    assert!(
+        transition.effects.is_empty(),
+        "a refused event must have no effects"
+    );
+}
+
+fn step(state: &SessionState, now: i64, event: Event) -> SessionState {
+    let transition = handle(state, &context(now), event);
+    accepted(&transition);
+    transition.state
+}
+
+fn plan_input() -> serde_json::Value {
+    json!({"title": "Split the parser", "markdown": "# Plan\r\n\n- step one\n", "question": "Go ahead?"})
+}
+
+fn submit_call(input: serde_json::Value) -> ToolCall {
+    ToolCall {
+        call_id: "c-submit".to_owned(),
+        name: "SubmitPlan".to_owned(),
+        input,
+    }
+}
+
+fn tool(name: &str) -> ToolCall {
+    ToolCall {
+        call_id: format!("c-{name}"),
+        name: name.to_owned(),
+        input: json!({}),
+    }
+}
+
+fn artifact() -> Artifact {
+    Artifact {
+        path: ".pi/plan/20250615T000000Z-split-the-parser-abcd.md".to_owned(),
+        sha256: "ab".repeat(32),
+        size: 25,
+    }
+}
+
+/// A Plan turn that has submitted a plan and waits for approval at T0.
+fn pending_state() -> (SessionState, ArtifactRequest) {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    let request = match transition.effects.as_slice() {
+        [Effect::WriteArtifact(request)] => request.clone(),
+        other => panic!("expected one WriteArtifact effect, got {other:?}"),
+    };
+    let state = step(
+        &transition.state,
+        T0,
+        Event::ArtifactWritten {
+            request: request.clone(),
+            approval_id: "a1".to_owned(),
+            artifact: artifact(),
+        },
+    );
+    (state, request)
+}
+
+fn pending_row(state: &SessionState) -> PlanApproval {
+    state.pending_approval.clone().expect("pending approval")
+}
+
+fn approve(state: &SessionState, now: i64, mode: Option<PermissionMode>) -> Transition {
+    handle(
+        state,
+        &context(now),
+        Event::Approve {
+            approval: pending_row(state),
+            permission_mode: mode,
+            execution_id: "x1".to_owned(),
+            execution_turn_id: "t-exec".to_owned(),
+        },
+    )
+}
+
+fn approved_state(mode: PermissionMode) -> SessionState {
+    let (state, _) = pending_state();
+    let transition = approve(&state, T0 + 1_000, Some(mode));
+    accepted(&transition);
+    transition.state
+}
+
+// Section 1: one Agent, Plan as its planning state.
+
+#[test]
+fn agent_is_the_default_mode_and_ask_the_default_permission() {
+    let session = Session::new("s", None);
+    assert_eq!(session.mode, Mode::Agent);
+    assert_eq!(session.permission_mode, PermissionMode::Ask);
+}
+
+#[test]
+fn wire_strings_of_modes_are_exact() {
+    let modes: Vec<&str> = PermissionMode::ALL.iter().map(|mode| mode.as_str()).collect();
+    assert_eq!(modes, ["ask", "accept-edits", "auto"]);
+    assert_eq!(PermissionMode::parse("accept_edits"), None);
+    assert_eq!(PermissionMode::parse("Ask"), None);
+    assert_eq!(Mode::parse("plan"), Some(Mode::Plan));
+    assert_eq!(ExecutionState::parse("running"), Some(ExecutionState::Running));
+}
+
+#[test]
+fn plan_turn_allows_exactly_the_read_only_tools() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let names = [
+        "Read",
+        "Glob",
+        "Grep",
+        "BrowserPreview",
+        "Bash",
+        "EnterPlanMode",
+        "new_context",
+        "Write",
+        "Edit",
+        "mcp__github__create_issue",
+        "read",
+        "NotARealTool",
+    ];
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: names.iter().map(|name| tool(name)).collect(),
+        },
+    );
+    let Reply::ToolResults(results) = accepted(&transition) else {
+        panic!("expected tool results");
+    };
+    let decisions: Vec<(&str, ToolDecision)> = names
+        .iter()
+        .copied()
+        .zip(results.into_iter().map(|result| result.decision))
+        .collect();
+    let deny = ToolDecision::Deny(ErrorCode::ToolDeniedInPlan);
+    assert_eq!(
+        decisions,
+        [
+            ("Read", ToolDecision::Allow),
+            ("Glob", ToolDecision::Allow),
+            ("Grep", ToolDecision::Allow),
+            ("BrowserPreview", ToolDecision::Allow),
+            ("Bash", ToolDecision::Allow),
+            ("EnterPlanMode", ToolDecision::Allow),
+            ("new_context", ToolDecision::Allow),
+            ("Write", deny.clone()),
+            ("Edit", deny.clone()),
+            ("mcp__github__create_issue", deny.clone()),
+            ("read", deny.clone()),
+            ("NotARealTool", deny),
+        ]
+    );
+    assert!(transition.effects.is_empty());
+    assert_eq!(transition.state, state, "tool decisions change no state");
+}
+
+#[test]
+fn submit_plan_with_another_call_refuses_the_whole_batch() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![tool("Read"), submit_call(plan_input())],
+        },
+    );
+    assert_refused_unchanged(&state, transition, ErrorCode::SubmitPlanNotAlone);
+}
+
+#[test]
+fn submit_plan_outside_a_plan_turn_is_plan_not_active() {
+    let state = step(
+        &SessionState::idle(Session::new("s1", Some("/w".to_owned()))),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    let Reply::ToolResults(results) = accepted(&transition) else {
+        panic!("expected tool results");
+    };
+    assert_eq!(results[0].decision, ToolDecision::Deny(ErrorCode::PlanNotActive));
+    assert!(transition.effects.is_empty());
+    assert_eq!(transition.state, state);
+}
+
+#[test]
+fn tool_calls_without_an_active_turn_are_turn_not_active() {
+    let state = plan_session();
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t-none".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    assert_refused_unchanged(&state, transition, ErrorCode::TurnNotActive);
+}
+
+#[test]
+fn agent_turn_delegates_tools_with_the_session_permission_mode() {
+    let mut session = Session::new("s1", Some("/w".to_owned()));
+    session.permission_mode = PermissionMode::AcceptEdits;
+    let state = step(
+        &SessionState::idle(session),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Scheduled,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![tool("Write"), tool("Read")],
+        },
+    );
+    let Reply::ToolResults(results) = accepted(&transition) else {
+        panic!("expected tool results");
+    };
+    assert!(
+        results
+            .iter()
+            .all(|result| result.decision == ToolDecision::Delegate(PermissionMode::AcceptEdits))
+    );
+}
+
+// SubmitPlan input.
+
+#[test]
+fn submit_plan_input_must_be_exactly_title_markdown_question() {
+    let invalid = [
+        json!({"title": "t", "markdown": "m"}),
+        json!({"title": "t", "markdown": "m", "question": "q", "feedback": "x"}),
+        json!({"title": "t", "markdown": "m", "question": 3}),
+        json!({"title": "", "markdown": "m", "question": "q"}),
+        json!({"title": "t", "markdown": "m", "question": "   "}),
+        json!({"title": "t", "markdown": "", "question": "q"}),
+        json!({"title": "t", "markdown": "m", "proposedCommands": ["rm"]}),
+        json!(["t", "m", "q"]),
+        json!(null),
+    ];
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    for input in invalid {
+        let transition = handle(
+            &state,
+            &context(T0),
+            Event::ToolCalls {
+                turn_id: "t1".to_owned(),
+                calls: vec![submit_call(input.clone())],
+            },
+        );
+        let Reply::ToolResults(results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        assert_eq!(
+            results[0].decision,
+            ToolDecision::Deny(ErrorCode::InvalidPlanInput),
+            "input {input}"
+        );
+        assert!(transition.effects.is_empty(), "input {input}");
+        assert_eq!(
+            transition.state, state,
+            "the Plan turn stays active and unchanged"
+        );
+    }
+}
+
+#[test]
+fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let limits = Limits {
+        approval_ttl_ms: TTL,
+        markdown_limit_bytes: 8,
+    };
+    let run = |markdown: &str| {
+        let transition = handle(
+            &state,
+            &Context {
+                now: T0,
+                epoch: EPOCH,
+                limits,
+            },
+            Event::ToolCalls {
+                turn_id: "t1".to_owned(),
+                calls: vec![submit_call(
+                    json!({"title": "t", "markdown": markdown, "question": "q"}),
+                )],
+            },
+        );
+        match accepted(&transition) {
+            Reply::ToolResults(results) => results[0].decision.clone(),
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    // "é" is two bytes: the limit counts bytes, not characters.
+    assert_eq!(run("ééé"), ToolDecision::WriteArtifact);
+    assert_eq!(run("éééé"), ToolDecision::WriteArtifact);
+    assert_eq!(run("éééé!"), ToolDecision::Deny(ErrorCode::InvalidPlanInput));
+}
+
+#[test]
+fn submit_plan_in_a_session_without_workspace_is_not_project_bound() {
+    let mut session = Session::new("s1", None);
+    session.mode = Mode::Plan;
+    let state = step(
+        &SessionState::idle(session),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    let Reply::ToolResults(results) = accepted(&transition) else {
+        panic!("expected tool results");
+    };
+    assert_eq!(
+        results[0].decision,
+        ToolDecision::Deny(ErrorCode::SessionNotProjectBound)
+    );
+    assert!(transition.effects.is_empty());
+}
+
+// Section 2 as plan-core sees it: only a reported write creates the approval.
+
+#[test]
+fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    assert_eq!(
+        transition.effects,
+        [Effect::WriteArtifact(ArtifactRequest {
+            session_id: "s1".to_owned(),
+            turn_id: "t1".to_owned(),
+            call_id: "c-submit".to_owned(),
+            workspace_root: "/work/project".to_owned(),
+            title: "Split the parser".to_owned(),
+            question: "Go ahead?".to_owned(),
+            markdown: "# Plan\r\n\n- step one\n".to_owned(),
+        })]
+    );
+    assert_eq!(transition.state.pending_approval, None);
+}
+
+#[test]
+fn reported_artifact_creates_the_pending_approval_with_an_absolute_deadline() {
+    let (state, _) = pending_state();
+    let approval = pending_row(&state);
+    assert_eq!(approval.status, ApprovalStatus::Pending);
+    assert_eq!(approval.created_at, T0);
+    assert_eq!(approval.expires_at, T0 + 1_800_000);
+    assert_eq!(approval.artifact, Some(artifact()));
+    assert_eq!(approval.title, "Split the parser");
+    assert_eq!(approval.question, "Go ahead?");
+    assert_eq!(approval.permission_mode, None);
+    assert_eq!(approval.execution_id, None);
+    assert_eq!(state.next_deadline(), Some(T0 + 1_800_000));
+    state.check_invariants().unwrap();
+}
+
+#[test]
+fn failed_artifact_write_creates_no_approval_and_keeps_the_turn() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let request = match handle(
+        &state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    )
+    .effects
+    .as_slice()
+    {
+        [Effect::WriteArtifact(request)] => request.clone(),
+        other => panic!("unexpected {other:?}"),
+    };
+    for code in [
+        ErrorCode::ArtifactPathEscape,
+        ErrorCode::ArtifactSymlink,
+        ErrorCode::ArtifactWriteFailed,
+    ] {
+        let transition = handle(
+            &state,
+            &context(T0),
+            Event::ArtifactFailed {
+                request: request.clone(),
+                code,
+            },
+        );
+        let Reply::ToolResults(results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        assert_eq!(results[0].decision, ToolDecision::Deny(code));
+        assert!(transition.effects.is_empty());
+        assert_eq!(transition.state, state);
+        assert_eq!(transition.state.pending_approval, None);
+        assert_eq!(transition.state.live_execution, None);
+    }
+}
+
+// Section 3: approval and permission selection.
+
+#[test]
+fn approve_requires_an_explicit_permission_mode() {
+    let (state, _) = pending_state();
+    let transition = approve(&state, T0 + 1, None);
+    assert_refused_unchanged(&state, transition, ErrorCode::PermissionModeRequired);
+}
+
+#[test]
+fn approve_switches_to_agent_with_the_mode_and_queues_one_execution() {
+    for mode in PermissionMode::ALL.iter().copied() {
+        let (state, _) = pending_state();
+        let before = pending_row(&state);
+        let transition = approve(&state, T0 + 5, Some(mode));
+        let Reply::Decided(approved) = accepted(&transition) else {
+            panic!("expected a decision");
+        };
+        assert_eq!(approved.status, ApprovalStatus::Approved);
+        assert_eq!(approved.permission_mode, Some(mode));
+        assert_eq!(approved.execution_id.as_deref(), Some("x1"));
+        assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
+        assert_eq!(approved.decided_at, Some(T0 + 5));
+        assert_eq!(approved.expires_at, before.expires_at);
+        let next = &transition.state;
+        assert_eq!(next.session.mode, Mode::Agent);
+        assert_eq!(next.session.permission_mode, mode);
+        assert_eq!(next.pending_approval, None);
+        assert_eq!(next.live_execution.as_ref(), Some(&approved));
+        let turn = next.active_turn.clone().unwrap();
+        assert_eq!(
+            (turn.kind, turn.mode, turn.turn_id.as_str()),
+            (TurnKind::Execution, Mode::Agent, "t-exec")
+        );
+        // Both changes land in one transaction: the row update (guarded) and the session.
+        assert_eq!(
+            transition.effects,
+            [
+                Effect::UpdateApproval {
+                    approval: approved.clone(),
+                    expected: RowGuard {
+                        status: ApprovalStatus::Pending,
+                        execution_state: None,
+                    },
+                },
+                Effect::SaveSession(next.session.clone()),
+            ]
+        );
+        next.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn reject_is_terminal_grants_no_mode_and_leaves_the_session_idle_in_plan() {
+    let (state, _) = pending_state();
+    let transition = handle(
+        &state,
+        &context(T0 + 10),
+        Event::Reject {
+            approval: pending_row(&state),
+        },
+    );
+    let Reply::Decided(rejected) = accepted(&transition) else {
+        panic!("expected a decision");
+    };
+    assert_eq!(rejected.status, ApprovalStatus::Rejected);
+    assert_eq!(rejected.permission_mode, None);
+    assert_eq!(rejected.execution_id, None);
+    assert_eq!(rejected.execution_state, None);
+    assert_eq!(
+        transition.state.session, state.session,
+        "reject changes no session setting"
+    );
+    assert_eq!(transition.state.session.mode, Mode::Plan);
+    assert!(transition.state.is_idle());
+    // Terminal: neither approve nor reject can act on it again.
+    let again = handle(
+        &transition.state,
+        &context(T0 + 11),
+        Event::Approve {
+            approval: rejected.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+            execution_id: "x2".to_owned(),
+            execution_turn_id: "t2".to_owned(),
+        },
+    );
+    assert_refused_unchanged(&transition.state, again, ErrorCode::ApprovalNotPending);
+    let again = handle(
+        &transition.state,
+        &context(T0 + 11),
+        Event::Reject { approval: rejected },
+    );
+    assert_refused_unchanged(&transition.state, again, ErrorCode::ApprovalNotPending);
+}
+
+#[test]
+fn approval_actions_are_the_only_controls_while_pending() {
+    let (state, _) = pending_state();
+    let refusals = [
+        Event::StartTurn {
+            turn_id: "t2".to_owned(),
+            origin: Origin::Interactive,
+        },
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![tool("Read")],
+        },
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+        Event::Configure(ConfigChange {
+            model: Some(Some("other".to_owned())),
+            ..ConfigChange::default()
+        }),
+        Event::CompleteTurn {
+            turn_id: "t1".to_owned(),
+        },
+        Event::CancelTurn,
+    ];
+    for event in refusals {
+        let transition = handle(&state, &context(T0 + 1), event.clone());
+        assert_refused_unchanged(&state, transition, ErrorCode::SessionBusy);
+    }
+}
+
+// Deadline.
+
+#[test]
+fn approve_at_the_deadline_is_refused_and_the_approval_expires() {
+    let (state, _) = pending_state();
+    let deadline = pending_row(&state).expires_at;
+    let transition = approve(&state, deadline, Some(PermissionMode::Auto));
+    assert_eq!(transition.reply, Err(ErrorCode::PlanApprovalTimeout));
+    let [Effect::UpdateApproval { approval, expected }] = transition.effects.as_slice() else {
+        panic!("expected only the expiry update, got {:?}", transition.effects);
+    };
+    assert_eq!(approval.status, ApprovalStatus::Expired);
+    assert_eq!(approval.error_code, Some(ErrorCode::PlanApprovalTimeout));
+    assert_eq!(approval.decided_at, Some(deadline));
+    assert_eq!(approval.permission_mode, None);
+    assert_eq!(expected.status, ApprovalStatus::Pending);
+    assert_eq!(transition.state.session.mode, Mode::Plan, "no mode was granted");
+    assert_eq!(transition.state.session.permission_mode, PermissionMode::Ask);
+    assert!(transition.state.is_idle());
+}
+
+#[test]
+fn approve_one_millisecond_before_the_deadline_is_accepted() {
+    let (state, _) = pending_state();
+    let deadline = pending_row(&state).expires_at;
+    accepted(&approve(&state, deadline - 1, Some(PermissionMode::Ask)));
+}
+
+#[test]
+fn approving_an_already_expired_row_is_plan_approval_timeout() {
+    let (state, _) = pending_state();
+    let row = pending_row(&state);
+    let expired_state = step(&state, row.expires_at + 5, Event::Tick);
+    let mut stored = row;
+    stored.status = ApprovalStatus::Expired;
+    stored.error_code = Some(ErrorCode::PlanApprovalTimeout);
+    let transition = handle(
+        &expired_state,
+        &context(T0 + 3 * TTL),
+        Event::Approve {
+            approval: stored,
+            permission_mode: Some(PermissionMode::Auto),
+            execution_id: "x".to_owned(),
+            execution_turn_id: "t".to_owned(),
+        },
+    );
+    assert_refused_unchanged(&expired_state, transition, ErrorCode::PlanApprovalTimeout);
+}
+
+#[test]
+fn tick_expires_at_the_deadline_and_never_moves_it() {
+    let (state, _) = pending_state();
+    let deadline = pending_row(&state).expires_at;
+    let early = handle(&state, &context(deadline - 1), Event::Tick);
+    assert_eq!(early.state, state);
+    assert!(early.effects.is_empty());
+    let due = handle(&state, &context(deadline), Event::Tick);
+    assert_eq!(due.reply, Ok(Reply::Ticked));
+    let [Effect::UpdateApproval { approval, .. }] = due.effects.as_slice() else {
+        panic!("expected the expiry update");
+    };
+    assert_eq!(approval.status, ApprovalStatus::Expired);
+    assert_eq!(approval.expires_at, deadline);
+    assert_eq!(due.state.next_deadline(), None);
+    assert_eq!(due.state.session.mode, Mode::Plan);
+    assert!(due.state.is_idle(), "expiry ends the Plan turn");
+}
+
+#[test]
+fn deadline_uses_the_configured_ttl() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let limits = Limits {
+        approval_ttl_ms: 250,
+        markdown_limit_bytes: 100,
+    };
+    let short = |now| Context {
+        now,
+        epoch: EPOCH,
+        limits,
+    };
+    let transition = handle(
+        &state,
+        &short(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls: vec![submit_call(plan_input())],
+        },
+    );
+    let [Effect::WriteArtifact(request)] = transition.effects.as_slice() else {
+        panic!("expected a write");
+    };
+    let written = handle(
+        &transition.state,
+        &short(T0 + 40),
+        Event::ArtifactWritten {
+            request: request.clone(),
+            approval_id: "a".to_owned(),
+            artifact: artifact(),
+        },
+    );
+    assert_eq!(written.state.next_deadline(), Some(T0 + 40 + 250));
+}
+
+// Execution.
+
+#[test]
+fn execution_runs_queued_then_running_then_completed_and_ends_the_turn() {
+    let state = approved_state(PermissionMode::AcceptEdits);
+    let start = handle(
+        &state,
+        &context(T0 + 2_000),
+        Event::StartExecution {
+            execution_id: "x1".to_owned(),
+            epoch: EPOCH,
+        },
+    );
+    let Reply::ExecutionChanged(running) = accepted(&start) else {
+        panic!("expected an execution change");
+    };
+    assert_eq!(running.execution_state, Some(ExecutionState::Running));
+    let again = handle(
+        &start.state,
+        &context(T0 + 2_001),
+        Event::StartExecution {
+            execution_id: "x1".to_owned(),
+            epoch: EPOCH,
+        },
+    );
+    assert_refused_unchanged(&start.state, again, ErrorCode::ExecutionNotActive);
+    let done = handle(
+        &start.state,
+        &context(T0 + 3_000),
+        Event::CompleteExecution {
+            execution_id: "x1".to_owned(),
+            epoch: EPOCH,
+        },
+    );
+    let Reply::ExecutionChanged(completed) = accepted(&done) else {
+        panic!("expected an execution change");
+    };
+    assert_eq!(completed.execution_state, Some(ExecutionState::Completed));
+    assert!(done.state.is_idle());
+    assert_eq!(done.state.session.mode, Mode::Agent, "no automatic Plan re-entry");
+}
+
+#[test]
+fn completing_a_queued_execution_is_not_active() {
+    let state = approved_state(PermissionMode::Ask);
+    let transition = handle(
+        &state,
+        &context(T0 + 2_000),
+        Event::CompleteExecution {
+            execution_id: "x1".to_owned(),
+            epoch: EPOCH,
+        },
+    );
+    assert_refused_unchanged(&state, transition, ErrorCode::ExecutionNotActive);
+    let unknown = handle(
+        &state,
+        &context(T0 + 2_000),
+        Event::StartExecution {
+            execution_id: "x-other".to_owned(),
+            epoch: EPOCH,
+        },
+    );
+    assert_refused_unchanged(&state, unknown, ErrorCode::ExecutionNotActive);
+}
+
+#[test]
+fn a_report_from_an_older_boot_epoch_is_refused() {
+    let state = approved_state(PermissionMode::Auto);
+    let transition = handle(
+        &state,
+        &context(T0 + 2_000),
+        Event::StartExecution {
+            execution_id: "x1".to_owned(),
+            epoch: BootEpoch(EPOCH.0 - 1),
+        },
+    );
+    assert_refused_unchanged(&state, transition, ErrorCode::HostRestarted);
+}
+
+#[test]
+fn second_prompt_or_plan_run_or_configuration_while_executing_is_busy() {
+    let state = approved_state(PermissionMode::Auto);
+    for event in [
+        Event::StartTurn {
+            turn_id: "t9".to_owned(),
+            origin: Origin::Interactive,
+        },
+        Event::Configure(ConfigChange {
+            mode: Some(Mode::Plan),
+            ..ConfigChange::default()
+        }),
+        Event::Configure(ConfigChange {
+            shell: Some(Some("zsh".to_owned())),
+            ..ConfigChange::default()
+        }),
+        Event::CompleteTurn {
+            turn_id: "t-exec".to_owned(),
+        },
+    ] {
+        let transition = handle(&state, &context(T0 + 2_000), event);
+        assert_refused_unchanged(&state, transition, ErrorCode::SessionBusy);
+    }
+}
+
+#[test]
+fn cancel_interrupts_the_execution_and_leaves_the_session_in_agent() {
+    let state = approved_state(PermissionMode::Auto);
+    let transition = handle(&state, &context(T0 + 2_000), Event::CancelTurn);
+    accepted(&transition);
+    let [
+        Effect::UpdateApproval { approval, .. },
+        Effect::AbortTurn { turn_id },
+    ] = transition.effects.as_slice()
+    else {
+        panic!("unexpected effects {:?}", transition.effects);
+    };
+    assert_eq!(approval.execution_state, Some(ExecutionState::Interrupted));
+    assert_eq!(approval.error_code, Some(ErrorCode::ExecutionCancelled));
+    assert_eq!(approval.status, ApprovalStatus::Approved);
+    assert_eq!(turn_id, "t-exec");
+    assert!(transition.state.is_idle());
+    assert_eq!(transition.state.session.mode, Mode::Agent);
+}
+
+// Section 5: turn and configuration boundaries.
+
+#[test]
+fn second_prompt_during_an_active_turn_is_busy() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(
+        &state,
+        &context(T0),
+        Event::StartTurn {
+            turn_id: "t2".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    assert_refused_unchanged(&state, transition, ErrorCode::SessionBusy);
+}
+
+#[test]
+fn configuration_is_accepted_only_while_idle() {
+    let idle = plan_session();
+    let change = ConfigChange {
+        mode: Some(Mode::Agent),
+        permission_mode: Some(PermissionMode::Auto),
+        provider: Some(Some("p".to_owned())),
+        model: Some(Some("m".to_owned())),
+        shell: Some(Some("bash".to_owned())),
+    };
+    let transition = handle(&idle, &context(T0), Event::Configure(change.clone()));
+    assert_eq!(transition.reply, Ok(Reply::SessionUpdated));
+    let session = &transition.state.session;
+    assert_eq!(
+        (session.mode, session.permission_mode, session.shell.as_deref()),
+        (Mode::Agent, PermissionMode::Auto, Some("bash"))
+    );
+    assert_eq!(transition.effects, [Effect::SaveSession(session.clone())]);
+    let busy = step(
+        &idle,
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let transition = handle(&busy, &context(T0), Event::Configure(change));
+    assert_refused_unchanged(&busy, transition, ErrorCode::SessionBusy);
+}
+
+#[test]
+fn completing_a_prompt_turn_makes_the_session_idle() {
+    let state = step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    let wrong = handle(
+        &state,
+        &context(T0),
+        Event::CompleteTurn {
+            turn_id: "t-other".to_owned(),
+        },
+    );
+    assert_refused_unchanged(&state, wrong, ErrorCode::TurnNotActive);
+    let done = step(
+        &state,
+        T0,
+        Event::CompleteTurn {
+            turn_id: "t1".to_owned(),
+        },
+    );
+    assert!(done.is_idle());
+}
+
+// Section 6: scheduled Plan policy.
+
+#[test]
+fn scheduled_plan_run_is_refused_before_anything_else() {
+    let idle = plan_session();
+    let transition = handle(
+        &idle,
+        &context(T0),
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Scheduled,
+        },
+    );
+    assert_refused_unchanged(&idle, transition, ErrorCode::PlanRequiresInteractiveSession);
+    // Even a busy Plan session answers the scheduled run with the policy code.
+    let (pending, _) = pending_state();
+    let transition = handle(
+        &pending,
+        &context(T0 + 1),
+        Event::StartTurn {
+            turn_id: "t2".to_owned(),
+            origin: Origin::Scheduled,
+        },
+    );
+    assert_refused_unchanged(&pending, transition, ErrorCode::PlanRequiresInteractiveSession);
+}
+
+#[test]
+fn scheduled_agent_run_is_allowed_after_an_explicit_change_to_agent() {
+    let idle = plan_session();
+    let agent = step(
+        &idle,
+        T0,
+        Event::Configure(ConfigChange {
+            mode: Some(Mode::Agent),
+            ..ConfigChange::default()
+        }),
+    );
+    let started = step(
+        &agent,
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Scheduled,
+        },
+    );
+    assert_eq!(started.active_turn.unwrap().origin, Origin::Scheduled);
+}
+
+// Section 4: process-epoch fence and recovery.
+
+#[test]
+fn startup_fence_interrupts_pending_and_live_work_and_replays_nothing() {
+    let (pending, _) = pending_state();
+    let pending_row = pending_row(&pending);
+    let queued = approved_state(PermissionMode::Auto).live_execution.unwrap();
+    let mut running = queued.clone();
+    running.id = "a-running".to_owned();
+    running.execution_state = Some(ExecutionState::Running);
+    let mut completed = queued.clone();
+    completed.id = "a-done".to_owned();
+    completed.execution_state = Some(ExecutionState::Completed);
+    let mut rejected = pending_row.clone();
+    rejected.id = "a-rejected".to_owned();
+    rejected.status = ApprovalStatus::Rejected;
+    let rows = [
+        pending_row.clone(),
+        queued.clone(),
+        running.clone(),
+        completed,
+        rejected,
+    ];
+    let later = T0 + 10 * TTL;
+    let effects = startup_fence(&rows, later);
+    assert_eq!(
+        effects.len(),
+        3,
+        "only the pending, queued and running rows change"
+    );
+    for effect in &effects {
+        let Effect::UpdateApproval { approval, expected } = effect else {
+            panic!("the fence only updates rows");
+        };
+        assert_eq!(approval.error_code, Some(ErrorCode::HostRestarted));
+        assert!(!approval.has_live_execution());
+        assert_ne!(approval.status, ApprovalStatus::Pending);
+        assert!(expected.status == ApprovalStatus::Pending || expected.execution_state.is_some());
+    }
+    let fenced_pending = fence_row(&pending_row, later).unwrap();
+    assert_eq!(fenced_pending.status, ApprovalStatus::Interrupted);
+    assert_eq!(fenced_pending.decided_at, Some(later));
+    assert_eq!(fenced_pending.expires_at, pending_row.expires_at);
+    assert_eq!(
+        fenced_pending.permission_mode, None,
+        "an interrupted approval grants nothing"
+    );
+    let fenced_queued = fence_row(&queued, later).unwrap();
+    assert_eq!(fenced_queued.status, ApprovalStatus::Approved);
+    assert_eq!(fenced_queued.execution_state, Some(ExecutionState::Interrupted));
+    assert_eq!(
+        fenced_queued.decided_at, queued.decided_at,
+        "the approval time stays"
+    );
+    assert_eq!(fence_row(&fenced_queued, later), None, "the fence is idempotent");
+}
+
+#[test]
+fn after_a_restart_sessions_keep_their_modes_and_start_idle() {
+    // A pending approval's session stays in Plan; an approved one stays in Agent.
+    let (pending, _) = pending_state();
+    let approved = approved_state(PermissionMode::Auto);
+    assert_eq!(pending.session.mode, Mode::Plan);
+    assert_eq!(approved.session.mode, Mode::Agent);
+    // The new process rebuilds state from persisted rows after the fence:
+    // no active turn, nothing pending, nothing live, and no Plan re-entry.
+    let restarted = SessionState::idle(approved.session.clone());
+    let turn = step(
+        &restarted,
+        T0 + 5_000,
+        Event::StartTurn {
+            turn_id: "t-new".to_owned(),
+            origin: Origin::Interactive,
+        },
+    );
+    assert_eq!(turn.active_turn.unwrap().mode, Mode::Agent);
+}
+
+#[test]
+fn error_codes_round_trip_through_their_wire_strings() {
+    for code in ErrorCode::ALL {
+        assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        assert!(code.as_str().chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+    }
+    assert_eq!(ErrorCode::parse("plan_approval_timeout"), None);
+}
+
+#[test]
+fn error_code_messages() {
+    let table: Vec<String> = ErrorCode::ALL
+        .iter()
+        .map(|code| format!("{}: {}", code.as_str(), code.message()))
+        .collect();
+    insta::assert_snapshot!(table.join("\n"));
+}

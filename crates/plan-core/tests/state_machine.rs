@@ -1,0 +1,620 @@
+//! Property test: random event sequences (clock jumps, restarts, scheduled
+//! origins included) driven through plan-core and through a deliberately
+//! simple reference model; after every step the two must agree and the
+//! checkpoint's invariants must hold.
+
+// Test code: a failed expectation should stop the test loudly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::wildcard_enum_match_arm
+)]
+
+use std::collections::BTreeMap;
+
+use plan_core::{
+    ApprovalStatus, Artifact, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, ExecutionState,
+    Limits, Mode, Origin, PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision,
+    TurnKind, handle, startup_fence,
+};
+use proptest::prelude::*;
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
+use serde_json::json;
+
+const TTL: i64 = 10_000;
+const START: i64 = 1_750_000_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ToolBatch {
+    Safe,
+    Denied,
+    SubmitValid { write_ok: bool },
+    SubmitInvalid,
+    SubmitWithOther,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    AdvanceClock(i64),
+    StartTurn(Origin),
+    Tools(ToolBatch),
+    Approve(Option<PermissionMode>),
+    Reject,
+    Configure(Option<Mode>, Option<PermissionMode>),
+    CompleteTurn,
+    CancelTurn,
+    StartExecution,
+    CompleteExecution,
+    Restart,
+    Tick,
+}
+
+/// What the reference model knows about the latest approval row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LatestRow {
+    Pending,
+    Expired,
+    Decided,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModelTurn {
+    Prompt(Mode),
+    Execution(ExecutionState),
+}
+
+#[derive(Debug, Clone)]
+struct Model {
+    now: i64,
+    mode: Mode,
+    permission_mode: PermissionMode,
+    turn: Option<ModelTurn>,
+    pending_deadline: Option<i64>,
+    latest: Option<LatestRow>,
+    expected: Result<(), ErrorCode>,
+}
+
+impl Model {
+    fn expire(&mut self) -> bool {
+        match self.pending_deadline {
+            Some(deadline) if self.now >= deadline => {
+                self.pending_deadline = None;
+                self.turn = None;
+                self.latest = Some(LatestRow::Expired);
+                true
+            }
+            Some(_) | None => false,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.turn.is_some() || self.pending_deadline.is_some()
+    }
+
+    /// Turn-scoped requests while nothing is pending: the turn or TURN_NOT_ACTIVE.
+    fn turn_or_refusal(&self) -> Result<ModelTurn, ErrorCode> {
+        if self.pending_deadline.is_some() {
+            return Err(ErrorCode::SessionBusy);
+        }
+        self.turn.ok_or(ErrorCode::TurnNotActive)
+    }
+
+    fn decision_target(&self, just_expired: bool) -> Result<(), ErrorCode> {
+        if self.pending_deadline.is_some() {
+            return Ok(());
+        }
+        match (self.latest, just_expired) {
+            (_, true) | (Some(LatestRow::Expired), false) => Err(ErrorCode::PlanApprovalTimeout),
+            (Some(LatestRow::Pending | LatestRow::Decided) | None, false) => {
+                Err(ErrorCode::ApprovalNotPending)
+            }
+        }
+    }
+}
+
+struct Reference;
+
+impl ReferenceStateMachine for Reference {
+    type State = Model;
+    type Transition = Step;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        prop_oneof![Just(Mode::Plan), Just(Mode::Agent)]
+            .prop_map(|mode| Model {
+                now: START,
+                mode,
+                permission_mode: PermissionMode::Ask,
+                turn: None,
+                pending_deadline: None,
+                latest: None,
+                expected: Ok(()),
+            })
+            .boxed()
+    }
+
+    fn transitions(_state: &Model) -> BoxedStrategy<Step> {
+        let origin = prop_oneof![3 => Just(Origin::Interactive), 1 => Just(Origin::Scheduled)];
+        let permission = prop_oneof![
+            Just(PermissionMode::Ask),
+            Just(PermissionMode::AcceptEdits),
+            Just(PermissionMode::Auto)
+        ];
+        let batch = prop_oneof![
+            1 => Just(ToolBatch::Safe),
+            1 => Just(ToolBatch::Denied),
+            4 => any::<bool>().prop_map(|write_ok| ToolBatch::SubmitValid { write_ok }),
+            1 => Just(ToolBatch::SubmitInvalid),
+            1 => Just(ToolBatch::SubmitWithOther),
+        ];
+        prop_oneof![
+            2 => prop_oneof![0..100i64, 0..3 * TTL].prop_map(Step::AdvanceClock),
+            3 => origin.prop_map(Step::StartTurn),
+            4 => batch.prop_map(Step::Tools),
+            3 => proptest::option::weighted(0.8, permission.clone()).prop_map(Step::Approve),
+            1 => Just(Step::Reject),
+            1 => (
+                proptest::option::of(prop_oneof![Just(Mode::Plan), Just(Mode::Agent)]),
+                proptest::option::of(permission)
+            )
+                .prop_map(|(mode, permission)| Step::Configure(mode, permission)),
+            1 => Just(Step::CompleteTurn),
+            1 => Just(Step::CancelTurn),
+            2 => Just(Step::StartExecution),
+            2 => Just(Step::CompleteExecution),
+            1 => Just(Step::Restart),
+            1 => Just(Step::Tick),
+        ]
+        .boxed()
+    }
+
+    fn apply(mut model: Model, step: &Step) -> Model {
+        if let Step::AdvanceClock(delta) = step {
+            model.now += delta;
+            model.expected = Ok(());
+            return model;
+        }
+        if let Step::Restart = step {
+            model.now += 1;
+            if model.pending_deadline.take().is_some() {
+                model.latest = Some(LatestRow::Decided);
+            }
+            model.turn = None;
+            model.expected = Ok(());
+            return model;
+        }
+        let just_expired = model.expire();
+        model.expected = match step {
+            Step::AdvanceClock(_) | Step::Restart | Step::Tick => Ok(()),
+            Step::StartTurn(origin) => match (model.mode, origin) {
+                (Mode::Plan, Origin::Scheduled) => Err(ErrorCode::PlanRequiresInteractiveSession),
+                (Mode::Plan | Mode::Agent, Origin::Interactive | Origin::Scheduled) if model.busy() => {
+                    Err(ErrorCode::SessionBusy)
+                }
+                (Mode::Plan | Mode::Agent, Origin::Interactive | Origin::Scheduled) => {
+                    model.turn = Some(ModelTurn::Prompt(model.mode));
+                    Ok(())
+                }
+            },
+            Step::Tools(batch) => match model.turn_or_refusal() {
+                Err(code) => Err(code),
+                Ok(_) if *batch == ToolBatch::SubmitWithOther => Err(ErrorCode::SubmitPlanNotAlone),
+                Ok(turn) => {
+                    if let (ModelTurn::Prompt(Mode::Plan), ToolBatch::SubmitValid { write_ok: true }) =
+                        (turn, batch)
+                    {
+                        model.pending_deadline = Some(model.now + TTL);
+                        model.latest = Some(LatestRow::Pending);
+                    }
+                    Ok(())
+                }
+            },
+            Step::Approve(permission) => match (model.decision_target(just_expired), permission) {
+                (Err(code), _) => Err(code),
+                (Ok(()), None) => Err(ErrorCode::PermissionModeRequired),
+                (Ok(()), Some(permission)) => {
+                    model.pending_deadline = None;
+                    model.latest = Some(LatestRow::Decided);
+                    model.mode = Mode::Agent;
+                    model.permission_mode = *permission;
+                    model.turn = Some(ModelTurn::Execution(ExecutionState::Queued));
+                    Ok(())
+                }
+            },
+            Step::Reject => match model.decision_target(just_expired) {
+                Err(code) => Err(code),
+                Ok(()) => {
+                    model.pending_deadline = None;
+                    model.latest = Some(LatestRow::Decided);
+                    model.turn = None;
+                    Ok(())
+                }
+            },
+            Step::Configure(mode, permission) => {
+                if model.busy() {
+                    Err(ErrorCode::SessionBusy)
+                } else {
+                    model.mode = mode.unwrap_or(model.mode);
+                    model.permission_mode = permission.unwrap_or(model.permission_mode);
+                    Ok(())
+                }
+            }
+            Step::CompleteTurn => match model.turn_or_refusal() {
+                Err(code) => Err(code),
+                Ok(ModelTurn::Execution(_)) => Err(ErrorCode::SessionBusy),
+                Ok(ModelTurn::Prompt(_)) => {
+                    model.turn = None;
+                    Ok(())
+                }
+            },
+            Step::CancelTurn => match model.turn_or_refusal() {
+                Err(code) => Err(code),
+                Ok(_) => {
+                    model.turn = None;
+                    Ok(())
+                }
+            },
+            Step::StartExecution => match model.turn {
+                Some(ModelTurn::Execution(ExecutionState::Queued)) => {
+                    model.turn = Some(ModelTurn::Execution(ExecutionState::Running));
+                    Ok(())
+                }
+                Some(_) | None => Err(ErrorCode::ExecutionNotActive),
+            },
+            Step::CompleteExecution => match model.turn {
+                Some(ModelTurn::Execution(ExecutionState::Running)) => {
+                    model.turn = None;
+                    Ok(())
+                }
+                Some(_) | None => Err(ErrorCode::ExecutionNotActive),
+            },
+        };
+        model
+    }
+}
+
+/// The system under test: plan-core plus a toy row store that applies the
+/// effects with the same compare-and-set discipline storage uses.
+struct Harness {
+    now: i64,
+    epoch: BootEpoch,
+    state: SessionState,
+    rows: BTreeMap<String, PlanApproval>,
+    first_deadline: BTreeMap<String, i64>,
+    next_id: u64,
+    last_reply: Result<(), ErrorCode>,
+}
+
+impl Harness {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.next_id += 1;
+        format!("{prefix}-{}", self.next_id)
+    }
+
+    fn context(&self) -> Context {
+        Context {
+            now: self.now,
+            epoch: self.epoch,
+            limits: Limits {
+                approval_ttl_ms: TTL,
+                markdown_limit_bytes: 64,
+            },
+        }
+    }
+
+    fn latest_row(&self) -> Option<PlanApproval> {
+        self.rows
+            .values()
+            .max_by_key(|row| (row.created_at, row.id.clone()))
+            .cloned()
+    }
+
+    fn live_execution_id(&self) -> String {
+        self.state
+            .live_execution
+            .as_ref()
+            .and_then(|row| row.execution_id.clone())
+            .unwrap_or_else(|| "x-none".to_owned())
+    }
+
+    fn current_turn_id(&self) -> String {
+        self.state
+            .active_turn
+            .as_ref()
+            .map(|turn| turn.turn_id.clone())
+            .unwrap_or_else(|| "t-none".to_owned())
+    }
+
+    /// Applies effects like storage: every update must match its guard.
+    fn persist(&mut self, effects: &[Effect]) {
+        for effect in effects {
+            match effect {
+                Effect::InsertApproval(row) => {
+                    assert!(
+                        self.rows.insert(row.id.clone(), row.clone()).is_none(),
+                        "ids are fresh"
+                    );
+                    self.first_deadline.insert(row.id.clone(), row.expires_at);
+                }
+                Effect::UpdateApproval { approval, expected } => {
+                    let stored = self.rows.get_mut(&approval.id).expect("updated rows exist");
+                    assert_eq!(stored.status, expected.status, "compare-and-set guard");
+                    assert_eq!(
+                        stored.execution_state, expected.execution_state,
+                        "compare-and-set guard"
+                    );
+                    *stored = approval.clone();
+                }
+                Effect::SaveSession(session) => assert_eq!(session.id, self.state.session.id),
+                Effect::WriteArtifact(_) | Effect::AbortTurn { .. } => {}
+            }
+        }
+    }
+
+    fn run(&mut self, event: Event) -> Reply {
+        let transition = handle(&self.state, &self.context(), event);
+        self.persist(&transition.effects);
+        if transition.reply.is_err() && !transition.effects.is_empty() {
+            // Only the lazy expiry may come with a refusal.
+            assert!(transition.effects.iter().all(|effect| matches!(
+                effect,
+                Effect::UpdateApproval { approval, .. } if approval.status == ApprovalStatus::Expired
+            )));
+        }
+        self.state = transition.state;
+        match transition.reply {
+            Ok(reply) => {
+                self.last_reply = Ok(());
+                reply
+            }
+            Err(code) => {
+                self.last_reply = Err(code);
+                Reply::Ticked
+            }
+        }
+    }
+
+    fn tools(&mut self, batch: ToolBatch) {
+        let valid = json!({"title": "t", "markdown": "# plan", "question": "ok?"});
+        let submit = |input: serde_json::Value| ToolCall {
+            call_id: "c-submit".to_owned(),
+            name: "SubmitPlan".to_owned(),
+            input,
+        };
+        let named = |name: &str| ToolCall {
+            call_id: format!("c-{name}"),
+            name: name.to_owned(),
+            input: json!({}),
+        };
+        let calls = match batch {
+            ToolBatch::Safe => vec![named("Read")],
+            ToolBatch::Denied => vec![named("Write")],
+            ToolBatch::SubmitValid { .. } => vec![submit(valid)],
+            ToolBatch::SubmitInvalid => vec![submit(json!({"title": "t"}))],
+            ToolBatch::SubmitWithOther => vec![named("Grep"), submit(valid)],
+        };
+        let turn_id = self.current_turn_id();
+        let reply = self.run(Event::ToolCalls { turn_id, calls });
+        let Reply::ToolResults(results) = reply else {
+            return;
+        };
+        for result in results {
+            if result.decision != ToolDecision::WriteArtifact {
+                continue;
+            }
+            let request = match self.state.active_turn.as_ref() {
+                Some(_) => plan_core::ArtifactRequest {
+                    session_id: self.state.session.id.clone(),
+                    turn_id: self.current_turn_id(),
+                    call_id: result.call_id,
+                    workspace_root: "/w".to_owned(),
+                    title: "t".to_owned(),
+                    question: "ok?".to_owned(),
+                    markdown: "# plan".to_owned(),
+                },
+                None => panic!("a write was requested without a turn"),
+            };
+            let event = match batch {
+                ToolBatch::SubmitValid { write_ok: true } => Event::ArtifactWritten {
+                    request,
+                    approval_id: self.fresh("a"),
+                    artifact: Artifact {
+                        path: ".pi/plan/p.md".to_owned(),
+                        sha256: "0".repeat(64),
+                        size: 6,
+                    },
+                },
+                ToolBatch::SubmitValid { write_ok: false }
+                | ToolBatch::Safe
+                | ToolBatch::Denied
+                | ToolBatch::SubmitInvalid
+                | ToolBatch::SubmitWithOther => Event::ArtifactFailed {
+                    request,
+                    code: ErrorCode::ArtifactWriteFailed,
+                },
+            };
+            let _ = self.run(event);
+        }
+    }
+
+    fn decision_row(&self) -> PlanApproval {
+        // Decide the latest row, as a person clicking the newest card would.
+        self.latest_row().unwrap_or_else(|| PlanApproval {
+            id: "a-none".to_owned(),
+            session_id: self.state.session.id.clone(),
+            turn_id: "t-none".to_owned(),
+            title: "t".to_owned(),
+            question: "q".to_owned(),
+            artifact: None,
+            status: ApprovalStatus::Rejected,
+            error_code: None,
+            created_at: 0,
+            expires_at: TTL,
+            decided_at: Some(1),
+            permission_mode: None,
+            execution_id: None,
+            execution_state: None,
+        })
+    }
+}
+
+struct PlanCoreTest;
+
+impl StateMachineTest for PlanCoreTest {
+    type SystemUnderTest = Harness;
+    type Reference = Reference;
+
+    fn init_test(model: &Model) -> Harness {
+        let mut session = Session::new("s", Some("/w".to_owned()));
+        session.mode = model.mode;
+        Harness {
+            now: model.now,
+            epoch: BootEpoch(1),
+            state: SessionState::idle(session),
+            rows: BTreeMap::new(),
+            first_deadline: BTreeMap::new(),
+            next_id: 0,
+            last_reply: Ok(()),
+        }
+    }
+
+    fn apply(mut harness: Harness, model: &Model, step: Step) -> Harness {
+        let permission_before = harness.state.session.permission_mode;
+        match step.clone() {
+            Step::AdvanceClock(delta) => {
+                harness.now += delta;
+                harness.last_reply = Ok(());
+            }
+            Step::Restart => {
+                harness.now += 1;
+                let rows: Vec<PlanApproval> = harness.rows.values().cloned().collect();
+                let effects = startup_fence(&rows, harness.now);
+                harness.persist(&effects);
+                harness.epoch = BootEpoch(harness.epoch.0 + 1);
+                harness.state = SessionState::idle(harness.state.session.clone());
+                harness.last_reply = Ok(());
+                for row in harness.rows.values() {
+                    assert_ne!(
+                        row.status,
+                        ApprovalStatus::Pending,
+                        "nothing pending after recovery"
+                    );
+                    assert!(
+                        !row.has_live_execution(),
+                        "nothing queued or running after recovery"
+                    );
+                }
+            }
+            Step::StartTurn(origin) => {
+                let turn_id = harness.fresh("t");
+                let _ = harness.run(Event::StartTurn { turn_id, origin });
+            }
+            Step::Tools(batch) => harness.tools(batch),
+            Step::Approve(permission_mode) => {
+                let approval = harness.decision_row();
+                let execution_id = harness.fresh("x");
+                let execution_turn_id = harness.fresh("t");
+                let _ = harness.run(Event::Approve {
+                    approval,
+                    permission_mode,
+                    execution_id,
+                    execution_turn_id,
+                });
+            }
+            Step::Reject => {
+                let approval = harness.decision_row();
+                let _ = harness.run(Event::Reject { approval });
+            }
+            Step::Configure(mode, permission_mode) => {
+                let _ = harness.run(Event::Configure(ConfigChange {
+                    mode,
+                    permission_mode,
+                    ..ConfigChange::default()
+                }));
+            }
+            Step::CompleteTurn => {
+                let turn_id = harness.current_turn_id();
+                let _ = harness.run(Event::CompleteTurn { turn_id });
+            }
+            Step::CancelTurn => {
+                let _ = harness.run(Event::CancelTurn);
+            }
+            Step::StartExecution => {
+                let execution_id = harness.live_execution_id();
+                let epoch = harness.epoch;
+                let _ = harness.run(Event::StartExecution { execution_id, epoch });
+            }
+            Step::CompleteExecution => {
+                let execution_id = harness.live_execution_id();
+                let epoch = harness.epoch;
+                let _ = harness.run(Event::CompleteExecution { execution_id, epoch });
+            }
+            Step::Tick => {
+                let _ = harness.run(Event::Tick);
+            }
+        }
+        let granted = matches!(step, Step::Approve(Some(_)) | Step::Configure(_, Some(_)));
+        if !granted {
+            assert_eq!(
+                harness.state.session.permission_mode, permission_before,
+                "only an explicit approve or configuration changes the permission mode"
+            );
+        }
+        assert_eq!(harness.last_reply, model.expected, "reply after {step:?}");
+        harness
+    }
+
+    fn check_invariants(harness: &Harness, model: &Model) {
+        harness.state.check_invariants().unwrap();
+        let pending = harness
+            .rows
+            .values()
+            .filter(|row| row.status == ApprovalStatus::Pending)
+            .count();
+        let live = harness
+            .rows
+            .values()
+            .filter(|row| row.has_live_execution())
+            .count();
+        assert!(pending <= 1, "two pending approvals");
+        assert!(live <= 1, "two live executions");
+        for row in harness.rows.values() {
+            assert_eq!(
+                Some(&row.expires_at),
+                harness.first_deadline.get(&row.id),
+                "expires_at moved"
+            );
+            if row.permission_mode.is_some() || row.execution_id.is_some() {
+                assert_eq!(row.status, ApprovalStatus::Approved, "only approve grants a mode");
+            }
+        }
+        assert_eq!(harness.state.session.mode, model.mode);
+        assert_eq!(harness.state.session.permission_mode, model.permission_mode);
+        assert_eq!(harness.state.next_deadline(), model.pending_deadline);
+        let turn = harness.state.active_turn.as_ref().map(|turn| match turn.kind {
+            TurnKind::Prompt => ModelTurn::Prompt(turn.mode),
+            TurnKind::Execution => ModelTurn::Execution(
+                harness
+                    .state
+                    .live_execution
+                    .as_ref()
+                    .and_then(|row| row.execution_state)
+                    .expect("an execution turn has a live execution"),
+            ),
+        });
+        assert_eq!(turn, model.turn);
+    }
+}
+
+prop_state_machine! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct("proptest-regressions/state_machine.txt"),
+        )),
+        .. ProptestConfig::default()
+    })]
+
+    #[test]
+    fn plan_core_agrees_with_the_reference_model(sequential 1..60 => PlanCoreTest);
+}
