@@ -1,0 +1,233 @@
+//! Conversions between plan-core values and wire values.
+//!
+//! plan-core never sees the wire, so every mapping lives here: core values
+//! into wire objects for results and notifications, and wire params into
+//! core values where the mapping is lossless. Enum conversions (both ways)
+//! are generated next to the wire enums in `objects`. Nothing here decides
+//! anything; fields are copied, renamed and wrapped.
+
+use crate::error::CanonicalCode;
+use crate::methods::{SessionConfigureParams, TurnStartResult};
+use crate::notifications::{
+    ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
+    SessionChangedNotification,
+};
+use crate::objects::{ActiveTurn, Artifact, PlanApproval, Session, ToolCall, ToolCallResult};
+
+impl From<&plan_core::Artifact> for Artifact {
+    fn from(artifact: &plan_core::Artifact) -> Self {
+        Artifact {
+            path: artifact.path.clone(),
+            sha256: artifact.sha256.clone(),
+            size: artifact.size,
+        }
+    }
+}
+
+impl From<Artifact> for plan_core::Artifact {
+    fn from(artifact: Artifact) -> Self {
+        plan_core::Artifact {
+            path: artifact.path,
+            sha256: artifact.sha256,
+            size: artifact.size,
+        }
+    }
+}
+
+impl From<&plan_core::PlanApproval> for PlanApproval {
+    fn from(approval: &plan_core::PlanApproval) -> Self {
+        PlanApproval {
+            id: approval.id.clone(),
+            session_id: approval.session_id.clone(),
+            turn_id: approval.turn_id.clone(),
+            title: approval.title.clone(),
+            question: approval.question.clone(),
+            artifact: approval.artifact.as_ref().map(Artifact::from),
+            status: approval.status.into(),
+            error_code: approval.error_code.map(CanonicalCode),
+            created_at: approval.created_at,
+            expires_at: approval.expires_at,
+            decided_at: approval.decided_at,
+            permission_mode: approval.permission_mode.map(Into::into),
+            execution_id: approval.execution_id.clone(),
+            execution_state: approval.execution_state.map(Into::into),
+        }
+    }
+}
+
+impl From<PlanApproval> for plan_core::PlanApproval {
+    fn from(approval: PlanApproval) -> Self {
+        plan_core::PlanApproval {
+            id: approval.id,
+            session_id: approval.session_id,
+            turn_id: approval.turn_id,
+            title: approval.title,
+            question: approval.question,
+            artifact: approval.artifact.map(Into::into),
+            status: approval.status.into(),
+            error_code: approval.error_code.map(Into::into),
+            created_at: approval.created_at,
+            expires_at: approval.expires_at,
+            decided_at: approval.decided_at,
+            permission_mode: approval.permission_mode.map(Into::into),
+            execution_id: approval.execution_id,
+            execution_state: approval.execution_state.map(Into::into),
+        }
+    }
+}
+
+/// The wire turn drops the boot epoch: it is never serialized.
+impl From<&plan_core::ActiveTurn> for ActiveTurn {
+    fn from(turn: &plan_core::ActiveTurn) -> Self {
+        ActiveTurn {
+            turn_id: turn.turn_id.clone(),
+            mode: turn.mode.into(),
+            origin: turn.origin.into(),
+            kind: turn.kind.into(),
+        }
+    }
+}
+
+/// The wire session: the persisted configuration plus the live view
+/// (`activeTurn`, `pendingApprovalId`, `activeExecutionId`).
+impl From<&plan_core::SessionState> for Session {
+    fn from(state: &plan_core::SessionState) -> Self {
+        let session = &state.session;
+        Session {
+            session_id: session.id.clone(),
+            workspace_root: session.workspace_root.clone(),
+            mode: session.mode.into(),
+            permission_mode: session.permission_mode.into(),
+            provider: session.provider.clone(),
+            model: session.model.clone(),
+            shell: session.shell.clone(),
+            active_turn: state.active_turn.as_ref().map(ActiveTurn::from),
+            pending_approval_id: state
+                .pending_approval
+                .as_ref()
+                .map(|approval| approval.id.clone()),
+            active_execution_id: state
+                .live_execution
+                .as_ref()
+                .and_then(|approval| approval.execution_id.clone()),
+        }
+    }
+}
+
+/// The persisted configuration of a wire session (the live view is dropped).
+impl From<&Session> for plan_core::Session {
+    fn from(session: &Session) -> Self {
+        plan_core::Session {
+            id: session.session_id.clone(),
+            workspace_root: session.workspace_root.clone(),
+            mode: session.mode.into(),
+            permission_mode: session.permission_mode.into(),
+            provider: session.provider.clone(),
+            model: session.model.clone(),
+            shell: session.shell.clone(),
+        }
+    }
+}
+
+impl From<&plan_core::ToolCall> for ToolCall {
+    fn from(call: &plan_core::ToolCall) -> Self {
+        ToolCall {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            input: call.input.clone(),
+        }
+    }
+}
+
+impl From<ToolCall> for plan_core::ToolCall {
+    fn from(call: ToolCall) -> Self {
+        plan_core::ToolCall {
+            call_id: call.call_id,
+            name: call.name,
+            input: call.input,
+        }
+    }
+}
+
+impl ToolCallResult {
+    /// The wire result for one plan-core decision.
+    ///
+    /// `Allow` and `Delegate` are `allow` (a delegated call still goes
+    /// through the host's permission layer); `Deny(code)` is `deny` with the
+    /// code; `WriteArtifact` is `allow` carrying `approval`, the pending
+    /// approval the host created once the artifact was durable. `approval`
+    /// is ignored for every other decision.
+    pub fn from_core(result: &plan_core::ToolResult, approval: Option<&plan_core::PlanApproval>) -> Self {
+        match &result.decision {
+            plan_core::ToolDecision::Allow | plan_core::ToolDecision::Delegate(_) => {
+                ToolCallResult::allow(result.call_id.clone())
+            }
+            plan_core::ToolDecision::Deny(code) => ToolCallResult::deny(result.call_id.clone(), *code),
+            plan_core::ToolDecision::WriteArtifact => {
+                let mut allowed = ToolCallResult::allow(result.call_id.clone());
+                allowed.approval = approval.map(PlanApproval::from);
+                allowed
+            }
+        }
+    }
+}
+
+impl SessionConfigureParams {
+    /// The plan-core configuration change these params ask for.
+    pub fn to_config_change(&self) -> plan_core::ConfigChange {
+        plan_core::ConfigChange {
+            mode: self.mode.map(Into::into),
+            permission_mode: self.permission_mode.map(Into::into),
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+            shell: self.shell.clone(),
+        }
+    }
+}
+
+impl From<&plan_core::ActiveTurn> for TurnStartResult {
+    fn from(turn: &plan_core::ActiveTurn) -> Self {
+        TurnStartResult {
+            turn_id: turn.turn_id.clone(),
+            mode: turn.mode.into(),
+        }
+    }
+}
+
+impl From<&plan_core::PlanApproval> for PlanApprovalRequestedNotification {
+    fn from(approval: &plan_core::PlanApproval) -> Self {
+        PlanApprovalRequestedNotification {
+            approval: approval.into(),
+        }
+    }
+}
+
+impl From<&plan_core::PlanApproval> for PlanApprovalResolvedNotification {
+    fn from(approval: &plan_core::PlanApproval) -> Self {
+        PlanApprovalResolvedNotification {
+            approval: approval.into(),
+        }
+    }
+}
+
+impl From<&plan_core::SessionState> for SessionChangedNotification {
+    fn from(state: &plan_core::SessionState) -> Self {
+        SessionChangedNotification {
+            session: state.into(),
+        }
+    }
+}
+
+impl ExecutionStateChangedNotification {
+    /// The notification for an approval row's execution; `None` when the row
+    /// has no execution (not approved).
+    pub fn from_approval(approval: &plan_core::PlanApproval) -> Option<Self> {
+        let execution_id = approval.execution_id.clone()?;
+        let state = approval.execution_state?;
+        Some(ExecutionStateChangedNotification {
+            session_id: approval.session_id.clone(),
+            execution_id,
+            state: state.into(),
+        })
+    }
+}

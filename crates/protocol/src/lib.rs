@@ -1,0 +1,59 @@
+//! plan-protocol: protocol v9 of the plan checkpoint, as Rust types.
+//!
+//! This crate is the wire. It holds the serde types of every method's params
+//! and result, every object and every notification of the protocol v9
+//! contract, the JSON-RPC 2.0 envelope around them, the mapping from
+//! canonical error codes to JSON-RPC errors, the JSON Schema of every message
+//! and the conversions from plan-core values into wire values (and back where
+//! that is lossless).
+//!
+//! Wire rules, applied everywhere:
+//! - field names are camelCase, exactly as in the contract;
+//! - timestamps are Unix epoch milliseconds (`i64`);
+//! - in results, objects and notifications an absent optional value is
+//!   serialized as `null`, never omitted;
+//! - every params type has `deny_unknown_fields`, so `plan/reject` with a
+//!   `feedback` or `permissionMode` field is `INVALID_PARAMS`;
+//! - enums travel as their exact strings (`"accept-edits"`, `"queued"`, ...).
+//!
+//! What this crate must not do: it performs no I/O (no sockets, files,
+//! clocks or threads), it depends on no storage, and it decides nothing about
+//! the plan checkpoint. plan-core decides; the host carries out; this crate
+//! only names and shapes the messages, so a Rust client can depend on it
+//! alone.
+
+mod convert;
+mod error;
+mod jsonrpc;
+mod methods;
+mod notifications;
+mod objects;
+pub mod schema;
+
+pub use error::{CanonicalCode, ProtocolError, jsonrpc_code};
+pub use jsonrpc::{
+    ErrorData, ErrorObject, JSONRPC_VERSION, JsonRpcVersion, Notification, Request, RequestId, Response,
+    ResponseOutcome,
+};
+pub use methods::{
+    ClientRequest, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
+    PlanApproveParams, PlanApproveResult, PlanDecisionResult, PlanGetParams, PlanListParams, PlanListResult,
+    PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, PlanRejectResult,
+    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult,
+    ShellSetDefaultParams, ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
+    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
+};
+pub use notifications::{
+    CommandOutputNotification, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification, ServerNotification, SessionChangedNotification, notification_method,
+};
+pub use objects::{
+    ActiveTurn, ApprovalStatus, Artifact, ExecutionState, Mode, Origin, OutputStream, PermissionMode,
+    PlanApproval, Session, ShellInfo, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+};
+
+/// The protocol version this crate speaks; `initialize` must name it.
+pub const PROTOCOL_VERSION: i64 = 9;
+
+/// The storage schema version reported by `initialize`.
+pub const SCHEMA_VERSION: i64 = 10;

@@ -1,0 +1,194 @@
+//! JSON Schema (draft 2020-12) for every message of protocol v9.
+//!
+//! The committed `schema/` folder of this crate holds one file per message,
+//! generated from the Rust types by [`schema_files`]:
+//!
+//! - `<method>.params.json` and `<method>.result.json` for every client
+//!   method, the `/` of the method written as `.` (`plan.approve.params.json`);
+//! - `<method>.notification.json` for the params of every notification;
+//! - `jsonrpc.request.json`, `jsonrpc.response.json`,
+//!   `jsonrpc.notification.json`, `jsonrpc.error.json` for the envelope;
+//! - `client_request.json` and `server_notification.json` for the
+//!   method-tagged unions; `session.json` and `plan_approval.json` for the
+//!   two main objects.
+//!
+//! Params and requests are described as the host *reads* them (optional
+//! fields may be absent, unknown fields are refused). Results, objects,
+//! notifications and responses are described as the host *writes* them:
+//! every field is required and absent values are `null`.
+//!
+//! Regenerate with `UPDATE_SCHEMA=1 cargo test -p plan-protocol`; the test
+//! suite fails when the committed files drift from the types. This module
+//! builds values only; writing them to disk is the test's job.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+
+use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
+use crate::methods::{
+    ClientRequest, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
+    PlanApproveParams, PlanApproveResult, PlanGetParams, PlanListParams, PlanListResult,
+    PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, PlanRejectResult,
+    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult,
+    ShellSetDefaultParams, ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
+    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method,
+};
+use crate::notifications::{
+    CommandOutputNotification, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification, ServerNotification, SessionChangedNotification, notification_method,
+};
+use crate::objects::{PlanApproval, Session};
+
+/// One generated schema file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaFile {
+    /// The file name inside `schema/`, for example `plan.approve.params.json`.
+    pub file_name: String,
+    /// The schema.
+    pub schema: serde_json::Value,
+}
+
+impl SchemaFile {
+    /// The file's exact text: pretty JSON and a final newline.
+    pub fn render(&self) -> Result<String, serde_json::Error> {
+        let mut text = serde_json::to_string_pretty(&self.schema)?;
+        text.push('\n');
+        Ok(text)
+    }
+}
+
+/// How the host treats a message: read (params, requests) or written
+/// (results, objects, notifications, responses).
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    Read,
+    Written,
+}
+
+fn schema<T: JsonSchema>(file_name: String, direction: Direction) -> SchemaFile {
+    let settings = match direction {
+        Direction::Read => SchemaSettings::draft2020_12().for_deserialize(),
+        Direction::Written => SchemaSettings::draft2020_12().for_serialize(),
+    };
+    let root = settings.into_generator().into_root_schema_for::<T>();
+    SchemaFile {
+        file_name,
+        schema: root.to_value(),
+    }
+}
+
+fn file_stem(method: &str) -> String {
+    method.replace('/', ".")
+}
+
+fn method_schemas<P: JsonSchema, R: JsonSchema>(method: &str) -> [SchemaFile; 2] {
+    let stem = file_stem(method);
+    [
+        schema::<P>(format!("{stem}.params.json"), Direction::Read),
+        schema::<R>(format!("{stem}.result.json"), Direction::Written),
+    ]
+}
+
+fn notification_schema<N: JsonSchema>(method: &str) -> SchemaFile {
+    schema::<N>(
+        format!("{}.notification.json", file_stem(method)),
+        Direction::Written,
+    )
+}
+
+/// Every schema file, in a fixed order.
+pub fn schema_files() -> Vec<SchemaFile> {
+    let mut files = Vec::new();
+    files.extend(method_schemas::<InitializeParams, InitializeResult>(
+        method::INITIALIZE,
+    ));
+    files.extend(method_schemas::<SessionCreateParams, Session>(
+        method::SESSION_CREATE,
+    ));
+    files.extend(method_schemas::<SessionGetParams, Session>(method::SESSION_GET));
+    files.extend(method_schemas::<SessionConfigureParams, Session>(
+        method::SESSION_CONFIGURE,
+    ));
+    files.extend(method_schemas::<TurnStartParams, TurnStartResult>(
+        method::TURN_START,
+    ));
+    files.extend(method_schemas::<TurnToolCallsParams, TurnToolCallsResult>(
+        method::TURN_TOOL_CALLS,
+    ));
+    files.extend(method_schemas::<TurnCompleteParams, Session>(
+        method::TURN_COMPLETE,
+    ));
+    files.extend(method_schemas::<TurnCancelParams, Session>(method::TURN_CANCEL));
+    files.extend(method_schemas::<PlanApproveParams, PlanApproveResult>(
+        method::PLAN_APPROVE,
+    ));
+    files.extend(method_schemas::<PlanRejectParams, PlanRejectResult>(
+        method::PLAN_REJECT,
+    ));
+    files.extend(method_schemas::<PlanGetParams, PlanApproval>(method::PLAN_GET));
+    files.extend(method_schemas::<PlanListParams, PlanListResult>(
+        method::PLAN_LIST,
+    ));
+    files.extend(method_schemas::<PlanReadArtifactParams, PlanReadArtifactResult>(
+        method::PLAN_READ_ARTIFACT,
+    ));
+    files.extend(method_schemas::<ExecutionStartParams, PlanApproval>(
+        method::EXECUTION_START,
+    ));
+    files.extend(method_schemas::<ExecutionCompleteParams, PlanApproval>(
+        method::EXECUTION_COMPLETE,
+    ));
+    files.extend(method_schemas::<ShellListParams, ShellListResult>(
+        method::SHELL_LIST,
+    ));
+    files.extend(method_schemas::<ShellSetDefaultParams, ShellSetDefaultResult>(
+        method::SHELL_SET_DEFAULT,
+    ));
+
+    files.push(notification_schema::<PlanApprovalRequestedNotification>(
+        notification_method::PLAN_APPROVAL_REQUESTED,
+    ));
+    files.push(notification_schema::<PlanApprovalResolvedNotification>(
+        notification_method::PLAN_APPROVAL_RESOLVED,
+    ));
+    files.push(notification_schema::<ExecutionStateChangedNotification>(
+        notification_method::EXECUTION_STATE_CHANGED,
+    ));
+    files.push(notification_schema::<SessionChangedNotification>(
+        notification_method::SESSION_CHANGED,
+    ));
+    files.push(notification_schema::<CommandOutputNotification>(
+        notification_method::COMMAND_OUTPUT,
+    ));
+
+    files.push(schema::<Request>(
+        "jsonrpc.request.json".to_owned(),
+        Direction::Read,
+    ));
+    files.push(schema::<Response>(
+        "jsonrpc.response.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<Notification>(
+        "jsonrpc.notification.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<ErrorObject>(
+        "jsonrpc.error.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<ClientRequest>(
+        "client_request.json".to_owned(),
+        Direction::Read,
+    ));
+    files.push(schema::<ServerNotification>(
+        "server_notification.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<Session>("session.json".to_owned(), Direction::Written));
+    files.push(schema::<PlanApproval>(
+        "plan_approval.json".to_owned(),
+        Direction::Written,
+    ));
+    files
+}

@@ -1,0 +1,194 @@
+//! Conversions between plan-core values and wire values.
+
+use plan_core::{ErrorCode, ExecutionState, PermissionMode, ToolDecision, ToolResult};
+use plan_protocol as wire;
+
+use crate::fixtures::*;
+
+#[test]
+fn wire_enums_match_plan_core_strings_both_ways() {
+    fn check<W, C>(
+        wire_all: &[W],
+        core_all: &[C],
+        wire_str: fn(W) -> &'static str,
+        core_str: fn(C) -> &'static str,
+    ) where
+        W: Copy + PartialEq + std::fmt::Debug + From<C> + serde::Serialize,
+        C: Copy + PartialEq + std::fmt::Debug + From<W>,
+    {
+        assert_eq!(wire_all.len(), core_all.len());
+        for (&wire_value, &core_value) in wire_all.iter().zip(core_all) {
+            assert_eq!(C::from(wire_value), core_value);
+            assert_eq!(W::from(core_value), wire_value);
+            assert_eq!(wire_str(wire_value), core_str(core_value));
+            assert_eq!(
+                serde_json::to_value(wire_value).unwrap(),
+                serde_json::json!(core_str(core_value))
+            );
+        }
+    }
+    check(
+        wire::Mode::ALL,
+        plan_core::Mode::ALL,
+        wire::Mode::as_str,
+        plan_core::Mode::as_str,
+    );
+    check(
+        wire::PermissionMode::ALL,
+        plan_core::PermissionMode::ALL,
+        wire::PermissionMode::as_str,
+        plan_core::PermissionMode::as_str,
+    );
+    check(
+        wire::Origin::ALL,
+        plan_core::Origin::ALL,
+        wire::Origin::as_str,
+        plan_core::Origin::as_str,
+    );
+    check(
+        wire::TurnKind::ALL,
+        plan_core::TurnKind::ALL,
+        wire::TurnKind::as_str,
+        plan_core::TurnKind::as_str,
+    );
+    check(
+        wire::ApprovalStatus::ALL,
+        plan_core::ApprovalStatus::ALL,
+        wire::ApprovalStatus::as_str,
+        plan_core::ApprovalStatus::as_str,
+    );
+    check(
+        wire::ExecutionState::ALL,
+        plan_core::ExecutionState::ALL,
+        wire::ExecutionState::as_str,
+        plan_core::ExecutionState::as_str,
+    );
+}
+
+#[test]
+fn canonical_codes_travel_as_their_strings() {
+    for code in ErrorCode::ALL {
+        let value = serde_json::to_value(wire::CanonicalCode(code)).unwrap();
+        assert_eq!(value, serde_json::json!(code.as_str()));
+        let back: wire::CanonicalCode = serde_json::from_value(value).unwrap();
+        assert_eq!(ErrorCode::from(back), code);
+    }
+    assert!(
+        serde_json::from_value::<wire::CanonicalCode>(serde_json::json!("plan_approval_timeout")).is_err()
+    );
+}
+
+#[test]
+fn plan_approvals_convert_losslessly() {
+    for approval in [
+        pending_approval(),
+        approved_approval(),
+        rejected_approval(),
+        expired_approval(),
+        migrated_interrupted_approval(),
+        with_execution(ExecutionState::Completed),
+    ] {
+        let wire_value = wire::PlanApproval::from(&approval);
+        assert_eq!(wire_value.id, approval.id);
+        assert_eq!(wire_value.error_code.map(ErrorCode::from), approval.error_code);
+        assert_eq!(plan_core::PlanApproval::from(wire_value), approval);
+    }
+}
+
+#[test]
+fn sessions_show_the_live_view_of_the_state() {
+    let idle = wire::Session::from(&idle_plan_state());
+    assert_eq!(idle.session_id, "ses_01");
+    assert_eq!(idle.mode, wire::Mode::Plan);
+    assert_eq!(idle.active_turn, None);
+    assert_eq!(idle.pending_approval_id, None);
+    assert_eq!(idle.active_execution_id, None);
+
+    let pending = wire::Session::from(&pending_state());
+    assert_eq!(pending.pending_approval_id.as_deref(), Some("apr_01"));
+    assert_eq!(
+        pending.active_turn,
+        Some(wire::ActiveTurn {
+            turn_id: "turn_01".to_owned(),
+            mode: wire::Mode::Plan,
+            origin: wire::Origin::Interactive,
+            kind: wire::TurnKind::Prompt,
+        })
+    );
+    assert_eq!(pending.active_execution_id, None);
+
+    let executing = wire::Session::from(&executing_state());
+    assert_eq!(executing.mode, wire::Mode::Agent);
+    assert_eq!(executing.permission_mode, wire::PermissionMode::AcceptEdits);
+    assert_eq!(executing.active_execution_id.as_deref(), Some("exe_01"));
+    assert_eq!(executing.pending_approval_id, None);
+    assert_eq!(
+        executing.active_turn.as_ref().map(|turn| turn.kind),
+        Some(wire::TurnKind::Execution)
+    );
+
+    assert_eq!(plan_core::Session::from(&executing), executing_state().session);
+}
+
+#[test]
+fn tool_results_map_every_decision() {
+    let result = |decision| ToolResult {
+        call_id: "c".to_owned(),
+        decision,
+    };
+    assert_eq!(
+        wire::ToolCallResult::from_core(&result(ToolDecision::Allow), None),
+        wire::ToolCallResult::allow("c")
+    );
+    assert_eq!(
+        wire::ToolCallResult::from_core(&result(ToolDecision::Delegate(PermissionMode::Auto)), None),
+        wire::ToolCallResult::allow("c")
+    );
+    let denied =
+        wire::ToolCallResult::from_core(&result(ToolDecision::Deny(ErrorCode::ToolDeniedInPlan)), None);
+    assert_eq!(denied.decision, wire::ToolCallDecision::Deny);
+    assert_eq!(
+        denied.error,
+        Some(wire::ToolCallError {
+            code: wire::CanonicalCode(ErrorCode::ToolDeniedInPlan),
+            message: ErrorCode::ToolDeniedInPlan.message(),
+        })
+    );
+    let approval = pending_approval();
+    let submitted = wire::ToolCallResult::from_core(&result(ToolDecision::WriteArtifact), Some(&approval));
+    assert_eq!(
+        submitted,
+        wire::ToolCallResult::submitted("c", wire::PlanApproval::from(&approval))
+    );
+}
+
+#[test]
+fn tool_calls_convert_both_ways() {
+    let core_call = plan_core::ToolCall {
+        call_id: "c".to_owned(),
+        name: "SubmitPlan".to_owned(),
+        input: serde_json::json!({"title": "t", "markdown": "m", "question": "q"}),
+    };
+    let wire_call = wire::ToolCall::from(&core_call);
+    assert_eq!(plan_core::ToolCall::from(wire_call), core_call);
+}
+
+#[test]
+fn notifications_from_core_values() {
+    assert_eq!(
+        wire::ExecutionStateChangedNotification::from_approval(&pending_approval()),
+        None
+    );
+    let running =
+        wire::ExecutionStateChangedNotification::from_approval(&with_execution(ExecutionState::Running));
+    assert_eq!(
+        running,
+        Some(wire::ExecutionStateChangedNotification {
+            session_id: "ses_01".to_owned(),
+            execution_id: "exe_01".to_owned(),
+            state: wire::ExecutionState::Running,
+        })
+    );
+    let started = wire::TurnStartResult::from(pending_state().active_turn.as_ref().unwrap());
+    assert_eq!(started.mode, wire::Mode::Plan);
+}

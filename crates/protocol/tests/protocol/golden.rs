@@ -1,0 +1,495 @@
+//! Golden JSON (insta snapshots) for every message: each method's request
+//! and success response, each notification, and the error responses.
+
+use plan_core::{ErrorCode, ExecutionState};
+use plan_protocol::{
+    ApprovalStatus, ClientRequest, CommandOutputNotification, ErrorObject, ExecutionCompleteParams,
+    ExecutionStartParams, ExecutionStateChangedNotification, InitializeParams, InitializeResult, Mode,
+    Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode, PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification, PlanApproveParams, PlanDecisionResult, PlanGetParams, PlanListParams,
+    PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, Request, RequestId,
+    Response, SCHEMA_VERSION, ServerNotification, SessionChangedNotification, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ShellInfo, ShellListParams, ShellListResult,
+    ShellSetDefaultParams, ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+};
+use plan_protocol::{method, notification_method};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+use crate::fixtures::*;
+
+/// One sample request per method (several for methods with notable shapes),
+/// named for its snapshot.
+pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
+    vec![
+        (
+            "initialize",
+            ClientRequest::Initialize(InitializeParams {
+                protocol_version: PROTOCOL_VERSION,
+                client_name: Some("desktop".to_owned()),
+            }),
+        ),
+        (
+            "session_create",
+            ClientRequest::SessionCreate(SessionCreateParams {
+                session_id: Some("ses_01".to_owned()),
+                workspace_root: Some("/home/dev/project".to_owned()),
+                mode: Some(Mode::Plan),
+                permission_mode: Some(PermissionMode::Ask),
+            }),
+        ),
+        (
+            "session_create_unbound",
+            ClientRequest::SessionCreate(SessionCreateParams {
+                session_id: None,
+                workspace_root: None,
+                mode: None,
+                permission_mode: None,
+            }),
+        ),
+        (
+            "session_get",
+            ClientRequest::SessionGet(SessionGetParams {
+                session_id: "ses_01".to_owned(),
+            }),
+        ),
+        (
+            "session_configure",
+            ClientRequest::SessionConfigure(SessionConfigureParams {
+                session_id: "ses_01".to_owned(),
+                mode: Some(Mode::Plan),
+                permission_mode: None,
+                provider: Some(Some("anthropic".to_owned())),
+                model: Some(None),
+                shell: None,
+            }),
+        ),
+        (
+            "turn_start",
+            ClientRequest::TurnStart(TurnStartParams {
+                session_id: "ses_01".to_owned(),
+                prompt: "Plan a retry for the uploader".to_owned(),
+                origin: Origin::Interactive,
+            }),
+        ),
+        (
+            "turn_tool_calls",
+            ClientRequest::TurnToolCalls(TurnToolCallsParams {
+                session_id: "ses_01".to_owned(),
+                turn_id: "turn_01".to_owned(),
+                calls: vec![
+                    ToolCall {
+                        call_id: "call_1".to_owned(),
+                        name: "Read".to_owned(),
+                        input: json!({"path": "src/upload.rs"}),
+                    },
+                    ToolCall {
+                        call_id: "call_2".to_owned(),
+                        name: "Write".to_owned(),
+                        input: json!({"path": "src/upload.rs", "content": "x"}),
+                    },
+                ],
+            }),
+        ),
+        (
+            "turn_tool_calls_submit_plan",
+            ClientRequest::TurnToolCalls(TurnToolCallsParams {
+                session_id: "ses_01".to_owned(),
+                turn_id: "turn_01".to_owned(),
+                calls: vec![ToolCall {
+                    call_id: "call_3".to_owned(),
+                    name: "SubmitPlan".to_owned(),
+                    input: json!({
+                        "title": "Add retry to the uploader",
+                        "markdown": "# Plan\n\n1. Wrap the upload in a retry loop.\n",
+                        "question": "Shall I implement this plan?"
+                    }),
+                }],
+            }),
+        ),
+        (
+            "turn_complete",
+            ClientRequest::TurnComplete(TurnCompleteParams {
+                session_id: "ses_01".to_owned(),
+                turn_id: "turn_01".to_owned(),
+            }),
+        ),
+        (
+            "turn_cancel",
+            ClientRequest::TurnCancel(TurnCancelParams {
+                session_id: "ses_01".to_owned(),
+            }),
+        ),
+        (
+            "plan_approve",
+            ClientRequest::PlanApprove(PlanApproveParams {
+                approval_id: "apr_01".to_owned(),
+                permission_mode: Some(PermissionMode::AcceptEdits),
+            }),
+        ),
+        (
+            "plan_approve_without_mode",
+            ClientRequest::PlanApprove(PlanApproveParams {
+                approval_id: "apr_01".to_owned(),
+                permission_mode: None,
+            }),
+        ),
+        (
+            "plan_reject",
+            ClientRequest::PlanReject(PlanRejectParams {
+                approval_id: "apr_01".to_owned(),
+            }),
+        ),
+        (
+            "plan_get",
+            ClientRequest::PlanGet(PlanGetParams {
+                approval_id: "apr_01".to_owned(),
+            }),
+        ),
+        (
+            "plan_list",
+            ClientRequest::PlanList(PlanListParams {
+                session_id: Some("ses_01".to_owned()),
+                status: Some(ApprovalStatus::Pending),
+                limit: Some(20),
+            }),
+        ),
+        (
+            "plan_list_unfiltered",
+            ClientRequest::PlanList(PlanListParams::default()),
+        ),
+        (
+            "plan_read_artifact",
+            ClientRequest::PlanReadArtifact(PlanReadArtifactParams {
+                approval_id: "apr_01".to_owned(),
+            }),
+        ),
+        (
+            "execution_start",
+            ClientRequest::ExecutionStart(ExecutionStartParams {
+                execution_id: "exe_01".to_owned(),
+            }),
+        ),
+        (
+            "execution_complete",
+            ClientRequest::ExecutionComplete(ExecutionCompleteParams {
+                execution_id: "exe_01".to_owned(),
+            }),
+        ),
+        ("shell_list", ClientRequest::ShellList(ShellListParams {})),
+        (
+            "shell_set_default",
+            ClientRequest::ShellSetDefault(ShellSetDefaultParams {
+                shell_id: "zsh".to_owned(),
+            }),
+        ),
+    ]
+}
+
+fn to_value(value: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap()
+}
+
+/// One sample success result per method, named for its snapshot.
+pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> {
+    vec![
+        (
+            "initialize",
+            method::INITIALIZE,
+            to_value(&InitializeResult {
+                protocol_version: PROTOCOL_VERSION,
+                server_name: "plan-checkpoint".to_owned(),
+                server_version: "0.1.0".to_owned(),
+                schema_version: SCHEMA_VERSION,
+                approval_ttl_ms: TTL_MS,
+            }),
+        ),
+        (
+            "session_create",
+            method::SESSION_CREATE,
+            to_value(&wire_session(&idle_plan_state())),
+        ),
+        (
+            "session_create_unbound",
+            method::SESSION_CREATE,
+            to_value(&unbound_session()),
+        ),
+        (
+            "session_get_pending",
+            method::SESSION_GET,
+            to_value(&wire_session(&pending_state())),
+        ),
+        (
+            "session_configure",
+            method::SESSION_CONFIGURE,
+            to_value(&wire_session(&idle_plan_state())),
+        ),
+        (
+            "turn_start",
+            method::TURN_START,
+            to_value(&TurnStartResult {
+                turn_id: "turn_01".to_owned(),
+                mode: Mode::Plan,
+            }),
+        ),
+        (
+            "turn_tool_calls",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![
+                    ToolCallResult::allow("call_1"),
+                    ToolCallResult::deny("call_2", ErrorCode::ToolDeniedInPlan),
+                ],
+            }),
+        ),
+        (
+            "turn_tool_calls_submit_plan",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![ToolCallResult::submitted(
+                    "call_3",
+                    wire_approval(&pending_approval()),
+                )],
+            }),
+        ),
+        (
+            "turn_tool_calls_invalid_plan_input",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![ToolCallResult::deny("call_3", ErrorCode::InvalidPlanInput)],
+            }),
+        ),
+        (
+            "turn_complete",
+            method::TURN_COMPLETE,
+            to_value(&wire_session(&idle_plan_state())),
+        ),
+        (
+            "turn_cancel",
+            method::TURN_CANCEL,
+            to_value(&wire_session(&idle_plan_state())),
+        ),
+        (
+            "plan_approve",
+            method::PLAN_APPROVE,
+            to_value(&PlanDecisionResult {
+                approval: wire_approval(&approved_approval()),
+                session: wire_session(&executing_state()),
+            }),
+        ),
+        (
+            "plan_reject",
+            method::PLAN_REJECT,
+            to_value(&PlanDecisionResult {
+                approval: wire_approval(&rejected_approval()),
+                session: wire_session(&idle_after_reject_state()),
+            }),
+        ),
+        (
+            "plan_get",
+            method::PLAN_GET,
+            to_value(&wire_approval(&pending_approval())),
+        ),
+        (
+            "plan_get_expired",
+            method::PLAN_GET,
+            to_value(&wire_approval(&expired_approval())),
+        ),
+        (
+            "plan_list",
+            method::PLAN_LIST,
+            to_value(&PlanListResult {
+                approvals: vec![
+                    wire_approval(&pending_approval()),
+                    wire_approval(&migrated_interrupted_approval()),
+                ],
+            }),
+        ),
+        (
+            "plan_read_artifact",
+            method::PLAN_READ_ARTIFACT,
+            to_value(&PlanReadArtifactResult {
+                markdown: "# Plan\n\n1. Wrap the upload in a retry loop.\n".to_owned(),
+                sha256: artifact().sha256,
+                size: 1234,
+            }),
+        ),
+        (
+            "execution_start",
+            method::EXECUTION_START,
+            to_value(&wire_approval(&with_execution(ExecutionState::Running))),
+        ),
+        (
+            "execution_complete",
+            method::EXECUTION_COMPLETE,
+            to_value(&wire_approval(&with_execution(ExecutionState::Completed))),
+        ),
+        (
+            "shell_list",
+            method::SHELL_LIST,
+            to_value(&ShellListResult {
+                shells: vec![
+                    ShellInfo {
+                        id: "bash".to_owned(),
+                        path: "/bin/bash".to_owned(),
+                        available: true,
+                    },
+                    ShellInfo {
+                        id: "zsh".to_owned(),
+                        path: "/bin/zsh".to_owned(),
+                        available: false,
+                    },
+                ],
+                default_shell: "bash".to_owned(),
+            }),
+        ),
+        (
+            "shell_set_default",
+            method::SHELL_SET_DEFAULT,
+            to_value(&ShellSetDefaultResult {
+                default_shell: "zsh".to_owned(),
+            }),
+        ),
+    ]
+}
+
+/// One sample of every notification, named for its snapshot.
+pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
+    vec![
+        (
+            "plan_approval_requested",
+            ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification::from(
+                &pending_approval(),
+            )),
+        ),
+        (
+            "plan_approval_resolved_expired",
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification::from(
+                &expired_approval(),
+            )),
+        ),
+        (
+            "execution_state_changed",
+            ServerNotification::ExecutionStateChanged(
+                ExecutionStateChangedNotification::from_approval(&with_execution(ExecutionState::Running))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "session_changed",
+            ServerNotification::SessionChanged(SessionChangedNotification::from(&executing_state())),
+        ),
+        (
+            "command_output",
+            ServerNotification::CommandOutput(CommandOutputNotification {
+                session_id: "ses_01".to_owned(),
+                call_id: "call_1".to_owned(),
+                stream: OutputStream::Stderr,
+                seq: 3,
+                chunk: "warning: unused variable\n".to_owned(),
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn every_method_has_a_golden_request_and_result() {
+    let requested: BTreeSet<&str> = requests().iter().map(|(_, request)| request.method()).collect();
+    let answered: BTreeSet<&str> = results().iter().map(|(_, method, _)| *method).collect();
+    let all: BTreeSet<&str> = method::ALL.into_iter().collect();
+    assert_eq!(requested, all);
+    assert_eq!(answered, all);
+    let notified: BTreeSet<&str> = notifications()
+        .iter()
+        .map(|(_, notification)| notification.method())
+        .collect();
+    assert_eq!(notified, notification_method::ALL.into_iter().collect());
+}
+
+#[test]
+fn golden_requests() {
+    for (index, (name, request)) in requests().into_iter().enumerate() {
+        let envelope = Request::new(RequestId::Number(index as i64 + 1), &request).unwrap();
+        insta::assert_json_snapshot!(format!("request__{name}"), envelope);
+    }
+}
+
+#[test]
+fn golden_results() {
+    for (index, (name, _, result)) in results().into_iter().enumerate() {
+        let response = Response::success(RequestId::Number(index as i64 + 1), &result).unwrap();
+        insta::assert_json_snapshot!(format!("result__{name}"), response);
+    }
+}
+
+#[test]
+fn golden_notifications() {
+    for (name, notification) in notifications() {
+        insta::assert_json_snapshot!(format!("notification__{name}"), Notification::new(notification));
+    }
+}
+
+#[test]
+fn golden_error_responses() {
+    let reject_with_feedback = plan_protocol::parse_request(
+        "plan/reject",
+        json!({"approvalId": "apr_01", "feedback": "shorter"}),
+    )
+    .unwrap_err();
+    let cases: Vec<(&str, Response)> = vec![
+        ("parse_error", Response::error(None, ErrorCode::ParseError)),
+        (
+            "invalid_request",
+            Response::error(
+                None,
+                ErrorObject::with_detail(ErrorCode::InvalidRequest, "missing `method`"),
+            ),
+        ),
+        (
+            "method_not_found",
+            Response::error(
+                Some(RequestId::Number(1)),
+                plan_protocol::parse_request("plan/requestChanges", json!({})).unwrap_err(),
+            ),
+        ),
+        (
+            "invalid_params_reject_with_feedback",
+            Response::error(Some(RequestId::String("req-7".to_owned())), reject_with_feedback),
+        ),
+        (
+            "protocol_not_initialized",
+            Response::error(Some(RequestId::Number(2)), ErrorCode::ProtocolNotInitialized),
+        ),
+        (
+            "protocol_version_unsupported",
+            Response::error(Some(RequestId::Number(3)), ErrorCode::ProtocolVersionUnsupported),
+        ),
+        (
+            "session_busy",
+            Response::error(Some(RequestId::Number(4)), ErrorCode::SessionBusy),
+        ),
+        (
+            "permission_mode_required",
+            Response::error(Some(RequestId::Number(5)), ErrorCode::PermissionModeRequired),
+        ),
+        (
+            "plan_approval_timeout",
+            Response::error(Some(RequestId::Number(6)), ErrorCode::PlanApprovalTimeout),
+        ),
+        (
+            "submit_plan_not_alone",
+            Response::error(Some(RequestId::Number(7)), ErrorCode::SubmitPlanNotAlone),
+        ),
+    ];
+    for (name, response) in cases {
+        insta::assert_json_snapshot!(format!("error__{name}"), response);
+    }
+}
+
+/// Every canonical code's error object, in one table: number, message, data.
+#[test]
+fn golden_error_objects_for_every_code() {
+    let table: Vec<ErrorObject> = ErrorCode::ALL.into_iter().map(ErrorObject::new).collect();
+    insta::assert_json_snapshot!("error_objects", table);
+}
