@@ -1,0 +1,436 @@
+//! Immutable, hashed plan artifacts under `<workspaceRoot>/.pi/plan/`.
+//!
+//! Each SubmitPlan gets a new file with a host-chosen, readable, unique name
+//! (`20261129T230501Z-<slug>-<suffix>.md`). The Markdown bytes are written
+//! exactly as given, flushed with fsync together with the directory entry,
+//! and described by their workspace-relative path, SHA-256 and size, which
+//! the caller records in the approval row only after this returns.
+//!
+//! Path safety does not rely on string checks alone: the root is opened once
+//! and `.pi`, `.pi/plan` and the file are reached from its descriptor one
+//! component at a time with `O_NOFOLLOW`, so a symbolic link anywhere below
+//! the root is refused rather than followed, and the file is created with
+//! `O_EXCL`, so nothing is ever replaced. This module never overwrites,
+//! renames or deletes an artifact; the only file it removes is the new,
+//! partly written one of a failed write.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path};
+
+use plan_core::Artifact;
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use sha2::{Digest, Sha256};
+
+use crate::StorageError;
+
+/// The artifact directory, relative to the workspace root.
+const PLAN_DIR: &str = ".pi/plan";
+
+/// How many characters of the title the file name keeps.
+const SLUG_MAX: usize = 40;
+
+/// How long the caller's unique suffix may be.
+const SUFFIX_MAX: usize = 64;
+
+/// Writes `markdown` as a new artifact under `<workspace_root>/.pi/plan/`
+/// and returns its workspace-relative path, SHA-256 and size.
+///
+/// `now_ms` (UTC) and a slug of `title` make the name readable;
+/// `unique_suffix` (letters, digits, `-` and `_`; the caller draws it at
+/// random) makes it unique. Refusals create nothing: a symbolic link at
+/// `.pi` or `.pi/plan` is `ARTIFACT_SYMLINK`, a relative root or a suffix
+/// that would leave the directory is `ARTIFACT_PATH_ESCAPE`, and any write
+/// or fsync failure is `ARTIFACT_WRITE_FAILED` with the new file removed.
+pub fn write_artifact(
+    workspace_root: &str,
+    title: &str,
+    markdown: &[u8],
+    now_ms: i64,
+    unique_suffix: &str,
+) -> Result<Artifact, StorageError> {
+    check_suffix(unique_suffix)?;
+    let root = open_root(workspace_root)?;
+    let pi = ensure_directory(&root, ".pi", ".pi")?;
+    let plan = ensure_directory(&pi, "plan", PLAN_DIR)?;
+    let name = format!("{}-{}-{}.md", utc_stamp(now_ms), slug(title), unique_suffix);
+    let relative = format!("{PLAN_DIR}/{name}");
+    let write_failed = |source: std::io::Error| StorageError::ArtifactWriteFailed {
+        path: relative.clone(),
+        source,
+    };
+    let created = rustix::fs::openat(
+        &plan,
+        name.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|errno| write_failed(errno.into()))?;
+    let mut file = File::from(created);
+    if let Err(source) = file.write_all(markdown).and_then(|()| file.sync_all()) {
+        drop(file);
+        remove_partial(&plan, &name);
+        return Err(write_failed(source));
+    }
+    drop(file);
+    // The new directory entry is durable only once the directory is synced.
+    if let Err(errno) = rustix::fs::fsync(&plan) {
+        remove_partial(&plan, &name);
+        return Err(write_failed(errno.into()));
+    }
+    Ok(Artifact {
+        path: relative,
+        sha256: sha256_hex(markdown),
+        size: markdown.len() as u64,
+    })
+}
+
+/// Reads an artifact back and checks it against its record: a missing file
+/// is `ARTIFACT_MISSING`, different size or SHA-256 is
+/// `ARTIFACT_INTEGRITY_MISMATCH`. Symbolic links and paths outside
+/// `.pi/plan/` are refused as when writing.
+pub fn read_artifact(workspace_root: &str, artifact: &Artifact) -> Result<Vec<u8>, StorageError> {
+    let bytes = read_artifact_unverified(workspace_root, artifact)?;
+    let found_sha256 = sha256_hex(&bytes);
+    let found_size = bytes.len() as u64;
+    if found_size != artifact.size || found_sha256 != artifact.sha256 {
+        return Err(StorageError::ArtifactIntegrityMismatch {
+            path: artifact.path.clone(),
+            expected_size: artifact.size,
+            expected_sha256: artifact.sha256.clone(),
+            found_size,
+            found_sha256,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads an artifact's bytes as they are now, WITHOUT checking them against
+/// the record: for a person who asked to see a file that failed
+/// [`read_artifact`] (`plan-checkpoint approvals cat --force`). A missing
+/// file, a symbolic link or a path outside `.pi/plan/` is refused as in
+/// [`read_artifact`].
+pub fn read_artifact_unverified(workspace_root: &str, artifact: &Artifact) -> Result<Vec<u8>, StorageError> {
+    let name = artifact_file_name(&artifact.path)?;
+    let root = open_root(workspace_root)?;
+    let missing = || StorageError::ArtifactMissing {
+        path: artifact.path.clone(),
+    };
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+        return Err(missing());
+    };
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+        return Err(missing());
+    };
+    let opened = rustix::fs::openat(
+        &plan,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let fd = match opened {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(missing()),
+        Err(Errno::LOOP) => {
+            return Err(StorageError::ArtifactSymlink {
+                path: artifact.path.clone(),
+            });
+        }
+        Err(errno) => return Err(read_failed(&artifact.path, errno.into())),
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|errno| read_failed(&artifact.path, errno.into()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(missing());
+    }
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .read_to_end(&mut bytes)
+        .map_err(|source| read_failed(&artifact.path, source))?;
+    Ok(bytes)
+}
+
+/// The workspace-relative paths (`.pi/plan/<name>.md`) of every regular
+/// Markdown file in the artifact directory, sorted; empty when the directory
+/// does not exist. The CLI compares them with the approval rows to find
+/// orphans.
+pub fn list_artifact_files(workspace_root: &str) -> Result<Vec<String>, StorageError> {
+    let root = open_root(workspace_root)?;
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+        return Ok(Vec::new());
+    };
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+        return Ok(Vec::new());
+    };
+    let listing_failed = |errno: Errno| StorageError::Io {
+        context: "listing the plan artifacts in",
+        path: Path::new(workspace_root).join(PLAN_DIR),
+        source: errno.into(),
+    };
+    let dir = Dir::read_from(&plan).map_err(listing_failed)?;
+    let mut paths = Vec::new();
+    for entry in dir {
+        let entry = entry.map_err(listing_failed)?;
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if !name.ends_with(".md") {
+            continue;
+        }
+        // d_type may be unknown on some file systems; ask without following links.
+        let file_type = if entry.file_type() == FileType::Unknown {
+            rustix::fs::statat(&plan, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|stat| FileType::from_raw_mode(stat.st_mode))
+                .map_err(listing_failed)?
+        } else {
+            entry.file_type()
+        };
+        if file_type == FileType::RegularFile {
+            paths.push(format!("{PLAN_DIR}/{name}"));
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// Lowercase hex SHA-256 of `bytes`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn read_failed(path: &str, source: std::io::Error) -> StorageError {
+    StorageError::Io {
+        context: "reading the plan artifact",
+        path: path.into(),
+        source,
+    }
+}
+
+/// Removes the new file of a failed write. It is best effort: the write has
+/// already failed and that error is the one reported; a leftover here would
+/// be an orphan that `list_artifact_files` shows.
+fn remove_partial(plan: &OwnedFd, name: &str) {
+    if rustix::fs::unlinkat(plan, name, AtFlags::empty()).is_ok() {
+        // Make the removal durable too, so a crash cannot resurrect the entry.
+        let _synced = rustix::fs::fsync(plan);
+    }
+}
+
+/// Opens the workspace root: an absolute, normalized path to an existing
+/// directory. Links in the root path itself are the user's choice of
+/// project location and are followed; everything below it is not.
+fn open_root(workspace_root: &str) -> Result<OwnedFd, StorageError> {
+    let path = Path::new(workspace_root);
+    let normalized = path
+        .components()
+        .all(|component| matches!(component, Component::RootDir | Component::Normal(_)));
+    if !path.is_absolute() || !normalized {
+        return Err(StorageError::ArtifactPathEscape {
+            detail: format!("the workspace root {workspace_root:?} is not an absolute, normalized path"),
+        });
+    }
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| StorageError::ArtifactWriteFailed {
+        path: workspace_root.to_owned(),
+        source: errno.into(),
+    })
+}
+
+/// Opens `name` under `parent` as a real directory, creating it when absent.
+fn ensure_directory(parent: &OwnedFd, name: &str, relative: &str) -> Result<OwnedFd, StorageError> {
+    let created = match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) => true,
+        Err(Errno::EXIST) => false,
+        Err(errno) => {
+            return Err(StorageError::ArtifactWriteFailed {
+                path: relative.to_owned(),
+                source: errno.into(),
+            });
+        }
+    };
+    let Some(directory) = open_existing_directory(parent, name, relative)? else {
+        // Created a moment ago and gone now: someone else is changing the tree.
+        return Err(StorageError::ArtifactWriteFailed {
+            path: relative.to_owned(),
+            source: Errno::NOENT.into(),
+        });
+    };
+    if created {
+        rustix::fs::fsync(parent).map_err(|errno| StorageError::ArtifactWriteFailed {
+            path: relative.to_owned(),
+            source: errno.into(),
+        })?;
+    }
+    Ok(directory)
+}
+
+/// Opens `name` under `parent` as a directory without following a link;
+/// `Ok(None)` when it does not exist.
+fn open_existing_directory(
+    parent: &OwnedFd,
+    name: &str,
+    relative: &str,
+) -> Result<Option<OwnedFd>, StorageError> {
+    let opened = rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    match opened {
+        Ok(directory) => Ok(Some(directory)),
+        Err(Errno::NOENT) => Ok(None),
+        // O_NOFOLLOW on a link fails with ELOOP, or ENOTDIR together with
+        // O_DIRECTORY on some kernels; look at the entry itself to tell a
+        // link from a plain file in the way.
+        Err(errno @ (Errno::LOOP | Errno::NOTDIR)) => {
+            let is_link = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink);
+            if is_link {
+                Err(StorageError::ArtifactSymlink {
+                    path: relative.to_owned(),
+                })
+            } else {
+                Err(StorageError::ArtifactWriteFailed {
+                    path: relative.to_owned(),
+                    source: errno.into(),
+                })
+            }
+        }
+        Err(errno) => Err(StorageError::ArtifactWriteFailed {
+            path: relative.to_owned(),
+            source: errno.into(),
+        }),
+    }
+}
+
+/// The suffix must be one plain name component of safe characters.
+fn check_suffix(suffix: &str) -> Result<(), StorageError> {
+    let safe = !suffix.is_empty()
+        && suffix.len() <= SUFFIX_MAX
+        && suffix
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
+    if safe {
+        Ok(())
+    } else {
+        Err(StorageError::ArtifactPathEscape {
+            detail: format!("the unique suffix {suffix:?} is not a plain name (letters, digits, - and _)"),
+        })
+    }
+}
+
+/// Checks that a recorded path is `.pi/plan/<one plain name>.md` and returns the name.
+fn artifact_file_name(path: &str) -> Result<&str, StorageError> {
+    let name = path.strip_prefix(".pi/plan/").unwrap_or("");
+    let plain = name.ends_with(".md")
+        && name.len() > ".md".len()
+        && !name.contains('/')
+        && !name.contains('\0')
+        && Path::new(name).file_name() == Some(OsStr::new(name));
+    if plain {
+        Ok(name)
+    } else {
+        Err(StorageError::ArtifactPathEscape {
+            detail: format!("the artifact path {path:?} is not .pi/plan/<name>.md"),
+        })
+    }
+}
+
+/// A readable file-name slug of the title: lowercase ASCII letters and
+/// digits, other runs as one `-`, at most [`SLUG_MAX`] characters; `plan`
+/// when nothing is left.
+fn slug(title: &str) -> String {
+    let mut slug = String::with_capacity(SLUG_MAX);
+    let mut pending_dash = false;
+    for character in title.chars() {
+        if slug.len() >= SLUG_MAX {
+            break;
+        }
+        if character.is_ascii_alphanumeric() {
+            if pending_dash && !slug.is_empty() {
+                slug.push('-');
+            }
+            pending_dash = false;
+            slug.push(character.to_ascii_lowercase());
+        } else {
+            pending_dash = true;
+        }
+    }
+    slug.truncate(SLUG_MAX);
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "plan".to_owned()
+    } else {
+        slug.to_owned()
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ` for Unix milliseconds, in UTC.
+fn utc_stamp(now_ms: i64) -> String {
+    let seconds = now_ms.div_euclid(1000);
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    let second_of_day = seconds.rem_euclid(86_400);
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
+        second_of_day / 3600,
+        second_of_day % 3600 / 60,
+        second_of_day % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01, computed
+/// in 400-year eras (146,097 days each) that start on March 1st, so the leap
+/// day falls at the end of each shifted year.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps_are_utc_calendar_times() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_795_907_101_000), "20261128T230501Z");
+        assert_eq!(utc_stamp(951_782_400_000), "20000229T000000Z");
+        assert_eq!(utc_stamp(-1), "19691231T235959Z");
+    }
+
+    #[test]
+    fn slugs_are_readable_and_safe() {
+        assert_eq!(slug("Split the parser: step 1/2"), "split-the-parser-step-1-2");
+        assert_eq!(slug("Планировать ✓"), "plan");
+        assert_eq!(slug("../../etc/passwd"), "etc-passwd");
+        assert!(slug(&"a".repeat(100)).len() <= SLUG_MAX);
+    }
+
+    #[test]
+    fn recorded_paths_must_be_plain_names() {
+        assert!(artifact_file_name(".pi/plan/x.md").is_ok());
+        assert!(artifact_file_name(".pi/plan/../x.md").is_err());
+        assert!(artifact_file_name(".pi/plan/a/x.md").is_err());
+        assert!(artifact_file_name("/etc/x.md").is_err());
+        assert!(artifact_file_name(".pi/plan/.md").is_err());
+    }
+}

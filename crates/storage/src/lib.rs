@@ -1,0 +1,26 @@
+//! plan-storage: everything durable of the plan checkpoint (ADR 0053).
+//!
+//! It owns the SQLite database (schema v10, reached from a fresh file or from
+//! a v8 database of the 0.4.14 host through the embedded migrations), the
+//! typed queries and writes over it, the advisory lock that keeps a second
+//! host away from one database, and the immutable, hashed plan artifacts
+//! under `<workspaceRoot>/.pi/plan/`.
+//!
+//! It stores and loads `plan-core` values and carries out their storage
+//! effects; it decides nothing about the checkpoint itself (that is
+//! plan-core's job), reads no clock (time comes in as arguments) and speaks
+//! no protocol. SQL lives only in this crate.
+
+mod artifacts;
+mod error;
+mod lock;
+mod migrate;
+mod probe;
+mod store;
+
+pub use artifacts::{list_artifact_files, read_artifact, read_artifact_unverified, write_artifact};
+pub use error::StorageError;
+pub use lock::HostLock;
+pub use migrate::{MigrationReport, SCHEMA_VERSION};
+pub use probe::executable_exists;
+pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};

@@ -1,0 +1,408 @@
+//! Opening a database file: deciding what it is, and migrating it to v10.
+//!
+//! The decision follows the "what opening a database must do" table of the
+//! storage contract. A file is first inspected without writing to it (its
+//! header by hand, then SQLite read-only), so that every refusal leaves it
+//! byte-identical. Only a new file or a v8 database of the 0.4.14 host is
+//! migrated, and always in ONE transaction: the refinery history, the V9 and
+//! V10 migrations and `PRAGMA user_version = 10`, written last.
+//!
+//! This module never repairs, downgrades or partially migrates a database.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use refinery::{Migration, Target};
+use refinery_core::traits::sync::{Query, Transaction};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use crate::StorageError;
+use crate::error::is_unreadable;
+
+/// The migration files, embedded at compile time. build.rs makes cargo
+/// rebuild when the folder changes.
+// The macro generates an undocumented public module with an `unwrap` and an
+// unused import; none of it is reachable from outside this crate.
+#[allow(unreachable_pub, unused_imports, clippy::unwrap_used, missing_docs)]
+mod embedded {
+    refinery::embed_migrations!("../../migrations");
+}
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 10;
+
+/// The schema the 0.4.14 host wrote, which this build adopts.
+const LEGACY_VERSION: u32 = 8;
+
+/// How long a connection waits for another connection's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The 16 bytes every SQLite database file starts with.
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// What opening a database did to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The schema found: `None` for a new or empty file, `Some(8)` for an
+    /// adopted v8 database, `Some(10)` when there was nothing to migrate.
+    pub from: Option<u32>,
+    /// The schema the database has now: always [`SCHEMA_VERSION`].
+    pub to: u32,
+}
+
+impl MigrationReport {
+    /// Whether opening changed the schema (created it or migrated it).
+    pub fn migrated(&self) -> bool {
+        self.from != Some(self.to)
+    }
+}
+
+/// What the inspection decided to do with the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// A new or empty file: create v10 through every migration.
+    Create,
+    /// A v8 database without refinery history: record V8 as applied, then
+    /// run V9 and V10.
+    AdoptLegacy,
+    /// Already v10: nothing to do.
+    Current,
+}
+
+/// What the read-only inspection found.
+struct Probe {
+    user_version: u32,
+    has_tables: bool,
+    /// `(version, name, checksum)` rows of the refinery history, if the table exists.
+    history: Option<Vec<(i64, String, String)>>,
+}
+
+/// Inspects the file without writing to it; `Ok(None)` when there is no file.
+fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
+    let unreadable = |detail: String| StorageError::DatabaseUnreadable {
+        path: path.to_owned(),
+        detail,
+    };
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(StorageError::Io {
+                context: "reading the metadata of",
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    if !metadata.is_file() {
+        return Err(unreadable("it is not a regular file".to_owned()));
+    }
+    if metadata.len() == 0 {
+        return Ok(Some(Probe {
+            user_version: 0,
+            has_tables: false,
+            history: None,
+        }));
+    }
+    // The header is checked by hand first: SQLite would happily treat some
+    // non-database files as empty databases and later write to them.
+    let mut header = [0_u8; 16];
+    let header_read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut header));
+    match header_read {
+        Ok(()) if &header == SQLITE_HEADER => {}
+        Ok(()) => {
+            return Err(unreadable(
+                "the file does not start with the SQLite header".to_owned(),
+            ));
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(unreadable("the file is shorter than a SQLite header".to_owned()));
+        }
+        Err(source) => {
+            return Err(StorageError::Io {
+                context: "reading the header of",
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    let classify = |context: &'static str| {
+        move |error: rusqlite::Error| {
+            if is_unreadable(&error) {
+                unreadable(error.to_string())
+            } else {
+                StorageError::Sqlite {
+                    context,
+                    source: error,
+                }
+            }
+        }
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(classify("opening the database to inspect it"))?;
+    let user_version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(classify("reading the schema version"))?;
+    // Reading the schema table parses every schema entry, which is where a
+    // damaged file shows itself.
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<Vec<String>, _>>()
+        })
+        .map_err(classify("reading the schema"))?;
+    let history = if tables.iter().any(|name| name == "refinery_schema_history") {
+        let rows = conn
+            .prepare("SELECT version, name, checksum FROM refinery_schema_history ORDER BY version")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                    .collect::<Result<Vec<(i64, String, String)>, _>>()
+            })
+            .map_err(classify("reading the migration history"))?;
+        Some(rows)
+    } else {
+        None
+    };
+    Ok(Some(Probe {
+        // A negative or huge user_version is reported as the largest value,
+        // which is refused as newer than this build.
+        user_version: u32::try_from(user_version).unwrap_or(u32::MAX),
+        has_tables: !tables.is_empty(),
+        history,
+    }))
+}
+
+/// Whether the recorded history is exactly this build's migrations.
+fn history_matches(history: &[(i64, String, String)]) -> bool {
+    let runner = embedded::migrations::runner();
+    // The runner lists the files in directory order; the history is by version.
+    let mut expected: Vec<&Migration> = runner.get_migrations().iter().collect();
+    expected.sort_by_key(|migration| migration.version());
+    history.len() == expected.len()
+        && history
+            .iter()
+            .zip(expected.iter())
+            .all(|((version, name, checksum), migration)| {
+                *version == i64::from(migration.version())
+                    && name == migration.name()
+                    && *checksum == migration.checksum().to_string()
+            })
+}
+
+/// Decides what to do with what the probe found, per the contract's table.
+fn decide(path: &Path, found: Option<&Probe>) -> Result<Plan, StorageError> {
+    let Some(probe) = found else {
+        return Ok(Plan::Create);
+    };
+    let refuse = |reason: &str| StorageError::SchemaUnsupported {
+        path: path.to_owned(),
+        found: probe.user_version,
+        reason: reason.to_owned(),
+    };
+    match (probe.user_version, &probe.history) {
+        (0, None) if !probe.has_tables => Ok(Plan::Create),
+        (LEGACY_VERSION, None) => Ok(Plan::AdoptLegacy),
+        (LEGACY_VERSION, Some(_)) => Err(refuse(
+            "a v8 database with a refinery history is not a state any host writes; restore it from a backup",
+        )),
+        (SCHEMA_VERSION, Some(history)) if history_matches(history) => Ok(Plan::Current),
+        (SCHEMA_VERSION, Some(_) | None) => Err(refuse(
+            "its migration history does not match this build's migrations v8 to v10",
+        )),
+        (9, _) => Err(refuse(
+            "v9 is an intermediate state no host commits; the file was not written by this host",
+        )),
+        (version, _) if version > SCHEMA_VERSION => Err(refuse(
+            "it is newer than this build, which reads schema v10; use a newer host",
+        )),
+        (_, _) => Err(refuse(
+            "it is older than v8; this build migrates only from v8 (the 0.4.14 host) to v10",
+        )),
+    }
+}
+
+/// Applies the connection settings every read-write connection uses.
+fn configure(conn: &Connection) -> Result<(), StorageError> {
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(StorageError::sqlite("setting the busy timeout"))?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(StorageError::sqlite("enabling foreign keys"))?;
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+        .map_err(StorageError::sqlite("switching to WAL"))?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(StorageError::sqlite("setting synchronous = FULL"))?;
+    Ok(())
+}
+
+/// Opens a database read-write, migrating it to v10 when the contract says
+/// so. `step_limit` aborts the migration transaction after that many SQLite
+/// VM steps (test support for the all-or-nothing proof).
+pub(crate) fn open_read_write(
+    path: &Path,
+    step_limit: Option<u64>,
+) -> Result<(Connection, MigrationReport), StorageError> {
+    let found = probe(path)?;
+    let plan = decide(path, found.as_ref())?;
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(StorageError::sqlite("opening the database"))?;
+    configure(&conn)?;
+    let from = match plan {
+        Plan::Create => None,
+        Plan::AdoptLegacy => Some(LEGACY_VERSION),
+        Plan::Current => Some(SCHEMA_VERSION),
+    };
+    match plan {
+        Plan::Current => {}
+        Plan::Create | Plan::AdoptLegacy => {
+            migrate(&mut conn, plan, step_limit).map_err(|detail| StorageError::MigrationFailed {
+                from: from.map_or_else(|| "a new file".to_owned(), |version| format!("v{version}")),
+                detail,
+            })?;
+        }
+    }
+    Ok((
+        conn,
+        MigrationReport {
+            from,
+            to: SCHEMA_VERSION,
+        },
+    ))
+}
+
+/// Opens a v10 database read-only; anything else is refused, unchanged.
+pub(crate) fn open_read_only(path: &Path) -> Result<Connection, StorageError> {
+    let Some(found) = probe(path)? else {
+        return Err(StorageError::DatabaseMissing {
+            path: path.to_owned(),
+        });
+    };
+    match decide(path, Some(&found))? {
+        Plan::Current => {}
+        Plan::Create | Plan::AdoptLegacy => {
+            return Err(StorageError::SchemaUnsupported {
+                path: path.to_owned(),
+                found: found.user_version,
+                reason: "a read-only open never migrates; run `db migrate` to bring it to v10 first"
+                    .to_owned(),
+            });
+        }
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(StorageError::sqlite("opening the database read-only"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(StorageError::sqlite("setting the busy timeout"))?;
+    Ok(conn)
+}
+
+/// Runs the migration in one IMMEDIATE transaction. The error is a message:
+/// the caller wraps it with the version the file still has.
+fn migrate(conn: &mut Connection, plan: Plan, step_limit: Option<u64>) -> Result<(), String> {
+    if let Some(limit) = step_limit {
+        // Called after every VM step of every statement on this connection;
+        // it interrupts exactly once, at step `limit`, so that the rollback
+        // that follows is not interrupted itself.
+        let mut steps: u64 = 0;
+        conn.progress_handler(
+            1,
+            Some(move || {
+                steps = steps.saturating_add(1);
+                steps == limit
+            }),
+        )
+        .map_err(|error| error.to_string())?;
+    }
+    let result = migrate_in_transaction(conn, plan);
+    if step_limit.is_some() {
+        conn.progress_handler(0, None::<fn() -> bool>)
+            .map_err(|error| error.to_string())?;
+    }
+    result
+}
+
+fn migrate_in_transaction(conn: &mut Connection, plan: Plan) -> Result<(), String> {
+    let transaction = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|error| error.to_string())?;
+    let mut runner_target = InTransaction { conn: &transaction };
+    match plan {
+        Plan::Current => return Ok(()),
+        Plan::Create => {}
+        Plan::AdoptLegacy => {
+            // The 0.4.14 host wrote exactly the V8 baseline without refinery:
+            // record it as applied instead of running it.
+            embedded::migrations::runner()
+                .set_target(Target::FakeVersion(8))
+                .run(&mut runner_target)
+                .map_err(|error| error.to_string())?;
+        }
+    }
+    embedded::migrations::runner()
+        .set_grouped(true)
+        .run(&mut runner_target)
+        .map_err(|error| error.to_string())?;
+    // The contract: user_version = 10 is the last statement of the transaction.
+    transaction
+        .pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(|error| error.to_string())?;
+    transaction.commit().map_err(|error| error.to_string())
+}
+
+/// Lets refinery run inside a transaction the store already holds.
+///
+/// refinery's own rusqlite driver opens and commits a transaction per call,
+/// which would split adoption (FakeVersion) and the grouped migration into
+/// separate commits; this adapter executes the statements as they come and
+/// leaves BEGIN and COMMIT to the caller.
+struct InTransaction<'conn> {
+    conn: &'conn Connection,
+}
+
+impl Transaction for InTransaction<'_> {
+    type Error = rusqlite::Error;
+
+    fn execute<'a, T: Iterator<Item = &'a str>>(&mut self, queries: T) -> Result<usize, Self::Error> {
+        let mut count = 0;
+        for query in queries {
+            self.conn.execute_batch(query)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Query<Vec<Migration>> for InTransaction<'_> {
+    fn query(&mut self, query: &str) -> Result<Vec<Migration>, Self::Error> {
+        let mut statement = self.conn.prepare(query)?;
+        let rows = statement.query_map([], |row| {
+            let version: refinery::SchemaVersion = row.get(0)?;
+            let name: String = row.get(1)?;
+            let applied_on: String = row.get(2)?;
+            let checksum: String = row.get(3)?;
+            let checksum = checksum.parse::<u64>().map_err(|error| {
+                rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(error))
+            })?;
+            // The timestamp is informational; a value refinery cannot have
+            // written is shown as the epoch rather than failing the open.
+            let applied_on =
+                time::OffsetDateTime::parse(&applied_on, &time::format_description::well_known::Rfc3339)
+                    .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+            Ok(Migration::applied(version, name, applied_on, checksum))
+        })?;
+        rows.collect()
+    }
+}
+
+impl refinery::Migrate for InTransaction<'_> {}

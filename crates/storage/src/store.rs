@@ -1,0 +1,732 @@
+//! The typed store over one SQLite connection: sessions, plan approvals,
+//! settings, the startup fence and the effects of plan-core transitions.
+//!
+//! Every write runs in one IMMEDIATE transaction, and every change to an
+//! approval is a compare-and-set on the status and execution state the
+//! caller saw, so two connections or processes racing on the same row give
+//! exactly one winner. The database enforces the checkpoint invariants
+//! itself (CHECK constraints and partial unique indexes in V10); the code
+//! here does not re-check them. This module decides nothing: plan-core does,
+//! and the store only records and loads its values.
+
+use std::path::Path;
+
+use plan_core::{
+    ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionState, Mode, PermissionMode, PlanApproval,
+    RowGuard, Session, UnixMs,
+};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::StorageError;
+use crate::error::execution_text;
+use crate::migrate::{self, MigrationReport};
+
+/// The settings key of the persisted default shell (ADR 0054); its value is
+/// a JSON string, or JSON null while no shell was chosen.
+pub const DEFAULT_SHELL_KEY: &str = "shell.default";
+
+/// An approval row with the two v8 columns kept for migrated rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredApproval {
+    /// The row as plan-core sees it.
+    pub approval: PlanApproval,
+    /// The v8 `proposal_json`, verbatim; `None` for rows created at v10.
+    pub legacy_proposal_json: Option<String>,
+    /// The v8 `feedback`, verbatim.
+    pub legacy_feedback: Option<String>,
+}
+
+/// Which approvals [`Store::list_approvals`] returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalFilter {
+    /// Only this session's approvals.
+    pub session_id: Option<String>,
+    /// Only approvals with this status.
+    pub status: Option<ApprovalStatus>,
+    /// At most this many rows; `None` for all.
+    pub limit: Option<u32>,
+}
+
+/// The columns of a plan_approvals row, in the order [`RawApproval`] reads them.
+const APPROVAL_COLUMNS: &str = "id, session_id, turn_id, title, question, artifact_path, artifact_sha256, \
+     artifact_size, status, error_code, created_at, expires_at, decided_at, permission_mode, execution_id, \
+     execution_state, legacy_proposal_json, legacy_feedback";
+
+/// The one database connection of a host (or of a CLI inspection).
+pub struct Store {
+    conn: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Store")
+            .field("path", &self.conn.path())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating or migrating as the storage contract says) the
+    /// database at `path`, with WAL, `synchronous = FULL`, foreign keys and a
+    /// busy timeout. A file this build must not touch is refused unchanged.
+    pub fn open(path: impl AsRef<Path>) -> Result<(Store, MigrationReport), StorageError> {
+        let (conn, report) = migrate::open_read_write(path.as_ref(), None)?;
+        Ok((Store { conn }, report))
+    }
+
+    /// Opens like [`Store::open`], but interrupts the migration transaction
+    /// after `steps` SQLite VM steps. Test support for proving that the
+    /// migration is all-or-nothing; a host never calls it.
+    #[doc(hidden)]
+    pub fn open_with_step_limit(
+        path: impl AsRef<Path>,
+        steps: u64,
+    ) -> Result<(Store, MigrationReport), StorageError> {
+        let (conn, report) = migrate::open_read_write(path.as_ref(), Some(steps))?;
+        Ok((Store { conn }, report))
+    }
+
+    /// Opens a v10 database for inspection only. It never migrates: any
+    /// other version is refused with an error naming it, and the file is
+    /// left as it was.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store, StorageError> {
+        let conn = migrate::open_read_only(path.as_ref())?;
+        Ok(Store { conn })
+    }
+
+    /// The `user_version` of the open database.
+    pub fn schema_version(&self) -> Result<u32, StorageError> {
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(StorageError::sqlite("reading the schema version"))?;
+        u32::try_from(version).map_err(|_| StorageError::InvalidValue {
+            column: "user_version",
+            value: version.to_string(),
+        })
+    }
+
+    // --- sessions ---------------------------------------------------------
+
+    /// Inserts a new session; its title starts empty.
+    pub fn create_session(&mut self, session: &Session, now: UnixMs) -> Result<(), StorageError> {
+        let inserted = self.conn.execute(
+            "INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, provider, model, shell, \
+             created_at, updated_at) VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+            params![
+                session.id,
+                session.workspace_root,
+                session.mode.as_str(),
+                session.permission_mode.as_str(),
+                session.provider,
+                session.model,
+                session.shell,
+                now
+            ],
+        );
+        match inserted {
+            Ok(_) => Ok(()),
+            Err(error) if constraint_code(&error) == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
+                Err(StorageError::SessionAlreadyExists {
+                    id: session.id.clone(),
+                })
+            }
+            Err(error) => Err(StorageError::sqlite("inserting a session")(error)),
+        }
+    }
+
+    /// The session with that id, if any.
+    pub fn get_session(&self, id: &str) -> Result<Option<Session>, StorageError> {
+        let raw = self
+            .conn
+            .prepare_cached(
+                "SELECT id, workspace_root, mode, permission_mode, provider, model, shell FROM sessions \
+                 WHERE id = ?1",
+            )
+            .and_then(|mut statement| {
+                statement
+                    .query_row([id], |row| {
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            row.get::<_, Option<String>>(1)?,
+                            row.get::<_, String>(2)?,
+                            row.get::<_, String>(3)?,
+                            row.get::<_, Option<String>>(4)?,
+                            row.get::<_, Option<String>>(5)?,
+                            row.get::<_, Option<String>>(6)?,
+                        ))
+                    })
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading a session"))?;
+        let Some((id, workspace_root, mode, permission_mode, provider, model, shell)) = raw else {
+            return Ok(None);
+        };
+        Ok(Some(Session {
+            id,
+            workspace_root,
+            mode: parse_wire("sessions.mode", &mode, Mode::parse)?,
+            permission_mode: parse_wire(
+                "sessions.permission_mode",
+                &permission_mode,
+                PermissionMode::parse,
+            )?,
+            provider,
+            model,
+            shell,
+        }))
+    }
+
+    /// Persists a session's configuration in its own transaction.
+    pub fn save_session(&mut self, session: &Session, now: UnixMs) -> Result<(), StorageError> {
+        self.apply(&[Effect::SaveSession(session.clone())], now)
+    }
+
+    // --- approvals: reads -------------------------------------------------
+
+    /// The approval with that id, if any.
+    pub fn get_approval(&self, id: &str) -> Result<Option<StoredApproval>, StorageError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE id = ?1");
+        Ok(query_approvals(&self.conn, &sql, [id])?.into_iter().next())
+    }
+
+    /// The approval whose execution has that id, if any.
+    pub fn find_by_execution_id(&self, execution_id: &str) -> Result<Option<StoredApproval>, StorageError> {
+        let sql = format!("SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE execution_id = ?1");
+        Ok(query_approvals(&self.conn, &sql, [execution_id])?
+            .into_iter()
+            .next())
+    }
+
+    /// The session's one pending approval, if any (read through the partial
+    /// unique index that enforces "one pending per session").
+    pub fn pending_approval(&self, session_id: &str) -> Result<Option<PlanApproval>, StorageError> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = 'pending'"
+        );
+        Ok(query_approvals(&self.conn, &sql, [session_id])?
+            .into_iter()
+            .next()
+            .map(|stored| stored.approval))
+    }
+
+    /// The session's one queued or running execution, if any.
+    pub fn live_execution(&self, session_id: &str) -> Result<Option<PlanApproval>, StorageError> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM plan_approvals \
+             WHERE session_id = ?1 AND execution_state IN ('queued','running')"
+        );
+        Ok(query_approvals(&self.conn, &sql, [session_id])?
+            .into_iter()
+            .next()
+            .map(|stored| stored.approval))
+    }
+
+    /// Every pending approval and every queued or running execution, read
+    /// through the partial indexes, so the cost follows the live rows only.
+    pub fn live_rows(&self) -> Result<Vec<PlanApproval>, StorageError> {
+        load_live_rows(&self.conn)
+    }
+
+    /// Approvals newest first (`created_at` descending, then id), filtered
+    /// by session and status, read in index order.
+    pub fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<StoredApproval>, StorageError> {
+        // A negative LIMIT means no limit in SQLite.
+        let limit = filter.limit.map_or(-1, i64::from);
+        let status = filter.status.map(ApprovalStatus::as_str);
+        let order = "ORDER BY created_at DESC, id LIMIT ?3";
+        let sql = match (&filter.session_id, status) {
+            (Some(_), Some(_)) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = ?2 {order}"
+            ),
+            (Some(_), None) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL {order}"
+            ),
+            (None, Some(_)) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND status = ?2 {order}"
+            ),
+            (None, None) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL {order}"
+            ),
+        };
+        query_approvals(&self.conn, &sql, params![filter.session_id, status, limit])
+    }
+
+    /// How many approvals have each status, for every status (zeros included).
+    pub fn count_by_status(&self) -> Result<Vec<(ApprovalStatus, u64)>, StorageError> {
+        let counted: Vec<(String, i64)> = self
+            .conn
+            .prepare_cached("SELECT status, count(*) FROM plan_approvals GROUP BY status")
+            .and_then(|mut statement| {
+                statement
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
+            .map_err(StorageError::sqlite("counting approvals by status"))?;
+        let mut counts: Vec<(ApprovalStatus, u64)> =
+            ApprovalStatus::ALL.iter().map(|status| (*status, 0)).collect();
+        for (status, count) in counted {
+            let status = parse_wire("plan_approvals.status", &status, ApprovalStatus::parse)?;
+            for entry in &mut counts {
+                if entry.0 == status {
+                    entry.1 = u64::try_from(count).unwrap_or(0);
+                }
+            }
+        }
+        Ok(counts)
+    }
+
+    // --- writes -----------------------------------------------------------
+
+    /// Carries out the storage effects of one plan-core transition in ONE
+    /// IMMEDIATE transaction: `InsertApproval`, `UpdateApproval` (a
+    /// compare-and-set on the guard's status and execution state) and
+    /// `SaveSession`. If any of them fails, nothing is written.
+    ///
+    /// `WriteArtifact` and `AbortTurn` are not storage effects and are
+    /// skipped: the host writes the artifact (with [`crate::write_artifact`])
+    /// before the transition that inserts the row, and aborts turns itself.
+    pub fn apply(&mut self, effects: &[Effect], now: UnixMs) -> Result<(), StorageError> {
+        let transaction = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StorageError::sqlite("beginning a write transaction"))?;
+        for effect in effects {
+            apply_effect(&transaction, effect, now)?;
+        }
+        transaction
+            .commit()
+            .map_err(StorageError::sqlite("committing a write transaction"))
+    }
+
+    /// The startup fence: in one transaction, marks every pending approval
+    /// and every queued or running execution interrupted with
+    /// `HOST_RESTARTED` (the mapping is plan-core's), and returns the rows as
+    /// they are now. Only the live rows are read, through partial indexes.
+    pub fn startup_fence(&mut self, now: UnixMs) -> Result<Vec<PlanApproval>, StorageError> {
+        let transaction = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(StorageError::sqlite("beginning the startup fence"))?;
+        let live = load_live_rows(&transaction)?;
+        let effects = plan_core::startup_fence(&live, now);
+        let mut changed = Vec::with_capacity(effects.len());
+        for effect in &effects {
+            apply_effect(&transaction, effect, now)?;
+            match effect {
+                Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
+                Effect::WriteArtifact(_)
+                | Effect::InsertApproval(_)
+                | Effect::SaveSession(_)
+                | Effect::AbortTurn { .. } => {}
+            }
+        }
+        transaction
+            .commit()
+            .map_err(StorageError::sqlite("committing the startup fence"))?;
+        Ok(changed)
+    }
+
+    // --- settings ---------------------------------------------------------
+
+    /// The persisted default shell id; `None` while no shell was chosen.
+    pub fn default_shell(&self) -> Result<Option<String>, StorageError> {
+        let value: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value_json FROM settings WHERE key = ?1",
+                [DEFAULT_SHELL_KEY],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(StorageError::sqlite("reading the default shell"))?;
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        match serde_json::from_str::<serde_json::Value>(&value) {
+            Ok(serde_json::Value::String(shell)) => Ok(Some(shell)),
+            Ok(serde_json::Value::Null) => Ok(None),
+            Ok(
+                serde_json::Value::Bool(_)
+                | serde_json::Value::Number(_)
+                | serde_json::Value::Array(_)
+                | serde_json::Value::Object(_),
+            )
+            | Err(_) => Err(StorageError::InvalidValue {
+                column: "settings.value_json (shell.default)",
+                value,
+            }),
+        }
+    }
+
+    /// Persists the default shell id. The caller checks it against its
+    /// shell catalog first.
+    pub fn set_default_shell(&mut self, shell_id: &str) -> Result<(), StorageError> {
+        let value = serde_json::Value::String(shell_id.to_owned()).to_string();
+        self.conn
+            .execute(
+                "INSERT INTO settings (key, value_json) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
+                params![DEFAULT_SHELL_KEY, value],
+            )
+            .map_err(StorageError::sqlite("saving the default shell"))?;
+        Ok(())
+    }
+
+    // --- inspection (read-only; used by the CLI) ---------------------------
+
+    /// Calls `visit` with each approval the filter selects, newest first,
+    /// one row at a time (nothing is collected), until it returns `false`.
+    /// For exports and verification over histories too large to hold.
+    pub fn visit_approvals(
+        &self,
+        filter: &ApprovalFilter,
+        visit: &mut dyn FnMut(StoredApproval) -> bool,
+    ) -> Result<(), StorageError> {
+        let limit = filter.limit.map_or(-1, i64::from);
+        let status = filter.status.map(ApprovalStatus::as_str);
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM plan_approvals \
+             WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR status = ?2) \
+             ORDER BY created_at DESC, id LIMIT ?3"
+        );
+        let mut statement = self
+            .conn
+            .prepare(&sql)
+            .map_err(StorageError::sqlite("reading approvals"))?;
+        let mut rows = statement
+            .query(params![filter.session_id, status, limit])
+            .map_err(StorageError::sqlite("reading approvals"))?;
+        while let Some(row) = rows.next().map_err(StorageError::sqlite("reading approvals"))? {
+            let raw = RawApproval::read(row).map_err(StorageError::sqlite("reading approvals"))?;
+            if !visit(raw.into_stored()?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The distinct workspace roots of all sessions, sorted; sessions that
+    /// are not project-bound have none and are left out.
+    pub fn workspace_roots(&self) -> Result<Vec<String>, StorageError> {
+        self.conn
+            .prepare_cached(
+                "SELECT DISTINCT workspace_root FROM sessions WHERE workspace_root IS NOT NULL ORDER BY 1",
+            )
+            .and_then(|mut statement| statement.query_map([], |row| row.get(0))?.collect())
+            .map_err(StorageError::sqlite("listing workspace roots"))
+    }
+
+    /// Every artifact path recorded by an approval of any session bound to
+    /// `workspace_root`, sorted. Files under that root's `.pi/plan/` that are
+    /// not in this list are orphans.
+    pub fn artifact_paths_in_workspace(&self, workspace_root: &str) -> Result<Vec<String>, StorageError> {
+        self.conn
+            .prepare_cached(
+                "SELECT a.artifact_path FROM plan_approvals a JOIN sessions s ON s.id = a.session_id \
+                 WHERE s.workspace_root = ?1 AND a.artifact_path IS NOT NULL ORDER BY 1",
+            )
+            .and_then(|mut statement| statement.query_map([workspace_root], |row| row.get(0))?.collect())
+            .map_err(StorageError::sqlite("listing recorded artifact paths"))
+    }
+}
+
+/// Carries out one effect inside the caller's transaction.
+fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), StorageError> {
+    match effect {
+        Effect::InsertApproval(approval) => insert_approval(conn, approval),
+        Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
+        Effect::SaveSession(session) => save_session_row(conn, session, now),
+        // Not storage effects: see `Store::apply`.
+        Effect::WriteArtifact(_) | Effect::AbortTurn { .. } => Ok(()),
+    }
+}
+
+fn insert_approval(conn: &Connection, approval: &PlanApproval) -> Result<(), StorageError> {
+    let artifact = approval.artifact.as_ref();
+    let size = match artifact.map(|artifact| i64::try_from(artifact.size)) {
+        None => None,
+        Some(Ok(size)) => Some(size),
+        Some(Err(_)) => {
+            return Err(StorageError::InvalidValue {
+                column: "plan_approvals.artifact_size",
+                value: artifact.map_or(0, |artifact| artifact.size).to_string(),
+            });
+        }
+    };
+    let inserted = conn
+        .prepare_cached(&format!(
+            "INSERT INTO plan_approvals ({APPROVAL_COLUMNS}) VALUES \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, NULL, NULL)"
+        ))
+        .and_then(|mut statement| {
+            statement.execute(params![
+                approval.id,
+                approval.session_id,
+                approval.turn_id,
+                approval.title,
+                approval.question,
+                artifact.map(|artifact| artifact.path.as_str()),
+                artifact.map(|artifact| artifact.sha256.as_str()),
+                size,
+                approval.status.as_str(),
+                approval.error_code.map(ErrorCode::as_str),
+                approval.created_at,
+                approval.expires_at,
+                approval.decided_at,
+                approval.permission_mode.map(PermissionMode::as_str),
+                approval.execution_id,
+                approval.execution_state.map(ExecutionState::as_str),
+            ])
+        });
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(error) => Err(classify_write(error, "inserting an approval", approval)),
+    }
+}
+
+/// Maps a failed approval write: a broken uniqueness (a second pending row
+/// or live execution for the session, a reused id) is a conflict, a missing
+/// session is reported as such, anything else is a storage failure.
+fn classify_write(error: rusqlite::Error, context: &'static str, approval: &PlanApproval) -> StorageError {
+    match constraint_code(&error) {
+        Some(rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
+            StorageError::ApprovalConflict {
+                id: approval.id.clone(),
+                detail: error.to_string(),
+            }
+        }
+        Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) => StorageError::SessionNotFound {
+            id: approval.session_id.clone(),
+        },
+        Some(_) | None => StorageError::sqlite(context)(error),
+    }
+}
+
+/// Writes the mutable columns of an approval, only if the row still has the
+/// status and execution state the caller saw. Title, question, artifact and
+/// the deadline are never changed after insertion.
+fn update_approval(
+    conn: &Connection,
+    approval: &PlanApproval,
+    expected: RowGuard,
+) -> Result<(), StorageError> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE plan_approvals SET status = ?2, error_code = ?3, decided_at = ?4, permission_mode = ?5, \
+             execution_id = ?6, execution_state = ?7 \
+             WHERE id = ?1 AND status = ?8 AND execution_state IS ?9",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                approval.id,
+                approval.status.as_str(),
+                approval.error_code.map(ErrorCode::as_str),
+                approval.decided_at,
+                approval.permission_mode.map(PermissionMode::as_str),
+                approval.execution_id,
+                approval.execution_state.map(ExecutionState::as_str),
+                expected.status.as_str(),
+                expected.execution_state.map(ExecutionState::as_str),
+            ])
+        })
+        .map_err(|error| classify_write(error, "updating an approval", approval))?;
+    if updated == 1 {
+        return Ok(());
+    }
+    // Zero rows: either the row is gone or another writer changed it first.
+    let found: Option<(String, Option<String>)> = conn
+        .query_row(
+            "SELECT status, execution_state FROM plan_approvals WHERE id = ?1",
+            [&approval.id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .optional()
+        .map_err(StorageError::sqlite("reading an approval after a lost update"))?;
+    match found {
+        None => Err(StorageError::ApprovalNotFound {
+            id: approval.id.clone(),
+        }),
+        Some((found_status, found_execution)) => Err(StorageError::StaleApproval {
+            id: approval.id.clone(),
+            expected_status: expected.status,
+            expected_execution: execution_text(expected.execution_state),
+            found_status,
+            found_execution: found_execution.unwrap_or_else(|| "none".to_owned()),
+        }),
+    }
+}
+
+fn save_session_row(conn: &Connection, session: &Session, now: UnixMs) -> Result<(), StorageError> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE sessions SET workspace_root = ?2, mode = ?3, permission_mode = ?4, provider = ?5, \
+             model = ?6, shell = ?7, updated_at = ?8 WHERE id = ?1",
+        )
+        .and_then(|mut statement| {
+            statement.execute(params![
+                session.id,
+                session.workspace_root,
+                session.mode.as_str(),
+                session.permission_mode.as_str(),
+                session.provider,
+                session.model,
+                session.shell,
+                now
+            ])
+        })
+        .map_err(StorageError::sqlite("saving a session"))?;
+    if updated == 0 {
+        return Err(StorageError::SessionNotFound {
+            id: session.id.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn load_live_rows(conn: &Connection) -> Result<Vec<PlanApproval>, StorageError> {
+    // Each half repeats the WHERE clause of one partial index exactly, and
+    // names it, so SQLite scans an index that holds only live rows: the cost
+    // follows the live rows, not the history.
+    let sql = format!(
+        "SELECT {APPROVAL_COLUMNS} FROM plan_approvals INDEXED BY plan_approvals_one_pending \
+         WHERE status = 'pending' \
+         UNION ALL \
+         SELECT {APPROVAL_COLUMNS} FROM plan_approvals INDEXED BY plan_approvals_one_live_execution \
+         WHERE execution_state IN ('queued','running')"
+    );
+    Ok(query_approvals(conn, &sql, [])?
+        .into_iter()
+        .map(|stored| stored.approval)
+        .collect())
+}
+
+/// A plan_approvals row as SQLite returns it, before the wire strings are parsed.
+struct RawApproval {
+    id: String,
+    session_id: String,
+    turn_id: String,
+    title: String,
+    question: String,
+    artifact_path: Option<String>,
+    artifact_sha256: Option<String>,
+    artifact_size: Option<i64>,
+    status: String,
+    error_code: Option<String>,
+    created_at: i64,
+    expires_at: i64,
+    decided_at: Option<i64>,
+    permission_mode: Option<String>,
+    execution_id: Option<String>,
+    execution_state: Option<String>,
+    legacy_proposal_json: Option<String>,
+    legacy_feedback: Option<String>,
+}
+
+impl RawApproval {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawApproval> {
+        Ok(RawApproval {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            turn_id: row.get(2)?,
+            title: row.get(3)?,
+            question: row.get(4)?,
+            artifact_path: row.get(5)?,
+            artifact_sha256: row.get(6)?,
+            artifact_size: row.get(7)?,
+            status: row.get(8)?,
+            error_code: row.get(9)?,
+            created_at: row.get(10)?,
+            expires_at: row.get(11)?,
+            decided_at: row.get(12)?,
+            permission_mode: row.get(13)?,
+            execution_id: row.get(14)?,
+            execution_state: row.get(15)?,
+            legacy_proposal_json: row.get(16)?,
+            legacy_feedback: row.get(17)?,
+        })
+    }
+
+    fn into_stored(self) -> Result<StoredApproval, StorageError> {
+        let artifact = match (self.artifact_path, self.artifact_sha256, self.artifact_size) {
+            (Some(path), Some(sha256), Some(size)) => Some(Artifact {
+                path,
+                sha256,
+                size: u64::try_from(size).map_err(|_| StorageError::InvalidValue {
+                    column: "plan_approvals.artifact_size",
+                    value: size.to_string(),
+                })?,
+            }),
+            // The CHECK constraints keep the three together; a partial set
+            // cannot be stored, so it reads as no artifact.
+            (_, _, _) => None,
+        };
+        let approval = PlanApproval {
+            id: self.id,
+            session_id: self.session_id,
+            turn_id: self.turn_id,
+            title: self.title,
+            question: self.question,
+            artifact,
+            status: parse_wire("plan_approvals.status", &self.status, ApprovalStatus::parse)?,
+            error_code: parse_optional("plan_approvals.error_code", self.error_code, ErrorCode::parse)?,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            decided_at: self.decided_at,
+            permission_mode: parse_optional(
+                "plan_approvals.permission_mode",
+                self.permission_mode,
+                PermissionMode::parse,
+            )?,
+            execution_id: self.execution_id,
+            execution_state: parse_optional(
+                "plan_approvals.execution_state",
+                self.execution_state,
+                ExecutionState::parse,
+            )?,
+        };
+        Ok(StoredApproval {
+            approval,
+            legacy_proposal_json: self.legacy_proposal_json,
+            legacy_feedback: self.legacy_feedback,
+        })
+    }
+}
+
+fn query_approvals(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<StoredApproval>, StorageError> {
+    let raw: Vec<RawApproval> = conn
+        .prepare_cached(sql)
+        .and_then(|mut statement| statement.query_map(params, RawApproval::read)?.collect())
+        .map_err(StorageError::sqlite("reading approvals"))?;
+    raw.into_iter().map(RawApproval::into_stored).collect()
+}
+
+fn parse_wire<T>(column: &'static str, value: &str, parse: fn(&str) -> Option<T>) -> Result<T, StorageError> {
+    parse(value).ok_or_else(|| StorageError::InvalidValue {
+        column,
+        value: value.to_owned(),
+    })
+}
+
+fn parse_optional<T>(
+    column: &'static str,
+    value: Option<String>,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Option<T>, StorageError> {
+    value.map(|value| parse_wire(column, &value, parse)).transpose()
+}
+
+/// The extended result code of a constraint violation, if `error` is one.
+fn constraint_code(error: &rusqlite::Error) -> Option<std::ffi::c_int> {
+    if let rusqlite::Error::SqliteFailure(failure, _) = error
+        && failure.code == rusqlite::ErrorCode::ConstraintViolation
+    {
+        return Some(failure.extended_code);
+    }
+    None
+}

@@ -1,0 +1,218 @@
+//! Every row of the storage contract's "what opening a database must do"
+//! table, for `Store::open` and `Store::open_read_only`.
+
+use std::path::Path;
+
+use plan_core::ErrorCode;
+use plan_storage::{MigrationReport, StorageError, Store};
+
+use crate::support::{execute, fixture_database, logical_dump};
+
+/// Opens `path` expecting a refusal, and checks the file is byte-identical.
+fn refused(path: &Path) -> StorageError {
+    let before = std::fs::read(path).unwrap();
+    let error = Store::open(path).expect_err("the open must be refused");
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "a refused open changed the file"
+    );
+    let read_only = Store::open_read_only(path).expect_err("the read-only open must be refused");
+    assert_eq!(read_only.code(), error.code());
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "a refused read-only open changed the file"
+    );
+    error
+}
+
+fn assert_names_version(error: &StorageError, version: u32) {
+    assert_eq!(error.code(), ErrorCode::SchemaUnsupported, "{error}");
+    let message = error.to_string();
+    assert!(message.contains(&format!("version {version}")), "{message}");
+    assert!(
+        matches!(error, StorageError::SchemaUnsupported { found, .. } if *found == version),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_new_path_gets_the_v10_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    let (store, report) = Store::open(&path).unwrap();
+    assert_eq!(report, MigrationReport { from: None, to: 10 });
+    assert!(report.migrated());
+    assert_eq!(store.schema_version().unwrap(), 10);
+    assert_eq!(store.default_shell().unwrap(), None);
+}
+
+#[test]
+fn an_empty_file_gets_the_v10_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.db");
+    std::fs::write(&path, b"").unwrap();
+    let (store, report) = Store::open(&path).unwrap();
+    assert_eq!(report.from, None);
+    assert_eq!(store.schema_version().unwrap(), 10);
+}
+
+#[test]
+fn a_v8_database_is_adopted_and_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v8.db");
+    let (store, report) = Store::open(&path).unwrap();
+    assert_eq!(
+        report,
+        MigrationReport {
+            from: Some(8),
+            to: 10
+        }
+    );
+    assert_eq!(store.schema_version().unwrap(), 10);
+    drop(store);
+    let history = crate::support::table_rows(&path, "SELECT version, name FROM refinery_schema_history");
+    assert_eq!(
+        history,
+        [
+            "int 8 | text \"baseline\"",
+            "int 9 | text \"session_shell\"",
+            "int 10 | text \"plan_checkpoint\""
+        ]
+    );
+}
+
+#[test]
+fn a_v10_database_is_opened_without_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v8.db");
+    drop(Store::open(&path).unwrap());
+    let before = logical_dump(&path);
+    let (store, report) = Store::open(&path).unwrap();
+    assert_eq!(
+        report,
+        MigrationReport {
+            from: Some(10),
+            to: 10
+        }
+    );
+    assert!(!report.migrated());
+    drop(store);
+    assert_eq!(logical_dump(&path), before);
+    let read_only = Store::open_read_only(&path).unwrap();
+    assert_eq!(read_only.schema_version().unwrap(), 10);
+    assert_eq!(logical_dump(&path), before);
+}
+
+#[test]
+fn v9_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v9.db");
+    execute(&path, "PRAGMA user_version = 9;");
+    let error = refused(&path);
+    assert_names_version(&error, 9);
+}
+
+#[test]
+fn versions_below_8_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for version in [0_u32, 1, 7] {
+        let path = dir.path().join(format!("v{version}.db"));
+        execute(
+            &path,
+            &format!("CREATE TABLE old (x); PRAGMA user_version = {version};"),
+        );
+        let error = refused(&path);
+        assert_names_version(&error, version);
+    }
+}
+
+#[test]
+fn versions_above_10_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v11.db");
+    drop(Store::open(&path).unwrap());
+    execute(&path, "PRAGMA user_version = 11;");
+    let error = refused(&path);
+    assert_names_version(&error, 11);
+    assert!(error.to_string().contains("newer"), "{error}");
+    let path = dir.path().join("v4000.db");
+    execute(&path, "CREATE TABLE t (x); PRAGMA user_version = 4000;");
+    assert_names_version(&refused(&path), 4000);
+}
+
+#[test]
+fn a_v10_database_with_a_foreign_history_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("odd.db");
+    drop(Store::open(&path).unwrap());
+    execute(&path, "DELETE FROM refinery_schema_history WHERE version = 9;");
+    assert_names_version(&refused(&path), 10);
+    let path = dir.path().join("bare10.db");
+    execute(&path, "CREATE TABLE t (x); PRAGMA user_version = 10;");
+    assert_names_version(&refused(&path), 10);
+}
+
+#[test]
+fn not_sqlite_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8]); 3] = [
+        ("text.db", b"this is a text file, not a database\n".as_slice()),
+        ("short.db", b"SQLite".as_slice()),
+        ("zeros.db", &[0_u8; 4096]),
+    ];
+    for (name, bytes) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let error = refused(&path);
+        assert_eq!(error.code(), ErrorCode::DatabaseUnreadable, "{name}: {error}");
+        assert!(error.to_string().contains(name), "{error}");
+    }
+}
+
+#[test]
+fn a_corrupt_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "corrupt.db");
+    // Keep the 100-byte file header, scramble the schema b-tree of page 1.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for (offset, byte) in bytes.iter_mut().enumerate().take(4096).skip(100) {
+        *byte = (offset * 7 % 251) as u8;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let error = refused(&path);
+    assert_eq!(error.code(), ErrorCode::DatabaseUnreadable, "{error}");
+}
+
+#[test]
+fn read_only_never_migrates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v8.db");
+    let before = std::fs::read(&path).unwrap();
+    let error = Store::open_read_only(&path).unwrap_err();
+    assert_names_version(&error, 8);
+    assert!(error.to_string().contains("db migrate"), "{error}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    let missing = dir.path().join("missing.db");
+    let error = Store::open_read_only(&missing).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::DatabaseUnreadable);
+    assert!(!missing.exists(), "a read-only open created a file");
+
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    assert_names_version(&Store::open_read_only(&empty).unwrap_err(), 0);
+    assert_eq!(std::fs::read(&empty).unwrap(), b"");
+}
+
+#[test]
+fn read_only_store_reads_but_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v8.db");
+    drop(Store::open(&path).unwrap());
+    let mut store = Store::open_read_only(&path).unwrap();
+    assert!(store.get_session("s-plan").unwrap().is_some());
+    let error = store.set_default_shell("bash").unwrap_err();
+    assert_eq!(error.code(), ErrorCode::StorageFailed);
+}
