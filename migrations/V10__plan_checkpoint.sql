@@ -83,6 +83,6 @@ CREATE UNIQUE INDEX plan_approvals_one_live_execution
   ON plan_approvals (session_id) WHERE execution_state IN ('queued','running');
 
 -- Listing newest first, overall, by session and by status.
-CREATE INDEX plan_approvals_by_created ON plan_approvals (created_at DESC, id);
-CREATE INDEX plan_approvals_by_session_created ON plan_approvals (session_id, created_at DESC, id);
-CREATE INDEX plan_approvals_by_status_created ON plan_approvals (status, created_at DESC, id);
+CREATE INDEX plan_approvals_by_created ON plan_approvals (created_at DESC, id DESC);
+CREATE INDEX plan_approvals_by_session_created ON plan_approvals (session_id, created_at DESC, id DESC);
+CREATE INDEX plan_approvals_by_status_created ON plan_approvals (status, created_at DESC, id DESC);

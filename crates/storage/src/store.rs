@@ -235,7 +235,7 @@ impl Store {
         // A negative LIMIT means no limit in SQLite.
         let limit = filter.limit.map_or(-1, i64::from);
         let status = filter.status.map(ApprovalStatus::as_str);
-        let order = "ORDER BY created_at DESC, id LIMIT ?3";
+        let order = "ORDER BY created_at DESC, id DESC LIMIT ?3";
         let sql = match (&filter.session_id, status) {
             (Some(_), Some(_)) => format!(
                 "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = ?2 {order}"
@@ -389,7 +389,7 @@ impl Store {
         let sql = format!(
             "SELECT {APPROVAL_COLUMNS} FROM plan_approvals \
              WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR status = ?2) \
-             ORDER BY created_at DESC, id LIMIT ?3"
+             ORDER BY created_at DESC, id DESC LIMIT ?3"
         );
         let mut statement = self
             .conn

@@ -54,13 +54,13 @@ fn live_row_queries_use_the_partial_indexes() {
     assert!(!plan.contains("SCAN plan_approvals\""), "{plan}");
     let plan = query_plan(
         &path,
-        "SELECT * FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL ORDER BY created_at DESC, id LIMIT 10",
+        "SELECT * FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL ORDER BY created_at DESC, id DESC LIMIT 10",
     );
     assert!(plan.contains("plan_approvals_by_created"), "{plan}");
     assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     let plan = query_plan(
         &path,
-        "SELECT * FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL ORDER BY created_at DESC, id LIMIT 10",
+        "SELECT * FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL ORDER BY created_at DESC, id DESC LIMIT 10",
     );
     assert!(plan.contains("plan_approvals_by_session_created"), "{plan}");
     assert!(!plan.contains("TEMP B-TREE"), "{plan}");

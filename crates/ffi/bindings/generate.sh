@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the plan-ffi cdylib and generates its Kotlin, Swift and Python
+# bindings into bindings/<language>/generated/. The native library is copied
+# to bindings/native/ (for Kotlin through JNA) and beside the Python module
+# (which loads it from its own folder).
+#
+# Usage: crates/ffi/bindings/generate.sh [--release]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+workspace="$(cd "$here/../../.." && pwd)"
+profile=debug
+cargo_profile=()
+if [ "${1:-}" = "--release" ]; then
+  profile=release
+  cargo_profile=(--release)
+fi
+target_dir="${CARGO_TARGET_DIR:-$workspace/target}"
+
+cd "$workspace"
+# Built one package at a time so that the generator's extra UniFFI features
+# never leak into the library that hosts load.
+cargo build --locked -p plan-ffi "${cargo_profile[@]}"
+cargo build --locked -p uniffi-bindgen "${cargo_profile[@]}"
+
+case "$(uname -s)" in
+  Darwin) library="$target_dir/$profile/libplan_ffi.dylib" ;;
+  *) library="$target_dir/$profile/libplan_ffi.so" ;;
+esac
+bindgen="$target_dir/$profile/uniffi-bindgen"
+
+for language in kotlin swift python; do
+  rm -rf "$here/$language/generated"
+  # The crate's uniffi.toml (package and module names) is found next to its
+  # Cargo.toml; --no-format keeps the output independent of local formatters.
+  "$bindgen" generate --library "$library" --language "$language" \
+    --out-dir "$here/$language/generated" --no-format
+done
+
+mkdir -p "$here/native"
+cp "$library" "$here/native/"
+cp "$library" "$here/python/generated/"
+echo "bindings generated from $library"

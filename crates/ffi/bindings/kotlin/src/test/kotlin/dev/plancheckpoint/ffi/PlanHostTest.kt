@@ -1,0 +1,892 @@
+package dev.plancheckpoint.ffi
+
+import java.io.RandomAccessFile
+import java.nio.file.Files
+import java.nio.file.Path
+import java.security.MessageDigest
+import java.util.Collections
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.CopyOnWriteArrayList
+import java.util.concurrent.CountDownLatch
+import java.util.concurrent.CyclicBarrier
+import java.util.concurrent.Executors
+import java.util.concurrent.TimeUnit
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertArrayEquals
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotEquals
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.MethodOrderer
+import org.junit.jupiter.api.Order
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.TestMethodOrder
+import org.junit.jupiter.api.assertThrows
+import org.junit.jupiter.api.io.TempDir
+
+/**
+ * The plan-ffi surface exercised from Kotlin through the UniFFI-generated
+ * bindings and the real native library: lifecycle, restart interruption,
+ * every canonical error as [PlanException.Failed], the event callback with
+ * timer-driven expiry, handleJson, shells, configuration and threads.
+ *
+ * Each test gets its own temporary directory (database plus workspace), so
+ * tests never share a host lock.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation::class)
+class PlanHostTest {
+    @TempDir
+    lateinit var dir: Path
+
+    /** Hosts a test opened; shut down after it, whatever happened. */
+    private val opened = CopyOnWriteArrayList<PlanHost>()
+
+    @AfterEach
+    fun shutDownHosts() {
+        opened.forEach { it.shutdown() }
+        opened.forEach { it.close() }
+    }
+
+    // ----------------------------------------------------------------------
+    // Helpers
+
+    private fun db(name: String = "plan.db"): String = dir.resolve(name).toString()
+
+    private fun open(
+        dbPath: String = db(),
+        ttlMs: Long? = null,
+        markdownLimit: ULong? = null,
+    ): PlanHost = PlanHost(dbPath, PlanHostOptions(ttlMs, markdownLimit)).also { opened.add(it) }
+
+    private fun workspace(name: String = "ws"): Path = Files.createDirectories(dir.resolve(name))
+
+    private fun call(id: String, name: String, inputJson: String = "{}") = ToolCall(id, name, inputJson)
+
+    private fun quote(text: String): String = buildString {
+        append('"')
+        for (ch in text) {
+            when (ch) {
+                '"' -> append("\\\"")
+                '\\' -> append("\\\\")
+                '\n' -> append("\\n")
+                '\r' -> append("\\r")
+                '\t' -> append("\\t")
+                else -> if (ch < ' ') append("\\u%04x".format(ch.code)) else append(ch)
+            }
+        }
+        append('"')
+    }
+
+    private fun submitInput(title: String, markdown: String, question: String) =
+        """{"title":${quote(title)},"markdown":${quote(markdown)},"question":${quote(question)}}"""
+
+    /** Exact bytes matter: CRLF, a tab, non-ASCII, no trailing newline. */
+    private val markdown = "# Plan\r\n\n1. Read `src/main.rs`\n2. Ändern — naïve ✓\t🙂\n\nno trailing newline"
+
+    private fun sha256Hex(bytes: ByteArray): String =
+        MessageDigest.getInstance("SHA-256").digest(bytes).joinToString("") { "%02x".format(it) }
+
+    /** Expects [PlanException.Failed] with [code] and records the code as reached. */
+    private fun failed(code: String, block: () -> Unit): PlanException.Failed {
+        val error = assertThrows<PlanException.Failed>("expected $code") { block() }
+        assertEquals(code, error.code, "code of: ${error.reason}")
+        assertTrue(error.reason.isNotBlank())
+        assertTrue(error.message.contains(code))
+        reached.add(code)
+        return error
+    }
+
+    /** Expects a deny result carrying [code] and records it as reached. */
+    private fun denied(result: ToolCallResult, code: String) {
+        assertEquals(ToolCallDecision.DENY, result.decision, "decision of ${result.callId}")
+        assertEquals(code, result.errorCode)
+        assertNotNull(result.errorMessage)
+        assertNull(result.approval)
+        reached.add(code)
+    }
+
+    private fun planSession(host: PlanHost, ws: Path?, id: String? = null): Session =
+        host.createSession(id, ws?.toString(), Mode.PLAN, null)
+
+    /** Starts a Plan turn and submits a plan; returns the pending approval. */
+    private fun submit(host: PlanHost, sessionId: String, title: String = "Refactor", body: String = markdown): PlanApproval {
+        val turn = host.startTurn(sessionId, Origin.INTERACTIVE)
+        assertEquals(Mode.PLAN, turn.mode)
+        val results = host.toolCalls(sessionId, turn.turnId, listOf(call("submit", "SubmitPlan", submitInput(title, body, "Go ahead?"))))
+        assertEquals(1, results.size)
+        assertEquals(ToolCallDecision.ALLOW, results[0].decision, "SubmitPlan refused: ${results[0].errorCode}")
+        return results[0].approval!!
+    }
+
+    private fun artifactFile(ws: Path, approval: PlanApproval): Path = ws.resolve(approval.artifact!!.path)
+
+    // ----------------------------------------------------------------------
+    // Lifecycle
+
+    @Test
+    @Order(1)
+    fun fullLifecycleWithEachPermissionMode() {
+        val host = open()
+        for (mode in PermissionMode.values()) {
+            // Listings order by createdAt (ms); keep the three apart.
+            Thread.sleep(3)
+            val ws = workspace("ws-$mode")
+            val session = planSession(host, ws)
+            assertEquals(Mode.PLAN, session.mode)
+            assertEquals(PermissionMode.ASK, session.permissionMode)
+            assertEquals(ws.toString(), session.workspaceRoot)
+            assertNull(session.activeTurn)
+            val sid = session.sessionId
+            assertEquals(session, host.getSession(sid))
+
+            val turn = host.startTurn(sid, Origin.INTERACTIVE)
+            assertEquals(Mode.PLAN, turn.mode)
+            assertEquals(Origin.INTERACTIVE, turn.origin)
+            assertEquals(TurnKind.PROMPT, turn.kind)
+            assertEquals(turn, host.getSession(sid).activeTurn)
+
+            // Plan-safe tools pass; writers are denied; the turn stays active.
+            val checks = host.toolCalls(
+                sid, turn.turnId,
+                listOf(
+                    call("r", "Read", """{"path":"src/main.rs"}"""),
+                    call("g", "Grep", """{"pattern":"fn"}"""),
+                    call("w", "Write", """{"path":"x","content":"y"}"""),
+                    call("e", "Edit", "{}"),
+                    call("p", "mcp__plugin__tool", "{}"),
+                ),
+            )
+            assertEquals(listOf("r", "g", "w", "e", "p"), checks.map { it.callId })
+            assertEquals(ToolCallDecision.ALLOW, checks[0].decision)
+            assertNull(checks[0].errorCode)
+            assertEquals(ToolCallDecision.ALLOW, checks[1].decision)
+            checks.drop(2).forEach { denied(it, "TOOL_DENIED_IN_PLAN") }
+
+            val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("Refactor the parser", markdown, "Proceed?"))))
+            val approval = results.single().approval!!
+            assertEquals(ToolCallDecision.ALLOW, results.single().decision)
+            assertEquals(ApprovalStatus.PENDING, approval.status)
+            assertEquals("Refactor the parser", approval.title)
+            assertEquals("Proceed?", approval.question)
+            assertEquals(sid, approval.sessionId)
+            assertEquals(turn.turnId, approval.turnId)
+            assertNull(approval.errorCode)
+            assertNull(approval.permissionMode)
+            assertNull(approval.executionId)
+            assertNull(approval.executionState)
+            assertNull(approval.decidedAt)
+            assertEquals(30L * 60 * 1000, approval.expiresAt - approval.createdAt)
+
+            // The artifact: exact bytes on disk, SHA-256 and size as recorded.
+            val artifact = approval.artifact!!
+            assertTrue(artifact.path.startsWith(".pi/plan/") && artifact.path.endsWith(".md"), artifact.path)
+            val bytes = Files.readAllBytes(artifactFile(ws, approval))
+            val expected = markdown.toByteArray(Charsets.UTF_8)
+            assertArrayEquals(expected, bytes)
+            assertEquals(expected.size.toULong(), artifact.size)
+            assertEquals(sha256Hex(bytes), artifact.sha256)
+            val content = host.readArtifact(approval.id)
+            assertEquals(markdown, content.markdown)
+            assertEquals(artifact.sha256, content.sha256)
+            assertEquals(artifact.size, content.size)
+
+            // Pending: visible on the session, in get and in list.
+            val pendingSession = host.getSession(sid)
+            assertEquals(approval.id, pendingSession.pendingApprovalId)
+            assertEquals(approval, host.getApproval(approval.id))
+            assertEquals(listOf(approval), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.PENDING, null)))
+
+            // Approve with this mode: Agent, the mode, a queued execution turn.
+            val decision = host.approve(approval.id, mode)
+            assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
+            assertEquals(mode, decision.approval.permissionMode)
+            assertEquals(ExecutionState.QUEUED, decision.approval.executionState)
+            assertNotNull(decision.approval.decidedAt)
+            val executionId = decision.approval.executionId!!
+            assertEquals(Mode.AGENT, decision.session.mode)
+            assertEquals(mode, decision.session.permissionMode)
+            assertNull(decision.session.pendingApprovalId)
+            assertEquals(executionId, decision.session.activeExecutionId)
+            assertEquals(TurnKind.EXECUTION, decision.session.activeTurn!!.kind)
+            assertEquals(Mode.AGENT, decision.session.activeTurn!!.mode)
+            assertEquals(decision.session, host.getSession(sid))
+
+            assertEquals(ExecutionState.RUNNING, host.startExecution(executionId).executionState)
+            val done = host.completeExecution(executionId)
+            assertEquals(ExecutionState.COMPLETED, done.executionState)
+            assertEquals(ApprovalStatus.APPROVED, done.status)
+            assertEquals(done, host.getApproval(approval.id))
+
+            val after = host.getSession(sid)
+            assertEquals(Mode.AGENT, after.mode)
+            assertEquals(mode, after.permissionMode)
+            assertNull(after.activeTurn)
+            assertNull(after.activeExecutionId)
+
+            // The session now works as an Agent: tools go to the permission layer.
+            val agentTurn = host.startTurn(sid, Origin.SCHEDULED)
+            assertEquals(Mode.AGENT, agentTurn.mode)
+            val write = host.toolCalls(sid, agentTurn.turnId, listOf(call("w", "Write", "{}"))).single()
+            assertEquals(ToolCallDecision.ALLOW, write.decision)
+            assertNull(host.completeTurn(sid, agentTurn.turnId).activeTurn)
+        }
+        val all = host.listApprovals(ApprovalQuery(null, null, null))
+        assertEquals(3, all.size)
+        assertEquals(PermissionMode.values().reversed(), all.map { it.permissionMode }, "newest first")
+        assertEquals(1, host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, 1u)).size)
+    }
+
+    @Test
+    @Order(2)
+    fun rejectIsTerminalAndARevisionIsANewArtifact() {
+        val host = open()
+        val ws = workspace()
+        val sid = planSession(host, ws).sessionId
+        val first = submit(host, sid, body = "v1\n")
+        val rejected = host.reject(first.id)
+        assertEquals(ApprovalStatus.REJECTED, rejected.approval.status)
+        assertNull(rejected.approval.permissionMode)
+        assertNull(rejected.approval.executionId)
+        assertEquals(Mode.PLAN, rejected.session.mode)
+        assertEquals(PermissionMode.ASK, rejected.session.permissionMode)
+        assertNull(rejected.session.activeTurn)
+        assertNull(rejected.session.pendingApprovalId)
+
+        failed("APPROVAL_NOT_PENDING") { host.approve(first.id, PermissionMode.AUTO) }
+        failed("APPROVAL_NOT_PENDING") { host.reject(first.id) }
+
+        Thread.sleep(3) // distinct createdAt for the newest-first check below
+        val second = submit(host, sid, body = "v2\n")
+        assertNotEquals(first.artifact!!.path, second.artifact!!.path)
+        assertEquals("v1\n", Files.readString(artifactFile(ws, first)), "an earlier artifact is never replaced")
+        assertEquals("v2\n", Files.readString(artifactFile(ws, second)))
+        assertEquals("v1\n", host.readArtifact(first.id).markdown)
+        assertEquals(listOf(second.id, first.id), host.listApprovals(ApprovalQuery(sid, null, null)).map { it.id })
+        assertEquals(listOf(first.id), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.REJECTED, null)).map { it.id })
+    }
+
+    @Test
+    @Order(3)
+    fun restartInterruptsPendingQueuedAndRunningButNothingElse() {
+        val path = db()
+        val first = open(path)
+        val ws = workspace()
+        val pendingSid = planSession(first, ws).sessionId
+        val pending = submit(first, pendingSid)
+
+        val queuedSid = planSession(first, ws).sessionId
+        val queued = first.approve(submit(first, queuedSid).id, PermissionMode.ACCEPT_EDITS).approval
+
+        val runningSid = planSession(first, ws).sessionId
+        val running = first.approve(submit(first, runningSid).id, PermissionMode.AUTO).approval
+        first.startExecution(running.executionId!!)
+
+        val doneSid = planSession(first, ws).sessionId
+        val done = first.approve(submit(first, doneSid).id, PermissionMode.ASK).approval
+        first.startExecution(done.executionId!!)
+        first.completeExecution(done.executionId!!)
+
+        val rejectedSid = planSession(first, ws).sessionId
+        val rejected = first.reject(submit(first, rejectedSid).id).approval
+
+        // While the first host lives, a second one is refused.
+        failed("HOST_ALREADY_RUNNING") { open(path) }
+
+        first.shutdown()
+        first.shutdown() // idempotent
+        failed("HOST_CLOSED") { first.getSession(pendingSid) }
+
+        val second = open(path)
+        val p = second.getApproval(pending.id)
+        assertEquals(ApprovalStatus.INTERRUPTED, p.status)
+        assertEquals("HOST_RESTARTED", p.errorCode)
+        assertNull(p.executionId)
+        reached.add("HOST_RESTARTED")
+        val pSession = second.getSession(pendingSid)
+        assertEquals(Mode.PLAN, pSession.mode, "an interrupted pending approval leaves the session in Plan")
+        assertNull(pSession.pendingApprovalId)
+        assertNull(pSession.activeTurn)
+
+        for ((approval, sid, mode) in listOf(
+            Triple(queued, queuedSid, PermissionMode.ACCEPT_EDITS),
+            Triple(running, runningSid, PermissionMode.AUTO),
+        )) {
+            val row = second.getApproval(approval.id)
+            assertEquals(ApprovalStatus.APPROVED, row.status)
+            assertEquals(ExecutionState.INTERRUPTED, row.executionState)
+            assertEquals("HOST_RESTARTED", row.errorCode)
+            val session = second.getSession(sid)
+            assertEquals(Mode.AGENT, session.mode, "an interrupted execution leaves the session in Agent")
+            assertEquals(mode, session.permissionMode)
+            assertNull(session.activeExecutionId)
+            assertNull(session.activeTurn)
+            // Nothing is replayed: the old execution cannot be resumed.
+            failed("EXECUTION_NOT_ACTIVE") { second.startExecution(row.executionId!!) }
+            failed("EXECUTION_NOT_ACTIVE") { second.completeExecution(row.executionId!!) }
+            // The user may start a new turn, in Agent.
+            val turn = second.startTurn(sid, Origin.INTERACTIVE)
+            assertEquals(Mode.AGENT, turn.mode)
+            second.cancelTurn(sid)
+        }
+        assertEquals(ExecutionState.COMPLETED, second.getApproval(done.id).executionState)
+        assertNull(second.getApproval(done.id).errorCode)
+        assertEquals(rejected, second.getApproval(rejected.id))
+        failed("APPROVAL_NOT_PENDING") { second.approve(pending.id, PermissionMode.ASK) }
+        assertEquals(
+            listOf(pending.id),
+            second.listApprovals(ApprovalQuery(null, ApprovalStatus.INTERRUPTED, null)).map { it.id },
+        )
+        // The interrupted Plan session can submit again.
+        assertEquals(ApprovalStatus.PENDING, submit(second, pendingSid).status)
+    }
+
+    @Test
+    @Order(4)
+    fun closeFreesTheHandleAndShutdownReleasesTheLock() {
+        val path = db()
+        // use {} frees the handle; with no call in flight the native object
+        // is dropped at once, which shuts the host down.
+        PlanHost(path, PlanHostOptions(null, null)).use { it.createSession("kept", null, null, null) }
+        val reopened = PlanHost(path, PlanHostOptions(null, null))
+        assertEquals("kept", reopened.getSession("kept").sessionId)
+        reopened.shutdown()
+        reopened.shutdown()
+        // After shutdown the handle is still valid; every call says HOST_CLOSED.
+        failed("HOST_CLOSED") { reopened.listShells() }
+        reopened.close()
+        assertThrows<IllegalStateException> { reopened.listShells() }
+        // And the lock is free again.
+        open(path).getSession("kept")
+    }
+
+    // ----------------------------------------------------------------------
+    // Errors
+
+    @Test
+    @Order(10)
+    fun sessionAndTurnErrors() {
+        val host = open()
+        val ws = workspace()
+        failed("SESSION_NOT_FOUND") { host.getSession("nope") }
+        failed("SESSION_NOT_FOUND") { host.startTurn("nope", Origin.INTERACTIVE) }
+        failed("SESSION_NOT_FOUND") { host.configureSession("nope", SessionConfig(null, null, null, null, null)) }
+        failed("SESSION_NOT_FOUND") { host.cancelTurn("nope") }
+        failed("SESSION_NOT_FOUND") { host.toolCalls("nope", "t", listOf(call("r", "Read"))) }
+        failed("SESSION_NOT_FOUND") { host.completeTurn("nope", "t") }
+
+        host.createSession("s1", ws.toString(), Mode.PLAN, PermissionMode.AUTO)
+        failed("SESSION_ALREADY_EXISTS") { host.createSession("s1", null, null, null) }
+        failed("INVALID_PARAMS") { host.createSession(null, "relative/path", null, null) }
+        failed("INVALID_PARAMS") { host.createSession("", null, null, null) }
+
+        failed("PLAN_REQUIRES_INTERACTIVE_SESSION") { host.startTurn("s1", Origin.SCHEDULED) }
+        assertNull(host.getSession("s1").activeTurn, "nothing was created")
+
+        val turn = host.startTurn("s1", Origin.INTERACTIVE)
+        failed("SESSION_BUSY") { host.startTurn("s1", Origin.INTERACTIVE) }
+        failed("SESSION_BUSY") { host.configureSession("s1", SessionConfig(Mode.AGENT, null, null, null, null)) }
+        failed("TURN_NOT_ACTIVE") { host.completeTurn("s1", "turn-other") }
+        failed("TURN_NOT_ACTIVE") { host.toolCalls("s1", "turn-other", listOf(call("r", "Read"))) }
+        assertEquals(Mode.PLAN, host.getSession("s1").mode)
+
+        val cancelled = host.cancelTurn("s1")
+        assertNull(cancelled.activeTurn)
+        failed("TURN_NOT_ACTIVE") { host.cancelTurn("s1") }
+        failed("TURN_NOT_ACTIVE") { host.completeTurn("s1", turn.turnId) }
+        failed("SHELL_UNKNOWN") { host.configureSession("s1", SessionConfig(null, null, null, null, "tcsh-9000")) }
+        failed("SHELL_UNKNOWN") { host.setDefaultShell("tcsh-9000") }
+    }
+
+    @Test
+    @Order(11)
+    fun toolCallErrors() {
+        val host = open(markdownLimit = 64u)
+        val ws = workspace()
+        val sid = planSession(host, ws).sessionId
+        val turn = host.startTurn(sid, Origin.INTERACTIVE)
+        val tid = turn.turnId
+        val valid = submitInput("T", "body", "Q?")
+
+        // SubmitPlan with company: the whole request is refused, nothing allowed.
+        failed("SUBMIT_PLAN_NOT_ALONE") {
+            host.toolCalls(sid, tid, listOf(call("r", "Read"), call("s", "SubmitPlan", valid)))
+        }
+        // Input that is not JSON at all is a request error.
+        failed("INVALID_PARAMS") { host.toolCalls(sid, tid, listOf(call("r", "Read", "{not json"))) }
+
+        for (input in listOf(
+            """{"title":"T","markdown":"m"}""",
+            """{"title":"","markdown":"m","question":"Q?"}""",
+            """{"title":"T","markdown":"m","question":""}""",
+            """{"title":"T","markdown":"m","question":"Q?","steps":[]}""",
+            """{"title":1,"markdown":"m","question":"Q?"}""",
+            """["T","m","Q?"]""",
+            submitInput("T", "x".repeat(65), "Q?"),
+        )) {
+            denied(host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", input))).single(), "INVALID_PLAN_INPUT")
+        }
+        denied(host.toolCalls(sid, tid, listOf(call("w", "Write"))).single(), "TOOL_DENIED_IN_PLAN")
+        assertEquals(tid, host.getSession(sid).activeTurn!!.turnId, "a refused call leaves the Plan turn active")
+        assertTrue(host.listApprovals(ApprovalQuery(sid, null, null)).isEmpty())
+        assertFalse(Files.exists(ws.resolve(".pi/plan")) && Files.list(ws.resolve(".pi/plan")).use { it.count() } > 0)
+        // At the limit exactly it is accepted.
+        val ok = host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", submitInput("T", "x".repeat(64), "Q?")))).single()
+        assertEquals(ApprovalStatus.PENDING, ok.approval!!.status)
+        failed("SESSION_BUSY") { host.toolCalls(sid, tid, listOf(call("r", "Read"))) }
+        failed("SESSION_BUSY") { host.cancelTurn(sid) }
+        failed("SESSION_BUSY") { host.completeTurn(sid, tid) }
+
+        // A session without a workspace cannot write an artifact.
+        val unbound = host.createSession(null, null, Mode.PLAN, null).sessionId
+        val ut = host.startTurn(unbound, Origin.INTERACTIVE).turnId
+        denied(host.toolCalls(unbound, ut, listOf(call("s", "SubmitPlan", valid))).single(), "SESSION_NOT_PROJECT_BOUND")
+
+        // SubmitPlan in an Agent turn.
+        val agent = host.createSession(null, ws.toString(), Mode.AGENT, null).sessionId
+        val at = host.startTurn(agent, Origin.INTERACTIVE).turnId
+        denied(host.toolCalls(agent, at, listOf(call("s", "SubmitPlan", valid))).single(), "PLAN_NOT_ACTIVE")
+
+        // A symbolic link under the workspace is refused, not followed.
+        val linked = workspace("linked")
+        val elsewhere = workspace("elsewhere")
+        Files.createSymbolicLink(linked.resolve(".pi"), elsewhere)
+        val ls = planSession(host, linked).sessionId
+        val lt = host.startTurn(ls, Origin.INTERACTIVE).turnId
+        denied(host.toolCalls(ls, lt, listOf(call("s", "SubmitPlan", valid))).single(), "ARTIFACT_SYMLINK")
+        assertEquals(0L, Files.list(elsewhere).use { it.count() })
+
+        // A workspace root that does not exist cannot be written.
+        val gone = planSession(host, dir.resolve("does-not-exist")).sessionId
+        val gt = host.startTurn(gone, Origin.INTERACTIVE).turnId
+        denied(host.toolCalls(gone, gt, listOf(call("s", "SubmitPlan", valid))).single(), "ARTIFACT_WRITE_FAILED")
+    }
+
+    @Test
+    @Order(12)
+    fun approvalAndArtifactErrors() {
+        val host = open()
+        val ws = workspace()
+        val sid = planSession(host, ws).sessionId
+        failed("APPROVAL_NOT_FOUND") { host.getApproval("approval-nope") }
+        failed("APPROVAL_NOT_FOUND") { host.approve("approval-nope", PermissionMode.ASK) }
+        failed("APPROVAL_NOT_FOUND") { host.reject("approval-nope") }
+        failed("APPROVAL_NOT_FOUND") { host.readArtifact("approval-nope") }
+
+        val approval = submit(host, sid)
+        failed("PERMISSION_MODE_REQUIRED") { host.approve(approval.id, null) }
+        assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status, "a failed request changes nothing")
+        failed("SESSION_BUSY") { host.startTurn(sid, Origin.INTERACTIVE) }
+        failed("SESSION_BUSY") { host.configureSession(sid, SessionConfig(null, PermissionMode.AUTO, null, null, null)) }
+
+        // Tampering: same size, different bytes.
+        val file = artifactFile(ws, approval)
+        val original = Files.readAllBytes(file)
+        val tampered = original.copyOf().also { it[0] = (it[0] + 1).toByte() }
+        file.toFile().setWritable(true)
+        Files.write(file, tampered)
+        failed("ARTIFACT_INTEGRITY_MISMATCH") { host.readArtifact(approval.id) }
+        // Tampering: appended bytes.
+        Files.write(file, original + "\n".toByteArray())
+        failed("ARTIFACT_INTEGRITY_MISMATCH") { host.readArtifact(approval.id) }
+        Files.write(file, original)
+        assertEquals(markdown, host.readArtifact(approval.id).markdown)
+        Files.delete(file)
+        failed("ARTIFACT_MISSING") { host.readArtifact(approval.id) }
+        // The approval itself is untouched by any of this.
+        assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status)
+    }
+
+    @Test
+    @Order(13)
+    fun executionErrorsAndCancellation() {
+        val host = open()
+        val ws = workspace()
+        val sid = planSession(host, ws).sessionId
+        failed("EXECUTION_NOT_FOUND") { host.startExecution("execution-nope") }
+        failed("EXECUTION_NOT_FOUND") { host.completeExecution("execution-nope") }
+
+        val decision = host.approve(submit(host, sid).id, PermissionMode.ACCEPT_EDITS)
+        val eid = decision.approval.executionId!!
+        failed("EXECUTION_NOT_ACTIVE") { host.completeExecution(eid) } // still queued
+        failed("SESSION_BUSY") { host.startTurn(sid, Origin.INTERACTIVE) }
+        failed("SESSION_BUSY") { host.completeTurn(sid, decision.session.activeTurn!!.turnId) }
+        host.startExecution(eid)
+        failed("EXECUTION_NOT_ACTIVE") { host.startExecution(eid) } // already running
+
+        // Cancelling the execution turn interrupts the execution.
+        val cancelled = host.cancelTurn(sid)
+        assertNull(cancelled.activeTurn)
+        assertNull(cancelled.activeExecutionId)
+        assertEquals(Mode.AGENT, cancelled.mode)
+        val row = host.getApproval(decision.approval.id)
+        assertEquals(ExecutionState.INTERRUPTED, row.executionState)
+        assertEquals("EXECUTION_CANCELLED", row.errorCode)
+        reached.add("EXECUTION_CANCELLED")
+        failed("EXECUTION_NOT_ACTIVE") { host.completeExecution(eid) }
+        failed("EXECUTION_NOT_ACTIVE") { host.startExecution(eid) }
+    }
+
+    @Test
+    @Order(14)
+    fun hostErrors() {
+        failed("INVALID_PARAMS") { PlanHost(db(), PlanHostOptions(0, null)) }
+        failed("INVALID_PARAMS") { PlanHost(db(), PlanHostOptions(-5, null)) }
+
+        val path = db("locked.db")
+        val first = open(path)
+        failed("HOST_ALREADY_RUNNING") { PlanHost(path, PlanHostOptions(null, null)) }
+        val ws = workspace()
+        val sid = planSession(first, ws).sessionId
+        val approval = submit(first, sid)
+        first.shutdown()
+
+        // Every method of a shut-down host fails with HOST_CLOSED.
+        val none = SessionConfig(null, null, null, null, null)
+        val calls: List<Pair<String, () -> Unit>> = listOf(
+            "createSession" to { first.createSession(null, null, null, null) },
+            "getSession" to { first.getSession(sid) },
+            "configureSession" to { first.configureSession(sid, none) },
+            "startTurn" to { first.startTurn(sid, Origin.INTERACTIVE) },
+            "toolCalls" to { first.toolCalls(sid, "t", listOf(call("r", "Read"))) },
+            "completeTurn" to { first.completeTurn(sid, "t") },
+            "cancelTurn" to { first.cancelTurn(sid) },
+            "approve" to { first.approve(approval.id, PermissionMode.ASK) },
+            "reject" to { first.reject(approval.id) },
+            "getApproval" to { first.getApproval(approval.id) },
+            "listApprovals" to { first.listApprovals(ApprovalQuery(null, null, null)) },
+            "readArtifact" to { first.readArtifact(approval.id) },
+            "startExecution" to { first.startExecution("e") },
+            "completeExecution" to { first.completeExecution("e") },
+            "listShells" to { first.listShells() },
+            "setDefaultShell" to { first.setDefaultShell("sh") },
+        )
+        for ((name, block) in calls) {
+            val error = assertThrows<PlanException.Failed>(name) { block() }
+            assertEquals("HOST_CLOSED", error.code, name)
+        }
+        reached.add("HOST_CLOSED")
+        // handleJson answers with the same code inside a JSON-RPC error.
+        // (initialize itself still succeeds on a closed host: it reads no
+        // state; see crates/host/src/dispatch.rs `Connection::dispatch`.)
+        first.handleJson("""{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}""")
+        val reply = first.handleJson("""{"jsonrpc":"2.0","id":2,"method":"session/get","params":{"sessionId":"$sid"}}""")!!
+        assertTrue(reply.contains("\"HOST_CLOSED\""), reply)
+        first.addListener(object : PlanEventListener {
+            override fun onEvent(method: String, paramsJson: String) {}
+        })
+
+        // SCHEMA_UNSUPPORTED: a database whose PRAGMA user_version is 9. No
+        // SQLite driver is needed: user_version is the big-endian 32-bit
+        // integer at byte offset 60 of the database header, so a v10 file
+        // written by the host is patched in place after a clean shutdown
+        // (which checkpoints and removes the WAL).
+        val v9 = db("v9.db")
+        open(v9).shutdown()
+        assertFalse(Files.exists(Path.of("$v9-wal")) && Files.size(Path.of("$v9-wal")) > 0, "WAL checkpointed")
+        RandomAccessFile(v9, "rw").use { file ->
+            file.seek(60)
+            assertEquals(10, file.readInt())
+            file.seek(60)
+            file.writeInt(9)
+        }
+        failed("SCHEMA_UNSUPPORTED") { PlanHost(v9, PlanHostOptions(null, null)) }
+        // Newer than this build: refused too.
+        RandomAccessFile(v9, "rw").use { file -> file.seek(60); file.writeInt(11) }
+        failed("SCHEMA_UNSUPPORTED") { PlanHost(v9, PlanHostOptions(null, null)) }
+
+        // A file that is not a database at all.
+        val junk = dir.resolve("junk.db")
+        Files.write(junk, ByteArray(4096) { 0x5a })
+        failed("DATABASE_UNREADABLE") { PlanHost(junk.toString(), PlanHostOptions(null, null)) }
+    }
+
+    // ----------------------------------------------------------------------
+    // Events and the timer
+
+    private class Recorder : PlanEventListener {
+        val events = CopyOnWriteArrayList<Pair<String, String>>()
+        val threads: MutableSet<String> = Collections.newSetFromMap(ConcurrentHashMap())
+        val requested = CountDownLatch(1)
+        val expired = CountDownLatch(1)
+
+        override fun onEvent(method: String, paramsJson: String) {
+            events.add(method to paramsJson)
+            threads.add(Thread.currentThread().name)
+            if (method == "plan/approvalRequested") requested.countDown()
+            if (method == "plan/approvalResolved" && paramsJson.contains("\"status\":\"expired\"")) expired.countDown()
+        }
+
+        fun methods() = events.map { it.first }
+    }
+
+    @Test
+    @Order(20)
+    fun eventCallbackReceivesRequestAndTimerExpiry() {
+        val host = open(ttlMs = 300)
+        val recorder = Recorder()
+        host.addListener(recorder)
+        val ws = workspace()
+        val sid = planSession(host, ws).sessionId
+        val approval = submit(host, sid)
+        assertEquals(300L, approval.expiresAt - approval.createdAt)
+        assertTrue(recorder.requested.await(10, TimeUnit.SECONDS), "plan/approvalRequested")
+        val requested = recorder.events.first { it.first == "plan/approvalRequested" }.second
+        assertTrue(requested.startsWith("{\"approval\":{"), requested)
+        assertTrue(requested.contains("\"id\":\"${approval.id}\""), requested)
+        assertTrue(requested.contains("\"status\":\"pending\""), requested)
+        assertTrue(requested.contains("\"sha256\":\"${approval.artifact!!.sha256}\""), requested)
+
+        // Nobody asks: the host's own timer expires it and tells the listener.
+        val testThread = Thread.currentThread().name
+        assertTrue(recorder.expired.await(10, TimeUnit.SECONDS), "expiry notification from the timer: ${recorder.methods()}")
+        val resolved = recorder.events.first { it.first == "plan/approvalResolved" }.second
+        assertTrue(resolved.contains("\"id\":\"${approval.id}\""), resolved)
+        assertTrue(resolved.contains("\"errorCode\":\"PLAN_APPROVAL_TIMEOUT\""), resolved)
+        assertFalse(recorder.threads.isEmpty())
+        assertTrue(recorder.threads.any { it != testThread }, "the expiry arrived on another thread: ${recorder.threads}")
+
+        val row = host.getApproval(approval.id)
+        assertEquals(ApprovalStatus.EXPIRED, row.status)
+        assertEquals("PLAN_APPROVAL_TIMEOUT", row.errorCode)
+        assertEquals(approval.expiresAt, row.expiresAt, "the deadline never moves")
+        val session = host.getSession(sid)
+        assertEquals(Mode.PLAN, session.mode)
+        assertNull(session.activeTurn)
+        assertNull(session.pendingApprovalId)
+        failed("PLAN_APPROVAL_TIMEOUT") { host.approve(approval.id, PermissionMode.AUTO) }
+        failed("PLAN_APPROVAL_TIMEOUT") { host.reject(approval.id) }
+        // The artifact stays readable after expiry.
+        assertEquals(markdown, host.readArtifact(approval.id).markdown)
+    }
+
+    @Test
+    @Order(21)
+    fun eventsFollowTheApprovalAndExecution() {
+        val host = open()
+        val recorder = Recorder()
+        host.addListener(recorder)
+        val sid = planSession(host, workspace()).sessionId
+        val approval = submit(host, sid)
+        val eid = host.approve(approval.id, PermissionMode.AUTO).approval.executionId!!
+        host.startExecution(eid)
+        host.completeExecution(eid)
+        val methods = recorder.methods()
+        assertEquals("plan/approvalRequested", methods.first { it.startsWith("plan/") })
+        assertTrue(methods.contains("plan/approvalResolved"), methods.toString())
+        assertTrue(methods.contains("session/changed"), methods.toString())
+        val states = recorder.events.filter { it.first == "execution/stateChanged" }.map { it.second }
+        assertEquals(3, states.size, states.toString())
+        for ((json, state) in states.zip(listOf("queued", "running", "completed"))) {
+            assertTrue(json.contains("\"executionId\":\"$eid\"") && json.contains("\"state\":\"$state\""), json)
+        }
+        // Calls on the caller's thread are delivered on that thread, in order.
+        assertEquals(setOf(Thread.currentThread().name), recorder.threads)
+    }
+
+    @Test
+    @Order(22)
+    fun aThrowingListenerDoesNotBreakTheHost() {
+        val host = open()
+        val calls = CountDownLatch(2)
+        host.addListener(object : PlanEventListener {
+            override fun onEvent(method: String, paramsJson: String) {
+                calls.countDown()
+                // No stack trace: the Rust side prints the failure it catches,
+                // and a JUnit stack would flood the build log.
+                throw QuietFailure("listener failure on $method")
+            }
+        })
+        val recorder = Recorder()
+        host.addListener(recorder)
+        val sid = planSession(host, workspace()).sessionId
+        val approval = submit(host, sid)
+        assertTrue(calls.await(10, TimeUnit.SECONDS))
+        assertTrue(recorder.methods().contains("plan/approvalRequested"), "later listeners still hear it")
+        assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
+    }
+
+    @Test
+    @Order(23)
+    fun shutdownFromAListenerOnTheTimerThread() {
+        val path = db()
+        val host = open(path, ttlMs = 200)
+        val outcome = java.util.concurrent.atomic.AtomicReference<String>()
+        val done = CountDownLatch(1)
+        host.addListener(object : PlanEventListener {
+            override fun onEvent(method: String, paramsJson: String) {
+                if (method != "plan/approvalResolved") return
+                // On the host's timer thread: shutdown must not try to join it.
+                outcome.set(runCatching { host.shutdown() }.fold({ "ok" }, { it.toString() }))
+                done.countDown()
+            }
+        })
+        submit(host, planSession(host, workspace()).sessionId)
+        assertTrue(done.await(10, TimeUnit.SECONDS))
+        assertEquals("ok", outcome.get())
+        failed("HOST_CLOSED") { host.listShells() }
+        open(path).listShells() // the lock was released
+    }
+
+    private class QuietFailure(message: String) : RuntimeException(message, null, false, false)
+
+    // ----------------------------------------------------------------------
+    // JSON, shells, configuration
+
+    @Test
+    @Order(30)
+    fun handleJsonSpeaksProtocolV9() {
+        val host = open()
+        val early = host.handleJson("""{"jsonrpc":"2.0","id":1,"method":"session/get","params":{"sessionId":"x"}}""")!!
+        assertTrue(early.contains("\"code\":\"PROTOCOL_NOT_INITIALIZED\""), early)
+        reached.add("PROTOCOL_NOT_INITIALIZED")
+
+        val wrong = host.handleJson("""{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":8}}""")!!
+        assertTrue(wrong.contains("\"PROTOCOL_VERSION_UNSUPPORTED\""), wrong)
+        reached.add("PROTOCOL_VERSION_UNSUPPORTED")
+
+        val init = host.handleJson("""{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":9,"clientName":"kotlin-test"}}""")!!
+        assertTrue(init.contains("\"id\":3"), init)
+        assertTrue(init.contains("\"protocolVersion\":9"), init)
+        assertTrue(init.contains("\"schemaVersion\":10"), init)
+        assertTrue(init.contains("\"approvalTtlMs\":1800000"), init)
+
+        val ws = workspace()
+        val created = host.handleJson(
+            """{"jsonrpc":"2.0","id":4,"method":"session/create","params":{"sessionId":"json-1","workspaceRoot":${quote(ws.toString())},"mode":"plan"}}""",
+        )!!
+        assertTrue(created.contains("\"sessionId\":\"json-1\""), created)
+        assertTrue(created.contains("\"mode\":\"plan\""), created)
+        // The JSON connection and the typed API share one host.
+        assertEquals(Mode.PLAN, host.getSession("json-1").mode)
+
+        val extra = host.handleJson("""{"jsonrpc":"2.0","id":5,"method":"session/get","params":{"sessionId":"json-1","feedback":"x"}}""")!!
+        assertTrue(extra.contains("-32602") && extra.contains("\"INVALID_PARAMS\""), extra)
+        val missing = host.handleJson("""{"jsonrpc":"2.0","id":6,"method":"session/get","params":{"sessionId":"nope"}}""")!!
+        assertTrue(missing.contains("\"SESSION_NOT_FOUND\""), missing)
+        val unknown = host.handleJson("""{"jsonrpc":"2.0","id":7,"method":"no/such","params":{}}""")!!
+        assertTrue(unknown.contains("-32601"), unknown)
+        val parse = host.handleJson("{not json")!!
+        assertTrue(parse.contains("-32700"), parse)
+        val shells = host.handleJson("""{"jsonrpc":"2.0","id":8,"method":"shell/list","params":{}}""")!!
+        assertTrue(shells.contains("\"shells\""), shells)
+        // A client notification gets no answer.
+        assertNull(host.handleJson("""{"jsonrpc":"2.0","method":"initialized","params":{}}"""))
+        // Each PlanHost has its own connection: a fresh host starts uninitialized.
+        val other = open(db("other.db"))
+        val fresh = other.handleJson("""{"jsonrpc":"2.0","id":1,"method":"shell/list","params":{}}""")!!
+        assertTrue(fresh.contains("\"PROTOCOL_NOT_INITIALIZED\""), fresh)
+    }
+
+    @Test
+    @Order(31)
+    fun shellsAndConfiguration() {
+        val path = db()
+        val host = open(path)
+        val catalog = host.listShells()
+        val ids = catalog.shells.map { it.id }
+        assertTrue(ids.containsAll(listOf("bash", "sh")), ids.toString())
+        assertTrue(catalog.shells.first { it.id == "sh" }.available, "/bin/sh exists")
+        assertTrue(catalog.defaultShell in ids)
+        assertEquals("sh", host.setDefaultShell("sh"))
+        assertEquals("sh", host.listShells().defaultShell)
+
+        val sid = host.createSession("cfg", null, null, null).sessionId
+        val configured = host.configureSession(sid, SessionConfig(Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash"))
+        assertEquals(Mode.PLAN, configured.mode)
+        assertEquals(PermissionMode.ACCEPT_EDITS, configured.permissionMode)
+        assertEquals("anthropic", configured.provider)
+        assertEquals("claude", configured.model)
+        assertEquals("bash", configured.shell)
+        // Absent fields leave the rest as it is.
+        val partly = host.configureSession(sid, SessionConfig(Mode.AGENT, null, null, null, null))
+        assertEquals(configured.copy(mode = Mode.AGENT), partly)
+
+        host.shutdown()
+        val again = open(path)
+        assertEquals("sh", again.listShells().defaultShell, "the default shell is persisted")
+        assertEquals(partly, again.getSession(sid), "configuration is persisted")
+    }
+
+    // ----------------------------------------------------------------------
+    // Threads
+
+    @Test
+    @Order(40)
+    fun concurrentLifecyclesFromEightThreads() {
+        val host = open()
+        val recorder = Recorder()
+        host.addListener(recorder)
+        val threads = 8
+        val rounds = 3
+        val barrier = CyclicBarrier(threads)
+        val pool = Executors.newFixedThreadPool(threads)
+        try {
+            val futures = (0 until threads).map { n ->
+                pool.submit<List<String>> {
+                    val ws = workspace("ws-$n")
+                    val sid = planSession(host, ws, "thread-$n").sessionId
+                    barrier.await(10, TimeUnit.SECONDS)
+                    (0 until rounds).map { round ->
+                        host.configureSession(sid, SessionConfig(Mode.PLAN, null, null, null, null))
+                        val approval = submit(host, sid, title = "t$n-$round", body = "plan $n/$round\n")
+                        assertEquals("plan $n/$round\n", host.readArtifact(approval.id).markdown)
+                        host.listShells()
+                        host.listApprovals(ApprovalQuery(null, null, 5u))
+                        val mode = PermissionMode.values()[(n + round) % 3]
+                        val eid = host.approve(approval.id, mode).approval.executionId!!
+                        host.startExecution(eid)
+                        assertEquals(ExecutionState.COMPLETED, host.completeExecution(eid).executionState)
+                        assertFailsWithCode("SESSION_NOT_FOUND") { host.getSession("missing-$n") }
+                        approval.id
+                    }
+                }
+            }
+            val ids = futures.flatMap { it.get(60, TimeUnit.SECONDS) }
+            assertEquals(threads * rounds, ids.toSet().size)
+        } finally {
+            pool.shutdownNow()
+        }
+        val all = host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, null))
+        assertEquals(threads * rounds, all.size)
+        assertTrue(all.all { it.executionState == ExecutionState.COMPLETED })
+        assertEquals(threads * rounds, recorder.methods().count { it == "plan/approvalRequested" })
+        for (n in 0 until threads) {
+            val session = host.getSession("thread-$n")
+            assertNull(session.activeTurn)
+            assertEquals(Mode.AGENT, session.mode)
+        }
+    }
+
+    private fun assertFailsWithCode(code: String, block: () -> Unit) {
+        assertEquals(code, assertThrows<PlanException.Failed> { block() }.code)
+    }
+
+    // ----------------------------------------------------------------------
+    // Coverage audit (runs last when the whole class runs)
+
+    @Test
+    @Order(Int.MAX_VALUE)
+    fun everyCanonicalCodeWasReached() {
+        val missing = CANONICAL.filterNot { it in reached }
+        assertTrue(missing.isEmpty(), "codes no test reached: $missing")
+    }
+
+    companion object {
+        /** Codes a test observed, across the class. */
+        val reached: MutableSet<String> = ConcurrentHashMap.newKeySet()
+
+        /** Every canonical code the FFI can surface. */
+        val CANONICAL = listOf(
+            "SESSION_NOT_FOUND", "SESSION_ALREADY_EXISTS", "SESSION_BUSY", "SESSION_NOT_PROJECT_BOUND",
+            "PLAN_REQUIRES_INTERACTIVE_SESSION", "PLAN_NOT_ACTIVE", "SUBMIT_PLAN_NOT_ALONE", "INVALID_PLAN_INPUT",
+            "TOOL_DENIED_IN_PLAN", "TURN_NOT_ACTIVE", "APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING",
+            "PERMISSION_MODE_REQUIRED", "PLAN_APPROVAL_TIMEOUT", "ARTIFACT_SYMLINK", "ARTIFACT_WRITE_FAILED",
+            "ARTIFACT_MISSING", "ARTIFACT_INTEGRITY_MISMATCH", "EXECUTION_NOT_FOUND", "EXECUTION_NOT_ACTIVE",
+            "EXECUTION_CANCELLED", "HOST_RESTARTED", "HOST_ALREADY_RUNNING", "HOST_CLOSED", "SHELL_UNKNOWN",
+            "INVALID_PARAMS", "SCHEMA_UNSUPPORTED", "DATABASE_UNREADABLE", "PROTOCOL_NOT_INITIALIZED",
+            "PROTOCOL_VERSION_UNSUPPORTED",
+        )
+    }
+}

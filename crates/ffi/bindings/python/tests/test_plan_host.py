@@ -1,0 +1,510 @@
+"""The plan-ffi surface exercised from Python through the UniFFI-generated
+bindings and the real native library (generate.sh copies libplan_ffi.so
+beside plan_ffi.py; the module loads it only from its own folder).
+
+Each test gets its own temporary directory (database plus workspace), so
+tests never share a host lock.
+"""
+
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generated"))
+
+from plan_ffi import (  # noqa: E402
+    ApprovalQuery,
+    ApprovalStatus,
+    ExecutionState,
+    Mode,
+    Origin,
+    PermissionMode,
+    PlanError,
+    PlanEventListener,
+    PlanHost,
+    PlanHostOptions,
+    SessionConfig,
+    ToolCall,
+    ToolCallDecision,
+    TurnKind,
+)
+
+MARKDOWN = "# Plan\r\n\n1. Read `src/main.rs`\n2. Ändern — naïve ✓\t🙂\n\nno trailing newline"
+
+# ---------------------------------------------------------------------------
+# Fixtures and helpers
+
+
+@pytest.fixture
+def hosts():
+    """Opens hosts and shuts every one down after the test."""
+    opened = []
+
+    def open_host(db_path, ttl_ms=None, markdown_limit=None):
+        host = PlanHost(db_path, PlanHostOptions(approval_ttl_ms=ttl_ms, markdown_limit_bytes=markdown_limit))
+        opened.append(host)
+        return host
+
+    yield open_host
+    for host in opened:
+        host.shutdown()
+
+
+@pytest.fixture
+def db(tmp_path):
+    return str(tmp_path / "plan.db")
+
+
+@pytest.fixture
+def host(hosts, db):
+    return hosts(db)
+
+
+def workspace(tmp_path, name="ws"):
+    path = tmp_path / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def config(mode=None, permission_mode=None, provider=None, model=None, shell=None):
+    return SessionConfig(mode=mode, permission_mode=permission_mode, provider=provider, model=model, shell=shell)
+
+
+def query(session_id=None, status=None, limit=None):
+    return ApprovalQuery(session_id=session_id, status=status, limit=limit)
+
+
+def call(call_id, name, input_json="{}"):
+    return ToolCall(call_id=call_id, name=name, input_json=input_json)
+
+
+def submit_input(title="Refactor", markdown=MARKDOWN, question="Go ahead?", **extra):
+    return json.dumps(dict(title=title, markdown=markdown, question=question, **extra))
+
+
+def failed(code, fn, *args):
+    with pytest.raises(PlanError.Failed) as info:
+        fn(*args)
+    assert info.value.code == code, info.value.reason
+    assert info.value.reason
+    assert isinstance(info.value, PlanError)
+    return info.value
+
+
+def denied(result, code):
+    assert result.decision == ToolCallDecision.DENY
+    assert result.error_code == code
+    assert result.error_message
+    assert result.approval is None
+
+
+def plan_session(host, ws, session_id=None):
+    return host.create_session(session_id, None if ws is None else str(ws), Mode.PLAN, None)
+
+
+def submit(host, session_id, markdown=MARKDOWN, title="Refactor"):
+    turn = host.start_turn(session_id, Origin.INTERACTIVE)
+    (result,) = host.tool_calls(session_id, turn.turn_id, [call("s", "SubmitPlan", submit_input(title, markdown))])
+    assert result.decision == ToolCallDecision.ALLOW, result.error_code
+    return result.approval
+
+
+class Recorder(PlanEventListener):
+    def __init__(self):
+        self.events = []
+        self.threads = set()
+        self.lock = threading.Lock()
+        self.requested = threading.Event()
+        self.expired = threading.Event()
+        self.expiry_thread = None
+
+    def on_event(self, method, params_json):
+        params = json.loads(params_json)
+        with self.lock:
+            self.events.append((method, params))
+            self.threads.add(threading.get_ident())
+        if method == "plan/approvalRequested":
+            self.requested.set()
+        if method == "plan/approvalResolved" and params["approval"]["status"] == "expired":
+            self.expiry_thread = threading.get_ident()
+            self.expired.set()
+
+    def methods(self):
+        with self.lock:
+            return [method for method, _ in self.events]
+
+
+# ---------------------------------------------------------------------------
+# Lifecycle
+
+
+@pytest.mark.parametrize("mode", [PermissionMode.ASK, PermissionMode.ACCEPT_EDITS, PermissionMode.AUTO])
+def test_full_lifecycle(host, tmp_path, mode):
+    ws = workspace(tmp_path)
+    session = plan_session(host, ws)
+    sid = session.session_id
+    assert session.mode == Mode.PLAN and session.permission_mode == PermissionMode.ASK
+    assert session.workspace_root == str(ws) and session.active_turn is None
+    assert host.get_session(sid) == session
+
+    turn = host.start_turn(sid, Origin.INTERACTIVE)
+    assert (turn.mode, turn.origin, turn.kind) == (Mode.PLAN, Origin.INTERACTIVE, TurnKind.PROMPT)
+    read, write = host.tool_calls(sid, turn.turn_id, [call("r", "Read", '{"path":"a"}'), call("w", "Write")])
+    assert read.decision == ToolCallDecision.ALLOW and read.error_code is None
+    denied(write, "TOOL_DENIED_IN_PLAN")
+
+    (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input("Refactor", MARKDOWN, "Proceed?"))])
+    approval = result.approval
+    assert approval.status == ApprovalStatus.PENDING
+    assert (approval.title, approval.question, approval.turn_id) == ("Refactor", "Proceed?", turn.turn_id)
+    assert approval.expires_at - approval.created_at == 30 * 60 * 1000
+    assert approval.execution_id is None and approval.permission_mode is None
+
+    # The artifact: exact bytes, SHA-256 and size as recorded.
+    artifact = approval.artifact
+    assert artifact.path.startswith(".pi/plan/") and artifact.path.endswith(".md")
+    data = (ws / artifact.path).read_bytes()
+    assert data == MARKDOWN.encode("utf-8")
+    assert artifact.size == len(data)
+    assert artifact.sha256 == hashlib.sha256(data).hexdigest()
+    content = host.read_artifact(approval.id)
+    assert (content.markdown, content.sha256, content.size) == (MARKDOWN, artifact.sha256, artifact.size)
+
+    assert host.get_session(sid).pending_approval_id == approval.id
+    assert host.get_approval(approval.id) == approval
+    assert host.list_approvals(query(sid, ApprovalStatus.PENDING)) == [approval]
+
+    decision = host.approve(approval.id, mode)
+    assert decision.approval.status == ApprovalStatus.APPROVED
+    assert decision.approval.permission_mode == mode
+    assert decision.approval.execution_state == ExecutionState.QUEUED
+    eid = decision.approval.execution_id
+    assert decision.session.mode == Mode.AGENT and decision.session.permission_mode == mode
+    assert decision.session.active_execution_id == eid
+    assert decision.session.active_turn.kind == TurnKind.EXECUTION
+
+    assert host.start_execution(eid).execution_state == ExecutionState.RUNNING
+    done = host.complete_execution(eid)
+    assert done.execution_state == ExecutionState.COMPLETED and done.status == ApprovalStatus.APPROVED
+    after = host.get_session(sid)
+    assert after.mode == Mode.AGENT and after.active_turn is None and after.active_execution_id is None
+
+    agent_turn = host.start_turn(sid, Origin.SCHEDULED)
+    assert agent_turn.mode == Mode.AGENT
+    (delegated,) = host.tool_calls(sid, agent_turn.turn_id, [call("w", "Write")])
+    assert delegated.decision == ToolCallDecision.ALLOW
+    assert host.complete_turn(sid, agent_turn.turn_id).active_turn is None
+
+
+def test_reject_is_terminal_and_a_revision_is_a_new_artifact(host, tmp_path):
+    ws = workspace(tmp_path)
+    sid = plan_session(host, ws).session_id
+    first = submit(host, sid, "v1\n")
+    rejected = host.reject(first.id)
+    assert rejected.approval.status == ApprovalStatus.REJECTED
+    assert rejected.approval.permission_mode is None
+    assert rejected.session.mode == Mode.PLAN and rejected.session.active_turn is None
+    failed("APPROVAL_NOT_PENDING", host.approve, first.id, PermissionMode.AUTO)
+    time.sleep(0.003)  # distinct created_at for the newest-first check below
+    second = submit(host, sid, "v2\n")
+    assert second.artifact.path != first.artifact.path
+    assert (ws / first.artifact.path).read_text() == "v1\n"
+    assert [a.id for a in host.list_approvals(query(sid))] == [second.id, first.id]
+
+
+def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
+    first = hosts(db)
+    ws = workspace(tmp_path)
+    pending_sid = plan_session(first, ws).session_id
+    pending = submit(first, pending_sid)
+    queued_sid = plan_session(first, ws).session_id
+    queued = first.approve(submit(first, queued_sid).id, PermissionMode.ACCEPT_EDITS).approval
+    running_sid = plan_session(first, ws).session_id
+    running = first.approve(submit(first, running_sid).id, PermissionMode.AUTO).approval
+    first.start_execution(running.execution_id)
+    done_sid = plan_session(first, ws).session_id
+    done = first.approve(submit(first, done_sid).id, PermissionMode.ASK).approval
+    first.start_execution(done.execution_id)
+    first.complete_execution(done.execution_id)
+
+    failed("HOST_ALREADY_RUNNING", hosts, db)
+    first.shutdown()
+    failed("HOST_CLOSED", first.get_session, pending_sid)
+
+    second = hosts(db)
+    row = second.get_approval(pending.id)
+    assert row.status == ApprovalStatus.INTERRUPTED and row.error_code == "HOST_RESTARTED"
+    session = second.get_session(pending_sid)
+    assert session.mode == Mode.PLAN and session.pending_approval_id is None and session.active_turn is None
+    for approval, sid in ((queued, queued_sid), (running, running_sid)):
+        row = second.get_approval(approval.id)
+        assert row.status == ApprovalStatus.APPROVED
+        assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == "HOST_RESTARTED"
+        session = second.get_session(sid)
+        assert session.mode == Mode.AGENT and session.active_execution_id is None and session.active_turn is None
+        failed("EXECUTION_NOT_ACTIVE", second.start_execution, row.execution_id)
+        assert second.start_turn(sid, Origin.INTERACTIVE).mode == Mode.AGENT
+    assert second.get_approval(done.id).execution_state == ExecutionState.COMPLETED
+    failed("APPROVAL_NOT_PENDING", second.approve, pending.id, PermissionMode.ASK)
+    assert submit(second, pending_sid).status == ApprovalStatus.PENDING
+
+
+# ---------------------------------------------------------------------------
+# Errors
+
+
+def test_session_and_turn_errors(host, tmp_path):
+    ws = workspace(tmp_path)
+    failed("SESSION_NOT_FOUND", host.get_session, "nope")
+    failed("SESSION_NOT_FOUND", host.start_turn, "nope", Origin.INTERACTIVE)
+    host.create_session("s1", str(ws), Mode.PLAN, PermissionMode.AUTO)
+    failed("SESSION_ALREADY_EXISTS", host.create_session, "s1", None, None, None)
+    failed("INVALID_PARAMS", host.create_session, None, "relative/path", None, None)
+    failed("PLAN_REQUIRES_INTERACTIVE_SESSION", host.start_turn, "s1", Origin.SCHEDULED)
+    turn = host.start_turn("s1", Origin.INTERACTIVE)
+    failed("SESSION_BUSY", host.start_turn, "s1", Origin.INTERACTIVE)
+    failed("SESSION_BUSY", host.configure_session, "s1", config(mode=Mode.AGENT))
+    failed("TURN_NOT_ACTIVE", host.complete_turn, "s1", "turn-other")
+    assert host.cancel_turn("s1").active_turn is None
+    failed("TURN_NOT_ACTIVE", host.cancel_turn, "s1")
+    failed("TURN_NOT_ACTIVE", host.complete_turn, "s1", turn.turn_id)
+    failed("SHELL_UNKNOWN", host.configure_session, "s1", config(shell="tcsh-9000"))
+    failed("SHELL_UNKNOWN", host.set_default_shell, "tcsh-9000")
+
+
+def test_tool_call_errors(hosts, db, tmp_path):
+    host = hosts(db, markdown_limit=64)
+    ws = workspace(tmp_path)
+    sid = plan_session(host, ws).session_id
+    tid = host.start_turn(sid, Origin.INTERACTIVE).turn_id
+    failed("SUBMIT_PLAN_NOT_ALONE", host.tool_calls, sid, tid, [call("r", "Read"), call("s", "SubmitPlan", submit_input())])
+    failed("INVALID_PARAMS", host.tool_calls, sid, tid, [call("r", "Read", "{not json")])
+    for bad in (
+        '{"title":"T","markdown":"m"}',
+        submit_input(title=""),
+        submit_input(question=""),
+        submit_input(steps=[]),
+        submit_input(markdown="x" * 65),
+    ):
+        denied(host.tool_calls(sid, tid, [call("s", "SubmitPlan", bad)])[0], "INVALID_PLAN_INPUT")
+    assert host.get_session(sid).active_turn.turn_id == tid
+    assert host.list_approvals(query(sid)) == []
+
+    unbound = host.create_session(None, None, Mode.PLAN, None).session_id
+    ut = host.start_turn(unbound, Origin.INTERACTIVE).turn_id
+    denied(host.tool_calls(unbound, ut, [call("s", "SubmitPlan", submit_input())])[0], "SESSION_NOT_PROJECT_BOUND")
+
+    agent = host.create_session(None, str(ws), Mode.AGENT, None).session_id
+    at = host.start_turn(agent, Origin.INTERACTIVE).turn_id
+    denied(host.tool_calls(agent, at, [call("s", "SubmitPlan", submit_input())])[0], "PLAN_NOT_ACTIVE")
+
+
+def test_approval_artifact_and_execution_errors(host, tmp_path):
+    ws = workspace(tmp_path)
+    sid = plan_session(host, ws).session_id
+    failed("APPROVAL_NOT_FOUND", host.get_approval, "approval-nope")
+    failed("APPROVAL_NOT_FOUND", host.approve, "approval-nope", PermissionMode.ASK)
+    failed("EXECUTION_NOT_FOUND", host.start_execution, "execution-nope")
+
+    approval = submit(host, sid)
+    failed("PERMISSION_MODE_REQUIRED", host.approve, approval.id, None)
+    assert host.get_approval(approval.id).status == ApprovalStatus.PENDING
+
+    path = ws / approval.artifact.path
+    original = path.read_bytes()
+    os.chmod(path, 0o644)
+    path.write_bytes(b"X" + original[1:])
+    failed("ARTIFACT_INTEGRITY_MISMATCH", host.read_artifact, approval.id)
+    path.unlink()
+    failed("ARTIFACT_MISSING", host.read_artifact, approval.id)
+
+    eid = host.approve(approval.id, PermissionMode.AUTO).approval.execution_id
+    failed("EXECUTION_NOT_ACTIVE", host.complete_execution, eid)
+    host.start_execution(eid)
+    cancelled = host.cancel_turn(sid)
+    assert cancelled.active_execution_id is None
+    row = host.get_approval(approval.id)
+    assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == "EXECUTION_CANCELLED"
+    failed("EXECUTION_NOT_ACTIVE", host.complete_execution, eid)
+
+
+def test_host_errors(hosts, tmp_path):
+    failed("INVALID_PARAMS", hosts, str(tmp_path / "a.db"), 0)
+    path = str(tmp_path / "locked.db")
+    first = hosts(path)
+    failed("HOST_ALREADY_RUNNING", hosts, path)
+    first.shutdown()
+    first.shutdown()
+    for fn, args in (
+        (first.list_shells, ()),
+        (first.create_session, (None, None, None, None)),
+        (first.list_approvals, (query(),)),
+        (first.set_default_shell, ("sh",)),
+    ):
+        failed("HOST_CLOSED", fn, *args)
+
+    # A database whose PRAGMA user_version is 9 (or newer than 10) is refused.
+    for version in (9, 11):
+        v = str(tmp_path / f"v{version}.db")
+        with sqlite3.connect(v) as conn:
+            conn.execute("CREATE TABLE t (x)")
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.close()
+        failed("SCHEMA_UNSUPPORTED", hosts, v)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"\x5a" * 4096)
+    failed("DATABASE_UNREADABLE", hosts, str(junk))
+
+
+# ---------------------------------------------------------------------------
+# Events and the timer
+
+
+def test_callback_and_timer_expiry(hosts, db, tmp_path):
+    host = hosts(db, ttl_ms=300)
+    recorder = Recorder()
+    host.add_listener(recorder)
+    sid = plan_session(host, workspace(tmp_path)).session_id
+    approval = submit(host, sid)
+    assert approval.expires_at - approval.created_at == 300
+    assert recorder.requested.wait(10)
+    requested = next(params for method, params in recorder.events if method == "plan/approvalRequested")
+    assert requested["approval"]["id"] == approval.id
+    assert requested["approval"]["artifact"]["sha256"] == approval.artifact.sha256
+
+    # Nobody asks: the host's timer expires it and tells the listener, on its own thread.
+    assert recorder.expired.wait(10), recorder.methods()
+    resolved = next(params for method, params in recorder.events if method == "plan/approvalResolved")
+    assert resolved["approval"]["id"] == approval.id
+    assert resolved["approval"]["errorCode"] == "PLAN_APPROVAL_TIMEOUT"
+    assert recorder.expiry_thread is not None and recorder.expiry_thread != threading.get_ident()
+
+    row = host.get_approval(approval.id)
+    assert row.status == ApprovalStatus.EXPIRED and row.error_code == "PLAN_APPROVAL_TIMEOUT"
+    assert row.expires_at == approval.expires_at
+    session = host.get_session(sid)
+    assert session.mode == Mode.PLAN and session.active_turn is None
+    failed("PLAN_APPROVAL_TIMEOUT", host.approve, approval.id, PermissionMode.AUTO)
+
+
+def test_events_follow_the_execution_and_a_raising_listener_is_contained(host, tmp_path):
+    class Raising(PlanEventListener):
+        def on_event(self, method, params_json):
+            raise RuntimeError("listener failure on " + method)
+
+    host.add_listener(Raising())
+    recorder = Recorder()
+    host.add_listener(recorder)
+    sid = plan_session(host, workspace(tmp_path)).session_id
+    eid = host.approve(submit(host, sid).id, PermissionMode.AUTO).approval.execution_id
+    host.start_execution(eid)
+    host.complete_execution(eid)
+    states = [p["state"] for m, p in recorder.events if m == "execution/stateChanged"]
+    assert states == ["queued", "running", "completed"]
+    assert "plan/approvalResolved" in recorder.methods()
+    assert "session/changed" in recorder.methods()
+
+
+def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
+    host = hosts(db, ttl_ms=200)
+    outcome = {}
+    done = threading.Event()
+
+    class ShutsDown(PlanEventListener):
+        def on_event(self, method, params_json):
+            if method == "plan/approvalResolved":
+                try:
+                    host.shutdown()
+                    outcome["result"] = "ok"
+                except Exception as error:  # noqa: BLE001 - reported below
+                    outcome["result"] = repr(error)
+                done.set()
+
+    host.add_listener(ShutsDown())
+    submit(host, plan_session(host, workspace(tmp_path)).session_id)
+    assert done.wait(10)
+    assert outcome["result"] == "ok"
+    failed("HOST_CLOSED", host.list_shells)
+    hosts(db).list_shells()  # the lock was released
+
+
+# ---------------------------------------------------------------------------
+# JSON, shells, configuration
+
+
+def rpc(host, method, params, request_id=1):
+    reply = host.handle_json(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+    return json.loads(reply)
+
+
+def test_handle_json(host, tmp_path):
+    early = rpc(host, "shell/list", {})
+    assert early["error"]["data"]["code"] == "PROTOCOL_NOT_INITIALIZED"
+    assert rpc(host, "initialize", {"protocolVersion": 8})["error"]["data"]["code"] == "PROTOCOL_VERSION_UNSUPPORTED"
+    init = rpc(host, "initialize", {"protocolVersion": 9, "clientName": "pytest"})["result"]
+    assert (init["protocolVersion"], init["schemaVersion"], init["approvalTtlMs"]) == (9, 10, 1800000)
+    created = rpc(host, "session/create", {"sessionId": "json-1", "workspaceRoot": str(workspace(tmp_path)), "mode": "plan"})
+    assert created["result"]["mode"] == "plan"
+    assert host.get_session("json-1").mode == Mode.PLAN
+    bad = rpc(host, "session/get", {"sessionId": "json-1", "feedback": "x"})
+    assert bad["error"]["code"] == -32602 and bad["error"]["data"]["code"] == "INVALID_PARAMS"
+    assert host.handle_json('{"jsonrpc":"2.0","method":"initialized","params":{}}') is None
+    assert json.loads(host.handle_json("{not json"))["error"]["code"] == -32700
+
+
+def test_shells_and_configuration(hosts, db):
+    host = hosts(db)
+    catalog = host.list_shells()
+    ids = [shell.id for shell in catalog.shells]
+    assert "bash" in ids and "sh" in ids and catalog.default_shell in ids
+    assert host.set_default_shell("sh") == "sh"
+    sid = host.create_session("cfg", None, None, None).session_id
+    configured = host.configure_session(sid, config(Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash"))
+    assert (configured.mode, configured.permission_mode, configured.provider, configured.model, configured.shell) == (
+        Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash")
+    host.shutdown()
+    again = hosts(db)
+    assert again.list_shells().default_shell == "sh"
+    assert again.get_session(sid) == configured
+
+
+# ---------------------------------------------------------------------------
+# Threads
+
+
+def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
+    recorder = Recorder()
+    host.add_listener(recorder)
+    threads, rounds = 8, 3
+    barrier = threading.Barrier(threads)
+
+    def work(n):
+        ws = workspace(tmp_path, f"ws-{n}")
+        sid = plan_session(host, ws, f"thread-{n}").session_id
+        barrier.wait(10)
+        ids = []
+        for r in range(rounds):
+            host.configure_session(sid, config(mode=Mode.PLAN))
+            approval = submit(host, sid, f"plan {n}/{r}\n")
+            assert host.read_artifact(approval.id).markdown == f"plan {n}/{r}\n"
+            host.list_approvals(query(limit=5))
+            eid = host.approve(approval.id, list(PermissionMode)[(n + r) % 3]).approval.execution_id
+            host.start_execution(eid)
+            assert host.complete_execution(eid).execution_state == ExecutionState.COMPLETED
+            ids.append(approval.id)
+        return ids
+
+    with ThreadPoolExecutor(threads) as pool:
+        results = [f.result(timeout=60) for f in [pool.submit(work, n) for n in range(threads)]]
+    assert len({i for ids in results for i in ids}) == threads * rounds
+    approved = host.list_approvals(query(status=ApprovalStatus.APPROVED))
+    assert len(approved) == threads * rounds
+    assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
+    assert recorder.methods().count("plan/approvalRequested") == threads * rounds

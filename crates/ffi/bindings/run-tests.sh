@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the plan-ffi cdylib, regenerates the Kotlin, Swift and Python
+# bindings (generate.sh), then runs the foreign-language suites against the
+# real library:
+#   - Kotlin: the Maven project in kotlin/ (JUnit 5 through surefire; Maven
+#     pulls the Kotlin compiler, JNA and JUnit from Maven Central);
+#   - Python: pytest in python/tests/.
+# Swift is generated only: no Swift compiler is available in CI.
+#
+# Every suite runs even if an earlier one failed; the script prints each
+# runner's summary line and exits non-zero if any step failed.
+#
+# Usage: crates/ffi/bindings/run-tests.sh [--release]
+# Needs: cargo, a JDK (17+), python3. If `mvn` is missing it is installed
+# with apt-get only when running as root with CI=true; otherwise the script
+# stops with a message saying what to install.
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+logs="$(mktemp -d "${TMPDIR:-/tmp}/plan-ffi-tests.XXXXXX")"
+trap 'rm -rf "$logs"' EXIT
+
+section() { printf '\n=== %s ===\n' "$*"; }
+die() { printf 'run-tests.sh: %s\n' "$*" >&2; exit 2; }
+
+section "generate bindings"
+"$here/generate.sh" "$@" || die "generate.sh failed"
+
+# --- tools -----------------------------------------------------------------
+if ! command -v mvn >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && [ "${CI:-}" = "true" ] && command -v apt-get >/dev/null 2>&1; then
+    section "installing maven (CI)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null \
+      || die "apt-get install maven failed"
+  else
+    die "mvn (Apache Maven 3.8+) is not installed. Install it (Debian/Ubuntu: apt-get install maven; macOS: brew install maven) or run with CI=true as root to let this script install it."
+  fi
+fi
+command -v java >/dev/null 2>&1 || die "java (a JDK 17 or newer) is not installed; Maven needs it to compile and run the Kotlin suite."
+command -v python3 >/dev/null 2>&1 || die "python3 is not installed."
+if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+  section "installing pytest"
+  python3 -m pip install --quiet pytest || die "could not install pytest with pip"
+fi
+
+status=0
+summaries=()
+
+# --- Kotlin ----------------------------------------------------------------
+section "Kotlin (Maven + JUnit 5)"
+start=$SECONDS
+# -B: batch mode (no colours or download progress). Not -q: surefire's
+# "Tests run: N, Failures: 0" lines are the point. -ntp hides transfer logs.
+(cd "$here/kotlin" && mvn -B -ntp test) 2>&1 | tee "$logs/kotlin.log"
+kotlin_rc=${PIPESTATUS[0]}
+kotlin_summary="$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$logs/kotlin.log" | tail -1 | sed -E 's/^\[[A-Z]+\] *//')"
+[ -n "$kotlin_summary" ] || kotlin_summary="no test summary (build failed before the tests ran)"
+summaries+=("Kotlin: $kotlin_summary (exit $kotlin_rc, $((SECONDS - start)) s)")
+[ "$kotlin_rc" = 0 ] || status=1
+
+# --- Python ----------------------------------------------------------------
+section "Python (pytest)"
+start=$SECONDS
+(cd "$here/python" && python3 -m pytest -p no:cacheprovider -ra tests) 2>&1 | tee "$logs/python.log"
+python_rc=${PIPESTATUS[0]}
+python_summary="$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$logs/python.log" | tail -1 | sed -E 's/^=+ //; s/ =+$//')"
+[ -n "$python_summary" ] || python_summary="no test summary"
+summaries+=("Python: $python_summary (exit $python_rc, $((SECONDS - start)) s)")
+[ "$python_rc" = 0 ] || status=1
+
+section "summary"
+printf '%s\n' "${summaries[@]}"
+printf 'Swift: generated only (%s), not compiled: no Swift compiler in CI\n' \
+  "$(cd "$here/swift/generated" && ls | tr '\n' ' ' | sed 's/ $//')"
+if [ "$status" = 0 ]; then
+  echo "all foreign-language suites passed"
+else
+  echo "FAILED: at least one suite failed" >&2
+fi
+exit "$status"

@@ -1,0 +1,295 @@
+//! plan-ffi: the plan checkpoint host for Swift, Kotlin and Python hosts,
+//! exported through UniFFI.
+//!
+//! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration and
+//! startup fence happen in its constructor) plus an expiry timer, and mirrors
+//! the typed host API method for method; `handle_json` speaks protocol v9 as
+//! JSON for hosts that prefer the wire. Every method delegates in a line or
+//! two: the FFI decides nothing. Errors reach foreign code as one
+//! [`PlanError`], made from host errors by exactly one mapping; no panic
+//! crosses the boundary (UniFFI turns any that escapes into an internal error,
+//! and listener calls are guarded).
+
+mod types;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use plan_core::{ConfigChange, ErrorCode, Limits};
+use plan_host::{ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, NewSession};
+use plan_protocol::ServerNotification;
+
+pub use types::{
+    ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactContent, Decision, ExecutionState, Mode,
+    Origin, PermissionMode, PlanApproval, PlanHostOptions, Session, SessionConfig, ShellCatalog, ShellInfo,
+    ToolCall, ToolCallDecision, ToolCallResult, TurnKind,
+};
+
+uniffi::setup_scaffolding!();
+
+/// The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
+pub enum PlanError {
+    /// Every failure.
+    #[error("{code}: {reason}")]
+    Failed {
+        /// The canonical code, for example `APPROVAL_NOT_PENDING`.
+        code: String,
+        /// A sentence for people.
+        reason: String,
+    },
+}
+
+impl From<HostError> for PlanError {
+    /// The single mapping from internal errors to the public one.
+    fn from(error: HostError) -> Self {
+        PlanError::Failed {
+            code: error.code().as_str().to_owned(),
+            reason: error.message(),
+        }
+    }
+}
+
+impl From<ErrorCode> for PlanError {
+    fn from(code: ErrorCode) -> Self {
+        PlanError::from(HostError::Refused(code))
+    }
+}
+
+/// Receives host notifications (approval requested/resolved, execution
+/// state, session changes, expiries fired by the timer) as protocol v9
+/// method names and JSON params.
+#[uniffi::export(with_foreign)]
+pub trait PlanEventListener: Send + Sync {
+    /// One notification. Called from the thread that made the change or from
+    /// the host's timer thread; it must not block for long.
+    fn on_event(&self, method: String, params_json: String);
+}
+
+/// The plan checkpoint host. Safe to call from several threads at once.
+#[derive(uniffi::Object)]
+pub struct PlanHost {
+    host: Arc<Host>,
+    driver: Mutex<Option<ExpiryDriver>>,
+    connection: Mutex<Connection>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+type Outcome<T> = Result<T, PlanError>;
+
+#[uniffi::export]
+impl PlanHost {
+    /// Opens the database (created if missing, migrated from v8 if needed),
+    /// takes the single-host lock, runs the startup fence and starts the
+    /// expiry timer.
+    #[uniffi::constructor]
+    pub fn new(db_path: String, options: PlanHostOptions) -> Outcome<Arc<PlanHost>> {
+        let defaults = Limits::default();
+        let limits = Limits {
+            approval_ttl_ms: options.approval_ttl_ms.unwrap_or(defaults.approval_ttl_ms),
+            markdown_limit_bytes: match options.markdown_limit_bytes {
+                Some(limit) => usize::try_from(limit).map_err(|_| ErrorCode::InvalidParams)?,
+                None => defaults.markdown_limit_bytes,
+            },
+        };
+        if limits.approval_ttl_ms <= 0 {
+            return Err(HostError::with_detail(ErrorCode::InvalidParams, "approval_ttl_ms must be positive").into());
+        }
+        let host = Arc::new(Host::open(
+            &db_path,
+            HostOptions {
+                limits,
+                ..HostOptions::default()
+            },
+        )?);
+        let driver = ExpiryDriver::spawn(Arc::clone(&host))
+            .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))?;
+        Ok(Arc::new(PlanHost {
+            connection: Mutex::new(Connection::new(Arc::clone(&host))),
+            driver: Mutex::new(Some(driver)),
+            host,
+        }))
+    }
+
+    /// Registers a listener for every later notification.
+    pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
+        self.host.add_listener(Arc::new(move |notification: ServerNotification| {
+            let method = notification.method().to_owned();
+            let params = serde_json::to_value(&notification)
+                .ok()
+                .and_then(|value| value.get("params").cloned())
+                .unwrap_or(serde_json::Value::Null)
+                .to_string();
+            // A listener that throws must not unwind into the host.
+            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(method, params)));
+        }));
+    }
+
+    /// Releases the database and the single-host lock and stops the timer.
+    /// Later calls fail with `HOST_CLOSED`. Idempotent, and safe to call
+    /// from a listener, even one running on the timer thread.
+    pub fn shutdown(&self) {
+        // Closing first releases the database and the lock whatever the
+        // timer thread is doing; the driver then stops without joining
+        // itself when this runs on its own thread.
+        self.host.close();
+        drop(lock(&self.driver).take());
+    }
+
+    /// Creates a session.
+    pub fn create_session(
+        &self,
+        session_id: Option<String>,
+        workspace_root: Option<String>,
+        mode: Option<Mode>,
+        permission_mode: Option<PermissionMode>,
+    ) -> Outcome<Session> {
+        let new = NewSession {
+            session_id,
+            workspace_root,
+            mode: mode.map(Into::into),
+            permission_mode: permission_mode.map(Into::into),
+        };
+        Ok(types::session(&self.host.create_session(new)?))
+    }
+
+    /// A session.
+    pub fn get_session(&self, session_id: String) -> Outcome<Session> {
+        Ok(types::session(&self.host.session(&session_id)?))
+    }
+
+    /// Changes configuration while the session is idle.
+    pub fn configure_session(&self, session_id: String, config: SessionConfig) -> Outcome<Session> {
+        let change = ConfigChange {
+            mode: config.mode.map(Into::into),
+            permission_mode: config.permission_mode.map(Into::into),
+            provider: config.provider.map(Some),
+            model: config.model.map(Some),
+            shell: config.shell.map(Some),
+        };
+        Ok(types::session(&self.host.configure_session(&session_id, change)?))
+    }
+
+    /// Starts a prompt turn.
+    pub fn start_turn(&self, session_id: String, origin: Origin) -> Outcome<ActiveTurn> {
+        let turn = self.host.start_turn(&session_id, origin.into())?;
+        Ok(plan_protocol::ActiveTurn::from(&turn).into())
+    }
+
+    /// Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+    pub fn tool_calls(&self, session_id: String, turn_id: String, calls: Vec<ToolCall>) -> Outcome<Vec<ToolCallResult>> {
+        let calls = calls
+            .into_iter()
+            .map(|call| {
+                let input = serde_json::from_str(&call.input_json).map_err(|error| {
+                    HostError::with_detail(ErrorCode::InvalidParams, format!("input of {}: {error}", call.call_id))
+                })?;
+                Ok(plan_core::ToolCall {
+                    call_id: call.call_id,
+                    name: call.name,
+                    input,
+                })
+            })
+            .collect::<Result<Vec<_>, HostError>>()?;
+        let outcomes = self.host.tool_calls(&session_id, &turn_id, calls)?;
+        Ok(outcomes.iter().map(|outcome| outcome.to_wire().into()).collect())
+    }
+
+    /// Ends the active prompt turn.
+    pub fn complete_turn(&self, session_id: String, turn_id: String) -> Outcome<Session> {
+        Ok(types::session(&self.host.complete_turn(&session_id, &turn_id)?))
+    }
+
+    /// Cancels the active turn.
+    pub fn cancel_turn(&self, session_id: String) -> Outcome<Session> {
+        Ok(types::session(&self.host.cancel_turn(&session_id)?))
+    }
+
+    /// Approves with an explicit permission mode.
+    pub fn approve(&self, approval_id: String, permission_mode: Option<PermissionMode>) -> Outcome<Decision> {
+        let (approval, session) = self.host.approve(&approval_id, permission_mode.map(Into::into))?;
+        Ok(Decision {
+            approval: types::approval(&approval),
+            session: types::session(&session),
+        })
+    }
+
+    /// Rejects.
+    pub fn reject(&self, approval_id: String) -> Outcome<Decision> {
+        let (approval, session) = self.host.reject(&approval_id)?;
+        Ok(Decision {
+            approval: types::approval(&approval),
+            session: types::session(&session),
+        })
+    }
+
+    /// One approval.
+    pub fn get_approval(&self, approval_id: String) -> Outcome<PlanApproval> {
+        Ok(types::approval(&self.host.approval(&approval_id)?.approval))
+    }
+
+    /// Approvals, newest first.
+    pub fn list_approvals(&self, query: ApprovalQuery) -> Outcome<Vec<PlanApproval>> {
+        let filter = ApprovalFilter {
+            session_id: query.session_id,
+            status: query.status.map(Into::into),
+            limit: query.limit,
+        };
+        let rows = self.host.list_approvals(&filter)?;
+        Ok(rows.iter().map(|row| types::approval(&row.approval)).collect())
+    }
+
+    /// Rereads an artifact and checks it against the record.
+    pub fn read_artifact(&self, approval_id: String) -> Outcome<ArtifactContent> {
+        let content = self.host.read_artifact(&approval_id)?;
+        Ok(ArtifactContent {
+            markdown: content.markdown,
+            sha256: content.sha256,
+            size: content.size,
+        })
+    }
+
+    /// Queued -> running.
+    pub fn start_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
+        Ok(types::approval(&self.host.start_execution(&execution_id)?))
+    }
+
+    /// Running -> completed.
+    pub fn complete_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
+        Ok(types::approval(&self.host.complete_execution(&execution_id)?))
+    }
+
+    /// The shell catalog.
+    pub fn list_shells(&self) -> Outcome<ShellCatalog> {
+        let (entries, default_shell) = self.host.shells()?;
+        let shells = entries
+            .into_iter()
+            .map(|entry| ShellInfo {
+                id: entry.spec.id,
+                path: entry.spec.path,
+                available: entry.available,
+            })
+            .collect();
+        Ok(ShellCatalog { shells, default_shell })
+    }
+
+    /// Persists the default shell.
+    pub fn set_default_shell(&self, shell_id: String) -> Outcome<String> {
+        Ok(self.host.set_default_shell(&shell_id)?)
+    }
+
+    /// Serves one protocol v9 JSON-RPC message (request or batch); returns
+    /// the response text, or `None` for a client notification.
+    pub fn handle_json(&self, request: String) -> Option<String> {
+        lock(&self.connection).handle_line(&request)
+    }
+}
+
+impl Drop for PlanHost {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

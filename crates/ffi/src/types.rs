@@ -1,0 +1,370 @@
+//! The records and enums foreign hosts see. They mirror the protocol v9
+//! objects field for field (in each language's naming style) and are built
+//! from the wire types, so the FFI and `serve` can never describe the same
+//! approval differently.
+
+use plan_protocol as wire;
+
+/// Agent or Plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum Mode {
+    /// Normal work.
+    Agent,
+    /// Read-only planning.
+    Plan,
+}
+
+/// The execution permission mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum PermissionMode {
+    /// `ask`
+    Ask,
+    /// `accept-edits`
+    AcceptEdits,
+    /// `auto`
+    Auto,
+}
+
+/// Who started a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum Origin {
+    /// A person.
+    Interactive,
+    /// A scheduled task.
+    Scheduled,
+}
+
+/// What a turn is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum TurnKind {
+    /// A prompt turn.
+    Prompt,
+    /// The execution of an approved plan.
+    Execution,
+}
+
+/// An approval's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ApprovalStatus {
+    /// Waiting for a decision.
+    Pending,
+    /// Approved.
+    Approved,
+    /// Rejected.
+    Rejected,
+    /// Deadline passed.
+    Expired,
+    /// Cut off by a host restart.
+    Interrupted,
+}
+
+/// An approved plan's execution state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ExecutionState {
+    /// Waiting to start.
+    Queued,
+    /// Working.
+    Running,
+    /// Done.
+    Completed,
+    /// Cancelled or cut off by a restart.
+    Interrupted,
+}
+
+/// Allow or deny.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ToolCallDecision {
+    /// The call may run.
+    Allow,
+    /// The call is refused.
+    Deny,
+}
+
+/// A session's active turn.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ActiveTurn {
+    /// Turn id.
+    pub turn_id: String,
+    /// Mode the turn runs in.
+    pub mode: Mode,
+    /// Who started it.
+    pub origin: Origin,
+    /// Prompt or execution.
+    pub kind: TurnKind,
+}
+
+/// A session.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Session {
+    /// Session id.
+    pub session_id: String,
+    /// Absolute workspace root, if project-bound.
+    pub workspace_root: Option<String>,
+    /// Agent or Plan.
+    pub mode: Mode,
+    /// Permission mode.
+    pub permission_mode: PermissionMode,
+    /// Provider.
+    pub provider: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Selected shell id (`None`: the default shell).
+    pub shell: Option<String>,
+    /// The active turn.
+    pub active_turn: Option<ActiveTurn>,
+    /// The pending approval's id.
+    pub pending_approval_id: Option<String>,
+    /// The queued or running execution's id.
+    pub active_execution_id: Option<String>,
+}
+
+/// An artifact's location and fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Artifact {
+    /// Workspace-relative path.
+    pub path: String,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Byte size.
+    pub size: u64,
+}
+
+/// One plan approval and its execution.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct PlanApproval {
+    /// Approval id.
+    pub id: String,
+    /// Session id.
+    pub session_id: String,
+    /// The Plan turn that submitted it.
+    pub turn_id: String,
+    /// SubmitPlan title.
+    pub title: String,
+    /// SubmitPlan question.
+    pub question: String,
+    /// The artifact (`None` only for rows migrated from schema v8).
+    pub artifact: Option<Artifact>,
+    /// Status.
+    pub status: ApprovalStatus,
+    /// `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
+    pub error_code: Option<String>,
+    /// Creation time, Unix ms.
+    pub created_at: i64,
+    /// Absolute deadline, Unix ms.
+    pub expires_at: i64,
+    /// Decision time, Unix ms.
+    pub decided_at: Option<i64>,
+    /// Permission mode chosen by Approve.
+    pub permission_mode: Option<PermissionMode>,
+    /// Execution id, once approved.
+    pub execution_id: Option<String>,
+    /// Execution state, once approved.
+    pub execution_state: Option<ExecutionState>,
+}
+
+/// One assistant tool call.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ToolCall {
+    /// The caller's id for the call.
+    pub call_id: String,
+    /// Tool name.
+    pub name: String,
+    /// The input as JSON text.
+    pub input_json: String,
+}
+
+/// The decision for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ToolCallResult {
+    /// The call.
+    pub call_id: String,
+    /// Allow or deny.
+    pub decision: ToolCallDecision,
+    /// The canonical code of a denial.
+    pub error_code: Option<String>,
+    /// The human message of a denial.
+    pub error_message: Option<String>,
+    /// The pending approval an accepted SubmitPlan created.
+    pub approval: Option<PlanApproval>,
+}
+
+/// A configuration change; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
+pub struct SessionConfig {
+    /// New mode.
+    pub mode: Option<Mode>,
+    /// New permission mode.
+    pub permission_mode: Option<PermissionMode>,
+    /// New provider.
+    pub provider: Option<String>,
+    /// New model.
+    pub model: Option<String>,
+    /// New shell id.
+    pub shell: Option<String>,
+}
+
+/// The result of approve and reject.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct Decision {
+    /// The decided approval.
+    pub approval: PlanApproval,
+    /// The session afterwards.
+    pub session: Session,
+}
+
+/// Verified artifact content.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ArtifactContent {
+    /// The exact Markdown.
+    pub markdown: String,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Byte size.
+    pub size: u64,
+}
+
+/// One shell.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ShellInfo {
+    /// Shell id.
+    pub id: String,
+    /// Executable path.
+    pub path: String,
+    /// Whether it is installed.
+    pub available: bool,
+}
+
+/// The shell catalog and the default.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ShellCatalog {
+    /// The shells.
+    pub shells: Vec<ShellInfo>,
+    /// The default shell id.
+    pub default_shell: String,
+}
+
+/// Filters for `list_approvals`; all optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
+pub struct ApprovalQuery {
+    /// Only this session.
+    pub session_id: Option<String>,
+    /// Only this status.
+    pub status: Option<ApprovalStatus>,
+    /// At most this many.
+    pub limit: Option<u32>,
+}
+
+/// Host settings; `None` takes the default (30 minutes, 8 MiB).
+#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
+pub struct PlanHostOptions {
+    /// Approval TTL in milliseconds.
+    pub approval_ttl_ms: Option<i64>,
+    /// Largest SubmitPlan markdown in bytes.
+    pub markdown_limit_bytes: Option<u64>,
+}
+
+macro_rules! map_enum {
+    ($from:ty => $to:ty { $($variant:ident),+ $(,)? }) => {
+        impl From<$from> for $to {
+            fn from(value: $from) -> Self {
+                match value {
+                    $(<$from>::$variant => <$to>::$variant),+
+                }
+            }
+        }
+        impl From<$to> for $from {
+            fn from(value: $to) -> Self {
+                match value {
+                    $(<$to>::$variant => <$from>::$variant),+
+                }
+            }
+        }
+    };
+}
+
+map_enum!(wire::Mode => Mode { Agent, Plan });
+map_enum!(wire::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
+map_enum!(wire::Origin => Origin { Interactive, Scheduled });
+map_enum!(wire::TurnKind => TurnKind { Prompt, Execution });
+map_enum!(wire::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, Expired, Interrupted });
+map_enum!(wire::ExecutionState => ExecutionState { Queued, Running, Completed, Interrupted });
+map_enum!(wire::ToolCallDecision => ToolCallDecision { Allow, Deny });
+map_enum!(plan_core::Mode => Mode { Agent, Plan });
+map_enum!(plan_core::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
+map_enum!(plan_core::Origin => Origin { Interactive, Scheduled });
+map_enum!(plan_core::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, Expired, Interrupted });
+
+impl From<wire::ActiveTurn> for ActiveTurn {
+    fn from(turn: wire::ActiveTurn) -> Self {
+        ActiveTurn {
+            turn_id: turn.turn_id,
+            mode: turn.mode.into(),
+            origin: turn.origin.into(),
+            kind: turn.kind.into(),
+        }
+    }
+}
+
+impl From<wire::Session> for Session {
+    fn from(session: wire::Session) -> Self {
+        Session {
+            session_id: session.session_id,
+            workspace_root: session.workspace_root,
+            mode: session.mode.into(),
+            permission_mode: session.permission_mode.into(),
+            provider: session.provider,
+            model: session.model,
+            shell: session.shell,
+            active_turn: session.active_turn.map(Into::into),
+            pending_approval_id: session.pending_approval_id,
+            active_execution_id: session.active_execution_id,
+        }
+    }
+}
+
+impl From<wire::PlanApproval> for PlanApproval {
+    fn from(approval: wire::PlanApproval) -> Self {
+        PlanApproval {
+            id: approval.id,
+            session_id: approval.session_id,
+            turn_id: approval.turn_id,
+            title: approval.title,
+            question: approval.question,
+            artifact: approval.artifact.map(|artifact| Artifact {
+                path: artifact.path,
+                sha256: artifact.sha256,
+                size: artifact.size,
+            }),
+            status: approval.status.into(),
+            error_code: approval.error_code.map(|code| code.0.as_str().to_owned()),
+            created_at: approval.created_at,
+            expires_at: approval.expires_at,
+            decided_at: approval.decided_at,
+            permission_mode: approval.permission_mode.map(Into::into),
+            execution_id: approval.execution_id,
+            execution_state: approval.execution_state.map(Into::into),
+        }
+    }
+}
+
+impl From<wire::ToolCallResult> for ToolCallResult {
+    fn from(result: wire::ToolCallResult) -> Self {
+        ToolCallResult {
+            call_id: result.call_id,
+            decision: result.decision.into(),
+            error_code: result.error.as_ref().map(|error| error.code.0.as_str().to_owned()),
+            error_message: result.error.map(|error| error.message),
+            approval: result.approval.map(Into::into),
+        }
+    }
+}
+
+/// A plan-core approval as a foreign record (through the wire shape).
+pub(crate) fn approval(approval: &plan_core::PlanApproval) -> PlanApproval {
+    wire::PlanApproval::from(approval).into()
+}
+
+/// A plan-core session state as a foreign record (through the wire shape).
+pub(crate) fn session(state: &plan_core::SessionState) -> Session {
+    wire::Session::from(state).into()
+}

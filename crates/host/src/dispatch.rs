@@ -1,0 +1,282 @@
+//! The protocol v9 dispatcher: JSON-RPC requests in, responses out.
+//!
+//! One [`Connection`] per client (the `serve` sidecar has one, each FFI
+//! `PlanHost` has one) remembers whether `initialize` happened; everything
+//! else is the shared [`Host`]. The dispatcher only translates between wire
+//! types and the typed host API, so `serve`, the FFI and Rust embedders can
+//! never disagree on policy.
+
+use std::sync::Arc;
+
+use plan_core::{ErrorCode, Origin};
+use plan_protocol::{
+    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
+    PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellInfo,
+    ShellListResult, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, jsonrpc_code,
+};
+use plan_storage::ApprovalFilter;
+use serde_json::Value;
+
+use crate::host::{NewSession, ToolCallOutcome};
+use crate::{Host, HostError};
+
+/// The server name `initialize` reports.
+pub const SERVER_NAME: &str = "plan-checkpoint";
+
+/// One client's conversation with a host.
+#[derive(Debug)]
+pub struct Connection {
+    host: Arc<Host>,
+    initialized: bool,
+}
+
+impl Connection {
+    /// A new, uninitialized connection.
+    pub fn new(host: Arc<Host>) -> Connection {
+        Connection {
+            host,
+            initialized: false,
+        }
+    }
+
+    /// The host behind the connection.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    /// Handles one line of text: a request, a client notification or a batch.
+    /// Returns the line to send back, or `None` when JSON-RPC wants no answer.
+    pub fn handle_line(&mut self, line: &str) -> Option<String> {
+        let reply = match serde_json::from_str::<Value>(line) {
+            Ok(message) => self.handle_message(message)?,
+            Err(error) => error_response(None, ErrorObject::with_detail(ErrorCode::ParseError, error)),
+        };
+        Some(serde_json::to_string(&reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned()))
+    }
+
+    /// Handles one parsed JSON message (an object or a batch array).
+    pub fn handle_message(&mut self, message: Value) -> Option<Value> {
+        match message {
+            Value::Array(batch) => {
+                if batch.is_empty() {
+                    return Some(error_response(
+                        None,
+                        ErrorObject::with_detail(ErrorCode::InvalidRequest, "an empty batch"),
+                    ));
+                }
+                let replies: Vec<Value> = batch.into_iter().filter_map(|item| self.handle_single(item)).collect();
+                if replies.is_empty() { None } else { Some(Value::Array(replies)) }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_) => {
+                self.handle_single(message)
+            }
+        }
+    }
+
+    fn handle_single(&mut self, message: Value) -> Option<Value> {
+        let id = request_id(&message);
+        if let Some((method, params)) = client_notification(&message) {
+            // JSON-RPC 2.0: a notification is carried out but never answered,
+            // not even with an error.
+            if let Ok(parsed) = plan_protocol::parse_request(method, params.clone()) {
+                let _ = self.dispatch(parsed);
+            }
+            return None;
+        }
+        let request = match serde_json::from_value::<Request>(message) {
+            Ok(request) => request,
+            // Not a request and not a notification: an invalid request,
+            // answered with the id if one could be read, else null.
+            Err(error) => {
+                return Some(error_response(id, ErrorObject::with_detail(ErrorCode::InvalidRequest, error)));
+            }
+        };
+        let outcome = match request.parse() {
+            Ok(parsed) => self.dispatch(parsed).map_err(|error| error_object(&error)),
+            Err(error) => Err(ErrorObject::from(error)),
+        };
+        let response = match outcome {
+            Ok(result) => Response {
+                jsonrpc: plan_protocol::JsonRpcVersion,
+                id: Some(request.id),
+                outcome: plan_protocol::ResponseOutcome::Result(result),
+            },
+            Err(error) => Response::error(Some(request.id), error),
+        };
+        Some(serde_json::to_value(&response).unwrap_or_else(|_| internal_error_value()))
+    }
+
+    /// Serves one typed request.
+    pub fn dispatch(&mut self, request: ClientRequest) -> Result<Value, HostError> {
+        if self.host.is_closed() {
+            return Err(HostError::Refused(ErrorCode::HostClosed));
+        }
+        if let ClientRequest::Initialize(params) = &request {
+            if params.protocol_version != PROTOCOL_VERSION {
+                return Err(HostError::with_detail(
+                    ErrorCode::ProtocolVersionUnsupported,
+                    format!("the client asked for v{}, this host speaks v{PROTOCOL_VERSION}", params.protocol_version),
+                ));
+            }
+            self.initialized = true;
+            return to_value(&InitializeResult {
+                protocol_version: PROTOCOL_VERSION,
+                server_name: SERVER_NAME.to_owned(),
+                server_version: env!("CARGO_PKG_VERSION").to_owned(),
+                schema_version: SCHEMA_VERSION,
+                approval_ttl_ms: self.host.limits().approval_ttl_ms,
+            });
+        }
+        if !self.initialized {
+            return Err(HostError::Refused(ErrorCode::ProtocolNotInitialized));
+        }
+        serve(&self.host, request)
+    }
+}
+
+/// Serves an initialized request against the host.
+fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
+    match request {
+        ClientRequest::Initialize(_) => Err(HostError::with_detail(ErrorCode::Internal, "initialize is handled above")),
+        ClientRequest::SessionCreate(params) => {
+            let state = host.create_session(NewSession {
+                session_id: params.session_id,
+                workspace_root: params.workspace_root,
+                mode: params.mode.map(Into::into),
+                permission_mode: params.permission_mode.map(Into::into),
+            })?;
+            to_value(&WireSession::from(&state))
+        }
+        ClientRequest::SessionGet(params) => to_value(&WireSession::from(&host.session(&params.session_id)?)),
+        ClientRequest::SessionConfigure(params) => {
+            let state = host.configure_session(&params.session_id, params.to_config_change())?;
+            to_value(&WireSession::from(&state))
+        }
+        ClientRequest::TurnStart(params) => {
+            let origin: Origin = params.origin.into();
+            let turn = host.start_turn(&params.session_id, origin)?;
+            to_value(&TurnStartResult::from(&turn))
+        }
+        ClientRequest::TurnToolCalls(params) => {
+            let calls = params.calls.into_iter().map(Into::into).collect();
+            let outcomes = host.tool_calls(&params.session_id, &params.turn_id, calls)?;
+            let results = outcomes.iter().map(ToolCallOutcome::to_wire).collect();
+            to_value(&TurnToolCallsResult { results })
+        }
+        ClientRequest::TurnComplete(params) => {
+            to_value(&WireSession::from(&host.complete_turn(&params.session_id, &params.turn_id)?))
+        }
+        ClientRequest::TurnCancel(params) => to_value(&WireSession::from(&host.cancel_turn(&params.session_id)?)),
+        ClientRequest::PlanApprove(params) => {
+            let (approval, session) =
+                host.approve(&params.approval_id, params.permission_mode.map(Into::into))?;
+            to_value(&PlanDecisionResult {
+                approval: (&approval).into(),
+                session: (&session).into(),
+            })
+        }
+        ClientRequest::PlanReject(params) => {
+            let (approval, session) = host.reject(&params.approval_id)?;
+            to_value(&PlanDecisionResult {
+                approval: (&approval).into(),
+                session: (&session).into(),
+            })
+        }
+        ClientRequest::PlanGet(params) => {
+            to_value(&plan_protocol::PlanApproval::from(&host.approval(&params.approval_id)?.approval))
+        }
+        ClientRequest::PlanList(params) => {
+            let filter = ApprovalFilter {
+                session_id: params.session_id,
+                status: params.status.map(Into::into),
+                limit: params.limit,
+            };
+            let approvals = host.list_approvals(&filter)?.iter().map(|row| (&row.approval).into()).collect();
+            to_value(&PlanListResult { approvals })
+        }
+        ClientRequest::PlanReadArtifact(params) => {
+            let content = host.read_artifact(&params.approval_id)?;
+            to_value(&PlanReadArtifactResult {
+                markdown: content.markdown,
+                sha256: content.sha256,
+                size: content.size,
+            })
+        }
+        ClientRequest::ExecutionStart(params) => {
+            to_value(&plan_protocol::PlanApproval::from(&host.start_execution(&params.execution_id)?))
+        }
+        ClientRequest::ExecutionComplete(params) => {
+            to_value(&plan_protocol::PlanApproval::from(&host.complete_execution(&params.execution_id)?))
+        }
+        ClientRequest::ShellList(_) => {
+            let (entries, default_shell) = host.shells()?;
+            let shells = entries
+                .into_iter()
+                .map(|entry| ShellInfo {
+                    id: entry.spec.id,
+                    path: entry.spec.path,
+                    available: entry.available,
+                })
+                .collect();
+            to_value(&ShellListResult { shells, default_shell })
+        }
+        ClientRequest::ShellSetDefault(params) => {
+            let default_shell = host.set_default_shell(&params.shell_id)?;
+            to_value(&ShellSetDefaultResult { default_shell })
+        }
+    }
+}
+
+fn to_value(result: &impl serde::Serialize) -> Result<Value, HostError> {
+    serde_json::to_value(result).map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))
+}
+
+/// The wire error for a host error: JSON-RPC number, human message, canonical code.
+pub fn error_object(error: &HostError) -> ErrorObject {
+    let code = error.code();
+    ErrorObject {
+        code: jsonrpc_code(code),
+        message: error.message(),
+        data: plan_protocol::ErrorData {
+            code: plan_protocol::CanonicalCode(code),
+        },
+    }
+}
+
+fn request_id(message: &Value) -> Option<RequestId> {
+    match message {
+        Value::Object(fields) => match fields.get("id") {
+            Some(Value::Number(number)) => number.as_i64().map(RequestId::Number),
+            Some(Value::String(text)) => Some(RequestId::String(text.clone())),
+            Some(Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_)) | None => None,
+        },
+        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Array(_) => None,
+    }
+}
+
+/// The method and params of a client notification: an object with
+/// `jsonrpc: "2.0"`, a string `method` and no `id`. Anything else without an
+/// id is an invalid request, answered with a `null` id.
+fn client_notification(message: &Value) -> Option<(&str, &Value)> {
+    let Value::Object(fields) = message else {
+        return None;
+    };
+    let version = fields.get("jsonrpc").and_then(Value::as_str);
+    if fields.contains_key("id") || version != Some(plan_protocol::JSONRPC_VERSION) {
+        return None;
+    }
+    let method = fields.get("method").and_then(Value::as_str)?;
+    Some((method, fields.get("params").unwrap_or(&Value::Null)))
+}
+
+fn error_response(id: Option<RequestId>, error: ErrorObject) -> Value {
+    serde_json::to_value(Response::error(id, error)).unwrap_or_else(|_| internal_error_value())
+}
+
+/// A response that needs no serialization, for the case where serializing failed.
+const INTERNAL_ERROR_LINE: &str =
+    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
+
+fn internal_error_value() -> Value {
+    serde_json::from_str(INTERNAL_ERROR_LINE).unwrap_or(Value::Null)
+}

@@ -1,0 +1,60 @@
+//! The host's one error type and its one mapping to a canonical code.
+//!
+//! Every failure an embedder, the `serve` sidecar or the FFI sees passes
+//! through [`HostError::code`]; nothing else maps errors to codes.
+
+use plan_core::ErrorCode;
+use plan_storage::StorageError;
+
+/// Why a host operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// plan-core refused the event.
+    #[error("{0}")]
+    Refused(ErrorCode),
+    /// A refusal with a detail that helps a person (an id, a field).
+    #[error("{code}: {detail}")]
+    RefusedWith {
+        /// The canonical code.
+        code: ErrorCode,
+        /// What exactly was wrong.
+        detail: String,
+    },
+    /// Storage failed or refused.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl HostError {
+    /// A refusal naming what it refers to.
+    pub fn with_detail(code: ErrorCode, detail: impl Into<String>) -> HostError {
+        HostError::RefusedWith {
+            code,
+            detail: detail.into(),
+        }
+    }
+
+    /// The canonical code: the single mapping from internal errors.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            HostError::Refused(code) => *code,
+            HostError::RefusedWith { code, .. } => *code,
+            HostError::Storage(error) => error.code(),
+        }
+    }
+
+    /// A sentence for people: the code's message, plus any detail.
+    pub fn message(&self) -> String {
+        match self {
+            HostError::Refused(code) => code.message(),
+            HostError::RefusedWith { code, detail } => format!("{} ({detail})", code.message()),
+            HostError::Storage(error) => error.to_string(),
+        }
+    }
+}
+
+impl From<ErrorCode> for HostError {
+    fn from(code: ErrorCode) -> Self {
+        HostError::Refused(code)
+    }
+}

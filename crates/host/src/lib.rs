@@ -1,0 +1,29 @@
+//! plan-host: the plan checkpoint for embedders.
+//!
+//! [`Host`] opens a database (taking the single-host lock, migrating, and
+//! running the startup fence before it returns), then carries out plan-core's
+//! decisions through plan-storage: one typed method per protocol method, one
+//! transaction per decision, notifications after commit. [`Connection`] serves
+//! protocol v9 JSON-RPC over the same methods, for the `serve` sidecar and the
+//! FFI. [`ExpiryDriver`] fires deadlines on time.
+//!
+//! The host decides nothing itself: policy is plan-core's, durability is
+//! plan-storage's. It imposes no async runtime; it is `Send + Sync` and
+//! serializes operations with one lock.
+
+mod clock;
+mod dispatch;
+mod driver;
+mod error;
+mod host;
+mod notify;
+mod shells;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use dispatch::{Connection, SERVER_NAME, error_object};
+pub use driver::ExpiryDriver;
+pub use error::HostError;
+pub use host::{ArtifactContent, Host, HostOptions, NewSession, ShellEntry, ToolCallOutcome, ToolCallVerdict};
+pub use notify::NotificationListener;
+pub use plan_storage::{ApprovalFilter, MigrationReport, StoredApproval};
+pub use shells::{ShellSpec, default_catalog};
