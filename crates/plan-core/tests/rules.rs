@@ -29,7 +29,7 @@ fn context(now: i64) -> Context {
 }
 
 fn plan_session() -> SessionState {
-    let mut session = Session::new("s1", Some("/work/project".to_owned()));
+    let mut session = Session::new("s1", Some("/home/dev/project".to_owned()));
     session.mode = Mode::Plan;
     SessionState::idle(session)
 }
@@ -462,7 +462,7 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
             session_id: "s1".to_owned(),
             turn_id: "t1".to_owned(),
             call_id: "c-submit".to_owned(),
-            workspace_root: "/work/project".to_owned(),
+            workspace_root: "/home/dev/project".to_owned(),
             title: "Split the parser".to_owned(),
             question: "Go ahead?".to_owned(),
             markdown: "# Plan\r\n\n- step one\n".to_owned(),

@@ -211,7 +211,7 @@ fn generate(seed: u64) -> (String, Vec<Expected>) {
         let root = if rng.below(3) == 0 {
             None
         } else {
-            Some(format!("/work/{}", rng.pick(&TEXTS)))
+            Some(format!("/srv/{}", rng.pick(&TEXTS)))
         };
         writeln!(
             sql,

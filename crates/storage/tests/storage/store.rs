@@ -60,7 +60,7 @@ fn with_pending(store: &mut Store, session_id: &str, approval_id: &str) -> Sessi
 fn sessions_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let mut store = new_store(dir.path());
-    let mut session = Session::new("s1", Some("/work/project".to_owned()));
+    let mut session = Session::new("s1", Some("/home/dev/project".to_owned()));
     session.provider = Some("anthropic".to_owned());
     store.create_session(&session, NOW).unwrap();
     assert_eq!(store.get_session("s1").unwrap(), Some(session.clone()));
