@@ -96,7 +96,9 @@ impl PlanHost {
             },
         };
         if limits.approval_ttl_ms <= 0 {
-            return Err(HostError::with_detail(ErrorCode::InvalidParams, "approval_ttl_ms must be positive").into());
+            return Err(
+                HostError::with_detail(ErrorCode::InvalidParams, "approval_ttl_ms must be positive").into(),
+            );
         }
         let host = Arc::new(Host::open(
             &db_path,
@@ -116,16 +118,17 @@ impl PlanHost {
 
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
-        self.host.add_listener(Arc::new(move |notification: ServerNotification| {
-            let method = notification.method().to_owned();
-            let params = serde_json::to_value(&notification)
-                .ok()
-                .and_then(|value| value.get("params").cloned())
-                .unwrap_or(serde_json::Value::Null)
-                .to_string();
-            // A listener that throws must not unwind into the host.
-            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(method, params)));
-        }));
+        self.host
+            .add_listener(Arc::new(move |notification: ServerNotification| {
+                let method = notification.method().to_owned();
+                let params = serde_json::to_value(&notification)
+                    .ok()
+                    .and_then(|value| value.get("params").cloned())
+                    .unwrap_or(serde_json::Value::Null)
+                    .to_string();
+                // A listener that throws must not unwind into the host.
+                let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(method, params)));
+            }));
     }
 
     /// Releases the database and the single-host lock and stops the timer.
@@ -180,12 +183,20 @@ impl PlanHost {
     }
 
     /// Decides a tool-call batch; a valid SubmitPlan writes its artifact.
-    pub fn tool_calls(&self, session_id: String, turn_id: String, calls: Vec<ToolCall>) -> Outcome<Vec<ToolCallResult>> {
+    pub fn tool_calls(
+        &self,
+        session_id: String,
+        turn_id: String,
+        calls: Vec<ToolCall>,
+    ) -> Outcome<Vec<ToolCallResult>> {
         let calls = calls
             .into_iter()
             .map(|call| {
                 let input = serde_json::from_str(&call.input_json).map_err(|error| {
-                    HostError::with_detail(ErrorCode::InvalidParams, format!("input of {}: {error}", call.call_id))
+                    HostError::with_detail(
+                        ErrorCode::InvalidParams,
+                        format!("input of {}: {error}", call.call_id),
+                    )
                 })?;
                 Ok(plan_core::ToolCall {
                     call_id: call.call_id,
@@ -273,7 +284,10 @@ impl PlanHost {
                 available: entry.available,
             })
             .collect();
-        Ok(ShellCatalog { shells, default_shell })
+        Ok(ShellCatalog {
+            shells,
+            default_shell,
+        })
     }
 
     /// Persists the default shell.

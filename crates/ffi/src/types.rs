@@ -352,7 +352,10 @@ impl From<wire::ToolCallResult> for ToolCallResult {
         ToolCallResult {
             call_id: result.call_id,
             decision: result.decision.into(),
-            error_code: result.error.as_ref().map(|error| error.code.0.as_str().to_owned()),
+            error_code: result
+                .error
+                .as_ref()
+                .map(|error| error.code.0.as_str().to_owned()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval.map(Into::into),
         }

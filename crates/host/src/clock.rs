@@ -23,9 +23,9 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_ms(&self) -> UnixMs {
         // A clock before 1970 reads as 0 rather than failing an operation.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
     }
 }
 

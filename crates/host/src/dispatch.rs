@@ -64,8 +64,15 @@ impl Connection {
                         ErrorObject::with_detail(ErrorCode::InvalidRequest, "an empty batch"),
                     ));
                 }
-                let replies: Vec<Value> = batch.into_iter().filter_map(|item| self.handle_single(item)).collect();
-                if replies.is_empty() { None } else { Some(Value::Array(replies)) }
+                let replies: Vec<Value> = batch
+                    .into_iter()
+                    .filter_map(|item| self.handle_single(item))
+                    .collect();
+                if replies.is_empty() {
+                    None
+                } else {
+                    Some(Value::Array(replies))
+                }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) | Value::Object(_) => {
                 self.handle_single(message)
@@ -88,7 +95,10 @@ impl Connection {
             // Not a request and not a notification: an invalid request,
             // answered with the id if one could be read, else null.
             Err(error) => {
-                return Some(error_response(id, ErrorObject::with_detail(ErrorCode::InvalidRequest, error)));
+                return Some(error_response(
+                    id,
+                    ErrorObject::with_detail(ErrorCode::InvalidRequest, error),
+                ));
             }
         };
         let outcome = match request.parse() {
@@ -115,7 +125,10 @@ impl Connection {
             if params.protocol_version != PROTOCOL_VERSION {
                 return Err(HostError::with_detail(
                     ErrorCode::ProtocolVersionUnsupported,
-                    format!("the client asked for v{}, this host speaks v{PROTOCOL_VERSION}", params.protocol_version),
+                    format!(
+                        "the client asked for v{}, this host speaks v{PROTOCOL_VERSION}",
+                        params.protocol_version
+                    ),
                 ));
             }
             self.initialized = true;
@@ -137,7 +150,10 @@ impl Connection {
 /// Serves an initialized request against the host.
 fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
     match request {
-        ClientRequest::Initialize(_) => Err(HostError::with_detail(ErrorCode::Internal, "initialize is handled above")),
+        ClientRequest::Initialize(_) => Err(HostError::with_detail(
+            ErrorCode::Internal,
+            "initialize is handled above",
+        )),
         ClientRequest::SessionCreate(params) => {
             let state = host.create_session(NewSession {
                 session_id: params.session_id,
@@ -163,10 +179,12 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let results = outcomes.iter().map(ToolCallOutcome::to_wire).collect();
             to_value(&TurnToolCallsResult { results })
         }
-        ClientRequest::TurnComplete(params) => {
-            to_value(&WireSession::from(&host.complete_turn(&params.session_id, &params.turn_id)?))
+        ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
+            &host.complete_turn(&params.session_id, &params.turn_id)?,
+        )),
+        ClientRequest::TurnCancel(params) => {
+            to_value(&WireSession::from(&host.cancel_turn(&params.session_id)?))
         }
-        ClientRequest::TurnCancel(params) => to_value(&WireSession::from(&host.cancel_turn(&params.session_id)?)),
         ClientRequest::PlanApprove(params) => {
             let (approval, session) =
                 host.approve(&params.approval_id, params.permission_mode.map(Into::into))?;
@@ -182,16 +200,20 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
                 session: (&session).into(),
             })
         }
-        ClientRequest::PlanGet(params) => {
-            to_value(&plan_protocol::PlanApproval::from(&host.approval(&params.approval_id)?.approval))
-        }
+        ClientRequest::PlanGet(params) => to_value(&plan_protocol::PlanApproval::from(
+            &host.approval(&params.approval_id)?.approval,
+        )),
         ClientRequest::PlanList(params) => {
             let filter = ApprovalFilter {
                 session_id: params.session_id,
                 status: params.status.map(Into::into),
                 limit: params.limit,
             };
-            let approvals = host.list_approvals(&filter)?.iter().map(|row| (&row.approval).into()).collect();
+            let approvals = host
+                .list_approvals(&filter)?
+                .iter()
+                .map(|row| (&row.approval).into())
+                .collect();
             to_value(&PlanListResult { approvals })
         }
         ClientRequest::PlanReadArtifact(params) => {
@@ -202,12 +224,12 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
                 size: content.size,
             })
         }
-        ClientRequest::ExecutionStart(params) => {
-            to_value(&plan_protocol::PlanApproval::from(&host.start_execution(&params.execution_id)?))
-        }
-        ClientRequest::ExecutionComplete(params) => {
-            to_value(&plan_protocol::PlanApproval::from(&host.complete_execution(&params.execution_id)?))
-        }
+        ClientRequest::ExecutionStart(params) => to_value(&plan_protocol::PlanApproval::from(
+            &host.start_execution(&params.execution_id)?,
+        )),
+        ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
+            &host.complete_execution(&params.execution_id)?,
+        )),
         ClientRequest::ShellList(_) => {
             let (entries, default_shell) = host.shells()?;
             let shells = entries
@@ -218,7 +240,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
                     available: entry.available,
                 })
                 .collect();
-            to_value(&ShellListResult { shells, default_shell })
+            to_value(&ShellListResult {
+                shells,
+                default_shell,
+            })
         }
         ClientRequest::ShellSetDefault(params) => {
             let default_shell = host.set_default_shell(&params.shell_id)?;
@@ -228,7 +253,8 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
 }
 
 fn to_value(result: &impl serde::Serialize) -> Result<Value, HostError> {
-    serde_json::to_value(result).map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))
+    serde_json::to_value(result)
+        .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))
 }
 
 /// The wire error for a host error: JSON-RPC number, human message, canonical code.
@@ -274,8 +300,7 @@ fn error_response(id: Option<RequestId>, error: ErrorObject) -> Value {
 }
 
 /// A response that needs no serialization, for the case where serializing failed.
-const INTERNAL_ERROR_LINE: &str =
-    r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
+const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
 
 fn internal_error_value() -> Value {
     serde_json::from_str(INTERNAL_ERROR_LINE).unwrap_or(Value::Null)

@@ -34,11 +34,13 @@ impl ExpiryDriver {
     /// Starts the driver thread for `host`.
     pub fn spawn(host: Arc<Host>) -> std::io::Result<ExpiryDriver> {
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::Builder::new().name("plan-expiry".to_owned()).spawn({
-            let host = Arc::clone(&host);
-            let stop = Arc::clone(&stop);
-            move || run(&host, &stop)
-        })?;
+        let thread = std::thread::Builder::new()
+            .name("plan-expiry".to_owned())
+            .spawn({
+                let host = Arc::clone(&host);
+                let stop = Arc::clone(&stop);
+                move || run(&host, &stop)
+            })?;
         Ok(ExpiryDriver {
             stop,
             host,

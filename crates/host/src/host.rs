@@ -11,16 +11,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
-    ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, Limits, Mode, Origin,
-    PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision, Transition, UnixMs,
+    ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, Limits, Mode,
+    Origin, PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision, Transition,
+    UnixMs,
 };
 use plan_protocol::ServerNotification;
 use plan_storage::{ApprovalFilter, HostLock, MigrationReport, Store, StoredApproval};
 
+use crate::HostError;
 use crate::clock::{Clock, SystemClock};
 use crate::notify::{NotificationListener, derive};
 use crate::shells::{ShellSpec, default_catalog};
-use crate::HostError;
 
 /// How a host is set up.
 #[derive(Clone)]
@@ -85,7 +86,9 @@ impl ToolCallOutcome {
                 plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
             }
             (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
-            (ToolCallVerdict::Deny(code), _) => plan_protocol::ToolCallResult::deny(self.call_id.clone(), code),
+            (ToolCallVerdict::Deny(code), _) => {
+                plan_protocol::ToolCallResult::deny(self.call_id.clone(), code)
+            }
         }
     }
 }
@@ -248,7 +251,10 @@ impl Host {
         }
         let session_id = new.session_id.unwrap_or_else(|| fresh_id("session"));
         if session_id.is_empty() {
-            return Err(HostError::with_detail(ErrorCode::InvalidParams, "sessionId must not be empty"));
+            return Err(HostError::with_detail(
+                ErrorCode::InvalidParams,
+                "sessionId must not be empty",
+            ));
         }
         let mut session = Session::new(session_id, new.workspace_root);
         session.mode = new.mode.unwrap_or_default();
@@ -262,17 +268,26 @@ impl Host {
 
     /// The session as it is now (an overdue approval is expired first).
     pub fn session(&self, session_id: &str) -> Result<SessionState, HostError> {
-        self.session_event(session_id, Event::Tick).map(|(_, state)| state)
+        self.session_event(session_id, Event::Tick)
+            .map(|(_, state)| state)
     }
 
     /// Changes configuration; only while the session is idle.
-    pub fn configure_session(&self, session_id: &str, change: ConfigChange) -> Result<SessionState, HostError> {
+    pub fn configure_session(
+        &self,
+        session_id: &str,
+        change: ConfigChange,
+    ) -> Result<SessionState, HostError> {
         if let Some(Some(shell)) = &change.shell
             && !self.options.shells.iter().any(|spec| &spec.id == shell)
         {
-            return Err(HostError::with_detail(ErrorCode::ShellUnknown, format!("shell {shell:?}")));
+            return Err(HostError::with_detail(
+                ErrorCode::ShellUnknown,
+                format!("shell {shell:?}"),
+            ));
         }
-        self.session_event(session_id, Event::Configure(change)).map(|(_, state)| state)
+        self.session_event(session_id, Event::Configure(change))
+            .map(|(_, state)| state)
     }
 
     // Turns.
@@ -329,7 +344,12 @@ impl Host {
                 },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
-                    None => return Err(HostError::with_detail(ErrorCode::Internal, "a write without a request")),
+                    None => {
+                        return Err(HostError::with_detail(
+                            ErrorCode::Internal,
+                            "a write without a request",
+                        ));
+                    }
                 },
             };
             outcomes.push(outcome);
@@ -398,7 +418,8 @@ impl Host {
 
     /// Cancels the active turn; a queued or running execution is interrupted.
     pub fn cancel_turn(&self, session_id: &str) -> Result<SessionState, HostError> {
-        self.session_event(session_id, Event::CancelTurn).map(|(_, state)| state)
+        self.session_event(session_id, Event::CancelTurn)
+            .map(|(_, state)| state)
     }
 
     // Approvals.
@@ -428,7 +449,12 @@ impl Host {
     pub fn reject(&self, approval_id: &str) -> Result<(PlanApproval, SessionState), HostError> {
         let row = self.stored_approval(approval_id)?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(&session_id, Event::Reject { approval: row.approval })? {
+        match self.session_event(
+            &session_id,
+            Event::Reject {
+                approval: row.approval,
+            },
+        )? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
@@ -457,7 +483,10 @@ impl Host {
         };
         let session = self.with_open(|open| Ok(open.store.get_session(&row.approval.session_id)?))?;
         let Some(root) = session.and_then(|session| session.workspace_root) else {
-            return Err(HostError::with_detail(ErrorCode::ArtifactMissing, "the session has no workspace root"));
+            return Err(HostError::with_detail(
+                ErrorCode::ArtifactMissing,
+                "the session has no workspace root",
+            ));
         };
         let bytes = plan_storage::read_artifact(&root, &artifact)?;
         let markdown = String::from_utf8(bytes).map_err(|_| {
@@ -474,7 +503,10 @@ impl Host {
 
     /// Moves a queued execution to running.
     pub fn start_execution(&self, execution_id: &str) -> Result<PlanApproval, HostError> {
-        self.execution_event(execution_id, |execution_id, epoch| Event::StartExecution { execution_id, epoch })
+        self.execution_event(execution_id, |execution_id, epoch| Event::StartExecution {
+            execution_id,
+            epoch,
+        })
     }
 
     /// Moves a running execution to completed and ends its turn.
@@ -492,7 +524,9 @@ impl Host {
     ) -> Result<PlanApproval, HostError> {
         let row = self
             .with_open(|open| Ok(open.store.find_by_execution_id(execution_id)?))?
-            .ok_or_else(|| HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}")))?;
+            .ok_or_else(|| {
+                HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}"))
+            })?;
         let session_id = row.approval.session_id.clone();
         match self.session_event(&session_id, event(execution_id.to_owned(), self.epoch))? {
             (Reply::ExecutionChanged(approval), _) => Ok(approval),
@@ -530,7 +564,10 @@ impl Host {
     /// Persists the default shell.
     pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
         if !self.options.shells.iter().any(|spec| spec.id == shell_id) {
-            return Err(HostError::with_detail(ErrorCode::ShellUnknown, format!("shell {shell_id:?}")));
+            return Err(HostError::with_detail(
+                ErrorCode::ShellUnknown,
+                format!("shell {shell_id:?}"),
+            ));
         }
         self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
@@ -585,10 +622,15 @@ impl Host {
 
     fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
         self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
-            .ok_or_else(|| HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}")))
+            .ok_or_else(|| {
+                HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
+            })
     }
 
-    fn with_open<T>(&self, operation: impl FnOnce(&mut Open) -> Result<T, HostError>) -> Result<T, HostError> {
+    fn with_open<T>(
+        &self,
+        operation: impl FnOnce(&mut Open) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
         let mut guard = lock(&self.open);
         match guard.as_mut() {
             Some(open) => operation(open),
@@ -629,7 +671,11 @@ impl Host {
         };
         let (effects, outcome) = self.with_open(|open| {
             let before = load_state(open, session_id)?;
-            let Transition { state, effects, reply } = plan_core::handle(&before, &context, event);
+            let Transition {
+                state,
+                effects,
+                reply,
+            } = plan_core::handle(&before, &context, event);
             // Events that change nothing durable (a turn start, a tick with
             // nothing due) open no write transaction at all.
             let writes = effects.iter().any(|effect| match effect {
@@ -648,7 +694,10 @@ impl Host {
             let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
             Ok((effects, outcome))
         })?;
-        if effects.iter().any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. })) {
+        if effects
+            .iter()
+            .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
+        {
             self.wake_driver();
         }
         self.deliver();

@@ -23,7 +23,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatch::{Connection, SERVER_NAME, error_object};
 pub use driver::ExpiryDriver;
 pub use error::HostError;
-pub use host::{ArtifactContent, Host, HostOptions, NewSession, ShellEntry, ToolCallOutcome, ToolCallVerdict};
+pub use host::{
+    ArtifactContent, Host, HostOptions, NewSession, ShellEntry, ToolCallOutcome, ToolCallVerdict,
+};
 pub use notify::NotificationListener;
 pub use plan_storage::{ApprovalFilter, MigrationReport, StoredApproval};
 pub use shells::{ShellSpec, default_catalog};

@@ -31,13 +31,17 @@ where
 }
 
 /// The notifications one committed transition implies.
-pub(crate) fn derive(before: &SessionState, after: &SessionState, effects: &[Effect]) -> Vec<ServerNotification> {
+pub(crate) fn derive(
+    before: &SessionState,
+    after: &SessionState,
+    effects: &[Effect],
+) -> Vec<ServerNotification> {
     let mut notifications = Vec::new();
     for effect in effects {
         match effect {
-            Effect::InsertApproval(approval) => notifications.push(ServerNotification::PlanApprovalRequested(
-                PlanApprovalRequestedNotification::from(approval),
-            )),
+            Effect::InsertApproval(approval) => notifications.push(
+                ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification::from(approval)),
+            ),
             Effect::UpdateApproval { approval, expected } => {
                 if expected.status == ApprovalStatus::Pending && approval.status != ApprovalStatus::Pending {
                     notifications.push(ServerNotification::PlanApprovalResolved(
@@ -54,7 +58,9 @@ pub(crate) fn derive(before: &SessionState, after: &SessionState, effects: &[Eff
         }
     }
     if WireSession::from(before) != WireSession::from(after) {
-        notifications.push(ServerNotification::SessionChanged(SessionChangedNotification::from(after)));
+        notifications.push(ServerNotification::SessionChanged(
+            SessionChangedNotification::from(after),
+        ));
     }
     notifications
 }

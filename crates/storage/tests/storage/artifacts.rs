@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use plan_core::{Artifact, ErrorCode};
 use plan_storage::{list_artifact_files, read_artifact, write_artifact};
@@ -244,7 +244,9 @@ fn a_real_write_failure_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     // A child process of this very test binary runs under a 8-block file
     // size limit with SIGXFSZ ignored, so write(2) fails with EFBIG.
-    let status = Command::new("/bin/sh")
+    // The child's output goes to pipes: inherited, it could be a file that is
+    // already larger than the limit (CI logs are), and every print would fail.
+    let output = Command::new("/bin/sh")
         .arg("-c")
         .arg("trap '' XFSZ; ulimit -f 8 || exit 97; exec \"$0\" \"$@\"")
         .arg(std::env::current_exe().unwrap())
@@ -255,9 +257,17 @@ fn a_real_write_failure_leaves_no_file() {
             "--test-threads=1",
         ])
         .env(CHILD_ROOT, dir.path())
-        .status()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
         .unwrap();
-    assert!(status.success(), "the child test failed: {status}");
+    assert!(
+        output.status.success(),
+        "the child test failed: {}\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(
         dir.path().join("child-ran").exists(),
         "the child test did not run"

@@ -557,16 +557,18 @@ fn lists_are_newest_first_with_filters_and_limits() {
             .map(|stored| stored.approval.id)
             .collect()
     };
+    // Rows created in the same millisecond come newest id first: hosts draw
+    // time-ordered ids, so the larger id is the later submission.
     assert_eq!(
         ids(ApprovalFilter::default()),
-        ["a4", "a5", "a2", "a3", "a0", "a1"]
+        ["a5", "a4", "a3", "a2", "a1", "a0"]
     );
     assert_eq!(
         ids(ApprovalFilter {
             limit: Some(3),
             ..ApprovalFilter::default()
         }),
-        ["a4", "a5", "a2"]
+        ["a5", "a4", "a3"]
     );
     assert_eq!(
         ids(ApprovalFilter {
@@ -580,7 +582,7 @@ fn lists_are_newest_first_with_filters_and_limits() {
             status: Some(ApprovalStatus::Pending),
             ..ApprovalFilter::default()
         }),
-        ["a4", "a5"]
+        ["a5", "a4"]
     );
     assert_eq!(
         ids(ApprovalFilter {

@@ -1,0 +1,132 @@
+//! CLI benchmarks (criterion), whole process: `plan-checkpoint approvals
+//! list --limit 50` and `plan-checkpoint db status` on a database with 1M
+//! approvals, each against the `sqlite3` command running the equivalent
+//! query in the same run (skipped with a message when `sqlite3` is absent).
+//! Targets: under 50 ms each, within 2x of sqlite3.
+//!
+//! The database is created at v10 through `Store::open`, then filled with
+//! one INSERT ... SELECT from a recursive CTE (untimed). These benchmarks
+//! only measure; CI compiles them and does not run them.
+
+// Benchmark harness, like test code: a failed setup must stop the run loudly.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+
+const BIN: &str = env!("CARGO_BIN_EXE_plan-checkpoint");
+const ROWS: u64 = 1_000_000;
+const NOW: i64 = 1_790_000_000_000;
+
+/// Builds the 1M-row database once and returns its path (the directory
+/// lives for the whole run).
+fn database() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("million.db");
+    drop(plan_storage::Store::open(&db).unwrap());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(&format!(
+        "BEGIN;
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
+         INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, created_at, updated_at)
+         SELECT 's' || i, '', '/nonexistent/ws' || i, 'agent', 'ask', {NOW}, {NOW} FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {last})
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path,
+           artifact_sha256, artifact_size, status, error_code, created_at, expires_at, decided_at,
+           permission_mode, execution_id, execution_state)
+         SELECT 'approval-' || i, 's' || (i % 1000), 't' || i, 'Plan number ' || i, 'Go?',
+           '.pi/plan/p' || i || '.md', printf('%064x', i), 100 + i % 50,
+           CASE i % 4 WHEN 0 THEN 'approved' WHEN 1 THEN 'rejected' WHEN 2 THEN 'expired' ELSE 'interrupted' END,
+           CASE i % 4 WHEN 2 THEN 'PLAN_APPROVAL_TIMEOUT' WHEN 3 THEN 'HOST_RESTARTED' ELSE NULL END,
+           {NOW} - ({ROWS} - i) * 1000, {NOW} - ({ROWS} - i) * 1000 + 1800000, {NOW} - ({ROWS} - i) * 1000 + 500,
+           CASE i % 4 WHEN 0 THEN 'ask' ELSE NULL END,
+           CASE i % 4 WHEN 0 THEN 'e' || i ELSE NULL END,
+           CASE i % 4 WHEN 0 THEN 'completed' ELSE NULL END
+         FROM n;
+         COMMIT;
+         PRAGMA wal_checkpoint(TRUNCATE);
+         ANALYZE;",
+        last = ROWS - 1
+    ))
+    .unwrap();
+    drop(conn);
+    (dir, db)
+}
+
+fn run(command: &mut Command) {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{:?}: {}",
+        command,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!output.stdout.is_empty());
+}
+
+fn plan_checkpoint(db: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("--db").arg(db).args(args);
+    command
+}
+
+fn sqlite3(db: &Path, sql: &str) -> Command {
+    let mut command = Command::new("sqlite3");
+    command.arg("-readonly").arg(db).arg(sql);
+    command
+}
+
+fn sqlite3_available() -> bool {
+    Command::new("sqlite3")
+        .arg("-version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// The columns the CLI reads for a listing.
+const COLUMNS: &str = "id, session_id, turn_id, title, question, artifact_path, artifact_sha256, artifact_size, \
+     status, error_code, created_at, expires_at, decided_at, permission_mode, execution_id, execution_state, \
+     legacy_proposal_json, legacy_feedback";
+
+fn cli(criterion: &mut Criterion) {
+    let (_dir, db) = database();
+    let baseline = sqlite3_available();
+    if !baseline {
+        eprintln!(
+            "\n!!! the `sqlite3` command is not installed: SKIPPING the sqlite3 baselines (apt-get install sqlite3)\n"
+        );
+    }
+    let mut group = criterion.benchmark_group("cli_1m_approvals");
+    group.sample_size(30).measurement_time(Duration::from_secs(8));
+
+    group.bench_function("plan-checkpoint approvals list --limit 50", |bencher| {
+        bencher.iter(|| run(&mut plan_checkpoint(&db, &["approvals", "list", "--limit", "50"])));
+    });
+    if baseline {
+        let sql = format!("SELECT {COLUMNS} FROM plan_approvals ORDER BY created_at DESC, id LIMIT 50;");
+        group.bench_function("sqlite3 list limit 50", |bencher| {
+            bencher.iter(|| run(&mut sqlite3(&db, &sql)));
+        });
+    }
+
+    group.bench_function("plan-checkpoint db status", |bencher| {
+        bencher.iter(|| run(&mut plan_checkpoint(&db, &["db", "status"])));
+    });
+    if baseline {
+        let sql = format!(
+            "PRAGMA user_version; SELECT status, count(*) FROM plan_approvals GROUP BY status; \
+             SELECT {COLUMNS} FROM plan_approvals WHERE status = 'pending' \
+             UNION ALL SELECT {COLUMNS} FROM plan_approvals WHERE execution_state IN ('queued','running');"
+        );
+        group.bench_function("sqlite3 status", |bencher| {
+            bencher.iter(|| run(&mut sqlite3(&db, &sql)));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, cli);
+criterion_main!(benches);

@@ -1,0 +1,371 @@
+//! `serve` benchmarks (criterion): round trips per second through the real
+//! `plan-checkpoint serve` process over pipes, next to the storage floor
+//! measured in the same run.
+//!
+//! - `serve/plan_get`: one `plan/get` round trip.
+//! - `serve/submission`: `turn/start` + `SubmitPlan` + `plan/reject` (the
+//!   reject frees the session for the next round), three round trips.
+//! - `floor/submission`: the durable work of a submission done by hand:
+//!   `std::fs` create-new, write, fsync file and directory, SHA-256, and one
+//!   rusqlite INSERT committed under WAL + `synchronous = FULL`.
+//! - `floor/submission_and_reject`: the same plus the UPDATE commit a
+//!   reject makes, so it is the floor of exactly what `serve/submission` does
+//!   (four fsyncs: file, directory, two commits).
+//! - `host/submission`: the same three calls on an in-process `plan_host::Host`
+//!   (no process, no pipes, no JSON), which does the same durable work
+//!   through plan-storage's real schema.
+//!
+//! `SERVE_BENCH_DIR` puts every file there (for example `/dev/shm`, which
+//! takes fsync latency out and leaves the CPU, pipe and JSON cost).
+//!
+//! A last pass (`overhead`) times all of them interleaved, so disk drift
+//! hits each alike, and prints medians: serve over the in-process host is
+//! what the dispatcher, JSON and pipes add (target: under 10% of the
+//! floor); the host over the floor is what plan-storage's schema and checks
+//! add. These benchmarks only measure; CI compiles them and does not run
+//! them.
+
+// Benchmark harness, like test code: a failed setup must stop the run loudly.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use sha2::Digest;
+
+const MARKDOWN: &str = "# Plan\n\n1. Read the parser.\n2. Split it in two.\n3. Run the tests.\n";
+
+/// A running serve process with a synchronous client.
+struct Serve {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: i64,
+    line: String,
+}
+
+impl Serve {
+    fn start(db: &Path) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+            .arg("serve")
+            .arg("--db")
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning plan-checkpoint serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut serve = Serve {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            line: String::new(),
+        };
+        serve.call("initialize", &json!({"protocolVersion": 9}));
+        serve
+    }
+
+    /// One round trip; notifications in between are read and dropped.
+    fn call(&mut self, method: &str, params: &Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            self.line.clear();
+            assert!(self.stdout.read_line(&mut self.line).unwrap() > 0, "serve exited");
+            let message: Value = serde_json::from_str(&self.line).unwrap();
+            if message.get("id").is_none() {
+                continue;
+            }
+            assert_eq!(message["id"], id);
+            match message.get("result") {
+                Some(result) => return result.clone(),
+                None => panic!("{method} failed: {message}"),
+            }
+        }
+    }
+
+    /// turn/start + SubmitPlan + plan/reject.
+    fn submission(&mut self, session: &str) {
+        let turn = self.call(
+            "turn/start",
+            &json!({"sessionId": session, "prompt": "p", "origin": "interactive"}),
+        );
+        let calls = json!({"sessionId": session, "turnId": turn["turnId"], "calls": [
+            {"callId": "c", "name": "SubmitPlan", "input": {"title": "Split parser", "markdown": MARKDOWN, "question": "Go?"}}
+        ]});
+        let results = self.call("turn/toolCalls", &calls);
+        let approval = &results["results"][0]["approval"]["id"];
+        black_box(self.call("plan/reject", &json!({"approvalId": approval})));
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The hand-written durable floor of a submission.
+struct Floor {
+    dir: PathBuf,
+    conn: rusqlite::Connection,
+    count: u64,
+}
+
+impl Floor {
+    fn new(base: &Path) -> Floor {
+        let dir = base.join("floor-plan");
+        std::fs::create_dir_all(&dir).unwrap();
+        let conn = rusqlite::Connection::open(base.join("floor.db")).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+             CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, path TEXT NOT NULL, \
+             sha256 TEXT NOT NULL, size INTEGER NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL);",
+        )
+        .unwrap();
+        Floor { dir, conn, count: 0 }
+    }
+
+    /// create-new + write + fsync file and directory + SHA-256 + INSERT commit.
+    fn submission(&mut self) -> String {
+        self.count += 1;
+        let id = format!("a{}", self.count);
+        let path = self.dir.join(format!("{id}.md"));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(MARKDOWN.as_bytes()).unwrap();
+        file.sync_all().unwrap();
+        std::fs::File::open(&self.dir).unwrap().sync_all().unwrap();
+        let sha256 = hex::encode(sha2::Sha256::digest(MARKDOWN.as_bytes()));
+        let transaction = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        transaction
+            .execute(
+                "INSERT INTO approvals (id, path, sha256, size, status, created_at) VALUES (?1, ?2, ?3, ?4, 'pending', 0)",
+                rusqlite::params![id, path.to_str().unwrap(), sha256, MARKDOWN.len() as i64],
+            )
+            .unwrap();
+        transaction.commit().unwrap();
+        id
+    }
+
+    /// The reject's UPDATE commit.
+    fn reject(&mut self, id: &str) {
+        let transaction = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        transaction
+            .execute(
+                "UPDATE approvals SET status = 'rejected' WHERE id = ?1 AND status = 'pending'",
+                [id],
+            )
+            .unwrap();
+        transaction.commit().unwrap();
+    }
+}
+
+/// The same submission on an in-process host.
+struct InProcess {
+    host: plan_host::Host,
+}
+
+impl InProcess {
+    fn new(base: &Path, workspace: &Path) -> InProcess {
+        let host = plan_host::Host::open(base.join("host.db"), plan_host::HostOptions::default()).unwrap();
+        host.create_session(plan_host::NewSession {
+            session_id: Some("bench".to_owned()),
+            workspace_root: Some(workspace.to_str().unwrap().to_owned()),
+            mode: Some(plan_core::Mode::Plan),
+            permission_mode: None,
+        })
+        .unwrap();
+        InProcess { host }
+    }
+
+    fn submission(&self) {
+        let turn = self
+            .host
+            .start_turn("bench", plan_core::Origin::Interactive)
+            .unwrap();
+        let call = plan_core::ToolCall {
+            call_id: "c".to_owned(),
+            name: "SubmitPlan".to_owned(),
+            input: json!({"title": "Split parser", "markdown": MARKDOWN, "question": "Go?"}),
+        };
+        let outcomes = self.host.tool_calls("bench", &turn.turn_id, vec![call]).unwrap();
+        let approval = outcomes[0].approval.as_ref().unwrap();
+        black_box(self.host.reject(&approval.id).unwrap());
+    }
+}
+
+/// Everything one run needs, in one temporary directory.
+struct Setup {
+    _dir: tempfile::TempDir,
+    serve: Serve,
+    floor: Floor,
+    host: InProcess,
+    approval_id: String,
+}
+
+fn setup() -> Setup {
+    // SERVE_BENCH_DIR=/dev/shm takes fsync latency out, leaving the CPU cost.
+    let dir = match std::env::var_os("SERVE_BENCH_DIR") {
+        Some(base) => tempfile::tempdir_in(base).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
+    let base = dir.path().canonicalize().unwrap();
+    let workspace = base.join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let mut serve = Serve::start(&base.join("plan.db"));
+    serve.call(
+        "session/create",
+        &json!({"sessionId": "bench", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    serve.call(
+        "session/create",
+        &json!({"sessionId": "get", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        &json!({"sessionId": "get", "prompt": "p", "origin": "interactive"}),
+    );
+    let calls = json!({"sessionId": "get", "turnId": turn["turnId"], "calls": [
+        {"callId": "c", "name": "SubmitPlan", "input": {"title": "t", "markdown": MARKDOWN, "question": "q"}}
+    ]});
+    let results = serve.call("turn/toolCalls", &calls);
+    let approval_id = results["results"][0]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    Setup {
+        floor: Floor::new(&base),
+        host: InProcess::new(&base, &workspace),
+        _dir: dir,
+        serve,
+        approval_id,
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let mut setup = setup();
+    let mut group = c.benchmark_group("serve");
+    group.throughput(Throughput::Elements(1));
+    let get = json!({"approvalId": setup.approval_id});
+    group.bench_function("plan_get", |b| {
+        b.iter(|| black_box(setup.serve.call("plan/get", &get)))
+    });
+    group.bench_function("submission", |b| b.iter(|| setup.serve.submission("bench")));
+    group.finish();
+
+    let mut group = c.benchmark_group("host");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("submission", |b| b.iter(|| setup.host.submission()));
+    group.finish();
+
+    let mut group = c.benchmark_group("floor");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("submission", |b| b.iter(|| black_box(setup.floor.submission())));
+    group.bench_function("submission_and_reject", |b| {
+        b.iter(|| {
+            let id = setup.floor.submission();
+            setup.floor.reject(&id);
+        });
+    });
+    group.finish();
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Interleaved timing of the serve submission and both floors, so that disk
+/// and machine drift hit all three alike; prints the overhead.
+fn overhead(_c: &mut Criterion) {
+    let rounds: usize = std::env::var("SERVE_BENCH_OVERHEAD_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut setup = setup();
+    let (mut serve, mut host, mut floor, mut floor_reject, mut get) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let get_params = json!({"approvalId": setup.approval_id});
+    for _ in 0..rounds {
+        let start = Instant::now();
+        setup.serve.submission("bench");
+        serve.push(start.elapsed());
+        let start = Instant::now();
+        setup.host.submission();
+        host.push(start.elapsed());
+        let start = Instant::now();
+        black_box(setup.floor.submission());
+        floor.push(start.elapsed());
+        let start = Instant::now();
+        let id = setup.floor.submission();
+        setup.floor.reject(&id);
+        floor_reject.push(start.elapsed());
+        let start = Instant::now();
+        black_box(setup.serve.call("plan/get", &get_params));
+        get.push(start.elapsed());
+    }
+    let [serve, host, floor, floor_reject, get] =
+        [&mut serve, &mut host, &mut floor, &mut floor_reject, &mut get].map(|samples| median(samples));
+    let per_second = |d: Duration| 1.0 / d.as_secs_f64();
+    let percent = |part: Duration, of: Duration| part.as_secs_f64() / of.as_secs_f64() * 100.0;
+    println!("\nserve overhead ({rounds} interleaved rounds, medians):");
+    println!(
+        "  serve plan/get                      {get:>10.1?}  {:>8.0} round trips/s",
+        per_second(get)
+    );
+    println!(
+        "  serve submission (3 round trips)    {serve:>10.1?}  {:>8.0} submissions/s",
+        per_second(serve)
+    );
+    println!(
+        "  in-process host submission          {host:>10.1?}  {:>8.0} /s",
+        per_second(host)
+    );
+    println!(
+        "  floor: submission + reject          {floor_reject:>10.1?}  {:>8.0} /s",
+        per_second(floor_reject)
+    );
+    println!(
+        "  floor: submission (1 commit)        {floor:>10.1?}  {:>8.0} /s",
+        per_second(floor)
+    );
+    let dispatcher = serve.saturating_sub(host);
+    println!(
+        "  dispatcher + JSON + pipes (serve - host): {dispatcher:.1?} = {:.1}% of the matching floor (target < 10%)",
+        percent(dispatcher, floor_reject)
+    );
+    println!(
+        "  host over the matching floor: {:+.1}%; serve over the matching floor: {:+.1}%",
+        percent(host, floor_reject) - 100.0,
+        percent(serve, floor_reject) - 100.0
+    );
+}
+
+criterion_group! {
+    name = serve_benches;
+    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    targets = benches, overhead
+}
+criterion_main!(serve_benches);

@@ -1,0 +1,360 @@
+//! `plan-checkpoint demo`: the ADR 0053 story, driven through the real
+//! `plan_host::Host` on a real database and workspace, told step by step.
+//!
+//! It creates its directory (a new temporary one unless `--dir` is given)
+//! and keeps it, so the result can be inspected with the other commands.
+//! Every outcome it prints is what the host answered; the demo only chooses
+//! the inputs (the tool calls a model would make, the person's decisions)
+//! and decides nothing itself. Apart from creating its directory it touches
+//! the file system only through the host.
+
+use std::path::{Path, PathBuf};
+
+use plan_core::{ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, ToolCall};
+use plan_host::{ApprovalFilter, Host, HostError, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+
+use crate::render;
+use crate::{Failure, exit};
+
+/// The first plan the agent submits.
+const FIRST_PLAN: &str = "# Split the parser\n\n\
+1. Read `src/parser.rs` and list its responsibilities.\n\
+2. Move tokenizing into `src/lexer.rs`; keep the public API.\n\
+3. Run `cargo test` and fix what breaks.\n";
+
+/// The revision that the person rejects.
+const SECOND_PLAN: &str = "# Split the parser (revision)\n\n\
+1. Read `src/parser.rs` and list its responsibilities.\n\
+2. Move tokenizing into `src/lexer.rs` and rename the public API.\n\
+3. Delete the old tests and write new ones.\n";
+
+/// Output collected and written at each step, so a failure still leaves
+/// the steps so far on the screen.
+struct Story {
+    step: u32,
+}
+
+impl Story {
+    fn step(&mut self, title: &str) -> Result<(), Failure> {
+        self.step += 1;
+        say(&format!("\n{}. {title}\n", self.step))
+    }
+}
+
+fn say(text: &str) -> Result<(), Failure> {
+    render::write_stdout(text.as_bytes())
+}
+
+fn host_failure(what: &str) -> impl FnOnce(HostError) -> Failure {
+    move |error| {
+        Failure::new(
+            exit::FAILURE,
+            format!(
+                "demo: {what} failed: {}: {}",
+                error.code().as_str(),
+                error.message()
+            ),
+        )
+    }
+}
+
+fn io_failure(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Failure {
+    let message = format!("demo: cannot {what} {}", path.display());
+    move |error| Failure::new(exit::FAILURE, format!("{message}: {error}"))
+}
+
+/// Makes (or checks) the demo directory and returns it absolute.
+fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
+    let dir = match dir {
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("plan-checkpoint-demo-")
+                .tempdir()
+                .map_err(io_failure(
+                    "create a temporary directory in",
+                    &std::env::temp_dir(),
+                ))?;
+            temp.keep()
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(io_failure("create", dir))?;
+            let mut entries = std::fs::read_dir(dir).map_err(io_failure("read", dir))?;
+            if entries.next().is_some() {
+                return Err(Failure::new(
+                    exit::USAGE,
+                    format!(
+                        "demo: {} is not empty; give a new or empty directory",
+                        dir.display()
+                    ),
+                ));
+            }
+            dir.to_path_buf()
+        }
+    };
+    // The host wants an absolute, normalized workspace root.
+    std::fs::canonicalize(&dir).map_err(io_failure("resolve", &dir))
+}
+
+fn call(call_id: &str, name: &str, input: serde_json::Value) -> ToolCall {
+    ToolCall {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        input,
+    }
+}
+
+fn submit(title: &str, markdown: &str) -> ToolCall {
+    call(
+        "call-submit",
+        "SubmitPlan",
+        serde_json::json!({
+            "title": title,
+            "markdown": markdown,
+            "question": "Shall I go ahead with this plan?",
+        }),
+    )
+}
+
+fn verdict(outcome: &ToolCallOutcome) -> String {
+    match outcome.decision {
+        ToolCallVerdict::Allow(_) => "allowed".to_owned(),
+        ToolCallVerdict::Deny(code) => format!("denied with {} ({})", code.as_str(), code.message()),
+    }
+}
+
+/// Runs the story. Returns the exit code.
+pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
+    let dir = prepare_dir(dir)?;
+    let workspace = dir.join("workspace");
+    std::fs::create_dir(&workspace).map_err(io_failure("create", &workspace))?;
+    let database = dir.join("plan-checkpoint.db");
+    let root = workspace.to_string_lossy().into_owned();
+    say(&format!(
+        "plan-checkpoint demo: the ADR 0053 plan checkpoint, driven through the real host.\n\
+         directory: {}\n  workspace: {}\n  database:  {}\n",
+        dir.display(),
+        workspace.display(),
+        database.display()
+    ))?;
+    let mut story = Story { step: 0 };
+
+    story.step("Open the host")?;
+    let host = Host::open(&database, HostOptions::default()).map_err(host_failure("opening the host"))?;
+    let migration = host.migration();
+    say(&format!(
+        "   created the database at schema v{} ({}) and ran the startup fence: nothing to recover\n",
+        migration.to,
+        migration
+            .from
+            .map_or_else(|| "new file".to_owned(), |from| format!("from v{from}"))
+    ))?;
+
+    story.step("Create a project-bound session in Plan mode")?;
+    let state = host
+        .create_session(NewSession {
+            workspace_root: Some(root.clone()),
+            mode: Some(Mode::Plan),
+            ..NewSession::default()
+        })
+        .map_err(host_failure("creating the session"))?;
+    let session_id = state.session.id.clone();
+    say(&format!(
+        "   session {session_id}: mode {}, permission {}\n",
+        state.session.mode, state.session.permission_mode
+    ))?;
+
+    story.step("Start an interactive Plan turn; the agent asks for Write and Read")?;
+    let turn = host
+        .start_turn(&session_id, Origin::Interactive)
+        .map_err(host_failure("starting the Plan turn"))?;
+    say(&format!("   turn {} runs in {} mode\n", turn.turn_id, turn.mode))?;
+    let outcomes = host
+        .tool_calls(
+            &session_id,
+            &turn.turn_id,
+            vec![
+                call(
+                    "call-write",
+                    "Write",
+                    serde_json::json!({"path": "src/parser.rs", "content": "// rewritten"}),
+                ),
+                call("call-read", "Read", serde_json::json!({"path": "src/parser.rs"})),
+            ],
+        )
+        .map_err(host_failure("deciding the tool calls"))?;
+    for (name, outcome) in ["Write", "Read"].iter().zip(&outcomes) {
+        say(&format!("   {name:<6} {}\n", verdict(outcome)))?;
+    }
+
+    story.step("The agent calls SubmitPlan; the host writes the artifact")?;
+    let outcomes = host
+        .tool_calls(
+            &session_id,
+            &turn.turn_id,
+            vec![submit("Split the parser", FIRST_PLAN)],
+        )
+        .map_err(host_failure("submitting the plan"))?;
+    let Some(first) = outcomes.into_iter().find_map(|outcome| outcome.approval) else {
+        return Err(Failure::new(
+            exit::FAILURE,
+            "demo: SubmitPlan created no approval",
+        ));
+    };
+    let Some(artifact) = first.artifact.clone() else {
+        return Err(Failure::new(exit::FAILURE, "demo: the approval has no artifact"));
+    };
+    let content = host
+        .read_artifact(&first.id)
+        .map_err(host_failure("rereading the artifact"))?;
+    say(&format!(
+        "   approval {} is {}: \"{}\"\n   artifact: {}/{}\n     size:   {} bytes\n     sha256: {}\n     \
+         reread and checked: {} bytes, sha256 matches\n   expires: {} (expires in {})\n",
+        first.id,
+        first.status,
+        first.title,
+        root,
+        artifact.path,
+        artifact.size,
+        artifact.sha256,
+        content.size,
+        render::local_rfc3339(first.expires_at),
+        render::span(first.expires_at - first.created_at)
+    ))?;
+
+    story.step("A person approves with accept-edits")?;
+    let (approved, state) = host
+        .approve(&first.id, Some(PermissionMode::AcceptEdits))
+        .map_err(host_failure("approving"))?;
+    let Some(execution_id) = approved.execution_id.clone() else {
+        return Err(Failure::new(exit::FAILURE, "demo: the approval has no execution"));
+    };
+    say(&format!(
+        "   approval {}: status {}, permission mode {}\n   session is now in {} mode with {}\n   \
+         execution {execution_id} is {}\n",
+        approved.id,
+        approved.status,
+        approved.permission_mode.map_or("-", PermissionMode::as_str),
+        state.session.mode,
+        state.session.permission_mode,
+        approved.execution_state.map_or("-", |state| state.as_str()),
+    ))?;
+
+    story.step("The execution starts")?;
+    let running = host
+        .start_execution(&execution_id)
+        .map_err(host_failure("starting the execution"))?;
+    say(&format!(
+        "   execution {execution_id} is {}\n",
+        running.execution_state.map_or("-", |state| state.as_str())
+    ))?;
+
+    story.step("The host restarts (close it, open a new host on the same database)")?;
+    host.close();
+    drop(host);
+    let host = Host::open(&database, HostOptions::default()).map_err(host_failure("reopening the host"))?;
+    let after = host
+        .approval(&first.id)
+        .map_err(host_failure("reading the approval"))?
+        .approval;
+    let state = host
+        .session(&session_id)
+        .map_err(host_failure("reading the session"))?;
+    let live = host
+        .list_approvals(&ApprovalFilter::default())
+        .map_err(host_failure("listing approvals"))?
+        .into_iter()
+        .filter(|stored| {
+            stored.approval.has_live_execution() || stored.approval.status == ApprovalStatus::Pending
+        })
+        .count();
+    say(&format!(
+        "   the startup fence interrupted the execution: approval {} is {}, execution {}, error {}\n   \
+         nothing replayed: {live} pending, queued or running rows; active turn: {}; session in {} mode\n",
+        after.id,
+        after.status,
+        after.execution_state.map_or("-", |state| state.as_str()),
+        after.error_code.map_or("-", ErrorCode::as_str),
+        state
+            .active_turn
+            .as_ref()
+            .map_or("none", |turn| turn.turn_id.as_str()),
+        state.session.mode,
+    ))?;
+
+    story.step("A second plan, rejected")?;
+    host.configure_session(
+        &session_id,
+        ConfigChange {
+            mode: Some(Mode::Plan),
+            ..ConfigChange::default()
+        },
+    )
+    .map_err(host_failure("switching back to Plan"))?;
+    let turn = host
+        .start_turn(&session_id, Origin::Interactive)
+        .map_err(host_failure("starting the second Plan turn"))?;
+    let outcomes = host
+        .tool_calls(
+            &session_id,
+            &turn.turn_id,
+            vec![submit("Split the parser (revision)", SECOND_PLAN)],
+        )
+        .map_err(host_failure("submitting the second plan"))?;
+    let Some(second) = outcomes.into_iter().find_map(|outcome| outcome.approval) else {
+        return Err(Failure::new(
+            exit::FAILURE,
+            "demo: the second SubmitPlan created no approval",
+        ));
+    };
+    let (rejected, state) = host.reject(&second.id).map_err(host_failure("rejecting"))?;
+    say(&format!(
+        "   the agent submitted a new plan: approval {}, a new artifact {}\n   a person rejects it: status {}, \
+         permission mode {}, execution {}\n   session idle in {} mode; a revision needs a new turn and a new \
+         SubmitPlan\n",
+        second.id,
+        second
+            .artifact
+            .as_ref()
+            .map_or("-", |artifact| artifact.path.as_str()),
+        rejected.status,
+        rejected.permission_mode.map_or("none", PermissionMode::as_str),
+        rejected.execution_state.map_or("none", |state| state.as_str()),
+        state.session.mode,
+    ))?;
+
+    story.step("A scheduled task tries a Plan run")?;
+    match host.start_turn(&session_id, Origin::Scheduled) {
+        Err(error) => say(&format!(
+            "   refused with {}: {}\n   nothing was created: no turn, no artifact, no approval\n",
+            error.code().as_str(),
+            error.message()
+        ))?,
+        Ok(turn) => {
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!(
+                    "demo: the scheduled Plan run was accepted (turn {})",
+                    turn.turn_id
+                ),
+            ));
+        }
+    }
+
+    story.step("The approvals list (plan-checkpoint approvals list)")?;
+    let rows = host
+        .list_approvals(&ApprovalFilter::default())
+        .map_err(host_failure("listing approvals"))?;
+    let approvals: Vec<_> = rows.into_iter().map(|stored| stored.approval).collect();
+    say(&render::table(&approvals, render::now_ms()))?;
+    host.close();
+
+    say(&format!(
+        "\nKept everything in {dir}. Try:\n  plan-checkpoint --db {db} approvals show {id}\n  \
+         plan-checkpoint --db {db} approvals diff {id} {second}\n  plan-checkpoint --db {db} approvals verify --all\n",
+        dir = dir.display(),
+        db = database.display(),
+        id = first.id,
+        second = second.id,
+    ))?;
+    Ok(exit::OK)
+}

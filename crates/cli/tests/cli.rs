@@ -1,0 +1,28 @@
+//! End-to-end tests of the `plan-checkpoint` binary: every command in human
+//! and `--json` form against databases built through plan-host (and a
+//! migrated v8 one), every error path with its exit code, inspection beside
+//! a live `serve`, the demo, and the help text of every command.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::wildcard_enum_match_arm
+)]
+
+#[path = "cli/support.rs"]
+mod support;
+
+#[path = "cli/commands.rs"]
+mod commands;
+
+#[path = "cli/errors.rs"]
+mod errors;
+
+#[path = "cli/live.rs"]
+mod live;
+
+#[path = "cli/demo.rs"]
+mod demo;
+
+#[path = "cli/help.rs"]
+mod help;

@@ -1,0 +1,288 @@
+//! Every command in human and `--json` form, snapshot-tested against a
+//! database built through the host and against a migrated v8 database.
+
+use crate::support::{self, Fixture, run};
+
+fn snap(fixture: &Fixture, name: &str, args: &[&str]) -> support::Run {
+    let result = run(Some(&fixture.db), args);
+    Fixture::settings().bind(|| insta::assert_snapshot!(name, fixture.redact(&result.transcript())));
+    result
+}
+
+#[test]
+fn db_status_human_and_json() {
+    let fixture = support::rich();
+    assert_eq!(snap(&fixture, "db_status", &["db", "status"]).code, 0);
+    let json = snap(&fixture, "db_status_json", &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["counts"]["pending"], 1);
+    assert_eq!(value["live"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn db_migrate_on_v10_has_nothing_to_do() {
+    let fixture = support::rich();
+    let before = support::dump_approvals(&fixture.db);
+    assert_eq!(snap(&fixture, "db_migrate_v10", &["db", "migrate"]).code, 0);
+    assert_eq!(
+        snap(&fixture, "db_migrate_v10_json", &["db", "migrate", "--json"]).code,
+        0
+    );
+    assert_eq!(support::dump_approvals(&fixture.db), before);
+}
+
+#[test]
+fn approvals_list_human_json_and_filters() {
+    let fixture = support::rich();
+    let all = snap(&fixture, "list", &["approvals", "list"]);
+    assert_eq!(all.code, 0);
+    for line in all.stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {line:?}");
+    }
+    // Newest first.
+    let order: Vec<usize> = [
+        "approval-pending",
+        "approval-queued",
+        "approval-expired",
+        "approval-rejected",
+    ]
+    .iter()
+    .map(|name| all.stdout.find(&fixture.id(name)).unwrap())
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{order:?}");
+    snap(&fixture, "list_json", &["approvals", "list", "--json"]);
+    snap(
+        &fixture,
+        "list_session_beta",
+        &["approvals", "list", "--session", "s-beta"],
+    );
+    snap(
+        &fixture,
+        "list_status_rejected_json",
+        &["approvals", "list", "--status", "rejected", "--json"],
+    );
+    let limited = snap(&fixture, "list_limit_2", &["approvals", "list", "--limit", "2"]);
+    assert_eq!(limited.stdout.lines().count(), 2 + 2 * 2);
+    snap(
+        &fixture,
+        "list_empty",
+        &["approvals", "list", "--session", "no-such-session"],
+    );
+}
+
+#[test]
+fn approvals_list_json_is_exactly_the_protocol_objects() {
+    let fixture = support::rich();
+    let listed = run(Some(&fixture.db), &["approvals", "list", "--json"]);
+    let result: plan_protocol::PlanListResult = serde_json::from_str(&listed.stdout).unwrap();
+    let store = plan_storage::Store::open_read_only(&fixture.db).unwrap();
+    let expected: Vec<plan_protocol::PlanApproval> = store
+        .list_approvals(&plan_storage::ApprovalFilter::default())
+        .unwrap()
+        .iter()
+        .map(|stored| plan_protocol::PlanApproval::from(&stored.approval))
+        .collect();
+    assert_eq!(result.approvals, expected);
+    // Same field names as the wire, nothing more.
+    let value: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let first = value["approvals"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = first.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "artifact",
+            "createdAt",
+            "decidedAt",
+            "errorCode",
+            "executionId",
+            "executionState",
+            "expiresAt",
+            "id",
+            "permissionMode",
+            "question",
+            "sessionId",
+            "status",
+            "title",
+            "turnId"
+        ]
+    );
+}
+
+#[test]
+fn approvals_show_every_status() {
+    let fixture = support::rich();
+    for name in [
+        "approval-completed",
+        "approval-rejected",
+        "approval-expired",
+        "approval-queued",
+        "approval-pending",
+    ] {
+        let id = fixture.id(name);
+        let shown = snap(&fixture, &format!("show_{name}"), &["approvals", "show", &id]);
+        assert_eq!(shown.code, 0);
+        snap(
+            &fixture,
+            &format!("show_{name}_json"),
+            &["approvals", "show", &id, "--json"],
+        );
+    }
+    let pending = run(
+        Some(&fixture.db),
+        &["approvals", "show", &fixture.id("approval-pending")],
+    );
+    assert!(
+        pending.stdout.contains("(expires in 27 min)"),
+        "{}",
+        pending.stdout
+    );
+    let expired = run(
+        Some(&fixture.db),
+        &["approvals", "show", &fixture.id("approval-expired")],
+    );
+    assert!(
+        expired.stdout.contains("PLAN_APPROVAL_TIMEOUT"),
+        "{}",
+        expired.stdout
+    );
+}
+
+#[test]
+fn approvals_cat_prints_the_exact_bytes() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-completed");
+    let cat = run(Some(&fixture.db), &["approvals", "cat", &id]);
+    assert_eq!(cat.code, 0, "{}", cat.stderr);
+    assert_eq!(cat.raw_stdout, support::PLAN_V1.as_bytes());
+    snap(&fixture, "cat", &["approvals", "cat", &id]);
+    let json = snap(&fixture, "cat_json", &["approvals", "cat", &id, "--json"]);
+    let result: plan_protocol::PlanReadArtifactResult = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(result.markdown, support::PLAN_V1);
+    assert_eq!(result.size, support::PLAN_V1.len() as u64);
+}
+
+#[test]
+fn approvals_verify_all_session_and_one_when_everything_is_fine() {
+    let fixture = support::rich();
+    assert_eq!(
+        snap(&fixture, "verify_all", &["approvals", "verify", "--all"]).code,
+        0
+    );
+    assert_eq!(
+        snap(
+            &fixture,
+            "verify_all_json",
+            &["approvals", "verify", "--all", "--json"]
+        )
+        .code,
+        0
+    );
+    assert_eq!(
+        snap(
+            &fixture,
+            "verify_session",
+            &["approvals", "verify", "--session", "s-beta"]
+        )
+        .code,
+        0
+    );
+    let id = fixture.id("approval-rejected");
+    assert_eq!(
+        snap(&fixture, "verify_one", &["approvals", "verify", &id]).code,
+        0
+    );
+}
+
+#[test]
+fn approvals_diff_shows_what_changed_between_revisions() {
+    let fixture = support::rich();
+    let a = fixture.id("approval-completed");
+    let b = fixture.id("approval-rejected");
+    let diff = snap(&fixture, "diff", &["approvals", "diff", &a, &b]);
+    assert_eq!(diff.code, 0);
+    assert!(
+        diff.stdout
+            .contains("+2. Move tokenizing into lexer.rs and rename the API.")
+    );
+    let json = snap(&fixture, "diff_json", &["approvals", "diff", &a, &b, "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["identical"], false);
+    let same = run(Some(&fixture.db), &["approvals", "diff", &a, &a]);
+    assert_eq!((same.code, same.stdout.as_str()), (0, ""));
+    assert!(same.stderr.contains("identical"));
+}
+
+#[test]
+fn approvals_export_is_json_lines_of_protocol_objects() {
+    let fixture = support::rich();
+    let export = snap(&fixture, "export", &["approvals", "export"]);
+    assert_eq!(export.code, 0);
+    let lines: Vec<plan_protocol::PlanApproval> = export
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5);
+    let beta = snap(
+        &fixture,
+        "export_session_beta",
+        &["approvals", "export", "--session", "s-beta", "--json"],
+    );
+    assert_eq!(beta.stdout.lines().count(), 1);
+}
+
+#[test]
+fn completions_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let result = run(None, &["completions", shell]);
+        assert_eq!(result.code, 0, "{}", result.stderr);
+        assert!(result.stdout.contains("approvals"), "{shell}");
+        insta::assert_snapshot!(format!("completions_{shell}"), result.stdout);
+    }
+}
+
+/// A v8 database: inspection refuses it (naming v8 and `db migrate`),
+/// `db migrate` brings it to v10, and its legacy rows show `artifact: null`
+/// and their legacy titles.
+#[test]
+fn migrated_v8_database_shows_legacy_rows() {
+    let (dir, db) = support::v8();
+    let fixture = Fixture {
+        db: db.clone(),
+        root: String::new(),
+        names: vec![(dir.path().to_string_lossy().into_owned(), "[TMP]".to_owned())],
+        approvals: Vec::new(),
+        _dir: dir,
+    };
+    let refused = snap(&fixture, "v8_list_refused", &["approvals", "list"]);
+    assert_eq!(refused.code, 3);
+    assert!(refused.stderr.contains("version 8") && refused.stderr.contains("db migrate"));
+    let migrated = snap(&fixture, "v8_migrate", &["db", "migrate"]);
+    assert_eq!(migrated.code, 0);
+    assert!(migrated.stdout.contains("v8 -> v10"));
+    assert_eq!(
+        snap(&fixture, "v8_migrate_again_json", &["db", "migrate", "--json"]).code,
+        0
+    );
+    snap(&fixture, "v8_status", &["db", "status"]);
+    snap(&fixture, "v8_list", &["approvals", "list"]);
+    snap(&fixture, "v8_list_json", &["approvals", "list", "--json"]);
+    let shown = snap(&fixture, "v8_show_changes", &["approvals", "show", "pa-changes"]);
+    assert!(shown.stdout.contains("artifact:        null"));
+    assert!(shown.stdout.contains("legacy feedback: please split step 2"));
+    let json = snap(
+        &fixture,
+        "v8_show_unicode_json",
+        &["approvals", "show", "pa-rejected", "--json"],
+    );
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["artifact"], serde_json::Value::Null);
+    assert_eq!(value["title"], "Планировать ✓");
+    snap(&fixture, "v8_show_garbage", &["approvals", "show", "pa-garbage"]);
+    snap(&fixture, "v8_export", &["approvals", "export"]);
+    let verify = snap(&fixture, "v8_verify_all", &["approvals", "verify", "--all"]);
+    assert_eq!(verify.code, 0);
+    let cat = snap(&fixture, "v8_cat_legacy", &["approvals", "cat", "pa-approved"]);
+    assert_eq!(cat.code, 1);
+}

@@ -1,0 +1,316 @@
+//! Every error path: each asserts the exit code and the message.
+
+use std::io::{Seek, SeekFrom, Write};
+
+use crate::support::{self, Fixture, run};
+
+fn snap_err(
+    fixture: Option<&Fixture>,
+    name: &str,
+    db: Option<&std::path::Path>,
+    args: &[&str],
+) -> support::Run {
+    let result = run(db, args);
+    let text = match fixture {
+        Some(fixture) => fixture.redact(&result.transcript()),
+        None => result.transcript(),
+    };
+    Fixture::settings().bind(|| insta::assert_snapshot!(name, text));
+    result
+}
+
+#[test]
+fn no_database_given() {
+    for args in [
+        &["db", "status"][..],
+        &["approvals", "list"],
+        &["db", "migrate"],
+        &["serve"],
+    ] {
+        let result = run(None, args);
+        assert_eq!(result.code, 3, "{args:?}");
+        assert!(
+            result
+                .stderr
+                .contains("no database given: pass --db PATH or set PLAN_CHECKPOINT_DB"),
+            "{}",
+            result.stderr
+        );
+    }
+}
+
+#[test]
+fn the_environment_variable_names_the_database() {
+    let fixture = support::rich();
+    let output = support::command()
+        .env("PLAN_CHECKPOINT_DB", &fixture.db)
+        .args(["db", "status"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("schema version:  10"));
+}
+
+#[test]
+fn missing_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nope.db");
+    for args in [
+        &["db", "status"][..],
+        &["approvals", "show", "x"],
+        &["db", "migrate"],
+    ] {
+        let result = run(Some(&db), args);
+        assert_eq!(result.code, 3, "{args:?}");
+        assert!(result.stderr.contains("DATABASE_UNREADABLE"), "{}", result.stderr);
+        assert!(
+            result.stderr.contains("no database file exists at this path"),
+            "{}",
+            result.stderr
+        );
+    }
+    assert!(!db.exists(), "inspection must not create the file");
+}
+
+#[test]
+fn wrong_schema_versions_name_the_version_and_db_migrate() {
+    for version in [9_u32, 7, 11] {
+        let (_dir, db) = support::with_version(version);
+        let result = run(Some(&db), &["approvals", "list"]);
+        assert_eq!(result.code, 3, "v{version}");
+        assert!(result.stderr.contains("SCHEMA_UNSUPPORTED"), "{}", result.stderr);
+        assert!(
+            result.stderr.contains(&format!("schema version {version}")),
+            "{}",
+            result.stderr
+        );
+        assert!(result.stderr.contains("db migrate"), "{}", result.stderr);
+        // db migrate refuses them too, and leaves them as they were.
+        let migrate = run(Some(&db), &["db", "migrate"]);
+        assert_eq!(migrate.code, 3, "{}", migrate.stderr);
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let found: u32 = conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(found, version);
+    }
+    let (dir, db) = support::with_version(9);
+    let names = vec![(dir.path().to_string_lossy().into_owned(), "[TMP]".to_owned())];
+    let fixture = Fixture {
+        _dir: dir,
+        db: db.clone(),
+        root: String::new(),
+        names,
+        approvals: Vec::new(),
+    };
+    snap_err(Some(&fixture), "error_v9", Some(&db), &["db", "status"]);
+}
+
+#[test]
+fn a_v8_database_is_refused_for_inspection() {
+    let (_dir, db) = support::v8();
+    for args in [
+        &["db", "status"][..],
+        &["approvals", "export"],
+        &["approvals", "verify", "--all"],
+    ] {
+        let result = run(Some(&db), args);
+        assert_eq!(result.code, 3, "{args:?}");
+        assert!(result.stderr.contains("schema version 8"), "{}", result.stderr);
+        assert!(result.stderr.contains("db migrate"), "{}", result.stderr);
+    }
+}
+
+#[test]
+fn corrupt_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("text.db");
+    std::fs::write(
+        &text,
+        "this is not a database, just some text that is long enough",
+    )
+    .unwrap();
+    let result = run(Some(&text), &["approvals", "list"]);
+    assert_eq!(result.code, 3);
+    assert!(result.stderr.contains("DATABASE_UNREADABLE") && result.stderr.contains("SQLite header"));
+
+    // A real database whose schema page is smashed.
+    let fixture = support::rich();
+    let mut file = std::fs::OpenOptions::new().write(true).open(&fixture.db).unwrap();
+    file.seek(SeekFrom::Start(100)).unwrap();
+    file.write_all(&[0xA5; 3000]).unwrap();
+    drop(file);
+    let result = run(Some(&fixture.db), &["approvals", "list"]);
+    assert_eq!(result.code, 3, "{}", result.stderr);
+    assert!(result.stderr.contains("DATABASE_UNREADABLE"), "{}", result.stderr);
+}
+
+#[test]
+fn unknown_ids() {
+    let fixture = support::rich();
+    for args in [
+        &["approvals", "show", "no-such-id"][..],
+        &["approvals", "cat", "no-such-id"],
+        &["approvals", "verify", "no-such-id"],
+        &["approvals", "diff", "no-such-id", "other"],
+    ] {
+        let result = run(Some(&fixture.db), args);
+        assert_eq!(result.code, 1, "{args:?}");
+        assert!(
+            result
+                .stderr
+                .contains("APPROVAL_NOT_FOUND: no plan approval has id \"no-such-id\""),
+            "{}",
+            result.stderr
+        );
+    }
+    let session = run(Some(&fixture.db), &["approvals", "verify", "--session", "nobody"]);
+    assert_eq!(session.code, 1);
+    assert!(session.stderr.contains("SESSION_NOT_FOUND"), "{}", session.stderr);
+    snap_err(
+        Some(&fixture),
+        "error_unknown_id",
+        Some(&fixture.db),
+        &["approvals", "show", "no-such-id"],
+    );
+}
+
+#[test]
+fn tampered_artifact() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-completed");
+    std::fs::write(
+        fixture.artifact("approval-completed"),
+        "# Something else entirely\n",
+    )
+    .unwrap();
+    let cat = snap_err(
+        Some(&fixture),
+        "error_cat_tampered",
+        Some(&fixture.db),
+        &["approvals", "cat", &id],
+    );
+    assert_eq!(cat.code, 1);
+    assert!(cat.stdout.is_empty(), "nothing is printed on mismatch");
+    assert!(cat.stderr.contains("ARTIFACT_INTEGRITY_MISMATCH"));
+    let forced = run(Some(&fixture.db), &["approvals", "cat", &id, "--force"]);
+    assert_eq!(forced.code, 0);
+    assert_eq!(forced.stdout, "# Something else entirely\n");
+    assert!(forced.stderr.contains("warning: ARTIFACT_INTEGRITY_MISMATCH"));
+    let verify = snap_err(
+        Some(&fixture),
+        "error_verify_tampered",
+        Some(&fixture.db),
+        &["approvals", "verify", "--all"],
+    );
+    assert_eq!(verify.code, 1);
+    assert!(verify.stdout.contains("mismatch"));
+    let json = run(Some(&fixture.db), &["approvals", "verify", &id, "--json"]);
+    assert_eq!(json.code, 1);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["artifacts"][0]["result"], "mismatch");
+    assert_eq!(value["artifacts"][0]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    let diff = run(
+        Some(&fixture.db),
+        &["approvals", "diff", &id, &fixture.id("approval-rejected")],
+    );
+    assert_eq!(diff.code, 1);
+    assert!(diff.stderr.contains("ARTIFACT_INTEGRITY_MISMATCH"));
+}
+
+#[test]
+fn missing_artifact() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-rejected");
+    std::fs::remove_file(fixture.artifact("approval-rejected")).unwrap();
+    let cat = run(Some(&fixture.db), &["approvals", "cat", &id, "--force"]);
+    assert_eq!(cat.code, 1);
+    assert!(cat.stderr.contains("ARTIFACT_MISSING"), "{}", cat.stderr);
+    let verify = snap_err(
+        Some(&fixture),
+        "error_verify_missing",
+        Some(&fixture.db),
+        &["approvals", "verify", "--session", "s-alpha"],
+    );
+    assert_eq!(verify.code, 1);
+    assert!(verify.stdout.contains("missing"));
+}
+
+#[test]
+fn orphan_file() {
+    let fixture = support::rich();
+    let orphan = std::path::Path::new(&fixture.root).join(".pi/plan/20260101T000000Z-stray-000000000000.md");
+    std::fs::write(&orphan, "# nobody recorded me\n").unwrap();
+    let verify = snap_err(
+        Some(&fixture),
+        "error_verify_orphan",
+        Some(&fixture.db),
+        &["approvals", "verify", "--all"],
+    );
+    assert_eq!(verify.code, 1);
+    assert!(verify.stdout.contains("orphan"));
+    let json = run(Some(&fixture.db), &["approvals", "verify", "--all", "--json"]);
+    assert_eq!(json.code, 1);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        value["orphans"][0]["path"],
+        ".pi/plan/20260101T000000Z-stray-000000000000.md"
+    );
+    // The other workspace has no orphan: its session verifies.
+    assert_eq!(
+        run(Some(&fixture.db), &["approvals", "verify", "--session", "s-beta"]).code,
+        0
+    );
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let fixture = support::rich();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["approvals", "list", "--limit", "many"],
+            "invalid value 'many' for '--limit <N>'",
+        ),
+        (
+            &["approvals", "list", "--status", "done"],
+            "invalid value 'done' for '--status <STATUS>'",
+        ),
+        (
+            &["approvals", "verify"],
+            "the following required arguments were not provided",
+        ),
+        (&["approvals", "verify", "x", "--all"], "cannot be used with"),
+        (
+            &["approvals", "diff", "only-one"],
+            "the following required arguments were not provided",
+        ),
+        (
+            &["approvals", "frobnicate"],
+            "unrecognized subcommand 'frobnicate'",
+        ),
+        (&["completions", "powershell"], "invalid value 'powershell'"),
+        (&["db", "status", "--bogus"], "unexpected argument '--bogus'"),
+        (&[], "Usage: plan-checkpoint"),
+    ];
+    for (args, message) in cases {
+        let result = run(Some(&fixture.db), args);
+        assert_eq!(result.code, 2, "{args:?}: {}", result.stderr);
+        assert!(result.stderr.contains(message), "{args:?}: {}", result.stderr);
+    }
+    snap_err(
+        None,
+        "error_bad_limit",
+        None,
+        &["approvals", "list", "--limit", "many"],
+    );
+}
+
+#[test]
+fn demo_refuses_a_directory_that_is_not_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+    let result = run(None, &["demo", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(result.code, 2);
+    assert!(result.stderr.contains("is not empty"), "{}", result.stderr);
+}

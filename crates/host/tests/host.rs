@@ -1,0 +1,1649 @@
+//! Integration tests of the typed `Host` API, the `Connection` JSON-RPC
+//! dispatcher and the `ExpiryDriver`.
+//!
+//! Time comes from a `ManualClock`, so deadlines are crossed by moving the
+//! clock, never by sleeping; only the driver test uses the system clock, and
+//! it polls with a bounded wait instead of asserting on speed.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::wildcard_enum_match_arm
+)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use plan_core::{
+    ApprovalStatus, ConfigChange, ErrorCode, ExecutionState, Limits, Mode, Origin, PermissionMode,
+    PlanApproval, SessionState, ToolCall, TurnKind,
+};
+use plan_host::{
+    ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, ManualClock, NewSession,
+    ToolCallOutcome, ToolCallVerdict, default_catalog,
+};
+use plan_protocol::ServerNotification;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const T0: i64 = 1_800_000_000_000;
+const TTL: i64 = 60_000;
+const MARKDOWN_LIMIT: usize = 4096;
+const MARKDOWN: &str =
+    "# Plan ✓\r\n\r\n1. Read the parser — ünïcödé 计划\r\n2. Split it\n\tend without newline";
+
+// Compile-time: the host and what embedders share across threads are Send + Sync.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Host>();
+    send_sync::<Connection>();
+    send_sync::<ExpiryDriver>();
+};
+
+/// A temporary workspace and database with a host on a manual clock.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    workspace: PathBuf,
+    db: PathBuf,
+    clock: Arc<ManualClock>,
+    host: Arc<Host>,
+    seen: Arc<Mutex<Vec<ServerNotification>>>,
+}
+
+fn options(clock: &Arc<ManualClock>) -> HostOptions {
+    HostOptions {
+        limits: Limits {
+            approval_ttl_ms: TTL,
+            markdown_limit_bytes: MARKDOWN_LIMIT,
+        },
+        clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
+        shells: default_catalog(),
+    }
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let db = dir.path().join("plan.db");
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = Arc::new(Host::open(&db, options(&clock)).unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        listen(&host, &seen);
+        Fixture {
+            _dir: dir,
+            workspace,
+            db,
+            clock,
+            host,
+            seen,
+        }
+    }
+
+    /// Closes the host and opens a new one on the same database (a restart).
+    fn restart(&mut self) {
+        self.host.close();
+        self.host = Arc::new(Host::open(&self.db, options(&self.clock)).unwrap());
+        self.seen = Arc::new(Mutex::new(Vec::new()));
+        listen(&self.host, &self.seen);
+    }
+
+    fn root(&self) -> String {
+        self.workspace.to_str().unwrap().to_owned()
+    }
+
+    fn session(&self, id: &str, mode: Mode) -> SessionState {
+        self.host
+            .create_session(NewSession {
+                session_id: Some(id.to_owned()),
+                workspace_root: Some(self.root()),
+                mode: Some(mode),
+                permission_mode: None,
+            })
+            .unwrap()
+    }
+
+    /// A Plan session with a pending approval; returns the approval and the Plan turn id.
+    fn pending(&self, id: &str) -> (PlanApproval, String) {
+        self.session(id, Mode::Plan);
+        let turn = self.host.start_turn(id, Origin::Interactive).unwrap();
+        let outcomes = self
+            .host
+            .tool_calls(id, &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .unwrap();
+        (approval_of(&outcomes), turn.turn_id)
+    }
+
+    /// A session whose approved execution is queued; returns the execution id.
+    fn queued(&self, id: &str, mode: PermissionMode) -> (PlanApproval, String) {
+        let (approval, _) = self.pending(id);
+        let (approved, _) = self.host.approve(&approval.id, Some(mode)).unwrap();
+        let execution = approved.execution_id.clone().unwrap();
+        (approved, execution)
+    }
+
+    fn take_seen(&self) -> Vec<ServerNotification> {
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+
+    fn files(&self) -> Vec<String> {
+        plan_storage::list_artifact_files(&self.root()).unwrap()
+    }
+
+    fn rows(&self) -> Vec<PlanApproval> {
+        self.host
+            .list_approvals(&ApprovalFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|row| row.approval)
+            .collect()
+    }
+
+    fn row(&self, id: &str) -> PlanApproval {
+        self.host.approval(id).unwrap().approval
+    }
+}
+
+fn listen(host: &Host, seen: &Arc<Mutex<Vec<ServerNotification>>>) {
+    let seen = Arc::clone(seen);
+    host.add_listener(Arc::new(move |notification| {
+        seen.lock().unwrap().push(notification)
+    }));
+}
+
+fn call(id: &str, name: &str, input: Value) -> ToolCall {
+    ToolCall {
+        call_id: id.to_owned(),
+        name: name.to_owned(),
+        input,
+    }
+}
+
+fn submit(id: &str, markdown: &str) -> ToolCall {
+    call(
+        id,
+        "SubmitPlan",
+        json!({"title": "Split the parser", "markdown": markdown, "question": "Go ahead?"}),
+    )
+}
+
+fn approval_of(outcomes: &[ToolCallOutcome]) -> PlanApproval {
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    outcomes[0]
+        .approval
+        .clone()
+        .expect("an accepted SubmitPlan carries its approval")
+}
+
+fn code<T: std::fmt::Debug>(result: Result<T, HostError>) -> ErrorCode {
+    match result {
+        Ok(value) => panic!("expected a refusal, got {value:?}"),
+        Err(error) => error.code(),
+    }
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn methods(seen: &[ServerNotification]) -> Vec<&'static str> {
+    seen.iter().map(ServerNotification::method).collect()
+}
+
+fn file_bytes(workspace: &Path, approval: &PlanApproval) -> Vec<u8> {
+    std::fs::read(workspace.join(&approval.artifact.as_ref().unwrap().path)).unwrap()
+}
+
+mod lifecycle {
+    use super::*;
+
+    #[test]
+    fn submit_approve_start_complete_with_exact_notifications() {
+        let fx = Fixture::new();
+        let created = fx.session("s1", Mode::Plan);
+        assert!(created.is_idle());
+        assert_eq!(created.session.mode, Mode::Plan);
+        assert_eq!(created.session.permission_mode, PermissionMode::Ask);
+
+        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        assert_eq!(
+            (turn.mode, turn.kind, turn.origin),
+            (Mode::Plan, TurnKind::Prompt, Origin::Interactive)
+        );
+
+        // Plan-safe tools pass, everything else is denied, the turn stays active.
+        let mut batch: Vec<ToolCall> = plan_core::PLAN_SAFE_TOOLS
+            .iter()
+            .map(|name| call(name, name, json!({})))
+            .collect();
+        for name in ["Write", "Edit", "mcp__plugin__tool", "read", "Unknown"] {
+            batch.push(call(name, name, json!({})));
+        }
+        let outcomes = fx.host.tool_calls("s1", &turn.turn_id, batch).unwrap();
+        for outcome in &outcomes {
+            let expected = if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
+                ToolCallVerdict::Allow(None)
+            } else {
+                ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan)
+            };
+            assert_eq!(outcome.decision, expected, "{}", outcome.call_id);
+            assert!(outcome.approval.is_none());
+        }
+        assert_eq!(outcomes.len(), plan_core::PLAN_SAFE_TOOLS.len() + 5);
+
+        let outcomes = fx
+            .host
+            .tool_calls("s1", &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .unwrap();
+        let approval = approval_of(&outcomes);
+        assert_eq!(approval.status, ApprovalStatus::Pending);
+        assert_eq!(approval.turn_id, turn.turn_id);
+        assert_eq!(approval.title, "Split the parser");
+        assert_eq!(approval.question, "Go ahead?");
+        assert_eq!(approval.created_at, T0);
+        assert_eq!(approval.expires_at, T0 + TTL);
+        assert_eq!(
+            (
+                approval.decided_at,
+                approval.permission_mode,
+                approval.execution_state
+            ),
+            (None, None, None)
+        );
+        let artifact = approval.artifact.clone().unwrap();
+        assert!(
+            artifact.path.starts_with(".pi/plan/") && artifact.path.ends_with(".md"),
+            "{}",
+            artifact.path
+        );
+        assert_eq!(file_bytes(&fx.workspace, &approval), MARKDOWN.as_bytes());
+        assert_eq!(artifact.sha256, sha256(MARKDOWN.as_bytes()));
+        assert_eq!(artifact.size, MARKDOWN.len() as u64);
+        assert_eq!(fx.row(&approval.id), approval);
+        let read = fx.host.read_artifact(&approval.id).unwrap();
+        assert_eq!(read.markdown, MARKDOWN);
+        assert_eq!((read.sha256, read.size), (artifact.sha256.clone(), artifact.size));
+        let state = fx.host.session("s1").unwrap();
+        assert_eq!(
+            state.pending_approval.as_ref().map(|row| row.id.clone()),
+            Some(approval.id.clone())
+        );
+
+        let (approved, state) = fx
+            .host
+            .approve(&approval.id, Some(PermissionMode::AcceptEdits))
+            .unwrap();
+        assert_eq!(approved.status, ApprovalStatus::Approved);
+        assert_eq!(approved.decided_at, Some(T0));
+        assert_eq!(approved.permission_mode, Some(PermissionMode::AcceptEdits));
+        assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
+        assert_eq!(approved.error_code, None);
+        let execution = approved.execution_id.clone().unwrap();
+        assert_eq!(state.session.mode, Mode::Agent);
+        assert_eq!(state.session.permission_mode, PermissionMode::AcceptEdits);
+        let exec_turn = state.active_turn.clone().unwrap();
+        assert_eq!(
+            (exec_turn.kind, exec_turn.mode),
+            (TurnKind::Execution, Mode::Agent)
+        );
+        assert_eq!(fx.row(&approval.id), approved);
+
+        // Execution complete before start is refused.
+        assert_eq!(
+            code(fx.host.complete_execution(&execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        let running = fx.host.start_execution(&execution).unwrap();
+        assert_eq!(running.execution_state, Some(ExecutionState::Running));
+        assert_eq!(
+            code(fx.host.start_execution(&execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        let completed = fx.host.complete_execution(&execution).unwrap();
+        assert_eq!(completed.execution_state, Some(ExecutionState::Completed));
+        assert_eq!(completed.status, ApprovalStatus::Approved);
+        assert_eq!(
+            code(fx.host.complete_execution(&execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        assert_eq!(
+            code(fx.host.start_execution(&execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        assert_eq!(
+            code(fx.host.start_execution("execution-nope")),
+            ErrorCode::ExecutionNotFound
+        );
+
+        let state = fx.host.session("s1").unwrap();
+        assert!(state.is_idle());
+        assert_eq!(state.session.mode, Mode::Agent);
+        assert_eq!(fx.row(&approval.id), completed);
+        assert_eq!(fx.files(), vec![artifact.path.clone()]);
+
+        let seen = fx.take_seen();
+        assert_eq!(
+            methods(&seen),
+            [
+                "session/changed",        // turn started
+                "plan/approvalRequested", // SubmitPlan accepted
+                "session/changed",        // pendingApprovalId
+                "plan/approvalResolved",  // approved
+                "execution/stateChanged", // queued
+                "session/changed",        // agent, execution turn
+                "execution/stateChanged", // running
+                "execution/stateChanged", // completed
+                "session/changed",        // idle
+            ]
+        );
+        let states: Vec<_> = seen
+            .iter()
+            .filter_map(|n| match n {
+                ServerNotification::ExecutionStateChanged(changed) => {
+                    assert_eq!(
+                        (changed.session_id.as_str(), changed.execution_id.as_str()),
+                        ("s1", execution.as_str())
+                    );
+                    Some(changed.state.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(states, ["queued", "running", "completed"]);
+        match (&seen[1], &seen[3]) {
+            (
+                ServerNotification::PlanApprovalRequested(requested),
+                ServerNotification::PlanApprovalResolved(resolved),
+            ) => {
+                assert_eq!(requested.approval, plan_protocol::PlanApproval::from(&approval));
+                assert_eq!(resolved.approval, plan_protocol::PlanApproval::from(&approved));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match seen.last().unwrap() {
+            ServerNotification::SessionChanged(changed) => {
+                assert_eq!(changed.session.active_turn, None);
+                assert_eq!(changed.session.active_execution_id, None);
+                assert_eq!(changed.session.mode.to_string(), "agent");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn approve_with_each_permission_mode() {
+        let fx = Fixture::new();
+        for (index, mode) in PermissionMode::ALL.iter().enumerate() {
+            let id = format!("s{index}");
+            let (approval, _) = fx.pending(&id);
+            // No mode: refused, nothing changes.
+            assert_eq!(
+                code(fx.host.approve(&approval.id, None)),
+                ErrorCode::PermissionModeRequired
+            );
+            assert_eq!(fx.row(&approval.id), approval);
+            assert_eq!(fx.host.session(&id).unwrap().session.mode, Mode::Plan);
+            let (approved, state) = fx.host.approve(&approval.id, Some(*mode)).unwrap();
+            assert_eq!(approved.permission_mode, Some(*mode));
+            assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
+            assert_eq!(state.session.permission_mode, *mode);
+            assert_eq!(state.session.mode, Mode::Agent);
+            assert_eq!(fx.host.session(&id).unwrap().session.permission_mode, *mode);
+            assert_eq!(
+                code(fx.host.approve(&approval.id, Some(*mode))),
+                ErrorCode::ApprovalNotPending
+            );
+        }
+        assert_eq!(
+            code(fx.host.approve("approval-nope", Some(PermissionMode::Ask))),
+            ErrorCode::ApprovalNotFound
+        );
+    }
+
+    #[test]
+    fn reject_is_terminal_and_grants_nothing() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        fx.take_seen();
+        let (rejected, state) = fx.host.reject(&approval.id).unwrap();
+        assert_eq!(rejected.status, ApprovalStatus::Rejected);
+        assert_eq!(rejected.decided_at, Some(T0));
+        assert_eq!(
+            (
+                rejected.permission_mode,
+                rejected.execution_id.clone(),
+                rejected.execution_state
+            ),
+            (None, None, None)
+        );
+        assert_eq!(rejected.error_code, None);
+        assert!(state.is_idle());
+        assert_eq!(state.session.mode, Mode::Plan);
+        assert_eq!(state.session.permission_mode, PermissionMode::Ask);
+        assert_eq!(
+            methods(&fx.take_seen()),
+            ["plan/approvalResolved", "session/changed"]
+        );
+        assert_eq!(
+            code(fx.host.approve(&approval.id, Some(PermissionMode::Auto))),
+            ErrorCode::ApprovalNotPending
+        );
+        assert_eq!(code(fx.host.reject(&approval.id)), ErrorCode::ApprovalNotPending);
+        assert_eq!(fx.row(&approval.id), rejected);
+        // A revision is a new turn and a new artifact.
+        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let second = approval_of(
+            &fx.host
+                .tool_calls("s1", &turn.turn_id, vec![submit("c2", "# v2\n")])
+                .unwrap(),
+        );
+        assert_ne!(second.id, approval.id);
+        assert_eq!(fx.files().len(), 2);
+        assert_eq!(file_bytes(&fx.workspace, &approval), MARKDOWN.as_bytes());
+    }
+
+    #[test]
+    fn cancel_interrupts_a_queued_execution() {
+        let fx = Fixture::new();
+        let (approved, execution) = fx.queued("s1", PermissionMode::Auto);
+        let state = fx.host.cancel_turn("s1").unwrap();
+        assert!(state.is_idle());
+        assert_eq!(state.session.mode, Mode::Agent);
+        let row = fx.row(&approved.id);
+        assert_eq!(row.execution_state, Some(ExecutionState::Interrupted));
+        assert_eq!(row.error_code, Some(ErrorCode::ExecutionCancelled));
+        assert_eq!(
+            code(fx.host.start_execution(&execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        assert_eq!(code(fx.host.cancel_turn("s1")), ErrorCode::TurnNotActive);
+    }
+
+    #[test]
+    fn prompt_turns_complete_and_agent_tools_are_delegated() {
+        let fx = Fixture::new();
+        fx.session("s1", Mode::Agent);
+        let turn = fx.host.start_turn("s1", Origin::Scheduled).unwrap();
+        assert_eq!(turn.mode, Mode::Agent);
+        let outcomes = fx
+            .host
+            .tool_calls(
+                "s1",
+                &turn.turn_id,
+                vec![call("w", "Write", json!({})), call("r", "Read", json!({}))],
+            )
+            .unwrap();
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Allow(Some(PermissionMode::Ask))
+        );
+        assert_eq!(
+            outcomes[1].decision,
+            ToolCallVerdict::Allow(Some(PermissionMode::Ask))
+        );
+        assert_eq!(
+            code(fx.host.complete_turn("s1", "turn-other")),
+            ErrorCode::TurnNotActive
+        );
+        assert!(fx.host.complete_turn("s1", &turn.turn_id).unwrap().is_idle());
+        assert_eq!(code(fx.host.session("nope")), ErrorCode::SessionNotFound);
+        assert_eq!(
+            code(fx.host.start_turn("nope", Origin::Interactive)),
+            ErrorCode::SessionNotFound
+        );
+    }
+}
+
+mod submit_plan {
+    use super::*;
+
+    #[test]
+    fn refusals_create_nothing_and_keep_the_turn() {
+        let fx = Fixture::new();
+        fx.session("s1", Mode::Plan);
+        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let t = turn.turn_id.as_str();
+
+        // SubmitPlan with another call: the request fails whole.
+        let batch = vec![call("r", "Read", json!({})), submit("c1", MARKDOWN)];
+        assert_eq!(
+            code(fx.host.tool_calls("s1", t, batch)),
+            ErrorCode::SubmitPlanNotAlone
+        );
+        let batch = vec![submit("c1", MARKDOWN), submit("c2", MARKDOWN)];
+        assert_eq!(
+            code(fx.host.tool_calls("s1", t, batch)),
+            ErrorCode::SubmitPlanNotAlone
+        );
+
+        let invalid = [
+            json!({"title": "t", "markdown": "m"}),
+            json!({"title": "t", "markdown": "m", "question": "q", "extra": 1}),
+            json!({"title": "", "markdown": "m", "question": "q"}),
+            json!({"title": "t", "markdown": "m", "question": "   "}),
+            json!({"title": "t", "markdown": "", "question": "q"}),
+            json!({"title": 1, "markdown": "m", "question": "q"}),
+            json!({"title": "t", "markdown": "x".repeat(MARKDOWN_LIMIT + 1), "question": "q"}),
+            json!("a string"),
+            json!(null),
+        ];
+        for input in invalid {
+            let outcomes = fx
+                .host
+                .tool_calls("s1", t, vec![call("c", "SubmitPlan", input.clone())])
+                .unwrap();
+            assert_eq!(
+                outcomes[0].decision,
+                ToolCallVerdict::Deny(ErrorCode::InvalidPlanInput),
+                "{input}"
+            );
+            assert!(outcomes[0].approval.is_none());
+        }
+        // Exactly at the limit is accepted (after all the refusals, the turn is still active).
+        assert!(fx.rows().is_empty());
+        assert!(fx.files().is_empty());
+        let state = fx.host.session("s1").unwrap();
+        assert_eq!(
+            state.active_turn.as_ref().map(|turn| turn.turn_id.as_str()),
+            Some(t)
+        );
+        let at_limit = "y".repeat(MARKDOWN_LIMIT);
+        let approval = approval_of(&fx.host.tool_calls("s1", t, vec![submit("c", &at_limit)]).unwrap());
+        assert_eq!(approval.artifact.unwrap().size, MARKDOWN_LIMIT as u64);
+    }
+
+    #[test]
+    fn not_active_outside_a_plan_turn_and_not_project_bound() {
+        let fx = Fixture::new();
+        fx.session("agent", Mode::Agent);
+        let turn = fx.host.start_turn("agent", Origin::Interactive).unwrap();
+        let outcomes = fx
+            .host
+            .tool_calls("agent", &turn.turn_id, vec![submit("c", MARKDOWN)])
+            .unwrap();
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::PlanNotActive)
+        );
+        // Without an active turn at all.
+        fx.session("idle", Mode::Plan);
+        assert_eq!(
+            code(fx.host.tool_calls("idle", "turn-x", vec![submit("c", MARKDOWN)])),
+            ErrorCode::TurnNotActive
+        );
+
+        fx.host
+            .create_session(NewSession {
+                session_id: Some("unbound".to_owned()),
+                workspace_root: None,
+                mode: Some(Mode::Plan),
+                permission_mode: None,
+            })
+            .unwrap();
+        let turn = fx.host.start_turn("unbound", Origin::Interactive).unwrap();
+        let outcomes = fx
+            .host
+            .tool_calls("unbound", &turn.turn_id, vec![submit("c", MARKDOWN)])
+            .unwrap();
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::SessionNotProjectBound)
+        );
+        assert!(fx.rows().is_empty());
+        assert!(fx.files().is_empty());
+        assert!(fx.host.session("unbound").unwrap().active_turn.is_some());
+    }
+
+    #[test]
+    fn scheduled_plan_is_refused_before_anything_is_created() {
+        let fx = Fixture::new();
+        fx.session("s1", Mode::Plan);
+        fx.take_seen();
+        assert_eq!(
+            code(fx.host.start_turn("s1", Origin::Scheduled)),
+            ErrorCode::PlanRequiresInteractiveSession
+        );
+        assert!(fx.host.session("s1").unwrap().is_idle());
+        assert!(fx.rows().is_empty());
+        assert!(!fx.workspace.join(".pi").exists());
+        assert!(fx.take_seen().is_empty());
+        // Changed to Agent, the scheduled task runs.
+        fx.host
+            .configure_session(
+                "s1",
+                ConfigChange {
+                    mode: Some(Mode::Agent),
+                    ..ConfigChange::default()
+                },
+            )
+            .unwrap();
+        assert_eq!(
+            fx.host.start_turn("s1", Origin::Scheduled).unwrap().mode,
+            Mode::Agent
+        );
+    }
+
+    #[test]
+    fn read_artifact_detects_missing_and_tampered_files() {
+        let fx = Fixture::new();
+        let (first, _) = fx.pending("s1");
+        fx.host.reject(&first.id).unwrap();
+        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let second = approval_of(
+            &fx.host
+                .tool_calls("s1", &turn.turn_id, vec![submit("c", "# second\n")])
+                .unwrap(),
+        );
+
+        let path = fx.workspace.join(&first.artifact.as_ref().unwrap().path);
+        let mut tampered = MARKDOWN.as_bytes().to_vec();
+        tampered[0] = b'!';
+        std::fs::write(&path, &tampered).unwrap();
+        assert_eq!(
+            code(fx.host.read_artifact(&first.id)),
+            ErrorCode::ArtifactIntegrityMismatch
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(code(fx.host.read_artifact(&first.id)), ErrorCode::ArtifactMissing);
+        assert_eq!(fx.host.read_artifact(&second.id).unwrap().markdown, "# second\n");
+        assert_eq!(
+            code(fx.host.read_artifact("approval-nope")),
+            ErrorCode::ApprovalNotFound
+        );
+    }
+}
+
+mod expiry {
+    use super::*;
+
+    #[test]
+    fn lazy_expiry_on_session_access() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        fx.take_seen();
+        fx.clock.advance(TTL - 1);
+        assert!(fx.host.session("s1").unwrap().pending_approval.is_some());
+        assert!(fx.take_seen().is_empty());
+        fx.clock.advance(1);
+        let state = fx.host.session("s1").unwrap();
+        assert!(state.is_idle());
+        assert_eq!(state.session.mode, Mode::Plan);
+        let row = fx.row(&approval.id);
+        assert_eq!(row.status, ApprovalStatus::Expired);
+        assert_eq!(row.error_code, Some(ErrorCode::PlanApprovalTimeout));
+        assert_eq!(row.decided_at, Some(approval.expires_at));
+        assert_eq!(row.expires_at, approval.expires_at);
+        let seen = fx.take_seen();
+        assert_eq!(methods(&seen), ["plan/approvalResolved", "session/changed"]);
+        match &seen[0] {
+            ServerNotification::PlanApprovalResolved(resolved) => {
+                assert_eq!(resolved.approval.status.to_string(), "expired");
+                assert_eq!(
+                    resolved.approval.error_code.map(|c| c.0),
+                    Some(ErrorCode::PlanApprovalTimeout)
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lazy_expiry_on_plan_get_and_list() {
+        let fx = Fixture::new();
+        let (a, _) = fx.pending("s1");
+        let (b, _) = fx.pending("s2");
+        fx.clock.advance(TTL + 5);
+        assert_eq!(
+            fx.host.approval(&a.id).unwrap().approval.status,
+            ApprovalStatus::Expired
+        );
+        let listed = fx
+            .host
+            .list_approvals(&ApprovalFilter {
+                session_id: Some("s2".to_owned()),
+                ..ApprovalFilter::default()
+            })
+            .unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].approval.id, b.id);
+        assert_eq!(listed[0].approval.status, ApprovalStatus::Expired);
+        assert_eq!(listed[0].approval.decided_at, Some(b.expires_at));
+    }
+
+    #[test]
+    fn expire_due_follows_next_deadline() {
+        let fx = Fixture::new();
+        assert_eq!(fx.host.next_deadline().unwrap(), None);
+        let (a, _) = fx.pending("s1");
+        fx.clock.advance(1000);
+        let (b, _) = fx.pending("s2");
+        assert_eq!(fx.host.next_deadline().unwrap(), Some(T0 + TTL));
+        assert!(fx.host.expire_due().unwrap().is_empty());
+        fx.clock.set(T0 + TTL);
+        let expired = fx.host.expire_due().unwrap();
+        assert_eq!(
+            expired.iter().map(|row| row.id.as_str()).collect::<Vec<_>>(),
+            [a.id.as_str()]
+        );
+        assert_eq!(expired[0].status, ApprovalStatus::Expired);
+        assert_eq!(fx.host.next_deadline().unwrap(), Some(b.expires_at));
+        assert_eq!(fx.row(&b.id).status, ApprovalStatus::Pending);
+        fx.clock.set(b.expires_at + 10_000);
+        let expired = fx.host.expire_due().unwrap();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].decided_at, Some(b.expires_at));
+        assert_eq!(fx.host.next_deadline().unwrap(), None);
+        assert!(fx.host.expire_due().unwrap().is_empty());
+        // A decided approval's deadline is not a deadline any more.
+        let (c, _) = fx.pending("s3");
+        fx.host.reject(&c.id).unwrap();
+        assert_eq!(fx.host.next_deadline().unwrap(), None);
+    }
+
+    #[test]
+    fn approve_or_reject_at_the_deadline_is_timeout_and_the_row_expires() {
+        let fx = Fixture::new();
+        let (a, _) = fx.pending("s1");
+        let (c, _) = fx.pending("s3");
+        fx.clock.advance(1000);
+        let (b, _) = fx.pending("s2");
+        fx.clock.set(a.expires_at - 1);
+        assert!(fx.host.approve(&c.id, Some(PermissionMode::Ask)).is_ok());
+        fx.take_seen();
+        fx.clock.set(a.expires_at);
+        assert_eq!(
+            code(fx.host.approve(&a.id, Some(PermissionMode::Auto))),
+            ErrorCode::PlanApprovalTimeout
+        );
+        let row = fx.row(&a.id);
+        assert_eq!(
+            (row.status, row.error_code),
+            (ApprovalStatus::Expired, Some(ErrorCode::PlanApprovalTimeout))
+        );
+        assert_eq!((row.permission_mode, row.execution_id), (None, None));
+        assert_eq!(fx.host.session("s1").unwrap().session.mode, Mode::Plan);
+        // The expiry itself was committed and announced, even though approve failed.
+        assert_eq!(
+            methods(&fx.take_seen()),
+            ["plan/approvalResolved", "session/changed"]
+        );
+        // Asking again after it expired is still a timeout, not "not pending".
+        assert_eq!(
+            code(fx.host.approve(&a.id, Some(PermissionMode::Auto))),
+            ErrorCode::PlanApprovalTimeout
+        );
+        fx.clock.set(b.expires_at);
+        assert_eq!(code(fx.host.reject(&b.id)), ErrorCode::PlanApprovalTimeout);
+        assert_eq!(fx.row(&b.id).status, ApprovalStatus::Expired);
+        // Without a permission mode past the deadline: the deadline wins.
+        let (d, _) = fx.pending("s4");
+        fx.clock.set(d.expires_at + 1);
+        assert_eq!(code(fx.host.approve(&d.id, None)), ErrorCode::PlanApprovalTimeout);
+    }
+
+    #[test]
+    fn expiry_driver_fires_on_time_with_the_system_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let host = Arc::new(
+            Host::open(
+                dir.path().join("plan.db"),
+                HostOptions {
+                    limits: Limits {
+                        approval_ttl_ms: 200,
+                        markdown_limit_bytes: MARKDOWN_LIMIT,
+                    },
+                    ..HostOptions::default()
+                },
+            )
+            .unwrap(),
+        );
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let sender = Mutex::new(sender);
+        host.add_listener(Arc::new(move |notification| {
+            let _ = sender.lock().unwrap().send(notification);
+        }));
+        let driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+        host.create_session(NewSession {
+            session_id: Some("s1".to_owned()),
+            workspace_root: Some(workspace.to_str().unwrap().to_owned()),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
+        .unwrap();
+        let turn = host.start_turn("s1", Origin::Interactive).unwrap();
+        let approval = approval_of(
+            &host
+                .tool_calls("s1", &turn.turn_id, vec![submit("c", MARKDOWN)])
+                .unwrap(),
+        );
+        // Nothing but the driver touches the host from here on.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let resolved = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok(ServerNotification::PlanApprovalResolved(resolved)) => break resolved,
+                Ok(_) => {}
+                Err(error) => panic!("no expiry within 20 s: {error}"),
+            }
+        };
+        assert_eq!(resolved.approval.id, approval.id);
+        assert_eq!(resolved.approval.status.to_string(), "expired");
+        assert_eq!(
+            resolved.approval.error_code.map(|c| c.0),
+            Some(ErrorCode::PlanApprovalTimeout)
+        );
+        assert_eq!(resolved.approval.decided_at, Some(approval.expires_at));
+        assert!(plan_host::Clock::now_ms(&plan_host::SystemClock) >= approval.expires_at);
+        drop(driver);
+        let row = host.approval(&approval.id).unwrap().approval;
+        assert_eq!(row.status, ApprovalStatus::Expired);
+        host.close();
+    }
+}
+
+mod busy {
+    use super::*;
+
+    fn configure(fx: &Fixture, id: &str) -> ErrorCode {
+        code(fx.host.configure_session(
+            id,
+            ConfigChange {
+                permission_mode: Some(PermissionMode::Auto),
+                ..ConfigChange::default()
+            },
+        ))
+    }
+
+    #[test]
+    fn session_busy_for_every_guarded_action() {
+        let fx = Fixture::new();
+
+        // An active prompt turn.
+        fx.session("turn", Mode::Plan);
+        let turn = fx.host.start_turn("turn", Origin::Interactive).unwrap();
+        assert_eq!(
+            code(fx.host.start_turn("turn", Origin::Interactive)),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(configure(&fx, "turn"), ErrorCode::SessionBusy);
+        for change in [
+            ConfigChange {
+                mode: Some(Mode::Agent),
+                ..ConfigChange::default()
+            },
+            ConfigChange {
+                provider: Some(Some("p".to_owned())),
+                ..ConfigChange::default()
+            },
+            ConfigChange {
+                model: Some(Some("m".to_owned())),
+                ..ConfigChange::default()
+            },
+            ConfigChange {
+                shell: Some(Some("sh".to_owned())),
+                ..ConfigChange::default()
+            },
+        ] {
+            assert_eq!(
+                code(fx.host.configure_session("turn", change)),
+                ErrorCode::SessionBusy
+            );
+        }
+        assert!(fx.host.complete_turn("turn", &turn.turn_id).unwrap().is_idle());
+
+        // A pending approval.
+        let (approval, plan_turn) = fx.pending("pending");
+        assert_eq!(
+            code(fx.host.start_turn("pending", Origin::Interactive)),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(configure(&fx, "pending"), ErrorCode::SessionBusy);
+        assert_eq!(
+            code(
+                fx.host
+                    .tool_calls("pending", &plan_turn, vec![submit("again", MARKDOWN)])
+            ),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(
+            code(
+                fx.host
+                    .tool_calls("pending", &plan_turn, vec![call("r", "Read", json!({}))])
+            ),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(
+            code(fx.host.complete_turn("pending", &plan_turn)),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(code(fx.host.cancel_turn("pending")), ErrorCode::SessionBusy);
+        assert_eq!(fx.row(&approval.id), approval);
+        assert_eq!(fx.files().len(), 1);
+
+        // A queued execution, then a running one.
+        let (_, execution) = fx.queued("exec", PermissionMode::Ask);
+        for running in [false, true] {
+            if running {
+                fx.host.start_execution(&execution).unwrap();
+            }
+            let state = fx.host.session("exec").unwrap();
+            let exec_turn = state.active_turn.clone().unwrap().turn_id;
+            assert_eq!(
+                code(fx.host.start_turn("exec", Origin::Interactive)),
+                ErrorCode::SessionBusy
+            );
+            assert_eq!(
+                code(fx.host.start_turn("exec", Origin::Scheduled)),
+                ErrorCode::SessionBusy
+            );
+            assert_eq!(configure(&fx, "exec"), ErrorCode::SessionBusy);
+            assert_eq!(
+                code(fx.host.complete_turn("exec", &exec_turn)),
+                ErrorCode::SessionBusy
+            );
+            assert_eq!(fx.host.session("exec").unwrap(), state);
+        }
+        // The guarded sessions are untouched by the refusals.
+        assert_eq!(
+            fx.host.session("pending").unwrap().session.permission_mode,
+            PermissionMode::Ask
+        );
+        assert_eq!(fx.rows().len(), 2);
+    }
+}
+
+mod restart {
+    use super::*;
+
+    #[test]
+    fn second_open_is_host_already_running_and_close_lets_the_next_in() {
+        let fx = Fixture::new();
+        let second = Host::open(&fx.db, options(&fx.clock));
+        assert_eq!(code(second), ErrorCode::HostAlreadyRunning);
+        fx.host.close();
+        let third = Host::open(&fx.db, options(&fx.clock)).unwrap();
+        assert_eq!(
+            code(Host::open(&fx.db, options(&fx.clock))),
+            ErrorCode::HostAlreadyRunning
+        );
+        drop(third);
+        assert!(Host::open(&fx.db, options(&fx.clock)).is_ok());
+    }
+
+    #[test]
+    fn startup_fence_interrupts_pending_queued_and_running_without_replay() {
+        let mut fx = Fixture::new();
+        let (pending, _) = fx.pending("pending");
+        let (queued, _) = fx.queued("queued", PermissionMode::AcceptEdits);
+        let (running, running_execution) = fx.queued("running", PermissionMode::Auto);
+        fx.host.start_execution(&running_execution).unwrap();
+        let (_, done_execution) = fx.queued("done", PermissionMode::Ask);
+        fx.host.start_execution(&done_execution).unwrap();
+        let done = fx.host.complete_execution(&done_execution).unwrap();
+        let (rejected, _) = fx.pending("rejected");
+        let rejected = fx.host.reject(&rejected.id).unwrap().0;
+        let before = fx.rows();
+        let files = fx.files();
+
+        fx.clock.advance(1234);
+        fx.restart();
+        let now = T0 + 1234;
+
+        let row = fx.row(&pending.id);
+        assert_eq!(row.status, ApprovalStatus::Interrupted);
+        assert_eq!(row.error_code, Some(ErrorCode::HostRestarted));
+        assert_eq!(row.decided_at, Some(now));
+        assert_eq!(row.execution_state, None);
+        for (approved, permission) in [
+            (&queued, PermissionMode::AcceptEdits),
+            (&running, PermissionMode::Auto),
+        ] {
+            let row = fx.row(&approved.id);
+            assert_eq!(row.status, ApprovalStatus::Approved);
+            assert_eq!(row.execution_state, Some(ExecutionState::Interrupted));
+            assert_eq!(row.error_code, Some(ErrorCode::HostRestarted));
+            assert_eq!(row.decided_at, approved.decided_at);
+            assert_eq!(row.permission_mode, Some(permission));
+            assert_eq!(row.execution_id, approved.execution_id);
+        }
+        assert_eq!(fx.row(&done.id), done);
+        assert_eq!(fx.row(&rejected.id), rejected);
+
+        // Session modes: Plan for the pending one, Agent for the executing ones; all idle.
+        let modes = [
+            ("pending", Mode::Plan),
+            ("queued", Mode::Agent),
+            ("running", Mode::Agent),
+            ("done", Mode::Agent),
+        ];
+        for (id, mode) in modes {
+            let state = fx.host.session(id).unwrap();
+            assert!(state.is_idle(), "{id} must be idle after the fence");
+            assert_eq!(state.session.mode, mode, "{id}");
+        }
+        assert_eq!(
+            fx.host.session("queued").unwrap().session.permission_mode,
+            PermissionMode::AcceptEdits
+        );
+
+        // Nothing replayed: same rows, same files, no notifications, no revived execution.
+        assert_eq!(fx.rows().len(), before.len());
+        assert_eq!(fx.files(), files);
+        assert_eq!(fx.host.next_deadline().unwrap(), None);
+        assert!(fx.host.expire_due().unwrap().is_empty());
+        assert_eq!(
+            code(fx.host.start_execution(queued.execution_id.as_deref().unwrap())),
+            ErrorCode::ExecutionNotActive
+        );
+        assert_eq!(
+            code(fx.host.complete_execution(&running_execution)),
+            ErrorCode::ExecutionNotActive
+        );
+        assert_eq!(
+            code(fx.host.approve(&pending.id, Some(PermissionMode::Ask))),
+            ErrorCode::ApprovalNotPending
+        );
+        assert!(fx.take_seen().is_empty());
+        for approval in [&pending, &queued, &running] {
+            assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, MARKDOWN);
+        }
+        // The user may start new turns: Plan again in the pending session, Agent in the others.
+        assert_eq!(
+            fx.host.start_turn("pending", Origin::Interactive).unwrap().mode,
+            Mode::Plan
+        );
+        assert_eq!(
+            fx.host.start_turn("running", Origin::Interactive).unwrap().mode,
+            Mode::Agent
+        );
+
+        // A second restart changes nothing more.
+        let after = fx.rows();
+        fx.restart();
+        assert_eq!(fx.rows(), after);
+    }
+
+    #[test]
+    fn every_call_after_close_is_host_closed() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        fx.host.close();
+        assert!(fx.host.is_closed());
+        fx.host.close();
+        let h = &fx.host;
+        let closed = [
+            code(h.create_session(NewSession::default())),
+            code(h.session("s1")),
+            code(h.configure_session("s1", ConfigChange::default())),
+            code(h.start_turn("s1", Origin::Interactive)),
+            code(h.tool_calls("s1", "t", vec![])),
+            code(h.complete_turn("s1", "t")),
+            code(h.cancel_turn("s1")),
+            code(h.approve(&approval.id, Some(PermissionMode::Ask))),
+            code(h.reject(&approval.id)),
+            code(h.approval(&approval.id)),
+            code(h.list_approvals(&ApprovalFilter::default())),
+            code(h.read_artifact(&approval.id)),
+            code(h.start_execution("e")),
+            code(h.complete_execution("e")),
+            code(h.shells()),
+            code(h.set_default_shell("sh")),
+            code(h.next_deadline()),
+            code(h.expire_due()),
+        ];
+        assert!(closed.iter().all(|c| *c == ErrorCode::HostClosed), "{closed:?}");
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/get","params":{"sessionId":"s1"}}"#,
+        ] {
+            let reply: Value = serde_json::from_str(&connection.handle_line(line).unwrap()).unwrap();
+            assert_eq!(reply["error"]["data"]["code"], "HOST_CLOSED", "{reply}");
+        }
+    }
+}
+
+mod shells {
+    use super::*;
+
+    #[test]
+    fn list_set_default_and_unknown_shells() {
+        let fx = Fixture::new();
+        let (entries, default) = fx.host.shells().unwrap();
+        let ids: Vec<_> = entries.iter().map(|entry| entry.spec.id.clone()).collect();
+        assert_eq!(ids, ["bash", "zsh", "sh", "fish", "pwsh"]);
+        for entry in &entries {
+            assert_eq!(
+                entry.available,
+                Path::new(&entry.spec.path).exists(),
+                "{}",
+                entry.spec.id
+            );
+        }
+        assert!(ids.contains(&default));
+        assert_eq!(fx.host.set_default_shell("zsh").unwrap(), "zsh");
+        assert_eq!(fx.host.shells().unwrap().1, "zsh");
+        assert_eq!(
+            code(fx.host.set_default_shell("cmd.exe")),
+            ErrorCode::ShellUnknown
+        );
+        assert_eq!(fx.host.shells().unwrap().1, "zsh");
+        fx.session("s1", Mode::Agent);
+        let change = ConfigChange {
+            shell: Some(Some("tcsh".to_owned())),
+            ..ConfigChange::default()
+        };
+        assert_eq!(
+            code(fx.host.configure_session("s1", change)),
+            ErrorCode::ShellUnknown
+        );
+        let change = ConfigChange {
+            shell: Some(Some("sh".to_owned())),
+            ..ConfigChange::default()
+        };
+        assert_eq!(
+            fx.host
+                .configure_session("s1", change)
+                .unwrap()
+                .session
+                .shell
+                .as_deref(),
+            Some("sh")
+        );
+        // The default survives a restart.
+        let mut fx = fx;
+        fx.restart();
+        assert_eq!(fx.host.shells().unwrap().1, "zsh");
+    }
+}
+
+mod connection {
+    use super::*;
+
+    fn request(id: i64, method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    }
+
+    fn reply(connection: &mut Connection, line: &str) -> Value {
+        serde_json::from_str(&connection.handle_line(line).expect("a reply")).unwrap()
+    }
+
+    fn error_code(value: &Value) -> (i64, String) {
+        (
+            value["error"]["code"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("not an error: {value}")),
+            value["error"]["data"]["code"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    fn initialized(fx: &Fixture) -> Connection {
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        let init = reply(
+            &mut connection,
+            &request(0, "initialize", json!({"protocolVersion": 9, "clientName": "t"})),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 9);
+        assert_eq!(init["result"]["schemaVersion"], 10);
+        assert_eq!(init["result"]["approvalTtlMs"], TTL);
+        assert_eq!(init["result"]["serverName"], "plan-checkpoint");
+        connection
+    }
+
+    #[test]
+    fn requests_before_initialize_and_other_versions_are_refused() {
+        let fx = Fixture::new();
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        let refused = reply(
+            &mut connection,
+            &request(1, "session/create", json!({"workspaceRoot": null})),
+        );
+        assert_eq!(refused["id"], 1);
+        assert_eq!(
+            error_code(&refused),
+            (-32000, "PROTOCOL_NOT_INITIALIZED".to_owned())
+        );
+        assert_eq!(
+            fx.host.list_approvals(&ApprovalFilter::default()).unwrap().len(),
+            0
+        );
+        let refused = reply(&mut connection, &request(2, "shell/list", json!({})));
+        assert_eq!(error_code(&refused).1, "PROTOCOL_NOT_INITIALIZED");
+        for version in [8, 10, 0] {
+            let refused = reply(
+                &mut connection,
+                &request(3, "initialize", json!({"protocolVersion": version})),
+            );
+            assert_eq!(
+                error_code(&refused),
+                (-32000, "PROTOCOL_VERSION_UNSUPPORTED".to_owned())
+            );
+        }
+        // A failed initialize leaves the connection uninitialized.
+        let refused = reply(&mut connection, &request(4, "shell/list", json!({})));
+        assert_eq!(error_code(&refused).1, "PROTOCOL_NOT_INITIALIZED");
+        let ok = reply(
+            &mut connection,
+            &request(5, "initialize", json!({"protocolVersion": 9})),
+        );
+        assert_eq!(ok["id"], 5);
+        assert_eq!(ok["jsonrpc"], "2.0");
+        let ok = reply(&mut connection, &request(6, "shell/list", json!({})));
+        assert!(ok["result"]["shells"].is_array(), "{ok}");
+    }
+
+    #[test]
+    fn unknown_methods_bad_json_and_invalid_params() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        let mut connection = initialized(&fx);
+        let unknown = reply(&mut connection, &request(1, "plan/requestChanges", json!({})));
+        assert_eq!(unknown["id"], 1);
+        assert_eq!(error_code(&unknown), (-32601, "METHOD_NOT_FOUND".to_owned()));
+        let parse = reply(&mut connection, "{not json");
+        assert_eq!(parse["id"], Value::Null);
+        assert_eq!(error_code(&parse), (-32700, "PARSE_ERROR".to_owned()));
+        let invalid = reply(
+            &mut connection,
+            r#"{"jsonrpc":"1.0","id":7,"method":"shell/list"}"#,
+        );
+        assert_eq!(error_code(&invalid), (-32600, "INVALID_REQUEST".to_owned()));
+        assert_eq!(invalid["id"], 7);
+        let invalid = reply(&mut connection, "42");
+        assert_eq!(error_code(&invalid), (-32600, "INVALID_REQUEST".to_owned()));
+
+        let id = approval.id.as_str();
+        let bad_params = [
+            (
+                "plan/reject",
+                json!({"approvalId": id, "feedback": "make it shorter"}),
+            ),
+            ("plan/reject", json!({"approvalId": id, "permissionMode": "ask"})),
+            (
+                "plan/approve",
+                json!({"approvalId": id, "permissionMode": "yolo"}),
+            ),
+            (
+                "plan/approve",
+                json!({"approvalId": id, "permissionMode": "ask", "feedback": "x"}),
+            ),
+            ("plan/get", json!({"approvalId": 5})),
+            ("plan/get", json!({})),
+            ("plan/get", json!([id])),
+            ("session/create", json!({})),
+            ("session/create", json!({"workspaceRoot": "relative/path"})),
+            (
+                "turn/start",
+                json!({"sessionId": "s1", "prompt": "p", "origin": "cron"}),
+            ),
+            ("plan/list", json!({"limit": -1})),
+            ("plan/list", json!({"status": "done"})),
+        ];
+        for (method, params) in bad_params {
+            let refused = reply(&mut connection, &request(9, method, params.clone()));
+            assert_eq!(
+                error_code(&refused),
+                (-32602, "INVALID_PARAMS".to_owned()),
+                "{method} {params}"
+            );
+        }
+        // Nothing was rejected or approved by any of that.
+        assert_eq!(fx.row(&approval.id), approval);
+        let approve = reply(
+            &mut connection,
+            &request(10, "plan/approve", json!({"approvalId": id})),
+        );
+        assert_eq!(
+            error_code(&approve),
+            (-32000, "PERMISSION_MODE_REQUIRED".to_owned())
+        );
+        let approve = reply(
+            &mut connection,
+            &request(
+                11,
+                "plan/approve",
+                json!({"approvalId": id, "permissionMode": null}),
+            ),
+        );
+        assert_eq!(error_code(&approve).1, "PERMISSION_MODE_REQUIRED");
+        assert_eq!(fx.row(&approval.id), approval);
+        let rejected = reply(
+            &mut connection,
+            &request(12, "plan/reject", json!({"approvalId": id})),
+        );
+        assert_eq!(rejected["result"]["approval"]["status"], "rejected");
+        assert_eq!(rejected["result"]["approval"]["permissionMode"], Value::Null);
+        assert_eq!(rejected["result"]["session"]["mode"], "plan");
+    }
+
+    #[test]
+    fn string_ids_are_echoed_and_notifications_get_no_reply() {
+        let fx = Fixture::new();
+        fx.session("s1", Mode::Plan);
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        // A notification is never answered, not even before initialize or when unknown.
+        let notify = |method: &str, params: Value| {
+            json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+        };
+        assert_eq!(
+            connection.handle_line(&notify("session/get", json!({"sessionId": "s1"}))),
+            None
+        );
+        assert_eq!(connection.handle_line(&notify("no/such", json!({}))), None);
+        assert_eq!(
+            connection.handle_line(&notify("plan/get", json!({"bad": 1}))),
+            None
+        );
+        assert_eq!(
+            connection
+                .handle_line(r#"{"jsonrpc":"2.0","method":"initialize","params":{"protocolVersion":9}}"#),
+            None
+        );
+        // ...but it is carried out: initialize as a notification initialized the connection.
+        let line =
+            json!({"jsonrpc": "2.0", "id": "abc", "method": "session/get", "params": {"sessionId": "s1"}});
+        let got = reply(&mut connection, &line.to_string());
+        assert_eq!(got["id"], "abc");
+        assert_eq!(got["result"]["sessionId"], "s1");
+        assert_eq!(got["result"]["activeTurn"], Value::Null);
+        // A message without an id that is not a request is an invalid request with a null id.
+        let invalid = reply(&mut connection, r#"{"jsonrpc":"2.0","params":{}}"#);
+        assert_eq!(invalid["id"], Value::Null);
+        assert_eq!(error_code(&invalid).1, "INVALID_REQUEST");
+        let invalid = reply(
+            &mut connection,
+            r#"{"method":"session/get","params":{"sessionId":"s1"}}"#,
+        );
+        assert_eq!(error_code(&invalid).1, "INVALID_REQUEST");
+    }
+
+    #[test]
+    fn batches_are_answered_per_json_rpc() {
+        let fx = Fixture::new();
+        fx.session("s1", Mode::Plan);
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        let empty = reply(&mut connection, "[]");
+        assert!(
+            empty.is_object(),
+            "an empty batch gets one error, not an array: {empty}"
+        );
+        assert_eq!(error_code(&empty), (-32600, "INVALID_REQUEST".to_owned()));
+        assert_eq!(empty["id"], Value::Null);
+
+        let batch = json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 9}},
+            {"jsonrpc": "2.0", "method": "session/get", "params": {"sessionId": "s1"}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/get", "params": {"sessionId": "s1"}},
+            {"jsonrpc": "2.0", "id": 3, "method": "nope/nope"},
+            1,
+            {"jsonrpc": "2.0", "id": 4, "method": "turn/start", "params": {"sessionId": "s1", "prompt": "p", "origin": "interactive"}},
+            {"jsonrpc": "2.0", "id": 5, "method": "turn/start", "params": {"sessionId": "s1", "prompt": "p", "origin": "interactive"}},
+        ]);
+        let replies = reply(&mut connection, &batch.to_string());
+        let replies = replies.as_array().unwrap();
+        assert_eq!(replies.len(), 6, "{replies:?}");
+        assert_eq!(replies[0]["id"], 1);
+        assert_eq!(replies[0]["result"]["protocolVersion"], 9);
+        assert_eq!(replies[1]["id"], 2);
+        assert_eq!(replies[1]["result"]["sessionId"], "s1");
+        assert_eq!(replies[2]["id"], 3);
+        assert_eq!(error_code(&replies[2]).1, "METHOD_NOT_FOUND");
+        assert_eq!(replies[3]["id"], Value::Null);
+        assert_eq!(error_code(&replies[3]).1, "INVALID_REQUEST");
+        assert_eq!(replies[4]["id"], 4);
+        assert_eq!(replies[4]["result"]["mode"], "plan");
+        assert_eq!(replies[5]["id"], 5);
+        assert_eq!(error_code(&replies[5]).1, "SESSION_BUSY");
+
+        // A batch of notifications only gets no reply at all.
+        let batch = json!([{"jsonrpc": "2.0", "method": "session/get", "params": {"sessionId": "s1"}}]);
+        assert_eq!(connection.handle_line(&batch.to_string()), None);
+    }
+
+    #[test]
+    fn the_dispatcher_serves_a_full_submission() {
+        let fx = Fixture::new();
+        let root = fx.root();
+        let mut connection = initialized(&fx);
+        let session = reply(
+            &mut connection,
+            &request(
+                1,
+                "session/create",
+                json!({"sessionId": "w1", "workspaceRoot": root, "mode": "plan"}),
+            ),
+        );
+        assert_eq!(session["result"]["mode"], "plan");
+        assert_eq!(session["result"]["permissionMode"], "ask");
+        let duplicate = reply(
+            &mut connection,
+            &request(
+                1,
+                "session/create",
+                json!({"sessionId": "w1", "workspaceRoot": null}),
+            ),
+        );
+        assert_eq!(error_code(&duplicate).1, "SESSION_ALREADY_EXISTS");
+        let turn = reply(
+            &mut connection,
+            &request(
+                2,
+                "turn/start",
+                json!({"sessionId": "w1", "prompt": "plan it", "origin": "interactive"}),
+            ),
+        );
+        let turn_id = turn["result"]["turnId"].as_str().unwrap().to_owned();
+        let calls = json!({"sessionId": "w1", "turnId": turn_id, "calls": [
+            {"callId": "c1", "name": "SubmitPlan", "input": {"title": "T", "markdown": MARKDOWN, "question": "Q?"}}
+        ]});
+        let submitted = reply(&mut connection, &request(3, "turn/toolCalls", calls));
+        let result = &submitted["result"]["results"][0];
+        assert_eq!(result["callId"], "c1");
+        assert_eq!(result["decision"], "allow");
+        assert_eq!(result["error"], Value::Null);
+        assert_eq!(result["approval"]["status"], "pending");
+        assert_eq!(
+            result["approval"]["artifact"]["sha256"],
+            sha256(MARKDOWN.as_bytes())
+        );
+        let id = result["approval"]["id"].as_str().unwrap();
+        let denied = reply(
+            &mut connection,
+            &request(
+                4,
+                "turn/toolCalls",
+                json!({"sessionId": "w1", "turnId": turn_id, "calls": [{"callId": "w", "name": "Write", "input": {}}]}),
+            ),
+        );
+        assert_eq!(error_code(&denied).1, "SESSION_BUSY");
+        let approved = reply(
+            &mut connection,
+            &request(
+                5,
+                "plan/approve",
+                json!({"approvalId": id, "permissionMode": "auto"}),
+            ),
+        );
+        assert_eq!(approved["result"]["approval"]["executionState"], "queued");
+        assert_eq!(approved["result"]["session"]["mode"], "agent");
+        assert_eq!(approved["result"]["session"]["activeTurn"]["kind"], "execution");
+        let execution = approved["result"]["approval"]["executionId"].as_str().unwrap();
+        assert_eq!(approved["result"]["session"]["activeExecutionId"], execution);
+        let started = reply(
+            &mut connection,
+            &request(6, "execution/start", json!({"executionId": execution})),
+        );
+        assert_eq!(started["result"]["executionState"], "running");
+        let done = reply(
+            &mut connection,
+            &request(7, "execution/complete", json!({"executionId": execution})),
+        );
+        assert_eq!(done["result"]["executionState"], "completed");
+        let listed = reply(
+            &mut connection,
+            &request(
+                8,
+                "plan/list",
+                json!({"sessionId": "w1", "status": "approved", "limit": 5}),
+            ),
+        );
+        assert_eq!(listed["result"]["approvals"].as_array().unwrap().len(), 1);
+        let read = reply(
+            &mut connection,
+            &request(9, "plan/readArtifact", json!({"approvalId": id})),
+        );
+        assert_eq!(read["result"]["markdown"], MARKDOWN);
+        assert_eq!(read["result"]["size"], MARKDOWN.len());
+    }
+}
+
+mod concurrency {
+    use super::*;
+
+    #[test]
+    fn concurrent_lifecycles_and_one_winner_per_decision() {
+        let fx = Fixture::new();
+        let threads = 4;
+        let rounds = 5;
+        std::thread::scope(|scope| {
+            for thread in 0..threads {
+                let fx = &fx;
+                scope.spawn(move || {
+                    let id = format!("t{thread}");
+                    fx.session(&id, Mode::Plan);
+                    for round in 0..rounds {
+                        if round > 0 {
+                            fx.host
+                                .configure_session(
+                                    &id,
+                                    ConfigChange {
+                                        mode: Some(Mode::Plan),
+                                        ..ConfigChange::default()
+                                    },
+                                )
+                                .unwrap();
+                        }
+                        let turn = fx.host.start_turn(&id, Origin::Interactive).unwrap();
+                        let markdown = format!("# thread {thread} round {round}\n");
+                        let approval = approval_of(
+                            &fx.host
+                                .tool_calls(&id, &turn.turn_id, vec![submit("c", &markdown)])
+                                .unwrap(),
+                        );
+                        let (approved, _) =
+                            fx.host.approve(&approval.id, Some(PermissionMode::Auto)).unwrap();
+                        let execution = approved.execution_id.unwrap();
+                        fx.host.start_execution(&execution).unwrap();
+                        fx.host.complete_execution(&execution).unwrap();
+                        assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, markdown);
+                    }
+                });
+            }
+        });
+        let rows = fx.rows();
+        assert_eq!(rows.len(), threads * rounds);
+        assert!(
+            rows.iter()
+                .all(|row| row.execution_state == Some(ExecutionState::Completed))
+        );
+        assert_eq!(fx.files().len(), threads * rounds);
+
+        // Several threads race to decide one approval: exactly one wins.
+        let (approval, _) = fx.pending("race");
+        let outcomes: Vec<Result<PlanApproval, ErrorCode>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|thread| {
+                    let fx = &fx;
+                    let id = approval.id.clone();
+                    scope.spawn(move || {
+                        let result = if thread % 2 == 0 {
+                            fx.host.approve(&id, Some(PermissionMode::Ask))
+                        } else {
+                            fx.host.reject(&id)
+                        };
+                        result.map(|(row, _)| row).map_err(|error| error.code())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        let winners: Vec<_> = outcomes
+            .iter()
+            .filter_map(|outcome| outcome.as_ref().ok())
+            .collect();
+        assert_eq!(winners.len(), 1, "{outcomes:?}");
+        assert!(
+            outcomes
+                .iter()
+                .filter_map(|outcome| outcome.as_ref().err())
+                .all(|code| *code == ErrorCode::ApprovalNotPending),
+            "{outcomes:?}"
+        );
+        assert_eq!(fx.row(&approval.id).status, winners[0].status);
+    }
+}
+
+mod ordering {
+    use super::*;
+
+    /// A change committed while another thread is still delivering an earlier
+    /// change's notifications must not overtake them: listeners see
+    /// notifications in commit order, so the last `session/changed` always
+    /// describes the session as it is.
+    #[test]
+    fn notifications_keep_commit_order_across_threads() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        let (blocked_tx, blocked_rx) = std::sync::mpsc::channel::<()>();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let blocked_tx = Mutex::new(blocked_tx);
+        let release_rx = Mutex::new(release_rx);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        fx.host.add_listener(Arc::new({
+            let order = Arc::clone(&order);
+            move |notification: ServerNotification| {
+                let resolved = matches!(notification, ServerNotification::PlanApprovalResolved(_));
+                order.lock().unwrap().push(notification);
+                if resolved {
+                    // Hold this delivery until the other thread has committed its change.
+                    blocked_tx.lock().unwrap().send(()).unwrap();
+                    release_rx
+                        .lock()
+                        .unwrap()
+                        .recv_timeout(Duration::from_secs(20))
+                        .unwrap();
+                }
+            }
+        }));
+        std::thread::scope(|scope| {
+            let rejecting = scope.spawn(|| fx.host.reject(&approval.id).unwrap());
+            blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+            // Commits after the rejection, while its notifications are being delivered.
+            let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+            release_tx.send(()).unwrap();
+            rejecting.join().unwrap();
+            let order = order.lock().unwrap();
+            assert_eq!(
+                methods(&order),
+                ["plan/approvalResolved", "session/changed", "session/changed"]
+            );
+            match order.last().unwrap() {
+                ServerNotification::SessionChanged(changed) => assert_eq!(
+                    changed
+                        .session
+                        .active_turn
+                        .as_ref()
+                        .map(|turn| turn.turn_id.clone()),
+                    Some(turn.turn_id.clone()),
+                    "the last session/changed must describe the session after the later commit"
+                ),
+                other => panic!("unexpected {other:?}"),
+            }
+        });
+    }
+}
