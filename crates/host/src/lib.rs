@@ -29,3 +29,8 @@ pub use host::{
 pub use notify::NotificationListener;
 pub use plan_storage::{ApprovalFilter, MigrationReport, StoredApproval};
 pub use shells::{ShellSpec, default_catalog};
+
+/// The README's Rust example, compiled and run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
