@@ -106,7 +106,7 @@ fn cli(criterion: &mut Criterion) {
         bencher.iter(|| run(&mut plan_checkpoint(&db, &["approvals", "list", "--limit", "50"])));
     });
     if baseline {
-        let sql = format!("SELECT {COLUMNS} FROM plan_approvals ORDER BY created_at DESC, id LIMIT 50;");
+        let sql = format!("SELECT {COLUMNS} FROM plan_approvals ORDER BY created_at DESC, id DESC LIMIT 50;");
         group.bench_function("sqlite3 list limit 50", |bencher| {
             bencher.iter(|| run(&mut sqlite3(&db, &sql)));
         });
@@ -117,7 +117,12 @@ fn cli(criterion: &mut Criterion) {
     });
     if baseline {
         let sql = format!(
-            "PRAGMA user_version; SELECT status, count(*) FROM plan_approvals GROUP BY status; \
+            "PRAGMA user_version; \
+             SELECT count(*) FROM plan_approvals WHERE status = 'pending'; \
+             SELECT count(*) FROM plan_approvals WHERE status = 'approved'; \
+             SELECT count(*) FROM plan_approvals WHERE status = 'rejected'; \
+             SELECT count(*) FROM plan_approvals WHERE status = 'expired'; \
+             SELECT count(*) FROM plan_approvals WHERE status = 'interrupted'; \
              SELECT {COLUMNS} FROM plan_approvals WHERE status = 'pending' \
              UNION ALL SELECT {COLUMNS} FROM plan_approvals WHERE execution_state IN ('queued','running');"
         );

@@ -243,8 +243,11 @@ impl Store {
             (Some(_), None) => format!(
                 "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL {order}"
             ),
+            // Named, so that the planner never prefers the narrow counting
+            // index and then sorts a whole status's history.
             (None, Some(_)) => format!(
-                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND status = ?2 {order}"
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals INDEXED BY plan_approvals_by_status_created \
+                 WHERE ?1 IS NULL AND status = ?2 {order}"
             ),
             (None, None) => format!(
                 "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL {order}"
@@ -254,25 +257,22 @@ impl Store {
     }
 
     /// How many approvals have each status, for every status (zeros included).
+    ///
+    /// One count per status over the narrow status index: on a large history
+    /// this is several times cheaper than grouping over a listing index.
     pub fn count_by_status(&self) -> Result<Vec<(ApprovalStatus, u64)>, StorageError> {
-        let counted: Vec<(String, i64)> = self
+        let mut statement = self
             .conn
-            .prepare_cached("SELECT status, count(*) FROM plan_approvals GROUP BY status")
-            .and_then(|mut statement| {
-                statement
-                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect()
-            })
+            .prepare_cached(
+                "SELECT count(*) FROM plan_approvals INDEXED BY plan_approvals_by_status WHERE status = ?1",
+            )
             .map_err(StorageError::sqlite("counting approvals by status"))?;
-        let mut counts: Vec<(ApprovalStatus, u64)> =
-            ApprovalStatus::ALL.iter().map(|status| (*status, 0)).collect();
-        for (status, count) in counted {
-            let status = parse_wire("plan_approvals.status", &status, ApprovalStatus::parse)?;
-            for entry in &mut counts {
-                if entry.0 == status {
-                    entry.1 = u64::try_from(count).unwrap_or(0);
-                }
-            }
+        let mut counts = Vec::with_capacity(ApprovalStatus::ALL.len());
+        for status in ApprovalStatus::ALL {
+            let count: i64 = statement
+                .query_row([status.as_str()], |row| row.get(0))
+                .map_err(StorageError::sqlite("counting approvals by status"))?;
+            counts.push((*status, u64::try_from(count).unwrap_or(0)));
         }
         Ok(counts)
     }

@@ -64,6 +64,17 @@ fn live_row_queries_use_the_partial_indexes() {
     );
     assert!(plan.contains("plan_approvals_by_session_created"), "{plan}");
     assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    let plan = query_plan(
+        &path,
+        "SELECT * FROM plan_approvals INDEXED BY plan_approvals_by_status_created \
+         WHERE ?1 IS NULL AND status = ?2 ORDER BY created_at DESC, id DESC LIMIT 10",
+    );
+    assert!(!plan.contains("TEMP B-TREE"), "{plan}");
+    let plan = query_plan(
+        &path,
+        "SELECT count(*) FROM plan_approvals INDEXED BY plan_approvals_by_status WHERE status = ?1 AND ?2 IS NULL",
+    );
+    assert!(plan.contains("COVERING INDEX plan_approvals_by_status"), "{plan}");
 }
 
 /// The query plan of `sql` with both parameters bound to NULL.
