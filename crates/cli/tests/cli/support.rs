@@ -236,13 +236,14 @@ pub(crate) fn rich() -> Fixture {
     }
 }
 
-/// A schema v8 database made from the 0.4.14 fixture (not migrated).
+/// A schema v8 database made from the 0.4.14 fixture (not migrated). The
+/// fixture lives with the storage tests, which own the v8 contract.
 pub(crate) fn v8() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("v8.db");
     let sql = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/v8-sample.sql"
+        "/../storage/tests/fixtures/v8-sample.sql"
     ))
     .unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
