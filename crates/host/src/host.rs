@@ -373,6 +373,8 @@ impl Host {
             &suffix[..12],
         );
         let call_id = request.call_id.clone();
+        let workspace_root = request.workspace_root.clone();
+        let written_artifact = written.as_ref().ok().cloned();
         let event = match written {
             Ok(artifact) => Event::ArtifactWritten {
                 request,
@@ -384,7 +386,17 @@ impl Host {
                 code: error.code(),
             },
         };
-        match self.session_event(session_id, event)? {
+        let recorded = self.session_event(session_id, event);
+        if let Some(artifact) = &written_artifact
+            && !matches!(recorded, Ok((Reply::ApprovalRequested { .. }, _)))
+        {
+            // The file was written but no approval records it: another call
+            // ended the Plan turn or submitted first while it was being
+            // written. A refused submission leaves nothing behind. Should the
+            // removal itself fail, `approvals verify` reports the orphan.
+            let _discarded = plan_storage::discard_unrecorded_artifact(&workspace_root, artifact);
+        }
+        match recorded? {
             (Reply::ApprovalRequested { call_id, approval }, _) => Ok(ToolCallOutcome {
                 call_id,
                 decision: ToolCallVerdict::Allow(None),

@@ -500,6 +500,84 @@ mod lifecycle {
 
 mod submit_plan {
     use super::*;
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A clock that runs an action once, on a chosen reading: a way to make
+    /// another call land between two stages of one host operation.
+    struct InterleavingClock {
+        readings: AtomicUsize,
+        trigger_at: AtomicUsize,
+        action: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    }
+
+    impl plan_host::Clock for InterleavingClock {
+        fn now_ms(&self) -> i64 {
+            let reading = self.readings.fetch_add(1, Ordering::SeqCst) + 1;
+            if reading == self.trigger_at.load(Ordering::SeqCst)
+                && let Some(action) = self.action.get()
+            {
+                action();
+            }
+            T0
+        }
+    }
+
+    #[test]
+    fn a_submission_overtaken_while_its_file_is_written_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let root = workspace.to_str().unwrap().to_owned();
+        let clock = Arc::new(InterleavingClock {
+            readings: AtomicUsize::new(0),
+            trigger_at: AtomicUsize::new(usize::MAX),
+            action: OnceLock::new(),
+        });
+        let options = HostOptions {
+            clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
+            ..HostOptions::default()
+        };
+        let host = Arc::new(Host::open(dir.path().join("plan.db"), options).unwrap());
+        let session = NewSession {
+            session_id: Some("s1".to_owned()),
+            workspace_root: Some(root.clone()),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        };
+        host.create_session(session).unwrap();
+        let turn = host.start_turn("s1", Origin::Interactive).unwrap();
+        let canceller = Arc::clone(&host);
+        assert!(
+            clock
+                .action
+                .set(Box::new(move || {
+                    canceller.cancel_turn("s1").unwrap();
+                }))
+                .is_ok()
+        );
+        // tool_calls reads the clock to decide the batch, to name the file,
+        // then to record the approval: cancelling at the third reading is a
+        // person pressing Stop while the artifact is being written.
+        clock
+            .trigger_at
+            .store(clock.readings.load(Ordering::SeqCst) + 3, Ordering::SeqCst);
+
+        let result = host.tool_calls("s1", &turn.turn_id, vec![submit("c1", MARKDOWN)]);
+
+        assert_eq!(code(result), ErrorCode::TurnNotActive);
+        assert!(
+            plan_storage::list_artifact_files(&root).unwrap().is_empty(),
+            "the unrecorded artifact was removed"
+        );
+        assert!(
+            host.list_approvals(&ApprovalFilter::default())
+                .unwrap()
+                .is_empty()
+        );
+        let state = host.session("s1").unwrap();
+        assert!(state.is_idle(), "the cancel took effect and nothing is pending");
+    }
 
     #[test]
     fn refusals_create_nothing_and_keep_the_turn() {

@@ -208,6 +208,33 @@ fn read_failed(path: &str, source: std::io::Error) -> StorageError {
     }
 }
 
+/// Removes a file that [`write_artifact`] wrote moments ago when the
+/// submission it belongs to was refused before any approval recorded it
+/// (another call ended the Plan turn or created the pending approval first).
+/// Only for that: an artifact that a row references is never removed.
+/// The removal is made durable; a file that is already gone is fine.
+pub fn discard_unrecorded_artifact(workspace_root: &str, artifact: &Artifact) -> Result<(), StorageError> {
+    let name = artifact_file_name(&artifact.path)?;
+    let root = open_root(workspace_root)?;
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+        return Ok(());
+    };
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+        return Ok(());
+    };
+    match rustix::fs::unlinkat(&plan, name, AtFlags::empty()) {
+        Ok(()) => rustix::fs::fsync(&plan).map_err(|errno| StorageError::ArtifactWriteFailed {
+            path: artifact.path.clone(),
+            source: errno.into(),
+        }),
+        Err(Errno::NOENT) => Ok(()),
+        Err(errno) => Err(StorageError::ArtifactWriteFailed {
+            path: artifact.path.clone(),
+            source: errno.into(),
+        }),
+    }
+}
+
 /// Removes the new file of a failed write. It is best effort: the write has
 /// already failed and that error is the one reported; a leftover here would
 /// be an orphan that `list_artifact_files` shows.

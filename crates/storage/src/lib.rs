@@ -18,7 +18,9 @@ mod migrate;
 mod probe;
 mod store;
 
-pub use artifacts::{list_artifact_files, read_artifact, read_artifact_unverified, write_artifact};
+pub use artifacts::{
+    discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
+};
 pub use error::StorageError;
 pub use lock::HostLock;
 pub use migrate::{MigrationReport, SCHEMA_VERSION};
