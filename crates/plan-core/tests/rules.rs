@@ -34,6 +34,18 @@ fn plan_session() -> SessionState {
     SessionState::idle(session)
 }
 
+/// A Plan session whose interactive Plan turn `t1` started at T0.
+fn plan_turn() -> SessionState {
+    step(
+        &plan_session(),
+        T0,
+        Event::StartTurn {
+            turn_id: "t1".to_owned(),
+            origin: Origin::Interactive,
+        },
+    )
+}
+
 fn accepted(transition: &Transition) -> Reply {
     match &transition.reply {
         Ok(reply) => reply.clone(),
@@ -90,14 +102,7 @@ fn artifact() -> Artifact {
 
 /// A Plan turn that has submitted a plan and waits for approval at T0.
 fn pending_state() -> (SessionState, ArtifactRequest) {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let transition = handle(
         &state,
         &context(T0),
@@ -167,14 +172,7 @@ fn wire_strings_of_modes_are_exact() {
 
 #[test]
 fn plan_turn_allows_exactly_the_read_only_tools() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let names = [
         "Read",
         "Glob",
@@ -229,14 +227,7 @@ fn plan_turn_allows_exactly_the_read_only_tools() {
 
 #[test]
 fn submit_plan_with_another_call_refuses_the_whole_batch() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let transition = handle(
         &state,
         &context(T0),
@@ -333,14 +324,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
         json!(["t", "m", "q"]),
         json!(null),
     ];
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     for input in invalid {
         let transition = handle(
             &state,
@@ -368,14 +352,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
 
 #[test]
 fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let limits = Limits {
         approval_ttl_ms: TTL,
         markdown_limit_bytes: 8,
@@ -440,14 +417,7 @@ fn submit_plan_in_a_session_without_workspace_is_not_project_bound() {
 
 #[test]
 fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let transition = handle(
         &state,
         &context(T0),
@@ -489,14 +459,7 @@ fn reported_artifact_creates_the_pending_approval_with_an_absolute_deadline() {
 
 #[test]
 fn failed_artifact_write_creates_no_approval_and_keeps_the_turn() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let request = match handle(
         &state,
         &context(T0),
@@ -731,14 +694,7 @@ fn tick_expires_at_the_deadline_and_never_moves_it() {
 
 #[test]
 fn deadline_uses_the_configured_ttl() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let limits = Limits {
         approval_ttl_ms: 250,
         markdown_limit_bytes: 100,
@@ -899,14 +855,7 @@ fn cancel_interrupts_the_execution_and_leaves_the_session_in_agent() {
 
 #[test]
 fn second_prompt_during_an_active_turn_is_busy() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let transition = handle(
         &state,
         &context(T0),
@@ -950,14 +899,7 @@ fn configuration_is_accepted_only_while_idle() {
 
 #[test]
 fn completing_a_prompt_turn_makes_the_session_idle() {
-    let state = step(
-        &plan_session(),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let state = plan_turn();
     let wrong = handle(
         &state,
         &context(T0),
