@@ -74,6 +74,24 @@ pub struct PlanHost {
     connection: Mutex<Connection>,
 }
 
+/// One optional setting of a [`SessionConfig`] as the typed host API takes
+/// it: unchanged, set, or cleared.
+fn optional_change(
+    field: &str,
+    value: Option<String>,
+    clear: bool,
+) -> Result<Option<Option<String>>, HostError> {
+    match (value, clear) {
+        (None, false) => Ok(None),
+        (Some(value), false) => Ok(Some(Some(value))),
+        (None, true) => Ok(Some(None)),
+        (Some(_), true) => Err(HostError::with_detail(
+            ErrorCode::InvalidParams,
+            format!("{field} cannot be set and cleared at once"),
+        )),
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -169,9 +187,9 @@ impl PlanHost {
         let change = ConfigChange {
             mode: config.mode.map(Into::into),
             permission_mode: config.permission_mode.map(Into::into),
-            provider: config.provider.map(Some),
-            model: config.model.map(Some),
-            shell: config.shell.map(Some),
+            provider: optional_change("provider", config.provider, config.clear_provider)?,
+            model: optional_change("model", config.model, config.clear_model)?,
+            shell: optional_change("shell", config.shell, config.clear_shell)?,
         };
         Ok(types::session(&self.host.configure_session(&session_id, change)?))
     }

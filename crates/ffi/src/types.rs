@@ -188,7 +188,9 @@ pub struct ToolCallResult {
     pub approval: Option<PlanApproval>,
 }
 
-/// A configuration change; `None` leaves a field as it is.
+/// A configuration change; `None` leaves a field as it is, and a `clear_*`
+/// flag sets that field back to none (the shell back to the default shell).
+/// Setting and clearing the same field at once is `INVALID_PARAMS`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct SessionConfig {
     /// New mode.
@@ -201,6 +203,15 @@ pub struct SessionConfig {
     pub model: Option<String>,
     /// New shell id.
     pub shell: Option<String>,
+    /// Remove the provider.
+    #[uniffi(default = false)]
+    pub clear_provider: bool,
+    /// Remove the model.
+    #[uniffi(default = false)]
+    pub clear_model: bool,
+    /// Return to the default shell.
+    #[uniffi(default = false)]
+    pub clear_shell: bool,
 }
 
 /// The result of approve and reject.

@@ -1981,63 +1981,6 @@ class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-@dataclass
-class SessionConfig:
-    """
-    A configuration change; `None` leaves a field as it is.
-"""
-    def __init__(self, *, mode:typing.Optional[Mode], permission_mode:typing.Optional[PermissionMode], provider:typing.Optional[str], model:typing.Optional[str], shell:typing.Optional[str]):
-        self.mode = mode
-        self.permission_mode = permission_mode
-        self.provider = provider
-        self.model = model
-        self.shell = shell
-        
-        
-
-    
-    def __str__(self):
-        return "SessionConfig(mode={}, permission_mode={}, provider={}, model={}, shell={})".format(self.mode, self.permission_mode, self.provider, self.model, self.shell)
-    def __eq__(self, other):
-        if self.mode != other.mode:
-            return False
-        if self.permission_mode != other.permission_mode:
-            return False
-        if self.provider != other.provider:
-            return False
-        if self.model != other.model:
-            return False
-        if self.shell != other.shell:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSessionConfig(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SessionConfig(
-            mode=_UniffiFfiConverterOptionalTypeMode.read(buf),
-            permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
-            provider=_UniffiFfiConverterOptionalString.read(buf),
-            model=_UniffiFfiConverterOptionalString.read(buf),
-            shell=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalTypeMode.check_lower(value.mode)
-        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
-        _UniffiFfiConverterOptionalString.check_lower(value.provider)
-        _UniffiFfiConverterOptionalString.check_lower(value.model)
-        _UniffiFfiConverterOptionalString.check_lower(value.shell)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalTypeMode.write(value.mode, buf)
-        _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
-        _UniffiFfiConverterOptionalString.write(value.provider, buf)
-        _UniffiFfiConverterOptionalString.write(value.model, buf)
-        _UniffiFfiConverterOptionalString.write(value.shell, buf)
-
 class _UniffiFfiConverterBoolean:
     @classmethod
     def check_lower(cls, value):
@@ -2058,6 +2001,83 @@ class _UniffiFfiConverterBoolean:
     @classmethod
     def write(cls, value, buf):
         buf.write_u8(value)
+
+@dataclass
+class SessionConfig:
+    """
+    A configuration change; `None` leaves a field as it is, and a `clear_*`
+    flag sets that field back to none (the shell back to the default shell).
+    Setting and clearing the same field at once is `INVALID_PARAMS`.
+"""
+    def __init__(self, *, mode:typing.Optional[Mode], permission_mode:typing.Optional[PermissionMode], provider:typing.Optional[str], model:typing.Optional[str], shell:typing.Optional[str], clear_provider:bool = False, clear_model:bool = False, clear_shell:bool = False):
+        self.mode = mode
+        self.permission_mode = permission_mode
+        self.provider = provider
+        self.model = model
+        self.shell = shell
+        self.clear_provider = clear_provider
+        self.clear_model = clear_model
+        self.clear_shell = clear_shell
+        
+        
+
+    
+    def __str__(self):
+        return "SessionConfig(mode={}, permission_mode={}, provider={}, model={}, shell={}, clear_provider={}, clear_model={}, clear_shell={})".format(self.mode, self.permission_mode, self.provider, self.model, self.shell, self.clear_provider, self.clear_model, self.clear_shell)
+    def __eq__(self, other):
+        if self.mode != other.mode:
+            return False
+        if self.permission_mode != other.permission_mode:
+            return False
+        if self.provider != other.provider:
+            return False
+        if self.model != other.model:
+            return False
+        if self.shell != other.shell:
+            return False
+        if self.clear_provider != other.clear_provider:
+            return False
+        if self.clear_model != other.clear_model:
+            return False
+        if self.clear_shell != other.clear_shell:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionConfig(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionConfig(
+            mode=_UniffiFfiConverterOptionalTypeMode.read(buf),
+            permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
+            provider=_UniffiFfiConverterOptionalString.read(buf),
+            model=_UniffiFfiConverterOptionalString.read(buf),
+            shell=_UniffiFfiConverterOptionalString.read(buf),
+            clear_provider=_UniffiFfiConverterBoolean.read(buf),
+            clear_model=_UniffiFfiConverterBoolean.read(buf),
+            clear_shell=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeMode.check_lower(value.mode)
+        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
+        _UniffiFfiConverterOptionalString.check_lower(value.provider)
+        _UniffiFfiConverterOptionalString.check_lower(value.model)
+        _UniffiFfiConverterOptionalString.check_lower(value.shell)
+        _UniffiFfiConverterBoolean.check_lower(value.clear_provider)
+        _UniffiFfiConverterBoolean.check_lower(value.clear_model)
+        _UniffiFfiConverterBoolean.check_lower(value.clear_shell)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeMode.write(value.mode, buf)
+        _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
+        _UniffiFfiConverterOptionalString.write(value.provider, buf)
+        _UniffiFfiConverterOptionalString.write(value.model, buf)
+        _UniffiFfiConverterOptionalString.write(value.shell, buf)
+        _UniffiFfiConverterBoolean.write(value.clear_provider, buf)
+        _UniffiFfiConverterBoolean.write(value.clear_model, buf)
+        _UniffiFfiConverterBoolean.write(value.clear_shell, buf)
 
 @dataclass
 class ShellInfo:

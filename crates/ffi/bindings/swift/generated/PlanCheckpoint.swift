@@ -2089,7 +2089,9 @@ public func FfiConverterTypeSession_lower(_ value: Session) -> RustBuffer {
 
 
 /**
- * A configuration change; `None` leaves a field as it is.
+ * A configuration change; `None` leaves a field as it is, and a `clear_*`
+ * flag sets that field back to none (the shell back to the default shell).
+ * Setting and clearing the same field at once is `INVALID_PARAMS`.
  */
 public struct SessionConfig: Equatable, Hashable {
     /**
@@ -2112,6 +2114,18 @@ public struct SessionConfig: Equatable, Hashable {
      * New shell id.
      */
     public var shell: String?
+    /**
+     * Remove the provider.
+     */
+    public var clearProvider: Bool
+    /**
+     * Remove the model.
+     */
+    public var clearModel: Bool
+    /**
+     * Return to the default shell.
+     */
+    public var clearShell: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2130,12 +2144,24 @@ public struct SessionConfig: Equatable, Hashable {
          */model: String?, 
         /**
          * New shell id.
-         */shell: String?) {
+         */shell: String?, 
+        /**
+         * Remove the provider.
+         */clearProvider: Bool = false, 
+        /**
+         * Remove the model.
+         */clearModel: Bool = false, 
+        /**
+         * Return to the default shell.
+         */clearShell: Bool = false) {
         self.mode = mode
         self.permissionMode = permissionMode
         self.provider = provider
         self.model = model
         self.shell = shell
+        self.clearProvider = clearProvider
+        self.clearModel = clearModel
+        self.clearShell = clearShell
     }
 
     
@@ -2158,7 +2184,10 @@ public struct FfiConverterTypeSessionConfig: FfiConverterRustBuffer {
                 permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
                 provider: FfiConverterOptionString.read(from: &buf), 
                 model: FfiConverterOptionString.read(from: &buf), 
-                shell: FfiConverterOptionString.read(from: &buf)
+                shell: FfiConverterOptionString.read(from: &buf), 
+                clearProvider: FfiConverterBool.read(from: &buf), 
+                clearModel: FfiConverterBool.read(from: &buf), 
+                clearShell: FfiConverterBool.read(from: &buf)
         )
     }
 
@@ -2168,6 +2197,9 @@ public struct FfiConverterTypeSessionConfig: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.provider, into: &buf)
         FfiConverterOptionString.write(value.model, into: &buf)
         FfiConverterOptionString.write(value.shell, into: &buf)
+        FfiConverterBool.write(value.clearProvider, into: &buf)
+        FfiConverterBool.write(value.clearModel, into: &buf)
+        FfiConverterBool.write(value.clearShell, into: &buf)
     }
 }
 

@@ -2947,7 +2947,9 @@ public object FfiConverterTypeSession: FfiConverterRustBuffer<Session> {
 
 
 /**
- * A configuration change; `None` leaves a field as it is.
+ * A configuration change; `None` leaves a field as it is, and a `clear_*`
+ * flag sets that field back to none (the shell back to the default shell).
+ * Setting and clearing the same field at once is `INVALID_PARAMS`.
  */
 data class SessionConfig (
     /**
@@ -2974,6 +2976,21 @@ data class SessionConfig (
      * New shell id.
      */
     var `shell`: kotlin.String?
+    , 
+    /**
+     * Remove the provider.
+     */
+    var `clearProvider`: kotlin.Boolean = false 
+    , 
+    /**
+     * Remove the model.
+     */
+    var `clearModel`: kotlin.Boolean = false 
+    , 
+    /**
+     * Return to the default shell.
+     */
+    var `clearShell`: kotlin.Boolean = false 
     
 ){
     
@@ -2995,6 +3012,9 @@ public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfi
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
         )
     }
 
@@ -3003,7 +3023,10 @@ public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfi
             FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
             FfiConverterOptionalString.allocationSize(value.`provider`) +
             FfiConverterOptionalString.allocationSize(value.`model`) +
-            FfiConverterOptionalString.allocationSize(value.`shell`)
+            FfiConverterOptionalString.allocationSize(value.`shell`) +
+            FfiConverterBoolean.allocationSize(value.`clearProvider`) +
+            FfiConverterBoolean.allocationSize(value.`clearModel`) +
+            FfiConverterBoolean.allocationSize(value.`clearShell`)
     )
 
     override fun write(value: SessionConfig, buf: ByteBuffer) {
@@ -3012,6 +3035,9 @@ public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfi
             FfiConverterOptionalString.write(value.`provider`, buf)
             FfiConverterOptionalString.write(value.`model`, buf)
             FfiConverterOptionalString.write(value.`shell`, buf)
+            FfiConverterBoolean.write(value.`clearProvider`, buf)
+            FfiConverterBoolean.write(value.`clearModel`, buf)
+            FfiConverterBoolean.write(value.`clearShell`, buf)
     }
 }
 

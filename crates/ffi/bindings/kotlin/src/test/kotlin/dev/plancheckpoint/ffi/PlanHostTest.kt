@@ -802,6 +802,17 @@ class PlanHostTest {
         // Absent fields leave the rest as it is.
         val partly = host.configureSession(sid, SessionConfig(Mode.AGENT, null, null, null, null))
         assertEquals(configured.copy(mode = Mode.AGENT), partly)
+        // Clearing sets a field back to none; the shell returns to the default.
+        val cleared = host.configureSession(
+            sid,
+            SessionConfig(null, null, null, null, null, clearProvider = true, clearModel = true, clearShell = true),
+        )
+        assertEquals(partly.copy(provider = null, model = null, shell = null), cleared)
+        failed("INVALID_PARAMS") {
+            host.configureSession(sid, SessionConfig(null, null, "openai", null, null, clearProvider = true))
+        }
+        val restored = host.configureSession(sid, SessionConfig(null, null, "anthropic", "claude", "bash"))
+        assertEquals(partly, restored)
 
         host.shutdown()
         val again = open(path)
