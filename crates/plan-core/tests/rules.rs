@@ -34,16 +34,37 @@ fn plan_session() -> SessionState {
     SessionState::idle(session)
 }
 
-/// A Plan session whose interactive Plan turn `t1` started at T0.
-fn plan_turn() -> SessionState {
+/// `state` with the interactive turn `t1` started at T0.
+fn started(state: &SessionState) -> SessionState {
     step(
-        &plan_session(),
+        state,
         T0,
         Event::StartTurn {
             turn_id: "t1".to_owned(),
             origin: Origin::Interactive,
         },
     )
+}
+
+/// A Plan session whose interactive Plan turn `t1` started at T0.
+fn plan_turn() -> SessionState {
+    started(&plan_session())
+}
+
+/// The decisions for a batch in turn `t1` at T0, with the whole transition.
+fn tool_results(state: &SessionState, calls: Vec<ToolCall>) -> (Vec<plan_core::ToolResult>, Transition) {
+    let transition = handle(
+        state,
+        &context(T0),
+        Event::ToolCalls {
+            turn_id: "t1".to_owned(),
+            calls,
+        },
+    );
+    match accepted(&transition) {
+        Reply::ToolResults(results) => (results, transition),
+        other => panic!("expected tool results, got {other:?}"),
+    }
 }
 
 fn accepted(transition: &Transition) -> Reply {
@@ -187,17 +208,7 @@ fn plan_turn_allows_exactly_the_read_only_tools() {
         "read",
         "NotARealTool",
     ];
-    let transition = handle(
-        &state,
-        &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".to_owned(),
-            calls: names.iter().map(|name| tool(name)).collect(),
-        },
-    );
-    let Reply::ToolResults(results) = accepted(&transition) else {
-        panic!("expected tool results");
-    };
+    let (results, transition) = tool_results(&state, names.iter().map(|name| tool(name)).collect());
     let decisions: Vec<(&str, ToolDecision)> = names
         .iter()
         .copied()
@@ -241,25 +252,8 @@ fn submit_plan_with_another_call_refuses_the_whole_batch() {
 
 #[test]
 fn submit_plan_outside_a_plan_turn_is_plan_not_active() {
-    let state = step(
-        &SessionState::idle(Session::new("s1", Some("/w".to_owned()))),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
-    let transition = handle(
-        &state,
-        &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".to_owned(),
-            calls: vec![submit_call(plan_input())],
-        },
-    );
-    let Reply::ToolResults(results) = accepted(&transition) else {
-        panic!("expected tool results");
-    };
+    let state = started(&SessionState::idle(Session::new("s1", Some("/w".to_owned()))));
+    let (results, transition) = tool_results(&state, vec![submit_call(plan_input())]);
     assert_eq!(results[0].decision, ToolDecision::Deny(ErrorCode::PlanNotActive));
     assert!(transition.effects.is_empty());
     assert_eq!(transition.state, state);
@@ -291,17 +285,7 @@ fn agent_turn_delegates_tools_with_the_session_permission_mode() {
             origin: Origin::Scheduled,
         },
     );
-    let transition = handle(
-        &state,
-        &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".to_owned(),
-            calls: vec![tool("Write"), tool("Read")],
-        },
-    );
-    let Reply::ToolResults(results) = accepted(&transition) else {
-        panic!("expected tool results");
-    };
+    let (results, _) = tool_results(&state, vec![tool("Write"), tool("Read")]);
     assert!(
         results
             .iter()
@@ -387,25 +371,8 @@ fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
 fn submit_plan_in_a_session_without_workspace_is_not_project_bound() {
     let mut session = Session::new("s1", None);
     session.mode = Mode::Plan;
-    let state = step(
-        &SessionState::idle(session),
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
-    let transition = handle(
-        &state,
-        &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".to_owned(),
-            calls: vec![submit_call(plan_input())],
-        },
-    );
-    let Reply::ToolResults(results) = accepted(&transition) else {
-        panic!("expected tool results");
-    };
+    let state = started(&SessionState::idle(session));
+    let (results, transition) = tool_results(&state, vec![submit_call(plan_input())]);
     assert_eq!(
         results[0].decision,
         ToolDecision::Deny(ErrorCode::SessionNotProjectBound)
@@ -885,14 +852,7 @@ fn configuration_is_accepted_only_while_idle() {
         (Mode::Agent, PermissionMode::Auto, Some("bash"))
     );
     assert_eq!(transition.effects, [Effect::SaveSession(session.clone())]);
-    let busy = step(
-        &idle,
-        T0,
-        Event::StartTurn {
-            turn_id: "t1".to_owned(),
-            origin: Origin::Interactive,
-        },
-    );
+    let busy = started(&idle);
     let transition = handle(&busy, &context(T0), Event::Configure(change));
     assert_refused_unchanged(&busy, transition, ErrorCode::SessionBusy);
 }
