@@ -293,19 +293,7 @@ impl PlanHost {
 
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
-        let (entries, default_shell) = self.host.shells()?;
-        let shells = entries
-            .into_iter()
-            .map(|entry| ShellInfo {
-                id: entry.spec.id,
-                path: entry.spec.path,
-                available: entry.available,
-            })
-            .collect();
-        Ok(ShellCatalog {
-            shells,
-            default_shell,
-        })
+        Ok(self.host.shell_list()?.into())
     }
 
     /// Persists the default shell.

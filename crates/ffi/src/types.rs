@@ -373,6 +373,23 @@ impl From<wire::ToolCallResult> for ToolCallResult {
     }
 }
 
+impl From<wire::ShellListResult> for ShellCatalog {
+    fn from(list: wire::ShellListResult) -> Self {
+        ShellCatalog {
+            shells: list
+                .shells
+                .into_iter()
+                .map(|shell| ShellInfo {
+                    id: shell.id,
+                    path: shell.path,
+                    available: shell.available,
+                })
+                .collect(),
+            default_shell: list.default_shell,
+        }
+    }
+}
+
 /// A plan-core approval as a foreign record (through the wire shape).
 pub(crate) fn approval(approval: &plan_core::PlanApproval) -> PlanApproval {
     wire::PlanApproval::from(approval).into()

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use plan_core::{ErrorCode, Origin};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
-    PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellInfo,
-    ShellListResult, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, jsonrpc_code,
+    PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
+    ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, jsonrpc_code,
 };
 use plan_storage::ApprovalFilter;
 use serde_json::Value;
@@ -230,21 +230,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
             &host.complete_execution(&params.execution_id)?,
         )),
-        ClientRequest::ShellList(_) => {
-            let (entries, default_shell) = host.shells()?;
-            let shells = entries
-                .into_iter()
-                .map(|entry| ShellInfo {
-                    id: entry.spec.id,
-                    path: entry.spec.path,
-                    available: entry.available,
-                })
-                .collect();
-            to_value(&ShellListResult {
-                shells,
-                default_shell,
-            })
-        }
+        ClientRequest::ShellList(_) => to_value(&host.shell_list()?),
         ClientRequest::ShellSetDefault(params) => {
             let default_shell = host.set_default_shell(&params.shell_id)?;
             to_value(&ShellSetDefaultResult { default_shell })

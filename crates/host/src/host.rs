@@ -573,6 +573,24 @@ impl Host {
         Ok((entries, default))
     }
 
+    /// The shell catalog and default in their protocol v9 form, the one
+    /// shape `serve` and the FFI both hand out.
+    pub fn shell_list(&self) -> Result<plan_protocol::ShellListResult, HostError> {
+        let (entries, default_shell) = self.shells()?;
+        let shells = entries
+            .into_iter()
+            .map(|entry| plan_protocol::ShellInfo {
+                id: entry.spec.id,
+                path: entry.spec.path,
+                available: entry.available,
+            })
+            .collect();
+        Ok(plan_protocol::ShellListResult {
+            shells,
+            default_shell,
+        })
+    }
+
     /// Persists the default shell.
     pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
         if !self.options.shells.iter().any(|spec| spec.id == shell_id) {
