@@ -17,7 +17,7 @@ use plan_protocol::{
 use plan_storage::ApprovalFilter;
 use serde_json::Value;
 
-use crate::host::{NewSession, ToolCallOutcome};
+use crate::types::{NewSession, ToolCallOutcome};
 use crate::{Host, HostError};
 
 /// The server name `initialize` reports.

@@ -6,157 +6,30 @@
 //! new state and tells listeners. The host adds no policy of its own: when it
 //! refuses something, plan-core or storage said so.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
-    ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, Limits, Mode,
-    Origin, PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision, Transition,
-    UnixMs,
+    ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Effect, ErrorCode, Event, Limits, Origin,
+    PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision, UnixMs,
 };
-use plan_protocol::ServerNotification;
 use plan_storage::{ApprovalFilter, HostLock, MigrationReport, Store, StoredApproval};
 
 use crate::HostError;
-use crate::clock::{Clock, SystemClock};
-use crate::notify::{NotificationListener, derive};
-use crate::shells::{ShellSpec, default_catalog};
-
-/// How a host is set up.
-#[derive(Clone)]
-pub struct HostOptions {
-    /// Approval TTL and markdown limit.
-    pub limits: Limits,
-    /// The time source.
-    pub clock: Arc<dyn Clock>,
-    /// The selectable shells.
-    pub shells: Vec<ShellSpec>,
-}
-
-impl Default for HostOptions {
-    fn default() -> Self {
-        HostOptions {
-            limits: Limits::default(),
-            clock: Arc::new(SystemClock),
-            shells: default_catalog(),
-        }
-    }
-}
-
-impl std::fmt::Debug for HostOptions {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("HostOptions")
-            .field("limits", &self.limits)
-            .field("shells", &self.shells)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A new session's settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NewSession {
-    /// The id to use; the host makes one when `None`.
-    pub session_id: Option<String>,
-    /// Absolute workspace root; `None` for a session not bound to a project.
-    pub workspace_root: Option<String>,
-    /// Initial mode (Agent when `None`).
-    pub mode: Option<Mode>,
-    /// Initial permission mode (`ask` when `None`).
-    pub permission_mode: Option<PermissionMode>,
-}
-
-/// What one tool call of a batch came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCallOutcome {
-    /// The call.
-    pub call_id: String,
-    /// Allow (also for calls an Agent turn hands to the permission layer) or deny.
-    pub decision: ToolCallVerdict,
-    /// The pending approval an accepted SubmitPlan created.
-    pub approval: Option<PlanApproval>,
-}
-
-impl ToolCallOutcome {
-    /// The protocol v9 form of the outcome.
-    pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
-        match (self.decision, &self.approval) {
-            (ToolCallVerdict::Allow(_), Some(approval)) => {
-                plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
-            }
-            (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
-            (ToolCallVerdict::Deny(code), _) => {
-                plan_protocol::ToolCallResult::deny(self.call_id.clone(), code)
-            }
-        }
-    }
-}
-
-/// Allow or deny, as the wire says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolCallVerdict {
-    /// The call may run (in an Agent turn: under the given permission mode).
-    Allow(Option<PermissionMode>),
-    /// The call is refused with a canonical code.
-    Deny(ErrorCode),
-}
-
-/// Verified artifact bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactContent {
-    /// The Markdown, exactly as written.
-    pub markdown: String,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Byte size.
-    pub size: u64,
-}
-
-/// One shell with its availability on this machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShellEntry {
-    /// The shell.
-    pub spec: ShellSpec,
-    /// Whether its executable exists.
-    pub available: bool,
-}
-
-/// The open database and the in-memory turns. `None` once closed.
-struct Open {
-    store: Store,
-    turns: HashMap<String, ActiveTurn>,
-    // Held for the host's lifetime; dropping it lets another host in.
-    _lock: HostLock,
-}
-
-/// Wakes the expiry driver when deadlines may have changed or the host closed.
-#[derive(Default)]
-pub(crate) struct DeadlineSignal {
-    pub(crate) generation: Mutex<u64>,
-    pub(crate) changed: Condvar,
-}
-
-/// Notifications committed but not yet delivered, in commit order.
-///
-/// Each transition queues its notifications while it still holds the state
-/// lock, so the queue is in commit order. One thread at a time drains it
-/// (`draining`), so a change committed while another thread is still
-/// delivering an earlier one's notifications cannot overtake them.
-#[derive(Default)]
-struct Outbox {
-    queue: VecDeque<ServerNotification>,
-    draining: bool,
-}
+use crate::event::Open;
+use crate::notify::NotificationListener;
+use crate::outbox::{DeadlineSignal, Outbox};
+use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 pub struct Host {
-    open: Mutex<Option<Open>>,
-    outbox: Mutex<Outbox>,
-    listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
+    pub(crate) open: Mutex<Option<Open>>,
+    pub(crate) outbox: Mutex<Outbox>,
+    pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
     pub(crate) signal: DeadlineSignal,
-    options: HostOptions,
-    epoch: BootEpoch,
+    pub(crate) options: HostOptions,
+    pub(crate) epoch: BootEpoch,
     migration: MigrationReport,
     database: PathBuf,
 }
@@ -171,7 +44,7 @@ impl std::fmt::Debug for Host {
     }
 }
 
-fn fresh_id(prefix: &str) -> String {
+pub(crate) fn fresh_id(prefix: &str) -> String {
     // Version 7 ids sort by creation time, which keeps logs and listings readable.
     format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
 }
@@ -546,63 +419,6 @@ impl Host {
         }
     }
 
-    // Shells.
-
-    /// The shell catalog with availability, and the persisted default.
-    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
-        let default = self.with_open(|open| Ok(open.store.default_shell()?))?;
-        let entries: Vec<ShellEntry> = self
-            .options
-            .shells
-            .iter()
-            .map(|spec| ShellEntry {
-                available: plan_storage::executable_exists(&spec.path),
-                spec: spec.clone(),
-            })
-            .collect();
-        // Until someone picks a default, the first installed shell of the
-        // catalog stands in (the catalog's first entry if none is installed).
-        let fallback = || {
-            entries
-                .iter()
-                .find(|entry: &&ShellEntry| entry.available)
-                .or(entries.first())
-                .map_or_else(String::new, |entry| entry.spec.id.clone())
-        };
-        let default = default.unwrap_or_else(fallback);
-        Ok((entries, default))
-    }
-
-    /// The shell catalog and default in their protocol v9 form, the one
-    /// shape `serve` and the FFI both hand out.
-    pub fn shell_list(&self) -> Result<plan_protocol::ShellListResult, HostError> {
-        let (entries, default_shell) = self.shells()?;
-        let shells = entries
-            .into_iter()
-            .map(|entry| plan_protocol::ShellInfo {
-                id: entry.spec.id,
-                path: entry.spec.path,
-                available: entry.available,
-            })
-            .collect();
-        Ok(plan_protocol::ShellListResult {
-            shells,
-            default_shell,
-        })
-    }
-
-    /// Persists the default shell.
-    pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
-        if !self.options.shells.iter().any(|spec| spec.id == shell_id) {
-            return Err(HostError::with_detail(
-                ErrorCode::ShellUnknown,
-                format!("shell {shell_id:?}"),
-            ));
-        }
-        self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
-        Ok(shell_id.to_owned())
-    }
-
     // Deadlines.
 
     /// The earliest pending deadline across all sessions.
@@ -656,143 +472,6 @@ impl Host {
                 HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
             })
     }
-
-    fn with_open<T>(
-        &self,
-        operation: impl FnOnce(&mut Open) -> Result<T, HostError>,
-    ) -> Result<T, HostError> {
-        let mut guard = lock(&self.open);
-        match guard.as_mut() {
-            Some(open) => operation(open),
-            None => Err(HostError::Refused(ErrorCode::HostClosed)),
-        }
-    }
-
-    fn session_event(&self, session_id: &str, event: Event) -> Result<(Reply, SessionState), HostError> {
-        let (_, outcome) = self.run(session_id, event)?;
-        outcome
-    }
-
-    fn session_event_with_effects(
-        &self,
-        session_id: &str,
-        event: Event,
-    ) -> Result<(Reply, Vec<Effect>), HostError> {
-        let (effects, outcome) = self.run(session_id, event)?;
-        outcome.map(|(reply, _)| (reply, effects))
-    }
-
-    /// Runs one event: decide, persist in one transaction, adopt, notify.
-    ///
-    /// The outer `Result` fails when nothing could be decided or persisted;
-    /// the inner one carries plan-core's refusal, which may still come with
-    /// committed effects (an approval that expired before the event).
-    #[allow(clippy::type_complexity)]
-    fn run(
-        &self,
-        session_id: &str,
-        event: Event,
-    ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
-        let now = self.now();
-        let context = Context {
-            now,
-            epoch: self.epoch,
-            limits: self.options.limits,
-        };
-        let (effects, outcome) = self.with_open(|open| {
-            let before = load_state(open, session_id)?;
-            let Transition {
-                state,
-                effects,
-                reply,
-            } = plan_core::handle(&before, &context, event);
-            // Events that change nothing durable (a turn start, a tick with
-            // nothing due) open no write transaction at all.
-            let writes = effects.iter().any(|effect| match effect {
-                Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => true,
-                Effect::WriteArtifact(_) | Effect::AbortTurn { .. } => false,
-            });
-            if writes {
-                open.store.apply(&effects, now)?;
-            }
-            match &state.active_turn {
-                Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
-                None => open.turns.remove(session_id),
-            };
-            // Queued under the state lock, so the outbox is in commit order.
-            lock(&self.outbox).queue.extend(derive(&before, &state, &effects));
-            let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
-            Ok((effects, outcome))
-        })?;
-        if effects
-            .iter()
-            .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
-        {
-            self.wake_driver();
-        }
-        self.deliver();
-        Ok((effects, outcome))
-    }
-
-    /// Delivers queued notifications in commit order, after the state lock
-    /// is released (so a listener may call back into the host). If another
-    /// thread is delivering already, it delivers these too, after the ones
-    /// committed before them.
-    fn deliver(&self) {
-        {
-            let mut outbox = lock(&self.outbox);
-            if outbox.draining || outbox.queue.is_empty() {
-                return;
-            }
-            outbox.draining = true;
-        }
-        let _unwinding = DrainGuard(&self.outbox);
-        loop {
-            let notification = {
-                let mut outbox = lock(&self.outbox);
-                match outbox.queue.pop_front() {
-                    Some(notification) => notification,
-                    None => {
-                        outbox.draining = false;
-                        return;
-                    }
-                }
-            };
-            let listeners = lock(&self.listeners).clone();
-            for listener in &listeners {
-                listener.notify(notification.clone());
-            }
-        }
-    }
-
-    fn wake_driver(&self) {
-        *lock(&self.signal.generation) += 1;
-        self.signal.changed.notify_all();
-    }
-}
-
-/// Lets another thread drain the outbox if a listener panics mid-delivery.
-struct DrainGuard<'host>(&'host Mutex<Outbox>);
-
-impl Drop for DrainGuard<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            lock(self.0).draining = false;
-        }
-    }
-}
-
-fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> {
-    let session = open
-        .store
-        .get_session(session_id)?
-        .ok_or_else(|| HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}")))?;
-    Ok(SessionState {
-        session,
-        active_turn: open.turns.get(session_id).cloned(),
-        pending_approval: open.store.pending_approval(session_id)?,
-        live_execution: open.store.live_execution(session_id)?,
-    })
 }
 
 /// Locks a mutex, recovering from poisoning: every durable change is
@@ -801,6 +480,6 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn unexpected(reply: &Reply) -> HostError {
+pub(crate) fn unexpected(reply: &Reply) -> HostError {
     HostError::with_detail(ErrorCode::Internal, format!("unexpected reply {reply:?}"))
 }

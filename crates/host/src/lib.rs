@@ -15,20 +15,22 @@ mod clock;
 mod dispatch;
 mod driver;
 mod error;
+mod event;
 mod host;
 mod notify;
+mod outbox;
 mod shells;
+mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use dispatch::{Connection, SERVER_NAME, error_object};
 pub use driver::ExpiryDriver;
 pub use error::HostError;
-pub use host::{
-    ArtifactContent, Host, HostOptions, NewSession, ShellEntry, ToolCallOutcome, ToolCallVerdict,
-};
+pub use host::Host;
 pub use notify::NotificationListener;
 pub use plan_storage::{ApprovalFilter, MigrationReport, StoredApproval};
-pub use shells::{ShellSpec, default_catalog};
+pub use shells::{ShellEntry, ShellSpec, default_catalog};
+pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

@@ -3,6 +3,10 @@
 //! The catalog is data; whether each shell is installed is asked of storage,
 //! the only layer that looks at the filesystem.
 
+use plan_core::ErrorCode;
+
+use crate::{Host, HostError};
+
 /// One selectable shell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellSpec {
@@ -31,4 +35,72 @@ pub fn default_catalog() -> Vec<ShellSpec> {
         ShellSpec::new("fish", "/usr/bin/fish"),
         ShellSpec::new("pwsh", "/usr/bin/pwsh"),
     ]
+}
+
+/// One shell with its availability on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellEntry {
+    /// The shell.
+    pub spec: ShellSpec,
+    /// Whether its executable exists.
+    pub available: bool,
+}
+
+impl Host {
+    // Shells.
+
+    /// The shell catalog with availability, and the persisted default.
+    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
+        let default = self.with_open(|open| Ok(open.store.default_shell()?))?;
+        let entries: Vec<ShellEntry> = self
+            .options
+            .shells
+            .iter()
+            .map(|spec| ShellEntry {
+                available: plan_storage::executable_exists(&spec.path),
+                spec: spec.clone(),
+            })
+            .collect();
+        // Until someone picks a default, the first installed shell of the
+        // catalog stands in (the catalog's first entry if none is installed).
+        let fallback = || {
+            entries
+                .iter()
+                .find(|entry: &&ShellEntry| entry.available)
+                .or(entries.first())
+                .map_or_else(String::new, |entry| entry.spec.id.clone())
+        };
+        let default = default.unwrap_or_else(fallback);
+        Ok((entries, default))
+    }
+
+    /// The shell catalog and default in their protocol v9 form, the one
+    /// shape `serve` and the FFI both hand out.
+    pub fn shell_list(&self) -> Result<plan_protocol::ShellListResult, HostError> {
+        let (entries, default_shell) = self.shells()?;
+        let shells = entries
+            .into_iter()
+            .map(|entry| plan_protocol::ShellInfo {
+                id: entry.spec.id,
+                path: entry.spec.path,
+                available: entry.available,
+            })
+            .collect();
+        Ok(plan_protocol::ShellListResult {
+            shells,
+            default_shell,
+        })
+    }
+
+    /// Persists the default shell.
+    pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
+        if !self.options.shells.iter().any(|spec| spec.id == shell_id) {
+            return Err(HostError::with_detail(
+                ErrorCode::ShellUnknown,
+                format!("shell {shell_id:?}"),
+            ));
+        }
+        self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
+        Ok(shell_id.to_owned())
+    }
 }

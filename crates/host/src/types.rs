@@ -1,0 +1,102 @@
+//! The values the typed host API takes and returns: options, new-session
+//! settings, tool-call outcomes and verified artifact content.
+//!
+//! These are plain data with their wire conversions; they decide nothing and
+//! touch nothing.
+
+use std::sync::Arc;
+
+use plan_core::{ErrorCode, Limits, Mode, PermissionMode, PlanApproval};
+
+use crate::clock::{Clock, SystemClock};
+use crate::shells::{ShellSpec, default_catalog};
+
+/// How a host is set up.
+#[derive(Clone)]
+pub struct HostOptions {
+    /// Approval TTL and markdown limit.
+    pub limits: Limits,
+    /// The time source.
+    pub clock: Arc<dyn Clock>,
+    /// The selectable shells.
+    pub shells: Vec<ShellSpec>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            limits: Limits::default(),
+            clock: Arc::new(SystemClock),
+            shells: default_catalog(),
+        }
+    }
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("HostOptions")
+            .field("limits", &self.limits)
+            .field("shells", &self.shells)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A new session's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewSession {
+    /// The id to use; the host makes one when `None`.
+    pub session_id: Option<String>,
+    /// Absolute workspace root; `None` for a session not bound to a project.
+    pub workspace_root: Option<String>,
+    /// Initial mode (Agent when `None`).
+    pub mode: Option<Mode>,
+    /// Initial permission mode (`ask` when `None`).
+    pub permission_mode: Option<PermissionMode>,
+}
+
+/// What one tool call of a batch came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallOutcome {
+    /// The call.
+    pub call_id: String,
+    /// Allow (also for calls an Agent turn hands to the permission layer) or deny.
+    pub decision: ToolCallVerdict,
+    /// The pending approval an accepted SubmitPlan created.
+    pub approval: Option<PlanApproval>,
+}
+
+impl ToolCallOutcome {
+    /// The protocol v9 form of the outcome.
+    pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
+        match (self.decision, &self.approval) {
+            (ToolCallVerdict::Allow(_), Some(approval)) => {
+                plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
+            }
+            (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
+            (ToolCallVerdict::Deny(code), _) => {
+                plan_protocol::ToolCallResult::deny(self.call_id.clone(), code)
+            }
+        }
+    }
+}
+
+/// Allow or deny, as the wire says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolCallVerdict {
+    /// The call may run (in an Agent turn: under the given permission mode).
+    Allow(Option<PermissionMode>),
+    /// The call is refused with a canonical code.
+    Deny(ErrorCode),
+}
+
+/// Verified artifact bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactContent {
+    /// The Markdown, exactly as written.
+    pub markdown: String,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Byte size.
+    pub size: u64,
+}
