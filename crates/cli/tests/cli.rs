@@ -1,7 +1,8 @@
 //! End-to-end tests of the `plan-checkpoint` binary: every command in human
 //! and `--json` form against databases built through plan-host (and a
-//! migrated v8 one), every error path with its exit code, inspection beside
-//! a live `serve`, the demo, and the help text of every command.
+//! migrated v8 one), every error path with its exit code, `serve` over its
+//! pipes (lifecycle, timers, malformed input, crashes), inspection beside a
+//! live `serve`, the demo, and the help text of every command.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -11,6 +12,12 @@
 
 #[path = "cli/support.rs"]
 mod support;
+
+#[path = "cli/client.rs"]
+mod client;
+
+#[path = "cli/serve.rs"]
+mod serve;
 
 #[path = "cli/commands.rs"]
 mod commands;

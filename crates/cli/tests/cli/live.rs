@@ -2,92 +2,35 @@
 //! and submissions are in flight; both keep working and inspection changes
 //! nothing.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use serde_json::json;
 
+use crate::client::Serve;
 use crate::support::{self, run};
 
-struct Serve {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: i64,
-}
-
-impl Serve {
-    fn spawn(db: &std::path::Path) -> Serve {
-        let mut child = support::command()
-            .arg("serve")
-            .arg("--db")
-            .arg(db)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Serve {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
-
-    /// Sends one request and returns its `result`, skipping notifications.
-    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            assert_ne!(
-                self.stdout.read_line(&mut line).unwrap(),
-                0,
-                "serve closed stdout"
-            );
-            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                assert!(message["error"].is_null(), "{method} failed: {message}");
-                return message["result"].clone();
-            }
-        }
-    }
-
-    fn submit(&mut self, session: &str, title: &str) -> String {
-        let turn = self.call(
-            "turn/start",
-            serde_json::json!({"sessionId": session, "prompt": "plan it", "origin": "interactive"}),
-        );
-        let turn_id = turn["turnId"].as_str().unwrap().to_owned();
-        let calls = serde_json::json!([{"callId": "c1", "name": "SubmitPlan",
-            "input": {"title": title, "markdown": format!("# {title}\n"), "question": "Go?"}}]);
-        let result = self.call(
-            "turn/toolCalls",
-            serde_json::json!({"sessionId": session, "turnId": turn_id, "calls": calls}),
-        );
-        result["results"][0]["approval"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    fn finish(mut self) -> i32 {
-        drop(self.stdin);
-        self.child.wait().unwrap().code().unwrap_or(-1)
-    }
+/// Starts a Plan turn in `session` and submits a plan; returns the approval id.
+fn submit(serve: &mut Serve, session: &str, title: &str) -> String {
+    let turn = serve.call(
+        "turn/start",
+        json!({"sessionId": session, "prompt": "plan it", "origin": "interactive"}),
+    );
+    let calls = json!([{"callId": "c1", "name": "SubmitPlan",
+        "input": {"title": title, "markdown": format!("# {title}\n"), "question": "Go?"}}]);
+    let result = serve.call(
+        "turn/toolCalls",
+        json!({"sessionId": session, "turnId": turn["turnId"], "calls": calls}),
+    );
+    result["results"][0]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[test]
 fn inspection_beside_a_live_serve_changes_nothing_and_both_keep_working() {
     let fixture = support::rich();
-    let mut serve = Serve::spawn(&fixture.db);
-    serve.call("initialize", serde_json::json!({"protocolVersion": 9}));
+    let mut serve = Serve::start(&fixture.db, &[]);
     // A submission in flight: its approval is pending, its Plan turn active.
-    let pending = serve.submit("s-alpha", "Inspect me");
+    let pending = submit(&mut serve, "s-alpha", "Inspect me");
 
     let before = support::dump_approvals(&fixture.db);
     for args in [
@@ -125,7 +68,7 @@ fn inspection_beside_a_live_serve_changes_nothing_and_both_keep_working() {
     // serve still works: approve the pending plan.
     let approved = serve.call(
         "plan/approve",
-        serde_json::json!({"approvalId": pending, "permissionMode": "auto"}),
+        json!({"approvalId": pending, "permissionMode": "auto"}),
     );
     assert_eq!(approved["approval"]["status"], "approved");
 
@@ -141,14 +84,14 @@ fn inspection_beside_a_live_serve_changes_nothing_and_both_keep_working() {
     });
     serve.call(
         "session/create",
-        serde_json::json!({"sessionId": "s-gamma", "workspaceRoot": fixture.root, "mode": "plan"}),
+        json!({"sessionId": "s-gamma", "workspaceRoot": fixture.root, "mode": "plan"}),
     );
     for round in 0..5 {
-        let id = serve.submit("s-gamma", &format!("Round {round}"));
-        serve.call("plan/reject", serde_json::json!({"approvalId": id}));
+        let id = submit(&mut serve, "s-gamma", &format!("Round {round}"));
+        serve.call("plan/reject", json!({"approvalId": id}));
     }
     inspector.join().unwrap();
-    assert_eq!(serve.finish(), 0);
+    assert!(serve.close().success());
 }
 
 #[test]
