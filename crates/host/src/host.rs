@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
-    ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Effect, ErrorCode, Event, Limits, Origin,
-    PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision, UnixMs,
+    ActiveTurn, BootEpoch, ConfigChange, Effect, ErrorCode, Event, Limits, Origin, PermissionMode,
+    PlanApproval, Reply, SessionState, ToolCall, ToolDecision, UnixMs,
 };
 use plan_storage::{ApprovalFilter, HostLock, MigrationReport, Store, StoredApproval};
 
@@ -112,26 +112,19 @@ impl Host {
 
     // Sessions.
 
-    /// Creates an idle session.
+    /// Creates an idle session. plan-core decides what it may be: a
+    /// non-empty id, and a workspace root stored normalized (`/w/` and
+    /// `/x/../w` are `/w`; relative roots, NUL and a `..` above `/` are
+    /// `INVALID_PARAMS`).
     pub fn create_session(&self, new: NewSession) -> Result<SessionState, HostError> {
-        if let Some(root) = &new.workspace_root
-            && !Path::new(root).is_absolute()
-        {
-            return Err(HostError::with_detail(
-                ErrorCode::InvalidParams,
-                format!("workspaceRoot must be an absolute path, got {root:?}"),
-            ));
-        }
         let session_id = new.session_id.unwrap_or_else(|| fresh_id("session"));
-        if session_id.is_empty() {
-            return Err(HostError::with_detail(
-                ErrorCode::InvalidParams,
-                "sessionId must not be empty",
-            ));
-        }
-        let mut session = Session::new(session_id, new.workspace_root);
-        session.mode = new.mode.unwrap_or_default();
-        session.permission_mode = new.permission_mode.unwrap_or_default();
+        let session = plan_core::new_session(
+            session_id,
+            new.workspace_root.as_deref(),
+            new.mode,
+            new.permission_mode,
+        )
+        .map_err(|refusal| HostError::with_detail(refusal.code(), refusal.to_string()))?;
         let now = self.now();
         self.with_open(|open| {
             open.store.create_session(&session, now)?;
@@ -145,21 +138,15 @@ impl Host {
             .map(|(_, state)| state)
     }
 
-    /// Changes configuration; only while the session is idle.
+    /// Changes configuration; only while the session is idle, and a shell
+    /// only from the host's catalog (`SHELL_UNKNOWN`).
     pub fn configure_session(
         &self,
         session_id: &str,
         change: ConfigChange,
     ) -> Result<SessionState, HostError> {
-        if let Some(Some(shell)) = &change.shell
-            && !self.options.shells.iter().any(|spec| &spec.id == shell)
-        {
-            return Err(HostError::with_detail(
-                ErrorCode::ShellUnknown,
-                format!("shell {shell:?}"),
-            ));
-        }
-        self.session_event(session_id, Event::Configure(change))
+        let shells = self.options.shells.iter().map(|spec| spec.id.clone()).collect();
+        self.session_event(session_id, Event::Configure { change, shells })
             .map(|(_, state)| state)
     }
 
@@ -192,10 +179,7 @@ impl Host {
         };
         let mut writes = effects.into_iter().filter_map(|effect| match effect {
             Effect::WriteArtifact(request) => Some(request),
-            Effect::InsertApproval(_)
-            | Effect::UpdateApproval { .. }
-            | Effect::SaveSession(_)
-            | Effect::AbortTurn { .. } => None,
+            Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => None,
         });
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
@@ -421,29 +405,20 @@ impl Host {
 
     // Deadlines.
 
-    /// The earliest pending deadline across all sessions.
+    /// The earliest pending deadline across all sessions (plan-core's
+    /// `next_deadline` over the live rows).
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
-        self.with_open(|open| {
-            Ok(open
-                .store
-                .live_rows()?
-                .iter()
-                .filter(|row| row.status == ApprovalStatus::Pending)
-                .map(|row| row.expires_at)
-                .min())
-        })
+        self.with_open(|open| Ok(plan_core::next_deadline(&open.store.live_rows()?)))
     }
 
-    /// Expires every approval whose deadline has passed; returns them.
+    /// Expires every approval plan-core calls due; returns them.
     pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
         let now = self.now();
         let due: Vec<String> = self.with_open(|open| {
-            Ok(open
-                .store
-                .live_rows()?
+            let live = open.store.live_rows()?;
+            Ok(plan_core::due_approvals(&live, now)
                 .into_iter()
-                .filter(|row| row.status == ApprovalStatus::Pending && row.expires_at <= now)
-                .map(|row| row.session_id)
+                .map(|row| row.session_id.clone())
                 .collect())
         })?;
         let mut expired = Vec::new();
@@ -451,10 +426,7 @@ impl Host {
             let (effects, _) = self.run(&session_id, Event::Tick)?;
             expired.extend(effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
-                Effect::WriteArtifact(_)
-                | Effect::InsertApproval(_)
-                | Effect::SaveSession(_)
-                | Effect::AbortTurn { .. } => None,
+                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => None,
             }));
         }
         Ok(expired)

@@ -3,7 +3,7 @@
 //! The catalog is data; whether each shell is installed is asked of storage,
 //! the only layer that looks at the filesystem.
 
-use plan_core::ErrorCode;
+use plan_core::{CatalogShell, check_shell, default_shell};
 
 use crate::{Host, HostError};
 
@@ -49,9 +49,11 @@ pub struct ShellEntry {
 impl Host {
     // Shells.
 
-    /// The shell catalog with availability, and the persisted default.
+    /// The shell catalog with availability, and the effective default
+    /// (plan-core's `default_shell` over the catalog and the persisted
+    /// setting; empty for an empty catalog).
     pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
-        let default = self.with_open(|open| Ok(open.store.default_shell()?))?;
+        let persisted = self.with_open(|open| Ok(open.store.default_shell()?))?;
         let entries: Vec<ShellEntry> = self
             .options
             .shells
@@ -61,16 +63,16 @@ impl Host {
                 spec: spec.clone(),
             })
             .collect();
-        // Until someone picks a default, the first installed shell of the
-        // catalog stands in (the catalog's first entry if none is installed).
-        let fallback = || {
-            entries
-                .iter()
-                .find(|entry: &&ShellEntry| entry.available)
-                .or(entries.first())
-                .map_or_else(String::new, |entry| entry.spec.id.clone())
-        };
-        let default = default.unwrap_or_else(fallback);
+        let catalog: Vec<CatalogShell<'_>> = entries
+            .iter()
+            .map(|entry| CatalogShell {
+                id: &entry.spec.id,
+                available: entry.available,
+            })
+            .collect();
+        let default = default_shell(&catalog, persisted.as_deref())
+            .unwrap_or_default()
+            .to_owned();
         Ok((entries, default))
     }
 
@@ -94,12 +96,8 @@ impl Host {
 
     /// Persists the default shell.
     pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
-        if !self.options.shells.iter().any(|spec| spec.id == shell_id) {
-            return Err(HostError::with_detail(
-                ErrorCode::ShellUnknown,
-                format!("shell {shell_id:?}"),
-            ));
-        }
+        check_shell(self.options.shells.iter().map(|spec| spec.id.as_str()), shell_id)
+            .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;
         self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
     }

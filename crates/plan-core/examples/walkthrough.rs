@@ -84,7 +84,6 @@ fn describe_effect(effect: &Effect) -> String {
                 .map_or(String::new(), |state| format!(", execution {state}"))
         ),
         Effect::SaveSession(session) => format!("save session {} ({})", session.id, session.mode),
-        Effect::AbortTurn { turn_id } => format!("abort turn {turn_id}"),
     }
 }
 

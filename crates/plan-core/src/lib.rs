@@ -12,13 +12,25 @@
 //! reads no clock, draws no random numbers and spawns nothing. Time, boot
 //! epochs and fresh ids come in as arguments; decisions go out as
 //! [`Transition`] values whose [`Effect`]s the host carries out.
+//!
+//! Besides the per-session machine it holds the other rules every frontend
+//! must agree on: what a new session may be ([`new_session`], normalized
+//! workspace roots), the shell catalog rules ([`check_shell`],
+//! [`default_shell`]), deadlines across sessions ([`due_approvals`],
+//! [`next_deadline`]), the startup fence, and what a verification reports
+//! ([`VerifyScope`], [`VerifyReport`]).
 
+mod deadlines;
 mod error;
 mod machine;
 mod model;
 mod recovery;
+mod review;
+mod session;
+mod shells;
 mod tools;
 
+pub use deadlines::{due_approvals, is_due, next_deadline};
 pub use error::ErrorCode;
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
@@ -29,6 +41,12 @@ pub use model::{
     PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
 };
 pub use recovery::{fence_row, startup_fence};
+pub use review::{
+    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanDiff, SkippedWorkspace, VerifyReport,
+    VerifyScope,
+};
+pub use session::{SessionRefusal, new_session, normalize_workspace_root};
+pub use shells::{CatalogShell, check_shell, default_shell};
 pub use tools::{
     PLAN_SAFE_TOOLS, SUBMIT_PLAN, SubmitPlanInput, ToolClass, classify, parse_submit_plan_input,
 };

@@ -6,10 +6,13 @@
 //! touches a file. The caller carries out the effects (in one storage
 //! transaction) and only then adopts the new state.
 
+use crate::deadlines::is_due;
 use crate::model::{
     ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
     PlanApproval, RowGuard, SessionState, TurnKind, UnixMs,
 };
+use crate::session::normalize_workspace_root;
+use crate::shells::check_shell;
 use crate::tools::{ToolClass, classify, parse_submit_plan_input};
 use crate::{ErrorCode, Session};
 
@@ -46,8 +49,8 @@ pub struct ConfigChange {
     pub provider: Option<Option<String>>,
     /// New model (`Some(None)` clears it).
     pub model: Option<Option<String>>,
-    /// New shell id (`Some(None)` returns to the default shell). The caller
-    /// checks the id against its shell catalog first.
+    /// New shell id (`Some(None)` returns to the default shell); it must be
+    /// in the shell catalog that comes with the event.
     pub shell: Option<Option<String>>,
 }
 
@@ -101,7 +104,12 @@ pub enum Event {
         approval: PlanApproval,
     },
     /// A configuration change.
-    Configure(ConfigChange),
+    Configure {
+        /// What changes.
+        change: ConfigChange,
+        /// The ids of the host's shell catalog (a shell to select must be one).
+        shells: Vec<String>,
+    },
     /// The active prompt turn finished.
     CompleteTurn {
         /// The turn that finished.
@@ -186,11 +194,6 @@ pub enum Effect {
     },
     /// Persist the session's configuration.
     SaveSession(Session),
-    /// Abort the work of this turn (provider calls, tool runs).
-    AbortTurn {
-        /// The turn.
-        turn_id: String,
-    },
 }
 
 /// The successful answer to an event.
@@ -268,7 +271,7 @@ fn expire_due(state: &mut SessionState, now: UnixMs, effects: &mut Vec<Effect>) 
     let Some(pending) = state.pending_approval.as_ref() else {
         return;
     };
-    if now < pending.expires_at {
+    if !is_due(pending, now) {
         return;
     }
     let expected = RowGuard::of(pending);
@@ -314,7 +317,7 @@ fn apply(
             effects,
         ),
         Event::Reject { approval } => reject(state, context, &approval, effects),
-        Event::Configure(change) => configure(state, change, effects),
+        Event::Configure { change, shells } => configure(state, change, &shells, effects),
         Event::CompleteTurn { turn_id } => complete_turn(state, &turn_id),
         Event::CancelTurn => cancel_turn(state, context, effects),
         Event::StartExecution { execution_id, epoch } => advance_execution(
@@ -428,9 +431,14 @@ fn submit_plan(
     turn: &ActiveTurn,
     call: &ToolCall,
 ) -> Result<ArtifactRequest, ErrorCode> {
-    let Some(workspace_root) = state.session.workspace_root.clone() else {
+    let Some(workspace_root) = state.session.workspace_root.as_deref() else {
         return Err(ErrorCode::SessionNotProjectBound);
     };
+    // Sessions created by this host store a normalized root already; a row
+    // migrated from v8 may not, and one that cannot be normalized names no
+    // safe place to write.
+    let workspace_root =
+        normalize_workspace_root(workspace_root).map_err(|_| ErrorCode::ArtifactPathEscape)?;
     let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes)?;
     Ok(ArtifactRequest {
         session_id: state.session.id.clone(),
@@ -594,8 +602,13 @@ fn reject(
 fn configure(
     state: &mut SessionState,
     change: ConfigChange,
+    shells: &[String],
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
+    // An unknown shell is a bad request whatever the session is doing.
+    if let Some(Some(shell)) = &change.shell {
+        check_shell(shells.iter().map(String::as_str), shell)?;
+    }
     if !state.is_idle() {
         return Err(ErrorCode::SessionBusy);
     }
@@ -650,9 +663,9 @@ fn cancel_turn(
     if state.pending_approval.is_some() {
         return Err(ErrorCode::SessionBusy);
     }
-    let Some(turn) = state.active_turn.take() else {
+    if state.active_turn.take().is_none() {
         return Err(ErrorCode::TurnNotActive);
-    };
+    }
     if let Some(live) = state.live_execution.take() {
         let expected = RowGuard::of(&live);
         let mut interrupted = live;
@@ -664,9 +677,6 @@ fn cancel_turn(
             expected,
         });
     }
-    effects.push(Effect::AbortTurn {
-        turn_id: turn.turn_id,
-    });
     Ok(Reply::SessionUpdated)
 }
 

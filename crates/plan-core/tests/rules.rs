@@ -20,6 +20,16 @@ const T0: i64 = 1_750_000_000_000;
 const TTL: i64 = Limits::DEFAULT_APPROVAL_TTL_MS;
 const EPOCH: BootEpoch = BootEpoch(7);
 
+/// The shell catalog ids the rule tests' host offers.
+const SHELLS: [&str; 2] = ["bash", "zsh"];
+
+fn configure_event(change: ConfigChange) -> Event {
+    Event::Configure {
+        change,
+        shells: SHELLS.iter().map(|id| (*id).to_owned()).collect(),
+    }
+}
+
 fn context(now: i64) -> Context {
     Context {
         now,
@@ -576,7 +586,7 @@ fn approval_actions_are_the_only_controls_while_pending() {
             turn_id: "t1".to_owned(),
             calls: vec![submit_call(plan_input())],
         },
-        Event::Configure(ConfigChange {
+        configure_event(ConfigChange {
             model: Some(Some("other".to_owned())),
             ..ConfigChange::default()
         }),
@@ -781,11 +791,11 @@ fn second_prompt_or_plan_run_or_configuration_while_executing_is_busy() {
             turn_id: "t9".to_owned(),
             origin: Origin::Interactive,
         },
-        Event::Configure(ConfigChange {
+        configure_event(ConfigChange {
             mode: Some(Mode::Plan),
             ..ConfigChange::default()
         }),
-        Event::Configure(ConfigChange {
+        configure_event(ConfigChange {
             shell: Some(Some("zsh".to_owned())),
             ..ConfigChange::default()
         }),
@@ -803,17 +813,12 @@ fn cancel_interrupts_the_execution_and_leaves_the_session_in_agent() {
     let state = approved_state(PermissionMode::Auto);
     let transition = handle(&state, &context(T0 + 2_000), Event::CancelTurn);
     accepted(&transition);
-    let [
-        Effect::UpdateApproval { approval, .. },
-        Effect::AbortTurn { turn_id },
-    ] = transition.effects.as_slice()
-    else {
+    let [Effect::UpdateApproval { approval, .. }] = transition.effects.as_slice() else {
         panic!("unexpected effects {:?}", transition.effects);
     };
     assert_eq!(approval.execution_state, Some(ExecutionState::Interrupted));
     assert_eq!(approval.error_code, Some(ErrorCode::ExecutionCancelled));
     assert_eq!(approval.status, ApprovalStatus::Approved);
-    assert_eq!(turn_id, "t-exec");
     assert!(transition.state.is_idle());
     assert_eq!(transition.state.session.mode, Mode::Agent);
 }
@@ -844,7 +849,7 @@ fn configuration_is_accepted_only_while_idle() {
         model: Some(Some("m".to_owned())),
         shell: Some(Some("bash".to_owned())),
     };
-    let transition = handle(&idle, &context(T0), Event::Configure(change.clone()));
+    let transition = handle(&idle, &context(T0), configure_event(change.clone()));
     assert_eq!(transition.reply, Ok(Reply::SessionUpdated));
     let session = &transition.state.session;
     assert_eq!(
@@ -853,7 +858,7 @@ fn configuration_is_accepted_only_while_idle() {
     );
     assert_eq!(transition.effects, [Effect::SaveSession(session.clone())]);
     let busy = started(&idle);
-    let transition = handle(&busy, &context(T0), Event::Configure(change));
+    let transition = handle(&busy, &context(T0), configure_event(change));
     assert_refused_unchanged(&busy, transition, ErrorCode::SessionBusy);
 }
 
@@ -911,7 +916,7 @@ fn scheduled_agent_run_is_allowed_after_an_explicit_change_to_agent() {
     let agent = step(
         &idle,
         T0,
-        Event::Configure(ConfigChange {
+        configure_event(ConfigChange {
             mode: Some(Mode::Agent),
             ..ConfigChange::default()
         }),
@@ -1021,4 +1026,233 @@ fn error_code_messages() {
         .map(|code| format!("{}: {}", code.as_str(), code.message()))
         .collect();
     insta::assert_snapshot!(table.join("\n"));
+}
+
+// Section 8: rules every frontend shares (session creation, shells,
+// deadlines across sessions, verification scopes).
+
+#[test]
+fn workspace_roots_are_stored_normalized() {
+    for root in ["/w", "/w/", "/w//", "/w/.", "/x/../w", "//w/./"] {
+        assert_eq!(
+            plan_core::normalize_workspace_root(root).as_deref(),
+            Ok("/w"),
+            "{root}"
+        );
+    }
+    assert_eq!(plan_core::normalize_workspace_root("/").as_deref(), Ok("/"));
+    assert_eq!(
+        plan_core::normalize_workspace_root("/a/b/../c/").as_deref(),
+        Ok("/a/c")
+    );
+    let session = plan_core::new_session("s".to_owned(), Some("/w/./"), None, None).unwrap();
+    assert_eq!(session.workspace_root.as_deref(), Some("/w"));
+    assert_eq!(
+        (session.mode, session.permission_mode),
+        (Mode::Agent, PermissionMode::Ask)
+    );
+}
+
+#[test]
+fn bad_workspace_roots_and_empty_session_ids_are_refused_at_creation() {
+    use plan_core::SessionRefusal;
+    let refused = |id: &str, root: Option<&str>| {
+        plan_core::new_session(id.to_owned(), root, Some(Mode::Plan), None).unwrap_err()
+    };
+    assert_eq!(refused("", Some("/w")), SessionRefusal::EmptySessionId);
+    assert_eq!(refused("", None), SessionRefusal::EmptySessionId);
+    assert_eq!(
+        refused("s", Some("w")),
+        SessionRefusal::RootNotAbsolute("w".to_owned())
+    );
+    assert_eq!(
+        refused("s", Some("")),
+        SessionRefusal::RootNotAbsolute(String::new())
+    );
+    assert_eq!(
+        refused("s", Some("/w\0x")),
+        SessionRefusal::RootContainsNul("/w\0x".to_owned())
+    );
+    for climbing in ["/..", "/../w", "/w/../../x"] {
+        assert_eq!(
+            refused("s", Some(climbing)),
+            SessionRefusal::RootClimbsAboveTop(climbing.to_owned())
+        );
+    }
+    for refusal in [
+        refused("", None),
+        refused("s", Some("w")),
+        refused("s", Some("/\0")),
+        refused("s", Some("/..")),
+    ] {
+        assert_eq!(refusal.code(), ErrorCode::InvalidParams, "{refusal}");
+    }
+    // A session without a workspace is fine.
+    assert!(plan_core::new_session("s".to_owned(), None, None, None).is_ok());
+}
+
+#[test]
+fn submission_from_a_legacy_unnormalized_root_writes_under_the_normalized_root() {
+    let mut state = plan_session();
+    state.session.workspace_root = Some("/work/space/./".to_owned());
+    let state = started(&state);
+    let (results, transition) = tool_results(&state, vec![submit_call(plan_input())]);
+    assert_eq!(results[0].decision, ToolDecision::WriteArtifact);
+    let [Effect::WriteArtifact(request)] = transition.effects.as_slice() else {
+        panic!("unexpected effects {:?}", transition.effects);
+    };
+    assert_eq!(request.workspace_root, "/work/space");
+
+    let mut escaping = plan_session();
+    escaping.session.workspace_root = Some("/../etc".to_owned());
+    let escaping = started(&escaping);
+    let (results, transition) = tool_results(&escaping, vec![submit_call(plan_input())]);
+    assert_eq!(
+        results[0].decision,
+        ToolDecision::Deny(ErrorCode::ArtifactPathEscape)
+    );
+    assert!(transition.effects.is_empty());
+}
+
+#[test]
+fn a_shell_outside_the_catalog_is_unknown_even_when_busy_and_clearing_is_always_fine() {
+    assert_eq!(plan_core::check_shell(SHELLS, "zsh"), Ok(()));
+    assert_eq!(
+        plan_core::check_shell(SHELLS, "Zsh"),
+        Err(ErrorCode::ShellUnknown)
+    );
+    assert_eq!(plan_core::check_shell([], "bash"), Err(ErrorCode::ShellUnknown));
+    let idle = plan_session();
+    let unknown = ConfigChange {
+        shell: Some(Some("tcsh".to_owned())),
+        ..ConfigChange::default()
+    };
+    let transition = handle(&idle, &context(T0), configure_event(unknown.clone()));
+    assert_refused_unchanged(&idle, transition, ErrorCode::ShellUnknown);
+    let busy = started(&idle);
+    let transition = handle(&busy, &context(T0), configure_event(unknown));
+    assert_refused_unchanged(&busy, transition, ErrorCode::ShellUnknown);
+    let back_to_default = ConfigChange {
+        shell: Some(None),
+        ..ConfigChange::default()
+    };
+    let transition = handle(&idle, &context(T0), configure_event(back_to_default));
+    assert_eq!(transition.reply, Ok(Reply::SessionUpdated));
+}
+
+#[test]
+fn the_default_shell_is_the_persisted_one_while_offered_else_the_first_installed() {
+    use plan_core::{CatalogShell, default_shell};
+    let catalog = [
+        CatalogShell {
+            id: "bash",
+            available: false,
+        },
+        CatalogShell {
+            id: "zsh",
+            available: true,
+        },
+        CatalogShell {
+            id: "sh",
+            available: true,
+        },
+    ];
+    assert_eq!(default_shell(&catalog, Some("sh")), Some("sh"));
+    // A persisted default the catalog no longer offers falls back.
+    assert_eq!(default_shell(&catalog, Some("fish")), Some("zsh"));
+    assert_eq!(default_shell(&catalog, None), Some("zsh"));
+    let none_installed = [
+        CatalogShell {
+            id: "bash",
+            available: false,
+        },
+        CatalogShell {
+            id: "zsh",
+            available: false,
+        },
+    ];
+    assert_eq!(default_shell(&none_installed, None), Some("bash"));
+    assert_eq!(default_shell(&[], Some("bash")), None);
+}
+
+#[test]
+fn due_approvals_and_the_next_deadline_across_sessions() {
+    let (pending, _) = pending_state();
+    let first = pending_row(&pending);
+    let mut second = first.clone();
+    second.id = "a-2".to_owned();
+    second.session_id = "s-2".to_owned();
+    second.expires_at = first.expires_at + 500;
+    let mut decided = first.clone();
+    decided.id = "a-3".to_owned();
+    decided.status = ApprovalStatus::Approved;
+    decided.expires_at = first.expires_at - 1_000;
+    let rows = vec![decided, second.clone(), first.clone()];
+
+    assert_eq!(plan_core::next_deadline(&rows), Some(first.expires_at));
+    assert_eq!(plan_core::next_deadline(&[]), None);
+    let due = |now: i64| -> Vec<String> {
+        plan_core::due_approvals(&rows, now)
+            .into_iter()
+            .map(|row| row.id.clone())
+            .collect()
+    };
+    assert!(due(first.expires_at - 1).is_empty());
+    assert_eq!(due(first.expires_at), [first.id.clone()]);
+    assert_eq!(due(second.expires_at), [second.id.clone(), first.id.clone()]);
+    // The machine expires at exactly the instant the cross-session rule calls due.
+    let expired = handle(&pending, &context(first.expires_at), Event::Tick);
+    assert!(expired.state.pending_approval.is_none());
+    let kept = handle(&pending, &context(first.expires_at - 1), Event::Tick);
+    assert!(kept.state.pending_approval.is_some());
+}
+
+#[test]
+fn a_verification_names_at_most_one_scope_and_only_wide_scopes_look_for_orphans() {
+    use plan_core::VerifyScope;
+    assert_eq!(
+        VerifyScope::select(Some("a".to_owned()), Some("s".to_owned())),
+        Err(ErrorCode::InvalidParams)
+    );
+    let one = VerifyScope::select(Some("a".to_owned()), None).unwrap();
+    let session = VerifyScope::select(None, Some("s".to_owned())).unwrap();
+    let everything = VerifyScope::select(None, None).unwrap();
+    assert_eq!(one, VerifyScope::Approval("a".to_owned()));
+    assert!(!one.looks_for_orphans());
+    assert!(session.looks_for_orphans());
+    assert!(everything.looks_for_orphans());
+}
+
+#[test]
+fn a_verification_is_ok_unless_an_artifact_is_bad_or_an_orphan_is_found() {
+    use plan_core::{ArtifactCheck, ArtifactVerification, OrphanArtifact, SkippedWorkspace, VerifyReport};
+    let check = |result: ArtifactCheck| ArtifactVerification {
+        approval_id: "a".to_owned(),
+        result,
+        error_code: None,
+        detail: None,
+    };
+    let mut report = VerifyReport {
+        artifacts: vec![check(ArtifactCheck::Ok), check(ArtifactCheck::Legacy)],
+        orphans: Vec::new(),
+        skipped_workspaces: vec![SkippedWorkspace {
+            workspace_root: "/gone".to_owned(),
+            detail: "missing".to_owned(),
+        }],
+    };
+    assert!(report.ok());
+    for bad in [
+        ArtifactCheck::Missing,
+        ArtifactCheck::Mismatch,
+        ArtifactCheck::Unreadable,
+    ] {
+        let mut broken = report.clone();
+        broken.artifacts.push(check(bad));
+        assert!(!broken.ok(), "{}", bad.as_str());
+    }
+    report.orphans.push(OrphanArtifact {
+        workspace_root: "/w".to_owned(),
+        path: ".pi/plan/x.md".to_owned(),
+    });
+    assert!(!report.ok());
 }

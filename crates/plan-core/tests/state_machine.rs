@@ -23,6 +23,13 @@ use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state
 use serde_json::json;
 
 const TTL: i64 = 10_000;
+
+fn configure_event(change: ConfigChange) -> Event {
+    Event::Configure {
+        change,
+        shells: Vec::new(),
+    }
+}
 const START: i64 = 1_750_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,7 +353,7 @@ impl Harness {
                     *stored = approval.clone();
                 }
                 Effect::SaveSession(session) => assert_eq!(session.id, self.state.session.id),
-                Effect::WriteArtifact(_) | Effect::AbortTurn { .. } => {}
+                Effect::WriteArtifact(_) => {}
             }
         }
     }
@@ -526,7 +533,7 @@ impl StateMachineTest for PlanCoreTest {
                 let _ = harness.run(Event::Reject { approval });
             }
             Step::Configure(mode, permission_mode) => {
-                let _ = harness.run(Event::Configure(ConfigChange {
+                let _ = harness.run(configure_event(ConfigChange {
                     mode,
                     permission_mode,
                     ..ConfigChange::default()

@@ -284,9 +284,9 @@ impl Store {
     /// compare-and-set on the guard's status and execution state) and
     /// `SaveSession`. If any of them fails, nothing is written.
     ///
-    /// `WriteArtifact` and `AbortTurn` are not storage effects and are
+    /// `WriteArtifact` is not a storage effect of the transaction and is
     /// skipped: the host writes the artifact (with [`crate::write_artifact`])
-    /// before the transition that inserts the row, and aborts turns itself.
+    /// before the transition that inserts the row.
     pub fn apply(&mut self, effects: &[Effect], now: UnixMs) -> Result<(), StorageError> {
         let transaction = self
             .conn
@@ -316,10 +316,7 @@ impl Store {
             apply_effect(&transaction, effect, now)?;
             match effect {
                 Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
-                Effect::WriteArtifact(_)
-                | Effect::InsertApproval(_)
-                | Effect::SaveSession(_)
-                | Effect::AbortTurn { .. } => {}
+                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => {}
             }
         }
         transaction
@@ -439,7 +436,7 @@ fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), S
         Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
         Effect::SaveSession(session) => save_session_row(conn, session, now),
         // Not storage effects: see `Store::apply`.
-        Effect::WriteArtifact(_) | Effect::AbortTurn { .. } => Ok(()),
+        Effect::WriteArtifact(_) => Ok(()),
     }
 }
 

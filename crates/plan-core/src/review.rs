@@ -1,0 +1,152 @@
+//! Review and audit values (verify, diff): what a check of the recorded
+//! artifacts may find and what it reports.
+//!
+//! Storage carries the checks out (it is the layer that reads files); the
+//! rules of the report live here: which scopes look for orphan files, which
+//! findings are problems, when a report is ok. Nothing here reads anything.
+
+use crate::ErrorCode;
+
+/// What `plan/verify` checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyScope {
+    /// One approval, and nothing else.
+    Approval(String),
+    /// Every approval of a session, and its workspace's orphan files.
+    Session(String),
+    /// Every approval and every workspace.
+    Everything,
+}
+
+impl VerifyScope {
+    /// The scope the optional ids of a request name: at most one of them
+    /// (`INVALID_PARAMS` for both); neither means everything.
+    pub fn select(approval_id: Option<String>, session_id: Option<String>) -> Result<VerifyScope, ErrorCode> {
+        match (approval_id, session_id) {
+            (Some(_), Some(_)) => Err(ErrorCode::InvalidParams),
+            (Some(approval_id), None) => Ok(VerifyScope::Approval(approval_id)),
+            (None, Some(session_id)) => Ok(VerifyScope::Session(session_id)),
+            (None, None) => Ok(VerifyScope::Everything),
+        }
+    }
+
+    /// Whether orphan files are looked for: for a session or everything, never
+    /// for one approval (verifying one approval checks that approval alone).
+    pub const fn looks_for_orphans(&self) -> bool {
+        match self {
+            VerifyScope::Approval(_) => false,
+            VerifyScope::Session(_) | VerifyScope::Everything => true,
+        }
+    }
+}
+
+/// What checking one approval's artifact found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArtifactCheck {
+    /// Size and SHA-256 match the record.
+    Ok,
+    /// The file (or its whole workspace) is gone.
+    Missing,
+    /// The bytes differ from the record.
+    Mismatch,
+    /// The file could not be read safely (a symlink, a path escape, I/O).
+    Unreadable,
+    /// A row migrated from schema v8: it never had an artifact.
+    Legacy,
+}
+
+impl ArtifactCheck {
+    /// Every finding, in the order reports count them.
+    pub const ALL: [ArtifactCheck; 5] = [
+        ArtifactCheck::Ok,
+        ArtifactCheck::Missing,
+        ArtifactCheck::Mismatch,
+        ArtifactCheck::Unreadable,
+        ArtifactCheck::Legacy,
+    ];
+
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ArtifactCheck::Ok => "ok",
+            ArtifactCheck::Missing => "missing",
+            ArtifactCheck::Mismatch => "mismatch",
+            ArtifactCheck::Unreadable => "unreadable",
+            ArtifactCheck::Legacy => "legacy",
+        }
+    }
+
+    /// Whether the finding makes a report not ok. A legacy row is not a
+    /// problem: v8 never wrote artifacts.
+    pub const fn is_problem(self) -> bool {
+        match self {
+            ArtifactCheck::Ok | ArtifactCheck::Legacy => false,
+            ArtifactCheck::Missing | ArtifactCheck::Mismatch | ArtifactCheck::Unreadable => true,
+        }
+    }
+}
+
+/// The check of one approval's artifact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactVerification {
+    /// The approval.
+    pub approval_id: String,
+    /// What was found.
+    pub result: ArtifactCheck,
+    /// The canonical code of a problem.
+    pub error_code: Option<ErrorCode>,
+    /// What exactly was found, for people.
+    pub detail: Option<String>,
+}
+
+/// A file under a workspace's `.pi/plan/` that no row of that workspace records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanArtifact {
+    /// The normalized workspace root.
+    pub workspace_root: String,
+    /// The workspace-relative path.
+    pub path: String,
+}
+
+/// A workspace whose orphans could not be looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedWorkspace {
+    /// The normalized workspace root.
+    pub workspace_root: String,
+    /// Why it was skipped.
+    pub detail: String,
+}
+
+/// The result of a verification.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// One entry per approval checked, newest first.
+    pub artifacts: Vec<ArtifactVerification>,
+    /// Orphan files, by workspace and path.
+    pub orphans: Vec<OrphanArtifact>,
+    /// Workspaces whose orphans could not be looked for.
+    pub skipped_workspaces: Vec<SkippedWorkspace>,
+}
+
+impl VerifyReport {
+    /// Ok unless an artifact is missing, mismatched or unreadable, or an
+    /// orphan was found. A skipped workspace is reported, not a problem.
+    pub fn ok(&self) -> bool {
+        self.orphans.is_empty() && !self.artifacts.iter().any(|check| check.result.is_problem())
+    }
+}
+
+/// The comparison of two artifacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDiff {
+    /// The approval compared.
+    pub approval_id: String,
+    /// What it was compared with; `None` for a session's first submission.
+    pub against_approval_id: Option<String>,
+    /// Whether the two texts are byte for byte the same (false when there
+    /// is nothing to compare with).
+    pub identical: bool,
+    /// The unified diff (3 lines of context) from the other artifact to this
+    /// one; empty when identical, `None` when there is nothing to compare with.
+    pub unified: Option<String>,
+}
