@@ -54,6 +54,10 @@ fn exit_for(error: &StorageError) -> i32 {
         | StorageError::ArtifactSymlink { .. }
         | StorageError::ArtifactWriteFailed { .. }
         | StorageError::ArtifactMissing { .. }
+        | StorageError::WorkspaceMissing { .. }
+        | StorageError::ArtifactReadFailed { .. }
+        | StorageError::LegacyApproval { .. }
+        | StorageError::NoWorkspace { .. }
         | StorageError::ArtifactIntegrityMismatch { .. } => exit::FAILURE,
     }
 }
@@ -496,7 +500,11 @@ fn check_one(
                 | StorageError::HostAlreadyRunning { .. }
                 | StorageError::ArtifactPathEscape { .. }
                 | StorageError::ArtifactSymlink { .. }
-                | StorageError::ArtifactWriteFailed { .. } => Check::Unreadable,
+                | StorageError::ArtifactWriteFailed { .. }
+                | StorageError::WorkspaceMissing { .. }
+                | StorageError::ArtifactReadFailed { .. }
+                | StorageError::LegacyApproval { .. }
+                | StorageError::NoWorkspace { .. } => Check::Unreadable,
             };
             report(check, Some(error.code()), Some(error.to_string()), &approval)
         }

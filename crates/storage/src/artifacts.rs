@@ -30,6 +30,30 @@ use crate::StorageError;
 /// The artifact directory, relative to the workspace root.
 const PLAN_DIR: &str = ".pi/plan";
 
+/// Whether a walk is for writing or for reading, which decides how a
+/// failure is reported: a read never says "could not be written".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Write,
+    Read,
+}
+
+impl Access {
+    /// The error for an OS failure on `path` (workspace-relative, or the root).
+    fn failed(self, path: &str, source: std::io::Error) -> StorageError {
+        match self {
+            Access::Write => StorageError::ArtifactWriteFailed {
+                path: path.to_owned(),
+                source,
+            },
+            Access::Read => StorageError::ArtifactReadFailed {
+                path: path.to_owned(),
+                source,
+            },
+        }
+    }
+}
+
 /// How many characters of the title the file name keeps.
 const SLUG_MAX: usize = 40;
 
@@ -53,7 +77,7 @@ pub fn write_artifact(
     unique_suffix: &str,
 ) -> Result<Artifact, StorageError> {
     check_suffix(unique_suffix)?;
-    let root = open_root(workspace_root)?;
+    let root = open_root(workspace_root, Access::Write)?;
     let pi = ensure_directory(&root, ".pi", ".pi")?;
     let plan = ensure_directory(&pi, "plan", PLAN_DIR)?;
     let name = format!("{}-{}-{}.md", utc_stamp(now_ms), slug(title), unique_suffix);
@@ -89,8 +113,9 @@ pub fn write_artifact(
 }
 
 /// Reads an artifact back and checks it against its record: a missing file
-/// is `ARTIFACT_MISSING`, different size or SHA-256 is
-/// `ARTIFACT_INTEGRITY_MISMATCH`. Symbolic links and paths outside
+/// or workspace is `ARTIFACT_MISSING`, different size or SHA-256 is
+/// `ARTIFACT_INTEGRITY_MISMATCH`, a failed read is
+/// [`StorageError::ArtifactReadFailed`]. Symbolic links and paths outside
 /// `.pi/plan/` are refused as when writing.
 pub fn read_artifact(workspace_root: &str, artifact: &Artifact) -> Result<Vec<u8>, StorageError> {
     let bytes = read_artifact_unverified(workspace_root, artifact)?;
@@ -115,14 +140,14 @@ pub fn read_artifact(workspace_root: &str, artifact: &Artifact) -> Result<Vec<u8
 /// [`read_artifact`].
 pub fn read_artifact_unverified(workspace_root: &str, artifact: &Artifact) -> Result<Vec<u8>, StorageError> {
     let name = artifact_file_name(&artifact.path)?;
-    let root = open_root(workspace_root)?;
+    let root = open_root(workspace_root, Access::Read)?;
     let missing = || StorageError::ArtifactMissing {
         path: artifact.path.clone(),
     };
-    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi", Access::Read)? else {
         return Err(missing());
     };
-    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR, Access::Read)? else {
         return Err(missing());
     };
     let opened = rustix::fs::openat(
@@ -139,29 +164,29 @@ pub fn read_artifact_unverified(workspace_root: &str, artifact: &Artifact) -> Re
                 path: artifact.path.clone(),
             });
         }
-        Err(errno) => return Err(read_failed(&artifact.path, errno.into())),
+        Err(errno) => return Err(Access::Read.failed(&artifact.path, errno.into())),
     };
-    let stat = rustix::fs::fstat(&fd).map_err(|errno| read_failed(&artifact.path, errno.into()))?;
+    let stat = rustix::fs::fstat(&fd).map_err(|errno| Access::Read.failed(&artifact.path, errno.into()))?;
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
         return Err(missing());
     }
     let mut bytes = Vec::new();
     File::from(fd)
         .read_to_end(&mut bytes)
-        .map_err(|source| read_failed(&artifact.path, source))?;
+        .map_err(|source| Access::Read.failed(&artifact.path, source))?;
     Ok(bytes)
 }
 
 /// The workspace-relative paths (`.pi/plan/<name>.md`) of every regular
 /// Markdown file in the artifact directory, sorted; empty when the directory
-/// does not exist. The CLI compares them with the approval rows to find
-/// orphans.
+/// does not exist, [`StorageError::WorkspaceMissing`] when the root does
+/// not. Verification compares them with the approval rows to find orphans.
 pub fn list_artifact_files(workspace_root: &str) -> Result<Vec<String>, StorageError> {
-    let root = open_root(workspace_root)?;
-    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+    let root = open_root(workspace_root, Access::Read)?;
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi", Access::Read)? else {
         return Ok(Vec::new());
     };
-    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR, Access::Read)? else {
         return Ok(Vec::new());
     };
     let listing_failed = |errno: Errno| StorageError::Io {
@@ -200,14 +225,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn read_failed(path: &str, source: std::io::Error) -> StorageError {
-    StorageError::Io {
-        context: "reading the plan artifact",
-        path: path.into(),
-        source,
-    }
-}
-
 /// Removes a file that [`write_artifact`] wrote moments ago when the
 /// submission it belongs to was refused before any approval recorded it
 /// (another call ended the Plan turn or created the pending approval first).
@@ -215,11 +232,11 @@ fn read_failed(path: &str, source: std::io::Error) -> StorageError {
 /// The removal is made durable; a file that is already gone is fine.
 pub fn discard_unrecorded_artifact(workspace_root: &str, artifact: &Artifact) -> Result<(), StorageError> {
     let name = artifact_file_name(&artifact.path)?;
-    let root = open_root(workspace_root)?;
-    let Some(pi) = open_existing_directory(&root, ".pi", ".pi")? else {
+    let root = open_root(workspace_root, Access::Write)?;
+    let Some(pi) = open_existing_directory(&root, ".pi", ".pi", Access::Write)? else {
         return Ok(());
     };
-    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR)? else {
+    let Some(plan) = open_existing_directory(&pi, "plan", PLAN_DIR, Access::Write)? else {
         return Ok(());
     };
     match rustix::fs::unlinkat(&plan, name, AtFlags::empty()) {
@@ -247,8 +264,9 @@ fn remove_partial(plan: &OwnedFd, name: &str) {
 
 /// Opens the workspace root: an absolute, normalized path to an existing
 /// directory. Links in the root path itself are the user's choice of
-/// project location and are followed; everything below it is not.
-fn open_root(workspace_root: &str) -> Result<OwnedFd, StorageError> {
+/// project location and are followed; everything below it is not. For a
+/// read, a root that is gone is [`StorageError::WorkspaceMissing`].
+fn open_root(workspace_root: &str, access: Access) -> Result<OwnedFd, StorageError> {
     let path = Path::new(workspace_root);
     let normalized = path
         .components()
@@ -263,9 +281,11 @@ fn open_root(workspace_root: &str) -> Result<OwnedFd, StorageError> {
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|errno| StorageError::ArtifactWriteFailed {
-        path: workspace_root.to_owned(),
-        source: errno.into(),
+    .map_err(|errno| match (access, errno) {
+        (Access::Read, Errno::NOENT | Errno::NOTDIR) => StorageError::WorkspaceMissing {
+            root: workspace_root.to_owned(),
+        },
+        (Access::Read | Access::Write, errno) => access.failed(workspace_root, errno.into()),
     })
 }
 
@@ -281,7 +301,7 @@ fn ensure_directory(parent: &OwnedFd, name: &str, relative: &str) -> Result<Owne
             });
         }
     };
-    let Some(directory) = open_existing_directory(parent, name, relative)? else {
+    let Some(directory) = open_existing_directory(parent, name, relative, Access::Write)? else {
         // Created a moment ago and gone now: someone else is changing the tree.
         return Err(StorageError::ArtifactWriteFailed {
             path: relative.to_owned(),
@@ -303,6 +323,7 @@ fn open_existing_directory(
     parent: &OwnedFd,
     name: &str,
     relative: &str,
+    access: Access,
 ) -> Result<Option<OwnedFd>, StorageError> {
     let opened = rustix::fs::openat(
         parent,
@@ -324,16 +345,10 @@ fn open_existing_directory(
                     path: relative.to_owned(),
                 })
             } else {
-                Err(StorageError::ArtifactWriteFailed {
-                    path: relative.to_owned(),
-                    source: errno.into(),
-                })
+                Err(access.failed(relative, errno.into()))
             }
         }
-        Err(errno) => Err(StorageError::ArtifactWriteFailed {
-            path: relative.to_owned(),
-            source: errno.into(),
-        }),
+        Err(errno) => Err(access.failed(relative, errno.into())),
     }
 }
 

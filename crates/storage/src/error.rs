@@ -154,6 +154,38 @@ pub enum StorageError {
         /// The workspace-relative path.
         path: String,
     },
+    /// The workspace root a recorded artifact lives under is gone (or is not
+    /// a directory), so the artifact is missing too.
+    #[error("the workspace root {root} does not exist")]
+    WorkspaceMissing {
+        /// The workspace root.
+        root: String,
+    },
+    /// A recorded artifact (or a directory on its way) exists but could not
+    /// be read.
+    #[error("plan artifact {path} could not be read: {source}")]
+    ArtifactReadFailed {
+        /// The workspace-relative path (or the root when it was the problem).
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A row migrated from schema v8: it never had an artifact.
+    #[error("plan approval {id} was migrated from schema v8 and has no artifact")]
+    LegacyApproval {
+        /// The approval id.
+        id: String,
+    },
+    /// The approval's session is not bound to a workspace, so its artifact
+    /// has nowhere to be.
+    #[error("the session {session_id} of plan approval {id} has no workspace root")]
+    NoWorkspace {
+        /// The approval id.
+        id: String,
+        /// The session id.
+        session_id: String,
+    },
     /// The artifact's bytes no longer match the record.
     #[error(
         "plan artifact {path} does not match its record: expected {expected_size} bytes with SHA-256 \
@@ -210,7 +242,11 @@ impl StorageError {
             StorageError::ArtifactPathEscape { .. } => ErrorCode::ArtifactPathEscape,
             StorageError::ArtifactSymlink { .. } => ErrorCode::ArtifactSymlink,
             StorageError::ArtifactWriteFailed { .. } => ErrorCode::ArtifactWriteFailed,
-            StorageError::ArtifactMissing { .. } => ErrorCode::ArtifactMissing,
+            StorageError::ArtifactMissing { .. }
+            | StorageError::WorkspaceMissing { .. }
+            | StorageError::LegacyApproval { .. }
+            | StorageError::NoWorkspace { .. } => ErrorCode::ArtifactMissing,
+            StorageError::ArtifactReadFailed { .. } => ErrorCode::StorageFailed,
             StorageError::ArtifactIntegrityMismatch { .. } => ErrorCode::ArtifactIntegrityMismatch,
         }
     }

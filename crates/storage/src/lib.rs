@@ -13,16 +13,20 @@
 
 mod artifacts;
 mod error;
+mod exclusive;
 mod lock;
 mod migrate;
 mod probe;
+mod review;
 mod store;
 
 pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
 };
 pub use error::StorageError;
+pub use exclusive::ExclusiveStore;
 pub use lock::HostLock;
 pub use migrate::{MigrationReport, SCHEMA_VERSION};
 pub use probe::executable_exists;
+pub use review::ArtifactLocation;
 pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};

@@ -48,13 +48,13 @@ pub struct ApprovalFilter {
 }
 
 /// The columns of a plan_approvals row, in the order [`RawApproval`] reads them.
-const APPROVAL_COLUMNS: &str = "id, session_id, turn_id, title, question, artifact_path, artifact_sha256, \
+pub(crate) const APPROVAL_COLUMNS: &str = "id, session_id, turn_id, title, question, artifact_path, artifact_sha256, \
      artifact_size, status, error_code, created_at, expires_at, decided_at, permission_mode, execution_id, \
      execution_state, legacy_proposal_json, legacy_feedback";
 
 /// The one database connection of a host (or of a CLI inspection).
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
 }
 
 impl std::fmt::Debug for Store {
@@ -691,7 +691,7 @@ impl RawApproval {
     }
 }
 
-fn query_approvals(
+pub(crate) fn query_approvals(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,

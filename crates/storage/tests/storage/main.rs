@@ -10,6 +10,7 @@ mod interrupt;
 mod lock;
 mod mapping;
 mod open;
+mod review;
 mod schema;
 mod store;
 mod support;

@@ -1,0 +1,36 @@
+//! Opening a database as its one writer: take the host lock, then migrate.
+//!
+//! Every read-write open that may migrate goes through here (`Host::open`
+//! and `plan-checkpoint db migrate`), so a migration never runs beside a
+//! live host. This module adds no SQL; it orders the lock and the open.
+
+use std::path::Path;
+
+use crate::{HostLock, MigrationReport, StorageError, Store};
+
+/// A store opened read-write under the host lock; the lock is held for as
+/// long as this value (or its `lock`) lives.
+#[derive(Debug)]
+pub struct ExclusiveStore {
+    /// The open, migrated store.
+    pub store: Store,
+    /// What opening did to the schema.
+    pub migration: MigrationReport,
+    /// The single-host lock; dropping it lets another host in.
+    pub lock: HostLock,
+}
+
+impl ExclusiveStore {
+    /// Takes the host lock (`HOST_ALREADY_RUNNING` while another live host
+    /// holds it), then opens and migrates the database to v10.
+    pub fn open(database: impl AsRef<Path>) -> Result<ExclusiveStore, StorageError> {
+        let database = database.as_ref();
+        let lock = HostLock::acquire(database)?;
+        let (store, migration) = Store::open(database)?;
+        Ok(ExclusiveStore {
+            store,
+            migration,
+            lock,
+        })
+    }
+}

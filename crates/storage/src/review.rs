@@ -1,0 +1,344 @@
+//! Review and audit over the recorded artifacts: locating an approval's
+//! artifact, reading it verified, verifying a scope (with orphan files) and
+//! diffing two submissions.
+//!
+//! These are the library's only implementations; the host, `serve`, the FFI
+//! and the CLI all call them. What a finding means and which scopes look for
+//! orphans is plan-core's (`VerifyScope`, `VerifyReport`); this module reads
+//! rows and files and classifies what it found by the error it got.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use plan_core::{
+    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiff, SkippedWorkspace,
+    VerifyReport, VerifyScope, normalize_workspace_root,
+};
+use rusqlite::params;
+
+use crate::store::{APPROVAL_COLUMNS, query_approvals};
+use crate::{ApprovalFilter, StorageError, Store, StoredApproval, list_artifact_files, read_artifact};
+
+/// Where one approval's artifact is: its session's workspace root (in its
+/// normalized form) and the recorded path, SHA-256 and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactLocation {
+    /// The normalized workspace root.
+    pub workspace_root: String,
+    /// The recorded artifact.
+    pub artifact: plan_core::Artifact,
+}
+
+/// The lines of context `plan/diff` shows around each change.
+const DIFF_CONTEXT: usize = 3;
+
+impl Store {
+    /// Where an approval's artifact is, or why it has none: a row migrated
+    /// from v8 is [`StorageError::LegacyApproval`], a session without a
+    /// workspace [`StorageError::NoWorkspace`] (both `ARTIFACT_MISSING`).
+    pub fn locate_artifact(&self, approval: &PlanApproval) -> Result<ArtifactLocation, StorageError> {
+        let root = self.session_root(&approval.session_id)?;
+        locate(approval, root.as_deref())
+    }
+
+    /// An approval's artifact bytes, checked against the record (see
+    /// [`read_artifact`]).
+    pub fn read_recorded_artifact(&self, approval: &PlanApproval) -> Result<Vec<u8>, StorageError> {
+        let location = self.locate_artifact(approval)?;
+        read_artifact(&location.workspace_root, &location.artifact)
+    }
+
+    /// Verifies the approvals of `scope` (size and SHA-256 of each artifact)
+    /// and, for a session or everything, looks for orphan files under each
+    /// workspace's `.pi/plan/`. An unknown approval or session fails the
+    /// whole call; a problem with one artifact is a finding in the report.
+    pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, StorageError> {
+        let mut roots: HashMap<String, Option<String>> = HashMap::new();
+        let mut report = VerifyReport::default();
+        let mut failure: Option<StorageError> = None;
+        let mut check = |stored: StoredApproval| {
+            match self.check_one(&mut roots, &stored.approval) {
+                Ok(found) => report.artifacts.push(found),
+                Err(error) => {
+                    failure = Some(error);
+                    return false;
+                }
+            }
+            true
+        };
+        match scope {
+            VerifyScope::Approval(id) => {
+                let stored = self
+                    .get_approval(id)?
+                    .ok_or_else(|| StorageError::ApprovalNotFound { id: id.clone() })?;
+                check(stored);
+            }
+            VerifyScope::Session(session_id) => {
+                if self.get_session(session_id)?.is_none() {
+                    return Err(StorageError::SessionNotFound {
+                        id: session_id.clone(),
+                    });
+                }
+                let filter = ApprovalFilter {
+                    session_id: Some(session_id.clone()),
+                    ..ApprovalFilter::default()
+                };
+                self.visit_approvals(&filter, &mut check)?;
+            }
+            VerifyScope::Everything => {
+                self.visit_approvals(&ApprovalFilter::default(), &mut check)?;
+            }
+        }
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if scope.looks_for_orphans() {
+            let workspaces = match scope {
+                VerifyScope::Session(session_id) => self
+                    .session_root(session_id)?
+                    .into_iter()
+                    .collect::<Vec<String>>(),
+                VerifyScope::Approval(_) | VerifyScope::Everything => self.workspace_roots()?,
+            };
+            self.find_orphans(&workspaces, &mut report)?;
+        }
+        Ok(report)
+    }
+
+    /// Compares an approval's artifact with another one's, exact bytes
+    /// after checking each one's size and SHA-256. Without `against`, the
+    /// other one is the previous submission of the same session (by
+    /// `createdAt`, then id); a session's first submission has nothing to
+    /// compare with.
+    pub fn diff(&self, approval_id: &str, against: Option<&str>) -> Result<PlanDiff, StorageError> {
+        let approval = self.approval_row(approval_id)?;
+        let other = match against {
+            Some(against) => Some(self.approval_row(against)?),
+            None => self.previous_submission(&approval)?,
+        };
+        let Some(other) = other else {
+            // Checked all the same: a diff never vouches for a bad artifact.
+            self.recorded_text(&approval)?;
+            return Ok(PlanDiff {
+                approval_id: approval.id,
+                against_approval_id: None,
+                identical: false,
+                unified: None,
+            });
+        };
+        let (path, text) = self.recorded_text(&approval)?;
+        let (other_path, other_text) = self.recorded_text(&other)?;
+        let identical = text == other_text;
+        let unified = if identical {
+            String::new()
+        } else {
+            similar::TextDiff::from_lines(&other_text, &text)
+                .unified_diff()
+                .context_radius(DIFF_CONTEXT)
+                .header(
+                    &format!("{}:{other_path}", other.id),
+                    &format!("{}:{path}", approval.id),
+                )
+                .to_string()
+        };
+        Ok(PlanDiff {
+            approval_id: approval.id,
+            against_approval_id: Some(other.id),
+            identical,
+            unified: Some(unified),
+        })
+    }
+
+    fn approval_row(&self, id: &str) -> Result<PlanApproval, StorageError> {
+        self.get_approval(id)?
+            .map(|stored| stored.approval)
+            .ok_or_else(|| StorageError::ApprovalNotFound { id: id.to_owned() })
+    }
+
+    /// The session's submission just before `approval`, if any.
+    fn previous_submission(&self, approval: &PlanApproval) -> Result<Option<PlanApproval>, StorageError> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 \
+             AND (created_at < ?2 OR (created_at = ?2 AND id < ?3)) \
+             ORDER BY created_at DESC, id DESC LIMIT 1"
+        );
+        let rows = query_approvals(
+            &self.conn,
+            &sql,
+            params![approval.session_id, approval.created_at, approval.id],
+        )?;
+        Ok(rows.into_iter().next().map(|stored| stored.approval))
+    }
+
+    /// An artifact's recorded path and its verified text.
+    fn recorded_text(&self, approval: &PlanApproval) -> Result<(String, String), StorageError> {
+        let location = self.locate_artifact(approval)?;
+        let bytes = read_artifact(&location.workspace_root, &location.artifact)?;
+        // Verified bytes are the Markdown SubmitPlan accepted, which was a
+        // string; anything else cannot have passed the SHA-256 check.
+        let text = String::from_utf8(bytes).map_err(|error| StorageError::ArtifactIntegrityMismatch {
+            path: location.artifact.path.clone(),
+            expected_size: location.artifact.size,
+            expected_sha256: location.artifact.sha256.clone(),
+            found_size: error.as_bytes().len() as u64,
+            found_sha256: "(not UTF-8)".to_owned(),
+        })?;
+        Ok((location.artifact.path, text))
+    }
+
+    /// The workspace root of a session as stored (`None` when it has none).
+    fn session_root(&self, session_id: &str) -> Result<Option<String>, StorageError> {
+        let session = self
+            .get_session(session_id)?
+            .ok_or_else(|| StorageError::SessionNotFound {
+                id: session_id.to_owned(),
+            })?;
+        Ok(session.workspace_root)
+    }
+
+    /// Checks one approval; only a failure to read the database is an error.
+    fn check_one(
+        &self,
+        roots: &mut HashMap<String, Option<String>>,
+        approval: &PlanApproval,
+    ) -> Result<ArtifactVerification, StorageError> {
+        let root = match roots.get(&approval.session_id) {
+            Some(root) => root.clone(),
+            None => {
+                let root = self.session_root(&approval.session_id)?;
+                roots.insert(approval.session_id.clone(), root.clone());
+                root
+            }
+        };
+        let outcome = locate(approval, root.as_deref())
+            .and_then(|location| read_artifact(&location.workspace_root, &location.artifact));
+        let (result, error) = match outcome {
+            Ok(_) => (ArtifactCheck::Ok, None),
+            Err(error) => (classify(&error), Some(error)),
+        };
+        Ok(ArtifactVerification {
+            approval_id: approval.id.clone(),
+            result,
+            error_code: error.as_ref().and_then(|error| match result {
+                ArtifactCheck::Legacy => None,
+                ArtifactCheck::Ok
+                | ArtifactCheck::Missing
+                | ArtifactCheck::Mismatch
+                | ArtifactCheck::Unreadable => Some(error.code()),
+            }),
+            detail: error.map(|error| error.to_string()),
+        })
+    }
+
+    /// Looks for orphan files under each workspace, comparing normalized
+    /// roots: the recorded paths of every session whose root normalizes to
+    /// the same workspace count for it.
+    fn find_orphans(&self, workspaces: &[String], report: &mut VerifyReport) -> Result<(), StorageError> {
+        let mut stored_roots: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for stored in self.workspace_roots()? {
+            if let Ok(normalized) = normalize_workspace_root(&stored) {
+                stored_roots.entry(normalized).or_default().push(stored);
+            }
+        }
+        let mut scanned: BTreeSet<String> = BTreeSet::new();
+        for root in workspaces {
+            let normalized = match normalize_workspace_root(root) {
+                Ok(normalized) => normalized,
+                Err(refusal) => {
+                    report.skipped_workspaces.push(SkippedWorkspace {
+                        workspace_root: root.clone(),
+                        detail: refusal.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if !scanned.insert(normalized.clone()) {
+                continue;
+            }
+            let files = match list_artifact_files(&normalized) {
+                Ok(files) => files,
+                Err(StorageError::WorkspaceMissing { .. }) => {
+                    report.skipped_workspaces.push(SkippedWorkspace {
+                        workspace_root: normalized,
+                        detail: "the workspace root does not exist; no orphans to look for".to_owned(),
+                    });
+                    continue;
+                }
+                Err(error) => {
+                    report.skipped_workspaces.push(SkippedWorkspace {
+                        workspace_root: normalized,
+                        detail: format!("{}: {error}", error.code().as_str()),
+                    });
+                    continue;
+                }
+            };
+            if files.is_empty() {
+                continue;
+            }
+            let mut recorded: BTreeSet<String> = BTreeSet::new();
+            for stored in stored_roots.get(&normalized).into_iter().flatten() {
+                recorded.extend(self.artifact_paths_in_workspace(stored)?);
+            }
+            report.orphans.extend(
+                files
+                    .into_iter()
+                    .filter(|path| !recorded.contains(path))
+                    .map(|path| OrphanArtifact {
+                        workspace_root: normalized.clone(),
+                        path,
+                    }),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The one rule for where an artifact is, given its session's root.
+fn locate(approval: &PlanApproval, session_root: Option<&str>) -> Result<ArtifactLocation, StorageError> {
+    let Some(artifact) = approval.artifact.clone() else {
+        return Err(StorageError::LegacyApproval {
+            id: approval.id.clone(),
+        });
+    };
+    let Some(root) = session_root else {
+        return Err(StorageError::NoWorkspace {
+            id: approval.id.clone(),
+            session_id: approval.session_id.clone(),
+        });
+    };
+    let workspace_root =
+        normalize_workspace_root(root).map_err(|refusal| StorageError::ArtifactPathEscape {
+            detail: refusal.to_string(),
+        })?;
+    Ok(ArtifactLocation {
+        workspace_root,
+        artifact,
+    })
+}
+
+/// What a failure to locate or read an artifact means for a verification.
+fn classify(error: &StorageError) -> ArtifactCheck {
+    match error {
+        StorageError::LegacyApproval { .. } => ArtifactCheck::Legacy,
+        StorageError::ArtifactMissing { .. }
+        | StorageError::WorkspaceMissing { .. }
+        | StorageError::NoWorkspace { .. } => ArtifactCheck::Missing,
+        StorageError::ArtifactIntegrityMismatch { .. } => ArtifactCheck::Mismatch,
+        StorageError::ArtifactReadFailed { .. }
+        | StorageError::ArtifactPathEscape { .. }
+        | StorageError::ArtifactSymlink { .. }
+        | StorageError::ArtifactWriteFailed { .. }
+        | StorageError::SchemaUnsupported { .. }
+        | StorageError::DatabaseUnreadable { .. }
+        | StorageError::DatabaseMissing { .. }
+        | StorageError::MigrationFailed { .. }
+        | StorageError::Sqlite { .. }
+        | StorageError::Io { .. }
+        | StorageError::InvalidValue { .. }
+        | StorageError::SessionNotFound { .. }
+        | StorageError::SessionAlreadyExists { .. }
+        | StorageError::ApprovalNotFound { .. }
+        | StorageError::StaleApproval { .. }
+        | StorageError::ApprovalConflict { .. }
+        | StorageError::HostAlreadyRunning { .. } => ArtifactCheck::Unreadable,
+    }
+}
