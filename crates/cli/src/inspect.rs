@@ -2,31 +2,22 @@
 //!
 //! Inspection opens the database with `Store::open_read_only`, which never
 //! migrates and refuses anything but schema v10, so it is safe beside a live
-//! host; artifacts are read and checked by plan-storage. `db migrate` is the
-//! one writer here: it takes the host lock first, so it never runs beside a
-//! live host. This module formats answers and maps failures to exit codes;
-//! it runs no SQL, reads no file itself, and decides nothing about approvals.
+//! host; artifacts are located, read, verified and diffed by plan-storage
+//! (the same functions `serve` and the FFI use). `db migrate` is the one
+//! writer here: storage's exclusive open takes the host lock first, so it
+//! never runs beside a live host. This module formats answers and maps
+//! failures to exit codes; it runs no SQL, reads no file itself, and decides
+//! nothing about approvals.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use plan_core::{ApprovalStatus, Artifact, ErrorCode, PlanApproval};
-use plan_storage::{ApprovalFilter, HostLock, StorageError, Store, StoredApproval};
+use plan_core::{ApprovalStatus, ArtifactCheck, ErrorCode, PlanApproval, VerifyReport, VerifyScope};
+use plan_storage::{ApprovalFilter, ExclusiveStore, StorageError, Store, StoredApproval};
 use serde::Serialize;
 
 use crate::render::{self, wire};
 use crate::{Failure, exit};
-
-/// Which approvals `verify` checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Selection {
-    /// One approval by id.
-    One(String),
-    /// Every approval of a session.
-    Session(String),
-    /// Everything.
-    All,
-}
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
@@ -213,15 +204,13 @@ pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
             return Err(refused);
         }
     };
-    // Never migrate under a live host: it holds this lock for its lifetime.
-    let lock = HostLock::acquire(database).map_err(|error| failure(&error))?;
-    let (store, report) = Store::open(database).map_err(|error| {
+    // Never migrate under a live host: storage takes the host lock first.
+    let opened = ExclusiveStore::open(database).map_err(|error| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;
         refused
     })?;
-    drop(store);
-    drop(lock);
+    let report = opened.migration;
     let from = report.from.unwrap_or(from);
     let text = if json {
         render::json_pretty(&MigrateJson {
@@ -283,41 +272,14 @@ pub(crate) fn show(database: &Path, id: &str, json: bool) -> Result<i32, Failure
     Ok(exit::OK)
 }
 
-/// The approval's artifact and its session's workspace root, or why there
-/// is nothing to read.
-fn locate(store: &Store, approval: &PlanApproval) -> Result<(String, Artifact), Failure> {
-    let Some(artifact) = approval.artifact.clone() else {
-        return Err(Failure::new(
-            exit::FAILURE,
-            format!(
-                "{}: approval {} was migrated from schema v8 and has no artifact",
-                ErrorCode::ArtifactMissing.as_str(),
-                approval.id
-            ),
-        ));
-    };
-    let session = store
-        .get_session(&approval.session_id)
-        .map_err(|error| failure(&error))?;
-    let Some(root) = session.and_then(|session| session.workspace_root) else {
-        return Err(Failure::new(
-            exit::FAILURE,
-            format!(
-                "{}: the session {} of approval {} has no workspace root",
-                ErrorCode::ArtifactMissing.as_str(),
-                approval.session_id,
-                approval.id
-            ),
-        ));
-    };
-    Ok((root, artifact))
-}
-
 /// `approvals cat`.
 pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let stored = get(&store, id)?;
-    let (root, artifact) = locate(&store, &stored.approval)?;
+    let location = store
+        .locate_artifact(&stored.approval)
+        .map_err(|error| failure(&error))?;
+    let (root, artifact) = (location.workspace_root, location.artifact);
     let (bytes, sha256, size) = match plan_storage::read_artifact(&root, &artifact) {
         Ok(bytes) => (bytes, artifact.sha256.clone(), artifact.size),
         Err(StorageError::ArtifactIntegrityMismatch {
@@ -363,297 +325,67 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
     Ok(exit::OK)
 }
 
-/// The outcome of checking one artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-enum Check {
-    /// Size and SHA-256 match.
-    Ok,
-    /// The file is gone.
-    Missing,
-    /// The bytes changed.
-    Mismatch,
-    /// The file could not be read safely (symlink, path escape, I/O).
-    Unreadable,
-    /// A row migrated from v8: it never had an artifact. Not a problem.
-    Legacy,
-}
-
-impl Check {
-    fn is_problem(self) -> bool {
-        match self {
-            Check::Ok | Check::Legacy => false,
-            Check::Missing | Check::Mismatch | Check::Unreadable => true,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Check::Ok => "ok",
-            Check::Missing => "missing",
-            Check::Mismatch => "mismatch",
-            Check::Unreadable => "unreadable",
-            Check::Legacy => "legacy",
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ArtifactReport {
-    approval: plan_protocol::PlanApproval,
-    result: Check,
-    error_code: Option<&'static str>,
-    detail: Option<String>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct OrphanReport {
-    workspace_root: String,
-    path: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SkippedRoot {
-    workspace_root: String,
-    detail: String,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct VerifyJson {
-    ok: bool,
-    artifacts: Vec<ArtifactReport>,
-    orphans: Vec<OrphanReport>,
-    skipped_workspaces: Vec<SkippedRoot>,
-}
-
-/// Checks one approval's artifact.
-fn check_one(
-    store: &Store,
-    roots: &mut HashMap<String, Option<String>>,
-    stored: StoredApproval,
-) -> ArtifactReport {
-    let approval = stored.approval;
-    let report = |result: Check, code: Option<ErrorCode>, detail: Option<String>, approval: &PlanApproval| {
-        ArtifactReport {
-            approval: wire(approval),
-            result,
-            error_code: code.map(ErrorCode::as_str),
-            detail,
-        }
-    };
-    let Some(artifact) = &approval.artifact else {
-        return report(
-            Check::Legacy,
-            None,
-            Some("migrated from schema v8; no artifact".to_owned()),
-            &approval,
-        );
-    };
-    let root = match roots.get(&approval.session_id) {
-        Some(root) => root.clone(),
-        None => {
-            let root = match store.get_session(&approval.session_id) {
-                Ok(session) => session.and_then(|session| session.workspace_root),
-                Err(error) => {
-                    return report(
-                        Check::Unreadable,
-                        Some(error.code()),
-                        Some(error.to_string()),
-                        &approval,
-                    );
-                }
-            };
-            roots.insert(approval.session_id.clone(), root.clone());
-            root
-        }
-    };
-    let Some(root) = root else {
-        return report(
-            Check::Missing,
-            Some(ErrorCode::ArtifactMissing),
-            Some("the session has no workspace root".to_owned()),
-            &approval,
-        );
-    };
-    match plan_storage::read_artifact(&root, artifact) {
-        Ok(_) => report(Check::Ok, None, None, &approval),
-        Err(error) => {
-            let check = match &error {
-                StorageError::ArtifactMissing { .. } => Check::Missing,
-                StorageError::ArtifactIntegrityMismatch { .. } => Check::Mismatch,
-                StorageError::SchemaUnsupported { .. }
-                | StorageError::DatabaseUnreadable { .. }
-                | StorageError::DatabaseMissing { .. }
-                | StorageError::MigrationFailed { .. }
-                | StorageError::Sqlite { .. }
-                | StorageError::Io { .. }
-                | StorageError::InvalidValue { .. }
-                | StorageError::SessionNotFound { .. }
-                | StorageError::SessionAlreadyExists { .. }
-                | StorageError::ApprovalNotFound { .. }
-                | StorageError::StaleApproval { .. }
-                | StorageError::ApprovalConflict { .. }
-                | StorageError::HostAlreadyRunning { .. }
-                | StorageError::ArtifactPathEscape { .. }
-                | StorageError::ArtifactSymlink { .. }
-                | StorageError::ArtifactWriteFailed { .. }
-                | StorageError::WorkspaceMissing { .. }
-                | StorageError::ArtifactReadFailed { .. }
-                | StorageError::LegacyApproval { .. }
-                | StorageError::NoWorkspace { .. } => Check::Unreadable,
-            };
-            report(check, Some(error.code()), Some(error.to_string()), &approval)
-        }
-    }
-}
-
-/// `approvals verify`.
-pub(crate) fn verify(database: &Path, selection: &Selection, json: bool) -> Result<i32, Failure> {
+/// `approvals verify`: storage verifies, this renders.
+pub(crate) fn verify(database: &Path, scope: &VerifyScope, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
-    let mut roots: HashMap<String, Option<String>> = HashMap::new();
-    let mut artifacts = Vec::new();
-    let mut workspaces: BTreeSet<String> = BTreeSet::new();
-    match selection {
-        Selection::One(id) => {
-            let stored = get(&store, id)?;
-            artifacts.push(check_one(&store, &mut roots, stored));
-        }
-        Selection::Session(session_id) => {
-            let session = store.get_session(session_id).map_err(|error| failure(&error))?;
-            let Some(session) = session else {
-                return Err(failure(&StorageError::SessionNotFound {
-                    id: session_id.clone(),
-                }));
-            };
-            roots.insert(session.id.clone(), session.workspace_root.clone());
-            let filter = ApprovalFilter {
-                session_id: Some(session_id.clone()),
-                ..ApprovalFilter::default()
-            };
-            let mut visit = |stored: StoredApproval| {
-                artifacts.push(check_one(&store, &mut roots, stored));
-                true
-            };
-            store
-                .visit_approvals(&filter, &mut visit)
-                .map_err(|error| failure(&error))?;
-        }
-        Selection::All => {
-            let mut visit = |stored: StoredApproval| {
-                artifacts.push(check_one(&store, &mut roots, stored));
-                true
-            };
-            store
-                .visit_approvals(&ApprovalFilter::default(), &mut visit)
-                .map_err(|error| failure(&error))?;
-            workspaces.extend(store.workspace_roots().map_err(|error| failure(&error))?);
-        }
-    }
-    workspaces.extend(roots.into_values().flatten());
-    let mut orphans = Vec::new();
-    let mut skipped = Vec::new();
-    for root in workspaces {
-        let files = match plan_storage::list_artifact_files(&root) {
-            Ok(files) => files,
-            Err(StorageError::ArtifactWriteFailed { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                skipped.push(SkippedRoot {
-                    workspace_root: root,
-                    detail: "the workspace root does not exist; no orphans to look for".to_owned(),
-                });
-                continue;
-            }
-            Err(error) => return Err(failure(&error)),
-        };
-        if files.is_empty() {
-            continue;
-        }
-        let recorded: BTreeSet<String> = store
-            .artifact_paths_in_workspace(&root)
-            .map_err(|error| failure(&error))?
-            .into_iter()
-            .collect();
-        for path in files {
-            if !recorded.contains(&path) {
-                orphans.push(OrphanReport {
-                    workspace_root: root.clone(),
-                    path,
-                });
-            }
-        }
-    }
-    let ok = orphans.is_empty() && !artifacts.iter().any(|report| report.result.is_problem());
+    let report = store.verify(scope).map_err(|error| failure(&error))?;
     let text = if json {
-        render::json_pretty(&VerifyJson {
-            ok,
-            artifacts,
-            orphans,
-            skipped_workspaces: skipped,
-        })?
+        render::json_pretty(&plan_protocol::VerifyReport::from(&report))?
     } else {
-        verify_text(&artifacts, &orphans, &skipped)
+        verify_text(&report)
     };
     render::write_stdout(text.as_bytes())?;
-    Ok(if ok { exit::OK } else { exit::FAILURE })
+    Ok(if report.ok() { exit::OK } else { exit::FAILURE })
 }
 
-fn verify_text(artifacts: &[ArtifactReport], orphans: &[OrphanReport], skipped: &[SkippedRoot]) -> String {
+fn verify_text(report: &VerifyReport) -> String {
     let mut out = String::new();
     let mut tally: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for report in artifacts {
-        *tally.entry(report.result.label()).or_default() += 1;
-        let what = report
-            .approval
-            .artifact
-            .as_ref()
-            .map_or_else(|| "(no artifact)".to_owned(), |artifact| artifact.path.clone());
-        out.push_str(&format!(
-            "{:<10}  {}  {what}\n",
-            report.result.label(),
-            report.approval.id
-        ));
-        if report.result.is_problem()
-            && let Some(detail) = &report.detail
+    for check in &report.artifacts {
+        *tally.entry(check.result.as_str()).or_default() += 1;
+        out.push_str(&format!("{:<10}  {}\n", check.result.as_str(), check.approval_id));
+        if check.result.is_problem()
+            && let Some(detail) = &check.detail
         {
-            let code = report.error_code.unwrap_or("");
+            let code = check.error_code.map_or("", ErrorCode::as_str);
             out.push_str(&format!("            {code}: {detail}\n"));
         }
     }
-    for orphan in orphans {
+    for orphan in &report.orphans {
         out.push_str(&format!(
             "{:<10}  {}/{}  (no approval records it)\n",
             "orphan", orphan.workspace_root, orphan.path
         ));
     }
-    for root in skipped {
+    for root in &report.skipped_workspaces {
         out.push_str(&format!(
             "{:<10}  {}  ({})\n",
             "skipped", root.workspace_root, root.detail
         ));
     }
-    let counts: Vec<String> = ["ok", "missing", "mismatch", "unreadable", "legacy"]
+    let counts: Vec<String> = ArtifactCheck::ALL
         .iter()
-        .filter_map(|label| tally.get(label).map(|count| format!("{count} {label}")))
+        .filter_map(|check| {
+            tally
+                .get(check.as_str())
+                .map(|count| format!("{count} {}", check.as_str()))
+        })
         .collect();
     let counts = if counts.is_empty() {
         "none".to_owned()
     } else {
         counts.join(", ")
     };
-    let problems = artifacts
+    let problems = report
+        .artifacts
         .iter()
-        .filter(|report| report.result.is_problem())
+        .filter(|check| check.result.is_problem())
         .count()
-        + orphans.len();
+        + report.orphans.len();
     out.push_str(&format!(
         "{} approval(s) checked: {counts}; {} orphan file(s); {}\n",
-        artifacts.len(),
-        orphans.len(),
+        report.artifacts.len(),
+        report.orphans.len(),
         if problems == 0 {
             "everything verifies".to_owned()
         } else {
@@ -663,48 +395,34 @@ fn verify_text(artifacts: &[ArtifactReport], orphans: &[OrphanReport], skipped: 
     out
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct DiffJson {
-    from: plan_protocol::PlanApproval,
-    to: plan_protocol::PlanApproval,
-    identical: bool,
-    unified_diff: String,
-}
-
-/// Reads an approval's artifact, checked, as text.
-fn artifact_text(store: &Store, approval: &PlanApproval) -> Result<(String, String), Failure> {
-    let (root, artifact) = locate(store, approval)?;
-    let bytes = plan_storage::read_artifact(&root, &artifact).map_err(|error| failure(&error))?;
-    Ok((artifact.path, String::from_utf8_lossy(&bytes).into_owned()))
-}
-
-/// `approvals diff A B`.
-pub(crate) fn diff(database: &Path, a: &str, b: &str, json: bool) -> Result<i32, Failure> {
+/// `approvals diff`: storage diffs, this renders.
+pub(crate) fn diff(
+    database: &Path,
+    approval_id: &str,
+    against: Option<&str>,
+    json: bool,
+) -> Result<i32, Failure> {
     let store = open(database)?;
-    let from = get(&store, a)?;
-    let to = get(&store, b)?;
-    let (from_path, from_text) = artifact_text(&store, &from.approval)?;
-    let (to_path, to_text) = artifact_text(&store, &to.approval)?;
-    let diff = similar::TextDiff::from_lines(&from_text, &to_text);
-    let unified = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("{a}:{from_path}"), &format!("{b}:{to_path}"))
-        .to_string();
-    let identical = from_text == to_text;
+    let diff = store
+        .diff(approval_id, against)
+        .map_err(|error| failure(&error))?;
     let text = if json {
-        render::json_pretty(&DiffJson {
-            from: wire(&from.approval),
-            to: wire(&to.approval),
-            identical,
-            unified_diff: unified,
-        })?
-    } else if identical {
-        eprintln!("plan-checkpoint: the two artifacts are identical");
-        String::new()
+        render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?
     } else {
-        unified
+        match (&diff.against_approval_id, &diff.unified) {
+            (None, _) | (Some(_), None) => {
+                eprintln!(
+                    "plan-checkpoint: approval {} is its session's first submission; nothing to compare with",
+                    diff.approval_id
+                );
+                String::new()
+            }
+            (Some(_), Some(_)) if diff.identical => {
+                eprintln!("plan-checkpoint: the two artifacts are identical");
+                String::new()
+            }
+            (Some(_), Some(unified)) => unified.clone(),
+        }
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)

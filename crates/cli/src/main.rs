@@ -162,14 +162,15 @@ enum ApprovalsCommand {
         #[command(flatten)]
         output: Output,
     },
-    /// Unified diff of two approvals' artifacts (revisions of a plan are
-    /// separate submissions).
+    /// Unified diff (3 lines of context) of two approvals' artifacts, after
+    /// checking both. With one id: against the previous submission of its
+    /// session. With two: from the first (older) to the second (newer).
     #[command(after_help = EXIT_CODES)]
     Diff {
-        /// The older approval id.
+        /// The approval to compare (with B: the older one, compared against).
         a: String,
         /// The newer approval id.
-        b: String,
+        b: Option<String>,
         #[command(flatten)]
         output: Output,
     },
@@ -282,18 +283,17 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     all,
                     output,
                 } => {
-                    let selection = match (id, session) {
-                        (Some(id), _) => inspect::Selection::One(id),
-                        (None, Some(session)) => inspect::Selection::Session(session),
-                        (None, None) => {
-                            // clap's required group guarantees --all here.
-                            debug_assert!(all);
-                            inspect::Selection::All
-                        }
-                    };
-                    inspect::verify(database, &selection, output.json)
+                    // clap's required group guarantees exactly one of id,
+                    // --session and --all, so neither id means --all.
+                    let _ = all;
+                    let scope = plan_core::VerifyScope::select(id, session)
+                        .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
+                    inspect::verify(database, &scope, output.json)
                 }
-                ApprovalsCommand::Diff { a, b, output } => inspect::diff(database, &a, &b, output.json),
+                ApprovalsCommand::Diff { a, b, output } => match b {
+                    Some(newer) => inspect::diff(database, &newer, Some(&a), output.json),
+                    None => inspect::diff(database, &a, None, output.json),
+                },
                 ApprovalsCommand::Export { session, output: _ } => inspect::export(database, session),
             }
         }

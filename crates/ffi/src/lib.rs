@@ -15,26 +15,27 @@ mod types;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use plan_core::{ConfigChange, ErrorCode, Limits};
+use plan_core::{ConfigChange, Limits};
 use plan_host::{ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, NewSession};
 use plan_protocol::ServerNotification;
 
 pub use types::{
-    ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactContent, Decision, ExecutionState, Mode,
-    Origin, PermissionMode, PlanApproval, PlanHostOptions, Session, SessionConfig, ShellCatalog, ShellInfo,
-    ToolCall, ToolCallDecision, ToolCallResult, TurnKind,
+    ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
+    ArtifactVerification, Decision, ErrorCode, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff, PlanHostOptions, Session, SessionConfig, ShellCatalog, ShellInfo,
+    SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallResult, TurnKind, VerifyReport,
 };
 
 uniffi::setup_scaffolding!();
 
-/// The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+/// The one public error: a typed canonical code and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
 pub enum PlanError {
     /// Every failure.
-    #[error("{code}: {reason}")]
+    #[error("{}: {reason}", plan_core::ErrorCode::from(*code).as_str())]
     Failed {
-        /// The canonical code, for example `APPROVAL_NOT_PENDING`.
-        code: String,
+        /// The canonical code, for example `ErrorCode::ApprovalNotPending`.
+        code: ErrorCode,
         /// A sentence for people.
         reason: String,
     },
@@ -44,16 +45,23 @@ impl From<HostError> for PlanError {
     /// The single mapping from internal errors to the public one.
     fn from(error: HostError) -> Self {
         PlanError::Failed {
-            code: error.code().as_str().to_owned(),
+            code: error.code().into(),
             reason: error.message(),
         }
     }
 }
 
-impl From<ErrorCode> for PlanError {
-    fn from(code: ErrorCode) -> Self {
+impl From<plan_core::ErrorCode> for PlanError {
+    fn from(code: plan_core::ErrorCode) -> Self {
         PlanError::from(HostError::Refused(code))
     }
+}
+
+/// The canonical wire string of a typed code, for example
+/// `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
+#[uniffi::export]
+pub fn error_code_wire_name(code: ErrorCode) -> String {
+    plan_core::ErrorCode::from(code).as_str().to_owned()
 }
 
 /// Receives host notifications (approval requested/resolved, execution
@@ -86,7 +94,7 @@ fn optional_change(
         (Some(value), false) => Ok(Some(Some(value))),
         (None, true) => Ok(Some(None)),
         (Some(_), true) => Err(HostError::with_detail(
-            ErrorCode::InvalidParams,
+            plan_core::ErrorCode::InvalidParams,
             format!("{field} cannot be set and cleared at once"),
         )),
     }
@@ -109,14 +117,16 @@ impl PlanHost {
         let limits = Limits {
             approval_ttl_ms: options.approval_ttl_ms.unwrap_or(defaults.approval_ttl_ms),
             markdown_limit_bytes: match options.markdown_limit_bytes {
-                Some(limit) => usize::try_from(limit).map_err(|_| ErrorCode::InvalidParams)?,
+                Some(limit) => usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?,
                 None => defaults.markdown_limit_bytes,
             },
         };
         if limits.approval_ttl_ms <= 0 {
-            return Err(
-                HostError::with_detail(ErrorCode::InvalidParams, "approval_ttl_ms must be positive").into(),
-            );
+            return Err(HostError::with_detail(
+                plan_core::ErrorCode::InvalidParams,
+                "approval_ttl_ms must be positive",
+            )
+            .into());
         }
         let host = Arc::new(Host::open(
             &db_path,
@@ -126,7 +136,7 @@ impl PlanHost {
             },
         )?);
         let driver = ExpiryDriver::spawn(Arc::clone(&host))
-            .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))?;
+            .map_err(|error| HostError::with_detail(plan_core::ErrorCode::Internal, error.to_string()))?;
         Ok(Arc::new(PlanHost {
             connection: Mutex::new(Connection::new(Arc::clone(&host))),
             driver: Mutex::new(Some(driver)),
@@ -212,7 +222,7 @@ impl PlanHost {
             .map(|call| {
                 let input = serde_json::from_str(&call.input_json).map_err(|error| {
                     HostError::with_detail(
-                        ErrorCode::InvalidParams,
+                        plan_core::ErrorCode::InvalidParams,
                         format!("input of {}: {error}", call.call_id),
                     )
                 })?;
@@ -294,6 +304,23 @@ impl PlanHost {
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
         Ok(self.host.shell_list()?.into())
+    }
+
+    /// Verifies artifacts: one approval (`approval_id`), a session's
+    /// approvals and its workspace's orphans (`session_id`), or everything
+    /// (neither). Naming both is `INVALID_PARAMS`.
+    pub fn verify(&self, approval_id: Option<String>, session_id: Option<String>) -> Outcome<VerifyReport> {
+        let scope = plan_core::VerifyScope::select(approval_id, session_id)
+            .map_err(|code| HostError::with_detail(code, "name at most one of approval_id and session_id"))?;
+        let report = self.host.verify(&scope)?;
+        Ok(plan_protocol::VerifyReport::from(&report).into())
+    }
+
+    /// Diffs an approval's artifact against `against_approval_id`, or against
+    /// the previous submission of its session when `None`.
+    pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
+        let diff = self.host.diff(&approval_id, against_approval_id.as_deref())?;
+        Ok(plan_protocol::PlanDiffResult::from(&diff).into())
     }
 
     /// Persists the default shell.

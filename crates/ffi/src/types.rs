@@ -5,6 +5,37 @@
 
 use plan_protocol as wire;
 
+/// Declares the FFI's typed canonical codes from plan-core's one list, so
+/// a code added there is exported here (and to every binding) by itself.
+macro_rules! declare_ffi_error_code {
+    ($($(#[$doc:meta])* $variant:ident => $wire:literal, $message:literal;)+) => {
+        /// A canonical error code (the wire's `SCREAMING_SNAKE` string is
+        /// `error_code_wire_name`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl From<plan_core::ErrorCode> for ErrorCode {
+            fn from(code: plan_core::ErrorCode) -> Self {
+                match code {
+                    $(plan_core::ErrorCode::$variant => ErrorCode::$variant,)+
+                }
+            }
+        }
+
+        impl From<ErrorCode> for plan_core::ErrorCode {
+            fn from(code: ErrorCode) -> Self {
+                match code {
+                    $(ErrorCode::$variant => plan_core::ErrorCode::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+plan_core::for_each_error_code!(declare_ffi_error_code);
+
 /// Agent or Plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum Mode {
@@ -147,7 +178,7 @@ pub struct PlanApproval {
     /// Status.
     pub status: ApprovalStatus,
     /// `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
-    pub error_code: Option<String>,
+    pub error_code: Option<ErrorCode>,
     /// Creation time, Unix ms.
     pub created_at: i64,
     /// Absolute deadline, Unix ms.
@@ -181,7 +212,7 @@ pub struct ToolCallResult {
     /// Allow or deny.
     pub decision: ToolCallDecision,
     /// The canonical code of a denial.
-    pub error_code: Option<String>,
+    pub error_code: Option<ErrorCode>,
     /// The human message of a denial.
     pub error_message: Option<String>,
     /// The pending approval an accepted SubmitPlan created.
@@ -254,6 +285,78 @@ pub struct ShellCatalog {
     pub default_shell: String,
 }
 
+/// What checking one artifact found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum ArtifactCheck {
+    /// Size and SHA-256 match.
+    Ok,
+    /// The file or its workspace is gone.
+    Missing,
+    /// The bytes differ from the record.
+    Mismatch,
+    /// The file could not be read safely.
+    Unreadable,
+    /// A row migrated from v8: no artifact, not a problem.
+    Legacy,
+}
+
+/// One checked approval.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct ArtifactVerification {
+    /// The approval.
+    pub approval_id: String,
+    /// What was found.
+    pub result: ArtifactCheck,
+    /// The canonical code of a problem.
+    pub error_code: Option<ErrorCode>,
+    /// What exactly was found.
+    pub detail: Option<String>,
+}
+
+/// A file under `<root>/.pi/plan/` no row of that workspace records.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct OrphanArtifact {
+    /// The normalized workspace root.
+    pub workspace_root: String,
+    /// The workspace-relative path.
+    pub path: String,
+}
+
+/// A workspace whose orphans could not be looked for.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SkippedWorkspace {
+    /// The workspace root.
+    pub workspace_root: String,
+    /// Why.
+    pub detail: String,
+}
+
+/// The result of `verify` (protocol `VerifyReport`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct VerifyReport {
+    /// False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+    pub ok: bool,
+    /// One entry per approval checked.
+    pub artifacts: Vec<ArtifactVerification>,
+    /// Orphan files.
+    pub orphans: Vec<OrphanArtifact>,
+    /// Workspaces skipped in the orphan search.
+    pub skipped_workspaces: Vec<SkippedWorkspace>,
+}
+
+/// The result of `diff` (protocol `plan/diff`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct PlanDiff {
+    /// The approval compared.
+    pub approval_id: String,
+    /// What it was compared with; `None` for a session's first submission.
+    pub against_approval_id: Option<String>,
+    /// Whether the two texts are the same bytes.
+    pub identical: bool,
+    /// The unified diff; empty when identical, `None` with nothing to compare.
+    pub unified: Option<String>,
+}
+
 /// Filters for `list_approvals`; all optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct ApprovalQuery {
@@ -300,6 +403,7 @@ map_enum!(wire::TurnKind => TurnKind { Prompt, Execution });
 map_enum!(wire::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, Expired, Interrupted });
 map_enum!(wire::ExecutionState => ExecutionState { Queued, Running, Completed, Interrupted });
 map_enum!(wire::ToolCallDecision => ToolCallDecision { Allow, Deny });
+map_enum!(wire::ArtifactCheck => ArtifactCheck { Ok, Missing, Mismatch, Unreadable, Legacy });
 map_enum!(plan_core::Mode => Mode { Agent, Plan });
 map_enum!(plan_core::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
 map_enum!(plan_core::Origin => Origin { Interactive, Scheduled });
@@ -347,7 +451,7 @@ impl From<wire::PlanApproval> for PlanApproval {
                 size: artifact.size,
             }),
             status: approval.status.into(),
-            error_code: approval.error_code.map(|code| code.0.as_str().to_owned()),
+            error_code: approval.error_code.map(|code| code.0.into()),
             created_at: approval.created_at,
             expires_at: approval.expires_at,
             decided_at: approval.decided_at,
@@ -363,10 +467,7 @@ impl From<wire::ToolCallResult> for ToolCallResult {
         ToolCallResult {
             call_id: result.call_id,
             decision: result.decision.into(),
-            error_code: result
-                .error
-                .as_ref()
-                .map(|error| error.code.0.as_str().to_owned()),
+            error_code: result.error.as_ref().map(|error| error.code.0.into()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval.map(Into::into),
         }
@@ -398,4 +499,49 @@ pub(crate) fn approval(approval: &plan_core::PlanApproval) -> PlanApproval {
 /// A plan-core session state as a foreign record (through the wire shape).
 pub(crate) fn session(state: &plan_core::SessionState) -> Session {
     wire::Session::from(state).into()
+}
+
+impl From<wire::VerifyReport> for VerifyReport {
+    fn from(report: wire::VerifyReport) -> Self {
+        VerifyReport {
+            ok: report.ok,
+            artifacts: report
+                .artifacts
+                .into_iter()
+                .map(|check| ArtifactVerification {
+                    approval_id: check.approval_id,
+                    result: check.result.into(),
+                    error_code: check.error_code.map(|code| code.0.into()),
+                    detail: check.detail,
+                })
+                .collect(),
+            orphans: report
+                .orphans
+                .into_iter()
+                .map(|orphan| OrphanArtifact {
+                    workspace_root: orphan.workspace_root,
+                    path: orphan.path,
+                })
+                .collect(),
+            skipped_workspaces: report
+                .skipped_workspaces
+                .into_iter()
+                .map(|skipped| SkippedWorkspace {
+                    workspace_root: skipped.workspace_root,
+                    detail: skipped.detail,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<wire::PlanDiffResult> for PlanDiff {
+    fn from(diff: wire::PlanDiffResult) -> Self {
+        PlanDiff {
+            approval_id: diff.approval_id,
+            against_approval_id: diff.against_approval_id,
+            identical: diff.identical,
+            unified: diff.unified,
+        }
+    }
 }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use plan_core::{ErrorCode, Origin};
 use plan_protocol::{
-    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
-    PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
-    ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, jsonrpc_code,
+    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanDiffResult,
+    PlanListResult, PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION,
+    Session as WireSession, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
+    jsonrpc_code,
 };
 use plan_storage::ApprovalFilter;
 use serde_json::Value;
@@ -224,6 +225,13 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
                 size: content.size,
             })
         }
+        ClientRequest::PlanVerify(params) => {
+            let scope = params.scope()?;
+            to_value(&VerifyReport::from(&host.verify(&scope)?))
+        }
+        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(
+            &host.diff(&params.approval_id, params.against_approval_id.as_deref())?,
+        )),
         ClientRequest::ExecutionStart(params) => to_value(&plan_protocol::PlanApproval::from(
             &host.start_execution(&params.execution_id)?,
         )),
@@ -285,9 +293,28 @@ fn error_response(id: Option<RequestId>, error: ErrorObject) -> Value {
     serde_json::to_value(Response::error(id, error)).unwrap_or_else(|_| internal_error_value())
 }
 
-/// A response that needs no serialization, for the case where serializing failed.
-const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
+/// A response that needs no serialization, for the case where serializing
+/// failed: `ErrorObject::new(INTERNAL)` with a null id, written out (a test
+/// checks that the two agree).
+const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
 
 fn internal_error_value() -> Value {
     serde_json::from_str(INTERNAL_ERROR_LINE).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fallback_line_is_the_one_internal_error_object() {
+        let written = Response::error(None, ErrorObject::new(ErrorCode::Internal));
+        let fallback: Response =
+            serde_json::from_str(INTERNAL_ERROR_LINE).unwrap_or_else(|_| written.clone());
+        assert_eq!(fallback, written);
+        assert_eq!(
+            internal_error_value(),
+            serde_json::to_value(&written).unwrap_or(Value::Null)
+        );
+    }
 }

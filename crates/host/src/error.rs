@@ -43,12 +43,25 @@ impl HostError {
         }
     }
 
-    /// A sentence for people: the code's message, plus any detail.
+    /// A sentence for people: the code's message, then `": "` and the
+    /// specifics if any (the same format as every other layer's errors).
     pub fn message(&self) -> String {
         match self {
             HostError::Refused(code) => code.message(),
-            HostError::RefusedWith { code, detail } => format!("{} ({detail})", code.message()),
-            HostError::Storage(error) => error.to_string(),
+            HostError::RefusedWith { code, detail } => code.message_with(detail),
+            HostError::Storage(error) => error.code().message_with(&error.to_string()),
+        }
+    }
+}
+
+impl From<plan_protocol::ProtocolError> for HostError {
+    fn from(error: plan_protocol::ProtocolError) -> Self {
+        match error.detail {
+            Some(detail) => HostError::RefusedWith {
+                code: error.code,
+                detail,
+            },
+            None => HostError::Refused(error.code),
         }
     }
 }

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
     ActiveTurn, BootEpoch, ConfigChange, Effect, ErrorCode, Event, Limits, Origin, PermissionMode,
-    PlanApproval, Reply, SessionState, ToolCall, ToolDecision, UnixMs,
+    PlanApproval, PlanDiff, Reply, SessionState, ToolCall, ToolDecision, UnixMs, VerifyReport, VerifyScope,
 };
-use plan_storage::{ApprovalFilter, HostLock, MigrationReport, Store, StoredApproval};
+use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
 use crate::event::Open;
@@ -56,8 +56,11 @@ impl Host {
     /// has therefore always recovered: it cannot serve before recovery.
     pub fn open(database: impl AsRef<Path>, options: HostOptions) -> Result<Host, HostError> {
         let database = database.as_ref().to_path_buf();
-        let lock = HostLock::acquire(&database)?;
-        let (mut store, migration) = Store::open(&database)?;
+        let ExclusiveStore {
+            mut store,
+            migration,
+            lock,
+        } = ExclusiveStore::open(&database)?;
         let now = options.clock.now_ms();
         store.startup_fence(now)?;
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
@@ -344,28 +347,32 @@ impl Host {
     /// Rereads an approval's artifact and checks its size and SHA-256.
     pub fn read_artifact(&self, approval_id: &str) -> Result<ArtifactContent, HostError> {
         let row = self.stored_approval(approval_id)?;
-        let Some(artifact) = row.approval.artifact else {
-            return Err(HostError::with_detail(
-                ErrorCode::ArtifactMissing,
-                format!("approval {approval_id} was migrated from schema v8 and has no artifact"),
-            ));
-        };
-        let session = self.with_open(|open| Ok(open.store.get_session(&row.approval.session_id)?))?;
-        let Some(root) = session.and_then(|session| session.workspace_root) else {
-            return Err(HostError::with_detail(
-                ErrorCode::ArtifactMissing,
-                "the session has no workspace root",
-            ));
-        };
-        let bytes = plan_storage::read_artifact(&root, &artifact)?;
+        let bytes = self.with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
         let markdown = String::from_utf8(bytes).map_err(|_| {
             HostError::with_detail(ErrorCode::ArtifactIntegrityMismatch, "the artifact is not UTF-8")
         })?;
+        // Located and verified above, so the row has an artifact.
+        let (sha256, size) = row
+            .approval
+            .artifact
+            .map_or_else(|| (String::new(), 0), |artifact| (artifact.sha256, artifact.size));
         Ok(ArtifactContent {
             markdown,
-            sha256: artifact.sha256,
-            size: artifact.size,
+            sha256,
+            size,
         })
+    }
+
+    /// Verifies the artifacts of a scope and, for a session or everything,
+    /// looks for orphan files (storage's one verification).
+    pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, HostError> {
+        self.with_open(|open| Ok(open.store.verify(scope)?))
+    }
+
+    /// Diffs an approval's artifact against another one, or against the
+    /// previous submission of its session when `against` is `None`.
+    pub fn diff(&self, approval_id: &str, against: Option<&str>) -> Result<PlanDiff, HostError> {
+        self.with_open(|open| Ok(open.store.diff(approval_id, against)?))
     }
 
     // Executions.

@@ -140,6 +140,12 @@ impl ErrorCode {
     pub fn message(self) -> String {
         self.sentence().to_owned()
     }
+
+    /// The human message followed by a detail, `"<message>: <detail>"`: the
+    /// one format every layer uses for an error with specifics.
+    pub fn message_with(self, detail: &str) -> String {
+        format!("{}: {detail}", self.sentence())
+    }
 }
 
 impl std::fmt::Display for ErrorCode {

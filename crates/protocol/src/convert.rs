@@ -7,12 +7,18 @@
 //! anything; fields are copied, renamed and wrapped.
 
 use crate::error::CanonicalCode;
-use crate::methods::{SessionConfigureParams, TurnStartResult};
+use crate::error::ProtocolError;
+use crate::methods::{
+    PlanDiffResult, PlanVerifyParams, SessionConfigureParams, TurnStartResult, VerifyReport,
+};
 use crate::notifications::{
     ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
     SessionChangedNotification,
 };
-use crate::objects::{ActiveTurn, Artifact, PlanApproval, Session, ToolCall, ToolCallResult};
+use crate::objects::{
+    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, Session, SkippedWorkspace,
+    ToolCall,
+};
 
 impl From<&plan_core::Artifact> for Artifact {
     fn from(artifact: &plan_core::Artifact) -> Self {
@@ -149,29 +155,6 @@ impl From<ToolCall> for plan_core::ToolCall {
     }
 }
 
-impl ToolCallResult {
-    /// The wire result for one plan-core decision.
-    ///
-    /// `Allow` and `Delegate` are `allow` (a delegated call still goes
-    /// through the host's permission layer); `Deny(code)` is `deny` with the
-    /// code; `WriteArtifact` is `allow` carrying `approval`, the pending
-    /// approval the host created once the artifact was durable. `approval`
-    /// is ignored for every other decision.
-    pub fn from_core(result: &plan_core::ToolResult, approval: Option<&plan_core::PlanApproval>) -> Self {
-        match &result.decision {
-            plan_core::ToolDecision::Allow | plan_core::ToolDecision::Delegate(_) => {
-                ToolCallResult::allow(result.call_id.clone())
-            }
-            plan_core::ToolDecision::Deny(code) => ToolCallResult::deny(result.call_id.clone(), *code),
-            plan_core::ToolDecision::WriteArtifact => {
-                let mut allowed = ToolCallResult::allow(result.call_id.clone());
-                allowed.approval = approval.map(PlanApproval::from);
-                allowed
-            }
-        }
-    }
-}
-
 impl SessionConfigureParams {
     /// The plan-core configuration change these params ask for.
     pub fn to_config_change(&self) -> plan_core::ConfigChange {
@@ -229,5 +212,59 @@ impl ExecutionStateChangedNotification {
             execution_id,
             state: state.into(),
         })
+    }
+}
+
+impl From<&plan_core::VerifyReport> for VerifyReport {
+    fn from(report: &plan_core::VerifyReport) -> Self {
+        VerifyReport {
+            ok: report.ok(),
+            artifacts: report
+                .artifacts
+                .iter()
+                .map(|check| ArtifactVerification {
+                    approval_id: check.approval_id.clone(),
+                    result: check.result.into(),
+                    error_code: check.error_code.map(CanonicalCode),
+                    detail: check.detail.clone(),
+                })
+                .collect(),
+            orphans: report
+                .orphans
+                .iter()
+                .map(|orphan| OrphanArtifact {
+                    workspace_root: orphan.workspace_root.clone(),
+                    path: orphan.path.clone(),
+                })
+                .collect(),
+            skipped_workspaces: report
+                .skipped_workspaces
+                .iter()
+                .map(|skipped| SkippedWorkspace {
+                    workspace_root: skipped.workspace_root.clone(),
+                    detail: skipped.detail.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&plan_core::PlanDiff> for PlanDiffResult {
+    fn from(diff: &plan_core::PlanDiff) -> Self {
+        PlanDiffResult {
+            approval_id: diff.approval_id.clone(),
+            against_approval_id: diff.against_approval_id.clone(),
+            identical: diff.identical,
+            unified: diff.unified.clone(),
+        }
+    }
+}
+
+impl PlanVerifyParams {
+    /// The plan-core scope these params name (plan-core refuses both ids at
+    /// once: `INVALID_PARAMS`).
+    pub fn scope(&self) -> Result<plan_core::VerifyScope, ProtocolError> {
+        plan_core::VerifyScope::select(self.approval_id.clone(), self.session_id.clone())
+            .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
     }
 }

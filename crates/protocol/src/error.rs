@@ -159,7 +159,7 @@ impl ProtocolError {
     /// The human message: the code's message, then `": "` and the detail if any.
     pub fn message(&self) -> String {
         match &self.detail {
-            Some(detail) => format!("{}: {detail}", self.code),
+            Some(detail) => self.code.message_with(detail),
             None => self.code.message(),
         }
     }

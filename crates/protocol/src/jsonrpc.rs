@@ -141,7 +141,7 @@ impl ErrorObject {
     pub fn with_detail(code: ErrorCode, detail: impl std::fmt::Display) -> ErrorObject {
         ErrorObject {
             code: jsonrpc_code(code),
-            message: format!("{code}: {detail}"),
+            message: code.message_with(&detail.to_string()),
             data: ErrorData {
                 code: CanonicalCode(code),
             },

@@ -1,6 +1,7 @@
 //! The methods of protocol v9 (client -> host): one `*Params` type and one
-//! `*Result` type per method, the [`ClientRequest`] union and
-//! [`parse_request`].
+//! `*Result` type per method, declared once in the `client_methods!` list,
+//! from which the [`ClientRequest`] union, the [`method`] names and
+//! [`parse_request`] are derived.
 //!
 //! Params are strict: every params type denies unknown fields, so a stray
 //! `feedback` on `plan/reject` is `INVALID_PARAMS` and reaches no handler.
@@ -16,67 +17,9 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::objects::{
-    ApprovalStatus, Mode, Origin, PermissionMode, PlanApproval, Session, ShellInfo, ToolCall, ToolCallResult,
+    ApprovalStatus, ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
+    Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallResult,
 };
-
-/// The method names, exactly as on the wire.
-pub mod method {
-    /// `initialize`
-    pub const INITIALIZE: &str = "initialize";
-    /// `session/create`
-    pub const SESSION_CREATE: &str = "session/create";
-    /// `session/get`
-    pub const SESSION_GET: &str = "session/get";
-    /// `session/configure`
-    pub const SESSION_CONFIGURE: &str = "session/configure";
-    /// `turn/start`
-    pub const TURN_START: &str = "turn/start";
-    /// `turn/toolCalls`
-    pub const TURN_TOOL_CALLS: &str = "turn/toolCalls";
-    /// `turn/complete`
-    pub const TURN_COMPLETE: &str = "turn/complete";
-    /// `turn/cancel`
-    pub const TURN_CANCEL: &str = "turn/cancel";
-    /// `plan/approve`
-    pub const PLAN_APPROVE: &str = "plan/approve";
-    /// `plan/reject`
-    pub const PLAN_REJECT: &str = "plan/reject";
-    /// `plan/get`
-    pub const PLAN_GET: &str = "plan/get";
-    /// `plan/list`
-    pub const PLAN_LIST: &str = "plan/list";
-    /// `plan/readArtifact`
-    pub const PLAN_READ_ARTIFACT: &str = "plan/readArtifact";
-    /// `execution/start`
-    pub const EXECUTION_START: &str = "execution/start";
-    /// `execution/complete`
-    pub const EXECUTION_COMPLETE: &str = "execution/complete";
-    /// `shell/list`
-    pub const SHELL_LIST: &str = "shell/list";
-    /// `shell/setDefault`
-    pub const SHELL_SET_DEFAULT: &str = "shell/setDefault";
-
-    /// Every client method, in contract order.
-    pub const ALL: [&str; 17] = [
-        INITIALIZE,
-        SESSION_CREATE,
-        SESSION_GET,
-        SESSION_CONFIGURE,
-        TURN_START,
-        TURN_TOOL_CALLS,
-        TURN_COMPLETE,
-        TURN_CANCEL,
-        PLAN_APPROVE,
-        PLAN_REJECT,
-        PLAN_GET,
-        PLAN_LIST,
-        PLAN_READ_ARTIFACT,
-        EXECUTION_START,
-        EXECUTION_COMPLETE,
-        SHELL_LIST,
-        SHELL_SET_DEFAULT,
-    ];
-}
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
 /// `null`; together with `#[serde(default)]` an absent field stays `None`.
@@ -423,111 +366,170 @@ pub struct ShellSetDefaultResult {
     pub default_shell: String,
 }
 
-/// Every client request with its typed params, tagged as
-/// `{"method": ..., "params": ...}` (the JSON-RPC members without `jsonrpc`
-/// and `id`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "method", content = "params")]
-pub enum ClientRequest {
-    /// `initialize` -> [`InitializeResult`]
-    #[serde(rename = "initialize")]
-    Initialize(InitializeParams),
-    /// `session/create` -> [`Session`]
-    #[serde(rename = "session/create")]
-    SessionCreate(SessionCreateParams),
-    /// `session/get` -> [`Session`]
-    #[serde(rename = "session/get")]
-    SessionGet(SessionGetParams),
-    /// `session/configure` -> [`Session`]
-    #[serde(rename = "session/configure")]
-    SessionConfigure(SessionConfigureParams),
-    /// `turn/start` -> [`TurnStartResult`]
-    #[serde(rename = "turn/start")]
-    TurnStart(TurnStartParams),
-    /// `turn/toolCalls` -> [`TurnToolCallsResult`]
-    #[serde(rename = "turn/toolCalls")]
-    TurnToolCalls(TurnToolCallsParams),
-    /// `turn/complete` -> [`Session`]
-    #[serde(rename = "turn/complete")]
-    TurnComplete(TurnCompleteParams),
-    /// `turn/cancel` -> [`Session`]
-    #[serde(rename = "turn/cancel")]
-    TurnCancel(TurnCancelParams),
-    /// `plan/approve` -> [`PlanApproveResult`]
-    #[serde(rename = "plan/approve")]
-    PlanApprove(PlanApproveParams),
-    /// `plan/reject` -> [`PlanRejectResult`]
-    #[serde(rename = "plan/reject")]
-    PlanReject(PlanRejectParams),
-    /// `plan/get` -> [`PlanApproval`]
-    #[serde(rename = "plan/get")]
-    PlanGet(PlanGetParams),
-    /// `plan/list` -> [`PlanListResult`]
-    #[serde(rename = "plan/list")]
-    PlanList(PlanListParams),
-    /// `plan/readArtifact` -> [`PlanReadArtifactResult`]
-    #[serde(rename = "plan/readArtifact")]
-    PlanReadArtifact(PlanReadArtifactParams),
-    /// `execution/start` -> [`PlanApproval`]
-    #[serde(rename = "execution/start")]
-    ExecutionStart(ExecutionStartParams),
-    /// `execution/complete` -> [`PlanApproval`]
-    #[serde(rename = "execution/complete")]
-    ExecutionComplete(ExecutionCompleteParams),
-    /// `shell/list` -> [`ShellListResult`]
-    #[serde(rename = "shell/list")]
-    ShellList(ShellListParams),
-    /// `shell/setDefault` -> [`ShellSetDefaultResult`]
-    #[serde(rename = "shell/setDefault")]
-    ShellSetDefault(ShellSetDefaultParams),
+/// `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
+/// neither verifies everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanVerifyParams {
+    /// Verify this approval only (no orphan search).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
+    /// Verify this session's approvals and look for orphans in its workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
-impl ClientRequest {
-    /// The wire method name.
-    pub const fn method(&self) -> &'static str {
-        match self {
-            ClientRequest::Initialize(_) => method::INITIALIZE,
-            ClientRequest::SessionCreate(_) => method::SESSION_CREATE,
-            ClientRequest::SessionGet(_) => method::SESSION_GET,
-            ClientRequest::SessionConfigure(_) => method::SESSION_CONFIGURE,
-            ClientRequest::TurnStart(_) => method::TURN_START,
-            ClientRequest::TurnToolCalls(_) => method::TURN_TOOL_CALLS,
-            ClientRequest::TurnComplete(_) => method::TURN_COMPLETE,
-            ClientRequest::TurnCancel(_) => method::TURN_CANCEL,
-            ClientRequest::PlanApprove(_) => method::PLAN_APPROVE,
-            ClientRequest::PlanReject(_) => method::PLAN_REJECT,
-            ClientRequest::PlanGet(_) => method::PLAN_GET,
-            ClientRequest::PlanList(_) => method::PLAN_LIST,
-            ClientRequest::PlanReadArtifact(_) => method::PLAN_READ_ARTIFACT,
-            ClientRequest::ExecutionStart(_) => method::EXECUTION_START,
-            ClientRequest::ExecutionComplete(_) => method::EXECUTION_COMPLETE,
-            ClientRequest::ShellList(_) => method::SHELL_LIST,
-            ClientRequest::ShellSetDefault(_) => method::SHELL_SET_DEFAULT,
-        }
-    }
+/// `plan/verify` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyReport {
+    /// False when an artifact is missing, mismatched or unreadable, or an
+    /// orphan was found.
+    pub ok: bool,
+    /// One entry per approval checked, newest first.
+    pub artifacts: Vec<ArtifactVerification>,
+    /// Files under `<root>/.pi/plan/` that no row of that workspace records.
+    pub orphans: Vec<OrphanArtifact>,
+    /// Workspaces whose orphans could not be looked for.
+    pub skipped_workspaces: Vec<SkippedWorkspace>,
+}
 
-    /// The params as a JSON object.
-    pub fn params_value(&self) -> Result<serde_json::Value, serde_json::Error> {
-        match self {
-            ClientRequest::Initialize(params) => serde_json::to_value(params),
-            ClientRequest::SessionCreate(params) => serde_json::to_value(params),
-            ClientRequest::SessionGet(params) => serde_json::to_value(params),
-            ClientRequest::SessionConfigure(params) => serde_json::to_value(params),
-            ClientRequest::TurnStart(params) => serde_json::to_value(params),
-            ClientRequest::TurnToolCalls(params) => serde_json::to_value(params),
-            ClientRequest::TurnComplete(params) => serde_json::to_value(params),
-            ClientRequest::TurnCancel(params) => serde_json::to_value(params),
-            ClientRequest::PlanApprove(params) => serde_json::to_value(params),
-            ClientRequest::PlanReject(params) => serde_json::to_value(params),
-            ClientRequest::PlanGet(params) => serde_json::to_value(params),
-            ClientRequest::PlanList(params) => serde_json::to_value(params),
-            ClientRequest::PlanReadArtifact(params) => serde_json::to_value(params),
-            ClientRequest::ExecutionStart(params) => serde_json::to_value(params),
-            ClientRequest::ExecutionComplete(params) => serde_json::to_value(params),
-            ClientRequest::ShellList(params) => serde_json::to_value(params),
-            ClientRequest::ShellSetDefault(params) => serde_json::to_value(params),
+/// `plan/verify` result type.
+pub type PlanVerifyResult = VerifyReport;
+
+/// `plan/diff` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanDiffParams {
+    /// The approval to compare.
+    pub approval_id: String,
+    /// What to compare it with; the session's previous submission when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against_approval_id: Option<String>,
+}
+
+/// `plan/diff` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanDiffResult {
+    /// The approval compared.
+    pub approval_id: String,
+    /// What it was compared with; `null` for a session's first submission.
+    pub against_approval_id: Option<String>,
+    /// Whether the two texts are the same bytes (false with nothing to compare).
+    pub identical: bool,
+    /// The unified diff (3 lines of context); `""` when identical, `null`
+    /// with nothing to compare.
+    pub unified: Option<String>,
+}
+
+/// Declares every client method once, as
+/// `Variant, CONSTANT => "resource/verb", ParamsType, ResultType;`, and
+/// derives from that one list the name constants and [`method::ALL`], the
+/// method-tagged [`ClientRequest`] union, [`ClientRequest::method`],
+/// [`ClientRequest::params_value`], the decoding in [`parse_request`], the
+/// [`RequestParams`] link from params to result type, and the list the
+/// schema files are generated from. Adding a method is one line here plus
+/// its types.
+macro_rules! client_methods {
+    ($($variant:ident, $constant:ident => $name:literal, $params:ty, $result:ty;)+) => {
+        /// The method names, exactly as on the wire.
+        pub mod method {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                pub const $constant: &str = $name;
+            )+
+
+            /// Every client method, in contract order.
+            pub const ALL: [&str; [$($name),+].len()] = [$($constant),+];
         }
-    }
+
+        /// Every client request with its typed params, tagged as
+        /// `{"method": ..., "params": ...}` (the JSON-RPC members without
+        /// `jsonrpc` and `id`).
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        #[serde(tag = "method", content = "params")]
+        pub enum ClientRequest {
+            $(
+                #[doc = concat!("`", $name, "` -> [`", stringify!($result), "`]")]
+                #[serde(rename = $name)]
+                $variant($params),
+            )+
+        }
+
+        impl ClientRequest {
+            /// The wire method name.
+            pub const fn method(&self) -> &'static str {
+                match self {
+                    $(ClientRequest::$variant(_) => method::$constant,)+
+                }
+            }
+
+            /// The params as a JSON object.
+            pub fn params_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+                match self {
+                    $(ClientRequest::$variant(params) => serde_json::to_value(params),)+
+                }
+            }
+        }
+
+        $(
+            impl RequestParams for $params {
+                const METHOD: &'static str = $name;
+                type Result = $result;
+            }
+        )+
+
+        /// The request for a known method, decoded; `None` for an unknown one.
+        fn decode_request(method: &str, params: serde_json::Value) -> Option<Result<ClientRequest, ProtocolError>> {
+            match method {
+                $($name => Some(decode(params).map(ClientRequest::$variant)),)+
+                _ => None,
+            }
+        }
+
+        /// Hands every method's name, params type and result type to `visitor`.
+        pub(crate) fn visit_methods(visitor: &mut impl MethodVisitor) {
+            $(visitor.visit::<$params, $result>($name);)+
+        }
+    };
+}
+
+/// The params type of a client method names the method and its result type,
+/// so a typed client can send `P` and read `P::Result`.
+pub trait RequestParams: Serialize {
+    /// The wire method name.
+    const METHOD: &'static str;
+    /// What a successful response carries.
+    type Result: for<'de> Deserialize<'de>;
+}
+
+/// Receives each client method's types (see `visit_methods`).
+pub(crate) trait MethodVisitor {
+    /// One method.
+    fn visit<P: JsonSchema, R: JsonSchema>(&mut self, name: &'static str);
+}
+
+client_methods! {
+    Initialize, INITIALIZE => "initialize", InitializeParams, InitializeResult;
+    SessionCreate, SESSION_CREATE => "session/create", SessionCreateParams, Session;
+    SessionGet, SESSION_GET => "session/get", SessionGetParams, Session;
+    SessionConfigure, SESSION_CONFIGURE => "session/configure", SessionConfigureParams, Session;
+    TurnStart, TURN_START => "turn/start", TurnStartParams, TurnStartResult;
+    TurnToolCalls, TURN_TOOL_CALLS => "turn/toolCalls", TurnToolCallsParams, TurnToolCallsResult;
+    TurnComplete, TURN_COMPLETE => "turn/complete", TurnCompleteParams, Session;
+    TurnCancel, TURN_CANCEL => "turn/cancel", TurnCancelParams, Session;
+    PlanApprove, PLAN_APPROVE => "plan/approve", PlanApproveParams, PlanApproveResult;
+    PlanReject, PLAN_REJECT => "plan/reject", PlanRejectParams, PlanRejectResult;
+    PlanGet, PLAN_GET => "plan/get", PlanGetParams, PlanApproval;
+    PlanList, PLAN_LIST => "plan/list", PlanListParams, PlanListResult;
+    PlanReadArtifact, PLAN_READ_ARTIFACT => "plan/readArtifact", PlanReadArtifactParams, PlanReadArtifactResult;
+    PlanVerify, PLAN_VERIFY => "plan/verify", PlanVerifyParams, PlanVerifyResult;
+    PlanDiff, PLAN_DIFF => "plan/diff", PlanDiffParams, PlanDiffResult;
+    ExecutionStart, EXECUTION_START => "execution/start", ExecutionStartParams, PlanApproval;
+    ExecutionComplete, EXECUTION_COMPLETE => "execution/complete", ExecutionCompleteParams, PlanApproval;
+    ShellList, SHELL_LIST => "shell/list", ShellListParams, ShellListResult;
+    ShellSetDefault, SHELL_SET_DEFAULT => "shell/setDefault", ShellSetDefaultParams, ShellSetDefaultResult;
 }
 
 /// Decodes one params object as `P`, mapping every failure to `INVALID_PARAMS`
@@ -561,27 +563,7 @@ pub fn parse_request(method: &str, params: serde_json::Value) -> Result<ClientRe
             ));
         }
     };
-    let request = match method {
-        method::INITIALIZE => ClientRequest::Initialize(decode(params)?),
-        method::SESSION_CREATE => ClientRequest::SessionCreate(decode(params)?),
-        method::SESSION_GET => ClientRequest::SessionGet(decode(params)?),
-        method::SESSION_CONFIGURE => ClientRequest::SessionConfigure(decode(params)?),
-        method::TURN_START => ClientRequest::TurnStart(decode(params)?),
-        method::TURN_TOOL_CALLS => ClientRequest::TurnToolCalls(decode(params)?),
-        method::TURN_COMPLETE => ClientRequest::TurnComplete(decode(params)?),
-        method::TURN_CANCEL => ClientRequest::TurnCancel(decode(params)?),
-        method::PLAN_APPROVE => ClientRequest::PlanApprove(decode(params)?),
-        method::PLAN_REJECT => ClientRequest::PlanReject(decode(params)?),
-        method::PLAN_GET => ClientRequest::PlanGet(decode(params)?),
-        method::PLAN_LIST => ClientRequest::PlanList(decode(params)?),
-        method::PLAN_READ_ARTIFACT => ClientRequest::PlanReadArtifact(decode(params)?),
-        method::EXECUTION_START => ClientRequest::ExecutionStart(decode(params)?),
-        method::EXECUTION_COMPLETE => ClientRequest::ExecutionComplete(decode(params)?),
-        method::SHELL_LIST => ClientRequest::ShellList(decode(params)?),
-        method::SHELL_SET_DEFAULT => ClientRequest::ShellSetDefault(decode(params)?),
-        unknown => return Err(method_not_found(unknown)),
-    };
-    Ok(request)
+    decode_request(method, params).unwrap_or_else(|| Err(method_not_found(method)))
 }
 
 fn method_not_found(method: &str) -> ProtocolError {

@@ -347,3 +347,53 @@ pub struct ShellInfo {
     /// Whether the executable is present on this machine.
     pub available: bool,
 }
+
+wire_enum! {
+    /// What checking one artifact found.
+    ArtifactCheck <=> ArtifactCheck {
+        /// Size and SHA-256 match.
+        Ok => "ok",
+        /// The file or its workspace is gone.
+        Missing => "missing",
+        /// The bytes differ from the record.
+        Mismatch => "mismatch",
+        /// The file could not be read safely.
+        Unreadable => "unreadable",
+        /// A row migrated from v8: no artifact, not a problem.
+        Legacy => "legacy",
+    }
+}
+
+/// One checked approval of a `VerifyReport`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactVerification {
+    /// The approval.
+    pub approval_id: String,
+    /// What was found.
+    pub result: ArtifactCheck,
+    /// The canonical code of a problem; `null` otherwise.
+    pub error_code: Option<CanonicalCode>,
+    /// What exactly was found; `null` when ok.
+    pub detail: Option<String>,
+}
+
+/// A file under `<root>/.pi/plan/` that no row of that workspace records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanArtifact {
+    /// The normalized workspace root.
+    pub workspace_root: String,
+    /// The workspace-relative path.
+    pub path: String,
+}
+
+/// A workspace whose orphans could not be looked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedWorkspace {
+    /// The workspace root.
+    pub workspace_root: String,
+    /// Why it was skipped.
+    pub detail: String,
+}

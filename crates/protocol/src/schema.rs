@@ -25,14 +25,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 
 use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
-use crate::methods::{
-    ClientRequest, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanGetParams, PlanListParams, PlanListResult,
-    PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, PlanRejectResult,
-    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult,
-    ShellSetDefaultParams, ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method,
-};
+use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
 use crate::notifications::{
     CommandOutputNotification, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
     PlanApprovalResolvedNotification, ServerNotification, SessionChangedNotification, notification_method,
@@ -98,53 +91,18 @@ fn notification_schema<N: JsonSchema>(method: &str) -> SchemaFile {
 
 /// Every schema file, in a fixed order.
 pub fn schema_files() -> Vec<SchemaFile> {
-    let mut files = Vec::new();
-    files.extend(method_schemas::<InitializeParams, InitializeResult>(
-        method::INITIALIZE,
-    ));
-    files.extend(method_schemas::<SessionCreateParams, Session>(
-        method::SESSION_CREATE,
-    ));
-    files.extend(method_schemas::<SessionGetParams, Session>(method::SESSION_GET));
-    files.extend(method_schemas::<SessionConfigureParams, Session>(
-        method::SESSION_CONFIGURE,
-    ));
-    files.extend(method_schemas::<TurnStartParams, TurnStartResult>(
-        method::TURN_START,
-    ));
-    files.extend(method_schemas::<TurnToolCallsParams, TurnToolCallsResult>(
-        method::TURN_TOOL_CALLS,
-    ));
-    files.extend(method_schemas::<TurnCompleteParams, Session>(
-        method::TURN_COMPLETE,
-    ));
-    files.extend(method_schemas::<TurnCancelParams, Session>(method::TURN_CANCEL));
-    files.extend(method_schemas::<PlanApproveParams, PlanApproveResult>(
-        method::PLAN_APPROVE,
-    ));
-    files.extend(method_schemas::<PlanRejectParams, PlanRejectResult>(
-        method::PLAN_REJECT,
-    ));
-    files.extend(method_schemas::<PlanGetParams, PlanApproval>(method::PLAN_GET));
-    files.extend(method_schemas::<PlanListParams, PlanListResult>(
-        method::PLAN_LIST,
-    ));
-    files.extend(method_schemas::<PlanReadArtifactParams, PlanReadArtifactResult>(
-        method::PLAN_READ_ARTIFACT,
-    ));
-    files.extend(method_schemas::<ExecutionStartParams, PlanApproval>(
-        method::EXECUTION_START,
-    ));
-    files.extend(method_schemas::<ExecutionCompleteParams, PlanApproval>(
-        method::EXECUTION_COMPLETE,
-    ));
-    files.extend(method_schemas::<ShellListParams, ShellListResult>(
-        method::SHELL_LIST,
-    ));
-    files.extend(method_schemas::<ShellSetDefaultParams, ShellSetDefaultResult>(
-        method::SHELL_SET_DEFAULT,
-    ));
+    /// Collects the params and result schema of every client method.
+    struct Methods(Vec<SchemaFile>);
 
+    impl MethodVisitor for Methods {
+        fn visit<P: JsonSchema, R: JsonSchema>(&mut self, name: &'static str) {
+            self.0.extend(method_schemas::<P, R>(name));
+        }
+    }
+
+    let mut methods = Methods(Vec::new());
+    visit_methods(&mut methods);
+    let mut files = methods.0;
     files.push(notification_schema::<PlanApprovalRequestedNotification>(
         notification_method::PLAN_APPROVAL_REQUESTED,
     ));

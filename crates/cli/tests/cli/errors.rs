@@ -152,7 +152,8 @@ fn unknown_ids() {
         &["approvals", "show", "no-such-id"][..],
         &["approvals", "cat", "no-such-id"],
         &["approvals", "verify", "no-such-id"],
-        &["approvals", "diff", "no-such-id", "other"],
+        &["approvals", "diff", "no-such-id"],
+        &["approvals", "diff", "no-such-id", "no-such-id"],
     ] {
         let result = run(Some(&fixture.db), args);
         assert_eq!(result.code, 1, "{args:?}");
@@ -262,6 +263,24 @@ fn orphan_file() {
         run(Some(&fixture.db), &["approvals", "verify", "--session", "s-beta"]).code,
         0
     );
+    // Verifying one approval checks that approval alone, not its workspace.
+    let listed = run(Some(&fixture.db), &["approvals", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let one = listed["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|approval| approval["artifact"].is_object())
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let single = run(Some(&fixture.db), &["approvals", "verify", &one, "--json"]);
+    assert_eq!(single.code, 0, "{}{}", single.stdout, single.stderr);
+    let value: serde_json::Value = serde_json::from_str(&single.stdout).unwrap();
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["orphans"], serde_json::json!([]));
+    assert_eq!(value["artifacts"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -282,7 +301,7 @@ fn bad_flags_are_usage_errors() {
         ),
         (&["approvals", "verify", "x", "--all"], "cannot be used with"),
         (
-            &["approvals", "diff", "only-one"],
+            &["approvals", "diff"],
             "the following required arguments were not provided",
         ),
         (

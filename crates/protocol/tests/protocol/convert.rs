@@ -1,6 +1,6 @@
 //! Conversions between plan-core values and wire values.
 
-use plan_core::{ErrorCode, ExecutionState, PermissionMode, ToolDecision, ToolResult};
+use plan_core::{ErrorCode, ExecutionState};
 use plan_protocol as wire;
 
 use crate::fixtures::*;
@@ -131,21 +131,12 @@ fn sessions_show_the_live_view_of_the_state() {
 }
 
 #[test]
-fn tool_results_map_every_decision() {
-    let result = |decision| ToolResult {
-        call_id: "c".to_owned(),
-        decision,
-    };
+fn tool_call_results_are_allow_deny_or_submitted() {
     assert_eq!(
-        wire::ToolCallResult::from_core(&result(ToolDecision::Allow), None),
-        wire::ToolCallResult::allow("c")
+        wire::ToolCallResult::allow("c").decision,
+        wire::ToolCallDecision::Allow
     );
-    assert_eq!(
-        wire::ToolCallResult::from_core(&result(ToolDecision::Delegate(PermissionMode::Auto)), None),
-        wire::ToolCallResult::allow("c")
-    );
-    let denied =
-        wire::ToolCallResult::from_core(&result(ToolDecision::Deny(ErrorCode::ToolDeniedInPlan)), None);
+    let denied = wire::ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan);
     assert_eq!(denied.decision, wire::ToolCallDecision::Deny);
     assert_eq!(
         denied.error,
@@ -155,10 +146,49 @@ fn tool_results_map_every_decision() {
         })
     );
     let approval = pending_approval();
-    let submitted = wire::ToolCallResult::from_core(&result(ToolDecision::WriteArtifact), Some(&approval));
+    let submitted = wire::ToolCallResult::submitted("c", wire::PlanApproval::from(&approval));
+    assert_eq!(submitted.decision, wire::ToolCallDecision::Allow);
+    assert_eq!(submitted.error, None);
+    assert_eq!(submitted.approval, Some(wire::PlanApproval::from(&approval)));
+}
+
+#[test]
+fn verify_reports_and_diffs_convert_with_the_core_rule_for_ok() {
+    let report = plan_core::VerifyReport {
+        artifacts: vec![plan_core::ArtifactVerification {
+            approval_id: "a".to_owned(),
+            result: plan_core::ArtifactCheck::Mismatch,
+            error_code: Some(ErrorCode::ArtifactIntegrityMismatch),
+            detail: Some("changed".to_owned()),
+        }],
+        orphans: Vec::new(),
+        skipped_workspaces: Vec::new(),
+    };
+    let converted = wire::VerifyReport::from(&report);
+    assert!(!converted.ok);
+    assert_eq!(converted.artifacts[0].result, wire::ArtifactCheck::Mismatch);
     assert_eq!(
-        submitted,
-        wire::ToolCallResult::submitted("c", wire::PlanApproval::from(&approval))
+        converted.artifacts[0].error_code,
+        Some(wire::CanonicalCode(ErrorCode::ArtifactIntegrityMismatch))
+    );
+    let both = wire::PlanVerifyParams {
+        approval_id: Some("a".to_owned()),
+        session_id: Some("s".to_owned()),
+    };
+    assert_eq!(both.scope().unwrap_err().code, ErrorCode::InvalidParams);
+    assert_eq!(
+        wire::PlanVerifyParams::default().scope().unwrap(),
+        plan_core::VerifyScope::Everything
+    );
+    let diff = plan_core::PlanDiff {
+        approval_id: "b".to_owned(),
+        against_approval_id: None,
+        identical: false,
+        unified: None,
+    };
+    assert_eq!(
+        serde_json::to_value(wire::PlanDiffResult::from(&diff)).unwrap(),
+        serde_json::json!({"approvalId": "b", "againstApprovalId": null, "identical": false, "unified": null})
     );
 }
 

@@ -166,6 +166,31 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
             }),
         ),
         (
+            "plan_verify_approval",
+            ClientRequest::PlanVerify(plan_protocol::PlanVerifyParams {
+                approval_id: Some("apr_01".to_owned()),
+                session_id: None,
+            }),
+        ),
+        (
+            "plan_verify_everything",
+            ClientRequest::PlanVerify(plan_protocol::PlanVerifyParams::default()),
+        ),
+        (
+            "plan_diff",
+            ClientRequest::PlanDiff(plan_protocol::PlanDiffParams {
+                approval_id: "apr_02".to_owned(),
+                against_approval_id: Some("apr_01".to_owned()),
+            }),
+        ),
+        (
+            "plan_diff_previous",
+            ClientRequest::PlanDiff(plan_protocol::PlanDiffParams {
+                approval_id: "apr_02".to_owned(),
+                against_approval_id: None,
+            }),
+        ),
+        (
             "execution_start",
             ClientRequest::ExecutionStart(ExecutionStartParams {
                 execution_id: "exe_01".to_owned(),
@@ -313,6 +338,62 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                 markdown: "# Plan\n\n1. Wrap the upload in a retry loop.\n".to_owned(),
                 sha256: artifact().sha256,
                 size: 1234,
+            }),
+        ),
+        (
+            "plan_verify",
+            method::PLAN_VERIFY,
+            to_value(&plan_protocol::VerifyReport::from(&plan_core::VerifyReport {
+                artifacts: vec![
+                    plan_core::ArtifactVerification {
+                        approval_id: "apr_02".to_owned(),
+                        result: plan_core::ArtifactCheck::Ok,
+                        error_code: None,
+                        detail: None,
+                    },
+                    plan_core::ArtifactVerification {
+                        approval_id: "apr_01".to_owned(),
+                        result: plan_core::ArtifactCheck::Mismatch,
+                        error_code: Some(ErrorCode::ArtifactIntegrityMismatch),
+                        detail: Some(
+                            "plan artifact .pi/plan/a.md does not match its record: expected 12 bytes".to_owned(),
+                        ),
+                    },
+                    plan_core::ArtifactVerification {
+                        approval_id: "apr_00".to_owned(),
+                        result: plan_core::ArtifactCheck::Legacy,
+                        error_code: None,
+                        detail: Some("plan approval apr_00 was migrated from schema v8 and has no artifact".to_owned()),
+                    },
+                ],
+                orphans: vec![plan_core::OrphanArtifact {
+                    workspace_root: "/home/ada/src/uploader".to_owned(),
+                    path: ".pi/plan/20261128T230501Z-stray-1a2b3c.md".to_owned(),
+                }],
+                skipped_workspaces: vec![plan_core::SkippedWorkspace {
+                    workspace_root: "/home/ada/src/gone".to_owned(),
+                    detail: "the workspace root does not exist; no orphans to look for".to_owned(),
+                }],
+            })),
+        ),
+        (
+            "plan_diff",
+            method::PLAN_DIFF,
+            to_value(&plan_protocol::PlanDiffResult {
+                approval_id: "apr_02".to_owned(),
+                against_approval_id: Some("apr_01".to_owned()),
+                identical: false,
+                unified: Some("--- apr_01:.pi/plan/a.md\n+++ apr_02:.pi/plan/b.md\n@@ -1,2 +1,2 @@\n # Plan\n-1. Retry.\n+1. Retry with backoff.\n".to_owned()),
+            }),
+        ),
+        (
+            "plan_diff_first",
+            method::PLAN_DIFF,
+            to_value(&plan_protocol::PlanDiffResult {
+                approval_id: "apr_01".to_owned(),
+                against_approval_id: None,
+                identical: false,
+                unified: None,
             }),
         ),
         (
