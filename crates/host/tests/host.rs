@@ -1725,3 +1725,150 @@ mod ordering {
         });
     }
 }
+
+mod review {
+    use super::*;
+    use plan_core::{ArtifactCheck, VerifyScope};
+    use plan_host::Connection;
+
+    fn line(id: i64, method: &str, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    }
+
+    fn connection(fx: &Fixture) -> Connection {
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        connection.handle_line(&line(0, "initialize", json!({"protocolVersion": 9})));
+        connection
+    }
+
+    fn answer(connection: &mut Connection, id: i64, method: &str, params: Value) -> Value {
+        serde_json::from_str(&connection.handle_line(&line(id, method, params)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn roots_are_normalized_at_creation_and_bad_ones_refused_the_same_over_serve() {
+        let fx = Fixture::new();
+        let mut serve = connection(&fx);
+        let root = fx.root();
+        for (id, given) in [
+            ("slash", format!("{root}/")),
+            ("dotted", format!("{root}/x/../.")),
+        ] {
+            let state = fx
+                .host
+                .create_session(NewSession {
+                    session_id: Some(id.to_owned()),
+                    workspace_root: Some(given),
+                    ..NewSession::default()
+                })
+                .unwrap();
+            assert_eq!(state.session.workspace_root.as_deref(), Some(root.as_str()));
+        }
+        for bad in ["relative", "/..", "/w\u{0}x"] {
+            let embedded = fx.host.create_session(NewSession {
+                workspace_root: Some(bad.to_owned()),
+                ..NewSession::default()
+            });
+            assert_eq!(code(embedded), ErrorCode::InvalidParams, "{bad:?}");
+            let wire = answer(&mut serve, 1, "session/create", json!({"workspaceRoot": bad}));
+            assert_eq!(wire["error"]["data"]["code"], "INVALID_PARAMS", "{wire}");
+        }
+        let empty = fx.host.create_session(NewSession {
+            session_id: Some(String::new()),
+            ..NewSession::default()
+        });
+        assert_eq!(code(empty), ErrorCode::InvalidParams);
+        let wire = answer(
+            &mut serve,
+            2,
+            "session/create",
+            json!({"sessionId": "", "workspaceRoot": null}),
+        );
+        assert_eq!(wire["error"]["data"]["code"], "INVALID_PARAMS");
+        assert_eq!(
+            fx.host
+                .list_approvals(&plan_host::ApprovalFilter::default())
+                .unwrap()
+                .len(),
+            0
+        );
+    }
+
+    #[test]
+    fn verify_and_diff_through_the_host_and_the_dispatcher() {
+        let fx = Fixture::new();
+        let (first, turn) = fx.pending("s");
+        fx.host.reject(&first.id).unwrap();
+        fx.clock.advance(10);
+        let turn2 = fx.host.start_turn("s", Origin::Interactive).unwrap();
+        assert_ne!(turn, turn2.turn_id);
+        let outcomes = fx
+            .host
+            .tool_calls("s", &turn2.turn_id, vec![submit("c2", "# Revised\n")])
+            .unwrap();
+        let second = approval_of(&outcomes);
+
+        std::fs::write(fx.workspace.join(".pi/plan/stray.md"), "# stray\n").unwrap();
+        let one = fx.host.verify(&VerifyScope::Approval(second.id.clone())).unwrap();
+        assert!(one.ok(), "{one:?}");
+        assert_eq!(one.artifacts[0].result, ArtifactCheck::Ok);
+        let session = fx.host.verify(&VerifyScope::Session("s".to_owned())).unwrap();
+        assert!(!session.ok());
+        assert_eq!(session.orphans.len(), 1);
+
+        let diff = fx.host.diff(&second.id, None).unwrap();
+        assert_eq!(diff.against_approval_id.as_deref(), Some(first.id.as_str()));
+        assert!(diff.unified.as_deref().unwrap().contains("+# Revised\n"));
+
+        let mut serve = connection(&fx);
+        let wire = answer(&mut serve, 3, "plan/verify", json!({"approvalId": second.id}));
+        assert_eq!(wire["result"]["ok"], true, "{wire}");
+        assert_eq!(wire["result"]["orphans"], json!([]));
+        let wire = answer(&mut serve, 4, "plan/verify", json!({"sessionId": "s"}));
+        assert_eq!(wire["result"]["ok"], false);
+        assert_eq!(wire["result"]["orphans"][0]["path"], ".pi/plan/stray.md");
+        let wire = answer(
+            &mut serve,
+            5,
+            "plan/verify",
+            json!({"sessionId": "s", "approvalId": second.id}),
+        );
+        assert_eq!(wire["error"]["data"]["code"], "INVALID_PARAMS");
+        let wire = answer(&mut serve, 6, "plan/diff", json!({"approvalId": first.id}));
+        assert_eq!(
+            wire["result"],
+            json!({"approvalId": first.id, "againstApprovalId": null, "identical": false, "unified": null})
+        );
+        let wire = answer(&mut serve, 7, "plan/diff", json!({"approvalId": "nope"}));
+        assert_eq!(wire["error"]["data"]["code"], "APPROVAL_NOT_FOUND");
+    }
+
+    #[test]
+    fn a_read_of_a_vanished_workspace_is_missing_not_a_write_failure() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s");
+        std::fs::remove_dir_all(&fx.workspace).unwrap();
+        let error = fx.host.read_artifact(&approval.id).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::ArtifactMissing, "{}", error.message());
+        assert!(!error.message().contains("written"), "{}", error.message());
+    }
+
+    #[test]
+    fn tool_call_outcomes_have_one_wire_form() {
+        let allow = ToolCallOutcome {
+            call_id: "c".to_owned(),
+            decision: plan_host::ToolCallVerdict::Allow(Some(PermissionMode::Auto)),
+            approval: None,
+        };
+        assert_eq!(allow.to_wire(), plan_protocol::ToolCallResult::allow("c"));
+        let deny = ToolCallOutcome {
+            call_id: "c".to_owned(),
+            decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
+            approval: None,
+        };
+        assert_eq!(
+            deny.to_wire(),
+            plan_protocol::ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan)
+        );
+    }
+}

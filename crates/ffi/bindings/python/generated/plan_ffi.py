@@ -524,6 +524,8 @@ def _uniffi_check_contract_api_version(lib):
         raise InternalError("UniFFI contract version mismatch: try cleaning and rebuilding your project")
 
 def _uniffi_check_api_checksums(lib):
+    if lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
@@ -539,6 +541,8 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_method_planhost_configure_session() != 49567:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_diff() != 20340:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -563,6 +567,8 @@ def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_method_planhost_start_turn() != 49180:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_tool_calls() != 54091:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_verify() != 30469:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -595,6 +601,9 @@ _UniffiLib.ffi_plan_ffi_rustbuffer_reserve.restype = _UniffiRustBuffer
 _UniffiLib.ffi_plan_ffi_uniffi_contract_version.argtypes = (
 )
 _UniffiLib.ffi_plan_ffi_uniffi_contract_version.restype = ctypes.c_uint32
+_UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.restype = ctypes.c_uint16
@@ -619,6 +628,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_configure_session.restype = 
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_diff.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_diff.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.restype = ctypes.c_uint16
@@ -655,9 +667,17 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_turn.restype = ctypes.
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_calls.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_calls.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_verify.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_verify.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_constructor_planhost_new.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_constructor_planhost_new.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.argtypes = (
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -713,6 +733,13 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -786,6 +813,13 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.argtypes = (
     _UniffiRustBuffer,
     _UniffiRustBuffer,
@@ -1386,6 +1420,588 @@ class _UniffiFfiConverterTypeArtifactContent(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.sha256, buf)
         _UniffiFfiConverterUInt64.write(value.size, buf)
 
+
+
+
+
+
+class ArtifactCheck(enum.Enum):
+    """
+    What checking one artifact found.
+"""
+    
+    OK = 0
+    """
+    Size and SHA-256 match.
+"""
+    
+    MISSING = 1
+    """
+    The file or its workspace is gone.
+"""
+    
+    MISMATCH = 2
+    """
+    The bytes differ from the record.
+"""
+    
+    UNREADABLE = 3
+    """
+    The file could not be read safely.
+"""
+    
+    LEGACY = 4
+    """
+    A row migrated from v8: no artifact, not a problem.
+"""
+    
+
+
+class _UniffiFfiConverterTypeArtifactCheck(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ArtifactCheck.OK
+        if variant == 2:
+            return ArtifactCheck.MISSING
+        if variant == 3:
+            return ArtifactCheck.MISMATCH
+        if variant == 4:
+            return ArtifactCheck.UNREADABLE
+        if variant == 5:
+            return ArtifactCheck.LEGACY
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == ArtifactCheck.OK:
+            return
+        if value == ArtifactCheck.MISSING:
+            return
+        if value == ArtifactCheck.MISMATCH:
+            return
+        if value == ArtifactCheck.UNREADABLE:
+            return
+        if value == ArtifactCheck.LEGACY:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == ArtifactCheck.OK:
+            buf.write_i32(1)
+        if value == ArtifactCheck.MISSING:
+            buf.write_i32(2)
+        if value == ArtifactCheck.MISMATCH:
+            buf.write_i32(3)
+        if value == ArtifactCheck.UNREADABLE:
+            buf.write_i32(4)
+        if value == ArtifactCheck.LEGACY:
+            buf.write_i32(5)
+
+
+
+
+
+
+
+
+class ErrorCode(enum.Enum):
+    """
+    A canonical error code (the wire's `SCREAMING_SNAKE` string is
+    `error_code_wire_name`).
+"""
+    
+    PARSE_ERROR = 0
+    """
+    JSON that could not be parsed.
+"""
+    
+    INVALID_REQUEST = 1
+    """
+    A JSON-RPC envelope that is not a valid request.
+"""
+    
+    METHOD_NOT_FOUND = 2
+    """
+    A method the protocol does not have.
+"""
+    
+    PROTOCOL_NOT_INITIALIZED = 3
+    """
+    A request sent before `initialize`.
+"""
+    
+    PROTOCOL_VERSION_UNSUPPORTED = 4
+    """
+    `initialize` named a protocol version other than 9.
+"""
+    
+    INVALID_PARAMS = 5
+    """
+    Parameters of the wrong shape, type or with unknown fields.
+"""
+    
+    SESSION_NOT_FOUND = 6
+    """
+    No session with that id.
+"""
+    
+    SESSION_ALREADY_EXISTS = 7
+    """
+    A session with that id exists already.
+"""
+    
+    SESSION_BUSY = 8
+    """
+    The session has an active turn, a pending approval or a live execution.
+"""
+    
+    SESSION_NOT_PROJECT_BOUND = 9
+    """
+    The session has no workspace root, so no plan artifact can be written.
+"""
+    
+    PLAN_REQUIRES_INTERACTIVE_SESSION = 10
+    """
+    A Plan run from a scheduled or unattended origin.
+"""
+    
+    PLAN_NOT_ACTIVE = 11
+    """
+    `SubmitPlan` outside an active Plan turn.
+"""
+    
+    SUBMIT_PLAN_NOT_ALONE = 12
+    """
+    A tool-call batch that holds `SubmitPlan` and another call.
+"""
+    
+    INVALID_PLAN_INPUT = 13
+    """
+    `SubmitPlan` input that is not exactly `{title, markdown, question}`.
+"""
+    
+    TOOL_DENIED_IN_PLAN = 14
+    """
+    A tool that Plan mode does not allow.
+"""
+    
+    TURN_NOT_ACTIVE = 15
+    """
+    The turn named in the request is not the session's active turn.
+"""
+    
+    APPROVAL_NOT_FOUND = 16
+    """
+    No approval with that id.
+"""
+    
+    APPROVAL_NOT_PENDING = 17
+    """
+    The approval was decided already.
+"""
+    
+    PERMISSION_MODE_REQUIRED = 18
+    """
+    Approve without an explicit permission mode.
+"""
+    
+    PLAN_APPROVAL_TIMEOUT = 19
+    """
+    The approval's absolute deadline has passed.
+"""
+    
+    ARTIFACT_PATH_ESCAPE = 20
+    """
+    The artifact path would leave the workspace.
+"""
+    
+    ARTIFACT_SYMLINK = 21
+    """
+    A symlink where the artifact path needs a real directory or file.
+"""
+    
+    ARTIFACT_WRITE_FAILED = 22
+    """
+    The artifact could not be written durably.
+"""
+    
+    ARTIFACT_MISSING = 23
+    """
+    The artifact file is gone.
+"""
+    
+    ARTIFACT_INTEGRITY_MISMATCH = 24
+    """
+    The artifact's size or SHA-256 differs from the record.
+"""
+    
+    EXECUTION_NOT_FOUND = 25
+    """
+    No execution with that id.
+"""
+    
+    EXECUTION_NOT_ACTIVE = 26
+    """
+    The execution is not in a state that allows the request.
+"""
+    
+    EXECUTION_CANCELLED = 27
+    """
+    The execution was cancelled by the user.
+"""
+    
+    HOST_RESTARTED = 28
+    """
+    Work of an earlier host process, interrupted by the startup fence.
+"""
+    
+    HOST_ALREADY_RUNNING = 29
+    """
+    Another live host holds the database.
+"""
+    
+    HOST_CLOSED = 30
+    """
+    The host object was closed.
+"""
+    
+    SHELL_UNKNOWN = 31
+    """
+    A shell id the catalog does not know.
+"""
+    
+    SCHEMA_UNSUPPORTED = 32
+    """
+    A database schema version this build cannot open.
+"""
+    
+    DATABASE_UNREADABLE = 33
+    """
+    The database file is not SQLite or is corrupt.
+"""
+    
+    STORAGE_FAILED = 34
+    """
+    A storage operation failed.
+"""
+    
+    INTERNAL = 35
+    """
+    A bug: the host reached a state it should never reach.
+"""
+    
+
+
+class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ErrorCode.PARSE_ERROR
+        if variant == 2:
+            return ErrorCode.INVALID_REQUEST
+        if variant == 3:
+            return ErrorCode.METHOD_NOT_FOUND
+        if variant == 4:
+            return ErrorCode.PROTOCOL_NOT_INITIALIZED
+        if variant == 5:
+            return ErrorCode.PROTOCOL_VERSION_UNSUPPORTED
+        if variant == 6:
+            return ErrorCode.INVALID_PARAMS
+        if variant == 7:
+            return ErrorCode.SESSION_NOT_FOUND
+        if variant == 8:
+            return ErrorCode.SESSION_ALREADY_EXISTS
+        if variant == 9:
+            return ErrorCode.SESSION_BUSY
+        if variant == 10:
+            return ErrorCode.SESSION_NOT_PROJECT_BOUND
+        if variant == 11:
+            return ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION
+        if variant == 12:
+            return ErrorCode.PLAN_NOT_ACTIVE
+        if variant == 13:
+            return ErrorCode.SUBMIT_PLAN_NOT_ALONE
+        if variant == 14:
+            return ErrorCode.INVALID_PLAN_INPUT
+        if variant == 15:
+            return ErrorCode.TOOL_DENIED_IN_PLAN
+        if variant == 16:
+            return ErrorCode.TURN_NOT_ACTIVE
+        if variant == 17:
+            return ErrorCode.APPROVAL_NOT_FOUND
+        if variant == 18:
+            return ErrorCode.APPROVAL_NOT_PENDING
+        if variant == 19:
+            return ErrorCode.PERMISSION_MODE_REQUIRED
+        if variant == 20:
+            return ErrorCode.PLAN_APPROVAL_TIMEOUT
+        if variant == 21:
+            return ErrorCode.ARTIFACT_PATH_ESCAPE
+        if variant == 22:
+            return ErrorCode.ARTIFACT_SYMLINK
+        if variant == 23:
+            return ErrorCode.ARTIFACT_WRITE_FAILED
+        if variant == 24:
+            return ErrorCode.ARTIFACT_MISSING
+        if variant == 25:
+            return ErrorCode.ARTIFACT_INTEGRITY_MISMATCH
+        if variant == 26:
+            return ErrorCode.EXECUTION_NOT_FOUND
+        if variant == 27:
+            return ErrorCode.EXECUTION_NOT_ACTIVE
+        if variant == 28:
+            return ErrorCode.EXECUTION_CANCELLED
+        if variant == 29:
+            return ErrorCode.HOST_RESTARTED
+        if variant == 30:
+            return ErrorCode.HOST_ALREADY_RUNNING
+        if variant == 31:
+            return ErrorCode.HOST_CLOSED
+        if variant == 32:
+            return ErrorCode.SHELL_UNKNOWN
+        if variant == 33:
+            return ErrorCode.SCHEMA_UNSUPPORTED
+        if variant == 34:
+            return ErrorCode.DATABASE_UNREADABLE
+        if variant == 35:
+            return ErrorCode.STORAGE_FAILED
+        if variant == 36:
+            return ErrorCode.INTERNAL
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == ErrorCode.PARSE_ERROR:
+            return
+        if value == ErrorCode.INVALID_REQUEST:
+            return
+        if value == ErrorCode.METHOD_NOT_FOUND:
+            return
+        if value == ErrorCode.PROTOCOL_NOT_INITIALIZED:
+            return
+        if value == ErrorCode.PROTOCOL_VERSION_UNSUPPORTED:
+            return
+        if value == ErrorCode.INVALID_PARAMS:
+            return
+        if value == ErrorCode.SESSION_NOT_FOUND:
+            return
+        if value == ErrorCode.SESSION_ALREADY_EXISTS:
+            return
+        if value == ErrorCode.SESSION_BUSY:
+            return
+        if value == ErrorCode.SESSION_NOT_PROJECT_BOUND:
+            return
+        if value == ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION:
+            return
+        if value == ErrorCode.PLAN_NOT_ACTIVE:
+            return
+        if value == ErrorCode.SUBMIT_PLAN_NOT_ALONE:
+            return
+        if value == ErrorCode.INVALID_PLAN_INPUT:
+            return
+        if value == ErrorCode.TOOL_DENIED_IN_PLAN:
+            return
+        if value == ErrorCode.TURN_NOT_ACTIVE:
+            return
+        if value == ErrorCode.APPROVAL_NOT_FOUND:
+            return
+        if value == ErrorCode.APPROVAL_NOT_PENDING:
+            return
+        if value == ErrorCode.PERMISSION_MODE_REQUIRED:
+            return
+        if value == ErrorCode.PLAN_APPROVAL_TIMEOUT:
+            return
+        if value == ErrorCode.ARTIFACT_PATH_ESCAPE:
+            return
+        if value == ErrorCode.ARTIFACT_SYMLINK:
+            return
+        if value == ErrorCode.ARTIFACT_WRITE_FAILED:
+            return
+        if value == ErrorCode.ARTIFACT_MISSING:
+            return
+        if value == ErrorCode.ARTIFACT_INTEGRITY_MISMATCH:
+            return
+        if value == ErrorCode.EXECUTION_NOT_FOUND:
+            return
+        if value == ErrorCode.EXECUTION_NOT_ACTIVE:
+            return
+        if value == ErrorCode.EXECUTION_CANCELLED:
+            return
+        if value == ErrorCode.HOST_RESTARTED:
+            return
+        if value == ErrorCode.HOST_ALREADY_RUNNING:
+            return
+        if value == ErrorCode.HOST_CLOSED:
+            return
+        if value == ErrorCode.SHELL_UNKNOWN:
+            return
+        if value == ErrorCode.SCHEMA_UNSUPPORTED:
+            return
+        if value == ErrorCode.DATABASE_UNREADABLE:
+            return
+        if value == ErrorCode.STORAGE_FAILED:
+            return
+        if value == ErrorCode.INTERNAL:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == ErrorCode.PARSE_ERROR:
+            buf.write_i32(1)
+        if value == ErrorCode.INVALID_REQUEST:
+            buf.write_i32(2)
+        if value == ErrorCode.METHOD_NOT_FOUND:
+            buf.write_i32(3)
+        if value == ErrorCode.PROTOCOL_NOT_INITIALIZED:
+            buf.write_i32(4)
+        if value == ErrorCode.PROTOCOL_VERSION_UNSUPPORTED:
+            buf.write_i32(5)
+        if value == ErrorCode.INVALID_PARAMS:
+            buf.write_i32(6)
+        if value == ErrorCode.SESSION_NOT_FOUND:
+            buf.write_i32(7)
+        if value == ErrorCode.SESSION_ALREADY_EXISTS:
+            buf.write_i32(8)
+        if value == ErrorCode.SESSION_BUSY:
+            buf.write_i32(9)
+        if value == ErrorCode.SESSION_NOT_PROJECT_BOUND:
+            buf.write_i32(10)
+        if value == ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION:
+            buf.write_i32(11)
+        if value == ErrorCode.PLAN_NOT_ACTIVE:
+            buf.write_i32(12)
+        if value == ErrorCode.SUBMIT_PLAN_NOT_ALONE:
+            buf.write_i32(13)
+        if value == ErrorCode.INVALID_PLAN_INPUT:
+            buf.write_i32(14)
+        if value == ErrorCode.TOOL_DENIED_IN_PLAN:
+            buf.write_i32(15)
+        if value == ErrorCode.TURN_NOT_ACTIVE:
+            buf.write_i32(16)
+        if value == ErrorCode.APPROVAL_NOT_FOUND:
+            buf.write_i32(17)
+        if value == ErrorCode.APPROVAL_NOT_PENDING:
+            buf.write_i32(18)
+        if value == ErrorCode.PERMISSION_MODE_REQUIRED:
+            buf.write_i32(19)
+        if value == ErrorCode.PLAN_APPROVAL_TIMEOUT:
+            buf.write_i32(20)
+        if value == ErrorCode.ARTIFACT_PATH_ESCAPE:
+            buf.write_i32(21)
+        if value == ErrorCode.ARTIFACT_SYMLINK:
+            buf.write_i32(22)
+        if value == ErrorCode.ARTIFACT_WRITE_FAILED:
+            buf.write_i32(23)
+        if value == ErrorCode.ARTIFACT_MISSING:
+            buf.write_i32(24)
+        if value == ErrorCode.ARTIFACT_INTEGRITY_MISMATCH:
+            buf.write_i32(25)
+        if value == ErrorCode.EXECUTION_NOT_FOUND:
+            buf.write_i32(26)
+        if value == ErrorCode.EXECUTION_NOT_ACTIVE:
+            buf.write_i32(27)
+        if value == ErrorCode.EXECUTION_CANCELLED:
+            buf.write_i32(28)
+        if value == ErrorCode.HOST_RESTARTED:
+            buf.write_i32(29)
+        if value == ErrorCode.HOST_ALREADY_RUNNING:
+            buf.write_i32(30)
+        if value == ErrorCode.HOST_CLOSED:
+            buf.write_i32(31)
+        if value == ErrorCode.SHELL_UNKNOWN:
+            buf.write_i32(32)
+        if value == ErrorCode.SCHEMA_UNSUPPORTED:
+            buf.write_i32(33)
+        if value == ErrorCode.DATABASE_UNREADABLE:
+            buf.write_i32(34)
+        if value == ErrorCode.STORAGE_FAILED:
+            buf.write_i32(35)
+        if value == ErrorCode.INTERNAL:
+            buf.write_i32(36)
+
+
+
+class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeErrorCode.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeErrorCode.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeErrorCode.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class ArtifactVerification:
+    """
+    One checked approval.
+"""
+    def __init__(self, *, approval_id:str, result:ArtifactCheck, error_code:typing.Optional[ErrorCode], detail:typing.Optional[str]):
+        self.approval_id = approval_id
+        self.result = result
+        self.error_code = error_code
+        self.detail = detail
+        
+        
+
+    
+    def __str__(self):
+        return "ArtifactVerification(approval_id={}, result={}, error_code={}, detail={})".format(self.approval_id, self.result, self.error_code, self.detail)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        if self.result != other.result:
+            return False
+        if self.error_code != other.error_code:
+            return False
+        if self.detail != other.detail:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ArtifactVerification(
+            approval_id=_UniffiFfiConverterString.read(buf),
+            result=_UniffiFfiConverterTypeArtifactCheck.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            detail=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.approval_id)
+        _UniffiFfiConverterTypeArtifactCheck.check_lower(value.result)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalString.check_lower(value.detail)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.approval_id, buf)
+        _UniffiFfiConverterTypeArtifactCheck.write(value.result, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalString.write(value.detail, buf)
+
 class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -1635,7 +2251,7 @@ class PlanApproval:
     """
     One plan approval and its execution.
 """
-    def __init__(self, *, id:str, session_id:str, turn_id:str, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[str], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[str], execution_state:typing.Optional[ExecutionState]):
+    def __init__(self, *, id:str, session_id:str, turn_id:str, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[ErrorCode], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[str], execution_state:typing.Optional[ExecutionState]):
         self.id = id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -1698,7 +2314,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
             question=_UniffiFfiConverterString.read(buf),
             artifact=_UniffiFfiConverterOptionalTypeArtifact.read(buf),
             status=_UniffiFfiConverterTypeApprovalStatus.read(buf),
-            error_code=_UniffiFfiConverterOptionalString.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             created_at=_UniffiFfiConverterInt64.read(buf),
             expires_at=_UniffiFfiConverterInt64.read(buf),
             decided_at=_UniffiFfiConverterOptionalInt64.read(buf),
@@ -1716,7 +2332,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.check_lower(value.question)
         _UniffiFfiConverterOptionalTypeArtifact.check_lower(value.artifact)
         _UniffiFfiConverterTypeApprovalStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalString.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterInt64.check_lower(value.created_at)
         _UniffiFfiConverterInt64.check_lower(value.expires_at)
         _UniffiFfiConverterOptionalInt64.check_lower(value.decided_at)
@@ -1733,7 +2349,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.question, buf)
         _UniffiFfiConverterOptionalTypeArtifact.write(value.artifact, buf)
         _UniffiFfiConverterTypeApprovalStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalString.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.created_at, buf)
         _UniffiFfiConverterInt64.write(value.expires_at, buf)
         _UniffiFfiConverterOptionalInt64.write(value.decided_at, buf)
@@ -1892,6 +2508,117 @@ class _UniffiFfiConverterTypeDecision(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
         _UniffiFfiConverterTypeSession.write(value.session, buf)
 
+@dataclass
+class OrphanArtifact:
+    """
+    A file under `<root>/.pi/plan/` no row of that workspace records.
+"""
+    def __init__(self, *, workspace_root:str, path:str):
+        self.workspace_root = workspace_root
+        self.path = path
+        
+        
+
+    
+    def __str__(self):
+        return "OrphanArtifact(workspace_root={}, path={})".format(self.workspace_root, self.path)
+    def __eq__(self, other):
+        if self.workspace_root != other.workspace_root:
+            return False
+        if self.path != other.path:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return OrphanArtifact(
+            workspace_root=_UniffiFfiConverterString.read(buf),
+            path=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.workspace_root)
+        _UniffiFfiConverterString.check_lower(value.path)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.workspace_root, buf)
+        _UniffiFfiConverterString.write(value.path, buf)
+
+class _UniffiFfiConverterBoolean:
+    @classmethod
+    def check_lower(cls, value):
+        return not not value
+
+    @classmethod
+    def lower(cls, value):
+        return 1 if value else 0
+
+    @staticmethod
+    def lift(value):
+        return value != 0
+
+    @classmethod
+    def read(cls, buf):
+        return cls.lift(buf.read_u8())
+
+    @classmethod
+    def write(cls, value, buf):
+        buf.write_u8(value)
+
+@dataclass
+class PlanDiff:
+    """
+    The result of `diff` (protocol `plan/diff`).
+"""
+    def __init__(self, *, approval_id:str, against_approval_id:typing.Optional[str], identical:bool, unified:typing.Optional[str]):
+        self.approval_id = approval_id
+        self.against_approval_id = against_approval_id
+        self.identical = identical
+        self.unified = unified
+        
+        
+
+    
+    def __str__(self):
+        return "PlanDiff(approval_id={}, against_approval_id={}, identical={}, unified={})".format(self.approval_id, self.against_approval_id, self.identical, self.unified)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        if self.against_approval_id != other.against_approval_id:
+            return False
+        if self.identical != other.identical:
+            return False
+        if self.unified != other.unified:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanDiff(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanDiff(
+            approval_id=_UniffiFfiConverterString.read(buf),
+            against_approval_id=_UniffiFfiConverterOptionalString.read(buf),
+            identical=_UniffiFfiConverterBoolean.read(buf),
+            unified=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.approval_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.against_approval_id)
+        _UniffiFfiConverterBoolean.check_lower(value.identical)
+        _UniffiFfiConverterOptionalString.check_lower(value.unified)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.approval_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.against_approval_id, buf)
+        _UniffiFfiConverterBoolean.write(value.identical, buf)
+        _UniffiFfiConverterOptionalString.write(value.unified, buf)
+
 class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -1980,27 +2707,6 @@ class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
             return _UniffiFfiConverterTypeMode.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterBoolean:
-    @classmethod
-    def check_lower(cls, value):
-        return not not value
-
-    @classmethod
-    def lower(cls, value):
-        return 1 if value else 0
-
-    @staticmethod
-    def lift(value):
-        return value != 0
-
-    @classmethod
-    def read(cls, buf):
-        return cls.lift(buf.read_u8())
-
-    @classmethod
-    def write(cls, value, buf):
-        buf.write_u8(value)
 
 @dataclass
 class SessionConfig:
@@ -2187,6 +2893,45 @@ class _UniffiFfiConverterTypeShellCatalog(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.default_shell, buf)
 
 @dataclass
+class SkippedWorkspace:
+    """
+    A workspace whose orphans could not be looked for.
+"""
+    def __init__(self, *, workspace_root:str, detail:str):
+        self.workspace_root = workspace_root
+        self.detail = detail
+        
+        
+
+    
+    def __str__(self):
+        return "SkippedWorkspace(workspace_root={}, detail={})".format(self.workspace_root, self.detail)
+    def __eq__(self, other):
+        if self.workspace_root != other.workspace_root:
+            return False
+        if self.detail != other.detail:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSkippedWorkspace(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SkippedWorkspace(
+            workspace_root=_UniffiFfiConverterString.read(buf),
+            detail=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.workspace_root)
+        _UniffiFfiConverterString.check_lower(value.detail)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.workspace_root, buf)
+        _UniffiFfiConverterString.write(value.detail, buf)
+
+@dataclass
 class ToolCall:
     """
     One assistant tool call.
@@ -2310,7 +3055,7 @@ class ToolCallResult:
     """
     The decision for one tool call.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, error_code:typing.Optional[str], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval]):
+    def __init__(self, *, call_id:str, decision:ToolCallDecision, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval]):
         self.call_id = call_id
         self.decision = decision
         self.error_code = error_code
@@ -2341,7 +3086,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         return ToolCallResult(
             call_id=_UniffiFfiConverterString.read(buf),
             decision=_UniffiFfiConverterTypeToolCallDecision.read(buf),
-            error_code=_UniffiFfiConverterOptionalString.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             error_message=_UniffiFfiConverterOptionalString.read(buf),
             approval=_UniffiFfiConverterOptionalTypePlanApproval.read(buf),
         )
@@ -2350,7 +3095,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.call_id)
         _UniffiFfiConverterTypeToolCallDecision.check_lower(value.decision)
-        _UniffiFfiConverterOptionalString.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterOptionalString.check_lower(value.error_message)
         _UniffiFfiConverterOptionalTypePlanApproval.check_lower(value.approval)
 
@@ -2358,9 +3103,129 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterString.write(value.call_id, buf)
         _UniffiFfiConverterTypeToolCallDecision.write(value.decision, buf)
-        _UniffiFfiConverterOptionalString.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.error_message, buf)
         _UniffiFfiConverterOptionalTypePlanApproval.write(value.approval, buf)
+
+class _UniffiFfiConverterSequenceTypeArtifactVerification(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeArtifactVerification.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeArtifactVerification.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeArtifactVerification.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterSequenceTypeOrphanArtifact(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeOrphanArtifact.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeOrphanArtifact.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeOrphanArtifact.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterSequenceTypeSkippedWorkspace(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeSkippedWorkspace.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeSkippedWorkspace.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeSkippedWorkspace.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class VerifyReport:
+    """
+    The result of `verify` (protocol `VerifyReport`).
+"""
+    def __init__(self, *, ok:bool, artifacts:typing.List[ArtifactVerification], orphans:typing.List[OrphanArtifact], skipped_workspaces:typing.List[SkippedWorkspace]):
+        self.ok = ok
+        self.artifacts = artifacts
+        self.orphans = orphans
+        self.skipped_workspaces = skipped_workspaces
+        
+        
+
+    
+    def __str__(self):
+        return "VerifyReport(ok={}, artifacts={}, orphans={}, skipped_workspaces={})".format(self.ok, self.artifacts, self.orphans, self.skipped_workspaces)
+    def __eq__(self, other):
+        if self.ok != other.ok:
+            return False
+        if self.artifacts != other.artifacts:
+            return False
+        if self.orphans != other.orphans:
+            return False
+        if self.skipped_workspaces != other.skipped_workspaces:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeVerifyReport(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return VerifyReport(
+            ok=_UniffiFfiConverterBoolean.read(buf),
+            artifacts=_UniffiFfiConverterSequenceTypeArtifactVerification.read(buf),
+            orphans=_UniffiFfiConverterSequenceTypeOrphanArtifact.read(buf),
+            skipped_workspaces=_UniffiFfiConverterSequenceTypeSkippedWorkspace.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterBoolean.check_lower(value.ok)
+        _UniffiFfiConverterSequenceTypeArtifactVerification.check_lower(value.artifacts)
+        _UniffiFfiConverterSequenceTypeOrphanArtifact.check_lower(value.orphans)
+        _UniffiFfiConverterSequenceTypeSkippedWorkspace.check_lower(value.skipped_workspaces)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterBoolean.write(value.ok, buf)
+        _UniffiFfiConverterSequenceTypeArtifactVerification.write(value.artifacts, buf)
+        _UniffiFfiConverterSequenceTypeOrphanArtifact.write(value.orphans, buf)
+        _UniffiFfiConverterSequenceTypeSkippedWorkspace.write(value.skipped_workspaces, buf)
 
 
 
@@ -2372,7 +3237,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
 # namespace.
 class PlanError(Exception):
     """
-    The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+    The one public error: a typed canonical code and a sentence.
 """
     pass
 
@@ -2380,7 +3245,7 @@ _UniffiTempPlanError = PlanError
 
 class PlanError:  # type: ignore
     """
-    The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+    The one public error: a typed canonical code and a sentence.
 """
     
     class Failed(_UniffiTempPlanError):
@@ -2410,7 +3275,7 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
         variant = buf.read_i32()
         if variant == 1:
             return PlanError.Failed(
-                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeErrorCode.read(buf),
                 _UniffiFfiConverterString.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
@@ -2418,7 +3283,7 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         if isinstance(value, PlanError.Failed):
-            _UniffiFfiConverterString.check_lower(value.code)
+            _UniffiFfiConverterTypeErrorCode.check_lower(value.code)
             _UniffiFfiConverterString.check_lower(value.reason)
             return
 
@@ -2426,7 +3291,7 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
     def write(value, buf):
         if isinstance(value, PlanError.Failed):
             buf.write_i32(1)
-            _UniffiFfiConverterString.write(value.code, buf)
+            _UniffiFfiConverterTypeErrorCode.write(value.code, buf)
             _UniffiFfiConverterString.write(value.reason, buf)
 
 
@@ -2689,6 +3554,12 @@ class PlanHostProtocol(typing.Protocol):
         Creates a session.
 """
         raise NotImplementedError
+    def diff(self, approval_id: str,against_approval_id: typing.Optional[str]) -> PlanDiff:
+        """
+        Diffs an approval's artifact against `against_approval_id`, or against
+        the previous submission of its session when `None`.
+"""
+        raise NotImplementedError
     def get_approval(self, approval_id: str) -> PlanApproval:
         """
         One approval.
@@ -2750,6 +3621,13 @@ class PlanHostProtocol(typing.Protocol):
     def tool_calls(self, session_id: str,turn_id: str,calls: typing.List[ToolCall]) -> typing.List[ToolCallResult]:
         """
         Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+"""
+        raise NotImplementedError
+    def verify(self, approval_id: typing.Optional[str],session_id: typing.Optional[str]) -> VerifyReport:
+        """
+        Verifies artifacts: one approval (`approval_id`), a session's
+        approvals and its workspace's orphans (`session_id`), or everything
+        (neither). Naming both is `INVALID_PARAMS`.
 """
         raise NotImplementedError
 
@@ -2940,6 +3818,28 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def diff(self, approval_id: str,against_approval_id: typing.Optional[str]) -> PlanDiff:
+        """
+        Diffs an approval's artifact against `against_approval_id`, or against
+        the previous submission of its session when `None`.
+"""
+        
+        _UniffiFfiConverterString.check_lower(approval_id)
+
+        _UniffiFfiConverterOptionalString.check_lower(against_approval_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(approval_id),
+            _UniffiFfiConverterOptionalString.lower(against_approval_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanDiff.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -3165,6 +4065,29 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def verify(self, approval_id: typing.Optional[str],session_id: typing.Optional[str]) -> VerifyReport:
+        """
+        Verifies artifacts: one approval (`approval_id`), a session's
+        approvals and its workspace's orphans (`session_id`), or everything
+        (neither). Naming both is `INVALID_PARAMS`.
+"""
+        
+        _UniffiFfiConverterOptionalString.check_lower(approval_id)
+
+        _UniffiFfiConverterOptionalString.check_lower(session_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterOptionalString.lower(approval_id),
+            _UniffiFfiConverterOptionalString.lower(session_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeVerifyReport.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
 
 
 
@@ -3194,6 +4117,24 @@ class _UniffiFfiConverterTypePlanHost:
     @classmethod
     def write(cls, value: PlanHost, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
+def error_code_wire_name(code: ErrorCode) -> str:
+    """
+    The canonical wire string of a typed code, for example
+    `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
+"""
+    
+    _UniffiFfiConverterTypeErrorCode.check_lower(code)
+    _uniffi_lowered_args = (
+        _UniffiFfiConverterTypeErrorCode.lower(code),
+    )
+    _uniffi_lift_return = _UniffiFfiConverterString.lift
+    _uniffi_error_converter = None
+    _uniffi_ffi_result = _uniffi_rust_call_with_error(
+        _uniffi_error_converter,
+        _UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name,
+        *_uniffi_lowered_args,
+    )
+    return _uniffi_lift_return(_uniffi_ffi_result)
 
 __all__ = [
     "InternalError",
@@ -3201,6 +4142,8 @@ __all__ = [
     "Origin",
     "TurnKind",
     "ApprovalStatus",
+    "ArtifactCheck",
+    "ErrorCode",
     "PermissionMode",
     "ExecutionState",
     "ToolCallDecision",
@@ -3209,15 +4152,21 @@ __all__ = [
     "ApprovalQuery",
     "Artifact",
     "ArtifactContent",
+    "ArtifactVerification",
     "PlanApproval",
     "Session",
     "Decision",
+    "OrphanArtifact",
+    "PlanDiff",
     "PlanHostOptions",
     "SessionConfig",
     "ShellInfo",
     "ShellCatalog",
+    "SkippedWorkspace",
     "ToolCall",
     "ToolCallResult",
+    "VerifyReport",
+    "error_code_wire_name",
     "PlanEventListenerImpl",
     "PlanEventListener",
     "PlanHost",

@@ -20,8 +20,11 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generated"))
 
 from plan_ffi import (  # noqa: E402
+    error_code_wire_name,
     ApprovalQuery,
     ApprovalStatus,
+    ArtifactCheck,
+    ErrorCode,
     ExecutionState,
     Mode,
     Origin,
@@ -158,7 +161,7 @@ def test_full_lifecycle(host, tmp_path, mode):
     assert (turn.mode, turn.origin, turn.kind) == (Mode.PLAN, Origin.INTERACTIVE, TurnKind.PROMPT)
     read, write = host.tool_calls(sid, turn.turn_id, [call("r", "Read", '{"path":"a"}'), call("w", "Write")])
     assert read.decision == ToolCallDecision.ALLOW and read.error_code is None
-    denied(write, "TOOL_DENIED_IN_PLAN")
+    denied(write, ErrorCode.TOOL_DENIED_IN_PLAN)
 
     (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input("Refactor", MARKDOWN, "Proceed?"))])
     approval = result.approval
@@ -211,7 +214,7 @@ def test_reject_is_terminal_and_a_revision_is_a_new_artifact(host, tmp_path):
     assert rejected.approval.status == ApprovalStatus.REJECTED
     assert rejected.approval.permission_mode is None
     assert rejected.session.mode == Mode.PLAN and rejected.session.active_turn is None
-    failed("APPROVAL_NOT_PENDING", host.approve, first.id, PermissionMode.AUTO)
+    failed(ErrorCode.APPROVAL_NOT_PENDING, host.approve, first.id, PermissionMode.AUTO)
     time.sleep(0.003)  # distinct created_at for the newest-first check below
     second = submit(host, sid, "v2\n")
     assert second.artifact.path != first.artifact.path
@@ -234,25 +237,25 @@ def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
     first.start_execution(done.execution_id)
     first.complete_execution(done.execution_id)
 
-    failed("HOST_ALREADY_RUNNING", hosts, db)
+    failed(ErrorCode.HOST_ALREADY_RUNNING, hosts, db)
     first.shutdown()
-    failed("HOST_CLOSED", first.get_session, pending_sid)
+    failed(ErrorCode.HOST_CLOSED, first.get_session, pending_sid)
 
     second = hosts(db)
     row = second.get_approval(pending.id)
-    assert row.status == ApprovalStatus.INTERRUPTED and row.error_code == "HOST_RESTARTED"
+    assert row.status == ApprovalStatus.INTERRUPTED and row.error_code == ErrorCode.HOST_RESTARTED
     session = second.get_session(pending_sid)
     assert session.mode == Mode.PLAN and session.pending_approval_id is None and session.active_turn is None
     for approval, sid in ((queued, queued_sid), (running, running_sid)):
         row = second.get_approval(approval.id)
         assert row.status == ApprovalStatus.APPROVED
-        assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == "HOST_RESTARTED"
+        assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == ErrorCode.HOST_RESTARTED
         session = second.get_session(sid)
         assert session.mode == Mode.AGENT and session.active_execution_id is None and session.active_turn is None
-        failed("EXECUTION_NOT_ACTIVE", second.start_execution, row.execution_id)
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE, second.start_execution, row.execution_id)
         assert second.start_turn(sid, Origin.INTERACTIVE).mode == Mode.AGENT
     assert second.get_approval(done.id).execution_state == ExecutionState.COMPLETED
-    failed("APPROVAL_NOT_PENDING", second.approve, pending.id, PermissionMode.ASK)
+    failed(ErrorCode.APPROVAL_NOT_PENDING, second.approve, pending.id, PermissionMode.ASK)
     assert submit(second, pending_sid).status == ApprovalStatus.PENDING
 
 
@@ -262,21 +265,21 @@ def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
 
 def test_session_and_turn_errors(host, tmp_path):
     ws = workspace(tmp_path)
-    failed("SESSION_NOT_FOUND", host.get_session, "nope")
-    failed("SESSION_NOT_FOUND", host.start_turn, "nope", Origin.INTERACTIVE)
+    failed(ErrorCode.SESSION_NOT_FOUND, host.get_session, "nope")
+    failed(ErrorCode.SESSION_NOT_FOUND, host.start_turn, "nope", Origin.INTERACTIVE)
     host.create_session("s1", str(ws), Mode.PLAN, PermissionMode.AUTO)
-    failed("SESSION_ALREADY_EXISTS", host.create_session, "s1", None, None, None)
-    failed("INVALID_PARAMS", host.create_session, None, "relative/path", None, None)
-    failed("PLAN_REQUIRES_INTERACTIVE_SESSION", host.start_turn, "s1", Origin.SCHEDULED)
+    failed(ErrorCode.SESSION_ALREADY_EXISTS, host.create_session, "s1", None, None, None)
+    failed(ErrorCode.INVALID_PARAMS, host.create_session, None, "relative/path", None, None)
+    failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION, host.start_turn, "s1", Origin.SCHEDULED)
     turn = host.start_turn("s1", Origin.INTERACTIVE)
-    failed("SESSION_BUSY", host.start_turn, "s1", Origin.INTERACTIVE)
-    failed("SESSION_BUSY", host.configure_session, "s1", config(mode=Mode.AGENT))
-    failed("TURN_NOT_ACTIVE", host.complete_turn, "s1", "turn-other")
+    failed(ErrorCode.SESSION_BUSY, host.start_turn, "s1", Origin.INTERACTIVE)
+    failed(ErrorCode.SESSION_BUSY, host.configure_session, "s1", config(mode=Mode.AGENT))
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.complete_turn, "s1", "turn-other")
     assert host.cancel_turn("s1").active_turn is None
-    failed("TURN_NOT_ACTIVE", host.cancel_turn, "s1")
-    failed("TURN_NOT_ACTIVE", host.complete_turn, "s1", turn.turn_id)
-    failed("SHELL_UNKNOWN", host.configure_session, "s1", config(shell="tcsh-9000"))
-    failed("SHELL_UNKNOWN", host.set_default_shell, "tcsh-9000")
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.cancel_turn, "s1")
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.complete_turn, "s1", turn.turn_id)
+    failed(ErrorCode.SHELL_UNKNOWN, host.configure_session, "s1", config(shell="tcsh-9000"))
+    failed(ErrorCode.SHELL_UNKNOWN, host.set_default_shell, "tcsh-9000")
 
 
 def test_tool_call_errors(hosts, db, tmp_path):
@@ -284,8 +287,8 @@ def test_tool_call_errors(hosts, db, tmp_path):
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
     tid = host.start_turn(sid, Origin.INTERACTIVE).turn_id
-    failed("SUBMIT_PLAN_NOT_ALONE", host.tool_calls, sid, tid, [call("r", "Read"), call("s", "SubmitPlan", submit_input())])
-    failed("INVALID_PARAMS", host.tool_calls, sid, tid, [call("r", "Read", "{not json")])
+    failed(ErrorCode.SUBMIT_PLAN_NOT_ALONE, host.tool_calls, sid, tid, [call("r", "Read"), call("s", "SubmitPlan", submit_input())])
+    failed(ErrorCode.INVALID_PARAMS, host.tool_calls, sid, tid, [call("r", "Read", "{not json")])
     for bad in (
         '{"title":"T","markdown":"m"}',
         submit_input(title=""),
@@ -293,53 +296,53 @@ def test_tool_call_errors(hosts, db, tmp_path):
         submit_input(steps=[]),
         submit_input(markdown="x" * 65),
     ):
-        denied(host.tool_calls(sid, tid, [call("s", "SubmitPlan", bad)])[0], "INVALID_PLAN_INPUT")
+        denied(host.tool_calls(sid, tid, [call("s", "SubmitPlan", bad)])[0], ErrorCode.INVALID_PLAN_INPUT)
     assert host.get_session(sid).active_turn.turn_id == tid
     assert host.list_approvals(query(sid)) == []
 
     unbound = host.create_session(None, None, Mode.PLAN, None).session_id
     ut = host.start_turn(unbound, Origin.INTERACTIVE).turn_id
-    denied(host.tool_calls(unbound, ut, [call("s", "SubmitPlan", submit_input())])[0], "SESSION_NOT_PROJECT_BOUND")
+    denied(host.tool_calls(unbound, ut, [call("s", "SubmitPlan", submit_input())])[0], ErrorCode.SESSION_NOT_PROJECT_BOUND)
 
     agent = host.create_session(None, str(ws), Mode.AGENT, None).session_id
     at = host.start_turn(agent, Origin.INTERACTIVE).turn_id
-    denied(host.tool_calls(agent, at, [call("s", "SubmitPlan", submit_input())])[0], "PLAN_NOT_ACTIVE")
+    denied(host.tool_calls(agent, at, [call("s", "SubmitPlan", submit_input())])[0], ErrorCode.PLAN_NOT_ACTIVE)
 
 
 def test_approval_artifact_and_execution_errors(host, tmp_path):
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
-    failed("APPROVAL_NOT_FOUND", host.get_approval, "approval-nope")
-    failed("APPROVAL_NOT_FOUND", host.approve, "approval-nope", PermissionMode.ASK)
-    failed("EXECUTION_NOT_FOUND", host.start_execution, "execution-nope")
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.get_approval, "approval-nope")
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.approve, "approval-nope", PermissionMode.ASK)
+    failed(ErrorCode.EXECUTION_NOT_FOUND, host.start_execution, "execution-nope")
 
     approval = submit(host, sid)
-    failed("PERMISSION_MODE_REQUIRED", host.approve, approval.id, None)
+    failed(ErrorCode.PERMISSION_MODE_REQUIRED, host.approve, approval.id, None)
     assert host.get_approval(approval.id).status == ApprovalStatus.PENDING
 
     path = ws / approval.artifact.path
     original = path.read_bytes()
     os.chmod(path, 0o644)
     path.write_bytes(b"X" + original[1:])
-    failed("ARTIFACT_INTEGRITY_MISMATCH", host.read_artifact, approval.id)
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.read_artifact, approval.id)
     path.unlink()
-    failed("ARTIFACT_MISSING", host.read_artifact, approval.id)
+    failed(ErrorCode.ARTIFACT_MISSING, host.read_artifact, approval.id)
 
     eid = host.approve(approval.id, PermissionMode.AUTO).approval.execution_id
-    failed("EXECUTION_NOT_ACTIVE", host.complete_execution, eid)
+    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.complete_execution, eid)
     host.start_execution(eid)
     cancelled = host.cancel_turn(sid)
     assert cancelled.active_execution_id is None
     row = host.get_approval(approval.id)
-    assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == "EXECUTION_CANCELLED"
-    failed("EXECUTION_NOT_ACTIVE", host.complete_execution, eid)
+    assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == ErrorCode.EXECUTION_CANCELLED
+    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.complete_execution, eid)
 
 
 def test_host_errors(hosts, tmp_path):
-    failed("INVALID_PARAMS", hosts, str(tmp_path / "a.db"), 0)
+    failed(ErrorCode.INVALID_PARAMS, hosts, str(tmp_path / "a.db"), 0)
     path = str(tmp_path / "locked.db")
     first = hosts(path)
-    failed("HOST_ALREADY_RUNNING", hosts, path)
+    failed(ErrorCode.HOST_ALREADY_RUNNING, hosts, path)
     first.shutdown()
     first.shutdown()
     for fn, args in (
@@ -348,7 +351,7 @@ def test_host_errors(hosts, tmp_path):
         (first.list_approvals, (query(),)),
         (first.set_default_shell, ("sh",)),
     ):
-        failed("HOST_CLOSED", fn, *args)
+        failed(ErrorCode.HOST_CLOSED, fn, *args)
 
     # A database whose PRAGMA user_version is 9 (or newer than 10) is refused.
     for version in (9, 11):
@@ -357,10 +360,10 @@ def test_host_errors(hosts, tmp_path):
             conn.execute("CREATE TABLE t (x)")
             conn.execute(f"PRAGMA user_version = {version}")
         conn.close()
-        failed("SCHEMA_UNSUPPORTED", hosts, v)
+        failed(ErrorCode.SCHEMA_UNSUPPORTED, hosts, v)
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"\x5a" * 4096)
-    failed("DATABASE_UNREADABLE", hosts, str(junk))
+    failed(ErrorCode.DATABASE_UNREADABLE, hosts, str(junk))
 
 
 # ---------------------------------------------------------------------------
@@ -387,11 +390,11 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     assert recorder.expiry_thread is not None and recorder.expiry_thread != threading.get_ident()
 
     row = host.get_approval(approval.id)
-    assert row.status == ApprovalStatus.EXPIRED and row.error_code == "PLAN_APPROVAL_TIMEOUT"
+    assert row.status == ApprovalStatus.EXPIRED and row.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert row.expires_at == approval.expires_at
     session = host.get_session(sid)
     assert session.mode == Mode.PLAN and session.active_turn is None
-    failed("PLAN_APPROVAL_TIMEOUT", host.approve, approval.id, PermissionMode.AUTO)
+    failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.approve, approval.id, PermissionMode.AUTO)
 
 
 def test_events_follow_the_execution_and_a_raising_listener_is_contained(host, tmp_path):
@@ -431,7 +434,7 @@ def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
     submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert done.wait(10)
     assert outcome["result"] == "ok"
-    failed("HOST_CLOSED", host.list_shells)
+    failed(ErrorCode.HOST_CLOSED, host.list_shells)
     hosts(db).list_shells()  # the lock was released
 
 
@@ -476,7 +479,7 @@ def test_shells_and_configuration(hosts, db):
     with pytest.raises(PlanError.Failed) as refused:
         host.configure_session(sid, SessionConfig(
             mode=None, permission_mode=None, provider="openai", model=None, shell=None, clear_provider=True))
-    assert refused.value.code == "INVALID_PARAMS"
+    assert refused.value.code == ErrorCode.INVALID_PARAMS
     configured = host.configure_session(sid, config(None, None, "anthropic", None, "bash"))
     host.shutdown()
     again = hosts(db)
@@ -517,3 +520,71 @@ def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
     assert len(approved) == threads * rounds
     assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
     assert recorder.methods().count("plan/approvalRequested") == threads * rounds
+
+
+def test_error_codes_are_typed_and_name_their_wire_strings():
+    names = [code.name for code in ErrorCode]
+    assert len(names) == len(set(names)) and "PLAN_APPROVAL_TIMEOUT" in names
+    for code in ErrorCode:
+        assert error_code_wire_name(code) == code.name
+
+
+def test_verify_and_diff(host, tmp_path):
+    ws = workspace(tmp_path)
+    sid = plan_session(host, ws).session_id
+    first = submit(host, sid, "# Plan\n\n1. Read.\n2. Split.\n")
+    host.reject(first.id)
+    time.sleep(0.003)
+    second = submit(host, sid, "# Plan\n\n1. Read.\n2. Split in two.\n")
+
+    report = host.verify(None, None)
+    assert report.ok and {a.approval_id for a in report.artifacts} == {first.id, second.id}
+    assert all(a.result == ArtifactCheck.OK and a.error_code is None for a in report.artifacts)
+
+    # An orphan fails the session and everything, but not one approval.
+    (ws / ".pi" / "plan" / "stray.md").write_text("# stray\n")
+    assert not host.verify(None, sid).ok
+    assert [o.path for o in host.verify(None, None).orphans] == [".pi/plan/stray.md"]
+    one = host.verify(second.id, None)
+    assert one.ok and one.orphans == [] and [a.approval_id for a in one.artifacts] == [second.id]
+    failed(ErrorCode.INVALID_PARAMS, host.verify, second.id, sid)
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.verify, "nope", None)
+
+    diff = host.diff(second.id, None)
+    assert diff.against_approval_id == first.id and not diff.identical
+    assert "-2. Split.\n+2. Split in two.\n" in diff.unified
+    assert host.diff(first.id, None).unified is None
+    assert host.diff(second.id, second.id).identical
+
+    # The same operations over JSON-RPC give the same answers.
+    rpc(host, "initialize", {"protocolVersion": 9})
+    wire = rpc(host, "plan/verify", {"approvalId": second.id})["result"]
+    assert wire["ok"] and wire["orphans"] == []
+    wire_diff = rpc(host, "plan/diff", {"approvalId": first.id})["result"]
+    assert wire_diff == {"approvalId": first.id, "againstApprovalId": None, "identical": False, "unified": None}
+    both = rpc(host, "plan/verify", {"approvalId": second.id, "sessionId": sid})
+    assert both["error"]["data"]["code"] == "INVALID_PARAMS"
+
+    (ws / first.artifact.path).write_text("tampered\n")
+    checked = host.verify(first.id, None)
+    assert not checked.ok and checked.artifacts[0].result == ArtifactCheck.MISMATCH
+    assert checked.artifacts[0].error_code == ErrorCode.ARTIFACT_INTEGRITY_MISMATCH
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.diff, second.id, None)
+
+    wire_mismatch = rpc(host, "plan/diff", {"approvalId": second.id})
+    assert wire_mismatch["error"]["data"]["code"] == "ARTIFACT_INTEGRITY_MISMATCH"
+
+
+def test_workspace_roots_are_normalized_and_bad_roots_refused_alike(host, tmp_path):
+    ws = workspace(tmp_path)
+    created = host.create_session("norm", str(ws) + "/./", Mode.PLAN, None)
+    assert created.workspace_root == str(ws)
+    dotted = host.create_session("dotted", str(ws) + "/../" + ws.name, None, None)
+    assert dotted.workspace_root == str(ws)
+    rpc(host, "initialize", {"protocolVersion": 9})
+    for bad in ["relative/path", "/..", "/w\u0000x"]:
+        failed(ErrorCode.INVALID_PARAMS, host.create_session, None, bad, None, None)
+        reply = rpc(host, "session/create", {"workspaceRoot": bad})
+        assert reply["error"]["data"]["code"] == error_code_wire_name(ErrorCode.INVALID_PARAMS)
+    failed(ErrorCode.INVALID_PARAMS, host.create_session, "", None, None, None)
+    assert rpc(host, "session/create", {"sessionId": "", "workspaceRoot": None})["error"]["data"]["code"] == "INVALID_PARAMS"

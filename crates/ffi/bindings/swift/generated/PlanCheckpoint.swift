@@ -849,6 +849,12 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?, permissionMode: PermissionMode?) throws  -> Session
     
     /**
+     * Diffs an approval's artifact against `against_approval_id`, or against
+     * the previous submission of its session when `None`.
+     */
+    func diff(approvalId: String, againstApprovalId: String?) throws  -> PlanDiff
+    
+    /**
      * One approval.
      */
     func getApproval(approvalId: String) throws  -> PlanApproval
@@ -910,6 +916,13 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
      * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
      */
     func toolCalls(sessionId: String, turnId: String, calls: [ToolCall]) throws  -> [ToolCallResult]
+    
+    /**
+     * Verifies artifacts: one approval (`approval_id`), a session's
+     * approvals and its workspace's orphans (`session_id`), or everything
+     * (neither). Naming both is `INVALID_PARAMS`.
+     */
+    func verify(approvalId: String?, sessionId: String?) throws  -> VerifyReport
     
 }
 /**
@@ -1080,6 +1093,21 @@ open func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?,
 }
     
     /**
+     * Diffs an approval's artifact against `against_approval_id`, or against
+     * the previous submission of its session when `None`.
+     */
+open func diff(approvalId: String, againstApprovalId: String?)throws  -> PlanDiff  {
+    return try  FfiConverterTypePlanDiff_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_diff(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(approvalId),
+        FfiConverterOptionString.lower(againstApprovalId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * One approval.
      */
 open func getApproval(approvalId: String)throws  -> PlanApproval  {
@@ -1234,6 +1262,22 @@ open func toolCalls(sessionId: String, turnId: String, calls: [ToolCall])throws 
         FfiConverterString.lower(sessionId),
         FfiConverterString.lower(turnId),
         FfiConverterSequenceTypeToolCall.lower(calls),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Verifies artifacts: one approval (`approval_id`), a session's
+     * approvals and its workspace's orphans (`session_id`), or everything
+     * (neither). Naming both is `INVALID_PARAMS`.
+     */
+open func verify(approvalId: String?, sessionId: String?)throws  -> VerifyReport  {
+    return try  FfiConverterTypeVerifyReport_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_verify(
+            self.uniffiCloneHandle(),
+        FfiConverterOptionString.lower(approvalId),
+        FfiConverterOptionString.lower(sessionId),uniffiCallStatus
     )
 })
 }
@@ -1613,6 +1657,95 @@ public func FfiConverterTypeArtifactContent_lower(_ value: ArtifactContent) -> R
 
 
 /**
+ * One checked approval.
+ */
+public struct ArtifactVerification: Equatable, Hashable {
+    /**
+     * The approval.
+     */
+    public var approvalId: String
+    /**
+     * What was found.
+     */
+    public var result: ArtifactCheck
+    /**
+     * The canonical code of a problem.
+     */
+    public var errorCode: ErrorCode?
+    /**
+     * What exactly was found.
+     */
+    public var detail: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The approval.
+         */approvalId: String, 
+        /**
+         * What was found.
+         */result: ArtifactCheck, 
+        /**
+         * The canonical code of a problem.
+         */errorCode: ErrorCode?, 
+        /**
+         * What exactly was found.
+         */detail: String?) {
+        self.approvalId = approvalId
+        self.result = result
+        self.errorCode = errorCode
+        self.detail = detail
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ArtifactVerification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeArtifactVerification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ArtifactVerification {
+        return
+            try ArtifactVerification(
+                approvalId: FfiConverterString.read(from: &buf), 
+                result: FfiConverterTypeArtifactCheck.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                detail: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ArtifactVerification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.approvalId, into: &buf)
+        FfiConverterTypeArtifactCheck.write(value.result, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionString.write(value.detail, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeArtifactVerification_lift(_ buf: RustBuffer) throws -> ArtifactVerification {
+    return try FfiConverterTypeArtifactVerification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerification) -> RustBuffer {
+    return FfiConverterTypeArtifactVerification.lower(value)
+}
+
+
+/**
  * The result of approve and reject.
  */
 public struct Decision: Equatable, Hashable {
@@ -1682,6 +1815,75 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
+ * A file under `<root>/.pi/plan/` no row of that workspace records.
+ */
+public struct OrphanArtifact: Equatable, Hashable {
+    /**
+     * The normalized workspace root.
+     */
+    public var workspaceRoot: String
+    /**
+     * The workspace-relative path.
+     */
+    public var path: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The normalized workspace root.
+         */workspaceRoot: String, 
+        /**
+         * The workspace-relative path.
+         */path: String) {
+        self.workspaceRoot = workspaceRoot
+        self.path = path
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension OrphanArtifact: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOrphanArtifact: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OrphanArtifact {
+        return
+            try OrphanArtifact(
+                workspaceRoot: FfiConverterString.read(from: &buf), 
+                path: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: OrphanArtifact, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.workspaceRoot, into: &buf)
+        FfiConverterString.write(value.path, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOrphanArtifact_lift(_ buf: RustBuffer) throws -> OrphanArtifact {
+    return try FfiConverterTypeOrphanArtifact.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOrphanArtifact_lower(_ value: OrphanArtifact) -> RustBuffer {
+    return FfiConverterTypeOrphanArtifact.lower(value)
+}
+
+
+/**
  * One plan approval and its execution.
  */
 public struct PlanApproval: Equatable, Hashable {
@@ -1716,7 +1918,7 @@ public struct PlanApproval: Equatable, Hashable {
     /**
      * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
      */
-    public var errorCode: String?
+    public var errorCode: ErrorCode?
     /**
      * Creation time, Unix ms.
      */
@@ -1768,7 +1970,7 @@ public struct PlanApproval: Equatable, Hashable {
          */status: ApprovalStatus, 
         /**
          * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
-         */errorCode: String?, 
+         */errorCode: ErrorCode?, 
         /**
          * Creation time, Unix ms.
          */createdAt: Int64, 
@@ -1826,7 +2028,7 @@ public struct FfiConverterTypePlanApproval: FfiConverterRustBuffer {
                 question: FfiConverterString.read(from: &buf), 
                 artifact: FfiConverterOptionTypeArtifact.read(from: &buf), 
                 status: FfiConverterTypeApprovalStatus.read(from: &buf), 
-                errorCode: FfiConverterOptionString.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 createdAt: FfiConverterInt64.read(from: &buf), 
                 expiresAt: FfiConverterInt64.read(from: &buf), 
                 decidedAt: FfiConverterOptionInt64.read(from: &buf), 
@@ -1844,7 +2046,7 @@ public struct FfiConverterTypePlanApproval: FfiConverterRustBuffer {
         FfiConverterString.write(value.question, into: &buf)
         FfiConverterOptionTypeArtifact.write(value.artifact, into: &buf)
         FfiConverterTypeApprovalStatus.write(value.status, into: &buf)
-        FfiConverterOptionString.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterInt64.write(value.createdAt, into: &buf)
         FfiConverterInt64.write(value.expiresAt, into: &buf)
         FfiConverterOptionInt64.write(value.decidedAt, into: &buf)
@@ -1867,6 +2069,95 @@ public func FfiConverterTypePlanApproval_lift(_ buf: RustBuffer) throws -> PlanA
 #endif
 public func FfiConverterTypePlanApproval_lower(_ value: PlanApproval) -> RustBuffer {
     return FfiConverterTypePlanApproval.lower(value)
+}
+
+
+/**
+ * The result of `diff` (protocol `plan/diff`).
+ */
+public struct PlanDiff: Equatable, Hashable {
+    /**
+     * The approval compared.
+     */
+    public var approvalId: String
+    /**
+     * What it was compared with; `None` for a session's first submission.
+     */
+    public var againstApprovalId: String?
+    /**
+     * Whether the two texts are the same bytes.
+     */
+    public var identical: Bool
+    /**
+     * The unified diff; empty when identical, `None` with nothing to compare.
+     */
+    public var unified: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The approval compared.
+         */approvalId: String, 
+        /**
+         * What it was compared with; `None` for a session's first submission.
+         */againstApprovalId: String?, 
+        /**
+         * Whether the two texts are the same bytes.
+         */identical: Bool, 
+        /**
+         * The unified diff; empty when identical, `None` with nothing to compare.
+         */unified: String?) {
+        self.approvalId = approvalId
+        self.againstApprovalId = againstApprovalId
+        self.identical = identical
+        self.unified = unified
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanDiff: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanDiff: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanDiff {
+        return
+            try PlanDiff(
+                approvalId: FfiConverterString.read(from: &buf), 
+                againstApprovalId: FfiConverterOptionString.read(from: &buf), 
+                identical: FfiConverterBool.read(from: &buf), 
+                unified: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanDiff, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.approvalId, into: &buf)
+        FfiConverterOptionString.write(value.againstApprovalId, into: &buf)
+        FfiConverterBool.write(value.identical, into: &buf)
+        FfiConverterOptionString.write(value.unified, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanDiff_lift(_ buf: RustBuffer) throws -> PlanDiff {
+    return try FfiConverterTypePlanDiff.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanDiff_lower(_ value: PlanDiff) -> RustBuffer {
+    return FfiConverterTypePlanDiff.lower(value)
 }
 
 
@@ -2368,6 +2659,75 @@ public func FfiConverterTypeShellInfo_lower(_ value: ShellInfo) -> RustBuffer {
 
 
 /**
+ * A workspace whose orphans could not be looked for.
+ */
+public struct SkippedWorkspace: Equatable, Hashable {
+    /**
+     * The workspace root.
+     */
+    public var workspaceRoot: String
+    /**
+     * Why.
+     */
+    public var detail: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The workspace root.
+         */workspaceRoot: String, 
+        /**
+         * Why.
+         */detail: String) {
+        self.workspaceRoot = workspaceRoot
+        self.detail = detail
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SkippedWorkspace: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSkippedWorkspace: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SkippedWorkspace {
+        return
+            try SkippedWorkspace(
+                workspaceRoot: FfiConverterString.read(from: &buf), 
+                detail: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SkippedWorkspace, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.workspaceRoot, into: &buf)
+        FfiConverterString.write(value.detail, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSkippedWorkspace_lift(_ buf: RustBuffer) throws -> SkippedWorkspace {
+    return try FfiConverterTypeSkippedWorkspace.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSkippedWorkspace_lower(_ value: SkippedWorkspace) -> RustBuffer {
+    return FfiConverterTypeSkippedWorkspace.lower(value)
+}
+
+
+/**
  * One assistant tool call.
  */
 public struct ToolCall: Equatable, Hashable {
@@ -2461,7 +2821,7 @@ public struct ToolCallResult: Equatable, Hashable {
     /**
      * The canonical code of a denial.
      */
-    public var errorCode: String?
+    public var errorCode: ErrorCode?
     /**
      * The human message of a denial.
      */
@@ -2482,7 +2842,7 @@ public struct ToolCallResult: Equatable, Hashable {
          */decision: ToolCallDecision, 
         /**
          * The canonical code of a denial.
-         */errorCode: String?, 
+         */errorCode: ErrorCode?, 
         /**
          * The human message of a denial.
          */errorMessage: String?, 
@@ -2514,7 +2874,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
             try ToolCallResult(
                 callId: FfiConverterString.read(from: &buf), 
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
-                errorCode: FfiConverterOptionString.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 errorMessage: FfiConverterOptionString.read(from: &buf), 
                 approval: FfiConverterOptionTypePlanApproval.read(from: &buf)
         )
@@ -2523,7 +2883,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     public static func write(_ value: ToolCallResult, into buf: inout [UInt8]) {
         FfiConverterString.write(value.callId, into: &buf)
         FfiConverterTypeToolCallDecision.write(value.decision, into: &buf)
-        FfiConverterOptionString.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterOptionString.write(value.errorMessage, into: &buf)
         FfiConverterOptionTypePlanApproval.write(value.approval, into: &buf)
     }
@@ -2542,6 +2902,95 @@ public func FfiConverterTypeToolCallResult_lift(_ buf: RustBuffer) throws -> Too
 #endif
 public func FfiConverterTypeToolCallResult_lower(_ value: ToolCallResult) -> RustBuffer {
     return FfiConverterTypeToolCallResult.lower(value)
+}
+
+
+/**
+ * The result of `verify` (protocol `VerifyReport`).
+ */
+public struct VerifyReport: Equatable, Hashable {
+    /**
+     * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+     */
+    public var ok: Bool
+    /**
+     * One entry per approval checked.
+     */
+    public var artifacts: [ArtifactVerification]
+    /**
+     * Orphan files.
+     */
+    public var orphans: [OrphanArtifact]
+    /**
+     * Workspaces skipped in the orphan search.
+     */
+    public var skippedWorkspaces: [SkippedWorkspace]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+         */ok: Bool, 
+        /**
+         * One entry per approval checked.
+         */artifacts: [ArtifactVerification], 
+        /**
+         * Orphan files.
+         */orphans: [OrphanArtifact], 
+        /**
+         * Workspaces skipped in the orphan search.
+         */skippedWorkspaces: [SkippedWorkspace]) {
+        self.ok = ok
+        self.artifacts = artifacts
+        self.orphans = orphans
+        self.skippedWorkspaces = skippedWorkspaces
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension VerifyReport: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeVerifyReport: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> VerifyReport {
+        return
+            try VerifyReport(
+                ok: FfiConverterBool.read(from: &buf), 
+                artifacts: FfiConverterSequenceTypeArtifactVerification.read(from: &buf), 
+                orphans: FfiConverterSequenceTypeOrphanArtifact.read(from: &buf), 
+                skippedWorkspaces: FfiConverterSequenceTypeSkippedWorkspace.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: VerifyReport, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.ok, into: &buf)
+        FfiConverterSequenceTypeArtifactVerification.write(value.artifacts, into: &buf)
+        FfiConverterSequenceTypeOrphanArtifact.write(value.orphans, into: &buf)
+        FfiConverterSequenceTypeSkippedWorkspace.write(value.skippedWorkspaces, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeVerifyReport_lift(_ buf: RustBuffer) throws -> VerifyReport {
+    return try FfiConverterTypeVerifyReport.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeVerifyReport_lower(_ value: VerifyReport) -> RustBuffer {
+    return FfiConverterTypeVerifyReport.lower(value)
 }
 
 
@@ -2646,6 +3095,527 @@ public func FfiConverterTypeApprovalStatus_lift(_ buf: RustBuffer) throws -> App
 #endif
 public func FfiConverterTypeApprovalStatus_lower(_ value: ApprovalStatus) -> RustBuffer {
     return FfiConverterTypeApprovalStatus.lower(value)
+}
+
+
+
+/**
+ * What checking one artifact found.
+ */
+
+public enum ArtifactCheck: Equatable, Hashable {
+    
+    /**
+     * Size and SHA-256 match.
+     */
+    case ok
+    /**
+     * The file or its workspace is gone.
+     */
+    case missing
+    /**
+     * The bytes differ from the record.
+     */
+    case mismatch
+    /**
+     * The file could not be read safely.
+     */
+    case unreadable
+    /**
+     * A row migrated from v8: no artifact, not a problem.
+     */
+    case legacy
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ArtifactCheck: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeArtifactCheck: FfiConverterRustBuffer {
+    typealias SwiftType = ArtifactCheck
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ArtifactCheck {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .ok
+        
+        case 2: return .missing
+        
+        case 3: return .mismatch
+        
+        case 4: return .unreadable
+        
+        case 5: return .legacy
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ArtifactCheck, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .ok:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .missing:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .mismatch:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .unreadable:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .legacy:
+            writeInt(&buf, Int32(5))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeArtifactCheck_lift(_ buf: RustBuffer) throws -> ArtifactCheck {
+    return try FfiConverterTypeArtifactCheck.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeArtifactCheck_lower(_ value: ArtifactCheck) -> RustBuffer {
+    return FfiConverterTypeArtifactCheck.lower(value)
+}
+
+
+
+/**
+ * A canonical error code (the wire's `SCREAMING_SNAKE` string is
+ * `error_code_wire_name`).
+ */
+
+public enum ErrorCode: Equatable, Hashable {
+    
+    /**
+     * JSON that could not be parsed.
+     */
+    case parseError
+    /**
+     * A JSON-RPC envelope that is not a valid request.
+     */
+    case invalidRequest
+    /**
+     * A method the protocol does not have.
+     */
+    case methodNotFound
+    /**
+     * A request sent before `initialize`.
+     */
+    case protocolNotInitialized
+    /**
+     * `initialize` named a protocol version other than 9.
+     */
+    case protocolVersionUnsupported
+    /**
+     * Parameters of the wrong shape, type or with unknown fields.
+     */
+    case invalidParams
+    /**
+     * No session with that id.
+     */
+    case sessionNotFound
+    /**
+     * A session with that id exists already.
+     */
+    case sessionAlreadyExists
+    /**
+     * The session has an active turn, a pending approval or a live execution.
+     */
+    case sessionBusy
+    /**
+     * The session has no workspace root, so no plan artifact can be written.
+     */
+    case sessionNotProjectBound
+    /**
+     * A Plan run from a scheduled or unattended origin.
+     */
+    case planRequiresInteractiveSession
+    /**
+     * `SubmitPlan` outside an active Plan turn.
+     */
+    case planNotActive
+    /**
+     * A tool-call batch that holds `SubmitPlan` and another call.
+     */
+    case submitPlanNotAlone
+    /**
+     * `SubmitPlan` input that is not exactly `{title, markdown, question}`.
+     */
+    case invalidPlanInput
+    /**
+     * A tool that Plan mode does not allow.
+     */
+    case toolDeniedInPlan
+    /**
+     * The turn named in the request is not the session's active turn.
+     */
+    case turnNotActive
+    /**
+     * No approval with that id.
+     */
+    case approvalNotFound
+    /**
+     * The approval was decided already.
+     */
+    case approvalNotPending
+    /**
+     * Approve without an explicit permission mode.
+     */
+    case permissionModeRequired
+    /**
+     * The approval's absolute deadline has passed.
+     */
+    case planApprovalTimeout
+    /**
+     * The artifact path would leave the workspace.
+     */
+    case artifactPathEscape
+    /**
+     * A symlink where the artifact path needs a real directory or file.
+     */
+    case artifactSymlink
+    /**
+     * The artifact could not be written durably.
+     */
+    case artifactWriteFailed
+    /**
+     * The artifact file is gone.
+     */
+    case artifactMissing
+    /**
+     * The artifact's size or SHA-256 differs from the record.
+     */
+    case artifactIntegrityMismatch
+    /**
+     * No execution with that id.
+     */
+    case executionNotFound
+    /**
+     * The execution is not in a state that allows the request.
+     */
+    case executionNotActive
+    /**
+     * The execution was cancelled by the user.
+     */
+    case executionCancelled
+    /**
+     * Work of an earlier host process, interrupted by the startup fence.
+     */
+    case hostRestarted
+    /**
+     * Another live host holds the database.
+     */
+    case hostAlreadyRunning
+    /**
+     * The host object was closed.
+     */
+    case hostClosed
+    /**
+     * A shell id the catalog does not know.
+     */
+    case shellUnknown
+    /**
+     * A database schema version this build cannot open.
+     */
+    case schemaUnsupported
+    /**
+     * The database file is not SQLite or is corrupt.
+     */
+    case databaseUnreadable
+    /**
+     * A storage operation failed.
+     */
+    case storageFailed
+    /**
+     * A bug: the host reached a state it should never reach.
+     */
+    case `internal`
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ErrorCode: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorCode
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorCode {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .parseError
+        
+        case 2: return .invalidRequest
+        
+        case 3: return .methodNotFound
+        
+        case 4: return .protocolNotInitialized
+        
+        case 5: return .protocolVersionUnsupported
+        
+        case 6: return .invalidParams
+        
+        case 7: return .sessionNotFound
+        
+        case 8: return .sessionAlreadyExists
+        
+        case 9: return .sessionBusy
+        
+        case 10: return .sessionNotProjectBound
+        
+        case 11: return .planRequiresInteractiveSession
+        
+        case 12: return .planNotActive
+        
+        case 13: return .submitPlanNotAlone
+        
+        case 14: return .invalidPlanInput
+        
+        case 15: return .toolDeniedInPlan
+        
+        case 16: return .turnNotActive
+        
+        case 17: return .approvalNotFound
+        
+        case 18: return .approvalNotPending
+        
+        case 19: return .permissionModeRequired
+        
+        case 20: return .planApprovalTimeout
+        
+        case 21: return .artifactPathEscape
+        
+        case 22: return .artifactSymlink
+        
+        case 23: return .artifactWriteFailed
+        
+        case 24: return .artifactMissing
+        
+        case 25: return .artifactIntegrityMismatch
+        
+        case 26: return .executionNotFound
+        
+        case 27: return .executionNotActive
+        
+        case 28: return .executionCancelled
+        
+        case 29: return .hostRestarted
+        
+        case 30: return .hostAlreadyRunning
+        
+        case 31: return .hostClosed
+        
+        case 32: return .shellUnknown
+        
+        case 33: return .schemaUnsupported
+        
+        case 34: return .databaseUnreadable
+        
+        case 35: return .storageFailed
+        
+        case 36: return .`internal`
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ErrorCode, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .parseError:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .invalidRequest:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .methodNotFound:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .protocolNotInitialized:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .protocolVersionUnsupported:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .invalidParams:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .sessionNotFound:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .sessionAlreadyExists:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .sessionBusy:
+            writeInt(&buf, Int32(9))
+        
+        
+        case .sessionNotProjectBound:
+            writeInt(&buf, Int32(10))
+        
+        
+        case .planRequiresInteractiveSession:
+            writeInt(&buf, Int32(11))
+        
+        
+        case .planNotActive:
+            writeInt(&buf, Int32(12))
+        
+        
+        case .submitPlanNotAlone:
+            writeInt(&buf, Int32(13))
+        
+        
+        case .invalidPlanInput:
+            writeInt(&buf, Int32(14))
+        
+        
+        case .toolDeniedInPlan:
+            writeInt(&buf, Int32(15))
+        
+        
+        case .turnNotActive:
+            writeInt(&buf, Int32(16))
+        
+        
+        case .approvalNotFound:
+            writeInt(&buf, Int32(17))
+        
+        
+        case .approvalNotPending:
+            writeInt(&buf, Int32(18))
+        
+        
+        case .permissionModeRequired:
+            writeInt(&buf, Int32(19))
+        
+        
+        case .planApprovalTimeout:
+            writeInt(&buf, Int32(20))
+        
+        
+        case .artifactPathEscape:
+            writeInt(&buf, Int32(21))
+        
+        
+        case .artifactSymlink:
+            writeInt(&buf, Int32(22))
+        
+        
+        case .artifactWriteFailed:
+            writeInt(&buf, Int32(23))
+        
+        
+        case .artifactMissing:
+            writeInt(&buf, Int32(24))
+        
+        
+        case .artifactIntegrityMismatch:
+            writeInt(&buf, Int32(25))
+        
+        
+        case .executionNotFound:
+            writeInt(&buf, Int32(26))
+        
+        
+        case .executionNotActive:
+            writeInt(&buf, Int32(27))
+        
+        
+        case .executionCancelled:
+            writeInt(&buf, Int32(28))
+        
+        
+        case .hostRestarted:
+            writeInt(&buf, Int32(29))
+        
+        
+        case .hostAlreadyRunning:
+            writeInt(&buf, Int32(30))
+        
+        
+        case .hostClosed:
+            writeInt(&buf, Int32(31))
+        
+        
+        case .shellUnknown:
+            writeInt(&buf, Int32(32))
+        
+        
+        case .schemaUnsupported:
+            writeInt(&buf, Int32(33))
+        
+        
+        case .databaseUnreadable:
+            writeInt(&buf, Int32(34))
+        
+        
+        case .storageFailed:
+            writeInt(&buf, Int32(35))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(36))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCode_lift(_ buf: RustBuffer) throws -> ErrorCode {
+    return try FfiConverterTypeErrorCode.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCode_lower(_ value: ErrorCode) -> RustBuffer {
+    return FfiConverterTypeErrorCode.lower(value)
 }
 
 
@@ -2981,7 +3951,7 @@ public func FfiConverterTypePermissionMode_lower(_ value: PermissionMode) -> Rus
 
 
 /**
- * The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+ * The one public error: a typed canonical code and a sentence.
  */
 public 
 enum PlanError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -2993,8 +3963,8 @@ enum PlanError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
      */
     case Failed(
         /**
-         * The canonical code, for example `APPROVAL_NOT_PENDING`.
-         */code: String, 
+         * The canonical code, for example `ErrorCode::ApprovalNotPending`.
+         */code: ErrorCode, 
         /**
          * A sentence for people.
          */reason: String
@@ -3029,7 +3999,7 @@ public struct FfiConverterTypePlanError: FfiConverterRustBuffer {
 
         
         case 1: return .Failed(
-            code: try FfiConverterString.read(from: &buf), 
+            code: try FfiConverterTypeErrorCode.read(from: &buf), 
             reason: try FfiConverterString.read(from: &buf)
             )
 
@@ -3046,7 +4016,7 @@ public struct FfiConverterTypePlanError: FfiConverterRustBuffer {
         
         case let .Failed(code,reason):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(code, into: &buf)
+            FfiConverterTypeErrorCode.write(code, into: &buf)
             FfiConverterString.write(reason, into: &buf)
             
         }
@@ -3413,6 +4383,30 @@ fileprivate struct FfiConverterOptionTypeApprovalStatus: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeErrorCode: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorCode?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeErrorCode.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeErrorCode.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeExecutionState: FfiConverterRustBuffer {
     typealias SwiftType = ExecutionState?
 
@@ -3485,6 +4479,56 @@ fileprivate struct FfiConverterOptionTypePermissionMode: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuffer {
+    typealias SwiftType = [ArtifactVerification]
+
+    public static func write(_ value: [ArtifactVerification], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeArtifactVerification.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ArtifactVerification] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ArtifactVerification]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeArtifactVerification.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeOrphanArtifact: FfiConverterRustBuffer {
+    typealias SwiftType = [OrphanArtifact]
+
+    public static func write(_ value: [OrphanArtifact], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeOrphanArtifact.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [OrphanArtifact] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [OrphanArtifact]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeOrphanArtifact.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypePlanApproval: FfiConverterRustBuffer {
     typealias SwiftType = [PlanApproval]
 
@@ -3527,6 +4571,31 @@ fileprivate struct FfiConverterSequenceTypeShellInfo: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeShellInfo.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSkippedWorkspace: FfiConverterRustBuffer {
+    typealias SwiftType = [SkippedWorkspace]
+
+    public static func write(_ value: [SkippedWorkspace], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSkippedWorkspace.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SkippedWorkspace] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SkippedWorkspace]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSkippedWorkspace.read(from: &buf))
         }
         return seq
     }
@@ -3581,6 +4650,18 @@ fileprivate struct FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffe
         return seq
     }
 }
+/**
+ * The canonical wire string of a typed code, for example
+ * `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
+ */
+public func errorCodeWireName(code: ErrorCode) -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_func_error_code_wire_name(
+        FfiConverterTypeErrorCode_lower(code),uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -3596,6 +4677,9 @@ private let initializationResult: InitializationResult = {
     let scaffolding_contract_version = ffi_plan_ffi_uniffi_contract_version()
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
+    }
+    if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
+        return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681) {
         return InitializationResult.apiChecksumMismatch
@@ -3619,6 +4703,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_diff() != 20340) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183) {
@@ -3655,6 +4742,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_tool_calls() != 54091) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_verify() != 30469) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397) {

@@ -329,6 +329,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_configure_session(uint64_t ptr, Ru
 RustBuffer uniffi_plan_ffi_fn_method_planhost_create_session(uint64_t ptr, RustBuffer session_id, RustBuffer workspace_root, RustBuffer mode, RustBuffer permission_mode, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_DIFF
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_DIFF
+RustBuffer uniffi_plan_ffi_fn_method_planhost_diff(uint64_t ptr, RustBuffer approval_id, RustBuffer against_approval_id, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_APPROVAL
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_APPROVAL
 RustBuffer uniffi_plan_ffi_fn_method_planhost_get_approval(uint64_t ptr, RustBuffer approval_id, RustCallStatus *_Nonnull out_status
@@ -387,6 +392,16 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_start_turn(uint64_t ptr, RustBuffe
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TOOL_CALLS
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TOOL_CALLS
 RustBuffer uniffi_plan_ffi_fn_method_planhost_tool_calls(uint64_t ptr, RustBuffer session_id, RustBuffer turn_id, RustBuffer calls, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_VERIFY
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_VERIFY
+RustBuffer uniffi_plan_ffi_fn_method_planhost_verify(uint64_t ptr, RustBuffer approval_id, RustBuffer session_id, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FUNC_ERROR_CODE_WIRE_NAME
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FUNC_ERROR_CODE_WIRE_NAME
+RustBuffer uniffi_plan_ffi_fn_func_error_code_wire_name(RustBuffer code, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_PLAN_FFI_RUSTBUFFER_ALLOC
@@ -649,6 +664,12 @@ void ffi_plan_ffi_rust_future_free_void(uint64_t handle
 void ffi_plan_ffi_rust_future_complete_void(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_FUNC_ERROR_CODE_WIRE_NAME
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_FUNC_ERROR_CODE_WIRE_NAME
+uint16_t uniffi_plan_ffi_checksum_func_error_code_wire_name(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 uint16_t uniffi_plan_ffi_checksum_method_planeventlistener_on_event(void
@@ -694,6 +715,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_configure_session(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CREATE_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CREATE_SESSION
 uint16_t uniffi_plan_ffi_checksum_method_planhost_create_session(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_DIFF
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_DIFF
+uint16_t uniffi_plan_ffi_checksum_method_planhost_diff(void
     
 );
 #endif
@@ -766,6 +793,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_start_turn(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_CALLS
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_CALLS
 uint16_t uniffi_plan_ffi_checksum_method_planhost_tool_calls(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_VERIFY
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_VERIFY
+uint16_t uniffi_plan_ffi_checksum_method_planhost_verify(void
     
 );
 #endif

@@ -697,6 +697,8 @@ internal object IntegrityCheckingUniffiLib {
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_plan_ffi_checksum_func_error_code_wire_name(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planeventlistener_on_event(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_add_listener(
@@ -712,6 +714,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_plan_ffi_checksum_method_planhost_configure_session(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_create_session(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_diff(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_get_approval(
     ): Int
@@ -736,6 +740,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_plan_ffi_checksum_method_planhost_start_turn(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_tool_calls(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_verify(
     ): Int
     external fun uniffi_plan_ffi_checksum_constructor_planhost_new(
     ): Int
@@ -788,6 +794,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_create_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`workspaceRoot`: RustBuffer.ByValue,`mode`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_diff(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`againstApprovalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_get_approval(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_get_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -811,6 +819,10 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`origin`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_tool_calls(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`calls`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_verify(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_func_error_code_wire_name(`code`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_plan_ffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -931,6 +943,9 @@ private fun uniffiCheckContractApiVersion(lib: IntegrityCheckingUniffiLib) {
 }
 @Suppress("UNUSED_PARAMETER")
 private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
+    if ((lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() and 0xFFFF) != 64375) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 13681) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -953,6 +968,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_create_session() and 0xFFFF) != 18669) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_diff() and 0xFFFF) != 20340) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() and 0xFFFF) != 47183) {
@@ -989,6 +1007,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_tool_calls() and 0xFFFF) != 54091) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_verify() and 0xFFFF) != 30469) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_constructor_planhost_new() and 0xFFFF) != 60397) {
@@ -1799,6 +1820,12 @@ public interface PlanHostInterface {
     fun `createSession`(`sessionId`: kotlin.String?, `workspaceRoot`: kotlin.String?, `mode`: Mode?, `permissionMode`: PermissionMode?): Session
     
     /**
+     * Diffs an approval's artifact against `against_approval_id`, or against
+     * the previous submission of its session when `None`.
+     */
+    fun `diff`(`approvalId`: kotlin.String, `againstApprovalId`: kotlin.String?): PlanDiff
+    
+    /**
      * One approval.
      */
     fun `getApproval`(`approvalId`: kotlin.String): PlanApproval
@@ -1860,6 +1887,13 @@ public interface PlanHostInterface {
      * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
      */
     fun `toolCalls`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `calls`: List<ToolCall>): List<ToolCallResult>
+    
+    /**
+     * Verifies artifacts: one approval (`approval_id`), a session's
+     * approvals and its workspace's orphans (`session_id`), or everything
+     * (neither). Naming both is `INVALID_PARAMS`.
+     */
+    fun `verify`(`approvalId`: kotlin.String?, `sessionId`: kotlin.String?): VerifyReport
     
     companion object
 }
@@ -2115,6 +2149,26 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * Diffs an approval's artifact against `against_approval_id`, or against
+     * the previous submission of its session when `None`.
+     */
+    @Throws(PlanException::class)override fun `diff`(`approvalId`: kotlin.String, `againstApprovalId`: kotlin.String?): PlanDiff {
+            return FfiConverterTypePlanDiff.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff(
+        it,
+        
+        FfiConverterString.lower(`approvalId`),
+        FfiConverterOptionalString.lower(`againstApprovalId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * One approval.
      */
     @Throws(PlanException::class)override fun `getApproval`(`approvalId`: kotlin.String): PlanApproval {
@@ -2324,6 +2378,27 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         FfiConverterString.lower(`sessionId`),
         FfiConverterString.lower(`turnId`),
         FfiConverterSequenceTypeToolCall.lower(`calls`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Verifies artifacts: one approval (`approval_id`), a session's
+     * approvals and its workspace's orphans (`session_id`), or everything
+     * (neither). Naming both is `INVALID_PARAMS`.
+     */
+    @Throws(PlanException::class)override fun `verify`(`approvalId`: kotlin.String?, `sessionId`: kotlin.String?): VerifyReport {
+            return FfiConverterTypeVerifyReport.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify(
+        it,
+        
+        FfiConverterOptionalString.lower(`approvalId`),
+        FfiConverterOptionalString.lower(`sessionId`),_status)
 }
     }
     )
@@ -2599,6 +2674,69 @@ public object FfiConverterTypeArtifactContent: FfiConverterRustBuffer<ArtifactCo
 
 
 /**
+ * One checked approval.
+ */
+data class ArtifactVerification (
+    /**
+     * The approval.
+     */
+    var `approvalId`: kotlin.String
+    , 
+    /**
+     * What was found.
+     */
+    var `result`: ArtifactCheck
+    , 
+    /**
+     * The canonical code of a problem.
+     */
+    var `errorCode`: ErrorCode?
+    , 
+    /**
+     * What exactly was found.
+     */
+    var `detail`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<ArtifactVerification> {
+    override fun read(buf: ByteBuffer): ArtifactVerification {
+        return ArtifactVerification(
+            FfiConverterString.read(buf),
+            FfiConverterTypeArtifactCheck.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ArtifactVerification) = (
+            FfiConverterString.allocationSize(value.`approvalId`) +
+            FfiConverterTypeArtifactCheck.allocationSize(value.`result`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalString.allocationSize(value.`detail`)
+    )
+
+    override fun write(value: ArtifactVerification, buf: ByteBuffer) {
+            FfiConverterString.write(value.`approvalId`, buf)
+            FfiConverterTypeArtifactCheck.write(value.`result`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalString.write(value.`detail`, buf)
+    }
+}
+
+
+
+/**
  * The result of approve and reject.
  */
 data class Decision (
@@ -2646,6 +2784,53 @@ public object FfiConverterTypeDecision: FfiConverterRustBuffer<Decision> {
 
 
 /**
+ * A file under `<root>/.pi/plan/` no row of that workspace records.
+ */
+data class OrphanArtifact (
+    /**
+     * The normalized workspace root.
+     */
+    var `workspaceRoot`: kotlin.String
+    , 
+    /**
+     * The workspace-relative path.
+     */
+    var `path`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOrphanArtifact: FfiConverterRustBuffer<OrphanArtifact> {
+    override fun read(buf: ByteBuffer): OrphanArtifact {
+        return OrphanArtifact(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: OrphanArtifact) = (
+            FfiConverterString.allocationSize(value.`workspaceRoot`) +
+            FfiConverterString.allocationSize(value.`path`)
+    )
+
+    override fun write(value: OrphanArtifact, buf: ByteBuffer) {
+            FfiConverterString.write(value.`workspaceRoot`, buf)
+            FfiConverterString.write(value.`path`, buf)
+    }
+}
+
+
+
+/**
  * One plan approval and its execution.
  */
 data class PlanApproval (
@@ -2687,7 +2872,7 @@ data class PlanApproval (
     /**
      * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
      */
-    var `errorCode`: kotlin.String?
+    var `errorCode`: ErrorCode?
     , 
     /**
      * Creation time, Unix ms.
@@ -2741,7 +2926,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.read(buf),
             FfiConverterOptionalTypeArtifact.read(buf),
             FfiConverterTypeApprovalStatus.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterOptionalLong.read(buf),
@@ -2759,7 +2944,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.allocationSize(value.`question`) +
             FfiConverterOptionalTypeArtifact.allocationSize(value.`artifact`) +
             FfiConverterTypeApprovalStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalString.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterLong.allocationSize(value.`createdAt`) +
             FfiConverterLong.allocationSize(value.`expiresAt`) +
             FfiConverterOptionalLong.allocationSize(value.`decidedAt`) +
@@ -2776,13 +2961,76 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.write(value.`question`, buf)
             FfiConverterOptionalTypeArtifact.write(value.`artifact`, buf)
             FfiConverterTypeApprovalStatus.write(value.`status`, buf)
-            FfiConverterOptionalString.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterLong.write(value.`createdAt`, buf)
             FfiConverterLong.write(value.`expiresAt`, buf)
             FfiConverterOptionalLong.write(value.`decidedAt`, buf)
             FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
             FfiConverterOptionalString.write(value.`executionId`, buf)
             FfiConverterOptionalTypeExecutionState.write(value.`executionState`, buf)
+    }
+}
+
+
+
+/**
+ * The result of `diff` (protocol `plan/diff`).
+ */
+data class PlanDiff (
+    /**
+     * The approval compared.
+     */
+    var `approvalId`: kotlin.String
+    , 
+    /**
+     * What it was compared with; `None` for a session's first submission.
+     */
+    var `againstApprovalId`: kotlin.String?
+    , 
+    /**
+     * Whether the two texts are the same bytes.
+     */
+    var `identical`: kotlin.Boolean
+    , 
+    /**
+     * The unified diff; empty when identical, `None` with nothing to compare.
+     */
+    var `unified`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
+    override fun read(buf: ByteBuffer): PlanDiff {
+        return PlanDiff(
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanDiff) = (
+            FfiConverterString.allocationSize(value.`approvalId`) +
+            FfiConverterOptionalString.allocationSize(value.`againstApprovalId`) +
+            FfiConverterBoolean.allocationSize(value.`identical`) +
+            FfiConverterOptionalString.allocationSize(value.`unified`)
+    )
+
+    override fun write(value: PlanDiff, buf: ByteBuffer) {
+            FfiConverterString.write(value.`approvalId`, buf)
+            FfiConverterOptionalString.write(value.`againstApprovalId`, buf)
+            FfiConverterBoolean.write(value.`identical`, buf)
+            FfiConverterOptionalString.write(value.`unified`, buf)
     }
 }
 
@@ -3146,6 +3394,53 @@ public object FfiConverterTypeShellInfo: FfiConverterRustBuffer<ShellInfo> {
 
 
 /**
+ * A workspace whose orphans could not be looked for.
+ */
+data class SkippedWorkspace (
+    /**
+     * The workspace root.
+     */
+    var `workspaceRoot`: kotlin.String
+    , 
+    /**
+     * Why.
+     */
+    var `detail`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSkippedWorkspace: FfiConverterRustBuffer<SkippedWorkspace> {
+    override fun read(buf: ByteBuffer): SkippedWorkspace {
+        return SkippedWorkspace(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SkippedWorkspace) = (
+            FfiConverterString.allocationSize(value.`workspaceRoot`) +
+            FfiConverterString.allocationSize(value.`detail`)
+    )
+
+    override fun write(value: SkippedWorkspace, buf: ByteBuffer) {
+            FfiConverterString.write(value.`workspaceRoot`, buf)
+            FfiConverterString.write(value.`detail`, buf)
+    }
+}
+
+
+
+/**
  * One assistant tool call.
  */
 data class ToolCall (
@@ -3217,7 +3512,7 @@ data class ToolCallResult (
     /**
      * The canonical code of a denial.
      */
-    var `errorCode`: kotlin.String?
+    var `errorCode`: ErrorCode?
     , 
     /**
      * The human message of a denial.
@@ -3246,7 +3541,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
         return ToolCallResult(
             FfiConverterString.read(buf),
             FfiConverterTypeToolCallDecision.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypePlanApproval.read(buf),
         )
@@ -3255,7 +3550,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     override fun allocationSize(value: ToolCallResult) = (
             FfiConverterString.allocationSize(value.`callId`) +
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
-            FfiConverterOptionalString.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterOptionalString.allocationSize(value.`errorMessage`) +
             FfiConverterOptionalTypePlanApproval.allocationSize(value.`approval`)
     )
@@ -3263,9 +3558,72 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     override fun write(value: ToolCallResult, buf: ByteBuffer) {
             FfiConverterString.write(value.`callId`, buf)
             FfiConverterTypeToolCallDecision.write(value.`decision`, buf)
-            FfiConverterOptionalString.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`errorMessage`, buf)
             FfiConverterOptionalTypePlanApproval.write(value.`approval`, buf)
+    }
+}
+
+
+
+/**
+ * The result of `verify` (protocol `VerifyReport`).
+ */
+data class VerifyReport (
+    /**
+     * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+     */
+    var `ok`: kotlin.Boolean
+    , 
+    /**
+     * One entry per approval checked.
+     */
+    var `artifacts`: List<ArtifactVerification>
+    , 
+    /**
+     * Orphan files.
+     */
+    var `orphans`: List<OrphanArtifact>
+    , 
+    /**
+     * Workspaces skipped in the orphan search.
+     */
+    var `skippedWorkspaces`: List<SkippedWorkspace>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeVerifyReport: FfiConverterRustBuffer<VerifyReport> {
+    override fun read(buf: ByteBuffer): VerifyReport {
+        return VerifyReport(
+            FfiConverterBoolean.read(buf),
+            FfiConverterSequenceTypeArtifactVerification.read(buf),
+            FfiConverterSequenceTypeOrphanArtifact.read(buf),
+            FfiConverterSequenceTypeSkippedWorkspace.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: VerifyReport) = (
+            FfiConverterBoolean.allocationSize(value.`ok`) +
+            FfiConverterSequenceTypeArtifactVerification.allocationSize(value.`artifacts`) +
+            FfiConverterSequenceTypeOrphanArtifact.allocationSize(value.`orphans`) +
+            FfiConverterSequenceTypeSkippedWorkspace.allocationSize(value.`skippedWorkspaces`)
+    )
+
+    override fun write(value: VerifyReport, buf: ByteBuffer) {
+            FfiConverterBoolean.write(value.`ok`, buf)
+            FfiConverterSequenceTypeArtifactVerification.write(value.`artifacts`, buf)
+            FfiConverterSequenceTypeOrphanArtifact.write(value.`orphans`, buf)
+            FfiConverterSequenceTypeSkippedWorkspace.write(value.`skippedWorkspaces`, buf)
     }
 }
 
@@ -3318,6 +3676,241 @@ public object FfiConverterTypeApprovalStatus: FfiConverterRustBuffer<ApprovalSta
     override fun allocationSize(value: ApprovalStatus) = 4UL
 
     override fun write(value: ApprovalStatus, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * What checking one artifact found.
+ */
+
+enum class ArtifactCheck {
+    
+    /**
+     * Size and SHA-256 match.
+     */
+    OK,
+    /**
+     * The file or its workspace is gone.
+     */
+    MISSING,
+    /**
+     * The bytes differ from the record.
+     */
+    MISMATCH,
+    /**
+     * The file could not be read safely.
+     */
+    UNREADABLE,
+    /**
+     * A row migrated from v8: no artifact, not a problem.
+     */
+    LEGACY;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeArtifactCheck: FfiConverterRustBuffer<ArtifactCheck> {
+    override fun read(buf: ByteBuffer) = try {
+        ArtifactCheck.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: ArtifactCheck) = 4UL
+
+    override fun write(value: ArtifactCheck, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * A canonical error code (the wire's `SCREAMING_SNAKE` string is
+ * `error_code_wire_name`).
+ */
+
+enum class ErrorCode {
+    
+    /**
+     * JSON that could not be parsed.
+     */
+    PARSE_ERROR,
+    /**
+     * A JSON-RPC envelope that is not a valid request.
+     */
+    INVALID_REQUEST,
+    /**
+     * A method the protocol does not have.
+     */
+    METHOD_NOT_FOUND,
+    /**
+     * A request sent before `initialize`.
+     */
+    PROTOCOL_NOT_INITIALIZED,
+    /**
+     * `initialize` named a protocol version other than 9.
+     */
+    PROTOCOL_VERSION_UNSUPPORTED,
+    /**
+     * Parameters of the wrong shape, type or with unknown fields.
+     */
+    INVALID_PARAMS,
+    /**
+     * No session with that id.
+     */
+    SESSION_NOT_FOUND,
+    /**
+     * A session with that id exists already.
+     */
+    SESSION_ALREADY_EXISTS,
+    /**
+     * The session has an active turn, a pending approval or a live execution.
+     */
+    SESSION_BUSY,
+    /**
+     * The session has no workspace root, so no plan artifact can be written.
+     */
+    SESSION_NOT_PROJECT_BOUND,
+    /**
+     * A Plan run from a scheduled or unattended origin.
+     */
+    PLAN_REQUIRES_INTERACTIVE_SESSION,
+    /**
+     * `SubmitPlan` outside an active Plan turn.
+     */
+    PLAN_NOT_ACTIVE,
+    /**
+     * A tool-call batch that holds `SubmitPlan` and another call.
+     */
+    SUBMIT_PLAN_NOT_ALONE,
+    /**
+     * `SubmitPlan` input that is not exactly `{title, markdown, question}`.
+     */
+    INVALID_PLAN_INPUT,
+    /**
+     * A tool that Plan mode does not allow.
+     */
+    TOOL_DENIED_IN_PLAN,
+    /**
+     * The turn named in the request is not the session's active turn.
+     */
+    TURN_NOT_ACTIVE,
+    /**
+     * No approval with that id.
+     */
+    APPROVAL_NOT_FOUND,
+    /**
+     * The approval was decided already.
+     */
+    APPROVAL_NOT_PENDING,
+    /**
+     * Approve without an explicit permission mode.
+     */
+    PERMISSION_MODE_REQUIRED,
+    /**
+     * The approval's absolute deadline has passed.
+     */
+    PLAN_APPROVAL_TIMEOUT,
+    /**
+     * The artifact path would leave the workspace.
+     */
+    ARTIFACT_PATH_ESCAPE,
+    /**
+     * A symlink where the artifact path needs a real directory or file.
+     */
+    ARTIFACT_SYMLINK,
+    /**
+     * The artifact could not be written durably.
+     */
+    ARTIFACT_WRITE_FAILED,
+    /**
+     * The artifact file is gone.
+     */
+    ARTIFACT_MISSING,
+    /**
+     * The artifact's size or SHA-256 differs from the record.
+     */
+    ARTIFACT_INTEGRITY_MISMATCH,
+    /**
+     * No execution with that id.
+     */
+    EXECUTION_NOT_FOUND,
+    /**
+     * The execution is not in a state that allows the request.
+     */
+    EXECUTION_NOT_ACTIVE,
+    /**
+     * The execution was cancelled by the user.
+     */
+    EXECUTION_CANCELLED,
+    /**
+     * Work of an earlier host process, interrupted by the startup fence.
+     */
+    HOST_RESTARTED,
+    /**
+     * Another live host holds the database.
+     */
+    HOST_ALREADY_RUNNING,
+    /**
+     * The host object was closed.
+     */
+    HOST_CLOSED,
+    /**
+     * A shell id the catalog does not know.
+     */
+    SHELL_UNKNOWN,
+    /**
+     * A database schema version this build cannot open.
+     */
+    SCHEMA_UNSUPPORTED,
+    /**
+     * The database file is not SQLite or is corrupt.
+     */
+    DATABASE_UNREADABLE,
+    /**
+     * A storage operation failed.
+     */
+    STORAGE_FAILED,
+    /**
+     * A bug: the host reached a state it should never reach.
+     */
+    INTERNAL;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeErrorCode: FfiConverterRustBuffer<ErrorCode> {
+    override fun read(buf: ByteBuffer) = try {
+        ErrorCode.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: ErrorCode) = 4UL
+
+    override fun write(value: ErrorCode, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
     }
 }
@@ -3513,7 +4106,7 @@ public object FfiConverterTypePermissionMode: FfiConverterRustBuffer<PermissionM
 
 
 /**
- * The one public error: a canonical `SCREAMING_SNAKE` code and a sentence.
+ * The one public error: a typed canonical code and a sentence.
  */
 sealed class PlanException: kotlin.Exception() {
     
@@ -3523,9 +4116,9 @@ sealed class PlanException: kotlin.Exception() {
     class Failed(
         
         /**
-         * The canonical code, for example `APPROVAL_NOT_PENDING`.
+         * The canonical code, for example `ErrorCode::ApprovalNotPending`.
          */
-        val `code`: kotlin.String, 
+        val `code`: ErrorCode, 
         
         /**
          * A sentence for people.
@@ -3556,7 +4149,7 @@ public object FfiConverterTypePlanError : FfiConverterRustBuffer<PlanException> 
 
         return when(buf.getInt()) {
             1 -> PlanException.Failed(
-                FfiConverterString.read(buf),
+                FfiConverterTypeErrorCode.read(buf),
                 FfiConverterString.read(buf),
                 )
             else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
@@ -3568,7 +4161,7 @@ public object FfiConverterTypePlanError : FfiConverterRustBuffer<PlanException> 
             is PlanException.Failed -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
-                + FfiConverterString.allocationSize(value.`code`)
+                + FfiConverterTypeErrorCode.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`reason`)
             )
         }
@@ -3578,7 +4171,7 @@ public object FfiConverterTypePlanError : FfiConverterRustBuffer<PlanException> 
         when(value) {
             is PlanException.Failed -> {
                 buf.putInt(1)
-                FfiConverterString.write(value.`code`, buf)
+                FfiConverterTypeErrorCode.write(value.`code`, buf)
                 FfiConverterString.write(value.`reason`, buf)
                 Unit
             }
@@ -3935,6 +4528,38 @@ public object FfiConverterOptionalTypeApprovalStatus: FfiConverterRustBuffer<App
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeErrorCode: FfiConverterRustBuffer<ErrorCode?> {
+    override fun read(buf: ByteBuffer): ErrorCode? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeErrorCode.read(buf)
+    }
+
+    override fun allocationSize(value: ErrorCode?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeErrorCode.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ErrorCode?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeErrorCode.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeExecutionState: FfiConverterRustBuffer<ExecutionState?> {
     override fun read(buf: ByteBuffer): ExecutionState? {
         if (buf.get().toInt() == 0) {
@@ -4031,6 +4656,62 @@ public object FfiConverterOptionalTypePermissionMode: FfiConverterRustBuffer<Per
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuffer<List<ArtifactVerification>> {
+    override fun read(buf: ByteBuffer): List<ArtifactVerification> {
+        val len = buf.getInt()
+        return List<ArtifactVerification>(len) {
+            FfiConverterTypeArtifactVerification.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<ArtifactVerification>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeArtifactVerification.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<ArtifactVerification>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeArtifactVerification.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeOrphanArtifact: FfiConverterRustBuffer<List<OrphanArtifact>> {
+    override fun read(buf: ByteBuffer): List<OrphanArtifact> {
+        val len = buf.getInt()
+        return List<OrphanArtifact>(len) {
+            FfiConverterTypeOrphanArtifact.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<OrphanArtifact>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeOrphanArtifact.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<OrphanArtifact>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeOrphanArtifact.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypePlanApproval: FfiConverterRustBuffer<List<PlanApproval>> {
     override fun read(buf: ByteBuffer): List<PlanApproval> {
         val len = buf.getInt()
@@ -4077,6 +4758,34 @@ public object FfiConverterSequenceTypeShellInfo: FfiConverterRustBuffer<List<She
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeShellInfo.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeSkippedWorkspace: FfiConverterRustBuffer<List<SkippedWorkspace>> {
+    override fun read(buf: ByteBuffer): List<SkippedWorkspace> {
+        val len = buf.getInt()
+        return List<SkippedWorkspace>(len) {
+            FfiConverterTypeSkippedWorkspace.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<SkippedWorkspace>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSkippedWorkspace.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<SkippedWorkspace>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSkippedWorkspace.write(it, buf)
         }
     }
 }
@@ -4136,4 +4845,19 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
         }
     }
 }
+        /**
+         * The canonical wire string of a typed code, for example
+         * `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
+         */ fun `errorCodeWireName`(`code`: ErrorCode): kotlin.String {
+            return FfiConverterString.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name(
+    
+        
+        FfiConverterTypeErrorCode.lower(`code`),_status)
+}
+    )
+    }
+    
+
 

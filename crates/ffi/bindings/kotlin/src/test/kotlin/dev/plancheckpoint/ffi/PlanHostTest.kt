@@ -89,17 +89,17 @@ class PlanHostTest {
         MessageDigest.getInstance("SHA-256").digest(bytes).joinToString("") { "%02x".format(it) }
 
     /** Expects [PlanException.Failed] with [code] and records the code as reached. */
-    private fun failed(code: String, block: () -> Unit): PlanException.Failed {
+    private fun failed(code: ErrorCode, block: () -> Unit): PlanException.Failed {
         val error = assertThrows<PlanException.Failed>("expected $code") { block() }
         assertEquals(code, error.code, "code of: ${error.reason}")
         assertTrue(error.reason.isNotBlank())
-        assertTrue(error.message.contains(code))
+        assertTrue(error.message.contains(errorCodeWireName(code)), error.message)
         reached.add(code)
         return error
     }
 
     /** Expects a deny result carrying [code] and records it as reached. */
-    private fun denied(result: ToolCallResult, code: String) {
+    private fun denied(result: ToolCallResult, code: ErrorCode) {
         assertEquals(ToolCallDecision.DENY, result.decision, "decision of ${result.callId}")
         assertEquals(code, result.errorCode)
         assertNotNull(result.errorMessage)
@@ -162,7 +162,7 @@ class PlanHostTest {
             assertEquals(ToolCallDecision.ALLOW, checks[0].decision)
             assertNull(checks[0].errorCode)
             assertEquals(ToolCallDecision.ALLOW, checks[1].decision)
-            checks.drop(2).forEach { denied(it, "TOOL_DENIED_IN_PLAN") }
+            checks.drop(2).forEach { denied(it, ErrorCode.TOOL_DENIED_IN_PLAN) }
 
             val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("Refactor the parser", markdown, "Proceed?"))))
             val approval = results.single().approval!!
@@ -254,8 +254,8 @@ class PlanHostTest {
         assertNull(rejected.session.activeTurn)
         assertNull(rejected.session.pendingApprovalId)
 
-        failed("APPROVAL_NOT_PENDING") { host.approve(first.id, PermissionMode.AUTO) }
-        failed("APPROVAL_NOT_PENDING") { host.reject(first.id) }
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.approve(first.id, PermissionMode.AUTO) }
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.reject(first.id) }
 
         Thread.sleep(3) // distinct createdAt for the newest-first check below
         val second = submit(host, sid, body = "v2\n")
@@ -292,18 +292,18 @@ class PlanHostTest {
         val rejected = first.reject(submit(first, rejectedSid).id).approval
 
         // While the first host lives, a second one is refused.
-        failed("HOST_ALREADY_RUNNING") { open(path) }
+        failed(ErrorCode.HOST_ALREADY_RUNNING) { open(path) }
 
         first.shutdown()
         first.shutdown() // idempotent
-        failed("HOST_CLOSED") { first.getSession(pendingSid) }
+        failed(ErrorCode.HOST_CLOSED) { first.getSession(pendingSid) }
 
         val second = open(path)
         val p = second.getApproval(pending.id)
         assertEquals(ApprovalStatus.INTERRUPTED, p.status)
-        assertEquals("HOST_RESTARTED", p.errorCode)
+        assertEquals(ErrorCode.HOST_RESTARTED, p.errorCode)
         assertNull(p.executionId)
-        reached.add("HOST_RESTARTED")
+        reached.add(ErrorCode.HOST_RESTARTED)
         val pSession = second.getSession(pendingSid)
         assertEquals(Mode.PLAN, pSession.mode, "an interrupted pending approval leaves the session in Plan")
         assertNull(pSession.pendingApprovalId)
@@ -316,15 +316,15 @@ class PlanHostTest {
             val row = second.getApproval(approval.id)
             assertEquals(ApprovalStatus.APPROVED, row.status)
             assertEquals(ExecutionState.INTERRUPTED, row.executionState)
-            assertEquals("HOST_RESTARTED", row.errorCode)
+            assertEquals(ErrorCode.HOST_RESTARTED, row.errorCode)
             val session = second.getSession(sid)
             assertEquals(Mode.AGENT, session.mode, "an interrupted execution leaves the session in Agent")
             assertEquals(mode, session.permissionMode)
             assertNull(session.activeExecutionId)
             assertNull(session.activeTurn)
             // Nothing is replayed: the old execution cannot be resumed.
-            failed("EXECUTION_NOT_ACTIVE") { second.startExecution(row.executionId!!) }
-            failed("EXECUTION_NOT_ACTIVE") { second.completeExecution(row.executionId!!) }
+            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.startExecution(row.executionId!!) }
+            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.completeExecution(row.executionId!!) }
             // The user may start a new turn, in Agent.
             val turn = second.startTurn(sid, Origin.INTERACTIVE)
             assertEquals(Mode.AGENT, turn.mode)
@@ -333,7 +333,7 @@ class PlanHostTest {
         assertEquals(ExecutionState.COMPLETED, second.getApproval(done.id).executionState)
         assertNull(second.getApproval(done.id).errorCode)
         assertEquals(rejected, second.getApproval(rejected.id))
-        failed("APPROVAL_NOT_PENDING") { second.approve(pending.id, PermissionMode.ASK) }
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { second.approve(pending.id, PermissionMode.ASK) }
         assertEquals(
             listOf(pending.id),
             second.listApprovals(ApprovalQuery(null, ApprovalStatus.INTERRUPTED, null)).map { it.id },
@@ -354,7 +354,7 @@ class PlanHostTest {
         reopened.shutdown()
         reopened.shutdown()
         // After shutdown the handle is still valid; every call says HOST_CLOSED.
-        failed("HOST_CLOSED") { reopened.listShells() }
+        failed(ErrorCode.HOST_CLOSED) { reopened.listShells() }
         reopened.close()
         assertThrows<IllegalStateException> { reopened.listShells() }
         // And the lock is free again.
@@ -369,34 +369,34 @@ class PlanHostTest {
     fun sessionAndTurnErrors() {
         val host = open()
         val ws = workspace()
-        failed("SESSION_NOT_FOUND") { host.getSession("nope") }
-        failed("SESSION_NOT_FOUND") { host.startTurn("nope", Origin.INTERACTIVE) }
-        failed("SESSION_NOT_FOUND") { host.configureSession("nope", SessionConfig(null, null, null, null, null)) }
-        failed("SESSION_NOT_FOUND") { host.cancelTurn("nope") }
-        failed("SESSION_NOT_FOUND") { host.toolCalls("nope", "t", listOf(call("r", "Read"))) }
-        failed("SESSION_NOT_FOUND") { host.completeTurn("nope", "t") }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.getSession("nope") }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.startTurn("nope", Origin.INTERACTIVE) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.configureSession("nope", SessionConfig(null, null, null, null, null)) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.cancelTurn("nope") }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.toolCalls("nope", "t", listOf(call("r", "Read"))) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.completeTurn("nope", "t") }
 
         host.createSession("s1", ws.toString(), Mode.PLAN, PermissionMode.AUTO)
-        failed("SESSION_ALREADY_EXISTS") { host.createSession("s1", null, null, null) }
-        failed("INVALID_PARAMS") { host.createSession(null, "relative/path", null, null) }
-        failed("INVALID_PARAMS") { host.createSession("", null, null, null) }
+        failed(ErrorCode.SESSION_ALREADY_EXISTS) { host.createSession("s1", null, null, null) }
+        failed(ErrorCode.INVALID_PARAMS) { host.createSession(null, "relative/path", null, null) }
+        failed(ErrorCode.INVALID_PARAMS) { host.createSession("", null, null, null) }
 
-        failed("PLAN_REQUIRES_INTERACTIVE_SESSION") { host.startTurn("s1", Origin.SCHEDULED) }
+        failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION) { host.startTurn("s1", Origin.SCHEDULED) }
         assertNull(host.getSession("s1").activeTurn, "nothing was created")
 
         val turn = host.startTurn("s1", Origin.INTERACTIVE)
-        failed("SESSION_BUSY") { host.startTurn("s1", Origin.INTERACTIVE) }
-        failed("SESSION_BUSY") { host.configureSession("s1", SessionConfig(Mode.AGENT, null, null, null, null)) }
-        failed("TURN_NOT_ACTIVE") { host.completeTurn("s1", "turn-other") }
-        failed("TURN_NOT_ACTIVE") { host.toolCalls("s1", "turn-other", listOf(call("r", "Read"))) }
+        failed(ErrorCode.SESSION_BUSY) { host.startTurn("s1", Origin.INTERACTIVE) }
+        failed(ErrorCode.SESSION_BUSY) { host.configureSession("s1", SessionConfig(Mode.AGENT, null, null, null, null)) }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.completeTurn("s1", "turn-other") }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.toolCalls("s1", "turn-other", listOf(call("r", "Read"))) }
         assertEquals(Mode.PLAN, host.getSession("s1").mode)
 
         val cancelled = host.cancelTurn("s1")
         assertNull(cancelled.activeTurn)
-        failed("TURN_NOT_ACTIVE") { host.cancelTurn("s1") }
-        failed("TURN_NOT_ACTIVE") { host.completeTurn("s1", turn.turnId) }
-        failed("SHELL_UNKNOWN") { host.configureSession("s1", SessionConfig(null, null, null, null, "tcsh-9000")) }
-        failed("SHELL_UNKNOWN") { host.setDefaultShell("tcsh-9000") }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.cancelTurn("s1") }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.completeTurn("s1", turn.turnId) }
+        failed(ErrorCode.SHELL_UNKNOWN) { host.configureSession("s1", SessionConfig(null, null, null, null, "tcsh-9000")) }
+        failed(ErrorCode.SHELL_UNKNOWN) { host.setDefaultShell("tcsh-9000") }
     }
 
     @Test
@@ -410,11 +410,11 @@ class PlanHostTest {
         val valid = submitInput("T", "body", "Q?")
 
         // SubmitPlan with company: the whole request is refused, nothing allowed.
-        failed("SUBMIT_PLAN_NOT_ALONE") {
+        failed(ErrorCode.SUBMIT_PLAN_NOT_ALONE) {
             host.toolCalls(sid, tid, listOf(call("r", "Read"), call("s", "SubmitPlan", valid)))
         }
         // Input that is not JSON at all is a request error.
-        failed("INVALID_PARAMS") { host.toolCalls(sid, tid, listOf(call("r", "Read", "{not json"))) }
+        failed(ErrorCode.INVALID_PARAMS) { host.toolCalls(sid, tid, listOf(call("r", "Read", "{not json"))) }
 
         for (input in listOf(
             """{"title":"T","markdown":"m"}""",
@@ -425,28 +425,28 @@ class PlanHostTest {
             """["T","m","Q?"]""",
             submitInput("T", "x".repeat(65), "Q?"),
         )) {
-            denied(host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", input))).single(), "INVALID_PLAN_INPUT")
+            denied(host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", input))).single(), ErrorCode.INVALID_PLAN_INPUT)
         }
-        denied(host.toolCalls(sid, tid, listOf(call("w", "Write"))).single(), "TOOL_DENIED_IN_PLAN")
+        denied(host.toolCalls(sid, tid, listOf(call("w", "Write"))).single(), ErrorCode.TOOL_DENIED_IN_PLAN)
         assertEquals(tid, host.getSession(sid).activeTurn!!.turnId, "a refused call leaves the Plan turn active")
         assertTrue(host.listApprovals(ApprovalQuery(sid, null, null)).isEmpty())
         assertFalse(Files.exists(ws.resolve(".pi/plan")) && Files.list(ws.resolve(".pi/plan")).use { it.count() } > 0)
         // At the limit exactly it is accepted.
         val ok = host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", submitInput("T", "x".repeat(64), "Q?")))).single()
         assertEquals(ApprovalStatus.PENDING, ok.approval!!.status)
-        failed("SESSION_BUSY") { host.toolCalls(sid, tid, listOf(call("r", "Read"))) }
-        failed("SESSION_BUSY") { host.cancelTurn(sid) }
-        failed("SESSION_BUSY") { host.completeTurn(sid, tid) }
+        failed(ErrorCode.SESSION_BUSY) { host.toolCalls(sid, tid, listOf(call("r", "Read"))) }
+        failed(ErrorCode.SESSION_BUSY) { host.cancelTurn(sid) }
+        failed(ErrorCode.SESSION_BUSY) { host.completeTurn(sid, tid) }
 
         // A session without a workspace cannot write an artifact.
         val unbound = host.createSession(null, null, Mode.PLAN, null).sessionId
         val ut = host.startTurn(unbound, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(unbound, ut, listOf(call("s", "SubmitPlan", valid))).single(), "SESSION_NOT_PROJECT_BOUND")
+        denied(host.toolCalls(unbound, ut, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.SESSION_NOT_PROJECT_BOUND)
 
         // SubmitPlan in an Agent turn.
         val agent = host.createSession(null, ws.toString(), Mode.AGENT, null).sessionId
         val at = host.startTurn(agent, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(agent, at, listOf(call("s", "SubmitPlan", valid))).single(), "PLAN_NOT_ACTIVE")
+        denied(host.toolCalls(agent, at, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.PLAN_NOT_ACTIVE)
 
         // A symbolic link under the workspace is refused, not followed.
         val linked = workspace("linked")
@@ -454,13 +454,13 @@ class PlanHostTest {
         Files.createSymbolicLink(linked.resolve(".pi"), elsewhere)
         val ls = planSession(host, linked).sessionId
         val lt = host.startTurn(ls, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(ls, lt, listOf(call("s", "SubmitPlan", valid))).single(), "ARTIFACT_SYMLINK")
+        denied(host.toolCalls(ls, lt, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.ARTIFACT_SYMLINK)
         assertEquals(0L, Files.list(elsewhere).use { it.count() })
 
         // A workspace root that does not exist cannot be written.
         val gone = planSession(host, dir.resolve("does-not-exist")).sessionId
         val gt = host.startTurn(gone, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(gone, gt, listOf(call("s", "SubmitPlan", valid))).single(), "ARTIFACT_WRITE_FAILED")
+        denied(host.toolCalls(gone, gt, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.ARTIFACT_WRITE_FAILED)
     }
 
     @Test
@@ -469,16 +469,16 @@ class PlanHostTest {
         val host = open()
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
-        failed("APPROVAL_NOT_FOUND") { host.getApproval("approval-nope") }
-        failed("APPROVAL_NOT_FOUND") { host.approve("approval-nope", PermissionMode.ASK) }
-        failed("APPROVAL_NOT_FOUND") { host.reject("approval-nope") }
-        failed("APPROVAL_NOT_FOUND") { host.readArtifact("approval-nope") }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.getApproval("approval-nope") }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.approve("approval-nope", PermissionMode.ASK) }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.reject("approval-nope") }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.readArtifact("approval-nope") }
 
         val approval = submit(host, sid)
-        failed("PERMISSION_MODE_REQUIRED") { host.approve(approval.id, null) }
+        failed(ErrorCode.PERMISSION_MODE_REQUIRED) { host.approve(approval.id, null) }
         assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status, "a failed request changes nothing")
-        failed("SESSION_BUSY") { host.startTurn(sid, Origin.INTERACTIVE) }
-        failed("SESSION_BUSY") { host.configureSession(sid, SessionConfig(null, PermissionMode.AUTO, null, null, null)) }
+        failed(ErrorCode.SESSION_BUSY) { host.startTurn(sid, Origin.INTERACTIVE) }
+        failed(ErrorCode.SESSION_BUSY) { host.configureSession(sid, SessionConfig(null, PermissionMode.AUTO, null, null, null)) }
 
         // Tampering: same size, different bytes.
         val file = artifactFile(ws, approval)
@@ -486,14 +486,14 @@ class PlanHostTest {
         val tampered = original.copyOf().also { it[0] = (it[0] + 1).toByte() }
         file.toFile().setWritable(true)
         Files.write(file, tampered)
-        failed("ARTIFACT_INTEGRITY_MISMATCH") { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.readArtifact(approval.id) }
         // Tampering: appended bytes.
         Files.write(file, original + "\n".toByteArray())
-        failed("ARTIFACT_INTEGRITY_MISMATCH") { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.readArtifact(approval.id) }
         Files.write(file, original)
         assertEquals(markdown, host.readArtifact(approval.id).markdown)
         Files.delete(file)
-        failed("ARTIFACT_MISSING") { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_MISSING) { host.readArtifact(approval.id) }
         // The approval itself is untouched by any of this.
         assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status)
     }
@@ -504,16 +504,16 @@ class PlanHostTest {
         val host = open()
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
-        failed("EXECUTION_NOT_FOUND") { host.startExecution("execution-nope") }
-        failed("EXECUTION_NOT_FOUND") { host.completeExecution("execution-nope") }
+        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.startExecution("execution-nope") }
+        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.completeExecution("execution-nope") }
 
         val decision = host.approve(submit(host, sid).id, PermissionMode.ACCEPT_EDITS)
         val eid = decision.approval.executionId!!
-        failed("EXECUTION_NOT_ACTIVE") { host.completeExecution(eid) } // still queued
-        failed("SESSION_BUSY") { host.startTurn(sid, Origin.INTERACTIVE) }
-        failed("SESSION_BUSY") { host.completeTurn(sid, decision.session.activeTurn!!.turnId) }
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.completeExecution(eid) } // still queued
+        failed(ErrorCode.SESSION_BUSY) { host.startTurn(sid, Origin.INTERACTIVE) }
+        failed(ErrorCode.SESSION_BUSY) { host.completeTurn(sid, decision.session.activeTurn!!.turnId) }
         host.startExecution(eid)
-        failed("EXECUTION_NOT_ACTIVE") { host.startExecution(eid) } // already running
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.startExecution(eid) } // already running
 
         // Cancelling the execution turn interrupts the execution.
         val cancelled = host.cancelTurn(sid)
@@ -522,21 +522,21 @@ class PlanHostTest {
         assertEquals(Mode.AGENT, cancelled.mode)
         val row = host.getApproval(decision.approval.id)
         assertEquals(ExecutionState.INTERRUPTED, row.executionState)
-        assertEquals("EXECUTION_CANCELLED", row.errorCode)
-        reached.add("EXECUTION_CANCELLED")
-        failed("EXECUTION_NOT_ACTIVE") { host.completeExecution(eid) }
-        failed("EXECUTION_NOT_ACTIVE") { host.startExecution(eid) }
+        assertEquals(ErrorCode.EXECUTION_CANCELLED, row.errorCode)
+        reached.add(ErrorCode.EXECUTION_CANCELLED)
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.completeExecution(eid) }
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.startExecution(eid) }
     }
 
     @Test
     @Order(14)
     fun hostErrors() {
-        failed("INVALID_PARAMS") { PlanHost(db(), PlanHostOptions(0, null)) }
-        failed("INVALID_PARAMS") { PlanHost(db(), PlanHostOptions(-5, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(0, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(-5, null)) }
 
         val path = db("locked.db")
         val first = open(path)
-        failed("HOST_ALREADY_RUNNING") { PlanHost(path, PlanHostOptions(null, null)) }
+        failed(ErrorCode.HOST_ALREADY_RUNNING) { PlanHost(path, PlanHostOptions(null, null)) }
         val ws = workspace()
         val sid = planSession(first, ws).sessionId
         val approval = submit(first, sid)
@@ -564,9 +564,9 @@ class PlanHostTest {
         )
         for ((name, block) in calls) {
             val error = assertThrows<PlanException.Failed>(name) { block() }
-            assertEquals("HOST_CLOSED", error.code, name)
+            assertEquals(ErrorCode.HOST_CLOSED, error.code, name)
         }
-        reached.add("HOST_CLOSED")
+        reached.add(ErrorCode.HOST_CLOSED)
         // handleJson answers with the same code inside a JSON-RPC error.
         // (initialize itself still succeeds on a closed host: it reads no
         // state; see crates/host/src/dispatch.rs `Connection::dispatch`.)
@@ -591,15 +591,15 @@ class PlanHostTest {
             file.seek(60)
             file.writeInt(9)
         }
-        failed("SCHEMA_UNSUPPORTED") { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
         // Newer than this build: refused too.
         RandomAccessFile(v9, "rw").use { file -> file.seek(60); file.writeInt(11) }
-        failed("SCHEMA_UNSUPPORTED") { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
 
         // A file that is not a database at all.
         val junk = dir.resolve("junk.db")
         Files.write(junk, ByteArray(4096) { 0x5a })
-        failed("DATABASE_UNREADABLE") { PlanHost(junk.toString(), PlanHostOptions(null, null)) }
+        failed(ErrorCode.DATABASE_UNREADABLE) { PlanHost(junk.toString(), PlanHostOptions(null, null)) }
     }
 
     // ----------------------------------------------------------------------
@@ -649,14 +649,14 @@ class PlanHostTest {
 
         val row = host.getApproval(approval.id)
         assertEquals(ApprovalStatus.EXPIRED, row.status)
-        assertEquals("PLAN_APPROVAL_TIMEOUT", row.errorCode)
+        assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, row.errorCode)
         assertEquals(approval.expiresAt, row.expiresAt, "the deadline never moves")
         val session = host.getSession(sid)
         assertEquals(Mode.PLAN, session.mode)
         assertNull(session.activeTurn)
         assertNull(session.pendingApprovalId)
-        failed("PLAN_APPROVAL_TIMEOUT") { host.approve(approval.id, PermissionMode.AUTO) }
-        failed("PLAN_APPROVAL_TIMEOUT") { host.reject(approval.id) }
+        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.approve(approval.id, PermissionMode.AUTO) }
+        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.reject(approval.id) }
         // The artifact stays readable after expiry.
         assertEquals(markdown, host.readArtifact(approval.id).markdown)
     }
@@ -725,7 +725,7 @@ class PlanHostTest {
         submit(host, planSession(host, workspace()).sessionId)
         assertTrue(done.await(10, TimeUnit.SECONDS))
         assertEquals("ok", outcome.get())
-        failed("HOST_CLOSED") { host.listShells() }
+        failed(ErrorCode.HOST_CLOSED) { host.listShells() }
         open(path).listShells() // the lock was released
     }
 
@@ -740,11 +740,11 @@ class PlanHostTest {
         val host = open()
         val early = host.handleJson("""{"jsonrpc":"2.0","id":1,"method":"session/get","params":{"sessionId":"x"}}""")!!
         assertTrue(early.contains("\"code\":\"PROTOCOL_NOT_INITIALIZED\""), early)
-        reached.add("PROTOCOL_NOT_INITIALIZED")
+        reached.add(ErrorCode.PROTOCOL_NOT_INITIALIZED)
 
         val wrong = host.handleJson("""{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":8}}""")!!
         assertTrue(wrong.contains("\"PROTOCOL_VERSION_UNSUPPORTED\""), wrong)
-        reached.add("PROTOCOL_VERSION_UNSUPPORTED")
+        reached.add(ErrorCode.PROTOCOL_VERSION_UNSUPPORTED)
 
         val init = host.handleJson("""{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":9,"clientName":"kotlin-test"}}""")!!
         assertTrue(init.contains("\"id\":3"), init)
@@ -808,7 +808,7 @@ class PlanHostTest {
             SessionConfig(null, null, null, null, null, clearProvider = true, clearModel = true, clearShell = true),
         )
         assertEquals(partly.copy(provider = null, model = null, shell = null), cleared)
-        failed("INVALID_PARAMS") {
+        failed(ErrorCode.INVALID_PARAMS) {
             host.configureSession(sid, SessionConfig(null, null, "openai", null, null, clearProvider = true))
         }
         val restored = host.configureSession(sid, SessionConfig(null, null, "anthropic", "claude", "bash"))
@@ -849,7 +849,7 @@ class PlanHostTest {
                         val eid = host.approve(approval.id, mode).approval.executionId!!
                         host.startExecution(eid)
                         assertEquals(ExecutionState.COMPLETED, host.completeExecution(eid).executionState)
-                        assertFailsWithCode("SESSION_NOT_FOUND") { host.getSession("missing-$n") }
+                        assertFailsWithCode(ErrorCode.SESSION_NOT_FOUND) { host.getSession("missing-$n") }
                         approval.id
                     }
                 }
@@ -870,7 +870,55 @@ class PlanHostTest {
         }
     }
 
-    private fun assertFailsWithCode(code: String, block: () -> Unit) {
+    @Test
+    @Order(60)
+    fun verifyAndDiffAreLibraryOperations() {
+        val host = open()
+        val ws = workspace("review")
+        val sid = planSession(host, ws).sessionId
+        val first = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split.\n")
+        host.reject(first.id)
+        Thread.sleep(3)
+        val second = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split in two.\n")
+
+        val everything = host.verify(null, null)
+        assertTrue(everything.ok)
+        assertEquals(setOf(first.id, second.id), everything.artifacts.map { it.approvalId }.toSet())
+        assertTrue(everything.artifacts.all { it.result == ArtifactCheck.OK && it.errorCode == null })
+
+        // An orphan fails the session's verification, not one approval's.
+        Files.writeString(ws.resolve(".pi/plan/stray.md"), "# stray\n")
+        val bySession = host.verify(null, sid)
+        assertFalse(bySession.ok)
+        assertEquals(listOf(".pi/plan/stray.md"), bySession.orphans.map { it.path })
+        val one = host.verify(second.id, null)
+        assertTrue(one.ok)
+        assertTrue(one.orphans.isEmpty())
+        failed(ErrorCode.INVALID_PARAMS) { host.verify(second.id, sid) }
+
+        val diff = host.diff(second.id, null)
+        assertEquals(first.id, diff.againstApprovalId)
+        assertFalse(diff.identical)
+        assertTrue(diff.unified!!.contains("-2. Split.\n+2. Split in two.\n"), diff.unified)
+        val firstDiff = host.diff(first.id, null)
+        assertNull(firstDiff.againstApprovalId)
+        assertNull(firstDiff.unified)
+        assertTrue(host.diff(second.id, second.id).identical)
+
+        Files.writeString(ws.resolve(first.artifact!!.path), "tampered\n")
+        val tampered = host.verify(first.id, null)
+        assertFalse(tampered.ok)
+        assertEquals(ArtifactCheck.MISMATCH, tampered.artifacts.single().result)
+        assertEquals(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, tampered.artifacts.single().errorCode)
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.diff(second.id, null) }
+
+        // The typed codes are the wire's codes, one for one.
+        for (code in ErrorCode.values()) {
+            assertEquals(code.name, errorCodeWireName(code))
+        }
+    }
+
+    private fun assertFailsWithCode(code: ErrorCode, block: () -> Unit) {
         assertEquals(code, assertThrows<PlanException.Failed> { block() }.code)
     }
 
@@ -886,18 +934,18 @@ class PlanHostTest {
 
     companion object {
         /** Codes a test observed, across the class. */
-        val reached: MutableSet<String> = ConcurrentHashMap.newKeySet()
+        val reached: MutableSet<ErrorCode> = ConcurrentHashMap.newKeySet()
 
         /** Every canonical code the FFI can surface. */
         val CANONICAL = listOf(
-            "SESSION_NOT_FOUND", "SESSION_ALREADY_EXISTS", "SESSION_BUSY", "SESSION_NOT_PROJECT_BOUND",
-            "PLAN_REQUIRES_INTERACTIVE_SESSION", "PLAN_NOT_ACTIVE", "SUBMIT_PLAN_NOT_ALONE", "INVALID_PLAN_INPUT",
-            "TOOL_DENIED_IN_PLAN", "TURN_NOT_ACTIVE", "APPROVAL_NOT_FOUND", "APPROVAL_NOT_PENDING",
-            "PERMISSION_MODE_REQUIRED", "PLAN_APPROVAL_TIMEOUT", "ARTIFACT_SYMLINK", "ARTIFACT_WRITE_FAILED",
-            "ARTIFACT_MISSING", "ARTIFACT_INTEGRITY_MISMATCH", "EXECUTION_NOT_FOUND", "EXECUTION_NOT_ACTIVE",
-            "EXECUTION_CANCELLED", "HOST_RESTARTED", "HOST_ALREADY_RUNNING", "HOST_CLOSED", "SHELL_UNKNOWN",
-            "INVALID_PARAMS", "SCHEMA_UNSUPPORTED", "DATABASE_UNREADABLE", "PROTOCOL_NOT_INITIALIZED",
-            "PROTOCOL_VERSION_UNSUPPORTED",
+            ErrorCode.SESSION_NOT_FOUND, ErrorCode.SESSION_ALREADY_EXISTS, ErrorCode.SESSION_BUSY, ErrorCode.SESSION_NOT_PROJECT_BOUND,
+            ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION, ErrorCode.PLAN_NOT_ACTIVE, ErrorCode.SUBMIT_PLAN_NOT_ALONE, ErrorCode.INVALID_PLAN_INPUT,
+            ErrorCode.TOOL_DENIED_IN_PLAN, ErrorCode.TURN_NOT_ACTIVE, ErrorCode.APPROVAL_NOT_FOUND, ErrorCode.APPROVAL_NOT_PENDING,
+            ErrorCode.PERMISSION_MODE_REQUIRED, ErrorCode.PLAN_APPROVAL_TIMEOUT, ErrorCode.ARTIFACT_SYMLINK, ErrorCode.ARTIFACT_WRITE_FAILED,
+            ErrorCode.ARTIFACT_MISSING, ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, ErrorCode.EXECUTION_NOT_FOUND, ErrorCode.EXECUTION_NOT_ACTIVE,
+            ErrorCode.EXECUTION_CANCELLED, ErrorCode.HOST_RESTARTED, ErrorCode.HOST_ALREADY_RUNNING, ErrorCode.HOST_CLOSED, ErrorCode.SHELL_UNKNOWN,
+            ErrorCode.INVALID_PARAMS, ErrorCode.SCHEMA_UNSUPPORTED, ErrorCode.DATABASE_UNREADABLE, ErrorCode.PROTOCOL_NOT_INITIALIZED,
+            ErrorCode.PROTOCOL_VERSION_UNSUPPORTED,
         )
     }
 }
