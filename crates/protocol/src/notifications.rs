@@ -10,29 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::objects::{ExecutionState, OutputStream, PlanApproval, Session};
 
-/// The notification method names, exactly as on the wire.
-pub mod notification_method {
-    /// `plan/approvalRequested`
-    pub const PLAN_APPROVAL_REQUESTED: &str = "plan/approvalRequested";
-    /// `plan/approvalResolved`
-    pub const PLAN_APPROVAL_RESOLVED: &str = "plan/approvalResolved";
-    /// `execution/stateChanged`
-    pub const EXECUTION_STATE_CHANGED: &str = "execution/stateChanged";
-    /// `session/changed`
-    pub const SESSION_CHANGED: &str = "session/changed";
-    /// `command/output`
-    pub const COMMAND_OUTPUT: &str = "command/output";
-
-    /// Every notification method, in contract order.
-    pub const ALL: [&str; 5] = [
-        PLAN_APPROVAL_REQUESTED,
-        PLAN_APPROVAL_RESOLVED,
-        EXECUTION_STATE_CHANGED,
-        SESSION_CHANGED,
-        COMMAND_OUTPUT,
-    ];
-}
-
 /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -86,37 +63,63 @@ pub struct CommandOutputNotification {
     pub chunk: String,
 }
 
-/// Every host notification with its typed params, tagged as
-/// `{"method": ..., "params": ...}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "method", content = "params")]
-pub enum ServerNotification {
-    /// `plan/approvalRequested`
-    #[serde(rename = "plan/approvalRequested")]
-    PlanApprovalRequested(PlanApprovalRequestedNotification),
-    /// `plan/approvalResolved`
-    #[serde(rename = "plan/approvalResolved")]
-    PlanApprovalResolved(PlanApprovalResolvedNotification),
-    /// `execution/stateChanged`
-    #[serde(rename = "execution/stateChanged")]
-    ExecutionStateChanged(ExecutionStateChangedNotification),
-    /// `session/changed`
-    #[serde(rename = "session/changed")]
-    SessionChanged(SessionChangedNotification),
-    /// `command/output`
-    #[serde(rename = "command/output")]
-    CommandOutput(CommandOutputNotification),
+/// Declares every host notification once, as
+/// `Variant, CONSTANT => "resource/event", ParamsType;`, and derives the
+/// name constants and [`notification_method::ALL`], the method-tagged
+/// [`ServerNotification`] union, [`ServerNotification::method`] and the
+/// list the schema files are generated from. Adding a notification is one
+/// line here plus its params type.
+macro_rules! server_notifications {
+    ($($variant:ident, $constant:ident => $name:literal, $params:ty;)+) => {
+        /// The notification method names, exactly as on the wire.
+        pub mod notification_method {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                pub const $constant: &str = $name;
+            )+
+
+            /// Every notification method, in contract order.
+            pub const ALL: [&str; [$($name),+].len()] = [$($constant),+];
+        }
+
+        /// Every host notification with its typed params, tagged as
+        /// `{"method": ..., "params": ...}`.
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        #[serde(tag = "method", content = "params")]
+        pub enum ServerNotification {
+            $(
+                #[doc = concat!("`", $name, "`")]
+                #[serde(rename = $name)]
+                $variant($params),
+            )+
+        }
+
+        impl ServerNotification {
+            /// The wire method name.
+            pub const fn method(&self) -> &'static str {
+                match self {
+                    $(ServerNotification::$variant(_) => notification_method::$constant,)+
+                }
+            }
+        }
+
+        /// Hands every notification's name and params type to `visitor`.
+        pub(crate) fn visit_notifications(visitor: &mut impl NotificationVisitor) {
+            $(visitor.visit::<$params>($name);)+
+        }
+    };
 }
 
-impl ServerNotification {
-    /// The wire method name.
-    pub const fn method(&self) -> &'static str {
-        match self {
-            ServerNotification::PlanApprovalRequested(_) => notification_method::PLAN_APPROVAL_REQUESTED,
-            ServerNotification::PlanApprovalResolved(_) => notification_method::PLAN_APPROVAL_RESOLVED,
-            ServerNotification::ExecutionStateChanged(_) => notification_method::EXECUTION_STATE_CHANGED,
-            ServerNotification::SessionChanged(_) => notification_method::SESSION_CHANGED,
-            ServerNotification::CommandOutput(_) => notification_method::COMMAND_OUTPUT,
-        }
-    }
+/// Receives each notification's params type (see `visit_notifications`).
+pub(crate) trait NotificationVisitor {
+    /// One notification.
+    fn visit<N: JsonSchema>(&mut self, name: &'static str);
+}
+
+server_notifications! {
+    PlanApprovalRequested, PLAN_APPROVAL_REQUESTED => "plan/approvalRequested", PlanApprovalRequestedNotification;
+    PlanApprovalResolved, PLAN_APPROVAL_RESOLVED => "plan/approvalResolved", PlanApprovalResolvedNotification;
+    ExecutionStateChanged, EXECUTION_STATE_CHANGED => "execution/stateChanged", ExecutionStateChangedNotification;
+    SessionChanged, SESSION_CHANGED => "session/changed", SessionChangedNotification;
+    CommandOutput, COMMAND_OUTPUT => "command/output", CommandOutputNotification;
 }

@@ -26,10 +26,7 @@ use schemars::generate::SchemaSettings;
 
 use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
-use crate::notifications::{
-    CommandOutputNotification, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
-    PlanApprovalResolvedNotification, ServerNotification, SessionChangedNotification, notification_method,
-};
+use crate::notifications::{NotificationVisitor, ServerNotification, visit_notifications};
 use crate::objects::{PlanApproval, Session};
 
 /// One generated schema file.
@@ -103,21 +100,16 @@ pub fn schema_files() -> Vec<SchemaFile> {
     let mut methods = Methods(Vec::new());
     visit_methods(&mut methods);
     let mut files = methods.0;
-    files.push(notification_schema::<PlanApprovalRequestedNotification>(
-        notification_method::PLAN_APPROVAL_REQUESTED,
-    ));
-    files.push(notification_schema::<PlanApprovalResolvedNotification>(
-        notification_method::PLAN_APPROVAL_RESOLVED,
-    ));
-    files.push(notification_schema::<ExecutionStateChangedNotification>(
-        notification_method::EXECUTION_STATE_CHANGED,
-    ));
-    files.push(notification_schema::<SessionChangedNotification>(
-        notification_method::SESSION_CHANGED,
-    ));
-    files.push(notification_schema::<CommandOutputNotification>(
-        notification_method::COMMAND_OUTPUT,
-    ));
+    /// Collects the params schema of every notification.
+    struct Notifications<'files>(&'files mut Vec<SchemaFile>);
+
+    impl NotificationVisitor for Notifications<'_> {
+        fn visit<N: JsonSchema>(&mut self, name: &'static str) {
+            self.0.push(notification_schema::<N>(name));
+        }
+    }
+
+    visit_notifications(&mut Notifications(&mut files));
 
     files.push(schema::<Request>(
         "jsonrpc.request.json".to_owned(),
