@@ -145,9 +145,10 @@ enum ApprovalsCommand {
         #[command(flatten)]
         output: Output,
     },
-    /// Recompute size and SHA-256 of artifacts (ok, missing, mismatch) and
-    /// report orphan files under each workspace's .pi/plan/. Exit 1 when
-    /// anything is wrong.
+    /// Recompute size and SHA-256 of artifacts (ok, missing, mismatch,
+    /// unreadable, legacy); with --session or --all, also report orphan
+    /// files under each workspace's .pi/plan/ (one approval is checked
+    /// alone). Exit 1 when anything is wrong.
     #[command(after_help = EXIT_CODES)]
     #[command(group = clap::ArgGroup::new("selection").required(true).args(["id", "session", "all"]))]
     Verify {

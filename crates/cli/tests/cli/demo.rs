@@ -1,7 +1,6 @@
-//! The demo runs on a fresh directory, quickly, and tells every step of
-//! the ADR story; what it leaves behind verifies.
-
-use std::time::{Duration, Instant};
+//! The demo runs on a fresh directory and tells every step of the ADR
+//! story; what it leaves behind verifies. How long it takes is a benchmark's
+//! question (`cargo bench -p plan-cli --bench cli`), not a test's.
 
 use crate::support::run;
 
@@ -54,13 +53,7 @@ fn assert_steps(stdout: &str) {
 fn demo_in_a_given_directory_tells_each_step_and_leaves_a_verifiable_database() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("demo");
-    let started = Instant::now();
     let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the demo took {:?}",
-        started.elapsed()
-    );
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     assert_steps(&result.stdout);
     let db = target.join("plan-checkpoint.db");

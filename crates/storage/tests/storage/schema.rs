@@ -88,3 +88,22 @@ fn query_plan(path: &std::path::Path, sql: &str) -> String {
         .unwrap();
     rows.map(Result::unwrap).collect::<Vec<_>>().join("\n")
 }
+
+#[test]
+fn the_v8_fixture_has_exactly_the_baseline_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = crate::support::fixture_database(dir.path(), "fixture.db");
+    let baseline_sql = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/V8__baseline.sql"),
+    )
+    .unwrap();
+    let baseline = crate::support::database_from_sql(dir.path(), "baseline.db", &baseline_sql);
+    assert_eq!(
+        crate::support::schema_dump(&fixture),
+        crate::support::schema_dump(&baseline)
+    );
+    assert_eq!(
+        crate::support::table_rows(&fixture, "PRAGMA user_version"),
+        crate::support::table_rows(&baseline, "PRAGMA user_version")
+    );
+}

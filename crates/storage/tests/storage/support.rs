@@ -9,6 +9,13 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 /// The v8 sample database of the storage contract, as SQL.
+///
+/// Its DDL repeats `migrations/V8__baseline.sql` on purpose instead of being
+/// derived from it: the fixture is the contract's own file, a witness of
+/// what the 0.4.14 host wrote, and adoption of a v8 database is only checked
+/// against something independent if the two are kept apart. That they say
+/// the same is a test (`the_v8_fixture_has_exactly_the_baseline_schema`), so
+/// neither can drift alone.
 pub(crate) fn fixture_sql() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v8-sample.sql");
     std::fs::read_to_string(path).expect("the v8 fixture is part of the crate")
