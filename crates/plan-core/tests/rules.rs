@@ -1198,7 +1198,7 @@ fn due_approvals_and_the_next_deadline_across_sessions() {
             .collect()
     };
     assert!(due(first.expires_at - 1).is_empty());
-    assert_eq!(due(first.expires_at), [first.id.clone()]);
+    assert_eq!(due(first.expires_at), std::slice::from_ref(&first.id));
     assert_eq!(due(second.expires_at), [second.id.clone(), first.id.clone()]);
     // The machine expires at exactly the instant the cross-session rule calls due.
     let expired = handle(&pending, &context(first.expires_at), Event::Tick);
