@@ -40,7 +40,10 @@ use sha2::Digest;
 
 const MARKDOWN: &str = "# Plan\n\n1. Read the parser.\n2. Split it in two.\n3. Run the tests.\n";
 
-/// A running serve process with a synchronous client.
+/// A running serve process with a synchronous client. Not the tests' shared
+/// client (`tests/cli/client.rs`) on purpose: that one reads through a
+/// thread and a channel so a hung server fails a test, which would add a
+/// thread hand-off to every round trip measured here.
 struct Serve {
     child: Child,
     stdin: ChildStdin,

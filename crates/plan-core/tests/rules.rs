@@ -1094,14 +1094,14 @@ fn bad_workspace_roots_and_empty_session_ids_are_refused_at_creation() {
 #[test]
 fn submission_from_a_legacy_unnormalized_root_writes_under_the_normalized_root() {
     let mut state = plan_session();
-    state.session.workspace_root = Some("/work/space/./".to_owned());
+    state.session.workspace_root = Some("/home/dev/space/./".to_owned());
     let state = started(&state);
     let (results, transition) = tool_results(&state, vec![submit_call(plan_input())]);
     assert_eq!(results[0].decision, ToolDecision::WriteArtifact);
     let [Effect::WriteArtifact(request)] = transition.effects.as_slice() else {
         panic!("unexpected effects {:?}", transition.effects);
     };
-    assert_eq!(request.workspace_root, "/work/space");
+    assert_eq!(request.workspace_root, "/home/dev/space");
 
     let mut escaping = plan_session();
     escaping.session.workspace_root = Some("/../etc".to_owned());
