@@ -7,7 +7,10 @@
 
 mod demo;
 mod exit;
+mod inbound;
 mod inspect;
+mod log;
+mod outbound;
 mod render;
 mod serve;
 
@@ -57,8 +60,9 @@ enum Command {
     /// Serve protocol v9 JSON-RPC on stdin/stdout (one message per line).
     #[command(after_help = EXIT_CODES)]
     Serve {
-        /// How long an approval stays pending, in milliseconds.
-        #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, value_parser = clap::value_parser!(i64).range(1..))]
+        /// How long an approval stays pending, in milliseconds (1 to
+        /// 604800000, seven days).
+        #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, allow_negative_numbers = true)]
         approval_ttl_ms: i64,
         /// The largest accepted SubmitPlan markdown, in bytes.
         #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)]
@@ -236,7 +240,7 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("plan-checkpoint: error: {}", failure.message);
+            log::line(&format!("plan-checkpoint: error: {}", failure.message));
             failure.exit
         }
     };

@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use plan_core::{
     ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, Limits, Mode,
@@ -76,6 +77,10 @@ pub struct ToolCallOutcome {
     pub decision: ToolCallVerdict,
     /// The pending approval an accepted SubmitPlan created.
     pub approval: Option<PlanApproval>,
+    /// A sentence about a denial more specific than its code's own message:
+    /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
+    /// read-only, a loop of links). `None` when the code says it all.
+    pub message: Option<String>,
 }
 
 impl ToolCallOutcome {
@@ -87,7 +92,11 @@ impl ToolCallOutcome {
             }
             (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
             (ToolCallVerdict::Deny(code), _) => {
-                plan_protocol::ToolCallResult::deny(self.call_id.clone(), code)
+                let mut result = plan_protocol::ToolCallResult::deny(self.call_id.clone(), code);
+                if let (Some(message), Some(error)) = (&self.message, result.error.as_mut()) {
+                    error.message.clone_from(message);
+                }
+                result
             }
         }
     }
@@ -126,6 +135,9 @@ pub struct ShellEntry {
 struct Open {
     store: Store,
     turns: HashMap<String, ActiveTurn>,
+    /// The monotonic instant each approval this host created was created
+    /// at, while it is pending: no wall-clock step extends its window.
+    created: HashMap<String, Instant>,
     // Held for the host's lifetime; dropping it lets another host in.
     _lock: HostLock,
 }
@@ -192,6 +204,7 @@ impl Host {
             open: Mutex::new(Some(Open {
                 store,
                 turns: HashMap::new(),
+                created: HashMap::new(),
                 _lock: lock,
             })),
             outbox: Mutex::new(Outbox::default()),
@@ -331,16 +344,19 @@ impl Host {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(None),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::Delegate(mode) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(Some(mode)),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::Deny(code) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
@@ -375,6 +391,12 @@ impl Host {
         let call_id = request.call_id.clone();
         let workspace_root = request.workspace_root.clone();
         let written_artifact = written.as_ref().ok().cloned();
+        // The code alone cannot tell a full disk from a read-only one; the
+        // storage error names the OS cause, and the agent sees it.
+        let failure = written
+            .as_ref()
+            .err()
+            .map(|error| (error.code(), error.to_string()));
         let event = match written {
             Ok(artifact) => Event::ArtifactWritten {
                 request,
@@ -401,6 +423,7 @@ impl Host {
                 call_id,
                 decision: ToolCallVerdict::Allow(None),
                 approval: Some(approval),
+                message: None,
             }),
             (Reply::ToolResults(results), _) => {
                 let code = results
@@ -410,10 +433,14 @@ impl Host {
                         ToolDecision::Allow | ToolDecision::Delegate(_) | ToolDecision::WriteArtifact => None,
                     })
                     .unwrap_or(ErrorCode::ArtifactWriteFailed);
+                let message = failure
+                    .filter(|(failed, _)| *failed == code)
+                    .map(|(_, message)| message);
                 Ok(ToolCallOutcome {
                     call_id,
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
+                    message,
                 })
             }
             (other, _) => Err(unexpected(&other)),
@@ -606,27 +633,37 @@ impl Host {
     // Deadlines.
 
     /// The earliest pending deadline across all sessions.
+    ///
+    /// It is read on the wall clock as it is now: when the clock was stepped
+    /// back since an approval was created, the deadline is that much earlier
+    /// than its `expiresAt`, so a timer set by it still fires on time.
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
+        let wall = self.now();
+        let instant = Instant::now();
         self.with_open(|open| {
             Ok(open
                 .store
                 .live_rows()?
                 .iter()
                 .filter(|row| row.status == ApprovalStatus::Pending)
-                .map(|row| row.expires_at)
+                .map(|row| plan_core::wall_deadline(wall, row, open.elapsed_since_creation(row, instant)))
                 .min())
         })
     }
 
     /// Expires every approval whose deadline has passed; returns them.
     pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
-        let now = self.now();
+        let wall = self.now();
+        let instant = Instant::now();
         let due: Vec<String> = self.with_open(|open| {
             Ok(open
                 .store
                 .live_rows()?
                 .into_iter()
-                .filter(|row| row.status == ApprovalStatus::Pending && row.expires_at <= now)
+                .filter(|row| {
+                    row.status == ApprovalStatus::Pending
+                        && row.expires_at <= open.decision_time(wall, instant, Some(row))
+                })
                 .map(|row| row.session_id)
                 .collect())
         })?;
@@ -693,14 +730,17 @@ impl Host {
         session_id: &str,
         event: Event,
     ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
-        let now = self.now();
-        let context = Context {
-            now,
-            epoch: self.epoch,
-            limits: self.options.limits,
-        };
+        // The wall clock and the monotonic clock are read together, once.
+        let wall = self.now();
+        let instant = Instant::now();
         let (effects, outcome) = self.with_open(|open| {
             let before = load_state(open, session_id)?;
+            let now = open.decision_time(wall, instant, before.pending_approval.as_ref());
+            let context = Context {
+                now,
+                epoch: self.epoch,
+                limits: self.options.limits,
+            };
             let Transition {
                 state,
                 effects,
@@ -715,6 +755,7 @@ impl Host {
             if writes {
                 open.store.apply(&effects, now)?;
             }
+            open.track_creations(&effects, instant);
             match &state.active_turn {
                 Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
                 None => open.turns.remove(session_id),
@@ -778,6 +819,40 @@ impl Drop for DrainGuard<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             lock(self.0).draining = false;
+        }
+    }
+}
+
+impl Open {
+    /// The monotonic milliseconds since this host created `approval`, if it did.
+    fn elapsed_since_creation(&self, approval: &PlanApproval, instant: Instant) -> Option<i64> {
+        self.created.get(&approval.id).map(|created| {
+            i64::try_from(instant.saturating_duration_since(*created).as_millis()).unwrap_or(i64::MAX)
+        })
+    }
+
+    /// The time plan-core decides at for a session with this pending approval.
+    fn decision_time(&self, wall: UnixMs, instant: Instant, pending: Option<&PlanApproval>) -> UnixMs {
+        let elapsed = pending.and_then(|approval| self.elapsed_since_creation(approval, instant));
+        plan_core::decision_time(wall, pending, elapsed)
+    }
+
+    /// Remembers when committed approvals were created, and forgets them
+    /// once they are no longer pending.
+    fn track_creations(&mut self, effects: &[Effect], instant: Instant) {
+        for effect in effects {
+            match effect {
+                Effect::InsertApproval(approval) => {
+                    self.created.insert(approval.id.clone(), instant);
+                }
+                Effect::UpdateApproval { approval, .. } if approval.status != ApprovalStatus::Pending => {
+                    self.created.remove(&approval.id);
+                }
+                Effect::UpdateApproval { .. }
+                | Effect::WriteArtifact(_)
+                | Effect::SaveSession(_)
+                | Effect::AbortTurn { .. } => {}
+            }
         }
     }
 }

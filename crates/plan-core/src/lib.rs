@@ -13,20 +13,22 @@
 //! epochs and fresh ids come in as arguments; decisions go out as
 //! [`Transition`] values whose [`Effect`]s the host carries out.
 
+mod deadline;
 mod error;
 mod machine;
 mod model;
 mod recovery;
 mod tools;
 
+pub use deadline::{decision_time, wall_deadline};
 pub use error::ErrorCode;
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
     Transition, handle,
 };
 pub use model::{
-    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
-    PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
+    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, LimitError, Limits, Mode, Origin,
+    PermissionMode, PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use tools::{

@@ -16,7 +16,9 @@ use crate::{ErrorCode, Session};
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
-    /// The host clock, Unix ms.
+    /// The time to decide at, Unix ms: the host's wall clock as
+    /// [`crate::decision_time`] bounds it (never before the pending
+    /// approval's creation plus the monotonic time since).
     pub now: UnixMs,
     /// The boot epoch of the handling process.
     pub epoch: BootEpoch,
@@ -431,7 +433,7 @@ fn submit_plan(
     let Some(workspace_root) = state.session.workspace_root.clone() else {
         return Err(ErrorCode::SessionNotProjectBound);
     };
-    let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes)?;
+    let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes())?;
     Ok(ArtifactRequest {
         session_id: state.session.id.clone(),
         turn_id: turn.turn_id.clone(),
@@ -477,7 +479,7 @@ fn artifact_written(
         status: ApprovalStatus::Pending,
         error_code: None,
         created_at: context.now,
-        expires_at: context.now.saturating_add(context.limits.approval_ttl_ms),
+        expires_at: context.now.saturating_add(context.limits.approval_ttl_ms()),
         decided_at: None,
         permission_mode: None,
         execution_id: None,

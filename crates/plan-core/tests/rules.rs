@@ -337,10 +337,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
 #[test]
 fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
     let state = plan_turn();
-    let limits = Limits {
-        approval_ttl_ms: TTL,
-        markdown_limit_bytes: 8,
-    };
+    let limits = Limits::new(TTL, 8).unwrap();
     let run = |markdown: &str| {
         let transition = handle(
             &state,
@@ -662,10 +659,7 @@ fn tick_expires_at_the_deadline_and_never_moves_it() {
 #[test]
 fn deadline_uses_the_configured_ttl() {
     let state = plan_turn();
-    let limits = Limits {
-        approval_ttl_ms: 250,
-        markdown_limit_bytes: 100,
-    };
+    let limits = Limits::new(250, 100).unwrap();
     let short = |now| Context {
         now,
         epoch: EPOCH,
@@ -1021,4 +1015,26 @@ fn error_code_messages() {
         .map(|code| format!("{}: {}", code.as_str(), code.message()))
         .collect();
     insta::assert_snapshot!(table.join("\n"));
+}
+
+#[test]
+fn limits_can_only_be_built_in_range() {
+    for ttl in [-5, 0, Limits::MAX_APPROVAL_TTL_MS + 1, i64::MAX, i64::MIN] {
+        let error = Limits::new(ttl, Limits::DEFAULT_MARKDOWN_LIMIT_BYTES).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{ttl}");
+        assert!(error.to_string().contains(&format!("{ttl} ms")), "{error}");
+        assert!(error.to_string().contains("from 1 ms to 604800000 ms"), "{error}");
+    }
+    for bytes in [0, Limits::MAX_MARKDOWN_LIMIT_BYTES + 1, usize::MAX] {
+        let error = Limits::new(TTL, bytes).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{bytes}");
+    }
+    let widest = Limits::new(Limits::MAX_APPROVAL_TTL_MS, Limits::MAX_MARKDOWN_LIMIT_BYTES).unwrap();
+    assert_eq!(widest.approval_ttl_ms(), Limits::MAX_APPROVAL_TTL_MS);
+    let narrowest = Limits::new(1, 1).unwrap();
+    assert_eq!(
+        (narrowest.approval_ttl_ms(), narrowest.markdown_limit_bytes()),
+        (1, 1)
+    );
+    assert_eq!(Limits::default(), Limits::new(TTL, 8 * 1024 * 1024).unwrap());
 }
