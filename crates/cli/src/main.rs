@@ -32,9 +32,13 @@ struct Cli {
         global = true,
         env = "PLAN_CHECKPOINT_DB",
         hide_env_values = true,
-        value_name = "PATH"
+        value_name = "PATH",
+        value_hint = clap::ValueHint::FilePath,
+        // Raw, so that an empty name reaches storage's refusal (exit 3)
+        // like `:memory:` does, instead of a generic usage error.
+        value_parser = clap::value_parser!(std::ffi::OsString)
     )]
-    db: Option<PathBuf>,
+    db: Option<std::ffi::OsString>,
     #[command(subcommand)]
     command: Command,
 }
@@ -248,7 +252,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {
-    let database = cli.db.as_deref();
+    let database = cli.db.map(PathBuf::from);
+    let database = database.as_deref();
     match cli.command {
         Command::Serve {
             approval_ttl_ms,

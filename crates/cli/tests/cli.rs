@@ -15,6 +15,9 @@ mod support;
 #[path = "cli/commands.rs"]
 mod commands;
 
+#[path = "cli/edges.rs"]
+mod edges;
+
 #[path = "cli/errors.rs"]
 mod errors;
 

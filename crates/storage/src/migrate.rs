@@ -237,17 +237,23 @@ fn inspection_connection(path: &Path) -> Result<(Connection, bool), StorageError
             }
         })
         .is_some_and(|parent| rustix::fs::access(parent, rustix::fs::Access::WRITE_OK).is_ok());
-    if error.sqlite_error_code() != Some(rusqlite::ErrorCode::CannotOpen) || directory_writable {
+    // SQLite says "unable to open database file" or "attempt to write a
+    // readonly database" when it cannot create or initialize the -shm file.
+    let cannot_share = error.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+        || (error.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
+            && error.sqlite_extended_error_code() != Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK));
+    if !cannot_share || directory_writable {
         return Err(classify("reading the database")(error));
     }
     drop(conn);
-    let wal_has_changes = std::fs::metadata(sibling(path, "-wal")).is_ok_and(|metadata| metadata.len() > 0);
-    if wal_has_changes {
+    let has_content =
+        |suffix: &str| std::fs::metadata(sibling(path, suffix)).is_ok_and(|metadata| metadata.len() > 0);
+    if has_content("-wal") || has_content("-journal") {
         return Err(StorageError::DatabaseUnreadable {
             path: path.to_owned(),
-            detail: "its directory is read-only and a write-ahead log with changes not yet merged into the \
-                     database lies beside it, which SQLite cannot read there; copy the database with its \
-                     -wal and -shm files to writable storage to inspect it"
+            detail: "its directory is read-only and a write-ahead log or journal with changes not yet merged \
+                     into the database lies beside it, which SQLite cannot read there; copy the database with \
+                     its -wal, -shm and -journal files to writable storage to inspect it"
                 .to_owned(),
         });
     }
