@@ -1,12 +1,12 @@
 //! Reading `serve`'s stdin: one JSON-RPC message (or batch) per line, parsed
 //! as it streams in, within the protocol's message budgets.
 //!
-//! The line is never held whole: the parser reads it through [`LineReader`],
-//! which stops at the `\n` and feeds every byte to a
-//! [`plan_protocol::MessageScanner`] first, so a line that would cost more
-//! than its budgets (length, batch length, JSON values, string bytes) is cut
-//! off at the first byte too many, and the rest of it is skipped without
-//! being stored. This module frames and parses; it answers nothing.
+//! Every byte comes through [`LineReader`], which stops at the `\n` and feeds
+//! it to a [`plan_protocol::MessageScanner`] first, so a line that would cost
+//! more than its budgets (length, batch length, JSON values, string bytes) is
+//! cut off at the first byte too many, and the rest of it is skipped without
+//! being stored. A small line is read whole and parsed; a long one is parsed
+//! as it streams in and is never held whole. This module frames and parses; it answers nothing.
 
 use std::io::{BufRead, Read};
 
@@ -14,6 +14,12 @@ use plan_core::ErrorCode;
 use plan_protocol::{ErrorObject, MessageLimits, MessageScanner, Overrun};
 use serde::Deserialize;
 use serde_json::Value;
+
+/// Lines up to this long are read whole, then parsed.
+const SMALL_LINE_BYTES: u64 = 256 * 1024;
+
+/// How much of a longer line the parser's buffer reads ahead.
+const PARSE_BUFFER_BYTES: usize = 64 * 1024;
 
 /// What one line of stdin held.
 #[derive(Debug)]
@@ -40,9 +46,22 @@ pub(crate) fn next_message(input: &mut impl BufRead, limits: MessageLimits) -> s
         failure: None,
         ended: false,
     };
-    let parsed = {
-        let mut parser = serde_json::Deserializer::from_reader(&mut line);
-        Value::deserialize(&mut parser).and_then(|value| parser.end().map(|()| value))
+    // Most lines are small: read them whole (through the budgets) and parse
+    // the slice, which is fastest. Only a line longer than that is parsed
+    // as it streams in, so a large one is never held whole.
+    let mut head = Vec::new();
+    let head_read = (&mut line).take(SMALL_LINE_BYTES).read_to_end(&mut head);
+    let parsed = match head_read {
+        Err(_) => None,
+        Ok(_) if line.ended => Some(serde_json::from_slice::<Value>(&head)),
+        Ok(_) => {
+            // serde_json reads a reader one byte per call; the buffer in
+            // between lets the line reader scan and copy in blocks. It never
+            // reads past the line's end, since the line reader stops there.
+            let rest = std::io::BufReader::with_capacity(PARSE_BUFFER_BYTES, &mut line);
+            let mut parser = serde_json::Deserializer::from_reader(std::io::Cursor::new(head).chain(rest));
+            Some(Value::deserialize(&mut parser).and_then(|value| parser.end().map(|()| value)))
+        }
     };
     line.skip_rest();
     if let Some(failure) = line.failure {
@@ -55,9 +74,12 @@ pub(crate) fn next_message(input: &mut impl BufRead, limits: MessageLimits) -> s
         )));
     }
     Ok(match parsed {
-        Ok(message) => Incoming::Message(message),
-        Err(_) if line.scanner.is_blank() => Incoming::Blank,
-        Err(error) => Incoming::Refused(ErrorObject::with_detail(ErrorCode::ParseError, error)),
+        Some(Ok(message)) => Incoming::Message(message),
+        Some(Err(_)) if line.scanner.is_blank() => Incoming::Blank,
+        Some(Err(error)) => Incoming::Refused(ErrorObject::with_detail(ErrorCode::ParseError, error)),
+        // Reading failed without an overrun or a stdin failure: cannot be,
+        // since the line reader fails only for those two.
+        None => Incoming::Refused(ErrorObject::new(ErrorCode::Internal)),
     })
 }
 

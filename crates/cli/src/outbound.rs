@@ -17,7 +17,9 @@
 //!   [`MAX_QUEUED_RESPONSE_BYTES`] of them are unwritten, which stops it
 //!   reading requests, and only it.
 //!
-//! Lines leave in the order they were queued. A batch answer is queued in
+//! Lines leave in the order they were queued; a response with nothing queued
+//! before it is written by the request loop itself, which saves a thread hop
+//! per round trip (the writer waits meanwhile). A batch answer is queued in
 //! pieces as it is computed; notifications queued meanwhile are held back
 //! until its line is complete, so no line is ever interleaved. Once stdout
 //! fails (the client went away) everything is discarded. This module decides
@@ -54,21 +56,49 @@ struct State {
     response_bytes: usize,
     dropped: u64,
     closing: bool,
+    /// The request loop is writing a response itself (the queue was empty).
+    writing: bool,
     /// stdout failed; nothing more is written.
     broken: bool,
     /// The writer thread has ended.
     done: bool,
 }
 
-#[derive(Default)]
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// stdout. Never locked while `state` is held, so a blocked write
+    /// cannot hold up a notifier.
+    out: Mutex<Box<dyn Write + Send>>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes `text` (and a newline when `ends_line`) to stdout; on failure
+    /// the client is gone and everything from now on is discarded.
+    fn write(&self, text: &str, ends_line: bool) {
+        let written = {
+            let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);
+            out.write_all(text.as_bytes()).and_then(|()| {
+                if ends_line {
+                    out.write_all(b"\n").and_then(|()| out.flush())
+                } else {
+                    Ok(())
+                }
+            })
+        };
+        if written.is_err() {
+            let mut state = self.lock();
+            state.broken = true;
+            state.items.clear();
+            state.held.clear();
+            state.notifications = 0;
+            state.response_bytes = 0;
+            self.changed.notify_all();
+        }
     }
 }
 
@@ -108,12 +138,16 @@ impl Notifier {
 impl Outbound {
     /// Starts the writer thread on `out`.
     pub(crate) fn spawn(out: impl Write + Send + 'static) -> std::io::Result<Outbound> {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            out: Mutex::new(Box::new(out)),
+        });
         let thread = std::thread::Builder::new()
             .name("plan-stdout".to_owned())
             .spawn({
                 let shared = Arc::clone(&shared);
-                move || write_all(&shared, out)
+                move || write_queued(&shared)
             })?;
         Ok(Outbound {
             shared,
@@ -150,13 +184,30 @@ impl Outbound {
         if state.broken {
             return;
         }
-        state.response_bytes += text.len();
-        state.items.push_back(Item::Piece { text, ends_line });
+        // Nothing waits: write it here and save the writer thread's hop.
+        // What is queued meanwhile waits for this write (`writing`).
+        let direct = state.items.is_empty() && !state.writing;
+        let text = if direct {
+            state.writing = true;
+            Some(text)
+        } else {
+            state.response_bytes += text.len();
+            state.items.push_back(Item::Piece { text, ends_line });
+            None
+        };
         state.line_open = !ends_line;
         if ends_line {
+            // Held back while the line was open; they follow its end.
             let held: Vec<String> = state.held.drain(..).collect();
             state.items.extend(held.into_iter().map(Item::Notification));
         }
+        self.shared.changed.notify_all();
+        let Some(text) = text else {
+            return;
+        };
+        drop(state);
+        self.shared.write(&text, ends_line);
+        self.shared.lock().writing = false;
         self.shared.changed.notify_all();
     }
 
@@ -187,13 +238,15 @@ impl Outbound {
     }
 }
 
-fn write_all(shared: &Shared, mut out: impl Write) {
+fn write_queued(shared: &Shared) {
     let mut reported: u64 = 0;
     loop {
         let (item, dropped) = {
             let mut state = shared.lock();
             let item = loop {
-                if let Some(item) = state.items.pop_front() {
+                if !state.writing
+                    && let Some(item) = state.items.pop_front()
+                {
                     match &item {
                         Item::Notification(_) => state.notifications -= 1,
                         Item::Piece { text, .. } => state.response_bytes -= text.len(),
@@ -201,7 +254,7 @@ fn write_all(shared: &Shared, mut out: impl Write) {
                     shared.changed.notify_all();
                     break item;
                 }
-                if state.closing {
+                if state.closing && state.items.is_empty() && !state.writing {
                     state.done = true;
                     shared.changed.notify_all();
                     return;
@@ -218,28 +271,9 @@ fn write_all(shared: &Shared, mut out: impl Write) {
             ));
             reported = dropped;
         }
-        let written = match &item {
-            Item::Notification(text) => out
-                .write_all(text.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .and_then(|()| out.flush()),
-            Item::Piece { text, ends_line } => out.write_all(text.as_bytes()).and_then(|()| {
-                if *ends_line {
-                    out.write_all(b"\n").and_then(|()| out.flush())
-                } else {
-                    Ok(())
-                }
-            }),
-        };
-        if written.is_err() {
-            // The client went away: discard everything from now on.
-            let mut state = shared.lock();
-            state.broken = true;
-            state.items.clear();
-            state.held.clear();
-            state.notifications = 0;
-            state.response_bytes = 0;
-            shared.changed.notify_all();
+        match &item {
+            Item::Notification(text) => shared.write(text, true),
+            Item::Piece { text, ends_line } => shared.write(text, *ends_line),
         }
     }
 }
