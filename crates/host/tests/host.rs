@@ -1891,3 +1891,70 @@ mod edges {
         assert_ne!(missing, not_a_directory);
     }
 }
+
+mod bounded_lines {
+    use super::*;
+
+    fn connection(fx: &Fixture) -> Connection {
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        let init = connection
+            .handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9,"clientName":"t"}}"#)
+            .unwrap();
+        assert!(init.contains("\"result\""), "{init}");
+        connection
+    }
+
+    #[test]
+    fn an_oversized_batch_is_refused_whole_before_anything_runs() {
+        let fx = Fixture::new();
+        let mut connection = connection(&fx);
+        let create = |id: usize| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/create", "params": {"sessionId": format!("s{id}"), "workspaceRoot": null}})
+                .to_string()
+        };
+        let batch = format!("[{}]", (0..129).map(create).collect::<Vec<_>>().join(","));
+        let reply: Value = serde_json::from_str(&connection.handle_line(&batch).unwrap()).unwrap();
+        assert_eq!(reply["error"]["data"]["code"], "INVALID_REQUEST", "{reply}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than 128"),
+            "{reply}"
+        );
+        // Nothing in it was carried out.
+        assert_eq!(code(fx.host.session("s0")), ErrorCode::SessionNotFound);
+        // 128 is allowed.
+        let batch = format!("[{}]", (0..128).map(create).collect::<Vec<_>>().join(","));
+        let replies: Value = serde_json::from_str(&connection.handle_line(&batch).unwrap()).unwrap();
+        assert_eq!(replies.as_array().unwrap().len(), 128);
+        assert_eq!(replies[0]["result"]["sessionId"], "s0", "{}", replies[0]);
+        assert!(fx.host.session("s127").is_ok());
+    }
+
+    #[test]
+    fn an_error_never_echoes_a_whole_hostile_value() {
+        let fx = Fixture::new();
+        let mut connection = connection(&fx);
+        let method = "m".repeat(1_000_000);
+        let line = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}).to_string();
+        let reply: Value = serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap();
+        assert_eq!(
+            reply["error"]["data"]["code"],
+            "METHOD_NOT_FOUND",
+            "{}",
+            reply.to_string().len()
+        );
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.len() < 1100, "{} bytes", message.len());
+        assert!(message.contains("(cut; the message was"), "{message}");
+        // A huge id in a host error is cut too.
+        let session = "s".repeat(1_000_000);
+        let line =
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/get", "params": {"sessionId": session}})
+                .to_string();
+        let reply: Value = serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap();
+        assert_eq!(reply["error"]["data"]["code"], "SESSION_NOT_FOUND");
+        assert!(reply["error"]["message"].as_str().unwrap().len() < 1100);
+    }
+}
