@@ -9,7 +9,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 
 use plan_core::{
     ActiveTurn, ApprovalStatus, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, Limits, Mode,
@@ -135,9 +134,9 @@ pub struct ShellEntry {
 struct Open {
     store: Store,
     turns: HashMap<String, ActiveTurn>,
-    /// The monotonic instant each approval this host created was created
-    /// at, while it is pending: no wall-clock step extends its window.
-    created: HashMap<String, Instant>,
+    /// The clock's monotonic reading when this host created each approval,
+    /// while it is pending: no wall-clock step extends its window.
+    created: HashMap<String, i64>,
     // Held for the host's lifetime; dropping it lets another host in.
     _lock: HostLock,
 }
@@ -639,7 +638,7 @@ impl Host {
     /// than its `expiresAt`, so a timer set by it still fires on time.
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
         let wall = self.now();
-        let instant = Instant::now();
+        let instant = self.options.clock.monotonic_ms();
         self.with_open(|open| {
             Ok(open
                 .store
@@ -654,7 +653,7 @@ impl Host {
     /// Expires every approval whose deadline has passed; returns them.
     pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
         let wall = self.now();
-        let instant = Instant::now();
+        let instant = self.options.clock.monotonic_ms();
         let due: Vec<String> = self.with_open(|open| {
             Ok(open
                 .store
@@ -732,7 +731,7 @@ impl Host {
     ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
-        let instant = Instant::now();
+        let instant = self.options.clock.monotonic_ms();
         let (effects, outcome) = self.with_open(|open| {
             let before = load_state(open, session_id)?;
             let now = open.decision_time(wall, instant, before.pending_approval.as_ref());
@@ -825,21 +824,21 @@ impl Drop for DrainGuard<'_> {
 
 impl Open {
     /// The monotonic milliseconds since this host created `approval`, if it did.
-    fn elapsed_since_creation(&self, approval: &PlanApproval, instant: Instant) -> Option<i64> {
-        self.created.get(&approval.id).map(|created| {
-            i64::try_from(instant.saturating_duration_since(*created).as_millis()).unwrap_or(i64::MAX)
-        })
+    fn elapsed_since_creation(&self, approval: &PlanApproval, instant: i64) -> Option<i64> {
+        self.created
+            .get(&approval.id)
+            .map(|created| instant.saturating_sub(*created).max(0))
     }
 
     /// The time plan-core decides at for a session with this pending approval.
-    fn decision_time(&self, wall: UnixMs, instant: Instant, pending: Option<&PlanApproval>) -> UnixMs {
+    fn decision_time(&self, wall: UnixMs, instant: i64, pending: Option<&PlanApproval>) -> UnixMs {
         let elapsed = pending.and_then(|approval| self.elapsed_since_creation(approval, instant));
         plan_core::decision_time(wall, pending, elapsed)
     }
 
     /// Remembers when committed approvals were created, and forgets them
     /// once they are no longer pending.
-    fn track_creations(&mut self, effects: &[Effect], instant: Instant) {
+    fn track_creations(&mut self, effects: &[Effect], instant: i64) {
         for effect in effects {
             match effect {
                 Effect::InsertApproval(approval) => {

@@ -1723,6 +1723,10 @@ mod ordering {
 mod edges {
     use super::*;
 
+    fn clock_now(clock: &ManualClock) -> i64 {
+        plan_host::Clock::now_ms(clock)
+    }
+
     #[test]
     fn a_second_host_through_a_symlink_or_hard_link_is_refused_and_fences_nothing() {
         let fx = Fixture::new();
@@ -1800,7 +1804,9 @@ mod edges {
         clock.set(T0);
         let late = pending("late");
         clock.set(T0 - 3_600_000);
-        std::thread::sleep(Duration::from_millis(u64::try_from(ttl).unwrap() + 100));
+        // The TTL passes; the wall clock, an hour behind, stays short of expiresAt.
+        clock.advance(ttl + 100);
+        assert!(clock_now(&clock) < late.expires_at);
         assert_eq!(
             code(host.approve(&late.id, Some(PermissionMode::Ask))),
             ErrorCode::PlanApprovalTimeout
@@ -1843,8 +1849,9 @@ mod edges {
                 .unwrap(),
         );
         clock.set(T0 - 3_600_000);
-        // The wall clock never reaches expiresAt again; the timer must act
-        // on the elapsed monotonic time (bounded poll, not a speed check).
+        clock.advance(300);
+        // The wall clock is nowhere near expiresAt; the timer must act on
+        // the elapsed monotonic time (bounded poll, not a speed check).
         let deadline = Instant::now() + Duration::from_secs(20);
         while host.approval(&approval.id).unwrap().approval.status == ApprovalStatus::Pending {
             assert!(Instant::now() < deadline, "the approval never expired");
