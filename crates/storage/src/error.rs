@@ -56,7 +56,7 @@ pub enum StorageError {
         #[source]
         source: rusqlite::Error,
     },
-    /// A file-system failure outside artifacts (the lock file, probing).
+    /// A file-system failure outside artifacts (locking, probing).
     #[error("{context} {path}: {source}")]
     Io {
         /// What was being done.

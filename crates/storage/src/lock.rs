@@ -109,10 +109,10 @@ impl HostLock {
         }
         let identity = (metadata.dev(), metadata.ino());
         if table.contains(&identity) {
-            // Created or replaced under another name between the two looks;
-            // this descriptor was never used for a lock, so closing it is
-            // only unsafe for the holder's POSIX locks, which is why the
-            // common case above never gets here.
+            // Only if the file was replaced by a link to a held one between
+            // the look above and the open; closing this descriptor then
+            // costs the holder its POSIX locks, which is why the common
+            // case never opens the file.
             return Err(refused());
         }
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
