@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use plan_core::{ApprovalStatus, ArtifactCheck, ErrorCode, PlanApproval, VerifyReport, VerifyScope};
-use plan_storage::{ApprovalFilter, ExclusiveStore, StorageError, Store, StoredApproval};
+use plan_storage::{ApprovalFilter, ExclusiveStore, SCHEMA_VERSION, StorageError, Store, StoredApproval};
 use serde::Serialize;
 
 use crate::render::{self, wire};
@@ -26,6 +26,7 @@ fn exit_for(error: &StorageError) -> i32 {
         | StorageError::DatabaseUnreadable { .. }
         | StorageError::DatabaseMissing { .. }
         | StorageError::MigrationFailed { .. }
+        | StorageError::DatabasePathRefused { .. }
         | StorageError::HostAlreadyRunning { .. } => exit::DATABASE_REFUSED,
         StorageError::Sqlite { .. } => {
             if error.code() == ErrorCode::DatabaseUnreadable {
@@ -35,6 +36,7 @@ fn exit_for(error: &StorageError) -> i32 {
             }
         }
         StorageError::Io { .. }
+        | StorageError::DatabaseFilesChanged { .. }
         | StorageError::InvalidValue { .. }
         | StorageError::SessionNotFound { .. }
         | StorageError::SessionAlreadyExists { .. }
@@ -66,13 +68,23 @@ fn failure(error: &StorageError) -> Failure {
     Failure::new(exit_for(error), message)
 }
 
-/// Opens the database for inspection; every refusal is exit code 3.
+/// Opens the database for inspection; every refusal is exit code 3. When
+/// it had to be opened as an immutable snapshot (read-only media), stderr
+/// says so, since a writer elsewhere would then go unseen.
 fn open(database: &Path) -> Result<Store, Failure> {
-    Store::open_read_only(database).map_err(|error| {
+    let store = Store::open_read_only(database).map_err(|error| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;
         refused
-    })
+    })?;
+    if store.is_immutable_snapshot() {
+        render::note(&format!(
+            "{}: the directory is read-only, so the database was opened as an immutable snapshot \
+             (no -shm file, no locks; changes made elsewhere while this runs are not seen)",
+            database.display()
+        ));
+    }
+    Ok(store)
 }
 
 fn not_found(id: &str) -> Failure {
@@ -179,52 +191,45 @@ struct MigrateJson {
 
 /// `db migrate`: v8 -> v10, or nothing to do.
 pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
-    // The read-only probe tells a missing file, a v10 file (nothing to do)
-    // and a file that needs the migration apart, without writing anything.
-    let from = match Store::open_read_only(database) {
-        Ok(store) => {
-            let version = store.schema_version().map_err(|error| failure(&error))?;
-            let text = if json {
-                render::json_pretty(&MigrateJson {
-                    path: database.display().to_string(),
-                    from: version,
-                    to: version,
-                    migrated: false,
-                })?
-            } else {
-                format!("{}: schema v{version}, nothing to migrate\n", database.display())
-            };
-            render::write_stdout(text.as_bytes())?;
-            return Ok(exit::OK);
-        }
-        Err(StorageError::SchemaUnsupported { found, .. }) => found,
-        Err(error) => {
-            let mut refused = failure(&error);
-            refused.exit = exit::DATABASE_REFUSED;
-            return Err(refused);
-        }
-    };
-    // Never migrate under a live host: storage takes the host lock first.
-    let opened = ExclusiveStore::open(database).map_err(|error| {
+    let refused = |error: StorageError| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;
         refused
-    })?;
+    };
+    // Never migrate under a live host: storage takes the host lock first,
+    // because only its holder may roll back what an interrupted host or
+    // migration left, before anything reads the file.
+    let opened = match ExclusiveStore::open_existing(database) {
+        Ok(opened) => opened,
+        Err(StorageError::HostAlreadyRunning { .. }) if is_current(database) => {
+            // A live host on a v10 database: there is nothing to migrate.
+            return report_migration(database, SCHEMA_VERSION, SCHEMA_VERSION, json);
+        }
+        Err(error) => return Err(refused(error)),
+    };
     let report = opened.migration;
-    let from = report.from.unwrap_or(from);
+    report_migration(database, report.from.unwrap_or(0), report.to, json)
+}
+
+/// Whether a read-only look finds the database at schema v10.
+fn is_current(database: &Path) -> bool {
+    Store::open_read_only(database)
+        .and_then(|store| store.schema_version())
+        .is_ok_and(|version| version == SCHEMA_VERSION)
+}
+
+fn report_migration(database: &Path, from: u32, to: u32, json: bool) -> Result<i32, Failure> {
     let text = if json {
         render::json_pretty(&MigrateJson {
             path: database.display().to_string(),
             from,
-            to: report.to,
-            migrated: from != report.to,
+            to,
+            migrated: from != to,
         })?
+    } else if from == to {
+        format!("{}: schema v{to}, nothing to migrate\n", database.display())
     } else {
-        format!(
-            "{}: migrated schema v{from} -> v{}\n",
-            database.display(),
-            report.to
-        )
+        format!("{}: migrated schema v{from} -> v{to}\n", database.display())
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -296,10 +301,10 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
                 found_size,
                 found_sha256: found_sha256.clone(),
             };
-            eprintln!(
+            crate::log::line(&format!(
                 "plan-checkpoint: warning: {}: {error}; printing the bytes anyway (--force)",
                 error.code().as_str()
-            );
+            ));
             let bytes =
                 plan_storage::read_artifact_unverified(&root, &artifact).map_err(|error| failure(&error))?;
             (bytes, found_sha256, found_size)
@@ -411,14 +416,14 @@ pub(crate) fn diff(
     } else {
         match (&diff.against_approval_id, &diff.unified) {
             (None, _) | (Some(_), None) => {
-                eprintln!(
+                crate::log::line(&format!(
                     "plan-checkpoint: approval {} is its session's first submission; nothing to compare with",
                     diff.approval_id
-                );
+                ));
                 String::new()
             }
             (Some(_), Some(_)) if diff.identical => {
-                eprintln!("plan-checkpoint: the two artifacts are identical");
+                crate::log::line("plan-checkpoint: the two artifacts are identical");
                 String::new()
             }
             (Some(_), Some(unified)) => unified.clone(),

@@ -7,7 +7,10 @@
 
 mod demo;
 mod exit;
+mod inbound;
 mod inspect;
+mod log;
+mod outbound;
 mod render;
 mod serve;
 
@@ -29,9 +32,13 @@ struct Cli {
         global = true,
         env = "PLAN_CHECKPOINT_DB",
         hide_env_values = true,
-        value_name = "PATH"
+        value_name = "PATH",
+        value_hint = clap::ValueHint::FilePath,
+        // Raw, so that an empty name reaches storage's refusal (exit 3)
+        // like `:memory:` does, instead of a generic usage error.
+        value_parser = clap::value_parser!(std::ffi::OsString)
     )]
-    db: Option<PathBuf>,
+    db: Option<std::ffi::OsString>,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,8 +64,9 @@ enum Command {
     /// Serve protocol v9 JSON-RPC on stdin/stdout (one message per line).
     #[command(after_help = EXIT_CODES)]
     Serve {
-        /// How long an approval stays pending, in milliseconds.
-        #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, value_parser = clap::value_parser!(i64).range(1..))]
+        /// How long an approval stays pending, in milliseconds (1 to
+        /// 604800000, seven days).
+        #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, allow_negative_numbers = true)]
         approval_ttl_ms: i64,
         /// The largest accepted SubmitPlan markdown, in bytes.
         #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)]
@@ -238,7 +246,7 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("plan-checkpoint: error: {}", failure.message);
+            log::line(&format!("plan-checkpoint: error: {}", failure.message));
             failure.exit
         }
     };
@@ -246,7 +254,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {
-    let database = cli.db.as_deref();
+    let database = cli.db.map(PathBuf::from);
+    let database = database.as_deref();
     match cli.command {
         Command::Serve {
             approval_ttl_ms,

@@ -269,6 +269,11 @@ pub(crate) fn json_pretty(value: &impl serde::Serialize) -> Result<String, Failu
         .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}")))
 }
 
+/// A note for the person on stderr, prefixed with the program name.
+pub(crate) fn note(text: &str) {
+    crate::log::line(&format!("plan-checkpoint: note: {text}"));
+}
+
 /// Writes bytes to stdout and flushes. A closed pipe (`| head`) is not an
 /// error worth reporting; anything else is.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {

@@ -22,6 +22,9 @@ mod serve;
 #[path = "cli/commands.rs"]
 mod commands;
 
+#[path = "cli/edges.rs"]
+mod edges;
+
 #[path = "cli/errors.rs"]
 mod errors;
 

@@ -113,21 +113,17 @@ impl PlanHost {
     /// expiry timer.
     #[uniffi::constructor]
     pub fn new(db_path: String, options: PlanHostOptions) -> Outcome<Arc<PlanHost>> {
-        let defaults = Limits::default();
-        let limits = Limits {
-            approval_ttl_ms: options.approval_ttl_ms.unwrap_or(defaults.approval_ttl_ms),
-            markdown_limit_bytes: match options.markdown_limit_bytes {
-                Some(limit) => usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?,
-                None => defaults.markdown_limit_bytes,
-            },
+        // The range rule is plan-core's, the same one `serve` and Rust
+        // embedders meet; a limit too large for this platform is out of it.
+        let markdown_limit_bytes = match options.markdown_limit_bytes {
+            Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
+            None => Limits::DEFAULT_MARKDOWN_LIMIT_BYTES,
         };
-        if limits.approval_ttl_ms <= 0 {
-            return Err(HostError::with_detail(
-                plan_core::ErrorCode::InvalidParams,
-                "approval_ttl_ms must be positive",
-            )
-            .into());
-        }
+        let limits = Limits::new(
+            options.approval_ttl_ms.unwrap_or(Limits::DEFAULT_APPROVAL_TTL_MS),
+            markdown_limit_bytes,
+        )
+        .map_err(HostError::from)?;
         let host = Arc::new(Host::open(
             &db_path,
             HostOptions {
@@ -338,5 +334,37 @@ impl PlanHost {
 impl Drop for PlanHost {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::panic)]
+
+    use super::*;
+
+    fn refusal(db_path: &str, approval_ttl_ms: Option<i64>) -> ErrorCode {
+        let options = PlanHostOptions {
+            approval_ttl_ms,
+            markdown_limit_bytes: None,
+        };
+        match PlanHost::new(db_path.to_owned(), options) {
+            Ok(_) => panic!("{db_path:?} with {approval_ttl_ms:?} should be refused"),
+            Err(PlanError::Failed { code, .. }) => code,
+        }
+    }
+
+    #[test]
+    fn out_of_range_limits_and_names_that_keep_nothing_are_invalid_params() {
+        let dir = std::env::temp_dir().join(format!("plan-ffi-limits-{}", std::process::id()));
+        let db = dir.join("never-created.db");
+        let db = db.to_string_lossy();
+        for ttl in [-5, 0, Limits::MAX_APPROVAL_TTL_MS + 1, i64::MAX] {
+            assert_eq!(refusal(&db, Some(ttl)), ErrorCode::InvalidParams, "{ttl}");
+        }
+        for name in ["", ":memory:", "file:x.db?mode=memory"] {
+            assert_eq!(refusal(name, None), ErrorCode::InvalidParams, "{name:?}");
+        }
+        assert!(!dir.exists());
     }
 }

@@ -371,9 +371,11 @@ pub struct ApprovalQuery {
 /// Host settings; `None` takes the default (30 minutes, 8 MiB).
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct PlanHostOptions {
-    /// Approval TTL in milliseconds.
+    /// Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
+    /// minutes when absent. Anything else is `INVALID_PARAMS`.
     pub approval_ttl_ms: Option<i64>,
-    /// Largest SubmitPlan markdown in bytes.
+    /// Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
+    /// when absent.
     pub markdown_limit_bytes: Option<u64>,
 }
 

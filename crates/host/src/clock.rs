@@ -3,17 +3,38 @@
 //! The host reads the clock once per operation and hands the value to
 //! plan-core. Tests and embedders with their own time source supply a
 //! [`Clock`]; a [`ManualClock`] lets a test jump past a deadline without
-//! sleeping.
+//! sleeping, and step its wall clock without time passing.
+//!
+//! A clock has two readings: the wall clock (Unix ms, which can be stepped
+//! back or forth) and a monotonic one (ms from an arbitrary origin, which
+//! only moves forward, at the pace time passes). The host measures how long
+//! an approval has been pending with the second, so that no step of the
+//! first extends its window.
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use plan_core::UnixMs;
 
 /// A source of Unix-millisecond time.
 pub trait Clock: Send + Sync {
-    /// The current time.
+    /// The current wall-clock time.
     fn now_ms(&self) -> UnixMs;
+
+    /// Milliseconds since an arbitrary origin, never going back and not
+    /// moved by steps of the wall clock. By default the system's monotonic
+    /// clock.
+    fn monotonic_ms(&self) -> i64 {
+        system_monotonic_ms()
+    }
+}
+
+/// The system's monotonic clock, in ms since the first reading.
+fn system_monotonic_ms() -> i64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = ORIGIN.get_or_init(Instant::now);
+    i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The system wall clock.
@@ -33,6 +54,7 @@ impl Clock for SystemClock {
 #[derive(Debug)]
 pub struct ManualClock {
     now: AtomicI64,
+    monotonic: AtomicI64,
 }
 
 impl ManualClock {
@@ -40,15 +62,21 @@ impl ManualClock {
     pub fn new(now: UnixMs) -> ManualClock {
         ManualClock {
             now: AtomicI64::new(now),
+            monotonic: AtomicI64::new(0),
         }
     }
 
-    /// Moves the clock forward by `delta` milliseconds.
+    /// Lets `delta` milliseconds pass: both readings move forward (a
+    /// negative delta is a step of the wall clock only).
     pub fn advance(&self, delta: i64) {
         self.now.fetch_add(delta, Ordering::SeqCst);
+        if delta > 0 {
+            self.monotonic.fetch_add(delta, Ordering::SeqCst);
+        }
     }
 
-    /// Sets the clock.
+    /// Steps the wall clock to `now`, as NTP or a person would: no time
+    /// passes, so the monotonic reading stays where it is.
     pub fn set(&self, now: UnixMs) {
         self.now.store(now, Ordering::SeqCst);
     }
@@ -57,5 +85,9 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> UnixMs {
         self.now.load(Ordering::SeqCst)
+    }
+
+    fn monotonic_ms(&self) -> i64 {
+        self.monotonic.load(Ordering::SeqCst)
     }
 }

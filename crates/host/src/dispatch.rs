@@ -47,7 +47,16 @@ impl Connection {
 
     /// Handles one line of text: a request, a client notification or a batch.
     /// Returns the line to send back, or `None` when JSON-RPC wants no answer.
+    /// A line over the protocol's message budgets (length, batch length,
+    /// values, string bytes: [`plan_protocol::MessageLimits`]) is refused
+    /// whole with `INVALID_REQUEST` before it is parsed.
     pub fn handle_line(&mut self, line: &str) -> Option<String> {
+        let limits =
+            plan_protocol::MessageLimits::for_markdown_limit(self.host.limits().markdown_limit_bytes());
+        if let Err(overrun) = plan_protocol::MessageScanner::new(limits).feed(line.as_bytes()) {
+            let reply = error_response(None, ErrorObject::with_detail(overrun.code(), overrun.detail()));
+            return Some(serde_json::to_string(&reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned()));
+        }
         let reply = match serde_json::from_str::<Value>(line) {
             Ok(message) => self.handle_message(message)?,
             Err(error) => error_response(None, ErrorObject::with_detail(ErrorCode::ParseError, error)),
@@ -81,7 +90,10 @@ impl Connection {
         }
     }
 
-    fn handle_single(&mut self, message: Value) -> Option<Value> {
+    /// Handles one message that is not a batch (or one message of a batch,
+    /// for a frontend that streams a batch's answers one by one); `None`
+    /// for a client notification, which is never answered.
+    pub fn handle_single(&mut self, message: Value) -> Option<Value> {
         let id = request_id(&message);
         if let Some((method, params)) = client_notification(&message) {
             // JSON-RPC 2.0: a notification is carried out but never answered,
@@ -91,7 +103,7 @@ impl Connection {
             }
             return None;
         }
-        let request = match serde_json::from_value::<Request>(message) {
+        let mut request = match serde_json::from_value::<Request>(message) {
             Ok(request) => request,
             // Not a request and not a notification: an invalid request,
             // answered with the id if one could be read, else null.
@@ -102,7 +114,9 @@ impl Connection {
                 ));
             }
         };
-        let outcome = match request.parse() {
+        // The params are moved, not copied: they can hold a whole markdown.
+        let params = request.params.take().unwrap_or(Value::Null);
+        let outcome = match plan_protocol::parse_request(&request.method, params) {
             Ok(parsed) => self.dispatch(parsed).map_err(|error| error_object(&error)),
             Err(error) => Err(ErrorObject::from(error)),
         };
@@ -138,7 +152,7 @@ impl Connection {
                 server_name: SERVER_NAME.to_owned(),
                 server_version: env!("CARGO_PKG_VERSION").to_owned(),
                 schema_version: SCHEMA_VERSION,
-                approval_ttl_ms: self.host.limits().approval_ttl_ms,
+                approval_ttl_ms: self.host.limits().approval_ttl_ms(),
             });
         }
         if !self.initialized {
@@ -256,7 +270,7 @@ pub fn error_object(error: &HostError) -> ErrorObject {
     let code = error.code();
     ErrorObject {
         code: jsonrpc_code(code),
-        message: error.message(),
+        message: plan_protocol::bounded_message(error.message()),
         data: plan_protocol::ErrorData {
             code: plan_protocol::CanonicalCode(code),
         },

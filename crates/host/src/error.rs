@@ -66,6 +66,12 @@ impl From<plan_protocol::ProtocolError> for HostError {
     }
 }
 
+impl From<plan_core::LimitError> for HostError {
+    fn from(error: plan_core::LimitError) -> Self {
+        HostError::with_detail(error.code(), error.to_string())
+    }
+}
+
 impl From<ErrorCode> for HostError {
     fn from(code: ErrorCode) -> Self {
         HostError::Refused(code)

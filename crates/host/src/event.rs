@@ -6,7 +6,10 @@
 
 use std::collections::HashMap;
 
-use plan_core::{ActiveTurn, Context, Effect, ErrorCode, Event, Reply, SessionState, Transition};
+use plan_core::{
+    ActiveTurn, ApprovalStatus, Context, Effect, ErrorCode, Event, PlanApproval, Reply, SessionState,
+    Transition, UnixMs,
+};
 use plan_storage::{HostLock, Store};
 
 use crate::host::lock;
@@ -17,6 +20,9 @@ use crate::{Host, HostError};
 pub(crate) struct Open {
     pub(crate) store: Store,
     pub(crate) turns: HashMap<String, ActiveTurn>,
+    /// The clock's monotonic reading when this host created each approval,
+    /// while it is pending: no wall-clock step extends its window.
+    pub(crate) created: HashMap<String, i64>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
@@ -62,14 +68,17 @@ impl Host {
         session_id: &str,
         event: Event,
     ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
-        let now = self.now();
-        let context = Context {
-            now,
-            epoch: self.epoch,
-            limits: self.options.limits,
-        };
+        // The wall clock and the monotonic clock are read together, once.
+        let wall = self.now();
+        let instant = self.options.clock.monotonic_ms();
         let (effects, outcome) = self.with_open(|open| {
             let before = load_state(open, session_id)?;
+            let now = open.decision_time(wall, instant, before.pending_approval.as_ref());
+            let context = Context {
+                now,
+                epoch: self.epoch,
+                limits: self.options.limits,
+            };
             let Transition {
                 state,
                 effects,
@@ -84,6 +93,7 @@ impl Host {
             if writes {
                 open.store.apply(&effects, now)?;
             }
+            open.track_creations(&effects, instant);
             match &state.active_turn {
                 Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
                 None => open.turns.remove(session_id),
@@ -101,6 +111,37 @@ impl Host {
         }
         self.deliver();
         Ok((effects, outcome))
+    }
+}
+
+impl Open {
+    /// The monotonic milliseconds since this host created `approval`, if it did.
+    pub(crate) fn elapsed_since_creation(&self, approval: &PlanApproval, instant: i64) -> Option<i64> {
+        self.created
+            .get(&approval.id)
+            .map(|created| instant.saturating_sub(*created).max(0))
+    }
+
+    /// The time plan-core decides at for a session with this pending approval.
+    fn decision_time(&self, wall: UnixMs, instant: i64, pending: Option<&PlanApproval>) -> UnixMs {
+        let elapsed = pending.and_then(|approval| self.elapsed_since_creation(approval, instant));
+        plan_core::decision_time(wall, pending, elapsed)
+    }
+
+    /// Remembers when committed approvals were created, and forgets them
+    /// once they are no longer pending.
+    fn track_creations(&mut self, effects: &[Effect], instant: i64) {
+        for effect in effects {
+            match effect {
+                Effect::InsertApproval(approval) => {
+                    self.created.insert(approval.id.clone(), instant);
+                }
+                Effect::UpdateApproval { approval, .. } if approval.status != ApprovalStatus::Pending => {
+                    self.created.remove(&approval.id);
+                }
+                Effect::UpdateApproval { .. } | Effect::WriteArtifact(_) | Effect::SaveSession(_) => {}
+            }
+        }
     }
 }
 

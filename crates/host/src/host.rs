@@ -56,18 +56,22 @@ impl Host {
     /// has therefore always recovered: it cannot serve before recovery.
     pub fn open(database: impl AsRef<Path>, options: HostOptions) -> Result<Host, HostError> {
         let database = database.as_ref().to_path_buf();
+        let mut opened = ExclusiveStore::open(&database)?;
+        let now = options.clock.now_ms();
+        // On failure `opened` drops as a whole: the connection closes before
+        // the lock is released.
+        opened.store.startup_fence(now)?;
         let ExclusiveStore {
-            mut store,
+            store,
             migration,
             lock,
-        } = ExclusiveStore::open(&database)?;
-        let now = options.clock.now_ms();
-        store.startup_fence(now)?;
+        } = opened;
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
         Ok(Host {
             open: Mutex::new(Some(Open {
                 store,
                 turns: HashMap::new(),
+                created: HashMap::new(),
                 _lock: lock,
             })),
             outbox: Mutex::new(Outbox::default()),
@@ -191,16 +195,19 @@ impl Host {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(None),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::Delegate(mode) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(Some(mode)),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::Deny(code) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
+                    message: None,
                 },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
@@ -235,6 +242,12 @@ impl Host {
         let call_id = request.call_id.clone();
         let workspace_root = request.workspace_root.clone();
         let written_artifact = written.as_ref().ok().cloned();
+        // The code alone cannot tell a full disk from a read-only one; the
+        // storage error names the OS cause, and the agent sees it.
+        let failure = written
+            .as_ref()
+            .err()
+            .map(|error| (error.code(), error.to_string()));
         let event = match written {
             Ok(artifact) => Event::ArtifactWritten {
                 request,
@@ -261,6 +274,7 @@ impl Host {
                 call_id,
                 decision: ToolCallVerdict::Allow(None),
                 approval: Some(approval),
+                message: None,
             }),
             (Reply::ToolResults(results), _) => {
                 let code = results
@@ -270,10 +284,14 @@ impl Host {
                         ToolDecision::Allow | ToolDecision::Delegate(_) | ToolDecision::WriteArtifact => None,
                     })
                     .unwrap_or(ErrorCode::ArtifactWriteFailed);
+                let message = failure
+                    .filter(|(failed, _)| *failed == code)
+                    .map(|(_, message)| message);
                 Ok(ToolCallOutcome {
                     call_id,
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
+                    message,
                 })
             }
             (other, _) => Err(unexpected(&other)),
@@ -414,19 +432,33 @@ impl Host {
 
     /// The earliest pending deadline across all sessions (plan-core's
     /// `next_deadline` over the live rows).
+    ///
+    /// It is read on the wall clock as it is now: when the clock was stepped
+    /// back since an approval was created, the deadline is that much earlier
+    /// than its `expiresAt`, so a timer set by it still fires on time.
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
-        self.with_open(|open| Ok(plan_core::next_deadline(&open.store.live_rows()?)))
+        let wall = self.now();
+        let instant = self.options.clock.monotonic_ms();
+        self.with_open(|open| {
+            let live = open.store.live_rows()?;
+            Ok(plan_core::next_deadline(&live, wall, |row| {
+                open.elapsed_since_creation(row, instant)
+            }))
+        })
     }
 
     /// Expires every approval plan-core calls due; returns them.
     pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
-        let now = self.now();
+        let wall = self.now();
+        let instant = self.options.clock.monotonic_ms();
         let due: Vec<String> = self.with_open(|open| {
             let live = open.store.live_rows()?;
-            Ok(plan_core::due_approvals(&live, now)
-                .into_iter()
-                .map(|row| row.session_id.clone())
-                .collect())
+            Ok(
+                plan_core::due_approvals(&live, wall, |row| open.elapsed_since_creation(row, instant))
+                    .into_iter()
+                    .map(|row| row.session_id.clone())
+                    .collect(),
+            )
         })?;
         let mut expired = Vec::new();
         for session_id in due {

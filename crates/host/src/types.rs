@@ -64,6 +64,10 @@ pub struct ToolCallOutcome {
     pub decision: ToolCallVerdict,
     /// The pending approval an accepted SubmitPlan created.
     pub approval: Option<PlanApproval>,
+    /// A sentence about a denial more specific than its code's own message:
+    /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
+    /// read-only, a loop of links). `None` when the code says it all.
+    pub message: Option<String>,
 }
 
 impl ToolCallOutcome {
@@ -75,7 +79,11 @@ impl ToolCallOutcome {
             }
             (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
             (ToolCallVerdict::Deny(code), _) => {
-                plan_protocol::ToolCallResult::deny(self.call_id.clone(), code)
+                let mut result = plan_protocol::ToolCallResult::deny(self.call_id.clone(), code);
+                if let (Some(message), Some(error)) = (&self.message, result.error.as_mut()) {
+                    error.message.clone_from(message);
+                }
+                result
             }
         }
     }

@@ -54,10 +54,7 @@ struct Fixture {
 
 fn options(clock: &Arc<ManualClock>) -> HostOptions {
     HostOptions {
-        limits: Limits {
-            approval_ttl_ms: TTL,
-            markdown_limit_bytes: MARKDOWN_LIMIT,
-        },
+        limits: Limits::new(TTL, MARKDOWN_LIMIT).unwrap(),
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
     }
@@ -871,10 +868,7 @@ mod expiry {
             Host::open(
                 dir.path().join("plan.db"),
                 HostOptions {
-                    limits: Limits {
-                        approval_ttl_ms: 200,
-                        markdown_limit_bytes: MARKDOWN_LIMIT,
-                    },
+                    limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
                     ..HostOptions::default()
                 },
             )
@@ -1859,16 +1853,264 @@ mod review {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Allow(Some(PermissionMode::Auto)),
             approval: None,
+            message: None,
         };
         assert_eq!(allow.to_wire(), plan_protocol::ToolCallResult::allow("c"));
         let deny = ToolCallOutcome {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
             approval: None,
+            message: None,
         };
         assert_eq!(
             deny.to_wire(),
             plan_protocol::ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan)
         );
+    }
+}
+
+mod edges {
+    use super::*;
+
+    fn clock_now(clock: &ManualClock) -> i64 {
+        plan_host::Clock::now_ms(clock)
+    }
+
+    #[test]
+    fn a_second_host_through_a_symlink_or_hard_link_is_refused_and_fences_nothing() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s");
+        let symlink = fx.db.with_file_name("alias-symlink.db");
+        std::os::unix::fs::symlink(&fx.db, &symlink).unwrap();
+        let hard_link = fx.db.with_file_name("alias-hard-link.db");
+        std::fs::hard_link(&fx.db, &hard_link).unwrap();
+        for alias in [&symlink, &hard_link] {
+            let second = Host::open(alias, options(&fx.clock));
+            assert_eq!(code(second), ErrorCode::HostAlreadyRunning, "{}", alias.display());
+        }
+        // The first host's live approval was not fenced by either attempt.
+        assert_eq!(fx.row(&approval.id).status, ApprovalStatus::Pending);
+        assert!(fx.host.approve(&approval.id, Some(PermissionMode::Ask)).is_ok());
+    }
+
+    #[test]
+    fn names_that_keep_nothing_are_refused() {
+        let clock = Arc::new(ManualClock::new(T0));
+        for name in ["", ":memory:", "file:plans.db?mode=memory"] {
+            let error = Host::open(name, options(&clock)).unwrap_err();
+            assert_eq!(
+                error.code(),
+                ErrorCode::InvalidParams,
+                "{name:?}: {}",
+                error.message()
+            );
+        }
+        assert!(!Path::new("file:plans.db?mode=memory").exists());
+    }
+
+    #[test]
+    fn a_wall_clock_stepped_back_does_not_extend_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let ttl = 300;
+        let host = Host::open(
+            dir.path().join("plan.db"),
+            HostOptions {
+                limits: Limits::new(ttl, MARKDOWN_LIMIT).unwrap(),
+                clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
+                shells: default_catalog(),
+            },
+        )
+        .unwrap();
+        let root = workspace.to_str().unwrap().to_owned();
+        let pending = |id: &str| {
+            host.create_session(NewSession {
+                session_id: Some(id.to_owned()),
+                workspace_root: Some(root.clone()),
+                mode: Some(Mode::Plan),
+                permission_mode: None,
+            })
+            .unwrap();
+            let turn = host.start_turn(id, Origin::Interactive).unwrap();
+            approval_of(
+                &host
+                    .tool_calls(id, &turn.turn_id, vec![submit("c", MARKDOWN)])
+                    .unwrap(),
+            )
+        };
+        // Decided inside the window after a step back: never before createdAt.
+        let early = pending("early");
+        clock.set(T0 - 3_600_000);
+        let (approved, _) = host.approve(&early.id, Some(PermissionMode::Ask)).unwrap();
+        assert!(
+            approved.decided_at.unwrap() >= approved.created_at,
+            "decidedAt {:?} is before createdAt {}",
+            approved.decided_at,
+            approved.created_at
+        );
+        // Created, then the clock steps back an hour and the real TTL passes.
+        clock.set(T0);
+        let late = pending("late");
+        clock.set(T0 - 3_600_000);
+        // The TTL passes; the wall clock, an hour behind, stays short of expiresAt.
+        clock.advance(ttl + 100);
+        assert!(clock_now(&clock) < late.expires_at);
+        assert_eq!(
+            code(host.approve(&late.id, Some(PermissionMode::Ask))),
+            ErrorCode::PlanApprovalTimeout
+        );
+        let row = host.approval(&late.id).unwrap().approval;
+        assert_eq!(row.status, ApprovalStatus::Expired);
+        // expiresAt never moves, and the record is the deadline itself.
+        assert_eq!(row.expires_at, late.expires_at);
+        assert_eq!(row.decided_at, Some(late.expires_at));
+    }
+
+    #[test]
+    fn the_timer_expires_on_time_after_the_wall_clock_stepped_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = Arc::new(
+            Host::open(
+                dir.path().join("plan.db"),
+                HostOptions {
+                    limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
+                    clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
+                    shells: default_catalog(),
+                },
+            )
+            .unwrap(),
+        );
+        let _driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+        host.create_session(NewSession {
+            session_id: Some("s".to_owned()),
+            workspace_root: Some(workspace.to_str().unwrap().to_owned()),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
+        .unwrap();
+        let turn = host.start_turn("s", Origin::Interactive).unwrap();
+        let approval = approval_of(
+            &host
+                .tool_calls("s", &turn.turn_id, vec![submit("c", MARKDOWN)])
+                .unwrap(),
+        );
+        clock.set(T0 - 3_600_000);
+        clock.advance(300);
+        // The wall clock is nowhere near expiresAt; the timer must act on
+        // the elapsed monotonic time (bounded poll, not a speed check).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while host.approval(&approval.id).unwrap().approval.status == ApprovalStatus::Pending {
+            assert!(Instant::now() < deadline, "the approval never expired");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            host.approval(&approval.id).unwrap().approval.status,
+            ApprovalStatus::Expired
+        );
+    }
+
+    #[test]
+    fn a_failed_artifact_write_names_its_cause() {
+        let fx = Fixture::new();
+        // Two different causes: `.pi` is a plain file (not a directory), and
+        // the workspace root is gone.
+        std::fs::write(fx.workspace.join(".pi"), b"in the way").unwrap();
+        fx.session("blocked", Mode::Plan);
+        let turn = fx.host.start_turn("blocked", Origin::Interactive).unwrap();
+        let outcomes = fx
+            .host
+            .tool_calls("blocked", &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .unwrap();
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
+        );
+        let wire = outcomes[0].to_wire();
+        let not_a_directory = wire.error.unwrap().message;
+        assert!(not_a_directory.contains("Not a directory"), "{not_a_directory}");
+
+        std::fs::remove_file(fx.workspace.join(".pi")).unwrap();
+        std::fs::remove_dir(&fx.workspace).unwrap();
+        let outcomes = fx
+            .host
+            .tool_calls("blocked", &turn.turn_id, vec![submit("c2", MARKDOWN)])
+            .unwrap();
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
+        );
+        let missing = outcomes[0].to_wire().error.unwrap().message;
+        assert!(missing.contains("No such file or directory"), "{missing}");
+        assert_ne!(missing, not_a_directory);
+    }
+}
+
+mod bounded_lines {
+    use super::*;
+
+    fn connection(fx: &Fixture) -> Connection {
+        let mut connection = Connection::new(Arc::clone(&fx.host));
+        let init = connection
+            .handle_line(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9,"clientName":"t"}}"#)
+            .unwrap();
+        assert!(init.contains("\"result\""), "{init}");
+        connection
+    }
+
+    #[test]
+    fn an_oversized_batch_is_refused_whole_before_anything_runs() {
+        let fx = Fixture::new();
+        let mut connection = connection(&fx);
+        let create = |id: usize| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/create", "params": {"sessionId": format!("s{id}"), "workspaceRoot": null}})
+                .to_string()
+        };
+        let batch = format!("[{}]", (0..129).map(create).collect::<Vec<_>>().join(","));
+        let reply: Value = serde_json::from_str(&connection.handle_line(&batch).unwrap()).unwrap();
+        assert_eq!(reply["error"]["data"]["code"], "INVALID_REQUEST", "{reply}");
+        assert!(
+            reply["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than 128"),
+            "{reply}"
+        );
+        // Nothing in it was carried out.
+        assert_eq!(code(fx.host.session("s0")), ErrorCode::SessionNotFound);
+        // 128 is allowed.
+        let batch = format!("[{}]", (0..128).map(create).collect::<Vec<_>>().join(","));
+        let replies: Value = serde_json::from_str(&connection.handle_line(&batch).unwrap()).unwrap();
+        assert_eq!(replies.as_array().unwrap().len(), 128);
+        assert_eq!(replies[0]["result"]["sessionId"], "s0", "{}", replies[0]);
+        assert!(fx.host.session("s127").is_ok());
+    }
+
+    #[test]
+    fn an_error_never_echoes_a_whole_hostile_value() {
+        let fx = Fixture::new();
+        let mut connection = connection(&fx);
+        let method = "m".repeat(1_000_000);
+        let line = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}).to_string();
+        let reply: Value = serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap();
+        assert_eq!(
+            reply["error"]["data"]["code"],
+            "METHOD_NOT_FOUND",
+            "{}",
+            reply.to_string().len()
+        );
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.len() < 1100, "{} bytes", message.len());
+        assert!(message.contains("(cut; the message was"), "{message}");
+        // A huge id in a host error is cut too.
+        let session = "s".repeat(1_000_000);
+        let line =
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/get", "params": {"sessionId": session}})
+                .to_string();
+        let reply: Value = serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap();
+        assert_eq!(reply["error"]["data"]["code"], "SESSION_NOT_FOUND");
+        assert!(reply["error"]["message"].as_str().unwrap().len() < 1100);
     }
 }

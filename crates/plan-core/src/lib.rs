@@ -30,15 +30,15 @@ mod session;
 mod shells;
 mod tools;
 
-pub use deadlines::{due_approvals, is_due, next_deadline};
+pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
     Transition, handle,
 };
 pub use model::{
-    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
-    PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
+    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, LimitError, Limits, Mode, Origin,
+    PermissionMode, PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use review::{

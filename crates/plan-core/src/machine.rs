@@ -19,7 +19,9 @@ use crate::{ErrorCode, Session};
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Context {
-    /// The host clock, Unix ms.
+    /// The time to decide at, Unix ms: the host's wall clock as
+    /// [`crate::decision_time`] bounds it (never before the pending
+    /// approval's creation plus the monotonic time since).
     pub now: UnixMs,
     /// The boot epoch of the handling process.
     pub epoch: BootEpoch,
@@ -439,7 +441,7 @@ fn submit_plan(
     // safe place to write.
     let workspace_root =
         normalize_workspace_root(workspace_root).map_err(|_| ErrorCode::ArtifactPathEscape)?;
-    let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes)?;
+    let input = parse_submit_plan_input(&call.input, context.limits.markdown_limit_bytes())?;
     Ok(ArtifactRequest {
         session_id: state.session.id.clone(),
         turn_id: turn.turn_id.clone(),
@@ -485,7 +487,7 @@ fn artifact_written(
         status: ApprovalStatus::Pending,
         error_code: None,
         created_at: context.now,
-        expires_at: context.now.saturating_add(context.limits.approval_ttl_ms),
+        expires_at: context.now.saturating_add(context.limits.approval_ttl_ms()),
         decided_at: None,
         permission_mode: None,
         execution_id: None,

@@ -272,13 +272,13 @@ impl RowGuard {
     }
 }
 
-/// Host limits that shape decisions.
+/// Host limits that shape decisions. Only [`Limits::new`] (or the default)
+/// makes one, so a value that exists is always in range: every frontend
+/// (a Rust embedder, `serve`'s flags, the FFI) goes through the same check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// How long an approval stays pending, in milliseconds.
-    pub approval_ttl_ms: i64,
-    /// The largest accepted SubmitPlan markdown, in bytes.
-    pub markdown_limit_bytes: usize,
+    approval_ttl_ms: i64,
+    markdown_limit_bytes: usize,
 }
 
 impl Limits {
@@ -286,6 +286,49 @@ impl Limits {
     pub const DEFAULT_APPROVAL_TTL_MS: i64 = 30 * 60 * 1000;
     /// 8 MiB of markdown.
     pub const DEFAULT_MARKDOWN_LIMIT_BYTES: usize = 8 * 1024 * 1024;
+    /// The longest approval TTL: seven days. A deadline is a promise to a
+    /// person; far beyond that it is a misconfiguration, and near
+    /// `i64::MAX` the deadline would saturate.
+    pub const MAX_APPROVAL_TTL_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+    /// The largest markdown limit: 64 MiB.
+    pub const MAX_MARKDOWN_LIMIT_BYTES: usize = 64 * 1024 * 1024;
+
+    /// Limits with an approval TTL from 1 ms to [`Limits::MAX_APPROVAL_TTL_MS`]
+    /// and a markdown limit from 1 byte to [`Limits::MAX_MARKDOWN_LIMIT_BYTES`];
+    /// anything else is refused with `INVALID_PARAMS` and says the range.
+    pub fn new(approval_ttl_ms: i64, markdown_limit_bytes: usize) -> Result<Limits, LimitError> {
+        if !(1..=Limits::MAX_APPROVAL_TTL_MS).contains(&approval_ttl_ms) {
+            return Err(LimitError {
+                limit: "approval TTL",
+                value: format!("{approval_ttl_ms} ms"),
+                range: format!("from 1 ms to {} ms (7 days)", Limits::MAX_APPROVAL_TTL_MS),
+            });
+        }
+        if !(1..=Limits::MAX_MARKDOWN_LIMIT_BYTES).contains(&markdown_limit_bytes) {
+            return Err(LimitError {
+                limit: "markdown limit",
+                value: format!("{markdown_limit_bytes} bytes"),
+                range: format!(
+                    "from 1 byte to {} bytes (64 MiB)",
+                    Limits::MAX_MARKDOWN_LIMIT_BYTES
+                ),
+            });
+        }
+        Ok(Limits {
+            approval_ttl_ms,
+            markdown_limit_bytes,
+        })
+    }
+
+    /// How long an approval stays pending, in milliseconds.
+    pub fn approval_ttl_ms(&self) -> i64 {
+        self.approval_ttl_ms
+    }
+
+    /// The largest accepted SubmitPlan markdown, in bytes.
+    pub fn markdown_limit_bytes(&self) -> usize {
+        self.markdown_limit_bytes
+    }
 }
 
 impl Default for Limits {
@@ -296,6 +339,36 @@ impl Default for Limits {
         }
     }
 }
+
+/// Why [`Limits::new`] refused a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitError {
+    /// Which limit.
+    pub limit: &'static str,
+    /// The value refused, with its unit.
+    pub value: String,
+    /// The accepted range, in words.
+    pub range: String,
+}
+
+impl LimitError {
+    /// The canonical code every frontend reports: `INVALID_PARAMS`.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::InvalidParams
+    }
+}
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "the {} of {} is out of range: it must be {}",
+            self.limit, self.value, self.range
+        )
+    }
+}
+
+impl std::error::Error for LimitError {}
 
 /// Everything the machine knows about one session at one moment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -347,10 +347,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
 #[test]
 fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
     let state = plan_turn();
-    let limits = Limits {
-        approval_ttl_ms: TTL,
-        markdown_limit_bytes: 8,
-    };
+    let limits = Limits::new(TTL, 8).unwrap();
     let run = |markdown: &str| {
         let transition = handle(
             &state,
@@ -672,10 +669,7 @@ fn tick_expires_at_the_deadline_and_never_moves_it() {
 #[test]
 fn deadline_uses_the_configured_ttl() {
     let state = plan_turn();
-    let limits = Limits {
-        approval_ttl_ms: 250,
-        markdown_limit_bytes: 100,
-    };
+    let limits = Limits::new(250, 100).unwrap();
     let short = |now| Context {
         now,
         epoch: EPOCH,
@@ -1189,10 +1183,14 @@ fn due_approvals_and_the_next_deadline_across_sessions() {
     decided.expires_at = first.expires_at - 1_000;
     let rows = vec![decided, second.clone(), first.clone()];
 
-    assert_eq!(plan_core::next_deadline(&rows), Some(first.expires_at));
-    assert_eq!(plan_core::next_deadline(&[]), None);
+    let unmeasured = |_: &PlanApproval| None;
+    assert_eq!(
+        plan_core::next_deadline(&rows, T0, unmeasured),
+        Some(first.expires_at)
+    );
+    assert_eq!(plan_core::next_deadline(&[], T0, unmeasured), None);
     let due = |now: i64| -> Vec<String> {
-        plan_core::due_approvals(&rows, now)
+        plan_core::due_approvals(&rows, now, unmeasured)
             .into_iter()
             .map(|row| row.id.clone())
             .collect()
@@ -1255,4 +1253,26 @@ fn a_verification_is_ok_unless_an_artifact_is_bad_or_an_orphan_is_found() {
         path: ".pi/plan/x.md".to_owned(),
     });
     assert!(!report.ok());
+}
+
+#[test]
+fn limits_can_only_be_built_in_range() {
+    for ttl in [-5, 0, Limits::MAX_APPROVAL_TTL_MS + 1, i64::MAX, i64::MIN] {
+        let error = Limits::new(ttl, Limits::DEFAULT_MARKDOWN_LIMIT_BYTES).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{ttl}");
+        assert!(error.to_string().contains(&format!("{ttl} ms")), "{error}");
+        assert!(error.to_string().contains("from 1 ms to 604800000 ms"), "{error}");
+    }
+    for bytes in [0, Limits::MAX_MARKDOWN_LIMIT_BYTES + 1, usize::MAX] {
+        let error = Limits::new(TTL, bytes).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{bytes}");
+    }
+    let widest = Limits::new(Limits::MAX_APPROVAL_TTL_MS, Limits::MAX_MARKDOWN_LIMIT_BYTES).unwrap();
+    assert_eq!(widest.approval_ttl_ms(), Limits::MAX_APPROVAL_TTL_MS);
+    let narrowest = Limits::new(1, 1).unwrap();
+    assert_eq!(
+        (narrowest.approval_ttl_ms(), narrowest.markdown_limit_bytes()),
+        (1, 1)
+    );
+    assert_eq!(Limits::default(), Limits::new(TTL, 8 * 1024 * 1024).unwrap());
 }

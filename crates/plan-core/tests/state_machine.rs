@@ -302,17 +302,16 @@ impl Harness {
         Context {
             now: self.now,
             epoch: self.epoch,
-            limits: Limits {
-                approval_ttl_ms: TTL,
-                markdown_limit_bytes: 64,
-            },
+            limits: Limits::new(TTL, 64).unwrap(),
         }
     }
 
     fn latest_row(&self) -> Option<PlanApproval> {
         self.rows
             .values()
-            .max_by_key(|row| (row.created_at, row.id.clone()))
+            // Ids carry a counter: compare its length first, so `a-12` is
+            // newer than `a-9` when both were created in the same millisecond.
+            .max_by_key(|row| (row.created_at, row.id.len(), row.id.clone()))
             .cloned()
     }
 

@@ -137,11 +137,13 @@ impl ErrorObject {
         }
     }
 
-    /// The error object for a canonical code, its message followed by a detail.
+    /// The error object for a canonical code, its message followed by a
+    /// detail, cut to [`crate::MAX_ERROR_MESSAGE_BYTES`] (a parser's detail
+    /// can quote a whole hostile value).
     pub fn with_detail(code: ErrorCode, detail: impl std::fmt::Display) -> ErrorObject {
         ErrorObject {
             code: jsonrpc_code(code),
-            message: code.message_with(&detail.to_string()),
+            message: crate::bounded_message(code.message_with(&detail.to_string())),
             data: ErrorData {
                 code: CanonicalCode(code),
             },

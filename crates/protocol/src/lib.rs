@@ -22,6 +22,7 @@
 //! only names and shapes the messages, so a Rust client can depend on it
 //! alone.
 
+mod budget;
 mod convert;
 mod error;
 mod jsonrpc;
@@ -30,6 +31,7 @@ mod notifications;
 mod objects;
 pub mod schema;
 
+pub use budget::{MAX_ERROR_MESSAGE_BYTES, MessageLimits, MessageScanner, Overrun, bounded_message};
 pub use error::{CanonicalCode, ProtocolError, jsonrpc_code};
 pub use jsonrpc::{
     ErrorData, ErrorObject, JSONRPC_VERSION, JsonRpcVersion, Notification, Request, RequestId, Response,

@@ -56,7 +56,7 @@ pub enum StorageError {
         #[source]
         source: rusqlite::Error,
     },
-    /// A file-system failure outside artifacts (the lock file, probing).
+    /// A file-system failure outside artifacts (locking, probing).
     #[error("{context} {path}: {source}")]
     Io {
         /// What was being done.
@@ -121,11 +121,33 @@ pub enum StorageError {
         /// The constraint SQLite named.
         detail: String,
     },
-    /// Another live host holds the database's lock file.
-    #[error("another live host is already using this database (lock held on {lock_path})")]
+    /// Another live host holds the database's lock, under this name or any
+    /// other (a symbolic or hard link to the same file).
+    #[error("another live host is already using the database {database} (it holds the lock on the file)")]
     HostAlreadyRunning {
-        /// The lock file.
-        lock_path: PathBuf,
+        /// The database path as given.
+        database: PathBuf,
+    },
+    /// A database name SQLite would not keep on disk (empty, `:memory:`, a
+    /// `file:` URI): a host on it would acknowledge work that vanishes.
+    #[error("{path:?} cannot be a host database: {reason}")]
+    DatabasePathRefused {
+        /// The name as given.
+        path: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// The database or its write-ahead log was deleted, replaced or
+    /// truncated under the open connection: a write now could not be
+    /// durable, so this connection refuses every further write.
+    #[error(
+        "{path}: refusing to write: {detail}; restart the host (acknowledged changes since the last checkpoint may be lost)"
+    )]
+    DatabaseFilesChanged {
+        /// The database file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
     },
     /// The artifact path or workspace root would leave the workspace.
     #[error("plan artifact path escapes the workspace: {detail}")]
@@ -213,7 +235,9 @@ impl StorageError {
             StorageError::DatabaseUnreadable { .. } | StorageError::DatabaseMissing { .. } => {
                 ErrorCode::DatabaseUnreadable
             }
+            StorageError::DatabasePathRefused { .. } => ErrorCode::InvalidParams,
             StorageError::MigrationFailed { .. }
+            | StorageError::DatabaseFilesChanged { .. }
             | StorageError::Io { .. }
             | StorageError::InvalidValue { .. } => ErrorCode::StorageFailed,
             StorageError::Sqlite { source, .. } => {

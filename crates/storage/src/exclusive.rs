@@ -22,10 +22,24 @@ pub struct ExclusiveStore {
 
 impl ExclusiveStore {
     /// Takes the host lock (`HOST_ALREADY_RUNNING` while another live host
-    /// holds it), then opens and migrates the database to v10.
+    /// holds it, under any name), then opens and migrates the database to
+    /// v10, creating it when there is none.
     pub fn open(database: impl AsRef<Path>) -> Result<ExclusiveStore, StorageError> {
         let database = database.as_ref();
-        let lock = HostLock::acquire(database)?;
+        ExclusiveStore::open_locked(database, HostLock::acquire(database)?)
+    }
+
+    /// Like [`ExclusiveStore::open`], but a missing file is
+    /// `DATABASE_MISSING` and nothing is created: for `db migrate`, which
+    /// only works on an existing database.
+    pub fn open_existing(database: impl AsRef<Path>) -> Result<ExclusiveStore, StorageError> {
+        let database = database.as_ref();
+        ExclusiveStore::open_locked(database, HostLock::acquire_existing(database)?)
+    }
+
+    /// Opens under a lock already taken: only the lock's holder may let
+    /// SQLite roll back what an interrupted host or migration left.
+    fn open_locked(database: &Path, lock: HostLock) -> Result<ExclusiveStore, StorageError> {
         let (store, migration) = Store::open(database)?;
         Ok(ExclusiveStore {
             store,

@@ -2,8 +2,8 @@
 //!
 //! It owns the SQLite database (schema v10, reached from a fresh file or from
 //! a v8 database of the 0.4.14 host through the embedded migrations), the
-//! typed queries and writes over it, the advisory lock that keeps a second
-//! host away from one database, and the immutable, hashed plan artifacts
+//! typed queries and writes over it, the advisory lock on the database file
+//! that keeps a second host away from it under any name, and the immutable, hashed plan artifacts
 //! under `<workspaceRoot>/.pi/plan/`.
 //!
 //! It stores and loads `plan-core` values and carries out their storage
@@ -14,8 +14,10 @@
 mod artifacts;
 mod error;
 mod exclusive;
+mod guard;
 mod lock;
 mod migrate;
+mod path;
 mod probe;
 mod review;
 mod store;

@@ -2,15 +2,18 @@
 //!
 //! The decision follows the "what opening a database must do" table of the
 //! storage contract. A file is first inspected without writing to it (its
-//! header by hand, then SQLite read-only), so that every refusal leaves it
-//! byte-identical. Only a new file or a v8 database of the 0.4.14 host is
+//! header by hand, then SQLite read-only, with `quick_check` before a v8
+//! migration), so that every refusal leaves it byte-identical; only a caller
+//! holding the host lock first lets SQLite roll back the hot journal of an
+//! interrupted write. The journal mode is switched to WAL only on an
+//! accepted database, after its migration committed. Only a new file or a v8 database of the 0.4.14 host is
 //! migrated, and always in ONE transaction: the refinery history, the V9 and
 //! V10 migrations and `PRAGMA user_version = 10`, written last.
 //!
 //! This module never repairs, downgrades or partially migrates a database.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use refinery::{Migration, Target};
@@ -19,6 +22,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::StorageError;
 use crate::error::is_unreadable;
+use crate::path::check_database_path;
 
 /// The migration files, embedded at compile time. build.rs makes cargo
 /// rebuild when the folder changes.
@@ -76,17 +80,32 @@ struct Probe {
     has_tables: bool,
     /// `(version, name, checksum)` rows of the refinery history, if the table exists.
     history: Option<Vec<(i64, String, String)>>,
+    /// The read-only connection that looked, and whether it reads an
+    /// immutable snapshot; `None` for an empty file.
+    connection: Option<(Connection, bool)>,
 }
 
-/// Inspects the file without writing to it; `Ok(None)` when there is no file.
-fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
-    let unreadable = |detail: String| StorageError::DatabaseUnreadable {
+/// What the file at a database path is, judged without SQLite.
+enum FileKind {
+    /// Nothing there.
+    Missing,
+    /// A regular file of zero bytes.
+    Empty,
+    /// A regular file that starts with the SQLite header.
+    Sqlite,
+}
+
+/// Looks at the file without writing to it and without SQLite: the header
+/// is checked by hand, because SQLite would happily treat some non-database
+/// files as empty databases and later write to them.
+fn file_kind(path: &Path) -> Result<FileKind, StorageError> {
+    let unreadable = |detail: &str| StorageError::DatabaseUnreadable {
         path: path.to_owned(),
-        detail,
+        detail: detail.to_owned(),
     };
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(FileKind::Missing),
         Err(source) => {
             return Err(StorageError::Io {
                 context: "reading the metadata of",
@@ -96,41 +115,94 @@ fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
         }
     };
     if !metadata.is_file() {
-        return Err(unreadable("it is not a regular file".to_owned()));
+        return Err(unreadable("it is not a regular file"));
     }
     if metadata.len() == 0 {
-        return Ok(Some(Probe {
-            user_version: 0,
-            has_tables: false,
-            history: None,
-        }));
+        return Ok(FileKind::Empty);
     }
-    // The header is checked by hand first: SQLite would happily treat some
-    // non-database files as empty databases and later write to them.
     let mut header = [0_u8; 16];
     let header_read = std::fs::File::open(path).and_then(|mut file| file.read_exact(&mut header));
     match header_read {
-        Ok(()) if &header == SQLITE_HEADER => {}
-        Ok(()) => {
-            return Err(unreadable(
-                "the file does not start with the SQLite header".to_owned(),
-            ));
-        }
+        Ok(()) if &header == SQLITE_HEADER => Ok(FileKind::Sqlite),
+        Ok(()) => Err(unreadable("the file does not start with the SQLite header")),
         Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
-            return Err(unreadable("the file is shorter than a SQLite header".to_owned()));
+            Err(unreadable("the file is shorter than a SQLite header"))
         }
-        Err(source) => {
-            return Err(StorageError::Io {
-                context: "reading the header of",
-                path: path.to_owned(),
-                source,
-            });
-        }
+        Err(source) => Err(StorageError::Io {
+            context: "reading the header of",
+            path: path.to_owned(),
+            source,
+        }),
     }
+}
+
+/// The path of a file SQLite keeps beside the database (`-journal`, `-wal`).
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Lets SQLite roll back a hot rollback journal, which a process killed in
+/// the middle of a write (creating the schema, switching to WAL, migrating)
+/// leaves beside the database. A read-only connection cannot roll it back
+/// and fails with "attempt to write a readonly database", so this runs
+/// before any read-only look, on a file already known to be SQLite, by a
+/// caller that holds the host lock. A journal that is not hot (another
+/// connection is writing) is left alone by SQLite itself.
+fn roll_back_hot_journal(path: &Path) -> Result<(), StorageError> {
+    let journal = sibling(path, "-journal");
+    match std::fs::metadata(&journal) {
+        Ok(metadata) if metadata.len() > 0 => {}
+        Ok(_) | Err(_) => return Ok(()),
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(StorageError::sqlite(
+        "opening the database to roll back an interrupted write",
+    ))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(StorageError::sqlite("setting the busy timeout"))?;
+    // The first read of a read-write connection rolls a hot journal back.
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map_err(|error| {
+        if is_unreadable(&error) {
+            StorageError::DatabaseUnreadable {
+                path: path.to_owned(),
+                detail: error.to_string(),
+            }
+        } else {
+            StorageError::Sqlite {
+                context: "rolling back an interrupted write",
+                source: error,
+            }
+        }
+    })?;
+    conn.close()
+        .map_err(|(_, error)| StorageError::sqlite("closing after the rollback")(error))
+}
+
+/// A read-only connection for looking at a database, and whether it had to
+/// be opened as an immutable snapshot.
+///
+/// A WAL database needs its `-shm` file, which SQLite creates beside it; on
+/// read-only media (a backup, a snapshot mount) that fails with "unable to
+/// open database file". There, and only when no write-ahead log with
+/// unmerged changes lies beside it, the file is opened with
+/// `immutable=1`: SQLite then takes no locks and reads the main file only,
+/// which is exactly its content, since nothing can be writing to it.
+fn inspection_connection(path: &Path) -> Result<(Connection, bool), StorageError> {
     let classify = |context: &'static str| {
         move |error: rusqlite::Error| {
             if is_unreadable(&error) {
-                unreadable(error.to_string())
+                StorageError::DatabaseUnreadable {
+                    path: path.to_owned(),
+                    detail: error.to_string(),
+                }
             } else {
                 StorageError::Sqlite {
                     context,
@@ -139,11 +211,109 @@ fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
             }
         }
     };
+    let first_read = |conn: &Connection| {
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
+            row.get::<_, i64>(0)
+        })
+    };
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(classify("opening the database to inspect it"))?;
+    .map_err(classify("opening the database read-only"))?;
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .map_err(StorageError::sqlite("setting the busy timeout"))?;
+    let error = match first_read(&conn) {
+        Ok(_) => return Ok((conn, false)),
+        Err(error) => error,
+    };
+    let directory_writable = path
+        .parent()
+        .map(|parent| {
+            if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            }
+        })
+        .is_some_and(|parent| rustix::fs::access(parent, rustix::fs::Access::WRITE_OK).is_ok());
+    // SQLite says "unable to open database file" or "attempt to write a
+    // readonly database" when it cannot create or initialize the -shm file.
+    let cannot_share = error.sqlite_error_code() == Some(rusqlite::ErrorCode::CannotOpen)
+        || (error.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly)
+            && error.sqlite_extended_error_code() != Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK));
+    if !cannot_share || directory_writable {
+        return Err(classify("reading the database")(error));
+    }
+    drop(conn);
+    let has_content =
+        |suffix: &str| std::fs::metadata(sibling(path, suffix)).is_ok_and(|metadata| metadata.len() > 0);
+    if has_content("-wal") || has_content("-journal") {
+        return Err(StorageError::DatabaseUnreadable {
+            path: path.to_owned(),
+            detail: "its directory is read-only and a write-ahead log or journal with changes not yet merged \
+                     into the database lies beside it, which SQLite cannot read there; copy the database with \
+                     its -wal, -shm and -journal files to writable storage to inspect it"
+                .to_owned(),
+        });
+    }
+    let conn = Connection::open_with_flags(
+        immutable_uri(path),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(classify("opening the database as an immutable snapshot"))?;
+    first_read(&conn).map_err(classify("reading the database as an immutable snapshot"))?;
+    Ok((conn, true))
+}
+
+/// A `file:` URI naming `path` with `immutable=1`; every byte outside a
+/// small safe set is percent-encoded, so no name can add parameters.
+fn immutable_uri(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut uri = String::from("file:");
+    for byte in absolute.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'.' | b'_' | b'-' | b'~' => {
+                uri.push(char::from(*byte));
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
+}
+
+/// Inspects the file without writing to it; `Ok(None)` when there is no
+/// file. The connection is handed back for a read-only open to keep.
+fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
+    let classify = |context: &'static str| {
+        move |error: rusqlite::Error| {
+            if is_unreadable(&error) {
+                StorageError::DatabaseUnreadable {
+                    path: path.to_owned(),
+                    detail: error.to_string(),
+                }
+            } else {
+                StorageError::Sqlite {
+                    context,
+                    source: error,
+                }
+            }
+        }
+    };
+    match file_kind(path)? {
+        FileKind::Missing => return Ok(None),
+        FileKind::Empty => {
+            return Ok(Some(Probe {
+                user_version: 0,
+                has_tables: false,
+                history: None,
+                connection: None,
+            }));
+        }
+        FileKind::Sqlite => {}
+    }
+    let (conn, immutable) = inspection_connection(path)?;
     let user_version: i64 = conn
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(classify("reading the schema version"))?;
@@ -176,7 +346,32 @@ fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
         user_version: u32::try_from(user_version).unwrap_or(u32::MAX),
         has_tables: !tables.is_empty(),
         history,
+        connection: Some((conn, immutable)),
     }))
+}
+
+/// Checks that every page a migration reads is sound (`quick_check`), on
+/// the read-only probe connection, before anything is written: a damaged v8
+/// file is refused byte-identical instead of failing halfway.
+fn check_health(path: &Path, conn: &Connection) -> Result<(), StorageError> {
+    let findings: Vec<String> = conn
+        .prepare("PRAGMA quick_check(5)")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<Vec<String>, _>>()
+        })
+        .map_err(|error| StorageError::DatabaseUnreadable {
+            path: path.to_owned(),
+            detail: format!("SQLite's quick_check could not read it: {error}"),
+        })?;
+    if findings.len() == 1 && findings[0] == "ok" {
+        return Ok(());
+    }
+    Err(StorageError::DatabaseUnreadable {
+        path: path.to_owned(),
+        detail: format!("SQLite's quick_check reports damage: {}", findings.join("; ")),
+    })
 }
 
 /// Whether the recorded history is exactly this build's migrations.
@@ -228,16 +423,25 @@ fn decide(path: &Path, found: Option<&Probe>) -> Result<Plan, StorageError> {
     }
 }
 
-/// Applies the connection settings every read-write connection uses.
+/// Applies the connection settings every read-write connection uses; none
+/// of them writes to the file.
 fn configure(conn: &Connection) -> Result<(), StorageError> {
     conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(StorageError::sqlite("setting the busy timeout"))?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(StorageError::sqlite("enabling foreign keys"))?;
-    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
-        .map_err(StorageError::sqlite("switching to WAL"))?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(StorageError::sqlite("setting synchronous = FULL"))?;
+    Ok(())
+}
+
+/// Switches an accepted database to WAL. It rewrites the header, so it
+/// runs only after the file was accepted and, for a new or v8 file, after
+/// the migration committed: a refused or failed open never changes the
+/// journal mode.
+fn switch_to_wal(conn: &Connection) -> Result<(), StorageError> {
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+        .map_err(StorageError::sqlite("switching to WAL"))?;
     Ok(())
 }
 
@@ -248,8 +452,24 @@ pub(crate) fn open_read_write(
     path: &Path,
     step_limit: Option<u64>,
 ) -> Result<(Connection, MigrationReport), StorageError> {
+    check_database_path(path)?;
+    if let FileKind::Sqlite = file_kind(path)? {
+        roll_back_hot_journal(path)?;
+    }
     let found = probe(path)?;
     let plan = decide(path, found.as_ref())?;
+    if let (
+        Plan::AdoptLegacy,
+        Some(Probe {
+            connection: Some((conn, _)),
+            ..
+        }),
+    ) = (plan, &found)
+    {
+        check_health(path, conn)?;
+    }
+    // The probe's connection goes before the writer opens the file.
+    drop(found);
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -270,6 +490,7 @@ pub(crate) fn open_read_write(
             })?;
         }
     }
+    switch_to_wal(&conn)?;
     Ok((
         conn,
         MigrationReport {
@@ -280,8 +501,11 @@ pub(crate) fn open_read_write(
 }
 
 /// Opens a v10 database read-only; anything else is refused, unchanged.
-pub(crate) fn open_read_only(path: &Path) -> Result<Connection, StorageError> {
-    let Some(found) = probe(path)? else {
+/// The flag says whether it had to be opened as an immutable snapshot
+/// (read-only media, see [`inspection_connection`]).
+pub(crate) fn open_read_only(path: &Path) -> Result<(Connection, bool), StorageError> {
+    check_database_path(path)?;
+    let Some(mut found) = probe(path)? else {
         return Err(StorageError::DatabaseMissing {
             path: path.to_owned(),
         });
@@ -297,14 +521,13 @@ pub(crate) fn open_read_only(path: &Path) -> Result<Connection, StorageError> {
             });
         }
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .map_err(StorageError::sqlite("opening the database read-only"))?;
-    conn.busy_timeout(BUSY_TIMEOUT)
-        .map_err(StorageError::sqlite("setting the busy timeout"))?;
-    Ok(conn)
+    match found.connection.take() {
+        Some(opened) => Ok(opened),
+        // An empty file decides Create, which was refused above.
+        None => Err(StorageError::DatabaseMissing {
+            path: path.to_owned(),
+        }),
+    }
 }
 
 /// Runs the migration in one IMMEDIATE transaction. The error is a message:

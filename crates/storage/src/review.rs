@@ -334,6 +334,8 @@ fn classify(error: &StorageError) -> ArtifactCheck {
         | StorageError::ApprovalNotFound { .. }
         | StorageError::StaleApproval { .. }
         | StorageError::ApprovalConflict { .. }
+        | StorageError::DatabasePathRefused { .. }
+        | StorageError::DatabaseFilesChanged { .. }
         | StorageError::HostAlreadyRunning { .. } => ArtifactCheck::Unreadable,
     }
 }

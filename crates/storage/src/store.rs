@@ -19,6 +19,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::StorageError;
 use crate::error::execution_text;
+use crate::guard::FileGuard;
 use crate::migrate::{self, MigrationReport};
 
 /// The settings key of the persisted default shell (ADR 0054); its value is
@@ -55,6 +56,10 @@ pub(crate) const APPROVAL_COLUMNS: &str = "id, session_id, turn_id, title, quest
 /// The one database connection of a host (or of a CLI inspection).
 pub struct Store {
     pub(crate) conn: Connection,
+    /// Watches the files of a read-write connection; `None` for inspection.
+    guard: Option<FileGuard>,
+    /// Whether a read-only open had to use an immutable snapshot.
+    immutable: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -72,7 +77,7 @@ impl Store {
     /// busy timeout. A file this build must not touch is refused unchanged.
     pub fn open(path: impl AsRef<Path>) -> Result<(Store, MigrationReport), StorageError> {
         let (conn, report) = migrate::open_read_write(path.as_ref(), None)?;
-        Ok((Store { conn }, report))
+        Ok((Store::writer(conn, path.as_ref()), report))
     }
 
     /// Opens like [`Store::open`], but interrupts the migration transaction
@@ -84,15 +89,52 @@ impl Store {
         steps: u64,
     ) -> Result<(Store, MigrationReport), StorageError> {
         let (conn, report) = migrate::open_read_write(path.as_ref(), Some(steps))?;
-        Ok((Store { conn }, report))
+        Ok((Store::writer(conn, path.as_ref()), report))
     }
 
     /// Opens a v10 database for inspection only. It never migrates: any
     /// other version is refused with an error naming it, and the file is
-    /// left as it was.
+    /// left as it was. On read-only media, where SQLite cannot create the
+    /// `-shm` file a WAL database needs, it opens the file as an immutable
+    /// snapshot instead ([`Store::is_immutable_snapshot`] says so).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store, StorageError> {
-        let conn = migrate::open_read_only(path.as_ref())?;
-        Ok(Store { conn })
+        let (conn, immutable) = migrate::open_read_only(path.as_ref())?;
+        Ok(Store {
+            conn,
+            guard: None,
+            immutable,
+        })
+    }
+
+    fn writer(conn: Connection, path: &Path) -> Store {
+        Store {
+            conn,
+            guard: Some(FileGuard::new(path)),
+            immutable: false,
+        }
+    }
+
+    /// Whether this read-only store reads an immutable snapshot of the file
+    /// (its directory is not writable): no locks are taken and changes by a
+    /// writer elsewhere would not be seen.
+    pub fn is_immutable_snapshot(&self) -> bool {
+        self.immutable
+    }
+
+    /// Runs one write with the file guard around it: refused when the files
+    /// changed under the connection, recorded as seen after it committed.
+    fn guarded<T>(
+        &mut self,
+        write: impl FnOnce(&mut Connection) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        if let Some(guard) = self.guard.as_mut() {
+            guard.before_write()?;
+        }
+        let written = write(&mut self.conn)?;
+        if let Some(guard) = self.guard.as_mut() {
+            guard.committed();
+        }
+        Ok(written)
     }
 
     /// The `user_version` of the open database.
@@ -111,7 +153,8 @@ impl Store {
 
     /// Inserts a new session; its title starts empty.
     pub fn create_session(&mut self, session: &Session, now: UnixMs) -> Result<(), StorageError> {
-        let inserted = self.conn.execute(
+        self.guarded(|conn| {
+            let inserted = conn.execute(
             "INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, provider, model, shell, \
              created_at, updated_at) VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
             params![
@@ -125,15 +168,18 @@ impl Store {
                 now
             ],
         );
-        match inserted {
-            Ok(_) => Ok(()),
-            Err(error) if constraint_code(&error) == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
-                Err(StorageError::SessionAlreadyExists {
-                    id: session.id.clone(),
-                })
+            match inserted {
+                Ok(_) => Ok(()),
+                Err(error)
+                    if constraint_code(&error) == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) =>
+                {
+                    Err(StorageError::SessionAlreadyExists {
+                        id: session.id.clone(),
+                    })
+                }
+                Err(error) => Err(StorageError::sqlite("inserting a session")(error)),
             }
-            Err(error) => Err(StorageError::sqlite("inserting a session")(error)),
-        }
+        })
     }
 
     /// The session with that id, if any.
@@ -288,16 +334,17 @@ impl Store {
     /// skipped: the host writes the artifact (with [`crate::write_artifact`])
     /// before the transition that inserts the row.
     pub fn apply(&mut self, effects: &[Effect], now: UnixMs) -> Result<(), StorageError> {
-        let transaction = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StorageError::sqlite("beginning a write transaction"))?;
-        for effect in effects {
-            apply_effect(&transaction, effect, now)?;
-        }
-        transaction
-            .commit()
-            .map_err(StorageError::sqlite("committing a write transaction"))
+        self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("beginning a write transaction"))?;
+            for effect in effects {
+                apply_effect(&transaction, effect, now)?;
+            }
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("committing a write transaction"))
+        })
     }
 
     /// The startup fence: in one transaction, marks every pending approval
@@ -305,24 +352,25 @@ impl Store {
     /// `HOST_RESTARTED` (the mapping is plan-core's), and returns the rows as
     /// they are now. Only the live rows are read, through partial indexes.
     pub fn startup_fence(&mut self, now: UnixMs) -> Result<Vec<PlanApproval>, StorageError> {
-        let transaction = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(StorageError::sqlite("beginning the startup fence"))?;
-        let live = load_live_rows(&transaction)?;
-        let effects = plan_core::startup_fence(&live, now);
-        let mut changed = Vec::with_capacity(effects.len());
-        for effect in &effects {
-            apply_effect(&transaction, effect, now)?;
-            match effect {
-                Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
-                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => {}
+        self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("beginning the startup fence"))?;
+            let live = load_live_rows(&transaction)?;
+            let effects = plan_core::startup_fence(&live, now);
+            let mut changed = Vec::with_capacity(effects.len());
+            for effect in &effects {
+                apply_effect(&transaction, effect, now)?;
+                match effect {
+                    Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
+                    Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => {}
+                }
             }
-        }
-        transaction
-            .commit()
-            .map_err(StorageError::sqlite("committing the startup fence"))?;
-        Ok(changed)
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("committing the startup fence"))?;
+            Ok(changed)
+        })
     }
 
     // --- settings ---------------------------------------------------------
@@ -361,14 +409,15 @@ impl Store {
     /// shell catalog first.
     pub fn set_default_shell(&mut self, shell_id: &str) -> Result<(), StorageError> {
         let value = serde_json::Value::String(shell_id.to_owned()).to_string();
-        self.conn
-            .execute(
+        self.guarded(|conn| {
+            conn.execute(
                 "INSERT INTO settings (key, value_json) VALUES (?1, ?2) \
                  ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
                 params![DEFAULT_SHELL_KEY, value],
             )
             .map_err(StorageError::sqlite("saving the default shell"))?;
-        Ok(())
+            Ok(())
+        })
     }
 
     // --- inspection (read-only; used by the CLI) ---------------------------

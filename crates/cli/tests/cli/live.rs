@@ -97,7 +97,7 @@ fn inspection_beside_a_live_serve_changes_nothing_and_both_keep_working() {
 #[test]
 fn db_migrate_of_a_v8_database_is_refused_while_a_host_holds_it() {
     let (_dir, db) = support::v8();
-    // A host migrates on open; take the lock file the way a host does.
+    // A host migrates on open; take the lock the way a host does.
     let lock = plan_storage::HostLock::acquire(&db).unwrap();
     let result = run(Some(&db), &["db", "migrate"]);
     assert_eq!(result.code, 3, "{}", result.stderr);

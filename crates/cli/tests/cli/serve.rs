@@ -1,10 +1,12 @@
 //! Black-box tests of `plan-checkpoint serve` through the shared client. No
 //! test asserts on speed; timer tests wait with a bounded poll.
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -1237,4 +1239,344 @@ fn placeholder_child() -> Child {
         .unwrap();
     child.wait().unwrap();
     child
+}
+
+// --- edges: names, limits, stdio, request bounds ---------------------------
+
+/// Runs `serve` with the given args and stdin, and returns (exit code, stdout, stderr).
+fn serve_once(args: &[&str], stdin: &[u8]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+        .arg("serve")
+        .args(args)
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let output = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn names_that_keep_nothing_are_refused_with_exit_3() {
+    for name in ["", ":memory:", "file:plans.db?mode=memory"] {
+        let (code, stdout, stderr) = serve_once(&["--db", name], b"");
+        assert_eq!(code, Some(3), "{name:?}: {stderr}");
+        assert!(stderr.contains("INVALID_PARAMS"), "{stderr}");
+        assert!(stderr.contains("cannot be a host database"), "{stderr}");
+        let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+    }
+}
+
+#[test]
+fn an_out_of_range_ttl_is_refused_by_the_one_rule() {
+    let place = Place::new();
+    let db = place.db.to_str().unwrap();
+    for ttl in ["-5", "0", "604800001", "9223372036854775807"] {
+        let (code, stdout, stderr) = serve_once(&["--db", db, "--approval-ttl-ms", ttl], b"");
+        assert_eq!(code, Some(2), "{ttl}: {stderr}");
+        assert!(stderr.contains("INVALID_PARAMS"), "{stderr}");
+        assert!(stderr.contains(&format!("{ttl} ms")), "{stderr}");
+        assert!(stderr.contains("from 1 ms to 604800000 ms"), "{stderr}");
+        let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+        assert!(!place.db.exists(), "a refused start created the database");
+    }
+    // The widest TTL is served, and its deadline does not saturate.
+    let mut serve = Serve::start(&place.db, &["--approval-ttl-ms", "604800000"]);
+    let (approval, _) = pending(&mut serve, place.root(), "s", MARKDOWN);
+    let created = approval["createdAt"].as_i64().unwrap();
+    assert_eq!(approval["expiresAt"].as_i64().unwrap(), created + 604_800_000);
+    assert!(serve.close().success());
+}
+
+/// A session, a turn and a plan over `input`, then EOF.
+fn scripted_session(root: &str) -> Vec<u8> {
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 9, "clientName": "t"}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/create", "params": {"sessionId": "s", "workspaceRoot": root, "mode": "plan"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/get", "params": {"sessionId": "s"}}),
+    ];
+    let mut bytes = Vec::new();
+    for line in lines {
+        bytes.extend_from_slice(line.to_string().as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes
+}
+
+#[test]
+fn an_unwritable_stderr_neither_crashes_nor_stops_serve() {
+    let place = Place::new();
+    // stderr on /dev/full: every write fails with ENOSPC.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+        .args(["serve", "--db"])
+        .arg(&place.db)
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(full))
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(&scripted_session(place.root()))?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let replies: Vec<Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|message| !is_notification(message))
+        .collect();
+    assert_eq!(replies.len(), 3, "{replies:?}");
+    assert_eq!(replies[2]["result"]["sessionId"], "s");
+
+    // stderr a pipe whose reader is gone: every write fails with EPIPE.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+        .args(["serve", "--db"])
+        .arg(place.db.with_file_name("second.db"))
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&scripted_session(place.root()))
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        text.lines().filter(|line| line.contains("\"id\":3")).count(),
+        1,
+        "{text}"
+    );
+}
+
+/// The status of every approval, straight from the database file.
+fn statuses(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut statement = conn
+        .prepare("SELECT status FROM plan_approvals ORDER BY created_at")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get::<_, String>(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_stall_expiry() {
+    let place = Place::new();
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+            .args(["serve", "--approval-ttl-ms", "1500", "--db"])
+            .arg(&place.db)
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = child.0.stdin.take().unwrap();
+    let stdout = child.0.stdout.take().unwrap();
+    // A reader that forwards lines until told to stop, then keeps the pipe
+    // open without reading it: a client that is alive but stopped reading.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (sender, lines) = channel::<Value>();
+    let reader = std::thread::spawn({
+        let stop = Arc::clone(&stop);
+        move || {
+            let mut stdout = BufReader::new(stdout);
+            let mut line = String::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                line.clear();
+                if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                if let Ok(message) = serde_json::from_str(&line) {
+                    let _ = sender.send(message);
+                }
+            }
+            std::thread::sleep(Duration::from_secs(40));
+            drop(stdout);
+        }
+    });
+    let mut next_id = 0;
+    let mut request = |stdin: &mut ChildStdin, method: &str, params: Value| -> Value {
+        next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params}).to_string();
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.write_all(b"\n"))
+            .unwrap();
+        loop {
+            let message = lines.recv_timeout(REPLY_TIMEOUT).expect("an answer");
+            if message["id"] == next_id {
+                return message["result"].clone();
+            }
+        }
+    };
+    request(
+        &mut stdin,
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "t"}),
+    );
+    let mut deadlines = Vec::new();
+    for session in ["a", "b"] {
+        request(
+            &mut stdin,
+            "session/create",
+            json!({"sessionId": session, "workspaceRoot": place.root(), "mode": "plan"}),
+        );
+        let turn = request(
+            &mut stdin,
+            "turn/start",
+            json!({"sessionId": session, "prompt": "p", "origin": "interactive"}),
+        );
+        let results = request(
+            &mut stdin,
+            "turn/toolCalls",
+            json!({"sessionId": session, "turnId": turn["turnId"], "calls": [submit_call("c", MARKDOWN)]}),
+        );
+        deadlines.push(results["results"][0]["approval"]["expiresAt"].as_i64().unwrap());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Fill stdout: far more answer bytes than a pipe holds, never read.
+    let burst = std::thread::spawn(move || {
+        let request = json!({"jsonrpc": "2.0", "id": 0, "method": "plan/list", "params": {}}).to_string();
+        for _ in 0..2_000 {
+            if stdin
+                .write_all(request.as_bytes())
+                .and_then(|()| stdin.write_all(b"\n"))
+                .is_err()
+            {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(40));
+        drop(stdin);
+    });
+    // Bounded poll of the database: both rows must be expired soon after
+    // the later deadline, whatever the client does.
+    let give_up = Instant::now() + Duration::from_secs(20);
+    loop {
+        let rows = statuses(&place.db);
+        if rows == ["expired", "expired"] {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "rows still {rows:?} {} ms after the last deadline",
+            now_ms() - deadlines[1]
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop((child, reader, burst));
+}
+
+/// A child process that is killed and reaped when the test ends, even by a
+/// failed assertion.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The peak resident set of a process, from /proc.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn no_request_within_the_line_cap_takes_serve_above_64_mib() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &[]);
+    let (approval, turn) = {
+        create_session(&mut serve, "s", Some(place.root()), "plan");
+        let turn = start_turn(&mut serve, "s");
+        (Value::Null, turn)
+    };
+    let _ = approval;
+    // 1. A 0.8 MB batch of empty objects, then one of 2 MB.
+    for size in [800_000, 2_000_000] {
+        let mut line = String::with_capacity(size + 2);
+        line.push('[');
+        while line.len() < size {
+            line.push_str("{},");
+        }
+        line.push_str("{}]");
+        let reply = serve.raw(line.as_bytes());
+        let (_, code) = error_of(&reply).unwrap_or_else(|| panic!("{}", reply.to_string().len()));
+        assert_eq!(code, "INVALID_REQUEST");
+        assert!(reply.to_string().len() < 4096, "the answer is small");
+    }
+    // 2. A single request whose params hold millions of values.
+    let mut line = String::from(r#"{"jsonrpc":"2.0","id":7,"method":"session/get","params":{"x":["#);
+    while line.len() < 40_000_000 {
+        line.push_str("1,");
+    }
+    line.push_str("1]}}");
+    assert_eq!(
+        error_of(&serve.raw(line.as_bytes())).unwrap().1,
+        "INVALID_REQUEST"
+    );
+    // 3. One huge string where a short one belongs, echoed back cut.
+    let mut line = String::from(r#"{"jsonrpc":"2.0","id":8,"method":""#);
+    line.push_str(&"m".repeat(8 * 1024 * 1024));
+    line.push_str(r#"","params":{}}"#);
+    let reply = serve.raw(line.as_bytes());
+    assert_eq!(error_of(&reply).unwrap().1, "METHOD_NOT_FOUND");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 2048, "the message echoes {} bytes", message.len());
+    // 4. The largest legitimate request: an 8 MiB markdown with every byte
+    //    escaped, close to the line cap.
+    let markdown: String = "\u{1}".repeat(8 * 1024 * 1024 - 16);
+    let calls = json!([submit_call("c", &markdown)]);
+    let line = json!({"jsonrpc": "2.0", "id": 9, "method": "turn/toolCalls",
+        "params": {"sessionId": "s", "turnId": turn, "calls": calls}})
+    .to_string();
+    assert!(line.len() > 40_000_000, "{}", line.len());
+    let reply = serve.raw(line.as_bytes());
+    assert_eq!(
+        reply["result"]["results"][0]["decision"],
+        "allow",
+        "{}",
+        reply.to_string().len()
+    );
+    let peak = peak_rss_kib(serve.child.id());
+    eprintln!("serve peaked at {} KiB", peak);
+    assert!(peak < 64 * 1024, "serve peaked at {} MiB", peak / 1024);
+    assert!(serve.close().success());
 }

@@ -216,3 +216,87 @@ fn read_only_store_reads_but_cannot_write() {
     let error = store.set_default_shell("bash").unwrap_err();
     assert_eq!(error.code(), ErrorCode::StorageFailed);
 }
+
+/// The names in the database's directory other than the database itself.
+fn beside(path: &Path) -> Vec<String> {
+    let name = path.file_name().unwrap().to_owned();
+    let mut names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .filter(|entry| *entry != name)
+        .map(|entry| entry.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_v8_database_with_a_damaged_table_is_refused_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "damaged.db");
+    // Page 6 is the plan_approvals table the migration copies; the schema on
+    // page 1 stays readable, so only a health check finds the damage.
+    let mut bytes = std::fs::read(&path).unwrap();
+    for byte in &mut bytes[5 * 4096..5 * 4096 + 64] {
+        *byte = 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let error = Store::open(&path).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::DatabaseUnreadable, "{error}");
+    assert!(error.to_string().contains("quick_check"), "{error}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "a refused open changed the file"
+    );
+    assert_eq!(
+        beside(&path),
+        Vec::<String>::new(),
+        "a refused open created files beside it"
+    );
+}
+
+#[test]
+fn a_failed_migration_leaves_the_file_byte_identical_with_nothing_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "v8.db");
+    let before = std::fs::read(&path).unwrap();
+    // Interrupted inside the migration transaction: the journal mode must
+    // not have been switched and no WAL or journal file may remain.
+    let error = Store::open_with_step_limit(&path, 50).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::StorageFailed, "{error}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "a failed migration changed the file"
+    );
+    assert_eq!(beside(&path), Vec::<String>::new());
+}
+
+#[test]
+fn names_sqlite_would_not_keep_on_disk_are_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().join("kept.db");
+    let names = [
+        std::path::PathBuf::from(""),
+        std::path::PathBuf::from(":memory:"),
+        std::path::PathBuf::from(format!("file:{}?mode=memory", uri.display())),
+        std::path::PathBuf::from("file:relative.db"),
+    ];
+    for name in &names {
+        let error = Store::open(name).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{name:?}: {error}");
+        assert!(error.to_string().contains("cannot be a host database"), "{error}");
+        let error = Store::open_read_only(name).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{name:?}: {error}");
+        let error = plan_storage::HostLock::acquire(name).unwrap_err();
+        assert_eq!(error.code(), ErrorCode::InvalidParams, "{name:?}: {error}");
+    }
+    assert!(!uri.exists());
+    assert!(!Path::new("relative.db").exists());
+    assert!(!Path::new("file:relative.db").exists());
+    // A plain file whose name merely contains the words is a file.
+    let plain = dir.path().join("file:plain.db");
+    drop(Store::open(&plain).unwrap());
+    assert!(plain.exists());
+}

@@ -340,6 +340,13 @@ def test_approval_artifact_and_execution_errors(host, tmp_path):
 
 def test_host_errors(hosts, tmp_path):
     failed(ErrorCode.INVALID_PARAMS, hosts, str(tmp_path / "a.db"), 0)
+    # The one range rule of plan-core, as serve and Rust embedders meet it.
+    for ttl in (-5, 604800001, 9223372036854775807):
+        failed(ErrorCode.INVALID_PARAMS, hosts, str(tmp_path / "a.db"), ttl)
+    # Names SQLite would not keep on disk host nothing.
+    for name in ("", ":memory:", "file:a.db?mode=memory"):
+        failed(ErrorCode.INVALID_PARAMS, hosts, name)
+    assert not (tmp_path / "a.db").exists()
     path = str(tmp_path / "locked.db")
     first = hosts(path)
     failed(ErrorCode.HOST_ALREADY_RUNNING, hosts, path)

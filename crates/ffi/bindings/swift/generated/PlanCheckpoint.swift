@@ -2166,11 +2166,13 @@ public func FfiConverterTypePlanDiff_lower(_ value: PlanDiff) -> RustBuffer {
  */
 public struct PlanHostOptions: Equatable, Hashable {
     /**
-     * Approval TTL in milliseconds.
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
+     * minutes when absent. Anything else is `INVALID_PARAMS`.
      */
     public var approvalTtlMs: Int64?
     /**
-     * Largest SubmitPlan markdown in bytes.
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
+     * when absent.
      */
     public var markdownLimitBytes: UInt64?
 
@@ -2178,10 +2180,12 @@ public struct PlanHostOptions: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Approval TTL in milliseconds.
+         * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
+         * minutes when absent. Anything else is `INVALID_PARAMS`.
          */approvalTtlMs: Int64?, 
         /**
-         * Largest SubmitPlan markdown in bytes.
+         * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
+         * when absent.
          */markdownLimitBytes: UInt64?) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes

@@ -3041,12 +3041,14 @@ public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
  */
 data class PlanHostOptions (
     /**
-     * Approval TTL in milliseconds.
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
+     * minutes when absent. Anything else is `INVALID_PARAMS`.
      */
     var `approvalTtlMs`: kotlin.Long?
     , 
     /**
-     * Largest SubmitPlan markdown in bytes.
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
+     * when absent.
      */
     var `markdownLimitBytes`: kotlin.ULong?
     

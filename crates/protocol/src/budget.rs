@@ -1,0 +1,349 @@
+//! How much one message may make a server do: the bounds every frontend
+//! applies to one line (one JSON-RPC message or batch) before it builds it.
+//!
+//! A JSON value costs far more in memory than its text: `[1,1,1,...]` is two
+//! bytes per element on the wire and dozens once parsed, so a line cap alone
+//! lets a few megabytes of input take gigabytes. [`MessageScanner`] reads the
+//! raw bytes once, as they arrive, keeping a few counters and no copy, and
+//! stops at the first bound crossed:
+//! - the line length ([`MessageLimits::max_line_bytes`]);
+//! - the batch length ([`MessageLimits::max_batch`]);
+//! - the number of JSON values ([`MessageLimits::max_values`]);
+//! - the decoded bytes of all strings together
+//!   ([`MessageLimits::max_string_bytes`]): one markdown at the limit,
+//!   however it is escaped, plus room for everything else.
+//!
+//! It checks framing budgets only, not JSON syntax (the parser does that)
+//! and not meaning. Like the rest of this crate it performs no I/O.
+
+use plan_core::ErrorCode;
+
+/// The bounds on one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageLimits {
+    /// The longest line, in bytes.
+    pub max_line_bytes: usize,
+    /// The most messages in one batch.
+    pub max_batch: usize,
+    /// The most JSON values (arrays, objects, members and scalars) in a line.
+    pub max_values: usize,
+    /// The most decoded string bytes in a line, all strings together.
+    pub max_string_bytes: usize,
+}
+
+impl MessageLimits {
+    /// The most messages in one batch.
+    pub const MAX_BATCH: usize = 128;
+    /// The most JSON values in one line: ample for any request of the
+    /// protocol, tool inputs included, and a few megabytes once parsed.
+    pub const MAX_VALUES: usize = 20_000;
+    /// Room beside the markdown: ids, titles, questions, other tool inputs.
+    pub const ENVELOPE_BYTES: usize = 1024 * 1024;
+
+    /// The bounds for a host whose SubmitPlan markdown limit is
+    /// `markdown_limit_bytes`: a line may carry one maximal markdown with
+    /// every byte escaped (a control byte is six characters in JSON) and an
+    /// envelope; its strings may decode to one maximal markdown and an
+    /// envelope.
+    pub fn for_markdown_limit(markdown_limit_bytes: usize) -> MessageLimits {
+        MessageLimits {
+            max_line_bytes: markdown_limit_bytes
+                .saturating_mul(6)
+                .saturating_add(MessageLimits::ENVELOPE_BYTES),
+            max_batch: MessageLimits::MAX_BATCH,
+            max_values: MessageLimits::MAX_VALUES,
+            max_string_bytes: markdown_limit_bytes.saturating_add(MessageLimits::ENVELOPE_BYTES),
+        }
+    }
+}
+
+/// The bound a line crossed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overrun {
+    /// Longer than `max_line_bytes`.
+    LineTooLong(usize),
+    /// A batch of more than `max_batch` messages.
+    BatchTooLong(usize),
+    /// More than `max_values` JSON values.
+    TooManyValues(usize),
+    /// Strings decoding to more than `max_string_bytes`.
+    StringsTooLong(usize),
+}
+
+impl Overrun {
+    /// The canonical code: the message is refused whole, `INVALID_REQUEST`.
+    pub fn code(&self) -> ErrorCode {
+        ErrorCode::InvalidRequest
+    }
+
+    /// What was refused, for the error message.
+    pub fn detail(&self) -> String {
+        match self {
+            Overrun::LineTooLong(limit) => format!("the line is longer than {limit} bytes"),
+            Overrun::BatchTooLong(limit) => {
+                format!("a batch of more than {limit} messages; nothing in it was carried out")
+            }
+            Overrun::TooManyValues(limit) => format!("the message holds more than {limit} JSON values"),
+            Overrun::StringsTooLong(limit) => {
+                format!("the strings of the message decode to more than {limit} bytes")
+            }
+        }
+    }
+}
+
+/// Where the scanner is inside a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InString {
+    /// Outside any string.
+    No,
+    /// Inside, after an ordinary byte.
+    Plain,
+    /// Right after a backslash.
+    Escape,
+    /// Inside `\u`, with this many hex digits read and their value so far.
+    Unicode(u8, u32),
+}
+
+/// Counts one line's budgets as its bytes arrive (see the module docs).
+#[derive(Debug, Clone)]
+pub struct MessageScanner {
+    limits: MessageLimits,
+    bytes: usize,
+    string: InString,
+    depth: usize,
+    top_level_array: bool,
+    batch: usize,
+    values: usize,
+    string_bytes: usize,
+    content: bool,
+}
+
+impl MessageScanner {
+    /// A scanner at the start of a line.
+    pub fn new(limits: MessageLimits) -> MessageScanner {
+        MessageScanner {
+            limits,
+            bytes: 0,
+            string: InString::No,
+            depth: 0,
+            top_level_array: false,
+            batch: 0,
+            values: 0,
+            string_bytes: 0,
+            content: false,
+        }
+    }
+
+    /// Whether everything fed so far was whitespace.
+    pub fn is_blank(&self) -> bool {
+        !self.content
+    }
+
+    /// Feeds the next bytes of the line (without its `\n`); refuses at the
+    /// first bound crossed, and keeps refusing after that.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), Overrun> {
+        self.bytes = self.bytes.saturating_add(bytes.len());
+        if self.bytes > self.limits.max_line_bytes {
+            return Err(Overrun::LineTooLong(self.limits.max_line_bytes));
+        }
+        for &byte in bytes {
+            self.byte(byte)?;
+        }
+        Ok(())
+    }
+
+    fn byte(&mut self, byte: u8) -> Result<(), Overrun> {
+        match self.string {
+            InString::No => self.structural(byte),
+            InString::Plain => match byte {
+                b'"' => {
+                    self.string = InString::No;
+                    Ok(())
+                }
+                b'\\' => {
+                    self.string = InString::Escape;
+                    Ok(())
+                }
+                _ => self.decoded(1),
+            },
+            InString::Escape => {
+                if byte == b'u' {
+                    self.string = InString::Unicode(0, 0);
+                    Ok(())
+                } else {
+                    self.string = InString::Plain;
+                    self.decoded(1)
+                }
+            }
+            InString::Unicode(digits, value) => {
+                // A non-hex byte is the parser's syntax error to report;
+                // counting it as zero keeps the scanner simple.
+                let digit = char::from(byte).to_digit(16).unwrap_or(0);
+                let value = value.saturating_mul(16).saturating_add(digit);
+                if digits < 3 {
+                    self.string = InString::Unicode(digits + 1, value);
+                    return Ok(());
+                }
+                self.string = InString::Plain;
+                // The UTF-8 length of the escaped code unit; each half of a
+                // surrogate pair counts two of the pair's four bytes.
+                let length = match value {
+                    0..=0x7f => 1,
+                    0x80..=0x7ff | 0xd800..=0xdfff => 2,
+                    _ => 3,
+                };
+                self.decoded(length)
+            }
+        }
+    }
+
+    fn decoded(&mut self, length: usize) -> Result<(), Overrun> {
+        self.string_bytes = self.string_bytes.saturating_add(length);
+        if self.string_bytes > self.limits.max_string_bytes {
+            return Err(Overrun::StringsTooLong(self.limits.max_string_bytes));
+        }
+        Ok(())
+    }
+
+    fn structural(&mut self, byte: u8) -> Result<(), Overrun> {
+        if matches!(byte, b' ' | b'\t' | b'\r' | b'\n') {
+            return Ok(());
+        }
+        let first = !self.content;
+        self.content = true;
+        // Every string and container counts as it opens, and every
+        // separator counts the scalar or value after it, so the count is
+        // never below the number of values the parser builds, give or take
+        // the scalars of a lone top-level value.
+        match byte {
+            b'"' => {
+                self.string = InString::Plain;
+                self.count_value()
+            }
+            b'[' | b'{' => {
+                if first && byte == b'[' {
+                    self.top_level_array = true;
+                }
+                self.depth = self.depth.saturating_add(1);
+                self.count_value()
+            }
+            b']' | b'}' => {
+                self.depth = self.depth.saturating_sub(1);
+                Ok(())
+            }
+            b',' => {
+                if self.top_level_array && self.depth == 1 {
+                    // Separators: n of them make n + 1 messages.
+                    self.batch = self.batch.saturating_add(1);
+                    if self.batch >= self.limits.max_batch {
+                        return Err(Overrun::BatchTooLong(self.limits.max_batch));
+                    }
+                }
+                self.count_value()
+            }
+            // A byte of a number, true, false or null, or a colon.
+            _ => Ok(()),
+        }
+    }
+
+    fn count_value(&mut self) -> Result<(), Overrun> {
+        self.values = self.values.saturating_add(1);
+        if self.values > self.limits.max_values {
+            return Err(Overrun::TooManyValues(self.limits.max_values));
+        }
+        Ok(())
+    }
+}
+
+/// The longest error message a server sends, in bytes.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 1024;
+
+/// Cuts a message for people to [`MAX_ERROR_MESSAGE_BYTES`] (at a character
+/// boundary) and says how long it was, so that an error never echoes a whole
+/// hostile value (a parser names the string it could not use).
+pub fn bounded_message(message: String) -> String {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_ERROR_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… (cut; the message was {} bytes)",
+        &message[..end],
+        message.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn limits() -> MessageLimits {
+        MessageLimits {
+            max_line_bytes: 1000,
+            max_batch: 3,
+            max_values: 20,
+            max_string_bytes: 10,
+        }
+    }
+
+    fn scan(text: &str) -> Result<(), Overrun> {
+        MessageScanner::new(limits()).feed(text.as_bytes())
+    }
+
+    #[test]
+    fn each_bound_is_enforced_and_ordinary_messages_pass() {
+        assert_eq!(scan(r#"{"id":1,"m":"x"}"#), Ok(()));
+        assert_eq!(scan("[{},{},{}]"), Ok(()));
+        assert_eq!(scan("[{},{},{},{}]"), Err(Overrun::BatchTooLong(3)));
+        // Commas inside nested arrays or strings are not batch separators.
+        assert_eq!(scan(r#"[{"a":[1,2,3,4]},"x,y,z,w"]"#), Ok(()));
+        assert_eq!(
+            scan(&format!("[{}1]", "1,".repeat(20))),
+            Err(Overrun::BatchTooLong(3))
+        );
+        assert_eq!(
+            scan(&format!("{{\"p\":[{}1]}}", "1,".repeat(20))),
+            Err(Overrun::TooManyValues(20))
+        );
+        assert_eq!(scan(r#""0123456789""#), Ok(()));
+        assert_eq!(scan(r#""0123456789a""#), Err(Overrun::StringsTooLong(10)));
+        // Escapes count what they decode to, not how they are written.
+        assert_eq!(
+            scan(r#""\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001\u0001""#),
+            Ok(())
+        );
+        assert_eq!(scan(r#""\u00e9\u00e9\u00e9\u00e9\u00e9""#), Ok(()));
+        assert_eq!(
+            scan(r#""\u00e9\u00e9\u00e9\u00e9\u00e9\n""#),
+            Err(Overrun::StringsTooLong(10))
+        );
+        assert_eq!(scan(r#""\"\"\"\"\"\"\"\"\"\"""#), Ok(()));
+        assert_eq!(scan(&"x".repeat(1001)), Err(Overrun::LineTooLong(1000)));
+    }
+
+    #[test]
+    fn blank_lines_are_told_apart() {
+        let mut scanner = MessageScanner::new(limits());
+        scanner.feed(b"  \t\r").unwrap();
+        assert!(scanner.is_blank());
+        scanner.feed(b"{").unwrap();
+        assert!(!scanner.is_blank());
+    }
+
+    #[test]
+    fn long_messages_are_cut_and_say_how_long_they_were() {
+        assert_eq!(bounded_message("short".to_owned()), "short");
+        let long = format!("unknown variant `{}`", "é".repeat(5000));
+        let cut = bounded_message(long.clone());
+        assert!(cut.len() < MAX_ERROR_MESSAGE_BYTES + 64, "{}", cut.len());
+        assert!(
+            cut.ends_with(&format!("(cut; the message was {} bytes)", long.len())),
+            "{cut}"
+        );
+    }
+}
