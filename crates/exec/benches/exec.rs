@@ -1,0 +1,3 @@
+//! plan-exec benchmarks; the harness follows in a later commit.
+
+fn main() {}
