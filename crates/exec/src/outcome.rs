@@ -100,12 +100,17 @@ impl ExecError {
 
 /// The result of one command.
 ///
-/// `output_sha256` is the lowercase hex SHA-256 of the 64 bytes
-/// `SHA-256(stdout) || SHA-256(stderr)`, where each inner hash covers every
-/// raw byte the stream carried (not only the retained part, and before any
-/// UTF-8 repair). With `out` and `err` files holding the raw streams it is
-/// `cat <(sha256sum < out | xxd -r -p) <(sha256sum < err | xxd -r -p) | sha256sum`.
-/// A command that never ran hashes two empty streams.
+/// The hashes cover exactly the text delivered in output events, so whoever
+/// kept the events can verify them: `stdout_sha256` is the lowercase hex
+/// SHA-256 of the concatenated `chunk`s of every stdout event (UTF-8 bytes,
+/// after U+FFFD repair), `stderr_sha256` the same for stderr, and
+/// `output_sha256` the SHA-256 of the 64 bytes `SHA-256(stdout text) ||
+/// SHA-256(stderr text)`. For output that is valid UTF-8 and within the cap
+/// the inner hashes are those of the raw streams (`sha256sum` of each).
+/// Bytes past the retained-output cap are counted in `stdout_bytes` /
+/// `stderr_bytes`, not hashed: nobody keeps them, and hashing every byte of
+/// a large output would cost more than reading it. A command that never ran
+/// hashes two empty texts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandOutcome {
     /// How it ended.
@@ -120,9 +125,9 @@ pub struct CommandOutcome {
     pub stderr_bytes: u64,
     /// Whether output past the retained-output cap was dropped.
     pub truncated: bool,
-    /// Lowercase hex SHA-256 of all of stdout.
+    /// Lowercase hex SHA-256 of the delivered stdout text.
     pub stdout_sha256: String,
-    /// Lowercase hex SHA-256 of all of stderr.
+    /// Lowercase hex SHA-256 of the delivered stderr text.
     pub stderr_sha256: String,
     /// The combined output hash defined above.
     pub output_sha256: String,

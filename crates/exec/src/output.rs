@@ -1,7 +1,7 @@
 //! Turning the raw bytes of stdout and stderr into output events: UTF-8
 //! repair that never splits a character, one `seq` across both streams in
 //! arrival order, coalescing, the retained-output cap with exact byte counts,
-//! and the output hashes.
+//! and the output hashes (over exactly the text delivered in events).
 //!
 //! This module does no I/O and reads no clock: the runner feeds it bytes with
 //! the time they arrived and asks it when the pending chunk is due.
@@ -171,7 +171,6 @@ impl OutputCollector {
     pub(crate) fn push(&mut self, stream: Stream, bytes: &[u8], now: Instant, sink: &mut dyn OutputSink) {
         let index = stream.index();
         self.bytes[index] += bytes.len() as u64;
-        self.hashers[index].update(bytes);
         if self.truncated || bytes.is_empty() {
             return;
         }
@@ -244,6 +243,7 @@ impl OutputCollector {
     /// Sends the pending chunk, if any.
     pub(crate) fn flush(&mut self, sink: &mut dyn OutputSink) {
         if let Some(pending) = self.pending.take() {
+            self.hashers[pending.stream.index()].update(pending.text.as_bytes());
             let seq = self.next_seq;
             self.next_seq += 1;
             sink.output(OutputEvent {

@@ -345,9 +345,11 @@ fn not_started(error: ExecError) -> CommandOutcome {
     }
 }
 
-fn set_pipe_size(fd: impl AsFd) {
-    // A larger pipe is an optimisation only; the default size works too.
-    let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
+/// Makes a read end non-blocking and large. Both are optimisations only: a
+/// pipe that refuses them still works, one read per poll.
+fn tune_pipe(fd: impl AsFd) {
+    let _ = rustix::io::ioctl_fionbio(&fd, true);
+    let _ = rustix::pipe::fcntl_setpipe_size(&fd, PIPE_SIZE);
 }
 
 /// One open output pipe.
@@ -372,11 +374,8 @@ fn pump(
         .stderr
         .take()
         .map(|pipe: ChildStderr| File::from(OwnedFd::from(pipe)));
-    if let Some(stdout) = &stdout {
-        set_pipe_size(stdout);
-    }
-    if let Some(stderr) = &stderr {
-        set_pipe_size(stderr);
+    for pipe in stdout.iter().chain(stderr.iter()) {
+        tune_pipe(pipe);
     }
     let mut out = Pipe {
         reader: stdout,
@@ -438,15 +437,27 @@ fn pump(
                 continue;
             }
             progressed = true;
-            let Some(reader) = pipe.reader.as_mut() else {
-                continue;
-            };
-            match reader.read(&mut buffer) {
-                Ok(0) | Err(_) => {
-                    pipe.reader = None;
-                    collector.finish_stream(pipe.stream, now, &mut sink);
+            // Drain what is there (the pipe is non-blocking), so a fast
+            // writer costs one poll per pipe-full rather than per read.
+            while let Some(reader) = pipe.reader.as_mut() {
+                match reader.read(&mut buffer) {
+                    Ok(0) => {
+                        pipe.reader = None;
+                        collector.finish_stream(pipe.stream, now, &mut sink);
+                    }
+                    Ok(read) => {
+                        collector.push(pipe.stream, &buffer[..read], now, &mut sink);
+                        if read < buffer.len() {
+                            break;
+                        }
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        pipe.reader = None;
+                        collector.finish_stream(pipe.stream, now, &mut sink);
+                    }
                 }
-                Ok(read) => collector.push(pipe.stream, &buffer[..read], now, &mut sink),
             }
         }
         if lifeline_ready {
