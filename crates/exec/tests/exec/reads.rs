@@ -44,3 +44,25 @@ fn reads_work_read_only() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(snapshot(&workspace), before);
 }
+
+#[test]
+fn the_documented_limits_hold() {
+    if !sandbox_available("the_documented_limits_hold") {
+        return;
+    }
+    // Python multiprocessing needs a writable /dev/shm (documented); plain
+    // subprocesses work.
+    let dirs = dirs();
+    let (outcome, events) = run(spec(
+        "python3 -c \"import multiprocessing; multiprocessing.Lock()\" 2>&1 | tail -1; \
+         python3 -c \"import subprocess; print(subprocess.run(['echo', 'child'], capture_output=True).stdout.decode(), end='')\"",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+    ));
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(
+        events.text(Stream::Stdout),
+        "PermissionError: [Errno 13] Permission denied\nchild\n"
+    );
+}

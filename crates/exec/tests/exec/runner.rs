@@ -215,6 +215,21 @@ fn the_environment_is_minimal_and_documented() {
 
 #[test]
 fn stdin_is_dev_null_only_stdio_is_inherited_and_the_shell_leads_its_own_group() {
+    // A descriptor the host leaks (not close-on-exec, as an embedder's
+    // foreign code may create one) reaches a plain child but not the shell.
+    let leaked = std::fs::File::open("/dev/null").unwrap();
+    rustix::io::fcntl_setfd(&leaked, rustix::io::FdFlags::empty()).unwrap();
+    let leaked_fd = std::os::fd::AsRawFd::as_raw_fd(&leaked).to_string();
+    let plain = std::process::Command::new("ls")
+        .arg("/proc/self/fd")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&plain.stdout)
+            .lines()
+            .any(|fd| fd == leaked_fd),
+        "the leak must be real"
+    );
     for confinement in confinements() {
         let dirs = dirs();
         let (outcome, events) = run(spec(
