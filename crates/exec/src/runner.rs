@@ -31,6 +31,10 @@ pub const HELPER_NAME: &str = "plan-exec-sandbox";
 /// wake-ups.
 const PIPE_SIZE: usize = 1024 * 1024;
 
+/// How long output is still taken after the supervisor vanished without a
+/// report (a process it no longer kills may write forever).
+const LOST_DRAIN: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Bytes read from a pipe at a time.
 const READ_SIZE: usize = 256 * 1024;
 
@@ -390,6 +394,7 @@ fn pump(
     let mut report_line: Vec<u8> = Vec::new();
     let mut report: Option<Report> = None;
     let mut lifeline_open = true;
+    let mut lost_since: Option<Instant> = None;
     loop {
         let pipes_open = out.reader.is_some() || err.reader.is_some();
         if !pipes_open && (report.is_some() || !lifeline_open) {
@@ -398,6 +403,9 @@ fn pump(
         // The supervisor vanished without a report: whatever still holds the
         // pipes is not waited for; take what is there and stop.
         let lost = report.is_none() && !lifeline_open;
+        if lost && lost_since.get_or_insert_with(Instant::now).elapsed() > LOST_DRAIN {
+            break;
+        }
         let now = Instant::now();
         let timeout = if lost {
             Some(rustix::event::Timespec {

@@ -97,8 +97,12 @@ impl SuperviseArgs {
     }
 }
 
+/// Whole milliseconds, saturating at `u64::MAX` (which the helper treats as
+/// "never").
 fn millis(duration: Duration) -> String {
-    duration.as_millis().to_string()
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .to_string()
 }
 
 /// Options of a helper stage, as parsed.

@@ -134,7 +134,8 @@ fn report_and_exit(lifeline: Option<&UnixStream>, report: &Report) -> ExitCode {
 
 struct Supervisor {
     shell: Pid,
-    deadline: Instant,
+    /// `None`: a timeout too large to represent, i.e. none.
+    deadline: Option<Instant>,
     grace: Duration,
     ending: Option<EndKind>,
     kill_at: Option<Instant>,
@@ -198,7 +199,7 @@ impl Supervisor {
         drop(child);
         let mut supervisor = Supervisor {
             shell,
-            deadline: started + timeout,
+            deadline: started.checked_add(timeout),
             grace,
             ending: None,
             kill_at: None,
@@ -219,7 +220,7 @@ impl Supervisor {
             .map_err(|error| fail(FailKind::Spawn, format!("pidfd_open(shell): {error}")))?;
         loop {
             let now = Instant::now();
-            if self.ending.is_none() && now >= self.deadline {
+            if self.ending.is_none() && self.deadline.is_some_and(|deadline| now >= deadline) {
                 self.begin_ending(EndKind::TimedOut, now);
             }
             if self.kill_at.is_some_and(|at| now >= at) {
@@ -227,7 +228,7 @@ impl Supervisor {
                 let _ = rustix::process::kill_process_group(self.shell, Signal::KILL);
             }
             let next = match (self.ending, self.kill_at) {
-                (None, _) => Some(self.deadline),
+                (None, _) => self.deadline,
                 (Some(_), at) => at,
             };
             let wait = next.map(|at| at.saturating_duration_since(now));
@@ -268,7 +269,8 @@ impl Supervisor {
 
     fn begin_ending(&mut self, kind: EndKind, now: Instant) {
         self.ending = Some(kind);
-        self.kill_at = Some(now + self.grace);
+        // A grace too large to represent means no SIGKILL.
+        self.kill_at = now.checked_add(self.grace);
         let _ = rustix::process::kill_process_group(self.shell, Signal::TERM);
         // A stopped process acts on SIGTERM only once continued.
         let _ = rustix::process::kill_process_group(self.shell, Signal::CONT);

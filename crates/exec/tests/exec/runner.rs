@@ -405,3 +405,17 @@ fn cancel_after_the_end_changes_nothing() {
         (CommandState::Exited, Some(0))
     );
 }
+
+#[test]
+fn a_timeout_too_large_to_represent_means_none() {
+    let dirs = dirs();
+    let mut forever = spec("echo fine", &dirs.scratch, &dirs.scratch, Confinement::None);
+    forever.timeout = Duration::MAX;
+    forever.grace = Duration::MAX;
+    let (outcome, events) = run(forever);
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (CommandState::Exited, Some(0))
+    );
+    assert_eq!(events.text(Stream::Stdout), "fine\n");
+}
