@@ -184,9 +184,8 @@ impl Supervisor {
         };
         let (status_ours, status_theirs) =
             UnixStream::pair().map_err(|error| fail(FailKind::Spawn, format!("socketpair: {error}")))?;
-        let exe = std::env::current_exe()
-            .map_err(|error| fail(FailKind::Spawn, format!("current_exe: {error}")))?;
-        let child = Command::new(exe)
+        // This very binary, even if its file was replaced since it started.
+        let child = Command::new("/proc/self/exe")
             .args(confine.encode())
             .stdin(Stdio::from(OwnedFd::from(status_theirs)))
             .stdout(Stdio::inherit())
