@@ -30,6 +30,7 @@
 //! anything (the host does, through storage); depend on storage, protocol or
 //! host.
 
+#[doc(hidden)]
 pub mod helper;
 mod outcome;
 mod output;
