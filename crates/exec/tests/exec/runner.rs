@@ -281,11 +281,21 @@ fn exit_codes_and_signals_are_reported() {
     );
 }
 
-const BACKGROUND: &str = "sleep 60 & echo $! > \"$TMPDIR/bg.pid\"; \
-    (trap '' TERM HUP; exec sleep 60) & echo $! > \"$TMPDIR/stubborn.pid\"; echo $$ > \"$TMPDIR/sh.pid\"";
+/// Background jobs: two that write nowhere (so nothing but the runner's
+/// sweep ends them before their sleep does; one ignores SIGTERM and SIGHUP),
+/// and one that keeps stdout open and leaves a mark if it lives to finish
+/// (as it would if the runner waited for end of file instead of killing it).
+const BACKGROUND: &str = "sleep 60 >/dev/null 2>&1 & echo $! > \"$TMPDIR/bg.pid\"; \
+    (trap '' TERM HUP; exec sleep 60) >/dev/null 2>&1 & echo $! > \"$TMPDIR/stubborn.pid\"; \
+    (sleep 20; echo finished > \"$TMPDIR/holder-finished\") & echo $! > \"$TMPDIR/holder.pid\"; \
+    echo $$ > \"$TMPDIR/sh.pid\"";
 
 fn pids(dirs: &Dirs) -> Vec<i32> {
-    ["bg.pid", "stubborn.pid", "sh.pid"]
+    assert!(
+        !dirs.scratch.join("holder-finished").exists(),
+        "a background job lived to finish"
+    );
+    ["bg.pid", "stubborn.pid", "holder.pid", "sh.pid"]
         .iter()
         .map(|name| read_pid(&dirs.scratch.join(name)))
         .collect()
