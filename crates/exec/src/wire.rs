@@ -340,3 +340,93 @@ impl Report {
 
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confine(mode: Mode) -> ConfineArgs {
+        ConfineArgs {
+            expected_parent: 42,
+            mode,
+            scratch_dir: PathBuf::from("/tmp/scratch dir"),
+            shell: PathBuf::from("/bin/bash"),
+            command: OsString::from("echo -- --none\n'x'"),
+        }
+    }
+
+    #[test]
+    fn helper_arguments_round_trip() {
+        for mode in [
+            Mode::None,
+            Mode::ReadOnly,
+            Mode::WorkspaceWrite {
+                workspace_root: PathBuf::from("/ws"),
+                network: false,
+            },
+            Mode::WorkspaceWrite {
+                workspace_root: PathBuf::from("/ws"),
+                network: true,
+            },
+        ] {
+            let args = SuperviseArgs {
+                host_pid: 7,
+                timeout: Duration::from_millis(1500),
+                grace: Duration::from_millis(20),
+                cwd: PathBuf::from("/cwd"),
+                confine: ConfineArgs {
+                    expected_parent: 7,
+                    ..confine(mode.clone())
+                },
+            };
+            let encoded = args.encode();
+            let decoded = decode(&encoded[1..]).unwrap();
+            assert_eq!(decoded.timeout, Some(args.timeout));
+            assert_eq!(decoded.grace, Some(args.grace));
+            assert_eq!(decoded.cwd, Some(args.cwd.clone()));
+            assert_eq!(decoded.confine, args.confine);
+
+            let confine = confine(mode);
+            let decoded = decode(&confine.encode()[1..]).unwrap();
+            assert_eq!((decoded.timeout, decoded.cwd), (None, None));
+            assert_eq!(decoded.confine, confine);
+        }
+        assert!(decode(&["--bogus".into()]).is_err());
+        assert!(decode(&["--parent".into(), "1".into(), "--scratch".into(), "/s".into()]).is_err());
+    }
+
+    #[test]
+    fn reports_round_trip() {
+        let reports = [
+            Report::End {
+                kind: EndKind::Exited,
+                exit_code: Some(0),
+                signal: None,
+            },
+            Report::End {
+                kind: EndKind::TimedOut,
+                exit_code: None,
+                signal: Some(15),
+            },
+            Report::End {
+                kind: EndKind::Cancelled,
+                exit_code: Some(-1),
+                signal: Some(9),
+            },
+            Report::Fail {
+                kind: FailKind::Sandbox,
+                reason: "Landlock: no ABI 3".into(),
+            },
+            Report::Fail {
+                kind: FailKind::Scratch,
+                reason: String::new(),
+            },
+        ];
+        for report in reports {
+            assert_eq!(Report::parse(&report.line()), Some(report));
+        }
+        assert_eq!(failure_line(FailKind::Shell, "a\nb"), "shell a b\n");
+        assert_eq!(Report::parse("end exploded 0 -\n"), None);
+        assert_eq!(Report::parse("garbage\n"), None);
+    }
+}
