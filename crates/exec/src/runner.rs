@@ -279,7 +279,9 @@ impl CancelHandle {
     }
 }
 
-/// A started command.
+/// A started command. Dropping it does not stop the command: its pump thread
+/// still delivers output and reaps it; call [`RunningCommand::cancel`] to end
+/// it early.
 #[derive(Debug)]
 pub struct RunningCommand {
     supervisor_pid: Option<u32>,

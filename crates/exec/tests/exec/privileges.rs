@@ -2,7 +2,8 @@
 //! no_new_privs and seccomp are on (so root gets no bypass: a root shell
 //! cannot write a 0444 file even in the scratch dir, which root can do
 //! unsandboxed); leaving the process group or session, new namespaces and
-//! metadata changes in the scratch dir are refused.
+//! metadata changes in the scratch dir are refused; where Landlock scopes
+//! signals (ABI 6), none reaches a process outside the sandbox.
 
 use plan_exec::{CommandState, Confinement, Stream};
 
@@ -116,4 +117,53 @@ fn escapes_and_metadata_changes_are_refused_even_in_the_scratch_dir() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Linux 6.12 brought Landlock ABI 6, which scopes signals to the sandbox.
+fn kernel_has_signal_scoping() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut numbers = release
+        .trim()
+        .split(['.', '-'])
+        .map(|part| part.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0));
+    (major, minor) >= (6, 12)
+}
+
+#[test]
+fn signals_cannot_leave_the_sandbox_where_landlock_scopes_them() {
+    if !sandbox_available("signals_cannot_leave_the_sandbox") {
+        return;
+    }
+    if !kernel_has_signal_scoping() {
+        eprintln!(
+            "signals_cannot_leave_the_sandbox: this kernel predates Landlock ABI 6; not checked (documented)"
+        );
+        return;
+    }
+    // Signal 0 only asks whether the process exists: a harmless probe of
+    // whether a signal to this test process (outside the sandbox) is allowed.
+    let dirs = dirs();
+    let command = format!("kill -0 {}", std::process::id());
+    let (outcome, _) = run(spec(
+        &command,
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+    ));
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (CommandState::Exited, Some(1))
+    );
+    let (outcome, _) = run(spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None));
+    assert_eq!(outcome.exit_code, Some(0));
+    // Inside the sandbox, its own processes can still be signalled.
+    let (outcome, events) = run(spec(
+        "sleep 5 & job=$!; kill $job; wait $job; echo $?",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+    ));
+    assert_eq!(outcome.exit_code, Some(0));
+    assert_eq!(events.text(Stream::Stdout), "143\n", "the job died by SIGTERM");
 }
