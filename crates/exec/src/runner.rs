@@ -27,8 +27,9 @@ use crate::wire::{self, ConfineArgs, EndKind, Mode, Report, SuperviseArgs};
 /// The file name of the sandbox helper binary.
 pub const HELPER_NAME: &str = "plan-exec-sandbox";
 
-/// How large a pipe the runner asks for, so a fast writer needs fewer
+/// How large a pipe the runner asks for (Linux only), so a fast writer needs fewer
 /// wake-ups.
+#[cfg(target_os = "linux")]
 const PIPE_SIZE: usize = 1024 * 1024;
 
 /// How long output is still taken after the supervisor vanished without a
@@ -355,6 +356,7 @@ fn not_started(error: ExecError) -> CommandOutcome {
 /// pipe that refuses them still works, one read per poll.
 fn tune_pipe(fd: impl AsFd) {
     let _ = rustix::io::ioctl_fionbio(&fd, true);
+    #[cfg(target_os = "linux")]
     let _ = rustix::pipe::fcntl_setpipe_size(&fd, PIPE_SIZE);
 }
 

@@ -5,6 +5,7 @@
 //! It applies exactly what it is told and reports every failure: it never
 //! applies less than asked, and it never chooses a confinement itself.
 
+#[cfg(target_arch = "x86_64")]
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -13,9 +14,11 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 use rustix::thread::{CapabilitySet, CapabilitySets};
+use seccompiler::BpfProgram;
+#[cfg(target_arch = "x86_64")]
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-    TargetArch, sock_filter,
+    SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+    sock_filter,
 };
 
 use crate::wire::Mode;
@@ -156,29 +159,44 @@ fn drop_capabilities() -> Result<(), String> {
 }
 
 // x86_64 system call numbers newer than the libc crate's tables.
+#[cfg(target_arch = "x86_64")]
 const SYS_SETXATTRAT: i64 = 463;
+#[cfg(target_arch = "x86_64")]
 const SYS_REMOVEXATTRAT: i64 = 466;
+#[cfg(target_arch = "x86_64")]
 const SYS_OPEN_TREE_ATTR: i64 = 467;
+#[cfg(target_arch = "x86_64")]
 const SYS_FILE_SETATTR: i64 = 469;
+#[cfg(target_arch = "x86_64")]
 const SYS_LSM_SET_SELF_ATTR: i64 = 460;
 
 // ioctl requests that change inode flags or inject terminal input; the
 // kernel compares the request as a 32-bit value, so the filter does too.
+#[cfg(target_arch = "x86_64")]
 const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+#[cfg(target_arch = "x86_64")]
 const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+#[cfg(target_arch = "x86_64")]
 const FS_IOC_SETVERSION: u64 = 0x4008_7602;
+#[cfg(target_arch = "x86_64")]
 const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
+#[cfg(target_arch = "x86_64")]
 const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+#[cfg(target_arch = "x86_64")]
 const TIOCSTI: u64 = 0x5412;
+#[cfg(target_arch = "x86_64")]
 const TIOCLINUX: u64 = 0x541c;
 
+#[cfg(target_arch = "x86_64")]
 const SOCK_TYPE_MASK: u64 = 0xf;
 
+#[cfg(target_arch = "x86_64")]
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
         .map_err(|error| format!("seccomp rule: {error}"))
 }
 
+#[cfg(target_arch = "x86_64")]
 fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
     SeccompRule::new(conditions).map_err(|error| format!("seccomp rule: {error}"))
 }
@@ -349,6 +367,7 @@ fn seccomp_programs(_network: bool) -> Result<Vec<BpfProgram>, String> {
     ))
 }
 
+#[cfg(target_arch = "x86_64")]
 fn errno(value: i32) -> Result<u32, String> {
     u32::try_from(value).map_err(|_| "negative errno".to_owned())
 }
@@ -379,6 +398,7 @@ fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, String> {
     Ok(vec![guarded, clone3])
 }
 
+#[cfg(target_arch = "x86_64")]
 /// `if (nr >= 0x40000000) return ERRNO(ENOSYS);`
 fn x32_guard(enosys: u32) -> BpfProgram {
     const BPF_LD_W_ABS: u16 = 0x20;
