@@ -20,8 +20,9 @@
 //!    with the minimal environment of [`CommandSpec::environment`].
 //! 4. The runner's pump thread reads both pipes, delivers [`OutputEvent`]s
 //!    (one `seq` across both streams, UTF-8 safe, coalesced up to 5 ms or
-//!    4 KiB, stopping at the retained-output cap while counting and hashing
-//!    every byte) and returns a [`CommandOutcome`].
+//!    4 KiB, stopping at the retained-output cap while still counting every
+//!    byte) and returns a [`CommandOutcome`] whose hashes cover the delivered
+//!    text.
 //!
 //! What it must not do: decide policy (which confinement a command gets, who
 //! may run what, limits per session: that is plan-core's, through the host);

@@ -79,8 +79,8 @@ pub struct CommandSpec {
     /// Time between SIGTERM and SIGKILL after a timeout or cancellation.
     pub grace: Duration,
     /// How many raw output bytes (both streams together, in arrival order)
-    /// are delivered as output events; later bytes are counted and hashed
-    /// only, and the outcome says `truncated`.
+    /// are delivered as output events; later bytes are only counted, and
+    /// the outcome says `truncated`.
     pub output_cap: u64,
     /// The confinement to apply.
     pub confinement: Confinement,
