@@ -1,0 +1,64 @@
+//! The sandbox helper, `plan-exec-sandbox`: the only code that runs between
+//! the host and the shell. The library starts it with a plain `Command`, so
+//! the host needs no `unsafe`, no `pre_exec` and no `fork` of its own
+//! (possibly huge) address space.
+//!
+//! Two stages, both this binary:
+//! - `supervise` (started by the library): leaves the host's session, becomes
+//!   a child subreaper, starts the `confine` stage in a new process group,
+//!   enforces the timeout and cancellation (SIGTERM to the group, SIGKILL
+//!   after the grace), kills the whole group (and every orphan reparented to
+//!   it) when the shell exits or the host dies, and reports the end over the
+//!   lifeline socket that is its stdin.
+//! - `confine` (started by the supervisor): marks inherited descriptors
+//!   close-on-exec, arms its parent-death signal, applies the requested
+//!   restrictions to itself and executes `<shell> -c <command>`.
+//!
+//! `probe` applies the read-only sandbox and checks that it holds.
+//!
+//! It must not decide which confinement applies (it is told), must not fall
+//! back to a weaker one (any failure is reported and nothing runs), and must
+//! never be started by anything but this crate.
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+mod sandbox;
+#[cfg(not(target_os = "linux"))]
+mod unsupported;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+#[cfg(target_os = "linux")]
+use linux::{confine, probe, supervise};
+#[cfg(not(target_os = "linux"))]
+use unsupported::{confine, probe, supervise};
+
+use crate::wire;
+
+/// The helper's `main`: dispatches on the first argument.
+#[doc(hidden)]
+pub fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some((mode, rest)) = args.split_first() else {
+        return usage();
+    };
+    match mode.to_str() {
+        Some(wire::MODE_SUPERVISE) => supervise(rest),
+        Some(wire::MODE_CONFINE) => confine(rest),
+        Some(wire::MODE_PROBE) => probe(rest),
+        Some(_) | None => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    // This binary is an implementation detail of plan-exec; say so to a
+    // person who runs it by hand.
+    let _ = writeln!(
+        std::io::stderr(),
+        "plan-exec-sandbox is started by the plan-exec library only"
+    );
+    ExitCode::from(2)
+}
