@@ -14,7 +14,7 @@ use plan_core::{ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, Permissio
 use plan_host::{ApprovalFilter, Host, HostError, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 use crate::render;
-use crate::{Failure, exit};
+use crate::{Failure, escape, exit};
 
 /// The first plan the agent submits.
 const FIRST_PLAN: &str = "# Split the parser\n\n\
@@ -41,8 +41,11 @@ impl Story {
     }
 }
 
+/// Writes one part of the story. Titles, ids and paths come back from the
+/// host (and the directory from the command line), so the whole text is
+/// escaped like any other agent text.
 fn say(text: &str) -> Result<(), Failure> {
-    render::write_stdout(text.as_bytes())
+    render::write_stdout(escape::block(text).as_bytes())
 }
 
 fn host_failure(what: &str) -> impl FnOnce(HostError) -> Failure {

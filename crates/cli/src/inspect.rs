@@ -17,7 +17,7 @@ use plan_storage::{ApprovalFilter, ExclusiveStore, StorageError, Store, StoredAp
 use serde::Serialize;
 
 use crate::render::{self, wire};
-use crate::{Failure, exit};
+use crate::{Failure, escape, exit};
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
@@ -117,7 +117,7 @@ pub(crate) fn db_status(database: &Path, json: bool) -> Result<i32, Failure> {
     } else {
         let mut out = format!(
             "database:        {}\nschema version:  {version}\napprovals:       {total}\n",
-            database.display()
+            escape::line(&database.display().to_string())
         );
         for (status, count) in &counts {
             out.push_str(&format!("  {:<15}{count}\n", status.as_str()));
@@ -273,7 +273,10 @@ pub(crate) fn show(database: &Path, id: &str, json: bool) -> Result<i32, Failure
 }
 
 /// `approvals cat`.
-pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<i32, Failure> {
+///
+/// `exact` writes the bytes as recorded (`--raw`, or stdout is not a
+/// terminal); otherwise control and bidi characters are shown escaped.
+pub(crate) fn cat(database: &Path, id: &str, force: bool, exact: bool, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let stored = get(&store, id)?;
     let location = store
@@ -297,8 +300,9 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
                 found_sha256: found_sha256.clone(),
             };
             eprintln!(
-                "plan-checkpoint: warning: {}: {error}; printing the bytes anyway (--force)",
-                error.code().as_str()
+                "plan-checkpoint: warning: {}: {}; printing the bytes anyway (--force)",
+                error.code().as_str(),
+                escape::line(&error.to_string())
             );
             let bytes =
                 plan_storage::read_artifact_unverified(&root, &artifact).map_err(|error| failure(&error))?;
@@ -319,8 +323,10 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
             size,
         })?;
         render::write_stdout(text.as_bytes())?;
-    } else {
+    } else if exact {
         render::write_stdout(&bytes)?;
+    } else {
+        render::write_stdout(escape::block_bytes(&bytes).as_bytes())?;
     }
     Ok(exit::OK)
 }
@@ -343,24 +349,32 @@ fn verify_text(report: &VerifyReport) -> String {
     let mut tally: BTreeMap<&'static str, usize> = BTreeMap::new();
     for check in &report.artifacts {
         *tally.entry(check.result.as_str()).or_default() += 1;
-        out.push_str(&format!("{:<10}  {}\n", check.result.as_str(), check.approval_id));
+        out.push_str(&format!(
+            "{:<10}  {}\n",
+            check.result.as_str(),
+            escape::line(&check.approval_id)
+        ));
         if check.result.is_problem()
             && let Some(detail) = &check.detail
         {
             let code = check.error_code.map_or("", ErrorCode::as_str);
-            out.push_str(&format!("            {code}: {detail}\n"));
+            out.push_str(&format!("            {code}: {}\n", escape::line(detail)));
         }
     }
     for orphan in &report.orphans {
         out.push_str(&format!(
             "{:<10}  {}/{}  (no approval records it)\n",
-            "orphan", orphan.workspace_root, orphan.path
+            "orphan",
+            escape::line(&orphan.workspace_root),
+            escape::line(&orphan.path)
         ));
     }
     for root in &report.skipped_workspaces {
         out.push_str(&format!(
             "{:<10}  {}  ({})\n",
-            "skipped", root.workspace_root, root.detail
+            "skipped",
+            escape::line(&root.workspace_root),
+            escape::line(&root.detail)
         ));
     }
     let counts: Vec<String> = ArtifactCheck::ALL
@@ -413,7 +427,7 @@ pub(crate) fn diff(
             (None, _) | (Some(_), None) => {
                 eprintln!(
                     "plan-checkpoint: approval {} is its session's first submission; nothing to compare with",
-                    diff.approval_id
+                    escape::line(&diff.approval_id)
                 );
                 String::new()
             }
@@ -421,7 +435,7 @@ pub(crate) fn diff(
                 eprintln!("plan-checkpoint: the two artifacts are identical");
                 String::new()
             }
-            (Some(_), Some(unified)) => unified.clone(),
+            (Some(_), Some(unified)) => escape::block(unified).into_owned(),
         }
     };
     render::write_stdout(text.as_bytes())?;

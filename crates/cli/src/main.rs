@@ -6,10 +6,12 @@
 //! file system only to write to stdout and to create the demo's directory.
 
 mod demo;
+mod escape;
 mod exit;
 mod inspect;
 mod render;
 mod serve;
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -32,6 +34,10 @@ struct Cli {
         value_name = "PATH"
     )]
     db: Option<PathBuf>,
+    /// When to colour the output: auto (a terminal without NO_COLOR),
+    /// always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: terminal::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -132,12 +138,19 @@ enum ApprovalsCommand {
         #[command(flatten)]
         output: Output,
     },
-    /// Write the artifact's exact bytes to stdout, after checking its size
-    /// and SHA-256 against the approval (refused on mismatch unless --force).
+    /// Write the artifact to stdout, after checking its size and SHA-256
+    /// against the approval (refused on mismatch unless --force). Into a
+    /// pipe or file it writes the exact bytes; on a terminal control and
+    /// bidirectional characters are shown escaped (`\x1b`, `\u202e`)
+    /// unless --raw is given.
     #[command(after_help = EXIT_CODES)]
     Cat {
         /// The approval id.
         id: String,
+        /// Write the exact bytes even to a terminal (control characters
+        /// in the plan reach the terminal and act on it).
+        #[arg(long)]
+        raw: bool,
         /// Print the bytes even when they do not match the record (a warning
         /// goes to stderr).
         #[arg(long)]
@@ -238,7 +251,8 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("plan-checkpoint: error: {}", failure.message);
+            // Messages quote ids, paths and details from rows: escaped too.
+            eprintln!("plan-checkpoint: error: {}", escape::block(&failure.message));
             failure.exit
         }
     };
@@ -247,6 +261,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<i32, Failure> {
     let database = cli.db.as_deref();
+    let term = terminal::Terminal::detect(cli.color);
     match cli.command {
         Command::Serve {
             approval_ttl_ms,
@@ -275,9 +290,12 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     inspect::list(database, session, status, limit, output.json)
                 }
                 ApprovalsCommand::Show { id, output } => inspect::show(database, &id, output.json),
-                ApprovalsCommand::Cat { id, force, output } => {
-                    inspect::cat(database, &id, force, output.json)
-                }
+                ApprovalsCommand::Cat {
+                    id,
+                    raw,
+                    force,
+                    output,
+                } => inspect::cat(database, &id, force, raw || !term.is_terminal, output.json),
                 ApprovalsCommand::Verify {
                     id,
                     session,

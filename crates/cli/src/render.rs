@@ -12,7 +12,7 @@ use std::io::Write;
 use plan_core::{ApprovalStatus, PlanApproval, UnixMs};
 use plan_storage::StoredApproval;
 
-use crate::{Failure, exit};
+use crate::{Failure, escape, exit};
 
 /// The hidden environment variable that pins "now" (Unix ms), for tests.
 pub(crate) const NOW_ENV: &str = "PLAN_CHECKPOINT_NOW_MS";
@@ -115,7 +115,7 @@ pub(crate) fn title(approval: &PlanApproval) -> String {
     if approval.title.is_empty() {
         "(no title)".to_owned()
     } else {
-        approval.title.replace(['\n', '\r', '\t'], " ")
+        escape::line(&approval.title).into_owned()
     }
 }
 
@@ -142,14 +142,14 @@ pub(crate) fn table(approvals: &[PlanApproval], now: UnixMs) -> String {
         push_row(
             &mut out,
             [
-                &fit_middle(&approval.id, ID_WIDTH),
+                &fit_middle(&escape::line(&approval.id), ID_WIDTH),
                 approval.status.as_str(),
                 execution,
                 &relative(approval.created_at, now),
             ],
             [
                 &fit(&title(approval), TITLE_WIDTH),
-                &fit_middle(&approval.session_id, SESSION_WIDTH),
+                &fit_middle(&escape::line(&approval.session_id), SESSION_WIDTH),
                 &expires_or_decided(approval, now),
             ],
         );
@@ -239,7 +239,7 @@ pub(crate) fn card(stored: &StoredApproval, now: UnixMs) -> String {
     let mut out = String::new();
     for (label, value) in lines {
         let label = format!("{label}:");
-        out.push_str(&format!("{label:<17}{value}\n"));
+        out.push_str(&format!("{label:<17}{}\n", escape::line(&value)));
     }
     out
 }
@@ -249,24 +249,34 @@ pub(crate) fn wire(approval: &PlanApproval) -> plan_protocol::PlanApproval {
     plan_protocol::PlanApproval::from(approval)
 }
 
-/// Serializes a value as one line of JSON.
+/// Serializes a value as one line of JSON (terminal-safe, see
+/// [`escape::JsonFormatter`]).
 pub(crate) fn json_line(value: &impl serde::Serialize) -> Result<String, Failure> {
-    serde_json::to_string(value)
-        .map(|mut line| {
-            line.push('\n');
-            line
-        })
-        .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}")))
+    let mut text = encode(value, escape::JsonFormatter(serde_json::ser::CompactFormatter))?;
+    text.push('\n');
+    Ok(text)
 }
 
-/// Serializes a value as indented JSON.
+/// Serializes a value as indented JSON (terminal-safe).
 pub(crate) fn json_pretty(value: &impl serde::Serialize) -> Result<String, Failure> {
-    serde_json::to_string_pretty(value)
-        .map(|mut text| {
-            text.push('\n');
-            text
-        })
-        .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}")))
+    let mut text = encode(
+        value,
+        escape::JsonFormatter(serde_json::ser::PrettyFormatter::new()),
+    )?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn encode(
+    value: &impl serde::Serialize,
+    formatter: impl serde_json::ser::Formatter,
+) -> Result<String, Failure> {
+    let failed =
+        |error: &dyn std::fmt::Display| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}"));
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    value.serialize(&mut serializer).map_err(|error| failed(&error))?;
+    String::from_utf8(out).map_err(|error| failed(&error))
 }
 
 /// Writes bytes to stdout and flushes. A closed pipe (`| head`) is not an
