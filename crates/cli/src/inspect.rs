@@ -7,17 +7,26 @@
 //! writer here: storage's exclusive open takes the host lock first, so it
 //! never runs beside a live host. This module formats answers and maps
 //! failures to exit codes; it runs no SQL, reads no file itself, and decides
-//! nothing about approvals.
+//! nothing about approvals. Whole-history commands (`list --all`, `list
+//! --json`, `export`, `verify --all`) stream: rows are read, written and
+//! dropped one at a time.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use plan_core::{ApprovalStatus, ArtifactCheck, ErrorCode, PlanApproval, VerifyReport, VerifyScope};
-use plan_storage::{ApprovalFilter, ExclusiveStore, StorageError, Store, StoredApproval};
+use plan_core::{ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, VerifyScope, VerifyTally};
+use plan_storage::{ApprovalFilter, ExclusiveStore, PendingMigration, StorageError, Store, StoredApproval};
 use serde::Serialize;
 
 use crate::render::{self, wire};
-use crate::{Failure, escape, exit};
+use crate::table::Table;
+use crate::terminal::{Terminal, good_style, problem_style};
+use crate::{Failure, escape, exit, progress};
+
+/// How many approvals `approvals list` shows without --limit or --all.
+pub(crate) const DEFAULT_LIST_LIMIT: u32 = 20;
+
+/// Bytes collected before a streaming command writes them.
+const FLUSH_BYTES: usize = 64 * 1024;
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
@@ -57,11 +66,17 @@ fn exit_for(error: &StorageError) -> i32 {
 /// and for a schema refusal what to do about it.
 fn failure(error: &StorageError) -> Failure {
     let mut message = format!("{}: {error}", error.code().as_str());
-    if let StorageError::SchemaUnsupported { .. } = error {
-        message.push_str(
-            "\nhint: `plan-checkpoint db migrate` migrates a schema v8 database (the 0.4.14 host's) to v10; \
-             no other version can be migrated by this build",
+    if let StorageError::SchemaUnsupported { path, found, .. } = error {
+        let command = format!(
+            "plan-checkpoint --db {} db migrate",
+            render::shell_word(&path.display().to_string())
         );
+        message.push_str(&match found {
+            8 => format!("\nhint: `{command}` migrates this schema v8 database (the 0.4.14 host's) to v10"),
+            0 => format!("\nhint: the file is empty; `{command}` creates a new schema v10 in it"),
+            _ => "\nhint: this build's `db migrate` migrates only schema v8 (the 0.4.14 host's) to v10"
+                .to_owned(),
+        });
     }
     Failure::new(exit_for(error), message)
 }
@@ -80,11 +95,80 @@ fn not_found(id: &str) -> Failure {
     failure(&error)
 }
 
-fn get(store: &Store, id: &str) -> Result<StoredApproval, Failure> {
+/// The approval id `given` names: the id itself, or the one id it is a
+/// prefix of. An ambiguous prefix is a usage error that lists the ids.
+fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
+    const SHOWN: u32 = 5;
+    let ids = store
+        .approval_ids_with_prefix(given, SHOWN + 1)
+        .map_err(|error| failure(&error))?;
+    match ids.as_slice() {
+        [] => Err(not_found(given)),
+        [only] => Ok(only.clone()),
+        [first, ..] if first == given => Ok(first.clone()),
+        [_, _, ..] => {
+            let mut listed: Vec<String> = ids.iter().take(SHOWN as usize).cloned().collect();
+            if ids.len() > SHOWN as usize {
+                listed.push("...".to_owned());
+            }
+            Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "the approval id prefix `{given}` is ambiguous: it starts {}; give more of the id",
+                    listed.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+fn get(store: &Store, given: &str) -> Result<StoredApproval, Failure> {
+    let id = resolve(store, given)?;
     store
-        .get_approval(id)
+        .get_approval(&id)
         .map_err(|error| failure(&error))?
-        .ok_or_else(|| not_found(id))
+        .ok_or_else(|| not_found(&id))
+}
+
+/// Refuses a `--session` that names no session (`SESSION_NOT_FOUND`, exit
+/// 1), the same answer `approvals verify --session` gives.
+fn require_session(store: &Store, session: Option<&str>) -> Result<(), Failure> {
+    let Some(session) = session else {
+        return Ok(());
+    };
+    match store.get_session(session) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(failure(&StorageError::SessionNotFound {
+            id: session.to_owned(),
+        })),
+        Err(error) => Err(failure(&error)),
+    }
+}
+
+/// How an id is shown in a table: whole into a pipe; on a terminal, the
+/// shortest prefix no other approval shares (at least the `approval-`
+/// type and 8 more characters), which every command accepts back.
+fn shown_id(store: &Store, term: &Terminal, id: &str) -> Result<String, Failure> {
+    const SHORTEST: usize = "approval-".len() + 8;
+    if !term.is_terminal || id.len() <= SHORTEST {
+        return Ok(id.to_owned());
+    }
+    let (before, after) = store
+        .approval_id_neighbours(id)
+        .map_err(|error| failure(&error))?;
+    let shared = |other: Option<String>| {
+        other.map_or(0, |other| {
+            id.bytes()
+                .zip(other.bytes())
+                .take_while(|(mine, theirs)| mine == theirs)
+                .count()
+        })
+    };
+    let mut length = (shared(before).max(shared(after)) + 1).max(SHORTEST);
+    while !id.is_char_boundary(length.min(id.len())) {
+        length += 1;
+    }
+    Ok(id[..length.min(id.len())].to_owned())
 }
 
 // --- db -----------------------------------------------------------------------
@@ -94,50 +178,123 @@ fn get(store: &Store, id: &str) -> Result<StoredApproval, Failure> {
 struct StatusJson {
     path: String,
     schema_version: u32,
-    total: u64,
-    counts: Counts,
-    live: Vec<plan_protocol::PlanApproval>,
+    /// `none`, `fromV8` or `createSchema`: what `db migrate` would do.
+    pending_migration: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counts: Option<Counts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live: Option<Vec<plan_protocol::PlanApproval>>,
 }
 
-/// `db status`.
-pub(crate) fn db_status(database: &Path, json: bool) -> Result<i32, Failure> {
+/// `db status`. A database `db migrate` would change (v8, or an empty file)
+/// is described with the command that migrates it, not refused.
+pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<i32, Failure> {
+    let path = database.display().to_string();
+    let migrate = format!("plan-checkpoint --db {} db migrate", render::shell_word(&path));
+    let pending = plan_storage::pending_migration(database).map_err(|error| {
+        let mut refused = failure(&error);
+        refused.exit = exit::DATABASE_REFUSED;
+        refused
+    })?;
+    let (version, pending_name, advice) = match pending {
+        PendingMigration::Nothing => (plan_storage::SCHEMA_VERSION, "none", None),
+        PendingMigration::FromV8 => (
+            8,
+            "fromV8",
+            Some(format!(
+                "schema v8 (the 0.4.14 host's): inspection reads v10 only.\n\
+                 Run `{migrate}` to migrate it to v10 in one transaction (all or nothing; every \
+                 session, transcript entry and approval is kept). It is refused while a host holds \
+                 the database.\n"
+            )),
+        ),
+        PendingMigration::CreateSchema => (
+            0,
+            "createSchema",
+            Some(format!(
+                "the file is empty (no schema yet).\nRun `{migrate}` to create a new schema v10 in it \
+                 (a host opening it does the same).\n"
+            )),
+        ),
+    };
+    if let Some(advice) = advice {
+        let text = if json {
+            render::json_pretty(&StatusJson {
+                path,
+                schema_version: version,
+                pending_migration: pending_name,
+                total: None,
+                counts: None,
+                live: None,
+            })?
+        } else {
+            format!(
+                "database:        {}\nschema version:  {}\n{}",
+                escape::line(&path),
+                if version == 0 {
+                    "none".to_owned()
+                } else {
+                    version.to_string()
+                },
+                escape::block(&advice)
+            )
+        };
+        render::write_stdout(text.as_bytes())?;
+        return Ok(exit::OK);
+    }
     let store = open(database)?;
     let version = store.schema_version().map_err(|error| failure(&error))?;
     let counts = store.count_by_status().map_err(|error| failure(&error))?;
     let live = store.live_rows().map_err(|error| failure(&error))?;
     let total: u64 = counts.iter().map(|(_, count)| count).sum();
-    let text = if json {
-        render::json_pretty(&StatusJson {
-            path: database.display().to_string(),
+    if json {
+        let text = render::json_pretty(&StatusJson {
+            path,
             schema_version: version,
-            total,
-            counts: Counts::of(&counts),
-            live: live.iter().map(wire).collect(),
-        })?
-    } else {
-        let mut out = format!(
-            "database:        {}\nschema version:  {version}\napprovals:       {total}\n",
-            escape::line(&database.display().to_string())
-        );
-        for (status, count) in &counts {
-            out.push_str(&format!("  {:<15}{count}\n", status.as_str()));
-        }
-        let pending = live
-            .iter()
-            .filter(|row| row.status == ApprovalStatus::Pending)
-            .count();
-        let executing = live.len() - pending;
+            pending_migration: pending_name,
+            total: Some(total),
+            counts: Some(Counts::of(&counts)),
+            live: Some(live.iter().map(wire).collect()),
+        })?;
+        render::write_stdout(text.as_bytes())?;
+        return Ok(exit::OK);
+    }
+    let mut out = format!(
+        "database:        {}\nschema version:  {version}\napprovals:       {total}\n",
+        escape::line(&path)
+    );
+    for (status, count) in &counts {
+        let name = format!("{:<15}", status.as_str());
         out.push_str(&format!(
-            "live rows:       {} ({pending} pending, {executing} queued or running)\n",
-            live.len()
+            "  {}{count}\n",
+            term.paint(crate::terminal::status_style(*status), &name)
         ));
-        if !live.is_empty() {
-            out.push('\n');
-            out.push_str(&render::table(&live, render::now_ms()));
-        }
-        out
-    };
-    render::write_stdout(text.as_bytes())?;
+    }
+    let pending = live
+        .iter()
+        .filter(|row| row.status == ApprovalStatus::Pending)
+        .count();
+    let executing = live.len() - pending;
+    out.push_str(&format!(
+        "live rows:       {} ({pending} pending, {executing} queued or running)\n",
+        live.len()
+    ));
+    if !live.is_empty() {
+        out.push('\n');
+    }
+    render::write_stdout(out.as_bytes())?;
+    let now = render::now_ms();
+    let mut table = Table::new(render::approval_columns(), *term);
+    for approval in &live {
+        table.push(render::approval_row(
+            approval,
+            shown_id(&store, term, &approval.id)?,
+            now,
+        ))?;
+    }
+    table.finish()?;
     Ok(exit::OK)
 }
 
@@ -177,54 +334,58 @@ struct MigrateJson {
     migrated: bool,
 }
 
-/// `db migrate`: v8 -> v10, or nothing to do.
+/// `db migrate`: v8 -> v10, a new schema in an empty file, or nothing to
+/// do. What it does is what `db status` said it would.
 pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
+    let path = database.display().to_string();
     // The read-only probe tells a missing file, a v10 file (nothing to do)
     // and a file that needs the migration apart, without writing anything.
-    let from = match Store::open_read_only(database) {
-        Ok(store) => {
-            let version = store.schema_version().map_err(|error| failure(&error))?;
+    let pending = plan_storage::pending_migration(database).map_err(|error| {
+        let mut refused = failure(&error);
+        refused.exit = exit::DATABASE_REFUSED;
+        refused
+    })?;
+    let (from, done) = match pending {
+        PendingMigration::Nothing => {
             let text = if json {
                 render::json_pretty(&MigrateJson {
-                    path: database.display().to_string(),
-                    from: version,
-                    to: version,
+                    path,
+                    from: plan_storage::SCHEMA_VERSION,
+                    to: plan_storage::SCHEMA_VERSION,
                     migrated: false,
                 })?
             } else {
-                format!("{}: schema v{version}, nothing to migrate\n", database.display())
+                format!(
+                    "{}: schema v{}, nothing to migrate\n",
+                    escape::line(&path),
+                    plan_storage::SCHEMA_VERSION
+                )
             };
             render::write_stdout(text.as_bytes())?;
             return Ok(exit::OK);
         }
-        Err(StorageError::SchemaUnsupported { found, .. }) => found,
-        Err(error) => {
-            let mut refused = failure(&error);
-            refused.exit = exit::DATABASE_REFUSED;
-            return Err(refused);
-        }
+        PendingMigration::FromV8 => (8, "migrated schema v8 -> v10"),
+        PendingMigration::CreateSchema => (0, "the file was empty: created a new schema v10"),
     };
+    let spinner = progress::spinner(&format!("migrating to schema v{}", plan_storage::SCHEMA_VERSION));
     // Never migrate under a live host: storage takes the host lock first.
-    let opened = ExclusiveStore::open(database).map_err(|error| {
+    let opened = ExclusiveStore::open(database);
+    spinner.finish_and_clear();
+    let opened = opened.map_err(|error| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;
         refused
     })?;
     let report = opened.migration;
-    let from = report.from.unwrap_or(from);
     let text = if json {
         render::json_pretty(&MigrateJson {
-            path: database.display().to_string(),
-            from,
+            path,
+            from: report.from.unwrap_or(from),
             to: report.to,
-            migrated: from != report.to,
+            migrated: true,
         })?
     } else {
-        format!(
-            "{}: migrated schema v{from} -> v{}\n",
-            database.display(),
-            report.to
-        )
+        format!("{}: {done}\n", escape::line(&path))
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -232,41 +393,130 @@ pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
 
 // --- approvals ----------------------------------------------------------------
 
-/// `approvals list`.
+/// `approvals list`: at most `limit` rows (`None`: all), streamed, with
+/// a line saying how many more there are.
 pub(crate) fn list(
     database: &Path,
+    term: &Terminal,
     session: Option<String>,
     status: Option<ApprovalStatus>,
     limit: Option<u32>,
     json: bool,
 ) -> Result<i32, Failure> {
     let store = open(database)?;
+    require_session(&store, session.as_deref())?;
     let filter = ApprovalFilter {
         session_id: session,
         status,
         limit,
     };
-    let rows = store.list_approvals(&filter).map_err(|error| failure(&error))?;
-    let approvals: Vec<PlanApproval> = rows.into_iter().map(|stored| stored.approval).collect();
-    let text = if json {
-        render::json_pretty(&plan_protocol::PlanListResult {
-            approvals: approvals.iter().map(wire).collect(),
-        })?
+    let now = render::now_ms();
+    let mut failed: Option<Failure> = None;
+    let shown = if json {
+        let mut out = String::from("{\n  \"approvals\": [");
+        let mut count: u64 = 0;
+        store
+            .visit_approvals(&filter, &mut |stored| {
+                let step = render::json_pretty(&wire(&stored.approval)).and_then(|element| {
+                    out.push_str(if count == 0 { "\n" } else { ",\n" });
+                    // Indent the element as a member of the array; JSON
+                    // strings hold no raw newline, so lines are safe to cut.
+                    for (index, line) in element.trim_end().lines().enumerate() {
+                        if index > 0 {
+                            out.push('\n');
+                        }
+                        out.push_str("    ");
+                        out.push_str(line);
+                    }
+                    count += 1;
+                    flush_at(&mut out, FLUSH_BYTES)
+                });
+                keep_going(step, &mut failed)
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed.take() {
+            return Err(error);
+        }
+        out.push_str(if count == 0 { "]\n}\n" } else { "\n  ]\n}\n" });
+        render::write_stdout(out.as_bytes())?;
+        count
     } else {
-        render::table(&approvals, render::now_ms())
+        let mut table = Table::new(render::approval_columns(), *term);
+        store
+            .visit_approvals(&filter, &mut |stored| {
+                let approval = stored.approval;
+                let step = shown_id(&store, term, &approval.id)
+                    .and_then(|id| table.push(render::approval_row(&approval, id, now)));
+                keep_going(step, &mut failed)
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed.take() {
+            return Err(error);
+        }
+        let rows = table.rows();
+        table.finish()?;
+        if rows == 0 {
+            let any = store
+                .count_approvals(&ApprovalFilter::default())
+                .map_err(|error| failure(&error))?;
+            let text = if any == 0 {
+                "no approvals\n"
+            } else {
+                "no approvals match\n"
+            };
+            render::write_stdout(text.as_bytes())?;
+        }
+        rows
     };
-    render::write_stdout(text.as_bytes())?;
+    if let Some(limit) = filter.limit
+        && shown == u64::from(limit)
+    {
+        let total = store.count_approvals(&filter).map_err(|error| failure(&error))?;
+        let more = total.saturating_sub(shown);
+        if more > 0 {
+            let note = format!(
+                "{more} more approval{} not shown; use --limit N or --all to see them\n",
+                if more == 1 { "" } else { "s" }
+            );
+            if json {
+                eprint!("plan-checkpoint: {note}");
+            } else {
+                let note = term.paint(crate::terminal::dim_style(), note.trim_end());
+                render::write_stdout(format!("{note}\n").as_bytes())?;
+            }
+        }
+    }
     Ok(exit::OK)
 }
 
+/// Writes `out` when it has grown past `at` bytes.
+fn flush_at(out: &mut String, at: usize) -> Result<(), Failure> {
+    if out.len() >= at {
+        render::write_stdout(out.as_bytes())?;
+        out.clear();
+    }
+    Ok(())
+}
+
+/// A visitor's answer: go on after a success, stop and keep the failure.
+fn keep_going(step: Result<(), Failure>, failed: &mut Option<Failure>) -> bool {
+    match step {
+        Ok(()) => true,
+        Err(error) => {
+            *failed = Some(error);
+            false
+        }
+    }
+}
+
 /// `approvals show`.
-pub(crate) fn show(database: &Path, id: &str, json: bool) -> Result<i32, Failure> {
+pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let stored = get(&store, id)?;
     let text = if json {
         render::json_pretty(&wire(&stored.approval))?
     } else {
-        render::card(&stored, render::now_ms())
+        render::card(&stored, render::now_ms(), term)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -331,45 +581,76 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, exact: bool, json: boo
     Ok(exit::OK)
 }
 
-/// `approvals verify`: storage verifies, this renders.
-pub(crate) fn verify(database: &Path, scope: &VerifyScope, json: bool) -> Result<i32, Failure> {
+/// `approvals verify`: storage verifies, this renders. The human form
+/// streams: problems are printed as they are found (every row with
+/// `verbose`), the rest only counted, with progress on a terminal.
+pub(crate) fn verify(
+    database: &Path,
+    term: &Terminal,
+    scope: VerifyScope,
+    verbose: bool,
+    json: bool,
+) -> Result<i32, Failure> {
     let store = open(database)?;
-    let report = store.verify(scope).map_err(|error| failure(&error))?;
-    let text = if json {
-        render::json_pretty(&plan_protocol::VerifyReport::from(&report))?
-    } else {
-        verify_text(&report)
+    let scope = match scope {
+        VerifyScope::Approval(given) => VerifyScope::Approval(resolve(&store, &given)?),
+        VerifyScope::Session(session) => VerifyScope::Session(session),
+        VerifyScope::Everything => VerifyScope::Everything,
     };
-    render::write_stdout(text.as_bytes())?;
-    Ok(if report.ok() { exit::OK } else { exit::FAILURE })
-}
-
-fn verify_text(report: &VerifyReport) -> String {
-    let mut out = String::new();
-    let mut tally: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for check in &report.artifacts {
-        *tally.entry(check.result.as_str()).or_default() += 1;
-        out.push_str(&format!(
-            "{:<10}  {}\n",
-            check.result.as_str(),
-            escape::line(&check.approval_id)
-        ));
-        if check.result.is_problem()
-            && let Some(detail) = &check.detail
-        {
-            let code = check.error_code.map_or("", ErrorCode::as_str);
-            out.push_str(&format!("            {code}: {}\n", escape::line(detail)));
-        }
+    if json {
+        let report = store.verify(&scope).map_err(|error| failure(&error))?;
+        let text = render::json_pretty(&plan_protocol::VerifyReport::from(&report))?;
+        render::write_stdout(text.as_bytes())?;
+        return Ok(if report.ok() { exit::OK } else { exit::FAILURE });
     }
-    for orphan in &report.orphans {
+    // One approval is shown whatever it found.
+    let verbose = verbose || matches!(scope, VerifyScope::Approval(_));
+    let total = match &scope {
+        VerifyScope::Approval(_) => 1,
+        VerifyScope::Session(session) => store
+            .count_approvals(&ApprovalFilter {
+                session_id: Some(session.clone()),
+                ..ApprovalFilter::default()
+            })
+            .map_err(|error| failure(&error))?,
+        VerifyScope::Everything => store
+            .count_approvals(&ApprovalFilter::default())
+            .map_err(|error| failure(&error))?,
+    };
+    let bar = progress::bar(total, "approvals verified");
+    let mut tally = VerifyTally::default();
+    let mut out = String::new();
+    let mut failed: Option<Failure> = None;
+    let findings = store.visit_verification(&scope, &mut |check| {
+        tally.add(check.result);
+        bar.inc(1);
+        if verbose || check.result.is_problem() {
+            out.push_str(&check_line(term, &check));
+        }
+        let step = if out.len() >= FLUSH_BYTES {
+            let written = bar.suspend(|| render::write_stdout(out.as_bytes()));
+            out.clear();
+            written
+        } else {
+            Ok(())
+        };
+        keep_going(step, &mut failed)
+    });
+    bar.finish_and_clear();
+    let findings = findings.map_err(|error| failure(&error))?;
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    tally.orphans = findings.orphans.len() as u64;
+    for orphan in &findings.orphans {
         out.push_str(&format!(
-            "{:<10}  {}/{}  (no approval records it)\n",
-            "orphan",
+            "{}  {}/{}  (no approval records it)\n",
+            term.paint(problem_style(), &format!("{:<10}", "orphan")),
             escape::line(&orphan.workspace_root),
             escape::line(&orphan.path)
         ));
     }
-    for root in &report.skipped_workspaces {
+    for root in &findings.skipped_workspaces {
         out.push_str(&format!(
             "{:<10}  {}  ({})\n",
             "skipped",
@@ -377,36 +658,62 @@ fn verify_text(report: &VerifyReport) -> String {
             escape::line(&root.detail)
         ));
     }
+    out.push_str(&summary(term, &tally, verbose));
+    render::write_stdout(out.as_bytes())?;
+    Ok(if tally.ok() { exit::OK } else { exit::FAILURE })
+}
+
+/// One check as printed: the finding, the id, and for a problem its code
+/// and detail on the next line.
+fn check_line(term: &Terminal, check: &ArtifactVerification) -> String {
+    let style = if check.result.is_problem() {
+        problem_style()
+    } else {
+        good_style()
+    };
+    let mut line = format!(
+        "{}  {}\n",
+        term.paint(style, &format!("{:<10}", check.result.as_str())),
+        escape::line(&check.approval_id)
+    );
+    if check.result.is_problem()
+        && let Some(detail) = &check.detail
+    {
+        let code = check.error_code.map_or("", ErrorCode::as_str);
+        line.push_str(&format!("            {code}: {}\n", escape::line(detail)));
+    }
+    line
+}
+
+fn summary(term: &Terminal, tally: &VerifyTally, verbose: bool) -> String {
     let counts: Vec<String> = ArtifactCheck::ALL
         .iter()
-        .filter_map(|check| {
-            tally
-                .get(check.as_str())
-                .map(|count| format!("{count} {}", check.as_str()))
-        })
+        .filter(|check| tally.count(**check) > 0)
+        .map(|check| format!("{} {}", tally.count(*check), check.as_str()))
         .collect();
     let counts = if counts.is_empty() {
         "none".to_owned()
     } else {
         counts.join(", ")
     };
-    let problems = report
-        .artifacts
-        .iter()
-        .filter(|check| check.result.is_problem())
-        .count()
-        + report.orphans.len();
-    out.push_str(&format!(
-        "{} approval(s) checked: {counts}; {} orphan file(s); {}\n",
-        report.artifacts.len(),
-        report.orphans.len(),
-        if problems == 0 {
-            "everything verifies".to_owned()
-        } else {
-            format!("{problems} problem(s)")
-        }
-    ));
-    out
+    let verdict = if tally.ok() {
+        term.paint(good_style(), "everything verifies")
+    } else {
+        term.paint(problem_style(), &format!("{} problem(s)", tally.problems()))
+    };
+    // Problems are printed whatever `verbose` says; the rest is hidden.
+    let problem_checks = tally.problems() - tally.orphans;
+    let hidden = tally.checked() - problem_checks;
+    let hint = if !verbose && hidden > 0 {
+        " (--verbose lists every approval)"
+    } else {
+        ""
+    };
+    format!(
+        "{} approval(s) checked: {counts}; {} orphan file(s); {verdict}{hint}\n",
+        tally.checked(),
+        tally.orphans
+    )
 }
 
 /// `approvals diff`: storage diffs, this renders.
@@ -417,8 +724,10 @@ pub(crate) fn diff(
     json: bool,
 ) -> Result<i32, Failure> {
     let store = open(database)?;
+    let approval_id = resolve(&store, approval_id)?;
+    let against = against.map(|given| resolve(&store, given)).transpose()?;
     let diff = store
-        .diff(approval_id, against)
+        .diff(&approval_id, against.as_deref())
         .map_err(|error| failure(&error))?;
     let text = if json {
         render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?
@@ -445,6 +754,7 @@ pub(crate) fn diff(
 /// `approvals export`: JSON Lines, streamed.
 pub(crate) fn export(database: &Path, session: Option<String>) -> Result<i32, Failure> {
     let store = open(database)?;
+    require_session(&store, session.as_deref())?;
     let filter = ApprovalFilter {
         session_id: session,
         ..ApprovalFilter::default()
@@ -459,7 +769,7 @@ pub(crate) fn export(database: &Path, session: Option<String>) -> Result<i32, Fa
                 return false;
             }
         }
-        if buffer.len() >= 64 * 1024 {
+        if buffer.len() >= FLUSH_BYTES {
             if let Err(error) = render::write_stdout(buffer.as_bytes()) {
                 failed = Some(error);
                 return false;

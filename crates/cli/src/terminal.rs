@@ -10,6 +10,8 @@
 
 use std::io::IsTerminal;
 
+use anstyle::{AnsiColor, Style};
+use plan_core::ApprovalStatus;
 
 /// The hidden environment variable that makes stdout count as a terminal.
 pub(crate) const ASSUME_TERMINAL_ENV: &str = "PLAN_CHECKPOINT_ASSUME_TERMINAL";
@@ -69,4 +71,55 @@ impl Terminal {
             width,
         }
     }
+
+    /// A terminal of this width without colour (tests).
+    #[cfg(test)]
+    pub(crate) fn sized(width: Option<usize>) -> Terminal {
+        Terminal {
+            is_terminal: width.is_some(),
+            color: false,
+            width,
+        }
+    }
+
+    /// `text` in `style` when colouring, else as it is.
+    pub(crate) fn paint(&self, style: Style, text: &str) -> String {
+        if self.color && style != Style::new() {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// The colour of each status word.
+pub(crate) fn status_style(status: ApprovalStatus) -> Style {
+    let color = match status {
+        ApprovalStatus::Pending => AnsiColor::Yellow,
+        ApprovalStatus::Approved => AnsiColor::Green,
+        ApprovalStatus::Rejected => AnsiColor::Red,
+        ApprovalStatus::Expired => AnsiColor::Magenta,
+        ApprovalStatus::Interrupted => AnsiColor::Cyan,
+    };
+    Style::new().fg_color(Some(color.into())).bold()
+}
+
+/// Headers and labels.
+pub(crate) fn heading_style() -> Style {
+    Style::new().bold()
+}
+
+/// Secondary text (relative times, hints).
+pub(crate) fn dim_style() -> Style {
+    Style::new().dimmed()
+}
+
+/// A problem (verification findings).
+pub(crate) fn problem_style() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
+}
+
+/// A good result.
+pub(crate) fn good_style() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Green.into()))
 }

@@ -45,7 +45,7 @@ pub use model::{
 pub use recovery::{fence_row, startup_fence};
 pub use review::{
     ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanDiff, SkippedWorkspace, VerifyReport,
-    VerifyScope,
+    VerifyScope, VerifyTally,
 };
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
 pub use shells::{CatalogShell, check_shell, default_shell};

@@ -36,10 +36,7 @@ fn approvals_list_human_json_and_filters() {
     let fixture = support::rich();
     let all = snap(&fixture, "list", &["approvals", "list"]);
     assert_eq!(all.code, 0);
-    for line in all.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80 columns: {line:?}");
-    }
-    // Newest first.
+    // Newest first, whole ids into a pipe.
     let order: Vec<usize> = [
         "approval-pending",
         "approval-queued",
@@ -62,12 +59,114 @@ fn approvals_list_human_json_and_filters() {
         &["approvals", "list", "--status", "rejected", "--json"],
     );
     let limited = snap(&fixture, "list_limit_2", &["approvals", "list", "--limit", "2"]);
-    assert_eq!(limited.stdout.lines().count(), 2 + 2 * 2);
+    assert_eq!(limited.stdout.lines().count(), 1 + 2 + 1);
+    assert!(
+        limited
+            .stdout
+            .ends_with("3 more approvals not shown; use --limit N or --all to see them\n")
+    );
+    let json = run(
+        Some(&fixture.db),
+        &["approvals", "list", "--limit", "2", "--json"],
+    );
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["approvals"].as_array().unwrap().len(), 2);
+    assert!(
+        json.stderr.contains("3 more approvals not shown"),
+        "{}",
+        json.stderr
+    );
+    let every = run(Some(&fixture.db), &["approvals", "list", "--all"]);
+    assert_eq!(every.stdout, all.stdout, "5 rows fit in the default limit");
     snap(
         &fixture,
         "list_empty",
-        &["approvals", "list", "--session", "no-such-session"],
+        &["approvals", "list", "--status", "interrupted"],
     );
+    let zero = run(Some(&fixture.db), &["approvals", "list", "--limit", "0"]);
+    assert_eq!(zero.code, 2, "--limit 0 is a usage error, not an empty list");
+}
+
+#[test]
+fn approvals_list_has_a_default_limit_and_says_how_many_more() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 29)
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, status, created_at,
+           expires_at, decided_at, legacy_proposal_json)
+         SELECT 'legacy-' || printf('%02d', i), 's-beta', 't', 'Old plan ' || i, 'Q', 'rejected', i, i, i, '{}'
+         FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let listed = run(Some(&fixture.db), &["approvals", "list"]);
+    assert_eq!(listed.stdout.lines().count(), 1 + 20 + 1, "{}", listed.stdout);
+    assert!(
+        listed
+            .stdout
+            .ends_with("15 more approvals not shown; use --limit N or --all to see them\n"),
+        "{}",
+        listed.stdout
+    );
+    let every = run(Some(&fixture.db), &["approvals", "list", "--all"]);
+    assert_eq!(every.stdout.lines().count(), 1 + 35);
+    let json = run(Some(&fixture.db), &["approvals", "list", "--all", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["approvals"].as_array().unwrap().len(), 35);
+    assert!(json.stderr.is_empty(), "{}", json.stderr);
+}
+
+/// The display width of `text` (CJK and emoji count two).
+fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+#[test]
+fn approvals_list_on_a_terminal_fits_its_width_and_prints_pasteable_ids() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute(
+        "UPDATE plan_approvals SET title = '解析器を分割する 🚀 and a long tail of words' WHERE id = ?1",
+        [fixture.id("approval-expired")],
+    )
+    .unwrap();
+    drop(conn);
+    for columns in [80, 120, 60] {
+        let listed = support::command()
+            .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+            .env("COLUMNS", columns.to_string())
+            .arg("--db")
+            .arg(&fixture.db)
+            .args(["approvals", "list"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(listed.stdout).unwrap();
+        Fixture::settings().bind(|| {
+            insta::assert_snapshot!(format!("list_terminal_{columns}"), fixture.redact(&stdout));
+        });
+        let lines: Vec<&str> = stdout.lines().collect();
+        for line in &lines {
+            assert!(width(line) <= columns, "wider than {columns}: {line:?}");
+        }
+        // Every column starts at the same display column on every line.
+        let title_at = width(&lines[0][..lines[0].find("TITLE").unwrap()]);
+        for line in &lines[1..] {
+            let start = ["Document", "Fix", "解析器", "Split"]
+                .iter()
+                .find_map(|title| line.find(title))
+                .unwrap();
+            assert_eq!(width(&line[..start]), title_at, "misaligned: {line:?}");
+        }
+        // The ids shown are prefixes every command accepts back.
+        for line in &lines[1..] {
+            let shown = line.split_whitespace().next().unwrap();
+            assert!(shown.len() < 41, "{shown}");
+            let show = run(Some(&fixture.db), &["approvals", "show", shown]);
+            assert_eq!(show.code, 0, "{shown}: {}", show.stderr);
+            assert!(show.stdout.starts_with(&format!("id:              {shown}")));
+        }
+    }
 }
 
 #[test]
@@ -133,7 +232,7 @@ fn approvals_show_every_status() {
         &["approvals", "show", &fixture.id("approval-pending")],
     );
     assert!(
-        pending.stdout.contains("(expires in 27 min)"),
+        pending.stdout.contains("(expires in 27 minutes)"),
         "{}",
         pending.stdout
     );
@@ -192,6 +291,22 @@ fn approvals_verify_all_session_and_one_when_everything_is_fine() {
         snap(&fixture, "verify_one", &["approvals", "verify", &id]).code,
         0
     );
+    // Every row only when asked.
+    let verbose = snap(
+        &fixture,
+        "verify_all_verbose",
+        &["approvals", "verify", "--all", "--verbose"],
+    );
+    assert_eq!(
+        verbose
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("ok "))
+            .count(),
+        5
+    );
+    let quiet = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
+    assert_eq!(quiet.stdout.lines().count(), 1, "{}", quiet.stdout);
 }
 
 #[test]
@@ -227,7 +342,7 @@ fn approvals_export_is_json_lines_of_protocol_objects() {
     let beta = snap(
         &fixture,
         "export_session_beta",
-        &["approvals", "export", "--session", "s-beta", "--json"],
+        &["approvals", "export", "--session", "s-beta"],
     );
     assert_eq!(beta.stdout.lines().count(), 1);
 }

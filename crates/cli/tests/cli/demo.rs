@@ -19,7 +19,7 @@ fn assert_steps(stdout: &str) {
         "size:   ",
         "sha256: ",
         "reread and checked",
-        "(expires in 30 min)",
+        "(expires in 30 minutes)",
         "5. A person approves with accept-edits",
         "status approved, permission mode accept-edits",
         "session is now in agent mode with accept-edits",
@@ -35,10 +35,18 @@ fn assert_steps(stdout: &str) {
         "9. A scheduled task tries a Plan run",
         "refused with PLAN_REQUIRES_INTERACTIVE_SESSION",
         "10. The approvals list",
-        "ID                                         STATUS       EXECUTION    CREATED",
+        "ID ",
+        "STATUS",
+        "EXECUTION",
+        "CREATED",
+        "DEADLINE / DECIDED",
+        "SESSION",
+        "TITLE",
         "rejected",
         "interrupted",
         "Kept everything in",
+        "approvals list",
+        "approvals cat",
     ];
     let mut from = 0;
     for phrase in expected {
