@@ -131,6 +131,13 @@ fn approvals_list_on_a_terminal_fits_its_width_and_prints_pasteable_ids() {
         [fixture.id("approval-expired")],
     )
     .unwrap();
+    // Fixed ids, so that the shortest unique prefixes (and so the widths
+    // left for the title) are the same in every run: 17 characters, the
+    // shortest shown.
+    conn.execute_batch(
+        "UPDATE plan_approvals SET id = 'approval-01a2' || printf('%02d', rowid) || '00000000000000000000000000'",
+    )
+    .unwrap();
     drop(conn);
     for columns in [80, 120, 60] {
         let listed = support::command()
@@ -161,7 +168,7 @@ fn approvals_list_on_a_terminal_fits_its_width_and_prints_pasteable_ids() {
         // The ids shown are prefixes every command accepts back.
         for line in &lines[1..] {
             let shown = line.split_whitespace().next().unwrap();
-            assert!(shown.len() < 41, "{shown}");
+            assert_eq!(shown.len(), 17, "{shown}");
             let show = run(Some(&fixture.db), &["approvals", "show", shown]);
             assert_eq!(show.code, 0, "{shown}: {}", show.stderr);
             assert!(show.stdout.starts_with(&format!("id:              {shown}")));
@@ -400,4 +407,45 @@ fn migrated_v8_database_shows_legacy_rows() {
     assert_eq!(verify.code, 0);
     let cat = snap(&fixture, "v8_cat_legacy", &["approvals", "cat", "pa-approved"]);
     assert_eq!(cat.code, 1);
+}
+
+#[test]
+fn colour_only_on_a_terminal_or_when_asked_and_never_with_no_color() {
+    let fixture = support::rich();
+    let list = |terminal: bool, no_color: bool, flag: Option<&str>| {
+        let mut command = support::command();
+        command.env_remove("NO_COLOR").env_remove("TERM");
+        if terminal {
+            command
+                .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+                .env("COLUMNS", "200");
+        }
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        if let Some(flag) = flag {
+            command.arg("--color").arg(flag);
+        }
+        let output = command
+            .arg("--db")
+            .arg(&fixture.db)
+            .args(["approvals", "list"])
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let pending_in_yellow = "\u{1b}[1m\u{1b}[33mpending\u{1b}[0m";
+    let coloured = list(true, false, None);
+    assert!(coloured.contains(pending_in_yellow), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[32mapproved"), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[31mrejected") && coloured.contains("\u{1b}[35mexpired"));
+    for plain in [
+        list(false, false, None),
+        list(true, true, None),
+        list(true, false, Some("never")),
+    ] {
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+    }
+    assert!(list(false, false, Some("always")).contains(pending_in_yellow));
+    assert!(list(true, true, Some("always")).contains(pending_in_yellow));
 }
