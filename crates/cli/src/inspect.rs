@@ -413,32 +413,18 @@ pub(crate) fn list(
     let now = render::now_ms();
     let mut failed: Option<Failure> = None;
     let shown = if json {
-        let mut out = String::from("{\n  \"approvals\": [");
-        let mut count: u64 = 0;
+        let mut object = JsonObject::new();
+        object.begin_array("approvals");
         store
             .visit_approvals(&filter, &mut |stored| {
-                let step = render::json_pretty(&wire(&stored.approval)).and_then(|element| {
-                    out.push_str(if count == 0 { "\n" } else { ",\n" });
-                    // Indent the element as a member of the array; JSON
-                    // strings hold no raw newline, so lines are safe to cut.
-                    for (index, line) in element.trim_end().lines().enumerate() {
-                        if index > 0 {
-                            out.push('\n');
-                        }
-                        out.push_str("    ");
-                        out.push_str(line);
-                    }
-                    count += 1;
-                    flush_at(&mut out, FLUSH_BYTES)
-                });
-                keep_going(step, &mut failed)
+                keep_going(object.element(&wire(&stored.approval)), &mut failed)
             })
             .map_err(|error| failure(&error))?;
         if let Some(error) = failed.take() {
             return Err(error);
         }
-        out.push_str(if count == 0 { "]\n}\n" } else { "\n  ]\n}\n" });
-        render::write_stdout(out.as_bytes())?;
+        let count = object.end_array();
+        object.finish()?;
         count
     } else {
         let mut table = Table::new(render::approval_columns(), *term);
@@ -506,6 +492,82 @@ fn keep_going(step: Result<(), Failure>, failed: &mut Option<Failure>) -> bool {
             *failed = Some(error);
             false
         }
+    }
+}
+
+/// A pretty-printed JSON object written member by member, so an array of
+/// a whole history streams: each element is written (and dropped) as it
+/// comes. The text is what `serde_json`'s pretty printer writes for the
+/// same object, members in the order they are written.
+struct JsonObject {
+    out: String,
+    members: usize,
+    elements: u64,
+}
+
+impl JsonObject {
+    fn new() -> JsonObject {
+        JsonObject {
+            out: String::from("{"),
+            members: 0,
+            elements: 0,
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.out
+            .push_str(if self.members == 0 { "\n  " } else { ",\n  " });
+        self.members += 1;
+        // Keys are this module's constants: plain ASCII names.
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\": ");
+    }
+
+    /// Appends `text` (pretty JSON), its lines after the first indented.
+    fn nested(&mut self, text: &str, indent: &str, first_indented: bool) {
+        // JSON strings hold no raw newline, so cutting at lines is safe.
+        for (index, line) in text.trim_end().lines().enumerate() {
+            if index > 0 {
+                self.out.push('\n');
+            }
+            if index > 0 || first_indented {
+                self.out.push_str(indent);
+            }
+            self.out.push_str(line);
+        }
+    }
+
+    fn begin_array(&mut self, key: &str) {
+        self.key(key);
+        self.out.push('[');
+        self.elements = 0;
+    }
+
+    fn element(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+        let text = render::json_pretty(value)?;
+        self.out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
+        self.nested(&text, "    ", true);
+        self.elements += 1;
+        flush_at(&mut self.out, FLUSH_BYTES)
+    }
+
+    /// Closes the array; returns how many elements it got.
+    fn end_array(&mut self) -> u64 {
+        self.out.push_str(if self.elements == 0 { "]" } else { "\n  ]" });
+        self.elements
+    }
+
+    fn member(&mut self, key: &str, value: &impl Serialize) -> Result<(), Failure> {
+        let text = render::json_pretty(value)?;
+        self.key(key);
+        self.nested(&text, "  ", false);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), Failure> {
+        self.out.push_str("\n}\n");
+        render::write_stdout(self.out.as_bytes())
     }
 }
 
@@ -598,10 +660,42 @@ pub(crate) fn verify(
         VerifyScope::Everything => VerifyScope::Everything,
     };
     if json {
-        let report = store.verify(&scope).map_err(|error| failure(&error))?;
-        let text = render::json_pretty(&plan_protocol::VerifyReport::from(&report))?;
-        render::write_stdout(text.as_bytes())?;
-        return Ok(if report.ok() { exit::OK } else { exit::FAILURE });
+        // Streamed like the human form; `ok` comes last because it is only
+        // known at the end (the same object as plan/verify's, members in
+        // another order).
+        let mut tally = VerifyTally::default();
+        let mut object = JsonObject::new();
+        let mut failed: Option<Failure> = None;
+        object.begin_array("artifacts");
+        let findings = store
+            .visit_verification(&scope, &mut |check| {
+                tally.add(check.result);
+                keep_going(
+                    object.element(&plan_protocol::ArtifactVerification::from(&check)),
+                    &mut failed,
+                )
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        object.end_array();
+        tally.orphans = findings.orphans.len() as u64;
+        let orphans: Vec<plan_protocol::OrphanArtifact> = findings
+            .orphans
+            .iter()
+            .map(plan_protocol::OrphanArtifact::from)
+            .collect();
+        let skipped: Vec<plan_protocol::SkippedWorkspace> = findings
+            .skipped_workspaces
+            .iter()
+            .map(plan_protocol::SkippedWorkspace::from)
+            .collect();
+        object.member("orphans", &orphans)?;
+        object.member("skippedWorkspaces", &skipped)?;
+        object.member("ok", &tally.ok())?;
+        object.finish()?;
+        return Ok(if tally.ok() { exit::OK } else { exit::FAILURE });
     }
     // One approval is shown whatever it found.
     let verbose = verbose || matches!(scope, VerifyScope::Approval(_));

@@ -207,8 +207,8 @@ enum ApprovalsCommand {
         /// Print a line for every approval checked, not only the problems.
         #[arg(long, short)]
         verbose: bool,
-        /// Print JSON: the plan/verify VerifyReport, {ok, artifacts,
-        /// orphans, skippedWorkspaces}.
+        /// Print JSON: the plan/verify VerifyReport, streamed, so its members
+        /// come as {artifacts, orphans, skippedWorkspaces, ok}.
         #[arg(long)]
         json: bool,
     },

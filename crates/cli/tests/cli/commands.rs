@@ -449,3 +449,30 @@ fn colour_only_on_a_terminal_or_when_asked_and_never_with_no_color() {
     assert!(list(false, false, Some("always")).contains(pending_in_yellow));
     assert!(list(true, true, Some("always")).contains(pending_in_yellow));
 }
+
+#[test]
+fn verify_json_is_the_library_report_whatever_the_member_order() {
+    let fixture = support::rich();
+    // A problem and an orphan, so every member has something in it.
+    std::fs::write(fixture.artifact("approval-rejected"), "tampered\n").unwrap();
+    let stray = std::path::Path::new(&fixture.root).join(".pi/plan/stray.md");
+    std::fs::write(stray, "# stray\n").unwrap();
+    let store = plan_storage::Store::open_read_only(&fixture.db).unwrap();
+    for (args, scope) in [
+        (
+            &["approvals", "verify", "--all", "--json"][..],
+            plan_core::VerifyScope::Everything,
+        ),
+        (
+            &["approvals", "verify", "--session", "s-alpha", "--json"],
+            plan_core::VerifyScope::Session("s-alpha".to_owned()),
+        ),
+    ] {
+        let printed = run(Some(&fixture.db), args);
+        assert_eq!(printed.code, 1, "{}", printed.stderr);
+        let parsed: plan_protocol::VerifyReport = serde_json::from_str(&printed.stdout).unwrap();
+        let expected = plan_protocol::VerifyReport::from(&store.verify(&scope).unwrap());
+        assert_eq!(parsed, expected);
+        assert!(!parsed.ok && parsed.orphans.len() == 1);
+    }
+}
