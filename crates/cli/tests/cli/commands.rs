@@ -228,6 +228,13 @@ fn approvals_show_every_status() {
         let id = fixture.id(name);
         let shown = snap(&fixture, &format!("show_{name}"), &["approvals", "show", &id]);
         assert_eq!(shown.code, 0);
+        // Only a pending approval can still expire.
+        assert_eq!(
+            shown.stdout.contains("expires in"),
+            name == "approval-pending",
+            "{}",
+            shown.stdout
+        );
         snap(
             &fixture,
             &format!("show_{name}_json"),
