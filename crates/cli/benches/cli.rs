@@ -16,7 +16,7 @@
 // Benchmark harness, like test code: a failed setup must stop the run loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
