@@ -99,6 +99,9 @@ fn not_found(id: &str) -> Failure {
 /// prefix of. An ambiguous prefix is a usage error that lists the ids.
 fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
     const SHOWN: u32 = 5;
+    if given.is_empty() {
+        return Err(Failure::new(exit::USAGE, "an approval id cannot be empty"));
+    }
     let ids = store
         .approval_ids_with_prefix(given, SHOWN + 1)
         .map_err(|error| failure(&error))?;

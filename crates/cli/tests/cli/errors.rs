@@ -209,6 +209,7 @@ fn id_prefixes_resolve_and_an_ambiguous_one_is_a_usage_error() {
         "{}",
         ambiguous.stderr
     );
+    assert_eq!(run(Some(&fixture.db), &["approvals", "show", ""]).code, 2);
     let unknown = run(Some(&fixture.db), &["approvals", "show", "approval-zzz"]);
     assert_eq!(unknown.code, 1);
     assert!(
