@@ -6,11 +6,18 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A bar counting `len` steps of `what` (e.g. "approvals verified").
+/// Fewer steps than this finish before a bar is worth drawing.
+pub(crate) const BAR_FROM_STEPS: u64 = 1000;
+
+/// A bar counting `len` steps of `what` (e.g. "approvals verified"), or
+/// nothing for fewer than [`BAR_FROM_STEPS`] steps.
 pub(crate) fn bar(len: u64, what: &str) -> ProgressBar {
+    if len < BAR_FROM_STEPS {
+        return ProgressBar::hidden();
+    }
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(&format!(
-        "{{bar:30}} {{human_pos}}/{{human_len}} {what} ({{per_sec}}, {{eta}} left)"
+        "{{bar:30}} {{human_pos}}/{{human_len}} {what} ({{eta}} left)"
     )) {
         bar.set_style(style.progress_chars("=> "));
     }

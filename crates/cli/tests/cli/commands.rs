@@ -483,3 +483,51 @@ fn verify_json_is_the_library_report_whatever_the_member_order() {
         assert!(!parsed.ok && parsed.orphans.len() == 1);
     }
 }
+
+/// Runs `plan-checkpoint --db db args` under a pseudo-terminal (`script`),
+/// stdout and stderr both on it; `None` when `script` is not installed.
+fn on_a_pty(db: &std::path::Path, args: &str) -> Option<String> {
+    let line = format!("{} --db '{}' {args}", support::BIN, db.display());
+    let output = std::process::Command::new("script")
+        .env("TZ", "UTC")
+        .env_remove("NO_COLOR")
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .env("COLUMNS", "120")
+        .env("TERM", "xterm")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn verify_shows_progress_on_a_terminal_and_nothing_into_a_pipe() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999)
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, status, created_at,
+           expires_at, decided_at, legacy_proposal_json)
+         SELECT 'legacy-' || i, 's-beta', 't', 'Old plan', 'Q', 'rejected', i, i, i, '{}' FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let piped = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    assert!(piped.stderr.is_empty(), "{}", piped.stderr);
+    assert!(!piped.stdout.contains("approvals verified"));
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("`script` (util-linux) is not installed: the terminal half of this test is skipped");
+        return;
+    }
+    let shown = on_a_pty(&fixture.db, "approvals verify --all").unwrap();
+    assert!(shown.contains("approvals verified"), "{shown:?}");
+    assert!(
+        shown.contains("2005 approval(s) checked: 5 ok, 2000 legacy"),
+        "{shown:?}"
+    );
+}
