@@ -25,7 +25,7 @@ use plan_core::{ApprovalStatus, Limits};
 /// 0053 (an agent plans read-only, submits one plan, and a person approves
 /// or rejects that exact, hashed plan before a deadline).
 #[derive(Debug, Parser)]
-#[command(name = "plan-checkpoint", version, about, after_help = EXIT_CODES)]
+#[command(name = "plan-checkpoint", version, after_help = EXIT_CODES)]
 struct Cli {
     /// The database file (or PLAN_CHECKPOINT_DB). `approvals` and `db
     /// status` open it read-only and never migrate it, so they are safe
