@@ -17,16 +17,13 @@ use plan_core::{ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, 
 use plan_storage::{ApprovalFilter, ExclusiveStore, PendingMigration, StorageError, Store, StoredApproval};
 use serde::Serialize;
 
-use crate::render::{self, wire};
+use crate::render::{self, FLUSH_BYTES, JsonObject, wire};
 use crate::table::Table;
 use crate::terminal::{Terminal, good_style, problem_style};
 use crate::{Failure, escape, exit, progress};
 
 /// How many approvals `approvals list` shows without --limit or --all.
 pub(crate) const DEFAULT_LIST_LIMIT: u32 = 20;
-
-/// Bytes collected before a streaming command writes them.
-const FLUSH_BYTES: usize = 64 * 1024;
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
@@ -478,15 +475,6 @@ pub(crate) fn list(
     Ok(exit::OK)
 }
 
-/// Writes `out` when it has grown past `at` bytes.
-fn flush_at(out: &mut String, at: usize) -> Result<(), Failure> {
-    if out.len() >= at {
-        render::write_stdout(out.as_bytes())?;
-        out.clear();
-    }
-    Ok(())
-}
-
 /// A visitor's answer: go on after a success, stop and keep the failure.
 fn keep_going(step: Result<(), Failure>, failed: &mut Option<Failure>) -> bool {
     match step {
@@ -495,82 +483,6 @@ fn keep_going(step: Result<(), Failure>, failed: &mut Option<Failure>) -> bool {
             *failed = Some(error);
             false
         }
-    }
-}
-
-/// A pretty-printed JSON object written member by member, so an array of
-/// a whole history streams: each element is written (and dropped) as it
-/// comes. The text is what `serde_json`'s pretty printer writes for the
-/// same object, members in the order they are written.
-struct JsonObject {
-    out: String,
-    members: usize,
-    elements: u64,
-}
-
-impl JsonObject {
-    fn new() -> JsonObject {
-        JsonObject {
-            out: String::from("{"),
-            members: 0,
-            elements: 0,
-        }
-    }
-
-    fn key(&mut self, key: &str) {
-        self.out
-            .push_str(if self.members == 0 { "\n  " } else { ",\n  " });
-        self.members += 1;
-        // Keys are this module's constants: plain ASCII names.
-        self.out.push('"');
-        self.out.push_str(key);
-        self.out.push_str("\": ");
-    }
-
-    /// Appends `text` (pretty JSON), its lines after the first indented.
-    fn nested(&mut self, text: &str, indent: &str, first_indented: bool) {
-        // JSON strings hold no raw newline, so cutting at lines is safe.
-        for (index, line) in text.trim_end().lines().enumerate() {
-            if index > 0 {
-                self.out.push('\n');
-            }
-            if index > 0 || first_indented {
-                self.out.push_str(indent);
-            }
-            self.out.push_str(line);
-        }
-    }
-
-    fn begin_array(&mut self, key: &str) {
-        self.key(key);
-        self.out.push('[');
-        self.elements = 0;
-    }
-
-    fn element(&mut self, value: &impl Serialize) -> Result<(), Failure> {
-        let text = render::json_pretty(value)?;
-        self.out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
-        self.nested(&text, "    ", true);
-        self.elements += 1;
-        flush_at(&mut self.out, FLUSH_BYTES)
-    }
-
-    /// Closes the array; returns how many elements it got.
-    fn end_array(&mut self) -> u64 {
-        self.out.push_str(if self.elements == 0 { "]" } else { "\n  ]" });
-        self.elements
-    }
-
-    fn member(&mut self, key: &str, value: &impl Serialize) -> Result<(), Failure> {
-        let text = render::json_pretty(value)?;
-        self.key(key);
-        self.nested(&text, "  ", false);
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<(), Failure> {
-        self.out.push_str("\n}\n");
-        render::write_stdout(self.out.as_bytes())
     }
 }
 

@@ -1,8 +1,8 @@
 //! How the CLI shows things to people: local RFC 3339 times, relative times
 //! from jiff spans ("3 weeks ago", "expires in 25 minutes"), the approvals
 //! table's columns and rows, the `show` card, shell-quoted words for
-//! printed commands, JSON, and writing to stdout without panicking on a
-//! closed pipe.
+//! printed commands, JSON (whole, or streamed member by member), and
+//! writing to stdout without panicking on a closed pipe.
 //!
 //! Pure formatting of values the layers below produced: nothing here reads
 //! the database or decides anything about an approval. "Now" comes from the
@@ -13,6 +13,7 @@ use std::io::Write;
 
 use plan_core::{ApprovalStatus, PlanApproval, UnixMs};
 use plan_storage::StoredApproval;
+use serde::Serialize;
 
 use crate::table::{Cell, Column};
 use crate::terminal::{Terminal, heading_style, status_style};
@@ -311,6 +312,94 @@ fn encode(
     let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
     value.serialize(&mut serializer).map_err(|error| failed(&error))?;
     String::from_utf8(out).map_err(|error| failed(&error))
+}
+
+/// Bytes a streaming command collects before it writes them.
+pub(crate) const FLUSH_BYTES: usize = 64 * 1024;
+
+/// Writes `out` when it has grown past `at` bytes.
+pub(crate) fn flush_at(out: &mut String, at: usize) -> Result<(), Failure> {
+    if out.len() >= at {
+        write_stdout(out.as_bytes())?;
+        out.clear();
+    }
+    Ok(())
+}
+
+/// A pretty-printed JSON object written member by member, so an array of
+/// a whole history streams: each element is written (and dropped) as it
+/// comes. The text is what `serde_json`'s pretty printer writes for the
+/// same object, members in the order they are written.
+pub(crate) struct JsonObject {
+    out: String,
+    members: usize,
+    elements: u64,
+}
+
+impl JsonObject {
+    pub(crate) fn new() -> JsonObject {
+        JsonObject {
+            out: String::from("{"),
+            members: 0,
+            elements: 0,
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.out
+            .push_str(if self.members == 0 { "\n  " } else { ",\n  " });
+        self.members += 1;
+        // Keys are this module's constants: plain ASCII names.
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\": ");
+    }
+
+    /// Appends `text` (pretty JSON), its lines after the first indented.
+    fn nested(&mut self, text: &str, indent: &str, first_indented: bool) {
+        // JSON strings hold no raw newline, so cutting at lines is safe.
+        for (index, line) in text.trim_end().lines().enumerate() {
+            if index > 0 {
+                self.out.push('\n');
+            }
+            if index > 0 || first_indented {
+                self.out.push_str(indent);
+            }
+            self.out.push_str(line);
+        }
+    }
+
+    pub(crate) fn begin_array(&mut self, key: &str) {
+        self.key(key);
+        self.out.push('[');
+        self.elements = 0;
+    }
+
+    pub(crate) fn element(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+        let text = json_pretty(value)?;
+        self.out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
+        self.nested(&text, "    ", true);
+        self.elements += 1;
+        flush_at(&mut self.out, FLUSH_BYTES)
+    }
+
+    /// Closes the array; returns how many elements it got.
+    pub(crate) fn end_array(&mut self) -> u64 {
+        self.out.push_str(if self.elements == 0 { "]" } else { "\n  ]" });
+        self.elements
+    }
+
+    pub(crate) fn member(&mut self, key: &str, value: &impl Serialize) -> Result<(), Failure> {
+        let text = json_pretty(value)?;
+        self.key(key);
+        self.nested(&text, "  ", false);
+        Ok(())
+    }
+
+    pub(crate) fn finish(mut self) -> Result<(), Failure> {
+        self.out.push_str("\n}\n");
+        write_stdout(self.out.as_bytes())
+    }
 }
 
 /// Writes bytes to stdout and flushes. A closed pipe (`| head`) is not an
