@@ -10,56 +10,22 @@
 //! assertion the demo's test used to make.
 //!
 //! The database is created at v10 through `Store::open`, then filled with
-//! one INSERT ... SELECT from a recursive CTE (untimed). These benchmarks
+//! one INSERT ... SELECT from a recursive CTE (untimed; `support/million.rs`). These benchmarks
 //! only measure; CI compiles them and does not run them.
 
 // Benchmark harness, like test code: a failed setup must stop the run loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-const BIN: &str = env!("CARGO_BIN_EXE_plan-checkpoint");
-const ROWS: u64 = 1_000_000;
-const NOW: i64 = 1_790_000_000_000;
+#[path = "support/million.rs"]
+mod million;
 
-/// Builds the 1M-row database once and returns its path (the directory
-/// lives for the whole run).
-fn database() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("million.db");
-    drop(plan_storage::Store::open(&db).unwrap());
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(&format!(
-        "BEGIN;
-         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999)
-         INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, created_at, updated_at)
-         SELECT 's' || i, '', '/nonexistent/ws' || i, 'agent', 'ask', {NOW}, {NOW} FROM n;
-         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {last})
-         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path,
-           artifact_sha256, artifact_size, status, error_code, created_at, expires_at, decided_at,
-           permission_mode, execution_id, execution_state)
-         SELECT 'approval-' || i, 's' || (i % 1000), 't' || i, 'Plan number ' || i, 'Go?',
-           '.pi/plan/p' || i || '.md', printf('%064x', i), 100 + i % 50,
-           CASE i % 4 WHEN 0 THEN 'approved' WHEN 1 THEN 'rejected' WHEN 2 THEN 'expired' ELSE 'interrupted' END,
-           CASE i % 4 WHEN 2 THEN 'PLAN_APPROVAL_TIMEOUT' WHEN 3 THEN 'HOST_RESTARTED' ELSE NULL END,
-           {NOW} - ({ROWS} - i) * 1000, {NOW} - ({ROWS} - i) * 1000 + 1800000, {NOW} - ({ROWS} - i) * 1000 + 500,
-           CASE i % 4 WHEN 0 THEN 'ask' ELSE NULL END,
-           CASE i % 4 WHEN 0 THEN 'e' || i ELSE NULL END,
-           CASE i % 4 WHEN 0 THEN 'completed' ELSE NULL END
-         FROM n;
-         COMMIT;
-         PRAGMA wal_checkpoint(TRUNCATE);
-         ANALYZE;",
-        last = ROWS - 1
-    ))
-    .unwrap();
-    drop(conn);
-    (dir, db)
-}
+const BIN: &str = env!("CARGO_BIN_EXE_plan-checkpoint");
 
 fn run(command: &mut Command) {
     let output = command.output().unwrap();
@@ -97,7 +63,7 @@ const COLUMNS: &str = "id, session_id, turn_id, title, question, artifact_path, 
      legacy_proposal_json, legacy_feedback";
 
 fn cli(criterion: &mut Criterion) {
-    let (_dir, db) = database();
+    let (_dir, db) = million::database();
     let baseline = sqlite3_available();
     if !baseline {
         eprintln!(

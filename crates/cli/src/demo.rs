@@ -14,7 +14,9 @@ use plan_core::{ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, Permissio
 use plan_host::{ApprovalFilter, Host, HostError, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 use crate::render;
-use crate::{Failure, exit};
+use crate::table::Table;
+use crate::terminal::Terminal;
+use crate::{Failure, escape, exit};
 
 /// The first plan the agent submits.
 const FIRST_PLAN: &str = "# Split the parser\n\n\
@@ -41,8 +43,11 @@ impl Story {
     }
 }
 
+/// Writes one part of the story. Titles, ids and paths come back from the
+/// host (and the directory from the command line), so the whole text is
+/// escaped like any other agent text.
 fn say(text: &str) -> Result<(), Failure> {
-    render::write_stdout(text.as_bytes())
+    render::write_stdout(escape::block(text).as_bytes())
 }
 
 fn host_failure(what: &str) -> impl FnOnce(HostError) -> Failure {
@@ -123,14 +128,16 @@ fn verdict(outcome: &ToolCallOutcome) -> String {
 }
 
 /// Runs the story. Returns the exit code.
-pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
+pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let dir = prepare_dir(dir)?;
     let workspace = dir.join("workspace");
     std::fs::create_dir(&workspace).map_err(io_failure("create", &workspace))?;
     let database = dir.join("plan-checkpoint.db");
     let root = workspace.to_string_lossy().into_owned();
     say(&format!(
-        "plan-checkpoint demo: the ADR 0053 plan checkpoint, driven through the real host.\n\
+        "plan-checkpoint demo: the plan checkpoint of ADR 0053 (the design record this implements: an \
+         agent plans read-only,\nsubmits one plan, and a person approves or rejects that exact, hashed plan \
+         before a deadline), driven through the real host.\n\
          directory: {}\n  workspace: {}\n  database:  {}\n",
         dir.display(),
         workspace.display(),
@@ -142,7 +149,9 @@ pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
     let host = Host::open(&database, HostOptions::default()).map_err(host_failure("opening the host"))?;
     let migration = host.migration();
     say(&format!(
-        "   created the database at schema v{} ({}) and ran the startup fence: nothing to recover\n",
+        "   created the database at schema v{} ({}) and ran the startup fence (every host start first marks \
+         what an earlier\n   host left pending, queued or running as interrupted, and replays nothing): \
+         nothing to recover\n",
         migration.to,
         migration
             .from
@@ -208,7 +217,7 @@ pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
         .map_err(host_failure("rereading the artifact"))?;
     say(&format!(
         "   approval {} is {}: \"{}\"\n   artifact: {}/{}\n     size:   {} bytes\n     sha256: {}\n     \
-         reread and checked: {} bytes, sha256 matches\n   expires: {} (expires in {})\n",
+         reread and checked: {} bytes, sha256 matches\n   expires: {} ({})\n",
         first.id,
         first.status,
         first.title,
@@ -218,7 +227,7 @@ pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
         artifact.sha256,
         content.size,
         render::local_rfc3339(first.expires_at),
-        render::span(first.expires_at - first.created_at)
+        render::deadline(&first, first.created_at)
     ))?;
 
     story.step("A person approves with accept-edits")?;
@@ -344,15 +353,25 @@ pub(crate) fn run(dir: Option<&Path>) -> Result<i32, Failure> {
     let rows = host
         .list_approvals(&ApprovalFilter::default())
         .map_err(host_failure("listing approvals"))?;
-    let approvals: Vec<_> = rows.into_iter().map(|stored| stored.approval).collect();
-    say(&render::table(&approvals, render::now_ms()))?;
+    let now = render::now_ms();
+    let mut table = Table::new(render::approval_columns(), *term);
+    for stored in rows {
+        table.push(render::approval_row(
+            &stored.approval,
+            stored.approval.id.clone(),
+            now,
+        ))?;
+    }
+    table.finish()?;
     host.close();
 
     say(&format!(
-        "\nKept everything in {dir}. Try:\n  plan-checkpoint --db {db} approvals show {id}\n  \
+        "\nKept everything in {dir}. Try (with plan-checkpoint on PATH, see the README):\n  \
+         plan-checkpoint --db {db} approvals list\n  plan-checkpoint --db {db} approvals show {id}\n  \
+         plan-checkpoint --db {db} approvals cat {id}\n  \
          plan-checkpoint --db {db} approvals diff {id} {second}\n  plan-checkpoint --db {db} approvals verify --all\n",
         dir = dir.display(),
-        db = database.display(),
+        db = render::shell_word(&database.display().to_string()),
         id = first.id,
         second = second.id,
     ))?;

@@ -7,17 +7,25 @@
 //! writer here: storage's exclusive open takes the host lock first, so it
 //! never runs beside a live host. This module formats answers and maps
 //! failures to exit codes; it runs no SQL, reads no file itself, and decides
-//! nothing about approvals.
+//! nothing about approvals. Whole-history commands (`list --all`, `list
+//! --json`, `export`, `verify --all`) stream: rows are read, written and
+//! dropped one at a time.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use plan_core::{ApprovalStatus, ArtifactCheck, ErrorCode, PlanApproval, VerifyReport, VerifyScope};
-use plan_storage::{ApprovalFilter, ExclusiveStore, SCHEMA_VERSION, StorageError, Store, StoredApproval};
+use plan_core::{ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, VerifyScope, VerifyTally};
+use plan_storage::{
+    ApprovalFilter, ExclusiveStore, PendingMigration, SCHEMA_VERSION, StorageError, Store, StoredApproval,
+};
 use serde::Serialize;
 
-use crate::render::{self, wire};
-use crate::{Failure, exit};
+use crate::render::{self, FLUSH_BYTES, JsonObject, wire};
+use crate::table::Table;
+use crate::terminal::{Terminal, good_style, problem_style};
+use crate::{Failure, escape, exit, progress};
+
+/// How many approvals `approvals list` shows without --limit or --all.
+pub(crate) const DEFAULT_LIST_LIMIT: u32 = 20;
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
@@ -59,11 +67,17 @@ fn exit_for(error: &StorageError) -> i32 {
 /// and for a schema refusal what to do about it.
 fn failure(error: &StorageError) -> Failure {
     let mut message = format!("{}: {error}", error.code().as_str());
-    if let StorageError::SchemaUnsupported { .. } = error {
-        message.push_str(
-            "\nhint: `plan-checkpoint db migrate` migrates a schema v8 database (the 0.4.14 host's) to v10; \
-             no other version can be migrated by this build",
+    if let StorageError::SchemaUnsupported { path, found, .. } = error {
+        let command = format!(
+            "plan-checkpoint --db {} db migrate",
+            render::shell_word(&path.display().to_string())
         );
+        message.push_str(&match found {
+            8 => format!("\nhint: `{command}` migrates this schema v8 database (the 0.4.14 host's) to v10"),
+            0 => format!("\nhint: the file is empty; `{command}` creates a new schema v10 in it"),
+            _ => "\nhint: this build's `db migrate` migrates only schema v8 (the 0.4.14 host's) to v10"
+                .to_owned(),
+        });
     }
     Failure::new(exit_for(error), message)
 }
@@ -92,11 +106,83 @@ fn not_found(id: &str) -> Failure {
     failure(&error)
 }
 
-fn get(store: &Store, id: &str) -> Result<StoredApproval, Failure> {
+/// The approval id `given` names: the id itself, or the one id it is a
+/// prefix of. An ambiguous prefix is a usage error that lists the ids.
+fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
+    const SHOWN: u32 = 5;
+    if given.is_empty() {
+        return Err(Failure::new(exit::USAGE, "an approval id cannot be empty"));
+    }
+    let ids = store
+        .approval_ids_with_prefix(given, SHOWN + 1)
+        .map_err(|error| failure(&error))?;
+    match ids.as_slice() {
+        [] => Err(not_found(given)),
+        [only] => Ok(only.clone()),
+        [first, ..] if first == given => Ok(first.clone()),
+        [_, _, ..] => {
+            let mut listed: Vec<String> = ids.iter().take(SHOWN as usize).cloned().collect();
+            if ids.len() > SHOWN as usize {
+                listed.push("...".to_owned());
+            }
+            Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "the approval id prefix `{given}` is ambiguous: it starts {}; give more of the id",
+                    listed.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
+fn get(store: &Store, given: &str) -> Result<StoredApproval, Failure> {
+    let id = resolve(store, given)?;
     store
-        .get_approval(id)
+        .get_approval(&id)
         .map_err(|error| failure(&error))?
-        .ok_or_else(|| not_found(id))
+        .ok_or_else(|| not_found(&id))
+}
+
+/// Refuses a `--session` that names no session (`SESSION_NOT_FOUND`, exit
+/// 1), the same answer `approvals verify --session` gives.
+fn require_session(store: &Store, session: Option<&str>) -> Result<(), Failure> {
+    let Some(session) = session else {
+        return Ok(());
+    };
+    match store.get_session(session) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(failure(&StorageError::SessionNotFound {
+            id: session.to_owned(),
+        })),
+        Err(error) => Err(failure(&error)),
+    }
+}
+
+/// How an id is shown in a table: whole into a pipe; on a terminal, the
+/// shortest prefix no other approval shares (at least the `approval-`
+/// type and 8 more characters), which every command accepts back.
+fn shown_id(store: &Store, term: &Terminal, id: &str) -> Result<String, Failure> {
+    const SHORTEST: usize = "approval-".len() + 8;
+    if !term.is_terminal || id.len() <= SHORTEST {
+        return Ok(id.to_owned());
+    }
+    let (before, after) = store
+        .approval_id_neighbours(id)
+        .map_err(|error| failure(&error))?;
+    let shared = |other: Option<String>| {
+        other.map_or(0, |other| {
+            id.bytes()
+                .zip(other.bytes())
+                .take_while(|(mine, theirs)| mine == theirs)
+                .count()
+        })
+    };
+    let mut length = (shared(before).max(shared(after)) + 1).max(SHORTEST);
+    while !id.is_char_boundary(length.min(id.len())) {
+        length += 1;
+    }
+    Ok(id[..length.min(id.len())].to_owned())
 }
 
 // --- db -----------------------------------------------------------------------
@@ -106,50 +192,123 @@ fn get(store: &Store, id: &str) -> Result<StoredApproval, Failure> {
 struct StatusJson {
     path: String,
     schema_version: u32,
-    total: u64,
-    counts: Counts,
-    live: Vec<plan_protocol::PlanApproval>,
+    /// `none`, `fromV8` or `createSchema`: what `db migrate` would do.
+    pending_migration: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counts: Option<Counts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    live: Option<Vec<plan_protocol::PlanApproval>>,
 }
 
-/// `db status`.
-pub(crate) fn db_status(database: &Path, json: bool) -> Result<i32, Failure> {
+/// `db status`. A database `db migrate` would change (v8, or an empty file)
+/// is described with the command that migrates it, not refused.
+pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<i32, Failure> {
+    let path = database.display().to_string();
+    let migrate = format!("plan-checkpoint --db {} db migrate", render::shell_word(&path));
+    let pending = plan_storage::pending_migration(database).map_err(|error| {
+        let mut refused = failure(&error);
+        refused.exit = exit::DATABASE_REFUSED;
+        refused
+    })?;
+    let (version, pending_name, advice) = match pending {
+        PendingMigration::Nothing => (plan_storage::SCHEMA_VERSION, "none", None),
+        PendingMigration::FromV8 => (
+            8,
+            "fromV8",
+            Some(format!(
+                "schema v8 (the 0.4.14 host's): inspection reads v10 only.\n\
+                 Run `{migrate}` to migrate it to v10 in one transaction (all or nothing; every \
+                 session, transcript entry and approval is kept). It is refused while a host holds \
+                 the database.\n"
+            )),
+        ),
+        PendingMigration::CreateSchema => (
+            0,
+            "createSchema",
+            Some(format!(
+                "the file is empty (no schema yet).\nRun `{migrate}` to create a new schema v10 in it \
+                 (a host opening it does the same).\n"
+            )),
+        ),
+    };
+    if let Some(advice) = advice {
+        let text = if json {
+            render::json_pretty(&StatusJson {
+                path,
+                schema_version: version,
+                pending_migration: pending_name,
+                total: None,
+                counts: None,
+                live: None,
+            })?
+        } else {
+            format!(
+                "database:        {}\nschema version:  {}\n{}",
+                escape::line(&path),
+                if version == 0 {
+                    "none".to_owned()
+                } else {
+                    version.to_string()
+                },
+                escape::block(&advice)
+            )
+        };
+        render::write_stdout(text.as_bytes())?;
+        return Ok(exit::OK);
+    }
     let store = open(database)?;
     let version = store.schema_version().map_err(|error| failure(&error))?;
     let counts = store.count_by_status().map_err(|error| failure(&error))?;
     let live = store.live_rows().map_err(|error| failure(&error))?;
     let total: u64 = counts.iter().map(|(_, count)| count).sum();
-    let text = if json {
-        render::json_pretty(&StatusJson {
-            path: database.display().to_string(),
+    if json {
+        let text = render::json_pretty(&StatusJson {
+            path,
             schema_version: version,
-            total,
-            counts: Counts::of(&counts),
-            live: live.iter().map(wire).collect(),
-        })?
-    } else {
-        let mut out = format!(
-            "database:        {}\nschema version:  {version}\napprovals:       {total}\n",
-            database.display()
-        );
-        for (status, count) in &counts {
-            out.push_str(&format!("  {:<15}{count}\n", status.as_str()));
-        }
-        let pending = live
-            .iter()
-            .filter(|row| row.status == ApprovalStatus::Pending)
-            .count();
-        let executing = live.len() - pending;
+            pending_migration: pending_name,
+            total: Some(total),
+            counts: Some(Counts::of(&counts)),
+            live: Some(live.iter().map(wire).collect()),
+        })?;
+        render::write_stdout(text.as_bytes())?;
+        return Ok(exit::OK);
+    }
+    let mut out = format!(
+        "database:        {}\nschema version:  {version}\napprovals:       {total}\n",
+        escape::line(&path)
+    );
+    for (status, count) in &counts {
+        let name = format!("{:<15}", status.as_str());
         out.push_str(&format!(
-            "live rows:       {} ({pending} pending, {executing} queued or running)\n",
-            live.len()
+            "  {}{count}\n",
+            term.paint(crate::terminal::status_style(*status), &name)
         ));
-        if !live.is_empty() {
-            out.push('\n');
-            out.push_str(&render::table(&live, render::now_ms()));
-        }
-        out
-    };
-    render::write_stdout(text.as_bytes())?;
+    }
+    let pending = live
+        .iter()
+        .filter(|row| row.status == ApprovalStatus::Pending)
+        .count();
+    let executing = live.len() - pending;
+    out.push_str(&format!(
+        "live rows:       {} ({pending} pending, {executing} queued or running)\n",
+        live.len()
+    ));
+    if !live.is_empty() {
+        out.push('\n');
+    }
+    render::write_stdout(out.as_bytes())?;
+    let now = render::now_ms();
+    let mut table = Table::new(render::approval_columns(), *term);
+    for approval in &live {
+        table.push(render::approval_row(
+            approval,
+            shown_id(&store, term, &approval.id)?,
+            now,
+        ))?;
+    }
+    table.finish()?;
     Ok(exit::OK)
 }
 
@@ -189,26 +348,30 @@ struct MigrateJson {
     migrated: bool,
 }
 
-/// `db migrate`: v8 -> v10, or nothing to do.
+/// `db migrate`: v8 -> v10, a new schema in an empty file, or nothing to
+/// do. What it does is what `db status` said it would.
 pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
     let refused = |error: StorageError| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;
         refused
     };
+    let spinner = progress::spinner(&format!("migrating to schema v{SCHEMA_VERSION}"));
     // Never migrate under a live host: storage takes the host lock first,
     // because only its holder may roll back what an interrupted host or
     // migration left, before anything reads the file.
-    let opened = match ExclusiveStore::open_existing(database) {
+    let opened = ExclusiveStore::open_existing(database);
+    spinner.finish_and_clear();
+    let opened = match opened {
         Ok(opened) => opened,
         Err(StorageError::HostAlreadyRunning { .. }) if is_current(database) => {
             // A live host on a v10 database: there is nothing to migrate.
-            return report_migration(database, SCHEMA_VERSION, SCHEMA_VERSION, json);
+            return report_migration(database, Some(SCHEMA_VERSION), json);
         }
         Err(error) => return Err(refused(error)),
     };
     let report = opened.migration;
-    report_migration(database, report.from.unwrap_or(0), report.to, json)
+    report_migration(database, report.from, json)
 }
 
 /// Whether a read-only look finds the database at schema v10.
@@ -218,18 +381,25 @@ fn is_current(database: &Path) -> bool {
         .is_ok_and(|version| version == SCHEMA_VERSION)
 }
 
-fn report_migration(database: &Path, from: u32, to: u32, json: bool) -> Result<i32, Failure> {
+/// Says what the migration did, given the schema it found (`None`: an
+/// empty file).
+fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i32, Failure> {
+    let path = database.display().to_string();
+    let to = SCHEMA_VERSION;
+    let (from, done) = match found {
+        Some(from) if from == to => (from, format!("schema v{to}, nothing to migrate")),
+        Some(from) => (from, format!("migrated schema v{from} -> v{to}")),
+        None => (0, format!("the file was empty: created a new schema v{to}")),
+    };
     let text = if json {
         render::json_pretty(&MigrateJson {
-            path: database.display().to_string(),
+            path,
             from,
             to,
             migrated: from != to,
         })?
-    } else if from == to {
-        format!("{}: schema v{to}, nothing to migrate\n", database.display())
     } else {
-        format!("{}: migrated schema v{from} -> v{to}\n", database.display())
+        format!("{}: {done}\n", escape::line(&path))
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -237,48 +407,117 @@ fn report_migration(database: &Path, from: u32, to: u32, json: bool) -> Result<i
 
 // --- approvals ----------------------------------------------------------------
 
-/// `approvals list`.
+/// `approvals list`: at most `limit` rows (`None`: all), streamed, with
+/// a line saying how many more there are.
 pub(crate) fn list(
     database: &Path,
+    term: &Terminal,
     session: Option<String>,
     status: Option<ApprovalStatus>,
     limit: Option<u32>,
     json: bool,
 ) -> Result<i32, Failure> {
     let store = open(database)?;
+    require_session(&store, session.as_deref())?;
     let filter = ApprovalFilter {
         session_id: session,
         status,
         limit,
     };
-    let rows = store.list_approvals(&filter).map_err(|error| failure(&error))?;
-    let approvals: Vec<PlanApproval> = rows.into_iter().map(|stored| stored.approval).collect();
-    let text = if json {
-        render::json_pretty(&plan_protocol::PlanListResult {
-            approvals: approvals.iter().map(wire).collect(),
-        })?
+    let now = render::now_ms();
+    let mut failed: Option<Failure> = None;
+    let shown = if json {
+        let mut object = JsonObject::new();
+        object.begin_array("approvals");
+        store
+            .visit_approvals(&filter, &mut |stored| {
+                keep_going(object.element(&wire(&stored.approval)), &mut failed)
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed.take() {
+            return Err(error);
+        }
+        let count = object.end_array();
+        object.finish()?;
+        count
     } else {
-        render::table(&approvals, render::now_ms())
+        let mut table = Table::new(render::approval_columns(), *term);
+        store
+            .visit_approvals(&filter, &mut |stored| {
+                let approval = stored.approval;
+                let step = shown_id(&store, term, &approval.id)
+                    .and_then(|id| table.push(render::approval_row(&approval, id, now)));
+                keep_going(step, &mut failed)
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed.take() {
+            return Err(error);
+        }
+        let rows = table.rows();
+        table.finish()?;
+        if rows == 0 {
+            let any = store
+                .count_approvals(&ApprovalFilter::default())
+                .map_err(|error| failure(&error))?;
+            let text = if any == 0 {
+                "no approvals\n"
+            } else {
+                "no approvals match\n"
+            };
+            render::write_stdout(text.as_bytes())?;
+        }
+        rows
     };
-    render::write_stdout(text.as_bytes())?;
+    if let Some(limit) = filter.limit
+        && shown == u64::from(limit)
+    {
+        let total = store.count_approvals(&filter).map_err(|error| failure(&error))?;
+        let more = total.saturating_sub(shown);
+        if more > 0 {
+            let note = format!(
+                "{more} more approval{} not shown; use --limit N or --all to see them\n",
+                if more == 1 { "" } else { "s" }
+            );
+            if json {
+                eprint!("plan-checkpoint: {note}");
+            } else {
+                let note = term.paint(crate::terminal::dim_style(), note.trim_end());
+                render::write_stdout(format!("{note}\n").as_bytes())?;
+            }
+        }
+    }
     Ok(exit::OK)
 }
 
+/// A visitor's answer: go on after a success, stop and keep the failure.
+fn keep_going(step: Result<(), Failure>, failed: &mut Option<Failure>) -> bool {
+    match step {
+        Ok(()) => true,
+        Err(error) => {
+            *failed = Some(error);
+            false
+        }
+    }
+}
+
 /// `approvals show`.
-pub(crate) fn show(database: &Path, id: &str, json: bool) -> Result<i32, Failure> {
+pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let stored = get(&store, id)?;
     let text = if json {
         render::json_pretty(&wire(&stored.approval))?
     } else {
-        render::card(&stored, render::now_ms())
+        render::card(&stored, render::now_ms(), term)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
 }
 
 /// `approvals cat`.
-pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<i32, Failure> {
+///
+/// `exact` writes the bytes as recorded (`--raw`, or stdout is not a
+/// terminal); otherwise control and bidi characters are shown escaped.
+pub(crate) fn cat(database: &Path, id: &str, force: bool, exact: bool, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let stored = get(&store, id)?;
     let location = store
@@ -302,8 +541,9 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
                 found_sha256: found_sha256.clone(),
             };
             crate::log::line(&format!(
-                "plan-checkpoint: warning: {}: {error}; printing the bytes anyway (--force)",
-                error.code().as_str()
+                "plan-checkpoint: warning: {}: {}; printing the bytes anyway (--force)",
+                error.code().as_str(),
+                escape::line(&error.to_string())
             ));
             let bytes =
                 plan_storage::read_artifact_unverified(&root, &artifact).map_err(|error| failure(&error))?;
@@ -324,80 +564,179 @@ pub(crate) fn cat(database: &Path, id: &str, force: bool, json: bool) -> Result<
             size,
         })?;
         render::write_stdout(text.as_bytes())?;
-    } else {
+    } else if exact {
         render::write_stdout(&bytes)?;
+    } else {
+        render::write_stdout(escape::block_bytes(&bytes).as_bytes())?;
     }
     Ok(exit::OK)
 }
 
-/// `approvals verify`: storage verifies, this renders.
-pub(crate) fn verify(database: &Path, scope: &VerifyScope, json: bool) -> Result<i32, Failure> {
+/// `approvals verify`: storage verifies, this renders. The human form
+/// streams: problems are printed as they are found (every row with
+/// `verbose`), the rest only counted, with progress on a terminal.
+pub(crate) fn verify(
+    database: &Path,
+    term: &Terminal,
+    scope: VerifyScope,
+    verbose: bool,
+    json: bool,
+) -> Result<i32, Failure> {
     let store = open(database)?;
-    let report = store.verify(scope).map_err(|error| failure(&error))?;
-    let text = if json {
-        render::json_pretty(&plan_protocol::VerifyReport::from(&report))?
-    } else {
-        verify_text(&report)
+    let scope = match scope {
+        VerifyScope::Approval(given) => VerifyScope::Approval(resolve(&store, &given)?),
+        VerifyScope::Session(session) => VerifyScope::Session(session),
+        VerifyScope::Everything => VerifyScope::Everything,
     };
-    render::write_stdout(text.as_bytes())?;
-    Ok(if report.ok() { exit::OK } else { exit::FAILURE })
-}
-
-fn verify_text(report: &VerifyReport) -> String {
-    let mut out = String::new();
-    let mut tally: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for check in &report.artifacts {
-        *tally.entry(check.result.as_str()).or_default() += 1;
-        out.push_str(&format!("{:<10}  {}\n", check.result.as_str(), check.approval_id));
-        if check.result.is_problem()
-            && let Some(detail) = &check.detail
-        {
-            let code = check.error_code.map_or("", ErrorCode::as_str);
-            out.push_str(&format!("            {code}: {detail}\n"));
+    if json {
+        // Streamed like the human form; `ok` comes last because it is only
+        // known at the end (the same object as plan/verify's, members in
+        // another order).
+        let mut tally = VerifyTally::default();
+        let mut object = JsonObject::new();
+        let mut failed: Option<Failure> = None;
+        object.begin_array("artifacts");
+        let findings = store
+            .visit_verification(&scope, &mut |check| {
+                tally.add(check.result);
+                keep_going(
+                    object.element(&plan_protocol::ArtifactVerification::from(&check)),
+                    &mut failed,
+                )
+            })
+            .map_err(|error| failure(&error))?;
+        if let Some(error) = failed {
+            return Err(error);
         }
+        object.end_array();
+        tally.orphans = findings.orphans.len() as u64;
+        let orphans: Vec<plan_protocol::OrphanArtifact> = findings
+            .orphans
+            .iter()
+            .map(plan_protocol::OrphanArtifact::from)
+            .collect();
+        let skipped: Vec<plan_protocol::SkippedWorkspace> = findings
+            .skipped_workspaces
+            .iter()
+            .map(plan_protocol::SkippedWorkspace::from)
+            .collect();
+        object.member("orphans", &orphans)?;
+        object.member("skippedWorkspaces", &skipped)?;
+        object.member("ok", &tally.ok())?;
+        object.finish()?;
+        return Ok(if tally.ok() { exit::OK } else { exit::FAILURE });
     }
-    for orphan in &report.orphans {
+    // One approval is shown whatever it found.
+    let verbose = verbose || matches!(scope, VerifyScope::Approval(_));
+    let total = match &scope {
+        VerifyScope::Approval(_) => 1,
+        VerifyScope::Session(session) => store
+            .count_approvals(&ApprovalFilter {
+                session_id: Some(session.clone()),
+                ..ApprovalFilter::default()
+            })
+            .map_err(|error| failure(&error))?,
+        VerifyScope::Everything => store
+            .count_approvals(&ApprovalFilter::default())
+            .map_err(|error| failure(&error))?,
+    };
+    let bar = progress::bar(total, "approvals verified");
+    let mut tally = VerifyTally::default();
+    let mut out = String::new();
+    let mut failed: Option<Failure> = None;
+    let findings = store.visit_verification(&scope, &mut |check| {
+        tally.add(check.result);
+        bar.inc(1);
+        if verbose || check.result.is_problem() {
+            out.push_str(&check_line(term, &check));
+        }
+        let step = if out.len() >= FLUSH_BYTES {
+            let written = bar.suspend(|| render::write_stdout(out.as_bytes()));
+            out.clear();
+            written
+        } else {
+            Ok(())
+        };
+        keep_going(step, &mut failed)
+    });
+    bar.finish_and_clear();
+    let findings = findings.map_err(|error| failure(&error))?;
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    tally.orphans = findings.orphans.len() as u64;
+    for orphan in &findings.orphans {
         out.push_str(&format!(
-            "{:<10}  {}/{}  (no approval records it)\n",
-            "orphan", orphan.workspace_root, orphan.path
+            "{}  {}/{}  (no approval records it)\n",
+            term.paint(problem_style(), &format!("{:<10}", "orphan")),
+            escape::line(&orphan.workspace_root),
+            escape::line(&orphan.path)
         ));
     }
-    for root in &report.skipped_workspaces {
+    for root in &findings.skipped_workspaces {
         out.push_str(&format!(
             "{:<10}  {}  ({})\n",
-            "skipped", root.workspace_root, root.detail
+            "skipped",
+            escape::line(&root.workspace_root),
+            escape::line(&root.detail)
         ));
     }
+    out.push_str(&summary(term, &tally, verbose));
+    render::write_stdout(out.as_bytes())?;
+    Ok(if tally.ok() { exit::OK } else { exit::FAILURE })
+}
+
+/// One check as printed: the finding, the id, and for a problem its code
+/// and detail on the next line.
+fn check_line(term: &Terminal, check: &ArtifactVerification) -> String {
+    let style = if check.result.is_problem() {
+        problem_style()
+    } else {
+        good_style()
+    };
+    let mut line = format!(
+        "{}  {}\n",
+        term.paint(style, &format!("{:<10}", check.result.as_str())),
+        escape::line(&check.approval_id)
+    );
+    if check.result.is_problem()
+        && let Some(detail) = &check.detail
+    {
+        let code = check.error_code.map_or("", ErrorCode::as_str);
+        line.push_str(&format!("            {code}: {}\n", escape::line(detail)));
+    }
+    line
+}
+
+fn summary(term: &Terminal, tally: &VerifyTally, verbose: bool) -> String {
     let counts: Vec<String> = ArtifactCheck::ALL
         .iter()
-        .filter_map(|check| {
-            tally
-                .get(check.as_str())
-                .map(|count| format!("{count} {}", check.as_str()))
-        })
+        .filter(|check| tally.count(**check) > 0)
+        .map(|check| format!("{} {}", tally.count(*check), check.as_str()))
         .collect();
     let counts = if counts.is_empty() {
         "none".to_owned()
     } else {
         counts.join(", ")
     };
-    let problems = report
-        .artifacts
-        .iter()
-        .filter(|check| check.result.is_problem())
-        .count()
-        + report.orphans.len();
-    out.push_str(&format!(
-        "{} approval(s) checked: {counts}; {} orphan file(s); {}\n",
-        report.artifacts.len(),
-        report.orphans.len(),
-        if problems == 0 {
-            "everything verifies".to_owned()
-        } else {
-            format!("{problems} problem(s)")
-        }
-    ));
-    out
+    let verdict = if tally.ok() {
+        term.paint(good_style(), "everything verifies")
+    } else {
+        term.paint(problem_style(), &format!("{} problem(s)", tally.problems()))
+    };
+    // Problems are printed whatever `verbose` says; the rest is hidden.
+    let problem_checks = tally.problems() - tally.orphans;
+    let hidden = tally.checked() - problem_checks;
+    let hint = if !verbose && hidden > 0 {
+        " (--verbose lists every approval)"
+    } else {
+        ""
+    };
+    format!(
+        "{} approval(s) checked: {counts}; {} orphan file(s); {verdict}{hint}\n",
+        tally.checked(),
+        tally.orphans
+    )
 }
 
 /// `approvals diff`: storage diffs, this renders.
@@ -408,8 +747,10 @@ pub(crate) fn diff(
     json: bool,
 ) -> Result<i32, Failure> {
     let store = open(database)?;
+    let approval_id = resolve(&store, approval_id)?;
+    let against = against.map(|given| resolve(&store, given)).transpose()?;
     let diff = store
-        .diff(approval_id, against)
+        .diff(&approval_id, against.as_deref())
         .map_err(|error| failure(&error))?;
     let text = if json {
         render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?
@@ -418,7 +759,7 @@ pub(crate) fn diff(
             (None, _) | (Some(_), None) => {
                 crate::log::line(&format!(
                     "plan-checkpoint: approval {} is its session's first submission; nothing to compare with",
-                    diff.approval_id
+                    escape::line(&diff.approval_id)
                 ));
                 String::new()
             }
@@ -426,7 +767,7 @@ pub(crate) fn diff(
                 crate::log::line("plan-checkpoint: the two artifacts are identical");
                 String::new()
             }
-            (Some(_), Some(unified)) => unified.clone(),
+            (Some(_), Some(unified)) => escape::block(unified).into_owned(),
         }
     };
     render::write_stdout(text.as_bytes())?;
@@ -436,6 +777,7 @@ pub(crate) fn diff(
 /// `approvals export`: JSON Lines, streamed.
 pub(crate) fn export(database: &Path, session: Option<String>) -> Result<i32, Failure> {
     let store = open(database)?;
+    require_session(&store, session.as_deref())?;
     let filter = ApprovalFilter {
         session_id: session,
         ..ApprovalFilter::default()
@@ -450,7 +792,7 @@ pub(crate) fn export(database: &Path, session: Option<String>) -> Result<i32, Fa
                 return false;
             }
         }
-        if buffer.len() >= 64 * 1024 {
+        if buffer.len() >= FLUSH_BYTES {
             if let Err(error) = render::write_stdout(buffer.as_bytes()) {
                 failed = Some(error);
                 return false;

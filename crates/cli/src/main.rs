@@ -6,27 +6,35 @@
 //! file system only to write to stdout and to create the demo's directory.
 
 mod demo;
+mod escape;
 mod exit;
 mod inbound;
 mod inspect;
 mod log;
 mod outbound;
+mod progress;
 mod render;
 mod serve;
+mod table;
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use plan_core::{ApprovalStatus, Limits};
 
-/// Inspect, verify and serve plan approvals (ADR 0053 plan checkpoint).
+/// Inspect, verify and serve plan approvals: the plan checkpoint of ADR
+/// 0053 (an agent plans read-only, submits one plan, and a person approves
+/// or rejects that exact, hashed plan before a deadline).
 #[derive(Debug, Parser)]
-#[command(name = "plan-checkpoint", version, about, after_help = EXIT_CODES)]
+#[command(name = "plan-checkpoint", version, after_help = EXIT_CODES)]
 struct Cli {
-    /// The database file. Inspection opens it read-only and never migrates
-    /// it, so it is safe beside a live host. Not used by `demo` and
-    /// `completions`.
+    /// The database file (or PLAN_CHECKPOINT_DB). `approvals` and `db
+    /// status` open it read-only and never migrate it, so they are safe
+    /// beside a live host; `db migrate` migrates it to v10; `serve` opens
+    /// it read-write (migrating it first) and holds it. Not used by `demo`
+    /// and `completions`.
     #[arg(
         long,
         global = true,
@@ -39,13 +47,18 @@ struct Cli {
         value_parser = clap::value_parser!(std::ffi::OsString)
     )]
     db: Option<std::ffi::OsString>,
+    /// When to colour the output: auto (stdout is a terminal and NO_COLOR
+    /// is not set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: terminal::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
 
 const EXIT_CODES: &str = "Exit codes: 0 ok, 1 verification found problems (or the operation failed, \
-e.g. an unknown id or a tampered artifact), 2 usage, 3 database refused (none given, missing, wrong \
-schema version, corrupt, or held by another host).";
+e.g. an unknown approval or session, or a tampered artifact), 2 usage (including an ambiguous id \
+prefix), 3 database refused (none given, missing, wrong schema version, corrupt, or held by another \
+host).";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -62,6 +75,10 @@ enum Command {
         command: ApprovalsCommand,
     },
     /// Serve protocol v9 JSON-RPC on stdin/stdout (one message per line).
+    ///
+    /// Opens the database read-write: migrates it to v10 if needed, takes
+    /// the single-host lock, and interrupts whatever a previous host left
+    /// pending or running (the startup fence) before the first answer.
     #[command(after_help = EXIT_CODES)]
     Serve {
         /// How long an approval stays pending, in milliseconds (1 to
@@ -77,9 +94,10 @@ enum Command {
     /// Creates a workspace and a database (in a new temporary directory
     /// unless --dir is given), runs a Plan turn with a denied Write and an
     /// allowed Read, SubmitPlan, an approval with accept-edits, the
-    /// execution, a host restart that interrupts it, a rejected second plan
-    /// and a refused scheduled Plan run, then prints the approvals table.
-    /// The directory is kept so you can inspect it afterwards.
+    /// execution, a host restart that interrupts it (the startup fence), a
+    /// rejected second plan and a refused scheduled Plan run, then prints
+    /// the approvals table. The directory is kept so you can inspect it
+    /// afterwards with the commands it prints.
     #[command(after_help = EXIT_CODES)]
     Demo {
         /// Where to put the workspace and the database: a new or empty
@@ -98,78 +116,109 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum DbCommand {
     /// Path, schema version, approvals by status and the live rows (pending
-    /// approvals, queued or running executions). Read-only.
+    /// approvals, queued or running executions). Read-only. A database that
+    /// needs `db migrate` (schema v8, or an empty file) is reported as such.
     #[command(after_help = EXIT_CODES)]
     Status {
-        #[command(flatten)]
-        output: Output,
+        /// Print JSON: {path, schemaVersion, pendingMigration, total,
+        /// counts, live} with live as protocol v9 PlanApproval objects.
+        #[arg(long)]
+        json: bool,
     },
-    /// Migrate a schema v8 database to v10 (or report that it is already
-    /// v10). Refused while a host holds the database.
+    /// Migrate a schema v8 database to v10 in one transaction (or create
+    /// the v10 schema in an empty file, or report that it is already v10).
+    /// Refused while a host holds the database.
     #[command(after_help = EXIT_CODES)]
     Migrate {
-        #[command(flatten)]
-        output: Output,
+        /// Print JSON: {path, from, to, migrated} (from is 0 for an empty
+        /// file).
+        #[arg(long)]
+        json: bool,
     },
 }
 
 #[derive(Debug, Subcommand)]
 enum ApprovalsCommand {
-    /// Approvals newest first, as a table that fits 80 columns (two lines
-    /// per approval).
+    /// Approvals newest first, as a table sized to the terminal (the newest
+    /// 20 unless --limit or --all says otherwise).
+    ///
+    /// On a terminal, ids are shown as the shortest prefix no other approval
+    /// shares (every command accepts it back); into a pipe they are whole.
     #[command(after_help = EXIT_CODES)]
     List {
-        /// Only this session's approvals.
+        /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
         /// Only approvals with this status.
         #[arg(long, value_name = "STATUS", value_parser = status_parser())]
         status: Option<String>,
-        /// At most this many approvals.
-        #[arg(long, value_name = "N")]
+        /// At most this many approvals (default 20).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "all")]
         limit: Option<u32>,
-        #[command(flatten)]
-        output: Output,
+        /// Every approval, streamed.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON: the protocol v9 PlanListResult, {approvals:
+        /// [PlanApproval]}.
+        #[arg(long)]
+        json: bool,
     },
     /// Every field of one approval, legacy v8 fields included; times in
     /// local RFC 3339 with a relative time.
     #[command(after_help = EXIT_CODES)]
     Show {
-        /// The approval id.
+        /// The approval id, or a prefix of it no other approval shares.
         id: String,
-        #[command(flatten)]
-        output: Output,
+        /// Print JSON: the protocol v9 PlanApproval.
+        #[arg(long)]
+        json: bool,
     },
-    /// Write the artifact's exact bytes to stdout, after checking its size
-    /// and SHA-256 against the approval (refused on mismatch unless --force).
+    /// Write the artifact to stdout, after checking its size and SHA-256
+    /// against the approval (refused on mismatch unless --force).
+    ///
+    /// Into a pipe or file it writes the exact bytes; on a terminal control
+    /// and bidirectional characters are shown escaped (`\x1b`, `\u202e`)
+    /// unless --raw is given.
     #[command(after_help = EXIT_CODES)]
     Cat {
-        /// The approval id.
+        /// The approval id, or a prefix of it no other approval shares.
         id: String,
+        /// Write the exact bytes even to a terminal (control characters
+        /// in the plan reach the terminal and act on it).
+        #[arg(long)]
+        raw: bool,
         /// Print the bytes even when they do not match the record (a warning
         /// goes to stderr).
         #[arg(long)]
         force: bool,
-        #[command(flatten)]
-        output: Output,
+        /// Print JSON: the protocol v9 PlanReadArtifactResult, {markdown,
+        /// sha256, size}.
+        #[arg(long)]
+        json: bool,
     },
     /// Recompute size and SHA-256 of artifacts (ok, missing, mismatch,
     /// unreadable, legacy); with --session or --all, also report orphan
     /// files under each workspace's .pi/plan/ (one approval is checked
-    /// alone). Exit 1 when anything is wrong.
+    /// alone). Prints the problems and a summary. Exit 1 when anything is
+    /// wrong.
     #[command(after_help = EXIT_CODES)]
     #[command(group = clap::ArgGroup::new("selection").required(true).args(["id", "session", "all"]))]
     Verify {
-        /// One approval.
+        /// One approval (its id, or a prefix of it no other approval shares).
         id: Option<String>,
-        /// Every approval of this session.
+        /// Every approval of this session (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
         /// Every approval and every workspace.
         #[arg(long)]
         all: bool,
-        #[command(flatten)]
-        output: Output,
+        /// Print a line for every approval checked, not only the problems.
+        #[arg(long, short)]
+        verbose: bool,
+        /// Print JSON: the plan/verify VerifyReport, streamed, so its members
+        /// come as {artifacts, orphans, skippedWorkspaces, ok}.
+        #[arg(long)]
+        json: bool,
     },
     /// Unified diff (3 lines of context) of two approvals' artifacts, after
     /// checking both. With one id: against the previous submission of its
@@ -178,29 +227,26 @@ enum ApprovalsCommand {
     Diff {
         /// The approval to compare (with B: the older one, compared against).
         a: String,
-        /// The newer approval id.
+        /// The newer approval.
         b: Option<String>,
-        #[command(flatten)]
-        output: Output,
+        /// Print JSON: the plan/diff result, {approvalId, againstApprovalId,
+        /// identical, unified}.
+        #[arg(long)]
+        json: bool,
     },
     /// JSON Lines on stdout, one protocol v9 PlanApproval per line, newest
-    /// first, for audit pipelines.
+    /// first, for audit pipelines (streamed: the whole history is never
+    /// held).
     #[command(after_help = EXIT_CODES)]
     Export {
-        /// Only this session's approvals.
+        /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
         session: Option<String>,
-        #[command(flatten)]
-        output: Output,
+        /// Accepted for symmetry with the other commands: export always
+        /// prints JSON Lines of protocol v9 PlanApproval objects.
+        #[arg(long)]
+        json: bool,
     },
-}
-
-/// The output format flag every inspection command has.
-#[derive(Debug, Clone, Copy, Args)]
-struct Output {
-    /// Print JSON: protocol v9 PlanApproval objects, the wire's field names.
-    #[arg(long)]
-    json: bool,
 }
 
 /// The shells `completions` supports.
@@ -246,7 +292,11 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         Err(failure) => {
-            log::line(&format!("plan-checkpoint: error: {}", failure.message));
+            // Messages quote ids, paths and details from rows: escaped too.
+            log::line(&format!(
+                "plan-checkpoint: error: {}",
+                escape::block(&failure.message)
+            ));
             failure.exit
         }
     };
@@ -256,6 +306,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<i32, Failure> {
     let database = cli.db.map(PathBuf::from);
     let database = database.as_deref();
+    let term = terminal::Terminal::detect(cli.color);
     match cli.command {
         Command::Serve {
             approval_ttl_ms,
@@ -268,8 +319,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             },
         )),
         Command::Db { command } => match command {
-            DbCommand::Status { output } => inspect::db_status(require_db(database)?, output.json),
-            DbCommand::Migrate { output } => inspect::db_migrate(require_db(database)?, output.json),
+            DbCommand::Status { json } => inspect::db_status(require_db(database)?, &term, json),
+            DbCommand::Migrate { json } => inspect::db_migrate(require_db(database)?, json),
         },
         Command::Approvals { command } => {
             let database = require_db(database)?;
@@ -278,36 +329,43 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     session,
                     status,
                     limit,
-                    output,
+                    all,
+                    json,
                 } => {
                     let status = status.as_deref().and_then(ApprovalStatus::parse);
-                    inspect::list(database, session, status, limit, output.json)
+                    let limit = match (all, limit) {
+                        (true, _) => None,
+                        (false, Some(limit)) => Some(limit),
+                        (false, None) => Some(inspect::DEFAULT_LIST_LIMIT),
+                    };
+                    inspect::list(database, &term, session, status, limit, json)
                 }
-                ApprovalsCommand::Show { id, output } => inspect::show(database, &id, output.json),
-                ApprovalsCommand::Cat { id, force, output } => {
-                    inspect::cat(database, &id, force, output.json)
+                ApprovalsCommand::Show { id, json } => inspect::show(database, &term, &id, json),
+                ApprovalsCommand::Cat { id, raw, force, json } => {
+                    inspect::cat(database, &id, force, raw || !term.is_terminal, json)
                 }
                 ApprovalsCommand::Verify {
                     id,
                     session,
                     all,
-                    output,
+                    verbose,
+                    json,
                 } => {
                     // clap's required group guarantees exactly one of id,
                     // --session and --all, so neither id means --all.
                     let _ = all;
                     let scope = plan_core::VerifyScope::select(id, session)
                         .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
-                    inspect::verify(database, &scope, output.json)
+                    inspect::verify(database, &term, scope, verbose, json)
                 }
-                ApprovalsCommand::Diff { a, b, output } => match b {
-                    Some(newer) => inspect::diff(database, &newer, Some(&a), output.json),
-                    None => inspect::diff(database, &a, None, output.json),
+                ApprovalsCommand::Diff { a, b, json } => match b {
+                    Some(newer) => inspect::diff(database, &newer, Some(&a), json),
+                    None => inspect::diff(database, &a, None, json),
                 },
-                ApprovalsCommand::Export { session, output: _ } => inspect::export(database, session),
+                ApprovalsCommand::Export { session, json: _ } => inspect::export(database, session),
             }
         }
-        Command::Demo { dir } => demo::run(dir.as_deref()),
+        Command::Demo { dir } => demo::run(dir.as_deref(), &term),
         Command::Completions { shell } => {
             let shell = match shell {
                 CompletionShell::Bash => clap_complete::Shell::Bash,

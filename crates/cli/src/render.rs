@@ -1,6 +1,8 @@
 //! How the CLI shows things to people: local RFC 3339 times, relative times
-//! ("expires in 12 min"), the 80-column approvals table, the `show` card,
-//! and writing to stdout without panicking on a closed pipe.
+//! from jiff spans ("3 weeks ago", "expires in 25 minutes"), the approvals
+//! table's columns and rows, the `show` card, shell-quoted words for
+//! printed commands, JSON (whole, or streamed member by member), and
+//! writing to stdout without panicking on a closed pipe.
 //!
 //! Pure formatting of values the layers below produced: nothing here reads
 //! the database or decides anything about an approval. "Now" comes from the
@@ -11,8 +13,11 @@ use std::io::Write;
 
 use plan_core::{ApprovalStatus, PlanApproval, UnixMs};
 use plan_storage::StoredApproval;
+use serde::Serialize;
 
-use crate::{Failure, exit};
+use crate::table::{Cell, Column};
+use crate::terminal::{Terminal, heading_style, status_style};
+use crate::{Failure, escape, exit};
 
 /// The hidden environment variable that pins "now" (Unix ms), for tests.
 pub(crate) const NOW_ENV: &str = "PLAN_CHECKPOINT_NOW_MS";
@@ -39,137 +44,142 @@ pub(crate) fn local_rfc3339(ms: UnixMs) -> String {
     }
 }
 
-/// A span of time for people: `45 s`, `12 min`, `3 h`, `5 d` (rounded down).
-pub(crate) fn span(delta_ms: i64) -> String {
-    let seconds = delta_ms.unsigned_abs() / 1000;
-    match seconds {
-        0..60 => format!("{seconds} s"),
-        60..3600 => format!("{} min", seconds / 60),
-        3600..172_800 => format!("{} h", seconds / 3600),
-        _ => format!("{} d", seconds / 86_400),
-    }
-}
-
-/// `in 12 min` or `3 h ago`.
-pub(crate) fn relative(at: UnixMs, now: UnixMs) -> String {
-    if at > now {
-        format!("in {}", span(at - now))
+/// How far apart two instants are, in the largest calendar unit that fits
+/// (rounded down), from jiff's span between them in the system time zone:
+/// `45 seconds`, `25 minutes`, `3 hours`, `2 days`, `3 weeks`, `4 months`,
+/// `2 years`.
+pub(crate) fn span_between(earlier: UnixMs, later: UnixMs) -> String {
+    let zone = jiff::tz::TimeZone::system();
+    let (Ok(start), Ok(end)) = (
+        jiff::Timestamp::from_millisecond(earlier.min(later)),
+        jiff::Timestamp::from_millisecond(earlier.max(later)),
+    ) else {
+        return format!("{} ms", later.abs_diff(earlier));
+    };
+    let (start, end) = (start.to_zoned(zone.clone()), end.to_zoned(zone));
+    let Ok(span) = start.until((jiff::Unit::Year, &end)) else {
+        return format!("{} ms", later.abs_diff(earlier));
+    };
+    let days = i64::from(span.get_days());
+    let (count, unit) = if span.get_years() > 0 {
+        (i64::from(span.get_years()), "year")
+    } else if span.get_months() > 0 {
+        (i64::from(span.get_months()), "month")
+    } else if days >= 7 {
+        (days / 7, "week")
+    } else if days > 0 {
+        (days, "day")
+    } else if span.get_hours() > 0 {
+        (i64::from(span.get_hours()), "hour")
+    } else if span.get_minutes() > 0 {
+        (span.get_minutes(), "minute")
     } else {
-        format!("{} ago", span(now - at))
+        (span.get_seconds(), "second")
+    };
+    if count == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{count} {unit}s")
     }
 }
 
-/// What the deadline means now: `expires in 12 min` / `expired 3 h ago` for
-/// a pending row (a pending row past its deadline is expired by the next
-/// host that looks at it), plain relative time otherwise.
+/// `in 25 minutes`, `3 weeks ago`, or `just now` within a second.
+pub(crate) fn relative(at: UnixMs, now: UnixMs) -> String {
+    if at.abs_diff(now) < 1000 {
+        "just now".to_owned()
+    } else if at > now {
+        format!("in {}", span_between(now, at))
+    } else {
+        format!("{} ago", span_between(at, now))
+    }
+}
+
+/// What the deadline means now. Only a pending approval can still expire:
+/// `expires in 25 minutes`, or `overdue by 3 minutes` (the next host that
+/// looks at it expires it). An expired one says when it expired; an
+/// approved, rejected or interrupted one never shows a deadline to come.
 pub(crate) fn deadline(approval: &PlanApproval, now: UnixMs) -> String {
     match approval.status {
         ApprovalStatus::Pending if approval.expires_at > now => {
-            format!("expires in {}", span(approval.expires_at - now))
+            format!("expires {}", relative(approval.expires_at, now))
         }
-        ApprovalStatus::Pending => format!("expired {} ago", span(now - approval.expires_at)),
-        ApprovalStatus::Approved
-        | ApprovalStatus::Rejected
-        | ApprovalStatus::Expired
-        | ApprovalStatus::Interrupted => relative(approval.expires_at, now),
+        ApprovalStatus::Pending => format!(
+            "overdue by {}; the next host to look at it expires it",
+            span_between(approval.expires_at, now)
+        ),
+        ApprovalStatus::Expired => format!("expired {}", relative(approval.expires_at, now)),
+        ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::Interrupted => {
+            format!("no longer applies: {}", approval.status)
+        }
     }
 }
 
-/// The last column of the table: the deadline of a pending row, else when
+/// The table's deadline column: the deadline of a pending row, else when
 /// it was decided.
-fn expires_or_decided(approval: &PlanApproval, now: UnixMs) -> String {
+fn deadline_or_decided(approval: &PlanApproval, now: UnixMs) -> String {
     match (approval.status, approval.decided_at) {
-        (ApprovalStatus::Pending, _) => deadline(approval, now),
-        (_, Some(decided)) => format!("decided {}", relative(decided, now)),
-        (_, None) => "-".to_owned(),
+        (ApprovalStatus::Pending, _) if approval.expires_at > now => {
+            format!("expires {}", relative(approval.expires_at, now))
+        }
+        (ApprovalStatus::Pending, _) => format!("overdue by {}", span_between(approval.expires_at, now)),
+        (ApprovalStatus::Expired, Some(decided)) => format!("expired {}", relative(decided, now)),
+        (
+            ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::Interrupted,
+            Some(decided),
+        ) => {
+            format!("decided {}", relative(decided, now))
+        }
+        (
+            ApprovalStatus::Expired
+            | ApprovalStatus::Approved
+            | ApprovalStatus::Rejected
+            | ApprovalStatus::Interrupted,
+            None,
+        ) => "-".to_owned(),
     }
 }
 
-/// Cuts `text` to `width` characters, marking the cut with `…`.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
-/// Cuts `text` to `width` characters in the middle, keeping both ends
-/// (ids differ at their ends).
-fn fit_middle(text: &str, width: usize) -> String {
-    let count = text.chars().count();
-    if count <= width || width < 3 {
-        return text.to_owned();
-    }
-    let head = (width - 1) / 2;
-    let tail = width - 1 - head;
-    let mut cut: String = text.chars().take(head).collect();
-    cut.push('…');
-    cut.extend(text.chars().skip(count - tail));
-    cut
-}
-
-/// The title as shown: legacy rows without one say so.
+/// The title as shown (escaped): legacy rows without one say so.
 pub(crate) fn title(approval: &PlanApproval) -> String {
     if approval.title.is_empty() {
         "(no title)".to_owned()
     } else {
-        approval.title.replace(['\n', '\r', '\t'], " ")
+        escape::line(&approval.title).into_owned()
     }
 }
 
-const ID_WIDTH: usize = 41;
-const STATE_WIDTH: usize = 11;
-const TITLE_WIDTH: usize = 36;
-const SESSION_WIDTH: usize = 20;
-
-/// The approvals table: two lines per approval so full ids fit in 80
-/// columns. Line one: id, status, execution, created; line two: title,
-/// session, and the deadline (pending) or the decision time.
-pub(crate) fn table(approvals: &[PlanApproval], now: UnixMs) -> String {
-    if approvals.is_empty() {
-        return "no approvals\n".to_owned();
-    }
-    let mut out = String::new();
-    push_row(
-        &mut out,
-        ["ID", "STATUS", "EXECUTION", "CREATED"],
-        ["TITLE", "SESSION", "EXPIRES / DECIDED"],
-    );
-    for approval in approvals {
-        let execution = approval.execution_state.map_or("-", |state| state.as_str());
-        push_row(
-            &mut out,
-            [
-                &fit_middle(&approval.id, ID_WIDTH),
-                approval.status.as_str(),
-                execution,
-                &relative(approval.created_at, now),
-            ],
-            [
-                &fit(&title(approval), TITLE_WIDTH),
-                &fit_middle(&approval.session_id, SESSION_WIDTH),
-                &expires_or_decided(approval, now),
-            ],
-        );
-    }
-    out
+/// The columns of an approvals table. On a narrow terminal the session
+/// goes first, then the execution state, then the creation time.
+pub(crate) fn approval_columns() -> Vec<Column> {
+    vec![
+        Column::whole("ID"),
+        Column::new("STATUS", 0),
+        Column::new("EXECUTION", 3),
+        Column::new("CREATED", 2),
+        Column::new("DEADLINE / DECIDED", 1),
+        Column::new("SESSION", 4),
+        Column::flexible("TITLE"),
+    ]
 }
 
-fn push_row(out: &mut String, first: [&str; 4], second: [&str; 3]) {
-    let [id, status, execution, created] = first;
-    let line = format!("{id:<ID_WIDTH$}  {status:<STATE_WIDTH$}  {execution:<STATE_WIDTH$}  {created}");
-    out.push_str(line.trim_end());
-    out.push('\n');
-    let [title, session, when] = second;
-    let line = format!("  {title:<TITLE_WIDTH$}  {session:<SESSION_WIDTH$}  {when}");
-    out.push_str(line.trim_end());
-    out.push('\n');
+/// One approval as a table row; `id` is the id as shown (whole, or a
+/// prefix the commands accept back).
+pub(crate) fn approval_row(approval: &PlanApproval, id: String, now: UnixMs) -> Vec<Cell> {
+    let execution = approval.execution_state.map_or("-", |state| state.as_str());
+    vec![
+        Cell::plain(id),
+        Cell::styled(approval.status.as_str(), status_style(approval.status)),
+        Cell::plain(execution),
+        Cell::plain(relative(approval.created_at, now)),
+        Cell::plain(deadline_or_decided(approval, now)),
+        Cell::plain(approval.session_id.clone()),
+        Cell::plain(title(approval)),
+    ]
 }
 
-/// Every field of one approval, one per line.
-pub(crate) fn card(stored: &StoredApproval, now: UnixMs) -> String {
+/// Every field of one approval, one per line; labels in bold and the
+/// status in its colour when colouring.
+pub(crate) fn card(stored: &StoredApproval, now: UnixMs, term: &Terminal) -> String {
     let approval = &stored.approval;
     let none = || "-".to_owned();
     let time = |ms: UnixMs| format!("{} ({})", local_rfc3339(ms), relative(ms, now));
@@ -239,9 +249,34 @@ pub(crate) fn card(stored: &StoredApproval, now: UnixMs) -> String {
     let mut out = String::new();
     for (label, value) in lines {
         let label = format!("{label}:");
-        out.push_str(&format!("{label:<17}{value}\n"));
+        let value = escape::line(&value);
+        let value = if label == "status:" {
+            term.paint(status_style(approval.status), &value)
+        } else {
+            value.into_owned()
+        };
+        out.push_str(&format!(
+            "{}{}{value}\n",
+            term.paint(heading_style(), &label),
+            " ".repeat(17usize.saturating_sub(label.len()))
+        ));
     }
     out
+}
+
+/// `text` as one shell word: as it is when it is plainly safe, else in
+/// single quotes, so a printed command works when pasted.
+pub(crate) fn shell_word(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '/' | '.' | '_' | '-' | '+' | ':' | '@' | '%' | '=' | ',')
+        });
+    if safe {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// The protocol v9 JSON of an approval.
@@ -249,24 +284,122 @@ pub(crate) fn wire(approval: &PlanApproval) -> plan_protocol::PlanApproval {
     plan_protocol::PlanApproval::from(approval)
 }
 
-/// Serializes a value as one line of JSON.
+/// Serializes a value as one line of JSON (terminal-safe, see
+/// [`escape::JsonFormatter`]).
 pub(crate) fn json_line(value: &impl serde::Serialize) -> Result<String, Failure> {
-    serde_json::to_string(value)
-        .map(|mut line| {
-            line.push('\n');
-            line
-        })
-        .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}")))
+    let mut text = encode(value, escape::JsonFormatter(serde_json::ser::CompactFormatter))?;
+    text.push('\n');
+    Ok(text)
 }
 
-/// Serializes a value as indented JSON.
+/// Serializes a value as indented JSON (terminal-safe).
 pub(crate) fn json_pretty(value: &impl serde::Serialize) -> Result<String, Failure> {
-    serde_json::to_string_pretty(value)
-        .map(|mut text| {
-            text.push('\n');
-            text
-        })
-        .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}")))
+    let mut text = encode(
+        value,
+        escape::JsonFormatter(serde_json::ser::PrettyFormatter::new()),
+    )?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn encode(
+    value: &impl serde::Serialize,
+    formatter: impl serde_json::ser::Formatter,
+) -> Result<String, Failure> {
+    let failed =
+        |error: &dyn std::fmt::Display| Failure::new(exit::FAILURE, format!("cannot encode JSON: {error}"));
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, formatter);
+    value.serialize(&mut serializer).map_err(|error| failed(&error))?;
+    String::from_utf8(out).map_err(|error| failed(&error))
+}
+
+/// Bytes a streaming command collects before it writes them.
+pub(crate) const FLUSH_BYTES: usize = 64 * 1024;
+
+/// Writes `out` when it has grown past `at` bytes.
+pub(crate) fn flush_at(out: &mut String, at: usize) -> Result<(), Failure> {
+    if out.len() >= at {
+        write_stdout(out.as_bytes())?;
+        out.clear();
+    }
+    Ok(())
+}
+
+/// A pretty-printed JSON object written member by member, so an array of
+/// a whole history streams: each element is written (and dropped) as it
+/// comes. The text is what `serde_json`'s pretty printer writes for the
+/// same object, members in the order they are written.
+pub(crate) struct JsonObject {
+    out: String,
+    members: usize,
+    elements: u64,
+}
+
+impl JsonObject {
+    pub(crate) fn new() -> JsonObject {
+        JsonObject {
+            out: String::from("{"),
+            members: 0,
+            elements: 0,
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.out
+            .push_str(if self.members == 0 { "\n  " } else { ",\n  " });
+        self.members += 1;
+        // Keys are this module's constants: plain ASCII names.
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\": ");
+    }
+
+    /// Appends `text` (pretty JSON), its lines after the first indented.
+    fn nested(&mut self, text: &str, indent: &str, first_indented: bool) {
+        // JSON strings hold no raw newline, so cutting at lines is safe.
+        for (index, line) in text.trim_end().lines().enumerate() {
+            if index > 0 {
+                self.out.push('\n');
+            }
+            if index > 0 || first_indented {
+                self.out.push_str(indent);
+            }
+            self.out.push_str(line);
+        }
+    }
+
+    pub(crate) fn begin_array(&mut self, key: &str) {
+        self.key(key);
+        self.out.push('[');
+        self.elements = 0;
+    }
+
+    pub(crate) fn element(&mut self, value: &impl Serialize) -> Result<(), Failure> {
+        let text = json_pretty(value)?;
+        self.out.push_str(if self.elements == 0 { "\n" } else { ",\n" });
+        self.nested(&text, "    ", true);
+        self.elements += 1;
+        flush_at(&mut self.out, FLUSH_BYTES)
+    }
+
+    /// Closes the array; returns how many elements it got.
+    pub(crate) fn end_array(&mut self) -> u64 {
+        self.out.push_str(if self.elements == 0 { "]" } else { "\n  ]" });
+        self.elements
+    }
+
+    pub(crate) fn member(&mut self, key: &str, value: &impl Serialize) -> Result<(), Failure> {
+        let text = json_pretty(value)?;
+        self.key(key);
+        self.nested(&text, "  ", false);
+        Ok(())
+    }
+
+    pub(crate) fn finish(mut self) -> Result<(), Failure> {
+        self.out.push_str("\n}\n");
+        write_stdout(self.out.as_bytes())
+    }
 }
 
 /// A note for the person on stderr, prefixed with the program name.
@@ -294,22 +427,27 @@ mod tests {
 
     use super::*;
 
+    const MINUTE: i64 = 60_000;
+    const DAY: i64 = 24 * 60 * MINUTE;
+
     #[test]
-    fn spans_round_down_to_the_largest_unit() {
-        assert_eq!(span(0), "0 s");
-        assert_eq!(span(59_999), "59 s");
-        assert_eq!(span(12 * 60_000 + 59_000), "12 min");
-        assert_eq!(span(3 * 3_600_000), "3 h");
-        assert_eq!(span(47 * 3_600_000), "47 h");
-        assert_eq!(span(5 * 86_400_000), "5 d");
-        assert_eq!(relative(1_000, 0), "in 1 s");
-        assert_eq!(relative(0, 3 * 3_600_000), "3 h ago");
+    fn relative_times_use_the_largest_unit_rounded_down() {
+        // Pinned to UTC in the process environment by the integration
+        // tests; here spans under a day do not depend on the zone.
+        assert_eq!(relative(0, 500), "just now");
+        assert_eq!(relative(0, 59_999), "59 seconds ago");
+        assert_eq!(relative(0, MINUTE), "1 minute ago");
+        assert_eq!(relative(0, 12 * MINUTE + 59_000), "12 minutes ago");
+        assert_eq!(relative(3 * 60 * MINUTE, 0), "in 3 hours");
+        assert_eq!(relative(0, 5 * DAY), "5 days ago");
+        assert_eq!(relative(0, 22 * DAY), "3 weeks ago");
+        assert_eq!(relative(0, 1112 * DAY), "3 years ago");
     }
 
     #[test]
-    fn cutting_keeps_the_width() {
-        assert_eq!(fit("abcdef", 4), "abc…");
-        assert_eq!(fit("abc", 4), "abc");
-        assert_eq!(fit_middle("session-0123456789", 9), "sess…6789");
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("/tmp/plan.db"), "/tmp/plan.db");
+        assert_eq!(shell_word("/tmp/my plans/plan.db"), "'/tmp/my plans/plan.db'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 }

@@ -36,3 +36,6 @@ mod demo;
 
 #[path = "cli/help.rs"]
 mod help;
+
+#[path = "cli/hostile.rs"]
+mod hostile;

@@ -605,6 +605,12 @@ mod submit_plan {
             json!({"title": "t", "markdown": "x".repeat(MARKDOWN_LIMIT + 1), "question": "q"}),
             json!("a string"),
             json!(null),
+            // Control and bidi characters in a title or question: nothing
+            // is written, no row, no file.
+            json!({"title": "Split\u{1b}[2K", "markdown": "m", "question": "q"}),
+            json!({"title": "Split\tthe parser", "markdown": "m", "question": "q"}),
+            json!({"title": "t", "markdown": "m", "question": "Go?\u{9b}2J"}),
+            json!({"title": "\u{202e}txt.exe", "markdown": "m", "question": "q"}),
         ];
         for input in invalid {
             let outcomes = fx

@@ -17,7 +17,8 @@
 //! must agree on: what a new session may be ([`new_session`], normalized
 //! workspace roots), the shell catalog rules ([`check_shell`],
 //! [`default_shell`]), deadlines across sessions ([`due_approvals`],
-//! [`next_deadline`]), the startup fence, and what a verification reports
+//! [`next_deadline`]), the startup fence, which characters of agent text can
+//! take over a terminal ([`is_terminal_control`]), and what a verification reports
 //! ([`VerifyScope`], [`VerifyReport`]).
 
 mod deadlines;
@@ -28,6 +29,7 @@ mod recovery;
 mod review;
 mod session;
 mod shells;
+mod text;
 mod tools;
 
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
@@ -43,10 +45,11 @@ pub use model::{
 pub use recovery::{fence_row, startup_fence};
 pub use review::{
     ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanDiff, SkippedWorkspace, VerifyReport,
-    VerifyScope,
+    VerifyScope, VerifyTally,
 };
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
 pub use shells::{CatalogShell, check_shell, default_shell};
+pub use text::{is_plain_line, is_terminal_control};
 pub use tools::{
     PLAN_SAFE_TOOLS, SUBMIT_PLAN, SubmitPlanInput, ToolClass, classify, parse_submit_plan_input,
 };

@@ -132,7 +132,60 @@ impl VerifyReport {
     /// Ok unless an artifact is missing, mismatched or unreadable, or an
     /// orphan was found. A skipped workspace is reported, not a problem.
     pub fn ok(&self) -> bool {
-        self.orphans.is_empty() && !self.artifacts.iter().any(|check| check.result.is_problem())
+        self.tally().ok()
+    }
+
+    /// The counts of this report.
+    pub fn tally(&self) -> VerifyTally {
+        let mut tally = VerifyTally::default();
+        for check in &self.artifacts {
+            tally.add(check.result);
+        }
+        tally.orphans = self.orphans.len() as u64;
+        tally
+    }
+}
+
+/// The counts of a verification: what a frontend keeps when it streams the
+/// checks of a history too large to hold as a [`VerifyReport`]. It is ok by
+/// the same rule as the report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyTally {
+    counts: [u64; ArtifactCheck::ALL.len()],
+    /// Orphan files found.
+    pub orphans: u64,
+}
+
+impl VerifyTally {
+    /// Counts one artifact check.
+    pub fn add(&mut self, check: ArtifactCheck) {
+        self.counts[check as usize] += 1;
+    }
+
+    /// How many checks found `check`.
+    pub fn count(&self, check: ArtifactCheck) -> u64 {
+        self.counts[check as usize]
+    }
+
+    /// How many approvals were checked.
+    pub fn checked(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Problem checks plus orphans.
+    pub fn problems(&self) -> u64 {
+        ArtifactCheck::ALL
+            .iter()
+            .filter(|check| check.is_problem())
+            .map(|check| self.count(*check))
+            .sum::<u64>()
+            + self.orphans
+    }
+
+    /// Ok unless an artifact is missing, mismatched or unreadable, or an
+    /// orphan was found.
+    pub fn ok(&self) -> bool {
+        self.problems() == 0
     }
 }
 

@@ -6,6 +6,7 @@
 //! the current turn.
 
 use crate::ErrorCode;
+use crate::text::is_plain_line;
 
 /// The name of the plan submission tool.
 pub const SUBMIT_PLAN: &str = "SubmitPlan";
@@ -60,7 +61,11 @@ pub struct SubmitPlanInput {
 /// `markdown_limit_bytes` bytes.
 ///
 /// A title or question made only of white space counts as empty: the
-/// approval card would show nothing a person could decide on.
+/// approval card would show nothing a person could decide on. A title or
+/// question holding a control character (C0 including tab and newline, DEL,
+/// C1) or a bidirectional control is refused ([`crate::is_plain_line`]):
+/// they are one-line fields a person reads in a terminal. The Markdown is
+/// not checked for them; it is kept byte for byte and escaped when shown.
 pub fn parse_submit_plan_input(
     input: &serde_json::Value,
     markdown_limit_bytes: usize,
@@ -81,6 +86,9 @@ pub fn parse_submit_plan_input(
     let markdown = text("markdown")?;
     let question = text("question")?;
     if title.trim().is_empty() || question.trim().is_empty() || markdown.is_empty() {
+        return Err(ErrorCode::InvalidPlanInput);
+    }
+    if !is_plain_line(&title) || !is_plain_line(&question) {
         return Err(ErrorCode::InvalidPlanInput);
     }
     if markdown.len() > markdown_limit_bytes {

@@ -344,6 +344,89 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
     }
 }
 
+/// The hostile characters of the review spec, each refused in a title and
+/// in a question, and kept byte for byte in the Markdown.
+const HOSTILE: [&str; 12] = [
+    "\u{1b}[1A\u{1b}[2K",                     // cursor up, erase line
+    "\u{1b}]8;;https://evil.example\u{1b}\\", // OSC 8 hyperlink
+    "\u{1b}]52;c;Y3VybA==\u{7}",              // OSC 52 clipboard write
+    "\u{7}",                                  // BEL
+    "\u{9b}2K",                               // C1 CSI
+    "\u{7f}",                                 // DEL
+    "\u{202e}",                               // right-to-left override
+    "\u{2066}",                               // left-to-right isolate
+    "\t",                                     // tab: a title is one table cell
+    "\n",
+    "\r",
+    "\u{0}",
+];
+
+#[test]
+fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
+    let state = plan_turn();
+    let decide = |input: serde_json::Value| {
+        let (results, transition) = tool_results(&state, vec![submit_call(input)]);
+        (results[0].decision.clone(), transition.effects.is_empty())
+    };
+    for hostile in HOSTILE {
+        let title = format!("Split{hostile} the parser");
+        let refused = decide(json!({"title": title, "markdown": "m", "question": "Proceed?"}));
+        assert_eq!(
+            refused,
+            (ToolDecision::Deny(ErrorCode::InvalidPlanInput), true),
+            "title {title:?}"
+        );
+        let question = format!("Proceed{hostile}?");
+        let refused = decide(json!({"title": "t", "markdown": "m", "question": question}));
+        assert_eq!(
+            refused,
+            (ToolDecision::Deny(ErrorCode::InvalidPlanInput), true),
+            "question {question:?}"
+        );
+        // The Markdown is kept byte for byte: the same text passes there.
+        let markdown = format!("1. Read{hostile}\n");
+        let transition = handle(
+            &state,
+            &context(T0),
+            Event::ToolCalls {
+                turn_id: "t1".to_owned(),
+                calls: vec![submit_call(
+                    json!({"title": "t", "markdown": markdown, "question": "q"}),
+                )],
+            },
+        );
+        let written = transition.effects.iter().find_map(|effect| match effect {
+            Effect::WriteArtifact(request) => Some(request.markdown.clone()),
+            Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => None,
+        });
+        assert_eq!(
+            written.as_deref(),
+            Some(markdown.as_str()),
+            "markdown {markdown:?}"
+        );
+    }
+    // Text a person can read passes: accents, CJK, emoji, a ZWJ sequence.
+    let readable =
+        decide(json!({"title": "Découper 解析器 🚀 👩\u{200d}💻", "markdown": "m", "question": "OK?"}));
+    assert_eq!(readable, (ToolDecision::WriteArtifact, false));
+}
+
+#[test]
+fn terminal_controls_are_exactly_the_c0_c1_del_and_bidi_controls() {
+    let controls: Vec<u32> = (0..=0x10ffff_u32)
+        .filter_map(char::from_u32)
+        .filter(|c| plan_core::is_terminal_control(*c))
+        .map(u32::from)
+        .collect();
+    let mut expected: Vec<u32> = (0..=0x1f).chain(0x7f..=0x9f).collect();
+    expected.extend([0x61c, 0x200e, 0x200f]);
+    expected.extend(0x2028..=0x202e);
+    expected.extend(0x2066..=0x2069);
+    assert_eq!(controls, expected);
+    assert!(plan_core::is_plain_line("Split the parser (v2) — 解析器"));
+    assert!(!plan_core::is_plain_line("a\tb"));
+}
+
 #[test]
 fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
     let state = plan_turn();

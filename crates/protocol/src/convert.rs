@@ -219,32 +219,42 @@ impl From<&plan_core::VerifyReport> for VerifyReport {
     fn from(report: &plan_core::VerifyReport) -> Self {
         VerifyReport {
             ok: report.ok(),
-            artifacts: report
-                .artifacts
-                .iter()
-                .map(|check| ArtifactVerification {
-                    approval_id: check.approval_id.clone(),
-                    result: check.result.into(),
-                    error_code: check.error_code.map(CanonicalCode),
-                    detail: check.detail.clone(),
-                })
-                .collect(),
-            orphans: report
-                .orphans
-                .iter()
-                .map(|orphan| OrphanArtifact {
-                    workspace_root: orphan.workspace_root.clone(),
-                    path: orphan.path.clone(),
-                })
-                .collect(),
+            artifacts: report.artifacts.iter().map(ArtifactVerification::from).collect(),
+            orphans: report.orphans.iter().map(OrphanArtifact::from).collect(),
             skipped_workspaces: report
                 .skipped_workspaces
                 .iter()
-                .map(|skipped| SkippedWorkspace {
-                    workspace_root: skipped.workspace_root.clone(),
-                    detail: skipped.detail.clone(),
-                })
+                .map(SkippedWorkspace::from)
                 .collect(),
+        }
+    }
+}
+
+impl From<&plan_core::ArtifactVerification> for ArtifactVerification {
+    fn from(check: &plan_core::ArtifactVerification) -> Self {
+        ArtifactVerification {
+            approval_id: check.approval_id.clone(),
+            result: check.result.into(),
+            error_code: check.error_code.map(CanonicalCode),
+            detail: check.detail.clone(),
+        }
+    }
+}
+
+impl From<&plan_core::OrphanArtifact> for OrphanArtifact {
+    fn from(orphan: &plan_core::OrphanArtifact) -> Self {
+        OrphanArtifact {
+            workspace_root: orphan.workspace_root.clone(),
+            path: orphan.path.clone(),
+        }
+    }
+}
+
+impl From<&plan_core::SkippedWorkspace> for SkippedWorkspace {
+    fn from(skipped: &plan_core::SkippedWorkspace) -> Self {
+        SkippedWorkspace {
+            workspace_root: skipped.workspace_root.clone(),
+            detail: skipped.detail.clone(),
         }
     }
 }

@@ -28,7 +28,7 @@ pub use artifacts::{
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;
 pub use lock::HostLock;
-pub use migrate::{MigrationReport, SCHEMA_VERSION};
+pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_migration};
 pub use probe::executable_exists;
-pub use review::ArtifactLocation;
+pub use review::{ArtifactLocation, WorkspaceFindings};
 pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};

@@ -500,6 +500,36 @@ pub(crate) fn open_read_write(
     ))
 }
 
+/// What opening a database read-write (`db migrate`, a host) would do to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingMigration {
+    /// The file is empty (no schema, no tables): a new v10 schema is created.
+    CreateSchema,
+    /// A schema v8 database of the 0.4.14 host: migrated to v10 in one
+    /// transaction.
+    FromV8,
+    /// Already schema v10: nothing to do.
+    Nothing,
+}
+
+/// What a read-write open would do to the file at `path`, found by reading
+/// it only: the same decision the open makes. A missing file is
+/// [`StorageError::DatabaseMissing`]; a version no open accepts is
+/// [`StorageError::SchemaUnsupported`].
+pub fn pending_migration(path: &Path) -> Result<PendingMigration, StorageError> {
+    check_database_path(path)?;
+    let Some(found) = probe(path)? else {
+        return Err(StorageError::DatabaseMissing {
+            path: path.to_owned(),
+        });
+    };
+    Ok(match decide(path, Some(&found))? {
+        Plan::Create => PendingMigration::CreateSchema,
+        Plan::AdoptLegacy => PendingMigration::FromV8,
+        Plan::Current => PendingMigration::Nothing,
+    })
+}
+
 /// Opens a v10 database read-only; anything else is refused, unchanged.
 /// The flag says whether it had to be opened as an immutable snapshot
 /// (read-only media, see [`inspection_connection`]).

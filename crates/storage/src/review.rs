@@ -51,13 +51,44 @@ impl Store {
     /// and, for a session or everything, looks for orphan files under each
     /// workspace's `.pi/plan/`. An unknown approval or session fails the
     /// whole call; a problem with one artifact is a finding in the report.
+    /// The report holds one entry per approval: for a whole history, use
+    /// [`Store::visit_verification`], which holds none.
     pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, StorageError> {
+        let mut artifacts = Vec::new();
+        let findings = self.visit_verification(scope, &mut |check| {
+            artifacts.push(check);
+            true
+        })?;
+        Ok(VerifyReport {
+            artifacts,
+            orphans: findings.orphans,
+            skipped_workspaces: findings.skipped_workspaces,
+        })
+    }
+
+    /// [`Store::verify`] without holding the checks: `visit` gets each
+    /// approval's check as it is made, newest first (returning `false`
+    /// stops the walk; orphans are then not looked for), and the orphans
+    /// and skipped workspaces come back at the end. Memory does not grow
+    /// with the number of approvals: rows are read one at a time, and the
+    /// orphan search merges each workspace's sorted file listing with the
+    /// sorted recorded paths as SQLite returns them.
+    pub fn visit_verification(
+        &self,
+        scope: &VerifyScope,
+        visit: &mut dyn FnMut(ArtifactVerification) -> bool,
+    ) -> Result<WorkspaceFindings, StorageError> {
         let mut roots: HashMap<String, Option<String>> = HashMap::new();
-        let mut report = VerifyReport::default();
         let mut failure: Option<StorageError> = None;
+        let mut stopped = false;
         let mut check = |stored: StoredApproval| {
             match self.check_one(&mut roots, &stored.approval) {
-                Ok(found) => report.artifacts.push(found),
+                Ok(found) => {
+                    if !visit(found) {
+                        stopped = true;
+                        return false;
+                    }
+                }
                 Err(error) => {
                     failure = Some(error);
                     return false;
@@ -91,7 +122,8 @@ impl Store {
         if let Some(error) = failure {
             return Err(error);
         }
-        if scope.looks_for_orphans() {
+        let mut findings = WorkspaceFindings::default();
+        if scope.looks_for_orphans() && !stopped {
             let workspaces = match scope {
                 VerifyScope::Session(session_id) => self
                     .session_root(session_id)?
@@ -99,9 +131,9 @@ impl Store {
                     .collect::<Vec<String>>(),
                 VerifyScope::Approval(_) | VerifyScope::Everything => self.workspace_roots()?,
             };
-            self.find_orphans(&workspaces, &mut report)?;
+            self.find_orphans(&workspaces, &mut findings)?;
         }
-        Ok(report)
+        Ok(findings)
     }
 
     /// Compares an approval's artifact with another one's, exact bytes
@@ -227,7 +259,11 @@ impl Store {
     /// Looks for orphan files under each workspace, comparing normalized
     /// roots: the recorded paths of every session whose root normalizes to
     /// the same workspace count for it.
-    fn find_orphans(&self, workspaces: &[String], report: &mut VerifyReport) -> Result<(), StorageError> {
+    fn find_orphans(
+        &self,
+        workspaces: &[String],
+        findings: &mut WorkspaceFindings,
+    ) -> Result<(), StorageError> {
         let mut stored_roots: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for stored in self.workspace_roots()? {
             if let Ok(normalized) = normalize_workspace_root(&stored) {
@@ -239,7 +275,7 @@ impl Store {
             let normalized = match normalize_workspace_root(root) {
                 Ok(normalized) => normalized,
                 Err(refusal) => {
-                    report.skipped_workspaces.push(SkippedWorkspace {
+                    findings.skipped_workspaces.push(SkippedWorkspace {
                         workspace_root: root.clone(),
                         detail: refusal.to_string(),
                     });
@@ -252,14 +288,14 @@ impl Store {
             let files = match list_artifact_files(&normalized) {
                 Ok(files) => files,
                 Err(StorageError::WorkspaceMissing { .. }) => {
-                    report.skipped_workspaces.push(SkippedWorkspace {
+                    findings.skipped_workspaces.push(SkippedWorkspace {
                         workspace_root: normalized,
                         detail: "the workspace root does not exist; no orphans to look for".to_owned(),
                     });
                     continue;
                 }
                 Err(error) => {
-                    report.skipped_workspaces.push(SkippedWorkspace {
+                    findings.skipped_workspaces.push(SkippedWorkspace {
                         workspace_root: normalized,
                         detail: format!("{}: {error}", error.code().as_str()),
                     });
@@ -269,22 +305,37 @@ impl Store {
             if files.is_empty() {
                 continue;
             }
-            let mut recorded: BTreeSet<String> = BTreeSet::new();
-            for stored in stored_roots.get(&normalized).into_iter().flatten() {
-                recorded.extend(self.artifact_paths_in_workspace(stored)?);
-            }
-            report.orphans.extend(
-                files
-                    .into_iter()
-                    .filter(|path| !recorded.contains(path))
-                    .map(|path| OrphanArtifact {
+            let stored = stored_roots.get(&normalized).map_or(&[][..], Vec::as_slice);
+            let mut files = files.into_iter().peekable();
+            // Both sides are sorted: walk them together, so the recorded
+            // paths are never collected.
+            self.visit_recorded_paths(stored, &mut |recorded| {
+                while let Some(file) = files.next_if(|file| file.as_str() < recorded) {
+                    findings.orphans.push(OrphanArtifact {
                         workspace_root: normalized.clone(),
-                        path,
-                    }),
-            );
+                        path: file,
+                    });
+                }
+                files.next_if(|file| file == recorded);
+                files.peek().is_some()
+            })?;
+            findings.orphans.extend(files.map(|path| OrphanArtifact {
+                workspace_root: normalized.clone(),
+                path,
+            }));
         }
         Ok(())
     }
+}
+
+/// What [`Store::visit_verification`] found besides the checks of each
+/// approval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkspaceFindings {
+    /// Orphan files, by workspace and path.
+    pub orphans: Vec<OrphanArtifact>,
+    /// Workspaces whose orphans could not be looked for.
+    pub skipped_workspaces: Vec<SkippedWorkspace>,
 }
 
 /// The one rule for where an artifact is, given its session's root.

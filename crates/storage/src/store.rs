@@ -278,28 +278,78 @@ impl Store {
     /// Approvals newest first (`created_at` descending, then id), filtered
     /// by session and status, read in index order.
     pub fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<StoredApproval>, StorageError> {
-        // A negative LIMIT means no limit in SQLite.
-        let limit = filter.limit.map_or(-1, i64::from);
+        let mut rows = Vec::new();
+        self.visit_approvals(filter, &mut |stored| {
+            rows.push(stored);
+            true
+        })?;
+        Ok(rows)
+    }
+
+    /// How many approvals the filter selects, its limit ignored.
+    pub fn count_approvals(&self, filter: &ApprovalFilter) -> Result<u64, StorageError> {
         let status = filter.status.map(ApprovalStatus::as_str);
-        let order = "ORDER BY created_at DESC, id DESC LIMIT ?3";
         let sql = match (&filter.session_id, status) {
-            (Some(_), Some(_)) => format!(
-                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = ?2 {order}"
-            ),
-            (Some(_), None) => format!(
-                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL {order}"
-            ),
-            // Named, so that the planner never prefers the narrow counting
-            // index and then sorts a whole status's history.
-            (None, Some(_)) => format!(
-                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals INDEXED BY plan_approvals_by_status_created \
-                 WHERE ?1 IS NULL AND status = ?2 {order}"
-            ),
-            (None, None) => format!(
-                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL {order}"
-            ),
+            (Some(_), Some(_)) => "SELECT count(*) FROM plan_approvals WHERE session_id = ?1 AND status = ?2",
+            (Some(_), None) => "SELECT count(*) FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL",
+            (None, Some(_)) => {
+                "SELECT count(*) FROM plan_approvals INDEXED BY plan_approvals_by_status \
+                 WHERE ?1 IS NULL AND status = ?2"
+            }
+            (None, None) => "SELECT count(*) FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL",
         };
-        query_approvals(&self.conn, &sql, params![filter.session_id, status, limit])
+        let count: i64 = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut statement| {
+                statement.query_row(params![filter.session_id, status], |row| row.get(0))
+            })
+            .map_err(StorageError::sqlite("counting approvals"))?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// The approval ids just before and just after `id` in byte order
+    /// (whether or not `id` itself exists): what a frontend needs to print
+    /// the shortest prefix of `id` that no other id shares. Two lookups in
+    /// the primary key.
+    pub fn approval_id_neighbours(&self, id: &str) -> Result<(Option<String>, Option<String>), StorageError> {
+        let read = |sql: &str| -> Result<Option<String>, StorageError> {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
+                .map_err(StorageError::sqlite("reading approval ids"))
+        };
+        Ok((
+            read("SELECT max(id) FROM plan_approvals WHERE id < ?1")?,
+            read("SELECT min(id) FROM plan_approvals WHERE id > ?1")?,
+        ))
+    }
+
+    /// Up to `limit` approval ids that start with `prefix`, in byte order.
+    /// An exact id sorts first among them.
+    pub fn approval_ids_with_prefix(&self, prefix: &str, limit: u32) -> Result<Vec<String>, StorageError> {
+        let mut ids = Vec::new();
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT id FROM plan_approvals WHERE id >= ?1 ORDER BY id")
+            .map_err(StorageError::sqlite("resolving an approval id"))?;
+        let mut rows = statement
+            .query([prefix])
+            .map_err(StorageError::sqlite("resolving an approval id"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(StorageError::sqlite("resolving an approval id"))?
+        {
+            let id: String = row
+                .get(0)
+                .map_err(StorageError::sqlite("resolving an approval id"))?;
+            // Ids are in byte order, so the ones with the prefix come first.
+            if !id.starts_with(prefix) || ids.len() >= limit as usize {
+                break;
+            }
+            ids.push(id);
+        }
+        Ok(ids)
     }
 
     /// How many approvals have each status, for every status (zeros included).
@@ -430,16 +480,30 @@ impl Store {
         filter: &ApprovalFilter,
         visit: &mut dyn FnMut(StoredApproval) -> bool,
     ) -> Result<(), StorageError> {
+        // A negative LIMIT means no limit in SQLite.
         let limit = filter.limit.map_or(-1, i64::from);
         let status = filter.status.map(ApprovalStatus::as_str);
-        let sql = format!(
-            "SELECT {APPROVAL_COLUMNS} FROM plan_approvals \
-             WHERE (?1 IS NULL OR session_id = ?1) AND (?2 IS NULL OR status = ?2) \
-             ORDER BY created_at DESC, id DESC LIMIT ?3"
-        );
+        let order = "ORDER BY created_at DESC, id DESC LIMIT ?3";
+        let sql = match (&filter.session_id, status) {
+            (Some(_), Some(_)) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = ?2 {order}"
+            ),
+            (Some(_), None) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND ?2 IS NULL {order}"
+            ),
+            // Named, so that the planner never prefers the narrow counting
+            // index and then sorts a whole status's history.
+            (None, Some(_)) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals INDEXED BY plan_approvals_by_status_created \
+                 WHERE ?1 IS NULL AND status = ?2 {order}"
+            ),
+            (None, None) => format!(
+                "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE ?1 IS NULL AND ?2 IS NULL {order}"
+            ),
+        };
         let mut statement = self
             .conn
-            .prepare(&sql)
+            .prepare_cached(&sql)
             .map_err(StorageError::sqlite("reading approvals"))?;
         let mut rows = statement
             .query(params![filter.session_id, status, limit])
@@ -464,17 +528,40 @@ impl Store {
             .map_err(StorageError::sqlite("listing workspace roots"))
     }
 
-    /// Every artifact path recorded by an approval of any session bound to
-    /// `workspace_root`, sorted. Files under that root's `.pi/plan/` that are
-    /// not in this list are orphans.
-    pub fn artifact_paths_in_workspace(&self, workspace_root: &str) -> Result<Vec<String>, StorageError> {
-        self.conn
-            .prepare_cached(
-                "SELECT a.artifact_path FROM plan_approvals a JOIN sessions s ON s.id = a.session_id \
-                 WHERE s.workspace_root = ?1 AND a.artifact_path IS NOT NULL ORDER BY 1",
-            )
-            .and_then(|mut statement| statement.query_map([workspace_root], |row| row.get(0))?.collect())
-            .map_err(StorageError::sqlite("listing recorded artifact paths"))
+    /// Calls `visit` with every artifact path recorded by an approval of a
+    /// session whose stored root is one of `workspace_roots`, in sorted
+    /// order (duplicates included), until it returns `false`. Files under
+    /// that workspace's `.pi/plan/` that are never visited are orphans.
+    pub fn visit_recorded_paths(
+        &self,
+        workspace_roots: &[String],
+        visit: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(), StorageError> {
+        if workspace_roots.is_empty() {
+            return Ok(());
+        }
+        let placeholders = vec!["?"; workspace_roots.len()].join(", ");
+        let sql = format!(
+            "SELECT a.artifact_path FROM plan_approvals a JOIN sessions s ON s.id = a.session_id \
+             WHERE s.workspace_root IN ({placeholders}) AND a.artifact_path IS NOT NULL ORDER BY 1"
+        );
+        let failed = StorageError::sqlite("listing recorded artifact paths");
+        let mut statement = self.conn.prepare(&sql).map_err(failed)?;
+        let mut rows = statement
+            .query(rusqlite::params_from_iter(workspace_roots))
+            .map_err(StorageError::sqlite("listing recorded artifact paths"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(StorageError::sqlite("listing recorded artifact paths"))?
+        {
+            let path: String = row
+                .get(0)
+                .map_err(StorageError::sqlite("listing recorded artifact paths"))?;
+            if !visit(&path) {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

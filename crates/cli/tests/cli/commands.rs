@@ -36,10 +36,7 @@ fn approvals_list_human_json_and_filters() {
     let fixture = support::rich();
     let all = snap(&fixture, "list", &["approvals", "list"]);
     assert_eq!(all.code, 0);
-    for line in all.stdout.lines() {
-        assert!(line.chars().count() <= 80, "wider than 80 columns: {line:?}");
-    }
-    // Newest first.
+    // Newest first, whole ids into a pipe.
     let order: Vec<usize> = [
         "approval-pending",
         "approval-queued",
@@ -62,12 +59,121 @@ fn approvals_list_human_json_and_filters() {
         &["approvals", "list", "--status", "rejected", "--json"],
     );
     let limited = snap(&fixture, "list_limit_2", &["approvals", "list", "--limit", "2"]);
-    assert_eq!(limited.stdout.lines().count(), 2 + 2 * 2);
+    assert_eq!(limited.stdout.lines().count(), 1 + 2 + 1);
+    assert!(
+        limited
+            .stdout
+            .ends_with("3 more approvals not shown; use --limit N or --all to see them\n")
+    );
+    let json = run(
+        Some(&fixture.db),
+        &["approvals", "list", "--limit", "2", "--json"],
+    );
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["approvals"].as_array().unwrap().len(), 2);
+    assert!(
+        json.stderr.contains("3 more approvals not shown"),
+        "{}",
+        json.stderr
+    );
+    let every = run(Some(&fixture.db), &["approvals", "list", "--all"]);
+    assert_eq!(every.stdout, all.stdout, "5 rows fit in the default limit");
     snap(
         &fixture,
         "list_empty",
-        &["approvals", "list", "--session", "no-such-session"],
+        &["approvals", "list", "--status", "interrupted"],
     );
+    let zero = run(Some(&fixture.db), &["approvals", "list", "--limit", "0"]);
+    assert_eq!(zero.code, 2, "--limit 0 is a usage error, not an empty list");
+}
+
+#[test]
+fn approvals_list_has_a_default_limit_and_says_how_many_more() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 29)
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, status, created_at,
+           expires_at, decided_at, legacy_proposal_json)
+         SELECT 'legacy-' || printf('%02d', i), 's-beta', 't', 'Old plan ' || i, 'Q', 'rejected', i, i, i, '{}'
+         FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let listed = run(Some(&fixture.db), &["approvals", "list"]);
+    assert_eq!(listed.stdout.lines().count(), 1 + 20 + 1, "{}", listed.stdout);
+    assert!(
+        listed
+            .stdout
+            .ends_with("15 more approvals not shown; use --limit N or --all to see them\n"),
+        "{}",
+        listed.stdout
+    );
+    let every = run(Some(&fixture.db), &["approvals", "list", "--all"]);
+    assert_eq!(every.stdout.lines().count(), 1 + 35);
+    let json = run(Some(&fixture.db), &["approvals", "list", "--all", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["approvals"].as_array().unwrap().len(), 35);
+    assert!(json.stderr.is_empty(), "{}", json.stderr);
+}
+
+/// The display width of `text` (CJK and emoji count two).
+fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+#[test]
+fn approvals_list_on_a_terminal_fits_its_width_and_prints_pasteable_ids() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute(
+        "UPDATE plan_approvals SET title = '解析器を分割する 🚀 and a long tail of words' WHERE id = ?1",
+        [fixture.id("approval-expired")],
+    )
+    .unwrap();
+    // Fixed ids, so that the shortest unique prefixes (and so the widths
+    // left for the title) are the same in every run: 17 characters, the
+    // shortest shown.
+    conn.execute_batch(
+        "UPDATE plan_approvals SET id = 'approval-01a2' || printf('%02d', rowid) || '00000000000000000000000000'",
+    )
+    .unwrap();
+    drop(conn);
+    for columns in [80, 120, 60] {
+        let listed = support::command()
+            .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+            .env("COLUMNS", columns.to_string())
+            .arg("--db")
+            .arg(&fixture.db)
+            .args(["approvals", "list"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(listed.stdout).unwrap();
+        Fixture::settings().bind(|| {
+            insta::assert_snapshot!(format!("list_terminal_{columns}"), fixture.redact(&stdout));
+        });
+        let lines: Vec<&str> = stdout.lines().collect();
+        for line in &lines {
+            assert!(width(line) <= columns, "wider than {columns}: {line:?}");
+        }
+        // Every column starts at the same display column on every line.
+        let title_at = width(&lines[0][..lines[0].find("TITLE").unwrap()]);
+        for line in &lines[1..] {
+            let start = ["Document", "Fix", "解析器", "Split"]
+                .iter()
+                .find_map(|title| line.find(title))
+                .unwrap();
+            assert_eq!(width(&line[..start]), title_at, "misaligned: {line:?}");
+        }
+        // The ids shown are prefixes every command accepts back.
+        for line in &lines[1..] {
+            let shown = line.split_whitespace().next().unwrap();
+            assert_eq!(shown.len(), 17, "{shown}");
+            let show = run(Some(&fixture.db), &["approvals", "show", shown]);
+            assert_eq!(show.code, 0, "{shown}: {}", show.stderr);
+            assert!(show.stdout.starts_with(&format!("id:              {shown}")));
+        }
+    }
 }
 
 #[test]
@@ -122,6 +228,13 @@ fn approvals_show_every_status() {
         let id = fixture.id(name);
         let shown = snap(&fixture, &format!("show_{name}"), &["approvals", "show", &id]);
         assert_eq!(shown.code, 0);
+        // Only a pending approval can still expire.
+        assert_eq!(
+            shown.stdout.contains("expires in"),
+            name == "approval-pending",
+            "{}",
+            shown.stdout
+        );
         snap(
             &fixture,
             &format!("show_{name}_json"),
@@ -133,7 +246,7 @@ fn approvals_show_every_status() {
         &["approvals", "show", &fixture.id("approval-pending")],
     );
     assert!(
-        pending.stdout.contains("(expires in 27 min)"),
+        pending.stdout.contains("(expires in 27 minutes)"),
         "{}",
         pending.stdout
     );
@@ -192,6 +305,22 @@ fn approvals_verify_all_session_and_one_when_everything_is_fine() {
         snap(&fixture, "verify_one", &["approvals", "verify", &id]).code,
         0
     );
+    // Every row only when asked.
+    let verbose = snap(
+        &fixture,
+        "verify_all_verbose",
+        &["approvals", "verify", "--all", "--verbose"],
+    );
+    assert_eq!(
+        verbose
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("ok "))
+            .count(),
+        5
+    );
+    let quiet = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
+    assert_eq!(quiet.stdout.lines().count(), 1, "{}", quiet.stdout);
 }
 
 #[test]
@@ -227,7 +356,7 @@ fn approvals_export_is_json_lines_of_protocol_objects() {
     let beta = snap(
         &fixture,
         "export_session_beta",
-        &["approvals", "export", "--session", "s-beta", "--json"],
+        &["approvals", "export", "--session", "s-beta"],
     );
     assert_eq!(beta.stdout.lines().count(), 1);
 }
@@ -285,4 +414,120 @@ fn migrated_v8_database_shows_legacy_rows() {
     assert_eq!(verify.code, 0);
     let cat = snap(&fixture, "v8_cat_legacy", &["approvals", "cat", "pa-approved"]);
     assert_eq!(cat.code, 1);
+}
+
+#[test]
+fn colour_only_on_a_terminal_or_when_asked_and_never_with_no_color() {
+    let fixture = support::rich();
+    let list = |terminal: bool, no_color: bool, flag: Option<&str>| {
+        let mut command = support::command();
+        command.env_remove("NO_COLOR").env_remove("TERM");
+        if terminal {
+            command
+                .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+                .env("COLUMNS", "200");
+        }
+        if no_color {
+            command.env("NO_COLOR", "1");
+        }
+        if let Some(flag) = flag {
+            command.arg("--color").arg(flag);
+        }
+        let output = command
+            .arg("--db")
+            .arg(&fixture.db)
+            .args(["approvals", "list"])
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let pending_in_yellow = "\u{1b}[1m\u{1b}[33mpending\u{1b}[0m";
+    let coloured = list(true, false, None);
+    assert!(coloured.contains(pending_in_yellow), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[32mapproved"), "{coloured:?}");
+    assert!(coloured.contains("\u{1b}[31mrejected") && coloured.contains("\u{1b}[35mexpired"));
+    for plain in [
+        list(false, false, None),
+        list(true, true, None),
+        list(true, false, Some("never")),
+    ] {
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+    }
+    assert!(list(false, false, Some("always")).contains(pending_in_yellow));
+    assert!(list(true, true, Some("always")).contains(pending_in_yellow));
+}
+
+#[test]
+fn verify_json_is_the_library_report_whatever_the_member_order() {
+    let fixture = support::rich();
+    // A problem and an orphan, so every member has something in it.
+    std::fs::write(fixture.artifact("approval-rejected"), "tampered\n").unwrap();
+    let stray = std::path::Path::new(&fixture.root).join(".pi/plan/stray.md");
+    std::fs::write(stray, "# stray\n").unwrap();
+    let store = plan_storage::Store::open_read_only(&fixture.db).unwrap();
+    for (args, scope) in [
+        (
+            &["approvals", "verify", "--all", "--json"][..],
+            plan_core::VerifyScope::Everything,
+        ),
+        (
+            &["approvals", "verify", "--session", "s-alpha", "--json"],
+            plan_core::VerifyScope::Session("s-alpha".to_owned()),
+        ),
+    ] {
+        let printed = run(Some(&fixture.db), args);
+        assert_eq!(printed.code, 1, "{}", printed.stderr);
+        let parsed: plan_protocol::VerifyReport = serde_json::from_str(&printed.stdout).unwrap();
+        let expected = plan_protocol::VerifyReport::from(&store.verify(&scope).unwrap());
+        assert_eq!(parsed, expected);
+        assert!(!parsed.ok && parsed.orphans.len() == 1);
+    }
+}
+
+/// Runs `plan-checkpoint --db db args` under a pseudo-terminal (`script`),
+/// stdout and stderr both on it; `None` when `script` is not installed.
+fn on_a_pty(db: &std::path::Path, args: &str) -> Option<String> {
+    let line = format!("{} --db '{}' {args}", support::BIN, db.display());
+    let output = std::process::Command::new("script")
+        .env("TZ", "UTC")
+        .env_remove("NO_COLOR")
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .env("COLUMNS", "120")
+        .env("TERM", "xterm")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn verify_shows_progress_on_a_terminal_and_nothing_into_a_pipe() {
+    let fixture = support::rich();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 1999)
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, status, created_at,
+           expires_at, decided_at, legacy_proposal_json)
+         SELECT 'legacy-' || i, 's-beta', 't', 'Old plan', 'Q', 'rejected', i, i, i, '{}' FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let piped = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
+    assert_eq!(piped.code, 0, "{}", piped.stderr);
+    assert!(piped.stderr.is_empty(), "{}", piped.stderr);
+    assert!(!piped.stdout.contains("approvals verified"));
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("`script` (util-linux) is not installed: the terminal half of this test is skipped");
+        return;
+    }
+    let shown = on_a_pty(&fixture.db, "approvals verify --all").unwrap();
+    assert!(shown.contains("approvals verified"), "{shown:?}");
+    assert!(
+        shown.contains("2005 approval(s) checked: 5 ok, 2000 legacy"),
+        "{shown:?}"
+    );
 }

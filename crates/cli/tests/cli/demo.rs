@@ -19,7 +19,7 @@ fn assert_steps(stdout: &str) {
         "size:   ",
         "sha256: ",
         "reread and checked",
-        "(expires in 30 min)",
+        "(expires in 30 minutes)",
         "5. A person approves with accept-edits",
         "status approved, permission mode accept-edits",
         "session is now in agent mode with accept-edits",
@@ -35,10 +35,18 @@ fn assert_steps(stdout: &str) {
         "9. A scheduled task tries a Plan run",
         "refused with PLAN_REQUIRES_INTERACTIVE_SESSION",
         "10. The approvals list",
-        "ID                                         STATUS       EXECUTION    CREATED",
+        "ID ",
+        "STATUS",
+        "EXECUTION",
+        "CREATED",
+        "DEADLINE / DECIDED",
+        "SESSION",
+        "TITLE",
         "rejected",
         "interrupted",
         "Kept everything in",
+        "approvals list",
+        "approvals cat",
     ];
     let mut from = 0;
     for phrase in expected {
@@ -84,4 +92,60 @@ fn demo_without_a_directory_makes_and_keeps_a_temporary_one() {
     let dir = std::path::PathBuf::from(line.trim_start_matches("directory: "));
     assert!(dir.join("plan-checkpoint.db").is_file(), "the directory is kept");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The `Try:` lines, run as a shell would run them with `plan-checkpoint`
+/// on PATH (the binary under test put first on PATH).
+fn run_try_lines(stdout: &str) -> usize {
+    let bin_dir = std::path::Path::new(crate::support::BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.contains("Try"))
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| line.starts_with("plan-checkpoint "))
+        .collect();
+    for line in &lines {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env("PATH", &path)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.stdout.is_empty(), "{line}");
+    }
+    lines.len()
+}
+
+#[test]
+fn the_try_lines_work_as_printed_even_for_an_unusual_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    // A space needs quoting; an ESC must be escaped in the output, never raw.
+    let target = dir.path().join("my plans \u{1b}[2K");
+    let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    assert!(!result.stdout.contains('\u{1b}'), "{}", result.stdout);
+    assert!(result.stdout.contains("my plans \\x1b[2K"), "{}", result.stdout);
+    // The raw name cannot be pasted from an escaped line; a plain one with
+    // a space can.
+    let plain = dir.path().join("my plans");
+    let result = run(None, &["demo", "--dir", plain.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    assert!(
+        result
+            .stdout
+            .contains(&format!("--db '{}/plan-checkpoint.db'", plain.display()))
+    );
+    assert_eq!(run_try_lines(&result.stdout), 5);
 }

@@ -109,16 +109,114 @@ fn wrong_schema_versions_name_the_version_and_db_migrate() {
 #[test]
 fn a_v8_database_is_refused_for_inspection() {
     let (_dir, db) = support::v8();
-    for args in [
-        &["db", "status"][..],
-        &["approvals", "export"],
-        &["approvals", "verify", "--all"],
-    ] {
+    for args in [&["approvals", "export"][..], &["approvals", "verify", "--all"]] {
         let result = run(Some(&db), args);
         assert_eq!(result.code, 3, "{args:?}");
         assert!(result.stderr.contains("schema version 8"), "{}", result.stderr);
         assert!(result.stderr.contains("db migrate"), "{}", result.stderr);
     }
+    // db status describes it instead, with the command that migrates it.
+    let status = run(Some(&db), &["db", "status"]);
+    assert_eq!(status.code, 0, "{}", status.stderr);
+    let command = format!("`plan-checkpoint --db {} db migrate`", db.display());
+    assert!(status.stdout.contains("schema version:  8"), "{}", status.stdout);
+    assert!(status.stdout.contains(&command), "{}", status.stdout);
+    let json = run(Some(&db), &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["schemaVersion"], 8);
+    assert_eq!(value["pendingMigration"], "fromV8");
+}
+
+#[test]
+fn an_empty_file_gets_the_same_story_from_status_and_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("empty.db");
+    std::fs::write(&db, b"").unwrap();
+    let status = run(Some(&db), &["db", "status"]);
+    assert_eq!(status.code, 0, "{}", status.stderr);
+    assert!(status.stdout.contains("the file is empty"), "{}", status.stdout);
+    assert!(
+        status.stdout.contains("create a new schema v10"),
+        "{}",
+        status.stdout
+    );
+    let json = run(Some(&db), &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["pendingMigration"], "createSchema");
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "status writes nothing");
+    let listed = run(Some(&db), &["approvals", "list"]);
+    assert_eq!(listed.code, 3);
+    assert!(
+        listed.stderr.contains("creates a new schema v10"),
+        "{}",
+        listed.stderr
+    );
+    let migrate = run(Some(&db), &["db", "migrate"]);
+    assert_eq!(migrate.code, 0, "{}", migrate.stderr);
+    assert!(
+        migrate
+            .stdout
+            .contains("the file was empty: created a new schema v10"),
+        "{}",
+        migrate.stdout
+    );
+    assert_eq!(run(Some(&db), &["approvals", "list"]).stdout, "no approvals\n");
+}
+
+#[test]
+fn unknown_sessions_are_refused_alike_by_list_verify_and_export() {
+    let fixture = support::rich();
+    for args in [
+        &["approvals", "list", "--session", "no-such-session"][..],
+        &["approvals", "list", "--session", "no-such-session", "--json"],
+        &["approvals", "verify", "--session", "no-such-session"],
+        &["approvals", "verify", "--session", "no-such-session", "--json"],
+        &["approvals", "export", "--session", "no-such-session"],
+    ] {
+        let result = run(Some(&fixture.db), args);
+        assert_eq!(result.code, 1, "{args:?}");
+        assert!(result.stdout.is_empty(), "{args:?}: {}", result.stdout);
+        assert!(
+            result.stderr.contains("SESSION_NOT_FOUND") && result.stderr.contains("no-such-session"),
+            "{args:?}: {}",
+            result.stderr
+        );
+    }
+}
+
+#[test]
+fn id_prefixes_resolve_and_an_ambiguous_one_is_a_usage_error() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-pending");
+    let prefix = &id[..id.len() - 6];
+    let whole = run(Some(&fixture.db), &["approvals", "show", &id]);
+    let short = run(Some(&fixture.db), &["approvals", "show", prefix]);
+    assert_eq!(short.code, 0, "{}", short.stderr);
+    assert_eq!(short.stdout, whole.stdout);
+    for args in [
+        &["approvals", "cat", prefix][..],
+        &["approvals", "verify", prefix],
+        &["approvals", "diff", prefix],
+    ] {
+        assert_eq!(run(Some(&fixture.db), args).code, 0, "{args:?}");
+    }
+    let ambiguous = run(Some(&fixture.db), &["approvals", "show", "approval-"]);
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.stderr);
+    assert!(
+        ambiguous
+            .stderr
+            .contains("the approval id prefix `approval-` is ambiguous"),
+        "{}",
+        ambiguous.stderr
+    );
+    assert_eq!(run(Some(&fixture.db), &["approvals", "show", ""]).code, 2);
+    let unknown = run(Some(&fixture.db), &["approvals", "show", "approval-zzz"]);
+    assert_eq!(unknown.code, 1);
+    assert!(
+        unknown.stderr.contains("APPROVAL_NOT_FOUND"),
+        "{}",
+        unknown.stderr
+    );
 }
 
 #[test]

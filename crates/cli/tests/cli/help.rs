@@ -46,7 +46,10 @@ fn help_documents_the_exit_codes() {
         text.contains("Exit codes: 0 ok, 1 verification found problems"),
         "{text}"
     );
-    assert!(text.contains("2 usage, 3 database refused"), "{text}");
+    assert!(
+        text.contains("2 usage (including an ambiguous id prefix), 3 database refused"),
+        "{text}"
+    );
 }
 
 #[test]

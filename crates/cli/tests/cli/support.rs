@@ -38,7 +38,7 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    fn from(output: Output) -> Run {
+    pub(crate) fn from(output: Output) -> Run {
         Run {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -113,6 +113,10 @@ impl Fixture {
         settings.add_filter(r"turn-[0-9a-f]{32}", "turn-[id]");
         settings.add_filter(r"execution-[0-9a-f]{32}", "execution-[id]");
         settings.add_filter(r"approval-[0-9a-f]{32}", "approval-[id]");
+        // On a terminal ids are shown as their shortest unique prefix, whose
+        // length depends on the random part: the column's padding with it.
+        settings.add_filter(r"approval-[0-9a-f]{8,31}( +|\b)", "approval-[prefix]  ");
+        settings.add_filter(r"(?m)^ID +STATUS", "ID  STATUS");
         settings.add_filter(r"-[0-9a-f]{12}\.md", "-[suffix].md");
         settings.set_prepend_module_to_snapshot(false);
         settings

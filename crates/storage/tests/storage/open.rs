@@ -300,3 +300,34 @@ fn names_sqlite_would_not_keep_on_disk_are_refused_and_nothing_is_created() {
     drop(Store::open(&plain).unwrap());
     assert!(plain.exists());
 }
+
+#[test]
+fn the_pending_migration_is_found_without_writing() {
+    use plan_storage::{PendingMigration, pending_migration};
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    assert_eq!(pending_migration(&empty).unwrap(), PendingMigration::CreateSchema);
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "nothing written");
+    let legacy = crate::support::fixture_database(dir.path(), "v8.db");
+    let before = crate::support::logical_dump(&legacy);
+    assert_eq!(pending_migration(&legacy).unwrap(), PendingMigration::FromV8);
+    assert_eq!(crate::support::logical_dump(&legacy), before);
+    let current = dir.path().join("v10.db");
+    drop(plan_storage::Store::open(&current).unwrap());
+    assert_eq!(pending_migration(&current).unwrap(), PendingMigration::Nothing);
+    let missing = pending_migration(&dir.path().join("nope.db")).unwrap_err();
+    assert!(
+        matches!(missing, plan_storage::StorageError::DatabaseMissing { .. }),
+        "{missing}"
+    );
+    crate::support::execute(&current, "PRAGMA user_version = 9");
+    let refused = pending_migration(&current).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            plan_storage::StorageError::SchemaUnsupported { found: 9, .. }
+        ),
+        "{refused}"
+    );
+}

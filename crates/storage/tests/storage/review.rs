@@ -233,3 +233,65 @@ fn an_exclusive_open_takes_the_lock_before_it_migrates() {
     let again = ExclusiveStore::open(&db).unwrap_err();
     assert_eq!(again.code(), ErrorCode::HostAlreadyRunning);
 }
+
+#[test]
+fn visiting_a_verification_streams_the_same_checks_and_merges_orphans() {
+    let mut place = Place::new();
+    let root = place.root.clone();
+    place.session("s", Some(&root));
+    let mut approvals = Vec::new();
+    for n in 0..5 {
+        approvals.push(place.submit(&format!("a{n}"), "s", NOW + n, &format!("# Plan {n}\n")));
+    }
+    // Orphans sorted before, between and after the recorded paths.
+    let plan_dir = Path::new(&root).join(".pi/plan");
+    for name in ["0-before.md", "a2-between.md", "zz-after.md"] {
+        std::fs::write(plan_dir.join(name), "# stray\n").unwrap();
+    }
+    std::fs::remove_file(place.file(&approvals[3])).unwrap();
+    let report = place.store.verify(&VerifyScope::Everything).unwrap();
+    let mut seen = Vec::new();
+    let findings = place
+        .store
+        .visit_verification(&VerifyScope::Everything, &mut |check| {
+            seen.push(check);
+            true
+        })
+        .unwrap();
+    assert_eq!(seen, report.artifacts);
+    assert_eq!(findings.orphans, report.orphans);
+    let orphans: Vec<&str> = findings
+        .orphans
+        .iter()
+        .map(|orphan| orphan.path.as_str())
+        .collect();
+    assert_eq!(
+        orphans,
+        [
+            ".pi/plan/0-before.md",
+            ".pi/plan/a2-between.md",
+            ".pi/plan/zz-after.md"
+        ]
+    );
+    let tally = report.tally();
+    assert_eq!(
+        (
+            tally.checked(),
+            tally.count(ArtifactCheck::Missing),
+            tally.problems()
+        ),
+        (5, 1, 4)
+    );
+    assert!(!tally.ok());
+    // Stopping early stops the walk and skips the orphan search.
+    let mut count = 0;
+    let stopped = place
+        .store
+        .visit_verification(&VerifyScope::Everything, &mut |_| {
+            count += 1;
+            count < 2
+        })
+        .unwrap();
+    assert_eq!(count, 2);
+    assert!(stopped.orphans.is_empty());
+}
