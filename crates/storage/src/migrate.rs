@@ -196,21 +196,7 @@ fn roll_back_hot_journal(path: &Path) -> Result<(), StorageError> {
 /// `immutable=1`: SQLite then takes no locks and reads the main file only,
 /// which is exactly its content, since nothing can be writing to it.
 fn inspection_connection(path: &Path) -> Result<(Connection, bool), StorageError> {
-    let classify = |context: &'static str| {
-        move |error: rusqlite::Error| {
-            if is_unreadable(&error) {
-                StorageError::DatabaseUnreadable {
-                    path: path.to_owned(),
-                    detail: error.to_string(),
-                }
-            } else {
-                StorageError::Sqlite {
-                    context,
-                    source: error,
-                }
-            }
-        }
-    };
+    let classify = |context: &'static str| read_failure(path, context);
     let first_read = |conn: &Connection| {
         conn.query_row("SELECT count(*) FROM sqlite_schema", [], |row| {
             row.get::<_, i64>(0)
@@ -283,24 +269,32 @@ fn immutable_uri(path: &Path) -> String {
     uri
 }
 
+/// How a failed read of the file at `path` is reported: a file SQLite
+/// cannot read as a database is `DATABASE_UNREADABLE`, anything else a
+/// SQLite failure in `context`.
+fn read_failure<'path>(
+    path: &'path Path,
+    context: &'static str,
+) -> impl Fn(rusqlite::Error) -> StorageError + 'path {
+    move |error: rusqlite::Error| {
+        if is_unreadable(&error) {
+            StorageError::DatabaseUnreadable {
+                path: path.to_owned(),
+                detail: error.to_string(),
+            }
+        } else {
+            StorageError::Sqlite {
+                context,
+                source: error,
+            }
+        }
+    }
+}
+
 /// Inspects the file without writing to it; `Ok(None)` when there is no
 /// file. The connection is handed back for a read-only open to keep.
 fn probe(path: &Path) -> Result<Option<Probe>, StorageError> {
-    let classify = |context: &'static str| {
-        move |error: rusqlite::Error| {
-            if is_unreadable(&error) {
-                StorageError::DatabaseUnreadable {
-                    path: path.to_owned(),
-                    detail: error.to_string(),
-                }
-            } else {
-                StorageError::Sqlite {
-                    context,
-                    source: error,
-                }
-            }
-        }
-    };
+    let classify = |context: &'static str| read_failure(path, context);
     match file_kind(path)? {
         FileKind::Missing => return Ok(None),
         FileKind::Empty => {
