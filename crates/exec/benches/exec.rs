@@ -1,0 +1,191 @@
+//! plan-exec benchmarks (criterion), each a pair measured in the same run so
+//! the ratio is what counts, not the machine:
+//!
+//! - `spawn_true`: spawn-to-exit of `bash -c true` through the runner with
+//!   the read-only sandbox, against the same through the runner without a
+//!   sandbox (and, for reference, a bare `std::process::Command`).
+//! - `throughput_256MiB`: 256 MiB of stdout through the runner (counted,
+//!   delivered and hashed up to the default 1 MiB cap), sandboxed and not,
+//!   against the same bytes read from a plain pipe.
+//! - `first_output`: spawn to the first output event of `echo x; sleep 1`
+//!   (sandboxed and not); the command is cancelled once the event is in.
+//! - `spawn_with_2GiB_resident`: spawn-to-exit of a sandboxed `true` from
+//!   this process before and after it allocates and touches 2 GiB; the
+//!   runner never forks the host, so the two should match.
+//!
+//! Sample sizes are small: the machine is shared. These benchmarks only
+//! measure; CI compiles them and does not run them.
+
+// Benchmark harness, like test code: a failed setup must stop the run loudly.
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use plan_exec::{CommandSpec, CommandState, Confinement, Runner};
+
+const BYTES: u64 = 256 * 1024 * 1024;
+
+fn runner() -> Runner {
+    Runner::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+}
+
+fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec {
+    CommandSpec {
+        shell: PathBuf::from("/bin/bash"),
+        command: command.to_owned(),
+        cwd: scratch.to_path_buf(),
+        env: Vec::new(),
+        scratch_dir: scratch.to_path_buf(),
+        timeout: Duration::from_secs(60),
+        grace: Duration::from_millis(200),
+        output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
+        confinement,
+    }
+}
+
+fn run_to_exit(runner: &Runner, spec: &CommandSpec) {
+    let outcome = runner.spawn(spec.clone(), |_| {}).wait();
+    assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
+}
+
+fn spawn_true(c: &mut Criterion) {
+    let scratch = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let mut group = c.benchmark_group("spawn_true");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500));
+    let sandboxed = spec("true", scratch.path(), Confinement::ReadOnly);
+    let unsandboxed = spec("true", scratch.path(), Confinement::None);
+    group.bench_function("runner_read_only", |b| {
+        b.iter(|| run_to_exit(&runner, &sandboxed))
+    });
+    group.bench_function("runner_unsandboxed", |b| {
+        b.iter(|| run_to_exit(&runner, &unsandboxed))
+    });
+    group.bench_function("bare_command", |b| {
+        b.iter(|| {
+            let status = Command::new("/bin/bash")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success());
+        })
+    });
+    group.finish();
+}
+
+fn throughput(c: &mut Criterion) {
+    let scratch = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let command = format!("head -c {BYTES} /dev/zero");
+    let mut group = c.benchmark_group("throughput_256MiB");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .measurement_time(Duration::from_secs(8))
+        .warm_up_time(Duration::from_millis(500))
+        .throughput(Throughput::Bytes(BYTES));
+    for (name, confinement) in [
+        ("runner_read_only", Confinement::ReadOnly),
+        ("runner_unsandboxed", Confinement::None),
+    ] {
+        let through_runner = spec(&command, scratch.path(), confinement);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let outcome = runner.spawn(through_runner.clone(), |_| {}).wait();
+                assert_eq!(outcome.stdout_bytes, BYTES);
+            })
+        });
+    }
+    group.bench_function("plain_pipe", |b| {
+        b.iter(|| {
+            let mut child = Command::new("/bin/bash")
+                .args(["-c", &command])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdout = child.stdout.take().unwrap();
+            let mut buffer = vec![0_u8; 256 * 1024];
+            let mut total = 0_u64;
+            loop {
+                let read = stdout.read(&mut buffer).unwrap();
+                if read == 0 {
+                    break;
+                }
+                total += read as u64;
+            }
+            assert!(child.wait().unwrap().success());
+            assert_eq!(total, BYTES);
+        })
+    });
+    group.finish();
+}
+
+/// Spawn to the first output event; the command is then cancelled.
+fn first_event(runner: &Runner, spec: &CommandSpec) -> Duration {
+    let (sender, receiver) = mpsc::channel();
+    let started = Instant::now();
+    let running = runner.spawn(spec.clone(), move |_| {
+        let _ = sender.send(Instant::now());
+    });
+    let first = receiver.recv().unwrap();
+    running.cancel();
+    assert_eq!(running.wait().state, CommandState::Cancelled);
+    first - started
+}
+
+fn first_output(c: &mut Criterion) {
+    let scratch = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let mut group = c.benchmark_group("first_output");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500));
+    for (name, confinement) in [
+        ("read_only", Confinement::ReadOnly),
+        ("unsandboxed", Confinement::None),
+    ] {
+        let spec = spec("echo x; sleep 1", scratch.path(), confinement);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| first_event(&runner, &spec)).sum())
+        });
+    }
+    group.finish();
+}
+
+fn spawn_with_resident_memory(c: &mut Criterion) {
+    let scratch = tempfile::tempdir().unwrap();
+    let runner = runner();
+    let sandboxed = spec("true", scratch.path(), Confinement::ReadOnly);
+    let mut group = c.benchmark_group("spawn_with_2GiB_resident");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500));
+    group.bench_function("small_host", |b| b.iter(|| run_to_exit(&runner, &sandboxed)));
+    // Every page written, so all 2 GiB are resident.
+    let resident = vec![1_u8; 2 << 30];
+    group.bench_function("host_with_2GiB", |b| b.iter(|| run_to_exit(&runner, &sandboxed)));
+    assert_eq!(resident[resident.len() / 2], 1);
+    drop(resident);
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    spawn_true,
+    throughput,
+    first_output,
+    spawn_with_resident_memory
+);
+criterion_main!(benches);

@@ -1,0 +1,443 @@
+//! The sandbox helper, `plan-exec-sandbox`: the only code that runs between
+//! the host and the shell. The library starts it with a plain `Command`, so
+//! the host needs no `unsafe`, no `pre_exec` and no `fork` of its own
+//! (possibly huge) address space.
+//!
+//! Two stages, both this binary:
+//! - `supervise` (started by the library): leaves the host's session, becomes
+//!   a child subreaper, starts the `confine` stage in a new process group,
+//!   enforces the timeout and cancellation (SIGTERM to the group, SIGKILL
+//!   after the grace), kills the whole group (and every orphan reparented to
+//!   it) when the shell exits or the host dies, and reports the end over the
+//!   lifeline socket that is its stdin.
+//! - `confine` (started by the supervisor): marks inherited descriptors
+//!   close-on-exec, arms its parent-death signal, applies the requested
+//!   restrictions to itself and executes `<shell> -c <command>`.
+//!
+//! `probe` applies the read-only sandbox and checks that it holds.
+//!
+//! It must not decide which confinement applies (it is told), must not fall
+//! back to a weaker one (any failure is reported and nothing runs), and must
+//! never be started by anything but this crate.
+
+#[cfg(target_os = "linux")]
+mod sandbox;
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags};
+use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
+
+use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
+
+/// The helper's `main`: dispatches on the first argument.
+#[doc(hidden)]
+pub fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some((mode, rest)) = args.split_first() else {
+        return usage();
+    };
+    match mode.to_str() {
+        Some(wire::MODE_SUPERVISE) => supervise(rest),
+        Some(wire::MODE_CONFINE) => confine(rest),
+        Some(wire::MODE_PROBE) => probe(rest),
+        Some(_) | None => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    // This binary is an implementation detail of plan-exec; say so to a
+    // person who runs it by hand.
+    let _ = writeln!(
+        std::io::stderr(),
+        "plan-exec-sandbox is started by the plan-exec library only"
+    );
+    ExitCode::from(2)
+}
+
+/// Marks every descriptor from 3 up close-on-exec, so nothing the host
+/// leaked (an embedder's sockets, files) reaches the shell. Marking rather
+/// than closing keeps descriptors that library code of this very process may
+/// still hold valid.
+#[allow(unsafe_code)]
+fn mark_inherited_close_on_exec() -> Result<(), String> {
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC closes nothing and takes
+    // no pointers; it only sets FD_CLOEXEC on descriptors 3..=u32::MAX, which
+    // cannot invalidate any descriptor or memory this process uses.
+    let result = unsafe { libc::syscall(libc::SYS_close_range, 3_u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(format!("close_range: {}", std::io::Error::last_os_error()))
+    }
+}
+
+/// Takes the socket that is our stdin as a close-on-exec descriptor and puts
+/// `/dev/null` in its place.
+fn take_stdin_socket() -> Result<UnixStream, String> {
+    let socket =
+        rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3).map_err(|error| format!("dup: {error}"))?;
+    let null = std::fs::File::open("/dev/null").map_err(|error| format!("/dev/null: {error}"))?;
+    rustix::stdio::dup2_stdin(&null).map_err(|error| format!("dup2: {error}"))?;
+    Ok(UnixStream::from(socket))
+}
+
+fn pid_of(raw: u32) -> Option<Pid> {
+    i32::try_from(raw).ok().and_then(Pid::from_raw)
+}
+
+// ---------------------------------------------------------------- supervise
+
+fn supervise(rest: &[OsString]) -> ExitCode {
+    if let Err(reason) = mark_inherited_close_on_exec() {
+        return report_and_exit(
+            None,
+            &Report::Fail {
+                kind: FailKind::Spawn,
+                reason,
+            },
+        );
+    }
+    let lifeline = match take_stdin_socket() {
+        Ok(lifeline) => lifeline,
+        Err(reason) => {
+            return report_and_exit(
+                None,
+                &Report::Fail {
+                    kind: FailKind::Spawn,
+                    reason,
+                },
+            );
+        }
+    };
+    match Supervisor::start(rest, &lifeline) {
+        Ok(Some(report)) => report_and_exit(Some(&lifeline), &report),
+        Ok(None) => ExitCode::SUCCESS,
+        Err(report) => report_and_exit(Some(&lifeline), &report),
+    }
+}
+
+fn report_and_exit(lifeline: Option<&UnixStream>, report: &Report) -> ExitCode {
+    if let Some(mut lifeline) = lifeline {
+        // The host may be gone; then nobody is left to tell.
+        let _ = lifeline.write_all(report.line().as_bytes());
+    }
+    ExitCode::SUCCESS
+}
+
+struct Supervisor {
+    shell: Pid,
+    /// `None`: a timeout too large to represent, i.e. none.
+    deadline: Option<Instant>,
+    grace: Duration,
+    ending: Option<EndKind>,
+    kill_at: Option<Instant>,
+}
+
+fn fail(kind: FailKind, reason: impl Into<String>) -> Report {
+    Report::Fail {
+        kind,
+        reason: reason.into(),
+    }
+}
+
+impl Supervisor {
+    /// Runs the whole supervision. `Ok(None)`: the host is gone, nobody to
+    /// report to.
+    fn start(rest: &[OsString], lifeline: &UnixStream) -> Result<Option<Report>, Report> {
+        let started = Instant::now();
+        let decoded = wire::decode(rest).map_err(|reason| fail(FailKind::Spawn, reason))?;
+        let (Some(timeout), Some(grace), Some(cwd)) = (decoded.timeout, decoded.grace, decoded.cwd) else {
+            return Err(fail(
+                FailKind::Spawn,
+                "supervise needs --timeout-ms, --grace-ms and --cwd",
+            ));
+        };
+        let host_pid =
+            pid_of(decoded.confine.expected_parent).ok_or_else(|| fail(FailKind::Spawn, "bad host pid"))?;
+        // A session of our own: no controlling terminal for the command to
+        // read from or signal, and no terminal signals from the host's.
+        rustix::process::setsid().map_err(|error| fail(FailKind::Spawn, format!("setsid: {error}")))?;
+        // Orphans of the command are reparented to us, so none escapes the
+        // final sweep, even one that left the process group.
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+            .map_err(|error| fail(FailKind::Spawn, format!("subreaper: {error}")))?;
+        let host = rustix::process::pidfd_open(host_pid, rustix::process::PidfdFlags::empty())
+            .map_err(|error| fail(FailKind::Spawn, format!("pidfd_open(host): {error}")))?;
+        if rustix::process::getppid() != Some(host_pid) {
+            // The host died before we watched it.
+            return Ok(None);
+        }
+        if !std::fs::metadata(&cwd).is_ok_and(|metadata| metadata.is_dir()) {
+            return Err(fail(FailKind::Cwd, "not an existing directory"));
+        }
+        let confine = ConfineArgs {
+            expected_parent: rustix::process::getpid().as_raw_nonzero().get().unsigned_abs(),
+            ..decoded.confine
+        };
+        let (status_ours, status_theirs) =
+            UnixStream::pair().map_err(|error| fail(FailKind::Spawn, format!("socketpair: {error}")))?;
+        // This very binary, even if its file was replaced since it started.
+        let child = Command::new("/proc/self/exe")
+            .args(confine.encode())
+            .stdin(Stdio::from(OwnedFd::from(status_theirs)))
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit())
+            .current_dir(&cwd)
+            .process_group(0)
+            .spawn()
+            .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
+        let shell = pid_of(child.id()).ok_or_else(|| fail(FailKind::Spawn, "bad child pid"))?;
+        drop(child);
+        let mut supervisor = Supervisor {
+            shell,
+            deadline: started.checked_add(timeout),
+            grace,
+            ending: None,
+            kill_at: None,
+        };
+        // The confining stage closes its end of the status socket by
+        // executing the shell, or writes why it could not.
+        let mut status = String::new();
+        let _ = (&status_ours).read_to_string(&mut status);
+        if let Some((kind, reason)) = wire::parse_failure(&status) {
+            supervisor.sweep();
+            return Err(Report::Fail { kind, reason });
+        }
+        supervisor.run(lifeline, &host)
+    }
+
+    fn run(&mut self, lifeline: &UnixStream, host: &OwnedFd) -> Result<Option<Report>, Report> {
+        let shell_fd = rustix::process::pidfd_open(self.shell, rustix::process::PidfdFlags::empty())
+            .map_err(|error| fail(FailKind::Spawn, format!("pidfd_open(shell): {error}")))?;
+        loop {
+            let now = Instant::now();
+            if self.ending.is_none() && self.deadline.is_some_and(|deadline| now >= deadline) {
+                self.begin_ending(EndKind::TimedOut, now);
+            }
+            if self.kill_at.is_some_and(|at| now >= at) {
+                self.kill_at = None;
+                let _ = rustix::process::kill_process_group(self.shell, Signal::KILL);
+            }
+            let next = match (self.ending, self.kill_at) {
+                (None, _) => self.deadline,
+                (Some(_), at) => at,
+            };
+            let wait = next.map(|at| at.saturating_duration_since(now));
+            let timespec = wait.and_then(|wait| rustix::event::Timespec::try_from(wait).ok());
+            let mut fds = [
+                PollFd::new(lifeline, PollFlags::IN),
+                PollFd::new(host, PollFlags::IN),
+                PollFd::new(&shell_fd, PollFlags::IN),
+            ];
+            match rustix::event::poll(&mut fds, timespec.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(error) => return Err(fail(FailKind::Spawn, format!("poll: {error}"))),
+            }
+            let [lifeline_fd, host_fd, shell_ready] = fds;
+            if !host_fd.revents().is_empty() {
+                self.sweep();
+                return Ok(None);
+            }
+            if !lifeline_fd.revents().is_empty() {
+                let mut buffer = [0_u8; 64];
+                match (&*lifeline).read(&mut buffer) {
+                    Ok(0) | Err(_) => {
+                        self.sweep();
+                        return Ok(None);
+                    }
+                    Ok(read) => {
+                        if buffer[..read].contains(&b'\n') && self.ending.is_none() {
+                            self.begin_ending(EndKind::Cancelled, Instant::now());
+                        }
+                    }
+                }
+            }
+            if !shell_ready.revents().is_empty() {
+                return Ok(Some(self.finish()));
+            }
+        }
+    }
+
+    fn begin_ending(&mut self, kind: EndKind, now: Instant) {
+        self.ending = Some(kind);
+        // A grace too large to represent means no SIGKILL.
+        self.kill_at = now.checked_add(self.grace);
+        let _ = rustix::process::kill_process_group(self.shell, Signal::TERM);
+        // A stopped process acts on SIGTERM only once continued.
+        let _ = rustix::process::kill_process_group(self.shell, Signal::CONT);
+    }
+
+    /// The shell has exited: read its status without reaping it (its pid,
+    /// which is also the group id, stays taken while we kill the group),
+    /// kill and reap everything else, then reap it.
+    fn finish(&mut self) -> Report {
+        let status = rustix::process::waitid(
+            rustix::process::WaitId::Pid(self.shell),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        );
+        let (exit_code, signal) = match status {
+            Ok(Some(status)) => (status.exit_status(), status.terminating_signal()),
+            Ok(None) | Err(_) => (None, None),
+        };
+        self.sweep();
+        Report::End {
+            kind: self.ending.unwrap_or(EndKind::Exited),
+            exit_code,
+            signal,
+        }
+    }
+
+    /// Kills the process group and every other child until only the shell
+    /// (possibly a zombie) is left, then reaps the shell. Every descendant
+    /// that outlives its parent is reparented to us (subreaper), so when our
+    /// only child is the shell, nothing of the command is left.
+    fn sweep(&mut self) {
+        let started = Instant::now();
+        loop {
+            let _ = rustix::process::kill_process_group(self.shell, Signal::KILL);
+            let _ = rustix::process::kill_process(self.shell, Signal::KILL);
+            match children() {
+                Some(children) => {
+                    let others: Vec<Pid> = children.into_iter().filter(|pid| *pid != self.shell).collect();
+                    if others.is_empty() {
+                        break;
+                    }
+                    for pid in others {
+                        let _ = rustix::process::kill_process(pid, Signal::KILL);
+                        let _ = rustix::process::waitpid(Some(pid), WaitOptions::NOHANG);
+                    }
+                }
+                None => {
+                    // Without /proc child lists: reap what the group kill
+                    // ends until no child is left (or give up after a while).
+                    match rustix::process::waitpid(None, WaitOptions::NOHANG) {
+                        Err(rustix::io::Errno::CHILD) => return,
+                        Ok(_) | Err(_) if started.elapsed() > Duration::from_secs(2) => return,
+                        Ok(_) | Err(_) => {}
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = rustix::process::waitpid(Some(self.shell), WaitOptions::empty());
+    }
+}
+
+/// Our direct children, from `/proc/thread-self/children` (the helper is
+/// single-threaded, so this thread's children are the process's).
+fn children() -> Option<Vec<Pid>> {
+    let text = std::fs::read_to_string("/proc/thread-self/children").ok()?;
+    Some(
+        text.split_whitespace()
+            .filter_map(|word| word.parse::<i32>().ok())
+            .filter_map(Pid::from_raw)
+            .collect(),
+    )
+}
+
+// ------------------------------------------------------------------ confine
+
+fn confine(rest: &[OsString]) -> ExitCode {
+    let cloexec = mark_inherited_close_on_exec();
+    let Ok(status) = take_stdin_socket() else {
+        return ExitCode::from(126);
+    };
+    let failed = |kind: FailKind, reason: String| {
+        let _ = (&status).write_all(wire::failure_line(kind, &reason).as_bytes());
+        ExitCode::from(126)
+    };
+    if let Err(reason) = cloexec {
+        return failed(FailKind::Spawn, reason);
+    }
+    let decoded = match wire::decode(rest) {
+        Ok(decoded) => decoded,
+        Err(reason) => return failed(FailKind::Spawn, reason),
+    };
+    let args = decoded.confine;
+    // If the supervisor dies, so does the shell.
+    if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
+        return failed(FailKind::Spawn, format!("parent-death signal: {error}"));
+    }
+    if rustix::process::getppid() != pid_of(args.expected_parent) {
+        return ExitCode::from(126);
+    }
+    if !std::fs::metadata(&args.scratch_dir).is_ok_and(|metadata| metadata.is_dir()) {
+        return failed(
+            FailKind::Scratch,
+            format!("{} is missing or not a directory", args.scratch_dir.display()),
+        );
+    }
+    if let Err(reason) = apply(&args.mode, &args.scratch_dir) {
+        return failed(FailKind::Sandbox, reason);
+    }
+    let error = Command::new(&args.shell).arg("-c").arg(&args.command).exec();
+    failed(FailKind::Shell, error.to_string())
+}
+
+/// Applies `mode` to this process (nothing for [`Mode::None`]).
+fn apply(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
+    match mode {
+        Mode::None => Ok(()),
+        Mode::ReadOnly | Mode::WorkspaceWrite { .. } => apply_sandbox(mode, scratch_dir),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn apply_sandbox(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
+    let prepared = sandbox::prepare(mode, scratch_dir)?;
+    sandbox::enforce(prepared)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn apply_sandbox(_mode: &Mode, _scratch_dir: &Path) -> Result<(), String> {
+    Err(format!("no sandbox backend for {}", std::env::consts::OS))
+}
+
+// -------------------------------------------------------------------- probe
+
+/// `probe --scratch <dir>/scratch --outside <dir>`: applies the read-only
+/// sandbox to itself, then checks that the scratch dir is writable, that
+/// `<dir>` is not, that no UDP socket can be made and that no capability is
+/// left. Prints `available` or `unavailable <reason>`.
+fn probe(rest: &[OsString]) -> ExitCode {
+    let verdict = match probe_checks(rest) {
+        Ok(()) => "available".to_owned(),
+        Err(reason) => format!("unavailable {}", reason.replace('\n', " ")),
+    };
+    let _ = writeln!(std::io::stdout(), "{verdict}");
+    ExitCode::SUCCESS
+}
+
+fn probe_checks(rest: &[OsString]) -> Result<(), String> {
+    let [scratch_flag, scratch, outside_flag, outside] = rest else {
+        return Err("probe needs --scratch DIR --outside DIR".into());
+    };
+    if scratch_flag != "--scratch" || outside_flag != "--outside" {
+        return Err("probe needs --scratch DIR --outside DIR".into());
+    }
+    mark_inherited_close_on_exec()?;
+    let scratch = Path::new(scratch);
+    let outside = Path::new(outside);
+    apply(&Mode::ReadOnly, scratch)?;
+    std::fs::write(scratch.join("allowed"), b"probe")
+        .map_err(|error| format!("the scratch directory is not writable inside the sandbox: {error}"))?;
+    if std::fs::write(outside.join("denied"), b"probe").is_ok() {
+        return Err("a write outside the scratch directory was not refused".into());
+    }
+    if std::net::UdpSocket::bind("127.0.0.1:0").is_ok() {
+        return Err("a UDP socket could be created".into());
+    }
+    let capabilities = rustix::thread::capabilities(None).map_err(|error| error.to_string())?;
+    if !capabilities.effective.is_empty() || !capabilities.permitted.is_empty() {
+        return Err("capabilities are still held".into());
+    }
+    Ok(())
+}

@@ -1,0 +1,409 @@
+//! The restrictions the helper applies to itself before it executes the
+//! shell: Landlock for the filesystem, capabilities dropped, no_new_privs,
+//! and a seccomp filter for what Landlock does not cover.
+//!
+//! It applies exactly what it is told and reports every failure: it never
+//! applies less than asked, and it never chooses a confinement itself.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use rustix::thread::{CapabilitySet, CapabilitySets};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch, sock_filter,
+};
+
+use crate::wire::Mode;
+
+/// The oldest Landlock ABI this sandbox accepts: ABI 3 is the first that
+/// controls truncation, without which `truncate` and `O_TRUNC` could still
+/// empty any file.
+const REQUIRED_ABI: ABI = ABI::V3;
+
+/// The rules a confined stage builds before it drops anything, so that every
+/// path is opened (and a missing one reported) while the process still has
+/// its normal rights.
+pub(crate) struct Prepared {
+    ruleset: landlock::RulesetCreated,
+    filters: Vec<BpfProgram>,
+}
+
+/// Opens a rule path, refusing anything that is not there: Landlock's own
+/// helpers skip unopenable paths silently, which would leave e.g. a missing
+/// scratch directory quietly unwritable instead of reported.
+fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
+    let metadata = std::fs::metadata(path).map_err(|error| format!("{}: {error}", path.display()))?;
+    if want_dir && !metadata.is_dir() {
+        return Err(format!("{} is not a directory", path.display()));
+    }
+    PathFd::new(path).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+/// Builds the Landlock ruleset and the seccomp programs for `mode`.
+pub(crate) fn prepare(mode: &Mode, scratch_dir: &Path) -> Result<Prepared, String> {
+    let (workspace, network) = match mode {
+        Mode::None => return Err("no confinement requested".into()),
+        Mode::ReadOnly => (None, false),
+        Mode::WorkspaceWrite {
+            workspace_root,
+            network,
+        } => (Some(workspace_root.as_path()), *network),
+    };
+    let everything = AccessFs::from_all(REQUIRED_ABI);
+    let landlock_error =
+        |error: landlock::RulesetError| format!("Landlock (ABI 3 or newer required): {error}");
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(everything)
+        .map_err(landlock_error)?
+        // Newer kernels can also confine device ioctls and signals / abstract
+        // sockets to the sandbox; these tighten the required baseline where
+        // available and are never needed for it.
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::IoctlDev)
+        .map_err(landlock_error)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
+        .map_err(landlock_error)?
+        .create()
+        .map_err(landlock_error)?;
+    let root = rule_path(Path::new("/"), true)?;
+    let scratch = rule_path(scratch_dir, true).map_err(|error| format!("scratch directory: {error}"))?;
+    let dev_null = rule_path(Path::new("/dev/null"), false)?;
+    let mut ruleset = ruleset
+        .set_compatibility(CompatLevel::HardRequirement)
+        .add_rule(PathBeneath::new(root, AccessFs::from_read(REQUIRED_ABI)))
+        .map_err(landlock_error)?
+        .add_rule(PathBeneath::new(scratch, everything))
+        .map_err(landlock_error)?
+        .set_compatibility(CompatLevel::BestEffort)
+        .add_rule(PathBeneath::new(
+            dev_null,
+            AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev,
+        ))
+        .map_err(landlock_error)?;
+    if let Some(workspace) = workspace {
+        let workspace = rule_path(workspace, true).map_err(|error| format!("workspace root: {error}"))?;
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .add_rule(PathBeneath::new(workspace, everything))
+            .map_err(landlock_error)?;
+    }
+    Ok(Prepared {
+        ruleset,
+        filters: seccomp_programs(network)?,
+    })
+}
+
+/// Drops every capability, sets no_new_privs, enforces the Landlock ruleset
+/// and installs the seccomp filters, in that order (Landlock and seccomp
+/// need no_new_privs when unprivileged; the filters come last so they do not
+/// get in the way of the setup itself).
+pub(crate) fn enforce(prepared: Prepared) -> Result<(), String> {
+    drop_capabilities()?;
+    rustix::thread::set_no_new_privs(true).map_err(|error| format!("no_new_privs: {error}"))?;
+    let status = prepared
+        .ruleset
+        .restrict_self()
+        .map_err(|error| format!("Landlock restrict_self: {error}"))?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => {}
+        RulesetStatus::NotEnforced => return Err("Landlock is not enforced by this kernel".into()),
+    }
+    for filter in &prepared.filters {
+        seccompiler::apply_filter(filter).map_err(|error| format!("seccomp: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Empties the ambient, bounding, inheritable, permitted and effective
+/// capability sets. Root keeps its uid but loses every bypass; an
+/// unprivileged caller that may not shrink its bounding set has nothing to
+/// lose there, because no_new_privs keeps exec from granting capabilities.
+fn drop_capabilities() -> Result<(), String> {
+    match rustix::thread::clear_ambient_capability_set() {
+        Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+        Err(error) => return Err(format!("clearing ambient capabilities: {error}")),
+    }
+    let mut kept_in_bounding = Vec::new();
+    for capability in CapabilitySet::all().iter() {
+        match rustix::thread::remove_capability_from_bounding_set(capability) {
+            // INVAL: a capability this kernel does not know.
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(rustix::io::Errno::PERM) => kept_in_bounding.push(capability),
+            Err(error) => return Err(format!("dropping {capability:?} from the bounding set: {error}")),
+        }
+    }
+    let empty = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    rustix::thread::set_capabilities(None, empty)
+        .map_err(|error| format!("dropping capabilities: {error}"))?;
+    let now = rustix::thread::capabilities(None).map_err(|error| format!("reading capabilities: {error}"))?;
+    if !now.effective.is_empty() || !now.permitted.is_empty() || !now.inheritable.is_empty() {
+        return Err("capabilities are still held after dropping them".into());
+    }
+    if !kept_in_bounding.is_empty() && rustix::process::geteuid().is_root() {
+        return Err("running as root but the capability bounding set cannot be emptied".into());
+    }
+    Ok(())
+}
+
+// x86_64 system call numbers newer than the libc crate's tables.
+const SYS_SETXATTRAT: i64 = 463;
+const SYS_REMOVEXATTRAT: i64 = 466;
+const SYS_OPEN_TREE_ATTR: i64 = 467;
+const SYS_FILE_SETATTR: i64 = 469;
+const SYS_LSM_SET_SELF_ATTR: i64 = 460;
+
+// ioctl requests that change inode flags or inject terminal input; the
+// kernel compares the request as a 32-bit value, so the filter does too.
+const FS_IOC_SETFLAGS: u64 = 0x4008_6602;
+const FS_IOC32_SETFLAGS: u64 = 0x4004_6602;
+const FS_IOC_SETVERSION: u64 = 0x4008_7602;
+const FS_IOC32_SETVERSION: u64 = 0x4004_7602;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541c;
+
+const SOCK_TYPE_MASK: u64 = 0xf;
+
+fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
+    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
+        .map_err(|error| format!("seccomp rule: {error}"))
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
+    SeccompRule::new(conditions).map_err(|error| format!("seccomp rule: {error}"))
+}
+
+#[cfg(target_arch = "x86_64")]
+/// The system calls refused with EPERM, and under which arguments (an empty
+/// list: always).
+fn denied_syscalls(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let always: &[i64] = &[
+        // Leaving the process group or session.
+        libc::SYS_setsid,
+        libc::SYS_setpgid,
+        // Metadata changes Landlock does not cover.
+        libc::SYS_chmod,
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        libc::SYS_fchmodat2,
+        libc::SYS_chown,
+        libc::SYS_fchown,
+        libc::SYS_lchown,
+        libc::SYS_fchownat,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_utimensat,
+        libc::SYS_futimesat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        SYS_SETXATTRAT,
+        SYS_REMOVEXATTRAT,
+        SYS_FILE_SETATTR,
+        // Mounts and root changes.
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
+        libc::SYS_mount_setattr,
+        SYS_OPEN_TREE_ATTR,
+        // Other processes' memory and descriptors.
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_kcmp,
+        libc::SYS_pidfd_getfd,
+        // Kernel state.
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_kexec_load,
+        libc::SYS_kexec_file_load,
+        libc::SYS_reboot,
+        libc::SYS_swapon,
+        libc::SYS_swapoff,
+        libc::SYS_sethostname,
+        libc::SYS_setdomainname,
+        libc::SYS_settimeofday,
+        libc::SYS_clock_settime,
+        libc::SYS_clock_adjtime,
+        libc::SYS_adjtimex,
+        libc::SYS_acct,
+        libc::SYS_quotactl,
+        libc::SYS_quotactl_fd,
+        libc::SYS_syslog,
+        libc::SYS_vhangup,
+        libc::SYS_iopl,
+        libc::SYS_ioperm,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_fanotify_init,
+        libc::SYS_open_by_handle_at,
+        SYS_LSM_SET_SELF_ATTR,
+        // New namespaces would hand out capabilities inside them.
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        // io_uring performs socket and file operations without the system
+        // calls this filter sees.
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ];
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        always.iter().map(|number| (*number, Vec::new())).collect();
+
+    let ioctl_rules = [
+        FS_IOC_SETFLAGS,
+        FS_IOC32_SETFLAGS,
+        FS_IOC_SETVERSION,
+        FS_IOC32_SETVERSION,
+        FS_IOC_FSSETXATTR,
+        TIOCSTI,
+        TIOCLINUX,
+    ]
+    .into_iter()
+    .map(|request| rule(vec![condition(1, SeccompCmpOp::Eq, request)?]))
+    .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_ioctl, ioctl_rules);
+
+    // clone(2) with a namespace flag; clone3 is refused in its own filter.
+    let namespace_flags = [
+        libc::CLONE_NEWNS,
+        libc::CLONE_NEWCGROUP,
+        libc::CLONE_NEWUTS,
+        libc::CLONE_NEWIPC,
+        libc::CLONE_NEWUSER,
+        libc::CLONE_NEWPID,
+        libc::CLONE_NEWNET,
+    ];
+    let clone_rules = namespace_flags
+        .into_iter()
+        .map(|flag| {
+            let flag = u64::try_from(flag).map_err(|_| "negative clone flag".to_owned())?;
+            rule(vec![condition(0, SeccompCmpOp::MaskedEq(flag), flag)?])
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+
+    // kill(-1, ...) signals every process the caller may signal.
+    rules.insert(
+        libc::SYS_kill,
+        vec![rule(vec![condition(0, SeccompCmpOp::Eq, u64::from(u32::MAX))?])?],
+    );
+
+    if !network {
+        for number in [
+            libc::SYS_socket,
+            libc::SYS_connect,
+            libc::SYS_bind,
+            libc::SYS_listen,
+            libc::SYS_accept,
+            libc::SYS_accept4,
+        ] {
+            rules.insert(number, Vec::new());
+        }
+        // A local pair of stream or seqpacket sockets is allowed: both ends
+        // are connected to each other, so no address can be named. Datagram
+        // pairs could address other sockets with sendto/sendmsg.
+        let af_unix = u64::try_from(libc::AF_UNIX).map_err(|_| "AF_UNIX".to_owned())?;
+        let dgram = u64::try_from(libc::SOCK_DGRAM).map_err(|_| "SOCK_DGRAM".to_owned())?;
+        rules.insert(
+            libc::SYS_socketpair,
+            vec![
+                rule(vec![condition(0, SeccompCmpOp::Ne, af_unix)?])?,
+                rule(vec![condition(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), dgram)?])?,
+            ],
+        );
+    }
+    Ok(rules)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn seccomp_programs(_network: bool) -> Result<Vec<BpfProgram>, String> {
+    Err(format!(
+        "the seccomp filter is defined for x86_64 only, not {}",
+        std::env::consts::ARCH
+    ))
+}
+
+fn errno(value: i32) -> Result<u32, String> {
+    u32::try_from(value).map_err(|_| "negative errno".to_owned())
+}
+
+#[cfg(target_arch = "x86_64")]
+/// The seccomp programs: the denial list (EPERM), preceded by a guard that
+/// refuses x32 system call numbers, which share the x86_64 audit arch and
+/// would otherwise slip past a list of x86_64 numbers; and `clone3`, refused
+/// with ENOSYS so that libc falls back to `clone`, whose flags the first
+/// program can inspect.
+fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, String> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| format!("seccomp: {error}"))?;
+    let compile = |rules, action| -> Result<BpfProgram, String> {
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+            .map_err(|error| format!("seccomp: {error}"))?;
+        BpfProgram::try_from(filter).map_err(|error| format!("seccomp: {error}"))
+    };
+    let denied = compile(
+        denied_syscalls(network)?,
+        SeccompAction::Errno(errno(libc::EPERM)?),
+    )?;
+    let mut guarded = x32_guard(errno(libc::ENOSYS)?);
+    guarded.extend(denied);
+    let clone3 = compile(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Errno(errno(libc::ENOSYS)?),
+    )?;
+    Ok(vec![guarded, clone3])
+}
+
+/// `if (nr >= 0x40000000) return ERRNO(ENOSYS);`
+fn x32_guard(enosys: u32) -> BpfProgram {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JMP_JGE_K: u16 = 0x35;
+    const BPF_RET_K: u16 = 0x06;
+    const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    vec![
+        sock_filter {
+            code: BPF_LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        sock_filter {
+            code: BPF_JMP_JGE_K,
+            jt: 0,
+            jf: 1,
+            k: X32_SYSCALL_BIT,
+        },
+        sock_filter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ERRNO | enosys,
+        },
+    ]
+}

@@ -1,0 +1,46 @@
+//! plan-exec: the only crate that spawns processes. It runs host-run shell
+//! commands (`<shell> -c <command>`) with streamed output, a timeout,
+//! cancellation from another thread, and the kernel-enforced Linux sandbox.
+//!
+//! How a command runs:
+//! 1. [`Runner::spawn`] starts the helper binary [`HELPER_NAME`] with a plain
+//!    `std::process::Command` (no `fork` of the host, no `pre_exec`, no
+//!    `unsafe` in the host). Its stdin is a lifeline socket, its stdout and
+//!    stderr are the command's pipes.
+//! 2. The helper's supervisor stage leaves the host's session, becomes a
+//!    child subreaper and starts the confining stage in a new process group.
+//!    It watches the host (a pidfd and the lifeline: if either says the host
+//!    is gone, even after SIGKILL, it kills everything), the timeout and
+//!    cancellation (SIGTERM to the group, SIGKILL after the grace), and when
+//!    the shell exits it kills whatever the shell left behind.
+//! 3. The confining stage marks inherited descriptors close-on-exec, arms its
+//!    parent-death signal, applies the requested [`Confinement`] to itself
+//!    (Landlock ABI 3+, all capabilities dropped, no_new_privs, seccomp) and
+//!    executes the shell with stdin `/dev/null`, in the working directory,
+//!    with the minimal environment of [`CommandSpec::environment`].
+//! 4. The runner's pump thread reads both pipes, delivers [`OutputEvent`]s
+//!    (one `seq` across both streams, UTF-8 safe, coalesced up to 5 ms or
+//!    4 KiB, stopping at the retained-output cap while counting and hashing
+//!    every byte) and returns a [`CommandOutcome`].
+//!
+//! What it must not do: decide policy (which confinement a command gets, who
+//! may run what, limits per session: that is plan-core's, through the host);
+//! fall back to a weaker sandbox (a confinement that cannot be applied is
+//! [`ExecError::SandboxUnavailable`] and nothing runs); record or audit
+//! anything (the host does, through storage); depend on storage, protocol or
+//! host.
+
+#[doc(hidden)]
+pub mod helper;
+mod outcome;
+mod output;
+mod runner;
+mod scratch;
+mod spec;
+mod wire;
+
+pub use outcome::{CommandOutcome, CommandState, ExecError};
+pub use output::{OutputEvent, OutputSink, Stream};
+pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
+pub use scratch::{clear_scratch_root, create_scratch_dir, remove_scratch_dir};
+pub use spec::{CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH};

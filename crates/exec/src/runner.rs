@@ -1,0 +1,527 @@
+//! The host side of a command: starts the sandbox helper with a plain
+//! `Command` (no `fork` of the host, no `pre_exec`, no `unsafe`), pumps both
+//! output pipes on one thread per command, and turns the helper's report
+//! into a [`CommandOutcome`].
+//!
+//! It carries out the confinement the caller chose and never picks or
+//! weakens one; it records nothing (auditing is the host's job).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use rustix::event::{PollFd, PollFlags};
+
+use crate::outcome::{CommandOutcome, CommandState, ExecError};
+use crate::output::{OutputCollector, OutputSink, Stream};
+use crate::spec::{CommandSpec, Confinement};
+use crate::wire::{self, ConfineArgs, EndKind, Mode, Report, SuperviseArgs};
+
+/// The file name of the sandbox helper binary.
+pub const HELPER_NAME: &str = "plan-exec-sandbox";
+
+/// How large a pipe the runner asks for, so a fast writer needs fewer
+/// wake-ups.
+const PIPE_SIZE: usize = 1024 * 1024;
+
+/// How long output is still taken after the supervisor vanished without a
+/// report (a process it no longer kills may write forever).
+const LOST_DRAIN: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Bytes read from a pipe at a time.
+const READ_SIZE: usize = 256 * 1024;
+
+/// Whether the kernel sandbox works here, as [`Runner::sandbox_support`]
+/// found out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SandboxSupport {
+    /// The helper applied the read-only sandbox to itself and it held: the
+    /// scratch dir was writable, a sibling directory was not, no UDP socket
+    /// could be made and no capability was left.
+    Available,
+    /// The sandbox cannot be applied; confined commands will fail to start
+    /// with [`ExecError::SandboxUnavailable`].
+    Unavailable {
+        /// Why, for people.
+        reason: String,
+    },
+}
+
+/// Starts commands through one sandbox helper binary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Runner {
+    helper: PathBuf,
+}
+
+impl Runner {
+    /// A runner using the helper at `helper` (an embedder that ships the
+    /// helper somewhere else points here).
+    pub fn new(helper: impl Into<PathBuf>) -> Self {
+        Self {
+            helper: helper.into(),
+        }
+    }
+
+    /// A runner using [`HELPER_NAME`] from the directory of the current
+    /// executable, or from its parent (where Cargo puts binaries when the
+    /// current executable is a test in `deps/`).
+    pub fn beside_current_exe() -> Result<Self, ExecError> {
+        let exe = std::env::current_exe().map_err(|error| ExecError::Spawn {
+            reason: error.to_string(),
+        })?;
+        let mut directory = exe.parent();
+        for _ in 0..2 {
+            let Some(dir) = directory else { break };
+            let candidate = dir.join(HELPER_NAME);
+            if candidate.is_file() {
+                return Ok(Self::new(candidate));
+            }
+            directory = dir.parent();
+        }
+        Err(ExecError::Spawn {
+            reason: format!("{HELPER_NAME} not found beside {}", exe.display()),
+        })
+    }
+
+    /// The helper this runner starts.
+    pub fn helper(&self) -> &Path {
+        &self.helper
+    }
+
+    /// Finds out once whether the read-only sandbox can be applied here, by
+    /// having the helper apply it to itself and test it (in a temporary
+    /// directory it removes again). Takes a few milliseconds.
+    pub fn sandbox_support(&self) -> SandboxSupport {
+        static PROBE: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.subsec_nanos());
+        let name = format!(
+            "plan-exec-probe-{}-{nanos}-{}",
+            std::process::id(),
+            PROBE.fetch_add(1, Ordering::Relaxed)
+        );
+        let outside = std::env::temp_dir().join(name);
+        let scratch = match crate::scratch::create_scratch_dir(&outside, "scratch") {
+            Ok(scratch) => scratch,
+            Err(error) => {
+                return SandboxSupport::Unavailable {
+                    reason: format!("probe directory: {error}"),
+                };
+            }
+        };
+        let output = Command::new(&self.helper)
+            .arg(wire::MODE_PROBE)
+            .arg("--scratch")
+            .arg(&scratch)
+            .arg("--outside")
+            .arg(&outside)
+            .env_clear()
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        let _ = crate::scratch::remove_scratch_dir(&outside);
+        let output = match output {
+            Ok(output) => output,
+            Err(error) => {
+                return SandboxSupport::Unavailable {
+                    reason: format!(
+                        "the sandbox helper {} cannot be started: {error}",
+                        self.helper.display()
+                    ),
+                };
+            }
+        };
+        let verdict = String::from_utf8_lossy(&output.stdout);
+        let verdict = verdict.trim_end();
+        if verdict == "available" {
+            SandboxSupport::Available
+        } else if let Some(reason) = verdict.strip_prefix("unavailable ") {
+            SandboxSupport::Unavailable {
+                reason: reason.to_owned(),
+            }
+        } else {
+            SandboxSupport::Unavailable {
+                reason: format!("unexpected answer from the sandbox helper: {verdict:?}"),
+            }
+        }
+    }
+
+    /// Starts `spec`. Never fails: a command that cannot start comes back
+    /// from [`RunningCommand::wait`] as [`CommandState::FailedToStart`] with
+    /// the reason. Output events go to `sink` on the command's own thread.
+    pub fn spawn(&self, spec: CommandSpec, sink: impl OutputSink) -> RunningCommand {
+        match self.start(&spec) {
+            Ok((child, lifeline)) => {
+                let lifeline = Arc::new(lifeline);
+                let cancel = CancelHandle {
+                    lifeline: Some(Arc::clone(&lifeline)),
+                };
+                let supervisor_pid = child.id();
+                let pump = std::thread::Builder::new()
+                    .name("plan-exec-pump".into())
+                    .spawn(move || pump(child, &lifeline, &spec, sink));
+                match pump {
+                    Ok(pump) => RunningCommand {
+                        supervisor_pid: Some(supervisor_pid),
+                        cancel,
+                        pump: Some(pump),
+                        failed: None,
+                    },
+                    // The lifeline closes with the failed closure, which makes
+                    // the supervisor kill the command.
+                    Err(error) => RunningCommand::failed(ExecError::Spawn {
+                        reason: format!("pump thread: {error}"),
+                    }),
+                }
+            }
+            Err(error) => RunningCommand::failed(error),
+        }
+    }
+
+    fn start(&self, spec: &CommandSpec) -> Result<(Child, UnixStream), ExecError> {
+        if spec.command.contains('\0') {
+            return Err(ExecError::InvalidSpec {
+                reason: "the command contains a NUL byte".into(),
+            });
+        }
+        if !std::fs::metadata(&spec.scratch_dir).is_ok_and(|metadata| metadata.is_dir()) {
+            return Err(ExecError::ScratchDirMissing {
+                path: spec.scratch_dir.clone(),
+            });
+        }
+        if let Err(error) = std::fs::metadata(&spec.cwd).and_then(|metadata| {
+            if metadata.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("not a directory"))
+            }
+        }) {
+            return Err(ExecError::CwdUnavailable {
+                cwd: spec.cwd.clone(),
+                reason: error.to_string(),
+            });
+        }
+        let mode = match &spec.confinement {
+            Confinement::None => Mode::None,
+            Confinement::ReadOnly => Mode::ReadOnly,
+            Confinement::WorkspaceWrite {
+                workspace_root,
+                network,
+            } => Mode::WorkspaceWrite {
+                workspace_root: workspace_root.clone(),
+                network: *network,
+            },
+        };
+        let args = SuperviseArgs {
+            host_pid: std::process::id(),
+            timeout: spec.timeout,
+            grace: spec.grace,
+            cwd: spec.cwd.clone(),
+            confine: ConfineArgs {
+                expected_parent: std::process::id(),
+                mode,
+                scratch_dir: spec.scratch_dir.clone(),
+                shell: spec.shell.clone(),
+                command: spec.command.clone().into(),
+            },
+        };
+        let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {
+            reason: error.to_string(),
+        })?;
+        let child = Command::new(&self.helper)
+            .args(args.encode())
+            .env_clear()
+            .envs(spec.environment())
+            .current_dir("/")
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|error| {
+                let reason = format!(
+                    "the sandbox helper {} cannot be started: {error}",
+                    self.helper.display()
+                );
+                if spec.confinement.is_sandboxed() {
+                    ExecError::SandboxUnavailable { reason }
+                } else {
+                    ExecError::Spawn { reason }
+                }
+            })?;
+        Ok((child, ours))
+    }
+}
+
+/// Cancels one command from any thread. Cloneable; cancelling twice, or
+/// after the command ended, does nothing.
+#[derive(Clone, Debug)]
+pub struct CancelHandle {
+    lifeline: Option<Arc<UnixStream>>,
+}
+
+impl CancelHandle {
+    /// Asks the supervisor to end the command: SIGTERM to its process group,
+    /// SIGKILL after the grace. Returns at once; the outcome says
+    /// [`CommandState::Cancelled`] unless the command had already ended.
+    pub fn cancel(&self) {
+        if let Some(lifeline) = &self.lifeline {
+            // A supervisor that is already gone needs no cancelling.
+            let _ = (&**lifeline).write_all(wire::CANCEL);
+        }
+    }
+}
+
+/// A started command.
+#[derive(Debug)]
+pub struct RunningCommand {
+    supervisor_pid: Option<u32>,
+    cancel: CancelHandle,
+    pump: Option<JoinHandle<CommandOutcome>>,
+    failed: Option<ExecError>,
+}
+
+impl RunningCommand {
+    fn failed(error: ExecError) -> Self {
+        Self {
+            supervisor_pid: None,
+            cancel: CancelHandle { lifeline: None },
+            pump: None,
+            failed: Some(error),
+        }
+    }
+
+    /// Cancels the command (see [`CancelHandle::cancel`]).
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// A handle to cancel the command from another thread while this one
+    /// waits.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// The pid of the supervising helper process, if it started.
+    pub fn supervisor_pid(&self) -> Option<u32> {
+        self.supervisor_pid
+    }
+
+    /// Waits until the command and everything it started are gone and all
+    /// output has been delivered, and returns the outcome.
+    pub fn wait(self) -> CommandOutcome {
+        if let Some(pump) = self.pump {
+            match pump.join() {
+                Ok(outcome) => return outcome,
+                Err(_) => {
+                    return not_started(ExecError::Spawn {
+                        reason: "the pump thread panicked".into(),
+                    });
+                }
+            }
+        }
+        not_started(self.failed.unwrap_or(ExecError::Spawn {
+            reason: "the command was not started".into(),
+        }))
+    }
+}
+
+fn not_started(error: ExecError) -> CommandOutcome {
+    let totals = OutputCollector::new(0).totals();
+    CommandOutcome {
+        state: CommandState::FailedToStart,
+        exit_code: None,
+        signal: None,
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        truncated: false,
+        stdout_sha256: totals.stdout_sha256,
+        stderr_sha256: totals.stderr_sha256,
+        output_sha256: totals.output_sha256,
+        error: Some(error),
+    }
+}
+
+/// Makes a read end non-blocking and large. Both are optimisations only: a
+/// pipe that refuses them still works, one read per poll.
+fn tune_pipe(fd: impl AsFd) {
+    let _ = rustix::io::ioctl_fionbio(&fd, true);
+    let _ = rustix::pipe::fcntl_setpipe_size(&fd, PIPE_SIZE);
+}
+
+/// One open output pipe.
+struct Pipe {
+    reader: Option<File>,
+    stream: Stream,
+}
+
+/// Reads both pipes and the lifeline until the supervisor has reported and
+/// both pipes are closed, delivering events on the way.
+fn pump(
+    mut child: Child,
+    lifeline: &UnixStream,
+    spec: &CommandSpec,
+    mut sink: impl OutputSink,
+) -> CommandOutcome {
+    let stdout = child
+        .stdout
+        .take()
+        .map(|pipe: ChildStdout| File::from(OwnedFd::from(pipe)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|pipe: ChildStderr| File::from(OwnedFd::from(pipe)));
+    for pipe in stdout.iter().chain(stderr.iter()) {
+        tune_pipe(pipe);
+    }
+    let mut out = Pipe {
+        reader: stdout,
+        stream: Stream::Stdout,
+    };
+    let mut err = Pipe {
+        reader: stderr,
+        stream: Stream::Stderr,
+    };
+    let mut collector = OutputCollector::new(spec.output_cap);
+    let mut buffer = vec![0_u8; READ_SIZE];
+    let mut report_line: Vec<u8> = Vec::new();
+    let mut report: Option<Report> = None;
+    let mut lifeline_open = true;
+    let mut lost_since: Option<Instant> = None;
+    loop {
+        let pipes_open = out.reader.is_some() || err.reader.is_some();
+        if !pipes_open && (report.is_some() || !lifeline_open) {
+            break;
+        }
+        // The supervisor vanished without a report: whatever still holds the
+        // pipes is not waited for; take what is there and stop.
+        let lost = report.is_none() && !lifeline_open;
+        if lost && lost_since.get_or_insert_with(Instant::now).elapsed() > LOST_DRAIN {
+            break;
+        }
+        let now = Instant::now();
+        let timeout = if lost {
+            Some(rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            })
+        } else {
+            collector
+                .due()
+                .and_then(|due| rustix::event::Timespec::try_from(due.saturating_duration_since(now)).ok())
+        };
+        let (out_ready, err_ready, lifeline_ready) = {
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
+            let out_index = out.reader.as_ref().map(|reader| {
+                fds.push(PollFd::new(reader, PollFlags::IN));
+                fds.len() - 1
+            });
+            let err_index = err.reader.as_ref().map(|reader| {
+                fds.push(PollFd::new(reader, PollFlags::IN));
+                fds.len() - 1
+            });
+            let lifeline_index = lifeline_open.then(|| {
+                fds.push(PollFd::new(lifeline, PollFlags::IN));
+                fds.len() - 1
+            });
+            match rustix::event::poll(&mut fds, timeout.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => break,
+            }
+            let ready = |index: Option<usize>| index.is_some_and(|index| !fds[index].revents().is_empty());
+            (ready(out_index), ready(err_index), ready(lifeline_index))
+        };
+        let now = Instant::now();
+        let mut progressed = false;
+        for (pipe, ready) in [(&mut out, out_ready), (&mut err, err_ready)] {
+            if !ready {
+                continue;
+            }
+            progressed = true;
+            // Drain what is there (the pipe is non-blocking), so a fast
+            // writer costs one poll per pipe-full rather than per read.
+            while let Some(reader) = pipe.reader.as_mut() {
+                match reader.read(&mut buffer) {
+                    Ok(0) => {
+                        pipe.reader = None;
+                        collector.finish_stream(pipe.stream, now, &mut sink);
+                    }
+                    Ok(read) => {
+                        collector.push(pipe.stream, &buffer[..read], now, &mut sink);
+                        if read < buffer.len() {
+                            break;
+                        }
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        pipe.reader = None;
+                        collector.finish_stream(pipe.stream, now, &mut sink);
+                    }
+                }
+            }
+        }
+        if lifeline_ready {
+            progressed = true;
+            match (&*lifeline).read(&mut buffer) {
+                Ok(0) | Err(_) => lifeline_open = false,
+                Ok(read) => {
+                    report_line.extend_from_slice(&buffer[..read]);
+                    if report_line.contains(&b'\n') {
+                        report = Report::parse(&String::from_utf8_lossy(&report_line));
+                        lifeline_open = false;
+                    }
+                }
+            }
+        }
+        if collector.due().is_some_and(|due| Instant::now() >= due) {
+            collector.flush(&mut sink);
+        }
+        if lost && !progressed {
+            break;
+        }
+    }
+    collector.flush(&mut sink);
+    drop(out);
+    drop(err);
+    let _ = child.wait();
+    let totals = collector.totals();
+    let (state, exit_code, signal, error) = match report {
+        Some(Report::End {
+            kind,
+            exit_code,
+            signal,
+        }) => {
+            let state = match kind {
+                EndKind::Exited => CommandState::Exited,
+                EndKind::TimedOut => CommandState::TimedOut,
+                EndKind::Cancelled => CommandState::Cancelled,
+            };
+            (state, exit_code, signal, None)
+        }
+        Some(Report::Fail { kind, reason }) => {
+            let error = wire::failure_error(kind, reason, &spec.shell, &spec.cwd, &spec.scratch_dir);
+            (CommandState::FailedToStart, None, None, Some(error))
+        }
+        None => (CommandState::Lost, None, None, None),
+    };
+    CommandOutcome {
+        state,
+        exit_code,
+        signal,
+        stdout_bytes: totals.stdout_bytes,
+        stderr_bytes: totals.stderr_bytes,
+        truncated: totals.truncated,
+        stdout_sha256: totals.stdout_sha256,
+        stderr_sha256: totals.stderr_sha256,
+        output_sha256: totals.output_sha256,
+        error,
+    }
+}

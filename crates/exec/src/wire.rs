@@ -1,0 +1,342 @@
+//! The private conversation between the library and its sandbox helper:
+//! the argument vectors of the helper's modes and the one-line reports sent
+//! back over the lifeline socket.
+//!
+//! Both ends live in this crate and change together; nothing here is a
+//! public or stable format, and nothing here decides anything.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::outcome::ExecError;
+
+/// The confinement as the helper receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    None,
+    ReadOnly,
+    WorkspaceWrite { workspace_root: PathBuf, network: bool },
+}
+
+/// Everything the confining stage needs to restrict itself and exec the
+/// shell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ConfineArgs {
+    pub(crate) expected_parent: u32,
+    pub(crate) mode: Mode,
+    pub(crate) scratch_dir: PathBuf,
+    pub(crate) shell: PathBuf,
+    pub(crate) command: OsString,
+}
+
+/// Everything the supervisor needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SuperviseArgs {
+    pub(crate) host_pid: u32,
+    pub(crate) timeout: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) cwd: PathBuf,
+    pub(crate) confine: ConfineArgs,
+}
+
+pub(crate) const MODE_SUPERVISE: &str = "supervise";
+pub(crate) const MODE_CONFINE: &str = "confine";
+pub(crate) const MODE_PROBE: &str = "probe";
+
+fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
+    out.push("--scratch".into());
+    out.push(args.scratch_dir.clone().into_os_string());
+    match &args.mode {
+        Mode::None => out.push("--none".into()),
+        Mode::ReadOnly => out.push("--read-only".into()),
+        Mode::WorkspaceWrite {
+            workspace_root,
+            network,
+        } => {
+            out.push("--workspace".into());
+            out.push(workspace_root.clone().into_os_string());
+            if *network {
+                out.push("--network".into());
+            }
+        }
+    }
+    out.push("--shell".into());
+    out.push(args.shell.clone().into_os_string());
+    out.push("--".into());
+    out.push(args.command.clone());
+}
+
+impl ConfineArgs {
+    pub(crate) fn encode(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec![
+            MODE_CONFINE.into(),
+            "--parent".into(),
+            self.expected_parent.to_string().into(),
+        ];
+        push_confine(self, &mut out);
+        out
+    }
+}
+
+impl SuperviseArgs {
+    pub(crate) fn encode(&self) -> Vec<OsString> {
+        let mut out: Vec<OsString> = vec![
+            MODE_SUPERVISE.into(),
+            "--parent".into(),
+            self.host_pid.to_string().into(),
+            "--timeout-ms".into(),
+            millis(self.timeout).into(),
+            "--grace-ms".into(),
+            millis(self.grace).into(),
+            "--cwd".into(),
+            self.cwd.clone().into_os_string(),
+        ];
+        push_confine(&self.confine, &mut out);
+        out
+    }
+}
+
+/// Whole milliseconds, saturating at `u64::MAX` (which the helper treats as
+/// "never").
+fn millis(duration: Duration) -> String {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .to_string()
+}
+
+/// Options of a helper stage, as parsed.
+pub(crate) struct Decoded {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) grace: Option<Duration>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) confine: ConfineArgs,
+}
+
+/// Parses the options after the mode word. Unknown or missing options are
+/// an error: the helper is only ever started by this crate.
+pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
+    let mut parent = None;
+    let mut timeout = None;
+    let mut grace = None;
+    let mut cwd = None;
+    let mut scratch = None;
+    let mut mode = None;
+    let mut network = false;
+    let mut workspace = None;
+    let mut shell = None;
+    let mut command = None;
+    let mut iter = args.iter();
+    while let Some(flag) = iter.next() {
+        let flag = flag.to_str().ok_or("non-UTF-8 option")?;
+        let mut value = || {
+            iter.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--parent" => parent = Some(number(&value()?)?),
+            "--timeout-ms" => timeout = Some(Duration::from_millis(number(&value()?)?)),
+            "--grace-ms" => grace = Some(Duration::from_millis(number(&value()?)?)),
+            "--cwd" => cwd = Some(PathBuf::from(value()?)),
+            "--scratch" => scratch = Some(PathBuf::from(value()?)),
+            "--none" => mode = Some(false),
+            "--read-only" => mode = Some(true),
+            "--workspace" => workspace = Some(PathBuf::from(value()?)),
+            "--network" => network = true,
+            "--shell" => shell = Some(PathBuf::from(value()?)),
+            "--" => {
+                command = Some(value()?);
+                break;
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    let mode = match (mode, workspace) {
+        (Some(false), None) => Mode::None,
+        (Some(true), None) => Mode::ReadOnly,
+        (None, Some(workspace_root)) => Mode::WorkspaceWrite {
+            workspace_root,
+            network,
+        },
+        (Some(_), Some(_)) | (None, None) => return Err("exactly one confinement is required".into()),
+    };
+    let parent = parent.ok_or("--parent is required")?;
+    let confine = ConfineArgs {
+        expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
+        mode,
+        scratch_dir: scratch.ok_or("--scratch is required")?,
+        shell: shell.ok_or("--shell is required")?,
+        command: command.ok_or("the command is required")?,
+    };
+    Ok(Decoded {
+        timeout,
+        grace,
+        cwd,
+        confine,
+    })
+}
+
+fn number(value: &OsStr) -> Result<u64, String> {
+    value
+        .to_str()
+        .and_then(|text| text.parse().ok())
+        .ok_or_else(|| format!("not a number: {value:?}"))
+}
+
+/// The kinds of failure a helper stage reports before the shell runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FailKind {
+    Sandbox,
+    Shell,
+    Cwd,
+    Scratch,
+    Spawn,
+}
+
+impl FailKind {
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            FailKind::Sandbox => "sandbox",
+            FailKind::Shell => "shell",
+            FailKind::Cwd => "cwd",
+            FailKind::Scratch => "scratch",
+            FailKind::Spawn => "spawn",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Self> {
+        [
+            FailKind::Sandbox,
+            FailKind::Shell,
+            FailKind::Cwd,
+            FailKind::Scratch,
+            FailKind::Spawn,
+        ]
+        .into_iter()
+        .find(|kind| kind.word() == word)
+    }
+}
+
+/// A failure as one line: `<kind> <reason>`; newlines in the reason become
+/// spaces.
+pub(crate) fn failure_line(kind: FailKind, reason: &str) -> String {
+    format!("{} {}\n", kind.word(), reason.replace('\n', " "))
+}
+
+/// Parses `<kind> <reason>`.
+pub(crate) fn parse_failure(line: &str) -> Option<(FailKind, String)> {
+    let (word, reason) = line.trim_end().split_once(' ').unwrap_or((line.trim_end(), ""));
+    FailKind::parse(word).map(|kind| (kind, reason.to_owned()))
+}
+
+/// Maps a reported failure to the crate error, given the spec's paths.
+pub(crate) fn failure_error(
+    kind: FailKind,
+    reason: String,
+    shell: &std::path::Path,
+    cwd: &std::path::Path,
+    scratch: &std::path::Path,
+) -> ExecError {
+    match kind {
+        FailKind::Sandbox => ExecError::SandboxUnavailable { reason },
+        FailKind::Shell => ExecError::ShellUnavailable {
+            shell: shell.to_path_buf(),
+            reason,
+        },
+        FailKind::Cwd => ExecError::CwdUnavailable {
+            cwd: cwd.to_path_buf(),
+            reason,
+        },
+        FailKind::Scratch => ExecError::ScratchDirMissing {
+            path: scratch.to_path_buf(),
+        },
+        FailKind::Spawn => ExecError::Spawn { reason },
+    }
+}
+
+/// How the supervised shell ended, as the supervisor reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EndKind {
+    Exited,
+    TimedOut,
+    Cancelled,
+}
+
+impl EndKind {
+    fn word(self) -> &'static str {
+        match self {
+            EndKind::Exited => "exited",
+            EndKind::TimedOut => "timed-out",
+            EndKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A supervisor report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Report {
+    End {
+        kind: EndKind,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    },
+    Fail {
+        kind: FailKind,
+        reason: String,
+    },
+}
+
+fn optional(value: Option<i32>) -> String {
+    value.map_or_else(|| "-".to_owned(), |value| value.to_string())
+}
+
+impl Report {
+    pub(crate) fn line(&self) -> String {
+        match self {
+            Report::End {
+                kind,
+                exit_code,
+                signal,
+            } => {
+                format!(
+                    "end {} {} {}\n",
+                    kind.word(),
+                    optional(*exit_code),
+                    optional(*signal)
+                )
+            }
+            Report::Fail { kind, reason } => format!("fail {}", failure_line(*kind, reason)),
+        }
+    }
+
+    pub(crate) fn parse(line: &str) -> Option<Self> {
+        if let Some(rest) = line.strip_prefix("end ") {
+            let mut words = rest.split_whitespace();
+            let kind = match words.next()? {
+                "exited" => EndKind::Exited,
+                "timed-out" => EndKind::TimedOut,
+                "cancelled" => EndKind::Cancelled,
+                _ => return None,
+            };
+            let parse = |word: Option<&str>| -> Option<Option<i32>> {
+                match word? {
+                    "-" => Some(None),
+                    number => number.parse().ok().map(Some),
+                }
+            };
+            let exit_code = parse(words.next())?;
+            let signal = parse(words.next())?;
+            return Some(Report::End {
+                kind,
+                exit_code,
+                signal,
+            });
+        }
+        let (kind, reason) = parse_failure(line.strip_prefix("fail ")?)?;
+        Some(Report::Fail { kind, reason })
+    }
+}
+
+/// The one command the library sends the supervisor.
+pub(crate) const CANCEL: &[u8] = b"cancel\n";

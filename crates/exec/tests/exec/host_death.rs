@@ -1,0 +1,107 @@
+//! A host that dies, even by SIGKILL, takes its commands with it; a
+//! supervisor killed from outside takes the shell with it (parent-death
+//! signal) and the outcome says `Lost`.
+//!
+//! The "host" is this test binary run again with `PLAN_EXEC_TEST_HOST` set:
+//! it starts a command, says it is ready, and waits to be killed.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use plan_exec::{CommandState, Confinement};
+
+use crate::support::*;
+
+const HOST_ENV: &str = "PLAN_EXEC_TEST_HOST";
+
+/// The host side; does nothing in a normal test run.
+#[test]
+fn host_process_entry() {
+    let Some(dir) = std::env::var_os(HOST_ENV) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let scratch = dir.join("scratch");
+    let confinement = if std::env::var_os("PLAN_EXEC_TEST_SANDBOX").is_some() {
+        Confinement::ReadOnly
+    } else {
+        Confinement::None
+    };
+    let running = runner().spawn(
+        spec(
+            "sleep 60 & echo $! > \"$TMPDIR/bg.pid\"; echo $$ > \"$TMPDIR/sh.pid\"; sleep 60",
+            &scratch,
+            &scratch,
+            confinement,
+        ),
+        |_| {},
+    );
+    read_pid(&scratch.join("sh.pid"));
+    read_pid(&scratch.join("bg.pid"));
+    std::fs::write(dir.join("ready"), running.supervisor_pid().unwrap().to_string()).unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+#[test]
+fn sigkill_of_the_host_kills_its_commands() {
+    let mut cases = vec![false];
+    if sandbox_available("sigkill_of_the_host_kills_its_commands") {
+        cases.push(true);
+    }
+    for sandboxed in cases {
+        let dirs = dirs();
+        let mut host = Command::new(std::env::current_exe().unwrap());
+        host.args([
+            "--exact",
+            "host_death::host_process_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(HOST_ENV, dirs.root.path());
+        if sandboxed {
+            host.env("PLAN_EXEC_TEST_SANDBOX", "1");
+        }
+        let mut host = host.spawn().unwrap();
+        assert!(
+            eventually(Duration::from_secs(30), || dirs
+                .root
+                .path()
+                .join("ready")
+                .exists()),
+            "the test host never got ready"
+        );
+        let shell = read_pid(&dirs.scratch.join("sh.pid"));
+        let background = read_pid(&dirs.scratch.join("bg.pid"));
+        assert!(alive(shell) && alive(background));
+        host.kill().unwrap();
+        host.wait().unwrap();
+        for pid in [shell, background] {
+            assert!(
+                eventually(Duration::from_secs(10), || !alive(pid)),
+                "pid {pid} outlived its SIGKILLed host"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_killed_supervisor_takes_the_shell_with_it() {
+    let dirs = dirs();
+    let (running, _) = start(spec(
+        "echo $$ > \"$TMPDIR/sh.pid\"; sleep 60",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    ));
+    let shell = read_pid(&dirs.scratch.join("sh.pid"));
+    let supervisor =
+        rustix::process::Pid::from_raw(i32::try_from(running.supervisor_pid().unwrap()).unwrap()).unwrap();
+    rustix::process::kill_process(supervisor, rustix::process::Signal::KILL).unwrap();
+    let outcome = running.wait();
+    assert_eq!(outcome.state, CommandState::Lost);
+    assert!(
+        eventually(Duration::from_secs(10), || !alive(shell)),
+        "the shell outlived its supervisor"
+    );
+}

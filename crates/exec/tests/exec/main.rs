@@ -1,0 +1,18 @@
+//! Black-box tests of plan-exec, one binary: the runner (streaming, UTF-8,
+//! cap, hashes, timeout, cancellation, background jobs, host death, start
+//! failures, scratch directories) and the sandbox helper (every write form,
+//! network, privileges, escapes, reads), driven through the public API and
+//! the built `plan-exec-sandbox` binary.
+
+// Test code: a failed expectation should stop the test loudly, helpers included.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod failures;
+mod host_death;
+mod network;
+mod privileges;
+mod reads;
+mod runner;
+mod scratch;
+mod support;
+mod writes;

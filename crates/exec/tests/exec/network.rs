@@ -1,0 +1,200 @@
+//! No network in the sandbox: TCP and UDP to loopback listeners this test
+//! owns never arrive (IPv4 and IPv6), unix sockets cannot be connected to,
+//! datagram socketpairs are refused; a stream socketpair still works. Each
+//! probe is shown to arrive when run without a sandbox.
+
+use std::io::ErrorKind;
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::net::{UnixDatagram, UnixListener};
+use std::path::Path;
+
+use plan_exec::{CommandState, Confinement, Stream};
+
+use crate::support::*;
+
+struct Listeners {
+    tcp4: TcpListener,
+    tcp6: Option<TcpListener>,
+    udp4: UdpSocket,
+    unix_stream: UnixListener,
+    unix_dgram: UnixDatagram,
+}
+
+impl Listeners {
+    fn bind(dir: &Path) -> Self {
+        let tcp4 = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp6 = TcpListener::bind("[::1]:0").ok();
+        let udp4 = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let unix_stream = UnixListener::bind(dir.join("stream.sock")).unwrap();
+        let unix_dgram = UnixDatagram::bind(dir.join("dgram.sock")).unwrap();
+        for nonblocking in [tcp4.set_nonblocking(true), udp4.set_nonblocking(true)] {
+            nonblocking.unwrap();
+        }
+        if let Some(tcp6) = &tcp6 {
+            tcp6.set_nonblocking(true).unwrap();
+        }
+        unix_stream.set_nonblocking(true).unwrap();
+        unix_dgram.set_nonblocking(true).unwrap();
+        Self {
+            tcp4,
+            tcp6,
+            udp4,
+            unix_stream,
+            unix_dgram,
+        }
+    }
+
+    /// The probes: (name, command, what receives it).
+    fn probes(&self, dir: &Path) -> Vec<(&'static str, String, Receiver)> {
+        let tcp = self.tcp4.local_addr().unwrap().port();
+        let udp = self.udp4.local_addr().unwrap().port();
+        let stream = dir.join("stream.sock").display().to_string();
+        let dgram = dir.join("dgram.sock").display().to_string();
+        let mut probes = vec![
+            (
+                "bash /dev/tcp",
+                format!("echo x > /dev/tcp/127.0.0.1/{tcp}"),
+                Receiver::Tcp4,
+            ),
+            (
+                "bash /dev/udp",
+                format!("echo x > /dev/udp/127.0.0.1/{udp}"),
+                Receiver::Udp4,
+            ),
+            (
+                "python tcp",
+                format!(
+                    "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {tcp})).send(b'x')\""
+                ),
+                Receiver::Tcp4,
+            ),
+            (
+                "python udp",
+                format!(
+                    "python3 -c \"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp}))\""
+                ),
+                Receiver::Udp4,
+            ),
+            (
+                "python unix stream connect",
+                format!(
+                    "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{stream}'); s.send(b'x')\""
+                ),
+                Receiver::UnixStream,
+            ),
+            (
+                "python unix datagram sendto",
+                format!(
+                    "python3 -c \"import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'x', '{dgram}')\""
+                ),
+                Receiver::UnixDgram,
+            ),
+            (
+                "python datagram socketpair sendto",
+                format!(
+                    "python3 -c \"import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'x', '{dgram}')\""
+                ),
+                Receiver::UnixDgram,
+            ),
+        ];
+        if let Some(tcp6) = &self.tcp6 {
+            let port = tcp6.local_addr().unwrap().port();
+            probes.push((
+                "python tcp6",
+                format!("python3 -c \"import socket; socket.create_connection(('::1', {port})).send(b'x')\""),
+                Receiver::Tcp6,
+            ));
+        }
+        probes
+    }
+
+    /// Whether anything arrived at `receiver` (consuming it).
+    fn arrived(&self, receiver: Receiver) -> bool {
+        let mut buffer = [0_u8; 16];
+        let result = match receiver {
+            Receiver::Tcp4 => self.tcp4.accept().map(|_| ()),
+            Receiver::Tcp6 => self.tcp6.as_ref().unwrap().accept().map(|_| ()),
+            Receiver::Udp4 => self.udp4.recv(&mut buffer).map(|_| ()),
+            Receiver::UnixStream => self.unix_stream.accept().map(|_| ()),
+            Receiver::UnixDgram => self.unix_dgram.recv(&mut buffer).map(|_| ()),
+        };
+        match result {
+            Ok(()) => true,
+            Err(error) if error.kind() == ErrorKind::WouldBlock => false,
+            Err(error) => panic!("listener failed: {error}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Receiver {
+    Tcp4,
+    Tcp6,
+    Udp4,
+    UnixStream,
+    UnixDgram,
+}
+
+#[test]
+fn no_connection_or_datagram_leaves_the_sandbox() {
+    if !sandbox_available("no_connection_or_datagram_leaves_the_sandbox") {
+        return;
+    }
+    let dirs = dirs();
+    let listeners = Listeners::bind(dirs.root.path());
+    let workspace = dirs.root.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let mut failures = Vec::new();
+    for (name, command, receiver) in listeners.probes(dirs.root.path()) {
+        for confinement in [
+            Confinement::ReadOnly,
+            Confinement::WorkspaceWrite {
+                workspace_root: workspace.clone(),
+                network: false,
+            },
+        ] {
+            let (outcome, _) = run(spec(&command, &dirs.scratch, &dirs.scratch, confinement.clone()));
+            assert_eq!(outcome.state, CommandState::Exited, "{name}: {outcome:?}");
+            if outcome.exit_code == Some(0) {
+                failures.push(format!("{name} under {confinement:?}: the client did not fail"));
+            }
+            if listeners.arrived(receiver) {
+                failures.push(format!("{name} under {confinement:?}: it arrived"));
+            }
+        }
+        // Without a sandbox (and with network allowed) the same probe
+        // arrives: the check above can fail.
+        for confinement in [
+            Confinement::None,
+            Confinement::WorkspaceWrite {
+                workspace_root: workspace.clone(),
+                network: true,
+            },
+        ] {
+            let (outcome, events) = run(spec(&command, &dirs.scratch, &dirs.scratch, confinement.clone()));
+            if !listeners.arrived(receiver) {
+                failures.push(format!(
+                    "{name} under {confinement:?}: the control did not arrive ({outcome:?}, {})",
+                    events.text(Stream::Stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_local_stream_socketpair_still_works() {
+    if !sandbox_available("a_local_stream_socketpair_still_works") {
+        return;
+    }
+    let dirs = dirs();
+    let (outcome, events) = run(spec(
+        "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'paired'); print(b.recv(6).decode())\"",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+    ));
+    assert_eq!(outcome.exit_code, Some(0), "{}", events.text(Stream::Stderr));
+    assert_eq!(events.text(Stream::Stdout), "paired\n");
+}

@@ -1,0 +1,421 @@
+//! The runner: streaming order with one seq across both streams, UTF-8
+//! chunks that never split a character, U+FFFD for invalid bytes, the cap
+//! with exact byte counts, the output hashes (of the delivered text), the minimal environment,
+//! stdin, descriptors, the process group, the timeout (the whole group gone,
+//! background jobs included), cancellation from another thread, and
+//! background jobs killed when the shell exits.
+
+use std::time::Duration;
+
+use plan_exec::{CommandState, Confinement, OutputEvent, Stream};
+
+use crate::support::*;
+
+/// Every case runs unsandboxed and, where available, read-only.
+fn confinements() -> Vec<Confinement> {
+    let mut all = vec![Confinement::None];
+    if sandbox_available("runner") {
+        all.push(Confinement::ReadOnly);
+    }
+    all
+}
+
+fn printf_escape(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("\\x{byte:02x}")).collect()
+}
+
+#[test]
+fn output_keeps_arrival_order_with_one_seq_across_both_streams() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        let (outcome, events) = run(spec(
+            "printf o1; sleep 0.1; printf e1 >&2; sleep 0.1; printf o2; sleep 0.1; printf e2 >&2",
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement,
+        ));
+        assert_eq!(outcome.exit_code, Some(0));
+        let expected = [
+            (Stream::Stdout, "o1"),
+            (Stream::Stderr, "e1"),
+            (Stream::Stdout, "o2"),
+            (Stream::Stderr, "e2"),
+        ];
+        let expected: Vec<OutputEvent> = expected
+            .iter()
+            .zip(0..)
+            .map(|((stream, chunk), seq)| OutputEvent {
+                stream: *stream,
+                seq,
+                chunk: (*chunk).to_owned(),
+            })
+            .collect();
+        assert_eq!(events.all(), expected);
+    }
+}
+
+#[test]
+fn small_writes_are_coalesced() {
+    let dirs = dirs();
+    let (_, events) = run(spec(
+        "for i in $(seq 200); do printf x; done",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    ));
+    assert_eq!(events.text(Stream::Stdout), "x".repeat(200));
+    assert!(
+        events.all().len() < 200,
+        "{} events for 200 writes",
+        events.all().len()
+    );
+    let seqs: Vec<u64> = events.all().iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_character_split_across_writes_is_never_split_in_a_chunk() {
+    let text = "aé€😀z";
+    let bytes = text.as_bytes();
+    for split in 1..bytes.len() {
+        let dirs = dirs();
+        let command = format!(
+            "printf '{}'; sleep 0.05; printf '{}'",
+            printf_escape(&bytes[..split]),
+            printf_escape(&bytes[split..])
+        );
+        let (outcome, events) = run(spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None));
+        assert_eq!(outcome.stdout_bytes, bytes.len() as u64);
+        assert_eq!(events.text(Stream::Stdout), text, "split at {split}");
+        assert!(
+            events.all().iter().all(|event| !event.chunk.contains('\u{FFFD}')),
+            "split at {split}"
+        );
+    }
+}
+
+#[test]
+fn invalid_bytes_become_replacement_characters() {
+    let cases: [(&[u8], &str); 4] = [
+        (b"a\xffb", "a\u{FFFD}b"),
+        (b"\xe2\x82", "\u{FFFD}"),
+        (b"x\xe2\x82y", "x\u{FFFD}y"),
+        (b"\xc3\x28", "\u{FFFD}("),
+    ];
+    for (bytes, expected) in cases {
+        let dirs = dirs();
+        let command = format!("printf '{}'", printf_escape(bytes));
+        let (outcome, events) = run(spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None));
+        assert_eq!(events.text(Stream::Stdout), expected, "{bytes:?}");
+        assert_eq!(outcome.stdout_bytes, bytes.len() as u64);
+        assert_eq!(outcome.stdout_sha256, sha256_hex(expected.as_bytes()));
+    }
+}
+
+#[test]
+fn the_cap_stops_events_but_counts_and_hashes_every_byte() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        let mut capped = spec(
+            "head -c 3000 /dev/zero | tr '\\0' a; sleep 0.05; printf bbb >&2",
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement.clone(),
+        );
+        capped.output_cap = 1000;
+        let (outcome, events) = run(capped);
+        assert_eq!(events.text(Stream::Stdout), "a".repeat(1000));
+        assert_eq!(events.text(Stream::Stderr), "");
+        assert_eq!(
+            (outcome.stdout_bytes, outcome.stderr_bytes, outcome.truncated),
+            (3000, 3, true)
+        );
+        // The hashes cover what was delivered: 1000 bytes of stdout, no stderr.
+        let stdout_hash = sha256_hex("a".repeat(1000).as_bytes());
+        let stderr_hash = sha256_hex(b"");
+        assert_eq!(outcome.stdout_sha256, stdout_hash);
+        assert_eq!(outcome.stderr_sha256, stderr_hash);
+        let mut combined = hex::decode(&stdout_hash).unwrap();
+        combined.extend(hex::decode(&stderr_hash).unwrap());
+        assert_eq!(outcome.output_sha256, sha256_hex(&combined));
+
+        // Exactly the cap is not truncated.
+        let mut exact = spec("printf 0123456789", &dirs.scratch, &dirs.scratch, confinement);
+        exact.output_cap = 10;
+        let (outcome, events) = run(exact);
+        assert_eq!(
+            (events.text(Stream::Stdout).as_str(), outcome.truncated),
+            ("0123456789", false)
+        );
+    }
+}
+
+#[test]
+fn the_cap_never_cuts_a_character_in_half() {
+    let dirs = dirs();
+    let mut capped = spec("printf 'ab€€'", &dirs.scratch, &dirs.scratch, Confinement::None);
+    capped.output_cap = 4;
+    let (outcome, events) = run(capped);
+    assert_eq!(events.text(Stream::Stdout), "ab");
+    assert_eq!((outcome.stdout_bytes, outcome.truncated), (8, true));
+}
+
+#[test]
+fn a_large_output_is_counted_exactly() {
+    let dirs = dirs();
+    let (outcome, events) = run(spec(
+        "head -c 20000000 /dev/zero; echo done >&2",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    ));
+    assert_eq!(outcome.stdout_bytes, 20_000_000);
+    assert!(outcome.truncated);
+    assert_eq!(
+        events.text(Stream::Stdout).len() as u64,
+        plan_exec::DEFAULT_OUTPUT_CAP
+    );
+    assert_eq!(
+        outcome.stdout_sha256,
+        sha256_hex(&vec![0_u8; plan_exec::DEFAULT_OUTPUT_CAP as usize])
+    );
+}
+
+#[test]
+fn the_environment_is_minimal_and_documented() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        let mut spec = spec("env", &dirs.scratch, &dirs.scratch, confinement);
+        spec.env = vec![
+            ("EXTRA".into(), "1".into()),
+            ("TMPDIR".into(), "/elsewhere".into()),
+            ("LANG".into(), "C".into()),
+        ];
+        let (_, events) = run(spec);
+        let mut keys: Vec<String> = events
+            .text(Stream::Stdout)
+            .lines()
+            .map(|line| line.to_owned())
+            .filter(|line| {
+                !line.starts_with("PWD=") && !line.starts_with("SHLVL=") && !line.starts_with("_=")
+            })
+            .collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec![
+                "EXTRA=1".to_owned(),
+                "LANG=C".to_owned(),
+                format!("PATH={}", plan_exec::DEFAULT_PATH),
+                format!("TMPDIR={}", dirs.scratch.display()),
+            ]
+        );
+    }
+}
+
+#[test]
+fn stdin_is_dev_null_only_stdio_is_inherited_and_the_shell_leads_its_own_group() {
+    // A descriptor the host leaks (not close-on-exec, as an embedder's
+    // foreign code may create one) reaches a plain child but not the shell.
+    let leaked = std::fs::File::open("/dev/null").unwrap();
+    rustix::io::fcntl_setfd(&leaked, rustix::io::FdFlags::empty()).unwrap();
+    let leaked_fd = std::os::fd::AsRawFd::as_raw_fd(&leaked).to_string();
+    let plain = std::process::Command::new("ls")
+        .arg("/proc/self/fd")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&plain.stdout)
+            .lines()
+            .any(|fd| fd == leaked_fd),
+        "the leak must be real"
+    );
+    for confinement in confinements() {
+        let dirs = dirs();
+        let (outcome, events) = run(spec(
+            "cat; readlink /proc/self/fd/0; ls /proc/self/fd | tr '\\n' ' '; echo; \
+             read -r _ _ _ _ pgrp session _ < /proc/$$/stat; [ \"$pgrp\" = $$ ] && echo leader; echo $session; pwd",
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement,
+        ));
+        assert_eq!(outcome.exit_code, Some(0));
+        let stdout = events.text(Stream::Stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines[0], "/dev/null");
+        let fds: Vec<&str> = lines[1].split_whitespace().collect();
+        // ls's own descriptors: stdio and the directory it lists (3); an
+        // inherited descriptor would add another.
+        assert_eq!(fds, ["0", "1", "2", "3"], "inherited descriptors");
+        assert_eq!(lines[2], "leader");
+        let our_session = rustix::process::getsid(None)
+            .unwrap()
+            .as_raw_nonzero()
+            .get()
+            .to_string();
+        assert_ne!(
+            lines[3], our_session,
+            "the command must not share the host's session"
+        );
+        assert_eq!(lines[4], dirs.scratch.display().to_string());
+    }
+}
+
+#[test]
+fn exit_codes_and_signals_are_reported() {
+    let dirs = dirs();
+    let (outcome, _) = run(spec("exit 7", &dirs.scratch, &dirs.scratch, Confinement::None));
+    assert_eq!(
+        (outcome.state, outcome.exit_code, outcome.signal),
+        (CommandState::Exited, Some(7), None)
+    );
+    let (outcome, _) = run(spec(
+        "kill -USR1 $$",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    ));
+    assert_eq!(
+        (outcome.state, outcome.exit_code, outcome.signal),
+        (CommandState::Exited, None, Some(10))
+    );
+}
+
+const BACKGROUND: &str = "sleep 60 & echo $! > \"$TMPDIR/bg.pid\"; \
+    (trap '' TERM HUP; exec sleep 60) & echo $! > \"$TMPDIR/stubborn.pid\"; echo $$ > \"$TMPDIR/sh.pid\"";
+
+fn pids(dirs: &Dirs) -> Vec<i32> {
+    ["bg.pid", "stubborn.pid", "sh.pid"]
+        .iter()
+        .map(|name| read_pid(&dirs.scratch.join(name)))
+        .collect()
+}
+
+#[test]
+fn a_timeout_kills_the_whole_group_background_jobs_included() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        let mut timed = spec(
+            &format!("{BACKGROUND}; sleep 60"),
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement,
+        );
+        timed.timeout = Duration::from_millis(500);
+        let (outcome, _) = run(timed);
+        assert_eq!(
+            (outcome.state, outcome.signal),
+            (CommandState::TimedOut, Some(15))
+        );
+        for pid in pids(&dirs) {
+            assert!(!alive(pid), "pid {pid} survived the timeout");
+        }
+    }
+}
+
+#[test]
+fn a_timeout_kills_after_the_grace_when_sigterm_is_ignored() {
+    let dirs = dirs();
+    let mut timed = spec(
+        "trap '' TERM; echo $$ > \"$TMPDIR/sh.pid\"; while :; do sleep 0.05; done",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    );
+    timed.timeout = Duration::from_millis(300);
+    timed.grace = Duration::from_millis(200);
+    let (outcome, _) = run(timed);
+    assert_eq!((outcome.state, outcome.signal), (CommandState::TimedOut, Some(9)));
+    assert!(!alive(read_pid(&dirs.scratch.join("sh.pid"))));
+}
+
+#[test]
+fn background_jobs_left_when_the_shell_exits_are_killed() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        // The background jobs keep stdout open; wait() must not hang on it.
+        let (outcome, _) = run(spec(
+            &format!("{BACKGROUND}; exit 0"),
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement,
+        ));
+        assert_eq!(
+            (outcome.state, outcome.exit_code),
+            (CommandState::Exited, Some(0))
+        );
+        for pid in pids(&dirs) {
+            assert!(!alive(pid), "pid {pid} outlived the shell");
+        }
+    }
+}
+
+#[test]
+fn an_unsandboxed_job_that_leaves_the_group_is_killed_too() {
+    let dirs = dirs();
+    let (outcome, _) = run(spec(
+        "setsid -f bash -c 'echo $$ > \"$TMPDIR/escaped.pid\"; exec sleep 60'; \
+         while [ ! -s \"$TMPDIR/escaped.pid\" ]; do sleep 0.01; done",
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::None,
+    ));
+    assert_eq!(outcome.exit_code, Some(0));
+    assert!(!alive(read_pid(&dirs.scratch.join("escaped.pid"))));
+}
+
+#[test]
+fn cancel_from_another_thread_ends_the_command() {
+    for confinement in confinements() {
+        let dirs = dirs();
+        let (running, _) = start(spec(
+            &format!("{BACKGROUND}; sleep 60"),
+            &dirs.scratch,
+            &dirs.scratch,
+            confinement,
+        ));
+        let handle = running.cancel_handle();
+        let scratch = dirs.scratch.clone();
+        let canceller = std::thread::spawn(move || {
+            read_pid(&scratch.join("sh.pid"));
+            handle.cancel();
+            handle.cancel();
+        });
+        let outcome = running.wait();
+        canceller.join().unwrap();
+        assert_eq!(
+            (outcome.state, outcome.signal),
+            (CommandState::Cancelled, Some(15))
+        );
+        for pid in pids(&dirs) {
+            assert!(!alive(pid), "pid {pid} survived the cancellation");
+        }
+    }
+}
+
+#[test]
+fn cancel_after_the_end_changes_nothing() {
+    let dirs = dirs();
+    let (running, _) = start(spec("true", &dirs.scratch, &dirs.scratch, Confinement::None));
+    let handle = running.cancel_handle();
+    let outcome = running.wait();
+    handle.cancel();
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (CommandState::Exited, Some(0))
+    );
+}
+
+#[test]
+fn a_timeout_too_large_to_represent_means_none() {
+    let dirs = dirs();
+    let mut forever = spec("echo fine", &dirs.scratch, &dirs.scratch, Confinement::None);
+    forever.timeout = Duration::MAX;
+    forever.grace = Duration::MAX;
+    let (outcome, events) = run(forever);
+    assert_eq!(
+        (outcome.state, outcome.exit_code),
+        (CommandState::Exited, Some(0))
+    );
+    assert_eq!(events.text(Stream::Stdout), "fine\n");
+}
