@@ -47,6 +47,7 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
         limits: Limits {
             approval_ttl_ms: options.approval_ttl_ms,
             markdown_limit_bytes: options.markdown_limit_bytes,
+            ..Limits::default()
         },
         ..HostOptions::default()
     };

@@ -120,6 +120,7 @@ impl PlanHost {
                 Some(limit) => usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?,
                 None => defaults.markdown_limit_bytes,
             },
+            ..defaults
         };
         if limits.approval_ttl_ms <= 0 {
             return Err(HostError::with_detail(

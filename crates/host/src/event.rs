@@ -79,7 +79,7 @@ impl Host {
             // nothing due) open no write transaction at all.
             let writes = effects.iter().any(|effect| match effect {
                 Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => true,
-                Effect::WriteArtifact(_) => false,
+                Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => false,
             });
             if writes {
                 open.store.apply(&effects, now)?;

@@ -182,7 +182,10 @@ impl Host {
         };
         let mut writes = effects.into_iter().filter_map(|effect| match effect {
             Effect::WriteArtifact(request) => Some(request),
-            Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => None,
+            Effect::InsertApproval(_)
+            | Effect::UpdateApproval { .. }
+            | Effect::SaveSession(_)
+            | Effect::CancelCommand { .. } => None,
         });
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
@@ -202,6 +205,15 @@ impl Host {
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
                 },
+                // This host does not probe a sandbox yet, so plan-core never
+                // asks it to run a command (Plan Bash is
+                // PLAN_SANDBOX_UNAVAILABLE); reaching this is a bug.
+                ToolDecision::RunCommand(request) => {
+                    return Err(HostError::with_detail(
+                        ErrorCode::Internal,
+                        format!("command {} requested without a sandbox", request.call_id),
+                    ));
+                }
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
                     None => {
@@ -267,7 +279,10 @@ impl Host {
                     .into_iter()
                     .find_map(|result| match result.decision {
                         ToolDecision::Deny(code) => Some(code),
-                        ToolDecision::Allow | ToolDecision::Delegate(_) | ToolDecision::WriteArtifact => None,
+                        ToolDecision::Allow
+                        | ToolDecision::Delegate(_)
+                        | ToolDecision::WriteArtifact
+                        | ToolDecision::RunCommand(_) => None,
                     })
                     .unwrap_or(ErrorCode::ArtifactWriteFailed);
                 Ok(ToolCallOutcome {
@@ -433,7 +448,10 @@ impl Host {
             let (effects, _) = self.run(&session_id, Event::Tick)?;
             expired.extend(effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
-                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => None,
+                Effect::WriteArtifact(_)
+                | Effect::InsertApproval(_)
+                | Effect::SaveSession(_)
+                | Effect::CancelCommand { .. } => None,
             }));
         }
         Ok(expired)

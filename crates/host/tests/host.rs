@@ -57,6 +57,7 @@ fn options(clock: &Arc<ManualClock>) -> HostOptions {
         limits: Limits {
             approval_ttl_ms: TTL,
             markdown_limit_bytes: MARKDOWN_LIMIT,
+            ..Limits::default()
         },
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
@@ -874,6 +875,7 @@ mod expiry {
                     limits: Limits {
                         approval_ttl_ms: 200,
                         markdown_limit_bytes: MARKDOWN_LIMIT,
+                        ..Limits::default()
                     },
                     ..HostOptions::default()
                 },

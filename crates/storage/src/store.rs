@@ -316,7 +316,10 @@ impl Store {
             apply_effect(&transaction, effect, now)?;
             match effect {
                 Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
-                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => {}
+                Effect::WriteArtifact(_)
+                | Effect::InsertApproval(_)
+                | Effect::SaveSession(_)
+                | Effect::CancelCommand { .. } => {}
             }
         }
         transaction
@@ -436,7 +439,7 @@ fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), S
         Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
         Effect::SaveSession(session) => save_session_row(conn, session, now),
         // Not storage effects: see `Store::apply`.
-        Effect::WriteArtifact(_) => Ok(()),
+        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => Ok(()),
     }
 }
 
