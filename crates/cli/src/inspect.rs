@@ -55,7 +55,7 @@ fn exit_for(error: &StorageError) -> i32 {
 
 /// A storage failure as the user sees it: the canonical code, the specifics,
 /// and for a schema refusal what to do about it.
-fn failure(error: &StorageError) -> Failure {
+pub(crate) fn failure(error: &StorageError) -> Failure {
     let mut message = format!("{}: {error}", error.code().as_str());
     if let StorageError::SchemaUnsupported { .. } = error {
         message.push_str(
@@ -67,7 +67,7 @@ fn failure(error: &StorageError) -> Failure {
 }
 
 /// Opens the database for inspection; every refusal is exit code 3.
-fn open(database: &Path) -> Result<Store, Failure> {
+pub(crate) fn open(database: &Path) -> Result<Store, Failure> {
     Store::open_read_only(database).map_err(|error| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;

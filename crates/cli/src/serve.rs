@@ -7,6 +7,7 @@
 //! This module frames lines and nothing else: every answer comes from
 //! `plan_host::Connection`.
 
+pub(crate) use crate::commands::CommandArgs;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,6 +23,8 @@ pub(crate) struct ServeOptions {
     pub(crate) approval_ttl_ms: i64,
     /// Largest SubmitPlan markdown in bytes.
     pub(crate) markdown_limit_bytes: usize,
+    /// Host-run command options.
+    pub(crate) commands: CommandArgs,
 }
 
 /// Stdout shared by responses and notifications; one whole line at a time.
@@ -43,14 +46,14 @@ fn max_line_bytes(markdown_limit_bytes: usize) -> usize {
 /// Runs the sidecar until stdin closes. Returns the process exit code.
 pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
     let out: SharedOut = Arc::new(Mutex::new(std::io::stdout()));
-    let host_options = HostOptions {
+    let host_options = options.commands.host_options(HostOptions {
         limits: Limits {
             approval_ttl_ms: options.approval_ttl_ms,
             markdown_limit_bytes: options.markdown_limit_bytes,
             ..Limits::default()
         },
         ..HostOptions::default()
-    };
+    });
     let host = match Host::open(database, host_options) {
         Ok(host) => Arc::new(host),
         Err(error) => {

@@ -33,3 +33,6 @@ mod demo;
 
 #[path = "cli/help.rs"]
 mod help;
+
+#[path = "cli/host_commands.rs"]
+mod host_commands;

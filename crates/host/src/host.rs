@@ -7,7 +7,7 @@
 //! refuses something, plan-core or storage said so.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
@@ -17,21 +17,26 @@ use plan_core::{
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
-use crate::event::Open;
+use crate::commands::CommandSupport;
+use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
 use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
+///
+/// Its state lives in a [`HostCore`] shared with the threads that watch
+/// running commands (they record a command's end when it exits on its own).
 pub struct Host {
-    pub(crate) open: Mutex<Option<Open>>,
-    pub(crate) outbox: Mutex<Outbox>,
-    pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
-    pub(crate) signal: DeadlineSignal,
-    pub(crate) options: HostOptions,
-    pub(crate) epoch: BootEpoch,
-    migration: MigrationReport,
-    database: PathBuf,
+    pub(crate) core: Arc<HostCore>,
+}
+
+impl std::ops::Deref for Host {
+    type Target = HostCore;
+
+    fn deref(&self) -> &HostCore {
+        &self.core
+    }
 }
 
 impl std::fmt::Debug for Host {
@@ -64,19 +69,28 @@ impl Host {
         let now = options.clock.now_ms();
         store.startup_fence(now)?;
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
+        let mut options = options;
+        let commands = CommandSupport::open(&options, &database)?;
+        // The probe, not the embedder, says whether the sandbox works.
+        options.limits.commands.sandbox_available = commands.sandbox_available();
         Ok(Host {
-            open: Mutex::new(Some(Open {
-                store,
-                turns: HashMap::new(),
-                _lock: lock,
-            })),
-            outbox: Mutex::new(Outbox::default()),
-            listeners: Mutex::new(Vec::new()),
-            signal: DeadlineSignal::default(),
-            options,
-            epoch,
-            migration,
-            database,
+            core: Arc::new(HostCore {
+                open: Mutex::new(Some(Open {
+                    store,
+                    turns: HashMap::new(),
+                    commands: HashMap::new(),
+                    scratch: HashMap::new(),
+                    _lock: lock,
+                })),
+                outbox: Mutex::new(Outbox::default()),
+                listeners: Mutex::new(Vec::new()),
+                signal: DeadlineSignal::default(),
+                options,
+                epoch,
+                migration,
+                database,
+                commands,
+            }),
         })
     }
 
@@ -104,6 +118,12 @@ impl Host {
     /// later call fails with `HOST_CLOSED`. Closing twice is harmless.
     pub fn close(&self) {
         let closed = lock(&self.open).take();
+        if let Some(open) = &closed {
+            // Running commands do not outlive the host.
+            for slot in open.commands.values() {
+                slot.cancel.cancel();
+            }
+        }
         drop(closed);
         self.wake_driver();
     }
@@ -172,6 +192,12 @@ impl Host {
         turn_id: &str,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
+        // Bash calls, so that a refused one can be recorded in the audit.
+        let bash_calls: Vec<(String, serde_json::Value)> = calls
+            .iter()
+            .filter(|call| call.name == plan_core::BASH)
+            .map(|call| (call.call_id.clone(), call.input.clone()))
+            .collect();
         let event = Event::ToolCalls {
             turn_id: turn_id.to_owned(),
             calls,
@@ -194,26 +220,43 @@ impl Host {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(None),
                     approval: None,
+                    command: None,
                 },
                 ToolDecision::Delegate(mode) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(Some(mode)),
                     approval: None,
+                    command: None,
                 },
-                ToolDecision::Deny(code) => ToolCallOutcome {
-                    call_id: result.call_id,
-                    decision: ToolCallVerdict::Deny(code),
-                    approval: None,
-                },
-                // This host does not probe a sandbox yet, so plan-core never
-                // asks it to run a command (Plan Bash is
-                // PLAN_SANDBOX_UNAVAILABLE); reaching this is a bug.
-                ToolDecision::RunCommand(request) => {
-                    return Err(HostError::with_detail(
-                        ErrorCode::Internal,
-                        format!("command {} requested without a sandbox", request.call_id),
-                    ));
+                ToolDecision::Deny(code) => {
+                    if let Some((_, input)) =
+                        bash_calls.iter().find(|(call_id, _)| *call_id == result.call_id)
+                    {
+                        let text = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
+                        self.record_refusal(
+                            session_id,
+                            turn_id,
+                            &result.call_id,
+                            text("command").unwrap_or_default(),
+                            text("cwd"),
+                            code,
+                        )?;
+                    }
+                    ToolCallOutcome {
+                        call_id: result.call_id,
+                        decision: ToolCallVerdict::Deny(code),
+                        approval: None,
+                        command: None,
+                    }
                 }
+                // A Plan-turn Bash call: the host runs it, sandboxed, before
+                // it answers.
+                ToolDecision::RunCommand(request) => ToolCallOutcome {
+                    call_id: result.call_id,
+                    decision: ToolCallVerdict::Allow(None),
+                    approval: None,
+                    command: Some(self.start_command(request)?),
+                },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
                     None => {
@@ -273,6 +316,7 @@ impl Host {
                 call_id,
                 decision: ToolCallVerdict::Allow(None),
                 approval: Some(approval),
+                command: None,
             }),
             (Reply::ToolResults(results), _) => {
                 let code = results
@@ -289,6 +333,7 @@ impl Host {
                     call_id,
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
+                    command: None,
                 })
             }
             (other, _) => Err(unexpected(&other)),
@@ -458,10 +503,6 @@ impl Host {
     }
 
     // The machinery every operation shares.
-
-    pub(crate) fn now(&self) -> UnixMs {
-        self.options.clock.now_ms()
-    }
 
     fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
         self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?

@@ -28,6 +28,9 @@ use plan_protocol::ServerNotification;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+#[path = "host/commands.rs"]
+mod commands;
+
 const T0: i64 = 1_800_000_000_000;
 const TTL: i64 = 60_000;
 const MARKDOWN_LIMIT: usize = 4096;
@@ -61,6 +64,7 @@ fn options(clock: &Arc<ManualClock>) -> HostOptions {
         },
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
+        ..HostOptions::default()
     }
 }
 
@@ -226,7 +230,10 @@ mod lifecycle {
         }
         let outcomes = fx.host.tool_calls("s1", &turn.turn_id, batch).unwrap();
         for outcome in &outcomes {
-            let expected = if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
+            let expected = if outcome.call_id == "Bash" {
+                // Plan-mode Bash is run by the host; `{}` is no command.
+                ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+            } else if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
                 ToolCallVerdict::Allow(None)
             } else {
                 ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan)
@@ -1861,12 +1868,14 @@ mod review {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Allow(Some(PermissionMode::Auto)),
             approval: None,
+            command: None,
         };
         assert_eq!(allow.to_wire(), plan_protocol::ToolCallResult::allow("c"));
         let deny = ToolCallOutcome {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
             approval: None,
+            command: None,
         };
         assert_eq!(
             deny.to_wire(),

@@ -302,8 +302,9 @@ impl Store {
 
     /// The startup fence: in one transaction, marks every pending approval
     /// and every queued or running execution interrupted with
-    /// `HOST_RESTARTED` (the mapping is plan-core's), and returns the rows as
-    /// they are now. Only the live rows are read, through partial indexes.
+    /// `HOST_RESTARTED` (the mapping is plan-core's), records every command
+    /// run that started and never ended as `interrupted` (plan-core's
+    /// `fence_commands`), and returns the approval rows it changed. Only the live rows are read, through partial indexes.
     pub fn startup_fence(&mut self, now: UnixMs) -> Result<Vec<PlanApproval>, StorageError> {
         let transaction = self
             .conn
@@ -321,6 +322,18 @@ impl Store {
                 | Effect::SaveSession(_)
                 | Effect::CancelCommand { .. } => {}
             }
+        }
+        // Commands of the earlier process died with it: every run that started
+        // and never ended is recorded interrupted, in the same transaction.
+        let unended = crate::audit::unended_runs(&transaction)?;
+        for run in plan_core::fence_commands(&unended, now) {
+            crate::audit::insert_entry(
+                &transaction,
+                crate::audit::CommandEntryKind::Ended,
+                &run,
+                None,
+                now,
+            )?;
         }
         transaction
             .commit()

@@ -37,6 +37,19 @@ use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
+/// Whether this process was started as the helper: its first argument names
+/// a helper stage. A binary that embeds the helper (the `plan-checkpoint`
+/// CLI does, so that `cargo run` needs no second binary) checks this first
+/// and hands its `main` to [`main`].
+#[doc(hidden)]
+pub fn is_helper_invocation() -> bool {
+    let first = std::env::args_os().nth(1);
+    matches!(
+        first.as_deref().and_then(std::ffi::OsStr::to_str),
+        Some(wire::MODE_SUPERVISE | wire::MODE_CONFINE | wire::MODE_PROBE)
+    )
+}
+
 /// The helper's `main`: dispatches on the first argument.
 #[doc(hidden)]
 pub fn main() -> ExitCode {
