@@ -237,12 +237,12 @@ fn outcome(run: &CommandRun) -> String {
     }
 }
 
-fn table(records: &[CommandRecord]) -> String {
+pub(crate) fn table(records: &[CommandRecord]) -> String {
     if records.is_empty() {
         return "no commands recorded\n".to_owned();
     }
     let mut text = format!(
-        "{:<19} {:<14} {:<15} {:<13} {:<16} {}\n",
+        "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
         "STARTED", "CALL", "SANDBOX", "STATE", "OUTCOME", "COMMAND"
     );
     for record in records {
@@ -252,9 +252,9 @@ fn table(records: &[CommandRecord]) -> String {
             CommandEntryKind::Started | CommandEntryKind::Ended => run.state.as_str(),
         };
         text.push_str(&format!(
-            "{:<19} {:<14} {:<15} {:<13} {:<16} {}\n",
-            shorten(&render::local_rfc3339(run.started_at), 19),
-            shorten(&escape(&run.call_id), 14),
+            "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
+            render::local_rfc3339(run.started_at),
+            shorten(&escape(&run.call_id), 16),
             run.sandbox.as_str(),
             state,
             shorten(&outcome(run), 16),
