@@ -5,13 +5,21 @@
 //! and keeps it, so the result can be inspected with the other commands.
 //! Every outcome it prints is what the host answered; the demo only chooses
 //! the inputs (the tool calls a model would make, the person's decisions)
-//! and decides nothing itself. Apart from creating its directory it touches
-//! the file system only through the host.
+//! and decides nothing itself. Apart from creating its directory (with one
+//! file for the agent to read) and looking whether the refused write left a
+//! file, it touches the file system only through the host.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
 
 use plan_core::{ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, ToolCall};
-use plan_host::{ApprovalFilter, Host, HostError, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use plan_host::{
+    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, SandboxStatus, ToolCallOutcome,
+    ToolCallVerdict,
+};
+use plan_protocol::ServerNotification;
 
 use crate::render;
 use crate::table::Table;
@@ -146,7 +154,21 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let mut story = Story { step: 0 };
 
     story.step("Open the host")?;
-    let host = Host::open(&database, HostOptions::default()).map_err(host_failure("opening the host"))?;
+    std::fs::write(
+        workspace.join("README.md"),
+        "# Parser\n\nThe parser lives in src/parser.rs.\n",
+    )
+    .map_err(io_failure("write", &workspace.join("README.md")))?;
+    // This binary is also the command sandbox helper.
+    let options = HostOptions {
+        sandbox_helper: std::env::current_exe().ok(),
+        ..HostOptions::default()
+    };
+    let host = Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?;
+    let (events, notifications) = channel();
+    host.add_listener(Arc::new(move |notification: ServerNotification| {
+        let _ = events.send(notification);
+    }));
     let migration = host.migration();
     say(&format!(
         "   created the database at schema v{} ({}) and ran the startup fence (every host start first marks \
@@ -194,6 +216,9 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     for (name, outcome) in ["Write", "Read"].iter().zip(&outcomes) {
         say(&format!("   {name:<6} {}\n", verdict(outcome)))?;
     }
+
+    story.step("The agent runs Bash in the Plan turn: cat a file, then tries to write one")?;
+    plan_bash(&host, &session_id, &turn.turn_id, &workspace, &notifications)?;
 
     story.step("The agent calls SubmitPlan; the host writes the artifact")?;
     let outcomes = host
@@ -260,7 +285,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     story.step("The host restarts (close it, open a new host on the same database)")?;
     host.close();
     drop(host);
-    let host = Host::open(&database, HostOptions::default()).map_err(host_failure("reopening the host"))?;
+    let host = Host::open(&database, options.clone()).map_err(host_failure("reopening the host"))?;
     let after = host
         .approval(&first.id)
         .map_err(host_failure("reading the approval"))?
@@ -363,12 +388,19 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         ))?;
     }
     table.finish()?;
+
+    story.step("The commands list (plan-checkpoint commands list)")?;
+    let runs = host
+        .list_commands(&CommandFilter::default())
+        .map_err(host_failure("listing commands"))?;
+    say(&crate::commands::table(&runs))?;
     host.close();
 
     say(&format!(
         "\nKept everything in {dir}. Try (with plan-checkpoint on PATH, see the README):\n  \
          plan-checkpoint --db {db} approvals list\n  plan-checkpoint --db {db} approvals show {id}\n  \
          plan-checkpoint --db {db} approvals cat {id}\n  \
+         plan-checkpoint --db {db} commands show call-bash-write\n  \
          plan-checkpoint --db {db} approvals diff {id} {second}\n  plan-checkpoint --db {db} approvals verify --all\n",
         dir = dir.display(),
         db = render::shell_word(&database.display().to_string()),
@@ -376,4 +408,111 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         second = second.id,
     ))?;
     Ok(exit::OK)
+}
+
+/// The Plan turn's Bash calls: a read that works and a write the kernel
+/// refuses. Prints what the host streamed and how each run ended.
+fn plan_bash(
+    host: &Host,
+    session_id: &str,
+    turn_id: &str,
+    workspace: &Path,
+    notifications: &Receiver<ServerNotification>,
+) -> Result<(), Failure> {
+    if let SandboxStatus::Unavailable { reason } = host.sandbox_status() {
+        say(&format!(
+            "   the kernel sandbox is unavailable here: {}
+",
+            escape::line(&reason)
+        ))?;
+    }
+    let target = workspace.join("notes.txt");
+    for (call_id, command) in [
+        ("call-bash-read", "cat README.md".to_owned()),
+        (
+            "call-bash-write",
+            "echo 'rewritten by the agent' > notes.txt".to_owned(),
+        ),
+    ] {
+        let outcomes = host
+            .tool_calls(
+                session_id,
+                turn_id,
+                vec![call(call_id, "Bash", serde_json::json!({"command": command}))],
+            )
+            .map_err(host_failure("running Bash"))?;
+        let Some(outcome) = outcomes.first() else {
+            return Err(Failure::new(exit::FAILURE, "demo: no decision for the Bash call"));
+        };
+        say(&format!(
+            "   $ {}
+",
+            escape::line(&command)
+        ))?;
+        let Some(run) = &outcome.command else {
+            say(&format!(
+                "     {}
+",
+                verdict(outcome)
+            ))?;
+            continue;
+        };
+        say(&format!(
+            "     started by the host, sandbox {}, network {}
+",
+            run.sandbox,
+            if run.network { "on" } else { "off" }
+        ))?;
+        let (output, ended) = wait_exited(notifications, call_id)?;
+        for line in output.lines() {
+            say(&format!(
+                "     | {}
+",
+                escape::line(line)
+            ))?;
+        }
+        let status = ended.exit_code.map_or_else(
+            || format!("state {}", ended.state),
+            |code| format!("state {}, exit {code}", ended.state),
+        );
+        say(&format!(
+            "     {status}
+"
+        ))?;
+    }
+    say(&format!(
+        "   notes.txt exists afterwards: {}
+",
+        if target.exists() {
+            "yes (NOT refused!)"
+        } else {
+            "no, the kernel refused the write"
+        }
+    ))?;
+    Ok(())
+}
+
+/// The output (both streams, in order) and the end of one command.
+fn wait_exited(
+    notifications: &Receiver<ServerNotification>,
+    call_id: &str,
+) -> Result<(String, plan_protocol::CommandRun), Failure> {
+    let mut output = String::new();
+    loop {
+        match notifications.recv_timeout(Duration::from_secs(60)) {
+            Ok(ServerNotification::CommandOutput(chunk)) if chunk.call_id == call_id => {
+                output.push_str(&chunk.chunk)
+            }
+            Ok(ServerNotification::CommandExited(end)) if end.call_id == call_id => {
+                return Ok((output, end.command));
+            }
+            Ok(_) => {}
+            Err(_) => {
+                return Err(Failure::new(
+                    exit::FAILURE,
+                    format!("demo: {call_id} did not end within a minute"),
+                ));
+            }
+        }
+    }
 }

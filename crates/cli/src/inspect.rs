@@ -65,7 +65,7 @@ fn exit_for(error: &StorageError) -> i32 {
 
 /// A storage failure as the user sees it: the canonical code, the specifics,
 /// and for a schema refusal what to do about it.
-fn failure(error: &StorageError) -> Failure {
+pub(crate) fn failure(error: &StorageError) -> Failure {
     let mut message = format!("{}: {error}", error.code().as_str());
     if let StorageError::SchemaUnsupported { path, found, .. } = error {
         let command = format!(
@@ -85,7 +85,7 @@ fn failure(error: &StorageError) -> Failure {
 /// Opens the database for inspection; every refusal is exit code 3. When
 /// it had to be opened as an immutable snapshot (read-only media), stderr
 /// says so, since a writer elsewhere would then go unseen.
-fn open(database: &Path) -> Result<Store, Failure> {
+pub(crate) fn open(database: &Path) -> Result<Store, Failure> {
     let store = Store::open_read_only(database).map_err(|error| {
         let mut refused = failure(&error);
         refused.exit = exit::DATABASE_REFUSED;

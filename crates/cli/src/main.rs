@@ -5,6 +5,7 @@
 //! layers below; this crate decides no policy, runs no SQL and touches the
 //! file system only to write to stdout and to create the demo's directory.
 
+mod commands;
 mod demo;
 mod escape;
 mod exit;
@@ -74,6 +75,12 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// Inspect the audit of host-run commands (read-only).
+    #[command(after_help = EXIT_CODES)]
+    Commands {
+        #[command(subcommand)]
+        command: CommandsCommand,
+    },
     /// Serve protocol v9 JSON-RPC on stdin/stdout (one message per line).
     ///
     /// Opens the database read-write: migrates it to v10 if needed, takes
@@ -88,6 +95,8 @@ enum Command {
         /// The largest accepted SubmitPlan markdown, in bytes.
         #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)]
         markdown_limit_bytes: usize,
+        #[command(flatten)]
+        commands: serve::CommandArgs,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
@@ -110,6 +119,37 @@ enum Command {
     Completions {
         /// The shell.
         shell: CompletionShell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CommandsCommand {
+    /// List recorded command runs, newest first.
+    #[command(after_help = EXIT_CODES)]
+    List {
+        /// Only runs of this session.
+        #[arg(long, value_name = "SESSION")]
+        session: Option<String>,
+        /// At most this many runs.
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// Print JSON: {commands: [...]}, each a protocol CommandRun with
+        /// its audit fields.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one run and its audit entries.
+    #[command(after_help = EXIT_CODES)]
+    Show {
+        /// The Bash call id.
+        call_id: String,
+        /// The session, when the call id ran in several.
+        #[arg(long, value_name = "SESSION")]
+        session: Option<String>,
+        /// Print JSON: {entries: [...]}, the run's audit entries, oldest
+        /// first, each a protocol CommandRun with its entry type.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -281,6 +321,11 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // The binary is also the command sandbox helper (hidden stages that
+    // plan-exec starts), so `cargo run -p plan-cli` needs no second binary.
+    if plan_exec::helper::is_helper_invocation() {
+        return plan_exec::helper::main();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
@@ -311,13 +356,28 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Serve {
             approval_ttl_ms,
             markdown_limit_bytes,
+            commands,
         } => Ok(serve::run(
             require_db(database)?,
             &serve::ServeOptions {
                 approval_ttl_ms,
                 markdown_limit_bytes,
+                commands,
             },
         )),
+        Command::Commands { command } => {
+            let database = require_db(database)?;
+            match command {
+                CommandsCommand::List { session, limit, json } => {
+                    commands::list(database, session, limit, json)
+                }
+                CommandsCommand::Show {
+                    call_id,
+                    session,
+                    json,
+                } => commands::show(database, &call_id, session, json),
+            }
+        }
         Command::Db { command } => match command {
             DbCommand::Status { json } => inspect::db_status(require_db(database)?, &term, json),
             DbCommand::Migrate { json } => inspect::db_migrate(require_db(database)?, json),

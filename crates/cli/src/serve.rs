@@ -7,6 +7,7 @@
 //! This module frames lines and nothing else: every answer comes from
 //! `plan_host::Connection`.
 
+pub(crate) use crate::commands::CommandArgs;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub(crate) struct ServeOptions {
     pub(crate) approval_ttl_ms: i64,
     /// Largest SubmitPlan markdown in bytes, as given.
     pub(crate) markdown_limit_bytes: usize,
+    /// Host-run command options.
+    pub(crate) commands: CommandArgs,
 }
 
 /// How long the writer may take to flush what is queued once stdin closed.
@@ -67,10 +70,10 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
             return crate::exit::USAGE;
         }
     };
-    let host_options = HostOptions {
+    let host_options = options.commands.host_options(HostOptions {
         limits,
         ..HostOptions::default()
-    };
+    });
     let host = match Host::open(database, host_options) {
         Ok(host) => Arc::new(host),
         Err(error) => {

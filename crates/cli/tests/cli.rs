@@ -37,5 +37,7 @@ mod demo;
 #[path = "cli/help.rs"]
 mod help;
 
+#[path = "cli/host_commands.rs"]
+mod host_commands;
 #[path = "cli/hostile.rs"]
 mod hostile;

@@ -36,7 +36,12 @@ for language in kotlin swift python; do
     --out-dir "$here/$language/generated" --no-format
 done
 
+# The command sandbox helper the suites point their hosts at, as an app
+# would ship it beside its native library.
+cargo build --locked -p plan-exec --bin plan-exec-sandbox "${cargo_profile[@]}"
+
 mkdir -p "$here/native"
 cp "$library" "$here/native/"
+cp "$target_dir/$profile/plan-exec-sandbox" "$here/native/"
 cp "$library" "$here/python/generated/"
 echo "bindings generated from $library"

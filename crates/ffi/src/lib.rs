@@ -21,9 +21,10 @@ use plan_protocol::ServerNotification;
 
 pub use types::{
     ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, Decision, ErrorCode, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff, PlanHostOptions, Session, SessionConfig, ShellCatalog, ShellInfo,
-    SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallResult, TurnKind, VerifyReport,
+    ArtifactVerification, CommandOutput, CommandRun, CommandSandbox, CommandState, Decision, ErrorCode,
+    ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode, PlanApproval, PlanDiff,
+    PlanHostOptions, SandboxInfo, Session, SessionConfig, ShellCatalog, ShellInfo, SkippedWorkspace,
+    ToolCall, ToolCallDecision, ToolCallResult, TurnKind, VerifyReport,
 };
 
 uniffi::setup_scaffolding!();
@@ -72,6 +73,17 @@ pub trait PlanEventListener: Send + Sync {
     /// One notification. Called from the thread that made the change or from
     /// the host's timer thread; it must not block for long.
     fn on_event(&self, method: String, params_json: String);
+}
+
+/// Receives host-run commands' output and ends as typed events (the same
+/// `command/output` and `command/exited` the event listener gets as JSON).
+#[uniffi::export(with_foreign)]
+pub trait PlanCommandListener: Send + Sync {
+    /// One chunk of output, in `seq` order per call. Called on the command's
+    /// own thread; it must not block for long.
+    fn on_output(&self, output: CommandOutput);
+    /// The command ended; always the last event of its call.
+    fn on_exited(&self, run: CommandRun);
 }
 
 /// The plan checkpoint host. Safe to call from several threads at once.
@@ -124,11 +136,35 @@ impl PlanHost {
             markdown_limit_bytes,
         )
         .map_err(HostError::from)?;
+        let mut limits = limits;
+        let commands = &mut limits.commands;
+        commands.default_timeout_ms = options.command_timeout_ms.unwrap_or(commands.default_timeout_ms);
+        commands.max_timeout_ms = options.command_max_timeout_ms.unwrap_or(commands.max_timeout_ms);
+        if let Some(limit) = options.max_running_commands {
+            commands.max_running_per_session =
+                usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?;
+        }
+        commands.network_in_auto = options.network_in_auto.unwrap_or(false);
+        if commands.default_timeout_ms == 0
+            || commands.max_timeout_ms == 0
+            || commands.max_running_per_session == 0
+        {
+            return Err(HostError::with_detail(
+                plan_core::ErrorCode::InvalidParams,
+                "command timeouts and max_running_commands must be positive",
+            )
+            .into());
+        }
+        commands.default_timeout_ms = commands.default_timeout_ms.min(commands.max_timeout_ms);
+        let defaults = HostOptions::default();
         let host = Arc::new(Host::open(
             &db_path,
             HostOptions {
                 limits,
-                ..HostOptions::default()
+                sandbox_helper: options.sandbox_helper.map(Into::into),
+                scratch_root: options.scratch_root.map(Into::into),
+                command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
+                ..defaults
             },
         )?);
         let driver = ExpiryDriver::spawn(Arc::clone(&host))
@@ -153,6 +189,67 @@ impl PlanHost {
                 // A listener that throws must not unwind into the host.
                 let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(method, params)));
             }));
+    }
+
+    /// Registers a listener for commands' output and ends, as typed events.
+    pub fn add_command_listener(&self, listener: Arc<dyn PlanCommandListener>) {
+        self.host
+            .add_listener(Arc::new(move |notification: ServerNotification| {
+                // A listener that throws must not unwind into the host.
+                let _ = catch_unwind(AssertUnwindSafe(|| match notification {
+                    ServerNotification::CommandOutput(output) => listener.on_output(output.into()),
+                    ServerNotification::CommandExited(exited) => listener.on_exited(exited.command.into()),
+                    ServerNotification::PlanApprovalRequested(_)
+                    | ServerNotification::PlanApprovalResolved(_)
+                    | ServerNotification::ExecutionStateChanged(_)
+                    | ServerNotification::SessionChanged(_) => {}
+                }));
+            }));
+    }
+
+    /// Whether Plan-mode Bash can run here (the probe at open).
+    pub fn sandbox_info(&self) -> SandboxInfo {
+        match self.host.sandbox_status() {
+            plan_host::SandboxStatus::Landlock => SandboxInfo {
+                plan_sandbox_available: true,
+                reason: None,
+            },
+            plan_host::SandboxStatus::Unavailable { reason } => SandboxInfo {
+                plan_sandbox_available: false,
+                reason: Some(reason),
+            },
+        }
+    }
+
+    /// `command/start`: runs an Agent turn's allowed Bash call on the host.
+    pub fn start_command(
+        &self,
+        session_id: String,
+        turn_id: String,
+        call_id: String,
+        command: String,
+        cwd: Option<String>,
+        timeout_ms: Option<u64>,
+    ) -> Outcome<CommandRun> {
+        let run = self.host.start_agent_command(
+            &session_id,
+            &turn_id,
+            &call_id,
+            &command,
+            cwd.as_deref(),
+            timeout_ms,
+        )?;
+        Ok((&run).into())
+    }
+
+    /// `command/cancel`: kills a running command; `on_exited` confirms it.
+    pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
+        Ok((&self.host.cancel_command(&session_id, &call_id)?).into())
+    }
+
+    /// `command/get`: a run by session and call id.
+    pub fn get_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
+        Ok((&self.host.command(&session_id, &call_id)?).into())
     }
 
     /// Releases the database and the single-host lock and stops the timer.
@@ -346,7 +443,7 @@ mod tests {
     fn refusal(db_path: &str, approval_ttl_ms: Option<i64>) -> ErrorCode {
         let options = PlanHostOptions {
             approval_ttl_ms,
-            markdown_limit_bytes: None,
+            ..PlanHostOptions::default()
         };
         match PlanHost::new(db_path.to_owned(), options) {
             Ok(_) => panic!("{db_path:?} with {approval_ttl_ms:?} should be refused"),

@@ -217,6 +217,110 @@ pub struct ToolCallResult {
     pub error_message: Option<String>,
     /// The pending approval an accepted SubmitPlan created.
     pub approval: Option<PlanApproval>,
+    /// The command the host started for a Plan-turn Bash call.
+    pub command: Option<CommandRun>,
+}
+
+/// The confinement of a command run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum CommandSandbox {
+    /// Writes only in the turn's scratch directory, no network (every Plan command).
+    ReadOnly,
+    /// Writes also inside the workspace root (Agent `auto`).
+    WorkspaceWrite,
+    /// No sandbox (Agent `ask` and `accept-edits`).
+    None,
+}
+
+/// The state of a command run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum CommandState {
+    /// Spawned, not yet ended.
+    Running,
+    /// The shell exited.
+    Exited,
+    /// The timeout elapsed.
+    TimedOut,
+    /// Cancelled.
+    Cancelled,
+    /// Nothing ran; `error_code` says why.
+    FailedToStart,
+    /// The host died while it ran.
+    Interrupted,
+}
+
+/// The stream of a `command/output` chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// One host-run command (the protocol's `CommandRun`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct CommandRun {
+    /// The Bash call.
+    pub call_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The command text.
+    pub command: String,
+    /// Workspace-relative working directory.
+    pub cwd: String,
+    /// The shell's catalog id.
+    pub shell_id: String,
+    /// The shell's path.
+    pub shell_path: String,
+    /// The confinement.
+    pub sandbox: CommandSandbox,
+    /// Whether it had the network.
+    pub network: bool,
+    /// Its state.
+    pub state: CommandState,
+    /// The exit code.
+    pub exit_code: Option<i32>,
+    /// The ending signal.
+    pub signal: Option<i32>,
+    /// Why it failed to start or was interrupted.
+    pub error_code: Option<ErrorCode>,
+    /// Start, Unix ms.
+    pub started_at: i64,
+    /// End, Unix ms.
+    pub ended_at: Option<i64>,
+    /// Bytes of stdout.
+    pub stdout_bytes: u64,
+    /// Bytes of stderr.
+    pub stderr_bytes: u64,
+    /// Whether output past the cap was dropped.
+    pub truncated: bool,
+}
+
+/// One chunk of a command's output (`command/output`).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct CommandOutput {
+    /// The session.
+    pub session_id: String,
+    /// The Bash call.
+    pub call_id: String,
+    /// stdout or stderr.
+    pub stream: OutputStream,
+    /// From 0 per call, across both streams.
+    pub seq: u64,
+    /// The text (never a split UTF-8 character).
+    pub chunk: String,
+}
+
+/// Whether Plan-mode Bash can run on this host (probed once at open).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct SandboxInfo {
+    /// `true` when the kernel's read-only sandbox works here.
+    pub plan_sandbox_available: bool,
+    /// Why not, when it does not.
+    pub reason: Option<String>,
 }
 
 /// A configuration change; `None` leaves a field as it is, and a `clear_*`
@@ -368,7 +472,10 @@ pub struct ApprovalQuery {
     pub limit: Option<u32>,
 }
 
-/// Host settings; `None` takes the default (30 minutes, 8 MiB).
+/// Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
+/// helper next to the executable or on `PATH`, 120 s default and 600 s
+/// maximum timeout, 1 MiB output cap, 4 running per session, no network
+/// for Agent `auto`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct PlanHostOptions {
     /// Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
@@ -377,6 +484,28 @@ pub struct PlanHostOptions {
     /// Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
     /// when absent.
     pub markdown_limit_bytes: Option<u64>,
+    /// The command sandbox helper (`plan-exec-sandbox`) an app ships, for
+    /// example in its bundle or its native library directory.
+    #[uniffi(default = None)]
+    pub sandbox_helper: Option<String>,
+    /// Where per-turn scratch directories go (default: `<db>.scratch`).
+    #[uniffi(default = None)]
+    pub scratch_root: Option<String>,
+    /// Default command timeout in milliseconds.
+    #[uniffi(default = None)]
+    pub command_timeout_ms: Option<u64>,
+    /// Largest command timeout in milliseconds.
+    #[uniffi(default = None)]
+    pub command_max_timeout_ms: Option<u64>,
+    /// Retained output per command, in bytes.
+    #[uniffi(default = None)]
+    pub command_output_cap: Option<u64>,
+    /// Running commands per session.
+    #[uniffi(default = None)]
+    pub max_running_commands: Option<u32>,
+    /// Whether Agent `auto` commands may use the network.
+    #[uniffi(default = None)]
+    pub network_in_auto: Option<bool>,
 }
 
 macro_rules! map_enum {
@@ -406,6 +535,9 @@ map_enum!(wire::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, 
 map_enum!(wire::ExecutionState => ExecutionState { Queued, Running, Completed, Interrupted });
 map_enum!(wire::ToolCallDecision => ToolCallDecision { Allow, Deny });
 map_enum!(wire::ArtifactCheck => ArtifactCheck { Ok, Missing, Mismatch, Unreadable, Legacy });
+map_enum!(wire::CommandSandbox => CommandSandbox { ReadOnly, WorkspaceWrite, None });
+map_enum!(wire::CommandState => CommandState { Running, Exited, TimedOut, Cancelled, FailedToStart, Interrupted });
+map_enum!(wire::OutputStream => OutputStream { Stdout, Stderr });
 map_enum!(plan_core::Mode => Mode { Agent, Plan });
 map_enum!(plan_core::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
 map_enum!(plan_core::Origin => Origin { Interactive, Scheduled });
@@ -472,6 +604,50 @@ impl From<wire::ToolCallResult> for ToolCallResult {
             error_code: result.error.as_ref().map(|error| error.code.0.into()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval.map(Into::into),
+            command: result.command.map(Into::into),
+        }
+    }
+}
+
+impl From<wire::CommandRun> for CommandRun {
+    fn from(run: wire::CommandRun) -> Self {
+        CommandRun {
+            call_id: run.call_id,
+            session_id: run.session_id,
+            turn_id: run.turn_id,
+            command: run.command,
+            cwd: run.cwd,
+            shell_id: run.shell.id,
+            shell_path: run.shell.path,
+            sandbox: run.sandbox.into(),
+            network: run.network,
+            state: run.state.into(),
+            exit_code: run.exit_code,
+            signal: run.signal,
+            error_code: run.error_code.map(|code| code.0.into()),
+            started_at: run.started_at,
+            ended_at: run.ended_at,
+            stdout_bytes: run.stdout_bytes,
+            stderr_bytes: run.stderr_bytes,
+            truncated: run.truncated,
+        }
+    }
+}
+
+impl From<&plan_core::CommandRun> for CommandRun {
+    fn from(run: &plan_core::CommandRun) -> Self {
+        CommandRun::from(wire::CommandRun::from(run))
+    }
+}
+
+impl From<wire::CommandOutputNotification> for CommandOutput {
+    fn from(output: wire::CommandOutputNotification) -> Self {
+        CommandOutput {
+            session_id: output.session_id,
+            call_id: output.call_id,
+            stream: output.stream.into(),
+            seq: output.seq,
+            chunk: output.chunk,
         }
     }
 }

@@ -18,6 +18,7 @@ use plan_protocol::{
 use plan_storage::ApprovalFilter;
 use serde_json::Value;
 
+use crate::commands::SandboxStatus;
 use crate::types::{NewSession, ToolCallOutcome};
 use crate::{Host, HostError};
 
@@ -153,6 +154,7 @@ impl Connection {
                 server_version: env!("CARGO_PKG_VERSION").to_owned(),
                 schema_version: SCHEMA_VERSION,
                 approval_ttl_ms: self.host.limits().approval_ttl_ms(),
+                capabilities: capabilities(&self.host.sandbox_status()),
             });
         }
         if !self.initialized {
@@ -257,6 +259,35 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let default_shell = host.set_default_shell(&params.shell_id)?;
             to_value(&ShellSetDefaultResult { default_shell })
         }
+        ClientRequest::CommandStart(params) => {
+            to_value(&plan_protocol::CommandRun::from(&host.start_agent_command(
+                &params.session_id,
+                &params.turn_id,
+                &params.call_id,
+                &params.command,
+                params.cwd.as_deref(),
+                params.timeout_ms,
+            )?))
+        }
+        ClientRequest::CommandCancel(params) => to_value(&plan_protocol::CommandRun::from(
+            &host.cancel_command(&params.session_id, &params.call_id)?,
+        )),
+        ClientRequest::CommandGet(params) => to_value(&plan_protocol::CommandRun::from(
+            &host.command(&params.session_id, &params.call_id)?,
+        )),
+    }
+}
+
+/// The `initialize` capabilities for the sandbox the host probed.
+fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
+    let (plan_sandbox, reason) = match status {
+        SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
+        SandboxStatus::Unavailable { reason } => {
+            (plan_protocol::PlanSandbox::Unavailable, Some(reason.clone()))
+        }
+    };
+    plan_protocol::Capabilities {
+        commands: plan_protocol::CommandCapabilities { plan_sandbox, reason },
     }
 }
 

@@ -5,29 +5,64 @@
 //! It carries out decisions; it makes none.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use plan_core::{
-    ActiveTurn, ApprovalStatus, Context, Effect, ErrorCode, Event, PlanApproval, Reply, SessionState,
-    Transition, UnixMs,
+    ActiveTurn, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval, Reply,
+    SessionState, Transition, UnixMs,
 };
-use plan_storage::{HostLock, Store};
+use plan_protocol::ServerNotification;
+use plan_storage::{HostLock, MigrationReport, Store};
 
+use crate::HostError;
+use crate::commands::{CommandKey, CommandSlot, CommandSupport};
 use crate::host::lock;
-use crate::notify::derive;
-use crate::{Host, HostError};
+use crate::notify::{NotificationListener, derive};
+use crate::outbox::{DeadlineSignal, Outbox};
+use crate::types::HostOptions;
 
-/// The open database and the in-memory turns. `None` once closed.
+/// The open database and the in-memory turns and commands. `None` once
+/// closed.
 pub(crate) struct Open {
     pub(crate) store: Store,
     pub(crate) turns: HashMap<String, ActiveTurn>,
     /// The clock's monotonic reading when this host created each approval,
     /// while it is pending: no wall-clock step extends its window.
     pub(crate) created: HashMap<String, i64>,
+    /// Running commands, by session and call id.
+    pub(crate) commands: HashMap<CommandKey, CommandSlot>,
+    /// The scratch directory of each turn that ran a command, by turn id.
+    pub(crate) scratch: HashMap<String, PathBuf>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
 
-impl Host {
+/// The state of a [`crate::Host`], shared with the threads that watch its
+/// running commands. Reached through the host (it dereferences to this).
+pub struct HostCore {
+    pub(crate) open: Mutex<Option<Open>>,
+    pub(crate) outbox: Mutex<Outbox>,
+    pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
+    pub(crate) signal: DeadlineSignal,
+    pub(crate) options: HostOptions,
+    pub(crate) epoch: BootEpoch,
+    pub(crate) migration: MigrationReport,
+    pub(crate) database: PathBuf,
+    pub(crate) commands: CommandSupport,
+}
+
+/// Work done under the state lock before plan-core sees an event: it may
+/// queue notifications that must come before the event's own, and it may
+/// say the event is moot (`false`).
+pub(crate) type BeforeEvent<'hook> =
+    Box<dyn FnOnce(&mut Open, &mut Vec<ServerNotification>) -> Result<bool, HostError> + 'hook>;
+
+impl HostCore {
+    pub(crate) fn now(&self) -> UnixMs {
+        self.options.clock.now_ms()
+    }
+
     pub(crate) fn with_open<T>(
         &self,
         operation: impl FnOnce(&mut Open) -> Result<T, HostError>,
@@ -68,10 +103,33 @@ impl Host {
         session_id: &str,
         event: Event,
     ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
+        match self.run_with(session_id, event, Box::new(|_, _| Ok(true)))? {
+            Some(ran) => Ok(ran),
+            None => Err(HostError::with_detail(
+                ErrorCode::Internal,
+                "an event without a hook was skipped",
+            )),
+        }
+    }
+
+    /// [`HostCore::run`] with work done first under the same lock; `None`
+    /// when that work said the event is moot.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn run_with(
+        &self,
+        session_id: &str,
+        event: Event,
+        before: BeforeEvent<'_>,
+    ) -> Result<Option<(Vec<Effect>, Result<(Reply, SessionState), HostError>)>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
-        let (effects, outcome) = self.with_open(|open| {
+        let ran = self.with_open(|open| {
+            let mut early = Vec::new();
+            if !before(open, &mut early)? {
+                lock(&self.outbox).queue.extend(early);
+                return Ok(None);
+            }
             let before = load_state(open, session_id)?;
             let now = open.decision_time(wall, instant, before.pending_approval.as_ref());
             let context = Context {
@@ -88,21 +146,48 @@ impl Host {
             // nothing due) open no write transaction at all.
             let writes = effects.iter().any(|effect| match effect {
                 Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => true,
-                Effect::WriteArtifact(_) => false,
+                Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => false,
             });
+            // Cancellations come first: a turn that ends here ends only after
+            // its commands exited and their ends are recorded.
+            for effect in &effects {
+                if let Effect::CancelCommand {
+                    call_id,
+                    before_turn_end,
+                } = effect
+                {
+                    self.cancel_command_now(open, session_id, call_id, *before_turn_end, &mut early)?;
+                }
+            }
             if writes {
                 open.store.apply(&effects, now)?;
             }
             open.track_creations(&effects, instant);
-            match &state.active_turn {
+            let ended_turn = match &state.active_turn {
                 Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
                 None => open.turns.remove(session_id),
-            };
+            }
+            .filter(|old| {
+                state
+                    .active_turn
+                    .as_ref()
+                    .is_none_or(|turn| turn.turn_id != old.turn_id)
+            });
+            if let Some(old) = ended_turn {
+                self.turn_ended(open, &old.turn_id);
+            }
             // Queued under the state lock, so the outbox is in commit order.
-            lock(&self.outbox).queue.extend(derive(&before, &state, &effects));
+            let mut outbox = lock(&self.outbox);
+            outbox.queue.extend(early);
+            outbox.queue.extend(derive(&before, &state, &effects));
+            drop(outbox);
             let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
-            Ok((effects, outcome))
+            Ok(Some((effects, outcome)))
         })?;
+        let Some((effects, outcome)) = ran else {
+            self.deliver();
+            return Ok(None);
+        };
         if effects
             .iter()
             .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
@@ -110,7 +195,7 @@ impl Host {
             self.wake_driver();
         }
         self.deliver();
-        Ok((effects, outcome))
+        Ok(Some((effects, outcome)))
     }
 }
 
@@ -139,7 +224,10 @@ impl Open {
                 Effect::UpdateApproval { approval, .. } if approval.status != ApprovalStatus::Pending => {
                     self.created.remove(&approval.id);
                 }
-                Effect::UpdateApproval { .. } | Effect::WriteArtifact(_) | Effect::SaveSession(_) => {}
+                Effect::UpdateApproval { .. }
+                | Effect::WriteArtifact(_)
+                | Effect::SaveSession(_)
+                | Effect::CancelCommand { .. } => {}
             }
         }
     }

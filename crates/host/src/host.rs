@@ -7,7 +7,7 @@
 //! refuses something, plan-core or storage said so.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
@@ -17,21 +17,26 @@ use plan_core::{
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
-use crate::event::Open;
+use crate::commands::CommandSupport;
+use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
 use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
+///
+/// Its state lives in a [`HostCore`] shared with the threads that watch
+/// running commands (they record a command's end when it exits on its own).
 pub struct Host {
-    pub(crate) open: Mutex<Option<Open>>,
-    pub(crate) outbox: Mutex<Outbox>,
-    pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
-    pub(crate) signal: DeadlineSignal,
-    pub(crate) options: HostOptions,
-    pub(crate) epoch: BootEpoch,
-    migration: MigrationReport,
-    database: PathBuf,
+    pub(crate) core: Arc<HostCore>,
+}
+
+impl std::ops::Deref for Host {
+    type Target = HostCore;
+
+    fn deref(&self) -> &HostCore {
+        &self.core
+    }
 }
 
 impl std::fmt::Debug for Host {
@@ -67,20 +72,29 @@ impl Host {
             lock,
         } = opened;
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
+        let mut options = options;
+        let commands = CommandSupport::open(&options, &database)?;
+        // The probe, not the embedder, says whether the sandbox works.
+        options.limits.commands.sandbox_available = commands.sandbox_available();
         Ok(Host {
-            open: Mutex::new(Some(Open {
-                store,
-                turns: HashMap::new(),
-                created: HashMap::new(),
-                _lock: lock,
-            })),
-            outbox: Mutex::new(Outbox::default()),
-            listeners: Mutex::new(Vec::new()),
-            signal: DeadlineSignal::default(),
-            options,
-            epoch,
-            migration,
-            database,
+            core: Arc::new(HostCore {
+                open: Mutex::new(Some(Open {
+                    store,
+                    turns: HashMap::new(),
+                    created: HashMap::new(),
+                    commands: HashMap::new(),
+                    scratch: HashMap::new(),
+                    _lock: lock,
+                })),
+                outbox: Mutex::new(Outbox::default()),
+                listeners: Mutex::new(Vec::new()),
+                signal: DeadlineSignal::default(),
+                options,
+                epoch,
+                migration,
+                database,
+                commands,
+            }),
         })
     }
 
@@ -108,6 +122,12 @@ impl Host {
     /// later call fails with `HOST_CLOSED`. Closing twice is harmless.
     pub fn close(&self) {
         let closed = lock(&self.open).take();
+        if let Some(open) = &closed {
+            // Running commands do not outlive the host.
+            for slot in open.commands.values() {
+                slot.cancel.cancel();
+            }
+        }
         drop(closed);
         self.wake_driver();
     }
@@ -176,6 +196,12 @@ impl Host {
         turn_id: &str,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
+        // Bash calls, so that a refused one can be recorded in the audit.
+        let bash_calls: Vec<(String, serde_json::Value)> = calls
+            .iter()
+            .filter(|call| call.name == plan_core::BASH)
+            .map(|call| (call.call_id.clone(), call.input.clone()))
+            .collect();
         let event = Event::ToolCalls {
             turn_id: turn_id.to_owned(),
             calls,
@@ -186,7 +212,10 @@ impl Host {
         };
         let mut writes = effects.into_iter().filter_map(|effect| match effect {
             Effect::WriteArtifact(request) => Some(request),
-            Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => None,
+            Effect::InsertApproval(_)
+            | Effect::UpdateApproval { .. }
+            | Effect::SaveSession(_)
+            | Effect::CancelCommand { .. } => None,
         });
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
@@ -196,18 +225,45 @@ impl Host {
                     decision: ToolCallVerdict::Allow(None),
                     approval: None,
                     message: None,
+                    command: None,
                 },
                 ToolDecision::Delegate(mode) => ToolCallOutcome {
                     call_id: result.call_id,
                     decision: ToolCallVerdict::Allow(Some(mode)),
                     approval: None,
                     message: None,
+                    command: None,
                 },
-                ToolDecision::Deny(code) => ToolCallOutcome {
+                ToolDecision::Deny(code) => {
+                    if let Some((_, input)) =
+                        bash_calls.iter().find(|(call_id, _)| *call_id == result.call_id)
+                    {
+                        let text = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
+                        self.record_refusal(
+                            session_id,
+                            turn_id,
+                            &result.call_id,
+                            text("command").unwrap_or_default(),
+                            text("cwd"),
+                            code,
+                        )?;
+                    }
+                    ToolCallOutcome {
+                        call_id: result.call_id,
+                        decision: ToolCallVerdict::Deny(code),
+                        approval: None,
+                        message: None,
+                        command: None,
+                    }
+                }
+                // A Plan-turn Bash call: the host runs it, sandboxed, before
+                // it answers.
+                ToolDecision::RunCommand(request) => ToolCallOutcome {
                     call_id: result.call_id,
-                    decision: ToolCallVerdict::Deny(code),
+                    decision: ToolCallVerdict::Allow(None),
                     approval: None,
                     message: None,
+                    command: Some(self.start_command(request)?),
                 },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
@@ -275,13 +331,17 @@ impl Host {
                 decision: ToolCallVerdict::Allow(None),
                 approval: Some(approval),
                 message: None,
+                command: None,
             }),
             (Reply::ToolResults(results), _) => {
                 let code = results
                     .into_iter()
                     .find_map(|result| match result.decision {
                         ToolDecision::Deny(code) => Some(code),
-                        ToolDecision::Allow | ToolDecision::Delegate(_) | ToolDecision::WriteArtifact => None,
+                        ToolDecision::Allow
+                        | ToolDecision::Delegate(_)
+                        | ToolDecision::WriteArtifact
+                        | ToolDecision::RunCommand(_) => None,
                     })
                     .unwrap_or(ErrorCode::ArtifactWriteFailed);
                 let message = failure
@@ -292,6 +352,7 @@ impl Host {
                     decision: ToolCallVerdict::Deny(code),
                     approval: None,
                     message,
+                    command: None,
                 })
             }
             (other, _) => Err(unexpected(&other)),
@@ -465,17 +526,16 @@ impl Host {
             let (effects, _) = self.run(&session_id, Event::Tick)?;
             expired.extend(effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
-                Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => None,
+                Effect::WriteArtifact(_)
+                | Effect::InsertApproval(_)
+                | Effect::SaveSession(_)
+                | Effect::CancelCommand { .. } => None,
             }));
         }
         Ok(expired)
     }
 
     // The machinery every operation shares.
-
-    pub(crate) fn now(&self) -> UnixMs {
-        self.options.clock.now_ms()
-    }
 
     fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
         self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?

@@ -12,6 +12,7 @@
 //! serializes operations with one lock.
 
 mod clock;
+mod commands;
 mod dispatch;
 mod driver;
 mod error;
@@ -23,12 +24,17 @@ mod shells;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use commands::SandboxStatus;
 pub use dispatch::{Connection, SERVER_NAME, error_object};
 pub use driver::ExpiryDriver;
 pub use error::HostError;
+pub use event::HostCore;
 pub use host::Host;
 pub use notify::NotificationListener;
-pub use plan_storage::{ApprovalFilter, MigrationReport, StoredApproval};
+pub use plan_storage::{
+    ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, MigrationReport,
+    StoredApproval,
+};
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
 pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 

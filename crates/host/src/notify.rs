@@ -54,7 +54,7 @@ pub(crate) fn derive(
                     notifications.push(ServerNotification::ExecutionStateChanged(changed));
                 }
             }
-            Effect::WriteArtifact(_) | Effect::SaveSession(_) => {}
+            Effect::WriteArtifact(_) | Effect::SaveSession(_) | Effect::CancelCommand { .. } => {}
         }
     }
     if WireSession::from(before) != WireSession::from(after) {

@@ -10,7 +10,7 @@ use std::sync::{Condvar, Mutex};
 
 use plan_protocol::ServerNotification;
 
-use crate::Host;
+use crate::event::HostCore;
 use crate::host::lock;
 
 /// Wakes the expiry driver when deadlines may have changed or the host closed.
@@ -32,7 +32,7 @@ pub(crate) struct Outbox {
     pub(crate) draining: bool,
 }
 
-impl Host {
+impl HostCore {
     /// Delivers queued notifications in commit order, after the state lock
     /// is released (so a listener may call back into the host). If another
     /// thread is delivering already, it delivers these too, after the ones

@@ -6,7 +6,10 @@
 
 use std::sync::Arc;
 
-use plan_core::{ErrorCode, Limits, Mode, PermissionMode, PlanApproval};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval};
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
@@ -20,6 +23,18 @@ pub struct HostOptions {
     pub clock: Arc<dyn Clock>,
     /// The selectable shells.
     pub shells: Vec<ShellSpec>,
+    /// The sandbox helper (`plan-exec-sandbox`, or a binary that acts as
+    /// it). `None`: next to the current executable (or one directory up,
+    /// where Cargo puts test binaries), then on `PATH`. Without a helper no
+    /// command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+    pub sandbox_helper: Option<PathBuf>,
+    /// Where per-turn scratch directories go. `None`: `<database>.scratch`
+    /// next to the database. The startup fence empties it.
+    pub scratch_root: Option<PathBuf>,
+    /// The retained-output cap per command (both streams), in bytes.
+    pub command_output_cap: u64,
+    /// Between SIGTERM and SIGKILL after a timeout or cancellation.
+    pub command_grace: Duration,
 }
 
 impl Default for HostOptions {
@@ -28,6 +43,10 @@ impl Default for HostOptions {
             limits: Limits::default(),
             clock: Arc::new(SystemClock),
             shells: default_catalog(),
+            sandbox_helper: None,
+            scratch_root: None,
+            command_output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
+            command_grace: Duration::from_secs(2),
         }
     }
 }
@@ -64,6 +83,8 @@ pub struct ToolCallOutcome {
     pub decision: ToolCallVerdict,
     /// The pending approval an accepted SubmitPlan created.
     pub approval: Option<PlanApproval>,
+    /// The command the host started for a Plan-turn Bash call.
+    pub command: Option<CommandRun>,
     /// A sentence about a denial more specific than its code's own message:
     /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
     /// read-only, a loop of links). `None` when the code says it all.
@@ -73,12 +94,17 @@ pub struct ToolCallOutcome {
 impl ToolCallOutcome {
     /// The protocol v9 form of the outcome.
     pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
-        match (self.decision, &self.approval) {
-            (ToolCallVerdict::Allow(_), Some(approval)) => {
+        match (self.decision, &self.approval, &self.command) {
+            (ToolCallVerdict::Allow(_), Some(approval), _) => {
                 plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
             }
-            (ToolCallVerdict::Allow(_), None) => plan_protocol::ToolCallResult::allow(self.call_id.clone()),
-            (ToolCallVerdict::Deny(code), _) => {
+            (ToolCallVerdict::Allow(_), None, Some(command)) => {
+                plan_protocol::ToolCallResult::ran(self.call_id.clone(), command.into())
+            }
+            (ToolCallVerdict::Allow(_), None, None) => {
+                plan_protocol::ToolCallResult::allow(self.call_id.clone())
+            }
+            (ToolCallVerdict::Deny(code), _, _) => {
                 let mut result = plan_protocol::ToolCallResult::deny(self.call_id.clone(), code);
                 if let (Some(message), Some(error)) = (&self.message, result.error.as_mut()) {
                     error.message.clone_from(message);

@@ -28,6 +28,9 @@ use plan_protocol::ServerNotification;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+#[path = "host/commands.rs"]
+mod commands;
+
 const T0: i64 = 1_800_000_000_000;
 const TTL: i64 = 60_000;
 const MARKDOWN_LIMIT: usize = 4096;
@@ -57,6 +60,7 @@ fn options(clock: &Arc<ManualClock>) -> HostOptions {
         limits: Limits::new(TTL, MARKDOWN_LIMIT).unwrap(),
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
+        ..HostOptions::default()
     }
 }
 
@@ -222,7 +226,10 @@ mod lifecycle {
         }
         let outcomes = fx.host.tool_calls("s1", &turn.turn_id, batch).unwrap();
         for outcome in &outcomes {
-            let expected = if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
+            let expected = if outcome.call_id == "Bash" {
+                // Plan-mode Bash is run by the host; `{}` is no command.
+                ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+            } else if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
                 ToolCallVerdict::Allow(None)
             } else {
                 ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan)
@@ -1860,6 +1867,7 @@ mod review {
             decision: plan_host::ToolCallVerdict::Allow(Some(PermissionMode::Auto)),
             approval: None,
             message: None,
+            command: None,
         };
         assert_eq!(allow.to_wire(), plan_protocol::ToolCallResult::allow("c"));
         let deny = ToolCallOutcome {
@@ -1867,6 +1875,7 @@ mod review {
             decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
             approval: None,
             message: None,
+            command: None,
         };
         assert_eq!(
             deny.to_wire(),
@@ -1926,6 +1935,7 @@ mod edges {
                 limits: Limits::new(ttl, MARKDOWN_LIMIT).unwrap(),
                 clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
                 shells: default_catalog(),
+                ..HostOptions::default()
             },
         )
         .unwrap();
@@ -1985,6 +1995,7 @@ mod edges {
                     limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
                     clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
                     shells: default_catalog(),
+                    ..HostOptions::default()
                 },
             )
             .unwrap(),

@@ -61,6 +61,7 @@ fn describe(reply: &Reply) -> String {
         ),
         Reply::SessionUpdated => "session updated".to_owned(),
         Reply::Ticked => "tick".to_owned(),
+        Reply::CommandStarted(request) => format!("command {} may start", request.call_id),
     }
 }
 
@@ -84,6 +85,7 @@ fn describe_effect(effect: &Effect) -> String {
                 .map_or(String::new(), |state| format!(", execution {state}"))
         ),
         Effect::SaveSession(session) => format!("save session {} ({})", session.id, session.mode),
+        Effect::CancelCommand { call_id, .. } => format!("cancel command {call_id}"),
     }
 }
 

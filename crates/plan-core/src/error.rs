@@ -89,6 +89,22 @@ macro_rules! for_each_error_code {
         StorageFailed => "STORAGE_FAILED", "the storage operation failed";
         /// A bug: the host reached a state it should never reach.
         Internal => "INTERNAL", "internal error";
+        /// Plan-mode Bash on a host without the kernel's read-only sandbox.
+        PlanSandboxUnavailable => "PLAN_SANDBOX_UNAVAILABLE", "the read-only Plan sandbox is not available on this host, so Plan-mode Bash cannot run";
+        /// An Agent `auto` command on a host without the workspace-write sandbox.
+        SandboxUnavailable => "SANDBOX_UNAVAILABLE", "the command sandbox is not available on this host, so the command cannot run";
+        /// A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
+        InvalidCommandInput => "INVALID_COMMAND_INPUT", "Bash input must be {command, timeoutMs?, cwd?}: a non-empty command, a timeout within the host's bounds, a non-empty cwd";
+        /// A command cwd outside the workspace root.
+        CommandCwdEscape => "COMMAND_CWD_ESCAPE", "the command's working directory is outside the workspace root";
+        /// A command start the turn does not allow.
+        CommandNotAllowed => "COMMAND_NOT_ALLOWED", "the command may not be started: not a Bash call allowed in this Agent turn, already started, or a Plan turn";
+        /// No command run with that call id.
+        CommandNotFound => "COMMAND_NOT_FOUND", "no command run has that call id";
+        /// The command run is not running.
+        CommandNotRunning => "COMMAND_NOT_RUNNING", "the command is not running";
+        /// The selected shell is not installed.
+        ShellUnavailable => "SHELL_UNAVAILABLE", "the selected shell is not installed on this host";
         }
     };
 }

@@ -17,10 +17,13 @@
 //! must agree on: what a new session may be ([`new_session`], normalized
 //! workspace roots), the shell catalog rules ([`check_shell`],
 //! [`default_shell`]), deadlines across sessions ([`due_approvals`],
-//! [`next_deadline`]), the startup fence, which characters of agent text can
-//! take over a terminal ([`is_terminal_control`]), and what a verification reports
+//! [`next_deadline`]), host-run commands ([`parse_bash_input`],
+//! [`sandbox_for`], [`fence_commands`]), the startup fence, which characters
+//! of agent text can take over a terminal ([`is_terminal_control`]), and what
+//! a verification reports
 //! ([`VerifyScope`], [`VerifyReport`]).
 
+mod commands;
 mod deadlines;
 mod error;
 mod machine;
@@ -32,6 +35,10 @@ mod shells;
 mod text;
 mod tools;
 
+pub use commands::{
+    BASH, BashInput, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox, SandboxGrant,
+    TurnCommand, TurnCommandStatus, check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
+};
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
 pub use machine::{

@@ -6,6 +6,7 @@
 //! touches a file. The caller carries out the effects (in one storage
 //! transaction) and only then adopts the new state.
 
+use crate::commands::{BASH, CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
 use crate::deadlines::is_due;
 use crate::model::{
     ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
@@ -133,6 +134,30 @@ pub enum Event {
         /// The epoch of the process that reports.
         epoch: BootEpoch,
     },
+    /// The client asks the host to run an Agent turn's allowed Bash call
+    /// (`command/start`).
+    StartCommand {
+        /// The turn the call belongs to.
+        turn_id: String,
+        /// The Bash call.
+        call_id: String,
+        /// The Bash input `{command, timeoutMs?, cwd?}`.
+        input: serde_json::Value,
+    },
+    /// A command of the active turn ended (or failed to start).
+    CommandEnded {
+        /// The Bash call.
+        call_id: String,
+    },
+    /// `command/cancel`.
+    CancelCommand {
+        /// The Bash call.
+        call_id: String,
+        /// Whether the host has a record of an ended run with this call id
+        /// (an earlier turn's, or this one's): that is `COMMAND_NOT_RUNNING`
+        /// rather than `COMMAND_NOT_FOUND`.
+        known_ended: bool,
+    },
     /// Time passed; fire whatever deadline is due.
     Tick,
 }
@@ -167,6 +192,9 @@ pub enum ToolDecision {
     Deny(ErrorCode),
     /// A valid SubmitPlan: the artifact must be written, then reported back.
     WriteArtifact,
+    /// A Plan-turn Bash call: the host runs it, read-only sandboxed, before
+    /// it answers, and reports `CommandEnded` when it ends.
+    RunCommand(CommandRequest),
 }
 
 /// The decision for one call of a batch.
@@ -196,6 +224,16 @@ pub enum Effect {
     },
     /// Persist the session's configuration.
     SaveSession(Session),
+    /// Kill a running command (SIGTERM to its group, SIGKILL after the
+    /// grace). Cancellations come first in a transition's effects.
+    CancelCommand {
+        /// The Bash call.
+        call_id: String,
+        /// `true` when the turn ends in this transition: the host waits for
+        /// the command to exit, and records its end, before it carries out
+        /// anything that follows.
+        before_turn_end: bool,
+    },
 }
 
 /// The successful answer to an event.
@@ -220,6 +258,8 @@ pub enum Reply {
     SessionUpdated,
     /// A tick was handled (it may or may not have expired something).
     Ticked,
+    /// An Agent command may start now, with this request.
+    CommandStarted(CommandRequest),
 }
 
 /// The outcome of one event: the state to adopt, the effects that make it
@@ -340,6 +380,13 @@ fn apply(
             ExecutionState::Completed,
             effects,
         ),
+        Event::StartCommand {
+            turn_id,
+            call_id,
+            input,
+        } => start_command(state, context, &turn_id, call_id, &input),
+        Event::CommandEnded { call_id } => command_ended(state, &call_id),
+        Event::CancelCommand { call_id, known_ended } => cancel_command(state, call_id, known_ended, effects),
         Event::Tick => Ok(Reply::Ticked),
     }
 }
@@ -359,13 +406,13 @@ fn start_turn(
     if !state.is_idle() {
         return Err(ErrorCode::SessionBusy);
     }
-    let turn = ActiveTurn {
+    let turn = ActiveTurn::new(
         turn_id,
-        mode: state.session.mode,
+        state.session.mode,
         origin,
-        kind: TurnKind::Prompt,
-        epoch: context.epoch,
-    };
+        TurnKind::Prompt,
+        context.epoch,
+    );
     state.active_turn = Some(turn.clone());
     Ok(Reply::TurnStarted(turn))
 }
@@ -402,14 +449,40 @@ fn tool_calls(
         (Mode::Plan, TurnKind::Prompt) => true,
         (Mode::Plan, TurnKind::Execution) | (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => false,
     };
+    let mut turn = turn;
     let mut results = Vec::with_capacity(calls.len());
     for call in calls {
         let decision = match (classify(&call.name), plan_turn) {
+            (ToolClass::PlanSafe, true) if call.name == BASH => {
+                match plan_command(state, context, &turn, &call) {
+                    Ok(request) => {
+                        turn.commands.push(TurnCommand {
+                            call_id: call.call_id.clone(),
+                            status: TurnCommandStatus::Running,
+                        });
+                        ToolDecision::RunCommand(request)
+                    }
+                    Err(code) => ToolDecision::Deny(code),
+                }
+            }
             (ToolClass::PlanSafe, true) => ToolDecision::Allow,
             (ToolClass::Other, true) => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
             (ToolClass::SubmitPlan, false) => ToolDecision::Deny(ErrorCode::PlanNotActive),
             (ToolClass::PlanSafe | ToolClass::Other, false) => {
+                // An Agent-turn Bash call may later be started by the host
+                // through command/start, once per call id.
+                if call.name == BASH && !turn.commands.iter().any(|known| known.call_id == call.call_id) {
+                    turn.commands.push(TurnCommand {
+                        call_id: call.call_id.clone(),
+                        status: TurnCommandStatus::Allowed,
+                    });
+                }
                 ToolDecision::Delegate(state.session.permission_mode)
+            }
+            // A plan is submitted only once every command of the turn ended:
+            // a Plan turn never ends with a command still running.
+            (ToolClass::SubmitPlan, true) if turn.has_running_command() => {
+                ToolDecision::Deny(ErrorCode::SessionBusy)
             }
             (ToolClass::SubmitPlan, true) => match submit_plan(state, context, &turn, &call) {
                 Ok(request) => {
@@ -424,7 +497,146 @@ fn tool_calls(
             decision,
         });
     }
+    state.active_turn = Some(turn);
     Ok(Reply::ToolResults(results))
+}
+
+/// Decides a Plan-turn Bash call: a fresh call id, valid input, the kernel
+/// sandbox available, and room under the per-session limit. The grant is
+/// always read-only and offline; there is no weaker fallback.
+fn plan_command(
+    state: &SessionState,
+    context: &Context,
+    turn: &ActiveTurn,
+    call: &ToolCall,
+) -> Result<CommandRequest, ErrorCode> {
+    if turn.commands.iter().any(|known| known.call_id == call.call_id) {
+        return Err(ErrorCode::CommandNotAllowed);
+    }
+    let options = &context.limits.commands;
+    let input = parse_bash_input(&call.input, state.session.workspace_root.as_deref(), options)?;
+    if !options.sandbox_available {
+        return Err(ErrorCode::PlanSandboxUnavailable);
+    }
+    check_running_limit(turn, context)?;
+    command_request(state, context, turn, call.call_id.clone(), input)
+}
+
+fn check_running_limit(turn: &ActiveTurn, context: &Context) -> Result<(), ErrorCode> {
+    if turn.running_commands().len() >= context.limits.commands.max_running_per_session {
+        return Err(ErrorCode::SessionBusy);
+    }
+    Ok(())
+}
+
+fn command_request(
+    state: &SessionState,
+    context: &Context,
+    turn: &ActiveTurn,
+    call_id: String,
+    input: crate::BashInput,
+) -> Result<CommandRequest, ErrorCode> {
+    let workspace_root = state
+        .session
+        .workspace_root
+        .as_deref()
+        .ok_or(ErrorCode::SessionNotProjectBound)
+        .and_then(|root| normalize_workspace_root(root).map_err(|_| ErrorCode::CommandCwdEscape))?;
+    Ok(CommandRequest {
+        session_id: state.session.id.clone(),
+        turn_id: turn.turn_id.clone(),
+        call_id,
+        workspace_root,
+        input,
+        shell: state.session.shell.clone(),
+        grant: sandbox_for(turn, state.session.permission_mode, &context.limits.commands),
+    })
+}
+
+/// `command/start` for an Agent turn's allowed Bash call.
+fn start_command(
+    state: &mut SessionState,
+    context: &Context,
+    turn_id: &str,
+    call_id: String,
+    input: &serde_json::Value,
+) -> Result<Reply, ErrorCode> {
+    let turn = active_turn_named(state, turn_id)?.clone();
+    match turn.mode {
+        // Plan commands start only through turn/toolCalls, always sandboxed.
+        Mode::Plan => return Err(ErrorCode::CommandNotAllowed),
+        Mode::Agent => {}
+    }
+    let Some(index) = turn
+        .commands
+        .iter()
+        .position(|known| known.call_id == call_id && known.status == TurnCommandStatus::Allowed)
+    else {
+        return Err(ErrorCode::CommandNotAllowed);
+    };
+    let options = &context.limits.commands;
+    let input = parse_bash_input(input, state.session.workspace_root.as_deref(), options)?;
+    let request = command_request(state, context, &turn, call_id, input)?;
+    match request.grant.sandbox {
+        crate::Sandbox::None => {}
+        crate::Sandbox::ReadOnly | crate::Sandbox::WorkspaceWrite => {
+            if !options.sandbox_available {
+                return Err(ErrorCode::SandboxUnavailable);
+            }
+        }
+    }
+    check_running_limit(&turn, context)?;
+    let mut turn = turn;
+    if let Some(command) = turn.commands.get_mut(index) {
+        command.status = TurnCommandStatus::Running;
+    }
+    state.active_turn = Some(turn);
+    Ok(Reply::CommandStarted(request))
+}
+
+/// A running command of the active turn ended.
+fn command_ended(state: &mut SessionState, call_id: &str) -> Result<Reply, ErrorCode> {
+    let running = state.active_turn.as_mut().and_then(|turn| {
+        turn.commands
+            .iter_mut()
+            .find(|known| known.call_id == call_id && known.status == TurnCommandStatus::Running)
+    });
+    match running {
+        Some(command) => {
+            command.status = TurnCommandStatus::Ended;
+            Ok(Reply::SessionUpdated)
+        }
+        None => Err(ErrorCode::CommandNotRunning),
+    }
+}
+
+/// `command/cancel`: a running command gets killed; the kill is confirmed
+/// when it ends.
+fn cancel_command(
+    state: &SessionState,
+    call_id: String,
+    known_ended: bool,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let status = state.active_turn.as_ref().and_then(|turn| {
+        turn.commands
+            .iter()
+            .find(|known| known.call_id == call_id)
+            .map(|known| known.status)
+    });
+    match (status, known_ended) {
+        (Some(TurnCommandStatus::Running), _) => {
+            effects.push(Effect::CancelCommand {
+                call_id,
+                before_turn_end: false,
+            });
+            Ok(Reply::SessionUpdated)
+        }
+        (Some(TurnCommandStatus::Allowed | TurnCommandStatus::Ended), _) | (None, true) => {
+            Err(ErrorCode::CommandNotRunning)
+        }
+        (None, false) => Err(ErrorCode::CommandNotFound),
+    }
 }
 
 fn submit_plan(
@@ -566,13 +778,13 @@ fn approve(
     state.session.permission_mode = permission_mode;
     state.pending_approval = None;
     state.live_execution = Some(approved.clone());
-    state.active_turn = Some(ActiveTurn {
-        turn_id: execution_turn_id,
-        mode: Mode::Agent,
-        origin: Origin::Interactive,
-        kind: TurnKind::Execution,
-        epoch: context.epoch,
-    });
+    state.active_turn = Some(ActiveTurn::new(
+        execution_turn_id,
+        Mode::Agent,
+        Origin::Interactive,
+        TurnKind::Execution,
+        context.epoch,
+    ));
     effects.push(Effect::UpdateApproval {
         approval: approved.clone(),
         expected,
@@ -646,6 +858,9 @@ fn configure(
 
 fn complete_turn(state: &mut SessionState, turn_id: &str) -> Result<Reply, ErrorCode> {
     let turn = active_turn_named(state, turn_id)?;
+    if turn.has_running_command() {
+        return Err(ErrorCode::SessionBusy);
+    }
     match turn.kind {
         TurnKind::Prompt => {
             state.active_turn = None;
@@ -665,8 +880,16 @@ fn cancel_turn(
     if state.pending_approval.is_some() {
         return Err(ErrorCode::SessionBusy);
     }
-    if state.active_turn.take().is_none() {
+    let Some(turn) = state.active_turn.take() else {
         return Err(ErrorCode::TurnNotActive);
+    };
+    // Every running command of the turn is killed, and has exited, before
+    // anything else of the cancellation happens.
+    for call_id in turn.running_commands() {
+        effects.push(Effect::CancelCommand {
+            call_id,
+            before_turn_end: true,
+        });
     }
     if let Some(live) = state.live_execution.take() {
         let expected = RowGuard::of(&live);
@@ -703,6 +926,16 @@ fn advance_execution(
     }
     if live.execution_state != Some(from) {
         return Err(ErrorCode::ExecutionNotActive);
+    }
+    // Completing ends the execution turn, which never ends with a command
+    // still running.
+    if !to.is_live()
+        && state
+            .active_turn
+            .as_ref()
+            .is_some_and(ActiveTurn::has_running_command)
+    {
+        return Err(ErrorCode::SessionBusy);
     }
     let expected = RowGuard::of(live);
     let mut advanced = live.clone();

@@ -6,6 +6,7 @@
 //! storage and protocol convert to and from them.
 
 use crate::ErrorCode;
+use crate::commands::{CommandOptions, TurnCommand, TurnCommandStatus};
 
 /// Unix epoch milliseconds, the only time unit of the checkpoint.
 pub type UnixMs = i64;
@@ -47,6 +48,8 @@ macro_rules! wire_enum {
         }
     };
 }
+
+pub(crate) use wire_enum;
 
 wire_enum! {
     /// The product selector: the one Agent of a session works in Agent or Plan state.
@@ -200,6 +203,39 @@ pub struct ActiveTurn {
     pub kind: TurnKind,
     /// The boot epoch of the process that started it.
     pub epoch: BootEpoch,
+    /// The turn's Bash calls: allowed (Agent), running or ended. A command
+    /// belongs to its turn and ends before the turn does.
+    pub commands: Vec<TurnCommand>,
+}
+
+impl ActiveTurn {
+    /// A turn with no commands yet.
+    pub fn new(turn_id: String, mode: Mode, origin: Origin, kind: TurnKind, epoch: BootEpoch) -> ActiveTurn {
+        ActiveTurn {
+            turn_id,
+            mode,
+            origin,
+            kind,
+            epoch,
+            commands: Vec::new(),
+        }
+    }
+
+    /// The call ids of the turn's running commands, in start order.
+    pub fn running_commands(&self) -> Vec<String> {
+        self.commands
+            .iter()
+            .filter(|command| command.status == TurnCommandStatus::Running)
+            .map(|command| command.call_id.clone())
+            .collect()
+    }
+
+    /// Whether a command of the turn is still running.
+    pub fn has_running_command(&self) -> bool {
+        self.commands
+            .iter()
+            .any(|command| command.status == TurnCommandStatus::Running)
+    }
 }
 
 /// The host-written plan file of one submission.
@@ -279,6 +315,9 @@ impl RowGuard {
 pub struct Limits {
     approval_ttl_ms: i64,
     markdown_limit_bytes: usize,
+    /// Host-run command options and whether the sandbox works here. Public:
+    /// the host sets `sandbox_available` from its one probe at open.
+    pub commands: CommandOptions,
 }
 
 impl Limits {
@@ -317,6 +356,7 @@ impl Limits {
         Ok(Limits {
             approval_ttl_ms,
             markdown_limit_bytes,
+            commands: CommandOptions::default(),
         })
     }
 
@@ -336,6 +376,7 @@ impl Default for Limits {
         Limits {
             approval_ttl_ms: Limits::DEFAULT_APPROVAL_TTL_MS,
             markdown_limit_bytes: Limits::DEFAULT_MARKDOWN_LIMIT_BYTES,
+            commands: CommandOptions::default(),
         }
     }
 }
@@ -440,6 +481,19 @@ impl SessionState {
                 .is_some_and(|turn| turn.kind == TurnKind::Execution && turn.mode == Mode::Agent);
             if !holds_execution_turn {
                 return Err("a live execution needs its execution turn active".to_owned());
+            }
+        }
+        if let Some(turn) = &self.active_turn {
+            for (index, command) in turn.commands.iter().enumerate() {
+                if turn.commands[..index]
+                    .iter()
+                    .any(|earlier| earlier.call_id == command.call_id)
+                {
+                    return Err(format!("call {} appears twice in the turn", command.call_id));
+                }
+            }
+            if self.pending_approval.is_some() && turn.has_running_command() {
+                return Err("a command runs while an approval is pending".to_owned());
             }
         }
         if let Some(turn) = &self.active_turn

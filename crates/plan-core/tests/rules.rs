@@ -232,7 +232,9 @@ fn plan_turn_allows_exactly_the_read_only_tools() {
             ("Glob", ToolDecision::Allow),
             ("Grep", ToolDecision::Allow),
             ("BrowserPreview", ToolDecision::Allow),
-            ("Bash", ToolDecision::Allow),
+            // Plan-mode Bash is run by the host; an empty input is refused
+            // as a command input (the command tests cover the rest).
+            ("Bash", ToolDecision::Deny(ErrorCode::InvalidCommandInput)),
             ("EnterPlanMode", ToolDecision::Allow),
             ("new_context", ToolDecision::Allow),
             ("Write", deny.clone()),
@@ -397,7 +399,10 @@ fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
         );
         let written = transition.effects.iter().find_map(|effect| match effect {
             Effect::WriteArtifact(request) => Some(request.markdown.clone()),
-            Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => None,
+            Effect::InsertApproval(_)
+            | Effect::UpdateApproval { .. }
+            | Effect::SaveSession(_)
+            | Effect::CancelCommand { .. } => None,
         });
         assert_eq!(
             written.as_deref(),
@@ -1358,4 +1363,500 @@ fn limits_can_only_be_built_in_range() {
         (1, 1)
     );
     assert_eq!(Limits::default(), Limits::new(TTL, 8 * 1024 * 1024).unwrap());
+}
+
+// Host-run commands (commands.md).
+
+mod commands {
+    use super::*;
+    use plan_core::{
+        BashInput, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox, SandboxGrant,
+        check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
+    };
+
+    const ROOT: &str = "/home/dev/project";
+
+    fn sandboxed() -> Context {
+        let mut context = context(T0);
+        context.limits.commands.sandbox_available = true;
+        context
+    }
+
+    fn bash(call_id: &str, command: &str) -> ToolCall {
+        ToolCall {
+            call_id: call_id.to_owned(),
+            name: "Bash".to_owned(),
+            input: json!({"command": command, "description": "agents send extras"}),
+        }
+    }
+
+    fn run_batch(
+        state: &SessionState,
+        context: &Context,
+        calls: Vec<ToolCall>,
+    ) -> (Vec<ToolDecision>, SessionState) {
+        let transition = handle(
+            state,
+            context,
+            Event::ToolCalls {
+                turn_id: "t1".to_owned(),
+                calls,
+            },
+        );
+        match accepted(&transition) {
+            Reply::ToolResults(results) => (
+                results.into_iter().map(|result| result.decision).collect(),
+                transition.state,
+            ),
+            other => panic!("expected tool results, got {other:?}"),
+        }
+    }
+
+    /// A Plan turn with the running command `c1`.
+    fn plan_turn_running() -> SessionState {
+        let (decisions, state) = run_batch(&plan_turn(), &sandboxed(), vec![bash("c1", "git status")]);
+        assert!(matches!(decisions.as_slice(), [ToolDecision::RunCommand(_)]));
+        state
+    }
+
+    /// An Agent session under `mode` whose turn `t1` allowed the Bash call `c1`.
+    fn agent_turn_with_bash(mode: PermissionMode) -> SessionState {
+        let mut session = Session::new("s1", Some(ROOT.to_owned()));
+        session.permission_mode = mode;
+        let state = started(&SessionState::idle(session));
+        let (decisions, state) = run_batch(&state, &sandboxed(), vec![bash("c1", "cargo test")]);
+        assert_eq!(decisions, [ToolDecision::Delegate(mode)]);
+        state
+    }
+
+    fn start(state: &SessionState, context: &Context, call_id: &str) -> Transition {
+        handle(
+            state,
+            context,
+            Event::StartCommand {
+                turn_id: "t1".to_owned(),
+                call_id: call_id.to_owned(),
+                input: json!({"command": "cargo test", "timeoutMs": 5_000}),
+            },
+        )
+    }
+
+    #[test]
+    fn bash_input_is_validated_with_the_documented_codes() {
+        let options = CommandOptions::default();
+        let parse = |input: serde_json::Value| parse_bash_input(&input, Some(ROOT), &options);
+        assert_eq!(
+            parse(json!({"command": "ls", "extra": 1})),
+            Ok(BashInput {
+                command: "ls".to_owned(),
+                timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
+                cwd: ".".to_owned(),
+            })
+        );
+        assert_eq!(
+            parse(json!({"command": "ls", "timeoutMs": 600_000})).map(|input| input.timeout_ms),
+            Ok(600_000)
+        );
+        assert_eq!(
+            parse(json!({"command": "ls", "cwd": "src/../docs/"})).map(|input| input.cwd),
+            Ok("docs".to_owned())
+        );
+        assert_eq!(
+            parse(json!({"command": "ls", "cwd": "/home/dev/project/src"})).map(|input| input.cwd),
+            Ok("src".to_owned())
+        );
+        assert_eq!(
+            parse(json!({"command": "ls", "cwd": ROOT})).map(|input| input.cwd),
+            Ok(".".to_owned())
+        );
+        for invalid in [
+            json!("ls"),
+            json!({}),
+            json!({"command": ""}),
+            json!({"command": "   "}),
+            json!({"command": 3}),
+            json!({"command": "ls\u{0}x"}),
+            json!({"command": "ls", "timeoutMs": 0}),
+            json!({"command": "ls", "timeoutMs": 600_001}),
+            json!({"command": "ls", "timeoutMs": -5}),
+            json!({"command": "ls", "timeoutMs": 1.5}),
+            json!({"command": "ls", "timeoutMs": "100"}),
+            json!({"command": "ls", "cwd": ""}),
+            json!({"command": "ls", "cwd": 7}),
+        ] {
+            assert_eq!(
+                parse(invalid.clone()),
+                Err(ErrorCode::InvalidCommandInput),
+                "{invalid}"
+            );
+        }
+        for escape in [
+            "..",
+            "../other",
+            "src/../../x",
+            "/home/dev",
+            "/home/dev/project-other",
+            "/etc",
+        ] {
+            assert_eq!(
+                parse(json!({"command": "ls", "cwd": escape})),
+                Err(ErrorCode::CommandCwdEscape),
+                "{escape}"
+            );
+        }
+        assert_eq!(
+            parse_bash_input(&json!({"command": "ls"}), None, &options),
+            Err(ErrorCode::SessionNotProjectBound)
+        );
+        let strict = CommandOptions {
+            max_timeout_ms: 10,
+            ..CommandOptions::default()
+        };
+        assert_eq!(
+            parse_bash_input(&json!({"command": "ls", "timeoutMs": 11}), Some(ROOT), &strict),
+            Err(ErrorCode::InvalidCommandInput)
+        );
+    }
+
+    #[test]
+    fn a_resolved_cwd_behind_a_symlink_out_of_the_root_escapes() {
+        assert_eq!(check_resolved_cwd("/real/w", "/real/w"), Ok(()));
+        assert_eq!(check_resolved_cwd("/real/w", "/real/w/src"), Ok(()));
+        assert_eq!(
+            check_resolved_cwd("/real/w", "/real/w2"),
+            Err(ErrorCode::CommandCwdEscape)
+        );
+        assert_eq!(
+            check_resolved_cwd("/real/w", "/tmp"),
+            Err(ErrorCode::CommandCwdEscape)
+        );
+    }
+
+    #[test]
+    fn sandbox_is_read_only_in_plan_none_under_ask_and_workspace_write_under_auto() {
+        let options = CommandOptions::default();
+        let turn = |mode, kind| ActiveTurnFixture::turn(mode, kind);
+        for kind in [TurnKind::Prompt, TurnKind::Execution] {
+            for permission in PermissionMode::ALL {
+                assert_eq!(
+                    sandbox_for(&turn(Mode::Plan, kind), *permission, &options),
+                    SandboxGrant {
+                        sandbox: Sandbox::ReadOnly,
+                        network: false
+                    }
+                );
+            }
+            for permission in [PermissionMode::Ask, PermissionMode::AcceptEdits] {
+                assert_eq!(
+                    sandbox_for(&turn(Mode::Agent, kind), permission, &options).sandbox,
+                    Sandbox::None
+                );
+            }
+            assert_eq!(
+                sandbox_for(&turn(Mode::Agent, kind), PermissionMode::Auto, &options),
+                SandboxGrant {
+                    sandbox: Sandbox::WorkspaceWrite,
+                    network: false
+                }
+            );
+            let online = CommandOptions {
+                network_in_auto: true,
+                ..options
+            };
+            assert!(sandbox_for(&turn(Mode::Agent, kind), PermissionMode::Auto, &online).network);
+        }
+    }
+
+    struct ActiveTurnFixture;
+
+    impl ActiveTurnFixture {
+        fn turn(mode: Mode, kind: TurnKind) -> plan_core::ActiveTurn {
+            plan_core::ActiveTurn::new("t1".to_owned(), mode, Origin::Interactive, kind, EPOCH)
+        }
+    }
+
+    #[test]
+    fn plan_bash_runs_read_only_and_offline() {
+        let (decisions, state) = run_batch(&plan_turn(), &sandboxed(), vec![bash("c1", "cat README.md")]);
+        let [ToolDecision::RunCommand(request)] = decisions.as_slice() else {
+            panic!("expected a run, got {decisions:?}");
+        };
+        assert_eq!(
+            request,
+            &CommandRequest {
+                session_id: "s1".to_owned(),
+                turn_id: "t1".to_owned(),
+                call_id: "c1".to_owned(),
+                workspace_root: ROOT.to_owned(),
+                input: BashInput {
+                    command: "cat README.md".to_owned(),
+                    timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
+                    cwd: ".".to_owned(),
+                },
+                shell: None,
+                grant: SandboxGrant {
+                    sandbox: Sandbox::ReadOnly,
+                    network: false
+                },
+            }
+        );
+        let turn = state.active_turn.expect("the turn stays active");
+        assert_eq!(turn.running_commands(), ["c1"]);
+    }
+
+    #[test]
+    fn plan_bash_without_the_sandbox_is_denied_and_nothing_runs() {
+        let (decisions, state) = run_batch(&plan_turn(), &context(T0), vec![bash("c1", "cat README.md")]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::PlanSandboxUnavailable)]);
+        let turn = state.active_turn.expect("the turn stays active");
+        assert!(!turn.has_running_command());
+    }
+
+    #[test]
+    fn plan_bash_input_errors_are_denials() {
+        let mut unbound = plan_session();
+        unbound.session.workspace_root = None;
+        let (decisions, _) = run_batch(&started(&unbound), &sandboxed(), vec![bash("c1", "ls")]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::SessionNotProjectBound)]);
+        let escape = ToolCall {
+            input: json!({"command": "ls", "cwd": "../.."}),
+            ..bash("c2", "ls")
+        };
+        let (decisions, _) = run_batch(&plan_turn(), &sandboxed(), vec![escape]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::CommandCwdEscape)]);
+    }
+
+    #[test]
+    fn a_call_id_runs_once_per_turn() {
+        let (decisions, _) = run_batch(&plan_turn_running(), &sandboxed(), vec![bash("c1", "ls")]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::CommandNotAllowed)]);
+    }
+
+    #[test]
+    fn more_running_commands_than_the_limit_are_session_busy() {
+        let mut context = sandboxed();
+        context.limits.commands.max_running_per_session = 2;
+        let calls = vec![bash("c1", "a"), bash("c2", "b"), bash("c3", "c")];
+        let (decisions, state) = run_batch(&plan_turn(), &context, calls);
+        assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
+        assert!(matches!(decisions[1], ToolDecision::RunCommand(_)));
+        assert_eq!(decisions[2], ToolDecision::Deny(ErrorCode::SessionBusy));
+        let ended = step(
+            &state,
+            T0,
+            Event::CommandEnded {
+                call_id: "c1".to_owned(),
+            },
+        );
+        let (decisions, _) = run_batch(&ended, &context, vec![bash("c3", "c")]);
+        assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
+    }
+
+    #[test]
+    fn the_turn_cannot_end_or_submit_while_a_command_runs() {
+        let state = plan_turn_running();
+        let complete = handle(
+            &state,
+            &context(T0),
+            Event::CompleteTurn {
+                turn_id: "t1".to_owned(),
+            },
+        );
+        assert_refused_unchanged(&state, complete, ErrorCode::SessionBusy);
+        let (decisions, after) = run_batch(&state, &sandboxed(), vec![submit_call(plan_input())]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::SessionBusy)]);
+        assert!(after.pending_approval.is_none());
+        let ended = step(
+            &state,
+            T0,
+            Event::CommandEnded {
+                call_id: "c1".to_owned(),
+            },
+        );
+        let (decisions, _) = run_batch(&ended, &sandboxed(), vec![submit_call(plan_input())]);
+        assert_eq!(decisions, [ToolDecision::WriteArtifact]);
+        step(
+            &ended,
+            T0,
+            Event::CompleteTurn {
+                turn_id: "t1".to_owned(),
+            },
+        );
+    }
+
+    #[test]
+    fn turn_cancel_cancels_every_running_command_first() {
+        let (_, state) = run_batch(
+            &plan_turn(),
+            &sandboxed(),
+            vec![bash("c1", "sleep 9"), bash("c2", "sleep 9")],
+        );
+        let transition = handle(&state, &context(T0), Event::CancelTurn);
+        assert_eq!(transition.reply, Ok(Reply::SessionUpdated));
+        assert_eq!(
+            transition.effects,
+            [
+                Effect::CancelCommand {
+                    call_id: "c1".to_owned(),
+                    before_turn_end: true
+                },
+                Effect::CancelCommand {
+                    call_id: "c2".to_owned(),
+                    before_turn_end: true
+                },
+            ]
+        );
+        assert!(transition.state.active_turn.is_none());
+    }
+
+    #[test]
+    fn command_cancel_kills_a_running_command_and_names_the_others() {
+        let state = plan_turn_running();
+        let cancel = |call_id: &str, known_ended| {
+            handle(
+                &state,
+                &context(T0),
+                Event::CancelCommand {
+                    call_id: call_id.to_owned(),
+                    known_ended,
+                },
+            )
+        };
+        let transition = cancel("c1", false);
+        assert_eq!(
+            transition.effects,
+            [Effect::CancelCommand {
+                call_id: "c1".to_owned(),
+                before_turn_end: false
+            }]
+        );
+        assert_eq!(transition.state, state, "the command ends when it exits");
+        assert_refused_unchanged(&state, cancel("nope", false), ErrorCode::CommandNotFound);
+        assert_refused_unchanged(&state, cancel("old", true), ErrorCode::CommandNotRunning);
+        let ended = step(
+            &state,
+            T0,
+            Event::CommandEnded {
+                call_id: "c1".to_owned(),
+            },
+        );
+        let again = handle(
+            &ended,
+            &context(T0),
+            Event::CancelCommand {
+                call_id: "c1".to_owned(),
+                known_ended: true,
+            },
+        );
+        assert_refused_unchanged(&ended, again, ErrorCode::CommandNotRunning);
+        let twice = handle(
+            &ended,
+            &context(T0),
+            Event::CommandEnded {
+                call_id: "c1".to_owned(),
+            },
+        );
+        assert_refused_unchanged(&ended, twice, ErrorCode::CommandNotRunning);
+    }
+
+    #[test]
+    fn command_start_is_refused_in_plan_turns_for_unknown_and_for_started_calls() {
+        let plan = plan_turn_running();
+        assert_refused_unchanged(
+            &plan,
+            start(&plan, &sandboxed(), "c1"),
+            ErrorCode::CommandNotAllowed,
+        );
+        let agent = agent_turn_with_bash(PermissionMode::Ask);
+        assert_refused_unchanged(
+            &agent,
+            start(&agent, &sandboxed(), "c9"),
+            ErrorCode::CommandNotAllowed,
+        );
+        let transition = start(&agent, &sandboxed(), "c1");
+        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+            panic!("expected a start, got {:?}", transition.reply);
+        };
+        assert_eq!(request.grant.sandbox, Sandbox::None);
+        assert_eq!(request.input.timeout_ms, 5_000);
+        let running = transition.state;
+        assert_refused_unchanged(
+            &running,
+            start(&running, &sandboxed(), "c1"),
+            ErrorCode::CommandNotAllowed,
+        );
+        let wrong_turn = handle(
+            &agent,
+            &sandboxed(),
+            Event::StartCommand {
+                turn_id: "t2".to_owned(),
+                call_id: "c1".to_owned(),
+                input: json!({"command": "ls"}),
+            },
+        );
+        assert_refused_unchanged(&agent, wrong_turn, ErrorCode::TurnNotActive);
+        let bad_input = handle(
+            &agent,
+            &sandboxed(),
+            Event::StartCommand {
+                turn_id: "t1".to_owned(),
+                call_id: "c1".to_owned(),
+                input: json!({"command": ""}),
+            },
+        );
+        assert_refused_unchanged(&agent, bad_input, ErrorCode::InvalidCommandInput);
+    }
+
+    #[test]
+    fn agent_auto_needs_the_workspace_write_sandbox() {
+        let agent = agent_turn_with_bash(PermissionMode::Auto);
+        let transition = start(&agent, &sandboxed(), "c1");
+        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+            panic!("expected a start, got {:?}", transition.reply);
+        };
+        assert_eq!(
+            request.grant,
+            SandboxGrant {
+                sandbox: Sandbox::WorkspaceWrite,
+                network: false
+            }
+        );
+        assert_refused_unchanged(
+            &agent,
+            start(&agent, &context(T0), "c1"),
+            ErrorCode::SandboxUnavailable,
+        );
+    }
+
+    #[test]
+    fn the_fence_interrupts_runs_that_never_ended_and_leaves_ended_ones() {
+        let run = |call_id: &str, state| CommandRun {
+            call_id: call_id.to_owned(),
+            session_id: "s1".to_owned(),
+            turn_id: "t1".to_owned(),
+            command: "sleep 100".to_owned(),
+            cwd: ".".to_owned(),
+            shell_id: "bash".to_owned(),
+            shell_path: "/bin/bash".to_owned(),
+            sandbox: Sandbox::ReadOnly,
+            network: false,
+            state,
+            exit_code: None,
+            signal: None,
+            error_code: None,
+            started_at: T0,
+            ended_at: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            truncated: false,
+        };
+        let fenced = fence_commands(
+            &[run("c1", CommandState::Running), run("c2", CommandState::Exited)],
+            T0 + 5,
+        );
+        let mut expected = run("c1", CommandState::Interrupted);
+        expected.error_code = Some(ErrorCode::HostRestarted);
+        expected.ended_at = Some(T0 + 5);
+        assert_eq!(fenced, [expected]);
+    }
 }

@@ -295,7 +295,9 @@ struct Harness {
 impl Harness {
     fn fresh(&mut self, prefix: &str) -> String {
         self.next_id += 1;
-        format!("{prefix}-{}", self.next_id)
+        // Zero-padded, so ids sort by creation: `latest_row` breaks ties of
+        // equal `created_at` by id, and "a-10" must sort after "a-2".
+        format!("{prefix}-{:06}", self.next_id)
     }
 
     fn context(&self) -> Context {
@@ -352,7 +354,7 @@ impl Harness {
                     *stored = approval.clone();
                 }
                 Effect::SaveSession(session) => assert_eq!(session.id, self.state.session.id),
-                Effect::WriteArtifact(_) => {}
+                Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => {}
             }
         }
     }
@@ -623,4 +625,417 @@ prop_state_machine! {
 
     #[test]
     fn plan_core_agrees_with_the_reference_model(sequential 1..60 => PlanCoreTest);
+}
+
+/// Host-run commands: a second property test with its own small reference
+/// model (which commands run, which were ever started, the audit log of
+/// runs), over random sequences of turns, Bash batches, command starts,
+/// ends, cancellations, turn ends and restarts.
+mod commands {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use plan_core::{CommandRun, CommandState, Sandbox, SandboxGrant, Transition, TurnKind, fence_commands};
+
+    use super::*;
+
+    #[derive(Debug, Clone)]
+    enum CommandStep {
+        StartTurn(Mode, PermissionMode),
+        /// A batch of this many Bash calls (fresh call ids) plus maybe a Read.
+        Bash(usize, bool),
+        /// `command/start` for the n-th call id ever seen (modulo).
+        Start(usize),
+        /// The n-th running command ends.
+        End(usize),
+        /// `command/cancel` for the n-th call id ever seen.
+        Cancel(usize),
+        CancelTurn,
+        CompleteTurn,
+        SubmitPlan,
+        Restart,
+    }
+
+    fn step_strategy() -> impl Strategy<Value = CommandStep> {
+        let mode = prop_oneof![Just(Mode::Plan), Just(Mode::Agent)];
+        let permission = prop_oneof![
+            Just(PermissionMode::Ask),
+            Just(PermissionMode::AcceptEdits),
+            Just(PermissionMode::Auto)
+        ];
+        prop_oneof![
+            2 => (mode, permission).prop_map(|(mode, permission)| CommandStep::StartTurn(mode, permission)),
+            4 => (1..4usize, any::<bool>()).prop_map(|(count, read)| CommandStep::Bash(count, read)),
+            3 => (0..16usize).prop_map(CommandStep::Start),
+            3 => (0..4usize).prop_map(CommandStep::End),
+            1 => (0..16usize).prop_map(CommandStep::Cancel),
+            1 => Just(CommandStep::CancelTurn),
+            1 => Just(CommandStep::CompleteTurn),
+            1 => Just(CommandStep::SubmitPlan),
+            1 => Just(CommandStep::Restart),
+        ]
+    }
+
+    struct World {
+        state: SessionState,
+        context: Context,
+        next_id: u64,
+        /// Every call id ever sent, in order.
+        seen: Vec<String>,
+        /// What the reference model says runs now.
+        running: BTreeSet<String>,
+        /// Every call id that was ever started (run), by any process.
+        started: BTreeSet<String>,
+        /// The audit of runs, keyed by call id (the host's storage).
+        audit: BTreeMap<String, CommandRun>,
+        /// Call ids started by an earlier process.
+        before_restart: BTreeSet<String>,
+    }
+
+    impl World {
+        fn new(sandbox_available: bool, max_running: usize) -> World {
+            let mut session = Session::new("s", Some("/w".to_owned()));
+            session.mode = Mode::Plan;
+            let mut limits = Limits::default();
+            limits.commands.sandbox_available = sandbox_available;
+            limits.commands.max_running_per_session = max_running;
+            World {
+                state: SessionState::idle(session),
+                context: Context {
+                    now: START,
+                    epoch: BootEpoch(1),
+                    limits,
+                },
+                next_id: 0,
+                seen: Vec::new(),
+                running: BTreeSet::new(),
+                started: BTreeSet::new(),
+                audit: BTreeMap::new(),
+                before_restart: BTreeSet::new(),
+            }
+        }
+
+        fn fresh(&mut self, prefix: &str) -> String {
+            self.next_id += 1;
+            format!("{prefix}{}", self.next_id)
+        }
+
+        fn turn_id(&self) -> String {
+            self.state
+                .active_turn
+                .as_ref()
+                .map_or_else(|| "t-none".to_owned(), |turn| turn.turn_id.clone())
+        }
+
+        fn handle(&mut self, event: Event) -> Transition {
+            self.context.now += 1;
+            let transition = handle(&self.state, &self.context, event);
+            self.state = transition.state.clone();
+            self.state.check_invariants().expect("invariants hold");
+            transition
+        }
+
+        /// Records a run the host would start, checking the sandbox rule.
+        fn run_started(&mut self, call_id: &str, grant: SandboxGrant, turn_mode: Mode) {
+            if turn_mode == Mode::Plan {
+                assert_eq!(
+                    grant,
+                    SandboxGrant {
+                        sandbox: Sandbox::ReadOnly,
+                        network: false
+                    },
+                    "a Plan-mode run gets the read-only, offline sandbox"
+                );
+            }
+            assert!(
+                !self.before_restart.contains(call_id),
+                "{call_id} ran before a restart and must never run again"
+            );
+            assert!(self.started.insert(call_id.to_owned()), "{call_id} runs once");
+            assert!(self.running.insert(call_id.to_owned()));
+            self.audit.insert(
+                call_id.to_owned(),
+                CommandRun {
+                    call_id: call_id.to_owned(),
+                    session_id: "s".to_owned(),
+                    turn_id: self.turn_id(),
+                    command: "true".to_owned(),
+                    cwd: ".".to_owned(),
+                    shell_id: "bash".to_owned(),
+                    shell_path: "/bin/bash".to_owned(),
+                    sandbox: grant.sandbox,
+                    network: grant.network,
+                    state: CommandState::Running,
+                    exit_code: None,
+                    signal: None,
+                    error_code: None,
+                    started_at: self.context.now,
+                    ended_at: None,
+                    stdout_bytes: 0,
+                    stderr_bytes: 0,
+                    truncated: false,
+                },
+            );
+        }
+
+        fn run_ended(&mut self, call_id: &str, state: CommandState) {
+            assert!(self.running.remove(call_id), "{call_id} was running");
+            if let Some(run) = self.audit.get_mut(call_id) {
+                run.state = state;
+                run.ended_at = Some(self.context.now);
+            }
+        }
+
+        fn step(&mut self, step: &CommandStep) {
+            match step.clone() {
+                CommandStep::StartTurn(mode, permission) => {
+                    if self.state.is_idle() {
+                        self.state.session.mode = mode;
+                        self.state.session.permission_mode = permission;
+                    }
+                    let turn_id = self.fresh("t");
+                    let _ = self.handle(Event::StartTurn {
+                        turn_id,
+                        origin: Origin::Interactive,
+                    });
+                }
+                CommandStep::Bash(count, read) => {
+                    let mut calls = Vec::new();
+                    for _ in 0..count {
+                        let call_id = self.fresh("c");
+                        self.seen.push(call_id.clone());
+                        calls.push(ToolCall {
+                            call_id,
+                            name: "Bash".to_owned(),
+                            input: json!({"command": "true"}),
+                        });
+                    }
+                    if read {
+                        calls.push(ToolCall {
+                            call_id: self.fresh("r"),
+                            name: "Read".to_owned(),
+                            input: json!({}),
+                        });
+                    }
+                    let turn_mode = self.state.active_turn.as_ref().map(|turn| turn.mode);
+                    let turn_id = self.turn_id();
+                    let transition = self.handle(Event::ToolCalls { turn_id, calls });
+                    if let Ok(Reply::ToolResults(results)) = transition.reply {
+                        for result in results {
+                            if let ToolDecision::RunCommand(request) = result.decision {
+                                let mode = turn_mode.expect("a run needs a turn");
+                                self.run_started(&request.call_id, request.grant, mode);
+                            }
+                        }
+                    }
+                }
+                CommandStep::Start(index) => {
+                    let Some(call_id) = self.seen.get(index % self.seen.len().max(1)).cloned() else {
+                        return;
+                    };
+                    let turn_mode = self.state.active_turn.as_ref().map(|turn| turn.mode);
+                    let turn_id = self.turn_id();
+                    let transition = self.handle(Event::StartCommand {
+                        turn_id,
+                        call_id: call_id.clone(),
+                        input: json!({"command": "true"}),
+                    });
+                    match transition.reply {
+                        Ok(Reply::CommandStarted(request)) => {
+                            let mode = turn_mode.expect("a start needs a turn");
+                            assert_eq!(mode, Mode::Agent, "command/start never runs a Plan command");
+                            self.run_started(&request.call_id, request.grant, mode);
+                        }
+                        Ok(other) => panic!("unexpected reply {other:?}"),
+                        Err(_) => {}
+                    }
+                }
+                CommandStep::End(index) => {
+                    let Some(call_id) = self
+                        .running
+                        .iter()
+                        .nth(index % self.running.len().max(1))
+                        .cloned()
+                    else {
+                        return;
+                    };
+                    let transition = self.handle(Event::CommandEnded {
+                        call_id: call_id.clone(),
+                    });
+                    assert_eq!(
+                        transition.reply,
+                        Ok(Reply::SessionUpdated),
+                        "a running command can end"
+                    );
+                    self.run_ended(&call_id, CommandState::Exited);
+                }
+                CommandStep::Cancel(index) => {
+                    let Some(call_id) = self.seen.get(index % self.seen.len().max(1)).cloned() else {
+                        return;
+                    };
+                    let known_ended = self.audit.get(&call_id).is_some_and(|run| run.state.is_ended());
+                    let was_running = self.running.contains(&call_id);
+                    let transition = self.handle(Event::CancelCommand {
+                        call_id: call_id.clone(),
+                        known_ended,
+                    });
+                    if was_running {
+                        assert_eq!(
+                            transition.effects,
+                            [Effect::CancelCommand {
+                                call_id: call_id.clone(),
+                                before_turn_end: false
+                            }]
+                        );
+                        // The kill is confirmed when the process exits.
+                        let ended = self.handle(Event::CommandEnded {
+                            call_id: call_id.clone(),
+                        });
+                        assert_eq!(ended.reply, Ok(Reply::SessionUpdated));
+                        self.run_ended(&call_id, CommandState::Cancelled);
+                    } else {
+                        assert!(
+                            transition.reply.is_err(),
+                            "only a running command can be cancelled"
+                        );
+                    }
+                }
+                CommandStep::CancelTurn => {
+                    let running_before = self.running.clone();
+                    let transition = self.handle(Event::CancelTurn);
+                    if transition.reply.is_ok() {
+                        // Cancellations first, all of them, then the rest.
+                        let cancelled: Vec<String> = transition
+                            .effects
+                            .iter()
+                            .take_while(|effect| matches!(effect, Effect::CancelCommand { .. }))
+                            .map(|effect| match effect {
+                                Effect::CancelCommand {
+                                    call_id,
+                                    before_turn_end,
+                                } => {
+                                    assert!(before_turn_end, "the turn waits for its commands");
+                                    call_id.clone()
+                                }
+                                _ => unreachable!(),
+                            })
+                            .collect();
+                        assert!(
+                            transition.effects[cancelled.len()..]
+                                .iter()
+                                .all(|effect| !matches!(effect, Effect::CancelCommand { .. })),
+                            "no cancellation after the turn's other effects"
+                        );
+                        let cancelled: BTreeSet<String> = cancelled.into_iter().collect();
+                        assert_eq!(
+                            cancelled, running_before,
+                            "turn/cancel cancels every running command"
+                        );
+                        for call_id in &cancelled {
+                            self.run_ended(call_id, CommandState::Cancelled);
+                        }
+                        assert!(self.state.active_turn.is_none());
+                    } else {
+                        assert_eq!(self.running, running_before);
+                    }
+                }
+                CommandStep::CompleteTurn => {
+                    let turn_id = self.turn_id();
+                    let transition = self.handle(Event::CompleteTurn { turn_id });
+                    if !self.running.is_empty() {
+                        assert!(transition.reply.is_err(), "no turn ends with a command running");
+                    }
+                }
+                CommandStep::SubmitPlan => {
+                    let turn_id = self.turn_id();
+                    let plan_turn = self
+                        .state
+                        .active_turn
+                        .as_ref()
+                        .is_some_and(|turn| turn.mode == Mode::Plan);
+                    let transition = self.handle(Event::ToolCalls {
+                        turn_id,
+                        calls: vec![ToolCall {
+                            call_id: "submit".to_owned(),
+                            name: "SubmitPlan".to_owned(),
+                            input: json!({"title": "t", "markdown": "m", "question": "q"}),
+                        }],
+                    });
+                    if let Ok(Reply::ToolResults(results)) = &transition.reply
+                        && plan_turn
+                        && !self.running.is_empty()
+                    {
+                        assert_eq!(
+                            results[0].decision,
+                            ToolDecision::Deny(ErrorCode::SessionBusy),
+                            "no plan is submitted while a command runs"
+                        );
+                    }
+                    // The artifact is never reported, so the turn stays as it is;
+                    // a plan pending would end the scenario's command activity.
+                }
+                CommandStep::Restart => {
+                    // The host died: its children died with it. The new
+                    // process fences the audit and starts with no turn.
+                    let now = self.context.now + 1;
+                    let unended: Vec<CommandRun> = self
+                        .audit
+                        .values()
+                        .filter(|run| !run.state.is_ended())
+                        .cloned()
+                        .collect();
+                    let fenced = fence_commands(&unended, now);
+                    assert_eq!(fenced.len(), self.running.len(), "every unended run is fenced");
+                    for run in fenced {
+                        assert_eq!(run.state, CommandState::Interrupted);
+                        assert_eq!(run.error_code, Some(ErrorCode::HostRestarted));
+                        self.audit.insert(run.call_id.clone(), run);
+                    }
+                    assert!(
+                        fence_commands(&self.audit.values().cloned().collect::<Vec<_>>(), now).is_empty()
+                    );
+                    self.running.clear();
+                    self.before_restart.extend(self.started.iter().cloned());
+                    self.context.epoch = BootEpoch(self.context.epoch.0 + 1);
+                    self.state = SessionState::idle(self.state.session.clone());
+                }
+            }
+            let running_now: BTreeSet<String> = self
+                .state
+                .active_turn
+                .as_ref()
+                .map(|turn| turn.running_commands().into_iter().collect())
+                .unwrap_or_default();
+            assert_eq!(
+                running_now, self.running,
+                "plan-core and the model agree on what runs"
+            );
+            if let Some(turn) = &self.state.active_turn
+                && turn.kind == TurnKind::Prompt
+            {
+                assert!(
+                    turn.running_commands().len() <= self.context.limits.commands.max_running_per_session
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            .. ProptestConfig::default()
+        })]
+
+        #[test]
+        fn commands_are_sandboxed_cancelled_before_turn_end_and_never_rerun(
+            sandbox_available in any::<bool>(),
+            max_running in 1..5usize,
+            steps in proptest::collection::vec(step_strategy(), 1..60),
+        ) {
+            let mut world = World::new(sandbox_available, max_running);
+            for step in &steps {
+                world.step(step);
+            }
+        }
+    }
 }

@@ -278,3 +278,55 @@ impl PlanVerifyParams {
             .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
     }
 }
+
+impl From<&plan_core::CommandRun> for crate::objects::CommandRun {
+    fn from(run: &plan_core::CommandRun) -> Self {
+        crate::objects::CommandRun {
+            call_id: run.call_id.clone(),
+            session_id: run.session_id.clone(),
+            turn_id: run.turn_id.clone(),
+            command: run.command.clone(),
+            cwd: run.cwd.clone(),
+            shell: crate::objects::CommandShell {
+                id: run.shell_id.clone(),
+                path: run.shell_path.clone(),
+            },
+            sandbox: run.sandbox.into(),
+            network: run.network,
+            state: run.state.into(),
+            exit_code: run.exit_code,
+            signal: run.signal,
+            error_code: run.error_code.map(crate::error::CanonicalCode),
+            started_at: run.started_at,
+            ended_at: run.ended_at,
+            stdout_bytes: run.stdout_bytes,
+            stderr_bytes: run.stderr_bytes,
+            truncated: run.truncated,
+        }
+    }
+}
+
+impl From<&crate::objects::CommandRun> for plan_core::CommandRun {
+    fn from(run: &crate::objects::CommandRun) -> Self {
+        plan_core::CommandRun {
+            call_id: run.call_id.clone(),
+            session_id: run.session_id.clone(),
+            turn_id: run.turn_id.clone(),
+            command: run.command.clone(),
+            cwd: run.cwd.clone(),
+            shell_id: run.shell.id.clone(),
+            shell_path: run.shell.path.clone(),
+            sandbox: run.sandbox.into(),
+            network: run.network,
+            state: run.state.into(),
+            exit_code: run.exit_code,
+            signal: run.signal,
+            error_code: run.error_code.map(|code| code.0),
+            started_at: run.started_at,
+            ended_at: run.ended_at,
+            stdout_bytes: run.stdout_bytes,
+            stderr_bytes: run.stderr_bytes,
+            truncated: run.truncated,
+        }
+    }
+}

@@ -128,7 +128,15 @@ pub const fn jsonrpc_code(code: ErrorCode) -> i64 {
         | ErrorCode::SchemaUnsupported
         | ErrorCode::DatabaseUnreadable
         | ErrorCode::StorageFailed
-        | ErrorCode::Internal => -32000,
+        | ErrorCode::Internal
+        | ErrorCode::PlanSandboxUnavailable
+        | ErrorCode::SandboxUnavailable
+        | ErrorCode::InvalidCommandInput
+        | ErrorCode::CommandCwdEscape
+        | ErrorCode::CommandNotAllowed
+        | ErrorCode::CommandNotFound
+        | ErrorCode::CommandNotRunning
+        | ErrorCode::ShellUnavailable => -32000,
     }
 }
 

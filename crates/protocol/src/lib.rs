@@ -38,22 +38,25 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    ClientRequest, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
+    Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
+    CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
     PlanApproveParams, PlanApproveResult, PlanDecisionResult, PlanDiffParams, PlanDiffResult, PlanGetParams,
     PlanListParams, PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams,
-    PlanRejectResult, PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams,
+    PlanRejectResult, PlanSandbox, PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams,
     SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult, ShellSetDefaultParams,
     ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
     TurnToolCallsParams, TurnToolCallsResult, VerifyReport, method, parse_request,
 };
 pub use notifications::{
-    CommandOutputNotification, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
-    PlanApprovalResolvedNotification, ServerNotification, SessionChangedNotification, notification_method,
+    CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
+    SessionChangedNotification, notification_method,
 };
 pub use objects::{
-    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, ExecutionState, Mode, Origin,
-    OrphanArtifact, OutputStream, PermissionMode, PlanApproval, Session, ShellInfo, SkippedWorkspace,
-    ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandSandbox,
+    CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode,
+    PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnKind,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

@@ -17,8 +17,8 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::objects::{
-    ApprovalStatus, ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
-    Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallResult,
+    ApprovalStatus, ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallResult,
 };
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
@@ -90,6 +90,77 @@ pub struct InitializeResult {
     pub schema_version: i64,
     /// How long an approval stays pending, in milliseconds.
     pub approval_ttl_ms: i64,
+    /// What the host can do beyond the checkpoint.
+    pub capabilities: Capabilities,
+}
+
+/// The host's capabilities, in the `initialize` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// Host-run commands.
+    pub commands: CommandCapabilities,
+}
+
+/// Whether Plan-mode Bash will work, known before a turn starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandCapabilities {
+    /// `landlock` when the kernel sandbox works here, else `unavailable`.
+    pub plan_sandbox: PlanSandbox,
+    /// Why it is unavailable; `null` when available.
+    pub reason: Option<String>,
+}
+
+/// The Plan sandbox a host offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum PlanSandbox {
+    /// Landlock, seccomp and dropped capabilities (Linux).
+    #[serde(rename = "landlock")]
+    Landlock,
+    /// No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+}
+
+/// `command/start` params: run an Agent turn's allowed Bash call on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandStartParams {
+    /// The session.
+    pub session_id: String,
+    /// The active Agent turn.
+    pub turn_id: String,
+    /// The Bash call `turn/toolCalls` allowed.
+    pub call_id: String,
+    /// The command text.
+    pub command: String,
+    /// Workspace-relative or absolute working directory inside the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds, 1..=the host's maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// `command/cancel` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandCancelParams {
+    /// The session.
+    pub session_id: String,
+    /// The Bash call.
+    pub call_id: String,
+}
+
+/// `command/get` params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandGetParams {
+    /// The session.
+    pub session_id: String,
+    /// The Bash call.
+    pub call_id: String,
 }
 
 /// `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
@@ -530,6 +601,9 @@ client_methods! {
     ExecutionComplete, EXECUTION_COMPLETE => "execution/complete", ExecutionCompleteParams, PlanApproval;
     ShellList, SHELL_LIST => "shell/list", ShellListParams, ShellListResult;
     ShellSetDefault, SHELL_SET_DEFAULT => "shell/setDefault", ShellSetDefaultParams, ShellSetDefaultResult;
+    CommandStart, COMMAND_START => "command/start", CommandStartParams, CommandRun;
+    CommandCancel, COMMAND_CANCEL => "command/cancel", CommandCancelParams, CommandRun;
+    CommandGet, COMMAND_GET => "command/get", CommandGetParams, CommandRun;
 }
 
 /// Decodes one params object as `P`, mapping every failure to `INVALID_PARAMS`

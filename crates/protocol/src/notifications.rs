@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::objects::{ExecutionState, OutputStream, PlanApproval, Session};
+use crate::objects::{CommandRun, ExecutionState, OutputStream, PlanApproval, Session};
 
 /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -61,6 +61,18 @@ pub struct CommandOutputNotification {
     pub seq: u64,
     /// The text of the chunk.
     pub chunk: String,
+}
+
+/// `command/exited`: a command ended; always the last message for its call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExitedNotification {
+    /// The session.
+    pub session_id: String,
+    /// The Bash call.
+    pub call_id: String,
+    /// The run as it ended.
+    pub command: CommandRun,
 }
 
 /// Declares every host notification once, as
@@ -122,4 +134,5 @@ server_notifications! {
     ExecutionStateChanged, EXECUTION_STATE_CHANGED => "execution/stateChanged", ExecutionStateChangedNotification;
     SessionChanged, SESSION_CHANGED => "session/changed", SessionChangedNotification;
     CommandOutput, COMMAND_OUTPUT => "command/output", CommandOutputNotification;
+    CommandExited, COMMAND_EXITED => "command/exited", CommandExitedNotification;
 }

@@ -166,6 +166,87 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// The confinement of a command run.
+    CommandSandbox <=> Sandbox {
+        /// Writes only in the turn's scratch directory; no network (every
+        /// Plan-mode command).
+        ReadOnly => "read-only",
+        /// Writes also inside the workspace root (Agent `auto`).
+        WorkspaceWrite => "workspace-write",
+        /// No sandbox (Agent `ask` and `accept-edits`).
+        None => "none",
+    }
+}
+
+wire_enum! {
+    /// The state of a command run.
+    CommandState <=> CommandState {
+        /// Spawned, not yet ended.
+        Running => "running",
+        /// The shell exited.
+        Exited => "exited",
+        /// The timeout elapsed; the process group was killed.
+        TimedOut => "timedOut",
+        /// Cancelled by `command/cancel` or `turn/cancel`.
+        Cancelled => "cancelled",
+        /// Nothing ran; `errorCode` says why.
+        FailedToStart => "failedToStart",
+        /// The host died while it ran; recorded by the startup fence.
+        Interrupted => "interrupted",
+    }
+}
+
+/// The shell a command ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandShell {
+    /// The catalog id.
+    pub id: String,
+    /// The executable's path.
+    pub path: String,
+}
+
+/// One host-run command (`CommandRun` of the commands spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandRun {
+    /// The Bash tool call.
+    pub call_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The turn the command belongs to.
+    pub turn_id: String,
+    /// The command text.
+    pub command: String,
+    /// Workspace-relative working directory (`.` for the root).
+    pub cwd: String,
+    /// The shell.
+    pub shell: CommandShell,
+    /// The confinement.
+    pub sandbox: CommandSandbox,
+    /// Whether the command had the network.
+    pub network: bool,
+    /// Its state.
+    pub state: CommandState,
+    /// The exit code, when the shell exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the shell, if one did.
+    pub signal: Option<i32>,
+    /// Why it failed to start or was interrupted.
+    pub error_code: Option<CanonicalCode>,
+    /// Start time, Unix ms.
+    pub started_at: i64,
+    /// End time, Unix ms.
+    pub ended_at: Option<i64>,
+    /// Bytes written to stdout (all of them).
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr (all of them).
+    pub stderr_bytes: u64,
+    /// Whether output past the retained-output cap was dropped.
+    pub truncated: bool,
+}
+
 /// The session's active turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -302,6 +383,9 @@ pub struct ToolCallResult {
     pub error: Option<ToolCallError>,
     /// The new pending approval of an accepted SubmitPlan; otherwise `null`.
     pub approval: Option<PlanApproval>,
+    /// The command the host started for a Plan-turn Bash call; otherwise
+    /// `null` (Agent turns start commands with `command/start`).
+    pub command: Option<CommandRun>,
 }
 
 impl ToolCallResult {
@@ -312,6 +396,7 @@ impl ToolCallResult {
             decision: ToolCallDecision::Allow,
             error: None,
             approval: None,
+            command: None,
         }
     }
 
@@ -322,6 +407,7 @@ impl ToolCallResult {
             decision: ToolCallDecision::Deny,
             error: Some(ToolCallError::new(code)),
             approval: None,
+            command: None,
         }
     }
 
@@ -332,6 +418,18 @@ impl ToolCallResult {
             decision: ToolCallDecision::Allow,
             error: None,
             approval: Some(approval),
+            command: None,
+        }
+    }
+
+    /// A Plan-turn Bash call the host started.
+    pub fn ran(call_id: impl Into<String>, command: CommandRun) -> ToolCallResult {
+        ToolCallResult {
+            call_id: call_id.into(),
+            decision: ToolCallDecision::Allow,
+            error: None,
+            approval: None,
+            command: Some(command),
         }
     }
 }

@@ -3,8 +3,9 @@
 //! It owns the SQLite database (schema v10, reached from a fresh file or from
 //! a v8 database of the 0.4.14 host through the embedded migrations), the
 //! typed queries and writes over it, the advisory lock on the database file
-//! that keeps a second host away from it under any name, and the immutable, hashed plan artifacts
-//! under `<workspaceRoot>/.pi/plan/`.
+//! that keeps a second host away from it under any name, the immutable,
+//! hashed plan artifacts under `<workspaceRoot>/.pi/plan/`, and the audit of
+//! host-run commands in `transcript_entries`.
 //!
 //! It stores and loads `plan-core` values and carries out their storage
 //! effects; it decides nothing about the checkpoint itself (that is
@@ -12,6 +13,7 @@
 //! no protocol. SQL lives only in this crate.
 
 mod artifacts;
+mod audit;
 mod error;
 mod exclusive;
 mod guard;
@@ -25,10 +27,11 @@ mod store;
 pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
 };
+pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;
 pub use lock::HostLock;
 pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_migration};
-pub use probe::executable_exists;
+pub use probe::{executable_exists, real_directory};
 pub use review::{ArtifactLocation, WorkspaceFindings};
 pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};

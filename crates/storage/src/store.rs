@@ -123,7 +123,7 @@ impl Store {
 
     /// Runs one write with the file guard around it: refused when the files
     /// changed under the connection, recorded as seen after it committed.
-    fn guarded<T>(
+    pub(crate) fn guarded<T>(
         &mut self,
         write: impl FnOnce(&mut Connection) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
@@ -399,8 +399,9 @@ impl Store {
 
     /// The startup fence: in one transaction, marks every pending approval
     /// and every queued or running execution interrupted with
-    /// `HOST_RESTARTED` (the mapping is plan-core's), and returns the rows as
-    /// they are now. Only the live rows are read, through partial indexes.
+    /// `HOST_RESTARTED` (the mapping is plan-core's), records every command
+    /// run that started and never ended as `interrupted` (plan-core's
+    /// `fence_commands`), and returns the approval rows it changed. Only the live rows are read, through partial indexes.
     pub fn startup_fence(&mut self, now: UnixMs) -> Result<Vec<PlanApproval>, StorageError> {
         self.guarded(|conn| {
             let transaction = conn
@@ -413,8 +414,24 @@ impl Store {
                 apply_effect(&transaction, effect, now)?;
                 match effect {
                     Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
-                    Effect::WriteArtifact(_) | Effect::InsertApproval(_) | Effect::SaveSession(_) => {}
+                    Effect::WriteArtifact(_)
+                    | Effect::InsertApproval(_)
+                    | Effect::SaveSession(_)
+                    | Effect::CancelCommand { .. } => {}
                 }
+            }
+            // Commands of the earlier process died with it: every run that
+            // started and never ended is recorded interrupted, in the same
+            // transaction.
+            let unended = crate::audit::unended_runs(&transaction)?;
+            for run in plan_core::fence_commands(&unended, now) {
+                crate::audit::insert_entry(
+                    &transaction,
+                    crate::audit::CommandEntryKind::Ended,
+                    &run,
+                    None,
+                    now,
+                )?;
             }
             transaction
                 .commit()
@@ -572,7 +589,7 @@ fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), S
         Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
         Effect::SaveSession(session) => save_session_row(conn, session, now),
         // Not storage effects: see `Store::apply`.
-        Effect::WriteArtifact(_) => Ok(()),
+        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => Ok(()),
     }
 }
 

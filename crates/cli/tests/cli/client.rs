@@ -246,6 +246,21 @@ impl Serve {
         }
     }
 
+    /// The next notification, whatever its method (queued ones first).
+    pub(crate) fn next_notification(&mut self, timeout: Duration) -> Value {
+        if let Some(queued) = self.notifications.pop_front() {
+            return queued;
+        }
+        let message = self.next_message(timeout).unwrap_or_else(|| {
+            panic!(
+                "serve exited waiting for a notification; stderr: {}",
+                self.stderr()
+            )
+        });
+        assert!(is_notification(&message), "unexpected response {message}");
+        message
+    }
+
     pub(crate) fn take_notifications(&mut self) -> Vec<Value> {
         self.notifications.drain(..).collect()
     }

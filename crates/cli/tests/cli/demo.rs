@@ -5,6 +5,14 @@
 use crate::support::run;
 
 fn assert_steps(stdout: &str) {
+    let sandboxed = !stdout.contains("the kernel sandbox is unavailable here");
+    if !sandboxed {
+        eprintln!("the kernel sandbox is unavailable here; the demo must show PLAN_SANDBOX_UNAVAILABLE");
+        assert!(
+            stdout.contains("denied with PLAN_SANDBOX_UNAVAILABLE"),
+            "{stdout}"
+        );
+    }
     let expected = [
         "1. Open the host",
         "created the database at schema v10",
@@ -13,28 +21,47 @@ fn assert_steps(stdout: &str) {
         "3. Start an interactive Plan turn; the agent asks for Write and Read",
         "Write  denied with TOOL_DENIED_IN_PLAN",
         "Read   allowed",
-        "4. The agent calls SubmitPlan; the host writes the artifact",
+        "4. The agent runs Bash in the Plan turn: cat a file, then tries to write one",
+        "$ cat README.md",
+        if sandboxed {
+            "The parser lives in src/parser.rs."
+        } else {
+            "denied"
+        },
+        if sandboxed {
+            "state exited, exit 0"
+        } else {
+            "$ echo"
+        },
+        "$ echo 'rewritten by the agent' > notes.txt",
+        if sandboxed {
+            "state exited, exit 1"
+        } else {
+            "denied"
+        },
+        "notes.txt exists afterwards: no, the kernel refused the write",
+        "5. The agent calls SubmitPlan; the host writes the artifact",
         "is pending: \"Split the parser\"",
         "/workspace/.pi/plan/",
         "size:   ",
         "sha256: ",
         "reread and checked",
         "(expires in 30 minutes)",
-        "5. A person approves with accept-edits",
+        "6. A person approves with accept-edits",
         "status approved, permission mode accept-edits",
         "session is now in agent mode with accept-edits",
         "is queued",
-        "6. The execution starts",
+        "7. The execution starts",
         "is running",
-        "7. The host restarts (close it, open a new host on the same database)",
+        "8. The host restarts (close it, open a new host on the same database)",
         "execution interrupted, error HOST_RESTARTED",
         "nothing replayed: 0 pending, queued or running rows; active turn: none; session in agent mode",
-        "8. A second plan, rejected",
+        "9. A second plan, rejected",
         "a person rejects it: status rejected, permission mode none, execution none",
         "session idle in plan mode",
-        "9. A scheduled task tries a Plan run",
+        "10. A scheduled task tries a Plan run",
         "refused with PLAN_REQUIRES_INTERACTIVE_SESSION",
-        "10. The approvals list",
+        "11. The approvals list",
         "ID ",
         "STATUS",
         "EXECUTION",
@@ -44,6 +71,11 @@ fn assert_steps(stdout: &str) {
         "TITLE",
         "rejected",
         "interrupted",
+        "12. The commands list (plan-checkpoint commands list)",
+        "call-bash-write",
+        "read-only",
+        if sandboxed { "exit 1" } else { "refused" },
+        "call-bash-read",
         "Kept everything in",
         "approvals list",
         "approvals cat",
@@ -77,6 +109,15 @@ fn demo_in_a_given_directory_tells_each_step_and_leaves_a_verifiable_database() 
     assert_eq!(value["counts"]["approved"], 1);
     assert_eq!(value["counts"]["rejected"], 1);
     assert_eq!(value["live"], serde_json::json!([]));
+    assert!(
+        !target.join("workspace/notes.txt").exists(),
+        "the refused write left nothing"
+    );
+    let commands = run(Some(&db), &["commands", "list", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&commands.stdout).unwrap();
+    let runs = value["commands"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{}", commands.stdout);
+    assert!(runs.iter().all(|run| run["command"]["sandbox"] == "read-only"));
 }
 
 #[test]
@@ -147,5 +188,5 @@ fn the_try_lines_work_as_printed_even_for_an_unusual_directory() {
             .stdout
             .contains(&format!("--db '{}/plan-checkpoint.db'", plain.display()))
     );
-    assert_eq!(run_try_lines(&result.stdout), 5);
+    assert_eq!(run_try_lines(&result.stdout), 6);
 }

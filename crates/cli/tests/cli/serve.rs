@@ -162,13 +162,13 @@ fn full_lifecycle_over_stdio() {
         json!({"turnId": turn, "mode": "plan", "origin": "interactive", "kind": "prompt"})
     );
 
-    // Tool policy.
+    // Tool policy (Plan-mode Bash is run by the host; the command tests
+    // cover it).
     let allowed = [
         "Read",
         "Glob",
         "Grep",
         "BrowserPreview",
-        "Bash",
         "EnterPlanMode",
         "new_context",
     ];

@@ -38,6 +38,19 @@ use unsupported::{confine, probe, supervise};
 
 use crate::wire;
 
+/// Whether this process was started as the helper: its first argument names
+/// a helper stage. A binary that embeds the helper (the `plan-checkpoint`
+/// CLI does, so that `cargo run` needs no second binary) checks this first
+/// and hands its `main` to [`main`].
+#[doc(hidden)]
+pub fn is_helper_invocation() -> bool {
+    let first = std::env::args_os().nth(1);
+    matches!(
+        first.as_deref().and_then(std::ffi::OsStr::to_str),
+        Some(wire::MODE_SUPERVISE | wire::MODE_CONFINE | wire::MODE_PROBE)
+    )
+}
+
 /// The helper's `main`: dispatches on the first argument.
 #[doc(hidden)]
 pub fn main() -> ExitCode {

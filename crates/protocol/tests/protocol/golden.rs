@@ -13,7 +13,38 @@ use plan_protocol::{
     ShellSetDefaultParams, ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams,
     TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
+use plan_protocol::{
+    Capabilities, CommandCancelParams, CommandCapabilities, CommandExitedNotification, CommandGetParams,
+    CommandRun, CommandSandbox, CommandShell, CommandStartParams, CommandState, PlanSandbox,
+};
 use plan_protocol::{method, notification_method};
+
+/// A Plan-mode command run in `state`.
+fn command_run(state: CommandState) -> CommandRun {
+    let ended = state != CommandState::Running;
+    CommandRun {
+        call_id: "call_1".to_owned(),
+        session_id: "ses_01".to_owned(),
+        turn_id: "turn_01".to_owned(),
+        command: "git status --short".to_owned(),
+        cwd: "src".to_owned(),
+        shell: CommandShell {
+            id: "bash".to_owned(),
+            path: "/bin/bash".to_owned(),
+        },
+        sandbox: CommandSandbox::ReadOnly,
+        network: false,
+        state,
+        exit_code: ended.then_some(0),
+        signal: None,
+        error_code: None,
+        started_at: 1_750_000_000_000,
+        ended_at: ended.then_some(1_750_000_000_042),
+        stdout_bytes: if ended { 27 } else { 0 },
+        stderr_bytes: 0,
+        truncated: false,
+    }
+}
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -209,6 +240,31 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 shell_id: "zsh".to_owned(),
             }),
         ),
+        (
+            "command_start",
+            ClientRequest::CommandStart(CommandStartParams {
+                session_id: "ses_01".to_owned(),
+                turn_id: "turn_01".to_owned(),
+                call_id: "call_1".to_owned(),
+                command: "cargo test".to_owned(),
+                cwd: Some("crates/core".to_owned()),
+                timeout_ms: Some(300_000),
+            }),
+        ),
+        (
+            "command_cancel",
+            ClientRequest::CommandCancel(CommandCancelParams {
+                session_id: "ses_01".to_owned(),
+                call_id: "call_1".to_owned(),
+            }),
+        ),
+        (
+            "command_get",
+            ClientRequest::CommandGet(CommandGetParams {
+                session_id: "ses_01".to_owned(),
+                call_id: "call_1".to_owned(),
+            }),
+        ),
     ]
 }
 
@@ -228,6 +284,12 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                 server_version: "0.1.0".to_owned(),
                 schema_version: SCHEMA_VERSION,
                 approval_ttl_ms: TTL_MS,
+                capabilities: Capabilities {
+                    commands: CommandCapabilities {
+                        plan_sandbox: PlanSandbox::Landlock,
+                        reason: None,
+                    },
+                },
             }),
         ),
         (
@@ -432,6 +494,35 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                 default_shell: "zsh".to_owned(),
             }),
         ),
+        (
+            "command_start",
+            method::COMMAND_START,
+            to_value(&CommandRun {
+                sandbox: CommandSandbox::None,
+                network: true,
+                ..command_run(CommandState::Running)
+            }),
+        ),
+        (
+            "command_cancel",
+            method::COMMAND_CANCEL,
+            to_value(&command_run(CommandState::Running)),
+        ),
+        (
+            "command_get",
+            method::COMMAND_GET,
+            to_value(&command_run(CommandState::Exited)),
+        ),
+        (
+            "turn_tool_calls_plan_bash",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![
+                    ToolCallResult::ran("call_1", command_run(CommandState::Running)),
+                    ToolCallResult::deny("call_2", ErrorCode::PlanSandboxUnavailable),
+                ],
+            }),
+        ),
     ]
 }
 
@@ -469,6 +560,19 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
                 stream: OutputStream::Stderr,
                 seq: 3,
                 chunk: "warning: unused variable\n".to_owned(),
+            }),
+        ),
+        (
+            "command_exited_timed_out",
+            ServerNotification::CommandExited(CommandExitedNotification {
+                session_id: "ses_01".to_owned(),
+                call_id: "call_1".to_owned(),
+                command: CommandRun {
+                    state: CommandState::TimedOut,
+                    exit_code: None,
+                    signal: Some(15),
+                    ..command_run(CommandState::TimedOut)
+                },
             }),
         ),
     ]

@@ -181,6 +181,7 @@ fn tool_call_result() -> impl Strategy<Value = ToolCallResult> + Clone {
             decision,
             error,
             approval,
+            command: None,
         })
 }
 
@@ -211,6 +212,12 @@ fn initialize_result() -> impl Strategy<Value = InitializeResult> + Clone {
             server_version,
             schema_version,
             approval_ttl_ms,
+            capabilities: plan_protocol::Capabilities {
+                commands: plan_protocol::CommandCapabilities {
+                    plan_sandbox: plan_protocol::PlanSandbox::Unavailable,
+                    reason: Some("no Landlock".to_owned()),
+                },
+            },
         },
     )
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod artifacts;
+mod audit;
 mod files;
 mod interrupt;
 mod lock;

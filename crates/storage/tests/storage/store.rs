@@ -50,6 +50,7 @@ fn with_pending(store: &mut Store, session_id: &str, approval_id: &str) -> Sessi
             origin: Origin::Interactive,
             kind: TurnKind::Prompt,
             epoch: BootEpoch(7),
+            commands: Vec::new(),
         }),
         pending_approval: Some(approval),
         live_execution: None,

@@ -526,11 +526,19 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() != 7894:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() != 32331:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener() != 42097:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_approve() != 20482:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -546,6 +554,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_get_command() != 44863:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_get_session() != 45068:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_handle_json() != 53187:
@@ -558,9 +568,13 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_reject() != 9846:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_start_command() != 40136:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -604,15 +618,27 @@ _UniffiLib.ffi_plan_ffi_uniffi_contract_version.restype = ctypes.c_uint32
 _UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_approve.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_approve.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_command.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_command.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.restype = ctypes.c_uint16
@@ -634,6 +660,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_diff.restype = ctypes.c_uint
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_command.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_command.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_session.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_session.restype = ctypes.c_uint16
@@ -652,12 +681,18 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_read_artifact.restype = ctyp
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_reject.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_reject.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shutdown.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shutdown.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_command.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_command.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_execution.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_execution.restype = ctypes.c_uint16
@@ -678,6 +713,18 @@ _UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output.restype = None
+_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -685,6 +732,12 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.restype = None
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener.argtypes = (
+    ctypes.c_uint64,
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_listener.argtypes = (
     ctypes.c_uint64,
     ctypes.c_uint64,
@@ -698,6 +751,13 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -746,6 +806,13 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -781,6 +848,11 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_set_default_shell.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -792,6 +864,17 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shutdown.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shutdown.restype = None
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_execution.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -826,6 +909,16 @@ _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.restype = ctypes.c_uint64
+_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener.restype = ctypes.c_uint64
+_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener.argtypes = (
+    ctypes.c_uint64,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_clone_planeventlistener.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -846,6 +939,27 @@ _UniffiLib.uniffi_plan_ffi_fn_free_planhost.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_free_planhost.restype = None
+_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,ctypes.c_void_p,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,ctypes.c_void_p,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER = ctypes.CFUNCTYPE(ctypes.c_uint64,ctypes.c_uint64,
+)
+_UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER = ctypes.CFUNCTYPE(None,ctypes.c_uint64,
+)
+class _UniffiVTableCallbackInterfacePlanFfiPlanCommandListener(ctypes.Structure):
+    _fields_ = [
+        ("uniffi_free", _UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER),
+        ("uniffi_clone", _UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER),
+        ("on_output", _UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0),
+        ("on_exited", _UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1),
+    ]
+_UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener.argtypes = (
+    ctypes.POINTER(_UniffiVTableCallbackInterfacePlanFfiPlanCommandListener),
+)
+_UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener.restype = None
 _UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_EVENT_LISTENER_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,ctypes.c_void_p,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
@@ -1693,6 +1807,46 @@ class ErrorCode(enum.Enum):
     A bug: the host reached a state it should never reach.
 """
     
+    PLAN_SANDBOX_UNAVAILABLE = 36
+    """
+    Plan-mode Bash on a host without the kernel's read-only sandbox.
+"""
+    
+    SANDBOX_UNAVAILABLE = 37
+    """
+    An Agent `auto` command on a host without the workspace-write sandbox.
+"""
+    
+    INVALID_COMMAND_INPUT = 38
+    """
+    A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
+"""
+    
+    COMMAND_CWD_ESCAPE = 39
+    """
+    A command cwd outside the workspace root.
+"""
+    
+    COMMAND_NOT_ALLOWED = 40
+    """
+    A command start the turn does not allow.
+"""
+    
+    COMMAND_NOT_FOUND = 41
+    """
+    No command run with that call id.
+"""
+    
+    COMMAND_NOT_RUNNING = 42
+    """
+    The command run is not running.
+"""
+    
+    SHELL_UNAVAILABLE = 43
+    """
+    The selected shell is not installed.
+"""
+    
 
 
 class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
@@ -1771,6 +1925,22 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             return ErrorCode.STORAGE_FAILED
         if variant == 36:
             return ErrorCode.INTERNAL
+        if variant == 37:
+            return ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+        if variant == 38:
+            return ErrorCode.SANDBOX_UNAVAILABLE
+        if variant == 39:
+            return ErrorCode.INVALID_COMMAND_INPUT
+        if variant == 40:
+            return ErrorCode.COMMAND_CWD_ESCAPE
+        if variant == 41:
+            return ErrorCode.COMMAND_NOT_ALLOWED
+        if variant == 42:
+            return ErrorCode.COMMAND_NOT_FOUND
+        if variant == 43:
+            return ErrorCode.COMMAND_NOT_RUNNING
+        if variant == 44:
+            return ErrorCode.SHELL_UNAVAILABLE
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -1846,6 +2016,22 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
         if value == ErrorCode.STORAGE_FAILED:
             return
         if value == ErrorCode.INTERNAL:
+            return
+        if value == ErrorCode.PLAN_SANDBOX_UNAVAILABLE:
+            return
+        if value == ErrorCode.SANDBOX_UNAVAILABLE:
+            return
+        if value == ErrorCode.INVALID_COMMAND_INPUT:
+            return
+        if value == ErrorCode.COMMAND_CWD_ESCAPE:
+            return
+        if value == ErrorCode.COMMAND_NOT_ALLOWED:
+            return
+        if value == ErrorCode.COMMAND_NOT_FOUND:
+            return
+        if value == ErrorCode.COMMAND_NOT_RUNNING:
+            return
+        if value == ErrorCode.SHELL_UNAVAILABLE:
             return
         raise ValueError(value)
 
@@ -1923,6 +2109,22 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             buf.write_i32(35)
         if value == ErrorCode.INTERNAL:
             buf.write_i32(36)
+        if value == ErrorCode.PLAN_SANDBOX_UNAVAILABLE:
+            buf.write_i32(37)
+        if value == ErrorCode.SANDBOX_UNAVAILABLE:
+            buf.write_i32(38)
+        if value == ErrorCode.INVALID_COMMAND_INPUT:
+            buf.write_i32(39)
+        if value == ErrorCode.COMMAND_CWD_ESCAPE:
+            buf.write_i32(40)
+        if value == ErrorCode.COMMAND_NOT_ALLOWED:
+            buf.write_i32(41)
+        if value == ErrorCode.COMMAND_NOT_FOUND:
+            buf.write_i32(42)
+        if value == ErrorCode.COMMAND_NOT_RUNNING:
+            buf.write_i32(43)
+        if value == ErrorCode.SHELL_UNAVAILABLE:
+            buf.write_i32(44)
 
 
 
@@ -2002,11 +2204,304 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
 
-class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
+
+
+
+
+
+class OutputStream(enum.Enum):
+    """
+    The stream of a `command/output` chunk.
+"""
+    
+    STDOUT = 0
+    """
+    Standard output.
+"""
+    
+    STDERR = 1
+    """
+    Standard error.
+"""
+    
+
+
+class _UniffiFfiConverterTypeOutputStream(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return OutputStream.STDOUT
+        if variant == 2:
+            return OutputStream.STDERR
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == OutputStream.STDOUT:
+            return
+        if value == OutputStream.STDERR:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == OutputStream.STDOUT:
+            buf.write_i32(1)
+        if value == OutputStream.STDERR:
+            buf.write_i32(2)
+
+
+
+@dataclass
+class CommandOutput:
+    """
+    One chunk of a command's output (`command/output`).
+"""
+    def __init__(self, *, session_id:str, call_id:str, stream:OutputStream, seq:int, chunk:str):
+        self.session_id = session_id
+        self.call_id = call_id
+        self.stream = stream
+        self.seq = seq
+        self.chunk = chunk
+        
+        
+
+    
+    def __str__(self):
+        return "CommandOutput(session_id={}, call_id={}, stream={}, seq={}, chunk={})".format(self.session_id, self.call_id, self.stream, self.seq, self.chunk)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.stream != other.stream:
+            return False
+        if self.seq != other.seq:
+            return False
+        if self.chunk != other.chunk:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandOutput(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandOutput(
+            session_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterString.read(buf),
+            stream=_UniffiFfiConverterTypeOutputStream.read(buf),
+            seq=_UniffiFfiConverterUInt64.read(buf),
+            chunk=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
+        _UniffiFfiConverterUInt64.check_lower(value.seq)
+        _UniffiFfiConverterString.check_lower(value.chunk)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
+        _UniffiFfiConverterUInt64.write(value.seq, buf)
+        _UniffiFfiConverterString.write(value.chunk, buf)
+
+
+
+
+
+
+class CommandSandbox(enum.Enum):
+    """
+    The confinement of a command run.
+"""
+    
+    READ_ONLY = 0
+    """
+    Writes only in the turn's scratch directory, no network (every Plan command).
+"""
+    
+    WORKSPACE_WRITE = 1
+    """
+    Writes also inside the workspace root (Agent `auto`).
+"""
+    
+    NONE = 2
+    """
+    No sandbox (Agent `ask` and `accept-edits`).
+"""
+    
+
+
+class _UniffiFfiConverterTypeCommandSandbox(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return CommandSandbox.READ_ONLY
+        if variant == 2:
+            return CommandSandbox.WORKSPACE_WRITE
+        if variant == 3:
+            return CommandSandbox.NONE
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == CommandSandbox.READ_ONLY:
+            return
+        if value == CommandSandbox.WORKSPACE_WRITE:
+            return
+        if value == CommandSandbox.NONE:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == CommandSandbox.READ_ONLY:
+            buf.write_i32(1)
+        if value == CommandSandbox.WORKSPACE_WRITE:
+            buf.write_i32(2)
+        if value == CommandSandbox.NONE:
+            buf.write_i32(3)
+
+
+
+class _UniffiFfiConverterBoolean:
+    @classmethod
+    def check_lower(cls, value):
+        return not not value
+
+    @classmethod
+    def lower(cls, value):
+        return 1 if value else 0
+
+    @staticmethod
+    def lift(value):
+        return value != 0
+
+    @classmethod
+    def read(cls, buf):
+        return cls.lift(buf.read_u8())
+
+    @classmethod
+    def write(cls, value, buf):
+        buf.write_u8(value)
+
+
+
+
+
+
+class CommandState(enum.Enum):
+    """
+    The state of a command run.
+"""
+    
+    RUNNING = 0
+    """
+    Spawned, not yet ended.
+"""
+    
+    EXITED = 1
+    """
+    The shell exited.
+"""
+    
+    TIMED_OUT = 2
+    """
+    The timeout elapsed.
+"""
+    
+    CANCELLED = 3
+    """
+    Cancelled.
+"""
+    
+    FAILED_TO_START = 4
+    """
+    Nothing ran; `error_code` says why.
+"""
+    
+    INTERRUPTED = 5
+    """
+    The host died while it ran.
+"""
+    
+
+
+class _UniffiFfiConverterTypeCommandState(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return CommandState.RUNNING
+        if variant == 2:
+            return CommandState.EXITED
+        if variant == 3:
+            return CommandState.TIMED_OUT
+        if variant == 4:
+            return CommandState.CANCELLED
+        if variant == 5:
+            return CommandState.FAILED_TO_START
+        if variant == 6:
+            return CommandState.INTERRUPTED
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == CommandState.RUNNING:
+            return
+        if value == CommandState.EXITED:
+            return
+        if value == CommandState.TIMED_OUT:
+            return
+        if value == CommandState.CANCELLED:
+            return
+        if value == CommandState.FAILED_TO_START:
+            return
+        if value == CommandState.INTERRUPTED:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == CommandState.RUNNING:
+            buf.write_i32(1)
+        if value == CommandState.EXITED:
+            buf.write_i32(2)
+        if value == CommandState.TIMED_OUT:
+            buf.write_i32(3)
+        if value == CommandState.CANCELLED:
+            buf.write_i32(4)
+        if value == CommandState.FAILED_TO_START:
+            buf.write_i32(5)
+        if value == CommandState.INTERRUPTED:
+            buf.write_i32(6)
+
+
+
+class _UniffiFfiConverterInt32(_UniffiConverterPrimitiveInt):
+    CLASS_NAME = "i32"
+    VALUE_MIN = -2**31
+    VALUE_MAX = 2**31
+
+    @staticmethod
+    def read(buf):
+        return buf.read_i32()
+
+    @staticmethod
+    def write(value, buf):
+        buf.write_i32(value)
+
+class _UniffiFfiConverterOptionalInt32(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterTypeArtifact.check_lower(value)
+            _UniffiFfiConverterInt32.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -2015,7 +2510,7 @@ class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterTypeArtifact.write(value, buf)
+        _UniffiFfiConverterInt32.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2023,7 +2518,7 @@ class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterTypeArtifact.read(buf)
+            return _UniffiFfiConverterInt32.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -2062,6 +2557,166 @@ class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
             return None
         elif flag == 1:
             return _UniffiFfiConverterInt64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class CommandRun:
+    """
+    One host-run command (the protocol's `CommandRun`).
+"""
+    def __init__(self, *, call_id:str, session_id:str, turn_id:str, command:str, cwd:str, shell_id:str, shell_path:str, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
+        self.call_id = call_id
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.command = command
+        self.cwd = cwd
+        self.shell_id = shell_id
+        self.shell_path = shell_path
+        self.sandbox = sandbox
+        self.network = network
+        self.state = state
+        self.exit_code = exit_code
+        self.signal = signal
+        self.error_code = error_code
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.stdout_bytes = stdout_bytes
+        self.stderr_bytes = stderr_bytes
+        self.truncated = truncated
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRun(call_id={}, session_id={}, turn_id={}, command={}, cwd={}, shell_id={}, shell_path={}, sandbox={}, network={}, state={}, exit_code={}, signal={}, error_code={}, started_at={}, ended_at={}, stdout_bytes={}, stderr_bytes={}, truncated={})".format(self.call_id, self.session_id, self.turn_id, self.command, self.cwd, self.shell_id, self.shell_path, self.sandbox, self.network, self.state, self.exit_code, self.signal, self.error_code, self.started_at, self.ended_at, self.stdout_bytes, self.stderr_bytes, self.truncated)
+    def __eq__(self, other):
+        if self.call_id != other.call_id:
+            return False
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.command != other.command:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.shell_id != other.shell_id:
+            return False
+        if self.shell_path != other.shell_path:
+            return False
+        if self.sandbox != other.sandbox:
+            return False
+        if self.network != other.network:
+            return False
+        if self.state != other.state:
+            return False
+        if self.exit_code != other.exit_code:
+            return False
+        if self.signal != other.signal:
+            return False
+        if self.error_code != other.error_code:
+            return False
+        if self.started_at != other.started_at:
+            return False
+        if self.ended_at != other.ended_at:
+            return False
+        if self.stdout_bytes != other.stdout_bytes:
+            return False
+        if self.stderr_bytes != other.stderr_bytes:
+            return False
+        if self.truncated != other.truncated:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRun(
+            call_id=_UniffiFfiConverterString.read(buf),
+            session_id=_UniffiFfiConverterString.read(buf),
+            turn_id=_UniffiFfiConverterString.read(buf),
+            command=_UniffiFfiConverterString.read(buf),
+            cwd=_UniffiFfiConverterString.read(buf),
+            shell_id=_UniffiFfiConverterString.read(buf),
+            shell_path=_UniffiFfiConverterString.read(buf),
+            sandbox=_UniffiFfiConverterTypeCommandSandbox.read(buf),
+            network=_UniffiFfiConverterBoolean.read(buf),
+            state=_UniffiFfiConverterTypeCommandState.read(buf),
+            exit_code=_UniffiFfiConverterOptionalInt32.read(buf),
+            signal=_UniffiFfiConverterOptionalInt32.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            started_at=_UniffiFfiConverterInt64.read(buf),
+            ended_at=_UniffiFfiConverterOptionalInt64.read(buf),
+            stdout_bytes=_UniffiFfiConverterUInt64.read(buf),
+            stderr_bytes=_UniffiFfiConverterUInt64.read(buf),
+            truncated=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.turn_id)
+        _UniffiFfiConverterString.check_lower(value.command)
+        _UniffiFfiConverterString.check_lower(value.cwd)
+        _UniffiFfiConverterString.check_lower(value.shell_id)
+        _UniffiFfiConverterString.check_lower(value.shell_path)
+        _UniffiFfiConverterTypeCommandSandbox.check_lower(value.sandbox)
+        _UniffiFfiConverterBoolean.check_lower(value.network)
+        _UniffiFfiConverterTypeCommandState.check_lower(value.state)
+        _UniffiFfiConverterOptionalInt32.check_lower(value.exit_code)
+        _UniffiFfiConverterOptionalInt32.check_lower(value.signal)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterInt64.check_lower(value.started_at)
+        _UniffiFfiConverterOptionalInt64.check_lower(value.ended_at)
+        _UniffiFfiConverterUInt64.check_lower(value.stdout_bytes)
+        _UniffiFfiConverterUInt64.check_lower(value.stderr_bytes)
+        _UniffiFfiConverterBoolean.check_lower(value.truncated)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.turn_id, buf)
+        _UniffiFfiConverterString.write(value.command, buf)
+        _UniffiFfiConverterString.write(value.cwd, buf)
+        _UniffiFfiConverterString.write(value.shell_id, buf)
+        _UniffiFfiConverterString.write(value.shell_path, buf)
+        _UniffiFfiConverterTypeCommandSandbox.write(value.sandbox, buf)
+        _UniffiFfiConverterBoolean.write(value.network, buf)
+        _UniffiFfiConverterTypeCommandState.write(value.state, buf)
+        _UniffiFfiConverterOptionalInt32.write(value.exit_code, buf)
+        _UniffiFfiConverterOptionalInt32.write(value.signal, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterInt64.write(value.started_at, buf)
+        _UniffiFfiConverterOptionalInt64.write(value.ended_at, buf)
+        _UniffiFfiConverterUInt64.write(value.stdout_bytes, buf)
+        _UniffiFfiConverterUInt64.write(value.stderr_bytes, buf)
+        _UniffiFfiConverterBoolean.write(value.truncated, buf)
+
+class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeArtifact.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeArtifact.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeArtifact.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -2547,27 +3202,6 @@ class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.workspace_root, buf)
         _UniffiFfiConverterString.write(value.path, buf)
 
-class _UniffiFfiConverterBoolean:
-    @classmethod
-    def check_lower(cls, value):
-        return not not value
-
-    @classmethod
-    def lower(cls, value):
-        return 1 if value else 0
-
-    @staticmethod
-    def lift(value):
-        return value != 0
-
-    @classmethod
-    def read(cls, buf):
-        return cls.lift(buf.read_u8())
-
-    @classmethod
-    def write(cls, value, buf):
-        buf.write_u8(value)
-
 @dataclass
 class PlanDiff:
     """
@@ -2644,24 +3278,94 @@ class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterBoolean.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterBoolean.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterBoolean.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class PlanHostOptions:
     """
-    Host settings; `None` takes the default (30 minutes, 8 MiB).
+    Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
+    helper next to the executable or on `PATH`, 120 s default and 600 s
+    maximum timeout, 1 MiB output cap, 4 running per session, no network
+    for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int], markdown_limit_bytes:typing.Optional[int]):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int], markdown_limit_bytes:typing.Optional[int], sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT):
         self.approval_ttl_ms = approval_ttl_ms
         self.markdown_limit_bytes = markdown_limit_bytes
+        if sandbox_helper is _DEFAULT:
+            self.sandbox_helper = None
+        else:
+            self.sandbox_helper = sandbox_helper
+        if scratch_root is _DEFAULT:
+            self.scratch_root = None
+        else:
+            self.scratch_root = scratch_root
+        if command_timeout_ms is _DEFAULT:
+            self.command_timeout_ms = None
+        else:
+            self.command_timeout_ms = command_timeout_ms
+        if command_max_timeout_ms is _DEFAULT:
+            self.command_max_timeout_ms = None
+        else:
+            self.command_max_timeout_ms = command_max_timeout_ms
+        if command_output_cap is _DEFAULT:
+            self.command_output_cap = None
+        else:
+            self.command_output_cap = command_output_cap
+        if max_running_commands is _DEFAULT:
+            self.max_running_commands = None
+        else:
+            self.max_running_commands = max_running_commands
+        if network_in_auto is _DEFAULT:
+            self.network_in_auto = None
+        else:
+            self.network_in_auto = network_in_auto
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={})".format(self.approval_ttl_ms, self.markdown_limit_bytes)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
         if self.markdown_limit_bytes != other.markdown_limit_bytes:
+            return False
+        if self.sandbox_helper != other.sandbox_helper:
+            return False
+        if self.scratch_root != other.scratch_root:
+            return False
+        if self.command_timeout_ms != other.command_timeout_ms:
+            return False
+        if self.command_max_timeout_ms != other.command_max_timeout_ms:
+            return False
+        if self.command_output_cap != other.command_output_cap:
+            return False
+        if self.max_running_commands != other.max_running_commands:
+            return False
+        if self.network_in_auto != other.network_in_auto:
             return False
         return True
 
@@ -2671,17 +3375,77 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         return PlanHostOptions(
             approval_ttl_ms=_UniffiFfiConverterOptionalInt64.read(buf),
             markdown_limit_bytes=_UniffiFfiConverterOptionalUInt64.read(buf),
+            sandbox_helper=_UniffiFfiConverterOptionalString.read(buf),
+            scratch_root=_UniffiFfiConverterOptionalString.read(buf),
+            command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
+            max_running_commands=_UniffiFfiConverterOptionalUInt32.read(buf),
+            network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterOptionalInt64.check_lower(value.approval_ttl_ms)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.markdown_limit_bytes)
+        _UniffiFfiConverterOptionalString.check_lower(value.sandbox_helper)
+        _UniffiFfiConverterOptionalString.check_lower(value.scratch_root)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
+        _UniffiFfiConverterOptionalUInt32.check_lower(value.max_running_commands)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterOptionalInt64.write(value.approval_ttl_ms, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.markdown_limit_bytes, buf)
+        _UniffiFfiConverterOptionalString.write(value.sandbox_helper, buf)
+        _UniffiFfiConverterOptionalString.write(value.scratch_root, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
+        _UniffiFfiConverterOptionalUInt32.write(value.max_running_commands, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
+
+@dataclass
+class SandboxInfo:
+    """
+    Whether Plan-mode Bash can run on this host (probed once at open).
+"""
+    def __init__(self, *, plan_sandbox_available:bool, reason:typing.Optional[str]):
+        self.plan_sandbox_available = plan_sandbox_available
+        self.reason = reason
+        
+        
+
+    
+    def __str__(self):
+        return "SandboxInfo(plan_sandbox_available={}, reason={})".format(self.plan_sandbox_available, self.reason)
+    def __eq__(self, other):
+        if self.plan_sandbox_available != other.plan_sandbox_available:
+            return False
+        if self.reason != other.reason:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSandboxInfo(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SandboxInfo(
+            plan_sandbox_available=_UniffiFfiConverterBoolean.read(buf),
+            reason=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterBoolean.check_lower(value.plan_sandbox_available)
+        _UniffiFfiConverterOptionalString.check_lower(value.reason)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterBoolean.write(value.plan_sandbox_available, buf)
+        _UniffiFfiConverterOptionalString.write(value.reason, buf)
 
 class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
     @classmethod
@@ -3050,23 +3814,49 @@ class _UniffiFfiConverterOptionalTypePlanApproval(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalTypeCommandRun(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeCommandRun.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeCommandRun.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeCommandRun.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ToolCallResult:
     """
     The decision for one tool call.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval]):
+    def __init__(self, *, call_id:str, decision:ToolCallDecision, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
         self.call_id = call_id
         self.decision = decision
         self.error_code = error_code
         self.error_message = error_message
         self.approval = approval
+        self.command = command
         
         
 
     
     def __str__(self):
-        return "ToolCallResult(call_id={}, decision={}, error_code={}, error_message={}, approval={})".format(self.call_id, self.decision, self.error_code, self.error_message, self.approval)
+        return "ToolCallResult(call_id={}, decision={}, error_code={}, error_message={}, approval={}, command={})".format(self.call_id, self.decision, self.error_code, self.error_message, self.approval, self.command)
     def __eq__(self, other):
         if self.call_id != other.call_id:
             return False
@@ -3077,6 +3867,8 @@ class ToolCallResult:
         if self.error_message != other.error_message:
             return False
         if self.approval != other.approval:
+            return False
+        if self.command != other.command:
             return False
         return True
 
@@ -3089,6 +3881,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
             error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             error_message=_UniffiFfiConverterOptionalString.read(buf),
             approval=_UniffiFfiConverterOptionalTypePlanApproval.read(buf),
+            command=_UniffiFfiConverterOptionalTypeCommandRun.read(buf),
         )
 
     @staticmethod
@@ -3098,6 +3891,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterOptionalString.check_lower(value.error_message)
         _UniffiFfiConverterOptionalTypePlanApproval.check_lower(value.approval)
+        _UniffiFfiConverterOptionalTypeCommandRun.check_lower(value.command)
 
     @staticmethod
     def write(value, buf):
@@ -3106,6 +3900,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.error_message, buf)
         _UniffiFfiConverterOptionalTypePlanApproval.write(value.approval, buf)
+        _UniffiFfiConverterOptionalTypeCommandRun.write(value.command, buf)
 
 class _UniffiFfiConverterSequenceTypeArtifactVerification(_UniffiConverterRustBuffer):
     @classmethod
@@ -3293,6 +4088,193 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
             buf.write_i32(1)
             _UniffiFfiConverterTypeErrorCode.write(value.code, buf)
             _UniffiFfiConverterString.write(value.reason, buf)
+
+
+class PlanCommandListener():
+    """
+    Receives host-run commands' output and ends as typed events (the same
+    `command/output` and `command/exited` the event listener gets as JSON).
+"""
+    
+    def on_output(self, output: CommandOutput) -> None:
+        """
+        One chunk of output, in `seq` order per call. Called on the command's
+        own thread; it must not block for long.
+"""
+        raise NotImplementedError
+    def on_exited(self, run: CommandRun) -> None:
+        """
+        The command ended; always the last event of its call.
+"""
+        raise NotImplementedError
+
+class PlanCommandListenerImpl(PlanCommandListener):
+    """
+    Receives host-run commands' output and ends as typed events (the same
+    `command/output` and `command/exited` the event listener gets as JSON).
+"""
+    
+    _handle: ctypes.c_uint64
+    
+    def __init__(self, *args, **kwargs):
+        raise ValueError("This class has no default constructor")
+
+    def __del__(self):
+        # In case of partial initialization of instances.
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            _uniffi_rust_call(_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener, handle)
+
+    def _uniffi_clone_handle(self):
+        return _uniffi_rust_call(_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener, self._handle)
+
+    # Used by alternative constructors or any methods which return this type.
+    @classmethod
+    def _uniffi_make_instance(cls, handle):
+        # Lightly yucky way to bypass the usual __init__ logic
+        # and just create a new instance with the required handle.
+        inst = cls.__new__(cls)
+        inst._handle = handle
+        return inst
+    def on_output(self, output: CommandOutput) -> None:
+        """
+        One chunk of output, in `seq` order per call. Called on the command's
+        own thread; it must not block for long.
+"""
+        
+        _UniffiFfiConverterTypeCommandOutput.check_lower(output)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandOutput.lower(output),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def on_exited(self, run: CommandRun) -> None:
+        """
+        The command ended; always the last event of its call.
+"""
+        
+        _UniffiFfiConverterTypeCommandRun.check_lower(run)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandRun.lower(run),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+
+
+
+
+# Put all the bits inside a class to keep the top-level namespace clean
+class _UniffiTraitImplPlanCommandListenerImpl:
+    # For each method, generate a callback function to pass to Rust
+
+    @_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0
+    def on_output(
+            uniffi_handle,
+            output,
+            uniffi_out_return,
+            uniffi_call_status_ptr,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypePlanCommandListener._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterTypeCommandOutput.lift(output), )
+            uniffi_method = uniffi_obj.on_output
+            return uniffi_method(*uniffi_args)
+        write_return_value = lambda v: None
+        _uniffi_trait_interface_call(
+                uniffi_call_status_ptr.contents,
+                make_call,
+                write_return_value,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1
+    def on_exited(
+            uniffi_handle,
+            run,
+            uniffi_out_return,
+            uniffi_call_status_ptr,
+        ):
+        uniffi_obj = _UniffiFfiConverterTypePlanCommandListener._handle_map.get(uniffi_handle)
+        def make_call():
+            uniffi_args = (_UniffiFfiConverterTypeCommandRun.lift(run), )
+            uniffi_method = uniffi_obj.on_exited
+            return uniffi_method(*uniffi_args)
+        write_return_value = lambda v: None
+        _uniffi_trait_interface_call(
+                uniffi_call_status_ptr.contents,
+                make_call,
+                write_return_value,
+        )
+
+    @_UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER
+    def _uniffi_free(uniffi_handle):
+        _UniffiFfiConverterTypePlanCommandListener._handle_map.remove(uniffi_handle)
+
+    @_UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER
+    def _uniffi_clone(uniffi_handle):
+        return _UniffiFfiConverterTypePlanCommandListener._handle_map.clone(uniffi_handle)
+
+    # Generate the FFI VTable.  This has a field for each callback interface method.
+    _uniffi_vtable = _UniffiVTableCallbackInterfacePlanFfiPlanCommandListener(
+        _uniffi_free,
+        _uniffi_clone,
+        on_output,
+        on_exited,
+    )
+    # Send Rust a pointer to the VTable.  Note: this means we need to keep the struct alive forever,
+    # or else bad things will happen when Rust tries to access it.
+    _UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(ctypes.byref(_uniffi_vtable))
+
+class _UniffiFfiConverterTypePlanCommandListener:
+    _handle_map = _UniffiHandleMap()
+
+    @staticmethod
+    def lift(value: int):
+        if (value & 1) == 0:
+            # Rust-generated handle, construct a new class that uses the handle to implement the
+            # interface
+            return PlanCommandListenerImpl._uniffi_make_instance(value)
+        else:
+            # Python-generated handle, get the object from the handle map
+            return _UniffiFfiConverterTypePlanCommandListener._handle_map.remove(value)
+
+    @staticmethod
+    def check_lower(value: PlanCommandListener):
+        if not isinstance(value, PlanCommandListener):
+            raise TypeError("Expected PlanCommandListener subclass, {} found".format(type(value).__name__))
+
+    @staticmethod
+    def lower(value: PlanCommandListener):
+         if isinstance(value, PlanCommandListenerImpl):
+            # Rust-implementated object.  Clone the handle and return it
+            return value._uniffi_clone_handle()
+         else:
+            # Python-implementated object, generate a new vtable handle and return that.
+            return _UniffiFfiConverterTypePlanCommandListener._handle_map.insert(value)
+
+    @classmethod
+    def read(cls, buf: _UniffiRustBuffer):
+        ptr = buf.read_u64()
+        if ptr == 0:
+            raise InternalError("Raw handle value was null")
+        return cls.lift(ptr)
+
+    @classmethod
+    def write(cls, value: PlanCommandListener, buf: _UniffiRustBuffer):
+        buf.write_u64(cls.lower(value))
 
 
 class PlanEventListener():
@@ -3519,6 +4501,11 @@ class PlanHostProtocol(typing.Protocol):
     The plan checkpoint host. Safe to call from several threads at once.
 """
     
+    def add_command_listener(self, listener: PlanCommandListener) -> None:
+        """
+        Registers a listener for commands' output and ends, as typed events.
+"""
+        raise NotImplementedError
     def add_listener(self, listener: PlanEventListener) -> None:
         """
         Registers a listener for every later notification.
@@ -3527,6 +4514,11 @@ class PlanHostProtocol(typing.Protocol):
     def approve(self, approval_id: str,permission_mode: typing.Optional[PermissionMode]) -> Decision:
         """
         Approves with an explicit permission mode.
+"""
+        raise NotImplementedError
+    def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
+        """
+        `command/cancel`: kills a running command; `on_exited` confirms it.
 """
         raise NotImplementedError
     def cancel_turn(self, session_id: str) -> Session:
@@ -3565,6 +4557,11 @@ class PlanHostProtocol(typing.Protocol):
         One approval.
 """
         raise NotImplementedError
+    def get_command(self, session_id: str,call_id: str) -> CommandRun:
+        """
+        `command/get`: a run by session and call id.
+"""
+        raise NotImplementedError
     def get_session(self, session_id: str) -> Session:
         """
         A session.
@@ -3596,6 +4593,11 @@ class PlanHostProtocol(typing.Protocol):
         Rejects.
 """
         raise NotImplementedError
+    def sandbox_info(self, ) -> SandboxInfo:
+        """
+        Whether Plan-mode Bash can run here (the probe at open).
+"""
+        raise NotImplementedError
     def set_default_shell(self, shell_id: str) -> str:
         """
         Persists the default shell.
@@ -3606,6 +4608,11 @@ class PlanHostProtocol(typing.Protocol):
         Releases the database and the single-host lock and stops the timer.
         Later calls fail with `HOST_CLOSED`. Idempotent, and safe to call
         from a listener, even one running on the timer thread.
+"""
+        raise NotImplementedError
+    def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
+        """
+        `command/start`: runs an Agent turn's allowed Bash call on the host.
 """
         raise NotImplementedError
     def start_execution(self, execution_id: str) -> PlanApproval:
@@ -3677,6 +4684,24 @@ class PlanHost(PlanHostProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
+    def add_command_listener(self, listener: PlanCommandListener) -> None:
+        """
+        Registers a listener for commands' output and ends, as typed events.
+"""
+        
+        _UniffiFfiConverterTypePlanCommandListener.check_lower(listener)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanCommandListener.lower(listener),
+        )
+        _uniffi_lift_return = lambda val: None
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def add_listener(self, listener: PlanEventListener) -> None:
         """
         Registers a listener for every later notification.
@@ -3713,6 +4738,27 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
+        """
+        `command/cancel`: kills a running command; `on_exited` confirms it.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(call_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(call_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -3861,6 +4907,27 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def get_command(self, session_id: str,call_id: str) -> CommandRun:
+        """
+        `command/get`: a run by session and call id.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(call_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(call_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def get_session(self, session_id: str) -> Session:
         """
         A session.
@@ -3967,6 +5034,21 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def sandbox_info(self, ) -> SandboxInfo:
+        """
+        Whether Plan-mode Bash can run here (the probe at open).
+"""
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSandboxInfo.lift
+        _uniffi_error_converter = None
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def set_default_shell(self, shell_id: str) -> str:
         """
         Persists the default shell.
@@ -3999,6 +5081,39 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shutdown,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
+        """
+        `command/start`: runs an Agent turn's allowed Bash call on the host.
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(turn_id)
+
+        _UniffiFfiConverterString.check_lower(call_id)
+
+        _UniffiFfiConverterString.check_lower(command)
+
+        _UniffiFfiConverterOptionalString.check_lower(cwd)
+
+        _UniffiFfiConverterOptionalUInt64.check_lower(timeout_ms)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(turn_id),
+            _UniffiFfiConverterString.lower(call_id),
+            _UniffiFfiConverterString.lower(command),
+            _UniffiFfiConverterOptionalString.lower(cwd),
+            _UniffiFfiConverterOptionalUInt64.lower(timeout_ms),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -4144,6 +5259,9 @@ __all__ = [
     "ApprovalStatus",
     "ArtifactCheck",
     "ErrorCode",
+    "OutputStream",
+    "CommandSandbox",
+    "CommandState",
     "PermissionMode",
     "ExecutionState",
     "ToolCallDecision",
@@ -4153,12 +5271,15 @@ __all__ = [
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
+    "CommandOutput",
+    "CommandRun",
     "PlanApproval",
     "Session",
     "Decision",
     "OrphanArtifact",
     "PlanDiff",
     "PlanHostOptions",
+    "SandboxInfo",
     "SessionConfig",
     "ShellInfo",
     "ShellCatalog",
@@ -4167,6 +5288,8 @@ __all__ = [
     "ToolCallResult",
     "VerifyReport",
     "error_code_wire_name",
+    "PlanCommandListenerImpl",
+    "PlanCommandListener",
     "PlanEventListenerImpl",
     "PlanEventListener",
     "PlanHost",

@@ -21,6 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from plan_ffi import (  # noqa: E402
     error_code_wire_name,
+    CommandSandbox,
+    CommandState,
+    OutputStream,
+    PlanCommandListener,
     ApprovalQuery,
     ApprovalStatus,
     ArtifactCheck,
@@ -595,3 +599,61 @@ def test_workspace_roots_are_normalized_and_bad_roots_refused_alike(host, tmp_pa
         assert reply["error"]["data"]["code"] == error_code_wire_name(ErrorCode.INVALID_PARAMS)
     failed(ErrorCode.INVALID_PARAMS, host.create_session, "", None, None, None)
     assert rpc(host, "session/create", {"sessionId": "", "workspaceRoot": None})["error"]["data"]["code"] == "INVALID_PARAMS"
+
+
+# ---------------------------------------------------------------------------
+# Host-run commands
+
+
+def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(tmp_path):
+    # The helper an app ships; generate.sh puts it beside the library.
+    helper = os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "plan-exec-sandbox")
+    )
+    host = PlanHost(
+        str(tmp_path / "plan.db"),
+        PlanHostOptions(approval_ttl_ms=None, markdown_limit_bytes=None, sandbox_helper=helper),
+    )
+    try:
+        ws = workspace(tmp_path)
+        (ws / "notes.txt").write_text("plan me\n")
+        outputs, ends = [], []
+        exited = threading.Event()
+
+        class Listener(PlanCommandListener):
+            def on_output(self, output):
+                outputs.append(output)
+
+            def on_exited(self, run):
+                ends.append(run)
+                exited.set()
+
+        host.add_command_listener(Listener())
+        host.create_session("cmd", str(ws), Mode.PLAN, None)
+        turn = host.start_turn("cmd", Origin.INTERACTIVE)
+        command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
+        [result] = host.tool_calls("cmd", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+        info = host.sandbox_info()
+        if not info.plan_sandbox_available:
+            print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
+            assert result.decision == ToolCallDecision.DENY
+            assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+            return
+        assert result.decision == ToolCallDecision.ALLOW
+        assert result.command.sandbox == CommandSandbox.READ_ONLY
+        assert result.command.network is False
+        assert exited.wait(30), "the command exited"
+        assert ends[0].state == CommandState.EXITED
+        assert ends[0].exit_code != 0, "the refused write fails the command"
+        assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "plan me\n"
+        assert not (ws / "written.txt").exists(), "the kernel refused the write"
+        assert host.get_command("cmd", "c1").state == CommandState.EXITED
+        with pytest.raises(PlanError.Failed) as missing:
+            host.get_command("cmd", "nope")
+        assert missing.value.code == ErrorCode.COMMAND_NOT_FOUND
+        with pytest.raises(PlanError.Failed) as again:
+            host.start_command("cmd", turn.turn_id, "c1", "ls", None, None)
+        assert again.value.code == ErrorCode.COMMAND_NOT_ALLOWED
+        host.complete_turn("cmd", turn.turn_id)
+    finally:
+        host.shutdown()

@@ -487,6 +487,22 @@ fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
+    typealias FfiType = Int32
+    typealias SwiftType = Int32
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int32 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Int32, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
     typealias FfiType = UInt64
     typealias SwiftType = UInt64
@@ -585,6 +601,261 @@ fileprivate struct FfiConverterString: FfiConverter {
         writeBytes(&buf, value.utf8)
     }
 }
+
+
+
+
+/**
+ * Receives host-run commands' output and ends as typed events (the same
+ * `command/output` and `command/exited` the event listener gets as JSON).
+ */
+public protocol PlanCommandListener: AnyObject, Sendable {
+    
+    /**
+     * One chunk of output, in `seq` order per call. Called on the command's
+     * own thread; it must not block for long.
+     */
+    func onOutput(output: CommandOutput) 
+    
+    /**
+     * The command ended; always the last event of its call.
+     */
+    func onExited(run: CommandRun) 
+    
+}
+/**
+ * Receives host-run commands' output and ends as typed events (the same
+ * `command/output` and `command/exited` the event listener gets as JSON).
+ */
+open class PlanCommandListenerImpl: PlanCommandListener, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_plan_ffi_fn_clone_plancommandlistener(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_plan_ffi_fn_free_plancommandlistener(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * One chunk of output, in `seq` order per call. Called on the command's
+     * own thread; it must not block for long.
+     */
+open func onOutput(output: CommandOutput)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_plancommandlistener_on_output(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandOutput_lower(output),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The command ended; always the last event of its call.
+     */
+open func onExited(run: CommandRun)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandRun_lower(run),uniffiCallStatus
+    )
+}
+}
+    
+
+    
+}
+
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfacePlanCommandListener {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfacePlanCommandListener = UniffiVTableCallbackInterfacePlanCommandListener(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterTypePlanCommandListener.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface PlanCommandListener: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterTypePlanCommandListener.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface PlanCommandListener: handle missing in uniffiClone")
+            }
+        },
+        onOutput: { (
+            uniffiHandle: UInt64,
+            output: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterTypePlanCommandListener.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.onOutput(
+                     output: try FfiConverterTypeCommandOutput_lift(output)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        },
+        onExited: { (
+            uniffiHandle: UInt64,
+            run: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterTypePlanCommandListener.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.onExited(
+                     run: try FfiConverterTypeCommandRun_lift(run)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfacePlanCommandListener> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfacePlanCommandListener>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitPlanCommandListener() {
+    uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(UniffiCallbackInterfacePlanCommandListener.vtablePtr)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanCommandListener: FfiConverter {
+    fileprivate static let handleMap = UniffiHandleMap<PlanCommandListener>()
+
+    typealias FfiType = UInt64
+    typealias SwiftType = PlanCommandListener
+
+    public static func lift(_ handle: UInt64) throws -> PlanCommandListener {
+        if ((handle & 1) == 0) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return PlanCommandListenerImpl(unsafeFromHandle: handle)
+        } else {
+            // Swift-generated handle, get the object from the handle map
+            return try handleMap.remove(handle: handle)
+        }
+    }
+
+    public static func lower(_ value: PlanCommandListener) -> UInt64 {
+         if let rustImpl = value as? PlanCommandListenerImpl {
+             // Rust-implemented object.  Clone the handle and return it
+            return rustImpl.uniffiCloneHandle()
+         } else {
+            // Swift object, generate a new vtable handle and return that.
+            return handleMap.insert(obj: value)
+         }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanCommandListener {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: PlanCommandListener, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCommandListener_lift(_ handle: UInt64) throws -> PlanCommandListener {
+    return try FfiConverterTypePlanCommandListener.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCommandListener_lower(_ value: PlanCommandListener) -> UInt64 {
+    return FfiConverterTypePlanCommandListener.lower(value)
+}
+
+
 
 
 
@@ -814,6 +1085,11 @@ public func FfiConverterTypePlanEventListener_lower(_ value: PlanEventListener) 
 public protocol PlanHostProtocol: AnyObject, Sendable {
     
     /**
+     * Registers a listener for commands' output and ends, as typed events.
+     */
+    func addCommandListener(listener: PlanCommandListener) 
+    
+    /**
      * Registers a listener for every later notification.
      */
     func addListener(listener: PlanEventListener) 
@@ -822,6 +1098,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
      * Approves with an explicit permission mode.
      */
     func approve(approvalId: String, permissionMode: PermissionMode?) throws  -> Decision
+    
+    /**
+     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     */
+    func cancelCommand(sessionId: String, callId: String) throws  -> CommandRun
     
     /**
      * Cancels the active turn.
@@ -860,6 +1141,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func getApproval(approvalId: String) throws  -> PlanApproval
     
     /**
+     * `command/get`: a run by session and call id.
+     */
+    func getCommand(sessionId: String, callId: String) throws  -> CommandRun
+    
+    /**
      * A session.
      */
     func getSession(sessionId: String) throws  -> Session
@@ -891,6 +1177,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func reject(approvalId: String) throws  -> Decision
     
     /**
+     * Whether Plan-mode Bash can run here (the probe at open).
+     */
+    func sandboxInfo()  -> SandboxInfo
+    
+    /**
      * Persists the default shell.
      */
     func setDefaultShell(shellId: String) throws  -> String
@@ -901,6 +1192,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
      * from a listener, even one running on the timer thread.
      */
     func shutdown() 
+    
+    /**
+     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     */
+    func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?) throws  -> CommandRun
     
     /**
      * Queued -> running.
@@ -997,6 +1293,18 @@ public convenience init(dbPath: String, options: PlanHostOptions)throws  {
 
     
     /**
+     * Registers a listener for commands' output and ends, as typed events.
+     */
+open func addCommandListener(listener: PlanCommandListener)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_add_command_listener(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanCommandListener_lower(listener),uniffiCallStatus
+    )
+}
+}
+    
+    /**
      * Registers a listener for every later notification.
      */
 open func addListener(listener: PlanEventListener)  {try! rustCall() {
@@ -1018,6 +1326,20 @@ open func approve(approvalId: String, permissionMode: PermissionMode?)throws  ->
             self.uniffiCloneHandle(),
         FfiConverterString.lower(approvalId),
         FfiConverterOptionTypePermissionMode.lower(permissionMode),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     */
+open func cancelCommand(sessionId: String, callId: String)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_cancel_command(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(callId),uniffiCallStatus
     )
 })
 }
@@ -1121,6 +1443,20 @@ open func getApproval(approvalId: String)throws  -> PlanApproval  {
 }
     
     /**
+     * `command/get`: a run by session and call id.
+     */
+open func getCommand(sessionId: String, callId: String)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_get_command(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(callId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * A session.
      */
 open func getSession(sessionId: String)throws  -> Session  {
@@ -1199,6 +1535,18 @@ open func reject(approvalId: String)throws  -> Decision  {
 }
     
     /**
+     * Whether Plan-mode Bash can run here (the probe at open).
+     */
+open func sandboxInfo() -> SandboxInfo  {
+    return try!  FfiConverterTypeSandboxInfo_lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_sandbox_info(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Persists the default shell.
      */
 open func setDefaultShell(shellId: String)throws  -> String  {
@@ -1222,6 +1570,24 @@ open func shutdown()  {try! rustCall() {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     */
+open func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_start_command(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(turnId),
+        FfiConverterString.lower(callId),
+        FfiConverterString.lower(command),
+        FfiConverterOptionString.lower(cwd),
+        FfiConverterOptionUInt64.lower(timeoutMs),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -1746,6 +2112,334 @@ public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerifica
 
 
 /**
+ * One chunk of a command's output (`command/output`).
+ */
+public struct CommandOutput: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The Bash call.
+     */
+    public var callId: String
+    /**
+     * stdout or stderr.
+     */
+    public var stream: OutputStream
+    /**
+     * From 0 per call, across both streams.
+     */
+    public var seq: UInt64
+    /**
+     * The text (never a split UTF-8 character).
+     */
+    public var chunk: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The Bash call.
+         */callId: String, 
+        /**
+         * stdout or stderr.
+         */stream: OutputStream, 
+        /**
+         * From 0 per call, across both streams.
+         */seq: UInt64, 
+        /**
+         * The text (never a split UTF-8 character).
+         */chunk: String) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.stream = stream
+        self.seq = seq
+        self.chunk = chunk
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandOutput: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandOutput: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandOutput {
+        return
+            try CommandOutput(
+                sessionId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterString.read(from: &buf), 
+                stream: FfiConverterTypeOutputStream.read(from: &buf), 
+                seq: FfiConverterUInt64.read(from: &buf), 
+                chunk: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandOutput, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeOutputStream.write(value.stream, into: &buf)
+        FfiConverterUInt64.write(value.seq, into: &buf)
+        FfiConverterString.write(value.chunk, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutput_lift(_ buf: RustBuffer) throws -> CommandOutput {
+    return try FfiConverterTypeCommandOutput.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutput_lower(_ value: CommandOutput) -> RustBuffer {
+    return FfiConverterTypeCommandOutput.lower(value)
+}
+
+
+/**
+ * One host-run command (the protocol's `CommandRun`).
+ */
+public struct CommandRun: Equatable, Hashable {
+    /**
+     * The Bash call.
+     */
+    public var callId: String
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The turn.
+     */
+    public var turnId: String
+    /**
+     * The command text.
+     */
+    public var command: String
+    /**
+     * Workspace-relative working directory.
+     */
+    public var cwd: String
+    /**
+     * The shell's catalog id.
+     */
+    public var shellId: String
+    /**
+     * The shell's path.
+     */
+    public var shellPath: String
+    /**
+     * The confinement.
+     */
+    public var sandbox: CommandSandbox
+    /**
+     * Whether it had the network.
+     */
+    public var network: Bool
+    /**
+     * Its state.
+     */
+    public var state: CommandState
+    /**
+     * The exit code.
+     */
+    public var exitCode: Int32?
+    /**
+     * The ending signal.
+     */
+    public var signal: Int32?
+    /**
+     * Why it failed to start or was interrupted.
+     */
+    public var errorCode: ErrorCode?
+    /**
+     * Start, Unix ms.
+     */
+    public var startedAt: Int64
+    /**
+     * End, Unix ms.
+     */
+    public var endedAt: Int64?
+    /**
+     * Bytes of stdout.
+     */
+    public var stdoutBytes: UInt64
+    /**
+     * Bytes of stderr.
+     */
+    public var stderrBytes: UInt64
+    /**
+     * Whether output past the cap was dropped.
+     */
+    public var truncated: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The Bash call.
+         */callId: String, 
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The turn.
+         */turnId: String, 
+        /**
+         * The command text.
+         */command: String, 
+        /**
+         * Workspace-relative working directory.
+         */cwd: String, 
+        /**
+         * The shell's catalog id.
+         */shellId: String, 
+        /**
+         * The shell's path.
+         */shellPath: String, 
+        /**
+         * The confinement.
+         */sandbox: CommandSandbox, 
+        /**
+         * Whether it had the network.
+         */network: Bool, 
+        /**
+         * Its state.
+         */state: CommandState, 
+        /**
+         * The exit code.
+         */exitCode: Int32?, 
+        /**
+         * The ending signal.
+         */signal: Int32?, 
+        /**
+         * Why it failed to start or was interrupted.
+         */errorCode: ErrorCode?, 
+        /**
+         * Start, Unix ms.
+         */startedAt: Int64, 
+        /**
+         * End, Unix ms.
+         */endedAt: Int64?, 
+        /**
+         * Bytes of stdout.
+         */stdoutBytes: UInt64, 
+        /**
+         * Bytes of stderr.
+         */stderrBytes: UInt64, 
+        /**
+         * Whether output past the cap was dropped.
+         */truncated: Bool) {
+        self.callId = callId
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.command = command
+        self.cwd = cwd
+        self.shellId = shellId
+        self.shellPath = shellPath
+        self.sandbox = sandbox
+        self.network = network
+        self.state = state
+        self.exitCode = exitCode
+        self.signal = signal
+        self.errorCode = errorCode
+        self.startedAt = startedAt
+        self.endedAt = endedAt
+        self.stdoutBytes = stdoutBytes
+        self.stderrBytes = stderrBytes
+        self.truncated = truncated
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRun: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRun {
+        return
+            try CommandRun(
+                callId: FfiConverterString.read(from: &buf), 
+                sessionId: FfiConverterString.read(from: &buf), 
+                turnId: FfiConverterString.read(from: &buf), 
+                command: FfiConverterString.read(from: &buf), 
+                cwd: FfiConverterString.read(from: &buf), 
+                shellId: FfiConverterString.read(from: &buf), 
+                shellPath: FfiConverterString.read(from: &buf), 
+                sandbox: FfiConverterTypeCommandSandbox.read(from: &buf), 
+                network: FfiConverterBool.read(from: &buf), 
+                state: FfiConverterTypeCommandState.read(from: &buf), 
+                exitCode: FfiConverterOptionInt32.read(from: &buf), 
+                signal: FfiConverterOptionInt32.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                startedAt: FfiConverterInt64.read(from: &buf), 
+                endedAt: FfiConverterOptionInt64.read(from: &buf), 
+                stdoutBytes: FfiConverterUInt64.read(from: &buf), 
+                stderrBytes: FfiConverterUInt64.read(from: &buf), 
+                truncated: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRun, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.turnId, into: &buf)
+        FfiConverterString.write(value.command, into: &buf)
+        FfiConverterString.write(value.cwd, into: &buf)
+        FfiConverterString.write(value.shellId, into: &buf)
+        FfiConverterString.write(value.shellPath, into: &buf)
+        FfiConverterTypeCommandSandbox.write(value.sandbox, into: &buf)
+        FfiConverterBool.write(value.network, into: &buf)
+        FfiConverterTypeCommandState.write(value.state, into: &buf)
+        FfiConverterOptionInt32.write(value.exitCode, into: &buf)
+        FfiConverterOptionInt32.write(value.signal, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterInt64.write(value.startedAt, into: &buf)
+        FfiConverterOptionInt64.write(value.endedAt, into: &buf)
+        FfiConverterUInt64.write(value.stdoutBytes, into: &buf)
+        FfiConverterUInt64.write(value.stderrBytes, into: &buf)
+        FfiConverterBool.write(value.truncated, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRun_lift(_ buf: RustBuffer) throws -> CommandRun {
+    return try FfiConverterTypeCommandRun.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRun_lower(_ value: CommandRun) -> RustBuffer {
+    return FfiConverterTypeCommandRun.lower(value)
+}
+
+
+/**
  * The result of approve and reject.
  */
 public struct Decision: Equatable, Hashable {
@@ -2162,7 +2856,10 @@ public func FfiConverterTypePlanDiff_lower(_ value: PlanDiff) -> RustBuffer {
 
 
 /**
- * Host settings; `None` takes the default (30 minutes, 8 MiB).
+ * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
+ * helper next to the executable or on `PATH`, 120 s default and 600 s
+ * maximum timeout, 1 MiB output cap, 4 running per session, no network
+ * for Agent `auto`).
  */
 public struct PlanHostOptions: Equatable, Hashable {
     /**
@@ -2175,6 +2872,35 @@ public struct PlanHostOptions: Equatable, Hashable {
      * when absent.
      */
     public var markdownLimitBytes: UInt64?
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
+     * example in its bundle or its native library directory.
+     */
+    public var sandboxHelper: String?
+    /**
+     * Where per-turn scratch directories go (default: `<db>.scratch`).
+     */
+    public var scratchRoot: String?
+    /**
+     * Default command timeout in milliseconds.
+     */
+    public var commandTimeoutMs: UInt64?
+    /**
+     * Largest command timeout in milliseconds.
+     */
+    public var commandMaxTimeoutMs: UInt64?
+    /**
+     * Retained output per command, in bytes.
+     */
+    public var commandOutputCap: UInt64?
+    /**
+     * Running commands per session.
+     */
+    public var maxRunningCommands: UInt32?
+    /**
+     * Whether Agent `auto` commands may use the network.
+     */
+    public var networkInAuto: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2186,9 +2912,38 @@ public struct PlanHostOptions: Equatable, Hashable {
         /**
          * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
          * when absent.
-         */markdownLimitBytes: UInt64?) {
+         */markdownLimitBytes: UInt64?, 
+        /**
+         * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
+         * example in its bundle or its native library directory.
+         */sandboxHelper: String? = nil, 
+        /**
+         * Where per-turn scratch directories go (default: `<db>.scratch`).
+         */scratchRoot: String? = nil, 
+        /**
+         * Default command timeout in milliseconds.
+         */commandTimeoutMs: UInt64? = nil, 
+        /**
+         * Largest command timeout in milliseconds.
+         */commandMaxTimeoutMs: UInt64? = nil, 
+        /**
+         * Retained output per command, in bytes.
+         */commandOutputCap: UInt64? = nil, 
+        /**
+         * Running commands per session.
+         */maxRunningCommands: UInt32? = nil, 
+        /**
+         * Whether Agent `auto` commands may use the network.
+         */networkInAuto: Bool? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
+        self.sandboxHelper = sandboxHelper
+        self.scratchRoot = scratchRoot
+        self.commandTimeoutMs = commandTimeoutMs
+        self.commandMaxTimeoutMs = commandMaxTimeoutMs
+        self.commandOutputCap = commandOutputCap
+        self.maxRunningCommands = maxRunningCommands
+        self.networkInAuto = networkInAuto
     }
 
     
@@ -2208,13 +2963,27 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         return
             try PlanHostOptions(
                 approvalTtlMs: FfiConverterOptionInt64.read(from: &buf), 
-                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf)
+                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf), 
+                sandboxHelper: FfiConverterOptionString.read(from: &buf), 
+                scratchRoot: FfiConverterOptionString.read(from: &buf), 
+                commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
+                maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
+                networkInAuto: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
     public static func write(_ value: PlanHostOptions, into buf: inout [UInt8]) {
         FfiConverterOptionInt64.write(value.approvalTtlMs, into: &buf)
         FfiConverterOptionUInt64.write(value.markdownLimitBytes, into: &buf)
+        FfiConverterOptionString.write(value.sandboxHelper, into: &buf)
+        FfiConverterOptionString.write(value.scratchRoot, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
+        FfiConverterOptionUInt32.write(value.maxRunningCommands, into: &buf)
+        FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
     }
 }
 
@@ -2231,6 +3000,75 @@ public func FfiConverterTypePlanHostOptions_lift(_ buf: RustBuffer) throws -> Pl
 #endif
 public func FfiConverterTypePlanHostOptions_lower(_ value: PlanHostOptions) -> RustBuffer {
     return FfiConverterTypePlanHostOptions.lower(value)
+}
+
+
+/**
+ * Whether Plan-mode Bash can run on this host (probed once at open).
+ */
+public struct SandboxInfo: Equatable, Hashable {
+    /**
+     * `true` when the kernel's read-only sandbox works here.
+     */
+    public var planSandboxAvailable: Bool
+    /**
+     * Why not, when it does not.
+     */
+    public var reason: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `true` when the kernel's read-only sandbox works here.
+         */planSandboxAvailable: Bool, 
+        /**
+         * Why not, when it does not.
+         */reason: String?) {
+        self.planSandboxAvailable = planSandboxAvailable
+        self.reason = reason
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SandboxInfo: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSandboxInfo: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SandboxInfo {
+        return
+            try SandboxInfo(
+                planSandboxAvailable: FfiConverterBool.read(from: &buf), 
+                reason: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SandboxInfo, into buf: inout [UInt8]) {
+        FfiConverterBool.write(value.planSandboxAvailable, into: &buf)
+        FfiConverterOptionString.write(value.reason, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSandboxInfo_lift(_ buf: RustBuffer) throws -> SandboxInfo {
+    return try FfiConverterTypeSandboxInfo.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSandboxInfo_lower(_ value: SandboxInfo) -> RustBuffer {
+    return FfiConverterTypeSandboxInfo.lower(value)
 }
 
 
@@ -2834,6 +3672,10 @@ public struct ToolCallResult: Equatable, Hashable {
      * The pending approval an accepted SubmitPlan created.
      */
     public var approval: PlanApproval?
+    /**
+     * The command the host started for a Plan-turn Bash call.
+     */
+    public var command: CommandRun?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2852,12 +3694,16 @@ public struct ToolCallResult: Equatable, Hashable {
          */errorMessage: String?, 
         /**
          * The pending approval an accepted SubmitPlan created.
-         */approval: PlanApproval?) {
+         */approval: PlanApproval?, 
+        /**
+         * The command the host started for a Plan-turn Bash call.
+         */command: CommandRun?) {
         self.callId = callId
         self.decision = decision
         self.errorCode = errorCode
         self.errorMessage = errorMessage
         self.approval = approval
+        self.command = command
     }
 
     
@@ -2880,7 +3726,8 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
                 errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 errorMessage: FfiConverterOptionString.read(from: &buf), 
-                approval: FfiConverterOptionTypePlanApproval.read(from: &buf)
+                approval: FfiConverterOptionTypePlanApproval.read(from: &buf), 
+                command: FfiConverterOptionTypeCommandRun.read(from: &buf)
         )
     }
 
@@ -2890,6 +3737,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
         FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterOptionString.write(value.errorMessage, into: &buf)
         FfiConverterOptionTypePlanApproval.write(value.approval, into: &buf)
+        FfiConverterOptionTypeCommandRun.write(value.command, into: &buf)
     }
 }
 
@@ -3209,6 +4057,206 @@ public func FfiConverterTypeArtifactCheck_lower(_ value: ArtifactCheck) -> RustB
 
 
 /**
+ * The confinement of a command run.
+ */
+
+public enum CommandSandbox: Equatable, Hashable {
+    
+    /**
+     * Writes only in the turn's scratch directory, no network (every Plan command).
+     */
+    case readOnly
+    /**
+     * Writes also inside the workspace root (Agent `auto`).
+     */
+    case workspaceWrite
+    /**
+     * No sandbox (Agent `ask` and `accept-edits`).
+     */
+    case none
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CommandSandbox: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandSandbox: FfiConverterRustBuffer {
+    typealias SwiftType = CommandSandbox
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandSandbox {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .readOnly
+        
+        case 2: return .workspaceWrite
+        
+        case 3: return .none
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CommandSandbox, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .readOnly:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .workspaceWrite:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .none:
+            writeInt(&buf, Int32(3))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandSandbox_lift(_ buf: RustBuffer) throws -> CommandSandbox {
+    return try FfiConverterTypeCommandSandbox.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandSandbox_lower(_ value: CommandSandbox) -> RustBuffer {
+    return FfiConverterTypeCommandSandbox.lower(value)
+}
+
+
+
+/**
+ * The state of a command run.
+ */
+
+public enum CommandState: Equatable, Hashable {
+    
+    /**
+     * Spawned, not yet ended.
+     */
+    case running
+    /**
+     * The shell exited.
+     */
+    case exited
+    /**
+     * The timeout elapsed.
+     */
+    case timedOut
+    /**
+     * Cancelled.
+     */
+    case cancelled
+    /**
+     * Nothing ran; `error_code` says why.
+     */
+    case failedToStart
+    /**
+     * The host died while it ran.
+     */
+    case interrupted
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CommandState: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandState: FfiConverterRustBuffer {
+    typealias SwiftType = CommandState
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandState {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .running
+        
+        case 2: return .exited
+        
+        case 3: return .timedOut
+        
+        case 4: return .cancelled
+        
+        case 5: return .failedToStart
+        
+        case 6: return .interrupted
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CommandState, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .running:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .exited:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .timedOut:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .cancelled:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .failedToStart:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .interrupted:
+            writeInt(&buf, Int32(6))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandState_lift(_ buf: RustBuffer) throws -> CommandState {
+    return try FfiConverterTypeCommandState.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandState_lower(_ value: CommandState) -> RustBuffer {
+    return FfiConverterTypeCommandState.lower(value)
+}
+
+
+
+/**
  * A canonical error code (the wire's `SCREAMING_SNAKE` string is
  * `error_code_wire_name`).
  */
@@ -3359,6 +4407,38 @@ public enum ErrorCode: Equatable, Hashable {
      * A bug: the host reached a state it should never reach.
      */
     case `internal`
+    /**
+     * Plan-mode Bash on a host without the kernel's read-only sandbox.
+     */
+    case planSandboxUnavailable
+    /**
+     * An Agent `auto` command on a host without the workspace-write sandbox.
+     */
+    case sandboxUnavailable
+    /**
+     * A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
+     */
+    case invalidCommandInput
+    /**
+     * A command cwd outside the workspace root.
+     */
+    case commandCwdEscape
+    /**
+     * A command start the turn does not allow.
+     */
+    case commandNotAllowed
+    /**
+     * No command run with that call id.
+     */
+    case commandNotFound
+    /**
+     * The command run is not running.
+     */
+    case commandNotRunning
+    /**
+     * The selected shell is not installed.
+     */
+    case shellUnavailable
 
 
 
@@ -3451,6 +4531,22 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         case 35: return .storageFailed
         
         case 36: return .`internal`
+        
+        case 37: return .planSandboxUnavailable
+        
+        case 38: return .sandboxUnavailable
+        
+        case 39: return .invalidCommandInput
+        
+        case 40: return .commandCwdEscape
+        
+        case 41: return .commandNotAllowed
+        
+        case 42: return .commandNotFound
+        
+        case 43: return .commandNotRunning
+        
+        case 44: return .shellUnavailable
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -3602,6 +4698,38 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         
         case .`internal`:
             writeInt(&buf, Int32(36))
+        
+        
+        case .planSandboxUnavailable:
+            writeInt(&buf, Int32(37))
+        
+        
+        case .sandboxUnavailable:
+            writeInt(&buf, Int32(38))
+        
+        
+        case .invalidCommandInput:
+            writeInt(&buf, Int32(39))
+        
+        
+        case .commandCwdEscape:
+            writeInt(&buf, Int32(40))
+        
+        
+        case .commandNotAllowed:
+            writeInt(&buf, Int32(41))
+        
+        
+        case .commandNotFound:
+            writeInt(&buf, Int32(42))
+        
+        
+        case .commandNotRunning:
+            writeInt(&buf, Int32(43))
+        
+        
+        case .shellUnavailable:
+            writeInt(&buf, Int32(44))
         
         }
     }
@@ -3865,6 +4993,81 @@ public func FfiConverterTypeOrigin_lift(_ buf: RustBuffer) throws -> Origin {
 #endif
 public func FfiConverterTypeOrigin_lower(_ value: Origin) -> RustBuffer {
     return FfiConverterTypeOrigin.lower(value)
+}
+
+
+
+/**
+ * The stream of a `command/output` chunk.
+ */
+
+public enum OutputStream: Equatable, Hashable {
+    
+    /**
+     * Standard output.
+     */
+    case stdout
+    /**
+     * Standard error.
+     */
+    case stderr
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension OutputStream: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeOutputStream: FfiConverterRustBuffer {
+    typealias SwiftType = OutputStream
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> OutputStream {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .stdout
+        
+        case 2: return .stderr
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: OutputStream, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .stdout:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .stderr:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutputStream_lift(_ buf: RustBuffer) throws -> OutputStream {
+    return try FfiConverterTypeOutputStream.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeOutputStream_lower(_ value: OutputStream) -> RustBuffer {
+    return FfiConverterTypeOutputStream.lower(value)
 }
 
 
@@ -4219,6 +5422,30 @@ fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionInt32: FfiConverterRustBuffer {
+    typealias SwiftType = Int32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
     typealias SwiftType = UInt64?
 
@@ -4259,6 +5486,30 @@ fileprivate struct FfiConverterOptionInt64: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionBool: FfiConverterRustBuffer {
+    typealias SwiftType = Bool?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterBool.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterBool.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4331,6 +5582,30 @@ fileprivate struct FfiConverterOptionTypeArtifact: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeArtifact.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeCommandRun: FfiConverterRustBuffer {
+    typealias SwiftType = CommandRun?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCommandRun.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCommandRun.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4685,13 +5960,25 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() != 7894) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() != 32331) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_add_command_listener() != 42097) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_approve() != 20482) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658) {
@@ -4715,6 +6002,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_plan_ffi_checksum_method_planhost_get_command() != 44863) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_plan_ffi_checksum_method_planhost_get_session() != 45068) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4733,10 +6023,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_reject() != 9846) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_start_command() != 40136) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293) {
@@ -4755,6 +6051,7 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
 
+    uniffiCallbackInitPlanCommandListener()
     uniffiCallbackInitPlanEventListener()
     return InitializationResult.ok
 }()

@@ -243,11 +243,35 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD0
+typedef void (*UniffiCallbackInterfacePlanCommandListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD1
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD1
+typedef void (*UniffiCallbackInterfacePlanCommandListenerMethod1)(uint64_t, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER_METHOD0
 typedef void (*UniffiCallbackInterfacePlanEventListenerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
         RustCallStatus *_Nonnull uniffiCallStatus
     );
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER
+typedef struct UniffiVTableCallbackInterfacePlanCommandListener {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfacePlanCommandListenerMethod0 _Nonnull onOutput;
+    UniffiCallbackInterfacePlanCommandListenerMethod1 _Nonnull onExited;
+} UniffiVTableCallbackInterfacePlanCommandListener;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER
@@ -258,6 +282,31 @@ typedef struct UniffiVTableCallbackInterfacePlanEventListener {
     UniffiCallbackInterfacePlanEventListenerMethod0 _Nonnull onEvent;
 } UniffiVTableCallbackInterfacePlanEventListener;
 
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANCOMMANDLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANCOMMANDLISTENER
+uint64_t uniffi_plan_ffi_fn_clone_plancommandlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FREE_PLANCOMMANDLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FREE_PLANCOMMANDLISTENER
+void uniffi_plan_ffi_fn_free_plancommandlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_INIT_CALLBACK_VTABLE_PLANCOMMANDLISTENER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_INIT_CALLBACK_VTABLE_PLANCOMMANDLISTENER
+void uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(const UniffiVTableCallbackInterfacePlanCommandListener* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
+void uniffi_plan_ffi_fn_method_plancommandlistener_on_output(uint64_t ptr, RustBuffer output, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_EXITED
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_EXITED
+void uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(uint64_t ptr, RustBuffer run, RustCallStatus *_Nonnull out_status
+);
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANEVENTLISTENER
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANEVENTLISTENER
@@ -294,6 +343,11 @@ void uniffi_plan_ffi_fn_free_planhost(uint64_t handle, RustCallStatus *_Nonnull 
 uint64_t uniffi_plan_ffi_fn_constructor_planhost_new(RustBuffer db_path, RustBuffer options, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_COMMAND_LISTENER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_COMMAND_LISTENER
+void uniffi_plan_ffi_fn_method_planhost_add_command_listener(uint64_t ptr, uint64_t listener, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_LISTENER
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_LISTENER
 void uniffi_plan_ffi_fn_method_planhost_add_listener(uint64_t ptr, uint64_t listener, RustCallStatus *_Nonnull out_status
@@ -302,6 +356,11 @@ void uniffi_plan_ffi_fn_method_planhost_add_listener(uint64_t ptr, uint64_t list
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_APPROVE
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_APPROVE
 RustBuffer uniffi_plan_ffi_fn_method_planhost_approve(uint64_t ptr, RustBuffer approval_id, RustBuffer permission_mode, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CANCEL_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CANCEL_COMMAND
+RustBuffer uniffi_plan_ffi_fn_method_planhost_cancel_command(uint64_t ptr, RustBuffer session_id, RustBuffer call_id, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CANCEL_TURN
@@ -339,6 +398,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_diff(uint64_t ptr, RustBuffer appr
 RustBuffer uniffi_plan_ffi_fn_method_planhost_get_approval(uint64_t ptr, RustBuffer approval_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_COMMAND
+RustBuffer uniffi_plan_ffi_fn_method_planhost_get_command(uint64_t ptr, RustBuffer session_id, RustBuffer call_id, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_GET_SESSION
 RustBuffer uniffi_plan_ffi_fn_method_planhost_get_session(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
@@ -369,6 +433,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_read_artifact(uint64_t ptr, RustBu
 RustBuffer uniffi_plan_ffi_fn_method_planhost_reject(uint64_t ptr, RustBuffer approval_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SANDBOX_INFO
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SANDBOX_INFO
+RustBuffer uniffi_plan_ffi_fn_method_planhost_sandbox_info(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SET_DEFAULT_SHELL
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SET_DEFAULT_SHELL
 RustBuffer uniffi_plan_ffi_fn_method_planhost_set_default_shell(uint64_t ptr, RustBuffer shell_id, RustCallStatus *_Nonnull out_status
@@ -377,6 +446,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_set_default_shell(uint64_t ptr, Ru
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SHUTDOWN
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SHUTDOWN
 void uniffi_plan_ffi_fn_method_planhost_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_START_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_START_COMMAND
+RustBuffer uniffi_plan_ffi_fn_method_planhost_start_command(uint64_t ptr, RustBuffer session_id, RustBuffer turn_id, RustBuffer call_id, RustBuffer command, RustBuffer cwd, RustBuffer timeout_ms, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_START_EXECUTION
@@ -670,9 +744,27 @@ uint16_t uniffi_plan_ffi_checksum_func_error_code_wire_name(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
+uint16_t uniffi_plan_ffi_checksum_method_plancommandlistener_on_output(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_EXITED
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_EXITED
+uint16_t uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 uint16_t uniffi_plan_ffi_checksum_method_planeventlistener_on_event(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_ADD_COMMAND_LISTENER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_ADD_COMMAND_LISTENER
+uint16_t uniffi_plan_ffi_checksum_method_planhost_add_command_listener(void
     
 );
 #endif
@@ -685,6 +777,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_add_listener(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_APPROVE
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_APPROVE
 uint16_t uniffi_plan_ffi_checksum_method_planhost_approve(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CANCEL_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CANCEL_COMMAND
+uint16_t uniffi_plan_ffi_checksum_method_planhost_cancel_command(void
     
 );
 #endif
@@ -730,6 +828,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_get_approval(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_GET_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_GET_COMMAND
+uint16_t uniffi_plan_ffi_checksum_method_planhost_get_command(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_GET_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_GET_SESSION
 uint16_t uniffi_plan_ffi_checksum_method_planhost_get_session(void
@@ -766,6 +870,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_reject(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SANDBOX_INFO
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SANDBOX_INFO
+uint16_t uniffi_plan_ffi_checksum_method_planhost_sandbox_info(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SET_DEFAULT_SHELL
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SET_DEFAULT_SHELL
 uint16_t uniffi_plan_ffi_checksum_method_planhost_set_default_shell(void
@@ -775,6 +885,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_set_default_shell(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SHUTDOWN
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_SHUTDOWN
 uint16_t uniffi_plan_ffi_checksum_method_planhost_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_START_COMMAND
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_START_COMMAND
+uint16_t uniffi_plan_ffi_checksum_method_planhost_start_command(void
     
 );
 #endif

@@ -650,8 +650,36 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
+internal interface UniffiCallbackInterfacePlanCommandListenerMethod0 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`output`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+internal interface UniffiCallbackInterfacePlanCommandListenerMethod1 : com.sun.jna.Callback {
+    fun callback(`uniffiHandle`: Long,`run`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
+}
 internal interface UniffiCallbackInterfacePlanEventListenerMethod0 : com.sun.jna.Callback {
     fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`paramsJson`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
+}
+@Structure.FieldOrder("uniffiFree", "uniffiClone", "onOutput", "onExited")
+internal open class UniffiVTableCallbackInterfacePlanCommandListener(
+    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+    @JvmField internal var `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0? = null,
+    @JvmField internal var `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1? = null,
+) : Structure() {
+    class UniffiByValue(
+        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
+        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
+        `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0? = null,
+        `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1? = null,
+    ): UniffiVTableCallbackInterfacePlanCommandListener(`uniffiFree`,`uniffiClone`,`onOutput`,`onExited`,), Structure.ByValue
+
+   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfacePlanCommandListener) {
+        `uniffiFree` = other.`uniffiFree`
+        `uniffiClone` = other.`uniffiClone`
+        `onOutput` = other.`onOutput`
+        `onExited` = other.`onExited`
+    }
+
 }
 @Structure.FieldOrder("uniffiFree", "uniffiClone", "onEvent")
 internal open class UniffiVTableCallbackInterfacePlanEventListener(
@@ -699,11 +727,19 @@ internal object IntegrityCheckingUniffiLib {
     internal fun ensureInitialized() = Unit
     external fun uniffi_plan_ffi_checksum_func_error_code_wire_name(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_plancommandlistener_on_output(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planeventlistener_on_event(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_add_command_listener(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_add_listener(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_approve(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_cancel_command(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_cancel_turn(
     ): Int
@@ -719,6 +755,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_get_approval(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_get_command(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_get_session(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_handle_json(
@@ -731,9 +769,13 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_reject(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_sandbox_info(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_set_default_shell(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_shutdown(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_start_command(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_start_execution(
     ): Int
@@ -761,11 +803,22 @@ internal object UniffiLib {
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "plan_ffi"))
+        uniffiCallbackInterfacePlanCommandListener.register(this)
         uniffiCallbackInterfacePlanEventListener.register(this)
         
     }
 
     internal fun ensureInitialized() = Unit
+    external fun uniffi_plan_ffi_fn_clone_plancommandlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_plan_ffi_fn_free_plancommandlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(`vtable`: UniffiVTableCallbackInterfacePlanCommandListener,
+    ): Unit
+    external fun uniffi_plan_ffi_fn_method_plancommandlistener_on_output(`ptr`: Long,`output`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(`ptr`: Long,`run`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_plan_ffi_fn_clone_planeventlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_plan_ffi_fn_free_planeventlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -780,9 +833,13 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
+    external fun uniffi_plan_ffi_fn_method_planhost_add_command_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
     external fun uniffi_plan_ffi_fn_method_planhost_add_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_plan_ffi_fn_method_planhost_approve(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_cancel_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_cancel_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -798,6 +855,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_get_approval(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_get_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_get_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_handle_json(`ptr`: Long,`request`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -810,10 +869,14 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_reject(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_sandbox_info(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_set_default_shell(`ptr`: Long,`shellId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_shutdown(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_plan_ffi_fn_method_planhost_start_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,`command`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,`timeoutMs`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_start_execution(`ptr`: Long,`executionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`origin`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -946,13 +1009,25 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() and 0xFFFF) != 64375) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() and 0xFFFF) != 7894) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() and 0xFFFF) != 32331) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 13681) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener() and 0xFFFF) != 42097) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_approve() and 0xFFFF) != 20482) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() and 0xFFFF) != 54231) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() and 0xFFFF) != 14658) {
@@ -976,6 +1051,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() and 0xFFFF) != 47183) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_command() and 0xFFFF) != 44863) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_session() and 0xFFFF) != 45068) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -994,10 +1072,16 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_reject() and 0xFFFF) != 9846) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 32712) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() and 0xFFFF) != 25210) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() and 0xFFFF) != 63260) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_command() and 0xFFFF) != 40136) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() and 0xFFFF) != 48293) {
@@ -1229,6 +1313,29 @@ public object FfiConverterUInt: FfiConverter<UInt, Int> {
 /**
  * @suppress
  */
+public object FfiConverterInt: FfiConverter<Int, Int> {
+    override fun lift(value: Int): Int {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Int {
+        return buf.getInt()
+    }
+
+    override fun lower(value: Int): Int {
+        return value
+    }
+
+    override fun allocationSize(value: Int) = 4UL
+
+    override fun write(value: Int, buf: ByteBuffer) {
+        buf.putInt(value)
+    }
+}
+
+/**
+ * @suppress
+ */
 public object FfiConverterULong: FfiConverter<ULong, Long> {
     override fun lift(value: Long): ULong {
         return value.toULong()
@@ -1349,6 +1456,367 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
         val byteBuf = toUtf8(value)
         buf.putInt(byteBuf.limit())
         buf.put(byteBuf)
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * Receives host-run commands' output and ends as typed events (the same
+ * `command/output` and `command/exited` the event listener gets as JSON).
+ */
+public interface PlanCommandListener {
+    
+    /**
+     * One chunk of output, in `seq` order per call. Called on the command's
+     * own thread; it must not block for long.
+     */
+    fun `onOutput`(`output`: CommandOutput)
+    
+    /**
+     * The command ended; always the last event of its call.
+     */
+    fun `onExited`(`run`: CommandRun)
+    
+    companion object
+}
+
+/**
+ * Receives host-run commands' output and ends as typed events (the same
+ * `command/output` and `command/exited` the event listener gets as JSON).
+ */
+open class PlanCommandListenerImpl: Disposable, AutoCloseable, PlanCommandListener
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener(handle, status)
+        }
+    }
+
+    
+    /**
+     * One chunk of output, in `seq` order per call. Called on the command's
+     * own thread; it must not block for long.
+     */override fun `onOutput`(`output`: CommandOutput)
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output(
+        it,
+        
+        FfiConverterTypeCommandOutput.lower(`output`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The command ended; always the last event of its call.
+     */override fun `onExited`(`run`: CommandRun)
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(
+        it,
+        
+        FfiConverterTypeCommandRun.lower(`run`),_status)
+}
+    }
+    
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+
+// Put the implementation in an object so we don't pollute the top-level namespace
+internal object uniffiCallbackInterfacePlanCommandListener {
+    internal object `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0 {
+        override fun callback(`uniffiHandle`: Long,`output`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypePlanCommandListener.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`onOutput`(
+                    FfiConverterTypeCommandOutput.lift(`output`),
+                )
+            }
+            val writeReturn = { _: Unit -> Unit }
+            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
+        }
+    }
+    internal object `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1 {
+        override fun callback(`uniffiHandle`: Long,`run`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
+            val uniffiObj = FfiConverterTypePlanCommandListener.handleMap.get(uniffiHandle)
+            val makeCall = { ->
+                uniffiObj.`onExited`(
+                    FfiConverterTypeCommandRun.lift(`run`),
+                )
+            }
+            val writeReturn = { _: Unit -> Unit }
+            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
+        }
+    }
+
+    internal object uniffiFree: UniffiCallbackInterfaceFree {
+        override fun callback(handle: Long) {
+            FfiConverterTypePlanCommandListener.handleMap.remove(handle)
+        }
+    }
+
+    internal object uniffiClone: UniffiCallbackInterfaceClone {
+        override fun callback(handle: Long): Long {
+            return FfiConverterTypePlanCommandListener.handleMap.clone(handle)
+        }
+    }
+
+    internal var vtable = UniffiVTableCallbackInterfacePlanCommandListener.UniffiByValue(
+        uniffiFree,
+        uniffiClone,
+        `onOutput`,
+        `onExited`,
+    )
+
+    // Registers the foreign callback with the Rust side.
+    // This method is generated for each callback interface.
+    internal fun register(lib: UniffiLib) {
+        lib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(vtable)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanCommandListener: FfiConverter<PlanCommandListener, Long> {
+    internal val handleMap = UniffiHandleMap<PlanCommandListener>()
+
+    override fun lower(value: PlanCommandListener): Long {
+        if (value is PlanCommandListenerImpl) {
+             // Rust-implemented object.  Clone the handle and return it
+            return value.uniffiCloneHandle()
+         } else {
+            // Kotlin object, generate a new vtable handle and return that.
+            return handleMap.insert(value)
+         }
+    }
+
+    override fun lift(value: Long): PlanCommandListener {
+        if ((value and 1.toLong()) == 0.toLong()) {
+            // Rust-generated handle, construct a new class that uses the handle to implement the
+            // interface
+            return PlanCommandListenerImpl(UniffiWithHandle, value)
+        } else {
+            // Kotlin-generated handle, get the object from the handle map
+            return handleMap.remove(value)
+        }
+    }
+
+    override fun read(buf: ByteBuffer): PlanCommandListener {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: PlanCommandListener) = 8UL
+
+    override fun write(value: PlanCommandListener, buf: ByteBuffer) {
+        buf.putLong(lower(value))
     }
 }
 
@@ -1785,6 +2253,11 @@ public object FfiConverterTypePlanEventListener: FfiConverter<PlanEventListener,
 public interface PlanHostInterface {
     
     /**
+     * Registers a listener for commands' output and ends, as typed events.
+     */
+    fun `addCommandListener`(`listener`: PlanCommandListener)
+    
+    /**
      * Registers a listener for every later notification.
      */
     fun `addListener`(`listener`: PlanEventListener)
@@ -1793,6 +2266,11 @@ public interface PlanHostInterface {
      * Approves with an explicit permission mode.
      */
     fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision
+    
+    /**
+     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     */
+    fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun
     
     /**
      * Cancels the active turn.
@@ -1831,6 +2309,11 @@ public interface PlanHostInterface {
     fun `getApproval`(`approvalId`: kotlin.String): PlanApproval
     
     /**
+     * `command/get`: a run by session and call id.
+     */
+    fun `getCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun
+    
+    /**
      * A session.
      */
     fun `getSession`(`sessionId`: kotlin.String): Session
@@ -1862,6 +2345,11 @@ public interface PlanHostInterface {
     fun `reject`(`approvalId`: kotlin.String): Decision
     
     /**
+     * Whether Plan-mode Bash can run here (the probe at open).
+     */
+    fun `sandboxInfo`(): SandboxInfo
+    
+    /**
      * Persists the default shell.
      */
     fun `setDefaultShell`(`shellId`: kotlin.String): kotlin.String
@@ -1872,6 +2360,11 @@ public interface PlanHostInterface {
      * from a listener, even one running on the timer thread.
      */
     fun `shutdown`()
+    
+    /**
+     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     */
+    fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun
     
     /**
      * Queued -> running.
@@ -2019,6 +2512,22 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * Registers a listener for commands' output and ends, as typed events.
+     */override fun `addCommandListener`(`listener`: PlanCommandListener)
+        = 
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener(
+        it,
+        
+        FfiConverterTypePlanCommandListener.lower(`listener`),_status)
+}
+    }
+    
+    
+
+    
+    /**
      * Registers a listener for every later notification.
      */override fun `addListener`(`listener`: PlanEventListener)
         = 
@@ -2046,6 +2555,25 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         
         FfiConverterString.lower(`approvalId`),
         FfiConverterOptionalTypePermissionMode.lower(`permissionMode`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     */
+    @Throws(PlanException::class)override fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`callId`),_status)
 }
     }
     )
@@ -2187,6 +2715,25 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * `command/get`: a run by session and call id.
+     */
+    @Throws(PlanException::class)override fun `getCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`callId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * A session.
      */
     @Throws(PlanException::class)override fun `getSession`(`sessionId`: kotlin.String): Session {
@@ -2294,6 +2841,22 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * Whether Plan-mode Bash can run here (the probe at open).
+     */override fun `sandboxInfo`(): SandboxInfo {
+            return FfiConverterTypeSandboxInfo.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * Persists the default shell.
      */
     @Throws(PlanException::class)override fun `setDefaultShell`(`shellId`: kotlin.String): kotlin.String {
@@ -2325,6 +2888,29 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 }
     }
     
+    
+
+    
+    /**
+     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     */
+    @Throws(PlanException::class)override fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`turnId`),
+        FfiConverterString.lower(`callId`),
+        FfiConverterString.lower(`command`),
+        FfiConverterOptionalString.lower(`cwd`),
+        FfiConverterOptionalULong.lower(`timeoutMs`),_status)
+}
+    }
+    )
+    }
     
 
     
@@ -2737,6 +3323,252 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
 
 
 /**
+ * One chunk of a command's output (`command/output`).
+ */
+data class CommandOutput (
+    /**
+     * The session.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: kotlin.String
+    , 
+    /**
+     * stdout or stderr.
+     */
+    var `stream`: OutputStream
+    , 
+    /**
+     * From 0 per call, across both streams.
+     */
+    var `seq`: kotlin.ULong
+    , 
+    /**
+     * The text (never a split UTF-8 character).
+     */
+    var `chunk`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandOutput: FfiConverterRustBuffer<CommandOutput> {
+    override fun read(buf: ByteBuffer): CommandOutput {
+        return CommandOutput(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeOutputStream.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandOutput) = (
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeOutputStream.allocationSize(value.`stream`) +
+            FfiConverterULong.allocationSize(value.`seq`) +
+            FfiConverterString.allocationSize(value.`chunk`)
+    )
+
+    override fun write(value: CommandOutput, buf: ByteBuffer) {
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeOutputStream.write(value.`stream`, buf)
+            FfiConverterULong.write(value.`seq`, buf)
+            FfiConverterString.write(value.`chunk`, buf)
+    }
+}
+
+
+
+/**
+ * One host-run command (the protocol's `CommandRun`).
+ */
+data class CommandRun (
+    /**
+     * The Bash call.
+     */
+    var `callId`: kotlin.String
+    , 
+    /**
+     * The session.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * The turn.
+     */
+    var `turnId`: kotlin.String
+    , 
+    /**
+     * The command text.
+     */
+    var `command`: kotlin.String
+    , 
+    /**
+     * Workspace-relative working directory.
+     */
+    var `cwd`: kotlin.String
+    , 
+    /**
+     * The shell's catalog id.
+     */
+    var `shellId`: kotlin.String
+    , 
+    /**
+     * The shell's path.
+     */
+    var `shellPath`: kotlin.String
+    , 
+    /**
+     * The confinement.
+     */
+    var `sandbox`: CommandSandbox
+    , 
+    /**
+     * Whether it had the network.
+     */
+    var `network`: kotlin.Boolean
+    , 
+    /**
+     * Its state.
+     */
+    var `state`: CommandState
+    , 
+    /**
+     * The exit code.
+     */
+    var `exitCode`: kotlin.Int?
+    , 
+    /**
+     * The ending signal.
+     */
+    var `signal`: kotlin.Int?
+    , 
+    /**
+     * Why it failed to start or was interrupted.
+     */
+    var `errorCode`: ErrorCode?
+    , 
+    /**
+     * Start, Unix ms.
+     */
+    var `startedAt`: kotlin.Long
+    , 
+    /**
+     * End, Unix ms.
+     */
+    var `endedAt`: kotlin.Long?
+    , 
+    /**
+     * Bytes of stdout.
+     */
+    var `stdoutBytes`: kotlin.ULong
+    , 
+    /**
+     * Bytes of stderr.
+     */
+    var `stderrBytes`: kotlin.ULong
+    , 
+    /**
+     * Whether output past the cap was dropped.
+     */
+    var `truncated`: kotlin.Boolean
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
+    override fun read(buf: ByteBuffer): CommandRun {
+        return CommandRun(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeCommandSandbox.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterTypeCommandState.read(buf),
+            FfiConverterOptionalInt.read(buf),
+            FfiConverterOptionalInt.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterLong.read(buf),
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRun) = (
+            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`turnId`) +
+            FfiConverterString.allocationSize(value.`command`) +
+            FfiConverterString.allocationSize(value.`cwd`) +
+            FfiConverterString.allocationSize(value.`shellId`) +
+            FfiConverterString.allocationSize(value.`shellPath`) +
+            FfiConverterTypeCommandSandbox.allocationSize(value.`sandbox`) +
+            FfiConverterBoolean.allocationSize(value.`network`) +
+            FfiConverterTypeCommandState.allocationSize(value.`state`) +
+            FfiConverterOptionalInt.allocationSize(value.`exitCode`) +
+            FfiConverterOptionalInt.allocationSize(value.`signal`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterLong.allocationSize(value.`startedAt`) +
+            FfiConverterOptionalLong.allocationSize(value.`endedAt`) +
+            FfiConverterULong.allocationSize(value.`stdoutBytes`) +
+            FfiConverterULong.allocationSize(value.`stderrBytes`) +
+            FfiConverterBoolean.allocationSize(value.`truncated`)
+    )
+
+    override fun write(value: CommandRun, buf: ByteBuffer) {
+            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`turnId`, buf)
+            FfiConverterString.write(value.`command`, buf)
+            FfiConverterString.write(value.`cwd`, buf)
+            FfiConverterString.write(value.`shellId`, buf)
+            FfiConverterString.write(value.`shellPath`, buf)
+            FfiConverterTypeCommandSandbox.write(value.`sandbox`, buf)
+            FfiConverterBoolean.write(value.`network`, buf)
+            FfiConverterTypeCommandState.write(value.`state`, buf)
+            FfiConverterOptionalInt.write(value.`exitCode`, buf)
+            FfiConverterOptionalInt.write(value.`signal`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterLong.write(value.`startedAt`, buf)
+            FfiConverterOptionalLong.write(value.`endedAt`, buf)
+            FfiConverterULong.write(value.`stdoutBytes`, buf)
+            FfiConverterULong.write(value.`stderrBytes`, buf)
+            FfiConverterBoolean.write(value.`truncated`, buf)
+    }
+}
+
+
+
+/**
  * The result of approve and reject.
  */
 data class Decision (
@@ -3037,7 +3869,10 @@ public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
 
 
 /**
- * Host settings; `None` takes the default (30 minutes, 8 MiB).
+ * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
+ * helper next to the executable or on `PATH`, 120 s default and 600 s
+ * maximum timeout, 1 MiB output cap, 4 running per session, no network
+ * for Agent `auto`).
  */
 data class PlanHostOptions (
     /**
@@ -3051,6 +3886,42 @@ data class PlanHostOptions (
      * when absent.
      */
     var `markdownLimitBytes`: kotlin.ULong?
+    , 
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
+     * example in its bundle or its native library directory.
+     */
+    var `sandboxHelper`: kotlin.String? = null 
+    , 
+    /**
+     * Where per-turn scratch directories go (default: `<db>.scratch`).
+     */
+    var `scratchRoot`: kotlin.String? = null 
+    , 
+    /**
+     * Default command timeout in milliseconds.
+     */
+    var `commandTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * Largest command timeout in milliseconds.
+     */
+    var `commandMaxTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * Retained output per command, in bytes.
+     */
+    var `commandOutputCap`: kotlin.ULong? = null 
+    , 
+    /**
+     * Running commands per session.
+     */
+    var `maxRunningCommands`: kotlin.UInt? = null 
+    , 
+    /**
+     * Whether Agent `auto` commands may use the network.
+     */
+    var `networkInAuto`: kotlin.Boolean? = null 
     
 ){
     
@@ -3069,17 +3940,85 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
         return PlanHostOptions(
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalUInt.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
     override fun allocationSize(value: PlanHostOptions) = (
             FfiConverterOptionalLong.allocationSize(value.`approvalTtlMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`)
+            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`) +
+            FfiConverterOptionalString.allocationSize(value.`sandboxHelper`) +
+            FfiConverterOptionalString.allocationSize(value.`scratchRoot`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
+            FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
             FfiConverterOptionalLong.write(value.`approvalTtlMs`, buf)
             FfiConverterOptionalULong.write(value.`markdownLimitBytes`, buf)
+            FfiConverterOptionalString.write(value.`sandboxHelper`, buf)
+            FfiConverterOptionalString.write(value.`scratchRoot`, buf)
+            FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
+            FfiConverterOptionalUInt.write(value.`maxRunningCommands`, buf)
+            FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
+    }
+}
+
+
+
+/**
+ * Whether Plan-mode Bash can run on this host (probed once at open).
+ */
+data class SandboxInfo (
+    /**
+     * `true` when the kernel's read-only sandbox works here.
+     */
+    var `planSandboxAvailable`: kotlin.Boolean
+    , 
+    /**
+     * Why not, when it does not.
+     */
+    var `reason`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSandboxInfo: FfiConverterRustBuffer<SandboxInfo> {
+    override fun read(buf: ByteBuffer): SandboxInfo {
+        return SandboxInfo(
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SandboxInfo) = (
+            FfiConverterBoolean.allocationSize(value.`planSandboxAvailable`) +
+            FfiConverterOptionalString.allocationSize(value.`reason`)
+    )
+
+    override fun write(value: SandboxInfo, buf: ByteBuffer) {
+            FfiConverterBoolean.write(value.`planSandboxAvailable`, buf)
+            FfiConverterOptionalString.write(value.`reason`, buf)
     }
 }
 
@@ -3525,6 +4464,11 @@ data class ToolCallResult (
      * The pending approval an accepted SubmitPlan created.
      */
     var `approval`: PlanApproval?
+    , 
+    /**
+     * The command the host started for a Plan-turn Bash call.
+     */
+    var `command`: CommandRun?
     
 ){
     
@@ -3546,6 +4490,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypePlanApproval.read(buf),
+            FfiConverterOptionalTypeCommandRun.read(buf),
         )
     }
 
@@ -3554,7 +4499,8 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
             FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterOptionalString.allocationSize(value.`errorMessage`) +
-            FfiConverterOptionalTypePlanApproval.allocationSize(value.`approval`)
+            FfiConverterOptionalTypePlanApproval.allocationSize(value.`approval`) +
+            FfiConverterOptionalTypeCommandRun.allocationSize(value.`command`)
     )
 
     override fun write(value: ToolCallResult, buf: ByteBuffer) {
@@ -3563,6 +4509,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`errorMessage`, buf)
             FfiConverterOptionalTypePlanApproval.write(value.`approval`, buf)
+            FfiConverterOptionalTypeCommandRun.write(value.`command`, buf)
     }
 }
 
@@ -3742,6 +4689,112 @@ public object FfiConverterTypeArtifactCheck: FfiConverterRustBuffer<ArtifactChec
 
 
 /**
+ * The confinement of a command run.
+ */
+
+enum class CommandSandbox {
+    
+    /**
+     * Writes only in the turn's scratch directory, no network (every Plan command).
+     */
+    READ_ONLY,
+    /**
+     * Writes also inside the workspace root (Agent `auto`).
+     */
+    WORKSPACE_WRITE,
+    /**
+     * No sandbox (Agent `ask` and `accept-edits`).
+     */
+    NONE;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandSandbox: FfiConverterRustBuffer<CommandSandbox> {
+    override fun read(buf: ByteBuffer) = try {
+        CommandSandbox.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: CommandSandbox) = 4UL
+
+    override fun write(value: CommandSandbox, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * The state of a command run.
+ */
+
+enum class CommandState {
+    
+    /**
+     * Spawned, not yet ended.
+     */
+    RUNNING,
+    /**
+     * The shell exited.
+     */
+    EXITED,
+    /**
+     * The timeout elapsed.
+     */
+    TIMED_OUT,
+    /**
+     * Cancelled.
+     */
+    CANCELLED,
+    /**
+     * Nothing ran; `error_code` says why.
+     */
+    FAILED_TO_START,
+    /**
+     * The host died while it ran.
+     */
+    INTERRUPTED;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandState: FfiConverterRustBuffer<CommandState> {
+    override fun read(buf: ByteBuffer) = try {
+        CommandState.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: CommandState) = 4UL
+
+    override fun write(value: CommandState, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
  * A canonical error code (the wire's `SCREAMING_SNAKE` string is
  * `error_code_wire_name`).
  */
@@ -3891,7 +4944,39 @@ enum class ErrorCode {
     /**
      * A bug: the host reached a state it should never reach.
      */
-    INTERNAL;
+    INTERNAL,
+    /**
+     * Plan-mode Bash on a host without the kernel's read-only sandbox.
+     */
+    PLAN_SANDBOX_UNAVAILABLE,
+    /**
+     * An Agent `auto` command on a host without the workspace-write sandbox.
+     */
+    SANDBOX_UNAVAILABLE,
+    /**
+     * A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
+     */
+    INVALID_COMMAND_INPUT,
+    /**
+     * A command cwd outside the workspace root.
+     */
+    COMMAND_CWD_ESCAPE,
+    /**
+     * A command start the turn does not allow.
+     */
+    COMMAND_NOT_ALLOWED,
+    /**
+     * No command run with that call id.
+     */
+    COMMAND_NOT_FOUND,
+    /**
+     * The command run is not running.
+     */
+    COMMAND_NOT_RUNNING,
+    /**
+     * The selected shell is not installed.
+     */
+    SHELL_UNAVAILABLE;
 
     
 
@@ -4050,6 +5135,49 @@ public object FfiConverterTypeOrigin: FfiConverterRustBuffer<Origin> {
     override fun allocationSize(value: Origin) = 4UL
 
     override fun write(value: Origin, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * The stream of a `command/output` chunk.
+ */
+
+enum class OutputStream {
+    
+    /**
+     * Standard output.
+     */
+    STDOUT,
+    /**
+     * Standard error.
+     */
+    STDERR;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeOutputStream: FfiConverterRustBuffer<OutputStream> {
+    override fun read(buf: ByteBuffer) = try {
+        OutputStream.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: OutputStream) = 4UL
+
+    override fun write(value: OutputStream, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
     }
 }
@@ -4306,6 +5434,38 @@ public object FfiConverterOptionalUInt: FfiConverterRustBuffer<kotlin.UInt?> {
 /**
  * @suppress
  */
+public object FfiConverterOptionalInt: FfiConverterRustBuffer<kotlin.Int?> {
+    override fun read(buf: ByteBuffer): kotlin.Int? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterInt.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Int?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterInt.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Int?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterInt.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalULong: FfiConverterRustBuffer<kotlin.ULong?> {
     override fun read(buf: ByteBuffer): kotlin.ULong? {
         if (buf.get().toInt() == 0) {
@@ -4360,6 +5520,38 @@ public object FfiConverterOptionalLong: FfiConverterRustBuffer<kotlin.Long?> {
         } else {
             buf.put(1)
             FfiConverterLong.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalBoolean: FfiConverterRustBuffer<kotlin.Boolean?> {
+    override fun read(buf: ByteBuffer): kotlin.Boolean? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterBoolean.read(buf)
+    }
+
+    override fun allocationSize(value: kotlin.Boolean?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterBoolean.allocationSize(value)
+        }
+    }
+
+    override fun write(value: kotlin.Boolean?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterBoolean.write(value, buf)
         }
     }
 }
@@ -4456,6 +5648,38 @@ public object FfiConverterOptionalTypeArtifact: FfiConverterRustBuffer<Artifact?
         } else {
             buf.put(1)
             FfiConverterTypeArtifact.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeCommandRun: FfiConverterRustBuffer<CommandRun?> {
+    override fun read(buf: ByteBuffer): CommandRun? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeCommandRun.read(buf)
+    }
+
+    override fun allocationSize(value: CommandRun?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeCommandRun.allocationSize(value)
+        }
+    }
+
+    override fun write(value: CommandRun?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeCommandRun.write(value, buf)
         }
     }
 }

@@ -923,6 +923,54 @@ class PlanHostTest {
     }
 
     // ----------------------------------------------------------------------
+    // Host-run commands
+
+    @Test
+    @Order(61)
+    fun planCommandRunsReadOnlyAndAWriteIsRefusedByTheKernel() {
+        // The helper an app ships; generate.sh puts it beside the library.
+        val helper = Path.of(System.getProperty("user.dir")).resolve("../native/plan-exec-sandbox").normalize()
+        val host = PlanHost(db(), PlanHostOptions(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
+        val ws = workspace()
+        Files.writeString(ws.resolve("notes.txt"), "plan me\n")
+        val outputs = CopyOnWriteArrayList<CommandOutput>()
+        val ends = CopyOnWriteArrayList<CommandRun>()
+        val exited = CountDownLatch(1)
+        host.addCommandListener(object : PlanCommandListener {
+            override fun onOutput(output: CommandOutput) {
+                outputs.add(output)
+            }
+
+            override fun onExited(run: CommandRun) {
+                ends.add(run)
+                exited.countDown()
+            }
+        })
+        planSession(host, ws, "cmd")
+        val turn = host.startTurn("cmd", Origin.INTERACTIVE)
+        val input = "{\"command\": \"cat notes.txt; echo x > written.txt\"}"
+        val results = host.toolCalls("cmd", turn.turnId, listOf(call("c1", "Bash", input)))
+        val info = host.sandboxInfo()
+        if (!info.planSandboxAvailable) {
+            println("the kernel sandbox is unavailable here (${info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
+            denied(results[0], ErrorCode.PLAN_SANDBOX_UNAVAILABLE)
+            return
+        }
+        assertEquals(ToolCallDecision.ALLOW, results[0].decision)
+        assertEquals(CommandSandbox.READ_ONLY, results[0].command!!.sandbox)
+        assertEquals(false, results[0].command!!.network)
+        assertTrue(exited.await(30, TimeUnit.SECONDS), "the command exited")
+        assertEquals(CommandState.EXITED, ends[0].state)
+        assertNotEquals(0, ends[0].exitCode, "the refused write fails the command")
+        assertEquals("plan me\n", outputs.filter { it.stream == OutputStream.STDOUT }.joinToString("") { it.chunk })
+        assertFalse(Files.exists(ws.resolve("written.txt")), "the kernel refused the write")
+        assertEquals(CommandState.EXITED, host.getCommand("cmd", "c1").state)
+        failed(ErrorCode.COMMAND_NOT_FOUND) { host.getCommand("cmd", "nope") }
+        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("cmd", turn.turnId, "c1", "ls", null, null) }
+        host.completeTurn("cmd", turn.turnId)
+    }
+
+    // ----------------------------------------------------------------------
     // Coverage audit (runs last when the whole class runs)
 
     @Test

@@ -1,0 +1,307 @@
+//! Host-run commands in the CLI: the `serve` options that configure them
+//! and the read-only `commands list|show` inspection of their audit.
+//!
+//! It maps arguments to host options and storage reads and renders the
+//! answers; which command may run and how is decided below. Command text and
+//! output are agent-written and untrusted: human output escapes control and
+//! bidi characters.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use plan_core::{CommandOptions, CommandRun, ErrorCode};
+use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions};
+use serde::Serialize;
+
+use crate::{Failure, escape, exit, inspect, render};
+
+/// `serve` options for host-run commands.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CommandArgs {
+    /// The command sandbox helper. Default: this binary, which embeds it.
+    #[arg(long, value_name = "PATH")]
+    sandbox_helper: Option<PathBuf>,
+    /// The timeout of a command whose input names none, in milliseconds.
+    #[arg(long, default_value_t = CommandOptions::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    command_timeout_ms: u64,
+    /// The largest timeout a command may ask for, in milliseconds.
+    #[arg(long, default_value_t = CommandOptions::DEFAULT_MAX_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    command_max_timeout_ms: u64,
+    /// Output kept and streamed per command (both streams), in bytes.
+    #[arg(long, default_value_t = plan_exec::DEFAULT_OUTPUT_CAP)]
+    command_output_cap: u64,
+    /// How many commands of one session may run at once.
+    #[arg(long, default_value_t = CommandOptions::DEFAULT_MAX_RUNNING_PER_SESSION, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_running_commands: usize,
+    /// Let Agent `auto` commands use the network (off by default).
+    #[arg(long)]
+    network_in_auto: bool,
+}
+
+impl CommandArgs {
+    /// `options` with these command settings.
+    pub(crate) fn host_options(&self, mut options: HostOptions) -> HostOptions {
+        options.sandbox_helper = Some(
+            self.sandbox_helper
+                .clone()
+                .or_else(|| std::env::current_exe().ok())
+                .unwrap_or_default(),
+        );
+        options.command_output_cap = self.command_output_cap;
+        let commands = &mut options.limits.commands;
+        commands.default_timeout_ms = self.command_timeout_ms.min(self.command_max_timeout_ms);
+        commands.max_timeout_ms = self.command_max_timeout_ms;
+        commands.max_running_per_session = self.max_running_commands;
+        commands.network_in_auto = self.network_in_auto;
+        options
+    }
+}
+
+/// `commands list`: recorded runs, newest first.
+pub(crate) fn list(
+    database: &Path,
+    session: Option<String>,
+    limit: Option<u32>,
+    json: bool,
+) -> Result<i32, Failure> {
+    let store = inspect::open(database)?;
+    let filter = CommandFilter {
+        session_id: session,
+        limit,
+    };
+    let records = store
+        .list_commands(&filter)
+        .map_err(|error| inspect::failure(&error))?;
+    let text = if json {
+        render::json_pretty(&ListJson {
+            commands: records.iter().map(RecordJson::from).collect(),
+        })?
+    } else {
+        table(&records)
+    };
+    render::write_stdout(text.as_bytes())?;
+    Ok(exit::OK)
+}
+
+/// `commands show`: one run's audit entries, oldest first.
+pub(crate) fn show(
+    database: &Path,
+    call_id: &str,
+    session: Option<String>,
+    json: bool,
+) -> Result<i32, Failure> {
+    let store = inspect::open(database)?;
+    let filter = CommandFilter {
+        session_id: session,
+        limit: None,
+    };
+    let sessions: Vec<String> = store
+        .list_commands(&filter)
+        .map_err(|error| inspect::failure(&error))?
+        .into_iter()
+        .filter(|record| record.run.call_id == call_id)
+        .map(|record| record.run.session_id)
+        .fold(Vec::new(), |mut sessions, session| {
+            if !sessions.contains(&session) {
+                sessions.push(session);
+            }
+            sessions
+        });
+    let session_id = match sessions.as_slice() {
+        [] => {
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!(
+                    "{}: command {call_id}",
+                    ErrorCode::CommandNotFound.message_with_code()
+                ),
+            ));
+        }
+        [session] => session.clone(),
+        [_, _, ..] => {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "call id {call_id} ran in several sessions ({}); pass --session",
+                    sessions.join(", ")
+                ),
+            ));
+        }
+    };
+    let entries = store
+        .command_entries(&session_id, call_id)
+        .map_err(|error| inspect::failure(&error))?;
+    let text = if json {
+        render::json_pretty(&ShowJson {
+            entries: entries.iter().map(EntryJson::from).collect(),
+        })?
+    } else {
+        card(&entries)
+    };
+    render::write_stdout(text.as_bytes())?;
+    Ok(exit::OK)
+}
+
+trait CodeMessage {
+    fn message_with_code(self) -> String;
+}
+
+impl CodeMessage for ErrorCode {
+    fn message_with_code(self) -> String {
+        format!("{}: {}", self.as_str(), self.sentence())
+    }
+}
+
+#[derive(Serialize)]
+struct ListJson {
+    commands: Vec<RecordJson>,
+}
+
+/// One run in `--json`: the protocol's `CommandRun`, the type of its latest
+/// audit entry and the output hash.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordJson {
+    entry: &'static str,
+    output_sha256: Option<String>,
+    command: plan_protocol::CommandRun,
+}
+
+impl From<&CommandRecord> for RecordJson {
+    fn from(record: &CommandRecord) -> Self {
+        RecordJson {
+            entry: record.kind.as_str(),
+            output_sha256: record.output_sha256.clone(),
+            command: (&record.run).into(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ShowJson {
+    entries: Vec<EntryJson>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryJson {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    seq: i64,
+    output_sha256: Option<String>,
+    command: plan_protocol::CommandRun,
+}
+
+impl From<&CommandEntry> for EntryJson {
+    fn from(entry: &CommandEntry) -> Self {
+        EntryJson {
+            kind: entry.kind.as_str(),
+            seq: entry.seq,
+            output_sha256: entry.output_sha256.clone(),
+            command: (&entry.run).into(),
+        }
+    }
+}
+
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
+    short.push('…');
+    short
+}
+
+fn outcome(run: &CommandRun) -> String {
+    match (run.exit_code, run.signal, run.error_code) {
+        (_, _, Some(code)) => code.as_str().to_owned(),
+        (Some(exit_code), _, None) => format!("exit {exit_code}"),
+        (None, Some(signal), None) => format!("signal {signal}"),
+        (None, None, None) => "-".to_owned(),
+    }
+}
+
+pub(crate) fn table(records: &[CommandRecord]) -> String {
+    if records.is_empty() {
+        return "no commands recorded\n".to_owned();
+    }
+    let mut text = format!(
+        "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
+        "STARTED", "CALL", "SANDBOX", "STATE", "OUTCOME", "COMMAND"
+    );
+    for record in records {
+        let run = &record.run;
+        let state = match record.kind {
+            CommandEntryKind::Refused => "refused",
+            CommandEntryKind::Started | CommandEntryKind::Ended => run.state.as_str(),
+        };
+        text.push_str(&format!(
+            "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
+            render::local_rfc3339(run.started_at),
+            shorten(&escape::line(&run.call_id), 16),
+            run.sandbox.as_str(),
+            state,
+            shorten(&outcome(run), 16),
+            shorten(&escape::line(&run.command), 40),
+        ));
+    }
+    text
+}
+
+fn card(entries: &[CommandEntry]) -> String {
+    let Some(last) = entries.last() else {
+        return String::new();
+    };
+    let run = &last.run;
+    let mut text = String::new();
+    let mut line = |label: &str, value: String| text.push_str(&format!("{label:<10} {value}\n"));
+    line("call", escape::line(&run.call_id).into_owned());
+    line("session", escape::line(&run.session_id).into_owned());
+    line("turn", escape::line(&run.turn_id).into_owned());
+    line("command", escape::line(&run.command).into_owned());
+    line("cwd", escape::line(&run.cwd).into_owned());
+    line(
+        "shell",
+        format!(
+            "{} ({})",
+            escape::line(&run.shell_id),
+            escape::line(&run.shell_path)
+        ),
+    );
+    line(
+        "sandbox",
+        format!(
+            "{}{}",
+            run.sandbox.as_str(),
+            if run.network { ", network" } else { ", no network" }
+        ),
+    );
+    line("state", run.state.as_str().to_owned());
+    line("outcome", outcome(run));
+    line(
+        "output",
+        format!(
+            "{} bytes stdout, {} bytes stderr{}",
+            run.stdout_bytes,
+            run.stderr_bytes,
+            if run.truncated { " (truncated)" } else { "" }
+        ),
+    );
+    if let Some(hash) = &last.output_sha256 {
+        line("sha256", hash.clone());
+    }
+    line("started", render::local_rfc3339(run.started_at));
+    if let Some(ended_at) = run.ended_at {
+        line("ended", render::local_rfc3339(ended_at));
+    }
+    text.push_str("entries:\n");
+    for entry in entries {
+        text.push_str(&format!(
+            "  #{:<5} {:<15} {}\n",
+            entry.seq,
+            entry.kind.as_str(),
+            entry.run.state.as_str()
+        ));
+    }
+    text
+}

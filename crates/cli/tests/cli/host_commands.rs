@@ -1,0 +1,210 @@
+//! Host-run commands through `serve`: capabilities, a Plan command's
+//! streamed output before its `command/exited`, a write the kernel refuses,
+//! SIGKILL of the serving host while a command runs (the command dies, the
+//! next host's fence records it interrupted and never re-runs it), and
+//! `commands list|show` over the audit.
+//!
+//! Denial is probed only with writes under the test's own temporary
+//! directory. Where the kernel sandbox is missing, the tests assert
+//! `PLAN_SANDBOX_UNAVAILABLE` and say so.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::client::{REPLY_TIMEOUT, Serve};
+use crate::support::run;
+
+/// Starts `serve`, creates the Plan session `s1` on `workspace` and a turn.
+fn plan_turn(db: &Path, workspace: &Path) -> (Serve, String, bool) {
+    let mut serve = Serve::spawn(db, &[]);
+    let init = serve.call("initialize", json!({"protocolVersion": 9}));
+    let sandbox = init["capabilities"]["commands"]["planSandbox"] == "landlock";
+    if !sandbox {
+        eprintln!(
+            "the kernel sandbox is unavailable here ({}); asserting PLAN_SANDBOX_UNAVAILABLE",
+            init["capabilities"]["commands"]["reason"]
+        );
+    } else {
+        assert_eq!(init["capabilities"]["commands"]["reason"], Value::Null);
+    }
+    serve.call(
+        "session/create",
+        json!({"sessionId": "s1", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        json!({"sessionId": "s1", "prompt": "look around", "origin": "interactive"}),
+    )["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (serve, turn, sandbox)
+}
+
+fn bash(serve: &mut Serve, turn: &str, call_id: &str, command: &str) -> Value {
+    let result = serve.call(
+        "turn/toolCalls",
+        json!({"sessionId": "s1", "turnId": turn, "calls": [
+            {"callId": call_id, "name": "Bash", "input": {"command": command}}
+        ]}),
+    );
+    result["results"][0].clone()
+}
+
+/// The `command/output` chunks of `call_id` seen before its `command/exited`.
+fn until_exited(serve: &mut Serve, call_id: &str) -> (Vec<Value>, Value) {
+    let mut output = Vec::new();
+    loop {
+        let message = serve.next_notification(REPLY_TIMEOUT);
+        if message["params"]["callId"] != call_id {
+            continue;
+        }
+        match message["method"].as_str() {
+            Some("command/output") => output.push(message["params"].clone()),
+            Some("command/exited") => return (output, message["params"]["command"].clone()),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_plan_command_streams_before_it_exits_and_its_write_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "plan me\n").unwrap();
+    let db = dir.path().join("plan.db");
+    let (mut serve, turn, sandbox) = plan_turn(&db, &workspace);
+    let result = bash(
+        &mut serve,
+        &turn,
+        "c1",
+        "cat notes.txt; echo oops > written.txt; echo done >&2",
+    );
+    if !sandbox {
+        assert_eq!(result["decision"], "deny");
+        assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
+        return;
+    }
+    assert_eq!(result["decision"], "allow");
+    assert_eq!(result["command"]["state"], "running");
+    assert_eq!(result["command"]["sandbox"], "read-only");
+    assert_eq!(result["command"]["network"], false);
+    let (output, exited) = until_exited(&mut serve, "c1");
+    let seqs: Vec<u64> = output
+        .iter()
+        .map(|chunk| chunk["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+    let stdout: String = output
+        .iter()
+        .filter(|chunk| chunk["stream"] == "stdout")
+        .map(|chunk| chunk["chunk"].as_str().unwrap())
+        .collect();
+    assert_eq!(stdout, "plan me\n");
+    assert_eq!(exited["state"], "exited");
+    assert!(
+        !workspace.join("written.txt").exists(),
+        "the kernel refused the write"
+    );
+    let get = serve.call("command/get", json!({"sessionId": "s1", "callId": "c1"}));
+    assert_eq!(get, exited);
+    assert_eq!(
+        serve.code("command/get", json!({"sessionId": "s1", "callId": "nope"})),
+        "COMMAND_NOT_FOUND"
+    );
+    serve.call("turn/complete", json!({"sessionId": "s1", "turnId": turn}));
+    assert!(serve.close().success());
+
+    let list = run(Some(&db), &["commands", "list"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(
+        list.stdout.contains("read-only") && list.stdout.contains("cat notes.txt"),
+        "{}",
+        list.stdout
+    );
+    let json = run(Some(&db), &["commands", "list", "--json", "--session", "s1"]);
+    let value: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["commands"][0]["entry"], "commandEnded");
+    assert_eq!(value["commands"][0]["command"]["callId"], "c1");
+    assert!(
+        value["commands"][0]["outputSha256"]
+            .as_str()
+            .is_some_and(|hash| hash.len() == 64)
+    );
+    let show = run(Some(&db), &["commands", "show", "c1", "--json"]);
+    let value: Value = serde_json::from_str(&show.stdout).unwrap();
+    let types: Vec<&str> = value["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["commandStarted", "commandEnded"]);
+    let human = run(Some(&db), &["commands", "show", "c1"]);
+    assert_eq!(human.code, 0);
+    assert!(human.stdout.contains("read-only, no network"), "{}", human.stdout);
+    let missing = run(Some(&db), &["commands", "show", "nope"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stderr.contains("COMMAND_NOT_FOUND"), "{}", missing.stderr);
+    let unknown_session = run(Some(&db), &["commands", "list", "--session", "nobody"]);
+    assert_eq!(unknown_session.code, 1);
+    assert!(unknown_session.stderr.contains("SESSION_NOT_FOUND"));
+}
+
+#[test]
+fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = dir.path().join("plan.db");
+    let (mut serve, turn, sandbox) = plan_turn(&db, &workspace);
+    let result = bash(&mut serve, &turn, "c1", "echo $$; exec sleep 300");
+    if !sandbox {
+        assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
+        return;
+    }
+    let first = serve.wait_notification("command/output", REPLY_TIMEOUT);
+    let pid: u32 = first["params"]["chunk"].as_str().unwrap().trim().parse().unwrap();
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    serve.kill();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Path::new(&format!("/proc/{pid}/stat")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.contains(") Z"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the command outlived its SIGKILLed host"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut next = Serve::start(&db, &[]);
+    let get = next.call("command/get", json!({"sessionId": "s1", "callId": "c1"}));
+    assert_eq!(get["state"], "interrupted");
+    assert_eq!(get["errorCode"], "HOST_RESTARTED");
+    assert_eq!(
+        next.code("command/cancel", json!({"sessionId": "s1", "callId": "c1"})),
+        "COMMAND_NOT_RUNNING"
+    );
+    assert!(next.close().success());
+    let show = run(Some(&db), &["commands", "show", "c1", "--json"]);
+    let value: Value = serde_json::from_str(&show.stdout).unwrap();
+    let states: Vec<(&str, &str)> = value["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["type"].as_str().unwrap(),
+                entry["command"]["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [("commandStarted", "running"), ("commandEnded", "interrupted")],
+        "started once, interrupted by the fence, never re-run"
+    );
+}

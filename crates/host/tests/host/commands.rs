@@ -1,0 +1,513 @@
+//! Host-run commands through the typed API: Plan Bash under the kernel's
+//! read-only sandbox, streaming order, the output cap, timeout, cancel,
+//! `turn/cancel` with several commands, the audit entries, Agent
+//! `command/start` refusals, and a restart that interrupts and never re-runs.
+//!
+//! Denial is checked only with writes under the test's own temporary
+//! directories. Where the kernel sandbox is missing, the Plan tests assert
+//! `PLAN_SANDBOX_UNAVAILABLE` instead and say so.
+
+use super::*;
+use plan_core::{CommandRun, CommandState, Sandbox};
+use plan_host::{CommandEntryKind, CommandFilter, SandboxStatus};
+
+/// The output and the end of one command, as the listener saw them.
+struct Seen {
+    /// `(stream, seq, chunk)` of every `command/output`, in arrival order.
+    output: Vec<(String, u64, String)>,
+    /// The `command/exited` run.
+    exited: plan_protocol::CommandRun,
+    /// How many notifications of this call came after `command/exited`.
+    after_exit: usize,
+}
+
+fn bash(call_id: &str, command: &str) -> ToolCall {
+    call(call_id, "Bash", json!({"command": command}))
+}
+
+impl Fixture {
+    /// Whether the kernel sandbox works; prints when it does not, so a
+    /// skipped assertion is visible.
+    fn sandboxed(&self) -> bool {
+        match self.host.sandbox_status() {
+            SandboxStatus::Landlock => true,
+            SandboxStatus::Unavailable { reason } => {
+                eprintln!(
+                    "the kernel sandbox is unavailable here ({reason}); asserting PLAN_SANDBOX_UNAVAILABLE"
+                );
+                assert!(
+                    !reason.contains("was not found"),
+                    "the sandbox helper is missing: build it with `cargo build -p plan-exec` (cargo test --workspace does)"
+                );
+                false
+            }
+        }
+    }
+
+    /// A Plan session `id` with an active turn; returns the turn id.
+    fn plan_turn(&self, id: &str) -> String {
+        self.session(id, Mode::Plan);
+        self.host.start_turn(id, Origin::Interactive).unwrap().turn_id
+    }
+
+    /// Runs Plan Bash calls; returns each call's run.
+    fn run_plan(&self, id: &str, turn: &str, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
+        self.host.tool_calls(id, turn, calls).unwrap()
+    }
+
+    /// Waits (bounded) for `command/exited` of `call_id`.
+    fn wait_exited(&self, call_id: &str) -> Seen {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            {
+                let seen = self.seen.lock().unwrap();
+                let mut output = Vec::new();
+                let mut exited = None;
+                let mut after_exit = 0;
+                for notification in seen.iter() {
+                    match notification {
+                        ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
+                            if exited.is_some() {
+                                after_exit += 1;
+                            }
+                            output.push((chunk.stream.to_string(), chunk.seq, chunk.chunk.clone()));
+                        }
+                        ServerNotification::CommandExited(end) if end.call_id == call_id => {
+                            exited = Some(end.command.clone());
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(exited) = exited {
+                    return Seen {
+                        output,
+                        exited,
+                        after_exit,
+                    };
+                }
+            }
+            assert!(Instant::now() < deadline, "{call_id} did not exit in time");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn entries(&self, session: &str, call_id: &str) -> Vec<(CommandEntryKind, CommandRun, Option<String>)> {
+        let store = plan_storage::Store::open_read_only(&self.db).unwrap();
+        store
+            .command_entries(session, call_id)
+            .unwrap()
+            .into_iter()
+            .map(|entry| (entry.kind, entry.run, entry.output_sha256))
+            .collect()
+    }
+}
+
+fn text(seen: &Seen, stream: &str) -> String {
+    seen.output
+        .iter()
+        .filter(|(name, _, _)| name == stream)
+        .map(|(_, _, chunk)| chunk.as_str())
+        .collect()
+}
+
+#[test]
+fn plan_bash_streams_both_streams_in_order_and_is_audited() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash(
+            "c1",
+            "printf 'one\\n'; sleep 0.05; printf 'two\\n' >&2; sleep 0.05; printf 'three\\n'",
+        )],
+    );
+    if !fixture.sandboxed() {
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+        );
+        assert!(outcomes[0].command.is_none());
+        return;
+    }
+    let run = outcomes[0].command.clone().expect("Plan Bash returns its run");
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(run.state, CommandState::Running);
+    assert_eq!((run.sandbox, run.network), (Sandbox::ReadOnly, false));
+    assert_eq!(run.cwd, ".");
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(
+        seen.after_exit, 0,
+        "command/exited is the last message of its call"
+    );
+    let seqs: Vec<u64> = seen.output.iter().map(|(_, seq, _)| *seq).collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "one seq across both streams"
+    );
+    let streams: Vec<&str> = seen.output.iter().map(|(stream, _, _)| stream.as_str()).collect();
+    assert_eq!(
+        streams,
+        ["stdout", "stderr", "stdout"],
+        "arrival order across streams"
+    );
+    assert_eq!(text(&seen, "stdout"), "one\nthree\n");
+    assert_eq!(text(&seen, "stderr"), "two\n");
+    assert_eq!(seen.exited.state, plan_protocol::CommandState::Exited);
+    assert_eq!(seen.exited.exit_code, Some(0));
+    assert_eq!((seen.exited.stdout_bytes, seen.exited.stderr_bytes), (10, 4));
+    let entries = fixture.entries("s1", "c1");
+    let kinds: Vec<CommandEntryKind> = entries.iter().map(|(kind, _, _)| *kind).collect();
+    assert_eq!(kinds, [CommandEntryKind::Started, CommandEntryKind::Ended]);
+    assert_eq!(entries[0].1.state, CommandState::Running);
+    assert_eq!(entries[1].1.state, CommandState::Exited);
+    assert!(
+        entries
+            .iter()
+            .all(|(_, run, _)| run.sandbox == Sandbox::ReadOnly && !run.network)
+    );
+    let combined = {
+        let mut inner = Vec::new();
+        inner.extend(Sha256::digest(b"one\nthree\n"));
+        inner.extend(Sha256::digest(b"two\n"));
+        sha256(&inner)
+    };
+    assert_eq!(entries[1].2.as_deref(), Some(combined.as_str()));
+    assert_eq!(
+        fixture.host.command("s1", "c1").unwrap().state,
+        CommandState::Exited
+    );
+    fixture.host.complete_turn("s1", &turn).unwrap();
+}
+
+#[test]
+fn a_plan_write_is_refused_by_the_kernel_and_leaves_nothing() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    std::fs::write(fixture.workspace.join("README.md"), "hello\n").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = fixture.workspace.join("written.txt");
+    let elsewhere = outside.path().join("escaped.txt");
+    let command = format!(
+        "cat README.md; echo x > {}; echo y > {}; echo z > \"$TMPDIR/scratch.txt\" && cat \"$TMPDIR/scratch.txt\"",
+        target.display(),
+        elsewhere.display()
+    );
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", &command)]);
+    if !fixture.sandboxed() {
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+        );
+        return;
+    }
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(
+        text(&seen, "stdout"),
+        "hello\nz\n",
+        "reads work and the scratch dir is writable"
+    );
+    assert!(
+        !text(&seen, "stderr").is_empty(),
+        "the shell reports the refused writes"
+    );
+    assert!(!target.exists(), "the workspace was not written");
+    assert!(!elsewhere.exists(), "a directory outside was not written");
+    fixture.host.complete_turn("s1", &turn).unwrap();
+}
+
+#[test]
+fn output_past_the_cap_is_counted_not_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Host::open(
+        dir.path().join("plan.db"),
+        HostOptions {
+            command_output_cap: 1000,
+            ..options(&clock)
+        },
+    )
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    listen(&host, &seen);
+    host.create_session(NewSession {
+        session_id: Some("s1".to_owned()),
+        workspace_root: workspace.to_str().map(str::to_owned),
+        mode: Some(Mode::Plan),
+        permission_mode: None,
+    })
+    .unwrap();
+    let turn = host.start_turn("s1", Origin::Interactive).unwrap().turn_id;
+    let outcomes = host
+        .tool_calls(
+            "s1",
+            &turn,
+            vec![bash("c1", "head -c 5000 /dev/zero | tr '\\0' a")],
+        )
+        .unwrap();
+    if host.sandbox_status() != SandboxStatus::Landlock {
+        assert_eq!(
+            outcomes[0].decision,
+            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+        );
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let exited = loop {
+        let found = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|notification| match notification {
+                ServerNotification::CommandExited(end) => Some(end.command.clone()),
+                _ => None,
+            });
+        if let Some(exited) = found {
+            break exited;
+        }
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let sent: usize = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|notification| match notification {
+            ServerNotification::CommandOutput(chunk) => chunk.chunk.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(sent, 1000, "exactly the cap is delivered");
+    assert_eq!(exited.stdout_bytes, 5000, "every byte is counted");
+    assert!(exited.truncated);
+}
+
+#[test]
+fn a_timeout_kills_the_command() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan(
+        "s1",
+        &turn,
+        vec![call(
+            "c1",
+            "Bash",
+            json!({"command": "sleep 30", "timeoutMs": 200}),
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    assert!(outcomes[0].command.is_some());
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(seen.exited.state, plan_protocol::CommandState::TimedOut);
+    assert_eq!(
+        fixture.host.command("s1", "c1").unwrap().state,
+        CommandState::TimedOut
+    );
+}
+
+#[test]
+fn command_cancel_kills_and_answers_not_found_and_not_running() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan("s1", &turn, vec![bash("c1", "sleep 30")]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    assert_eq!(
+        code(fixture.host.complete_turn("s1", &turn)),
+        ErrorCode::SessionBusy,
+        "no turn/complete while a command runs"
+    );
+    assert_eq!(
+        code(fixture.host.cancel_command("s1", "nope")),
+        ErrorCode::CommandNotFound
+    );
+    let run = fixture.host.cancel_command("s1", "c1").unwrap();
+    assert_eq!(run.call_id, "c1");
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(seen.exited.state, plan_protocol::CommandState::Cancelled);
+    assert_eq!(
+        code(fixture.host.cancel_command("s1", "c1")),
+        ErrorCode::CommandNotRunning
+    );
+    fixture.host.complete_turn("s1", &turn).unwrap();
+    assert_eq!(
+        code(fixture.host.cancel_command("s1", "c1")),
+        ErrorCode::CommandNotRunning
+    );
+    assert_eq!(
+        fixture.host.command("s1", "c1").unwrap().state,
+        CommandState::Cancelled
+    );
+}
+
+#[test]
+fn turn_cancel_cancels_every_command_before_the_turn_ends() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![
+            bash("c1", "sleep 30"),
+            bash("c2", "sleep 30 & wait"),
+            bash("c3", "true"),
+        ],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let scratch_root = {
+        let mut name = fixture.db.as_os_str().to_owned();
+        name.push(".scratch");
+        PathBuf::from(name)
+    };
+    assert!(scratch_root.join(&turn).is_dir(), "the turn has a scratch dir");
+    fixture.host.cancel_turn("s1").unwrap();
+    // When turn/cancel returns, both long commands have exited and their
+    // ends are announced before the session's change.
+    let seen = fixture.seen.lock().unwrap().clone();
+    let position = |wanted: &dyn Fn(&ServerNotification) -> bool| seen.iter().position(wanted);
+    for call_id in ["c1", "c2"] {
+        let exited = position(
+            &|n| matches!(n, ServerNotification::CommandExited(end) if end.call_id == call_id && end.command.state == plan_protocol::CommandState::Cancelled),
+        );
+        let idle = seen.iter().rposition(|n| matches!(n, ServerNotification::SessionChanged(changed) if changed.session.active_turn.is_none()));
+        assert!(exited.is_some(), "{call_id} is cancelled");
+        assert!(exited < idle, "{call_id} exited before the turn ended");
+        let entries = fixture.entries("s1", call_id);
+        assert_eq!(entries.last().unwrap().1.state, CommandState::Cancelled);
+    }
+    assert!(
+        !scratch_root.join(&turn).exists(),
+        "the turn's end removed its scratch dir"
+    );
+    assert!(fixture.host.session("s1").unwrap().active_turn.is_none());
+}
+
+#[test]
+fn agent_command_start_refusals_are_coded_and_audited() {
+    let fixture = Fixture::new();
+    let plan_turn = fixture.plan_turn("plan");
+    assert_eq!(
+        code(
+            fixture
+                .host
+                .start_agent_command("plan", &plan_turn, "c1", "ls", None, None)
+        ),
+        ErrorCode::CommandNotAllowed,
+        "Plan commands start only through turn/toolCalls"
+    );
+    fixture.session("agent", Mode::Agent);
+    let turn = fixture
+        .host
+        .start_turn("agent", Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let outcomes = fixture
+        .host
+        .tool_calls(
+            "agent",
+            &turn,
+            vec![bash("b1", "echo agent"), call("r1", "Read", json!({}))],
+        )
+        .unwrap();
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Allow(Some(PermissionMode::Ask))
+    );
+    assert!(
+        outcomes[0].command.is_none(),
+        "an Agent client runs or starts its own commands"
+    );
+    for (call_id, why) in [("r1", "not a Bash call"), ("zz", "never allowed")] {
+        assert_eq!(
+            code(
+                fixture
+                    .host
+                    .start_agent_command("agent", &turn, call_id, "ls", None, None)
+            ),
+            ErrorCode::CommandNotAllowed,
+            "{why}"
+        );
+    }
+    assert_eq!(
+        code(
+            fixture
+                .host
+                .start_agent_command("agent", &turn, "b1", "ls", Some("../.."), None)
+        ),
+        ErrorCode::CommandCwdEscape
+    );
+    let run = fixture
+        .host
+        .start_agent_command("agent", &turn, "b1", "echo agent", None, Some(10_000))
+        .unwrap();
+    assert_eq!(
+        run.sandbox,
+        Sandbox::None,
+        "ask runs unsandboxed; a person confirmed it"
+    );
+    assert_eq!(
+        code(
+            fixture
+                .host
+                .start_agent_command("agent", &turn, "b1", "echo again", None, None)
+        ),
+        ErrorCode::CommandNotAllowed,
+        "already started"
+    );
+    let seen = fixture.wait_exited("b1");
+    assert_eq!(text(&seen, "stdout"), "agent\n");
+    let refused: Vec<(String, Option<ErrorCode>)> = fixture
+        .host
+        .list_commands(&CommandFilter::default())
+        .unwrap()
+        .into_iter()
+        .filter(|record| record.kind == CommandEntryKind::Refused)
+        .map(|record| (record.run.call_id, record.run.error_code))
+        .collect();
+    assert_eq!(refused.len(), 5, "every refused start is recorded: {refused:?}");
+    assert!(refused.contains(&("c1".to_owned(), Some(ErrorCode::CommandNotAllowed))));
+    let plan_refusal = fixture.entries("plan", "c1");
+    assert_eq!(
+        plan_refusal[0].1.sandbox,
+        Sandbox::ReadOnly,
+        "a Plan turn's entry says read-only"
+    );
+}
+
+#[test]
+fn a_restart_interrupts_running_commands_and_never_reruns_them() {
+    let mut fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let marker = fixture.workspace.join("ran-once");
+    // Reads only; the marker shows whether anything ran it again.
+    fixture.run_plan("s1", &turn, vec![bash("c1", "sleep 30")]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    fixture.restart();
+    let record = fixture.host.command("s1", "c1").unwrap();
+    assert_eq!(record.state, CommandState::Interrupted);
+    assert_eq!(record.error_code, Some(ErrorCode::HostRestarted));
+    let entries = fixture.entries("s1", "c1");
+    let kinds: Vec<CommandEntryKind> = entries.iter().map(|(kind, _, _)| *kind).collect();
+    assert_eq!(
+        kinds,
+        [CommandEntryKind::Started, CommandEntryKind::Ended],
+        "started once, never again"
+    );
+    assert!(fixture.host.session("s1").unwrap().active_turn.is_none());
+    assert!(!marker.exists());
+    fixture.restart();
+    assert_eq!(
+        fixture.entries("s1", "c1").len(),
+        2,
+        "a second fence adds nothing"
+    );
+}

@@ -1,0 +1,333 @@
+//! Host-run commands (the `Bash` tool): which input is valid, which sandbox
+//! a command gets, what a run records, and what the startup fence does with
+//! runs that never ended.
+//!
+//! These are the rules of `commands.md` as pure functions and values. The
+//! machine (`machine.rs`) applies them to turns: when a command may start,
+//! when a turn may end, what `turn/cancel` cancels first. Nothing here
+//! spawns, kills or reads a pipe; the host carries those effects out through
+//! plan-exec. There is no weaker fallback for a sandbox: a Plan command gets
+//! [`Sandbox::ReadOnly`] or does not run.
+
+use crate::ErrorCode;
+use crate::model::{ActiveTurn, Mode, PermissionMode, TurnKind, UnixMs};
+use crate::session::normalize_workspace_root;
+
+/// The tool name the host runs as a command.
+pub const BASH: &str = "Bash";
+
+crate::model::wire_enum! {
+    /// The confinement of one command, weakest last.
+    Sandbox {
+        /// Everything readable; writes only in the turn's scratch directory;
+        /// no network. Every Plan-mode command gets exactly this.
+        ReadOnly => "read-only",
+        /// As read-only, and the workspace root is writable (Agent `auto`).
+        WorkspaceWrite => "workspace-write",
+        /// No sandbox (Agent `ask` and `accept-edits`: a person confirms).
+        None => "none",
+    }
+}
+
+crate::model::wire_enum! {
+    /// The state of one command run.
+    CommandState {
+        /// Spawned, not yet ended.
+        Running => "running",
+        /// The shell exited.
+        Exited => "exited",
+        /// The timeout elapsed and the process group was killed.
+        TimedOut => "timedOut",
+        /// Cancelled by `command/cancel` or `turn/cancel`.
+        Cancelled => "cancelled",
+        /// Nothing ran; `errorCode` says why.
+        FailedToStart => "failedToStart",
+        /// The host died while it ran; recorded by the startup fence.
+        Interrupted => "interrupted",
+    }
+}
+
+impl CommandState {
+    /// Whether the run has ended (every state but `running`).
+    pub const fn is_ended(self) -> bool {
+        match self {
+            CommandState::Running => false,
+            CommandState::Exited
+            | CommandState::TimedOut
+            | CommandState::Cancelled
+            | CommandState::FailedToStart
+            | CommandState::Interrupted => true,
+        }
+    }
+}
+
+/// The host's command options that shape decisions, plus what the host's
+/// one probe at open found out about the kernel sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandOptions {
+    /// The timeout of a command whose input names none, in milliseconds.
+    pub default_timeout_ms: u64,
+    /// The largest `timeoutMs` an input may ask for.
+    pub max_timeout_ms: u64,
+    /// How many commands of one session may run at once.
+    pub max_running_per_session: usize,
+    /// Whether Agent `auto` commands may use the network.
+    pub network_in_auto: bool,
+    /// Whether the kernel sandbox (read-only and workspace-write) works on
+    /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
+    /// Agent `auto` commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
+    pub sandbox_available: bool,
+}
+
+impl CommandOptions {
+    /// Two minutes.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+    /// Ten minutes.
+    pub const DEFAULT_MAX_TIMEOUT_MS: u64 = 600_000;
+    /// Four commands at once per session.
+    pub const DEFAULT_MAX_RUNNING_PER_SESSION: usize = 4;
+}
+
+impl Default for CommandOptions {
+    /// The documented defaults, with the sandbox counted as unavailable until
+    /// a probe says otherwise (the safe side: nothing runs unconfined).
+    fn default() -> Self {
+        CommandOptions {
+            default_timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
+            max_timeout_ms: CommandOptions::DEFAULT_MAX_TIMEOUT_MS,
+            max_running_per_session: CommandOptions::DEFAULT_MAX_RUNNING_PER_SESSION,
+            network_in_auto: false,
+            sandbox_available: false,
+        }
+    }
+}
+
+/// A validated `Bash` input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashInput {
+    /// The command text, non-empty, without NUL.
+    pub command: String,
+    /// The timeout, 1..=the host's maximum.
+    pub timeout_ms: u64,
+    /// The working directory relative to the workspace root, normalized;
+    /// `.` is the root itself.
+    pub cwd: String,
+}
+
+/// Validates a `Bash` input `{command, timeoutMs?, cwd?}` against the
+/// session's workspace root (other fields are ignored).
+///
+/// Refused: no workspace root (`SESSION_NOT_PROJECT_BOUND`); a missing or
+/// empty command, a NUL, a timeout outside 1..=max, a cwd that is not a
+/// non-empty string (`INVALID_COMMAND_INPUT`); a cwd outside the root after
+/// resolving `..` lexically (`COMMAND_CWD_ESCAPE`).
+pub fn parse_bash_input(
+    input: &serde_json::Value,
+    workspace_root: Option<&str>,
+    options: &CommandOptions,
+) -> Result<BashInput, ErrorCode> {
+    let Some(workspace_root) = workspace_root else {
+        return Err(ErrorCode::SessionNotProjectBound);
+    };
+    let serde_json::Value::Object(fields) = input else {
+        return Err(ErrorCode::InvalidCommandInput);
+    };
+    let command = match fields.get("command") {
+        Some(serde_json::Value::String(command)) if !command.trim().is_empty() && !command.contains('\0') => {
+            command.clone()
+        }
+        Some(_) | None => return Err(ErrorCode::InvalidCommandInput),
+    };
+    let timeout_ms = match fields.get("timeoutMs") {
+        None | Some(serde_json::Value::Null) => options.default_timeout_ms,
+        Some(value) => match value.as_u64() {
+            Some(timeout) if (1..=options.max_timeout_ms).contains(&timeout) => timeout,
+            Some(_) | None => return Err(ErrorCode::InvalidCommandInput),
+        },
+    };
+    let cwd = match fields.get("cwd") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(cwd)) if !cwd.is_empty() && !cwd.contains('\0') => Some(cwd.as_str()),
+        Some(_) => return Err(ErrorCode::InvalidCommandInput),
+    };
+    let cwd = match cwd {
+        None => ".".to_owned(),
+        Some(cwd) => relative_cwd(workspace_root, cwd)?,
+    };
+    Ok(BashInput {
+        command,
+        timeout_ms,
+        cwd,
+    })
+}
+
+/// The workspace-relative form of `cwd` (relative to the root, or absolute
+/// inside it), `..` resolved lexically; `COMMAND_CWD_ESCAPE` outside.
+fn relative_cwd(workspace_root: &str, cwd: &str) -> Result<String, ErrorCode> {
+    let root = normalize_workspace_root(workspace_root).map_err(|_| ErrorCode::CommandCwdEscape)?;
+    let joined = if cwd.starts_with('/') {
+        cwd.to_owned()
+    } else {
+        format!("{root}/{cwd}")
+    };
+    let resolved = normalize_workspace_root(&joined).map_err(|_| ErrorCode::CommandCwdEscape)?;
+    inside(&root, &resolved).ok_or(ErrorCode::CommandCwdEscape)
+}
+
+/// `path` relative to `root` when it is `root` or below it (both
+/// normalized), `.` for the root itself.
+fn inside(root: &str, path: &str) -> Option<String> {
+    if path == root {
+        return Some(".".to_owned());
+    }
+    let prefix = if root == "/" {
+        String::from("/")
+    } else {
+        format!("{root}/")
+    };
+    path.strip_prefix(&prefix).map(str::to_owned)
+}
+
+/// The second cwd check, on real paths the host resolved with every symlink
+/// followed: a cwd whose real path is outside the workspace's real root
+/// (a symlink pointing out) is `COMMAND_CWD_ESCAPE`.
+pub fn check_resolved_cwd(real_root: &str, real_cwd: &str) -> Result<(), ErrorCode> {
+    let root = normalize_workspace_root(real_root).map_err(|_| ErrorCode::CommandCwdEscape)?;
+    let cwd = normalize_workspace_root(real_cwd).map_err(|_| ErrorCode::CommandCwdEscape)?;
+    inside(&root, &cwd).map(|_| ()).ok_or(ErrorCode::CommandCwdEscape)
+}
+
+/// The sandbox a command of `turn` gets and whether it may use the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxGrant {
+    /// The confinement.
+    pub sandbox: Sandbox,
+    /// Whether sockets are allowed.
+    pub network: bool,
+}
+
+/// Which sandbox a command needs: a Plan turn always read-only and offline;
+/// an Agent turn under `ask` or `accept-edits` none; under `auto` (an
+/// approved plan's execution turn included) workspace-write, with the
+/// network only when the host allows it.
+pub fn sandbox_for(
+    turn: &ActiveTurn,
+    permission_mode: PermissionMode,
+    options: &CommandOptions,
+) -> SandboxGrant {
+    match (turn.mode, turn.kind) {
+        (Mode::Plan, TurnKind::Prompt | TurnKind::Execution) => SandboxGrant {
+            sandbox: Sandbox::ReadOnly,
+            network: false,
+        },
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => match permission_mode {
+            PermissionMode::Ask | PermissionMode::AcceptEdits => SandboxGrant {
+                sandbox: Sandbox::None,
+                network: true,
+            },
+            PermissionMode::Auto => SandboxGrant {
+                sandbox: Sandbox::WorkspaceWrite,
+                network: options.network_in_auto,
+            },
+        },
+    }
+}
+
+/// What the host must start: one validated command with its sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRequest {
+    /// The session.
+    pub session_id: String,
+    /// The turn the command belongs to.
+    pub turn_id: String,
+    /// The tool call.
+    pub call_id: String,
+    /// The session's normalized workspace root.
+    pub workspace_root: String,
+    /// The validated input.
+    pub input: BashInput,
+    /// The session's selected shell id (`None`: the default shell).
+    pub shell: Option<String>,
+    /// The confinement and network rule.
+    pub grant: SandboxGrant,
+}
+
+/// Where one Bash call of the active turn stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnCommandStatus {
+    /// An Agent-turn Bash call the client may start with `command/start`.
+    Allowed,
+    /// Started and not yet ended.
+    Running,
+    /// Started and ended (or failed to start).
+    Ended,
+}
+
+/// One Bash call of the active turn (memory only, like the turn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnCommand {
+    /// The tool call id.
+    pub call_id: String,
+    /// Where it stands.
+    pub status: TurnCommandStatus,
+}
+
+/// The record of one run: the protocol's `CommandRun` and what the audit
+/// entries hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRun {
+    /// The tool call id.
+    pub call_id: String,
+    /// The session.
+    pub session_id: String,
+    /// The turn.
+    pub turn_id: String,
+    /// The command text.
+    pub command: String,
+    /// Workspace-relative working directory.
+    pub cwd: String,
+    /// The shell's catalog id.
+    pub shell_id: String,
+    /// The shell's path.
+    pub shell_path: String,
+    /// The confinement it ran under.
+    pub sandbox: Sandbox,
+    /// Whether it had the network.
+    pub network: bool,
+    /// Its state.
+    pub state: CommandState,
+    /// The exit code, when the shell exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the shell, if one did.
+    pub signal: Option<i32>,
+    /// Why it failed to start or was interrupted.
+    pub error_code: Option<ErrorCode>,
+    /// When it started.
+    pub started_at: UnixMs,
+    /// When it ended.
+    pub ended_at: Option<UnixMs>,
+    /// Bytes written to stdout.
+    pub stdout_bytes: u64,
+    /// Bytes written to stderr.
+    pub stderr_bytes: u64,
+    /// Whether output past the retained-output cap was dropped.
+    pub truncated: bool,
+}
+
+/// The startup fence for command runs: every run whose audit has a start and
+/// no end becomes `interrupted` with `HOST_RESTARTED`, ended now. The host's
+/// children died with the old process; nothing is re-run. The caller writes
+/// these in the same transaction as the approvals' fence.
+pub fn fence_commands(unended: &[CommandRun], now: UnixMs) -> Vec<CommandRun> {
+    unended
+        .iter()
+        .filter(|run| !run.state.is_ended())
+        .map(|run| {
+            let mut interrupted = run.clone();
+            interrupted.state = CommandState::Interrupted;
+            interrupted.error_code = Some(ErrorCode::HostRestarted);
+            interrupted.ended_at = Some(now);
+            interrupted
+        })
+        .collect()
+}

@@ -1,0 +1,348 @@
+//! The audit of host-run commands in `transcript_entries` (schema v10
+//! unchanged): one `tool` entry per event of a run, with the next `seq` of
+//! its session.
+//!
+//! Entry types: `commandStarted` (committed before the process is spawned),
+//! `commandEnded` (with state, exit status, byte counts and `outputSha256`;
+//! the startup fence writes one with state `interrupted` for every run that
+//! had started and never ended) and `commandRefused` (a start that was
+//! refused, with state `failedToStart` and the code). Each entry holds the
+//! whole `CommandRun` in its wire field names. This module stores and reads
+//! entries; which runs the fence interrupts is plan-core's
+//! `fence_commands`.
+
+use plan_core::{CommandRun, CommandState, ErrorCode, Sandbox, UnixMs};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::StorageError;
+use crate::store::Store;
+
+/// What an audit entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandEntryKind {
+    /// Written before the process is spawned.
+    Started,
+    /// Written when the run ended (or by the fence, as `interrupted`).
+    Ended,
+    /// A start that was refused; nothing ran.
+    Refused,
+}
+
+impl CommandEntryKind {
+    /// The entry's `type` field.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CommandEntryKind::Started => "commandStarted",
+            CommandEntryKind::Ended => "commandEnded",
+            CommandEntryKind::Refused => "commandRefused",
+        }
+    }
+
+    fn parse(text: &str) -> Option<CommandEntryKind> {
+        [
+            CommandEntryKind::Started,
+            CommandEntryKind::Ended,
+            CommandEntryKind::Refused,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == text)
+    }
+}
+
+/// One audit entry as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandEntry {
+    /// The entry's type.
+    pub kind: CommandEntryKind,
+    /// The run as it was when the entry was written.
+    pub run: CommandRun,
+    /// The combined output hash (`commandEnded` of a run that spawned).
+    pub output_sha256: Option<String>,
+    /// The session's transcript `seq` of the entry.
+    pub seq: i64,
+}
+
+/// The latest state of one run, for listings: its last entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRecord {
+    /// The run as its last entry says.
+    pub run: CommandRun,
+    /// The type of that entry.
+    pub kind: CommandEntryKind,
+    /// The combined output hash, when the run ended after spawning.
+    pub output_sha256: Option<String>,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandFilter {
+    /// Only this session's runs.
+    pub session_id: Option<String>,
+    /// At most this many, newest first.
+    pub limit: Option<u32>,
+}
+
+fn entry_json(kind: CommandEntryKind, run: &CommandRun, output_sha256: Option<&str>) -> serde_json::Value {
+    let mut value = serde_json::json!({
+        "type": kind.as_str(),
+        "callId": run.call_id,
+        "sessionId": run.session_id,
+        "turnId": run.turn_id,
+        "command": run.command,
+        "cwd": run.cwd,
+        "shell": {"id": run.shell_id, "path": run.shell_path},
+        "sandbox": run.sandbox.as_str(),
+        "network": run.network,
+        "state": run.state.as_str(),
+        "exitCode": run.exit_code,
+        "signal": run.signal,
+        "errorCode": run.error_code.map(ErrorCode::as_str),
+        "startedAt": run.started_at,
+        "endedAt": run.ended_at,
+        "stdoutBytes": run.stdout_bytes,
+        "stderrBytes": run.stderr_bytes,
+        "truncated": run.truncated,
+    });
+    if kind == CommandEntryKind::Ended
+        && let serde_json::Value::Object(fields) = &mut value
+    {
+        fields.insert("outputSha256".to_owned(), output_sha256.into());
+    }
+    value
+}
+
+fn invalid(value: &str) -> StorageError {
+    StorageError::InvalidValue {
+        column: "transcript_entries.content_json",
+        value: value.chars().take(200).collect(),
+    }
+}
+
+/// Reads an entry; `Ok(None)` for a tool entry that is not a command entry.
+fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| invalid(text))?;
+    let Some(kind) = value
+        .get("type")
+        .and_then(serde_json::Value::as_str)
+        .and_then(CommandEntryKind::parse)
+    else {
+        return Ok(None);
+    };
+    let string = |key: &str| -> Result<String, StorageError> {
+        value
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| invalid(text))
+    };
+    let integer = |key: &str| value.get(key).and_then(serde_json::Value::as_i64);
+    let unsigned = |key: &str| value.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let small = |key: &str| integer(key).and_then(|number| i32::try_from(number).ok());
+    let shell = value.get("shell");
+    let shell_field = |key: &str| {
+        shell
+            .and_then(|shell| shell.get(key))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let run = CommandRun {
+        call_id: string("callId")?,
+        session_id: string("sessionId")?,
+        turn_id: string("turnId")?,
+        command: string("command")?,
+        cwd: string("cwd")?,
+        shell_id: shell_field("id"),
+        shell_path: shell_field("path"),
+        sandbox: Sandbox::parse(&string("sandbox")?).ok_or_else(|| invalid(text))?,
+        network: value
+            .get("network")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+        state: CommandState::parse(&string("state")?).ok_or_else(|| invalid(text))?,
+        exit_code: small("exitCode"),
+        signal: small("signal"),
+        error_code: value
+            .get("errorCode")
+            .and_then(serde_json::Value::as_str)
+            .and_then(ErrorCode::parse),
+        started_at: integer("startedAt").ok_or_else(|| invalid(text))?,
+        ended_at: integer("endedAt"),
+        stdout_bytes: unsigned("stdoutBytes"),
+        stderr_bytes: unsigned("stderrBytes"),
+        truncated: value
+            .get("truncated")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+    };
+    let output_sha256 = value
+        .get("outputSha256")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Ok(Some(CommandEntry {
+        kind,
+        run,
+        output_sha256,
+        seq,
+    }))
+}
+
+/// Appends one entry with the session's next `seq`, inside `conn`'s
+/// transaction.
+pub(crate) fn insert_entry(
+    conn: &Connection,
+    kind: CommandEntryKind,
+    run: &CommandRun,
+    output_sha256: Option<&str>,
+    now: UnixMs,
+) -> Result<(), StorageError> {
+    let content = entry_json(kind, run, output_sha256).to_string();
+    let seq: i64 = conn
+        .query_row(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",
+            [&run.session_id],
+            |row| row.get(0),
+        )
+        .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
+    conn.execute(
+        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
+         VALUES (?1, ?2, 'tool', ?3, ?4)",
+        params![run.session_id, seq, content, now],
+    )
+    .map_err(StorageError::sqlite("recording a command audit entry"))?;
+    Ok(())
+}
+
+/// Every command entry, oldest first (optionally of one session).
+pub(crate) fn load_entries(
+    conn: &Connection,
+    session_id: Option<&str>,
+) -> Result<Vec<CommandEntry>, StorageError> {
+    let mut statement = conn
+        .prepare(
+            "SELECT content_json, seq FROM transcript_entries
+             WHERE role = 'tool' AND (?1 IS NULL OR session_id = ?1)
+               AND json_valid(content_json)
+               AND json_extract(content_json, '$.type') IN ('commandStarted', 'commandEnded', 'commandRefused')
+             ORDER BY id",
+        )
+        .map_err(StorageError::sqlite("reading command audit entries"))?;
+    let rows = statement
+        .query_map([session_id], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+        })
+        .map_err(StorageError::sqlite("reading command audit entries"))?;
+    let mut entries = Vec::new();
+    for row in rows {
+        let (text, seq) = row.map_err(StorageError::sqlite("reading command audit entries"))?;
+        if let Some(entry) = parse_entry(&text, seq)? {
+            entries.push(entry);
+        }
+    }
+    Ok(entries)
+}
+
+/// The latest entry of every run, oldest run first.
+fn fold_records(entries: Vec<CommandEntry>) -> Vec<CommandRecord> {
+    let mut records: Vec<CommandRecord> = Vec::new();
+    for entry in entries {
+        let record = CommandRecord {
+            run: entry.run,
+            kind: entry.kind,
+            output_sha256: entry.output_sha256,
+        };
+        // A refused start of a call id is its own record; a start and its
+        // end are one.
+        let same = records.iter_mut().rev().find(|known| {
+            known.kind == CommandEntryKind::Started
+                && known.run.session_id == record.run.session_id
+                && known.run.call_id == record.run.call_id
+        });
+        match (same, record.kind) {
+            (Some(known), CommandEntryKind::Ended) => *known = record,
+            (
+                Some(_) | None,
+                CommandEntryKind::Started | CommandEntryKind::Refused | CommandEntryKind::Ended,
+            ) => {
+                records.push(record);
+            }
+        }
+    }
+    records
+}
+
+/// The runs whose audit has a start and no end, for the startup fence.
+pub(crate) fn unended_runs(conn: &Connection) -> Result<Vec<CommandRun>, StorageError> {
+    Ok(fold_records(load_entries(conn, None)?)
+        .into_iter()
+        .filter(|record| record.kind == CommandEntryKind::Started)
+        .map(|record| record.run)
+        .collect())
+}
+
+impl Store {
+    /// Appends one command audit entry in its own transaction.
+    pub fn record_command(
+        &mut self,
+        kind: CommandEntryKind,
+        run: &CommandRun,
+        output_sha256: Option<&str>,
+        now: UnixMs,
+    ) -> Result<(), StorageError> {
+        self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("beginning a write transaction"))?;
+            insert_entry(&transaction, kind, run, output_sha256, now)?;
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("committing a command audit entry"))
+        })
+    }
+
+    /// Every command audit entry of one run (a session's call id), oldest
+    /// first.
+    pub fn command_entries(
+        &self,
+        session_id: &str,
+        call_id: &str,
+    ) -> Result<Vec<CommandEntry>, StorageError> {
+        Ok(load_entries(&self.conn, Some(session_id))?
+            .into_iter()
+            .filter(|entry| entry.run.call_id == call_id)
+            .collect())
+    }
+
+    /// The latest record of a session's call id, if any run has it.
+    pub fn command_record(
+        &self,
+        session_id: &str,
+        call_id: &str,
+    ) -> Result<Option<CommandRecord>, StorageError> {
+        Ok(fold_records(self.command_entries(session_id, call_id)?).pop())
+    }
+
+    /// Runs, newest first, with their latest state.
+    pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, StorageError> {
+        let session_exists = match &filter.session_id {
+            Some(session_id) => self
+                .conn
+                .query_row("SELECT 1 FROM sessions WHERE id = ?1", [session_id], |_| Ok(()))
+                .optional()
+                .map_err(StorageError::sqlite("looking up a session"))?
+                .is_some(),
+            None => true,
+        };
+        if !session_exists {
+            return Err(StorageError::SessionNotFound {
+                id: filter.session_id.clone().unwrap_or_default(),
+            });
+        }
+        let mut records = fold_records(load_entries(&self.conn, filter.session_id.as_deref())?);
+        records.reverse();
+        if let Some(limit) = filter.limit {
+            records.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        Ok(records)
+    }
+}
