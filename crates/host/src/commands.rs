@@ -373,8 +373,21 @@ impl Host {
                 },
             );
             Ok((run, Some((running, done))))
-        })?;
-        let (run, spawned) = started;
+        });
+        let (run, spawned) = match started {
+            Ok(started) => started,
+            Err(error) => {
+                // Nothing was spawned (the audit could not be written):
+                // plan-core must not keep the command running.
+                let _ = self.run(
+                    &key.0,
+                    Event::CommandEnded {
+                        call_id: key.1.clone(),
+                    },
+                );
+                return Err(error);
+            }
+        };
         match spawned {
             Some((running, done)) => {
                 let watcher_core = Arc::clone(&self.core);
