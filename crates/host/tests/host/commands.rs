@@ -511,3 +511,18 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
         "a second fence adds nothing"
     );
 }
+
+#[test]
+fn the_startup_fence_clears_leftover_scratch_directories() {
+    let mut fixture = Fixture::new();
+    let scratch_root = {
+        let mut name = fixture.db.as_os_str().to_owned();
+        name.push(".scratch");
+        PathBuf::from(name)
+    };
+    let stale = scratch_root.join("turn-of-a-dead-host");
+    std::fs::create_dir_all(stale.join("nested")).unwrap();
+    std::fs::write(stale.join("nested/file"), "left behind").unwrap();
+    fixture.restart();
+    assert!(!stale.exists(), "the fence removed the stale scratch directory");
+}
