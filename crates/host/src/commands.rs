@@ -298,6 +298,33 @@ struct Prepared {
 }
 
 impl Host {
+    /// The first half of `turn/cancel`'s `CancelCommand` effects, carried
+    /// out before the state lock is taken: the session's running commands
+    /// are killed and their outcomes awaited here, so their last output can
+    /// reach listeners that call back into the host. Their watchers record
+    /// the ends; a command that has not been recorded when plan-core decides
+    /// is recorded under the lock (`cancel_command_now`), where its outcome
+    /// is then already known. This decides nothing: only a session with an
+    /// active turn and nothing pending can have running commands, and
+    /// plan-core cancels them on `turn/cancel` there.
+    pub(crate) fn end_commands_before_cancel(&self, session_id: &str) -> Result<(), HostError> {
+        let running: Vec<Arc<Done>> = self.with_open(|open| {
+            Ok(open
+                .commands
+                .iter()
+                .filter(|((session, _), _)| session == session_id)
+                .map(|(_, slot)| {
+                    slot.cancel.cancel();
+                    Arc::clone(&slot.done)
+                })
+                .collect())
+        })?;
+        for done in running {
+            done.wait();
+        }
+        Ok(())
+    }
+
     /// Whether Plan-mode Bash can run here (probed once at open).
     pub fn sandbox_status(&self) -> SandboxStatus {
         self.commands.status.clone()

@@ -526,3 +526,44 @@ fn the_startup_fence_clears_leftover_scratch_directories() {
     fixture.restart();
     assert!(!stale.exists(), "the fence removed the stale scratch directory");
 }
+
+#[test]
+fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let weak = Arc::downgrade(&fixture.host);
+    fixture
+        .host
+        .add_listener(Arc::new(move |notification: ServerNotification| {
+            if let ServerNotification::CommandOutput(_) = notification
+                && let Some(host) = weak.upgrade()
+            {
+                // A slow listener that calls back: the output thread is almost
+                // always inside it when turn/cancel comes.
+                std::thread::sleep(Duration::from_millis(20));
+                let _ = host.session("s1");
+            }
+        }));
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash("c1", "while true; do echo tick; sleep 0.01; done")],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let host = Arc::clone(&fixture.host);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(host.cancel_turn("s1").map(|state| state.active_turn.is_none()));
+    });
+    let ended = finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("turn/cancel must return although a listener calls back into the host");
+    assert_eq!(ended.unwrap(), true);
+    assert_eq!(
+        fixture.host.command("s1", "c1").unwrap().state,
+        CommandState::Cancelled
+    );
+}
