@@ -561,7 +561,7 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
     let ended = finished
         .recv_timeout(Duration::from_secs(30))
         .expect("turn/cancel must return although a listener calls back into the host");
-    assert_eq!(ended.unwrap(), true);
+    assert!(ended.unwrap(), "the turn ended");
     assert_eq!(
         fixture.host.command("s1", "c1").unwrap().state,
         CommandState::Cancelled
