@@ -567,3 +567,45 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
         CommandState::Cancelled
     );
 }
+
+#[test]
+fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
+    let fixture = Fixture::new();
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".to_owned()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let turn = fixture
+        .host
+        .start_turn("auto", Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    fixture
+        .host
+        .tool_calls("auto", &turn, vec![bash("b1", "unused")])
+        .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let command = format!("echo inside > inside.txt; echo outside > {}", escaped.display());
+    let started = fixture
+        .host
+        .start_agent_command("auto", &turn, "b1", &command, None, None);
+    if !fixture.sandboxed() {
+        assert_eq!(code(started), ErrorCode::SandboxUnavailable);
+        return;
+    }
+    let run = started.unwrap();
+    assert_eq!((run.sandbox, run.network), (Sandbox::WorkspaceWrite, false));
+    let seen = fixture.wait_exited("b1");
+    assert_ne!(seen.exited.exit_code, Some(0), "the write outside failed");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!escaped.exists(), "nothing was written outside the workspace");
+}
