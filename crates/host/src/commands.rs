@@ -71,13 +71,21 @@ impl CommandSupport {
         });
         plan_exec::clear_scratch_root(&scratch_root)
             .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
+        // A helper that is not an executable file counts as missing: no
+        // command runs without it, sandboxed or not.
         let runner = match &options.sandbox_helper {
-            Some(helper) => Some(Runner::new(helper.clone())),
+            Some(helper) => helper
+                .to_str()
+                .is_some_and(plan_storage::executable_exists)
+                .then(|| Runner::new(helper.clone())),
             None => Runner::beside_current_exe().ok().or_else(helper_on_path),
         };
         let status = match &runner {
             None => SandboxStatus::Unavailable {
-                reason: format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
+                reason: match &options.sandbox_helper {
+                    Some(helper) => format!("the sandbox helper {} was not found", helper.display()),
+                    None => format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
+                },
             },
             Some(runner) => match runner.sandbox_support() {
                 SandboxSupport::Available => SandboxStatus::Landlock,

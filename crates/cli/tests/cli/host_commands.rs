@@ -240,3 +240,38 @@ fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
         "started once, interrupted by the fence, never re-run"
     );
 }
+
+#[test]
+fn serve_without_a_helper_reports_it_and_refuses_plan_bash() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = dir.path().join("plan.db");
+    let helper = dir.path().join("missing-helper");
+    let mut serve = Serve::spawn(&db, &["--sandbox-helper", helper.to_str().unwrap()]);
+    let init = serve.call("initialize", json!({"protocolVersion": 9}));
+    assert_eq!(init["capabilities"]["commands"]["planSandbox"], "unavailable");
+    assert!(
+        init["capabilities"]["commands"]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("missing-helper")),
+        "{init}"
+    );
+    serve.call(
+        "session/create",
+        json!({"sessionId": "s1", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        json!({"sessionId": "s1", "prompt": "p", "origin": "interactive"}),
+    )["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let result = bash(&mut serve, &turn, "c1", "touch made.txt");
+    assert_eq!(result["decision"], "deny");
+    assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
+    assert_eq!(result["command"], Value::Null);
+    assert!(serve.close().success());
+    assert!(!workspace.join("made.txt").exists());
+}

@@ -609,3 +609,73 @@ fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
     );
     assert!(!escaped.exists(), "nothing was written outside the workspace");
 }
+
+#[test]
+fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap();
+    let marker = workspace.join("ran.txt");
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Host::open(
+        dir.path().join("plan.db"),
+        HostOptions {
+            sandbox_helper: Some(workspace.join("no-such-helper")),
+            ..options(&clock)
+        },
+    )
+    .unwrap();
+    let SandboxStatus::Unavailable { reason } = host.sandbox_status() else {
+        panic!("a missing helper cannot sandbox anything");
+    };
+    assert!(reason.contains("no-such-helper"), "{reason}");
+    for (id, mode, permission) in [
+        ("plan", Mode::Plan, PermissionMode::Ask),
+        ("ask", Mode::Agent, PermissionMode::Ask),
+        ("auto", Mode::Agent, PermissionMode::Auto),
+    ] {
+        host.create_session(NewSession {
+            session_id: Some(id.to_owned()),
+            workspace_root: workspace.to_str().map(str::to_owned),
+            mode: Some(mode),
+            permission_mode: Some(permission),
+        })
+        .unwrap();
+    }
+    let command = format!("touch {}", marker.display());
+    let turn = host.start_turn("plan", Origin::Interactive).unwrap().turn_id;
+    let outcomes = host
+        .tool_calls("plan", &turn, vec![bash("c1", &command)])
+        .unwrap();
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+    );
+    assert!(outcomes[0].command.is_none());
+    assert!(
+        host.session("plan").unwrap().active_turn.is_some(),
+        "the turn stays active"
+    );
+    let refused = host.command("plan", "c1").unwrap();
+    assert_eq!(
+        refused.error_code,
+        Some(ErrorCode::PlanSandboxUnavailable),
+        "the refusal is audited"
+    );
+    // Agent auto needs its sandbox too; ask runs through the helper, which
+    // is missing, so it fails to start.
+    let turn = host.start_turn("auto", Origin::Interactive).unwrap().turn_id;
+    host.tool_calls("auto", &turn, vec![bash("a1", "x")]).unwrap();
+    assert_eq!(
+        code(host.start_agent_command("auto", &turn, "a1", &command, None, None)),
+        ErrorCode::SandboxUnavailable
+    );
+    let turn = host.start_turn("ask", Origin::Interactive).unwrap().turn_id;
+    host.tool_calls("ask", &turn, vec![bash("k1", "x")]).unwrap();
+    let run = host
+        .start_agent_command("ask", &turn, "k1", &command, None, None)
+        .unwrap();
+    assert_eq!(run.state, CommandState::FailedToStart);
+    assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
+    host.complete_turn("ask", &turn).unwrap();
+    assert!(!marker.exists(), "nothing ran");
+}
