@@ -17,6 +17,10 @@ use rustix::io::Errno;
 
 use crate::StorageError;
 
+/// How often a busy lock is asked again, and how long apart.
+const LOCK_RETRIES: u32 = 20;
+const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// An exclusive advisory lock on `<database path>.lock`, held until dropped.
 #[derive(Debug)]
 pub struct HostLock {
@@ -48,7 +52,19 @@ impl HostLock {
                 path: path.clone(),
                 source,
             })?;
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        // A child process the previous holder was spawning keeps a copy of
+        // the lock's descriptor from its fork until its exec closes it (a
+        // millisecond at most), so a lock that is busy is asked again for a
+        // little while before the answer is HOST_ALREADY_RUNNING.
+        let mut result = flock(&file, FlockOperation::NonBlockingLockExclusive);
+        for _ in 0..LOCK_RETRIES {
+            if result != Err(Errno::WOULDBLOCK) {
+                break;
+            }
+            std::thread::sleep(LOCK_RETRY_PAUSE);
+            result = flock(&file, FlockOperation::NonBlockingLockExclusive);
+        }
+        match result {
             Ok(()) => Ok(HostLock { _file: file, path }),
             Err(Errno::WOULDBLOCK) => Err(StorageError::HostAlreadyRunning { lock_path: path }),
             Err(errno) => Err(StorageError::Io {
