@@ -249,7 +249,13 @@ pub(crate) fn table(records: &[CommandRecord]) -> String {
 }
 
 fn card(entries: &[CommandEntry]) -> String {
-    let Some(last) = entries.last() else {
+    // The run as it last stood; a refused second start does not hide it.
+    let latest = entries
+        .iter()
+        .rev()
+        .find(|entry| entry.kind != CommandEntryKind::Refused)
+        .or(entries.last());
+    let Some(last) = latest else {
         return String::new();
     };
     let run = &last.run;

@@ -71,13 +71,21 @@ impl CommandSupport {
         });
         plan_exec::clear_scratch_root(&scratch_root)
             .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
+        // A helper that is not an executable file counts as missing: no
+        // command runs without it, sandboxed or not.
         let runner = match &options.sandbox_helper {
-            Some(helper) => Some(Runner::new(helper.clone())),
+            Some(helper) => helper
+                .to_str()
+                .is_some_and(plan_storage::executable_exists)
+                .then(|| Runner::new(helper.clone())),
             None => Runner::beside_current_exe().ok().or_else(helper_on_path),
         };
         let status = match &runner {
             None => SandboxStatus::Unavailable {
-                reason: format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
+                reason: match &options.sandbox_helper {
+                    Some(helper) => format!("the sandbox helper {} was not found", helper.display()),
+                    None => format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
+                },
             },
             Some(runner) => match runner.sandbox_support() {
                 SandboxSupport::Available => SandboxStatus::Landlock,
@@ -298,6 +306,33 @@ struct Prepared {
 }
 
 impl Host {
+    /// The first half of `turn/cancel`'s `CancelCommand` effects, carried
+    /// out before the state lock is taken: the session's running commands
+    /// are killed and their outcomes awaited here, so their last output can
+    /// reach listeners that call back into the host. Their watchers record
+    /// the ends; a command that has not been recorded when plan-core decides
+    /// is recorded under the lock (`cancel_command_now`), where its outcome
+    /// is then already known. This decides nothing: only a session with an
+    /// active turn and nothing pending can have running commands, and
+    /// plan-core cancels them on `turn/cancel` there.
+    pub(crate) fn end_commands_before_cancel(&self, session_id: &str) -> Result<(), HostError> {
+        let running: Vec<Arc<Done>> = self.with_open(|open| {
+            Ok(open
+                .commands
+                .iter()
+                .filter(|((session, _), _)| session == session_id)
+                .map(|(_, slot)| {
+                    slot.cancel.cancel();
+                    Arc::clone(&slot.done)
+                })
+                .collect())
+        })?;
+        for done in running {
+            done.wait();
+        }
+        Ok(())
+    }
+
     /// Whether Plan-mode Bash can run here (probed once at open).
     pub fn sandbox_status(&self) -> SandboxStatus {
         self.commands.status.clone()
@@ -373,8 +408,21 @@ impl Host {
                 },
             );
             Ok((run, Some((running, done))))
-        })?;
-        let (run, spawned) = started;
+        });
+        let (run, spawned) = match started {
+            Ok(started) => started,
+            Err(error) => {
+                // Nothing was spawned (the audit could not be written):
+                // plan-core must not keep the command running.
+                let _ = self.run(
+                    &key.0,
+                    Event::CommandEnded {
+                        call_id: key.1.clone(),
+                    },
+                );
+                return Err(error);
+            }
+        };
         match spawned {
             Some((running, done)) => {
                 let watcher_core = Arc::clone(&self.core);

@@ -369,6 +369,7 @@ impl Host {
 
     /// Cancels the active turn; a queued or running execution is interrupted.
     pub fn cancel_turn(&self, session_id: &str) -> Result<SessionState, HostError> {
+        self.end_commands_before_cancel(session_id)?;
         self.session_event(session_id, Event::CancelTurn)
             .map(|(_, state)| state)
     }

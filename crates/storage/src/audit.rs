@@ -313,13 +313,21 @@ impl Store {
             .collect())
     }
 
-    /// The latest record of a session's call id, if any run has it.
+    /// The latest record of a session's call id: its run when it ran (a
+    /// refused second start does not hide it), else its latest refusal.
     pub fn command_record(
         &self,
         session_id: &str,
         call_id: &str,
     ) -> Result<Option<CommandRecord>, StorageError> {
-        Ok(fold_records(self.command_entries(session_id, call_id)?).pop())
+        let mut records = fold_records(self.command_entries(session_id, call_id)?);
+        let ran = records
+            .iter()
+            .rposition(|record| record.kind != CommandEntryKind::Refused);
+        Ok(match ran {
+            Some(index) => Some(records.swap_remove(index)),
+            None => records.pop(),
+        })
     }
 
     /// Runs, newest first, with their latest state.

@@ -36,6 +36,10 @@ fn held() -> MutexGuard<'static, Option<HashSet<(u64, u64)>>> {
     HELD.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How often a busy lock is asked again, and how long apart.
+const LOCK_RETRIES: u32 = 20;
+const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// An exclusive advisory lock on a database file, held until dropped.
 #[derive(Debug)]
 pub struct HostLock {
@@ -115,7 +119,19 @@ impl HostLock {
             // case never opens the file.
             return Err(refused());
         }
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        // A child process the previous holder was spawning keeps a copy of
+        // the lock's descriptor from its fork until its exec closes it (a
+        // millisecond at most), so a lock that is busy is asked again for a
+        // little while before the answer is HOST_ALREADY_RUNNING.
+        let mut result = flock(&file, FlockOperation::NonBlockingLockExclusive);
+        for _ in 0..LOCK_RETRIES {
+            if result != Err(Errno::WOULDBLOCK) {
+                break;
+            }
+            std::thread::sleep(LOCK_RETRY_PAUSE);
+            result = flock(&file, FlockOperation::NonBlockingLockExclusive);
+        }
+        match result {
             Ok(()) => {
                 table.insert(identity);
                 Ok(HostLock {

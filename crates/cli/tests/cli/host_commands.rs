@@ -115,6 +115,19 @@ fn a_plan_command_streams_before_it_exits_and_its_write_is_refused() {
         serve.code("command/get", json!({"sessionId": "s1", "callId": "nope"})),
         "COMMAND_NOT_FOUND"
     );
+    assert_eq!(
+        serve.code(
+            "command/start",
+            json!({"sessionId": "s1", "turnId": turn, "callId": "c1", "command": "ls"})
+        ),
+        "COMMAND_NOT_ALLOWED",
+        "Plan commands start only through turn/toolCalls"
+    );
+    // Agent text is untrusted: a terminal escape in the command is shown
+    // escaped by the human listing.
+    let escaped = bash(&mut serve, &turn, "c2", "echo \u{1b}[2J");
+    assert_eq!(escaped["command"]["state"], "running");
+    until_exited(&mut serve, "c2");
     serve.call("turn/complete", json!({"sessionId": "s1", "turnId": turn}));
     assert!(serve.close().success());
 
@@ -125,12 +138,26 @@ fn a_plan_command_streams_before_it_exits_and_its_write_is_refused() {
         "{}",
         list.stdout
     );
+    assert!(
+        !list.stdout.contains('\u{1b}'),
+        "no raw escape reaches the terminal"
+    );
+    assert!(list.stdout.contains("echo \\x1b[2J"), "{}", list.stdout);
     let json = run(Some(&db), &["commands", "list", "--json", "--session", "s1"]);
     let value: Value = serde_json::from_str(&json.stdout).unwrap();
-    assert_eq!(value["commands"][0]["entry"], "commandEnded");
-    assert_eq!(value["commands"][0]["command"]["callId"], "c1");
+    // Newest first: c2, the refused start of c1, then c1.
+    assert_eq!(value["commands"][0]["command"]["callId"], "c2");
+    let refused = &value["commands"][1];
+    assert_eq!(
+        refused["entry"], "commandRefused",
+        "the refused start is recorded"
+    );
+    assert_eq!(refused["command"]["errorCode"], "COMMAND_NOT_ALLOWED");
+    let first = &value["commands"][2];
+    assert_eq!(first["entry"], "commandEnded");
+    assert_eq!(first["command"]["callId"], "c1");
     assert!(
-        value["commands"][0]["outputSha256"]
+        first["outputSha256"]
             .as_str()
             .is_some_and(|hash| hash.len() == 64)
     );
@@ -142,9 +169,14 @@ fn a_plan_command_streams_before_it_exits_and_its_write_is_refused() {
         .iter()
         .map(|entry| entry["type"].as_str().unwrap())
         .collect();
-    assert_eq!(types, ["commandStarted", "commandEnded"]);
+    assert_eq!(types, ["commandStarted", "commandEnded", "commandRefused"]);
     let human = run(Some(&db), &["commands", "show", "c1"]);
     assert_eq!(human.code, 0);
+    assert!(
+        human.stdout.contains("state      exited"),
+        "the run, not the refusal: {}",
+        human.stdout
+    );
     assert!(human.stdout.contains("read-only, no network"), "{}", human.stdout);
     let missing = run(Some(&db), &["commands", "show", "nope"]);
     assert_eq!(missing.code, 1);
@@ -207,4 +239,39 @@ fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
         [("commandStarted", "running"), ("commandEnded", "interrupted")],
         "started once, interrupted by the fence, never re-run"
     );
+}
+
+#[test]
+fn serve_without_a_helper_reports_it_and_refuses_plan_bash() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = dir.path().join("plan.db");
+    let helper = dir.path().join("missing-helper");
+    let mut serve = Serve::spawn(&db, &["--sandbox-helper", helper.to_str().unwrap()]);
+    let init = serve.call("initialize", json!({"protocolVersion": 9}));
+    assert_eq!(init["capabilities"]["commands"]["planSandbox"], "unavailable");
+    assert!(
+        init["capabilities"]["commands"]["reason"]
+            .as_str()
+            .is_some_and(|reason| reason.contains("missing-helper")),
+        "{init}"
+    );
+    serve.call(
+        "session/create",
+        json!({"sessionId": "s1", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        json!({"sessionId": "s1", "prompt": "p", "origin": "interactive"}),
+    )["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let result = bash(&mut serve, &turn, "c1", "touch made.txt");
+    assert_eq!(result["decision"], "deny");
+    assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
+    assert_eq!(result["command"], Value::Null);
+    assert!(serve.close().success());
+    assert!(!workspace.join("made.txt").exists());
 }

@@ -511,3 +511,171 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
         "a second fence adds nothing"
     );
 }
+
+#[test]
+fn the_startup_fence_clears_leftover_scratch_directories() {
+    let mut fixture = Fixture::new();
+    let scratch_root = {
+        let mut name = fixture.db.as_os_str().to_owned();
+        name.push(".scratch");
+        PathBuf::from(name)
+    };
+    let stale = scratch_root.join("turn-of-a-dead-host");
+    std::fs::create_dir_all(stale.join("nested")).unwrap();
+    std::fs::write(stale.join("nested/file"), "left behind").unwrap();
+    fixture.restart();
+    assert!(!stale.exists(), "the fence removed the stale scratch directory");
+}
+
+#[test]
+fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let weak = Arc::downgrade(&fixture.host);
+    fixture
+        .host
+        .add_listener(Arc::new(move |notification: ServerNotification| {
+            if let ServerNotification::CommandOutput(_) = notification
+                && let Some(host) = weak.upgrade()
+            {
+                // A slow listener that calls back: the output thread is almost
+                // always inside it when turn/cancel comes.
+                std::thread::sleep(Duration::from_millis(20));
+                let _ = host.session("s1");
+            }
+        }));
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash("c1", "while true; do echo tick; sleep 0.01; done")],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let host = Arc::clone(&fixture.host);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(host.cancel_turn("s1").map(|state| state.active_turn.is_none()));
+    });
+    let ended = finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("turn/cancel must return although a listener calls back into the host");
+    assert!(ended.unwrap(), "the turn ended");
+    assert_eq!(
+        fixture.host.command("s1", "c1").unwrap().state,
+        CommandState::Cancelled
+    );
+}
+
+#[test]
+fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
+    let fixture = Fixture::new();
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".to_owned()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let turn = fixture
+        .host
+        .start_turn("auto", Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    fixture
+        .host
+        .tool_calls("auto", &turn, vec![bash("b1", "unused")])
+        .unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped.txt");
+    let command = format!("echo inside > inside.txt; echo outside > {}", escaped.display());
+    let started = fixture
+        .host
+        .start_agent_command("auto", &turn, "b1", &command, None, None);
+    if !fixture.sandboxed() {
+        assert_eq!(code(started), ErrorCode::SandboxUnavailable);
+        return;
+    }
+    let run = started.unwrap();
+    assert_eq!((run.sandbox, run.network), (Sandbox::WorkspaceWrite, false));
+    let seen = fixture.wait_exited("b1");
+    assert_ne!(seen.exited.exit_code, Some(0), "the write outside failed");
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.join("inside.txt")).unwrap(),
+        "inside\n"
+    );
+    assert!(!escaped.exists(), "nothing was written outside the workspace");
+}
+
+#[test]
+fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap();
+    let marker = workspace.join("ran.txt");
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Host::open(
+        dir.path().join("plan.db"),
+        HostOptions {
+            sandbox_helper: Some(workspace.join("no-such-helper")),
+            ..options(&clock)
+        },
+    )
+    .unwrap();
+    let SandboxStatus::Unavailable { reason } = host.sandbox_status() else {
+        panic!("a missing helper cannot sandbox anything");
+    };
+    assert!(reason.contains("no-such-helper"), "{reason}");
+    for (id, mode, permission) in [
+        ("plan", Mode::Plan, PermissionMode::Ask),
+        ("ask", Mode::Agent, PermissionMode::Ask),
+        ("auto", Mode::Agent, PermissionMode::Auto),
+    ] {
+        host.create_session(NewSession {
+            session_id: Some(id.to_owned()),
+            workspace_root: workspace.to_str().map(str::to_owned),
+            mode: Some(mode),
+            permission_mode: Some(permission),
+        })
+        .unwrap();
+    }
+    let command = format!("touch {}", marker.display());
+    let turn = host.start_turn("plan", Origin::Interactive).unwrap().turn_id;
+    let outcomes = host
+        .tool_calls("plan", &turn, vec![bash("c1", &command)])
+        .unwrap();
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+    );
+    assert!(outcomes[0].command.is_none());
+    assert!(
+        host.session("plan").unwrap().active_turn.is_some(),
+        "the turn stays active"
+    );
+    let refused = host.command("plan", "c1").unwrap();
+    assert_eq!(
+        refused.error_code,
+        Some(ErrorCode::PlanSandboxUnavailable),
+        "the refusal is audited"
+    );
+    // Agent auto needs its sandbox too; ask runs through the helper, which
+    // is missing, so it fails to start.
+    let turn = host.start_turn("auto", Origin::Interactive).unwrap().turn_id;
+    host.tool_calls("auto", &turn, vec![bash("a1", "x")]).unwrap();
+    assert_eq!(
+        code(host.start_agent_command("auto", &turn, "a1", &command, None, None)),
+        ErrorCode::SandboxUnavailable
+    );
+    let turn = host.start_turn("ask", Origin::Interactive).unwrap().turn_id;
+    host.tool_calls("ask", &turn, vec![bash("k1", "x")]).unwrap();
+    let run = host
+        .start_agent_command("ask", &turn, "k1", &command, None, None)
+        .unwrap();
+    assert_eq!(run.state, CommandState::FailedToStart);
+    assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
+    host.complete_turn("ask", &turn).unwrap();
+    assert!(!marker.exists(), "nothing ran");
+}

@@ -58,8 +58,15 @@ fn entries_round_trip_in_order_and_fold_to_the_latest_state() {
     store
         .record_command(CommandEntryKind::Refused, &refused, None, NOW + 6)
         .unwrap();
+    // A second start of c1, refused after it ran, does not hide the run.
+    let mut again = run("c1", CommandState::FailedToStart);
+    again.error_code = Some(ErrorCode::CommandNotAllowed);
+    store
+        .record_command(CommandEntryKind::Refused, &again, None, NOW + 7)
+        .unwrap();
+    assert_eq!(store.command_record("s1", "c1").unwrap().unwrap().run, ended);
     let entries = store.command_entries("s1", "c1").unwrap();
-    assert_eq!(entries.len(), 2);
+    assert_eq!(entries.len(), 3);
     assert_eq!((entries[0].kind, entries[0].seq), (CommandEntryKind::Started, 1));
     assert_eq!((entries[1].kind, entries[1].seq), (CommandEntryKind::Ended, 2));
     assert_eq!(entries[0].run, started);
@@ -73,12 +80,13 @@ fn entries_round_trip_in_order_and_fold_to_the_latest_state() {
     assert_eq!(
         summary,
         [
+            ("c1", CommandEntryKind::Refused, CommandState::FailedToStart),
             ("c2", CommandEntryKind::Refused, CommandState::FailedToStart),
             ("c1", CommandEntryKind::Ended, CommandState::Exited),
         ],
         "newest first, one record per run"
     );
-    assert_eq!(records[0].run.error_code, Some(ErrorCode::CommandNotAllowed));
+    assert_eq!(records[1].run.error_code, Some(ErrorCode::CommandNotAllowed));
     let limited = store
         .list_commands(&CommandFilter {
             session_id: Some("s1".to_owned()),
