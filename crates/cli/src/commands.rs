@@ -36,6 +36,11 @@ pub(crate) struct CommandArgs {
     /// Let Agent `auto` commands use the network (off by default).
     #[arg(long)]
     network_in_auto: bool,
+    /// Where the kernel sandbox is unavailable, run Agent `auto` commands
+    /// unconfined instead of refusing them with SANDBOX_UNAVAILABLE (off by
+    /// default; Plan commands never run unconfined).
+    #[arg(long)]
+    auto_without_sandbox: bool,
 }
 
 impl CommandArgs {
@@ -53,6 +58,7 @@ impl CommandArgs {
         commands.max_timeout_ms = self.command_max_timeout_ms;
         commands.max_running_per_session = self.max_running_commands;
         commands.network_in_auto = self.network_in_auto;
+        commands.auto_without_sandbox = self.auto_without_sandbox;
         options
     }
 }

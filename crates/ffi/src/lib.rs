@@ -145,6 +145,7 @@ impl PlanHost {
                 usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?;
         }
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
+        commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
         if commands.default_timeout_ms == 0
             || commands.max_timeout_ms == 0
             || commands.max_running_per_session == 0

@@ -506,6 +506,11 @@ pub struct PlanHostOptions {
     /// Whether Agent `auto` commands may use the network.
     #[uniffi(default = None)]
     pub network_in_auto: Option<bool>,
+    /// Where the kernel sandbox is unavailable, whether Agent `auto`
+    /// commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
+    /// (Plan commands never do).
+    #[uniffi(default = None)]
+    pub auto_without_sandbox: Option<bool>,
 }
 
 macro_rules! map_enum {

@@ -73,6 +73,11 @@ pub struct CommandOptions {
     pub max_running_per_session: usize,
     /// Whether Agent `auto` commands may use the network.
     pub network_in_auto: bool,
+    /// Whether the host opted out of the workspace-write sandbox for Agent
+    /// `auto` where the kernel sandbox is unavailable: its commands then run
+    /// unconfined instead of failing with `SANDBOX_UNAVAILABLE`. It never
+    /// touches Plan turns, whose commands are read-only or do not run.
+    pub auto_without_sandbox: bool,
     /// Whether the kernel sandbox (read-only and workspace-write) works on
     /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
     /// Agent `auto` commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
@@ -97,6 +102,7 @@ impl Default for CommandOptions {
             max_timeout_ms: CommandOptions::DEFAULT_MAX_TIMEOUT_MS,
             max_running_per_session: CommandOptions::DEFAULT_MAX_RUNNING_PER_SESSION,
             network_in_auto: false,
+            auto_without_sandbox: false,
             sandbox_available: false,
         }
     }
@@ -209,7 +215,8 @@ pub struct SandboxGrant {
 /// Which sandbox a command needs: a Plan turn always read-only and offline;
 /// an Agent turn under `ask` or `accept-edits` none; under `auto` (an
 /// approved plan's execution turn included) workspace-write, with the
-/// network only when the host allows it.
+/// network only when the host allows it, unless the sandbox is unavailable
+/// and the host opted out of it for `auto` (then none).
 pub fn sandbox_for(
     turn: &ActiveTurn,
     permission_mode: PermissionMode,
@@ -225,6 +232,12 @@ pub fn sandbox_for(
                 sandbox: Sandbox::None,
                 network: true,
             },
+            PermissionMode::Auto if !options.sandbox_available && options.auto_without_sandbox => {
+                SandboxGrant {
+                    sandbox: Sandbox::None,
+                    network: true,
+                }
+            }
             PermissionMode::Auto => SandboxGrant {
                 sandbox: Sandbox::WorkspaceWrite,
                 network: options.network_in_auto,

@@ -1564,6 +1564,29 @@ mod commands {
                 ..options
             };
             assert!(sandbox_for(&turn(Mode::Agent, kind), PermissionMode::Auto, &online).network);
+            // The opt-out applies only where the sandbox is unavailable, and
+            // only to Agent `auto`: Plan stays read-only.
+            let opted_out = CommandOptions {
+                auto_without_sandbox: true,
+                sandbox_available: true,
+                ..options
+            };
+            let unavailable = CommandOptions {
+                sandbox_available: false,
+                ..opted_out
+            };
+            for (options, expected) in [(opted_out, Sandbox::WorkspaceWrite), (unavailable, Sandbox::None)] {
+                assert_eq!(
+                    sandbox_for(&turn(Mode::Agent, kind), PermissionMode::Auto, &options).sandbox,
+                    expected
+                );
+                for permission in PermissionMode::ALL {
+                    assert_eq!(
+                        sandbox_for(&turn(Mode::Plan, kind), *permission, &options).sandbox,
+                        Sandbox::ReadOnly
+                    );
+                }
+            }
         }
     }
 
@@ -1826,6 +1849,17 @@ mod commands {
             start(&agent, &context(T0), "c1"),
             ErrorCode::SandboxUnavailable,
         );
+        // A host that opted out runs `auto` unconfined where the sandbox is
+        // missing; a Plan Bash call there is still refused.
+        let mut opted_out = context(T0);
+        opted_out.limits.commands.auto_without_sandbox = true;
+        let transition = start(&agent, &opted_out, "c1");
+        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+            panic!("expected a start, got {:?}", transition.reply);
+        };
+        assert_eq!(request.grant.sandbox, Sandbox::None);
+        let (decisions, _) = run_batch(&plan_turn(), &opted_out, vec![bash("p1", "ls")]);
+        assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::PlanSandboxUnavailable)]);
     }
 
     #[test]

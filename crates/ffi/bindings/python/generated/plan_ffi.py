@@ -3311,7 +3311,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int], markdown_limit_bytes:typing.Optional[int], sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int], markdown_limit_bytes:typing.Optional[int], sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT):
         self.approval_ttl_ms = approval_ttl_ms
         self.markdown_limit_bytes = markdown_limit_bytes
         if sandbox_helper is _DEFAULT:
@@ -3342,12 +3342,16 @@ class PlanHostOptions:
             self.network_in_auto = None
         else:
             self.network_in_auto = network_in_auto
+        if auto_without_sandbox is _DEFAULT:
+            self.auto_without_sandbox = None
+        else:
+            self.auto_without_sandbox = auto_without_sandbox
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3367,6 +3371,8 @@ class PlanHostOptions:
             return False
         if self.network_in_auto != other.network_in_auto:
             return False
+        if self.auto_without_sandbox != other.auto_without_sandbox:
+            return False
         return True
 
 class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
@@ -3382,6 +3388,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
             max_running_commands=_UniffiFfiConverterOptionalUInt32.read(buf),
             network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
+            auto_without_sandbox=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
     @staticmethod
@@ -3395,6 +3402,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
         _UniffiFfiConverterOptionalUInt32.check_lower(value.max_running_commands)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.auto_without_sandbox)
 
     @staticmethod
     def write(value, buf):
@@ -3407,6 +3415,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
         _UniffiFfiConverterOptionalUInt32.write(value.max_running_commands, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.auto_without_sandbox, buf)
 
 @dataclass
 class SandboxInfo:

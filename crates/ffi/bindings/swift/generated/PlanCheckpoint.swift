@@ -2901,6 +2901,12 @@ public struct PlanHostOptions: Equatable, Hashable {
      * Whether Agent `auto` commands may use the network.
      */
     public var networkInAuto: Bool?
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent `auto`
+     * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
+     * (Plan commands never do).
+     */
+    public var autoWithoutSandbox: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2934,7 +2940,12 @@ public struct PlanHostOptions: Equatable, Hashable {
          */maxRunningCommands: UInt32? = nil, 
         /**
          * Whether Agent `auto` commands may use the network.
-         */networkInAuto: Bool? = nil) {
+         */networkInAuto: Bool? = nil, 
+        /**
+         * Where the kernel sandbox is unavailable, whether Agent `auto`
+         * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
+         * (Plan commands never do).
+         */autoWithoutSandbox: Bool? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2944,6 +2955,7 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.commandOutputCap = commandOutputCap
         self.maxRunningCommands = maxRunningCommands
         self.networkInAuto = networkInAuto
+        self.autoWithoutSandbox = autoWithoutSandbox
     }
 
     
@@ -2970,7 +2982,8 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
                 commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
                 maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
-                networkInAuto: FfiConverterOptionBool.read(from: &buf)
+                networkInAuto: FfiConverterOptionBool.read(from: &buf), 
+                autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -2984,6 +2997,7 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
         FfiConverterOptionUInt32.write(value.maxRunningCommands, into: &buf)
         FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
+        FfiConverterOptionBool.write(value.autoWithoutSandbox, into: &buf)
     }
 }
 

@@ -3922,6 +3922,13 @@ data class PlanHostOptions (
      * Whether Agent `auto` commands may use the network.
      */
     var `networkInAuto`: kotlin.Boolean? = null 
+    , 
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent `auto`
+     * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
+     * (Plan commands never do).
+     */
+    var `autoWithoutSandbox`: kotlin.Boolean? = null 
     
 ){
     
@@ -3947,6 +3954,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -3959,7 +3967,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
             FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
             FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`)
+            FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3972,6 +3981,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
             FfiConverterOptionalUInt.write(value.`maxRunningCommands`, buf)
             FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
+            FfiConverterOptionalBoolean.write(value.`autoWithoutSandbox`, buf)
     }
 }
 
