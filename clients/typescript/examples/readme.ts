@@ -1,0 +1,26 @@
+import { PlanCheckpointClient, PlanCheckpointError } from "@plan-checkpoint/client";
+
+const client = await PlanCheckpointClient.start({ db: "plan.db" }); // `plan-checkpoint` on PATH
+try {
+  client.on("plan/approvalRequested", ({ approval }) => console.log("review:", approval.title));
+  client.on("command/output", ({ callId, stream, chunk }) => process.stdout.write(`[${callId} ${stream}] ${chunk}`));
+
+  await client.sessionCreate({ sessionId: "s-1", workspaceRoot: process.cwd(), mode: "plan" });
+  const { turnId } = await client.turnStart({ sessionId: "s-1", prompt: "Plan the rename", origin: "interactive" });
+  const { results } = await client.turnToolCalls({
+    sessionId: "s-1",
+    turnId,
+    calls: [{ callId: "c-1", name: "SubmitPlan", input: { title: "Rename", markdown: "# Rename foo\n", question: "Proceed?" } }],
+  });
+  const approval = results[0]?.approval;
+  if (approval) {
+    const { markdown } = await client.planReadArtifact({ approvalId: approval.id });
+    console.log(markdown);
+    await client.planApprove({ approvalId: approval.id, permissionMode: "accept-edits" });
+  }
+} catch (error) {
+  if (error instanceof PlanCheckpointError) console.error(error.code, error.message); // e.g. SESSION_BUSY
+  else throw error;
+} finally {
+  await client.close();
+}
