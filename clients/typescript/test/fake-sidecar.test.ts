@@ -1,0 +1,114 @@
+// Tests of the process handling that the real sidecar never provokes: one
+// that ignores the end of its stdin (close() must kill it), one that closes
+// its stdin while it lives (writes must fail as calls, not crash), and one
+// that writes lines that break the protocol (ignored, kept for diagnostics).
+//
+// The stand-ins are small scripts named `serve` in the test's own directory,
+// started as `node serve --db ...` (or `sh serve ...`) by pointing `binary`
+// at Node (or sh).
+
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+
+import { PlanCheckpointClient, PlanCheckpointError, SidecarExitedError } from "../src/index.js";
+import { tempDir, within } from "./helpers.js";
+
+const unhandled: unknown[] = [];
+process.on("unhandledRejection", (reason) => unhandled.push(reason));
+test.after(() => assert.deepEqual(unhandled, [], "no promise rejection went unhandled"));
+
+// CommonJS, so that it runs the same wherever the temporary directory is.
+const fakeSidecar = String.raw`
+const mode = process.env.FAKE_MODE;
+const initialize = {
+  protocolVersion: 9, serverName: "fake", serverVersion: "0", schemaVersion: 10, approvalTtlMs: 1000,
+  capabilities: { commands: { planSandbox: "unavailable", reason: "fake" } },
+};
+const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
+let buffer = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let newline;
+  while ((newline = buffer.indexOf("\n")) !== -1) {
+    const request = JSON.parse(buffer.slice(0, newline));
+    buffer = buffer.slice(newline + 1);
+    if (request.method === "initialize") {
+      send({ jsonrpc: "2.0", id: request.id, result: initialize });
+    } else if (mode === "garbage") {
+      process.stdout.write("this is not JSON\n");
+      send({ jsonrpc: "2.0", id: 999999, result: {} });
+      send({ jsonrpc: "2.0", id: request.id, error: { code: -32000, message: "no data member" } });
+    }
+  }
+});
+process.stderr.write("fake sidecar up\n");
+// Stays alive after stdin ends, as a stuck sidecar would.
+setInterval(() => {}, 1000);
+`;
+
+// A shell stand-in that answers initialize (the client's first request has
+// id 1), then closes its stdin and lives on as \`sleep\` (exec, so that the
+// kill reaches it and nothing outlives the test).
+const stdinClosingSidecar = String.raw`read -r request
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":9,"serverName":"fake","serverVersion":"0","schemaVersion":10,"approvalTtlMs":1000,"capabilities":{"commands":{"planSandbox":"unavailable","reason":"fake"}}}}'
+exec 0<&-
+exec sleep 30
+`;
+
+async function startFake(t: TestContext, mode: string): Promise<PlanCheckpointClient> {
+  const dir = await tempDir(t);
+  const shell = mode === "close-stdin";
+  await writeFile(join(dir, "serve"), shell ? stdinClosingSidecar : fakeSidecar);
+  const client = await PlanCheckpointClient.start({
+    binary: shell ? "/bin/sh" : process.execPath,
+    db: join(dir, "plan.db"),
+    cwd: dir,
+    env: { FAKE_MODE: mode },
+    closeTimeoutMs: 300,
+  });
+  t.after(() => client.close());
+  return client;
+}
+
+test("close() kills a sidecar that does not exit when its stdin ends", async (t) => {
+  const client = await startFake(t, "ignore-eof");
+  assert.equal(client.initializeResult.serverName, "fake");
+  assert.deepEqual(await client.close(), { exitCode: null, signal: "SIGKILL" });
+  await assert.rejects(client.shellList(), (error: unknown) => {
+    assert.ok(error instanceof SidecarExitedError);
+    assert.match(error.message, /the sidecar was closed \(signal SIGKILL\)/);
+    assert.match(error.stderrTail, /fake sidecar up/);
+    return true;
+  });
+});
+
+test("writing to a sidecar that closed its stdin rejects the call and does not crash", async (t) => {
+  const client = await startFake(t, "close-stdin");
+  // Enough to overflow the pipe, so the write fails whatever the timing.
+  const big = "x".repeat(1 << 20);
+  const call = client.sessionGet({ sessionId: big });
+  await assert.rejects(within<unknown>(call, 10_000, "the failed write"), (error: unknown) => {
+    assert.ok(error instanceof SidecarExitedError);
+    assert.match(error.message, /could not write the request to the sidecar/);
+    return true;
+  });
+  assert.equal(client.isClosed, false, "the sidecar itself still runs");
+  assert.deepEqual(await client.close(), { exitCode: null, signal: "SIGKILL" });
+});
+
+test("lines that break the protocol are skipped and kept in the diagnostics", async (t) => {
+  const client = await startFake(t, "garbage");
+  await assert.rejects(client.shellList(), (error: unknown) => {
+    assert.ok(error instanceof PlanCheckpointError);
+    assert.equal(error.code, "INTERNAL");
+    assert.equal(error.rpcCode, -32000);
+    assert.match(error.message, /no canonical code/);
+    return true;
+  });
+  const tail = client.stderrTail();
+  assert.match(tail, /\[client\] the sidecar wrote a line that is not JSON: this is not JSON/);
+  assert.match(tail, /\[client\] the sidecar answered an unknown request/);
+});
