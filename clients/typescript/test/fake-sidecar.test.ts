@@ -44,7 +44,7 @@ process.stdin.on("data", (chunk) => {
     }
   }
 });
-process.stderr.write("fake sidecar up\n");
+process.stderr.write("fake sidecar up, PLAN_TS_REMOVED=" + (process.env.PLAN_TS_REMOVED ?? "unset") + "\n");
 // Stays alive after stdin ends, as a stuck sidecar would.
 setInterval(() => {}, 1000);
 `;
@@ -111,4 +111,44 @@ test("lines that break the protocol are skipped and kept in the diagnostics", as
   const tail = client.stderrTail();
   assert.match(tail, /\[client\] the sidecar wrote a line that is not JSON: this is not JSON/);
   assert.match(tail, /\[client\] the sidecar answered an unknown request/);
+});
+
+test("env adds to the inherited environment and removes a variable set to undefined", async (t) => {
+  process.env.PLAN_TS_REMOVED = "inherited";
+  t.after(() => {
+    delete process.env.PLAN_TS_REMOVED;
+  });
+  const dir = await tempDir(t);
+  await writeFile(join(dir, "serve"), fakeSidecar);
+  const client = await PlanCheckpointClient.start({
+    binary: process.execPath,
+    db: join(dir, "plan.db"),
+    cwd: dir,
+    env: { FAKE_MODE: "ignore-eof", PLAN_TS_REMOVED: undefined },
+    closeTimeoutMs: 300,
+  });
+  t.after(() => client.close());
+  // The fake answered initialize, so it read FAKE_MODE; its stderr says what it saw.
+  await within(
+    new Promise<void>((resolve) => {
+      const poll = (): void => {
+        if (client.stderrTail().includes("PLAN_TS_REMOVED=")) resolve();
+        else setTimeout(poll, 10);
+      };
+      poll();
+    }),
+    10_000,
+    "the fake's stderr",
+  );
+  assert.match(client.stderrTail(), /PLAN_TS_REMOVED=unset/);
+});
+
+test("a notification iterator ends when its AbortSignal aborts", async (t) => {
+  const client = await startFake(t, "ignore-eof");
+  const controller = new AbortController();
+  const outputs = client.notifications("command/output", { signal: controller.signal });
+  const next = outputs.next();
+  controller.abort();
+  assert.deepEqual(await next, { value: undefined, done: true });
+  assert.deepEqual(await outputs.next(), { value: undefined, done: true });
 });

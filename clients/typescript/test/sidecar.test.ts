@@ -237,3 +237,20 @@ test("a sidecar killed with SIGKILL rejects pending calls and ends notification 
   await assert.rejects(client.shellList(), SidecarExitedError);
   assert.deepEqual(await client.exited, { exitCode: null, signal: "SIGKILL" });
 });
+
+test("a listener that throws is reported to onListenerError and the others still run", async (t) => {
+  const thrown: unknown[] = [];
+  const { client, dir } = await startClient(t, { onListenerError: (error) => thrown.push(error) });
+  const seen: string[] = [];
+  client.on("session/changed", () => {
+    throw new Error("listener bug");
+  });
+  const stop = client.on("session/changed", ({ session }) => seen.push(session.sessionId));
+  await planSession(client, dir, "s-listeners");
+  assert.deepEqual(seen, ["s-listeners"]);
+  assert.deepEqual(thrown.map((error) => (error as Error).message), ["listener bug"]);
+  stop();
+  await client.turnCancel({ sessionId: "s-listeners" });
+  assert.deepEqual(seen, ["s-listeners"], "an unsubscribed listener is not called");
+  assert.equal(thrown.length, 2, "turn/cancel changed the session once more");
+});
