@@ -329,14 +329,19 @@ pub struct SandboxInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct SessionConfig {
     /// New mode.
+    #[uniffi(default = None)]
     pub mode: Option<Mode>,
     /// New permission mode.
+    #[uniffi(default = None)]
     pub permission_mode: Option<PermissionMode>,
     /// New provider.
+    #[uniffi(default = None)]
     pub provider: Option<String>,
     /// New model.
+    #[uniffi(default = None)]
     pub model: Option<String>,
     /// New shell id.
+    #[uniffi(default = None)]
     pub shell: Option<String>,
     /// Remove the provider.
     #[uniffi(default = false)]
@@ -465,10 +470,13 @@ pub struct PlanDiff {
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct ApprovalQuery {
     /// Only this session.
+    #[uniffi(default = None)]
     pub session_id: Option<String>,
     /// Only this status.
+    #[uniffi(default = None)]
     pub status: Option<ApprovalStatus>,
     /// At most this many.
+    #[uniffi(default = None)]
     pub limit: Option<u32>,
 }
 

@@ -1391,10 +1391,19 @@ class ApprovalQuery:
     """
     Filters for `list_approvals`; all optional.
 """
-    def __init__(self, *, session_id:typing.Optional[str], status:typing.Optional[ApprovalStatus], limit:typing.Optional[int]):
-        self.session_id = session_id
-        self.status = status
-        self.limit = limit
+    def __init__(self, *, session_id:typing.Optional[str] = _DEFAULT, status:typing.Optional[ApprovalStatus] = _DEFAULT, limit:typing.Optional[int] = _DEFAULT):
+        if session_id is _DEFAULT:
+            self.session_id = None
+        else:
+            self.session_id = session_id
+        if status is _DEFAULT:
+            self.status = None
+        else:
+            self.status = status
+        if limit is _DEFAULT:
+            self.limit = None
+        else:
+            self.limit = limit
         
         
 
@@ -3488,12 +3497,27 @@ class SessionConfig:
     flag sets that field back to none (the shell back to the default shell).
     Setting and clearing the same field at once is `INVALID_PARAMS`.
 """
-    def __init__(self, *, mode:typing.Optional[Mode], permission_mode:typing.Optional[PermissionMode], provider:typing.Optional[str], model:typing.Optional[str], shell:typing.Optional[str], clear_provider:bool = False, clear_model:bool = False, clear_shell:bool = False):
-        self.mode = mode
-        self.permission_mode = permission_mode
-        self.provider = provider
-        self.model = model
-        self.shell = shell
+    def __init__(self, *, mode:typing.Optional[Mode] = _DEFAULT, permission_mode:typing.Optional[PermissionMode] = _DEFAULT, provider:typing.Optional[str] = _DEFAULT, model:typing.Optional[str] = _DEFAULT, shell:typing.Optional[str] = _DEFAULT, clear_provider:bool = False, clear_model:bool = False, clear_shell:bool = False):
+        if mode is _DEFAULT:
+            self.mode = None
+        else:
+            self.mode = mode
+        if permission_mode is _DEFAULT:
+            self.permission_mode = None
+        else:
+            self.permission_mode = permission_mode
+        if provider is _DEFAULT:
+            self.provider = None
+        else:
+            self.provider = provider
+        if model is _DEFAULT:
+            self.model = None
+        else:
+            self.model = model
+        if shell is _DEFAULT:
+            self.shell = None
+        else:
+            self.shell = shell
         self.clear_provider = clear_provider
         self.clear_model = clear_model
         self.clear_shell = clear_shell

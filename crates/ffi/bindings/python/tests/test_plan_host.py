@@ -483,15 +483,13 @@ def test_shells_and_configuration(hosts, db):
     configured = host.configure_session(sid, config(Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash"))
     assert (configured.mode, configured.permission_mode, configured.provider, configured.model, configured.shell) == (
         Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash")
-    cleared = host.configure_session(sid, SessionConfig(
-        mode=None, permission_mode=None, provider=None, model=None, shell=None,
-        clear_provider=True, clear_model=False, clear_shell=True))
+    # Every field has a default, so a configuration names only what changes.
+    cleared = host.configure_session(sid, SessionConfig(clear_provider=True, clear_shell=True))
     assert (cleared.provider, cleared.model, cleared.shell) == (None, "claude", None)
     with pytest.raises(PlanError.Failed) as refused:
-        host.configure_session(sid, SessionConfig(
-            mode=None, permission_mode=None, provider="openai", model=None, shell=None, clear_provider=True))
+        host.configure_session(sid, SessionConfig(provider="openai", clear_provider=True))
     assert refused.value.code == ErrorCode.INVALID_PARAMS
-    configured = host.configure_session(sid, config(None, None, "anthropic", None, "bash"))
+    configured = host.configure_session(sid, SessionConfig(provider="anthropic", shell="bash"))
     host.shutdown()
     again = hosts(db)
     assert again.list_shells().default_shell == "sh"

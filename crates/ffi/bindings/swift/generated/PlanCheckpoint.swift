@@ -1807,13 +1807,13 @@ public struct ApprovalQuery: Equatable, Hashable {
     public init(
         /**
          * Only this session.
-         */sessionId: String?, 
+         */sessionId: String? = nil, 
         /**
          * Only this status.
-         */status: ApprovalStatus?, 
+         */status: ApprovalStatus? = nil, 
         /**
          * At most this many.
-         */limit: UInt32?) {
+         */limit: UInt32? = nil) {
         self.sessionId = sessionId
         self.status = status
         self.limit = limit
@@ -3279,19 +3279,19 @@ public struct SessionConfig: Equatable, Hashable {
     public init(
         /**
          * New mode.
-         */mode: Mode?, 
+         */mode: Mode? = nil, 
         /**
          * New permission mode.
-         */permissionMode: PermissionMode?, 
+         */permissionMode: PermissionMode? = nil, 
         /**
          * New provider.
-         */provider: String?, 
+         */provider: String? = nil, 
         /**
          * New model.
-         */model: String?, 
+         */model: String? = nil, 
         /**
          * New shell id.
-         */shell: String?, 
+         */shell: String? = nil, 
         /**
          * Remove the provider.
          */clearProvider: Bool = false, 

@@ -3101,17 +3101,17 @@ data class ApprovalQuery (
     /**
      * Only this session.
      */
-    var `sessionId`: kotlin.String?
+    var `sessionId`: kotlin.String? = null 
     , 
     /**
      * Only this status.
      */
-    var `status`: ApprovalStatus?
+    var `status`: ApprovalStatus? = null 
     , 
     /**
      * At most this many.
      */
-    var `limit`: kotlin.UInt?
+    var `limit`: kotlin.UInt? = null 
     
 ){
     
@@ -4154,27 +4154,27 @@ data class SessionConfig (
     /**
      * New mode.
      */
-    var `mode`: Mode?
+    var `mode`: Mode? = null 
     , 
     /**
      * New permission mode.
      */
-    var `permissionMode`: PermissionMode?
+    var `permissionMode`: PermissionMode? = null 
     , 
     /**
      * New provider.
      */
-    var `provider`: kotlin.String?
+    var `provider`: kotlin.String? = null 
     , 
     /**
      * New model.
      */
-    var `model`: kotlin.String?
+    var `model`: kotlin.String? = null 
     , 
     /**
      * New shell id.
      */
-    var `shell`: kotlin.String?
+    var `shell`: kotlin.String? = null 
     , 
     /**
      * Remove the provider.

@@ -395,7 +395,7 @@ class PlanHostTest {
         assertNull(cancelled.activeTurn)
         failed(ErrorCode.TURN_NOT_ACTIVE) { host.cancelTurn("s1") }
         failed(ErrorCode.TURN_NOT_ACTIVE) { host.completeTurn("s1", turn.turnId) }
-        failed(ErrorCode.SHELL_UNKNOWN) { host.configureSession("s1", SessionConfig(null, null, null, null, "tcsh-9000")) }
+        failed(ErrorCode.SHELL_UNKNOWN) { host.configureSession("s1", SessionConfig(shell = "tcsh-9000")) }
         failed(ErrorCode.SHELL_UNKNOWN) { host.setDefaultShell("tcsh-9000") }
     }
 
@@ -543,7 +543,7 @@ class PlanHostTest {
         first.shutdown()
 
         // Every method of a shut-down host fails with HOST_CLOSED.
-        val none = SessionConfig(null, null, null, null, null)
+        val none = SessionConfig()
         val calls: List<Pair<String, () -> Unit>> = listOf(
             "createSession" to { first.createSession(null, null, null, null) },
             "getSession" to { first.getSession(sid) },
@@ -555,7 +555,7 @@ class PlanHostTest {
             "approve" to { first.approve(approval.id, PermissionMode.ASK) },
             "reject" to { first.reject(approval.id) },
             "getApproval" to { first.getApproval(approval.id) },
-            "listApprovals" to { first.listApprovals(ApprovalQuery(null, null, null)) },
+            "listApprovals" to { first.listApprovals(ApprovalQuery()) },
             "readArtifact" to { first.readArtifact(approval.id) },
             "startExecution" to { first.startExecution("e") },
             "completeExecution" to { first.completeExecution("e") },
