@@ -248,17 +248,25 @@ fn stdin_is_dev_null_only_stdio_is_inherited_and_the_shell_leads_its_own_group()
         // inherited descriptor would add another.
         assert_eq!(fds, ["0", "1", "2", "3"], "inherited descriptors");
         assert_eq!(lines[2], "leader");
-        let our_session = rustix::process::getsid(None)
-            .unwrap()
-            .as_raw_nonzero()
-            .get()
-            .to_string();
+        let our_session = own_session_from_proc();
         assert_ne!(
             lines[3], our_session,
             "the command must not share the host's session"
         );
         assert_eq!(lines[4], dirs.scratch.display().to_string());
     }
+}
+
+/// This process's session id as `/proc` reports it, the same view the
+/// command's own `/proc/$$/stat` gives. `getsid` is not used because a
+/// session led from outside this pid namespace (as in some containers) is
+/// reported as 0, which the kernel's syscall wrapper refuses to represent.
+fn own_session_from_proc() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // The command name may contain spaces and parentheses; the fields after
+    // the last ')' are state, ppid, pgrp, session.
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    after_name.split_whitespace().nth(3).unwrap().to_owned()
 }
 
 #[test]
