@@ -1,7 +1,9 @@
 // Tests of the process handling that the real sidecar never provokes: one
 // that ignores the end of its stdin (close() must kill it), one that closes
 // its stdin while it lives (writes must fail as calls, not crash), and one
-// that writes lines that break the protocol (ignored, kept for diagnostics).
+// that writes lines that break the protocol (ignored, kept for diagnostics),
+// and one that stops reading for a while (the client must wait for 'drain'
+// instead of piling requests into the pipe's buffer).
 //
 // The stand-ins are small scripts named `serve` in the test's own directory,
 // started as `node serve --db ...` (or `sh serve ...`) by pointing `binary`
@@ -9,6 +11,7 @@
 
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
+import { Socket } from "node:net";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 
@@ -37,6 +40,13 @@ process.stdin.on("data", (chunk) => {
     buffer = buffer.slice(newline + 1);
     if (request.method === "initialize") {
       send({ jsonrpc: "2.0", id: request.id, result: initialize });
+      if (mode === "stall") {
+        // Reads nothing for a while, so that the client's writes fill the pipe.
+        process.stdin.pause();
+        setTimeout(() => process.stdin.resume(), 500);
+      }
+    } else if (mode === "stall") {
+      send({ jsonrpc: "2.0", id: request.id, error: { code: -32000, message: "stalled", data: { code: "SESSION_NOT_FOUND" } } });
     } else if (mode === "garbage") {
       process.stdout.write("this is not JSON\n");
       send({ jsonrpc: "2.0", id: 999999, result: {} });
@@ -97,6 +107,44 @@ test("writing to a sidecar that closed its stdin rejects the call and does not c
   });
   assert.equal(client.isClosed, false, "the sidecar itself still runs");
   assert.deepEqual(await client.close(), { exitCode: null, signal: "SIGKILL" });
+});
+
+test("a sidecar that stops reading makes the client wait for 'drain' before it writes again", async (t) => {
+  const client = await startFake(t, "stall");
+  // Every write to a socket (the sidecar's stdin is one) records whether the
+  // socket had asked its writer to wait for 'drain'. A client that respects
+  // backpressure never writes while it has.
+  // It also records whether the write left the socket asking to wait, to
+  // show that the test did fill the pipe.
+  const writes: { waitingBefore: boolean; waitingAfter: boolean }[] = [];
+  const originalWrite = Socket.prototype.write;
+  Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
+    const waitingBefore = this.writableNeedDrain;
+    const flushed = (originalWrite as (...a: unknown[]) => boolean).apply(this, args);
+    writes.push({ waitingBefore, waitingAfter: this.writableNeedDrain });
+    return flushed;
+  } as typeof Socket.prototype.write;
+  t.after(() => {
+    Socket.prototype.write = originalWrite;
+  });
+  const big = "x".repeat(512 * 1024);
+  const calls = Array.from({ length: 4 }, () => client.sessionGet({ sessionId: big }));
+  const outcomes = await within(Promise.allSettled(calls), 10_000, "the stalled calls");
+  Socket.prototype.write = originalWrite;
+  for (const outcome of outcomes) {
+    assert.equal(outcome.status, "rejected");
+    assert.ok(outcome.status === "rejected" && outcome.reason instanceof PlanCheckpointError);
+    assert.equal(outcome.reason.code, "SESSION_NOT_FOUND");
+  }
+  assert.equal(writes.length, 4, "one write per request");
+  assert.ok(
+    writes.every((write) => write.waitingAfter),
+    "each 512 KiB request filled the pipe (otherwise this test proves nothing)",
+  );
+  assert.ok(
+    writes.every((write) => !write.waitingBefore),
+    "no write while the pipe asked to wait for 'drain'",
+  );
 });
 
 test("lines that break the protocol are skipped and kept in the diagnostics", async (t) => {
