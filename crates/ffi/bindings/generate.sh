@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the plan-ffi cdylib and generates its Kotlin, Swift and Python
 # bindings into bindings/<language>/generated/. The native library is copied
-# to bindings/native/ (for Kotlin through JNA) and beside the Python module
-# (which loads it from its own folder).
+# to bindings/native/ (for Kotlin through JNA); Python gets it inside the
+# wheel that python/test-wheel.sh builds.
 #
 # Usage: crates/ffi/bindings/generate.sh [--release]
 set -euo pipefail
@@ -43,5 +43,4 @@ cargo build --locked -p plan-exec --bin plan-exec-sandbox "${cargo_profile[@]}"
 mkdir -p "$here/native"
 cp "$library" "$here/native/"
 cp "$target_dir/$profile/plan-exec-sandbox" "$here/native/"
-cp "$library" "$here/python/generated/"
 echo "bindings generated from $library"

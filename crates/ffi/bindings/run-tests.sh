@@ -4,7 +4,8 @@
 # real library:
 #   - Kotlin: the Maven project in kotlin/ (JUnit 5 through surefire; Maven
 #     pulls the Kotlin compiler, JNA and JUnit from Maven Central);
-#   - Python: pytest in python/tests/.
+#   - Python: python/test-wheel.sh builds the wheel with maturin, installs it
+#     into a fresh virtualenv and runs pytest on python/tests/ against it.
 # Swift is generated only: no Swift compiler is available in CI.
 #
 # Every suite runs even if an earlier one failed; the script prints each
@@ -37,10 +38,6 @@ if ! command -v mvn >/dev/null 2>&1; then
 fi
 command -v java >/dev/null 2>&1 || die "java (a JDK 17 or newer) is not installed; Maven needs it to compile and run the Kotlin suite."
 command -v python3 >/dev/null 2>&1 || die "python3 is not installed."
-if ! python3 -c 'import pytest' >/dev/null 2>&1; then
-  section "installing pytest"
-  python3 -m pip install --quiet pytest || die "could not install pytest with pip"
-fi
 
 status=0
 summaries=()
@@ -58,12 +55,13 @@ summaries+=("Kotlin: $kotlin_summary (exit $kotlin_rc, $((SECONDS - start)) s)")
 [ "$kotlin_rc" = 0 ] || status=1
 
 # --- Python ----------------------------------------------------------------
-section "Python (pytest)"
+section "Python (maturin wheel in a fresh venv + pytest)"
 start=$SECONDS
-(cd "$here/python" && python3 -m pytest -p no:cacheprovider -ra tests) 2>&1 | tee "$logs/python.log"
+# test-wheel.sh pins maturin and pytest itself (python/requirements-*.txt).
+"$here/python/test-wheel.sh" "$@" 2>&1 | tee "$logs/python.log"
 python_rc=${PIPESTATUS[0]}
 python_summary="$(grep -E '^=+ .*(passed|failed|error).* in [0-9.]+s' "$logs/python.log" | tail -1 | sed -E 's/^=+ //; s/ =+$//')"
-[ -n "$python_summary" ] || python_summary="no test summary"
+[ -n "$python_summary" ] || python_summary="no test summary (the wheel was not built or installed)"
 summaries+=("Python: $python_summary (exit $python_rc, $((SECONDS - start)) s)")
 [ "$python_rc" = 0 ] || status=1
 

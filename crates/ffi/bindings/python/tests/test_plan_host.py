@@ -1,6 +1,8 @@
-"""The plan-ffi surface exercised from Python through the UniFFI-generated
-bindings and the real native library (generate.sh copies libplan_ffi.so
-beside plan_ffi.py; the module loads it only from its own folder).
+"""The plan-ffi surface exercised from Python through the installed plan-ffi
+wheel: the UniFFI-generated module and the real native library, which the
+module loads only from its own folder (test-wheel.sh builds the wheel and
+installs it into a fresh virtualenv; test_installed_package.py checks that
+this is what gets imported).
 
 Each test gets its own temporary directory (database plus workspace), so
 tests never share a host lock.
@@ -10,16 +12,13 @@ import hashlib
 import json
 import os
 import sqlite3
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "generated"))
-
-from plan_ffi import (  # noqa: E402
+from plan_ffi import (
     error_code_wire_name,
     CommandSandbox,
     CommandState,
