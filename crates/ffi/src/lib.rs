@@ -1,10 +1,10 @@
 //! plan-ffi: the plan checkpoint host for Swift, Kotlin and Python hosts,
 //! exported through UniFFI.
 //!
-//! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration and
-//! startup fence happen in its constructor) plus an expiry timer, and mirrors
-//! the typed host API method for method; `handle_json` speaks protocol v9 as
-//! JSON for hosts that prefer the wire. Every method delegates in a line or
+//! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration,
+//! startup fence and the host's own expiry timer start in its constructor)
+//! and mirrors the typed host API method for method; `handle_json` speaks
+//! protocol v9 as JSON for hosts that prefer the wire. Every method delegates in a line or
 //! two: the FFI decides nothing. Errors reach foreign code as one
 //! [`PlanError`], made from host errors by exactly one mapping; no panic
 //! crosses the boundary (UniFFI turns any that escapes into an internal error,
@@ -16,7 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, NewSession};
+use plan_host::{ApprovalFilter, Connection, Host, HostError, HostOptions, NewSession};
 use plan_protocol::ServerNotification;
 
 pub use types::{
@@ -90,7 +90,6 @@ pub trait PlanCommandListener: Send + Sync {
 #[derive(uniffi::Object)]
 pub struct PlanHost {
     host: Arc<Host>,
-    driver: Mutex<Option<ExpiryDriver>>,
     connection: Mutex<Connection>,
 }
 
@@ -168,11 +167,8 @@ impl PlanHost {
                 ..defaults
             },
         )?);
-        let driver = ExpiryDriver::spawn(Arc::clone(&host))
-            .map_err(|error| HostError::with_detail(plan_core::ErrorCode::Internal, error.to_string()))?;
         Ok(Arc::new(PlanHost {
             connection: Mutex::new(Connection::new(Arc::clone(&host))),
-            driver: Mutex::new(Some(driver)),
             host,
         }))
     }
@@ -257,11 +253,10 @@ impl PlanHost {
     /// Later calls fail with `HOST_CLOSED`. Idempotent, and safe to call
     /// from a listener, even one running on the timer thread.
     pub fn shutdown(&self) {
-        // Closing first releases the database and the lock whatever the
-        // timer thread is doing; the driver then stops without joining
-        // itself when this runs on its own thread.
+        // Closing releases the database and the lock whatever the timer
+        // thread is doing, and tells the host's timer to end; it never
+        // waits for that thread, so it cannot wait for itself.
         self.host.close();
-        drop(lock(&self.driver).take());
     }
 
     /// Creates a session.

@@ -1,6 +1,6 @@
 //! The event loop every host operation shares: load the session, ask
 //! plan-core, apply the effects in one storage transaction, adopt the new
-//! state, queue the notifications, wake the driver, deliver.
+//! state, queue the notifications, wake the expiry timer, deliver.
 //!
 //! It carries out decisions; it makes none.
 
@@ -192,7 +192,7 @@ impl HostCore {
             .iter()
             .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
         {
-            self.wake_driver();
+            self.wake_timer();
         }
         self.deliver();
         Ok(Some((effects, outcome)))

@@ -21,6 +21,7 @@ use crate::commands::CommandSupport;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::timer::{ExpiryTimer, TimerThread};
 use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
@@ -29,6 +30,18 @@ use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, To
 /// running commands (they record a command's end when it exits on its own).
 pub struct Host {
     pub(crate) core: Arc<HostCore>,
+    /// The expiry timer thread, unless the embedder chose
+    /// [`ExpiryTimer::Manual`]. It holds the core, not the `Host`, so
+    /// dropping the `Host` is what stops it.
+    timer: Option<TimerThread>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(mut timer) = self.timer.take() {
+            timer.stop(&self.core);
+        }
+    }
 }
 
 impl std::ops::Deref for Host {
@@ -76,8 +89,7 @@ impl Host {
         let commands = CommandSupport::open(&options, &database)?;
         // The probe, not the embedder, says whether the sandbox works.
         options.limits.commands.sandbox_available = commands.sandbox_available();
-        Ok(Host {
-            core: Arc::new(HostCore {
+        let core = Arc::new(HostCore {
                 open: Mutex::new(Some(Open {
                     store,
                     turns: HashMap::new(),
@@ -94,8 +106,18 @@ impl Host {
                 migration,
                 database,
                 commands,
-            }),
-        })
+            });
+        let timer = match core.options.expiry {
+            ExpiryTimer::Automatic => Some(TimerThread::spawn(&core).map_err(|error| {
+                core.close_now();
+                HostError::with_detail(
+                    ErrorCode::Internal,
+                    format!("cannot start the expiry timer: {error}"),
+                )
+            })?),
+            ExpiryTimer::Manual => None,
+        };
+        Ok(Host { core, timer })
     }
 
     /// What opening did to the schema.
@@ -121,20 +143,12 @@ impl Host {
     /// Closes the host: releases the database and the single-host lock. Every
     /// later call fails with `HOST_CLOSED`. Closing twice is harmless.
     pub fn close(&self) {
-        let closed = lock(&self.open).take();
-        if let Some(open) = &closed {
-            // Running commands do not outlive the host.
-            for slot in open.commands.values() {
-                slot.cancel.cancel();
-            }
-        }
-        drop(closed);
-        self.wake_driver();
+        self.core.close_now();
     }
 
     /// Whether [`Host::close`] was called.
     pub fn is_closed(&self) -> bool {
-        lock(&self.open).is_none()
+        self.core.closed()
     }
 
     // Sessions.
@@ -499,6 +513,45 @@ impl Host {
     /// back since an approval was created, the deadline is that much earlier
     /// than its `expiresAt`, so a timer set by it still fires on time.
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
+        self.core.earliest_deadline()
+    }
+
+    /// Expires every approval plan-core calls due; returns them.
+    pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
+        self.core.expire_due_now()
+    }
+
+    // The machinery every operation shares.
+
+    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
+        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
+            .ok_or_else(|| {
+                HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
+            })
+    }
+}
+
+impl HostCore {
+    /// Releases the database and the lock, cancels running commands and
+    /// wakes the timer so that it ends.
+    pub(crate) fn close_now(&self) {
+        let closed = lock(&self.open).take();
+        if let Some(open) = &closed {
+            // Running commands do not outlive the host.
+            for slot in open.commands.values() {
+                slot.cancel.cancel();
+            }
+        }
+        drop(closed);
+        self.wake_timer();
+    }
+
+    pub(crate) fn closed(&self) -> bool {
+        lock(&self.open).is_none()
+    }
+
+    /// The earliest pending deadline, on the wall clock as it is now.
+    pub(crate) fn earliest_deadline(&self) -> Result<Option<UnixMs>, HostError> {
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
         self.with_open(|open| {
@@ -510,7 +563,7 @@ impl Host {
     }
 
     /// Expires every approval plan-core calls due; returns them.
-    pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
+    pub(crate) fn expire_due_now(&self) -> Result<Vec<PlanApproval>, HostError> {
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
         let due: Vec<String> = self.with_open(|open| {
@@ -536,14 +589,6 @@ impl Host {
         Ok(expired)
     }
 
-    // The machinery every operation shares.
-
-    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
-        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
-            .ok_or_else(|| {
-                HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
-            })
-    }
 }
 
 /// Locks a mutex, recovering from poisoning: every durable change is

@@ -14,19 +14,18 @@
 mod clock;
 mod commands;
 mod dispatch;
-mod driver;
 mod error;
 mod event;
 mod host;
 mod notify;
 mod outbox;
 mod shells;
+mod timer;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use commands::SandboxStatus;
 pub use dispatch::{Connection, SERVER_NAME, error_object};
-pub use driver::ExpiryDriver;
 pub use error::HostError;
 pub use event::HostCore;
 pub use host::Host;
@@ -36,6 +35,7 @@ pub use plan_storage::{
     StoredApproval,
 };
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
+pub use timer::ExpiryTimer;
 pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.

@@ -13,7 +13,7 @@ use plan_protocol::{
 };
 
 /// Receives host notifications, one at a time and in commit order. Called on
-/// a thread that made a change (an embedder's or the expiry driver's); when
+/// a thread that made a change (an embedder's or the expiry timer's); when
 /// two threads change state at once, the one already delivering also
 /// delivers the other's notifications, after its own.
 pub trait NotificationListener: Send + Sync {

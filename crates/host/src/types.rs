@@ -13,6 +13,7 @@ use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApprova
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
+use crate::timer::ExpiryTimer;
 
 /// How a host is set up.
 #[derive(Clone)]
@@ -35,6 +36,10 @@ pub struct HostOptions {
     pub command_output_cap: u64,
     /// Between SIGTERM and SIGKILL after a timeout or cancellation.
     pub command_grace: Duration,
+    /// Who fires approval deadlines: the host's own timer thread
+    /// ([`ExpiryTimer::Automatic`], the default) or the embedder
+    /// ([`ExpiryTimer::Manual`]).
+    pub expiry: ExpiryTimer,
 }
 
 impl Default for HostOptions {
@@ -47,6 +52,7 @@ impl Default for HostOptions {
             scratch_root: None,
             command_output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
             command_grace: Duration::from_secs(2),
+            expiry: ExpiryTimer::Automatic,
         }
     }
 }
@@ -57,6 +63,7 @@ impl std::fmt::Debug for HostOptions {
             .debug_struct("HostOptions")
             .field("limits", &self.limits)
             .field("shells", &self.shells)
+            .field("expiry", &self.expiry)
             .finish_non_exhaustive()
     }
 }

@@ -1,9 +1,10 @@
 //! Integration tests of the typed `Host` API, the `Connection` JSON-RPC
-//! dispatcher and the `ExpiryDriver`.
+//! dispatcher and the host's expiry timer.
 //!
 //! Time comes from a `ManualClock`, so deadlines are crossed by moving the
-//! clock, never by sleeping; only the driver test uses the system clock, and
-//! it polls with a bounded wait instead of asserting on speed.
+//! clock, never by sleeping; only the timer tests run the host's timer
+//! thread, and they wait for conditions with generous bounds instead of
+//! asserting on speed.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,7 +22,7 @@ use plan_core::{
     PlanApproval, SessionState, ToolCall, TurnKind,
 };
 use plan_host::{
-    ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, ManualClock, NewSession,
+    ApprovalFilter, Connection, ExpiryTimer, Host, HostError, HostOptions, ManualClock, NewSession,
     ToolCallOutcome, ToolCallVerdict, default_catalog,
 };
 use plan_protocol::ServerNotification;
@@ -42,7 +43,6 @@ const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Host>();
     send_sync::<Connection>();
-    send_sync::<ExpiryDriver>();
 };
 
 /// A temporary workspace and database with a host on a manual clock.
@@ -55,11 +55,15 @@ struct Fixture {
     seen: Arc<Mutex<Vec<ServerNotification>>>,
 }
 
+/// A manual clock and no timer thread: these tests cross deadlines by moving
+/// the clock and expire explicitly, so no other thread may act meanwhile.
+/// The `timer` tests run the automatic timer.
 fn options(clock: &Arc<ManualClock>) -> HostOptions {
     HostOptions {
         limits: Limits::new(TTL, MARKDOWN_LIMIT).unwrap(),
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
+        expiry: ExpiryTimer::Manual,
         ..HostOptions::default()
     }
 }
@@ -538,8 +542,10 @@ mod submit_plan {
             trigger_at: AtomicUsize::new(usize::MAX),
             action: OnceLock::new(),
         });
+        // No timer thread: it would read the clock and trigger the action.
         let options = HostOptions {
             clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
+            expiry: ExpiryTimer::Manual,
             ..HostOptions::default()
         };
         let host = Arc::new(Host::open(dir.path().join("plan.db"), options).unwrap());
@@ -872,48 +878,120 @@ mod expiry {
         fx.clock.set(d.expires_at + 1);
         assert_eq!(code(fx.host.approve(&d.id, None)), ErrorCode::PlanApprovalTimeout);
     }
+}
 
-    #[test]
-    fn expiry_driver_fires_on_time_with_the_system_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().canonicalize().unwrap();
-        let host = Arc::new(
-            Host::open(
-                dir.path().join("plan.db"),
-                HostOptions {
-                    limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
-                    ..HostOptions::default()
-                },
-            )
-            .unwrap(),
-        );
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let sender = Mutex::new(sender);
-        host.add_listener(Arc::new(move |notification| {
-            let _ = sender.lock().unwrap().send(notification);
-        }));
-        let driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+mod timer {
+    //! The host's own expiry timer: started by `Host::open` unless the
+    //! embedder opts out, stopped by `close` and by dropping the host.
+    //! Waits are bounded conditions (a channel with a generous timeout),
+    //! never assertions on speed.
+
+    use std::cell::RefCell;
+    use std::sync::mpsc::{self, Receiver, Sender};
+
+    use super::*;
+
+    /// Longer than any wait these tests need, on any machine.
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// Sends once when the thread that owns it ends (thread-local
+    /// destructors run as a thread exits).
+    struct ExitSignal(Sender<()>);
+
+    impl Drop for ExitSignal {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+
+    thread_local! {
+        static ON_EXIT: RefCell<Option<ExitSignal>> = const { RefCell::new(None) };
+    }
+
+    /// A Plan session with a pending approval on `host`.
+    fn pending_on(host: &Host, workspace: &Path, id: &str) -> PlanApproval {
         host.create_session(NewSession {
-            session_id: Some("s1".to_owned()),
+            session_id: Some(id.to_owned()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
             mode: Some(Mode::Plan),
             permission_mode: None,
         })
         .unwrap();
-        let turn = host.start_turn("s1", Origin::Interactive).unwrap();
-        let approval = approval_of(
+        let turn = host.start_turn(id, Origin::Interactive).unwrap();
+        approval_of(
             &host
-                .tool_calls("s1", &turn.turn_id, vec![submit("c", MARKDOWN)])
+                .tool_calls(id, &turn.turn_id, vec![submit("c", MARKDOWN)])
                 .unwrap(),
-        );
-        // Nothing but the driver touches the host from here on.
-        let deadline = Instant::now() + Duration::from_secs(20);
+        )
+    }
+
+    /// Registers a listener that reports every `plan/approvalResolved`
+    /// delivered on the host's timer thread (`resolved`), and arranges for
+    /// `exited` to hear when that thread ends. `then` runs on the timer
+    /// thread after each report.
+    fn watch_timer_thread(
+        host: &Host,
+        then: impl Fn() + Send + Sync + 'static,
+    ) -> (Receiver<plan_protocol::PlanApproval>, Receiver<()>) {
+        let (resolved_tx, resolved) = mpsc::channel();
+        let (exit_tx, exited) = mpsc::channel();
+        let senders = Mutex::new((resolved_tx, exit_tx));
+        host.add_listener(Arc::new(move |notification| {
+            let ServerNotification::PlanApprovalResolved(resolved) = notification else {
+                return;
+            };
+            if std::thread::current().name() != Some("plan-expiry") {
+                return;
+            }
+            let (resolved_tx, exit_tx) = &*senders.lock().unwrap();
+            ON_EXIT.with(|slot| {
+                slot.borrow_mut()
+                    .get_or_insert_with(|| ExitSignal(exit_tx.clone()));
+            });
+            let _ = resolved_tx.send(resolved.approval);
+            then();
+        }));
+        (resolved, exited)
+    }
+
+    fn manual_clock_host(dir: &Path, clock: &Arc<ManualClock>, expiry: ExpiryTimer) -> Host {
+        Host::open(
+            dir.join("plan.db"),
+            HostOptions {
+                expiry,
+                ..options(clock)
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_host_expires_on_time_without_a_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        // The system clock and the default options: nothing but the host's
+        // own timer can expire this approval.
+        let host = Host::open(
+            dir.path().join("plan.db"),
+            HostOptions {
+                limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
+                ..HostOptions::default()
+            },
+        )
+        .unwrap();
+        let (sender, receiver) = mpsc::channel();
+        let sender = Mutex::new(sender);
+        host.add_listener(Arc::new(move |notification| {
+            let _ = sender.lock().unwrap().send(notification);
+        }));
+        let approval = pending_on(&host, &workspace, "s1");
+        let deadline = Instant::now() + PATIENCE;
         let resolved = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match receiver.recv_timeout(left) {
                 Ok(ServerNotification::PlanApprovalResolved(resolved)) => break resolved,
                 Ok(_) => {}
-                Err(error) => panic!("no expiry within 20 s: {error}"),
+                Err(error) => panic!("no expiry within {PATIENCE:?}: {error}"),
             }
         };
         assert_eq!(resolved.approval.id, approval.id);
@@ -924,10 +1002,111 @@ mod expiry {
         );
         assert_eq!(resolved.approval.decided_at, Some(approval.expires_at));
         assert!(plan_host::Clock::now_ms(&plan_host::SystemClock) >= approval.expires_at);
-        drop(driver);
         let row = host.approval(&approval.id).unwrap().approval;
         assert_eq!(row.status, ApprovalStatus::Expired);
+    }
+
+    #[test]
+    fn with_manual_expiry_nothing_expires_until_expire_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        listen(&host, &seen);
+        let approval = pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        // An automatic timer looks again at least once a second; twice that
+        // long, and still nothing may have been expired.
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(
+            !methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"),
+            "something expired the approval without expire_due"
+        );
+        // The deadline is due, and the embedder's own call expires it.
+        assert_eq!(host.next_deadline().unwrap(), Some(approval.expires_at));
+        let expired = host.expire_due().unwrap();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].id, approval.id);
+        assert_eq!(expired[0].status, ApprovalStatus::Expired);
+        assert!(methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"));
+        assert_eq!(host.next_deadline().unwrap(), None);
+    }
+
+    #[test]
+    fn close_stops_the_timer_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic);
+        let (resolved, exited) = watch_timer_thread(&host, || {});
+        let approval = pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        let fired = resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        assert_eq!(fired.id, approval.id);
+        // The timer thread lives on until the host closes, then ends.
+        assert_eq!(exited.try_recv(), Err(mpsc::TryRecvError::Empty));
         host.close();
+        exited
+            .recv_timeout(PATIENCE)
+            .expect("the timer thread outlived close()");
+        // The host object is still there; only its thread is gone.
+        assert_eq!(code(host.session("s1")), ErrorCode::HostClosed);
+    }
+
+    #[test]
+    fn dropping_the_host_stops_the_timer_thread_and_releases_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic);
+        let (resolved, exited) = watch_timer_thread(&host, || {});
+        pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        assert_eq!(exited.try_recv(), Err(mpsc::TryRecvError::Empty));
+        drop(host);
+        // Dropping waits for the thread, so it has ended already.
+        assert_eq!(exited.try_recv(), Ok(()));
+        // Nothing holds the host's state any more (the options held the
+        // clock), and its lock is free for the next host.
+        assert_eq!(Arc::strong_count(&clock), 1);
+        let next = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        assert_eq!(
+            next.session("s1").unwrap().pending_approval.map(|a| a.status),
+            None
+        );
+    }
+
+    #[test]
+    fn a_listener_on_the_timer_thread_may_close_and_drop_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = Arc::new(manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic));
+        let owner: Arc<Mutex<Option<Arc<Host>>>> = Arc::new(Mutex::new(None));
+        let (resolved, exited) = watch_timer_thread(&host, {
+            let owner = Arc::clone(&owner);
+            move || {
+                let taken = owner.lock().unwrap().take();
+                if let Some(host) = taken {
+                    host.close();
+                    // The last reference: the host drops on its own timer
+                    // thread, which cannot wait for itself.
+                    drop(host);
+                }
+            }
+        });
+        pending_on(&host, &workspace, "s1");
+        *owner.lock().unwrap() = Some(host);
+        clock.advance(TTL + 1);
+        resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        exited
+            .recv_timeout(PATIENCE)
+            .expect("the timer thread did not end after its listener dropped the host");
+        // The lock was released: the next host opens.
+        let next = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        assert!(!next.is_closed());
     }
 }
 
@@ -1935,6 +2114,7 @@ mod edges {
                 limits: Limits::new(ttl, MARKDOWN_LIMIT).unwrap(),
                 clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
                 shells: default_catalog(),
+                expiry: ExpiryTimer::Manual,
                 ..HostOptions::default()
             },
         )
@@ -2000,7 +2180,7 @@ mod edges {
             )
             .unwrap(),
         );
-        let _driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+        // No driver: the host's own timer fires.
         host.create_session(NewSession {
             session_id: Some("s".to_owned()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
