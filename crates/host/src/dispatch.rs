@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use plan_core::{ErrorCode, Origin};
+use plan_core::{ApprovalId, ErrorCode, ExecutionId, Origin, SessionId, TurnId};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanDiffResult,
     PlanListResult, PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION,
@@ -173,52 +173,61 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         )),
         ClientRequest::SessionCreate(params) => {
             let state = host.create_session(NewSession {
-                session_id: params.session_id,
+                session_id: params.session_id.map(SessionId::from),
                 workspace_root: params.workspace_root,
                 mode: params.mode.map(Into::into),
                 permission_mode: params.permission_mode.map(Into::into),
             })?;
             to_value(&WireSession::from(&state))
         }
-        ClientRequest::SessionGet(params) => to_value(&WireSession::from(&host.session(&params.session_id)?)),
+        ClientRequest::SessionGet(params) => to_value(&WireSession::from(
+            &host.session(&SessionId::from(params.session_id))?,
+        )),
         ClientRequest::SessionConfigure(params) => {
-            let state = host.configure_session(&params.session_id, params.to_config_change())?;
+            let state =
+                host.configure_session(&SessionId::from(&params.session_id), params.to_config_change())?;
             to_value(&WireSession::from(&state))
         }
         ClientRequest::TurnStart(params) => {
             let origin: Origin = params.origin.into();
-            let turn = host.start_turn(&params.session_id, origin)?;
+            let turn = host.start_turn(&SessionId::from(params.session_id), origin)?;
             to_value(&TurnStartResult::from(&turn))
         }
         ClientRequest::TurnToolCalls(params) => {
             let calls = params.calls.into_iter().map(Into::into).collect();
-            let outcomes = host.tool_calls(&params.session_id, &params.turn_id, calls)?;
+            let outcomes = host.tool_calls(
+                &SessionId::from(params.session_id),
+                &TurnId::from(params.turn_id),
+                calls,
+            )?;
             let results = outcomes.iter().map(ToolCallOutcome::to_wire).collect();
             to_value(&TurnToolCallsResult { results })
         }
         ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
-            &host.complete_turn(&params.session_id, &params.turn_id)?,
+            &host.complete_turn(&SessionId::from(params.session_id), &TurnId::from(params.turn_id))?,
         )),
-        ClientRequest::TurnCancel(params) => {
-            to_value(&WireSession::from(&host.cancel_turn(&params.session_id)?))
-        }
+        ClientRequest::TurnCancel(params) => to_value(&WireSession::from(
+            &host.cancel_turn(&SessionId::from(params.session_id))?,
+        )),
         ClientRequest::PlanApprove(params) => {
-            let (approval, session) =
-                host.approve(&params.approval_id, params.permission_mode.map(Into::into))?;
+            let (approval, session) = host.approve_relayed(
+                &ApprovalId::from(params.approval_id),
+                params.permission_mode.map(Into::into),
+            )?;
             to_value(&PlanDecisionResult {
                 approval: (&approval).into(),
                 session: (&session).into(),
             })
         }
         ClientRequest::PlanReject(params) => {
-            let (approval, session) = host.reject(&params.approval_id)?;
+            let (approval, session) = host.reject(&ApprovalId::from(params.approval_id))?;
             to_value(&PlanDecisionResult {
                 approval: (&approval).into(),
                 session: (&session).into(),
             })
         }
         ClientRequest::PlanGet(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.approval(&params.approval_id)?.approval,
+            &host.approval(&ApprovalId::from(params.approval_id))?.approval,
         )),
         ClientRequest::PlanList(params) => {
             let filter = ApprovalFilter {
@@ -234,7 +243,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&PlanListResult { approvals })
         }
         ClientRequest::PlanReadArtifact(params) => {
-            let content = host.read_artifact(&params.approval_id)?;
+            let content = host.read_artifact(&ApprovalId::from(params.approval_id))?;
             to_value(&PlanReadArtifactResult {
                 markdown: content.markdown,
                 sha256: content.sha256,
@@ -245,14 +254,15 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let scope = params.scope()?;
             to_value(&VerifyReport::from(&host.verify(&scope)?))
         }
-        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(
-            &host.diff(&params.approval_id, params.against_approval_id.as_deref())?,
-        )),
+        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(&host.diff(
+            &ApprovalId::from(params.approval_id),
+            params.against_approval_id.map(ApprovalId::from).as_ref(),
+        )?)),
         ClientRequest::ExecutionStart(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.start_execution(&params.execution_id)?,
+            &host.start_execution(&ExecutionId::from(params.execution_id))?,
         )),
         ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.complete_execution(&params.execution_id)?,
+            &host.complete_execution(&ExecutionId::from(params.execution_id))?,
         )),
         ClientRequest::ShellList(_) => to_value(&host.shell_list()?),
         ClientRequest::ShellSetDefault(params) => {
@@ -261,8 +271,8 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         }
         ClientRequest::CommandStart(params) => {
             to_value(&plan_protocol::CommandRun::from(&host.start_agent_command(
-                &params.session_id,
-                &params.turn_id,
+                &SessionId::from(params.session_id),
+                &TurnId::from(params.turn_id),
                 &params.call_id,
                 &params.command,
                 params.cwd.as_deref(),
@@ -270,10 +280,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             )?))
         }
         ClientRequest::CommandCancel(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.cancel_command(&params.session_id, &params.call_id)?,
+            &host.cancel_command(&SessionId::from(params.session_id), &params.call_id)?,
         )),
         ClientRequest::CommandGet(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.command(&params.session_id, &params.call_id)?,
+            &host.command(&SessionId::from(params.session_id), &params.call_id)?,
         )),
     }
 }

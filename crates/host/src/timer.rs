@@ -61,13 +61,11 @@ impl TimerThread {
     /// Starts the timer thread for `core`.
     pub(crate) fn spawn(core: &Arc<HostCore>) -> std::io::Result<TimerThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::Builder::new()
-            .name(THREAD_NAME.to_owned())
-            .spawn({
-                let core = Arc::clone(core);
-                let stop = Arc::clone(&stop);
-                move || run(&core, &stop)
-            })?;
+        let thread = std::thread::Builder::new().name(THREAD_NAME.to_owned()).spawn({
+            let core = Arc::clone(core);
+            let stop = Arc::clone(&stop);
+            move || run(&core, &stop)
+        })?;
         Ok(TimerThread {
             stop,
             thread: Some(thread),

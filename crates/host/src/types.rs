@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval};
+use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval, SessionId};
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
@@ -72,7 +72,7 @@ impl std::fmt::Debug for HostOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewSession {
     /// The id to use; the host makes one when `None`.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Absolute workspace root; `None` for a session not bound to a project.
     pub workspace_root: Option<String>,
     /// Initial mode (Agent when `None`).
