@@ -40,6 +40,18 @@ use crate::{Host, HostError};
 pub(crate) type CommandKey = (String, String);
 
 /// What [`Host::open`] found out about the kernel sandbox, once.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use plan_host::{Host, HostOptions, SandboxStatus};
+///
+/// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
+/// let host = Host::open(dir.path().join("plan.db"), options)?;
+/// // Without a helper nothing runs, and the host says why.
+/// assert!(matches!(host.sandbox_status(), SandboxStatus::Unavailable { .. }));
+/// assert!(!host.limits().commands.sandbox_available);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxStatus {
     /// Landlock ABI 3+, seccomp and dropped capabilities work: Plan Bash runs
@@ -336,7 +348,8 @@ impl Host {
         Ok(())
     }
 
-    /// Whether Plan-mode Bash can run here (probed once at open).
+    /// Whether Plan-mode Bash can run here (probed once at open);
+    /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
         self.commands.status.clone()
     }

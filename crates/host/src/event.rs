@@ -39,7 +39,9 @@ pub(crate) struct Open {
 }
 
 /// The state of a [`crate::Host`], shared with the threads that watch its
-/// running commands. Reached through the host (it dereferences to this).
+/// running commands and with the expiry timer. Reached through the host (it
+/// dereferences to this); it has no public methods of its own, and every
+/// operation is a [`crate::Host`] method.
 pub struct HostCore {
     pub(crate) open: Mutex<Option<Open>>,
     pub(crate) outbox: Mutex<Outbox>,

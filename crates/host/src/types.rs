@@ -15,7 +15,20 @@ use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
 use crate::timer::ExpiryTimer;
 
-/// How a host is set up.
+/// How a host is set up. Every field has a default; name only what
+/// differs.
+///
+/// ```
+/// use plan_host::{ExpiryTimer, HostOptions, Limits};
+///
+/// let options = HostOptions {
+///     limits: Limits::new(10 * 60 * 1000, 1024 * 1024)?,
+///     expiry: ExpiryTimer::Automatic,
+///     ..HostOptions::default()
+/// };
+/// assert_eq!(options.limits.approval_ttl_ms(), 600_000);
+/// # Ok::<(), plan_host::LimitError>(())
+/// ```
 #[derive(Clone)]
 pub struct HostOptions {
     /// Approval TTL and markdown limit.
@@ -68,7 +81,9 @@ impl std::fmt::Debug for HostOptions {
     }
 }
 
-/// A new session's settings.
+/// A new session's settings; [`Host::create_session`]'s example makes one.
+///
+/// [`Host::create_session`]: crate::Host::create_session
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewSession {
     /// The id to use; the host makes one when `None`.
@@ -81,7 +96,10 @@ pub struct NewSession {
     pub permission_mode: Option<PermissionMode>,
 }
 
-/// What one tool call of a batch came to.
+/// What one tool call of a batch came to ([`Host::tool_calls`]; the host
+/// test `tool_call_outcomes_have_one_wire_form` shows each kind).
+///
+/// [`Host::tool_calls`]: crate::Host::tool_calls
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallOutcome {
     /// The call.
@@ -99,7 +117,8 @@ pub struct ToolCallOutcome {
 }
 
 impl ToolCallOutcome {
-    /// The protocol v9 form of the outcome.
+    /// The protocol v9 form of the outcome (the host test
+    /// `tool_call_outcomes_have_one_wire_form` checks it).
     pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
         match (self.decision, &self.approval, &self.command) {
             (ToolCallVerdict::Allow(_), Some(approval), _) => {
@@ -123,6 +142,13 @@ impl ToolCallOutcome {
 }
 
 /// Allow or deny, as the wire says it.
+///
+/// ```
+/// use plan_host::{ErrorCode, ToolCallVerdict};
+///
+/// let denied = ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan);
+/// assert_ne!(denied, ToolCallVerdict::Allow(None));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolCallVerdict {
     /// The call may run (in an Agent turn: under the given permission mode).
@@ -131,7 +157,10 @@ pub enum ToolCallVerdict {
     Deny(ErrorCode),
 }
 
-/// Verified artifact bytes.
+/// Verified artifact bytes, from [`Host::read_artifact`] (the README
+/// example reads them).
+///
+/// [`Host::read_artifact`]: crate::Host::read_artifact
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactContent {
     /// The Markdown, exactly as written.

@@ -2596,7 +2596,10 @@ mod readme {
         let roots = path_roots(code);
         let allowed = ["plan_host", "serde_json", "std", "tempfile"];
         let foreign: Vec<&&str> = roots.iter().filter(|root| !allowed.contains(root)).collect();
-        assert!(foreign.is_empty(), "the example reaches past plan_host: {foreign:?}");
+        assert!(
+            foreign.is_empty(),
+            "the example reaches past plan_host: {foreign:?}"
+        );
         // The check itself sees a direct import.
         assert!(path_roots("use plan_core::Mode; plan_host::Host::open").contains("plan_core"));
     }
