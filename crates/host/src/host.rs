@@ -222,7 +222,7 @@ impl Host {
     /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
     /// let state = host.create_session(NewSession {
     ///     session_id: Some("s1".into()),
-    ///     workspace_root: Some("/work/../w/".to_owned()),
+    ///     workspace_root: Some("/srv/../w/".to_owned()),
     ///     ..NewSession::default()
     /// })?;
     /// assert_eq!(state.session.workspace_root.as_deref(), Some("/w"));
