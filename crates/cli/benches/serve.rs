@@ -35,6 +35,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use plan_host::SessionId;
 use serde_json::{Value, json};
 use sha2::Digest;
 
@@ -194,7 +195,7 @@ impl InProcess {
     fn new(base: &Path, workspace: &Path) -> InProcess {
         let host = plan_host::Host::open(base.join("host.db"), plan_host::HostOptions::default()).unwrap();
         host.create_session(plan_host::NewSession {
-            session_id: Some("bench".to_owned()),
+            session_id: Some("bench".into()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
             mode: Some(plan_core::Mode::Plan),
             permission_mode: None,
@@ -206,16 +207,19 @@ impl InProcess {
     fn submission(&self) {
         let turn = self
             .host
-            .start_turn("bench", plan_core::Origin::Interactive)
+            .start_turn(&SessionId::from("bench"), plan_core::Origin::Interactive)
             .unwrap();
         let call = plan_core::ToolCall {
             call_id: "c".to_owned(),
             name: "SubmitPlan".to_owned(),
             input: json!({"title": "Split parser", "markdown": MARKDOWN, "question": "Go?"}),
         };
-        let outcomes = self.host.tool_calls("bench", &turn.turn_id, vec![call]).unwrap();
+        let outcomes = self
+            .host
+            .tool_calls(&SessionId::from("bench"), &turn.turn_id(), vec![call])
+            .unwrap();
         let approval = outcomes[0].approval.as_ref().unwrap();
-        black_box(self.host.reject(&approval.id).unwrap());
+        black_box(self.host.reject(&approval.approval_id()).unwrap());
     }
 }
 

@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use plan_core::{ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, ToolCall};
+use plan_core::{
+    ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
+};
 use plan_host::{
     ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, SandboxStatus, ToolCallOutcome,
     ToolCallVerdict,
@@ -188,7 +190,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
             ..NewSession::default()
         })
         .map_err(host_failure("creating the session"))?;
-    let session_id = state.session.id.clone();
+    let session_id = state.session.session_id();
     say(&format!(
         "   session {session_id}: mode {}, permission {}\n",
         state.session.mode, state.session.permission_mode
@@ -202,7 +204,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id,
+            &turn.turn_id(),
             vec![
                 call(
                     "call-write",
@@ -218,13 +220,13 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     }
 
     story.step("The agent runs Bash in the Plan turn: cat a file, then tries to write one")?;
-    plan_bash(&host, &session_id, &turn.turn_id, &workspace, &notifications)?;
+    plan_bash(&host, &session_id, &turn.turn_id(), &workspace, &notifications)?;
 
     story.step("The agent calls SubmitPlan; the host writes the artifact")?;
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id,
+            &turn.turn_id(),
             vec![submit("Split the parser", FIRST_PLAN)],
         )
         .map_err(host_failure("submitting the plan"))?;
@@ -238,7 +240,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no artifact"));
     };
     let content = host
-        .read_artifact(&first.id)
+        .read_artifact(&first.approval_id())
         .map_err(host_failure("rereading the artifact"))?;
     say(&format!(
         "   approval {} is {}: \"{}\"\n   artifact: {}/{}\n     size:   {} bytes\n     sha256: {}\n     \
@@ -257,9 +259,9 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
 
     story.step("A person approves with accept-edits")?;
     let (approved, state) = host
-        .approve(&first.id, Some(PermissionMode::AcceptEdits))
+        .approve(&first.approval_id(), PermissionMode::AcceptEdits)
         .map_err(host_failure("approving"))?;
-    let Some(execution_id) = approved.execution_id.clone() else {
+    let Some(execution_id) = approved.execution_id() else {
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no execution"));
     };
     say(&format!(
@@ -287,7 +289,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     drop(host);
     let host = Host::open(&database, options.clone()).map_err(host_failure("reopening the host"))?;
     let after = host
-        .approval(&first.id)
+        .approval(&first.approval_id())
         .map_err(host_failure("reading the approval"))?
         .approval;
     let state = host
@@ -330,7 +332,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id,
+            &turn.turn_id(),
             vec![submit("Split the parser (revision)", SECOND_PLAN)],
         )
         .map_err(host_failure("submitting the second plan"))?;
@@ -340,7 +342,9 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
             "demo: the second SubmitPlan created no approval",
         ));
     };
-    let (rejected, state) = host.reject(&second.id).map_err(host_failure("rejecting"))?;
+    let (rejected, state) = host
+        .reject(&second.approval_id())
+        .map_err(host_failure("rejecting"))?;
     say(&format!(
         "   the agent submitted a new plan: approval {}, a new artifact {}\n   a person rejects it: status {}, \
          permission mode {}, execution {}\n   session idle in {} mode; a revision needs a new turn and a new \
@@ -414,8 +418,8 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
 /// refuses. Prints what the host streamed and how each run ended.
 fn plan_bash(
     host: &Host,
-    session_id: &str,
-    turn_id: &str,
+    session_id: &SessionId,
+    turn_id: &TurnId,
     workspace: &Path,
     notifications: &Receiver<ServerNotification>,
 ) -> Result<(), Failure> {

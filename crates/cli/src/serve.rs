@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plan_core::{ErrorCode, Limits};
-use plan_host::{Connection, ExpiryDriver, Host, HostOptions};
+use plan_host::{Connection, Host, HostOptions};
 use plan_protocol::{ErrorObject, MessageLimits, Notification, Response};
 use serde_json::Value;
 
@@ -116,17 +116,6 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
             }
         }
     }));
-    let driver = match ExpiryDriver::spawn(Arc::clone(&host)) {
-        Ok(driver) => driver,
-        Err(error) => {
-            log::line(&format!(
-                "plan-checkpoint serve: cannot start the expiry timer: {error}"
-            ));
-            host.close();
-            outbound.finish(FLUSH_PATIENCE);
-            return crate::exit::FAILURE;
-        }
-    };
     let mut connection = Connection::new(Arc::clone(&host));
     let budget = MessageLimits::for_markdown_limit(limits.markdown_limit_bytes());
     let stdin = std::io::stdin();
@@ -148,7 +137,7 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
             }
         }
     }
-    drop(driver);
+    // Closing stops the host's expiry timer too.
     host.close();
     outbound.finish(FLUSH_PATIENCE);
     log::line("plan-checkpoint serve: stdin closed, shutting down");

@@ -1,10 +1,10 @@
 //! plan-ffi: the plan checkpoint host for Swift, Kotlin and Python hosts,
 //! exported through UniFFI.
 //!
-//! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration and
-//! startup fence happen in its constructor) plus an expiry timer, and mirrors
-//! the typed host API method for method; `handle_json` speaks protocol v9 as
-//! JSON for hosts that prefer the wire. Every method delegates in a line or
+//! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration,
+//! startup fence and the host's own expiry timer start in its constructor)
+//! and mirrors the typed host API method for method; `handle_json` speaks
+//! protocol v9 as JSON for hosts that prefer the wire. Every method delegates in a line or
 //! two: the FFI decides nothing. Errors reach foreign code as one
 //! [`PlanError`], made from host errors by exactly one mapping; no panic
 //! crosses the boundary (UniFFI turns any that escapes into an internal error,
@@ -16,7 +16,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, NewSession};
+use plan_host::{ApprovalFilter, Connection, Host, HostError, HostOptions, NewSession};
 use plan_protocol::ServerNotification;
 
 pub use types::{
@@ -90,7 +90,6 @@ pub trait PlanCommandListener: Send + Sync {
 #[derive(uniffi::Object)]
 pub struct PlanHost {
     host: Arc<Host>,
-    driver: Mutex<Option<ExpiryDriver>>,
     connection: Mutex<Connection>,
 }
 
@@ -168,11 +167,8 @@ impl PlanHost {
                 ..defaults
             },
         )?);
-        let driver = ExpiryDriver::spawn(Arc::clone(&host))
-            .map_err(|error| HostError::with_detail(plan_core::ErrorCode::Internal, error.to_string()))?;
         Ok(Arc::new(PlanHost {
             connection: Mutex::new(Connection::new(Arc::clone(&host))),
-            driver: Mutex::new(Some(driver)),
             host,
         }))
     }
@@ -233,8 +229,8 @@ impl PlanHost {
         timeout_ms: Option<u64>,
     ) -> Outcome<CommandRun> {
         let run = self.host.start_agent_command(
-            &session_id,
-            &turn_id,
+            &session_id.into(),
+            &turn_id.into(),
             &call_id,
             &command,
             cwd.as_deref(),
@@ -245,23 +241,22 @@ impl PlanHost {
 
     /// `command/cancel`: kills a running command; `on_exited` confirms it.
     pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok((&self.host.cancel_command(&session_id, &call_id)?).into())
+        Ok((&self.host.cancel_command(&session_id.into(), &call_id)?).into())
     }
 
     /// `command/get`: a run by session and call id.
     pub fn get_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok((&self.host.command(&session_id, &call_id)?).into())
+        Ok((&self.host.command(&session_id.into(), &call_id)?).into())
     }
 
     /// Releases the database and the single-host lock and stops the timer.
     /// Later calls fail with `HOST_CLOSED`. Idempotent, and safe to call
     /// from a listener, even one running on the timer thread.
     pub fn shutdown(&self) {
-        // Closing first releases the database and the lock whatever the
-        // timer thread is doing; the driver then stops without joining
-        // itself when this runs on its own thread.
+        // Closing releases the database and the lock whatever the timer
+        // thread is doing, and tells the host's timer to end; it never
+        // waits for that thread, so it cannot wait for itself.
         self.host.close();
-        drop(lock(&self.driver).take());
     }
 
     /// Creates a session.
@@ -273,7 +268,7 @@ impl PlanHost {
         permission_mode: Option<PermissionMode>,
     ) -> Outcome<Session> {
         let new = NewSession {
-            session_id,
+            session_id: session_id.map(Into::into),
             workspace_root,
             mode: mode.map(Into::into),
             permission_mode: permission_mode.map(Into::into),
@@ -283,7 +278,7 @@ impl PlanHost {
 
     /// A session.
     pub fn get_session(&self, session_id: String) -> Outcome<Session> {
-        Ok(types::session(&self.host.session(&session_id)?))
+        Ok(types::session(&self.host.session(&session_id.into())?))
     }
 
     /// Changes configuration while the session is idle.
@@ -295,12 +290,14 @@ impl PlanHost {
             model: optional_change("model", config.model, config.clear_model)?,
             shell: optional_change("shell", config.shell, config.clear_shell)?,
         };
-        Ok(types::session(&self.host.configure_session(&session_id, change)?))
+        Ok(types::session(
+            &self.host.configure_session(&session_id.into(), change)?,
+        ))
     }
 
     /// Starts a prompt turn.
     pub fn start_turn(&self, session_id: String, origin: Origin) -> Outcome<ActiveTurn> {
-        let turn = self.host.start_turn(&session_id, origin.into())?;
+        let turn = self.host.start_turn(&session_id.into(), origin.into())?;
         Ok(plan_protocol::ActiveTurn::from(&turn).into())
     }
 
@@ -327,23 +324,28 @@ impl PlanHost {
                 })
             })
             .collect::<Result<Vec<_>, HostError>>()?;
-        let outcomes = self.host.tool_calls(&session_id, &turn_id, calls)?;
+        let outcomes = self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?;
         Ok(outcomes.iter().map(|outcome| outcome.to_wire().into()).collect())
     }
 
     /// Ends the active prompt turn.
     pub fn complete_turn(&self, session_id: String, turn_id: String) -> Outcome<Session> {
-        Ok(types::session(&self.host.complete_turn(&session_id, &turn_id)?))
+        Ok(types::session(
+            &self.host.complete_turn(&session_id.into(), &turn_id.into())?,
+        ))
     }
 
     /// Cancels the active turn.
     pub fn cancel_turn(&self, session_id: String) -> Outcome<Session> {
-        Ok(types::session(&self.host.cancel_turn(&session_id)?))
+        Ok(types::session(&self.host.cancel_turn(&session_id.into())?))
     }
 
-    /// Approves with an explicit permission mode.
+    /// Approves with an explicit permission mode; without one it is
+    /// `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
     pub fn approve(&self, approval_id: String, permission_mode: Option<PermissionMode>) -> Outcome<Decision> {
-        let (approval, session) = self.host.approve(&approval_id, permission_mode.map(Into::into))?;
+        let (approval, session) = self
+            .host
+            .approve_relayed(&approval_id.into(), permission_mode.map(Into::into))?;
         Ok(Decision {
             approval: types::approval(&approval),
             session: types::session(&session),
@@ -352,7 +354,7 @@ impl PlanHost {
 
     /// Rejects.
     pub fn reject(&self, approval_id: String) -> Outcome<Decision> {
-        let (approval, session) = self.host.reject(&approval_id)?;
+        let (approval, session) = self.host.reject(&approval_id.into())?;
         Ok(Decision {
             approval: types::approval(&approval),
             session: types::session(&session),
@@ -361,7 +363,9 @@ impl PlanHost {
 
     /// One approval.
     pub fn get_approval(&self, approval_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(&self.host.approval(&approval_id)?.approval))
+        Ok(types::approval(
+            &self.host.approval(&approval_id.into())?.approval,
+        ))
     }
 
     /// Approvals, newest first.
@@ -377,7 +381,7 @@ impl PlanHost {
 
     /// Rereads an artifact and checks it against the record.
     pub fn read_artifact(&self, approval_id: String) -> Outcome<ArtifactContent> {
-        let content = self.host.read_artifact(&approval_id)?;
+        let content = self.host.read_artifact(&approval_id.into())?;
         Ok(ArtifactContent {
             markdown: content.markdown,
             sha256: content.sha256,
@@ -387,12 +391,14 @@ impl PlanHost {
 
     /// Queued -> running.
     pub fn start_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(&self.host.start_execution(&execution_id)?))
+        Ok(types::approval(&self.host.start_execution(&execution_id.into())?))
     }
 
     /// Running -> completed.
     pub fn complete_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(&self.host.complete_execution(&execution_id)?))
+        Ok(types::approval(
+            &self.host.complete_execution(&execution_id.into())?,
+        ))
     }
 
     /// The shell catalog.
@@ -413,7 +419,8 @@ impl PlanHost {
     /// Diffs an approval's artifact against `against_approval_id`, or against
     /// the previous submission of its session when `None`.
     pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
-        let diff = self.host.diff(&approval_id, against_approval_id.as_deref())?;
+        let against = against_approval_id.map(plan_host::ApprovalId::from);
+        let diff = self.host.diff(&approval_id.into(), against.as_ref())?;
         Ok(plan_protocol::PlanDiffResult::from(&diff).into())
     }
 

@@ -17,7 +17,23 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use plan_core::UnixMs;
 
-/// A source of Unix-millisecond time.
+/// A source of Unix-millisecond time, handed to the host in
+/// [`crate::HostOptions::clock`].
+///
+/// ```
+/// use plan_host::{Clock, UnixMs};
+///
+/// /// A clock that stands still (the monotonic reading is the system's).
+/// struct Frozen(UnixMs);
+///
+/// impl Clock for Frozen {
+///     fn now_ms(&self) -> UnixMs {
+///         self.0
+///     }
+/// }
+///
+/// assert_eq!(Frozen(42).now_ms(), 42);
+/// ```
 pub trait Clock: Send + Sync {
     /// The current wall-clock time.
     fn now_ms(&self) -> UnixMs;
@@ -37,7 +53,13 @@ fn system_monotonic_ms() -> i64 {
     i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX)
 }
 
-/// The system wall clock.
+/// The system wall clock, the default of [`crate::HostOptions`].
+///
+/// ```
+/// use plan_host::{Clock, SystemClock};
+///
+/// assert!(SystemClock.now_ms() > 1_700_000_000_000);
+/// ```
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
@@ -51,6 +73,17 @@ impl Clock for SystemClock {
 }
 
 /// A clock that only moves when told to.
+///
+/// ```
+/// use plan_host::{Clock, ManualClock};
+///
+/// let clock = ManualClock::new(1_000);
+/// clock.advance(500);
+/// assert_eq!((clock.now_ms(), clock.monotonic_ms()), (1_500, 500));
+/// // A step of the wall clock: no time passes.
+/// clock.set(0);
+/// assert_eq!((clock.now_ms(), clock.monotonic_ms()), (0, 500));
+/// ```
 #[derive(Debug)]
 pub struct ManualClock {
     now: AtomicI64,
@@ -58,7 +91,7 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
-    /// A clock standing at `now`.
+    /// A clock standing at `now` ([`ManualClock`]'s example).
     pub fn new(now: UnixMs) -> ManualClock {
         ManualClock {
             now: AtomicI64::new(now),
@@ -67,7 +100,8 @@ impl ManualClock {
     }
 
     /// Lets `delta` milliseconds pass: both readings move forward (a
-    /// negative delta is a step of the wall clock only).
+    /// negative delta is a step of the wall clock only;
+    /// [`ManualClock`]'s example).
     pub fn advance(&self, delta: i64) {
         self.now.fetch_add(delta, Ordering::SeqCst);
         if delta > 0 {
@@ -76,7 +110,8 @@ impl ManualClock {
     }
 
     /// Steps the wall clock to `now`, as NTP or a person would: no time
-    /// passes, so the monotonic reading stays where it is.
+    /// passes, so the monotonic reading stays where it is
+    /// ([`ManualClock`]'s example).
     pub fn set(&self, now: UnixMs) {
         self.now.store(now, Ordering::SeqCst);
     }

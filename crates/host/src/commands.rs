@@ -20,7 +20,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CommandRequest, CommandRun, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant};
+use plan_core::{
+    CommandRequest, CommandRun, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant, SessionId,
+    TurnId,
+};
 use plan_exec::{
     CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, Runner, SandboxSupport,
     Stream,
@@ -37,6 +40,18 @@ use crate::{Host, HostError};
 pub(crate) type CommandKey = (String, String);
 
 /// What [`Host::open`] found out about the kernel sandbox, once.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use plan_host::{Host, HostOptions, SandboxStatus};
+///
+/// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
+/// let host = Host::open(dir.path().join("plan.db"), options)?;
+/// // Without a helper nothing runs, and the host says why.
+/// assert!(matches!(host.sandbox_status(), SandboxStatus::Unavailable { .. }));
+/// assert!(!host.limits().commands.sandbox_available);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxStatus {
     /// Landlock ABI 3+, seccomp and dropped capabilities work: Plan Bash runs
@@ -333,7 +348,8 @@ impl Host {
         Ok(())
     }
 
-    /// Whether Plan-mode Bash can run here (probed once at open).
+    /// Whether Plan-mode Bash can run here (probed once at open);
+    /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
         self.commands.status.clone()
     }
@@ -538,17 +554,29 @@ impl Host {
         })
     }
 
-    /// `command/start`: runs an Agent turn's allowed Bash call. A refused
-    /// start is recorded in the audit and returned as the error.
+    /// `command/start`: runs an Agent turn's allowed Bash call (`call_id`
+    /// is the tool call the turn's batch allowed). A refused start is
+    /// recorded in the audit and returned as the error. The host tests in
+    /// `tests/host/commands.rs` run commands this way.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `COMMAND_NOT_ALLOWED` (not a
+    /// Bash call the turn allowed, or started already),
+    /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`, `SANDBOX_UNAVAILABLE`,
+    /// `SHELL_UNAVAILABLE`, `SESSION_BUSY` (too many running commands),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL` (the process could not be
+    /// spawned).
     pub fn start_agent_command(
         &self,
-        session_id: &str,
-        turn_id: &str,
+        session_id: &SessionId,
+        turn_id: &TurnId,
         call_id: &str,
         command: &str,
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
     ) -> Result<CommandRun, HostError> {
+        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         let mut input = serde_json::json!({"command": command});
         if let serde_json::Value::Object(fields) = &mut input {
             if let Some(cwd) = cwd {
@@ -627,22 +655,36 @@ impl Host {
 
     /// `command/cancel`: kills a running command (SIGTERM to its group,
     /// SIGKILL after the grace); `command/exited` with state `cancelled`
-    /// confirms it. Returns the run as it is now.
-    pub fn cancel_command(&self, session_id: &str, call_id: &str) -> Result<CommandRun, HostError> {
+    /// confirms it. Returns the run as it is now (the host tests in
+    /// `tests/host/commands.rs` cancel commands).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND`, `COMMAND_NOT_RUNNING`,
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+        let session_id_text = session_id.as_str();
         let known_ended = self
-            .with_open(|open| Ok(open.store.command_record(session_id, call_id)?))?
+            .with_open(|open| Ok(open.store.command_record(session_id_text, call_id)?))?
             .is_some_and(|record| record.run.state.is_ended());
         let event = Event::CancelCommand {
             call_id: call_id.to_owned(),
             known_ended,
         };
-        self.session_event(session_id, event)?;
+        self.session_event(session_id_text, event)?;
         self.command(session_id, call_id)
     }
 
     /// `command/get`: a running command as it started, or the latest audit
-    /// record of an ended one. `COMMAND_NOT_FOUND` when no run has that id.
-    pub fn command(&self, session_id: &str, call_id: &str) -> Result<CommandRun, HostError> {
+    /// record of an ended one (the host tests in `tests/host/commands.rs`
+    /// read runs back).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+        let session_id = session_id.as_str();
         self.with_open(|open| {
             if open.store.get_session(session_id)?.is_none() {
                 return Err(HostError::with_detail(
@@ -664,7 +706,12 @@ impl Host {
         })
     }
 
-    /// Recorded runs, newest first, with their latest state.
+    /// Recorded runs, newest first, with their latest state (the host
+    /// tests in `tests/host/commands.rs` list them).
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
         self.with_open(|open| Ok(open.store.list_commands(filter)?))
     }

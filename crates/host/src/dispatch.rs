@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use plan_core::{ErrorCode, Origin};
+use plan_core::{ApprovalId, ErrorCode, ExecutionId, Origin, SessionId, TurnId};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanDiffResult,
     PlanListResult, PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION,
@@ -22,10 +22,25 @@ use crate::commands::SandboxStatus;
 use crate::types::{NewSession, ToolCallOutcome};
 use crate::{Host, HostError};
 
-/// The server name `initialize` reports.
+/// The server name `initialize` reports (the host test
+/// `requests_before_initialize_and_other_versions_are_refused` checks it).
 pub const SERVER_NAME: &str = "plan-checkpoint";
 
 /// One client's conversation with a host.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use std::sync::Arc;
+///
+/// use plan_host::{Connection, Host, HostOptions, serde_json};
+///
+/// let host = Arc::new(Host::open(dir.path().join("plan.db"), HostOptions::default())?);
+/// let mut connection = Connection::new(Arc::clone(&host));
+/// let line = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#;
+/// let reply: serde_json::Value = serde_json::from_str(&connection.handle_line(line).ok_or("no reply")?)?;
+/// assert_eq!(reply["result"]["protocolVersion"], 9);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Connection {
     host: Arc<Host>,
@@ -33,7 +48,7 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// A new, uninitialized connection.
+    /// A new, uninitialized connection ([`Connection`]'s example).
     pub fn new(host: Arc<Host>) -> Connection {
         Connection {
             host,
@@ -41,7 +56,8 @@ impl Connection {
         }
     }
 
-    /// The host behind the connection.
+    /// The host behind the connection (the `serve` sidecar reads its limits
+    /// through it).
     pub fn host(&self) -> &Arc<Host> {
         &self.host
     }
@@ -50,7 +66,9 @@ impl Connection {
     /// Returns the line to send back, or `None` when JSON-RPC wants no answer.
     /// A line over the protocol's message budgets (length, batch length,
     /// values, string bytes: [`plan_protocol::MessageLimits`]) is refused
-    /// whole with `INVALID_REQUEST` before it is parsed.
+    /// whole with `INVALID_REQUEST` before it is parsed. [`Connection`]'s
+    /// example sends `initialize`; the host tests in `mod connection` send
+    /// bad JSON, unknown methods and over-long lines.
     pub fn handle_line(&mut self, line: &str) -> Option<String> {
         let limits =
             plan_protocol::MessageLimits::for_markdown_limit(self.host.limits().markdown_limit_bytes());
@@ -65,7 +83,8 @@ impl Connection {
         Some(serde_json::to_string(&reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned()))
     }
 
-    /// Handles one parsed JSON message (an object or a batch array).
+    /// Handles one parsed JSON message (an object or a batch array; the
+    /// host test `batches_are_answered_per_json_rpc` sends both).
     pub fn handle_message(&mut self, message: Value) -> Option<Value> {
         match message {
             Value::Array(batch) => {
@@ -93,7 +112,8 @@ impl Connection {
 
     /// Handles one message that is not a batch (or one message of a batch,
     /// for a frontend that streams a batch's answers one by one); `None`
-    /// for a client notification, which is never answered.
+    /// for a client notification, which is never answered (the host test
+    /// `string_ids_are_echoed_and_notifications_get_no_reply` shows both).
     pub fn handle_single(&mut self, message: Value) -> Option<Value> {
         let id = request_id(&message);
         if let Some((method, params)) = client_notification(&message) {
@@ -132,7 +152,16 @@ impl Connection {
         Some(serde_json::to_value(&response).unwrap_or_else(|_| internal_error_value()))
     }
 
-    /// Serves one typed request.
+    /// Serves one typed request (the host test
+    /// `the_dispatcher_serves_a_full_submission` drives every step).
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `PROTOCOL_VERSION_UNSUPPORTED` (an `initialize` for
+    /// another version), `PROTOCOL_NOT_INITIALIZED` (anything before
+    /// `initialize`), `PERMISSION_MODE_REQUIRED` (a `plan/approve` without
+    /// a mode, refused by plan-core), and whatever the typed [`Host`]
+    /// method it maps to returns.
     pub fn dispatch(&mut self, request: ClientRequest) -> Result<Value, HostError> {
         if self.host.is_closed() {
             return Err(HostError::Refused(ErrorCode::HostClosed));
@@ -173,52 +202,61 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         )),
         ClientRequest::SessionCreate(params) => {
             let state = host.create_session(NewSession {
-                session_id: params.session_id,
+                session_id: params.session_id.map(SessionId::from),
                 workspace_root: params.workspace_root,
                 mode: params.mode.map(Into::into),
                 permission_mode: params.permission_mode.map(Into::into),
             })?;
             to_value(&WireSession::from(&state))
         }
-        ClientRequest::SessionGet(params) => to_value(&WireSession::from(&host.session(&params.session_id)?)),
+        ClientRequest::SessionGet(params) => to_value(&WireSession::from(
+            &host.session(&SessionId::from(params.session_id))?,
+        )),
         ClientRequest::SessionConfigure(params) => {
-            let state = host.configure_session(&params.session_id, params.to_config_change())?;
+            let state =
+                host.configure_session(&SessionId::from(&params.session_id), params.to_config_change())?;
             to_value(&WireSession::from(&state))
         }
         ClientRequest::TurnStart(params) => {
             let origin: Origin = params.origin.into();
-            let turn = host.start_turn(&params.session_id, origin)?;
+            let turn = host.start_turn(&SessionId::from(params.session_id), origin)?;
             to_value(&TurnStartResult::from(&turn))
         }
         ClientRequest::TurnToolCalls(params) => {
             let calls = params.calls.into_iter().map(Into::into).collect();
-            let outcomes = host.tool_calls(&params.session_id, &params.turn_id, calls)?;
+            let outcomes = host.tool_calls(
+                &SessionId::from(params.session_id),
+                &TurnId::from(params.turn_id),
+                calls,
+            )?;
             let results = outcomes.iter().map(ToolCallOutcome::to_wire).collect();
             to_value(&TurnToolCallsResult { results })
         }
         ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
-            &host.complete_turn(&params.session_id, &params.turn_id)?,
+            &host.complete_turn(&SessionId::from(params.session_id), &TurnId::from(params.turn_id))?,
         )),
-        ClientRequest::TurnCancel(params) => {
-            to_value(&WireSession::from(&host.cancel_turn(&params.session_id)?))
-        }
+        ClientRequest::TurnCancel(params) => to_value(&WireSession::from(
+            &host.cancel_turn(&SessionId::from(params.session_id))?,
+        )),
         ClientRequest::PlanApprove(params) => {
-            let (approval, session) =
-                host.approve(&params.approval_id, params.permission_mode.map(Into::into))?;
+            let (approval, session) = host.approve_relayed(
+                &ApprovalId::from(params.approval_id),
+                params.permission_mode.map(Into::into),
+            )?;
             to_value(&PlanDecisionResult {
                 approval: (&approval).into(),
                 session: (&session).into(),
             })
         }
         ClientRequest::PlanReject(params) => {
-            let (approval, session) = host.reject(&params.approval_id)?;
+            let (approval, session) = host.reject(&ApprovalId::from(params.approval_id))?;
             to_value(&PlanDecisionResult {
                 approval: (&approval).into(),
                 session: (&session).into(),
             })
         }
         ClientRequest::PlanGet(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.approval(&params.approval_id)?.approval,
+            &host.approval(&ApprovalId::from(params.approval_id))?.approval,
         )),
         ClientRequest::PlanList(params) => {
             let filter = ApprovalFilter {
@@ -234,7 +272,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&PlanListResult { approvals })
         }
         ClientRequest::PlanReadArtifact(params) => {
-            let content = host.read_artifact(&params.approval_id)?;
+            let content = host.read_artifact(&ApprovalId::from(params.approval_id))?;
             to_value(&PlanReadArtifactResult {
                 markdown: content.markdown,
                 sha256: content.sha256,
@@ -245,14 +283,15 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let scope = params.scope()?;
             to_value(&VerifyReport::from(&host.verify(&scope)?))
         }
-        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(
-            &host.diff(&params.approval_id, params.against_approval_id.as_deref())?,
-        )),
+        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(&host.diff(
+            &ApprovalId::from(params.approval_id),
+            params.against_approval_id.map(ApprovalId::from).as_ref(),
+        )?)),
         ClientRequest::ExecutionStart(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.start_execution(&params.execution_id)?,
+            &host.start_execution(&ExecutionId::from(params.execution_id))?,
         )),
         ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.complete_execution(&params.execution_id)?,
+            &host.complete_execution(&ExecutionId::from(params.execution_id))?,
         )),
         ClientRequest::ShellList(_) => to_value(&host.shell_list()?),
         ClientRequest::ShellSetDefault(params) => {
@@ -261,8 +300,8 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         }
         ClientRequest::CommandStart(params) => {
             to_value(&plan_protocol::CommandRun::from(&host.start_agent_command(
-                &params.session_id,
-                &params.turn_id,
+                &SessionId::from(params.session_id),
+                &TurnId::from(params.turn_id),
                 &params.call_id,
                 &params.command,
                 params.cwd.as_deref(),
@@ -270,10 +309,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             )?))
         }
         ClientRequest::CommandCancel(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.cancel_command(&params.session_id, &params.call_id)?,
+            &host.cancel_command(&SessionId::from(params.session_id), &params.call_id)?,
         )),
         ClientRequest::CommandGet(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.command(&params.session_id, &params.call_id)?,
+            &host.command(&SessionId::from(params.session_id), &params.call_id)?,
         )),
     }
 }
@@ -297,6 +336,16 @@ fn to_value(result: &impl serde::Serialize) -> Result<Value, HostError> {
 }
 
 /// The wire error for a host error: JSON-RPC number, human message, canonical code.
+///
+/// ```
+/// use plan_host::{ErrorCode, HostError, error_object};
+///
+/// let error = HostError::with_detail(ErrorCode::ApprovalNotFound, "approval a1");
+/// let wire = error_object(&error);
+/// assert_eq!(wire.code, -32000);
+/// assert_eq!(wire.data.code.0, ErrorCode::ApprovalNotFound);
+/// assert!(wire.message.ends_with(": approval a1"));
+/// ```
 pub fn error_object(error: &HostError) -> ErrorObject {
     let code = error.code();
     ErrorObject {

@@ -6,7 +6,18 @@
 use plan_core::ErrorCode;
 use plan_storage::StorageError;
 
-/// Why a host operation failed.
+/// Why a host operation failed. Every fallible method's `# Errors` names
+/// the canonical codes ([`HostError::code`]) it can fail with.
+///
+/// ```
+/// use plan_host::{ErrorCode, HostError};
+///
+/// let error = HostError::with_detail(ErrorCode::SessionNotFound, "session s1");
+/// assert_eq!(error.code(), ErrorCode::SessionNotFound);
+/// assert_eq!(error.code().as_str(), "SESSION_NOT_FOUND");
+/// assert!(error.message().ends_with(": session s1"));
+/// assert_eq!(HostError::from(ErrorCode::HostClosed).code(), ErrorCode::HostClosed);
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// plan-core refused the event.
@@ -26,7 +37,7 @@ pub enum HostError {
 }
 
 impl HostError {
-    /// A refusal naming what it refers to.
+    /// A refusal naming what it refers to ([`HostError`]'s example).
     pub fn with_detail(code: ErrorCode, detail: impl Into<String>) -> HostError {
         HostError::RefusedWith {
             code,
@@ -34,7 +45,8 @@ impl HostError {
         }
     }
 
-    /// The canonical code: the single mapping from internal errors.
+    /// The canonical code: the single mapping from internal errors
+    /// ([`HostError`]'s example).
     pub fn code(&self) -> ErrorCode {
         match self {
             HostError::Refused(code) => *code,
@@ -44,7 +56,8 @@ impl HostError {
     }
 
     /// A sentence for people: the code's message, then `": "` and the
-    /// specifics if any (the same format as every other layer's errors).
+    /// specifics if any (the same format as every other layer's errors;
+    /// [`HostError`]'s example).
     pub fn message(&self) -> String {
         match self {
             HostError::Refused(code) => code.message(),

@@ -1,6 +1,6 @@
 //! The event loop every host operation shares: load the session, ask
 //! plan-core, apply the effects in one storage transaction, adopt the new
-//! state, queue the notifications, wake the driver, deliver.
+//! state, queue the notifications, wake the expiry timer, deliver.
 //!
 //! It carries out decisions; it makes none.
 
@@ -39,7 +39,9 @@ pub(crate) struct Open {
 }
 
 /// The state of a [`crate::Host`], shared with the threads that watch its
-/// running commands. Reached through the host (it dereferences to this).
+/// running commands and with the expiry timer. Reached through the host (it
+/// dereferences to this); it has no public methods of its own, and every
+/// operation is a [`crate::Host`] method.
 pub struct HostCore {
     pub(crate) open: Mutex<Option<Open>>,
     pub(crate) outbox: Mutex<Outbox>,
@@ -192,7 +194,7 @@ impl HostCore {
             .iter()
             .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
         {
-            self.wake_driver();
+            self.wake_timer();
         }
         self.deliver();
         Ok(Some((effects, outcome)))

@@ -11,8 +11,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{
-    ActiveTurn, BootEpoch, ConfigChange, Effect, ErrorCode, Event, Limits, Origin, PermissionMode,
-    PlanApproval, PlanDiff, Reply, SessionState, ToolCall, ToolDecision, UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin,
+    PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall, ToolDecision, TurnId,
+    UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
@@ -21,6 +22,7 @@ use crate::commands::CommandSupport;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::timer::{ExpiryTimer, TimerThread};
 use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
@@ -29,6 +31,18 @@ use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, To
 /// running commands (they record a command's end when it exits on its own).
 pub struct Host {
     pub(crate) core: Arc<HostCore>,
+    /// The expiry timer thread, unless the embedder chose
+    /// [`ExpiryTimer::Manual`]. It holds the core, not the `Host`, so
+    /// dropping the `Host` is what stops it.
+    timer: Option<TimerThread>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(mut timer) = self.timer.take() {
+            timer.stop(&self.core);
+        }
+    }
 }
 
 impl std::ops::Deref for Host {
@@ -59,6 +73,31 @@ impl Host {
     /// live host is `HOST_ALREADY_RUNNING`), migrates the schema to v10, and
     /// runs the startup fence, all before it returns. A `Host` that exists
     /// has therefore always recovered: it cannot serve before recovery.
+    /// Unless `options.expiry` is [`ExpiryTimer::Manual`], it then starts
+    /// the expiry timer thread, which [`Host::close`] and dropping the host
+    /// stop.
+    ///
+    /// ```
+    /// use plan_host::{ErrorCode, Host, HostOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// assert_eq!(host.migration().to, 10);
+    /// // One live host per database.
+    /// let second = Host::open(dir.path().join("plan.db"), HostOptions::default());
+    /// assert_eq!(second.map(|_| ()).map_err(|error| error.code()), Err(ErrorCode::HostAlreadyRunning));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_ALREADY_RUNNING` (another live host holds the database),
+    /// `SCHEMA_UNSUPPORTED` (a schema this build cannot migrate),
+    /// `DATABASE_UNREADABLE` (not an SQLite database), `INVALID_PARAMS` (a
+    /// path that is not a plain file, such as an SQLite URI),
+    /// `STORAGE_FAILED` (the file system failed, or the scratch root could
+    /// not be emptied), `INTERNAL` (the timer thread could not start). A
+    /// failed open leaves the database as it was and releases the lock.
     pub fn open(database: impl AsRef<Path>, options: HostOptions) -> Result<Host, HostError> {
         let database = database.as_ref().to_path_buf();
         let mut opened = ExclusiveStore::open(&database)?;
@@ -76,65 +115,96 @@ impl Host {
         let commands = CommandSupport::open(&options, &database)?;
         // The probe, not the embedder, says whether the sandbox works.
         options.limits.commands.sandbox_available = commands.sandbox_available();
-        Ok(Host {
-            core: Arc::new(HostCore {
-                open: Mutex::new(Some(Open {
-                    store,
-                    turns: HashMap::new(),
-                    created: HashMap::new(),
-                    commands: HashMap::new(),
-                    scratch: HashMap::new(),
-                    _lock: lock,
-                })),
-                outbox: Mutex::new(Outbox::default()),
-                listeners: Mutex::new(Vec::new()),
-                signal: DeadlineSignal::default(),
-                options,
-                epoch,
-                migration,
-                database,
-                commands,
-            }),
-        })
+        let core = Arc::new(HostCore {
+            open: Mutex::new(Some(Open {
+                store,
+                turns: HashMap::new(),
+                created: HashMap::new(),
+                commands: HashMap::new(),
+                scratch: HashMap::new(),
+                _lock: lock,
+            })),
+            outbox: Mutex::new(Outbox::default()),
+            listeners: Mutex::new(Vec::new()),
+            signal: DeadlineSignal::default(),
+            options,
+            epoch,
+            migration,
+            database,
+            commands,
+        });
+        let timer = match core.options.expiry {
+            ExpiryTimer::Automatic => Some(TimerThread::spawn(&core).map_err(|error| {
+                core.close_now();
+                HostError::with_detail(
+                    ErrorCode::Internal,
+                    format!("cannot start the expiry timer: {error}"),
+                )
+            })?),
+            ExpiryTimer::Manual => None,
+        };
+        Ok(Host { core, timer })
     }
 
-    /// What opening did to the schema.
+    /// What opening did to the schema. [`Host::open`]'s example reads it.
     pub fn migration(&self) -> &MigrationReport {
         &self.migration
     }
 
-    /// The database path.
+    /// The database path (as given to [`Host::open`]; the
+    /// `second_open_is_host_already_running_and_close_lets_the_next_in` host
+    /// test opens it again).
     pub fn database(&self) -> &Path {
         &self.database
     }
 
-    /// The host's limits.
+    /// The host's limits, with the sandbox probe's verdict filled in.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, Limits};
+    ///
+    /// let options = HostOptions { limits: Limits::new(60_000, 4096)?, ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// assert_eq!(host.limits().approval_ttl_ms(), 60_000);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn limits(&self) -> Limits {
         self.options.limits
     }
 
-    /// Registers a listener for every later notification.
+    /// Registers a listener for every later notification. Any
+    /// `Fn(ServerNotification) + Send + Sync` closure is one; the README
+    /// example registers one.
     pub fn add_listener(&self, listener: Arc<dyn NotificationListener>) {
         lock(&self.listeners).push(listener);
     }
 
-    /// Closes the host: releases the database and the single-host lock. Every
-    /// later call fails with `HOST_CLOSED`. Closing twice is harmless.
+    /// Closes the host: releases the database and the single-host lock,
+    /// cancels running commands and tells the expiry timer to end (it does
+    /// not wait for the thread, so a listener on that thread may call it).
+    /// Every later call fails with `HOST_CLOSED`. Closing twice is harmless.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{ErrorCode, Host, HostOptions, SessionId};
+    ///
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// host.close();
+    /// assert!(host.is_closed());
+    /// let refused = host.session(&SessionId::from("s1")).map_err(|error| error.code());
+    /// assert_eq!(refused.map(|_| ()), Err(ErrorCode::HostClosed));
+    /// // The lock is free: the next host opens.
+    /// Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(&self) {
-        let closed = lock(&self.open).take();
-        if let Some(open) = &closed {
-            // Running commands do not outlive the host.
-            for slot in open.commands.values() {
-                slot.cancel.cancel();
-            }
-        }
-        drop(closed);
-        self.wake_driver();
+        self.core.close_now();
     }
 
-    /// Whether [`Host::close`] was called.
+    /// Whether [`Host::close`] was called ([`Host::close`]'s example).
     pub fn is_closed(&self) -> bool {
-        lock(&self.open).is_none()
+        self.core.closed()
     }
 
     // Sessions.
@@ -142,9 +212,32 @@ impl Host {
     /// Creates an idle session. plan-core decides what it may be: a
     /// non-empty id, and a workspace root stored normalized (`/w/` and
     /// `/x/../w` are `/w`; relative roots, NUL and a `..` above `/` are
-    /// `INVALID_PARAMS`).
+    /// `INVALID_PARAMS`). The host makes an id when `new.session_id` is
+    /// `None`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, Mode, NewSession};
+    ///
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// let state = host.create_session(NewSession {
+    ///     session_id: Some("s1".into()),
+    ///     workspace_root: Some("/srv/../w/".to_owned()),
+    ///     ..NewSession::default()
+    /// })?;
+    /// assert_eq!(state.session.workspace_root.as_deref(), Some("/w"));
+    /// assert_eq!(state.session.mode, Mode::Agent);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `INVALID_PARAMS` (an empty id, a bad workspace root),
+    /// `SESSION_ALREADY_EXISTS`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn create_session(&self, new: NewSession) -> Result<SessionState, HostError> {
-        let session_id = new.session_id.unwrap_or_else(|| fresh_id("session"));
+        let session_id = new
+            .session_id
+            .map_or_else(|| fresh_id("session"), SessionId::into_string);
         let session = plan_core::new_session(
             session_id,
             new.workspace_root.as_deref(),
@@ -160,42 +253,88 @@ impl Host {
     }
 
     /// The session as it is now (an overdue approval is expired first).
-    pub fn session(&self, session_id: &str) -> Result<SessionState, HostError> {
-        self.session_event(session_id, Event::Tick)
+    /// [`Host::close`]'s example asks for one; the README example's
+    /// lifecycle reads them throughout.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn session(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
+        self.session_event(session_id.as_str(), Event::Tick)
             .map(|(_, state)| state)
     }
 
     /// Changes configuration; only while the session is idle, and a shell
-    /// only from the host's catalog (`SHELL_UNKNOWN`).
+    /// only from the host's catalog.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{ConfigChange, Host, HostOptions, Mode, NewSession, PermissionMode};
+    ///
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// let session_id = host.create_session(NewSession::default())?.session.session_id();
+    /// let change = ConfigChange {
+    ///     mode: Some(Mode::Plan),
+    ///     permission_mode: Some(PermissionMode::AcceptEdits),
+    ///     ..ConfigChange::default()
+    /// };
+    /// let state = host.configure_session(&session_id, change)?;
+    /// assert_eq!(state.session.mode, Mode::Plan);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `SESSION_BUSY` (a turn is active, an approval is
+    /// pending or an execution is live), `SHELL_UNKNOWN`, `HOST_CLOSED`,
+    /// `STORAGE_FAILED`.
     pub fn configure_session(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         change: ConfigChange,
     ) -> Result<SessionState, HostError> {
         let shells = self.options.shells.iter().map(|spec| spec.id.clone()).collect();
-        self.session_event(session_id, Event::Configure { change, shells })
+        self.session_event(session_id.as_str(), Event::Configure { change, shells })
             .map(|(_, state)| state)
     }
 
     // Turns.
 
-    /// Starts a prompt turn in the session's current mode.
-    pub fn start_turn(&self, session_id: &str, origin: Origin) -> Result<ActiveTurn, HostError> {
+    /// Starts a prompt turn in the session's current mode. The README
+    /// example starts a Plan turn.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `SESSION_BUSY` (a turn is already active, an
+    /// approval is pending, an execution is live),
+    /// `PLAN_REQUIRES_INTERACTIVE_SESSION` (a scheduled Plan turn),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn start_turn(&self, session_id: &SessionId, origin: Origin) -> Result<ActiveTurn, HostError> {
         let turn_id = fresh_id("turn");
-        match self.session_event(session_id, Event::StartTurn { turn_id, origin })? {
+        match self.session_event(session_id.as_str(), Event::StartTurn { turn_id, origin })? {
             (Reply::TurnStarted(turn), _) => Ok(turn),
             (other, _) => Err(unexpected(&other)),
         }
     }
 
     /// Decides a batch of tool calls. A valid SubmitPlan writes its artifact
-    /// durably and creates the pending approval before this returns.
+    /// durably and creates the pending approval before this returns; a
+    /// Plan-turn Bash call is started in the read-only sandbox. A refused
+    /// call is an outcome with [`ToolCallVerdict::Deny`] and its code
+    /// (`TOOL_DENIED_IN_PLAN`, `INVALID_PLAN_INPUT`, `ARTIFACT_WRITE_FAILED`,
+    /// …), not an error. The README example submits a plan.
+    ///
+    /// # Errors
+    ///
+    /// For the whole batch: `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE` (not the
+    /// session's active turn), `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL`.
     pub fn tool_calls(
         &self,
-        session_id: &str,
-        turn_id: &str,
+        session_id: &SessionId,
+        turn_id: &TurnId,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
+        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         // Bash calls, so that a refused one can be recorded in the audit.
         let bash_calls: Vec<(String, serde_json::Value)> = calls
             .iter()
@@ -359,16 +498,33 @@ impl Host {
         }
     }
 
-    /// Ends the active prompt turn.
-    pub fn complete_turn(&self, session_id: &str, turn_id: &str) -> Result<SessionState, HostError> {
+    /// Ends the active prompt turn (the host test
+    /// `prompt_turns_complete_and_agent_tools_are_delegated` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE` (not the active turn, or an
+    /// execution turn, which ends through [`Host::complete_execution`]),
+    /// `SESSION_BUSY` (a command of the turn is still running),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn complete_turn(&self, session_id: &SessionId, turn_id: &TurnId) -> Result<SessionState, HostError> {
         let event = Event::CompleteTurn {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.as_str().to_owned(),
         };
-        self.session_event(session_id, event).map(|(_, state)| state)
+        self.session_event(session_id.as_str(), event)
+            .map(|(_, state)| state)
     }
 
-    /// Cancels the active turn; a queued or running execution is interrupted.
-    pub fn cancel_turn(&self, session_id: &str) -> Result<SessionState, HostError> {
+    /// Cancels the active turn; a queued or running execution is
+    /// interrupted, running commands are killed and recorded first (the
+    /// host test `cancel_interrupts_a_queued_execution` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE` (no active turn),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn cancel_turn(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
+        let session_id = session_id.as_str();
         self.end_commands_before_cancel(session_id)?;
         self.session_event(session_id, Event::CancelTurn)
             .map(|(_, state)| state)
@@ -376,14 +532,56 @@ impl Host {
 
     // Approvals.
 
-    /// Approves with an explicit permission mode (`None` is refused with
-    /// `PERMISSION_MODE_REQUIRED`).
+    /// Approves with the permission mode the person chose: in one
+    /// transaction the approval becomes `approved`, an execution is queued,
+    /// the session switches to Agent with that mode and the execution turn
+    /// becomes its active turn. The README example approves a plan.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (decided already),
+    /// `PLAN_APPROVAL_TIMEOUT` (at or after `expiresAt`; the row is then
+    /// `expired`), `SESSION_BUSY` (another decision won the race),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn approve(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
+        permission_mode: PermissionMode,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        self.approve_relayed(approval_id, Some(permission_mode))
+    }
+
+    /// Approves on behalf of a frontend that relays a person's request as
+    /// it arrived, which may lack the permission mode (`plan/approve`
+    /// without `permissionMode`, the FFI's optional mode). A missing mode
+    /// is refused by plan-core, the one place that rule lives, after it
+    /// checked that the approval is still pending; nothing changes. Rust
+    /// embedders that have a mode call [`Host::approve`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{ApprovalId, ErrorCode, Host, HostOptions};
+    ///
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// // An unknown approval is not found, with or without a mode.
+    /// let refused = host.approve_relayed(&ApprovalId::from("nope"), None);
+    /// assert_eq!(refused.map(|_| ()).map_err(|error| error.code()), Err(ErrorCode::ApprovalNotFound));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// The host test `approve_with_each_permission_mode` shows the refusal
+    /// of a pending approval without a mode.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Host::approve`], and `PERMISSION_MODE_REQUIRED` when
+    /// `permission_mode` is `None` and the approval is still pending.
+    pub fn approve_relayed(
+        &self,
+        approval_id: &ApprovalId,
         permission_mode: Option<PermissionMode>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
+        let row = self.stored_approval(approval_id.as_str())?;
         let session_id = row.approval.session_id.clone();
         let event = Event::Approve {
             approval: row.approval,
@@ -397,9 +595,16 @@ impl Host {
         }
     }
 
-    /// Rejects; terminal, grants nothing.
-    pub fn reject(&self, approval_id: &str) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
+    /// Rejects; terminal, grants nothing: the Plan turn ends and the session
+    /// stays idle in Plan (the host test
+    /// `reject_is_terminal_and_grants_nothing` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
+    /// `SESSION_BUSY`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
+        let row = self.stored_approval(approval_id.as_str())?;
         let session_id = row.approval.session_id.clone();
         match self.session_event(
             &session_id,
@@ -412,21 +617,49 @@ impl Host {
         }
     }
 
-    /// One approval (with its legacy v8 fields, if any).
-    pub fn approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
+    /// One approval (with its legacy v8 fields, if any); overdue approvals
+    /// are expired first. The host test `lazy_expiry_on_plan_get_and_list`
+    /// shows it.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn approval(&self, approval_id: &ApprovalId) -> Result<StoredApproval, HostError> {
         self.expire_due()?;
-        self.stored_approval(approval_id)
+        self.stored_approval(approval_id.as_str())
     }
 
-    /// Approvals, newest first.
+    /// Approvals, newest first, by session, status and count; overdue
+    /// approvals are expired first.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{ApprovalFilter, Host, HostOptions};
+    ///
+    /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+    /// assert!(host.list_approvals(&ApprovalFilter::default())?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<StoredApproval>, HostError> {
         self.expire_due()?;
         self.with_open(|open| Ok(open.store.list_approvals(filter)?))
     }
 
-    /// Rereads an approval's artifact and checks its size and SHA-256.
-    pub fn read_artifact(&self, approval_id: &str) -> Result<ArtifactContent, HostError> {
-        let row = self.stored_approval(approval_id)?;
+    /// Rereads an approval's artifact and checks its size and SHA-256. The
+    /// README example reads one back.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `ARTIFACT_MISSING` (the file or its workspace
+    /// is gone), `ARTIFACT_INTEGRITY_MISMATCH` (size, hash or UTF-8 differ
+    /// from the record), `ARTIFACT_SYMLINK`, `ARTIFACT_PATH_ESCAPE`,
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn read_artifact(&self, approval_id: &ApprovalId) -> Result<ArtifactContent, HostError> {
+        let row = self.stored_approval(approval_id.as_str())?;
         let bytes = self.with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
         let markdown = String::from_utf8(bytes).map_err(|_| {
             HostError::with_detail(ErrorCode::ArtifactIntegrityMismatch, "the artifact is not UTF-8")
@@ -444,32 +677,64 @@ impl Host {
     }
 
     /// Verifies the artifacts of a scope and, for a session or everything,
-    /// looks for orphan files (storage's one verification).
+    /// looks for orphan files (storage's one verification). The README
+    /// example verifies an approval.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND` or `SESSION_NOT_FOUND` for a scope naming
+    /// neither, `HOST_CLOSED`, `STORAGE_FAILED`. A bad artifact is a finding
+    /// of the report, not an error.
     pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, HostError> {
         self.with_open(|open| Ok(open.store.verify(scope)?))
     }
 
     /// Diffs an approval's artifact against another one, or against the
-    /// previous submission of its session when `against` is `None`.
-    pub fn diff(&self, approval_id: &str, against: Option<&str>) -> Result<PlanDiff, HostError> {
-        self.with_open(|open| Ok(open.store.diff(approval_id, against)?))
+    /// previous submission of its session when `against` is `None` (the
+    /// host test `verify_and_diff_through_the_host_and_the_dispatcher`
+    /// shows both).
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND` (either approval), `ARTIFACT_MISSING`,
+    /// `ARTIFACT_INTEGRITY_MISMATCH`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn diff(
+        &self,
+        approval_id: &ApprovalId,
+        against: Option<&ApprovalId>,
+    ) -> Result<PlanDiff, HostError> {
+        self.with_open(|open| {
+            Ok(open
+                .store
+                .diff(approval_id.as_str(), against.map(ApprovalId::as_str))?)
+        })
     }
 
     // Executions.
 
-    /// Moves a queued execution to running.
-    pub fn start_execution(&self, execution_id: &str) -> Result<PlanApproval, HostError> {
-        self.execution_event(execution_id, |execution_id, epoch| Event::StartExecution {
-            execution_id,
-            epoch,
+    /// Moves a queued execution to running. The README example runs one.
+    ///
+    /// # Errors
+    ///
+    /// `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_ACTIVE` (not queued, or queued
+    /// by an earlier host process), `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn start_execution(&self, execution_id: &ExecutionId) -> Result<PlanApproval, HostError> {
+        self.execution_event(execution_id.as_str(), |execution_id, epoch| {
+            Event::StartExecution { execution_id, epoch }
         })
     }
 
-    /// Moves a running execution to completed and ends its turn.
-    pub fn complete_execution(&self, execution_id: &str) -> Result<PlanApproval, HostError> {
-        self.execution_event(execution_id, |execution_id, epoch| Event::CompleteExecution {
-            execution_id,
-            epoch,
+    /// Moves a running execution to completed and ends its turn. The README
+    /// example completes one.
+    ///
+    /// # Errors
+    ///
+    /// `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_ACTIVE` (not running),
+    /// `SESSION_BUSY` (a command of the turn is still running),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn complete_execution(&self, execution_id: &ExecutionId) -> Result<PlanApproval, HostError> {
+        self.execution_event(execution_id.as_str(), |execution_id, epoch| {
+            Event::CompleteExecution { execution_id, epoch }
         })
     }
 
@@ -497,8 +762,72 @@ impl Host {
     ///
     /// It is read on the wall clock as it is now: when the clock was stepped
     /// back since an approval was created, the deadline is that much earlier
-    /// than its `expiresAt`, so a timer set by it still fires on time.
+    /// than its `expiresAt`, so a timer set by it still fires on time. With
+    /// [`ExpiryTimer::Manual`] the embedder's loop sleeps until it and then
+    /// calls [`Host::expire_due`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{ExpiryTimer, Host, HostOptions};
+    ///
+    /// let options = HostOptions { expiry: ExpiryTimer::Manual, ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// // Nothing pending: nothing to wait for and nothing to expire.
+    /// assert_eq!(host.next_deadline()?, None);
+    /// assert!(host.expire_due()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn next_deadline(&self) -> Result<Option<UnixMs>, HostError> {
+        self.core.earliest_deadline()
+    }
+
+    /// Expires every approval plan-core calls due, sending
+    /// `plan/approvalResolved` for each; returns them. [`Host::next_deadline`]'s
+    /// example calls it; the host test
+    /// `with_manual_expiry_nothing_expires_until_expire_due` shows it expire.
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
+        self.core.expire_due_now()
+    }
+
+    // The machinery every operation shares.
+
+    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
+        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
+            .ok_or_else(|| {
+                HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
+            })
+    }
+}
+
+impl HostCore {
+    /// Releases the database and the lock, cancels running commands and
+    /// wakes the timer so that it ends.
+    pub(crate) fn close_now(&self) {
+        let closed = lock(&self.open).take();
+        if let Some(open) = &closed {
+            // Running commands do not outlive the host.
+            for slot in open.commands.values() {
+                slot.cancel.cancel();
+            }
+        }
+        drop(closed);
+        self.wake_timer();
+    }
+
+    pub(crate) fn closed(&self) -> bool {
+        lock(&self.open).is_none()
+    }
+
+    /// The earliest pending deadline, on the wall clock as it is now.
+    pub(crate) fn earliest_deadline(&self) -> Result<Option<UnixMs>, HostError> {
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
         self.with_open(|open| {
@@ -510,7 +839,7 @@ impl Host {
     }
 
     /// Expires every approval plan-core calls due; returns them.
-    pub fn expire_due(&self) -> Result<Vec<PlanApproval>, HostError> {
+    pub(crate) fn expire_due_now(&self) -> Result<Vec<PlanApproval>, HostError> {
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
         let due: Vec<String> = self.with_open(|open| {
@@ -534,15 +863,6 @@ impl Host {
             }));
         }
         Ok(expired)
-    }
-
-    // The machinery every operation shares.
-
-    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
-        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
-            .ok_or_else(|| {
-                HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
-            })
     }
 }
 

@@ -1,11 +1,24 @@
 //! plan-host: the plan checkpoint for embedders.
 //!
 //! [`Host`] opens a database (taking the single-host lock, migrating, and
-//! running the startup fence before it returns), then carries out plan-core's
-//! decisions through plan-storage: one typed method per protocol method, one
-//! transaction per decision, notifications after commit. [`Connection`] serves
-//! protocol v9 JSON-RPC over the same methods, for the `serve` sidecar and the
-//! FFI. [`ExpiryDriver`] fires deadlines on time.
+//! running the startup fence before it returns) and starts its expiry timer,
+//! then carries out plan-core's decisions through plan-storage: one typed
+//! method per protocol method, one transaction per decision, notifications
+//! after commit. [`Connection`] serves protocol v9 JSON-RPC over the same
+//! methods, for the `serve` sidecar and the FFI.
+//!
+//! Safe by default:
+//! - deadlines fire on time without the embedder starting anything; an
+//!   embedder with its own event loop opts out with [`ExpiryTimer::Manual`]
+//!   and calls [`Host::expire_due`] at [`Host::next_deadline`];
+//! - [`Host::approve`] takes the [`PermissionMode`] the person chose (there
+//!   is no approving without one);
+//! - ids are types ([`SessionId`], [`TurnId`], [`ApprovalId`],
+//!   [`ExecutionId`]), so one kind cannot be passed for another;
+//! - every type the API's signatures use is re-exported here, so an
+//!   embedder depends on this crate alone (the README example, a doctest
+//!   of this crate, uses only `plan_host` paths, and a host test checks
+//!   that it does).
 //!
 //! The host decides nothing itself: policy is plan-core's, durability is
 //! plan-storage's. It imposes no async runtime; it is `Send + Sync` and
@@ -14,19 +27,18 @@
 mod clock;
 mod commands;
 mod dispatch;
-mod driver;
 mod error;
 mod event;
 mod host;
 mod notify;
 mod outbox;
 mod shells;
+mod timer;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use commands::SandboxStatus;
 pub use dispatch::{Connection, SERVER_NAME, error_object};
-pub use driver::ExpiryDriver;
 pub use error::HostError;
 pub use event::HostCore;
 pub use host::Host;
@@ -36,7 +48,30 @@ pub use plan_storage::{
     StoredApproval,
 };
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
+pub use timer::ExpiryTimer;
 pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+
+// The plan-core values the API takes and returns, and the values inside them.
+pub use plan_core::{
+    ActiveTurn, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, BASH, BootEpoch,
+    CommandOptions, CommandRun, CommandState, ConfigChange, ErrorCode, ExecutionId, ExecutionState,
+    LimitError, Limits, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, SUBMIT_PLAN,
+    Sandbox, Session, SessionId, SessionState, SkippedWorkspace, ToolCall, TurnCommand, TurnCommandStatus,
+    TurnId, TurnKind, UnixMs, VerifyReport, VerifyScope, VerifyTally,
+};
+// What listeners receive, and what a storage failure carries.
+pub use plan_protocol::ServerNotification;
+pub use plan_storage::StorageError;
+
+/// The protocol v9 wire types (the payloads of a [`ServerNotification`],
+/// [`ToolCallOutcome::to_wire`]'s result, [`Host::shell_list`]'s, the
+/// requests a [`Connection`] dispatches), for embedders that look inside
+/// them.
+pub use plan_protocol as wire;
+
+/// The JSON crate of tool-call inputs ([`ToolCall::input`]) and of
+/// [`Connection::handle_message`], so that an embedder uses the same version.
+pub use serde_json;
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

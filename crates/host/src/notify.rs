@@ -13,9 +13,28 @@ use plan_protocol::{
 };
 
 /// Receives host notifications, one at a time and in commit order. Called on
-/// a thread that made a change (an embedder's or the expiry driver's); when
+/// a thread that made a change (an embedder's or the expiry timer's); when
 /// two threads change state at once, the one already delivering also
-/// delivers the other's notifications, after its own.
+/// delivers the other's notifications, after its own. Any
+/// `Fn(ServerNotification) + Send + Sync` closure is a listener.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use std::sync::{Arc, Mutex};
+///
+/// use plan_host::{Host, HostOptions, NewSession, ServerNotification};
+///
+/// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
+/// let methods = Arc::new(Mutex::new(Vec::new()));
+/// let seen = Arc::clone(&methods);
+/// host.add_listener(Arc::new(move |notification: ServerNotification| {
+///     seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(notification.method());
+/// }));
+/// host.create_session(NewSession::default())?;
+/// // Creating an idle session changes nothing a client was told about.
+/// assert!(methods.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait NotificationListener: Send + Sync {
     /// One notification, in commit order for its session.
     fn notify(&self, notification: ServerNotification);

@@ -1,5 +1,5 @@
 //! The outbox: notifications committed but not yet delivered, and the signal
-//! that wakes the expiry driver.
+//! that wakes the expiry timer.
 //!
 //! Transitions queue notifications under the state lock (so the queue is in
 //! commit order); delivery happens after the lock is released, one draining
@@ -13,7 +13,7 @@ use plan_protocol::ServerNotification;
 use crate::event::HostCore;
 use crate::host::lock;
 
-/// Wakes the expiry driver when deadlines may have changed or the host closed.
+/// Wakes the expiry timer when deadlines may have changed or the host closed.
 #[derive(Default)]
 pub(crate) struct DeadlineSignal {
     pub(crate) generation: Mutex<u64>,
@@ -64,7 +64,7 @@ impl HostCore {
         }
     }
 
-    pub(crate) fn wake_driver(&self) {
+    pub(crate) fn wake_timer(&self) {
         *lock(&self.signal.generation) += 1;
         self.signal.changed.notify_all();
     }

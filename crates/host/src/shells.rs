@@ -8,6 +8,13 @@ use plan_core::{CatalogShell, check_shell, default_shell};
 use crate::{Host, HostError};
 
 /// One selectable shell.
+///
+/// ```
+/// use plan_host::{HostOptions, ShellSpec};
+///
+/// let options = HostOptions { shells: vec![ShellSpec::new("bash", "/bin/bash")], ..HostOptions::default() };
+/// assert_eq!(options.shells[0].id, "bash");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellSpec {
     /// The id sessions and settings refer to.
@@ -17,7 +24,7 @@ pub struct ShellSpec {
 }
 
 impl ShellSpec {
-    /// A shell with this id and executable path.
+    /// A shell with this id and executable path ([`ShellSpec`]'s example).
     pub fn new(id: impl Into<String>, path: impl Into<String>) -> ShellSpec {
         ShellSpec {
             id: id.into(),
@@ -27,6 +34,11 @@ impl ShellSpec {
 }
 
 /// The catalog a host offers when the embedder names none.
+///
+/// ```
+/// let ids: Vec<String> = plan_host::default_catalog().into_iter().map(|shell| shell.id).collect();
+/// assert_eq!(ids, ["bash", "zsh", "sh", "fish", "pwsh"]);
+/// ```
 pub fn default_catalog() -> Vec<ShellSpec> {
     vec![
         ShellSpec::new("bash", "/bin/bash"),
@@ -37,7 +49,8 @@ pub fn default_catalog() -> Vec<ShellSpec> {
     ]
 }
 
-/// One shell with its availability on this machine.
+/// One shell with its availability on this machine ([`Host::shells`]'s
+/// example lists them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShellEntry {
     /// The shell.
@@ -52,6 +65,24 @@ impl Host {
     /// The shell catalog with availability, and the effective default
     /// (plan-core's `default_shell` over the catalog and the persisted
     /// setting; empty for an empty catalog).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, ShellSpec};
+    ///
+    /// let options = HostOptions { shells: vec![ShellSpec::new("sh", "/bin/sh")], ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// let (entries, default) = host.shells()?;
+    /// assert_eq!(entries[0].spec.id, "sh");
+    /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
+    /// assert_eq!(host.shell_list()?.shells.len(), 1);
+    /// # let _ = default;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
         let persisted = self.with_open(|open| Ok(open.store.default_shell()?))?;
         let entries: Vec<ShellEntry> = self
@@ -77,7 +108,11 @@ impl Host {
     }
 
     /// The shell catalog and default in their protocol v9 form, the one
-    /// shape `serve` and the FFI both hand out.
+    /// shape `serve` and the FFI both hand out ([`Host::shells`]'s example).
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn shell_list(&self) -> Result<plan_protocol::ShellListResult, HostError> {
         let (entries, default_shell) = self.shells()?;
         let shells = entries
@@ -94,7 +129,13 @@ impl Host {
         })
     }
 
-    /// Persists the default shell.
+    /// Persists the default shell (the host test
+    /// `list_set_default_and_unknown_shells` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SHELL_UNKNOWN` (not in the host's catalog), `HOST_CLOSED`,
+    /// `STORAGE_FAILED`.
     pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
         check_shell(self.options.shells.iter().map(|spec| spec.id.as_str()), shell_id)
             .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;

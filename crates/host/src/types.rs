@@ -9,12 +9,26 @@ use std::sync::Arc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval};
+use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval, SessionId};
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
+use crate::timer::ExpiryTimer;
 
-/// How a host is set up.
+/// How a host is set up. Every field has a default; name only what
+/// differs.
+///
+/// ```
+/// use plan_host::{ExpiryTimer, HostOptions, Limits};
+///
+/// let options = HostOptions {
+///     limits: Limits::new(10 * 60 * 1000, 1024 * 1024)?,
+///     expiry: ExpiryTimer::Automatic,
+///     ..HostOptions::default()
+/// };
+/// assert_eq!(options.limits.approval_ttl_ms(), 600_000);
+/// # Ok::<(), plan_host::LimitError>(())
+/// ```
 #[derive(Clone)]
 pub struct HostOptions {
     /// Approval TTL and markdown limit.
@@ -35,6 +49,10 @@ pub struct HostOptions {
     pub command_output_cap: u64,
     /// Between SIGTERM and SIGKILL after a timeout or cancellation.
     pub command_grace: Duration,
+    /// Who fires approval deadlines: the host's own timer thread
+    /// ([`ExpiryTimer::Automatic`], the default) or the embedder
+    /// ([`ExpiryTimer::Manual`]).
+    pub expiry: ExpiryTimer,
 }
 
 impl Default for HostOptions {
@@ -47,6 +65,7 @@ impl Default for HostOptions {
             scratch_root: None,
             command_output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
             command_grace: Duration::from_secs(2),
+            expiry: ExpiryTimer::Automatic,
         }
     }
 }
@@ -57,15 +76,18 @@ impl std::fmt::Debug for HostOptions {
             .debug_struct("HostOptions")
             .field("limits", &self.limits)
             .field("shells", &self.shells)
+            .field("expiry", &self.expiry)
             .finish_non_exhaustive()
     }
 }
 
-/// A new session's settings.
+/// A new session's settings; [`Host::create_session`]'s example makes one.
+///
+/// [`Host::create_session`]: crate::Host::create_session
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewSession {
     /// The id to use; the host makes one when `None`.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Absolute workspace root; `None` for a session not bound to a project.
     pub workspace_root: Option<String>,
     /// Initial mode (Agent when `None`).
@@ -74,7 +96,10 @@ pub struct NewSession {
     pub permission_mode: Option<PermissionMode>,
 }
 
-/// What one tool call of a batch came to.
+/// What one tool call of a batch came to ([`Host::tool_calls`]; the host
+/// test `tool_call_outcomes_have_one_wire_form` shows each kind).
+///
+/// [`Host::tool_calls`]: crate::Host::tool_calls
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallOutcome {
     /// The call.
@@ -92,7 +117,8 @@ pub struct ToolCallOutcome {
 }
 
 impl ToolCallOutcome {
-    /// The protocol v9 form of the outcome.
+    /// The protocol v9 form of the outcome (the host test
+    /// `tool_call_outcomes_have_one_wire_form` checks it).
     pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
         match (self.decision, &self.approval, &self.command) {
             (ToolCallVerdict::Allow(_), Some(approval), _) => {
@@ -116,6 +142,13 @@ impl ToolCallOutcome {
 }
 
 /// Allow or deny, as the wire says it.
+///
+/// ```
+/// use plan_host::{ErrorCode, ToolCallVerdict};
+///
+/// let denied = ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan);
+/// assert_ne!(denied, ToolCallVerdict::Allow(None));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolCallVerdict {
     /// The call may run (in an Agent turn: under the given permission mode).
@@ -124,7 +157,10 @@ pub enum ToolCallVerdict {
     Deny(ErrorCode),
 }
 
-/// Verified artifact bytes.
+/// Verified artifact bytes, from [`Host::read_artifact`] (the README
+/// example reads them).
+///
+/// [`Host::read_artifact`]: crate::Host::read_artifact
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactContent {
     /// The Markdown, exactly as written.

@@ -1,9 +1,10 @@
 //! Integration tests of the typed `Host` API, the `Connection` JSON-RPC
-//! dispatcher and the `ExpiryDriver`.
+//! dispatcher and the host's expiry timer.
 //!
 //! Time comes from a `ManualClock`, so deadlines are crossed by moving the
-//! clock, never by sleeping; only the driver test uses the system clock, and
-//! it polls with a bounded wait instead of asserting on speed.
+//! clock, never by sleeping; only the timer tests run the host's timer
+//! thread, and they wait for conditions with generous bounds instead of
+//! asserting on speed.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,8 +22,8 @@ use plan_core::{
     PlanApproval, SessionState, ToolCall, TurnKind,
 };
 use plan_host::{
-    ApprovalFilter, Connection, ExpiryDriver, Host, HostError, HostOptions, ManualClock, NewSession,
-    ToolCallOutcome, ToolCallVerdict, default_catalog,
+    ApprovalFilter, ApprovalId, Connection, ExecutionId, ExpiryTimer, Host, HostError, HostOptions,
+    ManualClock, NewSession, SessionId, ToolCallOutcome, ToolCallVerdict, TurnId, default_catalog,
 };
 use plan_protocol::ServerNotification;
 use serde_json::{Value, json};
@@ -42,7 +43,6 @@ const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Host>();
     send_sync::<Connection>();
-    send_sync::<ExpiryDriver>();
 };
 
 /// A temporary workspace and database with a host on a manual clock.
@@ -55,11 +55,15 @@ struct Fixture {
     seen: Arc<Mutex<Vec<ServerNotification>>>,
 }
 
+/// A manual clock and no timer thread: these tests cross deadlines by moving
+/// the clock and expire explicitly, so no other thread may act meanwhile.
+/// The `timer` tests run the automatic timer.
 fn options(clock: &Arc<ManualClock>) -> HostOptions {
     HostOptions {
         limits: Limits::new(TTL, MARKDOWN_LIMIT).unwrap(),
         clock: Arc::clone(clock) as Arc<dyn plan_host::Clock>,
         shells: default_catalog(),
+        expiry: ExpiryTimer::Manual,
         ..HostOptions::default()
     }
 }
@@ -99,7 +103,7 @@ impl Fixture {
     fn session(&self, id: &str, mode: Mode) -> SessionState {
         self.host
             .create_session(NewSession {
-                session_id: Some(id.to_owned()),
+                session_id: Some(id.into()),
                 workspace_root: Some(self.root()),
                 mode: Some(mode),
                 permission_mode: None,
@@ -110,10 +114,17 @@ impl Fixture {
     /// A Plan session with a pending approval; returns the approval and the Plan turn id.
     fn pending(&self, id: &str) -> (PlanApproval, String) {
         self.session(id, Mode::Plan);
-        let turn = self.host.start_turn(id, Origin::Interactive).unwrap();
+        let turn = self
+            .host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap();
         let outcomes = self
             .host
-            .tool_calls(id, &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from(id),
+                &turn.turn_id(),
+                vec![submit("c1", MARKDOWN)],
+            )
             .unwrap();
         (approval_of(&outcomes), turn.turn_id)
     }
@@ -121,7 +132,7 @@ impl Fixture {
     /// A session whose approved execution is queued; returns the execution id.
     fn queued(&self, id: &str, mode: PermissionMode) -> (PlanApproval, String) {
         let (approval, _) = self.pending(id);
-        let (approved, _) = self.host.approve(&approval.id, Some(mode)).unwrap();
+        let (approved, _) = self.host.approve(&approval.approval_id(), mode).unwrap();
         let execution = approved.execution_id.clone().unwrap();
         (approved, execution)
     }
@@ -144,7 +155,7 @@ impl Fixture {
     }
 
     fn row(&self, id: &str) -> PlanApproval {
-        self.host.approval(id).unwrap().approval
+        self.host.approval(&ApprovalId::from(id)).unwrap().approval
     }
 }
 
@@ -210,7 +221,10 @@ mod lifecycle {
         assert_eq!(created.session.mode, Mode::Plan);
         assert_eq!(created.session.permission_mode, PermissionMode::Ask);
 
-        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("s1"), Origin::Interactive)
+            .unwrap();
         assert_eq!(
             (turn.mode, turn.kind, turn.origin),
             (Mode::Plan, TurnKind::Prompt, Origin::Interactive)
@@ -224,7 +238,10 @@ mod lifecycle {
         for name in ["Write", "Edit", "mcp__plugin__tool", "read", "Unknown"] {
             batch.push(call(name, name, json!({})));
         }
-        let outcomes = fx.host.tool_calls("s1", &turn.turn_id, batch).unwrap();
+        let outcomes = fx
+            .host
+            .tool_calls(&SessionId::from("s1"), &turn.turn_id(), batch)
+            .unwrap();
         for outcome in &outcomes {
             let expected = if outcome.call_id == "Bash" {
                 // Plan-mode Bash is run by the host; `{}` is no command.
@@ -241,7 +258,11 @@ mod lifecycle {
 
         let outcomes = fx
             .host
-            .tool_calls("s1", &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from("s1"),
+                &turn.turn_id(),
+                vec![submit("c1", MARKDOWN)],
+            )
             .unwrap();
         let approval = approval_of(&outcomes);
         assert_eq!(approval.status, ApprovalStatus::Pending);
@@ -268,10 +289,10 @@ mod lifecycle {
         assert_eq!(artifact.sha256, sha256(MARKDOWN.as_bytes()));
         assert_eq!(artifact.size, MARKDOWN.len() as u64);
         assert_eq!(fx.row(&approval.id), approval);
-        let read = fx.host.read_artifact(&approval.id).unwrap();
+        let read = fx.host.read_artifact(&approval.approval_id()).unwrap();
         assert_eq!(read.markdown, MARKDOWN);
         assert_eq!((read.sha256, read.size), (artifact.sha256.clone(), artifact.size));
-        let state = fx.host.session("s1").unwrap();
+        let state = fx.host.session(&SessionId::from("s1")).unwrap();
         assert_eq!(
             state.pending_approval.as_ref().map(|row| row.id.clone()),
             Some(approval.id.clone())
@@ -279,7 +300,7 @@ mod lifecycle {
 
         let (approved, state) = fx
             .host
-            .approve(&approval.id, Some(PermissionMode::AcceptEdits))
+            .approve(&approval.approval_id(), PermissionMode::AcceptEdits)
             .unwrap();
         assert_eq!(approved.status, ApprovalStatus::Approved);
         assert_eq!(approved.decided_at, Some(T0));
@@ -298,32 +319,35 @@ mod lifecycle {
 
         // Execution complete before start is refused.
         assert_eq!(
-            code(fx.host.complete_execution(&execution)),
+            code(fx.host.complete_execution(&ExecutionId::from(&execution))),
             ErrorCode::ExecutionNotActive
         );
-        let running = fx.host.start_execution(&execution).unwrap();
+        let running = fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
         assert_eq!(running.execution_state, Some(ExecutionState::Running));
         assert_eq!(
-            code(fx.host.start_execution(&execution)),
+            code(fx.host.start_execution(&ExecutionId::from(&execution))),
             ErrorCode::ExecutionNotActive
         );
-        let completed = fx.host.complete_execution(&execution).unwrap();
+        let completed = fx
+            .host
+            .complete_execution(&ExecutionId::from(&execution))
+            .unwrap();
         assert_eq!(completed.execution_state, Some(ExecutionState::Completed));
         assert_eq!(completed.status, ApprovalStatus::Approved);
         assert_eq!(
-            code(fx.host.complete_execution(&execution)),
+            code(fx.host.complete_execution(&ExecutionId::from(&execution))),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.start_execution(&execution)),
+            code(fx.host.start_execution(&ExecutionId::from(&execution))),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.start_execution("execution-nope")),
+            code(fx.host.start_execution(&ExecutionId::from("execution-nope"))),
             ErrorCode::ExecutionNotFound
         );
 
-        let state = fx.host.session("s1").unwrap();
+        let state = fx.host.session(&SessionId::from("s1")).unwrap();
         assert!(state.is_idle());
         assert_eq!(state.session.mode, Mode::Agent);
         assert_eq!(fx.row(&approval.id), completed);
@@ -386,24 +410,37 @@ mod lifecycle {
             let (approval, _) = fx.pending(&id);
             // No mode: refused, nothing changes.
             assert_eq!(
-                code(fx.host.approve(&approval.id, None)),
+                code(fx.host.approve_relayed(&approval.approval_id(), None)),
                 ErrorCode::PermissionModeRequired
             );
             assert_eq!(fx.row(&approval.id), approval);
-            assert_eq!(fx.host.session(&id).unwrap().session.mode, Mode::Plan);
-            let (approved, state) = fx.host.approve(&approval.id, Some(*mode)).unwrap();
+            assert_eq!(
+                fx.host.session(&SessionId::from(&id)).unwrap().session.mode,
+                Mode::Plan
+            );
+            let (approved, state) = fx.host.approve(&approval.approval_id(), *mode).unwrap();
             assert_eq!(approved.permission_mode, Some(*mode));
             assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
             assert_eq!(state.session.permission_mode, *mode);
             assert_eq!(state.session.mode, Mode::Agent);
-            assert_eq!(fx.host.session(&id).unwrap().session.permission_mode, *mode);
             assert_eq!(
-                code(fx.host.approve(&approval.id, Some(*mode))),
+                fx.host
+                    .session(&SessionId::from(&id))
+                    .unwrap()
+                    .session
+                    .permission_mode,
+                *mode
+            );
+            assert_eq!(
+                code(fx.host.approve(&approval.approval_id(), *mode)),
                 ErrorCode::ApprovalNotPending
             );
         }
         assert_eq!(
-            code(fx.host.approve("approval-nope", Some(PermissionMode::Ask))),
+            code(
+                fx.host
+                    .approve(&ApprovalId::from("approval-nope"), PermissionMode::Ask)
+            ),
             ErrorCode::ApprovalNotFound
         );
     }
@@ -413,7 +450,7 @@ mod lifecycle {
         let fx = Fixture::new();
         let (approval, _) = fx.pending("s1");
         fx.take_seen();
-        let (rejected, state) = fx.host.reject(&approval.id).unwrap();
+        let (rejected, state) = fx.host.reject(&approval.approval_id()).unwrap();
         assert_eq!(rejected.status, ApprovalStatus::Rejected);
         assert_eq!(rejected.decided_at, Some(T0));
         assert_eq!(
@@ -433,16 +470,26 @@ mod lifecycle {
             ["plan/approvalResolved", "session/changed"]
         );
         assert_eq!(
-            code(fx.host.approve(&approval.id, Some(PermissionMode::Auto))),
+            code(fx.host.approve(&approval.approval_id(), PermissionMode::Auto)),
             ErrorCode::ApprovalNotPending
         );
-        assert_eq!(code(fx.host.reject(&approval.id)), ErrorCode::ApprovalNotPending);
+        assert_eq!(
+            code(fx.host.reject(&approval.approval_id())),
+            ErrorCode::ApprovalNotPending
+        );
         assert_eq!(fx.row(&approval.id), rejected);
         // A revision is a new turn and a new artifact.
-        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("s1"), Origin::Interactive)
+            .unwrap();
         let second = approval_of(
             &fx.host
-                .tool_calls("s1", &turn.turn_id, vec![submit("c2", "# v2\n")])
+                .tool_calls(
+                    &SessionId::from("s1"),
+                    &turn.turn_id(),
+                    vec![submit("c2", "# v2\n")],
+                )
                 .unwrap(),
         );
         assert_ne!(second.id, approval.id);
@@ -454,30 +501,36 @@ mod lifecycle {
     fn cancel_interrupts_a_queued_execution() {
         let fx = Fixture::new();
         let (approved, execution) = fx.queued("s1", PermissionMode::Auto);
-        let state = fx.host.cancel_turn("s1").unwrap();
+        let state = fx.host.cancel_turn(&SessionId::from("s1")).unwrap();
         assert!(state.is_idle());
         assert_eq!(state.session.mode, Mode::Agent);
         let row = fx.row(&approved.id);
         assert_eq!(row.execution_state, Some(ExecutionState::Interrupted));
         assert_eq!(row.error_code, Some(ErrorCode::ExecutionCancelled));
         assert_eq!(
-            code(fx.host.start_execution(&execution)),
+            code(fx.host.start_execution(&ExecutionId::from(&execution))),
             ErrorCode::ExecutionNotActive
         );
-        assert_eq!(code(fx.host.cancel_turn("s1")), ErrorCode::TurnNotActive);
+        assert_eq!(
+            code(fx.host.cancel_turn(&SessionId::from("s1"))),
+            ErrorCode::TurnNotActive
+        );
     }
 
     #[test]
     fn prompt_turns_complete_and_agent_tools_are_delegated() {
         let fx = Fixture::new();
         fx.session("s1", Mode::Agent);
-        let turn = fx.host.start_turn("s1", Origin::Scheduled).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("s1"), Origin::Scheduled)
+            .unwrap();
         assert_eq!(turn.mode, Mode::Agent);
         let outcomes = fx
             .host
             .tool_calls(
-                "s1",
-                &turn.turn_id,
+                &SessionId::from("s1"),
+                &turn.turn_id(),
                 vec![call("w", "Write", json!({})), call("r", "Read", json!({}))],
             )
             .unwrap();
@@ -490,13 +543,24 @@ mod lifecycle {
             ToolCallVerdict::Allow(Some(PermissionMode::Ask))
         );
         assert_eq!(
-            code(fx.host.complete_turn("s1", "turn-other")),
+            code(
+                fx.host
+                    .complete_turn(&SessionId::from("s1"), &TurnId::from("turn-other"))
+            ),
             ErrorCode::TurnNotActive
         );
-        assert!(fx.host.complete_turn("s1", &turn.turn_id).unwrap().is_idle());
-        assert_eq!(code(fx.host.session("nope")), ErrorCode::SessionNotFound);
+        assert!(
+            fx.host
+                .complete_turn(&SessionId::from("s1"), &turn.turn_id())
+                .unwrap()
+                .is_idle()
+        );
         assert_eq!(
-            code(fx.host.start_turn("nope", Origin::Interactive)),
+            code(fx.host.session(&SessionId::from("nope"))),
+            ErrorCode::SessionNotFound
+        );
+        assert_eq!(
+            code(fx.host.start_turn(&SessionId::from("nope"), Origin::Interactive)),
             ErrorCode::SessionNotFound
         );
     }
@@ -538,25 +602,29 @@ mod submit_plan {
             trigger_at: AtomicUsize::new(usize::MAX),
             action: OnceLock::new(),
         });
+        // No timer thread: it would read the clock and trigger the action.
         let options = HostOptions {
             clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
+            expiry: ExpiryTimer::Manual,
             ..HostOptions::default()
         };
         let host = Arc::new(Host::open(dir.path().join("plan.db"), options).unwrap());
         let session = NewSession {
-            session_id: Some("s1".to_owned()),
+            session_id: Some("s1".into()),
             workspace_root: Some(root.clone()),
             mode: Some(Mode::Plan),
             permission_mode: None,
         };
         host.create_session(session).unwrap();
-        let turn = host.start_turn("s1", Origin::Interactive).unwrap();
+        let turn = host
+            .start_turn(&SessionId::from("s1"), Origin::Interactive)
+            .unwrap();
         let canceller = Arc::clone(&host);
         assert!(
             clock
                 .action
                 .set(Box::new(move || {
-                    canceller.cancel_turn("s1").unwrap();
+                    canceller.cancel_turn(&SessionId::from("s1")).unwrap();
                 }))
                 .is_ok()
         );
@@ -567,7 +635,11 @@ mod submit_plan {
             .trigger_at
             .store(clock.readings.load(Ordering::SeqCst) + 3, Ordering::SeqCst);
 
-        let result = host.tool_calls("s1", &turn.turn_id, vec![submit("c1", MARKDOWN)]);
+        let result = host.tool_calls(
+            &SessionId::from("s1"),
+            &turn.turn_id(),
+            vec![submit("c1", MARKDOWN)],
+        );
 
         assert_eq!(code(result), ErrorCode::TurnNotActive);
         assert!(
@@ -579,7 +651,7 @@ mod submit_plan {
                 .unwrap()
                 .is_empty()
         );
-        let state = host.session("s1").unwrap();
+        let state = host.session(&SessionId::from("s1")).unwrap();
         assert!(state.is_idle(), "the cancel took effect and nothing is pending");
     }
 
@@ -587,18 +659,27 @@ mod submit_plan {
     fn refusals_create_nothing_and_keep_the_turn() {
         let fx = Fixture::new();
         fx.session("s1", Mode::Plan);
-        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("s1"), Origin::Interactive)
+            .unwrap();
         let t = turn.turn_id.as_str();
 
         // SubmitPlan with another call: the request fails whole.
         let batch = vec![call("r", "Read", json!({})), submit("c1", MARKDOWN)];
         assert_eq!(
-            code(fx.host.tool_calls("s1", t, batch)),
+            code(
+                fx.host
+                    .tool_calls(&SessionId::from("s1"), &TurnId::from(t), batch)
+            ),
             ErrorCode::SubmitPlanNotAlone
         );
         let batch = vec![submit("c1", MARKDOWN), submit("c2", MARKDOWN)];
         assert_eq!(
-            code(fx.host.tool_calls("s1", t, batch)),
+            code(
+                fx.host
+                    .tool_calls(&SessionId::from("s1"), &TurnId::from(t), batch)
+            ),
             ErrorCode::SubmitPlanNotAlone
         );
 
@@ -622,7 +703,11 @@ mod submit_plan {
         for input in invalid {
             let outcomes = fx
                 .host
-                .tool_calls("s1", t, vec![call("c", "SubmitPlan", input.clone())])
+                .tool_calls(
+                    &SessionId::from("s1"),
+                    &TurnId::from(t),
+                    vec![call("c", "SubmitPlan", input.clone())],
+                )
                 .unwrap();
             assert_eq!(
                 outcomes[0].decision,
@@ -634,13 +719,21 @@ mod submit_plan {
         // Exactly at the limit is accepted (after all the refusals, the turn is still active).
         assert!(fx.rows().is_empty());
         assert!(fx.files().is_empty());
-        let state = fx.host.session("s1").unwrap();
+        let state = fx.host.session(&SessionId::from("s1")).unwrap();
         assert_eq!(
             state.active_turn.as_ref().map(|turn| turn.turn_id.as_str()),
             Some(t)
         );
         let at_limit = "y".repeat(MARKDOWN_LIMIT);
-        let approval = approval_of(&fx.host.tool_calls("s1", t, vec![submit("c", &at_limit)]).unwrap());
+        let approval = approval_of(
+            &fx.host
+                .tool_calls(
+                    &SessionId::from("s1"),
+                    &TurnId::from(t),
+                    vec![submit("c", &at_limit)],
+                )
+                .unwrap(),
+        );
         assert_eq!(approval.artifact.unwrap().size, MARKDOWN_LIMIT as u64);
     }
 
@@ -648,10 +741,17 @@ mod submit_plan {
     fn not_active_outside_a_plan_turn_and_not_project_bound() {
         let fx = Fixture::new();
         fx.session("agent", Mode::Agent);
-        let turn = fx.host.start_turn("agent", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("agent"), Origin::Interactive)
+            .unwrap();
         let outcomes = fx
             .host
-            .tool_calls("agent", &turn.turn_id, vec![submit("c", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from("agent"),
+                &turn.turn_id(),
+                vec![submit("c", MARKDOWN)],
+            )
             .unwrap();
         assert_eq!(
             outcomes[0].decision,
@@ -660,22 +760,33 @@ mod submit_plan {
         // Without an active turn at all.
         fx.session("idle", Mode::Plan);
         assert_eq!(
-            code(fx.host.tool_calls("idle", "turn-x", vec![submit("c", MARKDOWN)])),
+            code(fx.host.tool_calls(
+                &SessionId::from("idle"),
+                &TurnId::from("turn-x"),
+                vec![submit("c", MARKDOWN)]
+            )),
             ErrorCode::TurnNotActive
         );
 
         fx.host
             .create_session(NewSession {
-                session_id: Some("unbound".to_owned()),
+                session_id: Some("unbound".into()),
                 workspace_root: None,
                 mode: Some(Mode::Plan),
                 permission_mode: None,
             })
             .unwrap();
-        let turn = fx.host.start_turn("unbound", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("unbound"), Origin::Interactive)
+            .unwrap();
         let outcomes = fx
             .host
-            .tool_calls("unbound", &turn.turn_id, vec![submit("c", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from("unbound"),
+                &turn.turn_id(),
+                vec![submit("c", MARKDOWN)],
+            )
             .unwrap();
         assert_eq!(
             outcomes[0].decision,
@@ -683,7 +794,13 @@ mod submit_plan {
         );
         assert!(fx.rows().is_empty());
         assert!(fx.files().is_empty());
-        assert!(fx.host.session("unbound").unwrap().active_turn.is_some());
+        assert!(
+            fx.host
+                .session(&SessionId::from("unbound"))
+                .unwrap()
+                .active_turn
+                .is_some()
+        );
     }
 
     #[test]
@@ -692,17 +809,17 @@ mod submit_plan {
         fx.session("s1", Mode::Plan);
         fx.take_seen();
         assert_eq!(
-            code(fx.host.start_turn("s1", Origin::Scheduled)),
+            code(fx.host.start_turn(&SessionId::from("s1"), Origin::Scheduled)),
             ErrorCode::PlanRequiresInteractiveSession
         );
-        assert!(fx.host.session("s1").unwrap().is_idle());
+        assert!(fx.host.session(&SessionId::from("s1")).unwrap().is_idle());
         assert!(fx.rows().is_empty());
         assert!(!fx.workspace.join(".pi").exists());
         assert!(fx.take_seen().is_empty());
         // Changed to Agent, the scheduled task runs.
         fx.host
             .configure_session(
-                "s1",
+                &SessionId::from("s1"),
                 ConfigChange {
                     mode: Some(Mode::Agent),
                     ..ConfigChange::default()
@@ -710,7 +827,10 @@ mod submit_plan {
             )
             .unwrap();
         assert_eq!(
-            fx.host.start_turn("s1", Origin::Scheduled).unwrap().mode,
+            fx.host
+                .start_turn(&SessionId::from("s1"), Origin::Scheduled)
+                .unwrap()
+                .mode,
             Mode::Agent
         );
     }
@@ -719,11 +839,18 @@ mod submit_plan {
     fn read_artifact_detects_missing_and_tampered_files() {
         let fx = Fixture::new();
         let (first, _) = fx.pending("s1");
-        fx.host.reject(&first.id).unwrap();
-        let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+        fx.host.reject(&first.approval_id()).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("s1"), Origin::Interactive)
+            .unwrap();
         let second = approval_of(
             &fx.host
-                .tool_calls("s1", &turn.turn_id, vec![submit("c", "# second\n")])
+                .tool_calls(
+                    &SessionId::from("s1"),
+                    &turn.turn_id(),
+                    vec![submit("c", "# second\n")],
+                )
                 .unwrap(),
         );
 
@@ -732,14 +859,20 @@ mod submit_plan {
         tampered[0] = b'!';
         std::fs::write(&path, &tampered).unwrap();
         assert_eq!(
-            code(fx.host.read_artifact(&first.id)),
+            code(fx.host.read_artifact(&first.approval_id())),
             ErrorCode::ArtifactIntegrityMismatch
         );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(code(fx.host.read_artifact(&first.id)), ErrorCode::ArtifactMissing);
-        assert_eq!(fx.host.read_artifact(&second.id).unwrap().markdown, "# second\n");
         assert_eq!(
-            code(fx.host.read_artifact("approval-nope")),
+            code(fx.host.read_artifact(&first.approval_id())),
+            ErrorCode::ArtifactMissing
+        );
+        assert_eq!(
+            fx.host.read_artifact(&second.approval_id()).unwrap().markdown,
+            "# second\n"
+        );
+        assert_eq!(
+            code(fx.host.read_artifact(&ApprovalId::from("approval-nope"))),
             ErrorCode::ApprovalNotFound
         );
     }
@@ -754,10 +887,16 @@ mod expiry {
         let (approval, _) = fx.pending("s1");
         fx.take_seen();
         fx.clock.advance(TTL - 1);
-        assert!(fx.host.session("s1").unwrap().pending_approval.is_some());
+        assert!(
+            fx.host
+                .session(&SessionId::from("s1"))
+                .unwrap()
+                .pending_approval
+                .is_some()
+        );
         assert!(fx.take_seen().is_empty());
         fx.clock.advance(1);
-        let state = fx.host.session("s1").unwrap();
+        let state = fx.host.session(&SessionId::from("s1")).unwrap();
         assert!(state.is_idle());
         assert_eq!(state.session.mode, Mode::Plan);
         let row = fx.row(&approval.id);
@@ -786,13 +925,13 @@ mod expiry {
         let (b, _) = fx.pending("s2");
         fx.clock.advance(TTL + 5);
         assert_eq!(
-            fx.host.approval(&a.id).unwrap().approval.status,
+            fx.host.approval(&a.approval_id()).unwrap().approval.status,
             ApprovalStatus::Expired
         );
         let listed = fx
             .host
             .list_approvals(&ApprovalFilter {
-                session_id: Some("s2".to_owned()),
+                session_id: Some("s2".into()),
                 ..ApprovalFilter::default()
             })
             .unwrap();
@@ -828,7 +967,7 @@ mod expiry {
         assert!(fx.host.expire_due().unwrap().is_empty());
         // A decided approval's deadline is not a deadline any more.
         let (c, _) = fx.pending("s3");
-        fx.host.reject(&c.id).unwrap();
+        fx.host.reject(&c.approval_id()).unwrap();
         assert_eq!(fx.host.next_deadline().unwrap(), None);
     }
 
@@ -840,11 +979,11 @@ mod expiry {
         fx.clock.advance(1000);
         let (b, _) = fx.pending("s2");
         fx.clock.set(a.expires_at - 1);
-        assert!(fx.host.approve(&c.id, Some(PermissionMode::Ask)).is_ok());
+        assert!(fx.host.approve(&c.approval_id(), PermissionMode::Ask).is_ok());
         fx.take_seen();
         fx.clock.set(a.expires_at);
         assert_eq!(
-            code(fx.host.approve(&a.id, Some(PermissionMode::Auto))),
+            code(fx.host.approve(&a.approval_id(), PermissionMode::Auto)),
             ErrorCode::PlanApprovalTimeout
         );
         let row = fx.row(&a.id);
@@ -853,7 +992,10 @@ mod expiry {
             (ApprovalStatus::Expired, Some(ErrorCode::PlanApprovalTimeout))
         );
         assert_eq!((row.permission_mode, row.execution_id), (None, None));
-        assert_eq!(fx.host.session("s1").unwrap().session.mode, Mode::Plan);
+        assert_eq!(
+            fx.host.session(&SessionId::from("s1")).unwrap().session.mode,
+            Mode::Plan
+        );
         // The expiry itself was committed and announced, even though approve failed.
         assert_eq!(
             methods(&fx.take_seen()),
@@ -861,59 +1003,139 @@ mod expiry {
         );
         // Asking again after it expired is still a timeout, not "not pending".
         assert_eq!(
-            code(fx.host.approve(&a.id, Some(PermissionMode::Auto))),
+            code(fx.host.approve(&a.approval_id(), PermissionMode::Auto)),
             ErrorCode::PlanApprovalTimeout
         );
         fx.clock.set(b.expires_at);
-        assert_eq!(code(fx.host.reject(&b.id)), ErrorCode::PlanApprovalTimeout);
+        assert_eq!(
+            code(fx.host.reject(&b.approval_id())),
+            ErrorCode::PlanApprovalTimeout
+        );
         assert_eq!(fx.row(&b.id).status, ApprovalStatus::Expired);
         // Without a permission mode past the deadline: the deadline wins.
         let (d, _) = fx.pending("s4");
         fx.clock.set(d.expires_at + 1);
-        assert_eq!(code(fx.host.approve(&d.id, None)), ErrorCode::PlanApprovalTimeout);
+        assert_eq!(
+            code(fx.host.approve_relayed(&d.approval_id(), None)),
+            ErrorCode::PlanApprovalTimeout
+        );
+    }
+}
+
+mod timer {
+    //! The host's own expiry timer: started by `Host::open` unless the
+    //! embedder opts out, stopped by `close` and by dropping the host.
+    //! Waits are bounded conditions (a channel with a generous timeout),
+    //! never assertions on speed.
+
+    use std::cell::RefCell;
+    use std::sync::mpsc::{self, Receiver, Sender};
+
+    use super::*;
+
+    /// Longer than any wait these tests need, on any machine.
+    const PATIENCE: Duration = Duration::from_secs(30);
+
+    /// Sends once when the thread that owns it ends (thread-local
+    /// destructors run as a thread exits).
+    struct ExitSignal(Sender<()>);
+
+    impl Drop for ExitSignal {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
     }
 
-    #[test]
-    fn expiry_driver_fires_on_time_with_the_system_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().canonicalize().unwrap();
-        let host = Arc::new(
-            Host::open(
-                dir.path().join("plan.db"),
-                HostOptions {
-                    limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
-                    ..HostOptions::default()
-                },
-            )
-            .unwrap(),
-        );
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let sender = Mutex::new(sender);
-        host.add_listener(Arc::new(move |notification| {
-            let _ = sender.lock().unwrap().send(notification);
-        }));
-        let driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+    thread_local! {
+        static ON_EXIT: RefCell<Option<ExitSignal>> = const { RefCell::new(None) };
+    }
+
+    /// A Plan session with a pending approval on `host`.
+    fn pending_on(host: &Host, workspace: &Path, id: &str) -> PlanApproval {
         host.create_session(NewSession {
-            session_id: Some("s1".to_owned()),
+            session_id: Some(id.into()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
             mode: Some(Mode::Plan),
             permission_mode: None,
         })
         .unwrap();
-        let turn = host.start_turn("s1", Origin::Interactive).unwrap();
-        let approval = approval_of(
+        let turn = host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap();
+        approval_of(
             &host
-                .tool_calls("s1", &turn.turn_id, vec![submit("c", MARKDOWN)])
+                .tool_calls(&SessionId::from(id), &turn.turn_id(), vec![submit("c", MARKDOWN)])
                 .unwrap(),
-        );
-        // Nothing but the driver touches the host from here on.
-        let deadline = Instant::now() + Duration::from_secs(20);
+        )
+    }
+
+    /// Registers a listener that reports every `plan/approvalResolved`
+    /// delivered on the host's timer thread (`resolved`), and arranges for
+    /// `exited` to hear when that thread ends. `then` runs on the timer
+    /// thread after each report.
+    fn watch_timer_thread(
+        host: &Host,
+        then: impl Fn() + Send + Sync + 'static,
+    ) -> (Receiver<plan_protocol::PlanApproval>, Receiver<()>) {
+        let (resolved_tx, resolved) = mpsc::channel();
+        let (exit_tx, exited) = mpsc::channel();
+        let senders = Mutex::new((resolved_tx, exit_tx));
+        host.add_listener(Arc::new(move |notification| {
+            let ServerNotification::PlanApprovalResolved(resolved) = notification else {
+                return;
+            };
+            if std::thread::current().name() != Some("plan-expiry") {
+                return;
+            }
+            let (resolved_tx, exit_tx) = &*senders.lock().unwrap();
+            ON_EXIT.with(|slot| {
+                slot.borrow_mut()
+                    .get_or_insert_with(|| ExitSignal(exit_tx.clone()));
+            });
+            let _ = resolved_tx.send(resolved.approval);
+            then();
+        }));
+        (resolved, exited)
+    }
+
+    fn manual_clock_host(dir: &Path, clock: &Arc<ManualClock>, expiry: ExpiryTimer) -> Host {
+        Host::open(
+            dir.join("plan.db"),
+            HostOptions {
+                expiry,
+                ..options(clock)
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_host_expires_on_time_without_a_driver() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        // The system clock and the default options: nothing but the host's
+        // own timer can expire this approval.
+        let host = Host::open(
+            dir.path().join("plan.db"),
+            HostOptions {
+                limits: Limits::new(200, MARKDOWN_LIMIT).unwrap(),
+                ..HostOptions::default()
+            },
+        )
+        .unwrap();
+        let (sender, receiver) = mpsc::channel();
+        let sender = Mutex::new(sender);
+        host.add_listener(Arc::new(move |notification| {
+            let _ = sender.lock().unwrap().send(notification);
+        }));
+        let approval = pending_on(&host, &workspace, "s1");
+        let deadline = Instant::now() + PATIENCE;
         let resolved = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match receiver.recv_timeout(left) {
                 Ok(ServerNotification::PlanApprovalResolved(resolved)) => break resolved,
                 Ok(_) => {}
-                Err(error) => panic!("no expiry within 20 s: {error}"),
+                Err(error) => panic!("no expiry within {PATIENCE:?}: {error}"),
             }
         };
         assert_eq!(resolved.approval.id, approval.id);
@@ -924,10 +1146,114 @@ mod expiry {
         );
         assert_eq!(resolved.approval.decided_at, Some(approval.expires_at));
         assert!(plan_host::Clock::now_ms(&plan_host::SystemClock) >= approval.expires_at);
-        drop(driver);
-        let row = host.approval(&approval.id).unwrap().approval;
+        let row = host.approval(&approval.approval_id()).unwrap().approval;
         assert_eq!(row.status, ApprovalStatus::Expired);
+    }
+
+    #[test]
+    fn with_manual_expiry_nothing_expires_until_expire_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        listen(&host, &seen);
+        let approval = pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        // An automatic timer looks again at least once a second; twice that
+        // long, and still nothing may have been expired.
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(
+            !methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"),
+            "something expired the approval without expire_due"
+        );
+        // The deadline is due, and the embedder's own call expires it.
+        assert_eq!(host.next_deadline().unwrap(), Some(approval.expires_at));
+        let expired = host.expire_due().unwrap();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].id, approval.id);
+        assert_eq!(expired[0].status, ApprovalStatus::Expired);
+        assert!(methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"));
+        assert_eq!(host.next_deadline().unwrap(), None);
+    }
+
+    #[test]
+    fn close_stops_the_timer_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic);
+        let (resolved, exited) = watch_timer_thread(&host, || {});
+        let approval = pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        let fired = resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        assert_eq!(fired.id, approval.id);
+        // The timer thread lives on until the host closes, then ends.
+        assert_eq!(exited.try_recv(), Err(mpsc::TryRecvError::Empty));
         host.close();
+        exited
+            .recv_timeout(PATIENCE)
+            .expect("the timer thread outlived close()");
+        // The host object is still there; only its thread is gone.
+        assert_eq!(code(host.session(&SessionId::from("s1"))), ErrorCode::HostClosed);
+    }
+
+    #[test]
+    fn dropping_the_host_stops_the_timer_thread_and_releases_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic);
+        let (resolved, exited) = watch_timer_thread(&host, || {});
+        pending_on(&host, &workspace, "s1");
+        clock.advance(TTL + 1);
+        resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        assert_eq!(exited.try_recv(), Err(mpsc::TryRecvError::Empty));
+        drop(host);
+        // Dropping waits for the thread, so it has ended already.
+        assert_eq!(exited.try_recv(), Ok(()));
+        // Nothing holds the host's state any more (the options held the
+        // clock), and its lock is free for the next host.
+        assert_eq!(Arc::strong_count(&clock), 1);
+        let next = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        assert_eq!(
+            next.session(&SessionId::from("s1"))
+                .unwrap()
+                .pending_approval
+                .map(|a| a.status),
+            None
+        );
+    }
+
+    #[test]
+    fn a_listener_on_the_timer_thread_may_close_and_drop_the_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let host = Arc::new(manual_clock_host(dir.path(), &clock, ExpiryTimer::Automatic));
+        let owner: Arc<Mutex<Option<Arc<Host>>>> = Arc::new(Mutex::new(None));
+        let (resolved, exited) = watch_timer_thread(&host, {
+            let owner = Arc::clone(&owner);
+            move || {
+                let taken = owner.lock().unwrap().take();
+                if let Some(host) = taken {
+                    host.close();
+                    // The last reference: the host drops on its own timer
+                    // thread, which cannot wait for itself.
+                    drop(host);
+                }
+            }
+        });
+        pending_on(&host, &workspace, "s1");
+        *owner.lock().unwrap() = Some(host);
+        clock.advance(TTL + 1);
+        resolved.recv_timeout(PATIENCE).expect("the timer never fired");
+        exited
+            .recv_timeout(PATIENCE)
+            .expect("the timer thread did not end after its listener dropped the host");
+        // The lock was released: the next host opens.
+        let next = manual_clock_host(dir.path(), &clock, ExpiryTimer::Manual);
+        assert!(!next.is_closed());
     }
 }
 
@@ -936,7 +1262,7 @@ mod busy {
 
     fn configure(fx: &Fixture, id: &str) -> ErrorCode {
         code(fx.host.configure_session(
-            id,
+            &SessionId::from(id),
             ConfigChange {
                 permission_mode: Some(PermissionMode::Auto),
                 ..ConfigChange::default()
@@ -950,9 +1276,12 @@ mod busy {
 
         // An active prompt turn.
         fx.session("turn", Mode::Plan);
-        let turn = fx.host.start_turn("turn", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("turn"), Origin::Interactive)
+            .unwrap();
         assert_eq!(
-            code(fx.host.start_turn("turn", Origin::Interactive)),
+            code(fx.host.start_turn(&SessionId::from("turn"), Origin::Interactive)),
             ErrorCode::SessionBusy
         );
         assert_eq!(configure(&fx, "turn"), ErrorCode::SessionBusy);
@@ -975,38 +1304,54 @@ mod busy {
             },
         ] {
             assert_eq!(
-                code(fx.host.configure_session("turn", change)),
+                code(fx.host.configure_session(&SessionId::from("turn"), change)),
                 ErrorCode::SessionBusy
             );
         }
-        assert!(fx.host.complete_turn("turn", &turn.turn_id).unwrap().is_idle());
+        assert!(
+            fx.host
+                .complete_turn(&SessionId::from("turn"), &turn.turn_id())
+                .unwrap()
+                .is_idle()
+        );
 
         // A pending approval.
         let (approval, plan_turn) = fx.pending("pending");
         assert_eq!(
-            code(fx.host.start_turn("pending", Origin::Interactive)),
+            code(
+                fx.host
+                    .start_turn(&SessionId::from("pending"), Origin::Interactive)
+            ),
             ErrorCode::SessionBusy
         );
         assert_eq!(configure(&fx, "pending"), ErrorCode::SessionBusy);
         assert_eq!(
-            code(
-                fx.host
-                    .tool_calls("pending", &plan_turn, vec![submit("again", MARKDOWN)])
-            ),
+            code(fx.host.tool_calls(
+                &SessionId::from("pending"),
+                &TurnId::from(&plan_turn),
+                vec![submit("again", MARKDOWN)]
+            )),
+            ErrorCode::SessionBusy
+        );
+        assert_eq!(
+            code(fx.host.tool_calls(
+                &SessionId::from("pending"),
+                &TurnId::from(&plan_turn),
+                vec![call("r", "Read", json!({}))]
+            )),
             ErrorCode::SessionBusy
         );
         assert_eq!(
             code(
                 fx.host
-                    .tool_calls("pending", &plan_turn, vec![call("r", "Read", json!({}))])
+                    .complete_turn(&SessionId::from("pending"), &TurnId::from(&plan_turn))
             ),
             ErrorCode::SessionBusy
         );
         assert_eq!(
-            code(fx.host.complete_turn("pending", &plan_turn)),
+            code(fx.host.cancel_turn(&SessionId::from("pending"))),
             ErrorCode::SessionBusy
         );
-        assert_eq!(code(fx.host.cancel_turn("pending")), ErrorCode::SessionBusy);
         assert_eq!(fx.row(&approval.id), approval);
         assert_eq!(fx.files().len(), 1);
 
@@ -1014,28 +1359,35 @@ mod busy {
         let (_, execution) = fx.queued("exec", PermissionMode::Ask);
         for running in [false, true] {
             if running {
-                fx.host.start_execution(&execution).unwrap();
+                fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
             }
-            let state = fx.host.session("exec").unwrap();
+            let state = fx.host.session(&SessionId::from("exec")).unwrap();
             let exec_turn = state.active_turn.clone().unwrap().turn_id;
             assert_eq!(
-                code(fx.host.start_turn("exec", Origin::Interactive)),
+                code(fx.host.start_turn(&SessionId::from("exec"), Origin::Interactive)),
                 ErrorCode::SessionBusy
             );
             assert_eq!(
-                code(fx.host.start_turn("exec", Origin::Scheduled)),
+                code(fx.host.start_turn(&SessionId::from("exec"), Origin::Scheduled)),
                 ErrorCode::SessionBusy
             );
             assert_eq!(configure(&fx, "exec"), ErrorCode::SessionBusy);
             assert_eq!(
-                code(fx.host.complete_turn("exec", &exec_turn)),
+                code(
+                    fx.host
+                        .complete_turn(&SessionId::from("exec"), &TurnId::from(&exec_turn))
+                ),
                 ErrorCode::SessionBusy
             );
-            assert_eq!(fx.host.session("exec").unwrap(), state);
+            assert_eq!(fx.host.session(&SessionId::from("exec")).unwrap(), state);
         }
         // The guarded sessions are untouched by the refusals.
         assert_eq!(
-            fx.host.session("pending").unwrap().session.permission_mode,
+            fx.host
+                .session(&SessionId::from("pending"))
+                .unwrap()
+                .session
+                .permission_mode,
             PermissionMode::Ask
         );
         assert_eq!(fx.rows().len(), 2);
@@ -1066,12 +1418,19 @@ mod restart {
         let (pending, _) = fx.pending("pending");
         let (queued, _) = fx.queued("queued", PermissionMode::AcceptEdits);
         let (running, running_execution) = fx.queued("running", PermissionMode::Auto);
-        fx.host.start_execution(&running_execution).unwrap();
+        fx.host
+            .start_execution(&ExecutionId::from(&running_execution))
+            .unwrap();
         let (_, done_execution) = fx.queued("done", PermissionMode::Ask);
-        fx.host.start_execution(&done_execution).unwrap();
-        let done = fx.host.complete_execution(&done_execution).unwrap();
+        fx.host
+            .start_execution(&ExecutionId::from(&done_execution))
+            .unwrap();
+        let done = fx
+            .host
+            .complete_execution(&ExecutionId::from(&done_execution))
+            .unwrap();
         let (rejected, _) = fx.pending("rejected");
-        let rejected = fx.host.reject(&rejected.id).unwrap().0;
+        let rejected = fx.host.reject(&rejected.approval_id()).unwrap().0;
         let before = fx.rows();
         let files = fx.files();
 
@@ -1107,12 +1466,16 @@ mod restart {
             ("done", Mode::Agent),
         ];
         for (id, mode) in modes {
-            let state = fx.host.session(id).unwrap();
+            let state = fx.host.session(&SessionId::from(id)).unwrap();
             assert!(state.is_idle(), "{id} must be idle after the fence");
             assert_eq!(state.session.mode, mode, "{id}");
         }
         assert_eq!(
-            fx.host.session("queued").unwrap().session.permission_mode,
+            fx.host
+                .session(&SessionId::from("queued"))
+                .unwrap()
+                .session
+                .permission_mode,
             PermissionMode::AcceptEdits
         );
 
@@ -1122,28 +1485,40 @@ mod restart {
         assert_eq!(fx.host.next_deadline().unwrap(), None);
         assert!(fx.host.expire_due().unwrap().is_empty());
         assert_eq!(
-            code(fx.host.start_execution(queued.execution_id.as_deref().unwrap())),
+            code(
+                fx.host
+                    .start_execution(&ExecutionId::from(queued.execution_id.as_deref().unwrap()))
+            ),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.complete_execution(&running_execution)),
+            code(fx.host.complete_execution(&ExecutionId::from(&running_execution))),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.approve(&pending.id, Some(PermissionMode::Ask))),
+            code(fx.host.approve(&pending.approval_id(), PermissionMode::Ask)),
             ErrorCode::ApprovalNotPending
         );
         assert!(fx.take_seen().is_empty());
         for approval in [&pending, &queued, &running] {
-            assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, MARKDOWN);
+            assert_eq!(
+                fx.host.read_artifact(&approval.approval_id()).unwrap().markdown,
+                MARKDOWN
+            );
         }
         // The user may start new turns: Plan again in the pending session, Agent in the others.
         assert_eq!(
-            fx.host.start_turn("pending", Origin::Interactive).unwrap().mode,
+            fx.host
+                .start_turn(&SessionId::from("pending"), Origin::Interactive)
+                .unwrap()
+                .mode,
             Mode::Plan
         );
         assert_eq!(
-            fx.host.start_turn("running", Origin::Interactive).unwrap().mode,
+            fx.host
+                .start_turn(&SessionId::from("running"), Origin::Interactive)
+                .unwrap()
+                .mode,
             Mode::Agent
         );
 
@@ -1163,19 +1538,19 @@ mod restart {
         let h = &fx.host;
         let closed = [
             code(h.create_session(NewSession::default())),
-            code(h.session("s1")),
-            code(h.configure_session("s1", ConfigChange::default())),
-            code(h.start_turn("s1", Origin::Interactive)),
-            code(h.tool_calls("s1", "t", vec![])),
-            code(h.complete_turn("s1", "t")),
-            code(h.cancel_turn("s1")),
-            code(h.approve(&approval.id, Some(PermissionMode::Ask))),
-            code(h.reject(&approval.id)),
-            code(h.approval(&approval.id)),
+            code(h.session(&SessionId::from("s1"))),
+            code(h.configure_session(&SessionId::from("s1"), ConfigChange::default())),
+            code(h.start_turn(&SessionId::from("s1"), Origin::Interactive)),
+            code(h.tool_calls(&SessionId::from("s1"), &TurnId::from("t"), vec![])),
+            code(h.complete_turn(&SessionId::from("s1"), &TurnId::from("t"))),
+            code(h.cancel_turn(&SessionId::from("s1"))),
+            code(h.approve(&approval.approval_id(), PermissionMode::Ask)),
+            code(h.reject(&approval.approval_id())),
+            code(h.approval(&approval.approval_id())),
             code(h.list_approvals(&ApprovalFilter::default())),
-            code(h.read_artifact(&approval.id)),
-            code(h.start_execution("e")),
-            code(h.complete_execution("e")),
+            code(h.read_artifact(&approval.approval_id())),
+            code(h.start_execution(&ExecutionId::from("e"))),
+            code(h.complete_execution(&ExecutionId::from("e"))),
             code(h.shells()),
             code(h.set_default_shell("sh")),
             code(h.next_deadline()),
@@ -1224,7 +1599,7 @@ mod shells {
             ..ConfigChange::default()
         };
         assert_eq!(
-            code(fx.host.configure_session("s1", change)),
+            code(fx.host.configure_session(&SessionId::from("s1"), change)),
             ErrorCode::ShellUnknown
         );
         let change = ConfigChange {
@@ -1233,7 +1608,7 @@ mod shells {
         };
         assert_eq!(
             fx.host
-                .configure_session("s1", change)
+                .configure_session(&SessionId::from("s1"), change)
                 .unwrap()
                 .session
                 .shell
@@ -1605,7 +1980,7 @@ mod concurrency {
                         if round > 0 {
                             fx.host
                                 .configure_session(
-                                    &id,
+                                    &SessionId::from(&id),
                                     ConfigChange {
                                         mode: Some(Mode::Plan),
                                         ..ConfigChange::default()
@@ -1613,19 +1988,33 @@ mod concurrency {
                                 )
                                 .unwrap();
                         }
-                        let turn = fx.host.start_turn(&id, Origin::Interactive).unwrap();
+                        let turn = fx
+                            .host
+                            .start_turn(&SessionId::from(&id), Origin::Interactive)
+                            .unwrap();
                         let markdown = format!("# thread {thread} round {round}\n");
                         let approval = approval_of(
                             &fx.host
-                                .tool_calls(&id, &turn.turn_id, vec![submit("c", &markdown)])
+                                .tool_calls(
+                                    &SessionId::from(&id),
+                                    &turn.turn_id(),
+                                    vec![submit("c", &markdown)],
+                                )
                                 .unwrap(),
                         );
-                        let (approved, _) =
-                            fx.host.approve(&approval.id, Some(PermissionMode::Auto)).unwrap();
+                        let (approved, _) = fx
+                            .host
+                            .approve(&approval.approval_id(), PermissionMode::Auto)
+                            .unwrap();
                         let execution = approved.execution_id.unwrap();
-                        fx.host.start_execution(&execution).unwrap();
-                        fx.host.complete_execution(&execution).unwrap();
-                        assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, markdown);
+                        fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
+                        fx.host
+                            .complete_execution(&ExecutionId::from(&execution))
+                            .unwrap();
+                        assert_eq!(
+                            fx.host.read_artifact(&approval.approval_id()).unwrap().markdown,
+                            markdown
+                        );
                     }
                 });
             }
@@ -1647,9 +2036,9 @@ mod concurrency {
                     let id = approval.id.clone();
                     scope.spawn(move || {
                         let result = if thread % 2 == 0 {
-                            fx.host.approve(&id, Some(PermissionMode::Ask))
+                            fx.host.approve(&ApprovalId::from(&id), PermissionMode::Ask)
                         } else {
-                            fx.host.reject(&id)
+                            fx.host.reject(&ApprovalId::from(&id))
                         };
                         result.map(|(row, _)| row).map_err(|error| error.code())
                     })
@@ -1706,10 +2095,13 @@ mod ordering {
             }
         }));
         std::thread::scope(|scope| {
-            let rejecting = scope.spawn(|| fx.host.reject(&approval.id).unwrap());
+            let rejecting = scope.spawn(|| fx.host.reject(&approval.approval_id()).unwrap());
             blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
             // Commits after the rejection, while its notifications are being delivered.
-            let turn = fx.host.start_turn("s1", Origin::Interactive).unwrap();
+            let turn = fx
+                .host
+                .start_turn(&SessionId::from("s1"), Origin::Interactive)
+                .unwrap();
             release_tx.send(()).unwrap();
             rejecting.join().unwrap();
             let order = order.lock().unwrap();
@@ -1764,7 +2156,7 @@ mod review {
             let state = fx
                 .host
                 .create_session(NewSession {
-                    session_id: Some(id.to_owned()),
+                    session_id: Some(id.into()),
                     workspace_root: Some(given),
                     ..NewSession::default()
                 })
@@ -1781,7 +2173,7 @@ mod review {
             assert_eq!(wire["error"]["data"]["code"], "INVALID_PARAMS", "{wire}");
         }
         let empty = fx.host.create_session(NewSession {
-            session_id: Some(String::new()),
+            session_id: Some(SessionId::default()),
             ..NewSession::default()
         });
         assert_eq!(code(empty), ErrorCode::InvalidParams);
@@ -1805,13 +2197,20 @@ mod review {
     fn verify_and_diff_through_the_host_and_the_dispatcher() {
         let fx = Fixture::new();
         let (first, turn) = fx.pending("s");
-        fx.host.reject(&first.id).unwrap();
+        fx.host.reject(&first.approval_id()).unwrap();
         fx.clock.advance(10);
-        let turn2 = fx.host.start_turn("s", Origin::Interactive).unwrap();
+        let turn2 = fx
+            .host
+            .start_turn(&SessionId::from("s"), Origin::Interactive)
+            .unwrap();
         assert_ne!(turn, turn2.turn_id);
         let outcomes = fx
             .host
-            .tool_calls("s", &turn2.turn_id, vec![submit("c2", "# Revised\n")])
+            .tool_calls(
+                &SessionId::from("s"),
+                &turn2.turn_id(),
+                vec![submit("c2", "# Revised\n")],
+            )
             .unwrap();
         let second = approval_of(&outcomes);
 
@@ -1823,7 +2222,7 @@ mod review {
         assert!(!session.ok());
         assert_eq!(session.orphans.len(), 1);
 
-        let diff = fx.host.diff(&second.id, None).unwrap();
+        let diff = fx.host.diff(&second.approval_id(), None).unwrap();
         assert_eq!(diff.against_approval_id.as_deref(), Some(first.id.as_str()));
         assert!(diff.unified.as_deref().unwrap().contains("+# Revised\n"));
 
@@ -1855,7 +2254,7 @@ mod review {
         let fx = Fixture::new();
         let (approval, _) = fx.pending("s");
         std::fs::remove_dir_all(&fx.workspace).unwrap();
-        let error = fx.host.read_artifact(&approval.id).unwrap_err();
+        let error = fx.host.read_artifact(&approval.approval_id()).unwrap_err();
         assert_eq!(error.code(), ErrorCode::ArtifactMissing, "{}", error.message());
         assert!(!error.message().contains("written"), "{}", error.message());
     }
@@ -1905,7 +2304,11 @@ mod edges {
         }
         // The first host's live approval was not fenced by either attempt.
         assert_eq!(fx.row(&approval.id).status, ApprovalStatus::Pending);
-        assert!(fx.host.approve(&approval.id, Some(PermissionMode::Ask)).is_ok());
+        assert!(
+            fx.host
+                .approve(&approval.approval_id(), PermissionMode::Ask)
+                .is_ok()
+        );
     }
 
     #[test]
@@ -1935,6 +2338,7 @@ mod edges {
                 limits: Limits::new(ttl, MARKDOWN_LIMIT).unwrap(),
                 clock: Arc::clone(&clock) as Arc<dyn plan_host::Clock>,
                 shells: default_catalog(),
+                expiry: ExpiryTimer::Manual,
                 ..HostOptions::default()
             },
         )
@@ -1942,23 +2346,25 @@ mod edges {
         let root = workspace.to_str().unwrap().to_owned();
         let pending = |id: &str| {
             host.create_session(NewSession {
-                session_id: Some(id.to_owned()),
+                session_id: Some(id.into()),
                 workspace_root: Some(root.clone()),
                 mode: Some(Mode::Plan),
                 permission_mode: None,
             })
             .unwrap();
-            let turn = host.start_turn(id, Origin::Interactive).unwrap();
+            let turn = host
+                .start_turn(&SessionId::from(id), Origin::Interactive)
+                .unwrap();
             approval_of(
                 &host
-                    .tool_calls(id, &turn.turn_id, vec![submit("c", MARKDOWN)])
+                    .tool_calls(&SessionId::from(id), &turn.turn_id(), vec![submit("c", MARKDOWN)])
                     .unwrap(),
             )
         };
         // Decided inside the window after a step back: never before createdAt.
         let early = pending("early");
         clock.set(T0 - 3_600_000);
-        let (approved, _) = host.approve(&early.id, Some(PermissionMode::Ask)).unwrap();
+        let (approved, _) = host.approve(&early.approval_id(), PermissionMode::Ask).unwrap();
         assert!(
             approved.decided_at.unwrap() >= approved.created_at,
             "decidedAt {:?} is before createdAt {}",
@@ -1973,10 +2379,10 @@ mod edges {
         clock.advance(ttl + 100);
         assert!(clock_now(&clock) < late.expires_at);
         assert_eq!(
-            code(host.approve(&late.id, Some(PermissionMode::Ask))),
+            code(host.approve(&late.approval_id(), PermissionMode::Ask)),
             ErrorCode::PlanApprovalTimeout
         );
-        let row = host.approval(&late.id).unwrap().approval;
+        let row = host.approval(&late.approval_id()).unwrap().approval;
         assert_eq!(row.status, ApprovalStatus::Expired);
         // expiresAt never moves, and the record is the deadline itself.
         assert_eq!(row.expires_at, late.expires_at);
@@ -2000,18 +2406,24 @@ mod edges {
             )
             .unwrap(),
         );
-        let _driver = ExpiryDriver::spawn(Arc::clone(&host)).unwrap();
+        // No driver: the host's own timer fires.
         host.create_session(NewSession {
-            session_id: Some("s".to_owned()),
+            session_id: Some("s".into()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
             mode: Some(Mode::Plan),
             permission_mode: None,
         })
         .unwrap();
-        let turn = host.start_turn("s", Origin::Interactive).unwrap();
+        let turn = host
+            .start_turn(&SessionId::from("s"), Origin::Interactive)
+            .unwrap();
         let approval = approval_of(
             &host
-                .tool_calls("s", &turn.turn_id, vec![submit("c", MARKDOWN)])
+                .tool_calls(
+                    &SessionId::from("s"),
+                    &turn.turn_id(),
+                    vec![submit("c", MARKDOWN)],
+                )
                 .unwrap(),
         );
         clock.set(T0 - 3_600_000);
@@ -2019,12 +2431,12 @@ mod edges {
         // The wall clock is nowhere near expiresAt; the timer must act on
         // the elapsed monotonic time (bounded poll, not a speed check).
         let deadline = Instant::now() + Duration::from_secs(20);
-        while host.approval(&approval.id).unwrap().approval.status == ApprovalStatus::Pending {
+        while host.approval(&approval.approval_id()).unwrap().approval.status == ApprovalStatus::Pending {
             assert!(Instant::now() < deadline, "the approval never expired");
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(
-            host.approval(&approval.id).unwrap().approval.status,
+            host.approval(&approval.approval_id()).unwrap().approval.status,
             ApprovalStatus::Expired
         );
     }
@@ -2036,10 +2448,17 @@ mod edges {
         // the workspace root is gone.
         std::fs::write(fx.workspace.join(".pi"), b"in the way").unwrap();
         fx.session("blocked", Mode::Plan);
-        let turn = fx.host.start_turn("blocked", Origin::Interactive).unwrap();
+        let turn = fx
+            .host
+            .start_turn(&SessionId::from("blocked"), Origin::Interactive)
+            .unwrap();
         let outcomes = fx
             .host
-            .tool_calls("blocked", &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from("blocked"),
+                &turn.turn_id(),
+                vec![submit("c1", MARKDOWN)],
+            )
             .unwrap();
         assert_eq!(
             outcomes[0].decision,
@@ -2053,7 +2472,11 @@ mod edges {
         std::fs::remove_dir(&fx.workspace).unwrap();
         let outcomes = fx
             .host
-            .tool_calls("blocked", &turn.turn_id, vec![submit("c2", MARKDOWN)])
+            .tool_calls(
+                &SessionId::from("blocked"),
+                &turn.turn_id(),
+                vec![submit("c2", MARKDOWN)],
+            )
             .unwrap();
         assert_eq!(
             outcomes[0].decision,
@@ -2096,13 +2519,16 @@ mod bounded_lines {
             "{reply}"
         );
         // Nothing in it was carried out.
-        assert_eq!(code(fx.host.session("s0")), ErrorCode::SessionNotFound);
+        assert_eq!(
+            code(fx.host.session(&SessionId::from("s0"))),
+            ErrorCode::SessionNotFound
+        );
         // 128 is allowed.
         let batch = format!("[{}]", (0..128).map(create).collect::<Vec<_>>().join(","));
         let replies: Value = serde_json::from_str(&connection.handle_line(&batch).unwrap()).unwrap();
         assert_eq!(replies.as_array().unwrap().len(), 128);
         assert_eq!(replies[0]["result"]["sessionId"], "s0", "{}", replies[0]);
-        assert!(fx.host.session("s127").is_ok());
+        assert!(fx.host.session(&SessionId::from("s127")).is_ok());
     }
 
     #[test]
@@ -2129,5 +2555,52 @@ mod bounded_lines {
         let reply: Value = serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap();
         assert_eq!(reply["error"]["data"]["code"], "SESSION_NOT_FOUND");
         assert!(reply["error"]["message"].as_str().unwrap().len() < 1100);
+    }
+}
+
+mod readme {
+    /// The README's Rust example (run as a doctest of this crate) in text.
+    fn rust_example() -> &'static str {
+        let readme = include_str!("../../../README.md");
+        let section = &readme[readme.find("### Embedding in Rust").unwrap()..];
+        let code = &section[section.find("```rust\n").unwrap() + "```rust\n".len()..];
+        &code[..code.find("```").unwrap()]
+    }
+
+    /// The crates a path in `code` starts from: the lowercase identifier
+    /// before a `::` that is not itself after a `::`.
+    fn path_roots(code: &str) -> std::collections::BTreeSet<&str> {
+        let mut roots = std::collections::BTreeSet::new();
+        for (at, _) in code.match_indices("::") {
+            let before = &code[..at];
+            let start = before
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(0, |index| index + 1);
+            let ident = &before[start..];
+            let after_path = before[..start].ends_with("::");
+            if !after_path && ident.starts_with(|c: char| c.is_ascii_lowercase()) {
+                roots.insert(ident);
+            }
+        }
+        roots
+    }
+
+    #[test]
+    fn the_rust_example_embeds_a_host_through_plan_host_alone() {
+        let code = rust_example();
+        assert!(code.contains("Host::open"), "not the embedding example");
+        // `serde_json` is allowed only as the crate plan-host re-exports.
+        let imports = &code[code.find("use plan_host::{").unwrap()..];
+        let imports = &imports[..imports.find("};").unwrap()];
+        assert!(imports.contains("serde_json"), "{imports}");
+        let roots = path_roots(code);
+        let allowed = ["plan_host", "serde_json", "std", "tempfile"];
+        let foreign: Vec<&&str> = roots.iter().filter(|root| !allowed.contains(root)).collect();
+        assert!(
+            foreign.is_empty(),
+            "the example reaches past plan_host: {foreign:?}"
+        );
+        // The check itself sees a direct import.
+        assert!(path_roots("use plan_core::Mode; plan_host::Host::open").contains("plan_core"));
     }
 }

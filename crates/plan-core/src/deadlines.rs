@@ -3,7 +3,7 @@
 //! extend an approval's window.
 //!
 //! The per-session machine expires an approval whose deadline has passed
-//! when any event reaches its session; an expiry driver uses
+//! when any event reaches its session; the host's expiry timer uses
 //! [`due_approvals`] and [`next_deadline`] over all live rows to know which
 //! sessions to tick and how long to sleep. Both use the same rule as the
 //! machine ([`is_due`]).

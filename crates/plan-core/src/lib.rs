@@ -26,6 +26,7 @@
 mod commands;
 mod deadlines;
 mod error;
+mod ids;
 mod machine;
 mod model;
 mod recovery;
@@ -41,6 +42,7 @@ pub use commands::{
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
+pub use ids::{ApprovalId, ExecutionId, SessionId, TurnId};
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
     Transition, handle,

@@ -10,9 +10,10 @@
 )]
 
 use plan_core::{
-    ApprovalStatus, Artifact, ArtifactRequest, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event,
-    ExecutionState, Limits, Mode, Origin, PermissionMode, PlanApproval, Reply, RowGuard, Session,
-    SessionState, ToolCall, ToolDecision, Transition, TurnKind, fence_row, handle, startup_fence,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactRequest, BootEpoch, ConfigChange, Context, Effect,
+    ErrorCode, Event, ExecutionId, ExecutionState, Limits, Mode, Origin, PermissionMode, PlanApproval, Reply,
+    RowGuard, Session, SessionId, SessionState, ToolCall, ToolDecision, Transition, TurnId, TurnKind,
+    fence_row, handle, startup_fence,
 };
 use serde_json::json;
 
@@ -1893,4 +1894,24 @@ mod commands {
         expected.ended_at = Some(T0 + 5);
         assert_eq!(fenced, [expected]);
     }
+}
+
+// Typed ids.
+
+#[test]
+fn typed_ids_name_the_rows_they_come_from() {
+    let state = approved_state(PermissionMode::Ask);
+    let approval = state.live_execution.clone().expect("a live execution");
+    assert_eq!(approval.approval_id(), approval.id.as_str());
+    assert_eq!(approval.session_id(), state.session.session_id());
+    assert_eq!(approval.turn_id(), approval.turn_id.as_str());
+    assert_eq!(approval.execution_id(), Some(ExecutionId::from("x1")));
+    let turn = state.active_turn.expect("the execution turn");
+    assert_eq!(turn.turn_id(), TurnId::from("t-exec"));
+    // Before approval there is no execution to name.
+    let (pending, _) = pending_state();
+    assert_eq!(pending_row(&pending).execution_id(), None);
+    // Equal text, equal id; the types keep the kinds apart at compile time.
+    assert_eq!(SessionId::from("a"), SessionId::new(String::from("a")));
+    assert_eq!(ApprovalId::from("a").into_string(), "a");
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use plan_core::{Mode, Origin, PermissionMode, ToolCall, is_terminal_control};
-use plan_host::{Clock, Host, HostOptions, ManualClock, NewSession};
+use plan_host::{ApprovalId, Clock, ExecutionId, Host, HostOptions, ManualClock, NewSession, SessionId};
 
 use crate::support::{self, Fixture, NOW, T0};
 
@@ -59,7 +59,7 @@ fn hostile() -> Fixture {
     };
     let host = Host::open(&db, options).unwrap();
     host.create_session(NewSession {
-        session_id: Some("s-evil".to_owned()),
+        session_id: Some("s-evil".into()),
         workspace_root: Some(root.to_string_lossy().into_owned()),
         mode: Some(Mode::Plan),
         permission_mode: None,
@@ -70,9 +70,15 @@ fn hostile() -> Fixture {
         ("approval-first", HOSTILE_PLAN),
         ("approval-second", HOSTILE_REVISION),
     ] {
-        let turn = host.start_turn("s-evil", Origin::Interactive).unwrap();
+        let turn = host
+            .start_turn(&SessionId::from("s-evil"), Origin::Interactive)
+            .unwrap();
         let outcomes = host
-            .tool_calls("s-evil", &turn.turn_id, vec![submit("Tidy", markdown)])
+            .tool_calls(
+                &SessionId::from("s-evil"),
+                &turn.turn_id(),
+                vec![submit("Tidy", markdown)],
+            )
             .unwrap();
         let id = outcomes
             .into_iter()
@@ -81,13 +87,13 @@ fn hostile() -> Fixture {
             .id;
         if approvals.is_empty() {
             clock.advance(60_000);
-            let (approved, _) = host.approve(&id, Some(PermissionMode::Ask)).unwrap();
+            let (approved, _) = host.approve(&ApprovalId::from(&id), PermissionMode::Ask).unwrap();
             let execution = approved.execution_id.unwrap();
-            host.start_execution(&execution).unwrap();
-            host.complete_execution(&execution).unwrap();
+            host.start_execution(&ExecutionId::from(&execution)).unwrap();
+            host.complete_execution(&ExecutionId::from(&execution)).unwrap();
             clock.set(NOW - 5 * 60_000);
             host.configure_session(
-                "s-evil",
+                &SessionId::from("s-evil"),
                 plan_core::ConfigChange {
                     mode: Some(Mode::Plan),
                     ..plan_core::ConfigChange::default()

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use plan_core::{ConfigChange, Mode, Origin, PermissionMode, ToolCall};
-use plan_host::{Clock, Host, HostOptions, ManualClock, NewSession};
+use plan_host::{ApprovalId, Clock, ExecutionId, Host, HostOptions, ManualClock, NewSession, SessionId};
 
 /// 2026-09-21T14:13:20Z: the host clock when fixtures start.
 pub(crate) const T0: i64 = 1_790_000_000_000;
@@ -140,9 +140,15 @@ pub(crate) const PLAN_B: &str = "# Fix the flaky test\n\n1. Find the race.\n2. F
 
 /// Plans a turn and submits `markdown`; returns the approval id.
 fn plan(host: &Host, session: &str, title: &str, markdown: &str) -> String {
-    let turn = host.start_turn(session, Origin::Interactive).unwrap();
+    let turn = host
+        .start_turn(&SessionId::from(session), Origin::Interactive)
+        .unwrap();
     let outcomes = host
-        .tool_calls(session, &turn.turn_id, vec![submit(title, markdown)])
+        .tool_calls(
+            &SessionId::from(session),
+            &turn.turn_id(),
+            vec![submit(title, markdown)],
+        )
         .unwrap();
     outcomes
         .into_iter()
@@ -153,7 +159,7 @@ fn plan(host: &Host, session: &str, title: &str, markdown: &str) -> String {
 
 fn to_plan(host: &Host, session: &str) {
     host.configure_session(
-        session,
+        &SessionId::from(session),
         ConfigChange {
             mode: Some(Mode::Plan),
             ..ConfigChange::default()
@@ -182,7 +188,7 @@ pub(crate) fn rich() -> Fixture {
     let mut approvals = Vec::new();
     for (id, root) in [("s-alpha", &root_alpha), ("s-beta", &root_beta)] {
         host.create_session(NewSession {
-            session_id: Some(id.to_owned()),
+            session_id: Some(id.into()),
             workspace_root: Some(root.to_string_lossy().into_owned()),
             mode: Some(Mode::Plan),
             permission_mode: None,
@@ -193,20 +199,20 @@ pub(crate) fn rich() -> Fixture {
     let completed = plan(&host, "s-alpha", "Split the parser", PLAN_V1);
     clock.advance(60_000);
     let (approved, _) = host
-        .approve(&completed, Some(PermissionMode::AcceptEdits))
+        .approve(&ApprovalId::from(&completed), PermissionMode::AcceptEdits)
         .unwrap();
     let execution = approved.execution_id.unwrap();
     clock.advance(1_000);
-    host.start_execution(&execution).unwrap();
+    host.start_execution(&ExecutionId::from(&execution)).unwrap();
     clock.advance(120_000);
-    host.complete_execution(&execution).unwrap();
+    host.complete_execution(&ExecutionId::from(&execution)).unwrap();
     approvals.push((completed, "approval-completed".to_owned()));
     // 2. A revision, rejected.
     clock.advance(60_000);
     to_plan(&host, "s-alpha");
     let rejected = plan(&host, "s-alpha", "Split the parser (revision)", PLAN_V2);
     clock.advance(30_000);
-    host.reject(&rejected).unwrap();
+    host.reject(&ApprovalId::from(&rejected)).unwrap();
     approvals.push((rejected, "approval-rejected".to_owned()));
     // 3. Expired: nobody answered for 30 minutes.
     clock.advance(10_000);
@@ -218,7 +224,8 @@ pub(crate) fn rich() -> Fixture {
     clock.advance(60_000);
     let queued = plan(&host, "s-beta", "Fix the flaky test", PLAN_B);
     clock.advance(5_000);
-    host.approve(&queued, Some(PermissionMode::Ask)).unwrap();
+    host.approve(&ApprovalId::from(&queued), PermissionMode::Ask)
+        .unwrap();
     approvals.push((queued, "approval-queued".to_owned()));
     // 5. Pending in s-alpha, created 3 minutes before NOW (expires in 27 min).
     clock.set(NOW - 3 * 60_000);

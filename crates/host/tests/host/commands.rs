@@ -9,7 +9,7 @@
 
 use super::*;
 use plan_core::{CommandRun, CommandState, Sandbox};
-use plan_host::{CommandEntryKind, CommandFilter, SandboxStatus};
+use plan_host::{CommandEntryKind, CommandFilter, SandboxStatus, SessionId, TurnId};
 
 /// The output and the end of one command, as the listener saw them.
 struct Seen {
@@ -47,12 +47,17 @@ impl Fixture {
     /// A Plan session `id` with an active turn; returns the turn id.
     fn plan_turn(&self, id: &str) -> String {
         self.session(id, Mode::Plan);
-        self.host.start_turn(id, Origin::Interactive).unwrap().turn_id
+        self.host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap()
+            .turn_id
     }
 
     /// Runs Plan Bash calls; returns each call's run.
     fn run_plan(&self, id: &str, turn: &str, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
-        self.host.tool_calls(id, turn, calls).unwrap()
+        self.host
+            .tool_calls(&SessionId::from(id), &TurnId::from(turn), calls)
+            .unwrap()
     }
 
     /// Waits (bounded) for `command/exited` of `call_id`.
@@ -175,10 +180,13 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
     };
     assert_eq!(entries[1].2.as_deref(), Some(combined.as_str()));
     assert_eq!(
-        fixture.host.command("s1", "c1").unwrap().state,
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::Exited
     );
-    fixture.host.complete_turn("s1", &turn).unwrap();
+    fixture
+        .host
+        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
+        .unwrap();
 }
 
 #[test]
@@ -214,7 +222,10 @@ fn a_plan_write_is_refused_by_the_kernel_and_leaves_nothing() {
     );
     assert!(!target.exists(), "the workspace was not written");
     assert!(!elsewhere.exists(), "a directory outside was not written");
-    fixture.host.complete_turn("s1", &turn).unwrap();
+    fixture
+        .host
+        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
+        .unwrap();
 }
 
 #[test]
@@ -233,17 +244,20 @@ fn output_past_the_cap_is_counted_not_sent() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     listen(&host, &seen);
     host.create_session(NewSession {
-        session_id: Some("s1".to_owned()),
+        session_id: Some("s1".into()),
         workspace_root: workspace.to_str().map(str::to_owned),
         mode: Some(Mode::Plan),
         permission_mode: None,
     })
     .unwrap();
-    let turn = host.start_turn("s1", Origin::Interactive).unwrap().turn_id;
+    let turn = host
+        .start_turn(&SessionId::from("s1"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
     let outcomes = host
         .tool_calls(
-            "s1",
-            &turn,
+            &SessionId::from("s1"),
+            &TurnId::from(&turn),
             vec![bash("c1", "head -c 5000 /dev/zero | tr '\\0' a")],
         )
         .unwrap();
@@ -304,7 +318,7 @@ fn a_timeout_kills_the_command() {
     let seen = fixture.wait_exited("c1");
     assert_eq!(seen.exited.state, plan_protocol::CommandState::TimedOut);
     assert_eq!(
-        fixture.host.command("s1", "c1").unwrap().state,
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::TimedOut
     );
 }
@@ -318,29 +332,36 @@ fn command_cancel_kills_and_answers_not_found_and_not_running() {
         return;
     }
     assert_eq!(
-        code(fixture.host.complete_turn("s1", &turn)),
+        code(
+            fixture
+                .host
+                .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
+        ),
         ErrorCode::SessionBusy,
         "no turn/complete while a command runs"
     );
     assert_eq!(
-        code(fixture.host.cancel_command("s1", "nope")),
+        code(fixture.host.cancel_command(&SessionId::from("s1"), "nope")),
         ErrorCode::CommandNotFound
     );
-    let run = fixture.host.cancel_command("s1", "c1").unwrap();
+    let run = fixture.host.cancel_command(&SessionId::from("s1"), "c1").unwrap();
     assert_eq!(run.call_id, "c1");
     let seen = fixture.wait_exited("c1");
     assert_eq!(seen.exited.state, plan_protocol::CommandState::Cancelled);
     assert_eq!(
-        code(fixture.host.cancel_command("s1", "c1")),
+        code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
         ErrorCode::CommandNotRunning
     );
-    fixture.host.complete_turn("s1", &turn).unwrap();
+    fixture
+        .host
+        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
+        .unwrap();
     assert_eq!(
-        code(fixture.host.cancel_command("s1", "c1")),
+        code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
         ErrorCode::CommandNotRunning
     );
     assert_eq!(
-        fixture.host.command("s1", "c1").unwrap().state,
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::Cancelled
     );
 }
@@ -367,7 +388,7 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         PathBuf::from(name)
     };
     assert!(scratch_root.join(&turn).is_dir(), "the turn has a scratch dir");
-    fixture.host.cancel_turn("s1").unwrap();
+    fixture.host.cancel_turn(&SessionId::from("s1")).unwrap();
     // When turn/cancel returns, both long commands have exited and their
     // ends are announced before the session's change.
     let seen = fixture.seen.lock().unwrap().clone();
@@ -386,7 +407,14 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         !scratch_root.join(&turn).exists(),
         "the turn's end removed its scratch dir"
     );
-    assert!(fixture.host.session("s1").unwrap().active_turn.is_none());
+    assert!(
+        fixture
+            .host
+            .session(&SessionId::from("s1"))
+            .unwrap()
+            .active_turn
+            .is_none()
+    );
 }
 
 #[test]
@@ -394,25 +422,28 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     let fixture = Fixture::new();
     let plan_turn = fixture.plan_turn("plan");
     assert_eq!(
-        code(
-            fixture
-                .host
-                .start_agent_command("plan", &plan_turn, "c1", "ls", None, None)
-        ),
+        code(fixture.host.start_agent_command(
+            &SessionId::from("plan"),
+            &TurnId::from(&plan_turn),
+            "c1",
+            "ls",
+            None,
+            None
+        )),
         ErrorCode::CommandNotAllowed,
         "Plan commands start only through turn/toolCalls"
     );
     fixture.session("agent", Mode::Agent);
     let turn = fixture
         .host
-        .start_turn("agent", Origin::Interactive)
+        .start_turn(&SessionId::from("agent"), Origin::Interactive)
         .unwrap()
         .turn_id;
     let outcomes = fixture
         .host
         .tool_calls(
-            "agent",
-            &turn,
+            &SessionId::from("agent"),
+            &TurnId::from(&turn),
             vec![bash("b1", "echo agent"), call("r1", "Read", json!({}))],
         )
         .unwrap();
@@ -426,26 +457,39 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     );
     for (call_id, why) in [("r1", "not a Bash call"), ("zz", "never allowed")] {
         assert_eq!(
-            code(
-                fixture
-                    .host
-                    .start_agent_command("agent", &turn, call_id, "ls", None, None)
-            ),
+            code(fixture.host.start_agent_command(
+                &SessionId::from("agent"),
+                &TurnId::from(&turn),
+                call_id,
+                "ls",
+                None,
+                None
+            )),
             ErrorCode::CommandNotAllowed,
             "{why}"
         );
     }
     assert_eq!(
-        code(
-            fixture
-                .host
-                .start_agent_command("agent", &turn, "b1", "ls", Some("../.."), None)
-        ),
+        code(fixture.host.start_agent_command(
+            &SessionId::from("agent"),
+            &TurnId::from(&turn),
+            "b1",
+            "ls",
+            Some("../.."),
+            None
+        )),
         ErrorCode::CommandCwdEscape
     );
     let run = fixture
         .host
-        .start_agent_command("agent", &turn, "b1", "echo agent", None, Some(10_000))
+        .start_agent_command(
+            &SessionId::from("agent"),
+            &TurnId::from(&turn),
+            "b1",
+            "echo agent",
+            None,
+            Some(10_000),
+        )
         .unwrap();
     assert_eq!(
         run.sandbox,
@@ -453,11 +497,14 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         "ask runs unsandboxed; a person confirmed it"
     );
     assert_eq!(
-        code(
-            fixture
-                .host
-                .start_agent_command("agent", &turn, "b1", "echo again", None, None)
-        ),
+        code(fixture.host.start_agent_command(
+            &SessionId::from("agent"),
+            &TurnId::from(&turn),
+            "b1",
+            "echo again",
+            None,
+            None
+        )),
         ErrorCode::CommandNotAllowed,
         "already started"
     );
@@ -492,7 +539,7 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
         return;
     }
     fixture.restart();
-    let record = fixture.host.command("s1", "c1").unwrap();
+    let record = fixture.host.command(&SessionId::from("s1"), "c1").unwrap();
     assert_eq!(record.state, CommandState::Interrupted);
     assert_eq!(record.error_code, Some(ErrorCode::HostRestarted));
     let entries = fixture.entries("s1", "c1");
@@ -502,7 +549,14 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
         [CommandEntryKind::Started, CommandEntryKind::Ended],
         "started once, never again"
     );
-    assert!(fixture.host.session("s1").unwrap().active_turn.is_none());
+    assert!(
+        fixture
+            .host
+            .session(&SessionId::from("s1"))
+            .unwrap()
+            .active_turn
+            .is_none()
+    );
     assert!(!marker.exists());
     fixture.restart();
     assert_eq!(
@@ -541,7 +595,7 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
                 // A slow listener that calls back: the output thread is almost
                 // always inside it when turn/cancel comes.
                 std::thread::sleep(Duration::from_millis(20));
-                let _ = host.session("s1");
+                let _ = host.session(&SessionId::from("s1"));
             }
         }));
     fixture.run_plan(
@@ -556,14 +610,17 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
     let host = Arc::clone(&fixture.host);
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = done.send(host.cancel_turn("s1").map(|state| state.active_turn.is_none()));
+        let _ = done.send(
+            host.cancel_turn(&SessionId::from("s1"))
+                .map(|state| state.active_turn.is_none()),
+        );
     });
     let ended = finished
         .recv_timeout(Duration::from_secs(30))
         .expect("turn/cancel must return although a listener calls back into the host");
     assert!(ended.unwrap(), "the turn ended");
     assert_eq!(
-        fixture.host.command("s1", "c1").unwrap().state,
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::Cancelled
     );
 }
@@ -574,7 +631,7 @@ fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
     fixture
         .host
         .create_session(NewSession {
-            session_id: Some("auto".to_owned()),
+            session_id: Some("auto".into()),
             workspace_root: Some(fixture.root()),
             mode: Some(Mode::Agent),
             permission_mode: Some(PermissionMode::Auto),
@@ -582,19 +639,28 @@ fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
         .unwrap();
     let turn = fixture
         .host
-        .start_turn("auto", Origin::Interactive)
+        .start_turn(&SessionId::from("auto"), Origin::Interactive)
         .unwrap()
         .turn_id;
     fixture
         .host
-        .tool_calls("auto", &turn, vec![bash("b1", "unused")])
+        .tool_calls(
+            &SessionId::from("auto"),
+            &TurnId::from(&turn),
+            vec![bash("b1", "unused")],
+        )
         .unwrap();
     let outside = tempfile::tempdir().unwrap();
     let escaped = outside.path().join("escaped.txt");
     let command = format!("echo inside > inside.txt; echo outside > {}", escaped.display());
-    let started = fixture
-        .host
-        .start_agent_command("auto", &turn, "b1", &command, None, None);
+    let started = fixture.host.start_agent_command(
+        &SessionId::from("auto"),
+        &TurnId::from(&turn),
+        "b1",
+        &command,
+        None,
+        None,
+    );
     if !fixture.sandboxed() {
         assert_eq!(code(started), ErrorCode::SandboxUnavailable);
         return;
@@ -634,7 +700,7 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         ("auto", Mode::Agent, PermissionMode::Auto),
     ] {
         host.create_session(NewSession {
-            session_id: Some(id.to_owned()),
+            session_id: Some(id.into()),
             workspace_root: workspace.to_str().map(str::to_owned),
             mode: Some(mode),
             permission_mode: Some(permission),
@@ -642,9 +708,16 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .unwrap();
     }
     let command = format!("touch {}", marker.display());
-    let turn = host.start_turn("plan", Origin::Interactive).unwrap().turn_id;
+    let turn = host
+        .start_turn(&SessionId::from("plan"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
     let outcomes = host
-        .tool_calls("plan", &turn, vec![bash("c1", &command)])
+        .tool_calls(
+            &SessionId::from("plan"),
+            &TurnId::from(&turn),
+            vec![bash("c1", &command)],
+        )
         .unwrap();
     assert_eq!(
         outcomes[0].decision,
@@ -652,10 +725,13 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     );
     assert!(outcomes[0].command.is_none());
     assert!(
-        host.session("plan").unwrap().active_turn.is_some(),
+        host.session(&SessionId::from("plan"))
+            .unwrap()
+            .active_turn
+            .is_some(),
         "the turn stays active"
     );
-    let refused = host.command("plan", "c1").unwrap();
+    let refused = host.command(&SessionId::from("plan"), "c1").unwrap();
     assert_eq!(
         refused.error_code,
         Some(ErrorCode::PlanSandboxUnavailable),
@@ -663,19 +739,50 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     );
     // Agent auto needs its sandbox too; ask runs through the helper, which
     // is missing, so it fails to start.
-    let turn = host.start_turn("auto", Origin::Interactive).unwrap().turn_id;
-    host.tool_calls("auto", &turn, vec![bash("a1", "x")]).unwrap();
+    let turn = host
+        .start_turn(&SessionId::from("auto"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    host.tool_calls(
+        &SessionId::from("auto"),
+        &TurnId::from(&turn),
+        vec![bash("a1", "x")],
+    )
+    .unwrap();
     assert_eq!(
-        code(host.start_agent_command("auto", &turn, "a1", &command, None, None)),
+        code(host.start_agent_command(
+            &SessionId::from("auto"),
+            &TurnId::from(&turn),
+            "a1",
+            &command,
+            None,
+            None
+        )),
         ErrorCode::SandboxUnavailable
     );
-    let turn = host.start_turn("ask", Origin::Interactive).unwrap().turn_id;
-    host.tool_calls("ask", &turn, vec![bash("k1", "x")]).unwrap();
+    let turn = host
+        .start_turn(&SessionId::from("ask"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    host.tool_calls(
+        &SessionId::from("ask"),
+        &TurnId::from(&turn),
+        vec![bash("k1", "x")],
+    )
+    .unwrap();
     let run = host
-        .start_agent_command("ask", &turn, "k1", &command, None, None)
+        .start_agent_command(
+            &SessionId::from("ask"),
+            &TurnId::from(&turn),
+            "k1",
+            &command,
+            None,
+            None,
+        )
         .unwrap();
     assert_eq!(run.state, CommandState::FailedToStart);
     assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
-    host.complete_turn("ask", &turn).unwrap();
+    host.complete_turn(&SessionId::from("ask"), &TurnId::from(&turn))
+        .unwrap();
     assert!(!marker.exists(), "nothing ran");
 }

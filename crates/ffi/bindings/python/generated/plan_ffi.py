@@ -536,7 +536,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_approve() != 20482:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_approve() != 21670:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -4546,7 +4546,8 @@ class PlanHostProtocol(typing.Protocol):
         raise NotImplementedError
     def approve(self, approval_id: str,permission_mode: typing.Optional[PermissionMode]) -> Decision:
         """
-        Approves with an explicit permission mode.
+        Approves with an explicit permission mode; without one it is
+        `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
 """
         raise NotImplementedError
     def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
@@ -4755,7 +4756,8 @@ class PlanHost(PlanHostProtocol):
         return _uniffi_lift_return(_uniffi_ffi_result)
     def approve(self, approval_id: str,permission_mode: typing.Optional[PermissionMode]) -> Decision:
         """
-        Approves with an explicit permission mode.
+        Approves with an explicit permission mode; without one it is
+        `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
 """
         
         _UniffiFfiConverterString.check_lower(approval_id)

@@ -1095,7 +1095,8 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func addListener(listener: PlanEventListener) 
     
     /**
-     * Approves with an explicit permission mode.
+     * Approves with an explicit permission mode; without one it is
+     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
      */
     func approve(approvalId: String, permissionMode: PermissionMode?) throws  -> Decision
     
@@ -1317,7 +1318,8 @@ open func addListener(listener: PlanEventListener)  {try! rustCall() {
 }
     
     /**
-     * Approves with an explicit permission mode.
+     * Approves with an explicit permission mode; without one it is
+     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
      */
 open func approve(approvalId: String, permissionMode: PermissionMode?)throws  -> Decision  {
     return try  FfiConverterTypeDecision_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
@@ -5989,7 +5991,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_approve() != 20482) {
+    if (uniffi_plan_ffi_checksum_method_planhost_approve() != 21670) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231) {

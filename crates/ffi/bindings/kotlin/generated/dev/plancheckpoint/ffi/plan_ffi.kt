@@ -1024,7 +1024,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_approve() and 0xFFFF) != 20482) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_approve() and 0xFFFF) != 21670) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() and 0xFFFF) != 54231) {
@@ -2263,7 +2263,8 @@ public interface PlanHostInterface {
     fun `addListener`(`listener`: PlanEventListener)
     
     /**
-     * Approves with an explicit permission mode.
+     * Approves with an explicit permission mode; without one it is
+     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
      */
     fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision
     
@@ -2544,7 +2545,8 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Approves with an explicit permission mode.
+     * Approves with an explicit permission mode; without one it is
+     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
      */
     @Throws(PlanException::class)override fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision {
             return FfiConverterTypeDecision.lift(
