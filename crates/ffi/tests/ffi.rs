@@ -281,7 +281,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
 }
 
 #[test]
-fn the_timer_s_expiry_arrives_as_a_resolved_approval_on_its_own_thread() {
+fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let fixture = Fixture::new(Some(200));
     let approval = fixture.submit("s1");
     fixture.recorder.drain();
