@@ -614,7 +614,7 @@ class PlanHostTest {
         val expiryThreads = CopyOnWriteArrayList<String>()
 
         override fun onEvent(event: PlanEvent) {
-            events.add(event)
+            synchronized(events) { events.add(event) }
             threads.add(Thread.currentThread().name)
             // Exhaustive on purpose: a new kind of event must be looked at here.
             when (event) {
@@ -629,11 +629,7 @@ class PlanHostTest {
         }
 
         /** Takes the events recorded so far. */
-        fun drain(): List<PlanEvent> {
-            val taken = events.toList()
-            events.removeAll(taken)
-            return taken
-        }
+        fun drain(): List<PlanEvent> = synchronized(events) { events.toList().also { events.clear() } }
 
         /** Waits (bounded) for an event matching [matches]; returns it. */
         fun <T : PlanEvent> await(type: Class<T>, what: String, matches: (T) -> Boolean = { true }): T {
