@@ -510,6 +510,30 @@ def test_a_raising_listener_is_contained(host, tmp_path):
     assert recorder.of(PlanEvent.APPROVAL_RESOLVED) == [PlanEvent.APPROVAL_RESOLVED(approval=decision.approval)]
 
 
+class Fatal(BaseException):
+    """Not an Exception: passes UniFFI's handler and reaches ctypes'."""
+
+
+def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, monkeypatch):
+    # UniFFI's glue turns an Exception into a call failure; a BaseException
+    # passes it by and ctypes reports it as unraisable instead. Either way
+    # the host carries on.
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: unraisable.append(info.exc_type))
+
+    class RaisingFatal(PlanEventListener):
+        def on_event(self, event):
+            raise Fatal(f"listener failure on {event}")
+
+    host.add_listener(RaisingFatal())
+    recorder = Recorder()
+    host.add_listener(recorder)
+    approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
+    assert PlanEvent.APPROVAL_REQUESTED(approval=approval) in recorder.events, "later listeners still hear it"
+    assert host.approve(approval.id, PermissionMode.ASK).approval.status == ApprovalStatus.APPROVED
+    assert unraisable and set(unraisable) == {Fatal}, unraisable
+
+
 def test_a_listener_raising_on_the_timer_thread_does_not_stop_the_timer(hosts, db, tmp_path):
     host = hosts(db, ttl_ms=300)
     host.add_listener(Raising())

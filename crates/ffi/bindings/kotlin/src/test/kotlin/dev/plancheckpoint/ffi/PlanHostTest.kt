@@ -775,6 +775,32 @@ class PlanHostTest {
 
     @Test
     @Order(22)
+    fun aListenerThrowingAnErrorIsContainedToo() {
+        // UniFFI's glue turns an Exception into a call failure; an Error (an
+        // assertion, say) passes it by and is caught by JNA's callback
+        // handler instead. Either way the host carries on.
+        val caught = CopyOnWriteArrayList<Throwable>()
+        val previous = com.sun.jna.Native.getCallbackExceptionHandler()
+        com.sun.jna.Native.setCallbackExceptionHandler { _, error -> caught.add(error) }
+        try {
+            val host = open()
+            host.addListener(object : PlanEventListener {
+                override fun onEvent(event: PlanEvent) = throw QuietError("listener error on ${event::class.simpleName}")
+            })
+            val recorder = Recorder()
+            host.addListener(recorder)
+            val approval = submit(host, planSession(host, workspace()).sessionId)
+            assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval)), "later listeners still hear it")
+            assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
+            assertTrue(caught.isNotEmpty(), "the error reached JNA's handler")
+            assertTrue(caught.all { it is QuietError }, caught.toString())
+        } finally {
+            com.sun.jna.Native.setCallbackExceptionHandler(previous)
+        }
+    }
+
+    @Test
+    @Order(22)
     fun aListenerThrowingOnTheTimerThreadDoesNotStopTheTimer() {
         val host = open(ttlMs = 300)
         val (_, recorder) = throwingThenRecorder(host)
@@ -811,6 +837,8 @@ class PlanHostTest {
     }
 
     private class QuietFailure(message: String) : RuntimeException(message, null, false, false)
+
+    private class QuietError(message: String) : Error(message, null, false, false)
 
     // ----------------------------------------------------------------------
     // JSON, shells, configuration
