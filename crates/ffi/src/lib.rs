@@ -6,9 +6,10 @@
 //! and mirrors the typed host API method for method; `handle_json` speaks
 //! protocol v9 as JSON for hosts that prefer the wire. Every method delegates in a line or
 //! two: the FFI decides nothing. Errors reach foreign code as one
-//! [`PlanError`], made from host errors by exactly one mapping; no panic
-//! crosses the boundary (UniFFI turns any that escapes into an internal error,
-//! and listener calls are guarded).
+//! [`PlanError`], made from host errors by exactly one mapping. Listeners get
+//! every host notification as one typed [`PlanEvent`], made by exactly one
+//! mapping too. No panic crosses the boundary (UniFFI turns any that escapes
+//! into an internal error, and listener calls are guarded).
 
 mod types;
 
@@ -21,8 +22,8 @@ use plan_protocol::ServerNotification;
 
 pub use types::{
     ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CommandOutput, CommandRun, CommandSandbox, CommandState, Decision, ErrorCode,
-    ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode, PlanApproval, PlanDiff,
+    ArtifactVerification, CommandRun, CommandSandbox, CommandState, Decision, ErrorCode, ExecutionState,
+    Mode, Origin, OrphanArtifact, OutputStream, PermissionMode, PlanApproval, PlanDiff, PlanEvent,
     PlanHostOptions, SandboxInfo, Session, SessionConfig, ShellCatalog, ShellInfo, SkippedWorkspace,
     ToolCall, ToolCallDecision, ToolCallResult, TurnKind, VerifyReport,
 };
@@ -65,25 +66,17 @@ pub fn error_code_wire_name(code: ErrorCode) -> String {
     plan_core::ErrorCode::from(code).as_str().to_owned()
 }
 
-/// Receives host notifications (approval requested/resolved, execution
-/// state, session changes, expiries fired by the timer) as protocol v9
-/// method names and JSON params.
+/// Receives every host notification as a typed [`PlanEvent`]: approvals
+/// requested and resolved (expiries fired by the timer included), execution
+/// state, session changes, and host-run commands' output and ends.
 #[uniffi::export(with_foreign)]
 pub trait PlanEventListener: Send + Sync {
-    /// One notification. Called from the thread that made the change or from
-    /// the host's timer thread; it must not block for long.
-    fn on_event(&self, method: String, params_json: String);
-}
-
-/// Receives host-run commands' output and ends as typed events (the same
-/// `command/output` and `command/exited` the event listener gets as JSON).
-#[uniffi::export(with_foreign)]
-pub trait PlanCommandListener: Send + Sync {
-    /// One chunk of output, in `seq` order per call. Called on the command's
-    /// own thread; it must not block for long.
-    fn on_output(&self, output: CommandOutput);
-    /// The command ended; always the last event of its call.
-    fn on_exited(&self, run: CommandRun);
+    /// One event, in commit order for its session (a command's output in
+    /// `seq` order, its `CommandExited` last). Called on the thread that made
+    /// the change, on a command's own thread, or on the host's timer thread;
+    /// it must not block for long. A listener that throws or panics is
+    /// contained: the host and the other listeners carry on.
+    fn on_event(&self, event: PlanEvent);
 }
 
 /// The plan checkpoint host. Safe to call from several threads at once.
@@ -177,30 +170,10 @@ impl PlanHost {
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
         self.host
             .add_listener(Arc::new(move |notification: ServerNotification| {
-                let method = notification.method().to_owned();
-                let params = serde_json::to_value(&notification)
-                    .ok()
-                    .and_then(|value| value.get("params").cloned())
-                    .unwrap_or(serde_json::Value::Null)
-                    .to_string();
-                // A listener that throws must not unwind into the host.
-                let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(method, params)));
-            }));
-    }
-
-    /// Registers a listener for commands' output and ends, as typed events.
-    pub fn add_command_listener(&self, listener: Arc<dyn PlanCommandListener>) {
-        self.host
-            .add_listener(Arc::new(move |notification: ServerNotification| {
-                // A listener that throws must not unwind into the host.
-                let _ = catch_unwind(AssertUnwindSafe(|| match notification {
-                    ServerNotification::CommandOutput(output) => listener.on_output(output.into()),
-                    ServerNotification::CommandExited(exited) => listener.on_exited(exited.command.into()),
-                    ServerNotification::PlanApprovalRequested(_)
-                    | ServerNotification::PlanApprovalResolved(_)
-                    | ServerNotification::ExecutionStateChanged(_)
-                    | ServerNotification::SessionChanged(_) => {}
-                }));
+                let event = PlanEvent::from(notification);
+                // A foreign exception reaches Rust as a panic of the UniFFI
+                // callback glue; it must not unwind into the host.
+                let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
             }));
     }
 
@@ -239,7 +212,8 @@ impl PlanHost {
         Ok((&run).into())
     }
 
-    /// `command/cancel`: kills a running command; `on_exited` confirms it.
+    /// `command/cancel`: kills a running command; a `CommandExited` event
+    /// confirms it.
     pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
         Ok((&self.host.cancel_command(&session_id.into(), &call_id)?).into())
     }

@@ -299,19 +299,63 @@ pub struct CommandRun {
     pub truncated: bool,
 }
 
-/// One chunk of a command's output (`command/output`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct CommandOutput {
-    /// The session.
-    pub session_id: String,
-    /// The Bash call.
-    pub call_id: String,
-    /// stdout or stderr.
-    pub stream: OutputStream,
-    /// From 0 per call, across both streams.
-    pub seq: u64,
-    /// The text (never a split UTF-8 character).
-    pub chunk: String,
+/// One host notification, typed: each variant carries exactly the params of
+/// its protocol v9 notification, so a listener reads the same fields a
+/// `serve` client reads from the wire.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
+pub enum PlanEvent {
+    /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
+    /// decision.
+    ApprovalRequested {
+        /// The new pending approval.
+        approval: PlanApproval,
+    },
+    /// `plan/approvalResolved`: an approval was approved, rejected, expired
+    /// (by the host's timer or at a late decision) or interrupted; the
+    /// approval's status and error code say which.
+    ApprovalResolved {
+        /// The approval after the change.
+        approval: PlanApproval,
+    },
+    /// `execution/stateChanged`: an approved plan's execution moved to a new
+    /// state.
+    ExecutionStateChanged {
+        /// The owning session.
+        session_id: String,
+        /// The execution.
+        execution_id: String,
+        /// Its new state.
+        state: ExecutionState,
+    },
+    /// `session/changed`: a session's configuration or activity changed.
+    SessionChanged {
+        /// The session after the change.
+        session: Session,
+    },
+    /// `command/output`: one chunk of a host-run command's output, in `seq`
+    /// order per call.
+    CommandOutput {
+        /// The session.
+        session_id: String,
+        /// The Bash call.
+        call_id: String,
+        /// stdout or stderr.
+        stream: OutputStream,
+        /// From 0 per call, across both streams.
+        seq: u64,
+        /// The text (never a split UTF-8 character).
+        chunk: String,
+    },
+    /// `command/exited`: a host-run command ended; always the last event of
+    /// its call.
+    CommandExited {
+        /// The session.
+        session_id: String,
+        /// The Bash call.
+        call_id: String,
+        /// The run as it ended.
+        command: CommandRun,
+    },
 }
 
 /// Whether Plan-mode Bash can run on this host (probed once at open).
@@ -653,14 +697,38 @@ impl From<&plan_core::CommandRun> for CommandRun {
     }
 }
 
-impl From<wire::CommandOutputNotification> for CommandOutput {
-    fn from(output: wire::CommandOutputNotification) -> Self {
-        CommandOutput {
-            session_id: output.session_id,
-            call_id: output.call_id,
-            stream: output.stream.into(),
-            seq: output.seq,
-            chunk: output.chunk,
+impl From<wire::ServerNotification> for PlanEvent {
+    /// The one mapping from host notifications to foreign events. The match
+    /// names every notification, so one added to the protocol does not
+    /// compile here until it has an event.
+    fn from(notification: wire::ServerNotification) -> Self {
+        match notification {
+            wire::ServerNotification::PlanApprovalRequested(requested) => PlanEvent::ApprovalRequested {
+                approval: requested.approval.into(),
+            },
+            wire::ServerNotification::PlanApprovalResolved(resolved) => PlanEvent::ApprovalResolved {
+                approval: resolved.approval.into(),
+            },
+            wire::ServerNotification::ExecutionStateChanged(changed) => PlanEvent::ExecutionStateChanged {
+                session_id: changed.session_id,
+                execution_id: changed.execution_id,
+                state: changed.state.into(),
+            },
+            wire::ServerNotification::SessionChanged(changed) => PlanEvent::SessionChanged {
+                session: changed.session.into(),
+            },
+            wire::ServerNotification::CommandOutput(output) => PlanEvent::CommandOutput {
+                session_id: output.session_id,
+                call_id: output.call_id,
+                stream: output.stream.into(),
+                seq: output.seq,
+                chunk: output.chunk,
+            },
+            wire::ServerNotification::CommandExited(exited) => PlanEvent::CommandExited {
+                session_id: exited.session_id,
+                call_id: exited.call_id,
+                command: exited.command.into(),
+            },
         }
     }
 }

@@ -526,19 +526,13 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() != 7894:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() != 32331:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener() != 42097:
+    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 61817:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_approve() != 21670:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 56582:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -618,18 +612,9 @@ _UniffiLib.ffi_plan_ffi_uniffi_contract_version.restype = ctypes.c_uint32
 _UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_func_error_code_wire_name.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.restype = ctypes.c_uint16
@@ -713,31 +698,12 @@ _UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_func_error_code_wire_name.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output.restype = None
-_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.argtypes = (
     ctypes.c_uint64,
-    _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event.restype = None
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener.argtypes = (
-    ctypes.c_uint64,
-    ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_listener.argtypes = (
     ctypes.c_uint64,
     ctypes.c_uint64,
@@ -909,16 +875,6 @@ _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.restype = ctypes.c_uint64
-_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener.argtypes = (
-    ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener.restype = ctypes.c_uint64
-_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener.argtypes = (
-    ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener.restype = None
 _UniffiLib.uniffi_plan_ffi_fn_clone_planeventlistener.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -939,28 +895,7 @@ _UniffiLib.uniffi_plan_ffi_fn_free_planhost.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_free_planhost.restype = None
-_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,ctypes.c_void_p,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,ctypes.c_void_p,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER = ctypes.CFUNCTYPE(ctypes.c_uint64,ctypes.c_uint64,
-)
-_UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER = ctypes.CFUNCTYPE(None,ctypes.c_uint64,
-)
-class _UniffiVTableCallbackInterfacePlanFfiPlanCommandListener(ctypes.Structure):
-    _fields_ = [
-        ("uniffi_free", _UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER),
-        ("uniffi_clone", _UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER),
-        ("on_output", _UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0),
-        ("on_exited", _UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1),
-    ]
-_UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener.argtypes = (
-    ctypes.POINTER(_UniffiVTableCallbackInterfacePlanFfiPlanCommandListener),
-)
-_UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener.restype = None
-_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_EVENT_LISTENER_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,_UniffiRustBuffer,ctypes.c_void_p,
+_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_EVENT_LISTENER_METHOD0 = ctypes.CFUNCTYPE(None,ctypes.c_uint64,_UniffiRustBuffer,ctypes.c_void_p,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_EVENT_LISTENER = ctypes.CFUNCTYPE(ctypes.c_uint64,ctypes.c_uint64,
@@ -2212,112 +2147,6 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeArtifactCheck.write(value.result, buf)
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
-
-
-
-
-
-
-class OutputStream(enum.Enum):
-    """
-    The stream of a `command/output` chunk.
-"""
-    
-    STDOUT = 0
-    """
-    Standard output.
-"""
-    
-    STDERR = 1
-    """
-    Standard error.
-"""
-    
-
-
-class _UniffiFfiConverterTypeOutputStream(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return OutputStream.STDOUT
-        if variant == 2:
-            return OutputStream.STDERR
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == OutputStream.STDOUT:
-            return
-        if value == OutputStream.STDERR:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == OutputStream.STDOUT:
-            buf.write_i32(1)
-        if value == OutputStream.STDERR:
-            buf.write_i32(2)
-
-
-
-@dataclass
-class CommandOutput:
-    """
-    One chunk of a command's output (`command/output`).
-"""
-    def __init__(self, *, session_id:str, call_id:str, stream:OutputStream, seq:int, chunk:str):
-        self.session_id = session_id
-        self.call_id = call_id
-        self.stream = stream
-        self.seq = seq
-        self.chunk = chunk
-        
-        
-
-    
-    def __str__(self):
-        return "CommandOutput(session_id={}, call_id={}, stream={}, seq={}, chunk={})".format(self.session_id, self.call_id, self.stream, self.seq, self.chunk)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.call_id != other.call_id:
-            return False
-        if self.stream != other.stream:
-            return False
-        if self.seq != other.seq:
-            return False
-        if self.chunk != other.chunk:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCommandOutput(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CommandOutput(
-            session_id=_UniffiFfiConverterString.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
-            stream=_UniffiFfiConverterTypeOutputStream.read(buf),
-            seq=_UniffiFfiConverterUInt64.read(buf),
-            chunk=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
-        _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
-        _UniffiFfiConverterUInt64.check_lower(value.seq)
-        _UniffiFfiConverterString.check_lower(value.chunk)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
-        _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
-        _UniffiFfiConverterUInt64.write(value.seq, buf)
-        _UniffiFfiConverterString.write(value.chunk, buf)
 
 
 
@@ -4057,6 +3886,55 @@ class _UniffiFfiConverterTypeVerifyReport(_UniffiConverterRustBuffer):
 
 
 
+
+
+
+class OutputStream(enum.Enum):
+    """
+    The stream of a `command/output` chunk.
+"""
+    
+    STDOUT = 0
+    """
+    Standard output.
+"""
+    
+    STDERR = 1
+    """
+    Standard error.
+"""
+    
+
+
+class _UniffiFfiConverterTypeOutputStream(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return OutputStream.STDOUT
+        if variant == 2:
+            return OutputStream.STDERR
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == OutputStream.STDOUT:
+            return
+        if value == OutputStream.STDERR:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == OutputStream.STDOUT:
+            buf.write_i32(1)
+        if value == OutputStream.STDERR:
+            buf.write_i32(2)
+
+
+
+
+
 # PlanError
 # We want to define each variant as a nested class that's also a subclass,
 # which is tricky in Python.  To accomplish this we're going to create each
@@ -4123,212 +4001,435 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
             _UniffiFfiConverterString.write(value.reason, buf)
 
 
-class PlanCommandListener():
+
+
+
+
+class PlanEvent:
     """
-    Receives host-run commands' output and ends as typed events (the same
-    `command/output` and `command/exited` the event listener gets as JSON).
+    One host notification, typed: each variant carries exactly the params of
+    its protocol v9 notification, so a listener reads the same fields a
+    `serve` client reads from the wire.
 """
-    
-    def on_output(self, output: CommandOutput) -> None:
+    def __init__(self):
+        raise RuntimeError("PlanEvent cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class APPROVAL_REQUESTED:
         """
-        One chunk of output, in `seq` order per call. Called on the command's
-        own thread; it must not block for long.
-"""
-        raise NotImplementedError
-    def on_exited(self, run: CommandRun) -> None:
-        """
-        The command ended; always the last event of its call.
-"""
-        raise NotImplementedError
-
-class PlanCommandListenerImpl(PlanCommandListener):
-    """
-    Receives host-run commands' output and ends as typed events (the same
-    `command/output` and `command/exited` the event listener gets as JSON).
-"""
-    
-    _handle: ctypes.c_uint64
-    
-    def __init__(self, *args, **kwargs):
-        raise ValueError("This class has no default constructor")
-
-    def __del__(self):
-        # In case of partial initialization of instances.
-        handle = getattr(self, "_handle", None)
-        if handle is not None:
-            _uniffi_rust_call(_UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener, handle)
-
-    def _uniffi_clone_handle(self):
-        return _uniffi_rust_call(_UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener, self._handle)
-
-    # Used by alternative constructors or any methods which return this type.
-    @classmethod
-    def _uniffi_make_instance(cls, handle):
-        # Lightly yucky way to bypass the usual __init__ logic
-        # and just create a new instance with the required handle.
-        inst = cls.__new__(cls)
-        inst._handle = handle
-        return inst
-    def on_output(self, output: CommandOutput) -> None:
-        """
-        One chunk of output, in `seq` order per call. Called on the command's
-        own thread; it must not block for long.
+        `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
+        decision.
 """
         
-        _UniffiFfiConverterTypeCommandOutput.check_lower(output)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeCommandOutput.lower(output),
-        )
-        _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = None
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def on_exited(self, run: CommandRun) -> None:
-        """
-        The command ended; always the last event of its call.
+        def __init__(self, approval:PlanApproval):
+            self.approval = approval
+            
+            """
+        The new pending approval.
 """
         
-        _UniffiFfiConverterTypeCommandRun.check_lower(run)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeCommandRun.lower(run),
-        )
-        _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = None
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.APPROVAL_REQUESTED(approval={})".format(self.approval)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_APPROVAL_REQUESTED():
+                return False
+            if self.approval != other.approval:
+                return False
+            return True
+
+    @dataclass
+    class APPROVAL_RESOLVED:
+        """
+        `plan/approvalResolved`: an approval was approved, rejected, expired
+        (by the host's timer or at a late decision) or interrupted; the
+        approval's status and error code say which.
+"""
+        
+        def __init__(self, approval:PlanApproval):
+            self.approval = approval
+            
+            """
+        The approval after the change.
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.APPROVAL_RESOLVED(approval={})".format(self.approval)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_APPROVAL_RESOLVED():
+                return False
+            if self.approval != other.approval:
+                return False
+            return True
+
+    @dataclass
+    class EXECUTION_STATE_CHANGED:
+        """
+        `execution/stateChanged`: an approved plan's execution moved to a new
+        state.
+"""
+        
+        def __init__(self, session_id:str, execution_id:str, state:ExecutionState):
+            self.session_id = session_id
+            
+            """
+        The owning session.
+"""
+        
+            self.execution_id = execution_id
+            
+            """
+        The execution.
+"""
+        
+            self.state = state
+            
+            """
+        Its new state.
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.EXECUTION_STATE_CHANGED(session_id={}, execution_id={}, state={})".format(self.session_id, self.execution_id, self.state)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_EXECUTION_STATE_CHANGED():
+                return False
+            if self.session_id != other.session_id:
+                return False
+            if self.execution_id != other.execution_id:
+                return False
+            if self.state != other.state:
+                return False
+            return True
+
+    @dataclass
+    class SESSION_CHANGED:
+        """
+        `session/changed`: a session's configuration or activity changed.
+"""
+        
+        def __init__(self, session:Session):
+            self.session = session
+            
+            """
+        The session after the change.
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.SESSION_CHANGED(session={})".format(self.session)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_SESSION_CHANGED():
+                return False
+            if self.session != other.session:
+                return False
+            return True
+
+    @dataclass
+    class COMMAND_OUTPUT:
+        """
+        `command/output`: one chunk of a host-run command's output, in `seq`
+        order per call.
+"""
+        
+        def __init__(self, session_id:str, call_id:str, stream:OutputStream, seq:int, chunk:str):
+            self.session_id = session_id
+            
+            """
+        The session.
+"""
+        
+            self.call_id = call_id
+            
+            """
+        The Bash call.
+"""
+        
+            self.stream = stream
+            
+            """
+        stdout or stderr.
+"""
+        
+            self.seq = seq
+            
+            """
+        From 0 per call, across both streams.
+"""
+        
+            self.chunk = chunk
+            
+            """
+        The text (never a split UTF-8 character).
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.COMMAND_OUTPUT(session_id={}, call_id={}, stream={}, seq={}, chunk={})".format(self.session_id, self.call_id, self.stream, self.seq, self.chunk)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_COMMAND_OUTPUT():
+                return False
+            if self.session_id != other.session_id:
+                return False
+            if self.call_id != other.call_id:
+                return False
+            if self.stream != other.stream:
+                return False
+            if self.seq != other.seq:
+                return False
+            if self.chunk != other.chunk:
+                return False
+            return True
+
+    @dataclass
+    class COMMAND_EXITED:
+        """
+        `command/exited`: a host-run command ended; always the last event of
+        its call.
+"""
+        
+        def __init__(self, session_id:str, call_id:str, command:CommandRun):
+            self.session_id = session_id
+            
+            """
+        The session.
+"""
+        
+            self.call_id = call_id
+            
+            """
+        The Bash call.
+"""
+        
+            self.command = command
+            
+            """
+        The run as it ended.
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "PlanEvent.COMMAND_EXITED(session_id={}, call_id={}, command={})".format(self.session_id, self.call_id, self.command)
+        def __eq__(self, other):
+            if not isinstance(other, PlanEvent):
+                return NotImplemented
+            if not other.is_COMMAND_EXITED():
+                return False
+            if self.session_id != other.session_id:
+                return False
+            if self.call_id != other.call_id:
+                return False
+            if self.command != other.command:
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_APPROVAL_REQUESTED(self) -> bool:
+        return isinstance(self, PlanEvent.APPROVAL_REQUESTED)
+    def is_approval_requested(self) -> bool:
+        return isinstance(self, PlanEvent.APPROVAL_REQUESTED)
+    def is_APPROVAL_RESOLVED(self) -> bool:
+        return isinstance(self, PlanEvent.APPROVAL_RESOLVED)
+    def is_approval_resolved(self) -> bool:
+        return isinstance(self, PlanEvent.APPROVAL_RESOLVED)
+    def is_EXECUTION_STATE_CHANGED(self) -> bool:
+        return isinstance(self, PlanEvent.EXECUTION_STATE_CHANGED)
+    def is_execution_state_changed(self) -> bool:
+        return isinstance(self, PlanEvent.EXECUTION_STATE_CHANGED)
+    def is_SESSION_CHANGED(self) -> bool:
+        return isinstance(self, PlanEvent.SESSION_CHANGED)
+    def is_session_changed(self) -> bool:
+        return isinstance(self, PlanEvent.SESSION_CHANGED)
+    def is_COMMAND_OUTPUT(self) -> bool:
+        return isinstance(self, PlanEvent.COMMAND_OUTPUT)
+    def is_command_output(self) -> bool:
+        return isinstance(self, PlanEvent.COMMAND_OUTPUT)
+    def is_COMMAND_EXITED(self) -> bool:
+        return isinstance(self, PlanEvent.COMMAND_EXITED)
+    def is_command_exited(self) -> bool:
+        return isinstance(self, PlanEvent.COMMAND_EXITED)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+PlanEvent.APPROVAL_REQUESTED = type("PlanEvent.APPROVAL_REQUESTED", (PlanEvent.APPROVAL_REQUESTED, PlanEvent,), {})  # type: ignore
+PlanEvent.APPROVAL_RESOLVED = type("PlanEvent.APPROVAL_RESOLVED", (PlanEvent.APPROVAL_RESOLVED, PlanEvent,), {})  # type: ignore
+PlanEvent.EXECUTION_STATE_CHANGED = type("PlanEvent.EXECUTION_STATE_CHANGED", (PlanEvent.EXECUTION_STATE_CHANGED, PlanEvent,), {})  # type: ignore
+PlanEvent.SESSION_CHANGED = type("PlanEvent.SESSION_CHANGED", (PlanEvent.SESSION_CHANGED, PlanEvent,), {})  # type: ignore
+PlanEvent.COMMAND_OUTPUT = type("PlanEvent.COMMAND_OUTPUT", (PlanEvent.COMMAND_OUTPUT, PlanEvent,), {})  # type: ignore
+PlanEvent.COMMAND_EXITED = type("PlanEvent.COMMAND_EXITED", (PlanEvent.COMMAND_EXITED, PlanEvent,), {})  # type: ignore
 
 
 
 
-# Put all the bits inside a class to keep the top-level namespace clean
-class _UniffiTraitImplPlanCommandListenerImpl:
-    # For each method, generate a callback function to pass to Rust
-
-    @_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD0
-    def on_output(
-            uniffi_handle,
-            output,
-            uniffi_out_return,
-            uniffi_call_status_ptr,
-        ):
-        uniffi_obj = _UniffiFfiConverterTypePlanCommandListener._handle_map.get(uniffi_handle)
-        def make_call():
-            uniffi_args = (_UniffiFfiConverterTypeCommandOutput.lift(output), )
-            uniffi_method = uniffi_obj.on_output
-            return uniffi_method(*uniffi_args)
-        write_return_value = lambda v: None
-        _uniffi_trait_interface_call(
-                uniffi_call_status_ptr.contents,
-                make_call,
-                write_return_value,
-        )
-
-    @_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_COMMAND_LISTENER_METHOD1
-    def on_exited(
-            uniffi_handle,
-            run,
-            uniffi_out_return,
-            uniffi_call_status_ptr,
-        ):
-        uniffi_obj = _UniffiFfiConverterTypePlanCommandListener._handle_map.get(uniffi_handle)
-        def make_call():
-            uniffi_args = (_UniffiFfiConverterTypeCommandRun.lift(run), )
-            uniffi_method = uniffi_obj.on_exited
-            return uniffi_method(*uniffi_args)
-        write_return_value = lambda v: None
-        _uniffi_trait_interface_call(
-                uniffi_call_status_ptr.contents,
-                make_call,
-                write_return_value,
-        )
-
-    @_UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_COMMAND_LISTENER
-    def _uniffi_free(uniffi_handle):
-        _UniffiFfiConverterTypePlanCommandListener._handle_map.remove(uniffi_handle)
-
-    @_UNIFFI_CALLBACK_INTERFACE_CLONE_PLAN_FFI_PLAN_COMMAND_LISTENER
-    def _uniffi_clone(uniffi_handle):
-        return _UniffiFfiConverterTypePlanCommandListener._handle_map.clone(uniffi_handle)
-
-    # Generate the FFI VTable.  This has a field for each callback interface method.
-    _uniffi_vtable = _UniffiVTableCallbackInterfacePlanFfiPlanCommandListener(
-        _uniffi_free,
-        _uniffi_clone,
-        on_output,
-        on_exited,
-    )
-    # Send Rust a pointer to the VTable.  Note: this means we need to keep the struct alive forever,
-    # or else bad things will happen when Rust tries to access it.
-    _UniffiLib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(ctypes.byref(_uniffi_vtable))
-
-class _UniffiFfiConverterTypePlanCommandListener:
-    _handle_map = _UniffiHandleMap()
+class _UniffiFfiConverterTypePlanEvent(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PlanEvent.APPROVAL_REQUESTED(
+                _UniffiFfiConverterTypePlanApproval.read(buf),
+            )
+        if variant == 2:
+            return PlanEvent.APPROVAL_RESOLVED(
+                _UniffiFfiConverterTypePlanApproval.read(buf),
+            )
+        if variant == 3:
+            return PlanEvent.EXECUTION_STATE_CHANGED(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeExecutionState.read(buf),
+            )
+        if variant == 4:
+            return PlanEvent.SESSION_CHANGED(
+                _UniffiFfiConverterTypeSession.read(buf),
+            )
+        if variant == 5:
+            return PlanEvent.COMMAND_OUTPUT(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeOutputStream.read(buf),
+                _UniffiFfiConverterUInt64.read(buf),
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 6:
+            return PlanEvent.COMMAND_EXITED(
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterString.read(buf),
+                _UniffiFfiConverterTypeCommandRun.read(buf),
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
-    def lift(value: int):
-        if (value & 1) == 0:
-            # Rust-generated handle, construct a new class that uses the handle to implement the
-            # interface
-            return PlanCommandListenerImpl._uniffi_make_instance(value)
-        else:
-            # Python-generated handle, get the object from the handle map
-            return _UniffiFfiConverterTypePlanCommandListener._handle_map.remove(value)
+    def check_lower(value):
+        if value.is_APPROVAL_REQUESTED():
+            _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+            return
+        if value.is_APPROVAL_RESOLVED():
+            _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+            return
+        if value.is_EXECUTION_STATE_CHANGED():
+            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterString.check_lower(value.execution_id)
+            _UniffiFfiConverterTypeExecutionState.check_lower(value.state)
+            return
+        if value.is_SESSION_CHANGED():
+            _UniffiFfiConverterTypeSession.check_lower(value.session)
+            return
+        if value.is_COMMAND_OUTPUT():
+            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterString.check_lower(value.call_id)
+            _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
+            _UniffiFfiConverterUInt64.check_lower(value.seq)
+            _UniffiFfiConverterString.check_lower(value.chunk)
+            return
+        if value.is_COMMAND_EXITED():
+            _UniffiFfiConverterString.check_lower(value.session_id)
+            _UniffiFfiConverterString.check_lower(value.call_id)
+            _UniffiFfiConverterTypeCommandRun.check_lower(value.command)
+            return
+        raise ValueError(value)
 
     @staticmethod
-    def check_lower(value: PlanCommandListener):
-        if not isinstance(value, PlanCommandListener):
-            raise TypeError("Expected PlanCommandListener subclass, {} found".format(type(value).__name__))
+    def write(value, buf):
+        if value.is_APPROVAL_REQUESTED():
+            buf.write_i32(1)
+            _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+        if value.is_APPROVAL_RESOLVED():
+            buf.write_i32(2)
+            _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+        if value.is_EXECUTION_STATE_CHANGED():
+            buf.write_i32(3)
+            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterString.write(value.execution_id, buf)
+            _UniffiFfiConverterTypeExecutionState.write(value.state, buf)
+        if value.is_SESSION_CHANGED():
+            buf.write_i32(4)
+            _UniffiFfiConverterTypeSession.write(value.session, buf)
+        if value.is_COMMAND_OUTPUT():
+            buf.write_i32(5)
+            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterString.write(value.call_id, buf)
+            _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
+            _UniffiFfiConverterUInt64.write(value.seq, buf)
+            _UniffiFfiConverterString.write(value.chunk, buf)
+        if value.is_COMMAND_EXITED():
+            buf.write_i32(6)
+            _UniffiFfiConverterString.write(value.session_id, buf)
+            _UniffiFfiConverterString.write(value.call_id, buf)
+            _UniffiFfiConverterTypeCommandRun.write(value.command, buf)
 
-    @staticmethod
-    def lower(value: PlanCommandListener):
-         if isinstance(value, PlanCommandListenerImpl):
-            # Rust-implementated object.  Clone the handle and return it
-            return value._uniffi_clone_handle()
-         else:
-            # Python-implementated object, generate a new vtable handle and return that.
-            return _UniffiFfiConverterTypePlanCommandListener._handle_map.insert(value)
 
-    @classmethod
-    def read(cls, buf: _UniffiRustBuffer):
-        ptr = buf.read_u64()
-        if ptr == 0:
-            raise InternalError("Raw handle value was null")
-        return cls.lift(ptr)
-
-    @classmethod
-    def write(cls, value: PlanCommandListener, buf: _UniffiRustBuffer):
-        buf.write_u64(cls.lower(value))
 
 
 class PlanEventListener():
     """
-    Receives host notifications (approval requested/resolved, execution
-    state, session changes, expiries fired by the timer) as protocol v9
-    method names and JSON params.
+    Receives every host notification as a typed [`PlanEvent`]: approvals
+    requested and resolved (expiries fired by the timer included), execution
+    state, session changes, and host-run commands' output and ends.
 """
     
-    def on_event(self, method: str,params_json: str) -> None:
+    def on_event(self, event: PlanEvent) -> None:
         """
-        One notification. Called from the thread that made the change or from
-        the host's timer thread; it must not block for long.
+        One event, in commit order for its session (a command's output in
+        `seq` order, its `CommandExited` last). Called on the thread that made
+        the change, on a command's own thread, or on the host's timer thread;
+        it must not block for long. A listener that throws or panics is
+        contained: the host and the other listeners carry on.
 """
         raise NotImplementedError
 
 class PlanEventListenerImpl(PlanEventListener):
     """
-    Receives host notifications (approval requested/resolved, execution
-    state, session changes, expiries fired by the timer) as protocol v9
-    method names and JSON params.
+    Receives every host notification as a typed [`PlanEvent`]: approvals
+    requested and resolved (expiries fired by the timer included), execution
+    state, session changes, and host-run commands' output and ends.
 """
     
     _handle: ctypes.c_uint64
@@ -4353,19 +4454,19 @@ class PlanEventListenerImpl(PlanEventListener):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def on_event(self, method: str,params_json: str) -> None:
+    def on_event(self, event: PlanEvent) -> None:
         """
-        One notification. Called from the thread that made the change or from
-        the host's timer thread; it must not block for long.
+        One event, in commit order for its session (a command's output in
+        `seq` order, its `CommandExited` last). Called on the thread that made
+        the change, on a command's own thread, or on the host's timer thread;
+        it must not block for long. A listener that throws or panics is
+        contained: the host and the other listeners carry on.
 """
         
-        _UniffiFfiConverterString.check_lower(method)
-
-        _UniffiFfiConverterString.check_lower(params_json)
+        _UniffiFfiConverterTypePlanEvent.check_lower(event)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(method),
-            _UniffiFfiConverterString.lower(params_json),
+            _UniffiFfiConverterTypePlanEvent.lower(event),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = None
@@ -4386,14 +4487,13 @@ class _UniffiTraitImplPlanEventListenerImpl:
     @_UNIFFI_CALLBACK_INTERFACE_PLAN_FFI_PLAN_EVENT_LISTENER_METHOD0
     def on_event(
             uniffi_handle,
-            method,
-            params_json,
+            event,
             uniffi_out_return,
             uniffi_call_status_ptr,
         ):
         uniffi_obj = _UniffiFfiConverterTypePlanEventListener._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterString.lift(method), _UniffiFfiConverterString.lift(params_json), )
+            uniffi_args = (_UniffiFfiConverterTypePlanEvent.lift(event), )
             uniffi_method = uniffi_obj.on_event
             return uniffi_method(*uniffi_args)
         write_return_value = lambda v: None
@@ -4534,11 +4634,6 @@ class PlanHostProtocol(typing.Protocol):
     The plan checkpoint host. Safe to call from several threads at once.
 """
     
-    def add_command_listener(self, listener: PlanCommandListener) -> None:
-        """
-        Registers a listener for commands' output and ends, as typed events.
-"""
-        raise NotImplementedError
     def add_listener(self, listener: PlanEventListener) -> None:
         """
         Registers a listener for every later notification.
@@ -4552,7 +4647,8 @@ class PlanHostProtocol(typing.Protocol):
         raise NotImplementedError
     def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
         """
-        `command/cancel`: kills a running command; `on_exited` confirms it.
+        `command/cancel`: kills a running command; a `CommandExited` event
+        confirms it.
 """
         raise NotImplementedError
     def cancel_turn(self, session_id: str) -> Session:
@@ -4718,24 +4814,6 @@ class PlanHost(PlanHostProtocol):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def add_command_listener(self, listener: PlanCommandListener) -> None:
-        """
-        Registers a listener for commands' output and ends, as typed events.
-"""
-        
-        _UniffiFfiConverterTypePlanCommandListener.check_lower(listener)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypePlanCommandListener.lower(listener),
-        )
-        _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = None
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
     def add_listener(self, listener: PlanEventListener) -> None:
         """
         Registers a listener for every later notification.
@@ -4778,7 +4856,8 @@ class PlanHost(PlanHostProtocol):
         return _uniffi_lift_return(_uniffi_ffi_result)
     def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
         """
-        `command/cancel`: kills a running command; `on_exited` confirms it.
+        `command/cancel`: kills a running command; a `CommandExited` event
+        confirms it.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -5294,19 +5373,19 @@ __all__ = [
     "ApprovalStatus",
     "ArtifactCheck",
     "ErrorCode",
-    "OutputStream",
     "CommandSandbox",
     "CommandState",
     "PermissionMode",
     "ExecutionState",
     "ToolCallDecision",
+    "OutputStream",
     "PlanError",
+    "PlanEvent",
     "ActiveTurn",
     "ApprovalQuery",
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
-    "CommandOutput",
     "CommandRun",
     "PlanApproval",
     "Session",
@@ -5323,8 +5402,6 @@ __all__ = [
     "ToolCallResult",
     "VerifyReport",
     "error_code_wire_name",
-    "PlanCommandListenerImpl",
-    "PlanCommandListener",
     "PlanEventListenerImpl",
     "PlanEventListener",
     "PlanHost",

@@ -23,7 +23,6 @@ from plan_ffi import (
     CommandSandbox,
     CommandState,
     OutputStream,
-    PlanCommandListener,
     ApprovalQuery,
     ApprovalStatus,
     ArtifactCheck,
@@ -33,6 +32,7 @@ from plan_ffi import (
     Origin,
     PermissionMode,
     PlanError,
+    PlanEvent,
     PlanEventListener,
     PlanHost,
     PlanHostOptions,
@@ -122,29 +122,64 @@ def submit(host, session_id, markdown=MARKDOWN, title="Refactor"):
     return result.approval
 
 
+WAIT_S = 20
+
+
 class Recorder(PlanEventListener):
+    """Records every typed event, in arrival order."""
+
     def __init__(self):
         self.events = []
         self.threads = set()
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.requested = threading.Event()
         self.expired = threading.Event()
-        self.expiry_thread = None
+        self.expiry_threads = []
 
-    def on_event(self, method, params_json):
-        params = json.loads(params_json)
+    def on_event(self, event):
+        assert isinstance(event, PlanEvent)
         with self.lock:
-            self.events.append((method, params))
+            self.events.append(event)
             self.threads.add(threading.get_ident())
-        if method == "plan/approvalRequested":
-            self.requested.set()
-        if method == "plan/approvalResolved" and params["approval"]["status"] == "expired":
-            self.expiry_thread = threading.get_ident()
-            self.expired.set()
+            if event.is_approval_requested():
+                self.requested.set()
+            if event.is_approval_resolved() and event.approval.status == ApprovalStatus.EXPIRED:
+                self.expiry_threads.append(threading.get_ident())
+                self.expired.set()
+            self.lock.notify_all()
 
-    def methods(self):
+    def drain(self):
+        """Takes the events recorded so far."""
         with self.lock:
-            return [method for method, _ in self.events]
+            taken, self.events = self.events, []
+            return taken
+
+    def wait_for(self, what, matches):
+        """Waits (bounded) for an event that matches; returns it."""
+        deadline = time.monotonic() + WAIT_S
+        with self.lock:
+            while True:
+                found = next((event for event in self.events if matches(event)), None)
+                if found is not None:
+                    return found
+                left = deadline - time.monotonic()
+                assert left > 0, f"no {what} within {WAIT_S} s; got {self.events}"
+                self.lock.wait(left)
+
+    def of(self, kind):
+        with self.lock:
+            return [event for event in self.events if isinstance(event, kind)]
+
+
+class Raising(PlanEventListener):
+    """Raises on every event; the host must contain it."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def on_event(self, event):
+        self.calls += 1
+        raise RuntimeError(f"listener failure on {event}")
 
 
 # ---------------------------------------------------------------------------
@@ -388,41 +423,130 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     approval = submit(host, sid)
     assert approval.expires_at - approval.created_at == 300
     assert recorder.requested.wait(10)
-    requested = next(params for method, params in recorder.events if method == "plan/approvalRequested")
-    assert requested["approval"]["id"] == approval.id
-    assert requested["approval"]["artifact"]["sha256"] == approval.artifact.sha256
+    (requested,) = recorder.of(PlanEvent.APPROVAL_REQUESTED)
+    assert requested == PlanEvent.APPROVAL_REQUESTED(approval=approval)
+    assert requested.approval.artifact.sha256 == approval.artifact.sha256
 
     # Nobody asks: the host's timer expires it and tells the listener, on its own thread.
-    assert recorder.expired.wait(10), recorder.methods()
-    resolved = next(params for method, params in recorder.events if method == "plan/approvalResolved")
-    assert resolved["approval"]["id"] == approval.id
-    assert resolved["approval"]["errorCode"] == "PLAN_APPROVAL_TIMEOUT"
-    assert recorder.expiry_thread is not None and recorder.expiry_thread != threading.get_ident()
+    assert recorder.expired.wait(10), recorder.events
+    (resolved,) = recorder.of(PlanEvent.APPROVAL_RESOLVED)
+    assert resolved.approval.id == approval.id
+    assert resolved.approval.status == ApprovalStatus.EXPIRED
+    assert resolved.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+    assert len(recorder.expiry_threads) == 1 and recorder.expiry_threads[0] != threading.get_ident()
 
     row = host.get_approval(approval.id)
-    assert row.status == ApprovalStatus.EXPIRED and row.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+    assert row == resolved.approval
     assert row.expires_at == approval.expires_at
     session = host.get_session(sid)
     assert session.mode == Mode.PLAN and session.active_turn is None
+    changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e.session.active_turn is None)
+    assert changed.session == session
     failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.approve, approval.id, PermissionMode.AUTO)
 
 
-def test_events_follow_the_execution_and_a_raising_listener_is_contained(host, tmp_path):
-    class Raising(PlanEventListener):
-        def on_event(self, method, params_json):
-            raise RuntimeError("listener failure on " + method)
+def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
+    recorder = Recorder()
+    host.add_listener(recorder)
+    sid = plan_session(host, workspace(tmp_path)).session_id
+    assert recorder.drain() == [], "a new session is not a change"
+    turn = host.start_turn(sid, Origin.INTERACTIVE)
+    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=host.get_session(sid))]
+    (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input(markdown="v1\n"))])
+    approval = result.approval
+    assert recorder.drain() == [
+        PlanEvent.APPROVAL_REQUESTED(approval=approval),
+        PlanEvent.SESSION_CHANGED(session=host.get_session(sid)),
+    ]
 
+    # Approved: resolved, the execution queued, the session in Agent.
+    decision = host.approve(approval.id, PermissionMode.AUTO)
+    eid = decision.approval.execution_id
+    assert decision.approval.status == ApprovalStatus.APPROVED
+    assert decision.approval.permission_mode == PermissionMode.AUTO
+    assert recorder.drain() == [
+        PlanEvent.APPROVAL_RESOLVED(approval=decision.approval),
+        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED),
+        PlanEvent.SESSION_CHANGED(session=decision.session),
+    ]
+    host.start_execution(eid)
+    (running,) = recorder.drain()
+    assert running.is_execution_state_changed()
+    assert (running.session_id, running.execution_id, running.state) == (sid, eid, ExecutionState.RUNNING)
+    host.complete_execution(eid)
+    idle = host.get_session(sid)
+    assert idle.active_execution_id is None and idle.mode == Mode.AGENT
+    assert recorder.drain() == [
+        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED),
+        PlanEvent.SESSION_CHANGED(session=idle),
+    ]
+
+    # Rejected: resolved without an execution, the session back to idle Plan.
+    configured = host.configure_session(sid, SessionConfig(mode=Mode.PLAN))
+    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=configured)]
+    second = submit(host, sid, "v2\n")
+    recorder.drain()
+    rejected = host.reject(second.id)
+    assert rejected.approval.status == ApprovalStatus.REJECTED and rejected.approval.execution_id is None
+    assert recorder.drain() == [
+        PlanEvent.APPROVAL_RESOLVED(approval=rejected.approval),
+        PlanEvent.SESSION_CHANGED(session=rejected.session),
+    ]
+    # Calls on the caller's thread are delivered on that thread.
+    assert recorder.threads == {threading.get_ident()}
+
+
+def test_a_raising_listener_is_contained(host, tmp_path):
+    raising = Raising()
+    host.add_listener(raising)
+    recorder = Recorder()
+    host.add_listener(recorder)
+    approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
+    assert raising.calls > 0
+    assert PlanEvent.APPROVAL_REQUESTED(approval=approval) in recorder.events, "later listeners still hear it"
+    decision = host.approve(approval.id, PermissionMode.ASK)
+    assert decision.approval.status == ApprovalStatus.APPROVED
+    assert recorder.of(PlanEvent.APPROVAL_RESOLVED) == [PlanEvent.APPROVAL_RESOLVED(approval=decision.approval)]
+
+
+class Fatal(BaseException):
+    """Not an Exception: passes UniFFI's handler and reaches ctypes'."""
+
+
+def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, monkeypatch):
+    # UniFFI's glue turns an Exception into a call failure; a BaseException
+    # passes it by and ctypes reports it as unraisable instead. Either way
+    # the host carries on.
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: unraisable.append(info.exc_type))
+
+    class RaisingFatal(PlanEventListener):
+        def on_event(self, event):
+            raise Fatal(f"listener failure on {event}")
+
+    host.add_listener(RaisingFatal())
+    recorder = Recorder()
+    host.add_listener(recorder)
+    approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
+    assert PlanEvent.APPROVAL_REQUESTED(approval=approval) in recorder.events, "later listeners still hear it"
+    assert host.approve(approval.id, PermissionMode.ASK).approval.status == ApprovalStatus.APPROVED
+    assert unraisable and set(unraisable) == {Fatal}, unraisable
+
+
+def test_a_listener_raising_on_the_timer_thread_does_not_stop_the_timer(hosts, db, tmp_path):
+    host = hosts(db, ttl_ms=300)
     host.add_listener(Raising())
     recorder = Recorder()
     host.add_listener(recorder)
     sid = plan_session(host, workspace(tmp_path)).session_id
-    eid = host.approve(submit(host, sid).id, PermissionMode.AUTO).approval.execution_id
-    host.start_execution(eid)
-    host.complete_execution(eid)
-    states = [p["state"] for m, p in recorder.events if m == "execution/stateChanged"]
-    assert states == ["queued", "running", "completed"]
-    assert "plan/approvalResolved" in recorder.methods()
-    assert "session/changed" in recorder.methods()
+    for round_ in ("first", "second"):
+        pending = submit(host, sid)
+        expired = recorder.wait_for(
+            f"{round_} expiry", lambda e, i=pending.id: e.is_approval_resolved() and e.approval.id == i
+        )
+        assert expired.approval.status == ApprovalStatus.EXPIRED
+        assert expired.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+    assert len(recorder.expiry_threads) == 2
 
 
 def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
@@ -431,8 +555,8 @@ def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
     done = threading.Event()
 
     class ShutsDown(PlanEventListener):
-        def on_event(self, method, params_json):
-            if method == "plan/approvalResolved":
+        def on_event(self, event):
+            if event.is_approval_resolved():
                 try:
                     host.shutdown()
                     outcome["result"] = "ok"
@@ -527,7 +651,7 @@ def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
     approved = host.list_approvals(query(status=ApprovalStatus.APPROVED))
     assert len(approved) == threads * rounds
     assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
-    assert recorder.methods().count("plan/approvalRequested") == threads * rounds
+    assert len(recorder.of(PlanEvent.APPROVAL_REQUESTED)) == threads * rounds
 
 
 def test_error_codes_are_typed_and_name_their_wire_strings():
@@ -602,55 +726,84 @@ def test_workspace_roots_are_normalized_and_bad_roots_refused_alike(host, tmp_pa
 # Host-run commands
 
 
-def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(tmp_path):
+SANDBOX_HELPER = os.path.normpath(
     # The helper an app ships; generate.sh puts it beside the library.
-    helper = os.path.normpath(
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "plan-exec-sandbox")
-    )
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "native", "plan-exec-sandbox")
+)
+
+
+@pytest.fixture
+def command_host(tmp_path):
     host = PlanHost(
         str(tmp_path / "plan.db"),
-        PlanHostOptions(approval_ttl_ms=None, markdown_limit_bytes=None, sandbox_helper=helper),
+        PlanHostOptions(approval_ttl_ms=None, markdown_limit_bytes=None, sandbox_helper=SANDBOX_HELPER),
     )
-    try:
-        ws = workspace(tmp_path)
-        (ws / "notes.txt").write_text("plan me\n")
-        outputs, ends = [], []
-        exited = threading.Event()
+    yield host
+    host.shutdown()
 
-        class Listener(PlanCommandListener):
-            def on_output(self, output):
-                outputs.append(output)
 
-            def on_exited(self, run):
-                ends.append(run)
-                exited.set()
+def command_events(recorder, call_id):
+    """Waits (bounded) for the end of call_id; returns its output events and its end."""
+    exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e.call_id == call_id)
+    outputs = [e for e in recorder.of(PlanEvent.COMMAND_OUTPUT) if e.call_id == call_id]
+    return outputs, exited
 
-        host.add_command_listener(Listener())
-        host.create_session("cmd", str(ws), Mode.PLAN, None)
-        turn = host.start_turn("cmd", Origin.INTERACTIVE)
-        command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
-        [result] = host.tool_calls("cmd", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
-        info = host.sandbox_info()
-        if not info.plan_sandbox_available:
-            print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
-            assert result.decision == ToolCallDecision.DENY
-            assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
-            return
-        assert result.decision == ToolCallDecision.ALLOW
-        assert result.command.sandbox == CommandSandbox.READ_ONLY
-        assert result.command.network is False
-        assert exited.wait(30), "the command exited"
-        assert ends[0].state == CommandState.EXITED
-        assert ends[0].exit_code != 0, "the refused write fails the command"
-        assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "plan me\n"
-        assert not (ws / "written.txt").exists(), "the kernel refused the write"
-        assert host.get_command("cmd", "c1").state == CommandState.EXITED
-        with pytest.raises(PlanError.Failed) as missing:
-            host.get_command("cmd", "nope")
-        assert missing.value.code == ErrorCode.COMMAND_NOT_FOUND
-        with pytest.raises(PlanError.Failed) as again:
-            host.start_command("cmd", turn.turn_id, "c1", "ls", None, None)
-        assert again.value.code == ErrorCode.COMMAND_NOT_ALLOWED
-        host.complete_turn("cmd", turn.turn_id)
-    finally:
-        host.shutdown()
+
+def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(command_host, tmp_path):
+    host = command_host
+    ws = workspace(tmp_path)
+    (ws / "notes.txt").write_text("plan me\n")
+    recorder = Recorder()
+    host.add_listener(recorder)
+    host.create_session("cmd", str(ws), Mode.PLAN, None)
+    turn = host.start_turn("cmd", Origin.INTERACTIVE)
+    command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
+    [result] = host.tool_calls("cmd", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+    info = host.sandbox_info()
+    if not info.plan_sandbox_available:
+        print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
+        assert result.decision == ToolCallDecision.DENY
+        assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+        return
+    assert result.decision == ToolCallDecision.ALLOW
+    assert result.command.sandbox == CommandSandbox.READ_ONLY
+    assert result.command.network is False
+    outputs, exited = command_events(recorder, "c1")
+    assert exited.command.state == CommandState.EXITED
+    assert exited.command.exit_code != 0, "the refused write fails the command"
+    assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "plan me\n"
+    assert not (ws / "written.txt").exists(), "the kernel refused the write"
+    assert host.get_command("cmd", "c1") == exited.command
+    with pytest.raises(PlanError.Failed) as missing:
+        host.get_command("cmd", "nope")
+    assert missing.value.code == ErrorCode.COMMAND_NOT_FOUND
+    with pytest.raises(PlanError.Failed) as again:
+        host.start_command("cmd", turn.turn_id, "c1", "ls", None, None)
+    assert again.value.code == ErrorCode.COMMAND_NOT_ALLOWED
+    host.complete_turn("cmd", turn.turn_id)
+
+
+def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_path):
+    # Agent `ask` runs unsandboxed (a person confirmed it), so this runs with
+    # or without the kernel sandbox.
+    host = command_host
+    recorder = Recorder()
+    host.add_listener(recorder)
+    host.create_session("agent", str(workspace(tmp_path)), Mode.AGENT, None)
+    turn = host.start_turn("agent", Origin.INTERACTIVE)
+    (allowed,) = host.tool_calls("agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": "printf out"}))])
+    assert allowed.decision == ToolCallDecision.ALLOW
+    recorder.drain()
+    run = host.start_command("agent", turn.turn_id, "b1", "printf out; sleep 0.2; printf err >&2", None, 10_000)
+    assert run.sandbox == CommandSandbox.NONE and run.state == CommandState.RUNNING
+    outputs, exited = command_events(recorder, "b1")
+    assert all(o.session_id == "agent" for o in outputs)
+    assert [o.seq for o in outputs] == list(range(len(outputs))), "seq counts from 0 across streams"
+    assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "out"
+    assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDERR) == "err"
+    assert exited.session_id == "agent"
+    assert exited.command.state == CommandState.EXITED and exited.command.exit_code == 0
+    assert (exited.command.stdout_bytes, exited.command.stderr_bytes) == (3, 3)
+    assert exited.command == host.get_command("agent", "b1")
+    assert recorder.events[-1] == exited, "nothing of the call after its end"
+    host.complete_turn("agent", turn.turn_id)

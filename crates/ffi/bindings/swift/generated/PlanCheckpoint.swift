@@ -606,278 +606,26 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
- * Receives host-run commands' output and ends as typed events (the same
- * `command/output` and `command/exited` the event listener gets as JSON).
- */
-public protocol PlanCommandListener: AnyObject, Sendable {
-    
-    /**
-     * One chunk of output, in `seq` order per call. Called on the command's
-     * own thread; it must not block for long.
-     */
-    func onOutput(output: CommandOutput) 
-    
-    /**
-     * The command ended; always the last event of its call.
-     */
-    func onExited(run: CommandRun) 
-    
-}
-/**
- * Receives host-run commands' output and ends as typed events (the same
- * `command/output` and `command/exited` the event listener gets as JSON).
- */
-open class PlanCommandListenerImpl: PlanCommandListener, @unchecked Sendable {
-    fileprivate let handle: UInt64
-
-    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public struct NoHandle {
-        public init() {}
-    }
-
-    // TODO: We'd like this to be `private` but for Swifty reasons,
-    // we can't implement `FfiConverter` without making this `required` and we can't
-    // make it `required` without making it `public`.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    required public init(unsafeFromHandle handle: UInt64) {
-        self.handle = handle
-    }
-
-    // This constructor can be used to instantiate a fake object.
-    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
-    //
-    // - Warning:
-    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public init(noHandle: NoHandle) {
-        self.handle = 0
-    }
-
-#if swift(>=5.8)
-    @_documentation(visibility: private)
-#endif
-    public func uniffiCloneHandle() -> UInt64 {
-        return try! rustCall { uniffi_plan_ffi_fn_clone_plancommandlistener(self.handle, $0) }
-    }
-    // No primary constructor declared for this class.
-
-    deinit {
-        if handle == 0 {
-            // Mock objects have handle=0 don't try to free them
-            return
-        }
-
-        try! rustCall { uniffi_plan_ffi_fn_free_plancommandlistener(handle, $0) }
-    }
-
-    
-
-    
-    /**
-     * One chunk of output, in `seq` order per call. Called on the command's
-     * own thread; it must not block for long.
-     */
-open func onOutput(output: CommandOutput)  {try! rustCall() {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_plancommandlistener_on_output(
-            self.uniffiCloneHandle(),
-        FfiConverterTypeCommandOutput_lower(output),uniffiCallStatus
-    )
-}
-}
-    
-    /**
-     * The command ended; always the last event of its call.
-     */
-open func onExited(run: CommandRun)  {try! rustCall() {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(
-            self.uniffiCloneHandle(),
-        FfiConverterTypeCommandRun_lower(run),uniffiCallStatus
-    )
-}
-}
-    
-
-    
-}
-
-
-
-// Put the implementation in a struct so we don't pollute the top-level namespace
-fileprivate struct UniffiCallbackInterfacePlanCommandListener {
-
-    // Create the VTable using a series of closures.
-    // Swift automatically converts these into C callback functions.
-    //
-    // Store the vtable directly.
-    static let vtable: UniffiVTableCallbackInterfacePlanCommandListener = UniffiVTableCallbackInterfacePlanCommandListener(
-        uniffiFree: { (uniffiHandle: UInt64) -> () in
-            do {
-                try FfiConverterTypePlanCommandListener.handleMap.remove(handle: uniffiHandle)
-            } catch {
-                print("Uniffi callback interface PlanCommandListener: handle missing in uniffiFree")
-            }
-        },
-        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
-            do {
-                return try FfiConverterTypePlanCommandListener.handleMap.clone(handle: uniffiHandle)
-            } catch {
-                fatalError("Uniffi callback interface PlanCommandListener: handle missing in uniffiClone")
-            }
-        },
-        onOutput: { (
-            uniffiHandle: UInt64,
-            output: RustBuffer,
-            uniffiOutReturn: UnsafeMutableRawPointer,
-            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
-        ) in
-            let makeCall = {
-                () throws -> () in
-                guard let uniffiObj = try? FfiConverterTypePlanCommandListener.handleMap.get(handle: uniffiHandle) else {
-                    throw UniffiInternalError.unexpectedStaleHandle
-                }
-                return uniffiObj.onOutput(
-                     output: try FfiConverterTypeCommandOutput_lift(output)
-                )
-            }
-
-            
-            let writeReturn = { () }
-            uniffiTraitInterfaceCall(
-                callStatus: uniffiCallStatus,
-                makeCall: makeCall,
-                writeReturn: writeReturn
-            )
-        },
-        onExited: { (
-            uniffiHandle: UInt64,
-            run: RustBuffer,
-            uniffiOutReturn: UnsafeMutableRawPointer,
-            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
-        ) in
-            let makeCall = {
-                () throws -> () in
-                guard let uniffiObj = try? FfiConverterTypePlanCommandListener.handleMap.get(handle: uniffiHandle) else {
-                    throw UniffiInternalError.unexpectedStaleHandle
-                }
-                return uniffiObj.onExited(
-                     run: try FfiConverterTypeCommandRun_lift(run)
-                )
-            }
-
-            
-            let writeReturn = { () }
-            uniffiTraitInterfaceCall(
-                callStatus: uniffiCallStatus,
-                makeCall: makeCall,
-                writeReturn: writeReturn
-            )
-        }
-    )
-
-    // Rust stores this pointer for future callback invocations, so it must live
-    // for the process lifetime (not just for the init function call).
-    //
-    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
-    // This is safe because the pointee is initialized once during static init
-    // and never mutated by either side of the FFI.  Its fields are C function pointers.
-    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfacePlanCommandListener> = {
-        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfacePlanCommandListener>.allocate(capacity: 1)
-        ptr.initialize(to: vtable)
-        return UnsafePointer(ptr)
-    }()
-}
-
-private func uniffiCallbackInitPlanCommandListener() {
-    uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(UniffiCallbackInterfacePlanCommandListener.vtablePtr)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanCommandListener: FfiConverter {
-    fileprivate static let handleMap = UniffiHandleMap<PlanCommandListener>()
-
-    typealias FfiType = UInt64
-    typealias SwiftType = PlanCommandListener
-
-    public static func lift(_ handle: UInt64) throws -> PlanCommandListener {
-        if ((handle & 1) == 0) {
-            // Rust-generated handle, construct a new class that uses the handle to implement the
-            // interface
-            return PlanCommandListenerImpl(unsafeFromHandle: handle)
-        } else {
-            // Swift-generated handle, get the object from the handle map
-            return try handleMap.remove(handle: handle)
-        }
-    }
-
-    public static func lower(_ value: PlanCommandListener) -> UInt64 {
-         if let rustImpl = value as? PlanCommandListenerImpl {
-             // Rust-implemented object.  Clone the handle and return it
-            return rustImpl.uniffiCloneHandle()
-         } else {
-            // Swift object, generate a new vtable handle and return that.
-            return handleMap.insert(obj: value)
-         }
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanCommandListener {
-        let handle: UInt64 = try readInt(&buf)
-        return try lift(handle)
-    }
-
-    public static func write(_ value: PlanCommandListener, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanCommandListener_lift(_ handle: UInt64) throws -> PlanCommandListener {
-    return try FfiConverterTypePlanCommandListener.lift(handle)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanCommandListener_lower(_ value: PlanCommandListener) -> UInt64 {
-    return FfiConverterTypePlanCommandListener.lower(value)
-}
-
-
-
-
-
-
-/**
- * Receives host notifications (approval requested/resolved, execution
- * state, session changes, expiries fired by the timer) as protocol v9
- * method names and JSON params.
+ * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * requested and resolved (expiries fired by the timer included), execution
+ * state, session changes, and host-run commands' output and ends.
  */
 public protocol PlanEventListener: AnyObject, Sendable {
     
     /**
-     * One notification. Called from the thread that made the change or from
-     * the host's timer thread; it must not block for long.
+     * One event, in commit order for its session (a command's output in
+     * `seq` order, its `CommandExited` last). Called on the thread that made
+     * the change, on a command's own thread, or on the host's timer thread;
+     * it must not block for long. A listener that throws or panics is
+     * contained: the host and the other listeners carry on.
      */
-    func onEvent(method: String, paramsJson: String) 
+    func onEvent(event: PlanEvent) 
     
 }
 /**
- * Receives host notifications (approval requested/resolved, execution
- * state, session changes, expiries fired by the timer) as protocol v9
- * method names and JSON params.
+ * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * requested and resolved (expiries fired by the timer included), execution
+ * state, session changes, and host-run commands' output and ends.
  */
 open class PlanEventListenerImpl: PlanEventListener, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -933,15 +681,17 @@ open class PlanEventListenerImpl: PlanEventListener, @unchecked Sendable {
 
     
     /**
-     * One notification. Called from the thread that made the change or from
-     * the host's timer thread; it must not block for long.
+     * One event, in commit order for its session (a command's output in
+     * `seq` order, its `CommandExited` last). Called on the thread that made
+     * the change, on a command's own thread, or on the host's timer thread;
+     * it must not block for long. A listener that throws or panics is
+     * contained: the host and the other listeners carry on.
      */
-open func onEvent(method: String, paramsJson: String)  {try! rustCall() {
+open func onEvent(event: PlanEvent)  {try! rustCall() {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planeventlistener_on_event(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(method),
-        FfiConverterString.lower(paramsJson),uniffiCallStatus
+        FfiConverterTypePlanEvent_lower(event),uniffiCallStatus
     )
 }
 }
@@ -976,8 +726,7 @@ fileprivate struct UniffiCallbackInterfacePlanEventListener {
         },
         onEvent: { (
             uniffiHandle: UInt64,
-            method: RustBuffer,
-            paramsJson: RustBuffer,
+            event: RustBuffer,
             uniffiOutReturn: UnsafeMutableRawPointer,
             uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
         ) in
@@ -987,8 +736,7 @@ fileprivate struct UniffiCallbackInterfacePlanEventListener {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
                 return uniffiObj.onEvent(
-                     method: try FfiConverterString.lift(method),
-                     paramsJson: try FfiConverterString.lift(paramsJson)
+                     event: try FfiConverterTypePlanEvent_lift(event)
                 )
             }
 
@@ -1085,11 +833,6 @@ public func FfiConverterTypePlanEventListener_lower(_ value: PlanEventListener) 
 public protocol PlanHostProtocol: AnyObject, Sendable {
     
     /**
-     * Registers a listener for commands' output and ends, as typed events.
-     */
-    func addCommandListener(listener: PlanCommandListener) 
-    
-    /**
      * Registers a listener for every later notification.
      */
     func addListener(listener: PlanEventListener) 
@@ -1101,7 +844,8 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func approve(approvalId: String, permissionMode: PermissionMode?) throws  -> Decision
     
     /**
-     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     * `command/cancel`: kills a running command; a `CommandExited` event
+     * confirms it.
      */
     func cancelCommand(sessionId: String, callId: String) throws  -> CommandRun
     
@@ -1294,18 +1038,6 @@ public convenience init(dbPath: String, options: PlanHostOptions)throws  {
 
     
     /**
-     * Registers a listener for commands' output and ends, as typed events.
-     */
-open func addCommandListener(listener: PlanCommandListener)  {try! rustCall() {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_add_command_listener(
-            self.uniffiCloneHandle(),
-        FfiConverterTypePlanCommandListener_lower(listener),uniffiCallStatus
-    )
-}
-}
-    
-    /**
      * Registers a listener for every later notification.
      */
 open func addListener(listener: PlanEventListener)  {try! rustCall() {
@@ -1333,7 +1065,8 @@ open func approve(approvalId: String, permissionMode: PermissionMode?)throws  ->
 }
     
     /**
-     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     * `command/cancel`: kills a running command; a `CommandExited` event
+     * confirms it.
      */
 open func cancelCommand(sessionId: String, callId: String)throws  -> CommandRun  {
     return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
@@ -2110,105 +1843,6 @@ public func FfiConverterTypeArtifactVerification_lift(_ buf: RustBuffer) throws 
 #endif
 public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerification) -> RustBuffer {
     return FfiConverterTypeArtifactVerification.lower(value)
-}
-
-
-/**
- * One chunk of a command's output (`command/output`).
- */
-public struct CommandOutput: Equatable, Hashable {
-    /**
-     * The session.
-     */
-    public var sessionId: String
-    /**
-     * The Bash call.
-     */
-    public var callId: String
-    /**
-     * stdout or stderr.
-     */
-    public var stream: OutputStream
-    /**
-     * From 0 per call, across both streams.
-     */
-    public var seq: UInt64
-    /**
-     * The text (never a split UTF-8 character).
-     */
-    public var chunk: String
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * The session.
-         */sessionId: String, 
-        /**
-         * The Bash call.
-         */callId: String, 
-        /**
-         * stdout or stderr.
-         */stream: OutputStream, 
-        /**
-         * From 0 per call, across both streams.
-         */seq: UInt64, 
-        /**
-         * The text (never a split UTF-8 character).
-         */chunk: String) {
-        self.sessionId = sessionId
-        self.callId = callId
-        self.stream = stream
-        self.seq = seq
-        self.chunk = chunk
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension CommandOutput: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeCommandOutput: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandOutput {
-        return
-            try CommandOutput(
-                sessionId: FfiConverterString.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
-                stream: FfiConverterTypeOutputStream.read(from: &buf), 
-                seq: FfiConverterUInt64.read(from: &buf), 
-                chunk: FfiConverterString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: CommandOutput, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
-        FfiConverterTypeOutputStream.write(value.stream, into: &buf)
-        FfiConverterUInt64.write(value.seq, into: &buf)
-        FfiConverterString.write(value.chunk, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCommandOutput_lift(_ buf: RustBuffer) throws -> CommandOutput {
-    return try FfiConverterTypeCommandOutput.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeCommandOutput_lower(_ value: CommandOutput) -> RustBuffer {
-    return FfiConverterTypeCommandOutput.lower(value)
 }
 
 
@@ -5263,6 +4897,197 @@ public func FfiConverterTypePlanError_lower(_ value: PlanError) -> RustBuffer {
 
 
 /**
+ * One host notification, typed: each variant carries exactly the params of
+ * its protocol v9 notification, so a listener reads the same fields a
+ * `serve` client reads from the wire.
+ */
+
+public enum PlanEvent: Equatable, Hashable {
+    
+    /**
+     * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
+     * decision.
+     */
+    case approvalRequested(
+        /**
+         * The new pending approval.
+         */approval: PlanApproval
+    )
+    /**
+     * `plan/approvalResolved`: an approval was approved, rejected, expired
+     * (by the host's timer or at a late decision) or interrupted; the
+     * approval's status and error code say which.
+     */
+    case approvalResolved(
+        /**
+         * The approval after the change.
+         */approval: PlanApproval
+    )
+    /**
+     * `execution/stateChanged`: an approved plan's execution moved to a new
+     * state.
+     */
+    case executionStateChanged(
+        /**
+         * The owning session.
+         */sessionId: String, 
+        /**
+         * The execution.
+         */executionId: String, 
+        /**
+         * Its new state.
+         */state: ExecutionState
+    )
+    /**
+     * `session/changed`: a session's configuration or activity changed.
+     */
+    case sessionChanged(
+        /**
+         * The session after the change.
+         */session: Session
+    )
+    /**
+     * `command/output`: one chunk of a host-run command's output, in `seq`
+     * order per call.
+     */
+    case commandOutput(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The Bash call.
+         */callId: String, 
+        /**
+         * stdout or stderr.
+         */stream: OutputStream, 
+        /**
+         * From 0 per call, across both streams.
+         */seq: UInt64, 
+        /**
+         * The text (never a split UTF-8 character).
+         */chunk: String
+    )
+    /**
+     * `command/exited`: a host-run command ended; always the last event of
+     * its call.
+     */
+    case commandExited(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The Bash call.
+         */callId: String, 
+        /**
+         * The run as it ended.
+         */command: CommandRun
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PlanEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanEvent: FfiConverterRustBuffer {
+    typealias SwiftType = PlanEvent
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEvent {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .approvalRequested(approval: try FfiConverterTypePlanApproval.read(from: &buf)
+        )
+        
+        case 2: return .approvalResolved(approval: try FfiConverterTypePlanApproval.read(from: &buf)
+        )
+        
+        case 3: return .executionStateChanged(sessionId: try FfiConverterString.read(from: &buf), executionId: try FfiConverterString.read(from: &buf), state: try FfiConverterTypeExecutionState.read(from: &buf)
+        )
+        
+        case 4: return .sessionChanged(session: try FfiConverterTypeSession.read(from: &buf)
+        )
+        
+        case 5: return .commandOutput(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), stream: try FfiConverterTypeOutputStream.read(from: &buf), seq: try FfiConverterUInt64.read(from: &buf), chunk: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 6: return .commandExited(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), command: try FfiConverterTypeCommandRun.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PlanEvent, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .approvalRequested(approval):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypePlanApproval.write(approval, into: &buf)
+            
+        
+        case let .approvalResolved(approval):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypePlanApproval.write(approval, into: &buf)
+            
+        
+        case let .executionStateChanged(sessionId,executionId,state):
+            writeInt(&buf, Int32(3))
+            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterString.write(executionId, into: &buf)
+            FfiConverterTypeExecutionState.write(state, into: &buf)
+            
+        
+        case let .sessionChanged(session):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeSession.write(session, into: &buf)
+            
+        
+        case let .commandOutput(sessionId,callId,stream,seq,chunk):
+            writeInt(&buf, Int32(5))
+            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterString.write(callId, into: &buf)
+            FfiConverterTypeOutputStream.write(stream, into: &buf)
+            FfiConverterUInt64.write(seq, into: &buf)
+            FfiConverterString.write(chunk, into: &buf)
+            
+        
+        case let .commandExited(sessionId,callId,command):
+            writeInt(&buf, Int32(6))
+            FfiConverterString.write(sessionId, into: &buf)
+            FfiConverterString.write(callId, into: &buf)
+            FfiConverterTypeCommandRun.write(command, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEvent_lift(_ buf: RustBuffer) throws -> PlanEvent {
+    return try FfiConverterTypePlanEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
+    return FfiConverterTypePlanEvent.lower(value)
+}
+
+
+
+/**
  * Allow or deny.
  */
 
@@ -5976,16 +5801,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() != 7894) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() != 32331) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 13681) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_add_command_listener() != 42097) {
+    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 61817) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {
@@ -5994,7 +5810,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_approve() != 21670) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 54231) {
+    if (uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 56582) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658) {
@@ -6067,7 +5883,6 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
 
-    uniffiCallbackInitPlanCommandListener()
     uniffiCallbackInitPlanEventListener()
     return InitializationResult.ok
 }()

@@ -243,35 +243,11 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
-#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD0
-#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD0
-typedef void (*UniffiCallbackInterfacePlanCommandListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
-        RustCallStatus *_Nonnull uniffiCallStatus
-    );
-
-#endif
-#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD1
-#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER_METHOD1
-typedef void (*UniffiCallbackInterfacePlanCommandListenerMethod1)(uint64_t, RustBuffer, void* _Nonnull, 
-        RustCallStatus *_Nonnull uniffiCallStatus
-    );
-
-#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER_METHOD0
-typedef void (*UniffiCallbackInterfacePlanEventListenerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
+typedef void (*UniffiCallbackInterfacePlanEventListenerMethod0)(uint64_t, RustBuffer, void* _Nonnull, 
         RustCallStatus *_Nonnull uniffiCallStatus
     );
-
-#endif
-#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER
-#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_COMMAND_LISTENER
-typedef struct UniffiVTableCallbackInterfacePlanCommandListener {
-    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
-    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
-    UniffiCallbackInterfacePlanCommandListenerMethod0 _Nonnull onOutput;
-    UniffiCallbackInterfacePlanCommandListenerMethod1 _Nonnull onExited;
-} UniffiVTableCallbackInterfacePlanCommandListener;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PLAN_EVENT_LISTENER
@@ -282,31 +258,6 @@ typedef struct UniffiVTableCallbackInterfacePlanEventListener {
     UniffiCallbackInterfacePlanEventListenerMethod0 _Nonnull onEvent;
 } UniffiVTableCallbackInterfacePlanEventListener;
 
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANCOMMANDLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANCOMMANDLISTENER
-uint64_t uniffi_plan_ffi_fn_clone_plancommandlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FREE_PLANCOMMANDLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_FREE_PLANCOMMANDLISTENER
-void uniffi_plan_ffi_fn_free_plancommandlistener(uint64_t handle, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_INIT_CALLBACK_VTABLE_PLANCOMMANDLISTENER
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_INIT_CALLBACK_VTABLE_PLANCOMMANDLISTENER
-void uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(const UniffiVTableCallbackInterfacePlanCommandListener* _Nonnull vtable
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
-void uniffi_plan_ffi_fn_method_plancommandlistener_on_output(uint64_t ptr, RustBuffer output, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_EXITED
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANCOMMANDLISTENER_ON_EXITED
-void uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(uint64_t ptr, RustBuffer run, RustCallStatus *_Nonnull out_status
-);
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANEVENTLISTENER
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANEVENTLISTENER
@@ -325,7 +276,7 @@ void uniffi_plan_ffi_fn_init_callback_vtable_planeventlistener(const UniffiVTabl
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANEVENTLISTENER_ON_EVENT
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANEVENTLISTENER_ON_EVENT
-void uniffi_plan_ffi_fn_method_planeventlistener_on_event(uint64_t ptr, RustBuffer method, RustBuffer params_json, RustCallStatus *_Nonnull out_status
+void uniffi_plan_ffi_fn_method_planeventlistener_on_event(uint64_t ptr, RustBuffer event, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CLONE_PLANHOST
@@ -341,11 +292,6 @@ void uniffi_plan_ffi_fn_free_planhost(uint64_t handle, RustCallStatus *_Nonnull 
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CONSTRUCTOR_PLANHOST_NEW
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CONSTRUCTOR_PLANHOST_NEW
 uint64_t uniffi_plan_ffi_fn_constructor_planhost_new(RustBuffer db_path, RustBuffer options, RustCallStatus *_Nonnull out_status
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_COMMAND_LISTENER
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_COMMAND_LISTENER
-void uniffi_plan_ffi_fn_method_planhost_add_command_listener(uint64_t ptr, uint64_t listener, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_LISTENER
@@ -744,27 +690,9 @@ uint16_t uniffi_plan_ffi_checksum_func_error_code_wire_name(void
     
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_OUTPUT
-uint16_t uniffi_plan_ffi_checksum_method_plancommandlistener_on_output(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_EXITED
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANCOMMANDLISTENER_ON_EXITED
-uint16_t uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited(void
-    
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANEVENTLISTENER_ON_EVENT
 uint16_t uniffi_plan_ffi_checksum_method_planeventlistener_on_event(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_ADD_COMMAND_LISTENER
-#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_ADD_COMMAND_LISTENER
-uint16_t uniffi_plan_ffi_checksum_method_planhost_add_command_listener(void
     
 );
 #endif

@@ -650,36 +650,8 @@ internal open class UniffiForeignFutureResultVoid(
 internal interface UniffiForeignFutureCompleteVoid : com.sun.jna.Callback {
     fun callback(`callbackData`: Long,`result`: UniffiForeignFutureResultVoid.UniffiByValue,)
 }
-internal interface UniffiCallbackInterfacePlanCommandListenerMethod0 : com.sun.jna.Callback {
-    fun callback(`uniffiHandle`: Long,`output`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
-}
-internal interface UniffiCallbackInterfacePlanCommandListenerMethod1 : com.sun.jna.Callback {
-    fun callback(`uniffiHandle`: Long,`run`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
-}
 internal interface UniffiCallbackInterfacePlanEventListenerMethod0 : com.sun.jna.Callback {
-    fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`paramsJson`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
-}
-@Structure.FieldOrder("uniffiFree", "uniffiClone", "onOutput", "onExited")
-internal open class UniffiVTableCallbackInterfacePlanCommandListener(
-    @JvmField internal var `uniffiFree`: UniffiCallbackInterfaceFree? = null,
-    @JvmField internal var `uniffiClone`: UniffiCallbackInterfaceClone? = null,
-    @JvmField internal var `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0? = null,
-    @JvmField internal var `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1? = null,
-) : Structure() {
-    class UniffiByValue(
-        `uniffiFree`: UniffiCallbackInterfaceFree? = null,
-        `uniffiClone`: UniffiCallbackInterfaceClone? = null,
-        `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0? = null,
-        `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1? = null,
-    ): UniffiVTableCallbackInterfacePlanCommandListener(`uniffiFree`,`uniffiClone`,`onOutput`,`onExited`,), Structure.ByValue
-
-   internal fun uniffiSetValue(other: UniffiVTableCallbackInterfacePlanCommandListener) {
-        `uniffiFree` = other.`uniffiFree`
-        `uniffiClone` = other.`uniffiClone`
-        `onOutput` = other.`onOutput`
-        `onExited` = other.`onExited`
-    }
-
+    fun callback(`uniffiHandle`: Long,`event`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,)
 }
 @Structure.FieldOrder("uniffiFree", "uniffiClone", "onEvent")
 internal open class UniffiVTableCallbackInterfacePlanEventListener(
@@ -727,13 +699,7 @@ internal object IntegrityCheckingUniffiLib {
     internal fun ensureInitialized() = Unit
     external fun uniffi_plan_ffi_checksum_func_error_code_wire_name(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_plancommandlistener_on_output(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited(
-    ): Int
     external fun uniffi_plan_ffi_checksum_method_planeventlistener_on_event(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_add_command_listener(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_add_listener(
     ): Int
@@ -803,29 +769,18 @@ internal object UniffiLib {
 
     init {
         Native.register(UniffiLib::class.java, findLibraryName(componentName = "plan_ffi"))
-        uniffiCallbackInterfacePlanCommandListener.register(this)
         uniffiCallbackInterfacePlanEventListener.register(this)
         
     }
 
     internal fun ensureInitialized() = Unit
-    external fun uniffi_plan_ffi_fn_clone_plancommandlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Long
-    external fun uniffi_plan_ffi_fn_free_plancommandlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Unit
-    external fun uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(`vtable`: UniffiVTableCallbackInterfacePlanCommandListener,
-    ): Unit
-    external fun uniffi_plan_ffi_fn_method_plancommandlistener_on_output(`ptr`: Long,`output`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): Unit
-    external fun uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(`ptr`: Long,`run`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): Unit
     external fun uniffi_plan_ffi_fn_clone_planeventlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_plan_ffi_fn_free_planeventlistener(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_plan_ffi_fn_init_callback_vtable_planeventlistener(`vtable`: UniffiVTableCallbackInterfacePlanEventListener,
     ): Unit
-    external fun uniffi_plan_ffi_fn_method_planeventlistener_on_event(`ptr`: Long,`method`: RustBuffer.ByValue,`paramsJson`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planeventlistener_on_event(`ptr`: Long,`event`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_plan_ffi_fn_clone_planhost(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -833,8 +788,6 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
-    external fun uniffi_plan_ffi_fn_method_planhost_add_command_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
-    ): Unit
     external fun uniffi_plan_ffi_fn_method_planhost_add_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_plan_ffi_fn_method_planhost_approve(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1009,16 +962,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() and 0xFFFF) != 64375) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_output() and 0xFFFF) != 7894) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_plancommandlistener_on_exited() and 0xFFFF) != 32331) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 13681) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_command_listener() and 0xFFFF) != 42097) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 61817) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
@@ -1027,7 +971,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_approve() and 0xFFFF) != 21670) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() and 0xFFFF) != 54231) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() and 0xFFFF) != 56582) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() and 0xFFFF) != 14658) {
@@ -1556,386 +1500,28 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
 
 
 /**
- * Receives host-run commands' output and ends as typed events (the same
- * `command/output` and `command/exited` the event listener gets as JSON).
- */
-public interface PlanCommandListener {
-    
-    /**
-     * One chunk of output, in `seq` order per call. Called on the command's
-     * own thread; it must not block for long.
-     */
-    fun `onOutput`(`output`: CommandOutput)
-    
-    /**
-     * The command ended; always the last event of its call.
-     */
-    fun `onExited`(`run`: CommandRun)
-    
-    companion object
-}
-
-/**
- * Receives host-run commands' output and ends as typed events (the same
- * `command/output` and `command/exited` the event listener gets as JSON).
- */
-open class PlanCommandListenerImpl: Disposable, AutoCloseable, PlanCommandListener
-{
-
-    @Suppress("UNUSED_PARAMETER")
-    /**
-     * @suppress
-     */
-    constructor(withHandle: UniffiWithHandle, handle: Long) {
-        this.handle = handle
-        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
-    }
-
-    /**
-     * @suppress
-     *
-     * This constructor can be used to instantiate a fake object. Only used for tests. Any
-     * attempt to actually use an object constructed this way will fail as there is no
-     * connected Rust object.
-     */
-    @Suppress("UNUSED_PARAMETER")
-    constructor(noHandle: NoHandle) {
-        this.handle = 0
-        this.cleanable = null
-    }
-
-    protected val handle: Long
-    protected val cleanable: UniffiCleaner.Cleanable?
-
-    private val wasDestroyed = AtomicBoolean(false)
-    private val callCounter = AtomicLong(1)
-
-    /**
-     * Whether the current object has been destroyed and its reference is gone in the Rust side.
-     */
-    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
-
-    override fun destroy() {
-        // Only allow a single call to this method.
-        // TODO: maybe we should log a warning if called more than once?
-        if (this.wasDestroyed.compareAndSet(false, true)) {
-            // This decrement always matches the initial count of 1 given at creation time.
-            if (this.callCounter.decrementAndGet() == 0L) {
-                cleanable?.clean()
-            }
-        }
-    }
-
-    @Synchronized
-    override fun close() {
-        this.destroy()
-    }
-
-    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
-        // Check and increment the call counter, to keep the object alive.
-        // This needs a compare-and-set retry loop in case of concurrent updates.
-        do {
-            val c = this.callCounter.get()
-            if (c == 0L) {
-                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
-            }
-            if (c == Long.MAX_VALUE) {
-                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
-            }
-        } while (! this.callCounter.compareAndSet(c, c + 1L))
-        // Now we can safely do the method call without the handle being freed concurrently.
-        try {
-            return block(this.uniffiCloneHandle())
-        } finally {
-            // This decrement always matches the increment we performed above.
-            if (this.callCounter.decrementAndGet() == 0L) {
-                cleanable?.clean()
-            }
-        }
-    }
-
-    // Use a static inner class instead of a closure so as not to accidentally
-    // capture `this` as part of the cleanable's action.
-    private class UniffiCleanAction(private val handle: Long) : Runnable {
-        override fun run() {
-            if (handle == 0.toLong()) {
-                // Fake object created with `NoHandle`, don't try to free.
-                return;
-            }
-            uniffiRustCall { status ->
-                UniffiLib.uniffi_plan_ffi_fn_free_plancommandlistener(handle, status)
-            }
-        }
-    }
-
-    /**
-     * @suppress
-     */
-    fun uniffiCloneHandle(): Long {
-        if (handle == 0.toLong()) {
-            throw InternalException("uniffiCloneHandle() called on NoHandle object");
-        }
-        return uniffiRustCall() { status ->
-            UniffiLib.uniffi_plan_ffi_fn_clone_plancommandlistener(handle, status)
-        }
-    }
-
-    
-    /**
-     * One chunk of output, in `seq` order per call. Called on the command's
-     * own thread; it must not block for long.
-     */override fun `onOutput`(`output`: CommandOutput)
-        = 
-    callWithHandle {
-    uniffiRustCall() { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_output(
-        it,
-        
-        FfiConverterTypeCommandOutput.lower(`output`),_status)
-}
-    }
-    
-    
-
-    
-    /**
-     * The command ended; always the last event of its call.
-     */override fun `onExited`(`run`: CommandRun)
-        = 
-    callWithHandle {
-    uniffiRustCall() { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_plancommandlistener_on_exited(
-        it,
-        
-        FfiConverterTypeCommandRun.lower(`run`),_status)
-}
-    }
-    
-    
-
-    
-
-    
-
-
-    
-    
-    /**
-     * @suppress
-     */
-    companion object
-    
-}
-
-
-
-// Put the implementation in an object so we don't pollute the top-level namespace
-internal object uniffiCallbackInterfacePlanCommandListener {
-    internal object `onOutput`: UniffiCallbackInterfacePlanCommandListenerMethod0 {
-        override fun callback(`uniffiHandle`: Long,`output`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
-            val uniffiObj = FfiConverterTypePlanCommandListener.handleMap.get(uniffiHandle)
-            val makeCall = { ->
-                uniffiObj.`onOutput`(
-                    FfiConverterTypeCommandOutput.lift(`output`),
-                )
-            }
-            val writeReturn = { _: Unit -> Unit }
-            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
-        }
-    }
-    internal object `onExited`: UniffiCallbackInterfacePlanCommandListenerMethod1 {
-        override fun callback(`uniffiHandle`: Long,`run`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
-            val uniffiObj = FfiConverterTypePlanCommandListener.handleMap.get(uniffiHandle)
-            val makeCall = { ->
-                uniffiObj.`onExited`(
-                    FfiConverterTypeCommandRun.lift(`run`),
-                )
-            }
-            val writeReturn = { _: Unit -> Unit }
-            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
-        }
-    }
-
-    internal object uniffiFree: UniffiCallbackInterfaceFree {
-        override fun callback(handle: Long) {
-            FfiConverterTypePlanCommandListener.handleMap.remove(handle)
-        }
-    }
-
-    internal object uniffiClone: UniffiCallbackInterfaceClone {
-        override fun callback(handle: Long): Long {
-            return FfiConverterTypePlanCommandListener.handleMap.clone(handle)
-        }
-    }
-
-    internal var vtable = UniffiVTableCallbackInterfacePlanCommandListener.UniffiByValue(
-        uniffiFree,
-        uniffiClone,
-        `onOutput`,
-        `onExited`,
-    )
-
-    // Registers the foreign callback with the Rust side.
-    // This method is generated for each callback interface.
-    internal fun register(lib: UniffiLib) {
-        lib.uniffi_plan_ffi_fn_init_callback_vtable_plancommandlistener(vtable)
-    }
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanCommandListener: FfiConverter<PlanCommandListener, Long> {
-    internal val handleMap = UniffiHandleMap<PlanCommandListener>()
-
-    override fun lower(value: PlanCommandListener): Long {
-        if (value is PlanCommandListenerImpl) {
-             // Rust-implemented object.  Clone the handle and return it
-            return value.uniffiCloneHandle()
-         } else {
-            // Kotlin object, generate a new vtable handle and return that.
-            return handleMap.insert(value)
-         }
-    }
-
-    override fun lift(value: Long): PlanCommandListener {
-        if ((value and 1.toLong()) == 0.toLong()) {
-            // Rust-generated handle, construct a new class that uses the handle to implement the
-            // interface
-            return PlanCommandListenerImpl(UniffiWithHandle, value)
-        } else {
-            // Kotlin-generated handle, get the object from the handle map
-            return handleMap.remove(value)
-        }
-    }
-
-    override fun read(buf: ByteBuffer): PlanCommandListener {
-        return lift(buf.getLong())
-    }
-
-    override fun allocationSize(value: PlanCommandListener) = 8UL
-
-    override fun write(value: PlanCommandListener, buf: ByteBuffer) {
-        buf.putLong(lower(value))
-    }
-}
-
-
-// This template implements a class for working with a Rust struct via a handle
-// to the live Rust struct on the other side of the FFI.
-//
-// There's some subtlety here, because we have to be careful not to operate on a Rust
-// struct after it has been dropped, and because we must expose a public API for freeing
-// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
-//
-//   * Each instance holds an opaque handle to the underlying Rust struct.
-//     Method calls need to read this handle from the object's state and pass it in to
-//     the Rust FFI.
-//
-//   * When an instance is no longer needed, its handle should be passed to a
-//     special destructor function provided by the Rust FFI, which will drop the
-//     underlying Rust struct.
-//
-//   * Given an instance, calling code is expected to call the special
-//     `destroy` method in order to free it after use, either by calling it explicitly
-//     or by using a higher-level helper like the `use` method. Failing to do so risks
-//     leaking the underlying Rust struct.
-//
-//   * We can't assume that calling code will do the right thing, and must be prepared
-//     to handle Kotlin method calls executing concurrently with or even after a call to
-//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
-//
-//   * We must never allow Rust code to operate on the underlying Rust struct after
-//     the destructor has been called, and must never call the destructor more than once.
-//     Doing so may trigger memory unsafety.
-//
-//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
-//     is implemented to call the destructor when the Kotlin object becomes unreachable.
-//     This is done in a background thread. This is not a panacea, and client code should be aware that
-//      1. the thread may starve if some there are objects that have poorly performing
-//     `drop` methods or do significant work in their `drop` methods.
-//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
-//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
-//
-// If we try to implement this with mutual exclusion on access to the handle, there is the
-// possibility of a race between a method call and a concurrent call to `destroy`:
-//
-//    * Thread A starts a method call, reads the value of the handle, but is interrupted
-//      before it can pass the handle over the FFI to Rust.
-//    * Thread B calls `destroy` and frees the underlying Rust struct.
-//    * Thread A resumes, passing the already-read handle value to Rust and triggering
-//      a use-after-free.
-//
-// One possible solution would be to use a `ReadWriteLock`, with each method call taking
-// a read lock (and thus allowed to run concurrently) and the special `destroy` method
-// taking a write lock (and thus blocking on live method calls). However, we aim not to
-// generate methods with any hidden blocking semantics, and a `destroy` method that might
-// block if called incorrectly seems to meet that bar.
-//
-// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
-// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
-// has been called. These are updated according to the following rules:
-//
-//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
-//      The initial value for the flag is false.
-//
-//    * At the start of each method call, we atomically check the counter.
-//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
-//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
-//
-//    * At the end of each method call, we atomically decrement and check the counter.
-//      If it has reached zero then we destroy the underlying Rust struct.
-//
-//    * When `destroy` is called, we atomically flip the flag from false to true.
-//      If the flag was already true we silently fail.
-//      Otherwise we atomically decrement and check the counter.
-//      If it has reached zero then we destroy the underlying Rust struct.
-//
-// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
-// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
-//
-// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
-// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
-// of the underlying Rust code.
-//
-// This makes a cleaner a better alternative to _not_ calling `destroy()` as
-// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
-// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
-// thread may be starved, and the app will leak memory.
-//
-// In this case, `destroy`ing manually may be a better solution.
-//
-// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
-// with Rust peers are reclaimed:
-//
-// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
-// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
-// 3. The memory is reclaimed when the process terminates.
-//
-// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
-//
-
-
-/**
- * Receives host notifications (approval requested/resolved, execution
- * state, session changes, expiries fired by the timer) as protocol v9
- * method names and JSON params.
+ * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * requested and resolved (expiries fired by the timer included), execution
+ * state, session changes, and host-run commands' output and ends.
  */
 public interface PlanEventListener {
     
     /**
-     * One notification. Called from the thread that made the change or from
-     * the host's timer thread; it must not block for long.
+     * One event, in commit order for its session (a command's output in
+     * `seq` order, its `CommandExited` last). Called on the thread that made
+     * the change, on a command's own thread, or on the host's timer thread;
+     * it must not block for long. A listener that throws or panics is
+     * contained: the host and the other listeners carry on.
      */
-    fun `onEvent`(`method`: kotlin.String, `paramsJson`: kotlin.String)
+    fun `onEvent`(`event`: PlanEvent)
     
     companion object
 }
 
 /**
- * Receives host notifications (approval requested/resolved, execution
- * state, session changes, expiries fired by the timer) as protocol v9
- * method names and JSON params.
+ * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * requested and resolved (expiries fired by the timer included), execution
+ * state, session changes, and host-run commands' output and ends.
  */
 open class PlanEventListenerImpl: Disposable, AutoCloseable, PlanEventListener
 {
@@ -2040,17 +1626,19 @@ open class PlanEventListenerImpl: Disposable, AutoCloseable, PlanEventListener
 
     
     /**
-     * One notification. Called from the thread that made the change or from
-     * the host's timer thread; it must not block for long.
-     */override fun `onEvent`(`method`: kotlin.String, `paramsJson`: kotlin.String)
+     * One event, in commit order for its session (a command's output in
+     * `seq` order, its `CommandExited` last). Called on the thread that made
+     * the change, on a command's own thread, or on the host's timer thread;
+     * it must not block for long. A listener that throws or panics is
+     * contained: the host and the other listeners carry on.
+     */override fun `onEvent`(`event`: PlanEvent)
         = 
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event(
         it,
         
-        FfiConverterString.lower(`method`),
-        FfiConverterString.lower(`paramsJson`),_status)
+        FfiConverterTypePlanEvent.lower(`event`),_status)
 }
     }
     
@@ -2075,12 +1663,11 @@ open class PlanEventListenerImpl: Disposable, AutoCloseable, PlanEventListener
 // Put the implementation in an object so we don't pollute the top-level namespace
 internal object uniffiCallbackInterfacePlanEventListener {
     internal object `onEvent`: UniffiCallbackInterfacePlanEventListenerMethod0 {
-        override fun callback(`uniffiHandle`: Long,`method`: RustBuffer.ByValue,`paramsJson`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
+        override fun callback(`uniffiHandle`: Long,`event`: RustBuffer.ByValue,`uniffiOutReturn`: Pointer,uniffiCallStatus: UniffiRustCallStatus,) {
             val uniffiObj = FfiConverterTypePlanEventListener.handleMap.get(uniffiHandle)
             val makeCall = { ->
                 uniffiObj.`onEvent`(
-                    FfiConverterString.lift(`method`),
-                    FfiConverterString.lift(`paramsJson`),
+                    FfiConverterTypePlanEvent.lift(`event`),
                 )
             }
             val writeReturn = { _: Unit -> Unit }
@@ -2253,11 +1840,6 @@ public object FfiConverterTypePlanEventListener: FfiConverter<PlanEventListener,
 public interface PlanHostInterface {
     
     /**
-     * Registers a listener for commands' output and ends, as typed events.
-     */
-    fun `addCommandListener`(`listener`: PlanCommandListener)
-    
-    /**
      * Registers a listener for every later notification.
      */
     fun `addListener`(`listener`: PlanEventListener)
@@ -2269,7 +1851,8 @@ public interface PlanHostInterface {
     fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision
     
     /**
-     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     * `command/cancel`: kills a running command; a `CommandExited` event
+     * confirms it.
      */
     fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun
     
@@ -2513,22 +2096,6 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Registers a listener for commands' output and ends, as typed events.
-     */override fun `addCommandListener`(`listener`: PlanCommandListener)
-        = 
-    callWithHandle {
-    uniffiRustCall() { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_command_listener(
-        it,
-        
-        FfiConverterTypePlanCommandListener.lower(`listener`),_status)
-}
-    }
-    
-    
-
-    
-    /**
      * Registers a listener for every later notification.
      */override fun `addListener`(`listener`: PlanEventListener)
         = 
@@ -2565,7 +2132,8 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * `command/cancel`: kills a running command; `on_exited` confirms it.
+     * `command/cancel`: kills a running command; a `CommandExited` event
+     * confirms it.
      */
     @Throws(PlanException::class)override fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun {
             return FfiConverterTypeCommandRun.lift(
@@ -3319,77 +2887,6 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
             FfiConverterTypeArtifactCheck.write(value.`result`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
-    }
-}
-
-
-
-/**
- * One chunk of a command's output (`command/output`).
- */
-data class CommandOutput (
-    /**
-     * The session.
-     */
-    var `sessionId`: kotlin.String
-    , 
-    /**
-     * The Bash call.
-     */
-    var `callId`: kotlin.String
-    , 
-    /**
-     * stdout or stderr.
-     */
-    var `stream`: OutputStream
-    , 
-    /**
-     * From 0 per call, across both streams.
-     */
-    var `seq`: kotlin.ULong
-    , 
-    /**
-     * The text (never a split UTF-8 character).
-     */
-    var `chunk`: kotlin.String
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeCommandOutput: FfiConverterRustBuffer<CommandOutput> {
-    override fun read(buf: ByteBuffer): CommandOutput {
-        return CommandOutput(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterTypeOutputStream.read(buf),
-            FfiConverterULong.read(buf),
-            FfiConverterString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: CommandOutput) = (
-            FfiConverterString.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
-            FfiConverterTypeOutputStream.allocationSize(value.`stream`) +
-            FfiConverterULong.allocationSize(value.`seq`) +
-            FfiConverterString.allocationSize(value.`chunk`)
-    )
-
-    override fun write(value: CommandOutput, buf: ByteBuffer) {
-            FfiConverterString.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
-            FfiConverterTypeOutputStream.write(value.`stream`, buf)
-            FfiConverterULong.write(value.`seq`, buf)
-            FfiConverterString.write(value.`chunk`, buf)
     }
 }
 
@@ -5321,6 +4818,288 @@ public object FfiConverterTypePlanError : FfiConverterRustBuffer<PlanException> 
     }
 
 }
+
+
+
+/**
+ * One host notification, typed: each variant carries exactly the params of
+ * its protocol v9 notification, so a listener reads the same fields a
+ * `serve` client reads from the wire.
+ */
+sealed class PlanEvent {
+    
+    /**
+     * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
+     * decision.
+     */
+    data class ApprovalRequested(
+        /**
+         * The new pending approval.
+         */
+        val `approval`: dev.plancheckpoint.ffi.PlanApproval) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `plan/approvalResolved`: an approval was approved, rejected, expired
+     * (by the host's timer or at a late decision) or interrupted; the
+     * approval's status and error code say which.
+     */
+    data class ApprovalResolved(
+        /**
+         * The approval after the change.
+         */
+        val `approval`: dev.plancheckpoint.ffi.PlanApproval) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `execution/stateChanged`: an approved plan's execution moved to a new
+     * state.
+     */
+    data class ExecutionStateChanged(
+        /**
+         * The owning session.
+         */
+        val `sessionId`: kotlin.String, 
+        /**
+         * The execution.
+         */
+        val `executionId`: kotlin.String, 
+        /**
+         * Its new state.
+         */
+        val `state`: dev.plancheckpoint.ffi.ExecutionState) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `session/changed`: a session's configuration or activity changed.
+     */
+    data class SessionChanged(
+        /**
+         * The session after the change.
+         */
+        val `session`: dev.plancheckpoint.ffi.Session) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `command/output`: one chunk of a host-run command's output, in `seq`
+     * order per call.
+     */
+    data class CommandOutput(
+        /**
+         * The session.
+         */
+        val `sessionId`: kotlin.String, 
+        /**
+         * The Bash call.
+         */
+        val `callId`: kotlin.String, 
+        /**
+         * stdout or stderr.
+         */
+        val `stream`: dev.plancheckpoint.ffi.OutputStream, 
+        /**
+         * From 0 per call, across both streams.
+         */
+        val `seq`: kotlin.ULong, 
+        /**
+         * The text (never a split UTF-8 character).
+         */
+        val `chunk`: kotlin.String) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * `command/exited`: a host-run command ended; always the last event of
+     * its call.
+     */
+    data class CommandExited(
+        /**
+         * The session.
+         */
+        val `sessionId`: kotlin.String, 
+        /**
+         * The Bash call.
+         */
+        val `callId`: kotlin.String, 
+        /**
+         * The run as it ended.
+         */
+        val `command`: dev.plancheckpoint.ffi.CommandRun) : PlanEvent()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
+    override fun read(buf: ByteBuffer): PlanEvent {
+        return when(buf.getInt()) {
+            1 -> PlanEvent.ApprovalRequested(
+                FfiConverterTypePlanApproval.read(buf),
+                )
+            2 -> PlanEvent.ApprovalResolved(
+                FfiConverterTypePlanApproval.read(buf),
+                )
+            3 -> PlanEvent.ExecutionStateChanged(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                FfiConverterTypeExecutionState.read(buf),
+                )
+            4 -> PlanEvent.SessionChanged(
+                FfiConverterTypeSession.read(buf),
+                )
+            5 -> PlanEvent.CommandOutput(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                FfiConverterTypeOutputStream.read(buf),
+                FfiConverterULong.read(buf),
+                FfiConverterString.read(buf),
+                )
+            6 -> PlanEvent.CommandExited(
+                FfiConverterString.read(buf),
+                FfiConverterString.read(buf),
+                FfiConverterTypeCommandRun.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: PlanEvent): ULong = when(value) {
+        is PlanEvent.ApprovalRequested -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanApproval.allocationSize(value.`approval`)
+            )
+        }
+        is PlanEvent.ApprovalResolved -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanApproval.allocationSize(value.`approval`)
+            )
+        }
+        is PlanEvent.ExecutionStateChanged -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterString.allocationSize(value.`executionId`)
+                + FfiConverterTypeExecutionState.allocationSize(value.`state`)
+            )
+        }
+        is PlanEvent.SessionChanged -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSession.allocationSize(value.`session`)
+            )
+        }
+        is PlanEvent.CommandOutput -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterString.allocationSize(value.`callId`)
+                + FfiConverterTypeOutputStream.allocationSize(value.`stream`)
+                + FfiConverterULong.allocationSize(value.`seq`)
+                + FfiConverterString.allocationSize(value.`chunk`)
+            )
+        }
+        is PlanEvent.CommandExited -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`sessionId`)
+                + FfiConverterString.allocationSize(value.`callId`)
+                + FfiConverterTypeCommandRun.allocationSize(value.`command`)
+            )
+        }
+    }
+
+    override fun write(value: PlanEvent, buf: ByteBuffer) {
+        when(value) {
+            is PlanEvent.ApprovalRequested -> {
+                buf.putInt(1)
+                FfiConverterTypePlanApproval.write(value.`approval`, buf)
+                Unit
+            }
+            is PlanEvent.ApprovalResolved -> {
+                buf.putInt(2)
+                FfiConverterTypePlanApproval.write(value.`approval`, buf)
+                Unit
+            }
+            is PlanEvent.ExecutionStateChanged -> {
+                buf.putInt(3)
+                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterString.write(value.`executionId`, buf)
+                FfiConverterTypeExecutionState.write(value.`state`, buf)
+                Unit
+            }
+            is PlanEvent.SessionChanged -> {
+                buf.putInt(4)
+                FfiConverterTypeSession.write(value.`session`, buf)
+                Unit
+            }
+            is PlanEvent.CommandOutput -> {
+                buf.putInt(5)
+                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterString.write(value.`callId`, buf)
+                FfiConverterTypeOutputStream.write(value.`stream`, buf)
+                FfiConverterULong.write(value.`seq`, buf)
+                FfiConverterString.write(value.`chunk`, buf)
+                Unit
+            }
+            is PlanEvent.CommandExited -> {
+                buf.putInt(6)
+                FfiConverterString.write(value.`sessionId`, buf)
+                FfiConverterString.write(value.`callId`, buf)
+                FfiConverterTypeCommandRun.write(value.`command`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
 
 
 

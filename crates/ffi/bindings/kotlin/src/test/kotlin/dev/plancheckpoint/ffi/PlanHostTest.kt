@@ -29,8 +29,9 @@ import org.junit.jupiter.api.io.TempDir
 /**
  * The plan-ffi surface exercised from Kotlin through the UniFFI-generated
  * bindings and the real native library: lifecycle, restart interruption,
- * every canonical error as [PlanException.Failed], the event callback with
- * timer-driven expiry, handleJson, shells, configuration and threads.
+ * every canonical error as [PlanException.Failed], typed [PlanEvent]s for
+ * every notification (timer-driven expiry and host-run commands included),
+ * handleJson, shells, configuration and threads.
  *
  * Each test gets its own temporary directory (database plus workspace), so
  * tests never share a host lock.
@@ -574,7 +575,7 @@ class PlanHostTest {
         val reply = first.handleJson("""{"jsonrpc":"2.0","id":2,"method":"session/get","params":{"sessionId":"$sid"}}""")!!
         assertTrue(reply.contains("\"HOST_CLOSED\""), reply)
         first.addListener(object : PlanEventListener {
-            override fun onEvent(method: String, paramsJson: String) {}
+            override fun onEvent(event: PlanEvent) {}
         })
 
         // SCHEMA_UNSUPPORTED: a database whose PRAGMA user_version is 9. No
@@ -606,19 +607,39 @@ class PlanHostTest {
     // Events and the timer
 
     private class Recorder : PlanEventListener {
-        val events = CopyOnWriteArrayList<Pair<String, String>>()
+        val events = CopyOnWriteArrayList<PlanEvent>()
         val threads: MutableSet<String> = Collections.newSetFromMap(ConcurrentHashMap())
         val requested = CountDownLatch(1)
         val expired = CountDownLatch(1)
+        val expiryThreads = CopyOnWriteArrayList<String>()
 
-        override fun onEvent(method: String, paramsJson: String) {
-            events.add(method to paramsJson)
+        override fun onEvent(event: PlanEvent) {
+            synchronized(events) { events.add(event) }
             threads.add(Thread.currentThread().name)
-            if (method == "plan/approvalRequested") requested.countDown()
-            if (method == "plan/approvalResolved" && paramsJson.contains("\"status\":\"expired\"")) expired.countDown()
+            // Exhaustive on purpose: a new kind of event must be looked at here.
+            when (event) {
+                is PlanEvent.ApprovalRequested -> requested.countDown()
+                is PlanEvent.ApprovalResolved -> if (event.approval.status == ApprovalStatus.EXPIRED) {
+                    expiryThreads.add(Thread.currentThread().name)
+                    expired.countDown()
+                }
+                is PlanEvent.ExecutionStateChanged, is PlanEvent.SessionChanged,
+                is PlanEvent.CommandOutput, is PlanEvent.CommandExited -> {}
+            }
         }
 
-        fun methods() = events.map { it.first }
+        /** Takes the events recorded so far. */
+        fun drain(): List<PlanEvent> = synchronized(events) { events.toList().also { events.clear() } }
+
+        /** Waits (bounded) for an event matching [matches]; returns it. */
+        fun <T : PlanEvent> await(type: Class<T>, what: String, matches: (T) -> Boolean = { true }): T {
+            val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20)
+            while (System.nanoTime() < deadline) {
+                events.filterIsInstance(type).firstOrNull(matches)?.let { return it }
+                Thread.sleep(10)
+            }
+            throw AssertionError("no $what within 20 s; got $events")
+        }
     }
 
     @Test
@@ -632,22 +653,23 @@ class PlanHostTest {
         val approval = submit(host, sid)
         assertEquals(300L, approval.expiresAt - approval.createdAt)
         assertTrue(recorder.requested.await(10, TimeUnit.SECONDS), "plan/approvalRequested")
-        val requested = recorder.events.first { it.first == "plan/approvalRequested" }.second
-        assertTrue(requested.startsWith("{\"approval\":{"), requested)
-        assertTrue(requested.contains("\"id\":\"${approval.id}\""), requested)
-        assertTrue(requested.contains("\"status\":\"pending\""), requested)
-        assertTrue(requested.contains("\"sha256\":\"${approval.artifact!!.sha256}\""), requested)
+        val requested = recorder.events.filterIsInstance<PlanEvent.ApprovalRequested>().single()
+        assertEquals(approval, requested.approval, "the event carries the record the call returned")
+        assertEquals(ApprovalStatus.PENDING, requested.approval.status)
+        assertEquals(approval.artifact!!.sha256, requested.approval.artifact!!.sha256)
 
         // Nobody asks: the host's own timer expires it and tells the listener.
         val testThread = Thread.currentThread().name
-        assertTrue(recorder.expired.await(10, TimeUnit.SECONDS), "expiry notification from the timer: ${recorder.methods()}")
-        val resolved = recorder.events.first { it.first == "plan/approvalResolved" }.second
-        assertTrue(resolved.contains("\"id\":\"${approval.id}\""), resolved)
-        assertTrue(resolved.contains("\"errorCode\":\"PLAN_APPROVAL_TIMEOUT\""), resolved)
-        assertFalse(recorder.threads.isEmpty())
-        assertTrue(recorder.threads.any { it != testThread }, "the expiry arrived on another thread: ${recorder.threads}")
+        assertTrue(recorder.expired.await(10, TimeUnit.SECONDS), "expiry event from the timer: ${recorder.events}")
+        val resolved = recorder.events.filterIsInstance<PlanEvent.ApprovalResolved>().single().approval
+        assertEquals(approval.id, resolved.id)
+        assertEquals(ApprovalStatus.EXPIRED, resolved.status)
+        assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, resolved.errorCode)
+        assertEquals(1, recorder.expiryThreads.size)
+        assertNotEquals(testThread, recorder.expiryThreads.single(), "the expiry arrived on the timer's thread")
 
         val row = host.getApproval(approval.id)
+        assertEquals(resolved, row)
         assertEquals(ApprovalStatus.EXPIRED, row.status)
         assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, row.errorCode)
         assertEquals(approval.expiresAt, row.expiresAt, "the deadline never moves")
@@ -655,6 +677,8 @@ class PlanHostTest {
         assertEquals(Mode.PLAN, session.mode)
         assertNull(session.activeTurn)
         assertNull(session.pendingApprovalId)
+        val changed = recorder.await(PlanEvent.SessionChanged::class.java, "the session's change") { it.session.activeTurn == null }
+        assertEquals(session, changed.session)
         failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.approve(approval.id, PermissionMode.AUTO) }
         failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.reject(approval.id) }
         // The artifact stays readable after expiry.
@@ -663,48 +687,131 @@ class PlanHostTest {
 
     @Test
     @Order(21)
-    fun eventsFollowTheApprovalAndExecution() {
+    fun eachEventCarriesTheRecordsTheCallsReturn() {
         val host = open()
         val recorder = Recorder()
         host.addListener(recorder)
         val sid = planSession(host, workspace()).sessionId
-        val approval = submit(host, sid)
-        val eid = host.approve(approval.id, PermissionMode.AUTO).approval.executionId!!
+        assertEquals(emptyList<PlanEvent>(), recorder.drain(), "a new session is not a change")
+        val turn = host.startTurn(sid, Origin.INTERACTIVE)
+        assertEquals(listOf(PlanEvent.SessionChanged(host.getSession(sid))), recorder.drain())
+        val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("T", "v1\n", "Q?"))))
+        val approval = results.single().approval!!
+        assertEquals(
+            listOf(PlanEvent.ApprovalRequested(approval), PlanEvent.SessionChanged(host.getSession(sid))),
+            recorder.drain(),
+        )
+
+        // Approved: resolved, the execution queued, the session in Agent.
+        val decision = host.approve(approval.id, PermissionMode.AUTO)
+        val eid = decision.approval.executionId!!
+        assertEquals(
+            listOf(
+                PlanEvent.ApprovalResolved(decision.approval),
+                PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.QUEUED),
+                PlanEvent.SessionChanged(decision.session),
+            ),
+            recorder.drain(),
+        )
+        val resolved = decision.approval
+        assertEquals(ApprovalStatus.APPROVED, resolved.status)
+        assertEquals(PermissionMode.AUTO, resolved.permissionMode)
+        assertEquals(Mode.AGENT, decision.session.mode)
         host.startExecution(eid)
+        assertEquals(listOf(PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.RUNNING)), recorder.drain())
         host.completeExecution(eid)
-        val methods = recorder.methods()
-        assertEquals("plan/approvalRequested", methods.first { it.startsWith("plan/") })
-        assertTrue(methods.contains("plan/approvalResolved"), methods.toString())
-        assertTrue(methods.contains("session/changed"), methods.toString())
-        val states = recorder.events.filter { it.first == "execution/stateChanged" }.map { it.second }
-        assertEquals(3, states.size, states.toString())
-        for ((json, state) in states.zip(listOf("queued", "running", "completed"))) {
-            assertTrue(json.contains("\"executionId\":\"$eid\"") && json.contains("\"state\":\"$state\""), json)
-        }
+        val idle = host.getSession(sid)
+        assertNull(idle.activeExecutionId)
+        assertEquals(
+            listOf(PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.COMPLETED), PlanEvent.SessionChanged(idle)),
+            recorder.drain(),
+        )
+
+        // Rejected: resolved without an execution, the session back to idle Plan.
+        val configured = host.configureSession(sid, SessionConfig(mode = Mode.PLAN))
+        assertEquals(listOf(PlanEvent.SessionChanged(configured)), recorder.drain())
+        val second = submit(host, sid, body = "v2\n")
+        recorder.drain()
+        val rejected = host.reject(second.id)
+        assertEquals(ApprovalStatus.REJECTED, rejected.approval.status)
+        assertNull(rejected.approval.executionId)
+        assertEquals(
+            listOf(PlanEvent.ApprovalResolved(rejected.approval), PlanEvent.SessionChanged(rejected.session)),
+            recorder.drain(),
+        )
         // Calls on the caller's thread are delivered on that thread, in order.
         assertEquals(setOf(Thread.currentThread().name), recorder.threads)
+    }
+
+    /** Adds a listener that throws on every event, then a [Recorder] after it. */
+    private fun throwingThenRecorder(host: PlanHost): Pair<CountDownLatch, Recorder> {
+        val calls = CountDownLatch(1)
+        host.addListener(object : PlanEventListener {
+            override fun onEvent(event: PlanEvent) {
+                calls.countDown()
+                // No stack trace: the Rust side prints the failure it catches,
+                // and a JUnit stack would flood the build log.
+                throw QuietFailure("listener failure on ${event::class.simpleName}")
+            }
+        })
+        val recorder = Recorder()
+        host.addListener(recorder)
+        return calls to recorder
     }
 
     @Test
     @Order(22)
     fun aThrowingListenerDoesNotBreakTheHost() {
         val host = open()
-        val calls = CountDownLatch(2)
-        host.addListener(object : PlanEventListener {
-            override fun onEvent(method: String, paramsJson: String) {
-                calls.countDown()
-                // No stack trace: the Rust side prints the failure it catches,
-                // and a JUnit stack would flood the build log.
-                throw QuietFailure("listener failure on $method")
-            }
-        })
-        val recorder = Recorder()
-        host.addListener(recorder)
+        val (calls, recorder) = throwingThenRecorder(host)
         val sid = planSession(host, workspace()).sessionId
         val approval = submit(host, sid)
         assertTrue(calls.await(10, TimeUnit.SECONDS))
-        assertTrue(recorder.methods().contains("plan/approvalRequested"), "later listeners still hear it")
-        assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
+        assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval)), "later listeners still hear it")
+        val decision = host.approve(approval.id, PermissionMode.ASK)
+        assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
+        assertEquals(PlanEvent.ApprovalResolved(decision.approval), recorder.events.filterIsInstance<PlanEvent.ApprovalResolved>().single())
+    }
+
+    @Test
+    @Order(22)
+    fun aListenerThrowingAnErrorIsContainedToo() {
+        // UniFFI's glue turns an Exception into a call failure; an Error (an
+        // assertion, say) passes it by and is caught by JNA's callback
+        // handler instead. Either way the host carries on.
+        val caught = CopyOnWriteArrayList<Throwable>()
+        val previous = com.sun.jna.Native.getCallbackExceptionHandler()
+        com.sun.jna.Native.setCallbackExceptionHandler { _, error -> caught.add(error) }
+        try {
+            val host = open()
+            host.addListener(object : PlanEventListener {
+                override fun onEvent(event: PlanEvent) = throw QuietError("listener error on ${event::class.simpleName}")
+            })
+            val recorder = Recorder()
+            host.addListener(recorder)
+            val approval = submit(host, planSession(host, workspace()).sessionId)
+            assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval)), "later listeners still hear it")
+            assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
+            assertTrue(caught.isNotEmpty(), "the error reached JNA's handler")
+            assertTrue(caught.all { it is QuietError }, caught.toString())
+        } finally {
+            com.sun.jna.Native.setCallbackExceptionHandler(previous)
+        }
+    }
+
+    @Test
+    @Order(22)
+    fun aListenerThrowingOnTheTimerThreadDoesNotStopTheTimer() {
+        val host = open(ttlMs = 300)
+        val (_, recorder) = throwingThenRecorder(host)
+        val sid = planSession(host, workspace()).sessionId
+        for (round in 1..2) {
+            val pending = submit(host, sid)
+            val expired = recorder.await(PlanEvent.ApprovalResolved::class.java, "expiry $round") { it.approval.id == pending.id }
+            assertEquals(ApprovalStatus.EXPIRED, expired.approval.status)
+            assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, expired.approval.errorCode)
+        }
+        assertEquals(2, recorder.expiryThreads.size)
     }
 
     @Test
@@ -715,8 +822,8 @@ class PlanHostTest {
         val outcome = java.util.concurrent.atomic.AtomicReference<String>()
         val done = CountDownLatch(1)
         host.addListener(object : PlanEventListener {
-            override fun onEvent(method: String, paramsJson: String) {
-                if (method != "plan/approvalResolved") return
+            override fun onEvent(event: PlanEvent) {
+                if (event !is PlanEvent.ApprovalResolved) return
                 // On the host's timer thread: shutdown must not try to join it.
                 outcome.set(runCatching { host.shutdown() }.fold({ "ok" }, { it.toString() }))
                 done.countDown()
@@ -730,6 +837,8 @@ class PlanHostTest {
     }
 
     private class QuietFailure(message: String) : RuntimeException(message, null, false, false)
+
+    private class QuietError(message: String) : Error(message, null, false, false)
 
     // ----------------------------------------------------------------------
     // JSON, shells, configuration
@@ -862,7 +971,7 @@ class PlanHostTest {
         val all = host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, null))
         assertEquals(threads * rounds, all.size)
         assertTrue(all.all { it.executionState == ExecutionState.COMPLETED })
-        assertEquals(threads * rounds, recorder.methods().count { it == "plan/approvalRequested" })
+        assertEquals(threads * rounds, recorder.events.count { it is PlanEvent.ApprovalRequested })
         for (n in 0 until threads) {
             val session = host.getSession("thread-$n")
             assertNull(session.activeTurn)
@@ -925,27 +1034,27 @@ class PlanHostTest {
     // ----------------------------------------------------------------------
     // Host-run commands
 
+    /** A host using the helper an app ships; generate.sh puts it beside the library. */
+    private fun openWithHelper(): PlanHost {
+        val helper = Path.of(System.getProperty("user.dir")).resolve("../native/plan-exec-sandbox").normalize()
+        return PlanHost(db(), PlanHostOptions(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
+    }
+
+    /** Waits (bounded) for the end of [callId]; returns its output events and its end. */
+    private fun commandEvents(recorder: Recorder, callId: String): Pair<List<PlanEvent.CommandOutput>, PlanEvent.CommandExited> {
+        val exited = recorder.await(PlanEvent.CommandExited::class.java, "the end of $callId") { it.callId == callId }
+        val outputs = recorder.events.filterIsInstance<PlanEvent.CommandOutput>().filter { it.callId == callId }
+        return outputs to exited
+    }
+
     @Test
     @Order(61)
     fun planCommandRunsReadOnlyAndAWriteIsRefusedByTheKernel() {
-        // The helper an app ships; generate.sh puts it beside the library.
-        val helper = Path.of(System.getProperty("user.dir")).resolve("../native/plan-exec-sandbox").normalize()
-        val host = PlanHost(db(), PlanHostOptions(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
+        val host = openWithHelper()
         val ws = workspace()
         Files.writeString(ws.resolve("notes.txt"), "plan me\n")
-        val outputs = CopyOnWriteArrayList<CommandOutput>()
-        val ends = CopyOnWriteArrayList<CommandRun>()
-        val exited = CountDownLatch(1)
-        host.addCommandListener(object : PlanCommandListener {
-            override fun onOutput(output: CommandOutput) {
-                outputs.add(output)
-            }
-
-            override fun onExited(run: CommandRun) {
-                ends.add(run)
-                exited.countDown()
-            }
-        })
+        val recorder = Recorder()
+        host.addListener(recorder)
         planSession(host, ws, "cmd")
         val turn = host.startTurn("cmd", Origin.INTERACTIVE)
         val input = "{\"command\": \"cat notes.txt; echo x > written.txt\"}"
@@ -959,15 +1068,46 @@ class PlanHostTest {
         assertEquals(ToolCallDecision.ALLOW, results[0].decision)
         assertEquals(CommandSandbox.READ_ONLY, results[0].command!!.sandbox)
         assertEquals(false, results[0].command!!.network)
-        assertTrue(exited.await(30, TimeUnit.SECONDS), "the command exited")
-        assertEquals(CommandState.EXITED, ends[0].state)
-        assertNotEquals(0, ends[0].exitCode, "the refused write fails the command")
+        val (outputs, exited) = commandEvents(recorder, "c1")
+        assertEquals(CommandState.EXITED, exited.command.state)
+        assertNotEquals(0, exited.command.exitCode, "the refused write fails the command")
         assertEquals("plan me\n", outputs.filter { it.stream == OutputStream.STDOUT }.joinToString("") { it.chunk })
         assertFalse(Files.exists(ws.resolve("written.txt")), "the kernel refused the write")
-        assertEquals(CommandState.EXITED, host.getCommand("cmd", "c1").state)
+        assertEquals(exited.command, host.getCommand("cmd", "c1"))
         failed(ErrorCode.COMMAND_NOT_FOUND) { host.getCommand("cmd", "nope") }
         failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("cmd", turn.turnId, "c1", "ls", null, null) }
         host.completeTurn("cmd", turn.turnId)
+    }
+
+    @Test
+    @Order(62)
+    fun agentCommandOutputAndExitArriveAsTypedEvents() {
+        // Agent `ask` runs unsandboxed (a person confirmed it), so this runs
+        // with or without the kernel sandbox.
+        val host = openWithHelper()
+        val recorder = Recorder()
+        host.addListener(recorder)
+        host.createSession("agent", workspace().toString(), Mode.AGENT, null)
+        val turn = host.startTurn("agent", Origin.INTERACTIVE)
+        val allowed = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": \"printf out\"}"))).single()
+        assertEquals(ToolCallDecision.ALLOW, allowed.decision)
+        recorder.drain()
+        val run = host.startCommand("agent", turn.turnId, "b1", "printf out; sleep 0.2; printf err >&2", null, 10_000uL)
+        assertEquals(CommandSandbox.NONE, run.sandbox)
+        assertEquals(CommandState.RUNNING, run.state)
+        val (outputs, exited) = commandEvents(recorder, "b1")
+        assertTrue(outputs.all { it.sessionId == "agent" }, outputs.toString())
+        assertEquals(outputs.indices.map { it.toULong() }, outputs.map { it.seq }, "seq counts from 0 across streams")
+        assertEquals("out", outputs.filter { it.stream == OutputStream.STDOUT }.joinToString("") { it.chunk })
+        assertEquals("err", outputs.filter { it.stream == OutputStream.STDERR }.joinToString("") { it.chunk })
+        assertEquals("agent", exited.sessionId)
+        assertEquals(CommandState.EXITED, exited.command.state)
+        assertEquals(0, exited.command.exitCode)
+        assertEquals(3uL, exited.command.stdoutBytes)
+        assertEquals(3uL, exited.command.stderrBytes)
+        assertEquals(exited.command, host.getCommand("agent", "b1"))
+        assertEquals(exited, recorder.events.last(), "nothing of the call after its end")
+        host.completeTurn("agent", turn.turnId)
     }
 
     // ----------------------------------------------------------------------

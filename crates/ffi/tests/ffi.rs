@@ -1,0 +1,449 @@
+//! Integration tests of the FFI surface as Rust sees it: every host
+//! notification reaches a `PlanEventListener` as its typed `PlanEvent`, with
+//! the same records the calls return, and a listener that panics (which is
+//! how a foreign exception arrives from the UniFFI callback glue) leaves the
+//! host, its timer and the other listeners working.
+//!
+//! The expiry tests use the system clock with a short TTL and wait with a
+//! bounded poll; nothing asserts on speed. The command test runs `printf` in
+//! the test's own temporary workspace.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::wildcard_enum_match_arm
+)]
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use plan_ffi::{
+    ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, Mode, Origin, OutputStream,
+    PermissionMode, PlanApproval, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions, ToolCall,
+    ToolCallDecision,
+};
+
+/// How long a test waits for an event from another thread before failing.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Records every event, in arrival order, and wakes waiters.
+#[derive(Default)]
+struct Recorder {
+    events: Mutex<Vec<PlanEvent>>,
+    /// The threads that delivered an expired approval.
+    expiry_threads: Mutex<Vec<ThreadId>>,
+    arrived: Condvar,
+}
+
+impl PlanEventListener for Recorder {
+    fn on_event(&self, event: PlanEvent) {
+        if let PlanEvent::ApprovalResolved { approval } = &event
+            && approval.status == ApprovalStatus::Expired
+        {
+            self.expiry_threads
+                .lock()
+                .unwrap()
+                .push(std::thread::current().id());
+        }
+        self.events.lock().unwrap().push(event);
+        self.arrived.notify_all();
+    }
+}
+
+impl Recorder {
+    /// Takes the events recorded so far.
+    fn drain(&self) -> Vec<PlanEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    /// Waits (bounded) until an event matches, then takes everything recorded
+    /// up to and including it.
+    fn drain_until(&self, what: &str, matches: impl Fn(&PlanEvent) -> bool) -> Vec<PlanEvent> {
+        let deadline = Instant::now() + WAIT;
+        let mut events = self.events.lock().unwrap();
+        loop {
+            if let Some(at) = events.iter().position(&matches) {
+                return events.drain(..=at).collect();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no {what} within {WAIT:?}; got {events:#?}");
+            events = self.arrived.wait_timeout(events, left).unwrap().0;
+        }
+    }
+}
+
+/// A listener that panics on every event, as the callback glue does when a
+/// Kotlin, Swift or Python listener throws.
+struct Panicking;
+
+impl PlanEventListener for Panicking {
+    fn on_event(&self, _event: PlanEvent) {
+        panic!("deliberate listener failure (this test checks it is contained)");
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    workspace: PathBuf,
+    host: Arc<PlanHost>,
+    recorder: Arc<Recorder>,
+}
+
+impl Fixture {
+    fn new(approval_ttl_ms: Option<i64>) -> Fixture {
+        Fixture::with_listeners(approval_ttl_ms, Vec::new())
+    }
+
+    /// A host with `first` listeners registered before the recorder.
+    fn with_listeners(approval_ttl_ms: Option<i64>, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
+        let options = PlanHostOptions {
+            approval_ttl_ms,
+            ..PlanHostOptions::default()
+        };
+        let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
+        for listener in first {
+            host.add_listener(listener);
+        }
+        let recorder = Arc::new(Recorder::default());
+        host.add_listener(Arc::clone(&recorder) as Arc<dyn PlanEventListener>);
+        Fixture {
+            _dir: dir,
+            workspace,
+            host,
+            recorder,
+        }
+    }
+
+    fn root(&self) -> Option<String> {
+        Some(self.workspace.to_string_lossy().into_owned())
+    }
+
+    /// A Plan session `session_id` (created if missing) with a submitted
+    /// plan; returns the pending approval.
+    fn submit(&self, session_id: &str) -> PlanApproval {
+        if self.host.get_session(session_id.to_owned()).is_err() {
+            self.host
+                .create_session(Some(session_id.to_owned()), self.root(), Some(Mode::Plan), None)
+                .unwrap();
+        }
+        let turn = self
+            .host
+            .start_turn(session_id.to_owned(), Origin::Interactive)
+            .unwrap();
+        self.submit_in(session_id, &turn.turn_id)
+    }
+
+    /// Submits a plan in the active Plan turn `turn_id`.
+    fn submit_in(&self, session_id: &str, turn_id: &str) -> PlanApproval {
+        let input =
+            r##"{"title":"Split the parser","markdown":"# Plan\n\n1. Split.\n","question":"Proceed?"}"##;
+        let mut results = self
+            .host
+            .tool_calls(
+                session_id.to_owned(),
+                turn_id.to_owned(),
+                vec![call("s", "SubmitPlan", input)],
+            )
+            .unwrap();
+        let result = results.pop().unwrap();
+        assert_eq!(result.decision, ToolCallDecision::Allow, "{result:?}");
+        result.approval.unwrap()
+    }
+
+    fn session(&self, session_id: &str) -> plan_ffi::Session {
+        self.host.get_session(session_id.to_owned()).unwrap()
+    }
+}
+
+fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
+    ToolCall {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        input_json: input_json.to_owned(),
+    }
+}
+
+fn is_resolved(event: &PlanEvent, approval_id: &str, status: ApprovalStatus) -> bool {
+    match event {
+        PlanEvent::ApprovalResolved { approval } => approval.id == approval_id && approval.status == status,
+        PlanEvent::ApprovalRequested { .. }
+        | PlanEvent::ExecutionStateChanged { .. }
+        | PlanEvent::SessionChanged { .. }
+        | PlanEvent::CommandOutput { .. }
+        | PlanEvent::CommandExited { .. } => false,
+    }
+}
+
+#[test]
+fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
+    let fixture = Fixture::new(None);
+    fixture
+        .host
+        .create_session(Some("s1".to_owned()), fixture.root(), Some(Mode::Plan), None)
+        .unwrap();
+    assert_eq!(fixture.recorder.drain(), [], "a new session is not a change");
+    let turn = fixture
+        .host
+        .start_turn("s1".to_owned(), Origin::Interactive)
+        .unwrap();
+    assert_eq!(
+        fixture.recorder.drain(),
+        [PlanEvent::SessionChanged {
+            session: fixture.session("s1")
+        }]
+    );
+    let approval = fixture.submit_in("s1", &turn.turn_id);
+    let pending = fixture.session("s1");
+    assert_eq!(pending.pending_approval_id.as_deref(), Some(approval.id.as_str()));
+    assert_eq!(
+        fixture.recorder.drain(),
+        [
+            PlanEvent::ApprovalRequested {
+                approval: approval.clone()
+            },
+            PlanEvent::SessionChanged { session: pending },
+        ]
+    );
+
+    let decision = fixture
+        .host
+        .approve(approval.id.clone(), Some(PermissionMode::Auto))
+        .unwrap();
+    let execution_id = decision.approval.execution_id.clone().unwrap();
+    let state = |state| PlanEvent::ExecutionStateChanged {
+        session_id: "s1".to_owned(),
+        execution_id: execution_id.clone(),
+        state,
+    };
+    assert_eq!(decision.approval.permission_mode, Some(PermissionMode::Auto));
+    assert_eq!(
+        fixture.recorder.drain(),
+        [
+            PlanEvent::ApprovalResolved {
+                approval: decision.approval.clone()
+            },
+            state(ExecutionState::Queued),
+            PlanEvent::SessionChanged {
+                session: decision.session.clone()
+            },
+        ]
+    );
+
+    let running = fixture.host.start_execution(execution_id.clone()).unwrap();
+    assert_eq!(running.execution_state, Some(ExecutionState::Running));
+    assert_eq!(fixture.recorder.drain(), [state(ExecutionState::Running)]);
+
+    fixture.host.complete_execution(execution_id.clone()).unwrap();
+    let idle = fixture.session("s1");
+    assert_eq!(idle.active_execution_id, None);
+    assert_eq!(idle.mode, Mode::Agent);
+    assert_eq!(
+        fixture.recorder.drain(),
+        [
+            state(ExecutionState::Completed),
+            PlanEvent::SessionChanged { session: idle }
+        ]
+    );
+
+    // A rejection resolves the approval without an execution.
+    fixture
+        .host
+        .configure_session(
+            "s1".to_owned(),
+            plan_ffi::SessionConfig {
+                mode: Some(Mode::Plan),
+                ..plan_ffi::SessionConfig::default()
+            },
+        )
+        .unwrap();
+    let second = fixture.submit("s1");
+    fixture.recorder.drain();
+    let rejected = fixture.host.reject(second.id.clone()).unwrap();
+    assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
+    assert_eq!(rejected.approval.execution_id, None);
+    assert_eq!(
+        fixture.recorder.drain(),
+        [
+            PlanEvent::ApprovalResolved {
+                approval: rejected.approval
+            },
+            PlanEvent::SessionChanged {
+                session: rejected.session
+            },
+        ]
+    );
+}
+
+#[test]
+fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
+    let fixture = Fixture::new(Some(200));
+    let approval = fixture.submit("s1");
+    fixture.recorder.drain();
+    let events = fixture.recorder.drain_until("expiry", |event| {
+        is_resolved(event, &approval.id, ApprovalStatus::Expired)
+    });
+    let Some(PlanEvent::ApprovalResolved { approval: expired }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout));
+    assert_eq!(
+        expired.expires_at, approval.expires_at,
+        "the deadline never moves"
+    );
+    assert_eq!(expired, &fixture.host.get_approval(approval.id.clone()).unwrap());
+    let threads = fixture.recorder.expiry_threads.lock().unwrap().clone();
+    assert_eq!(threads.len(), 1);
+    assert_ne!(
+        threads[0],
+        std::thread::current().id(),
+        "the timer's thread delivered it"
+    );
+    let session = fixture.session("s1");
+    let changed = fixture.recorder.drain_until("the session's change", |event| {
+        matches!(event, PlanEvent::SessionChanged { .. })
+    });
+    assert_eq!(changed, [PlanEvent::SessionChanged { session }]);
+}
+
+#[test]
+fn command_output_and_exit_arrive_typed_in_order() {
+    let fixture = Fixture::new(None);
+    let info = fixture.host.sandbox_info();
+    assert!(
+        !info
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("was not found"),
+        "the sandbox helper is missing: build it with `cargo build -p plan-exec` (cargo test --workspace does)"
+    );
+    // Agent `ask` runs unsandboxed, so this works without the kernel sandbox.
+    fixture
+        .host
+        .create_session(Some("agent".to_owned()), fixture.root(), Some(Mode::Agent), None)
+        .unwrap();
+    let turn = fixture
+        .host
+        .start_turn("agent".to_owned(), Origin::Interactive)
+        .unwrap();
+    let bash = call("b1", "Bash", r#"{"command":"printf out; printf err >&2"}"#);
+    fixture
+        .host
+        .tool_calls("agent".to_owned(), turn.turn_id.clone(), vec![bash])
+        .unwrap();
+    fixture.recorder.drain();
+    let started = fixture
+        .host
+        .start_command(
+            "agent".to_owned(),
+            turn.turn_id.clone(),
+            "b1".to_owned(),
+            "printf out; sleep 0.2; printf err >&2".to_owned(),
+            None,
+            Some(10_000),
+        )
+        .unwrap();
+    assert_eq!(started.sandbox, CommandSandbox::None);
+    let events = fixture.recorder.drain_until("command end", |event| {
+        matches!(event, PlanEvent::CommandExited { .. })
+    });
+    let mut chunks = Vec::new();
+    let mut ended = None;
+    for event in events {
+        match event {
+            PlanEvent::CommandOutput {
+                session_id,
+                call_id,
+                stream,
+                seq,
+                chunk,
+            } => {
+                assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
+                assert_eq!(
+                    seq,
+                    u64::try_from(chunks.len()).unwrap(),
+                    "seq counts from 0 across streams"
+                );
+                chunks.push((stream, chunk));
+            }
+            PlanEvent::CommandExited {
+                session_id,
+                call_id,
+                command,
+            } => {
+                assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
+                ended = Some(command);
+            }
+            other @ (PlanEvent::ApprovalRequested { .. }
+            | PlanEvent::ApprovalResolved { .. }
+            | PlanEvent::ExecutionStateChanged { .. }
+            | PlanEvent::SessionChanged { .. }) => panic!("unexpected {other:?}"),
+        }
+    }
+    let text = |wanted: OutputStream| -> String {
+        chunks
+            .iter()
+            .filter(|(stream, _)| *stream == wanted)
+            .map(|(_, chunk)| chunk.as_str())
+            .collect()
+    };
+    assert_eq!(text(OutputStream::Stdout), "out");
+    assert_eq!(text(OutputStream::Stderr), "err");
+    let ended = ended.unwrap();
+    assert_eq!(ended.state, CommandState::Exited);
+    assert_eq!(ended.exit_code, Some(0));
+    assert_eq!((ended.stdout_bytes, ended.stderr_bytes), (3, 3));
+    assert_eq!(
+        ended,
+        fixture
+            .host
+            .get_command("agent".to_owned(), "b1".to_owned())
+            .unwrap()
+    );
+    assert_eq!(fixture.recorder.drain(), [], "nothing of the call after its end");
+}
+
+#[test]
+fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
+    let fixture = Fixture::with_listeners(None, vec![Arc::new(Panicking)]);
+    let approval = fixture.submit("s1");
+    let events = fixture.recorder.drain();
+    assert!(
+        events.contains(&PlanEvent::ApprovalRequested {
+            approval: approval.clone()
+        }),
+        "a later listener still hears it: {events:?}"
+    );
+    let decision = fixture
+        .host
+        .approve(approval.id, Some(PermissionMode::Ask))
+        .unwrap();
+    assert_eq!(decision.approval.status, ApprovalStatus::Approved);
+    assert_eq!(
+        fixture.recorder.drain().first(),
+        Some(&PlanEvent::ApprovalResolved {
+            approval: decision.approval
+        })
+    );
+}
+
+#[test]
+fn a_panicking_listener_on_the_timer_thread_does_not_stop_the_timer() {
+    let fixture = Fixture::with_listeners(Some(200), vec![Arc::new(Panicking)]);
+    for round in ["first", "second"] {
+        let approval = fixture.submit("s1");
+        fixture.recorder.drain_until(&format!("{round} expiry"), |event| {
+            is_resolved(event, &approval.id, ApprovalStatus::Expired)
+        });
+        assert_eq!(
+            fixture.host.get_approval(approval.id).unwrap().status,
+            ApprovalStatus::Expired
+        );
+    }
+}
