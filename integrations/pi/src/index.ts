@@ -76,6 +76,12 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     try {
       const { client, state } = await connect(ctx);
       state.session = await sidecar.track(client.sessionConfigure({ sessionId: state.sessionId, mode }));
+      if (mode === "plan") {
+        // pi ships grep, find and ls inactive; a Plan turn may use them. pi
+        // 0.73 snapshots the tools when a run starts, so this applies from
+        // the next prompt on.
+        pi.setActiveTools([...new Set([...pi.getActiveTools(), "grep", "find", "ls", "SubmitPlan"])]);
+      }
       showStatus(ctx, state);
       return true;
     } catch (error) {

@@ -18,6 +18,8 @@ export interface ScriptedCall {
 export interface ScriptedReply {
   text?: string;
   calls?: ScriptedCall[];
+  /** Break the connection in the middle of the last call's arguments, as a network failure would. */
+  cut?: boolean;
 }
 
 /** A request pi made, as parsed JSON. */
@@ -43,9 +45,13 @@ export class FakeLlm {
     const llm = new FakeLlm(server, script);
     server.on("request", (request, response) => {
       void llm.#answer(request).then(
-        (body) => {
+        ({ body, cut }) => {
           response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-          response.end(body);
+          if (!cut) {
+            response.end(body);
+            return;
+          }
+          response.write(body, () => setTimeout(() => response.destroy(), 50));
         },
         () => {
           response.writeHead(400);
@@ -83,7 +89,7 @@ export class FakeLlm {
       .map((message) => (typeof message.content === "string" ? message.content : JSON.stringify(message.content)));
   }
 
-  async #answer(request: IncomingMessage): Promise<string> {
+  async #answer(request: IncomingMessage): Promise<{ body: string; cut: boolean }> {
     let raw = "";
     for await (const chunk of request) raw += String(chunk);
     this.requests.push(JSON.parse(raw) as RecordedRequest);
@@ -102,16 +108,18 @@ export class FakeLlm {
     if (reply.text !== undefined) body += frame({ content: reply.text }, null);
     (reply.calls ?? []).forEach((call, index) => {
       this.#callCount += 1;
+      const json = JSON.stringify(call.arguments);
       body += frame(
         {
           tool_calls: [
-            { index, id: `call_${this.#callCount}`, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } },
+            { index, id: `call_${this.#callCount}`, type: "function", function: { name: call.name, arguments: reply.cut === true ? json.slice(0, Math.floor(json.length / 2)) : json } },
           ],
         },
         null,
       );
     });
+    if (reply.cut === true) return { body, cut: true };
     body += frame({}, (reply.calls ?? []).length > 0 ? "tool_calls" : "stop", { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
-    return `${body}data: [DONE]\n\n`;
+    return { body: `${body}data: [DONE]\n\n`, cut: false };
   }
 }

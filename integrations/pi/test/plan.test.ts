@@ -43,7 +43,7 @@ test("write is denied in Plan mode with the canonical code, and the file is not 
 
 test("SubmitPlan with another call in its batch is refused whole, and nothing is created", async (t) => {
   const submit = { name: "SubmitPlan", arguments: { title: "Plan", markdown: "# Plan\n", question: "Go?" } };
-  const { llm, home, project } = await setUp(t, [{ calls: [{ name: "read", arguments: { path: "README.md" } }, submit] }, { text: "ok" }]);
+  const { llm, home, project } = await setUp(t, [{ calls: [{ name: "ls", arguments: { path: "." } }, submit] }, { text: "ok" }]);
   const pi = PiRpc.start(t, { cwd: project, home });
   await pi.command("/plan");
   await pi.prompt("plan something");
@@ -269,4 +269,78 @@ test("print mode with Plan is refused up front with PLAN_REQUIRES_INTERACTIVE_SE
   const swallowed = await runPrint({ cwd: project, home }, ["-p", "--plan", "plan it"]);
   assert.equal(swallowed.code, 0);
   assert.equal(llm.requests.length, 0);
+});
+
+test("an assistant message cut off in the middle of SubmitPlan creates no approval", async (t) => {
+  const markdown = `# Plan\n\n${"1. A step that is long enough to be cut in the middle.\n".repeat(20)}`;
+  const { llm, home, project } = await setUp(t, [
+    { calls: [{ name: "SubmitPlan", arguments: { title: "Cut off", question: "Proceed?", markdown } }], cut: true },
+  ]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  await pi.command("/plan");
+  await pi.prompt("plan it");
+  assert.equal(llm.requests.length, 1);
+  const end = pi.events.find((event) => event.type === "message_end" && (event.message as { role?: string }).role === "assistant");
+  assert.notEqual((end?.message as { stopReason?: string }).stopReason, "toolUse", "the fake server broke the stream");
+  assert.equal(pi.dialogs.filter(isApprovalDialog).length, 0);
+  assert.deepEqual(await approvals(project), []);
+});
+
+test("a dismissed dialog is decided later with /plan-decide; ask confirms each write, and a refused one does not happen", async (t) => {
+  const { llm, home, project } = await setUp(t, [
+    { calls: [{ name: "SubmitPlan", arguments: { title: "Decide later", markdown: "# Plan\n", question: "Proceed?" } }] },
+    { calls: [{ name: "write", arguments: { path: "refused.txt", content: "no\n" } }] },
+    { calls: [{ name: "write", arguments: { path: "allowed.txt", content: "yes\n" } }] },
+    { text: "Done." },
+  ]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  let decide = false;
+  const confirms: UiRequest[] = [];
+  pi.onDialog = (request) => {
+    if (isApprovalDialog(request)) return decide ? { value: request.options?.[0] ?? "" } : { cancelled: true };
+    if (request.method === "confirm") {
+      confirms.push(request);
+      return { confirmed: confirms.length > 1 };
+    }
+    return { cancelled: true };
+  };
+  await pi.command("/plan");
+  await pi.prompt("plan it");
+  assert.equal((await approvals(project))[0]?.status, "pending");
+  // Another prompt is refused while the approval waits for a decision.
+  const from = pi.events.length;
+  await pi.command("do something else");
+  assert.ok(pi.notifications.some((line) => line.includes("SESSION_BUSY") && line.includes("/plan-decide")), pi.notifications.join("\n"));
+  assert.equal(pi.events.slice(from).some((event) => event.type === "agent_start"), false);
+
+  decide = true;
+  const before = pi.events.length;
+  await pi.command("/plan-decide");
+  await pi.waitFor((event) => event.type === "agent_end", "the execution run", 60000, before);
+  assert.equal(confirms.length, 2, "ask confirms each write");
+  assert.equal(existsSync(join(project, "refused.txt")), false);
+  assert.equal(await readFile(join(project, "allowed.txt"), "utf8"), "yes\n");
+  assert.match(llm.toolResults().join("\n"), /did not allow/);
+  const [row] = await approvals(project);
+  assert.equal(row?.status, "approved");
+  assert.equal(row?.permissionMode, "ask");
+  assert.equal(row?.executionState, "completed");
+});
+
+test("/new keeps the one sidecar of the process: a pending approval is not interrupted", async (t) => {
+  const { home, project } = await setUp(t, [
+    { calls: [{ name: "SubmitPlan", arguments: { title: "Survives /new", markdown: "# Plan\n", question: "Proceed?" } }] },
+  ]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  pi.onDialog = () => ({ cancelled: true });
+  await pi.command("/plan");
+  await pi.prompt("plan it");
+  const from = pi.events.length;
+  pi.send({ type: "new_session", id: "new-1" });
+  await pi.waitFor((event) => event.type === "response" && event.id === "new-1", "new_session", 30000, from);
+  await pi.command("/plan-list");
+  // The new pi session is a new host session, served by the same sidecar.
+  assert.equal(pi.notifications.at(-1), "no plan approvals in this session");
+  const [row] = await approvals(project);
+  assert.equal(row?.status, "pending", "no sidecar restart interrupted it");
 });
