@@ -382,7 +382,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      const ended = await new Promise<NonNullable<HostCommand["ended"]>>((resolve) => {
+      const ended = await new Promise<NonNullable<HostCommand["ended"]>>((resolve, reject) => {
         let shown = 0;
         const check = (): void => {
           if (entry.output.length > shown) {
@@ -392,6 +392,9 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
           if (entry.ended !== undefined) {
             entry.listeners.delete(check);
             resolve(entry.ended);
+          } else if (entry.lost) {
+            entry.listeners.delete(check);
+            reject(new Error(`${entry.output.join("")}\n\nSIDECAR_EXITED: the plan checkpoint's sidecar ended while the command ran; the command died with it`));
           }
         };
         entry.listeners.add(check);

@@ -27,6 +27,8 @@ export interface HostCommand {
   run: CommandRun | undefined;
   output: string[];
   ended: CommandRun | undefined;
+  /** Set when the sidecar ended before the command's end reached pi. */
+  lost: boolean;
   listeners: Set<() => void>;
 }
 
@@ -80,6 +82,8 @@ export class Sidecar {
   readonly #inflight = new Set<Promise<unknown>>();
   readonly sessions = new Map<string, SessionState>();
   #closed = false;
+  /** Counts started sidecars, so the end of a replaced one is not taken for the end of the current one. */
+  #generation = 0;
   /** Called with a sentence when the sidecar ends unexpectedly. */
   onLost: ((message: string) => void) | undefined;
 
@@ -92,8 +96,13 @@ export class Sidecar {
   client(cwd: string): Promise<PlanCheckpointClient> {
     if (this.#closed) return Promise.reject(new Error("pi is shutting down; the plan checkpoint is closed"));
     if (this.#client === undefined || (this.#cwd !== undefined && this.#cwd !== cwd)) {
+      // A session of another project (a /resume across directories) gets
+      // that project's database: the previous sidecar is closed first.
+      const previous = this.#client;
       this.#cwd = cwd;
-      const starting = this.#start(cwd);
+      const starting = (previous === undefined ? Promise.resolve() : previous.then((old) => old.close()).then(() => undefined, () => undefined)).then(() =>
+        this.#start(cwd),
+      );
       this.#client = starting;
       // A failed start is not remembered: the next call tries again (the
       // other host may have gone by then).
@@ -105,6 +114,7 @@ export class Sidecar {
   }
 
   async #start(cwd: string): Promise<PlanCheckpointClient> {
+    const generation = ++this.#generation;
     const db = Sidecar.databaseFor(cwd);
     mkdirSync(join(cwd, ".pi", "plan"), { recursive: true });
     const extra = (process.env.PLAN_CHECKPOINT_SERVE_ARGS ?? "").split(/\s+/).filter((arg) => arg.length > 0);
@@ -118,11 +128,16 @@ export class Sidecar {
     });
     this.#route(client);
     void client.exited.then(() => {
-      if (this.#closed) return;
+      if (this.#closed || generation !== this.#generation) return;
       this.#client = undefined;
       for (const state of this.sessions.values()) {
         state.turnId = undefined;
         for (const dialog of state.openDialogs.values()) dialog.abort();
+        for (const entry of state.commands.values()) {
+          if (entry.ended !== undefined) continue;
+          entry.lost = true;
+          for (const listener of [...entry.listeners]) listener();
+        }
       }
       this.onLost?.(`the plan-checkpoint sidecar ended (${client.stderrTail().trim().split("\n").pop() ?? "no output"}); the next request starts a new one, which interrupts what was pending`);
     });
@@ -173,7 +188,7 @@ export class Sidecar {
     const state = this.state(sessionId);
     let entry = state.commands.get(callId);
     if (entry === undefined) {
-      entry = { run: undefined, output: [], ended: undefined, listeners: new Set() };
+      entry = { run: undefined, output: [], ended: undefined, lost: false, listeners: new Set() };
       state.commands.set(callId, entry);
     }
     return entry;
