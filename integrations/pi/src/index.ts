@@ -72,10 +72,12 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     return { client, state };
   }
 
-  async function setMode(ctx: ExtensionContext, mode: "plan" | "agent"): Promise<boolean> {
+  async function setMode(ctx: ExtensionContext, mode: "plan" | "agent", permissionMode?: PermissionMode): Promise<boolean> {
     try {
       const { client, state } = await connect(ctx);
-      state.session = await sidecar.track(client.sessionConfigure({ sessionId: state.sessionId, mode }));
+      state.session = await sidecar.track(
+        client.sessionConfigure({ sessionId: state.sessionId, mode, ...(permissionMode === undefined ? {} : { permissionMode }) }),
+      );
       if (mode === "plan") {
         // pi ships grep, find and ls inactive; a Plan turn may use them. pi
         // 0.73 snapshots the tools when a run starts, so this applies from
@@ -116,7 +118,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   // Each pi run is one host turn, started before the model is asked
   // anything, so a refusal (PLAN_REQUIRES_INTERACTIVE_SESSION in print mode,
   // SESSION_BUSY with an approval pending) stops the run before it begins.
-  pi.on("input", async (_event, ctx) => {
+  pi.on("input", async (event, ctx) => {
     if (!ctx.isIdle()) return { action: "continue" };
     const wantsPlan = pi.getFlag("plan") === true;
     let connected;
@@ -146,7 +148,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         tell(ctx, `executing the approved plan "${escapeForDisplay(approval.title)}" (${approval.permissionMode ?? "?"})`, "info");
       } else {
         const turn = await sidecar.track(
-          client.turnStart({ sessionId: state.sessionId, prompt: _event.text, origin: ctx.hasUI ? "interactive" : "scheduled" }),
+          client.turnStart({ sessionId: state.sessionId, prompt: event.text, origin: ctx.hasUI ? "interactive" : "scheduled" }),
         );
         state.turnId = turn.turnId;
       }
@@ -417,11 +419,24 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   }
 
   pi.registerCommand("plan", {
-    description: "Enter Plan mode (/plan off returns to Agent mode)",
+    description: "Enter Plan mode; /plan off [ask|accept-edits|auto] returns to Agent mode (with that permission mode)",
     handler: async (args, ctx) => {
-      const off = args.trim() === "off";
-      if (await setMode(ctx, off ? "agent" : "plan")) {
-        tell(ctx, off ? "Agent mode" : `Plan mode: the agent plans read-only and submits one plan for your approval (database ${DATABASE_PATH})`, "info");
+      const [word, modeWord] = args.trim().split(/\s+/);
+      if (word !== "off") {
+        if (await setMode(ctx, "plan")) {
+          tell(ctx, `Plan mode: the agent plans read-only and submits one plan for your approval (database ${DATABASE_PATH})`, "info");
+        }
+        return;
+      }
+      const modes: readonly PermissionMode[] = ["ask", "accept-edits", "auto"];
+      const permissionMode = modes.find((mode) => mode === modeWord);
+      if (modeWord !== undefined && permissionMode === undefined) {
+        tell(ctx, `unknown permission mode "${modeWord}": use ask, accept-edits or auto`, "error");
+        return;
+      }
+      if (await setMode(ctx, "agent", permissionMode)) {
+        const state = sidecar.sessions.get(hostSessionId(ctx));
+        tell(ctx, `Agent mode (permission mode ${state?.session?.permissionMode ?? "?"})`, "info");
       }
     },
   });

@@ -107,6 +107,8 @@ test("approving with accept-edits switches pi to Agent mode and runs the executi
     { calls: [{ name: "write", arguments: { path: "notes.txt", content: "written after approval\n" } }] },
     { calls: [{ name: "bash", arguments: { command: "echo confirmed-bash-ran" } }] },
     { text: "Done." },
+    { calls: [{ name: "bash", arguments: { command: "echo auto-bash-ran" } }] },
+    { text: "Done again." },
   ]);
   const pi = PiRpc.start(t, { cwd: project, home });
   const confirms: UiRequest[] = [];
@@ -132,6 +134,14 @@ test("approving with accept-edits switches pi to Agent mode and runs the executi
   assert.equal(row?.status, "approved");
   assert.equal(row?.permissionMode, "accept-edits");
   assert.equal(row?.executionState, "completed");
+
+  // The session keeps accept-edits until the user changes it; under auto
+  // bash needs no confirmation.
+  await pi.command("/plan off auto");
+  assert.equal(pi.notifications.at(-1), "Agent mode (permission mode auto)");
+  await pi.prompt("once more");
+  assert.equal(confirms.length, 1, "auto confirms nothing");
+  assert.match(llm.toolResults().join("\n"), /auto-bash-ran/);
 
   // `plan-checkpoint approvals list` shows the row to a person afterwards.
   await pi.stop();
