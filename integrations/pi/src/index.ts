@@ -481,7 +481,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         showStatus(ctx, state);
         if (outcome.kind === "approved") {
           pi.sendUserMessage(
-            `The plan "${approval.title}" was approved with permission mode ${outcome.mode}. Carry it out now` +
+            `The plan "${escapeForDisplay(approval.title)}" was approved with permission mode ${outcome.mode}. Carry it out now` +
               (approval.artifact !== null ? ` (the plan is in ${approval.artifact.path}).` : "."),
           );
         } else {
