@@ -1,0 +1,506 @@
+// The pi extension: it gives pi the plan checkpoint by reporting every pi
+// run as a host turn and every assistant batch to `turn/toolCalls`, and by
+// carrying out what the sidecar decides. Policy is the sidecar's: which
+// tools a Plan turn may use, whether SubmitPlan is alone, whether a run
+// without a person may plan, what an approval grants. This module
+// translates, shows dialogs and enforces the chosen permission mode (pi has
+// no permission system of its own); it adds no rule of its own.
+
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { createBashToolDefinition } from "@mariozechner/pi-coding-agent";
+import { Type } from "typebox";
+
+import type { PermissionMode, PlanApproval } from "@plan-checkpoint/client";
+
+import { approvalLine, decideApproval, type Decision } from "./dialog.js";
+import { hostToolInput, hostToolName } from "./names.js";
+import { confirmationNeeded, describeCall } from "./permissions.js";
+import {
+  DATABASE_PATH,
+  denied,
+  describeError,
+  errorCode,
+  fromResult,
+  processSidecar,
+  type HostCommand,
+  type SessionState,
+} from "./sidecar.js";
+import { escapeForDisplay } from "./text.js";
+
+const PLAN_PROMPT = [
+  "You are in Plan mode. Explore the project read-only (read, grep, find, ls; bash runs in a read-only sandbox where writes fail),",
+  "then call SubmitPlan with a title, the plan as Markdown and a question for the user.",
+  "SubmitPlan must be the only tool call in its message. Do not edit or write files: those tools are denied until a person approves the plan.",
+].join(" ");
+
+/** The host session id of the pi session `ctx` belongs to. */
+function hostSessionId(ctx: ExtensionContext): string {
+  return `pi-${ctx.sessionManager.getSessionId()}`;
+}
+
+/** Writes a message where the user sees it: pi's UI, or stderr when there is none (print mode). */
+function tell(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
+  if (ctx.hasUI) ctx.ui.notify(message, level);
+  else process.stderr.write(`plan-checkpoint: ${message}\n`);
+}
+
+export default function planCheckpoint(pi: ExtensionAPI): void {
+  const sidecar = processSidecar();
+
+  pi.registerFlag("plan", {
+    description: "Start in Plan mode (write --plan=true, or put the prompt first: a bare --plan takes the next word as its value)",
+    type: "boolean",
+    default: false,
+  });
+
+  /** The sidecar and this session's state, creating the host session on first use. */
+  async function connect(ctx: ExtensionContext) {
+    const client = await sidecar.track(sidecar.client(ctx.cwd));
+    const state = sidecar.state(hostSessionId(ctx));
+    if (state.session === undefined) {
+      try {
+        state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+      } catch (error) {
+        if (errorCode(error) !== "SESSION_NOT_FOUND") throw error;
+        // Outside Plan mode pi behaves as it does without the package: the
+        // session starts in Agent mode with everything allowed.
+        state.session = await sidecar.track(
+          client.sessionCreate({ sessionId: state.sessionId, workspaceRoot: ctx.cwd, mode: "agent", permissionMode: "auto" }),
+        );
+      }
+    }
+    return { client, state };
+  }
+
+  async function setMode(ctx: ExtensionContext, mode: "plan" | "agent", permissionMode?: PermissionMode): Promise<boolean> {
+    try {
+      const { client, state } = await connect(ctx);
+      state.session = await sidecar.track(
+        client.sessionConfigure({ sessionId: state.sessionId, mode, ...(permissionMode === undefined ? {} : { permissionMode }) }),
+      );
+      if (mode === "plan") {
+        // pi ships grep, find and ls inactive; a Plan turn may use them. pi
+        // 0.73 snapshots the tools when a run starts, so this applies from
+        // the next prompt on.
+        pi.setActiveTools([...new Set([...pi.getActiveTools(), "grep", "find", "ls", "SubmitPlan"])]);
+      }
+      showStatus(ctx, state);
+      return true;
+    } catch (error) {
+      tell(ctx, `could not switch to ${mode === "plan" ? "Plan" : "Agent"} mode: ${describeError(error)}`, "error");
+      return false;
+    }
+  }
+
+  function showStatus(ctx: ExtensionContext, state: SessionState): void {
+    if (!ctx.hasUI) return;
+    const session = state.session;
+    const text = session === undefined ? undefined : session.mode === "plan" ? "plan mode" : `agent (${session.permissionMode})`;
+    ctx.ui.setStatus("plan-checkpoint", text);
+  }
+
+  sidecar.onLost = (message) => process.stderr.write(`plan-checkpoint: ${message}\n`);
+
+  pi.on("session_start", async (_event, ctx) => {
+    if (pi.getFlag("plan") !== true) return;
+    const state = sidecar.state(hostSessionId(ctx));
+    if (state.session?.mode === "plan") return;
+    await setMode(ctx, "plan");
+  });
+
+  pi.on("session_shutdown", async (event) => {
+    // Only quitting ends the sidecar: /new, /resume, /fork and /reload
+    // re-create this extension in the same process, and a new sidecar would
+    // interrupt every pending approval.
+    if (event.reason === "quit") await sidecar.close();
+  });
+
+  // Each pi run is one host turn, started before the model is asked
+  // anything, so a refusal (PLAN_REQUIRES_INTERACTIVE_SESSION in print mode,
+  // SESSION_BUSY with an approval pending) stops the run before it begins.
+  pi.on("input", async (event, ctx) => {
+    if (!ctx.isIdle()) return { action: "continue" };
+    const wantsPlan = pi.getFlag("plan") === true;
+    let connected;
+    try {
+      connected = await connect(ctx);
+    } catch (error) {
+      const state = sidecar.sessions.get(hostSessionId(ctx));
+      if (wantsPlan || state?.session?.mode === "plan") {
+        return refuse(ctx, `Plan mode needs the plan checkpoint: ${describeError(error)}`);
+      }
+      tell(ctx, `running without the plan checkpoint: ${describeError(error)}`, "warning");
+      return { action: "continue" };
+    }
+    const { client, state } = connected;
+    state.decisions.clear();
+    state.turnEndedBecause = undefined;
+    try {
+      const session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+      state.session = session;
+      const active = session.activeTurn;
+      if (active !== null && active.kind === "execution" && session.activeExecutionId !== null) {
+        // An approval decided with /plan-decide queued this execution; this
+        // run carries it out.
+        const approval = await sidecar.track(client.executionStart({ executionId: session.activeExecutionId }));
+        state.turnId = active.turnId;
+        state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+        tell(ctx, `executing the approved plan "${escapeForDisplay(approval.title)}" (${approval.permissionMode ?? "?"})`, "info");
+      } else {
+        const turn = await sidecar.track(
+          client.turnStart({ sessionId: state.sessionId, prompt: event.text, origin: ctx.hasUI ? "interactive" : "scheduled" }),
+        );
+        state.turnId = turn.turnId;
+      }
+      state.runChecked = true;
+      showStatus(ctx, state);
+      return { action: "continue" };
+    } catch (error) {
+      state.turnId = undefined;
+      const hint = errorCode(error) === "SESSION_BUSY" && state.session?.pendingApprovalId ? " (an approval is pending: decide it with /plan-decide)" : "";
+      return refuse(ctx, `${describeError(error)}${hint}`);
+    }
+  });
+
+  function refuse(ctx: ExtensionContext, message: string) {
+    tell(ctx, message, "error");
+    if (!ctx.hasUI) process.exitCode = 1;
+    return { action: "handled" as const };
+  }
+
+  pi.on("before_agent_start", async (event, ctx) => {
+    const state = sidecar.sessions.get(hostSessionId(ctx));
+    if (state?.runChecked !== true || state.session?.mode !== "plan") return;
+    return { systemPrompt: `${event.systemPrompt}\n\n${PLAN_PROMPT}` };
+  });
+
+  // The whole batch goes to the sidecar at once, when the assistant message
+  // is final and before any of its calls runs, so "SubmitPlan alone in its
+  // batch" is decided on exactly what the model sent.
+  pi.on("message_end", async (event, ctx) => {
+    const message = event.message;
+    if (message.role !== "assistant") return;
+    const state = sidecar.sessions.get(hostSessionId(ctx));
+    if (state?.runChecked !== true) return;
+    const calls = message.content.flatMap((part) => (part.type === "toolCall" ? [part] : []));
+    if (calls.length === 0) return;
+    // An aborted or failed message may hold a partial call (a half-written
+    // SubmitPlan): nothing of it reaches the sidecar, and tool_call blocks
+    // whatever pi might still try to run.
+    if (message.stopReason !== "toolUse") return;
+    const turnId = state.turnId;
+    if (turnId === undefined) {
+      const why = state.turnEndedBecause ?? "this run has no turn in the plan checkpoint";
+      for (const call of calls) state.decisions.set(call.id, Promise.resolve(denied(`TURN_NOT_ACTIVE: ${why}; start a new prompt`)));
+      return;
+    }
+    const request = sidecar.track(
+      sidecar.client(ctx.cwd).then((client) =>
+        client.turnToolCalls({
+          sessionId: state.sessionId,
+          turnId,
+          calls: calls.map((call) => ({ callId: call.id, name: hostToolName(call.name), input: hostToolInput(call.name, call.arguments) })),
+        }),
+      ),
+    );
+    for (const call of calls) {
+      state.decisions.set(
+        call.id,
+        request.then(
+          ({ results }) => {
+            const result = results.find((entry) => entry.callId === call.id);
+            if (result === undefined) return denied(`INTERNAL: the plan checkpoint did not decide call ${call.id}`);
+            if (result.command !== null) sidecar.hostCommand(state.sessionId, call.id).run = result.command;
+            return fromResult(result);
+          },
+          // A refused batch (SUBMIT_PLAN_NOT_ALONE) refuses every call in it.
+          (error: unknown) => denied(describeError(error)),
+        ),
+      );
+    }
+    await request.catch(() => undefined);
+  });
+
+  pi.on("tool_call", async (event, ctx) => {
+    const state = sidecar.sessions.get(hostSessionId(ctx));
+    if (state?.runChecked !== true) return;
+    const decision = await state.decisions.get(event.toolCallId);
+    if (decision === undefined) {
+      return { block: true, reason: "NOT_DECIDED: the plan checkpoint never saw this call (its message did not end in tool calls)" };
+    }
+    if (!decision.allow) {
+      const hint =
+        state.session?.mode === "plan" && state.turnId !== undefined
+          ? " You are in Plan mode: explore read-only (read, grep, find, ls, bash in a read-only sandbox) and call SubmitPlan alone when the plan is ready."
+          : "";
+      return { block: true, reason: `${decision.reason ?? "denied by the plan checkpoint"}.${hint}` };
+    }
+    const session = state.session;
+    if (session === undefined || session.mode !== "agent") return;
+    const mode = session.permissionMode;
+    if (!confirmationNeeded(event.toolName, mode)) return;
+    if (!ctx.hasUI) {
+      return { block: true, reason: `permission mode ${mode} needs a person to confirm ${event.toolName}, and this pi has no UI` };
+    }
+    const ok = await ctx.ui.confirm(`Allow ${event.toolName}? (permission mode ${mode})`, describeCall(event.toolName, event.input));
+    if (!ok) return { block: true, reason: `the user did not allow this ${event.toolName} call (permission mode ${mode})` };
+    return;
+  });
+
+  pi.on("agent_end", async (_event, ctx) => {
+    const state = sidecar.sessions.get(hostSessionId(ctx));
+    if (state?.runChecked !== true) return;
+    state.runChecked = false;
+    const turnId = state.turnId;
+    state.turnId = undefined;
+    if (turnId === undefined) return;
+    try {
+      const client = await sidecar.track(sidecar.client(ctx.cwd));
+      const session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+      state.session = session;
+      if (session.activeTurn?.turnId !== turnId) return;
+      if (session.activeTurn.kind === "execution" && session.activeExecutionId !== null) {
+        await sidecar.track(client.executionComplete({ executionId: session.activeExecutionId }));
+      } else if (session.pendingApprovalId === null) {
+        await sidecar.track(client.turnComplete({ sessionId: state.sessionId, turnId }));
+      }
+      // With an approval pending the turn stays open until it is decided
+      // (/plan-decide) or expires.
+      state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+      showStatus(ctx, state);
+    } catch (error) {
+      tell(ctx, `could not end the turn: ${describeError(error)}`, "warning");
+    }
+  });
+
+  pi.registerTool({
+    name: "SubmitPlan",
+    label: "Submit plan",
+    description:
+      "Submit the plan for the user's approval (Plan mode only). Must be the only tool call in its message. " +
+      "The plan is saved as an immutable Markdown file and the user approves it (choosing a permission mode) or rejects it.",
+    promptSnippet: "Submit a finished plan for approval (Plan mode)",
+    promptGuidelines: ["In Plan mode, call SubmitPlan alone in its message once the plan is ready; never combine SubmitPlan with other tool calls."],
+    parameters: Type.Object({
+      title: Type.String({ description: "A one-line title" }),
+      markdown: Type.String({ description: "The plan, in Markdown" }),
+      question: Type.String({ description: "The question the user answers, e.g. 'Proceed with this plan?'" }),
+    }),
+    async execute(toolCallId, _params, signal, _onUpdate, ctx) {
+      const state = sidecar.sessions.get(hostSessionId(ctx));
+      const decision = await state?.decisions.get(toolCallId);
+      if (state === undefined || decision?.approval === undefined || decision.approval === null) {
+        throw new Error(decision?.reason ?? "SubmitPlan was not accepted by the plan checkpoint");
+      }
+      const client = await sidecar.track(sidecar.client(ctx.cwd));
+      const outcome = await decideApproval(ctx, sidecar, client, state, decision.approval, signal);
+      return finishSubmit(ctx, state, outcome, client);
+    },
+  });
+
+  async function finishSubmit(
+    ctx: ExtensionContext,
+    state: SessionState,
+    outcome: Decision,
+    client: Awaited<ReturnType<typeof sidecar.client>>,
+  ) {
+    const text = (message: string, terminate: boolean) => ({
+      content: [{ type: "text" as const, text: message }],
+      details: { outcome: outcome.kind, approvalId: outcome.approval.id },
+      terminate,
+    });
+    switch (outcome.kind) {
+      case "approved": {
+        const executionId = outcome.approval.executionId;
+        if (executionId !== null) {
+          try {
+            await sidecar.track(client.executionStart({ executionId }));
+            state.turnId = outcome.session.activeTurn?.turnId;
+            state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+          } catch (error) {
+            state.turnId = undefined;
+            state.turnEndedBecause = describeError(error);
+            return text(`The plan was approved but its execution could not start: ${describeError(error)}. Stop here.`, true);
+          }
+        }
+        showStatus(ctx, state);
+        return text(
+          `The user approved the plan with permission mode ${outcome.mode}. You are now in Agent mode: carry out the plan.` +
+            ` ${modeSentence(outcome.mode)}`,
+          false,
+        );
+      }
+      case "rejected":
+        state.turnId = undefined;
+        state.turnEndedBecause = "the user rejected the plan, which ended the Plan turn";
+        return text("The user rejected the plan. The Plan turn is over: stop now and wait for the user; a revision is a new prompt.", true);
+      case "expired":
+        state.turnId = undefined;
+        state.turnEndedBecause = "the plan approval expired (PLAN_APPROVAL_TIMEOUT), which ended the Plan turn";
+        return text("PLAN_APPROVAL_TIMEOUT: nobody decided before the deadline, so the plan expired and the Plan turn is over. Stop now.", true);
+      case "dismissed":
+        return text(
+          `The approval dialog was closed without a decision. The plan stays pending until ${new Date(outcome.approval.expiresAt).toISOString()};` +
+            " the user can decide it with /plan-decide. Stop now and wait.",
+          true,
+        );
+      case "unavailable":
+        state.turnId = undefined;
+        state.turnEndedBecause = `the approval is ${outcome.approval.status}`;
+        return text(`The plan approval is ${outcome.approval.status}${outcome.approval.errorCode ? ` (${outcome.approval.errorCode})` : ""}. Stop now.`, true);
+    }
+  }
+
+  // Plan-mode bash runs on the host, which started it in its read-only
+  // sandbox when it answered the batch; this tool streams that run's output
+  // into pi. In Agent turns pi's own bash runs, under the permission mode.
+  const builtinBash = createBashToolDefinition(process.cwd());
+  pi.registerTool({
+    ...builtinBash,
+    async execute(toolCallId, params, signal, onUpdate, ctx) {
+      const state = sidecar.sessions.get(hostSessionId(ctx));
+      const decision = state?.runChecked === true ? await state.decisions.get(toolCallId) : undefined;
+      if (state !== undefined && decision?.command !== null && decision?.command !== undefined) {
+        return streamHostCommand(ctx, state, sidecar.hostCommand(state.sessionId, toolCallId), signal, onUpdate);
+      }
+      if (state?.runChecked === true && state.session?.mode === "plan") {
+        throw new Error("Bash in Plan mode runs only on the plan checkpoint's host, which did not start this call");
+      }
+      return createBashToolDefinition(ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+    },
+  });
+
+  async function streamHostCommand(
+    ctx: ExtensionContext,
+    state: SessionState,
+    entry: HostCommand,
+    signal: AbortSignal | undefined,
+    onUpdate: ((update: { content: { type: "text"; text: string }[]; details: undefined }) => void) | undefined,
+  ) {
+    const onAbort = (): void => {
+      void sidecar
+        .track(sidecar.client(ctx.cwd).then((client) => client.commandCancel({ sessionId: state.sessionId, callId: entry.run?.callId ?? "" })))
+        .catch(() => undefined);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const ended = await new Promise<NonNullable<HostCommand["ended"]>>((resolve, reject) => {
+        let shown = 0;
+        const check = (): void => {
+          if (entry.output.length > shown) {
+            shown = entry.output.length;
+            onUpdate?.({ content: [{ type: "text", text: entry.output.join("") }], details: undefined });
+          }
+          if (entry.ended !== undefined) {
+            entry.listeners.delete(check);
+            resolve(entry.ended);
+          } else if (entry.lost) {
+            entry.listeners.delete(check);
+            reject(new Error(`${entry.output.join("")}\n\nSIDECAR_EXITED: the plan checkpoint's sidecar ended while the command ran; the command died with it`));
+          }
+        };
+        entry.listeners.add(check);
+        check();
+      });
+      const output = entry.output.join("");
+      const truncated = ended.truncated ? "\n[output truncated by the host's output cap]" : "";
+      const body = `${output.length > 0 ? output : "(no output)"}${truncated}`;
+      if (ended.state === "exited" && ended.exitCode === 0) {
+        return { content: [{ type: "text" as const, text: body }], details: undefined };
+      }
+      const how =
+        ended.state === "exited"
+          ? `Command exited with code ${ended.exitCode ?? "?"}`
+          : `Command ${ended.state}${ended.errorCode !== null ? ` (${ended.errorCode})` : ""}`;
+      throw new Error(`${body}\n\n${how}. It ran in the Plan sandbox (read-only: writes outside $TMPDIR are refused by the kernel).`);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  pi.registerCommand("plan", {
+    description: "Enter Plan mode; /plan off [ask|accept-edits|auto] returns to Agent mode (with that permission mode)",
+    handler: async (args, ctx) => {
+      const [word, modeWord] = args.trim().split(/\s+/);
+      if (word !== "off") {
+        if (await setMode(ctx, "plan")) {
+          tell(ctx, `Plan mode: the agent plans read-only and submits one plan for your approval (database ${DATABASE_PATH})`, "info");
+        }
+        return;
+      }
+      const modes: readonly PermissionMode[] = ["ask", "accept-edits", "auto"];
+      const permissionMode = modes.find((mode) => mode === modeWord);
+      if (modeWord !== undefined && permissionMode === undefined) {
+        tell(ctx, `unknown permission mode "${modeWord}": use ask, accept-edits or auto`, "error");
+        return;
+      }
+      if (await setMode(ctx, "agent", permissionMode)) {
+        const state = sidecar.sessions.get(hostSessionId(ctx));
+        tell(ctx, `Agent mode (permission mode ${state?.session?.permissionMode ?? "?"})`, "info");
+      }
+    },
+  });
+
+  pi.registerCommand("plan-list", {
+    description: "List this session's plan approvals",
+    handler: async (_args, ctx) => {
+      try {
+        const { client, state } = await connect(ctx);
+        const { approvals } = await sidecar.track(client.planList({ sessionId: state.sessionId, limit: 20 }));
+        tell(ctx, approvals.length === 0 ? "no plan approvals in this session" : approvals.map((row) => approvalLine(ctx.cwd, row)).join("\n"), "info");
+      } catch (error) {
+        tell(ctx, `could not list approvals: ${describeError(error)}`, "error");
+      }
+    },
+  });
+
+  pi.registerCommand("plan-decide", {
+    description: "Decide a pending plan approval whose dialog was closed (until it expires)",
+    handler: async (args, ctx) => {
+      if (!ctx.hasUI) {
+        tell(ctx, "/plan-decide needs a UI to show the approval dialog", "error");
+        return;
+      }
+      try {
+        const { client, state } = await connect(ctx);
+        const { approvals } = await sidecar.track(client.planList({ sessionId: state.sessionId, status: "pending" }));
+        const wanted = args.trim();
+        const candidates = wanted.length === 0 ? approvals : approvals.filter((row) => row.id.startsWith(wanted));
+        let approval: PlanApproval | undefined = candidates[0];
+        if (candidates.length > 1) {
+          const labels = candidates.map((row) => approvalLine(ctx.cwd, row));
+          const picked = await ctx.ui.select("Which approval?", labels);
+          approval = picked === undefined ? undefined : candidates[labels.indexOf(picked)];
+        }
+        if (approval === undefined) {
+          tell(ctx, candidates.length === 0 ? "no pending plan approval in this session" : "nothing chosen", "info");
+          return;
+        }
+        const outcome = await decideApproval(ctx, sidecar, client, state, approval, undefined);
+        state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+        showStatus(ctx, state);
+        if (outcome.kind === "approved") {
+          pi.sendUserMessage(
+            `The plan "${escapeForDisplay(approval.title)}" was approved with permission mode ${outcome.mode}. Carry it out now` +
+              (approval.artifact !== null ? ` (the plan is in ${approval.artifact.path}).` : "."),
+          );
+        } else {
+          tell(ctx, `plan ${outcome.kind}: ${escapeForDisplay(approval.title)}`, "info");
+        }
+      } catch (error) {
+        tell(ctx, `could not decide: ${describeError(error)}`, "error");
+      }
+    },
+  });
+}
+
+function modeSentence(mode: PermissionMode): string {
+  switch (mode) {
+    case "ask":
+      return "Each edit, write and bash call is confirmed by the user.";
+    case "accept-edits":
+      return "Edits and writes are allowed; each bash call is confirmed by the user.";
+    case "auto":
+      return "Edits, writes and bash are allowed.";
+  }
+}
