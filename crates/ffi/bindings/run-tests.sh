@@ -46,11 +46,16 @@ status=0
 summaries=()
 
 # --- Kotlin ----------------------------------------------------------------
-section "Kotlin (Maven + JUnit 5)"
+section "Kotlin (Maven: the plan-checkpoint-ffi jar, then JUnit 5 against it)"
 start=$SECONDS
 # -B: batch mode (no colours or download progress). Not -q: surefire's
 # "Tests run: N, Failures: 0" lines are the point. -ntp hides transfer logs.
-(cd "$here/kotlin" && mvn -B -ntp test) 2>&1 | tee "$logs/kotlin.log"
+# The reactor packages the plan-checkpoint-ffi jar (the bindings with the
+# native library as a JNA resource), then runs the suite with only that jar
+# on its classpath. `verify`, not `test`: only then does the suite module get
+# the packaged jar from the reactor rather than the compiled classes; `clean`
+# keeps a library left in target/ by an earlier build out of that jar.
+(cd "$here/kotlin" && mvn -B -ntp clean verify) 2>&1 | tee "$logs/kotlin.log"
 kotlin_rc=${PIPESTATUS[0]}
 kotlin_summary="$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$logs/kotlin.log" | tail -1 | sed -E 's/^\[[A-Z]+\] *//')"
 [ -n "$kotlin_summary" ] || kotlin_summary="no test summary (build failed before the tests ran)"
