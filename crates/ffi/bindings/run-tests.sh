@@ -51,8 +51,9 @@ start=$SECONDS
 # -B: batch mode (no colours or download progress). Not -q: surefire's
 # "Tests run: N, Failures: 0" lines are the point. -ntp hides transfer logs.
 # The reactor packages the plan-checkpoint-ffi jar (the bindings with the
-# native library as a JNA resource), then runs the suite with only that jar
-# on its classpath. `verify`, not `test`: only then does the suite module get
+# native library as a JNA resource), runs the suite with only that jar on its
+# classpath, then checks the jar's keep rules by running a small app shrunk
+# with ProGuard under them (kotlin/proguard-check). `verify`, not `test`: only then does the suite module get
 # the packaged jar from the reactor rather than the compiled classes; `clean`
 # keeps a library left in target/ by an earlier build out of that jar.
 (cd "$here/kotlin" && mvn -B -ntp clean verify) 2>&1 | tee "$logs/kotlin.log"
