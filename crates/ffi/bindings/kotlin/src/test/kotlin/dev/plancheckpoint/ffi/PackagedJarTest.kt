@@ -64,7 +64,9 @@ class PackagedJarTest {
 
         // The instance the bindings registered with (same name, same class loader).
         val loaded = NativeLibrary.getInstance("plan_ffi", PlanHost::class.java.classLoader).file
-        val extractionDir = File(System.getProperty("jna.tmpdir")).canonicalFile
+        val extractionDir = File(
+            requireNotNull(System.getProperty("jna.tmpdir")) { "jna.tmpdir is unset: run the suite through Maven (kotlin/tests/pom.xml sets it)" },
+        ).canonicalFile
         assertEquals(extractionDir, loaded.canonicalFile.parentFile, "JNA loaded $loaded, not a copy extracted from the jar")
         assertTrue(loaded.name.startsWith("jna"), "JNA loaded $loaded, not a copy extracted from the jar")
     }
