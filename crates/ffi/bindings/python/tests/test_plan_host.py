@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -736,7 +737,7 @@ SANDBOX_HELPER = os.path.normpath(
 def command_host(tmp_path):
     host = PlanHost(
         str(tmp_path / "plan.db"),
-        PlanHostOptions(approval_ttl_ms=None, markdown_limit_bytes=None, sandbox_helper=SANDBOX_HELPER),
+        PlanHostOptions(sandbox_helper=SANDBOX_HELPER),
     )
     yield host
     host.shutdown()

@@ -1,0 +1,76 @@
+package dev.plancheckpoint.ffi.shrunk
+
+import dev.plancheckpoint.ffi.Mode
+import dev.plancheckpoint.ffi.Origin
+import dev.plancheckpoint.ffi.PermissionMode
+import dev.plancheckpoint.ffi.PlanEvent
+import dev.plancheckpoint.ffi.PlanEventListener
+import dev.plancheckpoint.ffi.PlanException
+import dev.plancheckpoint.ffi.PlanHost
+import dev.plancheckpoint.ffi.PlanHostOptions
+import dev.plancheckpoint.ffi.ToolCall
+import dev.plancheckpoint.ffi.ToolCallDecision
+import dev.plancheckpoint.ffi.ErrorCode
+import java.nio.file.Files
+import java.util.concurrent.CopyOnWriteArrayList
+import kotlin.system.exitProcess
+
+/**
+ * A small app that the build shrinks, optimizes and obfuscates with ProGuard
+ * under the jar's own keep rules (META-INF/proguard/plan-checkpoint-ffi.pro),
+ * then runs: it goes through one plan's lifecycle and touches what JNA reaches
+ * by name (structures, callbacks, the registered native functions) and what
+ * the bindings convert (records, enums, errors). If the rules let ProGuard
+ * rename or remove anything JNA needs, the first native call fails and this
+ * exits non-zero.
+ */
+fun main() {
+    val failures = mutableListOf<String>()
+    fun check(condition: Boolean, what: String) {
+        if (!condition) failures.add(what)
+    }
+
+    val dir = Files.createTempDirectory("plan-shrunk-app")
+    try {
+        val workspace = Files.createDirectories(dir.resolve("ws"))
+        val events = CopyOnWriteArrayList<String>()
+        val host = PlanHost(dir.resolve("plan.db").toString(), PlanHostOptions())
+        host.addListener(object : PlanEventListener {
+            override fun onEvent(event: PlanEvent) {
+                when (event) {
+                    is PlanEvent.ApprovalRequested -> events.add("approvalRequested")
+                    is PlanEvent.ApprovalResolved -> events.add("approvalResolved")
+                    else -> {}
+                }
+            }
+        })
+        val session = host.createSession(null, workspace.toString(), Mode.PLAN, null)
+        val turn = host.startTurn(session.sessionId, Origin.INTERACTIVE)
+        val input = """{"title":"Shrunk","markdown":"# Plan\n1. Check the keep rules","question":"Go?"}"""
+        val result = host.toolCalls(session.sessionId, turn.turnId, listOf(ToolCall("c1", "SubmitPlan", input))).single()
+        check(result.decision == ToolCallDecision.ALLOW, "SubmitPlan was not allowed: ${result.errorCode}")
+        val approvalId = result.approval?.id
+        if (approvalId != null) {
+            host.approve(approvalId, PermissionMode.ASK)
+            try {
+                host.approve(approvalId, PermissionMode.ASK)
+                failures.add("a second approve succeeded")
+            } catch (error: PlanException.Failed) {
+                check(error.code == ErrorCode.APPROVAL_NOT_PENDING, "a second approve failed with ${error.code}")
+            }
+        }
+        host.shutdown()
+        host.close()
+        check("approvalRequested" in events, "the listener missed ApprovalRequested: $events")
+        check("approvalResolved" in events, "the listener missed ApprovalResolved: $events")
+    } finally {
+        dir.toFile().deleteRecursively()
+    }
+
+    if (failures.isEmpty()) {
+        println("shrunk app: passed (a plan's lifecycle, listener events and a typed error, after ProGuard with the jar's keep rules)")
+    } else {
+        failures.forEach { System.err.println("shrunk app: $it") }
+        exitProcess(1)
+    }
+}
