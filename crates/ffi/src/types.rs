@@ -532,9 +532,11 @@ pub struct ApprovalQuery {
 pub struct PlanHostOptions {
     /// Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
     /// minutes when absent. Anything else is `INVALID_PARAMS`.
+    #[uniffi(default = None)]
     pub approval_ttl_ms: Option<i64>,
     /// Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
     /// when absent.
+    #[uniffi(default = None)]
     pub markdown_limit_bytes: Option<u64>,
     /// The command sandbox helper (`plan-exec-sandbox`) an app ships, for
     /// example in its bundle or its native library directory.

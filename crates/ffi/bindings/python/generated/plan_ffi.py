@@ -3149,9 +3149,15 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int], markdown_limit_bytes:typing.Optional[int], sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT):
-        self.approval_ttl_ms = approval_ttl_ms
-        self.markdown_limit_bytes = markdown_limit_bytes
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT):
+        if approval_ttl_ms is _DEFAULT:
+            self.approval_ttl_ms = None
+        else:
+            self.approval_ttl_ms = approval_ttl_ms
+        if markdown_limit_bytes is _DEFAULT:
+            self.markdown_limit_bytes = None
+        else:
+            self.markdown_limit_bytes = markdown_limit_bytes
         if sandbox_helper is _DEFAULT:
             self.sandbox_helper = None
         else:

@@ -2550,11 +2550,11 @@ public struct PlanHostOptions: Equatable, Hashable {
         /**
          * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
          * minutes when absent. Anything else is `INVALID_PARAMS`.
-         */approvalTtlMs: Int64?, 
+         */approvalTtlMs: Int64? = nil, 
         /**
          * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
          * when absent.
-         */markdownLimitBytes: UInt64?, 
+         */markdownLimitBytes: UInt64? = nil, 
         /**
          * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
          * example in its bundle or its native library directory.

@@ -3378,13 +3378,13 @@ data class PlanHostOptions (
      * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
      * minutes when absent. Anything else is `INVALID_PARAMS`.
      */
-    var `approvalTtlMs`: kotlin.Long?
+    var `approvalTtlMs`: kotlin.Long? = null 
     , 
     /**
      * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
      * when absent.
      */
-    var `markdownLimitBytes`: kotlin.ULong?
+    var `markdownLimitBytes`: kotlin.ULong? = null 
     , 
     /**
      * The command sandbox helper (`plan-exec-sandbox`) an app ships, for

@@ -349,8 +349,8 @@ class PlanHostTest {
         val path = db()
         // use {} frees the handle; with no call in flight the native object
         // is dropped at once, which shuts the host down.
-        PlanHost(path, PlanHostOptions(null, null)).use { it.createSession("kept", null, null, null) }
-        val reopened = PlanHost(path, PlanHostOptions(null, null))
+        PlanHost(path, PlanHostOptions()).use { it.createSession("kept", null, null, null) }
+        val reopened = PlanHost(path, PlanHostOptions())
         assertEquals("kept", reopened.getSession("kept").sessionId)
         reopened.shutdown()
         reopened.shutdown()
