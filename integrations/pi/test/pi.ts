@@ -1,8 +1,9 @@
 // Runs the real pi coding agent for the tests: in RPC mode (or print mode)
 // as a subprocess, with a hermetic environment (its own agent directory
 // with a models.json pointing at the fake model server, a throwaway HOME,
-// PI_OFFLINE=1, --no-session, retries off) and this package installed
-// through settings. The test sees pi's events and answers its dialogs.
+// PI_OFFLINE=1, --no-session unless a test keeps sessions, retries off) and
+// this package installed through settings. The test sees pi's events and
+// answers its dialogs.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -62,6 +63,13 @@ export interface PiOptions {
   args?: string[];
   /** Extra `serve` arguments for the sidecar (PLAN_CHECKPOINT_SERVE_ARGS). */
   serveArgs?: string;
+  /** Where pi saves its sessions, so that a later run can continue one; ephemeral (`--no-session`) when absent. */
+  sessionDir?: string;
+}
+
+/** pi's arguments for where sessions go. */
+function sessionArgs(options: PiOptions): string[] {
+  return options.sessionDir === undefined ? ["--no-session"] : ["--session-dir", options.sessionDir];
 }
 
 function piEnv(options: PiOptions): NodeJS.ProcessEnv {
@@ -127,7 +135,7 @@ export class PiRpc {
   }
 
   static start(t: TestContext, options: PiOptions): PiRpc {
-    const child = spawn(process.execPath, [piCli, "--mode", "rpc", "--no-session", ...(options.args ?? [])], {
+    const child = spawn(process.execPath, [piCli, "--mode", "rpc", ...sessionArgs(options), ...(options.args ?? [])], {
       cwd: options.cwd,
       env: piEnv(options),
       stdio: ["pipe", "pipe", "pipe"],
@@ -231,7 +239,7 @@ export class PiRpc {
 /** pi in print mode: runs to the end and returns its exit code and output. */
 export function runPrint(options: PiOptions, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [piCli, "--no-session", ...args], { cwd: options.cwd, env: piEnv(options), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [piCli, ...sessionArgs(options), ...args], { cwd: options.cwd, env: piEnv(options), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));

@@ -281,6 +281,26 @@ test("print mode with Plan is refused up front with PLAN_REQUIRES_INTERACTIVE_SE
   assert.equal(llm.requests.length, 0);
 });
 
+test("without a UI a call the permission mode must confirm is blocked: a print run continuing an ask session", async (t) => {
+  const { llm, home, project } = await setUp(t, [
+    { text: "Noted." },
+    { calls: [{ name: "write", arguments: { path: "unconfirmed.txt", content: "no\n" } }] },
+    { text: "Stopped." },
+  ]);
+  const sessionDir = await tempDir(t, "plan-pi-sessions-");
+  const pi = PiRpc.start(t, { cwd: project, home, sessionDir });
+  await pi.command("/plan off ask");
+  await pi.prompt("remember this session");
+  await pi.stop();
+
+  const run = await runPrint({ cwd: project, home, sessionDir }, ["-c", "-p", "write the file"]);
+  assert.equal(llm.requests.length, 3, run.stderr);
+  const results = llm.toolResults();
+  assert.equal(results.length, 1);
+  assert.match(results[0] ?? "", /permission mode ask needs a person to confirm write, and this pi has no UI/);
+  assert.equal(existsSync(join(project, "unconfirmed.txt")), false, "the unconfirmed write did not happen");
+});
+
 test("an assistant message cut off in the middle of SubmitPlan creates no approval", async (t) => {
   const markdown = `# Plan\n\n${"1. A step that is long enough to be cut in the middle.\n".repeat(20)}`;
   const { llm, home, project } = await setUp(t, [
