@@ -216,10 +216,10 @@ impl InProcess {
         };
         let outcomes = self
             .host
-            .tool_calls(&SessionId::from("bench"), &turn.turn_id(), vec![call])
+            .tool_calls(&SessionId::from("bench"), &turn.turn_id, vec![call])
             .unwrap();
         let approval = outcomes[0].approval.as_ref().unwrap();
-        black_box(self.host.reject(&approval.approval_id()).unwrap());
+        black_box(self.host.reject(&approval.id).unwrap());
     }
 }
 

@@ -106,7 +106,7 @@ pub(crate) fn show(
         .map_err(|error| inspect::failure(&error))?
         .into_iter()
         .filter(|record| record.run.call_id == call_id)
-        .map(|record| record.run.session_id)
+        .map(|record| record.run.session_id.into_string())
         .fold(Vec::new(), |mut sessions, session| {
             if !sessions.contains(&session) {
                 sessions.push(session);
@@ -268,8 +268,8 @@ fn card(entries: &[CommandEntry]) -> String {
     let mut text = String::new();
     let mut line = |label: &str, value: String| text.push_str(&format!("{label:<10} {value}\n"));
     line("call", escape::line(&run.call_id).into_owned());
-    line("session", escape::line(&run.session_id).into_owned());
-    line("turn", escape::line(&run.turn_id).into_owned());
+    line("session", escape::line(run.session_id.as_str()).into_owned());
+    line("turn", escape::line(run.turn_id.as_str()).into_owned());
     line("command", escape::line(&run.command).into_owned());
     line("cwd", escape::line(&run.cwd).into_owned());
     line(

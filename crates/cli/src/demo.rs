@@ -190,7 +190,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
             ..NewSession::default()
         })
         .map_err(host_failure("creating the session"))?;
-    let session_id = state.session.session_id();
+    let session_id = state.session.id.clone();
     say(&format!(
         "   session {session_id}: mode {}, permission {}\n",
         state.session.mode, state.session.permission_mode
@@ -204,7 +204,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id(),
+            &turn.turn_id,
             vec![
                 call(
                     "call-write",
@@ -220,13 +220,13 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     }
 
     story.step("The agent runs Bash in the Plan turn: cat a file, then tries to write one")?;
-    plan_bash(&host, &session_id, &turn.turn_id(), &workspace, &notifications)?;
+    plan_bash(&host, &session_id, &turn.turn_id, &workspace, &notifications)?;
 
     story.step("The agent calls SubmitPlan; the host writes the artifact")?;
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id(),
+            &turn.turn_id,
             vec![submit("Split the parser", FIRST_PLAN)],
         )
         .map_err(host_failure("submitting the plan"))?;
@@ -240,7 +240,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no artifact"));
     };
     let content = host
-        .read_artifact(&first.approval_id())
+        .read_artifact(&first.id)
         .map_err(host_failure("rereading the artifact"))?;
     say(&format!(
         "   approval {} is {}: \"{}\"\n   artifact: {}/{}\n     size:   {} bytes\n     sha256: {}\n     \
@@ -259,9 +259,9 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
 
     story.step("A person approves with accept-edits")?;
     let (approved, state) = host
-        .approve(&first.approval_id(), PermissionMode::AcceptEdits)
+        .approve(&first.id, PermissionMode::AcceptEdits)
         .map_err(host_failure("approving"))?;
-    let Some(execution_id) = approved.execution_id() else {
+    let Some(execution_id) = approved.execution_id.clone() else {
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no execution"));
     };
     say(&format!(
@@ -289,7 +289,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     drop(host);
     let host = Host::open(&database, options.clone()).map_err(host_failure("reopening the host"))?;
     let after = host
-        .approval(&first.approval_id())
+        .approval(&first.id)
         .map_err(host_failure("reading the approval"))?
         .approval;
     let state = host
@@ -332,7 +332,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let outcomes = host
         .tool_calls(
             &session_id,
-            &turn.turn_id(),
+            &turn.turn_id,
             vec![submit("Split the parser (revision)", SECOND_PLAN)],
         )
         .map_err(host_failure("submitting the second plan"))?;
@@ -342,9 +342,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
             "demo: the second SubmitPlan created no approval",
         ));
     };
-    let (rejected, state) = host
-        .reject(&second.approval_id())
-        .map_err(host_failure("rejecting"))?;
+    let (rejected, state) = host.reject(&second.id).map_err(host_failure("rejecting"))?;
     say(&format!(
         "   the agent submitted a new plan: approval {}, a new artifact {}\n   a person rejects it: status {}, \
          permission mode {}, execution {}\n   session idle in {} mode; a revision needs a new turn and a new \
@@ -387,7 +385,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     for stored in rows {
         table.push(render::approval_row(
             &stored.approval,
-            stored.approval.id.clone(),
+            stored.approval.id.to_string(),
             now,
         ))?;
     }

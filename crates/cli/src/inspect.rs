@@ -304,7 +304,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
     for approval in &live {
         table.push(render::approval_row(
             approval,
-            shown_id(&store, term, &approval.id)?,
+            shown_id(&store, term, approval.id.as_str())?,
             now,
         ))?;
     }
@@ -445,7 +445,7 @@ pub(crate) fn list(
         store
             .visit_approvals(&filter, &mut |stored| {
                 let approval = stored.approval;
-                let step = shown_id(&store, term, &approval.id)
+                let step = shown_id(&store, term, approval.id.as_str())
                     .and_then(|id| table.push(render::approval_row(&approval, id, now)));
                 keep_going(step, &mut failed)
             })
@@ -584,7 +584,7 @@ pub(crate) fn verify(
 ) -> Result<i32, Failure> {
     let store = open(database)?;
     let scope = match scope {
-        VerifyScope::Approval(given) => VerifyScope::Approval(resolve(&store, &given)?),
+        VerifyScope::Approval(given) => VerifyScope::Approval(resolve(&store, given.as_str())?.into()),
         VerifyScope::Session(session) => VerifyScope::Session(session),
         VerifyScope::Everything => VerifyScope::Everything,
     };
@@ -632,7 +632,7 @@ pub(crate) fn verify(
         VerifyScope::Approval(_) => 1,
         VerifyScope::Session(session) => store
             .count_approvals(&ApprovalFilter {
-                session_id: Some(session.clone()),
+                session_id: Some(session.to_string()),
                 ..ApprovalFilter::default()
             })
             .map_err(|error| failure(&error))?,
@@ -697,7 +697,7 @@ fn check_line(term: &Terminal, check: &ArtifactVerification) -> String {
     let mut line = format!(
         "{}  {}\n",
         term.paint(style, &format!("{:<10}", check.result.as_str())),
-        escape::line(&check.approval_id)
+        escape::line(check.approval_id.as_str())
     );
     if check.result.is_problem()
         && let Some(detail) = &check.detail
@@ -759,7 +759,7 @@ pub(crate) fn diff(
             (None, _) | (Some(_), None) => {
                 crate::log::line(&format!(
                     "plan-checkpoint: approval {} is its session's first submission; nothing to compare with",
-                    escape::line(&diff.approval_id)
+                    escape::line(diff.approval_id.as_str())
                 ));
                 String::new()
             }

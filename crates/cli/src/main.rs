@@ -414,7 +414,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     // clap's required group guarantees exactly one of id,
                     // --session and --all, so neither id means --all.
                     let _ = all;
-                    let scope = plan_core::VerifyScope::select(id, session)
+                    let scope = plan_core::VerifyScope::select(id.map(Into::into), session.map(Into::into))
                         .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
                     inspect::verify(database, &term, scope, verbose, json)
                 }

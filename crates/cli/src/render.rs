@@ -184,9 +184,9 @@ pub(crate) fn card(stored: &StoredApproval, now: UnixMs, term: &Terminal) -> Str
     let none = || "-".to_owned();
     let time = |ms: UnixMs| format!("{} ({})", local_rfc3339(ms), relative(ms, now));
     let mut lines: Vec<(&str, String)> = vec![
-        ("id", approval.id.clone()),
-        ("session", approval.session_id.clone()),
-        ("turn", approval.turn_id.clone()),
+        ("id", approval.id.to_string()),
+        ("session", approval.session_id.to_string()),
+        ("turn", approval.turn_id.to_string()),
         ("title", title(approval)),
         (
             "question",
@@ -231,7 +231,13 @@ pub(crate) fn card(stored: &StoredApproval, now: UnixMs, term: &Terminal) -> Str
             .permission_mode
             .map_or_else(none, |mode| mode.as_str().to_owned()),
     ));
-    lines.push(("execution id", approval.execution_id.clone().unwrap_or_else(none)));
+    lines.push((
+        "execution id",
+        approval
+            .execution_id
+            .as_ref()
+            .map_or_else(none, ToString::to_string),
+    ));
     lines.push((
         "execution state",
         approval

@@ -217,7 +217,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         .unwrap();
     let execution_id = decision.approval.execution_id.clone().unwrap();
     let state = |state| PlanEvent::ExecutionStateChanged {
-        session_id: "s1".to_owned(),
+        session_id: "s1".into(),
         execution_id: execution_id.clone(),
         state,
     };

@@ -230,7 +230,7 @@ fn ended_run(run: &CommandRun, outcome: &CommandOutcome, now: i64) -> CommandRun
 
 fn exited(run: &CommandRun) -> ServerNotification {
     ServerNotification::CommandExited(CommandExitedNotification {
-        session_id: run.session_id.clone(),
+        session_id: run.session_id.to_string(),
         call_id: run.call_id.clone(),
         command: run.into(),
     })
@@ -358,7 +358,7 @@ impl Host {
     /// or `failedToStart` with the code when nothing could be spawned).
     pub(crate) fn start_command(&self, request: CommandRequest) -> Result<CommandRun, HostError> {
         let prepared = self.prepare(&request)?;
-        let key = (request.session_id.clone(), request.call_id.clone());
+        let key = (request.session_id.to_string(), request.call_id.clone());
         let core = Arc::clone(&self.core);
         let now = self.now();
         let started = self.with_open(|open| {
@@ -368,7 +368,7 @@ impl Host {
                 mut failure,
             } = prepared;
             let spec = match (spec, failure) {
-                (Some(mut spec), None) => match self.scratch_dir(open, &request.turn_id) {
+                (Some(mut spec), None) => match self.scratch_dir(open, request.turn_id.as_str()) {
                     Ok(scratch) => {
                         spec.scratch_dir = scratch;
                         Some(spec)
@@ -587,7 +587,7 @@ impl Host {
             }
         }
         let event = Event::StartCommand {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.into(),
             call_id: call_id.to_owned(),
             input,
         };
@@ -629,8 +629,8 @@ impl Host {
             );
             let run = CommandRun {
                 call_id: call_id.to_owned(),
-                session_id: session_id.to_owned(),
-                turn_id: turn_id.to_owned(),
+                session_id: session_id.into(),
+                turn_id: turn_id.into(),
                 command: command.to_owned(),
                 cwd: cwd.unwrap_or(".").to_owned(),
                 shell_id: session.shell.unwrap_or_default(),

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use plan_core::{
-    ActiveTurn, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval, Reply,
-    SessionState, Transition, UnixMs,
+    ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
+    Reply, SessionState, Transition, UnixMs,
 };
 use plan_protocol::ServerNotification;
 use plan_storage::{HostLock, MigrationReport, Store};
@@ -29,7 +29,7 @@ pub(crate) struct Open {
     pub(crate) turns: HashMap<String, ActiveTurn>,
     /// The clock's monotonic reading when this host created each approval,
     /// while it is pending: no wall-clock step extends its window.
-    pub(crate) created: HashMap<String, i64>,
+    pub(crate) created: HashMap<ApprovalId, i64>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
     /// The scratch directory of each turn that ran a command, by turn id.
@@ -176,7 +176,7 @@ impl HostCore {
                     .is_none_or(|turn| turn.turn_id != old.turn_id)
             });
             if let Some(old) = ended_turn {
-                self.turn_ended(open, &old.turn_id);
+                self.turn_ended(open, old.turn_id.as_str());
             }
             // Queued under the state lock, so the outbox is in commit order.
             let mut outbox = lock(&self.outbox);

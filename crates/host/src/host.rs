@@ -63,9 +63,9 @@ impl std::fmt::Debug for Host {
     }
 }
 
-pub(crate) fn fresh_id(prefix: &str) -> String {
+pub(crate) fn fresh_id<Id: From<String>>(prefix: &str) -> Id {
     // Version 7 ids sort by creation time, which keeps logs and listings readable.
-    format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
+    Id::from(format!("{prefix}-{}", uuid::Uuid::now_v7().simple()))
 }
 
 impl Host {
@@ -272,7 +272,7 @@ impl Host {
     /// use plan_host::{ConfigChange, Host, HostOptions, Mode, NewSession, PermissionMode};
     ///
     /// let host = Host::open(dir.path().join("plan.db"), HostOptions::default())?;
-    /// let session_id = host.create_session(NewSession::default())?.session.session_id();
+    /// let session_id = host.create_session(NewSession::default())?.session.id;
     /// let change = ConfigChange {
     ///     mode: Some(Mode::Plan),
     ///     permission_mode: Some(PermissionMode::AcceptEdits),
@@ -342,7 +342,7 @@ impl Host {
             .map(|call| (call.call_id.clone(), call.input.clone()))
             .collect();
         let event = Event::ToolCalls {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.into(),
             calls,
         };
         let (reply, effects) = self.session_event_with_effects(session_id, event)?;
@@ -509,7 +509,7 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn complete_turn(&self, session_id: &SessionId, turn_id: &TurnId) -> Result<SessionState, HostError> {
         let event = Event::CompleteTurn {
-            turn_id: turn_id.as_str().to_owned(),
+            turn_id: turn_id.clone(),
         };
         self.session_event(session_id.as_str(), event)
             .map(|(_, state)| state)
@@ -589,7 +589,7 @@ impl Host {
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
         };
-        match self.session_event(&session_id, event)? {
+        match self.session_event(session_id.as_str(), event)? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
@@ -607,7 +607,7 @@ impl Host {
         let row = self.stored_approval(approval_id.as_str())?;
         let session_id = row.approval.session_id.clone();
         match self.session_event(
-            &session_id,
+            session_id.as_str(),
             Event::Reject {
                 approval: row.approval,
             },
@@ -719,8 +719,9 @@ impl Host {
     /// `EXECUTION_NOT_FOUND`, `EXECUTION_NOT_ACTIVE` (not queued, or queued
     /// by an earlier host process), `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn start_execution(&self, execution_id: &ExecutionId) -> Result<PlanApproval, HostError> {
-        self.execution_event(execution_id.as_str(), |execution_id, epoch| {
-            Event::StartExecution { execution_id, epoch }
+        self.execution_event(execution_id, |execution_id, epoch| Event::StartExecution {
+            execution_id,
+            epoch,
         })
     }
 
@@ -733,23 +734,24 @@ impl Host {
     /// `SESSION_BUSY` (a command of the turn is still running),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn complete_execution(&self, execution_id: &ExecutionId) -> Result<PlanApproval, HostError> {
-        self.execution_event(execution_id.as_str(), |execution_id, epoch| {
-            Event::CompleteExecution { execution_id, epoch }
+        self.execution_event(execution_id, |execution_id, epoch| Event::CompleteExecution {
+            execution_id,
+            epoch,
         })
     }
 
     fn execution_event(
         &self,
-        execution_id: &str,
-        event: impl FnOnce(String, BootEpoch) -> Event,
+        execution_id: &ExecutionId,
+        event: impl FnOnce(ExecutionId, BootEpoch) -> Event,
     ) -> Result<PlanApproval, HostError> {
         let row = self
-            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id)?))?
+            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id.as_str())?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}"))
             })?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(&session_id, event(execution_id.to_owned(), self.epoch))? {
+        match self.session_event(session_id.as_str(), event(execution_id.clone(), self.epoch))? {
             (Reply::ExecutionChanged(approval), _) => Ok(approval),
             (other, _) => Err(unexpected(&other)),
         }
@@ -842,7 +844,7 @@ impl HostCore {
     pub(crate) fn expire_due_now(&self) -> Result<Vec<PlanApproval>, HostError> {
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
-        let due: Vec<String> = self.with_open(|open| {
+        let due: Vec<SessionId> = self.with_open(|open| {
             let live = open.store.live_rows()?;
             Ok(
                 plan_core::due_approvals(&live, wall, |row| open.elapsed_since_creation(row, instant))
@@ -853,7 +855,7 @@ impl HostCore {
         })?;
         let mut expired = Vec::new();
         for session_id in due {
-            let (effects, _) = self.run(&session_id, Event::Tick)?;
+            let (effects, _) = self.run(session_id.as_str(), Event::Tick)?;
             expired.extend(effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
                 Effect::WriteArtifact(_)

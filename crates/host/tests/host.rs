@@ -112,7 +112,7 @@ impl Fixture {
     }
 
     /// A Plan session with a pending approval; returns the approval and the Plan turn id.
-    fn pending(&self, id: &str) -> (PlanApproval, String) {
+    fn pending(&self, id: &str) -> (PlanApproval, TurnId) {
         self.session(id, Mode::Plan);
         let turn = self
             .host
@@ -120,19 +120,15 @@ impl Fixture {
             .unwrap();
         let outcomes = self
             .host
-            .tool_calls(
-                &SessionId::from(id),
-                &turn.turn_id(),
-                vec![submit("c1", MARKDOWN)],
-            )
+            .tool_calls(&SessionId::from(id), &turn.turn_id, vec![submit("c1", MARKDOWN)])
             .unwrap();
         (approval_of(&outcomes), turn.turn_id)
     }
 
     /// A session whose approved execution is queued; returns the execution id.
-    fn queued(&self, id: &str, mode: PermissionMode) -> (PlanApproval, String) {
+    fn queued(&self, id: &str, mode: PermissionMode) -> (PlanApproval, ExecutionId) {
         let (approval, _) = self.pending(id);
-        let (approved, _) = self.host.approve(&approval.approval_id(), mode).unwrap();
+        let (approved, _) = self.host.approve(&approval.id, mode).unwrap();
         let execution = approved.execution_id.clone().unwrap();
         (approved, execution)
     }
@@ -154,8 +150,8 @@ impl Fixture {
             .collect()
     }
 
-    fn row(&self, id: &str) -> PlanApproval {
-        self.host.approval(&ApprovalId::from(id)).unwrap().approval
+    fn row(&self, id: &ApprovalId) -> PlanApproval {
+        self.host.approval(id).unwrap().approval
     }
 }
 
@@ -240,7 +236,7 @@ mod lifecycle {
         }
         let outcomes = fx
             .host
-            .tool_calls(&SessionId::from("s1"), &turn.turn_id(), batch)
+            .tool_calls(&SessionId::from("s1"), &turn.turn_id, batch)
             .unwrap();
         for outcome in &outcomes {
             let expected = if outcome.call_id == "Bash" {
@@ -260,7 +256,7 @@ mod lifecycle {
             .host
             .tool_calls(
                 &SessionId::from("s1"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("c1", MARKDOWN)],
             )
             .unwrap();
@@ -289,7 +285,7 @@ mod lifecycle {
         assert_eq!(artifact.sha256, sha256(MARKDOWN.as_bytes()));
         assert_eq!(artifact.size, MARKDOWN.len() as u64);
         assert_eq!(fx.row(&approval.id), approval);
-        let read = fx.host.read_artifact(&approval.approval_id()).unwrap();
+        let read = fx.host.read_artifact(&approval.id).unwrap();
         assert_eq!(read.markdown, MARKDOWN);
         assert_eq!((read.sha256, read.size), (artifact.sha256.clone(), artifact.size));
         let state = fx.host.session(&SessionId::from("s1")).unwrap();
@@ -300,7 +296,7 @@ mod lifecycle {
 
         let (approved, state) = fx
             .host
-            .approve(&approval.approval_id(), PermissionMode::AcceptEdits)
+            .approve(&approval.id, PermissionMode::AcceptEdits)
             .unwrap();
         assert_eq!(approved.status, ApprovalStatus::Approved);
         assert_eq!(approved.decided_at, Some(T0));
@@ -319,27 +315,24 @@ mod lifecycle {
 
         // Execution complete before start is refused.
         assert_eq!(
-            code(fx.host.complete_execution(&ExecutionId::from(&execution))),
+            code(fx.host.complete_execution(&execution)),
             ErrorCode::ExecutionNotActive
         );
-        let running = fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
+        let running = fx.host.start_execution(&execution).unwrap();
         assert_eq!(running.execution_state, Some(ExecutionState::Running));
         assert_eq!(
-            code(fx.host.start_execution(&ExecutionId::from(&execution))),
+            code(fx.host.start_execution(&execution)),
             ErrorCode::ExecutionNotActive
         );
-        let completed = fx
-            .host
-            .complete_execution(&ExecutionId::from(&execution))
-            .unwrap();
+        let completed = fx.host.complete_execution(&execution).unwrap();
         assert_eq!(completed.execution_state, Some(ExecutionState::Completed));
         assert_eq!(completed.status, ApprovalStatus::Approved);
         assert_eq!(
-            code(fx.host.complete_execution(&ExecutionId::from(&execution))),
+            code(fx.host.complete_execution(&execution)),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.start_execution(&ExecutionId::from(&execution))),
+            code(fx.host.start_execution(&execution)),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
@@ -410,7 +403,7 @@ mod lifecycle {
             let (approval, _) = fx.pending(&id);
             // No mode: refused, nothing changes.
             assert_eq!(
-                code(fx.host.approve_relayed(&approval.approval_id(), None)),
+                code(fx.host.approve_relayed(&approval.id, None)),
                 ErrorCode::PermissionModeRequired
             );
             assert_eq!(fx.row(&approval.id), approval);
@@ -418,7 +411,7 @@ mod lifecycle {
                 fx.host.session(&SessionId::from(&id)).unwrap().session.mode,
                 Mode::Plan
             );
-            let (approved, state) = fx.host.approve(&approval.approval_id(), *mode).unwrap();
+            let (approved, state) = fx.host.approve(&approval.id, *mode).unwrap();
             assert_eq!(approved.permission_mode, Some(*mode));
             assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
             assert_eq!(state.session.permission_mode, *mode);
@@ -432,7 +425,7 @@ mod lifecycle {
                 *mode
             );
             assert_eq!(
-                code(fx.host.approve(&approval.approval_id(), *mode)),
+                code(fx.host.approve(&approval.id, *mode)),
                 ErrorCode::ApprovalNotPending
             );
         }
@@ -450,7 +443,7 @@ mod lifecycle {
         let fx = Fixture::new();
         let (approval, _) = fx.pending("s1");
         fx.take_seen();
-        let (rejected, state) = fx.host.reject(&approval.approval_id()).unwrap();
+        let (rejected, state) = fx.host.reject(&approval.id).unwrap();
         assert_eq!(rejected.status, ApprovalStatus::Rejected);
         assert_eq!(rejected.decided_at, Some(T0));
         assert_eq!(
@@ -470,13 +463,10 @@ mod lifecycle {
             ["plan/approvalResolved", "session/changed"]
         );
         assert_eq!(
-            code(fx.host.approve(&approval.approval_id(), PermissionMode::Auto)),
+            code(fx.host.approve(&approval.id, PermissionMode::Auto)),
             ErrorCode::ApprovalNotPending
         );
-        assert_eq!(
-            code(fx.host.reject(&approval.approval_id())),
-            ErrorCode::ApprovalNotPending
-        );
+        assert_eq!(code(fx.host.reject(&approval.id)), ErrorCode::ApprovalNotPending);
         assert_eq!(fx.row(&approval.id), rejected);
         // A revision is a new turn and a new artifact.
         let turn = fx
@@ -487,7 +477,7 @@ mod lifecycle {
             &fx.host
                 .tool_calls(
                     &SessionId::from("s1"),
-                    &turn.turn_id(),
+                    &turn.turn_id,
                     vec![submit("c2", "# v2\n")],
                 )
                 .unwrap(),
@@ -508,7 +498,7 @@ mod lifecycle {
         assert_eq!(row.execution_state, Some(ExecutionState::Interrupted));
         assert_eq!(row.error_code, Some(ErrorCode::ExecutionCancelled));
         assert_eq!(
-            code(fx.host.start_execution(&ExecutionId::from(&execution))),
+            code(fx.host.start_execution(&execution)),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
@@ -530,7 +520,7 @@ mod lifecycle {
             .host
             .tool_calls(
                 &SessionId::from("s1"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![call("w", "Write", json!({})), call("r", "Read", json!({}))],
             )
             .unwrap();
@@ -551,7 +541,7 @@ mod lifecycle {
         );
         assert!(
             fx.host
-                .complete_turn(&SessionId::from("s1"), &turn.turn_id())
+                .complete_turn(&SessionId::from("s1"), &turn.turn_id)
                 .unwrap()
                 .is_idle()
         );
@@ -637,7 +627,7 @@ mod submit_plan {
 
         let result = host.tool_calls(
             &SessionId::from("s1"),
-            &turn.turn_id(),
+            &turn.turn_id,
             vec![submit("c1", MARKDOWN)],
         );
 
@@ -749,7 +739,7 @@ mod submit_plan {
             .host
             .tool_calls(
                 &SessionId::from("agent"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("c", MARKDOWN)],
             )
             .unwrap();
@@ -784,7 +774,7 @@ mod submit_plan {
             .host
             .tool_calls(
                 &SessionId::from("unbound"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("c", MARKDOWN)],
             )
             .unwrap();
@@ -839,7 +829,7 @@ mod submit_plan {
     fn read_artifact_detects_missing_and_tampered_files() {
         let fx = Fixture::new();
         let (first, _) = fx.pending("s1");
-        fx.host.reject(&first.approval_id()).unwrap();
+        fx.host.reject(&first.id).unwrap();
         let turn = fx
             .host
             .start_turn(&SessionId::from("s1"), Origin::Interactive)
@@ -848,7 +838,7 @@ mod submit_plan {
             &fx.host
                 .tool_calls(
                     &SessionId::from("s1"),
-                    &turn.turn_id(),
+                    &turn.turn_id,
                     vec![submit("c", "# second\n")],
                 )
                 .unwrap(),
@@ -859,18 +849,12 @@ mod submit_plan {
         tampered[0] = b'!';
         std::fs::write(&path, &tampered).unwrap();
         assert_eq!(
-            code(fx.host.read_artifact(&first.approval_id())),
+            code(fx.host.read_artifact(&first.id)),
             ErrorCode::ArtifactIntegrityMismatch
         );
         std::fs::remove_file(&path).unwrap();
-        assert_eq!(
-            code(fx.host.read_artifact(&first.approval_id())),
-            ErrorCode::ArtifactMissing
-        );
-        assert_eq!(
-            fx.host.read_artifact(&second.approval_id()).unwrap().markdown,
-            "# second\n"
-        );
+        assert_eq!(code(fx.host.read_artifact(&first.id)), ErrorCode::ArtifactMissing);
+        assert_eq!(fx.host.read_artifact(&second.id).unwrap().markdown, "# second\n");
         assert_eq!(
             code(fx.host.read_artifact(&ApprovalId::from("approval-nope"))),
             ErrorCode::ApprovalNotFound
@@ -925,7 +909,7 @@ mod expiry {
         let (b, _) = fx.pending("s2");
         fx.clock.advance(TTL + 5);
         assert_eq!(
-            fx.host.approval(&a.approval_id()).unwrap().approval.status,
+            fx.host.approval(&a.id).unwrap().approval.status,
             ApprovalStatus::Expired
         );
         let listed = fx
@@ -967,7 +951,7 @@ mod expiry {
         assert!(fx.host.expire_due().unwrap().is_empty());
         // A decided approval's deadline is not a deadline any more.
         let (c, _) = fx.pending("s3");
-        fx.host.reject(&c.approval_id()).unwrap();
+        fx.host.reject(&c.id).unwrap();
         assert_eq!(fx.host.next_deadline().unwrap(), None);
     }
 
@@ -979,11 +963,11 @@ mod expiry {
         fx.clock.advance(1000);
         let (b, _) = fx.pending("s2");
         fx.clock.set(a.expires_at - 1);
-        assert!(fx.host.approve(&c.approval_id(), PermissionMode::Ask).is_ok());
+        assert!(fx.host.approve(&c.id, PermissionMode::Ask).is_ok());
         fx.take_seen();
         fx.clock.set(a.expires_at);
         assert_eq!(
-            code(fx.host.approve(&a.approval_id(), PermissionMode::Auto)),
+            code(fx.host.approve(&a.id, PermissionMode::Auto)),
             ErrorCode::PlanApprovalTimeout
         );
         let row = fx.row(&a.id);
@@ -1003,20 +987,17 @@ mod expiry {
         );
         // Asking again after it expired is still a timeout, not "not pending".
         assert_eq!(
-            code(fx.host.approve(&a.approval_id(), PermissionMode::Auto)),
+            code(fx.host.approve(&a.id, PermissionMode::Auto)),
             ErrorCode::PlanApprovalTimeout
         );
         fx.clock.set(b.expires_at);
-        assert_eq!(
-            code(fx.host.reject(&b.approval_id())),
-            ErrorCode::PlanApprovalTimeout
-        );
+        assert_eq!(code(fx.host.reject(&b.id)), ErrorCode::PlanApprovalTimeout);
         assert_eq!(fx.row(&b.id).status, ApprovalStatus::Expired);
         // Without a permission mode past the deadline: the deadline wins.
         let (d, _) = fx.pending("s4");
         fx.clock.set(d.expires_at + 1);
         assert_eq!(
-            code(fx.host.approve_relayed(&d.approval_id(), None)),
+            code(fx.host.approve_relayed(&d.id, None)),
             ErrorCode::PlanApprovalTimeout
         );
     }
@@ -1064,7 +1045,7 @@ mod timer {
             .unwrap();
         approval_of(
             &host
-                .tool_calls(&SessionId::from(id), &turn.turn_id(), vec![submit("c", MARKDOWN)])
+                .tool_calls(&SessionId::from(id), &turn.turn_id, vec![submit("c", MARKDOWN)])
                 .unwrap(),
         )
     }
@@ -1146,7 +1127,7 @@ mod timer {
         );
         assert_eq!(resolved.approval.decided_at, Some(approval.expires_at));
         assert!(plan_host::Clock::now_ms(&plan_host::SystemClock) >= approval.expires_at);
-        let row = host.approval(&approval.approval_id()).unwrap().approval;
+        let row = host.approval(&approval.id).unwrap().approval;
         assert_eq!(row.status, ApprovalStatus::Expired);
     }
 
@@ -1310,7 +1291,7 @@ mod busy {
         }
         assert!(
             fx.host
-                .complete_turn(&SessionId::from("turn"), &turn.turn_id())
+                .complete_turn(&SessionId::from("turn"), &turn.turn_id)
                 .unwrap()
                 .is_idle()
         );
@@ -1328,7 +1309,7 @@ mod busy {
         assert_eq!(
             code(fx.host.tool_calls(
                 &SessionId::from("pending"),
-                &TurnId::from(&plan_turn),
+                &plan_turn,
                 vec![submit("again", MARKDOWN)]
             )),
             ErrorCode::SessionBusy
@@ -1336,16 +1317,13 @@ mod busy {
         assert_eq!(
             code(fx.host.tool_calls(
                 &SessionId::from("pending"),
-                &TurnId::from(&plan_turn),
+                &plan_turn,
                 vec![call("r", "Read", json!({}))]
             )),
             ErrorCode::SessionBusy
         );
         assert_eq!(
-            code(
-                fx.host
-                    .complete_turn(&SessionId::from("pending"), &TurnId::from(&plan_turn))
-            ),
+            code(fx.host.complete_turn(&SessionId::from("pending"), &plan_turn)),
             ErrorCode::SessionBusy
         );
         assert_eq!(
@@ -1359,7 +1337,7 @@ mod busy {
         let (_, execution) = fx.queued("exec", PermissionMode::Ask);
         for running in [false, true] {
             if running {
-                fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
+                fx.host.start_execution(&execution).unwrap();
             }
             let state = fx.host.session(&SessionId::from("exec")).unwrap();
             let exec_turn = state.active_turn.clone().unwrap().turn_id;
@@ -1373,10 +1351,7 @@ mod busy {
             );
             assert_eq!(configure(&fx, "exec"), ErrorCode::SessionBusy);
             assert_eq!(
-                code(
-                    fx.host
-                        .complete_turn(&SessionId::from("exec"), &TurnId::from(&exec_turn))
-                ),
+                code(fx.host.complete_turn(&SessionId::from("exec"), &exec_turn)),
                 ErrorCode::SessionBusy
             );
             assert_eq!(fx.host.session(&SessionId::from("exec")).unwrap(), state);
@@ -1418,19 +1393,12 @@ mod restart {
         let (pending, _) = fx.pending("pending");
         let (queued, _) = fx.queued("queued", PermissionMode::AcceptEdits);
         let (running, running_execution) = fx.queued("running", PermissionMode::Auto);
-        fx.host
-            .start_execution(&ExecutionId::from(&running_execution))
-            .unwrap();
+        fx.host.start_execution(&running_execution).unwrap();
         let (_, done_execution) = fx.queued("done", PermissionMode::Ask);
-        fx.host
-            .start_execution(&ExecutionId::from(&done_execution))
-            .unwrap();
-        let done = fx
-            .host
-            .complete_execution(&ExecutionId::from(&done_execution))
-            .unwrap();
+        fx.host.start_execution(&done_execution).unwrap();
+        let done = fx.host.complete_execution(&done_execution).unwrap();
         let (rejected, _) = fx.pending("rejected");
-        let rejected = fx.host.reject(&rejected.approval_id()).unwrap().0;
+        let rejected = fx.host.reject(&rejected.id).unwrap().0;
         let before = fx.rows();
         let files = fx.files();
 
@@ -1485,26 +1453,20 @@ mod restart {
         assert_eq!(fx.host.next_deadline().unwrap(), None);
         assert!(fx.host.expire_due().unwrap().is_empty());
         assert_eq!(
-            code(
-                fx.host
-                    .start_execution(&ExecutionId::from(queued.execution_id.as_deref().unwrap()))
-            ),
+            code(fx.host.start_execution(queued.execution_id.as_ref().unwrap())),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.complete_execution(&ExecutionId::from(&running_execution))),
+            code(fx.host.complete_execution(&running_execution)),
             ErrorCode::ExecutionNotActive
         );
         assert_eq!(
-            code(fx.host.approve(&pending.approval_id(), PermissionMode::Ask)),
+            code(fx.host.approve(&pending.id, PermissionMode::Ask)),
             ErrorCode::ApprovalNotPending
         );
         assert!(fx.take_seen().is_empty());
         for approval in [&pending, &queued, &running] {
-            assert_eq!(
-                fx.host.read_artifact(&approval.approval_id()).unwrap().markdown,
-                MARKDOWN
-            );
+            assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, MARKDOWN);
         }
         // The user may start new turns: Plan again in the pending session, Agent in the others.
         assert_eq!(
@@ -1544,11 +1506,11 @@ mod restart {
             code(h.tool_calls(&SessionId::from("s1"), &TurnId::from("t"), vec![])),
             code(h.complete_turn(&SessionId::from("s1"), &TurnId::from("t"))),
             code(h.cancel_turn(&SessionId::from("s1"))),
-            code(h.approve(&approval.approval_id(), PermissionMode::Ask)),
-            code(h.reject(&approval.approval_id())),
-            code(h.approval(&approval.approval_id())),
+            code(h.approve(&approval.id, PermissionMode::Ask)),
+            code(h.reject(&approval.id)),
+            code(h.approval(&approval.id)),
             code(h.list_approvals(&ApprovalFilter::default())),
-            code(h.read_artifact(&approval.approval_id())),
+            code(h.read_artifact(&approval.id)),
             code(h.start_execution(&ExecutionId::from("e"))),
             code(h.complete_execution(&ExecutionId::from("e"))),
             code(h.shells()),
@@ -1997,24 +1959,16 @@ mod concurrency {
                             &fx.host
                                 .tool_calls(
                                     &SessionId::from(&id),
-                                    &turn.turn_id(),
+                                    &turn.turn_id,
                                     vec![submit("c", &markdown)],
                                 )
                                 .unwrap(),
                         );
-                        let (approved, _) = fx
-                            .host
-                            .approve(&approval.approval_id(), PermissionMode::Auto)
-                            .unwrap();
+                        let (approved, _) = fx.host.approve(&approval.id, PermissionMode::Auto).unwrap();
                         let execution = approved.execution_id.unwrap();
-                        fx.host.start_execution(&ExecutionId::from(&execution)).unwrap();
-                        fx.host
-                            .complete_execution(&ExecutionId::from(&execution))
-                            .unwrap();
-                        assert_eq!(
-                            fx.host.read_artifact(&approval.approval_id()).unwrap().markdown,
-                            markdown
-                        );
+                        fx.host.start_execution(&execution).unwrap();
+                        fx.host.complete_execution(&execution).unwrap();
+                        assert_eq!(fx.host.read_artifact(&approval.id).unwrap().markdown, markdown);
                     }
                 });
             }
@@ -2036,9 +1990,9 @@ mod concurrency {
                     let id = approval.id.clone();
                     scope.spawn(move || {
                         let result = if thread % 2 == 0 {
-                            fx.host.approve(&ApprovalId::from(&id), PermissionMode::Ask)
+                            fx.host.approve(&id, PermissionMode::Ask)
                         } else {
-                            fx.host.reject(&ApprovalId::from(&id))
+                            fx.host.reject(&id)
                         };
                         result.map(|(row, _)| row).map_err(|error| error.code())
                     })
@@ -2095,7 +2049,7 @@ mod ordering {
             }
         }));
         std::thread::scope(|scope| {
-            let rejecting = scope.spawn(|| fx.host.reject(&approval.approval_id()).unwrap());
+            let rejecting = scope.spawn(|| fx.host.reject(&approval.id).unwrap());
             blocked_rx.recv_timeout(Duration::from_secs(20)).unwrap();
             // Commits after the rejection, while its notifications are being delivered.
             let turn = fx
@@ -2116,7 +2070,7 @@ mod ordering {
                         .active_turn
                         .as_ref()
                         .map(|turn| turn.turn_id.clone()),
-                    Some(turn.turn_id.clone()),
+                    Some(turn.turn_id.to_string()),
                     "the last session/changed must describe the session after the later commit"
                 ),
                 other => panic!("unexpected {other:?}"),
@@ -2197,7 +2151,7 @@ mod review {
     fn verify_and_diff_through_the_host_and_the_dispatcher() {
         let fx = Fixture::new();
         let (first, turn) = fx.pending("s");
-        fx.host.reject(&first.approval_id()).unwrap();
+        fx.host.reject(&first.id).unwrap();
         fx.clock.advance(10);
         let turn2 = fx
             .host
@@ -2208,7 +2162,7 @@ mod review {
             .host
             .tool_calls(
                 &SessionId::from("s"),
-                &turn2.turn_id(),
+                &turn2.turn_id,
                 vec![submit("c2", "# Revised\n")],
             )
             .unwrap();
@@ -2218,16 +2172,21 @@ mod review {
         let one = fx.host.verify(&VerifyScope::Approval(second.id.clone())).unwrap();
         assert!(one.ok(), "{one:?}");
         assert_eq!(one.artifacts[0].result, ArtifactCheck::Ok);
-        let session = fx.host.verify(&VerifyScope::Session("s".to_owned())).unwrap();
+        let session = fx.host.verify(&VerifyScope::Session("s".into())).unwrap();
         assert!(!session.ok());
         assert_eq!(session.orphans.len(), 1);
 
-        let diff = fx.host.diff(&second.approval_id(), None).unwrap();
-        assert_eq!(diff.against_approval_id.as_deref(), Some(first.id.as_str()));
+        let diff = fx.host.diff(&second.id, None).unwrap();
+        assert_eq!(diff.against_approval_id, Some(first.id.clone()));
         assert!(diff.unified.as_deref().unwrap().contains("+# Revised\n"));
 
         let mut serve = connection(&fx);
-        let wire = answer(&mut serve, 3, "plan/verify", json!({"approvalId": second.id}));
+        let wire = answer(
+            &mut serve,
+            3,
+            "plan/verify",
+            json!({"approvalId": second.id.as_str()}),
+        );
         assert_eq!(wire["result"]["ok"], true, "{wire}");
         assert_eq!(wire["result"]["orphans"], json!([]));
         let wire = answer(&mut serve, 4, "plan/verify", json!({"sessionId": "s"}));
@@ -2237,13 +2196,18 @@ mod review {
             &mut serve,
             5,
             "plan/verify",
-            json!({"sessionId": "s", "approvalId": second.id}),
+            json!({"sessionId": "s", "approvalId": second.id.as_str()}),
         );
         assert_eq!(wire["error"]["data"]["code"], "INVALID_PARAMS");
-        let wire = answer(&mut serve, 6, "plan/diff", json!({"approvalId": first.id}));
+        let wire = answer(
+            &mut serve,
+            6,
+            "plan/diff",
+            json!({"approvalId": first.id.as_str()}),
+        );
         assert_eq!(
             wire["result"],
-            json!({"approvalId": first.id, "againstApprovalId": null, "identical": false, "unified": null})
+            json!({"approvalId": first.id.as_str(), "againstApprovalId": null, "identical": false, "unified": null})
         );
         let wire = answer(&mut serve, 7, "plan/diff", json!({"approvalId": "nope"}));
         assert_eq!(wire["error"]["data"]["code"], "APPROVAL_NOT_FOUND");
@@ -2254,7 +2218,7 @@ mod review {
         let fx = Fixture::new();
         let (approval, _) = fx.pending("s");
         std::fs::remove_dir_all(&fx.workspace).unwrap();
-        let error = fx.host.read_artifact(&approval.approval_id()).unwrap_err();
+        let error = fx.host.read_artifact(&approval.id).unwrap_err();
         assert_eq!(error.code(), ErrorCode::ArtifactMissing, "{}", error.message());
         assert!(!error.message().contains("written"), "{}", error.message());
     }
@@ -2304,11 +2268,7 @@ mod edges {
         }
         // The first host's live approval was not fenced by either attempt.
         assert_eq!(fx.row(&approval.id).status, ApprovalStatus::Pending);
-        assert!(
-            fx.host
-                .approve(&approval.approval_id(), PermissionMode::Ask)
-                .is_ok()
-        );
+        assert!(fx.host.approve(&approval.id, PermissionMode::Ask).is_ok());
     }
 
     #[test]
@@ -2357,14 +2317,14 @@ mod edges {
                 .unwrap();
             approval_of(
                 &host
-                    .tool_calls(&SessionId::from(id), &turn.turn_id(), vec![submit("c", MARKDOWN)])
+                    .tool_calls(&SessionId::from(id), &turn.turn_id, vec![submit("c", MARKDOWN)])
                     .unwrap(),
             )
         };
         // Decided inside the window after a step back: never before createdAt.
         let early = pending("early");
         clock.set(T0 - 3_600_000);
-        let (approved, _) = host.approve(&early.approval_id(), PermissionMode::Ask).unwrap();
+        let (approved, _) = host.approve(&early.id, PermissionMode::Ask).unwrap();
         assert!(
             approved.decided_at.unwrap() >= approved.created_at,
             "decidedAt {:?} is before createdAt {}",
@@ -2379,10 +2339,10 @@ mod edges {
         clock.advance(ttl + 100);
         assert!(clock_now(&clock) < late.expires_at);
         assert_eq!(
-            code(host.approve(&late.approval_id(), PermissionMode::Ask)),
+            code(host.approve(&late.id, PermissionMode::Ask)),
             ErrorCode::PlanApprovalTimeout
         );
-        let row = host.approval(&late.approval_id()).unwrap().approval;
+        let row = host.approval(&late.id).unwrap().approval;
         assert_eq!(row.status, ApprovalStatus::Expired);
         // expiresAt never moves, and the record is the deadline itself.
         assert_eq!(row.expires_at, late.expires_at);
@@ -2419,11 +2379,7 @@ mod edges {
             .unwrap();
         let approval = approval_of(
             &host
-                .tool_calls(
-                    &SessionId::from("s"),
-                    &turn.turn_id(),
-                    vec![submit("c", MARKDOWN)],
-                )
+                .tool_calls(&SessionId::from("s"), &turn.turn_id, vec![submit("c", MARKDOWN)])
                 .unwrap(),
         );
         clock.set(T0 - 3_600_000);
@@ -2431,12 +2387,12 @@ mod edges {
         // The wall clock is nowhere near expiresAt; the timer must act on
         // the elapsed monotonic time (bounded poll, not a speed check).
         let deadline = Instant::now() + Duration::from_secs(20);
-        while host.approval(&approval.approval_id()).unwrap().approval.status == ApprovalStatus::Pending {
+        while host.approval(&approval.id).unwrap().approval.status == ApprovalStatus::Pending {
             assert!(Instant::now() < deadline, "the approval never expired");
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(
-            host.approval(&approval.approval_id()).unwrap().approval.status,
+            host.approval(&approval.id).unwrap().approval.status,
             ApprovalStatus::Expired
         );
     }
@@ -2456,7 +2412,7 @@ mod edges {
             .host
             .tool_calls(
                 &SessionId::from("blocked"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("c1", MARKDOWN)],
             )
             .unwrap();
@@ -2474,7 +2430,7 @@ mod edges {
             .host
             .tool_calls(
                 &SessionId::from("blocked"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("c2", MARKDOWN)],
             )
             .unwrap();

@@ -4,8 +4,8 @@
 //! files are played by this example: it prints the effects it would carry out.
 
 use plan_core::{
-    Artifact, BootEpoch, Context, Effect, Event, Limits, Mode, Origin, PermissionMode, Reply, Session,
-    SessionState, ToolCall, Transition, handle, startup_fence,
+    Artifact, BootEpoch, Context, Effect, Event, ExecutionId, Limits, Mode, Origin, PermissionMode, Reply,
+    Session, SessionState, ToolCall, Transition, handle, startup_fence,
 };
 use serde_json::json;
 
@@ -56,7 +56,7 @@ fn describe(reply: &Reply) -> String {
         Reply::Decided(approval) => format!("approval {} is {}", approval.id, approval.status),
         Reply::ExecutionChanged(approval) => format!(
             "execution {} is {}",
-            approval.execution_id.as_deref().unwrap_or("?"),
+            approval.execution_id.as_ref().map_or("?", ExecutionId::as_str),
             approval.execution_state.map_or("none", |state| state.as_str())
         ),
         Reply::SessionUpdated => "session updated".to_owned(),
@@ -115,7 +115,7 @@ fn main() {
         now,
         "a person starts a Plan turn",
         Event::StartTurn {
-            turn_id: "turn-1".to_owned(),
+            turn_id: "turn-1".into(),
             origin: Origin::Interactive,
         },
     );
@@ -129,7 +129,7 @@ fn main() {
         now,
         "the agent reads and tries to write",
         Event::ToolCalls {
-            turn_id: "turn-1".to_owned(),
+            turn_id: "turn-1".into(),
             calls: vec![tool("Read", json!({})), tool("Write", json!({}))],
         },
     );
@@ -138,7 +138,7 @@ fn main() {
         now,
         "the agent submits its plan",
         Event::ToolCalls {
-            turn_id: "turn-1".to_owned(),
+            turn_id: "turn-1".into(),
             calls: vec![tool(
                 "SubmitPlan",
                 json!({"title": "Split the parser", "markdown": "# Plan\n\n1. Split.\n", "question": "Proceed?"}),
@@ -156,7 +156,7 @@ fn main() {
         "the host reports the durable artifact",
         Event::ArtifactWritten {
             request,
-            approval_id: "approval-1".to_owned(),
+            approval_id: "approval-1".into(),
             artifact: Artifact {
                 path: ".pi/plan/split-the-parser.md".to_owned(),
                 sha256: "0".repeat(64),
@@ -174,8 +174,8 @@ fn main() {
             Event::Approve {
                 approval,
                 permission_mode: Some(PermissionMode::AcceptEdits),
-                execution_id: "execution-1".to_owned(),
-                execution_turn_id: "turn-2".to_owned(),
+                execution_id: "execution-1".into(),
+                execution_turn_id: "turn-2".into(),
             },
         );
     }
@@ -184,7 +184,7 @@ fn main() {
         now + 10,
         "the execution starts",
         Event::StartExecution {
-            execution_id: "execution-1".to_owned(),
+            execution_id: "execution-1".into(),
             epoch,
         },
     );
@@ -203,7 +203,7 @@ fn main() {
         now + 30,
         "a stale report from the old process",
         Event::StartExecution {
-            execution_id: "execution-1".to_owned(),
+            execution_id: "execution-1".into(),
             epoch,
         },
     );
@@ -213,7 +213,7 @@ fn main() {
         now + 40,
         "a scheduled task tries a Plan run",
         Event::StartTurn {
-            turn_id: "turn-3".to_owned(),
+            turn_id: "turn-3".into(),
             origin: Origin::Scheduled,
         },
     );

@@ -9,9 +9,9 @@
 //! plan-exec. There is no weaker fallback for a sandbox: a Plan command gets
 //! [`Sandbox::ReadOnly`] or does not run.
 
-use crate::ErrorCode;
 use crate::model::{ActiveTurn, Mode, PermissionMode, TurnKind, UnixMs};
 use crate::session::normalize_workspace_root;
+use crate::{ErrorCode, SessionId, TurnId};
 
 /// The tool name the host runs as a command.
 pub const BASH: &str = "Bash";
@@ -250,9 +250,9 @@ pub fn sandbox_for(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandRequest {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turn the command belongs to.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The tool call.
     pub call_id: String,
     /// The session's normalized workspace root.
@@ -292,9 +292,9 @@ pub struct CommandRun {
     /// The tool call id.
     pub call_id: String,
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The command text.
     pub command: String,
     /// Workspace-relative working directory.

@@ -90,9 +90,9 @@ mod tests {
 
     fn pending(created_at: UnixMs, expires_at: UnixMs) -> PlanApproval {
         PlanApproval {
-            id: "a".to_owned(),
-            session_id: "s".to_owned(),
-            turn_id: "t".to_owned(),
+            id: "a".into(),
+            session_id: "s".into(),
+            turn_id: "t".into(),
             title: String::new(),
             question: String::new(),
             artifact: None,

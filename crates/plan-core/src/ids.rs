@@ -4,11 +4,37 @@
 //! They are plain strings underneath (the wire and the database store them
 //! as text), convert from and to `String` and `&str` freely, and carry no
 //! rule of their own: whether an id names anything is decided where it is
-//! looked up. The rows of the model keep `String` fields; their typed
-//! accessors ([`Session::session_id`], [`PlanApproval::approval_id`], …)
-//! hand out these types.
-
-use crate::model::{ActiveTurn, PlanApproval, Session};
+//! looked up. The records of the model hold them in their id fields
+//! ([`crate::Session::id`], [`crate::PlanApproval::session_id`], …), so an id
+//! read from a record keeps its kind wherever it is passed:
+//!
+//! ```compile_fail,E0308
+//! use plan_core::{PlanApproval, SessionId};
+//!
+//! fn open_session(id: &SessionId) -> &str {
+//!     id.as_str()
+//! }
+//!
+//! fn open_owner(approval: &PlanApproval) -> &str {
+//!     // An approval's own id is not its session's id.
+//!     open_session(&approval.id)
+//! }
+//! ```
+//!
+//! The same call with the field that names the session compiles:
+//!
+//! ```
+//! use plan_core::{PlanApproval, SessionId};
+//!
+//! fn open_session(id: &SessionId) -> &str {
+//!     id.as_str()
+//! }
+//!
+//! fn open_owner(approval: &PlanApproval) -> &str {
+//!     open_session(&approval.session_id)
+//! }
+//! # let _ = open_owner;
+//! ```
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $example:literal) => {
@@ -21,6 +47,7 @@ macro_rules! id_type {
         #[doc = concat!("assert_eq!(id.as_str(), \"", $example, "\");")]
         #[doc = concat!("assert_eq!(id.to_string(), \"", $example, "\");")]
         #[doc = concat!("assert_eq!(id, \"", $example, "\");")]
+        #[doc = concat!("assert_eq!(\"", $example, "\", id);")]
         #[doc = concat!("assert_eq!(String::from(id), \"", $example, "\");")]
         /// ```
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -102,6 +129,24 @@ macro_rules! id_type {
                 &self.0 == other
             }
         }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, other: &$name) -> bool {
+                self == other.0
+            }
+        }
+
+        impl PartialEq<$name> for &str {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
     };
 }
 
@@ -125,53 +170,3 @@ id_type!(
     ExecutionId,
     "execution-1"
 );
-
-impl Session {
-    /// The session's id, typed.
-    ///
-    /// ```
-    /// let session = plan_core::Session::new("s1", None);
-    /// assert_eq!(session.session_id(), "s1");
-    /// ```
-    pub fn session_id(&self) -> SessionId {
-        SessionId::from(&self.id)
-    }
-}
-
-impl ActiveTurn {
-    /// The turn's id, typed.
-    ///
-    /// ```
-    /// use plan_core::{ActiveTurn, BootEpoch, Mode, Origin, TurnKind};
-    ///
-    /// let turn = ActiveTurn::new("t1".to_owned(), Mode::Plan, Origin::Interactive, TurnKind::Prompt, BootEpoch(1));
-    /// assert_eq!(turn.turn_id(), "t1");
-    /// ```
-    pub fn turn_id(&self) -> TurnId {
-        TurnId::from(&self.turn_id)
-    }
-}
-
-impl PlanApproval {
-    /// The approval's id, typed. The rules test
-    /// `typed_ids_name_the_rows_they_come_from` shows these accessors on an
-    /// approved row.
-    pub fn approval_id(&self) -> ApprovalId {
-        ApprovalId::from(&self.id)
-    }
-
-    /// The owning session's id, typed.
-    pub fn session_id(&self) -> SessionId {
-        SessionId::from(&self.session_id)
-    }
-
-    /// The id of the Plan turn that submitted it, typed.
-    pub fn turn_id(&self) -> TurnId {
-        TurnId::from(&self.turn_id)
-    }
-
-    /// The execution's id once approved, typed.
-    pub fn execution_id(&self) -> Option<ExecutionId> {
-        self.execution_id.as_ref().map(ExecutionId::from)
-    }
-}

@@ -15,7 +15,7 @@ use crate::model::{
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
 use crate::tools::{ToolClass, classify, parse_submit_plan_input};
-use crate::{ErrorCode, Session};
+use crate::{ApprovalId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
 
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,14 +63,14 @@ pub enum Event {
     /// A prompt starts a turn in the session's current mode.
     StartTurn {
         /// Fresh turn id.
-        turn_id: String,
+        turn_id: TurnId,
         /// Interactive or scheduled.
         origin: Origin,
     },
     /// The assistant asks to run a batch of tool calls in a turn.
     ToolCalls {
         /// The turn the batch belongs to.
-        turn_id: String,
+        turn_id: TurnId,
         /// The batch, in order.
         calls: Vec<ToolCall>,
     },
@@ -79,7 +79,7 @@ pub enum Event {
         /// The request that was carried out.
         request: ArtifactRequest,
         /// Fresh approval id.
-        approval_id: String,
+        approval_id: ApprovalId,
         /// Path, SHA-256 and size of the bytes written.
         artifact: Artifact,
     },
@@ -97,9 +97,9 @@ pub enum Event {
         /// The explicitly selected mode.
         permission_mode: Option<PermissionMode>,
         /// Fresh execution id.
-        execution_id: String,
+        execution_id: ExecutionId,
         /// Fresh turn id for the execution turn.
-        execution_turn_id: String,
+        execution_turn_id: TurnId,
     },
     /// A person rejects.
     Reject {
@@ -116,21 +116,21 @@ pub enum Event {
     /// The active prompt turn finished.
     CompleteTurn {
         /// The turn that finished.
-        turn_id: String,
+        turn_id: TurnId,
     },
     /// A person cancels the active turn.
     CancelTurn,
     /// The execution turn reports that it started working.
     StartExecution {
         /// The execution.
-        execution_id: String,
+        execution_id: ExecutionId,
         /// The epoch of the process that reports.
         epoch: BootEpoch,
     },
     /// The execution turn reports that it finished.
     CompleteExecution {
         /// The execution.
-        execution_id: String,
+        execution_id: ExecutionId,
         /// The epoch of the process that reports.
         epoch: BootEpoch,
     },
@@ -138,7 +138,7 @@ pub enum Event {
     /// (`command/start`).
     StartCommand {
         /// The turn the call belongs to.
-        turn_id: String,
+        turn_id: TurnId,
         /// The Bash call.
         call_id: String,
         /// The Bash input `{command, timeoutMs?, cwd?}`.
@@ -166,9 +166,9 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactRequest {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The Plan turn.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The SubmitPlan call.
     pub call_id: String,
     /// The session's absolute workspace root.
@@ -394,7 +394,7 @@ fn apply(
 fn start_turn(
     state: &mut SessionState,
     context: &Context,
-    turn_id: String,
+    turn_id: TurnId,
     origin: Origin,
 ) -> Result<Reply, ErrorCode> {
     // Unattended Plan work is refused before anything else is looked at, so
@@ -420,13 +420,13 @@ fn start_turn(
 /// Finds the active turn named `turn_id`, refusing while an approval is pending.
 fn active_turn_named<'state>(
     state: &'state SessionState,
-    turn_id: &str,
+    turn_id: &TurnId,
 ) -> Result<&'state ActiveTurn, ErrorCode> {
     if state.pending_approval.is_some() {
         return Err(ErrorCode::SessionBusy);
     }
     match &state.active_turn {
-        Some(turn) if turn.turn_id == turn_id => Ok(turn),
+        Some(turn) if turn.turn_id == *turn_id => Ok(turn),
         Some(_) | None => Err(ErrorCode::TurnNotActive),
     }
 }
@@ -434,7 +434,7 @@ fn active_turn_named<'state>(
 fn tool_calls(
     state: &mut SessionState,
     context: &Context,
-    turn_id: &str,
+    turn_id: &TurnId,
     calls: Vec<ToolCall>,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
@@ -557,7 +557,7 @@ fn command_request(
 fn start_command(
     state: &mut SessionState,
     context: &Context,
-    turn_id: &str,
+    turn_id: &TurnId,
     call_id: String,
     input: &serde_json::Value,
 ) -> Result<Reply, ErrorCode> {
@@ -684,7 +684,7 @@ fn artifact_written(
     state: &mut SessionState,
     context: &Context,
     request: ArtifactRequest,
-    approval_id: String,
+    approval_id: ApprovalId,
     artifact: Artifact,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
@@ -759,8 +759,8 @@ fn approve(
     context: &Context,
     approval: &PlanApproval,
     permission_mode: Option<PermissionMode>,
-    execution_id: String,
-    execution_turn_id: String,
+    execution_id: ExecutionId,
+    execution_turn_id: TurnId,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     let pending = pending_for_decision(state, context, approval)?;
@@ -856,7 +856,7 @@ fn configure(
     Ok(Reply::SessionUpdated)
 }
 
-fn complete_turn(state: &mut SessionState, turn_id: &str) -> Result<Reply, ErrorCode> {
+fn complete_turn(state: &mut SessionState, turn_id: &TurnId) -> Result<Reply, ErrorCode> {
     let turn = active_turn_named(state, turn_id)?;
     if turn.has_running_command() {
         return Err(ErrorCode::SessionBusy);
@@ -908,7 +908,7 @@ fn cancel_turn(
 fn advance_execution(
     state: &mut SessionState,
     context: &Context,
-    execution_id: &str,
+    execution_id: &ExecutionId,
     reporter_epoch: BootEpoch,
     from: ExecutionState,
     to: ExecutionState,
@@ -917,7 +917,7 @@ fn advance_execution(
     let Some(live) = state.live_execution.as_ref() else {
         return Err(ErrorCode::ExecutionNotActive);
     };
-    if live.execution_id.as_deref() != Some(execution_id) {
+    if live.execution_id.as_ref() != Some(execution_id) {
         return Err(ErrorCode::ExecutionNotActive);
     }
     let turn_epoch = state.active_turn.as_ref().map(|turn| turn.epoch);

@@ -5,8 +5,8 @@
 //! their canonical wire strings, and they know nothing of SQL or JSON-RPC:
 //! storage and protocol convert to and from them.
 
-use crate::ErrorCode;
 use crate::commands::{CommandOptions, TurnCommand, TurnCommandStatus};
+use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 
 /// Unix epoch milliseconds, the only time unit of the checkpoint.
 pub type UnixMs = i64;
@@ -159,7 +159,7 @@ pub struct BootEpoch(pub u64);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
     /// Session id.
-    pub id: String,
+    pub id: SessionId,
     /// Absolute workspace root; `None` when the session is not project-bound.
     pub workspace_root: Option<String>,
     /// Agent or Plan.
@@ -176,7 +176,7 @@ pub struct Session {
 
 impl Session {
     /// A new idle session with the defaults: Agent mode, `ask`.
-    pub fn new(id: impl Into<String>, workspace_root: Option<String>) -> Session {
+    pub fn new(id: impl Into<SessionId>, workspace_root: Option<String>) -> Session {
         Session {
             id: id.into(),
             workspace_root,
@@ -194,7 +194,7 @@ impl Session {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ActiveTurn {
     /// Turn id.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// The session mode the turn runs in.
     pub mode: Mode,
     /// Who started it.
@@ -210,7 +210,7 @@ pub struct ActiveTurn {
 
 impl ActiveTurn {
     /// A turn with no commands yet.
-    pub fn new(turn_id: String, mode: Mode, origin: Origin, kind: TurnKind, epoch: BootEpoch) -> ActiveTurn {
+    pub fn new(turn_id: TurnId, mode: Mode, origin: Origin, kind: TurnKind, epoch: BootEpoch) -> ActiveTurn {
         ActiveTurn {
             turn_id,
             mode,
@@ -253,11 +253,11 @@ pub struct Artifact {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanApproval {
     /// Approval id.
-    pub id: String,
+    pub id: ApprovalId,
     /// Owning session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The Plan turn that submitted it.
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// SubmitPlan `title`.
     pub title: String,
     /// SubmitPlan `question`.
@@ -277,7 +277,7 @@ pub struct PlanApproval {
     /// Set only by Approve.
     pub permission_mode: Option<PermissionMode>,
     /// Set only by Approve.
-    pub execution_id: Option<String>,
+    pub execution_id: Option<ExecutionId>,
     /// `None` unless approved.
     pub execution_state: Option<ExecutionState>,
 }

@@ -5,15 +5,15 @@
 //! rules of the report live here: which scopes look for orphan files, which
 //! findings are problems, when a report is ok. Nothing here reads anything.
 
-use crate::ErrorCode;
+use crate::{ApprovalId, ErrorCode, SessionId};
 
 /// What `plan/verify` checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VerifyScope {
     /// One approval, and nothing else.
-    Approval(String),
+    Approval(ApprovalId),
     /// Every approval of a session, and its workspace's orphan files.
-    Session(String),
+    Session(SessionId),
     /// Every approval and every workspace.
     Everything,
 }
@@ -21,7 +21,10 @@ pub enum VerifyScope {
 impl VerifyScope {
     /// The scope the optional ids of a request name: at most one of them
     /// (`INVALID_PARAMS` for both); neither means everything.
-    pub fn select(approval_id: Option<String>, session_id: Option<String>) -> Result<VerifyScope, ErrorCode> {
+    pub fn select(
+        approval_id: Option<ApprovalId>,
+        session_id: Option<SessionId>,
+    ) -> Result<VerifyScope, ErrorCode> {
         match (approval_id, session_id) {
             (Some(_), Some(_)) => Err(ErrorCode::InvalidParams),
             (Some(approval_id), None) => Ok(VerifyScope::Approval(approval_id)),
@@ -90,7 +93,7 @@ impl ArtifactCheck {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArtifactVerification {
     /// The approval.
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// What was found.
     pub result: ArtifactCheck,
     /// The canonical code of a problem.
@@ -193,9 +196,9 @@ impl VerifyTally {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanDiff {
     /// The approval compared.
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// What it was compared with; `None` for a session's first submission.
-    pub against_approval_id: Option<String>,
+    pub against_approval_id: Option<ApprovalId>,
     /// Whether the two texts are byte for byte the same (false when there
     /// is nothing to compare with).
     pub identical: bool,

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::{ErrorCode, Mode, PermissionMode, Session};
+use crate::{ErrorCode, Mode, PermissionMode, Session, SessionId};
 
 /// Why a workspace root or a session id is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,12 +86,13 @@ pub fn normalize_workspace_root(root: &str) -> Result<String, SessionRefusal> {
 /// a workspace root is stored normalized. `None` for mode or permission mode
 /// takes the defaults (Agent, `ask`).
 pub fn new_session(
-    id: String,
+    id: impl Into<SessionId>,
     workspace_root: Option<&str>,
     mode: Option<Mode>,
     permission_mode: Option<PermissionMode>,
 ) -> Result<Session, SessionRefusal> {
-    if id.is_empty() {
+    let id = id.into();
+    if id.as_str().is_empty() {
         return Err(SessionRefusal::EmptySessionId);
     }
     let workspace_root = workspace_root.map(normalize_workspace_root).transpose()?;

@@ -51,7 +51,7 @@ fn started(state: &SessionState) -> SessionState {
         state,
         T0,
         Event::StartTurn {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             origin: Origin::Interactive,
         },
     )
@@ -68,7 +68,7 @@ fn tool_results(state: &SessionState, calls: Vec<ToolCall>) -> (Vec<plan_core::T
         state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls,
         },
     );
@@ -139,7 +139,7 @@ fn pending_state() -> (SessionState, ArtifactRequest) {
         &state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -152,7 +152,7 @@ fn pending_state() -> (SessionState, ArtifactRequest) {
         T0,
         Event::ArtifactWritten {
             request: request.clone(),
-            approval_id: "a1".to_owned(),
+            approval_id: "a1".into(),
             artifact: artifact(),
         },
     );
@@ -170,8 +170,8 @@ fn approve(state: &SessionState, now: i64, mode: Option<PermissionMode>) -> Tran
         Event::Approve {
             approval: pending_row(state),
             permission_mode: mode,
-            execution_id: "x1".to_owned(),
-            execution_turn_id: "t-exec".to_owned(),
+            execution_id: "x1".into(),
+            execution_turn_id: "t-exec".into(),
         },
     )
 }
@@ -256,7 +256,7 @@ fn submit_plan_with_another_call_refuses_the_whole_batch() {
         &state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![tool("Read"), submit_call(plan_input())],
         },
     );
@@ -279,7 +279,7 @@ fn tool_calls_without_an_active_turn_are_turn_not_active() {
         &state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t-none".to_owned(),
+            turn_id: "t-none".into(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -294,7 +294,7 @@ fn agent_turn_delegates_tools_with_the_session_permission_mode() {
         &SessionState::idle(session),
         T0,
         Event::StartTurn {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             origin: Origin::Scheduled,
         },
     );
@@ -327,7 +327,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
             &state,
             &context(T0),
             Event::ToolCalls {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 calls: vec![submit_call(input.clone())],
             },
         );
@@ -392,7 +392,7 @@ fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
             &state,
             &context(T0),
             Event::ToolCalls {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 calls: vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
@@ -446,7 +446,7 @@ fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
                 limits,
             },
             Event::ToolCalls {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 calls: vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
@@ -485,15 +485,15 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
         &state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![submit_call(plan_input())],
         },
     );
     assert_eq!(
         transition.effects,
         [Effect::WriteArtifact(ArtifactRequest {
-            session_id: "s1".to_owned(),
-            turn_id: "t1".to_owned(),
+            session_id: "s1".into(),
+            turn_id: "t1".into(),
             call_id: "c-submit".to_owned(),
             workspace_root: "/home/dev/project".to_owned(),
             title: "Split the parser".to_owned(),
@@ -527,7 +527,7 @@ fn failed_artifact_write_creates_no_approval_and_keeps_the_turn() {
         &state,
         &context(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![submit_call(plan_input())],
         },
     )
@@ -581,7 +581,7 @@ fn approve_switches_to_agent_with_the_mode_and_queues_one_execution() {
         };
         assert_eq!(approved.status, ApprovalStatus::Approved);
         assert_eq!(approved.permission_mode, Some(mode));
-        assert_eq!(approved.execution_id.as_deref(), Some("x1"));
+        assert_eq!(approved.execution_id, Some("x1".into()));
         assert_eq!(approved.execution_state, Some(ExecutionState::Queued));
         assert_eq!(approved.decided_at, Some(T0 + 5));
         assert_eq!(approved.expires_at, before.expires_at);
@@ -643,8 +643,8 @@ fn reject_is_terminal_grants_no_mode_and_leaves_the_session_idle_in_plan() {
         Event::Approve {
             approval: rejected.clone(),
             permission_mode: Some(PermissionMode::Auto),
-            execution_id: "x2".to_owned(),
-            execution_turn_id: "t2".to_owned(),
+            execution_id: "x2".into(),
+            execution_turn_id: "t2".into(),
         },
     );
     assert_refused_unchanged(&transition.state, again, ErrorCode::ApprovalNotPending);
@@ -661,24 +661,22 @@ fn approval_actions_are_the_only_controls_while_pending() {
     let (state, _) = pending_state();
     let refusals = [
         Event::StartTurn {
-            turn_id: "t2".to_owned(),
+            turn_id: "t2".into(),
             origin: Origin::Interactive,
         },
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![tool("Read")],
         },
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![submit_call(plan_input())],
         },
         configure_event(ConfigChange {
             model: Some(Some("other".to_owned())),
             ..ConfigChange::default()
         }),
-        Event::CompleteTurn {
-            turn_id: "t1".to_owned(),
-        },
+        Event::CompleteTurn { turn_id: "t1".into() },
         Event::CancelTurn,
     ];
     for event in refusals {
@@ -729,8 +727,8 @@ fn approving_an_already_expired_row_is_plan_approval_timeout() {
         Event::Approve {
             approval: stored,
             permission_mode: Some(PermissionMode::Auto),
-            execution_id: "x".to_owned(),
-            execution_turn_id: "t".to_owned(),
+            execution_id: "x".into(),
+            execution_turn_id: "t".into(),
         },
     );
     assert_refused_unchanged(&expired_state, transition, ErrorCode::PlanApprovalTimeout);
@@ -768,7 +766,7 @@ fn deadline_uses_the_configured_ttl() {
         &state,
         &short(T0),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -780,7 +778,7 @@ fn deadline_uses_the_configured_ttl() {
         &short(T0 + 40),
         Event::ArtifactWritten {
             request: request.clone(),
-            approval_id: "a".to_owned(),
+            approval_id: "a".into(),
             artifact: artifact(),
         },
     );
@@ -796,7 +794,7 @@ fn execution_runs_queued_then_running_then_completed_and_ends_the_turn() {
         &state,
         &context(T0 + 2_000),
         Event::StartExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: EPOCH,
         },
     );
@@ -808,7 +806,7 @@ fn execution_runs_queued_then_running_then_completed_and_ends_the_turn() {
         &start.state,
         &context(T0 + 2_001),
         Event::StartExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: EPOCH,
         },
     );
@@ -817,7 +815,7 @@ fn execution_runs_queued_then_running_then_completed_and_ends_the_turn() {
         &start.state,
         &context(T0 + 3_000),
         Event::CompleteExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: EPOCH,
         },
     );
@@ -836,7 +834,7 @@ fn completing_a_queued_execution_is_not_active() {
         &state,
         &context(T0 + 2_000),
         Event::CompleteExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: EPOCH,
         },
     );
@@ -845,7 +843,7 @@ fn completing_a_queued_execution_is_not_active() {
         &state,
         &context(T0 + 2_000),
         Event::StartExecution {
-            execution_id: "x-other".to_owned(),
+            execution_id: "x-other".into(),
             epoch: EPOCH,
         },
     );
@@ -859,7 +857,7 @@ fn a_report_from_an_older_boot_epoch_is_refused() {
         &state,
         &context(T0 + 2_000),
         Event::StartExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: BootEpoch(EPOCH.0 - 1),
         },
     );
@@ -871,7 +869,7 @@ fn second_prompt_or_plan_run_or_configuration_while_executing_is_busy() {
     let state = approved_state(PermissionMode::Auto);
     for event in [
         Event::StartTurn {
-            turn_id: "t9".to_owned(),
+            turn_id: "t9".into(),
             origin: Origin::Interactive,
         },
         configure_event(ConfigChange {
@@ -883,7 +881,7 @@ fn second_prompt_or_plan_run_or_configuration_while_executing_is_busy() {
             ..ConfigChange::default()
         }),
         Event::CompleteTurn {
-            turn_id: "t-exec".to_owned(),
+            turn_id: "t-exec".into(),
         },
     ] {
         let transition = handle(&state, &context(T0 + 2_000), event);
@@ -915,7 +913,7 @@ fn second_prompt_during_an_active_turn_is_busy() {
         &state,
         &context(T0),
         Event::StartTurn {
-            turn_id: "t2".to_owned(),
+            turn_id: "t2".into(),
             origin: Origin::Interactive,
         },
     );
@@ -952,17 +950,11 @@ fn completing_a_prompt_turn_makes_the_session_idle() {
         &state,
         &context(T0),
         Event::CompleteTurn {
-            turn_id: "t-other".to_owned(),
+            turn_id: "t-other".into(),
         },
     );
     assert_refused_unchanged(&state, wrong, ErrorCode::TurnNotActive);
-    let done = step(
-        &state,
-        T0,
-        Event::CompleteTurn {
-            turn_id: "t1".to_owned(),
-        },
-    );
+    let done = step(&state, T0, Event::CompleteTurn { turn_id: "t1".into() });
     assert!(done.is_idle());
 }
 
@@ -975,7 +967,7 @@ fn scheduled_plan_run_is_refused_before_anything_else() {
         &idle,
         &context(T0),
         Event::StartTurn {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             origin: Origin::Scheduled,
         },
     );
@@ -986,7 +978,7 @@ fn scheduled_plan_run_is_refused_before_anything_else() {
         &pending,
         &context(T0 + 1),
         Event::StartTurn {
-            turn_id: "t2".to_owned(),
+            turn_id: "t2".into(),
             origin: Origin::Scheduled,
         },
     );
@@ -1008,7 +1000,7 @@ fn scheduled_agent_run_is_allowed_after_an_explicit_change_to_agent() {
         &agent,
         T0,
         Event::StartTurn {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             origin: Origin::Scheduled,
         },
     );
@@ -1023,13 +1015,13 @@ fn startup_fence_interrupts_pending_and_live_work_and_replays_nothing() {
     let pending_row = pending_row(&pending);
     let queued = approved_state(PermissionMode::Auto).live_execution.unwrap();
     let mut running = queued.clone();
-    running.id = "a-running".to_owned();
+    running.id = "a-running".into();
     running.execution_state = Some(ExecutionState::Running);
     let mut completed = queued.clone();
-    completed.id = "a-done".to_owned();
+    completed.id = "a-done".into();
     completed.execution_state = Some(ExecutionState::Completed);
     let mut rejected = pending_row.clone();
-    rejected.id = "a-rejected".to_owned();
+    rejected.id = "a-rejected".into();
     rejected.status = ApprovalStatus::Rejected;
     let rows = [
         pending_row.clone(),
@@ -1086,7 +1078,7 @@ fn after_a_restart_sessions_keep_their_modes_and_start_idle() {
         &restarted,
         T0 + 5_000,
         Event::StartTurn {
-            turn_id: "t-new".to_owned(),
+            turn_id: "t-new".into(),
             origin: Origin::Interactive,
         },
     );
@@ -1263,11 +1255,11 @@ fn due_approvals_and_the_next_deadline_across_sessions() {
     let (pending, _) = pending_state();
     let first = pending_row(&pending);
     let mut second = first.clone();
-    second.id = "a-2".to_owned();
-    second.session_id = "s-2".to_owned();
+    second.id = "a-2".into();
+    second.session_id = "s-2".into();
     second.expires_at = first.expires_at + 500;
     let mut decided = first.clone();
-    decided.id = "a-3".to_owned();
+    decided.id = "a-3".into();
     decided.status = ApprovalStatus::Approved;
     decided.expires_at = first.expires_at - 1_000;
     let rows = vec![decided, second.clone(), first.clone()];
@@ -1278,7 +1270,7 @@ fn due_approvals_and_the_next_deadline_across_sessions() {
         Some(first.expires_at)
     );
     assert_eq!(plan_core::next_deadline(&[], T0, unmeasured), None);
-    let due = |now: i64| -> Vec<String> {
+    let due = |now: i64| -> Vec<ApprovalId> {
         plan_core::due_approvals(&rows, now, unmeasured)
             .into_iter()
             .map(|row| row.id.clone())
@@ -1298,13 +1290,13 @@ fn due_approvals_and_the_next_deadline_across_sessions() {
 fn a_verification_names_at_most_one_scope_and_only_wide_scopes_look_for_orphans() {
     use plan_core::VerifyScope;
     assert_eq!(
-        VerifyScope::select(Some("a".to_owned()), Some("s".to_owned())),
+        VerifyScope::select(Some("a".into()), Some("s".into())),
         Err(ErrorCode::InvalidParams)
     );
-    let one = VerifyScope::select(Some("a".to_owned()), None).unwrap();
-    let session = VerifyScope::select(None, Some("s".to_owned())).unwrap();
+    let one = VerifyScope::select(Some("a".into()), None).unwrap();
+    let session = VerifyScope::select(None, Some("s".into())).unwrap();
     let everything = VerifyScope::select(None, None).unwrap();
-    assert_eq!(one, VerifyScope::Approval("a".to_owned()));
+    assert_eq!(one, VerifyScope::Approval("a".into()));
     assert!(!one.looks_for_orphans());
     assert!(session.looks_for_orphans());
     assert!(everything.looks_for_orphans());
@@ -1314,7 +1306,7 @@ fn a_verification_names_at_most_one_scope_and_only_wide_scopes_look_for_orphans(
 fn a_verification_is_ok_unless_an_artifact_is_bad_or_an_orphan_is_found() {
     use plan_core::{ArtifactCheck, ArtifactVerification, OrphanArtifact, SkippedWorkspace, VerifyReport};
     let check = |result: ArtifactCheck| ArtifactVerification {
-        approval_id: "a".to_owned(),
+        approval_id: "a".into(),
         result,
         error_code: None,
         detail: None,
@@ -1400,7 +1392,7 @@ mod commands {
             state,
             context,
             Event::ToolCalls {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 calls,
             },
         );
@@ -1435,7 +1427,7 @@ mod commands {
             state,
             context,
             Event::StartCommand {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 call_id: call_id.to_owned(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
             },
@@ -1595,7 +1587,7 @@ mod commands {
 
     impl ActiveTurnFixture {
         fn turn(mode: Mode, kind: TurnKind) -> plan_core::ActiveTurn {
-            plan_core::ActiveTurn::new("t1".to_owned(), mode, Origin::Interactive, kind, EPOCH)
+            plan_core::ActiveTurn::new("t1".into(), mode, Origin::Interactive, kind, EPOCH)
         }
     }
 
@@ -1608,8 +1600,8 @@ mod commands {
         assert_eq!(
             request,
             &CommandRequest {
-                session_id: "s1".to_owned(),
-                turn_id: "t1".to_owned(),
+                session_id: "s1".into(),
+                turn_id: "t1".into(),
                 call_id: "c1".to_owned(),
                 workspace_root: ROOT.to_owned(),
                 input: BashInput {
@@ -1679,13 +1671,7 @@ mod commands {
     #[test]
     fn the_turn_cannot_end_or_submit_while_a_command_runs() {
         let state = plan_turn_running();
-        let complete = handle(
-            &state,
-            &context(T0),
-            Event::CompleteTurn {
-                turn_id: "t1".to_owned(),
-            },
-        );
+        let complete = handle(&state, &context(T0), Event::CompleteTurn { turn_id: "t1".into() });
         assert_refused_unchanged(&state, complete, ErrorCode::SessionBusy);
         let (decisions, after) = run_batch(&state, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::SessionBusy)]);
@@ -1699,13 +1685,7 @@ mod commands {
         );
         let (decisions, _) = run_batch(&ended, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::WriteArtifact]);
-        step(
-            &ended,
-            T0,
-            Event::CompleteTurn {
-                turn_id: "t1".to_owned(),
-            },
-        );
+        step(&ended, T0, Event::CompleteTurn { turn_id: "t1".into() });
     }
 
     #[test]
@@ -1813,7 +1793,7 @@ mod commands {
             &agent,
             &sandboxed(),
             Event::StartCommand {
-                turn_id: "t2".to_owned(),
+                turn_id: "t2".into(),
                 call_id: "c1".to_owned(),
                 input: json!({"command": "ls"}),
             },
@@ -1823,7 +1803,7 @@ mod commands {
             &agent,
             &sandboxed(),
             Event::StartCommand {
-                turn_id: "t1".to_owned(),
+                turn_id: "t1".into(),
                 call_id: "c1".to_owned(),
                 input: json!({"command": ""}),
             },
@@ -1867,8 +1847,8 @@ mod commands {
     fn the_fence_interrupts_runs_that_never_ended_and_leaves_ended_ones() {
         let run = |call_id: &str, state| CommandRun {
             call_id: call_id.to_owned(),
-            session_id: "s1".to_owned(),
-            turn_id: "t1".to_owned(),
+            session_id: "s1".into(),
+            turn_id: "t1".into(),
             command: "sleep 100".to_owned(),
             cwd: ".".to_owned(),
             shell_id: "bash".to_owned(),
@@ -1902,16 +1882,22 @@ mod commands {
 fn typed_ids_name_the_rows_they_come_from() {
     let state = approved_state(PermissionMode::Ask);
     let approval = state.live_execution.clone().expect("a live execution");
-    assert_eq!(approval.approval_id(), approval.id.as_str());
-    assert_eq!(approval.session_id(), state.session.session_id());
-    assert_eq!(approval.turn_id(), approval.turn_id.as_str());
-    assert_eq!(approval.execution_id(), Some(ExecutionId::from("x1")));
+    // Each id field has its own type: the session a row names is the
+    // session's own id, and the execution got the id Approve carried.
+    let owner: &SessionId = &approval.session_id;
+    assert_eq!(*owner, state.session.id);
+    let submitted_by: &TurnId = &approval.turn_id;
+    assert_eq!(*submitted_by, pending_row(&pending_state().0).turn_id);
+    let id: &ApprovalId = &approval.id;
+    assert_eq!(*id, pending_row(&pending_state().0).id);
+    assert_eq!(approval.execution_id, Some(ExecutionId::from("x1")));
     let turn = state.active_turn.expect("the execution turn");
-    assert_eq!(turn.turn_id(), TurnId::from("t-exec"));
+    assert_eq!(turn.turn_id, TurnId::from("t-exec"));
     // Before approval there is no execution to name.
     let (pending, _) = pending_state();
-    assert_eq!(pending_row(&pending).execution_id(), None);
-    // Equal text, equal id; the types keep the kinds apart at compile time.
+    assert_eq!(pending_row(&pending).execution_id, None);
+    // Equal text, equal id; the types keep the kinds apart at compile time
+    // (the `compile_fail` example on the ids module shows a refused mix-up).
     assert_eq!(SessionId::from("a"), SessionId::new(String::from("a")));
     assert_eq!(ApprovalId::from("a").into_string(), "a");
 }

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 
 use plan_core::{
-    ApprovalStatus, Artifact, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event, ExecutionState,
-    Limits, Mode, Origin, PermissionMode, PlanApproval, Reply, Session, SessionState, ToolCall, ToolDecision,
-    TurnKind, handle, startup_fence,
+    ApprovalId, ApprovalStatus, Artifact, BootEpoch, ConfigChange, Context, Effect, ErrorCode, Event,
+    ExecutionId, ExecutionState, Limits, Mode, Origin, PermissionMode, PlanApproval, Reply, Session,
+    SessionState, ToolCall, ToolDecision, TurnId, TurnKind, handle, startup_fence,
 };
 use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
@@ -286,18 +286,18 @@ struct Harness {
     now: i64,
     epoch: BootEpoch,
     state: SessionState,
-    rows: BTreeMap<String, PlanApproval>,
-    first_deadline: BTreeMap<String, i64>,
+    rows: BTreeMap<ApprovalId, PlanApproval>,
+    first_deadline: BTreeMap<ApprovalId, i64>,
     next_id: u64,
     last_reply: Result<(), ErrorCode>,
 }
 
 impl Harness {
-    fn fresh(&mut self, prefix: &str) -> String {
+    fn fresh<Id: From<String>>(&mut self, prefix: &str) -> Id {
         self.next_id += 1;
         // Zero-padded, so ids sort by creation: `latest_row` breaks ties of
         // equal `created_at` by id, and "a-10" must sort after "a-2".
-        format!("{prefix}-{:06}", self.next_id)
+        Id::from(format!("{prefix}-{:06}", self.next_id))
     }
 
     fn context(&self) -> Context {
@@ -313,24 +313,24 @@ impl Harness {
             .values()
             // Ids carry a counter: compare its length first, so `a-12` is
             // newer than `a-9` when both were created in the same millisecond.
-            .max_by_key(|row| (row.created_at, row.id.len(), row.id.clone()))
+            .max_by_key(|row| (row.created_at, row.id.as_str().len(), row.id.clone()))
             .cloned()
     }
 
-    fn live_execution_id(&self) -> String {
+    fn live_execution_id(&self) -> ExecutionId {
         self.state
             .live_execution
             .as_ref()
             .and_then(|row| row.execution_id.clone())
-            .unwrap_or_else(|| "x-none".to_owned())
+            .unwrap_or_else(|| ExecutionId::from("x-none"))
     }
 
-    fn current_turn_id(&self) -> String {
+    fn current_turn_id(&self) -> TurnId {
         self.state
             .active_turn
             .as_ref()
             .map(|turn| turn.turn_id.clone())
-            .unwrap_or_else(|| "t-none".to_owned())
+            .unwrap_or_else(|| TurnId::from("t-none"))
     }
 
     /// Applies effects like storage: every update must match its guard.
@@ -448,9 +448,9 @@ impl Harness {
     fn decision_row(&self) -> PlanApproval {
         // Decide the latest row, as a person clicking the newest card would.
         self.latest_row().unwrap_or_else(|| PlanApproval {
-            id: "a-none".to_owned(),
+            id: "a-none".into(),
             session_id: self.state.session.id.clone(),
-            turn_id: "t-none".to_owned(),
+            turn_id: "t-none".into(),
             title: "t".to_owned(),
             question: "q".to_owned(),
             artifact: None,
@@ -714,16 +714,16 @@ mod commands {
             }
         }
 
-        fn fresh(&mut self, prefix: &str) -> String {
+        fn fresh<Id: From<String>>(&mut self, prefix: &str) -> Id {
             self.next_id += 1;
-            format!("{prefix}{}", self.next_id)
+            Id::from(format!("{prefix}{}", self.next_id))
         }
 
-        fn turn_id(&self) -> String {
+        fn turn_id(&self) -> TurnId {
             self.state
                 .active_turn
                 .as_ref()
-                .map_or_else(|| "t-none".to_owned(), |turn| turn.turn_id.clone())
+                .map_or_else(|| TurnId::from("t-none"), |turn| turn.turn_id.clone())
         }
 
         fn handle(&mut self, event: Event) -> Transition {
@@ -756,7 +756,7 @@ mod commands {
                 call_id.to_owned(),
                 CommandRun {
                     call_id: call_id.to_owned(),
-                    session_id: "s".to_owned(),
+                    session_id: "s".into(),
                     turn_id: self.turn_id(),
                     command: "true".to_owned(),
                     cwd: ".".to_owned(),
@@ -801,7 +801,7 @@ mod commands {
                 CommandStep::Bash(count, read) => {
                     let mut calls = Vec::new();
                     for _ in 0..count {
-                        let call_id = self.fresh("c");
+                        let call_id: String = self.fresh("c");
                         self.seen.push(call_id.clone());
                         calls.push(ToolCall {
                             call_id,

@@ -43,9 +43,9 @@ impl From<Artifact> for plan_core::Artifact {
 impl From<&plan_core::PlanApproval> for PlanApproval {
     fn from(approval: &plan_core::PlanApproval) -> Self {
         PlanApproval {
-            id: approval.id.clone(),
-            session_id: approval.session_id.clone(),
-            turn_id: approval.turn_id.clone(),
+            id: approval.id.to_string(),
+            session_id: approval.session_id.to_string(),
+            turn_id: approval.turn_id.to_string(),
             title: approval.title.clone(),
             question: approval.question.clone(),
             artifact: approval.artifact.as_ref().map(Artifact::from),
@@ -55,7 +55,7 @@ impl From<&plan_core::PlanApproval> for PlanApproval {
             expires_at: approval.expires_at,
             decided_at: approval.decided_at,
             permission_mode: approval.permission_mode.map(Into::into),
-            execution_id: approval.execution_id.clone(),
+            execution_id: approval.execution_id.as_ref().map(ToString::to_string),
             execution_state: approval.execution_state.map(Into::into),
         }
     }
@@ -64,9 +64,9 @@ impl From<&plan_core::PlanApproval> for PlanApproval {
 impl From<PlanApproval> for plan_core::PlanApproval {
     fn from(approval: PlanApproval) -> Self {
         plan_core::PlanApproval {
-            id: approval.id,
-            session_id: approval.session_id,
-            turn_id: approval.turn_id,
+            id: approval.id.into(),
+            session_id: approval.session_id.into(),
+            turn_id: approval.turn_id.into(),
             title: approval.title,
             question: approval.question,
             artifact: approval.artifact.map(Into::into),
@@ -76,7 +76,7 @@ impl From<PlanApproval> for plan_core::PlanApproval {
             expires_at: approval.expires_at,
             decided_at: approval.decided_at,
             permission_mode: approval.permission_mode.map(Into::into),
-            execution_id: approval.execution_id,
+            execution_id: approval.execution_id.map(Into::into),
             execution_state: approval.execution_state.map(Into::into),
         }
     }
@@ -86,7 +86,7 @@ impl From<PlanApproval> for plan_core::PlanApproval {
 impl From<&plan_core::ActiveTurn> for ActiveTurn {
     fn from(turn: &plan_core::ActiveTurn) -> Self {
         ActiveTurn {
-            turn_id: turn.turn_id.clone(),
+            turn_id: turn.turn_id.to_string(),
             mode: turn.mode.into(),
             origin: turn.origin.into(),
             kind: turn.kind.into(),
@@ -100,7 +100,7 @@ impl From<&plan_core::SessionState> for Session {
     fn from(state: &plan_core::SessionState) -> Self {
         let session = &state.session;
         Session {
-            session_id: session.id.clone(),
+            session_id: session.id.to_string(),
             workspace_root: session.workspace_root.clone(),
             mode: session.mode.into(),
             permission_mode: session.permission_mode.into(),
@@ -111,11 +111,11 @@ impl From<&plan_core::SessionState> for Session {
             pending_approval_id: state
                 .pending_approval
                 .as_ref()
-                .map(|approval| approval.id.clone()),
+                .map(|approval| approval.id.to_string()),
             active_execution_id: state
                 .live_execution
                 .as_ref()
-                .and_then(|approval| approval.execution_id.clone()),
+                .and_then(|approval| approval.execution_id.as_ref().map(ToString::to_string)),
         }
     }
 }
@@ -124,7 +124,7 @@ impl From<&plan_core::SessionState> for Session {
 impl From<&Session> for plan_core::Session {
     fn from(session: &Session) -> Self {
         plan_core::Session {
-            id: session.session_id.clone(),
+            id: session.session_id.as_str().into(),
             workspace_root: session.workspace_root.clone(),
             mode: session.mode.into(),
             permission_mode: session.permission_mode.into(),
@@ -171,7 +171,7 @@ impl SessionConfigureParams {
 impl From<&plan_core::ActiveTurn> for TurnStartResult {
     fn from(turn: &plan_core::ActiveTurn) -> Self {
         TurnStartResult {
-            turn_id: turn.turn_id.clone(),
+            turn_id: turn.turn_id.to_string(),
             mode: turn.mode.into(),
         }
     }
@@ -205,10 +205,10 @@ impl ExecutionStateChangedNotification {
     /// The notification for an approval row's execution; `None` when the row
     /// has no execution (not approved).
     pub fn from_approval(approval: &plan_core::PlanApproval) -> Option<Self> {
-        let execution_id = approval.execution_id.clone()?;
+        let execution_id = approval.execution_id.as_ref()?.to_string();
         let state = approval.execution_state?;
         Some(ExecutionStateChangedNotification {
-            session_id: approval.session_id.clone(),
+            session_id: approval.session_id.to_string(),
             execution_id,
             state: state.into(),
         })
@@ -233,7 +233,7 @@ impl From<&plan_core::VerifyReport> for VerifyReport {
 impl From<&plan_core::ArtifactVerification> for ArtifactVerification {
     fn from(check: &plan_core::ArtifactVerification) -> Self {
         ArtifactVerification {
-            approval_id: check.approval_id.clone(),
+            approval_id: check.approval_id.to_string(),
             result: check.result.into(),
             error_code: check.error_code.map(CanonicalCode),
             detail: check.detail.clone(),
@@ -262,8 +262,8 @@ impl From<&plan_core::SkippedWorkspace> for SkippedWorkspace {
 impl From<&plan_core::PlanDiff> for PlanDiffResult {
     fn from(diff: &plan_core::PlanDiff) -> Self {
         PlanDiffResult {
-            approval_id: diff.approval_id.clone(),
-            against_approval_id: diff.against_approval_id.clone(),
+            approval_id: diff.approval_id.to_string(),
+            against_approval_id: diff.against_approval_id.as_ref().map(ToString::to_string),
             identical: diff.identical,
             unified: diff.unified.clone(),
         }
@@ -274,8 +274,11 @@ impl PlanVerifyParams {
     /// The plan-core scope these params name (plan-core refuses both ids at
     /// once: `INVALID_PARAMS`).
     pub fn scope(&self) -> Result<plan_core::VerifyScope, ProtocolError> {
-        plan_core::VerifyScope::select(self.approval_id.clone(), self.session_id.clone())
-            .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
+        plan_core::VerifyScope::select(
+            self.approval_id.as_deref().map(plan_core::ApprovalId::from),
+            self.session_id.as_deref().map(plan_core::SessionId::from),
+        )
+        .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
     }
 }
 
@@ -283,8 +286,8 @@ impl From<&plan_core::CommandRun> for crate::objects::CommandRun {
     fn from(run: &plan_core::CommandRun) -> Self {
         crate::objects::CommandRun {
             call_id: run.call_id.clone(),
-            session_id: run.session_id.clone(),
-            turn_id: run.turn_id.clone(),
+            session_id: run.session_id.to_string(),
+            turn_id: run.turn_id.to_string(),
             command: run.command.clone(),
             cwd: run.cwd.clone(),
             shell: crate::objects::CommandShell {
@@ -310,8 +313,8 @@ impl From<&crate::objects::CommandRun> for plan_core::CommandRun {
     fn from(run: &crate::objects::CommandRun) -> Self {
         plan_core::CommandRun {
             call_id: run.call_id.clone(),
-            session_id: run.session_id.clone(),
-            turn_id: run.turn_id.clone(),
+            session_id: run.session_id.as_str().into(),
+            turn_id: run.turn_id.as_str().into(),
             command: run.command.clone(),
             cwd: run.cwd.clone(),
             shell_id: run.shell.id.clone(),

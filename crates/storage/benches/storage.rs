@@ -51,9 +51,9 @@ fn open_store(path: &Path) -> Store {
 
 fn pending_row(index: u64, session_id: String, artifact: Artifact) -> PlanApproval {
     PlanApproval {
-        id: format!("a{index}"),
-        session_id,
-        turn_id: format!("t{index}"),
+        id: format!("a{index}").into(),
+        session_id: session_id.into(),
+        turn_id: format!("t{index}").into(),
         title: "Split parser".to_owned(),
         question: "Go ahead?".to_owned(),
         artifact: Some(artifact),

@@ -11,7 +11,7 @@
 //! entries; which runs the fence interrupts is plan-core's
 //! `fence_commands`.
 
-use plan_core::{CommandRun, CommandState, ErrorCode, Sandbox, UnixMs};
+use plan_core::{CommandRun, CommandState, ErrorCode, Sandbox, SessionId, TurnId, UnixMs};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::StorageError;
@@ -86,8 +86,8 @@ fn entry_json(kind: CommandEntryKind, run: &CommandRun, output_sha256: Option<&s
     let mut value = serde_json::json!({
         "type": kind.as_str(),
         "callId": run.call_id,
-        "sessionId": run.session_id,
-        "turnId": run.turn_id,
+        "sessionId": run.session_id.as_str(),
+        "turnId": run.turn_id.as_str(),
         "command": run.command,
         "cwd": run.cwd,
         "shell": {"id": run.shell_id, "path": run.shell_path},
@@ -148,8 +148,8 @@ fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageErro
     };
     let run = CommandRun {
         call_id: string("callId")?,
-        session_id: string("sessionId")?,
-        turn_id: string("turnId")?,
+        session_id: SessionId::from(string("sessionId")?),
+        turn_id: TurnId::from(string("turnId")?),
         command: string("command")?,
         cwd: string("cwd")?,
         shell_id: shell_field("id"),
@@ -200,14 +200,14 @@ pub(crate) fn insert_entry(
     let seq: i64 = conn
         .query_row(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",
-            [&run.session_id],
+            [run.session_id.as_str()],
             |row| row.get(0),
         )
         .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
     conn.execute(
         "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
          VALUES (?1, ?2, 'tool', ?3, ?4)",
-        params![run.session_id, seq, content, now],
+        params![run.session_id.as_str(), seq, content, now],
     )
     .map_err(StorageError::sqlite("recording a command audit entry"))?;
     Ok(())

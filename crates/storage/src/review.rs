@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use plan_core::{
-    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiff, SkippedWorkspace,
+    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiff, SessionId, SkippedWorkspace,
     VerifyReport, VerifyScope, normalize_workspace_root,
 };
 use rusqlite::params;
@@ -36,7 +36,7 @@ impl Store {
     /// from v8 is [`StorageError::LegacyApproval`], a session without a
     /// workspace [`StorageError::NoWorkspace`] (both `ARTIFACT_MISSING`).
     pub fn locate_artifact(&self, approval: &PlanApproval) -> Result<ArtifactLocation, StorageError> {
-        let root = self.session_root(&approval.session_id)?;
+        let root = self.session_root(approval.session_id.as_str())?;
         locate(approval, root.as_deref())
     }
 
@@ -78,7 +78,7 @@ impl Store {
         scope: &VerifyScope,
         visit: &mut dyn FnMut(ArtifactVerification) -> bool,
     ) -> Result<WorkspaceFindings, StorageError> {
-        let mut roots: HashMap<String, Option<String>> = HashMap::new();
+        let mut roots: HashMap<SessionId, Option<String>> = HashMap::new();
         let mut failure: Option<StorageError> = None;
         let mut stopped = false;
         let mut check = |stored: StoredApproval| {
@@ -99,18 +99,18 @@ impl Store {
         match scope {
             VerifyScope::Approval(id) => {
                 let stored = self
-                    .get_approval(id)?
-                    .ok_or_else(|| StorageError::ApprovalNotFound { id: id.clone() })?;
+                    .get_approval(id.as_str())?
+                    .ok_or_else(|| StorageError::ApprovalNotFound { id: id.to_string() })?;
                 check(stored);
             }
             VerifyScope::Session(session_id) => {
-                if self.get_session(session_id)?.is_none() {
+                if self.get_session(session_id.as_str())?.is_none() {
                     return Err(StorageError::SessionNotFound {
-                        id: session_id.clone(),
+                        id: session_id.to_string(),
                     });
                 }
                 let filter = ApprovalFilter {
-                    session_id: Some(session_id.clone()),
+                    session_id: Some(session_id.to_string()),
                     ..ApprovalFilter::default()
                 };
                 self.visit_approvals(&filter, &mut check)?;
@@ -126,7 +126,7 @@ impl Store {
         if scope.looks_for_orphans() && !stopped {
             let workspaces = match scope {
                 VerifyScope::Session(session_id) => self
-                    .session_root(session_id)?
+                    .session_root(session_id.as_str())?
                     .into_iter()
                     .collect::<Vec<String>>(),
                 VerifyScope::Approval(_) | VerifyScope::Everything => self.workspace_roots()?,
@@ -196,7 +196,11 @@ impl Store {
         let rows = query_approvals(
             &self.conn,
             &sql,
-            params![approval.session_id, approval.created_at, approval.id],
+            params![
+                approval.session_id.as_str(),
+                approval.created_at,
+                approval.id.as_str()
+            ],
         )?;
         Ok(rows.into_iter().next().map(|stored| stored.approval))
     }
@@ -225,13 +229,13 @@ impl Store {
     /// Checks one approval; only a failure to read the database is an error.
     fn check_one(
         &self,
-        roots: &mut HashMap<String, Option<String>>,
+        roots: &mut HashMap<SessionId, Option<String>>,
         approval: &PlanApproval,
     ) -> Result<ArtifactVerification, StorageError> {
         let root = match roots.get(&approval.session_id) {
             Some(root) => root.clone(),
             None => {
-                let root = self.session_root(&approval.session_id)?;
+                let root = self.session_root(approval.session_id.as_str())?;
                 roots.insert(approval.session_id.clone(), root.clone());
                 root
             }
@@ -342,13 +346,13 @@ pub struct WorkspaceFindings {
 fn locate(approval: &PlanApproval, session_root: Option<&str>) -> Result<ArtifactLocation, StorageError> {
     let Some(artifact) = approval.artifact.clone() else {
         return Err(StorageError::LegacyApproval {
-            id: approval.id.clone(),
+            id: approval.id.to_string(),
         });
     };
     let Some(root) = session_root else {
         return Err(StorageError::NoWorkspace {
-            id: approval.id.clone(),
-            session_id: approval.session_id.clone(),
+            id: approval.id.to_string(),
+            session_id: approval.session_id.to_string(),
         });
     };
     let workspace_root =

@@ -12,8 +12,8 @@
 use std::path::Path;
 
 use plan_core::{
-    ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionState, Mode, PermissionMode, PlanApproval,
-    RowGuard, Session, UnixMs,
+    ApprovalId, ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionId, ExecutionState, Mode,
+    PermissionMode, PlanApproval, RowGuard, Session, SessionId, TurnId, UnixMs,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -158,7 +158,7 @@ impl Store {
             "INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, provider, model, shell, \
              created_at, updated_at) VALUES (?1, '', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
             params![
-                session.id,
+                session.id.as_str(),
                 session.workspace_root,
                 session.mode.as_str(),
                 session.permission_mode.as_str(),
@@ -174,7 +174,7 @@ impl Store {
                     if constraint_code(&error) == Some(rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) =>
                 {
                     Err(StorageError::SessionAlreadyExists {
-                        id: session.id.clone(),
+                        id: session.id.to_string(),
                     })
                 }
                 Err(error) => Err(StorageError::sqlite("inserting a session")(error)),
@@ -210,7 +210,7 @@ impl Store {
             return Ok(None);
         };
         Ok(Some(Session {
-            id,
+            id: SessionId::from(id),
             workspace_root,
             mode: parse_wire("sessions.mode", &mode, Mode::parse)?,
             permission_mode: parse_wire(
@@ -612,9 +612,9 @@ fn insert_approval(conn: &Connection, approval: &PlanApproval) -> Result<(), Sto
         ))
         .and_then(|mut statement| {
             statement.execute(params![
-                approval.id,
-                approval.session_id,
-                approval.turn_id,
+                approval.id.as_str(),
+                approval.session_id.as_str(),
+                approval.turn_id.as_str(),
                 approval.title,
                 approval.question,
                 artifact.map(|artifact| artifact.path.as_str()),
@@ -626,7 +626,7 @@ fn insert_approval(conn: &Connection, approval: &PlanApproval) -> Result<(), Sto
                 approval.expires_at,
                 approval.decided_at,
                 approval.permission_mode.map(PermissionMode::as_str),
-                approval.execution_id,
+                approval.execution_id.as_ref().map(ExecutionId::as_str),
                 approval.execution_state.map(ExecutionState::as_str),
             ])
         });
@@ -643,12 +643,12 @@ fn classify_write(error: rusqlite::Error, context: &'static str, approval: &Plan
     match constraint_code(&error) {
         Some(rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY) => {
             StorageError::ApprovalConflict {
-                id: approval.id.clone(),
+                id: approval.id.to_string(),
                 detail: error.to_string(),
             }
         }
         Some(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY) => StorageError::SessionNotFound {
-            id: approval.session_id.clone(),
+            id: approval.session_id.to_string(),
         },
         Some(_) | None => StorageError::sqlite(context)(error),
     }
@@ -670,12 +670,12 @@ fn update_approval(
         )
         .and_then(|mut statement| {
             statement.execute(params![
-                approval.id,
+                approval.id.as_str(),
                 approval.status.as_str(),
                 approval.error_code.map(ErrorCode::as_str),
                 approval.decided_at,
                 approval.permission_mode.map(PermissionMode::as_str),
-                approval.execution_id,
+                approval.execution_id.as_ref().map(ExecutionId::as_str),
                 approval.execution_state.map(ExecutionState::as_str),
                 expected.status.as_str(),
                 expected.execution_state.map(ExecutionState::as_str),
@@ -689,17 +689,17 @@ fn update_approval(
     let found: Option<(String, Option<String>)> = conn
         .query_row(
             "SELECT status, execution_state FROM plan_approvals WHERE id = ?1",
-            [&approval.id],
+            [approval.id.as_str()],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()
         .map_err(StorageError::sqlite("reading an approval after a lost update"))?;
     match found {
         None => Err(StorageError::ApprovalNotFound {
-            id: approval.id.clone(),
+            id: approval.id.to_string(),
         }),
         Some((found_status, found_execution)) => Err(StorageError::StaleApproval {
-            id: approval.id.clone(),
+            id: approval.id.to_string(),
             expected_status: expected.status,
             expected_execution: execution_text(expected.execution_state),
             found_status,
@@ -716,7 +716,7 @@ fn save_session_row(conn: &Connection, session: &Session, now: UnixMs) -> Result
         )
         .and_then(|mut statement| {
             statement.execute(params![
-                session.id,
+                session.id.as_str(),
                 session.workspace_root,
                 session.mode.as_str(),
                 session.permission_mode.as_str(),
@@ -729,7 +729,7 @@ fn save_session_row(conn: &Connection, session: &Session, now: UnixMs) -> Result
         .map_err(StorageError::sqlite("saving a session"))?;
     if updated == 0 {
         return Err(StorageError::SessionNotFound {
-            id: session.id.clone(),
+            id: session.id.to_string(),
         });
     }
     Ok(())
@@ -813,9 +813,9 @@ impl RawApproval {
             (_, _, _) => None,
         };
         let approval = PlanApproval {
-            id: self.id,
-            session_id: self.session_id,
-            turn_id: self.turn_id,
+            id: ApprovalId::from(self.id),
+            session_id: SessionId::from(self.session_id),
+            turn_id: TurnId::from(self.turn_id),
             title: self.title,
             question: self.question,
             artifact,
@@ -829,7 +829,7 @@ impl RawApproval {
                 self.permission_mode,
                 PermissionMode::parse,
             )?,
-            execution_id: self.execution_id,
+            execution_id: self.execution_id.map(ExecutionId::from),
             execution_state: parse_optional(
                 "plan_approvals.execution_state",
                 self.execution_state,

@@ -472,7 +472,7 @@ fn verify_json_is_the_library_report_whatever_the_member_order() {
         ),
         (
             &["approvals", "verify", "--session", "s-alpha", "--json"],
-            plan_core::VerifyScope::Session("s-alpha".to_owned()),
+            plan_core::VerifyScope::Session("s-alpha".into()),
         ),
     ] {
         let printed = run(Some(&fixture.db), args);

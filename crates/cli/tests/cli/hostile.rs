@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use plan_core::{Mode, Origin, PermissionMode, ToolCall, is_terminal_control};
-use plan_host::{ApprovalId, Clock, ExecutionId, Host, HostOptions, ManualClock, NewSession, SessionId};
+use plan_host::{Clock, Host, HostOptions, ManualClock, NewSession, SessionId};
 
 use crate::support::{self, Fixture, NOW, T0};
 
@@ -76,7 +76,7 @@ fn hostile() -> Fixture {
         let outcomes = host
             .tool_calls(
                 &SessionId::from("s-evil"),
-                &turn.turn_id(),
+                &turn.turn_id,
                 vec![submit("Tidy", markdown)],
             )
             .unwrap();
@@ -87,10 +87,10 @@ fn hostile() -> Fixture {
             .id;
         if approvals.is_empty() {
             clock.advance(60_000);
-            let (approved, _) = host.approve(&ApprovalId::from(&id), PermissionMode::Ask).unwrap();
+            let (approved, _) = host.approve(&id, PermissionMode::Ask).unwrap();
             let execution = approved.execution_id.unwrap();
-            host.start_execution(&ExecutionId::from(&execution)).unwrap();
-            host.complete_execution(&ExecutionId::from(&execution)).unwrap();
+            host.start_execution(&execution).unwrap();
+            host.complete_execution(&execution).unwrap();
             clock.set(NOW - 5 * 60_000);
             host.configure_session(
                 &SessionId::from("s-evil"),
@@ -101,7 +101,7 @@ fn hostile() -> Fixture {
             )
             .unwrap();
         }
-        approvals.push((id, name.to_owned()));
+        approvals.push((id.into_string(), name.to_owned()));
     }
     host.close();
     drop(host);

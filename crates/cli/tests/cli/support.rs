@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use plan_core::{ConfigChange, Mode, Origin, PermissionMode, ToolCall};
-use plan_host::{ApprovalId, Clock, ExecutionId, Host, HostOptions, ManualClock, NewSession, SessionId};
+use plan_host::{ApprovalId, Clock, Host, HostOptions, ManualClock, NewSession, SessionId};
 
 /// 2026-09-21T14:13:20Z: the host clock when fixtures start.
 pub(crate) const T0: i64 = 1_790_000_000_000;
@@ -146,7 +146,7 @@ fn plan(host: &Host, session: &str, title: &str, markdown: &str) -> String {
     let outcomes = host
         .tool_calls(
             &SessionId::from(session),
-            &turn.turn_id(),
+            &turn.turn_id,
             vec![submit(title, markdown)],
         )
         .unwrap();
@@ -155,6 +155,7 @@ fn plan(host: &Host, session: &str, title: &str, markdown: &str) -> String {
         .find_map(|outcome| outcome.approval)
         .unwrap()
         .id
+        .into_string()
 }
 
 fn to_plan(host: &Host, session: &str) {
@@ -203,9 +204,9 @@ pub(crate) fn rich() -> Fixture {
         .unwrap();
     let execution = approved.execution_id.unwrap();
     clock.advance(1_000);
-    host.start_execution(&ExecutionId::from(&execution)).unwrap();
+    host.start_execution(&execution).unwrap();
     clock.advance(120_000);
-    host.complete_execution(&ExecutionId::from(&execution)).unwrap();
+    host.complete_execution(&execution).unwrap();
     approvals.push((completed, "approval-completed".to_owned()));
     // 2. A revision, rejected.
     clock.advance(60_000);

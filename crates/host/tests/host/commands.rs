@@ -45,7 +45,7 @@ impl Fixture {
     }
 
     /// A Plan session `id` with an active turn; returns the turn id.
-    fn plan_turn(&self, id: &str) -> String {
+    fn plan_turn(&self, id: &str) -> TurnId {
         self.session(id, Mode::Plan);
         self.host
             .start_turn(&SessionId::from(id), Origin::Interactive)
@@ -54,10 +54,8 @@ impl Fixture {
     }
 
     /// Runs Plan Bash calls; returns each call's run.
-    fn run_plan(&self, id: &str, turn: &str, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
-        self.host
-            .tool_calls(&SessionId::from(id), &TurnId::from(turn), calls)
-            .unwrap()
+    fn run_plan(&self, id: &str, turn: &TurnId, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
+        self.host.tool_calls(&SessionId::from(id), turn, calls).unwrap()
     }
 
     /// Waits (bounded) for `command/exited` of `call_id`.
@@ -183,10 +181,7 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
         fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::Exited
     );
-    fixture
-        .host
-        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
-        .unwrap();
+    fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
 }
 
 #[test]
@@ -222,10 +217,7 @@ fn a_plan_write_is_refused_by_the_kernel_and_leaves_nothing() {
     );
     assert!(!target.exists(), "the workspace was not written");
     assert!(!elsewhere.exists(), "a directory outside was not written");
-    fixture
-        .host
-        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
-        .unwrap();
+    fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
 }
 
 #[test]
@@ -257,7 +249,7 @@ fn output_past_the_cap_is_counted_not_sent() {
     let outcomes = host
         .tool_calls(
             &SessionId::from("s1"),
-            &TurnId::from(&turn),
+            &turn,
             vec![bash("c1", "head -c 5000 /dev/zero | tr '\\0' a")],
         )
         .unwrap();
@@ -332,11 +324,7 @@ fn command_cancel_kills_and_answers_not_found_and_not_running() {
         return;
     }
     assert_eq!(
-        code(
-            fixture
-                .host
-                .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
-        ),
+        code(fixture.host.complete_turn(&SessionId::from("s1"), &turn)),
         ErrorCode::SessionBusy,
         "no turn/complete while a command runs"
     );
@@ -352,10 +340,7 @@ fn command_cancel_kills_and_answers_not_found_and_not_running() {
         code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
         ErrorCode::CommandNotRunning
     );
-    fixture
-        .host
-        .complete_turn(&SessionId::from("s1"), &TurnId::from(&turn))
-        .unwrap();
+    fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
     assert_eq!(
         code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
         ErrorCode::CommandNotRunning
@@ -387,7 +372,10 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         name.push(".scratch");
         PathBuf::from(name)
     };
-    assert!(scratch_root.join(&turn).is_dir(), "the turn has a scratch dir");
+    assert!(
+        scratch_root.join(turn.as_str()).is_dir(),
+        "the turn has a scratch dir"
+    );
     fixture.host.cancel_turn(&SessionId::from("s1")).unwrap();
     // When turn/cancel returns, both long commands have exited and their
     // ends are announced before the session's change.
@@ -404,7 +392,7 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         assert_eq!(entries.last().unwrap().1.state, CommandState::Cancelled);
     }
     assert!(
-        !scratch_root.join(&turn).exists(),
+        !scratch_root.join(turn.as_str()).exists(),
         "the turn's end removed its scratch dir"
     );
     assert!(
@@ -422,14 +410,11 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     let fixture = Fixture::new();
     let plan_turn = fixture.plan_turn("plan");
     assert_eq!(
-        code(fixture.host.start_agent_command(
-            &SessionId::from("plan"),
-            &TurnId::from(&plan_turn),
-            "c1",
-            "ls",
-            None,
-            None
-        )),
+        code(
+            fixture
+                .host
+                .start_agent_command(&SessionId::from("plan"), &plan_turn, "c1", "ls", None, None)
+        ),
         ErrorCode::CommandNotAllowed,
         "Plan commands start only through turn/toolCalls"
     );
@@ -443,7 +428,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .host
         .tool_calls(
             &SessionId::from("agent"),
-            &TurnId::from(&turn),
+            &turn,
             vec![bash("b1", "echo agent"), call("r1", "Read", json!({}))],
         )
         .unwrap();
@@ -459,7 +444,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         assert_eq!(
             code(fixture.host.start_agent_command(
                 &SessionId::from("agent"),
-                &TurnId::from(&turn),
+                &turn,
                 call_id,
                 "ls",
                 None,
@@ -472,7 +457,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     assert_eq!(
         code(fixture.host.start_agent_command(
             &SessionId::from("agent"),
-            &TurnId::from(&turn),
+            &turn,
             "b1",
             "ls",
             Some("../.."),
@@ -484,7 +469,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .host
         .start_agent_command(
             &SessionId::from("agent"),
-            &TurnId::from(&turn),
+            &turn,
             "b1",
             "echo agent",
             None,
@@ -499,7 +484,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     assert_eq!(
         code(fixture.host.start_agent_command(
             &SessionId::from("agent"),
-            &TurnId::from(&turn),
+            &turn,
             "b1",
             "echo again",
             None,
@@ -644,23 +629,15 @@ fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
         .turn_id;
     fixture
         .host
-        .tool_calls(
-            &SessionId::from("auto"),
-            &TurnId::from(&turn),
-            vec![bash("b1", "unused")],
-        )
+        .tool_calls(&SessionId::from("auto"), &turn, vec![bash("b1", "unused")])
         .unwrap();
     let outside = tempfile::tempdir().unwrap();
     let escaped = outside.path().join("escaped.txt");
     let command = format!("echo inside > inside.txt; echo outside > {}", escaped.display());
-    let started = fixture.host.start_agent_command(
-        &SessionId::from("auto"),
-        &TurnId::from(&turn),
-        "b1",
-        &command,
-        None,
-        None,
-    );
+    let started =
+        fixture
+            .host
+            .start_agent_command(&SessionId::from("auto"), &turn, "b1", &command, None, None);
     if !fixture.sandboxed() {
         assert_eq!(code(started), ErrorCode::SandboxUnavailable);
         return;
@@ -713,11 +690,7 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .unwrap()
         .turn_id;
     let outcomes = host
-        .tool_calls(
-            &SessionId::from("plan"),
-            &TurnId::from(&turn),
-            vec![bash("c1", &command)],
-        )
+        .tool_calls(&SessionId::from("plan"), &turn, vec![bash("c1", &command)])
         .unwrap();
     assert_eq!(
         outcomes[0].decision,
@@ -743,46 +716,23 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .start_turn(&SessionId::from("auto"), Origin::Interactive)
         .unwrap()
         .turn_id;
-    host.tool_calls(
-        &SessionId::from("auto"),
-        &TurnId::from(&turn),
-        vec![bash("a1", "x")],
-    )
-    .unwrap();
+    host.tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", "x")])
+        .unwrap();
     assert_eq!(
-        code(host.start_agent_command(
-            &SessionId::from("auto"),
-            &TurnId::from(&turn),
-            "a1",
-            &command,
-            None,
-            None
-        )),
+        code(host.start_agent_command(&SessionId::from("auto"), &turn, "a1", &command, None, None)),
         ErrorCode::SandboxUnavailable
     );
     let turn = host
         .start_turn(&SessionId::from("ask"), Origin::Interactive)
         .unwrap()
         .turn_id;
-    host.tool_calls(
-        &SessionId::from("ask"),
-        &TurnId::from(&turn),
-        vec![bash("k1", "x")],
-    )
-    .unwrap();
+    host.tool_calls(&SessionId::from("ask"), &turn, vec![bash("k1", "x")])
+        .unwrap();
     let run = host
-        .start_agent_command(
-            &SessionId::from("ask"),
-            &TurnId::from(&turn),
-            "k1",
-            &command,
-            None,
-            None,
-        )
+        .start_agent_command(&SessionId::from("ask"), &turn, "k1", &command, None, None)
         .unwrap();
     assert_eq!(run.state, CommandState::FailedToStart);
     assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
-    host.complete_turn(&SessionId::from("ask"), &TurnId::from(&turn))
-        .unwrap();
+    host.complete_turn(&SessionId::from("ask"), &turn).unwrap();
     assert!(!marker.exists(), "nothing ran");
 }

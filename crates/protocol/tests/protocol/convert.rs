@@ -109,7 +109,7 @@ fn sessions_show_the_live_view_of_the_state() {
     assert_eq!(
         pending.active_turn,
         Some(wire::ActiveTurn {
-            turn_id: "turn_01".to_owned(),
+            turn_id: "turn_01".into(),
             mode: wire::Mode::Plan,
             origin: wire::Origin::Interactive,
             kind: wire::TurnKind::Prompt,
@@ -156,7 +156,7 @@ fn tool_call_results_are_allow_deny_or_submitted() {
 fn verify_reports_and_diffs_convert_with_the_core_rule_for_ok() {
     let report = plan_core::VerifyReport {
         artifacts: vec![plan_core::ArtifactVerification {
-            approval_id: "a".to_owned(),
+            approval_id: "a".into(),
             result: plan_core::ArtifactCheck::Mismatch,
             error_code: Some(ErrorCode::ArtifactIntegrityMismatch),
             detail: Some("changed".to_owned()),
@@ -172,8 +172,8 @@ fn verify_reports_and_diffs_convert_with_the_core_rule_for_ok() {
         Some(wire::CanonicalCode(ErrorCode::ArtifactIntegrityMismatch))
     );
     let both = wire::PlanVerifyParams {
-        approval_id: Some("a".to_owned()),
-        session_id: Some("s".to_owned()),
+        approval_id: Some("a".into()),
+        session_id: Some("s".into()),
     };
     assert_eq!(both.scope().unwrap_err().code, ErrorCode::InvalidParams);
     assert_eq!(
@@ -181,7 +181,7 @@ fn verify_reports_and_diffs_convert_with_the_core_rule_for_ok() {
         plan_core::VerifyScope::Everything
     );
     let diff = plan_core::PlanDiff {
-        approval_id: "b".to_owned(),
+        approval_id: "b".into(),
         against_approval_id: None,
         identical: false,
         unified: None,
@@ -214,8 +214,8 @@ fn notifications_from_core_values() {
     assert_eq!(
         running,
         Some(wire::ExecutionStateChangedNotification {
-            session_id: "ses_01".to_owned(),
-            execution_id: "exe_01".to_owned(),
+            session_id: "ses_01".into(),
+            execution_id: "exe_01".into(),
             state: wire::ExecutionState::Running,
         })
     );

@@ -19,9 +19,9 @@ pub(crate) fn artifact() -> Artifact {
 
 pub(crate) fn pending_approval() -> PlanApproval {
     PlanApproval {
-        id: "apr_01".to_owned(),
-        session_id: "ses_01".to_owned(),
-        turn_id: "turn_01".to_owned(),
+        id: "apr_01".into(),
+        session_id: "ses_01".into(),
+        turn_id: "turn_01".into(),
         title: "Add retry to the uploader".to_owned(),
         question: "Shall I implement this plan?".to_owned(),
         artifact: Some(artifact()),
@@ -41,7 +41,7 @@ pub(crate) fn approved_approval() -> PlanApproval {
         status: ApprovalStatus::Approved,
         decided_at: Some(CREATED_AT + 60_000),
         permission_mode: Some(PermissionMode::AcceptEdits),
-        execution_id: Some("exe_01".to_owned()),
+        execution_id: Some("exe_01".into()),
         execution_state: Some(ExecutionState::Queued),
         ..pending_approval()
     }
@@ -67,7 +67,7 @@ pub(crate) fn expired_approval() -> PlanApproval {
 /// A row migrated from schema v8 (no artifact), interrupted by a restart.
 pub(crate) fn migrated_interrupted_approval() -> PlanApproval {
     PlanApproval {
-        id: "apr_v8".to_owned(),
+        id: "apr_v8".into(),
         artifact: None,
         status: ApprovalStatus::Interrupted,
         error_code: Some(ErrorCode::HostRestarted),
@@ -85,7 +85,7 @@ pub(crate) fn with_execution(state: ExecutionState) -> PlanApproval {
 
 fn core_session(mode: Mode, permission_mode: PermissionMode) -> Session {
     Session {
-        id: "ses_01".to_owned(),
+        id: "ses_01".into(),
         workspace_root: Some("/home/dev/project".to_owned()),
         mode,
         permission_mode,
@@ -103,7 +103,7 @@ pub(crate) fn pending_state() -> SessionState {
     SessionState {
         session: core_session(Mode::Plan, PermissionMode::Ask),
         active_turn: Some(ActiveTurn {
-            turn_id: "turn_01".to_owned(),
+            turn_id: "turn_01".into(),
             mode: Mode::Plan,
             origin: Origin::Interactive,
             kind: TurnKind::Prompt,
@@ -119,7 +119,7 @@ pub(crate) fn executing_state() -> SessionState {
     SessionState {
         session: core_session(Mode::Agent, PermissionMode::AcceptEdits),
         active_turn: Some(ActiveTurn {
-            turn_id: "turn_02".to_owned(),
+            turn_id: "turn_02".into(),
             mode: Mode::Agent,
             origin: Origin::Interactive,
             kind: TurnKind::Execution,

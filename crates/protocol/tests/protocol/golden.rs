@@ -24,12 +24,12 @@ fn command_run(state: CommandState) -> CommandRun {
     let ended = state != CommandState::Running;
     CommandRun {
         call_id: "call_1".to_owned(),
-        session_id: "ses_01".to_owned(),
-        turn_id: "turn_01".to_owned(),
+        session_id: "ses_01".into(),
+        turn_id: "turn_01".into(),
         command: "git status --short".to_owned(),
         cwd: "src".to_owned(),
         shell: CommandShell {
-            id: "bash".to_owned(),
+            id: "bash".into(),
             path: "/bin/bash".to_owned(),
         },
         sandbox: CommandSandbox::ReadOnly,
@@ -64,7 +64,7 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "session_create",
             ClientRequest::SessionCreate(SessionCreateParams {
-                session_id: Some("ses_01".to_owned()),
+                session_id: Some("ses_01".into()),
                 workspace_root: Some("/home/dev/project".to_owned()),
                 mode: Some(Mode::Plan),
                 permission_mode: Some(PermissionMode::Ask),
@@ -82,13 +82,13 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "session_get",
             ClientRequest::SessionGet(SessionGetParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
             }),
         ),
         (
             "session_configure",
             ClientRequest::SessionConfigure(SessionConfigureParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 mode: Some(Mode::Plan),
                 permission_mode: None,
                 provider: Some(Some("anthropic".to_owned())),
@@ -99,7 +99,7 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "turn_start",
             ClientRequest::TurnStart(TurnStartParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 prompt: "Plan a retry for the uploader".to_owned(),
                 origin: Origin::Interactive,
             }),
@@ -107,8 +107,8 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "turn_tool_calls",
             ClientRequest::TurnToolCalls(TurnToolCallsParams {
-                session_id: "ses_01".to_owned(),
-                turn_id: "turn_01".to_owned(),
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
                 calls: vec![
                     ToolCall {
                         call_id: "call_1".to_owned(),
@@ -126,8 +126,8 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "turn_tool_calls_submit_plan",
             ClientRequest::TurnToolCalls(TurnToolCallsParams {
-                session_id: "ses_01".to_owned(),
-                turn_id: "turn_01".to_owned(),
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
                 calls: vec![ToolCall {
                     call_id: "call_3".to_owned(),
                     name: "SubmitPlan".to_owned(),
@@ -142,46 +142,46 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "turn_complete",
             ClientRequest::TurnComplete(TurnCompleteParams {
-                session_id: "ses_01".to_owned(),
-                turn_id: "turn_01".to_owned(),
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
             }),
         ),
         (
             "turn_cancel",
             ClientRequest::TurnCancel(TurnCancelParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
             }),
         ),
         (
             "plan_approve",
             ClientRequest::PlanApprove(PlanApproveParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
                 permission_mode: Some(PermissionMode::AcceptEdits),
             }),
         ),
         (
             "plan_approve_without_mode",
             ClientRequest::PlanApprove(PlanApproveParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
                 permission_mode: None,
             }),
         ),
         (
             "plan_reject",
             ClientRequest::PlanReject(PlanRejectParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
             }),
         ),
         (
             "plan_get",
             ClientRequest::PlanGet(PlanGetParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
             }),
         ),
         (
             "plan_list",
             ClientRequest::PlanList(PlanListParams {
-                session_id: Some("ses_01".to_owned()),
+                session_id: Some("ses_01".into()),
                 status: Some(ApprovalStatus::Pending),
                 limit: Some(20),
             }),
@@ -193,13 +193,13 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "plan_read_artifact",
             ClientRequest::PlanReadArtifact(PlanReadArtifactParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
             }),
         ),
         (
             "plan_verify_approval",
             ClientRequest::PlanVerify(plan_protocol::PlanVerifyParams {
-                approval_id: Some("apr_01".to_owned()),
+                approval_id: Some("apr_01".into()),
                 session_id: None,
             }),
         ),
@@ -210,27 +210,27 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "plan_diff",
             ClientRequest::PlanDiff(plan_protocol::PlanDiffParams {
-                approval_id: "apr_02".to_owned(),
-                against_approval_id: Some("apr_01".to_owned()),
+                approval_id: "apr_02".into(),
+                against_approval_id: Some("apr_01".into()),
             }),
         ),
         (
             "plan_diff_previous",
             ClientRequest::PlanDiff(plan_protocol::PlanDiffParams {
-                approval_id: "apr_02".to_owned(),
+                approval_id: "apr_02".into(),
                 against_approval_id: None,
             }),
         ),
         (
             "execution_start",
             ClientRequest::ExecutionStart(ExecutionStartParams {
-                execution_id: "exe_01".to_owned(),
+                execution_id: "exe_01".into(),
             }),
         ),
         (
             "execution_complete",
             ClientRequest::ExecutionComplete(ExecutionCompleteParams {
-                execution_id: "exe_01".to_owned(),
+                execution_id: "exe_01".into(),
             }),
         ),
         ("shell_list", ClientRequest::ShellList(ShellListParams {})),
@@ -243,8 +243,8 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "command_start",
             ClientRequest::CommandStart(CommandStartParams {
-                session_id: "ses_01".to_owned(),
-                turn_id: "turn_01".to_owned(),
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
                 call_id: "call_1".to_owned(),
                 command: "cargo test".to_owned(),
                 cwd: Some("crates/core".to_owned()),
@@ -254,14 +254,14 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
         (
             "command_cancel",
             ClientRequest::CommandCancel(CommandCancelParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 call_id: "call_1".to_owned(),
             }),
         ),
         (
             "command_get",
             ClientRequest::CommandGet(CommandGetParams {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 call_id: "call_1".to_owned(),
             }),
         ),
@@ -316,7 +316,7 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             "turn_start",
             method::TURN_START,
             to_value(&TurnStartResult {
-                turn_id: "turn_01".to_owned(),
+                turn_id: "turn_01".into(),
                 mode: Mode::Plan,
             }),
         ),
@@ -408,13 +408,13 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             to_value(&plan_protocol::VerifyReport::from(&plan_core::VerifyReport {
                 artifacts: vec![
                     plan_core::ArtifactVerification {
-                        approval_id: "apr_02".to_owned(),
+                        approval_id: "apr_02".into(),
                         result: plan_core::ArtifactCheck::Ok,
                         error_code: None,
                         detail: None,
                     },
                     plan_core::ArtifactVerification {
-                        approval_id: "apr_01".to_owned(),
+                        approval_id: "apr_01".into(),
                         result: plan_core::ArtifactCheck::Mismatch,
                         error_code: Some(ErrorCode::ArtifactIntegrityMismatch),
                         detail: Some(
@@ -422,7 +422,7 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                         ),
                     },
                     plan_core::ArtifactVerification {
-                        approval_id: "apr_00".to_owned(),
+                        approval_id: "apr_00".into(),
                         result: plan_core::ArtifactCheck::Legacy,
                         error_code: None,
                         detail: Some("plan approval apr_00 was migrated from schema v8 and has no artifact".to_owned()),
@@ -442,8 +442,8 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             "plan_diff",
             method::PLAN_DIFF,
             to_value(&plan_protocol::PlanDiffResult {
-                approval_id: "apr_02".to_owned(),
-                against_approval_id: Some("apr_01".to_owned()),
+                approval_id: "apr_02".into(),
+                against_approval_id: Some("apr_01".into()),
                 identical: false,
                 unified: Some("--- apr_01:.pi/plan/a.md\n+++ apr_02:.pi/plan/b.md\n@@ -1,2 +1,2 @@\n # Plan\n-1. Retry.\n+1. Retry with backoff.\n".to_owned()),
             }),
@@ -452,7 +452,7 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             "plan_diff_first",
             method::PLAN_DIFF,
             to_value(&plan_protocol::PlanDiffResult {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
                 against_approval_id: None,
                 identical: false,
                 unified: None,
@@ -474,12 +474,12 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             to_value(&ShellListResult {
                 shells: vec![
                     ShellInfo {
-                        id: "bash".to_owned(),
+                        id: "bash".into(),
                         path: "/bin/bash".to_owned(),
                         available: true,
                     },
                     ShellInfo {
-                        id: "zsh".to_owned(),
+                        id: "zsh".into(),
                         path: "/bin/zsh".to_owned(),
                         available: false,
                     },
@@ -555,7 +555,7 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
         (
             "command_output",
             ServerNotification::CommandOutput(CommandOutputNotification {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 call_id: "call_1".to_owned(),
                 stream: OutputStream::Stderr,
                 seq: 3,
@@ -565,7 +565,7 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
         (
             "command_exited_timed_out",
             ServerNotification::CommandExited(CommandExitedNotification {
-                session_id: "ses_01".to_owned(),
+                session_id: "ses_01".into(),
                 call_id: "call_1".to_owned(),
                 command: CommandRun {
                     state: CommandState::TimedOut,

@@ -106,7 +106,7 @@ fn plan_approve_without_permission_mode_reaches_the_host_as_none() {
         assert_eq!(
             parse_request(method::PLAN_APPROVE, params).unwrap(),
             ClientRequest::PlanApprove(PlanApproveParams {
-                approval_id: "apr_01".to_owned(),
+                approval_id: "apr_01".into(),
                 permission_mode: None,
             })
         );
@@ -123,7 +123,7 @@ fn plan_approve_without_permission_mode_reaches_the_host_as_none() {
         assert_eq!(
             parsed.unwrap(),
             ClientRequest::PlanApprove(PlanApproveParams {
-                approval_id: "a".to_owned(),
+                approval_id: "a".into(),
                 permission_mode: Some(mode),
             })
         );
@@ -147,7 +147,7 @@ fn session_configure_tells_absent_from_null() {
     assert_eq!(
         absent,
         SessionConfigureParams {
-            session_id: "s".to_owned(),
+            session_id: "s".into(),
             ..SessionConfigureParams::default()
         }
     );

@@ -10,8 +10,8 @@ const NOW: i64 = 1_800_000_000_000;
 fn run(call_id: &str, state: CommandState) -> CommandRun {
     CommandRun {
         call_id: call_id.to_owned(),
-        session_id: "s1".to_owned(),
-        turn_id: "t1".to_owned(),
+        session_id: "s1".into(),
+        turn_id: "t1".into(),
         command: "git status\u{1b}[2J".to_owned(),
         cwd: ".".to_owned(),
         shell_id: "bash".to_owned(),
@@ -89,14 +89,14 @@ fn entries_round_trip_in_order_and_fold_to_the_latest_state() {
     assert_eq!(records[1].run.error_code, Some(ErrorCode::CommandNotAllowed));
     let limited = store
         .list_commands(&CommandFilter {
-            session_id: Some("s1".to_owned()),
+            session_id: Some("s1".into()),
             limit: Some(1),
         })
         .unwrap();
     assert_eq!(limited.len(), 1);
     assert!(matches!(
         store.list_commands(&CommandFilter {
-            session_id: Some("nobody".to_owned()),
+            session_id: Some("nobody".into()),
             limit: None,
         }),
         Err(StorageError::SessionNotFound { .. })

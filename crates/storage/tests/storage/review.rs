@@ -61,16 +61,13 @@ fn verifying_one_approval_checks_that_approval_only() {
     let approval = place.submit("a1", "s", NOW, "# One\n");
     std::fs::write(Path::new(&place.root).join(".pi/plan/stray.md"), "# stray\n").unwrap();
 
-    let one = place
-        .store
-        .verify(&VerifyScope::Approval("a1".to_owned()))
-        .unwrap();
+    let one = place.store.verify(&VerifyScope::Approval("a1".into())).unwrap();
     assert!(one.ok(), "{one:?}");
     assert_eq!(one.artifacts.len(), 1);
     assert_eq!(one.artifacts[0].result, ArtifactCheck::Ok);
     assert!(one.orphans.is_empty());
 
-    for scope in [VerifyScope::Session("s".to_owned()), VerifyScope::Everything] {
+    for scope in [VerifyScope::Session("s".into()), VerifyScope::Everything] {
         let wide = place.store.verify(&scope).unwrap();
         assert!(!wide.ok(), "{scope:?}");
         assert_eq!(wide.orphans.len(), 1, "{scope:?}");
@@ -79,26 +76,20 @@ fn verifying_one_approval_checks_that_approval_only() {
     }
 
     std::fs::write(place.file(&approval), "# Changed\n").unwrap();
-    let tampered = place
-        .store
-        .verify(&VerifyScope::Approval("a1".to_owned()))
-        .unwrap();
+    let tampered = place.store.verify(&VerifyScope::Approval("a1".into())).unwrap();
     assert_eq!(tampered.artifacts[0].result, ArtifactCheck::Mismatch);
     assert_eq!(
         tampered.artifacts[0].error_code,
         Some(ErrorCode::ArtifactIntegrityMismatch)
     );
     std::fs::remove_file(place.file(&approval)).unwrap();
-    let missing = place
-        .store
-        .verify(&VerifyScope::Approval("a1".to_owned()))
-        .unwrap();
+    let missing = place.store.verify(&VerifyScope::Approval("a1".into())).unwrap();
     assert_eq!(missing.artifacts[0].result, ArtifactCheck::Missing);
     assert!(!missing.ok());
 
-    let unknown = place.store.verify(&VerifyScope::Approval("nope".to_owned()));
+    let unknown = place.store.verify(&VerifyScope::Approval("nope".into()));
     assert_eq!(unknown.unwrap_err().code(), ErrorCode::ApprovalNotFound);
-    let unknown = place.store.verify(&VerifyScope::Session("nope".to_owned()));
+    let unknown = place.store.verify(&VerifyScope::Session("nope".into()));
     assert_eq!(unknown.unwrap_err().code(), ErrorCode::SessionNotFound);
 }
 
@@ -114,10 +105,7 @@ fn roots_are_compared_normalized_so_a_trailing_slash_is_the_same_workspace() {
     let report = place.store.verify(&VerifyScope::Everything).unwrap();
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.artifacts.len(), 2);
-    let by_session = place
-        .store
-        .verify(&VerifyScope::Session("plain".to_owned()))
-        .unwrap();
+    let by_session = place.store.verify(&VerifyScope::Session("plain".into())).unwrap();
     assert!(by_session.orphans.is_empty(), "{by_session:?}");
     let location = place
         .store
@@ -191,19 +179,19 @@ fn a_diff_compares_with_the_previous_submission_or_the_one_named() {
     assert!(!first.identical);
 
     let second = place.store.diff("a2", None).unwrap();
-    assert_eq!(second.against_approval_id.as_deref(), Some("a1"));
+    assert_eq!(second.against_approval_id, Some("a1".into()));
     assert!(!second.identical);
     let unified = second.unified.unwrap();
     assert!(unified.starts_with("--- a1:.pi/plan/"), "{unified}");
     assert!(unified.contains("\n-2. Split.\n+2. Split in two.\n"), "{unified}");
 
     let third = place.store.diff("a3", None).unwrap();
-    assert_eq!(third.against_approval_id.as_deref(), Some("a2"));
+    assert_eq!(third.against_approval_id, Some("a2".into()));
     assert!(third.identical);
     assert_eq!(third.unified.as_deref(), Some(""));
 
     let named = place.store.diff("a2", Some("b1")).unwrap();
-    assert_eq!(named.against_approval_id.as_deref(), Some("b1"));
+    assert_eq!(named.against_approval_id, Some("b1".into()));
     assert!(named.unified.unwrap().contains("-# Other\n"));
 
     let unknown = place.store.diff("a2", Some("nope")).unwrap_err();

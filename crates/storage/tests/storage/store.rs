@@ -101,7 +101,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         &mut store,
         NOW,
         Event::StartTurn {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             origin: Origin::Interactive,
         },
     );
@@ -109,7 +109,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         &state,
         &context(NOW),
         Event::ToolCalls {
-            turn_id: "t1".to_owned(),
+            turn_id: "t1".into(),
             calls: vec![ToolCall {
                 call_id: "c1".to_owned(),
                 name: "SubmitPlan".to_owned(),
@@ -139,7 +139,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         NOW + 10,
         Event::ArtifactWritten {
             request,
-            approval_id: "a1".to_owned(),
+            approval_id: "a1".into(),
             artifact: artifact.clone(),
         },
     );
@@ -158,8 +158,8 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         Event::Approve {
             approval: stored,
             permission_mode: Some(PermissionMode::AcceptEdits),
-            execution_id: "x1".to_owned(),
-            execution_turn_id: "t2".to_owned(),
+            execution_id: "x1".into(),
+            execution_turn_id: "t2".into(),
         },
     );
     let session = store.get_session("s1").unwrap().unwrap();
@@ -168,16 +168,16 @@ fn a_plan_runs_from_submission_to_completed_execution() {
     assert_eq!(store.pending_approval("s1").unwrap(), None);
     let live = store.live_execution("s1").unwrap().unwrap();
     assert_eq!(live.execution_state, Some(ExecutionState::Queued));
-    assert_eq!(live.execution_id.as_deref(), Some("x1"));
+    assert_eq!(live.execution_id, Some("x1".into()));
     assert_eq!(store.find_by_execution_id("x1").unwrap().unwrap().approval, live);
 
     for event in [
         Event::StartExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: BootEpoch(7),
         },
         Event::CompleteExecution {
-            execution_id: "x1".to_owned(),
+            execution_id: "x1".into(),
             epoch: BootEpoch(7),
         },
     ] {
@@ -199,8 +199,8 @@ fn decision(state: &SessionState, kind: usize, serial: usize) -> Vec<Effect> {
             Event::Approve {
                 approval,
                 permission_mode: Some(PermissionMode::Auto),
-                execution_id: format!("x-{serial}"),
-                execution_turn_id: format!("xt-{serial}"),
+                execution_id: format!("x-{serial}").into(),
+                execution_turn_id: format!("xt-{serial}").into(),
             },
         ),
         1 => (NOW + 1, Event::Reject { approval }),
@@ -297,8 +297,8 @@ fn a_lost_compare_and_set_rolls_back_the_whole_transaction() {
         Event::Approve {
             approval: state.pending_approval.clone().unwrap(),
             permission_mode: Some(PermissionMode::Ask),
-            execution_id: "x2".to_owned(),
-            execution_turn_id: "xt2".to_owned(),
+            execution_id: "x2".into(),
+            execution_turn_id: "xt2".into(),
         },
     );
     store.apply(&transition.effects, NOW + 1).unwrap();
@@ -306,7 +306,7 @@ fn a_lost_compare_and_set_rolls_back_the_whole_transaction() {
         &transition.state,
         &context(NOW + 2),
         Event::StartExecution {
-            execution_id: "x2".to_owned(),
+            execution_id: "x2".into(),
             epoch: BootEpoch(7),
         },
     );
@@ -459,19 +459,19 @@ fn the_startup_fence_interrupts_live_rows_only() {
             Event::Approve {
                 approval: state.pending_approval.clone().unwrap(),
                 permission_mode: Some(PermissionMode::Ask),
-                execution_id: format!("x{index}"),
-                execution_turn_id: format!("xt{index}"),
+                execution_id: format!("x{index}").into(),
+                execution_turn_id: format!("xt{index}").into(),
             },
         );
         store.apply(&approved.effects, NOW + 1).unwrap();
         let mut current = approved.state;
         let events = [
             Event::StartExecution {
-                execution_id: format!("x{index}"),
+                execution_id: format!("x{index}").into(),
                 epoch: BootEpoch(7),
             },
             Event::CompleteExecution {
-                execution_id: format!("x{index}"),
+                execution_id: format!("x{index}").into(),
                 epoch: BootEpoch(7),
             },
         ];
@@ -503,7 +503,10 @@ fn the_startup_fence_interrupts_live_rows_only() {
     changed_ids.sort_unstable();
     assert_eq!(changed_ids, ["a-exec0", "a-exec1", "a-pending"]);
     for row in &changed {
-        assert_eq!(store.get_approval(&row.id).unwrap().unwrap().approval, *row);
+        assert_eq!(
+            store.get_approval(row.id.as_str()).unwrap().unwrap().approval,
+            *row
+        );
         assert_eq!(row.error_code, Some(ErrorCode::HostRestarted));
     }
     let interrupted = store.get_approval("a-pending").unwrap().unwrap().approval;
@@ -555,7 +558,7 @@ fn lists_are_newest_first_with_filters_and_limits() {
             .list_approvals(&filter)
             .unwrap()
             .into_iter()
-            .map(|stored| stored.approval.id)
+            .map(|stored| stored.approval.id.into_string())
             .collect()
     };
     // Rows created in the same millisecond come newest id first: hosts draw
@@ -573,7 +576,7 @@ fn lists_are_newest_first_with_filters_and_limits() {
     );
     assert_eq!(
         ids(ApprovalFilter {
-            session_id: Some("s2".to_owned()),
+            session_id: Some("s2".into()),
             ..ApprovalFilter::default()
         }),
         ["a5", "a3", "a1"]
@@ -587,7 +590,7 @@ fn lists_are_newest_first_with_filters_and_limits() {
     );
     assert_eq!(
         ids(ApprovalFilter {
-            session_id: Some("s1".to_owned()),
+            session_id: Some("s1".into()),
             status: Some(ApprovalStatus::Rejected),
             limit: Some(1),
         }),

@@ -135,9 +135,9 @@ pub(crate) fn table_rows(path: &Path, select: &str) -> Vec<String> {
 /// A pending approval created at v10, with a well-formed artifact record.
 pub(crate) fn pending(id: &str, session_id: &str, created_at: i64) -> PlanApproval {
     PlanApproval {
-        id: id.to_owned(),
-        session_id: session_id.to_owned(),
-        turn_id: format!("turn-{id}"),
+        id: id.into(),
+        session_id: session_id.into(),
+        turn_id: format!("turn-{id}").into(),
         title: format!("Title of {id}"),
         question: "Go ahead?".to_owned(),
         artifact: Some(Artifact {
