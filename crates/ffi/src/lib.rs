@@ -384,10 +384,10 @@ impl PlanHost {
     /// approvals and its workspace's orphans (`session_id`), or everything
     /// (neither). Naming both is `INVALID_PARAMS`.
     pub fn verify(&self, approval_id: Option<String>, session_id: Option<String>) -> Outcome<VerifyReport> {
-        let scope = plan_core::VerifyScope::select(approval_id.map(Into::into), session_id.map(Into::into))
-            .map_err(|code| {
-            HostError::with_detail(code, "name at most one of approval_id and session_id")
-        })?;
+        let approval_id = approval_id.map(plan_core::ApprovalId::from);
+        let session_id = session_id.map(plan_core::SessionId::from);
+        let scope = plan_core::VerifyScope::select(approval_id, session_id)
+            .map_err(|code| HostError::with_detail(code, "name at most one of approval_id and session_id"))?;
         let report = self.host.verify(&scope)?;
         Ok(plan_protocol::VerifyReport::from(&report).into())
     }
