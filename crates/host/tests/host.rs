@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use plan_core::{
-    ApprovalStatus, ConfigChange, ErrorCode, ExecutionState, Limits, Mode, Origin, PermissionMode,
-    PlanApproval, SessionState, ToolCall, TurnKind,
+    ActiveTurn, ApprovalStatus, ConfigChange, ErrorCode, ExecutionState, Limits, Mode, Origin,
+    PermissionMode, PlanApproval, SessionState, ToolCall, TurnKind,
 };
 use plan_host::{
     ApprovalFilter, ApprovalId, Connection, ExecutionId, ExpiryTimer, Host, HostError, HostOptions,
@@ -111,17 +111,24 @@ impl Fixture {
             .unwrap()
     }
 
-    /// A Plan session with a pending approval; returns the approval and the Plan turn id.
-    fn pending(&self, id: &str) -> (PlanApproval, TurnId) {
-        self.session(id, Mode::Plan);
+    /// Starts an interactive turn in session `id` and sends `calls` as its
+    /// first batch; returns the turn and the outcomes.
+    fn batch_in_new_turn(&self, id: &str, calls: Vec<ToolCall>) -> (ActiveTurn, Vec<ToolCallOutcome>) {
         let turn = self
             .host
             .start_turn(&SessionId::from(id), Origin::Interactive)
             .unwrap();
         let outcomes = self
             .host
-            .tool_calls(&SessionId::from(id), &turn.turn_id, vec![submit("c1", MARKDOWN)])
+            .tool_calls(&SessionId::from(id), &turn.turn_id, calls)
             .unwrap();
+        (turn, outcomes)
+    }
+
+    /// A Plan session with a pending approval; returns the approval and the Plan turn id.
+    fn pending(&self, id: &str) -> (PlanApproval, TurnId) {
+        self.session(id, Mode::Plan);
+        let (turn, outcomes) = self.batch_in_new_turn(id, vec![submit("c1", MARKDOWN)]);
         (approval_of(&outcomes), turn.turn_id)
     }
 
@@ -731,18 +738,7 @@ mod submit_plan {
     fn not_active_outside_a_plan_turn_and_not_project_bound() {
         let fx = Fixture::new();
         fx.session("agent", Mode::Agent);
-        let turn = fx
-            .host
-            .start_turn(&SessionId::from("agent"), Origin::Interactive)
-            .unwrap();
-        let outcomes = fx
-            .host
-            .tool_calls(
-                &SessionId::from("agent"),
-                &turn.turn_id,
-                vec![submit("c", MARKDOWN)],
-            )
-            .unwrap();
+        let (_, outcomes) = fx.batch_in_new_turn("agent", vec![submit("c", MARKDOWN)]);
         assert_eq!(
             outcomes[0].decision,
             ToolCallVerdict::Deny(ErrorCode::PlanNotActive)
@@ -766,18 +762,7 @@ mod submit_plan {
                 permission_mode: None,
             })
             .unwrap();
-        let turn = fx
-            .host
-            .start_turn(&SessionId::from("unbound"), Origin::Interactive)
-            .unwrap();
-        let outcomes = fx
-            .host
-            .tool_calls(
-                &SessionId::from("unbound"),
-                &turn.turn_id,
-                vec![submit("c", MARKDOWN)],
-            )
-            .unwrap();
+        let (_, outcomes) = fx.batch_in_new_turn("unbound", vec![submit("c", MARKDOWN)]);
         assert_eq!(
             outcomes[0].decision,
             ToolCallVerdict::Deny(ErrorCode::SessionNotProjectBound)
@@ -2404,18 +2389,7 @@ mod edges {
         // the workspace root is gone.
         std::fs::write(fx.workspace.join(".pi"), b"in the way").unwrap();
         fx.session("blocked", Mode::Plan);
-        let turn = fx
-            .host
-            .start_turn(&SessionId::from("blocked"), Origin::Interactive)
-            .unwrap();
-        let outcomes = fx
-            .host
-            .tool_calls(
-                &SessionId::from("blocked"),
-                &turn.turn_id,
-                vec![submit("c1", MARKDOWN)],
-            )
-            .unwrap();
+        let (turn, outcomes) = fx.batch_in_new_turn("blocked", vec![submit("c1", MARKDOWN)]);
         assert_eq!(
             outcomes[0].decision,
             ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
