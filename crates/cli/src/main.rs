@@ -426,17 +426,43 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
         }
         Command::Demo { dir } => demo::run(dir.as_deref(), &term),
-        Command::Completions { shell } => {
-            let shell = match shell {
+        Command::Completions { shell: choice } => {
+            let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,
                 CompletionShell::Zsh => clap_complete::Shell::Zsh,
                 CompletionShell::Fish => clap_complete::Shell::Fish,
             };
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "plan-checkpoint", &mut script);
-            render::write_stdout(&script)?;
+            clap_complete::generate(shell, &mut Cli::command(), BIN_NAME, &mut script);
+            render::write_stdout(&completion_script(choice, script))?;
             Ok(exit::OK)
         }
+    }
+}
+
+/// The installed name of the binary, which completion scripts register.
+const BIN_NAME: &str = "plan-checkpoint";
+
+/// The generated script, repaired where the generator gets a hyphenated
+/// binary name wrong.
+///
+/// clap_complete's bash generator names the state of `plan-checkpoint
+/// approvals` `plan__checkpoint__subcmd__approvals` while it sets it, but
+/// spells the `case` label that reads it `plan__subcmd__checkpoint__...`
+/// (it turns the hyphen into its subcommand separator there only), so no
+/// level below the first ever completes. Spelling the labels the way they
+/// are set makes every level reachable; the tests source the script in bash
+/// and complete a subcommand and a flag, so a generator that fixes this
+/// itself (or breaks it differently) is noticed.
+fn completion_script(shell: CompletionShell, script: Vec<u8>) -> Vec<u8> {
+    match shell {
+        CompletionShell::Bash => {
+            let text = String::from_utf8_lossy(&script);
+            let set = BIN_NAME.replace('-', "__");
+            let misread = BIN_NAME.replace('-', "__subcmd__");
+            text.replace(&misread, &set).into_bytes()
+        }
+        CompletionShell::Zsh | CompletionShell::Fish => script,
     }
 }
 

@@ -41,3 +41,6 @@ mod help;
 mod host_commands;
 #[path = "cli/hostile.rs"]
 mod hostile;
+
+#[path = "cli/completion.rs"]
+mod completion;
