@@ -398,18 +398,43 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     say(&crate::commands::table(&runs))?;
     host.close();
 
-    say(&format!(
-        "\nKept everything in {dir}. Try (with plan-checkpoint on PATH, see the README):\n  \
-         plan-checkpoint --db {db} approvals list\n  plan-checkpoint --db {db} approvals show {id}\n  \
-         plan-checkpoint --db {db} approvals cat {id}\n  \
-         plan-checkpoint --db {db} commands show call-bash-write\n  \
-         plan-checkpoint --db {db} approvals diff {id} {second}\n  plan-checkpoint --db {db} approvals verify --all\n",
-        dir = dir.display(),
-        db = render::shell_word(&database.display().to_string()),
-        id = first.id,
-        second = second.id,
-    ))?;
+    let db = render::shell_word(&database.display().to_string());
+    let try_lines = |program: &str| {
+        format!(
+            "  {program} --db {db} approvals list\n  {program} --db {db} approvals show {id}\n  \
+             {program} --db {db} approvals cat {id}\n  \
+             {program} --db {db} commands show call-bash-write\n  \
+             {program} --db {db} approvals diff {id} {second}\n  {program} --db {db} approvals verify --all\n",
+            id = first.id,
+            second = second.id,
+        )
+    };
+    let mut closing = format!("\nKept everything in {}.\n", dir.display());
+    if let Some(this_build) = cargo_built_binary() {
+        // Someone who just ran `cargo run -p plan-cli -- demo` has this
+        // binary already; the installed form would cost a second build.
+        closing.push_str("Try, with this build (nothing to install):\n");
+        closing.push_str(&try_lines(&render::shell_word(&this_build.display().to_string())));
+        closing.push_str("Or, with plan-checkpoint on PATH (cargo install --locked --path crates/cli):\n");
+    } else {
+        closing.push_str("Try (with plan-checkpoint on PATH, see the README):\n");
+    }
+    closing.push_str(&try_lines("plan-checkpoint"));
+    say(&closing)?;
     Ok(exit::OK)
+}
+
+/// This binary's absolute path when it runs from a cargo target directory
+/// (`target/debug/plan-checkpoint`, `target/<triple>/release/...`), found
+/// by the `CACHEDIR.TAG` cargo writes at the top of every target directory.
+fn cargo_built_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let in_target = exe
+        .ancestors()
+        .skip(2)
+        .take(2)
+        .any(|ancestor| ancestor.join("CACHEDIR.TAG").is_file());
+    in_target.then_some(exe)
 }
 
 /// The Plan turn's Bash calls: a read that works and a write the kernel

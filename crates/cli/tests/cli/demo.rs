@@ -190,3 +190,42 @@ fn the_try_lines_work_as_printed_even_for_an_unusual_directory() {
     );
     assert_eq!(run_try_lines(&result.stdout), 6);
 }
+
+/// Run from a cargo target directory (as `cargo run -p plan-cli -- demo`
+/// does), the demo also prints `Try:` lines naming this binary by its
+/// absolute path; each runs as printed with nothing on PATH but the system.
+#[test]
+fn the_try_lines_of_a_cargo_build_run_without_installing() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    let bin = std::fs::canonicalize(crate::support::BIN).unwrap();
+    let prefix = format!("{} ", bin.display());
+    let lines: Vec<&str> = result
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("Try, with this build"))
+        .skip(1)
+        .map(str::trim)
+        .take_while(|line| line.starts_with(&prefix))
+        .collect();
+    assert_eq!(lines.len(), 6, "{}", result.stdout);
+    for line in lines {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(!output.stdout.is_empty(), "{line}");
+    }
+    // The installed form is still there, for after `cargo install`.
+    assert_eq!(run_try_lines(&result.stdout), 6);
+}
