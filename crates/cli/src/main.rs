@@ -22,20 +22,23 @@ mod terminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use plan_core::{ApprovalStatus, Limits};
 
 /// Inspect, verify and serve plan approvals: the plan checkpoint of ADR
 /// 0053 (an agent plans read-only, submits one plan, and a person approves
 /// or rejects that exact, hashed plan before a deadline).
 #[derive(Debug, Parser)]
-#[command(name = "plan-checkpoint", version, after_help = EXIT_CODES)]
+#[command(name = "plan-checkpoint", version, after_long_help = EXIT_CODES)]
 struct Cli {
-    /// The database file (or PLAN_CHECKPOINT_DB). `approvals` and `db
-    /// status` open it read-only and never migrate it, so they are safe
-    /// beside a live host; `db migrate` migrates it to v10; `serve` opens
-    /// it read-write (migrating it first) and holds it. Not used by `demo`
-    /// and `completions`.
+    /// The database file (or PLAN_CHECKPOINT_DB).
+    ///
+    /// `approvals`, `commands` and `db status` open it read-only and never
+    /// migrate it, so they are safe beside a live host; `db migrate`
+    /// migrates it to v10; `serve` opens it read-write (migrating it first)
+    /// and holds it. `demo` and `completions` use no database: given on
+    /// their command line, --db is refused (exit 2), so a demo can never
+    /// run its host restarts on a real database.
     #[arg(
         long,
         global = true,
@@ -64,19 +67,19 @@ host).";
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Database status and migration.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Db {
         #[command(subcommand)]
         command: DbCommand,
     },
     /// Inspect, verify, diff and export plan approvals (read-only).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Approvals {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
     /// Inspect the audit of host-run commands (read-only).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Commands {
         #[command(subcommand)]
         command: CommandsCommand,
@@ -86,7 +89,7 @@ enum Command {
     /// Opens the database read-write: migrates it to v10 if needed, takes
     /// the single-host lock, and interrupts whatever a previous host left
     /// pending or running (the startup fence) before the first answer.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Serve {
         /// How long an approval stays pending, in milliseconds (1 to
         /// 604800000, seven days).
@@ -107,7 +110,7 @@ enum Command {
     /// rejected second plan and a refused scheduled Plan run, then prints
     /// the approvals table. The directory is kept so you can inspect it
     /// afterwards with the commands it prints.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Demo {
         /// Where to put the workspace and the database: a new or empty
         /// directory (default: a new temporary directory).
@@ -115,7 +118,7 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// Print a shell completion script to stdout.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Completions {
         /// The shell.
         shell: CompletionShell,
@@ -125,7 +128,7 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum CommandsCommand {
     /// List recorded command runs, newest first.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     List {
         /// Only runs of this session.
         #[arg(long, value_name = "SESSION")]
@@ -139,7 +142,7 @@ enum CommandsCommand {
         json: bool,
     },
     /// Show one run and its audit entries.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Show {
         /// The Bash call id.
         call_id: String,
@@ -158,17 +161,24 @@ enum DbCommand {
     /// Path, schema version, approvals by status and the live rows (pending
     /// approvals, queued or running executions). Read-only. A database that
     /// needs `db migrate` (schema v8, or an empty file) is reported as such.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Status {
         /// Print JSON: {path, schemaVersion, pendingMigration, total,
         /// counts, live} with live as protocol v9 PlanApproval objects.
         #[arg(long)]
         json: bool,
     },
-    /// Migrate a schema v8 database to v10 in one transaction (or create
-    /// the v10 schema in an empty file, or report that it is already v10).
-    /// Refused while a host holds the database.
-    #[command(after_help = EXIT_CODES)]
+    /// Bring the database to schema v10: migrate v8 in one transaction,
+    /// create the schema in an empty file, or say it is already v10.
+    ///
+    /// A missing file is refused (exit 3): `db migrate` creates no
+    /// database, so a mistyped path leaves nothing behind. Beside a live
+    /// host the database is already v10 (the host migrated it when it
+    /// opened it), so `db migrate` says there is nothing to migrate and
+    /// exits 0 without writing; a database that still needs migrating is
+    /// refused (exit 3, HOST_ALREADY_RUNNING) while another process holds
+    /// its host lock.
+    #[command(after_long_help = EXIT_CODES)]
     Migrate {
         /// Print JSON: {path, from, to, migrated} (from is 0 for an empty
         /// file).
@@ -184,7 +194,7 @@ enum ApprovalsCommand {
     ///
     /// On a terminal, ids are shown as the shortest prefix no other approval
     /// shares (every command accepts it back); into a pipe they are whole.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     List {
         /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
@@ -205,7 +215,7 @@ enum ApprovalsCommand {
     },
     /// Every field of one approval, legacy v8 fields included; times in
     /// local RFC 3339 with a relative time.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Show {
         /// The approval id, or a prefix of it no other approval shares.
         id: String,
@@ -219,7 +229,7 @@ enum ApprovalsCommand {
     /// Into a pipe or file it writes the exact bytes; on a terminal control
     /// and bidirectional characters are shown escaped (`\x1b`, `\u202e`)
     /// unless --raw is given.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Cat {
         /// The approval id, or a prefix of it no other approval shares.
         id: String,
@@ -241,7 +251,7 @@ enum ApprovalsCommand {
     /// files under each workspace's .pi/plan/ (one approval is checked
     /// alone). Prints the problems and a summary. Exit 1 when anything is
     /// wrong.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     #[command(group = clap::ArgGroup::new("selection").required(true).args(["id", "session", "all"]))]
     Verify {
         /// One approval (its id, or a prefix of it no other approval shares).
@@ -263,7 +273,7 @@ enum ApprovalsCommand {
     /// Unified diff (3 lines of context) of two approvals' artifacts, after
     /// checking both. With one id: against the previous submission of its
     /// session. With two: from the first (older) to the second (newer).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Diff {
         /// The approval to compare (with B: the older one, compared against).
         a: String,
@@ -277,7 +287,7 @@ enum ApprovalsCommand {
     /// JSON Lines on stdout, one protocol v9 PlanApproval per line, newest
     /// first, for audit pipelines (streamed: the whole history is never
     /// held).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_long_help = EXIT_CODES)]
     Export {
         /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
@@ -326,15 +336,18 @@ fn main() -> ExitCode {
     if plan_exec::helper::is_helper_invocation() {
         return plan_exec::helper::main();
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, db_on_command_line(&matches))));
+    let (cli, db_given) = match parsed {
+        Ok(parsed) => parsed,
         Err(error) => {
             let code = if error.use_stderr() { exit::USAGE } else { exit::OK };
             let _ = error.print();
             return exit_code(code);
         }
     };
-    let code = match run(cli) {
+    let code = match refuse_unused_db(&cli.command, db_given).and_then(|()| run(cli)) {
         Ok(code) => code,
         Err(failure) => {
             // Messages quote ids, paths and details from rows: escaped too.
@@ -346,6 +359,35 @@ fn main() -> ExitCode {
         }
     };
     exit_code(code)
+}
+
+/// Whether `--db` was typed on the command line (not taken from
+/// PLAN_CHECKPOINT_DB, which a shell may export for every command).
+fn db_on_command_line(matches: &clap::ArgMatches) -> bool {
+    matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+}
+
+/// `demo` and `completions` use no database; a `--db` typed for them is
+/// refused rather than silently ignored, since someone who typed it expects
+/// it to be used (and a demo must never restart hosts on a real database).
+fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
+    let (name, hint) = match command {
+        Command::Demo { .. } => (
+            "demo",
+            ": the demo creates its own database in its directory (choose it with --dir DIR)",
+        ),
+        Command::Completions { .. } => ("completions", ""),
+        Command::Db { .. } | Command::Approvals { .. } | Command::Commands { .. } | Command::Serve { .. } => {
+            return Ok(());
+        }
+    };
+    if db_given {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("`{name}` uses no database, so --db is refused here{hint}"),
+        ));
+    }
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<i32, Failure> {
