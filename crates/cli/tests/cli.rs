@@ -44,3 +44,6 @@ mod hostile;
 
 #[path = "cli/completion.rs"]
 mod completion;
+
+#[path = "cli/readme.rs"]
+mod readme;

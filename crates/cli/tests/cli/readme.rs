@@ -1,0 +1,81 @@
+//! The README's examples and cross-references, checked as a new user would
+//! use them: the Rust example pasted into a new crate outside the workspace
+//! and run, and every file, function and test `docs/contract.md` names
+//! found where it says.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (two levels above this crate's manifest).
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The fenced block of `lang` that follows `heading` in `text`.
+fn block<'a>(text: &'a str, heading: &str, lang: &str) -> &'a str {
+    let section = &text[text.find(heading).unwrap()..];
+    let fence = format!("```{lang}\n");
+    let code = &section[section.find(&fence).unwrap() + fence.len()..];
+    &code[..code.find("```").unwrap()]
+}
+
+/// The README's `Cargo.toml` lines and `examples/embed.rs`, in a new crate
+/// in a temporary directory, run with `cargo run --example embed`. Only
+/// the path of the `plan-host` dependency changes (to this checkout). The
+/// workspace's `Cargo.lock` and target directory are reused so that no
+/// dependency is resolved anew or rebuilt, and `--offline` keeps it off
+/// the network.
+#[test]
+fn the_rust_example_runs_as_pasted_in_a_new_crate() {
+    let root = workspace();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let manifest = block(&readme, "### Embedding in Rust", "toml");
+    let example = block(&readme, "### Embedding in Rust", "rust");
+    assert!(example.contains("fn main()"), "the example shows its fn main");
+    let printed_path = "\"../plan-checkpoint/crates/host\"";
+    assert!(manifest.contains(printed_path), "{manifest}");
+    assert!(manifest.contains("[dev-dependencies]\ntempfile"), "{manifest}");
+    let host_path = root.join("crates/host");
+    let manifest = manifest.replace(printed_path, &format!("{:?}", host_path.display().to_string()));
+
+    let dir = tempfile::tempdir().unwrap();
+    let krate = dir.path().join("my-host");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::create_dir_all(krate.join("examples")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"my-host\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n{manifest}\n\
+             [workspace]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(krate.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(krate.join("examples/embed.rs"), example).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), krate.join("Cargo.lock")).unwrap();
+
+    let target = Path::new(crate::support::BIN)
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["run", "--offline", "--quiet", "--example", "embed"])
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the README's Rust example failed in a new crate:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("notification: "), "{stdout}");
+}
