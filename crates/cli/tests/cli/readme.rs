@@ -79,3 +79,24 @@ fn the_rust_example_runs_as_pasted_in_a_new_crate() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("notification: "), "{stdout}");
 }
+
+/// The README's first commands are the two that work on a fresh machine,
+/// and its prerequisites name the Rust version the workspace declares.
+#[test]
+fn the_readme_starts_with_the_two_commands_and_states_the_rust_version() {
+    let root = workspace();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let first = block(&readme, "# plan-checkpoint", "sh");
+    assert_eq!(first, "cargo run -p plan-cli -- demo\ncargo test --workspace\n");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let version = manifest
+        .lines()
+        .find_map(|line| line.strip_prefix("rust-version = "))
+        .unwrap()
+        .trim_matches('"');
+    assert!(
+        readme.contains(&format!("**Rust {version} or newer**")),
+        "the README's prerequisites do not name rust-version {version}"
+    );
+    assert!(readme.contains(&format!("requires\n  rustc {version} or newer")));
+}
