@@ -100,3 +100,89 @@ fn the_readme_starts_with_the_two_commands_and_states_the_rust_version() {
     );
     assert!(readme.contains(&format!("requires\n  rustc {version} or newer")));
 }
+
+/// One reference of `docs/contract.md`: a path, and the name it must
+/// define (a function, constant or type) or the title of a TypeScript test.
+#[derive(Debug)]
+struct Reference {
+    path: String,
+    name: Option<String>,
+}
+
+/// Every backticked `path` or `path::name` in `text` whose path is in one
+/// of this repository's top folders (not a protocol method such as
+/// `plan/reject`, nor a pattern such as `crates/<crate>/tests/`).
+fn references(text: &str) -> Vec<Reference> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|span| {
+            let path = span.split("::").next().unwrap_or_default();
+            ["crates/", "integrations/", "clients/", "migrations/", "docs/"]
+                .iter()
+                .any(|top| path.starts_with(top))
+                && !path.contains([' ', '<'])
+        })
+        .map(|span| match span.split_once("::") {
+            Some((path, name)) => Reference {
+                path: path.to_owned(),
+                name: Some(name.to_owned()),
+            },
+            None => Reference {
+                path: span.to_owned(),
+                name: None,
+            },
+        })
+        .collect()
+}
+
+/// Whether `source` defines `name`: a Rust item or a TypeScript export, or
+/// (a quoted name) a TypeScript test of that title.
+fn defines(source: &str, name: &str) -> bool {
+    if let Some(title) = name.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
+        return source.contains(&format!("test(\"{title}\""));
+    }
+    ["fn ", "const ", "struct ", "enum ", "function ", "pub struct "]
+        .iter()
+        .any(|keyword| {
+            source
+                .match_indices(&format!("{keyword}{name}"))
+                .any(|(at, found)| {
+                    source[at + found.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(|next| !(next.is_alphanumeric() || next == '_'))
+                })
+        })
+}
+
+/// `docs/contract.md` names, for each clause of ADR 0053, the files and
+/// functions that enforce it and the tests that prove it: each one must
+/// exist, so that the page cannot go stale.
+#[test]
+fn every_reference_in_the_contract_exists() {
+    let root = workspace();
+    let contract = std::fs::read_to_string(root.join("docs/contract.md")).unwrap();
+    let references = references(&contract);
+    assert!(
+        references.len() > 80,
+        "found only {} references",
+        references.len()
+    );
+    let mut stale = Vec::new();
+    for reference in &references {
+        let path = root.join(&reference.path);
+        match (&reference.name, std::fs::read_to_string(&path)) {
+            (None, _) if path.exists() => {}
+            (Some(name), Ok(source)) if defines(&source, name) => {}
+            (name, _) => stale.push(format!("{}::{}", reference.path, name.as_deref().unwrap_or(""))),
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/contract.md names what does not exist: {stale:#?}"
+    );
+    // The checker itself tells a present name from a missing one.
+    assert!(defines("fn approve(", "approve") && !defines("fn approved(", "approve"));
+    assert!(defines("test(\"a b\", async", "\"a b\"") && !defines("test(\"a\"", "\"a b\""));
+}
