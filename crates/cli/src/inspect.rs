@@ -507,7 +507,11 @@ pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Re
     let text = if json {
         render::json_pretty(&wire(&stored.approval))?
     } else {
-        render::card(&stored, render::now_ms(), term)
+        let root = store
+            .get_session(stored.approval.session_id.as_str())
+            .map_err(|error| failure(&error))?
+            .and_then(|session| session.workspace_root);
+        render::card(&stored, root.as_deref(), render::now_ms(), term)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)

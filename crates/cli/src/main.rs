@@ -215,11 +215,17 @@ enum ApprovalsCommand {
     },
     /// Every field of one approval, legacy v8 fields included; times in
     /// local RFC 3339 with a relative time.
+    ///
+    /// The artifact's recorded path is relative to the session's workspace
+    /// root; the human output shows the root (`workspace:`) and the joined
+    /// absolute path (`artifact file:`).
     #[command(after_long_help = EXIT_CODES)]
     Show {
         /// The approval id, or a prefix of it no other approval shares.
         id: String,
-        /// Print JSON: the protocol v9 PlanApproval.
+        /// Print JSON: the protocol v9 PlanApproval. Its `artifact.path` is
+        /// relative: the file is `<workspace root>/<artifact.path>`, with the
+        /// root from the human output or the session (`session/get`).
         #[arg(long)]
         json: bool,
     },

@@ -178,14 +178,22 @@ pub(crate) fn approval_row(approval: &PlanApproval, id: String, now: UnixMs) -> 
 }
 
 /// Every field of one approval, one per line; labels in bold and the
-/// status in its colour when colouring.
-pub(crate) fn card(stored: &StoredApproval, now: UnixMs, term: &Terminal) -> String {
+/// status in its colour when colouring. `workspace_root` is its session's:
+/// the artifact's recorded path is relative to it, so the card shows the
+/// root and the joined absolute path too.
+pub(crate) fn card(
+    stored: &StoredApproval,
+    workspace_root: Option<&str>,
+    now: UnixMs,
+    term: &Terminal,
+) -> String {
     let approval = &stored.approval;
     let none = || "-".to_owned();
     let time = |ms: UnixMs| format!("{} ({})", local_rfc3339(ms), relative(ms, now));
     let mut lines: Vec<(&str, String)> = vec![
         ("id", approval.id.to_string()),
         ("session", approval.session_id.to_string()),
+        ("workspace", workspace_root.map_or_else(none, str::to_owned)),
         ("turn", approval.turn_id.to_string()),
         ("title", title(approval)),
         (
@@ -207,6 +215,15 @@ pub(crate) fn card(stored: &StoredApproval, now: UnixMs, term: &Terminal) -> Str
     match &approval.artifact {
         Some(artifact) => {
             lines.push(("artifact", artifact.path.clone()));
+            if let Some(root) = workspace_root {
+                lines.push((
+                    "artifact file",
+                    std::path::Path::new(root)
+                        .join(&artifact.path)
+                        .display()
+                        .to_string(),
+                ));
+            }
             lines.push(("artifact size", format!("{} bytes", artifact.size)));
             lines.push(("artifact sha256", artifact.sha256.clone()));
         }

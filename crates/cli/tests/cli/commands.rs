@@ -531,3 +531,36 @@ fn verify_shows_progress_on_a_terminal_and_nothing_into_a_pipe() {
         "{shown:?}"
     );
 }
+
+/// `approvals show` says where the plan file is: the session's workspace
+/// root and the absolute path, which is the file `approvals cat` reads; the
+/// JSON stays the protocol object, its path relative to that root.
+#[test]
+fn show_names_the_workspace_root_and_the_absolute_artifact_path() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-pending");
+    let shown = run(Some(&fixture.db), &["approvals", "show", &id]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let field = |label: &str| {
+        shown
+            .stdout
+            .lines()
+            .find_map(|line| line.strip_prefix(label))
+            .map(str::trim)
+            .unwrap()
+            .to_owned()
+    };
+    let root = field("workspace:");
+    let file = std::path::PathBuf::from(field("artifact file:"));
+    assert!(file.is_absolute(), "{}", file.display());
+    assert_eq!(file, fixture.artifact("approval-pending"));
+    assert_eq!(file, std::path::Path::new(&root).join(field("artifact:")));
+    let cat = run(Some(&fixture.db), &["approvals", "cat", &id]);
+    assert_eq!(std::fs::read(&file).unwrap(), cat.raw_stdout);
+    let json = run(Some(&fixture.db), &["approvals", "show", &id, "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        std::path::Path::new(&root).join(value["artifact"]["path"].as_str().unwrap()),
+        file
+    );
+}
