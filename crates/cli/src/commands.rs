@@ -9,10 +9,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandOptions, CommandRun, ErrorCode};
+use plan_core::{CommandOptions, CommandRun, ErrorCode, UnixMs};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions};
 use serde::Serialize;
 
+use crate::table::{Cell, Column, Table};
+use crate::terminal::{Terminal, command_state_style};
 use crate::{Failure, escape, exit, inspect, render};
 
 /// `serve` options for host-run commands.
@@ -66,6 +68,7 @@ impl CommandArgs {
 /// `commands list`: recorded runs, newest first.
 pub(crate) fn list(
     database: &Path,
+    term: &Terminal,
     session: Option<String>,
     limit: Option<u32>,
     json: bool,
@@ -78,14 +81,14 @@ pub(crate) fn list(
     let records = store
         .list_commands(&filter)
         .map_err(|error| inspect::failure(&error))?;
-    let text = if json {
-        render::json_pretty(&ListJson {
+    if json {
+        let text = render::json_pretty(&ListJson {
             commands: records.iter().map(RecordJson::from).collect(),
-        })?
+        })?;
+        render::write_stdout(text.as_bytes())?;
     } else {
-        table(&records)
-    };
-    render::write_stdout(text.as_bytes())?;
+        table(&records, term)?;
+    }
     Ok(exit::OK)
 }
 
@@ -209,15 +212,6 @@ impl From<&CommandEntry> for EntryJson {
     }
 }
 
-fn shorten(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
-    }
-    let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
-    short.push('…');
-    short
-}
-
 fn outcome(run: &CommandRun) -> String {
     match (run.exit_code, run.signal, run.error_code) {
         (_, _, Some(code)) => code.as_str().to_owned(),
@@ -227,31 +221,50 @@ fn outcome(run: &CommandRun) -> String {
     }
 }
 
-pub(crate) fn table(records: &[CommandRecord]) -> String {
+/// The columns of a commands table, in the approvals table's conventions
+/// (the shared [`Table`]): the call id is never cut, the command text gives
+/// way first, and on a narrow terminal the sandbox, then the start time,
+/// then the outcome are dropped. Into a pipe nothing is cut.
+fn columns() -> Vec<Column> {
+    vec![
+        Column::new("STARTED", 2),
+        Column::whole("CALL"),
+        Column::new("SANDBOX", 3),
+        Column::new("STATE", 0),
+        Column::new("OUTCOME", 1),
+        Column::flexible("COMMAND"),
+    ]
+}
+
+/// One run as a table row; times relative to `now`, like approvals.
+fn row(record: &CommandRecord, now: UnixMs) -> Vec<Cell> {
+    let run = &record.run;
+    let refused = record.kind == CommandEntryKind::Refused;
+    let state = match record.kind {
+        CommandEntryKind::Refused => "refused",
+        CommandEntryKind::Started | CommandEntryKind::Ended => run.state.as_str(),
+    };
+    vec![
+        Cell::plain(render::relative(run.started_at, now)),
+        Cell::plain(run.call_id.clone()),
+        Cell::plain(run.sandbox.as_str()),
+        Cell::styled(state, command_state_style(run.state, refused)),
+        Cell::plain(outcome(run)),
+        Cell::plain(run.command.clone()),
+    ]
+}
+
+/// Writes `records` as a table for `term` (or says there are none).
+pub(crate) fn table(records: &[CommandRecord], term: &Terminal) -> Result<(), Failure> {
     if records.is_empty() {
-        return "no commands recorded\n".to_owned();
+        return render::write_stdout(b"no commands recorded\n");
     }
-    let mut text = format!(
-        "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
-        "STARTED", "CALL", "SANDBOX", "STATE", "OUTCOME", "COMMAND"
-    );
+    let now = render::now_ms();
+    let mut table = Table::new(columns(), *term);
     for record in records {
-        let run = &record.run;
-        let state = match record.kind {
-            CommandEntryKind::Refused => "refused",
-            CommandEntryKind::Started | CommandEntryKind::Ended => run.state.as_str(),
-        };
-        text.push_str(&format!(
-            "{:<29} {:<16} {:<15} {:<13} {:<16} {}\n",
-            render::local_rfc3339(run.started_at),
-            shorten(&escape::line(&run.call_id), 16),
-            run.sandbox.as_str(),
-            state,
-            shorten(&outcome(run), 16),
-            shorten(&escape::line(&run.command), 40),
-        ));
+        table.push(row(record, now))?;
     }
-    text
+    table.finish()
 }
 
 fn card(entries: &[CommandEntry]) -> String {

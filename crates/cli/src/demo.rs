@@ -395,7 +395,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     let runs = host
         .list_commands(&CommandFilter::default())
         .map_err(host_failure("listing commands"))?;
-    say(&crate::commands::table(&runs))?;
+    crate::commands::table(&runs, term)?;
     host.close();
 
     let db = render::shell_word(&database.display().to_string());

@@ -128,6 +128,10 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum CommandsCommand {
     /// List recorded command runs, newest first.
+    ///
+    /// The table follows `approvals list`: fitted to the terminal (the
+    /// command text is cut first, call ids never), states coloured, start
+    /// times relative; into a pipe nothing is cut or coloured.
     #[command(after_long_help = EXIT_CODES)]
     List {
         /// Only runs of this session.
@@ -417,7 +421,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             let database = require_db(database)?;
             match command {
                 CommandsCommand::List { session, limit, json } => {
-                    commands::list(database, session, limit, json)
+                    commands::list(database, &term, session, limit, json)
                 }
                 CommandsCommand::Show {
                     call_id,

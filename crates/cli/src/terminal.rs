@@ -11,7 +11,7 @@
 use std::io::IsTerminal;
 
 use anstyle::{AnsiColor, Style};
-use plan_core::ApprovalStatus;
+use plan_core::{ApprovalStatus, CommandState};
 
 /// The hidden environment variable that makes stdout count as a terminal.
 pub(crate) const ASSUME_TERMINAL_ENV: &str = "PLAN_CHECKPOINT_ASSUME_TERMINAL";
@@ -100,6 +100,20 @@ pub(crate) fn status_style(status: ApprovalStatus) -> Style {
         ApprovalStatus::Rejected => AnsiColor::Red,
         ApprovalStatus::Expired => AnsiColor::Magenta,
         ApprovalStatus::Interrupted => AnsiColor::Cyan,
+    };
+    Style::new().fg_color(Some(color.into())).bold()
+}
+
+/// The colour of a command run's state: a refused start red, a run still
+/// going yellow, an exit green, a stop by a person or a restart cyan (as
+/// an interrupted approval), a timeout or a failed start magenta.
+pub(crate) fn command_state_style(state: CommandState, refused: bool) -> Style {
+    let color = match (refused, state) {
+        (true, _) => AnsiColor::Red,
+        (false, CommandState::Running) => AnsiColor::Yellow,
+        (false, CommandState::Exited) => AnsiColor::Green,
+        (false, CommandState::Cancelled | CommandState::Interrupted) => AnsiColor::Cyan,
+        (false, CommandState::TimedOut | CommandState::FailedToStart) => AnsiColor::Magenta,
     };
     Style::new().fg_color(Some(color.into())).bold()
 }

@@ -275,3 +275,71 @@ fn serve_without_a_helper_reports_it_and_refuses_plan_bash() {
     assert!(serve.close().success());
     assert!(!workspace.join("made.txt").exists());
 }
+
+/// `commands list` uses the approvals table's conventions: into a pipe the
+/// command is whole however long; on a terminal the table fits its width
+/// (the command is cut with `…`, the call id never) and states are
+/// coloured; start times are relative, like the approvals' times.
+#[test]
+fn commands_list_fits_a_terminal_and_cuts_nothing_into_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = dir.path().join("plan.db");
+    let (mut serve, turn, sandbox) = plan_turn(&db, &workspace);
+    let long = format!("echo {}", "long-argument-".repeat(6));
+    let ran = bash(&mut serve, &turn, "call-with-a-long-id", &long);
+    if sandbox {
+        until_exited(&mut serve, "call-with-a-long-id");
+    } else {
+        assert_eq!(ran["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE", "{ran}");
+    }
+    serve.call("turn/complete", json!({"sessionId": "s1", "turnId": turn}));
+    assert!(serve.close().success());
+
+    // Real times, so that "relative to now" means now.
+    let list = |terminal: Option<usize>, color: &str| {
+        let mut command = std::process::Command::new(crate::support::BIN);
+        command
+            .env_remove("PLAN_CHECKPOINT_NOW_MS")
+            .env_remove("NO_COLOR")
+            .args(["--color", color, "--db"])
+            .arg(&db)
+            .args(["commands", "list"]);
+        if let Some(columns) = terminal {
+            command
+                .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+                .env("COLUMNS", columns.to_string());
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let piped = list(None, "auto");
+    if !sandbox {
+        eprintln!("the kernel sandbox is unavailable here: only the refusal is listed");
+        return;
+    }
+    assert!(piped.contains(&long), "{piped}");
+    assert!(!piped.contains('…') && !piped.contains('\u{1b}'), "{piped}");
+    let row = piped.lines().nth(1).unwrap();
+    assert!(row.starts_with("just now") || row.contains(" ago"), "{row}");
+    assert!(!row.contains("+00:00"), "times are relative, not absolute: {row}");
+
+    let narrow = list(Some(60), "never");
+    for line in narrow.lines() {
+        assert!(
+            unicode_width::UnicodeWidthStr::width(line) <= 60,
+            "wider than the terminal: {line:?}"
+        );
+    }
+    assert!(narrow.contains("call-with-a-long-id"), "{narrow}");
+    assert!(narrow.contains('…'), "{narrow}");
+
+    let coloured = list(Some(200), "auto");
+    assert!(coloured.contains("\u{1b}["), "{coloured}");
+    assert!(
+        coloured.contains(&long),
+        "a wide terminal cuts nothing: {coloured}"
+    );
+}
