@@ -746,6 +746,7 @@ fn summary(term: &Terminal, tally: &VerifyTally, verbose: bool) -> String {
 /// `approvals diff`: storage diffs, this renders.
 pub(crate) fn diff(
     database: &Path,
+    term: &Terminal,
     approval_id: &str,
     against: Option<&str>,
     json: bool,
@@ -771,7 +772,7 @@ pub(crate) fn diff(
                 crate::log::line("plan-checkpoint: the two artifacts are identical");
                 String::new()
             }
-            (Some(_), Some(unified)) => escape::block(unified).into_owned(),
+            (Some(_), Some(unified)) => render::unified_diff(unified, term),
         }
     };
     render::write_stdout(text.as_bytes())?;

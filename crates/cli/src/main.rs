@@ -283,6 +283,9 @@ enum ApprovalsCommand {
     /// Unified diff (3 lines of context) of two approvals' artifacts, after
     /// checking both. With one id: against the previous submission of its
     /// session. With two: from the first (older) to the second (newer).
+    ///
+    /// On a terminal, removed lines are red, added lines green and hunk
+    /// headers cyan (`--color`, NO_COLOR); into a pipe it is plain.
     #[command(after_long_help = EXIT_CODES)]
     Diff {
         /// The approval to compare (with B: the older one, compared against).
@@ -471,8 +474,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     inspect::verify(database, &term, scope, verbose, json)
                 }
                 ApprovalsCommand::Diff { a, b, json } => match b {
-                    Some(newer) => inspect::diff(database, &newer, Some(&a), json),
-                    None => inspect::diff(database, &a, None, json),
+                    Some(newer) => inspect::diff(database, &term, &newer, Some(&a), json),
+                    None => inspect::diff(database, &term, &a, None, json),
                 },
                 ApprovalsCommand::Export { session, json: _ } => inspect::export(database, session),
             }

@@ -16,7 +16,7 @@ use plan_storage::StoredApproval;
 use serde::Serialize;
 
 use crate::table::{Cell, Column};
-use crate::terminal::{Terminal, heading_style, status_style};
+use crate::terminal::{Terminal, good_style, heading_style, hunk_style, removed_style, status_style};
 use crate::{Failure, escape, exit};
 
 /// The hidden environment variable that pins "now" (Unix ms), for tests.
@@ -283,6 +283,34 @@ pub(crate) fn card(
             term.paint(heading_style(), &label),
             " ".repeat(17usize.saturating_sub(label.len()))
         ));
+    }
+    out
+}
+
+/// A unified diff for people: escaped like every agent-written text, and
+/// on a colouring terminal removed lines red, added lines green, file and
+/// hunk headers bold and cyan, as `git diff` shows them.
+pub(crate) fn unified_diff(unified: &str, term: &Terminal) -> String {
+    let escaped = escape::block(unified);
+    let mut out = String::with_capacity(escaped.len());
+    for line in escaped.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        let style = if body.starts_with("+++") || body.starts_with("---") {
+            heading_style()
+        } else if body.starts_with("@@") {
+            hunk_style()
+        } else if body.starts_with('+') {
+            good_style()
+        } else if body.starts_with('-') {
+            removed_style()
+        } else {
+            anstyle::Style::new()
+        };
+        out.push_str(&term.paint(style, body));
+        out.push_str(end);
     }
     out
 }

@@ -133,7 +133,17 @@ pub(crate) fn problem_style() -> Style {
     Style::new().fg_color(Some(AnsiColor::Red.into())).bold()
 }
 
-/// A good result.
+/// A removed line of a diff.
+pub(crate) fn removed_style() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Red.into()))
+}
+
+/// A hunk header (`@@ … @@`) of a diff.
+pub(crate) fn hunk_style() -> Style {
+    Style::new().fg_color(Some(AnsiColor::Cyan.into()))
+}
+
+/// A good result (an added line of a diff too).
 pub(crate) fn good_style() -> Style {
     Style::new().fg_color(Some(AnsiColor::Green.into()))
 }

@@ -564,3 +564,40 @@ fn show_names_the_workspace_root_and_the_absolute_artifact_path() {
         file
     );
 }
+
+/// `approvals diff --help`: "On a terminal, removed lines are red, added
+/// lines green and hunk headers cyan; into a pipe it is plain."
+#[test]
+fn approvals_diff_is_coloured_on_a_terminal_and_plain_into_a_pipe() {
+    let fixture = support::rich();
+    let a = fixture.id("approval-completed");
+    let b = fixture.id("approval-rejected");
+    let on_terminal = support::command()
+        .env_remove("NO_COLOR")
+        .env("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1")
+        .arg("--db")
+        .arg(&fixture.db)
+        .args(["approvals", "diff", &a, &b])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(on_terminal.stdout).unwrap();
+    let red = "\u{1b}[31m-";
+    let green = "\u{1b}[32m+2. Move tokenizing into lexer.rs and rename the API.";
+    let cyan = "\u{1b}[36m@@";
+    for painted in [red, green, cyan] {
+        assert!(text.contains(painted), "{painted:?} missing from {text:?}");
+    }
+    let piped = support::command()
+        .env_remove("NO_COLOR")
+        .arg("--db")
+        .arg(&fixture.db)
+        .args(["approvals", "diff", &a, &b])
+        .output()
+        .unwrap();
+    assert!(!piped.stdout.contains(&0x1b), "a pipe gets no colour");
+    let no_color = run(
+        Some(&fixture.db),
+        &["approvals", "diff", &a, &b, "--color", "never"],
+    );
+    assert!(!no_color.stdout.contains('\u{1b}'));
+}
