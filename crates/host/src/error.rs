@@ -57,12 +57,15 @@ impl HostError {
 
     /// A sentence for people: the code's message, then `": "` and the
     /// specifics if any (the same format as every other layer's errors;
-    /// [`HostError`]'s example).
+    /// [`HostError`]'s example). A storage error's own sentence already
+    /// says what its code means and names the specifics (the database,
+    /// the id, the path), so it is used alone: prefixing the code's message
+    /// would say the same thing twice.
     pub fn message(&self) -> String {
         match self {
             HostError::Refused(code) => code.message(),
             HostError::RefusedWith { code, detail } => code.message_with(detail),
-            HostError::Storage(error) => error.code().message_with(&error.to_string()),
+            HostError::Storage(error) => error.to_string(),
         }
     }
 }

@@ -431,3 +431,29 @@ fn demo_refuses_a_directory_that_is_not_empty() {
     assert_eq!(result.code, 2);
     assert!(result.stderr.contains("is not empty"), "{}", result.stderr);
 }
+
+/// A refusal says its sentence once: `serve` on a database another host
+/// holds names the database and the lock, on stderr and in its JSON-RPC
+/// error, without repeating "another live host is already using".
+#[test]
+fn a_refused_serve_says_why_once() {
+    let fixture = support::rich();
+    let lock = plan_storage::HostLock::acquire(&fixture.db).unwrap();
+    let output = support::command()
+        .arg("--db")
+        .arg(&fixture.db)
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    drop(lock);
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let sentence = "another live host is already using";
+    for (name, text) in [("stderr", &stderr), ("stdout", &stdout)] {
+        assert_eq!(text.matches(sentence).count(), 1, "{name}: {text}");
+        assert!(text.contains("HOST_ALREADY_RUNNING"), "{name}: {text}");
+        assert!(text.contains("holds the lock on the file"), "{name}: {text}");
+    }
+}
