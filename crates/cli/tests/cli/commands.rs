@@ -601,3 +601,24 @@ fn approvals_diff_is_coloured_on_a_terminal_and_plain_into_a_pipe() {
     );
     assert!(!no_color.stdout.contains('\u{1b}'));
 }
+
+/// `approvals diff --help`: "With one id: against the previous submission
+/// of its session." The first submission has nothing to compare with.
+#[test]
+fn approvals_diff_with_one_id_compares_with_the_previous_submission() {
+    let fixture = support::rich();
+    let first = fixture.id("approval-completed");
+    let revision = fixture.id("approval-rejected");
+    let one = run(Some(&fixture.db), &["approvals", "diff", &revision]);
+    let two = run(Some(&fixture.db), &["approvals", "diff", &first, &revision]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert!(!one.stdout.is_empty());
+    assert_eq!(one.stdout, two.stdout);
+    let alone = run(Some(&fixture.db), &["approvals", "diff", &first]);
+    assert_eq!((alone.code, alone.stdout.as_str()), (0, ""));
+    assert!(
+        alone.stderr.contains("nothing to compare with"),
+        "{}",
+        alone.stderr
+    );
+}

@@ -170,3 +170,214 @@ fn db_migrate_refuses_a_missing_file_and_fills_an_empty_one() {
     let again = support::run(Some(&empty), &["db", "migrate"]);
     assert!(again.stdout.contains("nothing to migrate"), "{}", again.stdout);
 }
+
+/// Each sentence of `--help` that states behaviour, and the test that
+/// proves it (`module::test` under `tests/cli/`). Changing a sentence means
+/// changing this table, which names a test that must exist.
+const BEHAVIOUR: &[(&[&str], &str, &str)] = &[
+    (
+        &[],
+        "open it read-only and never migrate it, so they are safe beside a live host",
+        "live::inspection_beside_a_live_serve_changes_nothing_and_both_keep_working",
+    ),
+    (
+        &[],
+        "`serve` opens it read-write (migrating it first) and holds it",
+        "serve::eof_shuts_down_cleanly_and_a_second_serve_is_refused",
+    ),
+    (
+        &[],
+        "given on their command line, --db is refused (exit 2)",
+        "help::demo_and_completions_refuse_a_db_on_their_command_line",
+    ),
+    (
+        &[],
+        "auto (stdout is a terminal and NO_COLOR is not set), always, never",
+        "commands::colour_only_on_a_terminal_or_when_asked_and_never_with_no_color",
+    ),
+    (
+        &[],
+        "2 usage (including an ambiguous id prefix)",
+        "errors::id_prefixes_resolve_and_an_ambiguous_one_is_a_usage_error",
+    ),
+    (
+        &[],
+        "3 database refused (none given, missing, wrong schema version, corrupt",
+        "errors::corrupt_files_are_refused",
+    ),
+    (
+        &["db", "status"],
+        "A database that needs `db migrate` (schema v8, or an empty file) is reported as such",
+        "errors::an_empty_file_gets_the_same_story_from_status_and_migrate",
+    ),
+    (
+        &["db", "migrate"],
+        "migrate v8 in one transaction",
+        "commands::migrated_v8_database_shows_legacy_rows",
+    ),
+    (
+        &["db", "migrate"],
+        "create the schema in an empty file",
+        "help::db_migrate_refuses_a_missing_file_and_fills_an_empty_one",
+    ),
+    (
+        &["db", "migrate"],
+        "or say it is already v10",
+        "commands::db_migrate_on_v10_has_nothing_to_do",
+    ),
+    (
+        &["db", "migrate"],
+        "A missing file is refused (exit 3)",
+        "help::db_migrate_refuses_a_missing_file_and_fills_an_empty_one",
+    ),
+    (
+        &["db", "migrate"],
+        "says there is nothing to migrate and exits 0 without writing",
+        "live::inspection_beside_a_live_serve_changes_nothing_and_both_keep_working",
+    ),
+    (
+        &["db", "migrate"],
+        "refused (exit 3, HOST_ALREADY_RUNNING)",
+        "live::db_migrate_of_a_v8_database_is_refused_while_a_host_holds_it",
+    ),
+    (
+        &["approvals", "list"],
+        "the newest 20 unless --limit or --all says otherwise",
+        "commands::approvals_list_has_a_default_limit_and_says_how_many_more",
+    ),
+    (
+        &["approvals", "list"],
+        "ids are shown as the shortest prefix no other approval shares",
+        "commands::approvals_list_on_a_terminal_fits_its_width_and_prints_pasteable_ids",
+    ),
+    (
+        &["approvals", "list"],
+        "an unknown session is an error",
+        "errors::unknown_sessions_are_refused_alike_by_list_verify_and_export",
+    ),
+    (
+        &["approvals", "list"],
+        "the protocol v9 PlanListResult",
+        "commands::approvals_list_json_is_exactly_the_protocol_objects",
+    ),
+    (
+        &["approvals", "show"],
+        "legacy v8 fields included",
+        "commands::migrated_v8_database_shows_legacy_rows",
+    ),
+    (
+        &["approvals", "show"],
+        "times in local RFC 3339 with a relative time",
+        "commands::approvals_show_every_status",
+    ),
+    (
+        &["approvals", "show"],
+        "the joined absolute path (`artifact file:`)",
+        "commands::show_names_the_workspace_root_and_the_absolute_artifact_path",
+    ),
+    (
+        &["approvals", "cat"],
+        "refused on mismatch unless --force",
+        "errors::tampered_artifact",
+    ),
+    (
+        &["approvals", "cat"],
+        "Into a pipe or file it writes the exact bytes",
+        "hostile::cat_writes_exact_bytes_only_into_a_pipe_or_with_raw",
+    ),
+    (
+        &["approvals", "verify"],
+        "also report orphan files",
+        "errors::orphan_file",
+    ),
+    (
+        &["approvals", "verify"],
+        "Exit 1 when anything is wrong",
+        "errors::tampered_artifact",
+    ),
+    (
+        &["approvals", "verify"],
+        "Print a line for every approval checked",
+        "commands::approvals_verify_all_session_and_one_when_everything_is_fine",
+    ),
+    (
+        &["approvals", "verify"],
+        "streamed, so its members come as",
+        "commands::verify_json_is_the_library_report_whatever_the_member_order",
+    ),
+    (
+        &["approvals", "diff"],
+        "With one id: against the previous submission of its session",
+        "commands::approvals_diff_with_one_id_compares_with_the_previous_submission",
+    ),
+    (
+        &["approvals", "diff"],
+        "With two: from the first (older) to the second (newer)",
+        "commands::approvals_diff_shows_what_changed_between_revisions",
+    ),
+    (
+        &["approvals", "diff"],
+        "removed lines are red, added lines green",
+        "commands::approvals_diff_is_coloured_on_a_terminal_and_plain_into_a_pipe",
+    ),
+    (
+        &["approvals", "export"],
+        "one protocol v9 PlanApproval per line, newest first",
+        "commands::approvals_export_is_json_lines_of_protocol_objects",
+    ),
+    (
+        &["commands", "list"],
+        "the command text is cut first, call ids never",
+        "host_commands::commands_list_fits_a_terminal_and_cuts_nothing_into_a_pipe",
+    ),
+    (
+        &["serve"],
+        "interrupts whatever a previous host left pending or running (the startup fence)",
+        "serve::sigkill_while_pending_queued_and_running_interrupts_without_replay",
+    ),
+    (
+        &["serve"],
+        "(1 to 604800000, seven days)",
+        "serve::an_out_of_range_ttl_is_refused_by_the_one_rule",
+    ),
+    (
+        &["serve"],
+        "Default: this binary, which embeds it",
+        "host_commands::a_plan_command_streams_before_it_exits_and_its_write_is_refused",
+    ),
+    (
+        &["demo"],
+        "The directory is kept",
+        "demo::demo_without_a_directory_makes_and_keeps_a_temporary_one",
+    ),
+    (
+        &["demo"],
+        "a new or empty directory",
+        "errors::demo_refuses_a_directory_that_is_not_empty",
+    ),
+    (
+        &["completions"],
+        "Print a shell completion script to stdout",
+        "completion::bash_completes_subcommands_and_flags",
+    ),
+];
+
+#[test]
+fn every_behaviour_sentence_of_the_help_names_a_test_that_exists() {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
+    for (path, sentence, test) in BEHAVIOUR {
+        let output = support::command().args(*path).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            help.contains(sentence),
+            "`{} --help` no longer says {sentence:?}",
+            path.join(" ")
+        );
+        let (module, name) = test.split_once("::").unwrap();
+        let source = std::fs::read_to_string(tests.join(format!("{module}.rs"))).unwrap();
+        assert!(
+            source.contains(&format!("#[test]\nfn {name}()")),
+            "{test}, named for {sentence:?}, is not a test"
+        );
+    }
+}
