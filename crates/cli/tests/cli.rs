@@ -2,7 +2,8 @@
 //! and `--json` form against databases built through plan-host (and a
 //! migrated v8 one), every error path with its exit code, `serve` over its
 //! pipes (lifecycle, timers, malformed input, crashes), inspection beside a
-//! live `serve`, the demo, and the help text of every command.
+//! live `serve`, the demo, the help text of every command, the completion
+//! scripts run in their shells, and the README's examples and references.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
