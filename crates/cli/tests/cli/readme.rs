@@ -26,9 +26,9 @@ fn block<'a>(text: &'a str, heading: &str, lang: &str) -> &'a str {
 /// The README's `Cargo.toml` lines and `examples/embed.rs`, in a new crate
 /// in a temporary directory, run with `cargo run --example embed`. Only
 /// the path of the `plan-host` dependency changes (to this checkout). The
-/// workspace's `Cargo.lock` and target directory are reused so that no
-/// dependency is resolved anew or rebuilt, and `--offline` keeps it off
-/// the network.
+/// workspace's `Cargo.lock` and target directory are reused (with the
+/// same environment, RUSTFLAGS included) so that no dependency is resolved
+/// anew and few are rebuilt, and `--offline` keeps it off the network.
 #[test]
 fn the_rust_example_runs_as_pasted_in_a_new_crate() {
     let root = workspace();
@@ -68,7 +68,6 @@ fn the_rust_example_runs_as_pasted_in_a_new_crate() {
         .args(["run", "--offline", "--quiet", "--example", "embed"])
         .current_dir(&krate)
         .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTFLAGS")
         .output()
         .unwrap();
     assert!(
