@@ -60,6 +60,16 @@ python3 -m venv "$work/test-venv" || die "python3 -m venv failed"
 # must never stand in for the one just built.
 "$work/test-venv/bin/pip" install --quiet --no-index "$wheel" || die "pip could not install $wheel"
 
+step "plan-checkpoint, the sandbox helper a Python host passes"
+# The README tells Python hosts to pass the installed plan-checkpoint binary
+# as PlanHostOptions(sandbox_helper=...); a test does exactly that.
+(cd "$here" && cargo build --locked -p plan-cli "${profile[@]}") || die "cargo build -p plan-cli failed"
+target_dir="$(cd "$here" && cargo metadata --format-version 1 --no-deps --locked \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" \
+  || die "cargo metadata failed"
+export PLAN_CHECKPOINT_BIN="$target_dir/$([ "${#profile[@]}" = 0 ] && echo debug || echo release)/plan-checkpoint"
+[ -x "$PLAN_CHECKPOINT_BIN" ] || die "no plan-checkpoint binary at $PLAN_CHECKPOINT_BIN"
+
 step "pytest against the installed package"
 mkdir "$work/run"
 cd "$work/run"

@@ -743,6 +743,38 @@ def command_host(tmp_path):
     host.shutdown()
 
 
+def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_host(tmp_path):
+    """The bindings README's way to Plan Bash for Python: the wheel ships no
+    helper, and the `plan-checkpoint` binary (test-wheel.sh builds it and
+    names it in PLAN_CHECKPOINT_BIN) is one."""
+    binary = os.environ.get("PLAN_CHECKPOINT_BIN")
+    assert binary and os.path.isfile(binary), (
+        "PLAN_CHECKPOINT_BIN must name a built plan-checkpoint binary (test-wheel.sh sets it)"
+    )
+    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper=binary))
+    try:
+        ws = workspace(tmp_path)
+        (ws / "notes.txt").write_text("plan me\n")
+        recorder = Recorder()
+        host.add_listener(recorder)
+        host.create_session("py", str(ws), Mode.PLAN, None)
+        turn = host.start_turn("py", Origin.INTERACTIVE)
+        command = json.dumps({"command": "cat notes.txt"})
+        [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+        info = host.sandbox_info()
+        if not info.plan_sandbox_available:
+            print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
+            assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+            return
+        assert result.decision == ToolCallDecision.ALLOW
+        assert result.command.sandbox == CommandSandbox.READ_ONLY
+        outputs, exited = command_events(recorder, "c1")
+        assert exited.command.state == CommandState.EXITED and exited.command.exit_code == 0
+        assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "plan me\n"
+    finally:
+        host.shutdown()
+
+
 def command_events(recorder, call_id):
     """Waits (bounded) for the end of call_id; returns its output events and its end."""
     exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e.call_id == call_id)
