@@ -168,8 +168,8 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     };
     let host = Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?;
     let (events, notifications) = channel();
-    host.add_listener(Arc::new(move |notification: ServerNotification| {
-        let _ = events.send(notification);
+    host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
+        let _ = events.send(plan_server::notification(event));
     }));
     let migration = host.migration();
     say(&format!(

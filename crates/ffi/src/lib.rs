@@ -17,8 +17,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Connection, Host, HostError, HostOptions, NewSession};
-use plan_protocol::ServerNotification;
+use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession};
+use plan_server::Connection;
 
 pub use types::{
     ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
@@ -168,13 +168,12 @@ impl PlanHost {
 
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
-        self.host
-            .add_listener(Arc::new(move |notification: ServerNotification| {
-                let event = PlanEvent::from(notification);
-                // A foreign exception reaches Rust as a panic of the UniFFI
-                // callback glue; it must not unwind into the host.
-                let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
-            }));
+        self.host.add_listener(Arc::new(move |event: HostEvent| {
+            let event = PlanEvent::from(plan_server::notification(event));
+            // A foreign exception reaches Rust as a panic of the UniFFI
+            // callback glue; it must not unwind into the host.
+            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
+        }));
     }
 
     /// Whether Plan-mode Bash can run here (the probe at open).
@@ -299,7 +298,10 @@ impl PlanHost {
             })
             .collect::<Result<Vec<_>, HostError>>()?;
         let outcomes = self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?;
-        Ok(outcomes.iter().map(|outcome| outcome.to_wire().into()).collect())
+        Ok(outcomes
+            .iter()
+            .map(|outcome| plan_server::convert::tool_call_result(outcome).into())
+            .collect())
     }
 
     /// Ends the active prompt turn.
@@ -377,7 +379,8 @@ impl PlanHost {
 
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
-        Ok(self.host.shell_list()?.into())
+        let (entries, default_shell) = self.host.shells()?;
+        Ok(plan_server::convert::shell_list(entries, default_shell).into())
     }
 
     /// Verifies artifacts: one approval (`approval_id`), a session's

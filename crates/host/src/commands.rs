@@ -26,13 +26,12 @@ use plan_core::{
 };
 use plan_exec::{
     CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, Runner, SandboxSupport,
-    Stream,
 };
-use plan_protocol::{CommandExitedNotification, CommandOutputNotification, OutputStream, ServerNotification};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
 
 use crate::event::{HostCore, Open};
 use crate::host::{lock, unexpected};
+use crate::notify::HostEvent;
 use crate::types::HostOptions;
 use crate::{Host, HostError};
 
@@ -228,12 +227,8 @@ fn ended_run(run: &CommandRun, outcome: &CommandOutcome, now: i64) -> CommandRun
     ended
 }
 
-fn exited(run: &CommandRun) -> ServerNotification {
-    ServerNotification::CommandExited(CommandExitedNotification {
-        session_id: run.session_id.to_string(),
-        call_id: run.call_id.clone(),
-        command: run.into(),
-    })
+fn exited(run: &CommandRun) -> HostEvent {
+    HostEvent::CommandExited(run.clone())
 }
 
 impl HostCore {
@@ -246,7 +241,7 @@ impl HostCore {
         session_id: &str,
         call_id: &str,
         before_turn_end: bool,
-        early: &mut Vec<ServerNotification>,
+        early: &mut Vec<HostEvent>,
     ) -> Result<(), HostError> {
         let key = (session_id.to_owned(), call_id.to_owned());
         if !before_turn_end {
@@ -401,16 +396,13 @@ impl Host {
             let sink_core = Arc::clone(&core);
             let (session_id, call_id) = key.clone();
             let running = runner.spawn(spec, move |event: OutputEvent| {
-                let notification = ServerNotification::CommandOutput(CommandOutputNotification {
-                    session_id: session_id.clone(),
+                let notification = HostEvent::CommandOutput {
+                    session_id: SessionId::from(session_id.as_str()),
                     call_id: call_id.clone(),
-                    stream: match event.stream {
-                        Stream::Stdout => OutputStream::Stdout,
-                        Stream::Stderr => OutputStream::Stderr,
-                    },
+                    stream: event.stream,
                     seq: event.seq,
                     chunk: event.chunk,
-                });
+                };
                 lock(&sink_core.outbox).queue.push_back(notification);
                 sink_core.deliver();
             });

@@ -67,18 +67,6 @@ impl HostError {
     }
 }
 
-impl From<plan_protocol::ProtocolError> for HostError {
-    fn from(error: plan_protocol::ProtocolError) -> Self {
-        match error.detail {
-            Some(detail) => HostError::RefusedWith {
-                code: error.code,
-                detail,
-            },
-            None => HostError::Refused(error.code),
-        }
-    }
-}
-
 impl From<plan_core::LimitError> for HostError {
     fn from(error: plan_core::LimitError) -> Self {
         HostError::with_detail(error.code(), error.to_string())

@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::notify::HostEvent;
 use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
     Reply, SessionState, Transition, UnixMs,
 };
-use plan_protocol::ServerNotification;
 use plan_storage::{HostLock, MigrationReport, Store};
 
 use crate::HostError;
@@ -58,7 +58,7 @@ pub struct HostCore {
 /// queue notifications that must come before the event's own, and it may
 /// say the event is moot (`false`).
 pub(crate) type BeforeEvent<'hook> =
-    Box<dyn FnOnce(&mut Open, &mut Vec<ServerNotification>) -> Result<bool, HostError> + 'hook>;
+    Box<dyn FnOnce(&mut Open, &mut Vec<HostEvent>) -> Result<bool, HostError> + 'hook>;
 
 impl HostCore {
     pub(crate) fn now(&self) -> UnixMs {

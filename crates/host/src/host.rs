@@ -173,9 +173,9 @@ impl Host {
         self.options.limits
     }
 
-    /// Registers a listener for every later notification. Any
-    /// `Fn(ServerNotification) + Send + Sync` closure is one; the README
-    /// example registers one.
+    /// Registers a listener for every later event. Any
+    /// `Fn(HostEvent) + Send + Sync` closure is one; the README example
+    /// registers one.
     pub fn add_listener(&self, listener: Arc<dyn NotificationListener>) {
         lock(&self.listeners).push(listener);
     }

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
 
-use plan_protocol::ServerNotification;
+use crate::notify::HostEvent;
 
 use crate::event::HostCore;
 use crate::host::lock;
@@ -28,7 +28,7 @@ pub(crate) struct DeadlineSignal {
 /// delivering an earlier one's notifications cannot overtake them.
 #[derive(Default)]
 pub(crate) struct Outbox {
-    pub(crate) queue: VecDeque<ServerNotification>,
+    pub(crate) queue: VecDeque<HostEvent>,
     pub(crate) draining: bool,
 }
 

@@ -75,7 +75,6 @@ impl Host {
     /// let (entries, default) = host.shells()?;
     /// assert_eq!(entries[0].spec.id, "sh");
     /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
-    /// assert_eq!(host.shell_list()?.shells.len(), 1);
     /// # let _ = default;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -105,28 +104,6 @@ impl Host {
             .unwrap_or_default()
             .to_owned();
         Ok((entries, default))
-    }
-
-    /// The shell catalog and default in their protocol v9 form, the one
-    /// shape `serve` and the FFI both hand out ([`Host::shells`]'s example).
-    ///
-    /// # Errors
-    ///
-    /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn shell_list(&self) -> Result<plan_protocol::ShellListResult, HostError> {
-        let (entries, default_shell) = self.shells()?;
-        let shells = entries
-            .into_iter()
-            .map(|entry| plan_protocol::ShellInfo {
-                id: entry.spec.id,
-                path: entry.spec.path,
-                available: entry.available,
-            })
-            .collect();
-        Ok(plan_protocol::ShellListResult {
-            shells,
-            default_shell,
-        })
     }
 
     /// Persists the default shell (the host test

@@ -97,7 +97,8 @@ pub struct NewSession {
 }
 
 /// What one tool call of a batch came to ([`Host::tool_calls`]; the host
-/// test `tool_call_outcomes_have_one_wire_form` shows each kind).
+/// test `tool_call_outcomes_have_one_wire_form` shows each kind; the server
+/// crate writes it as the protocol's `ToolCallResult`).
 ///
 /// [`Host::tool_calls`]: crate::Host::tool_calls
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,31 +115,6 @@ pub struct ToolCallOutcome {
     /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
     /// read-only, a loop of links). `None` when the code says it all.
     pub message: Option<String>,
-}
-
-impl ToolCallOutcome {
-    /// The protocol v9 form of the outcome (the host test
-    /// `tool_call_outcomes_have_one_wire_form` checks it).
-    pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
-        match (self.decision, &self.approval, &self.command) {
-            (ToolCallVerdict::Allow(_), Some(approval), _) => {
-                plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
-            }
-            (ToolCallVerdict::Allow(_), None, Some(command)) => {
-                plan_protocol::ToolCallResult::ran(self.call_id.clone(), command.into())
-            }
-            (ToolCallVerdict::Allow(_), None, None) => {
-                plan_protocol::ToolCallResult::allow(self.call_id.clone())
-            }
-            (ToolCallVerdict::Deny(code), _, _) => {
-                let mut result = plan_protocol::ToolCallResult::deny(self.call_id.clone(), code);
-                if let (Some(message), Some(error)) = (&self.message, result.error.as_mut()) {
-                    error.message.clone_from(message);
-                }
-                result
-            }
-        }
-    }
 }
 
 /// Allow or deny, as the wire says it.

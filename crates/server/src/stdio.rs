@@ -1,43 +1,57 @@
-//! `plan-checkpoint serve`: protocol v9 JSON-RPC over stdio.
+//! The stdio transport: protocol v9 JSON-RPC over stdin and stdout.
 //!
 //! One JSON message per line on stdin; responses and notifications, one per
 //! line, on stdout; logs on stderr only. The host is opened (lock,
 //! migration, startup fence) before the first line is read, so no request is
-//! ever served before recovery. EOF on stdin closes the host and exits 0.
-//! This module frames lines and nothing else: every answer comes from
-//! `plan_host::Connection`.
+//! ever served before recovery. EOF on stdin closes the host and ends
+//! [`serve_stdio`]. This module frames lines and nothing else: every answer
+//! comes from [`Connection`], every budget from the protocol's
+//! `MessageLimits`, and how the process exits is the caller's.
 
-pub(crate) use crate::commands::CommandArgs;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plan_core::{ErrorCode, Limits};
-use plan_host::{Connection, Host, HostOptions};
+use plan_host::{Host, HostError, HostOptions};
 use plan_protocol::{ErrorObject, MessageLimits, Notification, Response};
 use serde_json::Value;
 
+use crate::connection::{Connection, INTERNAL_ERROR_LINE, SERVER_NAME, empty_batch};
+use crate::convert::{error_object, notification};
 use crate::inbound::{Incoming, next_message};
 use crate::log;
 use crate::outbound::Outbound;
 
-/// What `serve` needs to start.
-#[derive(Debug, Clone)]
-pub(crate) struct ServeOptions {
-    /// Approval TTL in milliseconds, as given (plan-core checks the range).
-    pub(crate) approval_ttl_ms: i64,
-    /// Largest SubmitPlan markdown in bytes, as given.
-    pub(crate) markdown_limit_bytes: usize,
-    /// Host-run command options.
-    pub(crate) commands: CommandArgs,
+/// Why [`serve_stdio`] could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The host refused to open (the database is missing, of another schema,
+    /// corrupt or locked by another host). It was logged on stderr and told
+    /// to the client as an error response with a null id.
+    #[error("{}", .0.message())]
+    Open(#[from] HostError),
+    /// The stdout writer thread could not start; the host was closed again.
+    #[error("cannot start the stdout writer: {0}")]
+    Writer(std::io::Error),
 }
 
 /// How long the writer may take to flush what is queued once stdin closed.
 const FLUSH_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Writes one line straight to stdout, before the writer thread exists.
-fn write_line_now(line: &str) {
+/// Tells the client and stderr that serving cannot start: a log line, and an
+/// error response with a null id on stdout (the only form a client can read
+/// before it has sent anything). [`serve_stdio`] does this for a refused
+/// open; a frontend calls it for options it could not turn into
+/// [`HostOptions`] (limits out of range).
+pub fn refuse_start(error: &HostError) {
+    log::line(&format!(
+        "{SERVER_NAME} serve: {}: {}",
+        error.code().as_str(),
+        error.message()
+    ));
+    let line = serde_json::to_string(&Response::error(None, error_object(error)))
+        .unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned());
     let mut out = std::io::stdout().lock();
     // A closed stdout means the client went away; there is no one to tell.
     let _unwritable = writeln!(out, "{line}").and_then(|()| out.flush());
@@ -48,50 +62,30 @@ fn error_line(error: ErrorObject) -> String {
     serde_json::to_string(&Response::error(None, error)).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned())
 }
 
-/// A response that needs no serialization, for when serializing failed.
-const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
-
 fn to_line(reply: &Value) -> String {
     serde_json::to_string(reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned())
 }
 
-/// Runs the sidecar until stdin closes. Returns the process exit code.
-pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
-    // The one range rule for limits is plan-core's; a value it refuses is a
-    // usage error, told on stderr and to a JSON-RPC client alike.
-    let limits = match Limits::new(options.approval_ttl_ms, options.markdown_limit_bytes) {
-        Ok(limits) => limits,
-        Err(error) => {
-            log::line(&format!(
-                "plan-checkpoint serve: {}: {error}",
-                error.code().as_str()
-            ));
-            write_line_now(&error_line(ErrorObject::with_detail(error.code(), &error)));
-            return crate::exit::USAGE;
-        }
-    };
-    let host_options = options.commands.host_options(HostOptions {
-        limits,
-        ..HostOptions::default()
-    });
-    let host = match Host::open(database, host_options) {
+/// Opens the host on `database` with `options` and serves stdin until it
+/// closes; then closes the host and lets stdout drain.
+///
+/// # Errors
+///
+/// [`ServeError::Open`] when the host refused to open (already told to the
+/// client, see [`refuse_start`]); [`ServeError::Writer`] when stdout's
+/// writer thread could not start. A failed read of stdin ends serving like
+/// EOF does.
+pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeError> {
+    let host = match Host::open(database, options) {
         Ok(host) => Arc::new(host),
         Err(error) => {
-            let code = error.code();
-            log::line(&format!(
-                "plan-checkpoint serve: {}: {}",
-                code.as_str(),
-                error.message()
-            ));
-            // Tell a JSON-RPC client too, in the only form it can read before
-            // it has sent anything: an error response with a null id.
-            write_line_now(&error_line(plan_host::error_object(&error)));
-            return crate::exit::DATABASE_REFUSED;
+            refuse_start(&error);
+            return Err(ServeError::Open(error));
         }
     };
     let migration = host.migration();
     log::line(&format!(
-        "plan-checkpoint serve: ready on {} (schema {} -> {})",
+        "{SERVER_NAME} serve: ready on {} (schema {} -> {})",
         database.display(),
         migration
             .from
@@ -101,23 +95,20 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
     let outbound = match Outbound::spawn(std::io::stdout()) {
         Ok(outbound) => outbound,
         Err(error) => {
-            log::line(&format!(
-                "plan-checkpoint serve: cannot start the stdout writer: {error}"
-            ));
             host.close();
-            return crate::exit::FAILURE;
+            return Err(ServeError::Writer(error));
         }
     };
     host.add_listener(Arc::new({
         let notifier = outbound.notifier();
-        move |notification| {
-            if let Ok(line) = serde_json::to_string(&Notification::new(notification)) {
+        move |event| {
+            if let Ok(line) = serde_json::to_string(&Notification::new(notification(event))) {
                 notifier.notify(line);
             }
         }
     }));
+    let budget = MessageLimits::for_markdown_limit(host.limits().markdown_limit_bytes());
     let mut connection = Connection::new(Arc::clone(&host));
-    let budget = MessageLimits::for_markdown_limit(limits.markdown_limit_bytes());
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     loop {
@@ -132,7 +123,7 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
                 }
             }
             Err(error) => {
-                log::line(&format!("plan-checkpoint serve: reading stdin failed: {error}"));
+                log::line(&format!("{SERVER_NAME} serve: reading stdin failed: {error}"));
                 break;
             }
         }
@@ -140,19 +131,17 @@ pub(crate) fn run(database: &Path, options: &ServeOptions) -> i32 {
     // Closing stops the host's expiry timer too.
     host.close();
     outbound.finish(FLUSH_PATIENCE);
-    log::line("plan-checkpoint serve: stdin closed, shutting down");
-    crate::exit::OK
+    log::line(&format!("{SERVER_NAME} serve: stdin closed, shutting down"));
+    Ok(())
 }
 
 /// Answers a batch one message at a time, queuing each answer as soon as it
 /// exists, so only one answer is ever held; a batch of notifications only
-/// gets no answer at all (JSON-RPC 2.0).
+/// gets no answer at all (JSON-RPC 2.0). An empty batch gets the
+/// connection's one refusal of it.
 fn answer_batch(connection: &mut Connection, batch: Vec<Value>, outbound: &Outbound) {
     if batch.is_empty() {
-        outbound.line(error_line(ErrorObject::with_detail(
-            ErrorCode::InvalidRequest,
-            "an empty batch",
-        )));
+        outbound.line(to_line(&empty_batch()));
         return;
     }
     let mut answered = false;
