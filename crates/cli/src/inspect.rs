@@ -29,37 +29,10 @@ pub(crate) const DEFAULT_LIST_LIMIT: u32 = 20;
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
-    match error {
-        StorageError::SchemaUnsupported { .. }
-        | StorageError::DatabaseUnreadable { .. }
-        | StorageError::DatabaseMissing { .. }
-        | StorageError::MigrationFailed { .. }
-        | StorageError::DatabasePathRefused { .. }
-        | StorageError::HostAlreadyRunning { .. } => exit::DATABASE_REFUSED,
-        StorageError::Sqlite { .. } => {
-            if error.code() == ErrorCode::DatabaseUnreadable {
-                exit::DATABASE_REFUSED
-            } else {
-                exit::FAILURE
-            }
-        }
-        StorageError::Io { .. }
-        | StorageError::DatabaseFilesChanged { .. }
-        | StorageError::InvalidValue { .. }
-        | StorageError::SessionNotFound { .. }
-        | StorageError::SessionAlreadyExists { .. }
-        | StorageError::ApprovalNotFound { .. }
-        | StorageError::StaleApproval { .. }
-        | StorageError::ApprovalConflict { .. }
-        | StorageError::ArtifactPathEscape { .. }
-        | StorageError::ArtifactSymlink { .. }
-        | StorageError::ArtifactWriteFailed { .. }
-        | StorageError::ArtifactMissing { .. }
-        | StorageError::WorkspaceMissing { .. }
-        | StorageError::ArtifactReadFailed { .. }
-        | StorageError::LegacyApproval { .. }
-        | StorageError::NoWorkspace { .. }
-        | StorageError::ArtifactIntegrityMismatch { .. } => exit::FAILURE,
+    if error.is_database_refusal() {
+        exit::DATABASE_REFUSED
+    } else {
+        exit::FAILURE
     }
 }
 

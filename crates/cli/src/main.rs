@@ -454,17 +454,21 @@ fn serve(
     markdown_limit_bytes: usize,
     commands: &commands::CommandArgs,
 ) -> i32 {
-    let limits = match Limits::new(approval_ttl_ms, markdown_limit_bytes) {
-        Ok(limits) => limits,
+    // The range rules are plan-core's; a value they refuse is a usage
+    // error, told on stderr and to a JSON-RPC client alike.
+    let options = Limits::new(approval_ttl_ms, markdown_limit_bytes).and_then(|limits| {
+        commands.host_options(plan_host::HostOptions {
+            limits,
+            ..plan_host::HostOptions::default()
+        })
+    });
+    let options = match options {
+        Ok(options) => options,
         Err(error) => {
             plan_server::refuse_start(&plan_host::HostError::from(error));
             return exit::USAGE;
         }
     };
-    let options = commands.host_options(plan_host::HostOptions {
-        limits,
-        ..plan_host::HostOptions::default()
-    });
     match plan_server::serve_stdio(database, options) {
         Ok(()) => exit::OK,
         Err(plan_server::ServeError::Open(_)) => exit::DATABASE_REFUSED,

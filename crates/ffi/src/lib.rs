@@ -16,7 +16,7 @@ mod types;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use plan_core::{ConfigChange, Limits};
+use plan_core::{CommandLimits, ConfigChange, Limits};
 use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession};
 use plan_server::Connection;
 
@@ -130,25 +130,21 @@ impl PlanHost {
         .map_err(HostError::from)?;
         let mut limits = limits;
         let commands = &mut limits.commands;
-        commands.default_timeout_ms = options.command_timeout_ms.unwrap_or(commands.default_timeout_ms);
-        commands.max_timeout_ms = options.command_max_timeout_ms.unwrap_or(commands.max_timeout_ms);
-        if let Some(limit) = options.max_running_commands {
-            commands.max_running_per_session =
-                usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?;
-        }
+        // The command limits' range and clamp are plan-core's too.
+        commands.limits = CommandLimits::new(
+            options.command_timeout_ms,
+            options
+                .command_max_timeout_ms
+                .unwrap_or(CommandLimits::DEFAULT_MAX_TIMEOUT_MS),
+            options
+                .max_running_commands
+                .map_or(CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION, |limit| {
+                    usize::try_from(limit).unwrap_or(usize::MAX)
+                }),
+        )
+        .map_err(HostError::from)?;
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
         commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
-        if commands.default_timeout_ms == 0
-            || commands.max_timeout_ms == 0
-            || commands.max_running_per_session == 0
-        {
-            return Err(HostError::with_detail(
-                plan_core::ErrorCode::InvalidParams,
-                "command timeouts and max_running_commands must be positive",
-            )
-            .into());
-        }
-        commands.default_timeout_ms = commands.default_timeout_ms.min(commands.max_timeout_ms);
         let defaults = HostOptions::default();
         let host = Arc::new(Host::open(
             &db_path,

@@ -181,13 +181,11 @@ fn confinement(grant: SandboxGrant, real_root: &Path) -> Confinement {
     }
 }
 
-/// The canonical code of a command that could not start.
+/// The canonical code of a command that could not start: the one mapping
+/// from plan-exec's errors to codes.
 fn start_failure_code(error: &ExecError, sandbox: Sandbox) -> ErrorCode {
     match error {
-        ExecError::SandboxUnavailable { .. } => match sandbox {
-            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-        },
+        ExecError::SandboxUnavailable { .. } => sandbox.unavailable_code(),
         ExecError::ShellUnavailable { .. } => ErrorCode::ShellUnavailable,
         ExecError::CwdUnavailable { .. } | ExecError::InvalidSpec { .. } => ErrorCode::InvalidCommandInput,
         ExecError::ScratchDirMissing { .. } | ExecError::ScratchDir { .. } | ExecError::Spawn { .. } => {
@@ -507,11 +505,7 @@ impl Host {
             return Ok(failed(run, ErrorCode::ShellUnavailable));
         };
         if self.commands.runner.is_none() {
-            let code = match request.grant.sandbox {
-                Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-                Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-            };
-            return Ok(failed(run, code));
+            return Ok(failed(run, request.grant.sandbox.unavailable_code()));
         }
         let root = Path::new(&request.workspace_root);
         let Some(real_root) = plan_storage::real_directory(root) else {

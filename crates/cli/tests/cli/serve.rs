@@ -1281,6 +1281,36 @@ fn names_that_keep_nothing_are_refused_with_exit_3() {
 }
 
 #[test]
+fn a_default_command_timeout_above_the_maximum_is_refused_by_the_one_rule() {
+    let place = Place::new();
+    let db = place.db.to_str().unwrap();
+    let args = [
+        "--db",
+        db,
+        "--command-timeout-ms",
+        "900000",
+        "--command-max-timeout-ms",
+        "600000",
+    ];
+    let (code, stdout, stderr) = serve_once(&args, b"");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("INVALID_PARAMS"), "{stderr}");
+    assert!(stderr.contains("900000 ms"), "{stderr}");
+    let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+    assert!(!place.db.exists(), "a refused start created the database");
+    for zero in [
+        "--command-max-timeout-ms",
+        "--max-running-commands",
+        "--command-timeout-ms",
+    ] {
+        let (code, _, stderr) = serve_once(&["--db", db, zero, "0"], b"");
+        assert_eq!(code, Some(2), "{zero}: {stderr}");
+        assert!(stderr.contains("INVALID_PARAMS"), "{zero}: {stderr}");
+    }
+}
+
+#[test]
 fn an_out_of_range_ttl_is_refused_by_the_one_rule() {
     let place = Place::new();
     let db = place.db.to_str().unwrap();
