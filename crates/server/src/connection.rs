@@ -64,14 +64,20 @@ impl Connection {
     /// Returns the line to send back, or `None` when JSON-RPC wants no answer.
     /// A line over the protocol's message budgets (length, batch length,
     /// values, string bytes: [`plan_protocol::MessageLimits`]) is refused
-    /// whole with `INVALID_REQUEST` before it is parsed. [`Connection`]'s
+    /// whole with `INVALID_REQUEST` before it is parsed, with the request's
+    /// id when it came before the bound (else a null id). [`Connection`]'s
     /// example sends `initialize`; the host tests in `mod connection` send
     /// bad JSON, unknown methods and over-long lines.
     pub fn handle_line(&mut self, line: &str) -> Option<String> {
         let limits =
             plan_protocol::MessageLimits::for_markdown_limit(self.host.limits().markdown_limit_bytes());
-        if let Err(overrun) = plan_protocol::MessageScanner::new(limits).feed(line.as_bytes()) {
-            let reply = error_response(None, ErrorObject::with_detail(overrun.code(), overrun.detail()));
+        let mut scanner = plan_protocol::MessageScanner::new(limits);
+        if let Err(overrun) = scanner.feed(line.as_bytes()) {
+            // Answered with the request's id when it came before the bound.
+            let reply = error_response(
+                scanner.request_id().cloned(),
+                ErrorObject::with_detail(overrun.code(), overrun.detail()),
+            );
             return Some(serde_json::to_string(&reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned()));
         }
         let reply = match serde_json::from_str::<Value>(line) {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plan_host::{Host, HostError, HostOptions};
-use plan_protocol::{ErrorObject, MessageLimits, Notification, Response};
+use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response};
 use serde_json::Value;
 
 use crate::connection::{Connection, INTERNAL_ERROR_LINE, SERVER_NAME, empty_batch};
@@ -57,9 +57,9 @@ pub fn refuse_start(error: &HostError) {
     let _unwritable = writeln!(out, "{line}").and_then(|()| out.flush());
 }
 
-/// The serialized form of a JSON-RPC error response with a null id.
-fn error_line(error: ErrorObject) -> String {
-    serde_json::to_string(&Response::error(None, error)).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned())
+/// The serialized form of a JSON-RPC error response.
+fn error_line(id: Option<RequestId>, error: ErrorObject) -> String {
+    serde_json::to_string(&Response::error(id, error)).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned())
 }
 
 fn to_line(reply: &Value) -> String {
@@ -115,7 +115,7 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
         match next_message(&mut input, budget) {
             Ok(Incoming::Eof) => break,
             Ok(Incoming::Blank) => {}
-            Ok(Incoming::Refused(error)) => outbound.line(error_line(error)),
+            Ok(Incoming::Refused(id, error)) => outbound.line(error_line(id, error)),
             Ok(Incoming::Message(Value::Array(batch))) => answer_batch(&mut connection, batch, &outbound),
             Ok(Incoming::Message(message)) => {
                 if let Some(reply) = connection.handle_single(message) {
