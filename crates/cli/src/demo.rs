@@ -106,7 +106,9 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
             dir.to_path_buf()
         }
     };
-    // The host wants an absolute, normalized workspace root.
+    // The host refuses a relative workspace root (`.` and `..` it normalizes
+    // itself) and `--dir` may be relative; resolved, it is also the path the
+    // commands printed at the end name.
     std::fs::canonicalize(&dir).map_err(io_failure("resolve", &dir))
 }
 

@@ -4,12 +4,17 @@
 //! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration,
 //! startup fence and the host's own expiry timer start in its constructor)
 //! and mirrors the typed host API method for method; `handle_json` speaks
-//! protocol v9 as JSON for hosts that prefer the wire. Every method delegates in a line or
-//! two: the FFI decides nothing. Errors reach foreign code as one
-//! [`PlanError`], made from host errors by exactly one mapping. Listeners get
-//! every host notification as one typed [`PlanEvent`], made by exactly one
-//! mapping too. No panic crosses the boundary (UniFFI turns any that escapes
-//! into an internal error, and listener calls are guarded).
+//! protocol v9 as JSON through `plan_server::Connection`, for hosts that
+//! prefer the wire. Every method converts its arguments, makes one host call
+//! and converts the answer; the constructor builds the options through
+//! plan-core's `Limits::new` and `CommandLimits::new`. The FFI decides
+//! nothing. Errors reach foreign code as one [`PlanError`], made from host
+//! errors by exactly one mapping. Listeners get every host event as one
+//! typed [`PlanEvent`], made by exactly one mapping too (the event's
+//! protocol notification, `plan_server::notification`, then
+//! `From<ServerNotification> for PlanEvent`). No panic crosses the boundary
+//! (UniFFI turns any that escapes into an internal error, and listener calls
+//! are guarded).
 
 mod types;
 
