@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use crate::notify::HostEvent;
 use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
     Reply, SessionState, Transition, UnixMs,
@@ -17,9 +16,9 @@ use plan_storage::{HostLock, MigrationReport, Store};
 
 use crate::HostError;
 use crate::commands::{CommandKey, CommandSlot, CommandSupport};
-use crate::host::lock;
-use crate::notify::{NotificationListener, derive};
+use crate::notify::{HostEvent, NotificationListener, derive};
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::sync::lock;
 use crate::types::HostOptions;
 
 /// The open database and the in-memory turns and commands. `None` once
@@ -246,4 +245,53 @@ fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> 
         pending_approval: open.store.pending_approval(session_id)?,
         live_execution: open.store.live_execution(session_id)?,
     })
+}
+
+impl HostCore {
+    /// Delivers queued notifications in commit order, after the state lock
+    /// is released (so a listener may call back into the host). If another
+    /// thread is delivering already, it delivers these too, after the ones
+    /// committed before them.
+    pub(crate) fn deliver(&self) {
+        {
+            let mut outbox = lock(&self.outbox);
+            if outbox.draining || outbox.queue.is_empty() {
+                return;
+            }
+            outbox.draining = true;
+        }
+        let _unwinding = DrainGuard(&self.outbox);
+        loop {
+            let notification = {
+                let mut outbox = lock(&self.outbox);
+                match outbox.queue.pop_front() {
+                    Some(notification) => notification,
+                    None => {
+                        outbox.draining = false;
+                        return;
+                    }
+                }
+            };
+            let listeners = lock(&self.listeners).clone();
+            for listener in &listeners {
+                listener.notify(notification.clone());
+            }
+        }
+    }
+
+    pub(crate) fn wake_timer(&self) {
+        *lock(&self.signal.generation) += 1;
+        self.signal.changed.notify_all();
+    }
+}
+
+/// Lets another thread drain the outbox if a listener panics mid-delivery.
+struct DrainGuard<'host>(&'host Mutex<Outbox>);
+
+impl Drop for DrainGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            lock(self.0).draining = false;
+        }
+    }
 }

@@ -8,13 +8,14 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use plan_core::{
     ActiveTurn, ApprovalId, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin,
     PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall, ToolDecision, TurnId,
     UnixMs, VerifyReport, VerifyScope,
 };
+use plan_core::{CatalogShell, check_shell, default_shell};
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
@@ -22,8 +23,9 @@ use crate::commands::CommandSupport;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::timer::{ExpiryTimer, TimerThread};
-use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use crate::shells::ShellEntry;
+use crate::timer::TimerThread;
+use crate::types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 ///
@@ -868,12 +870,69 @@ impl HostCore {
     }
 }
 
-/// Locks a mutex, recovering from poisoning: every durable change is
-/// transactional, so state behind a poisoned lock is still consistent.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+// The modules below `host` reach these two helpers here until they import
+// them from their own modules.
+pub(crate) use crate::error::unexpected;
+pub(crate) use crate::sync::lock;
 
-pub(crate) fn unexpected(reply: &Reply) -> HostError {
-    HostError::with_detail(ErrorCode::Internal, format!("unexpected reply {reply:?}"))
+impl Host {
+    // Shells.
+
+    /// The shell catalog with availability, and the effective default
+    /// (plan-core's `default_shell` over the catalog and the persisted
+    /// setting; empty for an empty catalog).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, ShellSpec};
+    ///
+    /// let options = HostOptions { shells: vec![ShellSpec::new("sh", "/bin/sh")], ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// let (entries, default) = host.shells()?;
+    /// assert_eq!(entries[0].spec.id, "sh");
+    /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
+    /// # let _ = default;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
+        let persisted = self.with_open(|open| Ok(open.store.default_shell()?))?;
+        let entries: Vec<ShellEntry> = self
+            .options
+            .shells
+            .iter()
+            .map(|spec| ShellEntry {
+                available: plan_storage::executable_exists(&spec.path),
+                spec: spec.clone(),
+            })
+            .collect();
+        let catalog: Vec<CatalogShell<'_>> = entries
+            .iter()
+            .map(|entry| CatalogShell {
+                id: &entry.spec.id,
+                available: entry.available,
+            })
+            .collect();
+        let default = default_shell(&catalog, persisted.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        Ok((entries, default))
+    }
+
+    /// Persists the default shell (the host test
+    /// `list_set_default_and_unknown_shells` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SHELL_UNKNOWN` (not in the host's catalog), `HOST_CLOSED`,
+    /// `STORAGE_FAILED`.
+    pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
+        check_shell(self.options.shells.iter().map(|spec| spec.id.as_str()), shell_id)
+            .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;
+        self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
+        Ok(shell_id.to_owned())
+    }
 }

@@ -33,6 +33,7 @@ mod host;
 mod notify;
 mod outbox;
 mod shells;
+mod sync;
 mod timer;
 mod types;
 
@@ -47,8 +48,7 @@ pub use plan_storage::{
     StoredApproval,
 };
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
-pub use timer::ExpiryTimer;
-pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+pub use types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{

@@ -13,7 +13,6 @@ use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApprova
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
-use crate::timer::ExpiryTimer;
 
 /// How a host is set up. Every field has a default; name only what
 /// differs.
@@ -145,4 +144,29 @@ pub struct ArtifactContent {
     pub sha256: String,
     /// Byte size.
     pub size: u64,
+}
+
+/// Who fires approval deadlines.
+///
+/// ```
+/// use plan_host::{ExpiryTimer, HostOptions};
+///
+/// // The default: the host runs its own timer thread.
+/// assert_eq!(HostOptions::default().expiry, ExpiryTimer::Automatic);
+/// // Opting out: the embedder calls `Host::expire_due` at `Host::next_deadline`.
+/// let options = HostOptions { expiry: ExpiryTimer::Manual, ..HostOptions::default() };
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExpiryTimer {
+    /// [`crate::Host::open`] starts a timer thread that expires approvals on
+    /// time; it stops on `close` and when the host is dropped.
+    #[default]
+    Automatic,
+    /// No thread: the embedder's own event loop calls
+    /// [`crate::Host::expire_due`] at [`crate::Host::next_deadline`]. Until
+    /// it does, an overdue approval is still expired by any request that
+    /// touches it (it can never be approved late), but no
+    /// `plan/approvalResolved` is sent on time.
+    Manual,
 }
