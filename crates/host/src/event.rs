@@ -15,9 +15,9 @@ use plan_core::{
 use plan_storage::{HostLock, MigrationReport, Store};
 
 use crate::HostError;
-use crate::commands::{CommandKey, CommandSlot, CommandSupport};
 use crate::notify::{HostEvent, NotificationListener, derive};
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::running::{CommandKey, CommandSlot, CommandSupport};
 use crate::sync::lock;
 use crate::types::HostOptions;
 
@@ -38,10 +38,9 @@ pub(crate) struct Open {
 }
 
 /// The state of a [`crate::Host`], shared with the threads that watch its
-/// running commands and with the expiry timer. Reached through the host (it
-/// dereferences to this); it has no public methods of its own, and every
-/// operation is a [`crate::Host`] method.
-pub struct HostCore {
+/// running commands and with the expiry timer. Private to the crate: the
+/// `Host` holds it in an `Arc` and every operation is a `Host` method.
+pub(crate) struct HostCore {
     pub(crate) open: Mutex<Option<Open>>,
     pub(crate) outbox: Mutex<Outbox>,
     pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
@@ -51,6 +50,15 @@ pub struct HostCore {
     pub(crate) migration: MigrationReport,
     pub(crate) database: PathBuf,
     pub(crate) commands: CommandSupport,
+}
+
+/// One event carried out ([`HostCore::run`]).
+pub(crate) struct Ran {
+    /// The effects committed, in order. A refused event can still have some
+    /// (an approval that expired before it).
+    pub(crate) effects: Vec<Effect>,
+    /// plan-core's reply with the session after it, or its refusal.
+    pub(crate) outcome: Result<(Reply, SessionState), HostError>,
 }
 
 /// Work done under the state lock before plan-core sees an event: it may
@@ -80,8 +88,7 @@ impl HostCore {
         session_id: &str,
         event: Event,
     ) -> Result<(Reply, SessionState), HostError> {
-        let (_, outcome) = self.run(session_id, event)?;
-        outcome
+        self.run(session_id, event)?.outcome
     }
 
     pub(crate) fn session_event_with_effects(
@@ -89,21 +96,16 @@ impl HostCore {
         session_id: &str,
         event: Event,
     ) -> Result<(Reply, Vec<Effect>), HostError> {
-        let (effects, outcome) = self.run(session_id, event)?;
+        let Ran { effects, outcome } = self.run(session_id, event)?;
         outcome.map(|(reply, _)| (reply, effects))
     }
 
     /// Runs one event: decide, persist in one transaction, adopt, notify.
     ///
-    /// The outer `Result` fails when nothing could be decided or persisted;
-    /// the inner one carries plan-core's refusal, which may still come with
-    /// committed effects (an approval that expired before the event).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn run(
-        &self,
-        session_id: &str,
-        event: Event,
-    ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
+    /// Fails when nothing could be decided or persisted; plan-core's
+    /// refusal is [`Ran::outcome`], which may still come with committed
+    /// effects (an approval that expired before the event).
+    pub(crate) fn run(&self, session_id: &str, event: Event) -> Result<Ran, HostError> {
         match self.run_with(session_id, event, Box::new(|_, _| Ok(true)))? {
             Some(ran) => Ok(ran),
             None => Err(HostError::with_detail(
@@ -115,13 +117,12 @@ impl HostCore {
 
     /// [`HostCore::run`] with work done first under the same lock; `None`
     /// when that work said the event is moot.
-    #[allow(clippy::type_complexity)]
     pub(crate) fn run_with(
         &self,
         session_id: &str,
         event: Event,
         before: BeforeEvent<'_>,
-    ) -> Result<Option<(Vec<Effect>, Result<(Reply, SessionState), HostError>)>, HostError> {
+    ) -> Result<Option<Ran>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
@@ -183,20 +184,21 @@ impl HostCore {
             outbox.queue.extend(derive(&before, &state, &effects));
             drop(outbox);
             let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
-            Ok(Some((effects, outcome)))
+            Ok(Some(Ran { effects, outcome }))
         })?;
-        let Some((effects, outcome)) = ran else {
+        let Some(ran) = ran else {
             self.deliver();
             return Ok(None);
         };
-        if effects
+        if ran
+            .effects
             .iter()
             .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
         {
             self.wake_timer();
         }
         self.deliver();
-        Ok(Some((effects, outcome)))
+        Ok(Some(ran))
     }
 }
 

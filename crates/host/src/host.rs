@@ -19,18 +19,21 @@ use plan_core::{CatalogShell, check_shell, default_shell};
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
-use crate::commands::CommandSupport;
+use crate::error::unexpected;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::running::CommandSupport;
 use crate::shells::ShellEntry;
+use crate::sync::lock;
 use crate::timer::TimerThread;
 use crate::types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 ///
-/// Its state lives in a [`HostCore`] shared with the threads that watch
-/// running commands (they record a command's end when it exits on its own).
+/// Its state lives in a private core shared with the threads that watch
+/// running commands (they record a command's end when it exits on its own)
+/// and with the expiry timer; every operation is a `Host` method.
 pub struct Host {
     pub(crate) core: Arc<HostCore>,
     /// The expiry timer thread, unless the embedder chose
@@ -47,20 +50,12 @@ impl Drop for Host {
     }
 }
 
-impl std::ops::Deref for Host {
-    type Target = HostCore;
-
-    fn deref(&self) -> &HostCore {
-        &self.core
-    }
-}
-
 impl std::fmt::Debug for Host {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("Host")
-            .field("database", &self.database)
-            .field("options", &self.options)
+            .field("database", &self.core.database)
+            .field("options", &self.core.options)
             .finish_non_exhaustive()
     }
 }
@@ -150,14 +145,14 @@ impl Host {
 
     /// What opening did to the schema. [`Host::open`]'s example reads it.
     pub fn migration(&self) -> &MigrationReport {
-        &self.migration
+        &self.core.migration
     }
 
     /// The database path (as given to [`Host::open`]; the
     /// `second_open_is_host_already_running_and_close_lets_the_next_in` host
     /// test opens it again).
     pub fn database(&self) -> &Path {
-        &self.database
+        &self.core.database
     }
 
     /// The host's limits, with the sandbox probe's verdict filled in.
@@ -172,14 +167,14 @@ impl Host {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn limits(&self) -> Limits {
-        self.options.limits
+        self.core.options.limits
     }
 
     /// Registers a listener for every later event. Any
     /// `Fn(HostEvent) + Send + Sync` closure is one; the README example
     /// registers one.
     pub fn add_listener(&self, listener: Arc<dyn NotificationListener>) {
-        lock(&self.listeners).push(listener);
+        lock(&self.core.listeners).push(listener);
     }
 
     /// Closes the host: releases the database and the single-host lock,
@@ -247,8 +242,8 @@ impl Host {
             new.permission_mode,
         )
         .map_err(|refusal| HostError::with_detail(refusal.code(), refusal.to_string()))?;
-        let now = self.now();
-        self.with_open(|open| {
+        let now = self.core.now();
+        self.core.with_open(|open| {
             open.store.create_session(&session, now)?;
             Ok(SessionState::idle(session))
         })
@@ -262,7 +257,8 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn session(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
-        self.session_event(session_id.as_str(), Event::Tick)
+        self.core
+            .session_event(session_id.as_str(), Event::Tick)
             .map(|(_, state)| state)
     }
 
@@ -295,8 +291,15 @@ impl Host {
         session_id: &SessionId,
         change: ConfigChange,
     ) -> Result<SessionState, HostError> {
-        let shells = self.options.shells.iter().map(|spec| spec.id.clone()).collect();
-        self.session_event(session_id.as_str(), Event::Configure { change, shells })
+        let shells = self
+            .core
+            .options
+            .shells
+            .iter()
+            .map(|spec| spec.id.clone())
+            .collect();
+        self.core
+            .session_event(session_id.as_str(), Event::Configure { change, shells })
             .map(|(_, state)| state)
     }
 
@@ -313,7 +316,10 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn start_turn(&self, session_id: &SessionId, origin: Origin) -> Result<ActiveTurn, HostError> {
         let turn_id = fresh_id("turn");
-        match self.session_event(session_id.as_str(), Event::StartTurn { turn_id, origin })? {
+        match self
+            .core
+            .session_event(session_id.as_str(), Event::StartTurn { turn_id, origin })?
+        {
             (Reply::TurnStarted(turn), _) => Ok(turn),
             (other, _) => Err(unexpected(&other)),
         }
@@ -347,7 +353,7 @@ impl Host {
             turn_id: turn_id.into(),
             calls,
         };
-        let (reply, effects) = self.session_event_with_effects(session_id, event)?;
+        let (reply, effects) = self.core.session_event_with_effects(session_id, event)?;
         let Reply::ToolResults(results) = reply else {
             return Err(unexpected(&reply));
         };
@@ -427,7 +433,7 @@ impl Host {
         session_id: &str,
         request: plan_core::ArtifactRequest,
     ) -> Result<ToolCallOutcome, HostError> {
-        let now = self.now();
+        let now = self.core.now();
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let written = plan_storage::write_artifact(
             &request.workspace_root,
@@ -456,7 +462,7 @@ impl Host {
                 code: error.code(),
             },
         };
-        let recorded = self.session_event(session_id, event);
+        let recorded = self.core.session_event(session_id, event);
         if let Some(artifact) = &written_artifact
             && !matches!(recorded, Ok((Reply::ApprovalRequested { .. }, _)))
         {
@@ -513,7 +519,8 @@ impl Host {
         let event = Event::CompleteTurn {
             turn_id: turn_id.clone(),
         };
-        self.session_event(session_id.as_str(), event)
+        self.core
+            .session_event(session_id.as_str(), event)
             .map(|(_, state)| state)
     }
 
@@ -528,7 +535,8 @@ impl Host {
     pub fn cancel_turn(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
         let session_id = session_id.as_str();
         self.end_commands_before_cancel(session_id)?;
-        self.session_event(session_id, Event::CancelTurn)
+        self.core
+            .session_event(session_id, Event::CancelTurn)
             .map(|(_, state)| state)
     }
 
@@ -591,7 +599,7 @@ impl Host {
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
         };
-        match self.session_event(session_id.as_str(), event)? {
+        match self.core.session_event(session_id.as_str(), event)? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
@@ -608,7 +616,7 @@ impl Host {
     pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
         let row = self.stored_approval(approval_id.as_str())?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(
+        match self.core.session_event(
             session_id.as_str(),
             Event::Reject {
                 approval: row.approval,
@@ -648,7 +656,7 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<StoredApproval>, HostError> {
         self.expire_due()?;
-        self.with_open(|open| Ok(open.store.list_approvals(filter)?))
+        self.core.with_open(|open| Ok(open.store.list_approvals(filter)?))
     }
 
     /// Rereads an approval's artifact and checks its size and SHA-256. The
@@ -662,7 +670,9 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn read_artifact(&self, approval_id: &ApprovalId) -> Result<ArtifactContent, HostError> {
         let row = self.stored_approval(approval_id.as_str())?;
-        let bytes = self.with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
+        let bytes = self
+            .core
+            .with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
         let markdown = String::from_utf8(bytes).map_err(|_| {
             HostError::with_detail(ErrorCode::ArtifactIntegrityMismatch, "the artifact is not UTF-8")
         })?;
@@ -688,7 +698,7 @@ impl Host {
     /// neither, `HOST_CLOSED`, `STORAGE_FAILED`. A bad artifact is a finding
     /// of the report, not an error.
     pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, HostError> {
-        self.with_open(|open| Ok(open.store.verify(scope)?))
+        self.core.with_open(|open| Ok(open.store.verify(scope)?))
     }
 
     /// Diffs an approval's artifact against another one, or against the
@@ -705,7 +715,7 @@ impl Host {
         approval_id: &ApprovalId,
         against: Option<&ApprovalId>,
     ) -> Result<PlanDiff, HostError> {
-        self.with_open(|open| {
+        self.core.with_open(|open| {
             Ok(open
                 .store
                 .diff(approval_id.as_str(), against.map(ApprovalId::as_str))?)
@@ -748,12 +758,16 @@ impl Host {
         event: impl FnOnce(ExecutionId, BootEpoch) -> Event,
     ) -> Result<PlanApproval, HostError> {
         let row = self
+            .core
             .with_open(|open| Ok(open.store.find_by_execution_id(execution_id.as_str())?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}"))
             })?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(session_id.as_str(), event(execution_id.clone(), self.epoch))? {
+        match self
+            .core
+            .session_event(session_id.as_str(), event(execution_id.clone(), self.core.epoch))?
+        {
             (Reply::ExecutionChanged(approval), _) => Ok(approval),
             (other, _) => Err(unexpected(&other)),
         }
@@ -804,7 +818,8 @@ impl Host {
     // The machinery every operation shares.
 
     fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
-        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
+        self.core
+            .with_open(|open| Ok(open.store.get_approval(approval_id)?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
             })
@@ -857,8 +872,8 @@ impl HostCore {
         })?;
         let mut expired = Vec::new();
         for session_id in due {
-            let (effects, _) = self.run(session_id.as_str(), Event::Tick)?;
-            expired.extend(effects.into_iter().filter_map(|effect| match effect {
+            let ran = self.run(session_id.as_str(), Event::Tick)?;
+            expired.extend(ran.effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
                 Effect::WriteArtifact(_)
                 | Effect::InsertApproval(_)
@@ -869,11 +884,6 @@ impl HostCore {
         Ok(expired)
     }
 }
-
-// The modules below `host` reach these two helpers here until they import
-// them from their own modules.
-pub(crate) use crate::error::unexpected;
-pub(crate) use crate::sync::lock;
 
 impl Host {
     // Shells.
@@ -899,8 +909,9 @@ impl Host {
     ///
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
-        let persisted = self.with_open(|open| Ok(open.store.default_shell()?))?;
+        let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
         let entries: Vec<ShellEntry> = self
+            .core
             .options
             .shells
             .iter()
@@ -930,9 +941,13 @@ impl Host {
     /// `SHELL_UNKNOWN` (not in the host's catalog), `HOST_CLOSED`,
     /// `STORAGE_FAILED`.
     pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
-        check_shell(self.options.shells.iter().map(|spec| spec.id.as_str()), shell_id)
-            .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;
-        self.with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
+        check_shell(
+            self.core.options.shells.iter().map(|spec| spec.id.as_str()),
+            shell_id,
+        )
+        .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;
+        self.core
+            .with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
     }
 }

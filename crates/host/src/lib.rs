@@ -32,21 +32,21 @@ mod event;
 mod host;
 mod notify;
 mod outbox;
+mod running;
 mod shells;
 mod sync;
 mod timer;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use commands::SandboxStatus;
 pub use error::HostError;
-pub use event::HostCore;
 pub use host::Host;
 pub use notify::{HostEvent, NotificationListener};
 pub use plan_storage::{
     ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, MigrationReport,
     StoredApproval,
 };
+pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
 pub use types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
