@@ -112,7 +112,7 @@ fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
 fn get(store: &Store, given: &str) -> Result<StoredApproval, Failure> {
     let id = resolve(store, given)?;
     store
-        .get_approval(&id)
+        .get_approval(&id.as_str().into())
         .map_err(|error| failure(&error))?
         .ok_or_else(|| not_found(&id))
 }
@@ -123,7 +123,7 @@ fn require_session(store: &Store, session: Option<&str>) -> Result<(), Failure> 
     let Some(session) = session else {
         return Ok(());
     };
-    match store.get_session(session) {
+    match store.get_session(&session.into()) {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(failure(&StorageError::SessionNotFound {
             id: session.to_owned(),
@@ -723,7 +723,10 @@ pub(crate) fn diff(
     let approval_id = resolve(&store, approval_id)?;
     let against = against.map(|given| resolve(&store, given)).transpose()?;
     let diff = store
-        .diff(&approval_id, against.as_deref())
+        .diff(
+            &approval_id.into(),
+            against.map(plan_core::ApprovalId::from).as_ref(),
+        )
         .map_err(|error| failure(&error))?;
     let text = if json {
         render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?

@@ -102,12 +102,12 @@ impl HostCore {
     pub(crate) fn cancel_command_now(
         &self,
         open: &mut Open,
-        session_id: &str,
+        session_id: &SessionId,
         call_id: &str,
         before_turn_end: bool,
         early: &mut Vec<HostEvent>,
     ) -> Result<(), HostError> {
-        let key = (session_id.to_owned(), call_id.to_owned());
+        let key = (session_id.clone(), call_id.to_owned());
         if !before_turn_end {
             if let Some(slot) = open.commands.get(&key) {
                 slot.cancel.cancel();
@@ -130,7 +130,7 @@ impl HostCore {
     }
 
     /// A turn ended: its scratch directory goes.
-    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &str) {
+    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &TurnId) {
         if let Some(directory) = open.scratch.remove(turn_id) {
             // A directory that cannot be removed now is removed by the next
             // startup fence.
@@ -189,7 +189,7 @@ impl Host {
     /// is then already known. This decides nothing: only a session with an
     /// active turn and nothing pending can have running commands, and
     /// plan-core cancels them on `turn/cancel` there.
-    pub(crate) fn end_commands_before_cancel(&self, session_id: &str) -> Result<(), HostError> {
+    pub(crate) fn end_commands_before_cancel(&self, session_id: &SessionId) -> Result<(), HostError> {
         let running: Vec<Arc<Done>> = self.core.with_open(|open| {
             Ok(open
                 .commands
@@ -217,7 +217,7 @@ impl Host {
     /// or `failedToStart` with the code when nothing could be spawned).
     pub(crate) fn start_command(&self, request: CommandRequest) -> Result<CommandRun, HostError> {
         let prepared = self.prepare(&request)?;
-        let key = (request.session_id.to_string(), request.call_id.clone());
+        let key = (request.session_id.clone(), request.call_id.clone());
         let core = Arc::clone(&self.core);
         let now = self.core.now();
         let started = self.core.with_open(|open| {
@@ -227,7 +227,7 @@ impl Host {
                 mut failure,
             } = prepared;
             let spec = match (spec, failure) {
-                (Some(mut spec), None) => match self.scratch_dir(open, request.turn_id.as_str()) {
+                (Some(mut spec), None) => match self.scratch_dir(open, &request.turn_id) {
                     Ok(scratch) => {
                         spec.scratch_dir = scratch;
                         Some(spec)
@@ -328,13 +328,13 @@ impl Host {
     }
 
     /// The turn's scratch directory, made on its first command.
-    fn scratch_dir(&self, open: &mut Open, turn_id: &str) -> Result<PathBuf, ErrorCode> {
+    fn scratch_dir(&self, open: &mut Open, turn_id: &TurnId) -> Result<PathBuf, ErrorCode> {
         if let Some(directory) = open.scratch.get(turn_id) {
             return Ok(directory.clone());
         }
-        let directory = plan_exec::create_scratch_dir(&self.core.commands.scratch_root, turn_id)
+        let directory = plan_exec::create_scratch_dir(&self.core.commands.scratch_root, turn_id.as_str())
             .map_err(|_| ErrorCode::Internal)?;
-        open.scratch.insert(turn_id.to_owned(), directory.clone());
+        open.scratch.insert(turn_id.clone(), directory.clone());
         Ok(directory)
     }
 
@@ -429,7 +429,6 @@ impl Host {
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
     ) -> Result<CommandRun, HostError> {
-        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         let mut input = serde_json::json!({"command": command});
         if let serde_json::Value::Object(fields) = &mut input {
             if let Some(cwd) = cwd {
@@ -440,7 +439,7 @@ impl Host {
             }
         }
         let event = Event::StartCommand {
-            turn_id: turn_id.into(),
+            turn_id: turn_id.clone(),
             call_id: call_id.to_owned(),
             input,
         };
@@ -457,8 +456,8 @@ impl Host {
 
     pub(crate) fn record_refusal(
         &self,
-        session_id: &str,
-        turn_id: &str,
+        session_id: &SessionId,
+        turn_id: &TurnId,
         call_id: &str,
         command: &str,
         cwd: Option<&str>,
@@ -481,8 +480,8 @@ impl Host {
             );
             let run = CommandRun {
                 call_id: call_id.to_owned(),
-                session_id: session_id.into(),
-                turn_id: turn_id.into(),
+                session_id: session_id.clone(),
+                turn_id: turn_id.clone(),
                 command: command.to_owned(),
                 cwd: cwd.unwrap_or(".").to_owned(),
                 shell_id: session.shell.unwrap_or_default(),
@@ -524,7 +523,7 @@ impl Host {
             call_id: call_id.to_owned(),
             known_ended,
         };
-        self.core.session_event(session_id_text, event)?;
+        self.core.session_event(session_id, event)?;
         self.command(session_id, call_id)
     }
 
@@ -537,7 +536,6 @@ impl Host {
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
-        let session_id = session_id.as_str();
         self.core.with_open(|open| {
             if open.store.get_session(session_id)?.is_none() {
                 return Err(HostError::with_detail(
@@ -545,11 +543,11 @@ impl Host {
                     format!("session {session_id}"),
                 ));
             }
-            let key = (session_id.to_owned(), call_id.to_owned());
+            let key = (session_id.clone(), call_id.to_owned());
             if let Some(slot) = open.commands.get(&key) {
                 return Ok(slot.run.clone());
             }
-            match open.store.command_record(session_id, call_id)? {
+            match open.store.command_record(session_id.as_str(), call_id)? {
                 Some(record) => Ok(record.run),
                 None => Err(HostError::with_detail(
                     ErrorCode::CommandNotFound,

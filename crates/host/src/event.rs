@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
-    Reply, SessionState, Transition, UnixMs,
+    Reply, SessionId, SessionState, Transition, TurnId, UnixMs,
 };
 use plan_storage::{HostLock, MigrationReport, Store};
 
@@ -25,14 +25,14 @@ use crate::types::HostOptions;
 /// closed.
 pub(crate) struct Open {
     pub(crate) store: Store,
-    pub(crate) turns: HashMap<String, ActiveTurn>,
+    pub(crate) turns: HashMap<SessionId, ActiveTurn>,
     /// The clock's monotonic reading when this host created each approval,
     /// while it is pending: no wall-clock step extends its window.
     pub(crate) created: HashMap<ApprovalId, i64>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
-    /// The scratch directory of each turn that ran a command, by turn id.
-    pub(crate) scratch: HashMap<String, PathBuf>,
+    /// The scratch directory of each turn that ran a command.
+    pub(crate) scratch: HashMap<TurnId, PathBuf>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
@@ -85,7 +85,7 @@ impl HostCore {
 
     pub(crate) fn session_event(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
     ) -> Result<(Reply, SessionState), HostError> {
         self.run(session_id, event)?.outcome
@@ -93,7 +93,7 @@ impl HostCore {
 
     pub(crate) fn session_event_with_effects(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
     ) -> Result<(Reply, Vec<Effect>), HostError> {
         let Ran { effects, outcome } = self.run(session_id, event)?;
@@ -105,7 +105,7 @@ impl HostCore {
     /// Fails when nothing could be decided or persisted; plan-core's
     /// refusal is [`Ran::outcome`], which may still come with committed
     /// effects (an approval that expired before the event).
-    pub(crate) fn run(&self, session_id: &str, event: Event) -> Result<Ran, HostError> {
+    pub(crate) fn run(&self, session_id: &SessionId, event: Event) -> Result<Ran, HostError> {
         match self.run_with(session_id, event, Box::new(|_, _| Ok(true)))? {
             Some(ran) => Ok(ran),
             None => Err(HostError::with_detail(
@@ -119,7 +119,7 @@ impl HostCore {
     /// when that work said the event is moot.
     pub(crate) fn run_with(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
         before: BeforeEvent<'_>,
     ) -> Result<Option<Ran>, HostError> {
@@ -166,7 +166,7 @@ impl HostCore {
             }
             open.track_creations(&effects, instant);
             let ended_turn = match &state.active_turn {
-                Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
+                Some(turn) => open.turns.insert(session_id.clone(), turn.clone()),
                 None => open.turns.remove(session_id),
             }
             .filter(|old| {
@@ -176,7 +176,7 @@ impl HostCore {
                     .is_none_or(|turn| turn.turn_id != old.turn_id)
             });
             if let Some(old) = ended_turn {
-                self.turn_ended(open, old.turn_id.as_str());
+                self.turn_ended(open, &old.turn_id);
             }
             // Queued under the state lock, so the outbox is in commit order.
             let mut outbox = lock(&self.outbox);
@@ -236,7 +236,7 @@ impl Open {
     }
 }
 
-fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> {
+fn load_state(open: &Open, session_id: &SessionId) -> Result<SessionState, HostError> {
     let session = open
         .store
         .get_session(session_id)?

@@ -258,7 +258,7 @@ impl Host {
     /// `SESSION_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn session(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
         self.core
-            .session_event(session_id.as_str(), Event::Tick)
+            .session_event(session_id, Event::Tick)
             .map(|(_, state)| state)
     }
 
@@ -299,7 +299,7 @@ impl Host {
             .map(|spec| spec.id.clone())
             .collect();
         self.core
-            .session_event(session_id.as_str(), Event::Configure { change, shells })
+            .session_event(session_id, Event::Configure { change, shells })
             .map(|(_, state)| state)
     }
 
@@ -318,7 +318,7 @@ impl Host {
         let turn_id = fresh_id("turn");
         match self
             .core
-            .session_event(session_id.as_str(), Event::StartTurn { turn_id, origin })?
+            .session_event(session_id, Event::StartTurn { turn_id, origin })?
         {
             (Reply::TurnStarted(turn), _) => Ok(turn),
             (other, _) => Err(unexpected(&other)),
@@ -342,7 +342,6 @@ impl Host {
         turn_id: &TurnId,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
-        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         // Bash calls, so that a refused one can be recorded in the audit.
         let bash_calls: Vec<(String, serde_json::Value)> = calls
             .iter()
@@ -350,7 +349,7 @@ impl Host {
             .map(|call| (call.call_id.clone(), call.input.clone()))
             .collect();
         let event = Event::ToolCalls {
-            turn_id: turn_id.into(),
+            turn_id: turn_id.clone(),
             calls,
         };
         let (reply, effects) = self.core.session_event_with_effects(session_id, event)?;
@@ -430,7 +429,7 @@ impl Host {
     /// Writes the artifact, then reports the outcome to plan-core.
     fn write_artifact(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: plan_core::ArtifactRequest,
     ) -> Result<ToolCallOutcome, HostError> {
         let now = self.core.now();
@@ -519,9 +518,7 @@ impl Host {
         let event = Event::CompleteTurn {
             turn_id: turn_id.clone(),
         };
-        self.core
-            .session_event(session_id.as_str(), event)
-            .map(|(_, state)| state)
+        self.core.session_event(session_id, event).map(|(_, state)| state)
     }
 
     /// Cancels the active turn; a queued or running execution is
@@ -533,7 +530,6 @@ impl Host {
     /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE` (no active turn),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn cancel_turn(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
-        let session_id = session_id.as_str();
         self.end_commands_before_cancel(session_id)?;
         self.core
             .session_event(session_id, Event::CancelTurn)
@@ -591,7 +587,7 @@ impl Host {
         approval_id: &ApprovalId,
         permission_mode: Option<PermissionMode>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
+        let row = self.stored_approval(approval_id)?;
         let session_id = row.approval.session_id.clone();
         let event = Event::Approve {
             approval: row.approval,
@@ -599,7 +595,7 @@ impl Host {
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
         };
-        match self.core.session_event(session_id.as_str(), event)? {
+        match self.core.session_event(&session_id, event)? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
@@ -614,10 +610,10 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
     /// `SESSION_BUSY`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
+        let row = self.stored_approval(approval_id)?;
         let session_id = row.approval.session_id.clone();
         match self.core.session_event(
-            session_id.as_str(),
+            &session_id,
             Event::Reject {
                 approval: row.approval,
             },
@@ -636,7 +632,7 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn approval(&self, approval_id: &ApprovalId) -> Result<StoredApproval, HostError> {
         self.expire_due()?;
-        self.stored_approval(approval_id.as_str())
+        self.stored_approval(approval_id)
     }
 
     /// Approvals, newest first, by session, status and count; overdue
@@ -669,7 +665,7 @@ impl Host {
     /// from the record), `ARTIFACT_SYMLINK`, `ARTIFACT_PATH_ESCAPE`,
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn read_artifact(&self, approval_id: &ApprovalId) -> Result<ArtifactContent, HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
+        let row = self.stored_approval(approval_id)?;
         let bytes = self
             .core
             .with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
@@ -715,11 +711,8 @@ impl Host {
         approval_id: &ApprovalId,
         against: Option<&ApprovalId>,
     ) -> Result<PlanDiff, HostError> {
-        self.core.with_open(|open| {
-            Ok(open
-                .store
-                .diff(approval_id.as_str(), against.map(ApprovalId::as_str))?)
-        })
+        self.core
+            .with_open(|open| Ok(open.store.diff(approval_id, against)?))
     }
 
     // Executions.
@@ -759,14 +752,14 @@ impl Host {
     ) -> Result<PlanApproval, HostError> {
         let row = self
             .core
-            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id.as_str())?))?
+            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id)?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}"))
             })?;
         let session_id = row.approval.session_id.clone();
         match self
             .core
-            .session_event(session_id.as_str(), event(execution_id.clone(), self.core.epoch))?
+            .session_event(&session_id, event(execution_id.clone(), self.core.epoch))?
         {
             (Reply::ExecutionChanged(approval), _) => Ok(approval),
             (other, _) => Err(unexpected(&other)),
@@ -817,7 +810,7 @@ impl Host {
 
     // The machinery every operation shares.
 
-    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
+    fn stored_approval(&self, approval_id: &ApprovalId) -> Result<StoredApproval, HostError> {
         self.core
             .with_open(|open| Ok(open.store.get_approval(approval_id)?))?
             .ok_or_else(|| {
@@ -872,7 +865,7 @@ impl HostCore {
         })?;
         let mut expired = Vec::new();
         for session_id in due {
-            let ran = self.run(session_id.as_str(), Event::Tick)?;
+            let ran = self.run(&session_id, Event::Tick)?;
             expired.extend(ran.effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
                 Effect::WriteArtifact(_)

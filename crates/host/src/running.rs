@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode};
+use plan_core::{CommandRun, ErrorCode, SessionId};
 use plan_exec::{CancelHandle, CommandOutcome, Runner, SandboxSupport};
 
 use crate::error::HostError;
@@ -17,7 +17,7 @@ use crate::sync::lock;
 use crate::types::HostOptions;
 
 /// A running command's key: session id and call id.
-pub(crate) type CommandKey = (String, String);
+pub(crate) type CommandKey = (SessionId, String);
 
 /// What [`crate::Host::open`] found out about the kernel sandbox, once.
 ///
