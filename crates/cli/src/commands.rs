@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandOptions, CommandRun, ErrorCode, UnixMs};
+use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, UnixMs};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions};
 use serde::Serialize;
 
@@ -24,16 +24,19 @@ pub(crate) struct CommandArgs {
     #[arg(long, value_name = "PATH")]
     sandbox_helper: Option<PathBuf>,
     /// The timeout of a command whose input names none, in milliseconds.
-    #[arg(long, default_value_t = CommandOptions::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
-    command_timeout_ms: u64,
+    ///
+    /// At most --command-max-timeout-ms. [default: 120000, or the maximum
+    /// when that is smaller]
+    #[arg(long, value_name = "COMMAND_TIMEOUT_MS")]
+    command_timeout_ms: Option<u64>,
     /// The largest timeout a command may ask for, in milliseconds.
-    #[arg(long, default_value_t = CommandOptions::DEFAULT_MAX_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_TIMEOUT_MS)]
     command_max_timeout_ms: u64,
     /// Output kept and streamed per command (both streams), in bytes.
     #[arg(long, default_value_t = plan_exec::DEFAULT_OUTPUT_CAP)]
     command_output_cap: u64,
     /// How many commands of one session may run at once.
-    #[arg(long, default_value_t = CommandOptions::DEFAULT_MAX_RUNNING_PER_SESSION, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION)]
     max_running_commands: usize,
     /// Let Agent `auto` commands use the network (off by default).
     #[arg(long)]
@@ -46,8 +49,10 @@ pub(crate) struct CommandArgs {
 }
 
 impl CommandArgs {
-    /// `options` with these command settings.
-    pub(crate) fn host_options(&self, mut options: HostOptions) -> HostOptions {
+    /// `options` with these command settings; plan-core's
+    /// [`CommandLimits::new`] is the range rule the timeouts and the running
+    /// limit meet.
+    pub(crate) fn host_options(&self, mut options: HostOptions) -> Result<HostOptions, LimitError> {
         options.sandbox_helper = Some(
             self.sandbox_helper
                 .clone()
@@ -56,12 +61,14 @@ impl CommandArgs {
         );
         options.command_output_cap = self.command_output_cap;
         let commands = &mut options.limits.commands;
-        commands.default_timeout_ms = self.command_timeout_ms.min(self.command_max_timeout_ms);
-        commands.max_timeout_ms = self.command_max_timeout_ms;
-        commands.max_running_per_session = self.max_running_commands;
+        commands.limits = CommandLimits::new(
+            self.command_timeout_ms,
+            self.command_max_timeout_ms,
+            self.max_running_commands,
+        )?;
         commands.network_in_auto = self.network_in_auto;
         commands.auto_without_sandbox = self.auto_without_sandbox;
-        options
+        Ok(options)
     }
 }
 

@@ -106,7 +106,9 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
             dir.to_path_buf()
         }
     };
-    // The host wants an absolute, normalized workspace root.
+    // The host refuses a relative workspace root (`.` and `..` it normalizes
+    // itself) and `--dir` may be relative; resolved, it is also the path the
+    // commands printed at the end name.
     std::fs::canonicalize(&dir).map_err(io_failure("resolve", &dir))
 }
 
@@ -168,8 +170,8 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     };
     let host = Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?;
     let (events, notifications) = channel();
-    host.add_listener(Arc::new(move |notification: ServerNotification| {
-        let _ = events.send(notification);
+    host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
+        let _ = events.send(plan_server::notification(event));
     }));
     let migration = host.migration();
     say(&format!(

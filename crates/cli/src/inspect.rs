@@ -29,37 +29,10 @@ pub(crate) const DEFAULT_LIST_LIMIT: u32 = 20;
 
 /// The exit code a storage failure deserves.
 fn exit_for(error: &StorageError) -> i32 {
-    match error {
-        StorageError::SchemaUnsupported { .. }
-        | StorageError::DatabaseUnreadable { .. }
-        | StorageError::DatabaseMissing { .. }
-        | StorageError::MigrationFailed { .. }
-        | StorageError::DatabasePathRefused { .. }
-        | StorageError::HostAlreadyRunning { .. } => exit::DATABASE_REFUSED,
-        StorageError::Sqlite { .. } => {
-            if error.code() == ErrorCode::DatabaseUnreadable {
-                exit::DATABASE_REFUSED
-            } else {
-                exit::FAILURE
-            }
-        }
-        StorageError::Io { .. }
-        | StorageError::DatabaseFilesChanged { .. }
-        | StorageError::InvalidValue { .. }
-        | StorageError::SessionNotFound { .. }
-        | StorageError::SessionAlreadyExists { .. }
-        | StorageError::ApprovalNotFound { .. }
-        | StorageError::StaleApproval { .. }
-        | StorageError::ApprovalConflict { .. }
-        | StorageError::ArtifactPathEscape { .. }
-        | StorageError::ArtifactSymlink { .. }
-        | StorageError::ArtifactWriteFailed { .. }
-        | StorageError::ArtifactMissing { .. }
-        | StorageError::WorkspaceMissing { .. }
-        | StorageError::ArtifactReadFailed { .. }
-        | StorageError::LegacyApproval { .. }
-        | StorageError::NoWorkspace { .. }
-        | StorageError::ArtifactIntegrityMismatch { .. } => exit::FAILURE,
+    if error.is_database_refusal() {
+        exit::DATABASE_REFUSED
+    } else {
+        exit::FAILURE
     }
 }
 
@@ -139,7 +112,7 @@ fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
 fn get(store: &Store, given: &str) -> Result<StoredApproval, Failure> {
     let id = resolve(store, given)?;
     store
-        .get_approval(&id)
+        .get_approval(&id.as_str().into())
         .map_err(|error| failure(&error))?
         .ok_or_else(|| not_found(&id))
 }
@@ -150,7 +123,7 @@ fn require_session(store: &Store, session: Option<&str>) -> Result<(), Failure> 
     let Some(session) = session else {
         return Ok(());
     };
-    match store.get_session(session) {
+    match store.get_session(&session.into()) {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(failure(&StorageError::SessionNotFound {
             id: session.to_owned(),
@@ -508,7 +481,7 @@ pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Re
         render::json_pretty(&wire(&stored.approval))?
     } else {
         let root = store
-            .get_session(stored.approval.session_id.as_str())
+            .get_session(&stored.approval.session_id)
             .map_err(|error| failure(&error))?
             .and_then(|session| session.workspace_root);
         render::card(&stored, root.as_deref(), render::now_ms(), term)
@@ -755,7 +728,10 @@ pub(crate) fn diff(
     let approval_id = resolve(&store, approval_id)?;
     let against = against.map(|given| resolve(&store, given)).transpose()?;
     let diff = store
-        .diff(&approval_id, against.as_deref())
+        .diff(
+            &approval_id.into(),
+            against.map(plan_core::ApprovalId::from).as_ref(),
+        )
         .map_err(|error| failure(&error))?;
     let text = if json {
         render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?

@@ -9,13 +9,9 @@ mod commands;
 mod demo;
 mod escape;
 mod exit;
-mod inbound;
 mod inspect;
-mod log;
-mod outbound;
 mod progress;
 mod render;
-mod serve;
 mod table;
 mod terminal;
 
@@ -24,6 +20,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use plan_core::{ApprovalStatus, Limits};
+// Lines for people on stderr that never panic, shared with `serve`.
+use plan_server::log;
 
 /// Inspect, verify and serve plan approvals: the plan checkpoint of ADR
 /// 0053 (an agent plans read-only, submits one plan, and a person approves
@@ -99,7 +97,7 @@ enum Command {
         #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)]
         markdown_limit_bytes: usize,
         #[command(flatten)]
-        commands: serve::CommandArgs,
+        commands: commands::CommandArgs,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
@@ -412,13 +410,11 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             approval_ttl_ms,
             markdown_limit_bytes,
             commands,
-        } => Ok(serve::run(
+        } => Ok(serve(
             require_db(database)?,
-            &serve::ServeOptions {
-                approval_ttl_ms,
-                markdown_limit_bytes,
-                commands,
-            },
+            approval_ttl_ms,
+            markdown_limit_bytes,
+            &commands,
         )),
         Command::Commands { command } => {
             let database = require_db(database)?;
@@ -528,6 +524,40 @@ fn require_db(database: Option<&Path>) -> Result<&Path, Failure> {
             "no database given: pass --db PATH or set PLAN_CHECKPOINT_DB",
         )
     })
+}
+
+/// `serve`: the arguments become host options (plan-core's range rules
+/// refuse what is out of range) and `plan-server`'s stdio transport does
+/// the rest; its outcome becomes an exit code.
+fn serve(
+    database: &Path,
+    approval_ttl_ms: i64,
+    markdown_limit_bytes: usize,
+    commands: &commands::CommandArgs,
+) -> i32 {
+    // The range rules are plan-core's; a value they refuse is a usage
+    // error, told on stderr and to a JSON-RPC client alike.
+    let options = Limits::new(approval_ttl_ms, markdown_limit_bytes).and_then(|limits| {
+        commands.host_options(plan_host::HostOptions {
+            limits,
+            ..plan_host::HostOptions::default()
+        })
+    });
+    let options = match options {
+        Ok(options) => options,
+        Err(error) => {
+            plan_server::refuse_start(&plan_host::HostError::from(error));
+            return exit::USAGE;
+        }
+    };
+    match plan_server::serve_stdio(database, options) {
+        Ok(()) => exit::OK,
+        Err(plan_server::ServeError::Open(_)) => exit::DATABASE_REFUSED,
+        Err(error @ plan_server::ServeError::Writer(_)) => {
+            log::line(&format!("plan-checkpoint serve: {error}"));
+            exit::FAILURE
+        }
+    }
 }
 
 fn exit_code(code: i32) -> ExitCode {

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use plan_core::{ApprovalStatus, PlanApproval, UnixMs};
+use plan_core::{ApprovalStatus, PlanApproval, UnixMs, is_due};
 use plan_storage::StoredApproval;
 use serde::Serialize;
 
@@ -100,7 +100,7 @@ pub(crate) fn relative(at: UnixMs, now: UnixMs) -> String {
 /// approved, rejected or interrupted one never shows a deadline to come.
 pub(crate) fn deadline(approval: &PlanApproval, now: UnixMs) -> String {
     match approval.status {
-        ApprovalStatus::Pending if approval.expires_at > now => {
+        ApprovalStatus::Pending if !is_due(approval, now) => {
             format!("expires {}", relative(approval.expires_at, now))
         }
         ApprovalStatus::Pending => format!(
@@ -118,7 +118,7 @@ pub(crate) fn deadline(approval: &PlanApproval, now: UnixMs) -> String {
 /// it was decided.
 fn deadline_or_decided(approval: &PlanApproval, now: UnixMs) -> String {
     match (approval.status, approval.decided_at) {
-        (ApprovalStatus::Pending, _) if approval.expires_at > now => {
+        (ApprovalStatus::Pending, _) if !is_due(approval, now) => {
             format!("expires {}", relative(approval.expires_at, now))
         }
         (ApprovalStatus::Pending, _) => format!("overdue by {}", span_between(approval.expires_at, now)),
@@ -493,6 +493,33 @@ mod tests {
         assert_eq!(relative(0, 5 * DAY), "5 days ago");
         assert_eq!(relative(0, 22 * DAY), "3 weeks ago");
         assert_eq!(relative(0, 1112 * DAY), "3 years ago");
+    }
+
+    #[test]
+    fn a_pending_row_is_overdue_from_its_deadline_on_as_plan_core_decides() {
+        let approval = PlanApproval {
+            id: "a1".into(),
+            session_id: "s1".into(),
+            turn_id: "t1".into(),
+            title: "t".to_owned(),
+            question: "q".to_owned(),
+            artifact: None,
+            status: ApprovalStatus::Pending,
+            error_code: None,
+            created_at: 0,
+            expires_at: 10 * MINUTE,
+            decided_at: None,
+            permission_mode: None,
+            execution_id: None,
+            execution_state: None,
+        };
+        let before = 10 * MINUTE - 1;
+        let at = 10 * MINUTE;
+        assert!(!is_due(&approval, before) && is_due(&approval, at));
+        assert!(deadline(&approval, before).starts_with("expires "));
+        assert!(deadline(&approval, at).starts_with("overdue by "));
+        assert!(deadline_or_decided(&approval, before).starts_with("expires "));
+        assert!(deadline_or_decided(&approval, at).starts_with("overdue by "));
     }
 
     #[test]

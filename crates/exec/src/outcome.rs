@@ -25,8 +25,9 @@ pub enum CommandState {
     Lost,
 }
 
-/// Why a command did not run. One enum for the crate; [`ExecError::code`]
-/// is the stable canonical name a host maps to its public codes.
+/// Why a command did not run. One enum for the crate; the host maps each
+/// variant to its canonical code, in one place (plan-exec has no codes of
+/// its own, so a client only ever sees the one code set).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ExecError {
     /// A requested confinement could not be applied (kernel without
@@ -81,21 +82,6 @@ pub enum ExecError {
         /// The operating system's explanation.
         reason: String,
     },
-}
-
-impl ExecError {
-    /// The stable canonical name of this error.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ExecError::SandboxUnavailable { .. } => "SANDBOX_UNAVAILABLE",
-            ExecError::ShellUnavailable { .. } => "SHELL_UNAVAILABLE",
-            ExecError::CwdUnavailable { .. } => "COMMAND_CWD_UNAVAILABLE",
-            ExecError::ScratchDirMissing { .. } => "SCRATCH_DIR_MISSING",
-            ExecError::InvalidSpec { .. } => "INVALID_COMMAND_SPEC",
-            ExecError::ScratchDir { .. } => "SCRATCH_DIR_FAILED",
-            ExecError::Spawn { .. } => "SPAWN_FAILED",
-        }
-    }
 }
 
 /// The result of one command.

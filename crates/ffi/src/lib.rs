@@ -4,21 +4,26 @@
 //! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration,
 //! startup fence and the host's own expiry timer start in its constructor)
 //! and mirrors the typed host API method for method; `handle_json` speaks
-//! protocol v9 as JSON for hosts that prefer the wire. Every method delegates in a line or
-//! two: the FFI decides nothing. Errors reach foreign code as one
-//! [`PlanError`], made from host errors by exactly one mapping. Listeners get
-//! every host notification as one typed [`PlanEvent`], made by exactly one
-//! mapping too. No panic crosses the boundary (UniFFI turns any that escapes
-//! into an internal error, and listener calls are guarded).
+//! protocol v9 as JSON through `plan_server::Connection`, for hosts that
+//! prefer the wire. Every method converts its arguments, makes one host call
+//! and converts the answer; the constructor builds the options through
+//! plan-core's `Limits::new` and `CommandLimits::new`. The FFI decides
+//! nothing. Errors reach foreign code as one [`PlanError`], made from host
+//! errors by exactly one mapping. Listeners get every host event as one
+//! typed [`PlanEvent`], made by exactly one mapping too (the event's
+//! protocol notification, `plan_server::notification`, then
+//! `From<ServerNotification> for PlanEvent`). No panic crosses the boundary
+//! (UniFFI turns any that escapes into an internal error, and listener calls
+//! are guarded).
 
 mod types;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use plan_core::{ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Connection, Host, HostError, HostOptions, NewSession};
-use plan_protocol::ServerNotification;
+use plan_core::{CommandLimits, ConfigChange, Limits};
+use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession};
+use plan_server::Connection;
 
 pub use types::{
     ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
@@ -130,25 +135,21 @@ impl PlanHost {
         .map_err(HostError::from)?;
         let mut limits = limits;
         let commands = &mut limits.commands;
-        commands.default_timeout_ms = options.command_timeout_ms.unwrap_or(commands.default_timeout_ms);
-        commands.max_timeout_ms = options.command_max_timeout_ms.unwrap_or(commands.max_timeout_ms);
-        if let Some(limit) = options.max_running_commands {
-            commands.max_running_per_session =
-                usize::try_from(limit).map_err(|_| plan_core::ErrorCode::InvalidParams)?;
-        }
+        // The command limits' range and clamp are plan-core's too.
+        commands.limits = CommandLimits::new(
+            options.command_timeout_ms,
+            options
+                .command_max_timeout_ms
+                .unwrap_or(CommandLimits::DEFAULT_MAX_TIMEOUT_MS),
+            options
+                .max_running_commands
+                .map_or(CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION, |limit| {
+                    usize::try_from(limit).unwrap_or(usize::MAX)
+                }),
+        )
+        .map_err(HostError::from)?;
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
         commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
-        if commands.default_timeout_ms == 0
-            || commands.max_timeout_ms == 0
-            || commands.max_running_per_session == 0
-        {
-            return Err(HostError::with_detail(
-                plan_core::ErrorCode::InvalidParams,
-                "command timeouts and max_running_commands must be positive",
-            )
-            .into());
-        }
-        commands.default_timeout_ms = commands.default_timeout_ms.min(commands.max_timeout_ms);
         let defaults = HostOptions::default();
         let host = Arc::new(Host::open(
             &db_path,
@@ -168,13 +169,12 @@ impl PlanHost {
 
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
-        self.host
-            .add_listener(Arc::new(move |notification: ServerNotification| {
-                let event = PlanEvent::from(notification);
-                // A foreign exception reaches Rust as a panic of the UniFFI
-                // callback glue; it must not unwind into the host.
-                let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
-            }));
+        self.host.add_listener(Arc::new(move |event: HostEvent| {
+            let event = PlanEvent::from(plan_server::notification(event));
+            // A foreign exception reaches Rust as a panic of the UniFFI
+            // callback glue; it must not unwind into the host.
+            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
+        }));
     }
 
     /// Whether Plan-mode Bash can run here (the probe at open).
@@ -299,7 +299,10 @@ impl PlanHost {
             })
             .collect::<Result<Vec<_>, HostError>>()?;
         let outcomes = self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?;
-        Ok(outcomes.iter().map(|outcome| outcome.to_wire().into()).collect())
+        Ok(outcomes
+            .iter()
+            .map(|outcome| plan_server::convert::tool_call_result(outcome).into())
+            .collect())
     }
 
     /// Ends the active prompt turn.
@@ -377,7 +380,8 @@ impl PlanHost {
 
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
-        Ok(self.host.shell_list()?.into())
+        let (entries, default_shell) = self.host.shells()?;
+        Ok(plan_server::convert::shell_list(entries, default_shell).into())
     }
 
     /// Verifies artifacts: one approval (`approval_id`), a session's

@@ -447,3 +447,27 @@ fn a_panicking_listener_on_the_timer_thread_does_not_stop_the_timer() {
         );
     }
 }
+
+#[test]
+fn command_limits_meet_plan_cores_one_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |command_timeout_ms: Option<u64>, command_max_timeout_ms: Option<u64>| {
+        PlanHost::new(
+            dir.path().join("plan.db").display().to_string(),
+            PlanHostOptions {
+                command_timeout_ms,
+                command_max_timeout_ms,
+                ..PlanHostOptions::default()
+            },
+        )
+    };
+    // A default above the maximum is refused, as `serve` refuses it.
+    let Err(plan_ffi::PlanError::Failed { code, reason }) = open(Some(900_000), Some(600_000)) else {
+        panic!("a default above the maximum was accepted");
+    };
+    assert_eq!(code, ErrorCode::InvalidParams, "{reason}");
+    assert!(reason.contains("900000 ms"), "{reason}");
+    // A smaller maximum alone lowers the default instead.
+    let host = open(None, Some(60_000)).unwrap();
+    host.shutdown();
+}

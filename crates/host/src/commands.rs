@@ -17,157 +17,22 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use plan_core::{
     CommandRequest, CommandRun, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant, SessionId,
     TurnId,
 };
-use plan_exec::{
-    CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, Runner, SandboxSupport,
-    Stream,
-};
-use plan_protocol::{CommandExitedNotification, CommandOutputNotification, OutputStream, ServerNotification};
+use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
 
+use crate::error::unexpected;
 use crate::event::{HostCore, Open};
-use crate::host::{lock, unexpected};
-use crate::types::HostOptions;
+use crate::notify::HostEvent;
+use crate::running::{CommandKey, CommandSlot, Done, SandboxStatus};
+use crate::sync::lock;
 use crate::{Host, HostError};
-
-/// A running command's key: session id and call id.
-pub(crate) type CommandKey = (String, String);
-
-/// What [`Host::open`] found out about the kernel sandbox, once.
-///
-/// ```
-/// # let dir = tempfile::tempdir()?;
-/// use plan_host::{Host, HostOptions, SandboxStatus};
-///
-/// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
-/// let host = Host::open(dir.path().join("plan.db"), options)?;
-/// // Without a helper nothing runs, and the host says why.
-/// assert!(matches!(host.sandbox_status(), SandboxStatus::Unavailable { .. }));
-/// assert!(!host.limits().commands.sandbox_available);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxStatus {
-    /// Landlock ABI 3+, seccomp and dropped capabilities work: Plan Bash runs
-    /// read-only.
-    Landlock,
-    /// No sandbox here: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and Agent
-    /// `auto` commands are `SANDBOX_UNAVAILABLE`.
-    Unavailable {
-        /// Why, for people.
-        reason: String,
-    },
-}
-
-/// The runner, the probe's verdict and the scratch root.
-pub(crate) struct CommandSupport {
-    runner: Option<Runner>,
-    status: SandboxStatus,
-    scratch_root: PathBuf,
-    output_cap: u64,
-    grace: Duration,
-}
-
-impl CommandSupport {
-    /// Finds the helper, probes the sandbox once and empties the scratch
-    /// root (no turn of an earlier process survives, so everything there is
-    /// stale: part of the startup fence).
-    pub(crate) fn open(options: &HostOptions, database: &Path) -> Result<CommandSupport, HostError> {
-        let scratch_root = options.scratch_root.clone().unwrap_or_else(|| {
-            let mut name = database.as_os_str().to_owned();
-            name.push(".scratch");
-            PathBuf::from(name)
-        });
-        plan_exec::clear_scratch_root(&scratch_root)
-            .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
-        // A helper that is not an executable file counts as missing: no
-        // command runs without it, sandboxed or not.
-        let runner = match &options.sandbox_helper {
-            Some(helper) => helper
-                .to_str()
-                .is_some_and(plan_storage::executable_exists)
-                .then(|| Runner::new(helper.clone())),
-            None => Runner::beside_current_exe().ok().or_else(helper_on_path),
-        };
-        let status = match &runner {
-            None => SandboxStatus::Unavailable {
-                reason: match &options.sandbox_helper {
-                    Some(helper) => format!("the sandbox helper {} was not found", helper.display()),
-                    None => format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
-                },
-            },
-            Some(runner) => match runner.sandbox_support() {
-                SandboxSupport::Available => SandboxStatus::Landlock,
-                SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
-            },
-        };
-        Ok(CommandSupport {
-            runner,
-            status,
-            scratch_root,
-            output_cap: options.command_output_cap,
-            grace: options.command_grace,
-        })
-    }
-
-    pub(crate) fn sandbox_available(&self) -> bool {
-        match self.status {
-            SandboxStatus::Landlock => true,
-            SandboxStatus::Unavailable { .. } => false,
-        }
-    }
-}
-
-fn helper_on_path() -> Option<Runner> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|directory| directory.join(plan_exec::HELPER_NAME))
-        .find(|candidate| candidate.is_file())
-        .map(Runner::new)
-}
-
-/// The outcome of a command, handed from its watcher thread to whoever
-/// records the end (the watcher itself, or a `turn/cancel` waiting for it).
-#[derive(Default)]
-pub(crate) struct Done {
-    outcome: Mutex<Option<CommandOutcome>>,
-    ready: Condvar,
-}
-
-impl Done {
-    fn set(&self, outcome: CommandOutcome) {
-        *lock(&self.outcome) = Some(outcome);
-        self.ready.notify_all();
-    }
-
-    fn wait(&self) -> CommandOutcome {
-        let mut outcome = lock(&self.outcome);
-        loop {
-            if let Some(outcome) = outcome.as_ref() {
-                return outcome.clone();
-            }
-            outcome = self
-                .ready
-                .wait(outcome)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-}
-
-/// One running command.
-pub(crate) struct CommandSlot {
-    /// The run as it started.
-    pub(crate) run: CommandRun,
-    /// Cancels it from any thread.
-    pub(crate) cancel: CancelHandle,
-    done: Arc<Done>,
-}
 
 /// The confinement plan-core's grant means. The only place a grant becomes
 /// a confinement: read-only stays read-only.
@@ -182,13 +47,11 @@ fn confinement(grant: SandboxGrant, real_root: &Path) -> Confinement {
     }
 }
 
-/// The canonical code of a command that could not start.
+/// The canonical code of a command that could not start: the one mapping
+/// from plan-exec's errors to codes.
 fn start_failure_code(error: &ExecError, sandbox: Sandbox) -> ErrorCode {
     match error {
-        ExecError::SandboxUnavailable { .. } => match sandbox {
-            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-        },
+        ExecError::SandboxUnavailable { .. } => sandbox.unavailable_code(),
         ExecError::ShellUnavailable { .. } => ErrorCode::ShellUnavailable,
         ExecError::CwdUnavailable { .. } | ExecError::InvalidSpec { .. } => ErrorCode::InvalidCommandInput,
         ExecError::ScratchDirMissing { .. } | ExecError::ScratchDir { .. } | ExecError::Spawn { .. } => {
@@ -228,12 +91,8 @@ fn ended_run(run: &CommandRun, outcome: &CommandOutcome, now: i64) -> CommandRun
     ended
 }
 
-fn exited(run: &CommandRun) -> ServerNotification {
-    ServerNotification::CommandExited(CommandExitedNotification {
-        session_id: run.session_id.to_string(),
-        call_id: run.call_id.clone(),
-        command: run.into(),
-    })
+fn exited(run: &CommandRun) -> HostEvent {
+    HostEvent::CommandExited(run.clone())
 }
 
 impl HostCore {
@@ -243,12 +102,12 @@ impl HostCore {
     pub(crate) fn cancel_command_now(
         &self,
         open: &mut Open,
-        session_id: &str,
+        session_id: &SessionId,
         call_id: &str,
         before_turn_end: bool,
-        early: &mut Vec<ServerNotification>,
+        early: &mut Vec<HostEvent>,
     ) -> Result<(), HostError> {
-        let key = (session_id.to_owned(), call_id.to_owned());
+        let key = (session_id.clone(), call_id.to_owned());
         if !before_turn_end {
             if let Some(slot) = open.commands.get(&key) {
                 slot.cancel.cancel();
@@ -271,7 +130,7 @@ impl HostCore {
     }
 
     /// A turn ended: its scratch directory goes.
-    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &str) {
+    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &TurnId) {
         if let Some(directory) = open.scratch.remove(turn_id) {
             // A directory that cannot be removed now is removed by the next
             // startup fence.
@@ -330,8 +189,8 @@ impl Host {
     /// is then already known. This decides nothing: only a session with an
     /// active turn and nothing pending can have running commands, and
     /// plan-core cancels them on `turn/cancel` there.
-    pub(crate) fn end_commands_before_cancel(&self, session_id: &str) -> Result<(), HostError> {
-        let running: Vec<Arc<Done>> = self.with_open(|open| {
+    pub(crate) fn end_commands_before_cancel(&self, session_id: &SessionId) -> Result<(), HostError> {
+        let running: Vec<Arc<Done>> = self.core.with_open(|open| {
             Ok(open
                 .commands
                 .iter()
@@ -351,24 +210,24 @@ impl Host {
     /// Whether Plan-mode Bash can run here (probed once at open);
     /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
-        self.commands.status.clone()
+        self.core.commands.status.clone()
     }
 
     /// Starts a command plan-core allowed and returns its run (`running`,
     /// or `failedToStart` with the code when nothing could be spawned).
     pub(crate) fn start_command(&self, request: CommandRequest) -> Result<CommandRun, HostError> {
         let prepared = self.prepare(&request)?;
-        let key = (request.session_id.to_string(), request.call_id.clone());
+        let key = (request.session_id.clone(), request.call_id.clone());
         let core = Arc::clone(&self.core);
-        let now = self.now();
-        let started = self.with_open(|open| {
+        let now = self.core.now();
+        let started = self.core.with_open(|open| {
             let Prepared {
                 mut run,
                 spec,
                 mut failure,
             } = prepared;
             let spec = match (spec, failure) {
-                (Some(mut spec), None) => match self.scratch_dir(open, request.turn_id.as_str()) {
+                (Some(mut spec), None) => match self.scratch_dir(open, &request.turn_id) {
                     Ok(scratch) => {
                         spec.scratch_dir = scratch;
                         Some(spec)
@@ -391,7 +250,7 @@ impl Host {
                     .record_command(CommandEntryKind::Ended, &run, None, now)?;
                 return Ok((run, None));
             };
-            let runner = self.commands.runner.as_ref();
+            let runner = self.core.commands.runner.as_ref();
             let Some(runner) = runner else {
                 return Err(HostError::with_detail(
                     ErrorCode::Internal,
@@ -401,16 +260,13 @@ impl Host {
             let sink_core = Arc::clone(&core);
             let (session_id, call_id) = key.clone();
             let running = runner.spawn(spec, move |event: OutputEvent| {
-                let notification = ServerNotification::CommandOutput(CommandOutputNotification {
-                    session_id: session_id.clone(),
+                let notification = HostEvent::CommandOutput {
+                    session_id: SessionId::from(session_id.as_str()),
                     call_id: call_id.clone(),
-                    stream: match event.stream {
-                        Stream::Stdout => OutputStream::Stdout,
-                        Stream::Stderr => OutputStream::Stderr,
-                    },
+                    stream: event.stream,
                     seq: event.seq,
                     chunk: event.chunk,
-                });
+                };
                 lock(&sink_core.outbox).queue.push_back(notification);
                 sink_core.deliver();
             });
@@ -430,7 +286,7 @@ impl Host {
             Err(error) => {
                 // Nothing was spawned (the audit could not be written):
                 // plan-core must not keep the command running.
-                let _ = self.run(
+                let _ = self.core.run(
                     &key.0,
                     Event::CommandEnded {
                         call_id: key.1.clone(),
@@ -456,28 +312,29 @@ impl Host {
             }
             None => {
                 // Nothing ran: plan-core hears the end at once.
-                let (_, outcome) = self.run(
-                    &key.0,
-                    Event::CommandEnded {
-                        call_id: key.1.clone(),
-                    },
-                )?;
-                outcome?;
-                lock(&self.outbox).queue.push_back(exited(&run));
-                self.deliver();
+                self.core
+                    .run(
+                        &key.0,
+                        Event::CommandEnded {
+                            call_id: key.1.clone(),
+                        },
+                    )?
+                    .outcome?;
+                lock(&self.core.outbox).queue.push_back(exited(&run));
+                self.core.deliver();
                 Ok(run)
             }
         }
     }
 
     /// The turn's scratch directory, made on its first command.
-    fn scratch_dir(&self, open: &mut Open, turn_id: &str) -> Result<PathBuf, ErrorCode> {
+    fn scratch_dir(&self, open: &mut Open, turn_id: &TurnId) -> Result<PathBuf, ErrorCode> {
         if let Some(directory) = open.scratch.get(turn_id) {
             return Ok(directory.clone());
         }
-        let directory = plan_exec::create_scratch_dir(&self.commands.scratch_root, turn_id)
+        let directory = plan_exec::create_scratch_dir(&self.core.commands.scratch_root, turn_id.as_str())
             .map_err(|_| ErrorCode::Internal)?;
-        open.scratch.insert(turn_id.to_owned(), directory.clone());
+        open.scratch.insert(turn_id.clone(), directory.clone());
         Ok(directory)
     }
 
@@ -500,7 +357,7 @@ impl Host {
             exit_code: None,
             signal: None,
             error_code: None,
-            started_at: self.now(),
+            started_at: self.core.now(),
             ended_at: None,
             stdout_bytes: 0,
             stderr_bytes: 0,
@@ -514,12 +371,8 @@ impl Host {
         let Some(shell) = shell.filter(|entry| entry.available) else {
             return Ok(failed(run, ErrorCode::ShellUnavailable));
         };
-        if self.commands.runner.is_none() {
-            let code = match request.grant.sandbox {
-                Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-                Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-            };
-            return Ok(failed(run, code));
+        if self.core.commands.runner.is_none() {
+            return Ok(failed(run, request.grant.sandbox.unavailable_code()));
         }
         let root = Path::new(&request.workspace_root);
         let Some(real_root) = plan_storage::real_directory(root) else {
@@ -543,8 +396,8 @@ impl Host {
             // Replaced by the turn's scratch directory under the lock.
             scratch_dir: PathBuf::new(),
             timeout: Duration::from_millis(request.input.timeout_ms),
-            grace: self.commands.grace,
-            output_cap: self.commands.output_cap,
+            grace: self.core.commands.grace,
+            output_cap: self.core.commands.output_cap,
             confinement: confinement(request.grant, &real_root),
         };
         Ok(Prepared {
@@ -576,7 +429,6 @@ impl Host {
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
     ) -> Result<CommandRun, HostError> {
-        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         let mut input = serde_json::json!({"command": command});
         if let serde_json::Value::Object(fields) = &mut input {
             if let Some(cwd) = cwd {
@@ -587,12 +439,11 @@ impl Host {
             }
         }
         let event = Event::StartCommand {
-            turn_id: turn_id.into(),
+            turn_id: turn_id.clone(),
             call_id: call_id.to_owned(),
             input,
         };
-        let (_, outcome) = self.run(session_id, event)?;
-        match outcome {
+        match self.core.run(session_id, event)?.outcome {
             Ok((Reply::CommandStarted(request), _)) => self.start_command(request),
             Ok((other, _)) => Err(unexpected(&other)),
             Err(HostError::Refused(code)) => {
@@ -605,16 +456,16 @@ impl Host {
 
     pub(crate) fn record_refusal(
         &self,
-        session_id: &str,
-        turn_id: &str,
+        session_id: &SessionId,
+        turn_id: &TurnId,
         call_id: &str,
         command: &str,
         cwd: Option<&str>,
         code: ErrorCode,
     ) -> Result<(), HostError> {
-        let now = self.now();
-        let limits = self.options.limits;
-        self.with_open(|open| {
+        let now = self.core.now();
+        let limits = self.core.options.limits;
+        self.core.with_open(|open| {
             let Some(session) = open.store.get_session(session_id)? else {
                 return Ok(());
             };
@@ -629,8 +480,8 @@ impl Host {
             );
             let run = CommandRun {
                 call_id: call_id.to_owned(),
-                session_id: session_id.into(),
-                turn_id: turn_id.into(),
+                session_id: session_id.clone(),
+                turn_id: turn_id.clone(),
                 command: command.to_owned(),
                 cwd: cwd.unwrap_or(".").to_owned(),
                 shell_id: session.shell.unwrap_or_default(),
@@ -665,13 +516,14 @@ impl Host {
     pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
         let session_id_text = session_id.as_str();
         let known_ended = self
+            .core
             .with_open(|open| Ok(open.store.command_record(session_id_text, call_id)?))?
             .is_some_and(|record| record.run.state.is_ended());
         let event = Event::CancelCommand {
             call_id: call_id.to_owned(),
             known_ended,
         };
-        self.session_event(session_id_text, event)?;
+        self.core.session_event(session_id, event)?;
         self.command(session_id, call_id)
     }
 
@@ -684,19 +536,18 @@ impl Host {
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
-        let session_id = session_id.as_str();
-        self.with_open(|open| {
+        self.core.with_open(|open| {
             if open.store.get_session(session_id)?.is_none() {
                 return Err(HostError::with_detail(
                     ErrorCode::SessionNotFound,
                     format!("session {session_id}"),
                 ));
             }
-            let key = (session_id.to_owned(), call_id.to_owned());
+            let key = (session_id.clone(), call_id.to_owned());
             if let Some(slot) = open.commands.get(&key) {
                 return Ok(slot.run.clone());
             }
-            match open.store.command_record(session_id, call_id)? {
+            match open.store.command_record(session_id.as_str(), call_id)? {
                 Some(record) => Ok(record.run),
                 None => Err(HostError::with_detail(
                     ErrorCode::CommandNotFound,
@@ -713,6 +564,6 @@ impl Host {
     ///
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
-        self.with_open(|open| Ok(open.store.list_commands(filter)?))
+        self.core.with_open(|open| Ok(open.store.list_commands(filter)?))
     }
 }

@@ -3,7 +3,7 @@
 //! Every failure an embedder, the `serve` sidecar or the FFI sees passes
 //! through [`HostError::code`]; nothing else maps errors to codes.
 
-use plan_core::ErrorCode;
+use plan_core::{ErrorCode, Reply};
 use plan_storage::StorageError;
 
 /// Why a host operation failed. Every fallible method's `# Errors` names
@@ -70,22 +70,16 @@ impl HostError {
     }
 }
 
-impl From<plan_protocol::ProtocolError> for HostError {
-    fn from(error: plan_protocol::ProtocolError) -> Self {
-        match error.detail {
-            Some(detail) => HostError::RefusedWith {
-                code: error.code,
-                detail,
-            },
-            None => HostError::Refused(error.code),
-        }
-    }
-}
-
 impl From<plan_core::LimitError> for HostError {
     fn from(error: plan_core::LimitError) -> Self {
         HostError::with_detail(error.code(), error.to_string())
     }
+}
+
+/// A reply plan-core was not expected to give for the event the host sent:
+/// `INTERNAL`, naming it.
+pub(crate) fn unexpected(reply: &Reply) -> HostError {
+    HostError::with_detail(ErrorCode::Internal, format!("unexpected reply {reply:?}"))
 }
 
 impl From<ErrorCode> for HostError {

@@ -10,39 +10,37 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
-    Reply, SessionState, Transition, UnixMs,
+    Reply, SessionId, SessionState, Transition, TurnId, UnixMs,
 };
-use plan_protocol::ServerNotification;
 use plan_storage::{HostLock, MigrationReport, Store};
 
 use crate::HostError;
-use crate::commands::{CommandKey, CommandSlot, CommandSupport};
-use crate::host::lock;
-use crate::notify::{NotificationListener, derive};
+use crate::notify::{HostEvent, NotificationListener, derive};
 use crate::outbox::{DeadlineSignal, Outbox};
+use crate::running::{CommandKey, CommandSlot, CommandSupport};
+use crate::sync::lock;
 use crate::types::HostOptions;
 
 /// The open database and the in-memory turns and commands. `None` once
 /// closed.
 pub(crate) struct Open {
     pub(crate) store: Store,
-    pub(crate) turns: HashMap<String, ActiveTurn>,
+    pub(crate) turns: HashMap<SessionId, ActiveTurn>,
     /// The clock's monotonic reading when this host created each approval,
     /// while it is pending: no wall-clock step extends its window.
     pub(crate) created: HashMap<ApprovalId, i64>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
-    /// The scratch directory of each turn that ran a command, by turn id.
-    pub(crate) scratch: HashMap<String, PathBuf>,
+    /// The scratch directory of each turn that ran a command.
+    pub(crate) scratch: HashMap<TurnId, PathBuf>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
 
 /// The state of a [`crate::Host`], shared with the threads that watch its
-/// running commands and with the expiry timer. Reached through the host (it
-/// dereferences to this); it has no public methods of its own, and every
-/// operation is a [`crate::Host`] method.
-pub struct HostCore {
+/// running commands and with the expiry timer. Private to the crate: the
+/// `Host` holds it in an `Arc` and every operation is a `Host` method.
+pub(crate) struct HostCore {
     pub(crate) open: Mutex<Option<Open>>,
     pub(crate) outbox: Mutex<Outbox>,
     pub(crate) listeners: Mutex<Vec<Arc<dyn NotificationListener>>>,
@@ -54,11 +52,20 @@ pub struct HostCore {
     pub(crate) commands: CommandSupport,
 }
 
+/// One event carried out ([`HostCore::run`]).
+pub(crate) struct Ran {
+    /// The effects committed, in order. A refused event can still have some
+    /// (an approval that expired before it).
+    pub(crate) effects: Vec<Effect>,
+    /// plan-core's reply with the session after it, or its refusal.
+    pub(crate) outcome: Result<(Reply, SessionState), HostError>,
+}
+
 /// Work done under the state lock before plan-core sees an event: it may
 /// queue notifications that must come before the event's own, and it may
 /// say the event is moot (`false`).
 pub(crate) type BeforeEvent<'hook> =
-    Box<dyn FnOnce(&mut Open, &mut Vec<ServerNotification>) -> Result<bool, HostError> + 'hook>;
+    Box<dyn FnOnce(&mut Open, &mut Vec<HostEvent>) -> Result<bool, HostError> + 'hook>;
 
 impl HostCore {
     pub(crate) fn now(&self) -> UnixMs {
@@ -78,33 +85,27 @@ impl HostCore {
 
     pub(crate) fn session_event(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
     ) -> Result<(Reply, SessionState), HostError> {
-        let (_, outcome) = self.run(session_id, event)?;
-        outcome
+        self.run(session_id, event)?.outcome
     }
 
     pub(crate) fn session_event_with_effects(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
     ) -> Result<(Reply, Vec<Effect>), HostError> {
-        let (effects, outcome) = self.run(session_id, event)?;
+        let Ran { effects, outcome } = self.run(session_id, event)?;
         outcome.map(|(reply, _)| (reply, effects))
     }
 
     /// Runs one event: decide, persist in one transaction, adopt, notify.
     ///
-    /// The outer `Result` fails when nothing could be decided or persisted;
-    /// the inner one carries plan-core's refusal, which may still come with
-    /// committed effects (an approval that expired before the event).
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn run(
-        &self,
-        session_id: &str,
-        event: Event,
-    ) -> Result<(Vec<Effect>, Result<(Reply, SessionState), HostError>), HostError> {
+    /// Fails when nothing could be decided or persisted; plan-core's
+    /// refusal is [`Ran::outcome`], which may still come with committed
+    /// effects (an approval that expired before the event).
+    pub(crate) fn run(&self, session_id: &SessionId, event: Event) -> Result<Ran, HostError> {
         match self.run_with(session_id, event, Box::new(|_, _| Ok(true)))? {
             Some(ran) => Ok(ran),
             None => Err(HostError::with_detail(
@@ -116,13 +117,12 @@ impl HostCore {
 
     /// [`HostCore::run`] with work done first under the same lock; `None`
     /// when that work said the event is moot.
-    #[allow(clippy::type_complexity)]
     pub(crate) fn run_with(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         event: Event,
         before: BeforeEvent<'_>,
-    ) -> Result<Option<(Vec<Effect>, Result<(Reply, SessionState), HostError>)>, HostError> {
+    ) -> Result<Option<Ran>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
@@ -166,7 +166,7 @@ impl HostCore {
             }
             open.track_creations(&effects, instant);
             let ended_turn = match &state.active_turn {
-                Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
+                Some(turn) => open.turns.insert(session_id.clone(), turn.clone()),
                 None => open.turns.remove(session_id),
             }
             .filter(|old| {
@@ -176,7 +176,7 @@ impl HostCore {
                     .is_none_or(|turn| turn.turn_id != old.turn_id)
             });
             if let Some(old) = ended_turn {
-                self.turn_ended(open, old.turn_id.as_str());
+                self.turn_ended(open, &old.turn_id);
             }
             // Queued under the state lock, so the outbox is in commit order.
             let mut outbox = lock(&self.outbox);
@@ -184,20 +184,21 @@ impl HostCore {
             outbox.queue.extend(derive(&before, &state, &effects));
             drop(outbox);
             let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
-            Ok(Some((effects, outcome)))
+            Ok(Some(Ran { effects, outcome }))
         })?;
-        let Some((effects, outcome)) = ran else {
+        let Some(ran) = ran else {
             self.deliver();
             return Ok(None);
         };
-        if effects
+        if ran
+            .effects
             .iter()
             .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
         {
             self.wake_timer();
         }
         self.deliver();
-        Ok(Some((effects, outcome)))
+        Ok(Some(ran))
     }
 }
 
@@ -235,7 +236,7 @@ impl Open {
     }
 }
 
-fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> {
+fn load_state(open: &Open, session_id: &SessionId) -> Result<SessionState, HostError> {
     let session = open
         .store
         .get_session(session_id)?
@@ -246,4 +247,53 @@ fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> 
         pending_approval: open.store.pending_approval(session_id)?,
         live_execution: open.store.live_execution(session_id)?,
     })
+}
+
+impl HostCore {
+    /// Delivers queued notifications in commit order, after the state lock
+    /// is released (so a listener may call back into the host). If another
+    /// thread is delivering already, it delivers these too, after the ones
+    /// committed before them.
+    pub(crate) fn deliver(&self) {
+        {
+            let mut outbox = lock(&self.outbox);
+            if outbox.draining || outbox.queue.is_empty() {
+                return;
+            }
+            outbox.draining = true;
+        }
+        let _unwinding = DrainGuard(&self.outbox);
+        loop {
+            let notification = {
+                let mut outbox = lock(&self.outbox);
+                match outbox.queue.pop_front() {
+                    Some(notification) => notification,
+                    None => {
+                        outbox.draining = false;
+                        return;
+                    }
+                }
+            };
+            let listeners = lock(&self.listeners).clone();
+            for listener in &listeners {
+                listener.notify(notification.clone());
+            }
+        }
+    }
+
+    pub(crate) fn wake_timer(&self) {
+        *lock(&self.signal.generation) += 1;
+        self.signal.changed.notify_all();
+    }
+}
+
+/// Lets another thread drain the outbox if a listener panics mid-delivery.
+struct DrainGuard<'host>(&'host Mutex<Outbox>);
+
+impl Drop for DrainGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            lock(self.0).draining = false;
+        }
+    }
 }

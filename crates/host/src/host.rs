@@ -8,27 +8,32 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use plan_core::{
     ActiveTurn, ApprovalId, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin,
     PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall, ToolDecision, TurnId,
     UnixMs, VerifyReport, VerifyScope,
 };
+use plan_core::{CatalogShell, check_shell, default_shell};
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
 
 use crate::HostError;
-use crate::commands::CommandSupport;
+use crate::error::unexpected;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::timer::{ExpiryTimer, TimerThread};
-use crate::types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use crate::running::CommandSupport;
+use crate::shells::ShellEntry;
+use crate::sync::lock;
+use crate::timer::TimerThread;
+use crate::types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 ///
-/// Its state lives in a [`HostCore`] shared with the threads that watch
-/// running commands (they record a command's end when it exits on its own).
+/// Its state lives in a private core shared with the threads that watch
+/// running commands (they record a command's end when it exits on its own)
+/// and with the expiry timer; every operation is a `Host` method.
 pub struct Host {
     pub(crate) core: Arc<HostCore>,
     /// The expiry timer thread, unless the embedder chose
@@ -45,20 +50,12 @@ impl Drop for Host {
     }
 }
 
-impl std::ops::Deref for Host {
-    type Target = HostCore;
-
-    fn deref(&self) -> &HostCore {
-        &self.core
-    }
-}
-
 impl std::fmt::Debug for Host {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("Host")
-            .field("database", &self.database)
-            .field("options", &self.options)
+            .field("database", &self.core.database)
+            .field("options", &self.core.options)
             .finish_non_exhaustive()
     }
 }
@@ -148,14 +145,14 @@ impl Host {
 
     /// What opening did to the schema. [`Host::open`]'s example reads it.
     pub fn migration(&self) -> &MigrationReport {
-        &self.migration
+        &self.core.migration
     }
 
     /// The database path (as given to [`Host::open`]; the
     /// `second_open_is_host_already_running_and_close_lets_the_next_in` host
     /// test opens it again).
     pub fn database(&self) -> &Path {
-        &self.database
+        &self.core.database
     }
 
     /// The host's limits, with the sandbox probe's verdict filled in.
@@ -170,14 +167,14 @@ impl Host {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn limits(&self) -> Limits {
-        self.options.limits
+        self.core.options.limits
     }
 
-    /// Registers a listener for every later notification. Any
-    /// `Fn(ServerNotification) + Send + Sync` closure is one; the README
-    /// example registers one.
+    /// Registers a listener for every later event. Any
+    /// `Fn(HostEvent) + Send + Sync` closure is one; the README example
+    /// registers one.
     pub fn add_listener(&self, listener: Arc<dyn NotificationListener>) {
-        lock(&self.listeners).push(listener);
+        lock(&self.core.listeners).push(listener);
     }
 
     /// Closes the host: releases the database and the single-host lock,
@@ -245,8 +242,8 @@ impl Host {
             new.permission_mode,
         )
         .map_err(|refusal| HostError::with_detail(refusal.code(), refusal.to_string()))?;
-        let now = self.now();
-        self.with_open(|open| {
+        let now = self.core.now();
+        self.core.with_open(|open| {
             open.store.create_session(&session, now)?;
             Ok(SessionState::idle(session))
         })
@@ -260,7 +257,8 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn session(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
-        self.session_event(session_id.as_str(), Event::Tick)
+        self.core
+            .session_event(session_id, Event::Tick)
             .map(|(_, state)| state)
     }
 
@@ -293,8 +291,15 @@ impl Host {
         session_id: &SessionId,
         change: ConfigChange,
     ) -> Result<SessionState, HostError> {
-        let shells = self.options.shells.iter().map(|spec| spec.id.clone()).collect();
-        self.session_event(session_id.as_str(), Event::Configure { change, shells })
+        let shells = self
+            .core
+            .options
+            .shells
+            .iter()
+            .map(|spec| spec.id.clone())
+            .collect();
+        self.core
+            .session_event(session_id, Event::Configure { change, shells })
             .map(|(_, state)| state)
     }
 
@@ -311,7 +316,10 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn start_turn(&self, session_id: &SessionId, origin: Origin) -> Result<ActiveTurn, HostError> {
         let turn_id = fresh_id("turn");
-        match self.session_event(session_id.as_str(), Event::StartTurn { turn_id, origin })? {
+        match self
+            .core
+            .session_event(session_id, Event::StartTurn { turn_id, origin })?
+        {
             (Reply::TurnStarted(turn), _) => Ok(turn),
             (other, _) => Err(unexpected(&other)),
         }
@@ -334,7 +342,6 @@ impl Host {
         turn_id: &TurnId,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
-        let (session_id, turn_id) = (session_id.as_str(), turn_id.as_str());
         // Bash calls, so that a refused one can be recorded in the audit.
         let bash_calls: Vec<(String, serde_json::Value)> = calls
             .iter()
@@ -342,10 +349,10 @@ impl Host {
             .map(|call| (call.call_id.clone(), call.input.clone()))
             .collect();
         let event = Event::ToolCalls {
-            turn_id: turn_id.into(),
+            turn_id: turn_id.clone(),
             calls,
         };
-        let (reply, effects) = self.session_event_with_effects(session_id, event)?;
+        let (reply, effects) = self.core.session_event_with_effects(session_id, event)?;
         let Reply::ToolResults(results) = reply else {
             return Err(unexpected(&reply));
         };
@@ -422,10 +429,10 @@ impl Host {
     /// Writes the artifact, then reports the outcome to plan-core.
     fn write_artifact(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         request: plan_core::ArtifactRequest,
     ) -> Result<ToolCallOutcome, HostError> {
-        let now = self.now();
+        let now = self.core.now();
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let written = plan_storage::write_artifact(
             &request.workspace_root,
@@ -454,7 +461,7 @@ impl Host {
                 code: error.code(),
             },
         };
-        let recorded = self.session_event(session_id, event);
+        let recorded = self.core.session_event(session_id, event);
         if let Some(artifact) = &written_artifact
             && !matches!(recorded, Ok((Reply::ApprovalRequested { .. }, _)))
         {
@@ -511,8 +518,7 @@ impl Host {
         let event = Event::CompleteTurn {
             turn_id: turn_id.clone(),
         };
-        self.session_event(session_id.as_str(), event)
-            .map(|(_, state)| state)
+        self.core.session_event(session_id, event).map(|(_, state)| state)
     }
 
     /// Cancels the active turn; a queued or running execution is
@@ -524,9 +530,9 @@ impl Host {
     /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE` (no active turn),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn cancel_turn(&self, session_id: &SessionId) -> Result<SessionState, HostError> {
-        let session_id = session_id.as_str();
         self.end_commands_before_cancel(session_id)?;
-        self.session_event(session_id, Event::CancelTurn)
+        self.core
+            .session_event(session_id, Event::CancelTurn)
             .map(|(_, state)| state)
     }
 
@@ -581,7 +587,7 @@ impl Host {
         approval_id: &ApprovalId,
         permission_mode: Option<PermissionMode>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
+        let row = self.stored_approval(approval_id)?;
         let session_id = row.approval.session_id.clone();
         let event = Event::Approve {
             approval: row.approval,
@@ -589,7 +595,7 @@ impl Host {
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
         };
-        match self.session_event(session_id.as_str(), event)? {
+        match self.core.session_event(&session_id, event)? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
@@ -604,10 +610,10 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
     /// `SESSION_BUSY`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
+        let row = self.stored_approval(approval_id)?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(
-            session_id.as_str(),
+        match self.core.session_event(
+            &session_id,
             Event::Reject {
                 approval: row.approval,
             },
@@ -626,7 +632,7 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn approval(&self, approval_id: &ApprovalId) -> Result<StoredApproval, HostError> {
         self.expire_due()?;
-        self.stored_approval(approval_id.as_str())
+        self.stored_approval(approval_id)
     }
 
     /// Approvals, newest first, by session, status and count; overdue
@@ -646,7 +652,7 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn list_approvals(&self, filter: &ApprovalFilter) -> Result<Vec<StoredApproval>, HostError> {
         self.expire_due()?;
-        self.with_open(|open| Ok(open.store.list_approvals(filter)?))
+        self.core.with_open(|open| Ok(open.store.list_approvals(filter)?))
     }
 
     /// Rereads an approval's artifact and checks its size and SHA-256. The
@@ -659,8 +665,10 @@ impl Host {
     /// from the record), `ARTIFACT_SYMLINK`, `ARTIFACT_PATH_ESCAPE`,
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn read_artifact(&self, approval_id: &ApprovalId) -> Result<ArtifactContent, HostError> {
-        let row = self.stored_approval(approval_id.as_str())?;
-        let bytes = self.with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
+        let row = self.stored_approval(approval_id)?;
+        let bytes = self
+            .core
+            .with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
         let markdown = String::from_utf8(bytes).map_err(|_| {
             HostError::with_detail(ErrorCode::ArtifactIntegrityMismatch, "the artifact is not UTF-8")
         })?;
@@ -686,7 +694,7 @@ impl Host {
     /// neither, `HOST_CLOSED`, `STORAGE_FAILED`. A bad artifact is a finding
     /// of the report, not an error.
     pub fn verify(&self, scope: &VerifyScope) -> Result<VerifyReport, HostError> {
-        self.with_open(|open| Ok(open.store.verify(scope)?))
+        self.core.with_open(|open| Ok(open.store.verify(scope)?))
     }
 
     /// Diffs an approval's artifact against another one, or against the
@@ -703,11 +711,8 @@ impl Host {
         approval_id: &ApprovalId,
         against: Option<&ApprovalId>,
     ) -> Result<PlanDiff, HostError> {
-        self.with_open(|open| {
-            Ok(open
-                .store
-                .diff(approval_id.as_str(), against.map(ApprovalId::as_str))?)
-        })
+        self.core
+            .with_open(|open| Ok(open.store.diff(approval_id, against)?))
     }
 
     // Executions.
@@ -746,12 +751,16 @@ impl Host {
         event: impl FnOnce(ExecutionId, BootEpoch) -> Event,
     ) -> Result<PlanApproval, HostError> {
         let row = self
-            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id.as_str())?))?
+            .core
+            .with_open(|open| Ok(open.store.find_by_execution_id(execution_id)?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ExecutionNotFound, format!("execution {execution_id}"))
             })?;
         let session_id = row.approval.session_id.clone();
-        match self.session_event(session_id.as_str(), event(execution_id.clone(), self.epoch))? {
+        match self
+            .core
+            .session_event(&session_id, event(execution_id.clone(), self.core.epoch))?
+        {
             (Reply::ExecutionChanged(approval), _) => Ok(approval),
             (other, _) => Err(unexpected(&other)),
         }
@@ -801,8 +810,9 @@ impl Host {
 
     // The machinery every operation shares.
 
-    fn stored_approval(&self, approval_id: &str) -> Result<StoredApproval, HostError> {
-        self.with_open(|open| Ok(open.store.get_approval(approval_id)?))?
+    fn stored_approval(&self, approval_id: &ApprovalId) -> Result<StoredApproval, HostError> {
+        self.core
+            .with_open(|open| Ok(open.store.get_approval(approval_id)?))?
             .ok_or_else(|| {
                 HostError::with_detail(ErrorCode::ApprovalNotFound, format!("approval {approval_id}"))
             })
@@ -855,8 +865,8 @@ impl HostCore {
         })?;
         let mut expired = Vec::new();
         for session_id in due {
-            let (effects, _) = self.run(session_id.as_str(), Event::Tick)?;
-            expired.extend(effects.into_iter().filter_map(|effect| match effect {
+            let ran = self.run(&session_id, Event::Tick)?;
+            expired.extend(ran.effects.into_iter().filter_map(|effect| match effect {
                 Effect::UpdateApproval { approval, .. } => Some(approval),
                 Effect::WriteArtifact(_)
                 | Effect::InsertApproval(_)
@@ -868,12 +878,69 @@ impl HostCore {
     }
 }
 
-/// Locks a mutex, recovering from poisoning: every durable change is
-/// transactional, so state behind a poisoned lock is still consistent.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+impl Host {
+    // Shells.
 
-pub(crate) fn unexpected(reply: &Reply) -> HostError {
-    HostError::with_detail(ErrorCode::Internal, format!("unexpected reply {reply:?}"))
+    /// The shell catalog with availability, and the effective default
+    /// (plan-core's `default_shell` over the catalog and the persisted
+    /// setting; empty for an empty catalog).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, ShellSpec};
+    ///
+    /// let options = HostOptions { shells: vec![ShellSpec::new("sh", "/bin/sh")], ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// let (entries, default) = host.shells()?;
+    /// assert_eq!(entries[0].spec.id, "sh");
+    /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
+    /// # let _ = default;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
+        let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
+        let entries: Vec<ShellEntry> = self
+            .core
+            .options
+            .shells
+            .iter()
+            .map(|spec| ShellEntry {
+                available: plan_storage::executable_exists(&spec.path),
+                spec: spec.clone(),
+            })
+            .collect();
+        let catalog: Vec<CatalogShell<'_>> = entries
+            .iter()
+            .map(|entry| CatalogShell {
+                id: &entry.spec.id,
+                available: entry.available,
+            })
+            .collect();
+        let default = default_shell(&catalog, persisted.as_deref())
+            .unwrap_or_default()
+            .to_owned();
+        Ok((entries, default))
+    }
+
+    /// Persists the default shell (the host test
+    /// `list_set_default_and_unknown_shells` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SHELL_UNKNOWN` (not in the host's catalog), `HOST_CLOSED`,
+    /// `STORAGE_FAILED`.
+    pub fn set_default_shell(&self, shell_id: &str) -> Result<String, HostError> {
+        check_shell(
+            self.core.options.shells.iter().map(|spec| spec.id.as_str()),
+            shell_id,
+        )
+        .map_err(|code| HostError::with_detail(code, format!("shell {shell_id:?}")))?;
+        self.core
+            .with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
+        Ok(shell_id.to_owned())
+    }
 }

@@ -3,9 +3,10 @@
 //! [`Host`] opens a database (taking the single-host lock, migrating, and
 //! running the startup fence before it returns) and starts its expiry timer,
 //! then carries out plan-core's decisions through plan-storage: one typed
-//! method per protocol method, one transaction per decision, notifications
-//! after commit. [`Connection`] serves protocol v9 JSON-RPC over the same
-//! methods, for the `serve` sidecar and the FFI.
+//! method per protocol method, one transaction per decision, events
+//! ([`HostEvent`]) after commit. It knows nothing of the wire: the
+//! `plan-server` crate serves protocol v9 JSON-RPC over these methods, for
+//! the `serve` sidecar and the FFI.
 //!
 //! Safe by default:
 //! - deadlines fire on time without the embedder starting anything; an
@@ -26,30 +27,28 @@
 
 mod clock;
 mod commands;
-mod dispatch;
 mod error;
 mod event;
 mod host;
 mod notify;
 mod outbox;
+mod running;
 mod shells;
+mod sync;
 mod timer;
 mod types;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use commands::SandboxStatus;
-pub use dispatch::{Connection, SERVER_NAME, error_object};
 pub use error::HostError;
-pub use event::HostCore;
 pub use host::Host;
-pub use notify::NotificationListener;
+pub use notify::{HostEvent, NotificationListener};
 pub use plan_storage::{
     ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, MigrationReport,
     StoredApproval,
 };
+pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
-pub use timer::ExpiryTimer;
-pub use types::{ArtifactContent, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+pub use types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{
@@ -59,18 +58,13 @@ pub use plan_core::{
     Sandbox, Session, SessionId, SessionState, SkippedWorkspace, ToolCall, TurnCommand, TurnCommandStatus,
     TurnId, TurnKind, UnixMs, VerifyReport, VerifyScope, VerifyTally,
 };
-// What listeners receive, and what a storage failure carries.
-pub use plan_protocol::ServerNotification;
+// Which stream a command's output chunk came from (in
+// [`HostEvent::CommandOutput`]), and what a storage failure carries.
+pub use plan_exec::Stream;
 pub use plan_storage::StorageError;
 
-/// The protocol v9 wire types (the payloads of a [`ServerNotification`],
-/// [`ToolCallOutcome::to_wire`]'s result, [`Host::shell_list`]'s, the
-/// requests a [`Connection`] dispatches), for embedders that look inside
-/// them.
-pub use plan_protocol as wire;
-
-/// The JSON crate of tool-call inputs ([`ToolCall::input`]) and of
-/// [`Connection::handle_message`], so that an embedder uses the same version.
+/// The JSON crate of tool-call inputs ([`ToolCall::input`]), so that an
+/// embedder uses the same version.
 pub use serde_json;
 
 /// The README's Rust example, compiled and run as a doctest so it stays true.

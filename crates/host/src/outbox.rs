@@ -3,15 +3,13 @@
 //!
 //! Transitions queue notifications under the state lock (so the queue is in
 //! commit order); delivery happens after the lock is released, one draining
-//! thread at a time. Nothing here decides or persists anything.
+//! thread at a time (`HostCore::deliver`, in `event.rs`). This module holds
+//! the data only; nothing here decides or persists anything.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
 
-use plan_protocol::ServerNotification;
-
-use crate::event::HostCore;
-use crate::host::lock;
+use crate::notify::HostEvent;
 
 /// Wakes the expiry timer when deadlines may have changed or the host closed.
 #[derive(Default)]
@@ -28,55 +26,6 @@ pub(crate) struct DeadlineSignal {
 /// delivering an earlier one's notifications cannot overtake them.
 #[derive(Default)]
 pub(crate) struct Outbox {
-    pub(crate) queue: VecDeque<ServerNotification>,
+    pub(crate) queue: VecDeque<HostEvent>,
     pub(crate) draining: bool,
-}
-
-impl HostCore {
-    /// Delivers queued notifications in commit order, after the state lock
-    /// is released (so a listener may call back into the host). If another
-    /// thread is delivering already, it delivers these too, after the ones
-    /// committed before them.
-    pub(crate) fn deliver(&self) {
-        {
-            let mut outbox = lock(&self.outbox);
-            if outbox.draining || outbox.queue.is_empty() {
-                return;
-            }
-            outbox.draining = true;
-        }
-        let _unwinding = DrainGuard(&self.outbox);
-        loop {
-            let notification = {
-                let mut outbox = lock(&self.outbox);
-                match outbox.queue.pop_front() {
-                    Some(notification) => notification,
-                    None => {
-                        outbox.draining = false;
-                        return;
-                    }
-                }
-            };
-            let listeners = lock(&self.listeners).clone();
-            for listener in &listeners {
-                listener.notify(notification.clone());
-            }
-        }
-    }
-
-    pub(crate) fn wake_timer(&self) {
-        *lock(&self.signal.generation) += 1;
-        self.signal.changed.notify_all();
-    }
-}
-
-/// Lets another thread drain the outbox if a listener panics mid-delivery.
-struct DrainGuard<'host>(&'host Mutex<Outbox>);
-
-impl Drop for DrainGuard<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            lock(self.0).draining = false;
-        }
-    }
 }

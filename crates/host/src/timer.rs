@@ -1,5 +1,5 @@
 //! The expiry timer: a thread each host starts at open (unless the embedder
-//! opts out with [`ExpiryTimer::Manual`]) that expires approvals at their
+//! opts out with [`crate::ExpiryTimer::Manual`]) that expires approvals at their
 //! deadlines without waiting for a request.
 //!
 //! It sleeps until the host's next deadline (or until a change or `close`
@@ -15,32 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::event::HostCore;
-use crate::host::lock;
-
-/// Who fires approval deadlines.
-///
-/// ```
-/// use plan_host::{ExpiryTimer, HostOptions};
-///
-/// // The default: the host runs its own timer thread.
-/// assert_eq!(HostOptions::default().expiry, ExpiryTimer::Automatic);
-/// // Opting out: the embedder calls `Host::expire_due` at `Host::next_deadline`.
-/// let options = HostOptions { expiry: ExpiryTimer::Manual, ..HostOptions::default() };
-/// # let _ = options;
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ExpiryTimer {
-    /// [`crate::Host::open`] starts a timer thread that expires approvals on
-    /// time; it stops on `close` and when the host is dropped.
-    #[default]
-    Automatic,
-    /// No thread: the embedder's own event loop calls
-    /// [`crate::Host::expire_due`] at [`crate::Host::next_deadline`]. Until
-    /// it does, an overdue approval is still expired by any request that
-    /// touches it (it can never be approved late), but no
-    /// `plan/approvalResolved` is sent on time.
-    Manual,
-}
+use crate::sync::lock;
 
 /// The longest the timer sleeps without looking again, so that a clock
 /// jump or a missed wake-up costs at most this long.

@@ -13,7 +13,6 @@ use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApprova
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
-use crate::timer::ExpiryTimer;
 
 /// How a host is set up. Every field has a default; name only what
 /// differs.
@@ -97,7 +96,8 @@ pub struct NewSession {
 }
 
 /// What one tool call of a batch came to ([`Host::tool_calls`]; the host
-/// test `tool_call_outcomes_have_one_wire_form` shows each kind).
+/// test `tool_call_outcomes_have_one_wire_form` shows each kind; the server
+/// crate writes it as the protocol's `ToolCallResult`).
 ///
 /// [`Host::tool_calls`]: crate::Host::tool_calls
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,31 +114,6 @@ pub struct ToolCallOutcome {
     /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
     /// read-only, a loop of links). `None` when the code says it all.
     pub message: Option<String>,
-}
-
-impl ToolCallOutcome {
-    /// The protocol v9 form of the outcome (the host test
-    /// `tool_call_outcomes_have_one_wire_form` checks it).
-    pub fn to_wire(&self) -> plan_protocol::ToolCallResult {
-        match (self.decision, &self.approval, &self.command) {
-            (ToolCallVerdict::Allow(_), Some(approval), _) => {
-                plan_protocol::ToolCallResult::submitted(self.call_id.clone(), approval.into())
-            }
-            (ToolCallVerdict::Allow(_), None, Some(command)) => {
-                plan_protocol::ToolCallResult::ran(self.call_id.clone(), command.into())
-            }
-            (ToolCallVerdict::Allow(_), None, None) => {
-                plan_protocol::ToolCallResult::allow(self.call_id.clone())
-            }
-            (ToolCallVerdict::Deny(code), _, _) => {
-                let mut result = plan_protocol::ToolCallResult::deny(self.call_id.clone(), code);
-                if let (Some(message), Some(error)) = (&self.message, result.error.as_mut()) {
-                    error.message.clone_from(message);
-                }
-                result
-            }
-        }
-    }
 }
 
 /// Allow or deny, as the wire says it.
@@ -169,4 +144,29 @@ pub struct ArtifactContent {
     pub sha256: String,
     /// Byte size.
     pub size: u64,
+}
+
+/// Who fires approval deadlines.
+///
+/// ```
+/// use plan_host::{ExpiryTimer, HostOptions};
+///
+/// // The default: the host runs its own timer thread.
+/// assert_eq!(HostOptions::default().expiry, ExpiryTimer::Automatic);
+/// // Opting out: the embedder calls `Host::expire_due` at `Host::next_deadline`.
+/// let options = HostOptions { expiry: ExpiryTimer::Manual, ..HostOptions::default() };
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExpiryTimer {
+    /// [`crate::Host::open`] starts a timer thread that expires approvals on
+    /// time; it stops on `close` and when the host is dropped.
+    #[default]
+    Automatic,
+    /// No thread: the embedder's own event loop calls
+    /// [`crate::Host::expire_due`] at [`crate::Host::next_deadline`]. Until
+    /// it does, an overdue approval is still expired by any request that
+    /// touches it (it can never be approved late), but no
+    /// `plan/approvalResolved` is sent on time.
+    Manual,
 }

@@ -1,4 +1,4 @@
-//! Integration tests of the typed `Host` API, the `Connection` JSON-RPC
+//! Integration tests of the typed `Host` API, plan-server's `Connection` JSON-RPC
 //! dispatcher and the host's expiry timer.
 //!
 //! Time comes from a `ManualClock`, so deadlines are crossed by moving the
@@ -22,10 +22,11 @@ use plan_core::{
     PermissionMode, PlanApproval, SessionState, ToolCall, TurnKind,
 };
 use plan_host::{
-    ApprovalFilter, ApprovalId, Connection, ExecutionId, ExpiryTimer, Host, HostError, HostOptions,
+    ApprovalFilter, ApprovalId, ExecutionId, ExpiryTimer, Host, HostError, HostEvent, HostOptions,
     ManualClock, NewSession, SessionId, ToolCallOutcome, ToolCallVerdict, TurnId, default_catalog,
 };
 use plan_protocol::ServerNotification;
+use plan_server::Connection;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -164,8 +165,8 @@ impl Fixture {
 
 fn listen(host: &Host, seen: &Arc<Mutex<Vec<ServerNotification>>>) {
     let seen = Arc::clone(seen);
-    host.add_listener(Arc::new(move |notification| {
-        seen.lock().unwrap().push(notification)
+    host.add_listener(Arc::new(move |event| {
+        seen.lock().unwrap().push(plan_server::notification(event))
     }));
 }
 
@@ -1046,8 +1047,8 @@ mod timer {
         let (resolved_tx, resolved) = mpsc::channel();
         let (exit_tx, exited) = mpsc::channel();
         let senders = Mutex::new((resolved_tx, exit_tx));
-        host.add_listener(Arc::new(move |notification| {
-            let ServerNotification::PlanApprovalResolved(resolved) = notification else {
+        host.add_listener(Arc::new(move |event| {
+            let ServerNotification::PlanApprovalResolved(resolved) = plan_server::notification(event) else {
                 return;
             };
             if std::thread::current().name() != Some("plan-expiry") {
@@ -1091,8 +1092,8 @@ mod timer {
         .unwrap();
         let (sender, receiver) = mpsc::channel();
         let sender = Mutex::new(sender);
-        host.add_listener(Arc::new(move |notification| {
-            let _ = sender.lock().unwrap().send(notification);
+        host.add_listener(Arc::new(move |event| {
+            let _ = sender.lock().unwrap().send(plan_server::notification(event));
         }));
         let approval = pending_on(&host, &workspace, "s1");
         let deadline = Instant::now() + PATIENCE;
@@ -2019,7 +2020,8 @@ mod ordering {
         let order = Arc::new(Mutex::new(Vec::new()));
         fx.host.add_listener(Arc::new({
             let order = Arc::clone(&order);
-            move |notification: ServerNotification| {
+            move |event: HostEvent| {
+                let notification = plan_server::notification(event);
                 let resolved = matches!(notification, ServerNotification::PlanApprovalResolved(_));
                 order.lock().unwrap().push(notification);
                 if resolved {
@@ -2067,7 +2069,7 @@ mod ordering {
 mod review {
     use super::*;
     use plan_core::{ArtifactCheck, VerifyScope};
-    use plan_host::Connection;
+    use plan_server::Connection;
 
     fn line(id: i64, method: &str, params: Value) -> String {
         json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
@@ -2217,7 +2219,10 @@ mod review {
             message: None,
             command: None,
         };
-        assert_eq!(allow.to_wire(), plan_protocol::ToolCallResult::allow("c"));
+        assert_eq!(
+            plan_server::convert::tool_call_result(&allow),
+            plan_protocol::ToolCallResult::allow("c")
+        );
         let deny = ToolCallOutcome {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
@@ -2226,7 +2231,7 @@ mod review {
             command: None,
         };
         assert_eq!(
-            deny.to_wire(),
+            plan_server::convert::tool_call_result(&deny),
             plan_protocol::ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan)
         );
     }
@@ -2394,7 +2399,7 @@ mod edges {
             outcomes[0].decision,
             ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
         );
-        let wire = outcomes[0].to_wire();
+        let wire = plan_server::convert::tool_call_result(&outcomes[0]);
         let not_a_directory = wire.error.unwrap().message;
         assert!(not_a_directory.contains("Not a directory"), "{not_a_directory}");
 
@@ -2412,7 +2417,10 @@ mod edges {
             outcomes[0].decision,
             ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
         );
-        let missing = outcomes[0].to_wire().error.unwrap().message;
+        let missing = plan_server::convert::tool_call_result(&outcomes[0])
+            .error
+            .unwrap()
+            .message;
         assert!(missing.contains("No such file or directory"), "{missing}");
         assert_ne!(missing, not_a_directory);
     }

@@ -9,7 +9,7 @@
 //! plan-exec. There is no weaker fallback for a sandbox: a Plan command gets
 //! [`Sandbox::ReadOnly`] or does not run.
 
-use crate::model::{ActiveTurn, Mode, PermissionMode, TurnKind, UnixMs};
+use crate::model::{ActiveTurn, LimitError, Mode, PermissionMode, TurnKind, UnixMs};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
@@ -26,6 +26,20 @@ crate::model::wire_enum! {
         WorkspaceWrite => "workspace-write",
         /// No sandbox (Agent `ask` and `accept-edits`: a person confirms).
         None => "none",
+    }
+}
+
+impl Sandbox {
+    /// The code of a command that needs this sandbox where it cannot be
+    /// had (no kernel sandbox, no helper): `PLAN_SANDBOX_UNAVAILABLE` for
+    /// the read-only sandbox of Plan turns, `SANDBOX_UNAVAILABLE` otherwise.
+    /// The one mapping; plan-core's refusals and the host's failed starts
+    /// both use it.
+    pub const fn unavailable_code(self) -> ErrorCode {
+        match self {
+            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
+            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
+        }
     }
 }
 
@@ -63,14 +77,11 @@ impl CommandState {
 
 /// The host's command options that shape decisions, plus what the host's
 /// one probe at open found out about the kernel sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CommandOptions {
-    /// The timeout of a command whose input names none, in milliseconds.
-    pub default_timeout_ms: u64,
-    /// The largest `timeoutMs` an input may ask for.
-    pub max_timeout_ms: u64,
-    /// How many commands of one session may run at once.
-    pub max_running_per_session: usize,
+    /// Timeouts and the per-session limit, in range by construction
+    /// ([`CommandLimits::new`]).
+    pub limits: CommandLimits,
     /// Whether Agent `auto` commands may use the network.
     pub network_in_auto: bool,
     /// Whether the host opted out of the workspace-write sandbox for Agent
@@ -81,29 +92,108 @@ pub struct CommandOptions {
     /// Whether the kernel sandbox (read-only and workspace-write) works on
     /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
     /// Agent `auto` commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
+    /// The default is `false` until a probe says otherwise (the safe side:
+    /// nothing runs unconfined).
     pub sandbox_available: bool,
 }
 
-impl CommandOptions {
+/// The command timeouts and the per-session limit. Only
+/// [`CommandLimits::new`] (or the default) makes one, so a value that exists
+/// is always in range: `serve`'s flags, the FFI constructor and Rust
+/// embedders meet the same rule.
+///
+/// ```
+/// use plan_core::{CommandLimits, ErrorCode};
+///
+/// // No default given: the documented one, lowered to a smaller maximum.
+/// let limits = CommandLimits::new(None, 60_000, 4)?;
+/// assert_eq!(limits.default_timeout_ms(), 60_000);
+/// // A default above the maximum is refused, never clamped.
+/// let refused = CommandLimits::new(Some(900_000), 600_000, 4).unwrap_err();
+/// assert_eq!(refused.code(), ErrorCode::InvalidParams);
+/// # Ok::<(), plan_core::LimitError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandLimits {
+    default_timeout_ms: u64,
+    max_timeout_ms: u64,
+    max_running_per_session: usize,
+}
+
+impl CommandLimits {
     /// Two minutes.
     pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
     /// Ten minutes.
     pub const DEFAULT_MAX_TIMEOUT_MS: u64 = 600_000;
     /// Four commands at once per session.
     pub const DEFAULT_MAX_RUNNING_PER_SESSION: usize = 4;
+
+    /// Limits with a maximum timeout and a per-session limit of at least 1,
+    /// and a default timeout from 1 ms to the maximum. Without a default,
+    /// [`CommandLimits::DEFAULT_TIMEOUT_MS`] is used, lowered to the maximum
+    /// when that is smaller (the one clamp). A default above the maximum is
+    /// refused: a call without `timeoutMs` must never get longer than a call
+    /// may ask for. Refusals are `INVALID_PARAMS` and say the range.
+    pub fn new(
+        default_timeout_ms: Option<u64>,
+        max_timeout_ms: u64,
+        max_running_per_session: usize,
+    ) -> Result<CommandLimits, LimitError> {
+        if max_timeout_ms == 0 {
+            return Err(LimitError {
+                limit: "maximum command timeout",
+                value: "0 ms".to_owned(),
+                range: "at least 1 ms".to_owned(),
+            });
+        }
+        if max_running_per_session == 0 {
+            return Err(LimitError {
+                limit: "limit of running commands per session",
+                value: "0".to_owned(),
+                range: "at least 1".to_owned(),
+            });
+        }
+        let default_timeout_ms = match default_timeout_ms {
+            None => CommandLimits::DEFAULT_TIMEOUT_MS.min(max_timeout_ms),
+            Some(timeout) if (1..=max_timeout_ms).contains(&timeout) => timeout,
+            Some(timeout) => {
+                return Err(LimitError {
+                    limit: "default command timeout",
+                    value: format!("{timeout} ms"),
+                    range: format!("from 1 ms to the maximum command timeout ({max_timeout_ms} ms)"),
+                });
+            }
+        };
+        Ok(CommandLimits {
+            default_timeout_ms,
+            max_timeout_ms,
+            max_running_per_session,
+        })
+    }
+
+    /// The timeout of a command whose input names none, in milliseconds.
+    pub fn default_timeout_ms(&self) -> u64 {
+        self.default_timeout_ms
+    }
+
+    /// The largest `timeoutMs` an input may ask for.
+    pub fn max_timeout_ms(&self) -> u64 {
+        self.max_timeout_ms
+    }
+
+    /// How many commands of one session may run at once.
+    pub fn max_running_per_session(&self) -> usize {
+        self.max_running_per_session
+    }
 }
 
-impl Default for CommandOptions {
-    /// The documented defaults, with the sandbox counted as unavailable until
-    /// a probe says otherwise (the safe side: nothing runs unconfined).
+impl Default for CommandLimits {
+    /// The documented defaults.
     fn default() -> Self {
-        CommandOptions {
-            default_timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
-            max_timeout_ms: CommandOptions::DEFAULT_MAX_TIMEOUT_MS,
-            max_running_per_session: CommandOptions::DEFAULT_MAX_RUNNING_PER_SESSION,
-            network_in_auto: false,
-            auto_without_sandbox: false,
-            sandbox_available: false,
+        CommandLimits {
+            default_timeout_ms: CommandLimits::DEFAULT_TIMEOUT_MS,
+            max_timeout_ms: CommandLimits::DEFAULT_MAX_TIMEOUT_MS,
+            max_running_per_session: CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION,
         }
     }
 }
@@ -145,9 +235,9 @@ pub fn parse_bash_input(
         Some(_) | None => return Err(ErrorCode::InvalidCommandInput),
     };
     let timeout_ms = match fields.get("timeoutMs") {
-        None | Some(serde_json::Value::Null) => options.default_timeout_ms,
+        None | Some(serde_json::Value::Null) => options.limits.default_timeout_ms(),
         Some(value) => match value.as_u64() {
-            Some(timeout) if (1..=options.max_timeout_ms).contains(&timeout) => timeout,
+            Some(timeout) if (1..=options.limits.max_timeout_ms()).contains(&timeout) => timeout,
             Some(_) | None => return Err(ErrorCode::InvalidCommandInput),
         },
     };

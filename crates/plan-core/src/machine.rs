@@ -516,14 +516,15 @@ fn plan_command(
     let options = &context.limits.commands;
     let input = parse_bash_input(&call.input, state.session.workspace_root.as_deref(), options)?;
     if !options.sandbox_available {
-        return Err(ErrorCode::PlanSandboxUnavailable);
+        // A Plan command's sandbox is always read-only (`sandbox_for`).
+        return Err(crate::Sandbox::ReadOnly.unavailable_code());
     }
     check_running_limit(turn, context)?;
     command_request(state, context, turn, call.call_id.clone(), input)
 }
 
 fn check_running_limit(turn: &ActiveTurn, context: &Context) -> Result<(), ErrorCode> {
-    if turn.running_commands().len() >= context.limits.commands.max_running_per_session {
+    if turn.running_commands().len() >= context.limits.commands.limits.max_running_per_session() {
         return Err(ErrorCode::SessionBusy);
     }
     Ok(())
@@ -581,7 +582,7 @@ fn start_command(
         crate::Sandbox::None => {}
         crate::Sandbox::ReadOnly | crate::Sandbox::WorkspaceWrite => {
             if !options.sandbox_available {
-                return Err(ErrorCode::SandboxUnavailable);
+                return Err(request.grant.sandbox.unavailable_code());
             }
         }
     }

@@ -1363,8 +1363,8 @@ fn limits_can_only_be_built_in_range() {
 mod commands {
     use super::*;
     use plan_core::{
-        BashInput, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox, SandboxGrant,
-        check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
+        BashInput, CommandLimits, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox,
+        SandboxGrant, check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
     };
 
     const ROOT: &str = "/home/dev/project";
@@ -1442,7 +1442,7 @@ mod commands {
             parse(json!({"command": "ls", "extra": 1})),
             Ok(BashInput {
                 command: "ls".to_owned(),
-                timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
+                timeout_ms: CommandLimits::DEFAULT_TIMEOUT_MS,
                 cwd: ".".to_owned(),
             })
         );
@@ -1502,7 +1502,7 @@ mod commands {
             Err(ErrorCode::SessionNotProjectBound)
         );
         let strict = CommandOptions {
-            max_timeout_ms: 10,
+            limits: CommandLimits::new(None, 10, 1).unwrap(),
             ..CommandOptions::default()
         };
         assert_eq!(
@@ -1606,7 +1606,7 @@ mod commands {
                 workspace_root: ROOT.to_owned(),
                 input: BashInput {
                     command: "cat README.md".to_owned(),
-                    timeout_ms: CommandOptions::DEFAULT_TIMEOUT_MS,
+                    timeout_ms: CommandLimits::DEFAULT_TIMEOUT_MS,
                     cwd: ".".to_owned(),
                 },
                 shell: None,
@@ -1649,9 +1649,53 @@ mod commands {
     }
 
     #[test]
+    fn a_missing_sandbox_has_one_code_per_sandbox() {
+        assert_eq!(
+            Sandbox::ReadOnly.unavailable_code(),
+            ErrorCode::PlanSandboxUnavailable
+        );
+        assert_eq!(
+            Sandbox::WorkspaceWrite.unavailable_code(),
+            ErrorCode::SandboxUnavailable
+        );
+        assert_eq!(Sandbox::None.unavailable_code(), ErrorCode::SandboxUnavailable);
+    }
+
+    #[test]
+    fn command_limits_are_one_range_and_one_clamp() {
+        // A default above the maximum is refused: a call without timeoutMs
+        // would otherwise get longer than any call may ask for.
+        let refused = CommandLimits::new(Some(900_000), 600_000, 4).unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::InvalidParams);
+        assert!(refused.to_string().contains("900000 ms"), "{refused}");
+        assert!(refused.to_string().contains("600000 ms"), "{refused}");
+        for (default, max, running) in [(Some(0), 10, 1), (None, 0, 1), (None, 10, 0)] {
+            let error = CommandLimits::new(default, max, running).unwrap_err();
+            assert_eq!(
+                error.code(),
+                ErrorCode::InvalidParams,
+                "{default:?} {max} {running}"
+            );
+        }
+        // Without a default, the documented one is lowered to a smaller maximum.
+        let lowered = CommandLimits::new(None, 60_000, 4).unwrap();
+        assert_eq!(
+            (lowered.default_timeout_ms(), lowered.max_timeout_ms()),
+            (60_000, 60_000)
+        );
+        let equal = CommandLimits::new(Some(600_000), 600_000, 1).unwrap();
+        assert_eq!(equal.default_timeout_ms(), 600_000);
+        assert_eq!(
+            CommandLimits::new(None, CommandLimits::DEFAULT_MAX_TIMEOUT_MS, 4).unwrap(),
+            CommandLimits::default()
+        );
+    }
+
+    #[test]
     fn more_running_commands_than_the_limit_are_session_busy() {
         let mut context = sandboxed();
-        context.limits.commands.max_running_per_session = 2;
+        context.limits.commands.limits =
+            CommandLimits::new(None, CommandLimits::DEFAULT_MAX_TIMEOUT_MS, 2).unwrap();
         let calls = vec![bash("c1", "a"), bash("c2", "b"), bash("c3", "c")];
         let (decisions, state) = run_batch(&plan_turn(), &context, calls);
         assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));

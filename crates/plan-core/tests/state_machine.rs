@@ -697,7 +697,12 @@ mod commands {
             session.mode = Mode::Plan;
             let mut limits = Limits::default();
             limits.commands.sandbox_available = sandbox_available;
-            limits.commands.max_running_per_session = max_running;
+            limits.commands.limits = plan_core::CommandLimits::new(
+                None,
+                plan_core::CommandLimits::DEFAULT_MAX_TIMEOUT_MS,
+                max_running,
+            )
+            .unwrap();
             World {
                 state: SessionState::idle(session),
                 context: Context {
@@ -1013,7 +1018,8 @@ mod commands {
                 && turn.kind == TurnKind::Prompt
             {
                 assert!(
-                    turn.running_commands().len() <= self.context.limits.commands.max_running_per_session
+                    turn.running_commands().len()
+                        <= self.context.limits.commands.limits.max_running_per_session()
                 );
             }
         }

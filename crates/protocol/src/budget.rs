@@ -14,9 +14,15 @@
 //!   however it is escaped, plus room for everything else.
 //!
 //! It checks framing budgets only, not JSON syntax (the parser does that)
-//! and not meaning. Like the rest of this crate it performs no I/O.
+//! and not meaning, with one exception: it notes the `id` of a top-level
+//! request object as it passes ([`MessageScanner::request_id`]), so that a
+//! request refused over a bound is answered with its own id whenever the id
+//! came before the bound tripped. Like the rest of this crate it performs no
+//! I/O.
 
 use plan_core::ErrorCode;
+
+use crate::jsonrpc::RequestId;
 
 /// The bounds on one line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +110,27 @@ enum InString {
     Unicode(u8, u32),
 }
 
+/// The longest raw text of an `id` member the scanner keeps; a longer id is
+/// not noted (the refusal then has a null id, as before it was read).
+const MAX_ID_BYTES: usize = 1024;
+
+/// Where the scanner is in noting a top-level object's `id` member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum IdWatch {
+    /// Not inside anything that could be the id.
+    Idle,
+    /// Reading a member name of the top-level object, raw.
+    Key(Vec<u8>),
+    /// After the name `id`, before its colon.
+    AfterKey,
+    /// After `"id":`, before the value.
+    BeforeValue,
+    /// Inside the id's string, raw (escapes undecoded).
+    Text(Vec<u8>),
+    /// Inside the id's number.
+    Number(Vec<u8>),
+}
+
 /// Counts one line's budgets as its bytes arrive (see the module docs).
 #[derive(Debug, Clone)]
 pub struct MessageScanner {
@@ -112,6 +139,11 @@ pub struct MessageScanner {
     string: InString,
     depth: usize,
     top_level_array: bool,
+    top_level_object: bool,
+    /// At depth 1 of the top-level object: the next string is a member name.
+    name_next: bool,
+    id_watch: IdWatch,
+    id: Option<RequestId>,
     batch: usize,
     values: usize,
     string_bytes: usize,
@@ -127,6 +159,10 @@ impl MessageScanner {
             string: InString::No,
             depth: 0,
             top_level_array: false,
+            top_level_object: false,
+            name_next: false,
+            id_watch: IdWatch::Idle,
+            id: None,
             batch: 0,
             values: 0,
             string_bytes: 0,
@@ -139,17 +175,92 @@ impl MessageScanner {
         !self.content
     }
 
+    /// The id of the line's request, once its value was read whole: the
+    /// `id` member (an integer or a string) of a top-level object. `None`
+    /// for a batch, a notification, or while (or because) the id has not
+    /// been read, for example when a bound tripped before it.
+    ///
+    /// ```
+    /// use plan_protocol::{MessageLimits, MessageScanner, RequestId};
+    ///
+    /// let limits = MessageLimits { max_string_bytes: 8, ..MessageLimits::for_markdown_limit(1) };
+    /// let mut scanner = MessageScanner::new(limits);
+    /// assert!(scanner.feed(br#"{"id":7,"params":{"title":"far too long"}}"#).is_err());
+    /// assert_eq!(scanner.request_id(), Some(&RequestId::Number(7)));
+    /// ```
+    pub fn request_id(&self) -> Option<&RequestId> {
+        self.id.as_ref()
+    }
+
     /// Feeds the next bytes of the line (without its `\n`); refuses at the
-    /// first bound crossed, and keeps refusing after that.
+    /// first bound crossed, and keeps refusing after that. The bytes before
+    /// the bound are scanned (an id among them is noted).
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), Overrun> {
+        let allowed = self.limits.max_line_bytes.saturating_sub(self.bytes);
         self.bytes = self.bytes.saturating_add(bytes.len());
-        if self.bytes > self.limits.max_line_bytes {
-            return Err(Overrun::LineTooLong(self.limits.max_line_bytes));
-        }
-        for &byte in bytes {
+        let (within, beyond) = bytes.split_at(bytes.len().min(allowed));
+        for &byte in within {
             self.byte(byte)?;
         }
+        if !beyond.is_empty() {
+            return Err(Overrun::LineTooLong(self.limits.max_line_bytes));
+        }
         Ok(())
+    }
+
+    /// Keeps one raw byte of a string the id watch is reading.
+    fn keep(&mut self, byte: u8) {
+        match &mut self.id_watch {
+            IdWatch::Key(raw) | IdWatch::Text(raw) => {
+                if raw.len() < MAX_ID_BYTES {
+                    raw.push(byte);
+                } else {
+                    self.id_watch = IdWatch::Idle;
+                }
+            }
+            IdWatch::Idle | IdWatch::AfterKey | IdWatch::BeforeValue | IdWatch::Number(_) => {}
+        }
+    }
+
+    /// A string closed: a member name may be `id`, an id string is done.
+    fn string_closed(&mut self) {
+        self.id_watch = match std::mem::replace(&mut self.id_watch, IdWatch::Idle) {
+            IdWatch::Key(raw) if raw == b"id" => IdWatch::AfterKey,
+            IdWatch::Text(raw) => {
+                let mut quoted = Vec::with_capacity(raw.len() + 2);
+                quoted.push(b'"');
+                quoted.extend_from_slice(&raw);
+                quoted.push(b'"');
+                if let Ok(text) = serde_json::from_slice::<String>(&quoted) {
+                    self.id = Some(RequestId::String(text));
+                }
+                IdWatch::Idle
+            }
+            IdWatch::Key(_)
+            | IdWatch::Idle
+            | IdWatch::AfterKey
+            | IdWatch::BeforeValue
+            | IdWatch::Number(_) => IdWatch::Idle,
+        };
+    }
+
+    /// A byte outside strings while the id's number is being read: more of
+    /// it, or the byte that ends it.
+    fn number_byte(&mut self, byte: u8) -> bool {
+        let IdWatch::Number(raw) = &mut self.id_watch else {
+            return false;
+        };
+        if matches!(byte, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+            if raw.len() < MAX_ID_BYTES {
+                raw.push(byte);
+            }
+            return true;
+        }
+        if let Ok(number) = serde_json::from_slice::<i64>(raw) {
+            self.id = Some(RequestId::Number(number));
+        }
+        self.id_watch = IdWatch::Idle;
+        false
     }
 
     fn byte(&mut self, byte: u8) -> Result<(), Overrun> {
@@ -158,15 +269,21 @@ impl MessageScanner {
             InString::Plain => match byte {
                 b'"' => {
                     self.string = InString::No;
+                    self.string_closed();
                     Ok(())
                 }
                 b'\\' => {
+                    self.keep(byte);
                     self.string = InString::Escape;
                     Ok(())
                 }
-                _ => self.decoded(1),
+                _ => {
+                    self.keep(byte);
+                    self.decoded(1)
+                }
             },
             InString::Escape => {
+                self.keep(byte);
                 if byte == b'u' {
                     self.string = InString::Unicode(0, 0);
                     Ok(())
@@ -176,6 +293,7 @@ impl MessageScanner {
                 }
             }
             InString::Unicode(digits, value) => {
+                self.keep(byte);
                 // A non-hex byte is the parser's syntax error to report;
                 // counting it as zero keeps the scanner simple.
                 let digit = char::from(byte).to_digit(16).unwrap_or(0);
@@ -206,11 +324,15 @@ impl MessageScanner {
     }
 
     fn structural(&mut self, byte: u8) -> Result<(), Overrun> {
+        if self.number_byte(byte) {
+            return Ok(());
+        }
         if matches!(byte, b' ' | b'\t' | b'\r' | b'\n') {
             return Ok(());
         }
         let first = !self.content;
         self.content = true;
+        self.watch_structural(byte, first);
         // Every string and container counts as it opens, and every
         // separator counts the scalar or value after it, so the count is
         // never below the number of values the parser builds, give or take
@@ -243,6 +365,35 @@ impl MessageScanner {
             }
             // A byte of a number, true, false or null, or a colon.
             _ => Ok(()),
+        }
+    }
+
+    /// Follows the top-level object's members for the id watch: which
+    /// string is a member name, the colon after `id`, the start of its value.
+    fn watch_structural(&mut self, byte: u8, first: bool) {
+        if first {
+            self.top_level_object = byte == b'{';
+            self.name_next = self.top_level_object;
+            return;
+        }
+        if !self.top_level_object || self.depth != 1 {
+            return;
+        }
+        match (byte, &self.id_watch) {
+            (b'"', IdWatch::BeforeValue) => self.id_watch = IdWatch::Text(Vec::new()),
+            (b'0'..=b'9' | b'-', IdWatch::BeforeValue) => self.id_watch = IdWatch::Number(vec![byte]),
+            (b'"', IdWatch::Idle) if self.name_next => {
+                self.name_next = false;
+                self.id_watch = IdWatch::Key(Vec::new());
+            }
+            (b':', IdWatch::AfterKey) => self.id_watch = IdWatch::BeforeValue,
+            (b',', _) => {
+                self.name_next = true;
+                self.id_watch = IdWatch::Idle;
+            }
+            // Anything else (a null, boolean, array or object id, or
+            // structure that is not the id) ends the watch for this member.
+            _ => self.id_watch = IdWatch::Idle,
         }
     }
 
@@ -324,6 +475,42 @@ mod tests {
         );
         assert_eq!(scan(r#""\"\"\"\"\"\"\"\"\"\"""#), Ok(()));
         assert_eq!(scan(&"x".repeat(1001)), Err(Overrun::LineTooLong(1000)));
+    }
+
+    #[test]
+    fn the_id_is_noted_when_it_comes_before_the_bound() {
+        let roomy = MessageLimits {
+            max_string_bytes: 30,
+            ..limits()
+        };
+        let noted = |text: &str| {
+            let mut scanner = MessageScanner::new(roomy);
+            let refused = scanner.feed(text.as_bytes()).is_err();
+            (refused, scanner.request_id().cloned())
+        };
+        let long = "x".repeat(31);
+        assert_eq!(
+            noted(&format!(r#"{{"jsonrpc":"2.0","id":7,"p":{{"t":"{long}"}}}}"#)),
+            (true, Some(RequestId::Number(7)))
+        );
+        assert_eq!(
+            noted(&format!(r#"{{ "id" : "a\"b" , "t":"{long}"}}"#)),
+            (true, Some(RequestId::String("a\"b".to_owned())))
+        );
+        // The id after the bound, or the bound inside the id: not read.
+        assert_eq!(noted(&format!(r#"{{"t":"{long}","id":7}}"#)), (true, None));
+        assert_eq!(noted(&format!(r#"{{"id":"{long}"}}"#)), (true, None));
+        // Only the top-level object's own id member counts.
+        assert_eq!(noted(r#"{"p":{"id":3},"x":"id"}"#), (false, None));
+        assert_eq!(noted(r#"[{"id":3}]"#), (false, None));
+        assert_eq!(noted(r#"{"id":null}"#), (false, None));
+        assert_eq!(noted(r#"{"id":1.5}"#), (false, None));
+        assert_eq!(noted(r#"{"id":-42}"#), (false, Some(RequestId::Number(-42))));
+        // A line over the length bound is scanned up to the bound.
+        let mut scanner = MessageScanner::new(limits());
+        let line = format!(r#"{{"id":9,"p":[{}]}}"#, " ".repeat(1000));
+        assert_eq!(scanner.feed(line.as_bytes()), Err(Overrun::LineTooLong(1000)));
+        assert_eq!(scanner.request_id(), Some(&RequestId::Number(9)));
     }
 
     #[test]

@@ -275,6 +275,49 @@ impl StorageError {
         }
     }
 
+    /// Whether the error refuses the database file itself rather than an
+    /// operation on it: missing, unreadable or corrupt, of a schema this
+    /// build cannot open, a migration that could not run, a name SQLite
+    /// would not keep on disk, or held by another host. Frontends that
+    /// report a refused database apart (the CLI's exit code 3) ask this.
+    ///
+    /// ```
+    /// use plan_storage::{Store, StorageError};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let missing = Store::open_read_only(dir.path().join("none.db")).map(|_| ()).unwrap_err();
+    /// assert!(missing.is_database_refusal());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_database_refusal(&self) -> bool {
+        match self {
+            StorageError::SchemaUnsupported { .. }
+            | StorageError::DatabaseUnreadable { .. }
+            | StorageError::DatabaseMissing { .. }
+            | StorageError::MigrationFailed { .. }
+            | StorageError::DatabasePathRefused { .. }
+            | StorageError::HostAlreadyRunning { .. } => true,
+            StorageError::Sqlite { .. } => self.code() == ErrorCode::DatabaseUnreadable,
+            StorageError::Io { .. }
+            | StorageError::DatabaseFilesChanged { .. }
+            | StorageError::InvalidValue { .. }
+            | StorageError::SessionNotFound { .. }
+            | StorageError::SessionAlreadyExists { .. }
+            | StorageError::ApprovalNotFound { .. }
+            | StorageError::StaleApproval { .. }
+            | StorageError::ApprovalConflict { .. }
+            | StorageError::ArtifactPathEscape { .. }
+            | StorageError::ArtifactSymlink { .. }
+            | StorageError::ArtifactWriteFailed { .. }
+            | StorageError::ArtifactMissing { .. }
+            | StorageError::WorkspaceMissing { .. }
+            | StorageError::ArtifactReadFailed { .. }
+            | StorageError::LegacyApproval { .. }
+            | StorageError::NoWorkspace { .. }
+            | StorageError::ArtifactIntegrityMismatch { .. } => false,
+        }
+    }
+
     /// Wraps a SQLite error with what the store was doing.
     pub(crate) fn sqlite(context: &'static str) -> impl FnOnce(rusqlite::Error) -> StorageError {
         move |source| StorageError::Sqlite { context, source }

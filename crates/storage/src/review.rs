@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use plan_core::{
-    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiff, SessionId, SkippedWorkspace,
-    VerifyReport, VerifyScope, normalize_workspace_root,
+    ApprovalId, ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiff, SessionId,
+    SkippedWorkspace, VerifyReport, VerifyScope, normalize_workspace_root,
 };
 use rusqlite::params;
 
@@ -36,7 +36,7 @@ impl Store {
     /// from v8 is [`StorageError::LegacyApproval`], a session without a
     /// workspace [`StorageError::NoWorkspace`] (both `ARTIFACT_MISSING`).
     pub fn locate_artifact(&self, approval: &PlanApproval) -> Result<ArtifactLocation, StorageError> {
-        let root = self.session_root(approval.session_id.as_str())?;
+        let root = self.session_root(&approval.session_id)?;
         locate(approval, root.as_deref())
     }
 
@@ -99,12 +99,12 @@ impl Store {
         match scope {
             VerifyScope::Approval(id) => {
                 let stored = self
-                    .get_approval(id.as_str())?
+                    .get_approval(id)?
                     .ok_or_else(|| StorageError::ApprovalNotFound { id: id.to_string() })?;
                 check(stored);
             }
             VerifyScope::Session(session_id) => {
-                if self.get_session(session_id.as_str())?.is_none() {
+                if self.get_session(session_id)?.is_none() {
                     return Err(StorageError::SessionNotFound {
                         id: session_id.to_string(),
                     });
@@ -126,7 +126,7 @@ impl Store {
         if scope.looks_for_orphans() && !stopped {
             let workspaces = match scope {
                 VerifyScope::Session(session_id) => self
-                    .session_root(session_id.as_str())?
+                    .session_root(session_id)?
                     .into_iter()
                     .collect::<Vec<String>>(),
                 VerifyScope::Approval(_) | VerifyScope::Everything => self.workspace_roots()?,
@@ -141,7 +141,11 @@ impl Store {
     /// other one is the previous submission of the same session (by
     /// `createdAt`, then id); a session's first submission has nothing to
     /// compare with.
-    pub fn diff(&self, approval_id: &str, against: Option<&str>) -> Result<PlanDiff, StorageError> {
+    pub fn diff(
+        &self,
+        approval_id: &ApprovalId,
+        against: Option<&ApprovalId>,
+    ) -> Result<PlanDiff, StorageError> {
         let approval = self.approval_row(approval_id)?;
         let other = match against {
             Some(against) => Some(self.approval_row(against)?),
@@ -180,10 +184,10 @@ impl Store {
         })
     }
 
-    fn approval_row(&self, id: &str) -> Result<PlanApproval, StorageError> {
+    fn approval_row(&self, id: &ApprovalId) -> Result<PlanApproval, StorageError> {
         self.get_approval(id)?
             .map(|stored| stored.approval)
-            .ok_or_else(|| StorageError::ApprovalNotFound { id: id.to_owned() })
+            .ok_or_else(|| StorageError::ApprovalNotFound { id: id.to_string() })
     }
 
     /// The session's submission just before `approval`, if any.
@@ -217,11 +221,11 @@ impl Store {
     }
 
     /// The workspace root of a session as stored (`None` when it has none).
-    fn session_root(&self, session_id: &str) -> Result<Option<String>, StorageError> {
+    fn session_root(&self, session_id: &SessionId) -> Result<Option<String>, StorageError> {
         let session = self
             .get_session(session_id)?
             .ok_or_else(|| StorageError::SessionNotFound {
-                id: session_id.to_owned(),
+                id: session_id.to_string(),
             })?;
         Ok(session.workspace_root)
     }
@@ -235,7 +239,7 @@ impl Store {
         let root = match roots.get(&approval.session_id) {
             Some(root) => root.clone(),
             None => {
-                let root = self.session_root(approval.session_id.as_str())?;
+                let root = self.session_root(&approval.session_id)?;
                 roots.insert(approval.session_id.clone(), root.clone());
                 root
             }

@@ -183,7 +183,7 @@ impl Store {
     }
 
     /// The session with that id, if any.
-    pub fn get_session(&self, id: &str) -> Result<Option<Session>, StorageError> {
+    pub fn get_session(&self, id: &SessionId) -> Result<Option<Session>, StorageError> {
         let raw = self
             .conn
             .prepare_cached(
@@ -192,7 +192,7 @@ impl Store {
             )
             .and_then(|mut statement| {
                 statement
-                    .query_row([id], |row| {
+                    .query_row([id.as_str()], |row| {
                         Ok((
                             row.get::<_, String>(0)?,
                             row.get::<_, Option<String>>(1)?,
@@ -231,39 +231,51 @@ impl Store {
 
     // --- approvals: reads -------------------------------------------------
 
-    /// The approval with that id, if any.
-    pub fn get_approval(&self, id: &str) -> Result<Option<StoredApproval>, StorageError> {
+    /// The approval with that id, if any. The id is typed, so another kind
+    /// of id is refused at compile time:
+    ///
+    /// ```compile_fail
+    /// fn look(store: &plan_storage::Store, session: &plan_core::SessionId) {
+    ///     let _ = store.get_approval(session);
+    /// }
+    /// ```
+    pub fn get_approval(&self, id: &ApprovalId) -> Result<Option<StoredApproval>, StorageError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE id = ?1");
-        Ok(query_approvals(&self.conn, &sql, [id])?.into_iter().next())
+        Ok(query_approvals(&self.conn, &sql, [id.as_str()])?
+            .into_iter()
+            .next())
     }
 
     /// The approval whose execution has that id, if any.
-    pub fn find_by_execution_id(&self, execution_id: &str) -> Result<Option<StoredApproval>, StorageError> {
+    pub fn find_by_execution_id(
+        &self,
+        execution_id: &ExecutionId,
+    ) -> Result<Option<StoredApproval>, StorageError> {
         let sql = format!("SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE execution_id = ?1");
-        Ok(query_approvals(&self.conn, &sql, [execution_id])?
+        Ok(query_approvals(&self.conn, &sql, [execution_id.as_str()])?
             .into_iter()
             .next())
     }
 
     /// The session's one pending approval, if any (read through the partial
     /// unique index that enforces "one pending per session").
-    pub fn pending_approval(&self, session_id: &str) -> Result<Option<PlanApproval>, StorageError> {
+    pub fn pending_approval(&self, session_id: &SessionId) -> Result<Option<PlanApproval>, StorageError> {
         let sql = format!(
             "SELECT {APPROVAL_COLUMNS} FROM plan_approvals WHERE session_id = ?1 AND status = 'pending'"
         );
-        Ok(query_approvals(&self.conn, &sql, [session_id])?
+        Ok(query_approvals(&self.conn, &sql, [session_id.as_str()])?
             .into_iter()
             .next()
             .map(|stored| stored.approval))
     }
 
     /// The session's one queued or running execution, if any.
-    pub fn live_execution(&self, session_id: &str) -> Result<Option<PlanApproval>, StorageError> {
+    pub fn live_execution(&self, session_id: &SessionId) -> Result<Option<PlanApproval>, StorageError> {
         let sql = format!(
             "SELECT {APPROVAL_COLUMNS} FROM plan_approvals \
              WHERE session_id = ?1 AND execution_state IN ('queued','running')"
         );
-        Ok(query_approvals(&self.conn, &sql, [session_id])?
+        Ok(query_approvals(&self.conn, &sql, [session_id.as_str()])?
             .into_iter()
             .next()
             .map(|stored| stored.approval))

@@ -809,6 +809,17 @@ fn malformed_input_is_answered_and_serving_continues() {
     huge.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
     huge.extend(br#""}}"#);
     let too_long = serve.raw(&huge);
+    // Its id came before the bound: the refusal carries it.
+    assert_eq!(
+        (error_of(&too_long), &too_long["id"]),
+        (Some((-32600, "INVALID_REQUEST".to_owned())), &json!(99))
+    );
+    alive(&mut serve);
+    // The id after the bound was never read: a null id.
+    let mut late = br#"{"jsonrpc":"2.0","method":"session/get","params":{"sessionId":""#.to_vec();
+    late.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
+    late.extend(br#""},"id":98}"#);
+    let too_long = serve.raw(&late);
     assert_eq!(
         (error_of(&too_long), &too_long["id"]),
         (Some((-32600, "INVALID_REQUEST".to_owned())), &Value::Null)
@@ -1277,6 +1288,70 @@ fn names_that_keep_nothing_are_refused_with_exit_3() {
         assert!(stderr.contains("cannot be a host database"), "{stderr}");
         let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
         assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+    }
+}
+
+#[test]
+fn a_request_over_a_bound_is_answered_with_its_own_id_when_it_was_read() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &[]);
+    let session = create_session(&mut serve, "s1", Some(place.root()), "plan");
+    assert_eq!(session["sessionId"], "s1");
+    let turn = start_turn(&mut serve, "s1");
+    // A 10 MB title after the id: the strings bound trips inside the title.
+    let title = "t".repeat(10 * 1000 * 1000);
+    let call = json!({"callId": "c", "name": "SubmitPlan",
+        "input": {"title": title, "markdown": "# m", "question": "q"}});
+    let with_id = json!({"jsonrpc": "2.0", "id": "big-1", "method": "turn/toolCalls",
+        "params": {"sessionId": "s1", "turnId": turn, "calls": [call]}});
+    let refused = serve.raw(with_id.to_string().as_bytes());
+    assert_eq!(
+        (error_of(&refused), &refused["id"]),
+        (Some((-32600, "INVALID_REQUEST".to_owned())), &json!("big-1"))
+    );
+    // The same request with its id after the title: null, the id was never read.
+    let mut line = with_id.to_string();
+    line = line.replacen(r#""id":"big-1","#, "", 1);
+    line.pop();
+    line.push_str(r#","id":"big-2"}"#);
+    assert!(line.find("big-2") > line.find("ttttt"), "the id comes last");
+    let refused = serve.raw(line.as_bytes());
+    assert_eq!(
+        (error_of(&refused), &refused["id"]),
+        (Some((-32600, "INVALID_REQUEST".to_owned())), &Value::Null)
+    );
+    // Nothing was carried out: the turn is still open and nothing is pending.
+    let session = serve.request("session/get", json!({"sessionId": "s1"}));
+    assert_eq!(session["result"]["pendingApprovalId"], Value::Null, "{session}");
+}
+
+#[test]
+fn a_default_command_timeout_above_the_maximum_is_refused_by_the_one_rule() {
+    let place = Place::new();
+    let db = place.db.to_str().unwrap();
+    let args = [
+        "--db",
+        db,
+        "--command-timeout-ms",
+        "900000",
+        "--command-max-timeout-ms",
+        "600000",
+    ];
+    let (code, stdout, stderr) = serve_once(&args, b"");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("INVALID_PARAMS"), "{stderr}");
+    assert!(stderr.contains("900000 ms"), "{stderr}");
+    let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+    assert!(!place.db.exists(), "a refused start created the database");
+    for zero in [
+        "--command-max-timeout-ms",
+        "--max-running-commands",
+        "--command-timeout-ms",
+    ] {
+        let (code, _, stderr) = serve_once(&["--db", db, zero, "0"], b"");
+        assert_eq!(code, Some(2), "{zero}: {stderr}");
+        assert!(stderr.contains("INVALID_PARAMS"), "{zero}: {stderr}");
     }
 }
 

@@ -94,7 +94,11 @@ impl Fixture {
 
     fn open_host_free_read(&self, name: &str) -> String {
         let store = plan_storage::Store::open_read_only(&self.db).unwrap();
-        let approval = store.get_approval(&self.id(name)).unwrap().unwrap().approval;
+        let approval = store
+            .get_approval(&self.id(name).into())
+            .unwrap()
+            .unwrap()
+            .approval;
         approval.artifact.unwrap().path
     }
 

@@ -1,6 +1,7 @@
 //! The helper's stages where no backend exists (every OS but Linux for
 //! now): nothing runs; each stage says so, so that a confined command fails
-//! with `SANDBOX_UNAVAILABLE` and an unconfined one with `SPAWN_FAILED`.
+//! with `ExecError::SandboxUnavailable` and an unconfined one with
+//! `ExecError::Spawn`.
 //!
 //! It must never run the shell without the supervision and confinement the
 //! Linux stages provide.

@@ -30,33 +30,57 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
     let mut missing_shell = base.clone();
     missing_shell.shell = PathBuf::from("/nonexistent/shell");
     let (outcome, _) = run(missing_shell);
-    assert_eq!(failed(&outcome).code(), "SHELL_UNAVAILABLE");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::ShellUnavailable { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
 
     let mut missing_cwd = base.clone();
     missing_cwd.cwd = dirs.root.path().join("no-such-dir");
     let (outcome, _) = run(missing_cwd);
-    assert_eq!(failed(&outcome).code(), "COMMAND_CWD_UNAVAILABLE");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::CwdUnavailable { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
 
     for confinement in [Confinement::None, Confinement::ReadOnly] {
         let mut missing_scratch = base.clone();
         missing_scratch.scratch_dir = dirs.root.path().join("no-scratch");
         missing_scratch.confinement = confinement;
         let (outcome, _) = run(missing_scratch);
-        assert_eq!(failed(&outcome).code(), "SCRATCH_DIR_MISSING");
+        assert!(
+            matches!(failed(&outcome), plan_exec::ExecError::ScratchDirMissing { .. }),
+            "{:?}",
+            failed(&outcome)
+        );
     }
 
     let mut nul = base.clone();
     nul.command = "echo a\0b".into();
     let (outcome, _) = run(nul);
-    assert_eq!(failed(&outcome).code(), "INVALID_COMMAND_SPEC");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::InvalidSpec { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
 
     let absent = Runner::new(dirs.root.path().join("no-helper"));
     let outcome = absent.spawn(base.clone(), |_| {}).wait();
-    assert_eq!(failed(&outcome).code(), "SPAWN_FAILED");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::Spawn { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
     let mut confined = base.clone();
     confined.confinement = Confinement::ReadOnly;
     let outcome = absent.spawn(confined, |_| {}).wait();
-    assert_eq!(failed(&outcome).code(), "SANDBOX_UNAVAILABLE");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::SandboxUnavailable { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
     assert!(matches!(
         absent.sandbox_support(),
         plan_exec::SandboxSupport::Unavailable { .. }
@@ -68,7 +92,11 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
         network: false,
     };
     let (outcome, _) = run(missing_workspace);
-    assert_eq!(failed(&outcome).code(), "SANDBOX_UNAVAILABLE");
+    assert!(
+        matches!(failed(&outcome), plan_exec::ExecError::SandboxUnavailable { .. }),
+        "{:?}",
+        failed(&outcome)
+    );
 
     assert!(!marker.exists(), "a failed start ran the command");
 }

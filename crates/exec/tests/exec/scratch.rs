@@ -17,10 +17,10 @@ fn scratch_directories_are_created_fresh_and_removed() {
         std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    assert_eq!(
-        create_scratch_dir(&parent, "turn-1").unwrap_err().code(),
-        "SCRATCH_DIR_FAILED"
-    );
+    assert!(matches!(
+        create_scratch_dir(&parent, "turn-1").unwrap_err(),
+        plan_exec::ExecError::ScratchDir { .. }
+    ));
     for bad in ["", ".", "..", "a/b", "nul\0"] {
         assert!(
             matches!(

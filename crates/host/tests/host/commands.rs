@@ -573,8 +573,8 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
     let weak = Arc::downgrade(&fixture.host);
     fixture
         .host
-        .add_listener(Arc::new(move |notification: ServerNotification| {
-            if let ServerNotification::CommandOutput(_) = notification
+        .add_listener(Arc::new(move |event: plan_host::HostEvent| {
+            if let plan_host::HostEvent::CommandOutput { .. } = event
                 && let Some(host) = weak.upgrade()
             {
                 // A slow listener that calls back: the output thread is almost

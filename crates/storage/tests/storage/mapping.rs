@@ -24,7 +24,7 @@ fn kept_rows(path: &Path) -> Vec<Vec<String>> {
 
 fn approval(store: &Store, id: &str) -> StoredApproval {
     store
-        .get_approval(id)
+        .get_approval(&plan_core::ApprovalId::from(id))
         .unwrap()
         .unwrap_or_else(|| panic!("{id} was dropped"))
 }
@@ -94,11 +94,17 @@ fn the_sample_database_maps_row_by_row() {
     drop(store);
     assert_eq!(kept_rows(&path), before);
     let (store, _) = Store::open(&path).unwrap();
-    let unbound = store.get_session("s-unbound").unwrap().unwrap();
+    let unbound = store
+        .get_session(&plan_core::SessionId::from("s-unbound"))
+        .unwrap()
+        .unwrap();
     assert_eq!(unbound.workspace_root, None);
     assert_eq!(unbound.permission_mode, PermissionMode::Auto);
     assert_eq!(unbound.shell, None);
-    let unicode = store.get_session("s-unicode").unwrap().unwrap();
+    let unicode = store
+        .get_session(&plan_core::SessionId::from("s-unicode"))
+        .unwrap()
+        .unwrap();
     assert_eq!(unicode.workspace_root.as_deref(), Some("/srv/Проект"));
     assert_eq!(unicode.mode, Mode::Plan);
     drop(store);

@@ -212,7 +212,12 @@ fn read_only_store_reads_but_cannot_write() {
     let path = fixture_database(dir.path(), "v8.db");
     drop(Store::open(&path).unwrap());
     let mut store = Store::open_read_only(&path).unwrap();
-    assert!(store.get_session("s-plan").unwrap().is_some());
+    assert!(
+        store
+            .get_session(&plan_core::SessionId::from("s-plan"))
+            .unwrap()
+            .is_some()
+    );
     let error = store.set_default_shell("bash").unwrap_err();
     assert_eq!(error.code(), ErrorCode::StorageFailed);
 }

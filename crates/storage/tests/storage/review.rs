@@ -109,7 +109,14 @@ fn roots_are_compared_normalized_so_a_trailing_slash_is_the_same_workspace() {
     assert!(by_session.orphans.is_empty(), "{by_session:?}");
     let location = place
         .store
-        .locate_artifact(&place.store.get_approval("a1").unwrap().unwrap().approval)
+        .locate_artifact(
+            &place
+                .store
+                .get_approval(&plan_core::ApprovalId::from("a1"))
+                .unwrap()
+                .unwrap()
+                .approval,
+        )
         .unwrap();
     assert_eq!(location.workspace_root, root);
 }
@@ -136,7 +143,12 @@ fn missing_workspaces_are_skipped_and_legacy_rows_are_not_problems() {
         report.skipped_workspaces[0].workspace_root,
         "/nonexistent/plan-checkpoint-workspace"
     );
-    let legacy = place.store.get_approval("legacy").unwrap().unwrap().approval;
+    let legacy = place
+        .store
+        .get_approval(&plan_core::ApprovalId::from("legacy"))
+        .unwrap()
+        .unwrap()
+        .approval;
     let error = place.store.read_recorded_artifact(&legacy).unwrap_err();
     assert!(matches!(error, StorageError::LegacyApproval { .. }), "{error}");
     assert_eq!(error.code(), ErrorCode::ArtifactMissing);
@@ -173,35 +185,40 @@ fn a_diff_compares_with_the_previous_submission_or_the_one_named() {
     place.submit("a3", "s", NOW + 10, "# Plan\n\n1. Read.\n2. Split in two.\n");
     place.submit("b1", "t", NOW + 5, "# Other\n");
 
-    let first = place.store.diff("a1", None).unwrap();
+    let first = place.store.diff(&"a1".into(), None).unwrap();
     assert_eq!(first.against_approval_id, None);
     assert_eq!(first.unified, None);
     assert!(!first.identical);
 
-    let second = place.store.diff("a2", None).unwrap();
+    let second = place.store.diff(&"a2".into(), None).unwrap();
     assert_eq!(second.against_approval_id, Some("a1".into()));
     assert!(!second.identical);
     let unified = second.unified.unwrap();
     assert!(unified.starts_with("--- a1:.pi/plan/"), "{unified}");
     assert!(unified.contains("\n-2. Split.\n+2. Split in two.\n"), "{unified}");
 
-    let third = place.store.diff("a3", None).unwrap();
+    let third = place.store.diff(&"a3".into(), None).unwrap();
     assert_eq!(third.against_approval_id, Some("a2".into()));
     assert!(third.identical);
     assert_eq!(third.unified.as_deref(), Some(""));
 
-    let named = place.store.diff("a2", Some("b1")).unwrap();
+    let named = place.store.diff(&"a2".into(), Some(&"b1".into())).unwrap();
     assert_eq!(named.against_approval_id, Some("b1".into()));
     assert!(named.unified.unwrap().contains("-# Other\n"));
 
-    let unknown = place.store.diff("a2", Some("nope")).unwrap_err();
+    let unknown = place.store.diff(&"a2".into(), Some(&"nope".into())).unwrap_err();
     assert_eq!(unknown.code(), ErrorCode::ApprovalNotFound);
-    let a1 = place.store.get_approval("a1").unwrap().unwrap().approval;
+    let a1 = place
+        .store
+        .get_approval(&plan_core::ApprovalId::from("a1"))
+        .unwrap()
+        .unwrap()
+        .approval;
     std::fs::write(place.file(&a1), "# tampered\n").unwrap();
-    let error = place.store.diff("a2", None).unwrap_err();
+    let error = place.store.diff(&"a2".into(), None).unwrap_err();
     assert_eq!(error.code(), ErrorCode::ArtifactIntegrityMismatch);
     std::fs::remove_file(place.file(&a1)).unwrap();
-    let error = place.store.diff("a2", None).unwrap_err();
+    let error = place.store.diff(&"a2".into(), None).unwrap_err();
     assert_eq!(error.code(), ErrorCode::ArtifactMissing);
 }
 

@@ -64,8 +64,14 @@ fn sessions_round_trip() {
     let mut session = Session::new("s1", Some("/home/dev/project".to_owned()));
     session.provider = Some("anthropic".to_owned());
     store.create_session(&session, NOW).unwrap();
-    assert_eq!(store.get_session("s1").unwrap(), Some(session.clone()));
-    assert_eq!(store.get_session("nope").unwrap(), None);
+    assert_eq!(
+        store.get_session(&plan_core::SessionId::from("s1")).unwrap(),
+        Some(session.clone())
+    );
+    assert_eq!(
+        store.get_session(&plan_core::SessionId::from("nope")).unwrap(),
+        None
+    );
 
     let error = store.create_session(&session, NOW).unwrap_err();
     assert_eq!(error.code(), ErrorCode::SessionAlreadyExists);
@@ -75,7 +81,10 @@ fn sessions_round_trip() {
     session.shell = Some("zsh".to_owned());
     session.model = None;
     store.save_session(&session, NOW + 1).unwrap();
-    assert_eq!(store.get_session("s1").unwrap(), Some(session));
+    assert_eq!(
+        store.get_session(&plan_core::SessionId::from("s1")).unwrap(),
+        Some(session)
+    );
 
     let error = store.save_session(&Session::new("ghost", None), NOW).unwrap_err();
     assert_eq!(error.code(), ErrorCode::SessionNotFound);
@@ -143,7 +152,10 @@ fn a_plan_runs_from_submission_to_completed_execution() {
             artifact: artifact.clone(),
         },
     );
-    let stored = store.pending_approval("s1").unwrap().unwrap();
+    let stored = store
+        .pending_approval(&plan_core::SessionId::from("s1"))
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.artifact.as_ref(), Some(&artifact));
     assert_eq!(stored.title, "Split parser");
     assert_eq!(stored.question, "OK?");
@@ -162,14 +174,30 @@ fn a_plan_runs_from_submission_to_completed_execution() {
             execution_turn_id: "t2".into(),
         },
     );
-    let session = store.get_session("s1").unwrap().unwrap();
+    let session = store
+        .get_session(&plan_core::SessionId::from("s1"))
+        .unwrap()
+        .unwrap();
     assert_eq!(session.mode, Mode::Agent);
     assert_eq!(session.permission_mode, PermissionMode::AcceptEdits);
-    assert_eq!(store.pending_approval("s1").unwrap(), None);
-    let live = store.live_execution("s1").unwrap().unwrap();
+    assert_eq!(
+        store.pending_approval(&plan_core::SessionId::from("s1")).unwrap(),
+        None
+    );
+    let live = store
+        .live_execution(&plan_core::SessionId::from("s1"))
+        .unwrap()
+        .unwrap();
     assert_eq!(live.execution_state, Some(ExecutionState::Queued));
     assert_eq!(live.execution_id, Some("x1".into()));
-    assert_eq!(store.find_by_execution_id("x1").unwrap().unwrap().approval, live);
+    assert_eq!(
+        store
+            .find_by_execution_id(&plan_core::ExecutionId::from("x1"))
+            .unwrap()
+            .unwrap()
+            .approval,
+        live
+    );
 
     for event in [
         Event::StartExecution {
@@ -183,10 +211,17 @@ fn a_plan_runs_from_submission_to_completed_execution() {
     ] {
         step(&mut state, &mut store, NOW + 30, event);
     }
-    let done = store.get_approval("a1").unwrap().unwrap().approval;
+    let done = store
+        .get_approval(&plan_core::ApprovalId::from("a1"))
+        .unwrap()
+        .unwrap()
+        .approval;
     assert_eq!(done.status, ApprovalStatus::Approved);
     assert_eq!(done.execution_state, Some(ExecutionState::Completed));
-    assert_eq!(store.live_execution("s1").unwrap(), None);
+    assert_eq!(
+        store.live_execution(&plan_core::SessionId::from("s1")).unwrap(),
+        None
+    );
     assert!(store.live_rows().unwrap().is_empty());
 }
 
@@ -248,8 +283,15 @@ fn racing_decisions_on_real_connections_have_exactly_one_winner() {
             assert_eq!(loser.code(), ErrorCode::ApprovalNotPending, "{loser}");
             assert!(loser.to_string().contains(&approval_id), "{loser}");
         }
-        let row = setup.get_approval(&approval_id).unwrap().unwrap().approval;
-        let session = setup.get_session(&session_id).unwrap().unwrap();
+        let row = setup
+            .get_approval(&plan_core::ApprovalId::from(&approval_id))
+            .unwrap()
+            .unwrap()
+            .approval;
+        let session = setup
+            .get_session(&plan_core::SessionId::from(&session_id))
+            .unwrap()
+            .unwrap();
         match winners[0] {
             0 => {
                 assert_eq!(row.status, ApprovalStatus::Approved);
@@ -280,14 +322,31 @@ fn a_lost_compare_and_set_rolls_back_the_whole_transaction() {
     // Approve carries a SaveSession after the update; neither may land.
     let error = store.apply(&approve, NOW + 2).unwrap_err();
     assert_eq!(error.code(), ErrorCode::ApprovalNotPending);
-    assert_eq!(store.get_session("s1").unwrap().unwrap().mode, Mode::Plan);
+    assert_eq!(
+        store
+            .get_session(&plan_core::SessionId::from("s1"))
+            .unwrap()
+            .unwrap()
+            .mode,
+        Mode::Plan
+    );
     // Session first, stale update second: the session change is undone too.
-    let mut changed = store.get_session("s1").unwrap().unwrap();
+    let mut changed = store
+        .get_session(&plan_core::SessionId::from("s1"))
+        .unwrap()
+        .unwrap();
     changed.shell = Some("fish".to_owned());
     let mut effects = vec![Effect::SaveSession(changed)];
     effects.extend(approve);
     assert!(store.apply(&effects, NOW + 3).is_err());
-    assert_eq!(store.get_session("s1").unwrap().unwrap().shell, None);
+    assert_eq!(
+        store
+            .get_session(&plan_core::SessionId::from("s1"))
+            .unwrap()
+            .unwrap()
+            .shell,
+        None
+    );
 
     // A lost race on an execution transition reports the execution.
     let state = with_pending(&mut store, "s2", "a2");
@@ -494,7 +553,7 @@ fn the_startup_fence_interrupts_live_rows_only() {
     store.apply(&rejected.effects, NOW + 1).unwrap();
     let before_history: Vec<_> = ["a-exec2", "a-rejected"]
         .iter()
-        .map(|id| store.get_approval(id).unwrap())
+        .map(|id| store.get_approval(&plan_core::ApprovalId::from(*id)).unwrap())
         .collect();
 
     let fence_time = NOW + 99;
@@ -503,29 +562,44 @@ fn the_startup_fence_interrupts_live_rows_only() {
     changed_ids.sort_unstable();
     assert_eq!(changed_ids, ["a-exec0", "a-exec1", "a-pending"]);
     for row in &changed {
-        assert_eq!(
-            store.get_approval(row.id.as_str()).unwrap().unwrap().approval,
-            *row
-        );
+        assert_eq!(store.get_approval(&row.id).unwrap().unwrap().approval, *row);
         assert_eq!(row.error_code, Some(ErrorCode::HostRestarted));
     }
-    let interrupted = store.get_approval("a-pending").unwrap().unwrap().approval;
+    let interrupted = store
+        .get_approval(&plan_core::ApprovalId::from("a-pending"))
+        .unwrap()
+        .unwrap()
+        .approval;
     assert_eq!(interrupted.status, ApprovalStatus::Interrupted);
     assert_eq!(interrupted.decided_at, Some(fence_time));
     for id in &live_ids {
-        let row = store.get_approval(id).unwrap().unwrap().approval;
+        let row = store
+            .get_approval(&plan_core::ApprovalId::from(id))
+            .unwrap()
+            .unwrap()
+            .approval;
         assert_eq!(row.status, ApprovalStatus::Approved);
         assert_eq!(row.execution_state, Some(ExecutionState::Interrupted));
     }
     // Sessions keep their mode: a pending one stays in Plan, an approved one in Agent.
     assert_eq!(
-        store.get_session("s-pending").unwrap().unwrap(),
+        store
+            .get_session(&plan_core::SessionId::from("s-pending"))
+            .unwrap()
+            .unwrap(),
         pending_state.session
     );
-    assert_eq!(store.get_session("s-exec0").unwrap().unwrap().mode, Mode::Agent);
+    assert_eq!(
+        store
+            .get_session(&plan_core::SessionId::from("s-exec0"))
+            .unwrap()
+            .unwrap()
+            .mode,
+        Mode::Agent
+    );
     let after_history: Vec<_> = ["a-exec2", "a-rejected"]
         .iter()
-        .map(|id| store.get_approval(id).unwrap())
+        .map(|id| store.get_approval(&plan_core::ApprovalId::from(*id)).unwrap())
         .collect();
     assert_eq!(after_history, before_history, "finished rows are not touched");
     assert!(store.live_rows().unwrap().is_empty());
@@ -609,7 +683,14 @@ fn lists_are_newest_first_with_filters_and_limits() {
     );
     assert_eq!(store.live_rows().unwrap().len(), 2);
     assert_eq!(store.schema_version().unwrap(), 10);
-    assert_eq!(store.get_approval("a4").unwrap().unwrap().approval, rows[4]);
+    assert_eq!(
+        store
+            .get_approval(&plan_core::ApprovalId::from("a4"))
+            .unwrap()
+            .unwrap()
+            .approval,
+        rows[4]
+    );
 }
 
 #[test]

@@ -1,26 +1,23 @@
-//! The protocol v9 dispatcher: JSON-RPC requests in, responses out.
+//! The protocol v9 connection: JSON-RPC requests in, responses out.
 //!
 //! One [`Connection`] per client (the `serve` sidecar has one, each FFI
 //! `PlanHost` has one) remembers whether `initialize` happened; everything
-//! else is the shared [`Host`]. The dispatcher only translates between wire
-//! types and the typed host API, so `serve`, the FFI and Rust embedders can
-//! never disagree on policy.
+//! else is the shared [`Host`]. It only translates between wire types and
+//! the typed host API, so `serve`, the FFI and Rust embedders can never
+//! disagree on policy; it decides nothing and does no I/O.
 
 use std::sync::Arc;
 
 use plan_core::{ApprovalId, ErrorCode, ExecutionId, Origin, SessionId, TurnId};
+use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanDiffResult,
     PlanListResult, PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION,
     Session as WireSession, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
-    jsonrpc_code,
 };
-use plan_storage::ApprovalFilter;
 use serde_json::Value;
 
-use crate::commands::SandboxStatus;
-use crate::types::{NewSession, ToolCallOutcome};
-use crate::{Host, HostError};
+use crate::convert::{capabilities, error_object, host_error, shell_list, tool_call_result, unserializable};
 
 /// The server name `initialize` reports (the host test
 /// `requests_before_initialize_and_other_versions_are_refused` checks it).
@@ -32,7 +29,8 @@ pub const SERVER_NAME: &str = "plan-checkpoint";
 /// # let dir = tempfile::tempdir()?;
 /// use std::sync::Arc;
 ///
-/// use plan_host::{Connection, Host, HostOptions, serde_json};
+/// use plan_host::{Host, HostOptions, serde_json};
+/// use plan_server::Connection;
 ///
 /// let host = Arc::new(Host::open(dir.path().join("plan.db"), HostOptions::default())?);
 /// let mut connection = Connection::new(Arc::clone(&host));
@@ -56,8 +54,8 @@ impl Connection {
         }
     }
 
-    /// The host behind the connection (the `serve` sidecar reads its limits
-    /// through it).
+    /// The host behind the connection, shared with whoever opened it (the
+    /// FFI's typed methods call the same host as its `handle_json`).
     pub fn host(&self) -> &Arc<Host> {
         &self.host
     }
@@ -66,14 +64,20 @@ impl Connection {
     /// Returns the line to send back, or `None` when JSON-RPC wants no answer.
     /// A line over the protocol's message budgets (length, batch length,
     /// values, string bytes: [`plan_protocol::MessageLimits`]) is refused
-    /// whole with `INVALID_REQUEST` before it is parsed. [`Connection`]'s
+    /// whole with `INVALID_REQUEST` before it is parsed, with the request's
+    /// id when it came before the bound (else a null id). [`Connection`]'s
     /// example sends `initialize`; the host tests in `mod connection` send
     /// bad JSON, unknown methods and over-long lines.
     pub fn handle_line(&mut self, line: &str) -> Option<String> {
         let limits =
             plan_protocol::MessageLimits::for_markdown_limit(self.host.limits().markdown_limit_bytes());
-        if let Err(overrun) = plan_protocol::MessageScanner::new(limits).feed(line.as_bytes()) {
-            let reply = error_response(None, ErrorObject::with_detail(overrun.code(), overrun.detail()));
+        let mut scanner = plan_protocol::MessageScanner::new(limits);
+        if let Err(overrun) = scanner.feed(line.as_bytes()) {
+            // Answered with the request's id when it came before the bound.
+            let reply = error_response(
+                scanner.request_id().cloned(),
+                ErrorObject::with_detail(overrun.code(), overrun.detail()),
+            );
             return Some(serde_json::to_string(&reply).unwrap_or_else(|_| INTERNAL_ERROR_LINE.to_owned()));
         }
         let reply = match serde_json::from_str::<Value>(line) {
@@ -89,10 +93,7 @@ impl Connection {
         match message {
             Value::Array(batch) => {
                 if batch.is_empty() {
-                    return Some(error_response(
-                        None,
-                        ErrorObject::with_detail(ErrorCode::InvalidRequest, "an empty batch"),
-                    ));
+                    return Some(empty_batch());
                 }
                 let replies: Vec<Value> = batch
                     .into_iter()
@@ -229,7 +230,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
                 &TurnId::from(params.turn_id),
                 calls,
             )?;
-            let results = outcomes.iter().map(ToolCallOutcome::to_wire).collect();
+            let results = outcomes.iter().map(tool_call_result).collect();
             to_value(&TurnToolCallsResult { results })
         }
         ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
@@ -280,7 +281,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             })
         }
         ClientRequest::PlanVerify(params) => {
-            let scope = params.scope()?;
+            let scope = params.scope().map_err(host_error)?;
             to_value(&VerifyReport::from(&host.verify(&scope)?))
         }
         ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(&host.diff(
@@ -293,7 +294,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
             &host.complete_execution(&ExecutionId::from(params.execution_id))?,
         )),
-        ClientRequest::ShellList(_) => to_value(&host.shell_list()?),
+        ClientRequest::ShellList(_) => {
+            let (entries, default_shell) = host.shells()?;
+            to_value(&shell_list(entries, default_shell))
+        }
         ClientRequest::ShellSetDefault(params) => {
             let default_shell = host.set_default_shell(&params.shell_id)?;
             to_value(&ShellSetDefaultResult { default_shell })
@@ -317,44 +321,8 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
     }
 }
 
-/// The `initialize` capabilities for the sandbox the host probed.
-fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
-    let (plan_sandbox, reason) = match status {
-        SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
-        SandboxStatus::Unavailable { reason } => {
-            (plan_protocol::PlanSandbox::Unavailable, Some(reason.clone()))
-        }
-    };
-    plan_protocol::Capabilities {
-        commands: plan_protocol::CommandCapabilities { plan_sandbox, reason },
-    }
-}
-
 fn to_value(result: &impl serde::Serialize) -> Result<Value, HostError> {
-    serde_json::to_value(result)
-        .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))
-}
-
-/// The wire error for a host error: JSON-RPC number, human message, canonical code.
-///
-/// ```
-/// use plan_host::{ErrorCode, HostError, error_object};
-///
-/// let error = HostError::with_detail(ErrorCode::ApprovalNotFound, "approval a1");
-/// let wire = error_object(&error);
-/// assert_eq!(wire.code, -32000);
-/// assert_eq!(wire.data.code.0, ErrorCode::ApprovalNotFound);
-/// assert!(wire.message.ends_with(": approval a1"));
-/// ```
-pub fn error_object(error: &HostError) -> ErrorObject {
-    let code = error.code();
-    ErrorObject {
-        code: jsonrpc_code(code),
-        message: plan_protocol::bounded_message(error.message()),
-        data: plan_protocol::ErrorData {
-            code: plan_protocol::CanonicalCode(code),
-        },
-    }
+    serde_json::to_value(result).map_err(|error| unserializable(&error))
 }
 
 fn request_id(message: &Value) -> Option<RequestId> {
@@ -383,14 +351,27 @@ fn client_notification(message: &Value) -> Option<(&str, &Value)> {
     Some((method, fields.get("params").unwrap_or(&Value::Null)))
 }
 
+/// The answer to an empty batch (JSON-RPC 2.0: an invalid request with a
+/// null id), for [`Connection::handle_message`] and the stdio transport,
+/// which streams a batch's answers itself.
+pub(crate) fn empty_batch() -> Value {
+    error_response(
+        None,
+        ErrorObject::with_detail(ErrorCode::InvalidRequest, "an empty batch"),
+    )
+}
+
 fn error_response(id: Option<RequestId>, error: ErrorObject) -> Value {
     serde_json::to_value(Response::error(id, error)).unwrap_or_else(|_| internal_error_value())
 }
 
 /// A response that needs no serialization, for the case where serializing
 /// failed: `ErrorObject::new(INTERNAL)` with a null id, written out (a test
-/// checks that the two agree).
-const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
+/// checks that the two agree). `INTERNAL` is an application error, so its
+/// number is the spec's -32000, not JSON-RPC's reserved -32603: every
+/// canonical code but the four JSON-RPC ones is -32000 (`jsonrpc_code`).
+/// The one fallback line of this crate.
+pub(crate) const INTERNAL_ERROR_LINE: &str = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"internal error","data":{"code":"INTERNAL"}}}"#;
 
 fn internal_error_value() -> Value {
     serde_json::from_str(INTERNAL_ERROR_LINE).unwrap_or(Value::Null)

@@ -11,7 +11,7 @@
 use std::io::{BufRead, Read};
 
 use plan_core::ErrorCode;
-use plan_protocol::{ErrorObject, MessageLimits, MessageScanner, Overrun};
+use plan_protocol::{ErrorObject, MessageLimits, MessageScanner, Overrun, RequestId};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -30,8 +30,10 @@ pub(crate) enum Incoming {
     Blank,
     /// A parsed message or batch.
     Message(Value),
-    /// A line refused before or while parsing, with the error to answer.
-    Refused(ErrorObject),
+    /// A line refused before or while parsing, with the error to answer and
+    /// the request's id when it was read before the refusal (else `None`,
+    /// answered with a null id).
+    Refused(Option<RequestId>, ErrorObject),
 }
 
 /// Reads the next line as one JSON value, within `limits`.
@@ -68,18 +70,19 @@ pub(crate) fn next_message(input: &mut impl BufRead, limits: MessageLimits) -> s
         return Err(failure);
     }
     if let Some(overrun) = line.overrun {
-        return Ok(Incoming::Refused(ErrorObject::with_detail(
-            overrun.code(),
-            overrun.detail(),
-        )));
+        return Ok(Incoming::Refused(
+            line.scanner.request_id().cloned(),
+            ErrorObject::with_detail(overrun.code(), overrun.detail()),
+        ));
     }
     Ok(match parsed {
         Some(Ok(message)) => Incoming::Message(message),
         Some(Err(_)) if line.scanner.is_blank() => Incoming::Blank,
-        Some(Err(error)) => Incoming::Refused(ErrorObject::with_detail(ErrorCode::ParseError, error)),
+        // JSON-RPC 2.0: a parse error is answered with a null id.
+        Some(Err(error)) => Incoming::Refused(None, ErrorObject::with_detail(ErrorCode::ParseError, error)),
         // Reading failed without an overrun or a stdin failure: cannot be,
         // since the line reader fails only for those two.
-        None => Incoming::Refused(ErrorObject::new(ErrorCode::Internal)),
+        None => Incoming::Refused(None, ErrorObject::new(ErrorCode::Internal)),
     })
 }
 
@@ -173,7 +176,7 @@ mod tests {
                 Incoming::Eof => return seen,
                 Incoming::Blank => seen.push("<blank>".to_owned()),
                 Incoming::Message(value) => seen.push(value.to_string()),
-                Incoming::Refused(error) => seen.push(format!("<{}>", error.canonical_code().as_str())),
+                Incoming::Refused(_, error) => seen.push(format!("<{}>", error.canonical_code().as_str())),
             }
         }
     }

@@ -1,0 +1,158 @@
+//! Every conversion between host values and protocol v9 wire types: events
+//! to notifications, tool-call outcomes, the shell catalog, the sandbox
+//! capabilities, host errors to error objects and protocol errors to host
+//! errors. (Conversions between plan-core values and wire types are the
+//! protocol crate's `From` impls; this module adds what only the host has.)
+//!
+//! It decides nothing and carries no state.
+
+use plan_core::ErrorCode;
+use plan_host::{HostError, HostEvent, SandboxStatus, ShellEntry, Stream, ToolCallOutcome, ToolCallVerdict};
+use plan_protocol::{
+    CommandExitedNotification, CommandOutputNotification, ErrorObject, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ProtocolError,
+    ServerNotification, SessionChangedNotification, ShellInfo, ShellListResult, ToolCallResult,
+};
+
+/// The protocol notification for a host event: the one place events become
+/// wire messages (`serve` writes it, the FFI turns it into a `PlanEvent`).
+///
+/// ```
+/// use plan_host::{HostEvent, SessionState, Session};
+///
+/// let event = HostEvent::SessionChanged(Box::new(SessionState::idle(Session::new("s1", None))));
+/// assert_eq!(plan_server::notification(event).method(), "session/changed");
+/// ```
+pub fn notification(event: HostEvent) -> ServerNotification {
+    match event {
+        HostEvent::ApprovalRequested(approval) => {
+            ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification::from(&approval))
+        }
+        HostEvent::ApprovalResolved(approval) => {
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification::from(&approval))
+        }
+        HostEvent::ExecutionStateChanged {
+            session_id,
+            execution_id,
+            state,
+        } => ServerNotification::ExecutionStateChanged(ExecutionStateChangedNotification {
+            session_id: session_id.into_string(),
+            execution_id: execution_id.into_string(),
+            state: state.into(),
+        }),
+        HostEvent::SessionChanged(state) => {
+            ServerNotification::SessionChanged(SessionChangedNotification::from(state.as_ref()))
+        }
+        HostEvent::CommandOutput {
+            session_id,
+            call_id,
+            stream,
+            seq,
+            chunk,
+        } => ServerNotification::CommandOutput(CommandOutputNotification {
+            session_id: session_id.into_string(),
+            call_id,
+            stream: output_stream(stream),
+            seq,
+            chunk,
+        }),
+        HostEvent::CommandExited(run) => ServerNotification::CommandExited(CommandExitedNotification {
+            session_id: run.session_id.to_string(),
+            call_id: run.call_id.clone(),
+            command: (&run).into(),
+        }),
+    }
+}
+
+fn output_stream(stream: Stream) -> OutputStream {
+    match stream {
+        Stream::Stdout => OutputStream::Stdout,
+        Stream::Stderr => OutputStream::Stderr,
+    }
+}
+
+/// The protocol v9 form of one tool call's outcome (the host test
+/// `tool_call_outcomes_have_one_wire_form` checks each kind).
+pub fn tool_call_result(outcome: &ToolCallOutcome) -> ToolCallResult {
+    match (outcome.decision, &outcome.approval, &outcome.command) {
+        (ToolCallVerdict::Allow(_), Some(approval), _) => {
+            ToolCallResult::submitted(outcome.call_id.clone(), approval.into())
+        }
+        (ToolCallVerdict::Allow(_), None, Some(command)) => {
+            ToolCallResult::ran(outcome.call_id.clone(), command.into())
+        }
+        (ToolCallVerdict::Allow(_), None, None) => ToolCallResult::allow(outcome.call_id.clone()),
+        (ToolCallVerdict::Deny(code), _, _) => {
+            let mut result = ToolCallResult::deny(outcome.call_id.clone(), code);
+            if let (Some(message), Some(error)) = (&outcome.message, result.error.as_mut()) {
+                error.message.clone_from(message);
+            }
+            result
+        }
+    }
+}
+
+/// The shell catalog and default ([`plan_host::Host::shells`]) in their
+/// protocol v9 form, the one shape `serve` and the FFI both hand out.
+pub fn shell_list(entries: Vec<ShellEntry>, default_shell: String) -> ShellListResult {
+    ShellListResult {
+        shells: entries
+            .into_iter()
+            .map(|entry| ShellInfo {
+                id: entry.spec.id,
+                path: entry.spec.path,
+                available: entry.available,
+            })
+            .collect(),
+        default_shell,
+    }
+}
+
+/// The `initialize` capabilities for the sandbox the host probed.
+pub fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
+    let (plan_sandbox, reason) = match status {
+        SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
+        SandboxStatus::Unavailable { reason } => {
+            (plan_protocol::PlanSandbox::Unavailable, Some(reason.clone()))
+        }
+    };
+    plan_protocol::Capabilities {
+        commands: plan_protocol::CommandCapabilities { plan_sandbox, reason },
+    }
+}
+
+/// The wire error for a host error: JSON-RPC number, human message, canonical code.
+///
+/// ```
+/// use plan_host::{ErrorCode, HostError};
+/// use plan_server::error_object;
+///
+/// let error = HostError::with_detail(ErrorCode::ApprovalNotFound, "approval a1");
+/// let wire = error_object(&error);
+/// assert_eq!(wire.code, -32000);
+/// assert_eq!(wire.data.code.0, ErrorCode::ApprovalNotFound);
+/// assert!(wire.message.ends_with(": approval a1"));
+/// ```
+pub fn error_object(error: &HostError) -> ErrorObject {
+    let code = error.code();
+    ErrorObject {
+        code: plan_protocol::jsonrpc_code(code),
+        message: plan_protocol::bounded_message(error.message()),
+        data: plan_protocol::ErrorData {
+            code: plan_protocol::CanonicalCode(code),
+        },
+    }
+}
+
+/// A protocol refusal (bad params) as the host error the connection reports.
+pub fn host_error(error: ProtocolError) -> HostError {
+    match error.detail {
+        Some(detail) => HostError::with_detail(error.code, detail),
+        None => HostError::Refused(error.code),
+    }
+}
+
+/// A value that could not be serialized: `INTERNAL`, with serde's reason.
+pub(crate) fn unserializable(error: &serde_json::Error) -> HostError {
+    HostError::with_detail(ErrorCode::Internal, error.to_string())
+}

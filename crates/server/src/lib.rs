@@ -1,0 +1,26 @@
+//! plan-server: protocol v9 JSON-RPC over the plan checkpoint host.
+//!
+//! This crate owns the wire. [`Connection`] serves one client's requests
+//! against a shared [`plan_host::Host`]; [`serve_stdio`] is the stdio
+//! transport of the `serve` sidecar (newline-delimited messages, budgets
+//! counted as bytes arrive, one writer thread for stdout); [`convert`] holds
+//! every conversion between host values and wire types, events included
+//! ([`notification`]). The host itself knows nothing of the protocol.
+//!
+//! It decides nothing: every refusal is plan-core's or storage's, carried by
+//! the host; this crate only translates and frames.
+
+mod connection;
+pub mod convert;
+mod inbound;
+pub mod log;
+mod outbound;
+mod stdio;
+
+pub use connection::{Connection, SERVER_NAME};
+pub use convert::{error_object, notification};
+pub use stdio::{ServeError, refuse_start, serve_stdio};
+
+/// The protocol v9 wire types, for embedders that look inside the values
+/// this crate hands out.
+pub use plan_protocol as wire;
