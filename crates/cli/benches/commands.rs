@@ -153,7 +153,7 @@ fn main() {
     };
     let workspace = dir.path().canonicalize().unwrap().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
-    let runner = plan_exec::Runner::new(BIN);
+    let runner = plan_exec::Runner::open(BIN).unwrap();
     if runner.sandbox_support() != plan_exec::SandboxSupport::Available {
         println!("commands/first_output: skipped, the kernel sandbox is unavailable here");
         return;

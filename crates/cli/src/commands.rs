@@ -46,9 +46,13 @@ pub(crate) struct CommandArgs {
 impl CommandArgs {
     /// `options` with these command settings.
     pub(crate) fn host_options(&self, mut options: HostOptions) -> HostOptions {
+        // A relative `--sandbox-helper` is the person's own choice, taken
+        // from where they ran the command; the host itself never resolves a
+        // helper against its working directory.
         options.sandbox_helper = Some(
             self.sandbox_helper
-                .clone()
+                .as_deref()
+                .and_then(|helper| std::path::absolute(helper).ok())
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_default(),
         );

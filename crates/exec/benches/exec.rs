@@ -31,7 +31,7 @@ use plan_exec::{CommandSpec, CommandState, Confinement, Runner};
 const BYTES: u64 = 256 * 1024 * 1024;
 
 fn runner() -> Runner {
-    Runner::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+    Runner::open(env!("CARGO_BIN_EXE_plan-exec-sandbox")).unwrap()
 }
 
 fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec {

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use rustix::event::{PollFd, PollFlags};
 
+use crate::helper_file::HelperFile;
 use crate::outcome::{CommandOutcome, CommandState, ExecError};
 use crate::output::{OutputCollector, OutputSink, Stream};
 use crate::spec::{CommandSpec, Confinement};
@@ -55,45 +56,65 @@ pub enum SandboxSupport {
     },
 }
 
-/// Starts commands through one sandbox helper binary.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Starts commands through one sandbox helper binary, opened and checked
+/// once (see [`Runner::open`]) and executed by descriptor for every command.
+#[derive(Clone, Debug)]
 pub struct Runner {
-    helper: PathBuf,
+    helper: Arc<HelperFile>,
 }
 
 impl Runner {
-    /// A runner using the helper at `helper` (an embedder that ships the
-    /// helper somewhere else points here).
-    pub fn new(helper: impl Into<PathBuf>) -> Self {
-        Self {
-            helper: helper.into(),
-        }
+    /// A runner using the helper at `helper`, an absolute path (an embedder
+    /// that ships the helper somewhere else points here). The file is opened
+    /// now and checked: a regular executable owned by root or the current
+    /// user, not writable by group or others, in a directory owned by root
+    /// or the current user that others cannot write. Every command then runs
+    /// that opened file: replacing the file at its path later changes
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::SandboxUnavailable`] naming the check that failed.
+    pub fn open(helper: impl AsRef<Path>) -> Result<Self, ExecError> {
+        Ok(Self {
+            helper: Arc::new(HelperFile::open(helper.as_ref())?),
+        })
     }
 
-    /// A runner using [`HELPER_NAME`] from the directory of the current
-    /// executable, or from its parent (where Cargo puts binaries when the
-    /// current executable is a test in `deps/`).
+    /// A runner using the helper bundled with the current executable:
+    /// [`HELPER_NAME`] in its directory, or in its parent (where Cargo puts
+    /// binaries when the current executable is a test in `deps/`), opened and
+    /// checked as by [`Runner::open`]. Nothing is looked up on `PATH` or
+    /// relative to the working directory.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::SandboxUnavailable`] when no helper is there or the one
+    /// there fails a check.
     pub fn beside_current_exe() -> Result<Self, ExecError> {
-        let exe = std::env::current_exe().map_err(|error| ExecError::Spawn {
-            reason: error.to_string(),
+        let exe = std::env::current_exe().map_err(|error| ExecError::SandboxUnavailable {
+            reason: format!("the current executable is unknown: {error}"),
         })?;
         let mut directory = exe.parent();
         for _ in 0..2 {
             let Some(dir) = directory else { break };
             let candidate = dir.join(HELPER_NAME);
             if candidate.is_file() {
-                return Ok(Self::new(candidate));
+                return Self::open(candidate);
             }
             directory = dir.parent();
         }
-        Err(ExecError::Spawn {
-            reason: format!("{HELPER_NAME} not found beside {}", exe.display()),
+        Err(ExecError::SandboxUnavailable {
+            reason: format!(
+                "the sandbox helper {HELPER_NAME} was not found beside {}",
+                exe.display()
+            ),
         })
     }
 
-    /// The helper this runner starts.
+    /// The path the helper was opened from.
     pub fn helper(&self) -> &Path {
-        &self.helper
+        self.helper.path()
     }
 
     /// Finds out once whether the read-only sandbox can be applied here, by
@@ -118,7 +139,7 @@ impl Runner {
                 };
             }
         };
-        let output = Command::new(&self.helper)
+        let output = Command::new(self.helper.exec_path())
             .arg(wire::MODE_PROBE)
             .arg("--scratch")
             .arg(&scratch)
@@ -135,7 +156,7 @@ impl Runner {
                 return SandboxSupport::Unavailable {
                     reason: format!(
                         "the sandbox helper {} cannot be started: {error}",
-                        self.helper.display()
+                        self.helper.path().display()
                     ),
                 };
             }
@@ -237,7 +258,7 @@ impl Runner {
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {
             reason: error.to_string(),
         })?;
-        let child = Command::new(&self.helper)
+        let child = Command::new(self.helper.exec_path())
             .args(args.encode())
             .env_clear()
             .envs(spec.environment())
@@ -249,7 +270,7 @@ impl Runner {
             .map_err(|error| {
                 let reason = format!(
                     "the sandbox helper {} cannot be started: {error}",
-                    self.helper.display()
+                    self.helper.path().display()
                 );
                 if spec.confinement.is_sandboxed() {
                     ExecError::SandboxUnavailable { reason }

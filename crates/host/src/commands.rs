@@ -86,26 +86,26 @@ impl CommandSupport {
         });
         plan_exec::clear_scratch_root(&scratch_root)
             .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
-        // A helper that is not an executable file counts as missing: no
-        // command runs without it, sandboxed or not.
+        // The helper is opened and checked once, here; every command runs
+        // that opened file. Without one no command runs, sandboxed or not.
         let runner = match &options.sandbox_helper {
-            Some(helper) => helper
-                .to_str()
-                .is_some_and(plan_storage::executable_exists)
-                .then(|| Runner::new(helper.clone())),
-            None => Runner::beside_current_exe().ok().or_else(helper_on_path),
+            Some(helper) => Runner::open(helper),
+            None => Runner::beside_current_exe(),
         };
-        let status = match &runner {
-            None => SandboxStatus::Unavailable {
-                reason: match &options.sandbox_helper {
-                    Some(helper) => format!("the sandbox helper {} was not found", helper.display()),
-                    None => format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
+        let (runner, status) = match runner {
+            Err(error) => (
+                None,
+                SandboxStatus::Unavailable {
+                    reason: error.to_string(),
                 },
-            },
-            Some(runner) => match runner.sandbox_support() {
-                SandboxSupport::Available => SandboxStatus::Landlock,
-                SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
-            },
+            ),
+            Ok(runner) => {
+                let status = match runner.sandbox_support() {
+                    SandboxSupport::Available => SandboxStatus::Landlock,
+                    SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
+                };
+                (Some(runner), status)
+            }
         };
         Ok(CommandSupport {
             runner,
@@ -122,14 +122,6 @@ impl CommandSupport {
             SandboxStatus::Unavailable { .. } => false,
         }
     }
-}
-
-fn helper_on_path() -> Option<Runner> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|directory| directory.join(plan_exec::HELPER_NAME))
-        .find(|candidate| candidate.is_file())
-        .map(Runner::new)
 }
 
 /// The outcome of a command, handed from its watcher thread to whoever

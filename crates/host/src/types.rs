@@ -38,9 +38,12 @@ pub struct HostOptions {
     /// The selectable shells.
     pub shells: Vec<ShellSpec>,
     /// The sandbox helper (`plan-exec-sandbox`, or a binary that acts as
-    /// it). `None`: next to the current executable (or one directory up,
-    /// where Cargo puts test binaries), then on `PATH`. Without a helper no
-    /// command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+    /// it), an absolute path. `None`: the one bundled next to the current
+    /// executable (or one directory up, where Cargo puts test binaries);
+    /// never one found on `PATH` or relative to the working directory.
+    /// It is opened and checked once at [`crate::Host::open`] and that
+    /// opened file runs every command. Without a helper that passes the
+    /// checks no command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
     pub sandbox_helper: Option<PathBuf>,
     /// Where per-turn scratch directories go. `None`: `<database>.scratch`
     /// next to the database. The startup fence empties it.

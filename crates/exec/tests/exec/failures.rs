@@ -50,17 +50,9 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
     let (outcome, _) = run(nul);
     assert_eq!(failed(&outcome).code(), "INVALID_COMMAND_SPEC");
 
-    let absent = Runner::new(dirs.root.path().join("no-helper"));
-    let outcome = absent.spawn(base.clone(), |_| {}).wait();
-    assert_eq!(failed(&outcome).code(), "SPAWN_FAILED");
-    let mut confined = base.clone();
-    confined.confinement = Confinement::ReadOnly;
-    let outcome = absent.spawn(confined, |_| {}).wait();
-    assert_eq!(failed(&outcome).code(), "SANDBOX_UNAVAILABLE");
-    assert!(matches!(
-        absent.sandbox_support(),
-        plan_exec::SandboxSupport::Unavailable { .. }
-    ));
+    let absent = Runner::open(dirs.root.path().join("no-helper")).unwrap_err();
+    assert_eq!(absent.code(), "SANDBOX_UNAVAILABLE");
+    assert!(absent.to_string().contains("was not found"), "{absent}");
 
     let mut missing_workspace = base.clone();
     missing_workspace.confinement = Confinement::WorkspaceWrite {

@@ -14,7 +14,7 @@ use plan_exec::{
 };
 
 pub(crate) fn runner() -> Runner {
-    Runner::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+    Runner::open(env!("CARGO_BIN_EXE_plan-exec-sandbox")).unwrap()
 }
 
 /// A spec with the test's PATH (so python3 and git resolve as for the
