@@ -40,7 +40,7 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         command: command.to_owned(),
         cwd: scratch.to_path_buf(),
         env: Vec::new(),
-        scratch_dir: scratch.to_path_buf(),
+        scratch: plan_exec::ScratchDir::open(scratch).unwrap(),
         timeout: Duration::from_secs(60),
         grace: Duration::from_millis(200),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,

@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
@@ -131,14 +132,17 @@ impl Runner {
             PROBE.fetch_add(1, Ordering::Relaxed)
         );
         let outside = std::env::temp_dir().join(name);
-        let scratch = match crate::scratch::create_scratch_dir(&outside, "scratch") {
-            Ok(scratch) => scratch,
-            Err(error) => {
-                return SandboxSupport::Unavailable {
-                    reason: format!("probe directory: {error}"),
-                };
-            }
-        };
+        let scratch = outside.join("scratch");
+        let made = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&outside)
+            .and_then(|()| std::fs::DirBuilder::new().mode(0o700).create(&scratch));
+        if let Err(error) = made {
+            let _ = std::fs::remove_dir_all(&outside);
+            return SandboxSupport::Unavailable {
+                reason: format!("probe directory: {error}"),
+            };
+        }
         let output = Command::new(self.helper.exec_path())
             .arg(wire::MODE_PROBE)
             .arg("--scratch")
@@ -149,7 +153,8 @@ impl Runner {
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output();
-        let _ = crate::scratch::remove_scratch_dir(&outside);
+        // The probe wrote one file; nothing in its directory is followed.
+        let _ = std::fs::remove_dir_all(&outside);
         let output = match output {
             Ok(output) => output,
             Err(error) => {
@@ -214,11 +219,6 @@ impl Runner {
                 reason: "the command contains a NUL byte".into(),
             });
         }
-        if !std::fs::metadata(&spec.scratch_dir).is_ok_and(|metadata| metadata.is_dir()) {
-            return Err(ExecError::ScratchDirMissing {
-                path: spec.scratch_dir.clone(),
-            });
-        }
         if let Err(error) = std::fs::metadata(&spec.cwd).and_then(|metadata| {
             if metadata.is_dir() {
                 Ok(())
@@ -250,7 +250,8 @@ impl Runner {
             confine: ConfineArgs {
                 expected_parent: std::process::id(),
                 mode,
-                scratch_dir: spec.scratch_dir.clone(),
+                scratch_dir: spec.scratch.path().to_path_buf(),
+                scratch_root: spec.scratch.root().to_path_buf(),
                 shell: spec.shell.clone(),
                 command: spec.command.clone().into(),
             },
@@ -258,7 +259,7 @@ impl Runner {
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {
             reason: error.to_string(),
         })?;
-        let child = Command::new(self.helper.exec_path())
+        let mut child = Command::new(self.helper.exec_path())
             .args(args.encode())
             .env_clear()
             .envs(spec.environment())
@@ -278,6 +279,14 @@ impl Runner {
                     ExecError::Spawn { reason }
                 }
             })?;
+        // The scratch directory goes as the descriptor the caller holds;
+        // a supervisor that never gets it fails the command itself.
+        if let Err(reason) = wire::send_scratch(&ours, spec.scratch.fd()) {
+            // Closing the lifeline ends the supervisor; it is reaped here.
+            drop(ours);
+            let _ = child.wait();
+            return Err(ExecError::Spawn { reason });
+        }
         Ok((child, ours))
     }
 }
@@ -532,7 +541,7 @@ fn pump(
             (state, exit_code, signal, None)
         }
         Some(Report::Fail { kind, reason }) => {
-            let error = wire::failure_error(kind, reason, &spec.shell, &spec.cwd, &spec.scratch_dir);
+            let error = wire::failure_error(kind, reason, &spec.shell, &spec.cwd, spec.scratch.path());
             (CommandState::FailedToStart, None, None, Some(error))
         }
         None => (CommandState::Lost, None, None, None),

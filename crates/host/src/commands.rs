@@ -26,7 +26,7 @@ use plan_core::{
 };
 use plan_exec::{
     CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, Runner, SandboxSupport,
-    Stream,
+    ScratchDir, ScratchRoot, Stream,
 };
 use plan_protocol::{CommandExitedNotification, CommandOutputNotification, OutputStream, ServerNotification};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
@@ -67,53 +67,63 @@ pub enum SandboxStatus {
 
 /// The runner, the probe's verdict and the scratch root.
 pub(crate) struct CommandSupport {
+    /// `None` when the helper or the scratch root was refused: no command
+    /// runs then.
     runner: Option<Runner>,
     status: SandboxStatus,
-    scratch_root: PathBuf,
+    /// Present whenever `runner` is.
+    scratch_root: Option<ScratchRoot>,
     output_cap: u64,
     grace: Duration,
 }
 
 impl CommandSupport {
-    /// Finds the helper, probes the sandbox once and empties the scratch
-    /// root (no turn of an earlier process survives, so everything there is
-    /// stale: part of the startup fence).
-    pub(crate) fn open(options: &HostOptions, database: &Path) -> Result<CommandSupport, HostError> {
-        let scratch_root = options.scratch_root.clone().unwrap_or_else(|| {
-            let mut name = database.as_os_str().to_owned();
-            name.push(".scratch");
-            PathBuf::from(name)
-        });
-        plan_exec::clear_scratch_root(&scratch_root)
-            .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
+    /// Opens and checks the scratch root and the helper, probes the
+    /// sandbox once and empties the scratch root (no command of an earlier
+    /// process survives, so everything there is stale: part of the startup
+    /// fence). A refused root or helper leaves the host without commands
+    /// (`PLAN_SANDBOX_UNAVAILABLE` / `SANDBOX_UNAVAILABLE`, the reason in
+    /// `initialize`); it never makes the host fail to open.
+    pub(crate) fn open(options: &HostOptions, database: &Path) -> CommandSupport {
+        let unavailable = |reason: String| CommandSupport {
+            runner: None,
+            status: SandboxStatus::Unavailable { reason },
+            scratch_root: None,
+            output_cap: options.command_output_cap,
+            grace: options.command_grace,
+        };
+        let root_path = options
+            .scratch_root
+            .clone()
+            .unwrap_or_else(|| ScratchRoot::default_for(database));
+        let scratch_root = match ScratchRoot::open(&root_path) {
+            Ok(root) => root,
+            Err(error) => return unavailable(format!("the scratch root is refused: {error}")),
+        };
+        // What cannot be swept now stays where no command can reach it:
+        // every command gets a fresh directory and the root is private.
+        let _ = scratch_root.sweep();
         // The helper is opened and checked once, here; every command runs
         // that opened file. Without one no command runs, sandboxed or not.
         let runner = match &options.sandbox_helper {
             Some(helper) => Runner::open(helper),
             None => Runner::beside_current_exe(),
         };
-        let (runner, status) = match runner {
-            Err(error) => (
-                None,
-                SandboxStatus::Unavailable {
-                    reason: error.to_string(),
-                },
-            ),
-            Ok(runner) => {
-                let status = match runner.sandbox_support() {
-                    SandboxSupport::Available => SandboxStatus::Landlock,
-                    SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
-                };
-                (Some(runner), status)
-            }
+        let runner = match runner {
+            Ok(runner) => runner,
+            Err(error) => return unavailable(error.to_string()),
         };
-        Ok(CommandSupport {
-            runner,
+        let status = match runner.sandbox_support() {
+            SandboxSupport::Available => SandboxStatus::Landlock,
+            SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
+        };
+        CommandSupport {
+            runner: Some(runner),
             status,
-            scratch_root,
+            scratch_root: Some(scratch_root),
             output_cap: options.command_output_cap,
             grace: options.command_grace,
-        })
+        }
     }
 
     pub(crate) fn sandbox_available(&self) -> bool {
@@ -156,6 +166,8 @@ impl Done {
 pub(crate) struct CommandSlot {
     /// The run as it started.
     pub(crate) run: CommandRun,
+    /// Its own scratch directory, removed once its end is recorded.
+    scratch: ScratchDir,
     /// Cancels it from any thread.
     pub(crate) cancel: CancelHandle,
     done: Arc<Done>,
@@ -254,6 +266,7 @@ impl HostCore {
         // The watcher hands the outcome over before it asks for the lock
         // this thread holds, so this wait ends.
         let outcome = slot.done.wait();
+        self.remove_scratch(&slot.scratch);
         let now = self.now();
         let ended = ended_run(&slot.run, &outcome, now);
         open.store
@@ -262,12 +275,13 @@ impl HostCore {
         Ok(())
     }
 
-    /// A turn ended: its scratch directory goes.
-    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &str) {
-        if let Some(directory) = open.scratch.remove(turn_id) {
-            // A directory that cannot be removed now is removed by the next
-            // startup fence.
-            let _ = plan_exec::remove_scratch_dir(&directory);
+    /// A command is over (everything it started is gone): its scratch
+    /// directory goes.
+    fn remove_scratch(&self, scratch: &ScratchDir) {
+        if let Some(root) = &self.commands.scratch_root {
+            // What cannot be removed now is removed by the next startup
+            // sweep; no later command is given this directory again.
+            let _ = root.remove(scratch);
         }
     }
 
@@ -287,6 +301,7 @@ impl HostCore {
                     return Ok(false);
                 };
                 let outcome = slot.done.wait();
+                self.remove_scratch(&slot.scratch);
                 let now = self.now();
                 let ended = ended_run(&slot.run, &outcome, now);
                 open.store.record_command(
@@ -357,24 +372,18 @@ impl Host {
             let Prepared {
                 mut run,
                 spec,
-                mut failure,
+                failure,
             } = prepared;
-            let spec = match (spec, failure) {
-                (Some(mut spec), None) => match self.scratch_dir(open, request.turn_id.as_str()) {
-                    Ok(scratch) => {
-                        spec.scratch_dir = scratch;
-                        Some(spec)
-                    }
-                    Err(code) => {
-                        failure = Some(code);
-                        None
-                    }
-                },
-                (Some(_) | None, Some(_)) | (None, None) => None,
-            };
             // Committed before anything is spawned.
-            open.store
-                .record_command(CommandEntryKind::Started, &run, None, now)?;
+            if let Err(error) = open
+                .store
+                .record_command(CommandEntryKind::Started, &run, None, now)
+            {
+                if let Some(spec) = &spec {
+                    self.remove_scratch(&spec.scratch);
+                }
+                return Err(error.into());
+            }
             let Some(spec) = spec else {
                 run.state = CommandState::FailedToStart;
                 run.error_code = Some(failure.unwrap_or(ErrorCode::Internal));
@@ -392,6 +401,7 @@ impl Host {
             };
             let sink_core = Arc::clone(&core);
             let (session_id, call_id) = key.clone();
+            let scratch = spec.scratch.clone();
             let running = runner.spawn(spec, move |event: OutputEvent| {
                 let notification = ServerNotification::CommandOutput(CommandOutputNotification {
                     session_id: session_id.clone(),
@@ -411,6 +421,7 @@ impl Host {
                 key.clone(),
                 CommandSlot {
                     run: run.clone(),
+                    scratch,
                     cancel: running.cancel_handle(),
                     done: Arc::clone(&done),
                 },
@@ -462,15 +473,12 @@ impl Host {
         }
     }
 
-    /// The turn's scratch directory, made on its first command.
-    fn scratch_dir(&self, open: &mut Open, turn_id: &str) -> Result<PathBuf, ErrorCode> {
-        if let Some(directory) = open.scratch.get(turn_id) {
-            return Ok(directory.clone());
-        }
-        let directory = plan_exec::create_scratch_dir(&self.commands.scratch_root, turn_id)
-            .map_err(|_| ErrorCode::Internal)?;
-        open.scratch.insert(turn_id.to_owned(), directory.clone());
-        Ok(directory)
+    /// A fresh scratch directory for one command: made by the host in the
+    /// private root and held open, never a path an earlier command saw.
+    fn new_scratch_dir(&self) -> Result<ScratchDir, ErrorCode> {
+        let root = self.commands.scratch_root.as_ref().ok_or(ErrorCode::Internal)?;
+        root.create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|_| ErrorCode::Internal)
     }
 
     /// Resolves the shell, the real working directory and the spec.
@@ -506,13 +514,13 @@ impl Host {
         let Some(shell) = shell.filter(|entry| entry.available) else {
             return Ok(failed(run, ErrorCode::ShellUnavailable));
         };
-        if self.commands.runner.is_none() {
-            let code = match request.grant.sandbox {
-                Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-                Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-            };
-            return Ok(failed(run, code));
-        }
+        let unavailable = match request.grant.sandbox {
+            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
+            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
+        };
+        let (Some(_), Some(scratch_root)) = (&self.commands.runner, &self.commands.scratch_root) else {
+            return Ok(failed(run, unavailable));
+        };
         let root = Path::new(&request.workspace_root);
         let Some(real_root) = plan_storage::real_directory(root) else {
             return Ok(failed(run, ErrorCode::InvalidCommandInput));
@@ -526,14 +534,25 @@ impl Host {
         if let Err(code) = plan_core::check_resolved_cwd(real_root_text, real_cwd_text) {
             return Ok(failed(run, code));
         }
+        // A sandboxed command may write its workspace: a scratch root in
+        // there (a host option can put it anywhere) would let it reach other
+        // commands' scratch directories and the startup sweep.
+        let scratch_in_workspace = plan_storage::real_directory(scratch_root.path())
+            .is_none_or(|real_scratch| real_scratch.starts_with(&real_root));
+        if request.grant.sandbox != Sandbox::None && scratch_in_workspace {
+            return Ok(failed(run, unavailable));
+        }
         run.shell_path.clone_from(&shell.spec.path);
+        let scratch = match self.new_scratch_dir() {
+            Ok(scratch) => scratch,
+            Err(code) => return Ok(failed(run, code)),
+        };
         let spec = CommandSpec {
             shell: PathBuf::from(&shell.spec.path),
             command: request.input.command.clone(),
             cwd: real_cwd,
             env: Vec::<(OsString, OsString)>::new(),
-            // Replaced by the turn's scratch directory under the lock.
-            scratch_dir: PathBuf::new(),
+            scratch,
             timeout: Duration::from_millis(request.input.timeout_ms),
             grace: self.commands.grace,
             output_cap: self.commands.output_cap,

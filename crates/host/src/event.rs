@@ -32,8 +32,6 @@ pub(crate) struct Open {
     pub(crate) created: HashMap<ApprovalId, i64>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
-    /// The scratch directory of each turn that ran a command, by turn id.
-    pub(crate) scratch: HashMap<String, PathBuf>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
@@ -165,18 +163,13 @@ impl HostCore {
                 open.store.apply(&effects, now)?;
             }
             open.track_creations(&effects, instant);
-            let ended_turn = match &state.active_turn {
-                Some(turn) => open.turns.insert(session_id.to_owned(), turn.clone()),
-                None => open.turns.remove(session_id),
-            }
-            .filter(|old| {
-                state
-                    .active_turn
-                    .as_ref()
-                    .is_none_or(|turn| turn.turn_id != old.turn_id)
-            });
-            if let Some(old) = ended_turn {
-                self.turn_ended(open, old.turn_id.as_str());
+            match &state.active_turn {
+                Some(turn) => {
+                    open.turns.insert(session_id.to_owned(), turn.clone());
+                }
+                None => {
+                    open.turns.remove(session_id);
+                }
             }
             // Queued under the state lock, so the outbox is in commit order.
             let mut outbox = lock(&self.outbox);

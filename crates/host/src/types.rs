@@ -45,8 +45,15 @@ pub struct HostOptions {
     /// opened file runs every command. Without a helper that passes the
     /// checks no command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
     pub sandbox_helper: Option<PathBuf>,
-    /// Where per-turn scratch directories go. `None`: `<database>.scratch`
-    /// next to the database. The startup fence empties it.
+    /// The scratch root: where each command's fresh scratch directory is
+    /// made. It must be (or is created as) a private directory of the
+    /// host's user (mode 0700), reached from `/` without a symlink, outside
+    /// every workspace; a root that fails these checks is refused, not
+    /// repaired, and no command runs (`PLAN_SANDBOX_UNAVAILABLE` /
+    /// `SANDBOX_UNAVAILABLE`, the reason in `initialize`). `None`: one per
+    /// database under `$XDG_RUNTIME_DIR` or the system temporary directory
+    /// (see `plan_exec::ScratchRoot::default_for`), never beside the
+    /// database. The startup fence empties it.
     pub scratch_root: Option<PathBuf>,
     /// The retained-output cap per command (both streams), in bytes.
     pub command_output_cap: u64,

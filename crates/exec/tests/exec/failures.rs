@@ -1,16 +1,16 @@
 //! Commands that cannot start say why, with a distinct error each, and run
 //! nothing: missing shell, cwd or scratch dir, a NUL in the command, a
 //! missing helper (a sandbox error when a sandbox was asked for), a
-//! workspace root that cannot be opened, and the helper's own refusal of a
-//! missing scratch dir (Landlock would skip it silently).
+//! workspace root that cannot be opened, and the helper's own refusal to
+//! run without the scratch directory's descriptor.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use plan_exec::{CommandState, Confinement, ExecError, Runner};
+use plan_exec::{CommandState, Confinement, ExecError, Runner, ScratchDir};
 
 use crate::support::*;
 
@@ -37,13 +37,13 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
     let (outcome, _) = run(missing_cwd);
     assert_eq!(failed(&outcome).code(), "COMMAND_CWD_UNAVAILABLE");
 
-    for confinement in [Confinement::None, Confinement::ReadOnly] {
-        let mut missing_scratch = base.clone();
-        missing_scratch.scratch_dir = dirs.root.path().join("no-scratch");
-        missing_scratch.confinement = confinement;
-        let (outcome, _) = run(missing_scratch);
-        assert_eq!(failed(&outcome).code(), "SCRATCH_DIR_MISSING");
-    }
+    // A scratch directory is held open: one that is missing, or a symlink,
+    // cannot even be named in a spec.
+    let missing = ScratchDir::open(&dirs.root.path().join("no-scratch")).unwrap_err();
+    assert_eq!(missing.code(), "SCRATCH_DIR_MISSING");
+    let link = dirs.root.path().join("link-to-scratch");
+    std::os::unix::fs::symlink(&dirs.scratch, &link).unwrap();
+    assert_eq!(ScratchDir::open(&link).unwrap_err().code(), "SCRATCH_DIR_MISSING");
 
     let mut nul = base.clone();
     nul.command = "echo a\0b".into();
@@ -66,10 +66,9 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
 }
 
 #[test]
-fn the_confining_stage_refuses_a_missing_scratch_dir_itself() {
-    // The runner checks the scratch dir before it starts anything; the
-    // helper checks again (the directory can vanish in between), because
-    // Landlock would silently skip a rule path it cannot open.
+fn the_confining_stage_refuses_to_run_without_the_scratch_descriptor() {
+    // The scratch directory reaches the confining stage only as a
+    // descriptor; a stage that gets a byte without one refuses to run.
     let dirs = dirs();
     let (ours, theirs) = UnixStream::pair().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
@@ -79,13 +78,17 @@ fn the_confining_stage_refuses_a_missing_scratch_dir_itself() {
             &std::process::id().to_string(),
             "--scratch",
         ])
-        .arg(dirs.root.path().join("vanished"))
+        .arg(&dirs.scratch)
+        .arg("--scratch-root")
+        .arg(dirs.root.path())
         .args(["--read-only", "--shell", "/bin/true", "--", "true"])
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .spawn()
         .unwrap();
+    (&ours).write_all(b"s").unwrap();
     let mut report = String::new();
     (&ours).read_to_string(&mut report).unwrap();
     assert!(report.starts_with("scratch "), "{report}");
+    assert!(report.contains("did not arrive"), "{report}");
     assert!(!child.wait().unwrap().success());
 }

@@ -367,14 +367,10 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
     if !fixture.sandboxed() {
         return;
     }
-    let scratch_root = {
-        let mut name = fixture.db.as_os_str().to_owned();
-        name.push(".scratch");
-        PathBuf::from(name)
-    };
+    let scratch_root = plan_exec::ScratchRoot::default_for(&fixture.db);
     assert!(
-        scratch_root.join(turn.as_str()).is_dir(),
-        "the turn has a scratch dir"
+        std::fs::read_dir(&scratch_root).unwrap().count() >= 2,
+        "each running command has its own scratch dir"
     );
     fixture.host.cancel_turn(&SessionId::from("s1")).unwrap();
     // When turn/cancel returns, both long commands have exited and their
@@ -391,9 +387,10 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         let entries = fixture.entries("s1", call_id);
         assert_eq!(entries.last().unwrap().1.state, CommandState::Cancelled);
     }
-    assert!(
-        !scratch_root.join(turn.as_str()).exists(),
-        "the turn's end removed its scratch dir"
+    assert_eq!(
+        std::fs::read_dir(&scratch_root).unwrap().count(),
+        0,
+        "every command's end removed its scratch dir"
     );
     assert!(
         fixture
@@ -554,11 +551,7 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
 #[test]
 fn the_startup_fence_clears_leftover_scratch_directories() {
     let mut fixture = Fixture::new();
-    let scratch_root = {
-        let mut name = fixture.db.as_os_str().to_owned();
-        name.push(".scratch");
-        PathBuf::from(name)
-    };
+    let scratch_root = plan_exec::ScratchRoot::default_for(&fixture.db);
     let stale = scratch_root.join("turn-of-a-dead-host");
     std::fs::create_dir_all(stale.join("nested")).unwrap();
     std::fs::write(stale.join("nested/file"), "left behind").unwrap();
@@ -735,4 +728,189 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
     host.complete_turn(&SessionId::from("ask"), &turn).unwrap();
     assert!(!marker.exists(), "nothing ran");
+}
+
+/// A fixture whose database is at `database(workspace)` (the pi package's
+/// layout puts it inside the workspace) and whose options `tweak` changes.
+fn fixture_with(
+    database: impl Fn(&Path) -> PathBuf,
+    tweak: impl FnOnce(HostOptions, &Path) -> HostOptions,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = database(&workspace);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Arc::new(Host::open(&db, tweak(options(&clock), &workspace)).unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    listen(&host, &seen);
+    Fixture {
+        _dir: dir,
+        workspace,
+        db,
+        clock,
+        host,
+        seen,
+    }
+}
+
+fn pi_layout(workspace: &Path) -> PathBuf {
+    workspace.join(".pi/plan/plan.db")
+}
+
+/// A canary directory outside every workspace with one file in it.
+fn canary() -> tempfile::TempDir {
+    let canary = tempfile::tempdir().unwrap();
+    std::fs::write(canary.path().join("keep"), "canary").unwrap();
+    canary
+}
+
+fn assert_intact(canary: &tempfile::TempDir, what: &str) {
+    let names: Vec<_> = std::fs::read_dir(canary.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("keep")], "{what}");
+}
+
+#[test]
+fn with_the_database_in_the_workspace_scratch_is_outside_it_and_fresh_per_command() {
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash("c1", "echo \"$TMPDIR\""), bash("c2", "echo \"$TMPDIR\"")],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let first = text(&fixture.wait_exited("c1"), "stdout");
+    let second = text(&fixture.wait_exited("c2"), "stdout");
+    let database_dir = fixture.db.parent().unwrap();
+    for tmpdir in [&first, &second] {
+        let tmpdir = Path::new(tmpdir.trim_end());
+        assert!(tmpdir.is_absolute(), "{}", tmpdir.display());
+        assert!(!tmpdir.starts_with(&fixture.workspace), "{}", tmpdir.display());
+        assert!(!tmpdir.starts_with(database_dir), "{}", tmpdir.display());
+    }
+    assert_ne!(first, second, "each command gets a fresh directory");
+}
+
+#[test]
+fn a_symlinked_scratch_root_is_refused_and_never_swept() {
+    // A command of an earlier host replaced the scratch root with a link to
+    // a directory it wants emptied; the next host must not follow it.
+    let canary = canary();
+    let link = canary.path().with_extension("root-link");
+    std::os::unix::fs::symlink(canary.path(), &link).unwrap();
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        scratch_root: Some(link.clone()),
+        ..options
+    });
+    assert_intact(&canary, "the startup sweep followed the link");
+    let SandboxStatus::Unavailable { reason } = fixture.host.sandbox_status() else {
+        panic!("a symlinked scratch root was accepted");
+    };
+    assert!(reason.contains("scratch root"), "{reason}");
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+    );
+    fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    assert_intact(&canary, "after the host");
+}
+
+#[test]
+fn a_scratch_root_inside_the_workspace_is_refused_for_sandboxed_commands() {
+    let fixture = fixture_with(pi_layout, |options, workspace| HostOptions {
+        scratch_root: Some(workspace.join(".scratch")),
+        ..options
+    });
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    let run = outcomes[0].command.clone().unwrap();
+    assert_eq!(run.state, CommandState::FailedToStart);
+    assert_eq!(run.error_code, Some(ErrorCode::PlanSandboxUnavailable));
+}
+
+#[test]
+fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let canary = canary();
+    let plan_turn = fixture.plan_turn("plan");
+    // The Plan command says where its scratch is, then waits for `go` there
+    // and writes through whatever its TMPDIR path leads to by then.
+    fixture.run_plan(
+        "plan",
+        &plan_turn,
+        vec![bash(
+            "p1",
+            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo x > \"$TMPDIR/after\"; echo rc=$?",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let tmpdir = {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = fixture.seen.lock().unwrap().clone();
+            let printed: String = seen
+                .iter()
+                .filter_map(|n| match n {
+                    ServerNotification::CommandOutput(chunk) if chunk.call_id == "p1" => {
+                        Some(chunk.chunk.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if printed.ends_with('\n') {
+                break PathBuf::from(printed.trim_end());
+            }
+            assert!(Instant::now() < deadline, "p1 printed nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".into()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let turn = fixture
+        .host
+        .start_turn(&SessionId::from("auto"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let attack = format!(
+        "mv '{t}' '{t}.away' && ln -s '{c}' '{t}'; echo mv=$?",
+        t = tmpdir.display(),
+        c = canary.path().display()
+    );
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", &attack)])
+        .unwrap();
+    fixture
+        .host
+        .start_agent_command(&SessionId::from("auto"), &turn, "a1", &attack, None, None)
+        .unwrap();
+    let auto = fixture.wait_exited("a1");
+    assert!(text(&auto, "stdout").contains("mv=1"), "{:?}", auto.output);
+    // The test lets the Plan command go on, in its own directory.
+    std::fs::write(tmpdir.join("go"), "").unwrap();
+    let plan = fixture.wait_exited("p1");
+    assert!(text(&plan, "stdout").contains("rc=0"), "{:?}", plan.output);
+    assert_intact(&canary, "the Plan command wrote through a swapped scratch");
 }
