@@ -355,6 +355,54 @@ impl Host {
         Ok(())
     }
 
+    /// The Bash calls of a batch whose `cwd`, every symlink followed, leads
+    /// out of the session's workspace (plan-core's `check_resolved_cwd`
+    /// says so): resolved before plan-core decides, so such a call is
+    /// denied with `COMMAND_CWD_ESCAPE` in the answer instead of allowed and
+    /// then failing to start. A cwd that does not exist is left to the start
+    /// (it cannot lead anywhere).
+    pub(crate) fn cwd_escapes(
+        &self,
+        session_id: &str,
+        calls: &[plan_core::ToolCall],
+    ) -> Result<Vec<String>, HostError> {
+        if !calls.iter().any(|call| call.name == plan_core::BASH) {
+            return Ok(Vec::new());
+        }
+        let root = self
+            .with_open(|open| Ok(open.store.get_session(session_id)?))?
+            .and_then(|session| session.workspace_root);
+        let Some(root) = root else {
+            return Ok(Vec::new());
+        };
+        let root = Path::new(&root);
+        let Some(real_root) = plan_storage::real_directory(root) else {
+            return Ok(Vec::new());
+        };
+        let escapes = calls
+            .iter()
+            .filter(|call| call.name == plan_core::BASH)
+            .filter(|call| {
+                let Some(cwd) = call.input.get("cwd").and_then(serde_json::Value::as_str) else {
+                    return false;
+                };
+                let Some(real_cwd) = plan_storage::real_directory(&root.join(cwd)) else {
+                    return false;
+                };
+                match (real_root.to_str(), real_cwd.to_str()) {
+                    (Some(real_root), Some(real_cwd)) => {
+                        plan_core::check_resolved_cwd(real_root, real_cwd).is_err()
+                    }
+                    // Not expressible as text: plan-core cannot place it
+                    // inside the workspace, so it counts as leaving it.
+                    (None, _) | (_, None) => true,
+                }
+            })
+            .map(|call| call.call_id.clone())
+            .collect();
+        Ok(escapes)
+    }
+
     /// Whether Plan-mode Bash can run here (probed once at open);
     /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
@@ -473,6 +521,15 @@ impl Host {
         }
     }
 
+    /// The host's environment minus what plan-core's rule keeps from
+    /// commands (secrets by name; `TMPDIR` is always the scratch directory).
+    fn command_environment(&self) -> Vec<(OsString, OsString)> {
+        let markers = &self.options.command_env_secret_markers;
+        std::env::vars_os()
+            .filter(|(name, _)| plan_core::command_inherits_env(&name.to_string_lossy(), markers))
+            .collect()
+    }
+
     /// A fresh scratch directory for one command: made by the host in the
     /// private root and held open, never a path an earlier command saw.
     fn new_scratch_dir(&self) -> Result<ScratchDir, ErrorCode> {
@@ -551,7 +608,7 @@ impl Host {
             shell: PathBuf::from(&shell.spec.path),
             command: request.input.command.clone(),
             cwd: real_cwd,
-            env: Vec::<(OsString, OsString)>::new(),
+            env: self.command_environment(),
             scratch,
             timeout: Duration::from_millis(request.input.timeout_ms),
             grace: self.commands.grace,

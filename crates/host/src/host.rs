@@ -339,9 +339,11 @@ impl Host {
             .filter(|call| call.name == plan_core::BASH)
             .map(|call| (call.call_id.clone(), call.input.clone()))
             .collect();
+        let cwd_escapes = self.cwd_escapes(session_id, &calls)?;
         let event = Event::ToolCalls {
             turn_id: turn_id.into(),
             calls,
+            cwd_escapes,
         };
         let (reply, effects) = self.session_event_with_effects(session_id, event)?;
         let Reply::ToolResults(results) = reply else {

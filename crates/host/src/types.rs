@@ -59,6 +59,11 @@ pub struct HostOptions {
     pub command_output_cap: u64,
     /// Between SIGTERM and SIGKILL after a timeout or cancellation.
     pub command_grace: Duration,
+    /// A command inherits the host's environment except variables whose
+    /// names contain one of these (case-insensitively); default
+    /// [`plan_core::DEFAULT_SECRET_ENV_MARKERS`]. `TMPDIR` is always the
+    /// command's scratch directory.
+    pub command_env_secret_markers: Vec<String>,
     /// Who fires approval deadlines: the host's own timer thread
     /// ([`ExpiryTimer::Automatic`], the default) or the embedder
     /// ([`ExpiryTimer::Manual`]).
@@ -75,6 +80,10 @@ impl Default for HostOptions {
             scratch_root: None,
             command_output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
             command_grace: Duration::from_secs(2),
+            command_env_secret_markers: plan_core::DEFAULT_SECRET_ENV_MARKERS
+                .iter()
+                .map(|marker| (*marker).to_owned())
+                .collect(),
             expiry: ExpiryTimer::Automatic,
         }
     }

@@ -914,3 +914,89 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
     assert!(text(&plan, "stdout").contains("rc=0"), "{:?}", plan.output);
     assert_intact(&canary, "the Plan command wrote through a swapped scratch");
 }
+
+#[test]
+fn a_command_longer_than_the_kernel_accepts_is_invalid_input_before_anything_runs() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let marker = fixture.workspace.join("ran");
+    let long = format!("touch '{}' #{}", marker.display(), "x".repeat(128 * 1024));
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", &long)]);
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+    );
+    assert!(outcomes[0].command.is_none());
+    let entries = fixture.entries("s1", "c1");
+    assert!(
+        entries
+            .iter()
+            .all(|(kind, _, _)| *kind == CommandEntryKind::Refused),
+        "nothing was started: {entries:?}"
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn commands_keep_path_and_home_and_lose_what_the_secret_rule_names() {
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        command_env_secret_markers: vec!["HOME".to_owned()],
+        ..options
+    });
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash(
+            "c1",
+            "echo \"$PATH\"; echo \"${HOME-unset}\"; echo \"${USER-unset}\"",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let seen = fixture.wait_exited("c1");
+    let lines: Vec<String> = text(&seen, "stdout").lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines[0],
+        std::env::var("PATH").unwrap(),
+        "the host's PATH is kept"
+    );
+    assert_eq!(lines[1], "unset", "the configured rule drops HOME");
+    assert_eq!(
+        lines[2],
+        std::env::var("USER").unwrap_or_else(|_| "unset".to_owned()),
+        "the rest of the host's environment is kept"
+    );
+}
+
+#[test]
+fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
+    let fixture = Fixture::new();
+    let canary = canary();
+    std::os::unix::fs::symlink(canary.path(), fixture.workspace.join("link-out")).unwrap();
+    std::fs::create_dir(fixture.workspace.join("src")).unwrap();
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan(
+        "s1",
+        &turn,
+        vec![
+            call("c1", "Bash", json!({"command": "pwd", "cwd": "link-out"})),
+            call("c2", "Bash", json!({"command": "pwd", "cwd": "src"})),
+        ],
+    );
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::CommandCwdEscape)
+    );
+    assert!(outcomes[0].command.is_none());
+    if fixture.sandboxed() {
+        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow(None));
+        let seen = fixture.wait_exited("c2");
+        assert_eq!(
+            text(&seen, "stdout").trim_end(),
+            fixture.workspace.join("src").to_str().unwrap()
+        );
+    }
+    assert_intact(&canary, "a command ran in the symlinked cwd");
+}
