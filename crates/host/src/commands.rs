@@ -168,6 +168,9 @@ pub(crate) struct CommandSlot {
     pub(crate) run: CommandRun,
     /// Its own scratch directory, removed once its end is recorded.
     scratch: ScratchDir,
+    /// The ended run and output hash, once an attempt to record them
+    /// failed: a retry writes exactly these.
+    ended: Option<(CommandRun, String)>,
     /// Cancels it from any thread.
     pub(crate) cancel: CancelHandle,
     done: Arc<Done>,
@@ -259,20 +262,47 @@ impl HostCore {
             }
             return Ok(());
         }
-        let Some(slot) = open.commands.remove(&key) else {
+        let Some(slot) = open.commands.get(&key) else {
             return Ok(());
         };
         slot.cancel.cancel();
-        // The watcher hands the outcome over before it asks for the lock
-        // this thread holds, so this wait ends.
-        let outcome = slot.done.wait();
-        self.remove_scratch(&slot.scratch);
-        let now = self.now();
-        let ended = ended_run(&slot.run, &outcome, now);
-        open.store
-            .record_command(CommandEntryKind::Ended, &ended, Some(&outcome.output_sha256), now)?;
-        early.push(exited(&ended));
+        self.record_end(open, &key, early)?;
         Ok(())
+    }
+
+    /// Records the end of the command `key` (its outcome is known or about
+    /// to be: the watcher hands it over before it asks for the state lock)
+    /// and only then lets go of it. When the entry cannot be written, the
+    /// slot stays, with the ended run fixed, so a retry writes the same
+    /// entry; nothing is dropped. `Ok(false)`: no such command (recorded
+    /// already).
+    fn record_end(
+        &self,
+        open: &mut Open,
+        key: &CommandKey,
+        early: &mut Vec<ServerNotification>,
+    ) -> Result<bool, HostError> {
+        let Some(slot) = open.commands.get_mut(key) else {
+            return Ok(false);
+        };
+        let (ended, output_sha256) = match &slot.ended {
+            Some(ended) => ended.clone(),
+            None => {
+                let outcome = slot.done.wait();
+                let ended = ended_run(&slot.run, &outcome, self.now());
+                let ended = (ended, outcome.output_sha256);
+                slot.ended = Some(ended.clone());
+                ended
+            }
+        };
+        let now = ended.ended_at.unwrap_or(ended.started_at);
+        open.store
+            .record_command(CommandEntryKind::Ended, &ended, Some(&output_sha256), now)?;
+        if let Some(slot) = open.commands.remove(key) {
+            self.remove_scratch(&slot.scratch);
+        }
+        early.push(exited(&ended));
+        Ok(true)
     }
 
     /// A command is over (everything it started is gone): its scratch
@@ -287,38 +317,40 @@ impl HostCore {
 
     /// The watcher's part once a command exited on its own (or was
     /// cancelled by `command/cancel`): record, announce, tell plan-core.
+    /// An end that cannot be written is retried, with a growing pause,
+    /// until it is written or the host closes; meanwhile the host starts no
+    /// command (`STORAGE_FAILED`), so the audit never loses a run.
     fn finish(&self, key: &CommandKey) {
         let session_id = key.0.clone();
-        let event = Event::CommandEnded {
-            call_id: key.1.clone(),
-        };
-        let recorded = self.run_with(
-            &session_id,
-            event,
-            Box::new(|open, early| {
-                // Gone when a turn/cancel recorded it already.
-                let Some(slot) = open.commands.remove(key) else {
-                    return Ok(false);
-                };
-                let outcome = slot.done.wait();
-                self.remove_scratch(&slot.scratch);
-                let now = self.now();
-                let ended = ended_run(&slot.run, &outcome, now);
-                open.store.record_command(
-                    CommandEntryKind::Ended,
-                    &ended,
-                    Some(&outcome.output_sha256),
-                    now,
-                )?;
-                early.push(exited(&ended));
-                Ok(true)
-            }),
-        );
-        // A closed host has nobody left to tell; the next host's fence
-        // records a run whose end could not be written as interrupted.
-        drop(recorded);
+        let mut pause = RETRY_FIRST;
+        loop {
+            let event = Event::CommandEnded {
+                call_id: key.1.clone(),
+            };
+            let recorded = self.run_with(
+                &session_id,
+                event,
+                Box::new(|open, early| self.record_end(open, key, early)),
+            );
+            match recorded {
+                Ok(_) => return,
+                // A closed host has nobody left to tell; the next host's
+                // fence records the run as interrupted.
+                Err(error) if error.code() == ErrorCode::HostClosed => return,
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(RETRY_MAX);
+                }
+            }
+        }
     }
 }
+
+/// The first pause before an unwritten command end is written again.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest pause between two attempts to write a command's end.
+const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// Everything needed to spawn, worked out before the state lock is taken.
 struct Prepared {
@@ -403,6 +435,17 @@ impl Host {
         Ok(escapes)
     }
 
+    /// How many ended commands' audit entries could not be written yet
+    /// (their watchers keep trying; while any is waiting, no command
+    /// starts). Zero on a healthy host.
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`.
+    pub fn unrecorded_command_ends(&self) -> Result<usize, HostError> {
+        self.with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
+    }
+
     /// Whether Plan-mode Bash can run here (probed once at open);
     /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
@@ -470,6 +513,7 @@ impl Host {
                 CommandSlot {
                     run: run.clone(),
                     scratch,
+                    ended: None,
                     cancel: running.cancel_handle(),
                     done: Arc::clone(&done),
                 },
@@ -762,7 +806,11 @@ impl Host {
             }
             let key = (session_id.to_owned(), call_id.to_owned());
             if let Some(slot) = open.commands.get(&key) {
-                return Ok(slot.run.clone());
+                // An ended run whose entry is still being written is ended.
+                return Ok(slot
+                    .ended
+                    .as_ref()
+                    .map_or_else(|| slot.run.clone(), |(run, _)| run.clone()));
             }
             match open.store.command_record(session_id, call_id)? {
                 Some(record) => Ok(record.run),

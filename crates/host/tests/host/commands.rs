@@ -1000,3 +1000,86 @@ fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
     }
     assert_intact(&canary, "a command ran in the symlinked cwd");
 }
+
+impl Fixture {
+    /// Waits (bounded) for the first output line of `call_id`.
+    fn first_line(&self, call_id: &str) -> PathBuf {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = self.seen.lock().unwrap().clone();
+            let printed: String = seen
+                .iter()
+                .filter_map(|n| match n {
+                    ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
+                        Some(chunk.chunk.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if let Some((line, _)) = printed.split_once('\n') {
+                return PathBuf::from(line);
+            }
+            assert!(Instant::now() < deadline, "{call_id} printed nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash(
+            "c1",
+            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo done",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let tmpdir = fixture.first_line("c1");
+    // The test holds the database's write lock (as a Plan command holding a
+    // lock on the database would), then lets the command end.
+    let blocker = rusqlite::Connection::open(&fixture.db).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    std::fs::write(tmpdir.join("go"), "").unwrap();
+    // The host says, once its attempt failed, that one end is unwritten.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fixture.host.unrecorded_command_ends().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "the end was never attempted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        CommandState::Exited
+    );
+    // Nothing starts while an end is unwritten.
+    let refused = fixture
+        .host
+        .tool_calls(&SessionId::from("s1"), &turn, vec![bash("c2", "echo no")])
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::StorageFailed);
+    // The lock goes; the end is written and announced, never dropped.
+    blocker.execute_batch("ROLLBACK").unwrap();
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(seen.exited.state, plan_protocol::CommandState::Exited);
+    let entries = fixture.entries("s1", "c1");
+    assert_eq!(
+        entries
+            .iter()
+            .map(|(kind, run, _)| (*kind, run.state))
+            .collect::<Vec<_>>(),
+        [
+            (CommandEntryKind::Started, CommandState::Running),
+            (CommandEntryKind::Ended, CommandState::Exited)
+        ]
+    );
+    assert_eq!(fixture.host.unrecorded_command_ends().unwrap(), 0);
+    // And commands start again.
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c3", "echo again")]);
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(text(&fixture.wait_exited("c3"), "stdout"), "again\n");
+}
