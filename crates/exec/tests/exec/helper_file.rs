@@ -125,3 +125,50 @@ fn a_helper_someone_else_could_replace_is_refused() {
         eprintln!("not root: the foreign-owner cases need chown and are skipped");
     }
 }
+
+/// Set to a file path: the entry below writes what
+/// `Runner::beside_current_exe` answered there.
+const BESIDE_ENV: &str = "PLAN_EXEC_TEST_BESIDE_ANSWER";
+
+/// Not a test of its own: the body of the child process of the test below
+/// (a copy of this test binary with no helper beside it).
+#[test]
+fn beside_current_exe_entry() {
+    let Some(answer) = std::env::var_os(BESIDE_ENV) else {
+        return;
+    };
+    let text = match Runner::beside_current_exe() {
+        Ok(runner) => format!("found {}", runner.helper().display()),
+        Err(error) => format!("{} {error}", error.code()),
+    };
+    std::fs::write(answer, text).unwrap();
+}
+
+#[test]
+fn an_embedder_without_a_bundled_helper_gets_none_not_one_from_path() {
+    let dir = tempfile::tempdir().unwrap();
+    // A helper on PATH and one in the working directory: neither may be used.
+    let on_path = copy_helper(dir.path());
+    let cwd = on_path.parent().unwrap();
+    let alone = dir.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let exe = alone.join("embedder");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    let answer = dir.path().join("answer");
+    let status = std::process::Command::new(&exe)
+        .args([
+            "--exact",
+            "helper_file::beside_current_exe_entry",
+            "--test-threads=1",
+        ])
+        .env(BESIDE_ENV, &answer)
+        .env("PATH", cwd)
+        .current_dir(cwd)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let answer = std::fs::read_to_string(&answer).unwrap();
+    assert!(answer.starts_with("SANDBOX_UNAVAILABLE "), "{answer}");
+    assert!(answer.contains("was not found beside"), "{answer}");
+}
