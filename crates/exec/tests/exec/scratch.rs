@@ -21,6 +21,9 @@ struct Canary {
 impl Canary {
     fn new() -> Canary {
         let dir = tempfile::tempdir().unwrap();
+        // Private, as the host user's own directories are: a root that
+        // follows a link to it would pass every check but the link's.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::write(dir.path().join("keep"), "canary").unwrap();
         Canary { dir }
     }

@@ -762,6 +762,9 @@ fn pi_layout(workspace: &Path) -> PathBuf {
 /// A canary directory outside every workspace with one file in it.
 fn canary() -> tempfile::TempDir {
     let canary = tempfile::tempdir().unwrap();
+    // Private, as the host user's own directories are: a root that follows
+    // a link to it would pass every check but the link's.
+    std::fs::set_permissions(canary.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     std::fs::write(canary.path().join("keep"), "canary").unwrap();
     canary
 }
