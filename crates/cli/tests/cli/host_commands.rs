@@ -275,3 +275,22 @@ fn serve_without_a_helper_reports_it_and_refuses_plan_bash() {
     assert!(serve.close().success());
     assert!(!workspace.join("made.txt").exists());
 }
+
+#[test]
+fn a_scratch_root_reached_through_a_symlink_is_refused_by_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = dir.path().join("canary");
+    std::fs::create_dir(&canary).unwrap();
+    std::fs::write(canary.join("keep"), "canary").unwrap();
+    let link = dir.path().join("scratch-link");
+    std::os::unix::fs::symlink(&canary, &link).unwrap();
+    let mut serve = Serve::spawn(
+        &dir.path().join("plan.db"),
+        &["--scratch-root", link.to_str().unwrap()],
+    );
+    let init = serve.call("initialize", json!({"protocolVersion": 9}));
+    assert_eq!(init["capabilities"]["commands"]["planSandbox"], "unavailable");
+    let reason = init["capabilities"]["commands"]["reason"].as_str().unwrap();
+    assert!(reason.contains("scratch root"), "{reason}");
+    assert_eq!(std::fs::read_to_string(canary.join("keep")).unwrap(), "canary");
+}
