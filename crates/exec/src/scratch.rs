@@ -17,6 +17,7 @@
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,14 +58,21 @@ impl ScratchRoot {
     /// The default root for the database at `database`: one per database
     /// (so two hosts on different databases never sweep each other's), in
     /// a per-user directory under `$XDG_RUNTIME_DIR` when that is set to an
-    /// absolute path of an existing directory, else under the system temporary directory:
+    /// absolute path of an existing directory of the current user, else
+    /// under the system temporary directory:
     /// `<base>/plan-checkpoint-<uid>/<first 16 hex digits of SHA-256 of the
     /// database's absolute path>`. Never inside the database's directory,
     /// which may be inside a workspace.
     pub fn default_for(database: &Path) -> PathBuf {
         let base = std::env::var_os("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
-            .filter(|base| base.is_absolute() && base.is_dir())
+            // Someone else's runtime directory (kept across `sudo -E`) would
+            // be refused as a level of the root.
+            .filter(|base| {
+                base.is_absolute()
+                    && std::fs::symlink_metadata(base)
+                        .is_ok_and(|metadata| metadata.is_dir() && metadata.uid() == euid())
+            })
             .unwrap_or_else(std::env::temp_dir);
         let database = std::path::absolute(database).unwrap_or_else(|_| database.to_path_buf());
         let digest = hex::encode(sha2::Sha256::digest(database.as_os_str().as_bytes()));
