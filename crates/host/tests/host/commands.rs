@@ -555,8 +555,15 @@ fn the_startup_fence_clears_leftover_scratch_directories() {
     let stale = scratch_root.join("turn-of-a-dead-host");
     std::fs::create_dir_all(stale.join("nested")).unwrap();
     std::fs::write(stale.join("nested/file"), "left behind").unwrap();
+    // What an unconfined command of the dead host could have left there:
+    // links to a directory outside. The sweep removes the links only.
+    let canary = canary();
+    std::os::unix::fs::symlink(canary.path(), stale.join("nested/link")).unwrap();
+    std::os::unix::fs::symlink(canary.path(), scratch_root.join("top-link")).unwrap();
     fixture.restart();
     assert!(!stale.exists(), "the fence removed the stale scratch directory");
+    assert_eq!(std::fs::read_dir(&scratch_root).unwrap().count(), 0);
+    assert_intact(&canary, "the startup sweep followed a link");
 }
 
 #[test]
@@ -1085,4 +1092,52 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c3", "echo again")]);
     assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
     assert_eq!(text(&fixture.wait_exited("c3"), "stdout"), "again\n");
+}
+
+#[test]
+fn an_auto_command_cannot_prepare_the_scratch_of_the_next_one() {
+    // Issue item 1: an `auto` command swaps its TMPDIR for a link; the next
+    // `auto` command of the turn must not write through it.
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let canary = canary();
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".into()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let session = SessionId::from("auto");
+    let turn = fixture
+        .host
+        .start_turn(&session, Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let prepare = format!(
+        "mv \"$TMPDIR\" \"$TMPDIR.away\" && ln -s '{}' \"$TMPDIR\"; echo mv=$?",
+        canary.path().display()
+    );
+    let write = "echo x > \"$TMPDIR/escaped\"; echo rc=$?; echo \"$TMPDIR\"";
+    fixture
+        .host
+        .tool_calls(&session, &turn, vec![bash("a1", &prepare), bash("a2", write)])
+        .unwrap();
+    if !fixture.sandboxed() {
+        return;
+    }
+    fixture
+        .host
+        .start_agent_command(&session, &turn, "a1", &prepare, None, None)
+        .unwrap();
+    let first = fixture.wait_exited("a1");
+    assert!(text(&first, "stdout").contains("mv=1"), "{:?}", first.output);
+    fixture
+        .host
+        .start_agent_command(&session, &turn, "a2", write, None, None)
+        .unwrap();
+    let second = fixture.wait_exited("a2");
+    assert!(text(&second, "stdout").contains("rc=0"), "{:?}", second.output);
+    assert_intact(&canary, "the second command wrote through the first one's link");
 }
