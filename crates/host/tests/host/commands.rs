@@ -1141,3 +1141,44 @@ fn an_auto_command_cannot_prepare_the_scratch_of_the_next_one() {
     assert!(text(&second, "stdout").contains("rc=0"), "{:?}", second.output);
     assert_intact(&canary, "the second command wrote through the first one's link");
 }
+
+#[test]
+fn a_helper_replaced_after_the_host_opened_it_never_runs() {
+    // Issue item 4: the helper lives where a command can replace it (a
+    // build directory in the workspace); later commands must still run the
+    // file the host checked at open.
+    let bundled = plan_exec::Runner::beside_current_exe().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let helper = bin.path().join(plan_exec::HELPER_NAME);
+    std::fs::copy(bundled.helper(), &helper).unwrap();
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        sandbox_helper: Some(helper.clone()),
+        ..options
+    });
+    let canary = bin.path().join("replacement-ran");
+    let replacement = bin.path().join("replacement");
+    std::fs::write(&replacement, format!("#!/bin/sh\ntouch '{}'\n", canary.display())).unwrap();
+    std::fs::set_permissions(&replacement, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::rename(&replacement, &helper).unwrap();
+    // An empty directory outside the workspace the command must not write.
+    let outside = tempfile::tempdir().unwrap();
+    let turn = fixture.plan_turn("s1");
+    let command = format!(
+        "echo confined; echo x > '{}/written'; echo rc=$?",
+        outside.path().display()
+    );
+    fixture.run_plan("s1", &turn, vec![bash("c1", &command)]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    let seen = fixture.wait_exited("c1");
+    assert!(!canary.exists(), "the file put at the helper's path ran");
+    let stdout = text(&seen, "stdout");
+    assert!(
+        stdout.starts_with("confined\n") && stdout.contains("rc=1"),
+        "{stdout}"
+    );
+    assert!(!outside.path().join("written").exists());
+    let audit = fixture.entries("s1", "c1");
+    assert_eq!(audit.last().unwrap().1.sandbox, Sandbox::ReadOnly);
+}
