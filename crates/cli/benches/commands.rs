@@ -127,7 +127,7 @@ fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) ->
             command: COMMAND.to_owned(),
             cwd: workspace.to_path_buf(),
             env: Vec::new(),
-            scratch_dir: scratch.to_path_buf(),
+            scratch: plan_exec::ScratchDir::open(scratch).unwrap(),
             timeout: Duration::from_secs(10),
             grace: Duration::from_secs(1),
             output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
@@ -153,12 +153,13 @@ fn main() {
     };
     let workspace = dir.path().canonicalize().unwrap().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
-    let runner = plan_exec::Runner::new(BIN);
+    let runner = plan_exec::Runner::open(BIN).unwrap();
     if runner.sandbox_support() != plan_exec::SandboxSupport::Available {
         println!("commands/first_output: skipped, the kernel sandbox is unavailable here");
         return;
     }
-    let scratch = plan_exec::create_scratch_dir(dir.path(), "bench-scratch").unwrap();
+    let scratch = dir.path().join("bench-scratch");
+    std::fs::create_dir(&scratch).unwrap();
 
     let mut serve = Serve::start(&dir.path().join("plan.db"));
     serve.call("initialize", &json!({"protocolVersion": 9}));

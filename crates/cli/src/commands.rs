@@ -46,6 +46,17 @@ pub(crate) struct CommandArgs {
     /// default; Plan commands never run unconfined).
     #[arg(long)]
     auto_without_sandbox: bool,
+    /// Where each command's scratch directory is made: a private directory
+    /// (0700) of this user, outside every workspace, reached without a
+    /// symlink; a root that is not is refused and no command runs. Default:
+    /// one per database under $XDG_RUNTIME_DIR or the temporary directory.
+    #[arg(long, value_name = "DIR")]
+    scratch_root: Option<PathBuf>,
+    /// A command does not inherit variables whose names contain this
+    /// (case-insensitive; repeat the option for several). Given at least
+    /// once, it replaces the default KEY, SECRET, TOKEN and PASSWORD.
+    #[arg(long, value_name = "TEXT")]
+    secret_env_marker: Vec<String>,
 }
 
 impl CommandArgs {
@@ -53,13 +64,25 @@ impl CommandArgs {
     /// [`CommandLimits::new`] is the range rule the timeouts and the running
     /// limit meet.
     pub(crate) fn host_options(&self, mut options: HostOptions) -> Result<HostOptions, LimitError> {
+        // A relative `--sandbox-helper` is the person's own choice, taken
+        // from where they ran the command; the host itself never resolves a
+        // helper against its working directory.
         options.sandbox_helper = Some(
             self.sandbox_helper
-                .clone()
+                .as_deref()
+                .and_then(|helper| std::path::absolute(helper).ok())
                 .or_else(|| std::env::current_exe().ok())
                 .unwrap_or_default(),
         );
         options.command_output_cap = self.command_output_cap;
+        if let Some(root) = &self.scratch_root {
+            options.scratch_root = Some(std::path::absolute(root).unwrap_or_else(|_| root.clone()));
+        }
+        if !self.secret_env_marker.is_empty() {
+            options
+                .command_env_secret_markers
+                .clone_from(&self.secret_env_marker);
+        }
         let commands = &mut options.limits.commands;
         commands.limits = CommandLimits::new(
             self.command_timeout_ms,

@@ -31,7 +31,7 @@ use plan_exec::{CommandSpec, CommandState, Confinement, Runner};
 const BYTES: u64 = 256 * 1024 * 1024;
 
 fn runner() -> Runner {
-    Runner::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+    Runner::open(env!("CARGO_BIN_EXE_plan-exec-sandbox")).unwrap()
 }
 
 fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec {
@@ -40,7 +40,7 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         command: command.to_owned(),
         cwd: scratch.to_path_buf(),
         env: Vec::new(),
-        scratch_dir: scratch.to_path_buf(),
+        scratch: plan_exec::ScratchDir::open(scratch).unwrap(),
         timeout: Duration::from_secs(60),
         grace: Duration::from_millis(200),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,

@@ -3,8 +3,10 @@
 //! cancellation from another thread, and the kernel-enforced Linux sandbox.
 //!
 //! How a command runs:
-//! 1. [`Runner::spawn`] starts the helper binary [`HELPER_NAME`] with a plain
-//!    `std::process::Command` (no `fork` of the host, no `pre_exec`, no
+//! 1. [`Runner::open`] opens and checks the helper binary [`HELPER_NAME`]
+//!    once; [`Runner::spawn`] executes that opened file (as
+//!    `/proc/self/fd/<n>`, never a path that could have been replaced) with a
+//!    plain `std::process::Command` (no `fork` of the host, no `pre_exec`, no
 //!    `unsafe` in the host). Its stdin is a lifeline socket, its stdout and
 //!    stderr are the command's pipes.
 //! 2. The helper's supervisor stage leaves the host's session, becomes a
@@ -33,6 +35,7 @@
 
 #[doc(hidden)]
 pub mod helper;
+mod helper_file;
 mod outcome;
 mod output;
 mod runner;
@@ -43,5 +46,5 @@ mod wire;
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
-pub use scratch::{clear_scratch_root, create_scratch_dir, remove_scratch_dir};
+pub use scratch::{ScratchDir, ScratchRoot};
 pub use spec::{CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH};

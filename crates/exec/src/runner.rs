@@ -9,8 +9,9 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use std::time::Instant;
 
 use rustix::event::{PollFd, PollFlags};
 
+use crate::helper_file::HelperFile;
 use crate::outcome::{CommandOutcome, CommandState, ExecError};
 use crate::output::{OutputCollector, OutputSink, Stream};
 use crate::spec::{CommandSpec, Confinement};
@@ -55,45 +57,65 @@ pub enum SandboxSupport {
     },
 }
 
-/// Starts commands through one sandbox helper binary.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Starts commands through one sandbox helper binary, opened and checked
+/// once (see [`Runner::open`]) and executed by descriptor for every command.
+#[derive(Clone, Debug)]
 pub struct Runner {
-    helper: PathBuf,
+    helper: Arc<HelperFile>,
 }
 
 impl Runner {
-    /// A runner using the helper at `helper` (an embedder that ships the
-    /// helper somewhere else points here).
-    pub fn new(helper: impl Into<PathBuf>) -> Self {
-        Self {
-            helper: helper.into(),
-        }
+    /// A runner using the helper at `helper`, an absolute path (an embedder
+    /// that ships the helper somewhere else points here). The file is opened
+    /// now and checked: a regular executable owned by root or the current
+    /// user, not writable by group or others, in a directory owned by root
+    /// or the current user that others cannot write. Every command then runs
+    /// that opened file: replacing the file at its path later changes
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::SandboxUnavailable`] naming the check that failed.
+    pub fn open(helper: impl AsRef<Path>) -> Result<Self, ExecError> {
+        Ok(Self {
+            helper: Arc::new(HelperFile::open(helper.as_ref())?),
+        })
     }
 
-    /// A runner using [`HELPER_NAME`] from the directory of the current
-    /// executable, or from its parent (where Cargo puts binaries when the
-    /// current executable is a test in `deps/`).
+    /// A runner using the helper bundled with the current executable:
+    /// [`HELPER_NAME`] in its directory, or in its parent (where Cargo puts
+    /// binaries when the current executable is a test in `deps/`), opened and
+    /// checked as by [`Runner::open`]. Nothing is looked up on `PATH` or
+    /// relative to the working directory.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::SandboxUnavailable`] when no helper is there or the one
+    /// there fails a check.
     pub fn beside_current_exe() -> Result<Self, ExecError> {
-        let exe = std::env::current_exe().map_err(|error| ExecError::Spawn {
-            reason: error.to_string(),
+        let exe = std::env::current_exe().map_err(|error| ExecError::SandboxUnavailable {
+            reason: format!("the current executable is unknown: {error}"),
         })?;
         let mut directory = exe.parent();
         for _ in 0..2 {
             let Some(dir) = directory else { break };
             let candidate = dir.join(HELPER_NAME);
             if candidate.is_file() {
-                return Ok(Self::new(candidate));
+                return Self::open(candidate);
             }
             directory = dir.parent();
         }
-        Err(ExecError::Spawn {
-            reason: format!("{HELPER_NAME} not found beside {}", exe.display()),
+        Err(ExecError::SandboxUnavailable {
+            reason: format!(
+                "the sandbox helper {HELPER_NAME} was not found beside {}",
+                exe.display()
+            ),
         })
     }
 
-    /// The helper this runner starts.
+    /// The path the helper was opened from.
     pub fn helper(&self) -> &Path {
-        &self.helper
+        self.helper.path()
     }
 
     /// Finds out once whether the read-only sandbox can be applied here, by
@@ -110,15 +132,18 @@ impl Runner {
             PROBE.fetch_add(1, Ordering::Relaxed)
         );
         let outside = std::env::temp_dir().join(name);
-        let scratch = match crate::scratch::create_scratch_dir(&outside, "scratch") {
-            Ok(scratch) => scratch,
-            Err(error) => {
-                return SandboxSupport::Unavailable {
-                    reason: format!("probe directory: {error}"),
-                };
-            }
-        };
-        let output = Command::new(&self.helper)
+        let scratch = outside.join("scratch");
+        let made = std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&outside)
+            .and_then(|()| std::fs::DirBuilder::new().mode(0o700).create(&scratch));
+        if let Err(error) = made {
+            let _ = std::fs::remove_dir_all(&outside);
+            return SandboxSupport::Unavailable {
+                reason: format!("probe directory: {error}"),
+            };
+        }
+        let output = Command::new(self.helper.exec_path())
             .arg(wire::MODE_PROBE)
             .arg("--scratch")
             .arg(&scratch)
@@ -128,14 +153,15 @@ impl Runner {
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output();
-        let _ = crate::scratch::remove_scratch_dir(&outside);
+        // The probe wrote one file; nothing in its directory is followed.
+        let _ = std::fs::remove_dir_all(&outside);
         let output = match output {
             Ok(output) => output,
             Err(error) => {
                 return SandboxSupport::Unavailable {
                     reason: format!(
                         "the sandbox helper {} cannot be started: {error}",
-                        self.helper.display()
+                        self.helper.path().display()
                     ),
                 };
             }
@@ -193,11 +219,6 @@ impl Runner {
                 reason: "the command contains a NUL byte".into(),
             });
         }
-        if !std::fs::metadata(&spec.scratch_dir).is_ok_and(|metadata| metadata.is_dir()) {
-            return Err(ExecError::ScratchDirMissing {
-                path: spec.scratch_dir.clone(),
-            });
-        }
         if let Err(error) = std::fs::metadata(&spec.cwd).and_then(|metadata| {
             if metadata.is_dir() {
                 Ok(())
@@ -229,7 +250,8 @@ impl Runner {
             confine: ConfineArgs {
                 expected_parent: std::process::id(),
                 mode,
-                scratch_dir: spec.scratch_dir.clone(),
+                scratch_dir: spec.scratch.path().to_path_buf(),
+                scratch_root: spec.scratch.root().to_path_buf(),
                 shell: spec.shell.clone(),
                 command: spec.command.clone().into(),
             },
@@ -237,7 +259,7 @@ impl Runner {
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {
             reason: error.to_string(),
         })?;
-        let child = Command::new(&self.helper)
+        let mut child = Command::new(self.helper.exec_path())
             .args(args.encode())
             .env_clear()
             .envs(spec.environment())
@@ -249,7 +271,7 @@ impl Runner {
             .map_err(|error| {
                 let reason = format!(
                     "the sandbox helper {} cannot be started: {error}",
-                    self.helper.display()
+                    self.helper.path().display()
                 );
                 if spec.confinement.is_sandboxed() {
                     ExecError::SandboxUnavailable { reason }
@@ -257,6 +279,14 @@ impl Runner {
                     ExecError::Spawn { reason }
                 }
             })?;
+        // The scratch directory goes as the descriptor the caller holds;
+        // a supervisor that never gets it fails the command itself.
+        if let Err(reason) = wire::send_scratch(&ours, spec.scratch.fd()) {
+            // Closing the lifeline ends the supervisor; it is reaped here.
+            drop(ours);
+            let _ = child.wait();
+            return Err(ExecError::Spawn { reason });
+        }
         Ok((child, ours))
     }
 }
@@ -511,7 +541,7 @@ fn pump(
             (state, exit_code, signal, None)
         }
         Some(Report::Fail { kind, reason }) => {
-            let error = wire::failure_error(kind, reason, &spec.shell, &spec.cwd, &spec.scratch_dir);
+            let error = wire::failure_error(kind, reason, &spec.shell, &spec.cwd, spec.scratch.path());
             (CommandState::FailedToStart, None, None, Some(error))
         }
         None => (CommandState::Lost, None, None, None),

@@ -7,6 +7,8 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+
+use crate::scratch::ScratchDir;
 use std::time::Duration;
 
 /// The `PATH` a command gets when the caller's environment additions do not
@@ -59,7 +61,8 @@ impl Confinement {
 /// The environment is cleared and rebuilt from: `PATH` =
 /// [`DEFAULT_PATH`], `LANG` = [`DEFAULT_LANG`], then every entry of `env`
 /// in order (later entries win, so `env` may override `PATH` and `LANG`), and
-/// finally `TMPDIR` = `scratch_dir`, which `env` cannot override. Nothing of
+/// finally `TMPDIR` = the scratch directory's path, which `env` cannot
+/// override. Nothing of
 /// the host's own environment leaks in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandSpec {
@@ -71,9 +74,10 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     /// Environment additions on top of the minimal environment.
     pub env: Vec<(OsString, OsString)>,
-    /// The per-turn scratch directory (must exist); exported as `TMPDIR` and
-    /// writable under every confinement.
-    pub scratch_dir: PathBuf,
+    /// The command's scratch directory, held open: its path is exported as
+    /// `TMPDIR`, and the directory itself (the descriptor, wherever its path
+    /// leads by now) is writable under every confinement.
+    pub scratch: ScratchDir,
     /// Wall-clock limit from spawn; then SIGTERM to the process group.
     pub timeout: Duration,
     /// Time between SIGTERM and SIGKILL after a timeout or cancellation.
@@ -103,7 +107,7 @@ impl CommandSpec {
         }
         entries.push((
             OsString::from("TMPDIR"),
-            self.scratch_dir.clone().into_os_string(),
+            self.scratch.path().as_os_str().to_owned(),
         ));
         entries
     }

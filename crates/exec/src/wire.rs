@@ -6,7 +6,15 @@
 //! public or stable format, and nothing here decides anything.
 
 use std::ffi::{OsStr, OsString};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage,
+    SendFlags,
+};
 use std::time::Duration;
 
 use crate::outcome::ExecError;
@@ -25,7 +33,11 @@ pub(crate) enum Mode {
 pub(crate) struct ConfineArgs {
     pub(crate) expected_parent: u32,
     pub(crate) mode: Mode,
+    /// The scratch directory's path (its `TMPDIR`); the directory itself
+    /// arrives as a descriptor (see [`send_scratch`]).
     pub(crate) scratch_dir: PathBuf,
+    /// The root every scratch directory of the host lies in.
+    pub(crate) scratch_root: PathBuf,
     pub(crate) shell: PathBuf,
     pub(crate) command: OsString,
 }
@@ -47,6 +59,8 @@ pub(crate) const MODE_PROBE: &str = "probe";
 fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push("--scratch".into());
     out.push(args.scratch_dir.clone().into_os_string());
+    out.push("--scratch-root".into());
+    out.push(args.scratch_root.clone().into_os_string());
     match &args.mode {
         Mode::None => out.push("--none".into()),
         Mode::ReadOnly => out.push("--read-only".into()),
@@ -121,6 +135,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut grace = None;
     let mut cwd = None;
     let mut scratch = None;
+    let mut scratch_root = None;
     let mut mode = None;
     let mut network = false;
     let mut workspace = None;
@@ -140,6 +155,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--grace-ms" => grace = Some(Duration::from_millis(number(&value()?)?)),
             "--cwd" => cwd = Some(PathBuf::from(value()?)),
             "--scratch" => scratch = Some(PathBuf::from(value()?)),
+            "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
             "--none" => mode = Some(false),
             "--read-only" => mode = Some(true),
             "--workspace" => workspace = Some(PathBuf::from(value()?)),
@@ -166,6 +182,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
         mode,
         scratch_dir: scratch.ok_or("--scratch is required")?,
+        scratch_root: scratch_root.ok_or("--scratch-root is required")?,
         shell: shell.ok_or("--shell is required")?,
         command: command.ok_or("the command is required")?,
     };
@@ -341,6 +358,61 @@ impl Report {
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 
+/// The byte that carries the scratch directory's descriptor.
+const SCRATCH_BYTE: u8 = b's';
+
+/// Sends the scratch directory's descriptor over `socket` (the library to
+/// the supervisor, the supervisor to the confining stage): the first byte
+/// on the socket, with the descriptor attached (`SCM_RIGHTS`). The
+/// descriptor travels, not a path, so the sandbox's rule names the
+/// directory the host created even if its path was swapped since.
+pub(crate) fn send_scratch(socket: impl AsFd, scratch: BorrowedFd<'_>) -> Result<(), String> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds = [scratch];
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err("the scratch descriptor does not fit the control message".into());
+    }
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(&[SCRATCH_BYTE])],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(|error| format!("sending the scratch descriptor: {error}"))?;
+    if sent == 1 {
+        Ok(())
+    } else {
+        Err("the scratch descriptor was not sent".into())
+    }
+}
+
+/// Receives what [`send_scratch`] sent: exactly one byte with exactly one
+/// descriptor (close-on-exec).
+pub(crate) fn receive_scratch(socket: impl AsFd) -> Result<OwnedFd, String> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0_u8; 1];
+    let received = rustix::net::recvmsg(
+        socket,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(|error| format!("receiving the scratch descriptor: {error}"))?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = message {
+            fds.extend(received);
+        }
+    }
+    if received.bytes != 1 || byte[0] != SCRATCH_BYTE || fds.len() != 1 {
+        return Err("the scratch descriptor did not arrive".into());
+    }
+    fds.pop()
+        .ok_or_else(|| "the scratch descriptor did not arrive".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,6 +422,7 @@ mod tests {
             expected_parent: 42,
             mode,
             scratch_dir: PathBuf::from("/tmp/scratch dir"),
+            scratch_root: PathBuf::from("/tmp"),
             shell: PathBuf::from("/bin/bash"),
             command: OsString::from("echo -- --none\n'x'"),
         }

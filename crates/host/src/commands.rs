@@ -24,7 +24,7 @@ use plan_core::{
     CommandRequest, CommandRun, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant, SessionId,
     TurnId,
 };
-use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent};
+use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, ScratchDir};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
 
 use crate::error::unexpected;
@@ -114,63 +114,95 @@ impl HostCore {
             }
             return Ok(());
         }
-        let Some(slot) = open.commands.remove(&key) else {
+        let Some(slot) = open.commands.get(&key) else {
             return Ok(());
         };
         slot.cancel.cancel();
-        // The watcher hands the outcome over before it asks for the lock
-        // this thread holds, so this wait ends.
-        let outcome = slot.done.wait();
-        let now = self.now();
-        let ended = ended_run(&slot.run, &outcome, now);
-        open.store
-            .record_command(CommandEntryKind::Ended, &ended, Some(&outcome.output_sha256), now)?;
-        early.push(exited(&ended));
+        self.record_end(open, &key, early)?;
         Ok(())
     }
 
-    /// A turn ended: its scratch directory goes.
-    pub(crate) fn turn_ended(&self, open: &mut Open, turn_id: &TurnId) {
-        if let Some(directory) = open.scratch.remove(turn_id) {
-            // A directory that cannot be removed now is removed by the next
-            // startup fence.
-            let _ = plan_exec::remove_scratch_dir(&directory);
+    /// Records the end of the command `key` (its outcome is known or about
+    /// to be: the watcher hands it over before it asks for the state lock)
+    /// and only then lets go of it. When the entry cannot be written, the
+    /// slot stays, with the ended run fixed, so a retry writes the same
+    /// entry; nothing is dropped. `Ok(false)`: no such command (recorded
+    /// already).
+    fn record_end(
+        &self,
+        open: &mut Open,
+        key: &CommandKey,
+        early: &mut Vec<HostEvent>,
+    ) -> Result<bool, HostError> {
+        let Some(slot) = open.commands.get_mut(key) else {
+            return Ok(false);
+        };
+        let (ended, output_sha256) = match &slot.ended {
+            Some(ended) => ended.clone(),
+            None => {
+                let outcome = slot.done.wait();
+                let ended = ended_run(&slot.run, &outcome, self.now());
+                let ended = (ended, outcome.output_sha256);
+                slot.ended = Some(ended.clone());
+                ended
+            }
+        };
+        let now = ended.ended_at.unwrap_or(ended.started_at);
+        open.store
+            .record_command(CommandEntryKind::Ended, &ended, Some(&output_sha256), now)?;
+        if let Some(slot) = open.commands.remove(key) {
+            self.remove_scratch(&slot.scratch);
+        }
+        early.push(exited(&ended));
+        Ok(true)
+    }
+
+    /// A command is over (everything it started is gone): its scratch
+    /// directory goes.
+    fn remove_scratch(&self, scratch: &ScratchDir) {
+        if let Some(root) = &self.commands.scratch_root {
+            // What cannot be removed now is removed by the next startup
+            // sweep; no later command is given this directory again.
+            let _ = root.remove(scratch);
         }
     }
 
     /// The watcher's part once a command exited on its own (or was
     /// cancelled by `command/cancel`): record, announce, tell plan-core.
+    /// An end that cannot be written is retried, with a growing pause,
+    /// until it is written or the host closes; meanwhile the host starts no
+    /// command (`STORAGE_FAILED`), so the audit never loses a run.
     fn finish(&self, key: &CommandKey) {
         let session_id = key.0.clone();
-        let event = Event::CommandEnded {
-            call_id: key.1.clone(),
-        };
-        let recorded = self.run_with(
-            &session_id,
-            event,
-            Box::new(|open, early| {
-                // Gone when a turn/cancel recorded it already.
-                let Some(slot) = open.commands.remove(key) else {
-                    return Ok(false);
-                };
-                let outcome = slot.done.wait();
-                let now = self.now();
-                let ended = ended_run(&slot.run, &outcome, now);
-                open.store.record_command(
-                    CommandEntryKind::Ended,
-                    &ended,
-                    Some(&outcome.output_sha256),
-                    now,
-                )?;
-                early.push(exited(&ended));
-                Ok(true)
-            }),
-        );
-        // A closed host has nobody left to tell; the next host's fence
-        // records a run whose end could not be written as interrupted.
-        drop(recorded);
+        let mut pause = RETRY_FIRST;
+        loop {
+            let event = Event::CommandEnded {
+                call_id: key.1.clone(),
+            };
+            let recorded = self.run_with(
+                &session_id,
+                event,
+                Box::new(|open, early| self.record_end(open, key, early)),
+            );
+            match recorded {
+                Ok(_) => return,
+                // A closed host has nobody left to tell; the next host's
+                // fence records the run as interrupted.
+                Err(error) if error.code() == ErrorCode::HostClosed => return,
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(RETRY_MAX);
+                }
+            }
+        }
     }
 }
+
+/// The first pause before an unwritten command end is written again.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest pause between two attempts to write a command's end.
+const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// Everything needed to spawn, worked out before the state lock is taken.
 struct Prepared {
@@ -207,6 +239,67 @@ impl Host {
         Ok(())
     }
 
+    /// The Bash calls of a batch whose `cwd`, every symlink followed, leads
+    /// out of the session's workspace (plan-core's `check_resolved_cwd`
+    /// says so): resolved before plan-core decides, so such a call is
+    /// denied with `COMMAND_CWD_ESCAPE` in the answer instead of allowed and
+    /// then failing to start. A cwd that does not exist is left to the start
+    /// (it cannot lead anywhere).
+    pub(crate) fn cwd_escapes(
+        &self,
+        session_id: &SessionId,
+        calls: &[plan_core::ToolCall],
+    ) -> Result<Vec<String>, HostError> {
+        if !calls.iter().any(|call| call.name == plan_core::BASH) {
+            return Ok(Vec::new());
+        }
+        let root = self
+            .core
+            .with_open(|open| Ok(open.store.get_session(session_id)?))?
+            .and_then(|session| session.workspace_root);
+        let Some(root) = root else {
+            return Ok(Vec::new());
+        };
+        let root = Path::new(&root);
+        let Some(real_root) = plan_storage::real_directory(root) else {
+            return Ok(Vec::new());
+        };
+        let escapes = calls
+            .iter()
+            .filter(|call| call.name == plan_core::BASH)
+            .filter(|call| {
+                let Some(cwd) = call.input.get("cwd").and_then(serde_json::Value::as_str) else {
+                    return false;
+                };
+                let Some(real_cwd) = plan_storage::real_directory(&root.join(cwd)) else {
+                    return false;
+                };
+                match (real_root.to_str(), real_cwd.to_str()) {
+                    (Some(real_root), Some(real_cwd)) => {
+                        plan_core::check_resolved_cwd(real_root, real_cwd).is_err()
+                    }
+                    // Not expressible as text: plan-core cannot place it
+                    // inside the workspace, so it counts as leaving it.
+                    (None, _) | (_, None) => true,
+                }
+            })
+            .map(|call| call.call_id.clone())
+            .collect();
+        Ok(escapes)
+    }
+
+    /// How many ended commands' audit entries could not be written yet
+    /// (their watchers keep trying; while any is waiting, no command
+    /// starts). Zero on a healthy host.
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`.
+    pub fn unrecorded_command_ends(&self) -> Result<usize, HostError> {
+        self.core
+            .with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
+    }
+
     /// Whether Plan-mode Bash can run here (probed once at open);
     /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
@@ -224,24 +317,18 @@ impl Host {
             let Prepared {
                 mut run,
                 spec,
-                mut failure,
+                failure,
             } = prepared;
-            let spec = match (spec, failure) {
-                (Some(mut spec), None) => match self.scratch_dir(open, &request.turn_id) {
-                    Ok(scratch) => {
-                        spec.scratch_dir = scratch;
-                        Some(spec)
-                    }
-                    Err(code) => {
-                        failure = Some(code);
-                        None
-                    }
-                },
-                (Some(_) | None, Some(_)) | (None, None) => None,
-            };
             // Committed before anything is spawned.
-            open.store
-                .record_command(CommandEntryKind::Started, &run, None, now)?;
+            if let Err(error) = open
+                .store
+                .record_command(CommandEntryKind::Started, &run, None, now)
+            {
+                if let Some(spec) = &spec {
+                    self.core.remove_scratch(&spec.scratch);
+                }
+                return Err(error.into());
+            }
             let Some(spec) = spec else {
                 run.state = CommandState::FailedToStart;
                 run.error_code = Some(failure.unwrap_or(ErrorCode::Internal));
@@ -259,9 +346,10 @@ impl Host {
             };
             let sink_core = Arc::clone(&core);
             let (session_id, call_id) = key.clone();
+            let scratch = spec.scratch.clone();
             let running = runner.spawn(spec, move |event: OutputEvent| {
                 let notification = HostEvent::CommandOutput {
-                    session_id: SessionId::from(session_id.as_str()),
+                    session_id: session_id.clone(),
                     call_id: call_id.clone(),
                     stream: event.stream,
                     seq: event.seq,
@@ -275,6 +363,8 @@ impl Host {
                 key.clone(),
                 CommandSlot {
                     run: run.clone(),
+                    scratch,
+                    ended: None,
                     cancel: running.cancel_handle(),
                     done: Arc::clone(&done),
                 },
@@ -327,15 +417,26 @@ impl Host {
         }
     }
 
-    /// The turn's scratch directory, made on its first command.
-    fn scratch_dir(&self, open: &mut Open, turn_id: &TurnId) -> Result<PathBuf, ErrorCode> {
-        if let Some(directory) = open.scratch.get(turn_id) {
-            return Ok(directory.clone());
-        }
-        let directory = plan_exec::create_scratch_dir(&self.core.commands.scratch_root, turn_id.as_str())
-            .map_err(|_| ErrorCode::Internal)?;
-        open.scratch.insert(turn_id.clone(), directory.clone());
-        Ok(directory)
+    /// The host's environment minus what plan-core's rule keeps from
+    /// commands (secrets by name; `TMPDIR` is always the scratch directory).
+    fn command_environment(&self) -> Vec<(OsString, OsString)> {
+        let markers = &self.core.options.command_env_secret_markers;
+        std::env::vars_os()
+            .filter(|(name, _)| plan_core::command_inherits_env(&name.to_string_lossy(), markers))
+            .collect()
+    }
+
+    /// A fresh scratch directory for one command: made by the host in the
+    /// private root and held open, never a path an earlier command saw.
+    fn new_scratch_dir(&self) -> Result<ScratchDir, ErrorCode> {
+        let root = self
+            .core
+            .commands
+            .scratch_root
+            .as_ref()
+            .ok_or(ErrorCode::Internal)?;
+        root.create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|_| ErrorCode::Internal)
     }
 
     /// Resolves the shell, the real working directory and the spec.
@@ -371,9 +472,14 @@ impl Host {
         let Some(shell) = shell.filter(|entry| entry.available) else {
             return Ok(failed(run, ErrorCode::ShellUnavailable));
         };
-        if self.core.commands.runner.is_none() {
-            return Ok(failed(run, request.grant.sandbox.unavailable_code()));
-        }
+        let unavailable = match request.grant.sandbox {
+            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
+            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
+        };
+        let (Some(_), Some(scratch_root)) = (&self.core.commands.runner, &self.core.commands.scratch_root)
+        else {
+            return Ok(failed(run, unavailable));
+        };
         let root = Path::new(&request.workspace_root);
         let Some(real_root) = plan_storage::real_directory(root) else {
             return Ok(failed(run, ErrorCode::InvalidCommandInput));
@@ -387,14 +493,25 @@ impl Host {
         if let Err(code) = plan_core::check_resolved_cwd(real_root_text, real_cwd_text) {
             return Ok(failed(run, code));
         }
+        // A sandboxed command may write its workspace: a scratch root in
+        // there (a host option can put it anywhere) would let it reach other
+        // commands' scratch directories and the startup sweep.
+        let scratch_in_workspace = plan_storage::real_directory(scratch_root.path())
+            .is_none_or(|real_scratch| real_scratch.starts_with(&real_root));
+        if request.grant.sandbox != Sandbox::None && scratch_in_workspace {
+            return Ok(failed(run, unavailable));
+        }
         run.shell_path.clone_from(&shell.spec.path);
+        let scratch = match self.new_scratch_dir() {
+            Ok(scratch) => scratch,
+            Err(code) => return Ok(failed(run, code)),
+        };
         let spec = CommandSpec {
             shell: PathBuf::from(&shell.spec.path),
             command: request.input.command.clone(),
             cwd: real_cwd,
-            env: Vec::<(OsString, OsString)>::new(),
-            // Replaced by the turn's scratch directory under the lock.
-            scratch_dir: PathBuf::new(),
+            env: self.command_environment(),
+            scratch,
             timeout: Duration::from_millis(request.input.timeout_ms),
             grace: self.core.commands.grace,
             output_cap: self.core.commands.output_cap,
@@ -545,7 +662,11 @@ impl Host {
             }
             let key = (session_id.clone(), call_id.to_owned());
             if let Some(slot) = open.commands.get(&key) {
-                return Ok(slot.run.clone());
+                // An ended run whose entry is still being written is ended.
+                return Ok(slot
+                    .ended
+                    .as_ref()
+                    .map_or_else(|| slot.run.clone(), |(run, _)| run.clone()));
             }
             match open.store.command_record(session_id.as_str(), call_id)? {
                 Some(record) => Ok(record.run),

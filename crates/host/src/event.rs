@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
-    Reply, SessionId, SessionState, Transition, TurnId, UnixMs,
+    Reply, SessionId, SessionState, Transition, UnixMs,
 };
 use plan_storage::{HostLock, MigrationReport, Store};
 
@@ -31,8 +31,6 @@ pub(crate) struct Open {
     pub(crate) created: HashMap<ApprovalId, i64>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
-    /// The scratch directory of each turn that ran a command.
-    pub(crate) scratch: HashMap<TurnId, PathBuf>,
     // Held for the host's lifetime; dropping it lets another host in.
     pub(crate) _lock: HostLock,
 }
@@ -165,18 +163,13 @@ impl HostCore {
                 open.store.apply(&effects, now)?;
             }
             open.track_creations(&effects, instant);
-            let ended_turn = match &state.active_turn {
-                Some(turn) => open.turns.insert(session_id.clone(), turn.clone()),
-                None => open.turns.remove(session_id),
-            }
-            .filter(|old| {
-                state
-                    .active_turn
-                    .as_ref()
-                    .is_none_or(|turn| turn.turn_id != old.turn_id)
-            });
-            if let Some(old) = ended_turn {
-                self.turn_ended(open, &old.turn_id);
+            match &state.active_turn {
+                Some(turn) => {
+                    open.turns.insert(session_id.clone(), turn.clone());
+                }
+                None => {
+                    open.turns.remove(session_id);
+                }
             }
             // Queued under the state lock, so the outbox is in commit order.
             let mut outbox = lock(&self.outbox);

@@ -92,8 +92,7 @@ impl Host {
     /// `SCHEMA_UNSUPPORTED` (a schema this build cannot migrate),
     /// `DATABASE_UNREADABLE` (not an SQLite database), `INVALID_PARAMS` (a
     /// path that is not a plain file, such as an SQLite URI),
-    /// `STORAGE_FAILED` (the file system failed, or the scratch root could
-    /// not be emptied), `INTERNAL` (the timer thread could not start). A
+    /// `STORAGE_FAILED` (the file system failed), `INTERNAL` (the timer thread could not start). A
     /// failed open leaves the database as it was and releases the lock.
     pub fn open(database: impl AsRef<Path>, options: HostOptions) -> Result<Host, HostError> {
         let database = database.as_ref().to_path_buf();
@@ -109,7 +108,7 @@ impl Host {
         } = opened;
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
         let mut options = options;
-        let commands = CommandSupport::open(&options, &database)?;
+        let commands = CommandSupport::open(&options, &database);
         // The probe, not the embedder, says whether the sandbox works.
         options.limits.commands.sandbox_available = commands.sandbox_available();
         let core = Arc::new(HostCore {
@@ -118,7 +117,6 @@ impl Host {
                 turns: HashMap::new(),
                 created: HashMap::new(),
                 commands: HashMap::new(),
-                scratch: HashMap::new(),
                 _lock: lock,
             })),
             outbox: Mutex::new(Outbox::default()),
@@ -348,9 +346,11 @@ impl Host {
             .filter(|call| call.name == plan_core::BASH)
             .map(|call| (call.call_id.clone(), call.input.clone()))
             .collect();
+        let cwd_escapes = self.cwd_escapes(session_id, &calls)?;
         let event = Event::ToolCalls {
             turn_id: turn_id.clone(),
             calls,
+            cwd_escapes,
         };
         let (reply, effects) = self.core.session_event_with_effects(session_id, event)?;
         let Reply::ToolResults(results) = reply else {

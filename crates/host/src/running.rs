@@ -5,14 +5,13 @@
 //! sits above the event loop; this module sits below it, so the loop's state
 //! can hold these without importing the module that uses the loop.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode, SessionId};
-use plan_exec::{CancelHandle, CommandOutcome, Runner, SandboxSupport};
+use plan_core::{CommandRun, SessionId};
+use plan_exec::{CancelHandle, CommandOutcome, Runner, SandboxSupport, ScratchDir, ScratchRoot};
 
-use crate::error::HostError;
 use crate::sync::lock;
 use crate::types::HostOptions;
 
@@ -47,53 +46,63 @@ pub enum SandboxStatus {
 
 /// The runner, the probe's verdict and the scratch root.
 pub(crate) struct CommandSupport {
+    /// `None` when the helper or the scratch root was refused: no command
+    /// runs then.
     pub(crate) runner: Option<Runner>,
     pub(crate) status: SandboxStatus,
-    pub(crate) scratch_root: PathBuf,
+    /// Present whenever `runner` is.
+    pub(crate) scratch_root: Option<ScratchRoot>,
     pub(crate) output_cap: u64,
     pub(crate) grace: Duration,
 }
 
 impl CommandSupport {
-    /// Finds the helper, probes the sandbox once and empties the scratch
-    /// root (no turn of an earlier process survives, so everything there is
-    /// stale: part of the startup fence).
-    pub(crate) fn open(options: &HostOptions, database: &Path) -> Result<CommandSupport, HostError> {
-        let scratch_root = options.scratch_root.clone().unwrap_or_else(|| {
-            let mut name = database.as_os_str().to_owned();
-            name.push(".scratch");
-            PathBuf::from(name)
-        });
-        plan_exec::clear_scratch_root(&scratch_root)
-            .map_err(|error| HostError::with_detail(ErrorCode::StorageFailed, error.to_string()))?;
-        // A helper that is not an executable file counts as missing: no
-        // command runs without it, sandboxed or not.
-        let runner = match &options.sandbox_helper {
-            Some(helper) => helper
-                .to_str()
-                .is_some_and(plan_storage::executable_exists)
-                .then(|| Runner::new(helper.clone())),
-            None => Runner::beside_current_exe().ok().or_else(helper_on_path),
-        };
-        let status = match &runner {
-            None => SandboxStatus::Unavailable {
-                reason: match &options.sandbox_helper {
-                    Some(helper) => format!("the sandbox helper {} was not found", helper.display()),
-                    None => format!("the sandbox helper {} was not found", plan_exec::HELPER_NAME),
-                },
-            },
-            Some(runner) => match runner.sandbox_support() {
-                SandboxSupport::Available => SandboxStatus::Landlock,
-                SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
-            },
-        };
-        Ok(CommandSupport {
-            runner,
-            status,
-            scratch_root,
+    /// Opens and checks the scratch root and the helper, probes the
+    /// sandbox once and empties the scratch root (no command of an earlier
+    /// process survives, so everything there is stale: part of the startup
+    /// fence). A refused root or helper leaves the host without commands
+    /// (`PLAN_SANDBOX_UNAVAILABLE` / `SANDBOX_UNAVAILABLE`, the reason in
+    /// `initialize`); it never makes the host fail to open.
+    pub(crate) fn open(options: &HostOptions, database: &Path) -> CommandSupport {
+        let unavailable = |reason: String| CommandSupport {
+            runner: None,
+            status: SandboxStatus::Unavailable { reason },
+            scratch_root: None,
             output_cap: options.command_output_cap,
             grace: options.command_grace,
-        })
+        };
+        let root_path = options
+            .scratch_root
+            .clone()
+            .unwrap_or_else(|| ScratchRoot::default_for(database));
+        let scratch_root = match ScratchRoot::open(&root_path) {
+            Ok(root) => root,
+            Err(error) => return unavailable(format!("the scratch root is refused: {error}")),
+        };
+        // What cannot be swept now stays where no command can reach it:
+        // every command gets a fresh directory and the root is private.
+        let _ = scratch_root.sweep();
+        // The helper is opened and checked once, here; every command runs
+        // that opened file. Without one no command runs, sandboxed or not.
+        let runner = match &options.sandbox_helper {
+            Some(helper) => Runner::open(helper),
+            None => Runner::beside_current_exe(),
+        };
+        let runner = match runner {
+            Ok(runner) => runner,
+            Err(error) => return unavailable(error.to_string()),
+        };
+        let status = match runner.sandbox_support() {
+            SandboxSupport::Available => SandboxStatus::Landlock,
+            SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
+        };
+        CommandSupport {
+            runner: Some(runner),
+            status,
+            scratch_root: Some(scratch_root),
+            output_cap: options.command_output_cap,
+            grace: options.command_grace,
+        }
     }
 
     pub(crate) fn sandbox_available(&self) -> bool {
@@ -102,14 +111,6 @@ impl CommandSupport {
             SandboxStatus::Unavailable { .. } => false,
         }
     }
-}
-
-fn helper_on_path() -> Option<Runner> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|directory| directory.join(plan_exec::HELPER_NAME))
-        .find(|candidate| candidate.is_file())
-        .map(Runner::new)
 }
 
 /// The outcome of a command, handed from its watcher thread to whoever
@@ -144,6 +145,11 @@ impl Done {
 pub(crate) struct CommandSlot {
     /// The run as it started.
     pub(crate) run: CommandRun,
+    /// Its own scratch directory, removed once its end is recorded.
+    pub(crate) scratch: ScratchDir,
+    /// The ended run and output hash, once an attempt to record them
+    /// failed: a retry writes exactly these.
+    pub(crate) ended: Option<(CommandRun, String)>,
     /// Cancels it from any thread.
     pub(crate) cancel: CancelHandle,
     /// Where its watcher hands over the outcome.

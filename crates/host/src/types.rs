@@ -37,17 +37,32 @@ pub struct HostOptions {
     /// The selectable shells.
     pub shells: Vec<ShellSpec>,
     /// The sandbox helper (`plan-exec-sandbox`, or a binary that acts as
-    /// it). `None`: next to the current executable (or one directory up,
-    /// where Cargo puts test binaries), then on `PATH`. Without a helper no
-    /// command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+    /// it), an absolute path. `None`: the one bundled next to the current
+    /// executable (or one directory up, where Cargo puts test binaries);
+    /// never one found on `PATH` or relative to the working directory.
+    /// It is opened and checked once at [`crate::Host::open`] and that
+    /// opened file runs every command. Without a helper that passes the
+    /// checks no command runs and Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
     pub sandbox_helper: Option<PathBuf>,
-    /// Where per-turn scratch directories go. `None`: `<database>.scratch`
-    /// next to the database. The startup fence empties it.
+    /// The scratch root: where each command's fresh scratch directory is
+    /// made. It must be (or is created as) a private directory of the
+    /// host's user (mode 0700), reached from `/` without a symlink, outside
+    /// every workspace; a root that fails these checks is refused, not
+    /// repaired, and no command runs (`PLAN_SANDBOX_UNAVAILABLE` /
+    /// `SANDBOX_UNAVAILABLE`, the reason in `initialize`). `None`: one per
+    /// database under `$XDG_RUNTIME_DIR` or the system temporary directory
+    /// (see `plan_exec::ScratchRoot::default_for`), never beside the
+    /// database. The startup fence empties it.
     pub scratch_root: Option<PathBuf>,
     /// The retained-output cap per command (both streams), in bytes.
     pub command_output_cap: u64,
     /// Between SIGTERM and SIGKILL after a timeout or cancellation.
     pub command_grace: Duration,
+    /// A command inherits the host's environment except variables whose
+    /// names contain one of these (case-insensitively); default
+    /// [`plan_core::DEFAULT_SECRET_ENV_MARKERS`]. `TMPDIR` is always the
+    /// command's scratch directory.
+    pub command_env_secret_markers: Vec<String>,
     /// Who fires approval deadlines: the host's own timer thread
     /// ([`ExpiryTimer::Automatic`], the default) or the embedder
     /// ([`ExpiryTimer::Manual`]).
@@ -64,6 +79,10 @@ impl Default for HostOptions {
             scratch_root: None,
             command_output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
             command_grace: Duration::from_secs(2),
+            command_env_secret_markers: plan_core::DEFAULT_SECRET_ENV_MARKERS
+                .iter()
+                .map(|marker| (*marker).to_owned())
+                .collect(),
             expiry: ExpiryTimer::Automatic,
         }
     }

@@ -130,6 +130,7 @@ fn main() {
         "the agent reads and tries to write",
         Event::ToolCalls {
             turn_id: "turn-1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![tool("Read", json!({})), tool("Write", json!({}))],
         },
     );
@@ -139,6 +140,7 @@ fn main() {
         "the agent submits its plan",
         Event::ToolCalls {
             turn_id: "turn-1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![tool(
                 "SubmitPlan",
                 json!({"title": "Split the parser", "markdown": "# Plan\n\n1. Split.\n", "question": "Proceed?"}),

@@ -198,6 +198,28 @@ impl Default for CommandLimits {
     }
 }
 
+/// The longest command text, in bytes, that the kernel accepts as one
+/// argument (`MAX_ARG_STRLEN` on Linux: 32 pages of 4 KiB, including the
+/// terminating NUL). A longer one could never start; it is refused as input.
+pub const MAX_COMMAND_BYTES: usize = 128 * 1024 - 1;
+
+/// The parts of a variable name that mark it as a secret a command does not
+/// inherit from the host, unless the host configures other markers.
+pub const DEFAULT_SECRET_ENV_MARKERS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
+
+/// Whether a command inherits the host's environment variable `name`: not
+/// when the name contains one of `markers` (case-insensitively; the host
+/// option defaults to [`DEFAULT_SECRET_ENV_MARKERS`]), and never `TMPDIR`,
+/// which is always the command's scratch directory. Everything else, `PATH`
+/// and `HOME` included, is kept, so the user's tools are found.
+pub fn command_inherits_env(name: &str, markers: &[String]) -> bool {
+    let upper = name.to_uppercase();
+    name != "TMPDIR"
+        && !markers
+            .iter()
+            .any(|marker| !marker.is_empty() && upper.contains(&marker.to_uppercase()))
+}
+
 /// A validated `Bash` input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BashInput {
@@ -214,7 +236,8 @@ pub struct BashInput {
 /// session's workspace root (other fields are ignored).
 ///
 /// Refused: no workspace root (`SESSION_NOT_PROJECT_BOUND`); a missing or
-/// empty command, a NUL, a timeout outside 1..=max, a cwd that is not a
+/// empty command, a NUL, a command longer than [`MAX_COMMAND_BYTES`], a
+/// timeout outside 1..=max, a cwd that is not a
 /// non-empty string (`INVALID_COMMAND_INPUT`); a cwd outside the root after
 /// resolving `..` lexically (`COMMAND_CWD_ESCAPE`).
 pub fn parse_bash_input(
@@ -229,7 +252,11 @@ pub fn parse_bash_input(
         return Err(ErrorCode::InvalidCommandInput);
     };
     let command = match fields.get("command") {
-        Some(serde_json::Value::String(command)) if !command.trim().is_empty() && !command.contains('\0') => {
+        Some(serde_json::Value::String(command))
+            if !command.trim().is_empty()
+                && !command.contains('\0')
+                && command.len() <= MAX_COMMAND_BYTES =>
+        {
             command.clone()
         }
         Some(_) | None => return Err(ErrorCode::InvalidCommandInput),

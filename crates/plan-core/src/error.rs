@@ -94,7 +94,7 @@ macro_rules! for_each_error_code {
         /// An Agent `auto` command on a host without the workspace-write sandbox.
         SandboxUnavailable => "SANDBOX_UNAVAILABLE", "the command sandbox is not available on this host, so the command cannot run";
         /// A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
-        InvalidCommandInput => "INVALID_COMMAND_INPUT", "Bash input must be {command, timeoutMs?, cwd?}: a non-empty command, a timeout within the host's bounds, a non-empty cwd";
+        InvalidCommandInput => "INVALID_COMMAND_INPUT", "Bash input must be {command, timeoutMs?, cwd?}: a non-empty command of at most 131071 bytes (the kernel's limit for one argument), a timeout within the host's bounds, a non-empty cwd";
         /// A command cwd outside the workspace root.
         CommandCwdEscape => "COMMAND_CWD_ESCAPE", "the command's working directory is outside the workspace root";
         /// A command start the turn does not allow.

@@ -73,6 +73,11 @@ pub enum Event {
         turn_id: TurnId,
         /// The batch, in order.
         calls: Vec<ToolCall>,
+        /// Call ids of `Bash` calls whose `cwd` the host resolved, every
+        /// symlink followed, to a real path outside the workspace's real
+        /// root ([`crate::check_resolved_cwd`] refused it). A Plan turn denies
+        /// them with `COMMAND_CWD_ESCAPE` before anything runs.
+        cwd_escapes: Vec<String>,
     },
     /// The artifact a `WriteArtifact` effect asked for is durable.
     ArtifactWritten {
@@ -337,7 +342,11 @@ fn apply(
 ) -> Result<Reply, ErrorCode> {
     match event {
         Event::StartTurn { turn_id, origin } => start_turn(state, context, turn_id, origin),
-        Event::ToolCalls { turn_id, calls } => tool_calls(state, context, &turn_id, calls, effects),
+        Event::ToolCalls {
+            turn_id,
+            calls,
+            cwd_escapes,
+        } => tool_calls(state, context, &turn_id, calls, &cwd_escapes, effects),
         Event::ArtifactWritten {
             request,
             approval_id,
@@ -436,6 +445,7 @@ fn tool_calls(
     context: &Context,
     turn_id: &TurnId,
     calls: Vec<ToolCall>,
+    cwd_escapes: &[String],
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     let turn = active_turn_named(state, turn_id)?.clone();
@@ -454,7 +464,8 @@ fn tool_calls(
     for call in calls {
         let decision = match (classify(&call.name), plan_turn) {
             (ToolClass::PlanSafe, true) if call.name == BASH => {
-                match plan_command(state, context, &turn, &call) {
+                let escapes = cwd_escapes.contains(&call.call_id);
+                match plan_command(state, context, &turn, &call, escapes) {
                     Ok(request) => {
                         turn.commands.push(TurnCommand {
                             call_id: call.call_id.clone(),
@@ -501,20 +512,25 @@ fn tool_calls(
     Ok(Reply::ToolResults(results))
 }
 
-/// Decides a Plan-turn Bash call: a fresh call id, valid input, the kernel
-/// sandbox available, and room under the per-session limit. The grant is
-/// always read-only and offline; there is no weaker fallback.
+/// Decides a Plan-turn Bash call: a fresh call id, valid input, a cwd whose
+/// real path (`escapes`: the host found it outside) stays in the workspace,
+/// the kernel sandbox available, and room under the per-session limit. The
+/// grant is always read-only and offline; there is no weaker fallback.
 fn plan_command(
     state: &SessionState,
     context: &Context,
     turn: &ActiveTurn,
     call: &ToolCall,
+    escapes: bool,
 ) -> Result<CommandRequest, ErrorCode> {
     if turn.commands.iter().any(|known| known.call_id == call.call_id) {
         return Err(ErrorCode::CommandNotAllowed);
     }
     let options = &context.limits.commands;
     let input = parse_bash_input(&call.input, state.session.workspace_root.as_deref(), options)?;
+    if escapes {
+        return Err(ErrorCode::CommandCwdEscape);
+    }
     if !options.sandbox_available {
         // A Plan command's sandbox is always read-only (`sandbox_for`).
         return Err(crate::Sandbox::ReadOnly.unavailable_code());

@@ -69,6 +69,7 @@ fn tool_results(state: &SessionState, calls: Vec<ToolCall>) -> (Vec<plan_core::T
         &context(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls,
         },
     );
@@ -140,6 +141,7 @@ fn pending_state() -> (SessionState, ArtifactRequest) {
         &context(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -257,6 +259,7 @@ fn submit_plan_with_another_call_refuses_the_whole_batch() {
         &context(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![tool("Read"), submit_call(plan_input())],
         },
     );
@@ -280,6 +283,7 @@ fn tool_calls_without_an_active_turn_are_turn_not_active() {
         &context(T0),
         Event::ToolCalls {
             turn_id: "t-none".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -328,6 +332,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
             &context(T0),
             Event::ToolCalls {
                 turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
                 calls: vec![submit_call(input.clone())],
             },
         );
@@ -393,6 +398,7 @@ fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
             &context(T0),
             Event::ToolCalls {
                 turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
                 calls: vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
@@ -447,6 +453,7 @@ fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
             },
             Event::ToolCalls {
                 turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
                 calls: vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
@@ -486,6 +493,7 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
         &context(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -528,6 +536,7 @@ fn failed_artifact_write_creates_no_approval_and_keeps_the_turn() {
         &context(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
     )
@@ -666,10 +675,12 @@ fn approval_actions_are_the_only_controls_while_pending() {
         },
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![tool("Read")],
         },
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
         configure_event(ConfigChange {
@@ -767,6 +778,7 @@ fn deadline_uses_the_configured_ttl() {
         &short(T0),
         Event::ToolCalls {
             turn_id: "t1".into(),
+            cwd_escapes: Vec::new(),
             calls: vec![submit_call(plan_input())],
         },
     );
@@ -1363,8 +1375,9 @@ fn limits_can_only_be_built_in_range() {
 mod commands {
     use super::*;
     use plan_core::{
-        BashInput, CommandLimits, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox,
-        SandboxGrant, check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
+        BashInput, CommandLimits, CommandOptions, CommandRequest, CommandRun, CommandState,
+        DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, Sandbox, SandboxGrant, check_resolved_cwd,
+        command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
     };
 
     const ROOT: &str = "/home/dev/project";
@@ -1383,6 +1396,14 @@ mod commands {
         }
     }
 
+    fn bash_in(call_id: &str, command: &str, cwd: &str) -> ToolCall {
+        ToolCall {
+            call_id: call_id.to_owned(),
+            name: "Bash".to_owned(),
+            input: json!({"command": command, "cwd": cwd}),
+        }
+    }
+
     fn run_batch(
         state: &SessionState,
         context: &Context,
@@ -1393,6 +1414,7 @@ mod commands {
             context,
             Event::ToolCalls {
                 turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
                 calls,
             },
         );
@@ -1509,6 +1531,68 @@ mod commands {
             parse_bash_input(&json!({"command": "ls", "timeoutMs": 11}), Some(ROOT), &strict),
             Err(ErrorCode::InvalidCommandInput)
         );
+    }
+
+    #[test]
+    fn a_command_longer_than_the_kernel_accepts_is_invalid_input() {
+        let options = CommandOptions::default();
+        let longest = "x".repeat(MAX_COMMAND_BYTES);
+        assert!(parse_bash_input(&json!({"command": longest}), Some(ROOT), &options).is_ok());
+        let too_long = "x".repeat(MAX_COMMAND_BYTES + 1);
+        assert_eq!(
+            parse_bash_input(&json!({"command": too_long}), Some(ROOT), &options),
+            Err(ErrorCode::InvalidCommandInput)
+        );
+        assert!(ErrorCode::InvalidCommandInput.message().contains("131071 bytes"));
+    }
+
+    #[test]
+    fn secrets_are_not_inherited_and_the_rule_is_the_hosts_option() {
+        let markers: Vec<String> = DEFAULT_SECRET_ENV_MARKERS
+            .iter()
+            .map(|m| (*m).to_owned())
+            .collect();
+        for kept in ["PATH", "HOME", "LANG", "CARGO_HOME", "USER"] {
+            assert!(command_inherits_env(kept, &markers), "{kept}");
+        }
+        for secret in [
+            "AWS_SECRET_ACCESS_KEY",
+            "github_token",
+            "Api_Key",
+            "DB_PASSWORD",
+            "MONKEY",
+            "TMPDIR",
+        ] {
+            assert!(!command_inherits_env(secret, &markers), "{secret}");
+        }
+        let custom = vec!["CORP".to_owned()];
+        assert!(command_inherits_env("GITHUB_TOKEN", &custom));
+        assert!(!command_inherits_env("corp_login", &custom));
+        assert!(command_inherits_env("ANYTHING", &[]));
+    }
+
+    #[test]
+    fn a_cwd_the_host_resolved_outside_the_workspace_is_denied_before_anything_runs() {
+        let state = plan_turn();
+        let transition = handle(
+            &state,
+            &sandboxed(),
+            Event::ToolCalls {
+                turn_id: "t1".into(),
+                cwd_escapes: vec!["c1".to_owned()],
+                calls: vec![bash_in("c1", "ls", "link-out"), bash_in("c2", "ls", "src")],
+            },
+        );
+        let Reply::ToolResults(results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        assert_eq!(
+            results[0].decision,
+            ToolDecision::Deny(ErrorCode::CommandCwdEscape)
+        );
+        assert!(matches!(results[1].decision, ToolDecision::RunCommand(_)));
+        let turn = transition.state.active_turn.unwrap();
+        assert!(turn.commands.iter().all(|command| command.call_id != "c1"));
     }
 
     #[test]

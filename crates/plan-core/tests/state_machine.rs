@@ -402,7 +402,11 @@ impl Harness {
             ToolBatch::SubmitWithOther => vec![named("Grep"), submit(valid)],
         };
         let turn_id = self.current_turn_id();
-        let reply = self.run(Event::ToolCalls { turn_id, calls });
+        let reply = self.run(Event::ToolCalls {
+            turn_id,
+            calls,
+            cwd_escapes: Vec::new(),
+        });
         let Reply::ToolResults(results) = reply else {
             return;
         };
@@ -823,7 +827,11 @@ mod commands {
                     }
                     let turn_mode = self.state.active_turn.as_ref().map(|turn| turn.mode);
                     let turn_id = self.turn_id();
-                    let transition = self.handle(Event::ToolCalls { turn_id, calls });
+                    let transition = self.handle(Event::ToolCalls {
+                        turn_id,
+                        calls,
+                        cwd_escapes: Vec::new(),
+                    });
                     if let Ok(Reply::ToolResults(results)) = transition.reply {
                         for result in results {
                             if let ToolDecision::RunCommand(request) = result.decision {
@@ -959,6 +967,7 @@ mod commands {
                         .is_some_and(|turn| turn.mode == Mode::Plan);
                     let transition = self.handle(Event::ToolCalls {
                         turn_id,
+                        cwd_escapes: Vec::new(),
                         calls: vec![ToolCall {
                             call_id: "submit".to_owned(),
                             name: "SubmitPlan".to_owned(),

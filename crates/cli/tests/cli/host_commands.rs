@@ -343,3 +343,22 @@ fn commands_list_fits_a_terminal_and_cuts_nothing_into_a_pipe() {
         "a wide terminal cuts nothing: {coloured}"
     );
 }
+
+#[test]
+fn a_scratch_root_reached_through_a_symlink_is_refused_by_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let canary = dir.path().join("canary");
+    std::fs::create_dir(&canary).unwrap();
+    std::fs::write(canary.join("keep"), "canary").unwrap();
+    let link = dir.path().join("scratch-link");
+    std::os::unix::fs::symlink(&canary, &link).unwrap();
+    let mut serve = Serve::spawn(
+        &dir.path().join("plan.db"),
+        &["--scratch-root", link.to_str().unwrap()],
+    );
+    let init = serve.call("initialize", json!({"protocolVersion": 9}));
+    assert_eq!(init["capabilities"]["commands"]["planSandbox"], "unavailable");
+    let reason = init["capabilities"]["commands"]["reason"].as_str().unwrap();
+    assert!(reason.contains("scratch root"), "{reason}");
+    assert_eq!(std::fs::read_to_string(canary.join("keep")).unwrap(), "canary");
+}

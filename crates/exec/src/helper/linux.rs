@@ -6,7 +6,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -74,7 +74,19 @@ pub(super) fn supervise(rest: &[OsString]) -> ExitCode {
             );
         }
     };
-    match Supervisor::start(rest, &lifeline) {
+    let scratch = match wire::receive_scratch(&lifeline) {
+        Ok(scratch) => scratch,
+        Err(reason) => {
+            return report_and_exit(
+                Some(&lifeline),
+                &Report::Fail {
+                    kind: FailKind::Scratch,
+                    reason,
+                },
+            );
+        }
+    };
+    match Supervisor::start(rest, &lifeline, &scratch) {
         Ok(Some(report)) => report_and_exit(Some(&lifeline), &report),
         Ok(None) => ExitCode::SUCCESS,
         Err(report) => report_and_exit(Some(&lifeline), &report),
@@ -108,7 +120,7 @@ fn fail(kind: FailKind, reason: impl Into<String>) -> Report {
 impl Supervisor {
     /// Runs the whole supervision. `Ok(None)`: the host is gone, nobody to
     /// report to.
-    fn start(rest: &[OsString], lifeline: &UnixStream) -> Result<Option<Report>, Report> {
+    fn start(rest: &[OsString], lifeline: &UnixStream, scratch: &OwnedFd) -> Result<Option<Report>, Report> {
         let started = Instant::now();
         let decoded = wire::decode(rest).map_err(|reason| fail(FailKind::Spawn, reason))?;
         let (Some(timeout), Some(grace), Some(cwd)) = (decoded.timeout, decoded.grace, decoded.cwd) else {
@@ -153,6 +165,9 @@ impl Supervisor {
             .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
         let shell = pid_of(child.id()).ok_or_else(|| fail(FailKind::Spawn, "bad child pid"))?;
         drop(child);
+        // The confining stage waits for this before it does anything; if it
+        // cannot be sent, it gets nothing and reports why.
+        let _ = wire::send_scratch(&status_ours, scratch.as_fd());
         let mut supervisor = Supervisor {
             shell,
             deadline: started.checked_add(timeout),
@@ -326,13 +341,19 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     if rustix::process::getppid() != pid_of(args.expected_parent) {
         return ExitCode::from(126);
     }
-    if !std::fs::metadata(&args.scratch_dir).is_ok_and(|metadata| metadata.is_dir()) {
+    let scratch = match wire::receive_scratch(&status) {
+        Ok(scratch) => scratch,
+        Err(reason) => return failed(FailKind::Scratch, reason),
+    };
+    if !rustix::fs::fstat(&scratch).is_ok_and(|stat| {
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
+    }) {
         return failed(
             FailKind::Scratch,
-            format!("{} is missing or not a directory", args.scratch_dir.display()),
+            format!("{} is not a directory", args.scratch_dir.display()),
         );
     }
-    if let Err(reason) = apply(&args.mode, &args.scratch_dir) {
+    if let Err(reason) = apply(&args.mode, scratch.as_fd()) {
         return failed(FailKind::Sandbox, reason);
     }
     let error = Command::new(&args.shell).arg("-c").arg(&args.command).exec();
@@ -340,15 +361,15 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
 }
 
 /// Applies `mode` to this process (nothing for [`Mode::None`]).
-fn apply(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
+fn apply(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<(), String> {
     match mode {
         Mode::None => Ok(()),
-        Mode::ReadOnly | Mode::WorkspaceWrite { .. } => apply_sandbox(mode, scratch_dir),
+        Mode::ReadOnly | Mode::WorkspaceWrite { .. } => apply_sandbox(mode, scratch),
     }
 }
 
-fn apply_sandbox(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
-    let prepared = sandbox::prepare(mode, scratch_dir)?;
+fn apply_sandbox(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<(), String> {
+    let prepared = sandbox::prepare(mode, scratch)?;
     sandbox::enforce(prepared)
 }
 
@@ -377,7 +398,16 @@ fn probe_checks(rest: &[OsString]) -> Result<(), String> {
     mark_inherited_close_on_exec()?;
     let scratch = Path::new(scratch);
     let outside = Path::new(outside);
-    apply(&Mode::ReadOnly, scratch)?;
+    let scratch_fd = rustix::fs::open(
+        scratch,
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .map_err(|error| format!("the probe's scratch directory: {error}"))?;
+    apply(&Mode::ReadOnly, scratch_fd.as_fd())?;
     std::fs::write(scratch.join("allowed"), b"probe")
         .map_err(|error| format!("the scratch directory is not writable inside the sandbox: {error}"))?;
     if std::fs::write(outside.join("denied"), b"probe").is_ok() {

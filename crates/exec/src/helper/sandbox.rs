@@ -7,6 +7,7 @@
 
 #[cfg(target_arch = "x86_64")]
 use std::collections::BTreeMap;
+use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use landlock::{
@@ -48,7 +49,10 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 }
 
 /// Builds the Landlock ruleset and the seccomp programs for `mode`.
-pub(crate) fn prepare(mode: &Mode, scratch_dir: &Path) -> Result<Prepared, String> {
+/// The scratch rule is built from `scratch`, the descriptor the host
+/// opened when it made the directory, never from a path (which an earlier
+/// command could have turned into a symlink).
+pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<Prepared, String> {
     let (workspace, network) = match mode {
         Mode::None => return Err("no confinement requested".into()),
         Mode::ReadOnly => (None, false),
@@ -75,7 +79,6 @@ pub(crate) fn prepare(mode: &Mode, scratch_dir: &Path) -> Result<Prepared, Strin
         .create()
         .map_err(landlock_error)?;
     let root = rule_path(Path::new("/"), true)?;
-    let scratch = rule_path(scratch_dir, true).map_err(|error| format!("scratch directory: {error}"))?;
     let dev_null = rule_path(Path::new("/dev/null"), false)?;
     let mut ruleset = ruleset
         .set_compatibility(CompatLevel::HardRequirement)

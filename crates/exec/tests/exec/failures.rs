@@ -1,16 +1,16 @@
 //! Commands that cannot start say why, with a distinct error each, and run
 //! nothing: missing shell, cwd or scratch dir, a NUL in the command, a
 //! missing helper (a sandbox error when a sandbox was asked for), a
-//! workspace root that cannot be opened, and the helper's own refusal of a
-//! missing scratch dir (Landlock would skip it silently).
+//! workspace root that cannot be opened, and the helper's own refusal to
+//! run without the scratch directory's descriptor.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use plan_exec::{CommandState, Confinement, ExecError, Runner};
+use plan_exec::{CommandState, Confinement, ExecError, Runner, ScratchDir};
 
 use crate::support::*;
 
@@ -45,17 +45,16 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
         failed(&outcome)
     );
 
-    for confinement in [Confinement::None, Confinement::ReadOnly] {
-        let mut missing_scratch = base.clone();
-        missing_scratch.scratch_dir = dirs.root.path().join("no-scratch");
-        missing_scratch.confinement = confinement;
-        let (outcome, _) = run(missing_scratch);
-        assert!(
-            matches!(failed(&outcome), plan_exec::ExecError::ScratchDirMissing { .. }),
-            "{:?}",
-            failed(&outcome)
-        );
-    }
+    // A scratch directory is held open: one that is missing, or a symlink,
+    // cannot even be named in a spec.
+    let missing = ScratchDir::open(&dirs.root.path().join("no-scratch")).unwrap_err();
+    assert!(matches!(missing, plan_exec::ExecError::ScratchDirMissing { .. }));
+    let link = dirs.root.path().join("link-to-scratch");
+    std::os::unix::fs::symlink(&dirs.scratch, &link).unwrap();
+    assert!(matches!(
+        ScratchDir::open(&link).unwrap_err(),
+        plan_exec::ExecError::ScratchDirMissing { .. }
+    ));
 
     let mut nul = base.clone();
     nul.command = "echo a\0b".into();
@@ -66,25 +65,9 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
         failed(&outcome)
     );
 
-    let absent = Runner::new(dirs.root.path().join("no-helper"));
-    let outcome = absent.spawn(base.clone(), |_| {}).wait();
-    assert!(
-        matches!(failed(&outcome), plan_exec::ExecError::Spawn { .. }),
-        "{:?}",
-        failed(&outcome)
-    );
-    let mut confined = base.clone();
-    confined.confinement = Confinement::ReadOnly;
-    let outcome = absent.spawn(confined, |_| {}).wait();
-    assert!(
-        matches!(failed(&outcome), plan_exec::ExecError::SandboxUnavailable { .. }),
-        "{:?}",
-        failed(&outcome)
-    );
-    assert!(matches!(
-        absent.sandbox_support(),
-        plan_exec::SandboxSupport::Unavailable { .. }
-    ));
+    let absent = Runner::open(dirs.root.path().join("no-helper")).unwrap_err();
+    assert!(matches!(absent, plan_exec::ExecError::SandboxUnavailable { .. }));
+    assert!(absent.to_string().contains("was not found"), "{absent}");
 
     let mut missing_workspace = base.clone();
     missing_workspace.confinement = Confinement::WorkspaceWrite {
@@ -102,10 +85,9 @@ fn start_failures_are_distinct_errors_and_run_nothing() {
 }
 
 #[test]
-fn the_confining_stage_refuses_a_missing_scratch_dir_itself() {
-    // The runner checks the scratch dir before it starts anything; the
-    // helper checks again (the directory can vanish in between), because
-    // Landlock would silently skip a rule path it cannot open.
+fn the_confining_stage_refuses_to_run_without_the_scratch_descriptor() {
+    // The scratch directory reaches the confining stage only as a
+    // descriptor; a stage that gets a byte without one refuses to run.
     let dirs = dirs();
     let (ours, theirs) = UnixStream::pair().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
@@ -115,13 +97,17 @@ fn the_confining_stage_refuses_a_missing_scratch_dir_itself() {
             &std::process::id().to_string(),
             "--scratch",
         ])
-        .arg(dirs.root.path().join("vanished"))
+        .arg(&dirs.scratch)
+        .arg("--scratch-root")
+        .arg(dirs.root.path())
         .args(["--read-only", "--shell", "/bin/true", "--", "true"])
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .spawn()
         .unwrap();
+    (&ours).write_all(b"s").unwrap();
     let mut report = String::new();
     (&ours).read_to_string(&mut report).unwrap();
     assert!(report.starts_with("scratch "), "{report}");
+    assert!(report.contains("did not arrive"), "{report}");
     assert!(!child.wait().unwrap().success());
 }

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod failures;
+mod helper_file;
 mod host_death;
 mod network;
 mod privileges;

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use plan_exec::{
     CommandOutcome, CommandSpec, CommandState, Confinement, ExecError, OutputEvent, Runner, RunningCommand,
-    SandboxSupport, Stream,
+    SandboxSupport, ScratchDir, Stream,
 };
 
 pub(crate) fn runner() -> Runner {
-    Runner::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+    Runner::open(env!("CARGO_BIN_EXE_plan-exec-sandbox")).unwrap()
 }
 
 /// A spec with the test's PATH (so python3 and git resolve as for the
@@ -25,7 +25,7 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
         command: command.to_owned(),
         cwd: cwd.to_path_buf(),
         env: vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())],
-        scratch_dir: scratch.to_path_buf(),
+        scratch: ScratchDir::open(scratch).unwrap(),
         timeout: Duration::from_secs(60),
         grace: Duration::from_millis(300),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,

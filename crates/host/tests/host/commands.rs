@@ -367,14 +367,10 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
     if !fixture.sandboxed() {
         return;
     }
-    let scratch_root = {
-        let mut name = fixture.db.as_os_str().to_owned();
-        name.push(".scratch");
-        PathBuf::from(name)
-    };
+    let scratch_root = plan_exec::ScratchRoot::default_for(&fixture.db);
     assert!(
-        scratch_root.join(turn.as_str()).is_dir(),
-        "the turn has a scratch dir"
+        std::fs::read_dir(&scratch_root).unwrap().count() >= 2,
+        "each running command has its own scratch dir"
     );
     fixture.host.cancel_turn(&SessionId::from("s1")).unwrap();
     // When turn/cancel returns, both long commands have exited and their
@@ -391,9 +387,10 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
         let entries = fixture.entries("s1", call_id);
         assert_eq!(entries.last().unwrap().1.state, CommandState::Cancelled);
     }
-    assert!(
-        !scratch_root.join(turn.as_str()).exists(),
-        "the turn's end removed its scratch dir"
+    assert_eq!(
+        std::fs::read_dir(&scratch_root).unwrap().count(),
+        0,
+        "every command's end removed its scratch dir"
     );
     assert!(
         fixture
@@ -554,16 +551,19 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
 #[test]
 fn the_startup_fence_clears_leftover_scratch_directories() {
     let mut fixture = Fixture::new();
-    let scratch_root = {
-        let mut name = fixture.db.as_os_str().to_owned();
-        name.push(".scratch");
-        PathBuf::from(name)
-    };
+    let scratch_root = plan_exec::ScratchRoot::default_for(&fixture.db);
     let stale = scratch_root.join("turn-of-a-dead-host");
     std::fs::create_dir_all(stale.join("nested")).unwrap();
     std::fs::write(stale.join("nested/file"), "left behind").unwrap();
+    // What an unconfined command of the dead host could have left there:
+    // links to a directory outside. The sweep removes the links only.
+    let canary = canary();
+    std::os::unix::fs::symlink(canary.path(), stale.join("nested/link")).unwrap();
+    std::os::unix::fs::symlink(canary.path(), scratch_root.join("top-link")).unwrap();
     fixture.restart();
     assert!(!stale.exists(), "the fence removed the stale scratch directory");
+    assert_eq!(std::fs::read_dir(&scratch_root).unwrap().count(), 0);
+    assert_intact(&canary, "the startup sweep followed a link");
 }
 
 #[test]
@@ -735,4 +735,450 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
     host.complete_turn(&SessionId::from("ask"), &turn).unwrap();
     assert!(!marker.exists(), "nothing ran");
+}
+
+/// A fixture whose database is at `database(workspace)` (the pi package's
+/// layout puts it inside the workspace) and whose options `tweak` changes.
+fn fixture_with(
+    database: impl Fn(&Path) -> PathBuf,
+    tweak: impl FnOnce(HostOptions, &Path) -> HostOptions,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = database(&workspace);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Arc::new(Host::open(&db, tweak(options(&clock), &workspace)).unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    listen(&host, &seen);
+    Fixture {
+        _dir: dir,
+        workspace,
+        db,
+        clock,
+        host,
+        seen,
+    }
+}
+
+fn pi_layout(workspace: &Path) -> PathBuf {
+    workspace.join(".pi/plan/plan.db")
+}
+
+/// A canary directory outside every workspace with one file in it.
+fn canary() -> tempfile::TempDir {
+    let canary = tempfile::tempdir().unwrap();
+    // Private, as the host user's own directories are: a root that follows
+    // a link to it would pass every check but the link's.
+    std::fs::set_permissions(canary.path(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    std::fs::write(canary.path().join("keep"), "canary").unwrap();
+    canary
+}
+
+fn assert_intact(canary: &tempfile::TempDir, what: &str) {
+    let names: Vec<_> = std::fs::read_dir(canary.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("keep")], "{what}");
+}
+
+#[test]
+fn with_the_database_in_the_workspace_scratch_is_outside_it_and_fresh_per_command() {
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash("c1", "echo \"$TMPDIR\""), bash("c2", "echo \"$TMPDIR\"")],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let first = text(&fixture.wait_exited("c1"), "stdout");
+    let second = text(&fixture.wait_exited("c2"), "stdout");
+    let database_dir = fixture.db.parent().unwrap();
+    for tmpdir in [&first, &second] {
+        let tmpdir = Path::new(tmpdir.trim_end());
+        assert!(tmpdir.is_absolute(), "{}", tmpdir.display());
+        assert!(!tmpdir.starts_with(&fixture.workspace), "{}", tmpdir.display());
+        assert!(!tmpdir.starts_with(database_dir), "{}", tmpdir.display());
+    }
+    assert_ne!(first, second, "each command gets a fresh directory");
+}
+
+#[test]
+fn a_symlinked_scratch_root_is_refused_and_never_swept() {
+    // A command of an earlier host replaced the scratch root with a link to
+    // a directory it wants emptied; the next host must not follow it.
+    let canary = canary();
+    let link = canary.path().with_extension("root-link");
+    std::os::unix::fs::symlink(canary.path(), &link).unwrap();
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        scratch_root: Some(link.clone()),
+        ..options
+    });
+    assert_intact(&canary, "the startup sweep followed the link");
+    let SandboxStatus::Unavailable { reason } = fixture.host.sandbox_status() else {
+        panic!("a symlinked scratch root was accepted");
+    };
+    assert!(reason.contains("scratch root"), "{reason}");
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+    );
+    fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
+    std::fs::remove_file(&link).unwrap();
+    assert_intact(&canary, "after the host");
+}
+
+#[test]
+fn a_scratch_root_inside_the_workspace_is_refused_for_sandboxed_commands() {
+    let fixture = fixture_with(pi_layout, |options, workspace| HostOptions {
+        scratch_root: Some(workspace.join(".scratch")),
+        ..options
+    });
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    let run = outcomes[0].command.clone().unwrap();
+    assert_eq!(run.state, CommandState::FailedToStart);
+    assert_eq!(run.error_code, Some(ErrorCode::PlanSandboxUnavailable));
+}
+
+#[test]
+fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let canary = canary();
+    let plan_turn = fixture.plan_turn("plan");
+    // The Plan command says where its scratch is, then waits for `go` there
+    // and writes through whatever its TMPDIR path leads to by then.
+    fixture.run_plan(
+        "plan",
+        &plan_turn,
+        vec![bash(
+            "p1",
+            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo x > \"$TMPDIR/after\"; echo rc=$?",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let tmpdir = {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = fixture.seen.lock().unwrap().clone();
+            let printed: String = seen
+                .iter()
+                .filter_map(|n| match n {
+                    ServerNotification::CommandOutput(chunk) if chunk.call_id == "p1" => {
+                        Some(chunk.chunk.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if printed.ends_with('\n') {
+                break PathBuf::from(printed.trim_end());
+            }
+            assert!(Instant::now() < deadline, "p1 printed nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".into()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let turn = fixture
+        .host
+        .start_turn(&SessionId::from("auto"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let attack = format!(
+        "mv '{t}' '{t}.away' && ln -s '{c}' '{t}'; echo mv=$?",
+        t = tmpdir.display(),
+        c = canary.path().display()
+    );
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", &attack)])
+        .unwrap();
+    fixture
+        .host
+        .start_agent_command(&SessionId::from("auto"), &turn, "a1", &attack, None, None)
+        .unwrap();
+    let auto = fixture.wait_exited("a1");
+    assert!(text(&auto, "stdout").contains("mv=1"), "{:?}", auto.output);
+    // The test lets the Plan command go on, in its own directory.
+    std::fs::write(tmpdir.join("go"), "").unwrap();
+    let plan = fixture.wait_exited("p1");
+    assert!(text(&plan, "stdout").contains("rc=0"), "{:?}", plan.output);
+    assert_intact(&canary, "the Plan command wrote through a swapped scratch");
+}
+
+#[test]
+fn a_command_longer_than_the_kernel_accepts_is_invalid_input_before_anything_runs() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    let marker = fixture.workspace.join("ran");
+    let long = format!("touch '{}' #{}", marker.display(), "x".repeat(128 * 1024));
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", &long)]);
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+    );
+    assert!(outcomes[0].command.is_none());
+    let entries = fixture.entries("s1", "c1");
+    assert!(
+        entries
+            .iter()
+            .all(|(kind, _, _)| *kind == CommandEntryKind::Refused),
+        "nothing was started: {entries:?}"
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn commands_keep_path_and_home_and_lose_what_the_secret_rule_names() {
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        command_env_secret_markers: vec!["HOME".to_owned()],
+        ..options
+    });
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash(
+            "c1",
+            "echo \"$PATH\"; echo \"${HOME-unset}\"; echo \"${USER-unset}\"",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let seen = fixture.wait_exited("c1");
+    let lines: Vec<String> = text(&seen, "stdout").lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines[0],
+        std::env::var("PATH").unwrap(),
+        "the host's PATH is kept"
+    );
+    assert_eq!(lines[1], "unset", "the configured rule drops HOME");
+    assert_eq!(
+        lines[2],
+        std::env::var("USER").unwrap_or_else(|_| "unset".to_owned()),
+        "the rest of the host's environment is kept"
+    );
+}
+
+#[test]
+fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
+    let fixture = Fixture::new();
+    let canary = canary();
+    std::os::unix::fs::symlink(canary.path(), fixture.workspace.join("link-out")).unwrap();
+    std::fs::create_dir(fixture.workspace.join("src")).unwrap();
+    let turn = fixture.plan_turn("s1");
+    let outcomes = fixture.run_plan(
+        "s1",
+        &turn,
+        vec![
+            call("c1", "Bash", json!({"command": "pwd", "cwd": "link-out"})),
+            call("c2", "Bash", json!({"command": "pwd", "cwd": "src"})),
+        ],
+    );
+    assert_eq!(
+        outcomes[0].decision,
+        ToolCallVerdict::Deny(ErrorCode::CommandCwdEscape)
+    );
+    assert!(outcomes[0].command.is_none());
+    if fixture.sandboxed() {
+        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow(None));
+        let seen = fixture.wait_exited("c2");
+        assert_eq!(
+            text(&seen, "stdout").trim_end(),
+            fixture.workspace.join("src").to_str().unwrap()
+        );
+    }
+    assert_intact(&canary, "a command ran in the symlinked cwd");
+}
+
+impl Fixture {
+    /// Waits (bounded) for the first output line of `call_id`.
+    fn first_line(&self, call_id: &str) -> PathBuf {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let seen = self.seen.lock().unwrap().clone();
+            let printed: String = seen
+                .iter()
+                .filter_map(|n| match n {
+                    ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
+                        Some(chunk.chunk.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if let Some((line, _)) = printed.split_once('\n') {
+                return PathBuf::from(line);
+            }
+            assert!(Instant::now() < deadline, "{call_id} printed nothing");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
+    let fixture = Fixture::new();
+    let turn = fixture.plan_turn("s1");
+    fixture.run_plan(
+        "s1",
+        &turn,
+        vec![bash(
+            "c1",
+            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo done",
+        )],
+    );
+    if !fixture.sandboxed() {
+        return;
+    }
+    let tmpdir = fixture.first_line("c1");
+    // The test holds the database's write lock (as a Plan command holding a
+    // lock on the database would), then lets the command end.
+    let blocker = rusqlite::Connection::open(&fixture.db).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    std::fs::write(tmpdir.join("go"), "").unwrap();
+    // The host says, once its attempt failed, that one end is unwritten.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fixture.host.unrecorded_command_ends().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "the end was never attempted");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        CommandState::Exited
+    );
+    // Nothing starts while an end is unwritten.
+    let refused = fixture
+        .host
+        .tool_calls(&SessionId::from("s1"), &turn, vec![bash("c2", "echo no")])
+        .unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::StorageFailed);
+    // The lock goes; the end is written and announced, never dropped.
+    blocker.execute_batch("ROLLBACK").unwrap();
+    let seen = fixture.wait_exited("c1");
+    assert_eq!(seen.exited.state, plan_protocol::CommandState::Exited);
+    let entries = fixture.entries("s1", "c1");
+    assert_eq!(
+        entries
+            .iter()
+            .map(|(kind, run, _)| (*kind, run.state))
+            .collect::<Vec<_>>(),
+        [
+            (CommandEntryKind::Started, CommandState::Running),
+            (CommandEntryKind::Ended, CommandState::Exited)
+        ]
+    );
+    assert_eq!(fixture.host.unrecorded_command_ends().unwrap(), 0);
+    // And commands start again.
+    let outcomes = fixture.run_plan("s1", &turn, vec![bash("c3", "echo again")]);
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(text(&fixture.wait_exited("c3"), "stdout"), "again\n");
+}
+
+#[test]
+fn an_auto_command_cannot_prepare_the_scratch_of_the_next_one() {
+    // Issue item 1: an `auto` command swaps its TMPDIR for a link; the next
+    // `auto` command of the turn must not write through it.
+    let fixture = fixture_with(pi_layout, |options, _| options);
+    let canary = canary();
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("auto".into()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let session = SessionId::from("auto");
+    let turn = fixture
+        .host
+        .start_turn(&session, Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let prepare = format!(
+        "mv \"$TMPDIR\" \"$TMPDIR.away\" && ln -s '{}' \"$TMPDIR\"; echo mv=$?",
+        canary.path().display()
+    );
+    let write = "echo x > \"$TMPDIR/escaped\"; echo rc=$?; echo \"$TMPDIR\"";
+    fixture
+        .host
+        .tool_calls(&session, &turn, vec![bash("a1", &prepare), bash("a2", write)])
+        .unwrap();
+    if !fixture.sandboxed() {
+        return;
+    }
+    fixture
+        .host
+        .start_agent_command(&session, &turn, "a1", &prepare, None, None)
+        .unwrap();
+    let first = fixture.wait_exited("a1");
+    assert!(text(&first, "stdout").contains("mv=1"), "{:?}", first.output);
+    fixture
+        .host
+        .start_agent_command(&session, &turn, "a2", write, None, None)
+        .unwrap();
+    let second = fixture.wait_exited("a2");
+    assert!(text(&second, "stdout").contains("rc=0"), "{:?}", second.output);
+    assert_intact(&canary, "the second command wrote through the first one's link");
+}
+
+#[test]
+fn a_helper_replaced_after_the_host_opened_it_never_runs() {
+    // Issue item 4: the helper lives where a command can replace it (a
+    // build directory in the workspace); later commands must still run the
+    // file the host checked at open.
+    let bundled = plan_exec::Runner::beside_current_exe().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let helper = bin.path().join(plan_exec::HELPER_NAME);
+    std::fs::copy(bundled.helper(), &helper).unwrap();
+    let fixture = fixture_with(pi_layout, |options, _| HostOptions {
+        sandbox_helper: Some(helper.clone()),
+        ..options
+    });
+    let canary = bin.path().join("replacement-ran");
+    let replacement = bin.path().join("replacement");
+    std::fs::write(&replacement, format!("#!/bin/sh\ntouch '{}'\n", canary.display())).unwrap();
+    std::fs::set_permissions(&replacement, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::rename(&replacement, &helper).unwrap();
+    // An empty directory outside the workspace the command must not write.
+    let outside = tempfile::tempdir().unwrap();
+    let turn = fixture.plan_turn("s1");
+    let command = format!(
+        "echo confined; echo x > '{}/written'; echo rc=$?",
+        outside.path().display()
+    );
+    fixture.run_plan("s1", &turn, vec![bash("c1", &command)]);
+    if !fixture.sandboxed() {
+        return;
+    }
+    let seen = fixture.wait_exited("c1");
+    assert!(!canary.exists(), "the file put at the helper's path ran");
+    let stdout = text(&seen, "stdout");
+    assert!(
+        stdout.starts_with("confined\n") && stdout.contains("rc=1"),
+        "{stdout}"
+    );
+    assert!(!outside.path().join("written").exists());
+    let audit = fixture.entries("s1", "c1");
+    assert_eq!(audit.last().unwrap().1.sandbox, Sandbox::ReadOnly);
 }
