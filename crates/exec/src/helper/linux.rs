@@ -348,7 +348,7 @@ fn apply(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
 }
 
 fn apply_sandbox(mode: &Mode, scratch_dir: &Path) -> Result<(), String> {
-    let prepared = sandbox::prepare(mode, scratch_dir)?;
+    let prepared = sandbox::prepare(mode, scratch_dir, false)?;
     sandbox::enforce(prepared)
 }
 

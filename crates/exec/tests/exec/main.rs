@@ -10,6 +10,7 @@
 mod failures;
 mod host_death;
 mod network;
+mod outside;
 mod privileges;
 mod reads;
 mod runner;
