@@ -28,6 +28,15 @@ pub(crate) struct ConfineArgs {
     pub(crate) scratch_dir: PathBuf,
     pub(crate) shell: PathBuf,
     pub(crate) command: OsString,
+    /// Whether to enter namespaces and build the private mount tree.
+    pub(crate) namespaces: bool,
+    /// The directory holding every command's scratch directory, hidden
+    /// (except the command's own) inside the namespaces.
+    pub(crate) scratch_root: Option<PathBuf>,
+    /// Paths covered by something empty and read-only.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// Extra paths kept read-only inside a writable workspace.
+    pub(crate) protected: Vec<PathBuf>,
 }
 
 /// Everything the supervisor needs.
@@ -60,6 +69,21 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
                 out.push("--network".into());
             }
         }
+    }
+    if args.namespaces {
+        out.push("--namespaces".into());
+    }
+    if let Some(root) = &args.scratch_root {
+        out.push("--scratch-root".into());
+        out.push(root.clone().into_os_string());
+    }
+    for path in &args.hidden {
+        out.push("--hide".into());
+        out.push(path.clone().into_os_string());
+    }
+    for path in &args.protected {
+        out.push("--protect".into());
+        out.push(path.clone().into_os_string());
     }
     out.push("--shell".into());
     out.push(args.shell.clone().into_os_string());
@@ -126,6 +150,10 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut workspace = None;
     let mut shell = None;
     let mut command = None;
+    let mut namespaces = false;
+    let mut scratch_root = None;
+    let mut hidden = Vec::new();
+    let mut protected = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
         let flag = flag.to_str().ok_or("non-UTF-8 option")?;
@@ -145,6 +173,10 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--workspace" => workspace = Some(PathBuf::from(value()?)),
             "--network" => network = true,
             "--shell" => shell = Some(PathBuf::from(value()?)),
+            "--namespaces" => namespaces = true,
+            "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
+            "--hide" => hidden.push(PathBuf::from(value()?)),
+            "--protect" => protected.push(PathBuf::from(value()?)),
             "--" => {
                 command = Some(value()?);
                 break;
@@ -168,6 +200,10 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         scratch_dir: scratch.ok_or("--scratch is required")?,
         shell: shell.ok_or("--shell is required")?,
         command: command.ok_or("the command is required")?,
+        namespaces,
+        scratch_root,
+        hidden,
+        protected,
     };
     Ok(Decoded {
         timeout,
@@ -352,6 +388,10 @@ mod tests {
             scratch_dir: PathBuf::from("/tmp/scratch dir"),
             shell: PathBuf::from("/bin/bash"),
             command: OsString::from("echo -- --none\n'x'"),
+            namespaces: true,
+            scratch_root: Some(PathBuf::from("/tmp/scratch root")),
+            hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],
+            protected: vec![PathBuf::from("/ws/extra")],
         }
     }
 

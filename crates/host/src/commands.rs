@@ -25,8 +25,8 @@ use plan_core::{
     TurnId,
 };
 use plan_exec::{
-    CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, Runner, SandboxSupport,
-    Stream,
+    CancelHandle, CommandOutcome, CommandSpec, Confinement, ExecError, Isolation, OutputEvent, Runner,
+    SandboxSupport, Stream,
 };
 use plan_protocol::{CommandExitedNotification, CommandOutputNotification, OutputStream, ServerNotification};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
@@ -69,6 +69,10 @@ pub enum SandboxStatus {
 pub(crate) struct CommandSupport {
     runner: Option<Runner>,
     status: SandboxStatus,
+    /// The probe found namespaces usable and the host did not skip them.
+    namespaces: bool,
+    database: PathBuf,
+    protected_paths: Vec<PathBuf>,
     scratch_root: PathBuf,
     output_cap: u64,
     grace: Duration,
@@ -95,6 +99,7 @@ impl CommandSupport {
                 .then(|| Runner::new(helper.clone())),
             None => Runner::beside_current_exe().ok().or_else(helper_on_path),
         };
+        let mut namespaces = false;
         let status = match &runner {
             None => SandboxStatus::Unavailable {
                 reason: match &options.sandbox_helper {
@@ -103,13 +108,19 @@ impl CommandSupport {
                 },
             },
             Some(runner) => match runner.sandbox_support() {
-                SandboxSupport::Available => SandboxStatus::Landlock,
+                SandboxSupport::Available { namespaces: found } => {
+                    namespaces = found && !options.skip_namespaces;
+                    SandboxStatus::Landlock
+                }
                 SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
             },
         };
         Ok(CommandSupport {
             runner,
             status,
+            namespaces,
+            database: database.to_path_buf(),
+            protected_paths: options.protected_paths.clone(),
             scratch_root,
             output_cap: options.command_output_cap,
             grace: options.command_grace,
@@ -120,6 +131,49 @@ impl CommandSupport {
         match self.status {
             SandboxStatus::Landlock => true,
             SandboxStatus::Unavailable { .. } => false,
+        }
+    }
+
+    /// Whether sandboxed commands run inside their namespaces.
+    pub(crate) fn namespaces_available(&self) -> bool {
+        self.sandbox_available() && self.namespaces
+    }
+
+    /// What a sandboxed command's namespaces hide and protect. The database
+    /// must not be readable (P8) nor writable (P7) from any sandbox: its
+    /// whole directory is hidden, unless that directory also holds the
+    /// workspace or the scratch root (a database at the workspace's root,
+    /// or the scratch root beside it), where only the database and its
+    /// side files are.
+    fn isolation(&self, workspace_root: &Path) -> Isolation {
+        let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut name = self.database.as_os_str().to_owned();
+                name.push(suffix);
+                PathBuf::from(name)
+            })
+            .collect();
+        let hidden = match self.database.parent() {
+            Some(directory)
+                if !directory.as_os_str().is_empty()
+                    && !workspace_root.starts_with(directory)
+                    && !self.scratch_root.starts_with(directory) =>
+            {
+                vec![directory.to_path_buf()]
+            }
+            Some(_) | None => side_files.clone(),
+        };
+        let mut protected = side_files;
+        if let Some(runner) = &self.runner {
+            protected.push(runner.helper().to_path_buf());
+        }
+        protected.extend(self.protected_paths.iter().cloned());
+        Isolation {
+            namespaces: self.namespaces_available(),
+            scratch_root: Some(self.scratch_root.clone()),
+            hidden,
+            protected,
         }
     }
 }
@@ -546,6 +600,7 @@ impl Host {
             grace: self.commands.grace,
             output_cap: self.commands.output_cap,
             confinement: confinement(request.grant, &real_root),
+            isolation: self.commands.isolation(&real_root),
         };
         Ok(Prepared {
             run,

@@ -183,7 +183,7 @@ impl Connection {
                 server_version: env!("CARGO_PKG_VERSION").to_owned(),
                 schema_version: SCHEMA_VERSION,
                 approval_ttl_ms: self.host.limits().approval_ttl_ms(),
-                capabilities: capabilities(&self.host.sandbox_status()),
+                capabilities: capabilities(&self.host.sandbox_status(), &self.host.limits().commands),
             });
         }
         if !self.initialized {
@@ -317,8 +317,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
     }
 }
 
-/// The `initialize` capabilities for the sandbox the host probed.
-fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
+/// The `initialize` capabilities for the sandbox the host probed; the layers
+/// and enforced properties are plan-core's report for the probed options.
+fn capabilities(status: &SandboxStatus, options: &plan_core::CommandOptions) -> plan_protocol::Capabilities {
+    let (layers, enforced) = plan_core::sandbox_report(options);
     let (plan_sandbox, reason) = match status {
         SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
         SandboxStatus::Unavailable { reason } => {
@@ -326,7 +328,12 @@ fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
         }
     };
     plan_protocol::Capabilities {
-        commands: plan_protocol::CommandCapabilities { plan_sandbox, reason },
+        commands: plan_protocol::CommandCapabilities {
+            plan_sandbox,
+            reason,
+            layers: layers.into_iter().map(String::from).collect(),
+            enforced: enforced.into_iter().map(String::from).collect(),
+        },
     }
 }
 

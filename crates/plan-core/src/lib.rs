@@ -38,7 +38,8 @@ mod tools;
 
 pub use commands::{
     BASH, BashInput, CommandOptions, CommandRequest, CommandRun, CommandState, Sandbox, SandboxGrant,
-    TurnCommand, TurnCommandStatus, check_resolved_cwd, fence_commands, parse_bash_input, sandbox_for,
+    TurnCommand, TurnCommandStatus, check_resolved_cwd, check_sandbox, fence_commands, parse_bash_input,
+    sandbox_for, sandbox_report,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;

@@ -515,9 +515,10 @@ fn plan_command(
     }
     let options = &context.limits.commands;
     let input = parse_bash_input(&call.input, state.session.workspace_root.as_deref(), options)?;
-    if !options.sandbox_available {
-        return Err(ErrorCode::PlanSandboxUnavailable);
-    }
+    crate::commands::check_sandbox(
+        &sandbox_for(turn, state.session.permission_mode, options),
+        options,
+    )?;
     check_running_limit(turn, context)?;
     command_request(state, context, turn, call.call_id.clone(), input)
 }
@@ -577,14 +578,7 @@ fn start_command(
     let options = &context.limits.commands;
     let input = parse_bash_input(input, state.session.workspace_root.as_deref(), options)?;
     let request = command_request(state, context, &turn, call_id, input)?;
-    match request.grant.sandbox {
-        crate::Sandbox::None => {}
-        crate::Sandbox::ReadOnly | crate::Sandbox::WorkspaceWrite => {
-            if !options.sandbox_available {
-                return Err(ErrorCode::SandboxUnavailable);
-            }
-        }
-    }
+    crate::commands::check_sandbox(&request.grant, options)?;
     check_running_limit(&turn, context)?;
     let mut turn = turn;
     if let Some(command) = turn.commands.get_mut(index) {

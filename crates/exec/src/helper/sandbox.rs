@@ -101,7 +101,11 @@ pub(crate) fn prepare(mode: &Mode, scratch_dir: &Path, namespaces: bool) -> Resu
     }
     Ok(Prepared {
         ruleset,
-        filters: seccomp_programs(network, refuse_locks(mode, namespaces))?,
+        filters: seccomp_programs(
+            network,
+            refuse_locks(mode, namespaces),
+            workspace.is_some() && namespaces,
+        )?,
     })
 }
 
@@ -222,24 +226,20 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 #[cfg(target_arch = "x86_64")]
 /// The system calls refused with EPERM, and under which arguments (an empty
 /// list: always).
-fn denied_syscalls(network: bool, refuse_locks: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+fn denied_syscalls(
+    network: bool,
+    refuse_locks: bool,
+    metadata_in_workspace: bool,
+) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let always: &[i64] = &[
         // Leaving the process group or session.
         libc::SYS_setsid,
         libc::SYS_setpgid,
-        // Metadata changes Landlock does not cover.
-        libc::SYS_chmod,
-        libc::SYS_fchmod,
-        libc::SYS_fchmodat,
-        libc::SYS_fchmodat2,
+        // Ownership and extended attribute changes Landlock does not cover.
         libc::SYS_chown,
         libc::SYS_fchown,
         libc::SYS_lchown,
         libc::SYS_fchownat,
-        libc::SYS_utime,
-        libc::SYS_utimes,
-        libc::SYS_utimensat,
-        libc::SYS_futimesat,
         libc::SYS_setxattr,
         libc::SYS_lsetxattr,
         libc::SYS_fsetxattr,
@@ -375,6 +375,23 @@ fn denied_syscalls(network: bool, refuse_locks: bool) -> Result<BTreeMap<i64, Ve
         vec![rule(vec![condition(0, SeccompCmpOp::Eq, u64::from(u32::MAX))?])?],
     );
 
+    if !metadata_in_workspace {
+        // Mode and time changes Landlock does not cover: refused unless a
+        // read-only mount tree outside the workspace makes the kernel refuse
+        // them everywhere but there.
+        for number in [
+            libc::SYS_chmod,
+            libc::SYS_fchmod,
+            libc::SYS_fchmodat,
+            libc::SYS_fchmodat2,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_utimensat,
+            libc::SYS_futimesat,
+        ] {
+            rules.insert(number, Vec::new());
+        }
+    }
     insert_process_rules(&mut rules)?;
     insert_socket_rules(&mut rules, network)?;
     if refuse_locks {
@@ -498,7 +515,11 @@ fn insert_lock_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), 
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn seccomp_programs(_network: bool, _refuse_locks: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    _network: bool,
+    _refuse_locks: bool,
+    _metadata_in_workspace: bool,
+) -> Result<Vec<BpfProgram>, String> {
     Err(format!(
         "the seccomp filter is defined for x86_64 only, not {}",
         std::env::consts::ARCH
@@ -516,7 +537,11 @@ fn errno(value: i32) -> Result<u32, String> {
 /// would otherwise slip past a list of x86_64 numbers; and `clone3`, refused
 /// with ENOSYS so that libc falls back to `clone`, whose flags the first
 /// program can inspect.
-fn seccomp_programs(network: bool, refuse_locks: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    network: bool,
+    refuse_locks: bool,
+    metadata_in_workspace: bool,
+) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| format!("seccomp: {error}"))?;
     let compile = |rules, action| -> Result<BpfProgram, String> {
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
@@ -524,7 +549,7 @@ fn seccomp_programs(network: bool, refuse_locks: bool) -> Result<Vec<BpfProgram>
         BpfProgram::try_from(filter).map_err(|error| format!("seccomp: {error}"))
     };
     let denied = compile(
-        denied_syscalls(network, refuse_locks)?,
+        denied_syscalls(network, refuse_locks, metadata_in_workspace)?,
         SeccompAction::Errno(errno(libc::EPERM)?),
     )?;
     let mut guarded = x32_guard(errno(libc::ENOSYS)?);
