@@ -39,8 +39,21 @@ pub(crate) struct CommandArgs {
     /// Where the kernel sandbox is unavailable, run Agent `auto` commands
     /// unconfined instead of refusing them with SANDBOX_UNAVAILABLE (off by
     /// default; Plan commands never run unconfined).
+    /// The same opt-out where the sandbox works without its namespaces: Agent
+    /// `auto` commands then run workspace-write under Landlock and seccomp
+    /// only, without the protected paths.
     #[arg(long)]
     auto_without_sandbox: bool,
+    /// Do not enter the sandbox's namespaces even where the kernel allows
+    /// them, as on a kernel without them: Plan Bash still runs, the
+    /// database and terminals are no longer hidden from it, and Agent `auto`
+    /// is refused unless --auto-without-sandbox.
+    #[arg(long)]
+    skip_namespaces: bool,
+    /// Another path kept read-only under Agent `auto`, besides `.git`,
+    /// `.pi`, the database and the helper (repeatable).
+    #[arg(long = "protect", value_name = "PATH")]
+    protected_paths: Vec<PathBuf>,
 }
 
 impl CommandArgs {
@@ -53,6 +66,8 @@ impl CommandArgs {
                 .unwrap_or_default(),
         );
         options.command_output_cap = self.command_output_cap;
+        options.skip_namespaces = self.skip_namespaces;
+        options.protected_paths.clone_from(&self.protected_paths);
         let commands = &mut options.limits.commands;
         commands.default_timeout_ms = self.command_timeout_ms.min(self.command_max_timeout_ms);
         commands.max_timeout_ms = self.command_max_timeout_ms;

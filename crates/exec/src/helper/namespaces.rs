@@ -335,9 +335,15 @@ fn current_flags(point: &Path) -> MountFlags {
         .map_or(MountFlags::empty(), |(_, flags)| flags)
 }
 
-/// Binds `path` over itself read-only (with what is mounted below it).
+/// Binds `path` over itself read-only (with what is mounted below it). A
+/// path that is gone from the private tree (under a hidden directory) has
+/// nothing left to protect.
 fn read_only_bind(path: &Path) -> Result<(), String> {
-    bind(path, path, true)?;
+    match rustix::mount::mount_bind_recursive(path, path) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(errno) => return Err(error("binding", path, errno)),
+    }
     remount(path, current_flags(path) | MountFlags::RDONLY)
 }
 

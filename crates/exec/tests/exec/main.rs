@@ -9,6 +9,7 @@
 
 mod failures;
 mod host_death;
+mod isolation;
 mod network;
 mod outside;
 mod privileges;

@@ -12,7 +12,24 @@ use plan_exec::{CommandState, Confinement, Stream};
 
 use crate::support::*;
 
-/// The confinements every probe runs under.
+/// The confinements every probe runs under, each without and (where the
+/// kernel allows them) with namespaces: these properties must hold either way.
+fn cases(workspace: &std::path::Path) -> Vec<(Confinement, bool)> {
+    namespace_modes()
+        .into_iter()
+        .flat_map(|namespaces| {
+            confinements(workspace)
+                .into_iter()
+                .map(move |confinement| (confinement, namespaces))
+        })
+        .collect()
+}
+
+fn with_namespaces(mut spec: plan_exec::CommandSpec, namespaces: bool) -> plan_exec::CommandSpec {
+    spec.isolation.namespaces = namespaces;
+    spec
+}
+
 fn confinements(workspace: &std::path::Path) -> Vec<Confinement> {
     vec![
         Confinement::ReadOnly,
@@ -99,20 +116,23 @@ fn no_limit_priority_schedule_or_affinity_change_reaches_a_process_outside() {
     let workspace = dirs.root.path().join("ws");
     std::fs::create_dir(&workspace).unwrap();
     let mut failures = Vec::new();
-    for confinement in confinements(&workspace) {
+    for (confinement, namespaces) in cases(&workspace) {
         let canary = Canary::start();
         let before = canary.state();
-        let (outcome, events) = run(spec(
-            &process_probes(canary.pid()),
-            &dirs.scratch,
-            &dirs.scratch,
-            confinement.clone(),
+        let (outcome, events) = run(with_namespaces(
+            spec(
+                &process_probes(canary.pid()),
+                &dirs.scratch,
+                &dirs.scratch,
+                confinement.clone(),
+            ),
+            namespaces,
         ));
         assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
         let after = canary.state();
         if after != before {
             failures.push(format!(
-                "{confinement:?} changed the canary:\n{before}\n---\n{after}\n{}",
+                "{confinement:?} (namespaces {namespaces}) changed the canary:\n{before}\n---\n{after}\n{}",
                 events.text(Stream::Stderr)
             ));
         }
@@ -260,7 +280,7 @@ fn no_system_v_ipc_or_posix_message_queue_outside_is_touched_or_created() {
     std::fs::create_dir(&workspace).unwrap();
     let tag = std::process::id();
     let mut failures = Vec::new();
-    for (index, confinement) in confinements(&workspace).into_iter().enumerate() {
+    for (index, (confinement, namespaces)) in cases(&workspace).into_iter().enumerate() {
         let objects = [Ipc::create("m"), Ipc::create("q"), Ipc::create("s")];
         let existing = format!("/plan-exec-test-{tag}-{index}");
         mq_create(&existing);
@@ -271,16 +291,19 @@ fn no_system_v_ipc_or_posix_message_queue_outside_is_touched_or_created() {
             &format!("/plan-exec-test-{tag}-{index}-new"),
             &existing,
         ));
-        let (outcome, events) = run(spec(
-            &command.join("; "),
-            &dirs.scratch,
-            &dirs.scratch,
-            confinement.clone(),
+        let (outcome, events) = run(with_namespaces(
+            spec(
+                &command.join("; "),
+                &dirs.scratch,
+                &dirs.scratch,
+                confinement.clone(),
+            ),
+            namespaces,
         ));
         assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
         let stdout = events.text(Stream::Stdout);
         if stdout != "False False False False\n" {
-            failures.push(format!("{confinement:?}: {stdout}"));
+            failures.push(format!("{confinement:?} (namespaces {namespaces}): {stdout}"));
         }
         for object in &objects {
             if !object.exists() {
@@ -347,9 +370,18 @@ fn a_plan_command_takes_no_lock_or_lease_on_a_file_outside() {
     let file = dirs.root.path().join("plan.db-shm");
     std::fs::write(&file, b"canary").unwrap();
     let script = lock_script(&file.display().to_string());
-    let (outcome, events) = run(spec(&script, &dirs.scratch, &dirs.scratch, Confinement::ReadOnly));
-    assert_eq!(outcome.exit_code, Some(0), "{}", events.text(Stream::Stderr));
-    assert_eq!(events.text(Stream::Stdout), "no no no no\n");
+    for namespaces in namespace_modes() {
+        let (outcome, events) = run(with_namespaces(
+            spec(&script, &dirs.scratch, &dirs.scratch, Confinement::ReadOnly),
+            namespaces,
+        ));
+        assert_eq!(outcome.exit_code, Some(0), "{}", events.text(Stream::Stderr));
+        assert_eq!(
+            events.text(Stream::Stdout),
+            "no no no no\n",
+            "namespaces {namespaces}"
+        );
+    }
     let (outcome, events) = run(spec(&script, &dirs.scratch, &dirs.scratch, Confinement::None));
     assert_eq!(outcome.exit_code, Some(0), "{}", events.text(Stream::Stderr));
     assert_eq!(events.text(Stream::Stdout), "yes yes yes yes\n");
