@@ -5,6 +5,7 @@
 //! - a private `/dev` with only `null`, `zero`, `full`, `random` and
 //!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
 //!   process's own descriptors), so no terminal or console is reachable;
+//! - as root, a `/proc` that lists only the command's own processes;
 //! - the scratch root covered by an empty read-only tmpfs with only the
 //!   command's own scratch directory bound back in, so other commands'
 //!   scratch directories are not visible;
@@ -100,6 +101,7 @@ pub(crate) fn enter(args: &ConfineArgs) -> Result<(), String> {
     let scratch = open_path(&args.scratch_dir)?;
     let workspace_fd = workspace.map(open_path).transpose()?;
     private_dev(&devices)?;
+    private_proc()?;
     hide_scratch_root(args, &scratch)?;
     for path in &args.hidden {
         hide(path)?;
@@ -198,6 +200,39 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
     )
     .map_err(|errno| error("creating", empty, errno))?;
     remount(dev, flags | MountFlags::RDONLY)
+}
+
+/// A procfs instance of our own over `/proc` that lists only processes the
+/// caller may trace (`hidepid=invisible`): once Landlock is enforced that is
+/// the command's own tree, so no other process (the host's included) can be
+/// seen, by pid or by listing. The kernel allows a new procfs instance only
+/// to a caller privileged over the PID namespace, that is root here; inside
+/// an unprivileged user namespace (without a PID namespace of its own)
+/// `/proc` stays the host's, which the crate's documentation states.
+fn private_proc() -> Result<(), String> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    // procfs shows every process to members of its `gid=` group, which is
+    // root's group unless named: name one the caller is not in.
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|error| format!("/proc/self/status: {error}"))?;
+    let member: Vec<&str> = status
+        .lines()
+        .filter(|line| line.starts_with("Gid:") || line.starts_with("Groups:"))
+        .flat_map(|line| line.split_whitespace().skip(1))
+        .collect();
+    let Some(outsider) = (1..=64_u32)
+        .map(|step| u32::MAX - 1 - step)
+        .find(|gid| !member.contains(&gid.to_string().as_str()))
+    else {
+        return Err("no group outside the caller's groups for /proc".into());
+    };
+    let options = std::ffi::CString::new(format!("hidepid=invisible,gid={outsider}"))
+        .map_err(|_| "procfs options".to_owned())?;
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    rustix::mount::mount("proc", "/proc", "proc", flags, options.as_c_str())
+        .map_err(|errno| error("mounting", Path::new("/proc"), errno))
 }
 
 /// Covers the scratch root with a small read-only tmpfs and binds the

@@ -5,7 +5,8 @@
 //! read nor written; under `auto` the workspace's `.git` (a directory, a
 //! `.git` file's gitdir and its common directory, a nested repository's),
 //! `.pi`, the helper and a host-named path stay read-only, also when an
-//! earlier command prepared a link or a rename for a later one. Every probe
+//! earlier command prepared a link or a rename for a later one; as root, no
+//! process outside the command is visible in `/proc`. Every probe
 //! is shown to work unconfined, so the checks can fail. Skipped, saying so,
 //! where the kernel gives no namespaces.
 
@@ -507,4 +508,50 @@ fn without_namespaces_a_plan_command_still_runs_and_keeps_p1_to_p6() {
     assert_eq!(outcome.exit_code, Some(0), "{}", events.text(Stream::Stderr));
     assert_eq!(events.text(Stream::Stdout), "ran\n");
     assert_eq!(std::fs::read_to_string(&canary).unwrap(), "keep\n");
+}
+
+#[test]
+fn no_process_outside_the_command_is_visible() {
+    if !namespaces_here("no_process_outside_the_command_is_visible") {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("no_process_outside_the_command_is_visible: not root, /proc stays the host's (documented)");
+        return;
+    }
+    let dirs = dirs();
+    let mut canary = Command::new("sleep").arg("600").spawn().unwrap();
+    let command = format!(
+        "test -e /proc/{0} && echo canary-visible || echo canary-hidden; \
+         test -r /proc/$PPID/cmdline && echo parent-visible || echo parent-hidden; \
+         test -e /proc/self/status && echo self-visible; \
+         ls /proc | grep -c '^[0-9]'",
+        canary.id()
+    );
+    let (outcome, events) = run(isolated(
+        &command,
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+        Isolation::default(),
+    ));
+    assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+    let stdout = events.text(Stream::Stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        &lines[..3],
+        ["canary-hidden", "parent-hidden", "self-visible"],
+        "{stdout}"
+    );
+    // Only the command's own processes: the shell, ls and grep.
+    let listed: usize = lines[3].parse().unwrap();
+    assert!(listed <= 4, "{stdout}");
+    let (_, events) = run(spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None));
+    assert!(
+        events
+            .text(Stream::Stdout)
+            .starts_with("canary-visible\nparent-visible\n")
+    );
+    let _ = canary.kill();
+    let _ = canary.wait();
 }
