@@ -64,6 +64,17 @@ fn open_path(path: &Path) -> Result<OwnedFd, String> {
         .map_err(|errno| error("opening", path, errno))
 }
 
+/// A directory to bind writable: its last component must not be a symlink,
+/// so a link planted where the directory was cannot redirect the bind.
+fn open_directory(path: &Path) -> Result<OwnedFd, String> {
+    rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        FileMode::empty(),
+    )
+    .map_err(|errno| error("opening", path, errno))
+}
+
 /// The path through which `fd` can be named as a mount source.
 fn fd_path(fd: &OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
@@ -98,8 +109,8 @@ pub(crate) fn enter(args: &ConfineArgs) -> Result<(), String> {
         .iter()
         .map(|name| open_path(&Path::new("/dev").join(name)))
         .collect::<Result<Vec<_>, String>>()?;
-    let scratch = open_path(&args.scratch_dir)?;
-    let workspace_fd = workspace.map(open_path).transpose()?;
+    let scratch = open_directory(&args.scratch_dir)?;
+    let workspace_fd = workspace.map(open_directory).transpose()?;
     private_dev(&devices)?;
     private_proc()?;
     hide_scratch_root(args, &scratch)?;
