@@ -432,6 +432,12 @@ mod tests {
             assert_eq!(decoded.confine, confine);
         }
         assert!(decode(&["--bogus".into()]).is_err());
+        for flag in ["--hide", "--protect", "--scratch-root"] {
+            assert_eq!(
+                decode(&[flag.into()]).err(),
+                Some(format!("{flag} needs a value"))
+            );
+        }
         assert!(decode(&["--parent".into(), "1".into(), "--scratch".into(), "/s".into()]).is_err());
     }
 

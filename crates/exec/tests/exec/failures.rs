@@ -1,8 +1,9 @@
 //! Commands that cannot start say why, with a distinct error each, and run
 //! nothing: missing shell, cwd or scratch dir, a NUL in the command, a
 //! missing helper (a sandbox error when a sandbox was asked for), a
-//! workspace root that cannot be opened, and the helper's own refusal of a
-//! missing scratch dir (Landlock would skip it silently).
+//! workspace root that cannot be opened, the helper's own refusal of a
+//! missing scratch dir (Landlock would skip it silently), and namespaces
+//! that cannot be built.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -96,4 +97,39 @@ fn the_confining_stage_refuses_a_missing_scratch_dir_itself() {
     (&ours).read_to_string(&mut report).unwrap();
     assert!(report.starts_with("scratch "), "{report}");
     assert!(!child.wait().unwrap().success());
+}
+
+#[test]
+fn namespaces_that_cannot_be_built_run_nothing() {
+    if !sandbox_available("namespaces_that_cannot_be_built_run_nothing") || !namespaces_available() {
+        return;
+    }
+    let dirs = dirs();
+    let marker = dirs.root.path().join("ran");
+    let mut spec = spec(
+        &format!("touch {}", marker.display()),
+        &dirs.scratch,
+        &dirs.scratch,
+        Confinement::ReadOnly,
+    );
+    // A scratch root that does not exist cannot be covered.
+    spec.isolation.namespaces = true;
+    spec.isolation.scratch_root = Some(dirs.root.path().join("no-such-root"));
+    let (outcome, _) = run(spec.clone());
+    let ExecError::SandboxUnavailable { reason } = failed(&outcome) else {
+        panic!("{outcome:?}");
+    };
+    assert!(reason.starts_with("namespaces: "), "{reason}");
+    assert!(!marker.exists());
+    // Namespaces asked for a Plan command whose scratch directory is a link.
+    let link = dirs.root.path().join("link");
+    std::os::unix::fs::symlink(&dirs.scratch, &link).unwrap();
+    spec.isolation.scratch_root = None;
+    spec.scratch_dir = link;
+    let (outcome, _) = run(spec);
+    assert!(
+        matches!(failed(&outcome), ExecError::SandboxUnavailable { .. }),
+        "{outcome:?}"
+    );
+    assert!(!marker.exists());
 }
