@@ -140,11 +140,12 @@ impl CommandSupport {
     }
 
     /// What a sandboxed command's namespaces hide and protect. The database
-    /// must not be readable (P8) nor writable (P7) from any sandbox: its
-    /// whole directory is hidden, unless that directory also holds the
-    /// workspace or the scratch root (a database at the workspace's root,
-    /// or the scratch root beside it), where only the database and its
-    /// side files are.
+    /// must not be readable (P8) nor writable (P7) from any sandbox: the
+    /// database and its side files are hidden and kept read-only. Its
+    /// directory is not hidden (it may be any directory of the embedder's,
+    /// `/tmp` included, whose other files stay readable); where it lies
+    /// inside the workspace (but is not its root) it is kept read-only, so an
+    /// `auto` command cannot plant a journal beside the database either.
     fn isolation(&self, workspace_root: &Path) -> Isolation {
         let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
             .iter()
@@ -154,21 +155,18 @@ impl CommandSupport {
                 PathBuf::from(name)
             })
             .collect();
-        let hidden = match self.database.parent() {
-            Some(directory)
-                if !directory.as_os_str().is_empty()
-                    && !workspace_root.starts_with(directory)
-                    && !self.scratch_root.starts_with(directory) =>
-            {
-                vec![directory.to_path_buf()]
-            }
-            Some(_) | None => side_files.clone(),
-        };
-        let mut protected = side_files;
+        let mut protected = side_files.clone();
+        if let Some(directory) = self.database.parent()
+            && directory.starts_with(workspace_root)
+            && directory != workspace_root
+        {
+            protected.push(directory.to_path_buf());
+        }
         if let Some(runner) = &self.runner {
             protected.push(runner.helper().to_path_buf());
         }
         protected.extend(self.protected_paths.iter().cloned());
+        let hidden = side_files;
         Isolation {
             namespaces: self.namespaces_available(),
             scratch_root: Some(self.scratch_root.clone()),

@@ -3,7 +3,8 @@
 //! lock the database and an `auto` command of another session cannot rewrite
 //! it or plant a journal; two sessions that cannot reach each other's
 //! scratch directory; a host that skips namespaces (Plan still runs, `auto`
-//! is `SANDBOX_UNAVAILABLE` unless opted out); and what `initialize` reports.
+//! is `SANDBOX_UNAVAILABLE` unless opted out); ordinary files beside the
+//! database stay readable; and what `initialize` reports.
 
 use super::*;
 use plan_core::Sandbox;
@@ -298,5 +299,28 @@ fn initialize_reports_every_layer_where_namespaces_work() {
     assert_eq!(
         commands["enforced"],
         json!(["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"])
+    );
+}
+
+#[test]
+fn only_the_database_is_hidden_not_the_files_beside_it() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |_| {},
+    );
+    if !namespaced(&fixture, "only_the_database_is_hidden_not_the_files_beside_it") {
+        return;
+    }
+    let beside = fixture.db.with_file_name("notes.txt");
+    std::fs::write(&beside, "ordinary file\n").unwrap();
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let command = format!(
+        "cat {}; grep -c 'SQLite format' {}",
+        beside.display(),
+        fixture.db.display()
+    );
+    assert_eq!(
+        plan_stdout(&fixture, "plan", &plan, "p1", &command),
+        "ordinary file\n0\n"
     );
 }
