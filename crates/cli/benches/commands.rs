@@ -132,6 +132,13 @@ fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) ->
             grace: Duration::from_secs(1),
             output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
             confinement: plan_exec::Confinement::ReadOnly,
+            isolation: plan_exec::Isolation {
+                namespaces: matches!(
+                    runner.sandbox_support(),
+                    plan_exec::SandboxSupport::Available { namespaces: true }
+                ),
+                ..plan_exec::Isolation::default()
+            },
         },
         move |_event: plan_exec::OutputEvent| {
             let _ = sender.send(start.elapsed());
@@ -154,7 +161,10 @@ fn main() {
     let workspace = dir.path().canonicalize().unwrap().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
     let runner = plan_exec::Runner::open(BIN).unwrap();
-    if runner.sandbox_support() != plan_exec::SandboxSupport::Available {
+    if !matches!(
+        runner.sandbox_support(),
+        plan_exec::SandboxSupport::Available { .. }
+    ) {
         println!("commands/first_output: skipped, the kernel sandbox is unavailable here");
         return;
     }

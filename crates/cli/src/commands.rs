@@ -44,6 +44,9 @@ pub(crate) struct CommandArgs {
     /// Where the kernel sandbox is unavailable, run Agent `auto` commands
     /// unconfined instead of refusing them with SANDBOX_UNAVAILABLE (off by
     /// default; Plan commands never run unconfined).
+    /// The same opt-out where the sandbox works without its namespaces: Agent
+    /// `auto` commands then run workspace-write under Landlock and seccomp
+    /// only, without the protected paths.
     #[arg(long)]
     auto_without_sandbox: bool,
     /// Where each command's scratch directory is made: a private directory
@@ -57,6 +60,16 @@ pub(crate) struct CommandArgs {
     /// once, it replaces the default KEY, SECRET, TOKEN and PASSWORD.
     #[arg(long, value_name = "TEXT")]
     secret_env_marker: Vec<String>,
+    /// Do not enter the sandbox's namespaces even where the kernel allows
+    /// them, as on a kernel without them: Plan Bash still runs, the
+    /// database and terminals are no longer hidden from it, and Agent `auto`
+    /// is refused unless --auto-without-sandbox.
+    #[arg(long)]
+    skip_namespaces: bool,
+    /// Another path kept read-only under Agent `auto`, besides `.git`,
+    /// `.pi`, the database and the helper (repeatable).
+    #[arg(long = "protect", value_name = "PATH")]
+    protected_paths: Vec<PathBuf>,
 }
 
 impl CommandArgs {
@@ -83,6 +96,8 @@ impl CommandArgs {
                 .command_env_secret_markers
                 .clone_from(&self.secret_env_marker);
         }
+        options.skip_namespaces = self.skip_namespaces;
+        options.protected_paths.clone_from(&self.protected_paths);
         let commands = &mut options.limits.commands;
         commands.limits = CommandLimits::new(
             self.command_timeout_ms,

@@ -45,6 +45,14 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         grace: Duration::from_millis(200),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
         confinement,
+        // Every layer the kernel offers, as a host would run it.
+        isolation: plan_exec::Isolation {
+            namespaces: matches!(
+                runner().sandbox_support(),
+                plan_exec::SandboxSupport::Available { namespaces: true }
+            ),
+            ..plan_exec::Isolation::default()
+        },
     }
 }
 

@@ -17,7 +17,10 @@
 //!    the shell exits it kills whatever the shell left behind.
 //! 3. The confining stage marks inherited descriptors close-on-exec, arms its
 //!    parent-death signal, applies the requested [`Confinement`] to itself
-//!    (Landlock ABI 3+, all capabilities dropped, no_new_privs, seccomp) and
+//!    (where [`Isolation::namespaces`] asks for them, new mount, IPC and
+//!    network namespaces with a private `/dev` and the hidden and protected
+//!    paths; then Landlock ABI 3+, all capabilities dropped, no_new_privs,
+//!    seccomp) and
 //!    executes the shell with stdin `/dev/null`, in the working directory,
 //!    with the minimal environment of [`CommandSpec::environment`].
 //! 4. The runner's pump thread reads both pipes, delivers [`OutputEvent`]s
@@ -47,4 +50,4 @@ pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
 pub use scratch::{ScratchDir, ScratchRoot};
-pub use spec::{CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH};
+pub use spec::{CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation};

@@ -48,7 +48,11 @@ pub enum SandboxSupport {
     /// The helper applied the read-only sandbox to itself and it held: the
     /// scratch dir was writable, a sibling directory was not, no UDP socket
     /// could be made and no capability was left.
-    Available,
+    Available {
+        /// Whether it did so inside its own namespaces (see
+        /// [`crate::Isolation::namespaces`]), with no terminal reachable.
+        namespaces: bool,
+    },
     /// The sandbox cannot be applied; confined commands will fail to start
     /// with [`ExecError::SandboxUnavailable`].
     Unavailable {
@@ -168,8 +172,10 @@ impl Runner {
         };
         let verdict = String::from_utf8_lossy(&output.stdout);
         let verdict = verdict.trim_end();
-        if verdict == "available" {
-            SandboxSupport::Available
+        if verdict == "available namespaces" {
+            SandboxSupport::Available { namespaces: true }
+        } else if verdict == "available" {
+            SandboxSupport::Available { namespaces: false }
         } else if let Some(reason) = verdict.strip_prefix("unavailable ") {
             SandboxSupport::Unavailable {
                 reason: reason.to_owned(),
@@ -251,9 +257,14 @@ impl Runner {
                 expected_parent: std::process::id(),
                 mode,
                 scratch_dir: spec.scratch.path().to_path_buf(),
-                scratch_root: spec.scratch.root().to_path_buf(),
                 shell: spec.shell.clone(),
                 command: spec.command.clone().into(),
+                namespaces: spec.isolation.namespaces,
+                // Hidden inside the namespaces (but for this command's own
+                // directory): the root the host made the directory in.
+                scratch_root: Some(spec.scratch.root().to_path_buf()),
+                hidden: spec.isolation.hidden.clone(),
+                protected: spec.isolation.protected.clone(),
             },
         };
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {

@@ -56,6 +56,33 @@ impl Confinement {
     }
 }
 
+/// What the sandbox hides and keeps read-only beyond the confinement's own
+/// rules, and whether namespaces carry it. Only used for a sandboxed
+/// confinement.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Isolation {
+    /// Whether the helper enters new mount, IPC and (offline) network
+    /// namespaces, and a user namespace when not root, with a private `/dev`
+    /// (only `null`, `zero`, `full`, `random`, `urandom`), the scratch root
+    /// (all but [`CommandSpec::scratch`] itself) and [`Isolation::hidden`]
+    /// hidden, and for workspace-write every mount
+    /// read-only but the workspace and the scratch directory, with the
+    /// workspace's protected paths and [`Isolation::protected`] read-only
+    /// inside it. `false` (a kernel without namespaces, or a host that skips
+    /// them): Landlock and seccomp only. The default is `false`, because the
+    /// caller must know from [`crate::Runner::sandbox_support`] that the
+    /// kernel allows them: asking for them where it does not makes every
+    /// sandboxed command fail to start.
+    pub namespaces: bool,
+    /// Paths covered by something empty and read-only inside the namespaces
+    /// (the host's database directory, or its database and side files).
+    pub hidden: Vec<PathBuf>,
+    /// Paths kept read-only inside a writable workspace, besides the ones
+    /// every workspace has (its `.git` and what a `.git` file names, nested
+    /// repositories' `.git`, `.pi`).
+    pub protected: Vec<PathBuf>,
+}
+
 /// One command to run as `<shell> -c <command>`.
 ///
 /// The environment is cleared and rebuilt from: `PATH` =
@@ -88,6 +115,8 @@ pub struct CommandSpec {
     pub output_cap: u64,
     /// The confinement to apply.
     pub confinement: Confinement,
+    /// The namespaces and what they hide and protect.
+    pub isolation: Isolation,
 }
 
 impl CommandSpec {

@@ -36,10 +36,17 @@ pub(crate) struct ConfineArgs {
     /// The scratch directory's path (its `TMPDIR`); the directory itself
     /// arrives as a descriptor (see [`send_scratch`]).
     pub(crate) scratch_dir: PathBuf,
-    /// The root every scratch directory of the host lies in.
-    pub(crate) scratch_root: PathBuf,
     pub(crate) shell: PathBuf,
     pub(crate) command: OsString,
+    /// Whether to enter namespaces and build the private mount tree.
+    pub(crate) namespaces: bool,
+    /// The directory holding every command's scratch directory, hidden
+    /// (except the command's own) inside the namespaces.
+    pub(crate) scratch_root: Option<PathBuf>,
+    /// Paths covered by something empty and read-only.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// Extra paths kept read-only inside a writable workspace.
+    pub(crate) protected: Vec<PathBuf>,
 }
 
 /// Everything the supervisor needs.
@@ -59,8 +66,6 @@ pub(crate) const MODE_PROBE: &str = "probe";
 fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push("--scratch".into());
     out.push(args.scratch_dir.clone().into_os_string());
-    out.push("--scratch-root".into());
-    out.push(args.scratch_root.clone().into_os_string());
     match &args.mode {
         Mode::None => out.push("--none".into()),
         Mode::ReadOnly => out.push("--read-only".into()),
@@ -74,6 +79,21 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
                 out.push("--network".into());
             }
         }
+    }
+    if args.namespaces {
+        out.push("--namespaces".into());
+    }
+    if let Some(root) = &args.scratch_root {
+        out.push("--scratch-root".into());
+        out.push(root.clone().into_os_string());
+    }
+    for path in &args.hidden {
+        out.push("--hide".into());
+        out.push(path.clone().into_os_string());
+    }
+    for path in &args.protected {
+        out.push("--protect".into());
+        out.push(path.clone().into_os_string());
     }
     out.push("--shell".into());
     out.push(args.shell.clone().into_os_string());
@@ -135,12 +155,15 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut grace = None;
     let mut cwd = None;
     let mut scratch = None;
-    let mut scratch_root = None;
     let mut mode = None;
     let mut network = false;
     let mut workspace = None;
     let mut shell = None;
     let mut command = None;
+    let mut namespaces = false;
+    let mut scratch_root = None;
+    let mut hidden = Vec::new();
+    let mut protected = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
         let flag = flag.to_str().ok_or("non-UTF-8 option")?;
@@ -155,12 +178,15 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--grace-ms" => grace = Some(Duration::from_millis(number(&value()?)?)),
             "--cwd" => cwd = Some(PathBuf::from(value()?)),
             "--scratch" => scratch = Some(PathBuf::from(value()?)),
-            "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
             "--none" => mode = Some(false),
             "--read-only" => mode = Some(true),
             "--workspace" => workspace = Some(PathBuf::from(value()?)),
             "--network" => network = true,
             "--shell" => shell = Some(PathBuf::from(value()?)),
+            "--namespaces" => namespaces = true,
+            "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
+            "--hide" => hidden.push(PathBuf::from(value()?)),
+            "--protect" => protected.push(PathBuf::from(value()?)),
             "--" => {
                 command = Some(value()?);
                 break;
@@ -182,9 +208,12 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
         mode,
         scratch_dir: scratch.ok_or("--scratch is required")?,
-        scratch_root: scratch_root.ok_or("--scratch-root is required")?,
         shell: shell.ok_or("--shell is required")?,
         command: command.ok_or("the command is required")?,
+        namespaces,
+        scratch_root,
+        hidden,
+        protected,
     };
     Ok(Decoded {
         timeout,
@@ -422,9 +451,12 @@ mod tests {
             expected_parent: 42,
             mode,
             scratch_dir: PathBuf::from("/tmp/scratch dir"),
-            scratch_root: PathBuf::from("/tmp"),
             shell: PathBuf::from("/bin/bash"),
             command: OsString::from("echo -- --none\n'x'"),
+            namespaces: true,
+            scratch_root: Some(PathBuf::from("/tmp/scratch root")),
+            hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],
+            protected: vec![PathBuf::from("/ws/extra")],
         }
     }
 
@@ -465,6 +497,12 @@ mod tests {
             assert_eq!(decoded.confine, confine);
         }
         assert!(decode(&["--bogus".into()]).is_err());
+        for flag in ["--hide", "--protect", "--scratch-root"] {
+            assert_eq!(
+                decode(&[flag.into()]).err(),
+                Some(format!("{flag} needs a value"))
+            );
+        }
         assert!(decode(&["--parent".into(), "1".into(), "--scratch".into(), "/s".into()]).is_err());
     }
 

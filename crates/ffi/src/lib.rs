@@ -157,6 +157,7 @@ impl PlanHost {
                 limits,
                 sandbox_helper: options.sandbox_helper.map(Into::into),
                 scratch_root: options.scratch_root.map(Into::into),
+                skip_namespaces: options.skip_namespaces.unwrap_or(false),
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
                 ..defaults
             },

@@ -565,6 +565,12 @@ pub struct PlanHostOptions {
     /// (Plan commands never do).
     #[uniffi(default = None)]
     pub auto_without_sandbox: Option<bool>,
+    /// Whether the sandbox skips its namespaces even where the kernel allows
+    /// them (as a kernel without them would): Plan Bash still runs, the
+    /// database and terminals are no longer hidden from it, and Agent `auto`
+    /// fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+    #[uniffi(default = None)]
+    pub skip_namespaces: Option<bool>,
 }
 
 macro_rules! map_enum {

@@ -471,3 +471,62 @@ fn command_limits_meet_plan_cores_one_rule() {
     let host = open(None, Some(60_000)).unwrap();
     host.shutdown();
 }
+
+#[test]
+fn skip_namespaces_refuses_auto_and_reports_two_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let options = PlanHostOptions {
+        skip_namespaces: Some(true),
+        ..PlanHostOptions::default()
+    };
+    let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
+    if !host.sandbox_info().plan_sandbox_available {
+        eprintln!("no kernel sandbox here: nothing to skip");
+        return;
+    }
+    let init = host
+        .handle_json(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+        )
+        .unwrap();
+    let init: serde_json::Value = serde_json::from_str(&init).unwrap();
+    assert_eq!(
+        init["result"]["capabilities"]["commands"]["layers"],
+        serde_json::json!(["landlock", "seccomp"])
+    );
+    let root = Some(workspace.to_string_lossy().into_owned());
+    host.create_session(
+        Some("auto".to_owned()),
+        root,
+        Some(Mode::Agent),
+        Some(PermissionMode::Auto),
+    )
+    .unwrap();
+    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
+    host.tool_calls(
+        "auto".to_owned(),
+        turn.turn_id.clone(),
+        vec![call("b1", "Bash", r#"{"command":"true"}"#)],
+    )
+    .unwrap();
+    let refused = host.start_command(
+        "auto".to_owned(),
+        turn.turn_id,
+        "b1".to_owned(),
+        "true".to_owned(),
+        None,
+        None,
+    );
+    assert!(
+        matches!(
+            refused,
+            Err(plan_ffi::PlanError::Failed {
+                code: ErrorCode::SandboxUnavailable,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+}

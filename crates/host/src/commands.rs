@@ -516,6 +516,7 @@ impl Host {
             grace: self.core.commands.grace,
             output_cap: self.core.commands.output_cap,
             confinement: confinement(request.grant, &real_root),
+            isolation: self.core.commands.isolation(&real_root),
         };
         Ok(Prepared {
             run,

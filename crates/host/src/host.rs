@@ -111,6 +111,7 @@ impl Host {
         let commands = CommandSupport::open(&options, &database);
         // The probe, not the embedder, says whether the sandbox works.
         options.limits.commands.sandbox_available = commands.sandbox_available();
+        options.limits.commands.namespaces_available = commands.namespaces_available();
         let core = Arc::new(HostCore {
             open: Mutex::new(Some(Open {
                 store,

@@ -5,12 +5,12 @@
 //! sits above the event loop; this module sits below it, so the loop's state
 //! can hold these without importing the module that uses the loop.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use plan_core::{CommandRun, SessionId};
-use plan_exec::{CancelHandle, CommandOutcome, Runner, SandboxSupport, ScratchDir, ScratchRoot};
+use plan_exec::{CancelHandle, CommandOutcome, Isolation, Runner, SandboxSupport, ScratchDir, ScratchRoot};
 
 use crate::sync::lock;
 use crate::types::HostOptions;
@@ -50,6 +50,10 @@ pub(crate) struct CommandSupport {
     /// runs then.
     pub(crate) runner: Option<Runner>,
     pub(crate) status: SandboxStatus,
+    /// The probe found namespaces usable and the host did not skip them.
+    pub(crate) namespaces: bool,
+    pub(crate) database: PathBuf,
+    pub(crate) protected_paths: Vec<PathBuf>,
     /// Present whenever `runner` is.
     pub(crate) scratch_root: Option<ScratchRoot>,
     pub(crate) output_cap: u64,
@@ -67,6 +71,9 @@ impl CommandSupport {
         let unavailable = |reason: String| CommandSupport {
             runner: None,
             status: SandboxStatus::Unavailable { reason },
+            namespaces: false,
+            database: database.to_path_buf(),
+            protected_paths: options.protected_paths.clone(),
             scratch_root: None,
             output_cap: options.command_output_cap,
             grace: options.command_grace,
@@ -92,13 +99,20 @@ impl CommandSupport {
             Ok(runner) => runner,
             Err(error) => return unavailable(error.to_string()),
         };
+        let mut namespaces = false;
         let status = match runner.sandbox_support() {
-            SandboxSupport::Available => SandboxStatus::Landlock,
+            SandboxSupport::Available { namespaces: found } => {
+                namespaces = found && !options.skip_namespaces;
+                SandboxStatus::Landlock
+            }
             SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
         };
         CommandSupport {
             runner: Some(runner),
             status,
+            namespaces,
+            database: database.to_path_buf(),
+            protected_paths: options.protected_paths.clone(),
             scratch_root: Some(scratch_root),
             output_cap: options.command_output_cap,
             grace: options.command_grace,
@@ -109,6 +123,45 @@ impl CommandSupport {
         match self.status {
             SandboxStatus::Landlock => true,
             SandboxStatus::Unavailable { .. } => false,
+        }
+    }
+
+    /// Whether sandboxed commands run inside their namespaces.
+    pub(crate) fn namespaces_available(&self) -> bool {
+        self.sandbox_available() && self.namespaces
+    }
+
+    /// What a sandboxed command's namespaces hide and protect. The database
+    /// must not be readable (P8) nor writable (P7) from any sandbox: the
+    /// database and its side files are hidden and kept read-only. Its
+    /// directory is not hidden (it may be any directory of the embedder's,
+    /// `/tmp` included, whose other files stay readable); where it lies
+    /// inside the workspace (but is not its root) it is kept read-only, so an
+    /// `auto` command cannot plant a journal beside the database either.
+    pub(crate) fn isolation(&self, workspace_root: &Path) -> Isolation {
+        let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut name = self.database.as_os_str().to_owned();
+                name.push(suffix);
+                PathBuf::from(name)
+            })
+            .collect();
+        let mut protected = side_files.clone();
+        if let Some(directory) = self.database.parent()
+            && directory.starts_with(workspace_root)
+            && directory != workspace_root
+        {
+            protected.push(directory.to_path_buf());
+        }
+        if let Some(runner) = &self.runner {
+            protected.push(runner.helper().to_path_buf());
+        }
+        protected.extend(self.protected_paths.iter().cloned());
+        Isolation {
+            namespaces: self.namespaces_available(),
+            hidden: side_files,
+            protected,
         }
     }
 }

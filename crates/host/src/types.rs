@@ -67,6 +67,17 @@ pub struct HostOptions {
     /// ([`ExpiryTimer::Automatic`], the default) or the embedder
     /// ([`ExpiryTimer::Manual`]).
     pub expiry: ExpiryTimer,
+    /// Skips the sandbox's namespaces even where the kernel allows them, as
+    /// on a kernel without them: Plan Bash still runs under Landlock and
+    /// seccomp, the database and other scratch directories are no longer
+    /// hidden and terminals are reachable (P8 is not enforced), and Agent
+    /// `auto` is `SANDBOX_UNAVAILABLE` unless
+    /// `limits.commands.auto_without_sandbox` is set (P7 is not enforced).
+    pub skip_namespaces: bool,
+    /// More paths kept read-only inside a writable workspace under `auto`,
+    /// besides `.git` (and what a `.git` file names, nested repositories'
+    /// `.git`), `.pi`, the database with its side files and the helper.
+    pub protected_paths: Vec<PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -84,6 +95,8 @@ impl Default for HostOptions {
                 .map(|marker| (*marker).to_owned())
                 .collect(),
             expiry: ExpiryTimer::Automatic,
+            skip_namespaces: false,
+            protected_paths: Vec::new(),
         }
     }
 }

@@ -32,6 +32,8 @@ use sha2::{Digest, Sha256};
 
 #[path = "host/commands.rs"]
 mod commands;
+#[path = "host/sandbox.rs"]
+mod sandbox;
 
 const T0: i64 = 1_800_000_000_000;
 const TTL: i64 = 60_000;

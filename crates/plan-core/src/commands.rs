@@ -88,6 +88,12 @@ pub struct CommandOptions {
     /// `auto` where the kernel sandbox is unavailable: its commands then run
     /// unconfined instead of failing with `SANDBOX_UNAVAILABLE`. It never
     /// touches Plan turns, whose commands are read-only or do not run.
+    ///
+    /// The same opt-out covers a sandbox without namespaces: there `auto`
+    /// runs workspace-write under Landlock and seccomp, without P7's
+    /// protected paths, instead of `SANDBOX_UNAVAILABLE`. One option, because
+    /// it means one thing (the host accepts `auto` without the full
+    /// sandbox), and the weaker case still gets every layer that works.
     pub auto_without_sandbox: bool,
     /// Whether the kernel sandbox (read-only and workspace-write) works on
     /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
@@ -95,6 +101,12 @@ pub struct CommandOptions {
     /// The default is `false` until a probe says otherwise (the safe side:
     /// nothing runs unconfined).
     pub sandbox_available: bool,
+    /// Whether the sandbox also enters its namespaces here (the kernel
+    /// allows them and the host did not skip them), which is what keeps
+    /// P7's protected paths read-only and P8's reads refused. Without them
+    /// Plan Bash still runs; Agent `auto` is `SANDBOX_UNAVAILABLE` unless
+    /// the host opted out with `auto_without_sandbox`.
+    pub namespaces_available: bool,
 }
 
 /// The command timeouts and the per-session limit. Only
@@ -360,6 +372,51 @@ pub fn sandbox_for(
                 network: options.network_in_auto,
             },
         },
+    }
+}
+
+/// Whether a command with `grant` may start on this host: a Plan
+/// (read-only) command needs the kernel sandbox; a workspace-write (`auto`)
+/// command needs it with its namespaces, since without them P7 cannot be
+/// kept, unless the host opted out; an unconfined command always may.
+///
+/// # Errors
+///
+/// `PLAN_SANDBOX_UNAVAILABLE` for a read-only grant without the sandbox,
+/// `SANDBOX_UNAVAILABLE` for a workspace-write grant without it (or without
+/// its namespaces and no opt-out).
+pub fn check_sandbox(grant: &SandboxGrant, options: &CommandOptions) -> Result<(), ErrorCode> {
+    match grant.sandbox {
+        Sandbox::None => Ok(()),
+        Sandbox::ReadOnly if options.sandbox_available => Ok(()),
+        Sandbox::ReadOnly => Err(grant.sandbox.unavailable_code()),
+        Sandbox::WorkspaceWrite
+            if options.sandbox_available
+                && (options.namespaces_available || options.auto_without_sandbox) =>
+        {
+            Ok(())
+        }
+        Sandbox::WorkspaceWrite => Err(grant.sandbox.unavailable_code()),
+    }
+}
+
+/// What `initialize` reports about the sandbox: the layers that work here
+/// and the properties of `sandbox.md` they enforce (P7 and P8 need the
+/// namespaces). Nothing without the sandbox.
+pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'static str>) {
+    if !options.sandbox_available {
+        return (Vec::new(), Vec::new());
+    }
+    if options.namespaces_available {
+        (
+            vec!["landlock", "seccomp", "namespaces"],
+            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"],
+        )
+    } else {
+        (
+            vec!["landlock", "seccomp"],
+            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9"],
+        )
     }
 }
 

@@ -39,7 +39,8 @@ mod tools;
 pub use commands::{
     BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, CommandRun, CommandState,
     DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, Sandbox, SandboxGrant, TurnCommand, TurnCommandStatus,
-    check_resolved_cwd, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
+    check_resolved_cwd, check_sandbox, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
+    sandbox_report,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;

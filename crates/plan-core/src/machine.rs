@@ -531,10 +531,10 @@ fn plan_command(
     if escapes {
         return Err(ErrorCode::CommandCwdEscape);
     }
-    if !options.sandbox_available {
-        // A Plan command's sandbox is always read-only (`sandbox_for`).
-        return Err(crate::Sandbox::ReadOnly.unavailable_code());
-    }
+    crate::commands::check_sandbox(
+        &sandbox_for(turn, state.session.permission_mode, options),
+        options,
+    )?;
     check_running_limit(turn, context)?;
     command_request(state, context, turn, call.call_id.clone(), input)
 }
@@ -594,14 +594,7 @@ fn start_command(
     let options = &context.limits.commands;
     let input = parse_bash_input(input, state.session.workspace_root.as_deref(), options)?;
     let request = command_request(state, context, &turn, call_id, input)?;
-    match request.grant.sandbox {
-        crate::Sandbox::None => {}
-        crate::Sandbox::ReadOnly | crate::Sandbox::WorkspaceWrite => {
-            if !options.sandbox_available {
-                return Err(request.grant.sandbox.unavailable_code());
-            }
-        }
-    }
+    crate::commands::check_sandbox(&request.grant, options)?;
     check_running_limit(&turn, context)?;
     let mut turn = turn;
     if let Some(command) = turn.commands.get_mut(index) {

@@ -1385,6 +1385,15 @@ mod commands {
     fn sandboxed() -> Context {
         let mut context = context(T0);
         context.limits.commands.sandbox_available = true;
+        context.limits.commands.namespaces_available = true;
+        context
+    }
+
+    /// Landlock and seccomp, but no namespaces (a kernel without them, or a
+    /// host that skips them).
+    fn without_namespaces() -> Context {
+        let mut context = context(T0);
+        context.limits.commands.sandbox_available = true;
         context
     }
 
@@ -1969,6 +1978,54 @@ mod commands {
         assert_eq!(request.grant.sandbox, Sandbox::None);
         let (decisions, _) = run_batch(&plan_turn(), &opted_out, vec![bash("p1", "ls")]);
         assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::PlanSandboxUnavailable)]);
+    }
+
+    #[test]
+    fn without_namespaces_plan_runs_and_auto_needs_the_opt_out() {
+        // P7 cannot be kept without the mount namespace: `auto` is refused,
+        // Plan Bash still runs read-only.
+        let agent = agent_turn_with_bash(PermissionMode::Auto);
+        assert_refused_unchanged(
+            &agent,
+            start(&agent, &without_namespaces(), "c1"),
+            ErrorCode::SandboxUnavailable,
+        );
+        let (decisions, _) = run_batch(&plan_turn(), &without_namespaces(), vec![bash("p1", "ls")]);
+        assert!(
+            matches!(decisions.as_slice(), [ToolDecision::RunCommand(_)]),
+            "{decisions:?}"
+        );
+        // The opt-out gets workspace-write with every layer that works, not
+        // an unconfined command.
+        let mut opted_out = without_namespaces();
+        opted_out.limits.commands.auto_without_sandbox = true;
+        let transition = start(&agent, &opted_out, "c1");
+        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+            panic!("expected a start, got {:?}", transition.reply);
+        };
+        assert_eq!(request.grant.sandbox, Sandbox::WorkspaceWrite);
+        // ask and accept-edits never needed a sandbox.
+        for permission in [PermissionMode::Ask, PermissionMode::AcceptEdits] {
+            let agent = agent_turn_with_bash(permission);
+            assert!(matches!(
+                start(&agent, &without_namespaces(), "c1").reply,
+                Ok(Reply::CommandStarted(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn the_sandbox_report_names_what_holds() {
+        assert_eq!(
+            plan_core::sandbox_report(&context(T0).limits.commands),
+            (vec![], vec![])
+        );
+        let (layers, enforced) = plan_core::sandbox_report(&without_namespaces().limits.commands);
+        assert_eq!(layers, ["landlock", "seccomp"]);
+        assert_eq!(enforced, ["P1", "P2", "P3", "P4", "P5", "P6", "P9"]);
+        let (layers, enforced) = plan_core::sandbox_report(&sandboxed().limits.commands);
+        assert_eq!(layers, ["landlock", "seccomp", "namespaces"]);
+        assert_eq!(enforced, ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]);
     }
 
     #[test]

@@ -110,6 +110,16 @@ pub struct CommandCapabilities {
     pub plan_sandbox: PlanSandbox,
     /// Why it is unavailable; `null` when available.
     pub reason: Option<String>,
+    /// The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+    /// where the kernel allows them and the host does not skip them,
+    /// `namespaces`. Empty when the sandbox is unavailable.
+    #[serde(default)]
+    pub layers: Vec<String>,
+    /// The sandbox properties of the sandbox specification that hold here,
+    /// `P1` to `P9`; `P7` and `P8` need the namespaces. Empty when the
+    /// sandbox is unavailable.
+    #[serde(default)]
+    pub enforced: Vec<String>,
 }
 
 /// The Plan sandbox a host offers.

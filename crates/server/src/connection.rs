@@ -184,7 +184,7 @@ impl Connection {
                 server_version: env!("CARGO_PKG_VERSION").to_owned(),
                 schema_version: SCHEMA_VERSION,
                 approval_ttl_ms: self.host.limits().approval_ttl_ms(),
-                capabilities: capabilities(&self.host.sandbox_status()),
+                capabilities: capabilities(&self.host.sandbox_status(), &self.host.limits().commands),
             });
         }
         if !self.initialized {

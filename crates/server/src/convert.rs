@@ -108,8 +108,13 @@ pub fn shell_list(entries: Vec<ShellEntry>, default_shell: String) -> ShellListR
     }
 }
 
-/// The `initialize` capabilities for the sandbox the host probed.
-pub fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
+/// The `initialize` capabilities for the sandbox the host probed; the layers
+/// and enforced properties are plan-core's report for the probed options.
+pub fn capabilities(
+    status: &SandboxStatus,
+    options: &plan_core::CommandOptions,
+) -> plan_protocol::Capabilities {
+    let (layers, enforced) = plan_core::sandbox_report(options);
     let (plan_sandbox, reason) = match status {
         SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
         SandboxStatus::Unavailable { reason } => {
@@ -117,7 +122,12 @@ pub fn capabilities(status: &SandboxStatus) -> plan_protocol::Capabilities {
         }
     };
     plan_protocol::Capabilities {
-        commands: plan_protocol::CommandCapabilities { plan_sandbox, reason },
+        commands: plan_protocol::CommandCapabilities {
+            plan_sandbox,
+            reason,
+            layers: layers.into_iter().map(String::from).collect(),
+            enforced: enforced.into_iter().map(String::from).collect(),
+        },
     }
 }
 

@@ -180,6 +180,18 @@ export interface CommandCancelParams {
  */
 export interface CommandCapabilities {
   /**
+   * The sandbox properties of the sandbox specification that hold here,
+   * `P1` to `P9`; `P7` and `P8` need the namespaces. Empty when the
+   * sandbox is unavailable.
+   */
+  enforced: string[];
+  /**
+   * The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+   * where the kernel allows them and the host does not skip them,
+   * `namespaces`. Empty when the sandbox is unavailable.
+   */
+  layers: string[];
+  /**
    * `landlock` when the kernel sandbox works here, else `unavailable`.
    */
   planSandbox: PlanSandbox;

@@ -9,14 +9,14 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
-use super::sandbox;
+use super::{namespaces, sandbox};
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
 /// Marks every descriptor from 3 up close-on-exec, so nothing the host
@@ -353,7 +353,12 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             format!("{} is not a directory", args.scratch_dir.display()),
         );
     }
-    if let Err(reason) = apply(&args.mode, scratch.as_fd()) {
+    if args.namespaces
+        && let Err(reason) = namespaces::enter(&args, Some(scratch.as_fd()))
+    {
+        return failed(FailKind::Sandbox, format!("namespaces: {reason}"));
+    }
+    if let Err(reason) = apply(&args.mode, scratch.as_fd(), args.namespaces) {
         return failed(FailKind::Sandbox, reason);
     }
     let error = Command::new(&args.shell).arg("-c").arg(&args.command).exec();
@@ -361,34 +366,39 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
 }
 
 /// Applies `mode` to this process (nothing for [`Mode::None`]).
-fn apply(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<(), String> {
+/// `scratch` is the descriptor the host opened when it made the directory;
+/// `namespaces`: whether the process already sits in its private namespaces.
+fn apply(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<(), String> {
     match mode {
         Mode::None => Ok(()),
-        Mode::ReadOnly | Mode::WorkspaceWrite { .. } => apply_sandbox(mode, scratch),
+        Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
+            let prepared = sandbox::prepare(mode, scratch, namespaces)?;
+            sandbox::enforce(prepared)
+        }
     }
-}
-
-fn apply_sandbox(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<(), String> {
-    let prepared = sandbox::prepare(mode, scratch)?;
-    sandbox::enforce(prepared)
 }
 
 // -------------------------------------------------------------------- probe
 
-/// `probe --scratch <dir>/scratch --outside <dir>`: applies the read-only
-/// sandbox to itself, then checks that the scratch dir is writable, that
-/// `<dir>` is not, that no UDP socket can be made and that no capability is
-/// left. Prints `available` or `unavailable <reason>`.
+/// `probe --scratch <dir>/scratch --outside <dir>`: enters the namespaces
+/// (with `<dir>` as the scratch root) where the kernel allows it, applies the
+/// read-only sandbox to itself, then checks that the scratch dir is
+/// writable, that `<dir>` is not, that no UDP socket can be made and that no
+/// capability is left, and with namespaces that no terminal is reachable.
+/// Prints `available namespaces`, `available` (Landlock and seccomp only) or
+/// `unavailable <reason>`.
 pub(super) fn probe(rest: &[OsString]) -> ExitCode {
     let verdict = match probe_checks(rest) {
-        Ok(()) => "available".to_owned(),
+        Ok(true) => "available namespaces".to_owned(),
+        Ok(false) => "available".to_owned(),
         Err(reason) => format!("unavailable {}", reason.replace('\n', " ")),
     };
     let _ = writeln!(std::io::stdout(), "{verdict}");
     ExitCode::SUCCESS
 }
 
-fn probe_checks(rest: &[OsString]) -> Result<(), String> {
+/// `Ok(true)`: everything held inside the namespaces.
+fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
     let [scratch_flag, scratch, outside_flag, outside] = rest else {
         return Err("probe needs --scratch DIR --outside DIR".into());
     };
@@ -407,7 +417,24 @@ fn probe_checks(rest: &[OsString]) -> Result<(), String> {
         rustix::fs::Mode::empty(),
     )
     .map_err(|error| format!("the probe's scratch directory: {error}"))?;
-    apply(&Mode::ReadOnly, scratch_fd.as_fd())?;
+    let args = ConfineArgs {
+        expected_parent: 0,
+        mode: Mode::ReadOnly,
+        scratch_dir: scratch.to_path_buf(),
+        shell: PathBuf::new(),
+        command: OsString::new(),
+        namespaces: true,
+        scratch_root: Some(outside.to_path_buf()),
+        hidden: Vec::new(),
+        protected: Vec::new(),
+    };
+    // A kernel that refuses namespaces leaves Landlock and seccomp, which
+    // the checks below need either way.
+    let namespaces = namespaces::enter(&args, Some(scratch_fd.as_fd())).is_ok()
+        && ["/dev/pts", "/dev/tty", "/dev/console"]
+            .iter()
+            .all(|device| std::fs::symlink_metadata(device).is_err());
+    apply(&Mode::ReadOnly, scratch_fd.as_fd(), namespaces)?;
     std::fs::write(scratch.join("allowed"), b"probe")
         .map_err(|error| format!("the scratch directory is not writable inside the sandbox: {error}"))?;
     if std::fs::write(outside.join("denied"), b"probe").is_ok() {
@@ -420,5 +447,5 @@ fn probe_checks(rest: &[OsString]) -> Result<(), String> {
     if !capabilities.effective.is_empty() || !capabilities.permitted.is_empty() {
         return Err("capabilities are still held".into());
     }
-    Ok(())
+    Ok(namespaces)
 }

@@ -23,6 +23,8 @@
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod namespaces;
+#[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;

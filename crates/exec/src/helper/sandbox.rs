@@ -51,8 +51,11 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 /// Builds the Landlock ruleset and the seccomp programs for `mode`.
 /// The scratch rule is built from `scratch`, the descriptor the host
 /// opened when it made the directory, never from a path (which an earlier
-/// command could have turned into a symlink).
-pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<Prepared, String> {
+/// command could have turned into a symlink). `namespaces`: whether the
+/// process already sits in its own namespaces, where the host's database is
+/// not visible; only then may an `auto` command take locks (a Plan command
+/// never may: see [`insert_lock_rules`]).
+pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<Prepared, String> {
     let (workspace, network) = match mode {
         Mode::None => return Err("no confinement requested".into()),
         Mode::ReadOnly => (None, false),
@@ -101,8 +104,25 @@ pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>) -> Result<Prepared, 
     }
     Ok(Prepared {
         ruleset,
-        filters: seccomp_programs(network)?,
+        filters: seccomp_programs(
+            network,
+            refuse_locks(mode, namespaces),
+            workspace.is_some() && namespaces,
+        )?,
     })
+}
+
+/// Whether lock calls are refused: always for a Plan command, whose only
+/// writable place is its scratch directory, so no lock it could take protects
+/// anything of its own while every lock it takes on a readable file (another
+/// process's lock file, any file of the machine) could stall that process;
+/// for `auto` only without namespaces, where the host's database is visible.
+fn refuse_locks(mode: &Mode, namespaces: bool) -> bool {
+    match mode {
+        Mode::None => false,
+        Mode::ReadOnly => true,
+        Mode::WorkspaceWrite { .. } => !namespaces,
+    }
 }
 
 /// Drops every capability, sets no_new_privs, enforces the Landlock ruleset
@@ -192,6 +212,8 @@ const TIOCLINUX: u64 = 0x541c;
 
 #[cfg(target_arch = "x86_64")]
 const SOCK_TYPE_MASK: u64 = 0xf;
+#[cfg(target_arch = "x86_64")]
+const IOPRIO_WHO_PROCESS: u64 = 1;
 
 #[cfg(target_arch = "x86_64")]
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> Result<SeccompCondition, String> {
@@ -207,24 +229,20 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 #[cfg(target_arch = "x86_64")]
 /// The system calls refused with EPERM, and under which arguments (an empty
 /// list: always).
-fn denied_syscalls(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+fn denied_syscalls(
+    network: bool,
+    refuse_locks: bool,
+    metadata_in_workspace: bool,
+) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let always: &[i64] = &[
         // Leaving the process group or session.
         libc::SYS_setsid,
         libc::SYS_setpgid,
-        // Metadata changes Landlock does not cover.
-        libc::SYS_chmod,
-        libc::SYS_fchmod,
-        libc::SYS_fchmodat,
-        libc::SYS_fchmodat2,
+        // Ownership and extended attribute changes Landlock does not cover.
         libc::SYS_chown,
         libc::SYS_fchown,
         libc::SYS_lchown,
         libc::SYS_fchownat,
-        libc::SYS_utime,
-        libc::SYS_utimes,
-        libc::SYS_utimensat,
-        libc::SYS_futimesat,
         libc::SYS_setxattr,
         libc::SYS_lsetxattr,
         libc::SYS_fsetxattr,
@@ -292,6 +310,31 @@ fn denied_syscalls(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        // System V IPC and POSIX message queues: their objects are named
+        // machine-wide (or IPC-namespace-wide), so a command could read,
+        // write, create or remove those of processes outside the sandbox.
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_shmdt,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semtimedop,
+        libc::SYS_semctl,
+        libc::SYS_mq_open,
+        libc::SYS_mq_unlink,
+        libc::SYS_mq_timedsend,
+        libc::SYS_mq_timedreceive,
+        libc::SYS_mq_notify,
+        libc::SYS_mq_getsetattr,
+        // Another process's memory placement or advice.
+        libc::SYS_process_madvise,
+        libc::SYS_migrate_pages,
+        libc::SYS_move_pages,
     ];
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         always.iter().map(|number| (*number, Vec::new())).collect();
@@ -335,7 +378,108 @@ fn denied_syscalls(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
         vec![rule(vec![condition(0, SeccompCmpOp::Eq, u64::from(u32::MAX))?])?],
     );
 
-    if !network {
+    if !metadata_in_workspace {
+        // Mode and time changes Landlock does not cover: refused unless a
+        // read-only mount tree outside the workspace makes the kernel refuse
+        // them everywhere but there.
+        for number in [
+            libc::SYS_chmod,
+            libc::SYS_fchmod,
+            libc::SYS_fchmodat,
+            libc::SYS_fchmodat2,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_utimensat,
+            libc::SYS_futimesat,
+        ] {
+            rules.insert(number, Vec::new());
+        }
+    }
+    insert_process_rules(&mut rules)?;
+    insert_socket_rules(&mut rules, network)?;
+    if refuse_locks {
+        insert_lock_rules(&mut rules)?;
+    }
+    Ok(rules)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn value(number: i32, name: &str) -> Result<u64, String> {
+    u64::try_from(number).map_err(|_| format!("negative {name}"))
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Calls that change another process's resource limits, priority, scheduling
+/// or I/O priority are refused unless they name the caller itself. Only the
+/// literal "self" spellings pass (a pid of 0, `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS`
+/// with 0): the filter cannot know the caller's own pid, and a process group
+/// or user target (`PRIO_PGRP`, `PRIO_USER`, `IOPRIO_WHO_PGRP`,
+/// `IOPRIO_WHO_USER`) reaches processes outside the command even with 0,
+/// which means "my group" or "my uid", and every process of the uid is
+/// outside.
+fn insert_process_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), String> {
+    // `pid_t` is 32 bits: the filter compares the low word, as the kernel
+    // reads it.
+    for number in [
+        libc::SYS_prlimit64,
+        libc::SYS_sched_setaffinity,
+        libc::SYS_sched_setscheduler,
+        libc::SYS_sched_setparam,
+        libc::SYS_sched_setattr,
+    ] {
+        rules.insert(number, vec![rule(vec![condition(0, SeccompCmpOp::Ne, 0)?])?]);
+    }
+    let prio_process = u64::from(libc::PRIO_PROCESS);
+    rules.insert(
+        libc::SYS_setpriority,
+        vec![
+            rule(vec![condition(0, SeccompCmpOp::Ne, prio_process)?])?,
+            rule(vec![condition(1, SeccompCmpOp::Ne, 0)?])?,
+        ],
+    );
+    rules.insert(
+        libc::SYS_ioprio_set,
+        vec![
+            rule(vec![condition(0, SeccompCmpOp::Ne, IOPRIO_WHO_PROCESS)?])?,
+            rule(vec![condition(1, SeccompCmpOp::Ne, 0)?])?,
+        ],
+    );
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Sockets. A pair of connected `AF_UNIX` stream or seqpacket sockets is
+/// always allowed: both ends are connected to each other, so no address can
+/// be named. Every other pair type is refused, `SOCK_RAW` included (the
+/// kernel turns an `AF_UNIX` raw pair into a datagram pair, whose `sendto`
+/// reaches any socket path). Without the network, no other socket exists;
+/// with it, only IPv4 and IPv6 sockets, so unix, netlink, packet and vsock
+/// endpoints stay out of reach either way.
+fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: bool) -> Result<(), String> {
+    let af_unix = value(libc::AF_UNIX, "AF_UNIX")?;
+    let stream = value(libc::SOCK_STREAM, "SOCK_STREAM")?;
+    let seqpacket = value(libc::SOCK_SEQPACKET, "SOCK_SEQPACKET")?;
+    // The type's low four bits; SOCK_NONBLOCK and SOCK_CLOEXEC sit above them.
+    let mut pair_rules = vec![rule(vec![condition(0, SeccompCmpOp::Ne, af_unix)?])?];
+    for kind in (0..=SOCK_TYPE_MASK).filter(|kind| *kind != stream && *kind != seqpacket) {
+        pair_rules.push(rule(vec![condition(
+            1,
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            kind,
+        )?])?);
+    }
+    rules.insert(libc::SYS_socketpair, pair_rules);
+    if network {
+        let inet = value(libc::AF_INET, "AF_INET")?;
+        let inet6 = value(libc::AF_INET6, "AF_INET6")?;
+        rules.insert(
+            libc::SYS_socket,
+            vec![rule(vec![
+                condition(0, SeccompCmpOp::Ne, inet)?,
+                condition(0, SeccompCmpOp::Ne, inet6)?,
+            ])?],
+        );
+    } else {
         for number in [
             libc::SYS_socket,
             libc::SYS_connect,
@@ -346,24 +490,39 @@ fn denied_syscalls(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Str
         ] {
             rules.insert(number, Vec::new());
         }
-        // A local pair of stream or seqpacket sockets is allowed: both ends
-        // are connected to each other, so no address can be named. Datagram
-        // pairs could address other sockets with sendto/sendmsg.
-        let af_unix = u64::try_from(libc::AF_UNIX).map_err(|_| "AF_UNIX".to_owned())?;
-        let dgram = u64::try_from(libc::SOCK_DGRAM).map_err(|_| "SOCK_DGRAM".to_owned())?;
-        rules.insert(
-            libc::SYS_socketpair,
-            vec![
-                rule(vec![condition(0, SeccompCmpOp::Ne, af_unix)?])?,
-                rule(vec![condition(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), dgram)?])?,
-            ],
-        );
     }
-    Ok(rules)
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+/// Every advisory lock and lease: `flock`, and `fcntl` with `F_SETLK`,
+/// `F_SETLKW`, their OFD forms and `F_SETLEASE`. seccomp cannot see which
+/// file a descriptor names, so where the command could reach a file another
+/// process locks (the host's database first of all) every lock is refused;
+/// a lease is refused always, because breaking it stalls the opener.
+fn insert_lock_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), String> {
+    rules.insert(libc::SYS_flock, Vec::new());
+    let commands = [
+        value(libc::F_SETLK, "F_SETLK")?,
+        value(libc::F_SETLKW, "F_SETLKW")?,
+        value(libc::F_OFD_SETLK, "F_OFD_SETLK")?,
+        value(libc::F_OFD_SETLKW, "F_OFD_SETLKW")?,
+        value(libc::F_SETLEASE, "F_SETLEASE")?,
+    ];
+    let fcntl_rules = commands
+        .into_iter()
+        .map(|command| rule(vec![condition(1, SeccompCmpOp::Eq, command)?]))
+        .collect::<Result<Vec<_>, String>>()?;
+    rules.insert(libc::SYS_fcntl, fcntl_rules);
+    Ok(())
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn seccomp_programs(_network: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    _network: bool,
+    _refuse_locks: bool,
+    _metadata_in_workspace: bool,
+) -> Result<Vec<BpfProgram>, String> {
     Err(format!(
         "the seccomp filter is defined for x86_64 only, not {}",
         std::env::consts::ARCH
@@ -381,7 +540,11 @@ fn errno(value: i32) -> Result<u32, String> {
 /// would otherwise slip past a list of x86_64 numbers; and `clone3`, refused
 /// with ENOSYS so that libc falls back to `clone`, whose flags the first
 /// program can inspect.
-fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    network: bool,
+    refuse_locks: bool,
+    metadata_in_workspace: bool,
+) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| format!("seccomp: {error}"))?;
     let compile = |rules, action| -> Result<BpfProgram, String> {
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
@@ -389,7 +552,7 @@ fn seccomp_programs(network: bool) -> Result<Vec<BpfProgram>, String> {
         BpfProgram::try_from(filter).map_err(|error| format!("seccomp: {error}"))
     };
     let denied = compile(
-        denied_syscalls(network)?,
+        denied_syscalls(network, refuse_locks, metadata_in_workspace)?,
         SeccompAction::Errno(errno(libc::EPERM)?),
     )?;
     let mut guarded = x32_guard(errno(libc::ENOSYS)?);

@@ -1,8 +1,9 @@
 //! Commands that cannot start say why, with a distinct error each, and run
 //! nothing: missing shell, cwd or scratch dir, a NUL in the command, a
 //! missing helper (a sandbox error when a sandbox was asked for), a
-//! workspace root that cannot be opened, and the helper's own refusal to
-//! run without the scratch directory's descriptor.
+//! workspace root that cannot be opened, the helper's own refusal to run
+//! without the scratch directory's descriptor, and namespaces that cannot be
+//! built.
 
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
@@ -110,4 +111,41 @@ fn the_confining_stage_refuses_to_run_without_the_scratch_descriptor() {
     assert!(report.starts_with("scratch "), "{report}");
     assert!(report.contains("did not arrive"), "{report}");
     assert!(!child.wait().unwrap().success());
+}
+
+#[test]
+fn namespaces_that_cannot_be_built_run_nothing() {
+    if !sandbox_available("namespaces_that_cannot_be_built_run_nothing") || !namespaces_available() {
+        return;
+    }
+    let dirs = dirs();
+    let marker = dirs.root.path().join("ran");
+    // The scratch path swapped after the host made (and opened) the
+    // directory, as an earlier command could: for a link to it, and for
+    // another directory in its place. The namespaces bind the directory by
+    // its path, so either must be refused rather than bound.
+    for swap in ["link", "directory"] {
+        let scratch = dirs.root.path().join(format!("scratch-{swap}"));
+        std::fs::create_dir(&scratch).unwrap();
+        let mut spec = spec(
+            &format!("touch {}", marker.display()),
+            &dirs.scratch,
+            &scratch,
+            Confinement::ReadOnly,
+        );
+        spec.isolation.namespaces = true;
+        let away = dirs.root.path().join(format!("away-{swap}"));
+        std::fs::rename(&scratch, &away).unwrap();
+        if swap == "link" {
+            std::os::unix::fs::symlink(&away, &scratch).unwrap();
+        } else {
+            std::fs::create_dir(&scratch).unwrap();
+        }
+        let (outcome, _) = run(spec);
+        let ExecError::SandboxUnavailable { reason } = failed(&outcome) else {
+            panic!("{swap}: {outcome:?}");
+        };
+        assert!(reason.starts_with("namespaces: "), "{swap}: {reason}");
+        assert!(!marker.exists(), "{swap}");
+    }
 }

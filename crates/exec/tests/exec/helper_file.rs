@@ -42,7 +42,7 @@ fn replacing_the_helper_after_the_runner_opened_it_changes_nothing() {
     std::fs::set_permissions(&replacement, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::rename(&replacement, &helper).unwrap();
 
-    let sandboxed = runner.sandbox_support() == SandboxSupport::Available;
+    let sandboxed = matches!(runner.sandbox_support(), SandboxSupport::Available { .. });
     let target = outside.path().join("written");
     let command = format!("echo confined; echo x > '{}'", target.display());
     let confinement = if sandboxed {

@@ -10,7 +10,9 @@
 mod failures;
 mod helper_file;
 mod host_death;
+mod isolation;
 mod network;
+mod outside;
 mod privileges;
 mod reads;
 mod runner;

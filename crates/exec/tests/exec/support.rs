@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use plan_exec::{
-    CommandOutcome, CommandSpec, CommandState, Confinement, ExecError, OutputEvent, Runner, RunningCommand,
-    SandboxSupport, ScratchDir, Stream,
+    CommandOutcome, CommandSpec, CommandState, Confinement, ExecError, Isolation, OutputEvent, Runner,
+    RunningCommand, SandboxSupport, ScratchDir, Stream,
 };
 
 pub(crate) fn runner() -> Runner {
@@ -30,7 +30,34 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
         grace: Duration::from_millis(300),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
         confinement,
+        isolation: Isolation {
+            namespaces: namespaces_available(),
+            ..Isolation::default()
+        },
     }
+}
+
+/// Whether the probe found namespaces usable here (then every sandboxed
+/// command of these tests runs inside them).
+pub(crate) fn namespaces_available() -> bool {
+    matches!(support(), SandboxSupport::Available { namespaces: true })
+}
+
+/// The namespace settings to run a property under: without them always
+/// (what a kernel without namespaces gets), and with them where available.
+pub(crate) fn namespace_modes() -> Vec<bool> {
+    let mut modes = vec![false];
+    if namespaces_available() {
+        modes.push(true);
+    } else {
+        eprintln!("namespaces are unavailable here: only the mode without them is tested");
+    }
+    modes
+}
+
+fn support() -> &'static SandboxSupport {
+    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
+    SUPPORT.get_or_init(|| runner().sandbox_support())
 }
 
 #[derive(Clone, Default)]
@@ -83,9 +110,8 @@ pub(crate) fn dirs() -> Dirs {
 /// confined command fails with the distinct unavailable error instead of
 /// running, and says so, so a test never passes by skipping silently.
 pub(crate) fn sandbox_available(test: &str) -> bool {
-    static SUPPORT: OnceLock<SandboxSupport> = OnceLock::new();
-    match SUPPORT.get_or_init(|| runner().sandbox_support()) {
-        SandboxSupport::Available => true,
+    match support() {
+        SandboxSupport::Available { .. } => true,
         SandboxSupport::Unavailable { reason } => {
             let dirs = dirs();
             let (outcome, _) = run(spec(

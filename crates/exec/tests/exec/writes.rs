@@ -2,7 +2,9 @@
 //! leaves the workspace and a directory outside it byte-identical (tree
 //! snapshots before and after); each one demonstrably writes when run
 //! without a sandbox, so the probes are real. Under workspace-write the
-//! workspace is writable and the outside directory still is not.
+//! workspace is writable and the outside directory still is not; with
+//! namespaces mode and time changes work in the workspace and `.git` stays
+//! read-only, without them metadata changes stay refused.
 
 use std::path::Path;
 
@@ -105,6 +107,18 @@ fn run_form(fixture: &Fixture, command: &str, confinement: Confinement) -> plan_
     run(spec).0
 }
 
+fn run_form_in(
+    fixture: &Fixture,
+    command: &str,
+    confinement: Confinement,
+    namespaces: bool,
+) -> plan_exec::CommandOutcome {
+    let mut spec = spec(command, &fixture.workspace, &fixture.scratch, confinement);
+    spec.env = git_env(&fixture.scratch);
+    spec.isolation.namespaces = namespaces;
+    run(spec).0
+}
+
 #[test]
 fn read_only_sandbox_refuses_every_write_form_in_the_workspace_and_outside() {
     if !sandbox_available("read_only_sandbox_refuses_every_write_form") {
@@ -148,45 +162,54 @@ fn workspace_write_sandbox_writes_only_the_workspace() {
     if !sandbox_available("workspace_write_sandbox_writes_only_the_workspace") {
         return;
     }
-    let writable = [
-        "redirect new file",
-        "append",
-        "mkdir",
-        "sed -i",
-        "rm",
-        "mv",
-        "git commit",
-        "git reset --hard",
-    ];
-    let still_denied = ["chmod", "chown", "touch -d", "python setxattr"];
     let mut failures = Vec::new();
-    for (name, form) in WRITE_FORMS {
-        let fixture = fixture();
-        let confinement = Confinement::WorkspaceWrite {
-            workspace_root: fixture.workspace.clone(),
-            network: false,
-        };
-        let outside_before = snapshot(&fixture.outside);
-        let outcome = run_form(
-            &fixture,
-            &command_for(form, &fixture.outside),
-            confinement.clone(),
-        );
-        if outcome.state != CommandState::Exited || snapshot(&fixture.outside) != outside_before {
-            failures.push(format!(
-                "{name}: the outside directory changed or it did not run: {outcome:?}"
-            ));
+    for namespaces in namespace_modes() {
+        let mut writable = vec!["redirect new file", "append", "mkdir", "sed -i", "rm", "mv"];
+        let mut still_denied = vec!["chown", "python setxattr"];
+        if namespaces {
+            // Everything outside is a read-only mount, so mode and time
+            // changes are left to the kernel, which allows them only here;
+            // `.git` is read-only (P7), so git cannot commit or reset.
+            writable.extend(["chmod", "touch -d", "python utime on a read-only fd"]);
+            still_denied.extend(["git commit", "git reset --hard", "git stash"]);
+        } else {
+            writable.extend(["git commit", "git reset --hard"]);
+            still_denied.extend(["chmod", "touch -d"]);
         }
-        let workspace_before = snapshot(&fixture.workspace);
-        run_form(&fixture, &command_for(form, &fixture.workspace), confinement);
-        let changed = snapshot(&fixture.workspace) != workspace_before;
-        if writable.contains(name) && !changed {
-            failures.push(format!("{name}: the workspace should be writable"));
-        }
-        if still_denied.contains(name) && changed {
-            failures.push(format!(
-                "{name}: metadata changes must stay refused in the workspace"
-            ));
+        for (name, form) in WRITE_FORMS {
+            let fixture = fixture();
+            let confinement = Confinement::WorkspaceWrite {
+                workspace_root: fixture.workspace.clone(),
+                network: false,
+            };
+            let outside_before = snapshot(&fixture.outside);
+            let outcome = run_form_in(
+                &fixture,
+                &command_for(form, &fixture.outside),
+                confinement.clone(),
+                namespaces,
+            );
+            if outcome.state != CommandState::Exited || snapshot(&fixture.outside) != outside_before {
+                failures.push(format!(
+                    "{name} (namespaces {namespaces}): the outside directory changed or it did not run: {outcome:?}"
+                ));
+            }
+            let workspace_before = snapshot(&fixture.workspace);
+            run_form_in(
+                &fixture,
+                &command_for(form, &fixture.workspace),
+                confinement,
+                namespaces,
+            );
+            let changed = snapshot(&fixture.workspace) != workspace_before;
+            if writable.contains(name) && !changed {
+                failures.push(format!(
+                    "{name} (namespaces {namespaces}): the workspace should be writable"
+                ));
+            }
+            if still_denied.contains(name) && changed {
+                failures.push(format!("{name} (namespaces {namespaces}): must stay refused"));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -288,6 +288,10 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                     commands: CommandCapabilities {
                         plan_sandbox: PlanSandbox::Landlock,
                         reason: None,
+                        layers: ["landlock", "seccomp", "namespaces"].map(String::from).to_vec(),
+                        enforced: ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]
+                            .map(String::from)
+                            .to_vec(),
                     },
                 },
             }),

@@ -216,6 +216,8 @@ fn initialize_result() -> impl Strategy<Value = InitializeResult> + Clone {
                 commands: plan_protocol::CommandCapabilities {
                     plan_sandbox: plan_protocol::PlanSandbox::Unavailable,
                     reason: Some("no Landlock".to_owned()),
+                    layers: Vec::new(),
+                    enforced: Vec::new(),
                 },
             },
         },

@@ -3149,7 +3149,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3190,12 +3190,16 @@ class PlanHostOptions:
             self.auto_without_sandbox = None
         else:
             self.auto_without_sandbox = auto_without_sandbox
+        if skip_namespaces is _DEFAULT:
+            self.skip_namespaces = None
+        else:
+            self.skip_namespaces = skip_namespaces
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3217,6 +3221,8 @@ class PlanHostOptions:
             return False
         if self.auto_without_sandbox != other.auto_without_sandbox:
             return False
+        if self.skip_namespaces != other.skip_namespaces:
+            return False
         return True
 
 class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
@@ -3233,6 +3239,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             max_running_commands=_UniffiFfiConverterOptionalUInt32.read(buf),
             network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
             auto_without_sandbox=_UniffiFfiConverterOptionalBoolean.read(buf),
+            skip_namespaces=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
     @staticmethod
@@ -3247,6 +3254,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt32.check_lower(value.max_running_commands)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.auto_without_sandbox)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.skip_namespaces)
 
     @staticmethod
     def write(value, buf):
@@ -3260,6 +3268,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt32.write(value.max_running_commands, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.auto_without_sandbox, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.skip_namespaces, buf)
 
 @dataclass
 class SandboxInfo:

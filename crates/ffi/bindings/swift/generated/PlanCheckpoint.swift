@@ -2543,6 +2543,13 @@ public struct PlanHostOptions: Equatable, Hashable {
      * (Plan commands never do).
      */
     public var autoWithoutSandbox: Bool?
+    /**
+     * Whether the sandbox skips its namespaces even where the kernel allows
+     * them (as a kernel without them would): Plan Bash still runs, the
+     * database and terminals are no longer hidden from it, and Agent `auto`
+     * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    public var skipNamespaces: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2581,7 +2588,13 @@ public struct PlanHostOptions: Equatable, Hashable {
          * Where the kernel sandbox is unavailable, whether Agent `auto`
          * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
          * (Plan commands never do).
-         */autoWithoutSandbox: Bool? = nil) {
+         */autoWithoutSandbox: Bool? = nil, 
+        /**
+         * Whether the sandbox skips its namespaces even where the kernel allows
+         * them (as a kernel without them would): Plan Bash still runs, the
+         * database and terminals are no longer hidden from it, and Agent `auto`
+         * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+         */skipNamespaces: Bool? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2592,6 +2605,7 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.maxRunningCommands = maxRunningCommands
         self.networkInAuto = networkInAuto
         self.autoWithoutSandbox = autoWithoutSandbox
+        self.skipNamespaces = skipNamespaces
     }
 
     
@@ -2619,7 +2633,8 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
                 maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
                 networkInAuto: FfiConverterOptionBool.read(from: &buf), 
-                autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf)
+                autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf), 
+                skipNamespaces: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -2634,6 +2649,7 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt32.write(value.maxRunningCommands, into: &buf)
         FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
         FfiConverterOptionBool.write(value.autoWithoutSandbox, into: &buf)
+        FfiConverterOptionBool.write(value.skipNamespaces, into: &buf)
     }
 }
 

@@ -3428,6 +3428,14 @@ data class PlanHostOptions (
      * (Plan commands never do).
      */
     var `autoWithoutSandbox`: kotlin.Boolean? = null 
+    , 
+    /**
+     * Whether the sandbox skips its namespaces even where the kernel allows
+     * them (as a kernel without them would): Plan Bash still runs, the
+     * database and terminals are no longer hidden from it, and Agent `auto`
+     * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    var `skipNamespaces`: kotlin.Boolean? = null 
     
 ){
     
@@ -3454,6 +3462,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalUInt.read(buf),
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -3467,7 +3476,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
             FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
             FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`)
+            FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3481,6 +3491,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalUInt.write(value.`maxRunningCommands`, buf)
             FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
             FfiConverterOptionalBoolean.write(value.`autoWithoutSandbox`, buf)
+            FfiConverterOptionalBoolean.write(value.`skipNamespaces`, buf)
     }
 }
 

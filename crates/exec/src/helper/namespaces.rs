@@ -1,0 +1,493 @@
+//! The namespaces the confining stage enters before Landlock and seccomp,
+//! where the kernel allows them: a user namespace (when not root), and new
+//! mount, IPC and (without the network option) network namespaces. In the
+//! private mount tree it builds what Landlock cannot express:
+//! - a private `/dev` with only `null`, `zero`, `full`, `random` and
+//!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
+//!   process's own descriptors), so no terminal or console is reachable;
+//! - as root, a `/proc` that lists only the command's own processes;
+//! - the scratch root covered by an empty read-only tmpfs with only the
+//!   command's own scratch directory bound back in, so other commands'
+//!   scratch directories are not visible;
+//! - the paths the host hides (its database and side files) covered by empty
+//!   read-only mounts;
+//! - for `auto`: every mount read-only, the workspace and the scratch
+//!   directory bound writable again, and the protected paths (`.git` and
+//!   what a `.git` file names, nested repositories' `.git`, `.pi`, and the
+//!   host's extra paths) bound read-only over the writable workspace.
+//!
+//! Everything here changes this process's private view only; it must never
+//! change a mount, file or directory that the host or any other process
+//! sees, and it must fail (so nothing runs) rather than build less than
+//! asked.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode as FileMode, OFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags};
+
+use crate::wire::{ConfineArgs, Mode};
+
+/// The device nodes a command keeps.
+const DEVICES: [&str; 5] = ["null", "zero", "full", "random", "urandom"];
+
+/// The links of a private `/dev` that only name the process's own
+/// descriptors (bash's process substitution uses `/dev/fd`).
+const FD_LINKS: [(&str, &str); 4] = [
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+];
+
+/// How deep below the workspace root nested repositories are looked for,
+/// and how many directories at most are read. The walk runs before every
+/// `auto` command, so it must stay cheap on a huge tree; a repository deeper
+/// than this (or beyond the budget) keeps a writable `.git`, which the
+/// crate's documentation states.
+const NESTED_DEPTH: usize = 6;
+const NESTED_BUDGET: usize = 20_000;
+
+/// Directory names the nested-repository walk does not enter: build output
+/// and dependency trees, which hold no repository of the person's and are
+/// the largest trees of a workspace.
+const WALK_SKIPPED: [&str; 3] = ["target", "node_modules", ".git"];
+
+fn error(what: &str, path: &Path, error: rustix::io::Errno) -> String {
+    format!("{what} {}: {error}", path.display())
+}
+
+fn open_path(path: &Path) -> Result<OwnedFd, String> {
+    rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, FileMode::empty())
+        .map_err(|errno| error("opening", path, errno))
+}
+
+/// A directory to bind writable: its last component must not be a symlink,
+/// so a link planted where the directory was cannot redirect the bind.
+fn open_directory(path: &Path) -> Result<OwnedFd, String> {
+    rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        FileMode::empty(),
+    )
+    .map_err(|errno| error("opening", path, errno))
+}
+
+/// Refuses `opened` unless it is the directory `expected` names.
+fn same_directory(opened: &OwnedFd, expected: BorrowedFd<'_>, path: &Path) -> Result<(), String> {
+    let identity = |fd: BorrowedFd<'_>| {
+        rustix::fs::fstat(fd)
+            .map(|stat| (stat.st_dev, stat.st_ino))
+            .map_err(|errno| error("checking", path, errno))
+    };
+    if identity(opened.as_fd())? == identity(expected)? {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is no longer the scratch directory the host made",
+            path.display()
+        ))
+    }
+}
+
+/// The path through which `fd` can be named as a mount source.
+fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Enters the namespaces and builds the private mount tree for `args`.
+///
+/// `expected_scratch` is the scratch directory the host made and handed over
+/// as a descriptor: a bind mount needs a source of the new namespace, so the
+/// directory is opened again here by its path (never through a symlink), and
+/// it must be that very directory (same device and inode), or nothing is
+/// built. An earlier command that swapped the path gets a refusal, not a
+/// bind of its own choosing.
+pub(crate) fn enter(args: &ConfineArgs, expected_scratch: Option<BorrowedFd<'_>>) -> Result<(), String> {
+    let workspace = match &args.mode {
+        Mode::None => return Ok(()),
+        Mode::ReadOnly => None,
+        Mode::WorkspaceWrite { workspace_root, .. } => Some(workspace_root.as_path()),
+    };
+    let network = match &args.mode {
+        Mode::None | Mode::ReadOnly => false,
+        Mode::WorkspaceWrite { network, .. } => *network,
+    };
+    let protected = match workspace {
+        Some(workspace) => protected_paths(workspace, &args.protected),
+        None => Vec::new(),
+    };
+    // The working directory is named again once the tree is built: the old
+    // one still points into the mounts as they were (for `auto`, below a
+    // mount that is read-only by then).
+    let cwd = std::env::current_dir().map_err(|error| format!("working directory: {error}"))?;
+    unshare(network)?;
+    rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
+        .map_err(|errno| error("making private", Path::new("/"), errno))?;
+    // Everything the new tree binds in is opened now, inside the new
+    // namespace (a bind source must be a mount of it) but before any mount
+    // covers it.
+    let devices = DEVICES
+        .iter()
+        .map(|name| open_path(&Path::new("/dev").join(name)))
+        .collect::<Result<Vec<_>, String>>()?;
+    let scratch = open_directory(&args.scratch_dir)?;
+    if let Some(expected) = expected_scratch {
+        same_directory(&scratch, expected, &args.scratch_dir)?;
+    }
+    let workspace_fd = workspace.map(open_directory).transpose()?;
+    private_dev(&devices)?;
+    private_proc()?;
+    hide_scratch_root(args, &scratch)?;
+    for path in &args.hidden {
+        hide(path)?;
+    }
+    if let (Some(workspace), Some(workspace_fd)) = (workspace, &workspace_fd) {
+        remount_everything_read_only()?;
+        writable_bind(workspace_fd, workspace, true)?;
+        writable_bind(&scratch, &args.scratch_dir, false)?;
+        for path in protected {
+            read_only_bind(&path)?;
+        }
+    }
+    std::env::set_current_dir(&cwd).map_err(|error| format!("working directory {}: {error}", cwd.display()))
+}
+
+/// New mount and IPC namespaces, a network namespace unless the command
+/// may use the network, and a user namespace (with our own uid and gid
+/// mapped) when we are not root, since only then are the others allowed.
+#[allow(unsafe_code)]
+fn unshare(network: bool) -> Result<(), String> {
+    use rustix::thread::UnshareFlags;
+    let root = rustix::process::geteuid().is_root();
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC;
+    if !network {
+        flags |= UnshareFlags::NEWNET;
+    }
+    if !root {
+        flags |= UnshareFlags::NEWUSER;
+    }
+    // SAFETY: the flags never include CLONE_FILES (the only one rustix calls
+    // unsafe, because it splits the descriptor table between threads), and
+    // this stage is single-threaded.
+    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))?;
+    if !root {
+        let write =
+            |file: &str, text: String| std::fs::write(file, text).map_err(|error| format!("{file}: {error}"));
+        write("/proc/self/setgroups", "deny".into())?;
+        write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+        write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    }
+    Ok(())
+}
+
+fn tmpfs(target: &Path, flags: MountFlags, options: &CStr) -> Result<(), String> {
+    rustix::mount::mount("tmpfs", target, "tmpfs", flags, options)
+        .map_err(|errno| error("mounting a tmpfs on", target, errno))
+}
+
+fn bind(source: &Path, target: &Path, recursive: bool) -> Result<(), String> {
+    let result = if recursive {
+        rustix::mount::mount_bind_recursive(source, target)
+    } else {
+        rustix::mount::mount_bind(source, target)
+    };
+    result.map_err(|errno| error("binding", target, errno))
+}
+
+/// Remounts the mount at `target` with `flags` (plus the bind remount
+/// flag, which changes only this mount's flags, not its filesystem's).
+fn remount(target: &Path, flags: MountFlags) -> Result<(), String> {
+    rustix::mount::mount_remount(target, MountFlags::BIND | flags, c"")
+        .map_err(|errno| error("remounting", target, errno))
+}
+
+/// An empty file on the read-only private `/dev`, bound over hidden files.
+const EMPTY_FILE: &str = "/dev/.empty";
+
+/// A tmpfs over `/dev` holding empty files with the kept device nodes bound
+/// over them, then made read-only (the bound nodes stay usable: a device
+/// node is not written through its mount).
+fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
+    let dev = Path::new("/dev");
+    let flags = MountFlags::NOSUID | MountFlags::NOEXEC;
+    tmpfs(dev, flags, c"mode=0755,size=64k,nr_inodes=64")?;
+    for (name, device) in DEVICES.iter().zip(devices) {
+        let target = dev.join(name);
+        rustix::fs::open(
+            &target,
+            OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+            FileMode::from(0o666),
+        )
+        .map_err(|errno| error("creating", &target, errno))?;
+        bind(&fd_path(device), &target, false)?;
+    }
+    for (name, target) in FD_LINKS {
+        let link = dev.join(name);
+        rustix::fs::symlink(target, &link).map_err(|errno| error("creating", &link, errno))?;
+    }
+    let empty = Path::new(EMPTY_FILE);
+    rustix::fs::open(
+        empty,
+        OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+        FileMode::from(0o400),
+    )
+    .map_err(|errno| error("creating", empty, errno))?;
+    remount(dev, flags | MountFlags::RDONLY)
+}
+
+/// A procfs instance of our own over `/proc` that lists only processes the
+/// caller may trace (`hidepid=invisible`): once Landlock is enforced that is
+/// the command's own tree, so no other process (the host's included) can be
+/// seen, by pid or by listing. The kernel allows a new procfs instance only
+/// to a caller privileged over the PID namespace, that is root here; inside
+/// an unprivileged user namespace (without a PID namespace of its own)
+/// `/proc` stays the host's, which the crate's documentation states.
+fn private_proc() -> Result<(), String> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    // procfs shows every process to members of its `gid=` group, which is
+    // root's group unless named: name one the caller is not in.
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|error| format!("/proc/self/status: {error}"))?;
+    let member: Vec<&str> = status
+        .lines()
+        .filter(|line| line.starts_with("Gid:") || line.starts_with("Groups:"))
+        .flat_map(|line| line.split_whitespace().skip(1))
+        .collect();
+    let Some(outsider) = (1..=64_u32)
+        .map(|step| u32::MAX - 1 - step)
+        .find(|gid| !member.contains(&gid.to_string().as_str()))
+    else {
+        return Err("no group outside the caller's groups for /proc".into());
+    };
+    let options = std::ffi::CString::new(format!("hidepid=invisible,gid={outsider}"))
+        .map_err(|_| "procfs options".to_owned())?;
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    rustix::mount::mount("proc", "/proc", "proc", flags, options.as_c_str())
+        .map_err(|errno| error("mounting", Path::new("/proc"), errno))
+}
+
+/// Covers the scratch root with a small read-only tmpfs and binds the
+/// command's own scratch directory back at its place below it.
+fn hide_scratch_root(args: &ConfineArgs, scratch: &OwnedFd) -> Result<(), String> {
+    let Some(root) = &args.scratch_root else {
+        return Ok(());
+    };
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    tmpfs(root, flags, c"mode=0700,size=64k,nr_inodes=256")?;
+    if let Ok(relative) = args.scratch_dir.strip_prefix(root) {
+        let mut target = root.clone();
+        for component in relative.components() {
+            match component {
+                Component::Normal(name) => {
+                    target.push(name);
+                    rustix::fs::mkdir(&target, FileMode::from(0o700))
+                        .map_err(|errno| error("creating", &target, errno))?;
+                }
+                Component::CurDir | Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                    return Err(format!(
+                        "scratch directory {} is not a plain path",
+                        args.scratch_dir.display()
+                    ));
+                }
+            }
+        }
+        bind(&fd_path(scratch), &target, false)?;
+    }
+    remount(root, flags | MountFlags::RDONLY)
+}
+
+/// Covers `path` with something empty and read-only: an empty read-only
+/// tmpfs over a directory, the empty read-only file over anything else.
+/// Never `/dev/null`: writes to a device succeed even on a read-only mount.
+/// A path that does not exist has nothing to hide.
+fn hide(path: &Path) -> Result<(), String> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(format!("hiding {}: {error}", path.display())),
+    };
+    let flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    if metadata.is_dir() {
+        tmpfs(path, flags, c"mode=0500,size=4k,nr_inodes=1")
+    } else {
+        bind(Path::new(EMPTY_FILE), path, false)?;
+        remount(path, flags)
+    }
+}
+
+/// The per-mount flags of one `/proc/self/mountinfo` line and its mount
+/// point, unescaped.
+fn mount_point(line: &str) -> Option<(PathBuf, MountFlags)> {
+    let mut fields = line.split(' ');
+    let point = fields.nth(4)?;
+    let options = fields.next()?;
+    let mut flags = MountFlags::empty();
+    for option in options.split(',') {
+        flags |= match option {
+            "nosuid" => MountFlags::NOSUID,
+            "nodev" => MountFlags::NODEV,
+            "noexec" => MountFlags::NOEXEC,
+            "noatime" => MountFlags::NOATIME,
+            "nodiratime" => MountFlags::NODIRATIME,
+            "relatime" => MountFlags::RELATIME,
+            _ => MountFlags::empty(),
+        };
+    }
+    Some((PathBuf::from(unescape(point)), flags))
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+fn unescape(text: &str) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let octal = bytes.get(index + 1..index + 4).and_then(|digits| {
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|digits| u8::from_str_radix(digits, 8).ok())
+        });
+        match (bytes[index], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                index += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(out)
+}
+
+/// Makes every mount of the private tree read-only, keeping each one's
+/// other flags (a user namespace may not drop them). A mount point hidden
+/// under a later mount cannot be named and cannot be reached either.
+fn remount_everything_read_only() -> Result<(), String> {
+    let table =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|error| format!("mountinfo: {error}"))?;
+    for (point, flags) in table.lines().filter_map(mount_point) {
+        match rustix::mount::mount_remount(&point, MountFlags::BIND | MountFlags::RDONLY | flags, c"") {
+            // Gone from view (under another mount, or not a directory we
+            // may reach): nothing reachable to make read-only.
+            Ok(()) | Err(rustix::io::Errno::NOENT | rustix::io::Errno::ACCESS) => {}
+            Err(errno) => return Err(error("making read-only", &point, errno)),
+        }
+    }
+    Ok(())
+}
+
+/// Binds the directory `fd` names (opened before any mount changed) over
+/// `target` and makes that one mount writable. `recursive`: the mounts below
+/// come along (the hidden database directory inside a workspace stays
+/// hidden).
+fn writable_bind(fd: &OwnedFd, target: &Path, recursive: bool) -> Result<(), String> {
+    bind(&fd_path(fd), target, recursive)?;
+    remount(target, current_flags(target))
+}
+
+/// The flags of the topmost mount at `point` (none if it is not listed).
+fn current_flags(point: &Path) -> MountFlags {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .ok()
+        .and_then(|table| {
+            table
+                .lines()
+                .filter_map(mount_point)
+                .rfind(|(listed, _)| listed == point)
+        })
+        .map_or(MountFlags::empty(), |(_, flags)| flags)
+}
+
+/// Binds `path` over itself read-only (with what is mounted below it). A
+/// path that is gone from the private tree (under a hidden directory) has
+/// nothing left to protect.
+fn read_only_bind(path: &Path) -> Result<(), String> {
+    match rustix::mount::mount_bind_recursive(path, path) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(errno) => return Err(error("binding", path, errno)),
+    }
+    remount(path, current_flags(path) | MountFlags::RDONLY)
+}
+
+/// What stays read-only inside a writable workspace (P7): the workspace's
+/// `.git` and, for a `.git` file, the git directory it names and that
+/// directory's common directory (a worktree's hooks and config live there);
+/// the `.git` of every nested repository within the walk's bounds; `.pi`;
+/// and the host's own list (its database directory or files, the helper,
+/// extra paths). Only existing paths, each once.
+fn protected_paths(workspace: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    repository(workspace, &mut out);
+    nested_repositories(workspace, &mut out);
+    out.push(workspace.join(".pi"));
+    out.extend(extra.iter().cloned());
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in out {
+        if std::fs::symlink_metadata(&path).is_ok() && !kept.contains(&path) {
+            kept.push(path);
+        }
+    }
+    kept
+}
+
+/// `dir/.git` and, when it is a file, what it points to.
+fn repository(dir: &Path, out: &mut Vec<PathBuf>) {
+    let dot_git = dir.join(".git");
+    let Ok(metadata) = std::fs::symlink_metadata(&dot_git) else {
+        return;
+    };
+    out.push(dot_git.clone());
+    if !metadata.is_file() {
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
+        return;
+    };
+    let Some(named) = text.lines().find_map(|line| line.strip_prefix("gitdir:")) else {
+        return;
+    };
+    let git_dir = dir.join(named.trim());
+    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
+        out.push(git_dir.join(common.trim()));
+    }
+    out.push(git_dir);
+}
+
+fn nested_repositories(workspace: &Path, out: &mut Vec<PathBuf>) {
+    let mut budget = NESTED_BUDGET;
+    let mut level = vec![workspace.to_path_buf()];
+    for _ in 0..NESTED_DEPTH {
+        let mut next = Vec::new();
+        for dir in level {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else { continue };
+                let name = entry.file_name();
+                if !kind.is_dir() || WALK_SKIPPED.iter().any(|skipped| name == *skipped) {
+                    continue;
+                }
+                if budget == 0 {
+                    return;
+                }
+                budget -= 1;
+                let path = entry.path();
+                repository(&path, out);
+                next.push(path);
+            }
+        }
+        level = next;
+    }
+}

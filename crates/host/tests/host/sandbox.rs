@@ -1,0 +1,326 @@
+//! The sandbox under composition, through the host: the pi package's layout
+//! (database inside the workspace) where a Plan command can neither read nor
+//! lock the database and an `auto` command of another session cannot rewrite
+//! it or plant a journal; two sessions that cannot reach each other's
+//! scratch directory; a host that skips namespaces (Plan still runs, `auto`
+//! is `SANDBOX_UNAVAILABLE` unless opted out); ordinary files beside the
+//! database stay readable; and what `initialize` reports.
+
+use super::*;
+use plan_core::Sandbox;
+use plan_host::{SandboxStatus, SessionId, TurnId};
+
+fn bash(call_id: &str, command: &str) -> ToolCall {
+    call(call_id, "Bash", json!({"command": command}))
+}
+
+/// A fixture whose database lives at `database(workspace)`, with `tune`
+/// applied to the options.
+fn fixture_with(database: impl Fn(&Path) -> PathBuf, tune: impl Fn(&mut HostOptions)) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = database(&workspace);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut host_options = options(&clock);
+    tune(&mut host_options);
+    let host = Arc::new(Host::open(&db, host_options).unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    listen(&host, &seen);
+    Fixture {
+        _dir: dir,
+        workspace,
+        db,
+        clock,
+        host,
+        seen,
+    }
+}
+
+/// Whether this host runs commands inside namespaces; says so when not.
+fn namespaced(fixture: &Fixture, test: &str) -> bool {
+    let available = matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock)
+        && fixture.host.limits().commands.namespaces_available;
+    if !available {
+        eprintln!("{test}: no sandbox with namespaces here; P7 and P8 are not tested");
+    }
+    available
+}
+
+fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: PermissionMode) -> TurnId {
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some(id.into()),
+            workspace_root: Some(fixture.root()),
+            mode: Some(mode),
+            permission_mode: Some(permission),
+        })
+        .unwrap();
+    fixture
+        .host
+        .start_turn(&SessionId::from(id), Origin::Interactive)
+        .unwrap()
+        .turn_id
+}
+
+/// Runs one Plan Bash call and returns its stdout.
+fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+    let outcomes = fixture
+        .host
+        .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
+        .unwrap();
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None), "{outcomes:?}");
+    stdout_of(fixture, call_id)
+}
+
+/// Runs one `auto` command and returns its stdout.
+fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+    fixture
+        .host
+        .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, "unused")])
+        .unwrap();
+    let run = fixture
+        .host
+        .start_agent_command(&SessionId::from(session), turn, call_id, command, None, None)
+        .unwrap();
+    assert_eq!(run.sandbox, Sandbox::WorkspaceWrite);
+    stdout_of(fixture, call_id)
+}
+
+fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        {
+            let seen = fixture.seen.lock().unwrap();
+            let exited = seen.iter().any(|notification| {
+                matches!(notification, ServerNotification::CommandExited(end) if end.call_id == call_id)
+            });
+            if exited {
+                return seen
+                    .iter()
+                    .filter_map(|notification| match notification {
+                        ServerNotification::CommandOutput(chunk)
+                            if chunk.call_id == call_id && chunk.stream.to_string() == "stdout" =>
+                        {
+                            Some(chunk.chunk.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+            }
+        }
+        assert!(Instant::now() < deadline, "{call_id} did not exit in time");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn pi_layout(workspace: &Path) -> PathBuf {
+    workspace.join(".pi/plan/plan.db")
+}
+
+#[test]
+fn in_the_pi_layout_no_sandbox_reads_locks_or_rewrites_the_database() {
+    let fixture = fixture_with(pi_layout, |_| {});
+    if !namespaced(
+        &fixture,
+        "in_the_pi_layout_no_sandbox_reads_locks_or_rewrites_the_database",
+    ) {
+        return;
+    }
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let shm = format!("{}-shm", fixture.db.display());
+    let read_and_lock = format!(
+        "grep -c 'SQLite format' {db} 2>/dev/null; grep -c plan .pi/plan/plan.db-wal 2>/dev/null; \
+         python3 -c \"
+import fcntl, os
+try:
+    fcntl.lockf(os.open('{shm}', os.O_RDONLY), fcntl.LOCK_SH | fcntl.LOCK_NB)
+    print('locked')
+except OSError:
+    print('no-lock')
+\"",
+        db = fixture.db.display()
+    );
+    let stdout = plan_stdout(&fixture, "plan", &plan, "p1", &read_and_lock);
+    assert!(
+        !stdout.contains("locked\n") || stdout.contains("no-lock"),
+        "{stdout}"
+    );
+    assert!(stdout.starts_with("0\n"), "the database was readable: {stdout}");
+    // The real file is a database: the probe above can see it unconfined.
+    assert!(
+        std::fs::read(&fixture.db)
+            .unwrap()
+            .starts_with(b"SQLite format 3")
+    );
+
+    let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    let db = fixture.db.display();
+    let rewrite = format!(
+        "printf forged >> {db} 2>/dev/null && echo wrote || echo refused; \
+         echo hot > {db}-journal 2>/dev/null && echo journal || echo refused; \
+         echo forged > .pi/plan/forged.md 2>/dev/null && echo artifact || echo refused"
+    );
+    assert_eq!(
+        auto_stdout(&fixture, "auto", &auto, "a1", &rewrite),
+        "refused\nrefused\nrefused\n"
+    );
+    assert!(!Path::new(&format!("{db}-journal")).exists());
+    assert!(!fixture.workspace.join(".pi/plan/forged.md").exists());
+    // The host still writes its audit: the Plan session completes its turn.
+    fixture
+        .host
+        .complete_turn(&SessionId::from("plan"), &plan)
+        .unwrap();
+}
+
+#[test]
+fn two_sessions_cannot_reach_each_others_scratch() {
+    let fixture = fixture_with(|workspace| workspace.parent().unwrap().join("plan.db"), |_| {});
+    if !namespaced(&fixture, "two_sessions_cannot_reach_each_others_scratch") {
+        return;
+    }
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let scratch = plan_stdout(
+        &fixture,
+        "plan",
+        &plan,
+        "p1",
+        "echo secret > \"$TMPDIR/notes\" && printf %s \"$TMPDIR\"",
+    );
+    let notes = Path::new(&scratch).join("notes");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "secret\n");
+    let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    let attack = format!(
+        "cat {notes} 2>/dev/null || echo unreadable; echo pwned > {notes} 2>/dev/null || echo unwritable",
+        notes = notes.display()
+    );
+    assert_eq!(
+        auto_stdout(&fixture, "auto", &auto, "a1", &attack),
+        "unreadable\nunwritable\n"
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "secret\n");
+    // And the other way round: the Plan command cannot read the auto one's.
+    let planted = auto_stdout(
+        &fixture,
+        "auto",
+        &auto,
+        "a2",
+        "echo mine > \"$TMPDIR/own\" && printf %s \"$TMPDIR\"",
+    );
+    let own = Path::new(&planted).join("own");
+    assert_eq!(
+        plan_stdout(
+            &fixture,
+            "plan",
+            &plan,
+            "p2",
+            &format!("cat {} 2>/dev/null || echo unreadable", own.display())
+        ),
+        "unreadable\n"
+    );
+}
+
+fn initialize_commands(fixture: &Fixture) -> Value {
+    let mut connection = Connection::new(Arc::clone(&fixture.host));
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 9}});
+    let reply: Value = serde_json::from_str(&connection.handle_line(&line.to_string()).unwrap()).unwrap();
+    reply["result"]["capabilities"]["commands"].clone()
+}
+
+#[test]
+fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        |options| options.skip_namespaces = true,
+    );
+    if !matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock) {
+        eprintln!("no kernel sandbox here: nothing to skip");
+        return;
+    }
+    assert!(!fixture.host.limits().commands.namespaces_available);
+    let commands = initialize_commands(&fixture);
+    assert_eq!(commands["layers"], json!(["landlock", "seccomp"]));
+    assert_eq!(
+        commands["enforced"],
+        json!(["P1", "P2", "P3", "P4", "P5", "P6", "P9"])
+    );
+
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let outside = fixture.workspace.parent().unwrap().join("outside.txt");
+    let stdout = plan_stdout(
+        &fixture,
+        "plan",
+        &plan,
+        "p1",
+        &format!(
+            "echo ran; echo pwned > {} 2>/dev/null || echo refused",
+            outside.display()
+        ),
+    );
+    assert_eq!(stdout, "ran\nrefused\n");
+    assert!(!outside.exists());
+
+    let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "unused")])
+        .unwrap();
+    let started =
+        fixture
+            .host
+            .start_agent_command(&SessionId::from("auto"), &auto, "a1", "echo ran", None, None);
+    assert_eq!(code(started), ErrorCode::SandboxUnavailable);
+
+    // A host that opted out gets workspace-write under Landlock and seccomp.
+    let opted_out = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        |options| {
+            options.skip_namespaces = true;
+            options.limits.commands.auto_without_sandbox = true;
+        },
+    );
+    let auto = start_session(&opted_out, "auto", Mode::Agent, PermissionMode::Auto);
+    assert_eq!(auto_stdout(&opted_out, "auto", &auto, "a1", "echo ran"), "ran\n");
+}
+
+#[test]
+fn initialize_reports_every_layer_where_namespaces_work() {
+    let fixture = Fixture::new();
+    if !namespaced(&fixture, "initialize_reports_every_layer_where_namespaces_work") {
+        assert!(initialize_commands(&fixture)["layers"].as_array().is_some());
+        return;
+    }
+    let commands = initialize_commands(&fixture);
+    assert_eq!(commands["planSandbox"], "landlock");
+    assert_eq!(commands["layers"], json!(["landlock", "seccomp", "namespaces"]));
+    assert_eq!(
+        commands["enforced"],
+        json!(["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"])
+    );
+}
+
+#[test]
+fn only_the_database_is_hidden_not_the_files_beside_it() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |_| {},
+    );
+    if !namespaced(&fixture, "only_the_database_is_hidden_not_the_files_beside_it") {
+        return;
+    }
+    let beside = fixture.db.with_file_name("notes.txt");
+    std::fs::write(&beside, "ordinary file\n").unwrap();
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let command = format!(
+        "cat {}; grep -c 'SQLite format' {}",
+        beside.display(),
+        fixture.db.display()
+    );
+    assert_eq!(
+        plan_stdout(&fixture, "plan", &plan, "p1", &command),
+        "ordinary file\n0\n"
+    );
+}
