@@ -190,12 +190,7 @@ impl HostCore {
             self.deliver();
             return Ok(None);
         };
-        if effects
-            .iter()
-            .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
-        {
-            self.wake_timer();
-        }
+        self.wake_timer_for(&effects);
         self.deliver();
         Ok(Some((effects, outcome)))
     }
@@ -235,15 +230,17 @@ impl Open {
     }
 }
 
+/// The session's state, its three lookups read in one transaction.
 fn load_state(open: &Open, session_id: &str) -> Result<SessionState, HostError> {
-    let session = open
-        .store
-        .get_session(session_id)?
-        .ok_or_else(|| HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}")))?;
-    Ok(SessionState {
-        session,
-        active_turn: open.turns.get(session_id).cloned(),
-        pending_approval: open.store.pending_approval(session_id)?,
-        live_execution: open.store.live_execution(session_id)?,
+    open.store.read(|store| {
+        let session = store.get_session(session_id)?.ok_or_else(|| {
+            HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}"))
+        })?;
+        Ok(SessionState {
+            session,
+            active_turn: open.turns.get(session_id).cloned(),
+            pending_approval: store.pending_approval(session_id)?,
+            live_execution: store.live_execution(session_id)?,
+        })
     })
 }

@@ -6,18 +6,38 @@
 //! thread at a time. Nothing here decides or persists anything.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Condvar, Mutex};
 
+use plan_core::{ApprovalStatus, Effect};
 use plan_protocol::ServerNotification;
 
 use crate::event::HostCore;
 use crate::host::lock;
 
 /// Wakes the expiry timer when deadlines may have changed or the host closed.
-#[derive(Default)]
 pub(crate) struct DeadlineSignal {
     pub(crate) generation: Mutex<u64>,
     pub(crate) changed: Condvar,
+    /// When (Unix ms) the sleeping timer looks again by itself;
+    /// [`LOOKING`] while it is awake (or there is none). A new deadline
+    /// before it needs a wake-up; one at or after it does not, because the
+    /// timer reads every deadline again when it looks.
+    pub(crate) looks_at: AtomicI64,
+}
+
+/// [`DeadlineSignal::looks_at`] while the timer is awake: every new
+/// deadline is before it, so every change wakes the timer.
+pub(crate) const LOOKING: i64 = i64::MAX;
+
+impl Default for DeadlineSignal {
+    fn default() -> DeadlineSignal {
+        DeadlineSignal {
+            generation: Mutex::new(0),
+            changed: Condvar::new(),
+            looks_at: AtomicI64::new(LOOKING),
+        }
+    }
 }
 
 /// Notifications committed but not yet delivered, in commit order.
@@ -61,6 +81,24 @@ impl HostCore {
             for listener in &listeners {
                 listener.notify(notification.clone());
             }
+        }
+    }
+
+    /// Wakes the timer if committed `effects` may have moved the earliest
+    /// deadline before the time it looks again anyway: a new pending
+    /// approval due earlier. A row leaving pending only moves deadlines
+    /// later, so the timer's own next look is soon enough for it (it finds
+    /// nothing due and reads the deadlines again).
+    pub(crate) fn wake_timer_for(&self, effects: &[Effect]) {
+        let looks_at = self.signal.looks_at.load(Ordering::SeqCst);
+        let earlier = effects.iter().any(|effect| match effect {
+            Effect::InsertApproval(approval) | Effect::UpdateApproval { approval, .. } => {
+                approval.status == ApprovalStatus::Pending && approval.expires_at < looks_at
+            }
+            Effect::WriteArtifact(_) | Effect::SaveSession(_) | Effect::CancelCommand { .. } => false,
+        });
+        if earlier {
+            self.wake_timer();
         }
     }
 
