@@ -1,23 +1,33 @@
-// The client of the `plan-checkpoint serve` sidecar: it spawns the process,
-// frames JSON-RPC over its stdio, matches responses to requests, routes
-// notifications, and turns the process ending into rejected calls. It
-// decides nothing about plans or approvals: every rule is the host's, and a
-// refusal reaches the caller as the host's canonical code.
+// The JSON-RPC client of the `plan-checkpoint serve` sidecar over a
+// `Transport`: it performs `initialize`, numbers requests and matches their
+// responses, routes notifications, and turns the transport ending (or the
+// sidecar refusing to start) into rejected calls. It neither spawns nor
+// frames (the transport does), and decides nothing about plans or
+// approvals: every rule is the host's, and a refusal reaches the caller as
+// the host's canonical code.
 
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-
-import { PlanCheckpointError, SidecarExitedError } from "./errors.js";
-import { LineDecoder, TailBuffer } from "./framing.js";
+import {
+  PlanCheckpointError,
+  SidecarExitedError,
+  SidecarNotFoundError,
+  SidecarStartupError,
+} from "./errors.js";
 import {
   METHOD_NAMES,
+  PROTOCOL_VERSION,
   type ErrorCode,
   type InitializeResult,
   type Methods,
   type Notifications,
 } from "./generated/protocol.js";
-
-/** The protocol version this client speaks. */
-export const PROTOCOL_VERSION = 9;
+import {
+  StdioSidecarTransport,
+  type ExitStatus,
+  type JsonRpcMessage,
+  type StdioSidecarOptions,
+  type Transport,
+  type TransportEnding,
+} from "./transport.js";
 
 /** A client method name, e.g. `"plan/approve"`. */
 export type MethodName = keyof Methods;
@@ -49,35 +59,16 @@ export function camelMethodName(method: string): string {
     .join("");
 }
 
-/** How the sidecar ended. */
-export interface ExitStatus {
-  /** The exit code, or `null` when a signal ended it or it never ran. */
-  exitCode: number | null;
-  /** The signal that ended it, or `null`. */
-  signal: NodeJS.Signals | null;
-}
-
-/** Options of {@link PlanCheckpointClient.start}. */
-export interface StartOptions {
-  /** The `plan-checkpoint` executable; default `plan-checkpoint` looked up on `PATH`. */
-  binary?: string;
-  /** The database file (`serve --db`). */
-  db: string;
-  /** More `serve` arguments, e.g. `["--approval-ttl-ms", "60000"]`. */
-  args?: readonly string[];
-  /** Variables added to (or, set to `undefined`, removed from) the inherited environment. */
-  env?: Readonly<Record<string, string | undefined>>;
-  /** The sidecar's working directory; default the current one. */
-  cwd?: string;
+/** Options of {@link PlanCheckpointClient.connect}. */
+export interface ConnectOptions {
   /** Sent as `initialize`'s `clientName`. */
   clientName?: string;
-  /** How much of the sidecar's stderr to keep, in characters; default 64 KiB. */
-  stderrLimit?: number;
-  /** How long `close()` waits for the sidecar to exit before SIGKILL; default 5000 ms. */
-  closeTimeoutMs?: number;
   /** Receives what a notification listener threw; default `process.emitWarning`. */
   onListenerError?: (error: unknown) => void;
 }
+
+/** Options of {@link PlanCheckpointClient.start}: the stdio sidecar's and the connection's. */
+export interface StartOptions extends StdioSidecarOptions, ConnectOptions {}
 
 interface PendingCall {
   method: string;
@@ -99,98 +90,61 @@ export type Unsubscribe = () => void;
 // loop at the end of this file installs on the prototype are typed.
 export interface PlanCheckpointClient extends MethodApi {}
 
-/** A running `plan-checkpoint serve` sidecar, initialized and ready for requests. */
+/** A connection to a `plan-checkpoint serve` sidecar, initialized and ready for requests. */
 export class PlanCheckpointClient {
   /** What `initialize` answered (versions, approval TTL, capabilities). */
   readonly initializeResult: InitializeResult;
-  /** Resolves once the sidecar has ended, however it ended; never rejects. */
-  readonly exited: Promise<ExitStatus>;
+  /** The channel the client speaks over. */
+  readonly transport: Transport;
 
-  readonly #child: ChildProcessWithoutNullStreams;
-  readonly #stderr: TailBuffer;
-  readonly #stdout = new LineDecoder();
   readonly #pending = new Map<number, PendingCall>();
   readonly #listeners = new Map<string, Set<Listener>>();
   readonly #streams = new Set<NotificationStream>();
-  readonly #closeTimeoutMs: number;
   readonly #onListenerError: (error: unknown) => void;
   #nextId = 1;
-  #writes: Promise<void> = Promise.resolve();
-  #ended: SidecarExitedError | undefined;
+  #initialized = false;
+  #startupError: SidecarStartupError | undefined;
+  #ended: Error | undefined;
   #closing = false;
-  #exitStatus: ExitStatus = { exitCode: null, signal: null };
-  #spawnError: Error | undefined;
-  #resolveExited!: (status: ExitStatus) => void;
 
-  private constructor(options: StartOptions) {
+  private constructor(transport: Transport, options: ConnectOptions) {
     this.initializeResult = undefined as unknown as InitializeResult;
-    this.exited = new Promise((resolve) => {
-      this.#resolveExited = resolve;
-    });
-    this.#stderr = new TailBuffer(options.stderrLimit ?? 64 * 1024);
-    this.#closeTimeoutMs = options.closeTimeoutMs ?? 5000;
+    this.transport = transport;
     this.#onListenerError =
       options.onListenerError ??
       ((error) => process.emitWarning(`a plan-checkpoint notification listener threw: ${String(error)}`));
-
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const [name, value] of Object.entries(options.env ?? {})) {
-      if (value === undefined) delete env[name];
-      else env[name] = value;
-    }
-    this.#child = spawn(options.binary ?? "plan-checkpoint", ["serve", "--db", options.db, ...(options.args ?? [])], {
-      stdio: ["pipe", "pipe", "pipe"],
-      env,
-      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-    });
-    const child = this.#child;
-
-    child.on("error", (error) => {
-      // Emitted when spawning fails, or when a kill could not be delivered;
-      // only the first means the sidecar is gone.
-      if (child.pid === undefined) {
-        this.#spawnError = error;
-        this.#finish();
-      }
-    });
-    child.on("exit", (exitCode, signal) => {
-      this.#exitStatus = { exitCode, signal };
-      // 'close' follows once stdout and stderr are drained; a grandchild
-      // holding them open must not keep the calls pending, so give up waiting
-      // for it shortly after the exit.
-      setTimeout(() => this.#finish(), 250).unref();
-    });
-    child.on("close", () => this.#finish());
-
-    // Writing to a sidecar that has exited fails with EPIPE on stdin; the
-    // failure is handled where the write is made, and must not become an
-    // uncaught 'error' event that would end the host process.
-    child.stdin.on("error", () => {});
-    child.stdout.on("data", (chunk: Buffer) => {
-      for (const line of this.#stdout.push(chunk)) this.#receive(line);
-    });
-    child.stdout.on("end", () => {
-      const rest = this.#stdout.end();
-      if (rest !== undefined) this.#receive(rest);
-    });
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (text: string) => this.#stderr.write(text));
   }
 
   /**
-   * Spawns `plan-checkpoint serve --db <db>`, performs `initialize` and
-   * returns the ready client. When initialization fails the sidecar is
-   * stopped and the error (a {@link PlanCheckpointError} or a
-   * {@link SidecarExitedError}) is thrown.
+   * Spawns `plan-checkpoint serve --db <db>` over a
+   * {@link StdioSidecarTransport} and connects to it (see {@link connect}).
    */
-  static async start(options: StartOptions): Promise<PlanCheckpointClient> {
-    const client = new PlanCheckpointClient(options);
+  static start(options: StartOptions): Promise<PlanCheckpointClient> {
+    return PlanCheckpointClient.connect(new StdioSidecarTransport(options), options);
+  }
+
+  /**
+   * Starts `transport`, performs `initialize` and returns the ready client.
+   * When initialization fails the transport is closed and the error is
+   * thrown: a {@link SidecarStartupError} when the sidecar refused to start
+   * (its code says why, e.g. `HOST_ALREADY_RUNNING`), a
+   * {@link SidecarNotFoundError} when its binary does not exist, a
+   * {@link PlanCheckpointError} when it refused `initialize`, otherwise a
+   * {@link SidecarExitedError}.
+   */
+  static async connect(transport: Transport, options: ConnectOptions = {}): Promise<PlanCheckpointClient> {
+    const client = new PlanCheckpointClient(transport, options);
+    transport.start({
+      message: (message) => client.#receive(message),
+      closed: (ending) => client.#finish(ending),
+    });
     try {
       const result = await client.request("initialize", {
         protocolVersion: PROTOCOL_VERSION,
         ...(options.clientName === undefined ? {} : { clientName: options.clientName }),
       });
       (client as { initializeResult: InitializeResult }).initializeResult = result;
+      client.#initialized = true;
       return client;
     } catch (error) {
       await client.close();
@@ -198,9 +152,14 @@ export class PlanCheckpointClient {
     }
   }
 
+  /** Resolves once the sidecar has ended, however it ended; never rejects. */
+  get exited(): Promise<ExitStatus> {
+    return this.transport.exited;
+  }
+
   /** The sidecar's process id, while it runs. */
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.transport.pid;
   }
 
   /** Whether the sidecar has ended (requests then reject at once). */
@@ -210,7 +169,7 @@ export class PlanCheckpointClient {
 
   /** The last part of the sidecar's stderr (its logs), for diagnostics. */
   stderrTail(): string {
-    return this.#stderr.toString();
+    return this.transport.diagnostics();
   }
 
   /**
@@ -219,12 +178,12 @@ export class PlanCheckpointClient {
    * sidecar ending first rejects with a {@link SidecarExitedError}.
    */
   request<M extends MethodName>(method: M, ...params: ParamsArgument<M>): Promise<ResultOf<M>> {
-    if (this.#ended !== undefined) return Promise.reject(this.#ended);
+    const refused = this.#ended ?? this.#startupError;
+    if (refused !== undefined) return Promise.reject(refused);
     const id = this.#nextId++;
-    const line = `${JSON.stringify({ jsonrpc: "2.0", id, method, params: params[0] ?? {} })}\n`;
     return new Promise<ResultOf<M>>((resolve, reject) => {
       this.#pending.set(id, { method, resolve: resolve as (result: unknown) => void, reject });
-      this.#write(line).catch(async (error: unknown) => {
+      this.transport.send({ jsonrpc: "2.0", id, method, params: params[0] ?? {} }).catch(async (error: unknown) => {
         // A failed write means the sidecar is going away; wait briefly for
         // its exit so the rejection says how it ended.
         await Promise.race([this.exited, new Promise((wait) => setTimeout(wait, 1000).unref())]);
@@ -317,85 +276,41 @@ export class PlanCheckpointClient {
   }
 
   /**
-   * Ends the sidecar: closes its stdin (it answers what it already read,
-   * then exits), waits up to `timeoutMs` (default the `closeTimeoutMs`
-   * option), then kills it. Calls still pending reject with a
-   * {@link SidecarExitedError}. Safe to call more than once.
+   * Ends the sidecar: closes the transport (the stdio sidecar answers what
+   * it already read, then exits; after `timeoutMs`, default the
+   * `closeTimeoutMs` option, it is killed). Calls still pending reject with
+   * a {@link SidecarExitedError}. Safe to call more than once.
    */
-  async close(options: { timeoutMs?: number } = {}): Promise<ExitStatus> {
+  close(options: { timeoutMs?: number } = {}): Promise<ExitStatus> {
     this.#closing = true;
-    if (this.#ended === undefined) {
-      this.#child.stdin.end();
-      const timer = setTimeout(() => this.#child.kill("SIGKILL"), options.timeoutMs ?? this.#closeTimeoutMs);
-      try {
-        await this.exited;
-      } finally {
-        clearTimeout(timer);
-      }
-    }
-    return this.exited;
+    return this.transport.close(options);
   }
 
-  /** Queues a line behind earlier ones, waiting for 'drain' when stdin is full. */
-  #write(line: string): Promise<void> {
-    const written = this.#writes.then(
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const stdin = this.#child.stdin;
-          if (this.#ended !== undefined || stdin.destroyed || stdin.writableEnded) {
-            reject(new Error("the sidecar's stdin is closed"));
-            return;
-          }
-          const flushed = stdin.write(line, (error) => {
-            if (error) reject(error);
-          });
-          if (flushed) {
-            resolve();
-            return;
-          }
-          const settle = (error?: Error): void => {
-            stdin.off("drain", onDrain);
-            stdin.off("close", onClose);
-            if (error === undefined) resolve();
-            else reject(error);
-          };
-          const onDrain = (): void => settle();
-          const onClose = (): void => settle(new Error("the sidecar's stdin closed before it drained"));
-          stdin.on("drain", onDrain);
-          stdin.on("close", onClose);
-        }),
-    );
-    // The chain itself must never hold a rejection: each caller handles its own.
-    this.#writes = written.catch(() => {});
-    return written;
-  }
-
-  #receive(line: string): void {
-    if (line.trim().length === 0) return;
-    let message: unknown;
-    try {
-      message = JSON.parse(line);
-    } catch {
-      this.#stderr.write(`[client] the sidecar wrote a line that is not JSON: ${line.slice(0, 200)}\n`);
-      return;
-    }
-    if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      this.#stderr.write(`[client] the sidecar wrote a message that is not an object: ${line.slice(0, 200)}\n`);
-      return;
-    }
-    const record = message as Record<string, unknown>;
+  #receive(record: JsonRpcMessage): void {
     if (typeof record.method === "string" && !("id" in record)) {
       this.#notify(record.method, record.params);
       return;
     }
+    if (record.id === null && "error" in record && !this.#initialized) {
+      // The sidecar refuses to start in the only form a client can read
+      // before its first answer: an error with a null id, then it exits.
+      this.#refuseStartup(toStartupError(record.error));
+      return;
+    }
     const pending = typeof record.id === "number" ? this.#pending.get(record.id) : undefined;
     if (pending === undefined) {
-      this.#stderr.write(`[client] the sidecar answered an unknown request: ${line.slice(0, 200)}\n`);
+      this.transport.note(`the sidecar answered an unknown request: ${JSON.stringify(record).slice(0, 200)}`);
       return;
     }
     this.#pending.delete(record.id as number);
     if ("error" in record) pending.reject(toError(pending.method, record.error));
     else pending.resolve(record.result);
+  }
+
+  #refuseStartup(error: SidecarStartupError): void {
+    this.#startupError ??= error;
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
   }
 
   #notify(method: string, params: unknown): void {
@@ -408,27 +323,21 @@ export class PlanCheckpointClient {
     }
   }
 
-  /** Runs once, when the sidecar is gone: rejects every pending call and ends every stream. */
-  #finish(): void {
+  /** Runs once, when the transport has ended: rejects every pending call and ends every stream. */
+  #finish(ending: TransportEnding): void {
     if (this.#ended !== undefined) return;
-    const { exitCode, signal } = this.#exitStatus;
-    const reason =
-      this.#spawnError !== undefined
-        ? `could not start the sidecar: ${this.#spawnError.message}`
-        : this.#closing
-          ? "the sidecar was closed"
-          : "the sidecar exited unexpectedly";
-    const ended = new SidecarExitedError(reason, exitCode, signal, this.stderrTail(), this.#spawnError);
+    const requested = ending.requested || this.#closing;
+    // A sidecar that said why it would not start has said more than its exit can.
+    const ended: Error = this.#startupError ?? ending.error;
     this.#ended = ended;
     for (const pending of this.#pending.values()) pending.reject(ended);
     this.#pending.clear();
-    for (const stream of [...this.#streams]) stream.finish(this.#closing ? undefined : ended);
-    this.#resolveExited({ exitCode, signal });
+    for (const stream of [...this.#streams]) stream.finish(requested ? undefined : ended);
   }
 }
 
-/** Turns a JSON-RPC `error` member into a {@link PlanCheckpointError}. */
-function toError(method: string, error: unknown): PlanCheckpointError {
+/** The canonical code and message of a JSON-RPC `error` member, with what the contract does not guarantee filled in. */
+function readError(error: unknown): { canonical: ErrorCode | undefined; rpcCode: number; message: string; data: unknown } {
   const object = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
   const data = object.data;
   const canonical =
@@ -437,6 +346,21 @@ function toError(method: string, error: unknown): PlanCheckpointError {
       : undefined;
   const message = typeof object.message === "string" ? object.message : "the sidecar sent an error without a message";
   const rpcCode = typeof object.code === "number" ? object.code : 0;
+  return { canonical, rpcCode, message, data };
+}
+
+/** Turns a null-id JSON-RPC `error` member into a {@link SidecarStartupError}. */
+function toStartupError(error: unknown): SidecarStartupError {
+  const { canonical, rpcCode, message, data } = readError(error);
+  if (canonical === undefined) {
+    return new SidecarStartupError("INTERNAL", rpcCode, `${message} (no canonical code in ${JSON.stringify(error)})`, data);
+  }
+  return new SidecarStartupError(canonical, rpcCode, message, data);
+}
+
+/** Turns a JSON-RPC `error` member into a {@link PlanCheckpointError}. */
+function toError(method: string, error: unknown): PlanCheckpointError {
+  const { canonical, rpcCode, message, data } = readError(error);
   // The contract puts the canonical code in every error; one without it is
   // a broken sidecar, reported as INTERNAL with what it sent.
   if (canonical === undefined) {

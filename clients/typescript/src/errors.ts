@@ -1,7 +1,8 @@
 // The errors the client rejects with: a request the sidecar refused
-// (carrying its canonical code), and the sidecar having gone away. This
-// module only describes failures; it never decides whether a request is
-// allowed (the host does).
+// (carrying its canonical code), the sidecar refusing to start (its
+// null-id error, carrying the code), the binary missing, and the sidecar
+// having gone away. This module only describes failures; it never decides
+// whether a request is allowed (the host does).
 
 import type { ErrorCode } from "./generated/protocol.js";
 
@@ -48,5 +49,42 @@ export class SidecarExitedError extends Error {
     this.exitCode = exitCode;
     this.signal = signal;
     this.stderrTail = stderrTail;
+  }
+}
+
+/**
+ * The sidecar refused to start: before reading any request it answered with
+ * a JSON-RPC error whose `id` is `null` (e.g. `HOST_ALREADY_RUNNING` when
+ * another host holds the database, `SCHEMA_UNSUPPORTED`, `INVALID_PARAMS`
+ * for a bad `serve` argument), then exited.
+ */
+export class SidecarStartupError extends Error {
+  /** The canonical `SCREAMING_SNAKE` code (`error.data.code`). */
+  readonly code: ErrorCode;
+  /** The JSON-RPC number (`error.code`). */
+  readonly rpcCode: number;
+  /** The error's `data` member as sent. */
+  readonly data: unknown;
+
+  constructor(code: ErrorCode, rpcCode: number, message: string, data: unknown) {
+    super(`${code}: ${message}`);
+    this.name = "SidecarStartupError";
+    this.code = code;
+    this.rpcCode = rpcCode;
+    this.data = data;
+  }
+}
+
+/** The sidecar's executable does not exist (spawning it failed with `ENOENT`). */
+export class SidecarNotFoundError extends Error {
+  /** Always `SIDECAR_NOT_FOUND`, so callers can switch on `code` for every error class. */
+  readonly code = "SIDECAR_NOT_FOUND";
+  /** The executable that was looked for, as given (a bare name is looked up on `PATH`). */
+  readonly binary: string;
+
+  constructor(binary: string, cause: unknown) {
+    super(`SIDECAR_NOT_FOUND: no executable ${JSON.stringify(binary)} (spawn ENOENT)`, { cause });
+    this.name = "SidecarNotFoundError";
+    this.binary = binary;
   }
 }

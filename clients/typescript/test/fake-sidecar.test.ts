@@ -26,7 +26,9 @@ test.after(() => assert.deepEqual(unhandled, [], "no promise rejection went unha
 const fakeSidecar = String.raw`
 const mode = process.env.FAKE_MODE;
 const initialize = {
-  protocolVersion: 9, serverName: "fake", serverVersion: "0", schemaVersion: 10, approvalTtlMs: 1000,
+  // serverVersion tells what the fake saw of the environment.
+  protocolVersion: 9, serverName: "fake", serverVersion: "PLAN_TS_REMOVED=" + (process.env.PLAN_TS_REMOVED ?? "unset"),
+  schemaVersion: 10, approvalTtlMs: 1000,
   capabilities: { commands: { planSandbox: "unavailable", reason: "fake" } },
 };
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
@@ -39,12 +41,14 @@ process.stdin.on("data", (chunk) => {
     const request = JSON.parse(buffer.slice(0, newline));
     buffer = buffer.slice(newline + 1);
     if (request.method === "initialize") {
-      send({ jsonrpc: "2.0", id: request.id, result: initialize });
       if (mode === "stall") {
-        // Reads nothing for a while, so that the client's writes fill the pipe.
+        // Reads nothing until the test has seen a write fill the pipe and
+        // sends SIGUSR1 (listening before the answer, so the signal cannot
+        // come first).
         process.stdin.pause();
-        setTimeout(() => process.stdin.resume(), 500);
+        process.once("SIGUSR1", () => process.stdin.resume());
       }
+      send({ jsonrpc: "2.0", id: request.id, result: initialize });
     } else if (mode === "stall") {
       send({ jsonrpc: "2.0", id: request.id, error: { code: -32000, message: "stalled", data: { code: "SESSION_NOT_FOUND" } } });
     } else if (mode === "garbage") {
@@ -54,7 +58,7 @@ process.stdin.on("data", (chunk) => {
     }
   }
 });
-process.stderr.write("fake sidecar up, PLAN_TS_REMOVED=" + (process.env.PLAN_TS_REMOVED ?? "unset") + "\n");
+process.stderr.write("fake sidecar up\n");
 // Stays alive after stdin ends, as a stuck sidecar would.
 setInterval(() => {}, 1000);
 `;
@@ -118,10 +122,14 @@ test("a sidecar that stops reading makes the client wait for 'drain' before it w
   // show that the test did fill the pipe.
   const writes: { waitingBefore: boolean; waitingAfter: boolean }[] = [];
   const originalWrite = Socket.prototype.write;
+  const pid = client.pid;
+  assert.ok(pid !== undefined);
   Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
     const waitingBefore = this.writableNeedDrain;
     const flushed = (originalWrite as (...a: unknown[]) => boolean).apply(this, args);
     writes.push({ waitingBefore, waitingAfter: this.writableNeedDrain });
+    // The first write has filled the pipe of the stalled fake: let it read.
+    if (writes.length === 1) process.kill(pid, "SIGUSR1");
     return flushed;
   } as typeof Socket.prototype.write;
   t.after(() => {
@@ -176,19 +184,8 @@ test("env adds to the inherited environment and removes a variable set to undefi
     closeTimeoutMs: 300,
   });
   t.after(() => client.close());
-  // The fake answered initialize, so it read FAKE_MODE; its stderr says what it saw.
-  await within(
-    new Promise<void>((resolve) => {
-      const poll = (): void => {
-        if (client.stderrTail().includes("PLAN_TS_REMOVED=")) resolve();
-        else setTimeout(poll, 10);
-      };
-      poll();
-    }),
-    10_000,
-    "the fake's stderr",
-  );
-  assert.match(client.stderrTail(), /PLAN_TS_REMOVED=unset/);
+  // The fake answered initialize, so it read FAKE_MODE; its answer says what it saw.
+  assert.equal(client.initializeResult.serverVersion, "PLAN_TS_REMOVED=unset");
 });
 
 test("a notification iterator ends when its AbortSignal aborts", async (t) => {

@@ -12,6 +12,8 @@ import {
   PlanCheckpointClient,
   PlanCheckpointError,
   SidecarExitedError,
+  SidecarNotFoundError,
+  SidecarStartupError,
   type CommandOutputNotification,
   type CommandRun,
   type PlanApproval,
@@ -129,30 +131,37 @@ test("refusals reject with PlanCheckpointError carrying the canonical code, and 
   assert.equal(decided.session.permissionMode, "accept-edits");
 });
 
-test("a sidecar that refuses its arguments fails start with its exit code and stderr", async (t) => {
+test("a sidecar that refuses its arguments fails start with its startup error's code", async (t) => {
   const dir = await tempDir(t);
-  await assert.rejects(
-    PlanCheckpointClient.start({ binary: sidecarBinary, db: join(dir, "plan.db"), args: ["--approval-ttl-ms", "0"] }),
-    (error: unknown) => {
-      assert.ok(error instanceof SidecarExitedError);
-      assert.equal(error.exitCode, 2);
-      assert.match(error.stderrTail, /INVALID_PARAMS/);
-      assert.match(error.message, /SIDECAR_EXITED/);
-      return true;
-    },
-  );
+  const client = PlanCheckpointClient.start({ binary: sidecarBinary, db: join(dir, "plan.db"), args: ["--approval-ttl-ms", "0"] });
+  await assert.rejects(client, (error: unknown) => {
+    assert.ok(error instanceof SidecarStartupError, String(error));
+    assert.equal(error.code, "INVALID_PARAMS");
+    assert.match(error.message, /^INVALID_PARAMS: /);
+    return true;
+  });
 });
 
-test("a binary that does not exist fails start with SIDECAR_EXITED", async (t) => {
+test("a second sidecar on a database another host holds fails start with HOST_ALREADY_RUNNING", async (t) => {
+  const { dir } = await startClient(t);
+  await assert.rejects(PlanCheckpointClient.start({ binary: sidecarBinary, db: join(dir, "plan.db") }), (error: unknown) => {
+    assert.ok(error instanceof SidecarStartupError, String(error));
+    assert.equal(error.code, "HOST_ALREADY_RUNNING");
+    assert.equal(error.rpcCode, -32000);
+    return true;
+  });
+});
+
+test("a binary that does not exist fails start with SIDECAR_NOT_FOUND", async (t) => {
   const dir = await tempDir(t);
-  await assert.rejects(
-    PlanCheckpointClient.start({ binary: join(dir, "no-such-binary"), db: join(dir, "plan.db") }),
-    (error: unknown) => {
-      assert.ok(error instanceof SidecarExitedError);
-      assert.match(error.message, /could not start the sidecar: .*ENOENT/);
-      return true;
-    },
-  );
+  const binary = join(dir, "no-such-binary");
+  await assert.rejects(PlanCheckpointClient.start({ binary, db: join(dir, "plan.db") }), (error: unknown) => {
+    assert.ok(error instanceof SidecarNotFoundError, String(error));
+    assert.equal(error.code, "SIDECAR_NOT_FOUND");
+    assert.equal(error.binary, binary);
+    assert.equal((error.cause as NodeJS.ErrnoException).code, "ENOENT");
+    return true;
+  });
 });
 
 test("a Plan-mode Bash call streams command/output, then command/exited", async (t) => {

@@ -381,7 +381,7 @@ fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i
 // --- approvals ----------------------------------------------------------------
 
 /// `approvals list`: at most `limit` rows (`None`: all), streamed, with
-/// a line saying how many more there are.
+/// a line saying when there are more.
 pub(crate) fn list(
     database: &Path,
     term: &Terminal,
@@ -392,10 +392,19 @@ pub(crate) fn list(
 ) -> Result<i32, Failure> {
     let store = open(database)?;
     require_session(&store, session.as_deref())?;
+    // One row past the limit is read, not shown: it says whether there are
+    // more without counting them (a count visits every matching row).
     let filter = ApprovalFilter {
         session_id: session,
         status,
-        limit,
+        limit: limit.map(|limit| limit.saturating_add(1)),
+    };
+    let mut visited: u64 = 0;
+    let mut more = false;
+    let mut past_limit = || {
+        visited += 1;
+        more = limit.is_some_and(|limit| visited > u64::from(limit));
+        more
     };
     let now = render::now_ms();
     let mut failed: Option<Failure> = None;
@@ -404,7 +413,7 @@ pub(crate) fn list(
         object.begin_array("approvals");
         store
             .visit_approvals(&filter, &mut |stored| {
-                keep_going(object.element(&wire(&stored.approval)), &mut failed)
+                !past_limit() && keep_going(object.element(&wire(&stored.approval)), &mut failed)
             })
             .map_err(|error| failure(&error))?;
         if let Some(error) = failed.take() {
@@ -417,6 +426,9 @@ pub(crate) fn list(
         let mut table = Table::new(render::approval_columns(), *term);
         store
             .visit_approvals(&filter, &mut |stored| {
+                if past_limit() {
+                    return false;
+                }
                 let approval = stored.approval;
                 let step = shown_id(&store, term, approval.id.as_str())
                     .and_then(|id| table.push(render::approval_row(&approval, id, now)));
@@ -429,10 +441,20 @@ pub(crate) fn list(
         let rows = table.rows();
         table.finish()?;
         if rows == 0 {
-            let any = store
-                .count_approvals(&ApprovalFilter::default())
+            let mut any = false;
+            store
+                .visit_approvals(
+                    &ApprovalFilter {
+                        limit: Some(1),
+                        ..ApprovalFilter::default()
+                    },
+                    &mut |_| {
+                        any = true;
+                        false
+                    },
+                )
                 .map_err(|error| failure(&error))?;
-            let text = if any == 0 {
+            let text = if !any {
                 "no approvals\n"
             } else {
                 "no approvals match\n"
@@ -441,22 +463,13 @@ pub(crate) fn list(
         }
         rows
     };
-    if let Some(limit) = filter.limit
-        && shown == u64::from(limit)
-    {
-        let total = store.count_approvals(&filter).map_err(|error| failure(&error))?;
-        let more = total.saturating_sub(shown);
-        if more > 0 {
-            let note = format!(
-                "{more} more approval{} not shown; use --limit N or --all to see them\n",
-                if more == 1 { "" } else { "s" }
-            );
-            if json {
-                eprint!("plan-checkpoint: {note}");
-            } else {
-                let note = term.paint(crate::terminal::dim_style(), note.trim_end());
-                render::write_stdout(format!("{note}\n").as_bytes())?;
-            }
+    if more {
+        let note = format!("more approvals than the {shown} shown; use --limit N or --all to see them\n");
+        if json {
+            eprint!("plan-checkpoint: {note}");
+        } else {
+            let note = term.paint(crate::terminal::dim_style(), note.trim_end());
+            render::write_stdout(format!("{note}\n").as_bytes())?;
         }
     }
     Ok(exit::OK)

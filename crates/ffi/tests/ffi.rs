@@ -344,7 +344,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
             "agent".to_owned(),
             turn.turn_id.clone(),
             "b1".to_owned(),
-            "printf out; sleep 0.2; printf err >&2".to_owned(),
+            "printf out; printf err >&2".to_owned(),
             None,
             Some(10_000),
         )

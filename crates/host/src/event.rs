@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use plan_core::{
@@ -183,13 +184,7 @@ impl HostCore {
             self.deliver();
             return Ok(None);
         };
-        if ran
-            .effects
-            .iter()
-            .any(|effect| matches!(effect, Effect::InsertApproval(_) | Effect::UpdateApproval { .. }))
-        {
-            self.wake_timer();
-        }
+        self.wake_timer_for(&ran.effects);
         self.deliver();
         Ok(Some(ran))
     }
@@ -229,16 +224,18 @@ impl Open {
     }
 }
 
+/// The session's state, its three lookups read in one transaction.
 fn load_state(open: &Open, session_id: &SessionId) -> Result<SessionState, HostError> {
-    let session = open
-        .store
-        .get_session(session_id)?
-        .ok_or_else(|| HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}")))?;
-    Ok(SessionState {
-        session,
-        active_turn: open.turns.get(session_id).cloned(),
-        pending_approval: open.store.pending_approval(session_id)?,
-        live_execution: open.store.live_execution(session_id)?,
+    open.store.read(|store| {
+        let session = store.get_session(session_id)?.ok_or_else(|| {
+            HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}"))
+        })?;
+        Ok(SessionState {
+            session,
+            active_turn: open.turns.get(session_id).cloned(),
+            pending_approval: store.pending_approval(session_id)?,
+            live_execution: store.live_execution(session_id)?,
+        })
     })
 }
 
@@ -271,6 +268,24 @@ impl HostCore {
             for listener in &listeners {
                 listener.notify(notification.clone());
             }
+        }
+    }
+
+    /// Wakes the timer if committed `effects` may have moved the earliest
+    /// deadline before the time it looks again anyway: a new pending
+    /// approval due earlier. A row leaving pending only moves deadlines
+    /// later, so the timer's own next look is soon enough for it (it finds
+    /// nothing due and reads the deadlines again).
+    pub(crate) fn wake_timer_for(&self, effects: &[Effect]) {
+        let looks_at = self.signal.looks_at.load(Ordering::SeqCst);
+        let earlier = effects.iter().any(|effect| match effect {
+            Effect::InsertApproval(approval) | Effect::UpdateApproval { approval, .. } => {
+                approval.status == ApprovalStatus::Pending && approval.expires_at < looks_at
+            }
+            Effect::WriteArtifact(_) | Effect::SaveSession(_) | Effect::CancelCommand { .. } => false,
+        });
+        if earlier {
+            self.wake_timer();
         }
     }
 

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::event::HostCore;
+use crate::outbox::LOOKING;
 use crate::sync::lock;
 
 /// The longest the timer sleeps without looking again, so that a clock
@@ -69,6 +70,9 @@ const THREAD_NAME: &str = "plan-expiry";
 
 fn run(core: &HostCore, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) && !core.closed() {
+        // Awake: every change wakes it until it says when it looks again,
+        // which it does only after reading the deadlines below.
+        core.signal.looks_at.store(LOOKING, Ordering::SeqCst);
         let seen = *lock(&core.signal.generation);
         // Errors here are storage hiccups; the next round tries again, and
         // any request touching the approval expires it lazily meanwhile.
@@ -82,6 +86,10 @@ fn run(core: &HostCore, stop: &AtomicBool) {
         };
         let generation = lock(&core.signal.generation);
         if *generation == seen && !stop.load(Ordering::SeqCst) {
+            let sleep_ms = i64::try_from(sleep.as_millis()).unwrap_or(i64::MAX);
+            core.signal
+                .looks_at
+                .store(core.now().saturating_add(sleep_ms), Ordering::SeqCst);
             // Spurious wake-ups and timeouts both just loop.
             let _ = core.signal.changed.wait_timeout(generation, sleep);
         }

@@ -1129,9 +1129,8 @@ mod timer {
         listen(&host, &seen);
         let approval = pending_on(&host, &workspace, "s1");
         clock.advance(TTL + 1);
-        // An automatic timer looks again at least once a second; twice that
-        // long, and still nothing may have been expired.
-        std::thread::sleep(Duration::from_secs(2));
+        // No timer thread exists to expire it (`manual_expiry_starts_no_thread`
+        // counts them), so it is still pending until the embedder's call.
         assert!(
             !methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"),
             "something expired the approval without expire_due"
@@ -1144,6 +1143,66 @@ mod timer {
         assert_eq!(expired[0].status, ApprovalStatus::Expired);
         assert!(methods(&seen.lock().unwrap()).contains(&"plan/approvalResolved"));
         assert_eq!(host.next_deadline().unwrap(), None);
+    }
+
+    /// The variable that lets [`manual_expiry_thread_probe`] run: only in the
+    /// process of its own that [`manual_expiry_starts_no_thread`] starts.
+    const THREAD_PROBE: &str = "PLAN_HOST_THREAD_PROBE";
+
+    /// The threads of this process, as `/proc` lists them.
+    fn thread_count() -> usize {
+        std::fs::read_dir("/proc/self/task").unwrap().count()
+    }
+
+    #[test]
+    fn manual_expiry_starts_no_thread() {
+        // Threads are counted in a child process that runs the probe alone,
+        // so the threads of the tests running beside this one do not count.
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "timer::manual_expiry_thread_probe",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(THREAD_PROBE, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    #[test]
+    #[ignore = "run by manual_expiry_starts_no_thread in a process of its own"]
+    fn manual_expiry_thread_probe() {
+        if std::env::var_os(THREAD_PROBE).is_none() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        for name in ["manual", "automatic"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+        }
+        let before = thread_count();
+        let manual = manual_clock_host(&dir.path().join("manual"), &clock, ExpiryTimer::Manual);
+        pending_on(&manual, &workspace, "s1");
+        clock.advance(TTL + 1);
+        assert_eq!(
+            thread_count(),
+            before,
+            "a host with manual expiry started a thread"
+        );
+        manual.close();
+        // The count does see a timer: an automatic host adds exactly one
+        // (`spawn` returns once the thread exists).
+        let automatic = manual_clock_host(&dir.path().join("automatic"), &clock, ExpiryTimer::Automatic);
+        assert_eq!(thread_count(), before + 1);
+        automatic.close();
     }
 
     #[test]
@@ -2359,6 +2418,13 @@ mod edges {
             .unwrap(),
         );
         // No driver: the host's own timer fires.
+        let (resolved_tx, resolved) = std::sync::mpsc::channel();
+        let resolved_tx = Mutex::new(resolved_tx);
+        host.add_listener(Arc::new(move |event: HostEvent| {
+            if let HostEvent::ApprovalResolved(approval) = event {
+                let _ = resolved_tx.lock().unwrap().send(approval.id.to_string());
+            }
+        }));
         host.create_session(NewSession {
             session_id: Some("s".into()),
             workspace_root: Some(workspace.to_str().unwrap().to_owned()),
@@ -2377,12 +2443,11 @@ mod edges {
         clock.set(T0 - 3_600_000);
         clock.advance(300);
         // The wall clock is nowhere near expiresAt; the timer must act on
-        // the elapsed monotonic time (bounded poll, not a speed check).
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while host.approval(&approval.id).unwrap().approval.status == ApprovalStatus::Pending {
-            assert!(Instant::now() < deadline, "the approval never expired");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // the elapsed monotonic time (the bound is liveness, not speed).
+        let expired = resolved
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the approval never expired");
+        assert_eq!(expired, approval.id);
         assert_eq!(
             host.approval(&approval.id).unwrap().approval.status,
             ApprovalStatus::Expired

@@ -81,6 +81,9 @@ pub struct InitializeParams {
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// Always 9.
+    // A `const` in the schema, so that clients generated from it take the
+    // version from there instead of typing it again.
+    #[schemars(extend("const" = crate::PROTOCOL_VERSION))]
     pub protocol_version: i64,
     /// The host's name.
     pub server_name: String,

@@ -182,6 +182,21 @@ impl Store {
         })
     }
 
+    /// Runs `reads` in one read transaction: one snapshot and one round of
+    /// locks for several lookups, instead of one per statement. `reads` must
+    /// not write (a write inside would upgrade the transaction).
+    pub fn read<T, E: From<StorageError>>(&self, reads: impl FnOnce(&Store) -> Result<T, E>) -> Result<T, E> {
+        let transaction = self
+            .conn
+            .unchecked_transaction()
+            .map_err(StorageError::sqlite("starting a read transaction"))?;
+        let value = reads(self)?;
+        transaction
+            .commit()
+            .map_err(StorageError::sqlite("ending a read transaction"))?;
+        Ok(value)
+    }
+
     /// The session with that id, if any.
     pub fn get_session(&self, id: &SessionId) -> Result<Option<Session>, StorageError> {
         let raw = self

@@ -10,7 +10,7 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { createBashToolDefinition } from "@mariozechner/pi-coding-agent";
 import { Type } from "typebox";
 
-import type { PermissionMode, PlanApproval } from "@plan-checkpoint/client";
+import { PERMISSION_MODE_VALUES, type PermissionMode, type PlanApproval } from "@plan-checkpoint/client";
 
 import { approvalLine, decideApproval, type Decision } from "./dialog.js";
 import { hostToolInput, hostToolName } from "./names.js";
@@ -419,7 +419,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   }
 
   pi.registerCommand("plan", {
-    description: "Enter Plan mode; /plan off [ask|accept-edits|auto] returns to Agent mode (with that permission mode)",
+    description: `Enter Plan mode; /plan off [${PERMISSION_MODE_VALUES.join("|")}] returns to Agent mode (with that permission mode)`,
     handler: async (args, ctx) => {
       const [word, modeWord] = args.trim().split(/\s+/);
       if (word !== "off") {
@@ -428,10 +428,9 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         }
         return;
       }
-      const modes: readonly PermissionMode[] = ["ask", "accept-edits", "auto"];
-      const permissionMode = modes.find((mode) => mode === modeWord);
+      const permissionMode = PERMISSION_MODE_VALUES.find((mode) => mode === modeWord);
       if (modeWord !== undefined && permissionMode === undefined) {
-        tell(ctx, `unknown permission mode "${modeWord}": use ask, accept-edits or auto`, "error");
+        tell(ctx, `unknown permission mode "${modeWord}": use ${PERMISSION_MODE_VALUES.join(", ")}`, "error");
         return;
       }
       if (await setMode(ctx, "agent", permissionMode)) {

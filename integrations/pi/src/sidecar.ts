@@ -13,6 +13,8 @@ import {
   PlanCheckpointClient,
   PlanCheckpointError,
   SidecarExitedError,
+  SidecarNotFoundError,
+  SidecarStartupError,
   type CommandRun,
   type PlanApproval,
   type Session,
@@ -240,26 +242,26 @@ export function processSidecar(): Sidecar {
 /** A refusal or failure as `CODE: sentence`, the form the model and the user see. */
 export function describeError(error: unknown): string {
   if (error instanceof PlanCheckpointError) return `${error.code}: ${stripMethod(error.message, error.method, error.code)}`;
-  if (error instanceof SidecarExitedError) {
-    const refused = /HOST_ALREADY_RUNNING[^\n]*/.exec(error.stderrTail);
-    if (refused !== null) {
-      return `HOST_ALREADY_RUNNING: another pi (or another plan-checkpoint host) is using this project's plan database; Plan mode is unavailable in this pi until it exits (${refused[0]})`;
+  if (error instanceof SidecarStartupError) {
+    if (error.code === "HOST_ALREADY_RUNNING") {
+      return `HOST_ALREADY_RUNNING: another pi (or another plan-checkpoint host) is using this project's plan database; Plan mode is unavailable in this pi until it exits (${error.message})`;
     }
+    return `${error.code}: the plan-checkpoint sidecar refused to start (${error.message})`;
+  }
+  if (error instanceof SidecarNotFoundError) {
+    return "SIDECAR_NOT_FOUND: the plan-checkpoint binary was not found (install it, or set PLAN_CHECKPOINT_BIN)";
+  }
+  if (error instanceof SidecarExitedError) {
     return `SIDECAR_EXITED: the plan-checkpoint sidecar is not running (${error.message.split("\n")[0] ?? ""})`;
   }
-  if (error instanceof Error) {
-    if ("code" in error && error.code === "ENOENT") {
-      return "SIDECAR_EXITED: the plan-checkpoint binary was not found (install it, or set PLAN_CHECKPOINT_BIN)";
-    }
-    return error.message;
-  }
+  if (error instanceof Error) return error.message;
   return String(error);
 }
 
 /** The canonical code of an error, when it has one. */
 export function errorCode(error: unknown): string | undefined {
   if (error instanceof PlanCheckpointError) return error.code;
-  if (error instanceof SidecarExitedError) return /HOST_ALREADY_RUNNING/.test(error.stderrTail) ? "HOST_ALREADY_RUNNING" : error.code;
+  if (error instanceof SidecarStartupError || error instanceof SidecarNotFoundError || error instanceof SidecarExitedError) return error.code;
   return undefined;
 }
 

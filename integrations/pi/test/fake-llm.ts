@@ -51,7 +51,10 @@ export class FakeLlm {
             response.end(body);
             return;
           }
-          response.write(body, () => setTimeout(() => response.destroy(), 50));
+          // Once the partial body is flushed, end the connection gracefully
+          // (FIN after the data, no chunked terminator): the client reads
+          // every byte sent, then a stream that stops mid-message.
+          response.write(body, () => response.socket?.end());
         },
         () => {
           response.writeHead(400);

@@ -149,6 +149,11 @@ export class PiRpc {
     return this.#stderr;
   }
 
+  /** Whether pi's process has not exited (nor been ended by a signal). */
+  get running(): boolean {
+    return this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
   get pid(): number | undefined {
     return this.#child.pid;
   }
@@ -248,6 +253,29 @@ export function runPrint(options: PiOptions, args: string[]): Promise<{ code: nu
     child.on("exit", (code) => {
       clearTimeout(timer);
       resolveRun({ code, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Resolves once no process holds the host lock of `database` (an exclusive
+ * `flock` on the file itself): util-linux `flock` blocks until it gets the
+ * lock, then lets it go. A guard fails the wait after `ms`.
+ */
+export function hostLockReleased(database: string, ms = 30000): Promise<void> {
+  return new Promise((resolveWait, reject) => {
+    const child = spawn("flock", ["--exclusive", database, "true"], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text));
+    const timer = setTimeout(() => child.kill("SIGKILL"), ms);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolveWait();
+      else reject(new Error(`the host lock of ${database} was not released (flock: code ${code}, signal ${signal}) ${stderr}`));
     });
   });
 }

@@ -490,7 +490,7 @@ export interface InitializeResult {
   /**
    * Always 9.
    */
-  protocolVersion: number;
+  protocolVersion: 9;
   /**
    * The storage schema version, 10.
    */
@@ -1267,6 +1267,45 @@ export interface VerifyReport {
    */
   skippedWorkspaces: SkippedWorkspace[];
 }
+
+/** The protocol version of the schema, sent in `initialize`. */
+export const PROTOCOL_VERSION = 9;
+
+/** Every {@link ApprovalStatus} value, in schema order. */
+export const APPROVAL_STATUS_VALUES = ["pending", "approved", "rejected", "expired", "interrupted"] as const satisfies readonly ApprovalStatus[];
+
+/** Every {@link ArtifactCheck} value, in schema order. */
+export const ARTIFACT_CHECK_VALUES = ["ok", "missing", "mismatch", "unreadable", "legacy"] as const satisfies readonly ArtifactCheck[];
+
+/** Every {@link CommandSandbox} value, in schema order. */
+export const COMMAND_SANDBOX_VALUES = ["read-only", "workspace-write", "none"] as const satisfies readonly CommandSandbox[];
+
+/** Every {@link CommandState} value, in schema order. */
+export const COMMAND_STATE_VALUES = ["running", "exited", "timedOut", "cancelled", "failedToStart", "interrupted"] as const satisfies readonly CommandState[];
+
+/** Every {@link ExecutionState} value, in schema order. */
+export const EXECUTION_STATE_VALUES = ["queued", "running", "completed", "interrupted"] as const satisfies readonly ExecutionState[];
+
+/** Every {@link Mode} value, in schema order. */
+export const MODE_VALUES = ["agent", "plan"] as const satisfies readonly Mode[];
+
+/** Every {@link Origin} value, in schema order. */
+export const ORIGIN_VALUES = ["interactive", "scheduled"] as const satisfies readonly Origin[];
+
+/** Every {@link OutputStream} value, in schema order. */
+export const OUTPUT_STREAM_VALUES = ["stdout", "stderr"] as const satisfies readonly OutputStream[];
+
+/** Every {@link PermissionMode} value, in schema order. */
+export const PERMISSION_MODE_VALUES = ["ask", "accept-edits", "auto"] as const satisfies readonly PermissionMode[];
+
+/** Every {@link PlanSandbox} value, in schema order. */
+export const PLAN_SANDBOX_VALUES = ["landlock", "unavailable"] as const satisfies readonly PlanSandbox[];
+
+/** Every {@link ToolCallDecision} value, in schema order. */
+export const TOOL_CALL_DECISION_VALUES = ["allow", "deny"] as const satisfies readonly ToolCallDecision[];
+
+/** Every {@link TurnKind} value, in schema order. */
+export const TURN_KIND_VALUES = ["prompt", "execution"] as const satisfies readonly TurnKind[];
 
 /** The canonical `SCREAMING_SNAKE` error code of a refused request. */
 export type ErrorCode = CanonicalCode;

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,7 +22,8 @@ pub(crate) struct Serve {
     pub(crate) child: Child,
     pub(crate) stdin: Option<ChildStdin>,
     lines: Receiver<Option<Vec<u8>>>,
-    stderr: Arc<Mutex<String>>,
+    /// What serve wrote to stderr so far, and a signal for each new part.
+    stderr: Arc<(Mutex<String>, Condvar)>,
     /// Notifications seen while waiting for responses, in arrival order.
     pub(crate) notifications: VecDeque<Value>,
     next_id: i64,
@@ -61,20 +62,21 @@ impl Serve {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let mut child_stderr = child.stderr.take().unwrap();
         std::thread::spawn({
             let stderr = Arc::clone(&stderr);
             move || {
+                let (text, grew) = &*stderr;
                 let mut buffer = [0_u8; 4096];
                 while let Ok(read) = child_stderr.read(&mut buffer) {
                     if read == 0 {
                         return;
                     }
-                    stderr
-                        .lock()
+                    text.lock()
                         .unwrap()
                         .push_str(&String::from_utf8_lossy(&buffer[..read]));
+                    grew.notify_all();
                 }
             }
         });
@@ -103,21 +105,17 @@ impl Serve {
     }
 
     pub(crate) fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
     }
 
-    /// Waits (bounded) until stderr holds `needle`; the reader thread may lag
-    /// behind the process.
+    /// Waits (bounded) until stderr holds `needle`, woken by each part the
+    /// reader thread adds (it may lag behind the process).
     pub(crate) fn wait_stderr(&self, needle: &str) {
-        let deadline = Instant::now() + REPLY_TIMEOUT;
-        while !self.stderr().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "stderr never said {needle:?}: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let (text, grew) = &*self.stderr;
+        let (text, waited) = grew
+            .wait_timeout_while(text.lock().unwrap(), REPLY_TIMEOUT, |text| !text.contains(needle))
+            .unwrap();
+        assert!(!waited.timed_out(), "stderr never said {needle:?}: {}", *text);
     }
 
     /// Writes one line (a `\n` is appended). Returns false if the pipe is closed.
@@ -271,19 +269,31 @@ impl Serve {
         self.wait()
     }
 
+    /// Waits for the process to exit; a watchdog kills it after
+    /// `REPLY_TIMEOUT` (a liveness bound) and the wait then fails.
     pub(crate) fn wait(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + REPLY_TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "serve did not exit; stderr: {}",
-                self.stderr()
+        let (exited, watched) = channel::<()>();
+        let pid = self.child.id().to_string();
+        let watchdog = std::thread::spawn(move || {
+            let fired = matches!(
+                watched.recv_timeout(REPLY_TIMEOUT),
+                Err(RecvTimeoutError::Timeout)
             );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+            if fired {
+                // Not reaped yet (the wait below has not returned), so the
+                // pid is still this child's.
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            }
+            fired
+        });
+        let status = self.child.wait().unwrap();
+        let _ = exited.send(());
+        assert!(
+            !watchdog.join().unwrap(),
+            "serve did not exit within {REPLY_TIMEOUT:?}; stderr: {}",
+            self.stderr()
+        );
+        status
     }
 
     /// SIGKILL (std's `Child::kill`), then reap.

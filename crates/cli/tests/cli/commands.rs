@@ -63,8 +63,12 @@ fn approvals_list_human_json_and_filters() {
     assert!(
         limited
             .stdout
-            .ends_with("3 more approvals not shown; use --limit N or --all to see them\n")
+            .ends_with("more approvals than the 2 shown; use --limit N or --all to see them\n")
     );
+    // Exactly the limit: the row past it is not there, so no line.
+    let exact = run(Some(&fixture.db), &["approvals", "list", "--limit", "5"]);
+    assert_eq!(exact.stdout.lines().count(), 1 + 5, "{}", exact.stdout);
+    assert!(!exact.stdout.contains("more approvals"), "{}", exact.stdout);
     let json = run(
         Some(&fixture.db),
         &["approvals", "list", "--limit", "2", "--json"],
@@ -72,7 +76,7 @@ fn approvals_list_human_json_and_filters() {
     let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(value["approvals"].as_array().unwrap().len(), 2);
     assert!(
-        json.stderr.contains("3 more approvals not shown"),
+        json.stderr.contains("more approvals than the 2 shown"),
         "{}",
         json.stderr
     );
@@ -88,7 +92,7 @@ fn approvals_list_human_json_and_filters() {
 }
 
 #[test]
-fn approvals_list_has_a_default_limit_and_says_how_many_more() {
+fn approvals_list_has_a_default_limit_and_says_there_are_more() {
     let fixture = support::rich();
     let conn = rusqlite::Connection::open(&fixture.db).unwrap();
     conn.execute_batch(
@@ -105,7 +109,7 @@ fn approvals_list_has_a_default_limit_and_says_how_many_more() {
     assert!(
         listed
             .stdout
-            .ends_with("15 more approvals not shown; use --limit N or --all to see them\n"),
+            .ends_with("more approvals than the 20 shown; use --limit N or --all to see them\n"),
         "{}",
         listed.stdout
     );

@@ -9,7 +9,8 @@
 //! `PLAN_SANDBOX_UNAVAILABLE` and say so.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -192,26 +193,33 @@ fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
     let workspace = dir.path().canonicalize().unwrap().join("w");
     std::fs::create_dir(&workspace).unwrap();
     let db = dir.path().join("plan.db");
+    // The command holds the read end of a FIFO in the workspace (reading is
+    // allowed in the sandbox) for as long as it lives; a thread here writes
+    // into it until the write fails with EPIPE, which happens when the last
+    // reader is gone: the command's death, as an event.
+    let fifo = workspace.join("alive");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let (mut serve, turn, sandbox) = plan_turn(&db, &workspace);
-    let result = bash(&mut serve, &turn, "c1", "echo $$; exec sleep 300");
+    let result = bash(&mut serve, &turn, "c1", "exec 3< alive; echo $$; exec sleep 300");
     if !sandbox {
         assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
         return;
     }
+    let (gone, reader_gone) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Opening blocks until the command has opened its end.
+        let mut pipe = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let block = vec![0_u8; 64 * 1024];
+        while std::io::Write::write_all(&mut pipe, &block).is_ok() {}
+        let _ = gone.send(());
+    });
     let first = serve.wait_notification("command/output", REPLY_TIMEOUT);
     let pid: u32 = first["params"]["chunk"].as_str().unwrap().trim().parse().unwrap();
     assert!(Path::new(&format!("/proc/{pid}")).exists());
     serve.kill();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Path::new(&format!("/proc/{pid}/stat")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.contains(") Z"))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the command outlived its SIGKILLed host"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    reader_gone
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the command outlived its SIGKILLed host");
     let mut next = Serve::start(&db, &[]);
     let get = next.call("command/get", json!({"sessionId": "s1", "callId": "c1"}));
     assert_eq!(get["state"], "interrupted");

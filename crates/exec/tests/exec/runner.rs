@@ -5,11 +5,63 @@
 //! background jobs included), cancellation from another thread, and
 //! background jobs killed when the shell exits.
 
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use plan_exec::{CommandState, Confinement, OutputEvent, Stream};
+use plan_exec::{CommandOutcome, CommandSpec, CommandState, Confinement, OutputEvent, Stream};
 
 use crate::support::*;
+
+/// The shell line a gated command waits at until the test opens the gate.
+const WAIT_AT_GATE: &str = "read -r _ < \"$TMPDIR/gate\"";
+
+/// A FIFO in the scratch directory (`$TMPDIR/gate`) that a command reads a
+/// line from ([`WAIT_AT_GATE`]) to go on. The test holds it open for reading
+/// and writing, so the command's open never blocks, a line the test writes
+/// early waits in the pipe, and nothing blocks if the command dies.
+struct Gate(File);
+
+impl Gate {
+    fn new(scratch: &Path) -> Gate {
+        let path = scratch.join("gate");
+        let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(status.success(), "mkfifo {}", path.display());
+        Gate(File::options().read(true).write(true).open(&path).unwrap())
+    }
+
+    /// Lets the command past one [`WAIT_AT_GATE`].
+    fn open(&self) {
+        (&self.0).write_all(b"\n").unwrap();
+    }
+}
+
+/// Runs a command whose steps are separated by [`WAIT_AT_GATE`]: after each
+/// output event, `open_after` says (from the events so far) whether the
+/// command may take its next step. So each step's output reaches the runner
+/// before the next step writes, without timing.
+fn run_gated(
+    spec: CommandSpec,
+    mut open_after: impl FnMut(&[OutputEvent]) -> bool + Send + 'static,
+) -> (CommandOutcome, Vec<OutputEvent>) {
+    let gate = Gate::new(spec.scratch.path());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = Arc::clone(&events);
+        move |event| {
+            let mut events = events.lock().unwrap();
+            events.push(event);
+            if open_after(&events) {
+                gate.open();
+            }
+        }
+    };
+    let outcome = runner().spawn(spec, sink).wait();
+    let events = events.lock().unwrap().clone();
+    (outcome, events)
+}
 
 /// Every case runs unsandboxed and, where available, read-only.
 fn confinements() -> Vec<Confinement> {
@@ -28,12 +80,17 @@ fn printf_escape(bytes: &[u8]) -> String {
 fn output_keeps_arrival_order_with_one_seq_across_both_streams() {
     for confinement in confinements() {
         let dirs = dirs();
-        let (outcome, events) = run(spec(
-            "printf o1; sleep 0.1; printf e1 >&2; sleep 0.1; printf o2; sleep 0.1; printf e2 >&2",
-            &dirs.scratch,
-            &dirs.scratch,
-            confinement,
-        ));
+        let (outcome, events) = run_gated(
+            spec(
+                &format!(
+                    "printf o1; {WAIT_AT_GATE}; printf e1 >&2; {WAIT_AT_GATE}; printf o2; {WAIT_AT_GATE}; printf e2 >&2"
+                ),
+                &dirs.scratch,
+                &dirs.scratch,
+                confinement,
+            ),
+            |_| true,
+        );
         assert_eq!(outcome.exit_code, Some(0));
         let expected = [
             (Stream::Stdout, "o1"),
@@ -50,7 +107,7 @@ fn output_keeps_arrival_order_with_one_seq_across_both_streams() {
                 chunk: (*chunk).to_owned(),
             })
             .collect();
-        assert_eq!(events.all(), expected);
+        assert_eq!(events, expected);
     }
 }
 
@@ -79,16 +136,23 @@ fn a_character_split_across_writes_is_never_split_in_a_chunk() {
     let bytes = text.as_bytes();
     for split in 1..bytes.len() {
         let dirs = dirs();
+        // The first part always holds the complete "a", so it makes an
+        // event, and the second part is written only after it: two reads.
         let command = format!(
-            "printf '{}'; sleep 0.05; printf '{}'",
+            "printf '{}'; {WAIT_AT_GATE}; printf '{}'",
             printf_escape(&bytes[..split]),
             printf_escape(&bytes[split..])
         );
-        let (outcome, events) = run(spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None));
+        let (outcome, events) = run_gated(
+            spec(&command, &dirs.scratch, &dirs.scratch, Confinement::None),
+            |_| true,
+        );
         assert_eq!(outcome.stdout_bytes, bytes.len() as u64);
-        assert_eq!(events.text(Stream::Stdout), text, "split at {split}");
+        let stdout: String = events.iter().map(|event| event.chunk.as_str()).collect();
+        assert_eq!(stdout, text, "split at {split}");
+        assert!(events.len() >= 2, "split at {split}: {events:?}");
         assert!(
-            events.all().iter().all(|event| !event.chunk.contains('\u{FFFD}')),
+            events.iter().all(|event| !event.chunk.contains('\u{FFFD}')),
             "split at {split}"
         );
     }
@@ -117,15 +181,25 @@ fn the_cap_stops_events_but_counts_and_hashes_every_byte() {
     for confinement in confinements() {
         let dirs = dirs();
         let mut capped = spec(
-            "head -c 3000 /dev/zero | tr '\\0' a; sleep 0.05; printf bbb >&2",
+            &format!("head -c 3000 /dev/zero | tr '\\0' a; {WAIT_AT_GATE}; printf bbb >&2"),
             &dirs.scratch,
             &dirs.scratch,
             confinement.clone(),
         );
         capped.output_cap = 1000;
-        let (outcome, events) = run(capped);
-        assert_eq!(events.text(Stream::Stdout), "a".repeat(1000));
-        assert_eq!(events.text(Stream::Stderr), "");
+        // stderr is written only once the cap has been delivered.
+        let (outcome, events) = run_gated(capped, |events| {
+            events.iter().map(|event| event.chunk.len()).sum::<usize>() >= 1000
+        });
+        let text = |stream: Stream| -> String {
+            events
+                .iter()
+                .filter(|event| event.stream == stream)
+                .map(|event| event.chunk.as_str())
+                .collect()
+        };
+        assert_eq!(text(Stream::Stdout), "a".repeat(1000));
+        assert_eq!(text(Stream::Stderr), "");
         assert_eq!(
             (outcome.stdout_bytes, outcome.stderr_bytes, outcome.truncated),
             (3000, 3, true)
@@ -372,8 +446,11 @@ fn background_jobs_left_when_the_shell_exits_are_killed() {
 fn an_unsandboxed_job_that_leaves_the_group_is_killed_too() {
     let dirs = dirs();
     let (outcome, _) = run(spec(
-        "setsid -f bash -c 'echo $$ > \"$TMPDIR/escaped.pid\"; exec sleep 60'; \
-         while [ ! -s \"$TMPDIR/escaped.pid\" ]; do sleep 0.01; done",
+        // The shell exits only once the escaped job has written its pid: it
+        // waits on a FIFO the job writes to after that.
+        "mkfifo \"$TMPDIR/up\"; \
+         setsid -f bash -c 'echo $$ > \"$TMPDIR/escaped.pid\"; echo up > \"$TMPDIR/up\"; exec sleep 60'; \
+         read -r _ < \"$TMPDIR/up\"",
         &dirs.scratch,
         &dirs.scratch,
         Confinement::None,

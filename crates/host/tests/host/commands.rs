@@ -21,6 +21,35 @@ struct Seen {
     after_exit: usize,
 }
 
+/// Waits until `found` finds what it looks for in the notifications `seen`
+/// has recorded, woken by each new notification (the bound is liveness,
+/// not speed). `seen` must be recorded by a listener added before this is
+/// called: listeners run in order, so a wake-up finds its notification
+/// already recorded.
+fn wait_for<T>(
+    host: &Host,
+    seen: &Mutex<Vec<ServerNotification>>,
+    what: &str,
+    mut found: impl FnMut(&[ServerNotification]) -> Option<T>,
+) -> T {
+    let (wake, woken) = std::sync::mpsc::channel();
+    let wake = Mutex::new(wake);
+    host.add_listener(Arc::new(move |_| {
+        let _ = wake.lock().unwrap().send(());
+    }));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(value) = found(&seen.lock().unwrap()) {
+            return value;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            woken.recv_timeout(left).is_ok(),
+            "{what} did not come within 30 s"
+        );
+    }
+}
+
 fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
 }
@@ -60,14 +89,15 @@ impl Fixture {
 
     /// Waits (bounded) for `command/exited` of `call_id`.
     fn wait_exited(&self, call_id: &str) -> Seen {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            {
-                let seen = self.seen.lock().unwrap();
+        wait_for(
+            &self.host,
+            &self.seen,
+            &format!("command/exited of {call_id}"),
+            |seen| {
                 let mut output = Vec::new();
                 let mut exited = None;
                 let mut after_exit = 0;
-                for notification in seen.iter() {
+                for notification in seen {
                     match notification {
                         ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
                             if exited.is_some() {
@@ -81,17 +111,13 @@ impl Fixture {
                         _ => {}
                     }
                 }
-                if let Some(exited) = exited {
-                    return Seen {
-                        output,
-                        exited,
-                        after_exit,
-                    };
-                }
-            }
-            assert!(Instant::now() < deadline, "{call_id} did not exit in time");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+                exited.map(|exited| Seen {
+                    output,
+                    exited,
+                    after_exit,
+                })
+            },
+        )
     }
 
     fn entries(&self, session: &str, call_id: &str) -> Vec<(CommandEntryKind, CommandRun, Option<String>)> {
@@ -117,12 +143,31 @@ fn text(seen: &Seen, stream: &str) -> String {
 fn plan_bash_streams_both_streams_in_order_and_is_audited() {
     let fixture = Fixture::new();
     let turn = fixture.plan_turn("s1");
+    // Each step waits at a FIFO in the workspace (readable in the sandbox)
+    // until the previous step's output has reached the listeners.
+    let gate = fixture.workspace.join("gate");
+    let status = std::process::Command::new("mkfifo").arg(&gate).status().unwrap();
+    assert!(status.success());
+    // Held open for reading and writing: the command's open never blocks and
+    // nothing blocks if the command dies.
+    let gate = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .open(&gate)
+        .unwrap();
+    fixture
+        .host
+        .add_listener(Arc::new(move |event: plan_host::HostEvent| {
+            if let plan_host::HostEvent::CommandOutput { .. } = event {
+                let _ = std::io::Write::write_all(&mut &gate, b"\n");
+            }
+        }));
     let outcomes = fixture.run_plan(
         "s1",
         &turn,
         vec![bash(
             "c1",
-            "printf 'one\\n'; sleep 0.05; printf 'two\\n' >&2; sleep 0.05; printf 'three\\n'",
+            "printf 'one\\n'; read -r _ < gate; printf 'two\\n' >&2; read -r _ < gate; printf 'three\\n'",
         )],
     );
     if !fixture.sandboxed() {
@@ -260,22 +305,12 @@ fn output_past_the_cap_is_counted_not_sent() {
         );
         return;
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let exited = loop {
-        let found = seen
-            .lock()
-            .unwrap()
-            .iter()
-            .find_map(|notification| match notification {
-                ServerNotification::CommandExited(end) => Some(end.command.clone()),
-                _ => None,
-            });
-        if let Some(exited) = found {
-            break exited;
-        }
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let exited = wait_for(&host, &seen, "command/exited", |seen| {
+        seen.iter().find_map(|notification| match notification {
+            ServerNotification::CommandExited(end) => Some(end.command.clone()),
+            _ => None,
+        })
+    });
     let sent: usize = seen
         .lock()
         .unwrap()
@@ -591,7 +626,12 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
     if !fixture.sandboxed() {
         return;
     }
-    std::thread::sleep(Duration::from_millis(100));
+    // Cancel once the command streams, so the output thread is busy.
+    wait_for(&fixture.host, &fixture.seen, "the first command/output", |seen| {
+        seen.iter()
+            .any(|notification| matches!(notification, ServerNotification::CommandOutput(_)))
+            .then_some(())
+    });
     let host = Arc::clone(&fixture.host);
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -262,6 +262,47 @@ fn a_v8_database_with_a_damaged_table_is_refused_byte_identical() {
 }
 
 #[test]
+fn damage_in_a_table_the_migration_never_reads_does_not_stop_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture_database(dir.path(), "transcript-damaged.db");
+    let (root, page_size): (i64, i64) = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let root = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_schema WHERE name = 'transcript_entries'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let page_size = conn.query_row("PRAGMA page_size", [], |row| row.get(0)).unwrap();
+        (root, page_size)
+    };
+    let start = usize::try_from((root - 1) * page_size).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    for byte in &mut bytes[start..start + 64] {
+        *byte = 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    // The health check covers what the migration reads (plan_approvals,
+    // sessions, settings), so a transcript page is not its business: the
+    // migration proceeds, and a reader of the transcript meets the damage.
+    let (store, report) = Store::open(&path).unwrap();
+    assert_eq!(
+        report,
+        MigrationReport {
+            from: Some(8),
+            to: 10
+        }
+    );
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let found: String = conn
+        .query_row("PRAGMA quick_check(transcript_entries)", [], |row| row.get(0))
+        .unwrap();
+    assert_ne!(found, "ok", "the damage is still there for a whole-file check");
+}
+
+#[test]
 fn a_failed_migration_leaves_the_file_byte_identical_with_nothing_beside_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = fixture_database(dir.path(), "v8.db");

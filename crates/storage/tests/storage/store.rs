@@ -91,6 +91,30 @@ fn sessions_round_trip() {
 }
 
 #[test]
+fn a_read_transaction_hands_back_its_reads_and_its_error_and_then_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = new_store(dir.path());
+    let session = Session::new("s1", None);
+    store.create_session(&session, NOW).unwrap();
+    let read = store
+        .read(|store| {
+            Ok::<_, StorageError>((
+                store.get_session(&plan_core::SessionId::from("s1"))?,
+                store.pending_approval(&plan_core::SessionId::from("s1"))?,
+            ))
+        })
+        .unwrap();
+    assert_eq!(read, (Some(session.clone()), None));
+    // An error inside ends the transaction too: the next write is not
+    // refused as a transaction within a transaction.
+    let error = store
+        .read(|_| -> Result<(), StorageError> { Err(StorageError::SessionNotFound { id: "x".to_owned() }) })
+        .unwrap_err();
+    assert_eq!(error.code(), ErrorCode::SessionNotFound);
+    store.save_session(&session, NOW + 1).unwrap();
+}
+
+#[test]
 fn a_plan_runs_from_submission_to_completed_execution() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();

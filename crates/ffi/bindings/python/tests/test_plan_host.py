@@ -254,7 +254,8 @@ def test_reject_is_terminal_and_a_revision_is_a_new_artifact(host, tmp_path):
     assert rejected.approval.permission_mode is None
     assert rejected.session.mode == Mode.PLAN and rejected.session.active_turn is None
     failed(ErrorCode.APPROVAL_NOT_PENDING, host.approve, first.id, PermissionMode.AUTO)
-    time.sleep(0.003)  # distinct created_at for the newest-first check below
+    # No pause for a distinct created_at: a tie is broken by id, and ids are
+    # UUIDv7, ordered by creation within a process.
     second = submit(host, sid, "v2\n")
     assert second.artifact.path != first.artifact.path
     assert (ws / first.artifact.path).read_text() == "v1\n"
@@ -667,7 +668,8 @@ def test_verify_and_diff(host, tmp_path):
     sid = plan_session(host, ws).session_id
     first = submit(host, sid, "# Plan\n\n1. Read.\n2. Split.\n")
     host.reject(first.id)
-    time.sleep(0.003)
+    # "Previous" is by (created_at, id); ids are ordered by creation, so a
+    # created_at tie still makes `first` the earlier one.
     second = submit(host, sid, "# Plan\n\n1. Read.\n2. Split in two.\n")
 
     report = host.verify(None, None)
@@ -827,7 +829,7 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     (allowed,) = host.tool_calls("agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": "printf out"}))])
     assert allowed.decision == ToolCallDecision.ALLOW
     recorder.drain()
-    run = host.start_command("agent", turn.turn_id, "b1", "printf out; sleep 0.2; printf err >&2", None, 10_000)
+    run = host.start_command("agent", turn.turn_id, "b1", "printf out; printf err >&2", None, 10_000)
     assert run.sandbox == CommandSandbox.NONE and run.state == CommandState.RUNNING
     outputs, exited = command_events(recorder, "b1")
     assert all(o.session_id == "agent" for o in outputs)

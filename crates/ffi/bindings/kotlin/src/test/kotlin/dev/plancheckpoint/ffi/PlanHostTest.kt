@@ -11,6 +11,8 @@ import java.util.concurrent.CountDownLatch
 import java.util.concurrent.CyclicBarrier
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
+import java.util.concurrent.locks.ReentrantLock
+import kotlin.concurrent.withLock
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -131,8 +133,8 @@ class PlanHostTest {
     fun fullLifecycleWithEachPermissionMode() {
         val host = open()
         for (mode in PermissionMode.values()) {
-            // Listings order by createdAt (ms); keep the three apart.
-            Thread.sleep(3)
+            // Listings order by createdAt (ms), then id; ids are UUIDv7,
+            // ordered by creation within a process, so ties keep this order.
             val ws = workspace("ws-$mode")
             val session = planSession(host, ws)
             assertEquals(Mode.PLAN, session.mode)
@@ -258,7 +260,8 @@ class PlanHostTest {
         failed(ErrorCode.APPROVAL_NOT_PENDING) { host.approve(first.id, PermissionMode.AUTO) }
         failed(ErrorCode.APPROVAL_NOT_PENDING) { host.reject(first.id) }
 
-        Thread.sleep(3) // distinct createdAt for the newest-first check below
+        // No pause for a distinct createdAt: a tie is broken by id (UUIDv7,
+        // ordered by creation within a process).
         val second = submit(host, sid, body = "v2\n")
         assertNotEquals(first.artifact!!.path, second.artifact!!.path)
         assertEquals("v1\n", Files.readString(artifactFile(ws, first)), "an earlier artifact is never replaced")
@@ -608,13 +611,15 @@ class PlanHostTest {
 
     private class Recorder : PlanEventListener {
         val events = CopyOnWriteArrayList<PlanEvent>()
+        private val lock = ReentrantLock()
+        private val changed = lock.newCondition()
         val threads: MutableSet<String> = Collections.newSetFromMap(ConcurrentHashMap())
         val requested = CountDownLatch(1)
         val expired = CountDownLatch(1)
         val expiryThreads = CopyOnWriteArrayList<String>()
 
-        override fun onEvent(event: PlanEvent) {
-            synchronized(events) { events.add(event) }
+        override fun onEvent(event: PlanEvent) = lock.withLock {
+            events.add(event)
             threads.add(Thread.currentThread().name)
             // Exhaustive on purpose: a new kind of event must be looked at here.
             when (event) {
@@ -626,19 +631,23 @@ class PlanHostTest {
                 is PlanEvent.ExecutionStateChanged, is PlanEvent.SessionChanged,
                 is PlanEvent.CommandOutput, is PlanEvent.CommandExited -> {}
             }
+            // Last, so a waiter woken by this event sees all of it recorded.
+            changed.signalAll()
         }
 
         /** Takes the events recorded so far. */
-        fun drain(): List<PlanEvent> = synchronized(events) { events.toList().also { events.clear() } }
+        fun drain(): List<PlanEvent> = lock.withLock { events.toList().also { events.clear() } }
 
-        /** Waits (bounded) for an event matching [matches]; returns it. */
+        /** Waits (bounded) for an event matching [matches], woken by each new event; returns it. */
         fun <T : PlanEvent> await(type: Class<T>, what: String, matches: (T) -> Boolean = { true }): T {
-            val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20)
-            while (System.nanoTime() < deadline) {
-                events.filterIsInstance(type).firstOrNull(matches)?.let { return it }
-                Thread.sleep(10)
+            var left = TimeUnit.SECONDS.toNanos(20)
+            lock.withLock {
+                while (true) {
+                    events.filterIsInstance(type).firstOrNull(matches)?.let { return it }
+                    if (left <= 0) throw AssertionError("no $what within 20 s; got $events")
+                    left = changed.awaitNanos(left)
+                }
             }
-            throw AssertionError("no $what within 20 s; got $events")
         }
     }
 
@@ -987,7 +996,7 @@ class PlanHostTest {
         val sid = planSession(host, ws).sessionId
         val first = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split.\n")
         host.reject(first.id)
-        Thread.sleep(3)
+        // "Previous" is by (createdAt, id); ids are ordered by creation.
         val second = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split in two.\n")
 
         val everything = host.verify(null, null)
@@ -1092,7 +1101,7 @@ class PlanHostTest {
         val allowed = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": \"printf out\"}"))).single()
         assertEquals(ToolCallDecision.ALLOW, allowed.decision)
         recorder.drain()
-        val run = host.startCommand("agent", turn.turnId, "b1", "printf out; sleep 0.2; printf err >&2", null, 10_000uL)
+        val run = host.startCommand("agent", turn.turnId, "b1", "printf out; printf err >&2", null, 10_000uL)
         assertEquals(CommandSandbox.NONE, run.sandbox)
         assertEquals(CommandState.RUNNING, run.state)
         val (outputs, exited) = commandEvents(recorder, "b1")
