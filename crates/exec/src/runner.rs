@@ -260,9 +260,7 @@ impl Runner {
                 shell: spec.shell.clone(),
                 command: spec.command.clone().into(),
                 namespaces: spec.isolation.namespaces,
-                // Hidden inside the namespaces (but for this command's own
-                // directory): the root the host made the directory in.
-                scratch_root: Some(spec.scratch.root().to_path_buf()),
+                scratch_root: spec.isolation.scratch_root.clone(),
                 hidden: spec.isolation.hidden.clone(),
                 protected: spec.isolation.protected.clone(),
             },

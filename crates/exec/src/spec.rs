@@ -64,8 +64,7 @@ pub struct Isolation {
     /// Whether the helper enters new mount, IPC and (offline) network
     /// namespaces, and a user namespace when not root, with a private `/dev`
     /// (only `null`, `zero`, `full`, `random`, `urandom`), the scratch root
-    /// (all but [`CommandSpec::scratch`] itself) and [`Isolation::hidden`]
-    /// hidden, and for workspace-write every mount
+    /// and [`Isolation::hidden`] hidden, and for workspace-write every mount
     /// read-only but the workspace and the scratch directory, with the
     /// workspace's protected paths and [`Isolation::protected`] read-only
     /// inside it. `false` (a kernel without namespaces, or a host that skips
@@ -74,6 +73,10 @@ pub struct Isolation {
     /// kernel allows them: asking for them where it does not makes every
     /// sandboxed command fail to start.
     pub namespaces: bool,
+    /// The directory holding every command's scratch directory (the host's
+    /// scratch root): hidden inside the namespaces, except
+    /// [`CommandSpec::scratch`] itself. `None`: nothing is hidden for it.
+    pub scratch_root: Option<PathBuf>,
     /// Paths covered by something empty and read-only inside the namespaces
     /// (the host's database directory, or its database and side files).
     pub hidden: Vec<PathBuf>,

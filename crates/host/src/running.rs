@@ -160,6 +160,7 @@ impl CommandSupport {
         protected.extend(self.protected_paths.iter().cloned());
         Isolation {
             namespaces: self.namespaces_available(),
+            scratch_root: self.scratch_root.as_ref().map(|root| root.path().to_path_buf()),
             hidden: side_files,
             protected,
         }

@@ -243,7 +243,7 @@ const BEHAVIOUR: &[(&[&str], &str, &str)] = &[
     (
         &["approvals", "list"],
         "the newest 20 unless --limit or --all says otherwise",
-        "commands::approvals_list_has_a_default_limit_and_says_how_many_more",
+        "commands::approvals_list_has_a_default_limit_and_says_there_are_more",
     ),
     (
         &["approvals", "list"],

@@ -157,7 +157,15 @@ fn an_embedder_without_a_bundled_helper_gets_none_not_one_from_path() {
     let alone = dir.path().join("alone");
     std::fs::create_dir(&alone).unwrap();
     let exe = alone.join("embedder");
-    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    // Copied by another process: a write descriptor of this one, inherited
+    // by a child another test thread forks meanwhile, would make the copy
+    // "busy" (ETXTBSY) when it is executed below.
+    let copied = std::process::Command::new("cp")
+        .arg(std::env::current_exe().unwrap())
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(copied.success());
     let answer = dir.path().join("answer");
     let status = std::process::Command::new(&exe)
         .args([

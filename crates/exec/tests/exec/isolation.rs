@@ -175,8 +175,10 @@ fn another_sessions_scratch_is_neither_readable_nor_writable() {
         other = sessions.other.display(),
         root = sessions.root.display()
     );
-    // The scratch root hidden is the one the directory was made in.
-    let isolation = Isolation::default();
+    let isolation = Isolation {
+        scratch_root: Some(sessions.root.clone()),
+        ..Isolation::default()
+    };
     for confinement in [Confinement::ReadOnly, auto(&sessions.workspace)] {
         let (outcome, events) = run(isolated(
             &command,
@@ -272,6 +274,7 @@ fn the_database_is_hidden_in_every_layout() {
             hidden
         };
         let isolation = Isolation {
+            scratch_root: Some(sessions.root.clone()),
             hidden,
             protected: files.clone(),
             namespaces: true,

@@ -21,35 +21,6 @@ struct Seen {
     after_exit: usize,
 }
 
-/// Waits until `found` finds what it looks for in the notifications `seen`
-/// has recorded, woken by each new notification (the bound is liveness,
-/// not speed). `seen` must be recorded by a listener added before this is
-/// called: listeners run in order, so a wake-up finds its notification
-/// already recorded.
-fn wait_for<T>(
-    host: &Host,
-    seen: &Mutex<Vec<ServerNotification>>,
-    what: &str,
-    mut found: impl FnMut(&[ServerNotification]) -> Option<T>,
-) -> T {
-    let (wake, woken) = std::sync::mpsc::channel();
-    let wake = Mutex::new(wake);
-    host.add_listener(Arc::new(move |_| {
-        let _ = wake.lock().unwrap().send(());
-    }));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(value) = found(&seen.lock().unwrap()) {
-            return value;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        assert!(
-            woken.recv_timeout(left).is_ok(),
-            "{what} did not come within 30 s"
-        );
-    }
-}
-
 fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
 }

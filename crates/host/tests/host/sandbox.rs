@@ -89,31 +89,57 @@ fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
     stdout_of(fixture, call_id)
 }
 
-fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        {
-            let seen = fixture.seen.lock().unwrap();
-            let exited = seen.iter().any(|notification| {
-                matches!(notification, ServerNotification::CommandExited(end) if end.call_id == call_id)
-            });
-            if exited {
-                return seen
-                    .iter()
-                    .filter_map(|notification| match notification {
-                        ServerNotification::CommandOutput(chunk)
-                            if chunk.call_id == call_id && chunk.stream.to_string() == "stdout" =>
+/// What `call_id` wrote to stdout up to the first line `until` accepts (a
+/// whole line each time), or up to its exit when `until` is `None`.
+fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) -> bool>) -> String {
+    wait_for(
+        &fixture.host,
+        &fixture.seen,
+        &format!("stdout of {call_id}"),
+        |seen| {
+            let mut stdout = String::new();
+            for notification in seen {
+                match notification {
+                    ServerNotification::CommandOutput(chunk)
+                        if chunk.call_id == call_id && chunk.stream.to_string() == "stdout" =>
+                    {
+                        stdout.push_str(&chunk.chunk);
+                        if let Some(until) = until
+                            && stdout.lines().any(until)
                         {
-                            Some(chunk.chunk.clone())
+                            return Some(stdout);
                         }
-                        _ => None,
-                    })
-                    .collect();
+                    }
+                    ServerNotification::CommandExited(end) if end.call_id == call_id => {
+                        return until.is_none().then(|| stdout.clone());
+                    }
+                    _ => {}
+                }
             }
-        }
-        assert!(Instant::now() < deadline, "{call_id} did not exit in time");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+            None
+        },
+    )
+}
+
+fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
+    stdout_until(fixture, call_id, None)
+}
+
+/// A FIFO the test owns: a command that reads it waits until the test
+/// writes a line, so two commands can be made to run at the same time.
+fn gate(fixture: &Fixture, name: &str) -> PathBuf {
+    let path = fixture._dir.path().join(name);
+    let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+    path
+}
+
+fn open_gate(path: &Path) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|mut fifo| std::io::Write::write_all(&mut fifo, b"go\n"))
+        .unwrap();
 }
 
 fn pi_layout(workspace: &Path) -> PathBuf {
@@ -182,15 +208,29 @@ fn two_sessions_cannot_reach_each_others_scratch() {
     if !namespaced(&fixture, "two_sessions_cannot_reach_each_others_scratch") {
         return;
     }
+    let is_path = |line: &str| line.starts_with('/');
+    // A Plan command keeps a note in its scratch directory and stays running
+    // (its directory lives as long as it does) while another session's
+    // `auto` command goes for it.
     let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
-    let scratch = plan_stdout(
-        &fixture,
-        "plan",
-        &plan,
-        "p1",
-        "echo secret > \"$TMPDIR/notes\" && printf %s \"$TMPDIR\"",
-    );
-    let notes = Path::new(&scratch).join("notes");
+    let plan_gate = gate(&fixture, "plan-gate");
+    let outcomes = fixture
+        .host
+        .tool_calls(
+            &SessionId::from("plan"),
+            &plan,
+            vec![bash(
+                "p1",
+                &format!(
+                    "echo secret > \"$TMPDIR/notes\" && printf '%s\\n' \"$TMPDIR\"; read line < {}",
+                    plan_gate.display()
+                ),
+            )],
+        )
+        .unwrap();
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None), "{outcomes:?}");
+    let scratch = stdout_until(&fixture, "p1", Some(&is_path));
+    let notes = Path::new(scratch.trim_end()).join("notes");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "secret\n");
     let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
     let attack = format!(
@@ -202,15 +242,32 @@ fn two_sessions_cannot_reach_each_others_scratch() {
         "unreadable\nunwritable\n"
     );
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "secret\n");
+    open_gate(&plan_gate);
+    stdout_of(&fixture, "p1");
+
     // And the other way round: the Plan command cannot read the auto one's.
-    let planted = auto_stdout(
-        &fixture,
-        "auto",
-        &auto,
-        "a2",
-        "echo mine > \"$TMPDIR/own\" && printf %s \"$TMPDIR\"",
-    );
-    let own = Path::new(&planted).join("own");
+    let auto_gate = gate(&fixture, "auto-gate");
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a2", "unused")])
+        .unwrap();
+    fixture
+        .host
+        .start_agent_command(
+            &SessionId::from("auto"),
+            &auto,
+            "a2",
+            &format!(
+                "echo mine > \"$TMPDIR/own\" && printf '%s\\n' \"$TMPDIR\"; read line < {}",
+                auto_gate.display()
+            ),
+            None,
+            None,
+        )
+        .unwrap();
+    let planted = stdout_until(&fixture, "a2", Some(&is_path));
+    let own = Path::new(planted.trim_end()).join("own");
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "mine\n");
     assert_eq!(
         plan_stdout(
             &fixture,
@@ -221,6 +278,8 @@ fn two_sessions_cannot_reach_each_others_scratch() {
         ),
         "unreadable\n"
     );
+    open_gate(&auto_gate);
+    stdout_of(&fixture, "a2");
 }
 
 fn initialize_commands(fixture: &Fixture) -> Value {
