@@ -45,7 +45,7 @@ pub use methods::{
     PlanRejectResult, PlanSandbox, PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams,
     SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult, ShellSetDefaultParams,
     ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
-    TurnToolCallsParams, TurnToolCallsResult, VerifyReport, method, parse_request,
+    TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -56,7 +56,7 @@ pub use objects::{
     ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandSandbox,
     CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode,
     PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError,
-    ToolCallResult, TurnKind,
+    ToolCallResult, TurnKind, VerifyReport,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

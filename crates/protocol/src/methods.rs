@@ -17,8 +17,8 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::objects::{
-    ApprovalStatus, ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallResult,
+    ApprovalStatus, CommandRun, Mode, Origin, PermissionMode, PlanApproval, Session, ShellInfo, ToolCall,
+    ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
@@ -448,21 +448,6 @@ pub struct PlanVerifyParams {
     /// Verify this session's approvals and look for orphans in its workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-}
-
-/// `plan/verify` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VerifyReport {
-    /// False when an artifact is missing, mismatched or unreadable, or an
-    /// orphan was found.
-    pub ok: bool,
-    /// One entry per approval checked, newest first.
-    pub artifacts: Vec<ArtifactVerification>,
-    /// Files under `<root>/.pi/plan/` that no row of that workspace records.
-    pub orphans: Vec<OrphanArtifact>,
-    /// Workspaces whose orphans could not be looked for.
-    pub skipped_workspaces: Vec<SkippedWorkspace>,
 }
 
 /// `plan/verify` result type.
