@@ -76,7 +76,7 @@ fn the_rust_example_runs_as_pasted_in_a_new_crate() {
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("notification: "), "{stdout}");
+    assert!(stdout.contains("event: "), "{stdout}");
 }
 
 /// The README's first commands are the two that work on a fresh machine,
