@@ -352,7 +352,7 @@ impl PlanHost {
     /// Approvals, newest first.
     pub fn list_approvals(&self, query: ApprovalQuery) -> Outcome<Vec<PlanApproval>> {
         let filter = ApprovalFilter {
-            session_id: query.session_id,
+            session_id: query.session_id.map(plan_core::SessionId::from),
             status: query.status.map(Into::into),
             limit: query.limit,
         };
