@@ -387,7 +387,7 @@ impl PlanHost {
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
         let (entries, default_shell) = self.host.shells()?;
-        Ok(plan_server::convert::shell_list(entries, default_shell).into())
+        Ok(plan_server::convert::shell_list(entries, default_shell))
     }
 
     /// Verifies artifacts: one approval (`approval_id`), a session's
@@ -407,7 +407,7 @@ impl PlanHost {
     pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
         let against = against_approval_id.map(plan_host::ApprovalId::from);
         let diff = self.host.diff(&approval_id.into(), against.as_ref())?;
-        Ok(plan_protocol::PlanDiffResult::from(&diff).into())
+        Ok(PlanDiff::from(&diff))
     }
 
     /// Persists the default shell.

@@ -4,10 +4,13 @@
 //! declaration (`plan_protocol::for_each_shared_object!`), and the typed
 //! error code is plan-core's `ErrorCode`, exported from plan-core's one list;
 //! so the FFI and `serve` can never describe the same approval differently.
-//! This module declares only what differs from the wire: tool inputs as JSON
-//! text, a tool call's error as two fields, the typed event union, the
-//! sandbox probe's answer, argument records with defaults, and the shell
-//! catalog and diff under their FFI names. It decides nothing.
+//! Four results keep the names the bindings always had (`Decision`,
+//! `ArtifactContent`, `ShellCatalog`, `PlanDiff` are the protocol's
+//! `PlanDecisionResult`, `PlanReadArtifactResult`, `ShellListResult` and
+//! `PlanDiffResult`). This module declares only what differs from the wire:
+//! tool inputs as JSON text, a tool call's error as two fields, the typed
+//! event union, the sandbox probe's answer and the argument records with
+//! defaults. It decides nothing.
 
 use plan_core::ErrorCode;
 use plan_protocol as wire;
@@ -42,7 +45,10 @@ uniffi::custom_type!(CanonicalCode, ErrorCode, {
 
 /// Exports one item of the protocol's shared list as a UniFFI enum or
 /// record of the very wire type (UniFFI's remote-type form: the fields are
-/// the protocol's, checked by the compiler, and nothing is redeclared).
+/// the protocol's, checked by the compiler, and nothing is redeclared). A
+/// record the bindings know by another name (`PlanDiffResult` as
+/// `PlanDiff`) is exported under that name through a `use` alias, so the
+/// Rust type stays the protocol's.
 macro_rules! export_object {
     ($(#[$meta:meta])* enum $name:ident $(<=> $core:ident)? {
         $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)?
@@ -51,6 +57,17 @@ macro_rules! export_object {
         $(#[$meta])*
         pub enum $name {
             $($(#[$variant_meta])* $variant),+
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)?
+    }) => {
+        pub use plan_protocol::$name as $ffi_name;
+
+        #[uniffi::remote(Record)]
+        $(#[$meta])*
+        pub struct $ffi_name {
+            $($(#[$field_meta])* pub $field: $ty),+
         }
     };
     ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
@@ -191,48 +208,6 @@ pub struct SessionConfig {
     pub clear_shell: bool,
 }
 
-/// The result of approve and reject.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Decision {
-    /// The decided approval.
-    pub approval: PlanApproval,
-    /// The session afterwards.
-    pub session: Session,
-}
-
-/// Verified artifact content.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ArtifactContent {
-    /// The exact Markdown.
-    pub markdown: String,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Byte size.
-    pub size: u64,
-}
-
-/// The shell catalog and the default.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ShellCatalog {
-    /// The shells.
-    pub shells: Vec<ShellInfo>,
-    /// The default shell id.
-    pub default_shell: String,
-}
-
-/// The result of `diff` (protocol `plan/diff`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct PlanDiff {
-    /// The approval compared.
-    pub approval_id: String,
-    /// What it was compared with; `None` for a session's first submission.
-    pub against_approval_id: Option<String>,
-    /// Whether the two texts are the same bytes.
-    pub identical: bool,
-    /// The unified diff; empty when identical, `None` with nothing to compare.
-    pub unified: Option<String>,
-}
-
 /// Filters for `list_approvals`; all optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct ApprovalQuery {
@@ -335,26 +310,6 @@ impl From<wire::ServerNotification> for PlanEvent {
                 call_id: exited.call_id,
                 command: exited.command,
             },
-        }
-    }
-}
-
-impl From<wire::ShellListResult> for ShellCatalog {
-    fn from(list: wire::ShellListResult) -> Self {
-        ShellCatalog {
-            shells: list.shells,
-            default_shell: list.default_shell,
-        }
-    }
-}
-
-impl From<wire::PlanDiffResult> for PlanDiff {
-    fn from(diff: wire::PlanDiffResult) -> Self {
-        PlanDiff {
-            approval_id: diff.approval_id,
-            against_approval_id: diff.against_approval_id,
-            identical: diff.identical,
-            unified: diff.unified,
         }
     }
 }

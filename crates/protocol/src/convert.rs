@@ -8,14 +8,14 @@
 
 use crate::error::CanonicalCode;
 use crate::error::ProtocolError;
-use crate::methods::{PlanDiffResult, PlanVerifyParams, SessionConfigureParams, TurnStartResult};
+use crate::methods::{PlanVerifyParams, SessionConfigureParams, TurnStartResult};
 use crate::notifications::{
     ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
     SessionChangedNotification,
 };
 use crate::objects::{
-    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, Session, SkippedWorkspace,
-    ToolCall, VerifyReport,
+    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiffResult, Session,
+    SkippedWorkspace, ToolCall, VerifyReport,
 };
 
 impl From<&plan_core::Artifact> for Artifact {

@@ -1,5 +1,7 @@
-//! The objects of protocol v9: wire enums, `Session`, `PlanApproval` and the
-//! pieces of `turn/toolCalls` and `shell/list`.
+//! The objects of protocol v9: wire enums, `Session`, `PlanApproval`, the
+//! pieces of `turn/toolCalls` and `shell/list`, and the method results the
+//! FFI exports as they are (`PlanDecisionResult`, `PlanReadArtifactResult`,
+//! `ShellListResult`, `PlanDiffResult`, `VerifyReport`).
 //!
 //! The enums and records that foreign hosts see exactly as the wire has them
 //! are declared once, in [`for_each_shared_object!`]: this module expands
@@ -87,7 +89,7 @@ macro_rules! declare_object {
             $(#[$meta])* $name $(<=> $core)? { $($body)* }
         }
     };
-    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
         #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
         $(#[$meta])*
         pub struct $name {
@@ -99,7 +101,9 @@ macro_rules! declare_object {
 /// The one declaration of every object the FFI exports unchanged: wire
 /// enums (`enum Name <=> PlanCoreEnum { Variant => "wire text", .. }`, the
 /// plan-core twin optional) and records (`struct Name { field: Type, .. }`,
-/// every field public). Each item is handed to `$callback` on its own; the
+/// every field public; `struct Name as FfiName { .. }` where the bindings
+/// know the record by another name, as they know `PlanDiffResult` as
+/// `PlanDiff`). Each item is handed to `$callback` on its own; the
 /// field types are named as this module imports them (`CanonicalCode`,
 /// `Option<..>`, the other items), so a caller brings them into scope.
 #[doc(hidden)]
@@ -451,6 +455,58 @@ macro_rules! for_each_shared_object {
                 orphans: Vec<OrphanArtifact>,
                 /// Workspaces whose orphans could not be looked for.
                 skipped_workspaces: Vec<SkippedWorkspace>,
+            }
+        }
+
+        $callback! {
+            /// `plan/approve` and `plan/reject` result: the decided row and the session.
+            #[serde(rename_all = "camelCase")]
+            struct PlanDecisionResult as Decision {
+                /// The approval after the decision.
+                approval: PlanApproval,
+                /// The session after the decision.
+                session: Session,
+            }
+        }
+
+        $callback! {
+            /// `plan/readArtifact` result: the verified bytes.
+            #[serde(rename_all = "camelCase")]
+            struct PlanReadArtifactResult as ArtifactContent {
+                /// The artifact's Markdown, exactly as written.
+                markdown: String,
+                /// Its SHA-256, 64 lowercase hex digits.
+                sha256: String,
+                /// Its byte size.
+                size: u64,
+            }
+        }
+
+        $callback! {
+            /// `shell/list` result.
+            #[serde(rename_all = "camelCase")]
+            struct ShellListResult as ShellCatalog {
+                /// The shell catalog.
+                shells: Vec<ShellInfo>,
+                /// The persisted default shell id.
+                #[serde(rename = "default")]
+                default_shell: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/diff` result.
+            #[serde(rename_all = "camelCase")]
+            struct PlanDiffResult as PlanDiff {
+                /// The approval compared.
+                approval_id: String,
+                /// What it was compared with; `null` for a session's first submission.
+                against_approval_id: Option<String>,
+                /// Whether the two texts are the same bytes (false with nothing to compare).
+                identical: bool,
+                /// The unified diff (3 lines of context); `""` when identical, `null`
+                /// with nothing to compare.
+                unified: Option<String>,
             }
         }
     };

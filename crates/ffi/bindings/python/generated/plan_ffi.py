@@ -1436,7 +1436,7 @@ class _UniffiFfiConverterTypeArtifact(_UniffiConverterRustBuffer):
 @dataclass
 class ArtifactContent:
     """
-    Verified artifact content.
+    `plan/readArtifact` result: the verified bytes.
 """
     def __init__(self, *, markdown:str, sha256:str, size:int):
         self.markdown = markdown
@@ -3025,7 +3025,7 @@ class _UniffiFfiConverterTypeSession(_UniffiConverterRustBuffer):
 @dataclass
 class Decision:
     """
-    The result of approve and reject.
+    `plan/approve` and `plan/reject` result: the decided row and the session.
 """
     def __init__(self, *, approval:PlanApproval, session:Session):
         self.approval = approval
@@ -3103,7 +3103,7 @@ class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
 @dataclass
 class PlanDiff:
     """
-    The result of `diff` (protocol `plan/diff`).
+    `plan/diff` result.
 """
     def __init__(self, *, approval_id:str, against_approval_id:typing.Optional[str], identical:bool, unified:typing.Optional[str]):
         self.approval_id = approval_id
@@ -3548,7 +3548,7 @@ class _UniffiFfiConverterSequenceTypeShellInfo(_UniffiConverterRustBuffer):
 @dataclass
 class ShellCatalog:
     """
-    The shell catalog and the default.
+    `shell/list` result.
 """
     def __init__(self, *, shells:typing.List[ShellInfo], default_shell:str):
         self.shells = shells

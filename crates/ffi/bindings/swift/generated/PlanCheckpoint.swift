@@ -1679,19 +1679,19 @@ public func FfiConverterTypeArtifact_lower(_ value: Artifact) -> RustBuffer {
 
 
 /**
- * Verified artifact content.
+ * `plan/readArtifact` result: the verified bytes.
  */
 public struct ArtifactContent: Equatable, Hashable {
     /**
-     * The exact Markdown.
+     * The artifact's Markdown, exactly as written.
      */
     public var markdown: String
     /**
-     * SHA-256, lowercase hex.
+     * Its SHA-256, 64 lowercase hex digits.
      */
     public var sha256: String
     /**
-     * Byte size.
+     * Its byte size.
      */
     public var size: UInt64
 
@@ -1699,13 +1699,13 @@ public struct ArtifactContent: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The exact Markdown.
+         * The artifact's Markdown, exactly as written.
          */markdown: String, 
         /**
-         * SHA-256, lowercase hex.
+         * Its SHA-256, 64 lowercase hex digits.
          */sha256: String, 
         /**
-         * Byte size.
+         * Its byte size.
          */size: UInt64) {
         self.markdown = markdown
         self.sha256 = sha256
@@ -2135,15 +2135,15 @@ public func FfiConverterTypeCommandShell_lower(_ value: CommandShell) -> RustBuf
 
 
 /**
- * The result of approve and reject.
+ * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 public struct Decision: Equatable, Hashable {
     /**
-     * The decided approval.
+     * The approval after the decision.
      */
     public var approval: PlanApproval
     /**
-     * The session afterwards.
+     * The session after the decision.
      */
     public var session: Session
 
@@ -2151,10 +2151,10 @@ public struct Decision: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The decided approval.
+         * The approval after the decision.
          */approval: PlanApproval, 
         /**
-         * The session afterwards.
+         * The session after the decision.
          */session: Session) {
         self.approval = approval
         self.session = session
@@ -2462,7 +2462,7 @@ public func FfiConverterTypePlanApproval_lower(_ value: PlanApproval) -> RustBuf
 
 
 /**
- * The result of `diff` (protocol `plan/diff`).
+ * `plan/diff` result.
  */
 public struct PlanDiff: Equatable, Hashable {
     /**
@@ -2470,15 +2470,16 @@ public struct PlanDiff: Equatable, Hashable {
      */
     public var approvalId: String
     /**
-     * What it was compared with; `None` for a session's first submission.
+     * What it was compared with; `null` for a session's first submission.
      */
     public var againstApprovalId: String?
     /**
-     * Whether the two texts are the same bytes.
+     * Whether the two texts are the same bytes (false with nothing to compare).
      */
     public var identical: Bool
     /**
-     * The unified diff; empty when identical, `None` with nothing to compare.
+     * The unified diff (3 lines of context); `""` when identical, `null`
+     * with nothing to compare.
      */
     public var unified: String?
 
@@ -2489,13 +2490,14 @@ public struct PlanDiff: Equatable, Hashable {
          * The approval compared.
          */approvalId: String, 
         /**
-         * What it was compared with; `None` for a session's first submission.
+         * What it was compared with; `null` for a session's first submission.
          */againstApprovalId: String?, 
         /**
-         * Whether the two texts are the same bytes.
+         * Whether the two texts are the same bytes (false with nothing to compare).
          */identical: Bool, 
         /**
-         * The unified diff; empty when identical, `None` with nothing to compare.
+         * The unified diff (3 lines of context); `""` when identical, `null`
+         * with nothing to compare.
          */unified: String?) {
         self.approvalId = approvalId
         self.againstApprovalId = againstApprovalId
@@ -3062,15 +3064,15 @@ public func FfiConverterTypeSessionConfig_lower(_ value: SessionConfig) -> RustB
 
 
 /**
- * The shell catalog and the default.
+ * `shell/list` result.
  */
 public struct ShellCatalog: Equatable, Hashable {
     /**
-     * The shells.
+     * The shell catalog.
      */
     public var shells: [ShellInfo]
     /**
-     * The default shell id.
+     * The persisted default shell id.
      */
     public var defaultShell: String
 
@@ -3078,10 +3080,10 @@ public struct ShellCatalog: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The shells.
+         * The shell catalog.
          */shells: [ShellInfo], 
         /**
-         * The default shell id.
+         * The persisted default shell id.
          */defaultShell: String) {
         self.shells = shells
         self.defaultShell = defaultShell

@@ -2775,21 +2775,21 @@ public object FfiConverterTypeArtifact: FfiConverterRustBuffer<Artifact> {
 
 
 /**
- * Verified artifact content.
+ * `plan/readArtifact` result: the verified bytes.
  */
 data class ArtifactContent (
     /**
-     * The exact Markdown.
+     * The artifact's Markdown, exactly as written.
      */
     var `markdown`: kotlin.String
     , 
     /**
-     * SHA-256, lowercase hex.
+     * Its SHA-256, 64 lowercase hex digits.
      */
     var `sha256`: kotlin.String
     , 
     /**
-     * Byte size.
+     * Its byte size.
      */
     var `size`: kotlin.ULong
     
@@ -3107,16 +3107,16 @@ public object FfiConverterTypeCommandShell: FfiConverterRustBuffer<CommandShell>
 
 
 /**
- * The result of approve and reject.
+ * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 data class Decision (
     /**
-     * The decided approval.
+     * The approval after the decision.
      */
     var `approval`: PlanApproval
     , 
     /**
-     * The session afterwards.
+     * The session after the decision.
      */
     var `session`: Session
     
@@ -3344,7 +3344,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
 
 
 /**
- * The result of `diff` (protocol `plan/diff`).
+ * `plan/diff` result.
  */
 data class PlanDiff (
     /**
@@ -3353,17 +3353,18 @@ data class PlanDiff (
     var `approvalId`: kotlin.String
     , 
     /**
-     * What it was compared with; `None` for a session's first submission.
+     * What it was compared with; `null` for a session's first submission.
      */
     var `againstApprovalId`: kotlin.String?
     , 
     /**
-     * Whether the two texts are the same bytes.
+     * Whether the two texts are the same bytes (false with nothing to compare).
      */
     var `identical`: kotlin.Boolean
     , 
     /**
-     * The unified diff; empty when identical, `None` with nothing to compare.
+     * The unified diff (3 lines of context); `""` when identical, `null`
+     * with nothing to compare.
      */
     var `unified`: kotlin.String?
     
@@ -3781,16 +3782,16 @@ public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfi
 
 
 /**
- * The shell catalog and the default.
+ * `shell/list` result.
  */
 data class ShellCatalog (
     /**
-     * The shells.
+     * The shell catalog.
      */
     var `shells`: List<ShellInfo>
     , 
     /**
-     * The default shell id.
+     * The persisted default shell id.
      */
     var `defaultShell`: kotlin.String
     
