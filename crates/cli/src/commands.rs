@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, UnixMs};
+use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, UnixMs};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions};
 use serde::Serialize;
 
@@ -114,7 +114,7 @@ impl CommandArgs {
 pub(crate) fn list(
     database: &Path,
     term: &Terminal,
-    session: Option<String>,
+    session: Option<SessionId>,
     limit: Option<u32>,
     json: bool,
 ) -> Result<i32, Failure> {
@@ -141,7 +141,7 @@ pub(crate) fn list(
 pub(crate) fn show(
     database: &Path,
     call_id: &str,
-    session: Option<String>,
+    session: Option<SessionId>,
     json: bool,
 ) -> Result<i32, Failure> {
     let store = inspect::open(database)?;

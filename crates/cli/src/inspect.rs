@@ -13,7 +13,9 @@
 
 use std::path::Path;
 
-use plan_core::{ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, VerifyScope, VerifyTally};
+use plan_core::{
+    ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, SessionId, VerifyScope, VerifyTally,
+};
 use plan_storage::{
     ApprovalFilter, ExclusiveStore, PendingMigration, SCHEMA_VERSION, StorageError, Store, StoredApproval,
 };
@@ -119,14 +121,14 @@ fn get(store: &Store, given: &str) -> Result<StoredApproval, Failure> {
 
 /// Refuses a `--session` that names no session (`SESSION_NOT_FOUND`, exit
 /// 1), the same answer `approvals verify --session` gives.
-fn require_session(store: &Store, session: Option<&str>) -> Result<(), Failure> {
+fn require_session(store: &Store, session: Option<&SessionId>) -> Result<(), Failure> {
     let Some(session) = session else {
         return Ok(());
     };
-    match store.get_session(&session.into()) {
+    match store.get_session(session) {
         Ok(Some(_)) => Ok(()),
         Ok(None) => Err(failure(&StorageError::SessionNotFound {
-            id: session.to_owned(),
+            id: session.as_str().to_owned(),
         })),
         Err(error) => Err(failure(&error)),
     }
@@ -385,13 +387,13 @@ fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i
 pub(crate) fn list(
     database: &Path,
     term: &Terminal,
-    session: Option<String>,
+    session: Option<SessionId>,
     status: Option<ApprovalStatus>,
     limit: Option<u32>,
     json: bool,
 ) -> Result<i32, Failure> {
     let store = open(database)?;
-    require_session(&store, session.as_deref())?;
+    require_session(&store, session.as_ref())?;
     // One row past the limit is read, not shown: it says whether there are
     // more without counting them (a count visits every matching row).
     let filter = ApprovalFilter {
@@ -622,7 +624,7 @@ pub(crate) fn verify(
         VerifyScope::Approval(_) => 1,
         VerifyScope::Session(session) => store
             .count_approvals(&ApprovalFilter {
-                session_id: Some(session.to_string()),
+                session_id: Some(session.clone()),
                 ..ApprovalFilter::default()
             })
             .map_err(|error| failure(&error))?,
@@ -769,9 +771,9 @@ pub(crate) fn diff(
 }
 
 /// `approvals export`: JSON Lines, streamed.
-pub(crate) fn export(database: &Path, session: Option<String>) -> Result<i32, Failure> {
+pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32, Failure> {
     let store = open(database)?;
-    require_session(&store, session.as_deref())?;
+    require_session(&store, session.as_ref())?;
     let filter = ApprovalFilter {
         session_id: session,
         ..ApprovalFilter::default()

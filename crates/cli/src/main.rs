@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use plan_core::{ApprovalStatus, Limits};
+use plan_core::{ApprovalStatus, Limits, SessionId};
 // Lines for people on stderr that never panic, shared with `serve`.
 use plan_server::log;
 
@@ -134,7 +134,7 @@ enum CommandsCommand {
     List {
         /// Only runs of this session.
         #[arg(long, value_name = "SESSION")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// At most this many runs.
         #[arg(long, value_name = "N")]
         limit: Option<u32>,
@@ -150,7 +150,7 @@ enum CommandsCommand {
         call_id: String,
         /// The session, when the call id ran in several.
         #[arg(long, value_name = "SESSION")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Print JSON: {entries: [...]}, the run's audit entries, oldest
         /// first, each a protocol CommandRun with its entry type.
         #[arg(long)]
@@ -200,7 +200,7 @@ enum ApprovalsCommand {
     List {
         /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Only approvals with this status.
         #[arg(long, value_name = "STATUS", value_parser = status_parser())]
         status: Option<String>,
@@ -266,7 +266,7 @@ enum ApprovalsCommand {
         id: Option<String>,
         /// Every approval of this session (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Every approval and every workspace.
         #[arg(long)]
         all: bool,
@@ -302,7 +302,7 @@ enum ApprovalsCommand {
     Export {
         /// Only this session's approvals (an unknown session is an error).
         #[arg(long, value_name = "SESSION")]
-        session: Option<String>,
+        session: Option<SessionId>,
         /// Accepted for symmetry with the other commands: export always
         /// prints JSON Lines of protocol v9 PlanApproval objects.
         #[arg(long)]
@@ -465,7 +465,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     // clap's required group guarantees exactly one of id,
                     // --session and --all, so neither id means --all.
                     let _ = all;
-                    let scope = plan_core::VerifyScope::select(id.map(Into::into), session.map(Into::into))
+                    let scope = plan_core::VerifyScope::select(id.map(Into::into), session)
                         .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
                     inspect::verify(database, &term, scope, verbose, json)
                 }

@@ -25,12 +25,16 @@ use plan_core::{CommandLimits, ConfigChange, Limits};
 use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession};
 use plan_server::Connection;
 
+pub use plan_core::ErrorCode;
+pub use plan_protocol::{
+    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CanonicalCode, CommandRun,
+    CommandSandbox, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream,
+    PermissionMode, PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCallDecision, TurnKind,
+    VerifyReport,
+};
 pub use types::{
-    ActiveTurn, ApprovalQuery, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CommandRun, CommandSandbox, CommandState, Decision, ErrorCode, ExecutionState,
-    Mode, Origin, OrphanArtifact, OutputStream, PermissionMode, PlanApproval, PlanDiff, PlanEvent,
-    PlanHostOptions, SandboxInfo, Session, SessionConfig, ShellCatalog, ShellInfo, SkippedWorkspace,
-    ToolCall, ToolCallDecision, ToolCallResult, TurnKind, VerifyReport,
+    ApprovalQuery, ArtifactContent, Decision, PlanDiff, PlanEvent, PlanHostOptions, SandboxInfo,
+    SessionConfig, ShellCatalog, ToolCall, ToolCallResult,
 };
 
 uniffi::setup_scaffolding!();
@@ -39,7 +43,7 @@ uniffi::setup_scaffolding!();
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
 pub enum PlanError {
     /// Every failure.
-    #[error("{}: {reason}", plan_core::ErrorCode::from(*code).as_str())]
+    #[error("{}: {reason}", code.as_str())]
     Failed {
         /// The canonical code, for example `ErrorCode::ApprovalNotPending`.
         code: ErrorCode,
@@ -52,7 +56,7 @@ impl From<HostError> for PlanError {
     /// The single mapping from internal errors to the public one.
     fn from(error: HostError) -> Self {
         PlanError::Failed {
-            code: error.code().into(),
+            code: error.code(),
             reason: error.message(),
         }
     }
@@ -68,7 +72,7 @@ impl From<plan_core::ErrorCode> for PlanError {
 /// `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
 #[uniffi::export]
 pub fn error_code_wire_name(code: ErrorCode) -> String {
-    plan_core::ErrorCode::from(code).as_str().to_owned()
+    code.as_str().to_owned()
 }
 
 /// Receives every host notification as a typed [`PlanEvent`]: approvals
@@ -248,12 +252,12 @@ impl PlanHost {
             mode: mode.map(Into::into),
             permission_mode: permission_mode.map(Into::into),
         };
-        Ok(types::session(&self.host.create_session(new)?))
+        Ok(Session::from(&self.host.create_session(new)?))
     }
 
     /// A session.
     pub fn get_session(&self, session_id: String) -> Outcome<Session> {
-        Ok(types::session(&self.host.session(&session_id.into())?))
+        Ok(Session::from(&self.host.session(&session_id.into())?))
     }
 
     /// Changes configuration while the session is idle.
@@ -265,7 +269,7 @@ impl PlanHost {
             model: optional_change("model", config.model, config.clear_model)?,
             shell: optional_change("shell", config.shell, config.clear_shell)?,
         };
-        Ok(types::session(
+        Ok(Session::from(
             &self.host.configure_session(&session_id.into(), change)?,
         ))
     }
@@ -273,7 +277,7 @@ impl PlanHost {
     /// Starts a prompt turn.
     pub fn start_turn(&self, session_id: String, origin: Origin) -> Outcome<ActiveTurn> {
         let turn = self.host.start_turn(&session_id.into(), origin.into())?;
-        Ok(plan_protocol::ActiveTurn::from(&turn).into())
+        Ok(ActiveTurn::from(&turn))
     }
 
     /// Decides a tool-call batch; a valid SubmitPlan writes its artifact.
@@ -308,14 +312,14 @@ impl PlanHost {
 
     /// Ends the active prompt turn.
     pub fn complete_turn(&self, session_id: String, turn_id: String) -> Outcome<Session> {
-        Ok(types::session(
+        Ok(Session::from(
             &self.host.complete_turn(&session_id.into(), &turn_id.into())?,
         ))
     }
 
     /// Cancels the active turn.
     pub fn cancel_turn(&self, session_id: String) -> Outcome<Session> {
-        Ok(types::session(&self.host.cancel_turn(&session_id.into())?))
+        Ok(Session::from(&self.host.cancel_turn(&session_id.into())?))
     }
 
     /// Approves with an explicit permission mode; without one it is
@@ -325,8 +329,8 @@ impl PlanHost {
             .host
             .approve_relayed(&approval_id.into(), permission_mode.map(Into::into))?;
         Ok(Decision {
-            approval: types::approval(&approval),
-            session: types::session(&session),
+            approval: PlanApproval::from(&approval),
+            session: Session::from(&session),
         })
     }
 
@@ -334,14 +338,14 @@ impl PlanHost {
     pub fn reject(&self, approval_id: String) -> Outcome<Decision> {
         let (approval, session) = self.host.reject(&approval_id.into())?;
         Ok(Decision {
-            approval: types::approval(&approval),
-            session: types::session(&session),
+            approval: PlanApproval::from(&approval),
+            session: Session::from(&session),
         })
     }
 
     /// One approval.
     pub fn get_approval(&self, approval_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(
+        Ok(PlanApproval::from(
             &self.host.approval(&approval_id.into())?.approval,
         ))
     }
@@ -349,12 +353,12 @@ impl PlanHost {
     /// Approvals, newest first.
     pub fn list_approvals(&self, query: ApprovalQuery) -> Outcome<Vec<PlanApproval>> {
         let filter = ApprovalFilter {
-            session_id: query.session_id,
+            session_id: query.session_id.map(plan_core::SessionId::from),
             status: query.status.map(Into::into),
             limit: query.limit,
         };
         let rows = self.host.list_approvals(&filter)?;
-        Ok(rows.iter().map(|row| types::approval(&row.approval)).collect())
+        Ok(rows.iter().map(|row| PlanApproval::from(&row.approval)).collect())
     }
 
     /// Rereads an artifact and checks it against the record.
@@ -369,12 +373,14 @@ impl PlanHost {
 
     /// Queued -> running.
     pub fn start_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(&self.host.start_execution(&execution_id.into())?))
+        Ok(PlanApproval::from(
+            &self.host.start_execution(&execution_id.into())?,
+        ))
     }
 
     /// Running -> completed.
     pub fn complete_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(types::approval(
+        Ok(PlanApproval::from(
             &self.host.complete_execution(&execution_id.into())?,
         ))
     }
@@ -382,7 +388,7 @@ impl PlanHost {
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
         let (entries, default_shell) = self.host.shells()?;
-        Ok(plan_server::convert::shell_list(entries, default_shell).into())
+        Ok(plan_server::convert::shell_list(entries, default_shell))
     }
 
     /// Verifies artifacts: one approval (`approval_id`), a session's
@@ -394,7 +400,7 @@ impl PlanHost {
         let scope = plan_core::VerifyScope::select(approval_id, session_id)
             .map_err(|code| HostError::with_detail(code, "name at most one of approval_id and session_id"))?;
         let report = self.host.verify(&scope)?;
-        Ok(plan_protocol::VerifyReport::from(&report).into())
+        Ok(VerifyReport::from(&report))
     }
 
     /// Diffs an approval's artifact against `against_approval_id`, or against
@@ -402,7 +408,7 @@ impl PlanHost {
     pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
         let against = against_approval_id.map(plan_host::ApprovalId::from);
         let diff = self.host.diff(&approval_id.into(), against.as_ref())?;
-        Ok(plan_protocol::PlanDiffResult::from(&diff).into())
+        Ok(PlanDiff::from(&diff))
     }
 
     /// Persists the default shell.

@@ -1,197 +1,85 @@
-//! The records and enums foreign hosts see. They mirror the protocol v9
-//! objects field for field (in each language's naming style) and are built
-//! from the wire types, so the FFI and `serve` can never describe the same
-//! approval differently.
+//! The records and enums foreign hosts see. Those the wire has as they are
+//! (`Session`, `PlanApproval`, `CommandRun`, `VerifyReport`, the wire enums,
+//! ...) are plan-protocol's own types, exported here from the protocol's one
+//! declaration (`plan_protocol::for_each_shared_object!`), and the typed
+//! error code is plan-core's `ErrorCode`, exported from plan-core's one list;
+//! so the FFI and `serve` can never describe the same approval differently.
+//! Four results keep the names the bindings always had (`Decision`,
+//! `ArtifactContent`, `ShellCatalog`, `PlanDiff` are the protocol's
+//! `PlanDecisionResult`, `PlanReadArtifactResult`, `ShellListResult` and
+//! `PlanDiffResult`). This module declares only what differs from the wire:
+//! tool inputs as JSON text, a tool call's error as two fields, the typed
+//! event union, the sandbox probe's answer and the argument records with
+//! defaults. It decides nothing.
 
+use plan_core::ErrorCode;
 use plan_protocol as wire;
+use plan_protocol::{
+    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CanonicalCode, CommandRun,
+    CommandSandbox, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream,
+    PermissionMode, PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCallDecision, TurnKind,
+    VerifyReport,
+};
 
-/// Declares the FFI's typed canonical codes from plan-core's one list, so
-/// a code added there is exported here (and to every binding) by itself.
-macro_rules! declare_ffi_error_code {
+/// Exports plan-core's `ErrorCode` from plan-core's one list, so a code
+/// added there is exported (to every binding) by itself.
+macro_rules! export_error_code {
     ($($(#[$doc:meta])* $variant:ident => $wire:literal, $message:literal;)+) => {
         /// A canonical error code (the wire's `SCREAMING_SNAKE` string is
         /// `error_code_wire_name`).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
+        #[uniffi::remote(Enum)]
         pub enum ErrorCode {
             $($(#[$doc])* $variant,)+
-        }
-
-        impl From<plan_core::ErrorCode> for ErrorCode {
-            fn from(code: plan_core::ErrorCode) -> Self {
-                match code {
-                    $(plan_core::ErrorCode::$variant => ErrorCode::$variant,)+
-                }
-            }
-        }
-
-        impl From<ErrorCode> for plan_core::ErrorCode {
-            fn from(code: ErrorCode) -> Self {
-                match code {
-                    $(ErrorCode::$variant => plan_core::ErrorCode::$variant,)+
-                }
-            }
         }
     };
 }
 
-plan_core::for_each_error_code!(declare_ffi_error_code);
+plan_core::for_each_error_code!(export_error_code);
 
-/// Agent or Plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum Mode {
-    /// Normal work.
-    Agent,
-    /// Read-only planning.
-    Plan,
+// The wire's code wrapper crosses as the typed code itself.
+uniffi::custom_type!(CanonicalCode, ErrorCode, {
+    remote,
+    lower: |code| code.0,
+    try_lift: |code| Ok(CanonicalCode(code)),
+});
+
+/// Exports one item of the protocol's shared list as a UniFFI enum or
+/// record of the very wire type (UniFFI's remote-type form: the fields are
+/// the protocol's, checked by the compiler, and nothing is redeclared). A
+/// record the bindings know by another name (`PlanDiffResult` as
+/// `PlanDiff`) is exported under that name through a `use` alias, so the
+/// Rust type stays the protocol's.
+macro_rules! export_object {
+    ($(#[$meta:meta])* enum $name:ident $(<=> $core:ident)? {
+        $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)?
+    }) => {
+        #[uniffi::remote(Enum)]
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$variant_meta])* $variant),+
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)?
+    }) => {
+        pub use plan_protocol::$name as $ffi_name;
+
+        #[uniffi::remote(Record)]
+        $(#[$meta])*
+        pub struct $ffi_name {
+            $($(#[$field_meta])* pub $field: $ty),+
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+        #[uniffi::remote(Record)]
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty),+
+        }
+    };
 }
 
-/// The execution permission mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum PermissionMode {
-    /// `ask`
-    Ask,
-    /// `accept-edits`
-    AcceptEdits,
-    /// `auto`
-    Auto,
-}
-
-/// Who started a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum Origin {
-    /// A person.
-    Interactive,
-    /// A scheduled task.
-    Scheduled,
-}
-
-/// What a turn is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum TurnKind {
-    /// A prompt turn.
-    Prompt,
-    /// The execution of an approved plan.
-    Execution,
-}
-
-/// An approval's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum ApprovalStatus {
-    /// Waiting for a decision.
-    Pending,
-    /// Approved.
-    Approved,
-    /// Rejected.
-    Rejected,
-    /// Deadline passed.
-    Expired,
-    /// Cut off by a host restart.
-    Interrupted,
-}
-
-/// An approved plan's execution state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum ExecutionState {
-    /// Waiting to start.
-    Queued,
-    /// Working.
-    Running,
-    /// Done.
-    Completed,
-    /// Cancelled or cut off by a restart.
-    Interrupted,
-}
-
-/// Allow or deny.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum ToolCallDecision {
-    /// The call may run.
-    Allow,
-    /// The call is refused.
-    Deny,
-}
-
-/// A session's active turn.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ActiveTurn {
-    /// Turn id.
-    pub turn_id: String,
-    /// Mode the turn runs in.
-    pub mode: Mode,
-    /// Who started it.
-    pub origin: Origin,
-    /// Prompt or execution.
-    pub kind: TurnKind,
-}
-
-/// A session.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Session {
-    /// Session id.
-    pub session_id: String,
-    /// Absolute workspace root, if project-bound.
-    pub workspace_root: Option<String>,
-    /// Agent or Plan.
-    pub mode: Mode,
-    /// Permission mode.
-    pub permission_mode: PermissionMode,
-    /// Provider.
-    pub provider: Option<String>,
-    /// Model.
-    pub model: Option<String>,
-    /// Selected shell id (`None`: the default shell).
-    pub shell: Option<String>,
-    /// The active turn.
-    pub active_turn: Option<ActiveTurn>,
-    /// The pending approval's id.
-    pub pending_approval_id: Option<String>,
-    /// The queued or running execution's id.
-    pub active_execution_id: Option<String>,
-}
-
-/// An artifact's location and fingerprint.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Artifact {
-    /// Workspace-relative path.
-    pub path: String,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Byte size.
-    pub size: u64,
-}
-
-/// One plan approval and its execution.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct PlanApproval {
-    /// Approval id.
-    pub id: String,
-    /// Session id.
-    pub session_id: String,
-    /// The Plan turn that submitted it.
-    pub turn_id: String,
-    /// SubmitPlan title.
-    pub title: String,
-    /// SubmitPlan question.
-    pub question: String,
-    /// The artifact (`None` only for rows migrated from schema v8).
-    pub artifact: Option<Artifact>,
-    /// Status.
-    pub status: ApprovalStatus,
-    /// `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
-    pub error_code: Option<ErrorCode>,
-    /// Creation time, Unix ms.
-    pub created_at: i64,
-    /// Absolute deadline, Unix ms.
-    pub expires_at: i64,
-    /// Decision time, Unix ms.
-    pub decided_at: Option<i64>,
-    /// Permission mode chosen by Approve.
-    pub permission_mode: Option<PermissionMode>,
-    /// Execution id, once approved.
-    pub execution_id: Option<String>,
-    /// Execution state, once approved.
-    pub execution_state: Option<ExecutionState>,
-}
+plan_protocol::for_each_shared_object!(export_object);
 
 /// One assistant tool call.
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -219,84 +107,6 @@ pub struct ToolCallResult {
     pub approval: Option<PlanApproval>,
     /// The command the host started for a Plan-turn Bash call.
     pub command: Option<CommandRun>,
-}
-
-/// The confinement of a command run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum CommandSandbox {
-    /// Writes only in the turn's scratch directory, no network (every Plan command).
-    ReadOnly,
-    /// Writes also inside the workspace root (Agent `auto`).
-    WorkspaceWrite,
-    /// No sandbox (Agent `ask` and `accept-edits`).
-    None,
-}
-
-/// The state of a command run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum CommandState {
-    /// Spawned, not yet ended.
-    Running,
-    /// The shell exited.
-    Exited,
-    /// The timeout elapsed.
-    TimedOut,
-    /// Cancelled.
-    Cancelled,
-    /// Nothing ran; `error_code` says why.
-    FailedToStart,
-    /// The host died while it ran.
-    Interrupted,
-}
-
-/// The stream of a `command/output` chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum OutputStream {
-    /// Standard output.
-    Stdout,
-    /// Standard error.
-    Stderr,
-}
-
-/// One host-run command (the protocol's `CommandRun`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct CommandRun {
-    /// The Bash call.
-    pub call_id: String,
-    /// The session.
-    pub session_id: String,
-    /// The turn.
-    pub turn_id: String,
-    /// The command text.
-    pub command: String,
-    /// Workspace-relative working directory.
-    pub cwd: String,
-    /// The shell's catalog id.
-    pub shell_id: String,
-    /// The shell's path.
-    pub shell_path: String,
-    /// The confinement.
-    pub sandbox: CommandSandbox,
-    /// Whether it had the network.
-    pub network: bool,
-    /// Its state.
-    pub state: CommandState,
-    /// The exit code.
-    pub exit_code: Option<i32>,
-    /// The ending signal.
-    pub signal: Option<i32>,
-    /// Why it failed to start or was interrupted.
-    pub error_code: Option<ErrorCode>,
-    /// Start, Unix ms.
-    pub started_at: i64,
-    /// End, Unix ms.
-    pub ended_at: Option<i64>,
-    /// Bytes of stdout.
-    pub stdout_bytes: u64,
-    /// Bytes of stderr.
-    pub stderr_bytes: u64,
-    /// Whether output past the cap was dropped.
-    pub truncated: bool,
 }
 
 /// One host notification, typed: each variant carries exactly the params of
@@ -398,118 +208,6 @@ pub struct SessionConfig {
     pub clear_shell: bool,
 }
 
-/// The result of approve and reject.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct Decision {
-    /// The decided approval.
-    pub approval: PlanApproval,
-    /// The session afterwards.
-    pub session: Session,
-}
-
-/// Verified artifact content.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ArtifactContent {
-    /// The exact Markdown.
-    pub markdown: String,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Byte size.
-    pub size: u64,
-}
-
-/// One shell.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ShellInfo {
-    /// Shell id.
-    pub id: String,
-    /// Executable path.
-    pub path: String,
-    /// Whether it is installed.
-    pub available: bool,
-}
-
-/// The shell catalog and the default.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ShellCatalog {
-    /// The shells.
-    pub shells: Vec<ShellInfo>,
-    /// The default shell id.
-    pub default_shell: String,
-}
-
-/// What checking one artifact found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
-pub enum ArtifactCheck {
-    /// Size and SHA-256 match.
-    Ok,
-    /// The file or its workspace is gone.
-    Missing,
-    /// The bytes differ from the record.
-    Mismatch,
-    /// The file could not be read safely.
-    Unreadable,
-    /// A row migrated from v8: no artifact, not a problem.
-    Legacy,
-}
-
-/// One checked approval.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ArtifactVerification {
-    /// The approval.
-    pub approval_id: String,
-    /// What was found.
-    pub result: ArtifactCheck,
-    /// The canonical code of a problem.
-    pub error_code: Option<ErrorCode>,
-    /// What exactly was found.
-    pub detail: Option<String>,
-}
-
-/// A file under `<root>/.pi/plan/` no row of that workspace records.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct OrphanArtifact {
-    /// The normalized workspace root.
-    pub workspace_root: String,
-    /// The workspace-relative path.
-    pub path: String,
-}
-
-/// A workspace whose orphans could not be looked for.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SkippedWorkspace {
-    /// The workspace root.
-    pub workspace_root: String,
-    /// Why.
-    pub detail: String,
-}
-
-/// The result of `verify` (protocol `VerifyReport`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct VerifyReport {
-    /// False when an artifact is missing, mismatched or unreadable, or an orphan was found.
-    pub ok: bool,
-    /// One entry per approval checked.
-    pub artifacts: Vec<ArtifactVerification>,
-    /// Orphan files.
-    pub orphans: Vec<OrphanArtifact>,
-    /// Workspaces skipped in the orphan search.
-    pub skipped_workspaces: Vec<SkippedWorkspace>,
-}
-
-/// The result of `diff` (protocol `plan/diff`).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct PlanDiff {
-    /// The approval compared.
-    pub approval_id: String,
-    /// What it was compared with; `None` for a session's first submission.
-    pub against_approval_id: Option<String>,
-    /// Whether the two texts are the same bytes.
-    pub identical: bool,
-    /// The unified diff; empty when identical, `None` with nothing to compare.
-    pub unified: Option<String>,
-}
-
 /// Filters for `list_approvals`; all optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
 pub struct ApprovalQuery {
@@ -573,135 +271,16 @@ pub struct PlanHostOptions {
     pub skip_namespaces: Option<bool>,
 }
 
-macro_rules! map_enum {
-    ($from:ty => $to:ty { $($variant:ident),+ $(,)? }) => {
-        impl From<$from> for $to {
-            fn from(value: $from) -> Self {
-                match value {
-                    $(<$from>::$variant => <$to>::$variant),+
-                }
-            }
-        }
-        impl From<$to> for $from {
-            fn from(value: $to) -> Self {
-                match value {
-                    $(<$to>::$variant => <$from>::$variant),+
-                }
-            }
-        }
-    };
-}
-
-map_enum!(wire::Mode => Mode { Agent, Plan });
-map_enum!(wire::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
-map_enum!(wire::Origin => Origin { Interactive, Scheduled });
-map_enum!(wire::TurnKind => TurnKind { Prompt, Execution });
-map_enum!(wire::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, Expired, Interrupted });
-map_enum!(wire::ExecutionState => ExecutionState { Queued, Running, Completed, Interrupted });
-map_enum!(wire::ToolCallDecision => ToolCallDecision { Allow, Deny });
-map_enum!(wire::ArtifactCheck => ArtifactCheck { Ok, Missing, Mismatch, Unreadable, Legacy });
-map_enum!(wire::CommandSandbox => CommandSandbox { ReadOnly, WorkspaceWrite, None });
-map_enum!(wire::CommandState => CommandState { Running, Exited, TimedOut, Cancelled, FailedToStart, Interrupted });
-map_enum!(wire::OutputStream => OutputStream { Stdout, Stderr });
-map_enum!(plan_core::Mode => Mode { Agent, Plan });
-map_enum!(plan_core::PermissionMode => PermissionMode { Ask, AcceptEdits, Auto });
-map_enum!(plan_core::Origin => Origin { Interactive, Scheduled });
-map_enum!(plan_core::ApprovalStatus => ApprovalStatus { Pending, Approved, Rejected, Expired, Interrupted });
-
-impl From<wire::ActiveTurn> for ActiveTurn {
-    fn from(turn: wire::ActiveTurn) -> Self {
-        ActiveTurn {
-            turn_id: turn.turn_id,
-            mode: turn.mode.into(),
-            origin: turn.origin.into(),
-            kind: turn.kind.into(),
-        }
-    }
-}
-
-impl From<wire::Session> for Session {
-    fn from(session: wire::Session) -> Self {
-        Session {
-            session_id: session.session_id,
-            workspace_root: session.workspace_root,
-            mode: session.mode.into(),
-            permission_mode: session.permission_mode.into(),
-            provider: session.provider,
-            model: session.model,
-            shell: session.shell,
-            active_turn: session.active_turn.map(Into::into),
-            pending_approval_id: session.pending_approval_id,
-            active_execution_id: session.active_execution_id,
-        }
-    }
-}
-
-impl From<wire::PlanApproval> for PlanApproval {
-    fn from(approval: wire::PlanApproval) -> Self {
-        PlanApproval {
-            id: approval.id,
-            session_id: approval.session_id,
-            turn_id: approval.turn_id,
-            title: approval.title,
-            question: approval.question,
-            artifact: approval.artifact.map(|artifact| Artifact {
-                path: artifact.path,
-                sha256: artifact.sha256,
-                size: artifact.size,
-            }),
-            status: approval.status.into(),
-            error_code: approval.error_code.map(|code| code.0.into()),
-            created_at: approval.created_at,
-            expires_at: approval.expires_at,
-            decided_at: approval.decided_at,
-            permission_mode: approval.permission_mode.map(Into::into),
-            execution_id: approval.execution_id,
-            execution_state: approval.execution_state.map(Into::into),
-        }
-    }
-}
-
 impl From<wire::ToolCallResult> for ToolCallResult {
     fn from(result: wire::ToolCallResult) -> Self {
         ToolCallResult {
             call_id: result.call_id,
-            decision: result.decision.into(),
-            error_code: result.error.as_ref().map(|error| error.code.0.into()),
+            decision: result.decision,
+            error_code: result.error.as_ref().map(|error| error.code.0),
             error_message: result.error.map(|error| error.message),
-            approval: result.approval.map(Into::into),
-            command: result.command.map(Into::into),
+            approval: result.approval,
+            command: result.command,
         }
-    }
-}
-
-impl From<wire::CommandRun> for CommandRun {
-    fn from(run: wire::CommandRun) -> Self {
-        CommandRun {
-            call_id: run.call_id,
-            session_id: run.session_id,
-            turn_id: run.turn_id,
-            command: run.command,
-            cwd: run.cwd,
-            shell_id: run.shell.id,
-            shell_path: run.shell.path,
-            sandbox: run.sandbox.into(),
-            network: run.network,
-            state: run.state.into(),
-            exit_code: run.exit_code,
-            signal: run.signal,
-            error_code: run.error_code.map(|code| code.0.into()),
-            started_at: run.started_at,
-            ended_at: run.ended_at,
-            stdout_bytes: run.stdout_bytes,
-            stderr_bytes: run.stderr_bytes,
-            truncated: run.truncated,
-        }
-    }
-}
-
-impl From<&plan_core::CommandRun> for CommandRun {
-    fn from(run: &plan_core::CommandRun) -> Self {
-        CommandRun::from(wire::CommandRun::from(run))
     }
 }
 
@@ -712,103 +291,31 @@ impl From<wire::ServerNotification> for PlanEvent {
     fn from(notification: wire::ServerNotification) -> Self {
         match notification {
             wire::ServerNotification::PlanApprovalRequested(requested) => PlanEvent::ApprovalRequested {
-                approval: requested.approval.into(),
+                approval: requested.approval,
             },
             wire::ServerNotification::PlanApprovalResolved(resolved) => PlanEvent::ApprovalResolved {
-                approval: resolved.approval.into(),
+                approval: resolved.approval,
             },
             wire::ServerNotification::ExecutionStateChanged(changed) => PlanEvent::ExecutionStateChanged {
                 session_id: changed.session_id,
                 execution_id: changed.execution_id,
-                state: changed.state.into(),
+                state: changed.state,
             },
             wire::ServerNotification::SessionChanged(changed) => PlanEvent::SessionChanged {
-                session: changed.session.into(),
+                session: changed.session,
             },
             wire::ServerNotification::CommandOutput(output) => PlanEvent::CommandOutput {
                 session_id: output.session_id,
                 call_id: output.call_id,
-                stream: output.stream.into(),
+                stream: output.stream,
                 seq: output.seq,
                 chunk: output.chunk,
             },
             wire::ServerNotification::CommandExited(exited) => PlanEvent::CommandExited {
                 session_id: exited.session_id,
                 call_id: exited.call_id,
-                command: exited.command.into(),
+                command: exited.command,
             },
-        }
-    }
-}
-
-impl From<wire::ShellListResult> for ShellCatalog {
-    fn from(list: wire::ShellListResult) -> Self {
-        ShellCatalog {
-            shells: list
-                .shells
-                .into_iter()
-                .map(|shell| ShellInfo {
-                    id: shell.id,
-                    path: shell.path,
-                    available: shell.available,
-                })
-                .collect(),
-            default_shell: list.default_shell,
-        }
-    }
-}
-
-/// A plan-core approval as a foreign record (through the wire shape).
-pub(crate) fn approval(approval: &plan_core::PlanApproval) -> PlanApproval {
-    wire::PlanApproval::from(approval).into()
-}
-
-/// A plan-core session state as a foreign record (through the wire shape).
-pub(crate) fn session(state: &plan_core::SessionState) -> Session {
-    wire::Session::from(state).into()
-}
-
-impl From<wire::VerifyReport> for VerifyReport {
-    fn from(report: wire::VerifyReport) -> Self {
-        VerifyReport {
-            ok: report.ok,
-            artifacts: report
-                .artifacts
-                .into_iter()
-                .map(|check| ArtifactVerification {
-                    approval_id: check.approval_id,
-                    result: check.result.into(),
-                    error_code: check.error_code.map(|code| code.0.into()),
-                    detail: check.detail,
-                })
-                .collect(),
-            orphans: report
-                .orphans
-                .into_iter()
-                .map(|orphan| OrphanArtifact {
-                    workspace_root: orphan.workspace_root,
-                    path: orphan.path,
-                })
-                .collect(),
-            skipped_workspaces: report
-                .skipped_workspaces
-                .into_iter()
-                .map(|skipped| SkippedWorkspace {
-                    workspace_root: skipped.workspace_root,
-                    detail: skipped.detail,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<wire::PlanDiffResult> for PlanDiff {
-    fn from(diff: wire::PlanDiffResult) -> Self {
-        PlanDiff {
-            approval_id: diff.approval_id,
-            against_approval_id: diff.against_approval_id,
-            identical: diff.identical,
-            unified: diff.unified,
         }
     }
 }

@@ -291,7 +291,7 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let Some(PlanEvent::ApprovalResolved { approval: expired }) = events.last() else {
         panic!("{events:?}");
     };
-    assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout));
+    assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout.into()));
     assert_eq!(
         expired.expires_at, approval.expires_at,
         "the deadline never moves"

@@ -8,16 +8,14 @@
 
 use crate::error::CanonicalCode;
 use crate::error::ProtocolError;
-use crate::methods::{
-    PlanDiffResult, PlanVerifyParams, SessionConfigureParams, TurnStartResult, VerifyReport,
-};
+use crate::methods::{PlanVerifyParams, SessionConfigureParams, TurnStartResult};
 use crate::notifications::{
     ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
     SessionChangedNotification,
 };
 use crate::objects::{
-    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, Session, SkippedWorkspace,
-    ToolCall,
+    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiffResult, Session,
+    SkippedWorkspace, ToolCall, VerifyReport,
 };
 
 impl From<&plan_core::Artifact> for Artifact {

@@ -40,12 +40,11 @@ pub use jsonrpc::{
 pub use methods::{
     Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
     CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanDecisionResult, PlanDiffParams, PlanDiffResult, PlanGetParams,
-    PlanListParams, PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams,
-    PlanRejectResult, PlanSandbox, PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams,
-    SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult, ShellSetDefaultParams,
-    ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
-    TurnToolCallsParams, TurnToolCallsResult, VerifyReport, method, parse_request,
+    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
+    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
+    PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
+    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams,
+    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -55,8 +54,9 @@ pub use notifications::{
 pub use objects::{
     ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandSandbox,
     CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode,
-    PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError,
-    ToolCallResult, TurnKind,
+    PlanApproval, PlanDecisionResult, PlanDiffResult, PlanReadArtifactResult, Session, ShellInfo,
+    ShellListResult, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    VerifyReport,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

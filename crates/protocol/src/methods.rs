@@ -17,8 +17,8 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::objects::{
-    ApprovalStatus, ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCall, ToolCallResult,
+    ApprovalStatus, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
+    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
@@ -334,16 +334,6 @@ pub struct PlanRejectParams {
     pub approval_id: String,
 }
 
-/// `plan/approve` and `plan/reject` result: the decided row and the session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDecisionResult {
-    /// The approval after the decision.
-    pub approval: PlanApproval,
-    /// The session after the decision.
-    pub session: Session,
-}
-
 /// `plan/approve` result.
 pub type PlanApproveResult = PlanDecisionResult;
 
@@ -389,18 +379,6 @@ pub struct PlanReadArtifactParams {
     pub approval_id: String,
 }
 
-/// `plan/readArtifact` result: the verified bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanReadArtifactResult {
-    /// The artifact's Markdown, exactly as written.
-    pub markdown: String,
-    /// Its SHA-256, 64 lowercase hex digits.
-    pub sha256: String,
-    /// Its byte size.
-    pub size: u64,
-}
-
 /// `execution/start` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -421,17 +399,6 @@ pub struct ExecutionCompleteParams {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShellListParams {}
-
-/// `shell/list` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ShellListResult {
-    /// The shell catalog.
-    pub shells: Vec<ShellInfo>,
-    /// The persisted default shell id.
-    #[serde(rename = "default")]
-    pub default_shell: String,
-}
 
 /// `shell/setDefault` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -463,21 +430,6 @@ pub struct PlanVerifyParams {
     pub session_id: Option<String>,
 }
 
-/// `plan/verify` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct VerifyReport {
-    /// False when an artifact is missing, mismatched or unreadable, or an
-    /// orphan was found.
-    pub ok: bool,
-    /// One entry per approval checked, newest first.
-    pub artifacts: Vec<ArtifactVerification>,
-    /// Files under `<root>/.pi/plan/` that no row of that workspace records.
-    pub orphans: Vec<OrphanArtifact>,
-    /// Workspaces whose orphans could not be looked for.
-    pub skipped_workspaces: Vec<SkippedWorkspace>,
-}
-
 /// `plan/verify` result type.
 pub type PlanVerifyResult = VerifyReport;
 
@@ -490,21 +442,6 @@ pub struct PlanDiffParams {
     /// What to compare it with; the session's previous submission when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub against_approval_id: Option<String>,
-}
-
-/// `plan/diff` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanDiffResult {
-    /// The approval compared.
-    pub approval_id: String,
-    /// What it was compared with; `null` for a session's first submission.
-    pub against_approval_id: Option<String>,
-    /// Whether the two texts are the same bytes (false with nothing to compare).
-    pub identical: bool,
-    /// The unified diff (3 lines of context); `""` when identical, `null`
-    /// with nothing to compare.
-    pub unified: Option<String>,
 }
 
 /// Declares every client method once, as

@@ -1,5 +1,13 @@
-//! The objects of protocol v9: wire enums, `Session`, `PlanApproval` and the
-//! pieces of `turn/toolCalls` and `shell/list`.
+//! The objects of protocol v9: wire enums, `Session`, `PlanApproval`, the
+//! pieces of `turn/toolCalls` and `shell/list`, and the method results the
+//! FFI exports as they are (`PlanDecisionResult`, `PlanReadArtifactResult`,
+//! `ShellListResult`, `PlanDiffResult`, `VerifyReport`).
+//!
+//! The enums and records that foreign hosts see exactly as the wire has them
+//! are declared once, in [`for_each_shared_object!`]: this module expands
+//! that list into the serde and JSON Schema types, and plan-ffi expands the
+//! same list into its UniFFI exports of these very types, so a field added
+//! here reaches the wire, the schema and every binding at once.
 //!
 //! Objects are what the host sends: every optional field is serialized as
 //! `null` when absent, never omitted. Objects accept unknown fields when read
@@ -73,265 +81,438 @@ macro_rules! wire_enum {
     };
 }
 
-wire_enum! {
-    /// `"agent"` or `"plan"`.
-    Mode <=> Mode {
-        /// Normal work.
-        Agent => "agent",
-        /// Read-only planning that ends in one SubmitPlan.
-        Plan => "plan",
-    }
+/// Declares one item of [`for_each_shared_object!`] as a wire type: an enum
+/// through `wire_enum!`, a record with the serde and JSON Schema derives.
+macro_rules! declare_object {
+    ($(#[$meta:meta])* enum $name:ident $(<=> $core:ident)? { $($body:tt)* }) => {
+        wire_enum! {
+            $(#[$meta])* $name $(<=> $core)? { $($body)* }
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty),+
+        }
+    };
 }
 
-wire_enum! {
-    /// `"ask"`, `"accept-edits"` or `"auto"`.
-    PermissionMode <=> PermissionMode {
-        /// Every edit and command asks first.
-        Ask => "ask",
-        /// Edits are accepted; other actions ask.
-        AcceptEdits => "accept-edits",
-        /// Everything runs without asking.
-        Auto => "auto",
-    }
+/// The one declaration of every object the FFI exports unchanged: wire
+/// enums (`enum Name <=> PlanCoreEnum { Variant => "wire text", .. }`, the
+/// plan-core twin optional) and records (`struct Name { field: Type, .. }`,
+/// every field public; `struct Name as FfiName { .. }` where the bindings
+/// know the record by another name, as they know `PlanDiffResult` as
+/// `PlanDiff`). Each item is handed to `$callback` on its own; the
+/// field types are named as this module imports them (`CanonicalCode`,
+/// `Option<..>`, the other items), so a caller brings them into scope.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_shared_object {
+    ($callback:ident) => {
+        $callback! {
+            /// `"agent"` or `"plan"`.
+            enum Mode <=> Mode {
+                /// Normal work.
+                Agent => "agent",
+                /// Read-only planning that ends in one SubmitPlan.
+                Plan => "plan",
+            }
+        }
+
+        $callback! {
+            /// `"ask"`, `"accept-edits"` or `"auto"`.
+            enum PermissionMode <=> PermissionMode {
+                /// Every edit and command asks first.
+                Ask => "ask",
+                /// Edits are accepted; other actions ask.
+                AcceptEdits => "accept-edits",
+                /// Everything runs without asking.
+                Auto => "auto",
+            }
+        }
+
+        $callback! {
+            /// `"interactive"` or `"scheduled"`.
+            enum Origin <=> Origin {
+                /// A person at the host.
+                Interactive => "interactive",
+                /// A scheduled task or any other unattended caller.
+                Scheduled => "scheduled",
+            }
+        }
+
+        $callback! {
+            /// `"prompt"` or `"execution"`.
+            enum TurnKind <=> TurnKind {
+                /// A turn started by a prompt.
+                Prompt => "prompt",
+                /// The Agent turn that carries out an approved plan.
+                Execution => "execution",
+            }
+        }
+
+        $callback! {
+            /// `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
+            enum ApprovalStatus <=> ApprovalStatus {
+                /// Waiting for a decision before the deadline.
+                Pending => "pending",
+                /// Approved with an explicit permission mode.
+                Approved => "approved",
+                /// Rejected; terminal.
+                Rejected => "rejected",
+                /// The deadline passed; terminal.
+                Expired => "expired",
+                /// The host restarted while it was pending; terminal.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
+            enum ExecutionState <=> ExecutionState {
+                /// Approved, not yet started.
+                Queued => "queued",
+                /// The execution turn is working.
+                Running => "running",
+                /// Finished.
+                Completed => "completed",
+                /// Cancelled or cut off by a host restart; never resumed.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// The decision for one tool call: `"allow"` or `"deny"`.
+            enum ToolCallDecision {
+                /// The call may run (in Agent turns the host's own permission layer
+                /// still decides under the session's permission mode).
+                Allow => "allow",
+                /// The call must not run; `error` says why.
+                Deny => "deny",
+            }
+        }
+
+        $callback! {
+            /// The stream a `command/output` chunk came from.
+            enum OutputStream {
+                /// Standard output.
+                Stdout => "stdout",
+                /// Standard error.
+                Stderr => "stderr",
+            }
+        }
+
+        $callback! {
+            /// The confinement of a command run.
+            enum CommandSandbox <=> Sandbox {
+                /// Writes only in the turn's scratch directory; no network (every
+                /// Plan-mode command).
+                ReadOnly => "read-only",
+                /// Writes also inside the workspace root (Agent `auto`).
+                WorkspaceWrite => "workspace-write",
+                /// No sandbox (Agent `ask` and `accept-edits`).
+                None => "none",
+            }
+        }
+
+        $callback! {
+            /// The state of a command run.
+            enum CommandState <=> CommandState {
+                /// Spawned, not yet ended.
+                Running => "running",
+                /// The shell exited.
+                Exited => "exited",
+                /// The timeout elapsed; the process group was killed.
+                TimedOut => "timedOut",
+                /// Cancelled by `command/cancel` or `turn/cancel`.
+                Cancelled => "cancelled",
+                /// Nothing ran; `errorCode` says why.
+                FailedToStart => "failedToStart",
+                /// The host died while it ran; recorded by the startup fence.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// The shell a command ran with.
+            #[serde(rename_all = "camelCase")]
+            struct CommandShell {
+                /// The catalog id.
+                id: String,
+                /// The executable's path.
+                path: String,
+            }
+        }
+
+        $callback! {
+            /// One host-run command (`CommandRun` of the commands spec).
+            #[serde(rename_all = "camelCase")]
+            struct CommandRun {
+                /// The Bash tool call.
+                call_id: String,
+                /// The session.
+                session_id: String,
+                /// The turn the command belongs to.
+                turn_id: String,
+                /// The command text.
+                command: String,
+                /// Workspace-relative working directory (`.` for the root).
+                cwd: String,
+                /// The shell.
+                shell: CommandShell,
+                /// The confinement.
+                sandbox: CommandSandbox,
+                /// Whether the command had the network.
+                network: bool,
+                /// Its state.
+                state: CommandState,
+                /// The exit code, when the shell exited normally.
+                exit_code: Option<i32>,
+                /// The signal that ended the shell, if one did.
+                signal: Option<i32>,
+                /// Why it failed to start or was interrupted.
+                error_code: Option<CanonicalCode>,
+                /// Start time, Unix ms.
+                started_at: i64,
+                /// End time, Unix ms.
+                ended_at: Option<i64>,
+                /// Bytes written to stdout (all of them).
+                stdout_bytes: u64,
+                /// Bytes written to stderr (all of them).
+                stderr_bytes: u64,
+                /// Whether output past the retained-output cap was dropped.
+                truncated: bool,
+            }
+        }
+
+        $callback! {
+            /// The session's active turn.
+            #[serde(rename_all = "camelCase")]
+            struct ActiveTurn {
+                /// Turn id.
+                turn_id: String,
+                /// The mode the turn runs in.
+                mode: Mode,
+                /// Who started it.
+                origin: Origin,
+                /// Prompt or execution.
+                kind: TurnKind,
+            }
+        }
+
+        $callback! {
+            /// A session as the host reports it.
+            #[serde(rename_all = "camelCase")]
+            struct Session {
+                /// Session id.
+                session_id: String,
+                /// Absolute workspace root; `null` when the session is not project-bound.
+                workspace_root: Option<String>,
+                /// Agent or Plan.
+                mode: Mode,
+                /// The permission mode of Agent turns.
+                permission_mode: PermissionMode,
+                /// Model provider, if chosen.
+                provider: Option<String>,
+                /// Model, if chosen.
+                model: Option<String>,
+                /// Selected shell id; `null` means the default shell.
+                shell: Option<String>,
+                /// The one active turn, if any.
+                active_turn: Option<ActiveTurn>,
+                /// The pending approval's id, if any.
+                pending_approval_id: Option<String>,
+                /// The queued or running execution's id, if any.
+                active_execution_id: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// The host-written plan file of one submission.
+            #[serde(rename_all = "camelCase")]
+            struct Artifact {
+                /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
+                path: String,
+                /// SHA-256 of the exact bytes, 64 lowercase hex digits.
+                sha256: String,
+                /// Byte size of the exact bytes.
+                size: u64,
+            }
+        }
+
+        $callback! {
+            /// One plan approval and, once approved, its execution.
+            #[serde(rename_all = "camelCase")]
+            struct PlanApproval {
+                /// Approval id.
+                id: String,
+                /// Owning session.
+                session_id: String,
+                /// The Plan turn that submitted it.
+                turn_id: String,
+                /// SubmitPlan `title`.
+                title: String,
+                /// SubmitPlan `question`.
+                question: String,
+                /// The artifact; `null` only for rows migrated from schema v8.
+                artifact: Option<Artifact>,
+                /// Approval status.
+                status: ApprovalStatus,
+                /// Why it ended other than by a decision (timeout, restart, cancel).
+                error_code: Option<CanonicalCode>,
+                /// Creation time, Unix ms.
+                created_at: i64,
+                /// Absolute deadline, Unix ms; never moves.
+                expires_at: i64,
+                /// Decision, expiry or interruption time, Unix ms.
+                decided_at: Option<i64>,
+                /// Set only by approve.
+                permission_mode: Option<PermissionMode>,
+                /// Set only by approve.
+                execution_id: Option<String>,
+                /// `null` unless approved.
+                execution_state: Option<ExecutionState>,
+            }
+        }
+
+        $callback! {
+            /// One shell of the host's shell catalog.
+            #[serde(rename_all = "camelCase")]
+            struct ShellInfo {
+                /// Shell id, as used by `session/configure` and `shell/setDefault`.
+                id: String,
+                /// The executable's path.
+                path: String,
+                /// Whether the executable is present on this machine.
+                available: bool,
+            }
+        }
+
+        $callback! {
+            /// What checking one artifact found.
+            enum ArtifactCheck <=> ArtifactCheck {
+                /// Size and SHA-256 match.
+                Ok => "ok",
+                /// The file or its workspace is gone.
+                Missing => "missing",
+                /// The bytes differ from the record.
+                Mismatch => "mismatch",
+                /// The file could not be read safely.
+                Unreadable => "unreadable",
+                /// A row migrated from v8: no artifact, not a problem.
+                Legacy => "legacy",
+            }
+        }
+
+        $callback! {
+            /// One checked approval of a `VerifyReport`.
+            #[serde(rename_all = "camelCase")]
+            struct ArtifactVerification {
+                /// The approval.
+                approval_id: String,
+                /// What was found.
+                result: ArtifactCheck,
+                /// The canonical code of a problem; `null` otherwise.
+                error_code: Option<CanonicalCode>,
+                /// What exactly was found; `null` when ok.
+                detail: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// A file under `<root>/.pi/plan/` that no row of that workspace records.
+            #[serde(rename_all = "camelCase")]
+            struct OrphanArtifact {
+                /// The normalized workspace root.
+                workspace_root: String,
+                /// The workspace-relative path.
+                path: String,
+            }
+        }
+
+        $callback! {
+            /// A workspace whose orphans could not be looked for.
+            #[serde(rename_all = "camelCase")]
+            struct SkippedWorkspace {
+                /// The workspace root.
+                workspace_root: String,
+                /// Why it was skipped.
+                detail: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/verify` result.
+            #[serde(rename_all = "camelCase")]
+            struct VerifyReport {
+                /// False when an artifact is missing, mismatched or unreadable, or an
+                /// orphan was found.
+                ok: bool,
+                /// One entry per approval checked, newest first.
+                artifacts: Vec<ArtifactVerification>,
+                /// Files under `<root>/.pi/plan/` that no row of that workspace records.
+                orphans: Vec<OrphanArtifact>,
+                /// Workspaces whose orphans could not be looked for.
+                skipped_workspaces: Vec<SkippedWorkspace>,
+            }
+        }
+
+        $callback! {
+            /// `plan/approve` and `plan/reject` result: the decided row and the session.
+            #[serde(rename_all = "camelCase")]
+            struct PlanDecisionResult as Decision {
+                /// The approval after the decision.
+                approval: PlanApproval,
+                /// The session after the decision.
+                session: Session,
+            }
+        }
+
+        $callback! {
+            /// `plan/readArtifact` result: the verified bytes.
+            #[serde(rename_all = "camelCase")]
+            struct PlanReadArtifactResult as ArtifactContent {
+                /// The artifact's Markdown, exactly as written.
+                markdown: String,
+                /// Its SHA-256, 64 lowercase hex digits.
+                sha256: String,
+                /// Its byte size.
+                size: u64,
+            }
+        }
+
+        $callback! {
+            /// `shell/list` result.
+            #[serde(rename_all = "camelCase")]
+            struct ShellListResult as ShellCatalog {
+                /// The shell catalog.
+                shells: Vec<ShellInfo>,
+                /// The persisted default shell id.
+                #[serde(rename = "default")]
+                default_shell: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/diff` result.
+            #[serde(rename_all = "camelCase")]
+            struct PlanDiffResult as PlanDiff {
+                /// The approval compared.
+                approval_id: String,
+                /// What it was compared with; `null` for a session's first submission.
+                against_approval_id: Option<String>,
+                /// Whether the two texts are the same bytes (false with nothing to compare).
+                identical: bool,
+                /// The unified diff (3 lines of context); `""` when identical, `null`
+                /// with nothing to compare.
+                unified: Option<String>,
+            }
+        }
+    };
 }
 
-wire_enum! {
-    /// `"interactive"` or `"scheduled"`.
-    Origin <=> Origin {
-        /// A person at the host.
-        Interactive => "interactive",
-        /// A scheduled task or any other unattended caller.
-        Scheduled => "scheduled",
-    }
-}
-
-wire_enum! {
-    /// `"prompt"` or `"execution"`.
-    TurnKind <=> TurnKind {
-        /// A turn started by a prompt.
-        Prompt => "prompt",
-        /// The Agent turn that carries out an approved plan.
-        Execution => "execution",
-    }
-}
-
-wire_enum! {
-    /// `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
-    ApprovalStatus <=> ApprovalStatus {
-        /// Waiting for a decision before the deadline.
-        Pending => "pending",
-        /// Approved with an explicit permission mode.
-        Approved => "approved",
-        /// Rejected; terminal.
-        Rejected => "rejected",
-        /// The deadline passed; terminal.
-        Expired => "expired",
-        /// The host restarted while it was pending; terminal.
-        Interrupted => "interrupted",
-    }
-}
-
-wire_enum! {
-    /// `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
-    ExecutionState <=> ExecutionState {
-        /// Approved, not yet started.
-        Queued => "queued",
-        /// The execution turn is working.
-        Running => "running",
-        /// Finished.
-        Completed => "completed",
-        /// Cancelled or cut off by a host restart; never resumed.
-        Interrupted => "interrupted",
-    }
-}
-
-wire_enum! {
-    /// The decision for one tool call: `"allow"` or `"deny"`.
-    ToolCallDecision {
-        /// The call may run (in Agent turns the host's own permission layer
-        /// still decides under the session's permission mode).
-        Allow => "allow",
-        /// The call must not run; `error` says why.
-        Deny => "deny",
-    }
-}
-
-wire_enum! {
-    /// The stream a `command/output` chunk came from.
-    OutputStream {
-        /// Standard output.
-        Stdout => "stdout",
-        /// Standard error.
-        Stderr => "stderr",
-    }
-}
-
-wire_enum! {
-    /// The confinement of a command run.
-    CommandSandbox <=> Sandbox {
-        /// Writes only in the turn's scratch directory; no network (every
-        /// Plan-mode command).
-        ReadOnly => "read-only",
-        /// Writes also inside the workspace root (Agent `auto`).
-        WorkspaceWrite => "workspace-write",
-        /// No sandbox (Agent `ask` and `accept-edits`).
-        None => "none",
-    }
-}
-
-wire_enum! {
-    /// The state of a command run.
-    CommandState <=> CommandState {
-        /// Spawned, not yet ended.
-        Running => "running",
-        /// The shell exited.
-        Exited => "exited",
-        /// The timeout elapsed; the process group was killed.
-        TimedOut => "timedOut",
-        /// Cancelled by `command/cancel` or `turn/cancel`.
-        Cancelled => "cancelled",
-        /// Nothing ran; `errorCode` says why.
-        FailedToStart => "failedToStart",
-        /// The host died while it ran; recorded by the startup fence.
-        Interrupted => "interrupted",
-    }
-}
-
-/// The shell a command ran with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandShell {
-    /// The catalog id.
-    pub id: String,
-    /// The executable's path.
-    pub path: String,
-}
-
-/// One host-run command (`CommandRun` of the commands spec).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandRun {
-    /// The Bash tool call.
-    pub call_id: String,
-    /// The session.
-    pub session_id: String,
-    /// The turn the command belongs to.
-    pub turn_id: String,
-    /// The command text.
-    pub command: String,
-    /// Workspace-relative working directory (`.` for the root).
-    pub cwd: String,
-    /// The shell.
-    pub shell: CommandShell,
-    /// The confinement.
-    pub sandbox: CommandSandbox,
-    /// Whether the command had the network.
-    pub network: bool,
-    /// Its state.
-    pub state: CommandState,
-    /// The exit code, when the shell exited normally.
-    pub exit_code: Option<i32>,
-    /// The signal that ended the shell, if one did.
-    pub signal: Option<i32>,
-    /// Why it failed to start or was interrupted.
-    pub error_code: Option<CanonicalCode>,
-    /// Start time, Unix ms.
-    pub started_at: i64,
-    /// End time, Unix ms.
-    pub ended_at: Option<i64>,
-    /// Bytes written to stdout (all of them).
-    pub stdout_bytes: u64,
-    /// Bytes written to stderr (all of them).
-    pub stderr_bytes: u64,
-    /// Whether output past the retained-output cap was dropped.
-    pub truncated: bool,
-}
-
-/// The session's active turn.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ActiveTurn {
-    /// Turn id.
-    pub turn_id: String,
-    /// The mode the turn runs in.
-    pub mode: Mode,
-    /// Who started it.
-    pub origin: Origin,
-    /// Prompt or execution.
-    pub kind: TurnKind,
-}
-
-/// A session as the host reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Session {
-    /// Session id.
-    pub session_id: String,
-    /// Absolute workspace root; `null` when the session is not project-bound.
-    pub workspace_root: Option<String>,
-    /// Agent or Plan.
-    pub mode: Mode,
-    /// The permission mode of Agent turns.
-    pub permission_mode: PermissionMode,
-    /// Model provider, if chosen.
-    pub provider: Option<String>,
-    /// Model, if chosen.
-    pub model: Option<String>,
-    /// Selected shell id; `null` means the default shell.
-    pub shell: Option<String>,
-    /// The one active turn, if any.
-    pub active_turn: Option<ActiveTurn>,
-    /// The pending approval's id, if any.
-    pub pending_approval_id: Option<String>,
-    /// The queued or running execution's id, if any.
-    pub active_execution_id: Option<String>,
-}
-
-/// The host-written plan file of one submission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Artifact {
-    /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
-    pub path: String,
-    /// SHA-256 of the exact bytes, 64 lowercase hex digits.
-    pub sha256: String,
-    /// Byte size of the exact bytes.
-    pub size: u64,
-}
-
-/// One plan approval and, once approved, its execution.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanApproval {
-    /// Approval id.
-    pub id: String,
-    /// Owning session.
-    pub session_id: String,
-    /// The Plan turn that submitted it.
-    pub turn_id: String,
-    /// SubmitPlan `title`.
-    pub title: String,
-    /// SubmitPlan `question`.
-    pub question: String,
-    /// The artifact; `null` only for rows migrated from schema v8.
-    pub artifact: Option<Artifact>,
-    /// Approval status.
-    pub status: ApprovalStatus,
-    /// Why it ended other than by a decision (timeout, restart, cancel).
-    pub error_code: Option<CanonicalCode>,
-    /// Creation time, Unix ms.
-    pub created_at: i64,
-    /// Absolute deadline, Unix ms; never moves.
-    pub expires_at: i64,
-    /// Decision, expiry or interruption time, Unix ms.
-    pub decided_at: Option<i64>,
-    /// Set only by approve.
-    pub permission_mode: Option<PermissionMode>,
-    /// Set only by approve.
-    pub execution_id: Option<String>,
-    /// `null` unless approved.
-    pub execution_state: Option<ExecutionState>,
-}
+for_each_shared_object!(declare_object);
 
 /// One assistant tool call in `turn/toolCalls` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -432,66 +613,4 @@ impl ToolCallResult {
             command: Some(command),
         }
     }
-}
-
-/// One shell of the host's shell catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ShellInfo {
-    /// Shell id, as used by `session/configure` and `shell/setDefault`.
-    pub id: String,
-    /// The executable's path.
-    pub path: String,
-    /// Whether the executable is present on this machine.
-    pub available: bool,
-}
-
-wire_enum! {
-    /// What checking one artifact found.
-    ArtifactCheck <=> ArtifactCheck {
-        /// Size and SHA-256 match.
-        Ok => "ok",
-        /// The file or its workspace is gone.
-        Missing => "missing",
-        /// The bytes differ from the record.
-        Mismatch => "mismatch",
-        /// The file could not be read safely.
-        Unreadable => "unreadable",
-        /// A row migrated from v8: no artifact, not a problem.
-        Legacy => "legacy",
-    }
-}
-
-/// One checked approval of a `VerifyReport`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ArtifactVerification {
-    /// The approval.
-    pub approval_id: String,
-    /// What was found.
-    pub result: ArtifactCheck,
-    /// The canonical code of a problem; `null` otherwise.
-    pub error_code: Option<CanonicalCode>,
-    /// What exactly was found; `null` when ok.
-    pub detail: Option<String>,
-}
-
-/// A file under `<root>/.pi/plan/` that no row of that workspace records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OrphanArtifact {
-    /// The normalized workspace root.
-    pub workspace_root: String,
-    /// The workspace-relative path.
-    pub path: String,
-}
-
-/// A workspace whose orphans could not be looked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SkippedWorkspace {
-    /// The workspace root.
-    pub workspace_root: String,
-    /// Why it was skipped.
-    pub detail: String,
 }

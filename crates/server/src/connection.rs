@@ -261,7 +261,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         )),
         ClientRequest::PlanList(params) => {
             let filter = ApprovalFilter {
-                session_id: params.session_id,
+                session_id: params.session_id.map(SessionId::from),
                 status: params.status.map(Into::into),
                 limit: params.limit,
             };

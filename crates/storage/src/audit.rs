@@ -77,7 +77,7 @@ pub struct CommandRecord {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandFilter {
     /// Only this session's runs.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// At most this many, newest first.
     pub limit: Option<u32>,
 }
@@ -332,21 +332,27 @@ impl Store {
 
     /// Runs, newest first, with their latest state.
     pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, StorageError> {
-        let session_exists = match &filter.session_id {
-            Some(session_id) => self
+        if let Some(session_id) = &filter.session_id {
+            let exists = self
                 .conn
-                .query_row("SELECT 1 FROM sessions WHERE id = ?1", [session_id], |_| Ok(()))
+                .query_row(
+                    "SELECT 1 FROM sessions WHERE id = ?1",
+                    [session_id.as_str()],
+                    |_| Ok(()),
+                )
                 .optional()
                 .map_err(StorageError::sqlite("looking up a session"))?
-                .is_some(),
-            None => true,
-        };
-        if !session_exists {
-            return Err(StorageError::SessionNotFound {
-                id: filter.session_id.clone().unwrap_or_default(),
-            });
+                .is_some();
+            if !exists {
+                return Err(StorageError::SessionNotFound {
+                    id: session_id.as_str().to_owned(),
+                });
+            }
         }
-        let mut records = fold_records(load_entries(&self.conn, filter.session_id.as_deref())?);
+        let mut records = fold_records(load_entries(
+            &self.conn,
+            filter.session_id.as_ref().map(SessionId::as_str),
+        )?);
         records.reverse();
         if let Some(limit) = filter.limit {
             records.truncate(usize::try_from(limit).unwrap_or(usize::MAX));

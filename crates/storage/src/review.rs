@@ -110,7 +110,7 @@ impl Store {
                     });
                 }
                 let filter = ApprovalFilter {
-                    session_id: Some(session_id.to_string()),
+                    session_id: Some(session_id.clone()),
                     ..ApprovalFilter::default()
                 };
                 self.visit_approvals(&filter, &mut check)?;

@@ -41,11 +41,16 @@ pub struct StoredApproval {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApprovalFilter {
     /// Only this session's approvals.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// Only approvals with this status.
     pub status: Option<ApprovalStatus>,
     /// At most this many rows; `None` for all.
     pub limit: Option<u32>,
+}
+
+/// The filter's session id as the text the `session_id` column holds.
+fn session_text(filter: &ApprovalFilter) -> Option<&str> {
+    filter.session_id.as_ref().map(SessionId::as_str)
 }
 
 /// The columns of a plan_approvals row, in the order [`RawApproval`] reads them.
@@ -329,7 +334,7 @@ impl Store {
             .conn
             .prepare_cached(sql)
             .and_then(|mut statement| {
-                statement.query_row(params![filter.session_id, status], |row| row.get(0))
+                statement.query_row(params![session_text(filter), status], |row| row.get(0))
             })
             .map_err(StorageError::sqlite("counting approvals"))?;
         Ok(u64::try_from(count).unwrap_or(0))
@@ -550,7 +555,7 @@ impl Store {
             .prepare_cached(&sql)
             .map_err(StorageError::sqlite("reading approvals"))?;
         let mut rows = statement
-            .query(params![filter.session_id, status, limit])
+            .query(params![session_text(filter), status, limit])
             .map_err(StorageError::sqlite("reading approvals"))?;
         while let Some(row) = rows.next().map_err(StorageError::sqlite("reading approvals"))? {
             let raw = RawApproval::read(row).map_err(StorageError::sqlite("reading approvals"))?;

@@ -99,7 +99,7 @@ fn entries_round_trip_in_order_and_fold_to_the_latest_state() {
             session_id: Some("nobody".into()),
             limit: None,
         }),
-        Err(StorageError::SessionNotFound { .. })
+        Err(StorageError::SessionNotFound { id }) if id == "nobody"
     ));
 }
 

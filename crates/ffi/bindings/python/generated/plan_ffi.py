@@ -960,7 +960,7 @@ class _UniffiFfiConverterString:
 
 class Mode(enum.Enum):
     """
-    Agent or Plan.
+    `"agent"` or `"plan"`.
 """
     
     AGENT = 0
@@ -970,7 +970,7 @@ class Mode(enum.Enum):
     
     PLAN = 1
     """
-    Read-only planning.
+    Read-only planning that ends in one SubmitPlan.
 """
     
 
@@ -1009,17 +1009,17 @@ class _UniffiFfiConverterTypeMode(_UniffiConverterRustBuffer):
 
 class Origin(enum.Enum):
     """
-    Who started a turn.
+    `"interactive"` or `"scheduled"`.
 """
     
     INTERACTIVE = 0
     """
-    A person.
+    A person at the host.
 """
     
     SCHEDULED = 1
     """
-    A scheduled task.
+    A scheduled task or any other unattended caller.
 """
     
 
@@ -1058,17 +1058,17 @@ class _UniffiFfiConverterTypeOrigin(_UniffiConverterRustBuffer):
 
 class TurnKind(enum.Enum):
     """
-    What a turn is for.
+    `"prompt"` or `"execution"`.
 """
     
     PROMPT = 0
     """
-    A prompt turn.
+    A turn started by a prompt.
 """
     
     EXECUTION = 1
     """
-    The execution of an approved plan.
+    The Agent turn that carries out an approved plan.
 """
     
 
@@ -1103,7 +1103,7 @@ class _UniffiFfiConverterTypeTurnKind(_UniffiConverterRustBuffer):
 @dataclass
 class ActiveTurn:
     """
-    A session's active turn.
+    The session's active turn.
 """
     def __init__(self, *, turn_id:str, mode:Mode, origin:Origin, kind:TurnKind):
         self.turn_id = turn_id
@@ -1183,32 +1183,32 @@ class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
 
 class ApprovalStatus(enum.Enum):
     """
-    An approval's status.
+    `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
 """
     
     PENDING = 0
     """
-    Waiting for a decision.
+    Waiting for a decision before the deadline.
 """
     
     APPROVED = 1
     """
-    Approved.
+    Approved with an explicit permission mode.
 """
     
     REJECTED = 2
     """
-    Rejected.
+    Rejected; terminal.
 """
     
     EXPIRED = 3
     """
-    Deadline passed.
+    The deadline passed; terminal.
 """
     
     INTERRUPTED = 4
     """
-    Cut off by a host restart.
+    The host restarted while it was pending; terminal.
 """
     
 
@@ -1391,7 +1391,7 @@ class _UniffiFfiConverterUInt64(_UniffiConverterPrimitiveInt):
 @dataclass
 class Artifact:
     """
-    An artifact's location and fingerprint.
+    The host-written plan file of one submission.
 """
     def __init__(self, *, path:str, sha256:str, size:int):
         self.path = path
@@ -1436,7 +1436,7 @@ class _UniffiFfiConverterTypeArtifact(_UniffiConverterRustBuffer):
 @dataclass
 class ArtifactContent:
     """
-    Verified artifact content.
+    `plan/readArtifact` result: the verified bytes.
 """
     def __init__(self, *, markdown:str, sha256:str, size:int):
         self.markdown = markdown
@@ -2072,11 +2072,37 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
 
 
 
-class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
+
+class _UniffiFfiConverterTypeCanonicalCode:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeErrorCode.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterTypeErrorCode.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterTypeErrorCode.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterTypeErrorCode.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterTypeErrorCode.lower(value)
+
+
+CanonicalCode = ErrorCode
+
+
+class _UniffiFfiConverterOptionalTypeCanonicalCode(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterTypeErrorCode.check_lower(value)
+            _UniffiFfiConverterTypeCanonicalCode.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -2085,7 +2111,7 @@ class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterTypeErrorCode.write(value, buf)
+        _UniffiFfiConverterTypeCanonicalCode.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2093,16 +2119,16 @@ class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterTypeErrorCode.read(buf)
+            return _UniffiFfiConverterTypeCanonicalCode.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
 class ArtifactVerification:
     """
-    One checked approval.
+    One checked approval of a `VerifyReport`.
 """
-    def __init__(self, *, approval_id:str, result:ArtifactCheck, error_code:typing.Optional[ErrorCode], detail:typing.Optional[str]):
+    def __init__(self, *, approval_id:str, result:ArtifactCheck, error_code:typing.Optional[CanonicalCode], detail:typing.Optional[str]):
         self.approval_id = approval_id
         self.result = result
         self.error_code = error_code
@@ -2130,7 +2156,7 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         return ArtifactVerification(
             approval_id=_UniffiFfiConverterString.read(buf),
             result=_UniffiFfiConverterTypeArtifactCheck.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
             detail=_UniffiFfiConverterOptionalString.read(buf),
         )
 
@@ -2138,15 +2164,54 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.approval_id)
         _UniffiFfiConverterTypeArtifactCheck.check_lower(value.result)
-        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
         _UniffiFfiConverterOptionalString.check_lower(value.detail)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.approval_id, buf)
         _UniffiFfiConverterTypeArtifactCheck.write(value.result, buf)
-        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
+
+@dataclass
+class CommandShell:
+    """
+    The shell a command ran with.
+"""
+    def __init__(self, *, id:str, path:str):
+        self.id = id
+        self.path = path
+        
+        
+
+    
+    def __str__(self):
+        return "CommandShell(id={}, path={})".format(self.id, self.path)
+    def __eq__(self, other):
+        if self.id != other.id:
+            return False
+        if self.path != other.path:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandShell(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandShell(
+            id=_UniffiFfiConverterString.read(buf),
+            path=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.id)
+        _UniffiFfiConverterString.check_lower(value.path)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.id, buf)
+        _UniffiFfiConverterString.write(value.path, buf)
 
 
 
@@ -2160,7 +2225,8 @@ class CommandSandbox(enum.Enum):
     
     READ_ONLY = 0
     """
-    Writes only in the turn's scratch directory, no network (every Plan command).
+    Writes only in the turn's scratch directory; no network (every
+    Plan-mode command).
 """
     
     WORKSPACE_WRITE = 1
@@ -2251,22 +2317,22 @@ class CommandState(enum.Enum):
     
     TIMED_OUT = 2
     """
-    The timeout elapsed.
+    The timeout elapsed; the process group was killed.
 """
     
     CANCELLED = 3
     """
-    Cancelled.
+    Cancelled by `command/cancel` or `turn/cancel`.
 """
     
     FAILED_TO_START = 4
     """
-    Nothing ran; `error_code` says why.
+    Nothing ran; `errorCode` says why.
 """
     
     INTERRUPTED = 5
     """
-    The host died while it ran.
+    The host died while it ran; recorded by the startup fence.
 """
     
 
@@ -2401,16 +2467,15 @@ class _UniffiFfiConverterOptionalInt64(_UniffiConverterRustBuffer):
 @dataclass
 class CommandRun:
     """
-    One host-run command (the protocol's `CommandRun`).
+    One host-run command (`CommandRun` of the commands spec).
 """
-    def __init__(self, *, call_id:str, session_id:str, turn_id:str, command:str, cwd:str, shell_id:str, shell_path:str, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
+    def __init__(self, *, call_id:str, session_id:str, turn_id:str, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[CanonicalCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
         self.call_id = call_id
         self.session_id = session_id
         self.turn_id = turn_id
         self.command = command
         self.cwd = cwd
-        self.shell_id = shell_id
-        self.shell_path = shell_path
+        self.shell = shell
         self.sandbox = sandbox
         self.network = network
         self.state = state
@@ -2427,7 +2492,7 @@ class CommandRun:
 
     
     def __str__(self):
-        return "CommandRun(call_id={}, session_id={}, turn_id={}, command={}, cwd={}, shell_id={}, shell_path={}, sandbox={}, network={}, state={}, exit_code={}, signal={}, error_code={}, started_at={}, ended_at={}, stdout_bytes={}, stderr_bytes={}, truncated={})".format(self.call_id, self.session_id, self.turn_id, self.command, self.cwd, self.shell_id, self.shell_path, self.sandbox, self.network, self.state, self.exit_code, self.signal, self.error_code, self.started_at, self.ended_at, self.stdout_bytes, self.stderr_bytes, self.truncated)
+        return "CommandRun(call_id={}, session_id={}, turn_id={}, command={}, cwd={}, shell={}, sandbox={}, network={}, state={}, exit_code={}, signal={}, error_code={}, started_at={}, ended_at={}, stdout_bytes={}, stderr_bytes={}, truncated={})".format(self.call_id, self.session_id, self.turn_id, self.command, self.cwd, self.shell, self.sandbox, self.network, self.state, self.exit_code, self.signal, self.error_code, self.started_at, self.ended_at, self.stdout_bytes, self.stderr_bytes, self.truncated)
     def __eq__(self, other):
         if self.call_id != other.call_id:
             return False
@@ -2439,9 +2504,7 @@ class CommandRun:
             return False
         if self.cwd != other.cwd:
             return False
-        if self.shell_id != other.shell_id:
-            return False
-        if self.shell_path != other.shell_path:
+        if self.shell != other.shell:
             return False
         if self.sandbox != other.sandbox:
             return False
@@ -2476,14 +2539,13 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
             turn_id=_UniffiFfiConverterString.read(buf),
             command=_UniffiFfiConverterString.read(buf),
             cwd=_UniffiFfiConverterString.read(buf),
-            shell_id=_UniffiFfiConverterString.read(buf),
-            shell_path=_UniffiFfiConverterString.read(buf),
+            shell=_UniffiFfiConverterTypeCommandShell.read(buf),
             sandbox=_UniffiFfiConverterTypeCommandSandbox.read(buf),
             network=_UniffiFfiConverterBoolean.read(buf),
             state=_UniffiFfiConverterTypeCommandState.read(buf),
             exit_code=_UniffiFfiConverterOptionalInt32.read(buf),
             signal=_UniffiFfiConverterOptionalInt32.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
             started_at=_UniffiFfiConverterInt64.read(buf),
             ended_at=_UniffiFfiConverterOptionalInt64.read(buf),
             stdout_bytes=_UniffiFfiConverterUInt64.read(buf),
@@ -2498,14 +2560,13 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.check_lower(value.turn_id)
         _UniffiFfiConverterString.check_lower(value.command)
         _UniffiFfiConverterString.check_lower(value.cwd)
-        _UniffiFfiConverterString.check_lower(value.shell_id)
-        _UniffiFfiConverterString.check_lower(value.shell_path)
+        _UniffiFfiConverterTypeCommandShell.check_lower(value.shell)
         _UniffiFfiConverterTypeCommandSandbox.check_lower(value.sandbox)
         _UniffiFfiConverterBoolean.check_lower(value.network)
         _UniffiFfiConverterTypeCommandState.check_lower(value.state)
         _UniffiFfiConverterOptionalInt32.check_lower(value.exit_code)
         _UniffiFfiConverterOptionalInt32.check_lower(value.signal)
-        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
         _UniffiFfiConverterInt64.check_lower(value.started_at)
         _UniffiFfiConverterOptionalInt64.check_lower(value.ended_at)
         _UniffiFfiConverterUInt64.check_lower(value.stdout_bytes)
@@ -2519,14 +2580,13 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.turn_id, buf)
         _UniffiFfiConverterString.write(value.command, buf)
         _UniffiFfiConverterString.write(value.cwd, buf)
-        _UniffiFfiConverterString.write(value.shell_id, buf)
-        _UniffiFfiConverterString.write(value.shell_path, buf)
+        _UniffiFfiConverterTypeCommandShell.write(value.shell, buf)
         _UniffiFfiConverterTypeCommandSandbox.write(value.sandbox, buf)
         _UniffiFfiConverterBoolean.write(value.network, buf)
         _UniffiFfiConverterTypeCommandState.write(value.state, buf)
         _UniffiFfiConverterOptionalInt32.write(value.exit_code, buf)
         _UniffiFfiConverterOptionalInt32.write(value.signal, buf)
-        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.started_at, buf)
         _UniffiFfiConverterOptionalInt64.write(value.ended_at, buf)
         _UniffiFfiConverterUInt64.write(value.stdout_bytes, buf)
@@ -2565,22 +2625,22 @@ class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
 
 class PermissionMode(enum.Enum):
     """
-    The execution permission mode.
+    `"ask"`, `"accept-edits"` or `"auto"`.
 """
     
     ASK = 0
     """
-    `ask`
+    Every edit and command asks first.
 """
     
     ACCEPT_EDITS = 1
     """
-    `accept-edits`
+    Edits are accepted; other actions ask.
 """
     
     AUTO = 2
     """
-    `auto`
+    Everything runs without asking.
 """
     
 
@@ -2650,27 +2710,27 @@ class _UniffiFfiConverterOptionalTypePermissionMode(_UniffiConverterRustBuffer):
 
 class ExecutionState(enum.Enum):
     """
-    An approved plan's execution state.
+    `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
 """
     
     QUEUED = 0
     """
-    Waiting to start.
+    Approved, not yet started.
 """
     
     RUNNING = 1
     """
-    Working.
+    The execution turn is working.
 """
     
     COMPLETED = 2
     """
-    Done.
+    Finished.
 """
     
     INTERRUPTED = 3
     """
-    Cancelled or cut off by a restart.
+    Cancelled or cut off by a host restart; never resumed.
 """
     
 
@@ -2742,9 +2802,9 @@ class _UniffiFfiConverterOptionalTypeExecutionState(_UniffiConverterRustBuffer):
 @dataclass
 class PlanApproval:
     """
-    One plan approval and its execution.
+    One plan approval and, once approved, its execution.
 """
-    def __init__(self, *, id:str, session_id:str, turn_id:str, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[ErrorCode], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[str], execution_state:typing.Optional[ExecutionState]):
+    def __init__(self, *, id:str, session_id:str, turn_id:str, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[CanonicalCode], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[str], execution_state:typing.Optional[ExecutionState]):
         self.id = id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -2807,7 +2867,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
             question=_UniffiFfiConverterString.read(buf),
             artifact=_UniffiFfiConverterOptionalTypeArtifact.read(buf),
             status=_UniffiFfiConverterTypeApprovalStatus.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
             created_at=_UniffiFfiConverterInt64.read(buf),
             expires_at=_UniffiFfiConverterInt64.read(buf),
             decided_at=_UniffiFfiConverterOptionalInt64.read(buf),
@@ -2825,7 +2885,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.check_lower(value.question)
         _UniffiFfiConverterOptionalTypeArtifact.check_lower(value.artifact)
         _UniffiFfiConverterTypeApprovalStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
         _UniffiFfiConverterInt64.check_lower(value.created_at)
         _UniffiFfiConverterInt64.check_lower(value.expires_at)
         _UniffiFfiConverterOptionalInt64.check_lower(value.decided_at)
@@ -2842,7 +2902,7 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.question, buf)
         _UniffiFfiConverterOptionalTypeArtifact.write(value.artifact, buf)
         _UniffiFfiConverterTypeApprovalStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.created_at, buf)
         _UniffiFfiConverterInt64.write(value.expires_at, buf)
         _UniffiFfiConverterOptionalInt64.write(value.decided_at, buf)
@@ -2878,7 +2938,7 @@ class _UniffiFfiConverterOptionalTypeActiveTurn(_UniffiConverterRustBuffer):
 @dataclass
 class Session:
     """
-    A session.
+    A session as the host reports it.
 """
     def __init__(self, *, session_id:str, workspace_root:typing.Optional[str], mode:Mode, permission_mode:PermissionMode, provider:typing.Optional[str], model:typing.Optional[str], shell:typing.Optional[str], active_turn:typing.Optional[ActiveTurn], pending_approval_id:typing.Optional[str], active_execution_id:typing.Optional[str]):
         self.session_id = session_id
@@ -2965,7 +3025,7 @@ class _UniffiFfiConverterTypeSession(_UniffiConverterRustBuffer):
 @dataclass
 class Decision:
     """
-    The result of approve and reject.
+    `plan/approve` and `plan/reject` result: the decided row and the session.
 """
     def __init__(self, *, approval:PlanApproval, session:Session):
         self.approval = approval
@@ -3004,7 +3064,7 @@ class _UniffiFfiConverterTypeDecision(_UniffiConverterRustBuffer):
 @dataclass
 class OrphanArtifact:
     """
-    A file under `<root>/.pi/plan/` no row of that workspace records.
+    A file under `<root>/.pi/plan/` that no row of that workspace records.
 """
     def __init__(self, *, workspace_root:str, path:str):
         self.workspace_root = workspace_root
@@ -3043,7 +3103,7 @@ class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
 @dataclass
 class PlanDiff:
     """
-    The result of `diff` (protocol `plan/diff`).
+    `plan/diff` result.
 """
     def __init__(self, *, approval_id:str, against_approval_id:typing.Optional[str], identical:bool, unified:typing.Optional[str]):
         self.approval_id = approval_id
@@ -3429,7 +3489,7 @@ class _UniffiFfiConverterTypeSessionConfig(_UniffiConverterRustBuffer):
 @dataclass
 class ShellInfo:
     """
-    One shell.
+    One shell of the host's shell catalog.
 """
     def __init__(self, *, id:str, path:str, available:bool):
         self.id = id
@@ -3497,7 +3557,7 @@ class _UniffiFfiConverterSequenceTypeShellInfo(_UniffiConverterRustBuffer):
 @dataclass
 class ShellCatalog:
     """
-    The shell catalog and the default.
+    `shell/list` result.
 """
     def __init__(self, *, shells:typing.List[ShellInfo], default_shell:str):
         self.shells = shells
@@ -3624,17 +3684,18 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
 
 class ToolCallDecision(enum.Enum):
     """
-    Allow or deny.
+    The decision for one tool call: `"allow"` or `"deny"`.
 """
     
     ALLOW = 0
     """
-    The call may run.
+    The call may run (in Agent turns the host's own permission layer
+    still decides under the session's permission mode).
 """
     
     DENY = 1
     """
-    The call is refused.
+    The call must not run; `error` says why.
 """
     
 
@@ -3665,6 +3726,31 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
             buf.write_i32(2)
 
 
+
+class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeErrorCode.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeErrorCode.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeErrorCode.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
 
 class _UniffiFfiConverterOptionalTypePlanApproval(_UniffiConverterRustBuffer):
     @classmethod
@@ -3851,7 +3937,7 @@ class _UniffiFfiConverterSequenceTypeSkippedWorkspace(_UniffiConverterRustBuffer
 @dataclass
 class VerifyReport:
     """
-    The result of `verify` (protocol `VerifyReport`).
+    `plan/verify` result.
 """
     def __init__(self, *, ok:bool, artifacts:typing.List[ArtifactVerification], orphans:typing.List[OrphanArtifact], skipped_workspaces:typing.List[SkippedWorkspace]):
         self.ok = ok
@@ -3906,7 +3992,7 @@ class _UniffiFfiConverterTypeVerifyReport(_UniffiConverterRustBuffer):
 
 class OutputStream(enum.Enum):
     """
-    The stream of a `command/output` chunk.
+    The stream a `command/output` chunk came from.
 """
     
     STDOUT = 0
@@ -5401,6 +5487,7 @@ __all__ = [
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
+    "CommandShell",
     "CommandRun",
     "PlanApproval",
     "Session",

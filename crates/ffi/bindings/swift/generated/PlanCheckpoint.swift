@@ -1432,7 +1432,7 @@ public func FfiConverterTypePlanHost_lower(_ value: PlanHost) -> UInt64 {
 
 
 /**
- * A session's active turn.
+ * The session's active turn.
  */
 public struct ActiveTurn: Equatable, Hashable {
     /**
@@ -1440,7 +1440,7 @@ public struct ActiveTurn: Equatable, Hashable {
      */
     public var turnId: String
     /**
-     * Mode the turn runs in.
+     * The mode the turn runs in.
      */
     public var mode: Mode
     /**
@@ -1459,7 +1459,7 @@ public struct ActiveTurn: Equatable, Hashable {
          * Turn id.
          */turnId: String, 
         /**
-         * Mode the turn runs in.
+         * The mode the turn runs in.
          */mode: Mode, 
         /**
          * Who started it.
@@ -1600,19 +1600,19 @@ public func FfiConverterTypeApprovalQuery_lower(_ value: ApprovalQuery) -> RustB
 
 
 /**
- * An artifact's location and fingerprint.
+ * The host-written plan file of one submission.
  */
 public struct Artifact: Equatable, Hashable {
     /**
-     * Workspace-relative path.
+     * Workspace-relative path, `.pi/plan/<unique-name>.md`.
      */
     public var path: String
     /**
-     * SHA-256, lowercase hex.
+     * SHA-256 of the exact bytes, 64 lowercase hex digits.
      */
     public var sha256: String
     /**
-     * Byte size.
+     * Byte size of the exact bytes.
      */
     public var size: UInt64
 
@@ -1620,13 +1620,13 @@ public struct Artifact: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Workspace-relative path.
+         * Workspace-relative path, `.pi/plan/<unique-name>.md`.
          */path: String, 
         /**
-         * SHA-256, lowercase hex.
+         * SHA-256 of the exact bytes, 64 lowercase hex digits.
          */sha256: String, 
         /**
-         * Byte size.
+         * Byte size of the exact bytes.
          */size: UInt64) {
         self.path = path
         self.sha256 = sha256
@@ -1679,19 +1679,19 @@ public func FfiConverterTypeArtifact_lower(_ value: Artifact) -> RustBuffer {
 
 
 /**
- * Verified artifact content.
+ * `plan/readArtifact` result: the verified bytes.
  */
 public struct ArtifactContent: Equatable, Hashable {
     /**
-     * The exact Markdown.
+     * The artifact's Markdown, exactly as written.
      */
     public var markdown: String
     /**
-     * SHA-256, lowercase hex.
+     * Its SHA-256, 64 lowercase hex digits.
      */
     public var sha256: String
     /**
-     * Byte size.
+     * Its byte size.
      */
     public var size: UInt64
 
@@ -1699,13 +1699,13 @@ public struct ArtifactContent: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The exact Markdown.
+         * The artifact's Markdown, exactly as written.
          */markdown: String, 
         /**
-         * SHA-256, lowercase hex.
+         * Its SHA-256, 64 lowercase hex digits.
          */sha256: String, 
         /**
-         * Byte size.
+         * Its byte size.
          */size: UInt64) {
         self.markdown = markdown
         self.sha256 = sha256
@@ -1758,7 +1758,7 @@ public func FfiConverterTypeArtifactContent_lower(_ value: ArtifactContent) -> R
 
 
 /**
- * One checked approval.
+ * One checked approval of a `VerifyReport`.
  */
 public struct ArtifactVerification: Equatable, Hashable {
     /**
@@ -1770,11 +1770,11 @@ public struct ArtifactVerification: Equatable, Hashable {
      */
     public var result: ArtifactCheck
     /**
-     * The canonical code of a problem.
+     * The canonical code of a problem; `null` otherwise.
      */
-    public var errorCode: ErrorCode?
+    public var errorCode: CanonicalCode?
     /**
-     * What exactly was found.
+     * What exactly was found; `null` when ok.
      */
     public var detail: String?
 
@@ -1788,10 +1788,10 @@ public struct ArtifactVerification: Equatable, Hashable {
          * What was found.
          */result: ArtifactCheck, 
         /**
-         * The canonical code of a problem.
-         */errorCode: ErrorCode?, 
+         * The canonical code of a problem; `null` otherwise.
+         */errorCode: CanonicalCode?, 
         /**
-         * What exactly was found.
+         * What exactly was found; `null` when ok.
          */detail: String?) {
         self.approvalId = approvalId
         self.result = result
@@ -1817,7 +1817,7 @@ public struct FfiConverterTypeArtifactVerification: FfiConverterRustBuffer {
             try ArtifactVerification(
                 approvalId: FfiConverterString.read(from: &buf), 
                 result: FfiConverterTypeArtifactCheck.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
                 detail: FfiConverterOptionString.read(from: &buf)
         )
     }
@@ -1825,7 +1825,7 @@ public struct FfiConverterTypeArtifactVerification: FfiConverterRustBuffer {
     public static func write(_ value: ArtifactVerification, into buf: inout [UInt8]) {
         FfiConverterString.write(value.approvalId, into: &buf)
         FfiConverterTypeArtifactCheck.write(value.result, into: &buf)
-        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
         FfiConverterOptionString.write(value.detail, into: &buf)
     }
 }
@@ -1847,11 +1847,11 @@ public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerifica
 
 
 /**
- * One host-run command (the protocol's `CommandRun`).
+ * One host-run command (`CommandRun` of the commands spec).
  */
 public struct CommandRun: Equatable, Hashable {
     /**
-     * The Bash call.
+     * The Bash tool call.
      */
     public var callId: String
     /**
@@ -1859,7 +1859,7 @@ public struct CommandRun: Equatable, Hashable {
      */
     public var sessionId: String
     /**
-     * The turn.
+     * The turn the command belongs to.
      */
     public var turnId: String
     /**
@@ -1867,23 +1867,19 @@ public struct CommandRun: Equatable, Hashable {
      */
     public var command: String
     /**
-     * Workspace-relative working directory.
+     * Workspace-relative working directory (`.` for the root).
      */
     public var cwd: String
     /**
-     * The shell's catalog id.
+     * The shell.
      */
-    public var shellId: String
-    /**
-     * The shell's path.
-     */
-    public var shellPath: String
+    public var shell: CommandShell
     /**
      * The confinement.
      */
     public var sandbox: CommandSandbox
     /**
-     * Whether it had the network.
+     * Whether the command had the network.
      */
     public var network: Bool
     /**
@@ -1891,35 +1887,35 @@ public struct CommandRun: Equatable, Hashable {
      */
     public var state: CommandState
     /**
-     * The exit code.
+     * The exit code, when the shell exited normally.
      */
     public var exitCode: Int32?
     /**
-     * The ending signal.
+     * The signal that ended the shell, if one did.
      */
     public var signal: Int32?
     /**
      * Why it failed to start or was interrupted.
      */
-    public var errorCode: ErrorCode?
+    public var errorCode: CanonicalCode?
     /**
-     * Start, Unix ms.
+     * Start time, Unix ms.
      */
     public var startedAt: Int64
     /**
-     * End, Unix ms.
+     * End time, Unix ms.
      */
     public var endedAt: Int64?
     /**
-     * Bytes of stdout.
+     * Bytes written to stdout (all of them).
      */
     public var stdoutBytes: UInt64
     /**
-     * Bytes of stderr.
+     * Bytes written to stderr (all of them).
      */
     public var stderrBytes: UInt64
     /**
-     * Whether output past the cap was dropped.
+     * Whether output past the retained-output cap was dropped.
      */
     public var truncated: Bool
 
@@ -1927,66 +1923,62 @@ public struct CommandRun: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The Bash call.
+         * The Bash tool call.
          */callId: String, 
         /**
          * The session.
          */sessionId: String, 
         /**
-         * The turn.
+         * The turn the command belongs to.
          */turnId: String, 
         /**
          * The command text.
          */command: String, 
         /**
-         * Workspace-relative working directory.
+         * Workspace-relative working directory (`.` for the root).
          */cwd: String, 
         /**
-         * The shell's catalog id.
-         */shellId: String, 
-        /**
-         * The shell's path.
-         */shellPath: String, 
+         * The shell.
+         */shell: CommandShell, 
         /**
          * The confinement.
          */sandbox: CommandSandbox, 
         /**
-         * Whether it had the network.
+         * Whether the command had the network.
          */network: Bool, 
         /**
          * Its state.
          */state: CommandState, 
         /**
-         * The exit code.
+         * The exit code, when the shell exited normally.
          */exitCode: Int32?, 
         /**
-         * The ending signal.
+         * The signal that ended the shell, if one did.
          */signal: Int32?, 
         /**
          * Why it failed to start or was interrupted.
-         */errorCode: ErrorCode?, 
+         */errorCode: CanonicalCode?, 
         /**
-         * Start, Unix ms.
+         * Start time, Unix ms.
          */startedAt: Int64, 
         /**
-         * End, Unix ms.
+         * End time, Unix ms.
          */endedAt: Int64?, 
         /**
-         * Bytes of stdout.
+         * Bytes written to stdout (all of them).
          */stdoutBytes: UInt64, 
         /**
-         * Bytes of stderr.
+         * Bytes written to stderr (all of them).
          */stderrBytes: UInt64, 
         /**
-         * Whether output past the cap was dropped.
+         * Whether output past the retained-output cap was dropped.
          */truncated: Bool) {
         self.callId = callId
         self.sessionId = sessionId
         self.turnId = turnId
         self.command = command
         self.cwd = cwd
-        self.shellId = shellId
-        self.shellPath = shellPath
+        self.shell = shell
         self.sandbox = sandbox
         self.network = network
         self.state = state
@@ -2021,14 +2013,13 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
                 turnId: FfiConverterString.read(from: &buf), 
                 command: FfiConverterString.read(from: &buf), 
                 cwd: FfiConverterString.read(from: &buf), 
-                shellId: FfiConverterString.read(from: &buf), 
-                shellPath: FfiConverterString.read(from: &buf), 
+                shell: FfiConverterTypeCommandShell.read(from: &buf), 
                 sandbox: FfiConverterTypeCommandSandbox.read(from: &buf), 
                 network: FfiConverterBool.read(from: &buf), 
                 state: FfiConverterTypeCommandState.read(from: &buf), 
                 exitCode: FfiConverterOptionInt32.read(from: &buf), 
                 signal: FfiConverterOptionInt32.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
                 startedAt: FfiConverterInt64.read(from: &buf), 
                 endedAt: FfiConverterOptionInt64.read(from: &buf), 
                 stdoutBytes: FfiConverterUInt64.read(from: &buf), 
@@ -2043,14 +2034,13 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
         FfiConverterString.write(value.turnId, into: &buf)
         FfiConverterString.write(value.command, into: &buf)
         FfiConverterString.write(value.cwd, into: &buf)
-        FfiConverterString.write(value.shellId, into: &buf)
-        FfiConverterString.write(value.shellPath, into: &buf)
+        FfiConverterTypeCommandShell.write(value.shell, into: &buf)
         FfiConverterTypeCommandSandbox.write(value.sandbox, into: &buf)
         FfiConverterBool.write(value.network, into: &buf)
         FfiConverterTypeCommandState.write(value.state, into: &buf)
         FfiConverterOptionInt32.write(value.exitCode, into: &buf)
         FfiConverterOptionInt32.write(value.signal, into: &buf)
-        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
         FfiConverterInt64.write(value.startedAt, into: &buf)
         FfiConverterOptionInt64.write(value.endedAt, into: &buf)
         FfiConverterUInt64.write(value.stdoutBytes, into: &buf)
@@ -2076,15 +2066,84 @@ public func FfiConverterTypeCommandRun_lower(_ value: CommandRun) -> RustBuffer 
 
 
 /**
- * The result of approve and reject.
+ * The shell a command ran with.
+ */
+public struct CommandShell: Equatable, Hashable {
+    /**
+     * The catalog id.
+     */
+    public var id: String
+    /**
+     * The executable's path.
+     */
+    public var path: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The catalog id.
+         */id: String, 
+        /**
+         * The executable's path.
+         */path: String) {
+        self.id = id
+        self.path = path
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandShell: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandShell: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandShell {
+        return
+            try CommandShell(
+                id: FfiConverterString.read(from: &buf), 
+                path: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandShell, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterString.write(value.path, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandShell_lift(_ buf: RustBuffer) throws -> CommandShell {
+    return try FfiConverterTypeCommandShell.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandShell_lower(_ value: CommandShell) -> RustBuffer {
+    return FfiConverterTypeCommandShell.lower(value)
+}
+
+
+/**
+ * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 public struct Decision: Equatable, Hashable {
     /**
-     * The decided approval.
+     * The approval after the decision.
      */
     public var approval: PlanApproval
     /**
-     * The session afterwards.
+     * The session after the decision.
      */
     public var session: Session
 
@@ -2092,10 +2151,10 @@ public struct Decision: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The decided approval.
+         * The approval after the decision.
          */approval: PlanApproval, 
         /**
-         * The session afterwards.
+         * The session after the decision.
          */session: Session) {
         self.approval = approval
         self.session = session
@@ -2145,7 +2204,7 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
- * A file under `<root>/.pi/plan/` no row of that workspace records.
+ * A file under `<root>/.pi/plan/` that no row of that workspace records.
  */
 public struct OrphanArtifact: Equatable, Hashable {
     /**
@@ -2214,7 +2273,7 @@ public func FfiConverterTypeOrphanArtifact_lower(_ value: OrphanArtifact) -> Rus
 
 
 /**
- * One plan approval and its execution.
+ * One plan approval and, once approved, its execution.
  */
 public struct PlanApproval: Equatable, Hashable {
     /**
@@ -2222,7 +2281,7 @@ public struct PlanApproval: Equatable, Hashable {
      */
     public var id: String
     /**
-     * Session id.
+     * Owning session.
      */
     public var sessionId: String
     /**
@@ -2230,47 +2289,47 @@ public struct PlanApproval: Equatable, Hashable {
      */
     public var turnId: String
     /**
-     * SubmitPlan title.
+     * SubmitPlan `title`.
      */
     public var title: String
     /**
-     * SubmitPlan question.
+     * SubmitPlan `question`.
      */
     public var question: String
     /**
-     * The artifact (`None` only for rows migrated from schema v8).
+     * The artifact; `null` only for rows migrated from schema v8.
      */
     public var artifact: Artifact?
     /**
-     * Status.
+     * Approval status.
      */
     public var status: ApprovalStatus
     /**
-     * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
+     * Why it ended other than by a decision (timeout, restart, cancel).
      */
-    public var errorCode: ErrorCode?
+    public var errorCode: CanonicalCode?
     /**
      * Creation time, Unix ms.
      */
     public var createdAt: Int64
     /**
-     * Absolute deadline, Unix ms.
+     * Absolute deadline, Unix ms; never moves.
      */
     public var expiresAt: Int64
     /**
-     * Decision time, Unix ms.
+     * Decision, expiry or interruption time, Unix ms.
      */
     public var decidedAt: Int64?
     /**
-     * Permission mode chosen by Approve.
+     * Set only by approve.
      */
     public var permissionMode: PermissionMode?
     /**
-     * Execution id, once approved.
+     * Set only by approve.
      */
     public var executionId: String?
     /**
-     * Execution state, once approved.
+     * `null` unless approved.
      */
     public var executionState: ExecutionState?
 
@@ -2281,43 +2340,43 @@ public struct PlanApproval: Equatable, Hashable {
          * Approval id.
          */id: String, 
         /**
-         * Session id.
+         * Owning session.
          */sessionId: String, 
         /**
          * The Plan turn that submitted it.
          */turnId: String, 
         /**
-         * SubmitPlan title.
+         * SubmitPlan `title`.
          */title: String, 
         /**
-         * SubmitPlan question.
+         * SubmitPlan `question`.
          */question: String, 
         /**
-         * The artifact (`None` only for rows migrated from schema v8).
+         * The artifact; `null` only for rows migrated from schema v8.
          */artifact: Artifact?, 
         /**
-         * Status.
+         * Approval status.
          */status: ApprovalStatus, 
         /**
-         * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
-         */errorCode: ErrorCode?, 
+         * Why it ended other than by a decision (timeout, restart, cancel).
+         */errorCode: CanonicalCode?, 
         /**
          * Creation time, Unix ms.
          */createdAt: Int64, 
         /**
-         * Absolute deadline, Unix ms.
+         * Absolute deadline, Unix ms; never moves.
          */expiresAt: Int64, 
         /**
-         * Decision time, Unix ms.
+         * Decision, expiry or interruption time, Unix ms.
          */decidedAt: Int64?, 
         /**
-         * Permission mode chosen by Approve.
+         * Set only by approve.
          */permissionMode: PermissionMode?, 
         /**
-         * Execution id, once approved.
+         * Set only by approve.
          */executionId: String?, 
         /**
-         * Execution state, once approved.
+         * `null` unless approved.
          */executionState: ExecutionState?) {
         self.id = id
         self.sessionId = sessionId
@@ -2358,7 +2417,7 @@ public struct FfiConverterTypePlanApproval: FfiConverterRustBuffer {
                 question: FfiConverterString.read(from: &buf), 
                 artifact: FfiConverterOptionTypeArtifact.read(from: &buf), 
                 status: FfiConverterTypeApprovalStatus.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
                 createdAt: FfiConverterInt64.read(from: &buf), 
                 expiresAt: FfiConverterInt64.read(from: &buf), 
                 decidedAt: FfiConverterOptionInt64.read(from: &buf), 
@@ -2376,7 +2435,7 @@ public struct FfiConverterTypePlanApproval: FfiConverterRustBuffer {
         FfiConverterString.write(value.question, into: &buf)
         FfiConverterOptionTypeArtifact.write(value.artifact, into: &buf)
         FfiConverterTypeApprovalStatus.write(value.status, into: &buf)
-        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
         FfiConverterInt64.write(value.createdAt, into: &buf)
         FfiConverterInt64.write(value.expiresAt, into: &buf)
         FfiConverterOptionInt64.write(value.decidedAt, into: &buf)
@@ -2403,7 +2462,7 @@ public func FfiConverterTypePlanApproval_lower(_ value: PlanApproval) -> RustBuf
 
 
 /**
- * The result of `diff` (protocol `plan/diff`).
+ * `plan/diff` result.
  */
 public struct PlanDiff: Equatable, Hashable {
     /**
@@ -2411,15 +2470,16 @@ public struct PlanDiff: Equatable, Hashable {
      */
     public var approvalId: String
     /**
-     * What it was compared with; `None` for a session's first submission.
+     * What it was compared with; `null` for a session's first submission.
      */
     public var againstApprovalId: String?
     /**
-     * Whether the two texts are the same bytes.
+     * Whether the two texts are the same bytes (false with nothing to compare).
      */
     public var identical: Bool
     /**
-     * The unified diff; empty when identical, `None` with nothing to compare.
+     * The unified diff (3 lines of context); `""` when identical, `null`
+     * with nothing to compare.
      */
     public var unified: String?
 
@@ -2430,13 +2490,14 @@ public struct PlanDiff: Equatable, Hashable {
          * The approval compared.
          */approvalId: String, 
         /**
-         * What it was compared with; `None` for a session's first submission.
+         * What it was compared with; `null` for a session's first submission.
          */againstApprovalId: String?, 
         /**
-         * Whether the two texts are the same bytes.
+         * Whether the two texts are the same bytes (false with nothing to compare).
          */identical: Bool, 
         /**
-         * The unified diff; empty when identical, `None` with nothing to compare.
+         * The unified diff (3 lines of context); `""` when identical, `null`
+         * with nothing to compare.
          */unified: String?) {
         self.approvalId = approvalId
         self.againstApprovalId = againstApprovalId
@@ -2739,7 +2800,7 @@ public func FfiConverterTypeSandboxInfo_lower(_ value: SandboxInfo) -> RustBuffe
 
 
 /**
- * A session.
+ * A session as the host reports it.
  */
 public struct Session: Equatable, Hashable {
     /**
@@ -2747,7 +2808,7 @@ public struct Session: Equatable, Hashable {
      */
     public var sessionId: String
     /**
-     * Absolute workspace root, if project-bound.
+     * Absolute workspace root; `null` when the session is not project-bound.
      */
     public var workspaceRoot: String?
     /**
@@ -2755,31 +2816,31 @@ public struct Session: Equatable, Hashable {
      */
     public var mode: Mode
     /**
-     * Permission mode.
+     * The permission mode of Agent turns.
      */
     public var permissionMode: PermissionMode
     /**
-     * Provider.
+     * Model provider, if chosen.
      */
     public var provider: String?
     /**
-     * Model.
+     * Model, if chosen.
      */
     public var model: String?
     /**
-     * Selected shell id (`None`: the default shell).
+     * Selected shell id; `null` means the default shell.
      */
     public var shell: String?
     /**
-     * The active turn.
+     * The one active turn, if any.
      */
     public var activeTurn: ActiveTurn?
     /**
-     * The pending approval's id.
+     * The pending approval's id, if any.
      */
     public var pendingApprovalId: String?
     /**
-     * The queued or running execution's id.
+     * The queued or running execution's id, if any.
      */
     public var activeExecutionId: String?
 
@@ -2790,31 +2851,31 @@ public struct Session: Equatable, Hashable {
          * Session id.
          */sessionId: String, 
         /**
-         * Absolute workspace root, if project-bound.
+         * Absolute workspace root; `null` when the session is not project-bound.
          */workspaceRoot: String?, 
         /**
          * Agent or Plan.
          */mode: Mode, 
         /**
-         * Permission mode.
+         * The permission mode of Agent turns.
          */permissionMode: PermissionMode, 
         /**
-         * Provider.
+         * Model provider, if chosen.
          */provider: String?, 
         /**
-         * Model.
+         * Model, if chosen.
          */model: String?, 
         /**
-         * Selected shell id (`None`: the default shell).
+         * Selected shell id; `null` means the default shell.
          */shell: String?, 
         /**
-         * The active turn.
+         * The one active turn, if any.
          */activeTurn: ActiveTurn?, 
         /**
-         * The pending approval's id.
+         * The pending approval's id, if any.
          */pendingApprovalId: String?, 
         /**
-         * The queued or running execution's id.
+         * The queued or running execution's id, if any.
          */activeExecutionId: String?) {
         self.sessionId = sessionId
         self.workspaceRoot = workspaceRoot
@@ -3019,15 +3080,15 @@ public func FfiConverterTypeSessionConfig_lower(_ value: SessionConfig) -> RustB
 
 
 /**
- * The shell catalog and the default.
+ * `shell/list` result.
  */
 public struct ShellCatalog: Equatable, Hashable {
     /**
-     * The shells.
+     * The shell catalog.
      */
     public var shells: [ShellInfo]
     /**
-     * The default shell id.
+     * The persisted default shell id.
      */
     public var defaultShell: String
 
@@ -3035,10 +3096,10 @@ public struct ShellCatalog: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * The shells.
+         * The shell catalog.
          */shells: [ShellInfo], 
         /**
-         * The default shell id.
+         * The persisted default shell id.
          */defaultShell: String) {
         self.shells = shells
         self.defaultShell = defaultShell
@@ -3088,19 +3149,19 @@ public func FfiConverterTypeShellCatalog_lower(_ value: ShellCatalog) -> RustBuf
 
 
 /**
- * One shell.
+ * One shell of the host's shell catalog.
  */
 public struct ShellInfo: Equatable, Hashable {
     /**
-     * Shell id.
+     * Shell id, as used by `session/configure` and `shell/setDefault`.
      */
     public var id: String
     /**
-     * Executable path.
+     * The executable's path.
      */
     public var path: String
     /**
-     * Whether it is installed.
+     * Whether the executable is present on this machine.
      */
     public var available: Bool
 
@@ -3108,13 +3169,13 @@ public struct ShellInfo: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Shell id.
+         * Shell id, as used by `session/configure` and `shell/setDefault`.
          */id: String, 
         /**
-         * Executable path.
+         * The executable's path.
          */path: String, 
         /**
-         * Whether it is installed.
+         * Whether the executable is present on this machine.
          */available: Bool) {
         self.id = id
         self.path = path
@@ -3175,7 +3236,7 @@ public struct SkippedWorkspace: Equatable, Hashable {
      */
     public var workspaceRoot: String
     /**
-     * Why.
+     * Why it was skipped.
      */
     public var detail: String
 
@@ -3186,7 +3247,7 @@ public struct SkippedWorkspace: Equatable, Hashable {
          * The workspace root.
          */workspaceRoot: String, 
         /**
-         * Why.
+         * Why it was skipped.
          */detail: String) {
         self.workspaceRoot = workspaceRoot
         self.detail = detail
@@ -3424,23 +3485,24 @@ public func FfiConverterTypeToolCallResult_lower(_ value: ToolCallResult) -> Rus
 
 
 /**
- * The result of `verify` (protocol `VerifyReport`).
+ * `plan/verify` result.
  */
 public struct VerifyReport: Equatable, Hashable {
     /**
-     * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+     * False when an artifact is missing, mismatched or unreadable, or an
+     * orphan was found.
      */
     public var ok: Bool
     /**
-     * One entry per approval checked.
+     * One entry per approval checked, newest first.
      */
     public var artifacts: [ArtifactVerification]
     /**
-     * Orphan files.
+     * Files under `<root>/.pi/plan/` that no row of that workspace records.
      */
     public var orphans: [OrphanArtifact]
     /**
-     * Workspaces skipped in the orphan search.
+     * Workspaces whose orphans could not be looked for.
      */
     public var skippedWorkspaces: [SkippedWorkspace]
 
@@ -3448,16 +3510,17 @@ public struct VerifyReport: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+         * False when an artifact is missing, mismatched or unreadable, or an
+         * orphan was found.
          */ok: Bool, 
         /**
-         * One entry per approval checked.
+         * One entry per approval checked, newest first.
          */artifacts: [ArtifactVerification], 
         /**
-         * Orphan files.
+         * Files under `<root>/.pi/plan/` that no row of that workspace records.
          */orphans: [OrphanArtifact], 
         /**
-         * Workspaces skipped in the orphan search.
+         * Workspaces whose orphans could not be looked for.
          */skippedWorkspaces: [SkippedWorkspace]) {
         self.ok = ok
         self.artifacts = artifacts
@@ -3513,29 +3576,29 @@ public func FfiConverterTypeVerifyReport_lower(_ value: VerifyReport) -> RustBuf
 
 
 /**
- * An approval's status.
+ * `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
  */
 
 public enum ApprovalStatus: Equatable, Hashable {
     
     /**
-     * Waiting for a decision.
+     * Waiting for a decision before the deadline.
      */
     case pending
     /**
-     * Approved.
+     * Approved with an explicit permission mode.
      */
     case approved
     /**
-     * Rejected.
+     * Rejected; terminal.
      */
     case rejected
     /**
-     * Deadline passed.
+     * The deadline passed; terminal.
      */
     case expired
     /**
-     * Cut off by a host restart.
+     * The host restarted while it was pending; terminal.
      */
     case interrupted
 
@@ -3729,7 +3792,8 @@ public func FfiConverterTypeArtifactCheck_lower(_ value: ArtifactCheck) -> RustB
 public enum CommandSandbox: Equatable, Hashable {
     
     /**
-     * Writes only in the turn's scratch directory, no network (every Plan command).
+     * Writes only in the turn's scratch directory; no network (every
+     * Plan-mode command).
      */
     case readOnly
     /**
@@ -3822,19 +3886,19 @@ public enum CommandState: Equatable, Hashable {
      */
     case exited
     /**
-     * The timeout elapsed.
+     * The timeout elapsed; the process group was killed.
      */
     case timedOut
     /**
-     * Cancelled.
+     * Cancelled by `command/cancel` or `turn/cancel`.
      */
     case cancelled
     /**
-     * Nothing ran; `error_code` says why.
+     * Nothing ran; `errorCode` says why.
      */
     case failedToStart
     /**
-     * The host died while it ran.
+     * The host died while it ran; recorded by the startup fence.
      */
     case interrupted
 
@@ -4419,25 +4483,25 @@ public func FfiConverterTypeErrorCode_lower(_ value: ErrorCode) -> RustBuffer {
 
 
 /**
- * An approved plan's execution state.
+ * `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
  */
 
 public enum ExecutionState: Equatable, Hashable {
     
     /**
-     * Waiting to start.
+     * Approved, not yet started.
      */
     case queued
     /**
-     * Working.
+     * The execution turn is working.
      */
     case running
     /**
-     * Done.
+     * Finished.
      */
     case completed
     /**
-     * Cancelled or cut off by a restart.
+     * Cancelled or cut off by a host restart; never resumed.
      */
     case interrupted
 
@@ -4514,7 +4578,7 @@ public func FfiConverterTypeExecutionState_lower(_ value: ExecutionState) -> Rus
 
 
 /**
- * Agent or Plan.
+ * `"agent"` or `"plan"`.
  */
 
 public enum Mode: Equatable, Hashable {
@@ -4524,7 +4588,7 @@ public enum Mode: Equatable, Hashable {
      */
     case agent
     /**
-     * Read-only planning.
+     * Read-only planning that ends in one SubmitPlan.
      */
     case plan
 
@@ -4589,17 +4653,17 @@ public func FfiConverterTypeMode_lower(_ value: Mode) -> RustBuffer {
 
 
 /**
- * Who started a turn.
+ * `"interactive"` or `"scheduled"`.
  */
 
 public enum Origin: Equatable, Hashable {
     
     /**
-     * A person.
+     * A person at the host.
      */
     case interactive
     /**
-     * A scheduled task.
+     * A scheduled task or any other unattended caller.
      */
     case scheduled
 
@@ -4664,7 +4728,7 @@ public func FfiConverterTypeOrigin_lower(_ value: Origin) -> RustBuffer {
 
 
 /**
- * The stream of a `command/output` chunk.
+ * The stream a `command/output` chunk came from.
  */
 
 public enum OutputStream: Equatable, Hashable {
@@ -4739,21 +4803,21 @@ public func FfiConverterTypeOutputStream_lower(_ value: OutputStream) -> RustBuf
 
 
 /**
- * The execution permission mode.
+ * `"ask"`, `"accept-edits"` or `"auto"`.
  */
 
 public enum PermissionMode: Equatable, Hashable {
     
     /**
-     * `ask`
+     * Every edit and command asks first.
      */
     case ask
     /**
-     * `accept-edits`
+     * Edits are accepted; other actions ask.
      */
     case acceptEdits
     /**
-     * `auto`
+     * Everything runs without asking.
      */
     case auto
 
@@ -5104,17 +5168,18 @@ public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
 
 
 /**
- * Allow or deny.
+ * The decision for one tool call: `"allow"` or `"deny"`.
  */
 
 public enum ToolCallDecision: Equatable, Hashable {
     
     /**
-     * The call may run.
+     * The call may run (in Agent turns the host's own permission layer
+     * still decides under the session's permission mode).
      */
     case allow
     /**
-     * The call is refused.
+     * The call must not run; `error` says why.
      */
     case deny
 
@@ -5179,17 +5244,17 @@ public func FfiConverterTypeToolCallDecision_lower(_ value: ToolCallDecision) ->
 
 
 /**
- * What a turn is for.
+ * `"prompt"` or `"execution"`.
  */
 
 public enum TurnKind: Equatable, Hashable {
     
     /**
-     * A prompt turn.
+     * A turn started by a prompt.
      */
     case prompt
     /**
-     * The execution of an approved plan.
+     * The Agent turn that carries out an approved plan.
      */
     case execution
 
@@ -5615,6 +5680,30 @@ fileprivate struct FfiConverterOptionTypePermissionMode: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeCanonicalCode: FfiConverterRustBuffer {
+    typealias SwiftType = CanonicalCode?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeCanonicalCode.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeCanonicalCode.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuffer {
     typealias SwiftType = [ArtifactVerification]
 
@@ -5786,6 +5875,46 @@ fileprivate struct FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffe
         return seq
     }
 }
+
+
+public typealias CanonicalCode = ErrorCode
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCanonicalCode: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CanonicalCode {
+        return try FfiConverterTypeErrorCode.read(from: &buf)
+    }
+
+    public static func write(_ value: CanonicalCode, into buf: inout [UInt8]) {
+        return FfiConverterTypeErrorCode.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> CanonicalCode {
+        return try FfiConverterTypeErrorCode_lift(value)
+    }
+
+    public static func lower(_ value: CanonicalCode) -> RustBuffer {
+        return FfiConverterTypeErrorCode_lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCanonicalCode_lift(_ value: RustBuffer) throws -> CanonicalCode {
+    return try FfiConverterTypeCanonicalCode.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCanonicalCode_lower(_ value: CanonicalCode) -> RustBuffer {
+    return FfiConverterTypeCanonicalCode.lower(value)
+}
+
 /**
  * The canonical wire string of a typed code, for example
  * `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).

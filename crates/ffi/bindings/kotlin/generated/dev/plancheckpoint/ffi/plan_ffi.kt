@@ -2602,7 +2602,7 @@ public object FfiConverterTypePlanHost: FfiConverter<PlanHost, Long> {
 
 
 /**
- * A session's active turn.
+ * The session's active turn.
  */
 data class ActiveTurn (
     /**
@@ -2611,7 +2611,7 @@ data class ActiveTurn (
     var `turnId`: kotlin.String
     , 
     /**
-     * Mode the turn runs in.
+     * The mode the turn runs in.
      */
     var `mode`: Mode
     , 
@@ -2720,21 +2720,21 @@ public object FfiConverterTypeApprovalQuery: FfiConverterRustBuffer<ApprovalQuer
 
 
 /**
- * An artifact's location and fingerprint.
+ * The host-written plan file of one submission.
  */
 data class Artifact (
     /**
-     * Workspace-relative path.
+     * Workspace-relative path, `.pi/plan/<unique-name>.md`.
      */
     var `path`: kotlin.String
     , 
     /**
-     * SHA-256, lowercase hex.
+     * SHA-256 of the exact bytes, 64 lowercase hex digits.
      */
     var `sha256`: kotlin.String
     , 
     /**
-     * Byte size.
+     * Byte size of the exact bytes.
      */
     var `size`: kotlin.ULong
     
@@ -2775,21 +2775,21 @@ public object FfiConverterTypeArtifact: FfiConverterRustBuffer<Artifact> {
 
 
 /**
- * Verified artifact content.
+ * `plan/readArtifact` result: the verified bytes.
  */
 data class ArtifactContent (
     /**
-     * The exact Markdown.
+     * The artifact's Markdown, exactly as written.
      */
     var `markdown`: kotlin.String
     , 
     /**
-     * SHA-256, lowercase hex.
+     * Its SHA-256, 64 lowercase hex digits.
      */
     var `sha256`: kotlin.String
     , 
     /**
-     * Byte size.
+     * Its byte size.
      */
     var `size`: kotlin.ULong
     
@@ -2830,7 +2830,7 @@ public object FfiConverterTypeArtifactContent: FfiConverterRustBuffer<ArtifactCo
 
 
 /**
- * One checked approval.
+ * One checked approval of a `VerifyReport`.
  */
 data class ArtifactVerification (
     /**
@@ -2844,12 +2844,12 @@ data class ArtifactVerification (
     var `result`: ArtifactCheck
     , 
     /**
-     * The canonical code of a problem.
+     * The canonical code of a problem; `null` otherwise.
      */
-    var `errorCode`: ErrorCode?
+    var `errorCode`: CanonicalCode?
     , 
     /**
-     * What exactly was found.
+     * What exactly was found; `null` when ok.
      */
     var `detail`: kotlin.String?
     
@@ -2870,7 +2870,7 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
         return ArtifactVerification(
             FfiConverterString.read(buf),
             FfiConverterTypeArtifactCheck.read(buf),
-            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterOptionalTypeCanonicalCode.read(buf),
             FfiConverterOptionalString.read(buf),
         )
     }
@@ -2878,14 +2878,14 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
     override fun allocationSize(value: ArtifactVerification) = (
             FfiConverterString.allocationSize(value.`approvalId`) +
             FfiConverterTypeArtifactCheck.allocationSize(value.`result`) +
-            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
             FfiConverterOptionalString.allocationSize(value.`detail`)
     )
 
     override fun write(value: ArtifactVerification, buf: ByteBuffer) {
             FfiConverterString.write(value.`approvalId`, buf)
             FfiConverterTypeArtifactCheck.write(value.`result`, buf)
-            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
     }
 }
@@ -2893,11 +2893,11 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
 
 
 /**
- * One host-run command (the protocol's `CommandRun`).
+ * One host-run command (`CommandRun` of the commands spec).
  */
 data class CommandRun (
     /**
-     * The Bash call.
+     * The Bash tool call.
      */
     var `callId`: kotlin.String
     , 
@@ -2907,7 +2907,7 @@ data class CommandRun (
     var `sessionId`: kotlin.String
     , 
     /**
-     * The turn.
+     * The turn the command belongs to.
      */
     var `turnId`: kotlin.String
     , 
@@ -2917,19 +2917,14 @@ data class CommandRun (
     var `command`: kotlin.String
     , 
     /**
-     * Workspace-relative working directory.
+     * Workspace-relative working directory (`.` for the root).
      */
     var `cwd`: kotlin.String
     , 
     /**
-     * The shell's catalog id.
+     * The shell.
      */
-    var `shellId`: kotlin.String
-    , 
-    /**
-     * The shell's path.
-     */
-    var `shellPath`: kotlin.String
+    var `shell`: CommandShell
     , 
     /**
      * The confinement.
@@ -2937,7 +2932,7 @@ data class CommandRun (
     var `sandbox`: CommandSandbox
     , 
     /**
-     * Whether it had the network.
+     * Whether the command had the network.
      */
     var `network`: kotlin.Boolean
     , 
@@ -2947,42 +2942,42 @@ data class CommandRun (
     var `state`: CommandState
     , 
     /**
-     * The exit code.
+     * The exit code, when the shell exited normally.
      */
     var `exitCode`: kotlin.Int?
     , 
     /**
-     * The ending signal.
+     * The signal that ended the shell, if one did.
      */
     var `signal`: kotlin.Int?
     , 
     /**
      * Why it failed to start or was interrupted.
      */
-    var `errorCode`: ErrorCode?
+    var `errorCode`: CanonicalCode?
     , 
     /**
-     * Start, Unix ms.
+     * Start time, Unix ms.
      */
     var `startedAt`: kotlin.Long
     , 
     /**
-     * End, Unix ms.
+     * End time, Unix ms.
      */
     var `endedAt`: kotlin.Long?
     , 
     /**
-     * Bytes of stdout.
+     * Bytes written to stdout (all of them).
      */
     var `stdoutBytes`: kotlin.ULong
     , 
     /**
-     * Bytes of stderr.
+     * Bytes written to stderr (all of them).
      */
     var `stderrBytes`: kotlin.ULong
     , 
     /**
-     * Whether output past the cap was dropped.
+     * Whether output past the retained-output cap was dropped.
      */
     var `truncated`: kotlin.Boolean
     
@@ -3006,14 +3001,13 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCommandShell.read(buf),
             FfiConverterTypeCommandSandbox.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterTypeCommandState.read(buf),
             FfiConverterOptionalInt.read(buf),
             FfiConverterOptionalInt.read(buf),
-            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterOptionalTypeCanonicalCode.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterULong.read(buf),
@@ -3028,14 +3022,13 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterString.allocationSize(value.`turnId`) +
             FfiConverterString.allocationSize(value.`command`) +
             FfiConverterString.allocationSize(value.`cwd`) +
-            FfiConverterString.allocationSize(value.`shellId`) +
-            FfiConverterString.allocationSize(value.`shellPath`) +
+            FfiConverterTypeCommandShell.allocationSize(value.`shell`) +
             FfiConverterTypeCommandSandbox.allocationSize(value.`sandbox`) +
             FfiConverterBoolean.allocationSize(value.`network`) +
             FfiConverterTypeCommandState.allocationSize(value.`state`) +
             FfiConverterOptionalInt.allocationSize(value.`exitCode`) +
             FfiConverterOptionalInt.allocationSize(value.`signal`) +
-            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
             FfiConverterLong.allocationSize(value.`startedAt`) +
             FfiConverterOptionalLong.allocationSize(value.`endedAt`) +
             FfiConverterULong.allocationSize(value.`stdoutBytes`) +
@@ -3049,14 +3042,13 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterString.write(value.`turnId`, buf)
             FfiConverterString.write(value.`command`, buf)
             FfiConverterString.write(value.`cwd`, buf)
-            FfiConverterString.write(value.`shellId`, buf)
-            FfiConverterString.write(value.`shellPath`, buf)
+            FfiConverterTypeCommandShell.write(value.`shell`, buf)
             FfiConverterTypeCommandSandbox.write(value.`sandbox`, buf)
             FfiConverterBoolean.write(value.`network`, buf)
             FfiConverterTypeCommandState.write(value.`state`, buf)
             FfiConverterOptionalInt.write(value.`exitCode`, buf)
             FfiConverterOptionalInt.write(value.`signal`, buf)
-            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
             FfiConverterLong.write(value.`startedAt`, buf)
             FfiConverterOptionalLong.write(value.`endedAt`, buf)
             FfiConverterULong.write(value.`stdoutBytes`, buf)
@@ -3068,16 +3060,63 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
 
 
 /**
- * The result of approve and reject.
+ * The shell a command ran with.
+ */
+data class CommandShell (
+    /**
+     * The catalog id.
+     */
+    var `id`: kotlin.String
+    , 
+    /**
+     * The executable's path.
+     */
+    var `path`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandShell: FfiConverterRustBuffer<CommandShell> {
+    override fun read(buf: ByteBuffer): CommandShell {
+        return CommandShell(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandShell) = (
+            FfiConverterString.allocationSize(value.`id`) +
+            FfiConverterString.allocationSize(value.`path`)
+    )
+
+    override fun write(value: CommandShell, buf: ByteBuffer) {
+            FfiConverterString.write(value.`id`, buf)
+            FfiConverterString.write(value.`path`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 data class Decision (
     /**
-     * The decided approval.
+     * The approval after the decision.
      */
     var `approval`: PlanApproval
     , 
     /**
-     * The session afterwards.
+     * The session after the decision.
      */
     var `session`: Session
     
@@ -3115,7 +3154,7 @@ public object FfiConverterTypeDecision: FfiConverterRustBuffer<Decision> {
 
 
 /**
- * A file under `<root>/.pi/plan/` no row of that workspace records.
+ * A file under `<root>/.pi/plan/` that no row of that workspace records.
  */
 data class OrphanArtifact (
     /**
@@ -3162,7 +3201,7 @@ public object FfiConverterTypeOrphanArtifact: FfiConverterRustBuffer<OrphanArtif
 
 
 /**
- * One plan approval and its execution.
+ * One plan approval and, once approved, its execution.
  */
 data class PlanApproval (
     /**
@@ -3171,7 +3210,7 @@ data class PlanApproval (
     var `id`: kotlin.String
     , 
     /**
-     * Session id.
+     * Owning session.
      */
     var `sessionId`: kotlin.String
     , 
@@ -3181,29 +3220,29 @@ data class PlanApproval (
     var `turnId`: kotlin.String
     , 
     /**
-     * SubmitPlan title.
+     * SubmitPlan `title`.
      */
     var `title`: kotlin.String
     , 
     /**
-     * SubmitPlan question.
+     * SubmitPlan `question`.
      */
     var `question`: kotlin.String
     , 
     /**
-     * The artifact (`None` only for rows migrated from schema v8).
+     * The artifact; `null` only for rows migrated from schema v8.
      */
     var `artifact`: Artifact?
     , 
     /**
-     * Status.
+     * Approval status.
      */
     var `status`: ApprovalStatus
     , 
     /**
-     * `PLAN_APPROVAL_TIMEOUT`, `HOST_RESTARTED`, `EXECUTION_CANCELLED` or `None`.
+     * Why it ended other than by a decision (timeout, restart, cancel).
      */
-    var `errorCode`: ErrorCode?
+    var `errorCode`: CanonicalCode?
     , 
     /**
      * Creation time, Unix ms.
@@ -3211,27 +3250,27 @@ data class PlanApproval (
     var `createdAt`: kotlin.Long
     , 
     /**
-     * Absolute deadline, Unix ms.
+     * Absolute deadline, Unix ms; never moves.
      */
     var `expiresAt`: kotlin.Long
     , 
     /**
-     * Decision time, Unix ms.
+     * Decision, expiry or interruption time, Unix ms.
      */
     var `decidedAt`: kotlin.Long?
     , 
     /**
-     * Permission mode chosen by Approve.
+     * Set only by approve.
      */
     var `permissionMode`: PermissionMode?
     , 
     /**
-     * Execution id, once approved.
+     * Set only by approve.
      */
     var `executionId`: kotlin.String?
     , 
     /**
-     * Execution state, once approved.
+     * `null` unless approved.
      */
     var `executionState`: ExecutionState?
     
@@ -3257,7 +3296,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.read(buf),
             FfiConverterOptionalTypeArtifact.read(buf),
             FfiConverterTypeApprovalStatus.read(buf),
-            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterOptionalTypeCanonicalCode.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterOptionalLong.read(buf),
@@ -3275,7 +3314,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.allocationSize(value.`question`) +
             FfiConverterOptionalTypeArtifact.allocationSize(value.`artifact`) +
             FfiConverterTypeApprovalStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
             FfiConverterLong.allocationSize(value.`createdAt`) +
             FfiConverterLong.allocationSize(value.`expiresAt`) +
             FfiConverterOptionalLong.allocationSize(value.`decidedAt`) +
@@ -3292,7 +3331,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
             FfiConverterString.write(value.`question`, buf)
             FfiConverterOptionalTypeArtifact.write(value.`artifact`, buf)
             FfiConverterTypeApprovalStatus.write(value.`status`, buf)
-            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
             FfiConverterLong.write(value.`createdAt`, buf)
             FfiConverterLong.write(value.`expiresAt`, buf)
             FfiConverterOptionalLong.write(value.`decidedAt`, buf)
@@ -3305,7 +3344,7 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
 
 
 /**
- * The result of `diff` (protocol `plan/diff`).
+ * `plan/diff` result.
  */
 data class PlanDiff (
     /**
@@ -3314,17 +3353,18 @@ data class PlanDiff (
     var `approvalId`: kotlin.String
     , 
     /**
-     * What it was compared with; `None` for a session's first submission.
+     * What it was compared with; `null` for a session's first submission.
      */
     var `againstApprovalId`: kotlin.String?
     , 
     /**
-     * Whether the two texts are the same bytes.
+     * Whether the two texts are the same bytes (false with nothing to compare).
      */
     var `identical`: kotlin.Boolean
     , 
     /**
-     * The unified diff; empty when identical, `None` with nothing to compare.
+     * The unified diff (3 lines of context); `""` when identical, `null`
+     * with nothing to compare.
      */
     var `unified`: kotlin.String?
     
@@ -3545,7 +3585,7 @@ public object FfiConverterTypeSandboxInfo: FfiConverterRustBuffer<SandboxInfo> {
 
 
 /**
- * A session.
+ * A session as the host reports it.
  */
 data class Session (
     /**
@@ -3554,7 +3594,7 @@ data class Session (
     var `sessionId`: kotlin.String
     , 
     /**
-     * Absolute workspace root, if project-bound.
+     * Absolute workspace root; `null` when the session is not project-bound.
      */
     var `workspaceRoot`: kotlin.String?
     , 
@@ -3564,37 +3604,37 @@ data class Session (
     var `mode`: Mode
     , 
     /**
-     * Permission mode.
+     * The permission mode of Agent turns.
      */
     var `permissionMode`: PermissionMode
     , 
     /**
-     * Provider.
+     * Model provider, if chosen.
      */
     var `provider`: kotlin.String?
     , 
     /**
-     * Model.
+     * Model, if chosen.
      */
     var `model`: kotlin.String?
     , 
     /**
-     * Selected shell id (`None`: the default shell).
+     * Selected shell id; `null` means the default shell.
      */
     var `shell`: kotlin.String?
     , 
     /**
-     * The active turn.
+     * The one active turn, if any.
      */
     var `activeTurn`: ActiveTurn?
     , 
     /**
-     * The pending approval's id.
+     * The pending approval's id, if any.
      */
     var `pendingApprovalId`: kotlin.String?
     , 
     /**
-     * The queued or running execution's id.
+     * The queued or running execution's id, if any.
      */
     var `activeExecutionId`: kotlin.String?
     
@@ -3753,16 +3793,16 @@ public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfi
 
 
 /**
- * The shell catalog and the default.
+ * `shell/list` result.
  */
 data class ShellCatalog (
     /**
-     * The shells.
+     * The shell catalog.
      */
     var `shells`: List<ShellInfo>
     , 
     /**
-     * The default shell id.
+     * The persisted default shell id.
      */
     var `defaultShell`: kotlin.String
     
@@ -3800,21 +3840,21 @@ public object FfiConverterTypeShellCatalog: FfiConverterRustBuffer<ShellCatalog>
 
 
 /**
- * One shell.
+ * One shell of the host's shell catalog.
  */
 data class ShellInfo (
     /**
-     * Shell id.
+     * Shell id, as used by `session/configure` and `shell/setDefault`.
      */
     var `id`: kotlin.String
     , 
     /**
-     * Executable path.
+     * The executable's path.
      */
     var `path`: kotlin.String
     , 
     /**
-     * Whether it is installed.
+     * Whether the executable is present on this machine.
      */
     var `available`: kotlin.Boolean
     
@@ -3864,7 +3904,7 @@ data class SkippedWorkspace (
     var `workspaceRoot`: kotlin.String
     , 
     /**
-     * Why.
+     * Why it was skipped.
      */
     var `detail`: kotlin.String
     
@@ -4036,26 +4076,27 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
 
 
 /**
- * The result of `verify` (protocol `VerifyReport`).
+ * `plan/verify` result.
  */
 data class VerifyReport (
     /**
-     * False when an artifact is missing, mismatched or unreadable, or an orphan was found.
+     * False when an artifact is missing, mismatched or unreadable, or an
+     * orphan was found.
      */
     var `ok`: kotlin.Boolean
     , 
     /**
-     * One entry per approval checked.
+     * One entry per approval checked, newest first.
      */
     var `artifacts`: List<ArtifactVerification>
     , 
     /**
-     * Orphan files.
+     * Files under `<root>/.pi/plan/` that no row of that workspace records.
      */
     var `orphans`: List<OrphanArtifact>
     , 
     /**
-     * Workspaces skipped in the orphan search.
+     * Workspaces whose orphans could not be looked for.
      */
     var `skippedWorkspaces`: List<SkippedWorkspace>
     
@@ -4099,29 +4140,29 @@ public object FfiConverterTypeVerifyReport: FfiConverterRustBuffer<VerifyReport>
 
 
 /**
- * An approval's status.
+ * `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
  */
 
 enum class ApprovalStatus {
     
     /**
-     * Waiting for a decision.
+     * Waiting for a decision before the deadline.
      */
     PENDING,
     /**
-     * Approved.
+     * Approved with an explicit permission mode.
      */
     APPROVED,
     /**
-     * Rejected.
+     * Rejected; terminal.
      */
     REJECTED,
     /**
-     * Deadline passed.
+     * The deadline passed; terminal.
      */
     EXPIRED,
     /**
-     * Cut off by a host restart.
+     * The host restarted while it was pending; terminal.
      */
     INTERRUPTED;
 
@@ -4215,7 +4256,8 @@ public object FfiConverterTypeArtifactCheck: FfiConverterRustBuffer<ArtifactChec
 enum class CommandSandbox {
     
     /**
-     * Writes only in the turn's scratch directory, no network (every Plan command).
+     * Writes only in the turn's scratch directory; no network (every
+     * Plan-mode command).
      */
     READ_ONLY,
     /**
@@ -4270,19 +4312,19 @@ enum class CommandState {
      */
     EXITED,
     /**
-     * The timeout elapsed.
+     * The timeout elapsed; the process group was killed.
      */
     TIMED_OUT,
     /**
-     * Cancelled.
+     * Cancelled by `command/cancel` or `turn/cancel`.
      */
     CANCELLED,
     /**
-     * Nothing ran; `error_code` says why.
+     * Nothing ran; `errorCode` says why.
      */
     FAILED_TO_START,
     /**
-     * The host died while it ran.
+     * The host died while it ran; recorded by the startup fence.
      */
     INTERRUPTED;
 
@@ -4527,25 +4569,25 @@ public object FfiConverterTypeErrorCode: FfiConverterRustBuffer<ErrorCode> {
 
 
 /**
- * An approved plan's execution state.
+ * `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
  */
 
 enum class ExecutionState {
     
     /**
-     * Waiting to start.
+     * Approved, not yet started.
      */
     QUEUED,
     /**
-     * Working.
+     * The execution turn is working.
      */
     RUNNING,
     /**
-     * Done.
+     * Finished.
      */
     COMPLETED,
     /**
-     * Cancelled or cut off by a restart.
+     * Cancelled or cut off by a host restart; never resumed.
      */
     INTERRUPTED;
 
@@ -4578,7 +4620,7 @@ public object FfiConverterTypeExecutionState: FfiConverterRustBuffer<ExecutionSt
 
 
 /**
- * Agent or Plan.
+ * `"agent"` or `"plan"`.
  */
 
 enum class Mode {
@@ -4588,7 +4630,7 @@ enum class Mode {
      */
     AGENT,
     /**
-     * Read-only planning.
+     * Read-only planning that ends in one SubmitPlan.
      */
     PLAN;
 
@@ -4621,17 +4663,17 @@ public object FfiConverterTypeMode: FfiConverterRustBuffer<Mode> {
 
 
 /**
- * Who started a turn.
+ * `"interactive"` or `"scheduled"`.
  */
 
 enum class Origin {
     
     /**
-     * A person.
+     * A person at the host.
      */
     INTERACTIVE,
     /**
-     * A scheduled task.
+     * A scheduled task or any other unattended caller.
      */
     SCHEDULED;
 
@@ -4664,7 +4706,7 @@ public object FfiConverterTypeOrigin: FfiConverterRustBuffer<Origin> {
 
 
 /**
- * The stream of a `command/output` chunk.
+ * The stream a `command/output` chunk came from.
  */
 
 enum class OutputStream {
@@ -4707,21 +4749,21 @@ public object FfiConverterTypeOutputStream: FfiConverterRustBuffer<OutputStream>
 
 
 /**
- * The execution permission mode.
+ * `"ask"`, `"accept-edits"` or `"auto"`.
  */
 
 enum class PermissionMode {
     
     /**
-     * `ask`
+     * Every edit and command asks first.
      */
     ASK,
     /**
-     * `accept-edits`
+     * Edits are accepted; other actions ask.
      */
     ACCEPT_EDITS,
     /**
-     * `auto`
+     * Everything runs without asking.
      */
     AUTO;
 
@@ -5115,17 +5157,18 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
 
 
 /**
- * Allow or deny.
+ * The decision for one tool call: `"allow"` or `"deny"`.
  */
 
 enum class ToolCallDecision {
     
     /**
-     * The call may run.
+     * The call may run (in Agent turns the host's own permission layer
+     * still decides under the session's permission mode).
      */
     ALLOW,
     /**
-     * The call is refused.
+     * The call must not run; `error` says why.
      */
     DENY;
 
@@ -5158,17 +5201,17 @@ public object FfiConverterTypeToolCallDecision: FfiConverterRustBuffer<ToolCallD
 
 
 /**
- * What a turn is for.
+ * `"prompt"` or `"execution"`.
  */
 
 enum class TurnKind {
     
     /**
-     * A prompt turn.
+     * A turn started by a prompt.
      */
     PROMPT,
     /**
-     * The execution of an approved plan.
+     * The Agent turn that carries out an approved plan.
      */
     EXECUTION;
 
@@ -5684,6 +5727,38 @@ public object FfiConverterOptionalTypePermissionMode: FfiConverterRustBuffer<Per
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeCanonicalCode: FfiConverterRustBuffer<CanonicalCode?> {
+    override fun read(buf: ByteBuffer): CanonicalCode? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeCanonicalCode.read(buf)
+    }
+
+    override fun allocationSize(value: CanonicalCode?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeCanonicalCode.allocationSize(value)
+        }
+    }
+
+    override fun write(value: CanonicalCode?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeCanonicalCode.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuffer<List<ArtifactVerification>> {
     override fun read(buf: ByteBuffer): List<ArtifactVerification> {
         val len = buf.getInt()
@@ -5873,6 +5948,11 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
         }
     }
 }
+
+
+
+public typealias CanonicalCode = ErrorCode
+public typealias FfiConverterTypeCanonicalCode = FfiConverterTypeErrorCode
         /**
          * The canonical wire string of a typed code, for example
          * `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).
