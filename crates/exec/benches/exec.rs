@@ -14,7 +14,8 @@
 //!   runner never forks the host, so the two should match.
 //!
 //! Sample sizes are small: the machine is shared. These benchmarks only
-//! measure; CI compiles them and does not run them.
+//! measure; CI runs each of them once (`cargo bench -- --test`) so they keep
+//! working, and their figures are taken by hand (`docs/PERFORMANCE.md`).
 
 // Benchmark harness, like test code: a failed setup must stop the run loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
