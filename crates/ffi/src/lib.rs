@@ -162,6 +162,15 @@ impl PlanHost {
                 sandbox_helper: options.sandbox_helper.map(Into::into),
                 scratch_root: options.scratch_root.map(Into::into),
                 skip_namespaces: options.skip_namespaces.unwrap_or(false),
+                protected_paths: options
+                    .protected_paths
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(Into::into)
+                    .collect(),
+                command_env_secret_markers: options
+                    .secret_env_markers
+                    .unwrap_or_else(|| defaults.command_env_secret_markers.clone()),
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
                 ..defaults
             },

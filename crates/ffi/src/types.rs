@@ -240,7 +240,11 @@ pub struct PlanHostOptions {
     /// example in its bundle or its native library directory.
     #[uniffi(default = None)]
     pub sandbox_helper: Option<String>,
-    /// Where per-turn scratch directories go (default: `<db>.scratch`).
+    /// Where each command's scratch directory is made: a private directory
+    /// (0700) of this user, outside every workspace, reached without a
+    /// symlink; one that is not is refused and no command runs (the reason
+    /// is in `sandbox_info`). Default: one per database under
+    /// `$XDG_RUNTIME_DIR` or the temporary directory.
     #[uniffi(default = None)]
     pub scratch_root: Option<String>,
     /// Default command timeout in milliseconds.
@@ -269,6 +273,15 @@ pub struct PlanHostOptions {
     /// fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
     #[uniffi(default = None)]
     pub skip_namespaces: Option<bool>,
+    /// More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
+    /// the database with its side files and the helper.
+    #[uniffi(default = None)]
+    pub protected_paths: Option<Vec<String>>,
+    /// A command does not inherit the host's environment variables whose
+    /// names contain one of these (case-insensitive). Default: `KEY`,
+    /// `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
+    #[uniffi(default = None)]
+    pub secret_env_markers: Option<Vec<String>>,
 }
 
 impl From<wire::ToolCallResult> for ToolCallResult {

@@ -530,3 +530,83 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
         "{refused:?}"
     );
 }
+
+/// The host options an FFI embedder has for its commands reach them: more
+/// protected paths stay read-only under `auto` (where namespaces enforce
+/// them), and the secret markers decide which variables a command inherits.
+#[test]
+fn protected_paths_and_secret_markers_reach_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let kept = workspace.join("kept");
+    std::fs::write(&kept, "original\n").unwrap();
+    let options = PlanHostOptions {
+        protected_paths: Some(vec![kept.to_string_lossy().into_owned()]),
+        // Cargo sets this variable for every test process it runs.
+        secret_env_markers: Some(vec!["cargo_manifest".to_owned()]),
+        ..PlanHostOptions::default()
+    };
+    let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
+    let init = host
+        .handle_json(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+        )
+        .unwrap();
+    let init: serde_json::Value = serde_json::from_str(&init).unwrap();
+    let layers = &init["result"]["capabilities"]["commands"]["layers"];
+    if *layers != serde_json::json!(["landlock", "seccomp", "namespaces"]) {
+        eprintln!("no sandbox with namespaces here ({layers}): protected paths are not enforced");
+        return;
+    }
+    let recorder = Arc::new(Recorder::default());
+    host.add_listener(Arc::clone(&recorder) as Arc<dyn PlanEventListener>);
+    host.create_session(
+        Some("auto".to_owned()),
+        Some(workspace.to_string_lossy().into_owned()),
+        Some(Mode::Agent),
+        Some(PermissionMode::Auto),
+    )
+    .unwrap();
+    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
+    let command = format!(
+        "echo forged > {kept} 2>/dev/null && echo written || echo refused; \
+         echo new > {fresh} && echo fresh; echo \"${{CARGO_MANIFEST_DIR-unset}}\"",
+        kept = kept.display(),
+        fresh = workspace.join("fresh").display()
+    );
+    host.tool_calls(
+        "auto".to_owned(),
+        turn.turn_id.clone(),
+        vec![call("b1", "Bash", r#"{"command":"unused"}"#)],
+    )
+    .unwrap();
+    let started = host
+        .start_command(
+            "auto".to_owned(),
+            turn.turn_id,
+            "b1".to_owned(),
+            command,
+            None,
+            None,
+        )
+        .unwrap();
+    assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
+    let events = recorder.drain_until("command end", |event| {
+        matches!(event, PlanEvent::CommandExited { .. })
+    });
+    let stdout: String = events
+        .iter()
+        .filter_map(|event| match event {
+            PlanEvent::CommandOutput {
+                stream: OutputStream::Stdout,
+                chunk,
+                ..
+            } => Some(chunk.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stdout, "refused\nfresh\nunset\n");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "original\n");
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+}

@@ -3201,6 +3201,54 @@ class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterString.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterString.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterString.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class PlanHostOptions:
     """
@@ -3209,7 +3257,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3254,12 +3302,20 @@ class PlanHostOptions:
             self.skip_namespaces = None
         else:
             self.skip_namespaces = skip_namespaces
+        if protected_paths is _DEFAULT:
+            self.protected_paths = None
+        else:
+            self.protected_paths = protected_paths
+        if secret_env_markers is _DEFAULT:
+            self.secret_env_markers = None
+        else:
+            self.secret_env_markers = secret_env_markers
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3283,6 +3339,10 @@ class PlanHostOptions:
             return False
         if self.skip_namespaces != other.skip_namespaces:
             return False
+        if self.protected_paths != other.protected_paths:
+            return False
+        if self.secret_env_markers != other.secret_env_markers:
+            return False
         return True
 
 class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
@@ -3300,6 +3360,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
             auto_without_sandbox=_UniffiFfiConverterOptionalBoolean.read(buf),
             skip_namespaces=_UniffiFfiConverterOptionalBoolean.read(buf),
+            protected_paths=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
         )
 
     @staticmethod
@@ -3315,6 +3377,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.auto_without_sandbox)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.skip_namespaces)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.protected_paths)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
 
     @staticmethod
     def write(value, buf):
@@ -3329,6 +3393,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.auto_without_sandbox, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.skip_namespaces, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.protected_paths, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
 
 @dataclass
 class SandboxInfo:

@@ -2575,7 +2575,11 @@ public struct PlanHostOptions: Equatable, Hashable {
      */
     public var sandboxHelper: String?
     /**
-     * Where per-turn scratch directories go (default: `<db>.scratch`).
+     * Where each command's scratch directory is made: a private directory
+     * (0700) of this user, outside every workspace, reached without a
+     * symlink; one that is not is refused and no command runs (the reason
+     * is in `sandbox_info`). Default: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
      */
     public var scratchRoot: String?
     /**
@@ -2611,6 +2615,17 @@ public struct PlanHostOptions: Equatable, Hashable {
      * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
      */
     public var skipNamespaces: Bool?
+    /**
+     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
+     * the database with its side files and the helper.
+     */
+    public var protectedPaths: [String]?
+    /**
+     * A command does not inherit the host's environment variables whose
+     * names contain one of these (case-insensitive). Default: `KEY`,
+     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
+     */
+    public var secretEnvMarkers: [String]?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2628,7 +2643,11 @@ public struct PlanHostOptions: Equatable, Hashable {
          * example in its bundle or its native library directory.
          */sandboxHelper: String? = nil, 
         /**
-         * Where per-turn scratch directories go (default: `<db>.scratch`).
+         * Where each command's scratch directory is made: a private directory
+         * (0700) of this user, outside every workspace, reached without a
+         * symlink; one that is not is refused and no command runs (the reason
+         * is in `sandbox_info`). Default: one per database under
+         * `$XDG_RUNTIME_DIR` or the temporary directory.
          */scratchRoot: String? = nil, 
         /**
          * Default command timeout in milliseconds.
@@ -2655,7 +2674,16 @@ public struct PlanHostOptions: Equatable, Hashable {
          * them (as a kernel without them would): Plan Bash still runs, the
          * database and terminals are no longer hidden from it, and Agent `auto`
          * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-         */skipNamespaces: Bool? = nil) {
+         */skipNamespaces: Bool? = nil, 
+        /**
+         * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
+         * the database with its side files and the helper.
+         */protectedPaths: [String]? = nil, 
+        /**
+         * A command does not inherit the host's environment variables whose
+         * names contain one of these (case-insensitive). Default: `KEY`,
+         * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
+         */secretEnvMarkers: [String]? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2667,6 +2695,8 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.networkInAuto = networkInAuto
         self.autoWithoutSandbox = autoWithoutSandbox
         self.skipNamespaces = skipNamespaces
+        self.protectedPaths = protectedPaths
+        self.secretEnvMarkers = secretEnvMarkers
     }
 
     
@@ -2695,7 +2725,9 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
                 networkInAuto: FfiConverterOptionBool.read(from: &buf), 
                 autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf), 
-                skipNamespaces: FfiConverterOptionBool.read(from: &buf)
+                skipNamespaces: FfiConverterOptionBool.read(from: &buf), 
+                protectedPaths: FfiConverterOptionSequenceString.read(from: &buf), 
+                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf)
         )
     }
 
@@ -2711,6 +2743,8 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
         FfiConverterOptionBool.write(value.autoWithoutSandbox, into: &buf)
         FfiConverterOptionBool.write(value.skipNamespaces, into: &buf)
+        FfiConverterOptionSequenceString.write(value.protectedPaths, into: &buf)
+        FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
     }
 }
 
@@ -5680,6 +5714,30 @@ fileprivate struct FfiConverterOptionTypePermissionMode: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
+    typealias SwiftType = [String]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceString.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceString.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeCanonicalCode: FfiConverterRustBuffer {
     typealias SwiftType = CanonicalCode?
 
@@ -5698,6 +5756,31 @@ fileprivate struct FfiConverterOptionTypeCanonicalCode: FfiConverterRustBuffer {
         case 1: return try FfiConverterTypeCanonicalCode.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
+    typealias SwiftType = [String]
+
+    public static func write(_ value: [String], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterString.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [String]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterString.read(from: &buf))
+        }
+        return seq
     }
 }
 

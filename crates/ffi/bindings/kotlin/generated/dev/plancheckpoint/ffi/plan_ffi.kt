@@ -3433,7 +3433,11 @@ data class PlanHostOptions (
     var `sandboxHelper`: kotlin.String? = null 
     , 
     /**
-     * Where per-turn scratch directories go (default: `<db>.scratch`).
+     * Where each command's scratch directory is made: a private directory
+     * (0700) of this user, outside every workspace, reached without a
+     * symlink; one that is not is refused and no command runs (the reason
+     * is in `sandbox_info`). Default: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
      */
     var `scratchRoot`: kotlin.String? = null 
     , 
@@ -3476,6 +3480,19 @@ data class PlanHostOptions (
      * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
      */
     var `skipNamespaces`: kotlin.Boolean? = null 
+    , 
+    /**
+     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
+     * the database with its side files and the helper.
+     */
+    var `protectedPaths`: List<kotlin.String>? = null 
+    , 
+    /**
+     * A command does not inherit the host's environment variables whose
+     * names contain one of these (case-insensitive). Default: `KEY`,
+     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
+     */
+    var `secretEnvMarkers`: List<kotlin.String>? = null 
     
 ){
     
@@ -3503,6 +3520,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
         )
     }
 
@@ -3517,7 +3536,9 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
             FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`) +
             FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`)
+            FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`protectedPaths`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3532,6 +3553,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
             FfiConverterOptionalBoolean.write(value.`autoWithoutSandbox`, buf)
             FfiConverterOptionalBoolean.write(value.`skipNamespaces`, buf)
+            FfiConverterOptionalSequenceString.write(value.`protectedPaths`, buf)
+            FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
     }
 }
 
@@ -5727,6 +5750,38 @@ public object FfiConverterOptionalTypePermissionMode: FfiConverterRustBuffer<Per
 /**
  * @suppress
  */
+public object FfiConverterOptionalSequenceString: FfiConverterRustBuffer<List<kotlin.String>?> {
+    override fun read(buf: ByteBuffer): List<kotlin.String>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceString.read(buf)
+    }
+
+    override fun allocationSize(value: List<kotlin.String>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceString.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<kotlin.String>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceString.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeCanonicalCode: FfiConverterRustBuffer<CanonicalCode?> {
     override fun read(buf: ByteBuffer): CanonicalCode? {
         if (buf.get().toInt() == 0) {
@@ -5749,6 +5804,34 @@ public object FfiConverterOptionalTypeCanonicalCode: FfiConverterRustBuffer<Cano
         } else {
             buf.put(1)
             FfiConverterTypeCanonicalCode.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
+    override fun read(buf: ByteBuffer): List<kotlin.String> {
+        val len = buf.getInt()
+        return List<kotlin.String>(len) {
+            FfiConverterString.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.String>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterString.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.String>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterString.write(it, buf)
         }
     }
 }
