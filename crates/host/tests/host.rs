@@ -71,24 +71,41 @@ fn options(clock: &Arc<ManualClock>) -> HostOptions {
     }
 }
 
+/// A fixture whose database is at `database(workspace)` (the pi package's
+/// layout puts it inside the workspace) and whose options `tweak` changes.
+fn fixture_with(
+    database: impl Fn(&Path) -> PathBuf,
+    tweak: impl FnOnce(HostOptions, &Path) -> HostOptions,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let db = database(&workspace);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let host = Arc::new(Host::open(&db, tweak(options(&clock), &workspace)).unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    listen(&host, &seen);
+    Fixture {
+        _dir: dir,
+        workspace,
+        db,
+        clock,
+        host,
+        seen,
+    }
+}
+
+fn pi_layout(workspace: &Path) -> PathBuf {
+    workspace.join(".pi/plan/plan.db")
+}
+
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().canonicalize().unwrap().join("workspace");
-        std::fs::create_dir(&workspace).unwrap();
-        let db = dir.path().join("plan.db");
-        let clock = Arc::new(ManualClock::new(T0));
-        let host = Arc::new(Host::open(&db, options(&clock)).unwrap());
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        listen(&host, &seen);
-        Fixture {
-            _dir: dir,
-            workspace,
-            db,
-            clock,
-            host,
-            seen,
-        }
+        fixture_with(
+            |workspace| workspace.parent().unwrap().join("plan.db"),
+            |options, _| options,
+        )
     }
 
     /// Closes the host and opens a new one on the same database (a restart).

@@ -748,35 +748,6 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     assert!(!marker.exists(), "nothing ran");
 }
 
-/// A fixture whose database is at `database(workspace)` (the pi package's
-/// layout puts it inside the workspace) and whose options `tweak` changes.
-fn fixture_with(
-    database: impl Fn(&Path) -> PathBuf,
-    tweak: impl FnOnce(HostOptions, &Path) -> HostOptions,
-) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().canonicalize().unwrap().join("workspace");
-    std::fs::create_dir(&workspace).unwrap();
-    let db = database(&workspace);
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let host = Arc::new(Host::open(&db, tweak(options(&clock), &workspace)).unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    listen(&host, &seen);
-    Fixture {
-        _dir: dir,
-        workspace,
-        db,
-        clock,
-        host,
-        seen,
-    }
-}
-
-fn pi_layout(workspace: &Path) -> PathBuf {
-    workspace.join(".pi/plan/plan.db")
-}
-
 /// A canary directory outside every workspace with one file in it.
 fn canary() -> tempfile::TempDir {
     let canary = tempfile::tempdir().unwrap();

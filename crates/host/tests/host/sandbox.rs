@@ -14,30 +14,6 @@ fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
 }
 
-/// A fixture whose database lives at `database(workspace)`, with `tune`
-/// applied to the options.
-fn fixture_with(database: impl Fn(&Path) -> PathBuf, tune: impl Fn(&mut HostOptions)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().canonicalize().unwrap().join("workspace");
-    std::fs::create_dir(&workspace).unwrap();
-    let db = database(&workspace);
-    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    let mut host_options = options(&clock);
-    tune(&mut host_options);
-    let host = Arc::new(Host::open(&db, host_options).unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    listen(&host, &seen);
-    Fixture {
-        _dir: dir,
-        workspace,
-        db,
-        clock,
-        host,
-        seen,
-    }
-}
-
 /// Whether this host runs commands inside namespaces; says so when not.
 fn namespaced(fixture: &Fixture, test: &str) -> bool {
     let available = matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock)
@@ -142,13 +118,9 @@ fn open_gate(path: &Path) {
         .unwrap();
 }
 
-fn pi_layout(workspace: &Path) -> PathBuf {
-    workspace.join(".pi/plan/plan.db")
-}
-
 #[test]
 fn in_the_pi_layout_no_sandbox_reads_locks_or_rewrites_the_database() {
-    let fixture = fixture_with(pi_layout, |_| {});
+    let fixture = fixture_with(pi_layout, |options, _| options);
     if !namespaced(
         &fixture,
         "in_the_pi_layout_no_sandbox_reads_locks_or_rewrites_the_database",
@@ -204,7 +176,10 @@ except OSError:
 
 #[test]
 fn two_sessions_cannot_reach_each_others_scratch() {
-    let fixture = fixture_with(|workspace| workspace.parent().unwrap().join("plan.db"), |_| {});
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        |options, _| options,
+    );
     if !namespaced(&fixture, "two_sessions_cannot_reach_each_others_scratch") {
         return;
     }
@@ -293,7 +268,10 @@ fn initialize_commands(fixture: &Fixture) -> Value {
 fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
     let fixture = fixture_with(
         |workspace| workspace.parent().unwrap().join("plan.db"),
-        |options| options.skip_namespaces = true,
+        |options, _| HostOptions {
+            skip_namespaces: true,
+            ..options
+        },
     );
     if !matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock) {
         eprintln!("no kernel sandbox here: nothing to skip");
@@ -336,9 +314,10 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
     // A host that opted out gets workspace-write under Landlock and seccomp.
     let opted_out = fixture_with(
         |workspace| workspace.parent().unwrap().join("plan.db"),
-        |options| {
+        |mut options, _| {
             options.skip_namespaces = true;
             options.limits.commands.auto_without_sandbox = true;
+            options
         },
     );
     let auto = start_session(&opted_out, "auto", Mode::Agent, PermissionMode::Auto);
@@ -365,7 +344,7 @@ fn initialize_reports_every_layer_where_namespaces_work() {
 fn only_the_database_is_hidden_not_the_files_beside_it() {
     let fixture = fixture_with(
         |workspace| workspace.parent().unwrap().join("state/plan.db"),
-        |_| {},
+        |options, _| options,
     );
     if !namespaced(&fixture, "only_the_database_is_hidden_not_the_files_beside_it") {
         return;
