@@ -851,26 +851,7 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
     if !fixture.sandboxed() {
         return;
     }
-    let tmpdir = {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let seen = fixture.seen.lock().unwrap().clone();
-            let printed: String = seen
-                .iter()
-                .filter_map(|n| match n {
-                    ServerNotification::CommandOutput(chunk) if chunk.call_id == "p1" => {
-                        Some(chunk.chunk.clone())
-                    }
-                    _ => None,
-                })
-                .collect();
-            if printed.ends_with('\n') {
-                break PathBuf::from(printed.trim_end());
-            }
-            assert!(Instant::now() < deadline, "p1 printed nothing");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
+    let tmpdir = fixture.first_line("p1");
     fixture
         .host
         .create_session(NewSession {
@@ -994,26 +975,26 @@ fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
 }
 
 impl Fixture {
-    /// Waits (bounded) for the first output line of `call_id`.
+    /// Waits for the first output line of `call_id`, woken by each
+    /// notification.
     fn first_line(&self, call_id: &str) -> PathBuf {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let seen = self.seen.lock().unwrap().clone();
-            let printed: String = seen
-                .iter()
-                .filter_map(|n| match n {
-                    ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
-                        Some(chunk.chunk.clone())
-                    }
-                    _ => None,
-                })
-                .collect();
-            if let Some((line, _)) = printed.split_once('\n') {
-                return PathBuf::from(line);
-            }
-            assert!(Instant::now() < deadline, "{call_id} printed nothing");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for(
+            &self.host,
+            &self.seen,
+            &format!("a line from {call_id}"),
+            |seen| {
+                let printed: String = seen
+                    .iter()
+                    .filter_map(|notification| match notification {
+                        ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
+                            Some(chunk.chunk.clone())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                printed.split_once('\n').map(|(line, _)| PathBuf::from(line))
+            },
+        )
     }
 }
 
@@ -1038,7 +1019,9 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
     let blocker = rusqlite::Connection::open(&fixture.db).unwrap();
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
     std::fs::write(tmpdir.join("go"), "").unwrap();
-    // The host says, once its attempt failed, that one end is unwritten.
+    // The host says, once its attempt failed, that one end is unwritten. No
+    // notification marks a failed write (that is the point), so this one
+    // wait polls the host's own count, bounded for liveness.
     let deadline = Instant::now() + Duration::from_secs(60);
     while fixture.host.unrecorded_command_ends().unwrap() == 0 {
         assert!(Instant::now() < deadline, "the end was never attempted");
