@@ -53,6 +53,22 @@ impl Fixture {
             .turn_id
     }
 
+    /// An Agent session in `auto` and its first turn.
+    fn auto_turn(&self, id: &str) -> TurnId {
+        self.host
+            .create_session(NewSession {
+                session_id: Some(id.into()),
+                workspace_root: Some(self.root()),
+                mode: Some(Mode::Agent),
+                permission_mode: Some(PermissionMode::Auto),
+            })
+            .unwrap();
+        self.host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap()
+            .turn_id
+    }
+
     /// Runs Plan Bash calls; returns each call's run.
     fn run_plan(&self, id: &str, turn: &TurnId, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
         self.host.tool_calls(&SessionId::from(id), turn, calls).unwrap()
@@ -624,20 +640,7 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
 #[test]
 fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
     let fixture = Fixture::new();
-    fixture
-        .host
-        .create_session(NewSession {
-            session_id: Some("auto".into()),
-            workspace_root: Some(fixture.root()),
-            mode: Some(Mode::Agent),
-            permission_mode: Some(PermissionMode::Auto),
-        })
-        .unwrap();
-    let turn = fixture
-        .host
-        .start_turn(&SessionId::from("auto"), Origin::Interactive)
-        .unwrap()
-        .turn_id;
+    let turn = fixture.auto_turn("auto");
     fixture
         .host
         .tool_calls(&SessionId::from("auto"), &turn, vec![bash("b1", "unused")])
@@ -852,20 +855,7 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
         return;
     }
     let tmpdir = fixture.first_line("p1");
-    fixture
-        .host
-        .create_session(NewSession {
-            session_id: Some("auto".into()),
-            workspace_root: Some(fixture.root()),
-            mode: Some(Mode::Agent),
-            permission_mode: Some(PermissionMode::Auto),
-        })
-        .unwrap();
-    let turn = fixture
-        .host
-        .start_turn(&SessionId::from("auto"), Origin::Interactive)
-        .unwrap()
-        .turn_id;
+    let turn = fixture.auto_turn("auto");
     let attack = format!(
         "mv '{t}' '{t}.away' && ln -s '{c}' '{t}'; echo mv=$?",
         t = tmpdir.display(),
