@@ -3,7 +3,8 @@
 //! This crate owns the wire. [`Connection`] serves one client's requests
 //! against a shared [`plan_host::Host`]; [`serve_stdio`] is the stdio
 //! transport of the `serve` sidecar (newline-delimited messages, budgets
-//! counted as bytes arrive, one writer thread for stdout); [`convert`] holds
+//! counted as bytes arrive; the request loop writes each response with the
+//! notifications queued before it, a writer thread the rest); [`convert`] holds
 //! every conversion between host values and wire types, events included
 //! ([`notification`]). The host itself knows nothing of the protocol.
 //!

@@ -127,6 +127,8 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
                 break;
             }
         }
+        // The notifications of a message that got no answer leave now.
+        outbound.flush_queued();
     }
     // Closing stops the host's expiry timer too.
     host.close();
