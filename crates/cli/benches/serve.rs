@@ -50,6 +50,7 @@ struct Serve {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: i64,
+    request: Vec<u8>,
     line: String,
 }
 
@@ -71,6 +72,7 @@ impl Serve {
             stdin,
             stdout,
             next_id: 1,
+            request: Vec::new(),
             line: String::new(),
         };
         serve.call("initialize", &json!({"protocolVersion": 9}));
@@ -82,8 +84,13 @@ impl Serve {
         let id = self.next_id;
         self.next_id += 1;
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
+        // One write per request, as a client's line: `writeln!` on the
+        // unbuffered pipe would make one system call per JSON token, and
+        // serve would wake up for each of them.
+        self.request.clear();
+        serde_json::to_writer(&mut self.request, &request).unwrap();
+        self.request.push(b'\n');
+        self.stdin.write_all(&self.request).unwrap();
         loop {
             self.line.clear();
             assert!(self.stdout.read_line(&mut self.line).unwrap() > 0, "serve exited");
