@@ -291,6 +291,11 @@ fn open_root(workspace_root: &str, access: Access) -> Result<OwnedFd, StorageErr
 
 /// Opens `name` under `parent` as a real directory, creating it when absent.
 fn ensure_directory(parent: &OwnedFd, name: &str, relative: &str) -> Result<OwnedFd, StorageError> {
+    // It exists for every submission but a workspace's first: opening it
+    // first saves a failing `mkdirat` per directory and per submission.
+    if let Some(directory) = open_existing_directory(parent, name, relative, Access::Write)? {
+        return Ok(directory);
+    }
     let created = match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
         Ok(()) => true,
         Err(Errno::EXIST) => false,

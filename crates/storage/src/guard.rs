@@ -4,14 +4,18 @@
 //! Deleting or truncating `<db>-wal` under a running host loses every
 //! acknowledged write since the last checkpoint, and SQLite goes on writing
 //! to its now unlinked or shortened log without a word. Before each write
-//! transaction the store compares, by path, the database file and the
-//! write-ahead log with what it saw after its last commit: the same device
-//! and inode, and a log at least as long (SQLite never shortens the log of
-//! an open connection at the default `journal_size_limit`). On a mismatch
-//! every later write of the connection is refused. It costs two `stat`
-//! calls per write. What it cannot see (changes inside the files, a change
-//! between the check and the commit, the `-shm` file) is listed in
-//! ARCHITECTURE.md. This module only looks; it never repairs anything.
+//! transaction the store compares, by path, the database file with what it
+//! saw when the connection opened (the same device and inode: nothing ever
+//! replaces it legitimately) and the write-ahead log with what it saw after
+//! its last commit: the same device and inode, and a log at least as long
+//! (SQLite never shortens the log of an open connection at the default
+//! `journal_size_limit`). On a mismatch every later write of the connection
+//! is refused. It costs three `stat` calls per write: both files before it,
+//! the log after it. What it cannot see (changes inside the files, a change
+//! of the log between the check and the commit, the `-shm` file) is listed
+//! in ARCHITECTURE.md; a database file replaced between the check and the
+//! commit is noticed at the next write. This module only looks; it never
+//! repairs anything.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -59,7 +63,8 @@ impl FileGuard {
             wal_seen: None,
             broken: None,
         };
-        guard.committed();
+        guard.database_seen = Seen::of(&guard.database);
+        guard.wal_seen = Seen::of(&guard.wal);
         guard
     }
 
@@ -77,12 +82,16 @@ impl FileGuard {
         }
     }
 
-    /// Records the files as a commit left them.
+    /// Records the log as a commit left them. The database file is the
+    /// one [`FileGuard::before_write`] just found: a commit never replaces
+    /// it, and its size is not compared.
     pub(crate) fn committed(&mut self) {
         if self.broken.is_some() {
             return;
         }
-        self.database_seen = Seen::of(&self.database);
+        if self.database_seen.is_none() {
+            self.database_seen = Seen::of(&self.database);
+        }
         self.wal_seen = Seen::of(&self.wal);
     }
 
