@@ -372,7 +372,8 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
 }
 
 /// Applies `mode` to this process (nothing for [`Mode::None`]).
-/// `scratch` is the descriptor the host opened when it made the directory;
+/// `scratch` is the descriptor the host opened when it made the directory,
+/// or inside the namespaces the command's private scratch tmpfs;
 /// `namespaces`: whether the process already sits in its private namespaces.
 fn apply(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<(), String> {
     match mode {
