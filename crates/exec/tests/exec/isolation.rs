@@ -722,6 +722,7 @@ fn layouts() -> Vec<Layout> {
             let files = database(&directory);
             std::fs::write(directory.join("notes.txt"), "beside the database\n").unwrap();
             std::fs::create_dir_all(sessions.workspace.join("sub")).unwrap();
+            std::fs::create_dir_all(sessions.workspace.join(".pi")).unwrap();
             std::fs::write(sessions.workspace.join("top.txt"), "workspace\n").unwrap();
             Layout {
                 name,
@@ -780,16 +781,18 @@ fn a_file_beside_the_database_is_hidden_in_every_layout() {
             );
             assert!(!directory.join("planted").exists(), "{name}");
         }
-        // The workspace stays writable under `auto`.
+        // The workspace stays writable under `auto`, its `.pi` does not (P7).
         let (outcome, events) = run(isolated(
-            "echo written > ../written && cat ../written",
+            "echo written > ../written && cat ../written; \
+             echo x > ../.pi/planted 2>/dev/null && echo pi-written || echo pi-refused",
             &sessions.workspace.join("sub"),
             &sessions.own,
             auto(&sessions.workspace),
             isolation,
         ));
         assert_eq!(outcome.state, CommandState::Exited, "{name}: {outcome:?}");
-        assert_eq!(events.text(Stream::Stdout), "written\n", "{name}");
+        assert_eq!(events.text(Stream::Stdout), "written\npi-refused\n", "{name}");
+        assert!(!sessions.workspace.join(".pi/planted").exists(), "{name}");
         // Unconfined, the file is there to read.
         let (_, events) = run(spec(
             &format!("cat {dir}/notes.txt"),
