@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, UnixMs};
-use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions};
+use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions, ScratchSize};
 use serde::Serialize;
 
 use crate::table::{Cell, Column, Table};
@@ -70,6 +70,12 @@ pub(crate) struct CommandArgs {
     /// `.pi`, the database and the helper (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     protected_paths: Vec<PathBuf>,
+    /// How much a command's scratch directory ($TMPDIR) may hold, in MB
+    /// (MiB), from 1 to 1048576: inside the sandbox's namespaces it is a
+    /// private tmpfs (memory) of this size. Without namespaces it is an
+    /// ordinary directory of the scratch root and not capped.
+    #[arg(long, value_name = "MB", default_value_t = ScratchSize::DEFAULT_MEGABYTES)]
+    scratch_size_mb: u64,
 }
 
 impl CommandArgs {
@@ -98,6 +104,7 @@ impl CommandArgs {
         }
         options.skip_namespaces = self.skip_namespaces;
         options.protected_paths.clone_from(&self.protected_paths);
+        options.scratch_size = ScratchSize::from_megabytes(self.scratch_size_mb)?;
         let commands = &mut options.limits.commands;
         commands.limits = CommandLimits::new(
             self.command_timeout_ms,

@@ -50,4 +50,6 @@ pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
 pub use scratch::{ScratchDir, ScratchRoot};
-pub use spec::{CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation};
+pub use spec::{
+    CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation, ScratchCap,
+};

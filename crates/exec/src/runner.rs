@@ -263,6 +263,8 @@ impl Runner {
                 scratch_root: spec.isolation.scratch_root.clone(),
                 hidden: spec.isolation.hidden.clone(),
                 protected: spec.isolation.protected.clone(),
+                visible: spec.isolation.visible.clone(),
+                scratch_cap: spec.isolation.scratch_cap,
             },
         };
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {

@@ -8,6 +8,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::outcome::ExecError;
 use crate::scratch::ScratchDir;
 use std::time::Duration;
 
@@ -78,12 +79,118 @@ pub struct Isolation {
     /// [`CommandSpec::scratch`] itself. `None`: nothing is hidden for it.
     pub scratch_root: Option<PathBuf>,
     /// Paths covered by something empty and read-only inside the namespaces
-    /// (the host's database directory, or its database and side files).
+    /// (the host's database directory and its database and side files). A
+    /// directory that holds a path the command needs (see
+    /// [`Isolation::visible`]) is covered all the same, with only those paths
+    /// bound back in; a hidden directory that is itself such a path is
+    /// refused ([`crate::ExecError::SandboxUnavailable`]).
     pub hidden: Vec<PathBuf>,
     /// Paths kept read-only inside a writable workspace, besides the ones
     /// every workspace has (its `.git` and what a `.git` file names, nested
     /// repositories' `.git`, `.pi`).
     pub protected: Vec<PathBuf>,
+    /// Directories that stay visible inside a hidden directory (the host's
+    /// workspace root, so a Plan command can read it even where the
+    /// database's directory is one of its ancestors). The workspace root of
+    /// a workspace-write confinement, the working directory and the scratch
+    /// root stay visible without being named here.
+    pub visible: Vec<PathBuf>,
+    /// The size and inode cap of the command's scratch directory inside the
+    /// namespaces, where it is a private tmpfs of its own (without
+    /// namespaces the scratch directory is the host's and has no cap).
+    pub scratch_cap: ScratchCap,
+}
+
+/// How much a command's private scratch tmpfs may hold: bytes (memory, as
+/// tmpfs pages are) and inodes (files and directories). Only
+/// [`ScratchCap::new`], [`ScratchCap::for_size`] and the default make one, so
+/// a cap that exists is in range: never zero, which tmpfs would read as
+/// "no limit".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchCap {
+    size_bytes: u64,
+    inodes: u64,
+}
+
+impl ScratchCap {
+    /// 1 GiB.
+    pub const DEFAULT_SIZE_BYTES: u64 = 1024 * 1024 * 1024;
+    /// The smallest size: 64 KiB.
+    pub const MIN_SIZE_BYTES: u64 = 64 * 1024;
+    /// The largest size: 1 TiB (an upper bound, not a reservation).
+    pub const MAX_SIZE_BYTES: u64 = 1024 * 1024 * 1024 * 1024;
+    /// The fewest inodes: 16.
+    pub const MIN_INODES: u64 = 16;
+    /// The most inodes: 2^32.
+    pub const MAX_INODES: u64 = 1 << 32;
+    /// [`ScratchCap::for_size`] grants one inode per this many bytes...
+    pub const BYTES_PER_INODE: u64 = 16 * 1024;
+    /// ...but at least this many.
+    pub const MIN_DERIVED_INODES: u64 = 1024;
+
+    /// A cap of `size_bytes` (from [`ScratchCap::MIN_SIZE_BYTES`] to
+    /// [`ScratchCap::MAX_SIZE_BYTES`]) and `inodes` (from
+    /// [`ScratchCap::MIN_INODES`] to [`ScratchCap::MAX_INODES`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::InvalidSpec`] saying the range, for anything outside.
+    pub fn new(size_bytes: u64, inodes: u64) -> Result<ScratchCap, ExecError> {
+        if !(Self::MIN_SIZE_BYTES..=Self::MAX_SIZE_BYTES).contains(&size_bytes) {
+            return Err(ExecError::InvalidSpec {
+                reason: format!(
+                    "a scratch size of {size_bytes} bytes is out of range: it must be from {} to {} bytes",
+                    Self::MIN_SIZE_BYTES,
+                    Self::MAX_SIZE_BYTES
+                ),
+            });
+        }
+        if !(Self::MIN_INODES..=Self::MAX_INODES).contains(&inodes) {
+            return Err(ExecError::InvalidSpec {
+                reason: format!(
+                    "a scratch inode cap of {inodes} is out of range: it must be from {} to {}",
+                    Self::MIN_INODES,
+                    Self::MAX_INODES
+                ),
+            });
+        }
+        Ok(ScratchCap { size_bytes, inodes })
+    }
+
+    /// A cap of `size_bytes` with one inode per
+    /// [`ScratchCap::BYTES_PER_INODE`], at least
+    /// [`ScratchCap::MIN_DERIVED_INODES`]: enough files for a build
+    /// directory, while the kernel memory of the inodes stays bounded
+    /// (tmpfs counts only file contents against its size).
+    ///
+    /// # Errors
+    ///
+    /// As [`ScratchCap::new`].
+    pub fn for_size(size_bytes: u64) -> Result<ScratchCap, ExecError> {
+        let inodes = (size_bytes / Self::BYTES_PER_INODE).clamp(Self::MIN_DERIVED_INODES, Self::MAX_INODES);
+        Self::new(size_bytes, inodes)
+    }
+
+    /// The size cap, in bytes.
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+
+    /// The inode cap.
+    pub fn inodes(&self) -> u64 {
+        self.inodes
+    }
+}
+
+impl Default for ScratchCap {
+    /// [`ScratchCap::DEFAULT_SIZE_BYTES`] with its derived inode cap
+    /// (65536).
+    fn default() -> Self {
+        ScratchCap {
+            size_bytes: Self::DEFAULT_SIZE_BYTES,
+            inodes: Self::DEFAULT_SIZE_BYTES / Self::BYTES_PER_INODE,
+        }
+    }
 }
 
 /// One command to run as `<shell> -c <command>`.

@@ -18,6 +18,7 @@ use rustix::net::{
 use std::time::Duration;
 
 use crate::outcome::ExecError;
+use crate::spec::ScratchCap;
 
 /// The confinement as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +48,10 @@ pub(crate) struct ConfineArgs {
     pub(crate) hidden: Vec<PathBuf>,
     /// Extra paths kept read-only inside a writable workspace.
     pub(crate) protected: Vec<PathBuf>,
+    /// Directories bound back into a hidden directory that holds them.
+    pub(crate) visible: Vec<PathBuf>,
+    /// The cap of the private scratch tmpfs inside the namespaces.
+    pub(crate) scratch_cap: ScratchCap,
 }
 
 /// Everything the supervisor needs.
@@ -95,6 +100,14 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
         out.push("--protect".into());
         out.push(path.clone().into_os_string());
     }
+    for path in &args.visible {
+        out.push("--visible".into());
+        out.push(path.clone().into_os_string());
+    }
+    out.push("--scratch-size".into());
+    out.push(args.scratch_cap.size_bytes().to_string().into());
+    out.push("--scratch-inodes".into());
+    out.push(args.scratch_cap.inodes().to_string().into());
     out.push("--shell".into());
     out.push(args.shell.clone().into_os_string());
     out.push("--".into());
@@ -164,6 +177,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut scratch_root = None;
     let mut hidden = Vec::new();
     let mut protected = Vec::new();
+    let mut visible = Vec::new();
+    let mut scratch_size = None;
+    let mut scratch_inodes = None;
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
         let flag = flag.to_str().ok_or("non-UTF-8 option")?;
@@ -187,6 +203,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
             "--hide" => hidden.push(PathBuf::from(value()?)),
             "--protect" => protected.push(PathBuf::from(value()?)),
+            "--visible" => visible.push(PathBuf::from(value()?)),
+            "--scratch-size" => scratch_size = Some(number(&value()?)?),
+            "--scratch-inodes" => scratch_inodes = Some(number(&value()?)?),
             "--" => {
                 command = Some(value()?);
                 break;
@@ -204,6 +223,10 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         (Some(_), Some(_)) | (None, None) => return Err("exactly one confinement is required".into()),
     };
     let parent = parent.ok_or("--parent is required")?;
+    let (Some(scratch_size), Some(scratch_inodes)) = (scratch_size, scratch_inodes) else {
+        return Err("--scratch-size and --scratch-inodes are required".into());
+    };
+    let scratch_cap = ScratchCap::new(scratch_size, scratch_inodes).map_err(|error| error.to_string())?;
     let confine = ConfineArgs {
         expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
         mode,
@@ -214,6 +237,8 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         scratch_root,
         hidden,
         protected,
+        visible,
+        scratch_cap,
     };
     Ok(Decoded {
         timeout,
@@ -457,6 +482,8 @@ mod tests {
             scratch_root: Some(PathBuf::from("/tmp/scratch root")),
             hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],
             protected: vec![PathBuf::from("/ws/extra")],
+            visible: vec![PathBuf::from("/ws")],
+            scratch_cap: ScratchCap::new(1 << 20, 64).unwrap(),
         }
     }
 
@@ -497,13 +524,24 @@ mod tests {
             assert_eq!(decoded.confine, confine);
         }
         assert!(decode(&["--bogus".into()]).is_err());
-        for flag in ["--hide", "--protect", "--scratch-root"] {
+        for flag in [
+            "--hide",
+            "--protect",
+            "--scratch-root",
+            "--visible",
+            "--scratch-size",
+        ] {
             assert_eq!(
                 decode(&[flag.into()]).err(),
                 Some(format!("{flag} needs a value"))
             );
         }
         assert!(decode(&["--parent".into(), "1".into(), "--scratch".into(), "/s".into()]).is_err());
+        // A zero cap (which tmpfs would read as no limit) never decodes.
+        let mut encoded = confine(Mode::ReadOnly).encode();
+        let size = encoded.iter().position(|arg| arg == "--scratch-size").unwrap();
+        encoded[size + 1] = "0".into();
+        assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
     }
 
     #[test]

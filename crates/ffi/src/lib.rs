@@ -22,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{CommandLimits, ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession};
+use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession, ScratchSize};
 use plan_server::Connection;
 
 pub use plan_core::ErrorCode;
@@ -152,6 +152,9 @@ impl PlanHost {
                 }),
         )
         .map_err(HostError::from)?;
+        let scratch_size =
+            ScratchSize::from_megabytes(options.scratch_size_mb.unwrap_or(ScratchSize::DEFAULT_MEGABYTES))
+                .map_err(HostError::from)?;
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
         commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
         let defaults = HostOptions::default();
@@ -172,6 +175,7 @@ impl PlanHost {
                     .secret_env_markers
                     .unwrap_or_else(|| defaults.command_env_secret_markers.clone()),
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
+                scratch_size,
                 ..defaults
             },
         )?);

@@ -282,6 +282,13 @@ pub struct PlanHostOptions {
     /// `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
     #[uniffi(default = None)]
     pub secret_env_markers: Option<Vec<String>>,
+    /// How much a command's scratch directory (`TMPDIR`) may hold, in MB
+    /// (MiB): 1 to 1048576; 1024 when absent. Anything else is
+    /// `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
+    /// directory is a private tmpfs (memory) of this size; without them it
+    /// is an ordinary directory and not capped.
+    #[uniffi(default = None)]
+    pub scratch_size_mb: Option<u64>,
 }
 
 impl From<wire::ToolCallResult> for ToolCallResult {

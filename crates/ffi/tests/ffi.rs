@@ -473,6 +473,30 @@ fn command_limits_meet_plan_cores_one_rule() {
 }
 
 #[test]
+fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |scratch_size_mb: Option<u64>| {
+        PlanHost::new(
+            dir.path().join("plan.db").display().to_string(),
+            PlanHostOptions {
+                scratch_size_mb,
+                ..PlanHostOptions::default()
+            },
+        )
+    };
+    for size in [0, 1_048_577, u64::MAX] {
+        let Err(plan_ffi::PlanError::Failed { code, reason }) = open(Some(size)) else {
+            panic!("a scratch size of {size} MB was accepted");
+        };
+        assert_eq!(code, ErrorCode::InvalidParams, "{reason}");
+        assert!(reason.contains(&format!("{size} MB")), "{reason}");
+    }
+    assert!(!dir.path().join("plan.db").exists());
+    let host = open(Some(64)).unwrap();
+    host.shutdown();
+}
+
+#[test]
 fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap().join("workspace");

@@ -48,7 +48,9 @@ pub use plan_storage::{
 };
 pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
-pub use types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+pub use types::{
+    ArtifactContent, ExpiryTimer, HostOptions, NewSession, ScratchSize, ToolCallOutcome, ToolCallVerdict,
+};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{

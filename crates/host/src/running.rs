@@ -10,7 +10,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use plan_core::{CommandRun, SessionId};
-use plan_exec::{CancelHandle, CommandOutcome, Isolation, Runner, SandboxSupport, ScratchDir, ScratchRoot};
+use plan_exec::{
+    CancelHandle, CommandOutcome, Isolation, Runner, SandboxSupport, ScratchCap, ScratchDir, ScratchRoot,
+};
 
 use crate::sync::lock;
 use crate::types::HostOptions;
@@ -52,12 +54,26 @@ pub(crate) struct CommandSupport {
     pub(crate) status: SandboxStatus,
     /// The probe found namespaces usable and the host did not skip them.
     pub(crate) namespaces: bool,
+    /// The database's path with its directory resolved (no symlink, so it
+    /// can be compared with the real workspace root and cwd).
     pub(crate) database: PathBuf,
     pub(crate) protected_paths: Vec<PathBuf>,
     /// Present whenever `runner` is.
     pub(crate) scratch_root: Option<ScratchRoot>,
     pub(crate) output_cap: u64,
     pub(crate) grace: Duration,
+    pub(crate) scratch_cap: ScratchCap,
+}
+
+/// `database` with its directory made absolute and resolved where it
+/// exists (it does once the store is open).
+fn resolved_database(database: &Path) -> PathBuf {
+    let absolute = std::path::absolute(database).unwrap_or_else(|_| database.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(directory), Some(name)) => std::fs::canonicalize(directory)
+            .map_or_else(|_| absolute.clone(), |directory| directory.join(name)),
+        _ => absolute,
+    }
 }
 
 impl CommandSupport {
@@ -68,15 +84,17 @@ impl CommandSupport {
     /// (`PLAN_SANDBOX_UNAVAILABLE` / `SANDBOX_UNAVAILABLE`, the reason in
     /// `initialize`); it never makes the host fail to open.
     pub(crate) fn open(options: &HostOptions, database: &Path) -> CommandSupport {
+        let resolved = resolved_database(database);
         let unavailable = |reason: String| CommandSupport {
             runner: None,
             status: SandboxStatus::Unavailable { reason },
             namespaces: false,
-            database: database.to_path_buf(),
+            database: resolved.clone(),
             protected_paths: options.protected_paths.clone(),
             scratch_root: None,
             output_cap: options.command_output_cap,
             grace: options.command_grace,
+            scratch_cap: options.scratch_size.cap(),
         };
         let root_path = options
             .scratch_root
@@ -111,11 +129,12 @@ impl CommandSupport {
             runner: Some(runner),
             status,
             namespaces,
-            database: database.to_path_buf(),
+            database: resolved,
             protected_paths: options.protected_paths.clone(),
             scratch_root: Some(scratch_root),
             output_cap: options.command_output_cap,
             grace: options.command_grace,
+            scratch_cap: options.scratch_size.cap(),
         }
     }
 
@@ -132,12 +151,17 @@ impl CommandSupport {
     }
 
     /// What a sandboxed command's namespaces hide and protect. The database
-    /// must not be readable (P8) nor writable (P7) from any sandbox: the
-    /// database and its side files are hidden and kept read-only. Its
-    /// directory is not hidden (it may be any directory of the embedder's,
-    /// `/tmp` included, whose other files stay readable); where it lies
-    /// inside the workspace (but is not its root) it is kept read-only, so an
-    /// `auto` command cannot plant a journal beside the database either.
+    /// must not be readable (P8) nor writable (P7) from any sandbox: its
+    /// directory, the database and its side files are hidden and the files
+    /// kept read-only. Where the directory holds the workspace or the
+    /// scratch root (a database in `/tmp` or in the home directory beside
+    /// the project), only those stay visible inside it; everything else
+    /// there disappears. Two directories are never hidden: the root
+    /// directory and the workspace root itself (a database directly in the
+    /// workspace), where only the files are. Where the directory lies
+    /// inside the workspace (but is not its root) it is also kept
+    /// read-only, so an `auto` command cannot plant a journal beside the
+    /// database.
     pub(crate) fn isolation(&self, workspace_root: &Path) -> Isolation {
         let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
             .iter()
@@ -148,7 +172,8 @@ impl CommandSupport {
             })
             .collect();
         let mut protected = side_files.clone();
-        if let Some(directory) = self.database.parent()
+        let directory = self.database.parent();
+        if let Some(directory) = directory
             && directory.starts_with(workspace_root)
             && directory != workspace_root
         {
@@ -158,11 +183,21 @@ impl CommandSupport {
             protected.push(runner.helper().to_path_buf());
         }
         protected.extend(self.protected_paths.iter().cloned());
+        // The directory first: the files below it are then already gone,
+        // and stay covered where a visible path brings them back.
+        let mut hidden: Vec<PathBuf> = directory
+            .filter(|directory| directory.parent().is_some() && *directory != workspace_root)
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect();
+        hidden.extend(side_files);
         Isolation {
             namespaces: self.namespaces_available(),
             scratch_root: self.scratch_root.as_ref().map(|root| root.path().to_path_buf()),
-            hidden: side_files,
+            hidden,
             protected,
+            visible: vec![workspace_root.to_path_buf()],
+            scratch_cap: self.scratch_cap,
         }
     }
 }

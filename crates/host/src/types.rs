@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode, Limits, Mode, PermissionMode, PlanApproval, SessionId};
+use plan_core::{CommandRun, ErrorCode, LimitError, Limits, Mode, PermissionMode, PlanApproval, SessionId};
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
@@ -78,6 +78,74 @@ pub struct HostOptions {
     /// besides `.git` (and what a `.git` file names, nested repositories'
     /// `.git`), `.pi`, the database with its side files and the helper.
     pub protected_paths: Vec<PathBuf>,
+    /// How much a command's scratch directory (`TMPDIR`) may hold where the
+    /// sandbox's namespaces are in use: it is then a private tmpfs (memory)
+    /// of this size, with an inode cap that grows with it. Without
+    /// namespaces the scratch directory is an ordinary directory of the
+    /// scratch root, not capped.
+    pub scratch_size: ScratchSize,
+}
+
+/// The size cap of a command's private scratch tmpfs, in megabytes
+/// (MiB). Only [`ScratchSize::from_megabytes`] (or the default, 1024 MB)
+/// makes one, so a value that exists is in range: `serve`'s
+/// `--scratch-size-mb`, the FFI option and Rust embedders meet the same rule.
+///
+/// ```
+/// use plan_host::{ErrorCode, ScratchSize};
+///
+/// assert_eq!(ScratchSize::default().megabytes(), 1024);
+/// assert_eq!(ScratchSize::from_megabytes(64)?.megabytes(), 64);
+/// // Zero (which tmpfs would read as "no limit") is refused, never clamped.
+/// assert_eq!(ScratchSize::from_megabytes(0).unwrap_err().code(), ErrorCode::InvalidParams);
+/// # Ok::<(), plan_host::LimitError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScratchSize {
+    megabytes: u64,
+    cap: plan_exec::ScratchCap,
+}
+
+impl ScratchSize {
+    /// 1 GiB.
+    pub const DEFAULT_MEGABYTES: u64 = 1024;
+    /// 1 TiB: an upper bound of the memory a command may fill, not a
+    /// reservation.
+    pub const MAX_MEGABYTES: u64 = 1024 * 1024;
+
+    /// A cap of `megabytes` MiB, from 1 to [`ScratchSize::MAX_MEGABYTES`];
+    /// anything else is refused with `INVALID_PARAMS` and says the range.
+    pub fn from_megabytes(megabytes: u64) -> Result<ScratchSize, LimitError> {
+        let refused = || LimitError {
+            limit: "scratch size",
+            value: format!("{megabytes} MB"),
+            range: format!("from 1 MB to {} MB (1 TiB)", ScratchSize::MAX_MEGABYTES),
+        };
+        if !(1..=ScratchSize::MAX_MEGABYTES).contains(&megabytes) {
+            return Err(refused());
+        }
+        let cap = plan_exec::ScratchCap::for_size(megabytes * 1024 * 1024).map_err(|_| refused())?;
+        Ok(ScratchSize { megabytes, cap })
+    }
+
+    /// The cap in megabytes (MiB).
+    pub fn megabytes(&self) -> u64 {
+        self.megabytes
+    }
+
+    /// The cap as the sandbox applies it (bytes and inodes).
+    pub(crate) fn cap(&self) -> plan_exec::ScratchCap {
+        self.cap
+    }
+}
+
+impl Default for ScratchSize {
+    fn default() -> Self {
+        ScratchSize {
+            megabytes: ScratchSize::DEFAULT_MEGABYTES,
+            cap: plan_exec::ScratchCap::default(),
+        }
+    }
 }
 
 impl Default for HostOptions {
@@ -97,6 +165,7 @@ impl Default for HostOptions {
             expiry: ExpiryTimer::Automatic,
             skip_namespaces: false,
             protected_paths: Vec::new(),
+            scratch_size: ScratchSize::default(),
         }
     }
 }

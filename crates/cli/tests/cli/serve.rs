@@ -1357,6 +1357,22 @@ fn a_default_command_timeout_above_the_maximum_is_refused_by_the_one_rule() {
 }
 
 #[test]
+fn an_out_of_range_scratch_size_is_refused_before_anything_opens() {
+    let place = Place::new();
+    let db = place.db.to_str().unwrap();
+    for size in ["0", "1048577"] {
+        let (code, stdout, stderr) = serve_once(&["--db", db, "--scratch-size-mb", size], b"");
+        assert_eq!(code, Some(2), "{size}: {stderr}");
+        assert!(stderr.contains("INVALID_PARAMS"), "{stderr}");
+        assert!(stderr.contains(&format!("{size} MB")), "{stderr}");
+        assert!(stderr.contains("from 1 MB to 1048576 MB"), "{stderr}");
+        let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+        assert!(!place.db.exists(), "a refused start created the database");
+    }
+}
+
+#[test]
 fn an_out_of_range_ttl_is_refused_by_the_one_rule() {
     let place = Place::new();
     let db = place.db.to_str().unwrap();

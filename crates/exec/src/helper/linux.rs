@@ -17,6 +17,7 @@ use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
 use super::{namespaces, sandbox};
+use crate::spec::ScratchCap;
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
 /// Marks every descriptor from 3 up close-on-exec, so nothing the host
@@ -353,11 +354,16 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             format!("{} is not a directory", args.scratch_dir.display()),
         );
     }
-    if args.namespaces
-        && let Err(reason) = namespaces::enter(&args, Some(scratch.as_fd()))
+    // Inside the namespaces the scratch rule names the private tmpfs
+    // mounted at the scratch directory's place.
+    let scratch = match args
+        .namespaces
+        .then(|| namespaces::enter(&args, Some(scratch.as_fd())))
     {
-        return failed(FailKind::Sandbox, format!("namespaces: {reason}"));
-    }
+        None | Some(Ok(None)) => scratch,
+        Some(Ok(Some(private))) => private,
+        Some(Err(reason)) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
+    };
     if let Err(reason) = apply(&args.mode, scratch.as_fd(), args.namespaces) {
         return failed(FailKind::Sandbox, reason);
     }
@@ -366,7 +372,8 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
 }
 
 /// Applies `mode` to this process (nothing for [`Mode::None`]).
-/// `scratch` is the descriptor the host opened when it made the directory;
+/// `scratch` is the descriptor the host opened when it made the directory,
+/// or inside the namespaces the command's private scratch tmpfs;
 /// `namespaces`: whether the process already sits in its private namespaces.
 fn apply(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<(), String> {
     match mode {
@@ -427,14 +434,23 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
         scratch_root: Some(outside.to_path_buf()),
         hidden: Vec::new(),
         protected: Vec::new(),
+        visible: Vec::new(),
+        // Small: the probe writes one file.
+        scratch_cap: ScratchCap::for_size(ScratchCap::MIN_SIZE_BYTES)
+            .map_err(|error| format!("the probe's scratch cap: {error}"))?,
     };
     // A kernel that refuses namespaces leaves Landlock and seccomp, which
     // the checks below need either way.
-    let namespaces = namespaces::enter(&args, Some(scratch_fd.as_fd())).is_ok()
+    let private = namespaces::enter(&args, Some(scratch_fd.as_fd())).ok().flatten();
+    let namespaces = private.is_some()
         && ["/dev/pts", "/dev/tty", "/dev/console"]
             .iter()
             .all(|device| std::fs::symlink_metadata(device).is_err());
-    apply(&Mode::ReadOnly, scratch_fd.as_fd(), namespaces)?;
+    apply(
+        &Mode::ReadOnly,
+        private.as_ref().unwrap_or(&scratch_fd).as_fd(),
+        namespaces,
+    )?;
     std::fs::write(scratch.join("allowed"), b"probe")
         .map_err(|error| format!("the scratch directory is not writable inside the sandbox: {error}"))?;
     if std::fs::write(outside.join("denied"), b"probe").is_ok() {

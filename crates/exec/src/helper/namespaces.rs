@@ -6,13 +6,16 @@
 //!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
 //!   process's own descriptors), so no terminal or console is reachable;
 //! - as root, a `/proc` that lists only the command's own processes;
-//! - the scratch root covered by an empty read-only tmpfs with only the
-//!   command's own scratch directory bound back in, so other commands'
-//!   scratch directories are not visible;
-//! - the paths the host hides (its database and side files) covered by empty
-//!   read-only mounts;
+//! - the scratch root covered by an empty read-only tmpfs, so other
+//!   commands' scratch directories are not visible, and the command's own
+//!   scratch directory a private tmpfs with a size and inode cap at its
+//!   place (the host's directory on disk gets nothing);
+//! - the paths the host hides (its database directory, database and side
+//!   files) covered by empty read-only mounts, with the directories the
+//!   command needs (the workspace, the working directory, the scratch root)
+//!   bound back in where a hidden directory holds them;
 //! - for `auto`: every mount read-only, the workspace and the scratch
-//!   directory bound writable again, and the protected paths (`.git` and
+//!   directory made writable again, and the protected paths (`.git` and
 //!   what a `.git` file names, nested repositories' `.git`, `.pi`, and the
 //!   host's extra paths) bound read-only over the writable workspace.
 //!
@@ -75,14 +78,16 @@ fn open_directory(path: &Path) -> Result<OwnedFd, String> {
     .map_err(|errno| error("opening", path, errno))
 }
 
+/// The device and inode of what `fd` names (`path` is for the message).
+fn identity(fd: BorrowedFd<'_>, path: &Path) -> Result<(u64, u64), String> {
+    rustix::fs::fstat(fd)
+        .map(|stat| (stat.st_dev, stat.st_ino))
+        .map_err(|errno| error("checking", path, errno))
+}
+
 /// Refuses `opened` unless it is the directory `expected` names.
 fn same_directory(opened: &OwnedFd, expected: BorrowedFd<'_>, path: &Path) -> Result<(), String> {
-    let identity = |fd: BorrowedFd<'_>| {
-        rustix::fs::fstat(fd)
-            .map(|stat| (stat.st_dev, stat.st_ino))
-            .map_err(|errno| error("checking", path, errno))
-    };
-    if identity(opened.as_fd())? == identity(expected)? {
+    if identity(opened.as_fd(), path)? == identity(expected, path)? {
         Ok(())
     } else {
         Err(format!(
@@ -97,17 +102,23 @@ fn fd_path(fd: &OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
-/// Enters the namespaces and builds the private mount tree for `args`.
+/// Enters the namespaces and builds the private mount tree for `args`, and
+/// returns the descriptor the scratch directory's Landlock rule is built
+/// from: the command's private tmpfs, opened inside the finished tree
+/// (`None` for [`Mode::None`], which has no rules).
 ///
 /// `expected_scratch` is the scratch directory the host made and handed over
-/// as a descriptor: a bind mount needs a source of the new namespace, so the
-/// directory is opened again here by its path (never through a symlink), and
-/// it must be that very directory (same device and inode), or nothing is
-/// built. An earlier command that swapped the path gets a refusal, not a
-/// bind of its own choosing.
-pub(crate) fn enter(args: &ConfineArgs, expected_scratch: Option<BorrowedFd<'_>>) -> Result<(), String> {
+/// as a descriptor: the tmpfs is mounted at its place, so the directory is
+/// opened again here by its path (never through a symlink), and it must be
+/// that very directory (same device and inode), or nothing is built. An
+/// earlier command that swapped the path gets a refusal, not a mount of its
+/// own choosing.
+pub(crate) fn enter(
+    args: &ConfineArgs,
+    expected_scratch: Option<BorrowedFd<'_>>,
+) -> Result<Option<OwnedFd>, String> {
     let workspace = match &args.mode {
-        Mode::None => return Ok(()),
+        Mode::None => return Ok(None),
         Mode::ReadOnly => None,
         Mode::WorkspaceWrite { workspace_root, .. } => Some(workspace_root.as_path()),
     };
@@ -121,8 +132,10 @@ pub(crate) fn enter(args: &ConfineArgs, expected_scratch: Option<BorrowedFd<'_>>
     };
     // The working directory is named again once the tree is built: the old
     // one still points into the mounts as they were (for `auto`, below a
-    // mount that is read-only by then).
+    // mount that is read-only by then; under a hidden directory, into what
+    // it hides).
     let cwd = std::env::current_dir().map_err(|error| format!("working directory: {error}"))?;
+    let needed = needed_paths(args, workspace, &cwd);
     unshare(network)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
@@ -133,16 +146,16 @@ pub(crate) fn enter(args: &ConfineArgs, expected_scratch: Option<BorrowedFd<'_>>
         .iter()
         .map(|name| open_path(&Path::new("/dev").join(name)))
         .collect::<Result<Vec<_>, String>>()?;
-    let scratch = open_directory(&args.scratch_dir)?;
+    let host_scratch = open_directory(&args.scratch_dir)?;
     if let Some(expected) = expected_scratch {
-        same_directory(&scratch, expected, &args.scratch_dir)?;
+        same_directory(&host_scratch, expected, &args.scratch_dir)?;
     }
     let workspace_fd = workspace.map(open_directory).transpose()?;
     private_dev(&devices)?;
     private_proc()?;
-    hide_scratch_root(args, &scratch)?;
+    let scratch = private_scratch(args, &host_scratch)?;
     for path in &args.hidden {
-        hide(path)?;
+        hide(path, &needed)?;
     }
     if let (Some(workspace), Some(workspace_fd)) = (workspace, &workspace_fd) {
         remount_everything_read_only()?;
@@ -152,7 +165,40 @@ pub(crate) fn enter(args: &ConfineArgs, expected_scratch: Option<BorrowedFd<'_>>
             read_only_bind(&path)?;
         }
     }
-    std::env::set_current_dir(&cwd).map_err(|error| format!("working directory {}: {error}", cwd.display()))
+    std::env::set_current_dir(&cwd)
+        .map_err(|error| format!("working directory {}: {error}", cwd.display()))?;
+    // The rule names the tmpfs the command reaches at its `TMPDIR`, which
+    // must be the one mounted above (nothing else runs in this namespace
+    // yet, so nothing can have swapped it; checked all the same).
+    let rule = open_directory(&args.scratch_dir)?;
+    if identity(rule.as_fd(), &args.scratch_dir)? != identity(scratch.as_fd(), &args.scratch_dir)? {
+        return Err(format!(
+            "{} is not the scratch tmpfs mounted for the command",
+            args.scratch_dir.display()
+        ));
+    }
+    Ok(Some(rule))
+}
+
+/// The directories a command needs even where a hidden directory holds
+/// them: the workspace (the host's and the workspace-write root), the
+/// working directory and the scratch root (or the scratch directory when it
+/// lies outside it), each only once and none inside another.
+fn needed_paths(args: &ConfineArgs, workspace: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = args.visible.clone();
+    candidates.extend(workspace.map(Path::to_path_buf));
+    candidates.push(cwd.to_path_buf());
+    candidates.extend(args.scratch_root.iter().cloned());
+    candidates.push(args.scratch_dir.clone());
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for candidate in candidates {
+        if kept.iter().any(|path| candidate.starts_with(path)) {
+            continue;
+        }
+        kept.retain(|path| !path.starts_with(&candidate));
+        kept.push(candidate);
+    }
+    kept
 }
 
 /// New mount and IPC namespaces, a network namespace unless the command
@@ -273,53 +319,132 @@ fn private_proc() -> Result<(), String> {
         .map_err(|errno| error("mounting", Path::new("/proc"), errno))
 }
 
-/// Covers the scratch root with a small read-only tmpfs and binds the
-/// command's own scratch directory back at its place below it.
-fn hide_scratch_root(args: &ConfineArgs, scratch: &OwnedFd) -> Result<(), String> {
-    let Some(root) = &args.scratch_root else {
-        return Ok(());
-    };
-    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    tmpfs(root, flags, c"mode=0700,size=64k,nr_inodes=256")?;
-    if let Ok(relative) = args.scratch_dir.strip_prefix(root) {
-        let mut target = root.clone();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => {
-                    target.push(name);
-                    rustix::fs::mkdir(&target, FileMode::from(0o700))
-                        .map_err(|errno| error("creating", &target, errno))?;
-                }
-                Component::CurDir | Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!(
-                        "scratch directory {} is not a plain path",
-                        args.scratch_dir.display()
-                    ));
+/// The magic number `statfs` reports for a tmpfs.
+const TMPFS_MAGIC: rustix::fs::FsWord = 0x0102_1994;
+
+/// Whether `fd` names the root directory of a mount.
+fn is_mount_root(fd: BorrowedFd<'_>) -> bool {
+    use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
+    rustix::fs::statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::empty())
+        .is_ok_and(|statx| statx.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
+}
+
+/// Creates the directories of `relative` below `base` (a tmpfs this process
+/// just mounted, so nothing else can have put anything there) and returns
+/// the innermost.
+fn make_directories(base: &Path, relative: &Path) -> Result<PathBuf, String> {
+    let mut target = base.to_path_buf();
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => {
+                target.push(name);
+                match rustix::fs::mkdir(&target, FileMode::from(0o700)) {
+                    // Two needed paths may share a parent.
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(errno) => return Err(error("creating", &target, errno)),
                 }
             }
+            Component::CurDir | Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(format!("{} is not a plain path", relative.display()));
+            }
         }
-        bind(&fd_path(scratch), &target, false)?;
     }
-    remount(root, flags | MountFlags::RDONLY)
+    Ok(target)
+}
+
+/// Covers the scratch root with a small read-only tmpfs and mounts the
+/// command's private scratch tmpfs (size and inode capped) at the scratch
+/// directory's place: below that cover, or over the host's directory
+/// (through its verified descriptor, never its path) when the directory
+/// lies outside the root. Returns the scratch tmpfs, opened without
+/// following links and checked to be a tmpfs mount other than the host's
+/// directory.
+fn private_scratch(args: &ConfineArgs, host_scratch: &OwnedFd) -> Result<OwnedFd, String> {
+    let cap = &args.scratch_cap;
+    let options = std::ffi::CString::new(format!(
+        "mode=0700,size={},nr_inodes={}",
+        cap.size_bytes(),
+        cap.inodes()
+    ))
+    .map_err(|_| "scratch tmpfs options".to_owned())?;
+    let flags = MountFlags::NOSUID | MountFlags::NODEV;
+    let cover = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    let below_root = args
+        .scratch_root
+        .as_ref()
+        .and_then(|root| Some((root, args.scratch_dir.strip_prefix(root).ok()?)));
+    if let Some(root) = &args.scratch_root {
+        tmpfs(root, cover, c"mode=0700,size=64k,nr_inodes=256")?;
+    }
+    match below_root {
+        Some((root, relative)) => {
+            let target = make_directories(root, relative)?;
+            tmpfs(&target, flags, &options)?;
+        }
+        None => tmpfs(&fd_path(host_scratch), flags, &options)?,
+    }
+    if let Some(root) = &args.scratch_root {
+        remount(root, cover | MountFlags::RDONLY)?;
+    }
+    let scratch = open_directory(&args.scratch_dir)?;
+    let path = &args.scratch_dir;
+    let is_tmpfs = rustix::fs::fstatfs(&scratch)
+        .map_err(|errno| error("checking", path, errno))?
+        .f_type
+        == TMPFS_MAGIC;
+    let other_device = identity(scratch.as_fd(), path)?.0 != identity(host_scratch.as_fd(), path)?.0;
+    if is_tmpfs && other_device && is_mount_root(scratch.as_fd()) {
+        Ok(scratch)
+    } else {
+        Err(format!(
+            "{} is not the scratch tmpfs just mounted",
+            path.display()
+        ))
+    }
 }
 
 /// Covers `path` with something empty and read-only: an empty read-only
 /// tmpfs over a directory, the empty read-only file over anything else.
 /// Never `/dev/null`: writes to a device succeed even on a read-only mount.
-/// A path that does not exist has nothing to hide.
-fn hide(path: &Path) -> Result<(), String> {
+/// A path that does not exist has nothing to hide. The `needed` directories
+/// inside a hidden directory are bound back at their places (with what is
+/// mounted below them), from descriptors opened before the cover; a hidden
+/// directory that is itself needed is refused.
+fn hide(path: &Path, needed: &[PathBuf]) -> Result<(), String> {
     let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(error) => return Err(format!("hiding {}: {error}", path.display())),
     };
     let flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    if metadata.is_dir() {
-        tmpfs(path, flags, c"mode=0500,size=4k,nr_inodes=1")
-    } else {
+    if !metadata.is_dir() {
         bind(Path::new(EMPTY_FILE), path, false)?;
-        remount(path, flags)
+        return remount(path, flags);
     }
+    if needed.iter().any(|kept| kept == path) {
+        return Err(format!(
+            "{} is to be hidden, but the command needs it",
+            path.display()
+        ));
+    }
+    let inside: Vec<(&Path, OwnedFd)> = needed
+        .iter()
+        .filter_map(|kept| Some((kept.strip_prefix(path).ok()?, kept)))
+        .map(|(relative, kept)| open_directory(kept).map(|fd| (relative, fd)))
+        .collect::<Result<_, String>>()?;
+    if inside.is_empty() {
+        return tmpfs(path, flags, c"mode=0500,size=4k,nr_inodes=1");
+    }
+    tmpfs(
+        path,
+        flags - MountFlags::RDONLY,
+        c"mode=0700,size=64k,nr_inodes=1024",
+    )?;
+    for (relative, fd) in &inside {
+        let target = make_directories(path, relative)?;
+        bind(&fd_path(fd), &target, true)?;
+    }
+    remount(path, flags)
 }
 
 /// The per-mount flags of one `/proc/self/mountinfo` line and its mount
@@ -380,6 +505,11 @@ fn remount_everything_read_only() -> Result<(), String> {
             // Gone from view (under another mount, or not a directory we
             // may reach): nothing reachable to make read-only.
             Ok(()) | Err(rustix::io::Errno::NOENT | rustix::io::Errno::ACCESS) => {}
+            // The path now leads to a directory that is no mount (one made
+            // in a cover to bind a needed path back): the listed mount is
+            // out of reach below the cover.
+            Err(rustix::io::Errno::INVAL) if !open_path(&point).is_ok_and(|fd| is_mount_root(fd.as_fd())) => {
+            }
             Err(errno) => return Err(error("making read-only", &point, errno)),
         }
     }

@@ -50,8 +50,9 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 
 /// Builds the Landlock ruleset and the seccomp programs for `mode`.
 /// The scratch rule is built from `scratch`, the descriptor the host
-/// opened when it made the directory, never from a path (which an earlier
-/// command could have turned into a symlink). `namespaces`: whether the
+/// opened when it made the directory (or, inside the namespaces, of the
+/// private tmpfs mounted there and checked), never from a path (which an
+/// earlier command could have turned into a symlink). `namespaces`: whether the
 /// process already sits in its own namespaces, where the host's database is
 /// not visible; only then may an `auto` command take locks (a Plan command
 /// never may: see [`insert_lock_rules`]).

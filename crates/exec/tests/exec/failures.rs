@@ -101,7 +101,17 @@ fn the_confining_stage_refuses_to_run_without_the_scratch_descriptor() {
         .arg(&dirs.scratch)
         .arg("--scratch-root")
         .arg(dirs.root.path())
-        .args(["--read-only", "--shell", "/bin/true", "--", "true"])
+        .args([
+            "--read-only",
+            "--scratch-size",
+            "1048576",
+            "--scratch-inodes",
+            "1024",
+            "--shell",
+            "/bin/true",
+            "--",
+            "true",
+        ])
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .spawn()
         .unwrap();

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use plan_exec::{CommandState, Confinement};
+use plan_exec::{CommandState, Confinement, Stream};
 
 use crate::support::*;
 
@@ -28,17 +28,25 @@ fn host_process_entry() {
     } else {
         Confinement::None
     };
+    // The pids are printed: inside the namespaces the scratch directory is
+    // the command's own; this host writes them where the test finds them.
+    let events = Events::default();
     let running = runner().spawn(
         spec(
-            "sleep 60 & echo $! > \"$TMPDIR/bg.pid\"; echo $$ > \"$TMPDIR/sh.pid\"; sleep 60",
+            "sleep 60 & echo bg=$!; echo sh=$$; sleep 60",
             &scratch,
             &scratch,
             confinement,
         ),
-        |_| {},
+        events.sink(),
     );
-    read_pid(&scratch.join("sh.pid"));
-    read_pid(&scratch.join("bg.pid"));
+    assert!(eventually(Duration::from_secs(20), || events
+        .text(Stream::Stdout)
+        .contains("sh=")));
+    for line in events.text(Stream::Stdout).lines() {
+        let (name, pid) = line.split_once('=').unwrap();
+        std::fs::write(dir.join(format!("{name}.pid")), format!("{pid}\n")).unwrap();
+    }
     std::fs::write(dir.join("ready"), running.supervisor_pid().unwrap().to_string()).unwrap();
     std::thread::sleep(Duration::from_secs(120));
 }
@@ -71,8 +79,8 @@ fn sigkill_of_the_host_kills_its_commands() {
                 .exists()),
             "the test host never got ready"
         );
-        let shell = read_pid(&dirs.scratch.join("sh.pid"));
-        let background = read_pid(&dirs.scratch.join("bg.pid"));
+        let shell = read_pid(&dirs.root.path().join("sh.pid"));
+        let background = read_pid(&dirs.root.path().join("bg.pid"));
         assert!(alive(shell) && alive(background));
         host.kill().unwrap();
         host.wait().unwrap();

@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use plan_exec::{CommandSpec, CommandState, Confinement, Isolation, Stream};
+use plan_exec::{CommandSpec, CommandState, Confinement, Isolation, ScratchCap, Stream};
 
 use crate::support::*;
 
@@ -196,10 +196,8 @@ fn another_sessions_scratch_is_neither_readable_nor_writable() {
         );
         assert!(!sessions.other.join("planted").exists());
     }
-    assert_eq!(
-        std::fs::read_to_string(sessions.own.join("file")).unwrap(),
-        "mine\n"
-    );
+    // The command's own file was in its private tmpfs, not on disk.
+    assert_eq!(std::fs::read_dir(&sessions.own).unwrap().count(), 0);
     let (_, events) = run(spec(
         &format!("cat {}/secret", sessions.other.display()),
         &sessions.workspace,
@@ -278,6 +276,7 @@ fn the_database_is_hidden_in_every_layout() {
             hidden,
             protected: files.clone(),
             namespaces: true,
+            ..Isolation::default()
         };
         let contents = || -> Vec<String> {
             files
@@ -554,4 +553,253 @@ fn no_process_outside_the_command_is_visible() {
     );
     let _ = canary.kill();
     let _ = canary.wait();
+}
+
+/// A 1 MiB cap, small enough to fill in a test.
+fn small_cap() -> ScratchCap {
+    ScratchCap::for_size(1024 * 1024).unwrap()
+}
+
+/// Prints the size of the file system `$TMPDIR` is on, in bytes.
+const TMPDIR_SIZE: &str = "echo size=$(( $(stat -f -c '%b * %S' \"$TMPDIR\") ))";
+
+#[test]
+fn a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing() {
+    if !namespaces_here("a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing") {
+        return;
+    }
+    let command = format!(
+        "head -c 2097152 /dev/zero > \"$TMPDIR/big\"; echo rc=$?; {TMPDIR_SIZE}; \
+         echo small > \"$TMPDIR/small\" 2>/dev/null || echo full"
+    );
+    // With the scratch directory below a scratch root (the host's layout)
+    // and without one.
+    for with_root in [true, false] {
+        let sessions = sessions();
+        let isolation = Isolation {
+            scratch_root: with_root.then(|| sessions.root.clone()),
+            scratch_cap: small_cap(),
+            ..Isolation::default()
+        };
+        for confinement in [Confinement::ReadOnly, auto(&sessions.workspace)] {
+            let (outcome, events) = run(isolated(
+                &command,
+                &sessions.workspace,
+                &sessions.own,
+                confinement.clone(),
+                isolation.clone(),
+            ));
+            assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+            assert_eq!(
+                events.text(Stream::Stdout),
+                "rc=1\nsize=1048576\nfull\n",
+                "root {with_root}, {confinement:?}: {}",
+                events.text(Stream::Stderr)
+            );
+            assert!(
+                events.text(Stream::Stderr).contains("No space left on device"),
+                "{}",
+                events.text(Stream::Stderr)
+            );
+            // The host's directory on disk got nothing.
+            assert_eq!(std::fs::read_dir(&sessions.own).unwrap().count(), 0);
+        }
+    }
+    // Unconfined, the same write fills the host's directory.
+    let sessions = sessions();
+    let (outcome, events) = run(spec(
+        &command,
+        &sessions.workspace,
+        &sessions.own,
+        Confinement::None,
+    ));
+    assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+    assert!(events.text(Stream::Stdout).starts_with("rc=0\n"));
+    assert_eq!(
+        std::fs::metadata(sessions.own.join("big")).unwrap().len(),
+        2 * 1024 * 1024
+    );
+}
+
+#[test]
+fn two_commands_at_once_each_have_their_own_capped_scratch() {
+    if !namespaces_here("two_commands_at_once_each_have_their_own_capped_scratch") {
+        return;
+    }
+    let sessions = sessions();
+    let first = sessions.root.join("first");
+    let second = sessions.root.join("second");
+    std::fs::create_dir(&first).unwrap();
+    std::fs::create_dir(&second).unwrap();
+    let go = sessions.workspace.join("go");
+    let isolation = Isolation {
+        scratch_root: Some(sessions.root.clone()),
+        scratch_cap: small_cap(),
+        ..Isolation::default()
+    };
+    // The first command writes its file, says so, and stays alive until the
+    // test has run the second one; then it lists its scratch directory.
+    let waiting = format!(
+        "echo one > \"$TMPDIR/one\"; {TMPDIR_SIZE}; echo ready; \
+         while [ ! -e {go} ]; do sleep 0.01; done; ls -A \"$TMPDIR\"; ls -A {second} 2>/dev/null || echo no-second",
+        go = go.display(),
+        second = second.display()
+    );
+    let (first_running, first_events) = start(isolated(
+        &waiting,
+        &sessions.workspace,
+        &first,
+        Confinement::ReadOnly,
+        isolation.clone(),
+    ));
+    assert!(
+        eventually(std::time::Duration::from_secs(30), || first_events
+            .text(Stream::Stdout)
+            .contains("ready")),
+        "{}",
+        first_events.text(Stream::Stderr)
+    );
+    let (outcome, events) = run(isolated(
+        &format!(
+            "echo two > \"$TMPDIR/two\"; {TMPDIR_SIZE}; ls -A \"$TMPDIR\"; ls -A {first} 2>/dev/null || echo no-first",
+            first = first.display()
+        ),
+        &sessions.workspace,
+        &second,
+        auto(&sessions.workspace),
+        isolation,
+    ));
+    assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+    assert_eq!(
+        events.text(Stream::Stdout),
+        "size=1048576\ntwo\nno-first\n",
+        "{}",
+        events.text(Stream::Stderr)
+    );
+    std::fs::write(&go, "").unwrap();
+    let outcome = first_running.wait();
+    assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+    assert_eq!(
+        first_events.text(Stream::Stdout),
+        "size=1048576\nready\none\nno-second\n",
+        "{}",
+        first_events.text(Stream::Stderr)
+    );
+    for dir in [&first, &second] {
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "{}", dir.display());
+    }
+}
+
+/// A database directory beside which the test put a file, in one layout.
+struct Layout {
+    name: &'static str,
+    sessions: Sessions,
+    directory: PathBuf,
+    files: Vec<PathBuf>,
+    /// What `ls -A` of the database directory shows inside the sandbox.
+    listing: &'static str,
+}
+
+fn layouts() -> Vec<Layout> {
+    // (name, database directory relative to the temporary root, listing)
+    let cases: [(&str, &str, &str); 3] = [
+        ("own directory", "state/plan-checkpoint", ""),
+        ("pi layout", "ws/.pi/plan", ""),
+        // An ancestor of the workspace and of the scratch root: only they
+        // are bound back.
+        ("ancestor", "", "scratch-root ws"),
+    ];
+    cases
+        .into_iter()
+        .map(|(name, relative, listing)| {
+            let sessions = sessions();
+            let root = sessions.workspace.parent().unwrap().to_path_buf();
+            let directory = if relative.is_empty() {
+                root
+            } else {
+                root.join(relative)
+            };
+            let files = database(&directory);
+            std::fs::write(directory.join("notes.txt"), "beside the database\n").unwrap();
+            std::fs::create_dir_all(sessions.workspace.join("sub")).unwrap();
+            std::fs::create_dir_all(sessions.workspace.join(".pi")).unwrap();
+            std::fs::write(sessions.workspace.join("top.txt"), "workspace\n").unwrap();
+            Layout {
+                name,
+                sessions,
+                directory,
+                files,
+                listing,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_file_beside_the_database_is_hidden_in_every_layout() {
+    if !namespaces_here("a_file_beside_the_database_is_hidden_in_every_layout") {
+        return;
+    }
+    for layout in layouts() {
+        let Layout {
+            name,
+            sessions,
+            directory,
+            files,
+            listing,
+        } = &layout;
+        let mut hidden = vec![directory.clone()];
+        hidden.extend(files.iter().cloned());
+        let isolation = Isolation {
+            scratch_root: Some(sessions.root.clone()),
+            hidden,
+            protected: files.clone(),
+            visible: vec![sessions.workspace.clone()],
+            ..Isolation::default()
+        };
+        let dir = directory.display();
+        let command = format!(
+            "cat {dir}/notes.txt 2>/dev/null || echo no-read; \
+             echo x > {dir}/planted 2>/dev/null && echo planted || echo no-plant; \
+             echo listing=$(ls -A {dir} | tr '\\n' ' '); \
+             cat ../top.txt; echo mine > \"$TMPDIR/f\" && cat \"$TMPDIR/f\""
+        );
+        for confinement in [Confinement::ReadOnly, auto(&sessions.workspace)] {
+            let (outcome, events) = run(isolated(
+                &command,
+                &sessions.workspace.join("sub"),
+                &sessions.own,
+                confinement.clone(),
+                isolation.clone(),
+            ));
+            assert_eq!(outcome.state, CommandState::Exited, "{name}: {outcome:?}");
+            assert_eq!(
+                events.text(Stream::Stdout),
+                format!("no-read\nno-plant\nlisting={listing}\nworkspace\nmine\n"),
+                "{name} under {confinement:?}: {}",
+                events.text(Stream::Stderr)
+            );
+            assert!(!directory.join("planted").exists(), "{name}");
+        }
+        // The workspace stays writable under `auto`, its `.pi` does not (P7).
+        let (outcome, events) = run(isolated(
+            "echo written > ../written && cat ../written; \
+             echo x > ../.pi/planted 2>/dev/null && echo pi-written || echo pi-refused",
+            &sessions.workspace.join("sub"),
+            &sessions.own,
+            auto(&sessions.workspace),
+            isolation,
+        ));
+        assert_eq!(outcome.state, CommandState::Exited, "{name}: {outcome:?}");
+        assert_eq!(events.text(Stream::Stdout), "written\npi-refused\n", "{name}");
+        assert!(!sessions.workspace.join(".pi/planted").exists(), "{name}");
+        // Unconfined, the file is there to read.
+        let (_, events) = run(spec(
+            &format!("cat {dir}/notes.txt"),
+            &sessions.workspace,
+            &sessions.own,
+            Confinement::None,
+        ));
+        assert_eq!(events.text(Stream::Stdout), "beside the database\n", "{name}");
+    }
 }

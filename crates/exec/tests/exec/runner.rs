@@ -16,9 +16,11 @@ use plan_exec::{CommandOutcome, CommandSpec, CommandState, Confinement, OutputEv
 use crate::support::*;
 
 /// The shell line a gated command waits at until the test opens the gate.
-const WAIT_AT_GATE: &str = "read -r _ < \"$TMPDIR/gate\"";
+const WAIT_AT_GATE: &str = "read -r _ < \"$TMPDIR/../gate\"";
 
-/// A FIFO in the scratch directory (`$TMPDIR/gate`) that a command reads a
+/// A FIFO beside the scratch directory (`$TMPDIR/../gate`: inside the
+/// namespaces the scratch directory is a private tmpfs the test cannot
+/// reach, its parent is the test's directory) that a command reads a
 /// line from ([`WAIT_AT_GATE`]) to go on. The test holds it open for reading
 /// and writing, so the command's open never blocks, a line the test writes
 /// early waits in the pipe, and nothing blocks if the command dies.
@@ -46,7 +48,7 @@ fn run_gated(
     spec: CommandSpec,
     mut open_after: impl FnMut(&[OutputEvent]) -> bool + Send + 'static,
 ) -> (CommandOutcome, Vec<OutputEvent>) {
-    let gate = Gate::new(spec.scratch.path());
+    let gate = Gate::new(spec.scratch.path().parent().unwrap());
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = {
         let events = Arc::clone(&events);
@@ -367,19 +369,30 @@ fn exit_codes_and_signals_are_reported() {
 /// sweep ends them before their sleep does; one ignores SIGTERM and SIGHUP),
 /// and one that keeps stdout open and leaves a mark if it lives to finish
 /// (as it would if the runner waited for end of file instead of killing it).
-const BACKGROUND: &str = "sleep 60 >/dev/null 2>&1 & echo $! > \"$TMPDIR/bg.pid\"; \
-    (trap '' TERM HUP; exec sleep 60) >/dev/null 2>&1 & echo $! > \"$TMPDIR/stubborn.pid\"; \
-    (sleep 20; echo finished > \"$TMPDIR/holder-finished\") & echo $! > \"$TMPDIR/holder.pid\"; \
-    echo $$ > \"$TMPDIR/sh.pid\"";
+/// The pids are printed (`name=pid`): inside the namespaces the scratch
+/// directory is the command's own.
+const BACKGROUND: &str = "sleep 60 >/dev/null 2>&1 & echo bg=$!; \
+    (trap '' TERM HUP; exec sleep 60) >/dev/null 2>&1 & echo stubborn=$!; \
+    (sleep 20; echo holder-finished) & echo holder=$!; \
+    echo sh=$$";
 
-fn pids(dirs: &Dirs) -> Vec<i32> {
+fn pids(events: &Events) -> Vec<i32> {
+    let stdout = events.text(Stream::Stdout);
     assert!(
-        !dirs.scratch.join("holder-finished").exists(),
+        !stdout.contains("holder-finished"),
         "a background job lived to finish"
     );
-    ["bg.pid", "stubborn.pid", "holder.pid", "sh.pid"]
+    ["bg", "stubborn", "holder", "sh"]
         .iter()
-        .map(|name| read_pid(&dirs.scratch.join(name)))
+        .map(|name| {
+            let prefix = format!("{name}=");
+            stdout
+                .lines()
+                .find_map(|line| line.strip_prefix(&prefix))
+                .unwrap_or_else(|| panic!("no {name} pid in {stdout:?}"))
+                .parse()
+                .unwrap()
+        })
         .collect()
 }
 
@@ -394,12 +407,12 @@ fn a_timeout_kills_the_whole_group_background_jobs_included() {
             confinement,
         );
         timed.timeout = Duration::from_millis(500);
-        let (outcome, _) = run(timed);
+        let (outcome, events) = run(timed);
         assert_eq!(
             (outcome.state, outcome.signal),
             (CommandState::TimedOut, Some(15))
         );
-        for pid in pids(&dirs) {
+        for pid in pids(&events) {
             assert!(!alive(pid), "pid {pid} survived the timeout");
         }
     }
@@ -426,7 +439,7 @@ fn background_jobs_left_when_the_shell_exits_are_killed() {
     for confinement in confinements() {
         let dirs = dirs();
         // The background jobs keep stdout open; wait() must not hang on it.
-        let (outcome, _) = run(spec(
+        let (outcome, events) = run(spec(
             &format!("{BACKGROUND}; exit 0"),
             &dirs.scratch,
             &dirs.scratch,
@@ -436,7 +449,7 @@ fn background_jobs_left_when_the_shell_exits_are_killed() {
             (outcome.state, outcome.exit_code),
             (CommandState::Exited, Some(0))
         );
-        for pid in pids(&dirs) {
+        for pid in pids(&events) {
             assert!(!alive(pid), "pid {pid} outlived the shell");
         }
     }
@@ -463,16 +476,18 @@ fn an_unsandboxed_job_that_leaves_the_group_is_killed_too() {
 fn cancel_from_another_thread_ends_the_command() {
     for confinement in confinements() {
         let dirs = dirs();
-        let (running, _) = start(spec(
+        let (running, events) = start(spec(
             &format!("{BACKGROUND}; sleep 60"),
             &dirs.scratch,
             &dirs.scratch,
             confinement,
         ));
         let handle = running.cancel_handle();
-        let scratch = dirs.scratch.clone();
+        let started = events.clone();
         let canceller = std::thread::spawn(move || {
-            read_pid(&scratch.join("sh.pid"));
+            assert!(eventually(Duration::from_secs(20), || started
+                .text(Stream::Stdout)
+                .contains("sh=")));
             handle.cancel();
             handle.cancel();
         });
@@ -482,7 +497,7 @@ fn cancel_from_another_thread_ends_the_command() {
             (outcome.state, outcome.signal),
             (CommandState::Cancelled, Some(15))
         );
-        for pid in pids(&dirs) {
+        for pid in pids(&events) {
             assert!(!alive(pid), "pid {pid} survived the cancellation");
         }
     }

@@ -263,3 +263,50 @@ fn a_swapped_scratch_path_does_not_widen_the_sandbox() {
     confined(&outcome, &events, namespaces, "rc=0");
     canary.assert_intact("after the last command");
 }
+
+#[test]
+fn with_the_scratch_root_isolated_a_swapped_path_or_parent_never_moves_the_scratch() {
+    if !sandbox_available("with_the_scratch_root_isolated_a_swapped_path_or_parent_never_moves_the_scratch") {
+        return;
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    for swap_parent in [false, true] {
+        let canary = Canary::new();
+        let base = tempfile::tempdir().unwrap();
+        let parent = base.path().join("parent");
+        std::fs::create_dir(&parent).unwrap();
+        let root_path = parent.join("root");
+        let root = ScratchRoot::open(&root_path).unwrap();
+        let scratch = root.create("dir").unwrap();
+        // An earlier command (of another session, or unconfined) swapped the
+        // scratch directory's path, or the root's parent, for a link to the
+        // canary, where the same names lead on.
+        if swap_parent {
+            std::fs::rename(&parent, base.path().join("parent.away")).unwrap();
+            std::os::unix::fs::symlink(canary.path(), &parent).unwrap();
+            std::os::unix::fs::symlink(canary.path(), canary.path().join("root")).unwrap();
+        } else {
+            std::fs::rename(scratch.path(), root_path.join("dir.away")).unwrap();
+            std::os::unix::fs::symlink(canary.path(), scratch.path()).unwrap();
+        }
+        let mut spec = writes_tmpdir(workspace.path(), scratch);
+        spec.isolation.scratch_root = Some(root_path.clone());
+        let namespaces = spec.isolation.namespaces;
+        let (outcome, events) = run(spec);
+        if namespaces {
+            // The path no longer leads to the directory the host made: no
+            // tmpfs is mounted anywhere, nothing runs.
+            assert!(
+                matches!(outcome.error, Some(ExecError::SandboxUnavailable { .. })),
+                "{outcome:?}"
+            );
+        } else {
+            assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+            assert!(events.text(plan_exec::Stream::Stdout).contains("rc=1"));
+        }
+        if swap_parent {
+            std::fs::remove_file(canary.path().join("root")).unwrap();
+        }
+        canary.assert_intact(&format!("swap of the parent: {swap_parent}"));
+    }
+}

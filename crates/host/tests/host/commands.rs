@@ -841,14 +841,16 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
     let fixture = fixture_with(pi_layout, |options, _| options);
     let canary = canary();
     let plan_turn = fixture.plan_turn("plan");
-    // The Plan command says where its scratch is, then waits for `go` there
-    // and writes through whatever its TMPDIR path leads to by then.
+    // The Plan command says where its scratch is, then waits for `go` in the
+    // workspace (its scratch directory is a private tmpfs where namespaces
+    // are in use) and writes through whatever its TMPDIR path leads to by
+    // then.
     fixture.run_plan(
         "plan",
         &plan_turn,
         vec![bash(
             "p1",
-            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo x > \"$TMPDIR/after\"; echo rc=$?",
+            "echo \"$TMPDIR\"; while [ ! -e go ]; do sleep 0.02; done; echo x > \"$TMPDIR/after\"; echo rc=$?",
         )],
     );
     if !fixture.sandboxed() {
@@ -872,7 +874,7 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
     let auto = fixture.wait_exited("a1");
     assert!(text(&auto, "stdout").contains("mv=1"), "{:?}", auto.output);
     // The test lets the Plan command go on, in its own directory.
-    std::fs::write(tmpdir.join("go"), "").unwrap();
+    std::fs::write(fixture.workspace.join("go"), "").unwrap();
     let plan = fixture.wait_exited("p1");
     assert!(text(&plan, "stdout").contains("rc=0"), "{:?}", plan.output);
     assert_intact(&canary, "the Plan command wrote through a swapped scratch");
@@ -997,18 +999,18 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
         &turn,
         vec![bash(
             "c1",
-            "echo \"$TMPDIR\"; while [ ! -e \"$TMPDIR/go\" ]; do sleep 0.02; done; echo done",
+            "echo \"$TMPDIR\"; while [ ! -e go ]; do sleep 0.02; done; echo done",
         )],
     );
     if !fixture.sandboxed() {
         return;
     }
-    let tmpdir = fixture.first_line("c1");
+    fixture.first_line("c1");
     // The test holds the database's write lock (as a Plan command holding a
     // lock on the database would), then lets the command end.
     let blocker = rusqlite::Connection::open(&fixture.db).unwrap();
     blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
-    std::fs::write(tmpdir.join("go"), "").unwrap();
+    std::fs::write(fixture.workspace.join("go"), "").unwrap();
     // The host says, once its attempt failed, that one end is unwritten. No
     // notification marks a failed write (that is the point), so this one
     // wait polls the host's own count, bounded for liveness.

@@ -3,8 +3,9 @@
 //! lock the database and an `auto` command of another session cannot rewrite
 //! it or plant a journal; two sessions that cannot reach each other's
 //! scratch directory; a host that skips namespaces (Plan still runs, `auto`
-//! is `SANDBOX_UNAVAILABLE` unless opted out); ordinary files beside the
-//! database stay readable; and what `initialize` reports.
+//! is `SANDBOX_UNAVAILABLE` unless opted out); the database's directory
+//! hidden, with the files beside the database; and what `initialize`
+//! reports.
 
 use super::*;
 use plan_core::Sandbox;
@@ -101,10 +102,11 @@ fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
     stdout_until(fixture, call_id, None)
 }
 
-/// A FIFO the test owns: a command that reads it waits until the test
-/// writes a line, so two commands can be made to run at the same time.
+/// A FIFO the test owns (in the workspace: the directory beside it holds
+/// the database and is hidden): a command that reads it waits until the
+/// test writes a line, so two commands can be made to run at the same time.
 fn gate(fixture: &Fixture, name: &str) -> PathBuf {
-    let path = fixture._dir.path().join(name);
+    let path = fixture.workspace.join(name);
     let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
     assert!(status.success(), "mkfifo {}", path.display());
     path
@@ -130,7 +132,8 @@ fn in_the_pi_layout_no_sandbox_reads_locks_or_rewrites_the_database() {
     let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
     let shm = format!("{}-shm", fixture.db.display());
     let read_and_lock = format!(
-        "grep -c 'SQLite format' {db} 2>/dev/null; grep -c plan .pi/plan/plan.db-wal 2>/dev/null; \
+        "grep -q 'SQLite format' {db} 2>/dev/null && echo readable || echo unreadable; \
+         grep -c plan .pi/plan/plan.db-wal 2>/dev/null; \
          python3 -c \"
 import fcntl, os
 try:
@@ -146,7 +149,10 @@ except OSError:
         !stdout.contains("locked\n") || stdout.contains("no-lock"),
         "{stdout}"
     );
-    assert!(stdout.starts_with("0\n"), "the database was readable: {stdout}");
+    assert!(
+        stdout.starts_with("unreadable\n"),
+        "the database was readable: {stdout}"
+    );
     // The real file is a database: the probe above can see it unconfined.
     assert!(
         std::fs::read(&fixture.db)
@@ -205,8 +211,11 @@ fn two_sessions_cannot_reach_each_others_scratch() {
         .unwrap();
     assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None), "{outcomes:?}");
     let scratch = stdout_until(&fixture, "p1", Some(&is_path));
+    // The command's own note is in its private tmpfs; the host's directory
+    // at that path gets one the test writes, which no sandbox may reach.
     let notes = Path::new(scratch.trim_end()).join("notes");
-    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "secret\n");
+    assert!(!notes.exists());
+    std::fs::write(&notes, "secret\n").unwrap();
     let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
     let attack = format!(
         "cat {notes} 2>/dev/null || echo unreadable; echo pwned > {notes} 2>/dev/null || echo unwritable",
@@ -242,7 +251,8 @@ fn two_sessions_cannot_reach_each_others_scratch() {
         .unwrap();
     let planted = stdout_until(&fixture, "a2", Some(&is_path));
     let own = Path::new(planted.trim_end()).join("own");
-    assert_eq!(std::fs::read_to_string(&own).unwrap(), "mine\n");
+    assert!(!own.exists());
+    std::fs::write(&own, "mine\n").unwrap();
     assert_eq!(
         plan_stdout(
             &fixture,
@@ -340,25 +350,45 @@ fn initialize_reports_every_layer_where_namespaces_work() {
     );
 }
 
+/// Where a test puts the database, given the workspace.
+type Layout = fn(&Path) -> PathBuf;
+
 #[test]
-fn only_the_database_is_hidden_not_the_files_beside_it() {
-    let fixture = fixture_with(
-        |workspace| workspace.parent().unwrap().join("state/plan.db"),
-        |options, _| options,
-    );
-    if !namespaced(&fixture, "only_the_database_is_hidden_not_the_files_beside_it") {
-        return;
+fn the_database_directory_is_hidden_from_plan_commands() {
+    // The database in a directory of its own outside the workspace, and
+    // (the default fixture) directly in the workspace's parent, beside it.
+    let layouts: [(&str, Layout); 2] = [
+        ("own directory", |workspace| {
+            workspace.parent().unwrap().join("state/plan.db")
+        }),
+        ("the workspace's parent", |workspace| {
+            workspace.parent().unwrap().join("plan.db")
+        }),
+    ];
+    for (name, layout) in layouts {
+        let fixture = fixture_with(layout, |options, _| options);
+        if !namespaced(&fixture, "the_database_directory_is_hidden_from_plan_commands") {
+            return;
+        }
+        let directory = fixture.db.parent().unwrap();
+        let beside = directory.join("notes.txt");
+        std::fs::write(&beside, "beside the database\n").unwrap();
+        std::fs::write(fixture.workspace.join("README.md"), "workspace\n").unwrap();
+        let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+        let command = format!(
+            "cat {beside} 2>/dev/null || echo no-notes; \
+             grep -q 'SQLite format' {db} 2>/dev/null && echo database || echo no-database; \
+             echo listing=$(ls -A {dir} 2>&1 | grep -v '^workspace$' | tr '\\n' ' '); cat README.md",
+            beside = beside.display(),
+            db = fixture.db.display(),
+            dir = directory.display()
+        );
+        assert_eq!(
+            plan_stdout(&fixture, "plan", &plan, "p1", &command),
+            "no-notes\nno-database\nlisting=\nworkspace\n",
+            "{name}"
+        );
+        // Outside the sandbox the directory holds the database and the file.
+        assert!(std::fs::read_dir(directory).unwrap().count() >= 2, "{name}");
     }
-    let beside = fixture.db.with_file_name("notes.txt");
-    std::fs::write(&beside, "ordinary file\n").unwrap();
-    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
-    let command = format!(
-        "cat {}; grep -c 'SQLite format' {}",
-        beside.display(),
-        fixture.db.display()
-    );
-    assert_eq!(
-        plan_stdout(&fixture, "plan", &plan, "p1", &command),
-        "ordinary file\n0\n"
-    );
 }

@@ -3257,7 +3257,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3310,12 +3310,16 @@ class PlanHostOptions:
             self.secret_env_markers = None
         else:
             self.secret_env_markers = secret_env_markers
+        if scratch_size_mb is _DEFAULT:
+            self.scratch_size_mb = None
+        else:
+            self.scratch_size_mb = scratch_size_mb
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3343,6 +3347,8 @@ class PlanHostOptions:
             return False
         if self.secret_env_markers != other.secret_env_markers:
             return False
+        if self.scratch_size_mb != other.scratch_size_mb:
+            return False
         return True
 
 class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
@@ -3362,6 +3368,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             skip_namespaces=_UniffiFfiConverterOptionalBoolean.read(buf),
             protected_paths=_UniffiFfiConverterOptionalSequenceString.read(buf),
             secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
         )
 
     @staticmethod
@@ -3379,6 +3386,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalBoolean.check_lower(value.skip_namespaces)
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.protected_paths)
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
 
     @staticmethod
     def write(value, buf):
@@ -3395,6 +3403,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalBoolean.write(value.skip_namespaces, buf)
         _UniffiFfiConverterOptionalSequenceString.write(value.protected_paths, buf)
         _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
 
 @dataclass
 class SandboxInfo:

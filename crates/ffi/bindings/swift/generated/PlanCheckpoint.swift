@@ -2626,6 +2626,14 @@ public struct PlanHostOptions: Equatable, Hashable {
      * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
      */
     public var secretEnvMarkers: [String]?
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
+     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
+     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
+     * directory is a private tmpfs (memory) of this size; without them it
+     * is an ordinary directory and not capped.
+     */
+    public var scratchSizeMb: UInt64?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2683,7 +2691,14 @@ public struct PlanHostOptions: Equatable, Hashable {
          * A command does not inherit the host's environment variables whose
          * names contain one of these (case-insensitive). Default: `KEY`,
          * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-         */secretEnvMarkers: [String]? = nil) {
+         */secretEnvMarkers: [String]? = nil, 
+        /**
+         * How much a command's scratch directory (`TMPDIR`) may hold, in MB
+         * (MiB): 1 to 1048576; 1024 when absent. Anything else is
+         * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
+         * directory is a private tmpfs (memory) of this size; without them it
+         * is an ordinary directory and not capped.
+         */scratchSizeMb: UInt64? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2697,6 +2712,7 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.skipNamespaces = skipNamespaces
         self.protectedPaths = protectedPaths
         self.secretEnvMarkers = secretEnvMarkers
+        self.scratchSizeMb = scratchSizeMb
     }
 
     
@@ -2727,7 +2743,8 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf), 
                 skipNamespaces: FfiConverterOptionBool.read(from: &buf), 
                 protectedPaths: FfiConverterOptionSequenceString.read(from: &buf), 
-                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf)
+                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
+                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf)
         )
     }
 
@@ -2745,6 +2762,7 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionBool.write(value.skipNamespaces, into: &buf)
         FfiConverterOptionSequenceString.write(value.protectedPaths, into: &buf)
         FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
+        FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
     }
 }
 

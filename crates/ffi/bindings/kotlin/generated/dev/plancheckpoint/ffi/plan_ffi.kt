@@ -3493,6 +3493,15 @@ data class PlanHostOptions (
      * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
      */
     var `secretEnvMarkers`: List<kotlin.String>? = null 
+    , 
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
+     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
+     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
+     * directory is a private tmpfs (memory) of this size; without them it
+     * is an ordinary directory and not capped.
+     */
+    var `scratchSizeMb`: kotlin.ULong? = null 
     
 ){
     
@@ -3522,6 +3531,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalULong.read(buf),
         )
     }
 
@@ -3538,7 +3548,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`) +
             FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`) +
             FfiConverterOptionalSequenceString.allocationSize(value.`protectedPaths`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`)
+            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
+            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3555,6 +3566,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.write(value.`skipNamespaces`, buf)
             FfiConverterOptionalSequenceString.write(value.`protectedPaths`, buf)
             FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
+            FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
     }
 }
 
