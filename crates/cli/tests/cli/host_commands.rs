@@ -200,7 +200,7 @@ fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
     let fifo = workspace.join("alive");
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let (mut serve, turn, sandbox) = plan_turn(&db, &workspace);
-    let result = bash(&mut serve, &turn, "c1", "exec 3< alive; echo $$; exec sleep 300");
+    let result = bash(&mut serve, &turn, "c1", "exec 3< alive; echo up; exec sleep 300");
     if !sandbox {
         assert_eq!(result["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
         return;
@@ -214,8 +214,8 @@ fn sigkill_of_serve_kills_its_commands_and_the_next_host_interrupts_them() {
         let _ = gone.send(());
     });
     let first = serve.wait_notification("command/output", REPLY_TIMEOUT);
-    let pid: u32 = first["params"]["chunk"].as_str().unwrap().trim().parse().unwrap();
-    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    // The command runs (the FIFO's reader is the proof of its life).
+    assert_eq!(first["params"]["chunk"], "up\n");
     serve.kill();
     reader_gone
         .recv_timeout(Duration::from_secs(20))

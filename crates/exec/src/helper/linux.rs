@@ -1,6 +1,7 @@
 //! The helper's stages on Linux: supervision (session, subreaper, timeout,
 //! cancellation, the final sweep, host-death detection) and confinement
-//! (close-on-exec, parent-death signal, the sandbox, exec of the shell).
+//! (close-on-exec, parent-death signal, the namespaces, the sandbox, exec of
+//! the shell, which inside namespaces is left to `pid_namespace`).
 //!
 //! It must not choose a confinement or apply less than it was told.
 
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
-use super::{namespaces, sandbox};
+use super::{namespaces, pid_namespace, sandbox};
 use crate::spec::ScratchCap;
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
@@ -354,16 +355,20 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             format!("{} is not a directory", args.scratch_dir.display()),
         );
     }
-    // Inside the namespaces the scratch rule names the private tmpfs
-    // mounted at the scratch directory's place.
-    let scratch = match args
-        .namespaces
-        .then(|| namespaces::enter(&args, Some(scratch.as_fd())))
-    {
-        None | Some(Ok(None)) => scratch,
-        Some(Ok(Some(private))) => private,
-        Some(Err(reason)) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
-    };
+    // Unconfined commands get no namespaces (`enter` builds nothing for
+    // them), so no PID namespace either.
+    if args.namespaces && !matches!(args.mode, Mode::None) {
+        // Inside the namespaces the scratch rule names the private tmpfs
+        // mounted at the scratch directory's place.
+        let scratch = match namespaces::enter(&args, Some(scratch.as_fd())) {
+            Ok(Some(private)) => private,
+            Ok(None) => scratch,
+            Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
+        };
+        // The shell runs as a child of an init of the new PID namespace;
+        // this process stays the supervisor's child and ends as it ends.
+        return pid_namespace::run(&args, scratch, status);
+    }
     if let Err(reason) = apply(&args.mode, scratch.as_fd(), args.namespaces) {
         return failed(FailKind::Sandbox, reason);
     }
@@ -391,7 +396,9 @@ fn apply(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<(), S
 /// (with `<dir>` as the scratch root) where the kernel allows it, applies the
 /// read-only sandbox to itself, then checks that the scratch dir is
 /// writable, that `<dir>` is not, that no UDP socket can be made and that no
-/// capability is left, and with namespaces that no terminal is reachable.
+/// capability is left, and with namespaces that no terminal is reachable
+/// and that a child is PID 1 of a new PID namespace with a `/proc` of its
+/// own.
 /// Prints `available namespaces`, `available` (Landlock and seccomp only) or
 /// `unavailable <reason>`.
 pub(super) fn probe(rest: &[OsString]) -> ExitCode {
@@ -445,7 +452,8 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
     let namespaces = private.is_some()
         && ["/dev/pts", "/dev/tty", "/dev/console"]
             .iter()
-            .all(|device| std::fs::symlink_metadata(device).is_err());
+            .all(|device| std::fs::symlink_metadata(device).is_err())
+        && pid_namespace::probe();
     apply(
         &Mode::ReadOnly,
         private.as_ref().unwrap_or(&scratch_fd).as_fd(),

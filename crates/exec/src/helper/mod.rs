@@ -12,7 +12,9 @@
 //!   lifeline socket that is its stdin.
 //! - `confine` (started by the supervisor): marks inherited descriptors
 //!   close-on-exec, arms its parent-death signal, applies the requested
-//!   restrictions to itself and executes `<shell> -c <command>`.
+//!   restrictions to itself and executes `<shell> -c <command>`; inside
+//!   namespaces it forks an init of a new PID namespace that runs the
+//!   confined shell, and ends as the shell ended.
 //!
 //! `probe` applies the read-only sandbox and checks that it holds.
 //!
@@ -24,6 +26,8 @@
 mod linux;
 #[cfg(target_os = "linux")]
 mod namespaces;
+#[cfg(target_os = "linux")]
+mod pid_namespace;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(not(target_os = "linux"))]

@@ -1,11 +1,13 @@
 //! The namespaces the confining stage enters before Landlock and seccomp,
 //! where the kernel allows them: a user namespace (when not root), and new
-//! mount, IPC and (without the network option) network namespaces. In the
-//! private mount tree it builds what Landlock cannot express:
+//! mount, IPC, PID (for the next child, which becomes its init) and
+//! (without the network option) network namespaces. In the private mount
+//! tree it builds what Landlock cannot express:
 //! - a private `/dev` with only `null`, `zero`, `full`, `random` and
 //!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
 //!   process's own descriptors), so no terminal or console is reachable;
-//! - as root, a `/proc` that lists only the command's own processes;
+//! - a `/proc` of the new PID namespace (mounted by its init), which lists
+//!   only the command's own processes;
 //! - the scratch root covered by an empty read-only tmpfs, so other
 //!   commands' scratch directories are not visible, and the command's own
 //!   scratch directory a private tmpfs with a size and inode cap at its
@@ -152,7 +154,6 @@ pub(crate) fn enter(
     }
     let workspace_fd = workspace.map(open_directory).transpose()?;
     private_dev(&devices)?;
-    private_proc()?;
     let scratch = private_scratch(args, &host_scratch)?;
     for path in &args.hidden {
         hide(path, &needed)?;
@@ -201,16 +202,18 @@ fn needed_paths(args: &ConfineArgs, workspace: Option<&Path>, cwd: &Path) -> Vec
     kept
 }
 
-/// New mount and IPC namespaces, a network namespace unless the command
-/// may use the network, and a user namespace (with our own uid and gid
-/// mapped) when we are not root, since only then are the others allowed.
+/// New mount, IPC and PID namespaces, a network namespace unless the
+/// command may use the network, and a user namespace (with our own uid and
+/// gid mapped) when we are not root, since only then are the others
+/// allowed. The PID namespace is the next child's: this process stays where
+/// it is.
 #[allow(unsafe_code)]
 fn unshare(network: bool) -> Result<(), String> {
     use rustix::thread::UnshareFlags;
     let root = rustix::process::geteuid().is_root();
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
-    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC;
+    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID;
     if !network {
         flags |= UnshareFlags::NEWNET;
     }
@@ -286,36 +289,21 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
     remount(dev, flags | MountFlags::RDONLY)
 }
 
-/// A procfs instance of our own over `/proc` that lists only processes the
-/// caller may trace (`hidepid=invisible`): once Landlock is enforced that is
-/// the command's own tree, so no other process (the host's included) can be
-/// seen, by pid or by listing. The kernel allows a new procfs instance only
-/// to a caller privileged over the PID namespace, that is root here; inside
-/// an unprivileged user namespace (without a PID namespace of its own)
-/// `/proc` stays the host's, which the crate's documentation states.
-fn private_proc() -> Result<(), String> {
-    if !rustix::process::geteuid().is_root() {
-        return Ok(());
+/// A procfs instance of this process's PID namespace over `/proc`, read-only
+/// (for `auto` every mount is): called by the init of the namespace `enter`
+/// prepared, it lists only the command's processes, for root and non-root
+/// alike. The kernel refuses it where the `/proc` it would cover is not
+/// fully visible (some containers mount over parts of it); then nothing
+/// runs, and the probe reports no namespaces.
+pub(crate) fn mount_proc() -> Result<(), String> {
+    // Only the init of a PID namespace `enter` made, which also sits in the
+    // private mount tree, may cover `/proc`: anywhere else this would cover
+    // the machine's.
+    if rustix::process::getpid().as_raw_nonzero().get() != 1 {
+        return Err("/proc is mounted only by the init of a new PID namespace".into());
     }
-    // procfs shows every process to members of its `gid=` group, which is
-    // root's group unless named: name one the caller is not in.
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|error| format!("/proc/self/status: {error}"))?;
-    let member: Vec<&str> = status
-        .lines()
-        .filter(|line| line.starts_with("Gid:") || line.starts_with("Groups:"))
-        .flat_map(|line| line.split_whitespace().skip(1))
-        .collect();
-    let Some(outsider) = (1..=64_u32)
-        .map(|step| u32::MAX - 1 - step)
-        .find(|gid| !member.contains(&gid.to_string().as_str()))
-    else {
-        return Err("no group outside the caller's groups for /proc".into());
-    };
-    let options = std::ffi::CString::new(format!("hidepid=invisible,gid={outsider}"))
-        .map_err(|_| "procfs options".to_owned())?;
-    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    rustix::mount::mount("proc", "/proc", "proc", flags, options.as_c_str())
+    let flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    rustix::mount::mount("proc", "/proc", "proc", flags, c"")
         .map_err(|errno| error("mounting", Path::new("/proc"), errno))
 }
 

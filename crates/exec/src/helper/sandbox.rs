@@ -151,7 +151,7 @@ pub(crate) fn enforce(prepared: Prepared) -> Result<(), String> {
 /// capability sets. Root keeps its uid but loses every bypass; an
 /// unprivileged caller that may not shrink its bounding set has nothing to
 /// lose there, because no_new_privs keeps exec from granting capabilities.
-fn drop_capabilities() -> Result<(), String> {
+pub(crate) fn drop_capabilities() -> Result<(), String> {
     match rustix::thread::clear_ambient_capability_set() {
         Ok(()) | Err(rustix::io::Errno::INVAL) => {}
         Err(error) => return Err(format!("clearing ambient capabilities: {error}")),

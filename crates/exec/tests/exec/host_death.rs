@@ -79,8 +79,10 @@ fn sigkill_of_the_host_kills_its_commands() {
                 .exists()),
             "the test host never got ready"
         );
-        let shell = read_pid(&dirs.root.path().join("sh.pid"));
-        let background = read_pid(&dirs.root.path().join("bg.pid"));
+        // Inside namespaces the pids the command wrote are its own
+        // namespace's: find the same processes here.
+        let shell = outer_pid(&dirs.scratch, read_pid(&dirs.root.path().join("sh.pid"))).unwrap();
+        let background = outer_pid(&dirs.scratch, read_pid(&dirs.root.path().join("bg.pid"))).unwrap();
         assert!(alive(shell) && alive(background));
         host.kill().unwrap();
         host.wait().unwrap();
@@ -102,7 +104,7 @@ fn a_killed_supervisor_takes_the_shell_with_it() {
         &dirs.scratch,
         Confinement::None,
     ));
-    let shell = read_pid(&dirs.scratch.join("sh.pid"));
+    let shell = outer_pid(&dirs.scratch, read_pid(&dirs.scratch.join("sh.pid"))).unwrap();
     let supervisor =
         rustix::process::Pid::from_raw(i32::try_from(running.supervisor_pid().unwrap()).unwrap()).unwrap();
     rustix::process::kill_process(supervisor, rustix::process::Signal::KILL).unwrap();

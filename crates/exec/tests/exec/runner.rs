@@ -413,7 +413,7 @@ fn a_timeout_kills_the_whole_group_background_jobs_included() {
             (CommandState::TimedOut, Some(15))
         );
         for pid in pids(&events) {
-            assert!(!alive(pid), "pid {pid} survived the timeout");
+            assert!(!alive_in(&dirs.scratch, pid), "pid {pid} survived the timeout");
         }
     }
 }
@@ -431,7 +431,7 @@ fn a_timeout_kills_after_the_grace_when_sigterm_is_ignored() {
     timed.grace = Duration::from_millis(200);
     let (outcome, _) = run(timed);
     assert_eq!((outcome.state, outcome.signal), (CommandState::TimedOut, Some(9)));
-    assert!(!alive(read_pid(&dirs.scratch.join("sh.pid"))));
+    assert!(!alive_in(&dirs.scratch, read_pid(&dirs.scratch.join("sh.pid"))));
 }
 
 #[test]
@@ -450,7 +450,7 @@ fn background_jobs_left_when_the_shell_exits_are_killed() {
             (CommandState::Exited, Some(0))
         );
         for pid in pids(&events) {
-            assert!(!alive(pid), "pid {pid} outlived the shell");
+            assert!(!alive_in(&dirs.scratch, pid), "pid {pid} outlived the shell");
         }
     }
 }
@@ -469,7 +469,10 @@ fn an_unsandboxed_job_that_leaves_the_group_is_killed_too() {
         Confinement::None,
     ));
     assert_eq!(outcome.exit_code, Some(0));
-    assert!(!alive(read_pid(&dirs.scratch.join("escaped.pid"))));
+    assert!(!alive_in(
+        &dirs.scratch,
+        read_pid(&dirs.scratch.join("escaped.pid"))
+    ));
 }
 
 #[test]
@@ -498,7 +501,10 @@ fn cancel_from_another_thread_ends_the_command() {
             (CommandState::Cancelled, Some(15))
         );
         for pid in pids(&events) {
-            assert!(!alive(pid), "pid {pid} survived the cancellation");
+            assert!(
+                !alive_in(&dirs.scratch, pid),
+                "pid {pid} survived the cancellation"
+            );
         }
     }
 }

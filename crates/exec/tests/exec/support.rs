@@ -278,7 +278,78 @@ pub(crate) fn read_pid(path: &Path) -> i32 {
     std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
 }
 
+/// Waits until the command's stdout has a whole line starting with
+/// `prefix` and returns the rest of it (inside the namespaces a command's
+/// scratch directory is its own, so what it tells the test comes this way).
+pub(crate) fn stdout_line(events: &Events, prefix: &str) -> String {
+    let find = || {
+        events
+            .text(Stream::Stdout)
+            .split_inclusive('\n')
+            .filter_map(|line| line.strip_suffix('\n'))
+            .find_map(|line| line.strip_prefix(prefix).map(str::to_owned))
+    };
+    assert!(
+        eventually(Duration::from_secs(20), || find().is_some()),
+        "no line {prefix:?} in {:?}",
+        events.text(Stream::Stdout)
+    );
+    find().unwrap_or_default()
+}
+
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The processes of the command whose scratch directory is `scratch`, by
+/// the `TMPDIR` in their environment (the helper's stages carry it too), as
+/// `(pid here, pid in its own PID namespace)`. A zombie has no environment
+/// left, so only living processes are listed. Inside namespaces the pid a
+/// command writes (`$$`, `$!`) is the second one.
+pub(crate) fn processes_of(scratch: &Path) -> Vec<(i32, i32)> {
+    let mut marker = b"TMPDIR=".to_vec();
+    marker.extend_from_slice(scratch.as_os_str().as_encoded_bytes());
+    marker.push(0);
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !environ
+            .split_inclusive(|byte| *byte == 0)
+            .any(|entry| entry == marker)
+        {
+            continue;
+        }
+        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+            continue;
+        };
+        let own = status
+            .lines()
+            .find_map(|line| line.strip_prefix("NSpid:"))
+            .and_then(|pids| pids.split_whitespace().last())
+            .and_then(|pid| pid.parse().ok())
+            .unwrap_or(pid);
+        out.push((pid, own));
+    }
+    out
+}
+
+/// The pid here of the living process of the command in `scratch` that
+/// knows itself as `own` (what it wrote as `$$` or `$!`).
+pub(crate) fn outer_pid(scratch: &Path, own: i32) -> Option<i32> {
+    processes_of(scratch)
+        .into_iter()
+        .find(|(_, listed)| *listed == own)
+        .map(|(pid, _)| pid)
+}
+
+/// Whether the command in `scratch` still has a living process that knows
+/// itself as `own`.
+pub(crate) fn alive_in(scratch: &Path, own: i32) -> bool {
+    outer_pid(scratch, own).is_some_and(alive)
 }
