@@ -153,7 +153,7 @@ fn migrate(criterion: &mut Criterion) {
     let ballast = dir.path().join("ballast");
     let mut group = criterion.benchmark_group("migrate");
     group
-        .sample_size(20)
+        .sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(8));
     // Both files exist and are flushed (like the scratch file) before either
