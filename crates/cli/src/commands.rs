@@ -218,7 +218,7 @@ struct ListJson {
 struct RecordJson {
     entry: &'static str,
     output_sha256: Option<String>,
-    command: plan_protocol::CommandRun,
+    command: CommandRun,
 }
 
 impl From<&CommandRecord> for RecordJson {
@@ -226,7 +226,7 @@ impl From<&CommandRecord> for RecordJson {
         RecordJson {
             entry: record.kind.as_str(),
             output_sha256: record.output_sha256.clone(),
-            command: (&record.run).into(),
+            command: record.run.clone(),
         }
     }
 }
@@ -243,7 +243,7 @@ struct EntryJson {
     kind: &'static str,
     seq: i64,
     output_sha256: Option<String>,
-    command: plan_protocol::CommandRun,
+    command: CommandRun,
 }
 
 impl From<&CommandEntry> for EntryJson {
@@ -252,7 +252,7 @@ impl From<&CommandEntry> for EntryJson {
             kind: entry.kind.as_str(),
             seq: entry.seq,
             output_sha256: entry.output_sha256.clone(),
-            command: (&entry.run).into(),
+            command: entry.run.clone(),
         }
     }
 }
@@ -334,8 +334,8 @@ fn card(entries: &[CommandEntry]) -> String {
         "shell",
         format!(
             "{} ({})",
-            escape::line(&run.shell_id),
-            escape::line(&run.shell_path)
+            escape::line(&run.shell.id),
+            escape::line(&run.shell.path)
         ),
     );
     line(
