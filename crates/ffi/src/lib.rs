@@ -26,14 +26,14 @@ use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSess
 use plan_server::Connection;
 
 pub use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandShell,
-    CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff, SessionId, SkippedWorkspace, TurnId, TurnKind,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
+    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, TurnId, TurnKind,
 };
 pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
 pub use types::{
-    ApprovalQuery, ArtifactContent, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo,
-    SessionConfig, ShellCatalog, ToolCall, ToolCallResult,
+    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
+    ShellCatalog, ToolCall, ToolCallResult,
 };
 
 uniffi::setup_scaffolding!();
@@ -367,12 +367,7 @@ impl PlanHost {
 
     /// Rereads an artifact and checks it against the record.
     pub fn read_artifact(&self, approval_id: String) -> Outcome<ArtifactContent> {
-        let content = self.host.read_artifact(&approval_id.into())?;
-        Ok(ArtifactContent {
-            markdown: content.markdown,
-            sha256: content.sha256,
-            size: content.size,
-        })
+        Ok(self.host.read_artifact(&approval_id.into())?)
     }
 
     /// Queued -> running.

@@ -6,19 +6,19 @@
 //! from `plan_protocol::for_each_shared_object!`, and the typed error code
 //! from plan-core's `for_each_error_code!`; so the FFI and `serve` can never
 //! describe the same approval differently. plan-core's typed ids cross as
-//! strings (UniFFI custom types). Four names differ from the Rust ones, as
+//! strings (UniFFI custom types). Three names differ from the Rust ones, as
 //! the bindings always had them (`CommandSandbox` is plan-core's `Sandbox`;
-//! `Decision`, `ArtifactContent`, `ShellCatalog` are the protocol's
-//! `PlanDecisionResult`, `PlanReadArtifactResult`, `ShellListResult`). This
+//! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
+//! and `ShellListResult`). This
 //! module declares only what differs from the wire: tool inputs as JSON
 //! text, a tool call's error as two fields, the typed event union, the
 //! sandbox probe's answer and the argument records with defaults. It
 //! decides nothing.
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandShell,
-    CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, TurnId, TurnKind,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
+    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, TurnId, TurnKind,
 };
 use plan_protocol as wire;
 use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};

@@ -60,9 +60,9 @@ pub use machine::{
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandShell, CommandState,
-    ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, Sandbox,
-    SkippedWorkspace, TurnKind,
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
+    CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
+    Sandbox, SkippedWorkspace, TurnKind,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};

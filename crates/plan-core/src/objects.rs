@@ -1,7 +1,7 @@
 //! The one declaration of every enum and record that plan-core reasons about
 //! and the wire, the JSON Schema and the foreign bindings carry as it is:
-//! modes and statuses, the approval row and its artifact, a command run and
-//! the findings of a verification.
+//! modes and statuses, the approval row, its artifact and the artifact's
+//! verified bytes, a command run and the findings of a verification.
 //!
 //! [`for_each_core_object!`] lists them once. This module expands the list
 //! into the Rust types (with serde and JSON Schema derives, in the wire's
@@ -341,6 +341,20 @@ macro_rules! for_each_core_object {
                 workspace_root: String,
                 /// Why it was skipped.
                 detail: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/readArtifact` result: the verified bytes.
+            #[schemars(rename = "PlanReadArtifactResult")]
+            #[serde(rename_all = "camelCase")]
+            struct ArtifactContent {
+                /// The artifact's Markdown, exactly as written.
+                markdown: String,
+                /// Its SHA-256, 64 lowercase hex digits.
+                sha256: String,
+                /// Its byte size.
+                size: u64,
             }
         }
 

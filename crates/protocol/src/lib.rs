@@ -54,16 +54,18 @@ pub use notifications::{
     SessionChangedNotification, notification_method,
 };
 pub use objects::{
-    ActiveTurn, OutputStream, PlanDecisionResult, PlanReadArtifactResult, Session, ShellInfo,
-    ShellListResult, ToolCallDecision, ToolCallError, ToolCallResult, VerifyReport,
+    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, ToolCallDecision,
+    ToolCallError, ToolCallResult, VerifyReport,
 };
 /// The objects plan-core declares and the wire carries as they are, under
 /// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
-/// `PlanDiffResult` its `PlanDiff`).
+/// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its
+/// `ArtifactContent`).
 pub use plan_core::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandShell, CommandState,
-    ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff as PlanDiffResult,
-    Sandbox as CommandSandbox, SkippedWorkspace, ToolCall, TurnKind,
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
+    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolCall,
+    TurnKind,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

@@ -2,7 +2,7 @@
 //! session (`Session`, `ActiveTurn`), the verification report with its
 //! `ok`, the pieces of `turn/toolCalls` and `shell/list`, and the method
 //! results the FFI exports as they are (`PlanDecisionResult`,
-//! `PlanReadArtifactResult`, `ShellListResult`).
+//! `ShellListResult`).
 //!
 //! The enums and records plan-core reasons about (`PlanApproval`,
 //! `CommandRun`, the modes and statuses, ...) are not declared here: they
@@ -194,19 +194,6 @@ macro_rules! for_each_shared_object {
                 approval: PlanApproval,
                 /// The session after the decision.
                 session: Session,
-            }
-        }
-
-        $callback! {
-            /// `plan/readArtifact` result: the verified bytes.
-            #[serde(rename_all = "camelCase")]
-            struct PlanReadArtifactResult as ArtifactContent {
-                /// The artifact's Markdown, exactly as written.
-                markdown: String,
-                /// Its SHA-256, 64 lowercase hex digits.
-                sha256: String,
-                /// Its byte size.
-                size: u64,
             }
         }
 

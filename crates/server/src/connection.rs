@@ -12,8 +12,8 @@ use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
-    PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
-    ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
+    Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellSetDefaultResult,
+    TurnStartResult, TurnToolCallsResult, VerifyReport,
 };
 use serde_json::Value;
 
@@ -270,12 +270,7 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&PlanListResult { approvals })
         }
         ClientRequest::PlanReadArtifact(params) => {
-            let content = host.read_artifact(&ApprovalId::from(params.approval_id))?;
-            to_value(&PlanReadArtifactResult {
-                markdown: content.markdown,
-                sha256: content.sha256,
-                size: content.size,
-            })
+            to_value(&host.read_artifact(&ApprovalId::from(params.approval_id))?)
         }
         ClientRequest::PlanVerify(params) => {
             let scope = params.scope().map_err(host_error)?;
