@@ -225,7 +225,7 @@ struct ListJson {
 struct RecordJson {
     entry: &'static str,
     output_sha256: Option<String>,
-    command: plan_protocol::CommandRun,
+    command: CommandRun,
 }
 
 impl From<&CommandRecord> for RecordJson {
@@ -233,7 +233,7 @@ impl From<&CommandRecord> for RecordJson {
         RecordJson {
             entry: record.kind.as_str(),
             output_sha256: record.output_sha256.clone(),
-            command: (&record.run).into(),
+            command: record.run.clone(),
         }
     }
 }
@@ -250,7 +250,7 @@ struct EntryJson {
     kind: &'static str,
     seq: i64,
     output_sha256: Option<String>,
-    command: plan_protocol::CommandRun,
+    command: CommandRun,
 }
 
 impl From<&CommandEntry> for EntryJson {
@@ -259,7 +259,7 @@ impl From<&CommandEntry> for EntryJson {
             kind: entry.kind.as_str(),
             seq: entry.seq,
             output_sha256: entry.output_sha256.clone(),
-            command: (&entry.run).into(),
+            command: entry.run.clone(),
         }
     }
 }
@@ -341,8 +341,8 @@ fn card(entries: &[CommandEntry]) -> String {
         "shell",
         format!(
             "{} ({})",
-            escape::line(&run.shell_id),
-            escape::line(&run.shell_path)
+            escape::line(&run.shell.id),
+            escape::line(&run.shell.path)
         ),
     );
     line(

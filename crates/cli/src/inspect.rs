@@ -14,14 +14,15 @@
 use std::path::Path;
 
 use plan_core::{
-    ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, SessionId, VerifyScope, VerifyTally,
+    ApprovalStatus, ArtifactCheck, ArtifactVerification, ErrorCode, PlanApproval, SessionId, VerifyScope,
+    VerifyTally,
 };
 use plan_storage::{
     ApprovalFilter, ExclusiveStore, PendingMigration, SCHEMA_VERSION, StorageError, Store, StoredApproval,
 };
 use serde::Serialize;
 
-use crate::render::{self, FLUSH_BYTES, JsonObject, wire};
+use crate::render::{self, FLUSH_BYTES, JsonObject};
 use crate::table::Table;
 use crate::terminal::{Terminal, good_style, problem_style};
 use crate::{Failure, escape, exit, progress};
@@ -174,7 +175,7 @@ struct StatusJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     counts: Option<Counts>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    live: Option<Vec<plan_protocol::PlanApproval>>,
+    live: Option<Vec<PlanApproval>>,
 }
 
 /// `db status`. A database `db migrate` would change (v8, or an empty file)
@@ -245,7 +246,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
             pending_migration: pending_name,
             total: Some(total),
             counts: Some(Counts::of(&counts)),
-            live: Some(live.iter().map(wire).collect()),
+            live: Some(live),
         })?;
         render::write_stdout(text.as_bytes())?;
         return Ok(exit::OK);
@@ -415,7 +416,7 @@ pub(crate) fn list(
         object.begin_array("approvals");
         store
             .visit_approvals(&filter, &mut |stored| {
-                !past_limit() && keep_going(object.element(&wire(&stored.approval)), &mut failed)
+                !past_limit() && keep_going(object.element(&stored.approval), &mut failed)
             })
             .map_err(|error| failure(&error))?;
         if let Some(error) = failed.take() {
@@ -493,7 +494,7 @@ pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Re
     let store = open(database)?;
     let stored = get(&store, id)?;
     let text = if json {
-        render::json_pretty(&wire(&stored.approval))?
+        render::json_pretty(&stored.approval)?
     } else {
         let root = store
             .get_session(&stored.approval.session_id)
@@ -591,10 +592,7 @@ pub(crate) fn verify(
         let findings = store
             .visit_verification(&scope, &mut |check| {
                 tally.add(check.result);
-                keep_going(
-                    object.element(&plan_protocol::ArtifactVerification::from(&check)),
-                    &mut failed,
-                )
+                keep_going(object.element(&check), &mut failed)
             })
             .map_err(|error| failure(&error))?;
         if let Some(error) = failed {
@@ -602,18 +600,8 @@ pub(crate) fn verify(
         }
         object.end_array();
         tally.orphans = findings.orphans.len() as u64;
-        let orphans: Vec<plan_protocol::OrphanArtifact> = findings
-            .orphans
-            .iter()
-            .map(plan_protocol::OrphanArtifact::from)
-            .collect();
-        let skipped: Vec<plan_protocol::SkippedWorkspace> = findings
-            .skipped_workspaces
-            .iter()
-            .map(plan_protocol::SkippedWorkspace::from)
-            .collect();
-        object.member("orphans", &orphans)?;
-        object.member("skippedWorkspaces", &skipped)?;
+        object.member("orphans", &findings.orphans)?;
+        object.member("skippedWorkspaces", &findings.skipped_workspaces)?;
         object.member("ok", &tally.ok())?;
         object.finish()?;
         return Ok(if tally.ok() { exit::OK } else { exit::FAILURE });
@@ -749,7 +737,7 @@ pub(crate) fn diff(
         )
         .map_err(|error| failure(&error))?;
     let text = if json {
-        render::json_pretty(&plan_protocol::PlanDiffResult::from(&diff))?
+        render::json_pretty(&diff)?
     } else {
         match (&diff.against_approval_id, &diff.unified) {
             (None, _) | (Some(_), None) => {
@@ -781,7 +769,7 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
-        match render::json_line(&wire(&stored.approval)) {
+        match render::json_line(&stored.approval) {
             Ok(line) => buffer.push_str(&line),
             Err(error) => {
                 failed = Some(error);

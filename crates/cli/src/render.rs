@@ -369,11 +369,6 @@ pub(crate) fn shell_word(text: &str) -> String {
     }
 }
 
-/// The protocol v9 JSON of an approval.
-pub(crate) fn wire(approval: &PlanApproval) -> plan_protocol::PlanApproval {
-    plan_protocol::PlanApproval::from(approval)
-}
-
 /// Serializes a value as one line of JSON (terminal-safe, see
 /// [`escape::JsonFormatter`]).
 pub(crate) fn json_line(value: &impl serde::Serialize) -> Result<String, Failure> {

@@ -25,16 +25,15 @@ use plan_core::{CommandLimits, ConfigChange, Limits};
 use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession, ScratchSize};
 use plan_server::Connection;
 
-pub use plan_core::ErrorCode;
-pub use plan_protocol::{
-    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CanonicalCode, CommandRun,
-    CommandSandbox, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream,
-    PermissionMode, PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCallDecision, TurnKind,
-    VerifyReport,
+pub use plan_core::{
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
+    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, TurnId, TurnKind,
 };
+pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
 pub use types::{
-    ApprovalQuery, ArtifactContent, Decision, PlanDiff, PlanEvent, PlanHostOptions, SandboxInfo,
-    SessionConfig, ShellCatalog, ToolCall, ToolCallResult,
+    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
+    ShellCatalog, ToolCall, ToolCallResult,
 };
 
 uniffi::setup_scaffolding!();
@@ -227,18 +226,18 @@ impl PlanHost {
             cwd.as_deref(),
             timeout_ms,
         )?;
-        Ok((&run).into())
+        Ok(run)
     }
 
     /// `command/cancel`: kills a running command; a `CommandExited` event
     /// confirms it.
     pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok((&self.host.cancel_command(&session_id.into(), &call_id)?).into())
+        Ok(self.host.cancel_command(&session_id.into(), &call_id)?)
     }
 
     /// `command/get`: a run by session and call id.
     pub fn get_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok((&self.host.command(&session_id.into(), &call_id)?).into())
+        Ok(self.host.command(&session_id.into(), &call_id)?)
     }
 
     /// Releases the database and the single-host lock and stops the timer.
@@ -262,8 +261,8 @@ impl PlanHost {
         let new = NewSession {
             session_id: session_id.map(Into::into),
             workspace_root,
-            mode: mode.map(Into::into),
-            permission_mode: permission_mode.map(Into::into),
+            mode,
+            permission_mode,
         };
         Ok(Session::from(&self.host.create_session(new)?))
     }
@@ -276,8 +275,8 @@ impl PlanHost {
     /// Changes configuration while the session is idle.
     pub fn configure_session(&self, session_id: String, config: SessionConfig) -> Outcome<Session> {
         let change = ConfigChange {
-            mode: config.mode.map(Into::into),
-            permission_mode: config.permission_mode.map(Into::into),
+            mode: config.mode,
+            permission_mode: config.permission_mode,
             provider: optional_change("provider", config.provider, config.clear_provider)?,
             model: optional_change("model", config.model, config.clear_model)?,
             shell: optional_change("shell", config.shell, config.clear_shell)?,
@@ -289,7 +288,7 @@ impl PlanHost {
 
     /// Starts a prompt turn.
     pub fn start_turn(&self, session_id: String, origin: Origin) -> Outcome<ActiveTurn> {
-        let turn = self.host.start_turn(&session_id.into(), origin.into())?;
+        let turn = self.host.start_turn(&session_id.into(), origin)?;
         Ok(ActiveTurn::from(&turn))
     }
 
@@ -338,11 +337,9 @@ impl PlanHost {
     /// Approves with an explicit permission mode; without one it is
     /// `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
     pub fn approve(&self, approval_id: String, permission_mode: Option<PermissionMode>) -> Outcome<Decision> {
-        let (approval, session) = self
-            .host
-            .approve_relayed(&approval_id.into(), permission_mode.map(Into::into))?;
+        let (approval, session) = self.host.approve_relayed(&approval_id.into(), permission_mode)?;
         Ok(Decision {
-            approval: PlanApproval::from(&approval),
+            approval,
             session: Session::from(&session),
         })
     }
@@ -351,51 +348,40 @@ impl PlanHost {
     pub fn reject(&self, approval_id: String) -> Outcome<Decision> {
         let (approval, session) = self.host.reject(&approval_id.into())?;
         Ok(Decision {
-            approval: PlanApproval::from(&approval),
+            approval,
             session: Session::from(&session),
         })
     }
 
     /// One approval.
     pub fn get_approval(&self, approval_id: String) -> Outcome<PlanApproval> {
-        Ok(PlanApproval::from(
-            &self.host.approval(&approval_id.into())?.approval,
-        ))
+        Ok(self.host.approval(&approval_id.into())?.approval)
     }
 
     /// Approvals, newest first.
     pub fn list_approvals(&self, query: ApprovalQuery) -> Outcome<Vec<PlanApproval>> {
         let filter = ApprovalFilter {
             session_id: query.session_id.map(plan_core::SessionId::from),
-            status: query.status.map(Into::into),
+            status: query.status,
             limit: query.limit,
         };
         let rows = self.host.list_approvals(&filter)?;
-        Ok(rows.iter().map(|row| PlanApproval::from(&row.approval)).collect())
+        Ok(rows.into_iter().map(|row| row.approval).collect())
     }
 
     /// Rereads an artifact and checks it against the record.
     pub fn read_artifact(&self, approval_id: String) -> Outcome<ArtifactContent> {
-        let content = self.host.read_artifact(&approval_id.into())?;
-        Ok(ArtifactContent {
-            markdown: content.markdown,
-            sha256: content.sha256,
-            size: content.size,
-        })
+        Ok(self.host.read_artifact(&approval_id.into())?)
     }
 
     /// Queued -> running.
     pub fn start_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(PlanApproval::from(
-            &self.host.start_execution(&execution_id.into())?,
-        ))
+        Ok(self.host.start_execution(&execution_id.into())?)
     }
 
     /// Running -> completed.
     pub fn complete_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(PlanApproval::from(
-            &self.host.complete_execution(&execution_id.into())?,
-        ))
+        Ok(self.host.complete_execution(&execution_id.into())?)
     }
 
     /// The shell catalog.
@@ -420,8 +406,7 @@ impl PlanHost {
     /// the previous submission of its session when `None`.
     pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
         let against = against_approval_id.map(plan_host::ApprovalId::from);
-        let diff = self.host.diff(&approval_id.into(), against.as_ref())?;
-        Ok(PlanDiff::from(&diff))
+        Ok(self.host.diff(&approval_id.into(), against.as_ref())?)
     }
 
     /// Persists the default shell.

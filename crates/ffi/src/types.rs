@@ -1,25 +1,27 @@
 //! The records and enums foreign hosts see. Those the wire has as they are
-//! (`Session`, `PlanApproval`, `CommandRun`, `VerifyReport`, the wire enums,
-//! ...) are plan-protocol's own types, exported here from the protocol's one
-//! declaration (`plan_protocol::for_each_shared_object!`), and the typed
-//! error code is plan-core's `ErrorCode`, exported from plan-core's one list;
-//! so the FFI and `serve` can never describe the same approval differently.
-//! Four results keep the names the bindings always had (`Decision`,
-//! `ArtifactContent`, `ShellCatalog`, `PlanDiff` are the protocol's
-//! `PlanDecisionResult`, `PlanReadArtifactResult`, `ShellListResult` and
-//! `PlanDiffResult`). This module declares only what differs from the wire:
-//! tool inputs as JSON text, a tool call's error as two fields, the typed
-//! event union, the sandbox probe's answer and the argument records with
-//! defaults. It decides nothing.
+//! are exported here from their one declaration each: plan-core's records
+//! and enums (`PlanApproval`, `CommandRun`, `PlanDiff`, the modes and
+//! statuses, ...) from `plan_core::for_each_core_object!`, the wire-only
+//! views (`Session`, `ActiveTurn`, `VerifyReport`, `ToolCallDecision`, ...)
+//! from `plan_protocol::for_each_shared_object!`, and the typed error code
+//! from plan-core's `for_each_error_code!`; so the FFI and `serve` can never
+//! describe the same approval differently. plan-core's typed ids cross as
+//! strings (UniFFI custom types). Three names differ from the Rust ones, as
+//! the bindings always had them (`CommandSandbox` is plan-core's `Sandbox`;
+//! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
+//! and `ShellListResult`). This
+//! module declares only what differs from the wire: tool inputs as JSON
+//! text, a tool call's error as two fields, the typed event union, the
+//! sandbox probe's answer and the argument records with defaults. It
+//! decides nothing.
 
-use plan_core::ErrorCode;
-use plan_protocol as wire;
-use plan_protocol::{
-    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CanonicalCode, CommandRun,
-    CommandSandbox, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream,
-    PermissionMode, PlanApproval, Session, ShellInfo, SkippedWorkspace, ToolCallDecision, TurnKind,
-    VerifyReport,
+use plan_core::{
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
+    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, TurnId, TurnKind,
 };
+use plan_protocol as wire;
+use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
 
 /// Exports plan-core's `ErrorCode` from plan-core's one list, so a code
 /// added there is exported (to every binding) by itself.
@@ -36,21 +38,42 @@ macro_rules! export_error_code {
 
 plan_core::for_each_error_code!(export_error_code);
 
-// The wire's code wrapper crosses as the typed code itself.
-uniffi::custom_type!(CanonicalCode, ErrorCode, {
-    remote,
-    lower: |code| code.0,
-    try_lift: |code| Ok(CanonicalCode(code)),
-});
+/// Exports one of plan-core's typed ids as a string: foreign code sees the
+/// text (a typealias of the string type in Kotlin and Swift).
+macro_rules! export_id {
+    ($($id:ident),+) => {
+        $(uniffi::custom_type!($id, String, {
+            remote,
+            lower: |id| id.into_string(),
+            try_lift: |text| Ok($id::from(text)),
+        });)+
+    };
+}
 
-/// Exports one item of the protocol's shared list as a UniFFI enum or
-/// record of the very wire type (UniFFI's remote-type form: the fields are
-/// the protocol's, checked by the compiler, and nothing is redeclared). A
-/// record the bindings know by another name (`PlanDiffResult` as
-/// `PlanDiff`) is exported under that name through a `use` alias, so the
-/// Rust type stays the protocol's.
+export_id!(SessionId, TurnId, ApprovalId, ExecutionId);
+
+/// Exports one item of a shared list (plan-core's or the protocol's) as a
+/// UniFFI enum or record of the very Rust type (UniFFI's remote-type form:
+/// the fields are the declaration's, checked by the compiler, and nothing is
+/// redeclared). An item the bindings know by another name (plan-core's
+/// `Sandbox` as `CommandSandbox`, the protocol's `PlanDecisionResult` as
+/// `Decision`) is exported under that name through a `use` alias, so the
+/// Rust type stays the declared one. (Only plan-core's list renames enums
+/// and only the protocol's renames records, which is where the aliases
+/// point.)
 macro_rules! export_object {
-    ($(#[$meta:meta])* enum $name:ident $(<=> $core:ident)? {
+    ($(#[$meta:meta])* enum $name:ident as $ffi_name:ident {
+        $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)?
+    }) => {
+        pub use plan_core::$name as $ffi_name;
+
+        #[uniffi::remote(Enum)]
+        $(#[$meta])*
+        pub enum $ffi_name {
+            $($(#[$variant_meta])* $variant),+
+        }
+    };
+    ($(#[$meta:meta])* enum $name:ident {
         $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)?
     }) => {
         #[uniffi::remote(Enum)]
@@ -62,7 +85,7 @@ macro_rules! export_object {
     ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident {
         $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)?
     }) => {
-        pub use plan_protocol::$name as $ffi_name;
+        pub use wire::$name as $ffi_name;
 
         #[uniffi::remote(Record)]
         $(#[$meta])*
@@ -79,6 +102,7 @@ macro_rules! export_object {
     };
 }
 
+plan_core::for_each_core_object!(export_object);
 plan_protocol::for_each_shared_object!(export_object);
 
 /// One assistant tool call.
@@ -296,7 +320,7 @@ impl From<wire::ToolCallResult> for ToolCallResult {
         ToolCallResult {
             call_id: result.call_id,
             decision: result.decision,
-            error_code: result.error.as_ref().map(|error| error.code.0),
+            error_code: result.error.as_ref().map(|error| error.code.code()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval,
             command: result.command,

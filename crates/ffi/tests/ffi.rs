@@ -213,9 +213,9 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
 
     let decision = fixture
         .host
-        .approve(approval.id.clone(), Some(PermissionMode::Auto))
+        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
         .unwrap();
-    let execution_id = decision.approval.execution_id.clone().unwrap();
+    let execution_id = decision.approval.execution_id.clone().unwrap().into_string();
     let state = |state| PlanEvent::ExecutionStateChanged {
         session_id: "s1".into(),
         execution_id: execution_id.clone(),
@@ -264,7 +264,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         .unwrap();
     let second = fixture.submit("s1");
     fixture.recorder.drain();
-    let rejected = fixture.host.reject(second.id.clone()).unwrap();
+    let rejected = fixture.host.reject(second.id.to_string()).unwrap();
     assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
     assert_eq!(rejected.approval.execution_id, None);
     assert_eq!(
@@ -286,17 +286,20 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let approval = fixture.submit("s1");
     fixture.recorder.drain();
     let events = fixture.recorder.drain_until("expiry", |event| {
-        is_resolved(event, &approval.id, ApprovalStatus::Expired)
+        is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
     });
     let Some(PlanEvent::ApprovalResolved { approval: expired }) = events.last() else {
         panic!("{events:?}");
     };
-    assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout.into()));
+    assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout));
     assert_eq!(
         expired.expires_at, approval.expires_at,
         "the deadline never moves"
     );
-    assert_eq!(expired, &fixture.host.get_approval(approval.id.clone()).unwrap());
+    assert_eq!(
+        expired,
+        &fixture.host.get_approval(approval.id.to_string()).unwrap()
+    );
     let threads = fixture.recorder.expiry_threads.lock().unwrap().clone();
     assert_eq!(threads.len(), 1);
     assert_ne!(
@@ -422,7 +425,7 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     );
     let decision = fixture
         .host
-        .approve(approval.id, Some(PermissionMode::Ask))
+        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
         .unwrap();
     assert_eq!(decision.approval.status, ApprovalStatus::Approved);
     assert_eq!(
@@ -439,10 +442,10 @@ fn a_panicking_listener_on_the_timer_thread_does_not_stop_the_timer() {
     for round in ["first", "second"] {
         let approval = fixture.submit("s1");
         fixture.recorder.drain_until(&format!("{round} expiry"), |event| {
-            is_resolved(event, &approval.id, ApprovalStatus::Expired)
+            is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
         });
         assert_eq!(
-            fixture.host.get_approval(approval.id).unwrap().status,
+            fixture.host.get_approval(approval.id.to_string()).unwrap().status,
             ApprovalStatus::Expired
         );
     }

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use plan_core::{
-    CommandRequest, CommandRun, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant, SessionId,
-    TurnId,
+    CommandRequest, CommandRun, CommandShell, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant,
+    SessionId, TurnId,
 };
 use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, ScratchDir};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
@@ -450,8 +450,10 @@ impl Host {
             turn_id: request.turn_id.clone(),
             command: request.input.command.clone(),
             cwd: request.input.cwd.clone(),
-            shell_id: shell_id.clone(),
-            shell_path: shell.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
+            shell: CommandShell {
+                id: shell_id.clone(),
+                path: shell.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
+            },
             sandbox: request.grant.sandbox,
             network: request.grant.network,
             state: CommandState::Running,
@@ -501,7 +503,7 @@ impl Host {
         if request.grant.sandbox != Sandbox::None && scratch_in_workspace {
             return Ok(failed(run, unavailable));
         }
-        run.shell_path.clone_from(&shell.spec.path);
+        run.shell.path.clone_from(&shell.spec.path);
         let scratch = match self.new_scratch_dir() {
             Ok(scratch) => scratch,
             Err(code) => return Ok(failed(run, code)),
@@ -602,8 +604,10 @@ impl Host {
                 turn_id: turn_id.clone(),
                 command: command.to_owned(),
                 cwd: cwd.unwrap_or(".").to_owned(),
-                shell_id: session.shell.unwrap_or_default(),
-                shell_path: String::new(),
+                shell: CommandShell {
+                    id: session.shell.unwrap_or_default(),
+                    path: String::new(),
+                },
                 sandbox: grant.sandbox,
                 network: grant.network,
                 state: CommandState::FailedToStart,

@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use plan_core::{
-    ActiveTurn, ApprovalId, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin,
-    PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall, ToolDecision, TurnId,
-    UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId,
+    Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall,
+    ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
 use plan_core::{CatalogShell, check_shell, default_shell};
 use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
@@ -27,7 +27,7 @@ use crate::running::CommandSupport;
 use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
-use crate::types::{ArtifactContent, ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use crate::types::{ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 ///

@@ -48,17 +48,15 @@ pub use plan_storage::{
 };
 pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
-pub use types::{
-    ArtifactContent, ExpiryTimer, HostOptions, NewSession, ScratchSize, ToolCallOutcome, ToolCallVerdict,
-};
+pub use types::{ExpiryTimer, HostOptions, NewSession, ScratchSize, ToolCallOutcome, ToolCallVerdict};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{
-    ActiveTurn, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, BASH, BootEpoch,
-    CommandOptions, CommandRun, CommandState, ConfigChange, ErrorCode, ExecutionId, ExecutionState,
-    LimitError, Limits, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, SUBMIT_PLAN,
-    Sandbox, Session, SessionId, SessionState, SkippedWorkspace, ToolCall, TurnCommand, TurnCommandStatus,
-    TurnId, TurnKind, UnixMs, VerifyReport, VerifyScope, VerifyTally,
+    ActiveTurn, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    BASH, BootEpoch, CommandOptions, CommandRun, CommandState, ConfigChange, ErrorCode, ExecutionId,
+    ExecutionState, LimitError, Limits, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
+    SUBMIT_PLAN, Sandbox, Session, SessionId, SessionState, SkippedWorkspace, ToolCall, TurnCommand,
+    TurnCommandStatus, TurnId, TurnKind, UnixMs, VerifyReport, VerifyScope, VerifyTally,
 };
 // Which stream a command's output chunk came from (in
 // [`HostEvent::CommandOutput`]), and what a storage failure carries.

@@ -233,20 +233,6 @@ pub enum ToolCallVerdict {
     Deny(ErrorCode),
 }
 
-/// Verified artifact bytes, from [`Host::read_artifact`] (the README
-/// example reads them).
-///
-/// [`Host::read_artifact`]: crate::Host::read_artifact
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactContent {
-    /// The Markdown, exactly as written.
-    pub markdown: String,
-    /// SHA-256, lowercase hex.
-    pub sha256: String,
-    /// Byte size.
-    pub size: u64,
-}
-
 /// Who fires approval deadlines.
 ///
 /// ```

@@ -436,8 +436,8 @@ mod lifecycle {
                 ServerNotification::PlanApprovalRequested(requested),
                 ServerNotification::PlanApprovalResolved(resolved),
             ) => {
-                assert_eq!(requested.approval, plan_protocol::PlanApproval::from(&approval));
-                assert_eq!(resolved.approval, plan_protocol::PlanApproval::from(&approved));
+                assert_eq!(requested.approval, approval);
+                assert_eq!(resolved.approval, approved);
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -927,10 +927,7 @@ mod expiry {
         match &seen[0] {
             ServerNotification::PlanApprovalResolved(resolved) => {
                 assert_eq!(resolved.approval.status.to_string(), "expired");
-                assert_eq!(
-                    resolved.approval.error_code.map(|c| c.0),
-                    Some(ErrorCode::PlanApprovalTimeout)
-                );
+                assert_eq!(resolved.approval.error_code, Some(ErrorCode::PlanApprovalTimeout));
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -1155,10 +1152,7 @@ mod timer {
         };
         assert_eq!(resolved.approval.id, approval.id);
         assert_eq!(resolved.approval.status.to_string(), "expired");
-        assert_eq!(
-            resolved.approval.error_code.map(|c| c.0),
-            Some(ErrorCode::PlanApprovalTimeout)
-        );
+        assert_eq!(resolved.approval.error_code, Some(ErrorCode::PlanApprovalTimeout));
         assert_eq!(resolved.approval.decided_at, Some(approval.expires_at));
         assert!(plan_host::Clock::now_ms(&plan_host::SystemClock) >= approval.expires_at);
         let row = host.approval(&approval.id).unwrap().approval;

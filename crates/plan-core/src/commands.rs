@@ -2,32 +2,21 @@
 //! a command gets, what a run records, and what the startup fence does with
 //! runs that never ended.
 //!
-//! These are the rules of `commands.md` as pure functions and values. The
-//! machine (`machine.rs`) applies them to turns: when a command may start,
-//! when a turn may end, what `turn/cancel` cancels first. Nothing here
+//! These are the rules of `commands.md` as pure functions and values (the
+//! run's record, `CommandRun`, and its enums are declared once in
+//! `objects`). The machine (`machine.rs`) applies them to turns: when a
+//! command may start, when a turn may end, what `turn/cancel` cancels first. Nothing here
 //! spawns, kills or reads a pipe; the host carries those effects out through
 //! plan-exec. There is no weaker fallback for a sandbox: a Plan command gets
 //! [`Sandbox::ReadOnly`] or does not run.
 
-use crate::model::{ActiveTurn, LimitError, Mode, PermissionMode, TurnKind, UnixMs};
+use crate::model::{ActiveTurn, LimitError, UnixMs};
+use crate::objects::{CommandRun, CommandState, Mode, PermissionMode, Sandbox, TurnKind};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
 /// The tool name the host runs as a command.
 pub const BASH: &str = "Bash";
-
-crate::model::wire_enum! {
-    /// The confinement of one command, weakest last.
-    Sandbox {
-        /// Everything readable; writes only in the turn's scratch directory;
-        /// no network. Every Plan-mode command gets exactly this.
-        ReadOnly => "read-only",
-        /// As read-only, and the workspace root is writable (Agent `auto`).
-        WorkspaceWrite => "workspace-write",
-        /// No sandbox (Agent `ask` and `accept-edits`: a person confirms).
-        None => "none",
-    }
-}
 
 impl Sandbox {
     /// The code of a command that needs this sandbox where it cannot be
@@ -40,24 +29,6 @@ impl Sandbox {
             Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
             Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
         }
-    }
-}
-
-crate::model::wire_enum! {
-    /// The state of one command run.
-    CommandState {
-        /// Spawned, not yet ended.
-        Running => "running",
-        /// The shell exited.
-        Exited => "exited",
-        /// The timeout elapsed and the process group was killed.
-        TimedOut => "timedOut",
-        /// Cancelled by `command/cancel` or `turn/cancel`.
-        Cancelled => "cancelled",
-        /// Nothing ran; `errorCode` says why.
-        FailedToStart => "failedToStart",
-        /// The host died while it ran; recorded by the startup fence.
-        Interrupted => "interrupted",
     }
 }
 
@@ -457,48 +428,6 @@ pub struct TurnCommand {
     pub call_id: String,
     /// Where it stands.
     pub status: TurnCommandStatus,
-}
-
-/// The record of one run: the protocol's `CommandRun` and what the audit
-/// entries hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandRun {
-    /// The tool call id.
-    pub call_id: String,
-    /// The session.
-    pub session_id: SessionId,
-    /// The turn.
-    pub turn_id: TurnId,
-    /// The command text.
-    pub command: String,
-    /// Workspace-relative working directory.
-    pub cwd: String,
-    /// The shell's catalog id.
-    pub shell_id: String,
-    /// The shell's path.
-    pub shell_path: String,
-    /// The confinement it ran under.
-    pub sandbox: Sandbox,
-    /// Whether it had the network.
-    pub network: bool,
-    /// Its state.
-    pub state: CommandState,
-    /// The exit code, when the shell exited normally.
-    pub exit_code: Option<i32>,
-    /// The signal that ended the shell, if one did.
-    pub signal: Option<i32>,
-    /// Why it failed to start or was interrupted.
-    pub error_code: Option<ErrorCode>,
-    /// When it started.
-    pub started_at: UnixMs,
-    /// When it ended.
-    pub ended_at: Option<UnixMs>,
-    /// Bytes written to stdout.
-    pub stdout_bytes: u64,
-    /// Bytes written to stderr.
-    pub stderr_bytes: u64,
-    /// Whether output past the retained-output cap was dropped.
-    pub truncated: bool,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

@@ -171,3 +171,43 @@ impl std::fmt::Display for ErrorCode {
 }
 
 impl std::error::Error for ErrorCode {}
+
+/// A code travels as its exact wire string.
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Reading a string that is not a known code fails: codes are only ever
+/// added together with a new release of this crate.
+impl<'de> serde::Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        ErrorCode::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown canonical error code `{text}`")))
+    }
+}
+
+/// The schema names the wire's name for a code, `CanonicalCode`: a string
+/// that is one of the codes.
+impl schemars::JsonSchema for ErrorCode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("CanonicalCode")
+    }
+
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<serde_json::Value> = ErrorCode::ALL
+            .iter()
+            .map(|code| serde_json::Value::from(code.as_str()))
+            .collect();
+        let mut object = serde_json::Map::new();
+        object.insert(
+            "description".to_owned(),
+            "A canonical SCREAMING_SNAKE error code.".into(),
+        );
+        object.insert("type".to_owned(), "string".into());
+        object.insert("enum".to_owned(), serde_json::Value::Array(codes));
+        schemars::Schema::from(object)
+    }
+}

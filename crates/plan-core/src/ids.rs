@@ -2,7 +2,7 @@
 //! are different types, so an API that takes one cannot be handed another.
 //!
 //! They are plain strings underneath (the wire and the database store them
-//! as text), convert from and to `String` and `&str` freely, and carry no
+//! as text, and serde and the JSON Schema see a plain string), convert from and to `String` and `&str` freely, and carry no
 //! rule of their own: whether an id names anything is decided where it is
 //! looked up. The records of the model hold them in their id fields
 //! ([`crate::Session::id`], [`crate::PlanApproval::session_id`], …), so an id
@@ -50,8 +50,27 @@ macro_rules! id_type {
         #[doc = concat!("assert_eq!(\"", $example, "\", id);")]
         #[doc = concat!("assert_eq!(String::from(id), \"", $example, "\");")]
         /// ```
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[derive(
+            Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
+        )]
+        #[serde(transparent)]
         pub struct $name(String);
+
+        /// The schema of the text itself, inlined where the id is used: on
+        /// the wire an id is just a string.
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                <String as schemars::JsonSchema>::schema_name()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                <String as schemars::JsonSchema>::json_schema(generator)
+            }
+        }
 
         impl $name {
             /// The id with this text.

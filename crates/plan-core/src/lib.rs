@@ -22,6 +22,15 @@
 //! of agent text can take over a terminal ([`is_terminal_control`]), and what
 //! a verification reports
 //! ([`VerifyScope`], [`VerifyReport`]).
+//!
+//! The enums and records it shares with the wire and the foreign bindings
+//! (the modes and statuses, [`PlanApproval`], [`Artifact`], [`CommandRun`],
+//! the findings of a verification, [`PlanDiff`]) are declared once, in
+//! [`for_each_core_object!`], with serde and JSON Schema derives in the
+//! wire's names; plan-protocol re-exports them, storage's command audit
+//! stores them as they serialize, and plan-ffi exports them from the same
+//! list. The derives describe shapes only: serializing is the caller's
+//! business, and this crate has no UniFFI dependency.
 
 mod commands;
 mod deadlines;
@@ -29,6 +38,7 @@ mod error;
 mod ids;
 mod machine;
 mod model;
+mod objects;
 mod recovery;
 mod review;
 mod session;
@@ -37,10 +47,9 @@ mod text;
 mod tools;
 
 pub use commands::{
-    BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, CommandRun, CommandState,
-    DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, Sandbox, SandboxGrant, TurnCommand, TurnCommandStatus,
-    check_resolved_cwd, check_sandbox, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
-    sandbox_report,
+    BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, DEFAULT_SECRET_ENV_MARKERS,
+    MAX_COMMAND_BYTES, SandboxGrant, TurnCommand, TurnCommandStatus, check_resolved_cwd, check_sandbox,
+    command_inherits_env, fence_commands, parse_bash_input, sandbox_for, sandbox_report,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
@@ -49,15 +58,14 @@ pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
     Transition, handle,
 };
-pub use model::{
-    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, LimitError, Limits, Mode, Origin,
-    PermissionMode, PlanApproval, RowGuard, Session, SessionState, TurnKind, UnixMs,
+pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
+pub use objects::{
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
+    CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
+    Sandbox, SkippedWorkspace, TurnKind,
 };
 pub use recovery::{fence_row, startup_fence};
-pub use review::{
-    ArtifactCheck, ArtifactVerification, OrphanArtifact, PlanDiff, SkippedWorkspace, VerifyReport,
-    VerifyScope, VerifyTally,
-};
+pub use review::{VerifyReport, VerifyScope, VerifyTally};
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
 pub use shells::{CatalogShell, check_shell, default_shell};
 pub use text::{is_plain_line, is_terminal_control};

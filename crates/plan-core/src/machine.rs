@@ -8,9 +8,9 @@
 
 use crate::commands::{BASH, CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
 use crate::deadlines::is_due;
-use crate::model::{
-    ActiveTurn, ApprovalStatus, Artifact, BootEpoch, ExecutionState, Limits, Mode, Origin, PermissionMode,
-    PlanApproval, RowGuard, SessionState, TurnKind, UnixMs,
+use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
+use crate::objects::{
+    ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind,
 };
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
@@ -30,14 +30,18 @@ pub struct Context {
     pub limits: Limits,
 }
 
-/// One assistant tool call.
-#[derive(Debug, Clone, PartialEq)]
+// The wire reads this type as it is (plan-protocol re-exports it); as part
+// of params it refuses unknown fields. Its doc comments are the schema's
+// descriptions, so they describe the wire.
+/// One assistant tool call in `turn/toolCalls` params.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolCall {
     /// The caller's id for the call.
     pub call_id: String,
     /// The tool name, matched exactly.
     pub name: String,
-    /// The tool input.
+    /// The tool input, any JSON value.
     pub input: serde_json::Value,
 }
 

@@ -1,65 +1,18 @@
 //! The values plan-core reasons about: modes, statuses, sessions, turns and
 //! approval rows.
 //!
-//! These are plain data. They carry no behaviour beyond parsing and printing
-//! their canonical wire strings, and they know nothing of SQL or JSON-RPC:
-//! storage and protocol convert to and from them.
+//! The enums and the approval row themselves are declared once in
+//! `objects` (the shared list the wire and the bindings use too); this
+//! module adds their defaults and predicates and declares what only
+//! plan-core has: sessions, turns, limits and the machine's view of a
+//! session. It knows nothing of SQL or JSON-RPC.
 
 use crate::commands::{CommandOptions, TurnCommand, TurnCommandStatus};
-use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
+use crate::objects::{ApprovalStatus, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind};
+use crate::{ErrorCode, SessionId, TurnId};
 
 /// Unix epoch milliseconds, the only time unit of the checkpoint.
 pub type UnixMs = i64;
-
-/// Declares a closed enum with one canonical wire string per variant.
-macro_rules! wire_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The canonical wire string.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            /// The variant for a canonical wire string; `None` for anything else
-            /// (matching is exact and case-sensitive).
-            pub fn parse(text: &str) -> Option<$name> {
-                match text {
-                    $($text => Some($name::$variant),)+
-                    _ => None,
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                formatter.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-pub(crate) use wire_enum;
-
-wire_enum! {
-    /// The product selector: the one Agent of a session works in Agent or Plan state.
-    Mode {
-        /// Normal work: tools pass to the host's permission layer.
-        Agent => "agent",
-        /// Read-only planning that ends in one SubmitPlan.
-        Plan => "plan",
-    }
-}
 
 impl Default for Mode {
     /// Agent is the default selector (ADR 0053 section 1).
@@ -68,72 +21,10 @@ impl Default for Mode {
     }
 }
 
-wire_enum! {
-    /// The execution permission mode that Approve selects explicitly.
-    PermissionMode {
-        /// Every edit and command asks first.
-        Ask => "ask",
-        /// Edits are accepted; other actions ask.
-        AcceptEdits => "accept-edits",
-        /// Everything runs without asking.
-        Auto => "auto",
-    }
-}
-
 impl Default for PermissionMode {
     /// New sessions and the approval card start at `ask`.
     fn default() -> Self {
         PermissionMode::Ask
-    }
-}
-
-wire_enum! {
-    /// Who started a turn.
-    Origin {
-        /// A person at the host.
-        Interactive => "interactive",
-        /// A scheduled task or any other unattended caller.
-        Scheduled => "scheduled",
-    }
-}
-
-wire_enum! {
-    /// What a turn is for.
-    TurnKind {
-        /// A turn started by a prompt.
-        Prompt => "prompt",
-        /// The Agent turn that carries out an approved plan.
-        Execution => "execution",
-    }
-}
-
-wire_enum! {
-    /// The approval status of a plan_approvals row.
-    ApprovalStatus {
-        /// Waiting for Approve or Reject before the deadline.
-        Pending => "pending",
-        /// Approved with an explicit permission mode.
-        Approved => "approved",
-        /// Rejected; terminal.
-        Rejected => "rejected",
-        /// The deadline passed; terminal.
-        Expired => "expired",
-        /// The host restarted while it was pending; terminal.
-        Interrupted => "interrupted",
-    }
-}
-
-wire_enum! {
-    /// The execution state of an approved plan.
-    ExecutionState {
-        /// Approved, not yet started.
-        Queued => "queued",
-        /// The execution turn is working.
-        Running => "running",
-        /// Finished.
-        Completed => "completed",
-        /// Cancelled, or cut off by a host restart; never resumed.
-        Interrupted => "interrupted",
     }
 }
 
@@ -236,50 +127,6 @@ impl ActiveTurn {
             .iter()
             .any(|command| command.status == TurnCommandStatus::Running)
     }
-}
-
-/// The host-written plan file of one submission.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Artifact {
-    /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
-    pub path: String,
-    /// 64 lowercase hex digits: SHA-256 of the exact bytes.
-    pub sha256: String,
-    /// Byte size of the exact bytes.
-    pub size: u64,
-}
-
-/// One plan_approvals row: the approval and, once approved, its execution.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanApproval {
-    /// Approval id.
-    pub id: ApprovalId,
-    /// Owning session.
-    pub session_id: SessionId,
-    /// The Plan turn that submitted it.
-    pub turn_id: TurnId,
-    /// SubmitPlan `title`.
-    pub title: String,
-    /// SubmitPlan `question`.
-    pub question: String,
-    /// The artifact; `None` only for rows migrated from schema v8.
-    pub artifact: Option<Artifact>,
-    /// Approval status.
-    pub status: ApprovalStatus,
-    /// Why it ended other than by a decision: timeout, restart, cancel.
-    pub error_code: Option<ErrorCode>,
-    /// Host clock at creation.
-    pub created_at: UnixMs,
-    /// `created_at` plus the approval TTL; never changes.
-    pub expires_at: UnixMs,
-    /// When it was approved, rejected, expired or interrupted.
-    pub decided_at: Option<UnixMs>,
-    /// Set only by Approve.
-    pub permission_mode: Option<PermissionMode>,
-    /// Set only by Approve.
-    pub execution_id: Option<ExecutionId>,
-    /// `None` unless approved.
-    pub execution_state: Option<ExecutionState>,
 }
 
 impl PlanApproval {

@@ -8,7 +8,8 @@
 //! already switched to Agent and stays there). Active turns live in memory
 //! only, so a new process starts with none.
 
-use crate::model::{ApprovalStatus, ExecutionState, PlanApproval, RowGuard, UnixMs};
+use crate::model::{RowGuard, UnixMs};
+use crate::objects::{ApprovalStatus, ExecutionState, PlanApproval};
 use crate::{Effect, ErrorCode};
 
 /// Maps one persisted row to the row after the startup fence; `None` when the

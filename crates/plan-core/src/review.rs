@@ -1,10 +1,13 @@
 //! Review and audit values (verify, diff): what a check of the recorded
 //! artifacts may find and what it reports.
 //!
-//! Storage carries the checks out (it is the layer that reads files); the
-//! rules of the report live here: which scopes look for orphan files, which
+//! The findings themselves (`ArtifactCheck`, `ArtifactVerification`,
+//! `OrphanArtifact`, `SkippedWorkspace`, `PlanDiff`) are declared once in
+//! `objects`. Storage carries the checks out (it is the layer that reads
+//! files); the rules of the report live here: which scopes look for orphan files, which
 //! findings are problems, when a report is ok. Nothing here reads anything.
 
+use crate::objects::{ArtifactCheck, ArtifactVerification, OrphanArtifact, SkippedWorkspace};
 use crate::{ApprovalId, ErrorCode, SessionId};
 
 /// What `plan/verify` checks.
@@ -43,42 +46,7 @@ impl VerifyScope {
     }
 }
 
-/// What checking one approval's artifact found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArtifactCheck {
-    /// Size and SHA-256 match the record.
-    Ok,
-    /// The file (or its whole workspace) is gone.
-    Missing,
-    /// The bytes differ from the record.
-    Mismatch,
-    /// The file could not be read safely (a symlink, a path escape, I/O).
-    Unreadable,
-    /// A row migrated from schema v8: it never had an artifact.
-    Legacy,
-}
-
 impl ArtifactCheck {
-    /// Every finding, in the order reports count them.
-    pub const ALL: [ArtifactCheck; 5] = [
-        ArtifactCheck::Ok,
-        ArtifactCheck::Missing,
-        ArtifactCheck::Mismatch,
-        ArtifactCheck::Unreadable,
-        ArtifactCheck::Legacy,
-    ];
-
-    /// The wire string.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ArtifactCheck::Ok => "ok",
-            ArtifactCheck::Missing => "missing",
-            ArtifactCheck::Mismatch => "mismatch",
-            ArtifactCheck::Unreadable => "unreadable",
-            ArtifactCheck::Legacy => "legacy",
-        }
-    }
-
     /// Whether the finding makes a report not ok. A legacy row is not a
     /// problem: v8 never wrote artifacts.
     pub const fn is_problem(self) -> bool {
@@ -87,37 +55,6 @@ impl ArtifactCheck {
             ArtifactCheck::Missing | ArtifactCheck::Mismatch | ArtifactCheck::Unreadable => true,
         }
     }
-}
-
-/// The check of one approval's artifact.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactVerification {
-    /// The approval.
-    pub approval_id: ApprovalId,
-    /// What was found.
-    pub result: ArtifactCheck,
-    /// The canonical code of a problem.
-    pub error_code: Option<ErrorCode>,
-    /// What exactly was found, for people.
-    pub detail: Option<String>,
-}
-
-/// A file under a workspace's `.pi/plan/` that no row of that workspace records.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OrphanArtifact {
-    /// The normalized workspace root.
-    pub workspace_root: String,
-    /// The workspace-relative path.
-    pub path: String,
-}
-
-/// A workspace whose orphans could not be looked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkippedWorkspace {
-    /// The normalized workspace root.
-    pub workspace_root: String,
-    /// Why it was skipped.
-    pub detail: String,
 }
 
 /// The result of a verification.
@@ -190,19 +127,4 @@ impl VerifyTally {
     pub fn ok(&self) -> bool {
         self.problems() == 0
     }
-}
-
-/// The comparison of two artifacts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanDiff {
-    /// The approval compared.
-    pub approval_id: ApprovalId,
-    /// What it was compared with; `None` for a session's first submission.
-    pub against_approval_id: Option<ApprovalId>,
-    /// Whether the two texts are byte for byte the same (false when there
-    /// is nothing to compare with).
-    pub identical: bool,
-    /// The unified diff (3 lines of context) from the other artifact to this
-    /// one; empty when identical, `None` when there is nothing to compare with.
-    pub unified: Option<String>,
 }

@@ -2036,8 +2036,10 @@ mod commands {
             turn_id: "t1".into(),
             command: "sleep 100".to_owned(),
             cwd: ".".to_owned(),
-            shell_id: "bash".to_owned(),
-            shell_path: "/bin/bash".to_owned(),
+            shell: plan_core::CommandShell {
+                id: "bash".to_owned(),
+                path: "/bin/bash".to_owned(),
+            },
             sandbox: Sandbox::ReadOnly,
             network: false,
             state,

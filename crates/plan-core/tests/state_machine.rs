@@ -769,8 +769,10 @@ mod commands {
                     turn_id: self.turn_id(),
                     command: "true".to_owned(),
                     cwd: ".".to_owned(),
-                    shell_id: "bash".to_owned(),
-                    shell_path: "/bin/bash".to_owned(),
+                    shell: plan_core::CommandShell {
+                        id: "bash".to_owned(),
+                        path: "/bin/bash".to_owned(),
+                    },
                     sandbox: grant.sandbox,
                     network: grant.network,
                     state: CommandState::Running,

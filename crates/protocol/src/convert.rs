@@ -1,93 +1,28 @@
-//! Conversions between plan-core values and wire values.
+//! Conversions between plan-core values and the wire's own views of them.
 //!
-//! plan-core never sees the wire, so every mapping lives here: core values
-//! into wire objects for results and notifications, and wire params into
-//! core values where the mapping is lossless. Enum conversions (both ways)
-//! are generated next to the wire enums in `objects`. Nothing here decides
-//! anything; fields are copied, renamed and wrapped.
+//! The records and enums plan-core declares travel as they are, so only
+//! what truly differs is mapped here: the wire's session (the persisted
+//! configuration plus the live view, ids as text, the turn without its boot
+//! epoch and commands), the verification report with its `ok`, the
+//! notifications that wrap a record, and params that name plan-core values.
+//! Nothing here decides anything; fields are copied, renamed and wrapped.
 
-use crate::error::CanonicalCode;
 use crate::error::ProtocolError;
 use crate::methods::{PlanVerifyParams, SessionConfigureParams, TurnStartResult};
 use crate::notifications::{
     ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
     SessionChangedNotification,
 };
-use crate::objects::{
-    ActiveTurn, Artifact, ArtifactVerification, OrphanArtifact, PlanApproval, PlanDiffResult, Session,
-    SkippedWorkspace, ToolCall, VerifyReport,
-};
-
-impl From<&plan_core::Artifact> for Artifact {
-    fn from(artifact: &plan_core::Artifact) -> Self {
-        Artifact {
-            path: artifact.path.clone(),
-            sha256: artifact.sha256.clone(),
-            size: artifact.size,
-        }
-    }
-}
-
-impl From<Artifact> for plan_core::Artifact {
-    fn from(artifact: Artifact) -> Self {
-        plan_core::Artifact {
-            path: artifact.path,
-            sha256: artifact.sha256,
-            size: artifact.size,
-        }
-    }
-}
-
-impl From<&plan_core::PlanApproval> for PlanApproval {
-    fn from(approval: &plan_core::PlanApproval) -> Self {
-        PlanApproval {
-            id: approval.id.to_string(),
-            session_id: approval.session_id.to_string(),
-            turn_id: approval.turn_id.to_string(),
-            title: approval.title.clone(),
-            question: approval.question.clone(),
-            artifact: approval.artifact.as_ref().map(Artifact::from),
-            status: approval.status.into(),
-            error_code: approval.error_code.map(CanonicalCode),
-            created_at: approval.created_at,
-            expires_at: approval.expires_at,
-            decided_at: approval.decided_at,
-            permission_mode: approval.permission_mode.map(Into::into),
-            execution_id: approval.execution_id.as_ref().map(ToString::to_string),
-            execution_state: approval.execution_state.map(Into::into),
-        }
-    }
-}
-
-impl From<PlanApproval> for plan_core::PlanApproval {
-    fn from(approval: PlanApproval) -> Self {
-        plan_core::PlanApproval {
-            id: approval.id.into(),
-            session_id: approval.session_id.into(),
-            turn_id: approval.turn_id.into(),
-            title: approval.title,
-            question: approval.question,
-            artifact: approval.artifact.map(Into::into),
-            status: approval.status.into(),
-            error_code: approval.error_code.map(Into::into),
-            created_at: approval.created_at,
-            expires_at: approval.expires_at,
-            decided_at: approval.decided_at,
-            permission_mode: approval.permission_mode.map(Into::into),
-            execution_id: approval.execution_id.map(Into::into),
-            execution_state: approval.execution_state.map(Into::into),
-        }
-    }
-}
+use crate::objects::{ActiveTurn, Session, VerifyReport};
 
 /// The wire turn drops the boot epoch: it is never serialized.
 impl From<&plan_core::ActiveTurn> for ActiveTurn {
     fn from(turn: &plan_core::ActiveTurn) -> Self {
         ActiveTurn {
             turn_id: turn.turn_id.to_string(),
-            mode: turn.mode.into(),
-            origin: turn.origin.into(),
-            kind: turn.kind.into(),
+            mode: turn.mode,
+            origin: turn.origin,
+            kind: turn.kind,
         }
     }
 }
@@ -100,8 +35,8 @@ impl From<&plan_core::SessionState> for Session {
         Session {
             session_id: session.id.to_string(),
             workspace_root: session.workspace_root.clone(),
-            mode: session.mode.into(),
-            permission_mode: session.permission_mode.into(),
+            mode: session.mode,
+            permission_mode: session.permission_mode,
             provider: session.provider.clone(),
             model: session.model.clone(),
             shell: session.shell.clone(),
@@ -124,31 +59,11 @@ impl From<&Session> for plan_core::Session {
         plan_core::Session {
             id: session.session_id.as_str().into(),
             workspace_root: session.workspace_root.clone(),
-            mode: session.mode.into(),
-            permission_mode: session.permission_mode.into(),
+            mode: session.mode,
+            permission_mode: session.permission_mode,
             provider: session.provider.clone(),
             model: session.model.clone(),
             shell: session.shell.clone(),
-        }
-    }
-}
-
-impl From<&plan_core::ToolCall> for ToolCall {
-    fn from(call: &plan_core::ToolCall) -> Self {
-        ToolCall {
-            call_id: call.call_id.clone(),
-            name: call.name.clone(),
-            input: call.input.clone(),
-        }
-    }
-}
-
-impl From<ToolCall> for plan_core::ToolCall {
-    fn from(call: ToolCall) -> Self {
-        plan_core::ToolCall {
-            call_id: call.call_id,
-            name: call.name,
-            input: call.input,
         }
     }
 }
@@ -157,8 +72,8 @@ impl SessionConfigureParams {
     /// The plan-core configuration change these params ask for.
     pub fn to_config_change(&self) -> plan_core::ConfigChange {
         plan_core::ConfigChange {
-            mode: self.mode.map(Into::into),
-            permission_mode: self.permission_mode.map(Into::into),
+            mode: self.mode,
+            permission_mode: self.permission_mode,
             provider: self.provider.clone(),
             model: self.model.clone(),
             shell: self.shell.clone(),
@@ -170,7 +85,7 @@ impl From<&plan_core::ActiveTurn> for TurnStartResult {
     fn from(turn: &plan_core::ActiveTurn) -> Self {
         TurnStartResult {
             turn_id: turn.turn_id.to_string(),
-            mode: turn.mode.into(),
+            mode: turn.mode,
         }
     }
 }
@@ -178,7 +93,7 @@ impl From<&plan_core::ActiveTurn> for TurnStartResult {
 impl From<&plan_core::PlanApproval> for PlanApprovalRequestedNotification {
     fn from(approval: &plan_core::PlanApproval) -> Self {
         PlanApprovalRequestedNotification {
-            approval: approval.into(),
+            approval: approval.clone(),
         }
     }
 }
@@ -186,7 +101,7 @@ impl From<&plan_core::PlanApproval> for PlanApprovalRequestedNotification {
 impl From<&plan_core::PlanApproval> for PlanApprovalResolvedNotification {
     fn from(approval: &plan_core::PlanApproval) -> Self {
         PlanApprovalResolvedNotification {
-            approval: approval.into(),
+            approval: approval.clone(),
         }
     }
 }
@@ -208,7 +123,7 @@ impl ExecutionStateChangedNotification {
         Some(ExecutionStateChangedNotification {
             session_id: approval.session_id.to_string(),
             execution_id,
-            state: state.into(),
+            state,
         })
     }
 }
@@ -217,53 +132,9 @@ impl From<&plan_core::VerifyReport> for VerifyReport {
     fn from(report: &plan_core::VerifyReport) -> Self {
         VerifyReport {
             ok: report.ok(),
-            artifacts: report.artifacts.iter().map(ArtifactVerification::from).collect(),
-            orphans: report.orphans.iter().map(OrphanArtifact::from).collect(),
-            skipped_workspaces: report
-                .skipped_workspaces
-                .iter()
-                .map(SkippedWorkspace::from)
-                .collect(),
-        }
-    }
-}
-
-impl From<&plan_core::ArtifactVerification> for ArtifactVerification {
-    fn from(check: &plan_core::ArtifactVerification) -> Self {
-        ArtifactVerification {
-            approval_id: check.approval_id.to_string(),
-            result: check.result.into(),
-            error_code: check.error_code.map(CanonicalCode),
-            detail: check.detail.clone(),
-        }
-    }
-}
-
-impl From<&plan_core::OrphanArtifact> for OrphanArtifact {
-    fn from(orphan: &plan_core::OrphanArtifact) -> Self {
-        OrphanArtifact {
-            workspace_root: orphan.workspace_root.clone(),
-            path: orphan.path.clone(),
-        }
-    }
-}
-
-impl From<&plan_core::SkippedWorkspace> for SkippedWorkspace {
-    fn from(skipped: &plan_core::SkippedWorkspace) -> Self {
-        SkippedWorkspace {
-            workspace_root: skipped.workspace_root.clone(),
-            detail: skipped.detail.clone(),
-        }
-    }
-}
-
-impl From<&plan_core::PlanDiff> for PlanDiffResult {
-    fn from(diff: &plan_core::PlanDiff) -> Self {
-        PlanDiffResult {
-            approval_id: diff.approval_id.to_string(),
-            against_approval_id: diff.against_approval_id.as_ref().map(ToString::to_string),
-            identical: diff.identical,
-            unified: diff.unified.clone(),
+            artifacts: report.artifacts.clone(),
+            orphans: report.orphans.clone(),
+            skipped_workspaces: report.skipped_workspaces.clone(),
         }
     }
 }
@@ -277,57 +148,5 @@ impl PlanVerifyParams {
             self.session_id.as_deref().map(plan_core::SessionId::from),
         )
         .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
-    }
-}
-
-impl From<&plan_core::CommandRun> for crate::objects::CommandRun {
-    fn from(run: &plan_core::CommandRun) -> Self {
-        crate::objects::CommandRun {
-            call_id: run.call_id.clone(),
-            session_id: run.session_id.to_string(),
-            turn_id: run.turn_id.to_string(),
-            command: run.command.clone(),
-            cwd: run.cwd.clone(),
-            shell: crate::objects::CommandShell {
-                id: run.shell_id.clone(),
-                path: run.shell_path.clone(),
-            },
-            sandbox: run.sandbox.into(),
-            network: run.network,
-            state: run.state.into(),
-            exit_code: run.exit_code,
-            signal: run.signal,
-            error_code: run.error_code.map(crate::error::CanonicalCode),
-            started_at: run.started_at,
-            ended_at: run.ended_at,
-            stdout_bytes: run.stdout_bytes,
-            stderr_bytes: run.stderr_bytes,
-            truncated: run.truncated,
-        }
-    }
-}
-
-impl From<&crate::objects::CommandRun> for plan_core::CommandRun {
-    fn from(run: &crate::objects::CommandRun) -> Self {
-        plan_core::CommandRun {
-            call_id: run.call_id.clone(),
-            session_id: run.session_id.as_str().into(),
-            turn_id: run.turn_id.as_str().into(),
-            command: run.command.clone(),
-            cwd: run.cwd.clone(),
-            shell_id: run.shell.id.clone(),
-            shell_path: run.shell.path.clone(),
-            sandbox: run.sandbox.into(),
-            network: run.network,
-            state: run.state.into(),
-            exit_code: run.exit_code,
-            signal: run.signal,
-            error_code: run.error_code.map(|code| code.0),
-            started_at: run.started_at,
-            ended_at: run.ended_at,
-            stdout_bytes: run.stdout_bytes,
-            stderr_bytes: run.stderr_bytes,
-            truncated: run.truncated,
-        }
     }
 }

@@ -1,7 +1,9 @@
 //! Canonical error codes on the wire and the protocol-level error.
 //!
 //! [`CanonicalCode`] carries a `plan_core::ErrorCode` as its
-//! `SCREAMING_SNAKE` string; [`ProtocolError`] is what request decoding
+//! `SCREAMING_SNAKE` string where the wire names a code outside plan-core's
+//! records (a denial's `code`, `error.data.code`; the records' `errorCode`
+//! fields are `ErrorCode` itself, with the same string and schema); [`ProtocolError`] is what request decoding
 //! reports; [`jsonrpc_code`] maps a canonical code to the JSON-RPC number.
 //! This module only names failures; it never decides that something failed.
 
@@ -50,39 +52,32 @@ impl fmt::Display for CanonicalCode {
     }
 }
 
+/// The code's own wire string (plan-core's `ErrorCode` serialization).
 impl Serialize for CanonicalCode {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
+        self.0.serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for CanonicalCode {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = Cow::<'de, str>::deserialize(deserializer)?;
-        ErrorCode::parse(&text)
-            .map(CanonicalCode)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown canonical error code `{text}`")))
+        ErrorCode::deserialize(deserializer).map(CanonicalCode)
     }
 }
 
+/// The same schema as a plan-core `ErrorCode` field, under the same name,
+/// so the schema has one `CanonicalCode` definition.
 impl JsonSchema for CanonicalCode {
     fn schema_name() -> Cow<'static, str> {
-        Cow::Borrowed("CanonicalCode")
+        ErrorCode::schema_name()
     }
 
-    fn json_schema(_generator: &mut SchemaGenerator) -> Schema {
-        let codes: Vec<serde_json::Value> = ErrorCode::ALL
-            .iter()
-            .map(|code| serde_json::Value::from(code.as_str()))
-            .collect();
-        let mut object = serde_json::Map::new();
-        object.insert(
-            "description".to_owned(),
-            "A canonical SCREAMING_SNAKE error code.".into(),
-        );
-        object.insert("type".to_owned(), "string".into());
-        object.insert("enum".to_owned(), serde_json::Value::Array(codes));
-        Schema::from(object)
+    fn schema_id() -> Cow<'static, str> {
+        ErrorCode::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        ErrorCode::json_schema(generator)
     }
 }
 

@@ -4,8 +4,10 @@
 //! and result, every object and every notification of the protocol v9
 //! contract, the JSON-RPC 2.0 envelope around them, the mapping from
 //! canonical error codes to JSON-RPC errors, the JSON Schema of every message
-//! and the conversions from plan-core values into wire values (and back where
-//! that is lossless).
+//! and the conversions from plan-core values into the wire-only views. The
+//! records plan-core declares (`PlanApproval`, `CommandRun`, the enums, ...)
+//! are re-exported here as they are: plan-core declares them once, with
+//! their serde and JSON Schema derives.
 //!
 //! Wire rules, applied everywhere:
 //! - field names are camelCase, exactly as in the contract;
@@ -52,11 +54,18 @@ pub use notifications::{
     SessionChangedNotification, notification_method,
 };
 pub use objects::{
-    ActiveTurn, ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, CommandRun, CommandSandbox,
-    CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, OutputStream, PermissionMode,
-    PlanApproval, PlanDecisionResult, PlanDiffResult, PlanReadArtifactResult, Session, ShellInfo,
-    ShellListResult, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
-    VerifyReport,
+    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, ToolCallDecision,
+    ToolCallError, ToolCallResult, VerifyReport,
+};
+/// The objects plan-core declares and the wire carries as they are, under
+/// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
+/// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its
+/// `ArtifactContent`).
+pub use plan_core::{
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
+    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolCall,
+    TurnKind,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

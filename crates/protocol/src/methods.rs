@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
-use crate::objects::{
+use crate::{
     ApprovalStatus, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
     PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
 };

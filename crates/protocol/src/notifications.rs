@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::objects::{CommandRun, ExecutionState, OutputStream, PlanApproval, Session};
+use crate::{CommandRun, ExecutionState, OutputStream, PlanApproval, Session};
 
 /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

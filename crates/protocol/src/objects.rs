@@ -1,55 +1,38 @@
-//! The objects of protocol v9: wire enums, `Session`, `PlanApproval`, the
-//! pieces of `turn/toolCalls` and `shell/list`, and the method results the
-//! FFI exports as they are (`PlanDecisionResult`, `PlanReadArtifactResult`,
-//! `ShellListResult`, `PlanDiffResult`, `VerifyReport`).
+//! The objects of protocol v9 that only the wire has: the wire's view of a
+//! session (`Session`, `ActiveTurn`), the verification report with its
+//! `ok`, the pieces of `turn/toolCalls` and `shell/list`, and the method
+//! results the FFI exports as they are (`PlanDecisionResult`,
+//! `ShellListResult`).
 //!
-//! The enums and records that foreign hosts see exactly as the wire has them
-//! are declared once, in [`for_each_shared_object!`]: this module expands
-//! that list into the serde and JSON Schema types, and plan-ffi expands the
-//! same list into its UniFFI exports of these very types, so a field added
-//! here reaches the wire, the schema and every binding at once.
+//! The enums and records plan-core reasons about (`PlanApproval`,
+//! `CommandRun`, the modes and statuses, ...) are not declared here: they
+//! are plan-core's own types, declared once in `plan_core::for_each_core_object!`
+//! with their serde and JSON Schema derives, and this crate re-exports them.
+//! The wire-only objects that foreign hosts see as they are, are declared
+//! once in [`for_each_shared_object!`]: this module expands that list into
+//! the serde and JSON Schema types, and plan-ffi expands the same list (and
+//! plan-core's) into its UniFFI exports of these very types, so a field
+//! added to either list reaches the wire, the schema and every binding at
+//! once.
 //!
 //! Objects are what the host sends: every optional field is serialized as
 //! `null` when absent, never omitted. Objects accept unknown fields when read
-//! (only params are strict). The one exception is [`ToolCall`], which is part
-//! of `turn/toolCalls` params and so denies unknown fields. These types only
-//! describe shapes; the conversions from plan-core live in `convert`.
+//! (only params are strict; plan-core's `ToolCall`, part of
+//! `turn/toolCalls` params, denies unknown fields). These types only
+//! describe shapes; the conversions from plan-core's session view live in
+//! `convert`.
 
+use plan_core::{
+    ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
+    SkippedWorkspace, TurnKind,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CanonicalCode;
 
-/// Declares a closed wire enum with one exact string per variant and, when it
-/// mirrors a plan-core enum, exhaustive conversions both ways.
+/// Declares a closed wire enum with one exact string per variant.
 macro_rules! wire_enum {
-    (
-        $(#[$meta:meta])* $name:ident <=> $core:ident {
-            $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
-        }
-    ) => {
-        wire_enum! {
-            $(#[$meta])* $name {
-                $($(#[$vmeta])* $variant => $text),+
-            }
-        }
-
-        impl From<$name> for plan_core::$core {
-            fn from(value: $name) -> Self {
-                match value {
-                    $($name::$variant => plan_core::$core::$variant),+
-                }
-            }
-        }
-
-        impl From<plan_core::$core> for $name {
-            fn from(value: plan_core::$core) -> Self {
-                match value {
-                    $(plan_core::$core::$variant => $name::$variant),+
-                }
-            }
-        }
-    };
     (
         $(#[$meta:meta])* $name:ident {
             $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
@@ -84,9 +67,9 @@ macro_rules! wire_enum {
 /// Declares one item of [`for_each_shared_object!`] as a wire type: an enum
 /// through `wire_enum!`, a record with the serde and JSON Schema derives.
 macro_rules! declare_object {
-    ($(#[$meta:meta])* enum $name:ident $(<=> $core:ident)? { $($body:tt)* }) => {
+    ($(#[$meta:meta])* enum $name:ident $(as $ffi_name:ident)? { $($body:tt)* }) => {
         wire_enum! {
-            $(#[$meta])* $name $(<=> $core)? { $($body)* }
+            $(#[$meta])* $name { $($body)* }
         }
     };
     ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
@@ -98,90 +81,19 @@ macro_rules! declare_object {
     };
 }
 
-/// The one declaration of every object the FFI exports unchanged: wire
-/// enums (`enum Name <=> PlanCoreEnum { Variant => "wire text", .. }`, the
-/// plan-core twin optional) and records (`struct Name { field: Type, .. }`,
-/// every field public; `struct Name as FfiName { .. }` where the bindings
-/// know the record by another name, as they know `PlanDiffResult` as
-/// `PlanDiff`). Each item is handed to `$callback` on its own; the
-/// field types are named as this module imports them (`CanonicalCode`,
-/// `Option<..>`, the other items), so a caller brings them into scope.
+/// The one declaration of every wire-only object the FFI exports
+/// unchanged, in the grammar of `plan_core::for_each_core_object!`: enums
+/// (`enum Name { Variant => "wire text", .. }`) and records
+/// (`struct Name { field: Type, .. }`, every field public;
+/// `struct Name as FfiName { .. }` where the bindings know the record by
+/// another name, as they know `PlanDecisionResult` as `Decision`). Each item
+/// is handed to `$callback` on its own; the field types are named as this
+/// module imports them (plan-core's shared types, `Option<..>`, the other
+/// items), so a caller brings them into scope.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_shared_object {
     ($callback:ident) => {
-        $callback! {
-            /// `"agent"` or `"plan"`.
-            enum Mode <=> Mode {
-                /// Normal work.
-                Agent => "agent",
-                /// Read-only planning that ends in one SubmitPlan.
-                Plan => "plan",
-            }
-        }
-
-        $callback! {
-            /// `"ask"`, `"accept-edits"` or `"auto"`.
-            enum PermissionMode <=> PermissionMode {
-                /// Every edit and command asks first.
-                Ask => "ask",
-                /// Edits are accepted; other actions ask.
-                AcceptEdits => "accept-edits",
-                /// Everything runs without asking.
-                Auto => "auto",
-            }
-        }
-
-        $callback! {
-            /// `"interactive"` or `"scheduled"`.
-            enum Origin <=> Origin {
-                /// A person at the host.
-                Interactive => "interactive",
-                /// A scheduled task or any other unattended caller.
-                Scheduled => "scheduled",
-            }
-        }
-
-        $callback! {
-            /// `"prompt"` or `"execution"`.
-            enum TurnKind <=> TurnKind {
-                /// A turn started by a prompt.
-                Prompt => "prompt",
-                /// The Agent turn that carries out an approved plan.
-                Execution => "execution",
-            }
-        }
-
-        $callback! {
-            /// `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
-            enum ApprovalStatus <=> ApprovalStatus {
-                /// Waiting for a decision before the deadline.
-                Pending => "pending",
-                /// Approved with an explicit permission mode.
-                Approved => "approved",
-                /// Rejected; terminal.
-                Rejected => "rejected",
-                /// The deadline passed; terminal.
-                Expired => "expired",
-                /// The host restarted while it was pending; terminal.
-                Interrupted => "interrupted",
-            }
-        }
-
-        $callback! {
-            /// `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
-            enum ExecutionState <=> ExecutionState {
-                /// Approved, not yet started.
-                Queued => "queued",
-                /// The execution turn is working.
-                Running => "running",
-                /// Finished.
-                Completed => "completed",
-                /// Cancelled or cut off by a host restart; never resumed.
-                Interrupted => "interrupted",
-            }
-        }
-
         $callback! {
             /// The decision for one tool call: `"allow"` or `"deny"`.
             enum ToolCallDecision {
@@ -200,89 +112,6 @@ macro_rules! for_each_shared_object {
                 Stdout => "stdout",
                 /// Standard error.
                 Stderr => "stderr",
-            }
-        }
-
-        $callback! {
-            /// The confinement of a command run.
-            enum CommandSandbox <=> Sandbox {
-                /// Writes only in the turn's scratch directory; no network (every
-                /// Plan-mode command).
-                ReadOnly => "read-only",
-                /// Writes also inside the workspace root (Agent `auto`).
-                WorkspaceWrite => "workspace-write",
-                /// No sandbox (Agent `ask` and `accept-edits`).
-                None => "none",
-            }
-        }
-
-        $callback! {
-            /// The state of a command run.
-            enum CommandState <=> CommandState {
-                /// Spawned, not yet ended.
-                Running => "running",
-                /// The shell exited.
-                Exited => "exited",
-                /// The timeout elapsed; the process group was killed.
-                TimedOut => "timedOut",
-                /// Cancelled by `command/cancel` or `turn/cancel`.
-                Cancelled => "cancelled",
-                /// Nothing ran; `errorCode` says why.
-                FailedToStart => "failedToStart",
-                /// The host died while it ran; recorded by the startup fence.
-                Interrupted => "interrupted",
-            }
-        }
-
-        $callback! {
-            /// The shell a command ran with.
-            #[serde(rename_all = "camelCase")]
-            struct CommandShell {
-                /// The catalog id.
-                id: String,
-                /// The executable's path.
-                path: String,
-            }
-        }
-
-        $callback! {
-            /// One host-run command (`CommandRun` of the commands spec).
-            #[serde(rename_all = "camelCase")]
-            struct CommandRun {
-                /// The Bash tool call.
-                call_id: String,
-                /// The session.
-                session_id: String,
-                /// The turn the command belongs to.
-                turn_id: String,
-                /// The command text.
-                command: String,
-                /// Workspace-relative working directory (`.` for the root).
-                cwd: String,
-                /// The shell.
-                shell: CommandShell,
-                /// The confinement.
-                sandbox: CommandSandbox,
-                /// Whether the command had the network.
-                network: bool,
-                /// Its state.
-                state: CommandState,
-                /// The exit code, when the shell exited normally.
-                exit_code: Option<i32>,
-                /// The signal that ended the shell, if one did.
-                signal: Option<i32>,
-                /// Why it failed to start or was interrupted.
-                error_code: Option<CanonicalCode>,
-                /// Start time, Unix ms.
-                started_at: i64,
-                /// End time, Unix ms.
-                ended_at: Option<i64>,
-                /// Bytes written to stdout (all of them).
-                stdout_bytes: u64,
-                /// Bytes written to stderr (all of them).
-                stderr_bytes: u64,
-                /// Whether output past the retained-output cap was dropped.
-                truncated: bool,
             }
         }
 
@@ -329,54 +158,6 @@ macro_rules! for_each_shared_object {
         }
 
         $callback! {
-            /// The host-written plan file of one submission.
-            #[serde(rename_all = "camelCase")]
-            struct Artifact {
-                /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
-                path: String,
-                /// SHA-256 of the exact bytes, 64 lowercase hex digits.
-                sha256: String,
-                /// Byte size of the exact bytes.
-                size: u64,
-            }
-        }
-
-        $callback! {
-            /// One plan approval and, once approved, its execution.
-            #[serde(rename_all = "camelCase")]
-            struct PlanApproval {
-                /// Approval id.
-                id: String,
-                /// Owning session.
-                session_id: String,
-                /// The Plan turn that submitted it.
-                turn_id: String,
-                /// SubmitPlan `title`.
-                title: String,
-                /// SubmitPlan `question`.
-                question: String,
-                /// The artifact; `null` only for rows migrated from schema v8.
-                artifact: Option<Artifact>,
-                /// Approval status.
-                status: ApprovalStatus,
-                /// Why it ended other than by a decision (timeout, restart, cancel).
-                error_code: Option<CanonicalCode>,
-                /// Creation time, Unix ms.
-                created_at: i64,
-                /// Absolute deadline, Unix ms; never moves.
-                expires_at: i64,
-                /// Decision, expiry or interruption time, Unix ms.
-                decided_at: Option<i64>,
-                /// Set only by approve.
-                permission_mode: Option<PermissionMode>,
-                /// Set only by approve.
-                execution_id: Option<String>,
-                /// `null` unless approved.
-                execution_state: Option<ExecutionState>,
-            }
-        }
-
-        $callback! {
             /// One shell of the host's shell catalog.
             #[serde(rename_all = "camelCase")]
             struct ShellInfo {
@@ -386,59 +167,6 @@ macro_rules! for_each_shared_object {
                 path: String,
                 /// Whether the executable is present on this machine.
                 available: bool,
-            }
-        }
-
-        $callback! {
-            /// What checking one artifact found.
-            enum ArtifactCheck <=> ArtifactCheck {
-                /// Size and SHA-256 match.
-                Ok => "ok",
-                /// The file or its workspace is gone.
-                Missing => "missing",
-                /// The bytes differ from the record.
-                Mismatch => "mismatch",
-                /// The file could not be read safely.
-                Unreadable => "unreadable",
-                /// A row migrated from v8: no artifact, not a problem.
-                Legacy => "legacy",
-            }
-        }
-
-        $callback! {
-            /// One checked approval of a `VerifyReport`.
-            #[serde(rename_all = "camelCase")]
-            struct ArtifactVerification {
-                /// The approval.
-                approval_id: String,
-                /// What was found.
-                result: ArtifactCheck,
-                /// The canonical code of a problem; `null` otherwise.
-                error_code: Option<CanonicalCode>,
-                /// What exactly was found; `null` when ok.
-                detail: Option<String>,
-            }
-        }
-
-        $callback! {
-            /// A file under `<root>/.pi/plan/` that no row of that workspace records.
-            #[serde(rename_all = "camelCase")]
-            struct OrphanArtifact {
-                /// The normalized workspace root.
-                workspace_root: String,
-                /// The workspace-relative path.
-                path: String,
-            }
-        }
-
-        $callback! {
-            /// A workspace whose orphans could not be looked for.
-            #[serde(rename_all = "camelCase")]
-            struct SkippedWorkspace {
-                /// The workspace root.
-                workspace_root: String,
-                /// Why it was skipped.
-                detail: String,
             }
         }
 
@@ -470,19 +198,6 @@ macro_rules! for_each_shared_object {
         }
 
         $callback! {
-            /// `plan/readArtifact` result: the verified bytes.
-            #[serde(rename_all = "camelCase")]
-            struct PlanReadArtifactResult as ArtifactContent {
-                /// The artifact's Markdown, exactly as written.
-                markdown: String,
-                /// Its SHA-256, 64 lowercase hex digits.
-                sha256: String,
-                /// Its byte size.
-                size: u64,
-            }
-        }
-
-        $callback! {
             /// `shell/list` result.
             #[serde(rename_all = "camelCase")]
             struct ShellListResult as ShellCatalog {
@@ -493,38 +208,10 @@ macro_rules! for_each_shared_object {
                 default_shell: String,
             }
         }
-
-        $callback! {
-            /// `plan/diff` result.
-            #[serde(rename_all = "camelCase")]
-            struct PlanDiffResult as PlanDiff {
-                /// The approval compared.
-                approval_id: String,
-                /// What it was compared with; `null` for a session's first submission.
-                against_approval_id: Option<String>,
-                /// Whether the two texts are the same bytes (false with nothing to compare).
-                identical: bool,
-                /// The unified diff (3 lines of context); `""` when identical, `null`
-                /// with nothing to compare.
-                unified: Option<String>,
-            }
-        }
     };
 }
 
 for_each_shared_object!(declare_object);
-
-/// One assistant tool call in `turn/toolCalls` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ToolCall {
-    /// The caller's id for the call.
-    pub call_id: String,
-    /// The tool name, matched exactly.
-    pub name: String,
-    /// The tool input, any JSON value.
-    pub input: serde_json::Value,
-}
 
 /// Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -27,7 +27,7 @@ use schemars::generate::SchemaSettings;
 use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
 use crate::notifications::{NotificationVisitor, ServerNotification, visit_notifications};
-use crate::objects::{PlanApproval, Session};
+use crate::{PlanApproval, Session};
 
 /// One generated schema file.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use plan_core::{ApprovalId, ErrorCode, ExecutionId, Origin, SessionId, TurnId};
+use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
-    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanDiffResult,
-    PlanListResult, PlanReadArtifactResult, Request, RequestId, Response, SCHEMA_VERSION,
-    Session as WireSession, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
+    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
+    Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellSetDefaultResult,
+    TurnStartResult, TurnToolCallsResult, VerifyReport,
 };
 use serde_json::Value;
 
@@ -205,8 +205,8 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let state = host.create_session(NewSession {
                 session_id: params.session_id.map(SessionId::from),
                 workspace_root: params.workspace_root,
-                mode: params.mode.map(Into::into),
-                permission_mode: params.permission_mode.map(Into::into),
+                mode: params.mode,
+                permission_mode: params.permission_mode,
             })?;
             to_value(&WireSession::from(&state))
         }
@@ -219,12 +219,11 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&WireSession::from(&state))
         }
         ClientRequest::TurnStart(params) => {
-            let origin: Origin = params.origin.into();
-            let turn = host.start_turn(&SessionId::from(params.session_id), origin)?;
+            let turn = host.start_turn(&SessionId::from(params.session_id), params.origin)?;
             to_value(&TurnStartResult::from(&turn))
         }
         ClientRequest::TurnToolCalls(params) => {
-            let calls = params.calls.into_iter().map(Into::into).collect();
+            let calls = params.calls;
             let outcomes = host.tool_calls(
                 &SessionId::from(params.session_id),
                 &TurnId::from(params.turn_id),
@@ -240,60 +239,53 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             &host.cancel_turn(&SessionId::from(params.session_id))?,
         )),
         ClientRequest::PlanApprove(params) => {
-            let (approval, session) = host.approve_relayed(
-                &ApprovalId::from(params.approval_id),
-                params.permission_mode.map(Into::into),
-            )?;
+            let (approval, session) =
+                host.approve_relayed(&ApprovalId::from(params.approval_id), params.permission_mode)?;
             to_value(&PlanDecisionResult {
-                approval: (&approval).into(),
+                approval,
                 session: (&session).into(),
             })
         }
         ClientRequest::PlanReject(params) => {
             let (approval, session) = host.reject(&ApprovalId::from(params.approval_id))?;
             to_value(&PlanDecisionResult {
-                approval: (&approval).into(),
+                approval,
                 session: (&session).into(),
             })
         }
-        ClientRequest::PlanGet(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.approval(&ApprovalId::from(params.approval_id))?.approval,
-        )),
+        ClientRequest::PlanGet(params) => {
+            to_value(&host.approval(&ApprovalId::from(params.approval_id))?.approval)
+        }
         ClientRequest::PlanList(params) => {
             let filter = ApprovalFilter {
                 session_id: params.session_id.map(SessionId::from),
-                status: params.status.map(Into::into),
+                status: params.status,
                 limit: params.limit,
             };
             let approvals = host
                 .list_approvals(&filter)?
-                .iter()
-                .map(|row| (&row.approval).into())
+                .into_iter()
+                .map(|row| row.approval)
                 .collect();
             to_value(&PlanListResult { approvals })
         }
         ClientRequest::PlanReadArtifact(params) => {
-            let content = host.read_artifact(&ApprovalId::from(params.approval_id))?;
-            to_value(&PlanReadArtifactResult {
-                markdown: content.markdown,
-                sha256: content.sha256,
-                size: content.size,
-            })
+            to_value(&host.read_artifact(&ApprovalId::from(params.approval_id))?)
         }
         ClientRequest::PlanVerify(params) => {
             let scope = params.scope().map_err(host_error)?;
             to_value(&VerifyReport::from(&host.verify(&scope)?))
         }
-        ClientRequest::PlanDiff(params) => to_value(&PlanDiffResult::from(&host.diff(
+        ClientRequest::PlanDiff(params) => to_value(&host.diff(
             &ApprovalId::from(params.approval_id),
             params.against_approval_id.map(ApprovalId::from).as_ref(),
-        )?)),
-        ClientRequest::ExecutionStart(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.start_execution(&ExecutionId::from(params.execution_id))?,
-        )),
-        ClientRequest::ExecutionComplete(params) => to_value(&plan_protocol::PlanApproval::from(
-            &host.complete_execution(&ExecutionId::from(params.execution_id))?,
-        )),
+        )?),
+        ClientRequest::ExecutionStart(params) => {
+            to_value(&host.start_execution(&ExecutionId::from(params.execution_id))?)
+        }
+        ClientRequest::ExecutionComplete(params) => {
+            to_value(&host.complete_execution(&ExecutionId::from(params.execution_id))?)
+        }
         ClientRequest::ShellList(_) => {
             let (entries, default_shell) = host.shells()?;
             to_value(&shell_list(entries, default_shell))
@@ -302,22 +294,20 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let default_shell = host.set_default_shell(&params.shell_id)?;
             to_value(&ShellSetDefaultResult { default_shell })
         }
-        ClientRequest::CommandStart(params) => {
-            to_value(&plan_protocol::CommandRun::from(&host.start_agent_command(
-                &SessionId::from(params.session_id),
-                &TurnId::from(params.turn_id),
-                &params.call_id,
-                &params.command,
-                params.cwd.as_deref(),
-                params.timeout_ms,
-            )?))
+        ClientRequest::CommandStart(params) => to_value(&host.start_agent_command(
+            &SessionId::from(params.session_id),
+            &TurnId::from(params.turn_id),
+            &params.call_id,
+            &params.command,
+            params.cwd.as_deref(),
+            params.timeout_ms,
+        )?),
+        ClientRequest::CommandCancel(params) => {
+            to_value(&host.cancel_command(&SessionId::from(params.session_id), &params.call_id)?)
         }
-        ClientRequest::CommandCancel(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.cancel_command(&SessionId::from(params.session_id), &params.call_id)?,
-        )),
-        ClientRequest::CommandGet(params) => to_value(&plan_protocol::CommandRun::from(
-            &host.command(&SessionId::from(params.session_id), &params.call_id)?,
-        )),
+        ClientRequest::CommandGet(params) => {
+            to_value(&host.command(&SessionId::from(params.session_id), &params.call_id)?)
+        }
     }
 }
 

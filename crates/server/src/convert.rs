@@ -1,8 +1,9 @@
 //! Every conversion between host values and protocol v9 wire types: events
 //! to notifications, tool-call outcomes, the shell catalog, the sandbox
 //! capabilities, host errors to error objects and protocol errors to host
-//! errors. (Conversions between plan-core values and wire types are the
-//! protocol crate's `From` impls; this module adds what only the host has.)
+//! errors. (plan-core's records travel as they are; the wire's own views of
+//! plan-core values are the protocol crate's `From` impls; this module adds
+//! what only the host has.)
 //!
 //! It decides nothing and carries no state.
 
@@ -38,7 +39,7 @@ pub fn notification(event: HostEvent) -> ServerNotification {
         } => ServerNotification::ExecutionStateChanged(ExecutionStateChangedNotification {
             session_id: session_id.into_string(),
             execution_id: execution_id.into_string(),
-            state: state.into(),
+            state,
         }),
         HostEvent::SessionChanged(state) => {
             ServerNotification::SessionChanged(SessionChangedNotification::from(state.as_ref()))
@@ -59,7 +60,7 @@ pub fn notification(event: HostEvent) -> ServerNotification {
         HostEvent::CommandExited(run) => ServerNotification::CommandExited(CommandExitedNotification {
             session_id: run.session_id.to_string(),
             call_id: run.call_id.clone(),
-            command: (&run).into(),
+            command: run,
         }),
     }
 }
@@ -76,10 +77,10 @@ fn output_stream(stream: Stream) -> OutputStream {
 pub fn tool_call_result(outcome: &ToolCallOutcome) -> ToolCallResult {
     match (outcome.decision, &outcome.approval, &outcome.command) {
         (ToolCallVerdict::Allow(_), Some(approval), _) => {
-            ToolCallResult::submitted(outcome.call_id.clone(), approval.into())
+            ToolCallResult::submitted(outcome.call_id.clone(), approval.clone())
         }
         (ToolCallVerdict::Allow(_), None, Some(command)) => {
-            ToolCallResult::ran(outcome.call_id.clone(), command.into())
+            ToolCallResult::ran(outcome.call_id.clone(), command.clone())
         }
         (ToolCallVerdict::Allow(_), None, None) => ToolCallResult::allow(outcome.call_id.clone()),
         (ToolCallVerdict::Deny(code), _, _) => {

@@ -7,11 +7,12 @@
 //! the startup fence writes one with state `interrupted` for every run that
 //! had started and never ended) and `commandRefused` (a start that was
 //! refused, with state `failedToStart` and the code). Each entry holds the
-//! whole `CommandRun` in its wire field names. This module stores and reads
-//! entries; which runs the fence interrupts is plan-core's
+//! whole `CommandRun` as plan-core's one declaration serializes it (the
+//! wire's shape), plus `type`; entries written before a field existed still
+//! read, with that field's default. This module stores and reads entries; which runs the fence interrupts is plan-core's
 //! `fence_commands`.
 
-use plan_core::{CommandRun, CommandState, ErrorCode, Sandbox, SessionId, TurnId, UnixMs};
+use plan_core::{CommandRun, ErrorCode, SessionId, UnixMs};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::StorageError;
@@ -82,33 +83,26 @@ pub struct CommandFilter {
     pub limit: Option<u32>,
 }
 
-fn entry_json(kind: CommandEntryKind, run: &CommandRun, output_sha256: Option<&str>) -> serde_json::Value {
-    let mut value = serde_json::json!({
-        "type": kind.as_str(),
-        "callId": run.call_id,
-        "sessionId": run.session_id.as_str(),
-        "turnId": run.turn_id.as_str(),
-        "command": run.command,
-        "cwd": run.cwd,
-        "shell": {"id": run.shell_id, "path": run.shell_path},
-        "sandbox": run.sandbox.as_str(),
-        "network": run.network,
-        "state": run.state.as_str(),
-        "exitCode": run.exit_code,
-        "signal": run.signal,
-        "errorCode": run.error_code.map(ErrorCode::as_str),
-        "startedAt": run.started_at,
-        "endedAt": run.ended_at,
-        "stdoutBytes": run.stdout_bytes,
-        "stderrBytes": run.stderr_bytes,
-        "truncated": run.truncated,
-    });
-    if kind == CommandEntryKind::Ended
-        && let serde_json::Value::Object(fields) = &mut value
-    {
-        fields.insert("outputSha256".to_owned(), output_sha256.into());
+/// The stored JSON of an entry: the run exactly as it serializes (plan-core's
+/// `CommandRun`, the wire's shape), plus `type`, plus `outputSha256` for an
+/// ended entry. serde_json's maps keep their keys sorted, so the stored text
+/// does not depend on the order of the record's fields.
+fn entry_json(
+    kind: CommandEntryKind,
+    run: &CommandRun,
+    output_sha256: Option<&str>,
+) -> Result<serde_json::Value, StorageError> {
+    let mut value = serde_json::to_value(run).map_err(|error| StorageError::InvalidValue {
+        column: "transcript_entries.content_json",
+        value: error.to_string(),
+    })?;
+    if let serde_json::Value::Object(fields) = &mut value {
+        fields.insert("type".to_owned(), kind.as_str().into());
+        if kind == CommandEntryKind::Ended {
+            fields.insert("outputSha256".to_owned(), output_sha256.into());
+        }
     }
-    value
+    Ok(value)
 }
 
 fn invalid(value: &str) -> StorageError {
@@ -118,9 +112,37 @@ fn invalid(value: &str) -> StorageError {
     }
 }
 
+/// What entries written before a field existed read as: no shell (an empty
+/// id and path), no network, no output, not truncated. An error code this
+/// build does not know reads as none, so an entry a newer host wrote still
+/// lists. Every other missing optional field reads as `null`.
+fn fill_defaults(fields: &mut serde_json::Map<String, serde_json::Value>) {
+    let shell = fields
+        .entry("shell")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    if let serde_json::Value::Object(shell) = shell {
+        for key in ["id", "path"] {
+            shell.entry(key).or_insert_with(|| "".into());
+        }
+    }
+    for (key, default) in [
+        ("network", serde_json::Value::Bool(false)),
+        ("stdoutBytes", 0.into()),
+        ("stderrBytes", 0.into()),
+        ("truncated", serde_json::Value::Bool(false)),
+    ] {
+        fields.entry(key).or_insert(default);
+    }
+    if let Some(code) = fields.get_mut("errorCode")
+        && code.as_str().is_some_and(|text| ErrorCode::parse(text).is_none())
+    {
+        *code = serde_json::Value::Null;
+    }
+}
+
 /// Reads an entry; `Ok(None)` for a tool entry that is not a command entry.
 fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageError> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| invalid(text))?;
+    let mut value: serde_json::Value = serde_json::from_str(text).map_err(|_| invalid(text))?;
     let Some(kind) = value
         .get("type")
         .and_then(serde_json::Value::as_str)
@@ -128,57 +150,15 @@ fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageErro
     else {
         return Ok(None);
     };
-    let string = |key: &str| -> Result<String, StorageError> {
-        value
-            .get(key)
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| invalid(text))
-    };
-    let integer = |key: &str| value.get(key).and_then(serde_json::Value::as_i64);
-    let unsigned = |key: &str| value.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    let small = |key: &str| integer(key).and_then(|number| i32::try_from(number).ok());
-    let shell = value.get("shell");
-    let shell_field = |key: &str| {
-        shell
-            .and_then(|shell| shell.get(key))
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let run = CommandRun {
-        call_id: string("callId")?,
-        session_id: SessionId::from(string("sessionId")?),
-        turn_id: TurnId::from(string("turnId")?),
-        command: string("command")?,
-        cwd: string("cwd")?,
-        shell_id: shell_field("id"),
-        shell_path: shell_field("path"),
-        sandbox: Sandbox::parse(&string("sandbox")?).ok_or_else(|| invalid(text))?,
-        network: value
-            .get("network")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
-        state: CommandState::parse(&string("state")?).ok_or_else(|| invalid(text))?,
-        exit_code: small("exitCode"),
-        signal: small("signal"),
-        error_code: value
-            .get("errorCode")
-            .and_then(serde_json::Value::as_str)
-            .and_then(ErrorCode::parse),
-        started_at: integer("startedAt").ok_or_else(|| invalid(text))?,
-        ended_at: integer("endedAt"),
-        stdout_bytes: unsigned("stdoutBytes"),
-        stderr_bytes: unsigned("stderrBytes"),
-        truncated: value
-            .get("truncated")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
-    };
     let output_sha256 = value
         .get("outputSha256")
         .and_then(serde_json::Value::as_str)
         .map(str::to_owned);
+    let serde_json::Value::Object(fields) = &mut value else {
+        return Err(invalid(text));
+    };
+    fill_defaults(fields);
+    let run: CommandRun = serde_json::from_value(value).map_err(|_| invalid(text))?;
     Ok(Some(CommandEntry {
         kind,
         run,
@@ -196,7 +176,7 @@ pub(crate) fn insert_entry(
     output_sha256: Option<&str>,
     now: UnixMs,
 ) -> Result<(), StorageError> {
-    let content = entry_json(kind, run, output_sha256).to_string();
+    let content = entry_json(kind, run, output_sha256)?.to_string();
     let seq: i64 = conn
         .query_row(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",

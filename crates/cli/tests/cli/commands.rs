@@ -189,8 +189,8 @@ fn approvals_list_json_is_exactly_the_protocol_objects() {
     let expected: Vec<plan_protocol::PlanApproval> = store
         .list_approvals(&plan_storage::ApprovalFilter::default())
         .unwrap()
-        .iter()
-        .map(|stored| plan_protocol::PlanApproval::from(&stored.approval))
+        .into_iter()
+        .map(|stored| stored.approval)
         .collect();
     assert_eq!(result.approvals, expected);
     // Same field names as the wire, nothing more.

@@ -136,7 +136,7 @@ pub(crate) fn idle_after_reject_state() -> SessionState {
 }
 
 pub(crate) fn wire_approval(approval: &PlanApproval) -> wire::PlanApproval {
-    wire::PlanApproval::from(approval)
+    approval.clone()
 }
 
 pub(crate) fn wire_session(state: &SessionState) -> wire::Session {

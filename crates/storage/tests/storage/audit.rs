@@ -14,8 +14,10 @@ fn run(call_id: &str, state: CommandState) -> CommandRun {
         turn_id: "t1".into(),
         command: "git status\u{1b}[2J".to_owned(),
         cwd: ".".to_owned(),
-        shell_id: "bash".to_owned(),
-        shell_path: "/bin/bash".to_owned(),
+        shell: plan_core::CommandShell {
+            id: "bash".to_owned(),
+            path: "/bin/bash".to_owned(),
+        },
         sandbox: Sandbox::ReadOnly,
         network: false,
         state,
@@ -144,4 +146,95 @@ fn the_startup_fence_interrupts_unended_runs_once() {
         "a second fence adds nothing"
     );
     assert_eq!(store.command_entries("s1", "c2").unwrap().len(), 2);
+}
+
+/// The `content_json` texts of a session's entries, oldest first.
+fn stored_texts(dir: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(dir.join("plan.db")).unwrap();
+    let mut statement = conn
+        .prepare("SELECT content_json FROM transcript_entries WHERE role = 'tool' ORDER BY id")
+        .unwrap();
+    statement
+        .query_map([], |row| row.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn entries_are_stored_in_the_same_json_text_as_always() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = store(dir.path());
+    let mut ended = run("c1", CommandState::Exited);
+    ended.exit_code = Some(0);
+    ended.ended_at = Some(NOW + 5);
+    ended.stdout_bytes = 12;
+    let mut refused = run("c2", CommandState::FailedToStart);
+    refused.error_code = Some(ErrorCode::CommandNotAllowed);
+    store
+        .record_command(
+            CommandEntryKind::Started,
+            &run("c1", CommandState::Running),
+            None,
+            NOW,
+        )
+        .unwrap();
+    store
+        .record_command(CommandEntryKind::Ended, &ended, Some(&"a".repeat(64)), NOW + 5)
+        .unwrap();
+    store
+        .record_command(CommandEntryKind::Refused, &refused, None, NOW + 6)
+        .unwrap();
+    let hash = "a".repeat(64);
+    assert_eq!(
+        stored_texts(dir.path()),
+        [
+            r#"{"callId":"c1","command":"git status\u001b[2J","cwd":".","endedAt":null,"errorCode":null,"exitCode":null,"network":false,"sandbox":"read-only","sessionId":"s1","shell":{"id":"bash","path":"/bin/bash"},"signal":null,"startedAt":1800000000000,"state":"running","stderrBytes":0,"stdoutBytes":0,"truncated":false,"turnId":"t1","type":"commandStarted"}"#.to_owned(),
+            format!(
+                r#"{{"callId":"c1","command":"git status\u001b[2J","cwd":".","endedAt":1800000000005,"errorCode":null,"exitCode":0,"network":false,"outputSha256":"{hash}","sandbox":"read-only","sessionId":"s1","shell":{{"id":"bash","path":"/bin/bash"}},"signal":null,"startedAt":1800000000000,"state":"exited","stderrBytes":0,"stdoutBytes":12,"truncated":false,"turnId":"t1","type":"commandEnded"}}"#
+            ),
+            r#"{"callId":"c2","command":"git status\u001b[2J","cwd":".","endedAt":null,"errorCode":"COMMAND_NOT_ALLOWED","exitCode":null,"network":false,"sandbox":"read-only","sessionId":"s1","shell":{"id":"bash","path":"/bin/bash"},"signal":null,"startedAt":1800000000000,"state":"failedToStart","stderrBytes":0,"stdoutBytes":0,"truncated":false,"turnId":"t1","type":"commandRefused"}"#.to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn entries_without_the_later_fields_still_read_with_their_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(store(dir.path()));
+    let conn = rusqlite::Connection::open(dir.path().join("plan.db")).unwrap();
+    for (seq, content) in [
+        // No shell, network, byte counts, truncation or optional fields.
+        r#"{"type":"commandStarted","callId":"c1","sessionId":"s1","turnId":"t1","command":"ls","cwd":".","sandbox":"read-only","state":"running","startedAt":1800000000000}"#,
+        // A shell without its path, and a code this build does not know.
+        r#"{"type":"commandRefused","callId":"c2","sessionId":"s1","turnId":"t1","command":"ls","cwd":".","shell":{"id":"zsh"},"sandbox":"none","state":"failedToStart","errorCode":"SOME_LATER_CODE","startedAt":1800000000000}"#,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        conn.execute(
+            "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
+             VALUES ('s1', ?1, 'tool', ?2, ?3)",
+            rusqlite::params![seq as i64 + 1, content, NOW],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let (store, _) = Store::open(dir.path().join("plan.db")).unwrap();
+    let started = store.command_entries("s1", "c1").unwrap();
+    let mut expected = run("c1", CommandState::Running);
+    expected.command = "ls".to_owned();
+    expected.shell = plan_core::CommandShell {
+        id: String::new(),
+        path: String::new(),
+    };
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].run, expected);
+    assert_eq!(started[0].output_sha256, None);
+    let refused = store.command_entries("s1", "c2").unwrap();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].run.shell.id, "zsh");
+    assert_eq!(refused[0].run.shell.path, "");
+    assert_eq!(refused[0].run.sandbox, Sandbox::None);
+    assert_eq!(refused[0].run.error_code, None);
 }

@@ -1479,6 +1479,32 @@ class _UniffiFfiConverterTypeArtifactContent(_UniffiConverterRustBuffer):
         _UniffiFfiConverterUInt64.write(value.size, buf)
 
 
+class _UniffiFfiConverterTypeApprovalId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ApprovalId = str
+
+
+
 
 
 
@@ -2072,37 +2098,11 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
 
 
 
-
-class _UniffiFfiConverterTypeCanonicalCode:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeErrorCode.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterTypeErrorCode.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterTypeErrorCode.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterTypeErrorCode.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterTypeErrorCode.lower(value)
-
-
-CanonicalCode = ErrorCode
-
-
-class _UniffiFfiConverterOptionalTypeCanonicalCode(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterTypeCanonicalCode.check_lower(value)
+            _UniffiFfiConverterTypeErrorCode.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -2111,7 +2111,7 @@ class _UniffiFfiConverterOptionalTypeCanonicalCode(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterTypeCanonicalCode.write(value, buf)
+        _UniffiFfiConverterTypeErrorCode.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -2119,7 +2119,7 @@ class _UniffiFfiConverterOptionalTypeCanonicalCode(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterTypeCanonicalCode.read(buf)
+            return _UniffiFfiConverterTypeErrorCode.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -2128,7 +2128,7 @@ class ArtifactVerification:
     """
     One checked approval of a `VerifyReport`.
 """
-    def __init__(self, *, approval_id:str, result:ArtifactCheck, error_code:typing.Optional[CanonicalCode], detail:typing.Optional[str]):
+    def __init__(self, *, approval_id:ApprovalId, result:ArtifactCheck, error_code:typing.Optional[ErrorCode], detail:typing.Optional[str]):
         self.approval_id = approval_id
         self.result = result
         self.error_code = error_code
@@ -2154,25 +2154,77 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return ArtifactVerification(
-            approval_id=_UniffiFfiConverterString.read(buf),
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
             result=_UniffiFfiConverterTypeArtifactCheck.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             detail=_UniffiFfiConverterOptionalString.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.approval_id)
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
         _UniffiFfiConverterTypeArtifactCheck.check_lower(value.result)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterOptionalString.check_lower(value.detail)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.approval_id, buf)
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
         _UniffiFfiConverterTypeArtifactCheck.write(value.result, buf)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
+
+
+class _UniffiFfiConverterTypeSessionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+SessionId = str
+
+
+
+class _UniffiFfiConverterTypeTurnId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+TurnId = str
+
 
 @dataclass
 class CommandShell:
@@ -2469,7 +2521,7 @@ class CommandRun:
     """
     One host-run command (`CommandRun` of the commands spec).
 """
-    def __init__(self, *, call_id:str, session_id:str, turn_id:str, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[CanonicalCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
+    def __init__(self, *, call_id:str, session_id:SessionId, turn_id:TurnId, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
         self.call_id = call_id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -2535,8 +2587,8 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
     def read(buf):
         return CommandRun(
             call_id=_UniffiFfiConverterString.read(buf),
-            session_id=_UniffiFfiConverterString.read(buf),
-            turn_id=_UniffiFfiConverterString.read(buf),
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             command=_UniffiFfiConverterString.read(buf),
             cwd=_UniffiFfiConverterString.read(buf),
             shell=_UniffiFfiConverterTypeCommandShell.read(buf),
@@ -2545,7 +2597,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
             state=_UniffiFfiConverterTypeCommandState.read(buf),
             exit_code=_UniffiFfiConverterOptionalInt32.read(buf),
             signal=_UniffiFfiConverterOptionalInt32.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             started_at=_UniffiFfiConverterInt64.read(buf),
             ended_at=_UniffiFfiConverterOptionalInt64.read(buf),
             stdout_bytes=_UniffiFfiConverterUInt64.read(buf),
@@ -2556,8 +2608,8 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.call_id)
-        _UniffiFfiConverterString.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterString.check_lower(value.command)
         _UniffiFfiConverterString.check_lower(value.cwd)
         _UniffiFfiConverterTypeCommandShell.check_lower(value.shell)
@@ -2566,7 +2618,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeCommandState.check_lower(value.state)
         _UniffiFfiConverterOptionalInt32.check_lower(value.exit_code)
         _UniffiFfiConverterOptionalInt32.check_lower(value.signal)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterInt64.check_lower(value.started_at)
         _UniffiFfiConverterOptionalInt64.check_lower(value.ended_at)
         _UniffiFfiConverterUInt64.check_lower(value.stdout_bytes)
@@ -2576,8 +2628,8 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.call_id, buf)
-        _UniffiFfiConverterString.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterString.write(value.command, buf)
         _UniffiFfiConverterString.write(value.cwd, buf)
         _UniffiFfiConverterTypeCommandShell.write(value.shell, buf)
@@ -2586,7 +2638,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeCommandState.write(value.state, buf)
         _UniffiFfiConverterOptionalInt32.write(value.exit_code, buf)
         _UniffiFfiConverterOptionalInt32.write(value.signal, buf)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.started_at, buf)
         _UniffiFfiConverterOptionalInt64.write(value.ended_at, buf)
         _UniffiFfiConverterUInt64.write(value.stdout_bytes, buf)
@@ -2704,6 +2756,57 @@ class _UniffiFfiConverterOptionalTypePermissionMode(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected flag byte for optional type")
 
 
+class _UniffiFfiConverterTypeExecutionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ExecutionId = str
+
+
+class _UniffiFfiConverterOptionalTypeExecutionId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeExecutionId.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeExecutionId.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeExecutionId.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
 
 
 
@@ -2804,7 +2907,7 @@ class PlanApproval:
     """
     One plan approval and, once approved, its execution.
 """
-    def __init__(self, *, id:str, session_id:str, turn_id:str, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[CanonicalCode], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[str], execution_state:typing.Optional[ExecutionState]):
+    def __init__(self, *, id:ApprovalId, session_id:SessionId, turn_id:TurnId, title:str, question:str, artifact:typing.Optional[Artifact], status:ApprovalStatus, error_code:typing.Optional[ErrorCode], created_at:int, expires_at:int, decided_at:typing.Optional[int], permission_mode:typing.Optional[PermissionMode], execution_id:typing.Optional[ExecutionId], execution_state:typing.Optional[ExecutionState]):
         self.id = id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -2860,54 +2963,54 @@ class _UniffiFfiConverterTypePlanApproval(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return PlanApproval(
-            id=_UniffiFfiConverterString.read(buf),
-            session_id=_UniffiFfiConverterString.read(buf),
-            turn_id=_UniffiFfiConverterString.read(buf),
+            id=_UniffiFfiConverterTypeApprovalId.read(buf),
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             title=_UniffiFfiConverterString.read(buf),
             question=_UniffiFfiConverterString.read(buf),
             artifact=_UniffiFfiConverterOptionalTypeArtifact.read(buf),
             status=_UniffiFfiConverterTypeApprovalStatus.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeCanonicalCode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             created_at=_UniffiFfiConverterInt64.read(buf),
             expires_at=_UniffiFfiConverterInt64.read(buf),
             decided_at=_UniffiFfiConverterOptionalInt64.read(buf),
             permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
-            execution_id=_UniffiFfiConverterOptionalString.read(buf),
+            execution_id=_UniffiFfiConverterOptionalTypeExecutionId.read(buf),
             execution_state=_UniffiFfiConverterOptionalTypeExecutionState.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.id)
-        _UniffiFfiConverterString.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.id)
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterString.check_lower(value.title)
         _UniffiFfiConverterString.check_lower(value.question)
         _UniffiFfiConverterOptionalTypeArtifact.check_lower(value.artifact)
         _UniffiFfiConverterTypeApprovalStatus.check_lower(value.status)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.check_lower(value.error_code)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterInt64.check_lower(value.created_at)
         _UniffiFfiConverterInt64.check_lower(value.expires_at)
         _UniffiFfiConverterOptionalInt64.check_lower(value.decided_at)
         _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
-        _UniffiFfiConverterOptionalString.check_lower(value.execution_id)
+        _UniffiFfiConverterOptionalTypeExecutionId.check_lower(value.execution_id)
         _UniffiFfiConverterOptionalTypeExecutionState.check_lower(value.execution_state)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.id, buf)
-        _UniffiFfiConverterString.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeApprovalId.write(value.id, buf)
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterString.write(value.title, buf)
         _UniffiFfiConverterString.write(value.question, buf)
         _UniffiFfiConverterOptionalTypeArtifact.write(value.artifact, buf)
         _UniffiFfiConverterTypeApprovalStatus.write(value.status, buf)
-        _UniffiFfiConverterOptionalTypeCanonicalCode.write(value.error_code, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.created_at, buf)
         _UniffiFfiConverterInt64.write(value.expires_at, buf)
         _UniffiFfiConverterOptionalInt64.write(value.decided_at, buf)
         _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
-        _UniffiFfiConverterOptionalString.write(value.execution_id, buf)
+        _UniffiFfiConverterOptionalTypeExecutionId.write(value.execution_id, buf)
         _UniffiFfiConverterOptionalTypeExecutionState.write(value.execution_state, buf)
 
 class _UniffiFfiConverterOptionalTypeActiveTurn(_UniffiConverterRustBuffer):
@@ -3100,12 +3203,37 @@ class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.workspace_root, buf)
         _UniffiFfiConverterString.write(value.path, buf)
 
+class _UniffiFfiConverterOptionalTypeApprovalId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeApprovalId.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeApprovalId.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeApprovalId.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class PlanDiff:
     """
     `plan/diff` result.
 """
-    def __init__(self, *, approval_id:str, against_approval_id:typing.Optional[str], identical:bool, unified:typing.Optional[str]):
+    def __init__(self, *, approval_id:ApprovalId, against_approval_id:typing.Optional[ApprovalId], identical:bool, unified:typing.Optional[str]):
         self.approval_id = approval_id
         self.against_approval_id = against_approval_id
         self.identical = identical
@@ -3131,23 +3259,23 @@ class _UniffiFfiConverterTypePlanDiff(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return PlanDiff(
-            approval_id=_UniffiFfiConverterString.read(buf),
-            against_approval_id=_UniffiFfiConverterOptionalString.read(buf),
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+            against_approval_id=_UniffiFfiConverterOptionalTypeApprovalId.read(buf),
             identical=_UniffiFfiConverterBoolean.read(buf),
             unified=_UniffiFfiConverterOptionalString.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.approval_id)
-        _UniffiFfiConverterOptionalString.check_lower(value.against_approval_id)
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+        _UniffiFfiConverterOptionalTypeApprovalId.check_lower(value.against_approval_id)
         _UniffiFfiConverterBoolean.check_lower(value.identical)
         _UniffiFfiConverterOptionalString.check_lower(value.unified)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.approval_id, buf)
-        _UniffiFfiConverterOptionalString.write(value.against_approval_id, buf)
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+        _UniffiFfiConverterOptionalTypeApprovalId.write(value.against_approval_id, buf)
         _UniffiFfiConverterBoolean.write(value.identical, buf)
         _UniffiFfiConverterOptionalString.write(value.unified, buf)
 
@@ -3801,31 +3929,6 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
             buf.write_i32(2)
 
 
-
-class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeErrorCode.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeErrorCode.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeErrorCode.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
 
 class _UniffiFfiConverterOptionalTypePlanApproval(_UniffiConverterRustBuffer):
     @classmethod

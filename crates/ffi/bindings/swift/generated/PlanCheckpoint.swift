@@ -1764,7 +1764,7 @@ public struct ArtifactVerification: Equatable, Hashable {
     /**
      * The approval.
      */
-    public var approvalId: String
+    public var approvalId: ApprovalId
     /**
      * What was found.
      */
@@ -1772,7 +1772,7 @@ public struct ArtifactVerification: Equatable, Hashable {
     /**
      * The canonical code of a problem; `null` otherwise.
      */
-    public var errorCode: CanonicalCode?
+    public var errorCode: ErrorCode?
     /**
      * What exactly was found; `null` when ok.
      */
@@ -1783,13 +1783,13 @@ public struct ArtifactVerification: Equatable, Hashable {
     public init(
         /**
          * The approval.
-         */approvalId: String, 
+         */approvalId: ApprovalId, 
         /**
          * What was found.
          */result: ArtifactCheck, 
         /**
          * The canonical code of a problem; `null` otherwise.
-         */errorCode: CanonicalCode?, 
+         */errorCode: ErrorCode?, 
         /**
          * What exactly was found; `null` when ok.
          */detail: String?) {
@@ -1815,17 +1815,17 @@ public struct FfiConverterTypeArtifactVerification: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ArtifactVerification {
         return
             try ArtifactVerification(
-                approvalId: FfiConverterString.read(from: &buf), 
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf), 
                 result: FfiConverterTypeArtifactCheck.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 detail: FfiConverterOptionString.read(from: &buf)
         )
     }
 
     public static func write(_ value: ArtifactVerification, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.approvalId, into: &buf)
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
         FfiConverterTypeArtifactCheck.write(value.result, into: &buf)
-        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterOptionString.write(value.detail, into: &buf)
     }
 }
@@ -1857,11 +1857,11 @@ public struct CommandRun: Equatable, Hashable {
     /**
      * The session.
      */
-    public var sessionId: String
+    public var sessionId: SessionId
     /**
      * The turn the command belongs to.
      */
-    public var turnId: String
+    public var turnId: TurnId
     /**
      * The command text.
      */
@@ -1897,7 +1897,7 @@ public struct CommandRun: Equatable, Hashable {
     /**
      * Why it failed to start or was interrupted.
      */
-    public var errorCode: CanonicalCode?
+    public var errorCode: ErrorCode?
     /**
      * Start time, Unix ms.
      */
@@ -1927,10 +1927,10 @@ public struct CommandRun: Equatable, Hashable {
          */callId: String, 
         /**
          * The session.
-         */sessionId: String, 
+         */sessionId: SessionId, 
         /**
          * The turn the command belongs to.
-         */turnId: String, 
+         */turnId: TurnId, 
         /**
          * The command text.
          */command: String, 
@@ -1957,7 +1957,7 @@ public struct CommandRun: Equatable, Hashable {
          */signal: Int32?, 
         /**
          * Why it failed to start or was interrupted.
-         */errorCode: CanonicalCode?, 
+         */errorCode: ErrorCode?, 
         /**
          * Start time, Unix ms.
          */startedAt: Int64, 
@@ -2009,8 +2009,8 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
         return
             try CommandRun(
                 callId: FfiConverterString.read(from: &buf), 
-                sessionId: FfiConverterString.read(from: &buf), 
-                turnId: FfiConverterString.read(from: &buf), 
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 command: FfiConverterString.read(from: &buf), 
                 cwd: FfiConverterString.read(from: &buf), 
                 shell: FfiConverterTypeCommandShell.read(from: &buf), 
@@ -2019,7 +2019,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
                 state: FfiConverterTypeCommandState.read(from: &buf), 
                 exitCode: FfiConverterOptionInt32.read(from: &buf), 
                 signal: FfiConverterOptionInt32.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 startedAt: FfiConverterInt64.read(from: &buf), 
                 endedAt: FfiConverterOptionInt64.read(from: &buf), 
                 stdoutBytes: FfiConverterUInt64.read(from: &buf), 
@@ -2030,8 +2030,8 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
 
     public static func write(_ value: CommandRun, into buf: inout [UInt8]) {
         FfiConverterString.write(value.callId, into: &buf)
-        FfiConverterString.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.turnId, into: &buf)
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterString.write(value.command, into: &buf)
         FfiConverterString.write(value.cwd, into: &buf)
         FfiConverterTypeCommandShell.write(value.shell, into: &buf)
@@ -2040,7 +2040,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
         FfiConverterTypeCommandState.write(value.state, into: &buf)
         FfiConverterOptionInt32.write(value.exitCode, into: &buf)
         FfiConverterOptionInt32.write(value.signal, into: &buf)
-        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterInt64.write(value.startedAt, into: &buf)
         FfiConverterOptionInt64.write(value.endedAt, into: &buf)
         FfiConverterUInt64.write(value.stdoutBytes, into: &buf)
@@ -2279,15 +2279,15 @@ public struct PlanApproval: Equatable, Hashable {
     /**
      * Approval id.
      */
-    public var id: String
+    public var id: ApprovalId
     /**
      * Owning session.
      */
-    public var sessionId: String
+    public var sessionId: SessionId
     /**
      * The Plan turn that submitted it.
      */
-    public var turnId: String
+    public var turnId: TurnId
     /**
      * SubmitPlan `title`.
      */
@@ -2307,7 +2307,7 @@ public struct PlanApproval: Equatable, Hashable {
     /**
      * Why it ended other than by a decision (timeout, restart, cancel).
      */
-    public var errorCode: CanonicalCode?
+    public var errorCode: ErrorCode?
     /**
      * Creation time, Unix ms.
      */
@@ -2327,7 +2327,7 @@ public struct PlanApproval: Equatable, Hashable {
     /**
      * Set only by approve.
      */
-    public var executionId: String?
+    public var executionId: ExecutionId?
     /**
      * `null` unless approved.
      */
@@ -2338,13 +2338,13 @@ public struct PlanApproval: Equatable, Hashable {
     public init(
         /**
          * Approval id.
-         */id: String, 
+         */id: ApprovalId, 
         /**
          * Owning session.
-         */sessionId: String, 
+         */sessionId: SessionId, 
         /**
          * The Plan turn that submitted it.
-         */turnId: String, 
+         */turnId: TurnId, 
         /**
          * SubmitPlan `title`.
          */title: String, 
@@ -2359,7 +2359,7 @@ public struct PlanApproval: Equatable, Hashable {
          */status: ApprovalStatus, 
         /**
          * Why it ended other than by a decision (timeout, restart, cancel).
-         */errorCode: CanonicalCode?, 
+         */errorCode: ErrorCode?, 
         /**
          * Creation time, Unix ms.
          */createdAt: Int64, 
@@ -2374,7 +2374,7 @@ public struct PlanApproval: Equatable, Hashable {
          */permissionMode: PermissionMode?, 
         /**
          * Set only by approve.
-         */executionId: String?, 
+         */executionId: ExecutionId?, 
         /**
          * `null` unless approved.
          */executionState: ExecutionState?) {
@@ -2410,37 +2410,37 @@ public struct FfiConverterTypePlanApproval: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApproval {
         return
             try PlanApproval(
-                id: FfiConverterString.read(from: &buf), 
-                sessionId: FfiConverterString.read(from: &buf), 
-                turnId: FfiConverterString.read(from: &buf), 
+                id: FfiConverterTypeApprovalId.read(from: &buf), 
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 title: FfiConverterString.read(from: &buf), 
                 question: FfiConverterString.read(from: &buf), 
                 artifact: FfiConverterOptionTypeArtifact.read(from: &buf), 
                 status: FfiConverterTypeApprovalStatus.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeCanonicalCode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 createdAt: FfiConverterInt64.read(from: &buf), 
                 expiresAt: FfiConverterInt64.read(from: &buf), 
                 decidedAt: FfiConverterOptionInt64.read(from: &buf), 
                 permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
-                executionId: FfiConverterOptionString.read(from: &buf), 
+                executionId: FfiConverterOptionTypeExecutionId.read(from: &buf), 
                 executionState: FfiConverterOptionTypeExecutionState.read(from: &buf)
         )
     }
 
     public static func write(_ value: PlanApproval, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.id, into: &buf)
-        FfiConverterString.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.turnId, into: &buf)
+        FfiConverterTypeApprovalId.write(value.id, into: &buf)
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterString.write(value.title, into: &buf)
         FfiConverterString.write(value.question, into: &buf)
         FfiConverterOptionTypeArtifact.write(value.artifact, into: &buf)
         FfiConverterTypeApprovalStatus.write(value.status, into: &buf)
-        FfiConverterOptionTypeCanonicalCode.write(value.errorCode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterInt64.write(value.createdAt, into: &buf)
         FfiConverterInt64.write(value.expiresAt, into: &buf)
         FfiConverterOptionInt64.write(value.decidedAt, into: &buf)
         FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
-        FfiConverterOptionString.write(value.executionId, into: &buf)
+        FfiConverterOptionTypeExecutionId.write(value.executionId, into: &buf)
         FfiConverterOptionTypeExecutionState.write(value.executionState, into: &buf)
     }
 }
@@ -2468,11 +2468,11 @@ public struct PlanDiff: Equatable, Hashable {
     /**
      * The approval compared.
      */
-    public var approvalId: String
+    public var approvalId: ApprovalId
     /**
      * What it was compared with; `null` for a session's first submission.
      */
-    public var againstApprovalId: String?
+    public var againstApprovalId: ApprovalId?
     /**
      * Whether the two texts are the same bytes (false with nothing to compare).
      */
@@ -2488,10 +2488,10 @@ public struct PlanDiff: Equatable, Hashable {
     public init(
         /**
          * The approval compared.
-         */approvalId: String, 
+         */approvalId: ApprovalId, 
         /**
          * What it was compared with; `null` for a session's first submission.
-         */againstApprovalId: String?, 
+         */againstApprovalId: ApprovalId?, 
         /**
          * Whether the two texts are the same bytes (false with nothing to compare).
          */identical: Bool, 
@@ -2521,16 +2521,16 @@ public struct FfiConverterTypePlanDiff: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanDiff {
         return
             try PlanDiff(
-                approvalId: FfiConverterString.read(from: &buf), 
-                againstApprovalId: FfiConverterOptionString.read(from: &buf), 
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf), 
+                againstApprovalId: FfiConverterOptionTypeApprovalId.read(from: &buf), 
                 identical: FfiConverterBool.read(from: &buf), 
                 unified: FfiConverterOptionString.read(from: &buf)
         )
     }
 
     public static func write(_ value: PlanDiff, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.approvalId, into: &buf)
-        FfiConverterOptionString.write(value.againstApprovalId, into: &buf)
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+        FfiConverterOptionTypeApprovalId.write(value.againstApprovalId, into: &buf)
         FfiConverterBool.write(value.identical, into: &buf)
         FfiConverterOptionString.write(value.unified, into: &buf)
     }
@@ -5756,8 +5756,8 @@ fileprivate struct FfiConverterOptionSequenceString: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionTypeCanonicalCode: FfiConverterRustBuffer {
-    typealias SwiftType = CanonicalCode?
+fileprivate struct FfiConverterOptionTypeApprovalId: FfiConverterRustBuffer {
+    typealias SwiftType = ApprovalId?
 
     public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
         guard let value = value else {
@@ -5765,13 +5765,37 @@ fileprivate struct FfiConverterOptionTypeCanonicalCode: FfiConverterRustBuffer {
             return
         }
         writeInt(&buf, Int8(1))
-        FfiConverterTypeCanonicalCode.write(value, into: &buf)
+        FfiConverterTypeApprovalId.write(value, into: &buf)
     }
 
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
-        case 1: return try FfiConverterTypeCanonicalCode.read(from: &buf)
+        case 1: return try FfiConverterTypeApprovalId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeExecutionId: FfiConverterRustBuffer {
+    typealias SwiftType = ExecutionId?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeExecutionId.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeExecutionId.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -5978,26 +6002,26 @@ fileprivate struct FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffe
 }
 
 
-public typealias CanonicalCode = ErrorCode
+public typealias ApprovalId = String
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeCanonicalCode: FfiConverter {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CanonicalCode {
-        return try FfiConverterTypeErrorCode.read(from: &buf)
+public struct FfiConverterTypeApprovalId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ApprovalId {
+        return try FfiConverterString.read(from: &buf)
     }
 
-    public static func write(_ value: CanonicalCode, into buf: inout [UInt8]) {
-        return FfiConverterTypeErrorCode.write(value, into: &buf)
+    public static func write(_ value: ApprovalId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
     }
 
-    public static func lift(_ value: RustBuffer) throws -> CanonicalCode {
-        return try FfiConverterTypeErrorCode_lift(value)
+    public static func lift(_ value: RustBuffer) throws -> ApprovalId {
+        return try FfiConverterString.lift(value)
     }
 
-    public static func lower(_ value: CanonicalCode) -> RustBuffer {
-        return FfiConverterTypeErrorCode_lower(value)
+    public static func lower(_ value: ApprovalId) -> RustBuffer {
+        return FfiConverterString.lower(value)
     }
 }
 
@@ -6005,15 +6029,135 @@ public struct FfiConverterTypeCanonicalCode: FfiConverter {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeCanonicalCode_lift(_ value: RustBuffer) throws -> CanonicalCode {
-    return try FfiConverterTypeCanonicalCode.lift(value)
+public func FfiConverterTypeApprovalId_lift(_ value: RustBuffer) throws -> ApprovalId {
+    return try FfiConverterTypeApprovalId.lift(value)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeCanonicalCode_lower(_ value: CanonicalCode) -> RustBuffer {
-    return FfiConverterTypeCanonicalCode.lower(value)
+public func FfiConverterTypeApprovalId_lower(_ value: ApprovalId) -> RustBuffer {
+    return FfiConverterTypeApprovalId.lower(value)
+}
+
+
+
+public typealias ExecutionId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExecutionId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExecutionId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: ExecutionId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> ExecutionId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: ExecutionId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionId_lift(_ value: RustBuffer) throws -> ExecutionId {
+    return try FfiConverterTypeExecutionId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionId_lower(_ value: ExecutionId) -> RustBuffer {
+    return FfiConverterTypeExecutionId.lower(value)
+}
+
+
+
+public typealias SessionId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: SessionId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> SessionId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: SessionId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionId_lift(_ value: RustBuffer) throws -> SessionId {
+    return try FfiConverterTypeSessionId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionId_lower(_ value: SessionId) -> RustBuffer {
+    return FfiConverterTypeSessionId.lower(value)
+}
+
+
+
+public typealias TurnId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: TurnId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> TurnId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: TurnId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnId_lift(_ value: RustBuffer) throws -> TurnId {
+    return try FfiConverterTypeTurnId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnId_lower(_ value: TurnId) -> RustBuffer {
+    return FfiConverterTypeTurnId.lower(value)
 }
 
 /**

@@ -2836,7 +2836,7 @@ data class ArtifactVerification (
     /**
      * The approval.
      */
-    var `approvalId`: kotlin.String
+    var `approvalId`: ApprovalId
     , 
     /**
      * What was found.
@@ -2846,7 +2846,7 @@ data class ArtifactVerification (
     /**
      * The canonical code of a problem; `null` otherwise.
      */
-    var `errorCode`: CanonicalCode?
+    var `errorCode`: ErrorCode?
     , 
     /**
      * What exactly was found; `null` when ok.
@@ -2868,24 +2868,24 @@ data class ArtifactVerification (
 public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<ArtifactVerification> {
     override fun read(buf: ByteBuffer): ArtifactVerification {
         return ArtifactVerification(
-            FfiConverterString.read(buf),
+            FfiConverterTypeApprovalId.read(buf),
             FfiConverterTypeArtifactCheck.read(buf),
-            FfiConverterOptionalTypeCanonicalCode.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterOptionalString.read(buf),
         )
     }
 
     override fun allocationSize(value: ArtifactVerification) = (
-            FfiConverterString.allocationSize(value.`approvalId`) +
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`) +
             FfiConverterTypeArtifactCheck.allocationSize(value.`result`) +
-            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterOptionalString.allocationSize(value.`detail`)
     )
 
     override fun write(value: ArtifactVerification, buf: ByteBuffer) {
-            FfiConverterString.write(value.`approvalId`, buf)
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
             FfiConverterTypeArtifactCheck.write(value.`result`, buf)
-            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
     }
 }
@@ -2904,12 +2904,12 @@ data class CommandRun (
     /**
      * The session.
      */
-    var `sessionId`: kotlin.String
+    var `sessionId`: SessionId
     , 
     /**
      * The turn the command belongs to.
      */
-    var `turnId`: kotlin.String
+    var `turnId`: TurnId
     , 
     /**
      * The command text.
@@ -2954,7 +2954,7 @@ data class CommandRun (
     /**
      * Why it failed to start or was interrupted.
      */
-    var `errorCode`: CanonicalCode?
+    var `errorCode`: ErrorCode?
     , 
     /**
      * Start time, Unix ms.
@@ -2997,8 +2997,8 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     override fun read(buf: ByteBuffer): CommandRun {
         return CommandRun(
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterTypeCommandShell.read(buf),
@@ -3007,7 +3007,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterTypeCommandState.read(buf),
             FfiConverterOptionalInt.read(buf),
             FfiConverterOptionalInt.read(buf),
-            FfiConverterOptionalTypeCanonicalCode.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterULong.read(buf),
@@ -3018,8 +3018,8 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
 
     override fun allocationSize(value: CommandRun) = (
             FfiConverterString.allocationSize(value.`callId`) +
-            FfiConverterString.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`turnId`) +
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterString.allocationSize(value.`command`) +
             FfiConverterString.allocationSize(value.`cwd`) +
             FfiConverterTypeCommandShell.allocationSize(value.`shell`) +
@@ -3028,7 +3028,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterTypeCommandState.allocationSize(value.`state`) +
             FfiConverterOptionalInt.allocationSize(value.`exitCode`) +
             FfiConverterOptionalInt.allocationSize(value.`signal`) +
-            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterLong.allocationSize(value.`startedAt`) +
             FfiConverterOptionalLong.allocationSize(value.`endedAt`) +
             FfiConverterULong.allocationSize(value.`stdoutBytes`) +
@@ -3038,8 +3038,8 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
 
     override fun write(value: CommandRun, buf: ByteBuffer) {
             FfiConverterString.write(value.`callId`, buf)
-            FfiConverterString.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`turnId`, buf)
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterString.write(value.`command`, buf)
             FfiConverterString.write(value.`cwd`, buf)
             FfiConverterTypeCommandShell.write(value.`shell`, buf)
@@ -3048,7 +3048,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterTypeCommandState.write(value.`state`, buf)
             FfiConverterOptionalInt.write(value.`exitCode`, buf)
             FfiConverterOptionalInt.write(value.`signal`, buf)
-            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterLong.write(value.`startedAt`, buf)
             FfiConverterOptionalLong.write(value.`endedAt`, buf)
             FfiConverterULong.write(value.`stdoutBytes`, buf)
@@ -3207,17 +3207,17 @@ data class PlanApproval (
     /**
      * Approval id.
      */
-    var `id`: kotlin.String
+    var `id`: ApprovalId
     , 
     /**
      * Owning session.
      */
-    var `sessionId`: kotlin.String
+    var `sessionId`: SessionId
     , 
     /**
      * The Plan turn that submitted it.
      */
-    var `turnId`: kotlin.String
+    var `turnId`: TurnId
     , 
     /**
      * SubmitPlan `title`.
@@ -3242,7 +3242,7 @@ data class PlanApproval (
     /**
      * Why it ended other than by a decision (timeout, restart, cancel).
      */
-    var `errorCode`: CanonicalCode?
+    var `errorCode`: ErrorCode?
     , 
     /**
      * Creation time, Unix ms.
@@ -3267,7 +3267,7 @@ data class PlanApproval (
     /**
      * Set only by approve.
      */
-    var `executionId`: kotlin.String?
+    var `executionId`: ExecutionId?
     , 
     /**
      * `null` unless approved.
@@ -3289,54 +3289,54 @@ data class PlanApproval (
 public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval> {
     override fun read(buf: ByteBuffer): PlanApproval {
         return PlanApproval(
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeApprovalId.read(buf),
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
             FfiConverterOptionalTypeArtifact.read(buf),
             FfiConverterTypeApprovalStatus.read(buf),
-            FfiConverterOptionalTypeCanonicalCode.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterLong.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterOptionalTypePermissionMode.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeExecutionId.read(buf),
             FfiConverterOptionalTypeExecutionState.read(buf),
         )
     }
 
     override fun allocationSize(value: PlanApproval) = (
-            FfiConverterString.allocationSize(value.`id`) +
-            FfiConverterString.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`turnId`) +
+            FfiConverterTypeApprovalId.allocationSize(value.`id`) +
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterString.allocationSize(value.`title`) +
             FfiConverterString.allocationSize(value.`question`) +
             FfiConverterOptionalTypeArtifact.allocationSize(value.`artifact`) +
             FfiConverterTypeApprovalStatus.allocationSize(value.`status`) +
-            FfiConverterOptionalTypeCanonicalCode.allocationSize(value.`errorCode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterLong.allocationSize(value.`createdAt`) +
             FfiConverterLong.allocationSize(value.`expiresAt`) +
             FfiConverterOptionalLong.allocationSize(value.`decidedAt`) +
             FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
-            FfiConverterOptionalString.allocationSize(value.`executionId`) +
+            FfiConverterOptionalTypeExecutionId.allocationSize(value.`executionId`) +
             FfiConverterOptionalTypeExecutionState.allocationSize(value.`executionState`)
     )
 
     override fun write(value: PlanApproval, buf: ByteBuffer) {
-            FfiConverterString.write(value.`id`, buf)
-            FfiConverterString.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`turnId`, buf)
+            FfiConverterTypeApprovalId.write(value.`id`, buf)
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterString.write(value.`title`, buf)
             FfiConverterString.write(value.`question`, buf)
             FfiConverterOptionalTypeArtifact.write(value.`artifact`, buf)
             FfiConverterTypeApprovalStatus.write(value.`status`, buf)
-            FfiConverterOptionalTypeCanonicalCode.write(value.`errorCode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterLong.write(value.`createdAt`, buf)
             FfiConverterLong.write(value.`expiresAt`, buf)
             FfiConverterOptionalLong.write(value.`decidedAt`, buf)
             FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
-            FfiConverterOptionalString.write(value.`executionId`, buf)
+            FfiConverterOptionalTypeExecutionId.write(value.`executionId`, buf)
             FfiConverterOptionalTypeExecutionState.write(value.`executionState`, buf)
     }
 }
@@ -3350,12 +3350,12 @@ data class PlanDiff (
     /**
      * The approval compared.
      */
-    var `approvalId`: kotlin.String
+    var `approvalId`: ApprovalId
     , 
     /**
      * What it was compared with; `null` for a session's first submission.
      */
-    var `againstApprovalId`: kotlin.String?
+    var `againstApprovalId`: ApprovalId?
     , 
     /**
      * Whether the two texts are the same bytes (false with nothing to compare).
@@ -3383,23 +3383,23 @@ data class PlanDiff (
 public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
     override fun read(buf: ByteBuffer): PlanDiff {
         return PlanDiff(
-            FfiConverterString.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterTypeApprovalId.read(buf),
+            FfiConverterOptionalTypeApprovalId.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalString.read(buf),
         )
     }
 
     override fun allocationSize(value: PlanDiff) = (
-            FfiConverterString.allocationSize(value.`approvalId`) +
-            FfiConverterOptionalString.allocationSize(value.`againstApprovalId`) +
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`) +
+            FfiConverterOptionalTypeApprovalId.allocationSize(value.`againstApprovalId`) +
             FfiConverterBoolean.allocationSize(value.`identical`) +
             FfiConverterOptionalString.allocationSize(value.`unified`)
     )
 
     override fun write(value: PlanDiff, buf: ByteBuffer) {
-            FfiConverterString.write(value.`approvalId`, buf)
-            FfiConverterOptionalString.write(value.`againstApprovalId`, buf)
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+            FfiConverterOptionalTypeApprovalId.write(value.`againstApprovalId`, buf)
             FfiConverterBoolean.write(value.`identical`, buf)
             FfiConverterOptionalString.write(value.`unified`, buf)
     }
@@ -5794,28 +5794,60 @@ public object FfiConverterOptionalSequenceString: FfiConverterRustBuffer<List<ko
 /**
  * @suppress
  */
-public object FfiConverterOptionalTypeCanonicalCode: FfiConverterRustBuffer<CanonicalCode?> {
-    override fun read(buf: ByteBuffer): CanonicalCode? {
+public object FfiConverterOptionalTypeApprovalId: FfiConverterRustBuffer<ApprovalId?> {
+    override fun read(buf: ByteBuffer): ApprovalId? {
         if (buf.get().toInt() == 0) {
             return null
         }
-        return FfiConverterTypeCanonicalCode.read(buf)
+        return FfiConverterTypeApprovalId.read(buf)
     }
 
-    override fun allocationSize(value: CanonicalCode?): ULong {
+    override fun allocationSize(value: ApprovalId?): ULong {
         if (value == null) {
             return 1UL
         } else {
-            return 1UL + FfiConverterTypeCanonicalCode.allocationSize(value)
+            return 1UL + FfiConverterTypeApprovalId.allocationSize(value)
         }
     }
 
-    override fun write(value: CanonicalCode?, buf: ByteBuffer) {
+    override fun write(value: ApprovalId?, buf: ByteBuffer) {
         if (value == null) {
             buf.put(0)
         } else {
             buf.put(1)
-            FfiConverterTypeCanonicalCode.write(value, buf)
+            FfiConverterTypeApprovalId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeExecutionId: FfiConverterRustBuffer<ExecutionId?> {
+    override fun read(buf: ByteBuffer): ExecutionId? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeExecutionId.read(buf)
+    }
+
+    override fun allocationSize(value: ExecutionId?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeExecutionId.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ExecutionId?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeExecutionId.write(value, buf)
         }
     }
 }
@@ -6046,8 +6078,23 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
 
 
 
-public typealias CanonicalCode = ErrorCode
-public typealias FfiConverterTypeCanonicalCode = FfiConverterTypeErrorCode
+public typealias ApprovalId = kotlin.String
+public typealias FfiConverterTypeApprovalId = FfiConverterString
+
+
+
+public typealias ExecutionId = kotlin.String
+public typealias FfiConverterTypeExecutionId = FfiConverterString
+
+
+
+public typealias SessionId = kotlin.String
+public typealias FfiConverterTypeSessionId = FfiConverterString
+
+
+
+public typealias TurnId = kotlin.String
+public typealias FfiConverterTypeTurnId = FfiConverterString
         /**
          * The canonical wire string of a typed code, for example
          * `"APPROVAL_NOT_PENDING"` (for logs and for matching wire errors).

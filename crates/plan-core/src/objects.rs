@@ -1,0 +1,380 @@
+//! The one declaration of every enum and record that plan-core reasons about
+//! and the wire, the JSON Schema and the foreign bindings carry as it is:
+//! modes and statuses, the approval row, its artifact and the artifact's
+//! verified bytes, a command run and the findings of a verification.
+//!
+//! [`for_each_core_object!`] lists them once. This module expands the list
+//! into the Rust types (with serde and JSON Schema derives, in the wire's
+//! field names and strings), plan-protocol re-exports those very types, and
+//! plan-ffi expands the same list into UniFFI exports of them; so a field
+//! added here reaches plan-core, the wire, the schema, the database's
+//! command audit and every binding at once. The doc comments of the list
+//! are the schema's descriptions, so they describe the wire.
+//!
+//! Nothing here decides anything or performs I/O; the rules that use these
+//! values live in `model`, `commands` and `review`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
+
+/// Declares a closed enum with one exact wire string per variant.
+macro_rules! core_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The exact wire string.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The variant for a wire string; `None` for anything else
+            /// (matching is exact and case-sensitive).
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// Declares one item of [`for_each_core_object!`]: an enum through
+/// `core_enum!`, a record with the serde and JSON Schema derives.
+macro_rules! declare_object {
+    ($(#[$meta:meta])* enum $name:ident $(as $ffi_name:ident)? { $($body:tt)* }) => {
+        core_enum! {
+            $(#[$meta])* $name { $($body)* }
+        }
+    };
+    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty),+
+        }
+    };
+}
+
+/// The one declaration of the enums and records plan-core shares with the
+/// wire and the bindings: enums (`enum Name { Variant => "wire text", .. }`)
+/// and records (`struct Name { field: Type, .. }`, every field public). An
+/// item the bindings know by another name is written `enum Name as FfiName`
+/// (plan-core's `Sandbox` is the bindings' `CommandSandbox`); an item the
+/// schema knows by another name carries `#[schemars(rename = "..")]`. Each
+/// item is handed to `$callback` on its own; field types are named as this
+/// module imports them (`ErrorCode`, the typed ids, `Option<..>`, the other
+/// items), so a caller brings them into scope.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_core_object {
+    ($callback:ident) => {
+        $callback! {
+            /// `"agent"` or `"plan"`.
+            enum Mode {
+                /// Normal work.
+                Agent => "agent",
+                /// Read-only planning that ends in one SubmitPlan.
+                Plan => "plan",
+            }
+        }
+
+        $callback! {
+            /// `"ask"`, `"accept-edits"` or `"auto"`.
+            enum PermissionMode {
+                /// Every edit and command asks first.
+                Ask => "ask",
+                /// Edits are accepted; other actions ask.
+                AcceptEdits => "accept-edits",
+                /// Everything runs without asking.
+                Auto => "auto",
+            }
+        }
+
+        $callback! {
+            /// `"interactive"` or `"scheduled"`.
+            enum Origin {
+                /// A person at the host.
+                Interactive => "interactive",
+                /// A scheduled task or any other unattended caller.
+                Scheduled => "scheduled",
+            }
+        }
+
+        $callback! {
+            /// `"prompt"` or `"execution"`.
+            enum TurnKind {
+                /// A turn started by a prompt.
+                Prompt => "prompt",
+                /// The Agent turn that carries out an approved plan.
+                Execution => "execution",
+            }
+        }
+
+        $callback! {
+            /// `"pending"`, `"approved"`, `"rejected"`, `"expired"` or `"interrupted"`.
+            enum ApprovalStatus {
+                /// Waiting for a decision before the deadline.
+                Pending => "pending",
+                /// Approved with an explicit permission mode.
+                Approved => "approved",
+                /// Rejected; terminal.
+                Rejected => "rejected",
+                /// The deadline passed; terminal.
+                Expired => "expired",
+                /// The host restarted while it was pending; terminal.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// `"queued"`, `"running"`, `"completed"` or `"interrupted"`.
+            enum ExecutionState {
+                /// Approved, not yet started.
+                Queued => "queued",
+                /// The execution turn is working.
+                Running => "running",
+                /// Finished.
+                Completed => "completed",
+                /// Cancelled or cut off by a host restart; never resumed.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// The confinement of a command run.
+            #[schemars(rename = "CommandSandbox")]
+            enum Sandbox as CommandSandbox {
+                /// Writes only in the turn's scratch directory; no network (every
+                /// Plan-mode command).
+                ReadOnly => "read-only",
+                /// Writes also inside the workspace root (Agent `auto`).
+                WorkspaceWrite => "workspace-write",
+                /// No sandbox (Agent `ask` and `accept-edits`).
+                None => "none",
+            }
+        }
+
+        $callback! {
+            /// The state of a command run.
+            enum CommandState {
+                /// Spawned, not yet ended.
+                Running => "running",
+                /// The shell exited.
+                Exited => "exited",
+                /// The timeout elapsed; the process group was killed.
+                TimedOut => "timedOut",
+                /// Cancelled by `command/cancel` or `turn/cancel`.
+                Cancelled => "cancelled",
+                /// Nothing ran; `errorCode` says why.
+                FailedToStart => "failedToStart",
+                /// The host died while it ran; recorded by the startup fence.
+                Interrupted => "interrupted",
+            }
+        }
+
+        $callback! {
+            /// What checking one artifact found.
+            enum ArtifactCheck {
+                /// Size and SHA-256 match.
+                Ok => "ok",
+                /// The file or its workspace is gone.
+                Missing => "missing",
+                /// The bytes differ from the record.
+                Mismatch => "mismatch",
+                /// The file could not be read safely.
+                Unreadable => "unreadable",
+                /// A row migrated from v8: no artifact, not a problem.
+                Legacy => "legacy",
+            }
+        }
+
+        $callback! {
+            /// The shell a command ran with.
+            #[serde(rename_all = "camelCase")]
+            struct CommandShell {
+                /// The catalog id.
+                id: String,
+                /// The executable's path.
+                path: String,
+            }
+        }
+
+        $callback! {
+            /// One host-run command (`CommandRun` of the commands spec).
+            #[serde(rename_all = "camelCase")]
+            struct CommandRun {
+                /// The Bash tool call.
+                call_id: String,
+                /// The session.
+                session_id: SessionId,
+                /// The turn the command belongs to.
+                turn_id: TurnId,
+                /// The command text.
+                command: String,
+                /// Workspace-relative working directory (`.` for the root).
+                cwd: String,
+                /// The shell.
+                shell: CommandShell,
+                /// The confinement.
+                sandbox: Sandbox,
+                /// Whether the command had the network.
+                network: bool,
+                /// Its state.
+                state: CommandState,
+                /// The exit code, when the shell exited normally.
+                exit_code: Option<i32>,
+                /// The signal that ended the shell, if one did.
+                signal: Option<i32>,
+                /// Why it failed to start or was interrupted.
+                error_code: Option<ErrorCode>,
+                /// Start time, Unix ms.
+                started_at: i64,
+                /// End time, Unix ms.
+                ended_at: Option<i64>,
+                /// Bytes written to stdout (all of them).
+                stdout_bytes: u64,
+                /// Bytes written to stderr (all of them).
+                stderr_bytes: u64,
+                /// Whether output past the retained-output cap was dropped.
+                truncated: bool,
+            }
+        }
+
+        $callback! {
+            /// The host-written plan file of one submission.
+            #[serde(rename_all = "camelCase")]
+            struct Artifact {
+                /// Workspace-relative path, `.pi/plan/<unique-name>.md`.
+                path: String,
+                /// SHA-256 of the exact bytes, 64 lowercase hex digits.
+                sha256: String,
+                /// Byte size of the exact bytes.
+                size: u64,
+            }
+        }
+
+        $callback! {
+            /// One plan approval and, once approved, its execution.
+            #[serde(rename_all = "camelCase")]
+            struct PlanApproval {
+                /// Approval id.
+                id: ApprovalId,
+                /// Owning session.
+                session_id: SessionId,
+                /// The Plan turn that submitted it.
+                turn_id: TurnId,
+                /// SubmitPlan `title`.
+                title: String,
+                /// SubmitPlan `question`.
+                question: String,
+                /// The artifact; `null` only for rows migrated from schema v8.
+                artifact: Option<Artifact>,
+                /// Approval status.
+                status: ApprovalStatus,
+                /// Why it ended other than by a decision (timeout, restart, cancel).
+                error_code: Option<ErrorCode>,
+                /// Creation time, Unix ms.
+                created_at: i64,
+                /// Absolute deadline, Unix ms; never moves.
+                expires_at: i64,
+                /// Decision, expiry or interruption time, Unix ms.
+                decided_at: Option<i64>,
+                /// Set only by approve.
+                permission_mode: Option<PermissionMode>,
+                /// Set only by approve.
+                execution_id: Option<ExecutionId>,
+                /// `null` unless approved.
+                execution_state: Option<ExecutionState>,
+            }
+        }
+
+        $callback! {
+            /// One checked approval of a `VerifyReport`.
+            #[serde(rename_all = "camelCase")]
+            struct ArtifactVerification {
+                /// The approval.
+                approval_id: ApprovalId,
+                /// What was found.
+                result: ArtifactCheck,
+                /// The canonical code of a problem; `null` otherwise.
+                error_code: Option<ErrorCode>,
+                /// What exactly was found; `null` when ok.
+                detail: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// A file under `<root>/.pi/plan/` that no row of that workspace records.
+            #[serde(rename_all = "camelCase")]
+            struct OrphanArtifact {
+                /// The normalized workspace root.
+                workspace_root: String,
+                /// The workspace-relative path.
+                path: String,
+            }
+        }
+
+        $callback! {
+            /// A workspace whose orphans could not be looked for.
+            #[serde(rename_all = "camelCase")]
+            struct SkippedWorkspace {
+                /// The workspace root.
+                workspace_root: String,
+                /// Why it was skipped.
+                detail: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/readArtifact` result: the verified bytes.
+            #[schemars(rename = "PlanReadArtifactResult")]
+            #[serde(rename_all = "camelCase")]
+            struct ArtifactContent {
+                /// The artifact's Markdown, exactly as written.
+                markdown: String,
+                /// Its SHA-256, 64 lowercase hex digits.
+                sha256: String,
+                /// Its byte size.
+                size: u64,
+            }
+        }
+
+        $callback! {
+            /// `plan/diff` result.
+            #[schemars(rename = "PlanDiffResult")]
+            #[serde(rename_all = "camelCase")]
+            struct PlanDiff {
+                /// The approval compared.
+                approval_id: ApprovalId,
+                /// What it was compared with; `null` for a session's first submission.
+                against_approval_id: Option<ApprovalId>,
+                /// Whether the two texts are the same bytes (false with nothing to compare).
+                identical: bool,
+                /// The unified diff (3 lines of context); `""` when identical, `null`
+                /// with nothing to compare.
+                unified: Option<String>,
+            }
+        }
+    };
+}
+
+for_each_core_object!(declare_object);
