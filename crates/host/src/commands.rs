@@ -503,6 +503,15 @@ impl Host {
         if request.grant.sandbox != Sandbox::None && scratch_in_workspace {
             return Ok(failed(run, unavailable));
         }
+        // P7 keeps the database's side files read-only by binding over
+        // them, which needs them to exist, and hides the rest by covering
+        // the database's directory, which cannot be the workspace root. A
+        // database directly in the workspace root would let an `auto`
+        // command plant a `-journal` that SQLite plays back into the
+        // database at the next host's open: refused, not half kept.
+        if request.grant.sandbox == Sandbox::WorkspaceWrite && self.core.commands.database_in(&real_root) {
+            return Ok(failed(run, unavailable));
+        }
         run.shell.path.clone_from(&shell.spec.path);
         let scratch = match self.new_scratch_dir() {
             Ok(scratch) => scratch,

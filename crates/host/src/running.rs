@@ -150,6 +150,11 @@ impl CommandSupport {
         self.sandbox_available() && self.namespaces
     }
 
+    /// Whether the database lies directly in `directory` (a resolved path).
+    pub(crate) fn database_in(&self, directory: &Path) -> bool {
+        self.database.parent() == Some(directory)
+    }
+
     /// What a sandboxed command's namespaces hide and protect. The database
     /// must not be readable (P8) nor writable (P7) from any sandbox: its
     /// directory, the database and its side files are hidden and the files
@@ -158,7 +163,7 @@ impl CommandSupport {
     /// the project), only those stay visible inside it; everything else
     /// there disappears. Two directories are never hidden: the root
     /// directory and the workspace root itself (a database directly in the
-    /// workspace), where only the files are. Where the directory lies
+    /// workspace, where `auto` is refused), where only the files are. Where the directory lies
     /// inside the workspace (but is not its root) it is also kept
     /// read-only, so an `auto` command cannot plant a journal beside the
     /// database.

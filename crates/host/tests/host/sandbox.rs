@@ -4,8 +4,8 @@
 //! it or plant a journal; two sessions that cannot reach each other's
 //! scratch directory; a host that skips namespaces (Plan still runs, `auto`
 //! is `SANDBOX_UNAVAILABLE` unless opted out); the database's directory
-//! hidden, with the files beside the database; and what `initialize`
-//! reports.
+//! hidden, with the files beside the database; a database directly in the
+//! workspace root, where `auto` is refused; and what `initialize` reports.
 
 use super::*;
 use plan_core::Sandbox;
@@ -391,4 +391,56 @@ fn the_database_directory_is_hidden_from_plan_commands() {
         // Outside the sandbox the directory holds the database and the file.
         assert!(std::fs::read_dir(directory).unwrap().count() >= 2, "{name}");
     }
+}
+
+#[test]
+fn a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan() {
+    let fixture = fixture_with(|workspace| workspace.join("plan.db"), |options, _| options);
+    if !namespaced(
+        &fixture,
+        "a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan",
+    ) {
+        return;
+    }
+    let db = fixture.db.display().to_string();
+    // Plan still runs there, and cannot read the database.
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    assert_eq!(
+        plan_stdout(
+            &fixture,
+            "plan",
+            &plan,
+            "p1",
+            &format!("grep -q 'SQLite format' {db} 2>/dev/null && echo readable || echo unreadable")
+        ),
+        "unreadable\n"
+    );
+    // `auto` would get a writable directory beside the database, where no
+    // `-journal` exists to be bound read-only: refused before anything runs.
+    let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "unused")])
+        .unwrap();
+    let run = fixture
+        .host
+        .start_agent_command(
+            &SessionId::from("auto"),
+            &auto,
+            "a1",
+            &format!("echo hot > {db}-journal; echo ran > ran.txt"),
+            None,
+            None,
+        )
+        .unwrap();
+    assert_eq!(
+        (run.state, run.error_code),
+        (
+            plan_core::CommandState::FailedToStart,
+            Some(ErrorCode::SandboxUnavailable)
+        ),
+        "{run:?}"
+    );
+    assert!(!Path::new(&format!("{db}-journal")).exists());
+    assert!(!fixture.workspace.join("ran.txt").exists());
 }
