@@ -11,6 +11,13 @@
 //! - `floor/submission_and_reject`: the same plus the UPDATE commit a
 //!   reject makes, so it is the floor of exactly what `serve/submission` does
 //!   (four fsyncs: file, directory, two commits).
+//! - `floor/schema_submission_and_reject`: the same durable work with the
+//!   rows the host writes in the schema it writes them to (v10, made by a
+//!   host, with every index of `plan_approvals`): the INSERT of the whole
+//!   approval row and the session row's UPDATE in one commit, the reject's
+//!   UPDATE and the session's in another. What the host adds over this is
+//!   its own code; what this adds over the plain floor is the frozen
+//!   schema's index upkeep.
 //! - `host/submission`: the same three calls on an in-process `plan_host::Host`
 //!   (no process, no pipes, no JSON), which does the same durable work
 //!   through plan-storage's real schema.
@@ -193,6 +200,92 @@ impl Floor {
     }
 }
 
+/// The floor on the host's own schema: the rows a submission and its reject
+/// write, by hand, into a v10 database a host made.
+struct SchemaFloor {
+    dir: PathBuf,
+    conn: rusqlite::Connection,
+    count: u64,
+}
+
+impl SchemaFloor {
+    fn new(base: &Path, workspace: &Path) -> SchemaFloor {
+        let db = base.join("schema-floor.db");
+        let host = plan_host::Host::open(&db, plan_host::HostOptions::default()).unwrap();
+        host.create_session(plan_host::NewSession {
+            session_id: Some("floor".into()),
+            workspace_root: Some(workspace.to_str().unwrap().to_owned()),
+            mode: Some(plan_core::Mode::Plan),
+            permission_mode: None,
+        })
+        .unwrap();
+        host.close();
+        drop(host);
+        let dir = base.join("schema-floor-plan");
+        std::fs::create_dir_all(&dir).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            .unwrap();
+        SchemaFloor { dir, conn, count: 0 }
+    }
+
+    fn commit(&mut self, sql: &str, params: &[&dyn rusqlite::ToSql]) {
+        let transaction = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        assert_eq!(
+            transaction.prepare_cached(sql).unwrap().execute(params).unwrap(),
+            1
+        );
+        assert_eq!(
+            transaction
+                .prepare_cached("UPDATE sessions SET mode = 'plan', updated_at = ?1 WHERE id = 'floor'")
+                .unwrap()
+                .execute([self.count as i64])
+                .unwrap(),
+            1
+        );
+        transaction.commit().unwrap();
+    }
+
+    fn submission_and_reject(&mut self) {
+        self.count += 1;
+        let id = format!("floor-{:012}", self.count);
+        let name = format!("{id}.md");
+        let path = self.dir.join(&name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(MARKDOWN.as_bytes()).unwrap();
+        file.sync_all().unwrap();
+        std::fs::File::open(&self.dir).unwrap().sync_all().unwrap();
+        let sha256 = hex::encode(sha2::Sha256::digest(MARKDOWN.as_bytes()));
+        let now = self.count as i64;
+        self.commit(
+            "INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+             artifact_sha256, artifact_size, status, error_code, created_at, expires_at, decided_at, \
+             permission_mode, execution_id, execution_state) \
+             VALUES (?1, 'floor', ?2, 'Split parser', 'Go?', ?3, ?4, ?5, 'pending', NULL, ?6, ?7, NULL, NULL, NULL, NULL)",
+            &[
+                &id,
+                &format!("turn-{id}"),
+                &format!(".pi/plan/{name}"),
+                &sha256,
+                &(MARKDOWN.len() as i64),
+                &now,
+                &(now + 1_800_000),
+            ],
+        );
+        self.commit(
+            "UPDATE plan_approvals SET status = 'rejected', decided_at = ?2 WHERE id = ?1 AND status = 'pending'",
+            &[&id, &now],
+        );
+    }
+}
+
 /// The same submission on an in-process host.
 struct InProcess {
     host: plan_host::Host,
@@ -235,6 +328,7 @@ struct Setup {
     _dir: tempfile::TempDir,
     serve: Serve,
     floor: Floor,
+    schema_floor: SchemaFloor,
     host: InProcess,
     approval_id: String,
 }
@@ -271,6 +365,7 @@ fn setup() -> Setup {
         .to_owned();
     Setup {
         floor: Floor::new(&base),
+        schema_floor: SchemaFloor::new(&base, &workspace),
         host: InProcess::new(&base, &workspace),
         _dir: dir,
         serve,
@@ -303,6 +398,9 @@ fn benches(c: &mut Criterion) {
             setup.floor.reject(&id);
         });
     });
+    group.bench_function("schema_submission_and_reject", |b| {
+        b.iter(|| setup.schema_floor.submission_and_reject())
+    });
     group.finish();
 }
 
@@ -319,8 +417,14 @@ fn overhead(_c: &mut Criterion) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
     let mut setup = setup();
-    let (mut serve, mut host, mut floor, mut floor_reject, mut get) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut serve, mut host, mut floor, mut floor_reject, mut schema_floor, mut get) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
     let get_params = json!({"approvalId": setup.approval_id});
     for _ in 0..rounds {
         let start = Instant::now();
@@ -337,11 +441,21 @@ fn overhead(_c: &mut Criterion) {
         setup.floor.reject(&id);
         floor_reject.push(start.elapsed());
         let start = Instant::now();
+        setup.schema_floor.submission_and_reject();
+        schema_floor.push(start.elapsed());
+        let start = Instant::now();
         black_box(setup.serve.call("plan/get", &get_params));
         get.push(start.elapsed());
     }
-    let [serve, host, floor, floor_reject, get] =
-        [&mut serve, &mut host, &mut floor, &mut floor_reject, &mut get].map(|samples| median(samples));
+    let [serve, host, floor, floor_reject, schema_floor, get] = [
+        &mut serve,
+        &mut host,
+        &mut floor,
+        &mut floor_reject,
+        &mut schema_floor,
+        &mut get,
+    ]
+    .map(|samples| median(samples));
     let per_second = |d: Duration| 1.0 / d.as_secs_f64();
     let percent = |part: Duration, of: Duration| part.as_secs_f64() / of.as_secs_f64() * 100.0;
     println!("\nserve overhead ({rounds} interleaved rounds, medians):");
@@ -365,6 +479,10 @@ fn overhead(_c: &mut Criterion) {
         "  floor: submission (1 commit)        {floor:>10.1?}  {:>8.0} /s",
         per_second(floor)
     );
+    println!(
+        "  floor on the v10 schema: + reject   {schema_floor:>10.1?}  {:>8.0} /s",
+        per_second(schema_floor)
+    );
     let dispatcher = serve.saturating_sub(host);
     println!(
         "  dispatcher + JSON + pipes (serve - host): {dispatcher:.1?} = {:.1}% of the matching floor (target < 10%)",
@@ -374,6 +492,11 @@ fn overhead(_c: &mut Criterion) {
         "  host over the matching floor: {:+.1}%; serve over the matching floor: {:+.1}%",
         percent(host, floor_reject) - 100.0,
         percent(serve, floor_reject) - 100.0
+    );
+    println!(
+        "  over the v10-schema floor: host {:+.1}%, serve {:+.1}%",
+        percent(host, schema_floor) - 100.0,
+        percent(serve, schema_floor) - 100.0
     );
 }
 
