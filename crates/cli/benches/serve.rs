@@ -135,6 +135,21 @@ impl Drop for Serve {
     }
 }
 
+/// The artifact's durable work, as both floors do it: create-new, write,
+/// fsync of the file and of its directory, SHA-256 of the bytes.
+fn write_artifact(dir: &Path, name: &str) -> (PathBuf, String) {
+    let path = dir.join(name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(MARKDOWN.as_bytes()).unwrap();
+    file.sync_all().unwrap();
+    std::fs::File::open(dir).unwrap().sync_all().unwrap();
+    (path, hex::encode(sha2::Sha256::digest(MARKDOWN.as_bytes())))
+}
+
 /// The hand-written durable floor of a submission.
 struct Floor {
     dir: PathBuf,
@@ -160,16 +175,7 @@ impl Floor {
     fn submission(&mut self) -> String {
         self.count += 1;
         let id = format!("a{}", self.count);
-        let path = self.dir.join(format!("{id}.md"));
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .unwrap();
-        file.write_all(MARKDOWN.as_bytes()).unwrap();
-        file.sync_all().unwrap();
-        std::fs::File::open(&self.dir).unwrap().sync_all().unwrap();
-        let sha256 = hex::encode(sha2::Sha256::digest(MARKDOWN.as_bytes()));
+        let (path, sha256) = write_artifact(&self.dir, &format!("{id}.md"));
         let transaction = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -253,16 +259,7 @@ impl SchemaFloor {
         self.count += 1;
         let id = format!("floor-{:012}", self.count);
         let name = format!("{id}.md");
-        let path = self.dir.join(&name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .unwrap();
-        file.write_all(MARKDOWN.as_bytes()).unwrap();
-        file.sync_all().unwrap();
-        std::fs::File::open(&self.dir).unwrap().sync_all().unwrap();
-        let sha256 = hex::encode(sha2::Sha256::digest(MARKDOWN.as_bytes()));
+        let (_, sha256) = write_artifact(&self.dir, &name);
         let now = self.count as i64;
         self.commit(
             "INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \

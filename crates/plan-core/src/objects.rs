@@ -14,15 +14,21 @@
 //! Nothing here decides anything or performs I/O; the rules that use these
 //! values live in `model`, `commands` and `review`.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 
-/// Declares a closed enum with one exact wire string per variant.
-macro_rules! core_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+/// Declares one item of a shared-object list (this module's
+/// [`for_each_core_object!`] and plan-protocol's wire-only list): a closed
+/// enum with one exact wire string per variant (`ALL`, `as_str`, `parse`,
+/// `Display`), or a record with every field public; each with the serde and
+/// JSON Schema derives. Exported so that both lists expand through this one
+/// macro; the `as FfiName` part is for plan-ffi and ignored here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! declare_shared_object {
+    ($(#[$meta:meta])* enum $name:ident $(as $ffi_name:ident)? { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema,
+        )]
         $(#[$meta])*
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
@@ -55,18 +61,8 @@ macro_rules! core_enum {
             }
         }
     };
-}
-
-/// Declares one item of [`for_each_core_object!`]: an enum through
-/// `core_enum!`, a record with the serde and JSON Schema derives.
-macro_rules! declare_object {
-    ($(#[$meta:meta])* enum $name:ident $(as $ffi_name:ident)? { $($body:tt)* }) => {
-        core_enum! {
-            $(#[$meta])* $name { $($body)* }
-        }
-    };
     ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
-        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+        #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         $(#[$meta])*
         pub struct $name {
             $($(#[$field_meta])* pub $field: $ty),+
@@ -377,4 +373,4 @@ macro_rules! for_each_core_object {
     };
 }
 
-for_each_core_object!(declare_object);
+for_each_core_object!(declare_shared_object);

@@ -24,62 +24,12 @@
 
 use plan_core::{
     ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
-    SkippedWorkspace, TurnKind,
+    SkippedWorkspace, TurnKind, declare_shared_object,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::CanonicalCode;
-
-/// Declares a closed wire enum with one exact string per variant.
-macro_rules! wire_enum {
-    (
-        $(#[$meta:meta])* $name:ident {
-            $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-        pub enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The exact wire string.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                formatter.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-/// Declares one item of [`for_each_shared_object!`] as a wire type: an enum
-/// through `wire_enum!`, a record with the serde and JSON Schema derives.
-macro_rules! declare_object {
-    ($(#[$meta:meta])* enum $name:ident $(as $ffi_name:ident)? { $($body:tt)* }) => {
-        wire_enum! {
-            $(#[$meta])* $name { $($body)* }
-        }
-    };
-    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
-        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-        $(#[$meta])*
-        pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty),+
-        }
-    };
-}
 
 /// The one declaration of every wire-only object the FFI exports
 /// unchanged, in the grammar of `plan_core::for_each_core_object!`: enums
@@ -211,7 +161,7 @@ macro_rules! for_each_shared_object {
     };
 }
 
-for_each_shared_object!(declare_object);
+for_each_shared_object!(declare_shared_object);
 
 /// Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
