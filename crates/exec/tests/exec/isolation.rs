@@ -18,17 +18,6 @@ use plan_exec::{CommandSpec, CommandState, Confinement, Isolation, ScratchCap, S
 
 use crate::support::*;
 
-fn namespaces_here(test: &str) -> bool {
-    if !sandbox_available(test) {
-        return false;
-    }
-    if !namespaces_available() {
-        eprintln!("{test}: the kernel gives no namespaces here; P7 and P8 are not enforced and not tested");
-        return false;
-    }
-    true
-}
-
 fn isolated(
     command: &str,
     cwd: &Path,
@@ -94,7 +83,10 @@ impl Drop for Terminal {
 
 #[test]
 fn no_terminal_is_reachable_and_dev_holds_only_the_kept_devices() {
-    if !namespaces_here("no_terminal_is_reachable_and_dev_holds_only_the_kept_devices") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "no_terminal_is_reachable_and_dev_holds_only_the_kept_devices",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -164,7 +156,10 @@ fn sessions() -> Sessions {
 
 #[test]
 fn another_sessions_scratch_is_neither_readable_nor_writable() {
-    if !namespaces_here("another_sessions_scratch_is_neither_readable_nor_writable") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "another_sessions_scratch_is_neither_readable_nor_writable",
+    ) {
         return;
     }
     let sessions = sessions();
@@ -247,7 +242,10 @@ fn expected_refusals(files: usize) -> String {
 
 #[test]
 fn the_database_is_hidden_in_every_layout() {
-    if !namespaces_here("the_database_is_hidden_in_every_layout") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "the_database_is_hidden_in_every_layout",
+    ) {
         return;
     }
     // (name, database directory relative to the temporary root, hidden paths)
@@ -388,7 +386,10 @@ fn protected_attacks(repos: &Repositories) -> String {
 
 #[test]
 fn protected_paths_stay_read_only_under_auto() {
-    if !namespaces_here("protected_paths_stay_read_only_under_auto") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "protected_paths_stay_read_only_under_auto",
+    ) {
         return;
     }
     let repos = repositories();
@@ -443,7 +444,10 @@ fn protected_paths_stay_read_only_under_auto() {
 
 #[test]
 fn an_earlier_auto_command_cannot_prepare_a_later_one_to_reach_git() {
-    if !namespaces_here("an_earlier_auto_command_cannot_prepare_a_later_one_to_reach_git") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "an_earlier_auto_command_cannot_prepare_a_later_one_to_reach_git",
+    ) {
         return;
     }
     let repos = repositories();
@@ -511,7 +515,10 @@ fn without_namespaces_a_plan_command_still_runs_and_keeps_p1_to_p6() {
 
 #[test]
 fn no_process_outside_the_command_is_visible() {
-    if !namespaces_here("no_process_outside_the_command_is_visible") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "no_process_outside_the_command_is_visible",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -562,7 +569,10 @@ const TMPDIR_SIZE: &str = "echo size=$(( $(stat -f -c '%b * %S' \"$TMPDIR\") ))"
 
 #[test]
 fn a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing() {
-    if !namespaces_here("a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing",
+    ) {
         return;
     }
     let command = format!(
@@ -620,7 +630,10 @@ fn a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing() 
 
 #[test]
 fn two_commands_at_once_each_have_their_own_capped_scratch() {
-    if !namespaces_here("two_commands_at_once_each_have_their_own_capped_scratch") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "two_commands_at_once_each_have_their_own_capped_scratch",
+    ) {
         return;
     }
     let sessions = sessions();
@@ -734,7 +747,10 @@ fn layouts() -> Vec<Layout> {
 
 #[test]
 fn a_file_beside_the_database_is_hidden_in_every_layout() {
-    if !namespaces_here("a_file_beside_the_database_is_hidden_in_every_layout") {
+    if !namespaces_here(
+        "P7 and P8 are not enforced and not tested",
+        "a_file_beside_the_database_is_hidden_in_every_layout",
+    ) {
         return;
     }
     for layout in layouts() {

@@ -16,17 +16,6 @@ use plan_exec::{CommandSpec, CommandState, Confinement, Stream};
 
 use crate::support::*;
 
-fn namespaces_here(test: &str) -> bool {
-    if !sandbox_available(test) {
-        return false;
-    }
-    if !namespaces_available() {
-        eprintln!("{test}: the kernel gives no namespaces here; the PID namespace is not tested");
-        return false;
-    }
-    true
-}
-
 /// Plan and `auto` (a workspace below the test's directory).
 fn confinements(root: &Path) -> Vec<Confinement> {
     let workspace = root.join("ws");
@@ -63,7 +52,10 @@ fn probe(pids: &[u32]) -> String {
 
 #[test]
 fn no_process_outside_the_command_is_visible_to_plan_or_auto() {
-    if !namespaces_here("no_process_outside_the_command_is_visible_to_plan_or_auto") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "no_process_outside_the_command_is_visible_to_plan_or_auto",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -103,7 +95,10 @@ fn no_process_outside_the_command_is_visible_to_plan_or_auto() {
 
 #[test]
 fn two_commands_at_the_same_time_do_not_see_each_other() {
-    if !namespaces_here("two_commands_at_the_same_time_do_not_see_each_other") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "two_commands_at_the_same_time_do_not_see_each_other",
+    ) {
         return;
     }
     let [first, second] = [dirs(), dirs()];
@@ -170,7 +165,10 @@ fn probe_of_file() -> String {
 
 #[test]
 fn cancellation_sends_sigterm_first_and_a_trap_runs() {
-    if !namespaces_here("cancellation_sends_sigterm_first_and_a_trap_runs") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "cancellation_sends_sigterm_first_and_a_trap_runs",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -202,7 +200,10 @@ fn cancellation_sends_sigterm_first_and_a_trap_runs() {
 
 #[test]
 fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
-    if !namespaces_here("a_command_ignoring_sigterm_is_killed_after_the_grace") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "a_command_ignoring_sigterm_is_killed_after_the_grace",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -228,7 +229,10 @@ fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
 
 #[test]
 fn exit_codes_and_signals_of_the_shell_are_reported() {
-    if !namespaces_here("exit_codes_and_signals_of_the_shell_are_reported") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "exit_codes_and_signals_of_the_shell_are_reported",
+    ) {
         return;
     }
     let dirs = dirs();
@@ -253,7 +257,10 @@ fn exit_codes_and_signals_of_the_shell_are_reported() {
 
 #[test]
 fn a_background_job_left_behind_is_dead_once_the_command_has_ended() {
-    if !namespaces_here("a_background_job_left_behind_is_dead_once_the_command_has_ended") {
+    if !namespaces_here(
+        "the PID namespace is not tested",
+        "a_background_job_left_behind_is_dead_once_the_command_has_ended",
+    ) {
         return;
     }
     let dirs = dirs();

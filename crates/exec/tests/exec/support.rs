@@ -106,6 +106,19 @@ pub(crate) fn dirs() -> Dirs {
     Dirs { root, scratch }
 }
 
+/// Whether the sandbox works here with its namespaces; says so, with what
+/// is then `untested`, when it does not (see [`sandbox_available`]).
+pub(crate) fn namespaces_here(untested: &str, test: &str) -> bool {
+    if !sandbox_available(test) {
+        return false;
+    }
+    if !namespaces_available() {
+        eprintln!("{test}: the kernel gives no namespaces here; {untested}");
+        return false;
+    }
+    true
+}
+
 /// Whether the sandbox works here. Where it does not, asserts that a
 /// confined command fails with the distinct unavailable error instead of
 /// running, and says so, so a test never passes by skipping silently.
