@@ -27,9 +27,10 @@ use crate::types::HostOptions;
 pub(crate) struct Open {
     pub(crate) store: Store,
     pub(crate) turns: HashMap<SessionId, ActiveTurn>,
-    /// The clock's monotonic reading when this host created each approval,
-    /// while it is pending: no wall-clock step extends its window.
-    pub(crate) created: HashMap<ApprovalId, i64>,
+    /// The approvals this host created, while they are pending: their
+    /// session and the clock's monotonic reading at creation (no
+    /// wall-clock step extends the window).
+    pub(crate) created: HashMap<ApprovalId, Created>,
     /// Running commands, by session and call id.
     pub(crate) commands: HashMap<CommandKey, CommandSlot>,
     // Held for the host's lifetime; dropping it lets another host in.
@@ -49,6 +50,14 @@ pub(crate) struct HostCore {
     pub(crate) migration: MigrationReport,
     pub(crate) database: PathBuf,
     pub(crate) commands: CommandSupport,
+}
+
+/// A pending approval this host created.
+pub(crate) struct Created {
+    /// Its session, where its row is kept.
+    pub(crate) session_id: SessionId,
+    /// The clock's monotonic milliseconds when it was created.
+    pub(crate) instant: i64,
 }
 
 /// One event carried out ([`HostCore::run`]).
@@ -191,11 +200,33 @@ impl HostCore {
 }
 
 impl Open {
+    /// The approval a decision is about: while this host's own pending
+    /// approval, the row storage keeps for its session; otherwise the row
+    /// as stored.
+    pub(crate) fn decision_row(&self, approval_id: &ApprovalId) -> Result<PlanApproval, HostError> {
+        if let Some(created) = self.created.get(approval_id)
+            && let Some(pending) = self
+                .store
+                .session_rows(&created.session_id)?
+                .and_then(|rows| rows.pending_approval)
+                .filter(|pending| pending.id == *approval_id)
+        {
+            return Ok(pending);
+        }
+        match self.store.get_approval(approval_id)? {
+            Some(row) => Ok(row.approval),
+            None => Err(HostError::with_detail(
+                ErrorCode::ApprovalNotFound,
+                format!("approval {approval_id}"),
+            )),
+        }
+    }
+
     /// The monotonic milliseconds since this host created `approval`, if it did.
     pub(crate) fn elapsed_since_creation(&self, approval: &PlanApproval, instant: i64) -> Option<i64> {
         self.created
             .get(&approval.id)
-            .map(|created| instant.saturating_sub(*created).max(0))
+            .map(|created| instant.saturating_sub(created.instant).max(0))
     }
 
     /// The time plan-core decides at for a session with this pending approval.
@@ -210,7 +241,13 @@ impl Open {
         for effect in effects {
             match effect {
                 Effect::InsertApproval(approval) => {
-                    self.created.insert(approval.id.clone(), instant);
+                    self.created.insert(
+                        approval.id.clone(),
+                        Created {
+                            session_id: approval.session_id.clone(),
+                            instant,
+                        },
+                    );
                 }
                 Effect::UpdateApproval { approval, .. } if approval.status != ApprovalStatus::Pending => {
                     self.created.remove(&approval.id);
@@ -224,18 +261,18 @@ impl Open {
     }
 }
 
-/// The session's state, its three lookups read in one transaction.
+/// The session's state: the rows storage keeps or reads in one
+/// transaction, and the active turn this host keeps.
 fn load_state(open: &Open, session_id: &SessionId) -> Result<SessionState, HostError> {
-    open.store.read(|store| {
-        let session = store.get_session(session_id)?.ok_or_else(|| {
-            HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}"))
-        })?;
-        Ok(SessionState {
-            session,
-            active_turn: open.turns.get(session_id).cloned(),
-            pending_approval: store.pending_approval(session_id)?,
-            live_execution: store.live_execution(session_id)?,
-        })
+    let rows = open
+        .store
+        .session_rows(session_id)?
+        .ok_or_else(|| HostError::with_detail(ErrorCode::SessionNotFound, format!("session {session_id}")))?;
+    Ok(SessionState {
+        session: rows.session,
+        active_turn: open.turns.get(session_id).cloned(),
+        pending_approval: rows.pending_approval,
+        live_execution: rows.live_execution,
     })
 }
 

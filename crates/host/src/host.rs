@@ -588,10 +588,10 @@ impl Host {
         approval_id: &ApprovalId,
         permission_mode: Option<PermissionMode>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
-        let session_id = row.approval.session_id.clone();
+        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
+        let session_id = approval.session_id.clone();
         let event = Event::Approve {
-            approval: row.approval,
+            approval,
             permission_mode,
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
@@ -611,14 +611,9 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
     /// `SESSION_BUSY`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
-        let session_id = row.approval.session_id.clone();
-        match self.core.session_event(
-            &session_id,
-            Event::Reject {
-                approval: row.approval,
-            },
-        )? {
+        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
+        let session_id = approval.session_id.clone();
+        match self.core.session_event(&session_id, Event::Reject { approval })? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }

@@ -40,7 +40,9 @@ impl ExclusiveStore {
     /// Opens under a lock already taken: only the lock's holder may let
     /// SQLite roll back what an interrupted host or migration left.
     fn open_locked(database: &Path, lock: HostLock) -> Result<ExclusiveStore, StorageError> {
-        let (store, migration) = Store::open(database)?;
+        let (mut store, migration) = Store::open(database)?;
+        // Under the lock no other connection writes.
+        store.keep_session_rows();
         Ok(ExclusiveStore {
             store,
             migration,

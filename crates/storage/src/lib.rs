@@ -34,4 +34,4 @@ pub use lock::HostLock;
 pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_migration};
 pub use probe::{executable_exists, real_directory};
 pub use review::{ArtifactLocation, WorkspaceFindings};
-pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};
+pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, SessionRows, Store, StoredApproval};

@@ -9,6 +9,8 @@
 //! here does not re-check them. This module decides nothing: plan-core does,
 //! and the store only records and loads its values.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 
 use plan_core::{
@@ -58,6 +60,23 @@ pub(crate) const APPROVAL_COLUMNS: &str = "id, session_id, turn_id, title, quest
      artifact_size, status, error_code, created_at, expires_at, decided_at, permission_mode, execution_id, \
      execution_state, legacy_proposal_json, legacy_feedback";
 
+/// What plan-core reads before deciding about a session: its row, its
+/// pending approval and its queued or running execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRows {
+    /// The session's row.
+    pub session: Session,
+    /// Its one pending approval, if any.
+    pub pending_approval: Option<PlanApproval>,
+    /// Its one queued or running execution, if any.
+    pub live_execution: Option<PlanApproval>,
+}
+
+/// How many sessions' rows the database's only writer keeps in memory; past
+/// it the kept rows are dropped and read again as needed, so a host that
+/// sees many sessions does not grow without bound.
+const KEPT_SESSIONS: usize = 1024;
+
 /// The one database connection of a host (or of a CLI inspection).
 pub struct Store {
     pub(crate) conn: Connection,
@@ -65,6 +84,11 @@ pub struct Store {
     guard: Option<FileGuard>,
     /// Whether a read-only open had to use an immutable snapshot.
     immutable: bool,
+    /// The rows of the sessions read since the last write that could not
+    /// be followed, kept write-through. `Some` only for the database's only
+    /// writer ([`Store::keep_session_rows`]): any other connection must
+    /// read, because another writer may have changed them.
+    kept: Option<RefCell<HashMap<SessionId, SessionRows>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -108,6 +132,7 @@ impl Store {
             conn,
             guard: None,
             immutable,
+            kept: None,
         })
     }
 
@@ -116,6 +141,26 @@ impl Store {
             conn,
             guard: Some(FileGuard::new(path)),
             immutable: false,
+            kept: None,
+        }
+    }
+
+    /// Declares this store the database's only writer (its opener holds the
+    /// host lock, which every other writer takes too), so the rows
+    /// [`Store::session_rows`] returns may be kept in memory and updated by
+    /// this store's own commits instead of read again for every decision.
+    /// A change made behind its back anyway is not seen until the next
+    /// write: an approval's compare-and-set or the one-pending index then
+    /// refuses it, and the refusal drops every kept row.
+    pub(crate) fn keep_session_rows(&mut self) {
+        self.kept = Some(RefCell::new(HashMap::new()));
+    }
+
+    /// Forgets every kept row: after a write whose outcome cannot be
+    /// followed row by row.
+    fn forget_kept_rows(&self) {
+        if let Some(kept) = &self.kept {
+            kept.borrow_mut().clear();
         }
     }
 
@@ -135,7 +180,14 @@ impl Store {
         if let Some(guard) = self.guard.as_mut() {
             guard.before_write()?;
         }
-        let written = write(&mut self.conn)?;
+        let written = match write(&mut self.conn) {
+            Ok(written) => written,
+            Err(error) => {
+                // A refused or failed write may mean another writer got in.
+                self.forget_kept_rows();
+                return Err(error);
+            }
+        };
         if let Some(guard) = self.guard.as_mut() {
             guard.committed();
         }
@@ -200,6 +252,33 @@ impl Store {
             .commit()
             .map_err(StorageError::sqlite("ending a read transaction"))?;
         Ok(value)
+    }
+
+    /// The session's row, pending approval and live execution, read in one
+    /// read transaction, or kept from an earlier read when this store is
+    /// the database's only writer. `None` when there is no such session.
+    pub fn session_rows(&self, id: &SessionId) -> Result<Option<SessionRows>, StorageError> {
+        if let Some(rows) = self.kept.as_ref().and_then(|kept| kept.borrow().get(id).cloned()) {
+            return Ok(Some(rows));
+        }
+        let rows = self.read(|store| {
+            let Some(session) = store.get_session(id)? else {
+                return Ok::<_, StorageError>(None);
+            };
+            Ok(Some(SessionRows {
+                session,
+                pending_approval: store.pending_approval(id)?,
+                live_execution: store.live_execution(id)?,
+            }))
+        })?;
+        if let (Some(kept), Some(rows)) = (&self.kept, &rows) {
+            let mut kept = kept.borrow_mut();
+            if kept.len() >= KEPT_SESSIONS {
+                kept.clear();
+            }
+            kept.insert(id.clone(), rows.clone());
+        }
+        Ok(rows)
     }
 
     /// The session with that id, if any.
@@ -426,7 +505,14 @@ impl Store {
             transaction
                 .commit()
                 .map_err(StorageError::sqlite("committing a write transaction"))
-        })
+        })?;
+        if let Some(kept) = &self.kept {
+            let mut kept = kept.borrow_mut();
+            for effect in effects {
+                follow_effect(&mut kept, effect);
+            }
+        }
+        Ok(())
     }
 
     /// The startup fence: in one transaction, marks every pending approval
@@ -435,6 +521,8 @@ impl Store {
     /// run that started and never ended as `interrupted` (plan-core's
     /// `fence_commands`), and returns the approval rows it changed. Only the live rows are read, through partial indexes.
     pub fn startup_fence(&mut self, now: UnixMs) -> Result<Vec<PlanApproval>, StorageError> {
+        // The fence changes live rows of many sessions at once.
+        self.forget_kept_rows();
         self.guarded(|conn| {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -611,6 +699,42 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+/// Brings the kept rows up to date with one committed effect: the same
+/// rows the queries of [`Store::session_rows`] would now return.
+fn follow_effect(kept: &mut HashMap<SessionId, SessionRows>, effect: &Effect) {
+    match effect {
+        Effect::InsertApproval(approval) | Effect::UpdateApproval { approval, .. } => {
+            let Some(rows) = kept.get_mut(&approval.session_id) else {
+                return;
+            };
+            let pending = approval.status == ApprovalStatus::Pending;
+            follow_row(&mut rows.pending_approval, approval, pending);
+            let live = matches!(
+                approval.execution_state,
+                Some(ExecutionState::Queued | ExecutionState::Running)
+            );
+            follow_row(&mut rows.live_execution, approval, live);
+        }
+        Effect::SaveSession(session) => {
+            if let Some(rows) = kept.get_mut(&session.id) {
+                rows.session = session.clone();
+            }
+        }
+        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => {}
+    }
+}
+
+/// One kept slot (pending approval or live execution) after `approval` was
+/// written: it is the slot's row if it now qualifies, and no longer the
+/// slot's row if it stopped qualifying.
+fn follow_row(slot: &mut Option<PlanApproval>, approval: &PlanApproval, qualifies: bool) {
+    if qualifies {
+        *slot = Some(approval.clone());
+    } else if slot.as_ref().is_some_and(|kept| kept.id == approval.id) {
+        *slot = None;
     }
 }
 

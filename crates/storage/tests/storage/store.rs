@@ -730,3 +730,71 @@ fn the_default_shell_is_a_persisted_setting() {
     let store = new_store(dir.path());
     assert_eq!(store.default_shell().unwrap().as_deref(), Some("pwsh \"7\""));
 }
+
+/// The rows the database's only writer keeps are, after every commit, the
+/// rows a fresh connection reads; a change made behind its back is dropped
+/// at the write it breaks, and read again after.
+#[test]
+fn the_only_writer_keeps_the_rows_a_fresh_read_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = dir.path().join("host.db");
+    let mut writer = plan_storage::ExclusiveStore::open(&database).unwrap().store;
+    let id = plan_core::SessionId::from("s1");
+    let fresh = |writer: &Store| {
+        let kept = writer.session_rows(&id).unwrap();
+        let reader = Store::open_read_only(&database).unwrap();
+        assert_eq!(kept, reader.session_rows(&id).unwrap());
+        kept
+    };
+    assert_eq!(fresh(&writer), None);
+    let mut state = with_pending(&mut writer, "s1", "a1");
+    assert_eq!(fresh(&writer).unwrap().pending_approval, state.pending_approval);
+    let mut now = NOW;
+    for event in [
+        Event::Approve {
+            approval: state.pending_approval.clone().unwrap(),
+            permission_mode: Some(PermissionMode::AcceptEdits),
+            execution_id: "x1".into(),
+            execution_turn_id: "t2".into(),
+        },
+        Event::StartExecution {
+            execution_id: "x1".into(),
+            epoch: BootEpoch(7),
+        },
+        Event::CompleteExecution {
+            execution_id: "x1".into(),
+            epoch: BootEpoch(7),
+        },
+    ] {
+        now += 10;
+        let transition = handle(&state, &context(now), event);
+        writer.apply(&transition.effects, now).unwrap();
+        state = transition.state;
+        let rows = fresh(&writer).unwrap();
+        assert_eq!(rows.session, state.session);
+        assert_eq!(rows.pending_approval, state.pending_approval);
+        assert_eq!(rows.live_execution, state.live_execution);
+    }
+    assert_eq!(fresh(&writer).unwrap().session.mode, Mode::Agent);
+
+    // Another connection inserts a pending approval behind the writer's
+    // back (no host does: they take the lock). The writer still has the
+    // session without one until its next write, which the one-pending index
+    // refuses; that refusal drops what it kept.
+    let stale = writer.session_rows(&id).unwrap().unwrap();
+    assert_eq!(stale.pending_approval, None);
+    let mut other = Store::open(&database).unwrap().0;
+    other
+        .apply(&[Effect::InsertApproval(pending("a2", "s1", now))], now)
+        .unwrap();
+    assert_eq!(writer.session_rows(&id).unwrap(), Some(stale));
+    let error = writer
+        .apply(&[Effect::InsertApproval(pending("a3", "s1", now))], now)
+        .unwrap_err();
+    assert!(matches!(error, StorageError::ApprovalConflict { .. }), "{error}");
+    let reread = fresh(&writer).unwrap();
+    assert_eq!(
+        reread.pending_approval.map(|approval| approval.id),
+        Some("a2".into())
+    );
+}
