@@ -23,6 +23,9 @@
 //!   (no process, no pipes, no JSON), which does the same durable work
 //!   through plan-storage's real schema.
 //!
+//! `SERVE_BENCH_ONLY` (`serve`, `host`, `floor`, `schema-floor`, or `setup`
+//! for none) runs one path alone in the `overhead` pass, for a profiler.
+//!
 //! `SERVE_BENCH_DIR` puts every file there (for example `/dev/shm`, which
 //! takes fsync latency out and leaves the CPU, pipe and JSON cost).
 //!
@@ -407,6 +410,10 @@ fn overhead(_c: &mut Criterion) {
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
     let mut setup = setup();
+    if let Ok(only) = std::env::var("SERVE_BENCH_ONLY") {
+        one_path(&mut setup, &only, rounds);
+        return;
+    }
     let (mut serve, mut host, mut floor, mut floor_reject, mut schema_floor, mut get) = (
         Vec::new(),
         Vec::new(),
@@ -488,6 +495,28 @@ fn overhead(_c: &mut Criterion) {
         percent(host, schema_floor) - 100.0,
         percent(serve, schema_floor) - 100.0
     );
+}
+
+/// `SERVE_BENCH_ONLY=<path>`: `rounds` submissions through one path alone,
+/// so that a profiler or `perf stat -e task-clock` sees only its work (the
+/// CPU time, which a loaded machine disturbs less than the wall clock).
+fn one_path(setup: &mut Setup, only: &str, rounds: usize) {
+    let start = Instant::now();
+    for _ in 0..rounds {
+        match only {
+            "serve" => setup.serve.submission("bench"),
+            "host" => setup.host.submission(),
+            "floor" => {
+                let id = setup.floor.submission();
+                setup.floor.reject(&id);
+            }
+            "schema-floor" => setup.schema_floor.submission_and_reject(),
+            "setup" => {}
+            other => panic!("SERVE_BENCH_ONLY is serve, host, floor, schema-floor or setup, not {other:?}"),
+        }
+    }
+    let rounds = u32::try_from(rounds.max(1)).unwrap_or(u32::MAX);
+    println!("{only}: {rounds} rounds, {:.1?} each", start.elapsed() / rounds);
 }
 
 criterion_group! {
