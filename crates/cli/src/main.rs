@@ -98,6 +98,17 @@ enum Command {
         markdown_limit_bytes: usize,
         #[command(flatten)]
         commands: commands::CommandArgs,
+        /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
+        /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
+        /// The base URL, and each pending approval's card URL (with a QR
+        /// code when stderr is a terminal), are printed on stderr.
+        #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
+        web: Option<std::net::SocketAddr>,
+        /// Like --web, on an address that is not loopback (a phone on the
+        /// same network): anyone who can reach it and sees a card's URL can
+        /// decide, so it prints a warning.
+        #[arg(long, value_name = "ADDR")]
+        web_bind: Option<std::net::SocketAddr>,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
@@ -410,11 +421,14 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             approval_ttl_ms,
             markdown_limit_bytes,
             commands,
+            web,
+            web_bind,
         } => Ok(serve(
             require_db(database)?,
             approval_ttl_ms,
             markdown_limit_bytes,
             &commands,
+            WebArgs { web, web_bind },
         )),
         Command::Commands { command } => {
             let database = require_db(database)?;
@@ -529,30 +543,58 @@ fn require_db(database: Option<&Path>) -> Result<&Path, Failure> {
 /// `serve`: the arguments become host options (plan-core's range rules
 /// refuse what is out of range) and `plan-server`'s stdio transport does
 /// the rest; its outcome becomes an exit code.
+/// `serve --web` / `--web-bind`.
+struct WebArgs {
+    web: Option<std::net::SocketAddr>,
+    web_bind: Option<std::net::SocketAddr>,
+}
+
+impl WebArgs {
+    /// The host's web option: `--web` must be loopback (the host's rule),
+    /// `--web-bind` is the explicit opt-in to any address.
+    fn options(&self) -> Result<Option<plan_host::WebOptions>, plan_host::HostError> {
+        match (self.web, self.web_bind) {
+            (Some(address), _) => plan_host::WebOptions::loopback(address).map(Some),
+            (None, Some(address)) => Ok(Some(plan_host::WebOptions::any_address(address))),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
 fn serve(
     database: &Path,
     approval_ttl_ms: i64,
     markdown_limit_bytes: usize,
     commands: &commands::CommandArgs,
+    web: WebArgs,
 ) -> i32 {
     // The range rules are plan-core's; a value they refuse is a usage
     // error, told on stderr and to a JSON-RPC client alike.
-    let options = Limits::new(approval_ttl_ms, markdown_limit_bytes).and_then(|limits| {
-        commands.host_options(plan_host::HostOptions {
-            limits,
-            ..plan_host::HostOptions::default()
+    let options = Limits::new(approval_ttl_ms, markdown_limit_bytes)
+        .and_then(|limits| {
+            commands.host_options(plan_host::HostOptions {
+                limits,
+                ..plan_host::HostOptions::default()
+            })
         })
-    });
+        .map_err(plan_host::HostError::from)
+        .and_then(|options| {
+            Ok(plan_host::HostOptions {
+                web: web.options()?,
+                ..options
+            })
+        });
     let options = match options {
         Ok(options) => options,
         Err(error) => {
-            plan_server::refuse_start(&plan_host::HostError::from(error));
+            plan_server::refuse_start(&error);
             return exit::USAGE;
         }
     };
     match plan_server::serve_stdio(database, options) {
         Ok(()) => exit::OK,
         Err(plan_server::ServeError::Open(_)) => exit::DATABASE_REFUSED,
+        Err(plan_server::ServeError::Web(_)) => exit::USAGE,
         Err(error @ plan_server::ServeError::Writer(_)) => {
             log::line(&format!("plan-checkpoint serve: {error}"));
             exit::FAILURE

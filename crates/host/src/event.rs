@@ -13,7 +13,7 @@ use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
     Reply, SessionId, SessionState, Transition, UnixMs,
 };
-use plan_storage::{HostLock, MigrationReport, Store};
+use plan_storage::{DecisionNote, HostLock, MigrationReport, Store};
 
 use crate::HostError;
 use crate::notify::{HostEvent, NotificationListener, derive};
@@ -131,6 +131,18 @@ impl HostCore {
         event: Event,
         before: BeforeEvent<'_>,
     ) -> Result<Option<Ran>, HostError> {
+        self.run_noted(session_id, event, before, None)
+    }
+
+    /// [`HostCore::run_with`], writing `note` (where a relayed decision came
+    /// from) in the transaction that decides its approval.
+    pub(crate) fn run_noted(
+        &self,
+        session_id: &SessionId,
+        event: Event,
+        before: BeforeEvent<'_>,
+        note: Option<&DecisionNote>,
+    ) -> Result<Option<Ran>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
@@ -170,7 +182,7 @@ impl HostCore {
                 }
             }
             if writes {
-                open.store.apply(&effects, now)?;
+                open.store.apply_noted(&effects, now, note)?;
             }
             open.track_creations(&effects, instant);
             match &state.active_turn {

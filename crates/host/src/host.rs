@@ -16,7 +16,10 @@ use plan_core::{
     ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
 use plan_core::{CatalogShell, check_shell, default_shell};
-use plan_storage::{ApprovalFilter, ExclusiveStore, MigrationReport, StoredApproval};
+use plan_storage::{
+    ApprovalFilter, DecisionEntry, DecisionNote, DecisionSource, ExclusiveStore, MigrationReport,
+    StoredApproval,
+};
 
 use crate::HostError;
 use crate::error::unexpected;
@@ -28,6 +31,7 @@ use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
 use crate::types::{ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use crate::web::WebOptions;
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
 ///
@@ -57,6 +61,13 @@ impl std::fmt::Debug for Host {
             .field("database", &self.core.database)
             .field("options", &self.core.options)
             .finish_non_exhaustive()
+    }
+}
+
+fn note(approval_id: &ApprovalId, source: &DecisionSource) -> DecisionNote {
+    DecisionNote {
+        approval_id: approval_id.clone(),
+        source: source.clone(),
     }
 }
 
@@ -600,6 +611,85 @@ impl Host {
             (Reply::Decided(approval), state) => Ok((approval, state)),
             (other, _) => Err(unexpected(&other)),
         }
+    }
+
+    /// [`Host::approve_relayed`] for a frontend other than the client's own
+    /// connection (the web card): the same event, rules and audit, plus a
+    /// transcript entry (`approvalDecided`, with `source`'s channel and
+    /// remote address) written in the transaction that approves. Nothing is written
+    /// when the approval is refused. The server test
+    /// `a_decision_on_the_card_is_the_hosts_approve_and_is_noted` shows it.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Host::approve_relayed`].
+    pub fn approve_noted(
+        &self,
+        approval_id: &ApprovalId,
+        permission_mode: Option<PermissionMode>,
+        source: &DecisionSource,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        let row = self.stored_approval(approval_id)?;
+        let session_id = row.approval.session_id.clone();
+        let event = Event::Approve {
+            approval: row.approval,
+            permission_mode,
+            execution_id: fresh_id("execution"),
+            execution_turn_id: fresh_id("turn"),
+        };
+        self.decide_noted(&session_id, event, note(approval_id, source))
+    }
+
+    /// [`Host::reject`] for a relaying frontend, noted like
+    /// [`Host::approve_noted`].
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Host::reject`].
+    pub fn reject_noted(
+        &self,
+        approval_id: &ApprovalId,
+        source: &DecisionSource,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        let row = self.stored_approval(approval_id)?;
+        let session_id = row.approval.session_id.clone();
+        let event = Event::Reject {
+            approval: row.approval,
+        };
+        self.decide_noted(&session_id, event, note(approval_id, source))
+    }
+
+    fn decide_noted(
+        &self,
+        session_id: &SessionId,
+        event: Event,
+        note: DecisionNote,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        let ran = self
+            .core
+            .run_noted(session_id, event, Box::new(|_, _| Ok(true)), Some(&note))?
+            .ok_or_else(|| HostError::with_detail(ErrorCode::Internal, "a decision was skipped"))?;
+        match ran.outcome? {
+            (Reply::Decided(approval), state) => Ok((approval, state)),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// A session's `approvalDecided` transcript entries, oldest first: the
+    /// decisions a relaying frontend made ([`Host::approve_noted`]).
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn decision_entries(&self, session_id: &SessionId) -> Result<Vec<DecisionEntry>, HostError> {
+        self.core
+            .with_open(|open| Ok(open.store.decision_entries(session_id)?))
+    }
+
+    /// The web card's option, as given in [`HostOptions::web`]; the
+    /// `plan-server` crate starts the server from it.
+    pub fn web(&self) -> Option<WebOptions> {
+        self.core.options.web
     }
 
     /// Rejects; terminal, grants nothing: the Plan turn ends and the session

@@ -37,18 +37,20 @@ mod shells;
 mod sync;
 mod timer;
 mod types;
+mod web;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::HostError;
 pub use host::Host;
 pub use notify::{HostEvent, NotificationListener};
 pub use plan_storage::{
-    ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, MigrationReport,
-    StoredApproval,
+    ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, DecisionChannel,
+    DecisionEntry, DecisionSource, MigrationReport, StoredApproval,
 };
 pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
 pub use types::{ExpiryTimer, HostOptions, NewSession, ScratchSize, ToolCallOutcome, ToolCallVerdict};
+pub use web::WebOptions;
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{

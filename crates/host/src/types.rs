@@ -84,6 +84,10 @@ pub struct HostOptions {
     /// namespaces the scratch directory is an ordinary directory of the
     /// scratch root, not capped.
     pub scratch_size: ScratchSize,
+    /// Where the approval card's web server listens, or `None` (the
+    /// default) for no web server. The host holds it; the `plan-server`
+    /// crate's web module starts the server from it.
+    pub web: Option<crate::WebOptions>,
 }
 
 /// The size cap of a command's private scratch tmpfs, in megabytes
@@ -166,6 +170,7 @@ impl Default for HostOptions {
             skip_namespaces: false,
             protected_paths: Vec::new(),
             scratch_size: ScratchSize::default(),
+            web: None,
         }
     }
 }
@@ -177,6 +182,7 @@ impl std::fmt::Debug for HostOptions {
             .field("limits", &self.limits)
             .field("shells", &self.shells)
             .field("expiry", &self.expiry)
+            .field("web", &self.web)
             .finish_non_exhaustive()
     }
 }

@@ -94,6 +94,7 @@ impl From<&plan_core::PlanApproval> for PlanApprovalRequestedNotification {
     fn from(approval: &plan_core::PlanApproval) -> Self {
         PlanApprovalRequestedNotification {
             approval: approval.clone(),
+            card_url: None,
         }
     }
 }

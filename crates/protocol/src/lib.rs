@@ -32,6 +32,7 @@ mod methods;
 mod notifications;
 mod objects;
 pub mod schema;
+mod web;
 
 pub use budget::{MAX_ERROR_MESSAGE_BYTES, MessageLimits, MessageScanner, Overrun, bounded_message};
 pub use error::{CanonicalCode, ProtocolError, jsonrpc_code};
@@ -67,6 +68,7 @@ pub use plan_core::{
     PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolCall,
     TurnKind,
 };
+pub use web::{PlanCardUrlParams, PlanCardUrlResult, WebCapabilities};
 
 /// The protocol version this crate speaks; `initialize` must name it.
 pub const PROTOCOL_VERSION: i64 = 9;

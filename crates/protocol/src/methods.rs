@@ -103,6 +103,9 @@ pub struct InitializeResult {
 pub struct Capabilities {
     /// Host-run commands.
     pub commands: CommandCapabilities,
+    /// The approval card's web server; `null` when it is off.
+    #[serde(default)]
+    pub web: Option<crate::WebCapabilities>,
 }
 
 /// Whether Plan-mode Bash will work, known before a turn starts.
@@ -547,6 +550,7 @@ client_methods! {
     PlanReadArtifact, PLAN_READ_ARTIFACT => "plan/readArtifact", PlanReadArtifactParams, PlanReadArtifactResult;
     PlanVerify, PLAN_VERIFY => "plan/verify", PlanVerifyParams, PlanVerifyResult;
     PlanDiff, PLAN_DIFF => "plan/diff", PlanDiffParams, PlanDiffResult;
+    PlanCardUrl, PLAN_CARD_URL => "plan/cardUrl", crate::PlanCardUrlParams, crate::PlanCardUrlResult;
     ExecutionStart, EXECUTION_START => "execution/start", ExecutionStartParams, PlanApproval;
     ExecutionComplete, EXECUTION_COMPLETE => "execution/complete", ExecutionCompleteParams, PlanApproval;
     ShellList, SHELL_LIST => "shell/list", ShellListParams, ShellListResult;

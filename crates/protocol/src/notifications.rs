@@ -16,6 +16,10 @@ use crate::{CommandRun, ExecutionState, OutputStream, PlanApproval, Session};
 pub struct PlanApprovalRequestedNotification {
     /// The new pending approval.
     pub approval: PlanApproval,
+    /// The approval card's URL, with its token, for the host's own client to
+    /// show or open; `null` when the web server is off.
+    #[serde(default)]
+    pub card_url: Option<String>,
 }
 
 /// `plan/approvalResolved`: an approval was approved, rejected, expired or

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
-    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanDecisionResult, PlanListResult,
-    Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellSetDefaultResult,
-    TurnStartResult, TurnToolCallsResult, VerifyReport,
+    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult, PlanDecisionResult,
+    PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
+    ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
 };
 use serde_json::Value;
 
 use crate::convert::{capabilities, error_object, host_error, shell_list, tool_call_result, unserializable};
+use crate::web::WebCard;
 
 /// The server name `initialize` reports (the host test
 /// `requests_before_initialize_and_other_versions_are_refused` checks it).
@@ -42,6 +43,9 @@ pub const SERVER_NAME: &str = "plan-checkpoint";
 #[derive(Debug)]
 pub struct Connection {
     host: Arc<Host>,
+    /// The approval card server beside this connection, if any: it makes
+    /// the URLs of `plan/cardUrl` and `capabilities.web`.
+    web: Option<Arc<WebCard>>,
     initialized: bool,
 }
 
@@ -50,6 +54,18 @@ impl Connection {
     pub fn new(host: Arc<Host>) -> Connection {
         Connection {
             host,
+            web: None,
+            initialized: false,
+        }
+    }
+
+    /// A new connection whose client is told the card URLs of `web`
+    /// (`initialize`'s `capabilities.web`, `plan/cardUrl`); the server
+    /// test `card_urls_reach_the_hosts_own_client` uses one.
+    pub fn with_web(host: Arc<Host>, web: Option<Arc<WebCard>>) -> Connection {
+        Connection {
+            host,
+            web,
             initialized: false,
         }
     }
@@ -178,17 +194,28 @@ impl Connection {
                 ));
             }
             self.initialized = true;
+            let mut capabilities = capabilities(&self.host.sandbox_status(), &self.host.limits().commands);
+            capabilities.web = self.web.as_ref().map(|web| web.capabilities());
             return to_value(&InitializeResult {
                 protocol_version: PROTOCOL_VERSION,
                 server_name: SERVER_NAME.to_owned(),
                 server_version: env!("CARGO_PKG_VERSION").to_owned(),
                 schema_version: SCHEMA_VERSION,
                 approval_ttl_ms: self.host.limits().approval_ttl_ms(),
-                capabilities: capabilities(&self.host.sandbox_status(), &self.host.limits().commands),
+                capabilities,
             });
         }
         if !self.initialized {
             return Err(HostError::Refused(ErrorCode::ProtocolNotInitialized));
+        }
+        if let ClientRequest::PlanCardUrl(params) = &request {
+            return to_value(&PlanCardUrlResult {
+                url: card_url(
+                    &self.host,
+                    self.web.as_deref(),
+                    &ApprovalId::from(&params.approval_id),
+                )?,
+            });
         }
         serve(&self.host, request)
     }
@@ -200,6 +227,10 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         ClientRequest::Initialize(_) => Err(HostError::with_detail(
             ErrorCode::Internal,
             "initialize is handled above",
+        )),
+        ClientRequest::PlanCardUrl(_) => Err(HostError::with_detail(
+            ErrorCode::Internal,
+            "plan/cardUrl is handled above",
         )),
         ClientRequest::SessionCreate(params) => {
             let state = host.create_session(NewSession {
@@ -307,6 +338,28 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         }
         ClientRequest::CommandGet(params) => {
             to_value(&host.command(&SessionId::from(params.session_id), &params.call_id)?)
+        }
+    }
+}
+
+/// `plan/cardUrl`: the URL of a pending approval's card. Without a web
+/// server there is none: the approval's own state is reported first
+/// (unknown, no longer pending), then `INVALID_PARAMS`.
+fn card_url(host: &Host, web: Option<&WebCard>, approval_id: &ApprovalId) -> Result<String, HostError> {
+    match web {
+        Some(web) => web.card_url_of(approval_id),
+        None => {
+            let approval = host.approval(approval_id)?.approval;
+            if approval.status != plan_core::ApprovalStatus::Pending {
+                return Err(HostError::with_detail(
+                    ErrorCode::ApprovalNotPending,
+                    format!("approval {approval_id} is {}", approval.status),
+                ));
+            }
+            Err(HostError::with_detail(
+                ErrorCode::InvalidParams,
+                "this host serves no approval card: start it with a web address (serve --web)",
+            ))
         }
     }
 }

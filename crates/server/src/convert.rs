@@ -129,6 +129,8 @@ pub fn capabilities(
             layers: layers.into_iter().map(String::from).collect(),
             enforced: enforced.into_iter().map(String::from).collect(),
         },
+        // Filled in by a connection that has the web card server.
+        web: None,
     }
 }
 

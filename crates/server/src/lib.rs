@@ -6,7 +6,8 @@
 //! counted as bytes arrive; the request loop writes each response with the
 //! notifications queued before it, a writer thread the rest); [`convert`] holds
 //! every conversion between host values and wire types, events included
-//! ([`notification`]). The host itself knows nothing of the protocol.
+//! ([`notification`]); [`web`] is the approval card's web server, started
+//! beside either transport. The host itself knows nothing of the protocol.
 //!
 //! It decides nothing: every refusal is plan-core's or storage's, carried by
 //! the host; this crate only translates and frames.
@@ -17,6 +18,7 @@ mod inbound;
 pub mod log;
 mod outbound;
 mod stdio;
+pub mod web;
 
 pub use connection::{Connection, SERVER_NAME};
 pub use convert::{error_object, notification};

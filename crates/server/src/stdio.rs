@@ -4,17 +4,19 @@
 //! line, on stdout; logs on stderr only. The host is opened (lock,
 //! migration, startup fence) before the first line is read, so no request is
 //! ever served before recovery. EOF on stdin closes the host and ends
-//! [`serve_stdio`]. This module frames lines and nothing else: every answer
+//! [`serve_stdio`]. With [`HostOptions::web`] set it also runs the approval
+//! card server beside stdio and prints each pending card's URL on stderr.
+//! This module frames lines and nothing else: every answer
 //! comes from [`Connection`], every budget from the protocol's
 //! `MessageLimits`, and how the process exits is the caller's.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use plan_host::{Host, HostError, HostOptions};
-use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response};
+use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response, ServerNotification};
 use serde_json::Value;
 
 use crate::connection::{Connection, INTERNAL_ERROR_LINE, SERVER_NAME, empty_batch};
@@ -22,6 +24,7 @@ use crate::convert::{error_object, notification};
 use crate::inbound::{Incoming, next_message};
 use crate::log;
 use crate::outbound::Outbound;
+use crate::web::WebCard;
 
 /// Why [`serve_stdio`] could not serve.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,11 @@ pub enum ServeError {
     /// The stdout writer thread could not start; the host was closed again.
     #[error("cannot start the stdout writer: {0}")]
     Writer(std::io::Error),
+    /// The approval card server of [`HostOptions::web`] could not start
+    /// (its address is taken or not local); told like a refused open, and
+    /// the host was closed again.
+    #[error("{}", .0.message())]
+    Web(HostError),
 }
 
 /// How long the writer may take to flush what is queued once stdin closed.
@@ -92,23 +100,45 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
             .map_or("new".to_owned(), |version| version.to_string()),
         migration.to
     ));
+    let web = match WebCard::start_for(&host) {
+        Ok(web) => web,
+        Err(error) => {
+            refuse_start(&error);
+            host.close();
+            return Err(ServeError::Web(error));
+        }
+    };
+    if let Some(web) = &web {
+        announce_web(web, host.web().is_some_and(|options| options.is_exposed()));
+    }
     let outbound = match Outbound::spawn(std::io::stdout()) {
         Ok(outbound) => outbound,
         Err(error) => {
+            stop_web(web.as_deref());
             host.close();
             return Err(ServeError::Writer(error));
         }
     };
     host.add_listener(Arc::new({
         let notifier = outbound.notifier();
+        let web = web.clone();
         move |event| {
-            if let Ok(line) = serde_json::to_string(&Notification::new(notification(event))) {
+            let notification = match &web {
+                Some(web) => web.notification(event),
+                None => notification(event),
+            };
+            if let ServerNotification::PlanApprovalRequested(requested) = &notification
+                && let Some(url) = &requested.card_url
+            {
+                announce_card(&requested.approval.id, url);
+            }
+            if let Ok(line) = serde_json::to_string(&Notification::new(notification)) {
                 notifier.notify(line);
             }
         }
     }));
     let budget = MessageLimits::for_markdown_limit(host.limits().markdown_limit_bytes());
-    let mut connection = Connection::new(Arc::clone(&host));
+    let mut connection = Connection::with_web(Arc::clone(&host), web.clone());
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     loop {
@@ -130,11 +160,48 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
         // The notifications of a message that got no answer leave now.
         outbound.flush_queued();
     }
-    // Closing stops the host's expiry timer too.
+    // Open pages hear that the host stops; then closing stops the host's
+    // expiry timer too.
+    stop_web(web.as_deref());
     host.close();
     outbound.finish(FLUSH_PATIENCE);
     log::line(&format!("{SERVER_NAME} serve: stdin closed, shutting down"));
     Ok(())
+}
+
+/// Says on stderr where the card server listens, with the warning an
+/// address other than loopback needs.
+fn announce_web(web: &WebCard, exposed: bool) {
+    log::line(&format!(
+        "{SERVER_NAME} serve: approval cards at {}",
+        web.base_url()
+    ));
+    if exposed {
+        log::line(&format!(
+            "{SERVER_NAME} serve: WARNING: {} is not a loopback address: anyone on that network \
+             who sees a card's URL can approve or reject the plan",
+            web.address()
+        ));
+    }
+}
+
+/// Prints a pending approval's card URL on stderr, and its QR code when
+/// stderr is a terminal (for a phone; into a log it would be noise).
+fn announce_card(approval_id: &plan_core::ApprovalId, url: &str) {
+    log::line(&format!(
+        "{SERVER_NAME} serve: approval {approval_id}: open {url}"
+    ));
+    if std::io::stderr().is_terminal()
+        && let Some(code) = crate::web::qr::render(url)
+    {
+        log::line(code.trim_end_matches('\n'));
+    }
+}
+
+fn stop_web(web: Option<&WebCard>) {
+    if let Some(web) = web {
+        web.stop();
+    }
 }
 
 /// Answers a batch one message at a time, queuing each answer as soon as it

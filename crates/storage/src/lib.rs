@@ -5,7 +5,7 @@
 //! typed queries and writes over it, the advisory lock on the database file
 //! that keeps a second host away from it under any name, the immutable,
 //! hashed plan artifacts under `<workspaceRoot>/.pi/plan/`, and the audit of
-//! host-run commands in `transcript_entries`.
+//! host-run commands and of relayed decisions in `transcript_entries`.
 //!
 //! It stores and loads `plan-core` values and carries out their storage
 //! effects; it decides nothing about the checkpoint itself (that is
@@ -14,6 +14,7 @@
 
 mod artifacts;
 mod audit;
+mod decision;
 mod error;
 mod exclusive;
 mod guard;
@@ -28,6 +29,7 @@ pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
 };
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
+pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;
 pub use lock::HostLock;

@@ -330,6 +330,15 @@ impl Store {
 
     // --- approvals: reads -------------------------------------------------
 
+    /// The session's `approvalDecided` transcript entries, oldest first:
+    /// which decisions a relaying frontend made, and from where.
+    pub fn decision_entries(
+        &self,
+        session_id: &plan_core::SessionId,
+    ) -> Result<Vec<crate::DecisionEntry>, StorageError> {
+        crate::decision::load(&self.conn, session_id)
+    }
+
     /// The approval with that id, if any. The id is typed, so another kind
     /// of id is refused at compile time:
     ///
@@ -495,12 +504,28 @@ impl Store {
     /// skipped: the host writes the artifact (with [`crate::write_artifact`])
     /// before the transition that inserts the row.
     pub fn apply(&mut self, effects: &[Effect], now: UnixMs) -> Result<(), StorageError> {
+        self.apply_noted(effects, now, None)
+    }
+
+    /// [`Store::apply`], plus, in the same transaction, the transcript entry
+    /// of `note` when the effects decide its approval (see
+    /// [`crate::DecisionNote`]): a relayed decision and the record of where
+    /// it came from commit together or not at all.
+    pub fn apply_noted(
+        &mut self,
+        effects: &[Effect],
+        now: UnixMs,
+        note: Option<&crate::DecisionNote>,
+    ) -> Result<(), StorageError> {
         self.guarded(|conn| {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("beginning a write transaction"))?;
             for effect in effects {
                 apply_effect(&transaction, effect, now)?;
+            }
+            if let Some(note) = note {
+                crate::decision::record(&transaction, effects, note, now)?;
             }
             transaction
                 .commit()

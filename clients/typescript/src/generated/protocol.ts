@@ -86,6 +86,10 @@ export interface Capabilities {
    * Host-run commands.
    */
   commands: CommandCapabilities;
+  /**
+   * The approval card's web server; `null` when it is off.
+   */
+  web: WebCapabilities | null;
 }
 
 /**
@@ -138,6 +142,9 @@ export type ClientRequest = ({
 }) | ({
   method: "plan/diff";
   params: PlanDiffParams;
+}) | ({
+  method: "plan/cardUrl";
+  params: PlanCardUrlParams;
 }) | ({
   method: "execution/start";
   params: ExecutionStartParams;
@@ -637,6 +644,11 @@ export interface PlanApprovalRequestedNotification {
    * The new pending approval.
    */
   approval: PlanApproval;
+  /**
+   * The approval card's URL, with its token, for the host's own client to
+   * show or open; `null` when the web server is off.
+   */
+  cardUrl: string | null;
 }
 
 /**
@@ -666,6 +678,26 @@ export interface PlanApproveParams {
    * The explicitly selected execution permission mode.
    */
   permissionMode?: PermissionMode | null;
+}
+
+/**
+ * `plan/cardUrl` params: `{approvalId}`.
+ */
+export interface PlanCardUrlParams {
+  /**
+   * A pending approval.
+   */
+  approvalId: string;
+}
+
+/**
+ * `plan/cardUrl` result: the card's URL, with its token.
+ */
+export interface PlanCardUrlResult {
+  /**
+   * Open this in a browser to decide.
+   */
+  url: string;
 }
 
 /**
@@ -1268,6 +1300,17 @@ export interface VerifyReport {
   skippedWorkspaces: SkippedWorkspace[];
 }
 
+/**
+ * `capabilities.web` of `initialize`: where the approval card's server
+ * listens (`null` when it is off).
+ */
+export interface WebCapabilities {
+  /**
+   * The server's base URL, without a token (`http://127.0.0.1:PORT/`).
+   */
+  url: string;
+}
+
 /** The protocol version of the schema, sent in `initialize`. */
 export const PROTOCOL_VERSION = 9;
 
@@ -1375,6 +1418,7 @@ export interface Methods {
   "plan/readArtifact": { params: PlanReadArtifactParams; result: PlanReadArtifactResult };
   "plan/verify": { params: PlanVerifyParams; result: VerifyReport };
   "plan/diff": { params: PlanDiffParams; result: PlanDiffResult };
+  "plan/cardUrl": { params: PlanCardUrlParams; result: PlanCardUrlResult };
   "execution/start": { params: ExecutionStartParams; result: PlanApproval };
   "execution/complete": { params: ExecutionCompleteParams; result: PlanApproval };
   "shell/list": { params: ShellListParams; result: ShellListResult };
@@ -1401,6 +1445,7 @@ export const METHOD_NAMES = [
   "plan/readArtifact",
   "plan/verify",
   "plan/diff",
+  "plan/cardUrl",
   "execution/start",
   "execution/complete",
   "shell/list",

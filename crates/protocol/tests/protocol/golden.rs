@@ -265,6 +265,12 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 call_id: "call_1".to_owned(),
             }),
         ),
+        (
+            "plan_card_url",
+            ClientRequest::PlanCardUrl(plan_protocol::PlanCardUrlParams {
+                approval_id: "apr_01".into(),
+            }),
+        ),
     ]
 }
 
@@ -293,6 +299,9 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                             .map(String::from)
                             .to_vec(),
                     },
+                    web: Some(plan_protocol::WebCapabilities {
+                        url: "http://127.0.0.1:8123/".to_owned(),
+                    }),
                 },
             }),
         ),
@@ -527,6 +536,13 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                 ],
             }),
         ),
+        (
+            "plan_card_url",
+            method::PLAN_CARD_URL,
+            to_value(&plan_protocol::PlanCardUrlResult {
+                url: format!("http://127.0.0.1:8123/card/{}", "7f".repeat(32)),
+            }),
+        ),
     ]
 }
 
@@ -538,6 +554,13 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
             ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification::from(
                 &pending_approval(),
             )),
+        ),
+        (
+            "plan_approval_requested_with_card",
+            ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification {
+                approval: pending_approval(),
+                card_url: Some(format!("http://127.0.0.1:8123/card/{}", "7f".repeat(32))),
+            }),
         ),
         (
             "plan_approval_resolved_expired",

@@ -219,6 +219,9 @@ fn initialize_result() -> impl Strategy<Value = InitializeResult> + Clone {
                     layers: Vec::new(),
                     enforced: Vec::new(),
                 },
+                web: Some(plan_protocol::WebCapabilities {
+                    url: "http://127.0.0.1:1/".to_owned(),
+                }),
             },
         },
     )
@@ -414,7 +417,8 @@ fn client_request() -> impl Strategy<Value = ClientRequest> {
 }
 
 fn plan_approval_requested() -> impl Strategy<Value = PlanApprovalRequestedNotification> + Clone {
-    plan_approval().prop_map(|approval| PlanApprovalRequestedNotification { approval })
+    (plan_approval(), option::of(text()))
+        .prop_map(|(approval, card_url)| PlanApprovalRequestedNotification { approval, card_url })
 }
 
 fn plan_approval_resolved() -> impl Strategy<Value = PlanApprovalResolvedNotification> + Clone {

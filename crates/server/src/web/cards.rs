@@ -1,0 +1,303 @@
+//! The cards of pending approvals: one capability token each, held in
+//! memory only, and the live status streams of the pages showing them.
+//!
+//! A token is 256 bits from the operating system's random source, bound to
+//! (approval id, artifact SHA-256, expiry). It is compared in constant
+//! time, and it dies at the first decision made with it, when the approval
+//! is resolved any other way (a decision elsewhere, the deadline) and when
+//! the server stops. Nothing here survives a restart, and nothing needs to:
+//! a new host interrupts every pending approval. This module keeps tokens
+//! and streams; whether a decision is allowed is the host's to say.
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
+use serde::Serialize;
+
+/// How many bytes a token has (256 bits).
+pub(crate) const TOKEN_BYTES: usize = 32;
+
+/// Live status streams per card, and in all: a page that opens more gets
+/// `503`.
+const MAX_STREAMS_PER_CARD: usize = 16;
+const MAX_STREAMS: usize = 256;
+
+/// A capability token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Token([u8; TOKEN_BYTES]);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never printed: a token in a log line could be replayed.
+        formatter.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    fn fresh() -> Result<Token, getrandom::Error> {
+        let mut bytes = [0_u8; TOKEN_BYTES];
+        getrandom::fill(&mut bytes)?;
+        Ok(Token(bytes))
+    }
+
+    /// The token as it appears in a URL: 64 lower-case hex digits.
+    pub(crate) fn to_hex(self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// A token from its URL form; `None` for anything else.
+    pub(crate) fn parse(text: &str) -> Option<Token> {
+        if text.len() != TOKEN_BYTES * 2 {
+            return None;
+        }
+        let mut bytes = [0_u8; TOKEN_BYTES];
+        hex::decode_to_slice(text, &mut bytes).ok()?;
+        Some(Token(bytes))
+    }
+
+    /// Equality in time independent of where the two differ.
+    fn matches(&self, other: &Token) -> bool {
+        let difference = self
+            .0
+            .iter()
+            .zip(other.0.iter())
+            .fold(0_u8, |difference, (left, right)| difference | (left ^ right));
+        std::hint::black_box(difference) == 0
+    }
+}
+
+/// What a token is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub(crate) approval_id: ApprovalId,
+    pub(crate) sha256: String,
+    pub(crate) expires_at: i64,
+}
+
+#[derive(Debug)]
+struct Card {
+    token: Token,
+    binding: Binding,
+    /// Taken by a decision in progress: no second decision may start.
+    spent: bool,
+}
+
+/// The status a page shows, as its event stream sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CardStatus {
+    pub(crate) status: ApprovalStatus,
+    pub(crate) permission_mode: Option<PermissionMode>,
+    pub(crate) error_code: Option<ErrorCode>,
+}
+
+impl CardStatus {
+    pub(crate) fn of(approval: &PlanApproval) -> CardStatus {
+        CardStatus {
+            status: approval.status,
+            permission_mode: approval.permission_mode,
+            error_code: approval.error_code,
+        }
+    }
+
+    /// What a page hears when the host stops under it: its approval will
+    /// be interrupted by the next host's startup fence.
+    fn host_stopped() -> CardStatus {
+        CardStatus {
+            status: ApprovalStatus::Interrupted,
+            permission_mode: None,
+            error_code: Some(ErrorCode::HostClosed),
+        }
+    }
+
+    /// One server-sent event.
+    pub(crate) fn event(&self) -> String {
+        let data = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
+        format!("event: status\ndata: {data}\n\n")
+    }
+}
+
+#[derive(Debug)]
+struct Stream {
+    approval_id: ApprovalId,
+    socket: TcpStream,
+}
+
+/// Every live card and stream. Behind the server's one mutex.
+#[derive(Debug, Default)]
+pub(crate) struct Cards {
+    cards: Vec<Card>,
+    streams: Vec<Stream>,
+    stopped: bool,
+}
+
+/// Why a stream was not added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamRefusal {
+    /// The card is gone (decided, expired, stopped).
+    Gone,
+    /// Too many streams.
+    Full,
+}
+
+impl Cards {
+    /// The token of `approval`'s card, made on first use; `None` when the
+    /// approval is not pending, has no artifact or the server stopped.
+    pub(crate) fn token_for(&mut self, approval: &PlanApproval) -> Result<Option<Token>, getrandom::Error> {
+        if self.stopped || approval.status != ApprovalStatus::Pending {
+            return Ok(None);
+        }
+        let Some(artifact) = &approval.artifact else {
+            return Ok(None);
+        };
+        if let Some(card) = self
+            .cards
+            .iter()
+            .find(|card| card.binding.approval_id == approval.id)
+        {
+            return Ok(Some(card.token));
+        }
+        let token = Token::fresh()?;
+        self.cards.push(Card {
+            token,
+            binding: Binding {
+                approval_id: approval.id.clone(),
+                sha256: artifact.sha256.clone(),
+                expires_at: approval.expires_at,
+            },
+            spent: false,
+        });
+        Ok(Some(token))
+    }
+
+    /// What a live, unspent token is bound to. Every card is compared, so
+    /// the time taken does not say which one (or whether any) matched.
+    pub(crate) fn binding(&self, token: &Token) -> Option<Binding> {
+        let mut found = None;
+        for card in &self.cards {
+            if card.token.matches(token) && !card.spent {
+                found = Some(card.binding.clone());
+            }
+        }
+        found
+    }
+
+    /// Spends a live token for a decision: only the first caller gets its
+    /// binding; every later one (a second tab) gets `None`.
+    pub(crate) fn spend(&mut self, token: &Token) -> Option<Binding> {
+        let mut found = None;
+        for card in &mut self.cards {
+            if card.token.matches(token) && !card.spent {
+                card.spent = true;
+                found = Some(card.binding.clone());
+            }
+        }
+        found
+    }
+
+    /// Gives a spent token back after the host refused the decision and
+    /// the approval is still pending (a missing mode, a busy session).
+    pub(crate) fn unspend(&mut self, approval_id: &ApprovalId) {
+        for card in &mut self.cards {
+            if &card.binding.approval_id == approval_id {
+                card.spent = false;
+            }
+        }
+    }
+
+    /// Opens a page's status stream: writes `opening` (the response head
+    /// and the first event) and registers the socket, under this lock, so
+    /// no final status can slip in between. The socket is non-blocking and
+    /// the opening small, so this never waits for the client.
+    pub(crate) fn open_stream(
+        &mut self,
+        approval_id: &ApprovalId,
+        mut socket: TcpStream,
+        opening: &str,
+    ) -> Result<(), StreamRefusal> {
+        if self.stopped
+            || !self
+                .cards
+                .iter()
+                .any(|card| &card.binding.approval_id == approval_id)
+        {
+            return Err(StreamRefusal::Gone);
+        }
+        let of_card = self
+            .streams
+            .iter()
+            .filter(|stream| &stream.approval_id == approval_id)
+            .count();
+        if of_card >= MAX_STREAMS_PER_CARD || self.streams.len() >= MAX_STREAMS {
+            return Err(StreamRefusal::Full);
+        }
+        match socket.write(opening.as_bytes()) {
+            Ok(written) if written == opening.len() => {}
+            Ok(_) | Err(_) => return Err(StreamRefusal::Full),
+        }
+        self.streams.push(Stream {
+            approval_id: approval_id.clone(),
+            socket,
+        });
+        Ok(())
+    }
+
+    /// The event a page gets when its stream opens after the card died.
+    pub(crate) fn gone_event(&self, approval: Option<&PlanApproval>) -> String {
+        match approval {
+            Some(approval) if !self.stopped => CardStatus::of(approval).event(),
+            Some(_) | None => CardStatus::host_stopped().event(),
+        }
+    }
+
+    /// The approval left `pending`: its card dies and its pages hear the
+    /// final status, then their streams end.
+    pub(crate) fn resolve(&mut self, approval: &PlanApproval) {
+        self.cards.retain(|card| card.binding.approval_id != approval.id);
+        let event = CardStatus::of(approval).event();
+        let (ended, kept) = std::mem::take(&mut self.streams)
+            .into_iter()
+            .partition(|stream| stream.approval_id == approval.id);
+        self.streams = kept;
+        for stream in ended {
+            send_and_close(stream.socket, &event);
+        }
+    }
+
+    /// The server stops: every card dies and every page hears that.
+    pub(crate) fn stop(&mut self) {
+        self.stopped = true;
+        self.cards.clear();
+        let event = CardStatus::host_stopped().event();
+        for stream in std::mem::take(&mut self.streams) {
+            send_and_close(stream.socket, &event);
+        }
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+}
+
+/// Writes the last event without waiting (the socket is non-blocking: a
+/// page that stopped reading loses it, nobody waits for it) and closes.
+fn send_and_close(mut socket: TcpStream, event: &str) {
+    let _ = socket.write(event.as_bytes());
+    let _ = socket.shutdown(std::net::Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip_through_hex_and_refuse_other_text() {
+        let token = Token([7; TOKEN_BYTES]);
+        assert_eq!(Token::parse(&token.to_hex()), Some(token));
+        assert_eq!(Token::parse("07"), None);
+        assert_eq!(Token::parse(&"zz".repeat(TOKEN_BYTES)), None);
+        assert!(!token.matches(&Token([8; TOKEN_BYTES])));
+        assert_eq!(format!("{token:?}"), "Token(..)");
+    }
+}

@@ -1,0 +1,290 @@
+//! The approval card's web server: `<plan-approval-card>` in a browser tab,
+//! an Electron renderer or on a phone, deciding through the same host
+//! `approve` / `reject` as every other frontend.
+//!
+//! Why this HTTP stack: the host imposes no async runtime on its embedders
+//! (the FFI, Rust hosts, `serve`), and this server needs four routes, one
+//! request per connection and a few small bodies. So it is `std` only: a
+//! `TcpListener` on its own accept thread, one short-lived thread per
+//! connection (at most [`MAX_CONNECTIONS`] at once; more are closed
+//! unanswered), and the minimal, strictly bounded HTTP/1.1 of `http`
+//! (head and body caps, a whole-request deadline, a write timeout). A
+//! client that sends slowly, never sends, or never reads holds only its
+//! own thread, and only until its deadline; live status streams are handed
+//! to the card registry and written without blocking, so a page that
+//! stopped reading loses its events and delays nobody. Expiry is the
+//! host's own timer and never waits for this server.
+//!
+//! What it serves, all under the security headers of `http` (CSP without
+//! inline script, no framing, no referrer, no caching, no CORS):
+//! - `GET /card/<token>`: the page, which loads
+//! - `GET /plan-approval-card.js`: the custom element (the TypeScript
+//!   client's build output, embedded);
+//! - `GET /card/<token>/state`: title, question, expiry, status and the
+//!   plan as the host read it after its size and hash check;
+//! - `GET /card/<token>/events`: the live status (Server-Sent Events);
+//! - `POST /decision`: `{token, sha256, decision, permissionMode?}`, the
+//!   token in the body, never in a query string.
+//!
+//! Every request must name the bound address in `Host` (no DNS
+//! rebinding), and an `Origin`, required on `POST`, must be the page's own.
+//! A token that is unknown, spent, expired, bound to another artifact or
+//! from before a stop is `404` with no hint which. This module decides
+//! nothing about the checkpoint: a decision is the host's
+//! [`Host::approve_noted`] / [`Host::reject_noted`], which record in the
+//! transcript that it came from the web card and from which address.
+
+mod cards;
+mod http;
+pub mod qr;
+mod routes;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
+use plan_host::{Host, HostError, HostEvent, WebOptions};
+use plan_protocol::{PlanApprovalRequestedNotification, ServerNotification, WebCapabilities};
+
+use cards::Cards;
+
+/// At most this many connections are served at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// The time a client has to send its whole request.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// The time a blocking write may wait for a client that does not read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The state the accept thread, the connection threads and the host
+/// listener share.
+#[derive(Debug)]
+struct Shared {
+    host: Arc<Host>,
+    cards: Mutex<Cards>,
+    address: SocketAddr,
+    /// `Host` must be exactly this (`127.0.0.1:PORT`).
+    authority: String,
+    /// `Origin`, when sent, must be exactly this (`http://127.0.0.1:PORT`).
+    origin: String,
+    connections: AtomicUsize,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    fn cards(&self) -> MutexGuard<'_, Cards> {
+        self.cards
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A running approval card server. Stop it with [`WebCard::stop`] (or by
+/// dropping it) when its host closes: every token dies and every open page
+/// hears that the host stopped.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use std::sync::Arc;
+///
+/// use plan_host::{Host, HostOptions, WebOptions};
+/// use plan_server::web::WebCard;
+///
+/// let options = HostOptions { web: Some(WebOptions::loopback("127.0.0.1:0".parse()?)?), ..HostOptions::default() };
+/// let host = Arc::new(Host::open(dir.path().join("plan.db"), options)?);
+/// let web = WebCard::start_for(&host)?.ok_or("the option is set")?;
+/// assert!(web.base_url().starts_with("http://127.0.0.1:"));
+/// web.stop();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct WebCard {
+    shared: Arc<Shared>,
+    accept: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl WebCard {
+    /// Starts the server the host's [`plan_host::HostOptions::web`] asks
+    /// for; `None` when it asks for none ([`WebCard`]'s example).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`WebCard::start`].
+    pub fn start_for(host: &Arc<Host>) -> Result<Option<Arc<WebCard>>, HostError> {
+        host.web()
+            .map(|options| WebCard::start(host, options))
+            .transpose()
+    }
+
+    /// Binds `options`' address and starts serving cards of `host`'s
+    /// pending approvals.
+    ///
+    /// # Errors
+    ///
+    /// `INVALID_PARAMS` when the address cannot be bound (in use, not
+    /// local), `INTERNAL` when a thread cannot start.
+    pub fn start(host: &Arc<Host>, options: WebOptions) -> Result<Arc<WebCard>, HostError> {
+        let listener = TcpListener::bind(options.bind()).map_err(|error| {
+            HostError::with_detail(
+                ErrorCode::InvalidParams,
+                format!("cannot listen on {}: {error}", options.bind()),
+            )
+        })?;
+        let address = listener
+            .local_addr()
+            .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))?;
+        let authority = address.to_string();
+        let shared = Arc::new(Shared {
+            host: Arc::clone(host),
+            cards: Mutex::new(Cards::default()),
+            address,
+            origin: format!("http://{authority}"),
+            authority,
+            connections: AtomicUsize::new(0),
+            stopping: AtomicBool::new(false),
+        });
+        // The listener holds the server weakly: the host (which holds its
+        // listeners) must not keep a stopped server alive, nor the server
+        // the host.
+        let weak: Weak<Shared> = Arc::downgrade(&shared);
+        host.add_listener(Arc::new(move |event: HostEvent| {
+            if let (HostEvent::ApprovalResolved(approval), Some(shared)) = (&event, weak.upgrade()) {
+                shared.cards().resolve(approval);
+            }
+        }));
+        let accept = std::thread::Builder::new()
+            .name("plan-web-accept".to_owned())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || accept_loop(&shared, &listener)
+            })
+            .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))?;
+        Ok(Arc::new(WebCard {
+            shared,
+            accept: Mutex::new(Some(accept)),
+        }))
+    }
+
+    /// The address the server listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.shared.address
+    }
+
+    /// The server's base URL, `http://ADDRESS/`, with no token in it.
+    pub fn base_url(&self) -> String {
+        format!("{}/", self.shared.origin)
+    }
+
+    /// What `initialize` reports as `capabilities.web`.
+    pub fn capabilities(&self) -> WebCapabilities {
+        WebCapabilities { url: self.base_url() }
+    }
+
+    /// The card URL of a pending approval (its token made on first use);
+    /// `None` when it is not pending, has no artifact or the server stopped.
+    pub fn card_url(&self, approval: &PlanApproval) -> Option<String> {
+        let token = self.shared.cards().token_for(approval).ok().flatten()?;
+        Some(format!("{}card/{}", self.base_url(), token.to_hex()))
+    }
+
+    /// `plan/cardUrl`: the card URL of a pending approval.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (decided, expired or
+    /// interrupted), `INTERNAL` (no random bytes), `HOST_CLOSED`.
+    pub fn card_url_of(&self, approval_id: &ApprovalId) -> Result<String, HostError> {
+        let approval = self.shared.host.approval(approval_id)?.approval;
+        if approval.status != ApprovalStatus::Pending {
+            return Err(HostError::with_detail(
+                ErrorCode::ApprovalNotPending,
+                format!("approval {approval_id} is {}", approval.status),
+            ));
+        }
+        let token = self
+            .shared
+            .cards()
+            .token_for(&approval)
+            .map_err(|error| {
+                HostError::with_detail(ErrorCode::Internal, format!("no random bytes: {error}"))
+            })?
+            .ok_or_else(|| {
+                HostError::with_detail(ErrorCode::ApprovalNotPending, "the web card server stopped")
+            })?;
+        Ok(format!("{}card/{}", self.base_url(), token.to_hex()))
+    }
+
+    /// The protocol notification of a host event, with the card URL in
+    /// `plan/approvalRequested` (the one place `cardUrl` is filled in).
+    pub fn notification(&self, event: HostEvent) -> ServerNotification {
+        match event {
+            HostEvent::ApprovalRequested(approval) => {
+                ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification {
+                    card_url: self.card_url(&approval),
+                    approval,
+                })
+            }
+            other @ (HostEvent::ApprovalResolved(_)
+            | HostEvent::ExecutionStateChanged { .. }
+            | HostEvent::SessionChanged(_)
+            | HostEvent::CommandOutput { .. }
+            | HostEvent::CommandExited(_)) => crate::notification(other),
+        }
+    }
+
+    /// Stops serving: the accept thread ends, every token dies and every
+    /// open page is told the host stopped. Stopping twice is harmless.
+    pub fn stop(&self) {
+        if self.shared.stopping.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.shared.cards().stop();
+        // The accept thread waits in accept(): one connection wakes it, and
+        // it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.shared.address, Duration::from_secs(1));
+        let handle = self
+            .accept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for WebCard {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
+    for incoming in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = incoming else {
+            continue;
+        };
+        // Over the cap the connection is closed unanswered (dropping it).
+        if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("plan-web-conn".to_owned())
+            .spawn({
+                let shared = Arc::clone(shared);
+                move || {
+                    routes::serve_connection(&shared, stream);
+                    shared.connections.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        if spawned.is_err() {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Which request gets which answer: the Host and Origin checks, the
+//! page, the element, the state, the live status stream and decisions.
+//! Every decision goes to the host; this module only checks that the
+//! request carries a live token for the approval it names.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::time::Instant;
+
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
+use plan_host::{DecisionChannel, DecisionSource, HostError};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::cards::{Binding, CardStatus, StreamRefusal, Token};
+use super::http::{self, Request, Response};
+use super::{REQUEST_DEADLINE, Shared, WRITE_TIMEOUT};
+
+/// The custom element, as the TypeScript client builds it (committed, so
+/// that building this crate needs no Node).
+pub(crate) const CARD_SCRIPT: &str = include_str!("../../assets/plan-approval-card.js");
+
+/// The path of the element's script.
+const SCRIPT_PATH: &str = "/plan-approval-card.js";
+
+/// What a route did with the connection.
+enum Answer {
+    /// A response to write.
+    Respond(Response),
+    /// The socket now belongs to a status stream.
+    Streaming,
+}
+
+/// Serves the one request of a connection.
+pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) {
+    let Ok(peer) = stream.peer_addr() else {
+        return;
+    };
+    if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
+        return;
+    }
+    let answer = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
+        Ok(request) => route(shared, &request, &mut stream, peer),
+        Err(refusal) => Answer::Respond(Response::plain(refusal.status)),
+    };
+    if let Answer::Respond(response) = answer {
+        // A client that does not read is given up on after the write
+        // timeout; there is nobody to tell.
+        let _ = http::write_response(&mut stream, &response);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+fn route(shared: &Shared, request: &Request, stream: &mut TcpStream, peer: SocketAddr) -> Answer {
+    if let Err(response) = check_origin(shared, request) {
+        return Answer::Respond(response);
+    }
+    let path = request.target.as_str();
+    match (request.method.as_str(), path) {
+        ("GET", SCRIPT_PATH) => {
+            Answer::Respond(Response::new(200, "text/javascript; charset=utf-8", CARD_SCRIPT))
+        }
+        ("POST", "/decision") => Answer::Respond(decide(shared, request, peer)),
+        ("GET", _) => match card_path(path) {
+            Some((token, CardRoute::Page)) => Answer::Respond(page(shared, token)),
+            Some((token, CardRoute::State)) => Answer::Respond(state(shared, token)),
+            Some((token, CardRoute::Events)) => events(shared, token, stream),
+            None => Answer::Respond(Response::plain(404)),
+        },
+        _ => Answer::Respond(Response::plain(if path == "/decision" { 405 } else { 404 })),
+    }
+}
+
+/// `Host` must name the bound address (a DNS-rebound name is refused);
+/// `Origin`, when present, must be the page's own, and a `POST` must carry
+/// it.
+fn check_origin(shared: &Shared, request: &Request) -> Result<(), Response> {
+    let host = request
+        .single_header("host")
+        .map_err(|refusal| Response::plain(refusal.status))?;
+    if host != Some(shared.authority.as_str()) {
+        return Err(Response::plain(421));
+    }
+    let origin = request
+        .single_header("origin")
+        .map_err(|refusal| Response::plain(refusal.status))?;
+    match origin {
+        Some(origin) if origin != shared.origin => Err(Response::plain(403)),
+        None if request.method == "POST" => Err(Response::plain(403)),
+        Some(_) | None => Ok(()),
+    }
+}
+
+enum CardRoute {
+    Page,
+    State,
+    Events,
+}
+
+/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/events`.
+fn card_path(path: &str) -> Option<(&str, CardRoute)> {
+    let rest = path.strip_prefix("/card/")?;
+    match rest.split_once('/') {
+        None => Some((rest, CardRoute::Page)),
+        Some((token, "state")) => Some((token, CardRoute::State)),
+        Some((token, "events")) => Some((token, CardRoute::Events)),
+        Some(_) => None,
+    }
+}
+
+/// The token's binding and the approval it names, when the token is live:
+/// known, unspent, and its approval still pending (the host expires an
+/// overdue one first) with the same artifact and deadline.
+fn live(shared: &Shared, token: &str) -> Option<(Token, Binding, PlanApproval)> {
+    if shared.host.is_closed() || shared.cards().is_stopped() {
+        return None;
+    }
+    let token = Token::parse(token)?;
+    let binding = shared.cards().binding(&token)?;
+    let approval = shared.host.approval(&binding.approval_id).ok()?.approval;
+    let same_artifact = approval
+        .artifact
+        .as_ref()
+        .is_some_and(|artifact| artifact.sha256 == binding.sha256);
+    if approval.status != ApprovalStatus::Pending
+        || !same_artifact
+        || approval.expires_at != binding.expires_at
+    {
+        return None;
+    }
+    Some((token, binding, approval))
+}
+
+fn page(shared: &Shared, token: &str) -> Response {
+    let Some((token, _, _)) = live(shared, token) else {
+        return Response::plain(404);
+    };
+    // The token is 64 hex digits: nothing in it needs escaping.
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n<title>Plan approval</title>\n\
+         <script type=\"module\" src=\"{SCRIPT_PATH}\"></script>\n</head>\n<body>\n\
+         <plan-approval-card card-url=\"/card/{}\"></plan-approval-card>\n</body>\n</html>\n",
+        token.to_hex()
+    );
+    Response::new(200, "text/html; charset=utf-8", html)
+}
+
+fn state(shared: &Shared, token: &str) -> Response {
+    let Some((_, binding, approval)) = live(shared, token) else {
+        return Response::plain(404);
+    };
+    let size = approval.artifact.as_ref().map_or(0, |artifact| artifact.size);
+    // The plan as the host reads it: after its size and hash check.
+    let plan = match shared.host.read_artifact(&approval.id) {
+        Ok(content) => json!({"ok": true, "markdown": content.markdown}),
+        Err(error) => json!({"ok": false, "errorCode": error.code(), "message": error.message()}),
+    };
+    Response::json(
+        200,
+        &json!({
+            "approvalId": approval.id,
+            "title": approval.title,
+            "question": approval.question,
+            "createdAt": approval.created_at,
+            "expiresAt": approval.expires_at,
+            "status": CardStatus::of(&approval),
+            "artifact": {"sha256": binding.sha256, "size": size},
+            "plan": plan,
+            "permissionModes": PermissionMode::ALL.iter().map(|mode| mode.as_str()).collect::<Vec<_>>(),
+        }),
+    )
+}
+
+/// The live status stream: the current status now, the final one when the
+/// approval is resolved (then the stream ends). The socket is non-blocking
+/// and belongs to the card registry from its first byte on.
+fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
+    let Some((_, binding, approval)) = live(shared, token) else {
+        return Answer::Respond(Response::plain(404));
+    };
+    let mut opening = http::head(200, "text/event-stream; charset=utf-8", None);
+    // A page that lost its stream retries after this long.
+    opening.push_str("retry: 2000\n\n");
+    let Ok(socket) = stream.try_clone() else {
+        return Answer::Streaming;
+    };
+    if socket.set_nonblocking(true).is_err() {
+        return Answer::Streaming;
+    }
+    let mut first = opening.clone();
+    first.push_str(&CardStatus::of(&approval).event());
+    let opened = shared.cards().open_stream(&binding.approval_id, socket, &first);
+    match opened {
+        Ok(()) => Answer::Streaming,
+        Err(StreamRefusal::Full) => Answer::Respond(Response::plain(503)),
+        // Resolved or stopped since the check: the page hears what it became.
+        Err(StreamRefusal::Gone) => {
+            let row = shared.host.approval(&binding.approval_id).ok();
+            let event = shared.cards().gone_event(row.as_ref().map(|row| &row.approval));
+            opening.push_str(&event);
+            let _ = stream.write_all(opening.as_bytes());
+            Answer::Streaming
+        }
+    }
+}
+
+/// `POST /decision`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DecisionBody {
+    token: String,
+    sha256: String,
+    decision: Decision,
+    #[serde(default)]
+    permission_mode: Option<PermissionMode>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Decision {
+    Approve,
+    Reject,
+}
+
+fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
+    let json_body = request
+        .single_header("content-type")
+        .ok()
+        .flatten()
+        .is_some_and(|kind| {
+            kind.split(';')
+                .next()
+                .is_some_and(|kind| kind.trim() == "application/json")
+        });
+    if !json_body {
+        return Response::plain(415);
+    }
+    let Ok(body) = serde_json::from_slice::<DecisionBody>(&request.body) else {
+        return Response::plain(400);
+    };
+    let Some((token, binding, _)) = live(shared, &body.token) else {
+        return Response::plain(404);
+    };
+    // The decision must be about the artifact the card showed.
+    if body.sha256 != binding.sha256 {
+        return Response::plain(404);
+    }
+    // Only the first decision with a token reaches the host.
+    if shared.cards().spend(&token).is_none() {
+        return Response::plain(404);
+    }
+    let source = DecisionSource {
+        channel: DecisionChannel::WebCard,
+        remote_address: peer.to_string(),
+    };
+    let decided = match body.decision {
+        Decision::Approve => shared
+            .host
+            .approve_noted(&binding.approval_id, body.permission_mode, &source),
+        Decision::Reject => shared.host.reject_noted(&binding.approval_id, &source),
+    };
+    match decided {
+        Ok((approval, _)) => Response::json(200, &json!({"status": CardStatus::of(&approval)})),
+        Err(error) => refused(shared, &binding.approval_id, &error),
+    }
+}
+
+/// A decision the host refused: the token is given back while the
+/// approval is still pending (a missing mode can be fixed); a token whose
+/// approval is gone is simply not found.
+fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Response {
+    let still_pending = shared
+        .host
+        .approval(approval_id)
+        .is_ok_and(|row| row.approval.status == ApprovalStatus::Pending);
+    if !still_pending {
+        return Response::plain(404);
+    }
+    shared.cards().unspend(approval_id);
+    let status = if error.code() == ErrorCode::PermissionModeRequired {
+        400
+    } else {
+        409
+    };
+    Response::json(
+        status,
+        &json!({"errorCode": error.code(), "message": error.message()}),
+    )
+}

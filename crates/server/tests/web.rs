@@ -1,0 +1,691 @@
+//! The approval card's web server over real loopback sockets: the token
+//! rules (used, wrong, expired, wrong SHA-256, after a stop), the Host and
+//! Origin checks, the security headers, the body bounds, clients that never
+//! send or never read, and racing decisions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use plan_host::{
+    ApprovalStatus, DecisionChannel, ExpiryTimer, Host, HostEvent, HostOptions, Limits, ManualClock, Mode,
+    NewSession, Origin, PermissionMode, PlanApproval, SUBMIT_PLAN, ToolCall, WebOptions, serde_json,
+};
+use plan_server::Connection;
+use plan_server::web::WebCard;
+use serde_json::{Value, json};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    host: Arc<Host>,
+    web: Arc<WebCard>,
+    approval: PlanApproval,
+    resolved: std::sync::Mutex<Receiver<PlanApproval>>,
+    clock: Option<Arc<ManualClock>>,
+}
+
+impl Fixture {
+    fn addr(&self) -> SocketAddr {
+        self.web.address()
+    }
+
+    fn url(&self) -> String {
+        self.web
+            .card_url(&self.approval)
+            .expect("a pending approval has a card")
+    }
+
+    /// The card's path, `/card/<token>`.
+    fn path(&self) -> String {
+        let url = self.url();
+        url[url.find("/card/").unwrap()..].to_owned()
+    }
+
+    fn token(&self) -> String {
+        self.path().trim_start_matches("/card/").to_owned()
+    }
+
+    fn sha256(&self) -> String {
+        self.approval.artifact.as_ref().unwrap().sha256.clone()
+    }
+
+    fn status(&self) -> PlanApproval {
+        self.host.approval(&self.approval.id).unwrap().approval
+    }
+
+    fn decide(&self, body: &Value) -> Reply {
+        post(
+            self.addr(),
+            "/decision",
+            &body.to_string(),
+            &[("Origin", &origin(self.addr()))],
+        )
+    }
+}
+
+const MARKDOWN: &str = "# Plan\n\n1. Split the lexer.\n";
+
+/// A host with a web card server and one pending approval. With `manual`,
+/// the clock is a `ManualClock` and expiry runs when asked.
+fn fixture(ttl_ms: i64, manual: bool) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let clock = manual.then(|| Arc::new(ManualClock::new(1_800_000_000_000)));
+    let mut options = HostOptions {
+        limits: Limits::new(ttl_ms, 64 * 1024).unwrap(),
+        web: Some(WebOptions::loopback("127.0.0.1:0".parse().unwrap()).unwrap()),
+        ..HostOptions::default()
+    };
+    if let Some(clock) = &clock {
+        options.clock = Arc::clone(clock) as Arc<dyn plan_host::Clock>;
+        options.expiry = ExpiryTimer::Manual;
+    }
+    let host = Arc::new(Host::open(dir.path().join("plan.db"), options).unwrap());
+    let web = WebCard::start_for(&host).unwrap().unwrap();
+    let (sender, resolved) = channel();
+    host.add_listener(Arc::new(move |event: HostEvent| {
+        if let HostEvent::ApprovalResolved(approval) = event {
+            let _ = sender.send(approval);
+        }
+    }));
+    let approval = submit(&host, &workspace, "Split the parser", MARKDOWN);
+    Fixture {
+        dir,
+        host,
+        web,
+        approval,
+        resolved: std::sync::Mutex::new(resolved),
+        clock,
+    }
+}
+
+fn submit(host: &Host, workspace: &std::path::Path, title: &str, markdown: &str) -> PlanApproval {
+    let session = host
+        .create_session(NewSession {
+            workspace_root: Some(workspace.display().to_string()),
+            mode: Some(Mode::Plan),
+            ..NewSession::default()
+        })
+        .unwrap();
+    let turn = host.start_turn(&session.session.id, Origin::Interactive).unwrap();
+    let call = ToolCall {
+        call_id: "call-1".to_owned(),
+        name: SUBMIT_PLAN.to_owned(),
+        input: json!({"title": title, "markdown": markdown, "question": "Proceed?"}),
+    };
+    let outcomes = host
+        .tool_calls(&session.session.id, &turn.turn_id, vec![call])
+        .unwrap();
+    outcomes[0].approval.clone().unwrap()
+}
+
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {}", self.body))
+    }
+}
+
+fn origin(addr: SocketAddr) -> String {
+    format!("http://{addr}")
+}
+
+/// Sends raw bytes and reads the whole answer (the server closes every
+/// connection after one response).
+fn exchange(addr: SocketAddr, raw: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream.write_all(raw).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    parse_reply(&bytes)
+}
+
+fn parse_reply(bytes: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+fn get_with(addr: SocketAddr, path: &str, extra: &[(&str, &str)]) -> Reply {
+    let mut raw = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n");
+    for (name, value) in extra {
+        raw.push_str(&format!("{name}: {value}\r\n"));
+    }
+    raw.push_str("\r\n");
+    exchange(addr, raw.as_bytes())
+}
+
+fn get(addr: SocketAddr, path: &str) -> Reply {
+    get_with(addr, path, &[])
+}
+
+fn post(addr: SocketAddr, path: &str, body: &str, extra: &[(&str, &str)]) -> Reply {
+    let mut raw = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in extra {
+        raw.push_str(&format!("{name}: {value}\r\n"));
+    }
+    raw.push_str("\r\n");
+    raw.push_str(body);
+    exchange(addr, raw.as_bytes())
+}
+
+fn approve(fixture: &Fixture, mode: &str) -> Value {
+    json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve", "permissionMode": mode})
+}
+
+#[test]
+fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let page = get(fixture.addr(), &fixture.path());
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("<plan-approval-card"), "{}", page.body);
+    assert!(page.body.contains("src=\"/plan-approval-card.js\""));
+    let state = get(fixture.addr(), &format!("{}/state", fixture.path())).json();
+    assert_eq!(state["title"], "Split the parser");
+    assert_eq!(state["question"], "Proceed?");
+    assert_eq!(state["expiresAt"], fixture.approval.expires_at);
+    assert_eq!(state["status"]["status"], "pending");
+    assert_eq!(state["plan"]["ok"], true);
+    assert_eq!(state["plan"]["markdown"], MARKDOWN);
+    assert_eq!(state["artifact"]["sha256"], fixture.sha256());
+    let script = get(fixture.addr(), "/plan-approval-card.js");
+    assert_eq!(script.status, 200);
+    assert!(
+        script
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+
+    let token = fixture.token();
+    let decided = fixture.decide(&approve(&fixture, "accept-edits"));
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    assert_eq!(decided.json()["status"]["status"], "approved");
+    let row = fixture.status();
+    assert_eq!(row.status, ApprovalStatus::Approved);
+    assert_eq!(row.permission_mode, Some(PermissionMode::AcceptEdits));
+    assert!(
+        row.execution_id.is_some(),
+        "the same approve queues the execution"
+    );
+    let entries = fixture.host.decision_entries(&row.session_id).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].via, DecisionChannel::WebCard);
+    assert_eq!(entries[0].status, ApprovalStatus::Approved);
+    assert_eq!(entries[0].permission_mode, Some(PermissionMode::AcceptEdits));
+    assert!(
+        entries[0].remote_address.starts_with("127.0.0.1:"),
+        "{:?}",
+        entries[0]
+    );
+
+    // A used token is dead everywhere, and a decided approval has no card.
+    let again = json!({"token": token, "sha256": fixture.sha256(), "decision": "reject"});
+    assert_eq!(fixture.decide(&again).status, 404);
+    assert_eq!(get(fixture.addr(), &format!("/card/{token}")).status, 404);
+    assert_eq!(get(fixture.addr(), &format!("/card/{token}/state")).status, 404);
+    assert_eq!(get(fixture.addr(), &format!("/card/{token}/events")).status, 404);
+    assert!(fixture.web.card_url(&row).is_none());
+    assert_eq!(fixture.host.decision_entries(&row.session_id).unwrap().len(), 1);
+}
+
+#[test]
+fn a_wrong_token_and_a_wrong_hash_are_the_same_404() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let unknown = "0".repeat(64);
+    let not_hex = "z".repeat(64);
+    let wrong = [
+        get(fixture.addr(), &format!("/card/{unknown}")),
+        get(fixture.addr(), &format!("/card/{unknown}/state")),
+        get(fixture.addr(), &format!("/card/{not_hex}/state")),
+        get(fixture.addr(), "/card/short/state"),
+        fixture.decide(&json!({"token": unknown, "sha256": fixture.sha256(), "decision": "reject"})),
+        // The right token with another artifact's hash.
+        fixture.decide(&json!({"token": fixture.token(), "sha256": "0".repeat(64), "decision": "reject"})),
+    ];
+    for reply in &wrong {
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (
+                404,
+                "Not Found
+"
+            )
+        );
+    }
+    assert_eq!(fixture.status().status, ApprovalStatus::Pending);
+    // Nothing was spent: the right token and hash still decide.
+    let rejected =
+        fixture.decide(&json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "reject"}));
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    assert_eq!(fixture.status().status, ApprovalStatus::Rejected);
+    let entries = fixture
+        .host
+        .decision_entries(&fixture.approval.session_id)
+        .unwrap();
+    assert_eq!((entries.len(), entries[0].permission_mode), (1, None));
+}
+
+#[test]
+fn a_token_dies_at_the_deadline() {
+    let fixture = fixture(60_000, true);
+    let body = approve(&fixture, "ask");
+    let path = fixture.path();
+    fixture.clock.as_ref().unwrap().advance(60_000);
+    assert_eq!(get(fixture.addr(), &format!("{path}/state")).status, 404);
+    assert_eq!(fixture.decide(&body).status, 404);
+    let row = fixture.status();
+    assert_eq!(row.status, ApprovalStatus::Expired);
+    assert!(fixture.host.decision_entries(&row.session_id).unwrap().is_empty());
+}
+
+#[test]
+fn a_decision_the_host_refuses_leaves_the_token_live() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let without_mode = json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve"});
+    let refused = fixture.decide(&without_mode);
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.json()["errorCode"], "PERMISSION_MODE_REQUIRED");
+    assert_eq!(fixture.status().status, ApprovalStatus::Pending);
+    let bad = [
+        json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve", "permissionMode": "yolo"}),
+        json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve", "feedback": "x"}),
+        json!({"token": fixture.token(), "decision": "reject"}),
+    ];
+    for body in &bad {
+        assert_eq!(fixture.decide(body).status, 400, "{body}");
+    }
+    assert_eq!(fixture.decide(&approve(&fixture, "auto")).status, 200);
+    assert_eq!(fixture.status().permission_mode, Some(PermissionMode::Auto));
+}
+
+#[test]
+fn tokens_die_when_the_host_closes_and_when_the_server_stops() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let path = fixture.path();
+    fixture.host.close();
+    assert_eq!(get(fixture.addr(), &format!("{path}/state")).status, 404);
+    assert_eq!(get(fixture.addr(), &path).status, 404);
+
+    let fixture = self::fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let path = fixture.path();
+    let mut stream = open_events(fixture.addr(), &path);
+    assert!(read_event(&mut stream).contains("\"pending\""));
+    fixture.web.stop();
+    // The open page hears the host stop, then its stream ends.
+    let last = read_event(&mut stream);
+    assert!(
+        last.contains("\"interrupted\"") && last.contains("HOST_CLOSED"),
+        "{last}"
+    );
+    assert!(fixture.web.card_url(&fixture.approval).is_none());
+    assert!(
+        TcpStream::connect(fixture.addr()).is_err(),
+        "nothing listens after a stop"
+    );
+}
+
+#[test]
+fn a_foreign_host_or_origin_is_refused() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let state = format!("{}/state", fixture.path());
+    let body = approve(&fixture, "ask").to_string();
+    let raw = |host: &str| format!("GET {state} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    for host in [
+        format!("localhost:{}", addr.port()),
+        "evil.example".to_owned(),
+        String::new(),
+    ] {
+        assert_eq!(exchange(addr, raw(&host).as_bytes()).status, 421, "Host: {host}");
+    }
+    let no_host = format!("GET {state} HTTP/1.1\r\n\r\n");
+    assert_eq!(exchange(addr, no_host.as_bytes()).status, 421);
+    let two_hosts = format!("GET {state} HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\n\r\n");
+    assert_eq!(exchange(addr, two_hosts.as_bytes()).status, 400);
+    assert_eq!(
+        get_with(addr, &state, &[("Origin", "http://evil.example")]).status,
+        403
+    );
+    assert_eq!(get_with(addr, &state, &[("Origin", &origin(addr))]).status, 200);
+    assert_eq!(
+        post(addr, "/decision", &body, &[("Origin", "http://evil.example")]).status,
+        403
+    );
+    assert_eq!(post(addr, "/decision", &body, &[("Origin", "null")]).status, 403);
+    assert_eq!(
+        post(addr, "/decision", &body, &[]).status,
+        403,
+        "a POST must say its Origin"
+    );
+    let form = format!(
+        "POST /decision HTTP/1.1\r\nHost: {addr}\r\nOrigin: {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        origin(addr),
+        body.len()
+    );
+    assert_eq!(exchange(addr, form.as_bytes()).status, 415);
+    assert_eq!(fixture.status().status, ApprovalStatus::Pending);
+}
+
+#[test]
+fn every_response_has_the_security_headers_and_none_allows_other_origins() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let preflight = format!(
+        "OPTIONS /decision HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\n\r\n"
+    );
+    let replies = [
+        get(addr, &fixture.path()),
+        get(addr, "/plan-approval-card.js"),
+        get(addr, "/nothing"),
+        get_with(addr, "/", &[("Origin", "http://evil.example")]),
+        exchange(addr, b"GET / HTTP/1.1\r\nHost: evil\r\n\r\n"),
+        exchange(addr, preflight.as_bytes()),
+    ];
+    for reply in &replies {
+        let csp = reply.header("content-security-policy").unwrap();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
+        assert!(csp.contains("frame-ancestors 'none'"));
+        assert_eq!(reply.header("x-frame-options"), Some("DENY"));
+        assert_eq!(reply.header("referrer-policy"), Some("no-referrer"));
+        assert_eq!(reply.header("cache-control"), Some("no-store"));
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+        assert!(
+            !reply
+                .headers
+                .iter()
+                .any(|(name, _)| name.to_ascii_lowercase().starts_with("access-control-")),
+            "{:?}",
+            reply.headers
+        );
+    }
+    // A preflight from another origin is refused like any of its requests.
+    assert_eq!(replies[5].status, 403);
+}
+
+#[test]
+fn heads_and_bodies_are_bounded() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let long_body = format!(
+        "POST /decision HTTP/1.1\r\nHost: {addr}\r\nOrigin: {}\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n",
+        origin(addr)
+    );
+    assert_eq!(exchange(addr, long_body.as_bytes()).status, 413);
+    let long_head = format!(
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nX-Filler: {}\r\n\r\n",
+        "a".repeat(9000)
+    );
+    assert_eq!(exchange(addr, long_head.as_bytes()).status, 431);
+    let chunked = format!(
+        "POST /decision HTTP/1.1\r\nHost: {addr}\r\nOrigin: {}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        origin(addr)
+    );
+    assert_eq!(exchange(addr, chunked.as_bytes()).status, 501);
+    assert_eq!(exchange(addr, b"GET /\r\n\r\n").status, 400);
+    assert_eq!(
+        exchange(addr, format!("GET / HTTP/2\r\nHost: {addr}\r\n\r\n").as_bytes()).status,
+        505
+    );
+    assert_eq!(fixture.status().status, ApprovalStatus::Pending);
+}
+
+fn open_events(addr: SocketAddr, path: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        stream,
+        "GET {path}/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    stream
+}
+
+/// Reads up to the end of the next `status` event (the head and the retry
+/// line come before the first).
+fn read_event(stream: &mut TcpStream) -> String {
+    let mut seen = Vec::new();
+    let mut byte = [0_u8; 1];
+    loop {
+        match stream.read(&mut byte) {
+            Ok(0) => return String::from_utf8_lossy(&seen).into_owned(),
+            Ok(_) => seen.push(byte[0]),
+            Err(error) => panic!("reading the stream: {error}"),
+        }
+        let text = String::from_utf8_lossy(&seen);
+        if text.contains("event: status") && text.ends_with("\n\n") {
+            return text.into_owned();
+        }
+    }
+}
+
+#[test]
+fn the_status_stream_follows_a_decision_made_elsewhere() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let mut stream = open_events(fixture.addr(), &fixture.path());
+    let first = read_event(&mut stream);
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(first.contains("Content-Type: text/event-stream"));
+    assert!(first.contains("\"status\":\"pending\""), "{first}");
+    fixture.host.reject(&fixture.approval.id).unwrap();
+    let last = read_event(&mut stream);
+    assert!(last.contains("\"status\":\"rejected\""), "{last}");
+    let mut rest = String::new();
+    stream.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "", "the stream ends after the final status");
+    // A decision elsewhere is not noted as the card's.
+    assert!(
+        fixture
+            .host
+            .decision_entries(&fixture.approval.session_id)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
+    let fixture = fixture(1_500, false);
+    let addr = fixture.addr();
+    let path = fixture.path();
+    // Connections that never send a byte.
+    let silent: Vec<TcpStream> = (0..16).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    // Status streams and a script download that are never read.
+    let unread_streams: Vec<TcpStream> = (0..8).map(|_| open_events(addr, &path)).collect();
+    let unread_script: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            write!(
+                stream,
+                "GET /plan-approval-card.js HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+            )
+            .unwrap();
+            stream
+        })
+        .collect();
+    // Someone else is served at once, meanwhile.
+    let state = get(addr, &format!("{path}/state"));
+    assert_eq!(state.status, 200);
+    // The deadline fires on time regardless.
+    let expired = fixture
+        .resolved
+        .lock()
+        .unwrap()
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap();
+    assert_eq!(expired.status, ApprovalStatus::Expired);
+    let late = expired.decided_at.unwrap() - expired.expires_at;
+    assert!((0..1_000).contains(&late), "expired {late} ms after the deadline");
+    assert_eq!(get(addr, &format!("{path}/state")).status, 404);
+    drop((silent, unread_streams, unread_script));
+}
+
+#[test]
+fn two_tabs_approving_at_once_give_exactly_one_decision() {
+    let fixture = Arc::new(fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false));
+    let tabs = 8;
+    let barrier = Arc::new(Barrier::new(tabs));
+    let handles: Vec<_> = (0..tabs)
+        .map(|tab| {
+            let fixture = Arc::clone(&fixture);
+            let barrier = Arc::clone(&barrier);
+            let mode = if tab % 2 == 0 { "ask" } else { "auto" };
+            let body = approve(&fixture, mode);
+            std::thread::spawn(move || {
+                barrier.wait();
+                fixture.decide(&body).status
+            })
+        })
+        .collect();
+    let mut statuses: Vec<u16> = handles.into_iter().map(|handle| handle.join().unwrap()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses[0], 200);
+    assert!(statuses[1..].iter().all(|status| *status == 404), "{statuses:?}");
+    assert_eq!(fixture.status().status, ApprovalStatus::Approved);
+    assert_eq!(
+        fixture
+            .host
+            .decision_entries(&fixture.approval.session_id)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn an_artifact_that_fails_its_check_is_shown_as_such() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let workspace = fixture.dir.path().join("workspace");
+    let path = workspace.join(&fixture.approval.artifact.as_ref().unwrap().path);
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    permissions.set_readonly(false);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    std::fs::write(&path, "# Another plan\n").unwrap();
+    let state = get(fixture.addr(), &format!("{}/state", fixture.path())).json();
+    assert_eq!(state["plan"]["ok"], false);
+    assert_eq!(state["plan"]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    assert!(state["plan"].get("markdown").is_none());
+}
+
+fn call(connection: &mut Connection, method: &str, params: Value) -> Value {
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap()
+}
+
+#[test]
+fn card_urls_reach_the_hosts_own_client_and_never_an_approval() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let mut connection = Connection::with_web(Arc::clone(&fixture.host), Some(Arc::clone(&fixture.web)));
+    let init = call(&mut connection, "initialize", json!({"protocolVersion": 9}));
+    assert_eq!(
+        init["result"]["capabilities"]["web"]["url"],
+        fixture.web.base_url()
+    );
+    let url = call(
+        &mut connection,
+        "plan/cardUrl",
+        json!({"approvalId": fixture.approval.id}),
+    );
+    assert_eq!(url["result"]["url"], fixture.url());
+    let requested = fixture
+        .web
+        .notification(HostEvent::ApprovalRequested(fixture.approval.clone()));
+    let requested = serde_json::to_value(&requested).unwrap();
+    assert_eq!(requested["params"]["cardUrl"], fixture.url());
+    // No approval object carries the token.
+    let token = fixture.token();
+    let got = call(
+        &mut connection,
+        "plan/get",
+        json!({"approvalId": fixture.approval.id}),
+    );
+    assert!(!got.to_string().contains(&token));
+    assert!(!requested["params"]["approval"].to_string().contains(&token));
+    let unknown = call(
+        &mut connection,
+        "plan/cardUrl",
+        json!({"approvalId": "approval-nope"}),
+    );
+    assert_eq!(unknown["error"]["data"]["code"], "APPROVAL_NOT_FOUND");
+    fixture.host.reject(&fixture.approval.id).unwrap();
+    let decided = call(
+        &mut connection,
+        "plan/cardUrl",
+        json!({"approvalId": fixture.approval.id}),
+    );
+    assert_eq!(decided["error"]["data"]["code"], "APPROVAL_NOT_PENDING");
+
+    // Without a web server: null capability, no URL.
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("w");
+    std::fs::create_dir(&workspace).unwrap();
+    let host = Arc::new(Host::open(dir.path().join("plan.db"), HostOptions::default()).unwrap());
+    let pending = submit(&host, &workspace, "t", "m");
+    let mut plain = Connection::new(Arc::clone(&host));
+    let init = call(&mut plain, "initialize", json!({"protocolVersion": 9}));
+    assert_eq!(init["result"]["capabilities"]["web"], Value::Null);
+    let none = call(&mut plain, "plan/cardUrl", json!({"approvalId": pending.id}));
+    assert_eq!(none["error"]["data"]["code"], "INVALID_PARAMS");
+    let notified =
+        serde_json::to_value(plan_server::notification(HostEvent::ApprovalRequested(pending))).unwrap();
+    assert_eq!(notified["params"]["cardUrl"], Value::Null);
+}
+
+#[test]
+fn another_address_needs_the_explicit_option() {
+    let refused = WebOptions::loopback("0.0.0.0:0".parse().unwrap()).map_err(|error| error.code());
+    assert_eq!(refused.map(|_| ()), Err(plan_host::ErrorCode::InvalidParams));
+    let dir = tempfile::tempdir().unwrap();
+    let host = Arc::new(Host::open(dir.path().join("plan.db"), HostOptions::default()).unwrap());
+    assert!(
+        WebCard::start_for(&host).unwrap().is_none(),
+        "no option, no server"
+    );
+    // An address that cannot be bound is refused with a reason.
+    let taken = WebCard::start(
+        &host,
+        WebOptions::loopback("127.0.0.1:0".parse().unwrap()).unwrap(),
+    )
+    .unwrap();
+    let again = WebCard::start(&host, WebOptions::loopback(taken.address()).unwrap()).map(|_| ());
+    assert_eq!(
+        again.map_err(|error| error.code()),
+        Err(plan_host::ErrorCode::InvalidParams)
+    );
+}
