@@ -1,1 +1,308 @@
-// placeholder
+// `<plan-approval-card>`: the approval card of ADR 0053 section 3 as a
+// custom element, for a browser tab, an Electron renderer or a phone. It
+// shows the title and question as text, the plan as the host read it after
+// its size and hash check, the absolute expiry in the viewer's time zone
+// with a live countdown, the live status, and only Approve (with a mode,
+// `ask` preselected) and Reject.
+//
+// It decides nothing: the host's web server says what the approval is and
+// whether a decision counts (a decision is the host's own approve/reject).
+// No framework, no imports, no inline script, no HTML from the agent: every
+// agent-written string reaches the DOM through `textContent`, with control
+// and bidirectional characters shown escaped. The host serves this file's
+// build output beside the page (`/plan-approval-card.js`).
+//
+// Usage: `<plan-approval-card card-url="/card/<token>">` on a page of the
+// host's own origin (the server refuses requests from any other origin).
+/**
+ * The characters a person must not be shown raw: plan-core's
+ * `is_terminal_control` (C0 and C1 controls, DEL, the bidirectional
+ * embeddings, overrides, isolates and marks, the line and paragraph
+ * separators). The server's tests check that this class is that set.
+ */
+const TERMINAL_CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/gu;
+function escapeCharacter(character) {
+    const code = character.codePointAt(0) ?? 0;
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+}
+/** One line of agent text: every control and bidirectional character escaped (`\x1b`, `\u202e`). */
+export function escapeLine(text) {
+    return text.replace(TERMINAL_CONTROL, escapeCharacter);
+}
+/** A block of agent text (the plan): newline and tab kept, every other such character escaped. */
+export function escapeBlock(text) {
+    return text.replace(TERMINAL_CONTROL, (character) => character === "\n" || character === "\t" ? character : escapeCharacter(character));
+}
+/** "29m 58s", "1h 3m", "0s": the time left, never negative. */
+export function formatRemaining(ms) {
+    const seconds = Math.max(0, Math.floor(ms / 1000));
+    const hours = Math.floor(seconds / 3600);
+    const minutes = Math.floor((seconds % 3600) / 60);
+    const rest = seconds % 60;
+    if (hours > 0)
+        return `${hours}h ${minutes}m`;
+    if (minutes > 0)
+        return `${minutes}m ${rest}s`;
+    return `${rest}s`;
+}
+const STYLE = `
+:host { display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: #1b1b1b; }
+article { border: 1px solid #c8c8c8; border-radius: 8px; padding: 1rem 1.25rem; background: #fff; }
+h1 { font-size: 1.3rem; margin: 0 0 .25rem; overflow-wrap: anywhere; }
+.question { margin: 0 0 1rem; overflow-wrap: anywhere; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f5f5f5; padding: .75rem; border-radius: 4px; max-height: 60vh; overflow: auto; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
+dt { font-weight: 600; }
+dd { margin: 0; }
+.integrity, .notice { color: #a00000; font-weight: 600; }
+.actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
+button { font: inherit; padding: .4rem 1rem; border-radius: 4px; border: 1px solid #888; cursor: pointer; }
+button.approve { background: #135e2b; color: #fff; border-color: #135e2b; }
+button.reject { background: #fff; color: #8a1010; border-color: #8a1010; }
+button:disabled, select:disabled { opacity: .5; cursor: not-allowed; }
+[hidden] { display: none !important; }
+`;
+function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className)
+        node.className = className;
+    if (text !== undefined)
+        node.textContent = text;
+    return node;
+}
+function describeStatus(status) {
+    switch (status.status) {
+        case "pending":
+            return "pending";
+        case "approved":
+            return status.permissionMode === null ? "approved" : `approved (${status.permissionMode})`;
+        case "rejected":
+            return "rejected";
+        case "expired":
+            return "expired";
+        case "interrupted":
+            return status.errorCode === "HOST_CLOSED" ? "interrupted (the host stopped)" : "interrupted";
+    }
+}
+function defineCard() {
+    class PlanApprovalCard extends HTMLElement {
+        #root;
+        #title = element("h1", "title");
+        #question = element("p", "question");
+        #plan = element("pre", "markdown");
+        #integrity = element("p", "integrity");
+        #expiry = element("time", "expiry");
+        #countdown = element("span", "countdown");
+        #status = element("span", "status");
+        #mode = element("select", "mode");
+        #approve = element("button", "approve", "Approve");
+        #reject = element("button", "reject", "Reject");
+        #notice = element("p", "notice");
+        #state = null;
+        #decided = false;
+        #busy = false;
+        #events = null;
+        #timer = null;
+        constructor() {
+            super();
+            this.#root = this.attachShadow({ mode: "open" });
+            const sheet = new CSSStyleSheet();
+            sheet.replaceSync(STYLE);
+            this.#root.adoptedStyleSheets = [sheet];
+            const article = element("article", "card");
+            const opener = element("details", "plan");
+            opener.append(element("summary", "", "Open the plan"), this.#plan);
+            this.#integrity.hidden = true;
+            this.#integrity.setAttribute("role", "alert");
+            const facts = element("dl", "facts");
+            facts.append(element("dt", "", "Expires"), this.#wrap(this.#expiry), element("dt", "", "Time left"), this.#wrap(this.#countdown), element("dt", "", "Status"), this.#wrap(this.#status));
+            this.#status.setAttribute("aria-live", "polite");
+            const label = element("label", "mode-label", "Permission mode ");
+            label.append(this.#mode);
+            const actions = element("div", "actions");
+            this.#approve.type = "button";
+            this.#reject.type = "button";
+            actions.append(label, this.#approve, this.#reject);
+            this.#notice.hidden = true;
+            this.#notice.setAttribute("role", "alert");
+            article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, this.#notice);
+            this.#root.append(article);
+            this.#approve.addEventListener("click", () => void this.#decide("approve"));
+            this.#reject.addEventListener("click", () => void this.#decide("reject"));
+            this.#setEnabled(false);
+        }
+        #wrap(child) {
+            const cell = element("dd", "");
+            cell.append(child);
+            return cell;
+        }
+        connectedCallback() {
+            void this.#load();
+        }
+        disconnectedCallback() {
+            this.#events?.close();
+            this.#events = null;
+            if (this.#timer !== null)
+                clearInterval(this.#timer);
+            this.#timer = null;
+        }
+        /** The card's base URL (`card-url`, relative to the page). */
+        #base() {
+            return new URL(this.getAttribute("card-url") ?? "", window.location.href);
+        }
+        async #load() {
+            const base = this.#base();
+            let response;
+            try {
+                response = await fetch(`${base.href}/state`, { cache: "no-store", credentials: "omit" });
+            }
+            catch {
+                this.#gone("The host cannot be reached.");
+                return;
+            }
+            if (!response.ok) {
+                this.#gone("This card is no longer valid: the plan was decided, it expired, or the host stopped.");
+                return;
+            }
+            const state = (await response.json());
+            this.#state = state;
+            this.#render(state);
+            this.#listen(base);
+        }
+        #render(state) {
+            this.#title.textContent = escapeLine(state.title);
+            this.#question.textContent = escapeLine(state.question);
+            if (state.plan.ok) {
+                this.#plan.textContent = escapeBlock(state.plan.markdown);
+            }
+            else {
+                this.#plan.textContent = "";
+                this.#integrity.textContent = `The plan failed the host's integrity check (${state.plan.errorCode}): ${escapeLine(state.plan.message)}. It cannot be approved.`;
+                this.#integrity.hidden = false;
+            }
+            const expires = new Date(state.expiresAt);
+            this.#expiry.dateTime = expires.toISOString();
+            this.#expiry.dataset["expiresAt"] = String(state.expiresAt);
+            this.#expiry.textContent = new Intl.DateTimeFormat(undefined, {
+                dateStyle: "medium",
+                timeStyle: "long",
+            }).format(expires);
+            this.#mode.replaceChildren(...state.permissionModes.map((mode) => {
+                const option = element("option", "", mode);
+                option.value = mode;
+                option.selected = mode === "ask";
+                return option;
+            }));
+            this.#mode.value = "ask";
+            this.#tick();
+            this.#timer = setInterval(() => this.#tick(), 1000);
+            this.#show(state.status);
+        }
+        /** The countdown, from the viewer's clock to the absolute deadline. */
+        #tick() {
+            const state = this.#state;
+            if (state === null)
+                return;
+            const left = state.expiresAt - Date.now();
+            this.#countdown.textContent = formatRemaining(left);
+            if (left <= 0) {
+                // Past the deadline nothing can be approved; the host's own expiry
+                // arrives on the status stream.
+                this.#setEnabled(false);
+                if (this.#timer !== null)
+                    clearInterval(this.#timer);
+                this.#timer = null;
+            }
+        }
+        #listen(base) {
+            const events = new EventSource(`${base.href}/events`);
+            this.#events = events;
+            events.addEventListener("status", (event) => {
+                // From the first event on, the status shown is live.
+                this.dataset["live"] = "true";
+                this.#show(JSON.parse(event.data));
+            });
+            events.addEventListener("error", () => {
+                if (events.readyState === EventSource.CLOSED && !this.#decided) {
+                    this.#gone("The host no longer serves this card.");
+                }
+            });
+        }
+        #show(status) {
+            this.#status.textContent = describeStatus(status);
+            this.dataset["status"] = status.status;
+            if (status.status !== "pending") {
+                this.#decided = true;
+                this.#events?.close();
+                this.#events = null;
+                if (this.#timer !== null)
+                    clearInterval(this.#timer);
+                this.#timer = null;
+            }
+            this.#setEnabled(!this.#decided && !this.#busy);
+        }
+        #gone(message) {
+            this.#decided = true;
+            this.#events?.close();
+            this.#events = null;
+            this.#notice.textContent = message;
+            this.#notice.hidden = false;
+            this.dataset["status"] = this.dataset["status"] === "pending" || !this.dataset["status"] ? "gone" : this.dataset["status"];
+            this.#setEnabled(false);
+        }
+        /** Both actions, and the mode select; Approve also needs a plan that passed its check. */
+        #setEnabled(enabled) {
+            const state = this.#state;
+            const live = enabled && state !== null && state.expiresAt > Date.now();
+            this.#approve.disabled = !(live && state !== null && state.plan.ok);
+            this.#mode.disabled = this.#approve.disabled;
+            this.#reject.disabled = !live;
+        }
+        async #decide(decision) {
+            const state = this.#state;
+            if (state === null || this.#decided || this.#busy)
+                return;
+            this.#busy = true;
+            this.#setEnabled(false);
+            const token = this.#base().pathname.split("/").pop() ?? "";
+            const body = { token, sha256: state.artifact.sha256, decision };
+            if (decision === "approve")
+                body["permissionMode"] = this.#mode.value;
+            try {
+                const response = await fetch(new URL("/decision", this.#base()).href, {
+                    method: "POST",
+                    headers: { "Content-Type": "application/json" },
+                    body: JSON.stringify(body),
+                    cache: "no-store",
+                    credentials: "omit",
+                });
+                if (response.ok) {
+                    const answer = (await response.json());
+                    this.#busy = false;
+                    this.#show(answer.status);
+                    return;
+                }
+                if (response.status === 404) {
+                    this.#busy = false;
+                    this.#gone("This decision did not count: the plan was already decided, it expired, or the host stopped.");
+                    return;
+                }
+                const refusal = (await response.json());
+                this.#notice.textContent = `The host refused: ${refusal.errorCode ?? response.status} ${escapeLine(refusal.message ?? "")}`;
+                this.#notice.hidden = false;
+            }
+            catch {
+                this.#notice.textContent = "The host cannot be reached.";
+                this.#notice.hidden = false;
+            }
+            this.#busy = false;
+            this.#setEnabled(!this.#decided);
+        }
+    }
+    if (customElements.get("plan-approval-card") === undefined) {
+        customElements.define("plan-approval-card", PlanApprovalCard);
+    }
+}
+// In Node (the package's tests import the helpers above) there is no DOM.
+if (typeof customElements !== "undefined")
+    defineCard();

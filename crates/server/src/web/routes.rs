@@ -289,3 +289,58 @@ fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Resp
         &json!({"errorCode": error.code(), "message": error.message()}),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CARD_SCRIPT;
+
+    /// The character class of the card's `TERMINAL_CONTROL` regex, as
+    /// `(first, last)` ranges.
+    fn card_class() -> Vec<(u32, u32)> {
+        let line = CARD_SCRIPT
+            .lines()
+            .find(|line| line.contains("const TERMINAL_CONTROL = /["))
+            .unwrap_or_default();
+        let class = line
+            .split_once("/[")
+            .and_then(|(_, rest)| rest.split_once("]/"))
+            .map(|(class, _)| class)
+            .unwrap_or_default();
+        let points: Vec<u32> = class
+            .split("\\u")
+            .filter(|part| !part.is_empty())
+            .map(|part| u32::from_str_radix(part.trim_end_matches('-'), 16).unwrap_or(u32::MAX))
+            .collect();
+        let mut ranges = Vec::new();
+        let mut parts = class
+            .split("\\u")
+            .filter(|part| !part.is_empty())
+            .zip(points.iter());
+        while let Some((text, first)) = parts.next() {
+            if text.ends_with('-') {
+                let last = parts.next().map_or(u32::MAX, |(_, last)| *last);
+                ranges.push((*first, last));
+            } else {
+                ranges.push((*first, *first));
+            }
+        }
+        ranges
+    }
+
+    #[test]
+    fn the_card_escapes_exactly_plan_cores_terminal_controls() {
+        let ranges = card_class();
+        assert!(!ranges.is_empty(), "no TERMINAL_CONTROL class in the card script");
+        for c in (0..0x1_0000).filter_map(char::from_u32) {
+            let in_card = ranges
+                .iter()
+                .any(|(first, last)| (*first..=*last).contains(&u32::from(c)));
+            assert_eq!(
+                in_card,
+                plan_core::is_terminal_control(c),
+                "U+{:04X}: the card and plan-core disagree",
+                u32::from(c)
+            );
+        }
+    }
+}

@@ -1,0 +1,324 @@
+// `<plan-approval-card>` in a real browser: Debian's Chromium, driven by
+// playwright-core with that executable (no browser download), against the
+// real `plan-checkpoint serve --web` built by cargo. Every field shown, a
+// reload that keeps the absolute expiry, `ask` preselected and the chosen
+// mode recorded, two tabs racing, cards disabled live when the plan is
+// rejected, expires or the host stops, hostile agent text kept inert, and
+// the server's refusals. Screenshots are kept in test-artifacts/.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { join } from "node:path";
+import { test, type TestContext } from "node:test";
+
+import { chromium, type Browser, type Page } from "playwright-core";
+
+import type { PlanApproval, PlanCheckpointClient } from "../../src/index.js";
+import { packageDir, startClient, within } from "../helpers.js";
+
+/** Debian's `chromium` package, or CHROMIUM_BIN. */
+const chromiumBinary = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+/** Where screenshots are kept (CI keeps this directory as an artifact). */
+const artifacts = process.env.CARD_ARTIFACTS ?? join(packageDir, "test-artifacts");
+
+let browser: Browser | undefined;
+
+async function launch(t: TestContext): Promise<Browser | undefined> {
+  if (!existsSync(chromiumBinary)) {
+    const message = `!!! ${chromiumBinary} is missing: SKIPPING the browser test "${t.name}" (apt-get install chromium)`;
+    console.error(`\n${"!".repeat(message.length)}\n${message}\n${"!".repeat(message.length)}\n`);
+    t.skip(message);
+    return undefined;
+  }
+  browser ??= await chromium.launch({ executablePath: chromiumBinary, args: ["--no-sandbox"] });
+  return browser;
+}
+
+test.after(async () => {
+  await browser?.close();
+});
+
+interface Pending {
+  client: PlanCheckpointClient;
+  approval: PlanApproval;
+  cardUrl: string;
+  resolved: PlanApproval[];
+}
+
+/** A sidecar with the card server on a free loopback port and one pending plan. */
+async function pendingPlan(
+  t: TestContext,
+  plan: { title?: string; question?: string; markdown?: string } = {},
+  args: string[] = [],
+): Promise<Pending> {
+  const { client, dir } = await startClient(t, { args: ["--web", "127.0.0.1:0", ...args] });
+  const resolved: PlanApproval[] = [];
+  client.on("plan/approvalResolved", ({ approval }) => resolved.push(approval));
+  const cardUrls: string[] = [];
+  client.on("plan/approvalRequested", ({ cardUrl }) => {
+    if (cardUrl !== null) cardUrls.push(cardUrl);
+  });
+  await client.sessionCreate({ sessionId: "s-web", workspaceRoot: dir, mode: "plan" });
+  const turn = await client.turnStart({ sessionId: "s-web", prompt: "plan it", origin: "interactive" });
+  const { results } = await client.turnToolCalls({
+    sessionId: "s-web",
+    turnId: turn.turnId,
+    calls: [
+      {
+        callId: "call-1",
+        name: "SubmitPlan",
+        input: {
+          title: plan.title ?? "Split the parser",
+          question: plan.question ?? "Proceed with the split?",
+          markdown: plan.markdown ?? "# Plan\n\n1. Split the lexer from the parser.\n2. Run the tests.\n",
+        },
+      },
+    ],
+  });
+  const approval = results[0]?.approval;
+  assert.ok(approval, JSON.stringify(results));
+  const { url } = await client.planCardUrl({ approvalId: approval.id });
+  // The notification carried the same URL; the approval object carries none.
+  assert.deepEqual(cardUrls, [url]);
+  assert.ok(!JSON.stringify(approval).includes(url.split("/").pop() ?? "-"));
+  return { client, approval, cardUrl: url, resolved };
+}
+
+const card = (page: Page, part: string) => page.locator(`plan-approval-card ${part}`);
+
+async function openCard(t: TestContext, url: string): Promise<Page | undefined> {
+  const opened = await launch(t);
+  if (opened === undefined) return undefined;
+  const page = await opened.newPage();
+  t.after(() => page.close());
+  const response = await page.goto(url);
+  assert.equal(response?.status(), 200);
+  await card(page, ".title").filter({ hasText: /./ }).waitFor();
+  // The live status stream is open.
+  await page.locator("plan-approval-card[data-live]").waitFor();
+  return page;
+}
+
+async function statusOf(page: Page): Promise<string | null> {
+  return page.locator("plan-approval-card").getAttribute("data-status");
+}
+
+async function waitForStatus(page: Page, status: string): Promise<void> {
+  await page.waitForFunction(
+    (wanted) => document.querySelector("plan-approval-card")?.getAttribute("data-status") === wanted,
+    status,
+    { timeout: 20_000 },
+  );
+}
+
+async function assertDisabled(page: Page): Promise<void> {
+  assert.equal(await card(page, "button.approve").isDisabled(), true);
+  assert.equal(await card(page, "button.reject").isDisabled(), true);
+}
+
+function screenshot(name: string): string {
+  mkdirSync(artifacts, { recursive: true });
+  return join(artifacts, name);
+}
+
+test("the card shows every field, keeps its expiry on reload, preselects ask and records the chosen mode", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  assert.equal(await card(page, ".title").textContent(), "Split the parser");
+  assert.equal(await card(page, ".question").textContent(), "Proceed with the split?");
+  await card(page, "summary").click();
+  assert.equal(
+    await card(page, "pre.markdown").textContent(),
+    "# Plan\n\n1. Split the lexer from the parser.\n2. Run the tests.\n",
+  );
+  assert.equal(await card(page, "time.expiry").getAttribute("data-expires-at"), String(pending.approval.expiresAt));
+  assert.equal(
+    await card(page, "time.expiry").getAttribute("datetime"),
+    new Date(pending.approval.expiresAt).toISOString(),
+  );
+  assert.match((await card(page, "time.expiry").textContent()) ?? "", /\d/);
+  assert.match((await card(page, ".countdown").textContent()) ?? "", /^(29m|30m) \d+s$/);
+  assert.equal(await card(page, ".status").textContent(), "pending");
+  assert.equal(await card(page, "select.mode").inputValue(), "ask");
+  assert.deepEqual(await card(page, "select.mode option").allTextContents(), ["ask", "accept-edits", "auto"]);
+  assert.equal(await card(page, "button.approve").isEnabled(), true);
+  assert.equal(await card(page, "button.reject").isEnabled(), true);
+  // Nothing but Approve and Reject can be pressed, and there is no text field.
+  assert.deepEqual(await card(page, "button").allTextContents(), ["Approve", "Reject"]);
+  assert.equal(await card(page, "input, textarea").count(), 0);
+  await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card.png") });
+
+  // A reload shows the same absolute deadline.
+  await page.reload();
+  await card(page, ".title").filter({ hasText: /./ }).waitFor();
+  assert.equal(await card(page, "time.expiry").getAttribute("data-expires-at"), String(pending.approval.expiresAt));
+
+  await card(page, "select.mode").selectOption("accept-edits");
+  await card(page, "button.approve").click();
+  await waitForStatus(page, "approved");
+  assert.equal(await card(page, ".status").textContent(), "approved (accept-edits)");
+  await assertDisabled(page);
+  const decided = await pending.client.planGet({ approvalId: pending.approval.id });
+  assert.equal(decided.status, "approved");
+  assert.equal(decided.permissionMode, "accept-edits");
+  await within(
+    (async () => {
+      while (pending.resolved.length === 0) await new Promise((settle) => setTimeout(settle, 20));
+    })(),
+    10_000,
+    "plan/approvalResolved",
+  );
+  assert.equal(pending.resolved[0]?.permissionMode, "accept-edits");
+  // A used token opens nothing.
+  const again = await page.goto(pending.cardUrl);
+  assert.equal(again?.status(), 404);
+});
+
+test("two tabs approving at once give exactly one decision", async (t) => {
+  const pending = await pendingPlan(t);
+  const first = await openCard(t, pending.cardUrl);
+  const second = await openCard(t, pending.cardUrl);
+  if (first === undefined || second === undefined) return;
+  await second.locator("plan-approval-card select.mode").selectOption("auto");
+  await Promise.all([card(first, "button.approve").click(), card(second, "button.approve").click()]);
+  await waitForStatus(first, "approved");
+  await page_settled(second);
+  const decided = await pending.client.planGet({ approvalId: pending.approval.id });
+  assert.equal(decided.status, "approved");
+  const list = await pending.client.planList({ sessionId: "s-web" });
+  assert.equal(list.approvals.length, 1);
+  // Both tabs end disabled, whichever won.
+  await assertDisabled(first);
+  await assertDisabled(second);
+  assert.ok(["ask", "auto"].includes(decided.permissionMode ?? ""));
+});
+
+/** The second tab either saw the winner's status or was told its decision did not count. */
+async function page_settled(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const status = document.querySelector("plan-approval-card")?.getAttribute("data-status");
+      return status === "approved" || status === "gone";
+    },
+    undefined,
+    { timeout: 20_000 },
+  );
+}
+
+test("a card is disabled live when its plan is rejected elsewhere, expires, or the host stops", async (t) => {
+  const rejected = await pendingPlan(t);
+  const page = await openCard(t, rejected.cardUrl);
+  if (page === undefined) return;
+  await rejected.client.planReject({ approvalId: rejected.approval.id });
+  await waitForStatus(page, "rejected");
+  assert.equal(await card(page, ".status").textContent(), "rejected");
+  await assertDisabled(page);
+
+  const expiring = await pendingPlan(t, {}, ["--approval-ttl-ms", "4000"]);
+  const expiringPage = await openCard(t, expiring.cardUrl);
+  if (expiringPage === undefined) return;
+  assert.equal(await statusOf(expiringPage), "pending");
+  await waitForStatus(expiringPage, "expired");
+  await assertDisabled(expiringPage);
+  const reopened = await expiringPage.goto(expiring.cardUrl);
+  assert.equal(reopened?.status(), 404, "an expired token opens nothing");
+
+  const stopping = await pendingPlan(t);
+  const stoppingPage = await openCard(t, stopping.cardUrl);
+  if (stoppingPage === undefined) return;
+  await stopping.client.close();
+  await waitForStatus(stoppingPage, "interrupted");
+  assert.equal(await card(stoppingPage, ".status").textContent(), "interrupted (the host stopped)");
+  await assertDisabled(stoppingPage);
+  await stoppingPage.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-interrupted.png") });
+});
+
+test("a hostile title, question or plan cannot inject markup or script", async (t) => {
+  const pending = await pendingPlan(t, {
+    title: `<img src=x onerror="window.__pwned=1">Plan`,
+    question: `<b onmouseover="window.__pwned=2">Go?</b>`,
+    markdown: `<script>window.__pwned=3</script>\n<img src=x onerror="window.__pwned=4">\nhidden \u202e txet \u001b[2J end\n`,
+  });
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  await card(page, "summary").click();
+  assert.equal(await card(page, ".title").textContent(), `<img src=x onerror="window.__pwned=1">Plan`);
+  assert.equal(await card(page, ".question").textContent(), `<b onmouseover="window.__pwned=2">Go?</b>`);
+  const plan = (await card(page, "pre.markdown").textContent()) ?? "";
+  assert.ok(plan.includes("<script>window.__pwned=3</script>"), plan);
+  assert.ok(plan.includes("hidden \\u202e txet \\x1b[2J end"), plan);
+  for (const tag of ["img", "script", "b"]) assert.equal(await card(page, tag).count(), 0, tag);
+  assert.equal(await page.locator("img, script:not([src])").count(), 0);
+  assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+  await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-hostile.png") });
+});
+
+/** One raw HTTP exchange with chosen Host and Origin headers. */
+function raw(
+  url: URL,
+  options: { method?: string; host?: string; origin?: string; body?: string },
+): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { Host: options.host ?? url.host };
+    if (options.origin !== undefined) headers["Origin"] = options.origin;
+    if (options.body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      headers["Content-Length"] = String(Buffer.byteLength(options.body));
+    }
+    const sent = httpRequest(
+      { host: url.hostname, port: url.port, path: url.pathname, method: options.method ?? "GET", headers },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    sent.on("error", reject);
+    sent.end(options.body);
+  });
+}
+
+test("wrong tokens, a foreign Origin and a foreign Host are refused", async (t) => {
+  const pending = await pendingPlan(t);
+  const url = new URL(pending.cardUrl);
+  const token = url.pathname.split("/").pop() ?? "";
+  const opened = await launch(t);
+  if (opened === undefined) return;
+  const page = await opened.newPage();
+  t.after(() => page.close());
+
+  // A wrong token is a plain 404.
+  const wrong = await page.goto(new URL(`/card/${"0".repeat(64)}`, url).href);
+  assert.equal(wrong?.status(), 404);
+  // The same server under another name (DNS rebinding) is refused.
+  const rebound = await page.goto(`http://localhost:${url.port}${url.pathname}`);
+  assert.equal(rebound?.status(), 421);
+  assert.equal(await raw(url, { host: "evil.example" }), 421);
+  // A decision from another origin is refused, with or without CORS.
+  const body = JSON.stringify({ token, sha256: pending.approval.artifact?.sha256, decision: "approve", permissionMode: "auto" });
+  assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: "http://evil.example", body }), 403);
+  await page.goto("about:blank");
+  const fromElsewhere = await page.evaluate(
+    async ([target, payload]) => {
+      try {
+        const response = await fetch(target, { method: "POST", headers: { "Content-Type": "application/json" }, body: payload });
+        return response.status;
+      } catch {
+        return "blocked";
+      }
+    },
+    [new URL("/decision", url).href, body] as const,
+  );
+  assert.equal(fromElsewhere, "blocked", "no CORS: another origin cannot even read the answer");
+  const still = await pending.client.planGet({ approvalId: pending.approval.id });
+  assert.equal(still.status, "pending");
+
+  // The right origin decides once; the used token is refused after.
+  assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: url.origin, body }), 200);
+  assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: url.origin, body }), 404);
+  const used = await page.goto(pending.cardUrl);
+  assert.equal(used?.status(), 404);
+  const state = await raw(new URL(`${url.pathname}/state`, url), {});
+  assert.equal(state, 404);
+});
