@@ -9,6 +9,7 @@
 //! file for the agent to read) and looking whether the refused write left a
 //! file, it touches the file system only through the host.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
@@ -22,6 +23,7 @@ use plan_host::{
     ToolCallVerdict,
 };
 use plan_protocol::ServerNotification;
+use plan_server::web::WebCard;
 
 use crate::render;
 use crate::table::Table;
@@ -139,8 +141,27 @@ fn verdict(outcome: &ToolCallOutcome) -> String {
     }
 }
 
+/// Prints the pending approval's card URL (`--web`) and, when a person is
+/// at the terminal, waits for Enter so that they can open it and decide in
+/// the browser first.
+fn show_card(card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+    let Some(url) = card_server.card_url(approval) else {
+        return Ok(());
+    };
+    say(&format!(
+        "   approval card (open it in a browser while it is pending): {url}\n"
+    ))?;
+    if std::io::stdin().is_terminal() {
+        say("   decide on the card, or press Enter to let the demo approve it with accept-edits\n")?;
+        let mut line = String::new();
+        // EOF or an unreadable terminal just goes on with the story.
+        let _ = std::io::stdin().read_line(&mut line);
+    }
+    Ok(())
+}
+
 /// Runs the story. Returns the exit code.
-pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
+pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32, Failure> {
     let dir = prepare_dir(dir)?;
     let workspace = dir.join("workspace");
     std::fs::create_dir(&workspace).map_err(io_failure("create", &workspace))?;
@@ -168,7 +189,16 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         sandbox_helper: std::env::current_exe().ok(),
         ..HostOptions::default()
     };
-    let host = Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?;
+    let host = Arc::new(Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?);
+    // With --web, the approval card's server of `serve --web`, on a free
+    // loopback port.
+    let card_server = if web {
+        let loopback = plan_host::WebOptions::loopback(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .map_err(host_failure("choosing the card server's address"))?;
+        Some(WebCard::start(&host, loopback).map_err(host_failure("starting the card server"))?)
+    } else {
+        None
+    };
     let (events, notifications) = channel();
     host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
         let _ = events.send(plan_server::notification(event));
@@ -259,10 +289,35 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
         render::deadline(&first, first.created_at)
     ))?;
 
+    if let Some(card_server) = &card_server {
+        show_card(card_server, &first)?;
+    }
+
     story.step("A person approves with accept-edits")?;
-    let (approved, state) = host
-        .approve(&first.id, PermissionMode::AcceptEdits)
-        .map_err(host_failure("approving"))?;
+    let current = host
+        .approval(&first.id)
+        .map_err(host_failure("reading the approval"))?
+        .approval;
+    let (approved, state) = match current.status {
+        ApprovalStatus::Pending => host
+            .approve(&first.id, PermissionMode::AcceptEdits)
+            .map_err(host_failure("approving"))?,
+        // Decided on the card, in a browser.
+        ApprovalStatus::Approved => {
+            say("   (approved on the approval card instead)\n")?;
+            let state = host
+                .session(&session_id)
+                .map_err(host_failure("reading the session"))?;
+            (current, state)
+        }
+        ApprovalStatus::Rejected | ApprovalStatus::Expired | ApprovalStatus::Interrupted => {
+            say(&format!(
+                "   the plan was {} on the approval card, so the story ends here\n",
+                current.status
+            ))?;
+            return Ok(exit::OK);
+        }
+    };
     let Some(execution_id) = approved.execution_id.clone() else {
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no execution"));
     };
@@ -287,6 +342,9 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal) -> Result<i32, Failure> {
     ))?;
 
     story.step("The host restarts (close it, open a new host on the same database)")?;
+    if let Some(card_server) = &card_server {
+        card_server.stop();
+    }
     host.close();
     drop(host);
     let host = Host::open(&database, options.clone()).map_err(host_failure("reopening the host"))?;

@@ -125,6 +125,12 @@ enum Command {
         /// directory (default: a new temporary directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Also serve the approval card (as `serve --web` does) on a free
+        /// loopback port, and print its URL while the plan is pending; on
+        /// a terminal the demo then waits for Enter, so the plan can be
+        /// decided in a browser first.
+        #[arg(long)]
+        web: bool,
     },
     /// Print a shell completion script to stdout.
     #[command(after_long_help = EXIT_CODES)]
@@ -490,7 +496,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 ApprovalsCommand::Export { session, json: _ } => inspect::export(database, session),
             }
         }
-        Command::Demo { dir } => demo::run(dir.as_deref(), &term),
+        Command::Demo { dir, web } => demo::run(dir.as_deref(), &term, web),
         Command::Completions { shell: choice } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,

@@ -22,8 +22,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use plan_core::{CommandLimits, ConfigChange, Limits};
-use plan_host::{ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession, ScratchSize};
+use plan_host::{
+    ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession, ScratchSize, WebOptions,
+};
 use plan_server::Connection;
+use plan_server::web::WebCard;
 
 pub use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
@@ -91,6 +94,8 @@ pub trait PlanEventListener: Send + Sync {
 #[derive(uniffi::Object)]
 pub struct PlanHost {
     host: Arc<Host>,
+    /// The approval card server, when `web_address` asked for one.
+    web: Option<Arc<WebCard>>,
     connection: Mutex<Connection>,
 }
 
@@ -109,6 +114,25 @@ fn optional_change(
             plan_core::ErrorCode::InvalidParams,
             format!("{field} cannot be set and cleared at once"),
         )),
+    }
+}
+
+/// The host's web option from the FFI's two settings (the loopback rule
+/// is the host's `WebOptions`).
+fn web_options(address: Option<&str>, any_address: Option<bool>) -> Result<Option<WebOptions>, HostError> {
+    let Some(address) = address else {
+        return Ok(None);
+    };
+    let address: std::net::SocketAddr = address.parse().map_err(|error| {
+        HostError::with_detail(
+            plan_core::ErrorCode::InvalidParams,
+            format!("web_address {address:?} is not an address and port: {error}"),
+        )
+    })?;
+    if any_address.unwrap_or(false) {
+        Ok(Some(WebOptions::any_address(address)))
+    } else {
+        WebOptions::loopback(address).map(Some)
     }
 }
 
@@ -154,6 +178,7 @@ impl PlanHost {
         let scratch_size =
             ScratchSize::from_megabytes(options.scratch_size_mb.unwrap_or(ScratchSize::DEFAULT_MEGABYTES))
                 .map_err(HostError::from)?;
+        let web = web_options(options.web_address.as_deref(), options.web_allow_any_address)?;
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
         commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
         let defaults = HostOptions::default();
@@ -175,19 +200,46 @@ impl PlanHost {
                     .unwrap_or_else(|| defaults.command_env_secret_markers.clone()),
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
                 scratch_size,
+                web,
                 ..defaults
             },
         )?);
+        let web = match WebCard::start_for(&host) {
+            Ok(web) => web,
+            Err(error) => {
+                host.close();
+                return Err(error.into());
+            }
+        };
         Ok(Arc::new(PlanHost {
-            connection: Mutex::new(Connection::new(Arc::clone(&host))),
+            connection: Mutex::new(Connection::with_web(Arc::clone(&host), web.clone())),
+            web,
             host,
         }))
     }
 
+    /// `plan/cardUrl`: the approval card URL of a pending approval.
+    pub fn card_url(&self, approval_id: String) -> Outcome<String> {
+        let approval_id = ApprovalId::from(approval_id);
+        match &self.web {
+            Some(web) => Ok(web.card_url_of(&approval_id)?),
+            None => Err(HostError::with_detail(
+                plan_core::ErrorCode::InvalidParams,
+                "this host serves no approval card: open it with web_address",
+            )
+            .into()),
+        }
+    }
+
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
+        let web = self.web.clone();
         self.host.add_listener(Arc::new(move |event: HostEvent| {
-            let event = PlanEvent::from(plan_server::notification(event));
+            let notification = match &web {
+                Some(web) => web.notification(event),
+                None => plan_server::notification(event),
+            };
+            let event = PlanEvent::from(notification);
             // A foreign exception reaches Rust as a panic of the UniFFI
             // callback glue; it must not unwind into the host.
             let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
@@ -246,7 +298,11 @@ impl PlanHost {
     pub fn shutdown(&self) {
         // Closing releases the database and the lock whatever the timer
         // thread is doing, and tells the host's timer to end; it never
-        // waits for that thread, so it cannot wait for itself.
+        // waits for that thread, so it cannot wait for itself. Open approval
+        // cards hear that the host stops first.
+        if let Some(web) = &self.web {
+            web.stop();
+        }
         self.host.close();
     }
 

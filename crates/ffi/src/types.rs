@@ -143,6 +143,9 @@ pub enum PlanEvent {
     ApprovalRequested {
         /// The new pending approval.
         approval: PlanApproval,
+        /// Its approval card's URL (with the card's token); `None` without
+        /// `web_address`.
+        card_url: Option<String>,
     },
     /// `plan/approvalResolved`: an approval was approved, rejected, expired
     /// (by the host's timer or at a late decision) or interrupted; the
@@ -313,6 +316,16 @@ pub struct PlanHostOptions {
     /// is an ordinary directory and not capped.
     #[uniffi(default = None)]
     pub scratch_size_mb: Option<u64>,
+    /// Serves approval cards (`<plan-approval-card>`) over HTTP on this
+    /// loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
+    /// no web server when absent. An address that is not loopback is
+    /// `INVALID_PARAMS` unless `web_allow_any_address`.
+    #[uniffi(default = None)]
+    pub web_address: Option<String>,
+    /// Lets `web_address` name an address that is not loopback: anyone who
+    /// can reach it and sees a card's URL can decide.
+    #[uniffi(default = None)]
+    pub web_allow_any_address: Option<bool>,
 }
 
 impl From<wire::ToolCallResult> for ToolCallResult {
@@ -336,6 +349,7 @@ impl From<wire::ServerNotification> for PlanEvent {
         match notification {
             wire::ServerNotification::PlanApprovalRequested(requested) => PlanEvent::ApprovalRequested {
                 approval: requested.approval,
+                card_url: requested.card_url,
             },
             wire::ServerNotification::PlanApprovalResolved(resolved) => PlanEvent::ApprovalResolved {
                 approval: resolved.approval,

@@ -99,13 +99,17 @@ impl Fixture {
 
     /// A host with `first` listeners registered before the recorder.
     fn with_listeners(approval_ttl_ms: Option<i64>, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let workspace = dir.path().canonicalize().unwrap().join("workspace");
-        std::fs::create_dir(&workspace).unwrap();
         let options = PlanHostOptions {
             approval_ttl_ms,
             ..PlanHostOptions::default()
         };
+        Fixture::with_options(options, first)
+    }
+
+    fn with_options(options: PlanHostOptions, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().canonicalize().unwrap().join("workspace");
+        std::fs::create_dir(&workspace).unwrap();
         let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
         for listener in first {
             host.add_listener(listener);
@@ -205,7 +209,8 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         fixture.recorder.drain(),
         [
             PlanEvent::ApprovalRequested {
-                approval: approval.clone()
+                approval: approval.clone(),
+                card_url: None,
             },
             PlanEvent::SessionChanged { session: pending },
         ]
@@ -419,7 +424,8 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     let events = fixture.recorder.drain();
     assert!(
         events.contains(&PlanEvent::ApprovalRequested {
-            approval: approval.clone()
+            approval: approval.clone(),
+            card_url: None,
         }),
         "a later listener still hears it: {events:?}"
     );
@@ -636,4 +642,86 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     assert_eq!(stdout, "refused\nfresh\nunset\n");
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "original\n");
     assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+}
+
+#[test]
+fn the_web_option_serves_cards_whose_urls_reach_the_app() {
+    let options = PlanHostOptions {
+        web_address: Some("127.0.0.1:0".to_owned()),
+        ..PlanHostOptions::default()
+    };
+    let fixture = Fixture::with_options(options, Vec::new());
+    let approval = fixture.submit("s1");
+    let url = fixture.host.card_url(approval.id.to_string()).unwrap();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.contains("/card/"),
+        "{url}"
+    );
+    let events = fixture.recorder.drain();
+    assert!(
+        events.contains(&PlanEvent::ApprovalRequested {
+            approval: approval.clone(),
+            card_url: Some(url.clone()),
+        }),
+        "{events:?}"
+    );
+    // The page is served while the approval is pending, and not after shutdown.
+    let address = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let path = &url[url.find("/card/").unwrap()..];
+    let get = |path: &str| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        reply
+    };
+    assert!(get(path).starts_with("HTTP/1.1 200"));
+    fixture.host.shutdown();
+    assert!(
+        std::net::TcpStream::connect(&address).is_err(),
+        "nothing listens after shutdown"
+    );
+
+    // Another address needs the explicit opt-in; without a server there is no URL.
+    let dir = tempfile::tempdir().unwrap();
+    let exposed = PlanHostOptions {
+        web_address: Some("0.0.0.0:0".to_owned()),
+        ..PlanHostOptions::default()
+    };
+    let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), exposed);
+    assert!(matches!(
+        refused,
+        Err(plan_ffi::PlanError::Failed {
+            code: ErrorCode::InvalidParams,
+            ..
+        })
+    ));
+    let garbled = PlanHostOptions {
+        web_address: Some("localhost".to_owned()),
+        ..PlanHostOptions::default()
+    };
+    let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), garbled);
+    assert!(matches!(
+        refused,
+        Err(plan_ffi::PlanError::Failed {
+            code: ErrorCode::InvalidParams,
+            ..
+        })
+    ));
+    let plain = Fixture::new(None);
+    let pending = plain.submit("s1");
+    let none = plain.host.card_url(pending.id.to_string());
+    assert!(matches!(
+        none,
+        Err(plan_ffi::PlanError::Failed {
+            code: ErrorCode::InvalidParams,
+            ..
+        })
+    ));
 }

@@ -229,3 +229,27 @@ fn the_try_lines_of_a_cargo_build_run_without_installing() {
     // The installed form is still there, for after `cargo install`.
     assert_eq!(run_try_lines(&result.stdout), 6);
 }
+
+#[test]
+fn demo_with_web_prints_the_card_url_while_the_plan_is_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let result = run(None, &["demo", "--web", "--dir", target.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
+    assert_steps(&result.stdout);
+    let card = result
+        .stdout
+        .lines()
+        .find(|line| line.contains("approval card (open it in a browser while it is pending): "))
+        .unwrap_or_else(|| panic!("no card URL: {}", result.stdout));
+    let url = card.rsplit(' ').next().unwrap();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.contains("/card/"),
+        "{url}"
+    );
+    // It comes after the plan is submitted and before it is approved.
+    let submitted = result.stdout.find("The agent calls SubmitPlan").unwrap();
+    let approved = result.stdout.find("A person approves").unwrap();
+    let shown = result.stdout.find(card).unwrap();
+    assert!(submitted < shown && shown < approved);
+}

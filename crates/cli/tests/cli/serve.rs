@@ -1676,3 +1676,46 @@ fn no_request_within_the_line_cap_takes_serve_above_64_mib() {
     assert!(peak < 64 * 1024, "serve peaked at {} MiB", peak / 1024);
     assert!(serve.close().success());
 }
+
+#[test]
+fn serve_web_reports_its_cards_and_refuses_another_address_without_web_bind() {
+    let place = Place::new();
+    let db = place.db.to_str().unwrap();
+    // `--web` takes loopback only; the opt-in for another address is `--web-bind`.
+    let (code, stdout, stderr) = serve_once(&["--db", db, "--web", "0.0.0.0:0"], b"");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("INVALID_PARAMS") && stderr.contains("not a loopback address"),
+        "{stderr}"
+    );
+    let refusal: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(error_of(&refusal).unwrap().1, "INVALID_PARAMS");
+    assert!(!place.db.exists(), "a refused start created the database");
+
+    let input = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+        json!({"jsonrpc":"2.0","id":2,"method":"session/create","params":{"sessionId":"s","workspaceRoot":place.root(),"mode":"plan"}}).to_string(),
+    ]
+    .join("\n");
+    let (code, stdout, stderr) = serve_once(
+        &["--db", db, "--web", "127.0.0.1:0"],
+        format!("{input}\n").as_bytes(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let base = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("plan-checkpoint serve: approval cards at "))
+        .unwrap_or_else(|| panic!("no base URL on stderr: {stderr}"));
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    assert!(!stderr.contains("WARNING"), "loopback needs no warning: {stderr}");
+    let init: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(init["result"]["capabilities"]["web"]["url"], base);
+
+    // Without --web there is no card server.
+    let (_, stdout, _) = serve_once(
+        &["--db", db],
+        format!("{}\n", input.lines().next().unwrap()).as_bytes(),
+    );
+    let init: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(init["result"]["capabilities"]["web"], Value::Null);
+}

@@ -536,6 +536,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_card_url() != 21345:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_complete_execution() != 10266:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_complete_turn() != 17493:
@@ -627,6 +629,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_command.restype = cty
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_card_url.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_card_url.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_execution.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_execution.restype = ctypes.c_uint16
@@ -730,6 +735,12 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_execution.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -3385,7 +3396,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3442,12 +3453,20 @@ class PlanHostOptions:
             self.scratch_size_mb = None
         else:
             self.scratch_size_mb = scratch_size_mb
+        if web_address is _DEFAULT:
+            self.web_address = None
+        else:
+            self.web_address = web_address
+        if web_allow_any_address is _DEFAULT:
+            self.web_allow_any_address = None
+        else:
+            self.web_allow_any_address = web_allow_any_address
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3477,6 +3496,10 @@ class PlanHostOptions:
             return False
         if self.scratch_size_mb != other.scratch_size_mb:
             return False
+        if self.web_address != other.web_address:
+            return False
+        if self.web_allow_any_address != other.web_allow_any_address:
+            return False
         return True
 
 class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
@@ -3497,6 +3520,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             protected_paths=_UniffiFfiConverterOptionalSequenceString.read(buf),
             secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
             scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
+            web_address=_UniffiFfiConverterOptionalString.read(buf),
+            web_allow_any_address=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
     @staticmethod
@@ -3515,6 +3540,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.protected_paths)
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
+        _UniffiFfiConverterOptionalString.check_lower(value.web_address)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.web_allow_any_address)
 
     @staticmethod
     def write(value, buf):
@@ -3532,6 +3559,8 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalSequenceString.write(value.protected_paths, buf)
         _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
+        _UniffiFfiConverterOptionalString.write(value.web_address, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.web_allow_any_address, buf)
 
 @dataclass
 class SandboxInfo:
@@ -4301,11 +4330,18 @@ class PlanEvent:
         decision.
 """
         
-        def __init__(self, approval:PlanApproval):
+        def __init__(self, approval:PlanApproval, card_url:typing.Optional[str]):
             self.approval = approval
             
             """
         The new pending approval.
+"""
+        
+            self.card_url = card_url
+            
+            """
+        Its approval card's URL (with the card's token); `None` without
+        `web_address`.
 """
         
             pass
@@ -4315,13 +4351,15 @@ class PlanEvent:
             
     
         def __str__(self):
-            return "PlanEvent.APPROVAL_REQUESTED(approval={})".format(self.approval)
+            return "PlanEvent.APPROVAL_REQUESTED(approval={}, card_url={})".format(self.approval, self.card_url)
         def __eq__(self, other):
             if not isinstance(other, PlanEvent):
                 return NotImplemented
             if not other.is_APPROVAL_REQUESTED():
                 return False
             if self.approval != other.approval:
+                return False
+            if self.card_url != other.card_url:
                 return False
             return True
 
@@ -4594,6 +4632,7 @@ class _UniffiFfiConverterTypePlanEvent(_UniffiConverterRustBuffer):
         if variant == 1:
             return PlanEvent.APPROVAL_REQUESTED(
                 _UniffiFfiConverterTypePlanApproval.read(buf),
+                _UniffiFfiConverterOptionalString.read(buf),
             )
         if variant == 2:
             return PlanEvent.APPROVAL_RESOLVED(
@@ -4629,6 +4668,7 @@ class _UniffiFfiConverterTypePlanEvent(_UniffiConverterRustBuffer):
     def check_lower(value):
         if value.is_APPROVAL_REQUESTED():
             _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+            _UniffiFfiConverterOptionalString.check_lower(value.card_url)
             return
         if value.is_APPROVAL_RESOLVED():
             _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
@@ -4660,6 +4700,7 @@ class _UniffiFfiConverterTypePlanEvent(_UniffiConverterRustBuffer):
         if value.is_APPROVAL_REQUESTED():
             buf.write_i32(1)
             _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+            _UniffiFfiConverterOptionalString.write(value.card_url, buf)
         if value.is_APPROVAL_RESOLVED():
             buf.write_i32(2)
             _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
@@ -4935,6 +4976,11 @@ class PlanHostProtocol(typing.Protocol):
         Cancels the active turn.
 """
         raise NotImplementedError
+    def card_url(self, approval_id: str) -> str:
+        """
+        `plan/cardUrl`: the approval card URL of a pending approval.
+"""
+        raise NotImplementedError
     def complete_execution(self, execution_id: str) -> PlanApproval:
         """
         Running -> completed.
@@ -5170,6 +5216,24 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def card_url(self, approval_id: str) -> str:
+        """
+        `plan/cardUrl`: the approval card URL of a pending approval.
+"""
+        
+        _UniffiFfiConverterString.check_lower(approval_id)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(approval_id),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)

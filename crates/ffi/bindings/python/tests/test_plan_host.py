@@ -426,7 +426,7 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     assert approval.expires_at - approval.created_at == 300
     assert recorder.requested.wait(10)
     (requested,) = recorder.of(PlanEvent.APPROVAL_REQUESTED)
-    assert requested == PlanEvent.APPROVAL_REQUESTED(approval=approval)
+    assert requested == PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None)
     assert requested.approval.artifact.sha256 == approval.artifact.sha256
 
     # Nobody asks: the host's timer expires it and tells the listener, on its own thread.
@@ -457,7 +457,7 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input(markdown="v1\n"))])
     approval = result.approval
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_REQUESTED(approval=approval),
+        PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None),
         PlanEvent.SESSION_CHANGED(session=host.get_session(sid)),
     ]
 
@@ -505,7 +505,7 @@ def test_a_raising_listener_is_contained(host, tmp_path):
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert raising.calls > 0
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval) in recorder.events, "later listeners still hear it"
+    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
     decision = host.approve(approval.id, PermissionMode.ASK)
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert recorder.of(PlanEvent.APPROVAL_RESOLVED) == [PlanEvent.APPROVAL_RESOLVED(approval=decision.approval)]
@@ -530,7 +530,7 @@ def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, mo
     recorder = Recorder()
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval) in recorder.events, "later listeners still hear it"
+    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
     assert host.approve(approval.id, PermissionMode.ASK).approval.status == ApprovalStatus.APPROVED
     assert unraisable and set(unraisable) == {Fatal}, unraisable
 

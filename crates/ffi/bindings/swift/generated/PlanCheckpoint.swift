@@ -855,6 +855,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func cancelTurn(sessionId: String) throws  -> Session
     
     /**
+     * `plan/cardUrl`: the approval card URL of a pending approval.
+     */
+    func cardUrl(approvalId: String) throws  -> String
+    
+    /**
      * Running -> completed.
      */
     func completeExecution(executionId: String) throws  -> PlanApproval
@@ -1088,6 +1093,19 @@ open func cancelTurn(sessionId: String)throws  -> Session  {
     uniffi_plan_ffi_fn_method_planhost_cancel_turn(
             self.uniffiCloneHandle(),
         FfiConverterString.lower(sessionId),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * `plan/cardUrl`: the approval card URL of a pending approval.
+     */
+open func cardUrl(approvalId: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_card_url(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(approvalId),uniffiCallStatus
     )
 })
 }
@@ -2634,6 +2652,18 @@ public struct PlanHostOptions: Equatable, Hashable {
      * is an ordinary directory and not capped.
      */
     public var scratchSizeMb: UInt64?
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
+     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
+     * no web server when absent. An address that is not loopback is
+     * `INVALID_PARAMS` unless `web_allow_any_address`.
+     */
+    public var webAddress: String?
+    /**
+     * Lets `web_address` name an address that is not loopback: anyone who
+     * can reach it and sees a card's URL can decide.
+     */
+    public var webAllowAnyAddress: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2698,7 +2728,17 @@ public struct PlanHostOptions: Equatable, Hashable {
          * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
          * directory is a private tmpfs (memory) of this size; without them it
          * is an ordinary directory and not capped.
-         */scratchSizeMb: UInt64? = nil) {
+         */scratchSizeMb: UInt64? = nil, 
+        /**
+         * Serves approval cards (`<plan-approval-card>`) over HTTP on this
+         * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
+         * no web server when absent. An address that is not loopback is
+         * `INVALID_PARAMS` unless `web_allow_any_address`.
+         */webAddress: String? = nil, 
+        /**
+         * Lets `web_address` name an address that is not loopback: anyone who
+         * can reach it and sees a card's URL can decide.
+         */webAllowAnyAddress: Bool? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2713,6 +2753,8 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.protectedPaths = protectedPaths
         self.secretEnvMarkers = secretEnvMarkers
         self.scratchSizeMb = scratchSizeMb
+        self.webAddress = webAddress
+        self.webAllowAnyAddress = webAllowAnyAddress
     }
 
     
@@ -2744,7 +2786,9 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 skipNamespaces: FfiConverterOptionBool.read(from: &buf), 
                 protectedPaths: FfiConverterOptionSequenceString.read(from: &buf), 
                 secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
-                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf)
+                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
+                webAddress: FfiConverterOptionString.read(from: &buf), 
+                webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -2763,6 +2807,8 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionSequenceString.write(value.protectedPaths, into: &buf)
         FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
         FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
+        FfiConverterOptionString.write(value.webAddress, into: &buf)
+        FfiConverterOptionBool.write(value.webAllowAnyAddress, into: &buf)
     }
 }
 
@@ -5043,7 +5089,11 @@ public enum PlanEvent: Equatable, Hashable {
     case approvalRequested(
         /**
          * The new pending approval.
-         */approval: PlanApproval
+         */approval: PlanApproval, 
+        /**
+         * Its approval card's URL (with the card's token); `None` without
+         * `web_address`.
+         */cardUrl: String?
     )
     /**
      * `plan/approvalResolved`: an approval was approved, rejected, expired
@@ -5135,7 +5185,7 @@ public struct FfiConverterTypePlanEvent: FfiConverterRustBuffer {
         let variant: Int32 = try readInt(&buf)
         switch variant {
         
-        case 1: return .approvalRequested(approval: try FfiConverterTypePlanApproval.read(from: &buf)
+        case 1: return .approvalRequested(approval: try FfiConverterTypePlanApproval.read(from: &buf), cardUrl: try FfiConverterOptionString.read(from: &buf)
         )
         
         case 2: return .approvalResolved(approval: try FfiConverterTypePlanApproval.read(from: &buf)
@@ -5161,9 +5211,10 @@ public struct FfiConverterTypePlanEvent: FfiConverterRustBuffer {
         switch value {
         
         
-        case let .approvalRequested(approval):
+        case let .approvalRequested(approval,cardUrl):
             writeInt(&buf, Int32(1))
             FfiConverterTypePlanApproval.write(approval, into: &buf)
+            FfiConverterOptionString.write(cardUrl, into: &buf)
             
         
         case let .approvalResolved(approval):
@@ -6204,6 +6255,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_card_url() != 21345) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_complete_execution() != 10266) {

@@ -314,6 +314,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_cancel_command(uint64_t ptr, RustB
 RustBuffer uniffi_plan_ffi_fn_method_planhost_cancel_turn(uint64_t ptr, RustBuffer session_id, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CARD_URL
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CARD_URL
+RustBuffer uniffi_plan_ffi_fn_method_planhost_card_url(uint64_t ptr, RustBuffer approval_id, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMPLETE_EXECUTION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMPLETE_EXECUTION
 RustBuffer uniffi_plan_ffi_fn_method_planhost_complete_execution(uint64_t ptr, RustBuffer execution_id, RustCallStatus *_Nonnull out_status
@@ -717,6 +722,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_cancel_command(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CANCEL_TURN
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CANCEL_TURN
 uint16_t uniffi_plan_ffi_checksum_method_planhost_cancel_turn(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CARD_URL
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CARD_URL
+uint16_t uniffi_plan_ffi_checksum_method_planhost_card_url(void
     
 );
 #endif

@@ -709,6 +709,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_cancel_turn(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_card_url(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_complete_execution(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_complete_turn(
@@ -795,6 +797,8 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_cancel_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_cancel_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_card_url(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_complete_execution(`ptr`: Long,`executionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -975,6 +979,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() and 0xFFFF) != 14658) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_card_url() and 0xFFFF) != 21345) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_complete_execution() and 0xFFFF) != 10266) {
@@ -1862,6 +1869,11 @@ public interface PlanHostInterface {
     fun `cancelTurn`(`sessionId`: kotlin.String): Session
     
     /**
+     * `plan/cardUrl`: the approval card URL of a pending approval.
+     */
+    fun `cardUrl`(`approvalId`: kotlin.String): kotlin.String
+    
+    /**
      * Running -> completed.
      */
     fun `completeExecution`(`executionId`: kotlin.String): PlanApproval
@@ -2162,6 +2174,24 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         it,
         
         FfiConverterString.lower(`sessionId`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * `plan/cardUrl`: the approval card URL of a pending approval.
+     */
+    @Throws(PlanException::class)override fun `cardUrl`(`approvalId`: kotlin.String): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url(
+        it,
+        
+        FfiConverterString.lower(`approvalId`),_status)
 }
     }
     )
@@ -3502,6 +3532,20 @@ data class PlanHostOptions (
      * is an ordinary directory and not capped.
      */
     var `scratchSizeMb`: kotlin.ULong? = null 
+    , 
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
+     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
+     * no web server when absent. An address that is not loopback is
+     * `INVALID_PARAMS` unless `web_allow_any_address`.
+     */
+    var `webAddress`: kotlin.String? = null 
+    , 
+    /**
+     * Lets `web_address` name an address that is not loopback: anyone who
+     * can reach it and sees a card's URL can decide.
+     */
+    var `webAllowAnyAddress`: kotlin.Boolean? = null 
     
 ){
     
@@ -3532,6 +3576,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -3549,7 +3595,9 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`) +
             FfiConverterOptionalSequenceString.allocationSize(value.`protectedPaths`) +
             FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
-            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`)
+            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
+            FfiConverterOptionalString.allocationSize(value.`webAddress`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3567,6 +3615,8 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.write(value.`protectedPaths`, buf)
             FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
             FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
+            FfiConverterOptionalString.write(value.`webAddress`, buf)
+            FfiConverterOptionalBoolean.write(value.`webAllowAnyAddress`, buf)
     }
 }
 
@@ -4924,7 +4974,12 @@ sealed class PlanEvent {
         /**
          * The new pending approval.
          */
-        val `approval`: dev.plancheckpoint.ffi.PlanApproval) : PlanEvent()
+        val `approval`: dev.plancheckpoint.ffi.PlanApproval, 
+        /**
+         * Its approval card's URL (with the card's token); `None` without
+         * `web_address`.
+         */
+        val `cardUrl`: kotlin.String?) : PlanEvent()
         
     {
         
@@ -5062,6 +5117,7 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
         return when(buf.getInt()) {
             1 -> PlanEvent.ApprovalRequested(
                 FfiConverterTypePlanApproval.read(buf),
+                FfiConverterOptionalString.read(buf),
                 )
             2 -> PlanEvent.ApprovalResolved(
                 FfiConverterTypePlanApproval.read(buf),
@@ -5096,6 +5152,7 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
             (
                 4UL
                 + FfiConverterTypePlanApproval.allocationSize(value.`approval`)
+                + FfiConverterOptionalString.allocationSize(value.`cardUrl`)
             )
         }
         is PlanEvent.ApprovalResolved -> {
@@ -5148,6 +5205,7 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
             is PlanEvent.ApprovalRequested -> {
                 buf.putInt(1)
                 FfiConverterTypePlanApproval.write(value.`approval`, buf)
+                FfiConverterOptionalString.write(value.`cardUrl`, buf)
                 Unit
             }
             is PlanEvent.ApprovalResolved -> {

@@ -707,7 +707,7 @@ class PlanHostTest {
         val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("T", "v1\n", "Q?"))))
         val approval = results.single().approval!!
         assertEquals(
-            listOf(PlanEvent.ApprovalRequested(approval), PlanEvent.SessionChanged(host.getSession(sid))),
+            listOf(PlanEvent.ApprovalRequested(approval, null), PlanEvent.SessionChanged(host.getSession(sid))),
             recorder.drain(),
         )
 
@@ -776,7 +776,7 @@ class PlanHostTest {
         val sid = planSession(host, workspace()).sessionId
         val approval = submit(host, sid)
         assertTrue(calls.await(10, TimeUnit.SECONDS))
-        assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval)), "later listeners still hear it")
+        assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval, null)), "later listeners still hear it")
         val decision = host.approve(approval.id, PermissionMode.ASK)
         assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
         assertEquals(PlanEvent.ApprovalResolved(decision.approval), recorder.events.filterIsInstance<PlanEvent.ApprovalResolved>().single())
@@ -799,7 +799,7 @@ class PlanHostTest {
             val recorder = Recorder()
             host.addListener(recorder)
             val approval = submit(host, planSession(host, workspace()).sessionId)
-            assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval)), "later listeners still hear it")
+            assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval, null)), "later listeners still hear it")
             assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
             assertTrue(caught.isNotEmpty(), "the error reached JNA's handler")
             assertTrue(caught.all { it is QuietError }, caught.toString())
