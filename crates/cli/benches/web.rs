@@ -119,7 +119,8 @@ fn pending(serve: &mut Serve, workspace: &Path, round: usize) -> (String, String
 
 fn post_decision(base: &str, token: &str, sha256: &str) {
     let authority = base.trim_start_matches("http://").trim_end_matches('/');
-    let body = json!({"token": token, "sha256": sha256, "decision": "approve", "permissionMode": "ask"}).to_string();
+    let body =
+        json!({"token": token, "sha256": sha256, "decision": "approve", "permissionMode": "ask"}).to_string();
     let mut stream = TcpStream::connect(authority).unwrap();
     write!(
         stream,
@@ -142,7 +143,10 @@ fn main() {
     if std::env::args().any(|arg| arg == "--test" || arg == "--list") {
         return;
     }
-    let rounds: usize = std::env::var("WEB_BENCH_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(200);
+    let rounds: usize = std::env::var("WEB_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
     let dir = match std::env::var_os("WEB_BENCH_DIR") {
         Some(root) => tempfile::tempdir_in(root).unwrap(),
         None => tempfile::tempdir().unwrap(),

@@ -689,3 +689,34 @@ fn another_address_needs_the_explicit_option() {
         Err(plan_host::ErrorCode::InvalidParams)
     );
 }
+
+#[test]
+fn a_noted_decision_the_host_refuses_writes_no_transcript_entry() {
+    let fixture = fixture(60_000, true);
+    let source = plan_host::DecisionSource {
+        channel: DecisionChannel::WebCard,
+        remote_address: "127.0.0.1:9".to_owned(),
+    };
+    // Past the deadline the approve is a timeout: the expiry is committed,
+    // and nothing says the card decided.
+    fixture.clock.as_ref().unwrap().advance(60_000);
+    let late = fixture
+        .host
+        .approve_noted(&fixture.approval.id, Some(PermissionMode::Ask), &source)
+        .map_err(|error| error.code());
+    assert_eq!(late.map(|_| ()), Err(plan_host::ErrorCode::PlanApprovalTimeout));
+    assert_eq!(fixture.status().status, ApprovalStatus::Expired);
+    let again = fixture
+        .host
+        .reject_noted(&fixture.approval.id, &source)
+        .map_err(|error| error.code());
+    // An expired approval stays a timeout for every later decision.
+    assert_eq!(again.map(|_| ()), Err(plan_host::ErrorCode::PlanApprovalTimeout));
+    assert!(
+        fixture
+            .host
+            .decision_entries(&fixture.approval.session_id)
+            .unwrap()
+            .is_empty()
+    );
+}
