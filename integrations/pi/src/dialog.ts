@@ -45,16 +45,23 @@ export function approvalLine(cwd: string, approval: PlanApproval): string {
   return `${approval.id} ${approval.status}${mode}${execution} "${escapeForDisplay(approval.title)}" ${when} ${artifactPath(cwd, approval) ?? ""}`.trimEnd();
 }
 
-function dialogTitle(cwd: string, approval: PlanApproval): string {
+/**
+ * The dialog's text. `cardUrl` is the approval card's URL when the sidecar
+ * serves cards (opt-in: `PLAN_CHECKPOINT_SERVE_ARGS="--web 127.0.0.1:0"`),
+ * so the person can decide from a browser or a phone instead.
+ */
+export function dialogTitle(cwd: string, approval: PlanApproval, cardUrl: string | null = null): string {
   const artifact = approval.artifact;
-  return [
+  const lines = [
     `Plan approval: ${escapeForDisplay(approval.title)}`,
     "",
     escapeForDisplay(approval.question),
     "",
     `Plan file: ${artifactPath(cwd, approval) ?? "(none)"}${artifact !== null ? ` (${artifact.size} bytes, sha256 ${artifact.sha256.slice(0, 16)}…)` : ""}`,
     `Expires: ${formatInstant(approval.expiresAt)} (${formatDuration(approval.expiresAt - Date.now())} left)`,
-  ].join("\n");
+  ];
+  if (cardUrl !== null) lines.push(`Or decide in a browser or on a phone: ${cardUrl}`);
+  return lines.join("\n");
 }
 
 /**
@@ -76,11 +83,16 @@ export async function decideApproval(
   const onAbort = (): void => closing.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
   const timer = setTimeout(() => closing.abort(), Math.max(0, approval.expiresAt - Date.now()));
+  // Without --web the sidecar has no card, and the dialog shows no URL.
+  const cardUrl = await client.planCardUrl({ approvalId: approval.id }).then(
+    ({ url }) => url,
+    () => null,
+  );
   try {
     for (;;) {
       const left = approval.expiresAt - Date.now();
       if (left <= 0 || closing.signal.aborted) return await settle(sidecar, client, approval);
-      const choice = await ctx.ui.select(dialogTitle(ctx.cwd, approval), Object.values(CHOICES), { signal: closing.signal, timeout: left });
+      const choice = await ctx.ui.select(dialogTitle(ctx.cwd, approval, cardUrl), Object.values(CHOICES), { signal: closing.signal, timeout: left });
       if (choice === undefined) return await settle(sidecar, client, approval);
       if (choice === CHOICES.read) {
         await showPlan(ctx, sidecar, client, approval, closing.signal);

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { dialogTitle } from "../src/dialog.js";
 import { hostToolInput, hostToolName } from "../src/names.js";
 import { confirmationNeeded } from "../src/permissions.js";
 import { escapeForDisplay, formatDuration } from "../src/text.js";
@@ -33,4 +34,28 @@ test("agent text is shown with control and bidirectional characters escaped, lin
   assert.equal(formatDuration(-5), "0s");
   assert.equal(formatDuration(125_000), "2m 5s");
   assert.equal(formatDuration(3_780_000), "1h 3m");
+});
+
+test("the dialog names the approval card's URL only when the sidecar serves cards", () => {
+  const approval = {
+    id: "approval-1",
+    sessionId: "s",
+    turnId: "t",
+    title: "Split \u202e the parser",
+    question: "Go?",
+    artifact: { path: ".pi/plan/a.md", sha256: "ab".repeat(32), size: 10 },
+    status: "pending" as const,
+    errorCode: null,
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 60_000,
+    decidedAt: null,
+    permissionMode: null,
+    executionId: null,
+    executionState: null,
+  };
+  const plain = dialogTitle("/w", approval);
+  assert.ok(plain.includes("Split \\u202e the parser"), plain);
+  assert.ok(!plain.includes("browser"), plain);
+  const withCard = dialogTitle("/w", approval, "http://127.0.0.1:8123/card/00");
+  assert.ok(withCard.endsWith("Or decide in a browser or on a phone: http://127.0.0.1:8123/card/00"), withCard);
 });
