@@ -233,13 +233,10 @@ impl PlanHost {
 
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
-        let web = self.web.clone();
+        // Weakly: the card server holds the host, which holds its listeners.
+        let web = self.web.as_ref().map(Arc::downgrade);
         self.host.add_listener(Arc::new(move |event: HostEvent| {
-            let notification = match &web {
-                Some(web) => web.notification(event),
-                None => plan_server::notification(event),
-            };
-            let event = PlanEvent::from(notification);
+            let event = PlanEvent::from(WebCard::notification_of(web.as_ref(), event));
             // A foreign exception reaches Rust as a panic of the UniFFI
             // callback glue; it must not unwind into the host.
             let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));

@@ -20,7 +20,7 @@ use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Respons
 use serde_json::Value;
 
 use crate::connection::{Connection, INTERNAL_ERROR_LINE, SERVER_NAME, empty_batch};
-use crate::convert::{error_object, notification};
+use crate::convert::error_object;
 use crate::inbound::{Incoming, next_message};
 use crate::log;
 use crate::outbound::Outbound;
@@ -121,12 +121,9 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
     };
     host.add_listener(Arc::new({
         let notifier = outbound.notifier();
-        let web = web.clone();
+        let web = web.as_ref().map(Arc::downgrade);
         move |event| {
-            let notification = match &web {
-                Some(web) => web.notification(event),
-                None => notification(event),
-            };
+            let notification = WebCard::notification_of(web.as_ref(), event);
             if let ServerNotification::PlanApprovalRequested(requested) = &notification
                 && let Some(url) = &requested.card_url
             {

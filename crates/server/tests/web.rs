@@ -323,6 +323,8 @@ fn a_decision_the_host_refuses_leaves_the_token_live() {
         json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve", "permissionMode": "yolo"}),
         json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "approve", "feedback": "x"}),
         json!({"token": fixture.token(), "decision": "reject"}),
+        json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "reject", "permissionMode": "auto"}),
+        json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "maybe"}),
     ];
     for body in &bad {
         assert_eq!(fixture.decide(body).status, 400, "{body}");

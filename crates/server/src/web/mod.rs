@@ -57,6 +57,8 @@ pub const MAX_CONNECTIONS: usize = 64;
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// The time a blocking write may wait for a client that does not read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The pause after a failed accept.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// The state the accept thread, the connection threads and the host
 /// listener share.
@@ -217,7 +219,10 @@ impl WebCard {
     }
 
     /// The protocol notification of a host event, with the card URL in
-    /// `plan/approvalRequested` (the one place `cardUrl` is filled in).
+    /// `plan/approvalRequested` (the one place `cardUrl` is filled in). A
+    /// host listener should hold the server weakly and use
+    /// [`WebCard::notification_of`]: the server holds the host, so a strong
+    /// reference in one of its listeners would keep both alive forever.
     pub fn notification(&self, event: HostEvent) -> ServerNotification {
         match event {
             HostEvent::ApprovalRequested(approval) => {
@@ -231,6 +236,15 @@ impl WebCard {
             | HostEvent::SessionChanged(_)
             | HostEvent::CommandOutput { .. }
             | HostEvent::CommandExited(_)) => crate::notification(other),
+        }
+    }
+
+    /// [`WebCard::notification`] through a weak reference: without a live
+    /// server (none, or dropped) the plain [`crate::notification`].
+    pub fn notification_of(web: Option<&Weak<WebCard>>, event: HostEvent) -> ServerNotification {
+        match web.and_then(Weak::upgrade) {
+            Some(web) => web.notification(event),
+            None => crate::notification(event),
         }
     }
 
@@ -267,6 +281,9 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
             return;
         }
         let Ok(stream) = incoming else {
+            // Out of descriptors or memory: accept fails at once until some
+            // connection ends, so pause instead of spinning.
+            std::thread::sleep(ACCEPT_BACKOFF);
             continue;
         };
         // Over the cap the connection is closed unanswered (dropping it).

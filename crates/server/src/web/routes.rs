@@ -240,6 +240,10 @@ fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     let Ok(body) = serde_json::from_slice::<DecisionBody>(&request.body) else {
         return Response::plain(400);
     };
+    // A rejection grants nothing, so it names no mode (as `plan/reject`).
+    if matches!(body.decision, Decision::Reject) && body.permission_mode.is_some() {
+        return Response::plain(400);
+    }
     let Some((token, binding, _)) = live(shared, &body.token) else {
         return Response::plain(404);
     };
