@@ -599,18 +599,7 @@ impl Host {
         approval_id: &ApprovalId,
         permission_mode: Option<PermissionMode>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
-        let session_id = approval.session_id.clone();
-        let event = Event::Approve {
-            approval,
-            permission_mode,
-            execution_id: fresh_id("execution"),
-            execution_turn_id: fresh_id("turn"),
-        };
-        match self.core.session_event(&session_id, event)? {
-            (Reply::Decided(approval), state) => Ok((approval, state)),
-            (other, _) => Err(unexpected(&other)),
-        }
+        self.approve_with(approval_id, permission_mode, None)
     }
 
     /// [`Host::approve_relayed`] for a frontend other than the client's own
@@ -629,15 +618,24 @@ impl Host {
         permission_mode: Option<PermissionMode>,
         source: &DecisionSource,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
-        let session_id = row.approval.session_id.clone();
+        self.approve_with(approval_id, permission_mode, Some(note(approval_id, source)))
+    }
+
+    fn approve_with(
+        &self,
+        approval_id: &ApprovalId,
+        permission_mode: Option<PermissionMode>,
+        note: Option<DecisionNote>,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
+        let session_id = approval.session_id.clone();
         let event = Event::Approve {
-            approval: row.approval,
+            approval,
             permission_mode,
             execution_id: fresh_id("execution"),
             execution_turn_id: fresh_id("turn"),
         };
-        self.decide_noted(&session_id, event, note(approval_id, source))
+        self.decide(&session_id, event, note.as_ref())
     }
 
     /// [`Host::reject`] for a relaying frontend, noted like
@@ -651,23 +649,29 @@ impl Host {
         approval_id: &ApprovalId,
         source: &DecisionSource,
     ) -> Result<(PlanApproval, SessionState), HostError> {
-        let row = self.stored_approval(approval_id)?;
-        let session_id = row.approval.session_id.clone();
-        let event = Event::Reject {
-            approval: row.approval,
-        };
-        self.decide_noted(&session_id, event, note(approval_id, source))
+        self.reject_with(approval_id, Some(note(approval_id, source)))
     }
 
-    fn decide_noted(
+    fn reject_with(
+        &self,
+        approval_id: &ApprovalId,
+        note: Option<DecisionNote>,
+    ) -> Result<(PlanApproval, SessionState), HostError> {
+        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
+        let session_id = approval.session_id.clone();
+        self.decide(&session_id, Event::Reject { approval }, note.as_ref())
+    }
+
+    /// Runs a decision event, writing `note` with it when there is one.
+    fn decide(
         &self,
         session_id: &SessionId,
         event: Event,
-        note: DecisionNote,
+        note: Option<&DecisionNote>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
         let ran = self
             .core
-            .run_noted(session_id, event, Box::new(|_, _| Ok(true)), Some(&note))?
+            .run_noted(session_id, event, Box::new(|_, _| Ok(true)), note)?
             .ok_or_else(|| HostError::with_detail(ErrorCode::Internal, "a decision was skipped"))?;
         match ran.outcome? {
             (Reply::Decided(approval), state) => Ok((approval, state)),
@@ -701,12 +705,7 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
     /// `SESSION_BUSY`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn reject(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
-        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
-        let session_id = approval.session_id.clone();
-        match self.core.session_event(&session_id, Event::Reject { approval })? {
-            (Reply::Decided(approval), state) => Ok((approval, state)),
-            (other, _) => Err(unexpected(&other)),
-        }
+        self.reject_with(approval_id, None)
     }
 
     /// One approval (with its legacy v8 fields, if any); overdue approvals
