@@ -283,8 +283,14 @@ function defineCard() {
                     return;
                 }
                 if (response.status === 404) {
+                    // Decided elsewhere (another tab won), expired or stopped: nothing
+                    // more can be decided here, and the status stream, still open,
+                    // shows what the approval became.
                     this.#busy = false;
-                    this.#gone("This decision did not count: the plan was already decided, it expired, or the host stopped.");
+                    this.#decided = true;
+                    this.#notice.textContent = "This decision did not count: the plan was already decided, it expired, or the host stopped.";
+                    this.#notice.hidden = false;
+                    this.#setEnabled(false);
                     return;
                 }
                 const refusal = (await response.json());
