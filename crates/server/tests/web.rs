@@ -722,3 +722,48 @@ fn a_noted_decision_the_host_refuses_writes_no_transcript_entry() {
             .is_empty()
     );
 }
+
+#[test]
+fn malformed_slow_and_misdirected_requests_get_their_own_status() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let no_colon = format!("GET / HTTP/1.1\r\nHost: {addr}\r\nBroken header\r\n\r\n");
+    assert_eq!(exchange(addr, no_colon.as_bytes()).status, 400);
+    let bad_length = format!("POST /decision HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1e3\r\n\r\n");
+    assert_eq!(exchange(addr, bad_length.as_bytes()).status, 400);
+    assert_eq!(
+        exchange(addr, b"GET / HTTP/1.1\r\nHost: \xff\r\n\r\n").status,
+        400
+    );
+    assert_eq!(get(addr, "/decision").status, 405);
+    assert_eq!(get(addr, "relative").status, 400);
+    assert_eq!(get(addr, &format!("{}/other", fixture.path())).status, 404);
+    // A head that never ends is answered when its deadline passes.
+    let mut slow = TcpStream::connect(addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(slow, "GET / HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
+    let mut bytes = Vec::new();
+    slow.read_to_end(&mut bytes).unwrap();
+    assert_eq!(parse_reply(&bytes).status, 408);
+}
+
+#[test]
+fn a_card_takes_a_bounded_number_of_status_streams() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let path = fixture.path();
+    let mut open: Vec<TcpStream> = Vec::new();
+    for _ in 0..16 {
+        let mut stream = open_events(fixture.addr(), &path);
+        assert!(read_event(&mut stream).contains("\"pending\""));
+        open.push(stream);
+    }
+    let mut refused = open_events(fixture.addr(), &path);
+    let mut bytes = Vec::new();
+    refused.read_to_end(&mut bytes).unwrap();
+    assert_eq!(parse_reply(&bytes).status, 503);
+    // The streams that were let in still hear the decision.
+    fixture.host.reject(&fixture.approval.id).unwrap();
+    for stream in &mut open {
+        assert!(read_event(stream).contains("\"rejected\""));
+    }
+}

@@ -61,13 +61,14 @@ fn route(shared: &Shared, request: &Request, stream: &mut TcpStream, peer: Socke
             Answer::Respond(Response::new(200, "text/javascript; charset=utf-8", CARD_SCRIPT))
         }
         ("POST", "/decision") => Answer::Respond(decide(shared, request, peer)),
+        (_, "/decision") => Answer::Respond(Response::plain(405)),
         ("GET", _) => match card_path(path) {
             Some((token, CardRoute::Page)) => Answer::Respond(page(shared, token)),
             Some((token, CardRoute::State)) => Answer::Respond(state(shared, token)),
             Some((token, CardRoute::Events)) => events(shared, token, stream),
             None => Answer::Respond(Response::plain(404)),
         },
-        _ => Answer::Respond(Response::plain(if path == "/decision" { 405 } else { 404 })),
+        _ => Answer::Respond(Response::plain(404)),
     }
 }
 
