@@ -767,3 +767,22 @@ fn a_card_takes_a_bounded_number_of_status_streams() {
         assert!(read_event(stream).contains("\"rejected\""));
     }
 }
+
+#[test]
+fn connections_over_the_cap_are_closed_unanswered() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let silent: Vec<TcpStream> = (0..plan_server::web::MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    let mut over = TcpStream::connect(addr).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = write!(
+        over,
+        "GET /plan-approval-card.js HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    );
+    let mut bytes = Vec::new();
+    let _ = over.read_to_end(&mut bytes);
+    assert!(bytes.is_empty(), "{}", String::from_utf8_lossy(&bytes));
+    drop(silent);
+}
