@@ -136,7 +136,8 @@ pub enum PlanSandbox {
     Unavailable,
 }
 
-/// `command/start` params: run an Agent turn's allowed Bash call on the host.
+/// `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+/// call on the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommandStartParams {
@@ -144,9 +145,9 @@ pub struct CommandStartParams {
     pub session_id: String,
     /// The active Agent turn.
     pub turn_id: String,
-    /// The Bash call `turn/toolCalls` allowed.
+    /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
     pub call_id: String,
-    /// The command text.
+    /// The command text: exactly the `command` of the call's input.
     pub command: String,
     /// Workspace-relative or absolute working directory inside the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]

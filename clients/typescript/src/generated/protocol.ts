@@ -356,15 +356,16 @@ export interface CommandShell {
 }
 
 /**
- * `command/start` params: run an Agent turn's allowed Bash call on the host.
+ * `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+ * call on the host.
  */
 export interface CommandStartParams {
   /**
-   * The Bash call `turn/toolCalls` allowed.
+   * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
    */
   callId: string;
   /**
-   * The command text.
+   * The command text: exactly the `command` of the call's input.
    */
   command: string;
   /**
