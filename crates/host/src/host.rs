@@ -326,10 +326,16 @@ impl Host {
 
     /// Decides a batch of tool calls. A valid SubmitPlan writes its artifact
     /// durably and creates the pending approval before this returns; a
-    /// Plan-turn Bash call is started in the read-only sandbox. A refused
-    /// call is an outcome with [`ToolCallVerdict::Deny`] and its code
+    /// Plan-turn Bash call is started in the read-only sandbox. In an Agent
+    /// turn each call gets plan-core's permission table under the session's
+    /// permission mode: [`ToolCallVerdict::Allow`], or
+    /// [`ToolCallVerdict::Confirm`] (answered with [`Host::confirm_tool`]),
+    /// with `host_run` for Bash; each decision that is not a plain allow is
+    /// in the session's transcript before this returns. A refused call is an
+    /// outcome with [`ToolCallVerdict::Deny`] and its code
     /// (`TOOL_DENIED_IN_PLAN`, `INVALID_PLAN_INPUT`, `ARTIFACT_WRITE_FAILED`,
-    /// …), not an error. The README example submits a plan.
+    /// `PERMISSION_REQUIRES_INTERACTIVE_SESSION`, …), not an error. The README
+    /// example submits a plan.
     ///
     /// # Errors
     ///
