@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, UnixMs};
+use plan_core::{
+    CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs,
+};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions, ScratchSize};
 use serde::Serialize;
 
@@ -38,15 +40,17 @@ pub(crate) struct CommandArgs {
     /// How many commands of one session may run at once.
     #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION)]
     max_running_commands: usize,
-    /// Let Agent `auto` commands use the network (off by default).
+    /// Let Agent commands use the network (off by default; every Agent
+    /// command, `auto` or confirmed, gets the same sandbox).
     #[arg(long)]
     network_in_auto: bool,
-    /// Where the kernel sandbox is unavailable, run Agent `auto` commands
-    /// unconfined instead of refusing them with SANDBOX_UNAVAILABLE (off by
-    /// default; Plan commands never run unconfined).
+    /// Where the kernel sandbox is unavailable, run Agent commands (`auto`
+    /// ones, and confirmed ones under ask and accept-edits) unconfined
+    /// instead of refusing them with SANDBOX_UNAVAILABLE (off by default;
+    /// Plan commands never run unconfined).
     /// The same opt-out where the sandbox works without its namespaces: Agent
-    /// `auto` commands then run workspace-write under Landlock and seccomp
-    /// only, without the protected paths.
+    /// commands then run workspace-write under Landlock and seccomp only,
+    /// without the protected paths.
     #[arg(long)]
     auto_without_sandbox: bool,
     /// Where each command's scratch directory is made: a private directory
@@ -62,8 +66,8 @@ pub(crate) struct CommandArgs {
     secret_env_marker: Vec<String>,
     /// Do not enter the sandbox's namespaces even where the kernel allows
     /// them, as on a kernel without them: Plan Bash still runs, the
-    /// database and terminals are no longer hidden from it, and Agent `auto`
-    /// is refused unless --auto-without-sandbox.
+    /// database and terminals are no longer hidden from it, and Agent
+    /// commands are refused unless --auto-without-sandbox.
     #[arg(long)]
     skip_namespaces: bool,
     /// Another path kept read-only under Agent `auto`, besides `.git`,
@@ -192,12 +196,16 @@ pub(crate) fn show(
     let entries = store
         .command_entries(&session_id, call_id)
         .map_err(|error| inspect::failure(&error))?;
+    let decisions = store
+        .tool_entries(&SessionId::from(session_id.as_str()), call_id)
+        .map_err(|error| inspect::failure(&error))?;
     let text = if json {
         render::json_pretty(&ShowJson {
             entries: entries.iter().map(EntryJson::from).collect(),
+            decisions,
         })?
     } else {
-        card(&entries)
+        card(&entries, &decisions)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -241,6 +249,9 @@ impl From<&CommandRecord> for RecordJson {
 #[derive(Serialize)]
 struct ShowJson {
     entries: Vec<EntryJson>,
+    /// The call's tool-permission entries: whether and when a person
+    /// confirmed it, or the mode allowed it.
+    decisions: Vec<ToolAuditEntry>,
 }
 
 #[derive(Serialize)]
@@ -319,7 +330,30 @@ pub(crate) fn table(records: &[CommandRecord], term: &Terminal) -> Result<(), Fa
     table.finish()
 }
 
-fn card(entries: &[CommandEntry]) -> String {
+/// Whether and when a person confirmed the call, from its tool-permission
+/// entries (`-` for a Plan command, which no permission mode decides).
+fn confirmation(decisions: &[ToolAuditEntry]) -> String {
+    // Entries are oldest first, and an answer follows its request: the last
+    // one says where the call stands.
+    decisions.last().map_or_else(
+        || "-".to_owned(),
+        |entry| {
+            let at = render::local_rfc3339(entry.at);
+            let mode = entry.permission_mode.map_or("-", |mode| mode.as_str());
+            match entry.kind {
+                ToolAuditKind::ConfirmRequested => format!("asked under {mode} at {at}, never answered"),
+                ToolAuditKind::Confirmed => format!("confirmed by a person at {at}"),
+                ToolAuditKind::Declined => format!(
+                    "declined ({}) at {at}",
+                    entry.error_code.map_or("-", ErrorCode::as_str)
+                ),
+                ToolAuditKind::AutoAllowed => format!("not asked: allowed by {mode} at {at}"),
+            }
+        },
+    )
+}
+
+fn card(entries: &[CommandEntry], decisions: &[ToolAuditEntry]) -> String {
     // The run as it last stood; a refused second start does not hide it.
     let latest = entries
         .iter()
@@ -353,6 +387,7 @@ fn card(entries: &[CommandEntry]) -> String {
             if run.network { ", network" } else { ", no network" }
         ),
     );
+    line("confirmed", confirmation(decisions));
     line("state", run.state.as_str().to_owned());
     line("outcome", outcome(run));
     line(

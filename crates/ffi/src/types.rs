@@ -18,7 +18,8 @@
 use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, TurnId, TurnKind,
+    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, ToolAuditEntry,
+    ToolAuditKind, TurnId, TurnKind,
 };
 use plan_protocol as wire;
 use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
@@ -121,8 +122,11 @@ pub struct ToolCall {
 pub struct ToolCallResult {
     /// The call.
     pub call_id: String,
-    /// Allow or deny.
+    /// Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
     pub decision: ToolCallDecision,
+    /// `true` for an Agent-turn Bash call that is allowed or awaits a
+    /// confirmation: only `PlanHost::start_command` may run it, never the app.
+    pub host_run: bool,
     /// The canonical code of a denial.
     pub error_code: Option<ErrorCode>,
     /// The human message of a denial.
@@ -286,18 +290,19 @@ pub struct PlanHostOptions {
     /// Running commands per session.
     #[uniffi(default = None)]
     pub max_running_commands: Option<u32>,
-    /// Whether Agent `auto` commands may use the network.
+    /// Whether Agent commands (`auto`, and confirmed ones) may use the network.
     #[uniffi(default = None)]
     pub network_in_auto: Option<bool>,
-    /// Where the kernel sandbox is unavailable, whether Agent `auto`
-    /// commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
-    /// (Plan commands never do).
+    /// Where the kernel sandbox is unavailable, whether Agent commands
+    /// (`auto`, and confirmed ones under ask and accept-edits) run
+    /// unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
+    /// commands never do).
     #[uniffi(default = None)]
     pub auto_without_sandbox: Option<bool>,
     /// Whether the sandbox skips its namespaces even where the kernel allows
     /// them (as a kernel without them would): Plan Bash still runs, the
-    /// database and terminals are no longer hidden from it, and Agent `auto`
-    /// fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+    /// database and terminals are no longer hidden from it, and Agent
+    /// commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
     #[uniffi(default = None)]
     pub skip_namespaces: Option<bool>,
     /// More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
@@ -333,6 +338,7 @@ impl From<wire::ToolCallResult> for ToolCallResult {
         ToolCallResult {
             call_id: result.call_id,
             decision: result.decision,
+            host_run: result.host_run,
             error_code: result.error.as_ref().map(|error| error.code.code()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval,

@@ -11,7 +11,7 @@
 //! [`Sandbox::ReadOnly`] or does not run.
 
 use crate::model::{ActiveTurn, LimitError, UnixMs};
-use crate::objects::{CommandRun, CommandState, Mode, PermissionMode, Sandbox, TurnKind};
+use crate::objects::{CommandRun, CommandState, Mode, Sandbox, TurnKind};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
@@ -53,29 +53,32 @@ pub struct CommandOptions {
     /// Timeouts and the per-session limit, in range by construction
     /// ([`CommandLimits::new`]).
     pub limits: CommandLimits,
-    /// Whether Agent `auto` commands may use the network.
+    /// Whether Agent commands may use the network (the name is older than
+    /// the rule that every Agent command, `auto` or confirmed, gets the same
+    /// sandbox).
     pub network_in_auto: bool,
     /// Whether the host opted out of the workspace-write sandbox for Agent
-    /// `auto` where the kernel sandbox is unavailable: its commands then run
+    /// commands (`auto` ones, and confirmed ones under `ask` and
+    /// `accept-edits`) where the kernel sandbox is unavailable: they then run
     /// unconfined instead of failing with `SANDBOX_UNAVAILABLE`. It never
     /// touches Plan turns, whose commands are read-only or do not run.
     ///
-    /// The same opt-out covers a sandbox without namespaces: there `auto`
-    /// runs workspace-write under Landlock and seccomp, without P7's
+    /// The same opt-out covers a sandbox without namespaces: there Agent
+    /// commands run workspace-write under Landlock and seccomp, without P7's
     /// protected paths, instead of `SANDBOX_UNAVAILABLE`. One option, because
-    /// it means one thing (the host accepts `auto` without the full
+    /// it means one thing (the host accepts Agent commands without the full
     /// sandbox), and the weaker case still gets every layer that works.
     pub auto_without_sandbox: bool,
     /// Whether the kernel sandbox (read-only and workspace-write) works on
     /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
-    /// Agent `auto` commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
+    /// Agent commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
     /// The default is `false` until a probe says otherwise (the safe side:
     /// nothing runs unconfined).
     pub sandbox_available: bool,
     /// Whether the sandbox also enters its namespaces here (the kernel
     /// allows them and the host did not skip them), which is what keeps
     /// P7's protected paths read-only and P8's reads refused. Without them
-    /// Plan Bash still runs; Agent `auto` is `SANDBOX_UNAVAILABLE` unless
+    /// Plan Bash still runs; Agent commands are `SANDBOX_UNAVAILABLE` unless
     /// the host opted out with `auto_without_sandbox`.
     pub namespaces_available: bool,
 }
@@ -313,41 +316,39 @@ pub struct SandboxGrant {
 }
 
 /// Which sandbox a command needs: a Plan turn always read-only and offline;
-/// an Agent turn under `ask` or `accept-edits` none; under `auto` (an
-/// approved plan's execution turn included) workspace-write, with the
-/// network only when the host allows it, unless the sandbox is unavailable
-/// and the host opted out of it for `auto` (then none).
-pub fn sandbox_for(
-    turn: &ActiveTurn,
-    permission_mode: PermissionMode,
-    options: &CommandOptions,
-) -> SandboxGrant {
+/// an Agent turn, under every permission mode (an approved plan's execution
+/// turn included), workspace-write, with the network only when the host
+/// allows it (`network_in_auto`), unless the sandbox is unavailable and the
+/// host opted out of it (`auto_without_sandbox`; then none).
+///
+/// A command a person confirmed under `ask` or `accept-edits` gets the same
+/// sandbox as an `auto` one: the person read the command text, not what the
+/// scripts it starts will do, so a confirmation adds a check and takes no
+/// confinement away. The permission mode decides whether a person is asked
+/// (`agent_permission`), never how far the command reaches.
+pub fn sandbox_for(turn: &ActiveTurn, options: &CommandOptions) -> SandboxGrant {
     match (turn.mode, turn.kind) {
         (Mode::Plan, TurnKind::Prompt | TurnKind::Execution) => SandboxGrant {
             sandbox: Sandbox::ReadOnly,
             network: false,
         },
-        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => match permission_mode {
-            PermissionMode::Ask | PermissionMode::AcceptEdits => SandboxGrant {
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution)
+            if !options.sandbox_available && options.auto_without_sandbox =>
+        {
+            SandboxGrant {
                 sandbox: Sandbox::None,
                 network: true,
-            },
-            PermissionMode::Auto if !options.sandbox_available && options.auto_without_sandbox => {
-                SandboxGrant {
-                    sandbox: Sandbox::None,
-                    network: true,
-                }
             }
-            PermissionMode::Auto => SandboxGrant {
-                sandbox: Sandbox::WorkspaceWrite,
-                network: options.network_in_auto,
-            },
+        }
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => SandboxGrant {
+            sandbox: Sandbox::WorkspaceWrite,
+            network: options.network_in_auto,
         },
     }
 }
 
 /// Whether a command with `grant` may start on this host: a Plan
-/// (read-only) command needs the kernel sandbox; a workspace-write (`auto`)
+/// (read-only) command needs the kernel sandbox; a workspace-write (Agent)
 /// command needs it with its namespaces, since without them P7 cannot be
 /// kept, unless the host opted out; an unconfined command always may.
 ///
@@ -413,7 +414,8 @@ pub struct CommandRequest {
 /// Where one Bash call of the active turn stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnCommandStatus {
-    /// An Agent-turn Bash call the client may start with `command/start`.
+    /// An Agent-turn Bash call the client may start with `command/start`:
+    /// allowed by the permission mode, or confirmed by a person.
     Allowed,
     /// Started and not yet ended.
     Running,
@@ -428,6 +430,11 @@ pub struct TurnCommand {
     pub call_id: String,
     /// Where it stands.
     pub status: TurnCommandStatus,
+    /// The command text of the call's input: what was decided (and, under
+    /// `ask` or `accept-edits`, what a person confirmed), so `command/start`
+    /// runs exactly this text or nothing. `None` when the input held no
+    /// command text; such a call can never start.
+    pub command: Option<String>,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

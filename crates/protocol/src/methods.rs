@@ -139,7 +139,8 @@ pub enum PlanSandbox {
     Unavailable,
 }
 
-/// `command/start` params: run an Agent turn's allowed Bash call on the host.
+/// `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+/// call on the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommandStartParams {
@@ -147,9 +148,9 @@ pub struct CommandStartParams {
     pub session_id: String,
     /// The active Agent turn.
     pub turn_id: String,
-    /// The Bash call `turn/toolCalls` allowed.
+    /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
     pub call_id: String,
-    /// The command text.
+    /// The command text: exactly the `command` of the call's input.
     pub command: String,
     /// Workspace-relative or absolute working directory inside the root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -294,6 +295,25 @@ pub struct TurnToolCallsResult {
     /// The decisions.
     pub results: Vec<ToolCallResult>,
 }
+
+/// `tool/confirm` params: a person's answer to a call of the active turn
+/// that `turn/toolCalls` decided `confirm`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolConfirmParams {
+    /// Session id.
+    pub session_id: String,
+    /// The active turn.
+    pub turn_id: String,
+    /// The call awaiting confirmation.
+    pub call_id: String,
+    /// Whether the person allows the call.
+    pub allow: bool,
+}
+
+/// `tool/confirm` result: the call's new decision, `allow` (with `hostRun`
+/// for Bash) or `deny` with `TOOL_DECLINED`.
+pub type ToolConfirmResult = ToolCallResult;
 
 /// `turn/complete` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -541,6 +561,7 @@ client_methods! {
     SessionConfigure, SESSION_CONFIGURE => "session/configure", SessionConfigureParams, Session;
     TurnStart, TURN_START => "turn/start", TurnStartParams, TurnStartResult;
     TurnToolCalls, TURN_TOOL_CALLS => "turn/toolCalls", TurnToolCallsParams, TurnToolCallsResult;
+    ToolConfirm, TOOL_CONFIRM => "tool/confirm", ToolConfirmParams, ToolConfirmResult;
     TurnComplete, TURN_COMPLETE => "turn/complete", TurnCompleteParams, Session;
     TurnCancel, TURN_CANCEL => "turn/cancel", TurnCancelParams, Session;
     PlanApprove, PLAN_APPROVE => "plan/approve", PlanApproveParams, PlanApproveResult;
