@@ -91,7 +91,8 @@ pub(crate) fn record(
         | Effect::WriteArtifact(_)
         | Effect::InsertApproval(_)
         | Effect::SaveSession(_)
-        | Effect::CancelCommand { .. } => None,
+        | Effect::CancelCommand { .. }
+        | Effect::RecordToolAudit(_) => None,
     });
     let Some(approval) = decided else {
         return Ok(());

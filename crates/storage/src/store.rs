@@ -749,7 +749,7 @@ fn follow_effect(kept: &mut HashMap<SessionId, SessionRows>, effect: &Effect) {
                 rows.session = session.clone();
             }
         }
-        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => {}
+        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } | Effect::RecordToolAudit(_) => {}
     }
 }
 
