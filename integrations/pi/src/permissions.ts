@@ -1,12 +1,13 @@
-// The permission mode an approval grants, enforced in pi. The sidecar
-// allows every call of an Agent turn and leaves confirmation to the
-// frontend under the chosen mode (ADR 0053: `ask` confirms each edit,
+// Which allowed Agent-turn calls the package has a person confirm, while the
+// host answers every Agent call `allow` (ADR 0053: `ask` confirms each edit,
 // write and shell command; `accept-edits` confirms shell commands; `auto`
-// confirms nothing). pi has no permission system, so this package asks.
+// confirms nothing). It turns a host `allow` into a `confirm` decision and
+// nothing else; the dialog and what follows are the same as for a `confirm`
+// the host sends. It goes away when the host decides `confirm` itself.
 
-import type { PermissionMode } from "@plan-checkpoint/client";
+import type { PermissionMode, Session } from "@plan-checkpoint/client";
 
-import { escapeForDisplay } from "./text.js";
+import type { CallDecision } from "./sidecar.js";
 
 /** Whether a pi tool call needs a person's confirmation under `mode`. */
 export function confirmationNeeded(piToolName: string, mode: PermissionMode): boolean {
@@ -22,9 +23,9 @@ export function confirmationNeeded(piToolName: string, mode: PermissionMode): bo
   }
 }
 
-/** What the confirmation dialog shows of a call: the command or the path, escaped. */
-export function describeCall(piToolName: string, input: Record<string, unknown>): string {
-  if (piToolName === "bash" && typeof input.command === "string") return escapeForDisplay(input.command);
-  if (typeof input.path === "string") return escapeForDisplay(input.path);
-  return escapeForDisplay(JSON.stringify(input));
+/** The host's decision, with `allow` in an Agent session turned into `confirm` where the permission mode asks. */
+export function withPackageConfirmation(decision: CallDecision, piToolName: string, session: Session | undefined): CallDecision {
+  if (decision.kind !== "allow" || session === undefined || session.mode !== "agent") return decision;
+  const mode = session.permissionMode;
+  return confirmationNeeded(piToolName, mode) ? { kind: "confirm", permissionMode: mode } : decision;
 }

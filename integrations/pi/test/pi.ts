@@ -5,6 +5,7 @@
 // this package installed through settings. The test sees pi's events and
 // answers its dialogs.
 
+import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,18 +13,53 @@ import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { FakeLlm, type ScriptedReply } from "./fake-llm.js";
+
 /** The package directory (tests run from dist/test). */
 export const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The sidecar binary built by `cargo build -p plan-cli`, or PLAN_CHECKPOINT_BIN. */
 export const sidecarBinary = process.env.PLAN_CHECKPOINT_BIN ?? resolve(packageDir, "../../target/debug/plan-checkpoint");
-/** pi's command line entry point, as installed by `npm ci`. */
-export const piCli = join(packageDir, "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+/**
+ * pi's command line entry point: PI_CLI (CI runs the suite once per
+ * supported pi), or the pi `npm ci` installs as a development dependency.
+ */
+export const piCli = process.env.PI_CLI ?? join(packageDir, "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+
+/** The database of a project, relative to it. */
+export const DB = join(".pi", "plan", "plan.db");
 
 /** A fresh directory removed when the test ends. */
 export async function tempDir(t: TestContext, prefix = "plan-pi-"): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   t.after(() => rm(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** A fake model playing `script`, a pi home pointing at it, and an empty project directory. */
+export async function setUp(t: TestContext, script: ScriptedReply[]) {
+  const llm = await FakeLlm.start(t, script);
+  const home = await piHome(t, llm.baseUrl);
+  const project = await tempDir(t, "plan-pi-project-");
+  return { llm, home, project };
+}
+
+/** Every approval of a project's database, as `approvals list --all --json` prints them. */
+export async function approvals(project: string): Promise<Record<string, unknown>[]> {
+  const listed = await inspect(["--db", join(project, DB), "approvals", "list", "--all", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  return (JSON.parse(listed.stdout) as { approvals: Record<string, unknown>[] }).approvals;
+}
+
+/** Every host-run command of a project's database (its latest `CommandRun`, newest first), from `commands list --json`. */
+export async function commands(project: string): Promise<Record<string, unknown>[]> {
+  const listed = await inspect(["--db", join(project, DB), "commands", "list", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  return (JSON.parse(listed.stdout) as { commands: { command: Record<string, unknown> }[] }).commands.map((record) => record.command);
+}
+
+/** Whether a dialog pi shows is the approval dialog. */
+export function isApprovalDialog(request: UiRequest): boolean {
+  return request.method === "select" && (request.title ?? "").startsWith("Plan approval:");
 }
 
 /** A hermetic pi home: agent directory with models and settings, and a HOME. */
@@ -65,6 +101,8 @@ export interface PiOptions {
   serveArgs?: string;
   /** Where pi saves its sessions, so that a later run can continue one; ephemeral (`--no-session`) when absent. */
   sessionDir?: string;
+  /** The sidecar binary pi is told about (PLAN_CHECKPOINT_BIN); the built one when absent. */
+  sidecarBinary?: string;
 }
 
 /** pi's arguments for where sessions go. */
@@ -81,7 +119,7 @@ function piEnv(options: PiOptions): NodeJS.ProcessEnv {
     PI_TELEMETRY: "0",
     PI_SKIP_VERSION_CHECK: "1",
     NO_COLOR: "1",
-    PLAN_CHECKPOINT_BIN: sidecarBinary,
+    PLAN_CHECKPOINT_BIN: options.sidecarBinary ?? sidecarBinary,
     ...(options.serveArgs === undefined ? {} : { PLAN_CHECKPOINT_SERVE_ARGS: options.serveArgs }),
   };
 }
