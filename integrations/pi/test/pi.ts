@@ -68,7 +68,8 @@ export interface PiHome {
   home: string;
 }
 
-export async function piHome(t: TestContext, baseUrl: string): Promise<PiHome> {
+/** A pi home whose settings load this package from its directory, or load `packages` instead. */
+export async function piHome(t: TestContext, baseUrl: string, packages: string[] = [packageDir]): Promise<PiHome> {
   const root = await tempDir(t, "plan-pi-home-");
   const agentDir = join(root, "agent");
   const home = join(root, "home");
@@ -86,7 +87,7 @@ export async function piHome(t: TestContext, baseUrl: string): Promise<PiHome> {
       retry: { enabled: false },
       quietStartup: true,
       enableInstallTelemetry: false,
-      packages: [packageDir],
+      packages,
     }),
   );
   return { agentDir, home };
@@ -110,7 +111,8 @@ function sessionArgs(options: PiOptions): string[] {
   return options.sessionDir === undefined ? ["--no-session"] : ["--session-dir", options.sessionDir];
 }
 
-function piEnv(options: PiOptions): NodeJS.ProcessEnv {
+/** The environment pi runs in: hermetic, offline, pointed at the sidecar. */
+export function piEnv(options: PiOptions): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
     HOME: options.home.home,
@@ -120,6 +122,12 @@ function piEnv(options: PiOptions): NodeJS.ProcessEnv {
     PI_SKIP_VERSION_CHECK: "1",
     NO_COLOR: "1",
     PLAN_CHECKPOINT_BIN: options.sidecarBinary ?? sidecarBinary,
+    // `pi install` runs npm, which with the throwaway HOME has no user
+    // configuration: it installs a tarball without dependencies offline.
+    npm_config_offline: "true",
+    npm_config_update_notifier: "false",
+    npm_config_audit: "false",
+    npm_config_fund: "false",
     ...(options.serveArgs === undefined ? {} : { PLAN_CHECKPOINT_SERVE_ARGS: options.serveArgs }),
   };
 }
@@ -281,8 +289,18 @@ export class PiRpc {
 
 /** pi in print mode: runs to the end and returns its exit code and output. */
 export function runPrint(options: PiOptions, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runPi(options, [...sessionArgs(options), ...args]);
+}
+
+/** pi with exactly `args` (e.g. `install -l <source>`), run to the end. */
+export function runPi(options: PiOptions, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return run(process.execPath, [piCli, ...args], options.cwd, piEnv(options));
+}
+
+/** A program run to the end (killed after a minute), with what it printed. */
+export function run(program: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [piCli, ...sessionArgs(options), ...args], { cwd: options.cwd, env: piEnv(options), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(program, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));
