@@ -80,7 +80,7 @@ function dialogTitle(cwd: string, approval: PlanApproval): string {
 const COUNTDOWN = "plan-checkpoint-deadline";
 
 /** The countdown to the host's deadline, as the status line shows it. */
-export function countdownText(approval: PlanApproval, now: number): string {
+function countdownText(approval: PlanApproval, now: number): string {
   return `plan approval: ${formatDuration(approval.expiresAt - now)} left (until ${formatInstant(approval.expiresAt)})`;
 }
 
