@@ -4,7 +4,7 @@
 // output, and the sidecar dying under pending calls.
 
 import assert from "node:assert/strict";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -204,6 +204,54 @@ test("a Plan-mode Bash call streams command/output, then command/exited", async 
   assert.equal(text("stderr"), "err-1\n");
   assert.equal(run?.stdoutBytes, Buffer.byteLength("out-1\nout-2\n"));
   assert.deepEqual(await client.commandGet({ sessionId, callId: "call-bash" }), run);
+  await exited.return?.();
+});
+
+test("toolConfirm answers an ask confirmation once; only then does the host run the Bash call", async (t) => {
+  const { client, dir } = await startClient(t);
+  // The workspace is not the database's directory: there no Agent command
+  // could be sandboxed.
+  const workspaceRoot = join(dir, "ws");
+  await mkdir(workspaceRoot);
+  const sessionId = "s-ask";
+  await client.sessionCreate({ sessionId, workspaceRoot, mode: "agent", permissionMode: "ask" });
+  const { turnId } = await client.turnStart({ sessionId, prompt: "build it", origin: "interactive" });
+  const command = "printf confirmed";
+  const { results } = await client.turnToolCalls({
+    sessionId,
+    turnId,
+    calls: [
+      { callId: "b1", name: "Bash", input: { command } },
+      { callId: "r1", name: "Read", input: { path: "a" } },
+    ],
+  });
+  assert.deepEqual(
+    results.map((entry) => [entry.decision, entry.hostRun]),
+    [
+      ["confirm", true],
+      ["allow", false],
+    ],
+  );
+  await assert.rejects(client.commandStart({ sessionId, turnId, callId: "b1", command }), {
+    name: "PlanCheckpointError",
+    code: "COMMAND_NOT_ALLOWED",
+  });
+  const confirmed = await client.toolConfirm({ sessionId, turnId, callId: "b1", allow: true });
+  assert.equal(confirmed.decision, "allow");
+  assert.equal(confirmed.hostRun, true);
+  await assert.rejects(client.toolConfirm({ sessionId, turnId, callId: "b1", allow: false }), {
+    name: "PlanCheckpointError",
+    code: "TOOL_CONFIRMATION_NOT_PENDING",
+  });
+  if (client.initializeResult.capabilities.commands.planSandbox === "unavailable") {
+    await assert.rejects(client.commandStart({ sessionId, turnId, callId: "b1", command }), { code: "SANDBOX_UNAVAILABLE" });
+    return;
+  }
+  const exited = client.notifications("command/exited");
+  const run = await client.commandStart({ sessionId, turnId, callId: "b1", command });
+  assert.equal(run.sandbox, "workspace-write");
+  const end = await within(exited.next(), 30_000, "command/exited");
+  assert.equal(end.value?.command.exitCode, 0);
   await exited.return?.();
 });
 

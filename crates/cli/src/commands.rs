@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, UnixMs};
+use plan_core::{
+    CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs,
+};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions, ScratchSize};
 use serde::Serialize;
 
@@ -192,12 +194,16 @@ pub(crate) fn show(
     let entries = store
         .command_entries(&session_id, call_id)
         .map_err(|error| inspect::failure(&error))?;
+    let decisions = store
+        .tool_entries(&SessionId::from(session_id.as_str()), call_id)
+        .map_err(|error| inspect::failure(&error))?;
     let text = if json {
         render::json_pretty(&ShowJson {
             entries: entries.iter().map(EntryJson::from).collect(),
+            decisions,
         })?
     } else {
-        card(&entries)
+        card(&entries, &decisions)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)
@@ -241,6 +247,9 @@ impl From<&CommandRecord> for RecordJson {
 #[derive(Serialize)]
 struct ShowJson {
     entries: Vec<EntryJson>,
+    /// The call's tool-permission entries: whether and when a person
+    /// confirmed it, or the mode allowed it.
+    decisions: Vec<ToolAuditEntry>,
 }
 
 #[derive(Serialize)]
@@ -319,7 +328,30 @@ pub(crate) fn table(records: &[CommandRecord], term: &Terminal) -> Result<(), Fa
     table.finish()
 }
 
-fn card(entries: &[CommandEntry]) -> String {
+/// Whether and when a person confirmed the call, from its tool-permission
+/// entries (`-` for a Plan command, which no permission mode decides).
+fn confirmation(decisions: &[ToolAuditEntry]) -> String {
+    // Entries are oldest first, and an answer follows its request: the last
+    // one says where the call stands.
+    decisions.last().map_or_else(
+        || "-".to_owned(),
+        |entry| {
+            let at = render::local_rfc3339(entry.at);
+            let mode = entry.permission_mode.map_or("-", |mode| mode.as_str());
+            match entry.kind {
+                ToolAuditKind::ConfirmRequested => format!("asked under {mode} at {at}, never answered"),
+                ToolAuditKind::Confirmed => format!("confirmed by a person at {at}"),
+                ToolAuditKind::Declined => format!(
+                    "declined ({}) at {at}",
+                    entry.error_code.map_or("-", ErrorCode::as_str)
+                ),
+                ToolAuditKind::AutoAllowed => format!("not asked: allowed by {mode} at {at}"),
+            }
+        },
+    )
+}
+
+fn card(entries: &[CommandEntry], decisions: &[ToolAuditEntry]) -> String {
     // The run as it last stood; a refused second start does not hide it.
     let latest = entries
         .iter()
@@ -353,6 +385,7 @@ fn card(entries: &[CommandEntry]) -> String {
             if run.network { ", network" } else { ", no network" }
         ),
     );
+    line("confirmed", confirmation(decisions));
     line("state", run.state.as_str().to_owned());
     line("outcome", outcome(run));
     line(

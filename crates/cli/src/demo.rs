@@ -134,7 +134,8 @@ fn submit(title: &str, markdown: &str) -> ToolCall {
 
 fn verdict(outcome: &ToolCallOutcome) -> String {
     match outcome.decision {
-        ToolCallVerdict::Allow(_) => "allowed".to_owned(),
+        ToolCallVerdict::Allow => "allowed".to_owned(),
+        ToolCallVerdict::Confirm => "awaiting a person's confirmation".to_owned(),
         ToolCallVerdict::Deny(code) => format!("denied with {} ({})", code.as_str(), code.message()),
     }
 }

@@ -500,7 +500,14 @@ pub(crate) fn show(database: &Path, term: &Terminal, id: &str, json: bool) -> Re
             .get_session(&stored.approval.session_id)
             .map_err(|error| failure(&error))?
             .and_then(|session| session.workspace_root);
-        render::card(&stored, root.as_deref(), render::now_ms(), term)
+        let tally = stored
+            .approval
+            .execution_id
+            .as_ref()
+            .map(|execution| store.execution_tool_tally(execution))
+            .transpose()
+            .map_err(|error| failure(&error))?;
+        render::card(&stored, root.as_deref(), tally, render::now_ms(), term)
     };
     render::write_stdout(text.as_bytes())?;
     Ok(exit::OK)

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use plan_core::{ApprovalStatus, PlanApproval, UnixMs, is_due};
-use plan_storage::StoredApproval;
+use plan_storage::{StoredApproval, ToolDecisionTally};
 use serde::Serialize;
 
 use crate::table::{Cell, Column};
@@ -219,10 +219,12 @@ pub(crate) fn approval_row(approval: &PlanApproval, id: String, now: UnixMs) -> 
 /// Every field of one approval, one per line; labels in bold and the
 /// status in its colour when colouring. `workspace_root` is its session's:
 /// the artifact's recorded path is relative to it, so the card shows the
-/// root and the joined absolute path too.
+/// root and the joined absolute path too. `tally` is what the permission
+/// mode decided during its execution (`None` without an execution).
 pub(crate) fn card(
     stored: &StoredApproval,
     workspace_root: Option<&str>,
+    tally: Option<ToolDecisionTally>,
     now: UnixMs,
     term: &Terminal,
 ) -> String {
@@ -299,6 +301,15 @@ pub(crate) fn card(
         approval
             .execution_state
             .map_or_else(none, |state| state.as_str().to_owned()),
+    ));
+    lines.push((
+        "tool calls",
+        tally.map_or_else(none, |tally| {
+            format!(
+                "{} confirmed, {} declined, {} auto-allowed",
+                tally.confirmed, tally.declined, tally.auto_allowed
+            )
+        }),
     ));
     lines.push((
         "legacy proposal",

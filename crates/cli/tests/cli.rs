@@ -42,6 +42,8 @@ mod help;
 mod host_commands;
 #[path = "cli/hostile.rs"]
 mod hostile;
+#[path = "cli/permissions.rs"]
+mod permissions;
 
 #[path = "cli/completion.rs"]
 mod completion;

@@ -28,7 +28,8 @@ use plan_server::Connection;
 pub use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, TurnId, TurnKind,
+    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
+    TurnId, TurnKind,
 };
 pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
 pub use types::{
@@ -208,7 +209,26 @@ impl PlanHost {
         }
     }
 
-    /// `command/start`: runs an Agent turn's allowed Bash call on the host.
+    /// `tool/confirm`: a person's answer to a call of the active Agent turn
+    /// that `tool_calls` decided `Confirm`; the call's new decision (allow,
+    /// with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+    pub fn confirm_tool(
+        &self,
+        session_id: String,
+        turn_id: String,
+        call_id: String,
+        allow: bool,
+    ) -> Outcome<ToolCallResult> {
+        let outcome = self
+            .host
+            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id, allow)?;
+        Ok(ToolCallResult::from(plan_server::convert::tool_call_result(
+            &outcome,
+        )))
+    }
+
+    /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
+    /// on the host, with the call's own command text.
     pub fn start_command(
         &self,
         session_id: String,

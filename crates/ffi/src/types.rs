@@ -18,7 +18,8 @@
 use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, TurnId, TurnKind,
+    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, ToolAuditEntry,
+    ToolAuditKind, TurnId, TurnKind,
 };
 use plan_protocol as wire;
 use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
@@ -121,8 +122,11 @@ pub struct ToolCall {
 pub struct ToolCallResult {
     /// The call.
     pub call_id: String,
-    /// Allow or deny.
+    /// Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
     pub decision: ToolCallDecision,
+    /// `true` for an Agent-turn Bash call that is allowed or awaits a
+    /// confirmation: only `PlanHost::start_command` may run it, never the app.
+    pub host_run: bool,
     /// The canonical code of a denial.
     pub error_code: Option<ErrorCode>,
     /// The human message of a denial.
@@ -320,6 +324,7 @@ impl From<wire::ToolCallResult> for ToolCallResult {
         ToolCallResult {
             call_id: result.call_id,
             decision: result.decision,
+            host_run: result.host_run,
             error_code: result.error.as_ref().map(|error| error.code.code()),
             error_message: result.error.map(|error| error.message),
             approval: result.approval,

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use plan_ffi::{
     ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, Mode, Origin, OutputStream,
-    PermissionMode, PlanApproval, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions, ToolCall,
-    ToolCallDecision,
+    PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions,
+    ToolCall, ToolCallDecision,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -326,7 +326,8 @@ fn command_output_and_exit_arrive_typed_in_order() {
             .contains("was not found"),
         "the sandbox helper is missing: build it with `cargo build -p plan-exec` (cargo test --workspace does)"
     );
-    // Agent `ask` runs unsandboxed, so this works without the kernel sandbox.
+    // Under `ask` the Bash call awaits a person, and then runs in the
+    // workspace-write sandbox like an `auto` one.
     fixture
         .host
         .create_session(Some("agent".to_owned()), fixture.root(), Some(Mode::Agent), None)
@@ -336,14 +337,17 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .start_turn("agent".to_owned(), Origin::Interactive)
         .unwrap();
     let bash = call("b1", "Bash", r#"{"command":"printf out; printf err >&2"}"#);
-    fixture
+    let decided = fixture
         .host
         .tool_calls("agent".to_owned(), turn.turn_id.clone(), vec![bash])
         .unwrap();
+    assert_eq!(
+        (decided[0].decision, decided[0].host_run),
+        (ToolCallDecision::Confirm, true)
+    );
     fixture.recorder.drain();
-    let started = fixture
-        .host
-        .start_command(
+    let start = || {
+        fixture.host.start_command(
             "agent".to_owned(),
             turn.turn_id.clone(),
             "b1".to_owned(),
@@ -351,8 +355,38 @@ fn command_output_and_exit_arrive_typed_in_order() {
             None,
             Some(10_000),
         )
+    };
+    let refused_code = |error: PlanError| match error {
+        PlanError::Failed { code, .. } => code,
+    };
+    assert_eq!(
+        start().map_err(refused_code).unwrap_err(),
+        ErrorCode::CommandNotAllowed,
+        "not confirmed yet"
+    );
+    let confirmed = fixture
+        .host
+        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), true)
         .unwrap();
-    assert_eq!(started.sandbox, CommandSandbox::None);
+    assert_eq!(
+        (confirmed.decision, confirmed.host_run, confirmed.error_code),
+        (ToolCallDecision::Allow, true, None)
+    );
+    let again = fixture
+        .host
+        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), false)
+        .map_err(refused_code)
+        .unwrap_err();
+    assert_eq!(again, ErrorCode::ToolConfirmationNotPending);
+    if !info.plan_sandbox_available {
+        assert_eq!(
+            start().map_err(refused_code).unwrap_err(),
+            ErrorCode::SandboxUnavailable
+        );
+        return;
+    }
+    let started = start().unwrap();
+    assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = fixture.recorder.drain_until("command end", |event| {
         matches!(event, PlanEvent::CommandExited { .. })
     });
@@ -605,7 +639,7 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     host.tool_calls(
         "auto".to_owned(),
         turn.turn_id.clone(),
-        vec![call("b1", "Bash", r#"{"command":"unused"}"#)],
+        vec![call("b1", "Bash", &serde_json::json!({"command": command}).to_string())],
     )
     .unwrap();
     let started = host

@@ -536,15 +536,18 @@ impl Host {
         })
     }
 
-    /// `command/start`: runs an Agent turn's allowed Bash call (`call_id`
-    /// is the tool call the turn's batch allowed). A refused start is
-    /// recorded in the audit and returned as the error. The host tests in
-    /// `tests/host/commands.rs` run commands this way.
+    /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
+    /// (`call_id` is the tool call the turn's batch decided, `command` the
+    /// text of its input) in the workspace-write sandbox, under every
+    /// permission mode. A refused start is recorded in the audit and returned
+    /// as the error. The host tests in `tests/host/commands.rs` run commands
+    /// this way.
     ///
     /// # Errors
     ///
     /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `COMMAND_NOT_ALLOWED` (not a
-    /// Bash call the turn allowed, or started already),
+    /// Bash call the turn allowed or a person confirmed, still awaiting its
+    /// confirmation, declined, started already, or another command text),
     /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`, `SANDBOX_UNAVAILABLE`,
     /// `SHELL_UNAVAILABLE`, `SESSION_BUSY` (too many running commands),
     /// `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL` (the process could not be
@@ -605,7 +608,7 @@ impl Host {
                     sandbox: Sandbox::ReadOnly,
                     network: false,
                 },
-                |turn| plan_core::sandbox_for(turn, session.permission_mode, &limits.commands),
+                |turn| plan_core::sandbox_for(turn, &limits.commands),
             );
             let run = CommandRun {
                 call_id: call_id.to_owned(),

@@ -146,7 +146,10 @@ impl HostCore {
             // Events that change nothing durable (a turn start, a tick with
             // nothing due) open no write transaction at all.
             let writes = effects.iter().any(|effect| match effect {
-                Effect::InsertApproval(_) | Effect::UpdateApproval { .. } | Effect::SaveSession(_) => true,
+                Effect::InsertApproval(_)
+                | Effect::UpdateApproval { .. }
+                | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_) => true,
                 Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => false,
             });
             // Cancellations come first: a turn that ends here ends only after
@@ -218,6 +221,7 @@ impl Open {
                 Effect::UpdateApproval { .. }
                 | Effect::WriteArtifact(_)
                 | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_)
                 | Effect::CancelCommand { .. } => {}
             }
         }
@@ -282,7 +286,10 @@ impl HostCore {
             Effect::InsertApproval(approval) | Effect::UpdateApproval { approval, .. } => {
                 approval.status == ApprovalStatus::Pending && approval.expires_at < looks_at
             }
-            Effect::WriteArtifact(_) | Effect::SaveSession(_) | Effect::CancelCommand { .. } => false,
+            Effect::WriteArtifact(_)
+            | Effect::SaveSession(_)
+            | Effect::RecordToolAudit(_)
+            | Effect::CancelCommand { .. } => false,
         });
         if earlier {
             self.wake_timer();

@@ -362,25 +362,17 @@ impl Host {
             Effect::InsertApproval(_)
             | Effect::UpdateApproval { .. }
             | Effect::SaveSession(_)
+            | Effect::RecordToolAudit(_)
             | Effect::CancelCommand { .. } => None,
         });
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
             let outcome = match result.decision {
-                ToolDecision::Allow => ToolCallOutcome {
-                    call_id: result.call_id,
-                    decision: ToolCallVerdict::Allow(None),
-                    approval: None,
-                    message: None,
-                    command: None,
-                },
-                ToolDecision::Delegate(mode) => ToolCallOutcome {
-                    call_id: result.call_id,
-                    decision: ToolCallVerdict::Allow(Some(mode)),
-                    approval: None,
-                    message: None,
-                    command: None,
-                },
+                ToolDecision::Allow => outcome(result.call_id, ToolCallVerdict::Allow, false),
+                ToolDecision::HostRun => outcome(result.call_id, ToolCallVerdict::Allow, true),
+                ToolDecision::Confirm { host_run } => {
+                    outcome(result.call_id, ToolCallVerdict::Confirm, host_run)
+                }
                 ToolDecision::Deny(code) => {
                     if let Some((_, input)) =
                         bash_calls.iter().find(|(call_id, _)| *call_id == result.call_id)
@@ -395,22 +387,13 @@ impl Host {
                             code,
                         )?;
                     }
-                    ToolCallOutcome {
-                        call_id: result.call_id,
-                        decision: ToolCallVerdict::Deny(code),
-                        approval: None,
-                        message: None,
-                        command: None,
-                    }
+                    outcome(result.call_id, ToolCallVerdict::Deny(code), false)
                 }
                 // A Plan-turn Bash call: the host runs it, sandboxed, before
                 // it answers.
                 ToolDecision::RunCommand(request) => ToolCallOutcome {
-                    call_id: result.call_id,
-                    decision: ToolCallVerdict::Allow(None),
-                    approval: None,
-                    message: None,
                     command: Some(self.start_command(request)?),
+                    ..outcome(result.call_id, ToolCallVerdict::Allow, false)
                 },
                 ToolDecision::WriteArtifact => match writes.next() {
                     Some(request) => self.write_artifact(session_id, request)?,
@@ -474,11 +457,8 @@ impl Host {
         }
         match recorded? {
             (Reply::ApprovalRequested { call_id, approval }, _) => Ok(ToolCallOutcome {
-                call_id,
-                decision: ToolCallVerdict::Allow(None),
                 approval: Some(approval),
-                message: None,
-                command: None,
+                ..outcome(call_id, ToolCallVerdict::Allow, false)
             }),
             (Reply::ToolResults(results), _) => {
                 let code = results
@@ -486,7 +466,8 @@ impl Host {
                     .find_map(|result| match result.decision {
                         ToolDecision::Deny(code) => Some(code),
                         ToolDecision::Allow
-                        | ToolDecision::Delegate(_)
+                        | ToolDecision::HostRun
+                        | ToolDecision::Confirm { .. }
                         | ToolDecision::WriteArtifact
                         | ToolDecision::RunCommand(_) => None,
                     })
@@ -495,19 +476,57 @@ impl Host {
                     .filter(|(failed, _)| *failed == code)
                     .map(|(_, message)| message);
                 Ok(ToolCallOutcome {
-                    call_id,
-                    decision: ToolCallVerdict::Deny(code),
-                    approval: None,
                     message,
-                    command: None,
+                    ..outcome(call_id, ToolCallVerdict::Deny(code), false)
                 })
             }
             (other, _) => Err(unexpected(&other)),
         }
     }
 
+    /// A person's answer to a call of the active Agent turn that
+    /// [`Host::tool_calls`] decided [`ToolCallVerdict::Confirm`]: the call's
+    /// new decision, allow (with `host_run` for Bash, which then may start
+    /// through [`Host::start_agent_command`], with the call's own command
+    /// text) or deny with `TOOL_DECLINED`. The confirmation, or the decline,
+    /// is in the session's transcript before this returns (the host test
+    /// `an_ask_confirmation_is_enforced_audited_and_answered_once` shows it).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TOOL_CONFIRMATION_NOT_PENDING` (not a call of
+    /// the active turn awaiting confirmation: never decided `confirm`,
+    /// answered already, or its turn ended), `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn confirm_tool(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        call_id: &str,
+        allow: bool,
+    ) -> Result<ToolCallOutcome, HostError> {
+        let event = Event::ConfirmTool {
+            turn_id: turn_id.clone(),
+            call_id: call_id.to_owned(),
+            allow,
+        };
+        match self.core.session_event(session_id, event)? {
+            (Reply::ToolConfirmed(result), _) => match result.decision {
+                ToolDecision::Allow => Ok(outcome(result.call_id, ToolCallVerdict::Allow, false)),
+                ToolDecision::HostRun => Ok(outcome(result.call_id, ToolCallVerdict::Allow, true)),
+                ToolDecision::Deny(code) => Ok(outcome(result.call_id, ToolCallVerdict::Deny(code), false)),
+                ToolDecision::Confirm { .. } | ToolDecision::WriteArtifact | ToolDecision::RunCommand(_) => {
+                    Err(HostError::with_detail(
+                        ErrorCode::Internal,
+                        "a confirmation answered with another confirmation, a write or a run",
+                    ))
+                }
+            },
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
     /// Ends the active prompt turn (the host test
-    /// `prompt_turns_complete_and_agent_tools_are_delegated` shows it).
+    /// `prompt_turns_complete_and_agent_tools_follow_the_permission_table` shows it).
     ///
     /// # Errors
     ///
@@ -872,6 +891,7 @@ impl HostCore {
                 Effect::WriteArtifact(_)
                 | Effect::InsertApproval(_)
                 | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_)
                 | Effect::CancelCommand { .. } => None,
             }));
         }
@@ -943,5 +963,17 @@ impl Host {
         self.core
             .with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
+    }
+}
+
+/// A tool-call outcome with nothing attached.
+fn outcome(call_id: String, decision: ToolCallVerdict, host_run: bool) -> ToolCallOutcome {
+    ToolCallOutcome {
+        call_id,
+        decision,
+        host_run,
+        approval: None,
+        command: None,
+        message: None,
     }
 }

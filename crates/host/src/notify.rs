@@ -109,7 +109,10 @@ pub(crate) fn derive(before: &SessionState, after: &SessionState, effects: &[Eff
                     });
                 }
             }
-            Effect::WriteArtifact(_) | Effect::SaveSession(_) | Effect::CancelCommand { .. } => {}
+            Effect::WriteArtifact(_)
+            | Effect::SaveSession(_)
+            | Effect::RecordToolAudit(_)
+            | Effect::CancelCommand { .. } => {}
         }
     }
     if visible(before) != visible(after) {

@@ -205,8 +205,12 @@ pub struct NewSession {
 pub struct ToolCallOutcome {
     /// The call.
     pub call_id: String,
-    /// Allow (also for calls an Agent turn hands to the permission layer) or deny.
+    /// Allow, confirm or deny: the permission table's answer in an Agent
+    /// turn, the allowlist's in a Plan turn.
     pub decision: ToolCallVerdict,
+    /// `true` for an Agent-turn Bash call that is allowed or awaits a
+    /// confirmation: only [`crate::Host::start_agent_command`] may run it.
+    pub host_run: bool,
     /// The pending approval an accepted SubmitPlan created.
     pub approval: Option<PlanApproval>,
     /// The command the host started for a Plan-turn Bash call.
@@ -217,18 +221,21 @@ pub struct ToolCallOutcome {
     pub message: Option<String>,
 }
 
-/// Allow or deny, as the wire says it.
+/// Allow, confirm or deny, as the wire says it.
 ///
 /// ```
 /// use plan_host::{ErrorCode, ToolCallVerdict};
 ///
 /// let denied = ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan);
-/// assert_ne!(denied, ToolCallVerdict::Allow(None));
+/// assert_ne!(denied, ToolCallVerdict::Allow);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolCallVerdict {
-    /// The call may run (in an Agent turn: under the given permission mode).
-    Allow(Option<PermissionMode>),
+    /// The call may run.
+    Allow,
+    /// The call may run only once a person says so
+    /// ([`crate::Host::confirm_tool`]).
+    Confirm,
     /// The call is refused with a canonical code.
     Deny(ErrorCode),
 }

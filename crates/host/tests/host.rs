@@ -32,6 +32,8 @@ use sha2::{Digest, Sha256};
 
 #[path = "host/commands.rs"]
 mod commands;
+#[path = "host/permissions.rs"]
+mod permissions;
 #[path = "host/sandbox.rs"]
 mod sandbox;
 
@@ -236,7 +238,7 @@ fn submit(id: &str, markdown: &str) -> ToolCall {
 
 fn approval_of(outcomes: &[ToolCallOutcome]) -> PlanApproval {
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
     outcomes[0]
         .approval
         .clone()
@@ -283,7 +285,10 @@ mod lifecycle {
         );
 
         // Plan-safe tools pass, everything else is denied, the turn stays active.
-        let mut batch: Vec<ToolCall> = plan_core::PLAN_SAFE_TOOLS
+        let plan_tools: Vec<&str> = plan_core::plan_tools()
+            .filter(|name| *name != plan_core::SUBMIT_PLAN)
+            .collect();
+        let mut batch: Vec<ToolCall> = plan_tools
             .iter()
             .map(|name| call(name, name, json!({})))
             .collect();
@@ -298,15 +303,15 @@ mod lifecycle {
             let expected = if outcome.call_id == "Bash" {
                 // Plan-mode Bash is run by the host; `{}` is no command.
                 ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
-            } else if plan_core::PLAN_SAFE_TOOLS.contains(&outcome.call_id.as_str()) {
-                ToolCallVerdict::Allow(None)
+            } else if plan_tools.contains(&outcome.call_id.as_str()) {
+                ToolCallVerdict::Allow
             } else {
                 ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan)
             };
             assert_eq!(outcome.decision, expected, "{}", outcome.call_id);
             assert!(outcome.approval.is_none());
         }
-        assert_eq!(outcomes.len(), plan_core::PLAN_SAFE_TOOLS.len() + 5);
+        assert_eq!(outcomes.len(), plan_tools.len() + 5);
 
         let outcomes = fx
             .host
@@ -564,7 +569,7 @@ mod lifecycle {
     }
 
     #[test]
-    fn prompt_turns_complete_and_agent_tools_are_delegated() {
+    fn prompt_turns_complete_and_agent_tools_follow_the_permission_table() {
         let fx = Fixture::new();
         fx.session("s1", Mode::Agent);
         let turn = fx
@@ -580,14 +585,12 @@ mod lifecycle {
                 vec![call("w", "Write", json!({})), call("r", "Read", json!({}))],
             )
             .unwrap();
+        // A scheduled turn under `ask`: nobody can confirm the write.
         assert_eq!(
             outcomes[0].decision,
-            ToolCallVerdict::Allow(Some(PermissionMode::Ask))
+            ToolCallVerdict::Deny(ErrorCode::PermissionRequiresInteractiveSession)
         );
-        assert_eq!(
-            outcomes[1].decision,
-            ToolCallVerdict::Allow(Some(PermissionMode::Ask))
-        );
+        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow);
         assert_eq!(
             code(
                 fx.host
@@ -2315,7 +2318,8 @@ mod review {
     fn tool_call_outcomes_have_one_wire_form() {
         let allow = ToolCallOutcome {
             call_id: "c".to_owned(),
-            decision: plan_host::ToolCallVerdict::Allow(Some(PermissionMode::Auto)),
+            decision: plan_host::ToolCallVerdict::Allow,
+            host_run: false,
             approval: None,
             message: None,
             command: None,
@@ -2324,9 +2328,28 @@ mod review {
             plan_server::convert::tool_call_result(&allow),
             plan_protocol::ToolCallResult::allow("c")
         );
+        let host_run = ToolCallOutcome {
+            host_run: true,
+            ..allow.clone()
+        };
+        assert_eq!(
+            plan_server::convert::tool_call_result(&host_run),
+            plan_protocol::ToolCallResult::host_run("c")
+        );
+        for host_run in [false, true] {
+            let confirm = ToolCallOutcome {
+                decision: plan_host::ToolCallVerdict::Confirm,
+                host_run,
+                ..allow.clone()
+            };
+            let wire = plan_server::convert::tool_call_result(&confirm);
+            assert_eq!(wire, plan_protocol::ToolCallResult::confirm("c", host_run));
+            assert_eq!(wire.decision, plan_protocol::ToolCallDecision::Confirm);
+        }
         let deny = ToolCallOutcome {
             call_id: "c".to_owned(),
             decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
+            host_run: false,
             approval: None,
             message: None,
             command: None,

@@ -62,6 +62,7 @@ fn describe(reply: &Reply) -> String {
         Reply::SessionUpdated => "session updated".to_owned(),
         Reply::Ticked => "tick".to_owned(),
         Reply::CommandStarted(request) => format!("command {} may start", request.call_id),
+        Reply::ToolConfirmed(result) => format!("{} -> {:?}", result.call_id, result.decision),
     }
 }
 
@@ -86,6 +87,7 @@ fn describe_effect(effect: &Effect) -> String {
         ),
         Effect::SaveSession(session) => format!("save session {} ({})", session.id, session.mode),
         Effect::CancelCommand { call_id, .. } => format!("cancel command {call_id}"),
+        Effect::RecordToolAudit(entry) => format!("audit {} of {}", entry.kind, entry.call_id),
     }
 }
 

@@ -11,7 +11,7 @@
 //! [`Sandbox::ReadOnly`] or does not run.
 
 use crate::model::{ActiveTurn, LimitError, UnixMs};
-use crate::objects::{CommandRun, CommandState, Mode, PermissionMode, Sandbox, TurnKind};
+use crate::objects::{CommandRun, CommandState, Mode, Sandbox, TurnKind};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
@@ -313,35 +313,33 @@ pub struct SandboxGrant {
 }
 
 /// Which sandbox a command needs: a Plan turn always read-only and offline;
-/// an Agent turn under `ask` or `accept-edits` none; under `auto` (an
-/// approved plan's execution turn included) workspace-write, with the
-/// network only when the host allows it, unless the sandbox is unavailable
-/// and the host opted out of it for `auto` (then none).
-pub fn sandbox_for(
-    turn: &ActiveTurn,
-    permission_mode: PermissionMode,
-    options: &CommandOptions,
-) -> SandboxGrant {
+/// an Agent turn, under every permission mode (an approved plan's execution
+/// turn included), workspace-write, with the network only when the host
+/// allows it (`network_in_auto`), unless the sandbox is unavailable and the
+/// host opted out of it (`auto_without_sandbox`; then none).
+///
+/// A command a person confirmed under `ask` or `accept-edits` gets the same
+/// sandbox as an `auto` one: the person read the command text, not what the
+/// scripts it starts will do, so a confirmation adds a check and takes no
+/// confinement away. The permission mode decides whether a person is asked
+/// (`agent_permission`), never how far the command reaches.
+pub fn sandbox_for(turn: &ActiveTurn, options: &CommandOptions) -> SandboxGrant {
     match (turn.mode, turn.kind) {
         (Mode::Plan, TurnKind::Prompt | TurnKind::Execution) => SandboxGrant {
             sandbox: Sandbox::ReadOnly,
             network: false,
         },
-        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => match permission_mode {
-            PermissionMode::Ask | PermissionMode::AcceptEdits => SandboxGrant {
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution)
+            if !options.sandbox_available && options.auto_without_sandbox =>
+        {
+            SandboxGrant {
                 sandbox: Sandbox::None,
                 network: true,
-            },
-            PermissionMode::Auto if !options.sandbox_available && options.auto_without_sandbox => {
-                SandboxGrant {
-                    sandbox: Sandbox::None,
-                    network: true,
-                }
             }
-            PermissionMode::Auto => SandboxGrant {
-                sandbox: Sandbox::WorkspaceWrite,
-                network: options.network_in_auto,
-            },
+        }
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => SandboxGrant {
+            sandbox: Sandbox::WorkspaceWrite,
+            network: options.network_in_auto,
         },
     }
 }
@@ -413,7 +411,8 @@ pub struct CommandRequest {
 /// Where one Bash call of the active turn stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnCommandStatus {
-    /// An Agent-turn Bash call the client may start with `command/start`.
+    /// An Agent-turn Bash call the client may start with `command/start`:
+    /// allowed by the permission mode, or confirmed by a person.
     Allowed,
     /// Started and not yet ended.
     Running,
@@ -428,6 +427,11 @@ pub struct TurnCommand {
     pub call_id: String,
     /// Where it stands.
     pub status: TurnCommandStatus,
+    /// The command text of the call's input: what was decided (and, under
+    /// `ask` or `accept-edits`, what a person confirmed), so `command/start`
+    /// runs exactly this text or nothing. `None` when the input held no
+    /// command text; such a call can never start.
+    pub command: Option<String>,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

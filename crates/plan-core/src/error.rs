@@ -98,13 +98,19 @@ macro_rules! for_each_error_code {
         /// A command cwd outside the workspace root.
         CommandCwdEscape => "COMMAND_CWD_ESCAPE", "the command's working directory is outside the workspace root";
         /// A command start the turn does not allow.
-        CommandNotAllowed => "COMMAND_NOT_ALLOWED", "the command may not be started: not a Bash call allowed in this Agent turn, already started, or a Plan turn";
+        CommandNotAllowed => "COMMAND_NOT_ALLOWED", "the command may not be started: not a Bash call allowed or confirmed in this Agent turn, still awaiting its confirmation, already started, not the command the call holds, or a Plan turn";
         /// No command run with that call id.
         CommandNotFound => "COMMAND_NOT_FOUND", "no command run has that call id";
         /// The command run is not running.
         CommandNotRunning => "COMMAND_NOT_RUNNING", "the command is not running";
         /// The selected shell is not installed.
         ShellUnavailable => "SHELL_UNAVAILABLE", "the selected shell is not installed on this host";
+        /// A tool call a person declined (`tool/confirm` with `allow: false`).
+        ToolDeclined => "TOOL_DECLINED", "a person declined this tool call, so it must not run";
+        /// `tool/confirm` for a call that is not awaiting a confirmation.
+        ToolConfirmationNotPending => "TOOL_CONFIRMATION_NOT_PENDING", "the tool call is not awaiting a confirmation: not a call of the active turn decided confirm, or answered already";
+        /// A call that needs a person's confirmation in a turn nobody attends.
+        PermissionRequiresInteractiveSession => "PERMISSION_REQUIRES_INTERACTIVE_SESSION", "the permission mode needs a person to confirm this tool call, and the turn is not interactive; approve with auto or run it interactively";
         }
     };
 }

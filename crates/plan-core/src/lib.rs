@@ -18,7 +18,9 @@
 //! workspace roots), the shell catalog rules ([`check_shell`],
 //! [`default_shell`]), deadlines across sessions ([`due_approvals`],
 //! [`next_deadline`]), host-run commands ([`parse_bash_input`],
-//! [`sandbox_for`], [`fence_commands`]), the startup fence, which characters
+//! [`sandbox_for`], [`fence_commands`]), the one tool catalog
+//! ([`tool_kind`]) with the Agent permission table it feeds
+//! ([`agent_permission`]), the startup fence, which characters
 //! of agent text can take over a terminal ([`is_terminal_control`]), and what
 //! a verification reports
 //! ([`VerifyScope`], [`VerifyReport`]).
@@ -39,6 +41,7 @@ mod ids;
 mod machine;
 mod model;
 mod objects;
+mod permissions;
 mod recovery;
 mod review;
 mod session;
@@ -62,7 +65,10 @@ pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, Se
 pub use objects::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
     CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    Sandbox, SkippedWorkspace, TurnKind,
+    Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, TurnKind,
+};
+pub use permissions::{
+    AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};
@@ -70,5 +76,5 @@ pub use session::{SessionRefusal, new_session, normalize_workspace_root};
 pub use shells::{CatalogShell, check_shell, default_shell};
 pub use text::{is_plain_line, is_terminal_control};
 pub use tools::{
-    PLAN_SAFE_TOOLS, SUBMIT_PLAN, SubmitPlanInput, ToolClass, classify, parse_submit_plan_input,
+    SUBMIT_PLAN, SubmitPlanInput, TOOL_CATALOG, ToolKind, parse_submit_plan_input, plan_tools, tool_kind,
 };

@@ -6,15 +6,19 @@
 //! touches a file. The caller carries out the effects (in one storage
 //! transaction) and only then adopts the new state.
 
-use crate::commands::{BASH, CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
+use crate::commands::{CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
 use crate::deadlines::is_due;
 use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
 use crate::objects::{
-    ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind,
+    ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, ToolAuditEntry,
+    ToolAuditKind, TurnKind,
+};
+use crate::permissions::{
+    ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
 };
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
-use crate::tools::{ToolClass, classify, parse_submit_plan_input};
+use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
 use crate::{ApprovalId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
 
 /// What the caller knows about the moment an event is handled.
@@ -153,6 +157,16 @@ pub enum Event {
         /// The Bash input `{command, timeoutMs?, cwd?}`.
         input: serde_json::Value,
     },
+    /// A person answers a call of the active turn that awaits confirmation
+    /// (`tool/confirm`).
+    ConfirmTool {
+        /// The turn the call belongs to.
+        turn_id: TurnId,
+        /// The call decided `confirm`.
+        call_id: String,
+        /// Whether the person allows it.
+        allow: bool,
+    },
     /// A command of the active turn ended (or failed to start).
     CommandEnded {
         /// The Bash call.
@@ -193,10 +207,18 @@ pub struct ArtifactRequest {
 /// What the machine decided for one tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolDecision {
-    /// Allowed as a Plan-safe tool.
+    /// The client may run the call: a Plan-safe tool in a Plan turn, or an
+    /// Agent call the permission table allows (or a person confirmed).
     Allow,
-    /// An Agent turn: the host's own permission layer decides, under this mode.
-    Delegate(PermissionMode),
+    /// An Agent-turn Bash call that is allowed (or confirmed): the client has
+    /// the host run it through `command/start`, never runs it itself.
+    HostRun,
+    /// An Agent call that may run only once a person says so
+    /// (`tool/confirm`); `host_run` for Bash, which even then only the host runs.
+    Confirm {
+        /// Whether the call, once confirmed, runs through `command/start`.
+        host_run: bool,
+    },
     /// Denied with a canonical code.
     Deny(ErrorCode),
     /// A valid SubmitPlan: the artifact must be written, then reported back.
@@ -233,6 +255,9 @@ pub enum Effect {
     },
     /// Persist the session's configuration.
     SaveSession(Session),
+    /// Append a tool-permission entry to the session's transcript (a call
+    /// asked about, confirmed, declined or allowed by the permission mode).
+    RecordToolAudit(ToolAuditEntry),
     /// Kill a running command (SIGTERM to its group, SIGKILL after the
     /// grace). Cancellations come first in a transition's effects.
     CancelCommand {
@@ -269,6 +294,10 @@ pub enum Reply {
     Ticked,
     /// An Agent command may start now, with this request.
     CommandStarted(CommandRequest),
+    /// A person answered a confirmation: the call's new decision
+    /// ([`ToolDecision::Allow`], [`ToolDecision::HostRun`] or a deny with
+    /// `TOOL_DECLINED`).
+    ToolConfirmed(ToolResult),
 }
 
 /// The outcome of one event: the state to adopt, the effects that make it
@@ -398,6 +427,11 @@ fn apply(
             call_id,
             input,
         } => start_command(state, context, &turn_id, call_id, &input),
+        Event::ConfirmTool {
+            turn_id,
+            call_id,
+            allow,
+        } => confirm_tool(state, context, &turn_id, call_id, allow, effects),
         Event::CommandEnded { call_id } => command_ended(state, &call_id),
         Event::CancelCommand { call_id, known_ended } => cancel_command(state, call_id, known_ended, effects),
         Event::Tick => Ok(Reply::Ticked),
@@ -455,7 +489,7 @@ fn tool_calls(
     let turn = active_turn_named(state, turn_id)?.clone();
     let holds_submit_plan = calls
         .iter()
-        .any(|call| classify(&call.name) == ToolClass::SubmitPlan);
+        .any(|call| tool_kind(&call.name) == ToolKind::SubmitPlan);
     if holds_submit_plan && calls.len() > 1 {
         return Err(ErrorCode::SubmitPlanNotAlone);
     }
@@ -466,46 +500,10 @@ fn tool_calls(
     let mut turn = turn;
     let mut results = Vec::with_capacity(calls.len());
     for call in calls {
-        let decision = match (classify(&call.name), plan_turn) {
-            (ToolClass::PlanSafe, true) if call.name == BASH => {
-                let escapes = cwd_escapes.contains(&call.call_id);
-                match plan_command(state, context, &turn, &call, escapes) {
-                    Ok(request) => {
-                        turn.commands.push(TurnCommand {
-                            call_id: call.call_id.clone(),
-                            status: TurnCommandStatus::Running,
-                        });
-                        ToolDecision::RunCommand(request)
-                    }
-                    Err(code) => ToolDecision::Deny(code),
-                }
-            }
-            (ToolClass::PlanSafe, true) => ToolDecision::Allow,
-            (ToolClass::Other, true) => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
-            (ToolClass::SubmitPlan, false) => ToolDecision::Deny(ErrorCode::PlanNotActive),
-            (ToolClass::PlanSafe | ToolClass::Other, false) => {
-                // An Agent-turn Bash call may later be started by the host
-                // through command/start, once per call id.
-                if call.name == BASH && !turn.commands.iter().any(|known| known.call_id == call.call_id) {
-                    turn.commands.push(TurnCommand {
-                        call_id: call.call_id.clone(),
-                        status: TurnCommandStatus::Allowed,
-                    });
-                }
-                ToolDecision::Delegate(state.session.permission_mode)
-            }
-            // A plan is submitted only once every command of the turn ended:
-            // a Plan turn never ends with a command still running.
-            (ToolClass::SubmitPlan, true) if turn.has_running_command() => {
-                ToolDecision::Deny(ErrorCode::SessionBusy)
-            }
-            (ToolClass::SubmitPlan, true) => match submit_plan(state, context, &turn, &call) {
-                Ok(request) => {
-                    effects.push(Effect::WriteArtifact(request));
-                    ToolDecision::WriteArtifact
-                }
-                Err(code) => ToolDecision::Deny(code),
-            },
+        let decision = if plan_turn {
+            plan_decision(state, context, &mut turn, &call, cwd_escapes, effects)
+        } else {
+            agent_decision(state, context, &mut turn, &call, effects)
         };
         results.push(ToolResult {
             call_id: call.call_id,
@@ -514,6 +512,222 @@ fn tool_calls(
     }
     state.active_turn = Some(turn);
     Ok(Reply::ToolResults(results))
+}
+
+/// One call of a Plan turn: the catalog's Plan allowlist, Bash run by the
+/// host in the read-only sandbox, SubmitPlan written as an artifact.
+fn plan_decision(
+    state: &SessionState,
+    context: &Context,
+    turn: &mut ActiveTurn,
+    call: &ToolCall,
+    cwd_escapes: &[String],
+    effects: &mut Vec<Effect>,
+) -> ToolDecision {
+    match tool_kind(&call.name) {
+        ToolKind::Bash => {
+            let escapes = cwd_escapes.contains(&call.call_id);
+            match plan_command(state, context, turn, call, escapes) {
+                Ok(request) => {
+                    turn.commands.push(TurnCommand {
+                        call_id: call.call_id.clone(),
+                        status: TurnCommandStatus::Running,
+                        command: Some(request.input.command.clone()),
+                    });
+                    ToolDecision::RunCommand(request)
+                }
+                Err(code) => ToolDecision::Deny(code),
+            }
+        }
+        ToolKind::ReadOnly => ToolDecision::Allow,
+        ToolKind::ChangesFiles | ToolKind::Other => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
+        // A plan is submitted only once every command of the turn ended:
+        // a Plan turn never ends with a command still running.
+        ToolKind::SubmitPlan if turn.has_running_command() => ToolDecision::Deny(ErrorCode::SessionBusy),
+        ToolKind::SubmitPlan => match submit_plan(state, context, turn, call) {
+            Ok(request) => {
+                effects.push(Effect::WriteArtifact(request));
+                ToolDecision::WriteArtifact
+            }
+            Err(code) => ToolDecision::Deny(code),
+        },
+    }
+}
+
+/// One call of an Agent turn: the permission table under the session's
+/// permission mode and the turn's origin. A call that is not a plain allow
+/// is remembered in the turn and audited once; the same call id asked again
+/// gets the decision it has now.
+fn agent_decision(
+    state: &SessionState,
+    context: &Context,
+    turn: &mut ActiveTurn,
+    call: &ToolCall,
+    effects: &mut Vec<Effect>,
+) -> ToolDecision {
+    let kind = tool_kind(&call.name);
+    if let Some(known) = turn
+        .confirmations
+        .iter()
+        .find(|known| known.call_id == call.call_id)
+    {
+        // A call id stands for the one call that was decided; reusing it
+        // for another tool would borrow that decision.
+        if known.tool != call.name {
+            return ToolDecision::Deny(ErrorCode::InvalidParams);
+        }
+        return decision_of(known);
+    }
+    let mode = state.session.permission_mode;
+    let permission = agent_permission(kind, mode, turn.origin);
+    // What is remembered and audited: a mode's grant, a confirmation asked
+    // for, and a confirmation nobody can give (the non-interactive rule).
+    // A plain allow and SubmitPlan's refusal are neither.
+    let (status, audit_kind, error_code) = match permission.rule {
+        PermissionRule::Allow if granted_by_mode(kind) => {
+            (ConfirmationStatus::NotNeeded, ToolAuditKind::AutoAllowed, None)
+        }
+        PermissionRule::Allow => return ToolDecision::Allow,
+        PermissionRule::Confirm => (
+            ConfirmationStatus::Awaiting,
+            ToolAuditKind::ConfirmRequested,
+            None,
+        ),
+        PermissionRule::Deny(code) if code == ErrorCode::PermissionRequiresInteractiveSession => (
+            ConfirmationStatus::Declined(code),
+            ToolAuditKind::Declined,
+            Some(code),
+        ),
+        PermissionRule::Deny(code) => return ToolDecision::Deny(code),
+    };
+    let command = match kind {
+        ToolKind::Bash => call
+            .input
+            .get("command")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+        ToolKind::ReadOnly | ToolKind::ChangesFiles | ToolKind::SubmitPlan | ToolKind::Other => None,
+    };
+    let confirmation = ToolConfirmation {
+        call_id: call.call_id.clone(),
+        tool: call.name.clone(),
+        kind,
+        command,
+        status,
+    };
+    effects.push(Effect::RecordToolAudit(ToolAuditEntry {
+        kind: audit_kind,
+        session_id: state.session.id.clone(),
+        turn_id: turn.turn_id.clone(),
+        execution_id: execution_of(state, turn),
+        call_id: call.call_id.clone(),
+        tool: Some(call.name.clone()),
+        permission_mode: Some(mode),
+        error_code,
+        at: context.now,
+    }));
+    allow_start(turn, &confirmation);
+    let decision = decision_of(&confirmation);
+    turn.confirmations.push(confirmation);
+    decision
+}
+
+/// The decision a remembered call has now.
+fn decision_of(confirmation: &ToolConfirmation) -> ToolDecision {
+    let host_run = confirmation.kind == ToolKind::Bash;
+    match confirmation.status {
+        ConfirmationStatus::NotNeeded | ConfirmationStatus::Confirmed if host_run => ToolDecision::HostRun,
+        ConfirmationStatus::NotNeeded | ConfirmationStatus::Confirmed => ToolDecision::Allow,
+        ConfirmationStatus::Awaiting => ToolDecision::Confirm { host_run },
+        ConfirmationStatus::Declined(code) => ToolDecision::Deny(code),
+    }
+}
+
+/// Lets `command/start` run an allowed or confirmed Bash call, once.
+fn allow_start(turn: &mut ActiveTurn, confirmation: &ToolConfirmation) {
+    let may_start = match confirmation.status {
+        ConfirmationStatus::NotNeeded | ConfirmationStatus::Confirmed => true,
+        ConfirmationStatus::Awaiting | ConfirmationStatus::Declined(_) => false,
+    };
+    if may_start
+        && confirmation.kind == ToolKind::Bash
+        && !turn
+            .commands
+            .iter()
+            .any(|known| known.call_id == confirmation.call_id)
+    {
+        turn.commands.push(TurnCommand {
+            call_id: confirmation.call_id.clone(),
+            status: TurnCommandStatus::Allowed,
+            command: confirmation.command.clone(),
+        });
+    }
+}
+
+/// The execution the turn carries out, when it is an execution turn.
+fn execution_of(state: &SessionState, turn: &ActiveTurn) -> Option<ExecutionId> {
+    match turn.kind {
+        TurnKind::Execution => state
+            .live_execution
+            .as_ref()
+            .and_then(|live| live.execution_id.clone()),
+        TurnKind::Prompt => None,
+    }
+}
+
+/// `tool/confirm`: a person's answer to a call of the active turn that
+/// awaits it. Anything else (another turn, a call never decided `confirm`,
+/// one answered already, a turn that ended) is
+/// `TOOL_CONFIRMATION_NOT_PENDING`.
+fn confirm_tool(
+    state: &mut SessionState,
+    context: &Context,
+    turn_id: &TurnId,
+    call_id: String,
+    allow: bool,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let Some(mut turn) = state.active_turn.clone().filter(|turn| turn.turn_id == *turn_id) else {
+        return Err(ErrorCode::ToolConfirmationNotPending);
+    };
+    let Some(index) = turn
+        .confirmations
+        .iter()
+        .position(|known| known.call_id == call_id && known.status == ConfirmationStatus::Awaiting)
+    else {
+        return Err(ErrorCode::ToolConfirmationNotPending);
+    };
+    let (status, audit_kind, error_code) = if allow {
+        (ConfirmationStatus::Confirmed, ToolAuditKind::Confirmed, None)
+    } else {
+        (
+            ConfirmationStatus::Declined(ErrorCode::ToolDeclined),
+            ToolAuditKind::Declined,
+            Some(ErrorCode::ToolDeclined),
+        )
+    };
+    let confirmation = {
+        let Some(known) = turn.confirmations.get_mut(index) else {
+            return Err(ErrorCode::ToolConfirmationNotPending);
+        };
+        known.status = status;
+        known.clone()
+    };
+    effects.push(Effect::RecordToolAudit(ToolAuditEntry {
+        kind: audit_kind,
+        session_id: state.session.id.clone(),
+        turn_id: turn.turn_id.clone(),
+        execution_id: execution_of(state, &turn),
+        call_id: call_id.clone(),
+        tool: None,
+        permission_mode: None,
+        error_code,
+        at: context.now,
+    }));
+    allow_start(&mut turn, &confirmation);
+    let decision = decision_of(&confirmation);
+    state.active_turn = Some(turn);
+    Ok(Reply::ToolConfirmed(ToolResult { call_id, decision }))
 }
 
 /// Decides a Plan-turn Bash call: a fresh call id, valid input, a cwd whose
@@ -535,10 +749,7 @@ fn plan_command(
     if escapes {
         return Err(ErrorCode::CommandCwdEscape);
     }
-    crate::commands::check_sandbox(
-        &sandbox_for(turn, state.session.permission_mode, options),
-        options,
-    )?;
+    crate::commands::check_sandbox(&sandbox_for(turn, options), options)?;
     check_running_limit(turn, context)?;
     command_request(state, context, turn, call.call_id.clone(), input)
 }
@@ -570,11 +781,14 @@ fn command_request(
         workspace_root,
         input,
         shell: state.session.shell.clone(),
-        grant: sandbox_for(turn, state.session.permission_mode, &context.limits.commands),
+        grant: sandbox_for(turn, &context.limits.commands),
     })
 }
 
-/// `command/start` for an Agent turn's allowed Bash call.
+/// `command/start` for an Agent turn's allowed or confirmed Bash call, with
+/// the command text the call held. A call still awaiting its confirmation,
+/// declined, never decided as Bash in this turn, already started, or
+/// started with other text is `COMMAND_NOT_ALLOWED`.
 fn start_command(
     state: &mut SessionState,
     context: &Context,
@@ -597,6 +811,14 @@ fn start_command(
     };
     let options = &context.limits.commands;
     let input = parse_bash_input(input, state.session.workspace_root.as_deref(), options)?;
+    // Only the command text that was decided (and confirmed) may run.
+    let decided = turn
+        .commands
+        .get(index)
+        .and_then(|known| known.command.as_deref());
+    if decided != Some(input.command.as_str()) {
+        return Err(ErrorCode::CommandNotAllowed);
+    }
     let request = command_request(state, context, &turn, call_id, input)?;
     crate::commands::check_sandbox(&request.grant, options)?;
     check_running_limit(&turn, context)?;

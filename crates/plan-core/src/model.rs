@@ -9,6 +9,7 @@
 
 use crate::commands::{CommandOptions, TurnCommand, TurnCommandStatus};
 use crate::objects::{ApprovalStatus, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind};
+use crate::permissions::{ConfirmationStatus, ToolConfirmation};
 use crate::{ErrorCode, SessionId, TurnId};
 
 /// Unix epoch milliseconds, the only time unit of the checkpoint.
@@ -97,6 +98,11 @@ pub struct ActiveTurn {
     /// The turn's Bash calls: allowed (Agent), running or ended. A command
     /// belongs to its turn and ends before the turn does.
     pub commands: Vec<TurnCommand>,
+    /// The turn's Agent calls the permission mode decided (allowed by the
+    /// mode, awaiting a person, confirmed or declined), one per call id.
+    /// Dropped with the turn: `turn/complete`, `turn/cancel` and the end of
+    /// an execution leave no call awaiting.
+    pub confirmations: Vec<ToolConfirmation>,
 }
 
 impl ActiveTurn {
@@ -109,6 +115,7 @@ impl ActiveTurn {
             kind,
             epoch,
             commands: Vec::new(),
+            confirmations: Vec::new(),
         }
     }
 
@@ -338,6 +345,34 @@ impl SessionState {
                 {
                     return Err(format!("call {} appears twice in the turn", command.call_id));
                 }
+            }
+            for (index, confirmation) in turn.confirmations.iter().enumerate() {
+                if turn.confirmations[..index]
+                    .iter()
+                    .any(|earlier| earlier.call_id == confirmation.call_id)
+                {
+                    return Err(format!(
+                        "call {} is decided twice in the turn",
+                        confirmation.call_id
+                    ));
+                }
+                let startable = turn
+                    .commands
+                    .iter()
+                    .any(|command| command.call_id == confirmation.call_id);
+                let may_start = match confirmation.status {
+                    ConfirmationStatus::NotNeeded | ConfirmationStatus::Confirmed => true,
+                    ConfirmationStatus::Awaiting | ConfirmationStatus::Declined(_) => false,
+                };
+                if startable && !may_start {
+                    return Err(format!(
+                        "call {} may start without a confirmation",
+                        confirmation.call_id
+                    ));
+                }
+            }
+            if turn.mode == Mode::Plan && !turn.confirmations.is_empty() {
+                return Err("a Plan turn holds permission decisions".to_owned());
             }
             if self.pending_approval.is_some() && turn.has_running_command() {
                 return Err("a command runs while an approval is pending".to_owned());

@@ -355,6 +355,51 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// The `type` of a tool-permission transcript entry.
+            enum ToolAuditKind {
+                /// A call was decided `confirm`: a person is asked.
+                ConfirmRequested => "toolConfirmRequested",
+                /// A person allowed a call that awaited confirmation.
+                Confirmed => "toolConfirmed",
+                /// The call will not run: a person declined it
+                /// (`TOOL_DECLINED`), or the turn could not ask one
+                /// (`PERMISSION_REQUIRES_INTERACTIVE_SESSION`).
+                Declined => "toolDeclined",
+                /// The permission mode allowed a call that `ask` would have
+                /// confirmed (an edit under `accept-edits`, anything under `auto`).
+                AutoAllowed => "toolAutoAllowed",
+            }
+        }
+
+        $callback! {
+            /// A transcript entry of an Agent-turn decision that is not a plain
+            /// allow (role `tool` in the session's transcript).
+            #[serde(rename_all = "camelCase")]
+            struct ToolAuditEntry {
+                /// What happened.
+                #[serde(rename = "type")]
+                kind: ToolAuditKind,
+                /// The session.
+                session_id: SessionId,
+                /// The turn of the call.
+                turn_id: TurnId,
+                /// The approved plan's execution, when the turn is its execution turn.
+                execution_id: Option<ExecutionId>,
+                /// The tool call.
+                call_id: String,
+                /// The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
+                /// `toolDeclined` nobody could be asked about); otherwise `null`.
+                tool: Option<String>,
+                /// The permission mode that decided (as for `tool`).
+                permission_mode: Option<PermissionMode>,
+                /// Why a declined call will not run; otherwise `null`.
+                error_code: Option<ErrorCode>,
+                /// When, Unix ms.
+                at: i64,
+            }
+        }
+
+        $callback! {
             /// `plan/diff` result.
             #[schemars(rename = "PlanDiffResult")]
             #[serde(rename_all = "camelCase")]

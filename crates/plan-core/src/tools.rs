@@ -1,9 +1,13 @@
-//! Tool policy for Plan turns and validation of SubmitPlan input.
+//! The one tool catalog, and validation of SubmitPlan input.
 //!
-//! Plan is read-only: a closed allowlist of tool names passes, everything
-//! else (Write, Edit, plugin tools, names nobody has heard of) is denied.
-//! This module only classifies; the machine decides what a class means in
-//! the current turn.
+//! Every rule that depends on what a tool does reads [`tool_kind`]: the Plan
+//! allowlist ([`ToolKind::allowed_in_plan`]: read-only tools, Bash in the
+//! read-only sandbox, SubmitPlan) and the Agent permission table of
+//! `permissions` (which calls need a person's confirmation under which
+//! permission mode). A name the catalog does not list is [`ToolKind::Other`]
+//! (plugin and MCP tools, names nobody has heard of): denied in Plan,
+//! confirmed in Agent unless the mode is `auto`. This module only classifies;
+//! the machine decides what a kind means in the current turn.
 
 use crate::ErrorCode;
 use crate::text::is_plain_line;
@@ -11,38 +15,65 @@ use crate::text::is_plain_line;
 /// The name of the plan submission tool.
 pub const SUBMIT_PLAN: &str = "SubmitPlan";
 
-/// A tool name as the policy sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolClass {
-    /// A read-only or planning tool that Plan allows.
-    PlanSafe,
+/// What a tool does, as the policy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolKind {
+    /// Reads or plans and changes nothing: Read, Glob, Grep, BrowserPreview,
+    /// EnterPlanMode, new_context.
+    ReadOnly,
+    /// Changes files: Write, Edit, MultiEdit, NotebookEdit.
+    ChangesFiles,
+    /// The `Bash` tool, which only the host runs.
+    Bash,
     /// The plan submission tool.
     SubmitPlan,
-    /// Anything else: Write, Edit, plugin tools, unknown names.
+    /// Anything else: plugin and MCP tools, unknown names.
     Other,
 }
 
-/// The tools a Plan turn may use besides SubmitPlan. Names match exactly.
-pub const PLAN_SAFE_TOOLS: [&str; 7] = [
-    "Read",
-    "Glob",
-    "Grep",
-    "BrowserPreview",
-    "Bash",
-    "EnterPlanMode",
-    "new_context",
+impl ToolKind {
+    /// Whether a Plan turn may use a tool of this kind (Bash only in the
+    /// read-only sandbox, SubmitPlan only alone in its batch).
+    pub const fn allowed_in_plan(self) -> bool {
+        match self {
+            ToolKind::ReadOnly | ToolKind::Bash | ToolKind::SubmitPlan => true,
+            ToolKind::ChangesFiles | ToolKind::Other => false,
+        }
+    }
+}
+
+/// The tool catalog: every tool name the checkpoint knows, with its kind.
+/// Names match exactly and case-sensitively, so `read` or `Read ` are
+/// [`ToolKind::Other`].
+pub const TOOL_CATALOG: [(&str, ToolKind); 12] = [
+    ("Read", ToolKind::ReadOnly),
+    ("Glob", ToolKind::ReadOnly),
+    ("Grep", ToolKind::ReadOnly),
+    ("BrowserPreview", ToolKind::ReadOnly),
+    ("EnterPlanMode", ToolKind::ReadOnly),
+    ("new_context", ToolKind::ReadOnly),
+    ("Write", ToolKind::ChangesFiles),
+    ("Edit", ToolKind::ChangesFiles),
+    ("MultiEdit", ToolKind::ChangesFiles),
+    ("NotebookEdit", ToolKind::ChangesFiles),
+    (crate::commands::BASH, ToolKind::Bash),
+    (SUBMIT_PLAN, ToolKind::SubmitPlan),
 ];
 
-/// Classifies a tool name. Matching is exact and case-sensitive, so
-/// `read` or `Read ` are unknown tools and denied in Plan.
-pub fn classify(name: &str) -> ToolClass {
-    if name == SUBMIT_PLAN {
-        ToolClass::SubmitPlan
-    } else if PLAN_SAFE_TOOLS.contains(&name) {
-        ToolClass::PlanSafe
-    } else {
-        ToolClass::Other
-    }
+/// The kind of a tool name: its catalog entry, or [`ToolKind::Other`].
+pub fn tool_kind(name: &str) -> ToolKind {
+    TOOL_CATALOG
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map_or(ToolKind::Other, |(_, kind)| *kind)
+}
+
+/// The names a Plan turn may call, in catalog order (SubmitPlan included).
+pub fn plan_tools() -> impl Iterator<Item = &'static str> {
+    TOOL_CATALOG
+        .iter()
+        .filter(|(_, kind)| kind.allowed_in_plan())
+        .map(|(name, _)| *name)
 }
 
 /// A validated SubmitPlan input.

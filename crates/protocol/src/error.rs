@@ -131,7 +131,10 @@ pub const fn jsonrpc_code(code: ErrorCode) -> i64 {
         | ErrorCode::CommandNotAllowed
         | ErrorCode::CommandNotFound
         | ErrorCode::CommandNotRunning
-        | ErrorCode::ShellUnavailable => -32000,
+        | ErrorCode::ShellUnavailable
+        | ErrorCode::ToolDeclined
+        | ErrorCode::ToolConfirmationNotPending
+        | ErrorCode::PermissionRequiresInteractiveSession => -32000,
     }
 }
 

@@ -45,8 +45,9 @@ pub use methods::{
     PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
     PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
-    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, TurnCancelParams, TurnCompleteParams,
-    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
+    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
+    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
+    TurnToolCallsResult, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -64,8 +65,8 @@ pub use objects::{
 pub use plan_core::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
     CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolCall,
-    TurnKind,
+    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry,
+    ToolAuditKind, ToolCall, TurnKind,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

@@ -292,6 +292,25 @@ pub struct TurnToolCallsResult {
     pub results: Vec<ToolCallResult>,
 }
 
+/// `tool/confirm` params: a person's answer to a call of the active turn
+/// that `turn/toolCalls` decided `confirm`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolConfirmParams {
+    /// Session id.
+    pub session_id: String,
+    /// The active turn.
+    pub turn_id: String,
+    /// The call awaiting confirmation.
+    pub call_id: String,
+    /// Whether the person allows the call.
+    pub allow: bool,
+}
+
+/// `tool/confirm` result: the call's new decision, `allow` (with `hostRun`
+/// for Bash) or `deny` with `TOOL_DECLINED`.
+pub type ToolConfirmResult = ToolCallResult;
+
 /// `turn/complete` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -538,6 +557,7 @@ client_methods! {
     SessionConfigure, SESSION_CONFIGURE => "session/configure", SessionConfigureParams, Session;
     TurnStart, TURN_START => "turn/start", TurnStartParams, TurnStartResult;
     TurnToolCalls, TURN_TOOL_CALLS => "turn/toolCalls", TurnToolCallsParams, TurnToolCallsResult;
+    ToolConfirm, TOOL_CONFIRM => "tool/confirm", ToolConfirmParams, ToolConfirmResult;
     TurnComplete, TURN_COMPLETE => "turn/complete", TurnCompleteParams, Session;
     TurnCancel, TURN_CANCEL => "turn/cancel", TurnCancelParams, Session;
     PlanApprove, PLAN_APPROVE => "plan/approve", PlanApproveParams, PlanApproveResult;

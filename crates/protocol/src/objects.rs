@@ -45,13 +45,15 @@ use crate::error::CanonicalCode;
 macro_rules! for_each_shared_object {
     ($callback:ident) => {
         $callback! {
-            /// The decision for one tool call: `"allow"` or `"deny"`.
+            /// The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
             enum ToolCallDecision {
-                /// The call may run (in Agent turns the host's own permission layer
-                /// still decides under the session's permission mode).
+                /// The call may run (with `hostRun`: only through `command/start`).
                 Allow => "allow",
                 /// The call must not run; `error` says why.
                 Deny => "deny",
+                /// An Agent-turn call that may run only after a person says so:
+                /// answer it with `tool/confirm`.
+                Confirm => "confirm",
             }
         }
 
@@ -195,8 +197,14 @@ impl From<plan_core::ErrorCode> for ToolCallError {
 pub struct ToolCallResult {
     /// The call.
     pub call_id: String,
-    /// Allow or deny.
+    /// Allow, confirm or deny.
     pub decision: ToolCallDecision,
+    /// `true` for an Agent-turn Bash call that is allowed or awaits a
+    /// confirmation: the client must run it through `command/start`, never
+    /// itself, so it is bounded, audited, killed with the host and sandboxed.
+    /// `false` otherwise (a Plan-turn Bash call was run by the host already).
+    #[serde(default)]
+    pub host_run: bool,
     /// Why it was denied; `null` when allowed.
     pub error: Option<ToolCallError>,
     /// The new pending approval of an accepted SubmitPlan; otherwise `null`.
@@ -212,6 +220,7 @@ impl ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Allow,
+            host_run: false,
             error: None,
             approval: None,
             command: None,
@@ -223,6 +232,7 @@ impl ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Deny,
+            host_run: false,
             error: Some(ToolCallError::new(code)),
             approval: None,
             command: None,
@@ -234,9 +244,27 @@ impl ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Allow,
+            host_run: false,
             error: None,
             approval: Some(approval),
             command: None,
+        }
+    }
+
+    /// An Agent-turn Bash call the client has the host run (`command/start`).
+    pub fn host_run(call_id: impl Into<String>) -> ToolCallResult {
+        ToolCallResult {
+            host_run: true,
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// An Agent-turn call awaiting a person's `tool/confirm`.
+    pub fn confirm(call_id: impl Into<String>, host_run: bool) -> ToolCallResult {
+        ToolCallResult {
+            decision: ToolCallDecision::Confirm,
+            host_run,
+            ..ToolCallResult::allow(call_id)
         }
     }
 
@@ -245,6 +273,7 @@ impl ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Allow,
+            host_run: false,
             error: None,
             approval: None,
             command: Some(command),

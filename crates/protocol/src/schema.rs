@@ -10,7 +10,8 @@
 //!   `jsonrpc.notification.json`, `jsonrpc.error.json` for the envelope;
 //! - `client_request.json` and `server_notification.json` for the
 //!   method-tagged unions; `session.json` and `plan_approval.json` for the
-//!   two main objects.
+//!   two main objects; `tool_audit_entry.json` for the transcript entries
+//!   of Agent-turn permission decisions.
 //!
 //! Params and requests are described as the host *reads* them (optional
 //! fields may be absent, unknown fields are refused). Results, objects,
@@ -27,7 +28,7 @@ use schemars::generate::SchemaSettings;
 use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
 use crate::notifications::{NotificationVisitor, ServerNotification, visit_notifications};
-use crate::{PlanApproval, Session};
+use crate::{PlanApproval, Session, ToolAuditEntry};
 
 /// One generated schema file.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,6 +139,10 @@ pub fn schema_files() -> Vec<SchemaFile> {
     files.push(schema::<Session>("session.json".to_owned(), Direction::Written));
     files.push(schema::<PlanApproval>(
         "plan_approval.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<ToolAuditEntry>(
+        "tool_audit_entry.json".to_owned(),
         Direction::Written,
     ));
     files

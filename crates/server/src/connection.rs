@@ -232,6 +232,12 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             let results = outcomes.iter().map(tool_call_result).collect();
             to_value(&TurnToolCallsResult { results })
         }
+        ClientRequest::ToolConfirm(params) => to_value(&tool_call_result(&host.confirm_tool(
+            &SessionId::from(params.session_id),
+            &TurnId::from(params.turn_id),
+            &params.call_id,
+            params.allow,
+        )?)),
         ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
             &host.complete_turn(&SessionId::from(params.session_id), &TurnId::from(params.turn_id))?,
         )),

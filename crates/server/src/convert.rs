@@ -75,16 +75,15 @@ fn output_stream(stream: Stream) -> OutputStream {
 /// The protocol v9 form of one tool call's outcome (the host test
 /// `tool_call_outcomes_have_one_wire_form` checks each kind).
 pub fn tool_call_result(outcome: &ToolCallOutcome) -> ToolCallResult {
+    let call_id = outcome.call_id.clone();
     match (outcome.decision, &outcome.approval, &outcome.command) {
-        (ToolCallVerdict::Allow(_), Some(approval), _) => {
-            ToolCallResult::submitted(outcome.call_id.clone(), approval.clone())
-        }
-        (ToolCallVerdict::Allow(_), None, Some(command)) => {
-            ToolCallResult::ran(outcome.call_id.clone(), command.clone())
-        }
-        (ToolCallVerdict::Allow(_), None, None) => ToolCallResult::allow(outcome.call_id.clone()),
+        (ToolCallVerdict::Allow, Some(approval), _) => ToolCallResult::submitted(call_id, approval.clone()),
+        (ToolCallVerdict::Allow, None, Some(command)) => ToolCallResult::ran(call_id, command.clone()),
+        (ToolCallVerdict::Allow, None, None) if outcome.host_run => ToolCallResult::host_run(call_id),
+        (ToolCallVerdict::Allow, None, None) => ToolCallResult::allow(call_id),
+        (ToolCallVerdict::Confirm, _, _) => ToolCallResult::confirm(call_id, outcome.host_run),
         (ToolCallVerdict::Deny(code), _, _) => {
-            let mut result = ToolCallResult::deny(outcome.call_id.clone(), code);
+            let mut result = ToolCallResult::deny(call_id, code);
             if let (Some(message), Some(error)) = (&outcome.message, result.error.as_mut()) {
                 error.message.clone_from(message);
             }

@@ -5,7 +5,8 @@
 //! typed queries and writes over it, the advisory lock on the database file
 //! that keeps a second host away from it under any name, the immutable,
 //! hashed plan artifacts under `<workspaceRoot>/.pi/plan/`, and the audit of
-//! host-run commands in `transcript_entries`.
+//! host-run commands and of Agent-turn permission decisions in
+//! `transcript_entries`.
 //!
 //! It stores and loads `plan-core` values and carries out their storage
 //! effects; it decides nothing about the checkpoint itself (that is
@@ -23,6 +24,7 @@ mod path;
 mod probe;
 mod review;
 mod store;
+mod tool_audit;
 
 pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
@@ -35,3 +37,4 @@ pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_mig
 pub use probe::{executable_exists, real_directory};
 pub use review::{ArtifactLocation, WorkspaceFindings};
 pub use store::{ApprovalFilter, DEFAULT_SHELL_KEY, Store, StoredApproval};
+pub use tool_audit::ToolDecisionTally;

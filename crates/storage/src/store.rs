@@ -449,6 +449,7 @@ impl Store {
                     Effect::WriteArtifact(_)
                     | Effect::InsertApproval(_)
                     | Effect::SaveSession(_)
+                    | Effect::RecordToolAudit(_)
                     | Effect::CancelCommand { .. } => {}
                 }
             }
@@ -620,6 +621,7 @@ fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), S
         Effect::InsertApproval(approval) => insert_approval(conn, approval),
         Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
         Effect::SaveSession(session) => save_session_row(conn, session, now),
+        Effect::RecordToolAudit(entry) => crate::tool_audit::insert_tool_entry(conn, entry),
         // Not storage effects: see `Store::apply`.
         Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => Ok(()),
     }

@@ -76,7 +76,7 @@ export interface ArtifactVerification {
 /**
  * A canonical SCREAMING_SNAKE error code.
  */
-export type CanonicalCode = "PARSE_ERROR" | "INVALID_REQUEST" | "METHOD_NOT_FOUND" | "PROTOCOL_NOT_INITIALIZED" | "PROTOCOL_VERSION_UNSUPPORTED" | "INVALID_PARAMS" | "SESSION_NOT_FOUND" | "SESSION_ALREADY_EXISTS" | "SESSION_BUSY" | "SESSION_NOT_PROJECT_BOUND" | "PLAN_REQUIRES_INTERACTIVE_SESSION" | "PLAN_NOT_ACTIVE" | "SUBMIT_PLAN_NOT_ALONE" | "INVALID_PLAN_INPUT" | "TOOL_DENIED_IN_PLAN" | "TURN_NOT_ACTIVE" | "APPROVAL_NOT_FOUND" | "APPROVAL_NOT_PENDING" | "PERMISSION_MODE_REQUIRED" | "PLAN_APPROVAL_TIMEOUT" | "ARTIFACT_PATH_ESCAPE" | "ARTIFACT_SYMLINK" | "ARTIFACT_WRITE_FAILED" | "ARTIFACT_MISSING" | "ARTIFACT_INTEGRITY_MISMATCH" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_ACTIVE" | "EXECUTION_CANCELLED" | "HOST_RESTARTED" | "HOST_ALREADY_RUNNING" | "HOST_CLOSED" | "SHELL_UNKNOWN" | "SCHEMA_UNSUPPORTED" | "DATABASE_UNREADABLE" | "STORAGE_FAILED" | "INTERNAL" | "PLAN_SANDBOX_UNAVAILABLE" | "SANDBOX_UNAVAILABLE" | "INVALID_COMMAND_INPUT" | "COMMAND_CWD_ESCAPE" | "COMMAND_NOT_ALLOWED" | "COMMAND_NOT_FOUND" | "COMMAND_NOT_RUNNING" | "SHELL_UNAVAILABLE";
+export type CanonicalCode = "PARSE_ERROR" | "INVALID_REQUEST" | "METHOD_NOT_FOUND" | "PROTOCOL_NOT_INITIALIZED" | "PROTOCOL_VERSION_UNSUPPORTED" | "INVALID_PARAMS" | "SESSION_NOT_FOUND" | "SESSION_ALREADY_EXISTS" | "SESSION_BUSY" | "SESSION_NOT_PROJECT_BOUND" | "PLAN_REQUIRES_INTERACTIVE_SESSION" | "PLAN_NOT_ACTIVE" | "SUBMIT_PLAN_NOT_ALONE" | "INVALID_PLAN_INPUT" | "TOOL_DENIED_IN_PLAN" | "TURN_NOT_ACTIVE" | "APPROVAL_NOT_FOUND" | "APPROVAL_NOT_PENDING" | "PERMISSION_MODE_REQUIRED" | "PLAN_APPROVAL_TIMEOUT" | "ARTIFACT_PATH_ESCAPE" | "ARTIFACT_SYMLINK" | "ARTIFACT_WRITE_FAILED" | "ARTIFACT_MISSING" | "ARTIFACT_INTEGRITY_MISMATCH" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_ACTIVE" | "EXECUTION_CANCELLED" | "HOST_RESTARTED" | "HOST_ALREADY_RUNNING" | "HOST_CLOSED" | "SHELL_UNKNOWN" | "SCHEMA_UNSUPPORTED" | "DATABASE_UNREADABLE" | "STORAGE_FAILED" | "INTERNAL" | "PLAN_SANDBOX_UNAVAILABLE" | "SANDBOX_UNAVAILABLE" | "INVALID_COMMAND_INPUT" | "COMMAND_CWD_ESCAPE" | "COMMAND_NOT_ALLOWED" | "COMMAND_NOT_FOUND" | "COMMAND_NOT_RUNNING" | "SHELL_UNAVAILABLE" | "TOOL_DECLINED" | "TOOL_CONFIRMATION_NOT_PENDING" | "PERMISSION_REQUIRES_INTERACTIVE_SESSION";
 
 /**
  * The host's capabilities, in the `initialize` result.
@@ -111,6 +111,9 @@ export type ClientRequest = ({
 }) | ({
   method: "turn/toolCalls";
   params: TurnToolCallsParams;
+}) | ({
+  method: "tool/confirm";
+  params: ToolConfirmParams;
 }) | ({
   method: "turn/complete";
   params: TurnCompleteParams;
@@ -1093,6 +1096,55 @@ export interface SkippedWorkspace {
 }
 
 /**
+ * A transcript entry of an Agent-turn decision that is not a plain
+ * allow (role `tool` in the session's transcript).
+ */
+export interface ToolAuditEntry {
+  /**
+   * When, Unix ms.
+   */
+  at: number;
+  /**
+   * The tool call.
+   */
+  callId: string;
+  /**
+   * Why a declined call will not run; otherwise `null`.
+   */
+  errorCode: CanonicalCode | null;
+  /**
+   * The approved plan's execution, when the turn is its execution turn.
+   */
+  executionId: string | null;
+  /**
+   * The permission mode that decided (as for `tool`).
+   */
+  permissionMode: PermissionMode | null;
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
+   * `toolDeclined` nobody could be asked about); otherwise `null`.
+   */
+  tool: string | null;
+  /**
+   * The turn of the call.
+   */
+  turnId: string;
+  /**
+   * What happened.
+   */
+  type: ToolAuditKind;
+}
+
+/**
+ * The `type` of a tool-permission transcript entry.
+ */
+export type ToolAuditKind = "toolConfirmRequested" | "toolConfirmed" | "toolDeclined" | "toolAutoAllowed";
+
+/**
  * One assistant tool call in `turn/toolCalls` params.
  */
 export interface ToolCall {
@@ -1111,9 +1163,9 @@ export interface ToolCall {
 }
 
 /**
- * The decision for one tool call: `"allow"` or `"deny"`.
+ * The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
  */
-export type ToolCallDecision = "allow" | "deny";
+export type ToolCallDecision = "allow" | "deny" | "confirm";
 
 /**
  * Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
@@ -1147,13 +1199,43 @@ export interface ToolCallResult {
    */
   command: CommandRun | null;
   /**
-   * Allow or deny.
+   * Allow, confirm or deny.
    */
   decision: ToolCallDecision;
   /**
    * Why it was denied; `null` when allowed.
    */
   error: ToolCallError | null;
+  /**
+   * `true` for an Agent-turn Bash call that is allowed or awaits a
+   * confirmation: the client must run it through `command/start`, never
+   * itself, so it is bounded, audited, killed with the host and sandboxed.
+   * `false` otherwise (a Plan-turn Bash call was run by the host already).
+   */
+  hostRun: boolean;
+}
+
+/**
+ * `tool/confirm` params: a person's answer to a call of the active turn
+ * that `turn/toolCalls` decided `confirm`.
+ */
+export interface ToolConfirmParams {
+  /**
+   * Whether the person allows the call.
+   */
+  allow: boolean;
+  /**
+   * The call awaiting confirmation.
+   */
+  callId: string;
+  /**
+   * Session id.
+   */
+  sessionId: string;
+  /**
+   * The active turn.
+   */
+  turnId: string;
 }
 
 /**
@@ -1301,8 +1383,11 @@ export const PERMISSION_MODE_VALUES = ["ask", "accept-edits", "auto"] as const s
 /** Every {@link PlanSandbox} value, in schema order. */
 export const PLAN_SANDBOX_VALUES = ["landlock", "unavailable"] as const satisfies readonly PlanSandbox[];
 
+/** Every {@link ToolAuditKind} value, in schema order. */
+export const TOOL_AUDIT_KIND_VALUES = ["toolConfirmRequested", "toolConfirmed", "toolDeclined", "toolAutoAllowed"] as const satisfies readonly ToolAuditKind[];
+
 /** Every {@link ToolCallDecision} value, in schema order. */
-export const TOOL_CALL_DECISION_VALUES = ["allow", "deny"] as const satisfies readonly ToolCallDecision[];
+export const TOOL_CALL_DECISION_VALUES = ["allow", "deny", "confirm"] as const satisfies readonly ToolCallDecision[];
 
 /** Every {@link TurnKind} value, in schema order. */
 export const TURN_KIND_VALUES = ["prompt", "execution"] as const satisfies readonly TurnKind[];
@@ -1356,6 +1441,9 @@ export const ERROR_CODES = [
   "COMMAND_NOT_FOUND",
   "COMMAND_NOT_RUNNING",
   "SHELL_UNAVAILABLE",
+  "TOOL_DECLINED",
+  "TOOL_CONFIRMATION_NOT_PENDING",
+  "PERMISSION_REQUIRES_INTERACTIVE_SESSION",
 ] as const satisfies readonly ErrorCode[];
 
 /** Every client method with its params and result types. */
@@ -1366,6 +1454,7 @@ export interface Methods {
   "session/configure": { params: SessionConfigureParams; result: Session };
   "turn/start": { params: TurnStartParams; result: TurnStartResult };
   "turn/toolCalls": { params: TurnToolCallsParams; result: TurnToolCallsResult };
+  "tool/confirm": { params: ToolConfirmParams; result: ToolCallResult };
   "turn/complete": { params: TurnCompleteParams; result: Session };
   "turn/cancel": { params: TurnCancelParams; result: Session };
   "plan/approve": { params: PlanApproveParams; result: PlanDecisionResult };
@@ -1392,6 +1481,7 @@ export const METHOD_NAMES = [
   "session/configure",
   "turn/start",
   "turn/toolCalls",
+  "tool/confirm",
   "turn/complete",
   "turn/cancel",
   "plan/approve",

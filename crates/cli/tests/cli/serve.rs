@@ -326,7 +326,8 @@ fn full_lifecycle_over_stdio() {
     assert_eq!(session["pendingApprovalId"], Value::Null);
     assert_eq!(session["activeExecutionId"], Value::Null);
 
-    // SubmitPlan in an Agent turn is PLAN_NOT_ACTIVE; tools there are allowed.
+    // SubmitPlan in an Agent turn is PLAN_NOT_ACTIVE; tools there follow
+    // the permission table: under `ask` a write awaits a person.
     let agent_turn = start_turn(&mut serve, "s1");
     let results = tool_calls(
         &mut serve,
@@ -334,7 +335,7 @@ fn full_lifecycle_over_stdio() {
         &agent_turn,
         json!([{"callId": "w", "name": "Write", "input": {}}]),
     );
-    assert_eq!(results[0]["decision"], "allow");
+    assert_eq!(results[0]["decision"], "confirm");
     let results = tool_calls(
         &mut serve,
         "s1",

@@ -166,7 +166,7 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
         return;
     }
     let run = outcomes[0].command.clone().expect("Plan Bash returns its run");
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
     assert_eq!(run.state, CommandState::Running);
     assert_eq!((run.sandbox, run.network), (Sandbox::ReadOnly, false));
     assert_eq!(run.cwd, ".");
@@ -451,64 +451,68 @@ fn agent_command_start_refusals_are_coded_and_audited() {
             vec![bash("b1", "echo agent"), call("r1", "Read", json!({}))],
         )
         .unwrap();
+    // Under `ask` the Bash call awaits a person and is host-run.
     assert_eq!(
-        outcomes[0].decision,
-        ToolCallVerdict::Allow(Some(PermissionMode::Ask))
+        (outcomes[0].decision, outcomes[0].host_run),
+        (ToolCallVerdict::Confirm, true)
     );
     assert!(
         outcomes[0].command.is_none(),
-        "an Agent client runs or starts its own commands"
+        "an Agent client has the host start its commands"
     );
-    for (call_id, why) in [("r1", "not a Bash call"), ("zz", "never allowed")] {
+    let start = |call_id: &str, command: &str, cwd: Option<&str>| {
+        fixture.host.start_agent_command(
+            &SessionId::from("agent"),
+            &turn,
+            call_id,
+            command,
+            cwd,
+            Some(10_000),
+        )
+    };
+    for (call_id, why) in [
+        ("r1", "not a Bash call"),
+        ("zz", "never allowed"),
+        ("b1", "not confirmed yet"),
+    ] {
         assert_eq!(
-            code(fixture.host.start_agent_command(
-                &SessionId::from("agent"),
-                &turn,
-                call_id,
-                "ls",
-                None,
-                None
-            )),
+            code(start(call_id, "echo agent", None)),
             ErrorCode::CommandNotAllowed,
             "{why}"
         );
     }
-    assert_eq!(
-        code(fixture.host.start_agent_command(
-            &SessionId::from("agent"),
-            &turn,
-            "b1",
-            "ls",
-            Some("../.."),
-            None
-        )),
-        ErrorCode::CommandCwdEscape
-    );
-    let run = fixture
+    let confirmed = fixture
         .host
-        .start_agent_command(
-            &SessionId::from("agent"),
-            &turn,
-            "b1",
-            "echo agent",
-            None,
-            Some(10_000),
-        )
+        .confirm_tool(&SessionId::from("agent"), &turn, "b1", true)
         .unwrap();
     assert_eq!(
-        run.sandbox,
-        Sandbox::None,
-        "ask runs unsandboxed; a person confirmed it"
+        (confirmed.decision, confirmed.host_run),
+        (ToolCallVerdict::Allow, true)
     );
     assert_eq!(
-        code(fixture.host.start_agent_command(
-            &SessionId::from("agent"),
-            &turn,
-            "b1",
-            "echo again",
-            None,
-            None
-        )),
+        code(start("b1", "ls", Some("../.."))),
+        ErrorCode::CommandCwdEscape
+    );
+    assert_eq!(
+        code(start("b1", "echo agent; touch pwned", None)),
+        ErrorCode::CommandNotAllowed,
+        "only the text that was confirmed runs"
+    );
+    if !fixture.sandboxed() {
+        assert_eq!(
+            code(start("b1", "echo agent", None)),
+            ErrorCode::SandboxUnavailable
+        );
+        return;
+    }
+    let run = start("b1", "echo agent", None).unwrap();
+    assert_eq!(
+        run.sandbox,
+        Sandbox::WorkspaceWrite,
+        "a confirmed command is confined as an auto one is"
+    );
+    assert_eq!(
+        code(start("b1", "echo agent", None)),
         ErrorCode::CommandNotAllowed,
         "already started"
     );
@@ -522,7 +526,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .filter(|record| record.kind == CommandEntryKind::Refused)
         .map(|record| (record.run.call_id, record.run.error_code))
         .collect();
-    assert_eq!(refused.len(), 5, "every refused start is recorded: {refused:?}");
+    assert_eq!(refused.len(), 7, "every refused start is recorded: {refused:?}");
     assert!(refused.contains(&("c1".to_owned(), Some(ErrorCode::CommandNotAllowed))));
     let plan_refusal = fixture.entries("plan", "c1");
     assert_eq!(
@@ -641,13 +645,13 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
 fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
     let fixture = Fixture::new();
     let turn = fixture.auto_turn("auto");
-    fixture
-        .host
-        .tool_calls(&SessionId::from("auto"), &turn, vec![bash("b1", "unused")])
-        .unwrap();
     let outside = tempfile::tempdir().unwrap();
     let escaped = outside.path().join("escaped.txt");
     let command = format!("echo inside > inside.txt; echo outside > {}", escaped.display());
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &turn, vec![bash("b1", &command)])
+        .unwrap();
     let started =
         fixture
             .host
@@ -724,13 +728,13 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         Some(ErrorCode::PlanSandboxUnavailable),
         "the refusal is audited"
     );
-    // Agent auto needs its sandbox too; ask runs through the helper, which
-    // is missing, so it fails to start.
+    // Agent commands need their sandbox too, under auto and, once a person
+    // confirmed one, under ask.
     let turn = host
         .start_turn(&SessionId::from("auto"), Origin::Interactive)
         .unwrap()
         .turn_id;
-    host.tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", "x")])
+    host.tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", &command)])
         .unwrap();
     assert_eq!(
         code(host.start_agent_command(&SessionId::from("auto"), &turn, "a1", &command, None, None)),
@@ -740,13 +744,14 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .start_turn(&SessionId::from("ask"), Origin::Interactive)
         .unwrap()
         .turn_id;
-    host.tool_calls(&SessionId::from("ask"), &turn, vec![bash("k1", "x")])
+    host.tool_calls(&SessionId::from("ask"), &turn, vec![bash("k1", &command)])
         .unwrap();
-    let run = host
-        .start_agent_command(&SessionId::from("ask"), &turn, "k1", &command, None, None)
+    host.confirm_tool(&SessionId::from("ask"), &turn, "k1", true)
         .unwrap();
-    assert_eq!(run.state, CommandState::FailedToStart);
-    assert_eq!(run.error_code, Some(ErrorCode::SandboxUnavailable));
+    assert_eq!(
+        code(host.start_agent_command(&SessionId::from("ask"), &turn, "k1", &command, None, None)),
+        ErrorCode::SandboxUnavailable
+    );
     host.complete_turn(&SessionId::from("ask"), &turn).unwrap();
     assert!(!marker.exists(), "nothing ran");
 }
@@ -956,7 +961,7 @@ fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
     );
     assert!(outcomes[0].command.is_none());
     if fixture.sandboxed() {
-        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow(None));
+        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow);
         let seen = fixture.wait_exited("c2");
         assert_eq!(
             text(&seen, "stdout").trim_end(),
@@ -1047,7 +1052,7 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
     assert_eq!(fixture.host.unrecorded_command_ends().unwrap(), 0);
     // And commands start again.
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c3", "echo again")]);
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None));
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
     assert_eq!(text(&fixture.wait_exited("c3"), "stdout"), "again\n");
 }
 

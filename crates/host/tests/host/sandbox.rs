@@ -48,7 +48,7 @@ fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
         .unwrap();
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None), "{outcomes:?}");
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{outcomes:?}");
     stdout_of(fixture, call_id)
 }
 
@@ -56,7 +56,7 @@ fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
 fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
     fixture
         .host
-        .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, "unused")])
+        .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
         .unwrap();
     let run = fixture
         .host
@@ -209,7 +209,7 @@ fn two_sessions_cannot_reach_each_others_scratch() {
             )],
         )
         .unwrap();
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow(None), "{outcomes:?}");
+    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{outcomes:?}");
     let scratch = stdout_until(&fixture, "p1", Some(&is_path));
     // The command's own note is in its private tmpfs; the host's directory
     // at that path gets one the test writes, which no sandbox may reach.
@@ -231,23 +231,17 @@ fn two_sessions_cannot_reach_each_others_scratch() {
 
     // And the other way round: the Plan command cannot read the auto one's.
     let auto_gate = gate(&fixture, "auto-gate");
+    let auto_command = format!(
+        "echo mine > \"$TMPDIR/own\" && printf '%s\\n' \"$TMPDIR\"; read line < {}",
+        auto_gate.display()
+    );
     fixture
         .host
-        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a2", "unused")])
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a2", &auto_command)])
         .unwrap();
     fixture
         .host
-        .start_agent_command(
-            &SessionId::from("auto"),
-            &auto,
-            "a2",
-            &format!(
-                "echo mine > \"$TMPDIR/own\" && printf '%s\\n' \"$TMPDIR\"; read line < {}",
-                auto_gate.display()
-            ),
-            None,
-            None,
-        )
+        .start_agent_command(&SessionId::from("auto"), &auto, "a2", &auto_command, None, None)
         .unwrap();
     let planted = stdout_until(&fixture, "a2", Some(&is_path));
     let own = Path::new(planted.trim_end()).join("own");
@@ -313,7 +307,7 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
     let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
     fixture
         .host
-        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "unused")])
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "echo ran")])
         .unwrap();
     let started =
         fixture
@@ -418,9 +412,14 @@ fn a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan() {
     // `auto` would get a writable directory beside the database, where no
     // `-journal` exists to be bound read-only: refused before anything runs.
     let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    let journal_command = format!("echo hot > {db}-journal; echo ran > ran.txt");
     fixture
         .host
-        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "unused")])
+        .tool_calls(
+            &SessionId::from("auto"),
+            &auto,
+            vec![bash("a1", &journal_command)],
+        )
         .unwrap();
     let run = fixture
         .host
@@ -428,7 +427,7 @@ fn a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan() {
             &SessionId::from("auto"),
             &auto,
             "a1",
-            &format!("echo hot > {db}-journal; echo ran > ran.txt"),
+            &journal_command,
             None,
             None,
         )

@@ -17,7 +17,7 @@ use plan_protocol::{
     Capabilities, CommandCancelParams, CommandCapabilities, CommandExitedNotification, CommandGetParams,
     CommandRun, CommandSandbox, CommandShell, CommandStartParams, CommandState, PlanSandbox,
 };
-use plan_protocol::{method, notification_method};
+use plan_protocol::{ToolAuditEntry, ToolAuditKind, ToolConfirmParams, method, notification_method};
 
 /// A Plan-mode command run in `state`.
 fn command_run(state: CommandState) -> CommandRun {
@@ -263,6 +263,15 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
             ClientRequest::CommandGet(CommandGetParams {
                 session_id: "ses_01".into(),
                 call_id: "call_1".to_owned(),
+            }),
+        ),
+        (
+            "tool_confirm",
+            ClientRequest::ToolConfirm(ToolConfirmParams {
+                session_id: "ses_01".into(),
+                turn_id: "turn_02".into(),
+                call_id: "call_2".into(),
+                allow: true,
             }),
         ),
     ]
@@ -527,6 +536,44 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                 ],
             }),
         ),
+        (
+            "turn_tool_calls_agent_ask",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![
+                    ToolCallResult::allow("call_1"),
+                    ToolCallResult::confirm("call_2", false),
+                    ToolCallResult::confirm("call_3", true),
+                ],
+            }),
+        ),
+        (
+            "turn_tool_calls_agent_auto",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![ToolCallResult::allow("call_2"), ToolCallResult::host_run("call_3")],
+            }),
+        ),
+        (
+            "turn_tool_calls_scheduled_ask",
+            method::TURN_TOOL_CALLS,
+            to_value(&TurnToolCallsResult {
+                results: vec![ToolCallResult::deny(
+                    "call_3",
+                    ErrorCode::PermissionRequiresInteractiveSession,
+                )],
+            }),
+        ),
+        (
+            "tool_confirm",
+            method::TOOL_CONFIRM,
+            to_value(&ToolCallResult::host_run("call_3")),
+        ),
+        (
+            "tool_confirm_declined",
+            method::TOOL_CONFIRM,
+            to_value(&ToolCallResult::deny("call_2", ErrorCode::ToolDeclined)),
+        ),
     ]
 }
 
@@ -677,6 +724,40 @@ fn golden_error_responses() {
 }
 
 /// Every canonical code's error object, in one table: number, message, data.
+/// One transcript entry of every tool-permission type, as storage writes them.
+#[test]
+fn golden_tool_audit_entries() {
+    let entry =
+        |kind, tool: Option<&str>, mode: Option<PermissionMode>, code: Option<ErrorCode>| ToolAuditEntry {
+            kind,
+            session_id: "ses_01".into(),
+            turn_id: "turn_02".into(),
+            execution_id: Some("exe_01".into()),
+            call_id: "call_3".to_owned(),
+            tool: tool.map(str::to_owned),
+            permission_mode: mode,
+            error_code: code,
+            at: 1_750_000_060_000,
+        };
+    let entries = vec![
+        entry(
+            ToolAuditKind::ConfirmRequested,
+            Some("Bash"),
+            Some(PermissionMode::Ask),
+            None,
+        ),
+        entry(ToolAuditKind::Confirmed, None, None, None),
+        entry(ToolAuditKind::Declined, None, None, Some(ErrorCode::ToolDeclined)),
+        entry(
+            ToolAuditKind::AutoAllowed,
+            Some("Edit"),
+            Some(PermissionMode::AcceptEdits),
+            None,
+        ),
+    ];
+    insta::assert_json_snapshot!("tool_audit_entries", entries);
+}
+
 #[test]
 fn golden_error_objects_for_every_code() {
     let table: Vec<ErrorObject> = ErrorCode::ALL.into_iter().map(ErrorObject::new).collect();

@@ -313,6 +313,6 @@ fn results_write_absent_values_as_null() {
     let denied = serde_json::to_value(plan_protocol::ToolCallResult::allow("c")).unwrap();
     assert_eq!(
         denied,
-        json!({"callId": "c", "decision": "allow", "error": null, "approval": null, "command": null})
+        json!({"callId": "c", "decision": "allow", "hostRun": false, "error": null, "approval": null, "command": null})
     );
 }

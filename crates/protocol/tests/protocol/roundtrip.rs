@@ -175,10 +175,12 @@ fn tool_call_result() -> impl Strategy<Value = ToolCallResult> + Clone {
         select(ToolCallDecision::ALL),
         option::of(tool_call_error()),
         option::of(plan_approval()),
+        any::<bool>(),
     )
-        .prop_map(|(call_id, decision, error, approval)| ToolCallResult {
+        .prop_map(|(call_id, decision, error, approval, host_run)| ToolCallResult {
             call_id,
             decision,
+            host_run,
             error,
             approval,
             command: None,

@@ -16,3 +16,4 @@ mod review;
 mod schema;
 mod store;
 mod support;
+mod tool_audit;

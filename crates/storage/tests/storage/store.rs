@@ -51,6 +51,7 @@ fn with_pending(store: &mut Store, session_id: &str, approval_id: &str) -> Sessi
             kind: TurnKind::Prompt,
             epoch: BootEpoch(7),
             commands: Vec::new(),
+            confirmations: Vec::new(),
         }),
         pending_approval: Some(approval),
         live_execution: None,

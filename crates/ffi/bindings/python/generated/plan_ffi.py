@@ -542,6 +542,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_configure_session() != 49567:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool() != 38260:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_diff() != 20340:
@@ -568,7 +570,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_start_command() != 40136:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_start_command() != 50985:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -636,6 +638,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_turn.restype = ctyp
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_configure_session.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_configure_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.restype = ctypes.c_uint16
@@ -750,6 +755,15 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    _UniffiRustBuffer,
+    ctypes.c_int8,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -1817,6 +1831,21 @@ class ErrorCode(enum.Enum):
     The selected shell is not installed.
 """
     
+    TOOL_DECLINED = 44
+    """
+    A tool call a person declined (`tool/confirm` with `allow: false`).
+"""
+    
+    TOOL_CONFIRMATION_NOT_PENDING = 45
+    """
+    `tool/confirm` for a call that is not awaiting a confirmation.
+"""
+    
+    PERMISSION_REQUIRES_INTERACTIVE_SESSION = 46
+    """
+    A call that needs a person's confirmation in a turn nobody attends.
+"""
+    
 
 
 class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
@@ -1911,6 +1940,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             return ErrorCode.COMMAND_NOT_RUNNING
         if variant == 44:
             return ErrorCode.SHELL_UNAVAILABLE
+        if variant == 45:
+            return ErrorCode.TOOL_DECLINED
+        if variant == 46:
+            return ErrorCode.TOOL_CONFIRMATION_NOT_PENDING
+        if variant == 47:
+            return ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -2002,6 +2037,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
         if value == ErrorCode.COMMAND_NOT_RUNNING:
             return
         if value == ErrorCode.SHELL_UNAVAILABLE:
+            return
+        if value == ErrorCode.TOOL_DECLINED:
+            return
+        if value == ErrorCode.TOOL_CONFIRMATION_NOT_PENDING:
+            return
+        if value == ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION:
             return
         raise ValueError(value)
 
@@ -2095,6 +2136,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             buf.write_i32(43)
         if value == ErrorCode.SHELL_UNAVAILABLE:
             buf.write_i32(44)
+        if value == ErrorCode.TOOL_DECLINED:
+            buf.write_i32(45)
+        if value == ErrorCode.TOOL_CONFIRMATION_NOT_PENDING:
+            buf.write_i32(46)
+        if value == ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION:
+            buf.write_i32(47)
 
 
 
@@ -3835,6 +3882,162 @@ class _UniffiFfiConverterTypeSkippedWorkspace(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.workspace_root, buf)
         _UniffiFfiConverterString.write(value.detail, buf)
 
+
+
+
+
+
+class ToolAuditKind(enum.Enum):
+    """
+    The `type` of a tool-permission transcript entry.
+"""
+    
+    CONFIRM_REQUESTED = 0
+    """
+    A call was decided `confirm`: a person is asked.
+"""
+    
+    CONFIRMED = 1
+    """
+    A person allowed a call that awaited confirmation.
+"""
+    
+    DECLINED = 2
+    """
+    The call will not run: a person declined it
+    (`TOOL_DECLINED`), or the turn could not ask one
+    (`PERMISSION_REQUIRES_INTERACTIVE_SESSION`).
+"""
+    
+    AUTO_ALLOWED = 3
+    """
+    The permission mode allowed a call that `ask` would have
+    confirmed (an edit under `accept-edits`, anything under `auto`).
+"""
+    
+
+
+class _UniffiFfiConverterTypeToolAuditKind(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return ToolAuditKind.CONFIRM_REQUESTED
+        if variant == 2:
+            return ToolAuditKind.CONFIRMED
+        if variant == 3:
+            return ToolAuditKind.DECLINED
+        if variant == 4:
+            return ToolAuditKind.AUTO_ALLOWED
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == ToolAuditKind.CONFIRM_REQUESTED:
+            return
+        if value == ToolAuditKind.CONFIRMED:
+            return
+        if value == ToolAuditKind.DECLINED:
+            return
+        if value == ToolAuditKind.AUTO_ALLOWED:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == ToolAuditKind.CONFIRM_REQUESTED:
+            buf.write_i32(1)
+        if value == ToolAuditKind.CONFIRMED:
+            buf.write_i32(2)
+        if value == ToolAuditKind.DECLINED:
+            buf.write_i32(3)
+        if value == ToolAuditKind.AUTO_ALLOWED:
+            buf.write_i32(4)
+
+
+
+@dataclass
+class ToolAuditEntry:
+    """
+    A transcript entry of an Agent-turn decision that is not a plain
+    allow (role `tool` in the session's transcript).
+"""
+    def __init__(self, *, kind:ToolAuditKind, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:str, tool:typing.Optional[str], permission_mode:typing.Optional[PermissionMode], error_code:typing.Optional[ErrorCode], at:int):
+        self.kind = kind
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.execution_id = execution_id
+        self.call_id = call_id
+        self.tool = tool
+        self.permission_mode = permission_mode
+        self.error_code = error_code
+        self.at = at
+        
+        
+
+    
+    def __str__(self):
+        return "ToolAuditEntry(kind={}, session_id={}, turn_id={}, execution_id={}, call_id={}, tool={}, permission_mode={}, error_code={}, at={})".format(self.kind, self.session_id, self.turn_id, self.execution_id, self.call_id, self.tool, self.permission_mode, self.error_code, self.at)
+    def __eq__(self, other):
+        if self.kind != other.kind:
+            return False
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.execution_id != other.execution_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.tool != other.tool:
+            return False
+        if self.permission_mode != other.permission_mode:
+            return False
+        if self.error_code != other.error_code:
+            return False
+        if self.at != other.at:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolAuditEntry(
+            kind=_UniffiFfiConverterTypeToolAuditKind.read(buf),
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            execution_id=_UniffiFfiConverterOptionalTypeExecutionId.read(buf),
+            call_id=_UniffiFfiConverterString.read(buf),
+            tool=_UniffiFfiConverterOptionalString.read(buf),
+            permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
+            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
+            at=_UniffiFfiConverterInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeToolAuditKind.check_lower(value.kind)
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterOptionalTypeExecutionId.check_lower(value.execution_id)
+        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.tool)
+        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
+        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
+        _UniffiFfiConverterInt64.check_lower(value.at)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeToolAuditKind.write(value.kind, buf)
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterOptionalTypeExecutionId.write(value.execution_id, buf)
+        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.tool, buf)
+        _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
+        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
+        _UniffiFfiConverterInt64.write(value.at, buf)
+
 @dataclass
 class ToolCall:
     """
@@ -3887,18 +4090,23 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
 
 class ToolCallDecision(enum.Enum):
     """
-    The decision for one tool call: `"allow"` or `"deny"`.
+    The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
 """
     
     ALLOW = 0
     """
-    The call may run (in Agent turns the host's own permission layer
-    still decides under the session's permission mode).
+    The call may run (with `hostRun`: only through `command/start`).
 """
     
     DENY = 1
     """
     The call must not run; `error` says why.
+"""
+    
+    CONFIRM = 2
+    """
+    An Agent-turn call that may run only after a person says so:
+    answer it with `tool/confirm`.
 """
     
 
@@ -3911,6 +4119,8 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
             return ToolCallDecision.ALLOW
         if variant == 2:
             return ToolCallDecision.DENY
+        if variant == 3:
+            return ToolCallDecision.CONFIRM
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -3918,6 +4128,8 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
         if value == ToolCallDecision.ALLOW:
             return
         if value == ToolCallDecision.DENY:
+            return
+        if value == ToolCallDecision.CONFIRM:
             return
         raise ValueError(value)
 
@@ -3927,6 +4139,8 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
             buf.write_i32(1)
         if value == ToolCallDecision.DENY:
             buf.write_i32(2)
+        if value == ToolCallDecision.CONFIRM:
+            buf.write_i32(3)
 
 
 
@@ -3985,9 +4199,10 @@ class ToolCallResult:
     """
     The decision for one tool call.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
+    def __init__(self, *, call_id:str, decision:ToolCallDecision, host_run:bool, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
         self.call_id = call_id
         self.decision = decision
+        self.host_run = host_run
         self.error_code = error_code
         self.error_message = error_message
         self.approval = approval
@@ -3997,11 +4212,13 @@ class ToolCallResult:
 
     
     def __str__(self):
-        return "ToolCallResult(call_id={}, decision={}, error_code={}, error_message={}, approval={}, command={})".format(self.call_id, self.decision, self.error_code, self.error_message, self.approval, self.command)
+        return "ToolCallResult(call_id={}, decision={}, host_run={}, error_code={}, error_message={}, approval={}, command={})".format(self.call_id, self.decision, self.host_run, self.error_code, self.error_message, self.approval, self.command)
     def __eq__(self, other):
         if self.call_id != other.call_id:
             return False
         if self.decision != other.decision:
+            return False
+        if self.host_run != other.host_run:
             return False
         if self.error_code != other.error_code:
             return False
@@ -4019,6 +4236,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         return ToolCallResult(
             call_id=_UniffiFfiConverterString.read(buf),
             decision=_UniffiFfiConverterTypeToolCallDecision.read(buf),
+            host_run=_UniffiFfiConverterBoolean.read(buf),
             error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
             error_message=_UniffiFfiConverterOptionalString.read(buf),
             approval=_UniffiFfiConverterOptionalTypePlanApproval.read(buf),
@@ -4029,6 +4247,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.call_id)
         _UniffiFfiConverterTypeToolCallDecision.check_lower(value.decision)
+        _UniffiFfiConverterBoolean.check_lower(value.host_run)
         _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
         _UniffiFfiConverterOptionalString.check_lower(value.error_message)
         _UniffiFfiConverterOptionalTypePlanApproval.check_lower(value.approval)
@@ -4038,6 +4257,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterString.write(value.call_id, buf)
         _UniffiFfiConverterTypeToolCallDecision.write(value.decision, buf)
+        _UniffiFfiConverterBoolean.write(value.host_run, buf)
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.error_message, buf)
         _UniffiFfiConverterOptionalTypePlanApproval.write(value.approval, buf)
@@ -4950,6 +5170,13 @@ class PlanHostProtocol(typing.Protocol):
         Changes configuration while the session is idle.
 """
         raise NotImplementedError
+    def confirm_tool(self, session_id: str,turn_id: str,call_id: str,allow: bool) -> ToolCallResult:
+        """
+        `tool/confirm`: a person's answer to a call of the active Agent turn
+        that `tool_calls` decided `Confirm`; the call's new decision (allow,
+        with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+"""
+        raise NotImplementedError
     def create_session(self, session_id: typing.Optional[str],workspace_root: typing.Optional[str],mode: typing.Optional[Mode],permission_mode: typing.Optional[PermissionMode]) -> Session:
         """
         Creates a session.
@@ -5021,7 +5248,8 @@ class PlanHostProtocol(typing.Protocol):
         raise NotImplementedError
     def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
         """
-        `command/start`: runs an Agent turn's allowed Bash call on the host.
+        `command/start`: runs an Agent turn's allowed or confirmed Bash call
+        on the host, with the call's own command text.
 """
         raise NotImplementedError
     def start_execution(self, execution_id: str) -> PlanApproval:
@@ -5230,6 +5458,35 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def confirm_tool(self, session_id: str,turn_id: str,call_id: str,allow: bool) -> ToolCallResult:
+        """
+        `tool/confirm`: a person's answer to a call of the active Agent turn
+        that `tool_calls` decided `Confirm`; the call's new decision (allow,
+        with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+"""
+        
+        _UniffiFfiConverterString.check_lower(session_id)
+
+        _UniffiFfiConverterString.check_lower(turn_id)
+
+        _UniffiFfiConverterString.check_lower(call_id)
+
+        _UniffiFfiConverterBoolean.check_lower(allow)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterString.lower(turn_id),
+            _UniffiFfiConverterString.lower(call_id),
+            _UniffiFfiConverterBoolean.lower(allow),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeToolCallResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -5479,7 +5736,8 @@ class PlanHost(PlanHostProtocol):
         return _uniffi_lift_return(_uniffi_ffi_result)
     def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
         """
-        `command/start`: runs an Agent turn's allowed Bash call on the host.
+        `command/start`: runs an Agent turn's allowed or confirmed Bash call
+        on the host, with the call's own command text.
 """
         
         _UniffiFfiConverterString.check_lower(session_id)
@@ -5656,6 +5914,7 @@ __all__ = [
     "CommandState",
     "PermissionMode",
     "ExecutionState",
+    "ToolAuditKind",
     "ToolCallDecision",
     "OutputStream",
     "PlanError",
@@ -5678,6 +5937,7 @@ __all__ = [
     "ShellInfo",
     "ShellCatalog",
     "SkippedWorkspace",
+    "ToolAuditEntry",
     "ToolCall",
     "ToolCallResult",
     "VerifyReport",

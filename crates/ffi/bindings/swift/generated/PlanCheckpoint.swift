@@ -870,6 +870,13 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func configureSession(sessionId: String, config: SessionConfig) throws  -> Session
     
     /**
+     * `tool/confirm`: a person's answer to a call of the active Agent turn
+     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
+     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+     */
+    func confirmTool(sessionId: String, turnId: String, callId: String, allow: Bool) throws  -> ToolCallResult
+    
+    /**
      * Creates a session.
      */
     func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?, permissionMode: PermissionMode?) throws  -> Session
@@ -939,7 +946,8 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func shutdown() 
     
     /**
-     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
+     * on the host, with the call's own command text.
      */
     func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?) throws  -> CommandRun
     
@@ -1134,6 +1142,24 @@ open func configureSession(sessionId: String, config: SessionConfig)throws  -> S
 }
     
     /**
+     * `tool/confirm`: a person's answer to a call of the active Agent turn
+     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
+     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+     */
+open func confirmTool(sessionId: String, turnId: String, callId: String, allow: Bool)throws  -> ToolCallResult  {
+    return try  FfiConverterTypeToolCallResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_confirm_tool(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(sessionId),
+        FfiConverterString.lower(turnId),
+        FfiConverterString.lower(callId),
+        FfiConverterBool.lower(allow),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Creates a session.
      */
 open func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?, permissionMode: PermissionMode?)throws  -> Session  {
@@ -1308,7 +1334,8 @@ open func shutdown()  {try! rustCall() {
 }
     
     /**
-     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
+     * on the host, with the call's own command text.
      */
 open func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?)throws  -> CommandRun  {
     return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
@@ -3349,6 +3376,148 @@ public func FfiConverterTypeSkippedWorkspace_lower(_ value: SkippedWorkspace) ->
 
 
 /**
+ * A transcript entry of an Agent-turn decision that is not a plain
+ * allow (role `tool` in the session's transcript).
+ */
+public struct ToolAuditEntry: Equatable, Hashable {
+    /**
+     * What happened.
+     */
+    public var kind: ToolAuditKind
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * The turn of the call.
+     */
+    public var turnId: TurnId
+    /**
+     * The approved plan's execution, when the turn is its execution turn.
+     */
+    public var executionId: ExecutionId?
+    /**
+     * The tool call.
+     */
+    public var callId: String
+    /**
+     * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
+     * `toolDeclined` nobody could be asked about); otherwise `null`.
+     */
+    public var tool: String?
+    /**
+     * The permission mode that decided (as for `tool`).
+     */
+    public var permissionMode: PermissionMode?
+    /**
+     * Why a declined call will not run; otherwise `null`.
+     */
+    public var errorCode: ErrorCode?
+    /**
+     * When, Unix ms.
+     */
+    public var at: Int64
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * What happened.
+         */kind: ToolAuditKind, 
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * The turn of the call.
+         */turnId: TurnId, 
+        /**
+         * The approved plan's execution, when the turn is its execution turn.
+         */executionId: ExecutionId?, 
+        /**
+         * The tool call.
+         */callId: String, 
+        /**
+         * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
+         * `toolDeclined` nobody could be asked about); otherwise `null`.
+         */tool: String?, 
+        /**
+         * The permission mode that decided (as for `tool`).
+         */permissionMode: PermissionMode?, 
+        /**
+         * Why a declined call will not run; otherwise `null`.
+         */errorCode: ErrorCode?, 
+        /**
+         * When, Unix ms.
+         */at: Int64) {
+        self.kind = kind
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.executionId = executionId
+        self.callId = callId
+        self.tool = tool
+        self.permissionMode = permissionMode
+        self.errorCode = errorCode
+        self.at = at
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolAuditEntry: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolAuditEntry {
+        return
+            try ToolAuditEntry(
+                kind: FfiConverterTypeToolAuditKind.read(from: &buf), 
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                executionId: FfiConverterOptionTypeExecutionId.read(from: &buf), 
+                callId: FfiConverterString.read(from: &buf), 
+                tool: FfiConverterOptionString.read(from: &buf), 
+                permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
+                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
+                at: FfiConverterInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolAuditEntry, into buf: inout [UInt8]) {
+        FfiConverterTypeToolAuditKind.write(value.kind, into: &buf)
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterOptionTypeExecutionId.write(value.executionId, into: &buf)
+        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterOptionString.write(value.tool, into: &buf)
+        FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
+        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
+        FfiConverterInt64.write(value.at, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolAuditEntry_lift(_ buf: RustBuffer) throws -> ToolAuditEntry {
+    return try FfiConverterTypeToolAuditEntry.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolAuditEntry_lower(_ value: ToolAuditEntry) -> RustBuffer {
+    return FfiConverterTypeToolAuditEntry.lower(value)
+}
+
+
+/**
  * One assistant tool call.
  */
 public struct ToolCall: Equatable, Hashable {
@@ -3436,9 +3605,14 @@ public struct ToolCallResult: Equatable, Hashable {
      */
     public var callId: String
     /**
-     * Allow or deny.
+     * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
      */
     public var decision: ToolCallDecision
+    /**
+     * `true` for an Agent-turn Bash call that is allowed or awaits a
+     * confirmation: only `PlanHost::start_command` may run it, never the app.
+     */
+    public var hostRun: Bool
     /**
      * The canonical code of a denial.
      */
@@ -3463,8 +3637,12 @@ public struct ToolCallResult: Equatable, Hashable {
          * The call.
          */callId: String, 
         /**
-         * Allow or deny.
+         * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
          */decision: ToolCallDecision, 
+        /**
+         * `true` for an Agent-turn Bash call that is allowed or awaits a
+         * confirmation: only `PlanHost::start_command` may run it, never the app.
+         */hostRun: Bool, 
         /**
          * The canonical code of a denial.
          */errorCode: ErrorCode?, 
@@ -3479,6 +3657,7 @@ public struct ToolCallResult: Equatable, Hashable {
          */command: CommandRun?) {
         self.callId = callId
         self.decision = decision
+        self.hostRun = hostRun
         self.errorCode = errorCode
         self.errorMessage = errorMessage
         self.approval = approval
@@ -3503,6 +3682,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
             try ToolCallResult(
                 callId: FfiConverterString.read(from: &buf), 
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
+                hostRun: FfiConverterBool.read(from: &buf), 
                 errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
                 errorMessage: FfiConverterOptionString.read(from: &buf), 
                 approval: FfiConverterOptionTypePlanApproval.read(from: &buf), 
@@ -3513,6 +3693,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     public static func write(_ value: ToolCallResult, into buf: inout [UInt8]) {
         FfiConverterString.write(value.callId, into: &buf)
         FfiConverterTypeToolCallDecision.write(value.decision, into: &buf)
+        FfiConverterBool.write(value.hostRun, into: &buf)
         FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
         FfiConverterOptionString.write(value.errorMessage, into: &buf)
         FfiConverterOptionTypePlanApproval.write(value.approval, into: &buf)
@@ -4221,6 +4402,18 @@ public enum ErrorCode: Equatable, Hashable {
      * The selected shell is not installed.
      */
     case shellUnavailable
+    /**
+     * A tool call a person declined (`tool/confirm` with `allow: false`).
+     */
+    case toolDeclined
+    /**
+     * `tool/confirm` for a call that is not awaiting a confirmation.
+     */
+    case toolConfirmationNotPending
+    /**
+     * A call that needs a person's confirmation in a turn nobody attends.
+     */
+    case permissionRequiresInteractiveSession
 
 
 
@@ -4329,6 +4522,12 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         case 43: return .commandNotRunning
         
         case 44: return .shellUnavailable
+        
+        case 45: return .toolDeclined
+        
+        case 46: return .toolConfirmationNotPending
+        
+        case 47: return .permissionRequiresInteractiveSession
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -4512,6 +4711,18 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         
         case .shellUnavailable:
             writeInt(&buf, Int32(44))
+        
+        
+        case .toolDeclined:
+            writeInt(&buf, Int32(45))
+        
+        
+        case .toolConfirmationNotPending:
+            writeInt(&buf, Int32(46))
+        
+        
+        case .permissionRequiresInteractiveSession:
+            writeInt(&buf, Int32(47))
         
         }
     }
@@ -5220,20 +5431,122 @@ public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
 
 
 /**
- * The decision for one tool call: `"allow"` or `"deny"`.
+ * The `type` of a tool-permission transcript entry.
+ */
+
+public enum ToolAuditKind: Equatable, Hashable {
+    
+    /**
+     * A call was decided `confirm`: a person is asked.
+     */
+    case confirmRequested
+    /**
+     * A person allowed a call that awaited confirmation.
+     */
+    case confirmed
+    /**
+     * The call will not run: a person declined it
+     * (`TOOL_DECLINED`), or the turn could not ask one
+     * (`PERMISSION_REQUIRES_INTERACTIVE_SESSION`).
+     */
+    case declined
+    /**
+     * The permission mode allowed a call that `ask` would have
+     * confirmed (an edit under `accept-edits`, anything under `auto`).
+     */
+    case autoAllowed
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ToolAuditKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolAuditKind: FfiConverterRustBuffer {
+    typealias SwiftType = ToolAuditKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolAuditKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .confirmRequested
+        
+        case 2: return .confirmed
+        
+        case 3: return .declined
+        
+        case 4: return .autoAllowed
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ToolAuditKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .confirmRequested:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .confirmed:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .declined:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .autoAllowed:
+            writeInt(&buf, Int32(4))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolAuditKind_lift(_ buf: RustBuffer) throws -> ToolAuditKind {
+    return try FfiConverterTypeToolAuditKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolAuditKind_lower(_ value: ToolAuditKind) -> RustBuffer {
+    return FfiConverterTypeToolAuditKind.lower(value)
+}
+
+
+
+/**
+ * The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
  */
 
 public enum ToolCallDecision: Equatable, Hashable {
     
     /**
-     * The call may run (in Agent turns the host's own permission layer
-     * still decides under the session's permission mode).
+     * The call may run (with `hostRun`: only through `command/start`).
      */
     case allow
     /**
      * The call must not run; `error` says why.
      */
     case deny
+    /**
+     * An Agent-turn call that may run only after a person says so:
+     * answer it with `tool/confirm`.
+     */
+    case confirm
 
 
 
@@ -5259,6 +5572,8 @@ public struct FfiConverterTypeToolCallDecision: FfiConverterRustBuffer {
         
         case 2: return .deny
         
+        case 3: return .confirm
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5273,6 +5588,10 @@ public struct FfiConverterTypeToolCallDecision: FfiConverterRustBuffer {
         
         case .deny:
             writeInt(&buf, Int32(2))
+        
+        
+        case .confirm:
+            writeInt(&buf, Int32(3))
         
         }
     }
@@ -6215,6 +6534,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_configure_session() != 49567) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_plan_ffi_checksum_method_planhost_confirm_tool() != 38260) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -6254,7 +6576,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_start_command() != 40136) {
+    if (uniffi_plan_ffi_checksum_method_planhost_start_command() != 50985) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293) {

@@ -329,6 +329,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_complete_turn(uint64_t ptr, RustBu
 RustBuffer uniffi_plan_ffi_fn_method_planhost_configure_session(uint64_t ptr, RustBuffer session_id, RustBuffer config, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CONFIRM_TOOL
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CONFIRM_TOOL
+RustBuffer uniffi_plan_ffi_fn_method_planhost_confirm_tool(uint64_t ptr, RustBuffer session_id, RustBuffer turn_id, RustBuffer call_id, int8_t allow, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CREATE_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_CREATE_SESSION
 RustBuffer uniffi_plan_ffi_fn_method_planhost_create_session(uint64_t ptr, RustBuffer session_id, RustBuffer workspace_root, RustBuffer mode, RustBuffer permission_mode, RustCallStatus *_Nonnull out_status
@@ -735,6 +740,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_complete_turn(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CONFIGURE_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CONFIGURE_SESSION
 uint16_t uniffi_plan_ffi_checksum_method_planhost_configure_session(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CONFIRM_TOOL
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_CONFIRM_TOOL
+uint16_t uniffi_plan_ffi_checksum_method_planhost_confirm_tool(void
     
 );
 #endif

@@ -715,6 +715,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_configure_session(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_confirm_tool(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_create_session(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_diff(
@@ -801,6 +803,8 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_complete_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_configure_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`config`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_confirm_tool(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,`allow`: Byte,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_create_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`workspaceRoot`: RustBuffer.ByValue,`mode`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -986,6 +990,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_configure_session() and 0xFFFF) != 49567) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool() and 0xFFFF) != 38260) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_create_session() and 0xFFFF) != 18669) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1025,7 +1032,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() and 0xFFFF) != 63260) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_command() and 0xFFFF) != 40136) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_command() and 0xFFFF) != 50985) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() and 0xFFFF) != 48293) {
@@ -1877,6 +1884,13 @@ public interface PlanHostInterface {
     fun `configureSession`(`sessionId`: kotlin.String, `config`: SessionConfig): Session
     
     /**
+     * `tool/confirm`: a person's answer to a call of the active Agent turn
+     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
+     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+     */
+    fun `confirmTool`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `allow`: kotlin.Boolean): ToolCallResult
+    
+    /**
      * Creates a session.
      */
     fun `createSession`(`sessionId`: kotlin.String?, `workspaceRoot`: kotlin.String?, `mode`: Mode?, `permissionMode`: PermissionMode?): Session
@@ -1946,7 +1960,8 @@ public interface PlanHostInterface {
     fun `shutdown`()
     
     /**
-     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
+     * on the host, with the call's own command text.
      */
     fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun
     
@@ -2226,6 +2241,29 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * `tool/confirm`: a person's answer to a call of the active Agent turn
+     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
+     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
+     */
+    @Throws(PlanException::class)override fun `confirmTool`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `allow`: kotlin.Boolean): ToolCallResult {
+            return FfiConverterTypeToolCallResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool(
+        it,
+        
+        FfiConverterString.lower(`sessionId`),
+        FfiConverterString.lower(`turnId`),
+        FfiConverterString.lower(`callId`),
+        FfiConverterBoolean.lower(`allow`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * Creates a session.
      */
     @Throws(PlanException::class)override fun `createSession`(`sessionId`: kotlin.String?, `workspaceRoot`: kotlin.String?, `mode`: Mode?, `permissionMode`: PermissionMode?): Session {
@@ -2462,7 +2500,8 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * `command/start`: runs an Agent turn's allowed Bash call on the host.
+     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
+     * on the host, with the call's own command text.
      */
     @Throws(PlanException::class)override fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun {
             return FfiConverterTypeCommandRun.lift(
@@ -3977,6 +4016,111 @@ public object FfiConverterTypeSkippedWorkspace: FfiConverterRustBuffer<SkippedWo
 
 
 /**
+ * A transcript entry of an Agent-turn decision that is not a plain
+ * allow (role `tool` in the session's transcript).
+ */
+data class ToolAuditEntry (
+    /**
+     * What happened.
+     */
+    var `kind`: ToolAuditKind
+    , 
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The turn of the call.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The approved plan's execution, when the turn is its execution turn.
+     */
+    var `executionId`: ExecutionId?
+    , 
+    /**
+     * The tool call.
+     */
+    var `callId`: kotlin.String
+    , 
+    /**
+     * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
+     * `toolDeclined` nobody could be asked about); otherwise `null`.
+     */
+    var `tool`: kotlin.String?
+    , 
+    /**
+     * The permission mode that decided (as for `tool`).
+     */
+    var `permissionMode`: PermissionMode?
+    , 
+    /**
+     * Why a declined call will not run; otherwise `null`.
+     */
+    var `errorCode`: ErrorCode?
+    , 
+    /**
+     * When, Unix ms.
+     */
+    var `at`: kotlin.Long
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEntry> {
+    override fun read(buf: ByteBuffer): ToolAuditEntry {
+        return ToolAuditEntry(
+            FfiConverterTypeToolAuditKind.read(buf),
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterOptionalTypeExecutionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypePermissionMode.read(buf),
+            FfiConverterOptionalTypeErrorCode.read(buf),
+            FfiConverterLong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolAuditEntry) = (
+            FfiConverterTypeToolAuditKind.allocationSize(value.`kind`) +
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterOptionalTypeExecutionId.allocationSize(value.`executionId`) +
+            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterOptionalString.allocationSize(value.`tool`) +
+            FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
+            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
+            FfiConverterLong.allocationSize(value.`at`)
+    )
+
+    override fun write(value: ToolAuditEntry, buf: ByteBuffer) {
+            FfiConverterTypeToolAuditKind.write(value.`kind`, buf)
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterOptionalTypeExecutionId.write(value.`executionId`, buf)
+            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterOptionalString.write(value.`tool`, buf)
+            FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
+            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
+            FfiConverterLong.write(value.`at`, buf)
+    }
+}
+
+
+
+/**
  * One assistant tool call.
  */
 data class ToolCall (
@@ -4041,9 +4185,15 @@ data class ToolCallResult (
     var `callId`: kotlin.String
     , 
     /**
-     * Allow or deny.
+     * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
      */
     var `decision`: ToolCallDecision
+    , 
+    /**
+     * `true` for an Agent-turn Bash call that is allowed or awaits a
+     * confirmation: only `PlanHost::start_command` may run it, never the app.
+     */
+    var `hostRun`: kotlin.Boolean
     , 
     /**
      * The canonical code of a denial.
@@ -4082,6 +4232,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
         return ToolCallResult(
             FfiConverterString.read(buf),
             FfiConverterTypeToolCallDecision.read(buf),
+            FfiConverterBoolean.read(buf),
             FfiConverterOptionalTypeErrorCode.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypePlanApproval.read(buf),
@@ -4092,6 +4243,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     override fun allocationSize(value: ToolCallResult) = (
             FfiConverterString.allocationSize(value.`callId`) +
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
+            FfiConverterBoolean.allocationSize(value.`hostRun`) +
             FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
             FfiConverterOptionalString.allocationSize(value.`errorMessage`) +
             FfiConverterOptionalTypePlanApproval.allocationSize(value.`approval`) +
@@ -4101,6 +4253,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     override fun write(value: ToolCallResult, buf: ByteBuffer) {
             FfiConverterString.write(value.`callId`, buf)
             FfiConverterTypeToolCallDecision.write(value.`decision`, buf)
+            FfiConverterBoolean.write(value.`hostRun`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`errorMessage`, buf)
             FfiConverterOptionalTypePlanApproval.write(value.`approval`, buf)
@@ -4573,7 +4726,19 @@ enum class ErrorCode {
     /**
      * The selected shell is not installed.
      */
-    SHELL_UNAVAILABLE;
+    SHELL_UNAVAILABLE,
+    /**
+     * A tool call a person declined (`tool/confirm` with `allow: false`).
+     */
+    TOOL_DECLINED,
+    /**
+     * `tool/confirm` for a call that is not awaiting a confirmation.
+     */
+    TOOL_CONFIRMATION_NOT_PENDING,
+    /**
+     * A call that needs a person's confirmation in a turn nobody attends.
+     */
+    PERMISSION_REQUIRES_INTERACTIVE_SESSION;
 
     
 
@@ -5192,20 +5357,78 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
 
 
 /**
- * The decision for one tool call: `"allow"` or `"deny"`.
+ * The `type` of a tool-permission transcript entry.
+ */
+
+enum class ToolAuditKind {
+    
+    /**
+     * A call was decided `confirm`: a person is asked.
+     */
+    CONFIRM_REQUESTED,
+    /**
+     * A person allowed a call that awaited confirmation.
+     */
+    CONFIRMED,
+    /**
+     * The call will not run: a person declined it
+     * (`TOOL_DECLINED`), or the turn could not ask one
+     * (`PERMISSION_REQUIRES_INTERACTIVE_SESSION`).
+     */
+    DECLINED,
+    /**
+     * The permission mode allowed a call that `ask` would have
+     * confirmed (an edit under `accept-edits`, anything under `auto`).
+     */
+    AUTO_ALLOWED;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolAuditKind: FfiConverterRustBuffer<ToolAuditKind> {
+    override fun read(buf: ByteBuffer) = try {
+        ToolAuditKind.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: ToolAuditKind) = 4UL
+
+    override fun write(value: ToolAuditKind, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
  */
 
 enum class ToolCallDecision {
     
     /**
-     * The call may run (in Agent turns the host's own permission layer
-     * still decides under the session's permission mode).
+     * The call may run (with `hostRun`: only through `command/start`).
      */
     ALLOW,
     /**
      * The call must not run; `error` says why.
      */
-    DENY;
+    DENY,
+    /**
+     * An Agent-turn call that may run only after a person says so:
+     * answer it with `tool/confirm`.
+     */
+    CONFIRM;
 
     
 

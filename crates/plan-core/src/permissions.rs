@@ -1,0 +1,133 @@
+//! The Agent permission table of `permissions.md`: what each permission mode
+//! means for each kind of tool, and where each call that needs a person's
+//! confirmation stands in its turn.
+//!
+//! | tool kind ([`crate::ToolKind`]) | `ask` | `accept-edits` | `auto` |
+//! | --- | --- | --- | --- |
+//! | read-only | allow | allow | allow |
+//! | changes files | confirm | allow | allow |
+//! | Bash | confirm, host-run | confirm, host-run | allow, host-run |
+//! | other (plugins, MCP) | confirm | confirm | allow |
+//! | SubmitPlan | deny `PLAN_NOT_ACTIVE` | same | same |
+//!
+//! A turn whose origin is not interactive cannot be confirmed: there every
+//! `confirm` is `deny` with `PERMISSION_REQUIRES_INTERACTIVE_SESSION`. The
+//! kinds come from the one tool catalog (`tools`), which the Plan allowlist
+//! reads too. This module holds the rule only; the machine applies it to
+//! turns and emits the audit entries, and no frontend restates it.
+
+use crate::ErrorCode;
+use crate::objects::{Origin, PermissionMode};
+use crate::tools::ToolKind;
+
+/// What the table says about one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionRule {
+    /// The call may run.
+    Allow,
+    /// The call may run only after a person says so (`tool/confirm`).
+    Confirm,
+    /// The call must not run.
+    Deny(ErrorCode),
+}
+
+/// The decision for one Agent-turn call: the rule, and whether the client
+/// must have the host run it (`command/start`) instead of running it itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentPermission {
+    /// Allow, confirm or deny.
+    pub rule: PermissionRule,
+    /// `true` for Bash: only the host runs it, bounded, audited and
+    /// sandboxed; a client that runs it itself is out of contract.
+    pub host_run: bool,
+}
+
+impl Origin {
+    /// Whether a person is there to answer a confirmation.
+    pub const fn is_interactive(self) -> bool {
+        match self {
+            Origin::Interactive => true,
+            Origin::Scheduled => false,
+        }
+    }
+}
+
+/// The permission table, then the non-interactive rule: a `confirm` in a
+/// turn of a non-interactive `origin` becomes `deny` with
+/// `PERMISSION_REQUIRES_INTERACTIVE_SESSION`.
+///
+/// ```
+/// use plan_core::{ErrorCode, Origin, PermissionMode, PermissionRule, ToolKind, agent_permission};
+///
+/// let edit = agent_permission(ToolKind::ChangesFiles, PermissionMode::Ask, Origin::Interactive);
+/// assert_eq!(edit.rule, PermissionRule::Confirm);
+/// let bash = agent_permission(ToolKind::Bash, PermissionMode::Auto, Origin::Interactive);
+/// assert_eq!((bash.rule, bash.host_run), (PermissionRule::Allow, true));
+/// let unattended = agent_permission(ToolKind::Bash, PermissionMode::Ask, Origin::Scheduled);
+/// assert_eq!(
+///     unattended.rule,
+///     PermissionRule::Deny(ErrorCode::PermissionRequiresInteractiveSession)
+/// );
+/// ```
+pub fn agent_permission(kind: ToolKind, mode: PermissionMode, origin: Origin) -> AgentPermission {
+    let rule = match (kind, mode) {
+        (ToolKind::ReadOnly, PermissionMode::Ask | PermissionMode::AcceptEdits | PermissionMode::Auto)
+        | (ToolKind::ChangesFiles, PermissionMode::AcceptEdits | PermissionMode::Auto)
+        | (ToolKind::Bash | ToolKind::Other, PermissionMode::Auto) => PermissionRule::Allow,
+        (ToolKind::ChangesFiles, PermissionMode::Ask)
+        | (ToolKind::Bash | ToolKind::Other, PermissionMode::Ask | PermissionMode::AcceptEdits) => {
+            PermissionRule::Confirm
+        }
+        (ToolKind::SubmitPlan, PermissionMode::Ask | PermissionMode::AcceptEdits | PermissionMode::Auto) => {
+            PermissionRule::Deny(ErrorCode::PlanNotActive)
+        }
+    };
+    let rule = match rule {
+        PermissionRule::Confirm if !origin.is_interactive() => {
+            PermissionRule::Deny(ErrorCode::PermissionRequiresInteractiveSession)
+        }
+        PermissionRule::Confirm | PermissionRule::Allow | PermissionRule::Deny(_) => rule,
+    };
+    AgentPermission {
+        rule,
+        host_run: kind == ToolKind::Bash,
+    }
+}
+
+/// Whether an `allow` for `kind` is the permission mode's grant rather than
+/// a plain allow: the strictest mode (`ask`) would have asked for it. Such
+/// allows are audited as auto-allowed.
+pub fn granted_by_mode(kind: ToolKind) -> bool {
+    agent_permission(kind, PermissionMode::Ask, Origin::Interactive).rule == PermissionRule::Confirm
+}
+
+/// Where one Agent call the permission mode decided stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmationStatus {
+    /// Allowed by the permission mode; nobody needs to be asked.
+    NotNeeded,
+    /// Decided `confirm`; no person has answered yet.
+    Awaiting,
+    /// A person allowed it.
+    Confirmed,
+    /// It will not run: `TOOL_DECLINED` (a person said no) or
+    /// `PERMISSION_REQUIRES_INTERACTIVE_SESSION` (nobody could be asked).
+    Declined(ErrorCode),
+}
+
+/// One Agent call of the active turn that is not a plain allow (memory
+/// only, like the turn; the audit entries are what lasts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolConfirmation {
+    /// The tool call id.
+    pub call_id: String,
+    /// The tool name as the call gave it.
+    pub tool: String,
+    /// Its kind in the catalog.
+    pub kind: ToolKind,
+    /// For Bash: the command text of the call's input, the only text a
+    /// confirmed call may be started with.
+    pub command: Option<String>,
+    /// Where it stands.
+    pub status: ConfirmationStatus,
+}
