@@ -2,7 +2,8 @@
 // run as a host turn and every assistant batch to `turn/toolCalls`, and by
 // carrying out what the sidecar decides. Policy is the sidecar's: which
 // tools a Plan turn may use, whether SubmitPlan is alone, whether a run
-// without a person may plan, what an approval grants. Every bash call of a
+// without a person may plan, what an approval grants, which calls a
+// permission mode has a person confirm. Every bash call of a
 // session that uses the checkpoint runs on the host (Plan turns: started by
 // `turn/toolCalls`; Agent turns: `command/start`), never as pi's own bash.
 // This module translates, shows dialogs and carries out decisions; it adds
@@ -18,7 +19,6 @@ import { escapeForDisplay, PERMISSION_MODE_VALUES, type CommandRun, type Permiss
 
 import { approvalLine, confirmCall, decideApproval, type Decision } from "./dialog.js";
 import { hostToolInput, hostToolName } from "./names.js";
-import { withPackageConfirmation } from "./permissions.js";
 import {
   DATABASE_PATH,
   denied,
@@ -263,7 +263,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
             const result = results.find((entry) => entry.callId === call.id);
             if (result === undefined) return denied(`INTERNAL: the plan checkpoint did not decide call ${call.id}`);
             if (result.command !== null) sidecar.hostCommand(state.sessionId, call.id).run = result.command;
-            return withPackageConfirmation(fromResult(result), call.name, state.session);
+            return fromResult(result);
           },
           // A refused batch (SUBMIT_PLAN_NOT_ALONE) refuses every call in it.
           (error: unknown) => denied(describeError(error)),
@@ -291,17 +291,23 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         return { block: true, reason: `${decision.reason}.${hint}` };
       }
       case "confirm": {
-        const mode = decision.permissionMode;
-        if (!ctx.hasUI) {
-          return { block: true, reason: `permission mode ${mode} needs a person to confirm ${event.toolName}, and this pi has no UI` };
+        // The host asks for a person's answer (it never does in a turn
+        // without one): the dialog asks, tool/confirm records the answer,
+        // and the host's new decision is the call's.
+        const turnId = state.turnId;
+        const mode = state.session?.permissionMode ?? "ask";
+        const allow = ctx.hasUI && (await confirmCall(ctx, event.toolName, event.input, mode));
+        let answer: CallDecision;
+        try {
+          if (turnId === undefined) throw new Error("TURN_NOT_ACTIVE: this run has no turn in the plan checkpoint");
+          const client = await sidecar.track(sidecar.client(ctx.cwd));
+          answer = fromResult(await sidecar.track(client.toolConfirm({ sessionId: state.sessionId, turnId, callId: event.toolCallId, allow })));
+        } catch (error) {
+          answer = denied(describeError(error));
         }
-        if (!(await confirmCall(ctx, event.toolName, event.input, mode))) {
-          state.decisions.set(event.toolCallId, Promise.resolve(denied(`the user did not allow this ${event.toolName} call (permission mode ${mode})`)));
-          return { block: true, reason: `the user did not allow this ${event.toolName} call (permission mode ${mode})` };
-        }
-        const confirmed: CallDecision = { kind: "allow", approval: null, command: null };
-        state.decisions.set(event.toolCallId, Promise.resolve(confirmed));
-        return;
+        state.decisions.set(event.toolCallId, Promise.resolve(answer));
+        if (answer.kind === "allow") return;
+        return { block: true, reason: answer.kind === "deny" ? `${answer.reason} (permission mode ${mode})` : "the plan checkpoint did not allow this call" };
       }
     }
   });

@@ -16,7 +16,6 @@ import {
   SidecarNotFoundError,
   SidecarStartupError,
   type CommandRun,
-  type PermissionMode,
   type PlanApproval,
   type Session,
   type ToolCallResult,
@@ -44,7 +43,7 @@ export interface HostCommand {
  */
 export type CallDecision =
   | { kind: "allow"; approval: PlanApproval | null; command: CommandRun | null }
-  | { kind: "confirm"; permissionMode: PermissionMode }
+  | { kind: "confirm" }
   | { kind: "deny"; reason: string };
 
 /** A sidecar result entry as a {@link CallDecision}. */
@@ -52,6 +51,8 @@ export function fromResult(result: ToolCallResult): CallDecision {
   switch (result.decision) {
     case "allow":
       return { kind: "allow", approval: result.approval, command: result.command };
+    case "confirm":
+      return { kind: "confirm" };
     case "deny":
       return denied(result.error === null ? "denied by the plan checkpoint" : `${result.error.code}: ${result.error.message}`);
   }

@@ -1,6 +1,7 @@
 // End-to-end tests of what the package does outside a Plan turn: every bash
 // call of a session that uses the checkpoint runs on the host (sandboxed
-// under auto, audited, killed with the host), a failed /plan refuses
+// under auto, audited, killed with the host), the host's `confirm`
+// decisions are asked and answered with tool/confirm, a failed /plan refuses
 // prompts, a project that never uses Plan gets no sidecar, and what the
 // package says when the sidecar is missing. Real pi, real sidecar, fake
 // model, as in plan.test.ts.
@@ -12,7 +13,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { commands, DB, hostLockReleased, PiRpc, setUp, tempDir } from "./pi.js";
+import { commands, DB, hostLockReleased, inspect, PiRpc, setUp, tempDir, type UiRequest } from "./pi.js";
 
 test("auto bash runs on the host in the workspace-write sandbox: a write outside the workspace is refused by the kernel and the run is listed", async (t) => {
   const outside = await tempDir(t, "plan-pi-outside-");
@@ -115,4 +116,30 @@ test("without the sidecar binary, /plan says how to install it or set PLAN_CHECK
   assert.match(said, /cargo install --locked --path crates\/cli/);
   assert.match(said, /PLAN_CHECKPOINT_BIN/);
   assert.ok(said.includes(missing), said);
+});
+
+test("under ask the host's confirm is asked in a dialog and answered with tool/confirm: audited, shown by commands show", async (t) => {
+  const { llm, home, project } = await setUp(t, [
+    { calls: [{ name: "bash", arguments: { command: "echo declined > declined.txt" } }] },
+    { calls: [{ name: "bash", arguments: { command: "echo confirmed > confirmed.txt" } }] },
+    { text: "ok" },
+  ]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  const confirms: UiRequest[] = [];
+  pi.onDialog = (request) => {
+    if (request.method !== "confirm") return { cancelled: true };
+    confirms.push(request);
+    return { confirmed: confirms.length > 1 };
+  };
+  await pi.command("/plan off ask");
+  await pi.prompt("run both");
+  assert.equal(confirms.length, 2, "each bash call was asked about");
+  assert.match(confirms[0]?.message ?? "", /echo declined/);
+  assert.equal(existsSync(join(project, "declined.txt")), false, "the declined call did not run");
+  assert.match(llm.toolResults()[0] ?? "", /TOOL_DECLINED/);
+  const runs = await commands(project);
+  assert.deepEqual(runs.map((run) => run.command), ["echo confirmed > confirmed.txt"], "only the confirmed call ran, on the host");
+  const shown = await inspect(["--db", join(project, DB), "--color", "never", "commands", "show", String(runs[0]?.callId)]);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /confirmed by a person at/);
 });

@@ -1,11 +1,10 @@
 // The package's small pure parts: pi's tool names and inputs in the host's
-// vocabulary, the permission-mode table, and how times are shown.
+// vocabulary, and how times are shown.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { hostToolInput, hostToolName } from "../src/names.js";
-import { confirmationNeeded } from "../src/permissions.js";
 import { formatDuration } from "../src/text.js";
 
 test("pi's built-in tools map to the host's names; anything else passes through unchanged", () => {
@@ -18,13 +17,6 @@ test("bash's timeout in seconds becomes the host's timeoutMs; other inputs are u
   assert.deepEqual(hostToolInput("bash", { command: "ls", timeout: 2.5 }), { command: "ls", timeoutMs: 2500 });
   assert.deepEqual(hostToolInput("bash", { command: "ls" }), { command: "ls" });
   assert.deepEqual(hostToolInput("write", { path: "a", content: "b", timeout: 1 }), { path: "a", content: "b", timeout: 1 });
-});
-
-test("ask confirms edit, write and bash; accept-edits confirms bash; auto confirms nothing", () => {
-  const table = (mode: "ask" | "accept-edits" | "auto") => ["edit", "write", "bash", "read", "grep"].filter((tool) => confirmationNeeded(tool, mode));
-  assert.deepEqual(table("ask"), ["edit", "write", "bash"]);
-  assert.deepEqual(table("accept-edits"), ["bash"]);
-  assert.deepEqual(table("auto"), []);
 });
 
 test("spans of time are shown for people, never negative", () => {
