@@ -40,15 +40,17 @@ pub(crate) struct CommandArgs {
     /// How many commands of one session may run at once.
     #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION)]
     max_running_commands: usize,
-    /// Let Agent `auto` commands use the network (off by default).
+    /// Let Agent commands use the network (off by default; every Agent
+    /// command, `auto` or confirmed, gets the same sandbox).
     #[arg(long)]
     network_in_auto: bool,
-    /// Where the kernel sandbox is unavailable, run Agent `auto` commands
-    /// unconfined instead of refusing them with SANDBOX_UNAVAILABLE (off by
-    /// default; Plan commands never run unconfined).
+    /// Where the kernel sandbox is unavailable, run Agent commands (`auto`
+    /// ones, and confirmed ones under ask and accept-edits) unconfined
+    /// instead of refusing them with SANDBOX_UNAVAILABLE (off by default;
+    /// Plan commands never run unconfined).
     /// The same opt-out where the sandbox works without its namespaces: Agent
-    /// `auto` commands then run workspace-write under Landlock and seccomp
-    /// only, without the protected paths.
+    /// commands then run workspace-write under Landlock and seccomp only,
+    /// without the protected paths.
     #[arg(long)]
     auto_without_sandbox: bool,
     /// Where each command's scratch directory is made: a private directory
@@ -64,8 +66,8 @@ pub(crate) struct CommandArgs {
     secret_env_marker: Vec<String>,
     /// Do not enter the sandbox's namespaces even where the kernel allows
     /// them, as on a kernel without them: Plan Bash still runs, the
-    /// database and terminals are no longer hidden from it, and Agent `auto`
-    /// is refused unless --auto-without-sandbox.
+    /// database and terminals are no longer hidden from it, and Agent
+    /// commands are refused unless --auto-without-sandbox.
     #[arg(long)]
     skip_namespaces: bool,
     /// Another path kept read-only under Agent `auto`, besides `.git`,

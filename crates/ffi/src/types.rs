@@ -287,18 +287,19 @@ pub struct PlanHostOptions {
     /// Running commands per session.
     #[uniffi(default = None)]
     pub max_running_commands: Option<u32>,
-    /// Whether Agent `auto` commands may use the network.
+    /// Whether Agent commands (`auto`, and confirmed ones) may use the network.
     #[uniffi(default = None)]
     pub network_in_auto: Option<bool>,
-    /// Where the kernel sandbox is unavailable, whether Agent `auto`
-    /// commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
-    /// (Plan commands never do).
+    /// Where the kernel sandbox is unavailable, whether Agent commands
+    /// (`auto`, and confirmed ones under ask and accept-edits) run
+    /// unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
+    /// commands never do).
     #[uniffi(default = None)]
     pub auto_without_sandbox: Option<bool>,
     /// Whether the sandbox skips its namespaces even where the kernel allows
     /// them (as a kernel without them would): Plan Bash still runs, the
-    /// database and terminals are no longer hidden from it, and Agent `auto`
-    /// fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+    /// database and terminals are no longer hidden from it, and Agent
+    /// commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
     #[uniffi(default = None)]
     pub skip_namespaces: Option<bool>,
     /// More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,

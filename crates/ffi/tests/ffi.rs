@@ -639,7 +639,11 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     host.tool_calls(
         "auto".to_owned(),
         turn.turn_id.clone(),
-        vec![call("b1", "Bash", &serde_json::json!({"command": command}).to_string())],
+        vec![call(
+            "b1",
+            "Bash",
+            &serde_json::json!({"command": command}).to_string(),
+        )],
     )
     .unwrap();
     let started = host

@@ -53,29 +53,32 @@ pub struct CommandOptions {
     /// Timeouts and the per-session limit, in range by construction
     /// ([`CommandLimits::new`]).
     pub limits: CommandLimits,
-    /// Whether Agent `auto` commands may use the network.
+    /// Whether Agent commands may use the network (the name is older than
+    /// the rule that every Agent command, `auto` or confirmed, gets the same
+    /// sandbox).
     pub network_in_auto: bool,
     /// Whether the host opted out of the workspace-write sandbox for Agent
-    /// `auto` where the kernel sandbox is unavailable: its commands then run
+    /// commands (`auto` ones, and confirmed ones under `ask` and
+    /// `accept-edits`) where the kernel sandbox is unavailable: they then run
     /// unconfined instead of failing with `SANDBOX_UNAVAILABLE`. It never
     /// touches Plan turns, whose commands are read-only or do not run.
     ///
-    /// The same opt-out covers a sandbox without namespaces: there `auto`
-    /// runs workspace-write under Landlock and seccomp, without P7's
+    /// The same opt-out covers a sandbox without namespaces: there Agent
+    /// commands run workspace-write under Landlock and seccomp, without P7's
     /// protected paths, instead of `SANDBOX_UNAVAILABLE`. One option, because
-    /// it means one thing (the host accepts `auto` without the full
+    /// it means one thing (the host accepts Agent commands without the full
     /// sandbox), and the weaker case still gets every layer that works.
     pub auto_without_sandbox: bool,
     /// Whether the kernel sandbox (read-only and workspace-write) works on
     /// this host. `false` means Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and
-    /// Agent `auto` commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
+    /// Agent commands are `SANDBOX_UNAVAILABLE`; nothing weaker runs.
     /// The default is `false` until a probe says otherwise (the safe side:
     /// nothing runs unconfined).
     pub sandbox_available: bool,
     /// Whether the sandbox also enters its namespaces here (the kernel
     /// allows them and the host did not skip them), which is what keeps
     /// P7's protected paths read-only and P8's reads refused. Without them
-    /// Plan Bash still runs; Agent `auto` is `SANDBOX_UNAVAILABLE` unless
+    /// Plan Bash still runs; Agent commands are `SANDBOX_UNAVAILABLE` unless
     /// the host opted out with `auto_without_sandbox`.
     pub namespaces_available: bool,
 }
@@ -345,7 +348,7 @@ pub fn sandbox_for(turn: &ActiveTurn, options: &CommandOptions) -> SandboxGrant 
 }
 
 /// Whether a command with `grant` may start on this host: a Plan
-/// (read-only) command needs the kernel sandbox; a workspace-write (`auto`)
+/// (read-only) command needs the kernel sandbox; a workspace-write (Agent)
 /// command needs it with its namespaces, since without them P7 cannot be
 /// kept, unless the host opted out; an unconfined command always may.
 ///

@@ -91,7 +91,7 @@ macro_rules! for_each_error_code {
         Internal => "INTERNAL", "internal error";
         /// Plan-mode Bash on a host without the kernel's read-only sandbox.
         PlanSandboxUnavailable => "PLAN_SANDBOX_UNAVAILABLE", "the read-only Plan sandbox is not available on this host, so Plan-mode Bash cannot run";
-        /// An Agent `auto` command on a host without the workspace-write sandbox.
+        /// An Agent command on a host without the workspace-write sandbox.
         SandboxUnavailable => "SANDBOX_UNAVAILABLE", "the command sandbox is not available on this host, so the command cannot run";
         /// A Bash input that is not `{command, timeoutMs?, cwd?}` with valid values.
         InvalidCommandInput => "INVALID_COMMAND_INPUT", "Bash input must be {command, timeoutMs?, cwd?}: a non-empty command of at most 131071 bytes (the kernel's limit for one argument), a timeout within the host's bounds, a non-empty cwd";

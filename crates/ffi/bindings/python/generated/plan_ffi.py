@@ -1798,7 +1798,7 @@ class ErrorCode(enum.Enum):
     
     SANDBOX_UNAVAILABLE = 37
     """
-    An Agent `auto` command on a host without the workspace-write sandbox.
+    An Agent command on a host without the workspace-write sandbox.
 """
     
     INVALID_COMMAND_INPUT = 38

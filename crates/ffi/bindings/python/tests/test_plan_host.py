@@ -240,8 +240,13 @@ def test_full_lifecycle(host, tmp_path, mode):
 
     agent_turn = host.start_turn(sid, Origin.SCHEDULED)
     assert agent_turn.mode == Mode.AGENT
-    (delegated,) = host.tool_calls(sid, agent_turn.turn_id, [call("w", "Write")])
-    assert delegated.decision == ToolCallDecision.ALLOW
+    # The host's permission table: under ask a write needs a person, whom a
+    # scheduled turn does not have; the other modes allow it.
+    (write,) = host.tool_calls(sid, agent_turn.turn_id, [call("w", "Write")])
+    if mode == PermissionMode.ASK:
+        denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
+    else:
+        assert write.decision == ToolCallDecision.ALLOW and not write.host_run
     assert host.complete_turn(sid, agent_turn.turn_id).active_turn is None
 
 
@@ -819,18 +824,36 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
 
 
 def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_path):
-    # Agent `ask` runs unsandboxed (a person confirmed it), so this runs with
-    # or without the kernel sandbox.
+    # Under ask the Bash call awaits a person (confirm_tool), then runs on the
+    # host in the workspace-write sandbox, with the text it was decided with.
     host = command_host
     recorder = Recorder()
     host.add_listener(recorder)
     host.create_session("agent", str(workspace(tmp_path)), Mode.AGENT, None)
     turn = host.start_turn("agent", Origin.INTERACTIVE)
-    (allowed,) = host.tool_calls("agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": "printf out"}))])
-    assert allowed.decision == ToolCallDecision.ALLOW
+    command = "printf out; printf err >&2"
+    (asked, written) = host.tool_calls(
+        "agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": command})), call("w1", "Write")]
+    )
+    assert (asked.decision, asked.host_run) == (ToolCallDecision.CONFIRM, True)
+    assert (written.decision, written.host_run) == (ToolCallDecision.CONFIRM, False)
+    with pytest.raises(PlanError.Failed) as early:
+        host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+    assert early.value.code == ErrorCode.COMMAND_NOT_ALLOWED
+    denied(host.confirm_tool("agent", turn.turn_id, "w1", False), ErrorCode.TOOL_DECLINED)
+    with pytest.raises(PlanError.Failed) as twice:
+        host.confirm_tool("agent", turn.turn_id, "w1", True)
+    assert twice.value.code == ErrorCode.TOOL_CONFIRMATION_NOT_PENDING
+    confirmed = host.confirm_tool("agent", turn.turn_id, "b1", True)
+    assert (confirmed.decision, confirmed.host_run) == (ToolCallDecision.ALLOW, True)
     recorder.drain()
-    run = host.start_command("agent", turn.turn_id, "b1", "printf out; printf err >&2", None, 10_000)
-    assert run.sandbox == CommandSandbox.NONE and run.state == CommandState.RUNNING
+    if not host.sandbox_info().plan_sandbox_available:
+        with pytest.raises(PlanError.Failed) as unavailable:
+            host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+        assert unavailable.value.code == ErrorCode.SANDBOX_UNAVAILABLE
+        return
+    run = host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+    assert run.sandbox == CommandSandbox.WORKSPACE_WRITE and run.state == CommandState.RUNNING
     outputs, exited = command_events(recorder, "b1")
     assert all(o.session_id == "agent" for o in outputs)
     assert [o.seq for o in outputs] == list(range(len(outputs))), "seq counts from 0 across streams"

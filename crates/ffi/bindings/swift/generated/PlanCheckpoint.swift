@@ -2626,20 +2626,21 @@ public struct PlanHostOptions: Equatable, Hashable {
      */
     public var maxRunningCommands: UInt32?
     /**
-     * Whether Agent `auto` commands may use the network.
+     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
      */
     public var networkInAuto: Bool?
     /**
-     * Where the kernel sandbox is unavailable, whether Agent `auto`
-     * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
-     * (Plan commands never do).
+     * Where the kernel sandbox is unavailable, whether Agent commands
+     * (`auto`, and confirmed ones under ask and accept-edits) run
+     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
+     * commands never do).
      */
     public var autoWithoutSandbox: Bool?
     /**
      * Whether the sandbox skips its namespaces even where the kernel allows
      * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent `auto`
-     * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     * database and terminals are no longer hidden from it, and Agent
+     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
      */
     public var skipNamespaces: Bool?
     /**
@@ -2697,18 +2698,19 @@ public struct PlanHostOptions: Equatable, Hashable {
          * Running commands per session.
          */maxRunningCommands: UInt32? = nil, 
         /**
-         * Whether Agent `auto` commands may use the network.
+         * Whether Agent commands (`auto`, and confirmed ones) may use the network.
          */networkInAuto: Bool? = nil, 
         /**
-         * Where the kernel sandbox is unavailable, whether Agent `auto`
-         * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
-         * (Plan commands never do).
+         * Where the kernel sandbox is unavailable, whether Agent commands
+         * (`auto`, and confirmed ones under ask and accept-edits) run
+         * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
+         * commands never do).
          */autoWithoutSandbox: Bool? = nil, 
         /**
          * Whether the sandbox skips its namespaces even where the kernel allows
          * them (as a kernel without them would): Plan Bash still runs, the
-         * database and terminals are no longer hidden from it, and Agent `auto`
-         * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+         * database and terminals are no longer hidden from it, and Agent
+         * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
          */skipNamespaces: Bool? = nil, 
         /**
          * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
@@ -4375,7 +4377,7 @@ public enum ErrorCode: Equatable, Hashable {
      */
     case planSandboxUnavailable
     /**
-     * An Agent `auto` command on a host without the workspace-write sandbox.
+     * An Agent command on a host without the workspace-write sandbox.
      */
     case sandboxUnavailable
     /**

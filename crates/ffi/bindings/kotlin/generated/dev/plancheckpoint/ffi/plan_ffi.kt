@@ -3501,22 +3501,23 @@ data class PlanHostOptions (
     var `maxRunningCommands`: kotlin.UInt? = null 
     , 
     /**
-     * Whether Agent `auto` commands may use the network.
+     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
      */
     var `networkInAuto`: kotlin.Boolean? = null 
     , 
     /**
-     * Where the kernel sandbox is unavailable, whether Agent `auto`
-     * commands run unconfined instead of failing with `SANDBOX_UNAVAILABLE`
-     * (Plan commands never do).
+     * Where the kernel sandbox is unavailable, whether Agent commands
+     * (`auto`, and confirmed ones under ask and accept-edits) run
+     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
+     * commands never do).
      */
     var `autoWithoutSandbox`: kotlin.Boolean? = null 
     , 
     /**
      * Whether the sandbox skips its namespaces even where the kernel allows
      * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent `auto`
-     * fails with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     * database and terminals are no longer hidden from it, and Agent
+     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
      */
     var `skipNamespaces`: kotlin.Boolean? = null 
     , 
@@ -4700,7 +4701,7 @@ enum class ErrorCode {
      */
     PLAN_SANDBOX_UNAVAILABLE,
     /**
-     * An Agent `auto` command on a host without the workspace-write sandbox.
+     * An Agent command on a host without the workspace-write sandbox.
      */
     SANDBOX_UNAVAILABLE,
     /**

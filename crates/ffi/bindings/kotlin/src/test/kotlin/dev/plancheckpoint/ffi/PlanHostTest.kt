@@ -228,11 +228,18 @@ class PlanHostTest {
             assertNull(after.activeTurn)
             assertNull(after.activeExecutionId)
 
-            // The session now works as an Agent: tools go to the permission layer.
+            // The session now works as an Agent under the host's permission
+            // table: under ask a write needs a person, whom a scheduled turn
+            // does not have; the other modes allow it.
             val agentTurn = host.startTurn(sid, Origin.SCHEDULED)
             assertEquals(Mode.AGENT, agentTurn.mode)
             val write = host.toolCalls(sid, agentTurn.turnId, listOf(call("w", "Write", "{}"))).single()
-            assertEquals(ToolCallDecision.ALLOW, write.decision)
+            if (mode == PermissionMode.ASK) {
+                denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
+            } else {
+                assertEquals(ToolCallDecision.ALLOW, write.decision)
+                assertEquals(false, write.hostRun)
+            }
             assertNull(host.completeTurn(sid, agentTurn.turnId).activeTurn)
         }
         val all = host.listApprovals(ApprovalQuery(null, null, null))
@@ -1091,18 +1098,30 @@ class PlanHostTest {
     @Test
     @Order(62)
     fun agentCommandOutputAndExitArriveAsTypedEvents() {
-        // Agent `ask` runs unsandboxed (a person confirmed it), so this runs
-        // with or without the kernel sandbox.
+        // Under ask the Bash call awaits a person (confirmTool), then runs on
+        // the host in the workspace-write sandbox, with the text it was
+        // decided with.
         val host = openWithHelper()
         val recorder = Recorder()
         host.addListener(recorder)
         host.createSession("agent", workspace().toString(), Mode.AGENT, null)
         val turn = host.startTurn("agent", Origin.INTERACTIVE)
-        val allowed = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": \"printf out\"}"))).single()
-        assertEquals(ToolCallDecision.ALLOW, allowed.decision)
+        val command = "printf out; printf err >&2"
+        val asked = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": ${quote(command)}}"))).single()
+        assertEquals(ToolCallDecision.CONFIRM, asked.decision)
+        assertEquals(true, asked.hostRun)
+        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
+        val confirmed = host.confirmTool("agent", turn.turnId, "b1", true)
+        assertEquals(ToolCallDecision.ALLOW, confirmed.decision)
+        assertEquals(true, confirmed.hostRun)
+        failed(ErrorCode.TOOL_CONFIRMATION_NOT_PENDING) { host.confirmTool("agent", turn.turnId, "b1", false) }
         recorder.drain()
-        val run = host.startCommand("agent", turn.turnId, "b1", "printf out; printf err >&2", null, 10_000uL)
-        assertEquals(CommandSandbox.NONE, run.sandbox)
+        if (!host.sandboxInfo().planSandboxAvailable) {
+            failed(ErrorCode.SANDBOX_UNAVAILABLE) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
+            return
+        }
+        val run = host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL)
+        assertEquals(CommandSandbox.WORKSPACE_WRITE, run.sandbox)
         assertEquals(CommandState.RUNNING, run.state)
         val (outputs, exited) = commandEvents(recorder, "b1")
         assertTrue(outputs.all { it.sessionId == "agent" }, outputs.toString())
