@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createReadStream, existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 
 import { commands, DB, hostLockReleased, inspect, PiRpc, setUp, tempDir, type UiRequest } from "./pi.js";
@@ -116,6 +116,15 @@ test("without the sidecar binary, /plan says how to install it or set PLAN_CHECK
   assert.match(said, /cargo install --locked --path crates\/cli/);
   assert.match(said, /PLAN_CHECKPOINT_BIN/);
   assert.ok(said.includes(missing), said);
+
+  // The default, `plan-checkpoint` looked up on a PATH that lacks it: the
+  // same typed refusal and hint, not a generic "the sidecar exited".
+  const onPath = PiRpc.start(t, { cwd: project, home, sidecarBinary: "plan-checkpoint", path: dirname(process.execPath) });
+  await onPath.command("/plan");
+  const saidOnPath = onPath.notifications.join("\n");
+  assert.match(saidOnPath, /SIDECAR_NOT_FOUND: the plan-checkpoint binary "plan-checkpoint" was not found/);
+  assert.match(saidOnPath, /PLAN_CHECKPOINT_BIN/);
+  assert.doesNotMatch(saidOnPath, /SIDECAR_EXITED/);
 });
 
 test("under ask the host's confirm is asked in a dialog and answered with tool/confirm: audited, shown by commands show", async (t) => {

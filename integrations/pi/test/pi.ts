@@ -104,6 +104,8 @@ export interface PiOptions {
   sessionDir?: string;
   /** The sidecar binary pi is told about (PLAN_CHECKPOINT_BIN); the built one when absent. */
   sidecarBinary?: string;
+  /** pi's PATH; the test runner's when absent. */
+  path?: string;
 }
 
 /** pi's arguments for where sessions go. */
@@ -114,7 +116,7 @@ function sessionArgs(options: PiOptions): string[] {
 /** The environment pi runs in: hermetic, offline, pointed at the sidecar. */
 export function piEnv(options: PiOptions): NodeJS.ProcessEnv {
   return {
-    PATH: process.env.PATH,
+    PATH: options.path ?? process.env.PATH,
     HOME: options.home.home,
     PI_CODING_AGENT_DIR: options.home.agentDir,
     PI_OFFLINE: "1",
