@@ -1,15 +1,20 @@
 // The approval dialog in pi's UI: the plan's title and question, where its
-// file is (and its text, readable from the dialog), the absolute deadline
-// with the time left, and the choices: approve with a permission mode (ask
-// first) or reject. The dialog closes at the deadline, or when the host
-// resolves the approval another way. The decision is the host's answer to
-// plan/approve or plan/reject; the dialog only asks the person.
+// file is (and its text, readable from the dialog), the absolute deadline,
+// a countdown to it in pi's status line renewed every second, and the
+// choices: approve with a permission mode (ask first) or reject. The
+// dialog closes when the host resolves the approval (its deadline
+// included: the host expires it and says so); the package keeps no clock
+// of its own that decides anything. The decision is the host's answer to
+// plan/approve or plan/reject; the dialog only asks the person. The
+// confirmation dialog asks about one call a permission mode confirms.
 
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 import type { PermissionMode, PlanApproval, PlanCheckpointClient, Session } from "@plan-checkpoint/client";
 
 import { artifactPath, describeError, errorCode, type SessionState, type Sidecar } from "./sidecar.js";
-import { escapeForDisplay, formatDuration, formatInstant } from "./text.js";
+import { escapeForDisplay } from "@plan-checkpoint/client";
+
+import { formatDuration, formatInstant } from "./text.js";
 
 /** How a dialog ended. */
 export type Decision =
@@ -33,6 +38,20 @@ const MODE_OF: Readonly<Record<string, PermissionMode>> = {
   [CHOICES.acceptEdits]: "accept-edits",
   [CHOICES.auto]: "auto",
 };
+
+/**
+ * Asks the person whether a call the permission mode confirms may run,
+ * showing its command or path escaped.
+ */
+export function confirmCall(ctx: ExtensionContext, piToolName: string, input: Record<string, unknown>, mode: PermissionMode): Promise<boolean> {
+  const shown =
+    piToolName === "bash" && typeof input.command === "string"
+      ? input.command
+      : typeof input.path === "string"
+        ? input.path
+        : JSON.stringify(input);
+  return ctx.ui.confirm(`Allow ${piToolName}? (permission mode ${mode})`, escapeForDisplay(shown));
+}
 
 /** One line about an approval, for /plan-list and /plan-decide. */
 export function approvalLine(cwd: string, approval: PlanApproval): string {
@@ -58,10 +77,29 @@ export function dialogTitle(cwd: string, approval: PlanApproval, cardUrl: string
     escapeForDisplay(approval.question),
     "",
     `Plan file: ${artifactPath(cwd, approval) ?? "(none)"}${artifact !== null ? ` (${artifact.size} bytes, sha256 ${artifact.sha256.slice(0, 16)}…)` : ""}`,
-    `Expires: ${formatInstant(approval.expiresAt)} (${formatDuration(approval.expiresAt - Date.now())} left)`,
+    `Expires: ${formatInstant(approval.expiresAt)} (the time left counts down in the status line)`,
   ];
   if (cardUrl !== null) lines.push(`Or decide in a browser or on a phone: ${cardUrl}`);
   return lines.join("\n");
+}
+
+/** The status line key of the countdown. */
+const COUNTDOWN = "plan-checkpoint-deadline";
+
+/** The countdown to the host's deadline, as the status line shows it. */
+function countdownText(approval: PlanApproval, now: number): string {
+  return `plan approval: ${formatDuration(approval.expiresAt - now)} left (until ${formatInstant(approval.expiresAt)})`;
+}
+
+/** Shows the countdown now and renews it every second until the returned function stops it. */
+function showCountdown(ctx: ExtensionContext, approval: PlanApproval): () => void {
+  const show = (): void => ctx.ui.setStatus(COUNTDOWN, countdownText(approval, Date.now()));
+  show();
+  const ticker = setInterval(show, 1000);
+  return () => {
+    clearInterval(ticker);
+    ctx.ui.setStatus(COUNTDOWN, undefined);
+  };
 }
 
 /**
@@ -82,7 +120,7 @@ export async function decideApproval(
   state.openDialogs.set(approval.id, closing);
   const onAbort = (): void => closing.abort();
   signal?.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => closing.abort(), Math.max(0, approval.expiresAt - Date.now()));
+  const stopCountdown = showCountdown(ctx, approval);
   // Without --web the sidecar has no card, and the dialog shows no URL.
   const cardUrl = await client.planCardUrl({ approvalId: approval.id }).then(
     ({ url }) => url,
@@ -90,9 +128,8 @@ export async function decideApproval(
   );
   try {
     for (;;) {
-      const left = approval.expiresAt - Date.now();
-      if (left <= 0 || closing.signal.aborted) return await settle(sidecar, client, approval);
-      const choice = await ctx.ui.select(dialogTitle(ctx.cwd, approval, cardUrl), Object.values(CHOICES), { signal: closing.signal, timeout: left });
+      if (closing.signal.aborted) return await settle(sidecar, client, approval);
+      const choice = await ctx.ui.select(dialogTitle(ctx.cwd, approval, cardUrl), Object.values(CHOICES), { signal: closing.signal });
       if (choice === undefined) return await settle(sidecar, client, approval);
       if (choice === CHOICES.read) {
         await showPlan(ctx, sidecar, client, approval, closing.signal);
@@ -116,7 +153,7 @@ export async function decideApproval(
       }
     }
   } finally {
-    clearTimeout(timer);
+    stopCountdown();
     signal?.removeEventListener("abort", onAbort);
     if (state.openDialogs.get(approval.id) === closing) state.openDialogs.delete(approval.id);
   }
@@ -136,12 +173,8 @@ async function showPlan(
   } catch (error) {
     text = `The plan could not be read back: ${describeError(error)}`;
   }
-  const left = approval.expiresAt - Date.now();
-  if (left <= 0) return;
-  await ctx.ui.select(`${escapeForDisplay(approval.title)} (${artifactPath(ctx.cwd, approval) ?? ""})\n\n${text}`, ["Back to the decision"], {
-    signal,
-    timeout: left,
-  });
+  if (signal.aborted) return;
+  await ctx.ui.select(`${escapeForDisplay(approval.title)} (${artifactPath(ctx.cwd, approval) ?? ""})\n\n${text}`, ["Back to the decision"], { signal });
 }
 
 /** What became of an approval the dialog did not decide, as the host records it. */
@@ -154,9 +187,7 @@ async function settle(sidecar: Sidecar, client: PlanCheckpointClient, approval: 
   }
   switch (current.status) {
     case "pending":
-      // Past the deadline the host's timer expires it any moment; the
-      // dialog does not decide that itself.
-      return Date.now() >= current.expiresAt ? { kind: "expired", approval: current } : { kind: "dismissed", approval: current };
+      return { kind: "dismissed", approval: current };
     case "expired":
       return { kind: "expired", approval: current };
     case "rejected":

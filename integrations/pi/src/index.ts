@@ -2,19 +2,23 @@
 // run as a host turn and every assistant batch to `turn/toolCalls`, and by
 // carrying out what the sidecar decides. Policy is the sidecar's: which
 // tools a Plan turn may use, whether SubmitPlan is alone, whether a run
-// without a person may plan, what an approval grants. This module
-// translates, shows dialogs and enforces the chosen permission mode (pi has
-// no permission system of its own); it adds no rule of its own.
+// without a person may plan, what an approval grants, which calls a
+// permission mode has a person confirm. Every bash call of a
+// session that uses the checkpoint runs on the host (Plan turns: started by
+// `turn/toolCalls`; Agent turns: `command/start`), never as pi's own bash.
+// This module translates, shows dialogs and carries out decisions; it adds
+// no rule of its own. A session that never asked for Plan mode is left to
+// plain pi: no sidecar, no database, no lock.
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { createBashToolDefinition } from "@mariozechner/pi-coding-agent";
+import { Text } from "@mariozechner/pi-tui";
 import { Type } from "typebox";
 
-import { PERMISSION_MODE_VALUES, type PermissionMode, type PlanApproval } from "@plan-checkpoint/client";
+import { escapeForDisplay, PERMISSION_MODE_VALUES, type CommandRun, type PermissionMode, type PlanApproval } from "@plan-checkpoint/client";
 
-import { approvalLine, decideApproval, type Decision } from "./dialog.js";
+import { approvalLine, confirmCall, decideApproval, type Decision } from "./dialog.js";
 import { hostToolInput, hostToolName } from "./names.js";
-import { confirmationNeeded, describeCall } from "./permissions.js";
 import {
   DATABASE_PATH,
   denied,
@@ -22,10 +26,10 @@ import {
   errorCode,
   fromResult,
   processSidecar,
+  type CallDecision,
   type HostCommand,
   type SessionState,
 } from "./sidecar.js";
-import { escapeForDisplay } from "./text.js";
 
 const PLAN_PROMPT = [
   "You are in Plan mode. Explore the project read-only (read, grep, find, ls; bash runs in a read-only sandbox where writes fail),",
@@ -37,6 +41,17 @@ const PLAN_PROMPT = [
 function hostSessionId(ctx: ExtensionContext): string {
   return `pi-${ctx.sessionManager.getSessionId()}`;
 }
+
+/** The custom entry pi saves in a session once it uses the checkpoint, so a resumed session uses it again. */
+const SESSION_ENTRY = "plan-checkpoint";
+
+/**
+ * The print-mode refusal in pi's words: the host speaks of scheduled tasks,
+ * which is how the package reports a pi run without a UI.
+ */
+const NO_UI_PLAN =
+  "PLAN_REQUIRES_INTERACTIVE_SESSION: Plan mode needs a person to approve the plan, and this pi has no UI (`pi -p`, `--mode json`):" +
+  " run pi interactively or in RPC mode, or leave out --plan";
 
 /** Writes a message where the user sees it: pi's UI, or stderr when there is none (print mode). */
 function tell(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
@@ -53,11 +68,25 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     default: false,
   });
 
-  /** The sidecar and this session's state, creating the host session on first use. */
+  /**
+   * Whether this pi session uses the checkpoint: it asked for Plan mode, or
+   * has a host session (in this process, or saved in the pi session). Until
+   * then the package starts nothing.
+   */
+  function engaged(ctx: ExtensionContext): boolean {
+    const state = sidecar.sessions.get(hostSessionId(ctx));
+    if (state?.session !== undefined || state?.planRefusedBecause !== undefined) return true;
+    return ctx.sessionManager.getEntries().some((entry) => entry.type === "custom" && entry.customType === SESSION_ENTRY);
+  }
+
+  /** The sidecar and this session's state, starting the sidecar and creating the host session on first use. */
   async function connect(ctx: ExtensionContext) {
     const client = await sidecar.track(sidecar.client(ctx.cwd));
     const state = sidecar.state(hostSessionId(ctx));
     if (state.session === undefined) {
+      if (!ctx.sessionManager.getEntries().some((entry) => entry.type === "custom" && entry.customType === SESSION_ENTRY)) {
+        pi.appendEntry(SESSION_ENTRY, { sessionId: state.sessionId });
+      }
       try {
         state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
       } catch (error) {
@@ -73,6 +102,9 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   }
 
   async function setMode(ctx: ExtensionContext, mode: "plan" | "agent", permissionMode?: PermissionMode): Promise<boolean> {
+    // Asking for Plan mode is remembered until it works or is turned off;
+    // turning it off clears the refusal even when the host is unreachable.
+    sidecar.state(hostSessionId(ctx)).planRefusedBecause = undefined;
     try {
       const { client, state } = await connect(ctx);
       state.session = await sidecar.track(
@@ -87,7 +119,12 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       showStatus(ctx, state);
       return true;
     } catch (error) {
-      tell(ctx, `could not switch to ${mode === "plan" ? "Plan" : "Agent"} mode: ${describeError(error)}`, "error");
+      if (mode === "plan") {
+        sidecar.state(hostSessionId(ctx)).planRefusedBecause = describeError(error);
+        tell(ctx, `could not enter Plan mode: ${describeError(error)}. Prompts are refused until /plan succeeds or /plan off turns Plan mode off.`, "error");
+      } else {
+        tell(ctx, `could not switch to Agent mode: ${describeError(error)}`, "error");
+      }
       return false;
     }
   }
@@ -102,10 +139,20 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   sidecar.onLost = (message) => process.stderr.write(`plan-checkpoint: ${message}\n`);
 
   pi.on("session_start", async (_event, ctx) => {
-    if (pi.getFlag("plan") !== true) return;
     const state = sidecar.state(hostSessionId(ctx));
-    if (state.session?.mode === "plan") return;
-    await setMode(ctx, "plan");
+    if (pi.getFlag("plan") === true) {
+      if (state.session?.mode !== "plan") await setMode(ctx, "plan");
+      return;
+    }
+    // A session that used the checkpoint before (resumed, or this process's)
+    // may be in Plan mode: the sidecar starts now, so the status is right.
+    if (!engaged(ctx) || state.session !== undefined) return;
+    try {
+      await connect(ctx);
+      showStatus(ctx, state);
+    } catch (error) {
+      tell(ctx, `this session uses the plan checkpoint, which could not start: ${describeError(error)}`, "warning");
+    }
   });
 
   pi.on("session_shutdown", async (event) => {
@@ -120,16 +167,20 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   // SESSION_BUSY with an approval pending) stops the run before it begins.
   pi.on("input", async (event, ctx) => {
     if (!ctx.isIdle()) return { action: "continue" };
-    const wantsPlan = pi.getFlag("plan") === true;
+    if (!engaged(ctx)) return { action: "continue" };
+    const refusedPlan = sidecar.sessions.get(hostSessionId(ctx))?.planRefusedBecause;
+    if (refusedPlan !== undefined) {
+      return refuse(ctx, `Plan mode was asked for and could not be entered (${refusedPlan}); the prompt was not run. Try /plan again, or /plan off to leave Plan mode.`);
+    }
     let connected;
     try {
       connected = await connect(ctx);
     } catch (error) {
       const state = sidecar.sessions.get(hostSessionId(ctx));
-      if (wantsPlan || state?.session?.mode === "plan") {
+      if (state?.session?.mode !== "agent") {
         return refuse(ctx, `Plan mode needs the plan checkpoint: ${describeError(error)}`);
       }
-      tell(ctx, `running without the plan checkpoint: ${describeError(error)}`, "warning");
+      tell(ctx, `running without the plan checkpoint (bash is refused until it is back): ${describeError(error)}`, "warning");
       return { action: "continue" };
     }
     const { client, state } = connected;
@@ -157,6 +208,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       return { action: "continue" };
     } catch (error) {
       state.turnId = undefined;
+      if (errorCode(error) === "PLAN_REQUIRES_INTERACTIVE_SESSION" && !ctx.hasUI) return refuse(ctx, NO_UI_PLAN);
       const hint = errorCode(error) === "SESSION_BUSY" && state.session?.pendingApprovalId ? " (an approval is pending: decide it with /plan-decide)" : "";
       return refuse(ctx, `${describeError(error)}${hint}`);
     }
@@ -228,23 +280,36 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     if (decision === undefined) {
       return { block: true, reason: "NOT_DECIDED: the plan checkpoint never saw this call (its message did not end in tool calls)" };
     }
-    if (!decision.allow) {
-      const hint =
-        state.session?.mode === "plan" && state.turnId !== undefined
-          ? " You are in Plan mode: explore read-only (read, grep, find, ls, bash in a read-only sandbox) and call SubmitPlan alone when the plan is ready."
-          : "";
-      return { block: true, reason: `${decision.reason ?? "denied by the plan checkpoint"}.${hint}` };
+    switch (decision.kind) {
+      case "allow":
+        return;
+      case "deny": {
+        const hint =
+          state.session?.mode === "plan" && state.turnId !== undefined
+            ? " You are in Plan mode: explore read-only (read, grep, find, ls, bash in a read-only sandbox) and call SubmitPlan alone when the plan is ready."
+            : "";
+        return { block: true, reason: `${decision.reason}.${hint}` };
+      }
+      case "confirm": {
+        // The host asks for a person's answer (it never does in a turn
+        // without one): the dialog asks, tool/confirm records the answer,
+        // and the host's new decision is the call's.
+        const turnId = state.turnId;
+        const mode = state.session?.permissionMode ?? "ask";
+        const allow = ctx.hasUI && (await confirmCall(ctx, event.toolName, event.input, mode));
+        let answer: CallDecision;
+        try {
+          if (turnId === undefined) throw new Error("TURN_NOT_ACTIVE: this run has no turn in the plan checkpoint");
+          const client = await sidecar.track(sidecar.client(ctx.cwd));
+          answer = fromResult(await sidecar.track(client.toolConfirm({ sessionId: state.sessionId, turnId, callId: event.toolCallId, allow })));
+        } catch (error) {
+          answer = denied(describeError(error));
+        }
+        state.decisions.set(event.toolCallId, Promise.resolve(answer));
+        if (answer.kind === "allow") return;
+        return { block: true, reason: answer.kind === "deny" ? `${answer.reason} (permission mode ${mode})` : "the plan checkpoint did not allow this call" };
+      }
     }
-    const session = state.session;
-    if (session === undefined || session.mode !== "agent") return;
-    const mode = session.permissionMode;
-    if (!confirmationNeeded(event.toolName, mode)) return;
-    if (!ctx.hasUI) {
-      return { block: true, reason: `permission mode ${mode} needs a person to confirm ${event.toolName}, and this pi has no UI` };
-    }
-    const ok = await ctx.ui.confirm(`Allow ${event.toolName}? (permission mode ${mode})`, describeCall(event.toolName, event.input));
-    if (!ok) return { block: true, reason: `the user did not allow this ${event.toolName} call (permission mode ${mode})` };
-    return;
   });
 
   pi.on("agent_end", async (_event, ctx) => {
@@ -286,11 +351,26 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       markdown: Type.String({ description: "The plan, in Markdown" }),
       question: Type.String({ description: "The question the user answers, e.g. 'Proceed with this plan?'" }),
     }),
+    // pi shows a tool call and its result with these; without them pi 1.x
+    // prints the raw arguments, which are the agent's untrusted text.
+    renderCall(args, theme, context) {
+      const text = context.lastComponent instanceof Text ? context.lastComponent : new Text("", 0, 0);
+      const title = typeof args.title === "string" ? ` ${escapeForDisplay(args.title)}` : "";
+      const question = typeof args.question === "string" ? `\n${theme.fg("muted", escapeForDisplay(args.question))}` : "";
+      text.setText(`${theme.fg("toolTitle", theme.bold("SubmitPlan"))}${title}${question}`);
+      return text;
+    },
+    renderResult(result, _options, theme, context) {
+      const text = context.lastComponent instanceof Text ? context.lastComponent : new Text("", 0, 0);
+      const body = result.content.map((part) => (part.type === "text" ? escapeForDisplay(part.text) : `[${part.type}]`)).join("\n");
+      text.setText(context.isError ? theme.fg("error", body) : theme.fg("toolOutput", body));
+      return text;
+    },
     async execute(toolCallId, _params, signal, _onUpdate, ctx) {
       const state = sidecar.sessions.get(hostSessionId(ctx));
       const decision = await state?.decisions.get(toolCallId);
-      if (state === undefined || decision?.approval === undefined || decision.approval === null) {
-        throw new Error(decision?.reason ?? "SubmitPlan was not accepted by the plan checkpoint");
+      if (state === undefined || decision === undefined || decision.kind !== "allow" || decision.approval === null) {
+        throw new Error(decision?.kind === "deny" ? decision.reason : "SubmitPlan was not accepted by the plan checkpoint");
       }
       const client = await sidecar.track(sidecar.client(ctx.cwd));
       const outcome = await decideApproval(ctx, sidecar, client, state, decision.approval, signal);
@@ -351,36 +431,53 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     }
   }
 
-  // Plan-mode bash runs on the host, which started it in its read-only
-  // sandbox when it answered the batch; this tool streams that run's output
-  // into pi. In Agent turns pi's own bash runs, under the permission mode.
+  // Every bash call of a session that uses the checkpoint runs on the host:
+  // a Plan turn's was started by the host when it answered the batch (in its
+  // read-only sandbox); an Agent turn's is started here with command/start
+  // once the call is allowed (confirmed first where it had to be), so it is
+  // bounded, audited, killed with the host and, under auto, sandboxed. This
+  // tool streams the run's output into pi. Only a session that never used
+  // the checkpoint gets pi's own bash.
   const builtinBash = createBashToolDefinition(process.cwd());
   pi.registerTool({
     ...builtinBash,
     async execute(toolCallId, params, signal, onUpdate, ctx) {
-      const state = sidecar.sessions.get(hostSessionId(ctx));
-      const decision = state?.runChecked === true ? await state.decisions.get(toolCallId) : undefined;
-      if (state !== undefined && decision?.command !== null && decision?.command !== undefined) {
-        return streamHostCommand(ctx, state, sidecar.hostCommand(state.sessionId, toolCallId), signal, onUpdate);
+      if (!engaged(ctx)) return createBashToolDefinition(ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+      const state = sidecar.state(hostSessionId(ctx));
+      const turnId = state.turnId;
+      if (!state.runChecked || turnId === undefined) {
+        throw new Error("bash runs only on the plan checkpoint's host, and this run has no turn there (the sidecar could not be reached, or the turn ended)");
       }
-      if (state?.runChecked === true && state.session?.mode === "plan") {
-        throw new Error("Bash in Plan mode runs only on the plan checkpoint's host, which did not start this call");
+      const decision = await state.decisions.get(toolCallId);
+      if (decision?.kind !== "allow") throw new Error(decision?.kind === "deny" ? decision.reason : "the plan checkpoint did not allow this bash call");
+      const entry = sidecar.hostCommand(state.sessionId, toolCallId);
+      if (decision.command === null) {
+        const client = await sidecar.track(sidecar.client(ctx.cwd));
+        const input = hostToolInput("bash", params);
+        entry.run = await sidecar.track(
+          client.commandStart({
+            sessionId: state.sessionId,
+            turnId,
+            callId: toolCallId,
+            command: params.command,
+            ...(typeof input.timeoutMs === "number" ? { timeoutMs: input.timeoutMs } : {}),
+          }),
+        );
       }
-      return createBashToolDefinition(ctx.cwd).execute(toolCallId, params, signal, onUpdate, ctx);
+      return streamHostCommand(ctx, state, toolCallId, entry, signal, onUpdate);
     },
   });
 
   async function streamHostCommand(
     ctx: ExtensionContext,
     state: SessionState,
+    callId: string,
     entry: HostCommand,
     signal: AbortSignal | undefined,
     onUpdate: ((update: { content: { type: "text"; text: string }[]; details: undefined }) => void) | undefined,
   ) {
     const onAbort = (): void => {
-      void sidecar
-        .track(sidecar.client(ctx.cwd).then((client) => client.commandCancel({ sessionId: state.sessionId, callId: entry.run?.callId ?? "" })))
-        .catch(() => undefined);
+      void sidecar.track(sidecar.client(ctx.cwd).then((client) => client.commandCancel({ sessionId: state.sessionId, callId }))).catch(() => undefined);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     try {
@@ -412,7 +509,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         ended.state === "exited"
           ? `Command exited with code ${ended.exitCode ?? "?"}`
           : `Command ${ended.state}${ended.errorCode !== null ? ` (${ended.errorCode})` : ""}`;
-      throw new Error(`${body}\n\n${how}. It ran in the Plan sandbox (read-only: writes outside $TMPDIR are refused by the kernel).`);
+      throw new Error(`${body}\n\n${how}.${sandboxSentence(ended)}`);
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }
@@ -491,6 +588,18 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       }
     },
   });
+}
+
+/** Where a host-run command ran, for the model reading a failure. */
+function sandboxSentence(run: CommandRun): string {
+  switch (run.sandbox) {
+    case "read-only":
+      return " It ran in the Plan sandbox (read-only: writes outside $TMPDIR are refused by the kernel).";
+    case "workspace-write":
+      return " It ran in the workspace-write sandbox (writes outside the workspace and $TMPDIR are refused by the kernel).";
+    case "none":
+      return "";
+  }
 }
 
 function modeSentence(mode: PermissionMode): string {

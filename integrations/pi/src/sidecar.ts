@@ -6,7 +6,7 @@
 // extension instances; only pi quitting closes it. This module starts,
 // tracks and stops the process; it decides nothing about plans.
 
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 import {
@@ -24,7 +24,10 @@ import {
 /** Where the database lives, relative to the project (pi's working directory). */
 export const DATABASE_PATH = join(".pi", "plan", "plan.db");
 
-/** What a Plan-mode Bash call the host runs has printed so far, and how it ended. */
+/** What the `.gitignore` beside the database says: the database and its `-wal`/`-shm` are local state, the plans are not. */
+const GITIGNORE = "# The plan checkpoint's database is this machine's state; the plans beside it are yours to keep.\nplan.db\nplan.db-*\n";
+
+/** What a Bash call the host runs (Plan or Agent) has printed so far, and how it ended. */
 export interface HostCommand {
   run: CommandRun | undefined;
   output: string[];
@@ -34,28 +37,30 @@ export interface HostCommand {
   listeners: Set<() => void>;
 }
 
-/** The decision for one call: the sidecar's, or a refusal when none could be had. */
-export interface CallDecision {
-  allow: boolean;
-  /** `CODE: sentence` when denied. */
-  reason: string | undefined;
-  approval: PlanApproval | null;
-  command: CommandRun | null;
-}
+/**
+ * The decision for one call: the sidecar's, or a refusal when none could be
+ * had. `confirm` means the call may run only after a person says so.
+ */
+export type CallDecision =
+  | { kind: "allow"; approval: PlanApproval | null; command: CommandRun | null }
+  | { kind: "confirm" }
+  | { kind: "deny"; reason: string };
 
 /** A sidecar result entry as a {@link CallDecision}. */
 export function fromResult(result: ToolCallResult): CallDecision {
-  return {
-    allow: result.decision === "allow",
-    reason: result.error === null ? undefined : `${result.error.code}: ${result.error.message}`,
-    approval: result.approval,
-    command: result.command,
-  };
+  switch (result.decision) {
+    case "allow":
+      return { kind: "allow", approval: result.approval, command: result.command };
+    case "confirm":
+      return { kind: "confirm" };
+    case "deny":
+      return denied(result.error === null ? "denied by the plan checkpoint" : `${result.error.code}: ${result.error.message}`);
+  }
 }
 
 /** A denial the package reports because it has no decision from the sidecar. */
 export function denied(reason: string): CallDecision {
-  return { allow: false, reason, approval: null, command: null };
+  return { kind: "deny", reason };
 }
 
 /** What the package keeps about one host session (one pi session). */
@@ -65,13 +70,19 @@ export interface SessionState {
   session: Session | undefined;
   /** Whether the current pi run goes through the checkpoint. */
   runChecked: boolean;
+  /**
+   * Why Plan mode, asked for with `/plan` or `--plan`, could not be entered.
+   * While set, prompts are refused (never run as plain pi); a `/plan` that
+   * succeeds or `/plan off` clears it.
+   */
+  planRefusedBecause: string | undefined;
   /** The host turn the current pi run reports to, if any. */
   turnId: string | undefined;
   /** Why the current run has no turn any more (a rejected or expired plan), for the model. */
   turnEndedBecause: string | undefined;
   /** Decisions of the current run's batches by pi tool call id. */
   readonly decisions: Map<string, Promise<CallDecision>>;
-  /** Host-run Plan commands by call id. */
+  /** Host-run commands by call id. */
   readonly commands: Map<string, HostCommand>;
   /** Approvals whose dialog is open, with what closes it. */
   readonly openDialogs: Map<string, AbortController>;
@@ -118,7 +129,10 @@ export class Sidecar {
   async #start(cwd: string): Promise<PlanCheckpointClient> {
     const generation = ++this.#generation;
     const db = Sidecar.databaseFor(cwd);
-    mkdirSync(join(cwd, ".pi", "plan"), { recursive: true });
+    const directory = join(cwd, ".pi", "plan");
+    mkdirSync(directory, { recursive: true });
+    const gitignore = join(directory, ".gitignore");
+    if (!existsSync(gitignore)) writeFileSync(gitignore, GITIGNORE);
     const extra = (process.env.PLAN_CHECKPOINT_SERVE_ARGS ?? "").split(/\s+/).filter((arg) => arg.length > 0);
     const client = await PlanCheckpointClient.start({
       binary: process.env.PLAN_CHECKPOINT_BIN ?? "plan-checkpoint",
@@ -204,6 +218,7 @@ export class Sidecar {
         sessionId,
         session: undefined,
         runChecked: false,
+        planRefusedBecause: undefined,
         turnId: undefined,
         turnEndedBecause: undefined,
         decisions: new Map(),
@@ -249,7 +264,10 @@ export function describeError(error: unknown): string {
     return `${error.code}: the plan-checkpoint sidecar refused to start (${error.message})`;
   }
   if (error instanceof SidecarNotFoundError) {
-    return "SIDECAR_NOT_FOUND: the plan-checkpoint binary was not found (install it, or set PLAN_CHECKPOINT_BIN)";
+    return (
+      `SIDECAR_NOT_FOUND: the plan-checkpoint binary ${JSON.stringify(error.binary)} was not found. Install it from a checkout of plan-checkpoint` +
+      " with `cargo install --locked --path crates/cli` (which puts plan-checkpoint on PATH), or set PLAN_CHECKPOINT_BIN to the binary's path"
+    );
   }
   if (error instanceof SidecarExitedError) {
     return `SIDECAR_EXITED: the plan-checkpoint sidecar is not running (${error.message.split("\n")[0] ?? ""})`;

@@ -1,19 +1,6 @@
-// Showing agent-written text (plan titles, questions, plans, command
-// output) to a person. The agent's text is untrusted: control and
-// bidirectional characters are shown escaped so a plan cannot hide a step
-// or rewrite the screen. Line breaks and tabs stay as they are.
-
-// C0 controls except tab and line feed, DEL, C1 controls, and the Unicode
-// bidirectional formatting characters.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
-
-/** `text` with every unsafe character written as `\xNN` or `\uNNNN`; a CR before LF is dropped. */
-export function escapeForDisplay(text: string): string {
-  return text.replace(/\r\n/g, "\n").replace(UNSAFE, (character) => {
-    const code = character.codePointAt(0) ?? 0;
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
-  });
-}
+// How times are shown to a person: spans and absolute instants. Agent text
+// is escaped by the client's escapeForDisplay (the host's character set);
+// this module formats numbers only.
 
 /** "12m 5s", "1h 3m", "40s": a span of milliseconds for people, never negative. */
 export function formatDuration(ms: number): string {

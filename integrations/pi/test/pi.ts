@@ -5,6 +5,7 @@
 // this package installed through settings. The test sees pi's events and
 // answers its dialogs.
 
+import assert from "node:assert/strict";
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,12 +13,20 @@ import { dirname, join, resolve } from "node:path";
 import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { FakeLlm, type ScriptedReply } from "./fake-llm.js";
+
 /** The package directory (tests run from dist/test). */
 export const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** The sidecar binary built by `cargo build -p plan-cli`, or PLAN_CHECKPOINT_BIN. */
 export const sidecarBinary = process.env.PLAN_CHECKPOINT_BIN ?? resolve(packageDir, "../../target/debug/plan-checkpoint");
-/** pi's command line entry point, as installed by `npm ci`. */
-export const piCli = join(packageDir, "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+/**
+ * pi's command line entry point: PI_CLI (CI runs the suite once per
+ * supported pi), or the pi `npm ci` installs as a development dependency.
+ */
+export const piCli = process.env.PI_CLI ?? join(packageDir, "node_modules/@mariozechner/pi-coding-agent/dist/cli.js");
+
+/** The database of a project, relative to it. */
+export const DB = join(".pi", "plan", "plan.db");
 
 /** A fresh directory removed when the test ends. */
 export async function tempDir(t: TestContext, prefix = "plan-pi-"): Promise<string> {
@@ -26,13 +35,41 @@ export async function tempDir(t: TestContext, prefix = "plan-pi-"): Promise<stri
   return dir;
 }
 
+/** A fake model playing `script`, a pi home pointing at it, and an empty project directory. */
+export async function setUp(t: TestContext, script: ScriptedReply[]) {
+  const llm = await FakeLlm.start(t, script);
+  const home = await piHome(t, llm.baseUrl);
+  const project = await tempDir(t, "plan-pi-project-");
+  return { llm, home, project };
+}
+
+/** Every approval of a project's database, as `approvals list --all --json` prints them. */
+export async function approvals(project: string): Promise<Record<string, unknown>[]> {
+  const listed = await inspect(["--db", join(project, DB), "approvals", "list", "--all", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  return (JSON.parse(listed.stdout) as { approvals: Record<string, unknown>[] }).approvals;
+}
+
+/** Every host-run command of a project's database (its latest `CommandRun`, newest first), from `commands list --json`. */
+export async function commands(project: string): Promise<Record<string, unknown>[]> {
+  const listed = await inspect(["--db", join(project, DB), "commands", "list", "--json"]);
+  assert.equal(listed.code, 0, listed.stderr);
+  return (JSON.parse(listed.stdout) as { commands: { command: Record<string, unknown> }[] }).commands.map((record) => record.command);
+}
+
+/** Whether a dialog pi shows is the approval dialog. */
+export function isApprovalDialog(request: UiRequest): boolean {
+  return request.method === "select" && (request.title ?? "").startsWith("Plan approval:");
+}
+
 /** A hermetic pi home: agent directory with models and settings, and a HOME. */
 export interface PiHome {
   agentDir: string;
   home: string;
 }
 
-export async function piHome(t: TestContext, baseUrl: string): Promise<PiHome> {
+/** A pi home whose settings load this package from its directory, or load `packages` instead. */
+export async function piHome(t: TestContext, baseUrl: string, packages: string[] = [packageDir]): Promise<PiHome> {
   const root = await tempDir(t, "plan-pi-home-");
   const agentDir = join(root, "agent");
   const home = join(root, "home");
@@ -50,7 +87,7 @@ export async function piHome(t: TestContext, baseUrl: string): Promise<PiHome> {
       retry: { enabled: false },
       quietStartup: true,
       enableInstallTelemetry: false,
-      packages: [packageDir],
+      packages,
     }),
   );
   return { agentDir, home };
@@ -65,6 +102,10 @@ export interface PiOptions {
   serveArgs?: string;
   /** Where pi saves its sessions, so that a later run can continue one; ephemeral (`--no-session`) when absent. */
   sessionDir?: string;
+  /** The sidecar binary pi is told about (PLAN_CHECKPOINT_BIN); the built one when absent. */
+  sidecarBinary?: string;
+  /** pi's PATH; the test runner's when absent. */
+  path?: string;
 }
 
 /** pi's arguments for where sessions go. */
@@ -72,16 +113,23 @@ function sessionArgs(options: PiOptions): string[] {
   return options.sessionDir === undefined ? ["--no-session"] : ["--session-dir", options.sessionDir];
 }
 
-function piEnv(options: PiOptions): NodeJS.ProcessEnv {
+/** The environment pi runs in: hermetic, offline, pointed at the sidecar. */
+export function piEnv(options: PiOptions): NodeJS.ProcessEnv {
   return {
-    PATH: process.env.PATH,
+    PATH: options.path ?? process.env.PATH,
     HOME: options.home.home,
     PI_CODING_AGENT_DIR: options.home.agentDir,
     PI_OFFLINE: "1",
     PI_TELEMETRY: "0",
     PI_SKIP_VERSION_CHECK: "1",
     NO_COLOR: "1",
-    PLAN_CHECKPOINT_BIN: sidecarBinary,
+    PLAN_CHECKPOINT_BIN: options.sidecarBinary ?? sidecarBinary,
+    // `pi install` runs npm, which with the throwaway HOME has no user
+    // configuration: it installs a tarball without dependencies offline.
+    npm_config_offline: "true",
+    npm_config_update_notifier: "false",
+    npm_config_audit: "false",
+    npm_config_fund: "false",
     ...(options.serveArgs === undefined ? {} : { PLAN_CHECKPOINT_SERVE_ARGS: options.serveArgs }),
   };
 }
@@ -243,8 +291,18 @@ export class PiRpc {
 
 /** pi in print mode: runs to the end and returns its exit code and output. */
 export function runPrint(options: PiOptions, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runPi(options, [...sessionArgs(options), ...args]);
+}
+
+/** pi with exactly `args` (e.g. `install -l <source>`), run to the end. */
+export function runPi(options: PiOptions, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return run(process.execPath, [piCli, ...args], options.cwd, piEnv(options));
+}
+
+/** A program run to the end (killed after a minute), with what it printed. */
+export function run(program: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [piCli, ...sessionArgs(options), ...args], { cwd: options.cwd, env: piEnv(options), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(program, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text));

@@ -6,29 +6,9 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { test, type TestContext } from "node:test";
+import { test } from "node:test";
 
-import { FakeLlm, type ScriptedReply } from "./fake-llm.js";
-import { hostLockReleased, inspect, piHome, PiRpc, runPrint, tempDir, type UiRequest } from "./pi.js";
-
-const DB = join(".pi", "plan", "plan.db");
-
-async function setUp(t: TestContext, script: ScriptedReply[]) {
-  const llm = await FakeLlm.start(t, script);
-  const home = await piHome(t, llm.baseUrl);
-  const project = await tempDir(t, "plan-pi-project-");
-  return { llm, home, project };
-}
-
-async function approvals(project: string): Promise<Record<string, unknown>[]> {
-  const listed = await inspect(["--db", join(project, DB), "approvals", "list", "--all", "--json"]);
-  assert.equal(listed.code, 0, listed.stderr);
-  return (JSON.parse(listed.stdout) as { approvals: Record<string, unknown>[] }).approvals;
-}
-
-function isApprovalDialog(request: UiRequest): boolean {
-  return request.method === "select" && (request.title ?? "").startsWith("Plan approval:");
-}
+import { approvals, commands, DB, hostLockReleased, inspect, isApprovalDialog, PiRpc, runPrint, setUp, tempDir, type UiRequest } from "./pi.js";
 
 test("write is denied in Plan mode with the canonical code, and the file is not created", async (t) => {
   const { llm, home, project } = await setUp(t, [{ calls: [{ name: "write", arguments: { path: "notes.txt", content: "hello" } }] }, { text: "ok" }]);
@@ -86,10 +66,10 @@ test("SubmitPlan alone writes the exact bytes to a new .pi/plan file and shows t
   assert.match(title, /Rename the parser/);
   assert.match(title, /Proceed\?/);
   assert.ok(title.includes(join(project, ".pi", "plan", files[0] ?? "")), title);
-  assert.match(title, /Expires: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d \(\d+m \d+s left\)/);
+  assert.match(title, /Expires: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d\d:\d\d \(the time left counts down in the status line\)/);
   assert.deepEqual(dialog.options?.slice(0, 3).map((option) => option.split(" ")[1]), ["ask", "accept-edits", "auto"]);
   assert.ok(dialog.options?.includes("Reject"));
-  assert.ok(typeof dialog.timeout === "number" && dialog.timeout > 0 && dialog.timeout <= 30 * 60 * 1000);
+  assert.equal(dialog.timeout, undefined, "the host's expiry closes the dialog, not a clock of the package");
   assert.ok(reading?.title?.includes("\u00e9tape deux \u4e8c \u{1f680}"), "the plan's text is readable from the dialog");
 
   // Closing the dialog leaves the approval pending; the model is told to stop.
@@ -142,6 +122,9 @@ test("approving with accept-edits switches pi to Agent mode and runs the executi
   await pi.prompt("once more");
   assert.equal(confirms.length, 1, "auto confirms nothing");
   assert.match(llm.toolResults().join("\n"), /auto-bash-ran/);
+  // Both bash calls ran on the host.
+  const runs = await commands(project);
+  assert.deepEqual(runs.map((run) => run.command).sort(), ["echo auto-bash-ran", "echo confirmed-bash-ran"]);
 
   // `plan-checkpoint approvals list` shows the row to a person afterwards.
   await pi.stop();
@@ -174,7 +157,7 @@ test("reject is terminal: the Plan turn ends, the model is not asked again, and 
   assert.notEqual(rows[0]?.turnId, rows[1]?.turnId, "the revision was submitted in a new turn");
 });
 
-test("expiry closes the dialog on time and records PLAN_APPROVAL_TIMEOUT", async (t) => {
+test("expiry: the countdown is renewed every second, the host's expiry closes the dialog and records PLAN_APPROVAL_TIMEOUT", async (t) => {
   const { llm, home, project } = await setUp(t, [
     { calls: [{ name: "SubmitPlan", arguments: { title: "Short-lived", markdown: "# Plan\n", question: "Proceed?" } }] },
     { text: "should not be asked" },
@@ -185,7 +168,12 @@ test("expiry closes the dialog on time and records PLAN_APPROVAL_TIMEOUT", async
   await pi.prompt("plan it", 30000);
   const dialog = pi.dialogs.find(isApprovalDialog);
   assert.ok(dialog !== undefined);
-  assert.ok(typeof dialog.timeout === "number" && dialog.timeout <= 3000);
+  assert.equal(dialog.timeout, undefined, "the dialog has no deadline of its own: the host's expiry closes it");
+  const countdown = pi.events.filter((event) => event.method === "setStatus" && event.statusKey === "plan-checkpoint-deadline");
+  const shown = countdown.map((event) => event.statusText);
+  assert.ok(new Set(shown.filter((text) => text !== undefined)).size >= 2, `the countdown was renewed: ${JSON.stringify(shown)}`);
+  for (const text of shown.slice(0, -1)) assert.match(String(text), /^plan approval: \d+s left \(until /);
+  assert.equal(shown.at(-1), undefined, "the countdown is gone once the dialog closed");
   assert.equal(llm.requests.length, 1);
   const [row] = await approvals(project);
   assert.equal(row?.status, "expired");
@@ -269,6 +257,8 @@ test("print mode with Plan is refused up front with PLAN_REQUIRES_INTERACTIVE_SE
   const run = await runPrint({ cwd: project, home }, ["--plan=true", "-p", "plan it"]);
   assert.notEqual(run.code, 0);
   assert.match(run.stderr, /PLAN_REQUIRES_INTERACTIVE_SESSION/);
+  assert.match(run.stderr, /`pi -p`, `--mode json`/, "the refusal speaks of how pi was run");
+  assert.doesNotMatch(run.stderr, /scheduled/);
   assert.equal(llm.requests.length, 0, "the model was never asked");
   assert.deepEqual(await approvals(project), []);
   assert.deepEqual((await readdir(join(project, ".pi", "plan"))).filter((name) => name.endsWith(".md")), []);
@@ -296,7 +286,7 @@ test("without a UI a call the permission mode must confirm is blocked: a print r
   assert.equal(llm.requests.length, 3, run.stderr);
   const results = llm.toolResults();
   assert.equal(results.length, 1);
-  assert.match(results[0] ?? "", /permission mode ask needs a person to confirm write, and this pi has no UI/);
+  assert.match(results[0] ?? "", /PERMISSION_REQUIRES_INTERACTIVE_SESSION/, "the host denies what needs a person in a run without one");
   assert.equal(existsSync(join(project, "unconfirmed.txt")), false, "the unconfirmed write did not happen");
 });
 
@@ -349,7 +339,7 @@ test("a dismissed dialog is decided later with /plan-decide; ask confirms each w
   assert.equal(confirms.length, 2, "ask confirms each write");
   assert.equal(existsSync(join(project, "refused.txt")), false);
   assert.equal(await readFile(join(project, "allowed.txt"), "utf8"), "yes\n");
-  assert.match(llm.toolResults().join("\n"), /did not allow/);
+  assert.match(llm.toolResults().join("\n"), /TOOL_DECLINED/);
   const [row] = await approvals(project);
   assert.equal(row?.status, "approved");
   assert.equal(row?.permissionMode, "ask");

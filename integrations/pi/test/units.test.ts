@@ -1,13 +1,12 @@
 // The package's small pure parts: pi's tool names and inputs in the host's
-// vocabulary, the permission-mode table, and how agent text is shown.
+// vocabulary, and how times are shown.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { dialogTitle } from "../src/dialog.js";
 import { hostToolInput, hostToolName } from "../src/names.js";
-import { confirmationNeeded } from "../src/permissions.js";
-import { escapeForDisplay, formatDuration } from "../src/text.js";
+import { formatDuration } from "../src/text.js";
 
 test("pi's built-in tools map to the host's names; anything else passes through unchanged", () => {
   const expected: Record<string, string> = { read: "Read", grep: "Grep", find: "Glob", ls: "Glob", bash: "Bash", edit: "Edit", write: "Write" };
@@ -21,16 +20,7 @@ test("bash's timeout in seconds becomes the host's timeoutMs; other inputs are u
   assert.deepEqual(hostToolInput("write", { path: "a", content: "b", timeout: 1 }), { path: "a", content: "b", timeout: 1 });
 });
 
-test("ask confirms edit, write and bash; accept-edits confirms bash; auto confirms nothing", () => {
-  const table = (mode: "ask" | "accept-edits" | "auto") => ["edit", "write", "bash", "read", "grep"].filter((tool) => confirmationNeeded(tool, mode));
-  assert.deepEqual(table("ask"), ["edit", "write", "bash"]);
-  assert.deepEqual(table("accept-edits"), ["bash"]);
-  assert.deepEqual(table("auto"), []);
-});
-
-test("agent text is shown with control and bidirectional characters escaped, line breaks and tabs kept", () => {
-  assert.equal(escapeForDisplay("a\r\nb\tc\x1b[31m\u202eevil\u0007"), "a\nb\tc\\x1b[31m\\u202eevil\\x07");
-  assert.equal(escapeForDisplay("\u00e9\u4e2d\u{1f680}"), "\u00e9\u4e2d\u{1f680}");
+test("spans of time are shown for people, never negative", () => {
   assert.equal(formatDuration(-5), "0s");
   assert.equal(formatDuration(125_000), "2m 5s");
   assert.equal(formatDuration(3_780_000), "1h 3m");
