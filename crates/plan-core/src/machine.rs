@@ -447,8 +447,11 @@ fn start_turn(
     // Unattended Plan work is refused before anything else is looked at, so
     // a scheduled Plan task gets the same answer whether or not it is busy.
     match (state.session.mode, origin) {
-        (Mode::Plan, Origin::Scheduled) => return Err(ErrorCode::PlanRequiresInteractiveSession),
-        (Mode::Plan, Origin::Interactive) | (Mode::Agent, Origin::Interactive | Origin::Scheduled) => {}
+        (Mode::Plan, Origin::Scheduled | Origin::Background) => {
+            return Err(ErrorCode::PlanRequiresInteractiveSession);
+        }
+        (Mode::Plan, Origin::Interactive)
+        | (Mode::Agent, Origin::Interactive | Origin::Scheduled | Origin::Background) => {}
     }
     if !state.is_idle() {
         return Err(ErrorCode::SessionBusy);

@@ -106,12 +106,15 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
-            /// `"interactive"` or `"scheduled"`.
+            /// `"interactive"`, `"scheduled"` or `"background"`.
             enum Origin {
                 /// A person at the host.
                 Interactive => "interactive",
                 /// A scheduled task or any other unattended caller.
                 Scheduled => "scheduled",
+                /// Work the host runs in the background with nobody watching
+                /// (a print-mode or JSON-mode run): unattended, as a scheduled task.
+                Background => "background",
             }
         }
 

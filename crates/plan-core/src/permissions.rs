@@ -47,7 +47,7 @@ impl Origin {
     pub const fn is_interactive(self) -> bool {
         match self {
             Origin::Interactive => true,
-            Origin::Scheduled => false,
+            Origin::Scheduled | Origin::Background => false,
         }
     }
 }

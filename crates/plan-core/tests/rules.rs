@@ -979,27 +979,30 @@ fn completing_a_prompt_turn_makes_the_session_idle() {
 
 #[test]
 fn scheduled_plan_run_is_refused_before_anything_else() {
-    let idle = plan_session();
-    let transition = handle(
-        &idle,
-        &context(T0),
-        Event::StartTurn {
-            turn_id: "t1".into(),
-            origin: Origin::Scheduled,
-        },
-    );
-    assert_refused_unchanged(&idle, transition, ErrorCode::PlanRequiresInteractiveSession);
-    // Even a busy Plan session answers the scheduled run with the policy code.
-    let (pending, _) = pending_state();
-    let transition = handle(
-        &pending,
-        &context(T0 + 1),
-        Event::StartTurn {
-            turn_id: "t2".into(),
-            origin: Origin::Scheduled,
-        },
-    );
-    assert_refused_unchanged(&pending, transition, ErrorCode::PlanRequiresInteractiveSession);
+    // A background run (print or JSON mode) is as unattended as a scheduled one.
+    for origin in [Origin::Scheduled, Origin::Background] {
+        let idle = plan_session();
+        let transition = handle(
+            &idle,
+            &context(T0),
+            Event::StartTurn {
+                turn_id: "t1".into(),
+                origin,
+            },
+        );
+        assert_refused_unchanged(&idle, transition, ErrorCode::PlanRequiresInteractiveSession);
+        // Even a busy Plan session answers the unattended run with the policy code.
+        let (pending, _) = pending_state();
+        let transition = handle(
+            &pending,
+            &context(T0 + 1),
+            Event::StartTurn {
+                turn_id: "t2".into(),
+                origin,
+            },
+        );
+        assert_refused_unchanged(&pending, transition, ErrorCode::PlanRequiresInteractiveSession);
+    }
 }
 
 #[test]
@@ -2225,13 +2228,15 @@ mod permissions {
                 let permission = agent_permission(tool_kind(name), mode, Origin::Interactive);
                 assert_eq!(permission.rule, rule, "{name} under {mode}");
                 assert_eq!(permission.host_run, host_run, "{name} under {mode}");
-                // Nobody can confirm a scheduled turn's call.
-                let unattended = agent_permission(tool_kind(name), mode, Origin::Scheduled);
-                let expected = match rule {
-                    Confirm => Deny(ErrorCode::PermissionRequiresInteractiveSession),
-                    Allow | Deny(_) => rule,
-                };
-                assert_eq!(unattended.rule, expected, "{name} under {mode}, scheduled");
+                // Nobody can confirm a scheduled or background turn's call.
+                for origin in [Origin::Scheduled, Origin::Background] {
+                    let unattended = agent_permission(tool_kind(name), mode, origin);
+                    let expected = match rule {
+                        Confirm => Deny(ErrorCode::PermissionRequiresInteractiveSession),
+                        Allow | Deny(_) => rule,
+                    };
+                    assert_eq!(unattended.rule, expected, "{name} under {mode}, {origin:?}");
+                }
             }
         }
     }
@@ -2394,7 +2399,13 @@ mod permissions {
 
     #[test]
     fn a_non_interactive_turn_denies_every_confirmation_before_anything_runs() {
-        let state = agent(PermissionMode::Ask, Origin::Scheduled);
+        for origin in [Origin::Scheduled, Origin::Background] {
+            non_interactive_turn_denies_every_confirmation(origin);
+        }
+    }
+
+    fn non_interactive_turn_denies_every_confirmation(origin: Origin) {
+        let state = agent(PermissionMode::Ask, origin);
         let (decided, transition) = decisions(
             &state,
             vec![bash("b1", "make"), call("w1", "Write", json!({})), tool("Read")],

@@ -141,7 +141,11 @@ impl ReferenceStateMachine for Reference {
     }
 
     fn transitions(_state: &Model) -> BoxedStrategy<Step> {
-        let origin = prop_oneof![3 => Just(Origin::Interactive), 1 => Just(Origin::Scheduled)];
+        let origin = prop_oneof![
+            3 => Just(Origin::Interactive),
+            1 => Just(Origin::Scheduled),
+            1 => Just(Origin::Background)
+        ];
         let permission = prop_oneof![
             Just(PermissionMode::Ask),
             Just(PermissionMode::AcceptEdits),
@@ -194,11 +198,17 @@ impl ReferenceStateMachine for Reference {
         model.expected = match step {
             Step::AdvanceClock(_) | Step::Restart | Step::Tick => Ok(()),
             Step::StartTurn(origin) => match (model.mode, origin) {
-                (Mode::Plan, Origin::Scheduled) => Err(ErrorCode::PlanRequiresInteractiveSession),
-                (Mode::Plan | Mode::Agent, Origin::Interactive | Origin::Scheduled) if model.busy() => {
+                (Mode::Plan, Origin::Scheduled | Origin::Background) => {
+                    Err(ErrorCode::PlanRequiresInteractiveSession)
+                }
+                (Mode::Plan, Origin::Interactive)
+                | (Mode::Agent, Origin::Interactive | Origin::Scheduled | Origin::Background)
+                    if model.busy() =>
+                {
                     Err(ErrorCode::SessionBusy)
                 }
-                (Mode::Plan | Mode::Agent, Origin::Interactive | Origin::Scheduled) => {
+                (Mode::Plan, Origin::Interactive)
+                | (Mode::Agent, Origin::Interactive | Origin::Scheduled | Origin::Background) => {
                     model.turn = Some(ModelTurn::Prompt(model.mode));
                     Ok(())
                 }
@@ -1096,7 +1106,11 @@ mod permissions {
     }
 
     fn step_strategy() -> impl Strategy<Value = PermissionStep> {
-        let origin = prop_oneof![3 => Just(Origin::Interactive), 1 => Just(Origin::Scheduled)];
+        let origin = prop_oneof![
+            3 => Just(Origin::Interactive),
+            1 => Just(Origin::Scheduled),
+            1 => Just(Origin::Background)
+        ];
         let permission = prop_oneof![
             Just(PermissionMode::Ask),
             Just(PermissionMode::AcceptEdits),
@@ -1274,7 +1288,7 @@ mod permissions {
                                 "no Bash call is left for the client to run"
                             );
                         }
-                        if !self.origin.is_interactive() {
+                        if self.origin != Origin::Interactive {
                             assert!(
                                 !matches!(result.decision, ToolDecision::Confirm { .. }),
                                 "a non-interactive turn never asks for a confirmation"
@@ -1304,7 +1318,10 @@ mod permissions {
                         assert_eq!(transition.reply, Err(ErrorCode::ToolConfirmationNotPending));
                         return;
                     }
-                    assert!(self.origin.is_interactive(), "only an interactive turn awaits");
+                    assert!(
+                        self.origin == Origin::Interactive,
+                        "only an interactive turn awaits"
+                    );
                     let Some((tool, status)) = self.known.get_mut(&call_id) else {
                         unreachable!()
                     };
@@ -1438,7 +1455,7 @@ mod permissions {
                 return ToolDecision::Allow;
             }
             self.remembered_in_batch += 1;
-            match (person, self.origin.is_interactive()) {
+            match (person, self.origin == Origin::Interactive) {
                 (false, _) => {
                     self.known.insert(call_id.to_owned(), (tool, Known::Granted));
                     if host_run {

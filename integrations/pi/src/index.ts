@@ -199,7 +199,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         tell(ctx, `executing the approved plan "${escapeForDisplay(approval.title)}" (${approval.permissionMode ?? "?"})`, "info");
       } else {
         const turn = await sidecar.track(
-          client.turnStart({ sessionId: state.sessionId, prompt: event.text, origin: ctx.hasUI ? "interactive" : "scheduled" }),
+          client.turnStart({ sessionId: state.sessionId, prompt: event.text, origin: ctx.hasUI ? "interactive" : "background" }),
         );
         state.turnId = turn.turnId;
       }

@@ -550,9 +550,9 @@ export type Notification = {
 }));
 
 /**
- * `"interactive"` or `"scheduled"`.
+ * `"interactive"`, `"scheduled"` or `"background"`.
  */
-export type Origin = "interactive" | "scheduled";
+export type Origin = "interactive" | "scheduled" | "background";
 
 /**
  * A file under `<root>/.pi/plan/` that no row of that workspace records.
@@ -1416,7 +1416,7 @@ export const EXECUTION_STATE_VALUES = ["queued", "running", "completed", "interr
 export const MODE_VALUES = ["agent", "plan"] as const satisfies readonly Mode[];
 
 /** Every {@link Origin} value, in schema order. */
-export const ORIGIN_VALUES = ["interactive", "scheduled"] as const satisfies readonly Origin[];
+export const ORIGIN_VALUES = ["interactive", "scheduled", "background"] as const satisfies readonly Origin[];
 
 /** Every {@link OutputStream} value, in schema order. */
 export const OUTPUT_STREAM_VALUES = ["stdout", "stderr"] as const satisfies readonly OutputStream[];

@@ -144,6 +144,23 @@ fn tool_confirm_over_serve_allows_declines_and_refuses_with_its_codes() {
         "PERMISSION_REQUIRES_INTERACTIVE_SESSION"
     );
     assert_eq!(results["results"][0]["hostRun"], false);
+    // A background run (print or JSON mode) is as unattended.
+    serve.call("turn/complete", json!({"sessionId": "s1", "turnId": scheduled}));
+    let background = serve.call(
+        "turn/start",
+        json!({"sessionId": "s1", "prompt": "pi -p", "origin": "background"}),
+    )["turnId"]
+        .clone();
+    let results = serve.call(
+        "turn/toolCalls",
+        json!({"sessionId": "s1", "turnId": background, "calls": [
+            {"callId": "g1", "name": "Write", "input": {"path": "unattended"}},
+        ]}),
+    );
+    assert_eq!(
+        results["results"][0]["error"]["code"],
+        "PERMISSION_REQUIRES_INTERACTIVE_SESSION"
+    );
     assert!(serve.close().success());
     assert!(!workspace.join("unattended").exists());
 }

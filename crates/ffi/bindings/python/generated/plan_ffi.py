@@ -1034,7 +1034,7 @@ class _UniffiFfiConverterTypeMode(_UniffiConverterRustBuffer):
 
 class Origin(enum.Enum):
     """
-    `"interactive"` or `"scheduled"`.
+    `"interactive"`, `"scheduled"` or `"background"`.
 """
     
     INTERACTIVE = 0
@@ -1047,6 +1047,12 @@ class Origin(enum.Enum):
     A scheduled task or any other unattended caller.
 """
     
+    BACKGROUND = 2
+    """
+    Work the host runs in the background with nobody watching
+    (a print-mode or JSON-mode run): unattended, as a scheduled task.
+"""
+    
 
 
 class _UniffiFfiConverterTypeOrigin(_UniffiConverterRustBuffer):
@@ -1057,6 +1063,8 @@ class _UniffiFfiConverterTypeOrigin(_UniffiConverterRustBuffer):
             return Origin.INTERACTIVE
         if variant == 2:
             return Origin.SCHEDULED
+        if variant == 3:
+            return Origin.BACKGROUND
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -1064,6 +1072,8 @@ class _UniffiFfiConverterTypeOrigin(_UniffiConverterRustBuffer):
         if value == Origin.INTERACTIVE:
             return
         if value == Origin.SCHEDULED:
+            return
+        if value == Origin.BACKGROUND:
             return
         raise ValueError(value)
 
@@ -1073,6 +1083,8 @@ class _UniffiFfiConverterTypeOrigin(_UniffiConverterRustBuffer):
             buf.write_i32(1)
         if value == Origin.SCHEDULED:
             buf.write_i32(2)
+        if value == Origin.BACKGROUND:
+            buf.write_i32(3)
 
 
 

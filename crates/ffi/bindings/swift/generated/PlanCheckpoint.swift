@@ -4964,7 +4964,7 @@ public func FfiConverterTypeMode_lower(_ value: Mode) -> RustBuffer {
 
 
 /**
- * `"interactive"` or `"scheduled"`.
+ * `"interactive"`, `"scheduled"` or `"background"`.
  */
 
 public enum Origin: Equatable, Hashable {
@@ -4977,6 +4977,11 @@ public enum Origin: Equatable, Hashable {
      * A scheduled task or any other unattended caller.
      */
     case scheduled
+    /**
+     * Work the host runs in the background with nobody watching
+     * (a print-mode or JSON-mode run): unattended, as a scheduled task.
+     */
+    case background
 
 
 
@@ -5002,6 +5007,8 @@ public struct FfiConverterTypeOrigin: FfiConverterRustBuffer {
         
         case 2: return .scheduled
         
+        case 3: return .background
+        
         default: throw UniffiInternalError.unexpectedEnumCase
         }
     }
@@ -5016,6 +5023,10 @@ public struct FfiConverterTypeOrigin: FfiConverterRustBuffer {
         
         case .scheduled:
             writeInt(&buf, Int32(2))
+        
+        
+        case .background:
+            writeInt(&buf, Int32(3))
         
         }
     }

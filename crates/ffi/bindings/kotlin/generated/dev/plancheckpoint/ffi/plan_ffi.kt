@@ -4914,7 +4914,7 @@ public object FfiConverterTypeMode: FfiConverterRustBuffer<Mode> {
 
 
 /**
- * `"interactive"` or `"scheduled"`.
+ * `"interactive"`, `"scheduled"` or `"background"`.
  */
 
 enum class Origin {
@@ -4926,7 +4926,12 @@ enum class Origin {
     /**
      * A scheduled task or any other unattended caller.
      */
-    SCHEDULED;
+    SCHEDULED,
+    /**
+     * Work the host runs in the background with nobody watching
+     * (a print-mode or JSON-mode run): unattended, as a scheduled task.
+     */
+    BACKGROUND;
 
     
 
