@@ -559,17 +559,19 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       }
       try {
         const { client, state } = await connect(ctx);
-        const { approvals } = await sidecar.track(client.planList({ sessionId: state.sessionId, status: "pending" }));
         const wanted = args.trim();
-        const candidates = wanted.length === 0 ? approvals : approvals.filter((row) => row.id.startsWith(wanted));
-        let approval: PlanApproval | undefined = candidates[0];
-        if (candidates.length > 1) {
-          const labels = candidates.map((row) => approvalLine(ctx.cwd, row));
-          const picked = await ctx.ui.select("Which approval?", labels);
-          approval = picked === undefined ? undefined : candidates[labels.indexOf(picked)];
-        }
+        // An id is the host's to resolve, whole (`plan/get`); without one,
+        // the session's pending approval (the host keeps at most one).
+        const approval: PlanApproval | undefined =
+          wanted.length > 0
+            ? await sidecar.track(client.planGet({ approvalId: wanted }))
+            : (await sidecar.track(client.planList({ sessionId: state.sessionId, status: "pending" }))).approvals[0];
         if (approval === undefined) {
-          tell(ctx, candidates.length === 0 ? "no pending plan approval in this session" : "nothing chosen", "info");
+          tell(ctx, "no pending plan approval in this session", "info");
+          return;
+        }
+        if (approval.sessionId !== state.sessionId || approval.status !== "pending") {
+          tell(ctx, `${approval.id} is not a pending approval of this session (${approval.status})`, "info");
           return;
         }
         const outcome = await decideApproval(ctx, sidecar, client, state, approval, undefined);

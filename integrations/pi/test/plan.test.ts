@@ -331,10 +331,18 @@ test("a dismissed dialog is decided later with /plan-decide; ask confirms each w
   await pi.command("do something else");
   assert.ok(pi.notifications.some((line) => line.includes("SESSION_BUSY") && line.includes("/plan-decide")), pi.notifications.join("\n"));
   assert.equal(pi.events.slice(from).some((event) => event.type === "agent_start"), false);
+  // The host resolves an id, whole: the package matches no prefix itself.
+  const pendingId = String((await approvals(project))[0]?.id);
+  const prefixFrom = pi.notifications.length;
+  await pi.command(`/plan-decide ${pendingId.slice(0, pendingId.length - 2)}`);
+  assert.ok(
+    pi.notifications.slice(prefixFrom).some((line) => line.includes("APPROVAL_NOT_FOUND")),
+    pi.notifications.slice(prefixFrom).join("\n"),
+  );
 
   decide = true;
   const before = pi.events.length;
-  await pi.command("/plan-decide");
+  await pi.command(`/plan-decide ${pendingId}`);
   await pi.waitFor((event) => event.type === "agent_end", "the execution run", 60000, before);
   assert.equal(confirms.length, 2, "ask confirms each write");
   assert.equal(existsSync(join(project, "refused.txt")), false);
