@@ -13,7 +13,7 @@
 //! `fence_commands`.
 
 use plan_core::{CommandRun, ErrorCode, SessionId, UnixMs};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::StorageError;
 use crate::store::Store;
@@ -177,20 +177,14 @@ pub(crate) fn insert_entry(
     now: UnixMs,
 ) -> Result<(), StorageError> {
     let content = entry_json(kind, run, output_sha256)?.to_string();
-    let seq: i64 = conn
-        .query_row(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",
-            [run.session_id.as_str()],
-            |row| row.get(0),
-        )
-        .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
-    conn.execute(
-        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
-         VALUES (?1, ?2, 'tool', ?3, ?4)",
-        params![run.session_id.as_str(), seq, content, now],
+    crate::transcript::append(
+        conn,
+        run.session_id.as_str(),
+        crate::transcript::Role::Tool,
+        &content,
+        now,
+        "recording a command audit entry",
     )
-    .map_err(StorageError::sqlite("recording a command audit entry"))?;
-    Ok(())
 }
 
 /// Every command entry, oldest first (optionally of one session).

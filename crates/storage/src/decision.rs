@@ -112,20 +112,14 @@ pub(crate) fn record(
         column: "transcript_entries.content_json",
         value: error.to_string(),
     })?;
-    let seq: i64 = conn
-        .query_row(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",
-            [approval.session_id.as_str()],
-            |row| row.get(0),
-        )
-        .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
-    conn.execute(
-        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
-         VALUES (?1, ?2, 'system', ?3, ?4)",
-        params![approval.session_id.as_str(), seq, content, now],
+    crate::transcript::append(
+        conn,
+        approval.session_id.as_str(),
+        crate::transcript::Role::System,
+        &content,
+        now,
+        "recording where a decision came from",
     )
-    .map_err(StorageError::sqlite("recording where a decision came from"))?;
-    Ok(())
 }
 
 /// Every `approvalDecided` entry of a session, oldest first.

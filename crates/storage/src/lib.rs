@@ -26,6 +26,7 @@ mod probe;
 mod review;
 mod store;
 mod tool_audit;
+mod transcript;
 
 pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,

@@ -9,7 +9,7 @@
 //! which call needs a confirmation, and when one counts, is plan-core's.
 
 use plan_core::{ErrorCode, ExecutionId, SessionId, ToolAuditEntry, ToolAuditKind};
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
 use crate::error::StorageError;
 use crate::store::Store;
@@ -37,19 +37,14 @@ pub(crate) fn insert_tool_entry(conn: &Connection, entry: &ToolAuditEntry) -> Re
         column: "transcript_entries.content_json",
         value: error.to_string(),
     })?;
-    let seq: i64 = conn
-        .query_row(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1",
-            [entry.session_id.as_str()],
-            |row| row.get(0),
-        )
-        .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
-    conn.execute(
-        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at)
-         VALUES (?1, ?2, 'tool', ?3, ?4)",
-        params![entry.session_id.as_str(), seq, content, entry.at],
-    )
-    .map_err(StorageError::sqlite("recording a tool-permission audit entry"))?;
+    crate::transcript::append(
+        conn,
+        entry.session_id.as_str(),
+        crate::transcript::Role::Tool,
+        &content,
+        entry.at,
+        "recording a tool-permission audit entry",
+    )?;
     Ok(())
 }
 

@@ -1,0 +1,52 @@
+//! Appending one entry to a session's transcript (`transcript_entries`), the
+//! one place that numbers entries: the command audit, the tool-permission
+//! audit and the decision notes all append through it.
+//!
+//! It writes inside the caller's transaction and never commits; what an
+//! entry says is its caller's.
+
+use plan_core::UnixMs;
+use rusqlite::{Connection, params};
+
+use crate::StorageError;
+
+/// Who a transcript entry speaks for, as the `role` column holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A tool call's record: a command run, a permission decision.
+    Tool,
+    /// The host's own record: where a decision came from.
+    System,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Tool => "tool",
+            Role::System => "system",
+        }
+    }
+}
+
+/// Appends `content_json` as the session's next entry (`seq` one past its
+/// last), inside `conn`'s transaction; `what` names the entry in an error.
+pub(crate) fn append(
+    conn: &Connection,
+    session_id: &str,
+    role: Role,
+    content_json: &str,
+    at: UnixMs,
+    what: &'static str,
+) -> Result<(), StorageError> {
+    let seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1")
+        .and_then(|mut statement| statement.query_row([session_id], |row| row.get(0)))
+        .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
+    conn.prepare_cached(
+        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut statement| statement.execute(params![session_id, seq, role.as_str(), content_json, at]))
+    .map_err(StorageError::sqlite(what))?;
+    Ok(())
+}
