@@ -44,6 +44,8 @@ interface Pending {
   approval: PlanApproval;
   cardUrl: string;
   resolved: PlanApproval[];
+  /** Settles with the first `plan/approvalResolved` of the approval. */
+  firstResolved: Promise<PlanApproval>;
 }
 
 /** A sidecar with the card server on a free loopback port and one pending plan. */
@@ -54,7 +56,12 @@ async function pendingPlan(
 ): Promise<Pending> {
   const { client, dir } = await startClient(t, { args: ["--web", "127.0.0.1:0", ...args] });
   const resolved: PlanApproval[] = [];
-  client.on("plan/approvalResolved", ({ approval }) => resolved.push(approval));
+  let announce: (approval: PlanApproval) => void = () => {};
+  const firstResolved = new Promise<PlanApproval>((settle) => (announce = settle));
+  client.on("plan/approvalResolved", ({ approval }) => {
+    resolved.push(approval);
+    announce(approval);
+  });
   const cardUrls: string[] = [];
   client.on("plan/approvalRequested", ({ cardUrl }) => {
     if (cardUrl !== null) cardUrls.push(cardUrl);
@@ -82,7 +89,7 @@ async function pendingPlan(
   // The notification carried the same URL; the approval object carries none.
   assert.deepEqual(cardUrls, [url]);
   assert.ok(!JSON.stringify(approval).includes(url.split("/").pop() ?? "-"));
-  return { client, approval, cardUrl: url, resolved };
+  return { client, approval, cardUrl: url, resolved, firstResolved };
 }
 
 const card = (page: Page, part: string) => page.locator(`plan-approval-card ${part}`);
@@ -163,13 +170,7 @@ test("the card shows every field, keeps its expiry on reload, preselects ask and
   const decided = await pending.client.planGet({ approvalId: pending.approval.id });
   assert.equal(decided.status, "approved");
   assert.equal(decided.permissionMode, "accept-edits");
-  await within(
-    (async () => {
-      while (pending.resolved.length === 0) await new Promise((settle) => setTimeout(settle, 20));
-    })(),
-    10_000,
-    "plan/approvalResolved",
-  );
+  await within(pending.firstResolved, 10_000, "plan/approvalResolved");
   assert.equal(pending.resolved[0]?.permissionMode, "accept-edits");
   // A used token opens nothing.
   const again = await page.goto(pending.cardUrl);
