@@ -126,6 +126,7 @@ fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) ->
             shell: PathBuf::from("/bin/sh"),
             command: COMMAND.to_owned(),
             cwd: workspace.to_path_buf(),
+            workspace: None,
             env: Vec::new(),
             scratch: plan_exec::ScratchDir::open(scratch).unwrap(),
             timeout: Duration::from_secs(10),

@@ -40,6 +40,7 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         shell: PathBuf::from("/bin/bash"),
         command: command.to_owned(),
         cwd: scratch.to_path_buf(),
+        workspace: None,
         env: Vec::new(),
         scratch: plan_exec::ScratchDir::open(scratch).unwrap(),
         timeout: Duration::from_secs(60),

@@ -45,6 +45,7 @@ mod runner;
 mod scratch;
 mod spec;
 mod wire;
+mod workspace;
 
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
@@ -53,3 +54,4 @@ pub use scratch::{ScratchDir, ScratchRoot};
 pub use spec::{
     CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation, ScratchCap,
 };
+pub use workspace::WorkspaceDir;

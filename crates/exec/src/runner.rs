@@ -225,18 +225,15 @@ impl Runner {
                 reason: "the command contains a NUL byte".into(),
             });
         }
-        if let Err(error) = std::fs::metadata(&spec.cwd).and_then(|metadata| {
-            if metadata.is_dir() {
-                Ok(())
-            } else {
-                Err(std::io::Error::other("not a directory"))
-            }
-        }) {
-            return Err(ExecError::CwdUnavailable {
-                cwd: spec.cwd.clone(),
-                reason: error.to_string(),
-            });
-        }
+        let opened = open_directories(spec)?;
+        let handover = wire::HandoverRef {
+            scratch: spec.scratch.fd(),
+            cwd: opened.cwd.as_fd(),
+            workspace: match (&spec.confinement, &spec.workspace, &opened.workspace_by_path) {
+                (Confinement::WorkspaceWrite { .. }, Some(workspace), _) => Some(workspace.fd()),
+                (_, _, by_path) => by_path.as_ref().map(AsFd::as_fd),
+            },
+        };
         let mode = match &spec.confinement {
             Confinement::None => Mode::None,
             Confinement::ReadOnly => Mode::ReadOnly,
@@ -259,6 +256,7 @@ impl Runner {
                 scratch_dir: spec.scratch.path().to_path_buf(),
                 shell: spec.shell.clone(),
                 command: spec.command.clone().into(),
+                env: spec.environment(),
                 namespaces: spec.isolation.namespaces,
                 scratch_root: spec.isolation.scratch_root.clone(),
                 hidden: spec.isolation.hidden.clone(),
@@ -272,8 +270,10 @@ impl Runner {
         })?;
         let mut child = Command::new(self.helper.exec_path())
             .args(args.encode())
+            // The helper's own stages run unconfined: nothing of the host's
+            // environment reaches them (the command's travels as arguments
+            // and is set only on the shell, inside the sandbox).
             .env_clear()
-            .envs(spec.environment())
             .current_dir("/")
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::piped())
@@ -290,9 +290,9 @@ impl Runner {
                     ExecError::Spawn { reason }
                 }
             })?;
-        // The scratch directory goes as the descriptor the caller holds;
-        // a supervisor that never gets it fails the command itself.
-        if let Err(reason) = wire::send_scratch(&ours, spec.scratch.fd()) {
+        // The directories go as descriptors; a supervisor that never gets
+        // them fails the command itself.
+        if let Err(reason) = wire::send_handover(&ours, &handover) {
             // Closing the lifeline ends the supervisor; it is reaped here.
             drop(ours);
             let _ = child.wait();
@@ -300,6 +300,44 @@ impl Runner {
         }
         Ok((child, ours))
     }
+}
+
+/// The descriptors a command starts with that are opened here: the working
+/// directory (below the held workspace, or by its path) and, for a
+/// workspace-write confinement without a held workspace, its root by path.
+struct Opened {
+    cwd: OwnedFd,
+    workspace_by_path: Option<OwnedFd>,
+}
+
+fn open_directories(spec: &CommandSpec) -> Result<Opened, ExecError> {
+    let by_path = |path: &Path| {
+        rustix::fs::open(
+            path,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|errno| ExecError::CwdUnavailable {
+            cwd: path.to_path_buf(),
+            reason: errno.to_string(),
+        })
+    };
+    let cwd = match &spec.workspace {
+        Some(workspace) => workspace.resolve_cwd(&spec.cwd)?,
+        None => by_path(&spec.cwd)?,
+    };
+    let workspace_by_path = match (&spec.confinement, &spec.workspace) {
+        (Confinement::WorkspaceWrite { workspace_root, .. }, None) => Some(by_path(workspace_root).map_err(
+            |error| ExecError::SandboxUnavailable {
+                reason: format!("the workspace root cannot be opened: {error}"),
+            },
+        )?),
+        (Confinement::WorkspaceWrite { .. } | Confinement::ReadOnly | Confinement::None, _) => None,
+    };
+    Ok(Opened {
+        cwd,
+        workspace_by_path,
+    })
 }
 
 /// Cancels one command from any thread. Cloneable; cancelling twice, or

@@ -207,8 +207,16 @@ pub struct CommandSpec {
     pub shell: PathBuf,
     /// The command text handed to `-c`. Must not contain a NUL byte.
     pub command: String,
-    /// The working directory (must exist).
+    /// The working directory (must exist). With [`CommandSpec::workspace`]
+    /// it is resolved below that open directory (relative, or absolute
+    /// below its path) when the command starts; without it, opened by its
+    /// path then.
     pub cwd: PathBuf,
+    /// The session's workspace, held open since the session bound it: the
+    /// working directory is resolved below it, and a workspace-write
+    /// confinement's root is this very directory, wherever its path leads
+    /// by now. `None`: the paths are opened when the command starts.
+    pub workspace: Option<crate::WorkspaceDir>,
     /// Environment additions on top of the minimal environment.
     pub env: Vec<(OsString, OsString)>,
     /// The command's scratch directory, held open: its path is exported as

@@ -39,6 +39,11 @@ pub(crate) struct ConfineArgs {
     pub(crate) scratch_dir: PathBuf,
     pub(crate) shell: PathBuf,
     pub(crate) command: OsString,
+    /// The command's whole environment. It travels as arguments, never as
+    /// the helper's own environment: no helper stage runs with a variable
+    /// of the host's (a loader variable naming a workspace library would
+    /// run workspace code, unconfined, in the stages before the sandbox).
+    pub(crate) env: Vec<(OsString, OsString)>,
     /// Whether to enter namespaces and build the private mount tree.
     pub(crate) namespaces: bool,
     /// The directory holding every command's scratch directory, hidden
@@ -108,6 +113,13 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push(args.scratch_cap.size_bytes().to_string().into());
     out.push("--scratch-inodes".into());
     out.push(args.scratch_cap.inodes().to_string().into());
+    for (name, value) in &args.env {
+        let mut entry = name.clone();
+        entry.push("=");
+        entry.push(value);
+        out.push("--env".into());
+        out.push(entry);
+    }
     out.push("--shell".into());
     out.push(args.shell.clone().into_os_string());
     out.push("--".into());
@@ -180,6 +192,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut visible = Vec::new();
     let mut scratch_size = None;
     let mut scratch_inodes = None;
+    let mut env = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
         let flag = flag.to_str().ok_or("non-UTF-8 option")?;
@@ -206,6 +219,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--visible" => visible.push(PathBuf::from(value()?)),
             "--scratch-size" => scratch_size = Some(number(&value()?)?),
             "--scratch-inodes" => scratch_inodes = Some(number(&value()?)?),
+            "--env" => env.push(env_entry(&value()?)?),
             "--" => {
                 command = Some(value()?);
                 break;
@@ -233,6 +247,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         scratch_dir: scratch.ok_or("--scratch is required")?,
         shell: shell.ok_or("--shell is required")?,
         command: command.ok_or("the command is required")?,
+        env,
         namespaces,
         scratch_root,
         hidden,
@@ -246,6 +261,21 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         cwd,
         confine,
     })
+}
+
+/// `NAME=VALUE`, split at the first `=` (a name never holds one).
+fn env_entry(entry: &OsStr) -> Result<(OsString, OsString), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = entry.as_bytes();
+    let equals = bytes
+        .iter()
+        .position(|byte| *byte == b'=')
+        .filter(|position| *position > 0)
+        .ok_or("--env needs NAME=VALUE")?;
+    Ok((
+        OsStr::from_bytes(&bytes[..equals]).to_owned(),
+        OsStr::from_bytes(&bytes[equals + 1..]).to_owned(),
+    ))
 }
 
 fn number(value: &OsStr) -> Result<u64, String> {
@@ -412,39 +442,69 @@ impl Report {
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 
-/// The byte that carries the scratch directory's descriptor.
-const SCRATCH_BYTE: u8 = b's';
+/// The byte that carries the directories' descriptors.
+const HANDOVER_BYTE: u8 = b's';
 
-/// Sends the scratch directory's descriptor over `socket` (the library to
-/// the supervisor, the supervisor to the confining stage): the first byte
-/// on the socket, with the descriptor attached (`SCM_RIGHTS`). The
-/// descriptor travels, not a path, so the sandbox's rule names the
-/// directory the host created even if its path was swapped since.
-pub(crate) fn send_scratch(socket: impl AsFd, scratch: BorrowedFd<'_>) -> Result<(), String> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    let fds = [scratch];
-    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err("the scratch descriptor does not fit the control message".into());
-    }
-    let sent = rustix::net::sendmsg(
-        socket,
-        &[IoSlice::new(&[SCRATCH_BYTE])],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    )
-    .map_err(|error| format!("sending the scratch descriptor: {error}"))?;
-    if sent == 1 {
-        Ok(())
-    } else {
-        Err("the scratch descriptor was not sent".into())
+/// The directories a command is started with, as descriptors: the library
+/// opened (or was given) each once, and the helper's stages act on these,
+/// never on a path an earlier command could have swapped since.
+pub(crate) struct Handover {
+    /// The scratch directory the host made.
+    pub(crate) scratch: OwnedFd,
+    /// The working directory, resolved beneath the workspace.
+    pub(crate) cwd: OwnedFd,
+    /// The workspace root of a workspace-write confinement.
+    pub(crate) workspace: Option<OwnedFd>,
+}
+
+/// Borrowed descriptors for [`send_handover`].
+pub(crate) struct HandoverRef<'a> {
+    pub(crate) scratch: BorrowedFd<'a>,
+    pub(crate) cwd: BorrowedFd<'a>,
+    pub(crate) workspace: Option<BorrowedFd<'a>>,
+}
+
+impl Handover {
+    pub(crate) fn borrow(&self) -> HandoverRef<'_> {
+        HandoverRef {
+            scratch: self.scratch.as_fd(),
+            cwd: self.cwd.as_fd(),
+            workspace: self.workspace.as_ref().map(AsFd::as_fd),
+        }
     }
 }
 
-/// Receives what [`send_scratch`] sent: exactly one byte with exactly one
-/// descriptor (close-on-exec).
-pub(crate) fn receive_scratch(socket: impl AsFd) -> Result<OwnedFd, String> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+/// Sends the descriptors over `socket` (the library to the supervisor, the
+/// supervisor to the confining stage): the first byte on the socket, with
+/// the descriptors attached (`SCM_RIGHTS`), scratch, cwd, then the
+/// workspace if there is one.
+pub(crate) fn send_handover(socket: impl AsFd, handover: &HandoverRef<'_>) -> Result<(), String> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let mut fds = vec![handover.scratch, handover.cwd];
+    fds.extend(handover.workspace);
+    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err("the directories' descriptors do not fit the control message".into());
+    }
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(&[HANDOVER_BYTE])],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(|error| format!("sending the directories' descriptors: {error}"))?;
+    if sent == 1 {
+        Ok(())
+    } else {
+        Err("the directories' descriptors were not sent".into())
+    }
+}
+
+/// Receives what [`send_handover`] sent: exactly one byte with two or three
+/// descriptors (close-on-exec).
+pub(crate) fn receive_handover(socket: impl AsFd) -> Result<Handover, String> {
+    let missing = || "the directories' descriptors did not arrive".to_owned();
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     let mut byte = [0_u8; 1];
     let received = rustix::net::recvmsg(
@@ -453,18 +513,25 @@ pub(crate) fn receive_scratch(socket: impl AsFd) -> Result<OwnedFd, String> {
         &mut control,
         RecvFlags::CMSG_CLOEXEC,
     )
-    .map_err(|error| format!("receiving the scratch descriptor: {error}"))?;
+    .map_err(|error| format!("receiving the directories' descriptors: {error}"))?;
     let mut fds: Vec<OwnedFd> = Vec::new();
     for message in control.drain() {
         if let RecvAncillaryMessage::ScmRights(received) = message {
             fds.extend(received);
         }
     }
-    if received.bytes != 1 || byte[0] != SCRATCH_BYTE || fds.len() != 1 {
-        return Err("the scratch descriptor did not arrive".into());
+    if received.bytes != 1 || byte[0] != HANDOVER_BYTE || !(2..=3).contains(&fds.len()) {
+        return Err(missing());
     }
-    fds.pop()
-        .ok_or_else(|| "the scratch descriptor did not arrive".into())
+    let mut fds = fds.into_iter();
+    let (Some(scratch), Some(cwd)) = (fds.next(), fds.next()) else {
+        return Err(missing());
+    };
+    Ok(Handover {
+        scratch,
+        cwd,
+        workspace: fds.next(),
+    })
 }
 
 #[cfg(test)]
@@ -478,6 +545,11 @@ mod tests {
             scratch_dir: PathBuf::from("/tmp/scratch dir"),
             shell: PathBuf::from("/bin/bash"),
             command: OsString::from("echo -- --none\n'x'"),
+            env: vec![
+                (OsString::from("PATH"), OsString::from("/bin")),
+                (OsString::from("ODD"), OsString::from("a=b --env \n")),
+                (OsString::from("EMPTY"), OsString::new()),
+            ],
             namespaces: true,
             scratch_root: Some(PathBuf::from("/tmp/scratch root")),
             hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],

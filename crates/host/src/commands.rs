@@ -260,8 +260,14 @@ impl Host {
         let Some(root) = root else {
             return Ok(Vec::new());
         };
-        let root = Path::new(&root);
-        let Some(real_root) = plan_storage::real_directory(root) else {
+        let Some(workspace) = self
+            .core
+            .commands
+            .workspace(session_id.as_str(), Path::new(&root))
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(real_root) = workspace.current_path() else {
             return Ok(Vec::new());
         };
         let escapes = calls
@@ -271,7 +277,7 @@ impl Host {
                 let Some(cwd) = call.input.get("cwd").and_then(serde_json::Value::as_str) else {
                     return false;
                 };
-                let Some(real_cwd) = plan_storage::real_directory(&root.join(cwd)) else {
+                let Some(real_cwd) = workspace.locate(Path::new(cwd)) else {
                     return false;
                 };
                 match (real_root.to_str(), real_cwd.to_str()) {
@@ -483,10 +489,13 @@ impl Host {
             return Ok(failed(run, unavailable));
         };
         let root = Path::new(&request.workspace_root);
-        let Some(real_root) = plan_storage::real_directory(root) else {
+        let Some(workspace) = self.core.commands.workspace(request.session_id.as_str(), root) else {
             return Ok(failed(run, ErrorCode::InvalidCommandInput));
         };
-        let Some(real_cwd) = plan_storage::real_directory(&root.join(&request.input.cwd)) else {
+        let (Some(real_root), Some(real_cwd)) = (
+            workspace.current_path(),
+            workspace.locate(Path::new(&request.input.cwd)),
+        ) else {
             return Ok(failed(run, ErrorCode::InvalidCommandInput));
         };
         let (Some(real_root_text), Some(real_cwd_text)) = (real_root.to_str(), real_cwd.to_str()) else {
@@ -520,7 +529,13 @@ impl Host {
         let spec = CommandSpec {
             shell: PathBuf::from(&shell.spec.path),
             command: request.input.command.clone(),
-            cwd: real_cwd,
+            // Below the workspace's descriptor: the runner resolves it there
+            // again, without leaving it.
+            cwd: real_cwd
+                .strip_prefix(&real_root)
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            workspace: Some(workspace),
             env: self.command_environment(),
             scratch,
             timeout: Duration::from_millis(request.input.timeout_ms),

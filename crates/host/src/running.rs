@@ -5,6 +5,7 @@
 //! sits above the event loop; this module sits below it, so the loop's state
 //! can hold these without importing the module that uses the loop.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -12,6 +13,7 @@ use std::time::Duration;
 use plan_core::{CommandRun, SessionId};
 use plan_exec::{
     CancelHandle, CommandOutcome, Isolation, Runner, SandboxSupport, ScratchCap, ScratchDir, ScratchRoot,
+    WorkspaceDir,
 };
 
 use crate::sync::lock;
@@ -63,6 +65,12 @@ pub(crate) struct CommandSupport {
     pub(crate) output_cap: u64,
     pub(crate) grace: Duration,
     pub(crate) scratch_cap: ScratchCap,
+    /// Each session's workspace, opened once: when the session is created
+    /// where its directory exists, else (a session of an earlier host, or
+    /// one whose directory appeared later) at its first command here. Every
+    /// later command's root and working directory come from that
+    /// descriptor, so renaming or replacing the directory cannot move them.
+    pub(crate) workspaces: Mutex<HashMap<String, WorkspaceDir>>,
 }
 
 /// `database` with its directory made absolute and resolved where it
@@ -95,6 +103,7 @@ impl CommandSupport {
             output_cap: options.command_output_cap,
             grace: options.command_grace,
             scratch_cap: options.scratch_size.cap(),
+            workspaces: Mutex::default(),
         };
         let root_path = options
             .scratch_root
@@ -135,7 +144,21 @@ impl CommandSupport {
             output_cap: options.command_output_cap,
             grace: options.command_grace,
             scratch_cap: options.scratch_size.cap(),
+            workspaces: Mutex::default(),
         }
+    }
+
+    /// The workspace `session_id` bound (see [`CommandSupport::workspaces`]),
+    /// opening `root` if this host has not yet; `None` when it cannot be
+    /// opened.
+    pub(crate) fn workspace(&self, session_id: &str, root: &Path) -> Option<WorkspaceDir> {
+        let mut workspaces = lock(&self.workspaces);
+        if let Some(bound) = workspaces.get(session_id) {
+            return Some(bound.clone());
+        }
+        let opened = WorkspaceDir::open(root).ok()?;
+        workspaces.insert(session_id.to_owned(), opened.clone());
+        Some(opened)
     }
 
     pub(crate) fn sandbox_available(&self) -> bool {

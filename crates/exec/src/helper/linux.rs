@@ -48,6 +48,13 @@ fn take_stdin_socket() -> Result<UnixStream, String> {
     Ok(UnixStream::from(socket))
 }
 
+/// Whether `fd` names a directory.
+fn is_directory(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|stat| {
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
+    })
+}
+
 fn pid_of(raw: u32) -> Option<Pid> {
     i32::try_from(raw).ok().and_then(Pid::from_raw)
 }
@@ -76,8 +83,8 @@ pub(super) fn supervise(rest: &[OsString]) -> ExitCode {
             );
         }
     };
-    let scratch = match wire::receive_scratch(&lifeline) {
-        Ok(scratch) => scratch,
+    let handover = match wire::receive_handover(&lifeline) {
+        Ok(handover) => handover,
         Err(reason) => {
             return report_and_exit(
                 Some(&lifeline),
@@ -88,7 +95,7 @@ pub(super) fn supervise(rest: &[OsString]) -> ExitCode {
             );
         }
     };
-    match Supervisor::start(rest, &lifeline, &scratch) {
+    match Supervisor::start(rest, &lifeline, &handover) {
         Ok(Some(report)) => report_and_exit(Some(&lifeline), &report),
         Ok(None) => ExitCode::SUCCESS,
         Err(report) => report_and_exit(Some(&lifeline), &report),
@@ -122,10 +129,14 @@ fn fail(kind: FailKind, reason: impl Into<String>) -> Report {
 impl Supervisor {
     /// Runs the whole supervision. `Ok(None)`: the host is gone, nobody to
     /// report to.
-    fn start(rest: &[OsString], lifeline: &UnixStream, scratch: &OwnedFd) -> Result<Option<Report>, Report> {
+    fn start(
+        rest: &[OsString],
+        lifeline: &UnixStream,
+        handover: &wire::Handover,
+    ) -> Result<Option<Report>, Report> {
         let started = Instant::now();
         let decoded = wire::decode(rest).map_err(|reason| fail(FailKind::Spawn, reason))?;
-        let (Some(timeout), Some(grace), Some(cwd)) = (decoded.timeout, decoded.grace, decoded.cwd) else {
+        let (Some(timeout), Some(grace), Some(_)) = (decoded.timeout, decoded.grace, decoded.cwd) else {
             return Err(fail(
                 FailKind::Spawn,
                 "supervise needs --timeout-ms, --grace-ms and --cwd",
@@ -146,7 +157,7 @@ impl Supervisor {
             // The host died before we watched it.
             return Ok(None);
         }
-        if !std::fs::metadata(&cwd).is_ok_and(|metadata| metadata.is_dir()) {
+        if !is_directory(handover.cwd.as_fd()) {
             return Err(fail(FailKind::Cwd, "not an existing directory"));
         }
         let confine = ConfineArgs {
@@ -161,7 +172,8 @@ impl Supervisor {
             .stdin(Stdio::from(OwnedFd::from(status_theirs)))
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())
-            .current_dir(&cwd)
+            // The stage changes into the working directory's descriptor.
+            .current_dir("/")
             .process_group(0)
             .spawn()
             .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
@@ -169,7 +181,7 @@ impl Supervisor {
         drop(child);
         // The confining stage waits for this before it does anything; if it
         // cannot be sent, it gets nothing and reports why.
-        let _ = wire::send_scratch(&status_ours, scratch.as_fd());
+        let _ = wire::send_handover(&status_ours, &handover.borrow());
         let mut supervisor = Supervisor {
             shell,
             deadline: started.checked_add(timeout),
@@ -178,19 +190,24 @@ impl Supervisor {
             kill_at: None,
         };
         // The confining stage closes its end of the status socket by
-        // executing the shell, or writes why it could not.
-        let mut status = String::new();
-        let _ = (&status_ours).read_to_string(&mut status);
-        if let Some((kind, reason)) = wire::parse_failure(&status) {
-            supervisor.sweep();
-            return Err(Report::Fail { kind, reason });
-        }
-        supervisor.run(lifeline, &host)
+        // executing the shell, or writes why it could not. It is read in
+        // the same loop as the lifeline, the host and the deadline: what
+        // the stage does before the shell runs (building namespaces,
+        // reading the workspace's repository files) is the command's time,
+        // ended by its timeout and cancellation like the shell itself.
+        supervisor.run(lifeline, &host, status_ours)
     }
 
-    fn run(&mut self, lifeline: &UnixStream, host: &OwnedFd) -> Result<Option<Report>, Report> {
+    fn run(
+        &mut self,
+        lifeline: &UnixStream,
+        host: &OwnedFd,
+        status: UnixStream,
+    ) -> Result<Option<Report>, Report> {
         let shell_fd = rustix::process::pidfd_open(self.shell, rustix::process::PidfdFlags::empty())
             .map_err(|error| fail(FailKind::Spawn, format!("pidfd_open(shell): {error}")))?;
+        let mut status = Some(status);
+        let mut status_text: Vec<u8> = Vec::new();
         loop {
             let now = Instant::now();
             if self.ending.is_none() && self.deadline.is_some_and(|deadline| now >= deadline) {
@@ -206,21 +223,27 @@ impl Supervisor {
             };
             let wait = next.map(|at| at.saturating_duration_since(now));
             let timespec = wait.and_then(|wait| rustix::event::Timespec::try_from(wait).ok());
-            let mut fds = [
-                PollFd::new(lifeline, PollFlags::IN),
-                PollFd::new(host, PollFlags::IN),
-                PollFd::new(&shell_fd, PollFlags::IN),
-            ];
-            match rustix::event::poll(&mut fds, timespec.as_ref()) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(error) => return Err(fail(FailKind::Spawn, format!("poll: {error}"))),
-            }
-            let [lifeline_fd, host_fd, shell_ready] = fds;
-            if !host_fd.revents().is_empty() {
+            let (lifeline_ready, host_ready, shell_ready, status_ready) = {
+                let mut fds = vec![
+                    PollFd::new(lifeline, PollFlags::IN),
+                    PollFd::new(host, PollFlags::IN),
+                    PollFd::new(&shell_fd, PollFlags::IN),
+                ];
+                if let Some(status) = &status {
+                    fds.push(PollFd::new(status, PollFlags::IN));
+                }
+                match rustix::event::poll(&mut fds, timespec.as_ref()) {
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(error) => return Err(fail(FailKind::Spawn, format!("poll: {error}"))),
+                }
+                let ready = |index: usize| fds.get(index).is_some_and(|fd| !fd.revents().is_empty());
+                (ready(0), ready(1), ready(2), ready(3))
+            };
+            if host_ready {
                 self.sweep();
                 return Ok(None);
             }
-            if !lifeline_fd.revents().is_empty() {
+            if lifeline_ready {
                 let mut buffer = [0_u8; 64];
                 match (&*lifeline).read(&mut buffer) {
                     Ok(0) | Err(_) => {
@@ -234,7 +257,43 @@ impl Supervisor {
                     }
                 }
             }
-            if !shell_ready.revents().is_empty() {
+            if status_ready && let Some(socket) = &status {
+                let mut buffer = [0_u8; 1024];
+                match (&*socket).read(&mut buffer) {
+                    // A reason is one short line; more than that is not kept.
+                    Ok(read) if read > 0 => {
+                        if status_text.len() < 4096 {
+                            status_text.extend_from_slice(&buffer[..read]);
+                        }
+                    }
+                    Ok(_) | Err(_) => {
+                        status = None;
+                        let text = String::from_utf8_lossy(&status_text);
+                        if let Some((kind, reason)) = wire::parse_failure(&text) {
+                            self.sweep();
+                            return Err(Report::Fail { kind, reason });
+                        }
+                    }
+                }
+            }
+            if shell_ready {
+                // A stage that reported a failure and exited at once: its
+                // reason is already on the socket.
+                if let Some(socket) = status.take() {
+                    let _ = socket.set_nonblocking(true);
+                    let mut buffer = [0_u8; 1024];
+                    while let Ok(read) = (&socket).read(&mut buffer) {
+                        if read == 0 || status_text.len() >= 4096 {
+                            break;
+                        }
+                        status_text.extend_from_slice(&buffer[..read]);
+                    }
+                    let text = String::from_utf8_lossy(&status_text);
+                    if let Some((kind, reason)) = wire::parse_failure(&text) {
+                        self.sweep();
+                        return Err(Report::Fail { kind, reason });
+                    }
+                }
                 return Ok(Some(self.finish()));
             }
         }
@@ -343,13 +402,26 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     if rustix::process::getppid() != pid_of(args.expected_parent) {
         return ExitCode::from(126);
     }
-    let scratch = match wire::receive_scratch(&status) {
-        Ok(scratch) => scratch,
+    let wire::Handover {
+        scratch,
+        cwd,
+        workspace,
+    } = match wire::receive_handover(&status) {
+        Ok(handover) => handover,
         Err(reason) => return failed(FailKind::Scratch, reason),
     };
-    if !rustix::fs::fstat(&scratch).is_ok_and(|stat| {
-        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory
-    }) {
+    // The working directory is the one the library resolved, by its
+    // descriptor: no path is looked up again here.
+    if let Err(error) = rustix::process::fchdir(&cwd) {
+        return failed(FailKind::Cwd, error.to_string());
+    }
+    if matches!(args.mode, Mode::WorkspaceWrite { .. }) && workspace.is_none() {
+        return failed(
+            FailKind::Sandbox,
+            "the workspace's descriptor did not arrive".into(),
+        );
+    }
+    if !is_directory(scratch.as_fd()) {
         return failed(
             FailKind::Scratch,
             format!("{} is not a directory", args.scratch_dir.display()),
@@ -360,31 +432,54 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     if args.namespaces && !matches!(args.mode, Mode::None) {
         // Inside the namespaces the scratch rule names the private tmpfs
         // mounted at the scratch directory's place.
-        let scratch = match namespaces::enter(&args, Some(scratch.as_fd())) {
-            Ok(Some(private)) => private,
-            Ok(None) => scratch,
-            Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
-        };
+        let scratch =
+            match namespaces::enter(&args, Some(scratch.as_fd()), workspace.as_ref().map(AsFd::as_fd)) {
+                Ok(Some(private)) => private,
+                Ok(None) => scratch,
+                Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
+            };
         // The shell runs as a child of an init of the new PID namespace;
         // this process stays the supervisor's child and ends as it ends.
-        return pid_namespace::run(&args, scratch, status);
+        return pid_namespace::run(&args, scratch, workspace, status);
     }
-    if let Err(reason) = apply(&args.mode, scratch.as_fd(), args.namespaces) {
+    if let Err(reason) = apply(
+        &args.mode,
+        scratch.as_fd(),
+        workspace.as_ref().map(AsFd::as_fd),
+        args.namespaces,
+    ) {
         return failed(FailKind::Sandbox, reason);
     }
-    let error = Command::new(&args.shell).arg("-c").arg(&args.command).exec();
+    let error = shell_command(&args).exec();
     failed(FailKind::Shell, error.to_string())
+}
+
+/// `<shell> -c <command>` with the command's environment and nothing of
+/// this stage's own.
+pub(super) fn shell_command(args: &ConfineArgs) -> Command {
+    let mut command = Command::new(&args.shell);
+    command
+        .arg("-c")
+        .arg(&args.command)
+        .env_clear()
+        .envs(args.env.iter().map(|(name, value)| (name, value)));
+    command
 }
 
 /// Applies `mode` to this process (nothing for [`Mode::None`]).
 /// `scratch` is the descriptor the host opened when it made the directory,
 /// or inside the namespaces the command's private scratch tmpfs;
 /// `namespaces`: whether the process already sits in its private namespaces.
-fn apply(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<(), String> {
+fn apply(
+    mode: &Mode,
+    scratch: BorrowedFd<'_>,
+    workspace: Option<BorrowedFd<'_>>,
+    namespaces: bool,
+) -> Result<(), String> {
     match mode {
         Mode::None => Ok(()),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
-            let prepared = sandbox::prepare(mode, scratch, namespaces)?;
+            let prepared = sandbox::prepare(mode, scratch, workspace, namespaces)?;
             sandbox::enforce(prepared)
         }
     }
@@ -437,6 +532,7 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
         scratch_dir: scratch.to_path_buf(),
         shell: PathBuf::new(),
         command: OsString::new(),
+        env: Vec::new(),
         namespaces: true,
         scratch_root: Some(outside.to_path_buf()),
         hidden: Vec::new(),
@@ -448,7 +544,9 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
     };
     // A kernel that refuses namespaces leaves Landlock and seccomp, which
     // the checks below need either way.
-    let private = namespaces::enter(&args, Some(scratch_fd.as_fd())).ok().flatten();
+    let private = namespaces::enter(&args, Some(scratch_fd.as_fd()), None)
+        .ok()
+        .flatten();
     let namespaces = private.is_some()
         && ["/dev/pts", "/dev/tty", "/dev/console"]
             .iter()
@@ -457,6 +555,7 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
     apply(
         &Mode::ReadOnly,
         private.as_ref().unwrap_or(&scratch_fd).as_fd(),
+        None,
         namespaces,
     )?;
     std::fs::write(scratch.join("allowed"), b"probe")

@@ -29,6 +29,8 @@ mod namespaces;
 #[cfg(target_os = "linux")]
 mod pid_namespace;
 #[cfg(target_os = "linux")]
+mod protect;
+#[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;

@@ -30,7 +30,7 @@ use std::ffi::CStr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode as FileMode, OFlags};
+use rustix::fs::{Mode as FileMode, OFlags, ResolveFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags};
 
 use crate::wire::{ConfineArgs, Mode};
@@ -46,19 +46,6 @@ const FD_LINKS: [(&str, &str); 4] = [
     ("stdout", "/proc/self/fd/1"),
     ("stderr", "/proc/self/fd/2"),
 ];
-
-/// How deep below the workspace root nested repositories are looked for,
-/// and how many directories at most are read. The walk runs before every
-/// `auto` command, so it must stay cheap on a huge tree; a repository deeper
-/// than this (or beyond the budget) keeps a writable `.git`, which the
-/// crate's documentation states.
-const NESTED_DEPTH: usize = 6;
-const NESTED_BUDGET: usize = 20_000;
-
-/// Directory names the nested-repository walk does not enter: build output
-/// and dependency trees, which hold no repository of the person's and are
-/// the largest trees of a workspace.
-const WALK_SKIPPED: [&str; 3] = ["target", "node_modules", ".git"];
 
 fn error(what: &str, path: &Path, error: rustix::io::Errno) -> String {
     format!("{what} {}: {error}", path.display())
@@ -115,29 +102,47 @@ fn fd_path(fd: &OwnedFd) -> PathBuf {
 /// that very directory (same device and inode), or nothing is built. An
 /// earlier command that swapped the path gets a refusal, not a mount of its
 /// own choosing.
+///
+/// `workspace` is the workspace-write root the session bound, by its
+/// descriptor, and this process's working directory is the command's (the
+/// library resolved it below the workspace): both are named again inside
+/// the new namespace by where they are now, without following a symlink,
+/// and must still be those very directories, or nothing runs. A workspace
+/// renamed or replaced since the session bound it cannot move a command
+/// anywhere else.
 pub(crate) fn enter(
     args: &ConfineArgs,
     expected_scratch: Option<BorrowedFd<'_>>,
+    workspace: Option<BorrowedFd<'_>>,
 ) -> Result<Option<OwnedFd>, String> {
-    let workspace = match &args.mode {
-        Mode::None => return Ok(None),
-        Mode::ReadOnly => None,
-        Mode::WorkspaceWrite { workspace_root, .. } => Some(workspace_root.as_path()),
-    };
     let network = match &args.mode {
-        Mode::None | Mode::ReadOnly => false,
+        Mode::None => return Ok(None),
+        Mode::ReadOnly => false,
         Mode::WorkspaceWrite { network, .. } => *network,
     };
-    let protected = match workspace {
-        Some(workspace) => protected_paths(workspace, &args.protected),
-        None => Vec::new(),
+    let workspace = match (&args.mode, workspace) {
+        (Mode::WorkspaceWrite { .. }, Some(fd)) => {
+            let path = crate::workspace::current_path(fd).ok_or("the workspace can no longer be named")?;
+            Some((path, identity(fd, Path::new("the workspace"))?))
+        }
+        (Mode::WorkspaceWrite { .. }, None) => return Err("the workspace's descriptor is missing".into()),
+        (Mode::ReadOnly | Mode::None, _) => None,
     };
     // The working directory is named again once the tree is built: the old
     // one still points into the mounts as they were (for `auto`, below a
     // mount that is read-only by then; under a hidden directory, into what
     // it hides).
-    let cwd = std::env::current_dir().map_err(|error| format!("working directory: {error}"))?;
-    let needed = needed_paths(args, workspace, &cwd);
+    let here = rustix::fs::open(
+        ".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        FileMode::empty(),
+    )
+    .map_err(|errno| error("opening", Path::new("the working directory"), errno))?;
+    let cwd =
+        crate::workspace::current_path(here.as_fd()).ok_or("the working directory can no longer be named")?;
+    let cwd_identity = identity(here.as_fd(), &cwd)?;
+    drop(here);
+    let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
     unshare(network)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
@@ -152,22 +157,37 @@ pub(crate) fn enter(
     if let Some(expected) = expected_scratch {
         same_directory(&host_scratch, expected, &args.scratch_dir)?;
     }
-    let workspace_fd = workspace.map(open_directory).transpose()?;
     private_dev(&devices)?;
     let scratch = private_scratch(args, &host_scratch)?;
     for path in &args.hidden {
         hide(path, &needed)?;
     }
-    if let (Some(workspace), Some(workspace_fd)) = (workspace, &workspace_fd) {
+    // Named once the covers are in place: a workspace inside a hidden
+    // directory is the copy bound back into the cover.
+    let workspace_fd = match &workspace {
+        Some((path, expected)) => Some(reopen(path, *expected, "the workspace")?),
+        None => None,
+    };
+    if let (Some((path, _)), Some(workspace_fd)) = (&workspace, &workspace_fd) {
+        let plan = super::protect::plan(workspace_fd.as_fd(), path, &args.protected, &args.hidden)?;
         remount_everything_read_only()?;
-        writable_bind(workspace_fd, workspace, true)?;
+        let tree = writable_tree(workspace_fd)?;
         writable_bind(&scratch, &args.scratch_dir, false)?;
-        for path in protected {
-            read_only_bind(&path)?;
-        }
+        super::protect::apply(tree.as_fd(), &plan)?;
     }
-    std::env::set_current_dir(&cwd)
-        .map_err(|error| format!("working directory {}: {error}", cwd.display()))?;
+    // A working directory in the scratch directory or a hidden one is
+    // meant to find the private mount now there (the scratch tmpfs, an empty
+    // cover), which only this namespace sees; anywhere else it must still
+    // be the directory the library resolved.
+    let private =
+        cwd.starts_with(&args.scratch_dir) || args.hidden.iter().any(|hidden| cwd.starts_with(hidden));
+    if private {
+        std::env::set_current_dir(&cwd)
+            .map_err(|error| format!("working directory {}: {error}", cwd.display()))?;
+    } else {
+        let cwd_fd = reopen(&cwd, cwd_identity, "the working directory")?;
+        rustix::process::fchdir(&cwd_fd).map_err(|errno| error("changing into", &cwd, errno))?;
+    }
     // The rule names the tmpfs the command reaches at its `TMPDIR`, which
     // must be the one mounted above (nothing else runs in this namespace
     // yet, so nothing can have swapped it; checked all the same).
@@ -179,6 +199,63 @@ pub(crate) fn enter(
         ));
     }
     Ok(Some(rule))
+}
+
+/// Opens `path` from `/` without following a symlink anywhere on the way
+/// (it is a path the kernel gave for a directory, so it holds none) and
+/// checks that it is still the directory `expected` identifies: what was
+/// renamed, removed or replaced meanwhile is refused.
+fn reopen(path: &Path, expected: (u64, u64), what: &str) -> Result<OwnedFd, String> {
+    let fd = rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        FileMode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )
+    .map_err(|errno| {
+        format!(
+            "{what} ({}) moved while the command started: {errno}",
+            path.display()
+        )
+    })?;
+    if identity(fd.as_fd(), path)? == expected {
+        Ok(fd)
+    } else {
+        Err(format!(
+            "{what} ({}) was replaced while the command started",
+            path.display()
+        ))
+    }
+}
+
+/// Binds the workspace `fd` names (with the mounts below it) over itself,
+/// writable at its top (the hidden and protected mounts below keep their
+/// own flags) and without set-id files or devices, all by descriptor: a
+/// detached copy of the tree, its attributes set, moved onto the very
+/// directory. Returns the new mount, which the protected paths are found in.
+fn writable_tree(fd: &OwnedFd) -> Result<OwnedFd, String> {
+    use super::protect::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+    use rustix::mount::OpenTreeFlags;
+    let what = Path::new("the workspace");
+    let tree = rustix::mount::open_tree(
+        fd,
+        c"",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE,
+    )
+    .map_err(|errno| error("binding", what, errno))?;
+    super::protect::set_attributes(
+        tree.as_fd(),
+        false,
+        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        MOUNT_ATTR_RDONLY,
+    )
+    .map_err(|errno| error("making writable", what, errno))?;
+    super::protect::attach(&tree, fd).map_err(|errno| error("binding", what, errno))?;
+    Ok(tree)
 }
 
 /// The directories a command needs even where a hidden directory holds
@@ -311,7 +388,7 @@ pub(crate) fn mount_proc() -> Result<(), String> {
 const TMPFS_MAGIC: rustix::fs::FsWord = 0x0102_1994;
 
 /// Whether `fd` names the root directory of a mount.
-fn is_mount_root(fd: BorrowedFd<'_>) -> bool {
+pub(crate) fn is_mount_root(fd: BorrowedFd<'_>) -> bool {
     use rustix::fs::{AtFlags, StatxAttributes, StatxFlags};
     rustix::fs::statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::empty())
         .is_ok_and(|statx| statx.stx_attributes.contains(StatxAttributes::MOUNT_ROOT))
@@ -524,88 +601,4 @@ fn current_flags(point: &Path) -> MountFlags {
                 .rfind(|(listed, _)| listed == point)
         })
         .map_or(MountFlags::empty(), |(_, flags)| flags)
-}
-
-/// Binds `path` over itself read-only (with what is mounted below it). A
-/// path that is gone from the private tree (under a hidden directory) has
-/// nothing left to protect.
-fn read_only_bind(path: &Path) -> Result<(), String> {
-    match rustix::mount::mount_bind_recursive(path, path) {
-        Ok(()) => {}
-        Err(rustix::io::Errno::NOENT) => return Ok(()),
-        Err(errno) => return Err(error("binding", path, errno)),
-    }
-    remount(path, current_flags(path) | MountFlags::RDONLY)
-}
-
-/// What stays read-only inside a writable workspace (P7): the workspace's
-/// `.git` and, for a `.git` file, the git directory it names and that
-/// directory's common directory (a worktree's hooks and config live there);
-/// the `.git` of every nested repository within the walk's bounds; `.pi`;
-/// and the host's own list (its database directory or files, the helper,
-/// extra paths). Only existing paths, each once.
-fn protected_paths(workspace: &Path, extra: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    repository(workspace, &mut out);
-    nested_repositories(workspace, &mut out);
-    out.push(workspace.join(".pi"));
-    out.extend(extra.iter().cloned());
-    let mut kept: Vec<PathBuf> = Vec::new();
-    for path in out {
-        if std::fs::symlink_metadata(&path).is_ok() && !kept.contains(&path) {
-            kept.push(path);
-        }
-    }
-    kept
-}
-
-/// `dir/.git` and, when it is a file, what it points to.
-fn repository(dir: &Path, out: &mut Vec<PathBuf>) {
-    let dot_git = dir.join(".git");
-    let Ok(metadata) = std::fs::symlink_metadata(&dot_git) else {
-        return;
-    };
-    out.push(dot_git.clone());
-    if !metadata.is_file() {
-        return;
-    }
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
-        return;
-    };
-    let Some(named) = text.lines().find_map(|line| line.strip_prefix("gitdir:")) else {
-        return;
-    };
-    let git_dir = dir.join(named.trim());
-    if let Ok(common) = std::fs::read_to_string(git_dir.join("commondir")) {
-        out.push(git_dir.join(common.trim()));
-    }
-    out.push(git_dir);
-}
-
-fn nested_repositories(workspace: &Path, out: &mut Vec<PathBuf>) {
-    let mut budget = NESTED_BUDGET;
-    let mut level = vec![workspace.to_path_buf()];
-    for _ in 0..NESTED_DEPTH {
-        let mut next = Vec::new();
-        for dir in level {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let Ok(kind) = entry.file_type() else { continue };
-                let name = entry.file_name();
-                if !kind.is_dir() || WALK_SKIPPED.iter().any(|skipped| name == *skipped) {
-                    continue;
-                }
-                if budget == 0 {
-                    return;
-                }
-                budget -= 1;
-                let path = entry.path();
-                repository(&path, out);
-                next.push(path);
-            }
-        }
-        level = next;
-    }
 }

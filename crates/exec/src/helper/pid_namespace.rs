@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -141,7 +141,12 @@ fn report(status: &UnixStream, kind: wire::FailKind, reason: &str) -> ExitCode {
 /// Runs the command inside the PID namespace `namespaces::enter` prepared;
 /// returns when this process (outer stage, init or a shell that could not
 /// start) is to exit with the code returned.
-pub(crate) fn run(args: &ConfineArgs, scratch: OwnedFd, status: UnixStream) -> ExitCode {
+pub(crate) fn run(
+    args: &ConfineArgs,
+    scratch: OwnedFd,
+    workspace: Option<OwnedFd>,
+    status: UnixStream,
+) -> ExitCode {
     // Until the shell has its own signal handling, what the supervisor sends
     // the group waits; init takes these itself, the outer stage never does.
     if let Err(reason) = mask(&FORWARDED, true) {
@@ -155,11 +160,12 @@ pub(crate) fn run(args: &ConfineArgs, scratch: OwnedFd, status: UnixStream) -> E
         Err(reason) => report(&status, wire::FailKind::Sandbox, &format!("namespaces: {reason}")),
         Ok(Forked::Child) => {
             drop(from_init);
-            init(args, scratch, status, to_outer)
+            init(args, (scratch, workspace), status, to_outer)
         }
         Ok(Forked::Parent(init)) => {
             drop(to_outer);
             drop(scratch);
+            drop(workspace);
             if let Err(reason) = shed_privileges() {
                 let _ = rustix::process::kill_process(init, Signal::KILL);
                 return report(&status, wire::FailKind::Sandbox, &reason);
@@ -209,7 +215,15 @@ fn outer(init: Pid, from_init: OwnedFd) -> ExitCode {
 }
 
 /// PID 1 of the new namespace.
-fn init(args: &ConfineArgs, scratch: OwnedFd, status: UnixStream, to_outer: OwnedFd) -> ExitCode {
+/// `rules`: the scratch directory and the workspace-write root the shell's
+/// sandbox rules are built from.
+fn init(
+    args: &ConfineArgs,
+    rules: (OwnedFd, Option<OwnedFd>),
+    status: UnixStream,
+    to_outer: OwnedFd,
+) -> ExitCode {
+    let (scratch, workspace) = rules;
     // If the outer stage dies, so does init, and with it the namespace.
     if let Err(error) = rustix::process::set_parent_process_death_signal(Some(Signal::KILL)) {
         return report(
@@ -233,11 +247,17 @@ fn init(args: &ConfineArgs, scratch: OwnedFd, status: UnixStream, to_outer: Owne
         Err(reason) => return report(&status, wire::FailKind::Spawn, &reason),
         Ok(Forked::Child) => {
             drop(to_outer);
-            return shell(args, scratch.as_fd(), &status);
+            return shell(
+                args,
+                scratch.as_fd(),
+                workspace.as_ref().map(AsFd::as_fd),
+                &status,
+            );
         }
         Ok(Forked::Parent(shell)) => shell,
     };
     drop(scratch);
+    drop(workspace);
     if let Err(reason) = shed_privileges() {
         let _ = rustix::process::kill_process(shell, Signal::KILL);
         return report(&status, wire::FailKind::Sandbox, &reason);
@@ -292,14 +312,19 @@ fn reap_until_shell_ends(shell: Pid, waited: &[libc::c_int]) -> Result<i32, Stri
 /// The shell's side of init's fork: a session (and process group) of its
 /// own inside the namespace, the sandbox, then the shell. Returns only if
 /// something failed, after reporting it.
-fn shell(args: &ConfineArgs, scratch: BorrowedFd<'_>, status: &UnixStream) -> ExitCode {
+fn shell(
+    args: &ConfineArgs,
+    scratch: BorrowedFd<'_>,
+    workspace: Option<BorrowedFd<'_>>,
+    status: &UnixStream,
+) -> ExitCode {
     if let Err(error) = rustix::process::setsid() {
         return report(status, wire::FailKind::Spawn, &format!("setsid: {error}"));
     }
     let applied = match &args.mode {
         Mode::None => Ok(()),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
-            sandbox::prepare(&args.mode, scratch, true).and_then(sandbox::enforce)
+            sandbox::prepare(&args.mode, scratch, workspace, true).and_then(sandbox::enforce)
         }
     };
     if let Err(reason) = applied {
@@ -312,7 +337,7 @@ fn shell(args: &ConfineArgs, scratch: BorrowedFd<'_>, status: &UnixStream) -> Ex
     if let Err(reason) = mask(&held, false) {
         return report(status, wire::FailKind::Spawn, &reason);
     }
-    let error = Command::new(&args.shell).arg("-c").arg(&args.command).exec();
+    let error = super::linux::shell_command(args).exec();
     report(status, wire::FailKind::Shell, &error.to_string())
 }
 

@@ -56,14 +56,19 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 /// process already sits in its own namespaces, where the host's database is
 /// not visible; only then may an `auto` command take locks (a Plan command
 /// never may: see [`insert_lock_rules`]).
-pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) -> Result<Prepared, String> {
+pub(crate) fn prepare(
+    mode: &Mode,
+    scratch: BorrowedFd<'_>,
+    workspace: Option<BorrowedFd<'_>>,
+    namespaces: bool,
+) -> Result<Prepared, String> {
     let (workspace, network) = match mode {
         Mode::None => return Err("no confinement requested".into()),
         Mode::ReadOnly => (None, false),
-        Mode::WorkspaceWrite {
-            workspace_root,
-            network,
-        } => (Some(workspace_root.as_path()), *network),
+        Mode::WorkspaceWrite { network, .. } => (
+            Some(workspace.ok_or("the workspace's descriptor is missing")?),
+            *network,
+        ),
     };
     let everything = AccessFs::from_all(REQUIRED_ABI);
     let landlock_error =
@@ -97,7 +102,8 @@ pub(crate) fn prepare(mode: &Mode, scratch: BorrowedFd<'_>, namespaces: bool) ->
         ))
         .map_err(landlock_error)?;
     if let Some(workspace) = workspace {
-        let workspace = rule_path(workspace, true).map_err(|error| format!("workspace root: {error}"))?;
+        // The directory the session bound, by its descriptor: wherever its
+        // path leads by now, the rule names this directory.
         ruleset = ruleset
             .set_compatibility(CompatLevel::HardRequirement)
             .add_rule(PathBeneath::new(workspace, everything))

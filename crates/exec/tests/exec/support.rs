@@ -24,6 +24,7 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
         shell: PathBuf::from("/bin/bash"),
         command: command.to_owned(),
         cwd: cwd.to_path_buf(),
+        workspace: None,
         env: vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())],
         scratch: ScratchDir::open(scratch).unwrap(),
         timeout: Duration::from_secs(60),
@@ -329,13 +330,18 @@ pub(crate) fn processes_of(scratch: &Path) -> Vec<(i32, i32)> {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if !environ
+        // The shell and what it starts carry the scratch directory as
+        // `TMPDIR`; the helper's own stages (which get no environment) name
+        // it in their arguments.
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let by_environment = environ
             .split_inclusive(|byte| *byte == 0)
-            .any(|entry| entry == marker)
-        {
+            .any(|entry| entry == marker);
+        let by_arguments = cmdline
+            .split(|byte| *byte == 0)
+            .any(|argument| argument == scratch.as_os_str().as_encoded_bytes());
+        if !by_environment && !by_arguments {
             continue;
         }
         let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
