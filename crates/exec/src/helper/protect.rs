@@ -104,7 +104,9 @@ fn read_pointer(dir: BorrowedFd<'_>, name: &str) -> Option<String> {
     )
     .ok()?;
     let stat = rustix::fs::fstat(&fd).ok()?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+    // Git reads a pointer of a line; a larger file is no pointer it follows.
+    let small = usize::try_from(stat.st_size).is_ok_and(|size| size <= POINTER_LIMIT);
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || !small {
         return None;
     }
     let mut buffer = vec![0_u8; POINTER_LIMIT];

@@ -18,5 +18,6 @@ mod privileges;
 mod reads;
 mod runner;
 mod scratch;
+mod seams;
 mod support;
 mod writes;
