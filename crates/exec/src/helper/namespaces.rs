@@ -33,6 +33,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{Mode as FileMode, OFlags, ResolveFlags};
 use rustix::mount::{MountFlags, MountPropagationFlags};
 
+use crate::spec::ScratchCap;
 use crate::wire::{ConfineArgs, Mode};
 
 /// The device nodes a command keeps.
@@ -168,13 +169,20 @@ pub(crate) fn enter(
         Some((path, expected)) => Some(reopen(path, *expected, "the workspace")?),
         None => None,
     };
-    if let (Some((path, _)), Some(workspace_fd)) = (&workspace, &workspace_fd) {
-        let plan = super::protect::plan(workspace_fd.as_fd(), path, &args.protected, &args.hidden)?;
-        remount_everything_read_only()?;
-        let tree = writable_tree(workspace_fd)?;
-        writable_bind(&scratch, &args.scratch_dir, false)?;
-        super::protect::apply(tree.as_fd(), &plan)?;
+    // Everything read-only but the writable places: then the kernel, not a
+    // filter that cannot see paths, refuses mode and time changes anywhere
+    // else, for Plan as for `auto`.
+    match (&workspace, &workspace_fd) {
+        (Some((path, _)), Some(workspace_fd)) => {
+            let plan = super::protect::plan(workspace_fd.as_fd(), path, &args.protected, &args.hidden)?;
+            remount_everything_read_only()?;
+            let tree = writable_tree(workspace_fd)?;
+            super::protect::apply(tree.as_fd(), &plan)?;
+        }
+        (_, _) => remount_everything_read_only()?,
     }
+    writable_bind(&scratch, &args.scratch_dir, false)?;
+    private_shm(&args.scratch_cap)?;
     // A working directory in the scratch directory or a hidden one is
     // meant to find the private mount now there (the scratch tmpfs, an empty
     // cover), which only this namespace sees; anywhere else it must still
@@ -352,6 +360,8 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
         .map_err(|errno| error("creating", &target, errno))?;
         bind(&fd_path(device), &target, false)?;
     }
+    let shm = Path::new(SHM);
+    rustix::fs::mkdir(shm, FileMode::from(0o755)).map_err(|errno| error("creating", shm, errno))?;
     for (name, target) in FD_LINKS {
         let link = dev.join(name);
         rustix::fs::symlink(target, &link).map_err(|errno| error("creating", &link, errno))?;
@@ -365,6 +375,26 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
     .map_err(|errno| error("creating", empty, errno))?;
     remount(dev, flags | MountFlags::RDONLY)
 }
+
+/// A private tmpfs at `/dev/shm` (made in [`private_dev`]), with the scratch
+/// directory's cap: POSIX shared memory and semaphores of the command's own
+/// processes, shared with no one else.
+fn private_shm(cap: &ScratchCap) -> Result<(), String> {
+    let options = std::ffi::CString::new(format!(
+        "mode=1777,size={},nr_inodes={}",
+        cap.size_bytes(),
+        cap.inodes()
+    ))
+    .map_err(|_| "shared memory tmpfs options".to_owned())?;
+    tmpfs(
+        Path::new(SHM),
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        &options,
+    )
+}
+
+/// Where POSIX shared memory lives.
+const SHM: &str = "/dev/shm";
 
 /// A procfs instance of this process's PID namespace over `/proc`, read-only
 /// (for `auto` every mount is): called by the init of the namespace `enter`

@@ -52,10 +52,11 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 /// The scratch rule is built from `scratch`, the descriptor the host
 /// opened when it made the directory (or, inside the namespaces, of the
 /// private tmpfs mounted there and checked), never from a path (which an
-/// earlier command could have turned into a symlink). `namespaces`: whether the
-/// process already sits in its own namespaces, where the host's database is
-/// not visible; only then may an `auto` command take locks (a Plan command
-/// never may: see [`insert_lock_rules`]).
+/// earlier command could have turned into a symlink); the workspace rule
+/// from `workspace`, the directory the session bound. `namespaces`: whether
+/// the process already sits in its own namespaces, where every mount but
+/// the writable places is read-only (so mode changes are the kernel's to
+/// refuse) and `/dev/shm` is a private tmpfs the command may write.
 pub(crate) fn prepare(
     mode: &Mode,
     scratch: BorrowedFd<'_>,
@@ -101,6 +102,15 @@ pub(crate) fn prepare(
             AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate | AccessFs::IoctlDev,
         ))
         .map_err(landlock_error)?;
+    if namespaces {
+        // The private `/dev/shm` the namespaces mounted (POSIX shared
+        // memory and semaphores, which Python's multiprocessing needs).
+        let shm = rule_path(Path::new("/dev/shm"), true)?;
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .add_rule(PathBeneath::new(shm, everything))
+            .map_err(landlock_error)?;
+    }
     if let Some(workspace) = workspace {
         // The directory the session bound, by its descriptor: wherever its
         // path leads by now, the rule names this directory.
@@ -111,25 +121,11 @@ pub(crate) fn prepare(
     }
     Ok(Prepared {
         ruleset,
-        filters: seccomp_programs(
-            network,
-            refuse_locks(mode, namespaces),
-            workspace.is_some() && namespaces,
-        )?,
+        // Inside the namespaces every mount but the writable places is
+        // read-only, so the kernel refuses mode and time changes everywhere
+        // else; without them seccomp refuses them everywhere.
+        filters: seccomp_programs(network, namespaces)?,
     })
-}
-
-/// Whether lock calls are refused: always for a Plan command, whose only
-/// writable place is its scratch directory, so no lock it could take protects
-/// anything of its own while every lock it takes on a readable file (another
-/// process's lock file, any file of the machine) could stall that process;
-/// for `auto` only without namespaces, where the host's database is visible.
-fn refuse_locks(mode: &Mode, namespaces: bool) -> bool {
-    match mode {
-        Mode::None => false,
-        Mode::ReadOnly => true,
-        Mode::WorkspaceWrite { .. } => !namespaces,
-    }
 }
 
 /// Drops every capability, sets no_new_privs, enforces the Landlock ruleset
@@ -238,8 +234,7 @@ fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 /// list: always).
 fn denied_syscalls(
     network: bool,
-    refuse_locks: bool,
-    metadata_in_workspace: bool,
+    metadata_where_writable: bool,
 ) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let always: &[i64] = &[
         // Leaving the process group or session.
@@ -385,29 +380,59 @@ fn denied_syscalls(
         vec![rule(vec![condition(0, SeccompCmpOp::Eq, u64::from(u32::MAX))?])?],
     );
 
-    if !metadata_in_workspace {
+    let metadata = [
+        (libc::SYS_chmod, 1),
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (libc::SYS_fchmodat2, 2),
+    ];
+    if metadata_where_writable {
+        // Mode changes are the kernel's to refuse outside the writable
+        // places; what no place may get is a set-user-id or set-group-id
+        // bit, which would run as the host's user (root, maybe) later.
+        for (number, mode) in metadata {
+            rules.insert(number, set_id_rules(mode)?);
+        }
+    } else {
         // Mode and time changes Landlock does not cover: refused unless a
-        // read-only mount tree outside the workspace makes the kernel refuse
-        // them everywhere but there.
-        for number in [
-            libc::SYS_chmod,
-            libc::SYS_fchmod,
-            libc::SYS_fchmodat,
-            libc::SYS_fchmodat2,
+        // read-only mount tree outside the writable places makes the kernel
+        // refuse them everywhere but there.
+        for number in metadata.into_iter().map(|(number, _)| number).chain([
             libc::SYS_utime,
             libc::SYS_utimes,
             libc::SYS_utimensat,
             libc::SYS_futimesat,
-        ] {
+        ]) {
             rules.insert(number, Vec::new());
         }
     }
+    // A file created with a set-id bit in its mode, wherever it may be
+    // created.
+    for (number, mode) in [
+        (libc::SYS_open, 2),
+        (libc::SYS_openat, 3),
+        (libc::SYS_creat, 1),
+        (libc::SYS_mknod, 1),
+        (libc::SYS_mknodat, 2),
+    ] {
+        rules.insert(number, set_id_rules(mode)?);
+    }
     insert_process_rules(&mut rules)?;
     insert_socket_rules(&mut rules, network)?;
-    if refuse_locks {
-        insert_lock_rules(&mut rules)?;
-    }
     Ok(rules)
+}
+
+#[cfg(target_arch = "x86_64")]
+/// A mode argument (argument `index`) with the set-user-id or the
+/// set-group-id bit.
+fn set_id_rules(index: u8) -> Result<Vec<SeccompRule>, String> {
+    [libc::S_ISUID, libc::S_ISGID]
+        .into_iter()
+        .map(|bit| {
+            let bit = u64::from(bit);
+            rule(vec![condition(index, SeccompCmpOp::MaskedEq(bit), bit)?])
+        })
+        .collect()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -504,11 +529,13 @@ fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: boo
 #[cfg(target_arch = "x86_64")]
 /// Every advisory lock and lease: `flock`, and `fcntl` with `F_SETLK`,
 /// `F_SETLKW`, their OFD forms and `F_SETLEASE`. seccomp cannot see which
-/// file a descriptor names, so where the command could reach a file another
-/// process locks (the host's database first of all) every lock is refused;
-/// a lease is refused always, because breaking it stalls the opener.
-fn insert_lock_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), String> {
-    rules.insert(libc::SYS_flock, Vec::new());
+/// file a descriptor names, and every file a command can read (another
+/// host's database, a lock file of any process of the user) can be locked
+/// with a read descriptor, which would stall whoever needs it; so no
+/// command takes any lock, inside namespaces or not. They fail as on a
+/// file system without locks ("operation not supported"), which tools that
+/// lock for their own caches (cargo) take as "go on without".
+fn lock_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let commands = [
         value(libc::F_SETLK, "F_SETLK")?,
         value(libc::F_SETLKW, "F_SETLKW")?,
@@ -520,16 +547,14 @@ fn insert_lock_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>) -> Result<(), 
         .into_iter()
         .map(|command| rule(vec![condition(1, SeccompCmpOp::Eq, command)?]))
         .collect::<Result<Vec<_>, String>>()?;
-    rules.insert(libc::SYS_fcntl, fcntl_rules);
-    Ok(())
+    Ok(BTreeMap::from([
+        (libc::SYS_flock, Vec::new()),
+        (libc::SYS_fcntl, fcntl_rules),
+    ]))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn seccomp_programs(
-    _network: bool,
-    _refuse_locks: bool,
-    _metadata_in_workspace: bool,
-) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(_network: bool, _metadata_where_writable: bool) -> Result<Vec<BpfProgram>, String> {
     Err(format!(
         "the seccomp filter is defined for x86_64 only, not {}",
         std::env::consts::ARCH
@@ -547,11 +572,7 @@ fn errno(value: i32) -> Result<u32, String> {
 /// would otherwise slip past a list of x86_64 numbers; and `clone3`, refused
 /// with ENOSYS so that libc falls back to `clone`, whose flags the first
 /// program can inspect.
-fn seccomp_programs(
-    network: bool,
-    refuse_locks: bool,
-    metadata_in_workspace: bool,
-) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(network: bool, metadata_where_writable: bool) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| format!("seccomp: {error}"))?;
     let compile = |rules, action| -> Result<BpfProgram, String> {
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
@@ -559,16 +580,19 @@ fn seccomp_programs(
         BpfProgram::try_from(filter).map_err(|error| format!("seccomp: {error}"))
     };
     let denied = compile(
-        denied_syscalls(network, refuse_locks, metadata_in_workspace)?,
+        denied_syscalls(network, metadata_where_writable)?,
         SeccompAction::Errno(errno(libc::EPERM)?),
     )?;
     let mut guarded = x32_guard(errno(libc::ENOSYS)?);
     guarded.extend(denied);
-    let clone3 = compile(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+    // `openat2` carries its mode in a structure seccomp cannot read, so it
+    // goes the way of `clone3`: libc falls back to `openat`.
+    let unreadable_arguments = compile(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new()), (libc::SYS_openat2, Vec::new())]),
         SeccompAction::Errno(errno(libc::ENOSYS)?),
     )?;
-    Ok(vec![guarded, clone3])
+    let locks = compile(lock_rules()?, SeccompAction::Errno(errno(libc::EOPNOTSUPP)?))?;
+    Ok(vec![guarded, unreadable_arguments, locks])
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -110,7 +110,7 @@ fn no_terminal_is_reachable_and_dev_holds_only_the_kept_devices() {
         assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
         assert_eq!(
             events.text(Stream::Stdout),
-            ".empty fd full null random stderr stdin stdout urandom zero \nrefused\nnull-works\n",
+            ".empty fd full null random shm stderr stdin stdout urandom zero \nrefused\nnull-works\n",
             "{confinement:?}: {}",
             events.text(Stream::Stderr)
         );

@@ -11,6 +11,7 @@ mod failures;
 mod helper_file;
 mod host_death;
 mod isolation;
+mod modes;
 mod network;
 mod outside;
 mod pid;

@@ -83,14 +83,9 @@ fn escapes_and_metadata_changes_are_refused_even_in_the_scratch_dir() {
             "python3 -c \"import ctypes; assert ctypes.CDLL(None).unshare(0x10000000) == 0\"",
         ),
         ("unshare command", "unshare -U true"),
-        (
-            "chmod in scratch",
-            "echo x > \"$TMPDIR/f\" && chmod 600 \"$TMPDIR/f\"",
-        ),
-        (
-            "touch -d in scratch",
-            "echo x > \"$TMPDIR/f\" && touch -d 2000-01-01 \"$TMPDIR/f\"",
-        ),
+        // Mode and time changes in scratch are the kernel's business inside
+        // the namespaces (see `mode_changes`); without them seccomp refuses
+        // them everywhere.
         (
             "setxattr in scratch",
             "echo x > \"$TMPDIR/f\" && python3 -c \"import os; os.setxattr('$TMPDIR/f', 'user.a', b'1')\"",
@@ -101,6 +96,17 @@ fn escapes_and_metadata_changes_are_refused_even_in_the_scratch_dir() {
             "python3 -c \"import ctypes; assert ctypes.CDLL(None).ptrace(0, 0, 0, 0) == 0\"",
         ),
     ];
+    let mut cases = cases.to_vec();
+    if !namespaces_available() {
+        cases.push((
+            "chmod in scratch",
+            "echo x > \"$TMPDIR/f\" && chmod 600 \"$TMPDIR/f\"",
+        ));
+        cases.push((
+            "touch -d in scratch",
+            "echo x > \"$TMPDIR/f\" && touch -d 2000-01-01 \"$TMPDIR/f\"",
+        ));
+    }
     let mut failures = Vec::new();
     for (name, command) in cases {
         let dirs = dirs();
