@@ -439,6 +439,13 @@ impl Report {
     }
 }
 
+/// What the confining stage sends the supervisor once its network
+/// namespace exists and the command may use the network.
+pub(crate) const NETWORK_REQUEST: &[u8] = b"net\n";
+
+/// The supervisor's answer once the namespace's network is configured.
+pub(crate) const NETWORK_READY: [u8; 1] = *b"+";
+
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 

@@ -110,8 +110,36 @@ fn report_and_exit(lifeline: Option<&UnixStream>, report: &Report) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// How long a user-mode network stack may take to configure a namespace.
+const NETWORK_SETUP: Duration = Duration::from_secs(10);
+
+/// Where the user-mode network stack is looked for: fixed places of the
+/// system's packages, never `PATH`.
+const NETWORK_STACKS: [&str; 2] = ["/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns"];
+
+/// The first installed network stack that only root can replace.
+fn network_stack() -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    for candidate in NETWORK_STACKS {
+        let Ok(metadata) = std::fs::metadata(candidate) else {
+            continue;
+        };
+        let trusted = metadata.is_file() && metadata.uid() == 0 && metadata.mode() & 0o022 == 0;
+        if trusted {
+            return Ok(PathBuf::from(candidate));
+        }
+    }
+    Err(format!(
+        "the network option needs slirp4netns (a user-mode network stack, package slirp4netns) at {}, owned by root",
+        NETWORK_STACKS.join(" or ")
+    ))
+}
+
 struct Supervisor {
     shell: Pid,
+    /// The command's user-mode network stack and the write end of its exit
+    /// descriptor, while the command runs.
+    network: Option<(std::process::Child, OwnedFd)>,
     /// `None`: a timeout too large to represent, i.e. none.
     deadline: Option<Instant>,
     grace: Duration,
@@ -184,6 +212,7 @@ impl Supervisor {
         let _ = wire::send_handover(&status_ours, &handover.borrow());
         let mut supervisor = Supervisor {
             shell,
+            network: None,
             deadline: started.checked_add(timeout),
             grace,
             ending: None,
@@ -265,6 +294,14 @@ impl Supervisor {
                         if status_text.len() < 4096 {
                             status_text.extend_from_slice(&buffer[..read]);
                         }
+                        if let Some(rest) = status_text.strip_prefix(wire::NETWORK_REQUEST) {
+                            status_text = rest.to_vec();
+                            if let Err(reason) = self.attach_network() {
+                                self.sweep();
+                                return Err(fail(FailKind::Sandbox, reason));
+                            }
+                            let _ = (&*socket).write_all(&wire::NETWORK_READY);
+                        }
                     }
                     Ok(_) | Err(_) => {
                         status = None;
@@ -297,6 +334,59 @@ impl Supervisor {
                 return Ok(Some(self.finish()));
             }
         }
+    }
+
+    /// Attaches a user-mode network stack (`slirp4netns`) to the confining
+    /// stage's new network namespace and waits until it has configured it.
+    /// The stack runs here, outside the sandbox, with no environment, as a
+    /// child of this supervisor: the final sweep ends it with the command,
+    /// and it ends by itself when this process goes (its exit descriptor
+    /// closes). It may not reach the host's loopback.
+    fn attach_network(&mut self) -> Result<(), String> {
+        let stack = network_stack()?;
+        let (exit_read, exit_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|error| format!("network pipe: {error}"))?;
+        let (ready_read, ready_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|error| format!("network pipe: {error}"))?;
+        let namespaces = format!("/proc/{}/ns", self.shell.as_raw_nonzero());
+        let mut command = Command::new(&stack);
+        command
+            .env_clear()
+            .current_dir("/")
+            .args(["--configure", "--mtu=65520", "--disable-host-loopback"])
+            // Its stdin is the exit descriptor (end of file: exit), its
+            // stdout the ready one.
+            .args(["--exit-fd=0", "--ready-fd=1", "--netns-type=path"]);
+        if !rustix::process::geteuid().is_root() {
+            command.arg(format!("--userns-path={namespaces}/user"));
+        }
+        let child = command
+            .arg(format!("{namespaces}/net"))
+            .arg("tap0")
+            .stdin(Stdio::from(exit_read))
+            .stdout(Stdio::from(ready_write))
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| format!("starting {}: {error}", stack.display()))?;
+        drop(command);
+        let mut ready = PollFd::new(&ready_read, PollFlags::IN);
+        let wait = rustix::event::Timespec {
+            tv_sec: NETWORK_SETUP.as_secs().try_into().unwrap_or(i64::MAX),
+            tv_nsec: 0,
+        };
+        let answered = matches!(
+            rustix::event::poll(std::slice::from_mut(&mut ready), Some(&wait)),
+            Ok(1)
+        );
+        let mut byte = [0_u8; 1];
+        if !answered || !matches!(rustix::io::read(&ready_read, &mut byte), Ok(1)) {
+            return Err(format!(
+                "{} did not configure the command's network namespace",
+                stack.display()
+            ));
+        }
+        self.network = Some((child, exit_write));
+        Ok(())
     }
 
     fn begin_ending(&mut self, kind: EndKind, now: Instant) {
@@ -415,6 +505,12 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     if let Err(error) = rustix::process::fchdir(&cwd) {
         return failed(FailKind::Cwd, error.to_string());
     }
+    if matches!(args.mode, Mode::WorkspaceWrite { network: true, .. }) && !args.namespaces {
+        return failed(
+            FailKind::Sandbox,
+            "the network option needs the namespaces: a command never shares the host's network".into(),
+        );
+    }
     if matches!(args.mode, Mode::WorkspaceWrite { .. }) && workspace.is_none() {
         return failed(
             FailKind::Sandbox,
@@ -432,12 +528,16 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     if args.namespaces && !matches!(args.mode, Mode::None) {
         // Inside the namespaces the scratch rule names the private tmpfs
         // mounted at the scratch directory's place.
-        let scratch =
-            match namespaces::enter(&args, Some(scratch.as_fd()), workspace.as_ref().map(AsFd::as_fd)) {
-                Ok(Some(private)) => private,
-                Ok(None) => scratch,
-                Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
-            };
+        let scratch = match namespaces::enter(
+            &args,
+            Some(scratch.as_fd()),
+            workspace.as_ref().map(AsFd::as_fd),
+            Some(&status),
+        ) {
+            Ok(Some(private)) => private,
+            Ok(None) => scratch,
+            Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
+        };
         // The shell runs as a child of an init of the new PID namespace;
         // this process stays the supervisor's child and ends as it ends.
         return pid_namespace::run(&args, scratch, workspace, status);
@@ -544,7 +644,7 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
     };
     // A kernel that refuses namespaces leaves Landlock and seccomp, which
     // the checks below need either way.
-    let private = namespaces::enter(&args, Some(scratch_fd.as_fd()), None)
+    let private = namespaces::enter(&args, Some(scratch_fd.as_fd()), None, None)
         .ok()
         .flatten();
     let namespaces = private.is_some()

@@ -115,6 +115,7 @@ pub(crate) fn enter(
     args: &ConfineArgs,
     expected_scratch: Option<BorrowedFd<'_>>,
     workspace: Option<BorrowedFd<'_>>,
+    supervisor: Option<&std::os::unix::net::UnixStream>,
 ) -> Result<Option<OwnedFd>, String> {
     let network = match &args.mode {
         Mode::None => return Ok(None),
@@ -144,7 +145,10 @@ pub(crate) fn enter(
     let cwd_identity = identity(here.as_fd(), &cwd)?;
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
-    unshare(network)?;
+    unshare()?;
+    if network {
+        connect_network(supervisor)?;
+    }
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
     // Everything the new tree binds in is opened now, inside the new
@@ -287,21 +291,19 @@ fn needed_paths(args: &ConfineArgs, workspace: Option<&Path>, cwd: &Path) -> Vec
     kept
 }
 
-/// New mount, IPC and PID namespaces, a network namespace unless the
-/// command may use the network, and a user namespace (with our own uid and
-/// gid mapped) when we are not root, since only then are the others
-/// allowed. The PID namespace is the next child's: this process stays where
-/// it is.
+/// New mount, IPC, PID and network namespaces, and a user namespace (with
+/// our own uid and gid mapped) when we are not root, since only then are
+/// the others allowed. The PID namespace is the next child's: this process
+/// stays where it is. A command never shares the host's network namespace:
+/// with the network option its own gets a user-mode stack
+/// ([`connect_network`]).
 #[allow(unsafe_code)]
-fn unshare(network: bool) -> Result<(), String> {
+fn unshare() -> Result<(), String> {
     use rustix::thread::UnshareFlags;
     let root = rustix::process::geteuid().is_root();
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
-    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID;
-    if !network {
-        flags |= UnshareFlags::NEWNET;
-    }
+    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID | UnshareFlags::NEWNET;
     if !root {
         flags |= UnshareFlags::NEWUSER;
     }
@@ -317,6 +319,28 @@ fn unshare(network: bool) -> Result<(), String> {
         write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
     }
     Ok(())
+}
+
+/// Asks the supervisor (outside, in the host's network namespace) to attach
+/// a user-mode network stack to this process's new network namespace, and
+/// waits until it says the namespace is configured. The stack reaches the
+/// outside world only: the host's loopback (the approval card's server, any
+/// local service) is not reachable through it.
+fn connect_network(supervisor: Option<&std::os::unix::net::UnixStream>) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let mut supervisor = supervisor.ok_or("the network needs the supervisor, which is not there")?;
+    supervisor
+        .write_all(crate::wire::NETWORK_REQUEST)
+        .map_err(|error| format!("asking for the network: {error}"))?;
+    let mut answer = [0_u8; 1];
+    supervisor
+        .read_exact(&mut answer)
+        .map_err(|error| format!("waiting for the network: {error}"))?;
+    if answer == crate::wire::NETWORK_READY {
+        Ok(())
+    } else {
+        Err("the supervisor could not attach a network".into())
+    }
 }
 
 fn tmpfs(target: &Path, flags: MountFlags, options: &CStr) -> Result<(), String> {

@@ -14,12 +14,17 @@ use crate::support::*;
 
 /// The confinements every probe runs under, each without and (where the
 /// kernel allows them) with namespaces: these properties must hold either way.
+/// The network option exists only inside namespaces (without them it is
+/// refused: a command never shares the host's network).
 fn cases(workspace: &std::path::Path) -> Vec<(Confinement, bool)> {
     namespace_modes()
         .into_iter()
         .flat_map(|namespaces| {
             confinements(workspace)
                 .into_iter()
+                .filter(move |confinement| {
+                    namespaces || !matches!(confinement, Confinement::WorkspaceWrite { network: true, .. })
+                })
                 .map(move |confinement| (confinement, namespaces))
         })
         .collect()
