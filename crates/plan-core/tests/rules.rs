@@ -2318,7 +2318,8 @@ mod permissions {
         }
         // Asked again in a later batch with the same input, the call keeps
         // its decision, unaudited.
-        let (again, transition) = decisions(&confirmed.state, vec![call("w1", "Write", json!({"path": "a"}))]);
+        let (again, transition) =
+            decisions(&confirmed.state, vec![call("w1", "Write", json!({"path": "a"}))]);
         assert_eq!(again, [ToolDecision::Allow]);
         assert!(audits(&transition).is_empty());
     }
@@ -2377,7 +2378,11 @@ mod permissions {
                 seen.clone(),
                 json!({"content": "fn main() {}", "path": "src/lib.rs"}),
             ] {
-                assert_batch_changes_nothing(&confirmed, vec![call("w1", name, same)], &[ToolDecision::Allow]);
+                assert_batch_changes_nothing(
+                    &confirmed,
+                    vec![call("w1", name, same)],
+                    &[ToolDecision::Allow],
+                );
             }
             assert_refused_unchanged(
                 &confirmed,
@@ -2418,7 +2423,11 @@ mod permissions {
                 seen.clone(),
                 json!({"command": "cargo test", "cwd": "crates/", "timeoutMs": 5_000, "description": "tests"}),
             ] {
-                assert_batch_changes_nothing(&confirmed, vec![call("b1", "Bash", same)], &[ToolDecision::HostRun]);
+                assert_batch_changes_nothing(
+                    &confirmed,
+                    vec![call("b1", "Bash", same)],
+                    &[ToolDecision::HostRun],
+                );
             }
             // command/start runs exactly the confirmed input, or nothing.
             for other in &others {
@@ -2446,7 +2455,11 @@ mod permissions {
                 panic!("expected a start, got {:?}", started.reply);
             };
             assert_eq!(
-                (request.input.command.as_str(), request.input.cwd.as_str(), request.input.timeout_ms),
+                (
+                    request.input.command.as_str(),
+                    request.input.cwd.as_str(),
+                    request.input.timeout_ms
+                ),
                 ("cargo test", "crates", 5_000)
             );
             // Once: the call ran, and a resend with another input is still refused.
@@ -2472,9 +2485,15 @@ mod permissions {
         }
         // Under auto the mode's grant covers its own input only, too.
         let auto = agent(PermissionMode::Auto, Origin::Interactive);
-        let (_, transition) = decisions(&auto, vec![call("b2", "Bash", json!({"command": "ls", "cwd": "src"}))]);
+        let (_, transition) = decisions(
+            &auto,
+            vec![call("b2", "Bash", json!({"command": "ls", "cwd": "src"}))],
+        );
         let granted = transition.state;
-        for other in [json!({"command": "ls"}), json!({"command": "ls", "cwd": "src", "timeoutMs": 1})] {
+        for other in [
+            json!({"command": "ls"}),
+            json!({"command": "ls", "cwd": "src", "timeoutMs": 1}),
+        ] {
             assert_refused_unchanged(
                 &granted,
                 handle(

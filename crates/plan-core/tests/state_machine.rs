@@ -1536,7 +1536,8 @@ mod permissions {
                     }
                 }
                 (true, true) => {
-                    self.known.insert(call_id.to_owned(), (tool, run, Known::Awaiting));
+                    self.known
+                        .insert(call_id.to_owned(), (tool, run, Known::Awaiting));
                     ToolDecision::Confirm { host_run }
                 }
                 (true, false) => {

@@ -229,13 +229,32 @@ fn an_ask_confirmation_is_not_reused_for_another_input_over_serve() {
     let refused = ("deny".to_owned(), false, json!("INVALID_PARAMS"));
     for (call_id, name, other) in [
         ("w1", "Write", json!({"path": "../outside.md", "content": "seen"})),
-        ("w1", "Write", json!({"path": "notes.md", "content": "not what was shown"})),
-        ("b1", "Bash", json!({"command": "echo seen > seen.txt; touch pwned", "cwd": "sub", "timeoutMs": 5_000})),
-        ("b1", "Bash", json!({"command": "echo seen > seen.txt", "timeoutMs": 5_000})),
-        ("b1", "Bash", json!({"command": "echo seen > seen.txt", "cwd": "sub", "timeoutMs": 600_000})),
+        (
+            "w1",
+            "Write",
+            json!({"path": "notes.md", "content": "not what was shown"}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt; touch pwned", "cwd": "sub", "timeoutMs": 5_000}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt", "timeoutMs": 5_000}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt", "cwd": "sub", "timeoutMs": 600_000}),
+        ),
     ] {
         assert_eq!(
-            decided(&mut serve, json!([{"callId": call_id, "name": name, "input": other}])),
+            decided(
+                &mut serve,
+                json!([{"callId": call_id, "name": name, "input": other}])
+            ),
             [refused.clone()],
             "{call_id} {other}"
         );

@@ -449,7 +449,11 @@ fn agent_command_start_refusals_are_coded_and_audited() {
             &SessionId::from("agent"),
             &turn,
             vec![
-                call("b1", "Bash", json!({"command": "echo agent", "timeoutMs": 10_000})),
+                call(
+                    "b1",
+                    "Bash",
+                    json!({"command": "echo agent", "timeoutMs": 10_000}),
+                ),
                 call("r1", "Read", json!({})),
             ],
         )
