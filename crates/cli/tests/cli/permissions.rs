@@ -255,7 +255,7 @@ fn an_ask_confirmation_is_not_reused_for_another_input_over_serve() {
                 &mut serve,
                 json!([{"callId": call_id, "name": name, "input": other}])
             ),
-            [refused.clone()],
+            std::slice::from_ref(&refused),
             "{call_id} {other}"
         );
     }
