@@ -341,7 +341,11 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .host
         .start_turn("agent".to_owned(), Origin::Interactive)
         .unwrap();
-    let bash = call("b1", "Bash", r#"{"command":"printf out; printf err >&2"}"#);
+    let bash = call(
+        "b1",
+        "Bash",
+        r#"{"command":"printf out; printf err >&2","timeoutMs":10000}"#,
+    );
     let decided = fixture
         .host
         .tool_calls("agent".to_owned(), turn.turn_id.clone(), vec![bash])

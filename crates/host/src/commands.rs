@@ -562,7 +562,8 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `COMMAND_NOT_ALLOWED` (not a
     /// Bash call the turn allowed or a person confirmed, still awaiting its
-    /// confirmation, declined, started already, or another command text),
+    /// confirmation, declined, started already, or another command text,
+    /// `cwd` or timeout than the call's input),
     /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`, `SANDBOX_UNAVAILABLE`,
     /// `SHELL_UNAVAILABLE`, `SESSION_BUSY` (too many running commands),
     /// `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL` (the process could not be

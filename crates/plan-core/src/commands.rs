@@ -10,6 +10,7 @@
 //! plan-exec. There is no weaker fallback for a sandbox: a Plan command gets
 //! [`Sandbox::ReadOnly`] or does not run.
 
+use crate::call_input::CallDigest;
 use crate::model::{ActiveTurn, LimitError, UnixMs};
 use crate::objects::{CommandRun, CommandState, Mode, Sandbox, TurnKind};
 use crate::session::normalize_workspace_root;
@@ -430,11 +431,12 @@ pub struct TurnCommand {
     pub call_id: String,
     /// Where it stands.
     pub status: TurnCommandStatus,
-    /// The command text of the call's input: what was decided (and, under
-    /// `ask` or `accept-edits`, what a person confirmed), so `command/start`
-    /// runs exactly this text or nothing. `None` when the input held no
-    /// command text; such a call can never start.
-    pub command: Option<String>,
+    /// The digest of the call's input: what was decided (and, under `ask`
+    /// or `accept-edits`, what a person confirmed), so `command/start` runs
+    /// exactly this command, in this `cwd`, with this timeout, or nothing.
+    /// A call whose input was not a valid Bash input has a digest no start
+    /// matches; such a call can never start.
+    pub input: CallDigest,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

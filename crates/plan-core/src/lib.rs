@@ -34,6 +34,7 @@
 //! list. The derives describe shapes only: serializing is the caller's
 //! business, and this crate has no UniFFI dependency.
 
+mod call_input;
 mod commands;
 mod deadlines;
 mod error;
@@ -49,6 +50,7 @@ mod shells;
 mod text;
 mod tools;
 
+pub use call_input::CallDigest;
 pub use commands::{
     BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, DEFAULT_SECRET_ENV_MARKERS,
     MAX_COMMAND_BYTES, SandboxGrant, TurnCommand, TurnCommandStatus, check_resolved_cwd, check_sandbox,

@@ -6,6 +6,7 @@
 //! touches a file. The caller carries out the effects (in one storage
 //! transaction) and only then adopts the new state.
 
+use crate::call_input::CallDigest;
 use crate::commands::{CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
 use crate::deadlines::is_due;
 use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
@@ -535,7 +536,7 @@ fn plan_decision(
                     turn.commands.push(TurnCommand {
                         call_id: call.call_id.clone(),
                         status: TurnCommandStatus::Running,
-                        command: Some(request.input.command.clone()),
+                        input: CallDigest::of_run(&request.input),
                     });
                     ToolDecision::RunCommand(request)
                 }
@@ -559,8 +560,11 @@ fn plan_decision(
 
 /// One call of an Agent turn: the permission table under the session's
 /// permission mode and the turn's origin. A call that is not a plain allow
-/// is remembered in the turn and audited once; the same call id asked again
-/// gets the decision it has now.
+/// is remembered in the turn, with the digest of its input, and audited
+/// once. The same call id sent again with the same input gets the decision
+/// it has now, unaudited; with another tool or another input (P14: another
+/// path, content, command, `cwd` or timeout) it is `INVALID_PARAMS` and
+/// changes nothing, so a confirmation never covers an input nobody saw.
 fn agent_decision(
     state: &SessionState,
     context: &Context,
@@ -569,14 +573,20 @@ fn agent_decision(
     effects: &mut Vec<Effect>,
 ) -> ToolDecision {
     let kind = tool_kind(&call.name);
+    let input = CallDigest::of_call(
+        &call.name,
+        &call.input,
+        state.session.workspace_root.as_deref(),
+        &context.limits.commands,
+    );
     if let Some(known) = turn
         .confirmations
         .iter()
         .find(|known| known.call_id == call.call_id)
     {
         // A call id stands for the one call that was decided; reusing it
-        // for another tool would borrow that decision.
-        if known.tool != call.name {
+        // for another tool or another input would borrow that decision.
+        if known.tool != call.name || known.input != input {
             return ToolDecision::Deny(ErrorCode::InvalidParams);
         }
         return decision_of(known);
@@ -603,19 +613,11 @@ fn agent_decision(
         ),
         PermissionRule::Deny(code) => return ToolDecision::Deny(code),
     };
-    let command = match kind {
-        ToolKind::Bash => call
-            .input
-            .get("command")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-        ToolKind::ReadOnly | ToolKind::ChangesFiles | ToolKind::SubmitPlan | ToolKind::Other => None,
-    };
     let confirmation = ToolConfirmation {
         call_id: call.call_id.clone(),
         tool: call.name.clone(),
         kind,
-        command,
+        input,
         status,
     };
     effects.push(Effect::RecordToolAudit(ToolAuditEntry {
@@ -662,7 +664,7 @@ fn allow_start(turn: &mut ActiveTurn, confirmation: &ToolConfirmation) {
         turn.commands.push(TurnCommand {
             call_id: confirmation.call_id.clone(),
             status: TurnCommandStatus::Allowed,
-            command: confirmation.command.clone(),
+            input: confirmation.input,
         });
     }
 }
@@ -789,9 +791,10 @@ fn command_request(
 }
 
 /// `command/start` for an Agent turn's allowed or confirmed Bash call, with
-/// the command text the call held. A call still awaiting its confirmation,
-/// declined, never decided as Bash in this turn, already started, or
-/// started with other text is `COMMAND_NOT_ALLOWED`.
+/// exactly the input the call held: the same command text, `cwd` and
+/// timeout (compared by [`CallDigest`]). A call still awaiting its
+/// confirmation, declined, never decided as Bash in this turn, already
+/// started, or started with any other input is `COMMAND_NOT_ALLOWED`.
 fn start_command(
     state: &mut SessionState,
     context: &Context,
@@ -814,12 +817,10 @@ fn start_command(
     };
     let options = &context.limits.commands;
     let input = parse_bash_input(input, state.session.workspace_root.as_deref(), options)?;
-    // Only the command text that was decided (and confirmed) may run.
-    let decided = turn
-        .commands
-        .get(index)
-        .and_then(|known| known.command.as_deref());
-    if decided != Some(input.command.as_str()) {
+    // Only the input that was decided (and confirmed) may run: the same
+    // command, in the same cwd, with the same timeout.
+    let decided = turn.commands.get(index).map(|known| known.input);
+    if decided != Some(CallDigest::of_run(&input)) {
         return Err(ErrorCode::CommandNotAllowed);
     }
     let request = command_request(state, context, &turn, call_id, input)?;

@@ -356,10 +356,17 @@ impl SessionState {
                         confirmation.call_id
                     ));
                 }
-                let startable = turn
+                let command = turn
                     .commands
                     .iter()
-                    .any(|command| command.call_id == confirmation.call_id);
+                    .find(|command| command.call_id == confirmation.call_id);
+                if command.is_some_and(|command| command.input != confirmation.input) {
+                    return Err(format!(
+                        "call {} may start with an input other than the one decided",
+                        confirmation.call_id
+                    ));
+                }
+                let startable = command.is_some();
                 let may_start = match confirmation.status {
                     ConfirmationStatus::NotNeeded | ConfirmationStatus::Confirmed => true,
                     ConfirmationStatus::Awaiting | ConfirmationStatus::Declined(_) => false,

@@ -17,6 +17,7 @@
 //! turns and emits the audit entries, and no frontend restates it.
 
 use crate::ErrorCode;
+use crate::call_input::CallDigest;
 use crate::objects::{Origin, PermissionMode};
 use crate::tools::ToolKind;
 
@@ -125,9 +126,11 @@ pub struct ToolConfirmation {
     pub tool: String,
     /// Its kind in the catalog.
     pub kind: ToolKind,
-    /// For Bash: the command text of the call's input, the only text a
-    /// confirmed call may be started with.
-    pub command: Option<String>,
+    /// What the call asks for, as decided (and, once confirmed, as a person
+    /// saw it): the call id sent again with another input is refused, and a
+    /// Bash call starts only with this input (tool, command, `cwd`,
+    /// timeout).
+    pub input: CallDigest,
     /// Where it stands.
     pub status: ConfirmationStatus,
 }

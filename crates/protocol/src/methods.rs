@@ -152,10 +152,12 @@ pub struct CommandStartParams {
     pub call_id: String,
     /// The command text: exactly the `command` of the call's input.
     pub command: String,
-    /// Workspace-relative or absolute working directory inside the root.
+    /// Workspace-relative or absolute working directory inside the root:
+    /// the same directory as the call's input named (absent: the root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// Timeout in milliseconds, 1..=the host's maximum.
+    /// Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+    /// the call's input asked for (absent: the host's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }

@@ -376,7 +376,8 @@ export interface CommandStartParams {
    */
   command: string;
   /**
-   * Workspace-relative or absolute working directory inside the root.
+   * Workspace-relative or absolute working directory inside the root:
+   * the same directory as the call's input named (absent: the root).
    */
   cwd?: string | null;
   /**
@@ -384,7 +385,8 @@ export interface CommandStartParams {
    */
   sessionId: string;
   /**
-   * Timeout in milliseconds, 1..=the host's maximum.
+   * Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+   * the call's input asked for (absent: the host's default).
    */
   timeoutMs?: number | null;
   /**

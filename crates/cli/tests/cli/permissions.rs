@@ -165,6 +165,147 @@ fn tool_confirm_over_serve_allows_declines_and_refuses_with_its_codes() {
     assert!(!workspace.join("unattended").exists());
 }
 
+/// P14 through the wire: a call a person confirmed under `ask` runs only
+/// with the input they saw. The call id sent again with another path,
+/// content, `cwd` or timeout is refused with `INVALID_PARAMS`, the same
+/// input keeps its decision, and `command/start` runs exactly the
+/// confirmed command, `cwd` and timeout or nothing.
+#[test]
+fn an_ask_confirmation_is_not_reused_for_another_input_over_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir_all(workspace.join("sub")).unwrap();
+    let db = dir.path().join("plan.db");
+    let (mut serve, sandboxed) = initialized(&db);
+    serve.call(
+        "session/create",
+        json!({"sessionId": "s1", "workspaceRoot": workspace, "mode": "agent", "permissionMode": "ask"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        json!({"sessionId": "s1", "prompt": "go", "origin": "interactive"}),
+    )["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bash_seen = json!({"command": "echo seen > seen.txt", "cwd": "sub", "timeoutMs": 5_000});
+    let write_seen = json!({"path": "notes.md", "content": "seen"});
+    let batch = |calls: Value| json!({"sessionId": "s1", "turnId": turn, "calls": calls});
+    let decided = |serve: &mut Serve, calls: Value| -> Vec<(String, bool, Value)> {
+        serve.call("turn/toolCalls", batch(calls))["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|result| {
+                (
+                    result["decision"].as_str().unwrap().to_owned(),
+                    result["hostRun"] == true,
+                    result["error"]["code"].clone(),
+                )
+            })
+            .collect()
+    };
+    let asked = decided(
+        &mut serve,
+        json!([
+            {"callId": "b1", "name": "Bash", "input": bash_seen},
+            {"callId": "w1", "name": "Write", "input": write_seen},
+        ]),
+    );
+    assert_eq!(
+        asked,
+        [
+            ("confirm".to_owned(), true, Value::Null),
+            ("confirm".to_owned(), false, Value::Null)
+        ]
+    );
+    for call_id in ["b1", "w1"] {
+        let confirmed = serve.call(
+            "tool/confirm",
+            json!({"sessionId": "s1", "turnId": turn, "callId": call_id, "allow": true}),
+        );
+        assert_eq!(confirmed["decision"], "allow");
+    }
+    let refused = ("deny".to_owned(), false, json!("INVALID_PARAMS"));
+    for (call_id, name, other) in [
+        ("w1", "Write", json!({"path": "../outside.md", "content": "seen"})),
+        (
+            "w1",
+            "Write",
+            json!({"path": "notes.md", "content": "not what was shown"}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt; touch pwned", "cwd": "sub", "timeoutMs": 5_000}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt", "timeoutMs": 5_000}),
+        ),
+        (
+            "b1",
+            "Bash",
+            json!({"command": "echo seen > seen.txt", "cwd": "sub", "timeoutMs": 600_000}),
+        ),
+    ] {
+        assert_eq!(
+            decided(
+                &mut serve,
+                json!([{"callId": call_id, "name": name, "input": other}])
+            ),
+            std::slice::from_ref(&refused),
+            "{call_id} {other}"
+        );
+    }
+    // The input the person saw keeps its decision.
+    assert_eq!(
+        decided(
+            &mut serve,
+            json!([
+                {"callId": "b1", "name": "Bash", "input": bash_seen},
+                {"callId": "w1", "name": "Write", "input": write_seen},
+            ])
+        ),
+        [
+            ("allow".to_owned(), true, Value::Null),
+            ("allow".to_owned(), false, Value::Null)
+        ]
+    );
+    let start = json!({"sessionId": "s1", "turnId": turn, "callId": "b1",
+        "command": "echo seen > seen.txt", "cwd": "sub", "timeoutMs": 5_000});
+    for (field, other) in [
+        ("command", json!("echo seen > seen.txt; touch pwned")),
+        ("cwd", json!(".")),
+        ("cwd", Value::Null),
+        ("timeoutMs", json!(600_000)),
+        ("timeoutMs", Value::Null),
+    ] {
+        let mut params = start.clone();
+        params[field] = other.clone();
+        assert_eq!(
+            serve.code("command/start", params),
+            "COMMAND_NOT_ALLOWED",
+            "{field} {other}"
+        );
+    }
+    if sandboxed {
+        let run = serve.call("command/start", start);
+        assert_eq!(run["cwd"], "sub");
+        let exited = serve.wait_notification("command/exited", REPLY_TIMEOUT);
+        assert_eq!(exited["params"]["command"]["exitCode"], 0);
+        assert!(workspace.join("sub/seen.txt").exists());
+    } else {
+        eprintln!("the kernel sandbox is unavailable here; asserting SANDBOX_UNAVAILABLE");
+        assert_eq!(serve.code("command/start", start), "SANDBOX_UNAVAILABLE");
+    }
+    assert!(!workspace.join("pwned").exists() && !workspace.join("sub/pwned").exists());
+    assert!(!workspace.join("seen.txt").exists());
+    serve.call("turn/complete", json!({"sessionId": "s1", "turnId": turn}));
+    assert!(serve.close().success());
+}
+
 /// A database where an approved plan's execution (under `accept-edits`)
 /// had an edit auto-allowed, a Bash call confirmed and run, and a plugin
 /// call declined, on a manual clock.

@@ -448,7 +448,14 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .tool_calls(
             &SessionId::from("agent"),
             &turn,
-            vec![bash("b1", "echo agent"), call("r1", "Read", json!({}))],
+            vec![
+                call(
+                    "b1",
+                    "Bash",
+                    json!({"command": "echo agent", "timeoutMs": 10_000}),
+                ),
+                call("r1", "Read", json!({})),
+            ],
         )
         .unwrap();
     // Under `ask` the Bash call awaits a person and is host-run.
@@ -498,6 +505,20 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         ErrorCode::CommandNotAllowed,
         "only the text that was confirmed runs"
     );
+    for timeout_ms in [None, Some(600_000)] {
+        assert_eq!(
+            code(fixture.host.start_agent_command(
+                &SessionId::from("agent"),
+                &turn,
+                "b1",
+                "echo agent",
+                None,
+                timeout_ms
+            )),
+            ErrorCode::CommandNotAllowed,
+            "only the timeout that was confirmed runs: {timeout_ms:?}"
+        );
+    }
     if !fixture.sandboxed() {
         assert_eq!(
             code(start("b1", "echo agent", None)),
@@ -526,7 +547,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .filter(|record| record.kind == CommandEntryKind::Refused)
         .map(|record| (record.run.call_id, record.run.error_code))
         .collect();
-    assert_eq!(refused.len(), 7, "every refused start is recorded: {refused:?}");
+    assert_eq!(refused.len(), 9, "every refused start is recorded: {refused:?}");
     assert!(refused.contains(&("c1".to_owned(), Some(ErrorCode::CommandNotAllowed))));
     let plan_refusal = fixture.entries("plan", "c1");
     assert_eq!(

@@ -45,7 +45,11 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
     let (turn, outcomes) = fixture.batch_in_new_turn(
         "s",
         vec![
-            bash("b1", "echo confirmed > confirmed.txt"),
+            call(
+                "b1",
+                "Bash",
+                json!({"command": "echo confirmed > confirmed.txt", "timeoutMs": 10_000}),
+            ),
             call("w1", "Write", json!({"path": "notes.md"})),
             call("r1", "Read", json!({"path": "notes.md"})),
         ],

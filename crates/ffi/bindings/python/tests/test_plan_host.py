@@ -833,7 +833,7 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     turn = host.start_turn("agent", Origin.INTERACTIVE)
     command = "printf out; printf err >&2"
     (asked, written) = host.tool_calls(
-        "agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": command})), call("w1", "Write")]
+        "agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": command, "timeoutMs": 10_000})), call("w1", "Write")]
     )
     assert (asked.decision, asked.host_run) == (ToolCallDecision.CONFIRM, True)
     assert (written.decision, written.host_run) == (ToolCallDecision.CONFIRM, False)

@@ -1107,7 +1107,7 @@ class PlanHostTest {
         host.createSession("agent", workspace().toString(), Mode.AGENT, null)
         val turn = host.startTurn("agent", Origin.INTERACTIVE)
         val command = "printf out; printf err >&2"
-        val asked = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": ${quote(command)}}"))).single()
+        val asked = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": ${quote(command)}, \"timeoutMs\": 10000}"))).single()
         assertEquals(ToolCallDecision.CONFIRM, asked.decision)
         assertEquals(true, asked.hostRun)
         failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
