@@ -363,6 +363,14 @@ pub fn check_sandbox(grant: &SandboxGrant, options: &CommandOptions) -> Result<(
         Sandbox::None => Ok(()),
         Sandbox::ReadOnly if options.sandbox_available => Ok(()),
         Sandbox::ReadOnly => Err(grant.sandbox.unavailable_code()),
+        // A command never shares the host's network namespace (P11): the
+        // network option needs namespaces of its own, whatever else the
+        // host accepts without them.
+        Sandbox::WorkspaceWrite
+            if grant.network && !(options.sandbox_available && options.namespaces_available) =>
+        {
+            Err(grant.sandbox.unavailable_code())
+        }
         Sandbox::WorkspaceWrite
             if options.sandbox_available
                 && (options.namespaces_available || options.auto_without_sandbox) =>
@@ -374,8 +382,10 @@ pub fn check_sandbox(grant: &SandboxGrant, options: &CommandOptions) -> Result<(
 }
 
 /// What `initialize` reports about the sandbox: the layers that work here
-/// and the properties of `sandbox.md` they enforce (P7 and P8 need the
-/// namespaces). Nothing without the sandbox.
+/// and the properties of `sandbox.md` they enforce. P7, P8, P11 (a network
+/// namespace of the command's own) and P13 need the namespaces; P14 is
+/// this crate's own rule and holds wherever commands run. Nothing without
+/// the sandbox.
 pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'static str>) {
     if !options.sandbox_available {
         return (Vec::new(), Vec::new());
@@ -383,12 +393,14 @@ pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'sta
     if options.namespaces_available {
         (
             vec!["landlock", "seccomp", "namespaces"],
-            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"],
+            vec![
+                "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
+            ],
         )
     } else {
         (
             vec!["landlock", "seccomp"],
-            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9"],
+            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
         )
     }
 }

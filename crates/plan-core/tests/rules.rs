@@ -2050,6 +2050,36 @@ mod commands {
     }
 
     #[test]
+    fn the_network_option_needs_namespaces_of_the_commands_own_even_with_the_opt_out() {
+        // P11: a command never shares the host's network namespace. Inside
+        // namespaces the network is the command's own; without them the
+        // option is refused, and the opt-out that accepts `auto` without
+        // namespaces does not extend to it.
+        let agent = agent_turn_with_bash(PermissionMode::Auto);
+        let mut online = sandboxed();
+        online.limits.commands.network_in_auto = true;
+        let transition = start(&agent, &online, "c1");
+        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+            panic!("expected a start, got {:?}", transition.reply);
+        };
+        assert!(request.grant.network);
+        let mut offline_host = without_namespaces();
+        offline_host.limits.commands.network_in_auto = true;
+        offline_host.limits.commands.auto_without_sandbox = true;
+        assert_refused_unchanged(
+            &agent,
+            start(&agent, &offline_host, "c1"),
+            ErrorCode::SandboxUnavailable,
+        );
+        // Without the option the opt-out still runs it offline.
+        offline_host.limits.commands.network_in_auto = false;
+        assert!(matches!(
+            start(&agent, &offline_host, "c1").reply,
+            Ok(Reply::CommandStarted(_))
+        ));
+    }
+
+    #[test]
     fn the_sandbox_report_names_what_holds() {
         assert_eq!(
             plan_core::sandbox_report(&context(T0).limits.commands),
@@ -2057,10 +2087,18 @@ mod commands {
         );
         let (layers, enforced) = plan_core::sandbox_report(&without_namespaces().limits.commands);
         assert_eq!(layers, ["landlock", "seccomp"]);
-        assert_eq!(enforced, ["P1", "P2", "P3", "P4", "P5", "P6", "P9"]);
+        assert_eq!(
+            enforced,
+            ["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]
+        );
         let (layers, enforced) = plan_core::sandbox_report(&sandboxed().limits.commands);
         assert_eq!(layers, ["landlock", "seccomp", "namespaces"]);
-        assert_eq!(enforced, ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]);
+        assert_eq!(
+            enforced,
+            [
+                "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
+            ]
+        );
     }
 
     #[test]

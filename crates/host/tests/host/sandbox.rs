@@ -286,7 +286,7 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
     assert_eq!(commands["layers"], json!(["landlock", "seccomp"]));
     assert_eq!(
         commands["enforced"],
-        json!(["P1", "P2", "P3", "P4", "P5", "P6", "P9"])
+        json!(["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"])
     );
 
     let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
@@ -340,7 +340,9 @@ fn initialize_reports_every_layer_where_namespaces_work() {
     assert_eq!(commands["layers"], json!(["landlock", "seccomp", "namespaces"]));
     assert_eq!(
         commands["enforced"],
-        json!(["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"])
+        json!([
+            "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
+        ])
     );
 }
 
