@@ -253,10 +253,21 @@ impl Host {
         )
         .map_err(|refusal| HostError::with_detail(refusal.code(), refusal.to_string()))?;
         let now = self.core.now();
-        self.core.with_open(|open| {
+        let state = self.core.with_open(|open| {
             open.store.create_session(&session, now)?;
             Ok(SessionState::idle(session))
-        })
+        })?;
+        // The session binds its workspace now, by descriptor, where the
+        // directory exists: whatever later happens to the path, its commands
+        // run in this directory (or, where it appears only later, in the one
+        // its first command finds).
+        if let Some(root) = &state.session.workspace_root {
+            let _ = self
+                .core
+                .commands
+                .workspace(state.session.id.as_str(), std::path::Path::new(root));
+        }
+        Ok(state)
     }
 
     /// The session as it is now (an overdue approval is expired first).

@@ -6,6 +6,7 @@
 //! can hold these without importing the module that uses the loop.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -65,12 +66,50 @@ pub(crate) struct CommandSupport {
     pub(crate) output_cap: u64,
     pub(crate) grace: Duration,
     pub(crate) scratch_cap: ScratchCap,
+    /// The per-user directory every host's default scratch root lies in,
+    /// and where each host registers its database: inside the namespaces a
+    /// command sees neither another host's scratch directories nor any
+    /// registered database (another project's transcripts included).
+    pub(crate) hosts_directory: Option<PathBuf>,
     /// Each session's workspace, opened once: when the session is created
     /// where its directory exists, else (a session of an earlier host, or
     /// one whose directory appeared later) at its first command here. Every
     /// later command's root and working directory come from that
     /// descriptor, so renaming or replacing the directory cannot move them.
     pub(crate) workspaces: Mutex<HashMap<String, WorkspaceDir>>,
+}
+
+/// The name of the registry of databases in the per-user directory.
+const DATABASES: &str = "databases";
+
+/// Registers `resolved` (the database at `database`) in the per-user
+/// directory of hosts (the parent of every default scratch root, private
+/// to the user), so that every host hides it from its commands; returns
+/// that directory. Best effort: a host that cannot register still runs,
+/// and its own database is hidden from its own commands as always.
+fn register_database(database: &Path, resolved: &Path) -> Option<PathBuf> {
+    let hosts = ScratchRoot::default_for(database).parent()?.to_path_buf();
+    let registry = ScratchRoot::open(&hosts.join(DATABASES)).ok()?;
+    let name = ScratchRoot::default_for(resolved).file_name()?.to_owned();
+    let entry = registry.path().join(name);
+    let text = resolved.as_os_str().as_encoded_bytes();
+    if std::fs::read(&entry).ok().as_deref() != Some(text) {
+        let _ = std::fs::write(&entry, text);
+    }
+    Some(hosts)
+}
+
+/// Every database registered in `hosts` that still exists, but `own`.
+fn registered_databases(hosts: &Path, own: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(hosts.join(DATABASES)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path()).ok())
+        .map(|bytes| PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+        .filter(|database| database.is_absolute() && database != own && database.exists())
+        .collect()
 }
 
 /// `database` with its directory made absolute and resolved where it
@@ -104,6 +143,7 @@ impl CommandSupport {
             grace: options.command_grace,
             scratch_cap: options.scratch_size.cap(),
             workspaces: Mutex::default(),
+            hosts_directory: None,
         };
         let root_path = options
             .scratch_root
@@ -134,7 +174,9 @@ impl CommandSupport {
             }
             SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
         };
+        let hosts_directory = register_database(database, &resolved);
         CommandSupport {
+            hosts_directory,
             runner: Some(runner),
             status,
             namespaces,
@@ -219,6 +261,25 @@ impl CommandSupport {
             .into_iter()
             .collect();
         hidden.extend(side_files);
+        // Other hosts' databases (their transcripts) and scratch roots: the
+        // per-user directory holds every default scratch root (this host's
+        // own stays visible to its command through the cover's bind-back).
+        if let Some(hosts) = &self.hosts_directory {
+            for other in registered_databases(hosts, &self.database) {
+                let other_directory = other.parent().filter(|directory| {
+                    directory.parent().is_some()
+                        && *directory != workspace_root
+                        && !workspace_root.starts_with(directory)
+                });
+                hidden.extend(other_directory.map(Path::to_path_buf));
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let mut name = other.as_os_str().to_owned();
+                    name.push(suffix);
+                    hidden.push(PathBuf::from(name));
+                }
+            }
+            hidden.push(hosts.clone());
+        }
         Isolation {
             namespaces: self.namespaces_available(),
             scratch_root: self.scratch_root.as_ref().map(|root| root.path().to_path_buf()),

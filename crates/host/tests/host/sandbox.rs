@@ -445,3 +445,117 @@ fn a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan() {
     assert!(!Path::new(&format!("{db}-journal")).exists());
     assert!(!fixture.workspace.join("ran.txt").exists());
 }
+
+#[test]
+fn another_hosts_transcripts_and_scratch_are_hidden_from_plan_commands() {
+    // Two hosts of two projects, as a person runs them side by side: a
+    // Plan command of one reads neither the other's database (its
+    // transcripts) nor a file in the other's live scratch directory.
+    // The other host runs without namespaces, so its scratch directory is
+    // on disk, not a private tmpfs.
+    let other = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/other.db"),
+        |options, _| HostOptions {
+            skip_namespaces: true,
+            ..options
+        },
+    );
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |options, _| options,
+    );
+    if !namespaced(
+        &fixture,
+        "another_hosts_transcripts_and_scratch_are_hidden_from_plan_commands",
+    ) {
+        return;
+    }
+    let other_plan = start_session(&other, "other", Mode::Plan, PermissionMode::Ask);
+    // The other host's command leaves a file in its scratch directory and
+    // waits there, so the directory is live while this host's command looks.
+    let gate = gate(&other, "go");
+    let waiting = format!(
+        "echo secret > \"$TMPDIR/live\"; echo dir=$TMPDIR; read -r _ < {}",
+        gate.display()
+    );
+    other
+        .host
+        .tool_calls(&SessionId::from("other"), &other_plan, vec![bash("w1", &waiting)])
+        .unwrap();
+    let line = stdout_until(&other, "w1", Some(&|line: &str| line.starts_with("dir=")));
+    let scratch = line
+        .lines()
+        .find_map(|line| line.strip_prefix("dir="))
+        .unwrap()
+        .to_owned();
+    // Outside any sandbox both are there to read: the probes can fail.
+    assert_eq!(
+        std::fs::read_to_string(format!("{scratch}/live")).unwrap(),
+        "secret\n"
+    );
+    assert!(std::fs::read(&other.db).unwrap().starts_with(b"SQLite format"));
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    let command = format!(
+        "grep -q 'SQLite format' {db} 2>/dev/null && echo transcripts-read || echo no-transcripts; \
+         cat {scratch}/live 2>/dev/null || echo no-scratch",
+        db = other.db.display()
+    );
+    assert_eq!(
+        plan_stdout(&fixture, "plan", &plan, "p1", &command),
+        "no-transcripts\nno-scratch\n"
+    );
+    open_gate(&gate);
+    stdout_of(&other, "w1");
+}
+
+#[test]
+fn a_session_keeps_the_workspace_it_bound_when_an_enclosing_session_replaces_it() {
+    // A session bound to `workspace/inner` and an `auto` session bound to
+    // `workspace`: the outer command moves `inner` away and puts a link to
+    // another directory in its place; the inner session's next command
+    // still runs in (and writes to) the directory it bound.
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |options, _| options,
+    );
+    if !namespaced(
+        &fixture,
+        "a_session_keeps_the_workspace_it_bound_when_an_enclosing_session_replaces_it",
+    ) {
+        return;
+    }
+    let inner = fixture.workspace.join("inner");
+    let elsewhere = fixture.workspace.parent().unwrap().join("elsewhere");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    fixture
+        .host
+        .create_session(NewSession {
+            session_id: Some("inner".into()),
+            workspace_root: Some(inner.display().to_string()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+        })
+        .unwrap();
+    let inner_turn = fixture
+        .host
+        .start_turn(&SessionId::from("inner"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    let outer = start_session(&fixture, "outer", Mode::Agent, PermissionMode::Auto);
+    let moved = format!(
+        "mv inner inner.moved && ln -s {} inner && echo swapped",
+        elsewhere.display()
+    );
+    assert_eq!(auto_stdout(&fixture, "outer", &outer, "o1", &moved), "swapped\n");
+    assert_eq!(
+        auto_stdout(&fixture, "inner", &inner_turn, "i1", "touch written && pwd -P"),
+        format!("{}\n", fixture.workspace.join("inner.moved").display())
+    );
+    assert!(fixture.workspace.join("inner.moved/written").exists());
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "the command followed the link"
+    );
+}
