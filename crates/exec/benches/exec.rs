@@ -76,6 +76,26 @@ fn spawn_true(c: &mut Criterion) {
     group.bench_function("runner_read_only", |b| {
         b.iter(|| run_to_exit(&runner, &sandboxed))
     });
+    // `auto`: the workspace walk, its protected paths bound read-only, and
+    // with the network a network namespace with its own stack.
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(workspace.path().join(".git/hooks")).unwrap();
+    for network in [false, true] {
+        let auto = spec(
+            "true",
+            scratch.path(),
+            Confinement::WorkspaceWrite {
+                workspace_root: workspace.path().to_path_buf(),
+                network,
+            },
+        );
+        let name = if network {
+            "runner_workspace_write_network"
+        } else {
+            "runner_workspace_write"
+        };
+        group.bench_function(name, |b| b.iter(|| run_to_exit(&runner, &auto)));
+    }
     group.bench_function("runner_unsandboxed", |b| {
         b.iter(|| run_to_exit(&runner, &unsandboxed))
     });

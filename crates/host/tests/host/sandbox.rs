@@ -559,3 +559,51 @@ fn a_session_keeps_the_workspace_it_bound_when_an_enclosing_session_replaces_it(
         "the command followed the link"
     );
 }
+
+#[test]
+fn turn_cancel_and_other_requests_hold_whatever_the_workspace_holds() {
+    // Repository pointers that are a FIFO, an endless device and a socket,
+    // planted by an earlier command: the next `auto` command starts,
+    // `turn/cancel` ends it and answers, and the host answers meanwhile.
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |options, _| options,
+    );
+    if !namespaced(
+        &fixture,
+        "turn_cancel_and_other_requests_hold_whatever_the_workspace_holds",
+    ) {
+        return;
+    }
+    let ws = &fixture.workspace;
+    std::fs::create_dir_all(ws.join(".g")).unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: .g\n").unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(ws.join(".g/commondir"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    std::fs::create_dir_all(ws.join("sub/.h")).unwrap();
+    std::fs::write(ws.join("sub/.git"), "gitdir: .h\n").unwrap();
+    std::os::unix::fs::symlink("/dev/zero", ws.join("sub/.h/commondir")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(ws.join("sub/.h/config")).unwrap();
+    let auto = start_session(&fixture, "auto", Mode::Agent, PermissionMode::Auto);
+    let gate = gate(&fixture, "never");
+    let waiting = format!("echo started; read -r _ < {}", gate.display());
+    fixture
+        .host
+        .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", &waiting)])
+        .unwrap();
+    fixture
+        .host
+        .start_agent_command(&SessionId::from("auto"), &auto, "a1", &waiting, None, None)
+        .unwrap();
+    stdout_until(&fixture, "a1", Some(&|line: &str| line == "started"));
+    // Another request is answered while the command runs.
+    fixture.host.session(&SessionId::from("auto")).unwrap();
+    fixture.host.cancel_turn(&SessionId::from("auto")).unwrap();
+    let run = fixture.host.command(&SessionId::from("auto"), "a1").unwrap();
+    assert_eq!(run.state, plan_core::CommandState::Cancelled, "{run:?}");
+}
