@@ -353,7 +353,11 @@ impl Supervisor {
         command
             .env_clear()
             .current_dir("/")
+            // It parses what the command sends: it confines itself too (a
+            // mount namespace of its own, capabilities dropped, a seccomp
+            // filter).
             .args(["--configure", "--mtu=65520", "--disable-host-loopback"])
+            .args(["--enable-sandbox", "--enable-seccomp"])
             // Its stdin is the exit descriptor (end of file: exit), its
             // stdout the ready one.
             .args(["--exit-fd=0", "--ready-fd=1", "--netns-type=path"]);

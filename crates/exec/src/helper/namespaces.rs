@@ -146,9 +146,13 @@ pub(crate) fn enter(
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
     unshare()?;
-    if network {
-        connect_network(supervisor)?;
-    }
+    // The supervisor attaches the network stack while the tree is built;
+    // the answer is awaited once it is.
+    let network = if network {
+        Some(ask_for_network(supervisor)?)
+    } else {
+        None
+    };
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
     // Everything the new tree binds in is opened now, inside the new
@@ -199,6 +203,9 @@ pub(crate) fn enter(
     } else {
         let cwd_fd = reopen(&cwd, cwd_identity, "the working directory")?;
         rustix::process::fchdir(&cwd_fd).map_err(|errno| error("changing into", &cwd, errno))?;
+    }
+    if let Some(supervisor) = network {
+        await_network(supervisor)?;
     }
     // The rule names the tmpfs the command reaches at its `TMPDIR`, which
     // must be the one mounted above (nothing else runs in this namespace
@@ -322,16 +329,24 @@ fn unshare() -> Result<(), String> {
 }
 
 /// Asks the supervisor (outside, in the host's network namespace) to attach
-/// a user-mode network stack to this process's new network namespace, and
-/// waits until it says the namespace is configured. The stack reaches the
-/// outside world only: the host's loopback (the approval card's server, any
-/// local service) is not reachable through it.
-fn connect_network(supervisor: Option<&std::os::unix::net::UnixStream>) -> Result<(), String> {
-    use std::io::{Read, Write};
-    let mut supervisor = supervisor.ok_or("the network needs the supervisor, which is not there")?;
-    supervisor
+/// a user-mode network stack to this process's new network namespace. The
+/// stack reaches the outside world only: the host's loopback (the approval
+/// card's server, any local service) is not reachable through it.
+fn ask_for_network(
+    supervisor: Option<&std::os::unix::net::UnixStream>,
+) -> Result<&std::os::unix::net::UnixStream, String> {
+    use std::io::Write;
+    let socket = supervisor.ok_or("the network needs the supervisor, which is not there")?;
+    let mut writer = socket;
+    writer
         .write_all(crate::wire::NETWORK_REQUEST)
         .map_err(|error| format!("asking for the network: {error}"))?;
+    Ok(socket)
+}
+
+/// Waits until the supervisor says the network namespace is configured.
+fn await_network(mut supervisor: &std::os::unix::net::UnixStream) -> Result<(), String> {
+    use std::io::Read;
     let mut answer = [0_u8; 1];
     supervisor
         .read_exact(&mut answer)
