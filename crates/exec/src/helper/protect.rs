@@ -92,6 +92,16 @@ fn kind_at(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Option<FileType>, rustix
     }
 }
 
+/// The type a directory listing gave for `name`, asked of the file system
+/// where the listing does not say.
+fn entry_kind(dir: BorrowedFd<'_>, name: &OsStr, listed: FileType) -> Option<FileType> {
+    if listed == FileType::Unknown {
+        kind_at(dir, name).ok().flatten()
+    } else {
+        Some(listed)
+    }
+}
+
 /// Reads a small regular file `name` of `dir`: never through a symlink,
 /// never blocking, at most [`POINTER_LIMIT`] bytes. Anything that is not a
 /// regular file reads as nothing.
@@ -272,10 +282,7 @@ fn walk(root: BorrowedFd<'_>, workspace: &Path, plan: &mut Plan) -> Result<(), S
             if name == "." || name == ".." || name == ".git" {
                 continue;
             }
-            let kind = match entry.file_type() {
-                FileType::Unknown => kind_at(dir.as_fd(), name).ok().flatten(),
-                known => Some(known),
-            };
+            let kind = entry_kind(dir.as_fd(), name, entry.file_type());
             if kind == Some(FileType::Directory) {
                 pending.push(relative.join(name));
             }
@@ -387,10 +394,7 @@ fn metadata_links(
             if name == "." || name == ".." {
                 continue;
             }
-            let kind = match entry.file_type() {
-                FileType::Unknown => kind_at(dir.as_fd(), &name).ok().flatten(),
-                known => Some(known),
-            };
+            let kind = entry_kind(dir.as_fd(), &name, entry.file_type());
             match kind {
                 Some(FileType::Directory) if !(relative == git_dir && name == OBJECTS) => {
                     pending.push(relative.join(&name));
