@@ -274,21 +274,28 @@ fn walk(root: BorrowedFd<'_>, workspace: &Path, plan: &mut Plan) -> Result<(), S
             Err(errno) => return Err(describe("reading", &relative, errno)),
         };
         repository(root, dir.as_fd(), &relative, workspace, plan)?;
-        let entries =
-            rustix::fs::Dir::read_from(&dir).map_err(|errno| describe("reading", &relative, errno))?;
-        for entry in entries {
-            let entry = entry.map_err(|errno| describe("reading", &relative, errno))?;
-            let name = OsStr::from_bytes(entry.file_name().to_bytes());
-            if name == "." || name == ".." || name == ".git" {
-                continue;
-            }
-            let kind = entry_kind(dir.as_fd(), name, entry.file_type());
-            if kind == Some(FileType::Directory) {
+        for (name, kind) in listing(&dir, &relative)? {
+            if kind == Some(FileType::Directory) && name != ".git" {
                 pending.push(relative.join(name));
             }
         }
     }
     Ok(())
+}
+
+/// The entries of the open directory `dir` (at `relative`) but `.` and
+/// `..`, each with its own type (a symlink is a symlink).
+fn listing(dir: &OwnedFd, relative: &Path) -> Result<Vec<(OsString, Option<FileType>)>, String> {
+    let entries = rustix::fs::Dir::read_from(dir).map_err(|errno| describe("reading", relative, errno))?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|errno| describe("reading", relative, errno))?;
+        let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name != "." && name != ".." {
+            out.push((name.to_owned(), entry_kind(dir.as_fd(), name, entry.file_type())));
+        }
+    }
+    Ok(out)
 }
 
 /// The repository of the directory `dir` (at `relative`), if it has one.
@@ -386,15 +393,7 @@ fn metadata_links(
         ) else {
             continue;
         };
-        let entries =
-            rustix::fs::Dir::read_from(&dir).map_err(|errno| describe("reading", &relative, errno))?;
-        for entry in entries {
-            let entry = entry.map_err(|errno| describe("reading", &relative, errno))?;
-            let name = OsStr::from_bytes(entry.file_name().to_bytes()).to_owned();
-            if name == "." || name == ".." {
-                continue;
-            }
-            let kind = entry_kind(dir.as_fd(), &name, entry.file_type());
+        for (name, kind) in listing(&dir, &relative)? {
             match kind {
                 Some(FileType::Directory) if !(relative == git_dir && name == OBJECTS) => {
                     pending.push(relative.join(&name));
