@@ -194,6 +194,12 @@ impl Store {
         Ok(written)
     }
 
+    /// How many rows this connection's writes changed so far: a cheap way
+    /// to tell whether an operation committed anything.
+    pub fn write_count(&self) -> u64 {
+        self.conn.total_changes()
+    }
+
     /// The `user_version` of the open database.
     pub fn schema_version(&self) -> Result<u32, StorageError> {
         let version: i64 = self
