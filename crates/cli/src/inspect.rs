@@ -773,10 +773,21 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         session_id: session,
         ..ApprovalFilter::default()
     };
+    let heads = store.approval_audit_heads().map_err(|error| failure(&error))?;
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
-        match render::json_line(&stored.approval) {
+        let line = serde_json::to_value(&stored.approval)
+            .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode an approval: {error}")))
+            .and_then(|mut value| {
+                let head = heads.get(stored.approval.id.as_str());
+                if let serde_json::Value::Object(fields) = &mut value {
+                    fields.insert("auditSeq".to_owned(), head.map(|(seq, _)| *seq).into());
+                    fields.insert("auditHash".to_owned(), head.map(|(_, hash)| hash.as_str()).into());
+                }
+                render::json_line(&value)
+            });
+        match line {
             Ok(line) => buffer.push_str(&line),
             Err(error) => {
                 failed = Some(error);
