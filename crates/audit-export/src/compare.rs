@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use plan_storage::{
-    AuditFinding, CONTENT_ATTRIBUTES, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, Store, StorageError, canonical_bytes,
+    AuditFinding, CONTENT_ATTRIBUTES, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, StorageError, Store, canonical_bytes,
 };
 use serde_json::Value;
 
@@ -48,7 +48,12 @@ fn scalar(value: &Value) -> Option<Value> {
 fn record_of(log: &Value) -> Result<Option<CollectorRecord>, String> {
     let mut attributes = BTreeMap::new();
     let mut hash = None;
-    for attribute in log.get("attributes").and_then(Value::as_array).into_iter().flatten() {
+    for attribute in log
+        .get("attributes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let Some(key) = attribute.get("key").and_then(Value::as_str) else {
             return Err("an attribute without a key".to_owned());
         };
@@ -103,7 +108,12 @@ pub fn parse_collector_lines(text: &str) -> Result<Vec<CollectorRecord>, ParseEr
             .filter_map(|resource| resource.get("scopeLogs").and_then(Value::as_array))
             .flatten()
         {
-            for log in scope_logs.get("logRecords").and_then(Value::as_array).into_iter().flatten() {
+            for log in scope_logs
+                .get("logRecords")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 records.extend(record_of(log).map_err(error)?);
             }
         }
@@ -133,7 +143,10 @@ pub fn verify_against(store: &Store, collected: &[CollectorRecord]) -> Result<Co
     let local = store.audit_records()?;
     let mut local_by_seq: BTreeMap<u64, Vec<Vec<u8>>> = BTreeMap::new();
     for record in &local {
-        local_by_seq.entry(record.seq).or_default().push(record.canonical_bytes());
+        local_by_seq
+            .entry(record.seq)
+            .or_default()
+            .push(record.canonical_bytes());
     }
     let mut remote: BTreeMap<u64, &CollectorRecord> = BTreeMap::new();
     for record in collected {

@@ -163,13 +163,15 @@ impl ExportConfig {
         if let Some(protocol) =
             lookup("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL").or_else(|| lookup("OTEL_EXPORTER_OTLP_PROTOCOL"))
         {
-            config.protocol =
-                Protocol::parse(&protocol).ok_or_else(|| ConfigError::UnsupportedProtocol(protocol.clone()))?;
+            config.protocol = Protocol::parse(&protocol)
+                .ok_or_else(|| ConfigError::UnsupportedProtocol(protocol.clone()))?;
         }
         for variable in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS"] {
             if let Some(list) = lookup(variable) {
                 for (key, value) in parse_list(variable, &list)? {
-                    config.headers.retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
+                    config
+                        .headers
+                        .retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
                     config.headers.push((key, value));
                 }
             }

@@ -45,7 +45,9 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A poisoned lock only means a panic elsewhere; the state is plain data.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Waits up to `timeout`; a wake ends the wait early when `wakeable`.
@@ -261,7 +263,10 @@ impl Worker {
             Ok(()) => Attempt::Sent(to.seq),
             Err(error) => {
                 *store = None;
-                Attempt::Failed(format!("the collector accepted seq {}, but the cursor did not move: {error}", to.seq))
+                Attempt::Failed(format!(
+                    "the collector accepted seq {}, but the cursor did not move: {error}",
+                    to.seq
+                ))
             }
         }
     }

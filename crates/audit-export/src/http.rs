@@ -28,13 +28,17 @@ impl Target {
                 "https is not supported by this build (send to a local collector over http)",
             ));
         }
-        let rest = url.strip_prefix("http://").ok_or_else(|| invalid("not an http:// URL"))?;
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| invalid("not an http:// URL"))?;
         let (authority, path) = match rest.find('/') {
             Some(slash) => (&rest[..slash], &rest[slash..]),
             None => (rest, "/"),
         };
         let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
-            let (host, after) = bracketed.split_once(']').ok_or_else(|| invalid("unclosed [ in host"))?;
+            let (host, after) = bracketed
+                .split_once(']')
+                .ok_or_else(|| invalid("unclosed [ in host"))?;
             let port = match after.strip_prefix(':') {
                 Some(port) => port.parse().map_err(|_| invalid("port is not a number"))?,
                 None if after.is_empty() => 80,

@@ -58,7 +58,10 @@ fn resource_attributes(config: &ExportConfig, host_name: &str, root: Option<&str
         ("host.name".to_owned(), Any::Text(host_name.to_owned())),
     ];
     if let Some(root) = root {
-        attributes.push(("plan_checkpoint.workspace.root".to_owned(), Any::Text(root.to_owned())));
+        attributes.push((
+            "plan_checkpoint.workspace.root".to_owned(),
+            Any::Text(root.to_owned()),
+        ));
     }
     for (key, value) in &config.resource_attributes {
         if attributes.iter().all(|(known, _)| known != key) {
@@ -82,7 +85,9 @@ fn by_root(records: &[AuditRecord]) -> Vec<(Option<&str>, Vec<&AuditRecord>)> {
 }
 
 fn nanos(record: &AuditRecord) -> u64 {
-    u64::try_from(record.time_unix_ms).unwrap_or(0).saturating_mul(1_000_000)
+    u64::try_from(record.time_unix_ms)
+        .unwrap_or(0)
+        .saturating_mul(1_000_000)
 }
 
 fn json_any(value: &Any) -> Value {

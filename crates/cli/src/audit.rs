@@ -39,7 +39,8 @@ pub(crate) fn verify(database: &Path, against: Option<&Path>, json: bool) -> Res
             })?;
             let kept = plan_audit_export::parse_collector_lines(&text)
                 .map_err(|error| Failure::new(exit::FAILURE, format!("{}: {error}", file.display())))?;
-            let comparison = plan_audit_export::verify_against(&store, &kept).map_err(|error| failure(&error))?;
+            let comparison =
+                plan_audit_export::verify_against(&store, &kept).map_err(|error| failure(&error))?;
             (
                 comparison.local_records,
                 Some(comparison.collector_records),
@@ -64,7 +65,9 @@ pub(crate) fn verify(database: &Path, against: Option<&Path>, json: bool) -> Res
             format!(", compared with {kept} the collector kept")
         });
         if findings.is_empty() {
-            text.push_str(&format!("audit chain: {records} records up to seq {head} verified{compared}\n"));
+            text.push_str(&format!(
+                "audit chain: {records} records up to seq {head} verified{compared}\n"
+            ));
         } else {
             text.push_str(&format!(
                 "audit chain: {} problem(s) in {records} records up to seq {head}{compared}\n",
@@ -74,5 +77,9 @@ pub(crate) fn verify(database: &Path, against: Option<&Path>, json: bool) -> Res
         text
     };
     render::write_stdout(text.as_bytes())?;
-    Ok(if findings.is_empty() { exit::OK } else { exit::FAILURE })
+    Ok(if findings.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    })
 }

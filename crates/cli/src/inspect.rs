@@ -777,16 +777,19 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
-        let line = serde_json::to_value(&stored.approval)
-            .map_err(|error| Failure::new(exit::FAILURE, format!("cannot encode an approval: {error}")))
-            .and_then(|mut value| {
-                let head = heads.get(stored.approval.id.as_str());
-                if let serde_json::Value::Object(fields) = &mut value {
-                    fields.insert("auditSeq".to_owned(), head.map(|(seq, _)| *seq).into());
-                    fields.insert("auditHash".to_owned(), head.map(|(_, hash)| hash.as_str()).into());
-                }
-                render::json_line(&value)
-            });
+        // The protocol object as always, its field order kept, with the
+        // chain's seq and hash appended.
+        let head = heads.get(stored.approval.id.as_str());
+        let chain = serde_json::json!({
+            "auditSeq": head.map(|(seq, _)| *seq),
+            "auditHash": head.map(|(_, hash)| hash.as_str()),
+        });
+        let line = render::json_line(&stored.approval).map(|line| {
+            let object = line.trim_end().trim_end_matches('}');
+            let seq = chain["auditSeq"].to_string();
+            let hash = chain["auditHash"].to_string();
+            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash}}}\n")
+        });
         match line {
             Ok(line) => buffer.push_str(&line),
             Err(error) => {

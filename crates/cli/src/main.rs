@@ -11,6 +11,7 @@ mod demo;
 mod escape;
 mod exit;
 mod inspect;
+mod otel;
 mod progress;
 mod render;
 mod table;
@@ -116,6 +117,8 @@ enum Command {
         /// decide, so it prints a warning.
         #[arg(long, value_name = "ADDR")]
         web_bind: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        otel: otel::OtelArgs,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
@@ -463,12 +466,14 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             commands,
             web,
             web_bind,
+            otel,
         } => Ok(serve(
             require_db(database)?,
             approval_ttl_ms,
             markdown_limit_bytes,
             &commands,
             WebArgs { web, web_bind },
+            &otel,
         )),
         Command::Commands { command } => {
             let database = require_db(database)?;
@@ -610,6 +615,7 @@ fn serve(
     markdown_limit_bytes: usize,
     commands: &commands::CommandArgs,
     web: WebArgs,
+    otel: &otel::OtelArgs,
 ) -> i32 {
     // The range rules are plan-core's; a value they refuse is a usage
     // error, told on stderr and to a JSON-RPC client alike.
@@ -624,6 +630,7 @@ fn serve(
         .and_then(|options| {
             Ok(plan_host::HostOptions {
                 web: web.options()?,
+                audit_export: otel.config(|name| std::env::var(name).ok())?,
                 ..options
             })
         });

@@ -152,10 +152,11 @@ impl Host {
             ExpiryTimer::Manual => None,
         };
         if let Some(config) = core.options.audit_export.clone() {
-            let exporter = plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
-                core.close_now();
-                HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
-            })?;
+            let exporter =
+                plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
+                    core.close_now();
+                    HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
+                })?;
             *crate::sync::lock(&core.exporter) = Some(exporter);
         }
         Ok(Host { core, timer })

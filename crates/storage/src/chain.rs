@@ -91,7 +91,11 @@ const DECISION: Field = plain("/decision", "plan_checkpoint.decision");
 const COMMAND: &[Field] = &[
     CALL,
     TURN,
-    hashed("/command", "plan_checkpoint.command.sha256", "plan_checkpoint.command.text"),
+    hashed(
+        "/command",
+        "plan_checkpoint.command.sha256",
+        "plan_checkpoint.command.text",
+    ),
     plain("/cwd", "plan_checkpoint.command.cwd"),
     plain("/shell/id", "plan_checkpoint.command.shell"),
     plain("/sandbox", "plan_checkpoint.command.sandbox"),
@@ -149,7 +153,11 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
             plain("/artifactSize", "plan_checkpoint.plan.size"),
             plain("/expiresAt", "plan_checkpoint.deadline"),
-            hashed("/title", "plan_checkpoint.plan.title_sha256", "plan_checkpoint.plan.title"),
+            hashed(
+                "/title",
+                "plan_checkpoint.plan.title_sha256",
+                "plan_checkpoint.plan.title",
+            ),
             hashed(
                 "/question",
                 "plan_checkpoint.plan.question_sha256",
@@ -182,14 +190,34 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
         ],
     ),
     ("planExpired", "plan_checkpoint.plan.expired", &[APPROVAL, ERROR]),
-    ("planInterrupted", "plan_checkpoint.plan.interrupted", &[APPROVAL, ERROR]),
-    ("executionStarted", "plan_checkpoint.execution.started", EXECUTION_FIELDS),
-    ("executionCompleted", "plan_checkpoint.execution.completed", EXECUTION_FIELDS),
-    ("executionInterrupted", "plan_checkpoint.execution.interrupted", EXECUTION_FIELDS),
+    (
+        "planInterrupted",
+        "plan_checkpoint.plan.interrupted",
+        &[APPROVAL, ERROR],
+    ),
+    (
+        "executionStarted",
+        "plan_checkpoint.execution.started",
+        EXECUTION_FIELDS,
+    ),
+    (
+        "executionCompleted",
+        "plan_checkpoint.execution.completed",
+        EXECUTION_FIELDS,
+    ),
+    (
+        "executionInterrupted",
+        "plan_checkpoint.execution.interrupted",
+        EXECUTION_FIELDS,
+    ),
     ("commandStarted", "plan_checkpoint.command.started", COMMAND),
     ("commandEnded", "plan_checkpoint.command.ended", COMMAND),
     ("commandRefused", "plan_checkpoint.command.refused", COMMAND),
-    ("toolConfirmRequested", "plan_checkpoint.tool.confirmation_requested", TOOL),
+    (
+        "toolConfirmRequested",
+        "plan_checkpoint.tool.confirmation_requested",
+        TOOL,
+    ),
     ("toolConfirmed", "plan_checkpoint.tool.confirmed", TOOL),
     ("toolDeclined", "plan_checkpoint.tool.declined", TOOL),
     ("toolAutoAllowed", "plan_checkpoint.tool.auto_allowed", TOOL),
@@ -251,7 +279,12 @@ pub fn canonical_bytes(attributes: &BTreeMap<String, Value>, time_unix_ms: UnixM
     let mut object = Map::new();
     object.insert(
         "attributes".to_owned(),
-        Value::Object(attributes.iter().map(|(key, value)| (key.clone(), value.clone())).collect()),
+        Value::Object(
+            attributes
+                .iter()
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
     );
     object.insert("timeUnixMs".to_owned(), Value::from(time_unix_ms));
     Value::Object(object).to_string().into_bytes()
@@ -328,7 +361,12 @@ fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
     Ok((seq, hash.to_owned()))
 }
 
-fn write_setting(conn: &Connection, key: &str, value: &Value, what: &'static str) -> Result<(), StorageError> {
+fn write_setting(
+    conn: &Connection,
+    key: &str,
+    value: &Value,
+    what: &'static str,
+) -> Result<(), StorageError> {
     conn.prepare_cached(
         "INSERT INTO settings (key, value_json) VALUES (?1, ?2) \
          ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
@@ -370,7 +408,12 @@ pub(crate) fn append_fact(
     let mut head = Map::new();
     head.insert("seq".to_owned(), Value::from(seq));
     head.insert("hash".to_owned(), Value::from(hash));
-    write_setting(conn, AUDIT_HEAD_KEY, &Value::Object(head), "moving the audit chain head")
+    write_setting(
+        conn,
+        AUDIT_HEAD_KEY,
+        &Value::Object(head),
+        "moving the audit chain head",
+    )
 }
 
 /// Where a decided approval's decision came from, for its fact.
@@ -417,7 +460,10 @@ pub(crate) fn approval_facts(
             ("question", approval.question.as_str().into()),
             ("artifactPath", text(artifact.map(|a| a.path.as_str()))),
             ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
-            ("artifactSize", artifact.map_or(Value::Null, |a| Value::from(a.size))),
+            (
+                "artifactSize",
+                artifact.map_or(Value::Null, |a| Value::from(a.size)),
+            ),
             ("expiresAt", approval.expires_at.into()),
         ]));
     }
@@ -433,14 +479,22 @@ pub(crate) fn approval_facts(
         if let Some(kind) = kind {
             let decision = match approval.status {
                 ApprovalStatus::Approved | ApprovalStatus::Rejected => Value::from(approval.status.as_str()),
-                ApprovalStatus::Expired | ApprovalStatus::Interrupted | ApprovalStatus::Pending => Value::Null,
+                ApprovalStatus::Expired | ApprovalStatus::Interrupted | ApprovalStatus::Pending => {
+                    Value::Null
+                }
             };
             facts.push(object(vec![
                 ("type", kind.into()),
                 ("approvalId", id.clone()),
-                ("executionId", text(approval.execution_id.as_ref().map(|e| e.as_str()))),
+                (
+                    "executionId",
+                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                ),
                 ("decision", decision),
-                ("permissionMode", text(approval.permission_mode.map(|m| m.as_str()))),
+                (
+                    "permissionMode",
+                    text(approval.permission_mode.map(|m| m.as_str())),
+                ),
                 ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
                 ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
                 ("channel", text(source.map(|s| s.channel))),
@@ -459,14 +513,27 @@ pub(crate) fn approval_facts(
             facts.push(object(vec![
                 ("type", kind.into()),
                 ("approvalId", id.clone()),
-                ("executionId", text(approval.execution_id.as_ref().map(|e| e.as_str()))),
-                ("permissionMode", text(approval.permission_mode.map(|m| m.as_str()))),
+                (
+                    "executionId",
+                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                ),
+                (
+                    "permissionMode",
+                    text(approval.permission_mode.map(|m| m.as_str())),
+                ),
                 ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
             ]));
         }
     }
     for fact in facts {
-        append_fact(conn, session, Role::System, fact, now, "recording an approval audit fact")?;
+        append_fact(
+            conn,
+            session,
+            Role::System,
+            fact,
+            now,
+            "recording an approval audit fact",
+        )?;
     }
     Ok(())
 }
@@ -547,9 +614,9 @@ impl AuditFinding {
     /// The seq the finding names.
     pub fn seq(&self) -> u64 {
         match self {
-            AuditFinding::Changed { seq } | AuditFinding::Removed { seq } | AuditFinding::Inserted { seq, .. } => {
-                *seq
-            }
+            AuditFinding::Changed { seq }
+            | AuditFinding::Removed { seq }
+            | AuditFinding::Inserted { seq, .. } => *seq,
         }
     }
 }
@@ -563,7 +630,10 @@ impl std::fmt::Display for AuditFinding {
                 seq,
                 unnumbered: false,
             } => write!(formatter, "seq {seq}: inserted"),
-            AuditFinding::Inserted { seq, unnumbered: true } => {
+            AuditFinding::Inserted {
+                seq,
+                unnumbered: true,
+            } => {
                 write!(formatter, "seq {seq}: inserted (an unnumbered record after it)")
             }
         }
@@ -639,7 +709,11 @@ impl Store {
         let text: Option<String> = self
             .conn
             .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
-            .and_then(|mut statement| statement.query_row([AUDIT_CURSOR_KEY], |row| row.get(0)).optional())
+            .and_then(|mut statement| {
+                statement
+                    .query_row([AUDIT_CURSOR_KEY], |row| row.get(0))
+                    .optional()
+            })
             .map_err(StorageError::sqlite("reading the audit export cursor"))?;
         let Some(text) = text else {
             return Ok(AuditCursor::default());
@@ -700,7 +774,11 @@ impl Store {
     /// from the cursor's row id; when that does not continue the chain (a
     /// row id reused after deletions), it falls back to reading every
     /// numbered entry.
-    pub fn audit_records_after(&self, cursor: AuditCursor, limit: u32) -> Result<Vec<AuditRecord>, StorageError> {
+    pub fn audit_records_after(
+        &self,
+        cursor: AuditCursor,
+        limit: u32,
+    ) -> Result<Vec<AuditRecord>, StorageError> {
         let fast = self.numbered_records(Some(cursor.entry_id), Some(cursor.seq), limit)?;
         if fast.first().is_none_or(|record| record.seq == cursor.seq + 1) {
             let (head, _) = self.audit_head()?;
@@ -726,7 +804,10 @@ impl Store {
                AND json_extract(t.content_json, '$.audit.seq') > ?2 \
              ORDER BY t.id LIMIT ?3";
         let failed = "reading audit records";
-        let mut statement = self.conn.prepare_cached(sql).map_err(StorageError::sqlite(failed))?;
+        let mut statement = self
+            .conn
+            .prepare_cached(sql)
+            .map_err(StorageError::sqlite(failed))?;
         let rows = statement
             .query_map(
                 params![

@@ -32,11 +32,11 @@ mod transcript;
 pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
 };
-pub use chain::{
-    AUDIT_CURSOR_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor, AuditFinding, AuditRecord, CONTENT_ATTRIBUTES,
-    EVENT_ATTRIBUTE, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, canonical_bytes, chain_hash,
-};
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
+pub use chain::{
+    AUDIT_CURSOR_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor, AuditFinding, AuditRecord,
+    CONTENT_ATTRIBUTES, EVENT_ATTRIBUTE, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, canonical_bytes, chain_hash,
+};
 pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;

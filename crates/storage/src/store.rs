@@ -786,12 +786,12 @@ fn apply_effect(
         }
         Effect::UpdateApproval { approval, expected } => {
             update_approval(conn, approval, *expected)?;
-            let source = note
-                .filter(|note| note.approval_id == approval.id)
-                .map(|note| crate::chain::FactSource {
-                    channel: note.source.channel.audit_name(),
-                    remote_address: &note.source.remote_address,
-                });
+            let source =
+                note.filter(|note| note.approval_id == approval.id)
+                    .map(|note| crate::chain::FactSource {
+                        channel: note.source.channel.audit_name(),
+                        remote_address: &note.source.remote_address,
+                    });
             crate::chain::approval_facts(
                 conn,
                 false,

@@ -32,6 +32,8 @@ pub(crate) struct Received {
     pub(crate) record: Value,
     pub(crate) resource: BTreeMap<String, Value>,
     pub(crate) content_type: String,
+    /// The request line and headers of the request that carried it.
+    pub(crate) head: String,
 }
 
 impl Received {
@@ -158,7 +160,11 @@ impl Collector {
                 return state.received.clone();
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "{what}: not received within 60 s ({} records)", state.received.len());
+            assert!(
+                !left.is_zero(),
+                "{what}: not received within 60 s ({} records)",
+                state.received.len()
+            );
             state = changed.wait_timeout(state, left).unwrap().0;
         }
     }
@@ -213,7 +219,9 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>, stop: &Ato
         head.lines()
             .find_map(|line| {
                 let (key, value) = line.split_once(':')?;
-                key.trim().eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
+                key.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| value.trim().to_owned())
             })
             .unwrap_or_default()
     };
@@ -245,6 +253,7 @@ fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>, stop: &Ato
                         record: record.clone(),
                         resource: resource.clone(),
                         content_type: content_type.clone(),
+                        head: head.clone(),
                     });
                 }
             }

@@ -97,8 +97,14 @@ fn every_path(fixture: &mut Fixture, config: &ExportConfig) {
             call("w1", "Write", json!({"path": "notes.md"})),
         ],
     );
-    fixture.host.confirm_tool(&session, &turn.turn_id, "b1", true).unwrap();
-    fixture.host.confirm_tool(&session, &turn.turn_id, "w1", false).unwrap();
+    fixture
+        .host
+        .confirm_tool(&session, &turn.turn_id, "b1", true)
+        .unwrap();
+    fixture
+        .host
+        .confirm_tool(&session, &turn.turn_id, "w1", false)
+        .unwrap();
     fixture
         .host
         .start_agent_command(&session, &turn.turn_id, "b1", "true", None, Some(10_000))
@@ -109,7 +115,9 @@ fn every_path(fixture: &mut Fixture, config: &ExportConfig) {
             .iter()
             .any(|record| record.event == "plan_checkpoint.command.ended")
     };
-    wait_for(&fixture.host, &fixture.seen, "the command's end", |_| ended(fixture).then_some(()));
+    wait_for(&fixture.host, &fixture.seen, "the command's end", |_| {
+        ended(fixture).then_some(())
+    });
     // A refused start: the same call again.
     assert_eq!(
         code(
@@ -210,22 +218,45 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
         found
     };
     let submitted = of("plan_checkpoint.plan.submitted")[0];
-    let first = &fixture.rows().into_iter().find(|row| row.session_id.as_str() == "ask").unwrap();
+    let first = &fixture
+        .rows()
+        .into_iter()
+        .find(|row| row.session_id.as_str() == "ask")
+        .unwrap();
     let artifact = first.artifact.as_ref().unwrap();
-    assert_eq!(submitted.attribute("plan_checkpoint.plan.sha256"), Some(json!(artifact.sha256)));
-    assert_eq!(submitted.attribute("plan_checkpoint.plan.size"), Some(json!(artifact.size)));
-    assert_eq!(submitted.attribute("plan_checkpoint.plan.path"), Some(json!(artifact.path)));
-    assert_eq!(submitted.attribute("plan_checkpoint.deadline"), Some(json!(first.expires_at)));
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.sha256"),
+        Some(json!(artifact.sha256))
+    );
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.size"),
+        Some(json!(artifact.size))
+    );
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.path"),
+        Some(json!(artifact.path))
+    );
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.deadline"),
+        Some(json!(first.expires_at))
+    );
     assert_eq!(
         submitted.attribute("plan_checkpoint.plan.title_sha256"),
         Some(json!(sha256(b"Split the parser")))
     );
-    assert_eq!(submitted.attribute("plan_checkpoint.plan.title"), None, "no content by default");
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.title"),
+        None,
+        "no content by default"
+    );
     let modes: Vec<Value> = of("plan_checkpoint.plan.approved")
         .iter()
         .map(|copy| copy.attribute("plan_checkpoint.permission_mode").unwrap())
         .collect();
-    assert_eq!(modes, [json!("ask"), json!("accept-edits"), json!("auto"), json!("ask")]);
+    assert_eq!(
+        modes,
+        [json!("ask"), json!("accept-edits"), json!("auto"), json!("ask")]
+    );
     let card = of("plan_checkpoint.plan.approved")[3];
     assert_eq!(card.attribute("plan_checkpoint.channel"), Some(json!("web_card")));
     assert_eq!(card.attribute("client.address"), Some(json!("127.0.0.1:40000")));
@@ -238,9 +269,18 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
         Some(json!("HOST_RESTARTED"))
     );
     let ended = of("plan_checkpoint.command.ended")[0];
-    assert_eq!(ended.attribute("plan_checkpoint.command.exit_code"), Some(json!(0)));
-    assert_eq!(ended.attribute("plan_checkpoint.command.sandbox"), Some(json!("workspace-write")));
-    assert_eq!(ended.attribute("plan_checkpoint.command.sha256"), Some(json!(sha256(b"true"))));
+    assert_eq!(
+        ended.attribute("plan_checkpoint.command.exit_code"),
+        Some(json!(0))
+    );
+    assert_eq!(
+        ended.attribute("plan_checkpoint.command.sandbox"),
+        Some(json!("workspace-write"))
+    );
+    assert_eq!(
+        ended.attribute("plan_checkpoint.command.sha256"),
+        Some(json!(sha256(b"true")))
+    );
     assert!(ended.attribute("plan_checkpoint.command.output_sha256").is_some());
     assert_eq!(
         of("plan_checkpoint.command.refused")[0].attribute("plan_checkpoint.error.code"),
@@ -254,7 +294,10 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
     // The collector's file verifies against the database.
     let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
     let store = Store::open_read_only(&fixture.db).unwrap();
-    assert_eq!(plan_audit_export::verify_against(&store, &kept).unwrap().findings, []);
+    assert_eq!(
+        plan_audit_export::verify_against(&store, &kept).unwrap().findings,
+        []
+    );
 }
 
 #[test]
@@ -275,18 +318,30 @@ fn content_is_exported_only_when_the_host_says_so() {
     let fixture = exporting(config);
     fixture.pending("s");
     let received = collector.wait_for_seqs(1);
-    assert_eq!(received[0].attribute("plan_checkpoint.plan.title"), Some(json!("Split the parser")));
-    assert_eq!(received[0].attribute("plan_checkpoint.plan.question"), Some(json!("Go ahead?")));
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.plan.title"),
+        Some(json!("Split the parser"))
+    );
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.plan.question"),
+        Some(json!("Go ahead?"))
+    );
     // Content is outside the chain: the file still verifies.
     let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
     let store = Store::open_read_only(&fixture.db).unwrap();
-    assert_eq!(plan_audit_export::verify_against(&store, &kept).unwrap().findings, []);
+    assert_eq!(
+        plan_audit_export::verify_against(&store, &kept).unwrap().findings,
+        []
+    );
 }
 
 #[test]
 fn a_collector_down_then_refusing_then_up_loses_nothing() {
     // A port with nothing behind it: connection refused.
-    let address = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let config = export(&format!("http://{address}/v1/logs"), Protocol::HttpJson);
     let mut fixture = exporting(config.clone());
     fixture.queued("a", PermissionMode::Ask);
@@ -337,11 +392,14 @@ fn child_host_until_killed() {
             permission_mode: None,
         })
         .unwrap();
-        let turn = host.start_turn(&SessionId::from(id), Origin::Interactive).unwrap();
+        let turn = host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap();
         let outcomes = host
             .tool_calls(&SessionId::from(id), &turn.turn_id, vec![submit("c1", MARKDOWN)])
             .unwrap();
-        host.approve(&approval_of(&outcomes).id, PermissionMode::Ask).unwrap();
+        host.approve(&approval_of(&outcomes).id, PermissionMode::Ask)
+            .unwrap();
     }
     println!("child-ready");
     // Killed long before this ends.
@@ -359,7 +417,12 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
     std::fs::create_dir(&workspace).unwrap();
     let db = dir.path().join("plan.db");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "export::child_host_until_killed", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "export::child_host_until_killed",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("PLAN_TEST_EXPORT_DB", &db)
         .env("PLAN_TEST_EXPORT_ENDPOINT", collector.endpoint())
         .env("PLAN_TEST_EXPORT_WORKSPACE", &workspace)
@@ -378,7 +441,11 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
     // The child may have been killed before all its work committed; what
     // the database holds is what must arrive.
     let store = Store::open_read_only(&db).unwrap();
-    assert_eq!(store.audit_cursor().unwrap().seq, 0, "nothing was accepted before the kill");
+    assert_eq!(
+        store.audit_cursor().unwrap().seq,
+        0,
+        "nothing was accepted before the kill"
+    );
     let clock = Arc::new(ManualClock::new(T0));
     let options = HostOptions {
         audit_export: Some(export(&collector.endpoint(), Protocol::HttpProtobuf)),
@@ -392,8 +459,16 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
     assert_exactly_the_chain(&received, &records, workspace.to_str().unwrap());
     // The first batch came twice, identical.
     for copy in &first {
-        let again: Vec<&Received> = received.iter().filter(|other| other.seq() == copy.seq()).collect();
-        assert_eq!(again.len(), 2, "seq {} sent before and after the kill", copy.seq());
+        let again: Vec<&Received> = received
+            .iter()
+            .filter(|other| other.seq() == copy.seq())
+            .collect();
+        assert_eq!(
+            again.len(),
+            2,
+            "seq {} sent before and after the kill",
+            copy.seq()
+        );
         assert_eq!(again[0], again[1]);
     }
     drop(host);

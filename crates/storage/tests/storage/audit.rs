@@ -166,7 +166,10 @@ fn stored_texts(dir: &std::path::Path) -> Vec<String> {
 fn without_chain_field(text: &str, seq: u64) -> String {
     let rest = text.strip_prefix(r#"{"audit":{"hash":""#).unwrap();
     let (hash, rest) = rest.split_at(64);
-    assert!(hash.bytes().all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase()));
+    assert!(
+        hash.bytes()
+            .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
+    );
     let rest = rest.strip_prefix(&format!(r#"","seq":{seq}}},"#)).unwrap();
     format!("{{{rest}")
 }

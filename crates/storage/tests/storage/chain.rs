@@ -71,7 +71,9 @@ fn history(dir: &std::path::Path) -> Store {
     });
     let mut agent = Session::new("s1", Some("/w/s1".to_owned()));
     agent.permission_mode = PermissionMode::AcceptEdits;
-    store.apply(&[approve, Effect::SaveSession(agent)], NOW + 1).unwrap();
+    store
+        .apply(&[approve, Effect::SaveSession(agent)], NOW + 1)
+        .unwrap();
     let (start, a1) = update(&a1, |row| row.execution_state = Some(ExecutionState::Running));
     store.apply(&[start], NOW + 2).unwrap();
     let tool = |kind| ToolAuditEntry {
@@ -86,21 +88,39 @@ fn history(dir: &std::path::Path) -> Store {
         at: NOW + 3,
     };
     store
-        .apply(&[Effect::RecordToolAudit(tool(ToolAuditKind::ConfirmRequested))], NOW + 3)
+        .apply(
+            &[Effect::RecordToolAudit(tool(ToolAuditKind::ConfirmRequested))],
+            NOW + 3,
+        )
         .unwrap();
     store
-        .apply(&[Effect::RecordToolAudit(tool(ToolAuditKind::Confirmed))], NOW + 3)
+        .apply(
+            &[Effect::RecordToolAudit(tool(ToolAuditKind::Confirmed))],
+            NOW + 3,
+        )
         .unwrap();
     store
-        .record_command(CommandEntryKind::Started, &run(CommandState::Running), None, NOW + 4)
+        .record_command(
+            CommandEntryKind::Started,
+            &run(CommandState::Running),
+            None,
+            NOW + 4,
+        )
         .unwrap();
     store
-        .record_command(CommandEntryKind::Ended, &run(CommandState::Exited), Some(&"b".repeat(64)), NOW + 5)
+        .record_command(
+            CommandEntryKind::Ended,
+            &run(CommandState::Exited),
+            Some(&"b".repeat(64)),
+            NOW + 5,
+        )
         .unwrap();
     let (complete, _) = update(&a1, |row| row.execution_state = Some(ExecutionState::Completed));
     store.apply(&[complete], NOW + 6).unwrap();
     let a2 = pending("a2", "s2", NOW + 7);
-    store.apply(&[Effect::InsertApproval(a2.clone())], NOW + 7).unwrap();
+    store
+        .apply(&[Effect::InsertApproval(a2.clone())], NOW + 7)
+        .unwrap();
     let (reject, _) = update(&a2, |row| {
         row.status = ApprovalStatus::Rejected;
         row.decided_at = Some(NOW + 8);
@@ -148,16 +168,26 @@ fn every_fact_is_one_record_numbered_without_gaps_and_chained() {
         submitted.attributes["plan_checkpoint.plan.title_sha256"],
         hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"Title of a1"))
     );
-    assert!(!String::from_utf8(submitted.canonical_bytes()).unwrap().contains("Title of a1"));
+    assert!(
+        !String::from_utf8(submitted.canonical_bytes())
+            .unwrap()
+            .contains("Title of a1")
+    );
     assert_eq!(submitted.attributes["plan_checkpoint.deadline"], NOW + 1_800_000);
     assert_eq!(submitted.workspace_root.as_deref(), Some("/w/s1"));
     let approved = &records[1];
-    assert_eq!(approved.attributes["plan_checkpoint.permission_mode"], "accept-edits");
+    assert_eq!(
+        approved.attributes["plan_checkpoint.permission_mode"],
+        "accept-edits"
+    );
     assert_eq!(approved.attributes["plan_checkpoint.decision"], "approved");
     assert_eq!(approved.attributes["plan_checkpoint.execution.id"], "x1");
     let ended = &records[7];
     assert_eq!(ended.attributes["plan_checkpoint.command.exit_code"], 0);
-    assert_eq!(ended.attributes["plan_checkpoint.command.output_sha256"], "b".repeat(64));
+    assert_eq!(
+        ended.attributes["plan_checkpoint.command.output_sha256"],
+        "b".repeat(64)
+    );
     assert_eq!(ended.content["plan_checkpoint.command.text"], "cargo test");
     assert_eq!(records[10].attributes["session.id"], "s2");
 }
@@ -196,12 +226,18 @@ fn a_removed_row_is_named_by_its_seq_the_last_one_too() {
     let store = history(dir.path());
     let db = dir.path().join("plan.db");
     let (middle, last) = (entry_id(dir.path(), 4), entry_id(dir.path(), 11));
-    execute(&db, &format!("DELETE FROM transcript_entries WHERE id IN ({middle}, {last})"));
+    execute(
+        &db,
+        &format!("DELETE FROM transcript_entries WHERE id IN ({middle}, {last})"),
+    );
     assert_eq!(
         store.verify_audit_chain().unwrap(),
         (
             9,
-            vec![AuditFinding::Removed { seq: 4 }, AuditFinding::Removed { seq: 11 }]
+            vec![
+                AuditFinding::Removed { seq: 4 },
+                AuditFinding::Removed { seq: 11 }
+            ]
         )
     );
 }
@@ -247,7 +283,10 @@ fn the_cursor_moves_only_forward_and_records_follow_it() {
     let mut store = history(dir.path());
     assert_eq!(store.audit_cursor().unwrap(), AuditCursor::default());
     let first = store.audit_records_after(AuditCursor::default(), 4).unwrap();
-    assert_eq!(first.iter().map(|record| record.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(
+        first.iter().map(|record| record.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
     let to = AuditCursor {
         seq: 4,
         entry_id: first[3].entry_id,
@@ -261,7 +300,10 @@ fn the_cursor_moves_only_forward_and_records_follow_it() {
         .unwrap();
     assert_eq!(store.audit_cursor().unwrap(), to);
     let rest = store.audit_records_after(to, 100).unwrap();
-    assert_eq!(rest.iter().map(|record| record.seq).collect::<Vec<_>>(), (5..=11).collect::<Vec<_>>());
+    assert_eq!(
+        rest.iter().map(|record| record.seq).collect::<Vec<_>>(),
+        (5..=11).collect::<Vec<_>>()
+    );
     assert_eq!(rest, store.audit_records().unwrap()[4..].to_vec());
 }
 
