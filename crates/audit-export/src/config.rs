@@ -65,6 +65,10 @@ pub enum ConfigError {
         /// The entry.
         entry: String,
     },
+    /// Export options given while export is off (no endpoint, no
+    /// `OTEL_LOGS_EXPORTER=otlp`).
+    #[error("the audit export options need a logs endpoint (or OTEL_LOGS_EXPORTER=otlp)")]
+    NoEndpoint,
     /// A timeout that is not a number of milliseconds.
     #[error("{variable}={value:?} is not a number of milliseconds")]
     InvalidTimeout {
@@ -245,4 +249,70 @@ fn percent_decode(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// The export settings a host option gives (`serve`'s `--otel-*` flags, the
+/// FFI's `otel_*` fields), applied over what the `OTEL_*` variables say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportOverrides {
+    /// The logs endpoint (a full URL); turns export on by itself.
+    pub logs_endpoint: Option<String>,
+    /// `http/protobuf` or `http/json`.
+    pub protocol: Option<String>,
+    /// Request headers, each `KEY=VALUE`.
+    pub headers: Vec<String>,
+    /// The resource's `service.name`.
+    pub service_name: Option<String>,
+    /// Export titles, questions and command text too.
+    pub include_content: bool,
+}
+
+impl ExportOverrides {
+    /// The export configuration: the variables read through `lookup`
+    /// (none when `lookup` finds nothing), these settings over them; `None`
+    /// when export is off. Settings without an endpoint while the
+    /// variables leave export off are [`ConfigError::NoEndpoint`].
+    pub fn resolve(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ExportConfig>, ConfigError> {
+        let from_env = ExportConfig::from_env(lookup)?;
+        let config = match (&self.logs_endpoint, from_env) {
+            (Some(endpoint), Some(mut config)) => {
+                config.endpoint.clone_from(endpoint);
+                Some(config)
+            }
+            (Some(endpoint), None) => Some(ExportConfig::new(endpoint.clone())),
+            (None, config) => config,
+        };
+        let Some(mut config) = config else {
+            let given = self.protocol.is_some()
+                || !self.headers.is_empty()
+                || self.service_name.is_some()
+                || self.include_content;
+            return if given {
+                Err(ConfigError::NoEndpoint)
+            } else {
+                Ok(None)
+            };
+        };
+        if let Some(protocol) = &self.protocol {
+            config.protocol = Protocol::parse(protocol)
+                .ok_or_else(|| ConfigError::UnsupportedProtocol(protocol.clone()))?;
+        }
+        for header in &self.headers {
+            for (key, value) in parse_list("header", header)? {
+                config
+                    .headers
+                    .retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
+                config.headers.push((key, value));
+            }
+        }
+        if let Some(name) = &self.service_name {
+            config.service_name.clone_from(name);
+        }
+        config.include_content |= self.include_content;
+        config.check()?;
+        Ok(Some(config))
+    }
 }

@@ -24,6 +24,6 @@ mod http;
 mod otlp;
 
 pub use compare::{CollectorRecord, Comparison, ParseError, parse_collector_lines, verify_against};
-pub use config::{ConfigError, DEFAULT_SERVICE_NAME, ExportConfig, Protocol, parse_list};
+pub use config::{ConfigError, DEFAULT_SERVICE_NAME, ExportConfig, ExportOverrides, Protocol, parse_list};
 pub use exporter::{ExportStartError, ExportStatus, Exporter};
 pub use otlp::{encode_json, encode_protobuf};

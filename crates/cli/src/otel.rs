@@ -3,7 +3,7 @@
 //! host's export option; what is exported and how is the exporter's.
 
 use clap::Args;
-use plan_audit_export::{ExportConfig, Protocol, parse_list};
+use plan_audit_export::{ExportConfig, ExportOverrides};
 use plan_host::{ErrorCode, HostError};
 
 /// `serve` options for the audit's OpenTelemetry export (off unless
@@ -33,10 +33,6 @@ pub(crate) struct OtelArgs {
     otel_include_content: bool,
 }
 
-fn invalid(message: String) -> HostError {
-    HostError::with_detail(ErrorCode::InvalidParams, message)
-}
-
 impl OtelArgs {
     /// The host's export option from the environment (through `lookup`)
     /// and these flags; `None` when export is off.
@@ -44,50 +40,14 @@ impl OtelArgs {
         &self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<ExportConfig>, HostError> {
-        let from_env = ExportConfig::from_env(lookup).map_err(|error| invalid(error.to_string()))?;
-        let config = match (&self.otel_logs_endpoint, from_env) {
-            (Some(endpoint), Some(mut config)) => {
-                config.endpoint.clone_from(endpoint);
-                Some(config)
-            }
-            (Some(endpoint), None) => Some(ExportConfig::new(endpoint.clone())),
-            (None, config) => config,
-        };
-        let Some(mut config) = config else {
-            let given = self.otel_protocol.is_some()
-                || !self.otel_header.is_empty()
-                || self.otel_service_name.is_some()
-                || self.otel_include_content;
-            return if given {
-                Err(invalid(
-                    "the --otel-* options need --otel-logs-endpoint (or OTEL_LOGS_EXPORTER=otlp)".to_owned(),
-                ))
-            } else {
-                Ok(None)
-            };
-        };
-        if let Some(protocol) = &self.otel_protocol {
-            config.protocol = Protocol::parse(protocol).ok_or_else(|| {
-                invalid(format!(
-                    "--otel-protocol {protocol:?}: use http/protobuf or http/json"
-                ))
-            })?;
+        ExportOverrides {
+            logs_endpoint: self.otel_logs_endpoint.clone(),
+            protocol: self.otel_protocol.clone(),
+            headers: self.otel_header.clone(),
+            service_name: self.otel_service_name.clone(),
+            include_content: self.otel_include_content,
         }
-        for header in &self.otel_header {
-            for (key, value) in
-                parse_list("--otel-header", header).map_err(|error| invalid(error.to_string()))?
-            {
-                config
-                    .headers
-                    .retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
-                config.headers.push((key, value));
-            }
-        }
-        if let Some(name) = &self.otel_service_name {
-            config.service_name.clone_from(name);
-        }
-        config.include_content |= self.otel_include_content;
-        config.check().map_err(|error| invalid(error.to_string()))?;
-        Ok(Some(config))
+        .resolve(lookup)
+        .map_err(|error| HostError::with_detail(ErrorCode::InvalidParams, error.to_string()))
     }
 }

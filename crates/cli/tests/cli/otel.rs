@@ -138,7 +138,7 @@ fn an_unusable_export_configuration_is_a_usage_error() {
         (
             &["--otel-protocol", "http/json"][..],
             &[][..],
-            "need --otel-logs-endpoint",
+            "need a logs endpoint",
         ),
         (
             &["--otel-logs-endpoint", "https://collector:4318/v1/logs"][..],
