@@ -20,7 +20,10 @@ fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 #[test]
 fn export_is_off_unless_otel_logs_exporter_names_otlp() {
     assert_eq!(ExportConfig::from_env(env(&[])), Ok(None));
-    assert_eq!(ExportConfig::from_env(env(&[("OTEL_LOGS_EXPORTER", "none")])), Ok(None));
+    assert_eq!(
+        ExportConfig::from_env(env(&[("OTEL_LOGS_EXPORTER", "none")])),
+        Ok(None)
+    );
     assert_eq!(
         ExportConfig::from_env(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")])),
         Ok(None)
@@ -44,11 +47,17 @@ fn every_standard_variable_is_read() {
         ("OTEL_LOGS_EXPORTER", "otlp"),
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
         ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-        ("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Basic%20dXNlcg==, x-a=1"),
+        (
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "Authorization=Basic%20dXNlcg==, x-a=1",
+        ),
         ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x-a=2"),
         ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
         ("OTEL_SERVICE_NAME", "agents"),
-        ("OTEL_RESOURCE_ATTRIBUTES", "service.name=overridden,team=platform,deployment.environment=prod"),
+        (
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "service.name=overridden,team=platform,deployment.environment=prod",
+        ),
     ]))
     .unwrap()
     .unwrap();
@@ -119,7 +128,10 @@ fn host_options_apply_over_the_variables() {
         include_content: true,
     };
     let config = overrides
-        .resolve(env(&[("OTEL_LOGS_EXPORTER", "otlp"), ("OTEL_SERVICE_NAME", "variable")]))
+        .resolve(env(&[
+            ("OTEL_LOGS_EXPORTER", "otlp"),
+            ("OTEL_SERVICE_NAME", "variable"),
+        ]))
         .unwrap()
         .unwrap();
     assert_eq!(config.endpoint, "http://127.0.0.1:1/v1/logs");
@@ -157,5 +169,10 @@ fn a_collector_file_is_read_back_and_other_logs_are_skipped() {
     let error = parse_collector_lines("{}\n").unwrap_err();
     assert_eq!(error.line, 1);
     let missing_hash = r#"{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"timeUnixNano":"1","attributes":[{"key":"plan_checkpoint.audit.seq","value":{"intValue":"7"}}]}]}]}]}"#;
-    assert!(parse_collector_lines(missing_hash).unwrap_err().reason.contains("seq 7"));
+    assert!(
+        parse_collector_lines(missing_hash)
+            .unwrap_err()
+            .reason
+            .contains("seq 7")
+    );
 }

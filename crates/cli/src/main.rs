@@ -118,7 +118,7 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         web_bind: Option<std::net::SocketAddr>,
         #[command(flatten)]
-        otel: otel::OtelArgs,
+        otel: Box<otel::OtelArgs>,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///

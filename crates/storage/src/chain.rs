@@ -303,13 +303,13 @@ fn sha256_hex(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
+/// What an entry says as a record: its event, its attributes and its
+/// confidential text.
+type Derived = (String, BTreeMap<String, Value>, BTreeMap<String, String>);
+
 /// The record of a stored entry (without its hash), or `None` when the
 /// entry is not an audited fact.
-fn derive(
-    seq: u64,
-    session_id: &str,
-    content: &Value,
-) -> Option<(String, BTreeMap<String, Value>, BTreeMap<String, String>)> {
+fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
     let kind = content.get("type")?.as_str()?;
     let (_, event, fields) = EVENTS.iter().find(|(name, _, _)| *name == kind)?;
     let mut attributes = BTreeMap::new();

@@ -200,10 +200,9 @@ fn approvals_export_carries_the_latest_seq_and_hash_of_each_approval() {
         let id = value["id"].as_str().unwrap();
         let latest = records
             .iter()
-            .filter(|record| {
+            .rfind(|record| {
                 record.attributes.get("plan_checkpoint.approval.id") == Some(&serde_json::json!(id))
             })
-            .next_back()
             .unwrap();
         assert_eq!(value["auditSeq"], latest.seq);
         assert_eq!(value["auditHash"], latest.hash.as_str());
