@@ -169,10 +169,8 @@ fn an_unusable_export_configuration_is_a_usage_error() {
         let mut serve = Serve::spawn_with_env(&db, args, env);
         let status = serve.wait();
         assert_eq!(status.code(), Some(2), "{args:?} {env:?}");
-        let stderr = serve.stderr();
-        assert!(
-            stderr.contains("INVALID_PARAMS") && stderr.contains(needle),
-            "{stderr}"
-        );
+        // The reader of stderr may still be catching up with the exit.
+        serve.wait_stderr(needle);
+        assert!(serve.stderr().contains("INVALID_PARAMS"), "{}", serve.stderr());
     }
 }
