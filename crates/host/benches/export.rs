@@ -43,13 +43,17 @@ fn submit_pending(host: &Host, root: &str, id: &str) -> plan_host::ApprovalId {
         permission_mode: None,
     })
     .unwrap();
-    let turn = host.start_turn(&SessionId::from(id), Origin::Interactive).unwrap();
+    let turn = host
+        .start_turn(&SessionId::from(id), Origin::Interactive)
+        .unwrap();
     let call = ToolCall {
         call_id: "c1".to_owned(),
         name: "SubmitPlan".to_owned(),
         input: serde_json::json!({"title": "Bench", "markdown": "# Plan\n\n1. Go.\n", "question": "OK?"}),
     };
-    let outcomes = host.tool_calls(&SessionId::from(id), &turn.turn_id, vec![call]).unwrap();
+    let outcomes = host
+        .tool_calls(&SessionId::from(id), &turn.turn_id, vec![call])
+        .unwrap();
     outcomes[0].approval.clone().unwrap().id
 }
 
@@ -161,7 +165,10 @@ fn child(db: &Path, endpoint: Option<&str>) {
     if endpoint.is_some() {
         while reader.audit_cursor().unwrap().seq < head {
             std::thread::sleep(Duration::from_millis(50));
-            assert!(started.elapsed() < Duration::from_secs(600), "export did not finish");
+            assert!(
+                started.elapsed() < Duration::from_secs(600),
+                "export did not finish"
+            );
         }
     }
     println!("{} {}", peak_rss_kib(), started.elapsed().as_millis());
@@ -215,10 +222,17 @@ fn run_child(db: &Path, endpoint: Option<&str>) -> (u64, u128) {
         command.arg(endpoint);
     }
     let output = command.output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let text = String::from_utf8(output.stdout).unwrap();
     let mut parts = text.split_whitespace();
-    (parts.next().unwrap().parse().unwrap(), parts.next().unwrap().parse().unwrap())
+    (
+        parts.next().unwrap().parse().unwrap(),
+        parts.next().unwrap().parse().unwrap(),
+    )
 }
 
 fn rss_pair() {
@@ -246,7 +260,10 @@ fn rss_pair() {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(index) = args.iter().position(|arg| arg == "--export-rss-child") {
-        child(Path::new(&args[index + 1]), args.get(index + 2).map(String::as_str));
+        child(
+            Path::new(&args[index + 1]),
+            args.get(index + 2).map(String::as_str),
+        );
         return;
     }
     // `cargo test --benches` runs this with --bench absent: measure only

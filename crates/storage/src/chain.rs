@@ -943,11 +943,34 @@ impl Store {
     /// interruption or its execution's latest state), by approval id: the
     /// seq and hash `approvals export` carries.
     pub fn approval_audit_heads(&self) -> Result<BTreeMap<String, (u64, String)>, StorageError> {
+        // Only the three values are read, row by row: one entry per
+        // approval is held, not the history.
+        let failed = "reading the approvals' audit records";
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT json_extract(content_json, '$.approvalId'), json_extract(content_json, '$.audit.seq'), \
+                 json_extract(content_json, '$.audit.hash') FROM transcript_entries \
+                 WHERE role = 'system' AND json_valid(content_json) \
+                   AND json_type(content_json, '$.approvalId') = 'text' \
+                   AND json_type(content_json, '$.audit.seq') = 'integer' \
+                   AND json_type(content_json, '$.audit.hash') = 'text' \
+                 ORDER BY id",
+            )
+            .map_err(StorageError::sqlite(failed))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(StorageError::sqlite(failed))?;
         let mut heads = BTreeMap::new();
-        for record in self.audit_records()? {
-            if let Some(Value::String(id)) = record.attributes.get("plan_checkpoint.approval.id") {
-                heads.insert(id.clone(), (record.seq, record.hash.clone()));
-            }
+        for row in rows {
+            let (id, seq, hash) = row.map_err(StorageError::sqlite(failed))?;
+            heads.insert(id, (u64::try_from(seq).unwrap_or(0), hash));
         }
         Ok(heads)
     }
