@@ -272,6 +272,14 @@ impl Worker {
     }
 
     fn send(&self, batch: &[AuditRecord]) -> Result<(), String> {
+        let mut with_text;
+        let batch = if self.config.include_content {
+            with_text = batch.to_vec();
+            with_text.iter_mut().for_each(add_plan_text);
+            &with_text[..]
+        } else {
+            batch
+        };
         let body = match self.config.protocol {
             Protocol::HttpJson => otlp::encode_json(batch, &self.config, &self.host_name),
             Protocol::HttpProtobuf => otlp::encode_protobuf(batch, &self.config, &self.host_name),
@@ -285,6 +293,42 @@ impl Worker {
         )
         .map(|_| ())
         .map_err(|error| error.to_string())
+    }
+}
+
+/// The plan's Markdown as content of its submission's record, read from
+/// the immutable artifact and checked against the recorded SHA-256 and
+/// size; left out when the file is gone or differs (its hash is exported
+/// either way).
+fn add_plan_text(record: &mut AuditRecord) {
+    if record.event != "plan_checkpoint.plan.submitted" {
+        return;
+    }
+    let text = |key: &str| {
+        record
+            .attributes
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    let (Some(root), Some(path), Some(sha256), Some(size)) = (
+        record.workspace_root.clone(),
+        text("plan_checkpoint.plan.path"),
+        text("plan_checkpoint.plan.sha256"),
+        record
+            .attributes
+            .get("plan_checkpoint.plan.size")
+            .and_then(serde_json::Value::as_u64),
+    ) else {
+        return;
+    };
+    let artifact = plan_core::Artifact { path, sha256, size };
+    if let Ok(bytes) = plan_storage::read_artifact(&root, &artifact)
+        && let Ok(markdown) = String::from_utf8(bytes)
+    {
+        record
+            .content
+            .insert("plan_checkpoint.plan.text".to_owned(), markdown);
     }
 }
 

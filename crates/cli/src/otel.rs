@@ -27,8 +27,8 @@ pub(crate) struct OtelArgs {
     /// The resource's service.name [default: plan-checkpoint].
     #[arg(long, value_name = "NAME")]
     otel_service_name: Option<String>,
-    /// Also export plan titles, questions and command text (their SHA-256
-    /// is always exported; they may be confidential).
+    /// Also export the plan text, plan titles, questions and command text
+    /// (their SHA-256 is always exported; they may be confidential).
     #[arg(long)]
     otel_include_content: bool,
 }

@@ -346,8 +346,8 @@ pub struct PlanHostOptions {
     /// The resource's `service.name` (default `plan-checkpoint`).
     #[uniffi(default = None)]
     pub otel_service_name: Option<String>,
-    /// Also exports plan titles, questions and command text (their SHA-256
-    /// always is; they may be confidential).
+    /// Also exports the plan text, plan titles, questions and command text
+    /// (their SHA-256 always is; they may be confidential).
     #[uniffi(default = None)]
     pub otel_include_content: Option<bool>,
     /// Whether the standard `OTEL_*` variables of the process are read

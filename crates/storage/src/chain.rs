@@ -239,6 +239,7 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
 /// The attributes that carry confidential text (exported only when the
 /// host says so): never part of the canonical bytes.
 pub const CONTENT_ATTRIBUTES: &[&str] = &[
+    "plan_checkpoint.plan.text",
     "plan_checkpoint.plan.title",
     "plan_checkpoint.plan.question",
     "plan_checkpoint.command.text",

@@ -326,6 +326,11 @@ fn content_is_exported_only_when_the_host_says_so() {
         received[0].attribute("plan_checkpoint.plan.question"),
         Some(json!("Go ahead?"))
     );
+    // The plan text, read from the artifact and checked against its hash.
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.plan.text"),
+        Some(json!(MARKDOWN))
+    );
     // Content is outside the chain: the file still verifies.
     let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
     let store = Store::open_read_only(&fixture.db).unwrap();

@@ -799,7 +799,10 @@ fn a_decision_on_the_card_is_a_chain_record_naming_the_card_and_its_peer() {
         .find(|record| record.event == "plan_checkpoint.plan.approved")
         .unwrap();
     assert_eq!(approved.attributes["plan_checkpoint.channel"], json!("web_card"));
-    assert_eq!(approved.attributes["plan_checkpoint.permission_mode"], json!("auto"));
+    assert_eq!(
+        approved.attributes["plan_checkpoint.permission_mode"],
+        json!("auto")
+    );
     let peer = approved.attributes["client.address"].as_str().unwrap();
     assert!(peer.starts_with("127.0.0.1:"), "{peer}");
     assert_eq!(store.verify_audit_chain().unwrap().1, []);

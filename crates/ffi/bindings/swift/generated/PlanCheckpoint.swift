@@ -2712,8 +2712,8 @@ public struct PlanHostOptions: Equatable, Hashable {
      */
     public var otelServiceName: String?
     /**
-     * Also exports plan titles, questions and command text (their SHA-256
-     * always is; they may be confidential).
+     * Also exports the plan text, plan titles, questions and command text
+     * (their SHA-256 always is; they may be confidential).
      */
     public var otelIncludeContent: Bool?
     /**
@@ -2813,8 +2813,8 @@ public struct PlanHostOptions: Equatable, Hashable {
          * The resource's `service.name` (default `plan-checkpoint`).
          */otelServiceName: String? = nil, 
         /**
-         * Also exports plan titles, questions and command text (their SHA-256
-         * always is; they may be confidential).
+         * Also exports the plan text, plan titles, questions and command text
+         * (their SHA-256 always is; they may be confidential).
          */otelIncludeContent: Bool? = nil, 
         /**
          * Whether the standard `OTEL_*` variables of the process are read

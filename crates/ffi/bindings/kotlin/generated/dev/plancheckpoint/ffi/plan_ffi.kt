@@ -3611,8 +3611,8 @@ data class PlanHostOptions (
     var `otelServiceName`: kotlin.String? = null 
     , 
     /**
-     * Also exports plan titles, questions and command text (their SHA-256
-     * always is; they may be confidential).
+     * Also exports the plan text, plan titles, questions and command text
+     * (their SHA-256 always is; they may be confidential).
      */
     var `otelIncludeContent`: kotlin.Boolean? = null 
     , 
