@@ -187,8 +187,7 @@ fn sink() -> (String, Arc<AtomicU64>) {
             let mut data = Vec::new();
             let mut buffer = [0_u8; 65536];
             let mut wanted = None;
-            loop {
-                let Ok(read) = stream.read(&mut buffer) else { break };
+            while let Ok(read) = stream.read(&mut buffer) {
                 if read == 0 {
                     break;
                 }
