@@ -373,8 +373,10 @@ fn a_collector_down_then_refusing_then_up_loses_nothing() {
 
 /// The child of `a_host_killed_mid_batch_resends_from_the_cursor`: a host
 /// exporting to the parent's stand-in, doing work, then waiting to be
-/// killed. Without its variables it does nothing.
+/// killed. Only that test runs it (as an ignored test, by name); without its
+/// variables it does nothing.
 #[test]
+#[ignore = "the child process of a_host_killed_mid_batch_resends_from_the_cursor"]
 fn child_host_until_killed() {
     let (Ok(db), Ok(endpoint)) = (
         std::env::var("PLAN_TEST_EXPORT_DB"),
@@ -425,6 +427,7 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
         .args([
             "--exact",
             "export::child_host_until_killed",
+            "--ignored",
             "--nocapture",
             "--test-threads=1",
         ])
