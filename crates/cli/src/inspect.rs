@@ -773,10 +773,24 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         session_id: session,
         ..ApprovalFilter::default()
     };
+    let heads = store.approval_audit_heads().map_err(|error| failure(&error))?;
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
-        match render::json_line(&stored.approval) {
+        // The protocol object as always, its field order kept, with the
+        // chain's seq and hash appended.
+        let head = heads.get(stored.approval.id.as_str());
+        let chain = serde_json::json!({
+            "auditSeq": head.map(|(seq, _)| *seq),
+            "auditHash": head.map(|(_, hash)| hash.as_str()),
+        });
+        let line = render::json_line(&stored.approval).map(|line| {
+            let object = line.trim_end().trim_end_matches('}');
+            let seq = chain["auditSeq"].to_string();
+            let hash = chain["auditHash"].to_string();
+            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash}}}\n")
+        });
+        match line {
             Ok(line) => buffer.push_str(&line),
             Err(error) => {
                 failed = Some(error);

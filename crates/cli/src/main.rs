@@ -5,11 +5,13 @@
 //! layers below; this crate decides no policy, runs no SQL and touches the
 //! file system only to write to stdout and to create the demo's directory.
 
+mod audit;
 mod commands;
 mod demo;
 mod escape;
 mod exit;
 mod inspect;
+mod otel;
 mod progress;
 mod render;
 mod table;
@@ -76,6 +78,12 @@ enum Command {
         #[command(subcommand)]
         command: ApprovalsCommand,
     },
+    /// Check the audit chain (read-only).
+    #[command(after_long_help = EXIT_CODES)]
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Inspect the audit of host-run commands (read-only).
     #[command(after_long_help = EXIT_CODES)]
     Commands {
@@ -109,6 +117,8 @@ enum Command {
         /// decide, so it prints a warning.
         #[arg(long, value_name = "ADDR")]
         web_bind: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        otel: Box<otel::OtelArgs>,
     },
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
@@ -137,6 +147,27 @@ enum Command {
     Completions {
         /// The shell.
         shell: CompletionShell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Recompute the audit chain from the database: every record's
+    /// `audit.hash` from the previous one and its canonical bytes, its
+    /// `audit.seq` without gaps. A changed, removed or inserted record is
+    /// named by its seq (exit 1); a clean chain exits 0.
+    #[command(after_long_help = EXIT_CODES)]
+    Verify {
+        /// Also compare with the records a collector kept: OTLP/JSON lines,
+        /// one ExportLogsServiceRequest per line (an OpenTelemetry
+        /// Collector's file exporter). A record changed, removed or inserted
+        /// in the database after it was exported is named by its seq.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+        /// Print JSON: {records, head, collectorRecords, ok, findings:
+        /// [{seq, finding}]}.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -314,7 +345,9 @@ enum ApprovalsCommand {
     },
     /// JSON Lines on stdout, one protocol v9 PlanApproval per line, newest
     /// first, for audit pipelines (streamed: the whole history is never
-    /// held).
+    /// held). Each line also carries `auditSeq` and `auditHash`: the seq
+    /// and hash of the approval's latest record in the audit chain (`null`
+    /// for an approval recorded before the chain began).
     #[command(after_long_help = EXIT_CODES)]
     Export {
         /// Only this session's approvals (an unknown session is an error).
@@ -405,7 +438,11 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
             ": the demo creates its own database in its directory (choose it with --dir DIR)",
         ),
         Command::Completions { .. } => ("completions", ""),
-        Command::Db { .. } | Command::Approvals { .. } | Command::Commands { .. } | Command::Serve { .. } => {
+        Command::Db { .. }
+        | Command::Approvals { .. }
+        | Command::Audit { .. }
+        | Command::Commands { .. }
+        | Command::Serve { .. } => {
             return Ok(());
         }
     };
@@ -429,12 +466,14 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             commands,
             web,
             web_bind,
+            otel,
         } => Ok(serve(
             require_db(database)?,
             approval_ttl_ms,
             markdown_limit_bytes,
             &commands,
             WebArgs { web, web_bind },
+            &otel,
         )),
         Command::Commands { command } => {
             let database = require_db(database)?;
@@ -449,6 +488,9 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 } => commands::show(database, &call_id, session, json),
             }
         }
+        Command::Audit {
+            command: AuditCommand::Verify { against, json },
+        } => audit::verify(require_db(database)?, against.as_deref(), json),
         Command::Db { command } => match command {
             DbCommand::Status { json } => inspect::db_status(require_db(database)?, &term, json),
             DbCommand::Migrate { json } => inspect::db_migrate(require_db(database)?, json),
@@ -573,6 +615,7 @@ fn serve(
     markdown_limit_bytes: usize,
     commands: &commands::CommandArgs,
     web: WebArgs,
+    otel: &otel::OtelArgs,
 ) -> i32 {
     // The range rules are plan-core's; a value they refuse is a usage
     // error, told on stderr and to a JSON-RPC client alike.
@@ -587,6 +630,7 @@ fn serve(
         .and_then(|options| {
             Ok(plan_host::HostOptions {
                 web: web.options()?,
+                audit_export: otel.config(|name| std::env::var(name).ok())?,
                 ..options
             })
         });

@@ -14,8 +14,20 @@
 #[path = "cli/support.rs"]
 mod support;
 
+#[path = "cli/audit.rs"]
+mod audit;
+
 #[path = "cli/client.rs"]
 mod client;
+
+// The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
+// Not every helper of it is used here.
+#[allow(dead_code)]
+#[path = "../../host/tests/host/collector.rs"]
+mod collector;
+
+#[path = "cli/otel.rs"]
+mod otel;
 
 #[path = "cli/serve.rs"]
 mod serve;

@@ -182,6 +182,21 @@ impl PlanHost {
         let web = web_options(options.web_address.as_deref(), options.web_allow_any_address)?;
         commands.network_in_auto = options.network_in_auto.unwrap_or(false);
         commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
+        let audit_export = plan_audit_export::ExportOverrides {
+            logs_endpoint: options.otel_logs_endpoint,
+            protocol: options.otel_protocol,
+            headers: options.otel_headers.unwrap_or_default(),
+            service_name: options.otel_service_name,
+            include_content: options.otel_include_content.unwrap_or(false),
+        }
+        .resolve(|name| {
+            options
+                .otel_from_environment
+                .unwrap_or(true)
+                .then(|| std::env::var(name).ok())
+                .flatten()
+        })
+        .map_err(|error| HostError::with_detail(plan_core::ErrorCode::InvalidParams, error.to_string()))?;
         let defaults = HostOptions::default();
         let host = Arc::new(Host::open(
             &db_path,
@@ -202,6 +217,7 @@ impl PlanHost {
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
                 scratch_size,
                 web,
+                audit_export,
                 ..defaults
             },
         )?);

@@ -331,6 +331,29 @@ pub struct PlanHostOptions {
     /// can reach it and sees a card's URL can decide.
     #[uniffi(default = None)]
     pub web_allow_any_address: Option<bool>,
+    /// Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
+    /// logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+    /// export is on only when `otel_from_environment` allows the standard
+    /// variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
+    #[uniffi(default = None)]
+    pub otel_logs_endpoint: Option<String>,
+    /// `http/protobuf` (the default) or `http/json`.
+    #[uniffi(default = None)]
+    pub otel_protocol: Option<String>,
+    /// Request headers for the collector, each `KEY=VALUE`.
+    #[uniffi(default = None)]
+    pub otel_headers: Option<Vec<String>>,
+    /// The resource's `service.name` (default `plan-checkpoint`).
+    #[uniffi(default = None)]
+    pub otel_service_name: Option<String>,
+    /// Also exports the plan text, plan titles, questions and command text
+    /// (their SHA-256 always is; they may be confidential).
+    #[uniffi(default = None)]
+    pub otel_include_content: Option<bool>,
+    /// Whether the standard `OTEL_*` variables of the process are read
+    /// (as OpenTelemetry SDKs do); true when absent.
+    #[uniffi(default = None)]
+    pub otel_from_environment: Option<bool>,
 }
 
 impl From<wire::ToolCallResult> for ToolCallResult {

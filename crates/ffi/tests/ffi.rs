@@ -767,3 +767,59 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
         })
     ));
 }
+
+// The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
+#[allow(dead_code)]
+#[path = "../../host/tests/host/collector.rs"]
+mod collector;
+
+#[test]
+fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
+    let collector = collector::Collector::start();
+    let fixture = Fixture::with_options(
+        PlanHostOptions {
+            otel_logs_endpoint: Some(collector.endpoint()),
+            otel_protocol: Some("http/json".to_owned()),
+            otel_headers: Some(vec!["x-app=ffi".to_owned()]),
+            otel_service_name: Some("embedded".to_owned()),
+            otel_from_environment: Some(false),
+            ..PlanHostOptions::default()
+        },
+        Vec::new(),
+    );
+    let approval = fixture.submit("s1");
+    let received = collector.wait_for_seqs(1);
+    assert_eq!(received[0].event(), "plan_checkpoint.plan.submitted");
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.approval.id"),
+        Some(serde_json::json!(approval.id))
+    );
+    assert_eq!(
+        received[0].resource["service.name"],
+        serde_json::json!("embedded")
+    );
+    assert!(received[0].head.contains("\r\nx-app: ffi\r\n"));
+    assert_eq!(received[0].content_type, "application/json");
+    fixture.host.shutdown();
+
+    let dir = tempfile::tempdir().unwrap();
+    for options in [
+        PlanHostOptions {
+            otel_logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
+            otel_protocol: Some("grpc".to_owned()),
+            ..PlanHostOptions::default()
+        },
+        PlanHostOptions {
+            otel_include_content: Some(true),
+            otel_from_environment: Some(false),
+            ..PlanHostOptions::default()
+        },
+    ] {
+        let Err(plan_ffi::PlanError::Failed { code, reason }) =
+            PlanHost::new(dir.path().join("plan.db").display().to_string(), options)
+        else {
+            panic!("an unusable export configuration was accepted");
+        };
+        assert_eq!(code, ErrorCode::InvalidParams, "{reason}");
+    }
+}

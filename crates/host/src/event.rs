@@ -50,6 +50,8 @@ pub(crate) struct HostCore {
     pub(crate) migration: MigrationReport,
     pub(crate) database: PathBuf,
     pub(crate) commands: CommandSupport,
+    /// The audit exporter, while the host is open and export is on.
+    pub(crate) exporter: Mutex<Option<plan_audit_export::Exporter>>,
 }
 
 /// A pending approval this host created.
@@ -85,10 +87,16 @@ impl HostCore {
         operation: impl FnOnce(&mut Open) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let mut guard = lock(&self.open);
-        match guard.as_mut() {
-            Some(open) => operation(open),
-            None => Err(HostError::Refused(ErrorCode::HostClosed)),
+        let Some(open) = guard.as_mut() else {
+            return Err(HostError::Refused(ErrorCode::HostClosed));
+        };
+        let writes = open.store.write_count();
+        let result = operation(open);
+        if open.store.write_count() != writes {
+            drop(guard);
+            self.wake_exporter();
         }
+        result
     }
 
     pub(crate) fn session_event(
@@ -297,6 +305,14 @@ impl HostCore {
     /// is released (so a listener may call back into the host). If another
     /// thread is delivering already, it delivers these too, after the ones
     /// committed before them.
+    /// Tells the exporter (if any) that something was committed; it never
+    /// waits on the exporter's work.
+    pub(crate) fn wake_exporter(&self) {
+        if let Some(exporter) = lock(&self.exporter).as_ref() {
+            exporter.wake();
+        }
+    }
+
     pub(crate) fn deliver(&self) {
         {
             let mut outbox = lock(&self.outbox);

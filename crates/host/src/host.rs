@@ -139,6 +139,7 @@ impl Host {
             migration,
             database,
             commands,
+            exporter: Mutex::new(None),
         });
         let timer = match core.options.expiry {
             ExpiryTimer::Automatic => Some(TimerThread::spawn(&core).map_err(|error| {
@@ -150,6 +151,14 @@ impl Host {
             })?),
             ExpiryTimer::Manual => None,
         };
+        if let Some(config) = core.options.audit_export.clone() {
+            let exporter =
+                plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
+                    core.close_now();
+                    HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
+                })?;
+            *crate::sync::lock(&core.exporter) = Some(exporter);
+        }
         Ok(Host { core, timer })
     }
 
@@ -944,6 +953,10 @@ impl HostCore {
     /// Releases the database and the lock, cancels running commands and
     /// wakes the timer so that it ends.
     pub(crate) fn close_now(&self) {
+        // The exporter stops first (after its request in flight): no
+        // connection of this host outlives the lock.
+        let exporter = lock(&self.exporter).take();
+        drop(exporter);
         let closed = lock(&self.open).take();
         if let Some(open) = &closed {
             // Running commands do not outlive the host.

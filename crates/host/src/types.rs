@@ -88,6 +88,12 @@ pub struct HostOptions {
     /// default) for no web server. The host holds it; the `plan-server`
     /// crate's web module starts the server from it.
     pub web: Option<crate::WebOptions>,
+    /// Where the audit is exported as OpenTelemetry log records, or `None`
+    /// (the default) for no export. [`plan_audit_export::ExportConfig::from_env`]
+    /// reads the standard `OTEL_*` variables into one. The host runs the
+    /// exporter on its own thread from [`crate::Host::open`] until
+    /// [`crate::Host::close`]; a decision never waits on it.
+    pub audit_export: Option<plan_audit_export::ExportConfig>,
 }
 
 /// The size cap of a command's private scratch tmpfs, in megabytes
@@ -171,6 +177,7 @@ impl Default for HostOptions {
             protected_paths: Vec::new(),
             scratch_size: ScratchSize::default(),
             web: None,
+            audit_export: None,
         }
     }
 }
@@ -183,6 +190,7 @@ impl std::fmt::Debug for HostOptions {
             .field("shells", &self.shells)
             .field("expiry", &self.expiry)
             .field("web", &self.web)
+            .field("audit_export", &self.audit_export)
             .finish_non_exhaustive()
     }
 }

@@ -13,6 +13,7 @@
     clippy::wildcard_enum_match_arm
 )]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,8 +31,12 @@ use plan_server::Connection;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+#[path = "host/collector.rs"]
+mod collector;
 #[path = "host/commands.rs"]
 mod commands;
+#[path = "host/export.rs"]
+mod export;
 #[path = "host/permissions.rs"]
 mod permissions;
 #[path = "host/sandbox.rs"]

@@ -176,12 +176,12 @@ pub(crate) fn insert_entry(
     output_sha256: Option<&str>,
     now: UnixMs,
 ) -> Result<(), StorageError> {
-    let content = entry_json(kind, run, output_sha256)?.to_string();
-    crate::transcript::append(
+    let content = entry_json(kind, run, output_sha256)?;
+    crate::chain::append_fact(
         conn,
         run.session_id.as_str(),
         crate::transcript::Role::Tool,
-        &content,
+        content,
         now,
         "recording a command audit entry",
     )

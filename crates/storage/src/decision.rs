@@ -24,6 +24,15 @@ pub enum DecisionChannel {
     WebCard,
 }
 
+impl DecisionChannel {
+    /// The channel's name in the audit chain's records.
+    pub const fn audit_name(self) -> &'static str {
+        match self {
+            DecisionChannel::WebCard => "web_card",
+        }
+    }
+}
+
 /// Where a relayed decision came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecisionSource {

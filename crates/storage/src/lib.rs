@@ -15,6 +15,7 @@
 
 mod artifacts;
 mod audit;
+mod chain;
 mod decision;
 mod error;
 mod exclusive;
@@ -32,6 +33,10 @@ pub use artifacts::{
     discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
 };
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
+pub use chain::{
+    AUDIT_CURSOR_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor, AuditFinding, AuditRecord,
+    CONTENT_ATTRIBUTES, EVENT_ATTRIBUTE, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, canonical_bytes, chain_hash,
+};
 pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;

@@ -194,6 +194,12 @@ impl Store {
         Ok(written)
     }
 
+    /// How many rows this connection's writes changed so far: a cheap way
+    /// to tell whether an operation committed anything.
+    pub fn write_count(&self) -> u64 {
+        self.conn.total_changes()
+    }
+
     /// The `user_version` of the open database.
     pub fn schema_version(&self) -> Result<u32, StorageError> {
         let version: i64 = self
@@ -522,7 +528,7 @@ impl Store {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("beginning a write transaction"))?;
             for effect in effects {
-                apply_effect(&transaction, effect, now)?;
+                apply_effect(&transaction, effect, now, note)?;
             }
             if let Some(note) = note {
                 crate::decision::record(&transaction, effects, note, now)?;
@@ -556,7 +562,7 @@ impl Store {
             let effects = plan_core::startup_fence(&live, now);
             let mut changed = Vec::with_capacity(effects.len());
             for effect in &effects {
-                apply_effect(&transaction, effect, now)?;
+                apply_effect(&transaction, effect, now, None)?;
                 match effect {
                     Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
                     Effect::WriteArtifact(_)
@@ -764,12 +770,41 @@ fn follow_row(slot: &mut Option<PlanApproval>, approval: &PlanApproval, qualifie
     }
 }
 
-/// Carries out one effect inside the caller's transaction.
-fn apply_effect(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), StorageError> {
+/// Carries out one effect inside the caller's transaction, with the audit
+/// facts it makes (a submission, a decision, an execution's start or end, a
+/// mode change); `note` says where a relayed decision came from.
+fn apply_effect(
+    conn: &Connection,
+    effect: &Effect,
+    now: UnixMs,
+    note: Option<&crate::DecisionNote>,
+) -> Result<(), StorageError> {
     match effect {
-        Effect::InsertApproval(approval) => insert_approval(conn, approval),
-        Effect::UpdateApproval { approval, expected } => update_approval(conn, approval, *expected),
-        Effect::SaveSession(session) => save_session_row(conn, session, now),
+        Effect::InsertApproval(approval) => {
+            insert_approval(conn, approval)?;
+            crate::chain::approval_facts(conn, true, approval, None, None, now)
+        }
+        Effect::UpdateApproval { approval, expected } => {
+            update_approval(conn, approval, *expected)?;
+            let source =
+                note.filter(|note| note.approval_id == approval.id)
+                    .map(|note| crate::chain::FactSource {
+                        channel: note.source.channel.audit_name(),
+                        remote_address: &note.source.remote_address,
+                    });
+            crate::chain::approval_facts(
+                conn,
+                false,
+                approval,
+                Some((expected.status, expected.execution_state)),
+                source,
+                now,
+            )
+        }
+        Effect::SaveSession(session) => {
+            crate::chain::mode_change_fact(conn, effect, now)?;
+            save_session_row(conn, session, now)
+        }
         Effect::RecordToolAudit(entry) => crate::tool_audit::insert_tool_entry(conn, entry),
         // Not storage effects: see `Store::apply`.
         Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => Ok(()),

@@ -33,15 +33,15 @@ pub struct ToolDecisionTally {
 /// Appends one entry with the session's next `seq`, inside `conn`'s
 /// transaction.
 pub(crate) fn insert_tool_entry(conn: &Connection, entry: &ToolAuditEntry) -> Result<(), StorageError> {
-    let content = serde_json::to_string(entry).map_err(|error| StorageError::InvalidValue {
+    let content = serde_json::to_value(entry).map_err(|error| StorageError::InvalidValue {
         column: "transcript_entries.content_json",
         value: error.to_string(),
     })?;
-    crate::transcript::append(
+    crate::chain::append_fact(
         conn,
         entry.session_id.as_str(),
         crate::transcript::Role::Tool,
-        &content,
+        content,
         entry.at,
         "recording a tool-permission audit entry",
     )?;

@@ -32,11 +32,17 @@ pub(crate) struct Serve {
 
 impl Serve {
     pub(crate) fn spawn(db: &Path, extra: &[&str]) -> Serve {
+        Serve::spawn_with_env(db, extra, &[])
+    }
+
+    /// Spawns with these environment variables set as well.
+    pub(crate) fn spawn_with_env(db: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
             .arg("serve")
             .arg("--db")
             .arg(db)
             .args(extra)
+            .envs(env.iter().copied())
             .env_remove("PLAN_CHECKPOINT_DB")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

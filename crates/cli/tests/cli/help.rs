@@ -17,6 +17,8 @@ const COMMANDS: &[&[&str]] = &[
     &["approvals", "verify"],
     &["approvals", "diff"],
     &["approvals", "export"],
+    &["audit"],
+    &["audit", "verify"],
     &["commands"],
     &["commands", "list"],
     &["commands", "show"],
@@ -324,6 +326,21 @@ const BEHAVIOUR: &[(&[&str], &str, &str)] = &[
         &["approvals", "export"],
         "one protocol v9 PlanApproval per line, newest first",
         "commands::approvals_export_is_json_lines_of_protocol_objects",
+    ),
+    (
+        &["approvals", "export"],
+        "Each line also carries `auditSeq` and `auditHash`",
+        "audit::approvals_export_carries_the_latest_seq_and_hash_of_each_approval",
+    ),
+    (
+        &["audit", "verify"],
+        "A changed, removed or inserted record is named by its seq (exit 1); a clean chain exits 0",
+        "audit::rows_changed_removed_or_inserted_after_export_are_named_by_seq",
+    ),
+    (
+        &["audit", "verify"],
+        "A record changed, removed or inserted in the database after it was exported is named by its seq",
+        "audit::a_rewritten_chain_is_caught_only_by_the_collectors_copy",
     ),
     (
         &["commands", "list"],

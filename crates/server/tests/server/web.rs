@@ -786,3 +786,24 @@ fn connections_over_the_cap_are_closed_unanswered() {
     assert!(bytes.is_empty(), "{}", String::from_utf8_lossy(&bytes));
     drop(silent);
 }
+
+#[test]
+fn a_decision_on_the_card_is_a_chain_record_naming_the_card_and_its_peer() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let decided = fixture.decide(&approve(&fixture, "auto"));
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let store = plan_storage::Store::open_read_only(fixture.host.database()).unwrap();
+    let records = store.audit_records().unwrap();
+    let approved = records
+        .iter()
+        .find(|record| record.event == "plan_checkpoint.plan.approved")
+        .unwrap();
+    assert_eq!(approved.attributes["plan_checkpoint.channel"], json!("web_card"));
+    assert_eq!(
+        approved.attributes["plan_checkpoint.permission_mode"],
+        json!("auto")
+    );
+    let peer = approved.attributes["client.address"].as_str().unwrap();
+    assert!(peer.starts_with("127.0.0.1:"), "{peer}");
+    assert_eq!(store.verify_audit_chain().unwrap().1, []);
+}

@@ -161,6 +161,19 @@ fn stored_texts(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// A stored text without the chain's `audit` field (written first, keys
+/// being sorted), checked to be exactly `{"hash":<64 hex>,"seq":N}`.
+fn without_chain_field(text: &str, seq: u64) -> String {
+    let rest = text.strip_prefix(r#"{"audit":{"hash":""#).unwrap();
+    let (hash, rest) = rest.split_at(64);
+    assert!(
+        hash.bytes()
+            .all(|byte| byte.is_ascii_hexdigit() && !byte.is_ascii_uppercase())
+    );
+    let rest = rest.strip_prefix(&format!(r#"","seq":{seq}}},"#)).unwrap();
+    format!("{{{rest}")
+}
+
 #[test]
 fn entries_are_stored_in_the_same_json_text_as_always() {
     let dir = tempfile::tempdir().unwrap();
@@ -186,8 +199,13 @@ fn entries_are_stored_in_the_same_json_text_as_always() {
         .record_command(CommandEntryKind::Refused, &refused, None, NOW + 6)
         .unwrap();
     let hash = "a".repeat(64);
+    let texts: Vec<String> = stored_texts(dir.path())
+        .iter()
+        .zip(1..)
+        .map(|(text, seq)| without_chain_field(text, seq))
+        .collect();
     assert_eq!(
-        stored_texts(dir.path()),
+        texts,
         [
             r#"{"callId":"c1","command":"git status\u001b[2J","cwd":".","endedAt":null,"errorCode":null,"exitCode":null,"network":false,"sandbox":"read-only","sessionId":"s1","shell":{"id":"bash","path":"/bin/bash"},"signal":null,"startedAt":1800000000000,"state":"running","stderrBytes":0,"stdoutBytes":0,"truncated":false,"turnId":"t1","type":"commandStarted"}"#.to_owned(),
             format!(

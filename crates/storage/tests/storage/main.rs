@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod audit;
+mod chain;
 mod files;
 mod interrupt;
 mod lock;

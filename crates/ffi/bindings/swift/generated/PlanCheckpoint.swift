@@ -2692,6 +2692,35 @@ public struct PlanHostOptions: Equatable, Hashable {
      * can reach it and sees a card's URL can decide.
      */
     public var webAllowAnyAddress: Bool?
+    /**
+     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
+     * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+     * export is on only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
+     */
+    public var otelLogsEndpoint: String?
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    public var otelProtocol: String?
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    public var otelHeaders: [String]?
+    /**
+     * The resource's `service.name` (default `plan-checkpoint`).
+     */
+    public var otelServiceName: String?
+    /**
+     * Also exports the plan text, plan titles, questions and command text
+     * (their SHA-256 always is; they may be confidential).
+     */
+    public var otelIncludeContent: Bool?
+    /**
+     * Whether the standard `OTEL_*` variables of the process are read
+     * (as OpenTelemetry SDKs do); true when absent.
+     */
+    public var otelFromEnvironment: Bool?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2767,7 +2796,30 @@ public struct PlanHostOptions: Equatable, Hashable {
         /**
          * Lets `web_address` name an address that is not loopback: anyone who
          * can reach it and sees a card's URL can decide.
-         */webAllowAnyAddress: Bool? = nil) {
+         */webAllowAnyAddress: Bool? = nil, 
+        /**
+         * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
+         * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+         * export is on only when `otel_from_environment` allows the standard
+         * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
+         */otelLogsEndpoint: String? = nil, 
+        /**
+         * `http/protobuf` (the default) or `http/json`.
+         */otelProtocol: String? = nil, 
+        /**
+         * Request headers for the collector, each `KEY=VALUE`.
+         */otelHeaders: [String]? = nil, 
+        /**
+         * The resource's `service.name` (default `plan-checkpoint`).
+         */otelServiceName: String? = nil, 
+        /**
+         * Also exports the plan text, plan titles, questions and command text
+         * (their SHA-256 always is; they may be confidential).
+         */otelIncludeContent: Bool? = nil, 
+        /**
+         * Whether the standard `OTEL_*` variables of the process are read
+         * (as OpenTelemetry SDKs do); true when absent.
+         */otelFromEnvironment: Bool? = nil) {
         self.approvalTtlMs = approvalTtlMs
         self.markdownLimitBytes = markdownLimitBytes
         self.sandboxHelper = sandboxHelper
@@ -2784,6 +2836,12 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.scratchSizeMb = scratchSizeMb
         self.webAddress = webAddress
         self.webAllowAnyAddress = webAllowAnyAddress
+        self.otelLogsEndpoint = otelLogsEndpoint
+        self.otelProtocol = otelProtocol
+        self.otelHeaders = otelHeaders
+        self.otelServiceName = otelServiceName
+        self.otelIncludeContent = otelIncludeContent
+        self.otelFromEnvironment = otelFromEnvironment
     }
 
     
@@ -2817,7 +2875,13 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
                 scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
                 webAddress: FfiConverterOptionString.read(from: &buf), 
-                webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf)
+                webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf), 
+                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
+                otelProtocol: FfiConverterOptionString.read(from: &buf), 
+                otelHeaders: FfiConverterOptionSequenceString.read(from: &buf), 
+                otelServiceName: FfiConverterOptionString.read(from: &buf), 
+                otelIncludeContent: FfiConverterOptionBool.read(from: &buf), 
+                otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
         )
     }
 
@@ -2838,6 +2902,12 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
         FfiConverterOptionString.write(value.webAddress, into: &buf)
         FfiConverterOptionBool.write(value.webAllowAnyAddress, into: &buf)
+        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
+        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
+        FfiConverterOptionSequenceString.write(value.otelHeaders, into: &buf)
+        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
+        FfiConverterOptionBool.write(value.otelIncludeContent, into: &buf)
+        FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
     }
 }
 

@@ -3586,6 +3586,41 @@ data class PlanHostOptions (
      * can reach it and sees a card's URL can decide.
      */
     var `webAllowAnyAddress`: kotlin.Boolean? = null 
+    , 
+    /**
+     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
+     * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+     * export is on only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
+     */
+    var `otelLogsEndpoint`: kotlin.String? = null 
+    , 
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    var `otelProtocol`: kotlin.String? = null 
+    , 
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    var `otelHeaders`: List<kotlin.String>? = null 
+    , 
+    /**
+     * The resource's `service.name` (default `plan-checkpoint`).
+     */
+    var `otelServiceName`: kotlin.String? = null 
+    , 
+    /**
+     * Also exports the plan text, plan titles, questions and command text
+     * (their SHA-256 always is; they may be confidential).
+     */
+    var `otelIncludeContent`: kotlin.Boolean? = null 
+    , 
+    /**
+     * Whether the standard `OTEL_*` variables of the process are read
+     * (as OpenTelemetry SDKs do); true when absent.
+     */
+    var `otelFromEnvironment`: kotlin.Boolean? = null 
     
 ){
     
@@ -3618,6 +3653,12 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
         )
     }
 
@@ -3637,7 +3678,13 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
             FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
             FfiConverterOptionalString.allocationSize(value.`webAddress`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`)
+            FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`) +
+            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
+            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`otelHeaders`) +
+            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`otelIncludeContent`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
     )
 
     override fun write(value: PlanHostOptions, buf: ByteBuffer) {
@@ -3657,6 +3704,12 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
             FfiConverterOptionalString.write(value.`webAddress`, buf)
             FfiConverterOptionalBoolean.write(value.`webAllowAnyAddress`, buf)
+            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
+            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
+            FfiConverterOptionalSequenceString.write(value.`otelHeaders`, buf)
+            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
+            FfiConverterOptionalBoolean.write(value.`otelIncludeContent`, buf)
+            FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
     }
 }
 

@@ -1,0 +1,318 @@
+//! How the export is set up: the standard `OTEL_*` variables, or the same
+//! settings given as host options. Plain data and its parsing; it opens
+//! nothing.
+
+use std::time::Duration;
+
+/// The OTLP/HTTP encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `http/protobuf` (OTel's default): `application/x-protobuf`.
+    HttpProtobuf,
+    /// `http/json`: `application/json`.
+    HttpJson,
+}
+
+impl Protocol {
+    /// Parses the `OTEL_EXPORTER_OTLP_PROTOCOL` spelling.
+    pub fn parse(text: &str) -> Option<Protocol> {
+        match text.trim() {
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            "http/json" => Some(Protocol::HttpJson),
+            _ => None,
+        }
+    }
+
+    /// The `OTEL_EXPORTER_OTLP_PROTOCOL` spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
+        }
+    }
+
+    /// The request's `Content-Type`.
+    pub const fn content_type(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "application/x-protobuf",
+            Protocol::HttpJson => "application/json",
+        }
+    }
+}
+
+/// A configuration that cannot be used; nothing is exported.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `OTEL_LOGS_EXPORTER` names no exporter this build has.
+    #[error("OTEL_LOGS_EXPORTER={0:?}: only `otlp` (or `none`) is supported")]
+    UnsupportedExporter(String),
+    /// A protocol other than `http/protobuf` and `http/json`.
+    #[error("OTLP protocol {0:?} is not supported: use http/protobuf or http/json")]
+    UnsupportedProtocol(String),
+    /// An endpoint that is not an `http://host[:port][/path]` URL.
+    #[error("OTLP endpoint {endpoint:?}: {reason}")]
+    InvalidEndpoint {
+        /// The endpoint as given.
+        endpoint: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A `key=value` list (headers, resource attributes) that does not parse.
+    #[error("{variable}: {entry:?} is not key=value")]
+    InvalidList {
+        /// The variable or option.
+        variable: &'static str,
+        /// The entry.
+        entry: String,
+    },
+    /// Export options given while export is off (no endpoint, no
+    /// `OTEL_LOGS_EXPORTER=otlp`).
+    #[error("the audit export options need a logs endpoint (or OTEL_LOGS_EXPORTER=otlp)")]
+    NoEndpoint,
+    /// A timeout that is not a number of milliseconds.
+    #[error("{variable}={value:?} is not a number of milliseconds")]
+    InvalidTimeout {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+}
+
+/// Where and how the audit is exported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportConfig {
+    /// The logs endpoint, a full `http://` URL (`.../v1/logs`).
+    pub endpoint: String,
+    /// The encoding.
+    pub protocol: Protocol,
+    /// Extra request headers (authentication, tenant).
+    pub headers: Vec<(String, String)>,
+    /// The resource's `service.name`.
+    pub service_name: String,
+    /// More resource attributes (`OTEL_RESOURCE_ATTRIBUTES`).
+    pub resource_attributes: Vec<(String, String)>,
+    /// Whether plan titles, questions and command text are exported too
+    /// (their SHA-256 always is).
+    pub include_content: bool,
+    /// At most this many records per request.
+    pub batch_size: u32,
+    /// How long the exporter sleeps with nothing to send before it looks
+    /// again (a host wakes it sooner after a commit).
+    pub poll_interval: Duration,
+    /// The first wait after a failed send; it doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    /// The longest wait between two attempts.
+    pub max_backoff: Duration,
+    /// The connect, write and read timeout of one request.
+    pub timeout: Duration,
+}
+
+/// The logs path OTLP/HTTP appends to a base endpoint.
+const LOGS_PATH: &str = "v1/logs";
+/// The service name when none is configured.
+pub const DEFAULT_SERVICE_NAME: &str = "plan-checkpoint";
+
+impl ExportConfig {
+    /// A configuration for one logs endpoint (a full URL), with the
+    /// defaults for everything else.
+    pub fn new(endpoint: impl Into<String>) -> ExportConfig {
+        ExportConfig {
+            endpoint: endpoint.into(),
+            protocol: Protocol::HttpProtobuf,
+            headers: Vec::new(),
+            service_name: DEFAULT_SERVICE_NAME.to_owned(),
+            resource_attributes: Vec::new(),
+            include_content: false,
+            batch_size: 512,
+            poll_interval: Duration::from_secs(1),
+            min_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(30),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The logs endpoint for a base endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`):
+    /// `/v1/logs` appended.
+    pub fn logs_endpoint(base: &str) -> String {
+        format!("{}/{LOGS_PATH}", base.trim_end_matches('/'))
+    }
+
+    /// Reads the standard variables through `lookup` (`std::env::var` in a
+    /// host): `Ok(None)` unless `OTEL_LOGS_EXPORTER` names `otlp`.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<ExportConfig>, ConfigError> {
+        let Some(exporters) = lookup("OTEL_LOGS_EXPORTER") else {
+            return Ok(None);
+        };
+        let names: Vec<&str> = exporters
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .collect();
+        if !names.contains(&"otlp") {
+            return match names.iter().find(|name| **name != "none") {
+                Some(other) => Err(ConfigError::UnsupportedExporter((*other).to_owned())),
+                None => Ok(None),
+            };
+        }
+        let endpoint = match (
+            lookup("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
+            lookup("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(logs), _) => logs,
+            (None, Some(base)) => ExportConfig::logs_endpoint(&base),
+            (None, None) => ExportConfig::logs_endpoint("http://localhost:4318"),
+        };
+        let mut config = ExportConfig::new(endpoint);
+        if let Some(protocol) =
+            lookup("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL").or_else(|| lookup("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        {
+            config.protocol = Protocol::parse(&protocol)
+                .ok_or_else(|| ConfigError::UnsupportedProtocol(protocol.clone()))?;
+        }
+        for variable in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS"] {
+            if let Some(list) = lookup(variable) {
+                for (key, value) in parse_list(variable, &list)? {
+                    config
+                        .headers
+                        .retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
+                    config.headers.push((key, value));
+                }
+            }
+        }
+        for variable in ["OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"] {
+            if let Some(value) = lookup(variable) {
+                let millis: u64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| ConfigError::InvalidTimeout { variable, value })?;
+                config.timeout = Duration::from_millis(millis.max(1));
+            }
+        }
+        if let Some(list) = lookup("OTEL_RESOURCE_ATTRIBUTES") {
+            for (key, value) in parse_list("OTEL_RESOURCE_ATTRIBUTES", &list)? {
+                if key == "service.name" {
+                    config.service_name = value;
+                } else {
+                    config.resource_attributes.push((key, value));
+                }
+            }
+        }
+        if let Some(name) = lookup("OTEL_SERVICE_NAME").filter(|name| !name.trim().is_empty()) {
+            config.service_name = name;
+        }
+        config.check()?;
+        Ok(Some(config))
+    }
+
+    /// Refuses an endpoint the exporter cannot send to.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        crate::http::Target::parse(&self.endpoint).map(|_| ())
+    }
+}
+
+/// Parses `key=value,key=value` (the W3C baggage form the OTel variables
+/// use), percent-decoding both sides.
+pub fn parse_list(variable: &'static str, list: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut pairs = Vec::new();
+    for entry in list.split(',').map(str::trim).filter(|entry| !entry.is_empty()) {
+        let invalid = || ConfigError::InvalidList {
+            variable,
+            entry: entry.to_owned(),
+        };
+        let (key, value) = entry.split_once('=').ok_or_else(invalid)?;
+        let key = percent_decode(key.trim()).ok_or_else(invalid)?;
+        let value = percent_decode(value.trim()).ok_or_else(invalid)?;
+        if key.is_empty() {
+            return Err(invalid());
+        }
+        pairs.push((key, value));
+    }
+    Ok(pairs)
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'%' => {
+                let hex = text.get(index + 1..index + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                index += 3;
+            }
+            byte => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The export settings a host option gives (`serve`'s `--otel-*` flags, the
+/// FFI's `otel_*` fields), applied over what the `OTEL_*` variables say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportOverrides {
+    /// The logs endpoint (a full URL); turns export on by itself.
+    pub logs_endpoint: Option<String>,
+    /// `http/protobuf` or `http/json`.
+    pub protocol: Option<String>,
+    /// Request headers, each `KEY=VALUE`.
+    pub headers: Vec<String>,
+    /// The resource's `service.name`.
+    pub service_name: Option<String>,
+    /// Export titles, questions and command text too.
+    pub include_content: bool,
+}
+
+impl ExportOverrides {
+    /// The export configuration: the variables read through `lookup`
+    /// (none when `lookup` finds nothing), these settings over them; `None`
+    /// when export is off. Settings without an endpoint while the
+    /// variables leave export off are [`ConfigError::NoEndpoint`].
+    pub fn resolve(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ExportConfig>, ConfigError> {
+        let from_env = ExportConfig::from_env(lookup)?;
+        let config = match (&self.logs_endpoint, from_env) {
+            (Some(endpoint), Some(mut config)) => {
+                config.endpoint.clone_from(endpoint);
+                Some(config)
+            }
+            (Some(endpoint), None) => Some(ExportConfig::new(endpoint.clone())),
+            (None, config) => config,
+        };
+        let Some(mut config) = config else {
+            let given = self.protocol.is_some()
+                || !self.headers.is_empty()
+                || self.service_name.is_some()
+                || self.include_content;
+            return if given {
+                Err(ConfigError::NoEndpoint)
+            } else {
+                Ok(None)
+            };
+        };
+        if let Some(protocol) = &self.protocol {
+            config.protocol = Protocol::parse(protocol)
+                .ok_or_else(|| ConfigError::UnsupportedProtocol(protocol.clone()))?;
+        }
+        for header in &self.headers {
+            for (key, value) in parse_list("header", header)? {
+                config
+                    .headers
+                    .retain(|(known, _)| !known.eq_ignore_ascii_case(&key));
+                config.headers.push((key, value));
+            }
+        }
+        if let Some(name) = &self.service_name {
+            config.service_name.clone_from(name);
+        }
+        config.include_content |= self.include_content;
+        config.check()?;
+        Ok(Some(config))
+    }
+}

@@ -1,0 +1,53 @@
+//! The `serve` options of the audit's OpenTelemetry export: the standard
+//! `OTEL_*` variables first, these flags over them. Maps arguments to the
+//! host's export option; what is exported and how is the exporter's.
+
+use clap::Args;
+use plan_audit_export::{ExportConfig, ExportOverrides};
+use plan_host::{ErrorCode, HostError};
+
+/// `serve` options for the audit's OpenTelemetry export (off unless
+/// OTEL_LOGS_EXPORTER=otlp or --otel-logs-endpoint).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct OtelArgs {
+    /// Export the audit as OTLP log records to this logs endpoint, a full
+    /// http:// URL (as OTEL_EXPORTER_OTLP_LOGS_ENDPOINT; e.g.
+    /// http://127.0.0.1:4318/v1/logs). Without it, export is on only when
+    /// OTEL_LOGS_EXPORTER=otlp, with the standard OTEL_EXPORTER_OTLP_*
+    /// variables, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+    #[arg(long, value_name = "URL")]
+    otel_logs_endpoint: Option<String>,
+    /// The OTLP encoding: http/protobuf (the default) or http/json.
+    #[arg(long, value_name = "PROTOCOL")]
+    otel_protocol: Option<String>,
+    /// A request header for the collector (authentication), KEY=VALUE;
+    /// repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    otel_header: Vec<String>,
+    /// The resource's service.name [default: plan-checkpoint].
+    #[arg(long, value_name = "NAME")]
+    otel_service_name: Option<String>,
+    /// Also export the plan text, plan titles, questions and command text
+    /// (their SHA-256 is always exported; they may be confidential).
+    #[arg(long)]
+    otel_include_content: bool,
+}
+
+impl OtelArgs {
+    /// The host's export option from the environment (through `lookup`)
+    /// and these flags; `None` when export is off.
+    pub(crate) fn config(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<ExportConfig>, HostError> {
+        ExportOverrides {
+            logs_endpoint: self.otel_logs_endpoint.clone(),
+            protocol: self.otel_protocol.clone(),
+            headers: self.otel_header.clone(),
+            service_name: self.otel_service_name.clone(),
+            include_content: self.otel_include_content,
+        }
+        .resolve(lookup)
+        .map_err(|error| HostError::with_detail(ErrorCode::InvalidParams, error.to_string()))
+    }
+}

@@ -1,0 +1,210 @@
+//! `audit verify`: an untouched database verifies (exit 0); a row edited,
+//! deleted or inserted after the records were exported is named by its seq
+//! against the collector's file (exit 1), and by the chain alone where the
+//! chain can see it. `approvals export` carries each approval's seq and hash.
+
+use std::path::Path;
+
+use plan_audit_export::{ExportConfig, Protocol, encode_json};
+use plan_storage::Store;
+
+use crate::support::{self, run};
+
+/// What a collector's file exporter keeps of the database's records: one
+/// OTLP/JSON request per line, in batches of 4.
+fn collector_file(db: &Path, dir: &Path) -> std::path::PathBuf {
+    let records = Store::open_read_only(db).unwrap().audit_records().unwrap();
+    let mut config = ExportConfig::new("http://127.0.0.1:4318/v1/logs");
+    config.protocol = Protocol::HttpJson;
+    let mut text = String::new();
+    for batch in records.chunks(4) {
+        text.push_str(std::str::from_utf8(&encode_json(batch, &config, "test-host")).unwrap());
+        text.push('\n');
+    }
+    let path = dir.join("collected.jsonl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn sql(db: &Path, statement: &str) {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(statement)
+        .unwrap();
+}
+
+fn entry_of(seq: u64) -> String {
+    format!("(SELECT id FROM transcript_entries WHERE json_extract(content_json, '$.audit.seq') = {seq})")
+}
+
+#[test]
+fn an_untouched_database_verifies_alone_and_against_the_collector() {
+    let fixture = support::rich();
+    let alone = run(Some(&fixture.db), &["audit", "verify"]);
+    assert_eq!(alone.code, 0, "{}", alone.transcript());
+    // rich(): 5 submissions, 2 approvals (each with its mode change), a run
+    // started and completed, a rejection, an expiry.
+    assert_eq!(alone.stdout, "audit chain: 14 records up to seq 14 verified\n");
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    let against = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", file.to_str().unwrap()],
+    );
+    assert_eq!(against.code, 0, "{}", against.transcript());
+    assert_eq!(
+        against.stdout,
+        "audit chain: 14 records up to seq 14 verified, compared with 14 the collector kept\n"
+    );
+}
+
+#[test]
+fn rows_changed_removed_or_inserted_after_export_are_named_by_seq() {
+    let fixture = support::rich();
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    let file = file.to_str().unwrap();
+    // Changed: seq 2 (the first approval) now claims another permission mode.
+    sql(
+        &fixture.db,
+        &format!(
+            "UPDATE transcript_entries SET content_json = json_set(content_json, '$.permissionMode', 'auto') \
+             WHERE id = {}",
+            entry_of(2)
+        ),
+    );
+    // Removed: seq 9. Inserted: a copy of seq 5 (its seq and hash too).
+    sql(
+        &fixture.db,
+        &format!("DELETE FROM transcript_entries WHERE id = {}", entry_of(9)),
+    );
+    sql(
+        &fixture.db,
+        &format!(
+            "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT session_id, 1000, role, content_json, created_at FROM transcript_entries WHERE id = {}",
+            entry_of(5)
+        ),
+    );
+    let against = run(Some(&fixture.db), &["audit", "verify", "--against", file]);
+    assert_eq!(against.code, 1, "{}", against.transcript());
+    assert_eq!(
+        against.stdout,
+        "seq 2: changed\nseq 5: inserted\nseq 9: removed\n\
+         audit chain: 3 problem(s) in 14 records up to seq 14, compared with 14 the collector kept\n"
+    );
+    let json = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", file, "--json"],
+    );
+    assert_eq!(json.code, 1);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(
+        value["findings"],
+        serde_json::json!([
+            {"seq": 2, "finding": "changed"},
+            {"seq": 5, "finding": "inserted"},
+            {"seq": 9, "finding": "removed"},
+        ])
+    );
+}
+
+#[test]
+fn a_rewritten_chain_is_caught_only_by_the_collectors_copy() {
+    let fixture = support::rich();
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    // Someone who knows the scheme edits seq 4 and recomputes every hash
+    // from there: the chain alone verifies, the collector's copy does not.
+    let store = Store::open_read_only(&fixture.db).unwrap();
+    let records = store.audit_records().unwrap();
+    drop(store);
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    conn.execute(
+        &format!(
+            "UPDATE transcript_entries SET created_at = created_at + 1 WHERE id = {}",
+            records[3].entry_id
+        ),
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let edited = Store::open_read_only(&fixture.db)
+        .unwrap()
+        .audit_records()
+        .unwrap();
+    let mut previous = records[2].hash.clone();
+    let conn = rusqlite::Connection::open(&fixture.db).unwrap();
+    for record in &edited[3..] {
+        let hash = plan_storage::chain_hash(&previous, &record.canonical_bytes());
+        conn.execute(
+            "UPDATE transcript_entries SET content_json = json_set(content_json, '$.audit.hash', ?1) WHERE id = ?2",
+            rusqlite::params![hash, record.entry_id],
+        )
+        .unwrap();
+        previous = hash;
+    }
+    conn.execute(
+        "UPDATE settings SET value_json = json_set(value_json, '$.hash', ?1) WHERE key = 'audit.chain.head'",
+        [&previous],
+    )
+    .unwrap();
+    drop(conn);
+    assert_eq!(run(Some(&fixture.db), &["audit", "verify"]).code, 0);
+    let against = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", file.to_str().unwrap()],
+    );
+    assert_eq!(against.code, 1);
+    assert!(
+        against
+            .stdout
+            .starts_with("seq 4: changed\naudit chain: 1 problem(s)"),
+        "{}",
+        against.stdout
+    );
+}
+
+#[test]
+fn a_collector_file_that_is_not_otlp_json_is_an_error() {
+    let fixture = support::rich();
+    let path = fixture._dir.path().join("garbage.jsonl");
+    std::fs::write(&path, "{\"resourceLogs\": []}\nnot json\n").unwrap();
+    let result = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", path.to_str().unwrap()],
+    );
+    assert_eq!(result.code, 1);
+    assert!(result.stderr.contains("line 2:"), "{}", result.stderr);
+    let missing = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", "/nonexistent/file"],
+    );
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing.stderr.contains("cannot read /nonexistent/file"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn approvals_export_carries_the_latest_seq_and_hash_of_each_approval() {
+    let fixture = support::rich();
+    let export = run(Some(&fixture.db), &["approvals", "export"]);
+    assert_eq!(export.code, 0);
+    let records = Store::open_read_only(&fixture.db)
+        .unwrap()
+        .audit_records()
+        .unwrap();
+    for line in export.stdout.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = value["id"].as_str().unwrap();
+        let latest = records
+            .iter()
+            .rfind(|record| {
+                record.attributes.get("plan_checkpoint.approval.id") == Some(&serde_json::json!(id))
+            })
+            .unwrap();
+        assert_eq!(value["auditSeq"], latest.seq);
+        assert_eq!(value["auditHash"], latest.hash.as_str());
+    }
+}

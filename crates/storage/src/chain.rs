@@ -1,0 +1,978 @@
+//! The audit chain: every audited fact of a database as one numbered,
+//! hashed record (schema v10 unchanged), and the export cursor.
+//!
+//! An audited fact is a `transcript_entries` row whose `type` is one of
+//! [`AUDITED_TYPES`]: the command audit, the tool-permission audit, and the
+//! approval, execution and session-mode facts this module writes beside the
+//! row changes of a transition (in the same transaction). Each such entry
+//! carries, additively, `"audit": {"seq": N, "hash": "..."}`: `seq` numbers
+//! the facts of the database without gaps, `hash` is
+//! `SHA-256(previous hash as lowercase hex || canonical bytes)` (the first
+//! record's previous hash is the empty string). The head of the chain and
+//! the export cursor are keys of `settings` (`audit.chain.head`,
+//! `audit.export.cursor`).
+//!
+//! A record's attributes are derived from the stored entry by one fixed
+//! table ([`EVENTS`]); its canonical bytes are the compact JSON of
+//! `{"attributes": {..}, "timeUnixMs": t}` with keys sorted, where the
+//! attributes are the always-exported ones (confidential text only as its
+//! SHA-256). So the chain can be recomputed from the database, and by a
+//! third party from exported records alone. This module records, reads
+//! and checks; it decides nothing about the checkpoint.
+
+use std::collections::BTreeMap;
+
+use plan_core::{ApprovalStatus, Effect, ExecutionState, PlanApproval, UnixMs};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::StorageError;
+use crate::store::Store;
+use crate::transcript::Role;
+
+/// The settings key of the chain's head: `{"seq": N, "hash": "..."}`.
+pub const AUDIT_HEAD_KEY: &str = "audit.chain.head";
+/// The settings key of the export cursor: `{"seq": N, "entryId": id}`.
+pub const AUDIT_CURSOR_KEY: &str = "audit.export.cursor";
+
+/// The attribute that holds a record's position in the chain.
+pub const SEQ_ATTRIBUTE: &str = "plan_checkpoint.audit.seq";
+/// The attribute that holds a record's chain hash.
+pub const HASH_ATTRIBUTE: &str = "plan_checkpoint.audit.hash";
+/// The attribute that names the event (also the record's event name).
+pub const EVENT_ATTRIBUTE: &str = "event.name";
+
+/// How one field of a stored entry becomes an attribute.
+#[derive(Debug, Clone, Copy)]
+enum FieldKind {
+    /// The value itself (text, integer or boolean).
+    Plain,
+    /// Text that may be confidential: the attribute is its SHA-256; the
+    /// text itself is content, exported only when the host says so, under
+    /// the given attribute name.
+    Hashed(&'static str),
+}
+
+/// One field of a stored entry (a JSON pointer) and its attribute.
+#[derive(Debug, Clone, Copy)]
+struct Field {
+    pointer: &'static str,
+    attribute: &'static str,
+    kind: FieldKind,
+}
+
+const fn plain(pointer: &'static str, attribute: &'static str) -> Field {
+    Field {
+        pointer,
+        attribute,
+        kind: FieldKind::Plain,
+    }
+}
+
+const fn hashed(pointer: &'static str, attribute: &'static str, content: &'static str) -> Field {
+    Field {
+        pointer,
+        attribute,
+        kind: FieldKind::Hashed(content),
+    }
+}
+
+const APPROVAL: Field = plain("/approvalId", "plan_checkpoint.approval.id");
+const EXECUTION: Field = plain("/executionId", "plan_checkpoint.execution.id");
+const MODE: Field = plain("/permissionMode", "plan_checkpoint.permission_mode");
+const ERROR: Field = plain("/errorCode", "plan_checkpoint.error.code");
+const TURN: Field = plain("/turnId", "plan_checkpoint.turn.id");
+const CALL: Field = plain("/callId", "plan_checkpoint.call.id");
+const CHANNEL: Field = plain("/channel", "plan_checkpoint.channel");
+const REMOTE: Field = plain("/remoteAddress", "client.address");
+const DECISION: Field = plain("/decision", "plan_checkpoint.decision");
+
+const COMMAND: &[Field] = &[
+    CALL,
+    TURN,
+    hashed(
+        "/command",
+        "plan_checkpoint.command.sha256",
+        "plan_checkpoint.command.text",
+    ),
+    plain("/cwd", "plan_checkpoint.command.cwd"),
+    plain("/shell/id", "plan_checkpoint.command.shell"),
+    plain("/sandbox", "plan_checkpoint.command.sandbox"),
+    plain("/network", "plan_checkpoint.command.network"),
+    plain("/state", "plan_checkpoint.command.state"),
+    plain("/exitCode", "plan_checkpoint.command.exit_code"),
+    plain("/signal", "plan_checkpoint.command.signal"),
+    ERROR,
+    plain("/outputSha256", "plan_checkpoint.command.output_sha256"),
+    plain("/stdoutBytes", "plan_checkpoint.command.stdout_bytes"),
+    plain("/stderrBytes", "plan_checkpoint.command.stderr_bytes"),
+    plain("/truncated", "plan_checkpoint.command.truncated"),
+];
+
+const TOOL: &[Field] = &[
+    CALL,
+    TURN,
+    EXECUTION,
+    plain("/tool", "plan_checkpoint.tool.name"),
+    MODE,
+    ERROR,
+];
+
+const EXECUTION_FIELDS: &[Field] = &[APPROVAL, EXECUTION, MODE, ERROR];
+
+/// Every audited entry type: its event name and its fields, in one table.
+/// The order of the fields does not matter (attributes are sorted).
+pub const AUDITED_TYPES: &[&str] = &[
+    "planSubmitted",
+    "planApproved",
+    "planRejected",
+    "planExpired",
+    "planInterrupted",
+    "executionStarted",
+    "executionCompleted",
+    "executionInterrupted",
+    "commandStarted",
+    "commandEnded",
+    "commandRefused",
+    "toolConfirmRequested",
+    "toolConfirmed",
+    "toolDeclined",
+    "toolAutoAllowed",
+    "sessionModeChanged",
+];
+
+const EVENTS: &[(&str, &str, &[Field])] = &[
+    (
+        "planSubmitted",
+        "plan_checkpoint.plan.submitted",
+        &[
+            APPROVAL,
+            TURN,
+            plain("/artifactPath", "plan_checkpoint.plan.path"),
+            plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
+            plain("/artifactSize", "plan_checkpoint.plan.size"),
+            plain("/expiresAt", "plan_checkpoint.deadline"),
+            hashed(
+                "/title",
+                "plan_checkpoint.plan.title_sha256",
+                "plan_checkpoint.plan.title",
+            ),
+            hashed(
+                "/question",
+                "plan_checkpoint.plan.question_sha256",
+                "plan_checkpoint.plan.question",
+            ),
+        ],
+    ),
+    (
+        "planApproved",
+        "plan_checkpoint.plan.approved",
+        &[
+            APPROVAL,
+            EXECUTION,
+            DECISION,
+            MODE,
+            CHANNEL,
+            REMOTE,
+            plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
+        ],
+    ),
+    (
+        "planRejected",
+        "plan_checkpoint.plan.rejected",
+        &[
+            APPROVAL,
+            DECISION,
+            CHANNEL,
+            REMOTE,
+            plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
+        ],
+    ),
+    ("planExpired", "plan_checkpoint.plan.expired", &[APPROVAL, ERROR]),
+    (
+        "planInterrupted",
+        "plan_checkpoint.plan.interrupted",
+        &[APPROVAL, ERROR],
+    ),
+    (
+        "executionStarted",
+        "plan_checkpoint.execution.started",
+        EXECUTION_FIELDS,
+    ),
+    (
+        "executionCompleted",
+        "plan_checkpoint.execution.completed",
+        EXECUTION_FIELDS,
+    ),
+    (
+        "executionInterrupted",
+        "plan_checkpoint.execution.interrupted",
+        EXECUTION_FIELDS,
+    ),
+    ("commandStarted", "plan_checkpoint.command.started", COMMAND),
+    ("commandEnded", "plan_checkpoint.command.ended", COMMAND),
+    ("commandRefused", "plan_checkpoint.command.refused", COMMAND),
+    (
+        "toolConfirmRequested",
+        "plan_checkpoint.tool.confirmation_requested",
+        TOOL,
+    ),
+    ("toolConfirmed", "plan_checkpoint.tool.confirmed", TOOL),
+    ("toolDeclined", "plan_checkpoint.tool.declined", TOOL),
+    ("toolAutoAllowed", "plan_checkpoint.tool.auto_allowed", TOOL),
+    (
+        "sessionModeChanged",
+        "plan_checkpoint.session.mode_changed",
+        &[
+            plain("/mode", "plan_checkpoint.session.mode"),
+            MODE,
+            plain("/previousMode", "plan_checkpoint.session.previous_mode"),
+            plain(
+                "/previousPermissionMode",
+                "plan_checkpoint.session.previous_permission_mode",
+            ),
+        ],
+    ),
+];
+
+/// The attributes that carry confidential text (exported only when the
+/// host says so): never part of the canonical bytes.
+pub const CONTENT_ATTRIBUTES: &[&str] = &[
+    "plan_checkpoint.plan.text",
+    "plan_checkpoint.plan.title",
+    "plan_checkpoint.plan.question",
+    "plan_checkpoint.command.text",
+];
+
+/// One audited fact as the chain holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// Its position in the chain, from 1, without gaps.
+    pub seq: u64,
+    /// The stored chain hash (64 lowercase hex digits).
+    pub hash: String,
+    /// The `transcript_entries` row id.
+    pub entry_id: i64,
+    /// The event name (`plan_checkpoint.plan.approved`, ...).
+    pub event: String,
+    /// When it was recorded, Unix ms.
+    pub time_unix_ms: UnixMs,
+    /// The always-exported attributes, `audit.seq` and `event.name`
+    /// included, `audit.hash` not: strings, integers and booleans.
+    pub attributes: BTreeMap<String, Value>,
+    /// Confidential text by attribute name (titles, questions, command text).
+    pub content: BTreeMap<String, String>,
+    /// The session's workspace root, if it has one (for the resource).
+    pub workspace_root: Option<String>,
+}
+
+impl AuditRecord {
+    /// The canonical bytes the chain hashes.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        canonical_bytes(&self.attributes, self.time_unix_ms)
+    }
+}
+
+/// The canonical bytes of a record: compact JSON, keys sorted, of its
+/// always-exported attributes and its time.
+pub fn canonical_bytes(attributes: &BTreeMap<String, Value>, time_unix_ms: UnixMs) -> Vec<u8> {
+    let mut object = Map::new();
+    object.insert(
+        "attributes".to_owned(),
+        Value::Object(
+            attributes
+                .iter()
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+        ),
+    );
+    object.insert("timeUnixMs".to_owned(), Value::from(time_unix_ms));
+    Value::Object(object).to_string().into_bytes()
+}
+
+/// `SHA-256(previous || canonical)`, lowercase hex; `previous` is the
+/// previous record's hash as hex, or `""` for the first record.
+pub fn chain_hash(previous: &str, canonical: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(previous.as_bytes());
+    hasher.update(canonical);
+    hex::encode(hasher.finalize())
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// What an entry says as a record: its event, its attributes and its
+/// confidential text.
+type Derived = (String, BTreeMap<String, Value>, BTreeMap<String, String>);
+
+/// The record of a stored entry (without its hash), or `None` when the
+/// entry is not an audited fact.
+fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
+    let kind = content.get("type")?.as_str()?;
+    let (_, event, fields) = EVENTS.iter().find(|(name, _, _)| *name == kind)?;
+    let mut attributes = BTreeMap::new();
+    let mut text = BTreeMap::new();
+    attributes.insert(EVENT_ATTRIBUTE.to_owned(), Value::from(*event));
+    attributes.insert(SEQ_ATTRIBUTE.to_owned(), Value::from(seq));
+    attributes.insert("session.id".to_owned(), Value::from(session_id));
+    for field in *fields {
+        let Some(value) = content.pointer(field.pointer) else {
+            continue;
+        };
+        match (field.kind, value) {
+            (_, Value::Null | Value::Array(_) | Value::Object(_)) => {}
+            (FieldKind::Hashed(name), Value::String(value)) => {
+                attributes.insert(field.attribute.to_owned(), Value::from(sha256_hex(value)));
+                text.insert(name.to_owned(), value.clone());
+            }
+            (FieldKind::Plain | FieldKind::Hashed(_), value @ (Value::String(_) | Value::Bool(_))) => {
+                attributes.insert(field.attribute.to_owned(), value.clone());
+            }
+            (FieldKind::Plain | FieldKind::Hashed(_), Value::Number(number)) => {
+                // Integers only: a fractional number is not an audited value.
+                if let Some(integer) = number.as_i64() {
+                    attributes.insert(field.attribute.to_owned(), Value::from(integer));
+                }
+            }
+        }
+    }
+    Some(((*event).to_owned(), attributes, text))
+}
+
+/// The head of the chain: the last seq and its hash (`(0, "")` before the
+/// first record).
+fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+        .and_then(|mut statement| statement.query_row([AUDIT_HEAD_KEY], |row| row.get(0)).optional())
+        .map_err(StorageError::sqlite("reading the audit chain head"))?;
+    let Some(text) = text else {
+        return Ok((0, String::new()));
+    };
+    let invalid = || StorageError::InvalidValue {
+        column: "settings.value_json (audit.chain.head)",
+        value: text.chars().take(200).collect(),
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|_| invalid())?;
+    let seq = value.get("seq").and_then(Value::as_u64).ok_or_else(invalid)?;
+    let hash = value.get("hash").and_then(Value::as_str).ok_or_else(invalid)?;
+    Ok((seq, hash.to_owned()))
+}
+
+fn write_setting(
+    conn: &Connection,
+    key: &str,
+    value: &Value,
+    what: &'static str,
+) -> Result<(), StorageError> {
+    conn.prepare_cached(
+        "INSERT INTO settings (key, value_json) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
+    )
+    .and_then(|mut statement| statement.execute(params![key, value.to_string()]))
+    .map_err(StorageError::sqlite(what))?;
+    Ok(())
+}
+
+/// Appends an audited fact as the session's next transcript entry, with
+/// the chain's next seq and hash, and moves the head; inside `conn`'s
+/// transaction. `content` is the entry (an object with its `type`).
+pub(crate) fn append_fact(
+    conn: &Connection,
+    session_id: &str,
+    role: Role,
+    mut content: Value,
+    at: UnixMs,
+    what: &'static str,
+) -> Result<(), StorageError> {
+    let (last, previous) = read_head(conn)?;
+    let seq = last + 1;
+    let hash = match derive(seq, session_id, &content) {
+        Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
+        None => {
+            return Err(StorageError::InvalidValue {
+                column: "transcript_entries.content_json",
+                value: "an audited fact of an unknown type".to_owned(),
+            });
+        }
+    };
+    if let Value::Object(fields) = &mut content {
+        let mut audit = Map::new();
+        audit.insert("seq".to_owned(), Value::from(seq));
+        audit.insert("hash".to_owned(), Value::from(hash.clone()));
+        fields.insert("audit".to_owned(), Value::Object(audit));
+    }
+    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)?;
+    let mut head = Map::new();
+    head.insert("seq".to_owned(), Value::from(seq));
+    head.insert("hash".to_owned(), Value::from(hash));
+    write_setting(
+        conn,
+        AUDIT_HEAD_KEY,
+        &Value::Object(head),
+        "moving the audit chain head",
+    )
+}
+
+/// Where a decided approval's decision came from, for its fact.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FactSource<'note> {
+    pub(crate) channel: &'static str,
+    pub(crate) remote_address: &'note str,
+}
+
+fn object(pairs: Vec<(&str, Value)>) -> Value {
+    Value::Object(
+        pairs
+            .into_iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
+}
+
+fn text<T: AsRef<str>>(value: Option<T>) -> Value {
+    value.map_or(Value::Null, |value| Value::from(value.as_ref()))
+}
+
+/// The facts of one approval write: its submission, its decision, expiry
+/// or interruption, and its execution's start and end.
+pub(crate) fn approval_facts(
+    conn: &Connection,
+    inserted: bool,
+    approval: &PlanApproval,
+    before: Option<(ApprovalStatus, Option<ExecutionState>)>,
+    source: Option<FactSource<'_>>,
+    now: UnixMs,
+) -> Result<(), StorageError> {
+    let session = approval.session_id.as_str();
+    let id = Value::from(approval.id.as_str());
+    let artifact = approval.artifact.as_ref();
+    let mut facts = Vec::new();
+    if inserted {
+        facts.push(object(vec![
+            ("type", "planSubmitted".into()),
+            ("approvalId", id.clone()),
+            ("turnId", approval.turn_id.as_str().into()),
+            ("title", approval.title.as_str().into()),
+            ("question", approval.question.as_str().into()),
+            ("artifactPath", text(artifact.map(|a| a.path.as_str()))),
+            ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
+            (
+                "artifactSize",
+                artifact.map_or(Value::Null, |a| Value::from(a.size)),
+            ),
+            ("expiresAt", approval.expires_at.into()),
+        ]));
+    }
+    let (status_before, execution_before) = before.unwrap_or((ApprovalStatus::Pending, None));
+    if approval.status != status_before || inserted {
+        let kind = match approval.status {
+            ApprovalStatus::Approved => Some("planApproved"),
+            ApprovalStatus::Rejected => Some("planRejected"),
+            ApprovalStatus::Expired => Some("planExpired"),
+            ApprovalStatus::Interrupted => Some("planInterrupted"),
+            ApprovalStatus::Pending => None,
+        };
+        if let Some(kind) = kind {
+            let decision = match approval.status {
+                ApprovalStatus::Approved | ApprovalStatus::Rejected => Value::from(approval.status.as_str()),
+                ApprovalStatus::Expired | ApprovalStatus::Interrupted | ApprovalStatus::Pending => {
+                    Value::Null
+                }
+            };
+            facts.push(object(vec![
+                ("type", kind.into()),
+                ("approvalId", id.clone()),
+                (
+                    "executionId",
+                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                ),
+                ("decision", decision),
+                (
+                    "permissionMode",
+                    text(approval.permission_mode.map(|m| m.as_str())),
+                ),
+                ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
+                ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
+                ("channel", text(source.map(|s| s.channel))),
+                ("remoteAddress", text(source.map(|s| s.remote_address))),
+            ]));
+        }
+    }
+    if approval.execution_state != execution_before {
+        let kind = match approval.execution_state {
+            Some(ExecutionState::Running) => Some("executionStarted"),
+            Some(ExecutionState::Completed) => Some("executionCompleted"),
+            Some(ExecutionState::Interrupted) => Some("executionInterrupted"),
+            Some(ExecutionState::Queued) | None => None,
+        };
+        if let Some(kind) = kind {
+            facts.push(object(vec![
+                ("type", kind.into()),
+                ("approvalId", id.clone()),
+                (
+                    "executionId",
+                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                ),
+                (
+                    "permissionMode",
+                    text(approval.permission_mode.map(|m| m.as_str())),
+                ),
+                ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
+            ]));
+        }
+    }
+    for fact in facts {
+        append_fact(
+            conn,
+            session,
+            Role::System,
+            fact,
+            now,
+            "recording an approval audit fact",
+        )?;
+    }
+    Ok(())
+}
+
+/// The fact of a session's mode change, when `effect` saves a session whose
+/// mode or permission mode differs from the stored one. Reads the stored
+/// row, so it runs before the row is written.
+pub(crate) fn mode_change_fact(conn: &Connection, effect: &Effect, now: UnixMs) -> Result<(), StorageError> {
+    let Effect::SaveSession(session) = effect else {
+        return Ok(());
+    };
+    let stored: Option<(String, String)> = conn
+        .prepare_cached("SELECT mode, permission_mode FROM sessions WHERE id = ?1")
+        .and_then(|mut statement| {
+            statement
+                .query_row([session.id.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(StorageError::sqlite("reading a session's mode"))?;
+    let Some((mode, permission_mode)) = stored else {
+        return Ok(());
+    };
+    if mode == session.mode.as_str() && permission_mode == session.permission_mode.as_str() {
+        return Ok(());
+    }
+    let fact = object(vec![
+        ("type", "sessionModeChanged".into()),
+        ("mode", session.mode.as_str().into()),
+        ("permissionMode", session.permission_mode.as_str().into()),
+        ("previousMode", mode.into()),
+        ("previousPermissionMode", permission_mode.into()),
+    ]);
+    append_fact(
+        conn,
+        session.id.as_str(),
+        Role::System,
+        fact,
+        now,
+        "recording a mode change",
+    )
+}
+
+/// The persistent export cursor: the last record a collector accepted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AuditCursor {
+    /// Its seq (0 before the first accepted batch).
+    pub seq: u64,
+    /// Its `transcript_entries` row id (0 before the first).
+    pub entry_id: i64,
+}
+
+/// One finding of a chain verification, named by seq.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AuditFinding {
+    /// The record with this seq differs from what was hashed (or exported).
+    Changed {
+        /// Its seq.
+        seq: u64,
+    },
+    /// No record has this seq any more.
+    Removed {
+        /// The missing seq.
+        seq: u64,
+    },
+    /// A record that was not part of the chain: a repeated or out-of-order
+    /// seq, a seq the collector never saw within what it kept, or an
+    /// audited entry without one after the chain began (`seq` is then the
+    /// seq it follows).
+    Inserted {
+        /// Its seq (or the seq it follows, when it has none).
+        seq: u64,
+        /// Whether it carries no seq at all.
+        unnumbered: bool,
+    },
+}
+
+impl AuditFinding {
+    /// The seq the finding names.
+    pub fn seq(&self) -> u64 {
+        match self {
+            AuditFinding::Changed { seq }
+            | AuditFinding::Removed { seq }
+            | AuditFinding::Inserted { seq, .. } => *seq,
+        }
+    }
+}
+
+impl std::fmt::Display for AuditFinding {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AuditFinding::Changed { seq } => write!(formatter, "seq {seq}: changed"),
+            AuditFinding::Removed { seq } => write!(formatter, "seq {seq}: removed"),
+            AuditFinding::Inserted {
+                seq,
+                unnumbered: false,
+            } => write!(formatter, "seq {seq}: inserted"),
+            AuditFinding::Inserted {
+                seq,
+                unnumbered: true,
+            } => {
+                write!(formatter, "seq {seq}: inserted (an unnumbered record after it)")
+            }
+        }
+    }
+}
+
+/// What reading the chain's entries found, row by row.
+#[derive(Debug, Clone)]
+pub(crate) enum ChainRow {
+    /// An entry with its seq and stored hash, and the record derived from it.
+    Numbered(AuditRecord),
+    /// An audited entry without a seq, after the chain began.
+    Unnumbered {
+        /// The highest seq of the numbered entries before it.
+        after: u64,
+    },
+}
+
+/// Reads a stored entry as a record; `None` when it has no seq.
+fn read_record(
+    entry_id: i64,
+    session_id: &str,
+    text: &str,
+    at: UnixMs,
+    workspace_root: Option<String>,
+) -> Result<Option<AuditRecord>, StorageError> {
+    let value: Value = serde_json::from_str(text).map_err(|_| StorageError::InvalidValue {
+        column: "transcript_entries.content_json",
+        value: text.chars().take(200).collect(),
+    })?;
+    let Some(audit) = value.get("audit") else {
+        return Ok(None);
+    };
+    let (Some(seq), Some(hash)) = (
+        audit.get("seq").and_then(Value::as_u64),
+        audit.get("hash").and_then(Value::as_str),
+    ) else {
+        return Ok(None);
+    };
+    let Some((event, attributes, content)) = derive(seq, session_id, &value) else {
+        return Ok(None);
+    };
+    Ok(Some(AuditRecord {
+        seq,
+        hash: hash.to_owned(),
+        entry_id,
+        event,
+        time_unix_ms: at,
+        attributes,
+        content,
+        workspace_root,
+    }))
+}
+
+/// The SQL list of audited types.
+fn types_list() -> String {
+    AUDITED_TYPES
+        .iter()
+        .map(|kind| format!("'{kind}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Store {
+    /// The head of the chain: the last seq and its hash (`(0, "")` while
+    /// nothing was recorded).
+    pub fn audit_head(&self) -> Result<(u64, String), StorageError> {
+        read_head(&self.conn)
+    }
+
+    /// The export cursor.
+    pub fn audit_cursor(&self) -> Result<AuditCursor, StorageError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([AUDIT_CURSOR_KEY], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading the audit export cursor"))?;
+        let Some(text) = text else {
+            return Ok(AuditCursor::default());
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|_| StorageError::InvalidValue {
+            column: "settings.value_json (audit.export.cursor)",
+            value: text.clone(),
+        })?;
+        match (
+            value.get("seq").and_then(Value::as_u64),
+            value.get("entryId").and_then(Value::as_i64),
+        ) {
+            (Some(seq), Some(entry_id)) => Ok(AuditCursor { seq, entry_id }),
+            (_, _) => Err(StorageError::InvalidValue {
+                column: "settings.value_json (audit.export.cursor)",
+                value: text,
+            }),
+        }
+    }
+
+    /// Moves the export cursor to `to`, only forward: a cursor already at or
+    /// past it is left alone. Its own transaction.
+    pub fn advance_audit_cursor(&mut self, to: AuditCursor) -> Result<(), StorageError> {
+        self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("beginning a write transaction"))?;
+            let current: Option<String> = transaction
+                .query_row(
+                    "SELECT value_json FROM settings WHERE key = ?1",
+                    [AUDIT_CURSOR_KEY],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(StorageError::sqlite("reading the audit export cursor"))?;
+            let current_seq = current
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .and_then(|value| value.get("seq").and_then(Value::as_u64))
+                .unwrap_or(0);
+            if current_seq < to.seq {
+                let mut cursor = Map::new();
+                cursor.insert("seq".to_owned(), Value::from(to.seq));
+                cursor.insert("entryId".to_owned(), Value::from(to.entry_id));
+                write_setting(
+                    &transaction,
+                    AUDIT_CURSOR_KEY,
+                    &Value::Object(cursor),
+                    "moving the audit export cursor",
+                )?;
+            }
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("committing the audit export cursor"))
+        })
+    }
+
+    /// Up to `limit` records after `cursor`, in seq order. Reads forward
+    /// from the cursor's row id; when that does not continue the chain (a
+    /// row id reused after deletions), it falls back to reading every
+    /// numbered entry.
+    pub fn audit_records_after(
+        &self,
+        cursor: AuditCursor,
+        limit: u32,
+    ) -> Result<Vec<AuditRecord>, StorageError> {
+        let fast = self.numbered_records(Some(cursor.entry_id), Some(cursor.seq), limit)?;
+        if fast.first().is_none_or(|record| record.seq == cursor.seq + 1) {
+            let (head, _) = self.audit_head()?;
+            if !fast.is_empty() || head <= cursor.seq {
+                return Ok(fast);
+            }
+        }
+        let mut all = self.numbered_records(None, Some(cursor.seq), u32::MAX)?;
+        all.sort_by_key(|record| record.seq);
+        all.truncate(limit as usize);
+        Ok(all)
+    }
+
+    fn numbered_records(
+        &self,
+        after_entry: Option<i64>,
+        after_seq: Option<u64>,
+        limit: u32,
+    ) -> Result<Vec<AuditRecord>, StorageError> {
+        let sql = "SELECT t.id, t.session_id, t.content_json, t.created_at, s.workspace_root \
+             FROM transcript_entries t LEFT JOIN sessions s ON s.id = t.session_id \
+             WHERE t.id > ?1 AND t.role IN ('tool', 'system') AND json_valid(t.content_json) \
+               AND json_extract(t.content_json, '$.audit.seq') > ?2 \
+             ORDER BY t.id LIMIT ?3";
+        let failed = "reading audit records";
+        let mut statement = self
+            .conn
+            .prepare_cached(sql)
+            .map_err(StorageError::sqlite(failed))?;
+        let rows = statement
+            .query_map(
+                params![
+                    after_entry.unwrap_or(i64::MIN),
+                    i64::try_from(after_seq.unwrap_or(0)).unwrap_or(i64::MAX),
+                    i64::from(limit)
+                ],
+                |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, i64>(3)?,
+                        row.get::<_, Option<String>>(4)?,
+                    ))
+                },
+            )
+            .map_err(StorageError::sqlite(failed))?;
+        let mut records = Vec::new();
+        for row in rows {
+            let (id, session, text, at, root) = row.map_err(StorageError::sqlite(failed))?;
+            records.extend(read_record(id, &session, &text, at, root)?);
+        }
+        Ok(records)
+    }
+
+    /// Every audited entry in row order, numbered or not (entries without a
+    /// seq before the chain's first record are history the chain does not
+    /// cover and are left out).
+    pub(crate) fn chain_rows(&self) -> Result<Vec<ChainRow>, StorageError> {
+        let sql = format!(
+            "SELECT t.id, t.session_id, t.content_json, t.created_at, s.workspace_root \
+             FROM transcript_entries t LEFT JOIN sessions s ON s.id = t.session_id \
+             WHERE t.role IN ('tool', 'system') AND json_valid(t.content_json) \
+               AND json_extract(t.content_json, '$.type') IN ({}) ORDER BY t.id",
+            types_list()
+        );
+        let failed = "reading the audit chain";
+        let mut statement = self.conn.prepare(&sql).map_err(StorageError::sqlite(failed))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, Option<String>>(4)?,
+                ))
+            })
+            .map_err(StorageError::sqlite(failed))?;
+        let mut found = Vec::new();
+        let mut last: Option<u64> = None;
+        for row in rows {
+            let (id, session, text, at, root) = row.map_err(StorageError::sqlite(failed))?;
+            match read_record(id, &session, &text, at, root)? {
+                Some(record) => {
+                    last = Some(last.map_or(record.seq, |last| last.max(record.seq)));
+                    found.push(ChainRow::Numbered(record));
+                }
+                None => {
+                    if let Some(after) = last {
+                        found.push(ChainRow::Unnumbered { after });
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every numbered record, in row order (for comparisons and exports).
+    pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StorageError> {
+        Ok(self
+            .chain_rows()?
+            .into_iter()
+            .filter_map(|row| match row {
+                ChainRow::Numbered(record) => Some(record),
+                ChainRow::Unnumbered { .. } => None,
+            })
+            .collect())
+    }
+
+    /// Recomputes the chain from the database: every record's hash from the
+    /// previous record's stored hash and its own canonical bytes, the seqs
+    /// without gaps up to the head. Returns how many records it checked and
+    /// what it found, ordered by seq.
+    pub fn verify_audit_chain(&self) -> Result<(u64, Vec<AuditFinding>), StorageError> {
+        let (head, _) = self.audit_head()?;
+        let rows = self.chain_rows()?;
+        let mut findings = Vec::new();
+        let mut expected = 1_u64;
+        let mut previous: Option<String> = Some(String::new());
+        let mut checked = 0_u64;
+        for row in rows {
+            let record = match row {
+                ChainRow::Numbered(record) => record,
+                ChainRow::Unnumbered { after } => {
+                    findings.push(AuditFinding::Inserted {
+                        seq: after,
+                        unnumbered: true,
+                    });
+                    continue;
+                }
+            };
+            checked += 1;
+            if record.seq < expected {
+                findings.push(AuditFinding::Inserted {
+                    seq: record.seq,
+                    unnumbered: false,
+                });
+                continue;
+            }
+            if record.seq > expected {
+                findings.extend((expected..record.seq).map(|seq| AuditFinding::Removed { seq }));
+                // Its predecessor is gone: its link cannot be checked.
+                previous = None;
+            }
+            if let Some(previous) = &previous
+                && chain_hash(previous, &record.canonical_bytes()) != record.hash
+            {
+                findings.push(AuditFinding::Changed { seq: record.seq });
+            }
+            previous = Some(record.hash.clone());
+            expected = record.seq + 1;
+        }
+        findings.extend((expected..=head).map(|seq| AuditFinding::Removed { seq }));
+        findings.sort();
+        findings.dedup();
+        findings.sort_by_key(AuditFinding::seq);
+        Ok((checked, findings))
+    }
+
+    /// The latest record of each approval (its decision, expiry,
+    /// interruption or its execution's latest state), by approval id: the
+    /// seq and hash `approvals export` carries.
+    pub fn approval_audit_heads(&self) -> Result<BTreeMap<String, (u64, String)>, StorageError> {
+        // Only the three values are read, row by row: one entry per
+        // approval is held, not the history.
+        let failed = "reading the approvals' audit records";
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT json_extract(content_json, '$.approvalId'), json_extract(content_json, '$.audit.seq'), \
+                 json_extract(content_json, '$.audit.hash') FROM transcript_entries \
+                 WHERE role = 'system' AND json_valid(content_json) \
+                   AND json_type(content_json, '$.approvalId') = 'text' \
+                   AND json_type(content_json, '$.audit.seq') = 'integer' \
+                   AND json_type(content_json, '$.audit.hash') = 'text' \
+                 ORDER BY id",
+            )
+            .map_err(StorageError::sqlite(failed))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(StorageError::sqlite(failed))?;
+        let mut heads = BTreeMap::new();
+        for row in rows {
+            let (id, seq, hash) = row.map_err(StorageError::sqlite(failed))?;
+            heads.insert(id, (u64::try_from(seq).unwrap_or(0), hash));
+        }
+        Ok(heads)
+    }
+}

