@@ -107,7 +107,8 @@ fn every_path(fixture: &mut Fixture, config: &ExportConfig) {
         .unwrap();
     fixture
         .host
-        .start_agent_command(&session, &turn.turn_id, "b1", "true", None, Some(10_000))
+        // Exactly the input confirmed (P14): the call gave no timeout.
+        .start_agent_command(&session, &turn.turn_id, "b1", "true", None, None)
         .unwrap();
     let ended = |fixture: &Fixture| {
         fixture
