@@ -57,6 +57,16 @@ struct Cli {
     command: Command,
 }
 
+/// `--db` on a command that uses no database: its own hidden argument, in
+/// place of the global one (which clap then does not add), so its help does
+/// not offer what it refuses; typing it is still refused (exit 2, see
+/// [`db_on_command_line`]).
+#[derive(Debug, clap::Args)]
+struct RefusedDb {
+    #[arg(long = "db", id = "db", hide = true, value_name = "PATH", value_parser = clap::value_parser!(std::ffi::OsString))]
+    _db: Option<std::ffi::OsString>,
+}
+
 const EXIT_CODES: &str = "Exit codes: 0 ok, 1 verification found problems (or the operation failed, \
 e.g. an unknown approval or session, or a tampered artifact), 2 usage (including an ambiguous id \
 prefix), 3 database refused (none given, missing, wrong schema version, corrupt, or held by another \
@@ -131,12 +141,16 @@ enum Command {
         /// decided in a browser first.
         #[arg(long)]
         web: bool,
+        #[command(flatten)]
+        refused_db: RefusedDb,
     },
     /// Print a shell completion script to stdout.
     #[command(after_long_help = EXIT_CODES)]
     Completions {
         /// The shell.
         shell: CompletionShell,
+        #[command(flatten)]
+        refused_db: RefusedDb,
     },
 }
 
@@ -391,8 +405,16 @@ fn main() -> ExitCode {
 
 /// Whether `--db` was typed on the command line (not taken from
 /// PLAN_CHECKPOINT_DB, which a shell may export for every command).
+/// Typed after a subcommand counts too (`demo --db x`, where `demo`'s own
+/// hidden `--db` took it).
 fn db_on_command_line(matches: &clap::ArgMatches) -> bool {
-    matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+    let typed = |matches: &clap::ArgMatches| {
+        matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+    };
+    typed(matches)
+        || matches
+            .subcommand()
+            .is_some_and(|(_, subcommand)| typed(subcommand))
 }
 
 /// `demo` and `completions` use no database; a `--db` typed for them is
@@ -496,8 +518,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 ApprovalsCommand::Export { session, json: _ } => inspect::export(database, session),
             }
         }
-        Command::Demo { dir, web } => demo::run(dir.as_deref(), &term, web),
-        Command::Completions { shell: choice } => {
+        Command::Demo { dir, web, .. } => demo::run(dir.as_deref(), &term, web),
+        Command::Completions { shell: choice, .. } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,
                 CompletionShell::Zsh => clap_complete::Shell::Zsh,

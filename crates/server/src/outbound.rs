@@ -517,7 +517,9 @@ mod tests {
         assert_eq!(lines, 1 + MAX_QUEUED_NOTIFICATIONS);
         assert_eq!(
             *REPORTS.lock().unwrap(),
-            ["plan-checkpoint serve: stdout is not being read: dropped 10 notification(s) beyond the queue of 1024"]
+            [
+                "plan-checkpoint serve: stdout is not being read: dropped 10 notification(s) beyond the queue of 1024"
+            ]
         );
     }
 }

@@ -217,10 +217,15 @@ fn a_missing_shell_is_reported_loudly_and_fails_under_ci() {
         let stderr = String::from_utf8_lossy(&outside_ci.stderr);
         assert!(outside_ci.status.success(), "{shell}: {stderr}");
         assert!(
-            stderr.contains(&format!("!!! {shell} is not installed: its completion script is NOT tested here")),
+            stderr.contains(&format!(
+                "!!! {shell} is not installed: its completion script is NOT tested here"
+            )),
             "{shell}: the skip was silent: {stderr}"
         );
         let under_ci = run(true);
-        assert!(!under_ci.status.success(), "{shell}: under CI a missing shell fails");
+        assert!(
+            !under_ci.status.success(),
+            "{shell}: under CI a missing shell fails"
+        );
     }
 }
