@@ -82,6 +82,29 @@ fn not_found(id: &str) -> Failure {
     failure(&error)
 }
 
+/// The approval id prefix every id has.
+const ID_PREFIX: &str = "approval-";
+
+/// `APPROVAL_NOT_FOUND` for `given`; when `given` lacks the `approval-`
+/// every id starts with and some id starts with `approval-<given>`, a hint
+/// names that form (the id is not taken for it: an id is given whole or
+/// as a prefix of itself).
+fn not_found_with_hint(store: &Store, given: &str) -> Result<Failure, Failure> {
+    let mut refused = not_found(given);
+    if !given.starts_with(ID_PREFIX) {
+        let prefixed = format!("{ID_PREFIX}{given}");
+        let matching = store
+            .approval_ids_with_prefix(&prefixed, 1)
+            .map_err(|error| failure(&error))?;
+        if !matching.is_empty() {
+            refused
+                .message
+                .push_str(&format!("\nhint: approval ids start with `{ID_PREFIX}`: try `{prefixed}`"));
+        }
+    }
+    Ok(refused)
+}
+
 /// The approval id `given` names: the id itself, or the one id it is a
 /// prefix of. An ambiguous prefix is a usage error that lists the ids.
 fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
@@ -93,7 +116,7 @@ fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
         .approval_ids_with_prefix(given, SHOWN + 1)
         .map_err(|error| failure(&error))?;
     match ids.as_slice() {
-        [] => Err(not_found(given)),
+        [] => Err(not_found_with_hint(store, given)?),
         [only] => Ok(only.clone()),
         [first, ..] if first == given => Ok(first.clone()),
         [_, _, ..] => {
