@@ -97,9 +97,9 @@ fn not_found_with_hint(store: &Store, given: &str) -> Result<Failure, Failure> {
             .approval_ids_with_prefix(&prefixed, 1)
             .map_err(|error| failure(&error))?;
         if !matching.is_empty() {
-            refused
-                .message
-                .push_str(&format!("\nhint: approval ids start with `{ID_PREFIX}`: try `{prefixed}`"));
+            refused.message.push_str(&format!(
+                "\nhint: approval ids start with `{ID_PREFIX}`: try `{prefixed}`"
+            ));
         }
     }
     Ok(refused)
