@@ -142,21 +142,56 @@ fn verdict(outcome: &ToolCallOutcome) -> String {
     }
 }
 
-/// Prints the pending approval's card URL (`--web`) and, when a person is
-/// at the terminal, waits for Enter so that they can open it and decide in
-/// the browser first.
-fn show_card(card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+/// Prints the pending approval's card URL (`--web`) when a person is at
+/// the terminal, and waits until the plan is decided on the card or Enter
+/// is pressed, whichever comes first. Without a terminal on stdin the demo
+/// cannot wait, so it would approve at once and the URL would already be
+/// dead: it says so instead of printing it.
+fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+    if !std::io::stdin().is_terminal() {
+        say(
+            "   approval card: no URL, since without a terminal on stdin the demo cannot wait for you,\n   \
+             so it approves at once and the card would stop working before you opened it\n",
+        )?;
+        return Ok(());
+    }
     let Some(url) = card_server.card_url(approval) else {
         return Ok(());
     };
     say(&format!(
         "   approval card (open it in a browser while it is pending): {url}\n"
     ))?;
-    if std::io::stdin().is_terminal() {
-        say("   decide on the card, or press Enter to let the demo approve it with accept-edits\n")?;
+    say(
+        "   decide on the card (the demo goes on by itself once you do),\n   \
+         or press Enter to let the demo approve it with accept-edits\n",
+    )?;
+    let (wake, woken) = channel::<()>();
+    let decided = wake.clone();
+    let id = approval.id.clone();
+    host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
+        if let plan_host::HostEvent::ApprovalResolved(resolved) = &event
+            && resolved.id == id
+        {
+            let _ = decided.send(());
+        }
+    }));
+    // The reader stays blocked on the terminal if the card decides first;
+    // nothing else reads stdin, and it ends with the process.
+    std::thread::spawn(move || {
         let mut line = String::new();
         // EOF or an unreadable terminal just goes on with the story.
         let _ = std::io::stdin().read_line(&mut line);
+        let _ = wake.send(());
+    });
+    // Decided before the listener was added: nothing more will come.
+    let still_pending = host
+        .approval(&approval.id)
+        .map_err(host_failure("reading the approval"))?
+        .approval
+        .status
+        == ApprovalStatus::Pending;
+    if still_pending {
+        let _ = woken.recv();
     }
     Ok(())
 }
@@ -291,7 +326,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
     ))?;
 
     if let Some(card_server) = &card_server {
-        show_card(card_server, &first)?;
+        show_card(&host, card_server, &first)?;
     }
 
     story.step("A person approves with accept-edits")?;

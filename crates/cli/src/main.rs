@@ -110,8 +110,9 @@ enum Command {
         commands: commands::CommandArgs,
         /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
         /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
-        /// The base URL, and each pending approval's card URL (with a QR
-        /// code when stderr is a terminal), are printed on stderr.
+        /// The base URL, and each pending approval's card URL, are printed
+        /// on stderr (a QR code for a phone only with --web-bind, since a
+        /// phone cannot open loopback).
         #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
         web: Option<std::net::SocketAddr>,
         /// Like --web, on an address that is not loopback (a phone on the
@@ -136,9 +137,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// Also serve the approval card (as `serve --web` does) on a free
-        /// loopback port, and print its URL while the plan is pending; on
-        /// a terminal the demo then waits for Enter, so the plan can be
-        /// decided in a browser first.
+        /// loopback port; on a terminal, print its URL while the plan is
+        /// pending and go on once the plan is decided on the card (or Enter
+        /// is pressed). Without a terminal on stdin no URL is printed: the
+        /// demo cannot wait, so the card would stop working at once.
         #[arg(long)]
         web: bool,
         #[command(flatten)]
