@@ -54,8 +54,10 @@ fn assert_steps(stdout: &str) {
         "7. The execution starts",
         "is running",
         "8. The host restarts (close it, open a new host on the same database)",
-        "execution interrupted, error HOST_RESTARTED",
-        "nothing replayed: 0 pending, queued or running rows; active turn: none; session in agent mode",
+        "execution interrupted,",
+        "error HOST_RESTARTED",
+        "nothing replayed: 0 pending, queued or running rows; active turn: none;",
+        "session in agent mode",
         "9. A second plan, rejected",
         "a person rejects it: status rejected, permission mode none, execution none",
         "session idle in plan mode",
@@ -228,6 +230,38 @@ fn the_try_lines_of_a_cargo_build_run_without_installing() {
     }
     // The installed form is still there, for after `cargo install`.
     assert_eq!(run_try_lines(&result.stdout), 6);
+}
+
+/// The demo's sentences fit a standard terminal, wrapped at word
+/// boundaries, and use no term a newcomer has not met. Only lines holding
+/// an id, a path or a command (the tables, the `Try:` lines) may be longer:
+/// they are never cut.
+#[test]
+fn demo_sentences_fit_80_columns_and_use_no_jargon() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    for jargon in ["ADR 0053", "startup fence"] {
+        assert!(!result.stdout.contains(jargon), "{jargon}: {}", result.stdout);
+    }
+    let record = |line: &str| {
+        ["approval-", "session-", "call-", "/"]
+            .iter()
+            .any(|token| line.contains(token))
+    };
+    for line in result.stdout.lines() {
+        assert!(
+            line.chars().count() <= 80 || record(line),
+            "a sentence longer than 80 columns: {line:?}"
+        );
+    }
+    let intro: Vec<&str> = result
+        .stdout
+        .lines()
+        .take_while(|line| !line.starts_with("directory:"))
+        .collect();
+    insta::assert_snapshot!("demo_intro", intro.join("\n"));
 }
 
 #[test]
