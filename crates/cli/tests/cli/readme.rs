@@ -223,9 +223,19 @@ fn the_install_table_is_what_ci_runs() {
         .lines()
         .filter_map(|line| line.strip_suffix("# from README.md"))
         // The checkout's place is the one thing the README cannot know.
-        .map(|line| line.trim().replace("\"$checkout", "/path/to/plan-checkpoint").replace("typescript\"", "typescript"))
+        .map(|line| {
+            line.trim()
+                .replace("\"$checkout", "/path/to/plan-checkpoint")
+                .replace("typescript\"", "typescript")
+        })
         .collect();
-    assert_eq!(table, run, "the README's install table and .ci/readme-install differ");
+    assert_eq!(
+        table, run,
+        "the README's install table and .ci/readme-install differ"
+    );
     let ci = std::fs::read_to_string(workspace().join(".ci/run")).unwrap();
-    assert!(ci.contains(".ci/readme-install"), ".ci/run runs the install table");
+    assert!(
+        ci.contains(".ci/readme-install"),
+        ".ci/run runs the install table"
+    );
 }
