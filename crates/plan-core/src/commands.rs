@@ -399,14 +399,16 @@ pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Opt
         return None;
     }
     let reason = options.sandbox_unavailable_reason.as_deref()?;
-    match code {
-        ErrorCode::PlanSandboxUnavailable => Some(format!(
+    if code == ErrorCode::PlanSandboxUnavailable {
+        Some(format!(
             "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: {reason}"
-        )),
-        ErrorCode::SandboxUnavailable => Some(format!(
+        ))
+    } else if code == ErrorCode::SandboxUnavailable {
+        Some(format!(
             "the workspace-write sandbox is unavailable, so this command cannot run: {reason}"
-        )),
-        _ => None,
+        ))
+    } else {
+        None
     }
 }
 

@@ -516,7 +516,11 @@ fn tool_calls(
             ToolDecision::Deny(code) => {
                 crate::commands::sandbox_refusal_message(*code, &context.limits.commands)
             }
-            _ => None,
+            ToolDecision::Allow
+            | ToolDecision::HostRun
+            | ToolDecision::Confirm { .. }
+            | ToolDecision::WriteArtifact
+            | ToolDecision::RunCommand(_) => None,
         };
         results.push(ToolResult {
             call_id: call.call_id,
