@@ -692,8 +692,37 @@ pub(crate) fn verify(
         ));
     }
     out.push_str(&summary(term, &tally, verbose));
+    out.push_str(&checked_where(&store, &scope)?);
     render::write_stdout(out.as_bytes())?;
     Ok(if tally.ok() { exit::OK } else { exit::FAILURE })
+}
+
+/// Which workspaces the files were read from: the roots the database
+/// records, so that a database copied away from its workspace says that it
+/// checked the original's files, not the copy beside it.
+fn checked_where(store: &Store, scope: &VerifyScope) -> Result<String, Failure> {
+    let root_of = |session: &SessionId| {
+        store
+            .get_session(session)
+            .map(|found| found.and_then(|session| session.workspace_root))
+            .map_err(|error| failure(&error))
+    };
+    let roots: Vec<String> = match scope {
+        VerifyScope::Approval(id) => match store.get_approval(id).map_err(|error| failure(&error))? {
+            Some(stored) => root_of(&stored.approval.session_id)?.into_iter().collect(),
+            None => Vec::new(),
+        },
+        VerifyScope::Session(session) => root_of(session)?.into_iter().collect(),
+        VerifyScope::Everything => store.workspace_roots().map_err(|error| failure(&error))?,
+    };
+    if roots.is_empty() {
+        return Ok("no workspace recorded: no plan file was read\n".to_owned());
+    }
+    let listed: Vec<String> = roots.iter().map(|root| escape::line(root).into_owned()).collect();
+    Ok(format!(
+        "read the plan files under .pi/plan/ of the workspace(s) the database records: {}\n",
+        listed.join(", ")
+    ))
 }
 
 /// One check as printed: the finding, the id, and for a problem its code

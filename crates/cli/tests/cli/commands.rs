@@ -324,7 +324,27 @@ fn approvals_verify_all_session_and_one_when_everything_is_fine() {
         5
     );
     let quiet = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
-    assert_eq!(quiet.stdout.lines().count(), 1, "{}", quiet.stdout);
+    assert_eq!(quiet.stdout.lines().count(), 2, "{}", quiet.stdout);
+}
+
+/// A database copied away from its workspace is checked against the
+/// workspace it records, and `verify` says which one that is, so nobody
+/// takes it for a check of files beside the copy.
+#[test]
+fn approvals_verify_says_which_workspace_it_read() {
+    let fixture = support::rich();
+    let copy = tempfile::tempdir().unwrap();
+    let copied = copy.path().join("plan.db");
+    std::fs::copy(&fixture.db, &copied).unwrap();
+    let result = run(Some(&copied), &["approvals", "verify", "--all"]);
+    let last = result.stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("read the plan files under .pi/plan/ of the workspace(s) the database records: "),
+        "{}",
+        result.stdout
+    );
+    assert!(last.contains(&fixture.root), "{last} / {}", fixture.root);
+    assert!(!last.contains(copy.path().to_str().unwrap()), "{last}");
 }
 
 #[test]
