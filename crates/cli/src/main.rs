@@ -303,6 +303,11 @@ enum ApprovalsCommand {
         /// Every approval and every workspace.
         #[arg(long)]
         all: bool,
+        /// Read the plan files under this directory's .pi/plan/ instead of
+        /// the workspace the database records: the check of a copied
+        /// project. Only where the approvals checked record one workspace.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Print a line for every approval checked, not only the problems.
         #[arg(long, short)]
         verbose: bool,
@@ -503,6 +508,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     id,
                     session,
                     all,
+                    workspace,
                     verbose,
                     json,
                 } => {
@@ -511,7 +517,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     let _ = all;
                     let scope = plan_core::VerifyScope::select(id.map(Into::into), session)
                         .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
-                    inspect::verify(database, &term, scope, verbose, json)
+                    inspect::verify(database, &term, scope, workspace.as_deref(), verbose, json)
                 }
                 ApprovalsCommand::Diff { a, b, json } => match b {
                     Some(newer) => inspect::diff(database, &term, &newer, Some(&a), json),
