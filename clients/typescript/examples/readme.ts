@@ -1,11 +1,18 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 import { PlanCheckpointClient, PlanCheckpointError } from "@plan-checkpoint/client";
 
-const client = await PlanCheckpointClient.start({ db: "plan.db" }); // `plan-checkpoint` on PATH
+// A new directory for the database and the workspace (the plan file goes
+// to its .pi/plan/), removed at the end: the example runs again as pasted.
+const dir = await mkdtemp(join(tmpdir(), "plan-checkpoint-example-"));
+const client = await PlanCheckpointClient.start({ db: join(dir, "plan.db") }); // `plan-checkpoint` on PATH
 try {
   client.on("plan/approvalRequested", ({ approval }) => console.log("review:", approval.title));
   client.on("command/output", ({ callId, stream, chunk }) => process.stdout.write(`[${callId} ${stream}] ${chunk}`));
 
-  await client.sessionCreate({ sessionId: "s-1", workspaceRoot: process.cwd(), mode: "plan" });
+  await client.sessionCreate({ sessionId: "s-1", workspaceRoot: dir, mode: "plan" });
   const { turnId } = await client.turnStart({ sessionId: "s-1", prompt: "Plan the rename", origin: "interactive" });
   const { results } = await client.turnToolCalls({
     sessionId: "s-1",
@@ -19,8 +26,10 @@ try {
     await client.planApprove({ approvalId: approval.id, permissionMode: "accept-edits" });
   }
 } catch (error) {
-  if (error instanceof PlanCheckpointError) console.error(error.code, error.message); // e.g. SESSION_BUSY
-  else throw error;
+  if (!(error instanceof PlanCheckpointError)) throw error;
+  console.error(error.code, error.message); // e.g. SESSION_BUSY
+  process.exitCode = 1;
 } finally {
   await client.close();
+  await rm(dir, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { copyFile, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, symlink, writeFile } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
 import { test } from "node:test";
 import { promisify } from "node:util";
@@ -39,7 +39,48 @@ test("the README's new project installs, compiles and runs the example", async (
   await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: dir });
   await run("npm", ["run", "build"], { cwd: dir });
   const env = { ...process.env, PATH: `${dirname(sidecarBinary)}${delimiter}${process.env.PATH ?? ""}` };
-  const { stdout } = await run("npm", ["start"], { cwd: dir, env });
-  assert.match(stdout, /review: Rename/);
-  assert.match(stdout, /# Rename foo/);
+  const before = (await readdir(dir)).sort();
+  // Twice, as a new user runs it again: each run has its own temporary
+  // directory, so the second is no SESSION_ALREADY_EXISTS, and nothing is
+  // left in the directory it runs in.
+  for (const round of [1, 2]) {
+    const { stdout, stderr } = await run("npm", ["start"], { cwd: dir, env });
+    assert.match(stdout, /review: Rename/, `run ${round}: ${stderr}`);
+    assert.match(stdout, /# Rename foo/, `run ${round}`);
+    assert.doesNotMatch(stderr, /[A-Z]+_[A-Z_]+/, `run ${round}: no refusal`);
+    assert.deepEqual((await readdir(dir)).sort(), before, `run ${round} left nothing in the project directory`);
+  }
+});
+
+test("the README's example fails (exit code 1) when the host refuses a request", async (t) => {
+  // The same example against a sidecar that refuses session/create: a
+  // fake binary answering initialize, then SESSION_ALREADY_EXISTS.
+  const dir = await tempDir(t);
+  const fake = join(dir, "plan-checkpoint");
+  await writeFile(
+    fake,
+    [
+      "#!/usr/bin/env node",
+      'const rl = require("node:readline").createInterface({ input: process.stdin });',
+      'rl.on("line", (line) => { const m = JSON.parse(line);',
+      '  const out = m.method === "initialize"',
+      '    ? { jsonrpc: "2.0", id: m.id, result: { protocolVersion: 9, schemaVersion: 10, serverName: "plan-checkpoint", serverVersion: "0", approvalTtlMs: 1, capabilities: { commands: { planSandbox: "unavailable", reason: "fake", layers: [], enforced: [] }, web: null } } }',
+      '    : { jsonrpc: "2.0", id: m.id, error: { code: -32000, message: "a session with this id exists", data: { code: "SESSION_ALREADY_EXISTS" } } };',
+      '  process.stdout.write(JSON.stringify(out) + "\\n"); });',
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  await writeFile(join(dir, "package.json"), JSON.stringify({ type: "commonjs" }));
+  await mkdir(join(dir, "node_modules", "@plan-checkpoint"), { recursive: true });
+  await symlink(packageDir, join(dir, "node_modules", "@plan-checkpoint", "client"));
+  await copyFile(join(packageDir, "dist/examples/readme.js"), join(dir, "main.mjs"));
+  const env = { ...process.env, PATH: `${dir}${delimiter}${process.env.PATH ?? ""}` };
+  const failed = await run(process.execPath, [join(dir, "main.mjs")], { cwd: dir, env }).then(
+    () => undefined,
+    (error: { code?: number; stderr?: string }) => error,
+  );
+  assert.ok(failed !== undefined, "the example exited 0 after a refusal");
+  assert.equal(failed.code, 1);
+  assert.match(failed.stderr ?? "", /SESSION_ALREADY_EXISTS/);
 });

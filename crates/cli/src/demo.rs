@@ -62,6 +62,40 @@ fn say(text: &str) -> Result<(), Failure> {
     render::write_stdout(escape::block(text).as_bytes())
 }
 
+/// The width the demo's sentences are wrapped to: a standard terminal's.
+const WIDTH: usize = 80;
+
+/// Writes a sentence or two wrapped at word boundaries to [`WIDTH`]
+/// columns, every line starting with `indent`. A word longer than a line
+/// (a path, an id) gets a line of its own and is never cut.
+fn say_prose(indent: &str, text: &str) -> Result<(), Failure> {
+    say(&wrap(indent, text))
+}
+
+fn wrap(indent: &str, text: &str) -> String {
+    let room = WIDTH.saturating_sub(indent.chars().count());
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
 fn host_failure(what: &str) -> impl FnOnce(HostError) -> Failure {
     move |error| {
         Failure::new(
@@ -142,21 +176,56 @@ fn verdict(outcome: &ToolCallOutcome) -> String {
     }
 }
 
-/// Prints the pending approval's card URL (`--web`) and, when a person is
-/// at the terminal, waits for Enter so that they can open it and decide in
-/// the browser first.
-fn show_card(card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+/// Prints the pending approval's card URL (`--web`) when a person is at
+/// the terminal, and waits until the plan is decided on the card or Enter
+/// is pressed, whichever comes first. Without a terminal on stdin the demo
+/// cannot wait, so it would approve at once and the URL would already be
+/// dead: it says so instead of printing it.
+fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+    if !std::io::stdin().is_terminal() {
+        say(
+            "   approval card: no URL, since without a terminal on stdin the demo cannot wait for you,\n   \
+             so it approves at once and the card would stop working before you opened it\n",
+        )?;
+        return Ok(());
+    }
     let Some(url) = card_server.card_url(approval) else {
         return Ok(());
     };
     say(&format!(
         "   approval card (open it in a browser while it is pending): {url}\n"
     ))?;
-    if std::io::stdin().is_terminal() {
-        say("   decide on the card, or press Enter to let the demo approve it with accept-edits\n")?;
+    say(
+        "   decide on the card (the demo goes on by itself once you do),\n   \
+         or press Enter to let the demo approve it with accept-edits\n",
+    )?;
+    let (wake, woken) = channel::<()>();
+    let decided = wake.clone();
+    let id = approval.id.clone();
+    host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
+        if let plan_host::HostEvent::ApprovalResolved(resolved) = &event
+            && resolved.id == id
+        {
+            let _ = decided.send(());
+        }
+    }));
+    // The reader stays blocked on the terminal if the card decides first;
+    // nothing else reads stdin, and it ends with the process.
+    std::thread::spawn(move || {
         let mut line = String::new();
         // EOF or an unreadable terminal just goes on with the story.
         let _ = std::io::stdin().read_line(&mut line);
+        let _ = wake.send(());
+    });
+    // Decided before the listener was added: nothing more will come.
+    let still_pending = host
+        .approval(&approval.id)
+        .map_err(host_failure("reading the approval"))?
+        .approval
+        .status
+        == ApprovalStatus::Pending;
+    if still_pending {
+        let _ = woken.recv();
     }
     Ok(())
 }
@@ -168,11 +237,14 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
     std::fs::create_dir(&workspace).map_err(io_failure("create", &workspace))?;
     let database = dir.join("plan-checkpoint.db");
     let root = workspace.to_string_lossy().into_owned();
+    say_prose(
+        "",
+        "plan-checkpoint demo: an agent plans read-only and submits one plan; a person approves or \
+         rejects that exact, hashed plan before a deadline; a host restart interrupts work instead of \
+         replaying it. This demo drives the real host through that story.",
+    )?;
     say(&format!(
-        "plan-checkpoint demo: the plan checkpoint of ADR 0053 (the design record this implements: an \
-         agent plans read-only,\nsubmits one plan, and a person approves or rejects that exact, hashed plan \
-         before a deadline), driven through the real host.\n\
-         directory: {}\n  workspace: {}\n  database:  {}\n",
+        "directory: {}\n  workspace: {}\n  database:  {}\n",
         dir.display(),
         workspace.display(),
         database.display()
@@ -205,15 +277,18 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         let _ = events.send(plan_server::notification(event));
     }));
     let migration = host.migration();
-    say(&format!(
-        "   created the database at schema v{} ({}) and ran the startup fence (every host start first marks \
-         what an earlier\n   host left pending, queued or running as interrupted, and replays nothing): \
-         nothing to recover\n",
-        migration.to,
-        migration
-            .from
-            .map_or_else(|| "new file".to_owned(), |from| format!("from v{from}"))
-    ))?;
+    say_prose(
+        "   ",
+        &format!(
+            "created the database at schema v{} ({}). A starting host first marks whatever an earlier host \
+         left pending, queued or running as interrupted, and replays nothing: here there was nothing to \
+         recover.",
+            migration.to,
+            migration
+                .from
+                .map_or_else(|| "new file".to_owned(), |from| format!("from v{from}"))
+        ),
+    )?;
 
     story.step("Create a project-bound session in Plan mode")?;
     let state = host
@@ -291,7 +366,7 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
     ))?;
 
     if let Some(card_server) = &card_server {
-        show_card(card_server, &first)?;
+        show_card(&host, card_server, &first)?;
     }
 
     story.step("A person approves with accept-edits")?;
@@ -364,19 +439,27 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
             stored.approval.has_live_execution() || stored.approval.status == ApprovalStatus::Pending
         })
         .count();
-    say(&format!(
-        "   the startup fence interrupted the execution: approval {} is {}, execution {}, error {}\n   \
-         nothing replayed: {live} pending, queued or running rows; active turn: {}; session in {} mode\n",
-        after.id,
-        after.status,
-        after.execution_state.map_or("-", |state| state.as_str()),
-        after.error_code.map_or("-", ErrorCode::as_str),
-        state
-            .active_turn
-            .as_ref()
-            .map_or("none", |turn| turn.turn_id.as_str()),
-        state.session.mode,
-    ))?;
+    say_prose(
+        "   ",
+        &format!(
+            "the new host interrupted the execution: approval {} is {}, execution {}, error {}",
+            after.id,
+            after.status,
+            after.execution_state.map_or("-", |state| state.as_str()),
+            after.error_code.map_or("-", ErrorCode::as_str),
+        ),
+    )?;
+    say_prose(
+        "   ",
+        &format!(
+            "nothing replayed: {live} pending, queued or running rows; active turn: {}; session in {} mode",
+            state
+                .active_turn
+                .as_ref()
+                .map_or("none", |turn| turn.turn_id.as_str()),
+            state.session.mode,
+        ),
+    )?;
 
     story.step("A second plan, rejected")?;
     host.configure_session(
@@ -404,28 +487,38 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         ));
     };
     let (rejected, state) = host.reject(&second.id).map_err(host_failure("rejecting"))?;
-    say(&format!(
-        "   the agent submitted a new plan: approval {}, a new artifact {}\n   a person rejects it: status {}, \
-         permission mode {}, execution {}\n   session idle in {} mode; a revision needs a new turn and a new \
-         SubmitPlan\n",
-        second.id,
-        second
-            .artifact
-            .as_ref()
-            .map_or("-", |artifact| artifact.path.as_str()),
-        rejected.status,
-        rejected.permission_mode.map_or("none", PermissionMode::as_str),
-        rejected.execution_state.map_or("none", |state| state.as_str()),
-        state.session.mode,
-    ))?;
+    say_prose(
+        "   ",
+        &format!(
+            "the agent submitted a new plan: approval {}, a new artifact {}",
+            second.id,
+            second
+                .artifact
+                .as_ref()
+                .map_or("-", |artifact| artifact.path.as_str()),
+        ),
+    )?;
+    say_prose(
+        "   ",
+        &format!(
+            "a person rejects it: status {}, permission mode {}, execution {}; session idle in {} mode; a \
+         revision needs a new turn and a new SubmitPlan",
+            rejected.status,
+            rejected.permission_mode.map_or("none", PermissionMode::as_str),
+            rejected.execution_state.map_or("none", |state| state.as_str()),
+            state.session.mode,
+        ),
+    )?;
 
     story.step("A scheduled task tries a Plan run")?;
     match host.start_turn(&session_id, Origin::Scheduled) {
-        Err(error) => say(&format!(
-            "   refused with {}: {}\n   nothing was created: no turn, no artifact, no approval\n",
-            error.code().as_str(),
-            error.message()
-        ))?,
+        Err(error) => {
+            say_prose(
+                "   ",
+                &format!("refused with {}: {}", error.code().as_str(), error.message()),
+            )?;
+            say("   nothing was created: no turn, no artifact, no approval\n")?;
+        }
         Ok(turn) => {
             return Err(Failure::new(
                 exit::FAILURE,
@@ -513,13 +606,15 @@ fn plan_bash(
             // Name the prerequisite, so that a reader on an older kernel or
             // another system knows what is missing and that nothing is wrong
             // with the rest of the story.
-            say(&format!(
-                "   Plan Bash needs Linux with Landlock ABI 3 or newer (kernel 6.2+) and seccomp; \
-                 the kernel sandbox is unavailable here ({}), so the host refuses both calls with \
-                 PLAN_SANDBOX_UNAVAILABLE and runs nothing (the rest of the demo does not need it)
-",
-                escape::line(&reason)
-            ))?;
+            say_prose(
+                "   ",
+                &format!(
+                    "Plan Bash needs Linux with Landlock ABI 3 or newer (kernel 6.2+) and seccomp; \
+                     the kernel sandbox is unavailable here ({}), so the host refuses both calls with \
+                     PLAN_SANDBOX_UNAVAILABLE and runs nothing (the rest of the demo does not need it)",
+                    escape::line(&reason)
+                ),
+            )?;
             false
         }
     };

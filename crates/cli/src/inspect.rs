@@ -82,6 +82,29 @@ fn not_found(id: &str) -> Failure {
     failure(&error)
 }
 
+/// The approval id prefix every id has.
+const ID_PREFIX: &str = "approval-";
+
+/// `APPROVAL_NOT_FOUND` for `given`; when `given` lacks the `approval-`
+/// every id starts with and some id starts with `approval-<given>`, a hint
+/// names that form (the id is not taken for it: an id is given whole or
+/// as a prefix of itself).
+fn not_found_with_hint(store: &Store, given: &str) -> Result<Failure, Failure> {
+    let mut refused = not_found(given);
+    if !given.starts_with(ID_PREFIX) {
+        let prefixed = format!("{ID_PREFIX}{given}");
+        let matching = store
+            .approval_ids_with_prefix(&prefixed, 1)
+            .map_err(|error| failure(&error))?;
+        if !matching.is_empty() {
+            refused.message.push_str(&format!(
+                "\nhint: approval ids start with `{ID_PREFIX}`: try `{prefixed}`"
+            ));
+        }
+    }
+    Ok(refused)
+}
+
 /// The approval id `given` names: the id itself, or the one id it is a
 /// prefix of. An ambiguous prefix is a usage error that lists the ids.
 fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
@@ -93,7 +116,7 @@ fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
         .approval_ids_with_prefix(given, SHOWN + 1)
         .map_err(|error| failure(&error))?;
     match ids.as_slice() {
-        [] => Err(not_found(given)),
+        [] => Err(not_found_with_hint(store, given)?),
         [only] => Ok(only.clone()),
         [first, ..] if first == given => Ok(first.clone()),
         [_, _, ..] => {
@@ -579,6 +602,7 @@ pub(crate) fn verify(
     database: &Path,
     term: &Terminal,
     scope: VerifyScope,
+    workspace: Option<&Path>,
     verbose: bool,
     json: bool,
 ) -> Result<i32, Failure> {
@@ -588,6 +612,8 @@ pub(crate) fn verify(
         VerifyScope::Session(session) => VerifyScope::Session(session),
         VerifyScope::Everything => VerifyScope::Everything,
     };
+    let recorded = recorded_roots(&store, &scope)?;
+    let workspace = workspace_for(workspace, &recorded)?;
     if json {
         // Streamed like the human form; `ok` comes last because it is only
         // known at the end (the same object as plan/verify's, members in
@@ -597,7 +623,7 @@ pub(crate) fn verify(
         let mut failed: Option<Failure> = None;
         object.begin_array("artifacts");
         let findings = store
-            .visit_verification(&scope, &mut |check| {
+            .visit_verification_in(&scope, workspace.as_deref(), &mut |check| {
                 tally.add(check.result);
                 keep_going(object.element(&check), &mut failed)
             })
@@ -631,7 +657,7 @@ pub(crate) fn verify(
     let mut tally = VerifyTally::default();
     let mut out = String::new();
     let mut failed: Option<Failure> = None;
-    let findings = store.visit_verification(&scope, &mut |check| {
+    let findings = store.visit_verification_in(&scope, workspace.as_deref(), &mut |check| {
         tally.add(check.result);
         bar.inc(1);
         if verbose || check.result.is_problem() {
@@ -669,8 +695,89 @@ pub(crate) fn verify(
         ));
     }
     out.push_str(&summary(term, &tally, verbose));
+    out.push_str(&checked_where(&recorded, workspace.as_deref()));
     render::write_stdout(out.as_bytes())?;
     Ok(if tally.ok() { exit::OK } else { exit::FAILURE })
+}
+
+/// The workspace roots the database records for `scope`.
+fn recorded_roots(store: &Store, scope: &VerifyScope) -> Result<Vec<String>, Failure> {
+    let root_of = |session: &SessionId| {
+        store
+            .get_session(session)
+            .map(|found| found.and_then(|session| session.workspace_root))
+            .map_err(|error| failure(&error))
+    };
+    Ok(match scope {
+        VerifyScope::Approval(id) => match store.get_approval(id).map_err(|error| failure(&error))? {
+            Some(stored) => root_of(&stored.approval.session_id)?.into_iter().collect(),
+            None => Vec::new(),
+        },
+        VerifyScope::Session(session) => root_of(session)?.into_iter().collect(),
+        VerifyScope::Everything => store.workspace_roots().map_err(|error| failure(&error))?,
+    })
+}
+
+/// Which workspace the files were read from: the roots the database
+/// records, or the one `--workspace` gave in their place. A database copied
+/// away from its workspace says so, rather than seeming to check the files
+/// beside the copy.
+fn checked_where(recorded: &[String], workspace: Option<&str>) -> String {
+    let listed: Vec<String> = recorded
+        .iter()
+        .map(|root| escape::line(root).into_owned())
+        .collect();
+    match (workspace, listed.is_empty()) {
+        (Some(workspace), _) => format!(
+            "read the plan files under .pi/plan/ of {} (--workspace, in place of the recorded {})\n",
+            escape::line(workspace),
+            if listed.is_empty() {
+                "none".to_owned()
+            } else {
+                listed.join(", ")
+            }
+        ),
+        (None, true) => "no workspace recorded: no plan file was read\n".to_owned(),
+        (None, false) => format!(
+            "read the plan files under .pi/plan/ of the workspace(s) the database records: {} \
+             (--workspace DIR checks a copy instead)\n",
+            listed.join(", ")
+        ),
+    }
+}
+
+/// `--workspace` as an absolute path, allowed only where the scope's
+/// approvals record one workspace (it stands for that one).
+fn workspace_for(given: Option<&Path>, recorded: &[String]) -> Result<Option<String>, Failure> {
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    let mut distinct: Vec<&String> = recorded.iter().collect();
+    distinct.dedup();
+    if distinct.len() > 1 {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "--workspace stands for one workspace, and the database records {} ({}); \
+                 choose one with --session or an approval id",
+                distinct.len(),
+                distinct
+                    .iter()
+                    .map(|root| escape::line(root).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    let absolute = std::path::absolute(given)
+        .map_err(|error| Failure::new(exit::USAGE, format!("--workspace {}: {error}", given.display())))?;
+    let Some(text) = absolute.to_str() else {
+        return Err(Failure::new(
+            exit::USAGE,
+            format!("--workspace {}: not UTF-8", absolute.display()),
+        ));
+    };
+    Ok(Some(text.to_owned()))
 }
 
 /// One check as printed: the finding, the id, and for a problem its code

@@ -59,6 +59,16 @@ struct Cli {
     command: Command,
 }
 
+/// `--db` on a command that uses no database: its own hidden argument, in
+/// place of the global one (which clap then does not add), so its help does
+/// not offer what it refuses; typing it is still refused (exit 2, see
+/// [`db_on_command_line`]).
+#[derive(Debug, clap::Args)]
+struct RefusedDb {
+    #[arg(long = "db", id = "db", hide = true, value_name = "PATH", value_parser = clap::value_parser!(std::ffi::OsString))]
+    _db: Option<std::ffi::OsString>,
+}
+
 const EXIT_CODES: &str = "Exit codes: 0 ok, 1 verification found problems (or the operation failed, \
 e.g. an unknown approval or session, or a tampered artifact), 2 usage (including an ambiguous id \
 prefix), 3 database refused (none given, missing, wrong schema version, corrupt, or held by another \
@@ -108,8 +118,9 @@ enum Command {
         commands: commands::CommandArgs,
         /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
         /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
-        /// The base URL, and each pending approval's card URL (with a QR
-        /// code when stderr is a terminal), are printed on stderr.
+        /// The base URL, and each pending approval's card URL, are printed
+        /// on stderr (a QR code for a phone only with --web-bind, since a
+        /// phone cannot open loopback).
         #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
         web: Option<std::net::SocketAddr>,
         /// Like --web, on an address that is not loopback (a phone on the
@@ -136,17 +147,22 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// Also serve the approval card (as `serve --web` does) on a free
-        /// loopback port, and print its URL while the plan is pending; on
-        /// a terminal the demo then waits for Enter, so the plan can be
-        /// decided in a browser first.
+        /// loopback port; on a terminal, print its URL while the plan is
+        /// pending and go on once the plan is decided on the card (or Enter
+        /// is pressed). Without a terminal on stdin no URL is printed: the
+        /// demo cannot wait, so the card would stop working at once.
         #[arg(long)]
         web: bool,
+        #[command(flatten)]
+        refused_db: RefusedDb,
     },
     /// Print a shell completion script to stdout.
     #[command(after_long_help = EXIT_CODES)]
     Completions {
         /// The shell.
         shell: CompletionShell,
+        #[command(flatten)]
+        refused_db: RefusedDb,
     },
 }
 
@@ -318,6 +334,11 @@ enum ApprovalsCommand {
         /// Every approval and every workspace.
         #[arg(long)]
         all: bool,
+        /// Read the plan files under this directory's .pi/plan/ instead of
+        /// the workspace the database records: the check of a copied
+        /// project. Only where the approvals checked record one workspace.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
         /// Print a line for every approval checked, not only the problems.
         #[arg(long, short)]
         verbose: bool,
@@ -424,8 +445,16 @@ fn main() -> ExitCode {
 
 /// Whether `--db` was typed on the command line (not taken from
 /// PLAN_CHECKPOINT_DB, which a shell may export for every command).
+/// Typed after a subcommand counts too (`demo --db x`, where `demo`'s own
+/// hidden `--db` took it).
 fn db_on_command_line(matches: &clap::ArgMatches) -> bool {
-    matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+    let typed = |matches: &clap::ArgMatches| {
+        matches.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+    };
+    typed(matches)
+        || matches
+            .subcommand()
+            .is_some_and(|(_, subcommand)| typed(subcommand))
 }
 
 /// `demo` and `completions` use no database; a `--db` typed for them is
@@ -521,6 +550,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     id,
                     session,
                     all,
+                    workspace,
                     verbose,
                     json,
                 } => {
@@ -529,7 +559,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                     let _ = all;
                     let scope = plan_core::VerifyScope::select(id.map(Into::into), session)
                         .map_err(|code| Failure::new(exit::USAGE, code.message()))?;
-                    inspect::verify(database, &term, scope, verbose, json)
+                    inspect::verify(database, &term, scope, workspace.as_deref(), verbose, json)
                 }
                 ApprovalsCommand::Diff { a, b, json } => match b {
                     Some(newer) => inspect::diff(database, &term, &newer, Some(&a), json),
@@ -538,8 +568,8 @@ fn run(cli: Cli) -> Result<i32, Failure> {
                 ApprovalsCommand::Export { session, json: _ } => inspect::export(database, session),
             }
         }
-        Command::Demo { dir, web } => demo::run(dir.as_deref(), &term, web),
-        Command::Completions { shell: choice } => {
+        Command::Demo { dir, web, .. } => demo::run(dir.as_deref(), &term, web),
+        Command::Completions { shell: choice, .. } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,
                 CompletionShell::Zsh => clap_complete::Shell::Zsh,

@@ -20,13 +20,16 @@ cd "$workspace"
 # Built one package at a time so that the generator's extra UniFFI features
 # never leak into the library that hosts load.
 cargo build --locked -p plan-ffi "${cargo_profile[@]}"
-cargo build --locked -p uniffi-bindgen "${cargo_profile[@]}"
+# The generator is built once, in the dev profile, whatever the library's
+# profile: its output does not depend on how it was compiled, so
+# `--release` does not compile it a second time.
+cargo build --locked -p uniffi-bindgen
 
 case "$(uname -s)" in
   Darwin) library="$target_dir/$profile/libplan_ffi.dylib" ;;
   *) library="$target_dir/$profile/libplan_ffi.so" ;;
 esac
-bindgen="$target_dir/$profile/uniffi-bindgen"
+bindgen="$target_dir/debug/uniffi-bindgen"
 
 for language in kotlin swift python; do
   rm -rf "$here/$language/generated"

@@ -612,7 +612,7 @@ impl Host {
         code: ErrorCode,
     ) -> Result<(), HostError> {
         let now = self.core.now();
-        let limits = self.core.options.limits;
+        let limits = &self.core.options.limits;
         self.core.with_open(|open| {
             let Some(session) = open.store.get_session(session_id)? else {
                 return Ok(());

@@ -165,7 +165,7 @@ impl HostCore {
             let context = Context {
                 now,
                 epoch: self.epoch,
-                limits: self.options.limits,
+                limits: self.options.limits.clone(),
             };
             let Transition {
                 state,

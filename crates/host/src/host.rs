@@ -26,7 +26,7 @@ use crate::error::unexpected;
 use crate::event::{HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::running::CommandSupport;
+use crate::running::{CommandSupport, SandboxStatus};
 use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
@@ -123,6 +123,12 @@ impl Host {
         // The probe, not the embedder, says whether the sandbox works.
         options.limits.commands.sandbox_available = commands.sandbox_available();
         options.limits.commands.namespaces_available = commands.namespaces_available();
+        // Why not, for the refusals plan-core words (Plan Bash's
+        // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
+        options.limits.commands.sandbox_unavailable_reason = match &commands.status {
+            SandboxStatus::Landlock => None,
+            SandboxStatus::Unavailable { reason } => Some(reason.clone()),
+        };
         let core = Arc::new(HostCore {
             open: Mutex::new(Some(Open {
                 store,
@@ -186,7 +192,7 @@ impl Host {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn limits(&self) -> Limits {
-        self.core.options.limits
+        self.core.options.limits.clone()
     }
 
     /// Registers a listener for every later event. Any
@@ -411,6 +417,7 @@ impl Host {
                     outcome(result.call_id, ToolCallVerdict::Confirm, host_run)
                 }
                 ToolDecision::Deny(code) => {
+                    let message = result.message;
                     if let Some((_, input)) =
                         bash_calls.iter().find(|(call_id, _)| *call_id == result.call_id)
                     {
@@ -424,7 +431,10 @@ impl Host {
                             code,
                         )?;
                     }
-                    outcome(result.call_id, ToolCallVerdict::Deny(code), false)
+                    ToolCallOutcome {
+                        message,
+                        ..outcome(result.call_id, ToolCallVerdict::Deny(code), false)
+                    }
                 }
                 // A Plan-turn Bash call: the host runs it, sandboxed, before
                 // it answers.

@@ -49,7 +49,7 @@ impl CommandState {
 
 /// The host's command options that shape decisions, plus what the host's
 /// one probe at open found out about the kernel sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CommandOptions {
     /// Timeouts and the per-session limit, in range by construction
     /// ([`CommandLimits::new`]).
@@ -76,6 +76,11 @@ pub struct CommandOptions {
     /// The default is `false` until a probe says otherwise (the safe side:
     /// nothing runs unconfined).
     pub sandbox_available: bool,
+    /// Why the sandbox is unavailable, as the host found out at open (the
+    /// helper was not found, failed a check, the kernel lacks Landlock):
+    /// a fact for people, which a refusal for want of the sandbox carries
+    /// ([`sandbox_refusal_message`]). Ignored while `sandbox_available`.
+    pub sandbox_unavailable_reason: Option<String>,
     /// Whether the sandbox also enters its namespaces here (the kernel
     /// allows them and the host did not skip them), which is what keeps
     /// P7's protected paths read-only and P8's reads refused. Without them
@@ -378,6 +383,41 @@ pub fn check_sandbox(grant: &SandboxGrant, options: &CommandOptions) -> Result<(
             Ok(())
         }
         Sandbox::WorkspaceWrite => Err(grant.sandbox.unavailable_code()),
+    }
+}
+
+/// The sentence a refusal for want of the sandbox carries in place of its
+/// code's own message: the real cause the host found (see
+/// [`CommandOptions::sandbox_unavailable_reason`]), so nobody is told
+/// "not available on this host" when the helper path is wrong. `None` for
+/// any other code, while the sandbox is available, or without a reason.
+///
+/// ```
+/// use plan_core::{CommandOptions, ErrorCode, sandbox_refusal_message};
+///
+/// let options = CommandOptions {
+///     sandbox_unavailable_reason: Some("the sandbox helper /opt/helper was not found".to_owned()),
+///     ..CommandOptions::default()
+/// };
+/// let message = sandbox_refusal_message(ErrorCode::PlanSandboxUnavailable, &options);
+/// assert!(message.is_some_and(|text| text.ends_with(": the sandbox helper /opt/helper was not found")));
+/// assert_eq!(sandbox_refusal_message(ErrorCode::ToolDeniedInPlan, &options), None);
+/// ```
+pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Option<String> {
+    if options.sandbox_available {
+        return None;
+    }
+    let reason = options.sandbox_unavailable_reason.as_deref()?;
+    if code == ErrorCode::PlanSandboxUnavailable {
+        Some(format!(
+            "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: {reason}"
+        ))
+    } else if code == ErrorCode::SandboxUnavailable {
+        Some(format!(
+            "the workspace-write sandbox is unavailable, so this command cannot run: {reason}"
+        ))
+    } else {
+        None
     }
 }
 

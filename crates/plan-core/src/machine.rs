@@ -23,7 +23,7 @@ use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
 use crate::{ApprovalId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
 
 /// What the caller knows about the moment an event is handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
     /// The time to decide at, Unix ms: the host's wall clock as
     /// [`crate::decision_time`] bounds it (never before the pending
@@ -236,6 +236,10 @@ pub struct ToolResult {
     pub call_id: String,
     /// What happens to it.
     pub decision: ToolDecision,
+    /// For a denial, a sentence more specific than its code's own message
+    /// (for `PLAN_SANDBOX_UNAVAILABLE`, why the sandbox is missing here);
+    /// `None` when the code says it all.
+    pub message: Option<String>,
 }
 
 /// Something the caller must carry out for a transition to take effect.
@@ -509,9 +513,20 @@ fn tool_calls(
         } else {
             agent_decision(state, context, &mut turn, &call, effects)
         };
+        let message = match &decision {
+            ToolDecision::Deny(code) => {
+                crate::commands::sandbox_refusal_message(*code, &context.limits.commands)
+            }
+            ToolDecision::Allow
+            | ToolDecision::HostRun
+            | ToolDecision::Confirm { .. }
+            | ToolDecision::WriteArtifact
+            | ToolDecision::RunCommand(_) => None,
+        };
         results.push(ToolResult {
             call_id: call.call_id,
             decision,
+            message,
         });
     }
     state.active_turn = Some(turn);
@@ -732,7 +747,11 @@ fn confirm_tool(
     allow_start(&mut turn, &confirmation);
     let decision = decision_of(&confirmation);
     state.active_turn = Some(turn);
-    Ok(Reply::ToolConfirmed(ToolResult { call_id, decision }))
+    Ok(Reply::ToolConfirmed(ToolResult {
+        call_id,
+        decision,
+        message: None,
+    }))
 }
 
 /// Decides a Plan-turn Bash call: a fresh call id, valid input, a cwd whose
@@ -963,6 +982,7 @@ fn artifact_failed(
     Ok(Reply::ToolResults(vec![ToolResult {
         call_id: request.call_id.clone(),
         decision: ToolDecision::Deny(code),
+        message: None,
     }]))
 }
 

@@ -165,7 +165,7 @@ impl RowGuard {
 /// Host limits that shape decisions. Only [`Limits::new`] (or the default)
 /// makes one, so a value that exists is always in range: every frontend
 /// (a Rust embedder, `serve`'s flags, the FFI) goes through the same check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     approval_ttl_ms: i64,
     markdown_limit_bytes: usize,

@@ -454,7 +454,7 @@ fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
             &Context {
                 now: T0,
                 epoch: EPOCH,
-                limits,
+                limits: limits.clone(),
             },
             Event::ToolCalls {
                 turn_id: "t1".into(),
@@ -776,7 +776,7 @@ fn deadline_uses_the_configured_ttl() {
     let short = |now| Context {
         now,
         epoch: EPOCH,
-        limits,
+        limits: limits.clone(),
     };
     let transition = handle(
         &state,
@@ -1482,7 +1482,8 @@ mod commands {
             accepted(&confirmed),
             Reply::ToolConfirmed(plan_core::ToolResult {
                 call_id: "c1".to_owned(),
-                decision: ToolDecision::HostRun
+                decision: ToolDecision::HostRun,
+                message: None
             })
         );
         confirmed.state
@@ -1676,7 +1677,7 @@ mod commands {
             );
             let online = CommandOptions {
                 network_in_auto: true,
-                ..options
+                ..options.clone()
             };
             assert!(sandbox_for(&turn(Mode::Agent, kind), &online).network);
             assert!(!sandbox_for(&turn(Mode::Plan, kind), &online).network);
@@ -1685,11 +1686,11 @@ mod commands {
             let opted_out = CommandOptions {
                 auto_without_sandbox: true,
                 sandbox_available: true,
-                ..options
+                ..options.clone()
             };
             let unavailable = CommandOptions {
                 sandbox_available: false,
-                ..opted_out
+                ..opted_out.clone()
             };
             for (options, expected) in [(opted_out, Sandbox::WorkspaceWrite), (unavailable, Sandbox::None)] {
                 assert_eq!(sandbox_for(&turn(Mode::Agent, kind), &options).sandbox, expected);
@@ -1744,6 +1745,61 @@ mod commands {
         assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::PlanSandboxUnavailable)]);
         let turn = state.active_turn.expect("the turn stays active");
         assert!(!turn.has_running_command());
+    }
+
+    #[test]
+    fn plan_bash_without_the_sandbox_carries_the_reason_the_host_found() {
+        // Without a reason the code's own message stands.
+        let transition = handle(
+            &plan_turn(),
+            &context(T0),
+            Event::ToolCalls {
+                turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
+                calls: vec![bash("c1", "cat README.md")],
+            },
+        );
+        let Reply::ToolResults(results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        assert_eq!(results[0].message, None);
+
+        let mut with_reason = context(T0);
+        with_reason.limits.commands.sandbox_unavailable_reason =
+            Some("the sandbox helper /nonexistent/helper was not found".to_owned());
+        let transition = handle(
+            &plan_turn(),
+            &with_reason,
+            Event::ToolCalls {
+                turn_id: "t1".into(),
+                cwd_escapes: Vec::new(),
+                calls: vec![
+                    bash("c1", "cat README.md"),
+                    ToolCall {
+                        call_id: "r1".to_owned(),
+                        name: "Read".to_owned(),
+                        input: json!({"path": "README.md"}),
+                    },
+                ],
+            },
+        );
+        let Reply::ToolResults(results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        assert_eq!(
+            results[0].decision,
+            ToolDecision::Deny(ErrorCode::PlanSandboxUnavailable)
+        );
+        assert_eq!(
+            results[0].message.as_deref(),
+            Some(
+                "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: \
+                 the sandbox helper /nonexistent/helper was not found"
+            )
+        );
+        // Only the refusal for want of the sandbox carries it.
+        assert_eq!(results[1].decision, ToolDecision::Allow);
+        assert_eq!(results[1].message, None);
     }
 
     #[test]
@@ -2338,7 +2394,8 @@ mod permissions {
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
                 call_id: "w1".to_owned(),
-                decision: ToolDecision::Allow
+                decision: ToolDecision::Allow,
+                message: None
             }))
         );
         let [entry] = audits(&confirmed).try_into().unwrap();
@@ -2559,7 +2616,8 @@ mod permissions {
             declined.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
                 call_id: "b1".to_owned(),
-                decision: ToolDecision::Deny(ErrorCode::ToolDeclined)
+                decision: ToolDecision::Deny(ErrorCode::ToolDeclined),
+                message: None
             }))
         );
         let [entry] = audits(&declined).try_into().unwrap();
@@ -2589,7 +2647,8 @@ mod permissions {
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
                 call_id: "b1".to_owned(),
-                decision: ToolDecision::HostRun
+                decision: ToolDecision::HostRun,
+                message: None
             }))
         );
         let confirmed = confirmed.state;

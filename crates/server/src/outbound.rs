@@ -127,6 +127,10 @@ struct Shared {
     out: Mutex<BufWriter<Box<dyn Write + Send>>>,
     /// The request loop's thread: its notifications wait for its next write.
     request_loop: ThreadId,
+    /// Where the report of dropped notifications goes: stderr
+    /// ([`crate::log::line`]) in `serve`, a recorder in tests (so a green
+    /// test run prints no report of drops it provoked on purpose).
+    log: fn(&str),
 }
 
 impl Shared {
@@ -140,7 +144,7 @@ impl Shared {
     /// The caller holds `writing`.
     fn write(&self, items: &VecDeque<Item>, dropped: Option<u64>) {
         if let Some(dropped) = dropped {
-            crate::log::line(&format!(
+            (self.log)(&format!(
                 "plan-checkpoint serve: stdout is not being read: dropped {dropped} notification(s) beyond \
                  the queue of {MAX_QUEUED_NOTIFICATIONS}"
             ));
@@ -239,6 +243,12 @@ impl Outbound {
     /// Starts the writer thread on `out`. The calling thread is the request
     /// loop: only it may call [`Outbound`]'s methods.
     pub(crate) fn spawn(out: impl Write + Send + 'static) -> std::io::Result<Outbound> {
+        Outbound::spawn_logging(out, crate::log::line)
+    }
+
+    /// [`Outbound::spawn`] with the report of dropped notifications going
+    /// to `log` instead of stderr.
+    fn spawn_logging(out: impl Write + Send + 'static, log: fn(&str)) -> std::io::Result<Outbound> {
         let out: Box<dyn Write + Send> = Box::new(out);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
@@ -246,6 +256,7 @@ impl Outbound {
             changed: Condvar::new(),
             out: Mutex::new(BufWriter::with_capacity(WRITE_BUFFER_BYTES, out)),
             request_loop: std::thread::current().id(),
+            log,
         });
         let thread = std::thread::Builder::new()
             .name("plan-stdout".to_owned())
@@ -480,8 +491,14 @@ mod tests {
             arrived: Some(arrived),
             ..Recorder::default()
         };
+        // The report of the drops is recorded, not printed: a green run of
+        // this test says nothing on stderr.
+        static REPORTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let stalled = recorder.stall.lock().unwrap();
-        let outbound = Outbound::spawn(recorder.clone()).unwrap();
+        let outbound = Outbound::spawn_logging(recorder.clone(), |line| {
+            REPORTS.lock().unwrap().push(line.to_owned());
+        })
+        .unwrap();
         let notifier = outbound.notifier();
         std::thread::spawn(move || {
             notifier.notify("first".to_owned());
@@ -498,5 +515,11 @@ mod tests {
         outbound.finish(Duration::from_secs(10));
         let lines = recorder.text().split('\n').count() - 1;
         assert_eq!(lines, 1 + MAX_QUEUED_NOTIFICATIONS);
+        assert_eq!(
+            *REPORTS.lock().unwrap(),
+            [
+                "plan-checkpoint serve: stdout is not being read: dropped 10 notification(s) beyond the queue of 1024"
+            ]
+        );
     }
 }

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plan_host::{Host, HostError, HostOptions};
+use plan_host::{Host, HostError, HostOptions, SandboxStatus};
 use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response, ServerNotification};
 use serde_json::Value;
 
@@ -100,6 +100,13 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
             .map_or("new".to_owned(), |version| version.to_string()),
         migration.to
     ));
+    // Said at start, not first at the refusal: a wrong helper path or a
+    // kernel without Landlock means every Plan-mode Bash call is refused.
+    if let SandboxStatus::Unavailable { reason } = host.sandbox_status() {
+        log::line(&format!(
+            "{SERVER_NAME} serve: Plan-mode Bash will be refused (PLAN_SANDBOX_UNAVAILABLE): {reason}"
+        ));
+    }
     let web = match WebCard::start_for(&host) {
         Ok(web) => web,
         Err(error) => {
@@ -108,8 +115,9 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
             return Err(ServeError::Web(error));
         }
     };
+    let exposed = host.web().is_some_and(|options| options.is_exposed());
     if let Some(web) = &web {
-        announce_web(web, host.web().is_some_and(|options| options.is_exposed()));
+        announce_web(web, exposed);
     }
     let outbound = match Outbound::spawn(std::io::stdout()) {
         Ok(outbound) => outbound,
@@ -127,7 +135,7 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
             if let ServerNotification::PlanApprovalRequested(requested) = &notification
                 && let Some(url) = &requested.card_url
             {
-                announce_card(&requested.approval.id, url);
+                announce_card(&requested.approval.id, url, exposed);
             }
             if let Ok(line) = serde_json::to_string(&Notification::new(notification)) {
                 notifier.notify(line);
@@ -182,17 +190,32 @@ fn announce_web(web: &WebCard, exposed: bool) {
     }
 }
 
-/// Prints a pending approval's card URL on stderr, and its QR code when
-/// stderr is a terminal (for a phone; into a log it would be noise).
-fn announce_card(approval_id: &plan_core::ApprovalId, url: &str) {
-    log::line(&format!(
-        "{SERVER_NAME} serve: approval {approval_id}: open {url}"
-    ));
-    if std::io::stderr().is_terminal()
-        && let Some(code) = crate::web::qr::render(url)
-    {
-        log::line(code.trim_end_matches('\n'));
+/// Prints a pending approval's card URL on stderr (see [`card_lines`]).
+fn announce_card(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool) {
+    for line in card_lines(approval_id, url, exposed, std::io::stderr().is_terminal()) {
+        log::line(&line);
     }
+}
+
+/// What stderr says about a pending approval's card: its URL, and on a
+/// terminal (into a log it would be noise) a QR code for a phone, but only
+/// when the card server's address is reachable from elsewhere (`exposed`,
+/// `--web-bind`): a QR code of a loopback URL opens nothing on a phone, so
+/// the line says so instead.
+fn card_lines(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool, terminal: bool) -> Vec<String> {
+    let mut lines = vec![format!("{SERVER_NAME} serve: approval {approval_id}: open {url}")];
+    if !terminal {
+        return lines;
+    }
+    if !exposed {
+        lines.push(format!(
+            "{SERVER_NAME} serve: no QR code: the card server listens on loopback, which only this \
+             machine can open (--web-bind serves an address a phone can reach)"
+        ));
+    } else if let Some(code) = crate::web::qr::render(url) {
+        lines.push(code.trim_end_matches('\n').to_owned());
+    }
+    lines
 }
 
 fn stop_web(web: Option<&WebCard>) {
@@ -221,5 +244,31 @@ fn answer_batch(connection: &mut Connection, batch: Vec<Value>, outbound: &Outbo
     }
     if answered {
         outbound.line("]".to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::card_lines;
+
+    #[test]
+    fn a_qr_code_only_for_an_address_reachable_from_elsewhere_and_only_on_a_terminal() {
+        let id = plan_core::ApprovalId::from("approval-1");
+        let loopback = card_lines(&id, "http://127.0.0.1:4000/card/x", false, true);
+        insta::assert_snapshot!("card_lines_loopback_terminal", loopback.join("\n"));
+        let exposed = card_lines(&id, "http://192.0.2.7:4000/card/x", true, true);
+        assert_eq!(exposed.len(), 2, "{exposed:?}");
+        assert!(
+            exposed[1].contains('\u{2588}') || exposed[1].contains('\u{2580}'),
+            "a QR code: {}",
+            exposed[1]
+        );
+        // Into a pipe or a log: the URL alone.
+        for exposed in [false, true] {
+            assert_eq!(
+                card_lines(&id, "http://192.0.2.7:4000/card/x", exposed, false),
+                ["plan-checkpoint serve: approval approval-1: open http://192.0.2.7:4000/card/x"]
+            );
+        }
     }
 }

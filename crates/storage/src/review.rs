@@ -78,10 +78,28 @@ impl Store {
         scope: &VerifyScope,
         visit: &mut dyn FnMut(ArtifactVerification) -> bool,
     ) -> Result<WorkspaceFindings, StorageError> {
+        self.visit_verification_in(scope, None, visit)
+    }
+
+    /// [`Store::visit_verification`], reading every plan file under
+    /// `workspace` instead of the root its session records, when given: the
+    /// check of a copied project (the workspace moved, or restored from a
+    /// backup beside the original). The orphan search then scans
+    /// `workspace` against the paths recorded for the scope. The caller
+    /// makes sure the scope's approvals share one recorded workspace.
+    pub fn visit_verification_in(
+        &self,
+        scope: &VerifyScope,
+        workspace: Option<&str>,
+        visit: &mut dyn FnMut(ArtifactVerification) -> bool,
+    ) -> Result<WorkspaceFindings, StorageError> {
         let mut roots: HashMap<SessionId, Option<String>> = HashMap::new();
         let mut failure: Option<StorageError> = None;
         let mut stopped = false;
         let mut check = |stored: StoredApproval| {
+            if let Some(workspace) = workspace {
+                roots.insert(stored.approval.session_id.clone(), Some(workspace.to_owned()));
+            }
             match self.check_one(&mut roots, &stored.approval) {
                 Ok(found) => {
                     if !visit(found) {
@@ -131,7 +149,11 @@ impl Store {
                     .collect::<Vec<String>>(),
                 VerifyScope::Approval(_) | VerifyScope::Everything => self.workspace_roots()?,
             };
-            self.find_orphans(&workspaces, &mut findings)?;
+            match workspace {
+                // The recorded roots' paths, against the files of the copy.
+                Some(workspace) => self.find_orphans_in(workspace, &workspaces, &mut findings)?,
+                None => self.find_orphans(&workspaces, &mut findings)?,
+            }
         }
         Ok(findings)
     }
@@ -278,6 +300,33 @@ impl Store {
                 stored_roots.entry(normalized).or_default().push(stored);
             }
         }
+        self.scan_for_orphans(
+            workspaces,
+            &|normalized| stored_roots.get(normalized).cloned().unwrap_or_default(),
+            findings,
+        )
+    }
+
+    /// The orphan search of a copy: the files under `workspace` against the
+    /// paths recorded for `recorded` (the roots the copy stands for).
+    fn find_orphans_in(
+        &self,
+        workspace: &str,
+        recorded: &[String],
+        findings: &mut WorkspaceFindings,
+    ) -> Result<(), StorageError> {
+        let recorded = recorded.to_vec();
+        self.scan_for_orphans(&[workspace.to_owned()], &|_| recorded.clone(), findings)
+    }
+
+    /// Scans each of `workspaces` for files under `.pi/plan/` that none of
+    /// the paths recorded for `stored(normalized root)` names.
+    fn scan_for_orphans(
+        &self,
+        workspaces: &[String],
+        stored: &dyn Fn(&str) -> Vec<String>,
+        findings: &mut WorkspaceFindings,
+    ) -> Result<(), StorageError> {
         let mut scanned: BTreeSet<String> = BTreeSet::new();
         for root in workspaces {
             let normalized = match normalize_workspace_root(root) {
@@ -313,11 +362,11 @@ impl Store {
             if files.is_empty() {
                 continue;
             }
-            let stored = stored_roots.get(&normalized).map_or(&[][..], Vec::as_slice);
+            let stored = stored(&normalized);
             let mut files = files.into_iter().peekable();
             // Both sides are sorted: walk them together, so the recorded
             // paths are never collected.
-            self.visit_recorded_paths(stored, &mut |recorded| {
+            self.visit_recorded_paths(&stored, &mut |recorded| {
                 while let Some(file) = files.next_if(|file| file.as_str() < recorded) {
                     findings.orphans.push(OrphanArtifact {
                         workspace_root: normalized.clone(),

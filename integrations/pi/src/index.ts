@@ -53,6 +53,22 @@ const NO_UI_PLAN =
   "PLAN_REQUIRES_INTERACTIVE_SESSION: Plan mode needs a person to approve the plan, and this pi has no UI (`pi -p`, `--mode json`):" +
   " run pi interactively or in RPC mode, or leave out --plan";
 
+/**
+ * Whether pi will refuse the prompt itself once `input` returns: it has no
+ * model, or no credentials for the model's provider (pi then says "No API
+ * key found for the selected model"). Only a sure refusal counts.
+ */
+function piRefusesPrompt(ctx: ExtensionContext): boolean {
+  const model = ctx.model;
+  return model === undefined || !ctx.modelRegistry.hasConfiguredAuth(model);
+}
+
+/**
+ * What a SubmitPlan outside Plan mode is told, person and model alike: pi
+ * offers the tool only in Plan mode, and a call made anyway is refused.
+ */
+const NOT_IN_PLAN_MODE = "SubmitPlan was refused: not in Plan mode; use /plan to enter Plan mode, then plan and submit again";
+
 /** Writes a message where the user sees it: pi's UI, or stderr when there is none (print mode). */
 function tell(ctx: ExtensionContext, message: string, level: "info" | "warning" | "error"): void {
   if (ctx.hasUI) ctx.ui.notify(message, level);
@@ -98,6 +114,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         );
       }
     }
+    await endAbandonedTurn(ctx, state);
     return { client, state };
   }
 
@@ -129,7 +146,18 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     }
   }
 
+  /**
+   * Offers SubmitPlan to the model only in Plan mode. (pi 0.73 snapshots
+   * the tools when a run starts, so a change applies from the next run on.)
+   */
+  function offerSubmitPlan(inPlanMode: boolean): void {
+    const active = pi.getActiveTools();
+    if (active.includes("SubmitPlan") === inPlanMode) return;
+    pi.setActiveTools(inPlanMode ? [...active, "SubmitPlan"] : active.filter((name) => name !== "SubmitPlan"));
+  }
+
   function showStatus(ctx: ExtensionContext, state: SessionState): void {
+    offerSubmitPlan(state.session?.mode === "plan");
     if (!ctx.hasUI) return;
     const session = state.session;
     const text = session === undefined ? undefined : session.mode === "plan" ? "plan mode" : `agent (${session.permissionMode})`;
@@ -140,6 +168,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
 
   pi.on("session_start", async (_event, ctx) => {
     const state = sidecar.state(hostSessionId(ctx));
+    offerSubmitPlan(state.session?.mode === "plan");
     if (pi.getFlag("plan") === true) {
       if (state.session?.mode !== "plan") await setMode(ctx, "plan");
       return;
@@ -172,6 +201,21 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     if (refusedPlan !== undefined) {
       return refuse(ctx, `Plan mode was asked for and could not be entered (${refusedPlan}); the prompt was not run. Try /plan again, or /plan off to leave Plan mode.`);
     }
+    // pi refuses a prompt itself, after this handler, when it has no model
+    // or no API key for it ("No API key found for the selected model"): no
+    // run begins, so no agent_end would end a host turn started here. Such
+    // a prompt starts none; should pi find a key after all,
+    // before_agent_start starts the turn.
+    if (piRefusesPrompt(ctx)) return { action: "continue" };
+    return beginTurn(ctx, event.text);
+  });
+
+  /**
+   * Starts the host turn of the pi run about to begin (or the execution an
+   * approval queued), and marks the run checked. A refusal is returned as
+   * the `input` result that stops the run.
+   */
+  async function beginTurn(ctx: ExtensionContext, prompt: string) {
     let connected;
     try {
       connected = await connect(ctx);
@@ -181,11 +225,12 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         return refuse(ctx, `Plan mode needs the plan checkpoint: ${describeError(error)}`);
       }
       tell(ctx, `running without the plan checkpoint (bash is refused until it is back): ${describeError(error)}`, "warning");
-      return { action: "continue" };
+      return { action: "continue" as const };
     }
     const { client, state } = connected;
     state.decisions.clear();
     state.turnEndedBecause = undefined;
+    state.runBegan = false;
     try {
       const session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
       state.session = session;
@@ -198,21 +243,69 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
         state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
         tell(ctx, `executing the approved plan "${escapeForDisplay(approval.title)}" (${approval.permissionMode ?? "?"})`, "info");
       } else {
-        const turn = await sidecar.track(
-          client.turnStart({ sessionId: state.sessionId, prompt: event.text, origin: ctx.hasUI ? "interactive" : "background" }),
-        );
+        const turn = await sidecar.track(client.turnStart({ sessionId: state.sessionId, prompt, origin: ctx.hasUI ? "interactive" : "background" }));
         state.turnId = turn.turnId;
       }
       state.runChecked = true;
       showStatus(ctx, state);
-      return { action: "continue" };
+      return { action: "continue" as const };
     } catch (error) {
+      // A turn started before the failure is ended: the run will not happen.
+      const started = state.turnId;
       state.turnId = undefined;
+      state.runChecked = false;
+      if (started !== undefined) await endHostTurn(ctx, state, started, false);
       if (errorCode(error) === "PLAN_REQUIRES_INTERACTIVE_SESSION" && !ctx.hasUI) return refuse(ctx, NO_UI_PLAN);
       const hint = errorCode(error) === "SESSION_BUSY" && state.session?.pendingApprovalId ? " (an approval is pending: decide it with /plan-decide)" : "";
       return refuse(ctx, `${describeError(error)}${hint}`);
     }
-  });
+  }
+
+  /**
+   * Ends the host turn `turnId` of a pi run that is over, however it ended.
+   * A run that began ends as it went: an execution completes, a turn
+   * completes unless an approval is pending (which keeps it open until it
+   * is decided or expires). A turn that cannot complete (a command still
+   * running after an abort) and a turn whose run never began are cancelled:
+   * the host kills their commands and ends them, and an execution that
+   * never ran is recorded interrupted. Never throws: a failure is told.
+   */
+  async function endHostTurn(ctx: ExtensionContext, state: SessionState, turnId: string, began: boolean): Promise<void> {
+    try {
+      const client = await sidecar.track(sidecar.client(ctx.cwd));
+      const session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
+      state.session = session;
+      if (session.activeTurn?.turnId !== turnId || session.pendingApprovalId !== null) return;
+      const execution = session.activeTurn.kind === "execution" ? session.activeExecutionId : null;
+      try {
+        if (!began) throw new Error("pi did not run the prompt");
+        state.session =
+          execution !== null
+            ? (await sidecar.track(client.executionComplete({ executionId: execution })), await sidecar.track(client.sessionGet({ sessionId: state.sessionId })))
+            : await sidecar.track(client.turnComplete({ sessionId: state.sessionId, turnId }));
+      } catch (error) {
+        state.session = await sidecar.track(client.turnCancel({ sessionId: state.sessionId }));
+        if (execution !== null || began) {
+          tell(ctx, `the turn was cancelled${execution !== null ? " (the approved plan's execution is recorded interrupted)" : ""}: ${describeError(error)}`, "warning");
+        }
+      }
+      showStatus(ctx, state);
+    } catch (error) {
+      tell(ctx, `could not end the turn: ${describeError(error)}`, "warning");
+    }
+  }
+
+  /**
+   * Ends the host turn of a run pi never began (it refused or failed the
+   * prompt after `input`): once pi is idle again, that turn has no run.
+   */
+  async function endAbandonedTurn(ctx: ExtensionContext, state: SessionState): Promise<void> {
+    const turnId = state.turnId;
+    if (turnId === undefined || state.runBegan || !ctx.isIdle()) return;
+    state.turnId = undefined;
+    state.runChecked = false;
+    await endHostTurn(ctx, state, turnId, false);
+  }
 
   function refuse(ctx: ExtensionContext, message: string) {
     tell(ctx, message, "error");
@@ -221,8 +314,24 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
   }
 
   pi.on("before_agent_start", async (event, ctx) => {
-    const state = sidecar.sessions.get(hostSessionId(ctx));
-    if (state?.runChecked !== true || state.session?.mode !== "plan") return;
+    if (!engaged(ctx)) return;
+    let state = sidecar.state(hostSessionId(ctx));
+    if (!state.runChecked) {
+      // `input` started no turn (pi looked unable to run the prompt), yet pi
+      // runs it: the turn starts now. A refusal cannot stop the run here, so
+      // it is aborted and every call of it denied.
+      const started = await beginTurn(ctx, "prompt" in event && typeof event.prompt === "string" ? event.prompt : "");
+      state = sidecar.state(hostSessionId(ctx));
+      if (started.action !== "continue" || !state.runChecked) {
+        state.runChecked = true;
+        state.turnId = undefined;
+        state.turnEndedBecause ??= "the plan checkpoint refused to start this run";
+        ctx.abort();
+        return;
+      }
+    }
+    state.runBegan = true;
+    if (state.session?.mode !== "plan") return;
     return { systemPrompt: `${event.systemPrompt}\n\n${PLAN_PROMPT}` };
   });
 
@@ -284,6 +393,10 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
       case "allow":
         return;
       case "deny": {
+        if (event.toolName === "SubmitPlan" && state.session?.mode !== "plan") {
+          tell(ctx, NOT_IN_PLAN_MODE, "warning");
+          return { block: true, reason: `${NOT_IN_PLAN_MODE} (${decision.reason})` };
+        }
         const hint =
           state.session?.mode === "plan" && state.turnId !== undefined
             ? " You are in Plan mode: explore read-only (read, grep, find, ls, bash in a read-only sandbox) and call SubmitPlan alone when the plan is ready."
@@ -318,24 +431,7 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     state.runChecked = false;
     const turnId = state.turnId;
     state.turnId = undefined;
-    if (turnId === undefined) return;
-    try {
-      const client = await sidecar.track(sidecar.client(ctx.cwd));
-      const session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
-      state.session = session;
-      if (session.activeTurn?.turnId !== turnId) return;
-      if (session.activeTurn.kind === "execution" && session.activeExecutionId !== null) {
-        await sidecar.track(client.executionComplete({ executionId: session.activeExecutionId }));
-      } else if (session.pendingApprovalId === null) {
-        await sidecar.track(client.turnComplete({ sessionId: state.sessionId, turnId }));
-      }
-      // With an approval pending the turn stays open until it is decided
-      // (/plan-decide) or expires.
-      state.session = await sidecar.track(client.sessionGet({ sessionId: state.sessionId }));
-      showStatus(ctx, state);
-    } catch (error) {
-      tell(ctx, `could not end the turn: ${describeError(error)}`, "warning");
-    }
+    if (turnId !== undefined) await endHostTurn(ctx, state, turnId, true);
   });
 
   pi.registerTool({
@@ -368,8 +464,13 @@ export default function planCheckpoint(pi: ExtensionAPI): void {
     },
     async execute(toolCallId, _params, signal, _onUpdate, ctx) {
       const state = sidecar.sessions.get(hostSessionId(ctx));
-      const decision = await state?.decisions.get(toolCallId);
-      if (state === undefined || decision === undefined || decision.kind !== "allow" || decision.approval === null) {
+      if (!engaged(ctx) || state?.session?.mode !== "plan") {
+        // A session that never used the checkpoint, or is in Agent mode.
+        tell(ctx, NOT_IN_PLAN_MODE, "warning");
+        throw new Error(NOT_IN_PLAN_MODE);
+      }
+      const decision = await state.decisions.get(toolCallId);
+      if (decision === undefined || decision.kind !== "allow" || decision.approval === null) {
         throw new Error(decision?.kind === "deny" ? decision.reason : "SubmitPlan was not accepted by the plan checkpoint");
       }
       const client = await sidecar.track(sidecar.client(ctx.cwd));

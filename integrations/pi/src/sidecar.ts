@@ -71,6 +71,12 @@ export interface SessionState {
   /** Whether the current pi run goes through the checkpoint. */
   runChecked: boolean;
   /**
+   * Whether pi began the run the host turn was started for (its
+   * `before_agent_start` came). A turn whose run pi refused or failed
+   * before it began is ended by the package: no `agent_end` will come.
+   */
+  runBegan: boolean;
+  /**
    * Why Plan mode, asked for with `/plan` or `--plan`, could not be entered.
    * While set, prompts are refused (never run as plain pi); a `/plan` that
    * succeeds or `/plan off` clears it.
@@ -218,6 +224,7 @@ export class Sidecar {
         sessionId,
         session: undefined,
         runChecked: false,
+        runBegan: false,
         planRefusedBecause: undefined,
         turnId: undefined,
         turnEndedBecause: undefined,

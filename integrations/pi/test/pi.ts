@@ -68,8 +68,12 @@ export interface PiHome {
   home: string;
 }
 
-/** A pi home whose settings load this package from its directory, or load `packages` instead. */
-export async function piHome(t: TestContext, baseUrl: string, packages: string[] = [packageDir]): Promise<PiHome> {
+/**
+ * A pi home whose settings load this package from its directory, or load
+ * `packages` instead. With `withoutKey` the provider has no API key, so pi
+ * refuses every prompt before asking the model.
+ */
+export async function piHome(t: TestContext, baseUrl: string, packages: string[] = [packageDir], withoutKey = false): Promise<PiHome> {
   const root = await tempDir(t, "plan-pi-home-");
   const agentDir = join(root, "agent");
   const home = join(root, "home");
@@ -77,7 +81,9 @@ export async function piHome(t: TestContext, baseUrl: string, packages: string[]
   await mkdir(home, { recursive: true });
   await writeFile(
     join(agentDir, "models.json"),
-    JSON.stringify({ providers: { fake: { baseUrl, api: "openai-completions", apiKey: "not-a-key", models: [{ id: "fake-model" }] } } }),
+    JSON.stringify({
+      providers: { fake: { baseUrl, api: "openai-completions", ...(withoutKey ? {} : { apiKey: "not-a-key" }), models: [{ id: "fake-model" }] } },
+    }),
   );
   await writeFile(
     join(agentDir, "settings.json"),

@@ -371,3 +371,47 @@ test("/new keeps the one sidecar of the process: a pending approval is not inter
   const [row] = await approvals(project);
   assert.equal(row?.status, "pending", "no sidecar restart interrupted it");
 });
+
+test("outside Plan mode pi does not offer SubmitPlan: a call made anyway is a tool pi does not have, and creates nothing", async (t) => {
+  const submit = { name: "SubmitPlan", arguments: { title: "Plan", markdown: "# Plan\n", question: "Go?" } };
+  const { llm, home, project } = await setUp(t, [{ calls: [submit] }, { text: "ok" }, { calls: [submit] }, { text: "ok" }, { text: "planning" }]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  const offered = (index: number) => (llm.requests[index]?.tools ?? []).map((tool) => tool.function.name);
+
+  // A session that never used the checkpoint (plain pi).
+  await pi.prompt("submit a plan");
+  assert.equal(offered(0).includes("SubmitPlan"), false, offered(0).join(", "));
+  assert.equal(llm.toolResults()[0], "Tool SubmitPlan not found");
+  assert.equal(existsSync(join(project, ".pi")), false, "nothing of the checkpoint started");
+
+  // Agent mode of a session that uses the checkpoint.
+  await pi.command("/plan off auto");
+  await pi.prompt("submit a plan again");
+  assert.equal(offered(2).includes("SubmitPlan"), false, offered(2).join(", "));
+  assert.equal(llm.toolResults()[1], "Tool SubmitPlan not found");
+  assert.deepEqual(await approvals(project), []);
+
+  // In Plan mode it is offered.
+  await pi.command("/plan");
+  await pi.prompt("now plan");
+  assert.ok(offered(4).includes("SubmitPlan"), offered(4).join(", "));
+});
+
+test("a SubmitPlan after the plan was approved, in the same run, is refused with 'not in Plan mode; use /plan' (or is no longer offered)", async (t) => {
+  const submit = (title: string) => ({ name: "SubmitPlan", arguments: { title, markdown: "# Plan\n", question: "Go?" } });
+  const { llm, home, project } = await setUp(t, [{ calls: [submit("First")] }, { calls: [submit("Second")] }, { text: "ok" }]);
+  const pi = PiRpc.start(t, { cwd: project, home });
+  pi.onDialog = (request) =>
+    isApprovalDialog(request) ? { value: request.options?.find((option) => option.startsWith("Approve: auto")) ?? "" } : { cancelled: true };
+  await pi.command("/plan");
+  await pi.prompt("plan and do it");
+  const second = llm.toolResults()[1] ?? "";
+  if (second === "Tool SubmitPlan not found") {
+    t.diagnostic("this pi applied the tool set within the run: SubmitPlan was no longer offered");
+  } else {
+    assert.match(second, /^SubmitPlan was refused: not in Plan mode; use \/plan to enter Plan mode/);
+    assert.match(second, /PLAN_NOT_ACTIVE/, "the host's refusal is named");
+    assert.ok(pi.notifications.some((line) => line.startsWith("SubmitPlan was refused: not in Plan mode; use /plan")), pi.notifications.join("\n"));
+  }
+  assert.deepEqual((await approvals(project)).map((row) => row.title), ["First"]);
+});

@@ -324,7 +324,27 @@ fn approvals_verify_all_session_and_one_when_everything_is_fine() {
         5
     );
     let quiet = run(Some(&fixture.db), &["approvals", "verify", "--all"]);
-    assert_eq!(quiet.stdout.lines().count(), 1, "{}", quiet.stdout);
+    assert_eq!(quiet.stdout.lines().count(), 2, "{}", quiet.stdout);
+}
+
+/// A database copied away from its workspace is checked against the
+/// workspace it records, and `verify` says which one that is, so nobody
+/// takes it for a check of files beside the copy.
+#[test]
+fn approvals_verify_says_which_workspace_it_read() {
+    let fixture = support::rich();
+    let copy = tempfile::tempdir().unwrap();
+    let copied = copy.path().join("plan.db");
+    std::fs::copy(&fixture.db, &copied).unwrap();
+    let result = run(Some(&copied), &["approvals", "verify", "--all"]);
+    let last = result.stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("read the plan files under .pi/plan/ of the workspace(s) the database records: "),
+        "{}",
+        result.stdout
+    );
+    assert!(last.contains(&fixture.root), "{last} / {}", fixture.root);
+    assert!(!last.contains(copy.path().to_str().unwrap()), "{last}");
 }
 
 #[test]
@@ -624,5 +644,83 @@ fn approvals_diff_with_one_id_compares_with_the_previous_submission() {
         alone.stderr.contains("nothing to compare with"),
         "{}",
         alone.stderr
+    );
+}
+
+/// `--workspace DIR` checks a copy of the project: the plan files and the
+/// orphans under DIR, for the approvals of the one workspace it stands for.
+#[test]
+fn approvals_verify_workspace_checks_a_copied_project() {
+    let fixture = support::rich();
+    let copy = tempfile::tempdir().unwrap();
+    let project = copy.path().join("project");
+    let copy_tree = |from: &std::path::Path, to: &std::path::Path| {
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(from)
+            .arg(to)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    copy_tree(std::path::Path::new(&fixture.root), &project);
+    let project_text = project.to_str().unwrap();
+    let args = [
+        "approvals",
+        "verify",
+        "--session",
+        "s-alpha",
+        "--workspace",
+        project_text,
+    ];
+    let intact = run(Some(&fixture.db), &args);
+    assert_eq!(intact.code, 0, "{}{}", intact.stdout, intact.stderr);
+    assert!(
+        intact.stdout.contains(&format!(
+            "of {project_text} (--workspace, in place of the recorded {})",
+            fixture.root
+        )),
+        "{}",
+        intact.stdout
+    );
+    // A change in the copy, not in the original, is what it finds.
+    let plans = project.join(".pi/plan");
+    let first = std::fs::read_dir(&plans)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .unwrap();
+    std::fs::write(&first, "tampered in the copy\n").unwrap();
+    std::fs::write(plans.join("stray.md"), "no approval records me\n").unwrap();
+    let tampered = run(Some(&fixture.db), &args);
+    assert_eq!(tampered.code, 1, "{}", tampered.stdout);
+    assert!(
+        tampered.stdout.contains("ARTIFACT_INTEGRITY_MISMATCH"),
+        "{}",
+        tampered.stdout
+    );
+    assert!(
+        tampered
+            .stdout
+            .contains(&format!("{project_text}/.pi/plan/stray.md")),
+        "{}",
+        tampered.stdout
+    );
+    let original = run(
+        Some(&fixture.db),
+        &["approvals", "verify", "--session", "s-alpha"],
+    );
+    assert_eq!(original.code, 0, "the original is untouched: {}", original.stdout);
+
+    // The database records two workspaces: --workspace cannot stand for both.
+    let both = run(
+        Some(&fixture.db),
+        &["approvals", "verify", "--all", "--workspace", project_text],
+    );
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert!(
+        both.stderr.contains("--workspace stands for one workspace"),
+        "{}",
+        both.stderr
     );
 }

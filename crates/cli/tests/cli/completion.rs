@@ -5,7 +5,10 @@
 //!
 //! A shell that is not installed is reported loudly on stderr; under CI
 //! (`CI` set, as `.ci/run` does, which installs all three) it is a failure.
+//! The report goes to the process's stderr itself, past the test harness's
+//! capture, so a green run shows it.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
@@ -32,7 +35,10 @@ fn installed(shell: &str) -> bool {
         .output()
         .is_ok_and(|output| output.status.success());
     if !found {
-        eprintln!(
+        // Not `eprintln!`: the harness captures that and shows it only for
+        // a failing test, so a skipped shell would pass silently.
+        let _ = writeln!(
+            std::io::stderr(),
             "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
              !!! {shell} is not installed: its completion script is NOT tested here\n\
              !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
@@ -184,4 +190,42 @@ fn fish_completes_subcommands_and_flags() {
     assert_offers("fish", line, &complete(line), SUBCOMMANDS);
     let line = "plan-checkpoint approvals list --";
     assert_offers("fish", line, &complete(line), LIST_FLAGS);
+}
+
+/// A missing shell is reported on the test process's real stderr (so a
+/// green run shows it), and fails under CI: this binary runs its own zsh
+/// and fish tests with a PATH that has neither shell.
+#[test]
+fn a_missing_shell_is_reported_loudly_and_fails_under_ci() {
+    let empty = tempfile::tempdir().unwrap();
+    for (shell, test) in [
+        ("zsh", "completion::zsh_completes_subcommands_and_flags"),
+        ("fish", "completion::fish_completes_subcommands_and_flags"),
+    ] {
+        let run = |ci: bool| {
+            let mut command = Command::new(std::env::current_exe().unwrap());
+            command
+                .args([test, "--exact", "--test-threads=1"])
+                .env("PATH", empty.path())
+                .env_remove("CI");
+            if ci {
+                command.env("CI", "true");
+            }
+            command.output().unwrap()
+        };
+        let outside_ci = run(false);
+        let stderr = String::from_utf8_lossy(&outside_ci.stderr);
+        assert!(outside_ci.status.success(), "{shell}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "!!! {shell} is not installed: its completion script is NOT tested here"
+            )),
+            "{shell}: the skip was silent: {stderr}"
+        );
+        let under_ci = run(true);
+        assert!(
+            !under_ci.status.success(),
+            "{shell}: under CI a missing shell fails"
+        );
+    }
 }

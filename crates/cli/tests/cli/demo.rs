@@ -54,8 +54,10 @@ fn assert_steps(stdout: &str) {
         "7. The execution starts",
         "is running",
         "8. The host restarts (close it, open a new host on the same database)",
-        "execution interrupted, error HOST_RESTARTED",
-        "nothing replayed: 0 pending, queued or running rows; active turn: none; session in agent mode",
+        "execution interrupted,",
+        "error HOST_RESTARTED",
+        "nothing replayed: 0 pending, queued or running rows; active turn: none;",
+        "session in agent mode",
         "9. A second plan, rejected",
         "a person rejects it: status rejected, permission mode none, execution none",
         "session idle in plan mode",
@@ -230,26 +232,175 @@ fn the_try_lines_of_a_cargo_build_run_without_installing() {
     assert_eq!(run_try_lines(&result.stdout), 6);
 }
 
+/// The demo's sentences fit a standard terminal, wrapped at word
+/// boundaries, and use no term a newcomer has not met. Only lines holding
+/// an id, a path or a command (the tables, the `Try:` lines) may be longer:
+/// they are never cut.
 #[test]
-fn demo_with_web_prints_the_card_url_while_the_plan_is_pending() {
+fn demo_sentences_fit_80_columns_and_use_no_jargon() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
+    assert_eq!(result.code, 0, "{}", result.stderr);
+    for jargon in ["ADR 0053", "startup fence"] {
+        assert!(!result.stdout.contains(jargon), "{jargon}: {}", result.stdout);
+    }
+    let record = |line: &str| {
+        ["approval-", "session-", "call-", "/"]
+            .iter()
+            .any(|token| line.contains(token))
+    };
+    for line in result.stdout.lines() {
+        assert!(
+            line.chars().count() <= 80 || record(line),
+            "a sentence longer than 80 columns: {line:?}"
+        );
+    }
+    let intro: Vec<&str> = result
+        .stdout
+        .lines()
+        .take_while(|line| !line.starts_with("directory:"))
+        .collect();
+    insta::assert_snapshot!("demo_intro", intro.join("\n"));
+}
+
+#[test]
+fn demo_with_web_into_a_pipe_prints_no_card_url_that_would_already_be_dead() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("demo");
     let result = run(None, &["demo", "--web", "--dir", target.to_str().unwrap()]);
     assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
     assert_steps(&result.stdout);
-    let card = result
+    // Without a terminal on stdin the demo does not wait, so it approves at
+    // once and a URL would be dead before anyone opened it.
+    assert!(!result.stdout.contains("/card/"), "{}", result.stdout);
+    let said = result
         .stdout
         .lines()
-        .find(|line| line.contains("approval card (open it in a browser while it is pending): "))
-        .unwrap_or_else(|| panic!("no card URL: {}", result.stdout));
-    let url = card.rsplit(' ').next().unwrap();
+        .find(|line| line.contains("approval card:"))
+        .unwrap_or_else(|| {
+            panic!(
+                "the demo does not say why there is no card URL: {}",
+                result.stdout
+            )
+        });
+    insta::assert_snapshot!("demo_web_piped_card_line", said);
+}
+
+/// One HTTP/1.1 request to the card server, as a browser on its page sends
+/// it (`Host` and `Origin` its own); returns the status line and body.
+fn card_request(base: &str, method: &str, path: &str, body: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nOrigin: {base}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+/// On a terminal the card's URL is printed while the plan is pending, and
+/// deciding on the card moves the demo on by itself: nobody presses Enter
+/// (util-linux `script` gives the demo a terminal; its stdin stays open
+/// and silent).
+#[test]
+fn demo_with_web_on_a_terminal_goes_on_when_the_plan_is_decided_on_the_card() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    if Command::new("script").arg("--version").output().is_err() {
+        panic!("util-linux `script` is needed to give the demo a terminal");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let command = format!(
+        "{} --color never demo --web --dir {}",
+        crate::support::BIN,
+        target.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _silent_stdin = child.stdin.take();
+    // A guard, not a wait: a demo that never goes on is killed, failing the
+    // test, instead of hanging it.
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let guard = {
+        let finished = std::sync::Arc::clone(&finished);
+        let pid = child.id().to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(120));
+            if !finished.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = Command::new("kill").args(["-9", &pid]).status();
+            }
+        })
+    };
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut transcript = String::new();
+    let mut sha256 = None;
+    let url = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the demo ended early: {transcript}"))
+            .unwrap();
+        let line = line.trim_end_matches('\r').to_owned();
+        transcript.push_str(&line);
+        transcript.push('\n');
+        if let Some(hash) = line.trim().strip_prefix("sha256: ") {
+            sha256.get_or_insert_with(|| hash.to_owned());
+        }
+        if let Some((_, url)) = line.split_once("approval card (open it in a browser while it is pending): ")
+        {
+            break url.trim().to_owned();
+        }
+    };
     assert!(
         url.starts_with("http://127.0.0.1:") && url.contains("/card/"),
         "{url}"
     );
     // It comes after the plan is submitted and before it is approved.
-    let submitted = result.stdout.find("The agent calls SubmitPlan").unwrap();
-    let approved = result.stdout.find("A person approves").unwrap();
-    let shown = result.stdout.find(card).unwrap();
-    assert!(submitted < shown && shown < approved);
+    assert!(
+        transcript.contains("The agent calls SubmitPlan") && !transcript.contains("A person approves"),
+        "{transcript}"
+    );
+    let (base, token) = url.split_once("/card/").unwrap();
+    let decision = serde_json::json!({"token": token, "sha256": sha256.unwrap(), "decision": "approve", "permissionMode": "accept-edits"});
+    let (status, body) = card_request(base, "POST", "/decision", &decision.to_string());
+    assert!(status.contains(" 200 "), "{status}: {body}");
+    for line in lines {
+        let line = line.unwrap();
+        transcript.push_str(line.trim_end_matches('\r'));
+        transcript.push('\n');
+    }
+    let status = child.wait().unwrap();
+    finished.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(guard);
+    assert!(status.success(), "{transcript}");
+    assert!(
+        transcript.contains("the demo goes on by itself once you do"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("(approved on the approval card instead)"),
+        "{transcript}"
+    );
+    assert_steps(&transcript);
 }

@@ -275,6 +275,21 @@ fn unknown_ids() {
 }
 
 #[test]
+fn an_id_without_its_approval_prefix_is_not_found_with_a_hint_naming_the_prefixed_form() {
+    let fixture = support::rich();
+    let id = fixture.id("approval-completed");
+    let bare = id.strip_prefix("approval-").unwrap();
+    let result = run(Some(&fixture.db), &["approvals", "show", &bare[..11]]);
+    assert_eq!(result.code, 1, "{}", result.stderr);
+    assert!(result.stdout.is_empty(), "{}", result.stdout);
+    let text = fixture.redact(&result.stderr.replace(&bare[..11], "[bare id prefix]"));
+    Fixture::settings().bind(|| insta::assert_snapshot!("error_id_without_prefix", text));
+    // An id that is no approval's, prefixed or not, gets no such hint.
+    let unknown = run(Some(&fixture.db), &["approvals", "show", "no-such-id"]);
+    assert!(!unknown.stderr.contains("hint"), "{}", unknown.stderr);
+}
+
+#[test]
 fn tampered_artifact() {
     let fixture = support::rich();
     let id = fixture.id("approval-completed");

@@ -185,3 +185,57 @@ fn every_reference_in_the_contract_exists() {
     assert!(defines("fn approve(", "approve") && !defines("fn approved(", "approve"));
     assert!(defines("test(\"a b\", async", "\"a b\"") && !defines("test(\"a\"", "\"a b\""));
 }
+
+/// The commands of the README's install table ("how" column): code spans
+/// that are commands (they hold a space or run a script), less those CI
+/// cannot run (a Mac's Swift build, `pi install`) and a variant named in
+/// passing (`generate.sh --release`).
+fn install_table_commands(readme: &str) -> std::collections::BTreeSet<String> {
+    const NOT_RUN: &[&str] = &[
+        "crates/ffi/bindings/swift/build-xcframework.sh",
+        "pi install",
+        "generate.sh --release",
+    ];
+    let table = &readme[readme.find("| who | installs | how |").unwrap()..];
+    let table = &table[..table.find("\n\n").unwrap()];
+    let mut commands = std::collections::BTreeSet::new();
+    for row in table.lines().skip(2) {
+        let how = row.trim_matches('|').splitn(3, " | ").nth(2).unwrap_or_default();
+        for span in how.split('`').skip(1).step_by(2) {
+            if (span.contains(' ') || span.ends_with(".sh")) && !NOT_RUN.contains(&span) {
+                commands.insert(span.to_owned());
+            }
+        }
+    }
+    commands
+}
+
+/// Each "how" of the README's install table is what `.ci/readme-install`
+/// runs from a clean checkout in CI, line for line, and it runs nothing of
+/// the README's that the table does not say.
+#[test]
+fn the_install_table_is_what_ci_runs() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let script = std::fs::read_to_string(workspace().join(".ci/readme-install")).unwrap();
+    let table = install_table_commands(&readme);
+    assert!(table.len() >= 9, "the table's commands: {table:?}");
+    let run: std::collections::BTreeSet<String> = script
+        .lines()
+        .filter_map(|line| line.strip_suffix("# from README.md"))
+        // The checkout's place is the one thing the README cannot know.
+        .map(|line| {
+            line.trim()
+                .replace("\"$checkout", "/path/to/plan-checkpoint")
+                .replace("typescript\"", "typescript")
+        })
+        .collect();
+    assert_eq!(
+        table, run,
+        "the README's install table and .ci/readme-install differ"
+    );
+    let ci = std::fs::read_to_string(workspace().join(".ci/run")).unwrap();
+    assert!(
+        ci.contains(".ci/readme-install"),
+        ".ci/run runs the install table"
+    );
+}

@@ -1720,3 +1720,30 @@ fn serve_web_reports_its_cards_and_refuses_another_address_without_web_bind() {
     let init: Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(init["result"]["capabilities"]["web"], Value::Null);
 }
+
+#[test]
+fn a_missing_sandbox_helper_is_said_at_start_and_named_in_the_plan_bash_refusal() {
+    let place = Place::new();
+    let root = place.root().to_owned();
+    let mut serve = Serve::start(&place.db, &["--sandbox-helper", "/nonexistent/helper"]);
+    create_session(&mut serve, "s", Some(&root), "plan");
+    let turn = start_turn(&mut serve, "s");
+    let results = tool_calls(
+        &mut serve,
+        "s",
+        &turn,
+        json!([{"callId": "c1", "name": "Bash", "input": {"command": "cat README.md"}}]),
+    );
+    assert_eq!(results[0]["decision"], "deny");
+    assert_eq!(results[0]["error"]["code"], "PLAN_SANDBOX_UNAVAILABLE");
+    assert_eq!(
+        results[0]["error"]["message"],
+        "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: \
+         the requested sandbox cannot be applied: the sandbox helper /nonexistent/helper was not found"
+    );
+    let db = place.db.to_str().unwrap().to_owned();
+    let status = serve.close();
+    assert!(status.success());
+    let (_, _, stderr) = serve_once(&["--db", &db, "--sandbox-helper", "/nonexistent/helper"], b"");
+    insta::assert_snapshot!("serve_missing_sandbox_helper_stderr", stderr.replace(&db, "[db]"));
+}

@@ -735,6 +735,13 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         outcomes[0].decision,
         ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
     );
+    // The denial names the real cause (the helper path), not the kernel.
+    let message = outcomes[0].message.as_deref().unwrap_or_default();
+    assert!(
+        message.starts_with("the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: ")
+            && message.ends_with(&reason),
+        "{message:?}"
+    );
     assert!(outcomes[0].command.is_none());
     assert!(
         host.session(&SessionId::from("plan"))

@@ -782,6 +782,29 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
         host.shutdown()
 
 
+def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_path):
+    """A wrong helper path is not blamed on the kernel: sandbox_info() and
+    the refusal of a Plan Bash call both name the helper that was not found."""
+    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper="/nonexistent/helper"))
+    try:
+        info = host.sandbox_info()
+        assert not info.plan_sandbox_available
+        assert "/nonexistent/helper was not found" in info.reason
+        ws = workspace(tmp_path)
+        host.create_session("py", str(ws), Mode.PLAN, None)
+        turn = host.start_turn("py", Origin.INTERACTIVE)
+        command = json.dumps({"command": "cat notes.txt"})
+        [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+        assert result.decision == ToolCallDecision.DENY
+        assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+        assert result.error_message == (
+            "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: " + info.reason
+        )
+        assert "not available on this host" not in result.error_message
+    finally:
+        host.shutdown()
+
+
 def command_events(recorder, call_id):
     """Waits (bounded) for the end of call_id; returns its output events and its end."""
     exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e.call_id == call_id)
