@@ -118,9 +118,10 @@ enum Command {
         commands: commands::CommandArgs,
         /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
         /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
-        /// The base URL, and each pending approval's card URL, are printed
-        /// on stderr (a QR code for a phone only with --web-bind, since a
-        /// phone cannot open loopback).
+        /// The base URL is printed on stderr, and each pending approval's
+        /// card URL when stderr is a terminal (its token never goes into a
+        /// log; a QR code for a phone only with --web-bind, since a phone
+        /// cannot open loopback).
         #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
         web: Option<std::net::SocketAddr>,
         /// Like --web, on an address that is not loopback (a phone on the

@@ -197,16 +197,22 @@ fn announce_card(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool) 
     }
 }
 
-/// What stderr says about a pending approval's card: its URL, and on a
-/// terminal (into a log it would be noise) a QR code for a phone, but only
-/// when the card server's address is reachable from elsewhere (`exposed`,
-/// `--web-bind`): a QR code of a loopback URL opens nothing on a phone, so
-/// the line says so instead.
+/// What stderr says about a pending approval's card. Its URL carries the
+/// card's token, a secret of the person's (`sandbox.md` P11): it is printed
+/// on a terminal only, never into a log, a file or a pipe another process
+/// may read (there the line says where the URL goes instead: to the host's
+/// client, as `cardUrl`, and to the notifier). On a terminal a QR code for
+/// a phone follows, but only when the card server's address is reachable
+/// from elsewhere (`exposed`, `--web-bind`): a QR code of a loopback URL
+/// opens nothing on a phone, so the line says so instead.
 fn card_lines(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool, terminal: bool) -> Vec<String> {
-    let mut lines = vec![format!("{SERVER_NAME} serve: approval {approval_id}: open {url}")];
     if !terminal {
-        return lines;
+        return vec![format!(
+            "{SERVER_NAME} serve: approval {approval_id}: its card URL is not printed, since stderr is \
+             not a terminal and the URL's token must not reach a log; the client has it (cardUrl)"
+        )];
     }
+    let mut lines = vec![format!("{SERVER_NAME} serve: approval {approval_id}: open {url}")];
     if !exposed {
         lines.push(format!(
             "{SERVER_NAME} serve: no QR code: the card server listens on loopback, which only this \
@@ -263,12 +269,12 @@ mod tests {
             "a QR code: {}",
             exposed[1]
         );
-        // Into a pipe or a log: the URL alone.
+        // Into a pipe or a log: no URL, so no token (P11).
         for exposed in [false, true] {
-            assert_eq!(
-                card_lines(&id, "http://192.0.2.7:4000/card/x", exposed, false),
-                ["plan-checkpoint serve: approval approval-1: open http://192.0.2.7:4000/card/x"]
-            );
+            let lines = card_lines(&id, "http://192.0.2.7:4000/card/secret-token", exposed, false);
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(!lines[0].contains("secret-token") && !lines[0].contains("http"), "{lines:?}");
+            assert!(lines[0].contains("not printed"), "{lines:?}");
         }
     }
 }
