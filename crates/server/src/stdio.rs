@@ -273,7 +273,10 @@ mod tests {
         for exposed in [false, true] {
             let lines = card_lines(&id, "http://192.0.2.7:4000/card/secret-token", exposed, false);
             assert_eq!(lines.len(), 1, "{lines:?}");
-            assert!(!lines[0].contains("secret-token") && !lines[0].contains("http"), "{lines:?}");
+            assert!(
+                !lines[0].contains("secret-token") && !lines[0].contains("http"),
+                "{lines:?}"
+            );
             assert!(lines[0].contains("not printed"), "{lines:?}");
         }
     }
