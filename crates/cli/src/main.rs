@@ -662,6 +662,7 @@ fn serve(
             Ok(plan_host::HostOptions {
                 web: web.options()?,
                 audit_export: otel.config(|name| std::env::var(name).ok())?,
+                frontend: plan_host::DecisionChannel::Rpc,
                 ..options
             })
         });

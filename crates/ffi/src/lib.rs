@@ -218,6 +218,7 @@ impl PlanHost {
                 scratch_size,
                 web,
                 audit_export,
+                frontend: plan_host::DecisionChannel::Ffi,
                 ..defaults
             },
         )?);

@@ -113,10 +113,11 @@ impl Host {
         // the lock is released.
         opened.store.startup_fence(now)?;
         let ExclusiveStore {
-            store,
+            mut store,
             migration,
             lock,
         } = opened;
+        store.set_frontend(options.frontend);
         let epoch = BootEpoch(uuid::Uuid::new_v4().as_u64_pair().0);
         let mut options = options;
         let commands = CommandSupport::open(&options, &database);

@@ -94,6 +94,16 @@ pub struct HostOptions {
     /// exporter on its own thread from [`crate::Host::open`] until
     /// [`crate::Host::close`]; a decision never waits on it.
     pub audit_export: Option<plan_audit_export::ExportConfig>,
+    /// The frontend whose client this host answers: the audit records it as
+    /// the channel of each decision its client makes (a decision relayed by
+    /// the web card records the card instead). `serve` sets
+    /// [`DecisionChannel::Rpc`], the FFI [`DecisionChannel::Ffi`]; the
+    /// default is [`DecisionChannel::Rust`].
+    ///
+    /// [`DecisionChannel::Rpc`]: plan_storage::DecisionChannel::Rpc
+    /// [`DecisionChannel::Ffi`]: plan_storage::DecisionChannel::Ffi
+    /// [`DecisionChannel::Rust`]: plan_storage::DecisionChannel::Rust
+    pub frontend: plan_storage::DecisionChannel,
 }
 
 /// The size cap of a command's private scratch tmpfs, in megabytes
@@ -178,6 +188,7 @@ impl Default for HostOptions {
             scratch_size: ScratchSize::default(),
             web: None,
             audit_export: None,
+            frontend: plan_storage::DecisionChannel::Rust,
         }
     }
 }

@@ -421,7 +421,8 @@ pub(crate) fn append_fact(
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FactSource<'note> {
     pub(crate) channel: &'static str,
-    pub(crate) remote_address: &'note str,
+    /// The peer of a relayed decision; `None` for the host's own client.
+    pub(crate) remote_address: Option<&'note str>,
 }
 
 fn object(pairs: Vec<(&str, Value)>) -> Value {
@@ -499,7 +500,7 @@ pub(crate) fn approval_facts(
                 ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
                 ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
                 ("channel", text(source.map(|s| s.channel))),
-                ("remoteAddress", text(source.map(|s| s.remote_address))),
+                ("remoteAddress", text(source.and_then(|s| s.remote_address))),
             ]));
         }
     }

@@ -17,11 +17,21 @@ use crate::error::StorageError;
 const ENTRY_TYPE: &str = "approvalDecided";
 
 /// The frontend a decision came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum DecisionChannel {
     /// The `<plan-approval-card>` page served by the host's web server.
     #[serde(rename = "webCard")]
     WebCard,
+    /// The host's own client over JSON-RPC (`serve`).
+    #[serde(rename = "rpc")]
+    Rpc,
+    /// The host's own client in-process through the FFI.
+    #[serde(rename = "ffi")]
+    Ffi,
+    /// A Rust program embedding the host.
+    #[default]
+    #[serde(rename = "rust")]
+    Rust,
 }
 
 impl DecisionChannel {
@@ -29,6 +39,9 @@ impl DecisionChannel {
     pub const fn audit_name(self) -> &'static str {
         match self {
             DecisionChannel::WebCard => "web_card",
+            DecisionChannel::Rpc => "rpc",
+            DecisionChannel::Ffi => "ffi",
+            DecisionChannel::Rust => "rust",
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct Store {
     /// writer ([`Store::keep_session_rows`]): any other connection must
     /// read, because another writer may have changed them.
     kept: Option<RefCell<HashMap<SessionId, SessionRows>>>,
+    /// The frontend whose client this store's host answers: the channel
+    /// recorded for a decision no relayed note says came elsewhere.
+    frontend: crate::DecisionChannel,
 }
 
 impl std::fmt::Debug for Store {
@@ -133,6 +136,7 @@ impl Store {
             guard: None,
             immutable,
             kept: None,
+            frontend: crate::DecisionChannel::default(),
         })
     }
 
@@ -142,7 +146,16 @@ impl Store {
             guard: Some(FileGuard::new(path)),
             immutable: false,
             kept: None,
+            frontend: crate::DecisionChannel::default(),
         }
+    }
+
+    /// Names the frontend this store's host answers (`serve`'s JSON-RPC,
+    /// the FFI, a Rust program): the audit records it as the channel of
+    /// every decision that no relayed note ([`Store::apply_noted`]) says
+    /// came through another one.
+    pub fn set_frontend(&mut self, frontend: crate::DecisionChannel) {
+        self.frontend = frontend;
     }
 
     /// Declares this store the database's only writer (its opener holds the
@@ -523,12 +536,13 @@ impl Store {
         now: UnixMs,
         note: Option<&crate::DecisionNote>,
     ) -> Result<(), StorageError> {
+        let frontend = self.frontend;
         self.guarded(|conn| {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("beginning a write transaction"))?;
             for effect in effects {
-                apply_effect(&transaction, effect, now, note)?;
+                apply_effect(&transaction, effect, now, note, frontend)?;
             }
             if let Some(note) = note {
                 crate::decision::record(&transaction, effects, note, now)?;
@@ -562,7 +576,7 @@ impl Store {
             let effects = plan_core::startup_fence(&live, now);
             let mut changed = Vec::with_capacity(effects.len());
             for effect in &effects {
-                apply_effect(&transaction, effect, now, None)?;
+                apply_effect(&transaction, effect, now, None, crate::DecisionChannel::default())?;
                 match effect {
                     Effect::UpdateApproval { approval, .. } => changed.push(approval.clone()),
                     Effect::WriteArtifact(_)
@@ -778,6 +792,7 @@ fn apply_effect(
     effect: &Effect,
     now: UnixMs,
     note: Option<&crate::DecisionNote>,
+    frontend: crate::DecisionChannel,
 ) -> Result<(), StorageError> {
     match effect {
         Effect::InsertApproval(approval) => {
@@ -786,12 +801,25 @@ fn apply_effect(
         }
         Effect::UpdateApproval { approval, expected } => {
             update_approval(conn, approval, *expected)?;
-            let source =
-                note.filter(|note| note.approval_id == approval.id)
-                    .map(|note| crate::chain::FactSource {
-                        channel: note.source.channel.audit_name(),
-                        remote_address: &note.source.remote_address,
-                    });
+            // A decision's channel: the relayed note's (the web card, with
+            // its peer), else the frontend whose client asked.
+            let decided = expected.status == plan_core::ApprovalStatus::Pending
+                && matches!(
+                    approval.status,
+                    plan_core::ApprovalStatus::Approved | plan_core::ApprovalStatus::Rejected
+                );
+            let source = note
+                .filter(|note| note.approval_id == approval.id)
+                .map(|note| crate::chain::FactSource {
+                    channel: note.source.channel.audit_name(),
+                    remote_address: Some(&note.source.remote_address),
+                })
+                .or_else(|| {
+                    decided.then_some(crate::chain::FactSource {
+                        channel: frontend.audit_name(),
+                        remote_address: None,
+                    })
+                });
             crate::chain::approval_facts(
                 conn,
                 false,

@@ -80,6 +80,12 @@ fn the_standard_otel_variables_turn_export_on() {
     let received = collector.wait_for_seqs(3);
     let events: Vec<String> = received.iter().map(|copy| copy.event()).collect();
     assert_eq!(events, EVENTS);
+    // The decision came from serve's own client, over JSON-RPC.
+    let approved = received
+        .iter()
+        .find(|copy| copy.event() == "plan_checkpoint.plan.approved")
+        .unwrap();
+    assert_eq!(approved.attribute("plan_checkpoint.channel"), Some(json!("rpc")));
     for copy in &received {
         assert_eq!(copy.content_type, "application/json");
         assert_eq!(copy.resource["service.name"], json!("checkpoint-ci"));

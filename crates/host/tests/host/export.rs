@@ -261,6 +261,19 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
     let card = of("plan_checkpoint.plan.approved")[3];
     assert_eq!(card.attribute("plan_checkpoint.channel"), Some(json!("web_card")));
     assert_eq!(card.attribute("client.address"), Some(json!("127.0.0.1:40000")));
+    // Every other decision came from the embedding Rust program's own calls;
+    // an expiry has no channel.
+    for decided in of("plan_checkpoint.plan.approved")[..3]
+        .iter()
+        .chain(of("plan_checkpoint.plan.rejected").iter())
+    {
+        assert_eq!(decided.attribute("plan_checkpoint.channel"), Some(json!("rust")));
+        assert_eq!(decided.attribute("client.address"), None);
+    }
+    assert_eq!(
+        of("plan_checkpoint.plan.expired")[0].attribute("plan_checkpoint.channel"),
+        None
+    );
     assert_eq!(
         of("plan_checkpoint.plan.expired")[0].attribute("plan_checkpoint.error.code"),
         Some(json!("PLAN_APPROVAL_TIMEOUT"))
