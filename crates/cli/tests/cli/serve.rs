@@ -700,6 +700,47 @@ fn read_artifact_detects_missing_and_tampered_files() {
     assert!(serve.close().success());
 }
 
+/// `plan/approve` re-reads the artifact inside the decision: a rewritten or
+/// removed file refuses it with its code, the row and the session stay as
+/// they were, no `plan/approvalResolved` goes out, and `plan/reject` still
+/// decides.
+#[test]
+fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &[]);
+    let (approval, _) = pending(&mut serve, place.root(), "s1", MARKDOWN);
+    let id = approval["id"].as_str().unwrap();
+    let session = serve.call("session/get", json!({"sessionId": "s1"}));
+    let path = place
+        .workspace
+        .join(approval["artifact"]["path"].as_str().unwrap());
+    serve.take_notifications();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        serve.error(
+            "plan/approve",
+            json!({"approvalId": id, "permissionMode": "auto"})
+        ),
+        (-32000, "ARTIFACT_INTEGRITY_MISMATCH".to_owned())
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        serve.code("plan/approve", json!({"approvalId": id, "permissionMode": "ask"})),
+        "ARTIFACT_MISSING"
+    );
+    assert_eq!(serve.call("plan/get", json!({"approvalId": id})), approval);
+    assert_eq!(serve.call("session/get", json!({"sessionId": "s1"})), session);
+    assert!(
+        !notification_methods(&serve.take_notifications()).contains(&"plan/approvalResolved".to_owned()),
+        "a refused approval resolves nothing"
+    );
+    let rejected = serve.call("plan/reject", json!({"approvalId": id}));
+    assert_eq!(rejected["approval"]["status"], "rejected");
+    assert!(serve.close().success());
+}
+
 #[test]
 fn shell_list_set_default_and_unknown() {
     let place = Place::new();

@@ -605,6 +605,37 @@ fn an_artifact_that_fails_its_check_is_shown_as_such() {
     assert!(state["plan"].get("markdown").is_none());
 }
 
+/// The card's POST is the host's approve, which re-reads the artifact: a
+/// same-origin POST with the live token and the recorded hash cannot
+/// approve a rewritten or removed file (`409` with the code), the token
+/// stays live, nothing is written, and Reject still decides.
+#[test]
+fn the_card_cannot_approve_a_rewritten_or_removed_plan() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let workspace = fixture.dir.path().join("workspace");
+    let path = workspace.join(&fixture.approval.artifact.as_ref().unwrap().path);
+    std::fs::write(&path, "# Another plan\n").unwrap();
+    let refused = fixture.decide(&approve(&fixture, "auto"));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    std::fs::remove_file(&path).unwrap();
+    let refused = fixture.decide(&approve(&fixture, "ask"));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["errorCode"], "ARTIFACT_MISSING");
+    assert_eq!(fixture.status(), fixture.approval);
+    assert!(
+        fixture
+            .host
+            .decision_entries(&fixture.approval.session_id)
+            .unwrap()
+            .is_empty()
+    );
+    let rejected =
+        fixture.decide(&json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "reject"}));
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    assert_eq!(fixture.status().status, ApprovalStatus::Rejected);
+}
+
 fn call(connection: &mut Connection, method: &str, params: Value) -> Value {
     let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     serde_json::from_str(&connection.handle_line(&line).unwrap()).unwrap()
