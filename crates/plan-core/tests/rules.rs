@@ -367,6 +367,37 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
     }
 }
 
+/// A title and a question have a length bound in characters (a person reads
+/// them on a card and in a terminal): at the bound accepted, one past it
+/// `INVALID_PLAN_INPUT`, and a 100,000-character title is refused.
+#[test]
+fn submit_plan_title_and_question_have_a_length_bound() {
+    let state = plan_turn();
+    let decide = |title: &str, question: &str| {
+        let input = json!({"title": title, "markdown": "m", "question": question});
+        let (results, transition) = tool_results(&state, vec![submit_call(input)]);
+        (results[0].decision.clone(), transition.effects.len())
+    };
+    let title_max = plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS;
+    let question_max = plan_core::SUBMIT_PLAN_QUESTION_MAX_CHARS;
+    // Characters, not bytes: a bound of "é"s is still accepted.
+    assert_eq!(decide(&"é".repeat(title_max), "q").0, ToolDecision::WriteArtifact);
+    assert_eq!(decide("t", &"é".repeat(question_max)).0, ToolDecision::WriteArtifact);
+    for (title, question) in [
+        ("t".repeat(title_max + 1), "q".to_owned()),
+        ("t".repeat(100_000), "q".to_owned()),
+        ("t".to_owned(), "q".repeat(question_max + 1)),
+    ] {
+        assert_eq!(
+            decide(&title, &question),
+            (ToolDecision::Deny(ErrorCode::InvalidPlanInput), 0),
+            "title of {} and question of {} characters",
+            title.chars().count(),
+            question.chars().count()
+        );
+    }
+}
+
 /// The hostile characters of the review spec, each refused in a title and
 /// in a question, and kept byte for byte in the Markdown.
 const HOSTILE: [&str; 12] = [
