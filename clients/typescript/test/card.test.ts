@@ -28,6 +28,11 @@ test("control and bidirectional characters are shown escaped, as everywhere else
   assert.equal(card.escapeLine("<b>é中</b>"), "<b>é中</b>");
 });
 
+test("a CRLF line end is a line break on the card; a lone carriage return stays escaped", () => {
+  assert.equal(card.escapeBlock("# Plan\r\n\r\n1. Split\r\n2. Test"), "# Plan\n\n1. Split\n2. Test");
+  assert.equal(card.escapeBlock("over\rwrite\r\r\n"), "over\\x0dwrite\\x0d\n");
+});
+
 test("the countdown never goes below zero", () => {
   assert.equal(card.formatRemaining(30 * 60 * 1000), "30m 0s");
   assert.equal(card.formatRemaining(61_500), "1m 1s");

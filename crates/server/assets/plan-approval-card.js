@@ -29,9 +29,15 @@ function escapeCharacter(character) {
 export function escapeLine(text) {
     return text.replace(TERMINAL_CONTROL, escapeCharacter);
 }
-/** A block of agent text (the plan): newline and tab kept, every other such character escaped. */
+/**
+ * A block of agent text (the plan): newline and tab kept, a CR LF line end
+ * shown as the line break it is, every other such character (a lone
+ * carriage return too) escaped.
+ */
 export function escapeBlock(text) {
-    return text.replace(TERMINAL_CONTROL, (character) => character === "\n" || character === "\t" ? character : escapeCharacter(character));
+    return text
+        .replace(/\r\n/gu, "\n")
+        .replace(TERMINAL_CONTROL, (character) => (character === "\n" || character === "\t" ? character : escapeCharacter(character)));
 }
 /** "29m 58s", "1h 3m", "0s": the time left, never negative. */
 export function formatRemaining(ms) {
@@ -172,14 +178,7 @@ function defineCard() {
         #render(state) {
             this.#title.textContent = escapeLine(state.title);
             this.#question.textContent = escapeLine(state.question);
-            if (state.plan.ok) {
-                this.#plan.textContent = escapeBlock(state.plan.markdown);
-            }
-            else {
-                this.#plan.textContent = "";
-                this.#integrity.textContent = `The plan failed the host's integrity check (${state.plan.errorCode}): ${escapeLine(state.plan.message)}. It cannot be approved.`;
-                this.#integrity.hidden = false;
-            }
+            this.#showPlan(state.plan);
             const expires = new Date(state.expiresAt);
             this.#expiry.dateTime = expires.toISOString();
             this.#expiry.dataset["expiresAt"] = String(state.expiresAt);
@@ -197,6 +196,18 @@ function defineCard() {
             this.#tick();
             this.#timer = setInterval(() => this.#tick(), 1000);
             this.#show(state.status);
+        }
+        /** The plan as the host read it, or what its size and hash check found. */
+        #showPlan(plan) {
+            if (plan.ok) {
+                this.#plan.textContent = escapeBlock(plan.markdown);
+                this.#integrity.hidden = true;
+            }
+            else {
+                this.#plan.textContent = "";
+                this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode}): ${escapeLine(plan.message)}. It cannot be approved.`;
+                this.#integrity.hidden = false;
+            }
         }
         /** The countdown, from the viewer's clock to the absolute deadline. */
         #tick() {
@@ -294,6 +305,12 @@ function defineCard() {
                     return;
                 }
                 const refusal = (await response.json());
+                // The host re-read the plan for the refusal: a file rewritten since
+                // the card opened is shown as failing its check, and Approve stays off.
+                if (refusal.plan !== undefined) {
+                    this.#state = { ...state, plan: refusal.plan };
+                    this.#showPlan(refusal.plan);
+                }
                 this.#notice.textContent = `The host refused: ${refusal.errorCode ?? response.status} ${escapeLine(refusal.message ?? "")}`;
                 this.#notice.hidden = false;
             }

@@ -7,7 +7,7 @@
 // the server's refusals. Screenshots are kept in test-artifacts/.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -46,6 +46,8 @@ interface Pending {
   resolved: PlanApproval[];
   /** Settles with the first `plan/approvalResolved` of the approval. */
   firstResolved: Promise<PlanApproval>;
+  /** The session's workspace root (the artifact is under its `.pi/plan/`). */
+  dir: string;
 }
 
 /** A sidecar with the card server on a free loopback port and one pending plan. */
@@ -89,7 +91,7 @@ async function pendingPlan(
   // The notification carried the same URL; the approval object carries none.
   assert.deepEqual(cardUrls, [url]);
   assert.ok(!JSON.stringify(approval).includes(url.split("/").pop() ?? "-"));
-  return { client, approval, cardUrl: url, resolved, firstResolved };
+  return { client, approval, cardUrl: url, resolved, firstResolved, dir };
 }
 
 const card = (page: Page, part: string) => page.locator(`plan-approval-card ${part}`);
@@ -311,4 +313,47 @@ test("wrong tokens, a foreign Origin and a foreign Host are refused", async (t) 
   assert.equal(used?.status(), 404);
   const state = await raw(new URL(`${url.pathname}/state`, url), {});
   assert.equal(state, 404);
+});
+
+test("a plan rewritten while its card is open cannot be approved, and Reject still decides", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  assert.equal(await card(page, "button.approve").isEnabled(), true);
+  const artifact = pending.approval.artifact;
+  assert.ok(artifact);
+  writeFileSync(join(pending.dir, artifact.path), "# Plan\n\n1. Delete the repository.\n");
+  await card(page, "button.approve").click();
+  // The host re-read the file inside the decision and refused it; the card
+  // shows why and cannot approve, but can still reject.
+  await card(page, ".integrity").filter({ hasText: "ARTIFACT_INTEGRITY_MISMATCH" }).waitFor();
+  assert.equal(await card(page, "button.approve").isDisabled(), true);
+  assert.equal(await card(page, "select.mode").isDisabled(), true);
+  assert.equal(await card(page, "button.reject").isEnabled(), true);
+  assert.equal(await card(page, "pre.markdown").textContent(), "");
+  const still = await pending.client.planGet({ approvalId: pending.approval.id });
+  assert.equal(still.status, "pending");
+  assert.deepEqual(pending.resolved, []);
+  await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-rewritten.png") });
+  await card(page, "button.reject").click();
+  await waitForStatus(page, "rejected");
+  const rejected = await within(pending.firstResolved, 10_000, "plan/approvalResolved");
+  assert.equal(rejected.status, "rejected");
+});
+
+test("a CRLF plan is shown as line breaks, and a 100,000-character title is refused before any card", async (t) => {
+  const pending = await pendingPlan(t, { markdown: "# Plan\r\n\r\n1. Split the lexer.\r\n2. Run the tests.\r\n" });
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  await card(page, "summary").click();
+  assert.equal(await card(page, "pre.markdown").textContent(), "# Plan\n\n1. Split the lexer.\n2. Run the tests.\n");
+  await pending.client.planReject({ approvalId: pending.approval.id });
+  const next = await pending.client.turnStart({ sessionId: "s-web", prompt: "plan again", origin: "interactive" });
+  const { results } = await pending.client.turnToolCalls({
+    sessionId: "s-web",
+    turnId: next.turnId,
+    calls: [{ callId: "long", name: "SubmitPlan", input: { title: "t".repeat(100_000), question: "Go?", markdown: "# P\n" } }],
+  });
+  assert.equal(results[0]?.error?.code, "INVALID_PLAN_INPUT");
+  assert.equal(results[0]?.approval ?? null, null);
 });

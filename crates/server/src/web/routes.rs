@@ -153,11 +153,7 @@ fn state(shared: &Shared, token: &str) -> Response {
         return Response::plain(404);
     };
     let size = approval.artifact.as_ref().map_or(0, |artifact| artifact.size);
-    // The plan as the host reads it: after its size and hash check.
-    let plan = match shared.host.read_artifact(&approval.id) {
-        Ok(content) => json!({"ok": true, "markdown": content.markdown}),
-        Err(error) => json!({"ok": false, "errorCode": error.code(), "message": error.message()}),
-    };
+    let plan = plan_check(shared, &approval.id);
     Response::json(
         200,
         &json!({
@@ -172,6 +168,15 @@ fn state(shared: &Shared, token: &str) -> Response {
             "permissionModes": PermissionMode::ALL.iter().map(|mode| mode.as_str()).collect::<Vec<_>>(),
         }),
     )
+}
+
+/// The plan as the host reads it now: after its size and hash check, or
+/// what that check found.
+fn plan_check(shared: &Shared, approval_id: &ApprovalId) -> serde_json::Value {
+    match shared.host.read_artifact(approval_id) {
+        Ok(content) => json!({"ok": true, "markdown": content.markdown}),
+        Err(error) => json!({"ok": false, "errorCode": error.code(), "message": error.message()}),
+    }
 }
 
 /// The live status stream: the current status now, the final one when the
@@ -289,9 +294,11 @@ fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Resp
     } else {
         409
     };
+    // The plan as it is now goes with every refusal, so a card whose file
+    // was rewritten while it was open shows that check's failure.
     Response::json(
         status,
-        &json!({"errorCode": error.code(), "message": error.message()}),
+        &json!({"errorCode": error.code(), "message": error.message(), "plan": plan_check(shared, approval_id)}),
     )
 }
 

@@ -618,6 +618,9 @@ fn the_card_cannot_approve_a_rewritten_or_removed_plan() {
     let refused = fixture.decide(&approve(&fixture, "auto"));
     assert_eq!(refused.status, 409, "{}", refused.body);
     assert_eq!(refused.json()["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    // The refusal carries the plan as the host reads it now, for the card.
+    assert_eq!(refused.json()["plan"]["ok"], false);
+    assert_eq!(refused.json()["plan"]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
     std::fs::remove_file(&path).unwrap();
     let refused = fixture.decide(&approve(&fixture, "ask"));
     assert_eq!(refused.status, 409, "{}", refused.body);
