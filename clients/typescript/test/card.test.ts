@@ -14,7 +14,7 @@ interface CardModule {
   formatRemaining(ms: number): string;
 }
 
-const built = join(packageDir, "dist/card/plan-approval-card.js");
+const built = join(packageDir, "dist/card/card/plan-approval-card.js");
 // Built by `tsc -p tsconfig.card.json` (with DOM types), so imported by path.
 const card = (await import(built)) as CardModule;
 

@@ -69,6 +69,7 @@ pub use objects::{
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
+    mode_grants,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};

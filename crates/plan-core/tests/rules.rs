@@ -382,7 +382,10 @@ fn submit_plan_title_and_question_have_a_length_bound() {
     let question_max = plan_core::SUBMIT_PLAN_QUESTION_MAX_CHARS;
     // Characters, not bytes: a bound of "é"s is still accepted.
     assert_eq!(decide(&"é".repeat(title_max), "q").0, ToolDecision::WriteArtifact);
-    assert_eq!(decide("t", &"é".repeat(question_max)).0, ToolDecision::WriteArtifact);
+    assert_eq!(
+        decide("t", &"é".repeat(question_max)).0,
+        ToolDecision::WriteArtifact
+    );
     for (title, question) in [
         ("t".repeat(title_max + 1), "q".to_owned()),
         ("t".repeat(100_000), "q".to_owned()),

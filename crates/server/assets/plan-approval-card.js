@@ -90,6 +90,16 @@ function describeStatus(status) {
             return status.errorCode === "HOST_CLOSED" ? "interrupted (the host stopped)" : "interrupted";
     }
 }
+/** One mode and what it allows, as plan-core's table says (sent by the host). */
+function describeMode(summary) {
+    const item = element("li", "");
+    item.dataset["mode"] = summary.mode;
+    const name = element("strong", "", summary.mode);
+    const runs = summary.runsWithoutAsking.length === 0 ? "nothing" : summary.runsWithoutAsking.join(", ");
+    const asks = summary.asksFirst.length === 0 ? "nothing" : summary.asksFirst.join(", ");
+    item.append(name, ` runs without asking: ${runs}; asks first: ${asks}.`);
+    return item;
+}
 function defineCard() {
     class PlanApprovalCard extends HTMLElement {
         #root;
@@ -97,6 +107,11 @@ function defineCard() {
         #question = element("p", "question");
         #plan = element("pre", "markdown");
         #integrity = element("p", "integrity");
+        #project = element("span", "project");
+        #file = element("span", "file");
+        #size = element("span", "size");
+        #fingerprint = element("code", "fingerprint");
+        #modes = element("ul", "modes");
         #expiry = element("time", "expiry");
         #countdown = element("span", "countdown");
         #status = element("span", "status");
@@ -121,7 +136,7 @@ function defineCard() {
             this.#integrity.hidden = true;
             this.#integrity.setAttribute("role", "alert");
             const facts = element("dl", "facts");
-            facts.append(element("dt", "", "Expires"), this.#wrap(this.#expiry), element("dt", "", "Time left"), this.#wrap(this.#countdown), element("dt", "", "Status"), this.#wrap(this.#status));
+            facts.append(element("dt", "", "Project"), this.#wrap(this.#project), element("dt", "", "Plan file"), this.#wrap(this.#file), element("dt", "", "Size"), this.#wrap(this.#size), element("dt", "", "Fingerprint"), this.#wrap(this.#fingerprint), element("dt", "", "Expires"), this.#wrap(this.#expiry), element("dt", "", "Time left"), this.#wrap(this.#countdown), element("dt", "", "Status"), this.#wrap(this.#status));
             this.#status.setAttribute("aria-live", "polite");
             const label = element("label", "mode-label", "Permission mode ");
             label.append(this.#mode);
@@ -131,7 +146,9 @@ function defineCard() {
             actions.append(label, this.#approve, this.#reject);
             this.#notice.hidden = true;
             this.#notice.setAttribute("role", "alert");
-            article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, this.#notice);
+            const modes = element("details", "mode-help");
+            modes.append(element("summary", "", "What each permission mode allows"), this.#modes);
+            article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, modes, this.#notice);
             this.#root.append(article);
             this.#approve.addEventListener("click", () => void this.#decide("approve"));
             this.#reject.addEventListener("click", () => void this.#decide("reject"));
@@ -179,6 +196,12 @@ function defineCard() {
             this.#title.textContent = escapeLine(state.title);
             this.#question.textContent = escapeLine(state.question);
             this.#showPlan(state.plan);
+            this.#project.textContent = state.project === null ? "(no project)" : escapeLine(state.project);
+            this.#file.textContent = escapeLine(state.artifact.fileName);
+            this.#size.textContent = `${state.artifact.size} bytes`;
+            this.#fingerprint.textContent = state.artifact.fingerprint;
+            this.#fingerprint.title = state.artifact.sha256;
+            this.#modes.replaceChildren(...state.permissionModes.map(describeMode));
             const expires = new Date(state.expiresAt);
             this.#expiry.dateTime = expires.toISOString();
             this.#expiry.dataset["expiresAt"] = String(state.expiresAt);
@@ -186,7 +209,7 @@ function defineCard() {
                 dateStyle: "medium",
                 timeStyle: "long",
             }).format(expires);
-            this.#mode.replaceChildren(...state.permissionModes.map((mode) => {
+            this.#mode.replaceChildren(...state.permissionModes.map(({ mode }) => {
                 const option = element("option", "", mode);
                 option.value = mode;
                 option.selected = mode === "ask";
@@ -199,13 +222,13 @@ function defineCard() {
         }
         /** The plan as the host read it, or what its size and hash check found. */
         #showPlan(plan) {
-            if (plan.ok) {
+            if (plan.ok && plan.markdown !== null) {
                 this.#plan.textContent = escapeBlock(plan.markdown);
                 this.#integrity.hidden = true;
             }
             else {
                 this.#plan.textContent = "";
-                this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode}): ${escapeLine(plan.message)}. It cannot be approved.`;
+                this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode ?? "unknown"}): ${escapeLine(plan.message ?? "")}. It cannot be approved.`;
                 this.#integrity.hidden = false;
             }
         }

@@ -360,7 +360,9 @@ fn plan_4k() -> Vec<u8> {
     let mut plan = b"# Plan\n\n".to_vec();
     let mut step = 1;
     while plan.len() < 4096 {
-        plan.extend_from_slice(format!("{step}. Split the parser's next module and run its tests.\n").as_bytes());
+        plan.extend_from_slice(
+            format!("{step}. Split the parser's next module and run its tests.\n").as_bytes(),
+        );
         step += 1;
     }
     plan.truncate(4096);
@@ -369,7 +371,13 @@ fn plan_4k() -> Vec<u8> {
 
 /// One pending approval per new session of workspace `root`, untimed; the
 /// rows to approve.
-fn pending_plans(store: &mut Store, setup: &Connection, root: &str, first: u64, count: u64) -> Vec<PlanApproval> {
+fn pending_plans(
+    store: &mut Store,
+    setup: &Connection,
+    root: &str,
+    first: u64,
+    count: u64,
+) -> Vec<PlanApproval> {
     let plan = plan_4k();
     let mut rows = Vec::new();
     for index in first..first + count {

@@ -55,25 +55,9 @@ export function formatRemaining(ms: number): string {
   return `${rest}s`;
 }
 
-/** The approval's status as the server streams it. */
-export interface CardStatus {
-  status: "pending" | "approved" | "rejected" | "expired" | "interrupted";
-  permissionMode: string | null;
-  errorCode: string | null;
-}
-
-/** `GET <card-url>/state`. */
-export interface CardState {
-  approvalId: string;
-  title: string;
-  question: string;
-  createdAt: number;
-  expiresAt: number;
-  status: CardStatus;
-  artifact: { sha256: string; size: number };
-  plan: { ok: true; markdown: string } | { ok: false; errorCode: string; message: string };
-  permissionModes: string[];
-}
+// The card's messages are the protocol's (crates/protocol, generated from
+// its schema); a type-only import leaves the built script without imports.
+import type { CardPlan, CardRefusal, CardState, CardStatus, PermissionModeSummary } from "../generated/protocol.js";
 
 const STYLE = `
 :host { display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: #1b1b1b; }
@@ -119,6 +103,17 @@ function describeStatus(status: CardStatus): string {
   }
 }
 
+/** One mode and what it allows, as plan-core's table says (sent by the host). */
+function describeMode(summary: PermissionModeSummary): HTMLLIElement {
+  const item = element("li", "");
+  item.dataset["mode"] = summary.mode;
+  const name = element("strong", "", summary.mode);
+  const runs = summary.runsWithoutAsking.length === 0 ? "nothing" : summary.runsWithoutAsking.join(", ");
+  const asks = summary.asksFirst.length === 0 ? "nothing" : summary.asksFirst.join(", ");
+  item.append(name, ` runs without asking: ${runs}; asks first: ${asks}.`);
+  return item;
+}
+
 function defineCard(): void {
   class PlanApprovalCard extends HTMLElement {
     readonly #root: ShadowRoot;
@@ -126,6 +121,11 @@ function defineCard(): void {
     readonly #question = element("p", "question");
     readonly #plan = element("pre", "markdown");
     readonly #integrity = element("p", "integrity");
+    readonly #project = element("span", "project");
+    readonly #file = element("span", "file");
+    readonly #size = element("span", "size");
+    readonly #fingerprint = element("code", "fingerprint");
+    readonly #modes = element("ul", "modes");
     readonly #expiry = element("time", "expiry");
     readonly #countdown = element("span", "countdown");
     readonly #status = element("span", "status");
@@ -152,6 +152,14 @@ function defineCard(): void {
       this.#integrity.setAttribute("role", "alert");
       const facts = element("dl", "facts");
       facts.append(
+        element("dt", "", "Project"),
+        this.#wrap(this.#project),
+        element("dt", "", "Plan file"),
+        this.#wrap(this.#file),
+        element("dt", "", "Size"),
+        this.#wrap(this.#size),
+        element("dt", "", "Fingerprint"),
+        this.#wrap(this.#fingerprint),
         element("dt", "", "Expires"),
         this.#wrap(this.#expiry),
         element("dt", "", "Time left"),
@@ -168,7 +176,9 @@ function defineCard(): void {
       actions.append(label, this.#approve, this.#reject);
       this.#notice.hidden = true;
       this.#notice.setAttribute("role", "alert");
-      article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, this.#notice);
+      const modes = element("details", "mode-help");
+      modes.append(element("summary", "", "What each permission mode allows"), this.#modes);
+      article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, modes, this.#notice);
       this.#root.append(article);
       this.#approve.addEventListener("click", () => void this.#decide("approve"));
       this.#reject.addEventListener("click", () => void this.#decide("reject"));
@@ -220,6 +230,12 @@ function defineCard(): void {
       this.#title.textContent = escapeLine(state.title);
       this.#question.textContent = escapeLine(state.question);
       this.#showPlan(state.plan);
+      this.#project.textContent = state.project === null ? "(no project)" : escapeLine(state.project);
+      this.#file.textContent = escapeLine(state.artifact.fileName);
+      this.#size.textContent = `${state.artifact.size} bytes`;
+      this.#fingerprint.textContent = state.artifact.fingerprint;
+      this.#fingerprint.title = state.artifact.sha256;
+      this.#modes.replaceChildren(...state.permissionModes.map(describeMode));
       const expires = new Date(state.expiresAt);
       this.#expiry.dateTime = expires.toISOString();
       this.#expiry.dataset["expiresAt"] = String(state.expiresAt);
@@ -228,7 +244,7 @@ function defineCard(): void {
         timeStyle: "long",
       }).format(expires);
       this.#mode.replaceChildren(
-        ...state.permissionModes.map((mode) => {
+        ...state.permissionModes.map(({ mode }) => {
           const option = element("option", "", mode);
           option.value = mode;
           option.selected = mode === "ask";
@@ -242,13 +258,13 @@ function defineCard(): void {
     }
 
     /** The plan as the host read it, or what its size and hash check found. */
-    #showPlan(plan: CardState["plan"]): void {
-      if (plan.ok) {
+    #showPlan(plan: CardPlan): void {
+      if (plan.ok && plan.markdown !== null) {
         this.#plan.textContent = escapeBlock(plan.markdown);
         this.#integrity.hidden = true;
       } else {
         this.#plan.textContent = "";
-        this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode}): ${escapeLine(plan.message)}. It cannot be approved.`;
+        this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode ?? "unknown"}): ${escapeLine(plan.message ?? "")}. It cannot be approved.`;
         this.#integrity.hidden = false;
       }
     }
@@ -348,7 +364,7 @@ function defineCard(): void {
           this.#setEnabled(false);
           return;
         }
-        const refusal = (await response.json()) as { errorCode?: string; message?: string; plan?: CardState["plan"] };
+        const refusal = (await response.json()) as Partial<CardRefusal>;
         // The host re-read the plan for the refusal: a file rewritten since
         // the card opened is shown as failing its check, and Approve stays off.
         if (refusal.plan !== undefined) {

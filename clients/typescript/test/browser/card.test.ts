@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { test, type TestContext } from "node:test";
 
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -137,7 +137,7 @@ test("the card shows every field, keeps its expiry on reload, preselects ask and
   if (page === undefined) return;
   assert.equal(await card(page, ".title").textContent(), "Split the parser");
   assert.equal(await card(page, ".question").textContent(), "Proceed with the split?");
-  await card(page, "summary").click();
+  await card(page, ".plan summary").click();
   assert.equal(
     await card(page, "pre.markdown").textContent(),
     "# Plan\n\n1. Split the lexer from the parser.\n2. Run the tests.\n",
@@ -235,7 +235,7 @@ test("a hostile title, question or plan cannot inject markup or script", async (
   });
   const page = await openCard(t, pending.cardUrl);
   if (page === undefined) return;
-  await card(page, "summary").click();
+  await card(page, ".plan summary").click();
   assert.equal(await card(page, ".title").textContent(), `<img src=x onerror="window.__pwned=1">Plan`);
   assert.equal(await card(page, ".question").textContent(), `<b onmouseover="window.__pwned=2">Go?</b>`);
   const plan = (await card(page, "pre.markdown").textContent()) ?? "";
@@ -345,7 +345,7 @@ test("a CRLF plan is shown as line breaks, and a 100,000-character title is refu
   const pending = await pendingPlan(t, { markdown: "# Plan\r\n\r\n1. Split the lexer.\r\n2. Run the tests.\r\n" });
   const page = await openCard(t, pending.cardUrl);
   if (page === undefined) return;
-  await card(page, "summary").click();
+  await card(page, ".plan summary").click();
   assert.equal(await card(page, "pre.markdown").textContent(), "# Plan\n\n1. Split the lexer.\n2. Run the tests.\n");
   await pending.client.planReject({ approvalId: pending.approval.id });
   const next = await pending.client.turnStart({ sessionId: "s-web", prompt: "plan again", origin: "interactive" });
@@ -356,4 +356,25 @@ test("a CRLF plan is shown as line breaks, and a 100,000-character title is refu
   });
   assert.equal(results[0]?.error?.code, "INVALID_PLAN_INPUT");
   assert.equal(results[0]?.approval ?? null, null);
+});
+
+test("the card shows what binds the decision: project, file, size, fingerprint and what each mode allows", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  const artifact = pending.approval.artifact;
+  assert.ok(artifact);
+  assert.equal(await card(page, ".project").textContent(), basename(pending.dir));
+  assert.equal(await card(page, ".file").textContent(), artifact.path.split("/").pop());
+  assert.equal(await card(page, ".size").textContent(), `${artifact.size} bytes`);
+  // The same short form as the pi dialog: "sha256 " and 16 hex digits.
+  assert.equal(await card(page, ".fingerprint").textContent(), `sha256 ${artifact.sha256.slice(0, 16)}…`);
+  await card(page, ".mode-help summary").click();
+  const modes = await card(page, ".modes li").allTextContents();
+  assert.deepEqual(modes, [
+    "ask runs without asking: reading and searching files; asks first: changing files, shell commands, run by the host in its sandbox, other tools (plugins, MCP).",
+    "accept-edits runs without asking: reading and searching files, changing files; asks first: shell commands, run by the host in its sandbox, other tools (plugins, MCP).",
+    "auto runs without asking: reading and searching files, changing files, shell commands, run by the host in its sandbox, other tools (plugins, MCP); asks first: nothing.",
+  ]);
+  await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-binding.png") });
 });

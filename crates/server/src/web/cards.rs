@@ -12,8 +12,8 @@
 use std::io::Write;
 use std::net::TcpStream;
 
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
-use serde::Serialize;
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
+use plan_protocol::CardStatus;
 
 /// How many bytes a token has (256 bits).
 pub(crate) const TOKEN_BYTES: usize = 32;
@@ -83,39 +83,29 @@ struct Card {
     spent: bool,
 }
 
-/// The status a page shows, as its event stream sends it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CardStatus {
-    pub(crate) status: ApprovalStatus,
-    pub(crate) permission_mode: Option<PermissionMode>,
-    pub(crate) error_code: Option<ErrorCode>,
+/// The status a page shows (the protocol's `CardStatus`).
+pub(crate) fn status_of(approval: &PlanApproval) -> CardStatus {
+    CardStatus {
+        status: approval.status,
+        permission_mode: approval.permission_mode,
+        error_code: approval.error_code,
+    }
 }
 
-impl CardStatus {
-    pub(crate) fn of(approval: &PlanApproval) -> CardStatus {
-        CardStatus {
-            status: approval.status,
-            permission_mode: approval.permission_mode,
-            error_code: approval.error_code,
-        }
+/// What a page hears when the host stops under it: its approval will be
+/// interrupted by the next host's startup fence.
+fn host_stopped() -> CardStatus {
+    CardStatus {
+        status: ApprovalStatus::Interrupted,
+        permission_mode: None,
+        error_code: Some(ErrorCode::HostClosed),
     }
+}
 
-    /// What a page hears when the host stops under it: its approval will
-    /// be interrupted by the next host's startup fence.
-    fn host_stopped() -> CardStatus {
-        CardStatus {
-            status: ApprovalStatus::Interrupted,
-            permission_mode: None,
-            error_code: Some(ErrorCode::HostClosed),
-        }
-    }
-
-    /// One server-sent event.
-    pub(crate) fn event(&self) -> String {
-        let data = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
-        format!("event: status\ndata: {data}\n\n")
-    }
+/// One server-sent status event.
+pub(crate) fn status_event(status: &CardStatus) -> String {
+    let data = serde_json::to_string(status).unwrap_or_else(|_| "{}".to_owned());
+    format!("event: status\ndata: {data}\n\n")
 }
 
 #[derive(Debug)]
@@ -246,8 +236,8 @@ impl Cards {
     /// The event a page gets when its stream opens after the card died.
     pub(crate) fn gone_event(&self, approval: Option<&PlanApproval>) -> String {
         match approval {
-            Some(approval) if !self.stopped => CardStatus::of(approval).event(),
-            Some(_) | None => CardStatus::host_stopped().event(),
+            Some(approval) if !self.stopped => status_event(&status_of(approval)),
+            Some(_) | None => status_event(&host_stopped()),
         }
     }
 
@@ -255,7 +245,7 @@ impl Cards {
     /// final status, then their streams end.
     pub(crate) fn resolve(&mut self, approval: &PlanApproval) {
         self.cards.retain(|card| card.binding.approval_id != approval.id);
-        let event = CardStatus::of(approval).event();
+        let event = status_event(&status_of(approval));
         let (ended, kept) = std::mem::take(&mut self.streams)
             .into_iter()
             .partition(|stream| stream.approval_id == approval.id);
@@ -269,7 +259,7 @@ impl Cards {
     pub(crate) fn stop(&mut self) {
         self.stopped = true;
         self.cards.clear();
-        let event = CardStatus::host_stopped().event();
+        let event = status_event(&host_stopped());
         for stream in std::mem::take(&mut self.streams) {
             send_and_close(stream.socket, &event);
         }

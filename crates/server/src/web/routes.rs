@@ -7,12 +7,14 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
 use plan_host::{DecisionChannel, DecisionSource, HostError};
-use serde::Deserialize;
-use serde_json::json;
+use plan_protocol::{
+    CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState,
+    PermissionModeSummary,
+};
 
-use super::cards::{Binding, CardStatus, StreamRefusal, Token};
+use super::cards::{Binding, StreamRefusal, Token, status_event, status_of};
 use super::http::{self, Request, Response};
 use super::{REQUEST_DEADLINE, Shared, WRITE_TIMEOUT};
 
@@ -152,30 +154,57 @@ fn state(shared: &Shared, token: &str) -> Response {
     let Some((_, binding, approval)) = live(shared, token) else {
         return Response::plain(404);
     };
-    let size = approval.artifact.as_ref().map_or(0, |artifact| artifact.size);
-    let plan = plan_check(shared, &approval.id);
-    Response::json(
-        200,
-        &json!({
-            "approvalId": approval.id,
-            "title": approval.title,
-            "question": approval.question,
-            "createdAt": approval.created_at,
-            "expiresAt": approval.expires_at,
-            "status": CardStatus::of(&approval),
-            "artifact": {"sha256": binding.sha256, "size": size},
-            "plan": plan,
-            "permissionModes": PermissionMode::ALL.iter().map(|mode| mode.as_str()).collect::<Vec<_>>(),
-        }),
-    )
+    let Some(artifact) = approval.artifact.as_ref() else {
+        return Response::plain(404);
+    };
+    // The project is the workspace's last path component.
+    let project = shared
+        .host
+        .session(&approval.session_id)
+        .ok()
+        .and_then(|state| state.session.workspace_root)
+        .map(|root| {
+            root.rsplit('/')
+                .find(|part| !part.is_empty())
+                .unwrap_or("/")
+                .to_owned()
+        });
+    let state = CardState {
+        approval_id: approval.id.to_string(),
+        title: approval.title.clone(),
+        question: approval.question.clone(),
+        created_at: approval.created_at,
+        expires_at: approval.expires_at,
+        status: status_of(&approval),
+        project,
+        artifact: CardArtifact {
+            file_name: artifact.file_name().to_owned(),
+            size: artifact.size,
+            sha256: binding.sha256.clone(),
+            fingerprint: artifact.fingerprint(),
+        },
+        plan: plan_check(shared, &approval.id),
+        permission_modes: PermissionModeSummary::all(),
+    };
+    Response::json(200, &state)
 }
 
 /// The plan as the host reads it now: after its size and hash check, or
 /// what that check found.
-fn plan_check(shared: &Shared, approval_id: &ApprovalId) -> serde_json::Value {
+fn plan_check(shared: &Shared, approval_id: &ApprovalId) -> CardPlan {
     match shared.host.read_artifact(approval_id) {
-        Ok(content) => json!({"ok": true, "markdown": content.markdown}),
-        Err(error) => json!({"ok": false, "errorCode": error.code(), "message": error.message()}),
+        Ok(content) => CardPlan {
+            ok: true,
+            markdown: Some(content.markdown),
+            error_code: None,
+            message: None,
+        },
+        Err(error) => CardPlan {
+            ok: false,
+            markdown: None,
+            error_code: Some(error.code()),
+            message: Some(error.message()),
+        },
     }
 }
 
@@ -196,7 +225,7 @@ fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
         return Answer::Streaming;
     }
     let mut first = opening.clone();
-    first.push_str(&CardStatus::of(&approval).event());
+    first.push_str(&status_event(&status_of(&approval)));
     let opened = shared.cards().open_stream(&binding.approval_id, socket, &first);
     match opened {
         Ok(()) => Answer::Streaming,
@@ -212,24 +241,6 @@ fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
     }
 }
 
-/// `POST /decision`'s body.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DecisionBody {
-    token: String,
-    sha256: String,
-    decision: Decision,
-    #[serde(default)]
-    permission_mode: Option<PermissionMode>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Decision {
-    Approve,
-    Reject,
-}
-
 fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     let json_body = request
         .single_header("content-type")
@@ -243,11 +254,11 @@ fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     if !json_body {
         return Response::plain(415);
     }
-    let Ok(body) = serde_json::from_slice::<DecisionBody>(&request.body) else {
+    let Ok(body) = serde_json::from_slice::<CardDecision>(&request.body) else {
         return Response::plain(400);
     };
     // A rejection grants nothing, so it names no mode (as `plan/reject`).
-    if matches!(body.decision, Decision::Reject) && body.permission_mode.is_some() {
+    if matches!(body.decision, CardDecisionKind::Reject) && body.permission_mode.is_some() {
         return Response::plain(400);
     }
     let Some((token, binding, _)) = live(shared, &body.token) else {
@@ -266,13 +277,20 @@ fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
         remote_address: peer.to_string(),
     };
     let decided = match body.decision {
-        Decision::Approve => shared
-            .host
-            .approve_noted(&binding.approval_id, body.permission_mode, &source),
-        Decision::Reject => shared.host.reject_noted(&binding.approval_id, &source),
+        CardDecisionKind::Approve => {
+            shared
+                .host
+                .approve_noted(&binding.approval_id, body.permission_mode, &source)
+        }
+        CardDecisionKind::Reject => shared.host.reject_noted(&binding.approval_id, &source),
     };
     match decided {
-        Ok((approval, _)) => Response::json(200, &json!({"status": CardStatus::of(&approval)})),
+        Ok((approval, _)) => Response::json(
+            200,
+            &CardDecided {
+                status: status_of(&approval),
+            },
+        ),
         Err(error) => refused(shared, &binding.approval_id, &error),
     }
 }
@@ -298,7 +316,11 @@ fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Resp
     // was rewritten while it was open shows that check's failure.
     Response::json(
         status,
-        &json!({"errorCode": error.code(), "message": error.message(), "plan": plan_check(shared, approval_id)}),
+        &CardRefusal {
+            error_code: error.code(),
+            message: error.message(),
+            plan: plan_check(shared, approval_id),
+        },
     )
 }
 

@@ -220,6 +220,28 @@ fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
     assert_eq!(state["plan"]["ok"], true);
     assert_eq!(state["plan"]["markdown"], MARKDOWN);
     assert_eq!(state["artifact"]["sha256"], fixture.sha256());
+    // What binds the decision: the project, the file, its size and the
+    // fingerprint every frontend shows, and what each mode allows.
+    let artifact = fixture.approval.artifact.as_ref().unwrap();
+    assert_eq!(state["project"], "workspace");
+    assert_eq!(
+        state["artifact"]["fileName"],
+        artifact.path.trim_start_matches(".pi/plan/")
+    );
+    assert_eq!(state["artifact"]["size"], MARKDOWN.len());
+    assert_eq!(
+        state["artifact"]["fingerprint"],
+        format!("sha256 {}…", &fixture.sha256()[..16])
+    );
+    let modes = state["permissionModes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|mode| mode["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ask", "accept-edits", "auto"]);
+    for (mode, summary) in PermissionMode::ALL.iter().zip(modes) {
+        let (runs, asks) = plan_core::mode_grants(*mode);
+        assert_eq!(summary["runsWithoutAsking"], json!(runs));
+        assert_eq!(summary["asksFirst"], json!(asks));
+    }
+    assert_eq!(modes[2]["asksFirst"], json!([]), "auto asks for nothing");
     let script = get(fixture.addr(), "/plan-approval-card.js");
     assert_eq!(script.status, 200);
     assert!(
@@ -602,7 +624,7 @@ fn an_artifact_that_fails_its_check_is_shown_as_such() {
     let state = get(fixture.addr(), &format!("{}/state", fixture.path())).json();
     assert_eq!(state["plan"]["ok"], false);
     assert_eq!(state["plan"]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
-    assert!(state["plan"].get("markdown").is_none());
+    assert!(state["plan"]["markdown"].is_null());
 }
 
 /// The card's POST is the host's approve, which re-reads the artifact: a
