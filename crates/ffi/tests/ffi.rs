@@ -297,7 +297,6 @@ fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     let path = fixture.workspace.join(&approval.artifact.as_ref().unwrap().path);
     let refused_code = |error: PlanError| match error {
         PlanError::Failed { code, .. } => code,
-        other => panic!("expected a refusal, got {other:?}"),
     };
     std::fs::write(&path, "# Plan\n\n1. Delete everything.\n").unwrap();
     let tampered = fixture
