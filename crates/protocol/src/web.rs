@@ -55,6 +55,9 @@ pub struct CardStatus {
     /// Why it ended without a decision (`HOST_CLOSED` when the host stopped
     /// under the card); `null` otherwise.
     pub error_code: Option<ErrorCode>,
+    /// When it left `pending` (approved, rejected, expired, interrupted),
+    /// Unix ms; `null` while pending.
+    pub decided_at: Option<i64>,
 }
 
 /// The plan file that binds the decision, as a person compares it.
@@ -117,7 +120,9 @@ impl PermissionModeSummary {
     }
 }
 
-/// `GET /card/<token>/state`: everything the card shows.
+/// `GET /card/<token>/state`: everything the card shows. A decided card's
+/// token still answers it (and `GET /card/<token>/status`, its
+/// `CardStatus`), read-only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CardState {

@@ -100,6 +100,9 @@ function describeMode(summary) {
     item.append(name, ` runs without asking: ${runs}; asks first: ${asks}.`);
     return item;
 }
+/** How often a card asks its host for the status, and how long one ask may take. */
+const POLL_INTERVAL_MS = 1500;
+const POLL_TIMEOUT_MS = 3000;
 function defineCard() {
     class PlanApprovalCard extends HTMLElement {
         #root;
@@ -119,10 +122,12 @@ function defineCard() {
         #approve = element("button", "approve", "Approve");
         #reject = element("button", "reject", "Reject");
         #notice = element("p", "notice");
+        #decidedAt = element("p", "decided");
         #state = null;
         #decided = false;
         #busy = false;
-        #events = null;
+        #poll = null;
+        #unreachable = false;
         #timer = null;
         constructor() {
             super();
@@ -148,7 +153,8 @@ function defineCard() {
             this.#notice.setAttribute("role", "alert");
             const modes = element("details", "mode-help");
             modes.append(element("summary", "", "What each permission mode allows"), this.#modes);
-            article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, modes, this.#notice);
+            this.#decidedAt.hidden = true;
+            article.append(this.#title, this.#question, opener, this.#integrity, facts, this.#decidedAt, actions, modes, this.#notice);
             this.#root.append(article);
             this.#approve.addEventListener("click", () => void this.#decide("approve"));
             this.#reject.addEventListener("click", () => void this.#decide("reject"));
@@ -163,8 +169,15 @@ function defineCard() {
             void this.#load();
         }
         disconnectedCallback() {
-            this.#events?.close();
-            this.#events = null;
+            this.#stopPolling();
+            this.#stopCountdown();
+        }
+        #stopPolling() {
+            if (this.#poll !== null)
+                clearTimeout(this.#poll);
+            this.#poll = null;
+        }
+        #stopCountdown() {
             if (this.#timer !== null)
                 clearInterval(this.#timer);
             this.#timer = null;
@@ -190,7 +203,7 @@ function defineCard() {
             const state = (await response.json());
             this.#state = state;
             this.#render(state);
-            this.#listen(base);
+            void this.#check(base);
         }
         #render(state) {
             this.#title.textContent = escapeLine(state.title);
@@ -216,9 +229,9 @@ function defineCard() {
                 return option;
             }));
             this.#mode.value = "ask";
-            this.#tick();
-            this.#timer = setInterval(() => this.#tick(), 1000);
             this.#show(state.status);
+            if (!this.#decided)
+                this.#startCountdown();
         }
         /** The plan as the host read it, or what its size and hash check found. */
         #showPlan(plan) {
@@ -241,44 +254,81 @@ function defineCard() {
             this.#countdown.textContent = formatRemaining(left);
             if (left <= 0) {
                 // Past the deadline nothing can be approved; the host's own expiry
-                // arrives on the status stream.
+                // arrives with the next status poll.
                 this.#setEnabled(false);
                 if (this.#timer !== null)
                     clearInterval(this.#timer);
                 this.#timer = null;
             }
         }
-        #listen(base) {
-            const events = new EventSource(`${base.href}/events`);
-            this.#events = events;
-            events.addEventListener("status", (event) => {
-                // From the first event on, the status shown is live.
+        #startCountdown() {
+            this.#tick();
+            if (this.#timer === null)
+                this.#timer = setInterval(() => this.#tick(), 1000);
+        }
+        /**
+         * The live status by short polling: one short request every
+         * POLL_INTERVAL_MS and none held open, so any number of cards (tabs)
+         * share a browser's few connections per host. A poll that fails (the
+         * host stopped, crashed, or another host answers on its port) makes the
+         * card say the host is unreachable, with the countdown stopped and both
+         * actions off, until a poll succeeds again.
+         */
+        async #check(base) {
+            this.#poll = null;
+            let status = null;
+            try {
+                const controller = new AbortController();
+                const abort = setTimeout(() => controller.abort(), POLL_TIMEOUT_MS);
+                const response = await fetch(`${base.href}/status`, { cache: "no-store", credentials: "omit", signal: controller.signal });
+                clearTimeout(abort);
+                if (response.ok)
+                    status = (await response.json());
+            }
+            catch {
+                status = null;
+            }
+            if (!this.isConnected)
+                return;
+            if (status === null) {
+                this.#lost();
+            }
+            else {
+                this.#unreachable = false;
                 this.dataset["live"] = "true";
-                this.#show(JSON.parse(event.data));
-            });
-            events.addEventListener("error", () => {
-                if (events.readyState === EventSource.CLOSED && !this.#decided) {
-                    this.#gone("The host no longer serves this card.");
-                }
-            });
+                this.#show(status);
+                if (!this.#decided)
+                    this.#startCountdown();
+            }
+            if (!this.#decided)
+                this.#poll = setTimeout(() => void this.#check(base), POLL_INTERVAL_MS);
+        }
+        /** The host cannot be reached: nothing shown may look decidable. */
+        #lost() {
+            this.#unreachable = true;
+            this.#stopCountdown();
+            this.#status.textContent = "host unreachable: this card cannot decide until its host answers again";
+            this.dataset["status"] = "unreachable";
+            this.#setEnabled(false);
         }
         #show(status) {
             this.#status.textContent = describeStatus(status);
             this.dataset["status"] = status.status;
             if (status.status !== "pending") {
                 this.#decided = true;
-                this.#events?.close();
-                this.#events = null;
-                if (this.#timer !== null)
-                    clearInterval(this.#timer);
-                this.#timer = null;
+                this.#stopPolling();
+                this.#stopCountdown();
+                if (status.decidedAt !== null) {
+                    this.#decidedAt.textContent = `Decided ${new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" }).format(new Date(status.decidedAt))}; this card can no longer decide.`;
+                    this.#decidedAt.hidden = false;
+                }
             }
             this.#setEnabled(!this.#decided && !this.#busy);
         }
         #gone(message) {
             this.#decided = true;
-            this.#events?.close();
-            this.#events = null;
+            this.#stopPolling();
+            this.#stopCountdown();
             this.#notice.textContent = message;
             this.#notice.hidden = false;
             this.dataset["status"] = this.dataset["status"] === "pending" || !this.dataset["status"] ? "gone" : this.dataset["status"];
@@ -287,7 +337,7 @@ function defineCard() {
         /** Both actions, and the mode select; Approve also needs a plan that passed its check. */
         #setEnabled(enabled) {
             const state = this.#state;
-            const live = enabled && state !== null && state.expiresAt > Date.now();
+            const live = enabled && !this.#unreachable && state !== null && state.expiresAt > Date.now();
             this.#approve.disabled = !(live && state !== null && state.plan.ok);
             this.#mode.disabled = this.#approve.disabled;
             this.#reject.disabled = !live;

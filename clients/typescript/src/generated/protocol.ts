@@ -196,7 +196,9 @@ export interface CardRefusal {
 }
 
 /**
- * `GET /card/<token>/state`: everything the card shows.
+ * `GET /card/<token>/state`: everything the card shows. A decided card's
+ * token still answers it (and `GET /card/<token>/status`, its
+ * `CardStatus`), read-only.
  */
 export interface CardState {
   /**
@@ -247,6 +249,11 @@ export interface CardState {
  * status event.
  */
 export interface CardStatus {
+  /**
+   * When it left `pending` (approved, rejected, expired, interrupted),
+   * Unix ms; `null` while pending.
+   */
+  decidedAt: number | null;
   /**
    * Why it ended without a decision (`HOST_CLOSED` when the host stopped
    * under the card); `null` otherwise.

@@ -174,9 +174,11 @@ test("the card shows every field, keeps its expiry on reload, preselects ask and
   assert.equal(decided.permissionMode, "accept-edits");
   await within(pending.firstResolved, 10_000, "plan/approvalResolved");
   assert.equal(pending.resolved[0]?.permissionMode, "accept-edits");
-  // A used token opens nothing.
+  // A used token shows the outcome, read-only.
   const again = await page.goto(pending.cardUrl);
-  assert.equal(again?.status(), 404);
+  assert.equal(again?.status(), 200);
+  await waitForStatus(page, "approved");
+  await assertDisabled(page);
 });
 
 test("two tabs approving at once give exactly one decision", async (t) => {
@@ -215,14 +217,18 @@ test("a card is disabled live when its plan is rejected elsewhere, expires, or t
   await waitForStatus(expiringPage, "expired");
   await assertDisabled(expiringPage);
   const reopened = await expiringPage.goto(expiring.cardUrl);
-  assert.equal(reopened?.status(), 404, "an expired token opens nothing");
+  assert.equal(reopened?.status(), 200, "an expired card shows its outcome, read-only");
+  await waitForStatus(expiringPage, "expired");
+  await assertDisabled(expiringPage);
 
   const stopping = await pendingPlan(t);
   const stoppingPage = await openCard(t, stopping.cardUrl);
   if (stoppingPage === undefined) return;
   await stopping.client.close();
-  await waitForStatus(stoppingPage, "interrupted");
-  assert.equal(await card(stoppingPage, ".status").textContent(), "interrupted (the host stopped)");
+  // The stopped host's server is gone with it: the card says it cannot
+  // reach its host (the next host's startup fence interrupts the approval).
+  await waitForStatus(stoppingPage, "unreachable");
+  assert.match((await card(stoppingPage, ".status").textContent()) ?? "", /^host unreachable/);
   await assertDisabled(stoppingPage);
   await stoppingPage.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-interrupted.png") });
 });
@@ -309,10 +315,13 @@ test("wrong tokens, a foreign Origin and a foreign Host are refused", async (t) 
   // The right origin decides once; the used token is refused after.
   assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: url.origin, body }), 200);
   assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: url.origin, body }), 404);
+  // The used token shows the outcome read-only and decides nothing more.
   const used = await page.goto(pending.cardUrl);
-  assert.equal(used?.status(), 404);
+  assert.equal(used?.status(), 200);
   const state = await raw(new URL(`${url.pathname}/state`, url), {});
-  assert.equal(state, 404);
+  assert.equal(state, 200);
+  const reject = JSON.stringify({ token, sha256: pending.approval.artifact?.sha256, decision: "reject" });
+  assert.equal(await raw(new URL("/decision", url), { method: "POST", origin: url.origin, body: reject }), 404);
 });
 
 test("a plan rewritten while its card is open cannot be approved, and Reject still decides", async (t) => {
@@ -377,4 +386,76 @@ test("the card shows what binds the decision: project, file, size, fingerprint a
     "auto runs without asking: reading and searching files, changing files, shell commands, run by the host in its sandbox, other tools (plugins, MCP); asks first: nothing.",
   ]);
   await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-binding.png") });
+});
+
+test("seven cards of one host stay live at once in one browser", async (t) => {
+  const first = await pendingPlan(t);
+  const urls = [first.cardUrl];
+  for (let index = 1; index < 7; index += 1) {
+    const sessionId = `s-many-${index}`;
+    await first.client.sessionCreate({ sessionId, workspaceRoot: first.dir, mode: "plan" });
+    const turn = await first.client.turnStart({ sessionId, prompt: "plan it", origin: "interactive" });
+    const { results } = await first.client.turnToolCalls({
+      sessionId,
+      turnId: turn.turnId,
+      calls: [{ callId: "c", name: "SubmitPlan", input: { title: `Plan ${index}`, question: "Go?", markdown: `# Plan ${index}\n` } }],
+    });
+    const approval = results[0]?.approval;
+    assert.ok(approval);
+    urls.push((await first.client.planCardUrl({ approvalId: approval.id })).url);
+  }
+  // One browser context, as one browser profile: its connections per host
+  // are shared by every tab.
+  const opened = await launch(t);
+  if (opened === undefined) return;
+  const context = await opened.newContext();
+  t.after(() => context.close());
+  const pages: Page[] = [];
+  for (const url of urls) {
+    const page = await context.newPage();
+    const response = await page.goto(url, { timeout: 20_000 });
+    assert.equal(response?.status(), 200);
+    await page.locator("plan-approval-card[data-live]").waitFor({ timeout: 20_000 });
+    pages.push(page);
+  }
+  // Every card is live: a rejection of the first reaches it while six others stay open.
+  await first.client.planReject({ approvalId: first.approval.id });
+  const firstPage = pages[0];
+  const lastPage = pages[6];
+  assert.ok(firstPage && lastPage);
+  await waitForStatus(firstPage, "rejected");
+  assert.equal(await statusOf(lastPage), "pending");
+  assert.equal(await card(lastPage, "button.approve").isEnabled(), true);
+});
+
+test("a host killed under its card is shown as unreachable, with the countdown stopped and both actions off", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  const pid = pending.client.pid;
+  assert.ok(pid !== undefined);
+  process.kill(pid, "SIGKILL");
+  await waitForStatus(page, "unreachable");
+  assert.match((await card(page, ".status").textContent()) ?? "", /unreachable/);
+  await assertDisabled(page);
+  const shown = await card(page, ".countdown").textContent();
+  await page.waitForTimeout(1500);
+  assert.equal(await card(page, ".countdown").textContent(), shown, "the countdown stopped");
+});
+
+test("after a decision the card's URL shows the outcome read-only", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  await card(page, "select.mode").selectOption("auto");
+  await card(page, "button.approve").click();
+  await waitForStatus(page, "approved");
+  const reopened = await page.goto(pending.cardUrl);
+  assert.equal(reopened?.status(), 200);
+  await card(page, ".title").filter({ hasText: /./ }).waitFor();
+  await waitForStatus(page, "approved");
+  assert.equal(await card(page, ".status").textContent(), "approved (auto)");
+  assert.match((await card(page, ".decided").textContent()) ?? "", /\d/);
+  await assertDisabled(page);
+  await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-decided.png") });
 });

@@ -89,6 +89,7 @@ pub(crate) fn status_of(approval: &PlanApproval) -> CardStatus {
         status: approval.status,
         permission_mode: approval.permission_mode,
         error_code: approval.error_code,
+        decided_at: approval.decided_at,
     }
 }
 
@@ -99,6 +100,7 @@ fn host_stopped() -> CardStatus {
         status: ApprovalStatus::Interrupted,
         permission_mode: None,
         error_code: Some(ErrorCode::HostClosed),
+        decided_at: None,
     }
 }
 
@@ -118,9 +120,17 @@ struct Stream {
 #[derive(Debug, Default)]
 pub(crate) struct Cards {
     cards: Vec<Card>,
+    /// The cards of approvals no longer pending, newest last, at most
+    /// [`DECIDED_KEPT`]: their tokens show the outcome read-only and decide
+    /// nothing.
+    decided: std::collections::VecDeque<(Token, ApprovalId)>,
     streams: Vec<Stream>,
     stopped: bool,
 }
+
+/// How many decided cards keep showing their outcome (memory only; the
+/// oldest is forgotten first and its URL is then simply not found).
+const DECIDED_KEPT: usize = 1024;
 
 /// Why a stream was not added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,10 +251,36 @@ impl Cards {
         }
     }
 
-    /// The approval left `pending`: its card dies and its pages hear the
-    /// final status, then their streams end.
+    /// The approval a decided card's token names: it shows the outcome
+    /// and decides nothing. Every kept card is compared, as in
+    /// [`Cards::binding`].
+    pub(crate) fn decided_approval(&self, token: &Token) -> Option<ApprovalId> {
+        if self.stopped {
+            return None;
+        }
+        let mut found = None;
+        for (kept, approval_id) in &self.decided {
+            if kept.matches(token) {
+                found = Some(approval_id.clone());
+            }
+        }
+        found
+    }
+
+    /// The approval left `pending`: its card can no longer decide (its
+    /// token now shows the outcome) and its pages hear the final status,
+    /// then their streams end.
     pub(crate) fn resolve(&mut self, approval: &PlanApproval) {
-        self.cards.retain(|card| card.binding.approval_id != approval.id);
+        let (ended_cards, kept_cards) = std::mem::take(&mut self.cards)
+            .into_iter()
+            .partition::<Vec<_>, _>(|card| card.binding.approval_id == approval.id);
+        self.cards = kept_cards;
+        for card in ended_cards {
+            if self.decided.len() >= DECIDED_KEPT {
+                self.decided.pop_front();
+            }
+            self.decided.push_back((card.token, card.binding.approval_id));
+        }
         let event = status_event(&status_of(approval));
         let (ended, kept) = std::mem::take(&mut self.streams)
             .into_iter()
@@ -259,6 +295,7 @@ impl Cards {
     pub(crate) fn stop(&mut self) {
         self.stopped = true;
         self.cards.clear();
+        self.decided.clear();
         let event = status_event(&host_stopped());
         for stream in std::mem::take(&mut self.streams) {
             send_and_close(stream.socket, &event);

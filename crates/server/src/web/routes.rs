@@ -67,6 +67,7 @@ fn route(shared: &Shared, request: &Request, stream: &mut TcpStream, peer: Socke
         ("GET", _) => match card_path(path) {
             Some((token, CardRoute::Page)) => Answer::Respond(page(shared, token)),
             Some((token, CardRoute::State)) => Answer::Respond(state(shared, token)),
+            Some((token, CardRoute::Status)) => Answer::Respond(status(shared, token)),
             Some((token, CardRoute::Events)) => events(shared, token, stream),
             None => Answer::Respond(Response::plain(404)),
         },
@@ -97,15 +98,18 @@ fn check_origin(shared: &Shared, request: &Request) -> Result<(), Response> {
 enum CardRoute {
     Page,
     State,
+    Status,
     Events,
 }
 
-/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/events`.
+/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/status`,
+/// `/card/<token>/events`.
 fn card_path(path: &str) -> Option<(&str, CardRoute)> {
     let rest = path.strip_prefix("/card/")?;
     match rest.split_once('/') {
         None => Some((rest, CardRoute::Page)),
         Some((token, "state")) => Some((token, CardRoute::State)),
+        Some((token, "status")) => Some((token, CardRoute::Status)),
         Some((token, "events")) => Some((token, CardRoute::Events)),
         Some(_) => None,
     }
@@ -134,8 +138,23 @@ fn live(shared: &Shared, token: &str) -> Option<(Token, Binding, PlanApproval)> 
     Some((token, binding, approval))
 }
 
+/// The approval a token may show: a live token's, or a decided card's
+/// (read-only: such a token decides nothing). `None` for anything else.
+fn readable(shared: &Shared, token: &str) -> Option<(Token, PlanApproval)> {
+    if let Some((token, _, approval)) = live(shared, token) {
+        return Some((token, approval));
+    }
+    if shared.host.is_closed() {
+        return None;
+    }
+    let token = Token::parse(token)?;
+    let approval_id = shared.cards().decided_approval(&token)?;
+    let approval = shared.host.approval(&approval_id).ok()?.approval;
+    Some((token, approval))
+}
+
 fn page(shared: &Shared, token: &str) -> Response {
-    let Some((token, _, _)) = live(shared, token) else {
+    let Some((token, _)) = readable(shared, token) else {
         return Response::plain(404);
     };
     // The token is 64 hex digits: nothing in it needs escaping.
@@ -150,8 +169,18 @@ fn page(shared: &Shared, token: &str) -> Response {
     Response::new(200, "text/html; charset=utf-8", html)
 }
 
+/// `GET /card/<token>/status`: the approval's status now, for a card that
+/// polls (one short request at a time, so any number of cards share a
+/// browser's few connections per host).
+fn status(shared: &Shared, token: &str) -> Response {
+    match readable(shared, token) {
+        Some((_, approval)) => Response::json(200, &status_of(&approval)),
+        None => Response::plain(404),
+    }
+}
+
 fn state(shared: &Shared, token: &str) -> Response {
-    let Some((_, binding, approval)) = live(shared, token) else {
+    let Some((_, approval)) = readable(shared, token) else {
         return Response::plain(404);
     };
     let Some(artifact) = approval.artifact.as_ref() else {
@@ -180,7 +209,7 @@ fn state(shared: &Shared, token: &str) -> Response {
         artifact: CardArtifact {
             file_name: artifact.file_name().to_owned(),
             size: artifact.size,
-            sha256: binding.sha256.clone(),
+            sha256: artifact.sha256.clone(),
             fingerprint: artifact.fingerprint(),
         },
         plan: plan_check(shared, &approval.id),

@@ -273,11 +273,18 @@ fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
         entries[0]
     );
 
-    // A used token is dead everywhere, and a decided approval has no card.
+    // A used token decides nothing more, and a decided approval has no
+    // card URL; its old URL shows the outcome read-only (decided how, in
+    // which mode, when).
     let again = json!({"token": token, "sha256": fixture.sha256(), "decision": "reject"});
     assert_eq!(fixture.decide(&again).status, 404);
-    assert_eq!(get(fixture.addr(), &format!("/card/{token}")).status, 404);
-    assert_eq!(get(fixture.addr(), &format!("/card/{token}/state")).status, 404);
+    assert_eq!(get(fixture.addr(), &format!("/card/{token}")).status, 200);
+    let outcome = get(fixture.addr(), &format!("/card/{token}/state")).json();
+    assert_eq!(outcome["status"]["status"], "approved");
+    assert_eq!(outcome["status"]["permissionMode"], "accept-edits");
+    assert_eq!(outcome["status"]["decidedAt"], row.decided_at.unwrap());
+    let status = get(fixture.addr(), &format!("/card/{token}/status")).json();
+    assert_eq!(status, outcome["status"]);
     assert_eq!(get(fixture.addr(), &format!("/card/{token}/events")).status, 404);
     assert!(fixture.web.card_url(&row).is_none());
     assert_eq!(fixture.host.decision_entries(&row.session_id).unwrap().len(), 1);
@@ -321,12 +328,14 @@ fn a_wrong_token_and_a_wrong_hash_are_the_same_404() {
 }
 
 #[test]
-fn a_token_dies_at_the_deadline() {
+fn a_token_stops_deciding_at_the_deadline() {
     let fixture = fixture(60_000, true);
     let body = approve(&fixture, "ask");
     let path = fixture.path();
     fixture.clock.as_ref().unwrap().advance(60_000);
-    assert_eq!(get(fixture.addr(), &format!("{path}/state")).status, 404);
+    // Past the deadline the card shows the expiry, read-only.
+    let state = get(fixture.addr(), &format!("{path}/state")).json();
+    assert_eq!(state["status"]["status"], "expired");
     assert_eq!(fixture.decide(&body).status, 404);
     let row = fixture.status();
     assert_eq!(row.status, ApprovalStatus::Expired);
@@ -575,7 +584,10 @@ fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
     assert_eq!(expired.status, ApprovalStatus::Expired);
     let late = expired.decided_at.unwrap() - expired.expires_at;
     assert!((0..1_000).contains(&late), "expired {late} ms after the deadline");
-    assert_eq!(get(addr, &format!("{path}/state")).status, 404);
+    assert_eq!(
+        get(addr, &format!("{path}/state")).json()["status"]["status"],
+        "expired"
+    );
     drop((silent, unread_streams, unread_script));
 }
 
