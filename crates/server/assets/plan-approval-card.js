@@ -52,20 +52,37 @@ export function formatRemaining(ms) {
     return `${rest}s`;
 }
 const STYLE = `
-:host { display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: #1b1b1b; }
-article { border: 1px solid #c8c8c8; border-radius: 8px; padding: 1rem 1.25rem; background: #fff; }
+:host {
+  color-scheme: light dark;
+  --fg: #1b1b1b; --bg: #ffffff; --code-bg: #f2f2f2; --border: #8a8a8a; --alert: #a00000;
+  --approve-bg: #135e2b; --approve-fg: #ffffff; --reject-fg: #8a1010; --reject-bg: #ffffff;
+  display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: var(--fg);
+}
+@media (prefers-color-scheme: dark) {
+  :host {
+    --fg: #ececec; --bg: #1d1f21; --code-bg: #2a2d30; --border: #8f8f8f; --alert: #ff9d96;
+    --approve-bg: #1f7a3d; --approve-fg: #ffffff; --reject-fg: #ffaaa3; --reject-bg: #1d1f21;
+  }
+}
+* { box-sizing: border-box; }
+article { border: 1px solid var(--border); border-radius: 8px; padding: 1rem; background: var(--bg); color: var(--fg); }
 h1 { font-size: 1.3rem; margin: 0 0 .25rem; overflow-wrap: anywhere; }
 .question { margin: 0 0 1rem; overflow-wrap: anywhere; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f5f5f5; padding: .75rem; border-radius: 4px; max-height: 60vh; overflow: auto; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
+summary { display: list-item; min-height: 44px; min-width: 44px; padding: .6rem 0; cursor: pointer; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--code-bg); color: var(--fg); padding: .75rem; border-radius: 4px; max-height: 60vh; overflow: auto; font-size: 14px; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .25rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
-dd { margin: 0; }
-.integrity, .notice { color: #a00000; font-weight: 600; }
+dd { margin: 0; overflow-wrap: anywhere; min-width: 0; }
+code { font-size: 14px; overflow-wrap: anywhere; }
+.integrity, .notice { color: var(--alert); font-weight: 600; }
 .actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
-button { font: inherit; padding: .4rem 1rem; border-radius: 4px; border: 1px solid #888; cursor: pointer; }
-button.approve { background: #135e2b; color: #fff; border-color: #135e2b; }
-button.reject { background: #fff; color: #8a1010; border-color: #8a1010; }
+label { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; }
+button, select { font: inherit; font-size: 16px; min-height: 44px; min-width: 44px; padding: .4rem 1rem; border-radius: 4px; border: 1px solid var(--border); cursor: pointer; background: var(--bg); color: var(--fg); }
+button.approve { background: var(--approve-bg); color: var(--approve-fg); border-color: var(--approve-bg); }
+button.reject { background: var(--reject-bg); color: var(--reject-fg); border-color: var(--reject-fg); }
 button:disabled, select:disabled { opacity: .5; cursor: not-allowed; }
+.modes { padding-left: 1.25rem; }
+.announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 [hidden] { display: none !important; }
 `;
 function element(tag, className, text) {
@@ -100,6 +117,8 @@ function describeMode(summary) {
     item.append(name, ` runs without asking: ${runs}; asks first: ${asks}.`);
     return item;
 }
+/** How long before the deadline a screen reader hears that it is near. */
+const DEADLINE_WARNINGS_MS = [5 * 60_000, 60_000];
 /** How often a card asks its host for the status, and how long one ask may take. */
 const POLL_INTERVAL_MS = 1500;
 const POLL_TIMEOUT_MS = 3000;
@@ -123,6 +142,10 @@ function defineCard() {
         #reject = element("button", "reject", "Reject");
         #notice = element("p", "notice");
         #decidedAt = element("p", "decided");
+        /** Read to screen readers ahead of the deadline (visually hidden). */
+        #announce = element("p", "announce");
+        /** The announcement thresholds already passed. */
+        #announced = new Set();
         #state = null;
         #decided = false;
         #busy = false;
@@ -154,6 +177,9 @@ function defineCard() {
             const modes = element("details", "mode-help");
             modes.append(element("summary", "", "What each permission mode allows"), this.#modes);
             this.#decidedAt.hidden = true;
+            this.#announce.setAttribute("aria-live", "assertive");
+            this.#announce.setAttribute("aria-atomic", "true");
+            article.append(this.#announce);
             article.append(this.#title, this.#question, opener, this.#integrity, facts, this.#decidedAt, actions, modes, this.#notice);
             this.#root.append(article);
             this.#approve.addEventListener("click", () => void this.#decide("approve"));
@@ -252,6 +278,7 @@ function defineCard() {
                 return;
             const left = state.expiresAt - Date.now();
             this.#countdown.textContent = formatRemaining(left);
+            this.#announceDeadline(left);
             if (left <= 0) {
                 // Past the deadline nothing can be approved; the host's own expiry
                 // arrives with the next status poll.
@@ -260,6 +287,19 @@ function defineCard() {
                     clearInterval(this.#timer);
                 this.#timer = null;
             }
+        }
+        /** Tells a screen reader, once per threshold, that the deadline is near. */
+        #announceDeadline(left) {
+            if (left <= 0 || this.#decided)
+                return;
+            const passed = DEADLINE_WARNINGS_MS.filter((threshold) => left <= threshold && !this.#announced.has(threshold));
+            if (passed.length === 0)
+                return;
+            for (const threshold of passed)
+                this.#announced.add(threshold);
+            const nearest = Math.min(...passed);
+            const minutes = Math.round(nearest / 60_000);
+            this.#announce.textContent = `Less than ${minutes} ${minutes === 1 ? "minute" : "minutes"} left to decide on this plan.`;
         }
         #startCountdown() {
             this.#tick();

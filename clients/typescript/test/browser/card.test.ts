@@ -459,3 +459,116 @@ test("after a decision the card's URL shows the outcome read-only", async (t) =>
   await assertDisabled(page);
   await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-decided.png") });
 });
+
+/** Every element of the card's shadow root with its box and computed text size. */
+async function measure(page: Page): Promise<{ scrollWidth: number; smallest: number; targets: { name: string; width: number; height: number }[] }> {
+  return page.evaluate(() => {
+    const root = document.querySelector("plan-approval-card")?.shadowRoot;
+    if (!root) throw new Error("no card");
+    const targets = [".plan summary", ".mode-help summary", "select.mode", "button.approve", "button.reject"].map((selector) => {
+      const box = root.querySelector(selector)?.getBoundingClientRect();
+      return { name: selector, width: box?.width ?? 0, height: box?.height ?? 0 };
+    });
+    let smallest = Infinity;
+    for (const node of root.querySelectorAll("*")) {
+      if (!(node instanceof HTMLElement) || node.offsetParent === null || !node.textContent?.trim()) continue;
+      smallest = Math.min(smallest, parseFloat(getComputedStyle(node).fontSize));
+    }
+    return { scrollWidth: document.documentElement.scrollWidth, smallest, targets };
+  });
+}
+
+/** WCAG contrast of each text element against the card's background. */
+async function contrasts(page: Page): Promise<{ name: string; ratio: number }[]> {
+  return page.evaluate(() => {
+    const root = document.querySelector("plan-approval-card")?.shadowRoot;
+    if (!root) throw new Error("no card");
+    const rgb = (color: string): number[] => (color.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number);
+    const luminance = (color: string): number => {
+      const [r = 0, g = 0, b = 0] = rgb(color).map((v) => {
+        const c = v / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const background = (node: Element | null): string => {
+      for (let at = node; at; at = at.parentElement) {
+        const color = getComputedStyle(at).backgroundColor;
+        if (color !== "rgba(0, 0, 0, 0)" && color !== "transparent") return color;
+      }
+      return getComputedStyle(document.body).backgroundColor;
+    };
+    return [".title", ".question", ".status", ".countdown", "dt", ".fingerprint", "button.approve", "button.reject", "select.mode", ".plan summary", "pre.markdown"].map((selector) => {
+      const node = root.querySelector(selector);
+      if (!node) return { name: selector, ratio: 0 };
+      const fore = luminance(getComputedStyle(node).color);
+      const back = luminance(background(node));
+      return { name: selector, ratio: (Math.max(fore, back) + 0.05) / (Math.min(fore, back) + 0.05) };
+    });
+  });
+}
+
+test("on a phone: 44 px tap targets, no horizontal scroll at 320 px, text of 12 px or more, a long plan scrolling in its box", async (t) => {
+  const long = Array.from({ length: 400 }, (_, index) => `${index + 1}. A step with a very-long-unbroken-identifier_${"x".repeat(80)}`).join("\n");
+  const pending = await pendingPlan(t, { markdown: `# Plan\n\n${long}\n` });
+  const opened = await launch(t);
+  if (opened === undefined) return;
+  const phone = await opened.newContext({ viewport: { width: 320, height: 640 }, hasTouch: true, isMobile: true, deviceScaleFactor: 2 });
+  t.after(() => phone.close());
+  const page = await phone.newPage();
+  await page.goto(pending.cardUrl);
+  await page.locator("plan-approval-card[data-live]").waitFor();
+  await card(page, ".plan summary").tap();
+  const measured = await measure(page);
+  for (const target of measured.targets) {
+    assert.ok(target.height >= 44 && target.width >= 44, `${target.name} is ${target.width}x${target.height}`);
+  }
+  assert.ok(measured.scrollWidth <= 320, `the page scrolls sideways: ${measured.scrollWidth} px`);
+  assert.ok(measured.smallest >= 12, `text of ${measured.smallest} px`);
+  const plan = await card(page, "pre.markdown").evaluate((node) => ({ client: node.clientHeight, scroll: node.scrollHeight, overflow: getComputedStyle(node).overflowY }));
+  assert.ok(plan.scroll > plan.client && plan.overflow === "auto", `the plan scrolls inside its box: ${JSON.stringify(plan)}`);
+  // Approve by touch alone.
+  await card(page, "button.reject").tap();
+  await waitForStatus(page, "rejected");
+  await page.screenshot({ path: screenshot("approval-card-phone.png"), fullPage: false });
+});
+
+test("dark mode when the system asks for it, with text contrast of 4.5:1 or more in both schemes", async (t) => {
+  const pending = await pendingPlan(t);
+  const opened = await launch(t);
+  if (opened === undefined) return;
+  for (const colorScheme of ["light", "dark"] as const) {
+    const context = await opened.newContext({ colorScheme });
+    t.after(() => context.close());
+    const page = await context.newPage();
+    await page.goto(pending.cardUrl);
+    await page.locator("plan-approval-card[data-live]").waitFor();
+    await card(page, ".plan summary").click();
+    const background = await card(page, "article").evaluate((node) => getComputedStyle(node).backgroundColor);
+    if (colorScheme === "dark") assert.notEqual(background, "rgb(255, 255, 255)", "dark mode changes the card");
+    for (const { name, ratio } of await contrasts(page)) {
+      assert.ok(ratio >= 4.5, `${colorScheme}: ${name} has contrast ${ratio.toFixed(2)}`);
+    }
+    await page.screenshot({ path: screenshot(`approval-card-${colorScheme}.png`) });
+  }
+});
+
+test("without JavaScript the page says so; the deadline is announced to screen readers ahead of time", async (t) => {
+  const pending = await pendingPlan(t, {}, ["--approval-ttl-ms", "63000"]);
+  const opened = await launch(t);
+  if (opened === undefined) return;
+  const noScript = await opened.newContext({ javaScriptEnabled: false });
+  t.after(() => noScript.close());
+  const bare = await noScript.newPage();
+  await bare.goto(pending.cardUrl);
+  assert.match((await bare.locator("noscript, body").first().innerText()) ?? "", /JavaScript/);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  const live = card(page, ".announce");
+  assert.equal(await live.getAttribute("aria-live"), "assertive");
+  await page.waitForFunction(
+    () => (document.querySelector("plan-approval-card")?.shadowRoot?.querySelector(".announce")?.textContent ?? "").includes("1 minute"),
+    undefined,
+    { timeout: 20_000 },
+  );
+});

@@ -161,8 +161,10 @@ fn page(shared: &Shared, token: &str) -> Response {
     let html = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n<title>Plan approval</title>\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"color-scheme\" content=\"light dark\">\n\
+         <title>Plan approval</title>\n\
          <script type=\"module\" src=\"{SCRIPT_PATH}\"></script>\n</head>\n<body>\n\
+         <noscript><p>This approval card needs JavaScript to show the plan and to approve or reject it.</p></noscript>\n\
          <plan-approval-card card-url=\"/card/{}\"></plan-approval-card>\n</body>\n</html>\n",
         token.to_hex()
     );
