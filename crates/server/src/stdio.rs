@@ -182,15 +182,24 @@ fn announce_web(web: &WebCard, exposed: bool) {
     }
 }
 
-/// Prints a pending approval's card URL on stderr, and its QR code when
-/// stderr is a terminal (for a phone; into a log it would be noise).
+/// Tells the person on stderr that an approval is pending. Its card URL
+/// (and its QR code, for a phone) only when stderr is a terminal: the URL
+/// carries the token, a secret of the person's that must never reach a
+/// log, a file or a pipe another process may read (P11 of the sandbox
+/// spec). The host's own client gets the URL either way
+/// (`plan/approvalRequested`, `plan/cardUrl`).
 fn announce_card(approval_id: &plan_core::ApprovalId, url: &str) {
+    if !std::io::stderr().is_terminal() {
+        log::line(&format!(
+            "{SERVER_NAME} serve: approval {approval_id} is pending; its card URL went to the client \
+             (plan/approvalRequested, plan/cardUrl) and is printed here only on a terminal"
+        ));
+        return;
+    }
     log::line(&format!(
-        "{SERVER_NAME} serve: approval {approval_id}: open {url}"
+        "{SERVER_NAME} serve: approval {approval_id} is pending: open {url}"
     ));
-    if std::io::stderr().is_terminal()
-        && let Some(code) = crate::web::qr::render(url)
-    {
+    if let Some(code) = crate::web::qr::render(url) {
         log::line(code.trim_end_matches('\n'));
     }
 }

@@ -1719,6 +1719,29 @@ fn no_request_within_the_line_cap_takes_serve_above_64_mib() {
     assert!(serve.close().success());
 }
 
+/// A card URL carries a token, a secret of the person's (P11): `serve`
+/// prints it on stderr only when stderr is a terminal. Into a pipe or a log
+/// it says the approval is pending and where its URL goes, without it; the
+/// host's own client still gets the URL on stdout.
+#[test]
+fn serve_web_prints_no_card_token_into_a_pipe() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &["--web", "127.0.0.1:0"]);
+    let (approval, _) = pending(&mut serve, place.root(), "s1", MARKDOWN);
+    let id = approval["id"].as_str().unwrap();
+    let url = serve.call("plan/cardUrl", json!({"approvalId": id}))["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(token.len(), 64, "{url}");
+    serve.wait_stderr(&format!("approval {id} is pending"));
+    let stderr = serve.stderr();
+    assert!(!stderr.contains(&token), "the token reached a pipe: {stderr}");
+    assert!(!stderr.contains("/card/"), "{stderr}");
+    assert!(serve.close().success());
+}
+
 #[test]
 fn serve_web_reports_its_cards_and_refuses_another_address_without_web_bind() {
     let place = Place::new();
