@@ -572,3 +572,34 @@ test("without JavaScript the page says so; the deadline is announced to screen r
     { timeout: 20_000 },
   );
 });
+
+test("keyboard only: the plan opener, the mode and Approve are reached with Tab and used with keys", async (t) => {
+  const pending = await pendingPlan(t);
+  const page = await openCard(t, pending.cardUrl);
+  if (page === undefined) return;
+  const focused = () =>
+    page.evaluate(() => {
+      const active = document.querySelector("plan-approval-card")?.shadowRoot?.activeElement;
+      return active ? `${active.tagName.toLowerCase()}${active.className ? `.${active.className}` : ""}` : "";
+    });
+  await page.keyboard.press("Tab");
+  assert.equal(await focused(), "summary");
+  await page.keyboard.press("Enter");
+  assert.equal(await card(page, "details.plan").getAttribute("open"), "");
+  const order: string[] = [];
+  for (let step = 0; step < 3; step += 1) {
+    await page.keyboard.press("Tab");
+    order.push(await focused());
+  }
+  assert.deepEqual(order, ["select.mode", "button.approve", "button.reject"]);
+  await page.keyboard.press("Shift+Tab");
+  await page.keyboard.press("Shift+Tab");
+  assert.equal(await focused(), "select.mode");
+  await page.keyboard.press("ArrowDown");
+  assert.equal(await card(page, "select.mode").inputValue(), "accept-edits");
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  await waitForStatus(page, "approved");
+  const decided = await pending.client.planGet({ approvalId: pending.approval.id });
+  assert.equal(decided.permissionMode, "accept-edits");
+});
