@@ -14,7 +14,7 @@ interface CardModule {
   formatRemaining(ms: number): string;
 }
 
-const built = join(packageDir, "dist/card/plan-approval-card.js");
+const built = join(packageDir, "dist/card/card/plan-approval-card.js");
 // Built by `tsc -p tsconfig.card.json` (with DOM types), so imported by path.
 const card = (await import(built)) as CardModule;
 
@@ -26,6 +26,11 @@ test("control and bidirectional characters are shown escaped, as everywhere else
   assert.equal(card.escapeBlock("tab\tnew\nline\r\u202e"), "tab\tnew\nline\\x0d\\u202e");
   // Text that only looks like markup stays text (it reaches the DOM as textContent).
   assert.equal(card.escapeLine("<b>é中</b>"), "<b>é中</b>");
+});
+
+test("a CRLF line end is a line break on the card; a lone carriage return stays escaped", () => {
+  assert.equal(card.escapeBlock("# Plan\r\n\r\n1. Split\r\n2. Test"), "# Plan\n\n1. Split\n2. Test");
+  assert.equal(card.escapeBlock("over\rwrite\r\r\n"), "over\\x0dwrite\\x0d\n");
 });
 
 test("the countdown never goes below zero", () => {

@@ -78,11 +78,22 @@ test("isTerminalControl is exactly the set of characters SubmitPlan refuses in a
     });
     assert.equal(results[0]?.error?.code, "INVALID_PLAN_INPUT", `U+${character.codePointAt(0)?.toString(16)} is refused by the host`);
   }
+  // Every other probed character is accepted, in titles within the length
+  // bound (200 characters): each accepted title is rejected to free the
+  // session for the next turn.
   const plain = probeCodePoints().filter((character) => !isTerminalControl(character));
-  const { results } = await client.turnToolCalls({
-    sessionId: "s-title",
-    turnId: turn.turnId,
-    calls: [{ callId: "plain", name: "SubmitPlan", input: { title: `a${plain.join("")}b`, question: "Go?", markdown: "# P\n" } }],
-  });
-  assert.equal(results[0]?.decision, "allow", `every other probed character is accepted: ${JSON.stringify(results[0]?.error)}`);
+  let turnId = turn.turnId;
+  for (let start = 0; start < plain.length; start += 198) {
+    const chunk = plain.slice(start, start + 198).join("");
+    const { results } = await client.turnToolCalls({
+      sessionId: "s-title",
+      turnId,
+      calls: [{ callId: `plain-${start}`, name: "SubmitPlan", input: { title: `a${chunk}b`, question: "Go?", markdown: "# P\n" } }],
+    });
+    assert.equal(results[0]?.decision, "allow", `every other probed character is accepted: ${JSON.stringify(results[0]?.error)}`);
+    const approval = results[0]?.approval;
+    assert.ok(approval);
+    await client.planReject({ approvalId: approval.id });
+    turnId = (await client.turnStart({ sessionId: "s-title", prompt: "plan", origin: "interactive" })).turnId;
+  }
 });

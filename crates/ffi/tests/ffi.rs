@@ -285,6 +285,41 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     );
 }
 
+/// `approve` re-reads the artifact inside the decision: a rewritten or
+/// removed file is refused with its code, nothing changes and no event goes
+/// out; `reject` still decides.
+#[test]
+fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
+    let fixture = Fixture::new(None);
+    let approval = fixture.submit("s1");
+    let session = fixture.session("s1");
+    fixture.recorder.drain();
+    let path = fixture.workspace.join(&approval.artifact.as_ref().unwrap().path);
+    let refused_code = |error: PlanError| match error {
+        PlanError::Failed { code, .. } => code,
+    };
+    std::fs::write(&path, "# Plan\n\n1. Delete everything.\n").unwrap();
+    let tampered = fixture
+        .host
+        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
+        .unwrap_err();
+    assert_eq!(refused_code(tampered), ErrorCode::ArtifactIntegrityMismatch);
+    std::fs::remove_file(&path).unwrap();
+    let missing = fixture
+        .host
+        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
+        .unwrap_err();
+    assert_eq!(refused_code(missing), ErrorCode::ArtifactMissing);
+    assert_eq!(
+        fixture.host.get_approval(approval.id.to_string()).unwrap(),
+        approval
+    );
+    assert_eq!(fixture.session("s1"), session);
+    assert_eq!(fixture.recorder.drain(), [], "a refused approval sends no event");
+    let rejected = fixture.host.reject(approval.id.to_string()).unwrap();
+    assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
+}
+
 #[test]
 fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let fixture = Fixture::new(Some(200));

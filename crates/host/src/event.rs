@@ -77,6 +77,12 @@ pub(crate) struct Ran {
 pub(crate) type BeforeEvent<'hook> =
     Box<dyn FnOnce(&mut Open, &mut Vec<HostEvent>) -> Result<bool, HostError> + 'hook>;
 
+/// An event as the state lock sees it: given whole, or completed there
+/// from facts the host gathers under the same lock as the decision (the
+/// approve event's artifact check), so nothing can change between the
+/// gathering and the commit.
+pub(crate) type GatherEvent<'gather> = Box<dyn FnOnce(&Open) -> Result<Event, HostError> + 'gather>;
+
 impl HostCore {
     pub(crate) fn now(&self) -> UnixMs {
         self.options.clock.now_ms()
@@ -139,15 +145,17 @@ impl HostCore {
         event: Event,
         before: BeforeEvent<'_>,
     ) -> Result<Option<Ran>, HostError> {
-        self.run_noted(session_id, event, before, None)
+        self.run_noted(session_id, Box::new(move |_| Ok(event)), before, None)
     }
 
-    /// [`HostCore::run_with`], writing `note` (where a relayed decision came
-    /// from) in the transaction that decides its approval.
+    /// [`HostCore::run_with`] with the event completed under the state lock
+    /// (`gather`), writing `note` (where a relayed decision came from) in
+    /// the transaction that decides its approval. A failure to gather
+    /// changes nothing.
     pub(crate) fn run_noted(
         &self,
         session_id: &SessionId,
-        event: Event,
+        gather: GatherEvent<'_>,
         before: BeforeEvent<'_>,
         note: Option<&DecisionNote>,
     ) -> Result<Option<Ran>, HostError> {
@@ -161,6 +169,7 @@ impl HostCore {
                 return Ok(None);
             }
             let before = load_state(open, session_id)?;
+            let event = gather(open)?;
             let now = open.decision_time(wall, instant, before.pending_approval.as_ref());
             let context = Context {
                 now,

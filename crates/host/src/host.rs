@@ -23,7 +23,7 @@ use plan_storage::{
 
 use crate::HostError;
 use crate::error::unexpected;
-use crate::event::{HostCore, Open};
+use crate::event::{GatherEvent, HostCore, Open};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
 use crate::running::{CommandSupport, SandboxStatus};
@@ -616,7 +616,11 @@ impl Host {
     /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING` (decided already),
     /// `PLAN_APPROVAL_TIMEOUT` (at or after `expiresAt`; the row is then
     /// `expired`), `SESSION_BUSY` (another decision won the race),
-    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    /// `ARTIFACT_MISSING` / `ARTIFACT_INTEGRITY_MISMATCH` (the artifact,
+    /// re-read inside the decision, is gone or no longer matches its size
+    /// and SHA-256; nothing changes and Reject stays possible; the host
+    /// test `approving_rechecks_the_artifact_and_changes_nothing_when_it_fails`
+    /// shows it), `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn approve(
         &self,
         approval_id: &ApprovalId,
@@ -685,13 +689,19 @@ impl Host {
     ) -> Result<(PlanApproval, SessionState), HostError> {
         let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
         let session_id = approval.session_id.clone();
-        let event = Event::Approve {
-            approval,
-            permission_mode,
-            execution_id: fresh_id("execution"),
-            execution_turn_id: fresh_id("turn"),
-        };
-        self.decide(&session_id, event, note.as_ref())
+        // The artifact is re-read under the lock the decision holds, so the
+        // bytes approved are the bytes checked (plan-core decides from it).
+        let gather: GatherEvent<'_> = Box::new(move |open| {
+            let artifact = open.store.check_artifact(&approval)?;
+            Ok(Event::Approve {
+                approval,
+                permission_mode,
+                execution_id: fresh_id("execution"),
+                execution_turn_id: fresh_id("turn"),
+                artifact,
+            })
+        });
+        self.decide(&session_id, gather, note.as_ref())
     }
 
     /// [`Host::reject`] for a relaying frontend, noted like
@@ -715,19 +725,23 @@ impl Host {
     ) -> Result<(PlanApproval, SessionState), HostError> {
         let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
         let session_id = approval.session_id.clone();
-        self.decide(&session_id, Event::Reject { approval }, note.as_ref())
+        self.decide(
+            &session_id,
+            Box::new(move |_| Ok(Event::Reject { approval })),
+            note.as_ref(),
+        )
     }
 
     /// Runs a decision event, writing `note` with it when there is one.
     fn decide(
         &self,
         session_id: &SessionId,
-        event: Event,
+        gather: GatherEvent<'_>,
         note: Option<&DecisionNote>,
     ) -> Result<(PlanApproval, SessionState), HostError> {
         let ran = self
             .core
-            .run_noted(session_id, event, Box::new(|_, _| Ok(true)), note)?
+            .run_noted(session_id, gather, Box::new(|_, _| Ok(true)), note)?
             .ok_or_else(|| HostError::with_detail(ErrorCode::Internal, "a decision was skipped"))?;
         match ran.outcome? {
             (Reply::Decided(approval), state) => Ok((approval, state)),

@@ -902,6 +902,90 @@ mod submit_plan {
             ErrorCode::ApprovalNotFound
         );
     }
+
+    /// Approving re-reads the artifact inside the decision: a rewritten or
+    /// removed file refuses the approval with its code and changes nothing
+    /// (no row, no session, no notification, no transcript entry), on the
+    /// plain and the noted path; Reject stays possible.
+    #[test]
+    fn approving_rechecks_the_artifact_and_changes_nothing_when_it_fails() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        let path = fx.workspace.join(&approval.artifact.as_ref().unwrap().path);
+        let session_before = fx.host.session(&SessionId::from("s1")).unwrap();
+        fx.take_seen();
+        let source = plan_host::DecisionSource {
+            channel: plan_host::DecisionChannel::WebCard,
+            remote_address: "127.0.0.1:1".to_owned(),
+        };
+
+        let mut tampered = MARKDOWN.as_bytes().to_vec();
+        tampered[0] = b'!';
+        std::fs::write(&path, &tampered).unwrap();
+        assert_eq!(
+            code(fx.host.approve(&approval.id, PermissionMode::Ask)),
+            ErrorCode::ArtifactIntegrityMismatch
+        );
+        assert_eq!(
+            code(
+                fx.host
+                    .approve_noted(&approval.id, Some(PermissionMode::Auto), &source)
+            ),
+            ErrorCode::ArtifactIntegrityMismatch
+        );
+        // Same size, one byte different: the hash alone catches it.
+        assert_eq!(tampered.len() as u64, approval.artifact.as_ref().unwrap().size);
+
+        std::fs::write(&path, [MARKDOWN.as_bytes(), b"\n- one more step"].concat()).unwrap();
+        assert_eq!(
+            code(fx.host.approve_relayed(&approval.id, Some(PermissionMode::Ask))),
+            ErrorCode::ArtifactIntegrityMismatch
+        );
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            code(fx.host.approve(&approval.id, PermissionMode::Ask)),
+            ErrorCode::ArtifactMissing
+        );
+        assert_eq!(
+            code(
+                fx.host
+                    .approve_noted(&approval.id, Some(PermissionMode::Ask), &source)
+            ),
+            ErrorCode::ArtifactMissing
+        );
+
+        assert_eq!(fx.row(&approval.id), approval, "the row is unchanged");
+        assert_eq!(fx.host.session(&SessionId::from("s1")).unwrap(), session_before);
+        assert!(fx.take_seen().is_empty(), "a refused approval notifies nothing");
+        assert!(
+            fx.host
+                .decision_entries(&SessionId::from("s1"))
+                .unwrap()
+                .is_empty()
+        );
+
+        let (rejected, _) = fx.host.reject_noted(&approval.id, &source).unwrap();
+        assert_eq!(rejected.status, ApprovalStatus::Rejected);
+        assert_eq!(fx.host.decision_entries(&SessionId::from("s1")).unwrap().len(), 1);
+    }
+
+    /// The file restored byte for byte approves again: the check compares
+    /// the bytes, not the fact that the file was touched.
+    #[test]
+    fn approving_a_restored_artifact_succeeds() {
+        let fx = Fixture::new();
+        let (approval, _) = fx.pending("s1");
+        let path = fx.workspace.join(&approval.artifact.as_ref().unwrap().path);
+        std::fs::write(&path, b"rewritten").unwrap();
+        assert_eq!(
+            code(fx.host.approve(&approval.id, PermissionMode::Ask)),
+            ErrorCode::ArtifactIntegrityMismatch
+        );
+        std::fs::write(&path, MARKDOWN).unwrap();
+        let (approved, _) = fx.host.approve(&approval.id, PermissionMode::Ask).unwrap();
+        assert_eq!(approved.status, ApprovalStatus::Approved);
+    }
 }
 
 mod expiry {

@@ -9,6 +9,17 @@ use plan_core::{
 };
 use serde_json::json;
 
+/// What the host found when it re-read `approval`'s artifact inside the
+/// decision (storage's `Store::check_artifact`): the file as submitted.
+fn matching_artifact(approval: &plan_core::PlanApproval) -> plan_core::ArtifactVerification {
+    plan_core::ArtifactVerification {
+        approval_id: approval.id.clone(),
+        result: plan_core::ArtifactCheck::Ok,
+        error_code: None,
+        detail: None,
+    }
+}
+
 fn show(step: &str, transition: &Transition) {
     println!("== {step}");
     match &transition.reply {
@@ -176,6 +187,7 @@ fn main() {
             now,
             "a person approves with accept-edits",
             Event::Approve {
+                artifact: matching_artifact(&approval),
                 approval,
                 permission_mode: Some(PermissionMode::AcceptEdits),
                 execution_id: "execution-1".into(),

@@ -44,7 +44,7 @@ macro_rules! for_each_error_code {
         /// A tool-call batch that holds `SubmitPlan` and another call.
         SubmitPlanNotAlone => "SUBMIT_PLAN_NOT_ALONE", "SubmitPlan must be the only tool call in its batch; no call in the batch was allowed";
         /// `SubmitPlan` input that is not exactly `{title, markdown, question}`.
-        InvalidPlanInput => "INVALID_PLAN_INPUT", "SubmitPlan input must be exactly {title, markdown, question}: non-empty strings, title and question on one line without control or bidirectional characters, markdown within the size limit";
+        InvalidPlanInput => "INVALID_PLAN_INPUT", "SubmitPlan input must be exactly {title, markdown, question}: non-empty strings, title (at most 200 characters) and question (at most 1000) on one line without control or bidirectional characters, markdown within the size limit";
         /// A tool that Plan mode does not allow.
         ToolDeniedInPlan => "TOOL_DENIED_IN_PLAN", "the tool is not allowed in Plan mode";
         /// The turn named in the request is not the session's active turn.

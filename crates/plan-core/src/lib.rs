@@ -72,6 +72,7 @@ pub use objects::{
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
+    mode_grants,
 };
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};
@@ -79,5 +80,6 @@ pub use session::{SessionRefusal, new_session, normalize_workspace_root};
 pub use shells::{CatalogShell, check_shell, default_shell};
 pub use text::{is_plain_line, is_terminal_control};
 pub use tools::{
-    SUBMIT_PLAN, SubmitPlanInput, TOOL_CATALOG, ToolKind, parse_submit_plan_input, plan_tools, tool_kind,
+    SUBMIT_PLAN, SUBMIT_PLAN_QUESTION_MAX_CHARS, SUBMIT_PLAN_TITLE_MAX_CHARS, SubmitPlanInput, TOOL_CATALOG,
+    ToolKind, parse_submit_plan_input, plan_tools, tool_kind,
 };

@@ -11,8 +11,8 @@ use crate::commands::{CommandRequest, TurnCommand, TurnCommandStatus, parse_bash
 use crate::deadlines::is_due;
 use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
 use crate::objects::{
-    ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, ToolAuditEntry,
-    ToolAuditKind, TurnKind,
+    ApprovalStatus, Artifact, ArtifactVerification, ExecutionState, Mode, Origin, PermissionMode,
+    PlanApproval, ToolAuditEntry, ToolAuditKind, TurnKind,
 };
 use crate::permissions::{
     ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
@@ -114,6 +114,10 @@ pub enum Event {
         execution_id: ExecutionId,
         /// Fresh turn id for the execution turn.
         execution_turn_id: TurnId,
+        /// What re-reading the approval's artifact found, gathered by the
+        /// host inside the decision (under the lock the decision holds):
+        /// only a plan whose size and SHA-256 still match is approved.
+        artifact: ArtifactVerification,
     },
     /// A person rejects.
     Reject {
@@ -396,13 +400,14 @@ fn apply(
             permission_mode,
             execution_id,
             execution_turn_id,
+            artifact,
         } => approve(
             state,
             context,
             &approval,
             permission_mode,
-            execution_id,
-            execution_turn_id,
+            (execution_id, execution_turn_id),
+            &artifact,
             effects,
         ),
         Event::Reject { approval } => reject(state, context, &approval, effects),
@@ -1019,14 +1024,20 @@ fn approve(
     context: &Context,
     approval: &PlanApproval,
     permission_mode: Option<PermissionMode>,
-    execution_id: ExecutionId,
-    execution_turn_id: TurnId,
+    (execution_id, execution_turn_id): (ExecutionId, TurnId),
+    artifact: &ArtifactVerification,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     let pending = pending_for_decision(state, context, approval)?;
     let Some(permission_mode) = permission_mode else {
         return Err(ErrorCode::PermissionModeRequired);
     };
+    if artifact.approval_id != pending.id {
+        return Err(ErrorCode::Internal);
+    }
+    if let Some(refusal) = artifact.refuses_approval() {
+        return Err(refusal);
+    }
     let expected = RowGuard::of(&pending);
     let mut approved = pending;
     approved.status = ApprovalStatus::Approved;

@@ -422,3 +422,21 @@ macro_rules! for_each_core_object {
 }
 
 for_each_core_object!(declare_shared_object);
+
+/// How many hex digits of an artifact's SHA-256 its fingerprint shows.
+const FINGERPRINT_DIGITS: usize = 16;
+
+impl Artifact {
+    /// The short form of the SHA-256 a person compares across frontends
+    /// (the approval card, the pi dialog): `sha256 ` and its first 16 hex
+    /// digits, then `…`.
+    pub fn fingerprint(&self) -> String {
+        let digits: String = self.sha256.chars().take(FINGERPRINT_DIGITS).collect();
+        format!("sha256 {digits}…")
+    }
+
+    /// The file's name, without its directory (`<unique-name>.md`).
+    pub fn file_name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(&self.path)
+    }
+}

@@ -95,6 +95,40 @@ pub fn agent_permission(kind: ToolKind, mode: PermissionMode, origin: Origin) ->
     }
 }
 
+/// The tool kinds an Agent turn calls, each with how a person reads it, in
+/// the order the approval card lists them (SubmitPlan is denied in every
+/// mode and is not a grant).
+const AGENT_TOOL_KINDS: [(ToolKind, &str); 4] = [
+    (ToolKind::ReadOnly, "reading and searching files"),
+    (ToolKind::ChangesFiles, "changing files"),
+    (ToolKind::Bash, "shell commands, run by the host in its sandbox"),
+    (ToolKind::Other, "other tools (plugins, MCP)"),
+];
+
+/// What `mode` lets an interactive Agent turn do, read from the table
+/// ([`agent_permission`]) for a person: the kinds of tool call that run
+/// without asking, and those that ask a person first.
+///
+/// ```
+/// use plan_core::{PermissionMode, mode_grants};
+///
+/// let (runs, asks) = mode_grants(PermissionMode::AcceptEdits);
+/// assert_eq!(runs, ["reading and searching files", "changing files"]);
+/// assert_eq!(asks.len(), 2);
+/// ```
+pub fn mode_grants(mode: PermissionMode) -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut runs = Vec::new();
+    let mut asks = Vec::new();
+    for (kind, label) in AGENT_TOOL_KINDS {
+        match agent_permission(kind, mode, Origin::Interactive).rule {
+            PermissionRule::Allow => runs.push(label),
+            PermissionRule::Confirm => asks.push(label),
+            PermissionRule::Deny(_) => {}
+        }
+    }
+    (runs, asks)
+}
+
 /// Whether an `allow` for `kind` is the permission mode's grant rather than
 /// a plain allow: the strictest mode (`ask`) would have asked for it. Such
 /// allows are audited as auto-allowed.

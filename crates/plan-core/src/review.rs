@@ -57,6 +57,26 @@ impl ArtifactCheck {
     }
 }
 
+impl ArtifactVerification {
+    /// Why this finding refuses an approval, if it does: a plan is approved
+    /// only as it was submitted, so anything but a matching file refuses
+    /// (`ARTIFACT_MISSING` for a file or workspace that is gone, and for a
+    /// row without an artifact; `ARTIFACT_INTEGRITY_MISMATCH` for other
+    /// bytes; a file that cannot be read safely refuses with the code its
+    /// check found, `ARTIFACT_INTEGRITY_MISMATCH` when it named none).
+    /// Rejecting needs no check: it grants nothing.
+    pub fn refuses_approval(&self) -> Option<ErrorCode> {
+        match self.result {
+            ArtifactCheck::Ok => None,
+            ArtifactCheck::Missing | ArtifactCheck::Legacy => Some(ErrorCode::ArtifactMissing),
+            ArtifactCheck::Mismatch => Some(ErrorCode::ArtifactIntegrityMismatch),
+            ArtifactCheck::Unreadable => {
+                Some(self.error_code.unwrap_or(ErrorCode::ArtifactIntegrityMismatch))
+            }
+        }
+    }
+}
+
 /// The result of a verification.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VerifyReport {

@@ -76,6 +76,15 @@ pub fn plan_tools() -> impl Iterator<Item = &'static str> {
         .map(|(name, _)| *name)
 }
 
+/// The most characters (Unicode scalar values) a SubmitPlan title may have:
+/// it is one line on the approval card, in a terminal table and in a
+/// notification.
+pub const SUBMIT_PLAN_TITLE_MAX_CHARS: usize = 200;
+
+/// The most characters (Unicode scalar values) a SubmitPlan question may
+/// have: it is read on the card before deciding, beside the plan itself.
+pub const SUBMIT_PLAN_QUESTION_MAX_CHARS: usize = 1_000;
+
 /// A validated SubmitPlan input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubmitPlanInput {
@@ -88,7 +97,9 @@ pub struct SubmitPlanInput {
 }
 
 /// Validates SubmitPlan input: a JSON object with exactly the string fields
-/// `title`, `markdown` and `question`, all non-empty, with `markdown` at most
+/// `title`, `markdown` and `question`, all non-empty, title and question
+/// within [`SUBMIT_PLAN_TITLE_MAX_CHARS`] and [`SUBMIT_PLAN_QUESTION_MAX_CHARS`]
+/// characters, with `markdown` at most
 /// `markdown_limit_bytes` bytes.
 ///
 /// A title or question made only of white space counts as empty: the
@@ -120,6 +131,11 @@ pub fn parse_submit_plan_input(
         return Err(ErrorCode::InvalidPlanInput);
     }
     if !is_plain_line(&title) || !is_plain_line(&question) {
+        return Err(ErrorCode::InvalidPlanInput);
+    }
+    if title.chars().count() > SUBMIT_PLAN_TITLE_MAX_CHARS
+        || question.chars().count() > SUBMIT_PLAN_QUESTION_MAX_CHARS
+    {
         return Err(ErrorCode::InvalidPlanInput);
     }
     if markdown.len() > markdown_limit_bytes {

@@ -10,12 +10,22 @@
 )]
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactRequest, BootEpoch, ConfigChange, Context, Effect,
-    ErrorCode, Event, ExecutionId, ExecutionState, Limits, Mode, Origin, PermissionMode, PlanApproval, Reply,
-    RowGuard, Session, SessionId, SessionState, ToolCall, ToolDecision, Transition, TurnId, TurnKind,
-    fence_row, handle, startup_fence,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactRequest, BootEpoch, ConfigChange, Context,
+    Effect, ErrorCode, Event, ExecutionId, ExecutionState, Limits, Mode, Origin, PermissionMode,
+    PlanApproval, Reply, RowGuard, Session, SessionId, SessionState, ToolCall, ToolDecision, Transition,
+    TurnId, TurnKind, fence_row, handle, startup_fence,
 };
 use serde_json::json;
+
+/// The host's re-read of `approval`'s artifact found it as submitted.
+fn matching_artifact(approval: &PlanApproval) -> plan_core::ArtifactVerification {
+    plan_core::ArtifactVerification {
+        approval_id: approval.id.clone(),
+        result: plan_core::ArtifactCheck::Ok,
+        error_code: None,
+        detail: None,
+    }
+}
 
 const T0: i64 = 1_750_000_000_000;
 const TTL: i64 = Limits::DEFAULT_APPROVAL_TTL_MS;
@@ -170,6 +180,7 @@ fn approve(state: &SessionState, now: i64, mode: Option<PermissionMode>) -> Tran
         state,
         &context(now),
         Event::Approve {
+            artifact: matching_artifact(&pending_row(state)),
             approval: pending_row(state),
             permission_mode: mode,
             execution_id: "x1".into(),
@@ -352,6 +363,40 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
         assert_eq!(
             transition.state, state,
             "the Plan turn stays active and unchanged"
+        );
+    }
+}
+
+/// A title and a question have a length bound in characters (a person reads
+/// them on a card and in a terminal): at the bound accepted, one past it
+/// `INVALID_PLAN_INPUT`, and a 100,000-character title is refused.
+#[test]
+fn submit_plan_title_and_question_have_a_length_bound() {
+    let state = plan_turn();
+    let decide = |title: &str, question: &str| {
+        let input = json!({"title": title, "markdown": "m", "question": question});
+        let (results, transition) = tool_results(&state, vec![submit_call(input)]);
+        (results[0].decision.clone(), transition.effects.len())
+    };
+    let title_max = plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS;
+    let question_max = plan_core::SUBMIT_PLAN_QUESTION_MAX_CHARS;
+    // Characters, not bytes: a bound of "é"s is still accepted.
+    assert_eq!(decide(&"é".repeat(title_max), "q").0, ToolDecision::WriteArtifact);
+    assert_eq!(
+        decide("t", &"é".repeat(question_max)).0,
+        ToolDecision::WriteArtifact
+    );
+    for (title, question) in [
+        ("t".repeat(title_max + 1), "q".to_owned()),
+        ("t".repeat(100_000), "q".to_owned()),
+        ("t".to_owned(), "q".repeat(question_max + 1)),
+    ] {
+        assert_eq!(
+            decide(&title, &question),
+            (ToolDecision::Deny(ErrorCode::InvalidPlanInput), 0),
+            "title of {} and question of {} characters",
+            title.chars().count(),
+            question.chars().count()
         );
     }
 }
@@ -584,6 +629,71 @@ fn approve_requires_an_explicit_permission_mode() {
     assert_refused_unchanged(&state, transition, ErrorCode::PermissionModeRequired);
 }
 
+/// Approving needs the plan as submitted: each finding of the host's
+/// re-read refuses with its code and changes nothing; a finding about
+/// another approval is the host's bug; Reject needs no finding at all.
+#[test]
+fn approve_refuses_a_plan_that_no_longer_matches_and_reject_stays_possible() {
+    let (state, _) = pending_state();
+    let finding = |result, error_code| plan_core::ArtifactVerification {
+        approval_id: pending_row(&state).id,
+        result,
+        error_code,
+        detail: Some("what was found".to_owned()),
+    };
+    let cases = [
+        (
+            finding(ArtifactCheck::Missing, Some(ErrorCode::ArtifactMissing)),
+            ErrorCode::ArtifactMissing,
+        ),
+        (finding(ArtifactCheck::Legacy, None), ErrorCode::ArtifactMissing),
+        (
+            finding(
+                ArtifactCheck::Mismatch,
+                Some(ErrorCode::ArtifactIntegrityMismatch),
+            ),
+            ErrorCode::ArtifactIntegrityMismatch,
+        ),
+        (
+            finding(ArtifactCheck::Unreadable, Some(ErrorCode::ArtifactSymlink)),
+            ErrorCode::ArtifactSymlink,
+        ),
+        (
+            finding(ArtifactCheck::Unreadable, None),
+            ErrorCode::ArtifactIntegrityMismatch,
+        ),
+        (
+            plan_core::ArtifactVerification {
+                approval_id: "another".into(),
+                ..matching_artifact(&pending_row(&state))
+            },
+            ErrorCode::Internal,
+        ),
+    ];
+    for (artifact, code) in cases {
+        let transition = handle(
+            &state,
+            &context(T0 + 1_000),
+            Event::Approve {
+                approval: pending_row(&state),
+                permission_mode: Some(PermissionMode::Auto),
+                execution_id: "x1".into(),
+                execution_turn_id: "t-exec".into(),
+                artifact,
+            },
+        );
+        assert_refused_unchanged(&state, transition, code);
+    }
+    let rejected = handle(
+        &state,
+        &context(T0 + 1_000),
+        Event::Reject {
+            approval: pending_row(&state),
+        },
+    );
+    accepted(&rejected);
+}
+
 #[test]
 fn approve_switches_to_agent_with_the_mode_and_queues_one_execution() {
     for mode in PermissionMode::ALL.iter().copied() {
@@ -655,6 +765,7 @@ fn reject_is_terminal_grants_no_mode_and_leaves_the_session_idle_in_plan() {
         &transition.state,
         &context(T0 + 11),
         Event::Approve {
+            artifact: matching_artifact(&rejected),
             approval: rejected.clone(),
             permission_mode: Some(PermissionMode::Auto),
             execution_id: "x2".into(),
@@ -741,6 +852,7 @@ fn approving_an_already_expired_row_is_plan_approval_timeout() {
         &expired_state,
         &context(T0 + 3 * TTL),
         Event::Approve {
+            artifact: matching_artifact(&stored),
             approval: stored,
             permission_mode: Some(PermissionMode::Auto),
             execution_id: "x".into(),
@@ -2797,6 +2909,7 @@ mod permissions {
             &pending,
             T0,
             Event::Approve {
+                artifact: matching_artifact(&approval),
                 approval,
                 permission_mode: Some(PermissionMode::AcceptEdits),
                 execution_id: "e1".into(),

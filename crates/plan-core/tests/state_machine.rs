@@ -22,6 +22,16 @@ use proptest::prelude::*;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use serde_json::json;
 
+/// The host's re-read of `approval`'s artifact found it as submitted.
+fn matching_artifact(approval: &PlanApproval) -> plan_core::ArtifactVerification {
+    plan_core::ArtifactVerification {
+        approval_id: approval.id.clone(),
+        result: plan_core::ArtifactCheck::Ok,
+        error_code: None,
+        detail: None,
+    }
+}
+
 const TTL: i64 = 10_000;
 
 fn configure_event(change: ConfigChange) -> Event {
@@ -537,6 +547,7 @@ impl StateMachineTest for PlanCoreTest {
                 let execution_id = harness.fresh("x");
                 let execution_turn_id = harness.fresh("t");
                 let _ = harness.run(Event::Approve {
+                    artifact: matching_artifact(&approval),
                     approval,
                     permission_mode,
                     execution_id,

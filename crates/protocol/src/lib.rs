@@ -69,7 +69,10 @@ pub use plan_core::{
     PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry,
     ToolAuditKind, ToolCall, TurnKind,
 };
-pub use web::{PlanCardUrlParams, PlanCardUrlResult, WebCapabilities};
+pub use web::{
+    CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,
+    PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
+};
 
 /// The protocol version this crate speaks; `initialize` must name it.
 pub const PROTOCOL_VERSION: i64 = 9;

@@ -11,7 +11,10 @@
 //! - `client_request.json` and `server_notification.json` for the
 //!   method-tagged unions; `session.json` and `plan_approval.json` for the
 //!   two main objects; `tool_audit_entry.json` for the transcript entries
-//!   of Agent-turn permission decisions.
+//!   of Agent-turn permission decisions;
+//! - `card.state.json`, `card.status.json`, `card.decision.json`,
+//!   `card.decided.json` and `card.refusal.json` for the approval card's own
+//!   messages (its web server's state, status events and decisions).
 //!
 //! Params and requests are described as the host *reads* them (optional
 //! fields may be absent, unknown fields are refused). Results, objects,
@@ -28,7 +31,9 @@ use schemars::generate::SchemaSettings;
 use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
 use crate::notifications::{NotificationVisitor, ServerNotification, visit_notifications};
-use crate::{PlanApproval, Session, ToolAuditEntry};
+use crate::{
+    CardDecided, CardDecision, CardRefusal, CardState, CardStatus, PlanApproval, Session, ToolAuditEntry,
+};
 
 /// One generated schema file.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +148,27 @@ pub fn schema_files() -> Vec<SchemaFile> {
     ));
     files.push(schema::<ToolAuditEntry>(
         "tool_audit_entry.json".to_owned(),
+        Direction::Written,
+    ));
+    // The approval card's own messages (its web server, not JSON-RPC).
+    files.push(schema::<CardState>(
+        "card.state.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<CardStatus>(
+        "card.status.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<CardDecision>(
+        "card.decision.json".to_owned(),
+        Direction::Read,
+    ));
+    files.push(schema::<CardDecided>(
+        "card.decided.json".to_owned(),
+        Direction::Written,
+    ));
+    files.push(schema::<CardRefusal>(
+        "card.refusal.json".to_owned(),
         Direction::Written,
     ));
     files

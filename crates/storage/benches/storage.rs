@@ -9,6 +9,11 @@
 //!   transcript rows; the transcript is never rebuilt, so they should match.
 //! - `startup_fence`: the fence over 10 live rows beside 1k and beside 1M
 //!   historical approvals; it reads live rows through partial indexes.
+//! - `decision`: approving a pending 4 KiB plan as the host does (load the
+//!   session's rows, plan-core's approve, one transaction), with the
+//!   artifact re-read inside the decision (`Store::check_artifact`) and
+//!   without it (the finding given as matching); the re-check's cost is the
+//!   ratio.
 //!
 //! Setup (copying databases, resetting live rows) is outside the timed part.
 //! `PLAN_STORAGE_BENCH_DIR` picks the directory the files live in (a tmpfs
@@ -25,7 +30,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use plan_core::{ApprovalStatus, Artifact, Effect, PlanApproval};
+use plan_core::{
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactVerification, BootEpoch, Context, Effect, Event, Limits,
+    PermissionMode, PlanApproval, SessionState,
+};
 use plan_storage::{Store, write_artifact};
 use rusqlite::{Connection, params};
 use sha2::Digest;
@@ -347,5 +355,128 @@ fn startup_fence(criterion: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, submission, migration, startup_fence);
+/// A 4 KiB plan, as in the re-check's performance target.
+fn plan_4k() -> Vec<u8> {
+    let mut plan = b"# Plan\n\n".to_vec();
+    let mut step = 1;
+    while plan.len() < 4096 {
+        plan.extend_from_slice(
+            format!("{step}. Split the parser's next module and run its tests.\n").as_bytes(),
+        );
+        step += 1;
+    }
+    plan.truncate(4096);
+    plan
+}
+
+/// One pending approval per new session of workspace `root`, untimed; the
+/// rows to approve.
+fn pending_plans(
+    store: &mut Store,
+    setup: &Connection,
+    root: &str,
+    first: u64,
+    count: u64,
+) -> Vec<PlanApproval> {
+    let plan = plan_4k();
+    let mut rows = Vec::new();
+    for index in first..first + count {
+        if let Err(error) = setup.execute(
+            "INSERT INTO sessions (id, workspace_root, mode, created_at, updated_at) VALUES (?1, ?2, 'plan', 0, 0)",
+            params![format!("d{index}"), root],
+        ) {
+            panic!("creating a session: {error}");
+        }
+        let artifact = match write_artifact(root, "Split parser", &plan, NOW, &format!("d{index}")) {
+            Ok(artifact) => artifact,
+            Err(error) => panic!("{error}"),
+        };
+        let row = pending_row(index, format!("d{index}"), artifact);
+        if let Err(error) = store.apply(&[Effect::InsertApproval(row.clone())], NOW) {
+            panic!("{error}");
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Approves `row` as the host does; `recheck` re-reads its artifact first.
+fn approve_row(store: &mut Store, row: PlanApproval, recheck: bool) {
+    let rows = match store.session_rows(&row.session_id) {
+        Ok(Some(rows)) => rows,
+        Ok(None) => panic!("no session {}", row.session_id),
+        Err(error) => panic!("{error}"),
+    };
+    let artifact = if recheck {
+        match store.check_artifact(&row) {
+            Ok(found) => found,
+            Err(error) => panic!("{error}"),
+        }
+    } else {
+        ArtifactVerification {
+            approval_id: row.id.clone(),
+            result: ArtifactCheck::Ok,
+            error_code: None,
+            detail: None,
+        }
+    };
+    let state = SessionState {
+        session: rows.session,
+        active_turn: None,
+        pending_approval: rows.pending_approval,
+        live_execution: rows.live_execution,
+    };
+    let context = Context {
+        now: NOW + 1,
+        epoch: BootEpoch(1),
+        limits: Limits::default(),
+    };
+    let event = Event::Approve {
+        execution_id: format!("x-{}", row.id).into(),
+        execution_turn_id: format!("xt-{}", row.id).into(),
+        approval: row,
+        permission_mode: Some(PermissionMode::Ask),
+        artifact,
+    };
+    let transition = plan_core::handle(&state, &context, event);
+    if let Err(code) = transition.reply {
+        panic!("approve refused: {code:?}");
+    }
+    if let Err(error) = store.apply(&transition.effects, NOW + 1) {
+        panic!("{error}");
+    }
+}
+
+fn decision(criterion: &mut Criterion) {
+    let dir = bench_dir();
+    let mut group = criterion.benchmark_group("decision");
+    group.sample_size(30).measurement_time(Duration::from_secs(6));
+    let workspace = dir.path().join("workspace");
+    if let Err(error) = std::fs::create_dir_all(&workspace) {
+        panic!("{error}");
+    }
+    let root = workspace.to_string_lossy().into_owned();
+    let path = dir.path().join("decision.db");
+    let mut store = open_store(&path);
+    let Ok(setup) = Connection::open(&path) else {
+        panic!("setup connection")
+    };
+    let mut next: u64 = 0;
+    for (label, recheck) in [("without_recheck", false), ("with_recheck", true)] {
+        group.bench_function(label, |bencher| {
+            bencher.iter_custom(|iters| {
+                let rows = pending_plans(&mut store, &setup, &root, next, iters);
+                next += iters;
+                let start = Instant::now();
+                for row in rows {
+                    approve_row(&mut store, row, recheck);
+                }
+                start.elapsed()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, submission, migration, startup_fence, decision);
 criterion_main!(benches);

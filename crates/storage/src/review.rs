@@ -47,6 +47,15 @@ impl Store {
         read_artifact(&location.workspace_root, &location.artifact)
     }
 
+    /// Checks one approval's artifact (size and SHA-256 of the file as it
+    /// is now) and says what it found, as [`Store::verify`] does for each
+    /// approval: the fact a decision is made from (plan-core's
+    /// `ArtifactVerification::refuses_approval`). Only a failure to read
+    /// the database is an error.
+    pub fn check_artifact(&self, approval: &PlanApproval) -> Result<ArtifactVerification, StorageError> {
+        self.check_one(&mut HashMap::new(), approval)
+    }
+
     /// Verifies the approvals of `scope` (size and SHA-256 of each artifact)
     /// and, for a session or everything, looks for orphan files under each
     /// workspace's `.pi/plan/`. An unknown approval or session fails the

@@ -33,11 +33,15 @@ export function escapeLine(text: string): string {
   return text.replace(TERMINAL_CONTROL, escapeCharacter);
 }
 
-/** A block of agent text (the plan): newline and tab kept, every other such character escaped. */
+/**
+ * A block of agent text (the plan): newline and tab kept, a CR LF line end
+ * shown as the line break it is, every other such character (a lone
+ * carriage return too) escaped.
+ */
 export function escapeBlock(text: string): string {
-  return text.replace(TERMINAL_CONTROL, (character) =>
-    character === "\n" || character === "\t" ? character : escapeCharacter(character),
-  );
+  return text
+    .replace(/\r\n/gu, "\n")
+    .replace(TERMINAL_CONTROL, (character) => (character === "\n" || character === "\t" ? character : escapeCharacter(character)));
 }
 
 /** "29m 58s", "1h 3m", "0s": the time left, never negative. */
@@ -51,41 +55,42 @@ export function formatRemaining(ms: number): string {
   return `${rest}s`;
 }
 
-/** The approval's status as the server streams it. */
-export interface CardStatus {
-  status: "pending" | "approved" | "rejected" | "expired" | "interrupted";
-  permissionMode: string | null;
-  errorCode: string | null;
-}
-
-/** `GET <card-url>/state`. */
-export interface CardState {
-  approvalId: string;
-  title: string;
-  question: string;
-  createdAt: number;
-  expiresAt: number;
-  status: CardStatus;
-  artifact: { sha256: string; size: number };
-  plan: { ok: true; markdown: string } | { ok: false; errorCode: string; message: string };
-  permissionModes: string[];
-}
+// The card's messages are the protocol's (crates/protocol, generated from
+// its schema); a type-only import leaves the built script without imports.
+import type { CardPlan, CardRefusal, CardState, CardStatus, PermissionModeSummary } from "../generated/protocol.js";
 
 const STYLE = `
-:host { display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: #1b1b1b; }
-article { border: 1px solid #c8c8c8; border-radius: 8px; padding: 1rem 1.25rem; background: #fff; }
+:host {
+  color-scheme: light dark;
+  --fg: #1b1b1b; --bg: #ffffff; --code-bg: #f2f2f2; --border: #8a8a8a; --alert: #a00000;
+  --approve-bg: #135e2b; --approve-fg: #ffffff; --reject-fg: #8a1010; --reject-bg: #ffffff;
+  display: block; max-width: 48rem; margin: 1rem auto; font: 16px/1.45 system-ui, sans-serif; color: var(--fg);
+}
+@media (prefers-color-scheme: dark) {
+  :host {
+    --fg: #ececec; --bg: #1d1f21; --code-bg: #2a2d30; --border: #8f8f8f; --alert: #ff9d96;
+    --approve-bg: #1f7a3d; --approve-fg: #ffffff; --reject-fg: #ffaaa3; --reject-bg: #1d1f21;
+  }
+}
+* { box-sizing: border-box; }
+article { border: 1px solid var(--border); border-radius: 8px; padding: 1rem; background: var(--bg); color: var(--fg); }
 h1 { font-size: 1.3rem; margin: 0 0 .25rem; overflow-wrap: anywhere; }
 .question { margin: 0 0 1rem; overflow-wrap: anywhere; }
-pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f5f5f5; padding: .75rem; border-radius: 4px; max-height: 60vh; overflow: auto; }
-dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 1rem 0; }
+summary { display: list-item; min-height: 44px; min-width: 44px; padding: .6rem 0; cursor: pointer; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--code-bg); color: var(--fg); padding: .75rem; border-radius: 4px; max-height: 60vh; overflow: auto; font-size: 14px; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .25rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
-dd { margin: 0; }
-.integrity, .notice { color: #a00000; font-weight: 600; }
+dd { margin: 0; overflow-wrap: anywhere; min-width: 0; }
+code { font-size: 14px; overflow-wrap: anywhere; }
+.integrity, .notice { color: var(--alert); font-weight: 600; }
 .actions { display: flex; flex-wrap: wrap; gap: .75rem; align-items: center; }
-button { font: inherit; padding: .4rem 1rem; border-radius: 4px; border: 1px solid #888; cursor: pointer; }
-button.approve { background: #135e2b; color: #fff; border-color: #135e2b; }
-button.reject { background: #fff; color: #8a1010; border-color: #8a1010; }
+label { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; }
+button, select { font: inherit; font-size: 16px; min-height: 44px; min-width: 44px; padding: .4rem 1rem; border-radius: 4px; border: 1px solid var(--border); cursor: pointer; background: var(--bg); color: var(--fg); }
+button.approve { background: var(--approve-bg); color: var(--approve-fg); border-color: var(--approve-bg); }
+button.reject { background: var(--reject-bg); color: var(--reject-fg); border-color: var(--reject-fg); }
 button:disabled, select:disabled { opacity: .5; cursor: not-allowed; }
+.modes { padding-left: 1.25rem; }
+.announce { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 [hidden] { display: none !important; }
 `;
 
@@ -115,6 +120,24 @@ function describeStatus(status: CardStatus): string {
   }
 }
 
+/** One mode and what it allows, as plan-core's table says (sent by the host). */
+function describeMode(summary: PermissionModeSummary): HTMLLIElement {
+  const item = element("li", "");
+  item.dataset["mode"] = summary.mode;
+  const name = element("strong", "", summary.mode);
+  const runs = summary.runsWithoutAsking.length === 0 ? "nothing" : summary.runsWithoutAsking.join(", ");
+  const asks = summary.asksFirst.length === 0 ? "nothing" : summary.asksFirst.join(", ");
+  item.append(name, ` runs without asking: ${runs}; asks first: ${asks}.`);
+  return item;
+}
+
+/** How long before the deadline a screen reader hears that it is near. */
+const DEADLINE_WARNINGS_MS = [5 * 60_000, 60_000];
+
+/** How often a card asks its host for the status, and how long one ask may take. */
+const POLL_INTERVAL_MS = 1500;
+const POLL_TIMEOUT_MS = 3000;
+
 function defineCard(): void {
   class PlanApprovalCard extends HTMLElement {
     readonly #root: ShadowRoot;
@@ -122,6 +145,11 @@ function defineCard(): void {
     readonly #question = element("p", "question");
     readonly #plan = element("pre", "markdown");
     readonly #integrity = element("p", "integrity");
+    readonly #project = element("span", "project");
+    readonly #file = element("span", "file");
+    readonly #size = element("span", "size");
+    readonly #fingerprint = element("code", "fingerprint");
+    readonly #modes = element("ul", "modes");
     readonly #expiry = element("time", "expiry");
     readonly #countdown = element("span", "countdown");
     readonly #status = element("span", "status");
@@ -129,10 +157,16 @@ function defineCard(): void {
     readonly #approve = element("button", "approve", "Approve");
     readonly #reject = element("button", "reject", "Reject");
     readonly #notice = element("p", "notice");
+    readonly #decidedAt = element("p", "decided");
+    /** Read to screen readers ahead of the deadline (visually hidden). */
+    readonly #announce = element("p", "announce");
+    /** The announcement thresholds already passed. */
+    readonly #announced = new Set<number>();
     #state: CardState | null = null;
     #decided = false;
     #busy = false;
-    #events: EventSource | null = null;
+    #poll: ReturnType<typeof setTimeout> | null = null;
+    #unreachable = false;
     #timer: ReturnType<typeof setInterval> | null = null;
 
     constructor() {
@@ -148,6 +182,14 @@ function defineCard(): void {
       this.#integrity.setAttribute("role", "alert");
       const facts = element("dl", "facts");
       facts.append(
+        element("dt", "", "Project"),
+        this.#wrap(this.#project),
+        element("dt", "", "Plan file"),
+        this.#wrap(this.#file),
+        element("dt", "", "Size"),
+        this.#wrap(this.#size),
+        element("dt", "", "Fingerprint"),
+        this.#wrap(this.#fingerprint),
         element("dt", "", "Expires"),
         this.#wrap(this.#expiry),
         element("dt", "", "Time left"),
@@ -164,7 +206,13 @@ function defineCard(): void {
       actions.append(label, this.#approve, this.#reject);
       this.#notice.hidden = true;
       this.#notice.setAttribute("role", "alert");
-      article.append(this.#title, this.#question, opener, this.#integrity, facts, actions, this.#notice);
+      const modes = element("details", "mode-help");
+      modes.append(element("summary", "", "What each permission mode allows"), this.#modes);
+      this.#decidedAt.hidden = true;
+      this.#announce.setAttribute("aria-live", "assertive");
+      this.#announce.setAttribute("aria-atomic", "true");
+      article.append(this.#announce);
+      article.append(this.#title, this.#question, opener, this.#integrity, facts, this.#decidedAt, actions, modes, this.#notice);
       this.#root.append(article);
       this.#approve.addEventListener("click", () => void this.#decide("approve"));
       this.#reject.addEventListener("click", () => void this.#decide("reject"));
@@ -182,8 +230,16 @@ function defineCard(): void {
     }
 
     disconnectedCallback(): void {
-      this.#events?.close();
-      this.#events = null;
+      this.#stopPolling();
+      this.#stopCountdown();
+    }
+
+    #stopPolling(): void {
+      if (this.#poll !== null) clearTimeout(this.#poll);
+      this.#poll = null;
+    }
+
+    #stopCountdown(): void {
       if (this.#timer !== null) clearInterval(this.#timer);
       this.#timer = null;
     }
@@ -209,19 +265,19 @@ function defineCard(): void {
       const state = (await response.json()) as CardState;
       this.#state = state;
       this.#render(state);
-      this.#listen(base);
+      void this.#check(base);
     }
 
     #render(state: CardState): void {
       this.#title.textContent = escapeLine(state.title);
       this.#question.textContent = escapeLine(state.question);
-      if (state.plan.ok) {
-        this.#plan.textContent = escapeBlock(state.plan.markdown);
-      } else {
-        this.#plan.textContent = "";
-        this.#integrity.textContent = `The plan failed the host's integrity check (${state.plan.errorCode}): ${escapeLine(state.plan.message)}. It cannot be approved.`;
-        this.#integrity.hidden = false;
-      }
+      this.#showPlan(state.plan);
+      this.#project.textContent = state.project === null ? "(no project)" : escapeLine(state.project);
+      this.#file.textContent = escapeLine(state.artifact.fileName);
+      this.#size.textContent = `${state.artifact.size} bytes`;
+      this.#fingerprint.textContent = state.artifact.fingerprint;
+      this.#fingerprint.title = state.artifact.sha256;
+      this.#modes.replaceChildren(...state.permissionModes.map(describeMode));
       const expires = new Date(state.expiresAt);
       this.#expiry.dateTime = expires.toISOString();
       this.#expiry.dataset["expiresAt"] = String(state.expiresAt);
@@ -230,7 +286,7 @@ function defineCard(): void {
         timeStyle: "long",
       }).format(expires);
       this.#mode.replaceChildren(
-        ...state.permissionModes.map((mode) => {
+        ...state.permissionModes.map(({ mode }) => {
           const option = element("option", "", mode);
           option.value = mode;
           option.selected = mode === "ask";
@@ -238,9 +294,20 @@ function defineCard(): void {
         }),
       );
       this.#mode.value = "ask";
-      this.#tick();
-      this.#timer = setInterval(() => this.#tick(), 1000);
       this.#show(state.status);
+      if (!this.#decided) this.#startCountdown();
+    }
+
+    /** The plan as the host read it, or what its size and hash check found. */
+    #showPlan(plan: CardPlan): void {
+      if (plan.ok && plan.markdown !== null) {
+        this.#plan.textContent = escapeBlock(plan.markdown);
+        this.#integrity.hidden = true;
+      } else {
+        this.#plan.textContent = "";
+        this.#integrity.textContent = `The plan failed the host's integrity check (${plan.errorCode ?? "unknown"}): ${escapeLine(plan.message ?? "")}. It cannot be approved.`;
+        this.#integrity.hidden = false;
+      }
     }
 
     /** The countdown, from the viewer's clock to the absolute deadline. */
@@ -249,28 +316,71 @@ function defineCard(): void {
       if (state === null) return;
       const left = state.expiresAt - Date.now();
       this.#countdown.textContent = formatRemaining(left);
+      this.#announceDeadline(left);
       if (left <= 0) {
         // Past the deadline nothing can be approved; the host's own expiry
-        // arrives on the status stream.
+        // arrives with the next status poll.
         this.#setEnabled(false);
         if (this.#timer !== null) clearInterval(this.#timer);
         this.#timer = null;
       }
     }
 
-    #listen(base: URL): void {
-      const events = new EventSource(`${base.href}/events`);
-      this.#events = events;
-      events.addEventListener("status", (event) => {
-        // From the first event on, the status shown is live.
+    /** Tells a screen reader, once per threshold, that the deadline is near. */
+    #announceDeadline(left: number): void {
+      if (left <= 0 || this.#decided) return;
+      const passed = DEADLINE_WARNINGS_MS.filter((threshold) => left <= threshold && !this.#announced.has(threshold));
+      if (passed.length === 0) return;
+      for (const threshold of passed) this.#announced.add(threshold);
+      const nearest = Math.min(...passed);
+      const minutes = Math.round(nearest / 60_000);
+      this.#announce.textContent = `Less than ${minutes} ${minutes === 1 ? "minute" : "minutes"} left to decide on this plan.`;
+    }
+
+    #startCountdown(): void {
+      this.#tick();
+      if (this.#timer === null) this.#timer = setInterval(() => this.#tick(), 1000);
+    }
+
+    /**
+     * The live status by short polling: one short request every
+     * POLL_INTERVAL_MS and none held open, so any number of cards (tabs)
+     * share a browser's few connections per host. A poll that fails (the
+     * host stopped, crashed, or another host answers on its port) makes the
+     * card say the host is unreachable, with the countdown stopped and both
+     * actions off, until a poll succeeds again.
+     */
+    async #check(base: URL): Promise<void> {
+      this.#poll = null;
+      let status: CardStatus | null = null;
+      try {
+        const controller = new AbortController();
+        const abort = setTimeout(() => controller.abort(), POLL_TIMEOUT_MS);
+        const response = await fetch(`${base.href}/status`, { cache: "no-store", credentials: "omit", signal: controller.signal });
+        clearTimeout(abort);
+        if (response.ok) status = (await response.json()) as CardStatus;
+      } catch {
+        status = null;
+      }
+      if (!this.isConnected) return;
+      if (status === null) {
+        this.#lost();
+      } else {
+        this.#unreachable = false;
         this.dataset["live"] = "true";
-        this.#show(JSON.parse((event as MessageEvent<string>).data) as CardStatus);
-      });
-      events.addEventListener("error", () => {
-        if (events.readyState === EventSource.CLOSED && !this.#decided) {
-          this.#gone("The host no longer serves this card.");
-        }
-      });
+        this.#show(status);
+        if (!this.#decided) this.#startCountdown();
+      }
+      if (!this.#decided) this.#poll = setTimeout(() => void this.#check(base), POLL_INTERVAL_MS);
+    }
+
+    /** The host cannot be reached: nothing shown may look decidable. */
+    #lost(): void {
+      this.#unreachable = true;
+      this.#stopCountdown();
+      this.#status.textContent = "host unreachable: this card cannot decide until its host answers again";
+      this.dataset["status"] = "unreachable";
+      this.#setEnabled(false);
     }
 
     #show(status: CardStatus): void {
@@ -278,18 +388,20 @@ function defineCard(): void {
       this.dataset["status"] = status.status;
       if (status.status !== "pending") {
         this.#decided = true;
-        this.#events?.close();
-        this.#events = null;
-        if (this.#timer !== null) clearInterval(this.#timer);
-        this.#timer = null;
+        this.#stopPolling();
+        this.#stopCountdown();
+        if (status.decidedAt !== null) {
+          this.#decidedAt.textContent = `Decided ${new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" }).format(new Date(status.decidedAt))}; this card can no longer decide.`;
+          this.#decidedAt.hidden = false;
+        }
       }
       this.#setEnabled(!this.#decided && !this.#busy);
     }
 
     #gone(message: string): void {
       this.#decided = true;
-      this.#events?.close();
-      this.#events = null;
+      this.#stopPolling();
+      this.#stopCountdown();
       this.#notice.textContent = message;
       this.#notice.hidden = false;
       this.dataset["status"] = this.dataset["status"] === "pending" || !this.dataset["status"] ? "gone" : this.dataset["status"];
@@ -299,7 +411,7 @@ function defineCard(): void {
     /** Both actions, and the mode select; Approve also needs a plan that passed its check. */
     #setEnabled(enabled: boolean): void {
       const state = this.#state;
-      const live = enabled && state !== null && state.expiresAt > Date.now();
+      const live = enabled && !this.#unreachable && state !== null && state.expiresAt > Date.now();
       this.#approve.disabled = !(live && state !== null && state.plan.ok);
       this.#mode.disabled = this.#approve.disabled;
       this.#reject.disabled = !live;
@@ -338,7 +450,13 @@ function defineCard(): void {
           this.#setEnabled(false);
           return;
         }
-        const refusal = (await response.json()) as { errorCode?: string; message?: string };
+        const refusal = (await response.json()) as Partial<CardRefusal>;
+        // The host re-read the plan for the refusal: a file rewritten since
+        // the card opened is shown as failing its check, and Approve stays off.
+        if (refusal.plan !== undefined) {
+          this.#state = { ...state, plan: refusal.plan };
+          this.#showPlan(refusal.plan);
+        }
         this.#notice.textContent = `The host refused: ${refusal.errorCode ?? response.status} ${escapeLine(refusal.message ?? "")}`;
         this.#notice.hidden = false;
       } catch {

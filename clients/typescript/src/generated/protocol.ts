@@ -93,6 +93,183 @@ export interface Capabilities {
 }
 
 /**
+ * The plan file that binds the decision, as a person compares it.
+ */
+export interface CardArtifact {
+  /**
+   * The file's name under the workspace's `.pi/plan/`.
+   */
+  fileName: string;
+  /**
+   * The short form of the SHA-256 every frontend shows (`sha256 ` and 16
+   * hex digits, then `…`).
+   */
+  fingerprint: string;
+  /**
+   * Its SHA-256 as recorded; a decision must echo it.
+   */
+  sha256: string;
+  /**
+   * Its byte size as recorded.
+   */
+  size: number;
+}
+
+/**
+ * `POST /decision` answer `200`: what the approval became.
+ */
+export interface CardDecided {
+  /**
+   * The status after the decision.
+   */
+  status: CardStatus;
+}
+
+/**
+ * `POST /decision` body.
+ */
+export interface CardDecision {
+  /**
+   * What the person decided.
+   */
+  decision: CardDecisionKind;
+  /**
+   * The mode chosen, for an approval only.
+   */
+  permissionMode?: PermissionMode | null;
+  /**
+   * The SHA-256 the card showed.
+   */
+  sha256: string;
+  /**
+   * The card's token (from its URL).
+   */
+  token: string;
+}
+
+/**
+ * Approve or reject.
+ */
+export type CardDecisionKind = "approve" | "reject";
+
+/**
+ * The plan as the host read it after its size and SHA-256 check, or what
+ * that check found.
+ */
+export interface CardPlan {
+  /**
+   * `ARTIFACT_MISSING`, `ARTIFACT_INTEGRITY_MISMATCH`, ... when it did not; `null` otherwise.
+   */
+  errorCode: CanonicalCode | null;
+  /**
+   * The Markdown when it matched; `null` otherwise.
+   */
+  markdown: string | null;
+  /**
+   * What the check found, when it failed; `null` otherwise.
+   */
+  message: string | null;
+  /**
+   * Whether the file matched its record.
+   */
+  ok: boolean;
+}
+
+/**
+ * `POST /decision` answer `400` / `409`: the host refused the decision;
+ * the approval is still pending and the token still live.
+ */
+export interface CardRefusal {
+  /**
+   * The canonical code.
+   */
+  errorCode: CanonicalCode;
+  /**
+   * A human message.
+   */
+  message: string;
+  /**
+   * The plan as read at the refusal (a file rewritten while the card was
+   * open shows here as failing its check).
+   */
+  plan: CardPlan;
+}
+
+/**
+ * `GET /card/<token>/state`: everything the card shows. A decided card's
+ * token still answers it (and `GET /card/<token>/status`, its
+ * `CardStatus`), read-only.
+ */
+export interface CardState {
+  /**
+   * The approval.
+   */
+  approvalId: string;
+  /**
+   * The plan file that binds the decision.
+   */
+  artifact: CardArtifact;
+  /**
+   * Unix ms.
+   */
+  createdAt: number;
+  /**
+   * The absolute deadline, Unix ms.
+   */
+  expiresAt: number;
+  /**
+   * The modes Approve offers (`ask` first) and what each allows.
+   */
+  permissionModes: PermissionModeSummary[];
+  /**
+   * The plan as read now.
+   */
+  plan: CardPlan;
+  /**
+   * The project: the last component of the session's workspace root;
+   * `null` for a session without one.
+   */
+  project: string | null;
+  /**
+   * The agent's question (untrusted text).
+   */
+  question: string;
+  /**
+   * The status now.
+   */
+  status: CardStatus;
+  /**
+   * The agent's title (untrusted text).
+   */
+  title: string;
+}
+
+/**
+ * The approval's status as the card shows it, in `CardState` and in every
+ * status event.
+ */
+export interface CardStatus {
+  /**
+   * When it left `pending` (approved, rejected, expired, interrupted),
+   * Unix ms; `null` while pending.
+   */
+  decidedAt: number | null;
+  /**
+   * Why it ended without a decision (`HOST_CLOSED` when the host stopped
+   * under the card); `null` otherwise.
+   */
+  errorCode: CanonicalCode | null;
+  /**
+   * The mode approved with; `null` otherwise.
+   */
+  permissionMode: PermissionMode | null;
+  /**
+   * `pending`, `approved`, `rejected`, `expired` or `interrupted`.
+   */
+  status: ApprovalStatus;
+}
+
+/**
  * Every client request with its typed params, tagged as
  * `{"method": ..., "params": ...}` (the JSON-RPC members without
  * `jsonrpc` and `id`).
@@ -579,6 +756,25 @@ export type OutputStream = "stdout" | "stderr";
  * `"ask"`, `"accept-edits"` or `"auto"`.
  */
 export type PermissionMode = "ask" | "accept-edits" | "auto";
+
+/**
+ * What one permission mode lets the approved work do (from plan-core's
+ * permission table).
+ */
+export interface PermissionModeSummary {
+  /**
+   * The kinds of tool call that ask a person first.
+   */
+  asksFirst: string[];
+  /**
+   * The mode.
+   */
+  mode: PermissionMode;
+  /**
+   * The kinds of tool call that run without asking.
+   */
+  runsWithoutAsking: string[];
+}
 
 /**
  * One plan approval and, once approved, its execution.
@@ -1404,6 +1600,9 @@ export const APPROVAL_STATUS_VALUES = ["pending", "approved", "rejected", "expir
 
 /** Every {@link ArtifactCheck} value, in schema order. */
 export const ARTIFACT_CHECK_VALUES = ["ok", "missing", "mismatch", "unreadable", "legacy"] as const satisfies readonly ArtifactCheck[];
+
+/** Every {@link CardDecisionKind} value, in schema order. */
+export const CARD_DECISION_KIND_VALUES = ["approve", "reject"] as const satisfies readonly CardDecisionKind[];
 
 /** Every {@link CommandSandbox} value, in schema order. */
 export const COMMAND_SANDBOX_VALUES = ["read-only", "workspace-write", "none"] as const satisfies readonly CommandSandbox[];

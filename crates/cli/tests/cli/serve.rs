@@ -700,6 +700,47 @@ fn read_artifact_detects_missing_and_tampered_files() {
     assert!(serve.close().success());
 }
 
+/// `plan/approve` re-reads the artifact inside the decision: a rewritten or
+/// removed file refuses it with its code, the row and the session stay as
+/// they were, no `plan/approvalResolved` goes out, and `plan/reject` still
+/// decides.
+#[test]
+fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &[]);
+    let (approval, _) = pending(&mut serve, place.root(), "s1", MARKDOWN);
+    let id = approval["id"].as_str().unwrap();
+    let session = serve.call("session/get", json!({"sessionId": "s1"}));
+    let path = place
+        .workspace
+        .join(approval["artifact"]["path"].as_str().unwrap());
+    serve.take_notifications();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        serve.error(
+            "plan/approve",
+            json!({"approvalId": id, "permissionMode": "auto"})
+        ),
+        (-32000, "ARTIFACT_INTEGRITY_MISMATCH".to_owned())
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        serve.code("plan/approve", json!({"approvalId": id, "permissionMode": "ask"})),
+        "ARTIFACT_MISSING"
+    );
+    assert_eq!(serve.call("plan/get", json!({"approvalId": id})), approval);
+    assert_eq!(serve.call("session/get", json!({"sessionId": "s1"})), session);
+    assert!(
+        !notification_methods(&serve.take_notifications()).contains(&"plan/approvalResolved".to_owned()),
+        "a refused approval resolves nothing"
+    );
+    let rejected = serve.call("plan/reject", json!({"approvalId": id}));
+    assert_eq!(rejected["approval"]["status"], "rejected");
+    assert!(serve.close().success());
+}
+
 #[test]
 fn shell_list_set_default_and_unknown() {
     let place = Place::new();
@@ -1675,6 +1716,29 @@ fn no_request_within_the_line_cap_takes_serve_above_64_mib() {
     let peak = peak_rss_kib(serve.child.id());
     eprintln!("serve peaked at {} KiB", peak);
     assert!(peak < 64 * 1024, "serve peaked at {} MiB", peak / 1024);
+    assert!(serve.close().success());
+}
+
+/// A card URL carries a token, a secret of the person's (P11): `serve`
+/// prints it on stderr only when stderr is a terminal. Into a pipe or a log
+/// it says the approval is pending and where its URL goes, without it; the
+/// host's own client still gets the URL on stdout.
+#[test]
+fn serve_web_prints_no_card_token_into_a_pipe() {
+    let place = Place::new();
+    let mut serve = Serve::start(&place.db, &["--web", "127.0.0.1:0"]);
+    let (approval, _) = pending(&mut serve, place.root(), "s1", MARKDOWN);
+    let id = approval["id"].as_str().unwrap();
+    let url = serve.call("plan/cardUrl", json!({"approvalId": id}))["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(token.len(), 64, "{url}");
+    serve.wait_stderr(&format!("approval {id} is pending"));
+    let stderr = serve.stderr();
+    assert!(!stderr.contains(&token), "the token reached a pipe: {stderr}");
+    assert!(!stderr.contains("/card/"), "{stderr}");
     assert!(serve.close().success());
 }
 

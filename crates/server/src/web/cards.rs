@@ -12,8 +12,8 @@
 use std::io::Write;
 use std::net::TcpStream;
 
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
-use serde::Serialize;
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
+use plan_protocol::CardStatus;
 
 /// How many bytes a token has (256 bits).
 pub(crate) const TOKEN_BYTES: usize = 32;
@@ -83,39 +83,31 @@ struct Card {
     spent: bool,
 }
 
-/// The status a page shows, as its event stream sends it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CardStatus {
-    pub(crate) status: ApprovalStatus,
-    pub(crate) permission_mode: Option<PermissionMode>,
-    pub(crate) error_code: Option<ErrorCode>,
+/// The status a page shows (the protocol's `CardStatus`).
+pub(crate) fn status_of(approval: &PlanApproval) -> CardStatus {
+    CardStatus {
+        status: approval.status,
+        permission_mode: approval.permission_mode,
+        error_code: approval.error_code,
+        decided_at: approval.decided_at,
+    }
 }
 
-impl CardStatus {
-    pub(crate) fn of(approval: &PlanApproval) -> CardStatus {
-        CardStatus {
-            status: approval.status,
-            permission_mode: approval.permission_mode,
-            error_code: approval.error_code,
-        }
+/// What a page hears when the host stops under it: its approval will be
+/// interrupted by the next host's startup fence.
+fn host_stopped() -> CardStatus {
+    CardStatus {
+        status: ApprovalStatus::Interrupted,
+        permission_mode: None,
+        error_code: Some(ErrorCode::HostClosed),
+        decided_at: None,
     }
+}
 
-    /// What a page hears when the host stops under it: its approval will
-    /// be interrupted by the next host's startup fence.
-    fn host_stopped() -> CardStatus {
-        CardStatus {
-            status: ApprovalStatus::Interrupted,
-            permission_mode: None,
-            error_code: Some(ErrorCode::HostClosed),
-        }
-    }
-
-    /// One server-sent event.
-    pub(crate) fn event(&self) -> String {
-        let data = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
-        format!("event: status\ndata: {data}\n\n")
-    }
+/// One server-sent status event.
+pub(crate) fn status_event(status: &CardStatus) -> String {
+    let data = serde_json::to_string(status).unwrap_or_else(|_| "{}".to_owned());
+    format!("event: status\ndata: {data}\n\n")
 }
 
 #[derive(Debug)]
@@ -128,9 +120,17 @@ struct Stream {
 #[derive(Debug, Default)]
 pub(crate) struct Cards {
     cards: Vec<Card>,
+    /// The cards of approvals no longer pending, newest last, at most
+    /// [`DECIDED_KEPT`]: their tokens show the outcome read-only and decide
+    /// nothing.
+    decided: std::collections::VecDeque<(Token, ApprovalId)>,
     streams: Vec<Stream>,
     stopped: bool,
 }
+
+/// How many decided cards keep showing their outcome (memory only; the
+/// oldest is forgotten first and its URL is then simply not found).
+const DECIDED_KEPT: usize = 1024;
 
 /// Why a stream was not added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,16 +246,42 @@ impl Cards {
     /// The event a page gets when its stream opens after the card died.
     pub(crate) fn gone_event(&self, approval: Option<&PlanApproval>) -> String {
         match approval {
-            Some(approval) if !self.stopped => CardStatus::of(approval).event(),
-            Some(_) | None => CardStatus::host_stopped().event(),
+            Some(approval) if !self.stopped => status_event(&status_of(approval)),
+            Some(_) | None => status_event(&host_stopped()),
         }
     }
 
-    /// The approval left `pending`: its card dies and its pages hear the
-    /// final status, then their streams end.
+    /// The approval a decided card's token names: it shows the outcome
+    /// and decides nothing. Every kept card is compared, as in
+    /// [`Cards::binding`].
+    pub(crate) fn decided_approval(&self, token: &Token) -> Option<ApprovalId> {
+        if self.stopped {
+            return None;
+        }
+        let mut found = None;
+        for (kept, approval_id) in &self.decided {
+            if kept.matches(token) {
+                found = Some(approval_id.clone());
+            }
+        }
+        found
+    }
+
+    /// The approval left `pending`: its card can no longer decide (its
+    /// token now shows the outcome) and its pages hear the final status,
+    /// then their streams end.
     pub(crate) fn resolve(&mut self, approval: &PlanApproval) {
-        self.cards.retain(|card| card.binding.approval_id != approval.id);
-        let event = CardStatus::of(approval).event();
+        let (ended_cards, kept_cards) = std::mem::take(&mut self.cards)
+            .into_iter()
+            .partition::<Vec<_>, _>(|card| card.binding.approval_id == approval.id);
+        self.cards = kept_cards;
+        for card in ended_cards {
+            if self.decided.len() >= DECIDED_KEPT {
+                self.decided.pop_front();
+            }
+            self.decided.push_back((card.token, card.binding.approval_id));
+        }
+        let event = status_event(&status_of(approval));
         let (ended, kept) = std::mem::take(&mut self.streams)
             .into_iter()
             .partition(|stream| stream.approval_id == approval.id);
@@ -269,7 +295,8 @@ impl Cards {
     pub(crate) fn stop(&mut self) {
         self.stopped = true;
         self.cards.clear();
-        let event = CardStatus::host_stopped().event();
+        self.decided.clear();
+        let event = status_event(&host_stopped());
         for stream in std::mem::take(&mut self.streams) {
             send_and_close(stream.socket, &event);
         }

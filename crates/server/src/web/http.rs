@@ -219,8 +219,11 @@ impl Response {
         )
     }
 
-    pub(crate) fn json(status: u16, value: &serde_json::Value) -> Response {
-        Response::new(status, "application/json", value.to_string())
+    pub(crate) fn json(status: u16, value: &impl serde::Serialize) -> Response {
+        match serde_json::to_string(value) {
+            Ok(body) => Response::new(status, "application/json", body),
+            Err(_) => Response::plain(500),
+        }
     }
 }
 

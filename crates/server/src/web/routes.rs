@@ -7,12 +7,14 @@ use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PermissionMode, PlanApproval};
+use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
 use plan_host::{DecisionChannel, DecisionSource, HostError};
-use serde::Deserialize;
-use serde_json::json;
+use plan_protocol::{
+    CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState,
+    PermissionModeSummary,
+};
 
-use super::cards::{Binding, CardStatus, StreamRefusal, Token};
+use super::cards::{Binding, StreamRefusal, Token, status_event, status_of};
 use super::http::{self, Request, Response};
 use super::{REQUEST_DEADLINE, Shared, WRITE_TIMEOUT};
 
@@ -65,6 +67,7 @@ fn route(shared: &Shared, request: &Request, stream: &mut TcpStream, peer: Socke
         ("GET", _) => match card_path(path) {
             Some((token, CardRoute::Page)) => Answer::Respond(page(shared, token)),
             Some((token, CardRoute::State)) => Answer::Respond(state(shared, token)),
+            Some((token, CardRoute::Status)) => Answer::Respond(status(shared, token)),
             Some((token, CardRoute::Events)) => events(shared, token, stream),
             None => Answer::Respond(Response::plain(404)),
         },
@@ -95,15 +98,18 @@ fn check_origin(shared: &Shared, request: &Request) -> Result<(), Response> {
 enum CardRoute {
     Page,
     State,
+    Status,
     Events,
 }
 
-/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/events`.
+/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/status`,
+/// `/card/<token>/events`.
 fn card_path(path: &str) -> Option<(&str, CardRoute)> {
     let rest = path.strip_prefix("/card/")?;
     match rest.split_once('/') {
         None => Some((rest, CardRoute::Page)),
         Some((token, "state")) => Some((token, CardRoute::State)),
+        Some((token, "status")) => Some((token, CardRoute::Status)),
         Some((token, "events")) => Some((token, CardRoute::Events)),
         Some(_) => None,
     }
@@ -132,46 +138,105 @@ fn live(shared: &Shared, token: &str) -> Option<(Token, Binding, PlanApproval)> 
     Some((token, binding, approval))
 }
 
+/// The approval a token may show: a live token's, or a decided card's
+/// (read-only: such a token decides nothing). `None` for anything else.
+fn readable(shared: &Shared, token: &str) -> Option<(Token, PlanApproval)> {
+    if let Some((token, _, approval)) = live(shared, token) {
+        return Some((token, approval));
+    }
+    if shared.host.is_closed() {
+        return None;
+    }
+    let token = Token::parse(token)?;
+    let approval_id = shared.cards().decided_approval(&token)?;
+    let approval = shared.host.approval(&approval_id).ok()?.approval;
+    Some((token, approval))
+}
+
 fn page(shared: &Shared, token: &str) -> Response {
-    let Some((token, _, _)) = live(shared, token) else {
+    let Some((token, _)) = readable(shared, token) else {
         return Response::plain(404);
     };
     // The token is 64 hex digits: nothing in it needs escaping.
     let html = format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n<title>Plan approval</title>\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"color-scheme\" content=\"light dark\">\n\
+         <title>Plan approval</title>\n\
          <script type=\"module\" src=\"{SCRIPT_PATH}\"></script>\n</head>\n<body>\n\
+         <noscript><p>This approval card needs JavaScript to show the plan and to approve or reject it.</p></noscript>\n\
          <plan-approval-card card-url=\"/card/{}\"></plan-approval-card>\n</body>\n</html>\n",
         token.to_hex()
     );
     Response::new(200, "text/html; charset=utf-8", html)
 }
 
+/// `GET /card/<token>/status`: the approval's status now, for a card that
+/// polls (one short request at a time, so any number of cards share a
+/// browser's few connections per host).
+fn status(shared: &Shared, token: &str) -> Response {
+    match readable(shared, token) {
+        Some((_, approval)) => Response::json(200, &status_of(&approval)),
+        None => Response::plain(404),
+    }
+}
+
 fn state(shared: &Shared, token: &str) -> Response {
-    let Some((_, binding, approval)) = live(shared, token) else {
+    let Some((_, approval)) = readable(shared, token) else {
         return Response::plain(404);
     };
-    let size = approval.artifact.as_ref().map_or(0, |artifact| artifact.size);
-    // The plan as the host reads it: after its size and hash check.
-    let plan = match shared.host.read_artifact(&approval.id) {
-        Ok(content) => json!({"ok": true, "markdown": content.markdown}),
-        Err(error) => json!({"ok": false, "errorCode": error.code(), "message": error.message()}),
+    let Some(artifact) = approval.artifact.as_ref() else {
+        return Response::plain(404);
     };
-    Response::json(
-        200,
-        &json!({
-            "approvalId": approval.id,
-            "title": approval.title,
-            "question": approval.question,
-            "createdAt": approval.created_at,
-            "expiresAt": approval.expires_at,
-            "status": CardStatus::of(&approval),
-            "artifact": {"sha256": binding.sha256, "size": size},
-            "plan": plan,
-            "permissionModes": PermissionMode::ALL.iter().map(|mode| mode.as_str()).collect::<Vec<_>>(),
-        }),
-    )
+    // The project is the workspace's last path component.
+    let project = shared
+        .host
+        .session(&approval.session_id)
+        .ok()
+        .and_then(|state| state.session.workspace_root)
+        .map(|root| {
+            root.rsplit('/')
+                .find(|part| !part.is_empty())
+                .unwrap_or("/")
+                .to_owned()
+        });
+    let state = CardState {
+        approval_id: approval.id.to_string(),
+        title: approval.title.clone(),
+        question: approval.question.clone(),
+        created_at: approval.created_at,
+        expires_at: approval.expires_at,
+        status: status_of(&approval),
+        project,
+        artifact: CardArtifact {
+            file_name: artifact.file_name().to_owned(),
+            size: artifact.size,
+            sha256: artifact.sha256.clone(),
+            fingerprint: artifact.fingerprint(),
+        },
+        plan: plan_check(shared, &approval.id),
+        permission_modes: PermissionModeSummary::all(),
+    };
+    Response::json(200, &state)
+}
+
+/// The plan as the host reads it now: after its size and hash check, or
+/// what that check found.
+fn plan_check(shared: &Shared, approval_id: &ApprovalId) -> CardPlan {
+    match shared.host.read_artifact(approval_id) {
+        Ok(content) => CardPlan {
+            ok: true,
+            markdown: Some(content.markdown),
+            error_code: None,
+            message: None,
+        },
+        Err(error) => CardPlan {
+            ok: false,
+            markdown: None,
+            error_code: Some(error.code()),
+            message: Some(error.message()),
+        },
+    }
 }
 
 /// The live status stream: the current status now, the final one when the
@@ -191,7 +256,7 @@ fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
         return Answer::Streaming;
     }
     let mut first = opening.clone();
-    first.push_str(&CardStatus::of(&approval).event());
+    first.push_str(&status_event(&status_of(&approval)));
     let opened = shared.cards().open_stream(&binding.approval_id, socket, &first);
     match opened {
         Ok(()) => Answer::Streaming,
@@ -207,24 +272,6 @@ fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
     }
 }
 
-/// `POST /decision`'s body.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DecisionBody {
-    token: String,
-    sha256: String,
-    decision: Decision,
-    #[serde(default)]
-    permission_mode: Option<PermissionMode>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "camelCase")]
-enum Decision {
-    Approve,
-    Reject,
-}
-
 fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     let json_body = request
         .single_header("content-type")
@@ -238,11 +285,11 @@ fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     if !json_body {
         return Response::plain(415);
     }
-    let Ok(body) = serde_json::from_slice::<DecisionBody>(&request.body) else {
+    let Ok(body) = serde_json::from_slice::<CardDecision>(&request.body) else {
         return Response::plain(400);
     };
     // A rejection grants nothing, so it names no mode (as `plan/reject`).
-    if matches!(body.decision, Decision::Reject) && body.permission_mode.is_some() {
+    if matches!(body.decision, CardDecisionKind::Reject) && body.permission_mode.is_some() {
         return Response::plain(400);
     }
     let Some((token, binding, _)) = live(shared, &body.token) else {
@@ -261,13 +308,20 @@ fn decide(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
         remote_address: peer.to_string(),
     };
     let decided = match body.decision {
-        Decision::Approve => shared
-            .host
-            .approve_noted(&binding.approval_id, body.permission_mode, &source),
-        Decision::Reject => shared.host.reject_noted(&binding.approval_id, &source),
+        CardDecisionKind::Approve => {
+            shared
+                .host
+                .approve_noted(&binding.approval_id, body.permission_mode, &source)
+        }
+        CardDecisionKind::Reject => shared.host.reject_noted(&binding.approval_id, &source),
     };
     match decided {
-        Ok((approval, _)) => Response::json(200, &json!({"status": CardStatus::of(&approval)})),
+        Ok((approval, _)) => Response::json(
+            200,
+            &CardDecided {
+                status: status_of(&approval),
+            },
+        ),
         Err(error) => refused(shared, &binding.approval_id, &error),
     }
 }
@@ -289,9 +343,15 @@ fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Resp
     } else {
         409
     };
+    // The plan as it is now goes with every refusal, so a card whose file
+    // was rewritten while it was open shows that check's failure.
     Response::json(
         status,
-        &json!({"errorCode": error.code(), "message": error.message()}),
+        &CardRefusal {
+            error_code: error.code(),
+            message: error.message(),
+            plan: plan_check(shared, approval_id),
+        },
     )
 }
 

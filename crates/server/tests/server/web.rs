@@ -220,6 +220,28 @@ fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
     assert_eq!(state["plan"]["ok"], true);
     assert_eq!(state["plan"]["markdown"], MARKDOWN);
     assert_eq!(state["artifact"]["sha256"], fixture.sha256());
+    // What binds the decision: the project, the file, its size and the
+    // fingerprint every frontend shows, and what each mode allows.
+    let artifact = fixture.approval.artifact.as_ref().unwrap();
+    assert_eq!(state["project"], "workspace");
+    assert_eq!(
+        state["artifact"]["fileName"],
+        artifact.path.trim_start_matches(".pi/plan/")
+    );
+    assert_eq!(state["artifact"]["size"], MARKDOWN.len());
+    assert_eq!(
+        state["artifact"]["fingerprint"],
+        format!("sha256 {}…", &fixture.sha256()[..16])
+    );
+    let modes = state["permissionModes"].as_array().unwrap();
+    let names: Vec<&str> = modes.iter().map(|mode| mode["mode"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ask", "accept-edits", "auto"]);
+    for (mode, summary) in PermissionMode::ALL.iter().zip(modes) {
+        let (runs, asks) = plan_core::mode_grants(*mode);
+        assert_eq!(summary["runsWithoutAsking"], json!(runs));
+        assert_eq!(summary["asksFirst"], json!(asks));
+    }
+    assert_eq!(modes[2]["asksFirst"], json!([]), "auto asks for nothing");
     let script = get(fixture.addr(), "/plan-approval-card.js");
     assert_eq!(script.status, 200);
     assert!(
@@ -251,11 +273,18 @@ fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
         entries[0]
     );
 
-    // A used token is dead everywhere, and a decided approval has no card.
+    // A used token decides nothing more, and a decided approval has no
+    // card URL; its old URL shows the outcome read-only (decided how, in
+    // which mode, when).
     let again = json!({"token": token, "sha256": fixture.sha256(), "decision": "reject"});
     assert_eq!(fixture.decide(&again).status, 404);
-    assert_eq!(get(fixture.addr(), &format!("/card/{token}")).status, 404);
-    assert_eq!(get(fixture.addr(), &format!("/card/{token}/state")).status, 404);
+    assert_eq!(get(fixture.addr(), &format!("/card/{token}")).status, 200);
+    let outcome = get(fixture.addr(), &format!("/card/{token}/state")).json();
+    assert_eq!(outcome["status"]["status"], "approved");
+    assert_eq!(outcome["status"]["permissionMode"], "accept-edits");
+    assert_eq!(outcome["status"]["decidedAt"], row.decided_at.unwrap());
+    let status = get(fixture.addr(), &format!("/card/{token}/status")).json();
+    assert_eq!(status, outcome["status"]);
     assert_eq!(get(fixture.addr(), &format!("/card/{token}/events")).status, 404);
     assert!(fixture.web.card_url(&row).is_none());
     assert_eq!(fixture.host.decision_entries(&row.session_id).unwrap().len(), 1);
@@ -299,12 +328,14 @@ fn a_wrong_token_and_a_wrong_hash_are_the_same_404() {
 }
 
 #[test]
-fn a_token_dies_at_the_deadline() {
+fn a_token_stops_deciding_at_the_deadline() {
     let fixture = fixture(60_000, true);
     let body = approve(&fixture, "ask");
     let path = fixture.path();
     fixture.clock.as_ref().unwrap().advance(60_000);
-    assert_eq!(get(fixture.addr(), &format!("{path}/state")).status, 404);
+    // Past the deadline the card shows the expiry, read-only.
+    let state = get(fixture.addr(), &format!("{path}/state")).json();
+    assert_eq!(state["status"]["status"], "expired");
     assert_eq!(fixture.decide(&body).status, 404);
     let row = fixture.status();
     assert_eq!(row.status, ApprovalStatus::Expired);
@@ -553,7 +584,10 @@ fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
     assert_eq!(expired.status, ApprovalStatus::Expired);
     let late = expired.decided_at.unwrap() - expired.expires_at;
     assert!((0..1_000).contains(&late), "expired {late} ms after the deadline");
-    assert_eq!(get(addr, &format!("{path}/state")).status, 404);
+    assert_eq!(
+        get(addr, &format!("{path}/state")).json()["status"]["status"],
+        "expired"
+    );
     drop((silent, unread_streams, unread_script));
 }
 
@@ -602,7 +636,41 @@ fn an_artifact_that_fails_its_check_is_shown_as_such() {
     let state = get(fixture.addr(), &format!("{}/state", fixture.path())).json();
     assert_eq!(state["plan"]["ok"], false);
     assert_eq!(state["plan"]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
-    assert!(state["plan"].get("markdown").is_none());
+    assert!(state["plan"]["markdown"].is_null());
+}
+
+/// The card's POST is the host's approve, which re-reads the artifact: a
+/// same-origin POST with the live token and the recorded hash cannot
+/// approve a rewritten or removed file (`409` with the code), the token
+/// stays live, nothing is written, and Reject still decides.
+#[test]
+fn the_card_cannot_approve_a_rewritten_or_removed_plan() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let workspace = fixture.dir.path().join("workspace");
+    let path = workspace.join(&fixture.approval.artifact.as_ref().unwrap().path);
+    std::fs::write(&path, "# Another plan\n").unwrap();
+    let refused = fixture.decide(&approve(&fixture, "auto"));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    // The refusal carries the plan as the host reads it now, for the card.
+    assert_eq!(refused.json()["plan"]["ok"], false);
+    assert_eq!(refused.json()["plan"]["errorCode"], "ARTIFACT_INTEGRITY_MISMATCH");
+    std::fs::remove_file(&path).unwrap();
+    let refused = fixture.decide(&approve(&fixture, "ask"));
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert_eq!(refused.json()["errorCode"], "ARTIFACT_MISSING");
+    assert_eq!(fixture.status(), fixture.approval);
+    assert!(
+        fixture
+            .host
+            .decision_entries(&fixture.approval.session_id)
+            .unwrap()
+            .is_empty()
+    );
+    let rejected =
+        fixture.decide(&json!({"token": fixture.token(), "sha256": fixture.sha256(), "decision": "reject"}));
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+    assert_eq!(fixture.status().status, ApprovalStatus::Rejected);
 }
 
 fn call(connection: &mut Connection, method: &str, params: Value) -> Value {

@@ -13,6 +13,16 @@ use plan_storage::{ApprovalFilter, StorageError, Store, read_artifact, write_art
 
 use crate::support::pending;
 
+/// The host's re-read of `approval`'s artifact found it as submitted.
+fn matching_artifact(approval: &PlanApproval) -> plan_core::ArtifactVerification {
+    plan_core::ArtifactVerification {
+        approval_id: approval.id.clone(),
+        result: plan_core::ArtifactCheck::Ok,
+        error_code: None,
+        detail: None,
+    }
+}
+
 const NOW: i64 = 1_790_000_000_000;
 
 fn context(now: i64) -> Context {
@@ -194,6 +204,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         &mut store,
         NOW + 20,
         Event::Approve {
+            artifact: matching_artifact(&stored),
             approval: stored,
             permission_mode: Some(PermissionMode::AcceptEdits),
             execution_id: "x1".into(),
@@ -258,6 +269,7 @@ fn decision(state: &SessionState, kind: usize, serial: usize) -> Vec<Effect> {
         0 => (
             NOW + 1,
             Event::Approve {
+                artifact: matching_artifact(&approval),
                 approval,
                 permission_mode: Some(PermissionMode::Auto),
                 execution_id: format!("x-{serial}").into(),
@@ -380,6 +392,7 @@ fn a_lost_compare_and_set_rolls_back_the_whole_transaction() {
         &state,
         &context(NOW + 1),
         Event::Approve {
+            artifact: matching_artifact(&state.pending_approval.clone().unwrap()),
             approval: state.pending_approval.clone().unwrap(),
             permission_mode: Some(PermissionMode::Ask),
             execution_id: "x2".into(),
@@ -542,6 +555,7 @@ fn the_startup_fence_interrupts_live_rows_only() {
             &state,
             &context(NOW + 1),
             Event::Approve {
+                artifact: matching_artifact(&state.pending_approval.clone().unwrap()),
                 approval: state.pending_approval.clone().unwrap(),
                 permission_mode: Some(PermissionMode::Ask),
                 execution_id: format!("x{index}").into(),
@@ -753,6 +767,7 @@ fn the_only_writer_keeps_the_rows_a_fresh_read_returns() {
     let mut now = NOW;
     for event in [
         Event::Approve {
+            artifact: matching_artifact(&state.pending_approval.clone().unwrap()),
             approval: state.pending_approval.clone().unwrap(),
             permission_mode: Some(PermissionMode::AcceptEdits),
             execution_id: "x1".into(),
