@@ -208,8 +208,9 @@ fn announce_card(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool) 
 fn card_lines(approval_id: &plan_core::ApprovalId, url: &str, exposed: bool, terminal: bool) -> Vec<String> {
     if !terminal {
         return vec![format!(
-            "{SERVER_NAME} serve: approval {approval_id}: its card URL is not printed, since stderr is \
-             not a terminal and the URL's token must not reach a log; the client has it (cardUrl)"
+            "{SERVER_NAME} serve: approval {approval_id} is pending; its card URL is not printed, since \
+             stderr is not a terminal and the URL's token must not reach a log; the client has it \
+             (cardUrl)"
         )];
     }
     let mut lines = vec![format!("{SERVER_NAME} serve: approval {approval_id}: open {url}")];
