@@ -699,6 +699,14 @@ fn types_list() -> String {
         .join(", ")
 }
 
+/// An audited entry's columns: row id, session, content, time and the
+/// session's workspace root.
+type EntryColumns = (i64, String, String, i64, Option<String>);
+
+fn entry_columns(row: &rusqlite::Row<'_>) -> rusqlite::Result<EntryColumns> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+}
+
 impl Store {
     /// The head of the chain: the last seq and its hash (`(0, "")` while
     /// nothing was recorded).
@@ -817,15 +825,7 @@ impl Store {
                     i64::try_from(after_seq.unwrap_or(0)).unwrap_or(i64::MAX),
                     i64::from(limit)
                 ],
-                |row| {
-                    Ok((
-                        row.get::<_, i64>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, i64>(3)?,
-                        row.get::<_, Option<String>>(4)?,
-                    ))
-                },
+                entry_columns,
             )
             .map_err(StorageError::sqlite(failed))?;
         let mut records = Vec::new();
@@ -850,15 +850,7 @@ impl Store {
         let failed = "reading the audit chain";
         let mut statement = self.conn.prepare(&sql).map_err(StorageError::sqlite(failed))?;
         let rows = statement
-            .query_map([], |row| {
-                Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, i64>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                ))
-            })
+            .query_map([], entry_columns)
             .map_err(StorageError::sqlite(failed))?;
         let mut found = Vec::new();
         let mut last: Option<u64> = None;

@@ -255,17 +255,8 @@ fn reopen(path: &Path, expected: (u64, u64), what: &str) -> Result<OwnedFd, Stri
 /// directory. Returns the new mount, which the protected paths are found in.
 fn writable_tree(fd: &OwnedFd) -> Result<OwnedFd, String> {
     use super::protect::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
-    use rustix::mount::OpenTreeFlags;
     let what = Path::new("the workspace");
-    let tree = rustix::mount::open_tree(
-        fd,
-        c"",
-        OpenTreeFlags::OPEN_TREE_CLONE
-            | OpenTreeFlags::OPEN_TREE_CLOEXEC
-            | OpenTreeFlags::AT_EMPTY_PATH
-            | OpenTreeFlags::AT_RECURSIVE,
-    )
-    .map_err(|errno| error("binding", what, errno))?;
+    let tree = super::protect::clone_tree(fd).map_err(|errno| error("binding", what, errno))?;
     super::protect::set_attributes(
         tree.as_fd(),
         false,

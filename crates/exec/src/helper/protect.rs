@@ -476,15 +476,7 @@ pub(crate) fn apply(tree: BorrowedFd<'_>, plan: &Plan) -> Result<(), String> {
         if super::namespaces::is_mount_root(fd.as_fd()) {
             continue;
         }
-        let clone = rustix::mount::open_tree(
-            &fd,
-            c"",
-            OpenTreeFlags::OPEN_TREE_CLONE
-                | OpenTreeFlags::OPEN_TREE_CLOEXEC
-                | OpenTreeFlags::AT_EMPTY_PATH
-                | OpenTreeFlags::AT_RECURSIVE,
-        )
-        .map_err(|errno| describe("anchoring", anchor, errno))?;
+        let clone = clone_tree(&fd).map_err(|errno| describe("anchoring", anchor, errno))?;
         attach(&clone, &fd).map_err(|errno| describe("anchoring", anchor, errno))?;
     }
     for path in &plan.read_only {
@@ -492,15 +484,7 @@ pub(crate) fn apply(tree: BorrowedFd<'_>, plan: &Plan) -> Result<(), String> {
             Ok(fd) => fd,
             Err(errno) => return Err(describe("protecting", path, errno)),
         };
-        let clone = rustix::mount::open_tree(
-            &fd,
-            c"",
-            OpenTreeFlags::OPEN_TREE_CLONE
-                | OpenTreeFlags::OPEN_TREE_CLOEXEC
-                | OpenTreeFlags::AT_EMPTY_PATH
-                | OpenTreeFlags::AT_RECURSIVE,
-        )
-        .map_err(|errno| describe("protecting", path, errno))?;
+        let clone = clone_tree(&fd).map_err(|errno| describe("protecting", path, errno))?;
         set_attributes(
             clone.as_fd(),
             true,
@@ -511,6 +495,19 @@ pub(crate) fn apply(tree: BorrowedFd<'_>, plan: &Plan) -> Result<(), String> {
         attach(&clone, &fd).map_err(|errno| describe("protecting", path, errno))?;
     }
     Ok(())
+}
+
+/// A detached copy of the mount tree at what `fd` names (with the mounts
+/// below it), to be attached elsewhere or over itself.
+pub(crate) fn clone_tree(fd: &OwnedFd) -> Result<OwnedFd, rustix::io::Errno> {
+    rustix::mount::open_tree(
+        fd,
+        c"",
+        OpenTreeFlags::OPEN_TREE_CLONE
+            | OpenTreeFlags::OPEN_TREE_CLOEXEC
+            | OpenTreeFlags::AT_EMPTY_PATH
+            | OpenTreeFlags::AT_RECURSIVE,
+    )
 }
 
 /// Attaches the detached mount `clone` over what `target` names.
