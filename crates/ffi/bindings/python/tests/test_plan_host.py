@@ -370,9 +370,16 @@ def test_approval_artifact_and_execution_errors(host, tmp_path):
     os.chmod(path, 0o644)
     path.write_bytes(b"X" + original[1:])
     failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.read_artifact, approval.id)
+    # Approving re-reads the plan: a rewritten or removed file is refused and
+    # nothing changes.
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.approve, approval.id, PermissionMode.AUTO)
     path.unlink()
     failed(ErrorCode.ARTIFACT_MISSING, host.read_artifact, approval.id)
+    failed(ErrorCode.ARTIFACT_MISSING, host.approve, approval.id, PermissionMode.AUTO)
+    assert host.get_approval(approval.id).status == ApprovalStatus.PENDING
 
+    # The plan as submitted, restored: now it can be approved.
+    path.write_bytes(original)
     eid = host.approve(approval.id, PermissionMode.AUTO).approval.execution_id
     failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.complete_execution, eid)
     host.start_execution(eid)
