@@ -342,13 +342,15 @@ fn demo_with_web_on_a_terminal_goes_on_when_the_plan_is_decided_on_the_card() {
     let _silent_stdin = child.stdin.take();
     // A guard, not a wait: a demo that never goes on is killed, failing the
     // test, instead of hanging it.
-    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Woken the moment the demo finishes; only a demo that never goes on
+    // reaches the bound and is killed.
+    let (finished, done) = std::sync::mpsc::channel::<()>();
     let guard = {
-        let finished = std::sync::Arc::clone(&finished);
         let pid = child.id().to_string();
         std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_secs(120));
-            if !finished.load(std::sync::atomic::Ordering::SeqCst) {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                done.recv_timeout(std::time::Duration::from_secs(120))
+            {
                 let _ = Command::new("kill").args(["-9", &pid]).status();
             }
         })
@@ -391,7 +393,7 @@ fn demo_with_web_on_a_terminal_goes_on_when_the_plan_is_decided_on_the_card() {
         transcript.push('\n');
     }
     let status = child.wait().unwrap();
-    finished.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = finished.send(());
     drop(guard);
     assert!(status.success(), "{transcript}");
     assert!(

@@ -423,8 +423,10 @@ fn child_host_until_killed() {
             .unwrap();
     }
     println!("child-ready");
-    // Killed long before this ends.
-    std::thread::sleep(Duration::from_secs(120));
+    // Stays alive until the parent kills it: stdin is a pipe the parent
+    // holds open and never writes (end of file only if the parent is gone).
+    let mut nothing = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut nothing);
 }
 
 #[test]
@@ -448,6 +450,7 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
         .env("PLAN_TEST_EXPORT_DB", &db)
         .env("PLAN_TEST_EXPORT_ENDPOINT", collector.endpoint())
         .env("PLAN_TEST_EXPORT_WORKSPACE", &workspace)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
