@@ -140,6 +140,7 @@ fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) ->
                 ),
                 ..plan_exec::Isolation::default()
             },
+            network: None,
         },
         move |_event: plan_exec::OutputEvent| {
             let _ = sender.send(start.elapsed());

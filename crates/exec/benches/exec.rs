@@ -55,6 +55,7 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
             ),
             ..plan_exec::Isolation::default()
         },
+        network: None,
     }
 }
 
@@ -77,23 +78,26 @@ fn spawn_true(c: &mut Criterion) {
         b.iter(|| run_to_exit(&runner, &sandboxed))
     });
     // `auto`: the workspace walk, its protected paths bound read-only, and
-    // with the network a network namespace with its own stack.
+    // with the network the session's network namespace joined (its stack
+    // started once, as the host does per session), or, for comparison, a
+    // namespace and stack made for the one command.
     let workspace = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(workspace.path().join(".git/hooks")).unwrap();
-    for network in [false, true] {
-        let auto = spec(
+    let session_network = plan_exec::NetworkNamespace::start(&runner).unwrap();
+    for (name, network) in [
+        ("runner_workspace_write", None),
+        ("runner_workspace_write_network", Some(Some(&session_network))),
+        ("runner_workspace_write_network_own_stack", Some(None)),
+    ] {
+        let mut auto = spec(
             "true",
             scratch.path(),
             Confinement::WorkspaceWrite {
                 workspace_root: workspace.path().to_path_buf(),
-                network,
+                network: network.is_some(),
             },
         );
-        let name = if network {
-            "runner_workspace_write_network"
-        } else {
-            "runner_workspace_write"
-        };
+        auto.network = network.flatten().cloned();
         group.bench_function(name, |b| b.iter(|| run_to_exit(&runner, &auto)));
     }
     group.bench_function("runner_unsandboxed", |b| {

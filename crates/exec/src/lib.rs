@@ -39,6 +39,7 @@
 #[doc(hidden)]
 pub mod helper;
 mod helper_file;
+mod network;
 mod outcome;
 mod output;
 mod runner;
@@ -47,6 +48,7 @@ mod spec;
 mod wire;
 mod workspace;
 
+pub use network::NetworkNamespace;
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};

@@ -21,6 +21,7 @@ use std::time::Instant;
 use rustix::event::{PollFd, PollFlags};
 
 use crate::helper_file::HelperFile;
+use crate::network::NetworkNamespace;
 use crate::outcome::{CommandOutcome, CommandState, ExecError};
 use crate::output::{OutputCollector, OutputSink, Stream};
 use crate::spec::{CommandSpec, Confinement};
@@ -187,10 +188,27 @@ impl Runner {
         }
     }
 
+    /// The path that executes the opened helper file.
+    pub(crate) fn helper_exec_path(&self) -> std::path::PathBuf {
+        self.helper.exec_path()
+    }
+
     /// Starts `spec`. Never fails: a command that cannot start comes back
     /// from [`RunningCommand::wait`] as [`CommandState::FailedToStart`] with
     /// the reason. Output events go to `sink` on the command's own thread.
-    pub fn spawn(&self, spec: CommandSpec, sink: impl OutputSink) -> RunningCommand {
+    pub fn spawn(&self, mut spec: CommandSpec, sink: impl OutputSink) -> RunningCommand {
+        // A networked command without its session's namespace gets one of
+        // its own, which lives in `spec` as long as the command runs.
+        let networked = matches!(
+            spec.confinement,
+            Confinement::WorkspaceWrite { network: true, .. }
+        );
+        if networked && spec.isolation.namespaces && spec.network.is_none() {
+            match NetworkNamespace::start(self) {
+                Ok(network) => spec.network = Some(network),
+                Err(error) => return RunningCommand::failed(error),
+            }
+        }
         match self.start(&spec) {
             Ok((child, lifeline)) => {
                 let lifeline = Arc::new(lifeline);
@@ -232,6 +250,14 @@ impl Runner {
             workspace: match (&spec.confinement, &spec.workspace, &opened.workspace_by_path) {
                 (Confinement::WorkspaceWrite { .. }, Some(workspace), _) => Some(workspace.fd()),
                 (_, _, by_path) => by_path.as_ref().map(AsFd::as_fd),
+            },
+            network: match &spec.confinement {
+                Confinement::WorkspaceWrite { network: true, .. } => {
+                    spec.network.as_ref().map(NetworkNamespace::descriptors)
+                }
+                Confinement::WorkspaceWrite { network: false, .. }
+                | Confinement::ReadOnly
+                | Confinement::None => None,
             },
         };
         let mode = match &spec.confinement {

@@ -235,6 +235,12 @@ pub struct CommandSpec {
     pub confinement: Confinement,
     /// The namespaces and what they hide and protect.
     pub isolation: Isolation,
+    /// The network namespace a workspace-write command with the network
+    /// joins inside the namespaces (its session's, made once, see
+    /// [`crate::NetworkNamespace`]). `None`: such a command gets one made
+    /// for it alone and ended with it (the same isolation, slower). Unused
+    /// by every other command.
+    pub network: Option<crate::NetworkNamespace>,
 }
 
 impl CommandSpec {

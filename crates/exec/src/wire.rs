@@ -72,6 +72,7 @@ pub(crate) struct SuperviseArgs {
 pub(crate) const MODE_SUPERVISE: &str = "supervise";
 pub(crate) const MODE_CONFINE: &str = "confine";
 pub(crate) const MODE_PROBE: &str = "probe";
+pub(crate) const MODE_NETWORK: &str = "network";
 
 fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push("--scratch".into());
@@ -439,18 +440,24 @@ impl Report {
     }
 }
 
-/// What the confining stage sends the supervisor once its network
-/// namespace exists and the command may use the network.
-pub(crate) const NETWORK_REQUEST: &[u8] = b"net\n";
-
-/// The supervisor's answer once the namespace's network is configured.
-pub(crate) const NETWORK_READY: [u8; 1] = *b"+";
+/// What the network stage writes on its stdout once its network namespace
+/// exists (and, when not root, its user namespace with our ids mapped).
+pub(crate) const NETWORK_NAMESPACE_READY: [u8; 1] = *b"+";
 
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 
 /// The byte that carries the directories' descriptors.
 const HANDOVER_BYTE: u8 = b's';
+
+/// The second byte's bits: which optional descriptors follow scratch and
+/// cwd, in this order.
+const HAS_WORKSPACE: u8 = 1;
+const HAS_NETWORK: u8 = 2;
+const HAS_NETWORK_USER: u8 = 4;
+
+/// The most descriptors a handover carries.
+const HANDOVER_MAX: usize = 5;
 
 /// The directories a command is started with, as descriptors: the library
 /// opened (or was given) each once, and the helper's stages act on these,
@@ -462,6 +469,10 @@ pub(crate) struct Handover {
     pub(crate) cwd: OwnedFd,
     /// The workspace root of a workspace-write confinement.
     pub(crate) workspace: Option<OwnedFd>,
+    /// The network namespace a networked command joins (its session's,
+    /// with a user-mode stack attached), and the user namespace that owns
+    /// it when the host is not root.
+    pub(crate) network: Option<(OwnedFd, Option<OwnedFd>)>,
 }
 
 /// Borrowed descriptors for [`send_handover`].
@@ -469,6 +480,7 @@ pub(crate) struct HandoverRef<'a> {
     pub(crate) scratch: BorrowedFd<'a>,
     pub(crate) cwd: BorrowedFd<'a>,
     pub(crate) workspace: Option<BorrowedFd<'a>>,
+    pub(crate) network: Option<(BorrowedFd<'a>, Option<BorrowedFd<'a>>)>,
 }
 
 impl Handover {
@@ -477,46 +489,63 @@ impl Handover {
             scratch: self.scratch.as_fd(),
             cwd: self.cwd.as_fd(),
             workspace: self.workspace.as_ref().map(AsFd::as_fd),
+            network: self
+                .network
+                .as_ref()
+                .map(|(net, user)| (net.as_fd(), user.as_ref().map(AsFd::as_fd))),
         }
     }
 }
 
 /// Sends the descriptors over `socket` (the library to the supervisor, the
-/// supervisor to the confining stage): the first byte on the socket, with
-/// the descriptors attached (`SCM_RIGHTS`), scratch, cwd, then the
-/// workspace if there is one.
+/// supervisor to the confining stage): the first two bytes on the socket
+/// (a marker and which optional descriptors follow), with the descriptors
+/// attached (`SCM_RIGHTS`): scratch, cwd, then the workspace, the network
+/// namespace and its user namespace, each if there is one.
 pub(crate) fn send_handover(socket: impl AsFd, handover: &HandoverRef<'_>) -> Result<(), String> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(HANDOVER_MAX))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     let mut fds = vec![handover.scratch, handover.cwd];
-    fds.extend(handover.workspace);
+    let mut present = 0;
+    if let Some(workspace) = handover.workspace {
+        present |= HAS_WORKSPACE;
+        fds.push(workspace);
+    }
+    if let Some((net, user)) = handover.network {
+        present |= HAS_NETWORK;
+        fds.push(net);
+        if let Some(user) = user {
+            present |= HAS_NETWORK_USER;
+            fds.push(user);
+        }
+    }
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
         return Err("the directories' descriptors do not fit the control message".into());
     }
     let sent = rustix::net::sendmsg(
         socket,
-        &[IoSlice::new(&[HANDOVER_BYTE])],
+        &[IoSlice::new(&[HANDOVER_BYTE, present])],
         &mut control,
         SendFlags::NOSIGNAL,
     )
     .map_err(|error| format!("sending the directories' descriptors: {error}"))?;
-    if sent == 1 {
+    if sent == 2 {
         Ok(())
     } else {
         Err("the directories' descriptors were not sent".into())
     }
 }
 
-/// Receives what [`send_handover`] sent: exactly one byte with two or three
-/// descriptors (close-on-exec).
+/// Receives what [`send_handover`] sent: exactly two bytes with the
+/// descriptors they announce (close-on-exec).
 pub(crate) fn receive_handover(socket: impl AsFd) -> Result<Handover, String> {
     let missing = || "the directories' descriptors did not arrive".to_owned();
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(HANDOVER_MAX))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
-    let mut byte = [0_u8; 1];
+    let mut bytes = [0_u8; 2];
     let received = rustix::net::recvmsg(
         socket,
-        &mut [IoSliceMut::new(&mut byte)],
+        &mut [IoSliceMut::new(&mut bytes)],
         &mut control,
         RecvFlags::CMSG_CLOEXEC,
     )
@@ -527,17 +556,32 @@ pub(crate) fn receive_handover(socket: impl AsFd) -> Result<Handover, String> {
             fds.extend(received);
         }
     }
-    if received.bytes != 1 || byte[0] != HANDOVER_BYTE || !(2..=3).contains(&fds.len()) {
+    let [marker, present] = bytes;
+    let announced = |bit: u8| usize::from(present & bit != 0);
+    let expected = 2 + announced(HAS_WORKSPACE) + announced(HAS_NETWORK) + announced(HAS_NETWORK_USER);
+    let consistent = present & !(HAS_WORKSPACE | HAS_NETWORK | HAS_NETWORK_USER) == 0
+        && (present & HAS_NETWORK_USER == 0 || present & HAS_NETWORK != 0);
+    if received.bytes != 2 || marker != HANDOVER_BYTE || !consistent || fds.len() != expected {
         return Err(missing());
     }
     let mut fds = fds.into_iter();
     let (Some(scratch), Some(cwd)) = (fds.next(), fds.next()) else {
         return Err(missing());
     };
+    let workspace = if present & HAS_WORKSPACE != 0 {
+        fds.next()
+    } else {
+        None
+    };
+    let network = match (present & HAS_NETWORK != 0, fds.next()) {
+        (true, Some(net)) => Some((net, fds.next())),
+        (_, _) => None,
+    };
     Ok(Handover {
         scratch,
         cwd,
-        workspace: fds.next(),
+        workspace,
+        network,
     })
 }
 
@@ -621,6 +665,75 @@ mod tests {
         let size = encoded.iter().position(|arg| arg == "--scratch-size").unwrap();
         encoded[size + 1] = "0".into();
         assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
+    }
+
+    /// The identity of the file `fd` names.
+    fn identity(fd: BorrowedFd<'_>) -> (u64, u64) {
+        let stat = rustix::fs::fstat(fd).unwrap();
+        (stat.st_dev, stat.st_ino)
+    }
+
+    #[test]
+    fn a_handover_carries_exactly_the_descriptors_it_announces() {
+        let directory =
+            |path: &str| rustix::fs::open(path, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap();
+        let (scratch, cwd, workspace, net, user) = (
+            directory("/"),
+            directory("/tmp"),
+            directory("/proc"),
+            directory("/dev"),
+            directory("/sys"),
+        );
+        let shapes = [
+            (None, None),
+            (Some(workspace.as_fd()), None),
+            (None, Some((net.as_fd(), None))),
+            (Some(workspace.as_fd()), Some((net.as_fd(), Some(user.as_fd())))),
+        ];
+        for (workspace, network) in shapes {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let sent = HandoverRef {
+                scratch: scratch.as_fd(),
+                cwd: cwd.as_fd(),
+                workspace,
+                network,
+            };
+            send_handover(&ours, &sent).unwrap();
+            let received = receive_handover(&theirs).unwrap();
+            let received = received.borrow();
+            assert_eq!(identity(received.scratch), identity(scratch.as_fd()));
+            assert_eq!(identity(received.cwd), identity(cwd.as_fd()));
+            assert_eq!(received.workspace.map(identity), workspace.map(identity));
+            assert_eq!(
+                received
+                    .network
+                    .map(|(net, user)| (identity(net), user.map(identity))),
+                network.map(|(net, user)| (identity(net), user.map(identity)))
+            );
+        }
+    }
+
+    #[test]
+    fn a_handover_whose_descriptors_differ_from_its_announcement_is_refused() {
+        let root = rustix::fs::open("/", rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap();
+        // (bytes, how many descriptors): a user namespace without a
+        // network, an unknown bit, one descriptor too few or too many.
+        let cases: [([u8; 2], usize); 5] = [
+            ([HANDOVER_BYTE, HAS_NETWORK_USER], 3),
+            ([HANDOVER_BYTE, 8], 2),
+            ([HANDOVER_BYTE, HAS_WORKSPACE], 2),
+            ([HANDOVER_BYTE, 0], 3),
+            ([b'x', 0], 2),
+        ];
+        for (bytes, count) in cases {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let fds = vec![root.as_fd(); count];
+            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(HANDOVER_MAX))];
+            let mut control = SendAncillaryBuffer::new(&mut space);
+            assert!(control.push(SendAncillaryMessage::ScmRights(&fds)));
+            rustix::net::sendmsg(&ours, &[IoSlice::new(&bytes)], &mut control, SendFlags::NOSIGNAL).unwrap();
+            assert!(receive_handover(&theirs).is_err(), "{bytes:?} with {count}");
+        }
     }
 
     #[test]

@@ -521,6 +521,17 @@ impl Host {
         if request.grant.sandbox == Sandbox::WorkspaceWrite && self.core.commands.database_in(&real_root) {
             return Ok(failed(run, unavailable));
         }
+        // A networked command joins its session's network namespace, made
+        // at the session's first such command (P11: never the host's).
+        let network_namespace = match (request.grant.sandbox, request.grant.network) {
+            (Sandbox::WorkspaceWrite, true) if self.core.commands.namespaces_available() => {
+                match self.core.commands.network(request.session_id.as_str()) {
+                    Some(network) => Some(network),
+                    None => return Ok(failed(run, unavailable)),
+                }
+            }
+            (_, _) => None,
+        };
         run.shell.path.clone_from(&shell.spec.path);
         let scratch = match self.new_scratch_dir() {
             Ok(scratch) => scratch,
@@ -543,6 +554,7 @@ impl Host {
             output_cap: self.core.commands.output_cap,
             confinement: confinement(request.grant, &real_root),
             isolation: self.core.commands.isolation(&real_root),
+            network: network_namespace,
         };
         Ok(Prepared {
             run,

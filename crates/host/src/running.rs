@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use plan_core::{CommandRun, SessionId};
 use plan_exec::{
-    CancelHandle, CommandOutcome, Isolation, Runner, SandboxSupport, ScratchCap, ScratchDir, ScratchRoot,
-    WorkspaceDir,
+    CancelHandle, CommandOutcome, Isolation, NetworkNamespace, Runner, SandboxSupport, ScratchCap,
+    ScratchDir, ScratchRoot, WorkspaceDir,
 };
 
 use crate::sync::lock;
@@ -77,6 +77,10 @@ pub(crate) struct CommandSupport {
     /// later command's root and working directory come from that
     /// descriptor, so renaming or replacing the directory cannot move them.
     pub(crate) workspaces: Mutex<HashMap<String, WorkspaceDir>>,
+    /// Each session's network namespace with its user-mode stack, made at
+    /// its first networked command and joined by every later one: the
+    /// stack starts once per session, and sessions never share one.
+    pub(crate) networks: Mutex<HashMap<String, NetworkNamespace>>,
 }
 
 /// The name of the registry of databases in the per-user directory.
@@ -143,6 +147,7 @@ impl CommandSupport {
             grace: options.command_grace,
             scratch_cap: options.scratch_size.cap(),
             workspaces: Mutex::default(),
+            networks: Mutex::default(),
             hosts_directory: None,
         };
         let root_path = options
@@ -187,7 +192,22 @@ impl CommandSupport {
             grace: options.command_grace,
             scratch_cap: options.scratch_size.cap(),
             workspaces: Mutex::default(),
+            networks: Mutex::default(),
         }
+    }
+
+    /// The network namespace of `session_id` (see
+    /// [`CommandSupport::networks`]), made now if it has none or its stack
+    /// is gone; `None` when it cannot be made.
+    pub(crate) fn network(&self, session_id: &str) -> Option<NetworkNamespace> {
+        let runner = self.runner.as_ref()?;
+        let mut networks = lock(&self.networks);
+        if let Some(network) = networks.get(session_id).filter(|network| network.is_alive()) {
+            return Some(network.clone());
+        }
+        let made = NetworkNamespace::start(runner).ok()?;
+        networks.insert(session_id.to_owned(), made.clone());
+        Some(made)
     }
 
     /// The workspace `session_id` bound (see [`CommandSupport::workspaces`]),

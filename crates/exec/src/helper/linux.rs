@@ -110,36 +110,8 @@ fn report_and_exit(lifeline: Option<&UnixStream>, report: &Report) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// How long a user-mode network stack may take to configure a namespace.
-const NETWORK_SETUP: Duration = Duration::from_secs(10);
-
-/// Where the user-mode network stack is looked for: fixed places of the
-/// system's packages, never `PATH`.
-const NETWORK_STACKS: [&str; 2] = ["/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns"];
-
-/// The first installed network stack that only root can replace.
-fn network_stack() -> Result<PathBuf, String> {
-    use std::os::unix::fs::MetadataExt;
-    for candidate in NETWORK_STACKS {
-        let Ok(metadata) = std::fs::metadata(candidate) else {
-            continue;
-        };
-        let trusted = metadata.is_file() && metadata.uid() == 0 && metadata.mode() & 0o022 == 0;
-        if trusted {
-            return Ok(PathBuf::from(candidate));
-        }
-    }
-    Err(format!(
-        "the network option needs slirp4netns (a user-mode network stack, package slirp4netns) at {}, owned by root",
-        NETWORK_STACKS.join(" or ")
-    ))
-}
-
 struct Supervisor {
     shell: Pid,
-    /// The command's user-mode network stack and the write end of its exit
-    /// descriptor, while the command runs.
-    network: Option<(std::process::Child, OwnedFd)>,
     /// `None`: a timeout too large to represent, i.e. none.
     deadline: Option<Instant>,
     grace: Duration,
@@ -212,7 +184,6 @@ impl Supervisor {
         let _ = wire::send_handover(&status_ours, &handover.borrow());
         let mut supervisor = Supervisor {
             shell,
-            network: None,
             deadline: started.checked_add(timeout),
             grace,
             ending: None,
@@ -294,14 +265,6 @@ impl Supervisor {
                         if status_text.len() < 4096 {
                             status_text.extend_from_slice(&buffer[..read]);
                         }
-                        if let Some(rest) = status_text.strip_prefix(wire::NETWORK_REQUEST) {
-                            status_text = rest.to_vec();
-                            if let Err(reason) = self.attach_network() {
-                                self.sweep();
-                                return Err(fail(FailKind::Sandbox, reason));
-                            }
-                            let _ = (&*socket).write_all(&wire::NETWORK_READY);
-                        }
                     }
                     Ok(_) | Err(_) => {
                         status = None;
@@ -334,63 +297,6 @@ impl Supervisor {
                 return Ok(Some(self.finish()));
             }
         }
-    }
-
-    /// Attaches a user-mode network stack (`slirp4netns`) to the confining
-    /// stage's new network namespace and waits until it has configured it.
-    /// The stack runs here, outside the sandbox, with no environment, as a
-    /// child of this supervisor: the final sweep ends it with the command,
-    /// and it ends by itself when this process goes (its exit descriptor
-    /// closes). It may not reach the host's loopback.
-    fn attach_network(&mut self) -> Result<(), String> {
-        let stack = network_stack()?;
-        let (exit_read, exit_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|error| format!("network pipe: {error}"))?;
-        let (ready_read, ready_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(|error| format!("network pipe: {error}"))?;
-        let namespaces = format!("/proc/{}/ns", self.shell.as_raw_nonzero());
-        let mut command = Command::new(&stack);
-        command
-            .env_clear()
-            .current_dir("/")
-            // It parses what the command sends: it confines itself too (a
-            // mount namespace of its own, capabilities dropped, a seccomp
-            // filter).
-            .args(["--configure", "--mtu=65520", "--disable-host-loopback"])
-            .args(["--enable-sandbox", "--enable-seccomp"])
-            // Its stdin is the exit descriptor (end of file: exit), its
-            // stdout the ready one.
-            .args(["--exit-fd=0", "--ready-fd=1", "--netns-type=path"]);
-        if !rustix::process::geteuid().is_root() {
-            command.arg(format!("--userns-path={namespaces}/user"));
-        }
-        let child = command
-            .arg(format!("{namespaces}/net"))
-            .arg("tap0")
-            .stdin(Stdio::from(exit_read))
-            .stdout(Stdio::from(ready_write))
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|error| format!("starting {}: {error}", stack.display()))?;
-        drop(command);
-        let mut ready = PollFd::new(&ready_read, PollFlags::IN);
-        let wait = rustix::event::Timespec {
-            tv_sec: NETWORK_SETUP.as_secs().try_into().unwrap_or(i64::MAX),
-            tv_nsec: 0,
-        };
-        let answered = matches!(
-            rustix::event::poll(std::slice::from_mut(&mut ready), Some(&wait)),
-            Ok(1)
-        );
-        let mut byte = [0_u8; 1];
-        if !answered || !matches!(rustix::io::read(&ready_read, &mut byte), Ok(1)) {
-            return Err(format!(
-                "{} did not configure the command's network namespace",
-                stack.display()
-            ));
-        }
-        self.network = Some((child, exit_write));
-        Ok(())
     }
 
     fn begin_ending(&mut self, kind: EndKind, now: Instant) {
@@ -500,6 +406,7 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
         scratch,
         cwd,
         workspace,
+        network,
     } = match wire::receive_handover(&status) {
         Ok(handover) => handover,
         Err(reason) => return failed(FailKind::Scratch, reason),
@@ -536,7 +443,9 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             &args,
             Some(scratch.as_fd()),
             workspace.as_ref().map(AsFd::as_fd),
-            Some(&status),
+            network
+                .as_ref()
+                .map(|(net, user)| (net.as_fd(), user.as_ref().map(AsFd::as_fd))),
         ) {
             Ok(Some(private)) => private,
             Ok(None) => scratch,
@@ -587,6 +496,45 @@ fn apply(
             sandbox::enforce(prepared)
         }
     }
+}
+
+// ------------------------------------------------------------------ network
+
+/// `network`: makes a network namespace (and, when not root, a user
+/// namespace owning it, with our own ids mapped), says so on stdout and
+/// holds it until its stdin reaches end of file, i.e. until the library's
+/// handle is dropped or the host is gone. The library attaches the
+/// user-mode stack to it and hands it to each networked command of one
+/// session, whose confining stage joins it instead of making its own.
+/// It runs nothing and reads nothing else.
+pub(super) fn hold_network(_rest: &[OsString]) -> ExitCode {
+    match make_network_namespace() {
+        Ok(()) => {
+            if std::io::stdout()
+                .write_all(&wire::NETWORK_NAMESPACE_READY)
+                .and_then(|()| std::io::stdout().flush())
+                .is_err()
+            {
+                return ExitCode::from(1);
+            }
+            // Until the library lets go: end of file or an error alike.
+            let mut sink = [0_u8; 64];
+            while matches!(std::io::stdin().read(&mut sink), Ok(read) if read > 0) {}
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            let _ = writeln!(std::io::stderr(), "{reason}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn make_network_namespace() -> Result<(), String> {
+    mark_inherited_close_on_exec()?;
+    // Gone with the host even if a descriptor of its stdin leaked.
+    rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+        .map_err(|error| format!("parent-death signal: {error}"))?;
+    namespaces::unshare_network()
 }
 
 // -------------------------------------------------------------------- probe

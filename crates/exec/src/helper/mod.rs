@@ -17,6 +17,8 @@
 //!   confined shell, and ends as the shell ended.
 //!
 //! `probe` applies the read-only sandbox and checks that it holds.
+//! `network` makes and holds the network namespace one session's networked
+//! commands share (the library attaches a user-mode stack to it).
 //!
 //! It must not decide which confinement applies (it is told), must not fall
 //! back to a weaker one (any failure is reported and nothing runs), and must
@@ -40,9 +42,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 #[cfg(target_os = "linux")]
-use linux::{confine, probe, supervise};
+use linux::{confine, hold_network, probe, supervise};
 #[cfg(not(target_os = "linux"))]
-use unsupported::{confine, probe, supervise};
+use unsupported::{confine, hold_network, probe, supervise};
 
 use crate::wire;
 
@@ -55,7 +57,7 @@ pub fn is_helper_invocation() -> bool {
     let first = std::env::args_os().nth(1);
     matches!(
         first.as_deref().and_then(std::ffi::OsStr::to_str),
-        Some(wire::MODE_SUPERVISE | wire::MODE_CONFINE | wire::MODE_PROBE)
+        Some(wire::MODE_SUPERVISE | wire::MODE_CONFINE | wire::MODE_PROBE | wire::MODE_NETWORK)
     )
 }
 
@@ -70,6 +72,7 @@ pub fn main() -> ExitCode {
         Some(wire::MODE_SUPERVISE) => supervise(rest),
         Some(wire::MODE_CONFINE) => confine(rest),
         Some(wire::MODE_PROBE) => probe(rest),
+        Some(wire::MODE_NETWORK) => hold_network(rest),
         Some(_) | None => usage(),
     }
 }

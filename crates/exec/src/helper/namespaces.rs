@@ -1,7 +1,8 @@
 //! The namespaces the confining stage enters before Landlock and seccomp,
 //! where the kernel allows them: a user namespace (when not root), and new
-//! mount, IPC, PID (for the next child, which becomes its init) and
-//! (without the network option) network namespaces. In the private mount
+//! mount, IPC, PID (for the next child, which becomes its init) and network
+//! namespaces (with the network option, the session's network namespace
+//! joined instead of a new one). In the private mount
 //! tree it builds what Landlock cannot express:
 //! - a private `/dev` with only `null`, `zero`, `full`, `random` and
 //!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
@@ -115,12 +116,20 @@ pub(crate) fn enter(
     args: &ConfineArgs,
     expected_scratch: Option<BorrowedFd<'_>>,
     workspace: Option<BorrowedFd<'_>>,
-    supervisor: Option<&std::os::unix::net::UnixStream>,
+    network: Option<(BorrowedFd<'_>, Option<BorrowedFd<'_>>)>,
 ) -> Result<Option<OwnedFd>, String> {
-    let network = match &args.mode {
+    let networked = match &args.mode {
         Mode::None => return Ok(None),
         Mode::ReadOnly => false,
         Mode::WorkspaceWrite { network, .. } => *network,
+    };
+    // A networked command joins the namespace the library made for its
+    // session (a user-mode stack attached, the host's loopback absent);
+    // any other command gets a new, empty one.
+    let join = match (networked, network) {
+        (true, Some(network)) => Some(network),
+        (true, None) => return Err("the network namespace did not arrive".into()),
+        (false, _) => None,
     };
     let workspace = match (&args.mode, workspace) {
         (Mode::WorkspaceWrite { .. }, Some(fd)) => {
@@ -145,14 +154,7 @@ pub(crate) fn enter(
     let cwd_identity = identity(here.as_fd(), &cwd)?;
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
-    unshare()?;
-    // The supervisor attaches the network stack while the tree is built;
-    // the answer is awaited once it is.
-    let network = if network {
-        Some(ask_for_network(supervisor)?)
-    } else {
-        None
-    };
+    unshare(join)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
     // Everything the new tree binds in is opened now, inside the new
@@ -203,9 +205,6 @@ pub(crate) fn enter(
     } else {
         let cwd_fd = reopen(&cwd, cwd_identity, "the working directory")?;
         rustix::process::fchdir(&cwd_fd).map_err(|errno| error("changing into", &cwd, errno))?;
-    }
-    if let Some(supervisor) = network {
-        await_network(supervisor)?;
     }
     // The rule names the tmpfs the command reaches at its `TMPDIR`, which
     // must be the one mounted above (nothing else runs in this namespace
@@ -293,60 +292,71 @@ fn needed_paths(args: &ConfineArgs, workspace: Option<&Path>, cwd: &Path) -> Vec
 /// our own uid and gid mapped) when we are not root, since only then are
 /// the others allowed. The PID namespace is the next child's: this process
 /// stays where it is. A command never shares the host's network namespace:
-/// with the network option its own gets a user-mode stack
-/// ([`connect_network`]).
+/// a networked one joins `join` (its session's network namespace and, when
+/// not root, the user namespace owning it, which maps our ids already)
+/// instead of making both.
 #[allow(unsafe_code)]
-fn unshare() -> Result<(), String> {
-    use rustix::thread::UnshareFlags;
+fn unshare(join: Option<(BorrowedFd<'_>, Option<BorrowedFd<'_>>)>) -> Result<(), String> {
+    use rustix::thread::{LinkNameSpaceType, UnshareFlags};
     let root = rustix::process::geteuid().is_root();
-    let uid = rustix::process::geteuid().as_raw();
-    let gid = rustix::process::getegid().as_raw();
-    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID | UnshareFlags::NEWNET;
-    if !root {
-        flags |= UnshareFlags::NEWUSER;
+    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID;
+    match join {
+        None => {
+            flags |= UnshareFlags::NEWNET;
+            if !root {
+                flags |= UnshareFlags::NEWUSER;
+            }
+        }
+        Some((_, Some(user))) => {
+            rustix::thread::move_into_link_name_space(user, Some(LinkNameSpaceType::User))
+                .map_err(|errno| format!("joining the network's user namespace: {errno}"))?
+        }
+        Some((_, None)) if !root => return Err("the network's user namespace did not arrive".into()),
+        Some((_, None)) => {}
     }
     // SAFETY: the flags never include CLONE_FILES (the only one rustix calls
     // unsafe, because it splits the descriptor table between threads), and
     // this stage is single-threaded.
     unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))?;
-    if !root {
-        let write =
-            |file: &str, text: String| std::fs::write(file, text).map_err(|error| format!("{file}: {error}"));
-        write("/proc/self/setgroups", "deny".into())?;
-        write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-        write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    match join {
+        Some((net, _)) => rustix::thread::move_into_link_name_space(net, Some(LinkNameSpaceType::Network))
+            .map_err(|errno| format!("joining the session's network namespace: {errno}"))?,
+        None if !root => map_own_ids()?,
+        None => {}
     }
     Ok(())
 }
 
-/// Asks the supervisor (outside, in the host's network namespace) to attach
-/// a user-mode network stack to this process's new network namespace. The
-/// stack reaches the outside world only: the host's loopback (the approval
-/// card's server, any local service) is not reachable through it.
-fn ask_for_network(
-    supervisor: Option<&std::os::unix::net::UnixStream>,
-) -> Result<&std::os::unix::net::UnixStream, String> {
-    use std::io::Write;
-    let socket = supervisor.ok_or("the network needs the supervisor, which is not there")?;
-    let mut writer = socket;
-    writer
-        .write_all(crate::wire::NETWORK_REQUEST)
-        .map_err(|error| format!("asking for the network: {error}"))?;
-    Ok(socket)
+/// Maps our own uid and gid in the user namespace just made.
+fn map_own_ids() -> Result<(), String> {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    let write =
+        |file: &str, text: String| std::fs::write(file, text).map_err(|error| format!("{file}: {error}"));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
-/// Waits until the supervisor says the network namespace is configured.
-fn await_network(mut supervisor: &std::os::unix::net::UnixStream) -> Result<(), String> {
-    use std::io::Read;
-    let mut answer = [0_u8; 1];
-    supervisor
-        .read_exact(&mut answer)
-        .map_err(|error| format!("waiting for the network: {error}"))?;
-    if answer == crate::wire::NETWORK_READY {
-        Ok(())
+/// The network stage's namespaces: a new network namespace and, when not
+/// root, a user namespace owning it (our ids mapped), which commands that
+/// join the network join too.
+#[allow(unsafe_code)]
+pub(super) fn unshare_network() -> Result<(), String> {
+    use rustix::thread::UnshareFlags;
+    let root = rustix::process::geteuid().is_root();
+    let flags = if root {
+        UnshareFlags::NEWNET
     } else {
-        Err("the supervisor could not attach a network".into())
+        UnshareFlags::NEWNET | UnshareFlags::NEWUSER
+    };
+    // SAFETY: as in `unshare`: no CLONE_FILES, and the stage is
+    // single-threaded.
+    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))?;
+    if !root {
+        map_own_ids()?;
     }
+    Ok(())
 }
 
 fn tmpfs(target: &Path, flags: MountFlags, options: &CStr) -> Result<(), String> {

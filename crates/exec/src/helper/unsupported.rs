@@ -39,6 +39,12 @@ pub(super) fn confine(_rest: &[OsString]) -> ExitCode {
     ExitCode::from(126)
 }
 
+/// No network namespace exists here: says why on stderr.
+pub(super) fn hold_network(_rest: &[OsString]) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "{}", reason());
+    ExitCode::from(1)
+}
+
 pub(super) fn probe(_rest: &[OsString]) -> ExitCode {
     let _ = writeln!(std::io::stdout(), "unavailable {}", reason());
     ExitCode::SUCCESS

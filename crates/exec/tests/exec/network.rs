@@ -277,3 +277,98 @@ fn with_the_network_a_command_has_a_network_of_its_own_without_the_hosts_loopbac
     );
     assert!(card.accept().is_err(), "a connection reached the host's service");
 }
+
+/// The network namespace a command sits in, as the kernel names it.
+const NAMESPACE_OF_THE_SHELL: &str = "readlink /proc/self/ns/net";
+
+/// Every process on the machine sitting in the network namespace `name`.
+fn processes_in(name: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|entry| {
+            std::fs::read_link(entry.path().join("ns/net")).is_ok_and(|link| link.to_string_lossy() == name)
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_sessions_network_namespace_is_shared_by_its_commands_kept_from_others_and_ends_with_it() {
+    if !sandbox_available(
+        "a_sessions_network_namespace_is_shared_by_its_commands_kept_from_others_and_ends_with_it",
+    ) || !namespaces_available()
+    {
+        return;
+    }
+    let dirs = dirs();
+    let workspace = dirs.root.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let card = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    card.set_nonblocking(true).unwrap();
+    let port = card.local_addr().unwrap().port();
+    let online = Confinement::WorkspaceWrite {
+        workspace_root: workspace.clone(),
+        network: true,
+    };
+    let runner = runner();
+    let session = plan_exec::NetworkNamespace::start(&runner).unwrap();
+    let other = plan_exec::NetworkNamespace::start(&runner).unwrap();
+    assert!(session.is_alive() && other.is_alive());
+    let namespace_of = |network: Option<&plan_exec::NetworkNamespace>, command: &str| {
+        let mut spec = spec(command, &workspace, &dirs.scratch, online.clone());
+        spec.network = network.cloned();
+        let (outcome, events) = run(spec);
+        assert_eq!(
+            outcome.exit_code,
+            Some(0),
+            "{outcome:?}: {}",
+            events.text(Stream::Stderr)
+        );
+        events.text(Stream::Stdout).trim().to_owned()
+    };
+    let reach = format!(
+        "{NAMESPACE_OF_THE_SHELL}; python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\" 2>/dev/null && echo reached || echo refused"
+    );
+    let first = namespace_of(Some(&session), &reach);
+    let second = namespace_of(Some(&session), NAMESPACE_OF_THE_SHELL);
+    let others = namespace_of(Some(&other), NAMESPACE_OF_THE_SHELL);
+    let own = namespace_of(None, NAMESPACE_OF_THE_SHELL);
+    let hosts = std::fs::read_link("/proc/self/ns/net")
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let (shared, reached) = first.split_once('\n').expect("two lines");
+    assert_eq!(
+        reached, "refused",
+        "a command of the session reached the host's loopback"
+    );
+    assert!(card.accept().is_err(), "a connection reached the host's service");
+    assert_eq!(shared, second, "two commands of one session sit in one namespace");
+    for (name, namespace) in [
+        ("another session's", &others),
+        ("a command's own", &own),
+        ("the host's", &hosts),
+    ] {
+        assert_ne!(shared, namespace.as_str(), "the session's namespace is {name}");
+    }
+    // With its last handle the namespace ends, and its stack and holder
+    // with it: nothing is left in it.
+    assert!(
+        !processes_in(shared).is_empty(),
+        "the holder and the stack sit in it"
+    );
+    let kept = session.clone();
+    drop(session);
+    assert!(kept.is_alive());
+    drop(kept);
+    assert_eq!(processes_in(shared), Vec::<String>::new());
+    assert!(other.is_alive());
+}

@@ -35,6 +35,7 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
             namespaces: namespaces_available(),
             ..Isolation::default()
         },
+        network: None,
     }
 }
 

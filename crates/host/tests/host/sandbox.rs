@@ -607,3 +607,32 @@ fn turn_cancel_and_other_requests_hold_whatever_the_workspace_holds() {
     let run = fixture.host.command(&SessionId::from("auto"), "a1").unwrap();
     assert_eq!(run.state, plan_core::CommandState::Cancelled, "{run:?}");
 }
+
+#[test]
+fn a_sessions_networked_commands_share_its_own_network_namespace_and_no_other_session_does() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        |mut options, _| {
+            options.limits.commands.network_in_auto = true;
+            options
+        },
+    );
+    if !namespaced(
+        &fixture,
+        "a_sessions_networked_commands_share_its_own_network_namespace_and_no_other_session_does",
+    ) {
+        return;
+    }
+    let namespace = "readlink /proc/self/ns/net";
+    let one = start_session(&fixture, "one", Mode::Agent, PermissionMode::Auto);
+    let two = start_session(&fixture, "two", Mode::Agent, PermissionMode::Auto);
+    let first = auto_stdout(&fixture, "one", &one, "o1", namespace);
+    let again = auto_stdout(&fixture, "one", &one, "o2", namespace);
+    let other = auto_stdout(&fixture, "two", &two, "t1", namespace);
+    let hosts = format!("{}\n", std::fs::read_link("/proc/self/ns/net").unwrap().display());
+    assert!(first.starts_with("net:["), "{first:?}");
+    assert_eq!(first, again, "one session's commands share its namespace");
+    assert_ne!(first, other, "two sessions share a namespace");
+    assert_ne!(first, hosts, "a command sits in the host's namespace");
+    assert_ne!(other, hosts, "a command sits in the host's namespace");
+}
