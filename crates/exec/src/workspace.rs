@@ -47,6 +47,14 @@ impl WorkspaceDir {
         })
     }
 
+    /// Which directory it is: its filesystem's device and its inode, as
+    /// `fstat` gives them (`None` when they cannot be read).
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        rustix::fs::fstat(&*self.dir)
+            .ok()
+            .map(|stat| (stat.st_dev, stat.st_ino))
+    }
+
     /// The path it was opened by.
     pub fn path(&self) -> &Path {
         &self.path

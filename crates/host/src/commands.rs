@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use plan_core::{
     CommandRequest, CommandRun, CommandShell, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant,
-    SessionId, TurnId,
+    SessionId, TurnId, WorkspaceIdentity,
 };
-use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, ScratchDir};
+use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, ScratchDir, WorkspaceDir};
 use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
 
 use crate::error::unexpected;
@@ -96,6 +96,34 @@ fn exited(run: &CommandRun) -> HostEvent {
 }
 
 impl HostCore {
+    /// The workspace `session_id` bound (P12; see
+    /// [`crate::running::CommandSupport::workspaces`]): this host's open
+    /// descriptor, or the directory `root` names now, which must be the one
+    /// the session first bound (recorded in the database, so a later host
+    /// checks it too; bound now if nothing is recorded). A directory that
+    /// cannot be opened is `INVALID_COMMAND_INPUT`; one renamed or replaced
+    /// since the session bound it is `COMMAND_CWD_ESCAPE`.
+    pub(crate) fn bound_workspace(
+        &self,
+        session_id: &SessionId,
+        root: &Path,
+    ) -> Result<WorkspaceDir, HostError> {
+        let mut workspaces = lock(&self.commands.workspaces);
+        if let Some(bound) = workspaces.get(session_id.as_str()) {
+            return Ok(bound.clone());
+        }
+        let opened =
+            WorkspaceDir::open(root).map_err(|_| HostError::Refused(ErrorCode::InvalidCommandInput))?;
+        let (device, inode) = opened
+            .identity()
+            .ok_or(HostError::Refused(ErrorCode::InvalidCommandInput))?;
+        let found = WorkspaceIdentity { device, inode };
+        let bound = self.with_open(|open| Ok(open.store.bind_workspace(session_id, found)?))?;
+        plan_core::check_workspace_identity(bound, found).map_err(HostError::Refused)?;
+        workspaces.insert(session_id.as_str().to_owned(), opened.clone());
+        Ok(opened)
+    }
+
     /// Carries out a `CancelCommand` effect under the state lock. For a turn
     /// that ends in the same transition, waits until the command exited and
     /// records its end first.
@@ -260,19 +288,22 @@ impl Host {
         let Some(root) = root else {
             return Ok(Vec::new());
         };
-        let Some(workspace) = self
-            .core
-            .commands
-            .workspace(session_id.as_str(), Path::new(&root))
-        else {
-            return Ok(Vec::new());
+        let bash_calls = || calls.iter().filter(|call| call.name == plan_core::BASH);
+        let workspace = match self.core.bound_workspace(session_id, Path::new(&root)) {
+            Ok(workspace) => workspace,
+            // The directory at the path is not the session's workspace any
+            // more: every Bash call would run outside it.
+            Err(HostError::Refused(ErrorCode::CommandCwdEscape)) => {
+                return Ok(bash_calls().map(|call| call.call_id.clone()).collect());
+            }
+            // Not there (yet): left to the start, as a missing cwd is.
+            Err(HostError::Refused(_)) => return Ok(Vec::new()),
+            Err(error) => return Err(error),
         };
         let Some(real_root) = workspace.current_path() else {
             return Ok(Vec::new());
         };
-        let escapes = calls
-            .iter()
-            .filter(|call| call.name == plan_core::BASH)
+        let escapes = bash_calls()
             .filter(|call| {
                 let Some(cwd) = call.input.get("cwd").and_then(serde_json::Value::as_str) else {
                     return false;
@@ -489,8 +520,10 @@ impl Host {
             return Ok(failed(run, unavailable));
         };
         let root = Path::new(&request.workspace_root);
-        let Some(workspace) = self.core.commands.workspace(request.session_id.as_str(), root) else {
-            return Ok(failed(run, ErrorCode::InvalidCommandInput));
+        let workspace = match self.core.bound_workspace(&request.session_id, root) {
+            Ok(workspace) => workspace,
+            Err(HostError::Refused(code)) => return Ok(failed(run, code)),
+            Err(error) => return Err(error),
         };
         let (Some(real_root), Some(real_cwd)) = (
             workspace.current_path(),

@@ -276,12 +276,12 @@ impl Host {
         // The session binds its workspace now, by descriptor, where the
         // directory exists: whatever later happens to the path, its commands
         // run in this directory (or, where it appears only later, in the one
-        // its first command finds).
+        // its first command finds). A directory that cannot be bound now is
+        // bound, or refused, at the first command.
         if let Some(root) = &state.session.workspace_root {
             let _ = self
                 .core
-                .commands
-                .workspace(state.session.id.as_str(), std::path::Path::new(root));
+                .bound_workspace(&state.session.id, std::path::Path::new(root));
         }
         Ok(state)
     }

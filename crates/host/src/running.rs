@@ -73,8 +73,10 @@ pub(crate) struct CommandSupport {
     pub(crate) hosts_directory: Option<PathBuf>,
     /// Each session's workspace, opened once: when the session is created
     /// where its directory exists, else (a session of an earlier host, or
-    /// one whose directory appeared later) at its first command here. Every
-    /// later command's root and working directory come from that
+    /// one whose directory appeared later) at its first command here, and
+    /// then only if it is the directory the session first bound (its
+    /// identity is kept in the database, see `HostCore::bound_workspace`).
+    /// Every later command's root and working directory come from that
     /// descriptor, so renaming or replacing the directory cannot move them.
     pub(crate) workspaces: Mutex<HashMap<String, WorkspaceDir>>,
     /// Each session's network namespace with its user-mode stack, made at
@@ -208,19 +210,6 @@ impl CommandSupport {
         let made = NetworkNamespace::start(runner).ok()?;
         networks.insert(session_id.to_owned(), made.clone());
         Some(made)
-    }
-
-    /// The workspace `session_id` bound (see [`CommandSupport::workspaces`]),
-    /// opening `root` if this host has not yet; `None` when it cannot be
-    /// opened.
-    pub(crate) fn workspace(&self, session_id: &str, root: &Path) -> Option<WorkspaceDir> {
-        let mut workspaces = lock(&self.workspaces);
-        if let Some(bound) = workspaces.get(session_id) {
-            return Some(bound.clone());
-        }
-        let opened = WorkspaceDir::open(root).ok()?;
-        workspaces.insert(session_id.to_owned(), opened.clone());
-        Some(opened)
     }
 
     pub(crate) fn sandbox_available(&self) -> bool {

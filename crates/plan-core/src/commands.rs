@@ -312,6 +312,31 @@ pub fn check_resolved_cwd(real_root: &str, real_cwd: &str) -> Result<(), ErrorCo
     inside(&root, &cwd).map(|_| ()).ok_or(ErrorCode::CommandCwdEscape)
 }
 
+/// Which directory a session's workspace is, on its filesystem: what its
+/// path named when the session bound it (P12 of the sandbox spec). Kept
+/// with the session, so a later host knows it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorkspaceIdentity {
+    /// The filesystem's device number.
+    pub device: u64,
+    /// The directory's inode number.
+    pub inode: u64,
+}
+
+/// P12 across hosts: a session's workspace is the directory it bound. The
+/// directory its path names now (`found`) must be that one (`bound`, as
+/// recorded when the session first bound it); one renamed or replaced
+/// since, by an enclosing session's command or anyone, is
+/// `COMMAND_CWD_ESCAPE`: a command would run outside the session's
+/// workspace.
+pub fn check_workspace_identity(bound: WorkspaceIdentity, found: WorkspaceIdentity) -> Result<(), ErrorCode> {
+    if bound == found {
+        Ok(())
+    } else {
+        Err(ErrorCode::CommandCwdEscape)
+    }
+}
+
 /// The sandbox a command of `turn` gets and whether it may use the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SandboxGrant {

@@ -53,9 +53,9 @@ mod tools;
 pub use call_input::CallDigest;
 pub use commands::{
     BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, DEFAULT_SECRET_ENV_MARKERS,
-    MAX_COMMAND_BYTES, SandboxGrant, TurnCommand, TurnCommandStatus, check_resolved_cwd, check_sandbox,
-    command_inherits_env, fence_commands, parse_bash_input, sandbox_for, sandbox_refusal_message,
-    sandbox_report,
+    MAX_COMMAND_BYTES, SandboxGrant, TurnCommand, TurnCommandStatus, WorkspaceIdentity, check_resolved_cwd,
+    check_sandbox, check_workspace_identity, command_inherits_env, fence_commands, parse_bash_input,
+    sandbox_for, sandbox_refusal_message, sandbox_report,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;

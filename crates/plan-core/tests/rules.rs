@@ -1753,6 +1753,32 @@ mod commands {
     }
 
     #[test]
+    fn a_workspace_is_the_directory_the_session_bound() {
+        use plan_core::{WorkspaceIdentity, check_workspace_identity};
+        let bound = WorkspaceIdentity {
+            device: 2049,
+            inode: 77,
+        };
+        assert_eq!(check_workspace_identity(bound, bound), Ok(()));
+        for found in [
+            WorkspaceIdentity {
+                device: 2049,
+                inode: 78,
+            },
+            WorkspaceIdentity {
+                device: 2050,
+                inode: 77,
+            },
+        ] {
+            assert_eq!(
+                check_workspace_identity(bound, found),
+                Err(ErrorCode::CommandCwdEscape),
+                "{found:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_resolved_cwd_behind_a_symlink_out_of_the_root_escapes() {
         assert_eq!(check_resolved_cwd("/real/w", "/real/w"), Ok(()));
         assert_eq!(check_resolved_cwd("/real/w", "/real/w/src"), Ok(()));

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionId, ExecutionState, Mode,
-    PermissionMode, PlanApproval, RowGuard, Session, SessionId, TurnId, UnixMs,
+    PermissionMode, PlanApproval, RowGuard, Session, SessionId, TurnId, UnixMs, WorkspaceIdentity,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -255,6 +255,47 @@ impl Store {
                 }
                 Err(error) => Err(StorageError::sqlite("inserting a session")(error)),
             }
+        })
+    }
+
+    /// Binds the session's workspace to the directory `found` identifies,
+    /// unless it was bound already, and returns the identity it is bound
+    /// to (the first one recorded, by this host or an earlier one). Kept in
+    /// `settings` under `session.workspace.<session id>`, so the schema
+    /// stays as it is.
+    pub fn bind_workspace(
+        &mut self,
+        session_id: &SessionId,
+        found: WorkspaceIdentity,
+    ) -> Result<WorkspaceIdentity, StorageError> {
+        let key = format!("session.workspace.{}", session_id.as_str());
+        let text = serde_json::to_string(&found).map_err(|error| StorageError::InvalidValue {
+            column: "settings.value_json (session.workspace)",
+            value: error.to_string(),
+        })?;
+        let stored: String = self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("binding a session's workspace"))?;
+            transaction
+                .execute(
+                    "INSERT INTO settings (key, value_json) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+                    params![key, text],
+                )
+                .map_err(StorageError::sqlite("binding a session's workspace"))?;
+            let stored = transaction
+                .query_row("SELECT value_json FROM settings WHERE key = ?1", [&key], |row| {
+                    row.get(0)
+                })
+                .map_err(StorageError::sqlite("reading a session's workspace"))?;
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("binding a session's workspace"))?;
+            Ok(stored)
+        })?;
+        serde_json::from_str(&stored).map_err(|_| StorageError::InvalidValue {
+            column: "settings.value_json (session.workspace)",
+            value: stored.chars().take(200).collect(),
         })
     }
 

@@ -8,7 +8,7 @@
 //! workspace root, where `auto` is refused; and what `initialize` reports.
 
 use super::*;
-use plan_core::Sandbox;
+use plan_core::{CommandState, Sandbox};
 use plan_host::{SandboxStatus, SessionId, TurnId};
 
 fn bash(call_id: &str, command: &str) -> ToolCall {
@@ -557,6 +557,93 @@ fn a_session_keeps_the_workspace_it_bound_when_an_enclosing_session_replaces_it(
         std::fs::read_dir(&elsewhere).unwrap().count(),
         0,
         "the command followed the link"
+    );
+}
+
+#[test]
+fn a_session_keeps_the_workspace_it_bound_across_a_restart_or_runs_nothing() {
+    // As above, but the next host opens the session: it has no descriptor
+    // of the directory, only the path, which now names another directory.
+    // Its commands are refused (COMMAND_CWD_ESCAPE), in Plan and in `auto`;
+    // a session whose directory is still the one it bound runs.
+    let mut fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("state/plan.db"),
+        |options, _| options,
+    );
+    if !namespaced(
+        &fixture,
+        "a_session_keeps_the_workspace_it_bound_across_a_restart_or_runs_nothing",
+    ) {
+        return;
+    }
+    let inner = fixture.workspace.join("inner");
+    let elsewhere = fixture.workspace.parent().unwrap().join("elsewhere");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    for (id, mode) in [("inner-auto", Mode::Agent), ("inner-plan", Mode::Plan)] {
+        fixture
+            .host
+            .create_session(NewSession {
+                session_id: Some(id.into()),
+                workspace_root: Some(inner.display().to_string()),
+                mode: Some(mode),
+                permission_mode: Some(PermissionMode::Auto),
+            })
+            .unwrap();
+    }
+    let outer = start_session(&fixture, "outer", Mode::Agent, PermissionMode::Auto);
+    let moved = format!(
+        "mv inner inner.moved && ln -s {} inner && echo swapped",
+        elsewhere.display()
+    );
+    assert_eq!(auto_stdout(&fixture, "outer", &outer, "o1", &moved), "swapped\n");
+    fixture.restart();
+    for id in ["inner-auto", "inner-plan"] {
+        let turn = fixture
+            .host
+            .start_turn(&SessionId::from(id), Origin::Interactive)
+            .unwrap()
+            .turn_id;
+        let outcomes = fixture
+            .host
+            .tool_calls(&SessionId::from(id), &turn, vec![bash("x1", "touch written")])
+            .unwrap();
+        if id == "inner-plan" {
+            // Plan: denied in the answer, as a cwd leading out is.
+            assert_eq!(
+                outcomes[0].decision,
+                ToolCallVerdict::Deny(ErrorCode::CommandCwdEscape),
+                "{id}: {outcomes:?}"
+            );
+            continue;
+        }
+        // Agent: the start is refused.
+        assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{id}: {outcomes:?}");
+        let run = fixture
+            .host
+            .start_agent_command(&SessionId::from(id), &turn, "x1", "touch written", None, None)
+            .unwrap();
+        assert_eq!(
+            (run.state, run.error_code),
+            (CommandState::FailedToStart, Some(ErrorCode::CommandCwdEscape)),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "a command ran in the directory now at the session's path"
+    );
+    assert!(!fixture.workspace.join("inner.moved/written").exists());
+    // The outer session's directory is the one it bound: it runs.
+    let outer = fixture
+        .host
+        .start_turn(&SessionId::from("outer"), Origin::Interactive)
+        .unwrap()
+        .turn_id;
+    assert_eq!(
+        auto_stdout(&fixture, "outer", &outer, "o2", "echo still"),
+        "still\n"
     );
 }
 

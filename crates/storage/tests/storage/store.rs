@@ -814,3 +814,33 @@ fn the_only_writer_keeps_the_rows_a_fresh_read_returns() {
         Some("a2".into())
     );
 }
+
+#[test]
+fn a_sessions_workspace_is_bound_once_and_kept_for_the_next_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("host.db");
+    let first = plan_core::WorkspaceIdentity { device: 1, inode: 10 };
+    let other = plan_core::WorkspaceIdentity { device: 1, inode: 11 };
+    let session = plan_core::SessionId::from("s1");
+    {
+        let mut store = Store::open(&path).unwrap().0;
+        store
+            .create_session(&Session::new("s1", Some("/w".to_owned())), NOW)
+            .unwrap();
+        assert_eq!(store.bind_workspace(&session, first).unwrap(), first);
+        // A later binding does not replace the first one.
+        assert_eq!(store.bind_workspace(&session, other).unwrap(), first);
+        // Another session binds its own.
+        store
+            .create_session(&Session::new("s2", Some("/w".to_owned())), NOW)
+            .unwrap();
+        assert_eq!(
+            store
+                .bind_workspace(&plan_core::SessionId::from("s2"), other)
+                .unwrap(),
+            other
+        );
+    }
+    let mut reopened = Store::open(&path).unwrap().0;
+    assert_eq!(reopened.bind_workspace(&session, other).unwrap(), first);
+}
