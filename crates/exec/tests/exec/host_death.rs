@@ -3,7 +3,8 @@
 //! signal) and the outcome says `Lost`.
 //!
 //! The "host" is this test binary run again with `PLAN_EXEC_TEST_HOST` set:
-//! it starts a command, says it is ready, and waits to be killed.
+//! it starts a command, says it is ready, and waits to be killed (reading
+//! its stdin, a pipe the test holds open).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -48,7 +49,9 @@ fn host_process_entry() {
         std::fs::write(dir.join(format!("{name}.pid")), format!("{pid}\n")).unwrap();
     }
     std::fs::write(dir.join("ready"), running.supervisor_pid().unwrap().to_string()).unwrap();
-    std::thread::sleep(Duration::from_secs(120));
+    // Until the test kills it (or, should the test itself die, until its
+    // end of the pipe closes): nothing here ends on a clock.
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
 }
 
 #[test]
@@ -66,7 +69,8 @@ fn sigkill_of_the_host_kills_its_commands() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(HOST_ENV, dirs.root.path());
+        .env(HOST_ENV, dirs.root.path())
+        .stdin(std::process::Stdio::piped());
         if sandboxed {
             host.env("PLAN_EXEC_TEST_SANDBOX", "1");
         }
