@@ -129,6 +129,15 @@ enum Command {
         /// decide, so it prints a warning.
         #[arg(long, value_name = "ADDR")]
         web_bind: Option<std::net::SocketAddr>,
+        /// Run this command line (through /bin/sh -c) once each time a plan
+        /// becomes pending, with the approval as JSON on its stdin (the
+        /// card URL in it with --web or --web-bind), e.g.
+        /// `--notify 'curl -sf -H "Title: plan pending" -d @- https://ntfy.example/mytopic'`:
+        /// the URL reaches a phone without copying it from a terminal. It
+        /// gets this process's environment; its output is discarded and it
+        /// is killed after 30 s, so it never delays a decision.
+        #[arg(long, value_name = "COMMAND")]
+        notify: Option<String>,
         #[command(flatten)]
         otel: Box<otel::OtelArgs>,
     },
@@ -496,6 +505,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             commands,
             web,
             web_bind,
+            notify,
             otel,
         } => Ok(serve(
             require_db(database)?,
@@ -503,6 +513,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             markdown_limit_bytes,
             &commands,
             WebArgs { web, web_bind },
+            notify,
             &otel,
         )),
         Command::Commands { command } => {
@@ -646,6 +657,7 @@ fn serve(
     markdown_limit_bytes: usize,
     commands: &commands::CommandArgs,
     web: WebArgs,
+    notifier: Option<String>,
     otel: &otel::OtelArgs,
 ) -> i32 {
     // The range rules are plan-core's; a value they refuse is a usage
@@ -661,6 +673,7 @@ fn serve(
         .and_then(|options| {
             Ok(plan_host::HostOptions {
                 web: web.options()?,
+                notifier,
                 audit_export: otel.config(|name| std::env::var(name).ok())?,
                 frontend: plan_host::DecisionChannel::Rpc,
                 ..options

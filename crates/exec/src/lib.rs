@@ -40,6 +40,7 @@
 pub mod helper;
 mod helper_file;
 mod network;
+mod notifier;
 mod outcome;
 mod output;
 mod runner;
@@ -49,6 +50,7 @@ mod wire;
 mod workspace;
 
 pub use network::NetworkNamespace;
+pub use notifier::{NotifierOutcome, run_notifier};
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};

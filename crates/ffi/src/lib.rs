@@ -217,6 +217,7 @@ impl PlanHost {
                 command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
                 scratch_size,
                 web,
+                notifier: options.notifier.clone(),
                 audit_export,
                 frontend: plan_host::DecisionChannel::Ffi,
                 ..defaults
@@ -229,6 +230,7 @@ impl PlanHost {
                 return Err(error.into());
             }
         };
+        plan_server::notifier::start_for(&host, web.as_ref());
         Ok(Arc::new(PlanHost {
             connection: Mutex::new(Connection::with_web(Arc::clone(&host), web.clone())),
             web,

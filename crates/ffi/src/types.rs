@@ -331,6 +331,13 @@ pub struct PlanHostOptions {
     /// can reach it and sees a card's URL can decide.
     #[uniffi(default = None)]
     pub web_allow_any_address: Option<bool>,
+    /// The person's notifier: a command line run through `/bin/sh -c` once
+    /// each time a plan becomes pending, with the approval as JSON on its
+    /// stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
+    /// is set), its output discarded and killed after 30 s. None by
+    /// default. Empty, or with a NUL byte: `INVALID_PARAMS`.
+    #[uniffi(default = None)]
+    pub notifier: Option<String>,
     /// Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
     /// logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
     /// export is on only when `otel_from_environment` allows the standard

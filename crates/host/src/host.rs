@@ -102,10 +102,18 @@ impl Host {
     /// `HOST_ALREADY_RUNNING` (another live host holds the database),
     /// `SCHEMA_UNSUPPORTED` (a schema this build cannot migrate),
     /// `DATABASE_UNREADABLE` (not an SQLite database), `INVALID_PARAMS` (a
-    /// path that is not a plain file, such as an SQLite URI),
-    /// `STORAGE_FAILED` (the file system failed), `INTERNAL` (the timer thread could not start). A
+    /// path that is not a plain file, such as an SQLite URI; a notifier that
+    /// is empty or holds a NUL byte), `STORAGE_FAILED` (the file system failed), `INTERNAL` (the timer thread could not start). A
     /// failed open leaves the database as it was and releases the lock.
     pub fn open(database: impl AsRef<Path>, options: HostOptions) -> Result<Host, HostError> {
+        if let Some(notifier) = &options.notifier
+            && (notifier.trim().is_empty() || notifier.contains('\0'))
+        {
+            return Err(HostError::with_detail(
+                ErrorCode::InvalidParams,
+                "the notifier must be a non-empty command line without NUL bytes",
+            ));
+        }
         let database = database.as_ref().to_path_buf();
         let mut opened = ExclusiveStore::open(&database)?;
         let now = options.clock.now_ms();
@@ -764,6 +772,12 @@ impl Host {
     /// `plan-server` crate starts the server from it.
     pub fn web(&self) -> Option<WebOptions> {
         self.core.options.web
+    }
+
+    /// The person's notifier, as given in [`HostOptions::notifier`]; the
+    /// `plan-server` crate runs it.
+    pub fn notifier(&self) -> Option<&str> {
+        self.core.options.notifier.as_deref()
     }
 
     /// Rejects; terminal, grants nothing: the Plan turn ends and the session

@@ -50,7 +50,7 @@ pub use plan_storage::{
 pub use running::SandboxStatus;
 pub use shells::{ShellEntry, ShellSpec, default_catalog};
 pub use types::{ExpiryTimer, HostOptions, NewSession, ScratchSize, ToolCallOutcome, ToolCallVerdict};
-pub use web::WebOptions;
+pub use web::{NOTIFIER_LIMIT, WebOptions};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{

@@ -88,6 +88,16 @@ pub struct HostOptions {
     /// default) for no web server. The host holds it; the `plan-server`
     /// crate's web module starts the server from it.
     pub web: Option<crate::WebOptions>,
+    /// The person's notifier, or `None` (the default): a command line run
+    /// as `/bin/sh -c <notifier>` once each time a plan becomes pending,
+    /// with a `PendingPlanNotice` (JSON, the card URL in it when the web
+    /// card is on) on its stdin, so the person hears of it on a phone
+    /// (ntfy, a chat webhook) or a desktop notification. It runs on a thread
+    /// of its own with the host's environment, its output discarded, and is
+    /// killed after [`NOTIFIER_LIMIT`](crate::NOTIFIER_LIMIT): nothing it
+    /// does delays a decision or a deadline. The `plan-server` crate runs it
+    /// (it knows the card URL).
+    pub notifier: Option<String>,
     /// Where the audit is exported as OpenTelemetry log records, or `None`
     /// (the default) for no export. [`plan_audit_export::ExportConfig::from_env`]
     /// reads the standard `OTEL_*` variables into one. The host runs the
@@ -187,6 +197,7 @@ impl Default for HostOptions {
             protected_paths: Vec::new(),
             scratch_size: ScratchSize::default(),
             web: None,
+            notifier: None,
             audit_export: None,
             frontend: plan_storage::DecisionChannel::Rust,
         }

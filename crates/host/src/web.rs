@@ -1,6 +1,8 @@
-//! The web card's option: where the host's approval page should listen.
+//! The web card's option: where the host's approval page should listen;
+//! and how long the person's notifier, which hears of each pending plan
+//! with its card URL, may run.
 //!
-//! The host only holds this value; it opens no socket and speaks no HTTP.
+//! The host only holds these values; it opens no socket and speaks no HTTP.
 //! The `plan-server` crate reads it ([`crate::Host::web`]) and starts the
 //! server that serves `<plan-approval-card>` (`serve --web`, the FFI
 //! option, or a Rust embedder calling that crate). The one rule it carries
@@ -13,6 +15,10 @@ use std::net::SocketAddr;
 use plan_core::ErrorCode;
 
 use crate::HostError;
+
+/// How long the person's notifier ([`crate::HostOptions::notifier`]) may
+/// run before it is killed, with everything it started.
+pub const NOTIFIER_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where the approval page listens. Made by [`WebOptions::loopback`] (the
 /// safe default: `127.0.0.1` or `::1`) or [`WebOptions::any_address`] (an

@@ -71,7 +71,7 @@ pub use plan_core::{
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,
-    PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
+    PendingPlanNotice, PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

@@ -32,7 +32,8 @@ use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::methods::{ClientRequest, MethodVisitor, visit_methods};
 use crate::notifications::{NotificationVisitor, ServerNotification, visit_notifications};
 use crate::{
-    CardDecided, CardDecision, CardRefusal, CardState, CardStatus, PlanApproval, Session, ToolAuditEntry,
+    CardDecided, CardDecision, CardRefusal, CardState, CardStatus, PendingPlanNotice, PlanApproval, Session,
+    ToolAuditEntry,
 };
 
 /// One generated schema file.
@@ -169,6 +170,11 @@ pub fn schema_files() -> Vec<SchemaFile> {
     ));
     files.push(schema::<CardRefusal>(
         "card.refusal.json".to_owned(),
+        Direction::Written,
+    ));
+    // What the person's notifier reads on its stdin.
+    files.push(schema::<PendingPlanNotice>(
+        "notifier.pending_plan.json".to_owned(),
         Direction::Written,
     ));
     files

@@ -149,6 +149,35 @@ pub struct CardState {
     pub permission_modes: Vec<PermissionModeSummary>,
 }
 
+/// What the person's notifier reads on its stdin, once, when a plan becomes
+/// pending (the host option `notifier`, `serve --notify`): enough to tell
+/// the person where and what to decide. `cardUrl` carries the card's token:
+/// the notifier is the person's channel (P11 of `sandbox.md`), and the host
+/// never writes this message anywhere else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingPlanNotice {
+    /// The pending approval.
+    pub approval_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The project: the last component of the session's workspace root;
+    /// `null` for a session without one.
+    pub project: Option<String>,
+    /// The agent's title (untrusted text: a notifier that shows it must not
+    /// interpret it).
+    pub title: String,
+    /// The agent's question (untrusted text).
+    pub question: String,
+    /// The absolute deadline, Unix ms.
+    pub expires_at: i64,
+    /// The plan file that binds the decision.
+    pub artifact: CardArtifact,
+    /// The approval card's URL, with its token; `null` when the host serves
+    /// no card (the person decides from a terminal or their client then).
+    pub card_url: Option<String>,
+}
+
 /// Approve or reject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -16,6 +16,7 @@ mod connection;
 pub mod convert;
 mod inbound;
 pub mod log;
+pub mod notifier;
 mod outbound;
 mod stdio;
 pub mod web;

@@ -119,6 +119,7 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
     if let Some(web) = &web {
         announce_web(web, exposed);
     }
+    crate::notifier::start_for(&host, web.as_ref());
     let outbound = match Outbound::spawn(std::io::stdout()) {
         Ok(outbound) => outbound,
         Err(error) => {

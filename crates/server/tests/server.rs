@@ -1,7 +1,10 @@
 //! plan-server's integration tests, one binary: the connection as the FFI
-//! drives it, and the approval card's web server over loopback sockets.
+//! drives it, the approval card's web server over loopback sockets, and the
+//! person's notifier.
 
 #[path = "server/connection.rs"]
 mod connection;
+#[path = "server/notifier.rs"]
+mod notifier;
 #[path = "server/web.rs"]
 mod web;

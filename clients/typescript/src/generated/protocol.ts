@@ -753,6 +753,51 @@ export interface OrphanArtifact {
 export type OutputStream = "stdout" | "stderr";
 
 /**
+ * What the person's notifier reads on its stdin, once, when a plan becomes
+ * pending (the host option `notifier`, `serve --notify`): enough to tell
+ * the person where and what to decide. `cardUrl` carries the card's token:
+ * the notifier is the person's channel (P11 of `sandbox.md`), and the host
+ * never writes this message anywhere else.
+ */
+export interface PendingPlanNotice {
+  /**
+   * The pending approval.
+   */
+  approvalId: string;
+  /**
+   * The plan file that binds the decision.
+   */
+  artifact: CardArtifact;
+  /**
+   * The approval card's URL, with its token; `null` when the host serves
+   * no card (the person decides from a terminal or their client then).
+   */
+  cardUrl: string | null;
+  /**
+   * The absolute deadline, Unix ms.
+   */
+  expiresAt: number;
+  /**
+   * The project: the last component of the session's workspace root;
+   * `null` for a session without one.
+   */
+  project: string | null;
+  /**
+   * The agent's question (untrusted text).
+   */
+  question: string;
+  /**
+   * Its session.
+   */
+  sessionId: string;
+  /**
+   * The agent's title (untrusted text: a notifier that shows it must not
+   * interpret it).
+   */
+  title: string;
+}
+
+/**
  * `"ask"`, `"accept-edits"` or `"auto"`.
  */
 export type PermissionMode = "ask" | "accept-edits" | "auto";

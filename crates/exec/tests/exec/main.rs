@@ -1,7 +1,7 @@
 //! Black-box tests of plan-exec, one binary: the runner (streaming, UTF-8,
 //! cap, hashes, timeout, cancellation, background jobs, host death, start
 //! failures, scratch directories) and the sandbox helper (every write form,
-//! network, privileges, escapes, reads, the PID namespace), driven through the public API and
+//! network, privileges, escapes, reads, the PID namespace) and the person's notifier, driven through the public API and
 //! the built `plan-exec-sandbox` binary.
 
 // Test code: a failed expectation should stop the test loudly, helpers included.
@@ -13,6 +13,7 @@ mod host_death;
 mod isolation;
 mod modes;
 mod network;
+mod notifier;
 mod outside;
 mod pid;
 mod privileges;

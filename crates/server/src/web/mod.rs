@@ -305,3 +305,23 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
         }
     }
 }
+
+/// The project a person recognises: the last component of the session's
+/// workspace root (the card and the notifier show it).
+pub(crate) fn project_name(root: &str) -> String {
+    root.rsplit('/')
+        .find(|part| !part.is_empty())
+        .unwrap_or("/")
+        .to_owned()
+}
+
+/// The plan file that binds a decision, as the card and the notifier show
+/// it.
+pub(crate) fn card_artifact(artifact: &plan_core::Artifact) -> plan_protocol::CardArtifact {
+    plan_protocol::CardArtifact {
+        file_name: artifact.file_name().to_owned(),
+        size: artifact.size,
+        sha256: artifact.sha256.clone(),
+        fingerprint: artifact.fingerprint(),
+    }
+}

@@ -10,8 +10,7 @@ use std::time::Instant;
 use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
 use plan_host::{DecisionChannel, DecisionSource, HostError};
 use plan_protocol::{
-    CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState,
-    PermissionModeSummary,
+    CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, PermissionModeSummary,
 };
 
 use super::cards::{Binding, StreamRefusal, Token, status_event, status_of};
@@ -188,18 +187,12 @@ fn state(shared: &Shared, token: &str) -> Response {
     let Some(artifact) = approval.artifact.as_ref() else {
         return Response::plain(404);
     };
-    // The project is the workspace's last path component.
     let project = shared
         .host
         .session(&approval.session_id)
         .ok()
         .and_then(|state| state.session.workspace_root)
-        .map(|root| {
-            root.rsplit('/')
-                .find(|part| !part.is_empty())
-                .unwrap_or("/")
-                .to_owned()
-        });
+        .map(|root| super::project_name(&root));
     let state = CardState {
         approval_id: approval.id.to_string(),
         title: approval.title.clone(),
@@ -208,12 +201,7 @@ fn state(shared: &Shared, token: &str) -> Response {
         expires_at: approval.expires_at,
         status: status_of(&approval),
         project,
-        artifact: CardArtifact {
-            file_name: artifact.file_name().to_owned(),
-            size: artifact.size,
-            sha256: artifact.sha256.clone(),
-            fingerprint: artifact.fingerprint(),
-        },
+        artifact: super::card_artifact(artifact),
         plan: plan_check(shared, &approval.id),
         permission_modes: PermissionModeSummary::all(),
     };

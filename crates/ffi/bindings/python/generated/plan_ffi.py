@@ -3455,7 +3455,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3520,6 +3520,10 @@ class PlanHostOptions:
             self.web_allow_any_address = None
         else:
             self.web_allow_any_address = web_allow_any_address
+        if notifier is _DEFAULT:
+            self.notifier = None
+        else:
+            self.notifier = notifier
         if otel_logs_endpoint is _DEFAULT:
             self.otel_logs_endpoint = None
         else:
@@ -3549,7 +3553,7 @@ class PlanHostOptions:
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_from_environment)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_from_environment)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3582,6 +3586,8 @@ class PlanHostOptions:
         if self.web_address != other.web_address:
             return False
         if self.web_allow_any_address != other.web_allow_any_address:
+            return False
+        if self.notifier != other.notifier:
             return False
         if self.otel_logs_endpoint != other.otel_logs_endpoint:
             return False
@@ -3617,6 +3623,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
             web_address=_UniffiFfiConverterOptionalString.read(buf),
             web_allow_any_address=_UniffiFfiConverterOptionalBoolean.read(buf),
+            notifier=_UniffiFfiConverterOptionalString.read(buf),
             otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
             otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
             otel_headers=_UniffiFfiConverterOptionalSequenceString.read(buf),
@@ -3643,6 +3650,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
         _UniffiFfiConverterOptionalString.check_lower(value.web_address)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.web_allow_any_address)
+        _UniffiFfiConverterOptionalString.check_lower(value.notifier)
         _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
         _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.otel_headers)
@@ -3668,6 +3676,7 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
         _UniffiFfiConverterOptionalString.write(value.web_address, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.web_allow_any_address, buf)
+        _UniffiFfiConverterOptionalString.write(value.notifier, buf)
         _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
         _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
         _UniffiFfiConverterOptionalSequenceString.write(value.otel_headers, buf)

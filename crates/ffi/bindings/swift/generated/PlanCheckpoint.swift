@@ -2693,6 +2693,14 @@ public struct PlanHostOptions: Equatable, Hashable {
      */
     public var webAllowAnyAddress: Bool?
     /**
+     * The person's notifier: a command line run through `/bin/sh -c` once
+     * each time a plan becomes pending, with the approval as JSON on its
+     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
+     * is set), its output discarded and killed after 30 s. None by
+     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
+     */
+    public var notifier: String?
+    /**
      * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
      * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
      * export is on only when `otel_from_environment` allows the standard
@@ -2798,6 +2806,13 @@ public struct PlanHostOptions: Equatable, Hashable {
          * can reach it and sees a card's URL can decide.
          */webAllowAnyAddress: Bool? = nil, 
         /**
+         * The person's notifier: a command line run through `/bin/sh -c` once
+         * each time a plan becomes pending, with the approval as JSON on its
+         * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
+         * is set), its output discarded and killed after 30 s. None by
+         * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
+         */notifier: String? = nil, 
+        /**
          * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
          * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
          * export is on only when `otel_from_environment` allows the standard
@@ -2836,6 +2851,7 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.scratchSizeMb = scratchSizeMb
         self.webAddress = webAddress
         self.webAllowAnyAddress = webAllowAnyAddress
+        self.notifier = notifier
         self.otelLogsEndpoint = otelLogsEndpoint
         self.otelProtocol = otelProtocol
         self.otelHeaders = otelHeaders
@@ -2876,6 +2892,7 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
                 webAddress: FfiConverterOptionString.read(from: &buf), 
                 webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf), 
+                notifier: FfiConverterOptionString.read(from: &buf), 
                 otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
                 otelProtocol: FfiConverterOptionString.read(from: &buf), 
                 otelHeaders: FfiConverterOptionSequenceString.read(from: &buf), 
@@ -2902,6 +2919,7 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
         FfiConverterOptionString.write(value.webAddress, into: &buf)
         FfiConverterOptionBool.write(value.webAllowAnyAddress, into: &buf)
+        FfiConverterOptionString.write(value.notifier, into: &buf)
         FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
         FfiConverterOptionString.write(value.otelProtocol, into: &buf)
         FfiConverterOptionSequenceString.write(value.otelHeaders, into: &buf)

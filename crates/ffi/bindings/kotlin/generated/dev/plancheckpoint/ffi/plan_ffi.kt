@@ -3588,6 +3588,15 @@ data class PlanHostOptions (
     var `webAllowAnyAddress`: kotlin.Boolean? = null 
     , 
     /**
+     * The person's notifier: a command line run through `/bin/sh -c` once
+     * each time a plan becomes pending, with the approval as JSON on its
+     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
+     * is set), its output discarded and killed after 30 s. None by
+     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
+     */
+    var `notifier`: kotlin.String? = null 
+    , 
+    /**
      * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
      * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
      * export is on only when `otel_from_environment` allows the standard
@@ -3655,6 +3664,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalBoolean.read(buf),
@@ -3679,6 +3689,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
             FfiConverterOptionalString.allocationSize(value.`webAddress`) +
             FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`) +
+            FfiConverterOptionalString.allocationSize(value.`notifier`) +
             FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
             FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
             FfiConverterOptionalSequenceString.allocationSize(value.`otelHeaders`) +
@@ -3704,6 +3715,7 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
             FfiConverterOptionalString.write(value.`webAddress`, buf)
             FfiConverterOptionalBoolean.write(value.`webAllowAnyAddress`, buf)
+            FfiConverterOptionalString.write(value.`notifier`, buf)
             FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
             FfiConverterOptionalString.write(value.`otelProtocol`, buf)
             FfiConverterOptionalSequenceString.write(value.`otelHeaders`, buf)
