@@ -58,6 +58,8 @@ async function runCase(
     answers: Record<string, unknown>;
     localSettings?: Record<string, unknown>;
     onPrompt?: ClaudeOptions["onPrompt"];
+    /** Leave the fake's stray traffic to the case to assert on. */
+    strayExpected?: boolean;
   },
 ): Promise<Case> {
   const root = tempDir(t, "plan-checkpoint-cc-");
@@ -80,7 +82,12 @@ async function runCase(
     ...(options.onPrompt === undefined ? {} : { onPrompt: options.onPrompt }),
   });
   const result = await run.finish();
-  fake.assertClean();
+  if (options.strayExpected === true) {
+    assert.deepEqual(fake.stepErrors, []);
+    assert.equal(fake.turns.length, options.steps.length);
+  } else {
+    fake.assertClean();
+  }
   return { root, fake, hooks, run, result };
 }
 
@@ -416,6 +423,33 @@ test("plan mode: a PreToolUse deny on Write reaches the model with its reason, a
   assert.equal(existsSync(join(root, "project", "hello.txt")), false);
 });
 
+test("offline: a request Claude Code aims at another host reaches only the fake, as a refused proxy tunnel", async (t) => {
+  // WebFetch asks Anthropic whether the domain is safe before fetching: that
+  // request shows the proxy settings are honoured, so the stray check of every
+  // other case is not vacuous.
+  const { fake, run } = await runCase(t, {
+    steps: [
+      () => [call("WebFetch", { url: "https://example.com/", prompt: "Summarise the page." })],
+      (request) => {
+        const fetched = lastToolResult(request);
+        assert.equal(fetched.isError, true);
+        assert.equal(
+          ownText(fetched.text),
+          "Unable to verify if domain example.com is safe to fetch. This may be due to network restrictions or enterprise security policies blocking claude.ai.",
+        );
+        return [say("No network.")];
+      },
+    ],
+    hooks: [["PreToolUse", "WebFetch", "pre-fetch"]],
+    answers: {
+      "pre-fetch": { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow", permissionDecisionReason: "test" } },
+    },
+    strayExpected: true,
+  });
+  assert.deepEqual(fake.stray, [{ method: "CONNECT", url: "api.anthropic.com:443" }]);
+  assert.deepEqual(run.prompts, []);
+});
+
 /** Replaces what differs between runs (ids, temporary paths, generated names, durations) with stable placeholders. */
 function scrub(value: unknown, root: string): unknown {
   if (typeof value === "string") {
@@ -436,10 +470,10 @@ function scrub(value: unknown, root: string): unknown {
   return value;
 }
 
-test("hook stdin: every event kind's JSON matches the committed fixture", async (t) => {
+test("hook stdin and Claude Code's own prompt: every kind's JSON matches the committed fixture", async (t) => {
   const events = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionEnd"];
   const toolEvents = new Set(["PreToolUse", "PermissionRequest", "PostToolUse"]);
-  const { root, hooks } = await runCase(t, {
+  const { root, hooks, run } = await runCase(t, {
     steps: [
       () => [call("Bash", { command: "echo hello", description: "a read-only command" })],
       () => [call("Bash", original)],
@@ -467,10 +501,15 @@ test("hook stdin: every event kind's JSON matches the committed fixture", async 
       },
     },
   });
-  const seen = hooks
-    .calls()
-    .filter((hookCall) => events.includes(hookCall.label))
-    .map((hookCall) => scrub(hookCall.input, root));
+  const seen = {
+    hookInputs: hooks
+      .calls()
+      .filter((hookCall) => events.includes(hookCall.label))
+      .map((hookCall) => scrub(hookCall.input, root)),
+    // The can_use_tool requests (both withdrawn: the PermissionRequest hooks answered).
+    prompts: run.prompts.map((prompt) => scrub(prompt, root)),
+  };
+  assert.equal(run.cancelled.size, 2);
   if (process.env["UPDATE_HOOK_FIXTURE"] === "1") {
     writeFileSync(fixtureFile, `${JSON.stringify(seen, null, 2)}\n`);
   }
