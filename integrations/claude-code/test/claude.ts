@@ -185,6 +185,21 @@ export class ClaudeRun {
     return this.#until(what, () => this.events.find(match));
   }
 
+  /**
+   * Sends a control request Claude Code answers at once and waits for the
+   * answer: everything Claude Code wrote before handling it has been seen.
+   */
+  async roundTrip(): Promise<void> {
+    const requestId = this.#nextRequestId();
+    this.send({ type: "control_request", request_id: requestId, request: { subtype: "mcp_status" } });
+    await this.waitFor(
+      "the answer to a control request",
+      (event) =>
+        event.type === "control_response" &&
+        (event["response"] as { request_id?: unknown } | undefined)?.request_id === requestId,
+    );
+  }
+
   /** Resolves with the turn's `result` event. */
   result(): Promise<OutputEvent> {
     return this.waitFor("the result event", (event) => event.type === "result");

@@ -60,10 +60,17 @@ async function runCase(
     onPrompt?: ClaudeOptions["onPrompt"];
     /** Leave the fake's stray traffic to the case to assert on. */
     strayExpected?: boolean;
+    /** Labels whose hooks hold the call until `during` opens their gate. */
+    gates?: string[];
+    /** Runs alongside the turn (to act on what Claude Code does while it runs). */
+    during?: (run: ClaudeRun, hooks: ScriptedHooks) => Promise<void>;
   },
 ): Promise<Case> {
   const root = tempDir(t, "plan-checkpoint-cc-");
   const hooks = new ScriptedHooks(root, options.answers);
+  for (const label of options.gates ?? []) {
+    hooks.gate(label);
+  }
   const fake = await FakeAnthropic.start(t, options.steps);
   const settings: Record<string, unknown[]> = {};
   for (const [event, matcher, label] of options.hooks) {
@@ -81,7 +88,7 @@ async function runCase(
     extraArgs: ["--include-hook-events"],
     ...(options.onPrompt === undefined ? {} : { onPrompt: options.onPrompt }),
   });
-  const result = await run.finish();
+  const [result] = await Promise.all([run.finish(), options.during?.(run, hooks)]);
   if (options.strayExpected === true) {
     assert.deepEqual(fake.stepErrors, []);
     assert.equal(fake.turns.length, options.steps.length);
@@ -277,6 +284,90 @@ test("ExitPlanMode: hooks get the plan and its file; a PermissionRequest allow e
   assert.deepEqual(run.prompts[0]?.input, expectedInput);
   assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""), "the exit prompt was not withdrawn");
   assert.equal(result["subtype"], "success");
+});
+
+test("ExitPlanMode: while a PreToolUse hook holds the call, Claude Code asks nothing; the PermissionRequest hook's answer then withdraws its prompt", async (t) => {
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        assert.equal(lastToolResult(request).isError, false);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "hold-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+    ],
+    gates: ["hold-exit"],
+    answers: {
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: {
+            behavior: "allow",
+            updatedInput: "$TOOL_INPUT",
+            updatedPermissions: [{ type: "setMode", mode: "acceptEdits", destination: "session" }],
+          },
+        },
+      },
+    },
+    during: async (claude, scripted) => {
+      await claude.waitFor(
+        "the held PreToolUse hook to start",
+        (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
+      );
+      // Two round trips through Claude Code's input: a prompt sent alongside the hook would be out by then.
+      await claude.roundTrip();
+      await claude.roundTrip();
+      assert.deepEqual(claude.prompts, []);
+      await scripted.open("hold-exit");
+    },
+  });
+  const started = run.events.findIndex((event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode");
+  const answered = run.events.findIndex((event) => event.subtype === "hook_response" && event["hook_name"] === "PreToolUse:ExitPlanMode");
+  const asked = run.events.findIndex((event) => event.type === "control_request");
+  assert.ok(started < answered && answered < asked, `hook started at ${started}, answered at ${answered}, prompt at ${asked}`);
+  assert.equal(run.prompts.length, 1);
+  assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""));
+  only(hooks, "hold-exit");
+  only(hooks, "permission-exit");
+});
+
+test("ExitPlanMode: while a PermissionRequest hook holds the call, Claude Code's prompt is already out (the two race, the first answer wins); an allow without setMode leaves plan mode for default", async (t) => {
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        assert.equal(lastToolResult(request).isError, false);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+      ["Stop", undefined, "stop"],
+    ],
+    gates: ["permission-exit"],
+    answers: {
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: { behavior: "allow", updatedInput: "$TOOL_INPUT" },
+        },
+      },
+    },
+    during: async (claude, scripted) => {
+      await claude.waitFor("the prompt", (event) => event.type === "control_request");
+      assert.equal(claude.cancelled.size, 0);
+      await scripted.open("permission-exit");
+    },
+  });
+  assert.equal(run.prompts.length, 1);
+  assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""));
+  only(hooks, "permission-exit");
+  assert.equal(only(hooks, "stop").input["permission_mode"], "default");
 });
 
 test("ExitPlanMode: the plan Claude Code proceeds with is the updatedInput's plan, which it writes over the plan file", async (t) => {

@@ -4,17 +4,24 @@
 // label and the JSON Claude Code gave it on stdin to a log, and prints the
 // case's scripted answer for that label (where an answer holds the string
 // "$TOOL_INPUT", the hook's own `tool_input` is put in its place, so a hook
-// can echo the input it was given). It never runs anything else.
+// can echo the input it was given). A label can be gated: its hook then
+// holds the call until the test opens the gate (a named pipe), the way a
+// hook that waits for a person's decision does. It never runs anything else.
 
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 const script = `"use strict";
 const fs = require("node:fs");
-const [logFile, answersFile, label] = process.argv.slice(2);
+const [logFile, answersFile, label, gate] = process.argv.slice(2);
 const raw = fs.readFileSync(0, "utf8");
 const input = JSON.parse(raw);
 fs.appendFileSync(logFile, JSON.stringify({ label, input }) + "\\n");
+if (gate !== undefined) {
+  fs.readFileSync(gate);
+}
 const answers = JSON.parse(fs.readFileSync(answersFile, "utf8"));
 const echo = (value) =>
   value === "$TOOL_INPUT"
@@ -40,6 +47,7 @@ export interface HookCall {
 export class ScriptedHooks {
   readonly #dir: string;
   readonly #answers: Record<string, unknown>;
+  readonly #gates = new Set<string>();
 
   /** Writes the hook script into `dir`; `answers` maps a label to the JSON it prints (none: prints nothing). */
   constructor(dir: string, answers: Record<string, unknown>) {
@@ -52,9 +60,25 @@ export class ScriptedHooks {
   /** The shell command Claude Code runs for the registration named `label`. */
   command(label: string): string {
     const quote = (text: string): string => `'${text.replaceAll("'", "'\\''")}'`;
-    return [process.execPath, join(this.#dir, "hook.cjs"), join(this.#dir, "hook-log.jsonl"), join(this.#dir, "hook-answers.json"), label]
+    const gate = this.#gates.has(label) ? [this.gatePath(label)] : [];
+    return [process.execPath, join(this.#dir, "hook.cjs"), join(this.#dir, "hook-log.jsonl"), join(this.#dir, "hook-answers.json"), label, ...gate]
       .map(quote)
       .join(" ");
+  }
+
+  /** Makes the hook of `label` hold the call until `open(label)`. */
+  gate(label: string): void {
+    execFileSync("mkfifo", ["-m", "0600", this.gatePath(label)]);
+    this.#gates.add(label);
+  }
+
+  /** Lets the held hook of `label` go on (resolves once it has read the gate). */
+  async open(label: string): Promise<void> {
+    await writeFile(this.gatePath(label), "go\n");
+  }
+
+  gatePath(label: string): string {
+    return join(this.#dir, `gate-${label}`);
   }
 
   /** A `hooks` settings entry: `{ matcher, hooks: [command] }`. */
