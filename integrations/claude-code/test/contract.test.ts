@@ -60,6 +60,8 @@ async function runCase(
     onPrompt?: ClaudeOptions["onPrompt"];
     /** Leave the fake's stray traffic to the case to assert on. */
     strayExpected?: boolean;
+    /** More Claude Code arguments. */
+    extraArgs?: string[];
     /** Labels whose hooks hold the call until `during` opens their gate. */
     gates?: string[];
     /** Runs alongside the turn (to act on what Claude Code does while it runs). */
@@ -85,7 +87,7 @@ async function runCase(
     prompt: "Work on the task.",
     settings: { hooks: settings },
     localSettings: options.localSettings ?? { useAutoModeDuringPlan: false },
-    extraArgs: ["--include-hook-events"],
+    extraArgs: ["--include-hook-events", ...(options.extraArgs ?? [])],
     ...(options.onPrompt === undefined ? {} : { onPrompt: options.onPrompt }),
   });
   const [result] = await Promise.all([run.finish(), options.during?.(run, hooks)]);
@@ -370,6 +372,42 @@ test("ExitPlanMode: while a PermissionRequest hook holds the call, Claude Code's
   assert.equal(only(hooks, "stop").input["permission_mode"], "default");
 });
 
+for (const [requested, reached] of [
+  ["auto", "auto"],
+  ["dontAsk", "dontAsk"],
+  ["bypassPermissions", "default"],
+] as const) {
+  test(`ExitPlanMode: an allow with setMode ${requested} leaves plan mode for ${reached}`, async (t) => {
+    const { hooks } = await runCase(t, {
+      steps: [
+        (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+        () => [call("ExitPlanMode", {})],
+        (request) => {
+          assert.equal(lastToolResult(request).isError, false);
+          return [say("Approved.")];
+        },
+      ],
+      hooks: [
+        ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+        ["Stop", undefined, "stop"],
+      ],
+      answers: {
+        "permission-exit": {
+          hookSpecificOutput: {
+            hookEventName: "PermissionRequest",
+            decision: {
+              behavior: "allow",
+              updatedInput: "$TOOL_INPUT",
+              updatedPermissions: [{ type: "setMode", mode: requested, destination: "session" }],
+            },
+          },
+        },
+      },
+    });
+    assert.equal(only(hooks, "stop").input["permission_mode"], reached);
+  });
+}
+
 test("ExitPlanMode: the plan Claude Code proceeds with is the updatedInput's plan, which it writes over the plan file", async (t) => {
   const approved = "# Plan: the approved bytes\n\n1. Only this.\n";
   let planFile = "";
@@ -513,6 +551,35 @@ test("plan mode: a PreToolUse deny on Write reaches the model with its reason, a
   assert.deepEqual(run.prompts, []);
   assert.equal(existsSync(join(root, "project", "hello.txt")), false);
 });
+
+for (const flag of ["--bare", "--safe-mode"]) {
+  test(`${flag} runs no hook from --settings: Claude Code's own prompt decides`, async (t) => {
+    const message = "The test's prompt refuses the command.";
+    const { hooks, run, root } = await runCase(t, {
+      steps: [
+        () => [call("Bash", original)],
+        (request) => {
+          assert.equal(ownText(lastToolResult(request).text), message);
+          return [say("Refused.")];
+        },
+      ],
+      hooks: [["PreToolUse", "Bash", "pre-bash"]],
+      answers: {
+        "pre-bash": {
+          hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "never seen" },
+        },
+      },
+      extraArgs: [flag],
+      onPrompt: denyPrompt(message),
+    });
+    assert.deepEqual(hooks.calls(), []);
+    assert.deepEqual(
+      run.prompts.map((prompt) => prompt.tool_name),
+      ["Bash"],
+    );
+    assert.equal(existsSync(join(root, "project", "original.txt")), false);
+  });
+}
 
 test("offline: a request Claude Code aims at another host reaches only the fake, as a refused proxy tunnel", async (t) => {
   // WebFetch asks Anthropic whether the domain is safe before fetching: that
