@@ -528,28 +528,87 @@ test("ExitPlanMode: a PermissionRequest deny reaches the model word for word and
   assert.equal(existsSync(join(root, "project", "hello.txt")), false);
 });
 
-test("plan mode: a PreToolUse deny on Write reaches the model with its reason, and nothing is asked", async (t) => {
-  const reason = "PLAN_MODE_DENIED: Write is not allowed in Plan mode.";
+// What the model reads of a PreToolUse deny depends on the tool: Write gives
+// the reason alone, Bash puts it behind "PreToolUse:Bash hook error: ".
+for (const [tool, input, file, prefix] of [
+  ["Write", { file_path: "hello.txt", content: "hello\n" }, "hello.txt", ""],
+  ["Bash", original, "original.txt", "PreToolUse:Bash hook error: "],
+] as const) {
+  test(`plan mode: a PreToolUse deny on ${tool} reaches the model with its reason${prefix === "" ? " alone" : ", prefixed"}, and nothing is asked`, async (t) => {
+    const reason = `PLAN_MODE_DENIED: ${tool} is not allowed in Plan mode.`;
+    const { hooks, run, root } = await runCase(t, {
+      steps: [
+        () => [call(tool, input)],
+        (request) => {
+          const denied = lastToolResult(request);
+          assert.equal(denied.isError, true);
+          assert.equal(ownText(denied.text), `${prefix}${reason}`);
+          return [say("Understood.")];
+        },
+      ],
+      hooks: [["PreToolUse", tool, "pre"]],
+      answers: {
+        pre: {
+          hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: reason },
+        },
+      },
+    });
+    assert.equal(only(hooks, "pre").input["permission_mode"], "plan");
+    assert.deepEqual(run.prompts, []);
+    assert.equal(existsSync(join(root, "project", file)), false);
+  });
+}
+
+test("plan mode: a subagent's tool calls go through the same hooks, in plan mode, with its agent_id and agent_type; a PreToolUse deny reaches the subagent", async (t) => {
+  const reason = "PLAN_MODE_DENIED: the subagent may not write.";
+  const subagentTask = "Subagent task: create sub.txt.";
+  const isSubagent = (request: MessagesRequest): boolean =>
+    JSON.stringify(request.messages[0]?.content ?? "").includes(subagentTask);
+  // The main agent and its subagent share the fake; each step checks whose turn it is.
+  const expect = (who: "main" | "subagent", step: Step): Step => (request) => {
+    assert.equal(isSubagent(request) ? "subagent" : "main", who);
+    return step(request);
+  };
   const { hooks, run, root } = await runCase(t, {
     steps: [
-      () => [call("Write", { file_path: "hello.txt", content: "hello\n" })],
-      (request) => {
-        const write = lastToolResult(request);
-        assert.equal(write.isError, true);
-        assert.equal(ownText(write.text), reason);
-        return [say("Understood.")];
-      },
+      expect("main", () => [
+        call("Agent", { description: "Create a file", prompt: subagentTask, subagent_type: "general-purpose", run_in_background: false }),
+      ]),
+      expect("subagent", () => [call("Bash", original)]),
+      expect("subagent", (request) => {
+        const denied = lastToolResult(request);
+        assert.equal(denied.isError, true);
+        // As in the main agent, a Bash deny reads behind the hook's name.
+        assert.equal(ownText(denied.text), `PreToolUse:Bash hook error: ${reason}`);
+        return [say("The subagent could not write.")];
+      }),
+      expect("main", (request) => {
+        const handBack = lastToolResult(request);
+        assert.equal(handBack.isError, false);
+        assert.ok(handBack.text.includes("The subagent could not write."), handBack.text);
+        return [say("Done.")];
+      }),
     ],
-    hooks: [["PreToolUse", "Write", "pre-write"]],
+    hooks: [
+      ["PreToolUse", "Bash", "pre-bash"],
+      ["SubagentStart", undefined, "subagent-start"],
+    ],
     answers: {
-      "pre-write": {
+      "pre-bash": {
         hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: reason },
       },
     },
   });
-  assert.equal(only(hooks, "pre-write").input["permission_mode"], "plan");
+  const started = only(hooks, "subagent-start").input;
+  assert.equal(started["agent_type"], "general-purpose");
+  assert.equal(typeof started["agent_id"], "string");
+  const pre = only(hooks, "pre-bash").input;
+  assert.equal(pre["permission_mode"], "plan");
+  assert.equal(pre["agent_id"], started["agent_id"]);
+  assert.equal(pre["agent_type"], "general-purpose");
+  assert.deepEqual(pre["tool_input"], original);
   assert.deepEqual(run.prompts, []);
-  assert.equal(existsSync(join(root, "project", "hello.txt")), false);
+  assert.equal(existsSync(join(root, "project", "original.txt")), false);
 });
 
 for (const flag of ["--bare", "--safe-mode"]) {
