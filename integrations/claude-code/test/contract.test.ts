@@ -91,6 +91,14 @@ async function runCase(
     ...(options.onPrompt === undefined ? {} : { onPrompt: options.onPrompt }),
   });
   const [result] = await Promise.all([run.finish(), options.during?.(run, hooks)]);
+  // The run is the pinned Claude Code, in plan mode, and keeps its files in the case's directory.
+  const init = run.events.find((event) => event.type === "system" && event.subtype === "init");
+  assert.equal(init?.["claude_code_version"], pinnedVersion);
+  assert.equal(init?.["permissionMode"], "plan");
+  assert.equal(init?.["cwd"], join(root, "project"));
+  const socket = init?.["messaging_socket_path"];
+  // (--bare opens none.)
+  assert.ok(socket === undefined || String(socket).startsWith(root + "/"), String(socket));
   if (options.strayExpected === true) {
     assert.deepEqual(fake.stepErrors, []);
     assert.equal(fake.turns.length, options.steps.length);
