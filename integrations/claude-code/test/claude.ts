@@ -7,7 +7,8 @@
 // network; any request it still aims at another host goes to the fake (set
 // as the proxy) and is recorded as stray. The run's output events are
 // collected; helpers wait for them (with a guard timeout that only turns a
-// hang into a failure). The process is killed when the test ends.
+// hang into a failure). Claude Code runs in its own process group, which is
+// killed when the test ends, so no hook it started outlives the test.
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync, mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
@@ -59,7 +60,7 @@ export interface ClaudeOptions {
   localSettings?: Record<string, unknown>;
   /** More command-line arguments. */
   extraArgs?: string[];
-  /** Answers Claude Code's own permission prompts; the default denies, so its dialog never approves anything. */
+  /** Answers Claude Code's own permission prompts; the default never answers (see `holdPrompt`), so its dialog decides nothing. */
   onPrompt?: (request: CanUseTool, run: ClaudeRun) => PromptAnswer | Promise<PromptAnswer>;
 }
 
@@ -101,7 +102,6 @@ export class ClaudeRun {
   #stderr = "";
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #requestCount = 0;
-  readonly #controlResponses = new Map<string, (response: Record<string, unknown>) => void>();
 
   private constructor(child: ChildProcessWithoutNullStreams, root: string, options: ClaudeOptions) {
     this.#child = child;
@@ -147,6 +147,7 @@ export class ClaudeRun {
       cwd: project,
       env: offlineEnv(options.fake, home, configDir, tmp),
       stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
     });
     const run = new ClaudeRun(child, root, options);
     run.#wire();
@@ -221,9 +222,16 @@ export class ClaudeRun {
     return result;
   }
 
+  /** Kills Claude Code and whatever it started (hooks, commands) that is still running. */
   kill(): void {
-    if (this.#exit === undefined) {
-      this.#child.kill("SIGKILL");
+    const pid = this.#child.pid;
+    if (pid === undefined) {
+      return;
+    }
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // The group is gone already: nothing of the run is left.
     }
   }
 
