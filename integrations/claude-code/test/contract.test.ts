@@ -62,6 +62,8 @@ async function runCase(
     strayExpected?: boolean;
     /** More Claude Code arguments. */
     extraArgs?: string[];
+    /** More settings for `--settings`, beside the hooks. */
+    settings?: Record<string, unknown>;
     /** Labels whose hooks hold the call until `during` opens their gate. */
     gates?: string[];
     /** Runs alongside the turn (to act on what Claude Code does while it runs). */
@@ -85,7 +87,7 @@ async function runCase(
   const run = ClaudeRun.start(t, root, {
     fake,
     prompt: "Work on the task.",
-    settings: { hooks: settings },
+    settings: { ...options.settings, hooks: settings },
     localSettings: options.localSettings ?? { useAutoModeDuringPlan: false },
     extraArgs: ["--include-hook-events", ...(options.extraArgs ?? [])],
     ...(options.onPrompt === undefined ? {} : { onPrompt: options.onPrompt }),
@@ -211,6 +213,56 @@ for (const preDecision of ["allow", "none"] as const) {
     assert.equal(run.prompts.length, 1);
     assert.deepEqual(run.prompts[0]?.input, rewritten);
     assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""), "the prompt was not withdrawn");
+  });
+}
+
+for (const useAutoModeDuringPlan of [undefined, false]) {
+  test(`plan mode with auto mode opted in, useAutoModeDuringPlan ${String(useAutoModeDuringPlan)}: ${useAutoModeDuringPlan === false ? "the PermissionRequest hook decides the rewritten command" : "auto mode's check takes the command from the hooks (offline it denies it)"}`, async (t) => {
+    const unavailable =
+      "Auto mode is unavailable: its safety check does not run for this session, so Bash was not run. Other actions that need the check will be denied too, and retrying won't help. Finish what you can without them, then tell the user what is blocked and that they can switch to another permission mode.";
+    const { hooks, run, root } = await runCase(t, {
+      steps: [
+        () => [call("Bash", original)],
+        (request) => {
+          const result = lastToolResult(request);
+          if (useAutoModeDuringPlan === false) {
+            assert.deepEqual([ownText(result.text), result.isError], ["REWRITTEN", false]);
+          } else {
+            assert.deepEqual([ownText(result.text), result.isError], [unavailable, true]);
+          }
+          return [say("Done.")];
+        },
+      ],
+      hooks: [
+        ["PreToolUse", "Bash", "pre-bash"],
+        ["PermissionRequest", "Bash", "permission-bash"],
+      ],
+      answers: {
+        "pre-bash": {
+          hookSpecificOutput: {
+            hookEventName: "PreToolUse",
+            permissionDecision: "allow",
+            permissionDecisionReason: "rewritten",
+            updatedInput: rewritten,
+          },
+        },
+        "permission-bash": { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "allow" } } },
+      },
+      // The user accepted auto mode's opt-in, and the model is one auto mode supports.
+      settings: { skipAutoPermissionPrompt: true },
+      extraArgs: ["--model", "claude-opus-5-5"],
+      localSettings: useAutoModeDuringPlan === undefined ? {} : { useAutoModeDuringPlan },
+    });
+    only(hooks, "pre-bash");
+    if (useAutoModeDuringPlan === false) {
+      only(hooks, "permission-bash");
+      assert.equal(readFileSync(join(root, "project", "made.txt"), "utf8"), "REWRITTEN\n");
+      assert.equal(run.prompts.length, 1);
+    } else {
+      assert.deepEqual(hooks.callsOf("permission-bash"), []);
+      assert.deepEqual(run.prompts, []);
+      assert.equal(existsSync(join(root, "project", "made.txt")), false);
+    }
   });
 }
 
