@@ -5,6 +5,7 @@
 // fields, so a Claude Code that changes any of them fails here first, loudly.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -122,8 +123,11 @@ const original = { command: "touch original.txt", description: "touch a file" };
 
 test("the pinned Claude Code is the one installed", () => {
   assert.ok(existsSync(claudeBin), `no Claude Code at ${claudeBin}: run npm ci in runtime/`);
-  const lock = JSON.parse(readFileSync(join(dirname(claudeBin), "..", "package.json"), "utf8")) as { version: string };
-  assert.equal(lock.version, pinnedVersion);
+  const manifest = JSON.parse(readFileSync(join(dirname(claudeBin), "..", "package.json"), "utf8")) as { version: string };
+  assert.equal(manifest.version, pinnedVersion);
+  // The package's postinstall puts the native binary in place; without it this is a stub.
+  const version = execFileSync(claudeBin, ["--version"], { encoding: "utf8", timeout: 60_000, env: { PATH: "/usr/bin:/bin" } });
+  assert.equal(version.trim(), `${pinnedVersion} (Claude Code)`);
 });
 
 test("plan mode: a PreToolUse allow with updatedInput is not enough for a writing Bash command; Claude Code's own prompt is asked with the rewritten command", async (t) => {
