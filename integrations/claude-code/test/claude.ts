@@ -6,7 +6,7 @@
 // caller's leaks in) and every switch that keeps Claude Code off the
 // network; any request it still aims at another host goes to the fake (set
 // as the proxy) and is recorded as stray. The run's output events are
-// collected; helpers wait for them (with a guard timeout that only turns a
+// collected; the test waits on them (with a guard timeout that only turns a
 // hang into a failure). Claude Code runs in its own process group, which is
 // killed when the test ends, so no hook it started outlives the test.
 

@@ -63,7 +63,7 @@ export interface StrayRequest {
   url: string;
 }
 
-/** Helpers to write steps briefly. */
+/** Short ways to write a step's blocks. */
 export const say = (text: string): TextBlock => ({ type: "text", text });
 export const call = (name: string, input: Record<string, unknown>, id?: string): ToolUseBlock =>
   id === undefined ? { type: "tool_use", name, input } : { type: "tool_use", id, name, input };
