@@ -975,9 +975,10 @@ fn approved_plan(client: &mut HostClient, approval: &Value) -> Result<String, St
             ));
         }
         Some(ApprovalStatus::Rejected) => {
-            return Err(
-                "PLAN_REJECTED: the person rejected this plan; stay in plan mode and revise it".into(),
-            );
+            // A rejection is a person's answer, not an error: no code.
+            return Err(format!(
+                "The person rejected this plan ({approval_id}). Stay in plan mode: revise the plan with them."
+            ));
         }
         Some(ApprovalStatus::Interrupted) => {
             return Err(format!(

@@ -416,7 +416,10 @@ fn a_rejected_or_expired_plan_is_denied_with_the_hosts_sentence() {
     assert!(rejected.status.success());
     let answer = answer_of(&hook.wait_with_output().unwrap());
     assert_eq!(decision(&answer), "deny");
-    assert!(reason(&answer).starts_with("PLAN_REJECTED: "), "{answer}");
+    assert!(
+        reason(&answer).starts_with("The person rejected this plan"),
+        "{answer}"
+    );
 
     let mut short = Case::new();
     short.ttl_ms = Some(1_500);
