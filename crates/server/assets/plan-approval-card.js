@@ -104,7 +104,7 @@ function describeStatus(status) {
         case "expired":
             return "expired";
         case "interrupted":
-            return status.errorCode === "HOST_CLOSED" ? "interrupted (the host stopped)" : "interrupted";
+            return "interrupted";
     }
 }
 /** One mode and what it allows, as plan-core's table says (sent by the host). */
@@ -408,8 +408,8 @@ function defineCard() {
                 }
                 if (response.status === 404) {
                     // Decided elsewhere (another tab won), expired or stopped: nothing
-                    // more can be decided here, and the status stream, still open,
-                    // shows what the approval became.
+                    // more can be decided here, and the next status poll, still
+                    // scheduled, shows what the approval became.
                     this.#busy = false;
                     this.#decided = true;
                     this.#notice.textContent = "This decision did not count: the plan was already decided, it expired, or the host stopped.";
