@@ -524,12 +524,13 @@ fn plan_bash(call: &HookCall<'_>) -> Value {
     if call.input.get("command").and_then(Value::as_str).is_none() {
         return deny("INVALID_COMMAND_INPUT: the Bash call has no command");
     }
-    // The host must be there, with its Plan turn, before anything runs.
-    let mut client = match host_for(&call.project) {
+    // The host must be there, with its read-only sandbox, before the call
+    // is let through (the `bash` client then runs it in the Plan turn).
+    let client = match host_for(&call.project) {
         Ok(client) => client,
         Err(failure) => return deny(&failure.text()),
     };
-    if let Err(failure) = plan_turn(&mut client, &call.project, &call.session_id) {
+    if let Some(failure) = client.plan_sandbox_refusal() {
         return deny(&failure.text());
     }
     pre_tool_use(

@@ -451,3 +451,57 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["status"], "interrupted", "{shown}");
 }
+
+#[test]
+fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
+    let case = Case::new();
+    // A per-user directory so deep that no Unix socket fits in it: the
+    // host the hook starts cannot listen, and ends at once.
+    let deep = case.dir.path().join("d".repeat(60)).join("e".repeat(60));
+    std::fs::create_dir_all(&deep).unwrap();
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
+        command
+            .args(args)
+            .current_dir(&case.project)
+            .env("TMPDIR", &deep)
+            .env_remove("XDG_RUNTIME_DIR");
+        command
+    };
+    std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
+    for (tool, input) in [
+        ("Bash", json!({"command": "rm canary.txt"})),
+        (
+            "Write",
+            json!({"file_path": case.project.join("canary.txt"), "content": "x"}),
+        ),
+        (
+            "ExitPlanMode",
+            json!({"plan": "# Plan\n", "planFilePath": "/config/plans/p.md"}),
+        ),
+    ] {
+        let mut child = command(&["claude-code", "hook"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = case.input("PreToolUse", "plan", tool, input, "toolu_x");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let answer = answer_of(&child.wait_with_output().unwrap());
+        assert_eq!(decision(&answer), "deny", "{tool}: {answer}");
+        assert!(
+            reason(&answer).starts_with("HOST_UNREACHABLE: the host could not start"),
+            "{tool}: {answer}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
+        "kept\n"
+    );
+}
