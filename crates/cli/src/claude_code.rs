@@ -265,7 +265,11 @@ fn install(project: &Project) -> Result<i32, Failure> {
         ));
     };
     let command = hook_command();
-    for (event, timeout) in [("PreToolUse", 1800), ("PermissionRequest", 60)] {
+    // The PreToolUse hook holds ExitPlanMode until the plan's deadline: its
+    // time limit must outlast the deadline, so the model reads the host's
+    // `PLAN_APPROVAL_TIMEOUT`, not Claude Code's killed hook.
+    let hold = approval_ttl_ms() / 1000 + HOOK_MARGIN_SECONDS;
+    for (event, timeout) in [("PreToolUse", hold), ("PermissionRequest", 60)] {
         let entries = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(entries) = entries.as_array_mut() else {
             return Err(Failure::new(
@@ -289,7 +293,7 @@ fn install(project: &Project) -> Result<i32, Failure> {
         .map_err(|error| Failure::new(exit::FAILURE, format!("{}: {error}", path.display())))?;
     let report = format!(
         "Wrote {path}:\n\
-         - hooks.PreToolUse (every tool, timeout 1800 s): {command}\n  \
+         - hooks.PreToolUse (every tool, timeout {hold} s, past the plan's deadline): {command}\n  \
            plan-mode Bash runs in the host's read-only sandbox, other plan-mode tools follow the\n  \
            host's table, and ExitPlanMode waits for your decision (card or `plan-checkpoint\n  \
            claude-code approve`), up to the plan's deadline.\n\
@@ -303,6 +307,18 @@ fn install(project: &Project) -> Result<i32, Failure> {
     );
     crate::render::write_stdout(report.as_bytes())?;
     Ok(exit::OK)
+}
+
+/// How long past the plan's deadline the holding hook may still run.
+const HOOK_MARGIN_SECONDS: i64 = 300;
+
+/// The approval deadline the project's host uses: `PLAN_CHECKPOINT_APPROVAL_TTL_MS`
+/// when set to a number, else plan-core's default.
+fn approval_ttl_ms() -> i64 {
+    std::env::var("PLAN_CHECKPOINT_APPROVAL_TTL_MS")
+        .ok()
+        .and_then(|value| value.parse::<i64>().ok())
+        .unwrap_or(plan_core::Limits::DEFAULT_APPROVAL_TTL_MS)
 }
 
 // --------------------------------------------------------------------- hook
@@ -943,7 +959,10 @@ fn exit_plan(call: &HookCall<'_>) -> Value {
             if let Some(object) = updated.as_object_mut() {
                 object.insert("plan".to_owned(), Value::String(bytes));
             }
-            pre_tool_use("allow", "the person approved this exact plan", Some(updated))
+            // No decision here: an `allow` would leave plan mode for
+            // `default` at once, past the PermissionRequest hook that sets
+            // the chosen mode. The approved input goes on to that hook.
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}})
         }
         Err(reason) => deny(&reason),
     }
@@ -1042,6 +1061,19 @@ fn exit_plan_permission(call: &HookCall<'_>) -> Value {
             plan_core::ErrorCode::ArtifactIntegrityMismatch.message()
         ));
     }
+    // Claude Code proceeds with what its plan file holds when the exit is
+    // allowed, so that file must hold the approved bytes too.
+    if let Some(file) = call.input.get("planFilePath").and_then(Value::as_str)
+        && std::fs::read(file)
+            .map(|bytes| sha256_hex(&bytes))
+            .ok()
+            .as_deref()
+            != Some(recorded)
+    {
+        return refuse(format!(
+            "ARTIFACT_INTEGRITY_MISMATCH: Claude Code's plan file {file} no longer holds the approved plan; submit it again"
+        ));
+    }
     let mode = match approval.get("permissionMode").and_then(Value::as_str) {
         Some("accept-edits" | "auto") => "acceptEdits",
         Some(_) | None => "default",
@@ -1129,10 +1161,7 @@ fn host(project: &Project) -> Result<i32, Failure> {
             format!("{}: {error}", database_directory.display()),
         )
     })?;
-    let ttl = std::env::var("PLAN_CHECKPOINT_APPROVAL_TTL_MS")
-        .ok()
-        .and_then(|value| value.parse::<i64>().ok())
-        .unwrap_or(plan_core::Limits::DEFAULT_APPROVAL_TTL_MS);
+    let ttl = approval_ttl_ms();
     let failed = |error: plan_host::HostError| Failure::new(exit::DATABASE_REFUSED, error.message());
     let limits = plan_core::Limits::new(ttl, plan_core::Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)
         .map_err(|error| Failure::new(exit::USAGE, error.to_string()))?;
@@ -1144,6 +1173,9 @@ fn host(project: &Project) -> Result<i32, Failure> {
         notifier: std::env::var("PLAN_CHECKPOINT_NOTIFY")
             .ok()
             .filter(|notify| !notify.trim().is_empty()),
+        // The binary is its own sandbox helper, as for `serve`: installed
+        // alone, it still runs plan-mode Bash.
+        sandbox_helper: std::env::current_exe().ok(),
         frontend: plan_host::DecisionChannel::Rpc,
         ..plan_host::HostOptions::default()
     };

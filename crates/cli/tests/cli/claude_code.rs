@@ -229,7 +229,11 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
         assert!(command.ends_with(" claude-code hook"), "{command}");
         assert!(command.starts_with(&format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"))));
     }
-    assert_eq!(written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 1800);
+    // Past the plan's deadline (30 minutes by default).
+    assert_eq!(
+        written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
+        1800 + 300
+    );
 }
 
 #[test]
@@ -326,12 +330,20 @@ fn plan_mode_writes_are_denied_with_the_hosts_code_and_the_plan_file_is_claude_c
 
 const PLAN: &str = "# Split the \u{1b}[31mparser\u{202e}\n\n1. Write out.txt\r\n";
 
+/// Claude Code's plan file of the case, holding the plan.
+fn plan_file(case: &Case) -> PathBuf {
+    let file = case.dir.path().join("config/plans/p.md");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, PLAN).unwrap();
+    file
+}
+
 fn exit_plan(case: &Case) -> (Child, Value) {
     let input = case.input(
         "PreToolUse",
         "plan",
         "ExitPlanMode",
-        json!({"plan": PLAN, "planFilePath": "/config/plans/p.md"}),
+        json!({"plan": PLAN, "planFilePath": plan_file(case)}),
         "toolu_exit",
     );
     let mut hook = case.spawn_hook(&input);
@@ -362,7 +374,9 @@ fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
         String::from_utf8_lossy(&approved.stderr)
     );
     let answer = answer_of(&hook.wait_with_output().unwrap());
-    assert_eq!(decision(&answer), "allow", "{answer}");
+    // No decision: an allow would skip the PermissionRequest hook (and the
+    // mode it sets); the approved input goes on to it.
+    assert_eq!(decision(&answer), "", "{answer}");
     let updated = answer["hookSpecificOutput"]["updatedInput"].clone();
     assert_eq!(updated["plan"], PLAN);
     let permission = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", updated, ""));
@@ -373,11 +387,25 @@ fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
         granted["updatedPermissions"],
         json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
     );
-    // An echo that is not the approved bytes is refused.
-    let tampered = json!({"plan": "# Another plan\n", "planFilePath": "/config/plans/p.md"});
+    // An echo that is not the approved bytes is refused, and so is a plan
+    // file (what Claude Code proceeds with) changed since.
+    let file = plan_file(&case);
+    let tampered = json!({"plan": "# Another plan\n", "planFilePath": file});
     let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", tampered, ""));
     assert_eq!(
         refused["hookSpecificOutput"]["decision"]["behavior"], "deny",
+        "{refused}"
+    );
+    std::fs::write(&file, "# Rewritten while pending\n").unwrap();
+    let echoed = granted["updatedInput"].clone();
+    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", echoed, ""));
+    let refusal = &refused["hookSpecificOutput"]["decision"];
+    assert_eq!(refusal["behavior"], "deny", "{refused}");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ARTIFACT_INTEGRITY_MISMATCH"),
         "{refused}"
     );
 
