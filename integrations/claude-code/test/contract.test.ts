@@ -14,7 +14,9 @@ import {
   ClaudeRun,
   claudeBin,
   denyPrompt,
+  ownText,
   pinnedVersion,
+  planFileFrom,
   tempDir,
   type ClaudeOptions,
   type OutputEvent,
@@ -23,24 +25,6 @@ import { FakeAnthropic, call, lastToolResult, say, type MessagesRequest, type St
 import { ScriptedHooks, type HookCall } from "./hooks.js";
 
 const fixtureFile = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "test", "fixtures", "hook-inputs.json");
-
-/** What Claude Code appends to every tool result; the text before it is what the tool (or hook) said. */
-const reminderSeparator = "\n\n<system-reminder>\n";
-
-/** The part of a tool result that came from the tool or the hook, without Claude Code's trailing reminders. */
-function ownText(text: string): string {
-  const at = text.indexOf(reminderSeparator);
-  return at === -1 ? text : text.slice(0, at);
-}
-
-/** The plan file Claude Code's plan-mode instructions name (the model writes its plan there). */
-function planFileFrom(request: MessagesRequest): string {
-  const match = /create your plan at (\S+\.md) using the Write tool/.exec(JSON.stringify(request.messages));
-  if (match?.[1] === undefined) {
-    throw new Error("the plan-mode instructions no longer name a plan file to create with Write");
-  }
-  return match[1];
-}
 
 interface Case {
   root: string;
