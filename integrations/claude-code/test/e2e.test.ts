@@ -1,0 +1,624 @@
+// End to end: the real pinned Claude Code, in plan mode, in a project where
+// `plan-checkpoint claude-code install` was run, with the real
+// `plan-checkpoint` binary behind its hooks (PLAN_CHECKPOINT_BIN, e.g.
+// target/debug/plan-checkpoint after `cargo build -p plan-cli`). The model
+// is the scripted fake; Claude Code's own permission prompt is never
+// answered, so only the hooks (and so the host) decide. A person's decisions
+// are taken with the terminal commands a user has (`claude-code pending`,
+// `approve`, `reject`), and what was recorded is read back with the
+// read-only `approvals` and `commands` commands. Every case has its own
+// directories (its runtime directory too, so its host's socket and pid file
+// are its own) and stops the hosts its hooks started.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { get } from "node:http";
+import { isAbsolute, join } from "node:path";
+import { test, type TestContext } from "node:test";
+import {
+  ClaudeRun,
+  ownText,
+  planFileFrom,
+  runEnvironment,
+  tempDir,
+  type OutputEvent,
+} from "./claude.js";
+import { FakeAnthropic, call, lastToolResult, say, type Step, type ToolResult } from "./fake-anthropic.js";
+
+const binary = process.env["PLAN_CHECKPOINT_BIN"] ?? "";
+
+const guardMs = Number(process.env["CLAUDE_TEST_GUARD_MS"] ?? 60_000);
+
+/** Characters that act on a terminal: C0 (but newline and tab), DEL, C1, and the bidirectional controls. */
+// eslint-disable-next-line no-control-regex
+const rawControl = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+
+/** The output of one `plan-checkpoint` command. */
+interface CliOutput {
+  stdout: string;
+  stderr: string;
+  status: number | null;
+}
+
+/** Runs `plan-checkpoint args` with the case's environment (so it finds the host its hooks started); stdout is a pipe. */
+function cliRaw(env: Record<string, string>, args: string[], cwd?: string): CliOutput {
+  const done = spawnSync(binary, args, { env, cwd, encoding: "utf8", timeout: guardMs });
+  if (done.error !== undefined) {
+    throw done.error;
+  }
+  return { stdout: done.stdout, stderr: done.stderr, status: done.status };
+}
+
+/** Like `cliRaw`, failing the case on a non-zero exit. */
+function cli(env: Record<string, string>, args: string[], cwd?: string): string {
+  const out = cliRaw(env, args, cwd);
+  assert.equal(out.status, 0, `plan-checkpoint ${args.join(" ")} exited ${out.status}; stderr:\n${out.stderr}`);
+  return out.stdout;
+}
+
+/** Resolves once `probe` returns something (it is asked again every 50 ms, until the guard gives up). */
+async function waitUntil<T>(what: string, probe: () => T | undefined): Promise<T> {
+  const giveUp = Date.now() + guardMs;
+  for (;;) {
+    const found = probe();
+    if (found !== undefined) {
+      return found;
+    }
+    if (Date.now() > giveUp) {
+      throw new Error(`gave up waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** One approval as the protocol's PlanApproval (the fields the cases read). */
+interface Approval {
+  id: string;
+  status: string;
+  title: string;
+  question: string;
+  errorCode: string | null;
+  permissionMode: string | null;
+  createdAt: number;
+  expiresAt: number;
+  artifact: { path: string; sha256: string; size: number } | null;
+}
+
+/** One entry of `claude-code pending --json`. */
+interface PendingEntry {
+  id: string;
+  title: string;
+  fingerprint: string;
+  [key: string]: unknown;
+}
+
+/** One command run of `commands list --json`. */
+interface CommandRun {
+  callId: string;
+  command: string;
+  sandbox: string;
+  state: string;
+  exitCode: number | null;
+}
+
+/** One end-to-end case: the run, the project and the person's terminal. */
+class Case {
+  readonly root: string;
+  readonly project: string;
+  readonly env: Record<string, string>;
+  readonly fake: FakeAnthropic;
+  /** Every host pid seen in the pid file (each is stopped when the case ends). */
+  readonly hostPids = new Set<number>();
+  run: ClaudeRun | undefined;
+
+  constructor(root: string, env: Record<string, string>, fake: FakeAnthropic) {
+    this.root = root;
+    this.project = join(root, "project");
+    this.env = env;
+    this.fake = fake;
+  }
+
+  /** The database the host keeps beside the project. */
+  get db(): string {
+    return join(this.project, ".pi", "plan", "plan.db");
+  }
+
+  /** `plan-checkpoint args` as the person at the terminal, in the project. */
+  cli(args: string[]): string {
+    return cli(this.env, args, this.project);
+  }
+
+  /** The pending approvals, from the live host (`claude-code pending --json`). */
+  pending(): PendingEntry[] {
+    const parsed = JSON.parse(this.cli(["claude-code", "pending", "--project", this.project, "--json"])) as unknown;
+    const list = Array.isArray(parsed) ? parsed : (parsed as { approvals?: unknown }).approvals;
+    assert.ok(Array.isArray(list), `claude-code pending --json printed no list: ${JSON.stringify(parsed)}`);
+    return list as PendingEntry[];
+  }
+
+  /** Waits for the one approval the hook submitted, and returns it as `pending` shows it. */
+  async onePending(): Promise<PendingEntry> {
+    // The hook holds ExitPlanMode from here until the decision.
+    await this.claude().waitFor(
+      "the ExitPlanMode hook to start",
+      (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
+    );
+    const list = await waitUntil("a pending approval", () => {
+      const now = this.pending();
+      return now.length > 0 ? now : undefined;
+    });
+    assert.equal(list.length, 1, JSON.stringify(list));
+    return list[0] as PendingEntry;
+  }
+
+  /** The approval as recorded (`approvals show --json`, read-only beside the live host). */
+  approval(id: string): Approval {
+    return JSON.parse(this.cli(["approvals", "show", id, "--db", this.db, "--json"])) as Approval;
+  }
+
+  /** The audited command runs (`commands list --json`). */
+  commands(): CommandRun[] {
+    const parsed = JSON.parse(this.cli(["commands", "list", "--db", this.db, "--json"])) as { commands: CommandRun[] };
+    return parsed.commands;
+  }
+
+  claude(): ClaudeRun {
+    assert.ok(this.run !== undefined, "Claude Code has not been started");
+    return this.run;
+  }
+
+  /** The pid the host's pid file names now, if there is one. */
+  hostPid(): number | undefined {
+    const file = hostPidFile(this.env, this.project);
+    if (file === undefined || !existsSync(file)) {
+      return undefined;
+    }
+    const pid = Number(readFileSync(file, "utf8").trim());
+    assert.ok(Number.isInteger(pid) && pid > 1, `the pid file ${file} holds no pid`);
+    this.hostPids.add(pid);
+    return pid;
+  }
+
+  /** Ends the host of `pid` (only if it is this case's host) and waits until it is gone. */
+  async stopHost(pid: number, signal: NodeJS.Signals): Promise<void> {
+    if (!isHostOf(pid, this.project)) {
+      return;
+    }
+    process.kill(pid, signal);
+    await waitUntil(`host ${pid} to exit`, () => (isGone(pid) ? true : undefined));
+  }
+
+  /** Stops every host of the case still running. */
+  async stopHosts(): Promise<void> {
+    this.hostPid();
+    for (const pid of this.hostPids) {
+      await this.stopHost(pid, "SIGTERM");
+    }
+  }
+}
+
+/**
+ * Where the host started for `project` keeps its pid file: beside its
+ * socket, in the per-user private directory under the runtime directory
+ * (each case has its own runtime directory, so whatever is there is its own).
+ */
+function hostPidFile(env: Record<string, string>, project: string): string | undefined {
+  const runtime = env["XDG_RUNTIME_DIR"];
+  assert.ok(runtime !== undefined);
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        walk(path);
+      } else if (entry.name.endsWith(".pid")) {
+        found.push(path);
+      }
+    }
+  };
+  walk(runtime);
+  assert.ok(found.length <= 1, `more than one pid file for ${project}: ${found.join(", ")}`);
+  return found[0];
+}
+
+/** Whether `pid` is a live `plan-checkpoint claude-code host` for `project` (never signal anything else). */
+function isHostOf(pid: number, project: string): boolean {
+  let argv: string[];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  } catch {
+    return false;
+  }
+  return argv.includes("claude-code") && argv.includes("host") && argv.includes(project) && !isGone(pid);
+}
+
+/** Whether `pid` has exited (gone, or a zombie its parent has not reaped yet). */
+function isGone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
+  } catch {
+    return true;
+  }
+}
+
+interface CaseOptions {
+  steps: Step[];
+  /** More environment for Claude Code and so for its hooks and the host they start. */
+  env?: Record<string, string>;
+  /** Files the case puts in the project before Claude Code starts. */
+  files?: Record<string, string>;
+  /** Runs alongside the turn: the person's side. */
+  during?: (c: Case) => Promise<void>;
+}
+
+/**
+ * Runs one case: a project with the checkpoint installed, Claude Code in
+ * plan mode through the scripted turn, `during` alongside it; then checks
+ * the run was clean and stops the case's hosts.
+ */
+async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case; result: OutputEvent }> {
+  const root = tempDir(t, "plan-checkpoint-e2e-");
+  const fake = await FakeAnthropic.start(t, options.steps);
+  const runtime = join(root, "run");
+  mkdirSync(runtime, { mode: 0o700 });
+  const env = runEnvironment(fake, root, { XDG_RUNTIME_DIR: runtime, ...options.env });
+  const c = new Case(root, env, fake);
+  mkdirSync(c.project);
+  for (const [name, text] of Object.entries(options.files ?? {})) {
+    writeFileSync(join(c.project, name), text);
+  }
+  try {
+    cli(env, ["claude-code", "install", "--project", c.project], root);
+    c.run = ClaudeRun.start(t, root, { fake, prompt: "Work on the task.", env, extraArgs: ["--include-hook-events"] });
+    const [result] = await Promise.all([c.run.finish(), options.during?.(c)]);
+    const init = c.run.events.find((event) => event.type === "system" && event.subtype === "init");
+    assert.equal(init?.["permissionMode"], "plan");
+    fake.assertClean();
+    // The hooks started a host for the project, and it is still there.
+    const pid = c.hostPid();
+    assert.ok(pid !== undefined && isHostOf(pid, c.project), "no live host for the project after the run");
+    return { c, result };
+  } finally {
+    c.run?.kill();
+    await c.stopHosts();
+  }
+}
+
+/** Claude Code's own prompts of the run: each one must have been withdrawn (a hook decided, never its dialog). */
+function assertDialogDecidedNothing(run: ClaudeRun): void {
+  for (const prompt of run.prompts) {
+    assert.ok(run.cancelled.has(prompt.request_id), `Claude Code's own prompt decided ${prompt.tool_name}: ${JSON.stringify(prompt)}`);
+  }
+}
+
+/** A tool result the model got for a refused or failed call, with `pattern` in what the tool or hook said. */
+function assertRefused(result: ToolResult, pattern: RegExp): void {
+  assert.equal(result.isError, true, `not an error: ${result.text}`);
+  assert.match(ownText(result.text), pattern);
+}
+
+const denied = /TOOL_DENIED_IN_PLAN.*the tool is not allowed in Plan mode/s;
+
+const plan = "# Plan: greet the reader\n\nContext: a greeting is missing.\n\n1. Write `hello.txt` with one line.\n";
+
+const sha256 = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex");
+
+/** GETs a loopback URL; resolves with its status. */
+function httpStatus(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    }).on("error", reject);
+  });
+}
+
+if (binary === "") {
+  const why =
+    "PLAN_CHECKPOINT_BIN is not set: the end-to-end cases of the Claude Code integration DID NOT RUN. " +
+    "Build the sidecar (cargo build -p plan-cli) and set PLAN_CHECKPOINT_BIN to target/debug/plan-checkpoint.";
+  process.stderr.write(`\n${"!".repeat(100)}\n!!! ${why}\n${"!".repeat(100)}\n\n`);
+  test("end to end with the real plan-checkpoint", { skip: why }, () => undefined);
+} else {
+  test("the sidecar binary exists", () => {
+    assert.ok(isAbsolute(binary), `PLAN_CHECKPOINT_BIN must be an absolute path: ${binary}`);
+    assert.ok(existsSync(binary), `PLAN_CHECKPOINT_BIN names no file: ${binary}`);
+  });
+
+  test("install: writes the hooks and useAutoModeDuringPlan into the project's local settings, keeps what was there, and is idempotent", (t) => {
+    const root = tempDir(t, "plan-checkpoint-e2e-");
+    const project = join(root, "project");
+    const settingsFile = join(project, ".claude", "settings.local.json");
+    mkdirSync(join(project, ".claude"), { recursive: true });
+    writeFileSync(settingsFile, JSON.stringify({ model: "kept", hooks: { Stop: [{ hooks: [{ type: "command", command: "true" }] }] } }));
+    const env = { PATH: "/usr/bin:/bin", HOME: join(root, "home") };
+    const said = cli(env, ["claude-code", "install", "--project", project], root);
+    assert.match(said, /settings\.local\.json/);
+    assert.match(said, /useAutoModeDuringPlan/);
+    const first = readFileSync(settingsFile, "utf8");
+    const settings = JSON.parse(first) as {
+      model: string;
+      useAutoModeDuringPlan: boolean;
+      hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; timeout?: number }[] }[]>;
+    };
+    assert.equal(settings.model, "kept");
+    assert.equal(settings.useAutoModeDuringPlan, false);
+    assert.deepEqual(settings.hooks["Stop"], [{ hooks: [{ type: "command", command: "true" }] }]);
+    const command = `'${binary}' claude-code hook`;
+    assert.deepEqual(settings.hooks["PreToolUse"], [{ matcher: "*", hooks: [{ type: "command", command, timeout: 1800 }] }]);
+    assert.equal(settings.hooks["PermissionRequest"]?.length, 1);
+    assert.equal(settings.hooks["PermissionRequest"]?.[0]?.matcher, "*");
+    assert.equal(settings.hooks["PermissionRequest"]?.[0]?.hooks[0]?.command, command);
+    // Again: the same file.
+    cli(env, ["claude-code", "install", "--project", project], root);
+    assert.equal(readFileSync(settingsFile, "utf8"), first);
+  });
+
+  test("plan mode: touch, a redirect and rm run in the host's read-only sandbox; the kernel refuses them, the model sees it, the canary is untouched and the audit lists each command", async (t) => {
+    const canary = "the test's canary: unchanged\n";
+    const commands = {
+      read: "cat canary.txt",
+      touch: "touch new.txt",
+      redirect: "echo overwritten > canary.txt",
+      rm: "rm canary.txt",
+    };
+    const readOnly = /Read-only file system|Permission denied/;
+    const { c } = await runCase(t, {
+      files: { "canary.txt": canary },
+      steps: [
+        () => [call("Bash", { command: commands.read, description: "read the canary" }, "toolu_read")],
+        (request) => {
+          // The sandbox runs commands (this one reads), so the refusals below are the kernel's.
+          const result = lastToolResult(request);
+          assert.equal(result.isError, false, result.text);
+          assert.equal(ownText(result.text), canary.trimEnd());
+          return [call("Bash", { command: commands.touch, description: "create a file" }, "toolu_touch")];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), readOnly);
+          return [call("Bash", { command: commands.redirect, description: "overwrite the canary" }, "toolu_redirect")];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), readOnly);
+          return [call("Bash", { command: commands.rm, description: "remove the canary" }, "toolu_rm")];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), readOnly);
+          return [say("Nothing could be written.")];
+        },
+      ],
+    });
+    const run = c.claude();
+    assert.equal(readFileSync(join(c.project, "canary.txt"), "utf8"), canary);
+    assert.equal(existsSync(join(c.project, "new.txt")), false);
+    // What Claude Code ran was the rewritten command, which names the call and carries the original.
+    const rewritten = run.prompts.map((prompt) => {
+      const match = /^'(.+)' claude-code bash --call (\S+) --command-base64 (\S+)$/.exec(String(prompt.input["command"]));
+      assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(prompt.input)}`);
+      assert.equal(match[1], binary);
+      return [match[2], Buffer.from(match[3] ?? "", "base64").toString("utf8")];
+    });
+    assert.deepEqual(rewritten, [
+      ["toolu_read", commands.read],
+      ["toolu_touch", commands.touch],
+      ["toolu_redirect", commands.redirect],
+      ["toolu_rm", commands.rm],
+    ]);
+    assertDialogDecidedNothing(run);
+    // The audit: each command, read-only, with its exit status.
+    const audited = c
+      .commands()
+      .map((run) => [run.callId, run.command, run.sandbox, run.state, run.exitCode === 0])
+      .sort();
+    assert.deepEqual(audited, [
+      ["toolu_read", commands.read, "read-only", "exited", true],
+      ["toolu_redirect", commands.redirect, "read-only", "exited", false],
+      ["toolu_rm", commands.rm, "read-only", "exited", false],
+      ["toolu_touch", commands.touch, "read-only", "exited", false],
+    ]);
+  });
+
+  test("plan mode: Write and Edit are denied with the host's TOOL_DENIED_IN_PLAN, which the model reads", async (t) => {
+    const canary = "unchanged\n";
+    const { c } = await runCase(t, {
+      files: { "canary.txt": canary },
+      steps: [
+        () => [call("Write", { file_path: "hello.txt", content: "hello\n" })],
+        (request) => {
+          assertRefused(lastToolResult(request), denied);
+          return [call("Edit", { file_path: "canary.txt", old_string: "unchanged", new_string: "edited" })];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), denied);
+          return [say("Planning only.")];
+        },
+      ],
+    });
+    assert.equal(existsSync(join(c.project, "hello.txt")), false);
+    assert.equal(readFileSync(join(c.project, "canary.txt"), "utf8"), canary);
+    assert.deepEqual(c.claude().prompts, []);
+  });
+
+  test("ExitPlanMode: the exact plan bytes are the artifact under .pi/plan/ with the recorded SHA-256; approving accept-edits from the terminal moves Claude Code to acceptEdits and the next Write happens", async (t) => {
+    let planFile = "";
+    let approvalId = "";
+    const { c, result } = await runCase(t, {
+      steps: [
+        (request) => {
+          planFile = planFileFrom(request);
+          return [call("Write", { file_path: planFile, content: plan })];
+        },
+        (request) => {
+          // Claude Code's own plan file is left to it.
+          assert.equal(lastToolResult(request).isError, false);
+          return [call("ExitPlanMode", {})];
+        },
+        (request) => {
+          const exit = lastToolResult(request);
+          assert.equal(exit.isError, false, exit.text);
+          assert.ok(ownText(exit.text).endsWith(`:\n${plan.trimEnd()}`), exit.text);
+          assert.match(exit.text, /## Approved Plan/);
+          return [call("Write", { file_path: "hello.txt", content: "hello\n" })];
+        },
+        (request) => {
+          assert.equal(lastToolResult(request).isError, false);
+          return [say("Done.")];
+        },
+      ],
+      during: async (c) => {
+        const pending = await c.onePending();
+        approvalId = pending.id;
+        assert.equal(pending.title, "Plan: greet the reader");
+        const approval = c.approval(pending.id);
+        assert.equal(approval.status, "pending");
+        assert.equal(approval.title, "Plan: greet the reader");
+        assert.ok(approval.artifact !== null);
+        assert.match(approval.artifact.path, /^\.pi\/plan\/[^/]+\.md$/);
+        const bytes = readFileSync(join(c.project, approval.artifact.path));
+        assert.equal(bytes.toString("utf8"), plan);
+        assert.equal(approval.artifact.size, bytes.length);
+        assert.equal(approval.artifact.sha256, sha256(bytes));
+        assert.equal(sha256(plan), approval.artifact.sha256);
+        assert.ok(approval.artifact.sha256.startsWith(pending.fingerprint.replaceAll(/[^0-9a-f]/g, "")), pending.fingerprint);
+        // The card for a browser, on loopback.
+        const url = c.cli(["claude-code", "card-url", pending.id, "--project", c.project]).trim();
+        assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\//);
+        assert.equal(await httpStatus(url), 200);
+        // Claude Code asked nothing while the hook held the exit.
+        assert.deepEqual(c.claude().prompts, []);
+        c.cli(["claude-code", "approve", pending.id, "--mode", "accept-edits", "--project", c.project]);
+      },
+    });
+    const run = c.claude();
+    assert.equal(result["subtype"], "success");
+    assert.equal(readFileSync(join(c.project, "hello.txt"), "utf8"), "hello\n");
+    const approval = c.approval(approvalId);
+    assert.equal(approval.status, "approved");
+    assert.equal(approval.permissionMode, "accept-edits");
+    // What Claude Code proceeds with (it rewrites its plan file from the allow's echo) hashes to the record.
+    assert.equal(sha256(readFileSync(planFile)), approval.artifact?.sha256);
+    // The exit was put to Claude Code's prompt once, and the hook's answer withdrew it; the Write asked nothing.
+    assert.deepEqual(
+      run.prompts.map((prompt) => prompt.tool_name),
+      ["ExitPlanMode"],
+    );
+    assertDialogDecidedNothing(run);
+  });
+
+  /** A plan submitted and refused; the model tries a Write after it, which plan mode still denies. */
+  function refusedExit(expect: (exit: ToolResult) => void): Step[] {
+    return [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        expect(lastToolResult(request));
+        return [call("Write", { file_path: "hello.txt", content: "hello\n" })];
+      },
+      (request) => {
+        assertRefused(lastToolResult(request), denied);
+        return [say("Still planning.")];
+      },
+    ];
+  }
+
+  test("ExitPlanMode: rejecting from the terminal denies the exit with the host's sentence and plan mode holds", async (t) => {
+    let approvalId = "";
+    const { c } = await runCase(t, {
+      steps: refusedExit((exit) => assertRefused(exit, /reject/i)),
+      during: async (c) => {
+        approvalId = (await c.onePending()).id;
+        c.cli(["claude-code", "reject", approvalId, "--project", c.project]);
+      },
+    });
+    assert.equal(c.approval(approvalId).status, "rejected");
+    assert.equal(existsSync(join(c.project, "hello.txt")), false);
+    assertDialogDecidedNothing(c.claude());
+  });
+
+  // Long enough for the case to see the approval pending, short enough not to wait long.
+  const ttlMs = 3000;
+
+  test("ExitPlanMode: at the deadline the exit is denied with PLAN_APPROVAL_TIMEOUT and the host's sentence, and plan mode holds", async (t) => {
+    let approvalId = "";
+    const { c } = await runCase(t, {
+      env: { PLAN_CHECKPOINT_APPROVAL_TTL_MS: String(ttlMs) },
+      steps: refusedExit((exit) =>
+        assertRefused(exit, /PLAN_APPROVAL_TIMEOUT.*the plan approval expired at its deadline; submit a new plan/s),
+      ),
+      during: async (c) => {
+        const pending = await c.onePending();
+        approvalId = pending.id;
+        const approval = c.approval(pending.id);
+        assert.equal(approval.expiresAt - approval.createdAt, ttlMs);
+      },
+    });
+    const approval = c.approval(approvalId);
+    assert.equal(approval.status, "expired");
+    assert.equal(approval.errorCode, "PLAN_APPROVAL_TIMEOUT");
+    assert.equal(existsSync(join(c.project, "hello.txt")), false);
+    assertDialogDecidedNothing(c.claude());
+  });
+
+  test("a hostile plan (ANSI escapes and bidi overrides in its title line): claude-code pending shows them escaped, never raw; the artifact keeps the exact bytes", async (t) => {
+    const hostile = "# Plan: \u001b[2J\u001b[31mred\u001b[0m \u202eevil\u202c end\n\nBody \u001b]0;title\u0007 and \u2066isolate\u2069.\n";
+    let approvalId = "";
+    const { c } = await runCase(t, {
+      steps: [
+        (request) => [call("Write", { file_path: planFileFrom(request), content: hostile })],
+        () => [call("ExitPlanMode", {})],
+        (request) => {
+          assertRefused(lastToolResult(request), /reject/i);
+          return [say("Rejected.")];
+        },
+      ],
+      during: async (c) => {
+        const entry = await c.onePending();
+        approvalId = entry.id;
+        const human = c.cli(["claude-code", "pending", "--project", c.project]);
+        assert.doesNotMatch(human, rawControl, JSON.stringify(human));
+        assert.ok(human.includes("\\x1b[31mred"), human);
+        assert.ok(human.includes("\\u202eevil"), human);
+        const json = c.cli(["claude-code", "pending", "--project", c.project, "--json"]);
+        assert.doesNotMatch(json, rawControl, JSON.stringify(json));
+        const shown = c.cli(["approvals", "show", entry.id, "--db", c.db]);
+        assert.doesNotMatch(shown, rawControl, JSON.stringify(shown));
+        const approval = c.approval(entry.id);
+        assert.ok(approval.artifact !== null);
+        const bytes = readFileSync(join(c.project, approval.artifact.path));
+        assert.equal(bytes.toString("utf8"), hostile);
+        assert.equal(approval.artifact.sha256, sha256(hostile));
+        c.cli(["claude-code", "reject", entry.id, "--project", c.project]);
+      },
+    });
+    assert.equal(c.approval(approvalId).status, "rejected");
+  });
+
+  test("killing the host while a plan is pending: the hook denies the exit (never allows), and the next host interrupts the approval with HOST_RESTARTED", async (t) => {
+    let approvalId = "";
+    let killed = 0;
+    const { c } = await runCase(t, {
+      steps: refusedExit((exit) => {
+        assert.equal(exit.isError, true, exit.text);
+        assert.doesNotMatch(exit.text, /approved/i);
+      }),
+      during: async (c) => {
+        approvalId = (await c.onePending()).id;
+        const pid = c.hostPid();
+        assert.ok(pid !== undefined && isHostOf(pid, c.project), "no live host while the plan is pending");
+        killed = pid;
+        await c.stopHost(pid, "SIGKILL");
+      },
+    });
+    // The Write after the exit started a new host, whose startup fence interrupted the approval.
+    assert.equal(c.hostPids.size, 2, `hosts seen: ${[...c.hostPids].join(", ")}`);
+    assert.ok(c.hostPids.has(killed));
+    const approval = c.approval(approvalId);
+    assert.equal(approval.status, "interrupted");
+    assert.equal(approval.errorCode, "HOST_RESTARTED");
+    assert.equal(existsSync(join(c.project, "hello.txt")), false);
+    assertDialogDecidedNothing(c.claude());
+  });
+}
