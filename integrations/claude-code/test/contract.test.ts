@@ -51,6 +51,8 @@ async function runCase(
     settings?: Record<string, unknown>;
     /** Labels whose hooks hold the call until `during` opens their gate. */
     gates?: string[];
+    /** Timeouts (seconds) other than the default 30, by label. */
+    timeouts?: Record<string, number>;
     /** Runs alongside the turn (to act on what Claude Code does while it runs). */
     during?: (run: ClaudeRun, hooks: ScriptedHooks) => Promise<void>;
   },
@@ -64,6 +66,10 @@ async function runCase(
   const settings: Record<string, unknown[]> = {};
   for (const [event, matcher, label] of options.hooks) {
     const entry = hooks.entry(matcher ?? "", label);
+    const timeout = options.timeouts?.[label];
+    if (timeout !== undefined) {
+      (entry["hooks"] as { timeout: number }[])[0]!.timeout = timeout;
+    }
     if (matcher === undefined) {
       delete entry["matcher"];
     }
@@ -487,6 +493,42 @@ test("ExitPlanMode: the plan Claude Code proceeds with is the updatedInput's pla
     },
   });
   assert.equal(readFileSync(planFile, "utf8"), approved);
+});
+
+test("ExitPlanMode: a PreToolUse hook Claude Code kills at its timeout decides nothing; the exit goes on to Claude Code's prompt and the PermissionRequest hooks", async (t) => {
+  const message = "PLAN_PENDING: the PermissionRequest hook refuses the exit.";
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, true);
+        assert.equal(ownText(exit.text), message);
+        return [say("Still planning.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "hold-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+    ],
+    // The held hook is never let go: Claude Code gives up on it after its timeout.
+    gates: ["hold-exit"],
+    timeouts: { "hold-exit": 2 },
+    answers: {
+      "permission-exit": { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message } } },
+    },
+  });
+  const timedOut = run.events.find((event) => event.subtype === "hook_response" && event["hook_name"] === "PreToolUse:ExitPlanMode");
+  assert.equal(timedOut?.["outcome"], "cancelled");
+  only(hooks, "hold-exit");
+  only(hooks, "permission-exit");
+  // Claude Code's prompt went out (a person at its dialog could have decided), and the hook's deny withdrew it.
+  assert.deepEqual(
+    run.prompts.map((prompt) => prompt.tool_name),
+    ["ExitPlanMode"],
+  );
+  assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""));
 });
 
 test("ExitPlanMode: a PermissionRequest allow without updatedInput decides nothing; the exit stays with Claude Code's prompt", async (t) => {

@@ -252,6 +252,15 @@ interface CaseOptions {
   files?: Record<string, string>;
   /** Runs alongside the turn: the person's side. */
   during?: (c: Case) => Promise<void>;
+  /** Changes the settings the installer wrote, before Claude Code starts. */
+  editSettings?: (settings: InstalledSettings) => void;
+}
+
+/** The project's `.claude/settings.local.json`, as the cases read it. */
+interface InstalledSettings {
+  useAutoModeDuringPlan?: boolean;
+  hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; timeout?: number }[] }[]>;
+  [key: string]: unknown;
 }
 
 /**
@@ -272,6 +281,12 @@ async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case;
   }
   try {
     cli(env, ["claude-code", "install", "--project", c.project], root);
+    if (options.editSettings !== undefined) {
+      const file = join(c.project, ".claude", "settings.local.json");
+      const settings = JSON.parse(readFileSync(file, "utf8")) as InstalledSettings;
+      options.editSettings(settings);
+      writeFileSync(file, JSON.stringify(settings, null, 2));
+    }
     c.run = ClaudeRun.start(t, root, { fake, prompt: "Work on the task.", env, extraArgs: ["--include-hook-events"] });
     const [result] = await Promise.all([c.run.finish(), options.during?.(c)]);
     const init = c.run.events.find((event) => event.type === "system" && event.subtype === "init");
@@ -339,11 +354,7 @@ if (binary === "") {
     assert.match(said, /settings\.local\.json/);
     assert.match(said, /useAutoModeDuringPlan/);
     const first = readFileSync(settingsFile, "utf8");
-    const settings = JSON.parse(first) as {
-      model: string;
-      useAutoModeDuringPlan: boolean;
-      hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; timeout?: number }[] }[]>;
-    };
+    const settings = JSON.parse(first) as InstalledSettings;
     assert.equal(settings.model, "kept");
     assert.equal(settings.useAutoModeDuringPlan, false);
     assert.deepEqual(settings.hooks["Stop"], [{ hooks: [{ type: "command", command: "true" }] }]);
@@ -618,6 +629,30 @@ if (binary === "") {
     const approval = c.approval(approvalId);
     assert.equal(approval.status, "interrupted");
     assert.equal(approval.errorCode, "HOST_RESTARTED");
+    assert.equal(existsSync(join(c.project, "hello.txt")), false);
+    assertDialogDecidedNothing(c.claude());
+  });
+
+  test("Claude Code kills the ExitPlanMode hook at its timeout while the plan is pending: the exit is still denied, never left to Claude Code's dialog", async (t) => {
+    let approvalId = "";
+    const { c } = await runCase(t, {
+      // The hook's timeout (seconds) far inside the approval's deadline: Claude Code gives up on the hook first.
+      editSettings: (settings) => {
+        for (const entry of settings.hooks["PreToolUse"] ?? []) {
+          for (const hook of entry.hooks) {
+            hook.timeout = 3;
+          }
+        }
+      },
+      steps: refusedExit((exit) => {
+        assert.equal(exit.isError, true, exit.text);
+        assert.doesNotMatch(exit.text, /approved/i);
+      }),
+      during: async (c) => {
+        approvalId = (await c.onePending()).id;
+      },
+    });
+    assert.notEqual(c.approval(approvalId).status, "approved");
     assert.equal(existsSync(join(c.project, "hello.txt")), false);
     assertDialogDecidedNothing(c.claude());
   });
