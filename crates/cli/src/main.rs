@@ -5,7 +5,9 @@
 //! layers below; this crate decides no policy, runs no SQL and touches the
 //! file system only to write to stdout and to create the demo's directory.
 
+mod agent_host;
 mod audit;
+mod claude_code;
 mod commands;
 mod demo;
 mod escape;
@@ -93,6 +95,16 @@ enum Command {
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// The checkpoint for Claude Code, through its hooks: `install` sets a
+    /// project up; the hooks start the project's host; decide with
+    /// `pending`, `approve`, `reject` or the card.
+    #[command(name = "claude-code", after_long_help = EXIT_CODES)]
+    ClaudeCode {
+        #[command(subcommand)]
+        command: claude_code::ClaudeCodeCommand,
+        #[command(flatten)]
+        _db: RefusedDb,
     },
     /// Inspect the audit of host-run commands (read-only).
     #[command(after_long_help = EXIT_CODES)]
@@ -477,6 +489,10 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
             ": the demo creates its own database in its directory (choose it with --dir DIR)",
         ),
         Command::Completions { .. } => ("completions", ""),
+        Command::ClaudeCode { .. } => (
+            "claude-code",
+            ": its database is the project's, <project>/.pi/plan/plan.db (choose the project with --project DIR)",
+        ),
         Command::Db { .. }
         | Command::Approvals { .. }
         | Command::Audit { .. }
@@ -581,6 +597,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
             }
         }
         Command::Demo { dir, web, .. } => demo::run(dir.as_deref(), &term, web),
+        Command::ClaudeCode { command, .. } => claude_code::run(command),
         Command::Completions { shell: choice, .. } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,

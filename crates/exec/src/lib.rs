@@ -45,6 +45,7 @@ mod outcome;
 mod output;
 mod runner;
 mod scratch;
+mod service;
 mod spec;
 mod wire;
 mod workspace;
@@ -55,6 +56,7 @@ pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
 pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
 pub use scratch::{ScratchDir, ScratchRoot};
+pub use service::start_service;
 pub use spec::{
     CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation, ScratchCap,
 };

@@ -18,6 +18,7 @@ mod inbound;
 pub mod log;
 pub mod notifier;
 mod outbound;
+pub mod socket;
 mod stdio;
 pub mod web;
 

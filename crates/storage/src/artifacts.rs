@@ -220,8 +220,9 @@ pub fn list_artifact_files(workspace_root: &str) -> Result<Vec<String>, StorageE
     Ok(paths)
 }
 
-/// Lowercase hex SHA-256 of `bytes`.
-fn sha256_hex(bytes: &[u8]) -> String {
+/// Lowercase hex SHA-256 of `bytes`: how an artifact's hash is recorded,
+/// so a frontend that holds a plan's bytes compares them the same way.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 

@@ -301,7 +301,7 @@ pub fn chain_hash(previous: &str, canonical: &[u8]) -> String {
 }
 
 fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
+    crate::artifacts::sha256_hex(text.as_bytes())
 }
 
 /// What an entry says as a record: its event, its attributes and its

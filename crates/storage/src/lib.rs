@@ -30,7 +30,8 @@ mod tool_audit;
 mod transcript;
 
 pub use artifacts::{
-    discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, write_artifact,
+    discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, sha256_hex,
+    write_artifact,
 };
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
 pub use chain::{

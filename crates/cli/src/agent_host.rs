@@ -1,0 +1,247 @@
+//! The host side every agent's hooks share: where a project's host lives
+//! (its database, its socket, its pid and log files), starting it on
+//! demand, and a protocol v9 client over its socket.
+//!
+//! An agent's hooks are short-lived processes; the host is the one
+//! long-lived process holding the project's database (the same database,
+//! lock and audit as every other frontend). A hook reaches it through a
+//! Unix socket in the user's private per-user directory, which commands
+//! never reach (`sandbox.md` P11). This module decides nothing: every
+//! answer is the host's; an agent's adapter (`claude_code`) maps its hook
+//! events onto these calls and back.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use plan_exec::ScratchRoot;
+use serde_json::{Value, json};
+
+/// How long a started host may take to answer on its socket.
+const HOST_START: Duration = Duration::from_secs(20);
+
+/// Where a project's host and its files live.
+#[derive(Debug, Clone)]
+pub(crate) struct Project {
+    /// The project's directory (the workspace of its sessions).
+    pub(crate) root: PathBuf,
+    /// `<root>/.pi/plan/plan.db`, the database every frontend shares.
+    pub(crate) database: PathBuf,
+    /// The host's socket, in the per-user private directory.
+    pub(crate) socket: PathBuf,
+    /// The host's pid, beside the socket.
+    pub(crate) pid_file: PathBuf,
+    /// The host's log (it never holds a card URL), beside the socket.
+    pub(crate) log: PathBuf,
+}
+
+impl Project {
+    /// The project at `root` (made absolute, symlinks resolved where it
+    /// exists).
+    pub(crate) fn at(root: &Path) -> Project {
+        let root = std::fs::canonicalize(root)
+            .unwrap_or_else(|_| std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()));
+        let database = root.join(".pi").join("plan").join("plan.db");
+        // The per-user directory of hosts (0700, hidden from commands),
+        // named after the database like its scratch root.
+        let scratch = ScratchRoot::default_for(&database);
+        let name = scratch
+            .file_name()
+            .map_or_else(|| "host".to_owned(), |name| name.to_string_lossy().into_owned());
+        let directory = scratch
+            .parent()
+            .map_or_else(|| scratch.clone(), Path::to_path_buf);
+        Project {
+            socket: directory.join(format!("{name}.sock")),
+            pid_file: directory.join(format!("{name}.pid")),
+            log: directory.join(format!("{name}.log")),
+            root,
+            database,
+        }
+    }
+}
+
+/// A protocol error the host answered, or why it could not be reached.
+#[derive(Debug, Clone)]
+pub(crate) struct HostFailure {
+    /// The canonical code (`HOST_UNREACHABLE` when there was no answer).
+    pub(crate) code: String,
+    /// The host's sentence.
+    pub(crate) message: String,
+}
+
+impl HostFailure {
+    fn unreachable(message: impl Into<String>) -> HostFailure {
+        HostFailure {
+            code: "HOST_UNREACHABLE".to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// `CODE: sentence`, as a model or a person reads it.
+    pub(crate) fn text(&self) -> String {
+        format!("{}: {}", self.code, self.message)
+    }
+}
+
+/// A connection to a project's host.
+pub(crate) struct HostClient {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+    next_id: u64,
+    /// Notifications read while waiting for a response.
+    notifications: VecDeque<Value>,
+}
+
+impl HostClient {
+    /// Connects to the project's host, starting it first when none answers
+    /// (`program args` is the command that runs it), and initializes.
+    pub(crate) fn connect_or_start(
+        project: &Project,
+        program: &Path,
+        args: &[std::ffi::OsString],
+        client_name: &str,
+    ) -> Result<HostClient, HostFailure> {
+        let stream = match UnixStream::connect(&project.socket) {
+            Ok(stream) => stream,
+            Err(_) => {
+                if let Some(directory) = project.log.parent() {
+                    let _ = ScratchRoot::open(directory);
+                }
+                plan_exec::start_service(program, args, &project.log).map_err(|error| {
+                    HostFailure::unreachable(format!("the host could not be started: {error}"))
+                })?;
+                wait_for_socket(&project.socket)?
+            }
+        };
+        HostClient::initialize(stream, client_name)
+    }
+
+    /// Connects to a host that must already run.
+    pub(crate) fn connect(project: &Project, client_name: &str) -> Result<HostClient, HostFailure> {
+        let stream = UnixStream::connect(&project.socket).map_err(|error| {
+            HostFailure::unreachable(format!(
+                "no host runs for {} ({error}); it starts with the agent's first hook",
+                project.root.display()
+            ))
+        })?;
+        HostClient::initialize(stream, client_name)
+    }
+
+    fn initialize(stream: UnixStream, client_name: &str) -> Result<HostClient, HostFailure> {
+        let writer = stream
+            .try_clone()
+            .map_err(|error| HostFailure::unreachable(error.to_string()))?;
+        let mut client = HostClient {
+            reader: BufReader::new(stream),
+            writer,
+            next_id: 0,
+            notifications: VecDeque::new(),
+        };
+        client.call(
+            "initialize",
+            json!({"protocolVersion": plan_protocol::PROTOCOL_VERSION, "clientName": client_name}),
+        )?;
+        Ok(client)
+    }
+
+    /// One request and its result.
+    pub(crate) fn call(&mut self, method: &str, params: Value) -> Result<Value, HostFailure> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut line = request.to_string();
+        line.push('\n');
+        self.writer
+            .write_all(line.as_bytes())
+            .map_err(|error| HostFailure::unreachable(format!("the host went away: {error}")))?;
+        loop {
+            let message = self.read_message(None)?;
+            if message.get("method").is_some() {
+                self.notifications.push_back(message);
+                continue;
+            }
+            if message.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            if let Some(error) = message.get("error") {
+                return Err(failure_of(error));
+            }
+            return Ok(message.get("result").cloned().unwrap_or(Value::Null));
+        }
+    }
+
+    /// The next notification, waiting at most `limit` (`None`: as long as
+    /// it takes); `Ok(None)` when none came in time.
+    pub(crate) fn next_notification(
+        &mut self,
+        limit: Option<Duration>,
+    ) -> Result<Option<Value>, HostFailure> {
+        if let Some(queued) = self.notifications.pop_front() {
+            return Ok(Some(queued));
+        }
+        match self.read_message(limit) {
+            Ok(message) => Ok(Some(message)),
+            Err(failure) if failure.code == "TIMED_OUT" => Ok(None),
+            Err(failure) => Err(failure),
+        }
+    }
+
+    fn read_message(&mut self, limit: Option<Duration>) -> Result<Value, HostFailure> {
+        let _ = self.reader.get_ref().set_read_timeout(limit);
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) => Err(HostFailure::unreachable("the host closed the connection")),
+            Ok(_) => serde_json::from_str(&line)
+                .map_err(|error| HostFailure::unreachable(format!("the host sent no JSON: {error}"))),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(HostFailure {
+                    code: "TIMED_OUT".to_owned(),
+                    message: String::new(),
+                })
+            }
+            Err(error) => Err(HostFailure::unreachable(format!(
+                "reading from the host: {error}"
+            ))),
+        }
+    }
+}
+
+fn failure_of(error: &Value) -> HostFailure {
+    let code = error
+        .pointer("/data/code")
+        .and_then(Value::as_str)
+        .unwrap_or("INTERNAL")
+        .to_owned();
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("the host refused")
+        .to_owned();
+    HostFailure { code, message }
+}
+
+/// Waits until a host answers on `socket`.
+fn wait_for_socket(socket: &Path) -> Result<UnixStream, HostFailure> {
+    let started = Instant::now();
+    loop {
+        if let Ok(stream) = UnixStream::connect(socket) {
+            return Ok(stream);
+        }
+        if started.elapsed() > HOST_START {
+            return Err(HostFailure::unreachable(format!(
+                "the host did not answer on {} within {} s",
+                socket.display(),
+                HOST_START.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
