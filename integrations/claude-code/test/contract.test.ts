@@ -495,6 +495,132 @@ test("ExitPlanMode: the plan Claude Code proceeds with is the updatedInput's pla
   assert.equal(readFileSync(planFile, "utf8"), approved);
 });
 
+test("ExitPlanMode: a PreToolUse allow ends plan mode by itself, for default: nothing is asked, no PermissionRequest hook runs (so no setMode applies), and the allow's updatedInput plan is not what Claude Code proceeds with", async (t) => {
+  const other = "# Plan: the hook's bytes\n\n1. Not these.\n";
+  let planFile = "";
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => {
+        planFile = planFileFrom(request);
+        return [call("Write", { file_path: planFile, content: plan })];
+      },
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, false);
+        assert.ok(ownText(exit.text).endsWith(`## Approved Plan:\n${plan.trimEnd()}`), exit.text);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "pre-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+      ["Stop", undefined, "stop"],
+    ],
+    answers: {
+      "pre-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PreToolUse",
+          permissionDecision: "allow",
+          permissionDecisionReason: "approved",
+          updatedInput: { plan: other },
+        },
+      },
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: {
+            behavior: "allow",
+            updatedInput: "$TOOL_INPUT",
+            updatedPermissions: [{ type: "setMode", mode: "acceptEdits", destination: "session" }],
+          },
+        },
+      },
+    },
+  });
+  only(hooks, "pre-exit");
+  assert.deepEqual(hooks.callsOf("permission-exit"), []);
+  assert.deepEqual(run.prompts, []);
+  assert.equal(only(hooks, "stop").input["permission_mode"], "default");
+  assert.equal(readFileSync(planFile, "utf8"), plan);
+});
+
+test("ExitPlanMode: the plan file changed while a hook holds the call: an allow whose plan is the one it was given proceeds with the file's new content", async (t) => {
+  const changed = "# Plan: changed on disk\n\n1. Something else.\n";
+  let planFile = "";
+  const { hooks } = await runCase(t, {
+    steps: [
+      (request) => {
+        planFile = planFileFrom(request);
+        return [call("Write", { file_path: planFile, content: plan })];
+      },
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, false);
+        assert.ok(ownText(exit.text).endsWith(`## Approved Plan:\n${changed.trimEnd()}`), exit.text);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "hold-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+    ],
+    gates: ["hold-exit"],
+    answers: {
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: {
+            behavior: "allow",
+            // The plan the hooks were given, explicitly.
+            updatedInput: { plan },
+            updatedPermissions: [{ type: "setMode", mode: "acceptEdits", destination: "session" }],
+          },
+        },
+      },
+    },
+    during: async (claude, scripted) => {
+      await claude.waitFor(
+        "the held PreToolUse hook to start",
+        (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
+      );
+      writeFileSync(planFile, changed);
+      await scripted.open("hold-exit");
+    },
+  });
+  assert.equal((only(hooks, "permission-exit").input["tool_input"] as { plan: string }).plan, plan);
+  assert.equal(readFileSync(planFile, "utf8"), changed);
+});
+
+test("ExitPlanMode: a PreToolUse deny reaches the model behind the hook's name, as for Bash, and plan mode holds", async (t) => {
+  const reason = "PLAN_REJECTED: the person rejected this plan.";
+  const { hooks, run } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, true);
+        assert.equal(ownText(exit.text), `PreToolUse:ExitPlanMode hook error: ${reason}`);
+        return [say("Still planning.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "pre-exit"],
+      ["Stop", undefined, "stop"],
+    ],
+    answers: {
+      "pre-exit": {
+        hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: reason },
+      },
+    },
+  });
+  only(hooks, "pre-exit");
+  assert.deepEqual(run.prompts, []);
+  assert.equal(only(hooks, "stop").input["permission_mode"], "plan");
+});
+
 test("ExitPlanMode: a PreToolUse hook Claude Code kills at its timeout decides nothing; the exit goes on to Claude Code's prompt and the PermissionRequest hooks", async (t) => {
   const message = "PLAN_PENDING: the PermissionRequest hook refuses the exit.";
   const { run, hooks } = await runCase(t, {

@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -30,6 +30,8 @@ import { FakeAnthropic, call, lastToolResult, say, type Step, type ToolResult } 
 const binary = process.env["PLAN_CHECKPOINT_BIN"] ?? "";
 
 const guardMs = Number(process.env["CLAUDE_TEST_GUARD_MS"] ?? 60_000);
+
+const sha256 = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex");
 
 /** Characters that act on a terminal: C0 (but newline and tab), DEL, C1, and the bidirectional controls. */
 // eslint-disable-next-line no-control-regex
@@ -88,10 +90,11 @@ interface Approval {
 
 /** One entry of `claude-code pending --json`. */
 interface PendingEntry {
-  id: string;
+  approvalId: string;
+  sessionId: string;
   title: string;
-  fingerprint: string;
-  [key: string]: unknown;
+  expiresAt: number;
+  artifact: { path: string; sha256: string; size: number };
 }
 
 /** One command run of `commands list --json`. */
@@ -130,14 +133,6 @@ class Case {
     return cli(this.env, args, this.project);
   }
 
-  /** The pending approvals, from the live host (`claude-code pending --json`). */
-  pending(): PendingEntry[] {
-    const parsed = JSON.parse(this.cli(["claude-code", "pending", "--project", this.project, "--json"])) as unknown;
-    const list = Array.isArray(parsed) ? parsed : (parsed as { approvals?: unknown }).approvals;
-    assert.ok(Array.isArray(list), `claude-code pending --json printed no list: ${JSON.stringify(parsed)}`);
-    return list as PendingEntry[];
-  }
-
   /** Waits for the one approval the hook submitted, and returns it as `pending` shows it. */
   async onePending(): Promise<PendingEntry> {
     // The hook holds ExitPlanMode from here until the decision.
@@ -145,8 +140,14 @@ class Case {
       "the ExitPlanMode hook to start",
       (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
     );
+    // The hook may still be starting the host (nothing before the exit needed one).
     const list = await waitUntil("a pending approval", () => {
-      const now = this.pending();
+      const asked = cliRaw(this.env, ["claude-code", "pending", "--project", this.project, "--json"], this.project);
+      if (asked.status !== 0 && asked.stderr.includes("HOST_UNREACHABLE")) {
+        return undefined;
+      }
+      assert.equal(asked.status, 0, asked.stderr);
+      const now = JSON.parse(asked.stdout) as PendingEntry[];
       return now.length > 0 ? now : undefined;
     });
     assert.equal(list.length, 1, JSON.stringify(list));
@@ -158,10 +159,15 @@ class Case {
     return JSON.parse(this.cli(["approvals", "show", id, "--db", this.db, "--json"])) as Approval;
   }
 
+  /** Every approval of the database, newest first (`approvals list --json`). */
+  approvals(): Approval[] {
+    return (JSON.parse(this.cli(["approvals", "list", "--db", this.db, "--json"])) as { approvals: Approval[] }).approvals;
+  }
+
   /** The audited command runs (`commands list --json`). */
   commands(): CommandRun[] {
-    const parsed = JSON.parse(this.cli(["commands", "list", "--db", this.db, "--json"])) as { commands: CommandRun[] };
-    return parsed.commands;
+    const parsed = JSON.parse(this.cli(["commands", "list", "--db", this.db, "--json"])) as { commands: { command: CommandRun }[] };
+    return parsed.commands.map((record) => record.command);
   }
 
   claude(): ClaudeRun {
@@ -172,7 +178,7 @@ class Case {
   /** The pid the host's pid file names now, if there is one. */
   hostPid(): number | undefined {
     const file = hostPidFile(this.env, this.project);
-    if (file === undefined || !existsSync(file)) {
+    if (!existsSync(file)) {
       return undefined;
     }
     const pid = Number(readFileSync(file, "utf8").trim());
@@ -200,27 +206,18 @@ class Case {
 }
 
 /**
- * Where the host started for `project` keeps its pid file: beside its
- * socket, in the per-user private directory under the runtime directory
- * (each case has its own runtime directory, so whatever is there is its own).
+ * Where the host of `project` keeps its pid file: beside its socket, in the
+ * per-user private directory under the runtime directory
+ * (`$XDG_RUNTIME_DIR/plan-checkpoint-<uid>/`), named after the first 16 hex
+ * digits of the SHA-256 of its database's absolute path. Each case has its
+ * own runtime directory, so nothing of another case is ever found there.
  */
-function hostPidFile(env: Record<string, string>, project: string): string | undefined {
+function hostPidFile(env: Record<string, string>, project: string): string {
   const runtime = env["XDG_RUNTIME_DIR"];
   assert.ok(runtime !== undefined);
-  const found: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, entry.name);
-      if (entry.isDirectory()) {
-        walk(path);
-      } else if (entry.name.endsWith(".pid")) {
-        found.push(path);
-      }
-    }
-  };
-  walk(runtime);
-  assert.ok(found.length <= 1, `more than one pid file for ${project}: ${found.join(", ")}`);
-  return found[0];
+  const uid = process.getuid?.() ?? 0;
+  const name = sha256(join(project, ".pi", "plan", "plan.db")).slice(0, 16);
+  return join(runtime, `plan-checkpoint-${uid}`, `${name}.pid`);
 }
 
 /** Whether `pid` is a live `plan-checkpoint claude-code host` for `project` (never signal anything else). */
@@ -245,7 +242,8 @@ function isGone(pid: number): boolean {
 }
 
 interface CaseOptions {
-  steps: Step[];
+  /** The model's script, or a function of the case that gives it (to name the case's paths). */
+  steps: Step[] | ((c: Case) => Step[]);
   /** More environment for Claude Code and so for its hooks and the host they start. */
   env?: Record<string, string>;
   /** Files the case puts in the project before Claude Code starts. */
@@ -270,11 +268,13 @@ interface InstalledSettings {
  */
 async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case; result: OutputEvent }> {
   const root = tempDir(t, "plan-checkpoint-e2e-");
-  const fake = await FakeAnthropic.start(t, options.steps);
+  const steps: Step[] = [];
+  const fake = await FakeAnthropic.start(t, steps);
   const runtime = join(root, "run");
   mkdirSync(runtime, { mode: 0o700 });
   const env = runEnvironment(fake, root, { XDG_RUNTIME_DIR: runtime, ...options.env });
   const c = new Case(root, env, fake);
+  steps.push(...(typeof options.steps === "function" ? options.steps(c) : options.steps));
   mkdirSync(c.project);
   for (const [name, text] of Object.entries(options.files ?? {})) {
     writeFileSync(join(c.project, name), text);
@@ -309,17 +309,27 @@ function assertDialogDecidedNothing(run: ClaudeRun): void {
   }
 }
 
+/** Claude Code's permission mode now, as its stream last reported it. */
+function permissionMode(run: ClaudeRun): unknown {
+  const reported = run.events.filter(
+    (event) => event.type === "system" && (event.subtype === "status" || event.subtype === "init") && "permissionMode" in event,
+  );
+  return reported[reported.length - 1]?.["permissionMode"];
+}
+
 /** A tool result the model got for a refused or failed call, with `pattern` in what the tool or hook said. */
 function assertRefused(result: ToolResult, pattern: RegExp): void {
   assert.equal(result.isError, true, `not an error: ${result.text}`);
   assert.match(ownText(result.text), pattern);
 }
 
+/** How the model reads a PreToolUse deny of ExitPlanMode: behind the hook's name, as for Bash. */
+const exitDenied = "PreToolUse:ExitPlanMode hook error: ";
+
 const denied = /TOOL_DENIED_IN_PLAN.*the tool is not allowed in Plan mode/s;
 
 const plan = "# Plan: greet the reader\n\nContext: a greeting is missing.\n\n1. Write `hello.txt` with one line.\n";
 
-const sha256 = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex");
 
 /** GETs a loopback URL; resolves with its status. */
 function httpStatus(url: string): Promise<number> {
@@ -405,12 +415,15 @@ if (binary === "") {
     const run = c.claude();
     assert.equal(readFileSync(join(c.project, "canary.txt"), "utf8"), canary);
     assert.equal(existsSync(join(c.project, "new.txt")), false);
-    // What Claude Code ran was the rewritten command, which names the call and carries the original.
+    // What Claude Code ran was the rewritten command: the thin client, naming the project and the call, with the
+    // original command in a quoted here-document (so the shell expands nothing of it).
     const rewritten = run.prompts.map((prompt) => {
-      const match = /^'(.+)' claude-code bash --call (\S+) --command-base64 (\S+)$/.exec(String(prompt.input["command"]));
+      const match = /^'(.+?)' claude-code bash (.*) <<'(\w+)'\n([\s\S]*)\n(\w+)$/.exec(String(prompt.input["command"]));
       assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(prompt.input)}`);
-      assert.equal(match[1], binary);
-      return [match[2], Buffer.from(match[3] ?? "", "base64").toString("utf8")];
+      const [, program, options, opened, original, closed] = match;
+      assert.deepEqual([program, opened], [binary, closed]);
+      assert.ok(options?.includes(`--project '${c.project}'`), options);
+      return [/--call '([^']*)'/.exec(options ?? "")?.[1], original];
     });
     assert.deepEqual(rewritten, [
       ["toolu_read", commands.read],
@@ -436,11 +449,18 @@ if (binary === "") {
     const canary = "unchanged\n";
     const { c } = await runCase(t, {
       files: { "canary.txt": canary },
-      steps: [
+      steps: (c) => [
         () => [call("Write", { file_path: "hello.txt", content: "hello\n" })],
         (request) => {
           assertRefused(lastToolResult(request), denied);
-          return [call("Edit", { file_path: "canary.txt", old_string: "unchanged", new_string: "edited" })];
+          // (Claude Code edits only a file the model has read; Read is allowed in plan mode.)
+          return [call("Read", { file_path: join(c.project, "canary.txt") })];
+        },
+        (request) => {
+          const read = lastToolResult(request);
+          assert.equal(read.isError, false, read.text);
+          assert.match(read.text, /unchanged/);
+          return [call("Edit", { file_path: join(c.project, "canary.txt"), old_string: "unchanged", new_string: "edited" })];
         },
         (request) => {
           assertRefused(lastToolResult(request), denied);
@@ -457,7 +477,7 @@ if (binary === "") {
     let planFile = "";
     let approvalId = "";
     const { c, result } = await runCase(t, {
-      steps: [
+      steps: (c) => [
         (request) => {
           planFile = planFileFrom(request);
           return [call("Write", { file_path: planFile, content: plan })];
@@ -470,8 +490,9 @@ if (binary === "") {
         (request) => {
           const exit = lastToolResult(request);
           assert.equal(exit.isError, false, exit.text);
-          assert.ok(ownText(exit.text).endsWith(`:\n${plan.trimEnd()}`), exit.text);
-          assert.match(exit.text, /## Approved Plan/);
+          assert.ok(ownText(exit.text).endsWith(`## Approved Plan:\n${plan.trimEnd()}`), exit.text);
+          // Claude Code left plan mode for the mode the person chose.
+          assert.equal(permissionMode(c.claude()), "acceptEdits");
           return [call("Write", { file_path: "hello.txt", content: "hello\n" })];
         },
         (request) => {
@@ -481,9 +502,9 @@ if (binary === "") {
       ],
       during: async (c) => {
         const pending = await c.onePending();
-        approvalId = pending.id;
+        approvalId = pending.approvalId;
         assert.equal(pending.title, "Plan: greet the reader");
-        const approval = c.approval(pending.id);
+        const approval = c.approval(pending.approvalId);
         assert.equal(approval.status, "pending");
         assert.equal(approval.title, "Plan: greet the reader");
         assert.ok(approval.artifact !== null);
@@ -493,14 +514,19 @@ if (binary === "") {
         assert.equal(approval.artifact.size, bytes.length);
         assert.equal(approval.artifact.sha256, sha256(bytes));
         assert.equal(sha256(plan), approval.artifact.sha256);
-        assert.ok(approval.artifact.sha256.startsWith(pending.fingerprint.replaceAll(/[^0-9a-f]/g, "")), pending.fingerprint);
+        assert.deepEqual(pending.artifact, approval.artifact);
+        // On a terminal: the id, the title and the start of the hash, to compare with the card's.
+        assert.equal(
+          c.cli(["claude-code", "pending", "--project", c.project]),
+          `${pending.approvalId}  Plan: greet the reader  sha256 ${approval.artifact.sha256.slice(0, 16)}…\n`,
+        );
         // The card for a browser, on loopback.
-        const url = c.cli(["claude-code", "card-url", pending.id, "--project", c.project]).trim();
+        const url = c.cli(["claude-code", "card-url", pending.approvalId, "--project", c.project]).trim();
         assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\//);
         assert.equal(await httpStatus(url), 200);
         // Claude Code asked nothing while the hook held the exit.
         assert.deepEqual(c.claude().prompts, []);
-        c.cli(["claude-code", "approve", pending.id, "--mode", "accept-edits", "--project", c.project]);
+        c.cli(["claude-code", "approve", pending.approvalId, "--mode", "accept-edits", "--project", c.project]);
       },
     });
     const run = c.claude();
@@ -517,6 +543,40 @@ if (binary === "") {
       ["ExitPlanMode"],
     );
     assertDialogDecidedNothing(run);
+  });
+
+  test("ExitPlanMode: Claude Code's plan file changed while the plan is pending: what Claude Code proceeds with is still the approved bytes (or the exit is denied), never the changed file", async (t) => {
+    const changed = "# Plan: something else\n\n1. Delete the repository.\n";
+    let planFile = "";
+    let exit: ToolResult | undefined;
+    const { c } = await runCase(t, {
+      steps: [
+        (request) => {
+          planFile = planFileFrom(request);
+          return [call("Write", { file_path: planFile, content: plan })];
+        },
+        () => [call("ExitPlanMode", {})],
+        (request) => {
+          exit = lastToolResult(request);
+          return [say("Done.")];
+        },
+      ],
+      during: async (c) => {
+        const pending = await c.onePending();
+        // Anything of the user's may write there (an editor, another process): not the plan that was submitted.
+        writeFileSync(planFile, changed);
+        c.cli(["claude-code", "approve", pending.approvalId, "--mode", "accept-edits", "--project", c.project]);
+      },
+    });
+    assert.ok(exit !== undefined);
+    const approved = c.approval((c.approvals()[0] as Approval).id);
+    assert.equal(approved.artifact?.sha256, sha256(plan));
+    assert.doesNotMatch(exit.text, /something else/, `the model was told another plan was approved:\n${exit.text}`);
+    if (!exit.isError) {
+      assert.ok(ownText(exit.text).endsWith(`:\n${plan.trimEnd()}`), exit.text);
+      assert.equal(readFileSync(planFile, "utf8"), plan);
+    }
+    assertDialogDecidedNothing(c.claude());
   });
 
   /** A plan submitted and refused; the model tries a Write after it, which plan mode still denies. */
@@ -538,9 +598,14 @@ if (binary === "") {
   test("ExitPlanMode: rejecting from the terminal denies the exit with the host's sentence and plan mode holds", async (t) => {
     let approvalId = "";
     const { c } = await runCase(t, {
-      steps: refusedExit((exit) => assertRefused(exit, /reject/i)),
+      steps: refusedExit((exit) =>
+        assert.deepEqual(
+          [ownText(exit.text), exit.isError],
+          [`${exitDenied}PLAN_REJECTED: the person rejected this plan; stay in plan mode and revise it`, true],
+        ),
+      ),
       during: async (c) => {
-        approvalId = (await c.onePending()).id;
+        approvalId = (await c.onePending()).approvalId;
         c.cli(["claude-code", "reject", approvalId, "--project", c.project]);
       },
     });
@@ -557,12 +622,15 @@ if (binary === "") {
     const { c } = await runCase(t, {
       env: { PLAN_CHECKPOINT_APPROVAL_TTL_MS: String(ttlMs) },
       steps: refusedExit((exit) =>
-        assertRefused(exit, /PLAN_APPROVAL_TIMEOUT.*the plan approval expired at its deadline; submit a new plan/s),
+        assert.deepEqual(
+          [ownText(exit.text), exit.isError],
+          [`${exitDenied}PLAN_APPROVAL_TIMEOUT: the plan approval expired at its deadline; submit a new plan`, true],
+        ),
       ),
       during: async (c) => {
         const pending = await c.onePending();
-        approvalId = pending.id;
-        const approval = c.approval(pending.id);
+        approvalId = pending.approvalId;
+        const approval = c.approval(pending.approvalId);
         assert.equal(approval.expiresAt - approval.createdAt, ttlMs);
       },
     });
@@ -587,21 +655,22 @@ if (binary === "") {
       ],
       during: async (c) => {
         const entry = await c.onePending();
-        approvalId = entry.id;
+        approvalId = entry.approvalId;
         const human = c.cli(["claude-code", "pending", "--project", c.project]);
         assert.doesNotMatch(human, rawControl, JSON.stringify(human));
-        assert.ok(human.includes("\\x1b[31mred"), human);
-        assert.ok(human.includes("\\u202eevil"), human);
+        // Shown as escapes (`\x1b` or `\u{1b}`, `\u202e` or `\u{202e}`), so a reader sees they are there.
+        assert.match(human, /\\(x1b|u\{1b\})\[31mred/);
+        assert.match(human, /\\(u202e|u\{202e\})evil/);
         const json = c.cli(["claude-code", "pending", "--project", c.project, "--json"]);
         assert.doesNotMatch(json, rawControl, JSON.stringify(json));
-        const shown = c.cli(["approvals", "show", entry.id, "--db", c.db]);
+        const shown = c.cli(["approvals", "show", entry.approvalId, "--db", c.db]);
         assert.doesNotMatch(shown, rawControl, JSON.stringify(shown));
-        const approval = c.approval(entry.id);
+        const approval = c.approval(entry.approvalId);
         assert.ok(approval.artifact !== null);
         const bytes = readFileSync(join(c.project, approval.artifact.path));
         assert.equal(bytes.toString("utf8"), hostile);
         assert.equal(approval.artifact.sha256, sha256(hostile));
-        c.cli(["claude-code", "reject", entry.id, "--project", c.project]);
+        c.cli(["claude-code", "reject", entry.approvalId, "--project", c.project]);
       },
     });
     assert.equal(c.approval(approvalId).status, "rejected");
@@ -616,7 +685,7 @@ if (binary === "") {
         assert.doesNotMatch(exit.text, /approved/i);
       }),
       during: async (c) => {
-        approvalId = (await c.onePending()).id;
+        approvalId = (await c.onePending()).approvalId;
         const pid = c.hostPid();
         assert.ok(pid !== undefined && isHostOf(pid, c.project), "no live host while the plan is pending");
         killed = pid;
@@ -649,7 +718,7 @@ if (binary === "") {
         assert.doesNotMatch(exit.text, /approved/i);
       }),
       during: async (c) => {
-        approvalId = (await c.onePending()).id;
+        approvalId = (await c.onePending()).approvalId;
       },
     });
     assert.notEqual(c.approval(approvalId).status, "approved");
