@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -45,8 +45,8 @@ interface CliOutput {
 }
 
 /** Runs `plan-checkpoint args` with the case's environment (so it finds the host its hooks started); stdout is a pipe. */
-function cliRaw(env: Record<string, string>, args: string[], cwd?: string): CliOutput {
-  const done = spawnSync(binary, args, { env, cwd, encoding: "utf8", timeout: guardMs });
+function cliRaw(env: Record<string, string>, args: string[], cwd?: string, program = binary): CliOutput {
+  const done = spawnSync(program, args, { env, cwd, encoding: "utf8", timeout: guardMs });
   if (done.error !== undefined) {
     throw done.error;
   }
@@ -54,8 +54,8 @@ function cliRaw(env: Record<string, string>, args: string[], cwd?: string): CliO
 }
 
 /** Like `cliRaw`, failing the case on a non-zero exit. */
-function cli(env: Record<string, string>, args: string[], cwd?: string): string {
-  const out = cliRaw(env, args, cwd);
+function cli(env: Record<string, string>, args: string[], cwd?: string, program = binary): string {
+  const out = cliRaw(env, args, cwd, program);
   assert.equal(out.status, 0, `plan-checkpoint ${args.join(" ")} exited ${out.status}; stderr:\n${out.stderr}`);
   return out.stdout;
 }
@@ -112,12 +112,15 @@ class Case {
   readonly project: string;
   readonly env: Record<string, string>;
   readonly fake: FakeAnthropic;
+  /** The `plan-checkpoint` the case installed (and so its hooks run). */
+  readonly program: string;
   /** Every host pid seen in the pid file (each is stopped when the case ends). */
   readonly hostPids = new Set<number>();
   run: ClaudeRun | undefined;
 
-  constructor(root: string, env: Record<string, string>, fake: FakeAnthropic) {
+  constructor(root: string, env: Record<string, string>, fake: FakeAnthropic, program: string) {
     this.root = root;
+    this.program = program;
     this.project = join(root, "project");
     this.env = env;
     this.fake = fake;
@@ -130,7 +133,7 @@ class Case {
 
   /** `plan-checkpoint args` as the person at the terminal, in the project. */
   cli(args: string[]): string {
-    return cli(this.env, args, this.project);
+    return cli(this.env, args, this.project, this.program);
   }
 
   /** Waits for the one approval the hook submitted, and returns it as `pending` shows it. */
@@ -142,7 +145,7 @@ class Case {
     );
     // The hook may still be starting the host (nothing before the exit needed one).
     const list = await waitUntil("a pending approval", () => {
-      const asked = cliRaw(this.env, ["claude-code", "pending", "--project", this.project, "--json"], this.project);
+      const asked = cliRaw(this.env, ["claude-code", "pending", "--project", this.project, "--json"], this.project, this.program);
       if (asked.status !== 0 && asked.stderr.includes("HOST_UNREACHABLE")) {
         return undefined;
       }
@@ -250,6 +253,8 @@ interface CaseOptions {
   files?: Record<string, string>;
   /** Runs alongside the turn: the person's side. */
   during?: (c: Case) => Promise<void>;
+  /** The `plan-checkpoint` to install (default: PLAN_CHECKPOINT_BIN). */
+  program?: string;
   /** Changes the settings the installer wrote, before Claude Code starts. */
   editSettings?: (settings: InstalledSettings) => void;
 }
@@ -273,14 +278,14 @@ async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case;
   const runtime = join(root, "run");
   mkdirSync(runtime, { mode: 0o700 });
   const env = runEnvironment(fake, root, { XDG_RUNTIME_DIR: runtime, ...options.env });
-  const c = new Case(root, env, fake);
+  const c = new Case(root, env, fake, options.program ?? binary);
   steps.push(...(typeof options.steps === "function" ? options.steps(c) : options.steps));
   mkdirSync(c.project);
   for (const [name, text] of Object.entries(options.files ?? {})) {
     writeFileSync(join(c.project, name), text);
   }
   try {
-    cli(env, ["claude-code", "install", "--project", c.project], root);
+    cli(env, ["claude-code", "install", "--project", c.project], root, c.program);
     if (options.editSettings !== undefined) {
       const file = join(c.project, ".claude", "settings.local.json");
       const settings = JSON.parse(readFileSync(file, "utf8")) as InstalledSettings;
@@ -443,6 +448,38 @@ if (binary === "") {
       ["toolu_rm", commands.rm, "read-only", "exited", false],
       ["toolu_touch", commands.touch, "read-only", "exited", false],
     ]);
+  });
+
+  test("plan-checkpoint installed alone (as cargo install puts it: no sandbox helper beside it) runs plan-mode Bash in its read-only sandbox", async (t) => {
+    const alone = join(tempDir(t, "plan-checkpoint-bin-"), "plan-checkpoint");
+    copyFileSync(binary, alone);
+    chmodSync(alone, 0o755);
+    const canary = "read through the sandbox\n";
+    const { c } = await runCase(t, {
+      program: alone,
+      files: { "canary.txt": canary },
+      steps: [
+        () => [call("Bash", { command: "cat canary.txt", description: "read the canary" })],
+        (request) => {
+          const result = lastToolResult(request);
+          assert.equal(result.isError, false, result.text);
+          assert.equal(ownText(result.text), canary.trimEnd());
+          return [call("Bash", { command: "touch new.txt", description: "create a file" })];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), /Read-only file system|Permission denied/);
+          return [say("Done.")];
+        },
+      ],
+    });
+    assert.equal(existsSync(join(c.project, "new.txt")), false);
+    assert.deepEqual(
+      c.commands().map((run) => [run.command, run.sandbox]),
+      [
+        ["touch new.txt", "read-only"],
+        ["cat canary.txt", "read-only"],
+      ],
+    );
   });
 
   test("plan mode: Write and Edit are denied with the host's TOOL_DENIED_IN_PLAN, which the model reads", async (t) => {
