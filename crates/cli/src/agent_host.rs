@@ -93,6 +93,8 @@ pub(crate) struct HostClient {
     next_id: u64,
     /// Notifications read while waiting for a response.
     notifications: VecDeque<Value>,
+    /// What `initialize` answered.
+    initialized: Value,
 }
 
 impl HostClient {
@@ -110,10 +112,10 @@ impl HostClient {
                 if let Some(directory) = project.log.parent() {
                     let _ = ScratchRoot::open(directory);
                 }
-                plan_exec::start_service(program, args, &project.log).map_err(|error| {
+                let pid = plan_exec::start_service(program, args, &project.log).map_err(|error| {
                     HostFailure::unreachable(format!("the host could not be started: {error}"))
                 })?;
-                wait_for_socket(&project.socket)?
+                wait_for_socket(project, pid)?
             }
         };
         HostClient::initialize(stream, client_name)
@@ -139,12 +141,34 @@ impl HostClient {
             writer,
             next_id: 0,
             notifications: VecDeque::new(),
+            initialized: Value::Null,
         };
-        client.call(
+        client.initialized = client.call(
             "initialize",
             json!({"protocolVersion": plan_protocol::PROTOCOL_VERSION, "clientName": client_name}),
         )?;
         Ok(client)
+    }
+
+    /// Why the host cannot run Plan-mode commands (`initialize`'s
+    /// `capabilities.commands`), or `None` when its read-only sandbox is
+    /// there.
+    pub(crate) fn plan_sandbox_refusal(&self) -> Option<HostFailure> {
+        let commands = self.initialized.pointer("/capabilities/commands")?;
+        if commands.get("planSandbox").and_then(Value::as_str) == Some("landlock") {
+            return None;
+        }
+        let reason = commands
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("the host has no read-only sandbox");
+        Some(HostFailure {
+            code: "PLAN_SANDBOX_UNAVAILABLE".to_owned(),
+            message: format!(
+                "{}: {reason}",
+                plan_core::ErrorCode::PlanSandboxUnavailable.message()
+            ),
+        })
     }
 
     /// One request and its result.
@@ -228,20 +252,41 @@ fn failure_of(error: &Value) -> HostFailure {
     HostFailure { code, message }
 }
 
-/// Waits until a host answers on `socket`.
-fn wait_for_socket(socket: &Path) -> Result<UnixStream, HostFailure> {
+/// Waits until a host answers on the project's socket: the one started
+/// (`pid`), or another one that won the race to start. A started host that
+/// ends first is reported with the last line of its log.
+fn wait_for_socket(project: &Project, pid: u32) -> Result<UnixStream, HostFailure> {
     let started = Instant::now();
     loop {
-        if let Ok(stream) = UnixStream::connect(socket) {
+        if let Ok(stream) = UnixStream::connect(&project.socket) {
             return Ok(stream);
+        }
+        if has_ended(pid) {
+            let log = std::fs::read_to_string(&project.log).unwrap_or_default();
+            let last = log.lines().last().unwrap_or("no reason logged");
+            return Err(HostFailure::unreachable(format!(
+                "the host could not start: {last}"
+            )));
         }
         if started.elapsed() > HOST_START {
             return Err(HostFailure::unreachable(format!(
                 "the host did not answer on {} within {} s",
-                socket.display(),
+                project.socket.display(),
                 HOST_START.as_secs()
             )));
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether our child `pid` has ended (it stays a zombie until this process
+/// ends, since nothing here waits for it).
+fn has_ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which ends with the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => true,
     }
 }

@@ -42,6 +42,10 @@ const QUESTION: &str = "Approve this plan for Claude Code to carry out, and in w
 /// in (Claude Code's prompt itself is not given to hooks).
 const PLAN_TURN_PROMPT: &str = "Claude Code plan mode";
 
+/// The prompt of an Agent turn the hooks start (outside an approved
+/// plan's execution).
+const AGENT_TURN_PROMPT: &str = "Claude Code";
+
 /// The longest hook input read (Claude Code's input holds one tool call;
 /// a plan is bounded by the host's markdown limit, far below this).
 const MAX_HOOK_INPUT: u64 = 64 * 1024 * 1024;
@@ -74,9 +78,20 @@ pub(crate) enum ClaudeCodeCommand {
         /// The project.
         #[arg(long, value_name = "DIR")]
         project: PathBuf,
+        /// The working directory the call was decided for.
+        #[arg(long, value_name = "DIR")]
+        cwd: String,
         /// The command's time limit, in milliseconds.
         #[arg(long)]
         timeout_ms: Option<u64>,
+        /// An Agent-phase call the host already decided (run it in the
+        /// workspace-write sandbox); without it, a plan-mode call.
+        #[arg(long)]
+        agent: bool,
+        /// The host asked a person to confirm it: this run, which Claude
+        /// Code starts only once they accepted, confirms it first.
+        #[arg(long, requires = "agent")]
+        needs_confirmation: bool,
     },
     /// The project's host: holds its database, serves the hooks on a
     /// private socket and the approval card on loopback. The hooks start
@@ -134,8 +149,25 @@ pub(crate) fn run(command: ClaudeCodeCommand) -> Result<i32, Failure> {
             session,
             call,
             project,
+            cwd,
             timeout_ms,
-        } => Ok(bash(&Project::at(&project), &session, &call, timeout_ms)),
+            agent,
+            needs_confirmation,
+        } => {
+            let phase = match (agent, needs_confirmation) {
+                (false, _) => Phase::Plan,
+                (true, false) => Phase::Agent { confirm: false },
+                (true, true) => Phase::Agent { confirm: true },
+            };
+            let call = BashCall {
+                session_id: &session,
+                call_id: &call,
+                cwd: &cwd,
+                timeout_ms,
+                phase,
+            };
+            Ok(bash(&Project::at(&project), &call))
+        }
         ClaudeCodeCommand::Host { project } => host(&Project::at(&project)),
         ClaudeCodeCommand::Pending { project, json } => pending(&Project::at(&project_dir(project)?), json),
         ClaudeCodeCommand::Approve {
@@ -298,6 +330,8 @@ fn hook() -> i32 {
 
 /// What one hook input asks, as far as this mapping is concerned.
 struct HookCall<'a> {
+    /// Claude Code's working directory, where its Bash runs.
+    cwd: String,
     event: &'a str,
     tool: &'a str,
     input: &'a Value,
@@ -311,6 +345,7 @@ fn answer(input: &Value) -> Option<Value> {
     let text = |name: &str| input.get(name).and_then(Value::as_str);
     let event = text("hook_event_name")?;
     let call = HookCall {
+        cwd: text("cwd")?.to_owned(),
         event,
         tool: text("tool_name")?,
         input: input.get("tool_input")?,
@@ -323,10 +358,11 @@ fn answer(input: &Value) -> Option<Value> {
         ("PreToolUse", "ExitPlanMode", _) => Some(exit_plan(&call)),
         ("PermissionRequest", "ExitPlanMode", _) => Some(exit_plan_permission(&call)),
         ("PreToolUse", "Bash", true) => Some(plan_bash(&call)),
-        ("PermissionRequest", "Bash", true) => plan_bash_permission(&call),
         ("PreToolUse", _, true) => plan_tool(&call),
-        // Outside plan mode Claude Code's own permissions apply (the Agent
-        // phase on the host's table is not mapped yet: see the README).
+        ("PreToolUse", _, false) => Some(agent_tool(&call)),
+        ("PermissionRequest", "Bash", _) => bash_permission(&call),
+        // Everything else stays with Claude Code: a read-only tool the host
+        // allowed, or a confirmation the host asked for (its dialog).
         (_, _, _) => None,
     }
 }
@@ -485,38 +521,192 @@ fn drafts_the_plan_file(call: &HookCall<'_>) -> bool {
 }
 
 fn plan_bash(call: &HookCall<'_>) -> Value {
-    let Some(command) = call.input.get("command").and_then(Value::as_str) else {
+    if call.input.get("command").and_then(Value::as_str).is_none() {
         return deny("INVALID_COMMAND_INPUT: the Bash call has no command");
-    };
-    // The host must be there, with its Plan sandbox, before anything runs.
-    let mut client = match host_for(&call.project) {
+    }
+    // The host must be there, with its read-only sandbox, before the call
+    // is let through (the `bash` client then runs it in the Plan turn).
+    let client = match host_for(&call.project) {
         Ok(client) => client,
         Err(failure) => return deny(&failure.text()),
     };
-    if let Err(failure) = plan_turn(&mut client, &call.project, &call.session_id) {
+    if let Some(failure) = client.plan_sandbox_refusal() {
         return deny(&failure.text());
     }
+    pre_tool_use(
+        "allow",
+        "plan mode: the command runs in plan-checkpoint's read-only sandbox",
+        Some(rewritten_bash(call, Phase::Plan)),
+    )
+}
+
+/// The call's input with its command replaced by this binary's `bash`
+/// client, the original command in a quoted here-document (taken as it
+/// is: no expansion), so it runs through the host.
+fn rewritten_bash(call: &HookCall<'_>, phase: Phase) -> Value {
+    let command = call
+        .input
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let delimiter = here_document_delimiter(command);
     let mut rewritten = format!(
-        "{prefix}--project {project} --session {session} --call {call_id}",
+        "{prefix}--project {project} --session {session} --call {call_id} --cwd {cwd}",
         prefix = bash_prefix(),
         project = shell_quoted(&call.project.root),
         session = shell_quoted(Path::new(&call.session_id)),
         call_id = shell_quoted(Path::new(&call.call_id)),
+        cwd = shell_quoted(Path::new(&call.cwd)),
     );
     if let Some(timeout) = call.input.get("timeout").and_then(Value::as_u64) {
         rewritten.push_str(&format!(" --timeout-ms {timeout}"));
+    }
+    match phase {
+        Phase::Plan => {}
+        Phase::Agent { confirm: false } => rewritten.push_str(" --agent"),
+        Phase::Agent { confirm: true } => rewritten.push_str(&format!(" --agent {NEEDS_CONFIRMATION}")),
     }
     rewritten.push_str(&format!(" <<'{delimiter}'\n{command}\n{delimiter}"));
     let mut updated = call.input.clone();
     if let Some(object) = updated.as_object_mut() {
         object.insert("command".to_owned(), Value::String(rewritten));
     }
-    pre_tool_use(
-        "allow",
-        "plan mode: the command runs in plan-checkpoint's read-only sandbox",
-        Some(updated),
-    )
+    updated
+}
+
+/// Which phase a Bash call runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// A plan-mode call: the host decides and runs it in the read-only
+    /// sandbox when the client asks.
+    Plan,
+    /// An Agent-phase call the host decided already; `confirm`: the host
+    /// asked a person, whom Claude Code's dialog asks.
+    Agent { confirm: bool },
+}
+
+/// The flag of a rewritten command whose run confirms it.
+const NEEDS_CONFIRMATION: &str = "--needs-confirmation";
+
+/// Agent phase (after an approval, or after the person left plan mode
+/// without one): every call on the host's permission table, in the
+/// session's Agent turn. Bash is host-run in the workspace-write sandbox
+/// (rewritten); a call the host allows runs without Claude Code asking; one
+/// it wants confirmed is left to Claude Code's dialog (and a Bash call
+/// confirms itself on the host when it runs, i.e. once accepted).
+fn agent_tool(call: &HookCall<'_>) -> Value {
+    let mut client = match host_for(&call.project) {
+        Ok(client) => client,
+        Err(failure) => return deny(&failure.text()),
+    };
+    let turn = match agent_turn(&mut client, &call.project, &call.session_id) {
+        Ok(turn) => turn,
+        Err(failure) => return deny(&failure.text()),
+    };
+    let mut input = call.input.clone();
+    if call.tool == plan_core::BASH
+        && let Some(object) = input.as_object_mut()
+    {
+        // The host binds a confirmation to the exact input it runs.
+        let command = object.get("command").cloned().unwrap_or(Value::Null);
+        let timeout = object.get("timeout").cloned();
+        object.clear();
+        object.insert("command".to_owned(), command);
+        object.insert("cwd".to_owned(), Value::String(call.cwd.clone()));
+        if let Some(timeout) = timeout {
+            object.insert("timeoutMs".to_owned(), timeout);
+        }
+    }
+    let results = client.call(
+        "turn/toolCalls",
+        json!({
+            "sessionId": call.session_id,
+            "turnId": turn,
+            "calls": [{"callId": call.call_id, "name": call.tool, "input": input}],
+        }),
+    );
+    let result = match results {
+        Ok(results) => results.pointer("/results/0").cloned().unwrap_or(Value::Null),
+        Err(failure) => return deny(&failure.text()),
+    };
+    if let Some(reason) = refusal_of(&result) {
+        return deny(&reason);
+    }
+    let confirm = result.get("decision").and_then(Value::as_str) == Some("confirm");
+    let decision = if confirm { "ask" } else { "allow" };
+    if call.tool == plan_core::BASH {
+        let reason = "the command runs through plan-checkpoint's host, in its workspace-write sandbox";
+        return pre_tool_use(
+            decision,
+            reason,
+            Some(rewritten_bash(call, Phase::Agent { confirm })),
+        );
+    }
+    let reason = if confirm {
+        "plan-checkpoint's permission mode asks a person to confirm this call"
+    } else {
+        "plan-checkpoint's permission mode allows this call"
+    };
+    pre_tool_use(decision, reason, None)
+}
+
+/// The session's Agent turn: the active one; else the approved plan's
+/// execution, started; else a new Agent turn. A Plan turn still active
+/// means the person left plan mode without an approval: it is cancelled
+/// (the host records it) before the Agent turn starts.
+fn agent_turn(client: &mut HostClient, project: &Project, session_id: &str) -> Result<String, HostFailure> {
+    let mut session = match client.call("session/get", json!({"sessionId": session_id})) {
+        Ok(session) => session,
+        Err(failure) if failure.code == "SESSION_NOT_FOUND" => client.call(
+            "session/create",
+            json!({
+                "sessionId": session_id,
+                "workspaceRoot": project.root.display().to_string(),
+                "mode": "agent",
+            }),
+        )?,
+        Err(failure) => return Err(failure),
+    };
+    if let Some(turn) = session.get("activeTurn").filter(|turn| !turn.is_null()) {
+        if turn.get("mode").and_then(Value::as_str) == Some("agent") {
+            return turn_id_of(turn);
+        }
+        session = client.call("turn/cancel", json!({"sessionId": session_id}))?;
+    }
+    if let Some(execution) = session.get("activeExecutionId").and_then(Value::as_str) {
+        client.call("execution/start", json!({"executionId": execution}))?;
+        let session = client.call("session/get", json!({"sessionId": session_id}))?;
+        if let Some(turn) = session.get("activeTurn").filter(|turn| !turn.is_null()) {
+            return turn_id_of(turn);
+        }
+    }
+    if session.get("mode").and_then(Value::as_str) != Some("agent") {
+        client.call(
+            "session/configure",
+            json!({"sessionId": session_id, "mode": "agent"}),
+        )?;
+    }
+    let turn = client.call(
+        "turn/start",
+        json!({"sessionId": session_id, "prompt": AGENT_TURN_PROMPT, "origin": "interactive"}),
+    )?;
+    turn.get("turnId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| HostFailure {
+            code: "INTERNAL".into(),
+            message: "turn/start gave no turn id".into(),
+        })
+}
+
+fn turn_id_of(turn: &Value) -> Result<String, HostFailure> {
+    turn.get("turnId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| HostFailure {
+            code: "INTERNAL".into(),
+            message: "the session's turn has no id".into(),
+        })
 }
 
 /// A here-document delimiter that no line of `command` equals.
@@ -531,20 +721,31 @@ fn here_document_delimiter(command: &str) -> String {
     }
 }
 
-fn plan_bash_permission(call: &HookCall<'_>) -> Option<Value> {
+/// Bash's permission: allowed for exactly a command the PreToolUse hook
+/// wrote and the host did not ask to confirm; anything else (such a
+/// command included) stays with Claude Code's dialog.
+fn bash_permission(call: &HookCall<'_>) -> Option<Value> {
     let command = call.input.get("command").and_then(Value::as_str)?;
-    // Only the command the PreToolUse hook wrote; anything else stays with
-    // Claude Code (in plan mode nothing else reaches here).
-    command
-        .starts_with(&bash_prefix())
+    let first_line = command.lines().next().unwrap_or_default();
+    (command.starts_with(&bash_prefix()) && !first_line.contains(NEEDS_CONFIRMATION))
         .then(|| permission(json!({"behavior": "allow"})))
 }
 
 // --------------------------------------------------------------------- bash
 
-/// The rewritten plan-mode Bash: the command (stdin, a here-document) run
-/// by the host in the Plan sandbox; its output streamed, its status ours.
-fn bash(project: &Project, session_id: &str, call_id: &str, timeout_ms: Option<u64>) -> i32 {
+/// One rewritten Bash call, as its command line gives it.
+struct BashCall<'a> {
+    session_id: &'a str,
+    call_id: &'a str,
+    cwd: &'a str,
+    timeout_ms: Option<u64>,
+    phase: Phase,
+}
+
+/// The rewritten Bash: the command (stdin, a here-document) run by the
+/// host in its sandbox (read-only in plan mode, workspace-write after);
+/// its output streamed, its status ours.
+fn bash(project: &Project, call: &BashCall<'_>) -> i32 {
     let mut command = String::new();
     if std::io::stdin().read_to_string(&mut command).is_err() {
         log::line("plan-checkpoint: the command could not be read");
@@ -554,7 +755,7 @@ fn bash(project: &Project, session_id: &str, call_id: &str, timeout_ms: Option<u
     if command.ends_with('\n') {
         command.pop();
     }
-    match run_plan_bash(project, session_id, call_id, &command, timeout_ms) {
+    match run_bash(project, call, &command) {
         Ok(code) => code,
         Err(failure) => {
             log::line(&format!("plan-checkpoint: {}", failure.text()));
@@ -563,53 +764,85 @@ fn bash(project: &Project, session_id: &str, call_id: &str, timeout_ms: Option<u
     }
 }
 
-fn run_plan_bash(
-    project: &Project,
-    session_id: &str,
-    call_id: &str,
-    command: &str,
-    timeout_ms: Option<u64>,
-) -> Result<i32, HostFailure> {
+fn run_bash(project: &Project, call: &BashCall<'_>, command: &str) -> Result<i32, HostFailure> {
     let mut client = host_for(project)?;
-    let turn = plan_turn(&mut client, project, session_id)?;
-    let mut input = json!({"command": command});
-    if let Ok(cwd) = std::env::current_dir()
-        && let Some(object) = input.as_object_mut()
-    {
-        object.insert("cwd".to_owned(), Value::String(cwd.display().to_string()));
-        if let Some(timeout) = timeout_ms {
-            object.insert("timeoutMs".to_owned(), json!(timeout));
+    let run = match call.phase {
+        Phase::Plan => {
+            let turn = plan_turn(&mut client, project, call.session_id)?;
+            let mut input = json!({"command": command, "cwd": call.cwd});
+            if let (Some(timeout), Some(object)) = (call.timeout_ms, input.as_object_mut()) {
+                object.insert("timeoutMs".to_owned(), json!(timeout));
+            }
+            let results = client.call(
+                "turn/toolCalls",
+                json!({
+                    "sessionId": call.session_id,
+                    "turnId": turn,
+                    "calls": [{"callId": call.call_id, "name": plan_core::BASH, "input": input}],
+                }),
+            )?;
+            let result = results.pointer("/results/0").cloned().unwrap_or(Value::Null);
+            if let Some(reason) = refusal_of(&result) {
+                log::line(&format!("plan-checkpoint: {reason}"));
+                return Ok(126);
+            }
+            result.get("command").cloned().unwrap_or(Value::Null)
         }
-    }
-    let results = client.call(
-        "turn/toolCalls",
-        json!({
-            "sessionId": session_id,
-            "turnId": turn,
-            "calls": [{"callId": call_id, "name": "Bash", "input": input}],
-        }),
-    )?;
-    let result = results.pointer("/results/0").cloned().unwrap_or(Value::Null);
-    if let Some(reason) = refusal_of(&result) {
-        log::line(&format!("plan-checkpoint: {reason}"));
-        return Ok(126);
-    }
-    if let Some(ended) = ended_status(result.get("command")) {
+        Phase::Agent { confirm } => {
+            let session = client.call("session/get", json!({"sessionId": call.session_id}))?;
+            let turn = session
+                .pointer("/activeTurn/turnId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| HostFailure {
+                    code: "TURN_NOT_ACTIVE".into(),
+                    message: "the session has no active turn for this call".into(),
+                })?;
+            if confirm {
+                // Claude Code runs this only once the person accepted it in
+                // its dialog: that acceptance is the confirmation.
+                client.call(
+                    "tool/confirm",
+                    json!({"sessionId": call.session_id, "turnId": turn, "callId": call.call_id, "allow": true}),
+                )?;
+            }
+            let mut params = json!({
+                "sessionId": call.session_id,
+                "turnId": turn,
+                "callId": call.call_id,
+                "command": command,
+                "cwd": call.cwd,
+            });
+            if let (Some(timeout), Some(object)) = (call.timeout_ms, params.as_object_mut()) {
+                object.insert("timeoutMs".to_owned(), json!(timeout));
+            }
+            client.call("command/start", params)?
+        }
+    };
+    if let Some(ended) = ended_status(Some(&run)) {
         return Ok(ended);
     }
+    stream_until_exit(&mut client, call)
+}
+
+/// Writes the call's output as it comes; returns its exit status.
+fn stream_until_exit(client: &mut HostClient, call: &BashCall<'_>) -> Result<i32, HostFailure> {
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr().lock();
     loop {
         let Some(message) = client.next_notification(Some(std::time::Duration::from_secs(1)))? else {
             // A notification may have been dropped under load: ask.
-            let run = client.call("command/get", json!({"sessionId": session_id, "callId": call_id}))?;
+            let run = client.call(
+                "command/get",
+                json!({"sessionId": call.session_id, "callId": call.call_id}),
+            )?;
             if let Some(code) = ended_status(Some(&run)) {
                 return Ok(code);
             }
             continue;
         };
         let params = message.get("params").cloned().unwrap_or(Value::Null);
-        if params.get("callId").and_then(Value::as_str) != Some(call_id) {
+        if params.get("callId").and_then(Value::as_str) != Some(call.call_id) {
             continue;
         }
         match message.get("method").and_then(Value::as_str) {
@@ -700,6 +933,12 @@ fn exit_plan(call: &HookCall<'_>) -> Value {
     };
     match approved_plan(&mut client, &resolved) {
         Ok(bytes) => {
+            // The Agent phase begins: the approved plan's execution turn.
+            if let Some(execution) = resolved.get("executionId").and_then(Value::as_str)
+                && let Err(failure) = client.call("execution/start", json!({"executionId": execution}))
+            {
+                return deny(&failure.text());
+            }
             let mut updated = call.input.clone();
             if let Some(object) = updated.as_object_mut() {
                 object.insert("plan".to_owned(), Value::String(bytes));
@@ -737,9 +976,10 @@ fn approved_plan(client: &mut HostClient, approval: &Value) -> Result<String, St
             ));
         }
         Some(ApprovalStatus::Rejected) => {
-            return Err(
-                "PLAN_REJECTED: the person rejected this plan; stay in plan mode and revise it".into(),
-            );
+            // A rejection is a person's answer, not an error: no code.
+            return Err(format!(
+                "The person rejected this plan ({approval_id}). Stay in plan mode: revise the plan with them."
+            ));
         }
         Some(ApprovalStatus::Interrupted) => {
             return Err(format!(

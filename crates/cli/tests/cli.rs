@@ -17,6 +17,9 @@ mod support;
 #[path = "cli/audit.rs"]
 mod audit;
 
+#[path = "cli/claude_code.rs"]
+mod claude_code;
+
 #[path = "cli/client.rs"]
 mod client;
 

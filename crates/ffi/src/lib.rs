@@ -334,8 +334,8 @@ impl PlanHost {
     pub fn shutdown(&self) {
         // Closing releases the database and the lock whatever the timer
         // thread is doing, and tells the host's timer to end; it never
-        // waits for that thread, so it cannot wait for itself. Open approval
-        // cards hear that the host stops first.
+        // waits for that thread, so it cannot wait for itself. The approval
+        // card server stops first, and every card token dies with it.
         if let Some(web) = &self.web {
             web.stop();
         }

@@ -14,7 +14,7 @@
 //!   of Agent-turn permission decisions;
 //! - `card.state.json`, `card.status.json`, `card.decision.json`,
 //!   `card.decided.json` and `card.refusal.json` for the approval card's own
-//!   messages (its web server's state, status events and decisions).
+//!   messages (its web server's state, status and decisions).
 //!
 //! Params and requests are described as the host *reads* them (optional
 //! fields may be absent, unknown fields are refused). Results, objects,

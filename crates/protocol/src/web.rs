@@ -39,12 +39,13 @@ pub struct WebCapabilities {
 }
 
 // The card's own messages, between `<plan-approval-card>` and the host's web
-// server (not JSON-RPC): `GET /card/<token>/state`, the status events of
-// the card's stream, `POST /decision` and its answers. Declared once here,
-// with their schema; the card's TypeScript uses the generated types.
+// server (not JSON-RPC): `GET /card/<token>/state`, the status the card
+// polls (`GET /card/<token>/status`), `POST /decision` and its answers.
+// Declared once here, with their schema; the card's TypeScript uses the
+// generated types.
 
-/// The approval's status as the card shows it, in `CardState` and in every
-/// status event.
+/// The approval's status as the card shows it: `GET /card/<token>/status`,
+/// and in `CardState` and `CardDecided`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CardStatus {
@@ -52,8 +53,8 @@ pub struct CardStatus {
     pub status: ApprovalStatus,
     /// The mode approved with; `null` otherwise.
     pub permission_mode: Option<PermissionMode>,
-    /// Why it ended without a decision (`HOST_CLOSED` when the host stopped
-    /// under the card); `null` otherwise.
+    /// Why it ended without a decision (`PLAN_APPROVAL_TIMEOUT` past its
+    /// deadline); `null` otherwise.
     pub error_code: Option<ErrorCode>,
     /// When it left `pending` (approved, rejected, expired, interrupted),
     /// Unix ms; `null` while pending.

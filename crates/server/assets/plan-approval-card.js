@@ -104,7 +104,7 @@ function describeStatus(status) {
         case "expired":
             return "expired";
         case "interrupted":
-            return status.errorCode === "HOST_CLOSED" ? "interrupted (the host stopped)" : "interrupted";
+            return "interrupted";
     }
 }
 /** One mode and what it allows, as plan-core's table says (sent by the host). */
@@ -122,6 +122,8 @@ const DEADLINE_WARNINGS_MS = [5 * 60_000, 60_000];
 /** How often a card asks its host for the status, and how long one ask may take. */
 const POLL_INTERVAL_MS = 1500;
 const POLL_TIMEOUT_MS = 3000;
+/** Polls after a decision of this tab that lost a race, until the outcome shows. */
+const SETTLING_POLLS = 4;
 function defineCard() {
     class PlanApprovalCard extends HTMLElement {
         #root;
@@ -151,6 +153,11 @@ function defineCard() {
         #busy = false;
         #poll = null;
         #unreachable = false;
+        /**
+         * Polls still owed after this tab's decision lost a race: the status
+         * may briefly answer 404 while the winning decision is committed.
+         */
+        #settlingPolls = 0;
         #timer = null;
         constructor() {
             super();
@@ -340,7 +347,12 @@ function defineCard() {
                 if (!this.#decided)
                     this.#startCountdown();
             }
-            if (!this.#decided)
+            // After a lost race the card keeps asking a few times, so it ends on
+            // what the approval became rather than on a 404 of that moment.
+            const settling = this.#decided && (status === null || status.status === "pending") && this.#settlingPolls > 0;
+            if (settling)
+                this.#settlingPolls -= 1;
+            if (!this.#decided || settling)
                 this.#poll = setTimeout(() => void this.#check(base), POLL_INTERVAL_MS);
         }
         /** The host cannot be reached: nothing shown may look decidable. */
@@ -408,10 +420,13 @@ function defineCard() {
                 }
                 if (response.status === 404) {
                     // Decided elsewhere (another tab won), expired or stopped: nothing
-                    // more can be decided here, and the status stream, still open,
-                    // shows what the approval became.
+                    // more can be decided here, and the next status poll, still
+                    // scheduled, shows what the approval became.
                     this.#busy = false;
                     this.#decided = true;
+                    this.#settlingPolls = SETTLING_POLLS;
+                    if (this.#poll === null)
+                        this.#poll = setTimeout(() => void this.#check(this.#base()), POLL_INTERVAL_MS);
                     this.#notice.textContent = "This decision did not count: the plan was already decided, it expired, or the host stopped.";
                     this.#notice.hidden = false;
                     this.#setEnabled(false);

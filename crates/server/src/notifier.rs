@@ -81,7 +81,11 @@ fn notice_of(
         .ok()
         .and_then(|state| state.session.workspace_root)
         .map(|root| crate::web::project_name(&root));
-    let card_url = web.and_then(Weak::upgrade).and_then(|web| web.card_url(approval));
+    // Read again from the host: a plan decided before this thread ran gets
+    // no new token (and no URL).
+    let card_url = web
+        .and_then(Weak::upgrade)
+        .and_then(|web| web.card_url_of(&approval.id).ok());
     Some(PendingPlanNotice {
         approval_id: approval.id.to_string(),
         session_id: approval.session_id.to_string(),

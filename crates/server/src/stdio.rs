@@ -166,8 +166,8 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
         // The notifications of a message that got no answer leave now.
         outbound.flush_queued();
     }
-    // Open pages hear that the host stops; then closing stops the host's
-    // expiry timer too.
+    // Every card token dies with the card server; then closing stops the
+    // host's expiry timer too.
     stop_web(web.as_deref());
     host.close();
     outbound.finish(FLUSH_PATIENCE);

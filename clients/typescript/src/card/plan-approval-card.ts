@@ -116,7 +116,7 @@ function describeStatus(status: CardStatus): string {
     case "expired":
       return "expired";
     case "interrupted":
-      return status.errorCode === "HOST_CLOSED" ? "interrupted (the host stopped)" : "interrupted";
+      return "interrupted";
   }
 }
 
@@ -137,6 +137,8 @@ const DEADLINE_WARNINGS_MS = [5 * 60_000, 60_000];
 /** How often a card asks its host for the status, and how long one ask may take. */
 const POLL_INTERVAL_MS = 1500;
 const POLL_TIMEOUT_MS = 3000;
+/** Polls after a decision of this tab that lost a race, until the outcome shows. */
+const SETTLING_POLLS = 4;
 
 function defineCard(): void {
   class PlanApprovalCard extends HTMLElement {
@@ -167,6 +169,11 @@ function defineCard(): void {
     #busy = false;
     #poll: ReturnType<typeof setTimeout> | null = null;
     #unreachable = false;
+    /**
+     * Polls still owed after this tab's decision lost a race: the status
+     * may briefly answer 404 while the winning decision is committed.
+     */
+    #settlingPolls = 0;
     #timer: ReturnType<typeof setInterval> | null = null;
 
     constructor() {
@@ -371,7 +378,11 @@ function defineCard(): void {
         this.#show(status);
         if (!this.#decided) this.#startCountdown();
       }
-      if (!this.#decided) this.#poll = setTimeout(() => void this.#check(base), POLL_INTERVAL_MS);
+      // After a lost race the card keeps asking a few times, so it ends on
+      // what the approval became rather than on a 404 of that moment.
+      const settling = this.#decided && (status === null || status.status === "pending") && this.#settlingPolls > 0;
+      if (settling) this.#settlingPolls -= 1;
+      if (!this.#decided || settling) this.#poll = setTimeout(() => void this.#check(base), POLL_INTERVAL_MS);
     }
 
     /** The host cannot be reached: nothing shown may look decidable. */
@@ -441,10 +452,12 @@ function defineCard(): void {
         }
         if (response.status === 404) {
           // Decided elsewhere (another tab won), expired or stopped: nothing
-          // more can be decided here, and the status stream, still open,
-          // shows what the approval became.
+          // more can be decided here, and the next status poll, still
+          // scheduled, shows what the approval became.
           this.#busy = false;
           this.#decided = true;
+          this.#settlingPolls = SETTLING_POLLS;
+          if (this.#poll === null) this.#poll = setTimeout(() => void this.#check(this.#base()), POLL_INTERVAL_MS);
           this.#notice.textContent = "This decision did not count: the plan was already decided, it expired, or the host stopped.";
           this.#notice.hidden = false;
           this.#setEnabled(false);

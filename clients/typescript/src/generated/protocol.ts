@@ -245,8 +245,8 @@ export interface CardState {
 }
 
 /**
- * The approval's status as the card shows it, in `CardState` and in every
- * status event.
+ * The approval's status as the card shows it: `GET /card/<token>/status`,
+ * and in `CardState` and `CardDecided`.
  */
 export interface CardStatus {
   /**
@@ -255,8 +255,8 @@ export interface CardStatus {
    */
   decidedAt: number | null;
   /**
-   * Why it ended without a decision (`HOST_CLOSED` when the host stopped
-   * under the card); `null` otherwise.
+   * Why it ended without a decision (`PLAN_APPROVAL_TIMEOUT` past its
+   * deadline); `null` otherwise.
    */
   errorCode: CanonicalCode | null;
   /**

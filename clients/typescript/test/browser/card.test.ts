@@ -104,7 +104,7 @@ async function openCard(t: TestContext, url: string): Promise<Page | undefined> 
   const response = await page.goto(url);
   assert.equal(response?.status(), 200);
   await card(page, ".title").filter({ hasText: /./ }).waitFor();
-  // The live status stream is open.
+  // The first status poll has answered.
   await page.locator("plan-approval-card[data-live]").waitFor();
   return page;
 }

@@ -1,27 +1,20 @@
 //! The cards of pending approvals: one capability token each, held in
-//! memory only, and the live status streams of the pages showing them.
+//! memory only, and the tokens of decided cards, which show the outcome
+//! read-only.
 //!
 //! A token is 256 bits from the operating system's random source, bound to
 //! (approval id, artifact SHA-256, expiry). It is compared in constant
 //! time, and it dies at the first decision made with it, when the approval
 //! is resolved any other way (a decision elsewhere, the deadline) and when
 //! the server stops. Nothing here survives a restart, and nothing needs to:
-//! a new host interrupts every pending approval. This module keeps tokens
-//! and streams; whether a decision is allowed is the host's to say.
+//! a new host interrupts every pending approval. This module keeps tokens;
+//! whether a decision is allowed is the host's to say.
 
-use std::io::Write;
-use std::net::TcpStream;
-
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
+use plan_core::{ApprovalId, ApprovalStatus, PlanApproval};
 use plan_protocol::CardStatus;
 
 /// How many bytes a token has (256 bits).
 pub(crate) const TOKEN_BYTES: usize = 32;
-
-/// Live status streams per card, and in all: a page that opens more gets
-/// `503`.
-const MAX_STREAMS_PER_CARD: usize = 16;
-const MAX_STREAMS: usize = 256;
 
 /// A capability token.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -93,30 +86,7 @@ pub(crate) fn status_of(approval: &PlanApproval) -> CardStatus {
     }
 }
 
-/// What a page hears when the host stops under it: its approval will be
-/// interrupted by the next host's startup fence.
-fn host_stopped() -> CardStatus {
-    CardStatus {
-        status: ApprovalStatus::Interrupted,
-        permission_mode: None,
-        error_code: Some(ErrorCode::HostClosed),
-        decided_at: None,
-    }
-}
-
-/// One server-sent status event.
-pub(crate) fn status_event(status: &CardStatus) -> String {
-    let data = serde_json::to_string(status).unwrap_or_else(|_| "{}".to_owned());
-    format!("event: status\ndata: {data}\n\n")
-}
-
-#[derive(Debug)]
-struct Stream {
-    approval_id: ApprovalId,
-    socket: TcpStream,
-}
-
-/// Every live card and stream. Behind the server's one mutex.
+/// Every live and decided card. Behind the server's one mutex.
 #[derive(Debug, Default)]
 pub(crate) struct Cards {
     cards: Vec<Card>,
@@ -124,22 +94,12 @@ pub(crate) struct Cards {
     /// [`DECIDED_KEPT`]: their tokens show the outcome read-only and decide
     /// nothing.
     decided: std::collections::VecDeque<(Token, ApprovalId)>,
-    streams: Vec<Stream>,
     stopped: bool,
 }
 
 /// How many decided cards keep showing their outcome (memory only; the
 /// oldest is forgotten first and its URL is then simply not found).
 const DECIDED_KEPT: usize = 1024;
-
-/// Why a stream was not added.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StreamRefusal {
-    /// The card is gone (decided, expired, stopped).
-    Gone,
-    /// Too many streams.
-    Full,
-}
 
 impl Cards {
     /// The token of `approval`'s card, made on first use; `None` when the
@@ -206,51 +166,6 @@ impl Cards {
         }
     }
 
-    /// Opens a page's status stream: writes `opening` (the response head
-    /// and the first event) and registers the socket, under this lock, so
-    /// no final status can slip in between. The socket is non-blocking and
-    /// the opening small, so this never waits for the client.
-    pub(crate) fn open_stream(
-        &mut self,
-        approval_id: &ApprovalId,
-        mut socket: TcpStream,
-        opening: &str,
-    ) -> Result<(), StreamRefusal> {
-        if self.stopped
-            || !self
-                .cards
-                .iter()
-                .any(|card| &card.binding.approval_id == approval_id)
-        {
-            return Err(StreamRefusal::Gone);
-        }
-        let of_card = self
-            .streams
-            .iter()
-            .filter(|stream| &stream.approval_id == approval_id)
-            .count();
-        if of_card >= MAX_STREAMS_PER_CARD || self.streams.len() >= MAX_STREAMS {
-            return Err(StreamRefusal::Full);
-        }
-        match socket.write(opening.as_bytes()) {
-            Ok(written) if written == opening.len() => {}
-            Ok(_) | Err(_) => return Err(StreamRefusal::Full),
-        }
-        self.streams.push(Stream {
-            approval_id: approval_id.clone(),
-            socket,
-        });
-        Ok(())
-    }
-
-    /// The event a page gets when its stream opens after the card died.
-    pub(crate) fn gone_event(&self, approval: Option<&PlanApproval>) -> String {
-        match approval {
-            Some(approval) if !self.stopped => status_event(&status_of(approval)),
-            Some(_) | None => status_event(&host_stopped()),
-        }
-    }
-
     /// The approval a decided card's token names: it shows the outcome
     /// and decides nothing. Every kept card is compared, as in
     /// [`Cards::binding`].
@@ -268,8 +183,7 @@ impl Cards {
     }
 
     /// The approval left `pending`: its card can no longer decide (its
-    /// token now shows the outcome) and its pages hear the final status,
-    /// then their streams end.
+    /// token now shows the outcome, read-only).
     pub(crate) fn resolve(&mut self, approval: &PlanApproval) {
         let (ended_cards, kept_cards) = std::mem::take(&mut self.cards)
             .into_iter()
@@ -281,37 +195,19 @@ impl Cards {
             }
             self.decided.push_back((card.token, card.binding.approval_id));
         }
-        let event = status_event(&status_of(approval));
-        let (ended, kept) = std::mem::take(&mut self.streams)
-            .into_iter()
-            .partition(|stream| stream.approval_id == approval.id);
-        self.streams = kept;
-        for stream in ended {
-            send_and_close(stream.socket, &event);
-        }
     }
 
-    /// The server stops: every card dies and every page hears that.
+    /// The server stops: every token dies, decided ones too, so an open
+    /// page's next request is not found and it says its host is gone.
     pub(crate) fn stop(&mut self) {
         self.stopped = true;
         self.cards.clear();
         self.decided.clear();
-        let event = status_event(&host_stopped());
-        for stream in std::mem::take(&mut self.streams) {
-            send_and_close(stream.socket, &event);
-        }
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
         self.stopped
     }
-}
-
-/// Writes the last event without waiting (the socket is non-blocking: a
-/// page that stopped reading loses it, nobody waits for it) and closes.
-fn send_and_close(mut socket: TcpStream, event: &str) {
-    let _ = socket.write(event.as_bytes());
-    let _ = socket.shutdown(std::net::Shutdown::Both);
 }
 
 #[cfg(test)]

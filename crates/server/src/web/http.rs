@@ -227,9 +227,8 @@ impl Response {
     }
 }
 
-/// The head of a response: status line, security headers, type, length
-/// (`None` for an event stream, which has none).
-pub(crate) fn head(status: u16, content_type: &str, length: Option<usize>) -> String {
+/// The head of a response: status line, security headers, type, length.
+fn head(status: u16, content_type: &str, length: usize) -> String {
     let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in SECURITY_HEADERS {
         head.push_str(name);
@@ -240,9 +239,7 @@ pub(crate) fn head(status: u16, content_type: &str, length: Option<usize>) -> St
     head.push_str("Content-Type: ");
     head.push_str(content_type);
     head.push_str("\r\n");
-    if let Some(length) = length {
-        head.push_str(&format!("Content-Length: {length}\r\n"));
-    }
+    head.push_str(&format!("Content-Length: {length}\r\n"));
     head.push_str("Connection: close\r\n\r\n");
     head
 }
@@ -250,13 +247,13 @@ pub(crate) fn head(status: u16, content_type: &str, length: Option<usize>) -> St
 /// Writes a response; a client that does not read is given up on after the
 /// stream's write timeout.
 pub(crate) fn write_response(stream: &mut TcpStream, response: &Response) -> std::io::Result<()> {
-    let mut bytes = head(response.status, response.content_type, Some(response.body.len())).into_bytes();
+    let mut bytes = head(response.status, response.content_type, response.body.len()).into_bytes();
     bytes.extend_from_slice(&response.body);
     stream.write_all(&bytes)?;
     stream.flush()
 }
 
-pub(crate) fn reason(status: u16) -> &'static str {
+fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
@@ -270,7 +267,6 @@ pub(crate) fn reason(status: u16) -> &'static str {
         421 => "Misdirected Request",
         431 => "Request Header Fields Too Large",
         501 => "Not Implemented",
-        503 => "Service Unavailable",
         505 => "HTTP Version Not Supported",
         _ => "Error",
     }

@@ -3,17 +3,17 @@
 //! `approve` / `reject` as every other frontend.
 //!
 //! Why this HTTP stack: the host imposes no async runtime on its embedders
-//! (the FFI, Rust hosts, `serve`), and this server needs four routes, one
+//! (the FFI, Rust hosts, `serve`), and this server needs a few routes, one
 //! request per connection and a few small bodies. So it is `std` only: a
 //! `TcpListener` on its own accept thread, one short-lived thread per
 //! connection (at most [`MAX_CONNECTIONS`] at once; more are closed
 //! unanswered), and the minimal, strictly bounded HTTP/1.1 of `http`
 //! (head and body caps, a whole-request deadline, a write timeout). A
 //! client that sends slowly, never sends, or never reads holds only its
-//! own thread, and only until its deadline; live status streams are handed
-//! to the card registry and written without blocking, so a page that
-//! stopped reading loses its events and delays nobody. Expiry is the
-//! host's own timer and never waits for this server.
+//! own thread, and only until its deadline. No request is held open: the
+//! card polls its status with short requests, so any number of cards share
+//! a browser's few connections per host. Expiry is the host's own timer
+//! and never waits for this server.
 //!
 //! What it serves, all under the security headers of `http` (CSP without
 //! inline script, no framing, no referrer, no caching, no CORS):
@@ -22,7 +22,8 @@
 //!   client's build output, embedded);
 //! - `GET /card/<token>/state`: title, question, expiry, status and the
 //!   plan as the host read it after its size and hash check;
-//! - `GET /card/<token>/events`: the live status (Server-Sent Events);
+//! - `GET /card/<token>/status`: the status alone, which the card polls
+//!   (a decided card's token still reads both, read-only);
 //! - `POST /decision`: `{token, sha256, decision, permissionMode?}`, the
 //!   token in the body, never in a query string.
 //!
@@ -84,8 +85,8 @@ impl Shared {
 }
 
 /// A running approval card server. Stop it with [`WebCard::stop`] (or by
-/// dropping it) when its host closes: every token dies and every open page
-/// hears that the host stopped.
+/// dropping it) when its host closes: every token dies, and an open page
+/// finds at its next poll that its host is gone.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -248,8 +249,9 @@ impl WebCard {
         }
     }
 
-    /// Stops serving: the accept thread ends, every token dies and every
-    /// open page is told the host stopped. Stopping twice is harmless.
+    /// Stops serving: the accept thread ends and every token dies (an open
+    /// page's next poll is not answered, so it shows its host as
+    /// unreachable). Stopping twice is harmless.
     pub fn stop(&self) {
         if self.shared.stopping.swap(true, Ordering::SeqCst) {
             return;

@@ -1,9 +1,8 @@
 //! Which request gets which answer: the Host and Origin checks, the
-//! page, the element, the state, the live status stream and decisions.
+//! page, the element, the state, the status the card polls and decisions.
 //! Every decision goes to the host; this module only checks that the
 //! request carries a live token for the approval it names.
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Instant;
 
@@ -13,7 +12,7 @@ use plan_protocol::{
     CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, PermissionModeSummary,
 };
 
-use super::cards::{Binding, StreamRefusal, Token, status_event, status_of};
+use super::cards::{Binding, Token, status_of};
 use super::http::{self, Request, Response};
 use super::{REQUEST_DEADLINE, Shared, WRITE_TIMEOUT};
 
@@ -24,14 +23,6 @@ pub(crate) const CARD_SCRIPT: &str = include_str!("../../assets/plan-approval-ca
 /// The path of the element's script.
 const SCRIPT_PATH: &str = "/plan-approval-card.js";
 
-/// What a route did with the connection.
-enum Answer {
-    /// A response to write.
-    Respond(Response),
-    /// The socket now belongs to a status stream.
-    Streaming,
-}
-
 /// Serves the one request of a connection.
 pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     let Ok(peer) = stream.peer_addr() else {
@@ -40,37 +31,32 @@ pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) {
     if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
         return;
     }
-    let answer = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
-        Ok(request) => route(shared, &request, &mut stream, peer),
-        Err(refusal) => Answer::Respond(Response::plain(refusal.status)),
+    let response = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
+        Ok(request) => route(shared, &request, peer),
+        Err(refusal) => Response::plain(refusal.status),
     };
-    if let Answer::Respond(response) = answer {
-        // A client that does not read is given up on after the write
-        // timeout; there is nobody to tell.
-        let _ = http::write_response(&mut stream, &response);
-        let _ = stream.shutdown(std::net::Shutdown::Write);
-    }
+    // A client that does not read is given up on after the write timeout;
+    // there is nobody to tell.
+    let _ = http::write_response(&mut stream, &response);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
 }
 
-fn route(shared: &Shared, request: &Request, stream: &mut TcpStream, peer: SocketAddr) -> Answer {
+fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
     if let Err(response) = check_origin(shared, request) {
-        return Answer::Respond(response);
+        return response;
     }
     let path = request.target.as_str();
     match (request.method.as_str(), path) {
-        ("GET", SCRIPT_PATH) => {
-            Answer::Respond(Response::new(200, "text/javascript; charset=utf-8", CARD_SCRIPT))
-        }
-        ("POST", "/decision") => Answer::Respond(decide(shared, request, peer)),
-        (_, "/decision") => Answer::Respond(Response::plain(405)),
+        ("GET", SCRIPT_PATH) => Response::new(200, "text/javascript; charset=utf-8", CARD_SCRIPT),
+        ("POST", "/decision") => decide(shared, request, peer),
+        (_, "/decision") => Response::plain(405),
         ("GET", _) => match card_path(path) {
-            Some((token, CardRoute::Page)) => Answer::Respond(page(shared, token)),
-            Some((token, CardRoute::State)) => Answer::Respond(state(shared, token)),
-            Some((token, CardRoute::Status)) => Answer::Respond(status(shared, token)),
-            Some((token, CardRoute::Events)) => events(shared, token, stream),
-            None => Answer::Respond(Response::plain(404)),
+            Some((token, CardRoute::Page)) => page(shared, token),
+            Some((token, CardRoute::State)) => state(shared, token),
+            Some((token, CardRoute::Status)) => status(shared, token),
+            None => Response::plain(404),
         },
-        _ => Answer::Respond(Response::plain(404)),
+        _ => Response::plain(404),
     }
 }
 
@@ -98,18 +84,15 @@ enum CardRoute {
     Page,
     State,
     Status,
-    Events,
 }
 
-/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/status`,
-/// `/card/<token>/events`.
+/// `/card/<token>`, `/card/<token>/state`, `/card/<token>/status`.
 fn card_path(path: &str) -> Option<(&str, CardRoute)> {
     let rest = path.strip_prefix("/card/")?;
     match rest.split_once('/') {
         None => Some((rest, CardRoute::Page)),
         Some((token, "state")) => Some((token, CardRoute::State)),
         Some((token, "status")) => Some((token, CardRoute::Status)),
-        Some((token, "events")) => Some((token, CardRoute::Events)),
         Some(_) => None,
     }
 }
@@ -224,39 +207,6 @@ fn plan_check(shared: &Shared, approval_id: &ApprovalId) -> CardPlan {
             error_code: Some(error.code()),
             message: Some(error.message()),
         },
-    }
-}
-
-/// The live status stream: the current status now, the final one when the
-/// approval is resolved (then the stream ends). The socket is non-blocking
-/// and belongs to the card registry from its first byte on.
-fn events(shared: &Shared, token: &str, stream: &mut TcpStream) -> Answer {
-    let Some((_, binding, approval)) = live(shared, token) else {
-        return Answer::Respond(Response::plain(404));
-    };
-    let mut opening = http::head(200, "text/event-stream; charset=utf-8", None);
-    // A page that lost its stream retries after this long.
-    opening.push_str("retry: 2000\n\n");
-    let Ok(socket) = stream.try_clone() else {
-        return Answer::Streaming;
-    };
-    if socket.set_nonblocking(true).is_err() {
-        return Answer::Streaming;
-    }
-    let mut first = opening.clone();
-    first.push_str(&status_event(&status_of(&approval)));
-    let opened = shared.cards().open_stream(&binding.approval_id, socket, &first);
-    match opened {
-        Ok(()) => Answer::Streaming,
-        Err(StreamRefusal::Full) => Answer::Respond(Response::plain(503)),
-        // Resolved or stopped since the check: the page hears what it became.
-        Err(StreamRefusal::Gone) => {
-            let row = shared.host.approval(&binding.approval_id).ok();
-            let event = shared.cards().gone_event(row.as_ref().map(|row| &row.approval));
-            opening.push_str(&event);
-            let _ = stream.write_all(opening.as_bytes());
-            Answer::Streaming
-        }
     }
 }
 

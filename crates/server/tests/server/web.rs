@@ -1,7 +1,8 @@
 //! The approval card's web server over real loopback sockets: the token
 //! rules (used, wrong, expired, wrong SHA-256, after a stop), the Host and
 //! Origin checks, the security headers, the body bounds, clients that never
-//! send or never read, and racing decisions.
+//! send or never read, status polls that hold no connection, and racing
+//! decisions.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -285,7 +286,6 @@ fn a_decision_on_the_card_is_the_hosts_approve_and_is_noted() {
     assert_eq!(outcome["status"]["decidedAt"], row.decided_at.unwrap());
     let status = get(fixture.addr(), &format!("/card/{token}/status")).json();
     assert_eq!(status, outcome["status"]);
-    assert_eq!(get(fixture.addr(), &format!("/card/{token}/events")).status, 404);
     assert!(fixture.web.card_url(&row).is_none());
     assert_eq!(fixture.host.decision_entries(&row.session_id).unwrap().len(), 1);
 }
@@ -374,15 +374,12 @@ fn tokens_die_when_the_host_closes_and_when_the_server_stops() {
 
     let fixture = self::fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
     let path = fixture.path();
-    let mut stream = open_events(fixture.addr(), &path);
-    assert!(read_event(&mut stream).contains("\"pending\""));
-    fixture.web.stop();
-    // The open page hears the host stop, then its stream ends.
-    let last = read_event(&mut stream);
-    assert!(
-        last.contains("\"interrupted\"") && last.contains("HOST_CLOSED"),
-        "{last}"
+    assert_eq!(
+        get(fixture.addr(), &format!("{path}/status")).json()["status"],
+        "pending"
     );
+    fixture.web.stop();
+    // An open page's next poll finds nobody: it says its host is gone.
     assert!(fixture.web.card_url(&fixture.approval).is_none());
     assert!(
         TcpStream::connect(fixture.addr()).is_err(),
@@ -498,49 +495,51 @@ fn heads_and_bodies_are_bounded() {
     assert_eq!(fixture.status().status, ApprovalStatus::Pending);
 }
 
-fn open_events(addr: SocketAddr, path: &str) -> TcpStream {
+/// Sends a request and never reads its answer.
+fn send_unread(addr: SocketAddr, path: &str) -> TcpStream {
     let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        stream,
-        "GET {path}/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
-    )
-    .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
     stream
 }
 
-/// Reads up to the end of the next `status` event (the head and the retry
-/// line come before the first).
-fn read_event(stream: &mut TcpStream) -> String {
-    let mut seen = Vec::new();
-    let mut byte = [0_u8; 1];
-    loop {
-        match stream.read(&mut byte) {
-            Ok(0) => return String::from_utf8_lossy(&seen).into_owned(),
-            Ok(_) => seen.push(byte[0]),
-            Err(error) => panic!("reading the stream: {error}"),
-        }
-        let text = String::from_utf8_lossy(&seen);
-        if text.contains("event: status") && text.ends_with("\n\n") {
-            return text.into_owned();
-        }
-    }
+/// A `GET` whose answer is read to its end while the client keeps its
+/// side of the connection open (a browser tab that stays).
+fn get_kept(addr: SocketAddr, path: &str) -> (Reply, TcpStream) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    (parse_reply(&bytes), stream)
 }
 
 #[test]
-fn the_status_stream_follows_a_decision_made_elsewhere() {
+fn the_polled_status_follows_a_decision_made_elsewhere() {
     let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
-    let mut stream = open_events(fixture.addr(), &fixture.path());
-    let first = read_event(&mut stream);
-    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
-    assert!(first.contains("Content-Type: text/event-stream"));
-    assert!(first.contains("\"status\":\"pending\""), "{first}");
+    // The paths are taken while the approval is pending (a card URL is
+    // made for pending approvals only).
+    let path = fixture.path();
+    let status = format!("{path}/status");
+    let body = approve(&fixture, "auto");
+    let before = get(fixture.addr(), &status);
+    assert_eq!(before.status, 200, "{}", before.body);
+    assert_eq!(before.header("content-type"), Some("application/json"));
+    assert_eq!(
+        before.json(),
+        json!({"status": "pending", "permissionMode": null, "errorCode": null, "decidedAt": null})
+    );
     fixture.host.reject(&fixture.approval.id).unwrap();
-    let last = read_event(&mut stream);
-    assert!(last.contains("\"status\":\"rejected\""), "{last}");
-    let mut rest = String::new();
-    stream.read_to_string(&mut rest).unwrap();
-    assert_eq!(rest, "", "the stream ends after the final status");
+    let row = fixture.status();
+    let after = get(fixture.addr(), &status).json();
+    assert_eq!(
+        after,
+        json!({"status": "rejected", "permissionMode": null, "errorCode": null, "decidedAt": row.decided_at.unwrap()})
+    );
+    let state = get(fixture.addr(), &format!("{path}/state")).json();
+    assert_eq!(state["status"], after);
+    // The card's token shows the outcome and decides nothing.
+    assert_eq!(fixture.decide(&body).status, 404);
+    assert_eq!(fixture.status().status, ApprovalStatus::Rejected);
     // A decision elsewhere is not noted as the card's.
     assert!(
         fixture
@@ -558,18 +557,12 @@ fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
     let path = fixture.path();
     // Connections that never send a byte.
     let silent: Vec<TcpStream> = (0..16).map(|_| TcpStream::connect(addr).unwrap()).collect();
-    // Status streams and a script download that are never read.
-    let unread_streams: Vec<TcpStream> = (0..8).map(|_| open_events(addr, &path)).collect();
+    // Status polls and a script download whose answers are never read.
+    let unread_polls: Vec<TcpStream> = (0..8)
+        .map(|_| send_unread(addr, &format!("{path}/status")))
+        .collect();
     let unread_script: Vec<TcpStream> = (0..8)
-        .map(|_| {
-            let mut stream = TcpStream::connect(addr).unwrap();
-            write!(
-                stream,
-                "GET /plan-approval-card.js HTTP/1.1\r\nHost: {addr}\r\n\r\n"
-            )
-            .unwrap();
-            stream
-        })
+        .map(|_| send_unread(addr, "/plan-approval-card.js"))
         .collect();
     // Someone else is served at once, meanwhile.
     let state = get(addr, &format!("{path}/state"));
@@ -588,7 +581,7 @@ fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
         get(addr, &format!("{path}/state")).json()["status"]["status"],
         "expired"
     );
-    drop((silent, unread_streams, unread_script));
+    drop((silent, unread_polls, unread_script));
 }
 
 #[test]
@@ -815,25 +808,85 @@ fn malformed_slow_and_misdirected_requests_get_their_own_status() {
     assert_eq!(parse_reply(&bytes).status, 408);
 }
 
+/// Many pending plans, and one card in many tabs, all stay live: a status
+/// poll is one short request whose connection the server closes after
+/// its answer, so more polls than the connection cap, each from a client
+/// that keeps its side open, are all answered.
 #[test]
-fn a_card_takes_a_bounded_number_of_status_streams() {
+fn any_number_of_cards_and_tabs_poll_without_holding_a_connection() {
     let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
-    let path = fixture.path();
-    let mut open: Vec<TcpStream> = Vec::new();
-    for _ in 0..16 {
-        let mut stream = open_events(fixture.addr(), &path);
-        assert!(read_event(&mut stream).contains("\"pending\""));
-        open.push(stream);
+    let addr = fixture.addr();
+    let workspace = fixture.dir.path().join("workspace");
+    let mut approvals = vec![fixture.approval.clone()];
+    for plan in 1..8 {
+        approvals.push(submit(
+            &fixture.host,
+            &workspace,
+            &format!("Plan {plan}"),
+            MARKDOWN,
+        ));
     }
-    let mut refused = open_events(fixture.addr(), &path);
-    let mut bytes = Vec::new();
-    refused.read_to_end(&mut bytes).unwrap();
-    assert_eq!(parse_reply(&bytes).status, 503);
-    // The streams that were let in still hear the decision.
-    fixture.host.reject(&fixture.approval.id).unwrap();
-    for stream in &mut open {
-        assert!(read_event(stream).contains("\"rejected\""));
+    let paths: Vec<String> = approvals
+        .iter()
+        .map(|approval| {
+            let url = fixture.web.card_url(approval).unwrap();
+            format!("{}/status", &url[url.find("/card/").unwrap()..])
+        })
+        .collect();
+    let tabs = plan_server::web::MAX_CONNECTIONS / paths.len() + 2;
+    let mut kept = Vec::new();
+    for _ in 0..tabs {
+        for path in &paths {
+            let (reply, stream) = get_kept(addr, path);
+            assert_eq!(
+                (reply.status, reply.json()["status"].as_str()),
+                (200, Some("pending"))
+            );
+            assert_eq!(reply.header("connection"), Some("close"));
+            kept.push(stream);
+        }
     }
+    assert!(kept.len() > plan_server::web::MAX_CONNECTIONS);
+    // A decision on one card shows on its next poll; the others stay
+    // pending.
+    fixture.host.reject(&approvals[3].id).unwrap();
+    for (index, path) in paths.iter().enumerate() {
+        let expected = if index == 3 { "rejected" } else { "pending" };
+        assert_eq!(get(addr, path).json()["status"], expected, "card {index}");
+    }
+    drop(kept);
+}
+
+/// The card's old live-status route is gone: `/card/<token>/events` is a
+/// plain `404` answered at once, even for a live token, and it spends
+/// nothing.
+#[test]
+fn the_retired_events_route_is_a_plain_404() {
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let events = format!("{}/events", fixture.path());
+    let replies = [
+        get(addr, &events),
+        get_with(addr, &events, &[("Accept", "text/event-stream")]),
+        get_with(
+            addr,
+            &events,
+            &[("Accept", "text/event-stream"), ("Origin", &origin(addr))],
+        ),
+    ];
+    let unknown = get(addr, "/nothing");
+    for reply in &replies {
+        assert_eq!(reply.status, 404);
+        assert_eq!(reply.body, "Not Found\n");
+        assert_eq!(reply.headers, unknown.headers, "like any unknown path");
+    }
+    // Nothing was spent: the token still decides, and once decided its
+    // events path is still the same 404.
+    assert_eq!(fixture.status().status, ApprovalStatus::Pending);
+    let decided = fixture.decide(&approve(&fixture, "ask"));
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let after = get(addr, &events);
+    assert_eq!((after.status, after.headers), (404, unknown.headers));
 }
 
 #[test]

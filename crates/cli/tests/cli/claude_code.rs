@@ -1,0 +1,507 @@
+//! `plan-checkpoint claude-code`, driven as Claude Code drives it: hook
+//! inputs on stdin (the shapes the pinned Claude Code sends, see
+//! `integrations/claude-code/test/fixtures/hook-inputs.json`), the answers
+//! on stdout, the rewritten Bash run as Claude Code runs it (`bash -c`),
+//! and the project's host started on demand. Each case has its own
+//! temporary directory (and so its own private socket directory) and ends
+//! the host it started, by its pid file.
+//!
+//! The real Claude Code runs the same paths in
+//! `integrations/claude-code/test/e2e.test.ts`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+struct Case {
+    dir: tempfile::TempDir,
+    project: PathBuf,
+    ttl_ms: Option<u64>,
+}
+
+impl Case {
+    fn new() -> Case {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir(&project).unwrap();
+        Case {
+            dir,
+            project,
+            ttl_ms: None,
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
+        command
+            .args(args)
+            .current_dir(&self.project)
+            // The per-user directory of hosts (and this case's socket) lies
+            // in this case's own directory.
+            .env("TMPDIR", self.dir.path())
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("PLAN_CHECKPOINT_DB");
+        if let Some(ttl) = self.ttl_ms {
+            command.env("PLAN_CHECKPOINT_APPROVAL_TTL_MS", ttl.to_string());
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Starts the hook with `input`; the answer comes with its exit.
+    fn spawn_hook(&self, input: &Value) -> Child {
+        let mut child = self
+            .command(&["claude-code", "hook"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        child
+    }
+
+    /// The hook's answer (`Null` for none).
+    fn hook(&self, input: &Value) -> Value {
+        answer_of(&self.spawn_hook(input).wait_with_output().unwrap())
+    }
+
+    fn input(&self, event: &str, mode: &str, tool: &str, tool_input: Value, call: &str) -> Value {
+        json!({
+            "session_id": "cc-session",
+            "transcript_path": self.dir.path().join("transcript.jsonl"),
+            "cwd": self.project,
+            "permission_mode": mode,
+            "hook_event_name": event,
+            "tool_name": tool,
+            "tool_input": tool_input,
+            "tool_use_id": call,
+        })
+    }
+
+    /// Runs a rewritten Bash command as Claude Code does.
+    fn run_rewritten(&self, answer: &Value) -> Output {
+        let command = answer
+            .pointer("/hookSpecificOutput/updatedInput/command")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no rewritten command: {answer}"));
+        Command::new("bash")
+            .args(["-c", command])
+            .current_dir(&self.project)
+            .env("TMPDIR", self.dir.path())
+            .env_remove("XDG_RUNTIME_DIR")
+            .output()
+            .unwrap()
+    }
+
+    /// Waits until a plan is pending: `hook`, submitting it, starts the
+    /// host and submits; a hook that ends first fails the test.
+    fn await_pending(&self, hook: &mut Child) -> Value {
+        loop {
+            if let Some(status) = hook.try_wait().unwrap() {
+                panic!("the hook ended ({status}) before its plan was pending");
+            }
+            let output = self.run(&["claude-code", "pending", "--json"]);
+            if output.status.success()
+                && let Some(first) = serde_json::from_slice::<Value>(&output.stdout)
+                    .unwrap()
+                    .as_array()
+                    .and_then(|pending| pending.first().cloned())
+            {
+                return first;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn host_pid(&self) -> Option<i32> {
+        let hosts = self
+            .dir
+            .path()
+            .join(format!("plan-checkpoint-{}", unsafe_free_euid()));
+        std::fs::read_dir(hosts)
+            .ok()?
+            .flatten()
+            .find(|entry| {
+                entry
+                    .path()
+                    .extension()
+                    .is_some_and(|extension| extension == "pid")
+            })
+            .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
+            .and_then(|text| text.trim().parse().ok())
+    }
+
+    fn kill_host(&self) {
+        if let Some(pid) = self.host_pid() {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            while Path::new(&format!("/proc/{pid}")).exists()
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|stat| stat.contains(") Z "))
+            {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+impl Drop for Case {
+    fn drop(&mut self) {
+        self.kill_host();
+    }
+}
+
+fn unsafe_free_euid() -> u32 {
+    // The uid the per-user directory is named after (`id -u`).
+    let output = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().parse().unwrap()
+}
+
+fn answer_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "the hook failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(text.trim()).unwrap()
+    }
+}
+
+fn decision(answer: &Value) -> &str {
+    answer
+        .pointer("/hookSpecificOutput/permissionDecision")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn reason(answer: &Value) -> &str {
+    answer
+        .pointer("/hookSpecificOutput/permissionDecisionReason")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+#[test]
+fn install_writes_the_hooks_and_the_setting_merged_and_once() {
+    let case = Case::new();
+    let settings = case.project.join(".claude/settings.local.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"model": "kept", "hooks": {"Stop": [{"hooks": []}]}}"#,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let output = case.run(&["claude-code", "install"]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            said.contains("useAutoModeDuringPlan") && said.contains("PermissionRequest"),
+            "{said}"
+        );
+    }
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(written["model"], "kept");
+    assert!(written["hooks"]["Stop"].is_array());
+    assert_eq!(written["useAutoModeDuringPlan"], false);
+    for event in ["PreToolUse", "PermissionRequest"] {
+        let entries = written["hooks"][event].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{event}: {entries:?}");
+        let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
+        assert!(command.ends_with(" claude-code hook"), "{command}");
+        assert!(command.starts_with(&format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"))));
+    }
+    assert_eq!(written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 1800);
+}
+
+#[test]
+fn plan_mode_bash_runs_in_the_read_only_sandbox_and_is_audited() {
+    let case = Case::new();
+    std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
+    let command = "cat canary.txt; echo changed > canary.txt; touch planted; rm canary.txt; echo done";
+    let answer = case.hook(&case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": command, "description": "d"}),
+        "toolu_1",
+    ));
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let rewritten = &answer["hookSpecificOutput"]["updatedInput"];
+    assert_eq!(rewritten["description"], "d", "other fields are kept");
+    // Claude Code asks its permission for the rewritten command: allowed.
+    let permission = case.hook(&case.input("PermissionRequest", "plan", "Bash", rewritten.clone(), ""));
+    assert_eq!(
+        permission["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{permission}"
+    );
+    // Any other command is left to Claude Code.
+    let other = case.hook(&case.input(
+        "PermissionRequest",
+        "plan",
+        "Bash",
+        json!({"command": "rm -rf x"}),
+        "",
+    ));
+    assert_eq!(other, Value::Null);
+    let output = case.run_rewritten(&answer);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stdout, "kept\ndone\n", "{stderr}");
+    assert!(
+        stderr.contains("Read-only file system") || stderr.contains("Permission denied"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
+        "kept\n"
+    );
+    assert!(!case.project.join("planted").exists());
+    let audit = case.run(&[
+        "commands",
+        "list",
+        "--json",
+        "--db",
+        case.project.join(".pi/plan/plan.db").to_str().unwrap(),
+    ]);
+    let audit = String::from_utf8_lossy(&audit.stdout);
+    assert!(
+        audit.contains("toolu_1") && audit.contains("read-only"),
+        "{audit}"
+    );
+}
+
+#[test]
+fn plan_mode_writes_are_denied_with_the_hosts_code_and_the_plan_file_is_claude_codes() {
+    let case = Case::new();
+    let write = json!({"file_path": case.project.join("x.txt"), "content": "x"});
+    let answer = case.hook(&case.input("PreToolUse", "plan", "Write", write, "toolu_w"));
+    assert_eq!(decision(&answer), "deny");
+    assert!(reason(&answer).starts_with("TOOL_DENIED_IN_PLAN: "), "{answer}");
+    let read = json!({"file_path": case.project.join("x.txt")});
+    assert_eq!(
+        case.hook(&case.input("PreToolUse", "plan", "Read", read, "toolu_r")),
+        Value::Null
+    );
+    // Claude Code's own plan file, under its configuration directory.
+    let configuration = case.dir.path().join("claude-config");
+    let plan_file = json!({"file_path": configuration.join("plans/my-plan.md"), "content": "# Plan"});
+    let mut input = case.input("PreToolUse", "plan", "Write", plan_file, "toolu_p");
+    input["cwd"] = json!(case.project);
+    let output = case
+        .command(&["claude-code", "hook"])
+        .env("CLAUDE_CONFIG_DIR", &configuration)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(answer_of(&output), Value::Null);
+}
+
+const PLAN: &str = "# Split the \u{1b}[31mparser\u{202e}\n\n1. Write out.txt\r\n";
+
+fn exit_plan(case: &Case) -> (Child, Value) {
+    let input = case.input(
+        "PreToolUse",
+        "plan",
+        "ExitPlanMode",
+        json!({"plan": PLAN, "planFilePath": "/config/plans/p.md"}),
+        "toolu_exit",
+    );
+    let mut hook = case.spawn_hook(&input);
+    let pending = case.await_pending(&mut hook);
+    (hook, pending)
+}
+
+#[test]
+fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    // The artifact on disk is the plan's exact bytes, with the recorded hash.
+    let path = case.project.join(pending["artifact"]["path"].as_str().unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), PLAN.as_bytes());
+    assert_eq!(pending["artifact"]["size"], PLAN.len());
+    // A hostile title reaches no terminal raw: escaped in the list.
+    let listed = case.run(&["claude-code", "pending"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        !listed.contains('\u{1b}') && !listed.contains('\u{202e}'),
+        "{listed:?}"
+    );
+    let id = pending["approvalId"].as_str().unwrap();
+    let approved = case.run(&["claude-code", "approve", id, "--mode", "accept-edits"]);
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let updated = answer["hookSpecificOutput"]["updatedInput"].clone();
+    assert_eq!(updated["plan"], PLAN);
+    let permission = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", updated, ""));
+    let granted = &permission["hookSpecificOutput"]["decision"];
+    assert_eq!(granted["behavior"], "allow", "{permission}");
+    assert_eq!(granted["updatedInput"]["plan"], PLAN);
+    assert_eq!(
+        granted["updatedPermissions"],
+        json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
+    );
+    // An echo that is not the approved bytes is refused.
+    let tampered = json!({"plan": "# Another plan\n", "planFilePath": "/config/plans/p.md"});
+    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", tampered, ""));
+    assert_eq!(
+        refused["hookSpecificOutput"]["decision"]["behavior"], "deny",
+        "{refused}"
+    );
+
+    // The Agent phase: the host's table (accept-edits) allows the write;
+    // Bash is host-run in the workspace-write sandbox, after the person
+    // confirms it in Claude Code's dialog, and reaches no host channel.
+    let write = json!({"file_path": case.project.join("out.txt"), "content": "x"});
+    let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Write", write, "toolu_w2"));
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let bash = json!({"command": format!(
+        "echo made > made.txt; '{}' claude-code pending --project . && echo reached || echo unreachable",
+        env!("CARGO_BIN_EXE_plan-checkpoint")
+    )});
+    let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Bash", bash, "toolu_b2"));
+    assert_eq!(decision(&answer), "ask", "{answer}");
+    let rewritten = answer["hookSpecificOutput"]["updatedInput"].clone();
+    let permission = case.hook(&case.input("PermissionRequest", "acceptEdits", "Bash", rewritten, ""));
+    assert_eq!(
+        permission,
+        Value::Null,
+        "a confirmation is the person's, in Claude Code's dialog"
+    );
+    let output = case.run_rewritten(&answer);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "unreachable\n");
+    assert_eq!(
+        std::fs::read_to_string(case.project.join("made.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+#[test]
+fn a_rejected_or_expired_plan_is_denied_with_the_hosts_sentence() {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    let rejected = case.run(&["claude-code", "reject", pending["approvalId"].as_str().unwrap()]);
+    assert!(rejected.status.success());
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    assert_eq!(decision(&answer), "deny");
+    assert!(
+        reason(&answer).starts_with("The person rejected this plan"),
+        "{answer}"
+    );
+
+    let mut short = Case::new();
+    short.ttl_ms = Some(1_500);
+    let (hook, _) = exit_plan(&short);
+    // Nobody decides: the host expires it at its deadline.
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    assert_eq!(decision(&answer), "deny");
+    assert!(reason(&answer).starts_with("PLAN_APPROVAL_TIMEOUT: "), "{answer}");
+}
+
+#[test]
+fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_interrupts_it() {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    case.kill_host();
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    assert_eq!(decision(&answer), "deny", "{answer}");
+    // The next hook starts a new host, whose startup fence interrupted it.
+    let read = json!({"file_path": case.project.join("x")});
+    case.hook(&case.input("PreToolUse", "plan", "Read", read, "toolu_next"));
+    let shown = case.run(&[
+        "approvals",
+        "show",
+        pending["approvalId"].as_str().unwrap(),
+        "--json",
+        "--db",
+        case.project.join(".pi/plan/plan.db").to_str().unwrap(),
+    ]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["status"], "interrupted", "{shown}");
+}
+
+#[test]
+fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
+    let case = Case::new();
+    // A per-user directory so deep that no Unix socket fits in it: the
+    // host the hook starts cannot listen, and ends at once.
+    let deep = case.dir.path().join("d".repeat(60)).join("e".repeat(60));
+    std::fs::create_dir_all(&deep).unwrap();
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
+        command
+            .args(args)
+            .current_dir(&case.project)
+            .env("TMPDIR", &deep)
+            .env_remove("XDG_RUNTIME_DIR");
+        command
+    };
+    std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
+    for (tool, input) in [
+        ("Bash", json!({"command": "rm canary.txt"})),
+        (
+            "Write",
+            json!({"file_path": case.project.join("canary.txt"), "content": "x"}),
+        ),
+        (
+            "ExitPlanMode",
+            json!({"plan": "# Plan\n", "planFilePath": "/config/plans/p.md"}),
+        ),
+    ] {
+        let mut child = command(&["claude-code", "hook"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = case.input("PreToolUse", "plan", tool, input, "toolu_x");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let answer = answer_of(&child.wait_with_output().unwrap());
+        assert_eq!(decision(&answer), "deny", "{tool}: {answer}");
+        assert!(
+            reason(&answer).starts_with("HOST_UNREACHABLE: the host could not start"),
+            "{tool}: {answer}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
+        "kept\n"
+    );
+}

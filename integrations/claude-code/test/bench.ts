@@ -1,0 +1,109 @@
+// The cost of the checkpoint on a plan-mode Bash call, measured on the real
+// Claude Code offline, in one run: the same command (`true`) ten times
+// through the hooks (plan mode, `plan-checkpoint claude-code install`: the
+// PreToolUse hook, the PermissionRequest hook, the `bash` client and the
+// host's read-only sandbox), and ten times through Claude Code's own Bash
+// with hooks off (default mode, the command allowed in the settings).
+// A call's time is from the moment the fake Messages API hands Claude Code
+// the `tool_use` to the moment the request carrying its `tool_result`
+// arrives, so both sides include the same model round trip. The target:
+// hooks <= 1.5 x own + 30 ms (medians). Not part of `npm test`; run with
+// `PLAN_CHECKPOINT_BIN=... node --test dist/test/bench.js`.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { test, type TestContext } from "node:test";
+import { ClaudeRun, tempDir } from "./claude.js";
+import { FakeAnthropic, call, lastToolResult, say, type Step } from "./fake-anthropic.js";
+
+const binary = process.env["PLAN_CHECKPOINT_BIN"];
+const rounds = Number(process.env["CLAUDE_BENCH_ROUNDS"] ?? 10);
+
+/** Steps that ask for `true` `rounds` times, timing each call. */
+function timedCalls(times: number[]): Step[] {
+  let sentAt = 0;
+  const steps: Step[] = [];
+  for (let round = 0; round <= rounds; round += 1) {
+    steps.push((request) => {
+      if (round > 0) {
+        times.push(performance.now() - sentAt);
+        assert.equal(lastToolResult(request).isError ?? false, false, JSON.stringify(lastToolResult(request)));
+      }
+      if (round === rounds) {
+        return [say("done")];
+      }
+      sentAt = performance.now();
+      return [call("Bash", { command: "true", description: "nothing" })];
+    });
+  }
+  return steps;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
+
+/** Ends the project's host the hooks started (its pid file is in the run's temp directory). */
+function endHosts(root: string): void {
+  const tmp = join(root, "tmp");
+  for (const directory of existsSync(tmp) ? readdirSync(tmp) : []) {
+    if (!directory.startsWith("plan-checkpoint-")) continue;
+    for (const file of readdirSync(join(tmp, directory))) {
+      if (!file.endsWith(".pid")) continue;
+      const pid = Number(readFileSync(join(tmp, directory, file), "utf8").trim());
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+}
+
+async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
+  const times: number[] = [];
+  const root = tempDir(t, "plan-checkpoint-bench-");
+  const fake = await FakeAnthropic.start(t, timedCalls(times));
+  let localSettings: Record<string, unknown> = { permissions: { allow: ["Bash(true)"] } };
+  if (hooked && binary !== undefined) {
+    // What `install` writes, read back and given as the project's local settings.
+    const scratch = tempDir(t, "plan-checkpoint-bench-install-");
+    execFileSync(binary, ["claude-code", "install", "--project", scratch]);
+    localSettings = JSON.parse(readFileSync(join(scratch, ".claude", "settings.local.json"), "utf8")) as Record<string, unknown>;
+  }
+  t.after(() => endHosts(root));
+  const run = ClaudeRun.start(t, root, {
+    fake,
+    prompt: "Run true a few times.",
+    permissionMode: hooked ? "plan" : "default",
+    localSettings,
+  });
+  await run.finish();
+  fake.assertClean();
+  assert.equal(times.length, rounds);
+  return times;
+}
+
+test("a plan-mode Bash through the hooks and the host, against Claude Code's own Bash (one run)", { skip: binary === undefined ? "PLAN_CHECKPOINT_BIN is not set" : false }, async (t) => {
+  // Interleaved halves, so a load change hits both sides alike.
+  const own: number[] = [];
+  const hooks: number[] = [];
+  for (let half = 0; half < 2; half += 1) {
+    own.push(...(await measure(t, false)));
+    hooks.push(...(await measure(t, true)));
+  }
+  const ownMedian = median(own);
+  const hooksMedian = median(hooks);
+  const limit = 1.5 * ownMedian + 30;
+  console.log(
+    `Claude Code's own Bash: median ${ownMedian.toFixed(1)} ms (${own.length} calls); ` +
+      `through the hooks and the host: median ${hooksMedian.toFixed(1)} ms (${hooks.length} calls); ` +
+      `ratio ${(hooksMedian / ownMedian).toFixed(2)}x; target <= 1.5 x own + 30 ms = ${limit.toFixed(1)} ms: ` +
+      (hooksMedian <= limit ? "met" : "not met"),
+  );
+});
