@@ -510,6 +510,23 @@ if (binary === "") {
     assert.deepEqual(c.claude().prompts, []);
   });
 
+  test("plan mode: starting a subagent (the Agent tool) is denied with the host's TOOL_DENIED_IN_PLAN; no subagent runs", async (t) => {
+    const { c } = await runCase(t, {
+      steps: [
+        () => [
+          call("Agent", { description: "Create a file", prompt: "Subagent task: create sub.txt.", subagent_type: "general-purpose" }),
+        ],
+        (request) => {
+          assertRefused(lastToolResult(request), denied);
+          return [say("Planning alone.")];
+        },
+      ],
+    });
+    // (assertClean: the model was asked exactly twice, so no subagent turn happened.)
+    assert.equal(existsSync(join(c.project, "sub.txt")), false);
+    assert.deepEqual(c.claude().prompts, []);
+  });
+
   test("ExitPlanMode: the exact plan bytes are the artifact under .pi/plan/ with the recorded SHA-256; approving accept-edits from the terminal moves Claude Code to acceptEdits and the next Write happens", async (t) => {
     let planFile = "";
     let approvalId = "";
