@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -199,9 +199,19 @@ class Case {
     await waitUntil(`host ${pid} to exit`, () => (isGone(pid) ? true : undefined));
   }
 
-  /** Stops every host of the case still running. */
+  /**
+   * Stops every host of the case still running: those its pid file named,
+   * and any other host for its project (one a hook started just before
+   * Claude Code was killed may not have written its pid file yet).
+   */
   async stopHosts(): Promise<void> {
     this.hostPid();
+    for (const entry of readdirSync("/proc")) {
+      const pid = Number(entry);
+      if (Number.isInteger(pid) && pid > 1 && isHostOf(pid, this.project)) {
+        this.hostPids.add(pid);
+      }
+    }
     for (const pid of this.hostPids) {
       await this.stopHost(pid, "SIGTERM");
     }
