@@ -643,6 +643,48 @@ if (binary === "") {
     assertDialogDecidedNothing(c.claude());
   });
 
+  test("approved auto: Bash runs on the host in the workspace-write sandbox: it writes in the project, and a write outside it is refused", async (t) => {
+    const { c } = await runCase(t, {
+      steps: (c) => [
+        (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+        () => [call("ExitPlanMode", {})],
+        (request) => {
+          const exit = lastToolResult(request);
+          assert.equal(exit.isError, false, exit.text);
+          return [call("Bash", { command: "echo inside > inside.txt && cat inside.txt", description: "write in the project" }, "toolu_inside")];
+        },
+        (request) => {
+          const result = lastToolResult(request);
+          assert.equal(result.isError, false, result.text);
+          assert.equal(ownText(result.text), "inside");
+          // The case's own directory, beside the project: outside the workspace.
+          return [call("Bash", { command: `touch ${join(c.root, "outside.txt")}`, description: "write outside" }, "toolu_outside")];
+        },
+        (request) => {
+          assertRefused(lastToolResult(request), /Read-only file system|Permission denied/);
+          return [say("Done.")];
+        },
+      ],
+      during: async (c) => {
+        const pending = await c.onePending();
+        c.cli(["claude-code", "approve", pending.approvalId, "--mode", "auto", "--project", c.project]);
+      },
+    });
+    assert.equal(readFileSync(join(c.project, "inside.txt"), "utf8"), "inside\n");
+    assert.equal(existsSync(join(c.root, "outside.txt")), false);
+    assert.deepEqual(
+      c
+        .commands()
+        .map((run) => [run.callId, run.sandbox, run.exitCode === 0])
+        .sort(),
+      [
+        ["toolu_inside", "workspace-write", true],
+        ["toolu_outside", "workspace-write", false],
+      ],
+    );
+    assertDialogDecidedNothing(c.claude());
+  });
+
   /** A plan submitted and refused; the model tries a Write after it, which plan mode still denies. */
   function refusedExit(expect: (exit: ToolResult) => void): Step[] {
     return [
