@@ -1,7 +1,7 @@
 // End to end: the real pinned Claude Code, in plan mode, in a project where
 // `plan-checkpoint claude-code install` was run, with the real
 // `plan-checkpoint` binary behind its hooks (PLAN_CHECKPOINT_BIN, e.g.
-// target/debug/plan-checkpoint after `cargo build -p plan-cli`). The model
+// target/debug/plan-checkpoint after `cargo build -p plan-cli -p plan-exec`). The model
 // is the scripted fake; Claude Code's own permission prompt is never
 // answered, so only the hooks (and so the host) decide. A person's decisions
 // are taken with the terminal commands a user has (`claude-code pending`,
@@ -34,7 +34,6 @@ const guardMs = Number(process.env["CLAUDE_TEST_GUARD_MS"] ?? 60_000);
 const sha256 = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex");
 
 /** Characters that act on a terminal: C0 (but newline and tab), DEL, C1, and the bidirectional controls. */
-// eslint-disable-next-line no-control-regex
 const rawControl = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
 /** The output of one `plan-checkpoint` command. */
@@ -114,7 +113,7 @@ class Case {
   readonly fake: FakeAnthropic;
   /** The `plan-checkpoint` the case installed (and so its hooks run). */
   readonly program: string;
-  /** Every host pid seen in the pid file (each is stopped when the case ends). */
+  /** Every host pid seen for the project (each is stopped when the case ends). */
   readonly hostPids = new Set<number>();
   run: ClaudeRun | undefined;
 
