@@ -53,7 +53,18 @@ impl Store {
     /// `ArtifactVerification::refuses_approval`). Only a failure to read
     /// the database is an error.
     pub fn check_artifact(&self, approval: &PlanApproval) -> Result<ArtifactVerification, StorageError> {
-        self.check_one(&mut HashMap::new(), approval)
+        // The session's root from the rows a decision reads anyway (kept in
+        // memory while this store is the database's only writer): no query
+        // of its own inside the decision.
+        let root = self
+            .session_rows(&approval.session_id)?
+            .ok_or_else(|| StorageError::SessionNotFound {
+                id: approval.session_id.to_string(),
+            })?
+            .session
+            .workspace_root;
+        let mut roots = HashMap::from([(approval.session_id.clone(), root)]);
+        self.check_one(&mut roots, approval)
     }
 
     /// Verifies the approvals of `scope` (size and SHA-256 of each artifact)

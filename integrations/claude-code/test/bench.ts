@@ -3,7 +3,7 @@
 // through the hooks (plan mode, `plan-checkpoint claude-code install`: the
 // PreToolUse hook, the PermissionRequest hook, the `bash` client and the
 // host's read-only sandbox), and ten times through Claude Code's own Bash
-// with hooks off (default mode, the command allowed in the settings).
+// with hooks off (plan mode too, the command allowed in the settings).
 // A call's time is from the moment the fake Messages API hands Claude Code
 // the `tool_use` to the moment the request carrying its `tool_result`
 // arrives, so both sides include the same model round trip. The target:
@@ -69,7 +69,7 @@ async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
   const times: number[] = [];
   const root = tempDir(t, "plan-checkpoint-bench-");
   const fake = await FakeAnthropic.start(t, timedCalls(times));
-  let localSettings: Record<string, unknown> = { permissions: { allow: ["Bash(true)"] } };
+  let localSettings: Record<string, unknown> = { permissions: { allow: ["Bash(true)"] }, useAutoModeDuringPlan: false };
   if (hooked && binary !== undefined) {
     // What `install` writes, read back and given as the project's local settings.
     const scratch = tempDir(t, "plan-checkpoint-bench-install-");
@@ -80,7 +80,7 @@ async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
   const run = ClaudeRun.start(t, root, {
     fake,
     prompt: "Run true a few times.",
-    permissionMode: hooked ? "plan" : "default",
+    permissionMode: "plan",
     localSettings,
   });
   await run.finish();
