@@ -17,7 +17,7 @@ import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
-import type { FakeAnthropic } from "./fake-anthropic.js";
+import type { FakeAnthropic, MessagesRequest } from "./fake-anthropic.js";
 
 /** The package root (dist/test/claude.js sits two levels below it). */
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -60,6 +60,8 @@ export interface ClaudeOptions {
   localSettings?: Record<string, unknown>;
   /** More command-line arguments. */
   extraArgs?: string[];
+  /** More environment variables for Claude Code (and so for its hooks), over the offline ones. */
+  env?: Record<string, string>;
   /** Answers Claude Code's own permission prompts; the default never answers (see `holdPrompt`), so its dialog decides nothing. */
   onPrompt?: (request: CanUseTool, run: ClaudeRun) => PromptAnswer | Promise<PromptAnswer>;
 }
@@ -75,6 +77,24 @@ export const holdPrompt = (): Promise<PromptAnswer> => new Promise<PromptAnswer>
 
 /** Answers the prompt with a deny (for cases where no `PermissionRequest` hook can race it). */
 export const denyPrompt = (message: string) => (): PromptAnswer => ({ behavior: "deny", message });
+
+/** What Claude Code appends to every tool result; the text before it is what the tool (or hook) said. */
+const reminderSeparator = "\n\n<system-reminder>\n";
+
+/** The part of a tool result that came from the tool or the hook, without Claude Code's trailing reminders. */
+export function ownText(text: string): string {
+  const at = text.indexOf(reminderSeparator);
+  return at === -1 ? text : text.slice(0, at);
+}
+
+/** The plan file Claude Code's plan-mode instructions name (the model writes its plan there). */
+export function planFileFrom(request: MessagesRequest): string {
+  const match = /create your plan at (\S+\.md) using the Write tool/.exec(JSON.stringify(request.messages));
+  if (match?.[1] === undefined) {
+    throw new Error("the plan-mode instructions no longer name a plan file to create with Write");
+  }
+  return match[1];
+}
 
 /** A temporary directory for one case, removed when the test ends. */
 export function tempDir(t: TestContext, prefix: string): string {
@@ -96,6 +116,8 @@ export class ClaudeRun {
   readonly root: string;
   readonly project: string;
   readonly home: string;
+  /** The whole environment Claude Code (and every hook it runs) was given. */
+  readonly env: Record<string, string>;
   readonly #child: ChildProcessWithoutNullStreams;
   readonly #waiters = new Set<() => void>();
   readonly #onPrompt: (request: CanUseTool, run: ClaudeRun) => PromptAnswer | Promise<PromptAnswer>;
@@ -103,9 +125,10 @@ export class ClaudeRun {
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #requestCount = 0;
 
-  private constructor(child: ChildProcessWithoutNullStreams, root: string, options: ClaudeOptions) {
+  private constructor(child: ChildProcessWithoutNullStreams, root: string, env: Record<string, string>, options: ClaudeOptions) {
     this.#child = child;
     this.root = root;
+    this.env = env;
     this.project = join(root, "project");
     this.home = join(root, "home");
     this.#onPrompt = options.onPrompt ?? holdPrompt;
@@ -113,11 +136,9 @@ export class ClaudeRun {
 
   /** Prepares the directories and settings in `root` and starts Claude Code there. */
   static start(t: TestContext, root: string, options: ClaudeOptions): ClaudeRun {
-    const home = join(root, "home");
-    const configDir = join(home, ".claude");
-    const tmp = join(root, "tmp");
     const project = join(root, "project");
-    for (const dir of [configDir, tmp, join(project, ".claude")]) {
+    const env = runEnvironment(options.fake, root, options.env);
+    for (const dir of [env["CLAUDE_CONFIG_DIR"] as string, env["TMPDIR"] as string, join(project, ".claude")]) {
       mkdirSync(dir, { recursive: true });
     }
     const args = [
@@ -145,11 +166,11 @@ export class ClaudeRun {
     }
     const child = spawn(claudeBin, args, {
       cwd: project,
-      env: offlineEnv(options.fake, home, configDir, tmp),
+      env,
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
     });
-    const run = new ClaudeRun(child, root, options);
+    const run = new ClaudeRun(child, root, env, options);
     run.#wire();
     t.after(() => run.kill());
     run.send({
@@ -319,6 +340,16 @@ export class ClaudeRun {
       }
     });
   }
+}
+
+/**
+ * The environment of a run in `root` (its `home` and `tmp`), as `ClaudeRun.start`
+ * gives it: the offline one with `extra` over it. A test runs its own commands
+ * beside Claude Code with it, so they find what Claude Code's hooks find.
+ */
+export function runEnvironment(fake: FakeAnthropic, root: string, extra: Record<string, string> = {}): Record<string, string> {
+  const home = join(root, "home");
+  return { ...offlineEnv(fake, home, join(home, ".claude"), join(root, "tmp")), ...extra };
 }
 
 /** The whole environment of a run: nothing inherited, every switch that keeps Claude Code offline. */

@@ -14,7 +14,9 @@ import {
   ClaudeRun,
   claudeBin,
   denyPrompt,
+  ownText,
   pinnedVersion,
+  planFileFrom,
   tempDir,
   type ClaudeOptions,
   type OutputEvent,
@@ -23,24 +25,6 @@ import { FakeAnthropic, call, lastToolResult, say, type MessagesRequest, type St
 import { ScriptedHooks, type HookCall } from "./hooks.js";
 
 const fixtureFile = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "test", "fixtures", "hook-inputs.json");
-
-/** What Claude Code appends to every tool result; the text before it is what the tool (or hook) said. */
-const reminderSeparator = "\n\n<system-reminder>\n";
-
-/** The part of a tool result that came from the tool or the hook, without Claude Code's trailing reminders. */
-function ownText(text: string): string {
-  const at = text.indexOf(reminderSeparator);
-  return at === -1 ? text : text.slice(0, at);
-}
-
-/** The plan file Claude Code's plan-mode instructions name (the model writes its plan there). */
-function planFileFrom(request: MessagesRequest): string {
-  const match = /create your plan at (\S+\.md) using the Write tool/.exec(JSON.stringify(request.messages));
-  if (match?.[1] === undefined) {
-    throw new Error("the plan-mode instructions no longer name a plan file to create with Write");
-  }
-  return match[1];
-}
 
 interface Case {
   root: string;
@@ -67,6 +51,8 @@ async function runCase(
     settings?: Record<string, unknown>;
     /** Labels whose hooks hold the call until `during` opens their gate. */
     gates?: string[];
+    /** Timeouts (seconds) other than the default 30, by label. */
+    timeouts?: Record<string, number>;
     /** Runs alongside the turn (to act on what Claude Code does while it runs). */
     during?: (run: ClaudeRun, hooks: ScriptedHooks) => Promise<void>;
   },
@@ -80,6 +66,10 @@ async function runCase(
   const settings: Record<string, unknown[]> = {};
   for (const [event, matcher, label] of options.hooks) {
     const entry = hooks.entry(matcher ?? "", label);
+    const timeout = options.timeouts?.[label];
+    if (timeout !== undefined) {
+      (entry["hooks"] as { timeout: number }[])[0]!.timeout = timeout;
+    }
     if (matcher === undefined) {
       delete entry["matcher"];
     }
@@ -503,6 +493,168 @@ test("ExitPlanMode: the plan Claude Code proceeds with is the updatedInput's pla
     },
   });
   assert.equal(readFileSync(planFile, "utf8"), approved);
+});
+
+test("ExitPlanMode: a PreToolUse allow ends plan mode by itself, for default: nothing is asked, no PermissionRequest hook runs (so no setMode applies), and the allow's updatedInput plan is not what Claude Code proceeds with", async (t) => {
+  const other = "# Plan: the hook's bytes\n\n1. Not these.\n";
+  let planFile = "";
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => {
+        planFile = planFileFrom(request);
+        return [call("Write", { file_path: planFile, content: plan })];
+      },
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, false);
+        assert.ok(ownText(exit.text).endsWith(`## Approved Plan:\n${plan.trimEnd()}`), exit.text);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "pre-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+      ["Stop", undefined, "stop"],
+    ],
+    answers: {
+      "pre-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PreToolUse",
+          permissionDecision: "allow",
+          permissionDecisionReason: "approved",
+          updatedInput: { plan: other },
+        },
+      },
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: {
+            behavior: "allow",
+            updatedInput: "$TOOL_INPUT",
+            updatedPermissions: [{ type: "setMode", mode: "acceptEdits", destination: "session" }],
+          },
+        },
+      },
+    },
+  });
+  only(hooks, "pre-exit");
+  assert.deepEqual(hooks.callsOf("permission-exit"), []);
+  assert.deepEqual(run.prompts, []);
+  assert.equal(only(hooks, "stop").input["permission_mode"], "default");
+  assert.equal(readFileSync(planFile, "utf8"), plan);
+});
+
+test("ExitPlanMode: the plan file changed while a hook holds the call: an allow whose plan is the one it was given proceeds with the file's new content", async (t) => {
+  const changed = "# Plan: changed on disk\n\n1. Something else.\n";
+  let planFile = "";
+  const { hooks } = await runCase(t, {
+    steps: [
+      (request) => {
+        planFile = planFileFrom(request);
+        return [call("Write", { file_path: planFile, content: plan })];
+      },
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, false);
+        assert.ok(ownText(exit.text).endsWith(`## Approved Plan:\n${changed.trimEnd()}`), exit.text);
+        return [say("Approved.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "hold-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+    ],
+    gates: ["hold-exit"],
+    answers: {
+      "permission-exit": {
+        hookSpecificOutput: {
+          hookEventName: "PermissionRequest",
+          decision: {
+            behavior: "allow",
+            // The plan the hooks were given, explicitly.
+            updatedInput: { plan },
+            updatedPermissions: [{ type: "setMode", mode: "acceptEdits", destination: "session" }],
+          },
+        },
+      },
+    },
+    during: async (claude, scripted) => {
+      await claude.waitFor(
+        "the held PreToolUse hook to start",
+        (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
+      );
+      writeFileSync(planFile, changed);
+      await scripted.open("hold-exit");
+    },
+  });
+  assert.equal((only(hooks, "permission-exit").input["tool_input"] as { plan: string }).plan, plan);
+  assert.equal(readFileSync(planFile, "utf8"), changed);
+});
+
+test("ExitPlanMode: a PreToolUse deny reaches the model behind the hook's name, as for Bash, and plan mode holds", async (t) => {
+  const reason = "PLAN_REJECTED: the person rejected this plan.";
+  const { hooks, run } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, true);
+        assert.equal(ownText(exit.text), `PreToolUse:ExitPlanMode hook error: ${reason}`);
+        return [say("Still planning.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "pre-exit"],
+      ["Stop", undefined, "stop"],
+    ],
+    answers: {
+      "pre-exit": {
+        hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: reason },
+      },
+    },
+  });
+  only(hooks, "pre-exit");
+  assert.deepEqual(run.prompts, []);
+  assert.equal(only(hooks, "stop").input["permission_mode"], "plan");
+});
+
+test("ExitPlanMode: a PreToolUse hook Claude Code kills at its timeout decides nothing; the exit goes on to Claude Code's prompt and the PermissionRequest hooks", async (t) => {
+  const message = "PLAN_PENDING: the PermissionRequest hook refuses the exit.";
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      (request) => [call("Write", { file_path: planFileFrom(request), content: plan })],
+      () => [call("ExitPlanMode", {})],
+      (request) => {
+        const exit = lastToolResult(request);
+        assert.equal(exit.isError, true);
+        assert.equal(ownText(exit.text), message);
+        return [say("Still planning.")];
+      },
+    ],
+    hooks: [
+      ["PreToolUse", "ExitPlanMode", "hold-exit"],
+      ["PermissionRequest", "ExitPlanMode", "permission-exit"],
+    ],
+    // The held hook is never let go: Claude Code gives up on it after its timeout.
+    gates: ["hold-exit"],
+    timeouts: { "hold-exit": 2 },
+    answers: {
+      "permission-exit": { hookSpecificOutput: { hookEventName: "PermissionRequest", decision: { behavior: "deny", message } } },
+    },
+  });
+  const timedOut = run.events.find((event) => event.subtype === "hook_response" && event["hook_name"] === "PreToolUse:ExitPlanMode");
+  assert.equal(timedOut?.["outcome"], "cancelled");
+  only(hooks, "hold-exit");
+  only(hooks, "permission-exit");
+  // Claude Code's prompt went out (a person at its dialog could have decided), and the hook's deny withdrew it.
+  assert.deepEqual(
+    run.prompts.map((prompt) => prompt.tool_name),
+    ["ExitPlanMode"],
+  );
+  assert.ok(run.cancelled.has(run.prompts[0]?.request_id ?? ""));
 });
 
 test("ExitPlanMode: a PermissionRequest allow without updatedInput decides nothing; the exit stays with Claude Code's prompt", async (t) => {
