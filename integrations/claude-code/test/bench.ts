@@ -12,7 +12,8 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { test, type TestContext } from "node:test";
@@ -49,8 +50,7 @@ function median(values: number[]): number {
 }
 
 /** Ends the project's host the hooks started (its pid file is in the run's temp directory). */
-function endHosts(root: string): void {
-  const tmp = join(root, "tmp");
+function endHosts(tmp: string): void {
   for (const directory of existsSync(tmp) ? readdirSync(tmp) : []) {
     if (!directory.startsWith("plan-checkpoint-")) continue;
     for (const file of readdirSync(join(tmp, directory))) {
@@ -67,7 +67,7 @@ function endHosts(root: string): void {
 
 async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
   const times: number[] = [];
-  const root = tempDir(t, "plan-checkpoint-bench-");
+  const root = caseDir(t, "plan-checkpoint-bench-");
   const fake = await FakeAnthropic.start(t, timedCalls(times));
   let localSettings: Record<string, unknown> = { permissions: { allow: ["Bash(true)"] }, useAutoModeDuringPlan: false };
   if (hooked && binary !== undefined) {
@@ -76,7 +76,6 @@ async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
     execFileSync(binary, ["claude-code", "install", "--project", scratch]);
     localSettings = JSON.parse(readFileSync(join(scratch, ".claude", "settings.local.json"), "utf8")) as Record<string, unknown>;
   }
-  t.after(() => endHosts(root));
   const run = ClaudeRun.start(t, root, {
     fake,
     prompt: "Run true a few times.",
@@ -84,6 +83,7 @@ async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
     localSettings,
   });
   await run.finish();
+  endHosts(join(root, "tmp"));
   fake.assertClean();
   assert.equal(times.length, rounds);
   return times;
@@ -107,3 +107,13 @@ test("a plan-mode Bash through the hooks and the host, against Claude Code's own
       (hooksMedian <= limit ? "met" : "not met"),
   );
 });
+
+/** A directory for one run; when the test ends, the hosts its hooks started end first, then it goes. */
+function caseDir(t: TestContext, prefix: string): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  t.after(() => {
+    endHosts(join(dir, "tmp"));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
