@@ -417,55 +417,62 @@ fn host_for(project: &Project) -> Result<HostClient, HostFailure> {
 /// The session's active Plan turn, making the session (bound to the
 /// project, in Plan) and the turn where missing.
 fn plan_turn(client: &mut HostClient, project: &Project, session_id: &str) -> Result<String, HostFailure> {
-    let session = match client.call("session/get", json!({"sessionId": session_id})) {
-        Ok(session) => session,
+    let session = session_of(client, project, session_id, "plan")?;
+    if let Some(turn) = session.get("activeTurn").filter(|turn| !turn.is_null()) {
+        if turn.get("mode").and_then(Value::as_str) == Some("plan") {
+            return turn_id_of(turn);
+        }
+        // An earlier phase's turn (Claude Code went back to plan mode):
+        // it ends here.
+        let turn_id = turn_id_of(turn)?;
+        client.call(
+            "turn/complete",
+            json!({"sessionId": session_id, "turnId": turn_id}),
+        )?;
+    }
+    start_turn(client, &session, session_id, "plan", PLAN_TURN_PROMPT)
+}
+
+/// The session, made (bound to the project, in `mode`) where missing.
+fn session_of(
+    client: &mut HostClient,
+    project: &Project,
+    session_id: &str,
+    mode: &str,
+) -> Result<Value, HostFailure> {
+    match client.call("session/get", json!({"sessionId": session_id})) {
+        Ok(session) => Ok(session),
         Err(failure) if failure.code == "SESSION_NOT_FOUND" => client.call(
             "session/create",
             json!({
                 "sessionId": session_id,
                 "workspaceRoot": project.root.display().to_string(),
-                "mode": "plan",
+                "mode": mode,
             }),
-        )?,
-        Err(failure) => return Err(failure),
-    };
-    if let Some(turn) = session.get("activeTurn").filter(|turn| !turn.is_null()) {
-        if turn.get("mode").and_then(Value::as_str) == Some("plan") {
-            return turn
-                .get("turnId")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| HostFailure {
-                    code: "INTERNAL".into(),
-                    message: "the session's turn has no id".into(),
-                });
-        }
-        // An earlier phase's turn (Claude Code went back to plan mode):
-        // it ends here.
-        if let Some(turn_id) = turn.get("turnId").and_then(Value::as_str) {
-            client.call(
-                "turn/complete",
-                json!({"sessionId": session_id, "turnId": turn_id}),
-            )?;
-        }
+        ),
+        Err(failure) => Err(failure),
     }
-    if session.get("mode").and_then(Value::as_str) != Some("plan") {
+}
+
+/// A new turn in `mode` (the session switched to it first where needed).
+fn start_turn(
+    client: &mut HostClient,
+    session: &Value,
+    session_id: &str,
+    mode: &str,
+    prompt: &str,
+) -> Result<String, HostFailure> {
+    if session.get("mode").and_then(Value::as_str) != Some(mode) {
         client.call(
             "session/configure",
-            json!({"sessionId": session_id, "mode": "plan"}),
+            json!({"sessionId": session_id, "mode": mode}),
         )?;
     }
     let turn = client.call(
         "turn/start",
-        json!({"sessionId": session_id, "prompt": PLAN_TURN_PROMPT, "origin": "interactive"}),
+        json!({"sessionId": session_id, "prompt": prompt, "origin": "interactive"}),
     )?;
-    turn.get("turnId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| HostFailure {
-            code: "INTERNAL".into(),
-            message: "turn/start gave no turn id".into(),
-        })
+    turn_id_of(&turn)
 }
 
 /// One tool call decided by the host in the session's Plan turn.
@@ -671,18 +678,7 @@ fn agent_tool(call: &HookCall<'_>) -> Value {
 /// means the person left plan mode without an approval: it is cancelled
 /// (the host records it) before the Agent turn starts.
 fn agent_turn(client: &mut HostClient, project: &Project, session_id: &str) -> Result<String, HostFailure> {
-    let mut session = match client.call("session/get", json!({"sessionId": session_id})) {
-        Ok(session) => session,
-        Err(failure) if failure.code == "SESSION_NOT_FOUND" => client.call(
-            "session/create",
-            json!({
-                "sessionId": session_id,
-                "workspaceRoot": project.root.display().to_string(),
-                "mode": "agent",
-            }),
-        )?,
-        Err(failure) => return Err(failure),
-    };
+    let mut session = session_of(client, project, session_id, "agent")?;
     if let Some(turn) = session.get("activeTurn").filter(|turn| !turn.is_null()) {
         if turn.get("mode").and_then(Value::as_str) == Some("agent") {
             return turn_id_of(turn);
@@ -696,32 +692,17 @@ fn agent_turn(client: &mut HostClient, project: &Project, session_id: &str) -> R
             return turn_id_of(turn);
         }
     }
-    if session.get("mode").and_then(Value::as_str) != Some("agent") {
-        client.call(
-            "session/configure",
-            json!({"sessionId": session_id, "mode": "agent"}),
-        )?;
-    }
-    let turn = client.call(
-        "turn/start",
-        json!({"sessionId": session_id, "prompt": AGENT_TURN_PROMPT, "origin": "interactive"}),
-    )?;
-    turn.get("turnId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| HostFailure {
-            code: "INTERNAL".into(),
-            message: "turn/start gave no turn id".into(),
-        })
+    start_turn(client, &session, session_id, "agent", AGENT_TURN_PROMPT)
 }
 
+/// The `turnId` of a turn (an active turn, or `turn/start`'s answer).
 fn turn_id_of(turn: &Value) -> Result<String, HostFailure> {
     turn.get("turnId")
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| HostFailure {
             code: "INTERNAL".into(),
-            message: "the session's turn has no id".into(),
+            message: "the host gave a turn without an id".into(),
         })
 }
 

@@ -12,12 +12,12 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { test, type TestContext } from "node:test";
 import { ClaudeRun, tempDir } from "./claude.js";
+import { caseDir, endHosts } from "./host-processes.js";
 import { FakeAnthropic, call, lastToolResult, say, type Step } from "./fake-anthropic.js";
 
 const binary = process.env["PLAN_CHECKPOINT_BIN"];
@@ -49,21 +49,6 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
-/** Ends the project's host the hooks started (its pid file is in the run's temp directory). */
-function endHosts(tmp: string): void {
-  for (const directory of existsSync(tmp) ? readdirSync(tmp) : []) {
-    if (!directory.startsWith("plan-checkpoint-")) continue;
-    for (const file of readdirSync(join(tmp, directory))) {
-      if (!file.endsWith(".pid")) continue;
-      const pid = Number(readFileSync(join(tmp, directory, file), "utf8").trim());
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-}
 
 async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
   const times: number[] = [];
@@ -108,12 +93,3 @@ test("a plan-mode Bash through the hooks and the host, against Claude Code's own
   );
 });
 
-/** A directory for one run; when the test ends, the hosts its hooks started end first, then it goes. */
-function caseDir(t: TestContext, prefix: string): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  t.after(() => {
-    endHosts(join(dir, "tmp"));
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}

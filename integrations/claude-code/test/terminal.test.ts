@@ -7,11 +7,11 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { createReadStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { createReadStream, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { test, type TestContext } from "node:test";
+import { test } from "node:test";
 import { claudeBin, offlineEnv } from "./claude.js";
+import { caseDir, endHosts } from "./host-processes.js";
 import { FakeAnthropic, call, lastToolResult, say, type MessagesRequest } from "./fake-anthropic.js";
 
 const binary = process.env["PLAN_CHECKPOINT_BIN"];
@@ -123,27 +123,4 @@ test("in the terminal UI the plan is decided on the host while Claude Code waits
   }
 });
 
-/** Ends the hosts the hooks started for this run. */
-function endHosts(tmp: string): void {
-  for (const directory of existsSync(tmp) ? readdirSync(tmp) : []) {
-    if (!directory.startsWith("plan-checkpoint-")) continue;
-    for (const file of readdirSync(join(tmp, directory))) {
-      if (!file.endsWith(".pid")) continue;
-      try {
-        process.kill(Number(readFileSync(join(tmp, directory, file), "utf8").trim()), "SIGKILL");
-      } catch {
-        // Gone already.
-      }
-    }
-  }
-}
 
-/** A directory for one run; when the test ends, the hosts its hooks started end first, then it goes. */
-function caseDir(t: TestContext, prefix: string): string {
-  const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  t.after(() => {
-    endHosts(join(dir, "tmp"));
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
