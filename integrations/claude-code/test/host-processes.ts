@@ -27,7 +27,8 @@ export function caseDir(t: TestContext, prefix: string): string {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   t.after(() => {
     endHosts(join(dir, "tmp"));
-    rmSync(dir, { recursive: true, force: true });
+    // A process of the run that was killed may still be going away.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 20 });
   });
   return dir;
 }

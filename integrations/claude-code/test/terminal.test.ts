@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { createReadStream, mkdirSync, writeFileSync } from "node:fs";
+import { createReadStream, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { claudeBin, offlineEnv } from "./claude.js";
@@ -71,7 +71,9 @@ test("in the terminal UI the plan is decided on the host while Claude Code waits
     TERM: "xterm-256color",
     PLAN_CHECKPOINT_NOTIFY: `cat > ${quote(notices)}`,
   };
-  const command = `stty cols 120 rows 40; exec ${[claudeBin, "--permission-mode", "plan", "--model", "claude-sonnet-4-5", "Plan the rename."].map(quote).join(" ")}`;
+  // Claude Code's pid (the pty's session leader, so its group's id too).
+  const pidFile = join(root, "claude.pid");
+  const command = `stty cols 120 rows 40; echo $$ > ${quote(pidFile)}; exec ${[claudeBin, "--permission-mode", "plan", "--model", "claude-sonnet-4-5", "Plan the rename."].map(quote).join(" ")}`;
   const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: project, env, stdio: ["pipe", "pipe", "pipe"], detached: true });
   const chunks: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -113,6 +115,9 @@ test("in the terminal UI the plan is decided on the host while Claude Code waits
   // The model hears the person's answer from the host.
   const denial = await Promise.race([answered, ended]);
   assert.match(denial, /The person rejected this plan/);
+  // Claude Code (in the pty's own session) and its host end here, before
+  // the run's directory goes.
+  process.kill(-Number(readFileSync(pidFile, "utf8").trim()), "SIGKILL");
   endHosts(tmp);
   assert.deepEqual(fake.stepErrors, []);
   // The terminal UI also looks for updates and plugins: those requests
