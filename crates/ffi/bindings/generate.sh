@@ -21,15 +21,15 @@ cd "$workspace"
 # never leak into the library that hosts load.
 cargo build --locked -p plan-ffi "${cargo_profile[@]}"
 # The generator is built once, in the dev profile, whatever the library's
-# profile: its output does not depend on how it was compiled, so
-# `--release` does not compile it a second time.
-cargo build --locked -p uniffi-bindgen
+# profile, and exactly as maturin builds it for the Python wheel, so that
+# neither `--release` nor the wheel compiles it a second time (see
+# build-uniffi-bindgen.sh).
+bindgen="$("$here/build-uniffi-bindgen.sh")"
 
 case "$(uname -s)" in
   Darwin) library="$target_dir/$profile/libplan_ffi.dylib" ;;
   *) library="$target_dir/$profile/libplan_ffi.so" ;;
 esac
-bindgen="$target_dir/debug/uniffi-bindgen"
 
 for language in kotlin swift python; do
   rm -rf "$here/$language/generated"

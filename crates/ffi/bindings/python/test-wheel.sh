@@ -3,7 +3,9 @@
 # installed package, as a Python user would get it:
 #   1. a fresh virtualenv gets the maturin pinned in requirements-build.txt
 #      and builds the wheel (cargo reuses the workspace's target directory,
-#      so only the plan-ffi crate itself is compiled again);
+#      so only the plan-ffi crate itself is compiled again, and the
+#      uniffi-bindgen maturin runs is the one generate.sh built: the script
+#      fails if maturin compiles it again);
 #   2. a second fresh virtualenv gets pytest (requirements-test.txt) and the
 #      wheel, through pip, as any user installs it;
 #   3. pytest runs tests/ from an empty temporary directory with
@@ -13,8 +15,9 @@
 #
 # Usage: crates/ffi/bindings/python/test-wheel.sh [--release]
 # Needs: cargo, python3 with the venv module, and PyPI for pip.
-# Exits with pytest's status, or 2 if the wheel could not be built or
-# installed.
+# Exits with pytest's status, 2 if the wheel could not be built or
+# installed, or 3 if maturin compiled its own uniffi-bindgen instead of
+# reusing the one built as generate.sh builds it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 profile=()
@@ -42,11 +45,35 @@ python3 -m venv "$work/build-venv" \
   || die "could not install maturin with pip"
 "$work/build-venv/bin/maturin" --version
 
+step "uniffi-bindgen, built as generate.sh builds it (nothing to do after generate.sh)"
+start=$SECONDS
+bindgen="$("$here/../build-uniffi-bindgen.sh" 2>"$work/bindgen.log")" \
+  || { cat "$work/bindgen.log" >&2; die "could not build uniffi-bindgen"; }
+cat "$work/bindgen.log"
+if grep -Eq '^ *Compiling ' "$work/bindgen.log"; then how=compiled; else how="reused, nothing compiled"; fi
+printf 'uniffi-bindgen: %s (%d s)\n' "$how" "$((SECONDS - start))"
+sha256() { python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"; }
+bindgen_sha256="$(sha256 "$bindgen")"
+
 step "maturin build ${profile[*]:-(debug)}"
 start=$SECONDS
-# maturin reads pyproject.toml here: the crate, uniffi bindings, names.
-(cd "$here" && "$work/build-venv/bin/maturin" build "${profile[@]}" --locked --out "$work/dist") \
-  || die "maturin build failed"
+# maturin reads pyproject.toml here: the crate, uniffi bindings, names. Its
+# cargo output is kept (uncoloured, not quiet) for the check below.
+(cd "$here" && CARGO_TERM_COLOR=never CARGO_TERM_QUIET=false \
+  "$work/build-venv/bin/maturin" build "${profile[@]}" --locked --out "$work/dist") 2>&1 \
+  | tee "$work/maturin.log" || die "maturin build failed"
+# maturin runs `cargo run --bin uniffi-bindgen`: it must find the build above
+# fresh. A `Compiling uniffi-bindgen` or `Compiling uniffi_bindgen` here, or
+# another binary in the build's place, means it built the generator a second
+# time (see ../build-uniffi-bindgen.sh for why that happens).
+if grep -E '^ *Compiling uniffi[-_]bindgen ' "$work/maturin.log" >&2; then
+  printf 'test-wheel.sh: maturin compiled uniffi-bindgen again instead of reusing the build of ../build-uniffi-bindgen.sh\n' >&2
+  exit 3
+fi
+if [ "$(sha256 "$bindgen")" != "$bindgen_sha256" ]; then
+  printf 'test-wheel.sh: maturin replaced %s with another build of uniffi-bindgen\n' "$bindgen" >&2
+  exit 3
+fi
 wheels=("$work"/dist/plan_ffi-*.whl)
 [ "${#wheels[@]}" = 1 ] && [ -f "${wheels[0]}" ] || die "expected one wheel in $work/dist, found: ${wheels[*]}"
 wheel="${wheels[0]}"
