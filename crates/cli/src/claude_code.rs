@@ -269,7 +269,14 @@ fn install(project: &Project) -> Result<i32, Failure> {
     // time limit must outlast the deadline, so the model reads the host's
     // `PLAN_APPROVAL_TIMEOUT`, not Claude Code's killed hook.
     let hold = approval_ttl_ms() / 1000 + HOOK_MARGIN_SECONDS;
-    for (event, timeout) in [("PreToolUse", hold), ("PermissionRequest", 60)] {
+    let hooked = [
+        ("PreToolUse", "*", hold),
+        ("PermissionRequest", "*", 60),
+        // Only the tools a permission mode may ask about (Bash confirms
+        // itself), so no other call pays for a hook after it ran.
+        ("PostToolUse", CONFIRMABLE_TOOLS, 60),
+    ];
+    for (event, matcher, timeout) in hooked {
         let entries = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(entries) = entries.as_array_mut() else {
             return Err(Failure::new(
@@ -281,7 +288,7 @@ fn install(project: &Project) -> Result<i32, Failure> {
         // binary included).
         entries.retain(|entry| !entry.to_string().contains(" claude-code hook"));
         entries.push(json!({
-            "matcher": "*",
+            "matcher": matcher,
             "hooks": [{"type": "command", "command": command, "timeout": timeout}]
         }));
     }
@@ -299,6 +306,9 @@ fn install(project: &Project) -> Result<i32, Failure> {
            claude-code approve`), up to the plan's deadline.\n\
          - hooks.PermissionRequest (every tool): the same command; it passes the rewritten\n  \
            plan-mode Bash and your decision on a plan, so Claude Code's own dialog never decides.\n\
+         - hooks.PostToolUse (the tools a mode may ask about): the same command; after an\n  \
+           approval, a call the host asked you to confirm (in Claude Code's dialog) is recorded\n  \
+           as confirmed once it ran.\n\
          - useAutoModeDuringPlan: false: otherwise plan-mode Bash goes to a remote classifier\n  \
            that skips these hooks (Claude Code honours this in local or user settings only).\n\
          The host starts with the first hook; its database is {database}.\n",
@@ -308,6 +318,11 @@ fn install(project: &Project) -> Result<i32, Failure> {
     crate::render::write_stdout(report.as_bytes())?;
     Ok(exit::OK)
 }
+
+/// The Claude Code tools besides Bash that a permission mode may ask a
+/// person to confirm (the host's file-changing tools and its others), as a
+/// hook matcher.
+const CONFIRMABLE_TOOLS: &str = "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent";
 
 /// How long past the plan's deadline the holding hook may still run.
 const HOOK_MARGIN_SECONDS: i64 = 300;
@@ -377,6 +392,13 @@ fn answer(input: &Value) -> Option<Value> {
         ("PreToolUse", _, true) => plan_tool(&call),
         ("PreToolUse", _, false) => Some(agent_tool(&call)),
         ("PermissionRequest", "Bash", _) => bash_permission(&call),
+        // A call that ran in the Agent phase: if the host was waiting for a
+        // person's confirmation of it (given in Claude Code's dialog), the
+        // host records it now. Host-run Bash confirms itself as it starts.
+        ("PostToolUse", tool, false) if tool != plan_core::BASH => {
+            record_confirmation(&call);
+            None
+        }
         // Everything else stays with Claude Code: a read-only tool the host
         // allowed, or a confirmation the host asked for (its dialog).
         (_, _, _) => None,
@@ -671,6 +693,26 @@ fn agent_tool(call: &HookCall<'_>) -> Value {
         "plan-checkpoint's permission mode allows this call"
     };
     pre_tool_use(decision, reason, None)
+}
+
+/// Tells the host that a call it wanted confirmed ran, i.e. the person
+/// accepted it in Claude Code's dialog. A call that needed no confirmation
+/// is refused by the host (`TOOL_CONFIRMATION_NOT_PENDING`), which is
+/// fine: nothing is recorded twice.
+fn record_confirmation(call: &HookCall<'_>) {
+    let Ok(mut client) = HostClient::connect(&call.project, CLIENT) else {
+        return;
+    };
+    let Ok(session) = client.call("session/get", json!({"sessionId": call.session_id})) else {
+        return;
+    };
+    let Some(turn) = session.pointer("/activeTurn/turnId").and_then(Value::as_str) else {
+        return;
+    };
+    let _ = client.call(
+        "tool/confirm",
+        json!({"sessionId": call.session_id, "turnId": turn, "callId": call.call_id, "allow": true}),
+    );
 }
 
 /// The session's Agent turn: the active one; else the approved plan's

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { get } from "node:http";
+import { get, request as httpRequest } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
 import {
@@ -355,6 +355,25 @@ function httpStatus(url: string): Promise<number> {
   });
 }
 
+/** Decides on the card as its page does: `POST /decision` from the card's own origin, with its token. */
+function decideOnCard(cardUrl: string, body: Record<string, string>): Promise<number> {
+  const url = new URL(cardUrl);
+  const token = url.pathname.split("/").pop() ?? "";
+  const payload = JSON.stringify({ token, ...body });
+  return new Promise((resolve, reject) => {
+    const sent = httpRequest(
+      new URL("/decision", url),
+      { method: "POST", headers: { "Content-Type": "application/json", Origin: url.origin, "Content-Length": Buffer.byteLength(payload) } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    sent.on("error", reject);
+    sent.end(payload);
+  });
+}
+
 if (binary === "") {
   const why =
     "PLAN_CHECKPOINT_BIN is not set: the end-to-end cases of the Claude Code integration DID NOT RUN. " +
@@ -387,6 +406,9 @@ if (binary === "") {
     assert.equal(settings.hooks["PermissionRequest"]?.length, 1);
     assert.equal(settings.hooks["PermissionRequest"]?.[0]?.matcher, "*");
     assert.equal(settings.hooks["PermissionRequest"]?.[0]?.hooks[0]?.command, command);
+    assert.deepEqual(settings.hooks["PostToolUse"], [
+      { matcher: "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent", hooks: [{ type: "command", command, timeout: 60 }] },
+    ]);
     // Again: the same file.
     cli(env, ["claude-code", "install", "--project", project], root);
     assert.equal(readFileSync(settingsFile, "utf8"), first);
@@ -589,7 +611,13 @@ if (binary === "") {
         assert.equal(await httpStatus(url), 200);
         // Claude Code asked nothing while the hook held the exit.
         assert.deepEqual(c.claude().prompts, []);
-        c.cli(["claude-code", "approve", pending.approvalId, "--mode", "accept-edits", "--project", c.project]);
+        // The person approves on the card, choosing accept-edits.
+        const decided = await decideOnCard(url, {
+          sha256: approval.artifact.sha256,
+          decision: "approve",
+          permissionMode: "accept-edits",
+        });
+        assert.equal(decided, 200);
       },
     });
     const run = c.claude();

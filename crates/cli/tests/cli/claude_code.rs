@@ -222,13 +222,17 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     assert_eq!(written["model"], "kept");
     assert!(written["hooks"]["Stop"].is_array());
     assert_eq!(written["useAutoModeDuringPlan"], false);
-    for event in ["PreToolUse", "PermissionRequest"] {
+    for event in ["PreToolUse", "PermissionRequest", "PostToolUse"] {
         let entries = written["hooks"][event].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{event}: {entries:?}");
         let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
         assert!(command.ends_with(" claude-code hook"), "{command}");
         assert!(command.starts_with(&format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"))));
     }
+    assert_eq!(
+        written["hooks"]["PostToolUse"][0]["matcher"],
+        "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent"
+    );
     // Past the plan's deadline (30 minutes by default).
     assert_eq!(
         written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
@@ -532,4 +536,35 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"
     );
+}
+
+#[test]
+fn under_ask_a_call_accepted_in_claude_codes_dialog_is_recorded_as_confirmed() {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    assert!(
+        case.run(&["claude-code", "approve", id, "--mode", "ask"])
+            .status
+            .success()
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+    let write = json!({"file_path": case.project.join("out.txt"), "content": "x"});
+    let answer = case.hook(&case.input("PreToolUse", "default", "Write", write.clone(), "toolu_ask"));
+    assert_eq!(decision(&answer), "ask", "{answer}");
+    // The person accepted in Claude Code's dialog; the write ran.
+    assert_eq!(
+        case.hook(&case.input("PostToolUse", "default", "Write", write, "toolu_ask")),
+        Value::Null
+    );
+    // `approvals show` counts the execution's calls by how they were decided.
+    let shown = case.run(&[
+        "approvals",
+        "show",
+        id,
+        "--db",
+        case.project.join(".pi/plan/plan.db").to_str().unwrap(),
+    ]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("1 confirmed, 0 declined"), "{shown}");
 }
