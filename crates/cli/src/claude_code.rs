@@ -1197,8 +1197,11 @@ fn host(project: &Project) -> Result<i32, Failure> {
             .ok()
             .filter(|notify| !notify.trim().is_empty()),
         // The binary is its own sandbox helper, as for `serve`: installed
-        // alone, it still runs plan-mode Bash.
-        sandbox_helper: std::env::current_exe().ok(),
+        // alone, it still runs plan-mode Bash. `PLAN_CHECKPOINT_SANDBOX_HELPER`
+        // names another (as `serve --sandbox-helper` does).
+        sandbox_helper: std::env::var_os("PLAN_CHECKPOINT_SANDBOX_HELPER")
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_exe().ok()),
         frontend: plan_host::DecisionChannel::Rpc,
         ..plan_host::HostOptions::default()
     };

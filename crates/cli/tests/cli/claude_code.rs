@@ -568,3 +568,45 @@ fn under_ask_a_call_accepted_in_claude_codes_dialog_is_recorded_as_confirmed() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("1 confirmed, 0 declined"), "{shown}");
 }
+
+#[test]
+fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
+    let case = Case::new();
+    std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
+    let input = case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "rm canary.txt"}),
+        "toolu_s",
+    );
+    let output = case
+        .command(&["claude-code", "hook"])
+        // A helper that is not there: the host the hook starts has no sandbox.
+        .env(
+            "PLAN_CHECKPOINT_SANDBOX_HELPER",
+            case.dir.path().join("no-such-helper"),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let answer = answer_of(&output);
+    assert_eq!(decision(&answer), "deny", "{answer}");
+    assert!(
+        reason(&answer).starts_with("PLAN_SANDBOX_UNAVAILABLE: "),
+        "{answer}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
+        "kept\n"
+    );
+}
