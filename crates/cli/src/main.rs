@@ -96,9 +96,10 @@ enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
-    /// The checkpoint for Claude Code, through its hooks: `install` sets a
-    /// project up; the hooks start the project's host; decide with
-    /// `pending`, `approve`, `reject` or the card.
+    /// The checkpoint for Claude Code, through its hooks.
+    ///
+    /// `install` sets a project up; the hooks start the project's host;
+    /// decide with `pending`, `approve`, `reject` or the card.
     #[command(name = "claude-code", after_long_help = EXIT_CODES)]
     ClaudeCode {
         #[command(subcommand)]
