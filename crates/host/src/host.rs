@@ -700,7 +700,13 @@ impl Host {
         // The artifact is re-read under the lock the decision holds, so the
         // bytes approved are the bytes checked (plan-core decides from it).
         let gather: GatherEvent<'_> = Box::new(move |open| {
-            let artifact = open.store.check_artifact(&approval)?;
+            // The session's root from the decision's rows (kept in memory
+            // while this host is the database's only writer).
+            let root = open
+                .store
+                .session_rows(&approval.session_id)?
+                .and_then(|rows| rows.session.workspace_root);
+            let artifact = open.store.check_artifact(&approval, root.as_deref())?;
             Ok(Event::Approve {
                 approval,
                 permission_mode,

@@ -408,7 +408,7 @@ fn approve_row(store: &mut Store, row: PlanApproval, recheck: bool) {
         Err(error) => panic!("{error}"),
     };
     let artifact = if recheck {
-        match store.check_artifact(&row) {
+        match store.check_artifact(&row, rows.session.workspace_root.as_deref()) {
             Ok(found) => found,
             Err(error) => panic!("{error}"),
         }

@@ -52,18 +52,16 @@ impl Store {
     /// approval: the fact a decision is made from (plan-core's
     /// `ArtifactVerification::refuses_approval`). Only a failure to read
     /// the database is an error.
-    pub fn check_artifact(&self, approval: &PlanApproval) -> Result<ArtifactVerification, StorageError> {
-        // The session's root from the rows a decision reads anyway (kept in
-        // memory while this store is the database's only writer): no query
-        // of its own inside the decision.
-        let root = self
-            .session_rows(&approval.session_id)?
-            .ok_or_else(|| StorageError::SessionNotFound {
-                id: approval.session_id.to_string(),
-            })?
-            .session
-            .workspace_root;
-        let mut roots = HashMap::from([(approval.session_id.clone(), root)]);
+    ///
+    /// `workspace_root` is the root of the approval's session as the caller
+    /// read it with the decision's rows: the check adds no query of its own
+    /// inside the decision.
+    pub fn check_artifact(
+        &self,
+        approval: &PlanApproval,
+        workspace_root: Option<&str>,
+    ) -> Result<ArtifactVerification, StorageError> {
+        let mut roots = HashMap::from([(approval.session_id.clone(), workspace_root.map(str::to_owned))]);
         self.check_one(&mut roots, approval)
     }
 
