@@ -55,8 +55,16 @@ impl Case {
 
     /// Starts the hook with `input`; the answer comes with its exit.
     fn spawn_hook(&self, input: &Value) -> Child {
-        let mut child = self
-            .command(&["claude-code", "hook"])
+        self.spawn_hook_with(input, &[])
+    }
+
+    /// [`Case::spawn_hook`] with more environment (later entries win).
+    fn spawn_hook_with(&self, input: &Value, env: &[(&str, &Path)]) -> Child {
+        let mut command = self.command(&["claude-code", "hook"]);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -315,19 +323,8 @@ fn plan_mode_writes_are_denied_with_the_hosts_code_and_the_plan_file_is_claude_c
     let mut input = case.input("PreToolUse", "plan", "Write", plan_file, "toolu_p");
     input["cwd"] = json!(case.project);
     let output = case
-        .command(&["claude-code", "hook"])
-        .env("CLAUDE_CONFIG_DIR", &configuration)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.to_string().as_bytes())?;
-            child.wait_with_output()
-        })
+        .spawn_hook_with(&input, &[("CLAUDE_CONFIG_DIR", &configuration)])
+        .wait_with_output()
         .unwrap();
     assert_eq!(answer_of(&output), Value::Null);
 }
@@ -491,15 +488,6 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
     // host the hook starts cannot listen, and ends at once.
     let deep = case.dir.path().join("d".repeat(60)).join("e".repeat(60));
     std::fs::create_dir_all(&deep).unwrap();
-    let command = |args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
-        command
-            .args(args)
-            .current_dir(&case.project)
-            .env("TMPDIR", &deep)
-            .env_remove("XDG_RUNTIME_DIR");
-        command
-    };
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
     for (tool, input) in [
         ("Bash", json!({"command": "rm canary.txt"})),
@@ -512,19 +500,8 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
             json!({"plan": "# Plan\n", "planFilePath": "/config/plans/p.md"}),
         ),
     ] {
-        let mut child = command(&["claude-code", "hook"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         let input = case.input("PreToolUse", "plan", tool, input, "toolu_x");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
+        let child = case.spawn_hook_with(&input, &[("TMPDIR", &deep)]);
         let answer = answer_of(&child.wait_with_output().unwrap());
         assert_eq!(decision(&answer), "deny", "{tool}: {answer}");
         assert!(
@@ -580,24 +557,11 @@ fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
         json!({"command": "rm canary.txt"}),
         "toolu_s",
     );
+    // A helper that is not there: the host the hook starts has no sandbox.
+    let missing = case.dir.path().join("no-such-helper");
     let output = case
-        .command(&["claude-code", "hook"])
-        // A helper that is not there: the host the hook starts has no sandbox.
-        .env(
-            "PLAN_CHECKPOINT_SANDBOX_HELPER",
-            case.dir.path().join("no-such-helper"),
-        )
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(input.to_string().as_bytes())?;
-            child.wait_with_output()
-        })
+        .spawn_hook_with(&input, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", &missing)])
+        .wait_with_output()
         .unwrap();
     let answer = answer_of(&output);
     assert_eq!(decision(&answer), "deny", "{answer}");
