@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { get, request as httpRequest } from "node:http";
+import { get } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
 import {
@@ -25,6 +25,7 @@ import {
   tempDir,
   type OutputEvent,
 } from "./claude.js";
+import { decideOnCard } from "./card.js";
 import { FakeAnthropic, call, lastToolResult, say, type Step, type ToolResult } from "./fake-anthropic.js";
 
 const binary = process.env["PLAN_CHECKPOINT_BIN"] ?? "";
@@ -352,25 +353,6 @@ function httpStatus(url: string): Promise<number> {
       response.resume();
       resolve(response.statusCode ?? 0);
     }).on("error", reject);
-  });
-}
-
-/** Decides on the card as its page does: `POST /decision` from the card's own origin, with its token. */
-function decideOnCard(cardUrl: string, body: Record<string, string>): Promise<number> {
-  const url = new URL(cardUrl);
-  const token = url.pathname.split("/").pop() ?? "";
-  const payload = JSON.stringify({ token, ...body });
-  return new Promise((resolve, reject) => {
-    const sent = httpRequest(
-      new URL("/decision", url),
-      { method: "POST", headers: { "Content-Type": "application/json", Origin: url.origin, "Content-Length": Buffer.byteLength(payload) } },
-      (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      },
-    );
-    sent.on("error", reject);
-    sent.end(payload);
   });
 }
 

@@ -2,8 +2,9 @@
 // with the checkpoint installed: the model submits a plan with
 // ExitPlanMode, and while a person types at Claude Code what would answer
 // its own plan dialog, nothing is decided there; the plan stays pending
-// until it is decided on the host (here: rejected from a terminal), and the
-// model is told the person's answer. Offline, against the fake Messages API.
+// until it is decided on the host (here: rejected on the card, whose URL the
+// notifier brought), and the model is told the person's answer. Offline,
+// against the fake Messages API.
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -11,6 +12,7 @@ import { createReadStream, mkdirSync, readFileSync, writeFileSync } from "node:f
 import { join } from "node:path";
 import { test } from "node:test";
 import { claudeBin, offlineEnv } from "./claude.js";
+import { decideOnCard } from "./card.js";
 import { caseDir, endHosts } from "./host-processes.js";
 import { FakeAnthropic, call, lastToolResult, say, type MessagesRequest } from "./fake-anthropic.js";
 
@@ -30,7 +32,14 @@ function planFileFrom(request: MessagesRequest): string {
 
 const PLAN = "# Rename the module\n\n1. Rename it.\n";
 
-test("in the terminal UI the plan is decided on the host while Claude Code waits; keys typed at Claude Code decide nothing", { skip: binary === undefined ? "PLAN_CHECKPOINT_BIN is not set" : false }, async (t) => {
+/** What the notifier reads (`notifier.pending_plan.json`), as far as this test needs it. */
+interface Notice {
+  approvalId: string;
+  cardUrl: string;
+  artifact: { sha256: string };
+}
+
+test("in the terminal UI the plan is decided on the card while Claude Code waits; keys typed at Claude Code decide nothing", { skip: binary === undefined ? "PLAN_CHECKPOINT_BIN is not set" : false }, async (t) => {
   const bin = binary as string;
   const root = caseDir(t, "plan-checkpoint-tui-");
   const home = join(root, "home");
@@ -93,11 +102,11 @@ test("in the terminal UI the plan is decided on the host while Claude Code waits
 
   // The plan becomes pending on the host while ExitPlanMode's hook holds the call.
   const notice = await Promise.race([
-    new Promise<{ approvalId: string }>((resolve) => {
+    new Promise<Notice>((resolve) => {
       let text = "";
       createReadStream(notices)
         .on("data", (chunk) => (text += chunk.toString()))
-        .on("end", () => resolve(JSON.parse(text) as { approvalId: string }));
+        .on("end", () => resolve(JSON.parse(text) as Notice));
     }),
     ended,
   ]);
@@ -111,7 +120,9 @@ test("in the terminal UI the plan is decided on the host while Claude Code waits
     [notice.approvalId],
     "the plan is still pending: Claude Code's dialog decided nothing",
   );
-  host(["reject", notice.approvalId]);
+  // The person rejects it on the card (its URL reached them by the notifier).
+  assert.match(notice.cardUrl, /^http:\/\/127\.0\.0\.1:\d+\/card\/[0-9a-f]+$/);
+  assert.equal(await decideOnCard(notice.cardUrl, { sha256: notice.artifact.sha256, decision: "reject" }), 200);
   // The model hears the person's answer from the host.
   const denial = await Promise.race([answered, ended]);
   assert.match(denial, /The person rejected this plan/);
