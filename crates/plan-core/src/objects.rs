@@ -162,12 +162,16 @@ macro_rules! for_each_core_object {
             /// The confinement of a command run.
             #[schemars(rename = "CommandSandbox")]
             enum Sandbox as CommandSandbox {
-                /// Writes only in the turn's scratch directory; no network (every
-                /// Plan-mode command).
+                /// Writes only in the command's scratch directory; no network
+                /// (every Plan-mode command).
                 ReadOnly => "read-only",
-                /// Writes also inside the workspace root (Agent `auto`).
+                /// Writes also inside the workspace root; the network only where
+                /// the host allows it (every Agent-mode command, under every
+                /// permission mode).
                 WorkspaceWrite => "workspace-write",
-                /// No sandbox (Agent `ask` and `accept-edits`).
+                /// No sandbox: only an Agent-mode command on a host whose kernel
+                /// sandbox is unavailable and that opted out of it
+                /// (`auto_without_sandbox`).
                 None => "none",
             }
         }

@@ -2347,18 +2347,22 @@ class CommandSandbox(enum.Enum):
     
     READ_ONLY = 0
     """
-    Writes only in the turn's scratch directory; no network (every
-    Plan-mode command).
+    Writes only in the command's scratch directory; no network
+    (every Plan-mode command).
 """
     
     WORKSPACE_WRITE = 1
     """
-    Writes also inside the workspace root (Agent `auto`).
+    Writes also inside the workspace root; the network only where
+    the host allows it (every Agent-mode command, under every
+    permission mode).
 """
     
     NONE = 2
     """
-    No sandbox (Agent `ask` and `accept-edits`).
+    No sandbox: only an Agent-mode command on a host whose kernel
+    sandbox is unavailable and that opted out of it
+    (`auto_without_sandbox`).
 """
     
 

@@ -4161,16 +4161,20 @@ public func FfiConverterTypeArtifactCheck_lower(_ value: ArtifactCheck) -> RustB
 public enum CommandSandbox: Equatable, Hashable {
     
     /**
-     * Writes only in the turn's scratch directory; no network (every
-     * Plan-mode command).
+     * Writes only in the command's scratch directory; no network
+     * (every Plan-mode command).
      */
     case readOnly
     /**
-     * Writes also inside the workspace root (Agent `auto`).
+     * Writes also inside the workspace root; the network only where
+     * the host allows it (every Agent-mode command, under every
+     * permission mode).
      */
     case workspaceWrite
     /**
-     * No sandbox (Agent `ask` and `accept-edits`).
+     * No sandbox: only an Agent-mode command on a host whose kernel
+     * sandbox is unavailable and that opted out of it
+     * (`auto_without_sandbox`).
      */
     case none
 

@@ -4560,16 +4560,20 @@ public object FfiConverterTypeArtifactCheck: FfiConverterRustBuffer<ArtifactChec
 enum class CommandSandbox {
     
     /**
-     * Writes only in the turn's scratch directory; no network (every
-     * Plan-mode command).
+     * Writes only in the command's scratch directory; no network
+     * (every Plan-mode command).
      */
     READ_ONLY,
     /**
-     * Writes also inside the workspace root (Agent `auto`).
+     * Writes also inside the workspace root; the network only where
+     * the host allows it (every Agent-mode command, under every
+     * permission mode).
      */
     WORKSPACE_WRITE,
     /**
-     * No sandbox (Agent `ask` and `accept-edits`).
+     * No sandbox: only an Agent-mode command on a host whose kernel
+     * sandbox is unavailable and that opted out of it
+     * (`auto_without_sandbox`).
      */
     NONE;
 
