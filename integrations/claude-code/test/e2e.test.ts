@@ -11,9 +11,9 @@
 // are its own) and stops the hosts its hooks started.
 
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, watch, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { isAbsolute, join } from "node:path";
 import { test, type TestContext } from "node:test";
@@ -60,19 +60,40 @@ function cli(env: Record<string, string>, args: string[], cwd?: string, program 
   return out.stdout;
 }
 
-/** Resolves once `probe` returns something (it is asked again every 50 ms, until the guard gives up). */
-async function waitUntil<T>(what: string, probe: () => T | undefined): Promise<T> {
-  const giveUp = Date.now() + guardMs;
-  for (;;) {
-    const found = probe();
-    if (found !== undefined) {
-      return found;
-    }
-    if (Date.now() > giveUp) {
-      throw new Error(`gave up waiting for ${what}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Resolves once `probe` returns something, asked again each time `dir` changes (until the guard gives up). */
+function whenChanged<T>(what: string, dir: string, probe: () => T | undefined): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const watcher = watch(dir);
+    const guard = setTimeout(() => finish(() => reject(new Error(`gave up waiting for ${what}`))), guardMs);
+    const finish = (then: () => void): void => {
+      clearTimeout(guard);
+      watcher.close();
+      then();
+    };
+    const check = (): void => {
+      const found = probe();
+      if (found !== undefined) finish(() => resolve(found));
+    };
+    watcher.on("change", check);
+    check();
+  });
+}
+
+/** Resolves when process `pid` has ended: the kernel's pidfd becomes readable (it is not this process's child). */
+function whenGone(pid: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const waiter = spawn("python3", ["-c", "import os, select, sys; select.select([os.pidfd_open(int(sys.argv[1]))], [], [])", String(pid)], {
+      stdio: "ignore",
+    });
+    const guard = setTimeout(() => {
+      waiter.kill("SIGKILL");
+      reject(new Error(`gave up waiting for host ${pid} to exit`));
+    }, guardMs);
+    waiter.on("exit", () => {
+      clearTimeout(guard);
+      resolve();
+    });
+  });
 }
 
 /** One approval as the protocol's PlanApproval (the fields the cases read). */
@@ -126,6 +147,11 @@ class Case {
     this.fake = fake;
   }
 
+  /** Where the host's notifier appends each pending plan's notice. */
+  get notices(): string {
+    return join(this.root, "notices.jsonl");
+  }
+
   /** The database the host keeps beside the project. */
   get db(): string {
     return join(this.project, ".pi", "plan", "plan.db");
@@ -143,16 +169,12 @@ class Case {
       "the ExitPlanMode hook to start",
       (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
     );
-    // The hook may still be starting the host (nothing before the exit needed one).
-    const list = await waitUntil("a pending approval", () => {
-      const asked = cliRaw(this.env, ["claude-code", "pending", "--project", this.project, "--json"], this.project, this.program);
-      if (asked.status !== 0 && asked.stderr.includes("HOST_UNREACHABLE")) {
-        return undefined;
-      }
-      assert.equal(asked.status, 0, asked.stderr);
-      const now = JSON.parse(asked.stdout) as PendingEntry[];
-      return now.length > 0 ? now : undefined;
-    });
+    // The host the hook starts tells its notifier when the plan is pending:
+    // it appends the notice to a file of the case's, watched here.
+    await whenChanged("a pending approval", this.root, () =>
+      existsSync(this.notices) && readFileSync(this.notices, "utf8").includes("\n") ? true : undefined,
+    );
+    const list = JSON.parse(this.cli(["claude-code", "pending", "--project", this.project, "--json"])) as PendingEntry[];
     assert.equal(list.length, 1, JSON.stringify(list));
     return list[0] as PendingEntry;
   }
@@ -195,8 +217,9 @@ class Case {
     if (!isHostOf(pid, this.project)) {
       return;
     }
+    const gone = whenGone(pid);
     process.kill(pid, signal);
-    await waitUntil(`host ${pid} to exit`, () => (isGone(pid) ? true : undefined));
+    await gone;
   }
 
   /**
@@ -287,7 +310,12 @@ async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case;
   const fake = await FakeAnthropic.start(t, steps);
   const runtime = join(root, "run");
   mkdirSync(runtime, { mode: 0o700 });
-  const env = runEnvironment(fake, root, { XDG_RUNTIME_DIR: runtime, ...options.env });
+  const env = runEnvironment(fake, root, {
+    XDG_RUNTIME_DIR: runtime,
+    // The host the hooks start appends each pending plan's notice here (one line each).
+    PLAN_CHECKPOINT_NOTIFY: `(cat; echo) >> '${join(root, "notices.jsonl")}'`,
+    ...options.env,
+  });
   const c = new Case(root, env, fake, options.program ?? binary);
   steps.push(...(typeof options.steps === "function" ? options.steps(c) : options.steps));
   mkdirSync(c.project);
