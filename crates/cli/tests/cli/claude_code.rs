@@ -59,7 +59,7 @@ impl Case {
     }
 
     /// [`Case::spawn_hook`] with more environment (later entries win).
-    fn spawn_hook_with(&self, input: &Value, env: &[(&str, &Path)]) -> Child {
+    fn spawn_hook_with(&self, input: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Child {
         let mut command = self.command(&["claude-code", "hook"]);
         for (name, value) in env {
             command.env(name, value);
@@ -112,24 +112,44 @@ impl Case {
             .unwrap()
     }
 
-    /// Waits until a plan is pending: `hook`, submitting it, starts the
-    /// host and submits; a hook that ends first fails the test.
-    fn await_pending(&self, hook: &mut Child) -> Value {
-        loop {
-            if let Some(status) = hook.try_wait().unwrap() {
-                panic!("the hook ended ({status}) before its plan was pending");
+    /// Starts `input`'s hook with the host it starts telling a FIFO of the
+    /// case when a plan is pending (its notifier), and waits for that event;
+    /// returns the hook and the plan as `pending --json` shows it. A hook
+    /// that ends first fails the test.
+    fn spawn_hook_until_pending(&self, input: &Value) -> (Child, Value) {
+        let fifo = self.dir.path().join("notices");
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (sender, notices) = std::sync::mpsc::channel();
+        let reader = fifo.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = std::fs::File::open(&reader)
+                .and_then(|file| std::io::BufRead::read_line(&mut std::io::BufReader::new(file), &mut line));
+            let _ = sender.send(read.map(|_| line));
+        });
+        let notify = format!("cat > '{}'", fifo.display());
+        let mut hook = self.spawn_hook_with(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())]);
+        let notice = loop {
+            match notices.recv_timeout(std::time::Duration::from_millis(200)) {
+                Ok(read) => break read.unwrap(),
+                Err(_) => {
+                    if let Some(status) = hook.try_wait().unwrap() {
+                        panic!("the hook ended ({status}) before its plan was pending");
+                    }
+                }
             }
-            let output = self.run(&["claude-code", "pending", "--json"]);
-            if output.status.success()
-                && let Some(first) = serde_json::from_slice::<Value>(&output.stdout)
-                    .unwrap()
-                    .as_array()
-                    .and_then(|pending| pending.first().cloned())
-            {
-                return first;
-            }
-            std::thread::yield_now();
-        }
+        };
+        let notice: Value = serde_json::from_str(&notice).unwrap();
+        let output = self.run(&["claude-code", "pending", "--json"]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let pending: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0]["approvalId"], notice["approvalId"]);
+        (hook, pending[0].clone())
     }
 
     fn host_pid(&self) -> Option<i32> {
@@ -323,7 +343,7 @@ fn plan_mode_writes_are_denied_with_the_hosts_code_and_the_plan_file_is_claude_c
     let mut input = case.input("PreToolUse", "plan", "Write", plan_file, "toolu_p");
     input["cwd"] = json!(case.project);
     let output = case
-        .spawn_hook_with(&input, &[("CLAUDE_CONFIG_DIR", &configuration)])
+        .spawn_hook_with(&input, &[("CLAUDE_CONFIG_DIR", configuration.as_os_str())])
         .wait_with_output()
         .unwrap();
     assert_eq!(answer_of(&output), Value::Null);
@@ -347,9 +367,7 @@ fn exit_plan(case: &Case) -> (Child, Value) {
         json!({"plan": PLAN, "planFilePath": plan_file(case)}),
         "toolu_exit",
     );
-    let mut hook = case.spawn_hook(&input);
-    let pending = case.await_pending(&mut hook);
-    (hook, pending)
+    case.spawn_hook_until_pending(&input)
 }
 
 #[test]
@@ -501,7 +519,7 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
         ),
     ] {
         let input = case.input("PreToolUse", "plan", tool, input, "toolu_x");
-        let child = case.spawn_hook_with(&input, &[("TMPDIR", &deep)]);
+        let child = case.spawn_hook_with(&input, &[("TMPDIR", deep.as_os_str())]);
         let answer = answer_of(&child.wait_with_output().unwrap());
         assert_eq!(decision(&answer), "deny", "{tool}: {answer}");
         assert!(
@@ -560,7 +578,7 @@ fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
     // A helper that is not there: the host the hook starts has no sandbox.
     let missing = case.dir.path().join("no-such-helper");
     let output = case
-        .spawn_hook_with(&input, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", &missing)])
+        .spawn_hook_with(&input, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", missing.as_os_str())])
         .wait_with_output()
         .unwrap();
     let answer = answer_of(&output);
