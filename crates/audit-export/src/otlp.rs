@@ -1,6 +1,8 @@
 //! Audit records as an OTLP `ExportLogsServiceRequest`, in OTLP/JSON and in
 //! protobuf (hand-encoded: the few messages of the logs signal, by their
-//! field numbers in opentelemetry-proto). The same records and
+//! field numbers in opentelemetry-proto; the tests decode both encodings
+//! with that crate's generated types, which the host itself does not
+//! link, so it carries neither prost nor the OpenTelemetry SDK). The same records and
 //! configuration always give the same bytes, so a record resent after a
 //! crash is identical to the first copy. Encoding only; no I/O.
 

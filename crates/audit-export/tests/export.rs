@@ -176,3 +176,150 @@ fn a_collector_file_is_read_back_and_other_logs_are_skipped() {
             .contains("seq 7")
     );
 }
+
+/// Records of two workspaces with every kind of attribute value: text,
+/// integers (negative and past 32 bits), booleans, and content.
+fn sample_records() -> Vec<plan_storage::AuditRecord> {
+    let record = |seq: u64, root: Option<&str>, extra: &[(&str, serde_json::Value)]| {
+        let mut attributes = std::collections::BTreeMap::new();
+        attributes.insert(
+            "event.name".to_owned(),
+            serde_json::json!("plan_checkpoint.command.ended"),
+        );
+        attributes.insert("plan_checkpoint.audit.seq".to_owned(), serde_json::json!(seq));
+        attributes.insert("session.id".to_owned(), serde_json::json!("s-ü ✓"));
+        for (key, value) in extra {
+            attributes.insert((*key).to_owned(), value.clone());
+        }
+        let mut content = std::collections::BTreeMap::new();
+        content.insert(
+            "plan_checkpoint.command.text".to_owned(),
+            "cargo test -- \"é\"".to_owned(),
+        );
+        plan_storage::AuditRecord {
+            seq,
+            hash: format!("{seq:064x}"),
+            entry_id: i64::try_from(seq).unwrap(),
+            event: "plan_checkpoint.command.ended".to_owned(),
+            time_unix_ms: 1_800_000_000_000 + i64::try_from(seq).unwrap(),
+            attributes,
+            content,
+            workspace_root: root.map(str::to_owned),
+        }
+    };
+    vec![
+        record(
+            1,
+            Some("/w/one"),
+            &[("plan_checkpoint.command.exit_code", serde_json::json!(-1))],
+        ),
+        record(
+            2,
+            None,
+            &[("plan_checkpoint.command.truncated", serde_json::json!(true))],
+        ),
+        record(
+            3,
+            Some("/w/one"),
+            &[(
+                "plan_checkpoint.command.stdout_bytes",
+                serde_json::json!(5_000_000_000_i64),
+            )],
+        ),
+    ]
+}
+
+#[test]
+fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message as _;
+
+    let records = sample_records();
+    let mut config = ExportConfig::new("http://127.0.0.1:4318/v1/logs");
+    config.include_content = true;
+    config.resource_attributes = vec![("deployment.environment".to_owned(), "ci".to_owned())];
+    let from_protobuf = ExportLogsServiceRequest::decode(
+        plan_audit_export::encode_protobuf(&records, &config, "box").as_slice(),
+    )
+    .unwrap();
+    let from_json: ExportLogsServiceRequest =
+        serde_json::from_slice(&plan_audit_export::encode_json(&records, &config, "box")).unwrap();
+    assert_eq!(from_protobuf, from_json, "the two encodings say the same thing");
+
+    // And what they say is what the spec lists, read through the official
+    // types (field numbers and JSON names are theirs, not this crate's).
+    let text = |value: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>| match value
+        .as_ref()
+        .and_then(|any| any.value.clone())
+    {
+        Some(Any::StringValue(text)) => text,
+        other => panic!("not text: {other:?}"),
+    };
+    assert_eq!(from_protobuf.resource_logs.len(), 2, "grouped by workspace");
+    let first = &from_protobuf.resource_logs[0];
+    let resource: Vec<(String, String)> = first
+        .resource
+        .as_ref()
+        .unwrap()
+        .attributes
+        .iter()
+        .map(|kv| (kv.key.clone(), text(&kv.value)))
+        .collect();
+    assert_eq!(
+        resource,
+        [
+            ("service.name".to_owned(), "plan-checkpoint".to_owned()),
+            ("host.name".to_owned(), "box".to_owned()),
+            ("plan_checkpoint.workspace.root".to_owned(), "/w/one".to_owned()),
+            ("deployment.environment".to_owned(), "ci".to_owned()),
+        ]
+    );
+    let scope = &first.scope_logs[0];
+    assert_eq!(scope.scope.as_ref().unwrap().name, "plan-checkpoint");
+    let logs = &scope.log_records;
+    assert_eq!(logs.len(), 2);
+    let log = &logs[1];
+    assert_eq!(log.time_unix_nano, 1_800_000_000_003 * 1_000_000);
+    assert_eq!(log.observed_time_unix_nano, log.time_unix_nano);
+    assert_eq!(log.severity_number, 9);
+    assert_eq!(log.severity_text, "INFO");
+    assert_eq!(log.event_name, "plan_checkpoint.command.ended");
+    assert_eq!(text(&log.body), "plan_checkpoint.command.ended");
+    let attribute = |log: &opentelemetry_proto::tonic::logs::v1::LogRecord, key: &str| {
+        log.attributes
+            .iter()
+            .find(|kv| kv.key == key)
+            .and_then(|kv| kv.value.as_ref())
+            .and_then(|value| value.value.clone())
+    };
+    assert_eq!(
+        attribute(log, "plan_checkpoint.command.stdout_bytes"),
+        Some(Any::IntValue(5_000_000_000))
+    );
+    assert_eq!(
+        attribute(log, "plan_checkpoint.audit.seq"),
+        Some(Any::IntValue(3))
+    );
+    assert_eq!(
+        attribute(log, "plan_checkpoint.audit.hash"),
+        Some(Any::StringValue(format!("{:064x}", 3)))
+    );
+    assert_eq!(
+        attribute(log, "plan_checkpoint.command.text"),
+        Some(Any::StringValue("cargo test -- \"é\"".to_owned()))
+    );
+    assert_eq!(
+        attribute(log, "session.id"),
+        Some(Any::StringValue("s-ü ✓".to_owned()))
+    );
+    assert_eq!(
+        attribute(&logs[0], "plan_checkpoint.command.exit_code"),
+        Some(Any::IntValue(-1))
+    );
+    let unbound = &from_protobuf.resource_logs[1].scope_logs[0].log_records[0];
+    assert_eq!(
+        attribute(unbound, "plan_checkpoint.command.truncated"),
+        Some(Any::BoolValue(true))
+    );
+}

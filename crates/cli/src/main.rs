@@ -391,7 +391,8 @@ enum ApprovalsCommand {
     /// first, for audit pipelines (streamed: the whole history is never
     /// held). Each line also carries `auditSeq` and `auditHash`: the seq
     /// and hash of the approval's latest record in the audit chain (`null`
-    /// for an approval recorded before the chain began).
+    /// while no host has opened an upgraded database: its first host
+    /// numbers the history).
     #[command(after_long_help = EXIT_CODES)]
     Export {
         /// Only this session's approvals (an unknown session is an error).

@@ -241,14 +241,11 @@ impl PlanHost {
     /// `plan/cardUrl`: the approval card URL of a pending approval.
     pub fn card_url(&self, approval_id: String) -> Outcome<String> {
         let approval_id = ApprovalId::from(approval_id);
-        match &self.web {
-            Some(web) => Ok(web.card_url_of(&approval_id)?),
-            None => Err(HostError::with_detail(
-                plan_core::ErrorCode::InvalidParams,
-                "this host serves no approval card: open it with web_address",
-            )
-            .into()),
-        }
+        Ok(plan_server::web::card_url(
+            &self.host,
+            self.web.as_deref(),
+            &approval_id,
+        )?)
     }
 
     /// Registers a listener for every later notification.

@@ -793,14 +793,36 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     ));
     let plain = Fixture::new(None);
     let pending = plain.submit("s1");
-    let none = plain.host.card_url(pending.id.to_string());
-    assert!(matches!(
-        none,
-        Err(plan_ffi::PlanError::Failed {
-            code: ErrorCode::InvalidParams,
-            ..
-        })
-    ));
+    let decided = plain.submit("s2");
+    plain.host.reject(decided.id.to_string()).unwrap();
+    // Without a web server, `card_url` answers as `plan/cardUrl` does
+    // through the connection: the approval's own state first.
+    plain
+        .host
+        .handle_json(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+        )
+        .unwrap();
+    for (id, expected) in [
+        (pending.id.to_string(), ErrorCode::InvalidParams),
+        (decided.id.to_string(), ErrorCode::ApprovalNotPending),
+        ("no-such-approval".to_owned(), ErrorCode::ApprovalNotFound),
+    ] {
+        let typed = plain.host.card_url(id.clone());
+        assert!(
+            matches!(&typed, Err(plan_ffi::PlanError::Failed { code, .. }) if *code == expected),
+            "{id}: {typed:?}"
+        );
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "plan/cardUrl",
+            "params": {"approvalId": id}});
+        let answer: serde_json::Value =
+            serde_json::from_str(&plain.host.handle_json(request.to_string()).unwrap()).unwrap();
+        assert_eq!(
+            answer["error"]["data"]["code"],
+            plan_ffi::error_code_wire_name(expected),
+            "{id}: {answer}"
+        );
+    }
 }
 
 // The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).

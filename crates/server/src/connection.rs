@@ -210,7 +210,7 @@ impl Connection {
         }
         if let ClientRequest::PlanCardUrl(params) = &request {
             return to_value(&PlanCardUrlResult {
-                url: card_url(
+                url: crate::web::card_url(
                     &self.host,
                     self.web.as_deref(),
                     &ApprovalId::from(&params.approval_id),
@@ -344,28 +344,6 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         }
         ClientRequest::CommandGet(params) => {
             to_value(&host.command(&SessionId::from(params.session_id), &params.call_id)?)
-        }
-    }
-}
-
-/// `plan/cardUrl`: the URL of a pending approval's card. Without a web
-/// server there is none: the approval's own state is reported first
-/// (unknown, no longer pending), then `INVALID_PARAMS`.
-fn card_url(host: &Host, web: Option<&WebCard>, approval_id: &ApprovalId) -> Result<String, HostError> {
-    match web {
-        Some(web) => web.card_url_of(approval_id),
-        None => {
-            let approval = host.approval(approval_id)?.approval;
-            if approval.status != plan_core::ApprovalStatus::Pending {
-                return Err(HostError::with_detail(
-                    ErrorCode::ApprovalNotPending,
-                    format!("approval {approval_id} is {}", approval.status),
-                ));
-            }
-            Err(HostError::with_detail(
-                ErrorCode::InvalidParams,
-                "this host serves no approval card: start it with a web address (serve --web)",
-            ))
         }
     }
 }

@@ -121,6 +121,12 @@ const TOOL: &[Field] = &[
 
 const EXECUTION_FIELDS: &[Field] = &[APPROVAL, EXECUTION, MODE, ERROR];
 
+/// The entry field that marks a fact numbered after it was recorded
+/// ([`begin_chain`]).
+const BACKFILLED: &str = "backfilled";
+/// Every event's field for [`BACKFILLED`].
+const BACKFILLED_FIELD: Field = plain("/backfilled", "plan_checkpoint.audit.backfilled");
+
 /// Every audited entry type: its event name and its fields, in one table.
 /// The order of the fields does not matter (attributes are sorted).
 pub const AUDITED_TYPES: &[&str] = &[
@@ -318,7 +324,7 @@ fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
     attributes.insert(EVENT_ATTRIBUTE.to_owned(), Value::from(*event));
     attributes.insert(SEQ_ATTRIBUTE.to_owned(), Value::from(seq));
     attributes.insert("session.id".to_owned(), Value::from(session_id));
-    for field in *fields {
+    for field in fields.iter().chain([&BACKFILLED_FIELD]) {
         let Some(value) = content.pointer(field.pointer) else {
             continue;
         };
@@ -345,12 +351,17 @@ fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
 /// The head of the chain: the last seq and its hash (`(0, "")` before the
 /// first record).
 fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
+    Ok(stored_head(conn)?.unwrap_or_default())
+}
+
+/// The stored head, or `None` when this database never began its chain.
+fn stored_head(conn: &Connection) -> Result<Option<(u64, String)>, StorageError> {
     let text: Option<String> = conn
         .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
         .and_then(|mut statement| statement.query_row([AUDIT_HEAD_KEY], |row| row.get(0)).optional())
         .map_err(StorageError::sqlite("reading the audit chain head"))?;
     let Some(text) = text else {
-        return Ok((0, String::new()));
+        return Ok(None);
     };
     let invalid = || StorageError::InvalidValue {
         column: "settings.value_json (audit.chain.head)",
@@ -359,7 +370,130 @@ fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
     let value: Value = serde_json::from_str(&text).map_err(|_| invalid())?;
     let seq = value.get("seq").and_then(Value::as_u64).ok_or_else(invalid)?;
     let hash = value.get("hash").and_then(Value::as_str).ok_or_else(invalid)?;
-    Ok((seq, hash.to_owned()))
+    Ok(Some((seq, hash.to_owned())))
+}
+
+fn write_head(conn: &Connection, seq: u64, hash: &str) -> Result<(), StorageError> {
+    let mut head = Map::new();
+    head.insert("seq".to_owned(), Value::from(seq));
+    head.insert("hash".to_owned(), Value::from(hash));
+    write_setting(
+        conn,
+        AUDIT_HEAD_KEY,
+        &Value::Object(head),
+        "moving the audit chain head",
+    )
+}
+
+/// Begins the chain of a new database, which has no history to number.
+pub(crate) fn begin_empty_chain(conn: &Connection) -> Result<(), StorageError> {
+    write_head(conn, 0, "")
+}
+
+/// Begins the chain of a database that has none yet, inside `conn`'s
+/// transaction, before the transaction changes any row: the audited facts
+/// the database already holds (a database upgraded from a build without
+/// the chain, or from v8) are numbered first, so `audit.seq` covers every
+/// fact of the database without a gap. Each of them carries
+/// `"backfilled": true` (exported as `plan_checkpoint.audit.backfilled`):
+/// it was numbered and hashed after it was recorded.
+///
+/// In row order, first the transcript's audited entries that have no seq,
+/// then, for each approval row without such entries (oldest first), the
+/// facts its row still tells: its submission at `created_at`, and its
+/// decision, expiry or interruption and its execution's latest state at
+/// `decided_at`. Mode changes and confirmations the database never
+/// recorded cannot be told and are not invented.
+///
+/// Does nothing, at the cost of one indexed read, once the chain began.
+pub(crate) fn begin_chain(conn: &Connection) -> Result<(), StorageError> {
+    if stored_head(conn)?.is_some() {
+        return Ok(());
+    }
+    write_head(conn, 0, "")?;
+    let sql = format!(
+        "SELECT t.id, t.session_id, t.content_json, t.created_at \
+         FROM transcript_entries t \
+         WHERE t.role IN ('tool', 'system') AND json_valid(t.content_json) \
+           AND json_extract(t.content_json, '$.type') IN ({}) \
+           AND json_extract(t.content_json, '$.audit.seq') IS NULL ORDER BY t.id",
+        types_list()
+    );
+    let failed = "numbering the audit history";
+    let entries: Vec<(i64, String, String, i64)> = conn
+        .prepare(&sql)
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
+                .collect()
+        })
+        .map_err(StorageError::sqlite(failed))?;
+    let mut told = std::collections::HashSet::new();
+    for (id, session, text, at) in entries {
+        let Ok(Value::Object(mut content)) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        if let Some(approval) = content.get("approvalId").and_then(Value::as_str) {
+            told.insert(approval.to_owned());
+        }
+        content.insert(BACKFILLED.to_owned(), Value::Bool(true));
+        let numbered = number(conn, &session, Value::Object(content), at)?;
+        conn.prepare_cached("UPDATE transcript_entries SET content_json = ?1 WHERE id = ?2")
+            .and_then(|mut statement| statement.execute(params![numbered.to_string(), id]))
+            .map_err(StorageError::sqlite(failed))?;
+    }
+    crate::store::for_each_approval(conn, |approval| {
+        if told.contains(approval.id.as_str()) {
+            return Ok(());
+        }
+        for (mut fact, moment) in approval_fact_list(true, approval, None, None) {
+            if let Value::Object(fields) = &mut fact {
+                fields.insert(BACKFILLED.to_owned(), Value::Bool(true));
+            }
+            let at = match moment {
+                FactMoment::Submitted => approval.created_at,
+                FactMoment::Decided => approval.decided_at.unwrap_or(approval.created_at),
+            };
+            append_fact(
+                conn,
+                approval.session_id.as_str(),
+                Role::System,
+                fact,
+                at,
+                "recording an approval's audit history",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// Gives `content` the chain's next seq and hash (its `audit` field) and
+/// moves the head; returns the numbered content.
+fn number(
+    conn: &Connection,
+    session_id: &str,
+    mut content: Value,
+    at: UnixMs,
+) -> Result<Value, StorageError> {
+    let (last, previous) = read_head(conn)?;
+    let seq = last + 1;
+    let hash = match derive(seq, session_id, &content) {
+        Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
+        None => {
+            return Err(StorageError::InvalidValue {
+                column: "transcript_entries.content_json",
+                value: "an audited fact of an unknown type".to_owned(),
+            });
+        }
+    };
+    if let Value::Object(fields) = &mut content {
+        let mut audit = Map::new();
+        audit.insert("seq".to_owned(), Value::from(seq));
+        audit.insert("hash".to_owned(), Value::from(hash.clone()));
+        fields.insert("audit".to_owned(), Value::Object(audit));
+    }
+    write_head(conn, seq, &hash)?;
+    Ok(content)
 }
 
 fn write_setting(
@@ -379,42 +513,19 @@ fn write_setting(
 
 /// Appends an audited fact as the session's next transcript entry, with
 /// the chain's next seq and hash, and moves the head; inside `conn`'s
-/// transaction. `content` is the entry (an object with its `type`).
+/// transaction. `content` is the entry (an object with its `type`). The
+/// first fact of a database begins its chain ([`begin_chain`]).
 pub(crate) fn append_fact(
     conn: &Connection,
     session_id: &str,
     role: Role,
-    mut content: Value,
+    content: Value,
     at: UnixMs,
     what: &'static str,
 ) -> Result<(), StorageError> {
-    let (last, previous) = read_head(conn)?;
-    let seq = last + 1;
-    let hash = match derive(seq, session_id, &content) {
-        Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
-        None => {
-            return Err(StorageError::InvalidValue {
-                column: "transcript_entries.content_json",
-                value: "an audited fact of an unknown type".to_owned(),
-            });
-        }
-    };
-    if let Value::Object(fields) = &mut content {
-        let mut audit = Map::new();
-        audit.insert("seq".to_owned(), Value::from(seq));
-        audit.insert("hash".to_owned(), Value::from(hash.clone()));
-        fields.insert("audit".to_owned(), Value::Object(audit));
-    }
-    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)?;
-    let mut head = Map::new();
-    head.insert("seq".to_owned(), Value::from(seq));
-    head.insert("hash".to_owned(), Value::from(hash));
-    write_setting(
-        conn,
-        AUDIT_HEAD_KEY,
-        &Value::Object(head),
-        "moving the audit chain head",
-    )
+    begin_chain(conn)?;
+    let content = number(conn, session_id, content, at)?;
+    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)
 }
 
 /// Where a decided approval's decision came from, for its fact.
@@ -449,25 +560,56 @@ pub(crate) fn approval_facts(
     source: Option<FactSource<'_>>,
     now: UnixMs,
 ) -> Result<(), StorageError> {
-    let session = approval.session_id.as_str();
+    for (fact, _) in approval_fact_list(inserted, approval, before, source) {
+        append_fact(
+            conn,
+            approval.session_id.as_str(),
+            Role::System,
+            fact,
+            now,
+            "recording an approval audit fact",
+        )?;
+    }
+    Ok(())
+}
+
+/// Which moment of an approval a fact records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FactMoment {
+    /// Its submission.
+    Submitted,
+    /// Its decision, expiry or interruption, or its execution's progress.
+    Decided,
+}
+
+/// The facts [`approval_facts`] records, each with the moment it records.
+fn approval_fact_list(
+    inserted: bool,
+    approval: &PlanApproval,
+    before: Option<(ApprovalStatus, Option<ExecutionState>)>,
+    source: Option<FactSource<'_>>,
+) -> Vec<(Value, FactMoment)> {
     let id = Value::from(approval.id.as_str());
     let artifact = approval.artifact.as_ref();
     let mut facts = Vec::new();
     if inserted {
-        facts.push(object(vec![
-            ("type", "planSubmitted".into()),
-            ("approvalId", id.clone()),
-            ("turnId", approval.turn_id.as_str().into()),
-            ("title", approval.title.as_str().into()),
-            ("question", approval.question.as_str().into()),
-            ("artifactPath", text(artifact.map(|a| a.path.as_str()))),
-            ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
-            (
-                "artifactSize",
-                artifact.map_or(Value::Null, |a| Value::from(a.size)),
-            ),
-            ("expiresAt", approval.expires_at.into()),
-        ]));
+        facts.push((
+            object(vec![
+                ("type", "planSubmitted".into()),
+                ("approvalId", id.clone()),
+                ("turnId", approval.turn_id.as_str().into()),
+                ("title", approval.title.as_str().into()),
+                ("question", approval.question.as_str().into()),
+                ("artifactPath", text(artifact.map(|a| a.path.as_str()))),
+                ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
+                (
+                    "artifactSize",
+                    artifact.map_or(Value::Null, |a| Value::from(a.size)),
+                ),
+                ("expiresAt", approval.expires_at.into()),
+            ]),
+            FactMoment::Submitted,
+        ));
     }
     let (status_before, execution_before) = before.unwrap_or((ApprovalStatus::Pending, None));
     if approval.status != status_before || inserted {
@@ -485,23 +627,26 @@ pub(crate) fn approval_facts(
                     Value::Null
                 }
             };
-            facts.push(object(vec![
-                ("type", kind.into()),
-                ("approvalId", id.clone()),
-                (
-                    "executionId",
-                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
-                ),
-                ("decision", decision),
-                (
-                    "permissionMode",
-                    text(approval.permission_mode.map(|m| m.as_str())),
-                ),
-                ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
-                ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
-                ("channel", text(source.map(|s| s.channel))),
-                ("remoteAddress", text(source.and_then(|s| s.remote_address))),
-            ]));
+            facts.push((
+                object(vec![
+                    ("type", kind.into()),
+                    ("approvalId", id.clone()),
+                    (
+                        "executionId",
+                        text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                    ),
+                    ("decision", decision),
+                    (
+                        "permissionMode",
+                        text(approval.permission_mode.map(|m| m.as_str())),
+                    ),
+                    ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
+                    ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
+                    ("channel", text(source.map(|s| s.channel))),
+                    ("remoteAddress", text(source.and_then(|s| s.remote_address))),
+                ]),
+                FactMoment::Decided,
+            ));
         }
     }
     if approval.execution_state != execution_before {
@@ -512,32 +657,25 @@ pub(crate) fn approval_facts(
             Some(ExecutionState::Queued) | None => None,
         };
         if let Some(kind) = kind {
-            facts.push(object(vec![
-                ("type", kind.into()),
-                ("approvalId", id.clone()),
-                (
-                    "executionId",
-                    text(approval.execution_id.as_ref().map(|e| e.as_str())),
-                ),
-                (
-                    "permissionMode",
-                    text(approval.permission_mode.map(|m| m.as_str())),
-                ),
-                ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
-            ]));
+            facts.push((
+                object(vec![
+                    ("type", kind.into()),
+                    ("approvalId", id.clone()),
+                    (
+                        "executionId",
+                        text(approval.execution_id.as_ref().map(|e| e.as_str())),
+                    ),
+                    (
+                        "permissionMode",
+                        text(approval.permission_mode.map(|m| m.as_str())),
+                    ),
+                    ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
+                ]),
+                FactMoment::Decided,
+            ));
         }
     }
-    for fact in facts {
-        append_fact(
-            conn,
-            session,
-            Role::System,
-            fact,
-            now,
-            "recording an approval audit fact",
-        )?;
-    }
-    Ok(())
+    facts
 }
 
 /// The fact of a session's mode change, when `effect` saves a session whose
@@ -837,8 +975,8 @@ impl Store {
     }
 
     /// Every audited entry in row order, numbered or not (entries without a
-    /// seq before the chain's first record are history the chain does not
-    /// cover and are left out).
+    /// seq before the chain's first record are history that no host has
+    /// numbered yet, [`begin_chain`], and are left out).
     pub(crate) fn chain_rows(&self) -> Result<Vec<ChainRow>, StorageError> {
         let sql = format!(
             "SELECT t.id, t.session_id, t.content_json, t.created_at, s.workspace_root \

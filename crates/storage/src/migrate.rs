@@ -654,6 +654,12 @@ fn migrate_in_transaction(conn: &mut Connection, plan: Plan) -> Result<(), Strin
         .set_grouped(true)
         .run(&mut runner_target)
         .map_err(|error| error.to_string())?;
+    if let Plan::Create = plan {
+        // A database this build creates holds no history: its audit chain
+        // begins empty, now (an upgraded one numbers its history instead,
+        // when its first host opens it).
+        crate::chain::begin_empty_chain(&transaction).map_err(|error| error.to_string())?;
+    }
     // The contract: user_version = 10 is the last statement of the transaction.
     transaction
         .pragma_update(None, "user_version", SCHEMA_VERSION)

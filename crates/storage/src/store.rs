@@ -613,6 +613,10 @@ impl Store {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("beginning the startup fence"))?;
+            // Every host opens through the fence: a database without a
+            // chain (upgraded from an earlier build or from v8) numbers its
+            // history here, once, so the exporter sends it too.
+            crate::chain::begin_chain(&transaction)?;
             let live = load_live_rows(&transaction)?;
             let effects = plan_core::startup_fence(&live, now);
             let mut changed = Vec::with_capacity(effects.len());
@@ -835,6 +839,9 @@ fn apply_effect(
     note: Option<&crate::DecisionNote>,
     frontend: crate::DecisionChannel,
 ) -> Result<(), StorageError> {
+    // Before any row changes: a chain that begins here numbers the history
+    // the database holds, not the row this effect writes.
+    crate::chain::begin_chain(conn)?;
     match effect {
         Effect::InsertApproval(approval) => {
             insert_approval(conn, approval)?;
@@ -1129,6 +1136,25 @@ impl RawApproval {
             legacy_feedback: self.legacy_feedback,
         })
     }
+}
+
+/// Calls `each` with every approval row, oldest first, one row at a time
+/// (a long history is never held in memory at once).
+pub(crate) fn for_each_approval(
+    conn: &Connection,
+    mut each: impl FnMut(&PlanApproval) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let failed = "reading approvals";
+    let sql = format!("SELECT {APPROVAL_COLUMNS} FROM plan_approvals ORDER BY created_at, id");
+    let mut statement = conn.prepare(&sql).map_err(StorageError::sqlite(failed))?;
+    let rows = statement
+        .query_map([], RawApproval::read)
+        .map_err(StorageError::sqlite(failed))?;
+    for row in rows {
+        let stored = row.map_err(StorageError::sqlite(failed))?.into_stored()?;
+        each(&stored.approval)?;
+    }
+    Ok(())
 }
 
 pub(crate) fn query_approvals(

@@ -180,3 +180,39 @@ fn an_unusable_export_configuration_is_a_usage_error() {
         assert!(serve.stderr().contains("INVALID_PARAMS"), "{}", serve.stderr());
     }
 }
+
+#[test]
+fn an_upgraded_database_exports_its_history_numbered_once() {
+    let collector = Collector::start();
+    let (_dir, db) = crate::support::v8();
+    let endpoint = collector.endpoint();
+    let serve = Serve::spawn_with_env(
+        &db,
+        &["--otel-logs-endpoint", &endpoint, "--otel-protocol", "http/json"],
+        &[],
+    );
+    // The first host numbers the v8 history (6 approvals: each submitted
+    // and decided, expired or interrupted) before anything else happens.
+    let received = collector.wait_for_seqs(12);
+    let seqs: Vec<u64> = received.iter().map(|record| record.seq()).collect();
+    assert_eq!(seqs, (1..=12).collect::<Vec<_>>());
+    assert!(
+        received
+            .iter()
+            .all(|record| record.attribute("plan_checkpoint.audit.backfilled") == Some(json!(true)))
+    );
+    assert_eq!(received[0].event(), "plan_checkpoint.plan.submitted");
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.approval.id"),
+        Some(json!("pa-pending"))
+    );
+    assert!(serve.close().success());
+    let verified = crate::support::run(Some(&db), &["audit", "verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.transcript());
+    assert_eq!(verified.stdout, "audit chain: 12 records up to seq 12 verified\n");
+    // A second host numbers nothing again.
+    let serve = Serve::spawn(&db, &[]);
+    assert!(serve.close().success());
+    let again = crate::support::run(Some(&db), &["audit", "verify"]);
+    assert_eq!(again.stdout, "audit chain: 12 records up to seq 12 verified\n");
+}

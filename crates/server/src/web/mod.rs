@@ -108,6 +108,34 @@ pub struct WebCard {
     accept: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// `plan/cardUrl` on every surface (the connection, the FFI's `card_url`):
+/// the URL of a pending approval's card. Without a web server there is
+/// none: the approval's own state is reported first (`APPROVAL_NOT_FOUND`,
+/// `APPROVAL_NOT_PENDING`), then `INVALID_PARAMS`.
+///
+/// # Errors
+///
+/// Those, and [`WebCard::card_url_of`]'s.
+pub fn card_url(host: &Host, web: Option<&WebCard>, approval_id: &ApprovalId) -> Result<String, HostError> {
+    match web {
+        Some(web) => web.card_url_of(approval_id),
+        None => {
+            let approval = host.approval(approval_id)?.approval;
+            if approval.status != ApprovalStatus::Pending {
+                return Err(HostError::with_detail(
+                    ErrorCode::ApprovalNotPending,
+                    format!("approval {approval_id} is {}", approval.status),
+                ));
+            }
+            Err(HostError::with_detail(
+                ErrorCode::InvalidParams,
+                "this host serves no approval card: start it with a web address \
+                 (serve --web, HostOptions::web, the FFI's web_address)",
+            ))
+        }
+    }
+}
+
 impl WebCard {
     /// Starts the server the host's [`plan_host::HostOptions::web`] asks
     /// for; `None` when it asks for none ([`WebCard`]'s example).

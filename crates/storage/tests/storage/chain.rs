@@ -322,3 +322,216 @@ fn records_after_a_cursor_whose_row_id_was_reused_are_still_found() {
     let rest = store.audit_records_after(cursor, 100).unwrap();
     assert_eq!(rest.iter().map(|record| record.seq).collect::<Vec<_>>(), [10, 11]);
 }
+
+fn backfilled(record: &plan_storage::AuditRecord) -> bool {
+    record.attributes.get("plan_checkpoint.audit.backfilled") == Some(&serde_json::Value::Bool(true))
+}
+
+#[test]
+fn a_migrated_v8_database_numbers_its_approvals_history_when_its_first_host_fences() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = crate::support::fixture_database(dir.path(), "v8.db");
+    let transcript = "SELECT * FROM transcript_entries ORDER BY rowid";
+    let before = crate::support::table_rows(&path, transcript);
+    let (mut store, _) = Store::open(&path).unwrap();
+    // The migration itself keeps the transcript row for row (the storage
+    // contract); the chain begins with the first host.
+    assert_eq!(store.audit_head().unwrap(), (0, String::new()));
+    assert!(store.audit_records().unwrap().is_empty());
+    store.startup_fence(NOW).unwrap();
+
+    let records = store.audit_records().unwrap();
+    let told: Vec<(String, String, i64)> = records
+        .iter()
+        .map(|record| {
+            (
+                record.event.trim_start_matches("plan_checkpoint.").to_owned(),
+                record.attributes["plan_checkpoint.approval.id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                record.time_unix_ms,
+            )
+        })
+        .collect();
+    let expected = [
+        ("plan.submitted", "pa-pending", 1_750_000_000_500),
+        ("plan.interrupted", "pa-pending", 1_750_000_000_500),
+        ("plan.submitted", "pa-garbage", 1_750_000_001_000),
+        ("plan.rejected", "pa-garbage", 1_750_000_002_000),
+        ("plan.submitted", "pa-changes", 1_750_000_150_000),
+        ("plan.rejected", "pa-changes", 1_750_000_151_000),
+        ("plan.submitted", "pa-approved", 1_750_000_200_500),
+        ("plan.approved", "pa-approved", 1_750_000_201_000),
+        ("plan.submitted", "pa-rejected", 1_750_000_500_500),
+        ("plan.rejected", "pa-rejected", 1_750_000_501_000),
+        ("plan.submitted", "pa-expired", 1_750_000_502_000),
+        ("plan.expired", "pa-expired", 1_750_003_802_000),
+    ];
+    assert_eq!(
+        told,
+        expected
+            .iter()
+            .map(|(event, id, at)| ((*event).to_owned(), (*id).to_owned(), *at))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        records.iter().all(backfilled),
+        "every told fact says it was numbered late"
+    );
+    assert_eq!(
+        records[11].attributes["plan_checkpoint.error.code"],
+        "PLAN_APPROVAL_TIMEOUT"
+    );
+    assert_eq!(store.verify_audit_chain().unwrap(), (12, Vec::new()));
+
+    // The transcript's own rows are untouched; the facts are new rows.
+    drop(store);
+    let after = crate::support::table_rows(&path, transcript);
+    assert_eq!(after[..before.len()], before[..]);
+    assert_eq!(after.len(), before.len() + 12);
+
+    // Once: a second host adds nothing, and a new fact follows the history.
+    let (mut store, _) = Store::open(&path).unwrap();
+    store.startup_fence(NOW).unwrap();
+    assert_eq!(store.audit_records().unwrap().len(), 12);
+    let mut session = Session::new("s-new", Some("/w/new".to_owned()));
+    session.mode = Mode::Plan;
+    store.create_session(&session, NOW).unwrap();
+    store
+        .apply(&[Effect::InsertApproval(pending("a-new", "s-new", NOW))], NOW)
+        .unwrap();
+    let records = store.audit_records().unwrap();
+    assert_eq!(records.len(), 13);
+    assert_eq!(records[12].seq, 13);
+    assert!(!backfilled(&records[12]));
+    assert_eq!(store.verify_audit_chain().unwrap(), (13, Vec::new()));
+}
+
+/// A v10 database as a build without the chain left it: its command and
+/// tool audit entries without a seq, its approvals without facts, no head.
+fn unchained(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("plan.db");
+    let (mut store, _) = Store::open(&path).unwrap();
+    let mut session = Session::new("s1", Some("/w/s1".to_owned()));
+    session.mode = Mode::Plan;
+    store.create_session(&session, NOW).unwrap();
+    store
+        .record_command(
+            CommandEntryKind::Started,
+            &run(CommandState::Running),
+            None,
+            NOW + 1,
+        )
+        .unwrap();
+    store
+        .record_command(
+            CommandEntryKind::Ended,
+            &run(CommandState::Exited),
+            Some(&"b".repeat(64)),
+            NOW + 2,
+        )
+        .unwrap();
+    let a1 = pending("a1", "s1", NOW + 3);
+    store.apply(&[Effect::InsertApproval(a1)], NOW + 3).unwrap();
+    drop(store);
+    // Strip what the chain wrote, as if it had never existed; the pending
+    // approval's submission fact goes too (the old build wrote none).
+    execute(
+        &path,
+        "DELETE FROM settings WHERE key = 'audit.chain.head';
+         DELETE FROM transcript_entries WHERE json_extract(content_json, '$.type') = 'planSubmitted';
+         UPDATE transcript_entries SET content_json = json_remove(content_json, '$.audit');",
+    );
+    path
+}
+
+#[test]
+fn a_database_from_a_build_without_the_chain_numbers_its_entries_then_its_approvals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = unchained(dir.path());
+    let entries = "SELECT id, session_id, seq, role, created_at FROM transcript_entries ORDER BY id";
+    let rows_before = crate::support::table_rows(&path, entries);
+    let (mut store, _) = Store::open(&path).unwrap();
+    assert!(store.audit_records().unwrap().is_empty());
+    store.startup_fence(NOW + 10).unwrap();
+    let records = store.audit_records().unwrap();
+    let events: Vec<&str> = records.iter().map(|record| record.event.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "plan_checkpoint.command.started",
+            "plan_checkpoint.command.ended",
+            "plan_checkpoint.plan.submitted",
+            // The fence interrupts the pending row after its history.
+            "plan_checkpoint.plan.interrupted",
+        ]
+    );
+    assert!(records[..3].iter().all(backfilled));
+    assert!(!backfilled(&records[3]));
+    // The existing entries were numbered in place: same rows, same times.
+    assert_eq!(records[0].time_unix_ms, NOW + 1);
+    assert_eq!(records[1].attributes["plan_checkpoint.command.exit_code"], 0);
+    drop(store);
+    let rows_after = crate::support::table_rows(&path, entries);
+    assert_eq!(rows_after[..rows_before.len()], rows_before[..]);
+    let (store, _) = Store::open(&path).unwrap();
+    assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+}
+
+#[test]
+fn an_approval_whose_facts_the_transcript_holds_is_not_told_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = unchained(dir.path());
+    execute(
+        &path,
+        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+         VALUES ('s1', 100, 'system', '{\"type\":\"planSubmitted\",\"approvalId\":\"a1\",\"title\":\"T\"}', 1);",
+    );
+    let (mut store, _) = Store::open(&path).unwrap();
+    store.startup_fence(NOW + 10).unwrap();
+    let submitted = store
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .filter(|record| record.event == "plan_checkpoint.plan.submitted")
+        .count();
+    assert_eq!(submitted, 1);
+    assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+}
+
+#[test]
+fn the_first_fact_of_an_unchained_database_numbers_its_history_before_itself() {
+    // Not every writer opens through the fence (a store used directly):
+    // the chain begins with whichever fact comes first.
+    let dir = tempfile::tempdir().unwrap();
+    let path = unchained(dir.path());
+    let (mut store, _) = Store::open(&path).unwrap();
+    let a1 = store
+        .get_approval(&plan_core::ApprovalId::from("a1"))
+        .unwrap()
+        .unwrap()
+        .approval;
+    let (reject, _) = update(&a1, |row| {
+        row.status = ApprovalStatus::Rejected;
+        row.decided_at = Some(NOW + 20);
+    });
+    store.apply(&[reject], NOW + 20).unwrap();
+    let events: Vec<String> = store
+        .audit_records()
+        .unwrap()
+        .into_iter()
+        .map(|record| record.event)
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "plan_checkpoint.command.started",
+            "plan_checkpoint.command.ended",
+            // Told as it was before this write: pending, so submitted only.
+            "plan_checkpoint.plan.submitted",
+            "plan_checkpoint.plan.rejected",
+        ]
+    );
+    assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+}
