@@ -511,10 +511,7 @@ impl Host {
         let Some(shell) = shell.filter(|entry| entry.available) else {
             return Ok(failed(run, ErrorCode::ShellUnavailable));
         };
-        let unavailable = match request.grant.sandbox {
-            Sandbox::ReadOnly => ErrorCode::PlanSandboxUnavailable,
-            Sandbox::WorkspaceWrite | Sandbox::None => ErrorCode::SandboxUnavailable,
-        };
+        let unavailable = request.grant.sandbox.unavailable_code();
         let (Some(_), Some(scratch_root)) = (&self.core.commands.runner, &self.core.commands.scratch_root)
         else {
             return Ok(failed(run, unavailable));

@@ -1,9 +1,11 @@
 //! plan-server's integration tests, one binary: the connection as the FFI
-//! drives it, the approval card's web server over loopback sockets, and the
+//! drives it and over a real host (`dispatch`), the approval card's web server over loopback sockets, and the
 //! person's notifier.
 
 #[path = "server/connection.rs"]
 mod connection;
+#[path = "server/dispatch.rs"]
+mod dispatch;
 #[path = "server/notifier.rs"]
 mod notifier;
 #[path = "server/web.rs"]

@@ -16,9 +16,18 @@ struct Seen {
     /// `(stream, seq, chunk)` of every `command/output`, in arrival order.
     output: Vec<(String, u64, String)>,
     /// The `command/exited` run.
-    exited: plan_protocol::CommandRun,
+    exited: CommandRun,
     /// How many notifications of this call came after `command/exited`.
     after_exit: usize,
+}
+
+/// A stream as the protocol names it.
+fn stream_name(stream: plan_host::Stream) -> String {
+    match stream {
+        plan_host::Stream::Stdout => "stdout",
+        plan_host::Stream::Stderr => "stderr",
+    }
+    .to_owned()
 }
 
 fn bash(call_id: &str, command: &str) -> ToolCall {
@@ -86,14 +95,20 @@ impl Fixture {
                 let mut after_exit = 0;
                 for notification in seen {
                     match notification {
-                        ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
+                        HostEvent::CommandOutput {
+                            call_id: id,
+                            stream,
+                            seq,
+                            chunk,
+                            ..
+                        } if id == call_id => {
                             if exited.is_some() {
                                 after_exit += 1;
                             }
-                            output.push((chunk.stream.to_string(), chunk.seq, chunk.chunk.clone()));
+                            output.push((stream_name(*stream), *seq, chunk.clone()));
                         }
-                        ServerNotification::CommandExited(end) if end.call_id == call_id => {
-                            exited = Some(end.command.clone());
+                        HostEvent::CommandExited(run) if run.call_id == call_id => {
+                            exited = Some(run.clone());
                         }
                         _ => {}
                     }
@@ -189,7 +204,7 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
     );
     assert_eq!(text(&seen, "stdout"), "one\nthree\n");
     assert_eq!(text(&seen, "stderr"), "two\n");
-    assert_eq!(seen.exited.state, plan_protocol::CommandState::Exited);
+    assert_eq!(seen.exited.state, CommandState::Exited);
     assert_eq!(seen.exited.exit_code, Some(0));
     assert_eq!((seen.exited.stdout_bytes, seen.exited.stderr_bytes), (10, 4));
     let entries = fixture.entries("s1", "c1");
@@ -294,7 +309,7 @@ fn output_past_the_cap_is_counted_not_sent() {
     }
     let exited = wait_for(&host, &seen, "command/exited", |seen| {
         seen.iter().find_map(|notification| match notification {
-            ServerNotification::CommandExited(end) => Some(end.command.clone()),
+            HostEvent::CommandExited(run) => Some(run.clone()),
             _ => None,
         })
     });
@@ -303,7 +318,7 @@ fn output_past_the_cap_is_counted_not_sent() {
         .unwrap()
         .iter()
         .map(|notification| match notification {
-            ServerNotification::CommandOutput(chunk) => chunk.chunk.len(),
+            HostEvent::CommandOutput { chunk, .. } => chunk.len(),
             _ => 0,
         })
         .sum();
@@ -330,7 +345,7 @@ fn a_timeout_kills_the_command() {
     }
     assert!(outcomes[0].command.is_some());
     let seen = fixture.wait_exited("c1");
-    assert_eq!(seen.exited.state, plan_protocol::CommandState::TimedOut);
+    assert_eq!(seen.exited.state, CommandState::TimedOut);
     assert_eq!(
         fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
         CommandState::TimedOut
@@ -357,7 +372,7 @@ fn command_cancel_kills_and_answers_not_found_and_not_running() {
     let run = fixture.host.cancel_command(&SessionId::from("s1"), "c1").unwrap();
     assert_eq!(run.call_id, "c1");
     let seen = fixture.wait_exited("c1");
-    assert_eq!(seen.exited.state, plan_protocol::CommandState::Cancelled);
+    assert_eq!(seen.exited.state, CommandState::Cancelled);
     assert_eq!(
         code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
         ErrorCode::CommandNotRunning
@@ -398,12 +413,14 @@ fn turn_cancel_cancels_every_command_before_the_turn_ends() {
     // When turn/cancel returns, both long commands have exited and their
     // ends are announced before the session's change.
     let seen = fixture.seen.lock().unwrap().clone();
-    let position = |wanted: &dyn Fn(&ServerNotification) -> bool| seen.iter().position(wanted);
+    let position = |wanted: &dyn Fn(&HostEvent) -> bool| seen.iter().position(wanted);
     for call_id in ["c1", "c2"] {
         let exited = position(
-            &|n| matches!(n, ServerNotification::CommandExited(end) if end.call_id == call_id && end.command.state == plan_protocol::CommandState::Cancelled),
+            &|n| matches!(n, HostEvent::CommandExited(run) if run.call_id == call_id && run.state == CommandState::Cancelled),
         );
-        let idle = seen.iter().rposition(|n| matches!(n, ServerNotification::SessionChanged(changed) if changed.session.active_turn.is_none()));
+        let idle = seen
+            .iter()
+            .rposition(|n| matches!(n, HostEvent::SessionChanged(changed) if changed.active_turn.is_none()));
         assert!(exited.is_some(), "{call_id} is cancelled");
         assert!(exited < idle, "{call_id} exited before the turn ended");
         let entries = fixture.entries("s1", call_id);
@@ -641,7 +658,7 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
     // Cancel once the command streams, so the output thread is busy.
     wait_for(&fixture.host, &fixture.seen, "the first command/output", |seen| {
         seen.iter()
-            .any(|notification| matches!(notification, ServerNotification::CommandOutput(_)))
+            .any(|notification| matches!(notification, HostEvent::CommandOutput { .. }))
             .then_some(())
     });
     let host = Arc::clone(&fixture.host);
@@ -1011,9 +1028,9 @@ impl Fixture {
                 let printed: String = seen
                     .iter()
                     .filter_map(|notification| match notification {
-                        ServerNotification::CommandOutput(chunk) if chunk.call_id == call_id => {
-                            Some(chunk.chunk.clone())
-                        }
+                        HostEvent::CommandOutput {
+                            call_id: id, chunk, ..
+                        } if id == call_id => Some(chunk.clone()),
                         _ => None,
                     })
                     .collect();
@@ -1065,7 +1082,7 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
     // The lock goes; the end is written and announced, never dropped.
     blocker.execute_batch("ROLLBACK").unwrap();
     let seen = fixture.wait_exited("c1");
-    assert_eq!(seen.exited.state, plan_protocol::CommandState::Exited);
+    assert_eq!(seen.exited.state, CommandState::Exited);
     let entries = fixture.entries("s1", "c1");
     assert_eq!(
         entries

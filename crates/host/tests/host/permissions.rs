@@ -126,9 +126,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
     assert_eq!(run.sandbox, Sandbox::WorkspaceWrite);
     let exited = wait_for(&fixture.host, &fixture.seen, "command/exited of b1", |seen| {
         seen.iter().find_map(|notification| match notification {
-            ServerNotification::CommandExited(exited) if exited.call_id == "b1" => {
-                Some(exited.command.clone())
-            }
+            HostEvent::CommandExited(exited) if exited.call_id == "b1" => Some(exited.clone()),
             _ => None,
         })
     });

@@ -77,17 +77,20 @@ fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) ->
             let mut stdout = String::new();
             for notification in seen {
                 match notification {
-                    ServerNotification::CommandOutput(chunk)
-                        if chunk.call_id == call_id && chunk.stream.to_string() == "stdout" =>
-                    {
-                        stdout.push_str(&chunk.chunk);
+                    HostEvent::CommandOutput {
+                        call_id: id,
+                        stream: plan_host::Stream::Stdout,
+                        chunk,
+                        ..
+                    } if id == call_id => {
+                        stdout.push_str(chunk);
                         if let Some(until) = until
                             && stdout.lines().any(until)
                         {
                             return Some(stdout);
                         }
                     }
-                    ServerNotification::CommandExited(end) if end.call_id == call_id => {
+                    HostEvent::CommandExited(run) if run.call_id == call_id => {
                         return until.is_none().then(|| stdout.clone());
                     }
                     _ => {}
@@ -261,11 +264,15 @@ fn two_sessions_cannot_reach_each_others_scratch() {
     stdout_of(&fixture, "a2");
 }
 
+/// What the host's probe found, as `initialize` reports it (plan-core's
+/// one report; the server writes it into `capabilities.commands`).
 fn initialize_commands(fixture: &Fixture) -> Value {
-    let mut connection = Connection::new(Arc::clone(&fixture.host));
-    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 9}});
-    let reply: Value = serde_json::from_str(&connection.handle_line(&line.to_string()).unwrap()).unwrap();
-    reply["result"]["capabilities"]["commands"].clone()
+    let (layers, enforced) = plan_core::sandbox_report(&fixture.host.limits().commands);
+    let plan_sandbox = match fixture.host.sandbox_status() {
+        SandboxStatus::Landlock => "landlock",
+        SandboxStatus::Unavailable { .. } => "unavailable",
+    };
+    json!({"planSandbox": plan_sandbox, "layers": layers, "enforced": enforced})
 }
 
 #[test]
