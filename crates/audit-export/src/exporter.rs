@@ -91,7 +91,10 @@ pub struct Exporter {
 
 impl Exporter {
     /// Starts exporting the database at `database` (which a host has
-    /// opened) as `config` says, on a thread of its own.
+    /// opened) as `config` says, on a thread of its own. For an `https://`
+    /// endpoint the TLS configuration is built here, once: the trusted
+    /// roots and the certificate files are read now, and one that cannot
+    /// be used is [`ExportStartError::Config`].
     pub fn start(database: impl Into<PathBuf>, config: ExportConfig) -> Result<Exporter, ExportStartError> {
         let endpoint = Endpoint::open(&config)?;
         let shared = Arc::new(Shared::default());
