@@ -1,7 +1,9 @@
 //! How the export is set up: the standard `OTEL_*` variables, or the same
 //! settings given as host options. Plain data and its parsing; it opens
-//! nothing.
+//! no connection (checking a configuration reads the certificate files it
+//! names, so a bad one is refused before anything runs).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The OTLP/HTTP encoding.
@@ -49,7 +51,7 @@ pub enum ConfigError {
     /// A protocol other than `http/protobuf` and `http/json`.
     #[error("OTLP protocol {0:?} is not supported: use http/protobuf or http/json")]
     UnsupportedProtocol(String),
-    /// An endpoint that is not an `http://host[:port][/path]` URL.
+    /// An endpoint that is not an `http(s)://host[:port][/path]` URL.
     #[error("OTLP endpoint {endpoint:?}: {reason}")]
     InvalidEndpoint {
         /// The endpoint as given.
@@ -69,6 +71,22 @@ pub enum ConfigError {
     /// `OTEL_LOGS_EXPORTER=otlp`).
     #[error("the audit export options need a logs endpoint (or OTEL_LOGS_EXPORTER=otlp)")]
     NoEndpoint,
+    /// A certificate or key file (for an `https://` endpoint) that cannot
+    /// be read or used.
+    #[error("{file} {path:?}: {reason}")]
+    TlsFile {
+        /// Which file: `OTLP certificate`, `OTLP client certificate` or
+        /// `OTLP client key`.
+        file: &'static str,
+        /// The path as configured.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A client certificate without its key, or a key without its
+    /// certificate (mTLS needs both).
+    #[error("{0}")]
+    IncompleteClientIdentity(&'static str),
     /// A timeout that is not a number of milliseconds.
     #[error("{variable}={value:?} is not a number of milliseconds")]
     InvalidTimeout {
@@ -82,7 +100,7 @@ pub enum ConfigError {
 /// Where and how the audit is exported.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportConfig {
-    /// The logs endpoint, a full `http://` URL (`.../v1/logs`).
+    /// The logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`).
     pub endpoint: String,
     /// The encoding.
     pub protocol: Protocol,
@@ -106,6 +124,17 @@ pub struct ExportConfig {
     pub max_backoff: Duration,
     /// The connect, write and read timeout of one request.
     pub timeout: Duration,
+    /// A PEM file of the CA certificates trusted for an `https://`
+    /// collector, instead of the platform's roots
+    /// (`OTEL_EXPORTER_OTLP_CERTIFICATE`). Unused for `http://`.
+    pub certificate: Option<PathBuf>,
+    /// A PEM file of the client certificate (chain) presented to an
+    /// `https://` collector that asks for one (mTLS,
+    /// `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs `client_key`.
+    pub client_certificate: Option<PathBuf>,
+    /// A PEM file of the client certificate's private key
+    /// (`OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `client_certificate`.
+    pub client_key: Option<PathBuf>,
 }
 
 /// The logs path OTLP/HTTP appends to a base endpoint.
@@ -129,6 +158,9 @@ impl ExportConfig {
             min_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(30),
             timeout: Duration::from_secs(10),
+            certificate: None,
+            client_certificate: None,
+            client_key: None,
         }
     }
 
@@ -189,6 +221,25 @@ impl ExportConfig {
                 config.timeout = Duration::from_millis(millis.max(1));
             }
         }
+        // The signal's own variable wins; an empty one counts as unset.
+        let path = |logs: &str, general: &str| {
+            lookup(logs)
+                .filter(|value| !value.trim().is_empty())
+                .or_else(|| lookup(general).filter(|value| !value.trim().is_empty()))
+                .map(PathBuf::from)
+        };
+        config.certificate = path(
+            "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE",
+            "OTEL_EXPORTER_OTLP_CERTIFICATE",
+        );
+        config.client_certificate = path(
+            "OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE",
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",
+        );
+        config.client_key = path(
+            "OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY",
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+        );
         if let Some(list) = lookup("OTEL_RESOURCE_ATTRIBUTES") {
             for (key, value) in parse_list("OTEL_RESOURCE_ATTRIBUTES", &list)? {
                 if key == "service.name" {
@@ -205,9 +256,15 @@ impl ExportConfig {
         Ok(Some(config))
     }
 
-    /// Refuses an endpoint the exporter cannot send to.
+    /// Refuses an endpoint the exporter cannot send to, and, for an
+    /// `https://` one, certificate and key files that cannot be read or
+    /// used (the files are read; nothing is connected).
     pub fn check(&self) -> Result<(), ConfigError> {
-        crate::http::Target::parse(&self.endpoint).map(|_| ())
+        let target = crate::http::Target::parse(&self.endpoint)?;
+        if target.is_https() {
+            crate::tls::check(self)?;
+        }
+        Ok(())
     }
 }
 
@@ -265,6 +322,12 @@ pub struct ExportOverrides {
     pub service_name: Option<String>,
     /// Export titles, questions and command text too.
     pub include_content: bool,
+    /// The CA certificates (PEM) trusted for an `https://` collector.
+    pub certificate: Option<PathBuf>,
+    /// The client certificate (PEM) for mTLS.
+    pub client_certificate: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    pub client_key: Option<PathBuf>,
 }
 
 impl ExportOverrides {
@@ -289,7 +352,10 @@ impl ExportOverrides {
             let given = self.protocol.is_some()
                 || !self.headers.is_empty()
                 || self.service_name.is_some()
-                || self.include_content;
+                || self.include_content
+                || self.certificate.is_some()
+                || self.client_certificate.is_some()
+                || self.client_key.is_some();
             return if given {
                 Err(ConfigError::NoEndpoint)
             } else {
@@ -312,6 +378,15 @@ impl ExportOverrides {
             config.service_name.clone_from(name);
         }
         config.include_content |= self.include_content;
+        for (setting, option) in [
+            (&mut config.certificate, &self.certificate),
+            (&mut config.client_certificate, &self.client_certificate),
+            (&mut config.client_key, &self.client_key),
+        ] {
+            if option.is_some() {
+                setting.clone_from(option);
+            }
+        }
         config.check()?;
         Ok(Some(config))
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use plan_storage::{AuditCursor, AuditRecord, Store};
 
 use crate::config::{ConfigError, ExportConfig, Protocol};
-use crate::http::{self, Target};
+use crate::http::{self, Endpoint};
 use crate::otlp;
 
 /// What the exporter has done so far (for status lines and tests).
@@ -91,13 +91,16 @@ pub struct Exporter {
 
 impl Exporter {
     /// Starts exporting the database at `database` (which a host has
-    /// opened) as `config` says, on a thread of its own.
+    /// opened) as `config` says, on a thread of its own. For an `https://`
+    /// endpoint the TLS configuration is built here, once: the trusted
+    /// roots and the certificate files are read now, and one that cannot
+    /// be used is [`ExportStartError::Config`].
     pub fn start(database: impl Into<PathBuf>, config: ExportConfig) -> Result<Exporter, ExportStartError> {
-        let target = Target::parse(&config.endpoint)?;
+        let endpoint = Endpoint::open(&config)?;
         let shared = Arc::new(Shared::default());
         let worker = Worker {
             database: database.into(),
-            target,
+            endpoint,
             host_name: host_name(),
             config,
             shared: Arc::clone(&shared),
@@ -183,7 +186,7 @@ fn host_name() -> String {
 
 struct Worker {
     database: PathBuf,
-    target: Target,
+    endpoint: Endpoint,
     host_name: String,
     config: ExportConfig,
     shared: Arc<Shared>,
@@ -285,7 +288,7 @@ impl Worker {
             Protocol::HttpProtobuf => otlp::encode_protobuf(batch, &self.config, &self.host_name),
         };
         http::post(
-            &self.target,
+            &self.endpoint,
             &self.config.headers,
             self.config.protocol.content_type(),
             &body,

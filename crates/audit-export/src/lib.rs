@@ -13,8 +13,8 @@
 //! collector kept (OTLP/JSON lines).
 //!
 //! It speaks OTLP with a small hand-written encoder and a blocking
-//! HTTP/1.1 client over `std::net` (plain `http://` endpoints): no async
-//! runtime. It decides nothing about the checkpoint and writes nothing but
+//! HTTP/1.1 client over `std::net`, through TLS (rustls, ring) for
+//! `https://` endpoints: no async runtime. It decides nothing about the checkpoint and writes nothing but
 //! the export cursor.
 
 mod compare;
@@ -22,6 +22,7 @@ mod config;
 mod exporter;
 mod http;
 mod otlp;
+mod tls;
 
 pub use compare::{CollectorRecord, Comparison, ParseError, parse_collector_lines, verify_against};
 pub use config::{ConfigError, DEFAULT_SERVICE_NAME, ExportConfig, ExportOverrides, Protocol, parse_list};

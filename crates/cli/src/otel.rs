@@ -2,6 +2,8 @@
 //! `OTEL_*` variables first, these flags over them. Maps arguments to the
 //! host's export option; what is exported and how is the exporter's.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use plan_audit_export::{ExportConfig, ExportOverrides};
 use plan_host::{ErrorCode, HostError};
@@ -11,7 +13,7 @@ use plan_host::{ErrorCode, HostError};
 #[derive(Debug, Clone, Args)]
 pub(crate) struct OtelArgs {
     /// Export the audit as OTLP log records to this logs endpoint, a full
-    /// http:// URL (as OTEL_EXPORTER_OTLP_LOGS_ENDPOINT; e.g.
+    /// http:// or https:// URL (as OTEL_EXPORTER_OTLP_LOGS_ENDPOINT; e.g.
     /// http://127.0.0.1:4318/v1/logs). Without it, export is on only when
     /// OTEL_LOGS_EXPORTER=otlp, with the standard OTEL_EXPORTER_OTLP_*
     /// variables, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
@@ -31,6 +33,20 @@ pub(crate) struct OtelArgs {
     /// (their SHA-256 is always exported; they may be confidential).
     #[arg(long)]
     otel_include_content: bool,
+    /// A PEM file of the CA certificates to trust for an https://
+    /// collector instead of the platform's roots (as
+    /// OTEL_EXPORTER_OTLP_CERTIFICATE).
+    #[arg(long, value_name = "FILE")]
+    otel_certificate: Option<PathBuf>,
+    /// A PEM file of the client certificate for a collector that requires
+    /// one (mTLS; as OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE); needs
+    /// --otel-client-key.
+    #[arg(long, value_name = "FILE")]
+    otel_client_certificate: Option<PathBuf>,
+    /// A PEM file of the client certificate's private key (as
+    /// OTEL_EXPORTER_OTLP_CLIENT_KEY).
+    #[arg(long, value_name = "FILE")]
+    otel_client_key: Option<PathBuf>,
 }
 
 impl OtelArgs {
@@ -46,6 +62,9 @@ impl OtelArgs {
             headers: self.otel_header.clone(),
             service_name: self.otel_service_name.clone(),
             include_content: self.otel_include_content,
+            certificate: self.otel_certificate.clone(),
+            client_certificate: self.otel_client_certificate.clone(),
+            client_key: self.otel_client_key.clone(),
         }
         .resolve(lookup)
         .map_err(|error| HostError::with_detail(ErrorCode::InvalidParams, error.to_string()))

@@ -188,6 +188,9 @@ impl PlanHost {
             headers: options.otel_headers.unwrap_or_default(),
             service_name: options.otel_service_name,
             include_content: options.otel_include_content.unwrap_or(false),
+            certificate: options.otel_certificate.map(Into::into),
+            client_certificate: options.otel_client_certificate.map(Into::into),
+            client_key: options.otel_client_key.map(Into::into),
         }
         .resolve(|name| {
             options

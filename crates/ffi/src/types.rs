@@ -339,7 +339,8 @@ pub struct PlanHostOptions {
     #[uniffi(default = None)]
     pub notifier: Option<String>,
     /// Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-    /// logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+    /// logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
+    /// https verifies the collector's certificate). Without it,
     /// export is on only when `otel_from_environment` allows the standard
     /// variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
     #[uniffi(default = None)]
@@ -357,6 +358,21 @@ pub struct PlanHostOptions {
     /// (their SHA-256 always is; they may be confidential).
     #[uniffi(default = None)]
     pub otel_include_content: Option<bool>,
+    /// A PEM file of the CA certificates trusted for an `https://`
+    /// collector, instead of the platform's roots (as
+    /// `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
+    /// holds no certificate: `INVALID_PARAMS`.
+    #[uniffi(default = None)]
+    pub otel_certificate: Option<String>,
+    /// A PEM file of the client certificate for a collector that requires
+    /// one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+    /// `otel_client_key`.
+    #[uniffi(default = None)]
+    pub otel_client_certificate: Option<String>,
+    /// A PEM file of the client certificate's private key (as
+    /// `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
+    #[uniffi(default = None)]
+    pub otel_client_key: Option<String>,
     /// Whether the standard `OTEL_*` variables of the process are read
     /// (as OpenTelemetry SDKs do); true when absent.
     #[uniffi(default = None)]

@@ -871,6 +871,18 @@ fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
             otel_from_environment: Some(false),
             ..PlanHostOptions::default()
         },
+        PlanHostOptions {
+            otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
+            otel_certificate: Some(dir.path().join("missing.pem").display().to_string()),
+            otel_from_environment: Some(false),
+            ..PlanHostOptions::default()
+        },
+        PlanHostOptions {
+            otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
+            otel_client_certificate: Some(dir.path().join("client.pem").display().to_string()),
+            otel_from_environment: Some(false),
+            ..PlanHostOptions::default()
+        },
     ] {
         let Err(plan_ffi::PlanError::Failed { code, reason }) =
             PlanHost::new(dir.path().join("plan.db").display().to_string(), options)

@@ -138,6 +138,139 @@ fn the_flags_turn_export_on_and_say_what_is_exported() {
     assert!(serve.close().success());
 }
 
+/// A certificate authority made for the test, as a PEM file, and what it
+/// issues.
+struct Authority {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    der: rustls::pki_types::CertificateDer<'static>,
+}
+
+impl Authority {
+    fn new(name: &str, dir: &std::path::Path) -> (Authority, std::path::PathBuf) {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params.self_signed(&key).unwrap();
+        let path = dir.join(format!("{name}.pem"));
+        std::fs::write(&path, certificate.pem()).unwrap();
+        let authority = Authority {
+            der: certificate.der().clone(),
+            issuer: rcgen::Issuer::new(params, key),
+        };
+        (authority, path)
+    }
+
+    /// A certificate for `names` (none for a client) and its key.
+    fn issue(&self, names: &[&str]) -> (rcgen::Certificate, rcgen::KeyPair) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let certificate = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &self.issuer)
+            .unwrap();
+        (certificate, key)
+    }
+}
+
+/// A TLS collector stand-in for `localhost`, requiring a client
+/// certificate from `clients` when given.
+fn tls_collector(authority: &Authority, clients: Option<&Authority>) -> Collector {
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match clients {
+        Some(clients) => {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(clients.der.clone()).unwrap();
+            builder.with_client_cert_verifier(
+                rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    std::sync::Arc::new(roots),
+                    provider,
+                )
+                .build()
+                .unwrap(),
+            )
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let (certificate, key) = authority.issue(&["localhost"]);
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    Collector::start_tls(std::sync::Arc::new(
+        builder
+            .with_single_cert(vec![certificate.der().clone()], key)
+            .unwrap(),
+    ))
+}
+
+#[test]
+fn serve_exports_to_an_https_collector_its_platform_or_its_flags_trust() {
+    let (dir, db, root) = place();
+    let (authority, ca) = Authority::new("collector-ca", dir.path());
+    // The platform's roots: rustls-native-certs reads SSL_CERT_FILE.
+    let collector = tls_collector(&authority, None);
+    let endpoint = format!("https://localhost:{}/v1/logs", collector.address.port());
+    let mut serve = Serve::spawn_with_env(
+        &db,
+        &[],
+        &[
+            ("OTEL_LOGS_EXPORTER", "otlp"),
+            ("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", &endpoint),
+            ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ],
+    );
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "otel-tests"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    let received = collector.wait_for_seqs(3);
+    assert_eq!(
+        received.iter().map(|copy| copy.event()).collect::<Vec<_>>(),
+        EVENTS
+    );
+    assert!(serve.close().success());
+
+    // The flags: the collector's CA, and a client certificate for a
+    // collector that requires one (mTLS).
+    let (clients, _) = Authority::new("clients-ca", dir.path());
+    let (client, client_key) = clients.issue(&[]);
+    let client_pem = dir.path().join("client.pem");
+    let key_pem = dir.path().join("client.key");
+    std::fs::write(&client_pem, client.pem()).unwrap();
+    std::fs::write(&key_pem, client_key.serialize_pem()).unwrap();
+    let collector = tls_collector(&authority, Some(&clients));
+    let endpoint = format!("https://localhost:{}/v1/logs", collector.address.port());
+    let (_other, db, root) = place();
+    let mut serve = Serve::spawn_with_env(
+        &db,
+        &[
+            "--otel-logs-endpoint",
+            &endpoint,
+            "--otel-certificate",
+            ca.to_str().unwrap(),
+            "--otel-client-certificate",
+            client_pem.to_str().unwrap(),
+            "--otel-client-key",
+            key_pem.to_str().unwrap(),
+        ],
+        &[("OTEL_LOGS_EXPORTER", "none")],
+    );
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "otel-tests"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    let received = collector.wait_for_seqs(3);
+    assert_eq!(
+        received.iter().map(|copy| copy.event()).collect::<Vec<_>>(),
+        EVENTS
+    );
+    assert!(serve.close().success());
+}
+
 #[test]
 fn an_unusable_export_configuration_is_a_usage_error() {
     for (args, env, needle) in [
@@ -147,9 +280,23 @@ fn an_unusable_export_configuration_is_a_usage_error() {
             "need a logs endpoint",
         ),
         (
-            &["--otel-logs-endpoint", "https://collector:4318/v1/logs"][..],
+            &[
+                "--otel-logs-endpoint",
+                "https://collector:4318/v1/logs",
+                "--otel-certificate",
+                "/nonexistent/ca.pem",
+            ][..],
             &[][..],
-            "https is not supported",
+            "OTLP certificate \"/nonexistent/ca.pem\": cannot be read",
+        ),
+        (
+            &[][..],
+            &[
+                ("OTEL_LOGS_EXPORTER", "otlp"),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318"),
+                ("OTEL_EXPORTER_OTLP_CLIENT_KEY", "/nonexistent/client.key"),
+            ][..],
+            "an OTLP client key needs its client certificate",
         ),
         (
             &[

@@ -1,7 +1,8 @@
 //! An OpenTelemetry collector stand-in on loopback: an OTLP/HTTP logs
 //! receiver that accepts `application/json` and `application/x-protobuf`,
 //! decodes both into the OTLP/JSON shape, keeps every request, and answers
-//! what the test says (2xx, a refusal, or nothing until released). It binds
+//! what the test says (2xx, a refusal, or nothing until released), over
+//! plain HTTP or TLS (a server configuration the test makes). It binds
 //! 127.0.0.1 only and stops when dropped.
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use serde_json::{Value, json};
 
 /// How the stand-in answers.
@@ -94,15 +96,22 @@ pub(crate) struct Collector {
 
 impl Collector {
     pub(crate) fn start() -> Collector {
-        Collector::on(TcpListener::bind("127.0.0.1:0").unwrap())
+        Collector::on(TcpListener::bind("127.0.0.1:0").unwrap(), None)
     }
 
     /// A stand-in on a given port (to bring a collector "back up").
     pub(crate) fn start_at(address: SocketAddr) -> Collector {
-        Collector::on(TcpListener::bind(address).unwrap())
+        Collector::on(TcpListener::bind(address).unwrap(), None)
     }
 
-    fn on(listener: TcpListener) -> Collector {
+    /// A stand-in behind TLS: a connection whose handshake fails (a client
+    /// that does not trust it, or that it does not trust) sends nothing.
+    #[allow(dead_code, reason = "the CLI's https tests use it")]
+    pub(crate) fn start_tls(tls: Arc<ServerConfig>) -> Collector {
+        Collector::on(TcpListener::bind("127.0.0.1:0").unwrap(), Some(tls))
+    }
+
+    fn on(listener: TcpListener, tls: Option<Arc<ServerConfig>>) -> Collector {
         let address = listener.local_addr().unwrap();
         let state = Arc::new((
             Mutex::new(State {
@@ -123,7 +132,8 @@ impl Collector {
                     let Ok(stream) = stream else { continue };
                     let state = Arc::clone(&state);
                     let stop = Arc::clone(&stop);
-                    std::thread::spawn(move || serve(stream, &state, &stop));
+                    let tls = tls.clone();
+                    std::thread::spawn(move || serve(stream, tls, &state, &stop));
                 }
             })
         };
@@ -201,8 +211,31 @@ impl Drop for Collector {
     }
 }
 
-fn serve(mut stream: TcpStream, state: &Arc<(Mutex<State>, Condvar)>, stop: &AtomicBool) {
+fn serve(
+    mut stream: TcpStream,
+    tls: Option<Arc<ServerConfig>>,
+    state: &Arc<(Mutex<State>, Condvar)>,
+    stop: &AtomicBool,
+) {
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let Some(tls) = tls else {
+        exchange(&mut stream, state, stop);
+        return;
+    };
+    let mut connection = ServerConnection::new(tls).unwrap();
+    while connection.is_handshaking() {
+        if connection.complete_io(&mut stream).is_err() {
+            return;
+        }
+    }
+    let mut stream = StreamOwned::new(connection, stream);
+    exchange(&mut stream, state, stop);
+    stream.conn.send_close_notify();
+    let _ = stream.flush();
+}
+
+/// One request over a connected (plain or TLS) stream, and its answer.
+fn exchange(stream: &mut (impl Read + Write), state: &Arc<(Mutex<State>, Condvar)>, stop: &AtomicBool) {
     let mut data = Vec::new();
     let mut buffer = [0_u8; 8192];
     let header_end = loop {

@@ -3459,7 +3459,7 @@ class PlanHostOptions:
     maximum timeout, 1 MiB output cap, 4 running per session, no network
     for Agent `auto`).
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_certificate:typing.Optional[str] = _DEFAULT, otel_client_certificate:typing.Optional[str] = _DEFAULT, otel_client_key:typing.Optional[str] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -3548,6 +3548,18 @@ class PlanHostOptions:
             self.otel_include_content = None
         else:
             self.otel_include_content = otel_include_content
+        if otel_certificate is _DEFAULT:
+            self.otel_certificate = None
+        else:
+            self.otel_certificate = otel_certificate
+        if otel_client_certificate is _DEFAULT:
+            self.otel_client_certificate = None
+        else:
+            self.otel_client_certificate = otel_client_certificate
+        if otel_client_key is _DEFAULT:
+            self.otel_client_key = None
+        else:
+            self.otel_client_key = otel_client_key
         if otel_from_environment is _DEFAULT:
             self.otel_from_environment = None
         else:
@@ -3557,7 +3569,7 @@ class PlanHostOptions:
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_from_environment)
+        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -3603,6 +3615,12 @@ class PlanHostOptions:
             return False
         if self.otel_include_content != other.otel_include_content:
             return False
+        if self.otel_certificate != other.otel_certificate:
+            return False
+        if self.otel_client_certificate != other.otel_client_certificate:
+            return False
+        if self.otel_client_key != other.otel_client_key:
+            return False
         if self.otel_from_environment != other.otel_from_environment:
             return False
         return True
@@ -3633,6 +3651,9 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
             otel_headers=_UniffiFfiConverterOptionalSequenceString.read(buf),
             otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
             otel_include_content=_UniffiFfiConverterOptionalBoolean.read(buf),
+            otel_certificate=_UniffiFfiConverterOptionalString.read(buf),
+            otel_client_certificate=_UniffiFfiConverterOptionalString.read(buf),
+            otel_client_key=_UniffiFfiConverterOptionalString.read(buf),
             otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
@@ -3660,6 +3681,9 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalSequenceString.check_lower(value.otel_headers)
         _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_include_content)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_certificate)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_certificate)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_key)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
 
     @staticmethod
@@ -3686,6 +3710,9 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalSequenceString.write(value.otel_headers, buf)
         _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.otel_include_content, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_certificate, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_client_certificate, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_client_key, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
 
 @dataclass

@@ -2702,7 +2702,8 @@ public struct PlanHostOptions: Equatable, Hashable {
     public var notifier: String?
     /**
      * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
+     * https verifies the collector's certificate). Without it,
      * export is on only when `otel_from_environment` allows the standard
      * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
      */
@@ -2724,6 +2725,24 @@ public struct PlanHostOptions: Equatable, Hashable {
      * (their SHA-256 always is; they may be confidential).
      */
     public var otelIncludeContent: Bool?
+    /**
+     * A PEM file of the CA certificates trusted for an `https://`
+     * collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
+     * holds no certificate: `INVALID_PARAMS`.
+     */
+    public var otelCertificate: String?
+    /**
+     * A PEM file of the client certificate for a collector that requires
+     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    public var otelClientCertificate: String?
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
+     */
+    public var otelClientKey: String?
     /**
      * Whether the standard `OTEL_*` variables of the process are read
      * (as OpenTelemetry SDKs do); true when absent.
@@ -2814,7 +2833,8 @@ public struct PlanHostOptions: Equatable, Hashable {
          */notifier: String? = nil, 
         /**
          * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-         * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+         * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
+         * https verifies the collector's certificate). Without it,
          * export is on only when `otel_from_environment` allows the standard
          * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
          */otelLogsEndpoint: String? = nil, 
@@ -2831,6 +2851,21 @@ public struct PlanHostOptions: Equatable, Hashable {
          * Also exports the plan text, plan titles, questions and command text
          * (their SHA-256 always is; they may be confidential).
          */otelIncludeContent: Bool? = nil, 
+        /**
+         * A PEM file of the CA certificates trusted for an `https://`
+         * collector, instead of the platform's roots (as
+         * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
+         * holds no certificate: `INVALID_PARAMS`.
+         */otelCertificate: String? = nil, 
+        /**
+         * A PEM file of the client certificate for a collector that requires
+         * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+         * `otel_client_key`.
+         */otelClientCertificate: String? = nil, 
+        /**
+         * A PEM file of the client certificate's private key (as
+         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
+         */otelClientKey: String? = nil, 
         /**
          * Whether the standard `OTEL_*` variables of the process are read
          * (as OpenTelemetry SDKs do); true when absent.
@@ -2857,6 +2892,9 @@ public struct PlanHostOptions: Equatable, Hashable {
         self.otelHeaders = otelHeaders
         self.otelServiceName = otelServiceName
         self.otelIncludeContent = otelIncludeContent
+        self.otelCertificate = otelCertificate
+        self.otelClientCertificate = otelClientCertificate
+        self.otelClientKey = otelClientKey
         self.otelFromEnvironment = otelFromEnvironment
     }
 
@@ -2898,6 +2936,9 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
                 otelHeaders: FfiConverterOptionSequenceString.read(from: &buf), 
                 otelServiceName: FfiConverterOptionString.read(from: &buf), 
                 otelIncludeContent: FfiConverterOptionBool.read(from: &buf), 
+                otelCertificate: FfiConverterOptionString.read(from: &buf), 
+                otelClientCertificate: FfiConverterOptionString.read(from: &buf), 
+                otelClientKey: FfiConverterOptionString.read(from: &buf), 
                 otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
         )
     }
@@ -2925,6 +2966,9 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
         FfiConverterOptionSequenceString.write(value.otelHeaders, into: &buf)
         FfiConverterOptionString.write(value.otelServiceName, into: &buf)
         FfiConverterOptionBool.write(value.otelIncludeContent, into: &buf)
+        FfiConverterOptionString.write(value.otelCertificate, into: &buf)
+        FfiConverterOptionString.write(value.otelClientCertificate, into: &buf)
+        FfiConverterOptionString.write(value.otelClientKey, into: &buf)
         FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
     }
 }

@@ -3598,7 +3598,8 @@ data class PlanHostOptions (
     , 
     /**
      * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` URL (`.../v1/logs`). Without it,
+     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
+     * https verifies the collector's certificate). Without it,
      * export is on only when `otel_from_environment` allows the standard
      * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
      */
@@ -3624,6 +3625,27 @@ data class PlanHostOptions (
      * (their SHA-256 always is; they may be confidential).
      */
     var `otelIncludeContent`: kotlin.Boolean? = null 
+    , 
+    /**
+     * A PEM file of the CA certificates trusted for an `https://`
+     * collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
+     * holds no certificate: `INVALID_PARAMS`.
+     */
+    var `otelCertificate`: kotlin.String? = null 
+    , 
+    /**
+     * A PEM file of the client certificate for a collector that requires
+     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    var `otelClientCertificate`: kotlin.String? = null 
+    , 
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
+     */
+    var `otelClientKey`: kotlin.String? = null 
     , 
     /**
      * Whether the standard `OTEL_*` variables of the process are read
@@ -3668,6 +3690,9 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalBoolean.read(buf),
         )
     }
@@ -3695,6 +3720,9 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.allocationSize(value.`otelHeaders`) +
             FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
             FfiConverterOptionalBoolean.allocationSize(value.`otelIncludeContent`) +
+            FfiConverterOptionalString.allocationSize(value.`otelCertificate`) +
+            FfiConverterOptionalString.allocationSize(value.`otelClientCertificate`) +
+            FfiConverterOptionalString.allocationSize(value.`otelClientKey`) +
             FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
     )
 
@@ -3721,6 +3749,9 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalSequenceString.write(value.`otelHeaders`, buf)
             FfiConverterOptionalString.write(value.`otelServiceName`, buf)
             FfiConverterOptionalBoolean.write(value.`otelIncludeContent`, buf)
+            FfiConverterOptionalString.write(value.`otelCertificate`, buf)
+            FfiConverterOptionalString.write(value.`otelClientCertificate`, buf)
+            FfiConverterOptionalString.write(value.`otelClientKey`, buf)
             FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
     }
 }
