@@ -173,6 +173,11 @@ impl ExportConfig {
     /// Reads the standard variables through `lookup` (`std::env::var` in a
     /// host): `Ok(None)` unless `OTEL_LOGS_EXPORTER` names `otlp`.
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<ExportConfig>, ConfigError> {
+        // OpenTelemetry's switch for everything the variables turn on (an
+        // explicit host option still applies: see `resolve`).
+        if lookup("OTEL_SDK_DISABLED").is_some_and(|disabled| disabled.trim().eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
         let Some(exporters) = lookup("OTEL_LOGS_EXPORTER") else {
             return Ok(None);
         };

@@ -37,6 +37,31 @@ fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
 }
 
 #[test]
+fn otel_sdk_disabled_turns_the_variables_off_and_leaves_explicit_options() {
+    let on = [
+        ("OTEL_LOGS_EXPORTER", "otlp"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+    ];
+    for disabled in ["true", "TRUE", " True "] {
+        let mut pairs = on.to_vec();
+        pairs.push(("OTEL_SDK_DISABLED", disabled));
+        assert_eq!(ExportConfig::from_env(env(&pairs)), Ok(None), "{disabled:?}");
+        // A host option is the embedder's own choice: it still applies.
+        let overrides = ExportOverrides {
+            logs_endpoint: Some("http://127.0.0.1:9/v1/logs".to_owned()),
+            ..ExportOverrides::default()
+        };
+        let resolved = overrides.resolve(env(&pairs)).unwrap().unwrap();
+        assert_eq!(resolved.endpoint, "http://127.0.0.1:9/v1/logs");
+    }
+    for enabled in ["false", "0", ""] {
+        let mut pairs = on.to_vec();
+        pairs.push(("OTEL_SDK_DISABLED", enabled));
+        assert!(ExportConfig::from_env(env(&pairs)).unwrap().is_some(), "{enabled:?}");
+    }
+}
+
+#[test]
 fn export_is_off_unless_otel_logs_exporter_names_otlp() {
     assert_eq!(ExportConfig::from_env(env(&[])), Ok(None));
     assert_eq!(
