@@ -57,7 +57,10 @@ fn otel_sdk_disabled_turns_the_variables_off_and_leaves_explicit_options() {
     for enabled in ["false", "0", ""] {
         let mut pairs = on.to_vec();
         pairs.push(("OTEL_SDK_DISABLED", enabled));
-        assert!(ExportConfig::from_env(env(&pairs)).unwrap().is_some(), "{enabled:?}");
+        assert!(
+            ExportConfig::from_env(env(&pairs)).unwrap().is_some(),
+            "{enabled:?}"
+        );
     }
 }
 

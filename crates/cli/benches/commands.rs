@@ -9,6 +9,12 @@
 //! between the two is the protocol, plan-core's decision, the durable
 //! `commandStarted` audit commit (an fsync) and the pipe to the client.
 //!
+//! With `COMMANDS_BENCH_BASELINE_BIN` naming another build of
+//! `plan-checkpoint` (an earlier commit, built with `--release`), it also
+//! times `commands/answered`: a Plan-mode Bash `true` from sending
+//! `turn/toolCalls` to its answer, through this build and through that one,
+//! interleaved in the same run, and prints the ratio.
+//!
 //! Prints medians and the ratio; `COMMANDS_BENCH_ROUNDS` sets the rounds
 //! (default 60). `COMMANDS_BENCH_DIR` puts the database there (for example
 //! `/dev/shm`, which takes fsync out). Skipped with a message when the
@@ -38,8 +44,8 @@ struct Serve {
 }
 
 impl Serve {
-    fn start(db: &Path) -> Serve {
-        let mut child = Command::new(BIN)
+    fn start_binary(binary: &Path, db: &Path) -> Serve {
+        let mut child = Command::new(binary)
             .arg("serve")
             .arg("--db")
             .arg(db)
@@ -118,6 +124,80 @@ fn serve_round(serve: &mut Serve, turn: &str, call_id: &str) -> Duration {
     }
 }
 
+/// One round of `commands/answered`: a Bash `true` from sending the batch
+/// to its answer (timed), then read on until the command's exit (untimed).
+fn answered_round(serve: &mut Serve, turn: &str, call_id: &str) -> Duration {
+    let start = Instant::now();
+    let id = serve.send(
+        "turn/toolCalls",
+        &json!({"sessionId": "bench", "turnId": turn, "calls": [
+            {"callId": call_id, "name": "Bash", "input": {"command": "true"}}
+        ]}),
+    );
+    let mut answered = None;
+    loop {
+        let message = serve.read();
+        if message["id"] == id {
+            assert_eq!(message["result"]["results"][0]["decision"], "allow", "{message}");
+            answered = Some(start.elapsed());
+        }
+        if message["method"] == "command/exited" && message["params"]["callId"] == call_id {
+            return answered.expect("the answer comes before the exit");
+        }
+    }
+}
+
+/// A serve of `binary` on its own database, in a Plan turn of session
+/// `bench` over `workspace`; returns it and the turn id.
+fn plan_serve(binary: &Path, db: &Path, workspace: &Path) -> (Serve, String) {
+    let mut serve = Serve::start_binary(binary, db);
+    serve.call("initialize", &json!({"protocolVersion": 9}));
+    serve.call(
+        "session/create",
+        &json!({"sessionId": "bench", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
+    );
+    let turn = serve.call(
+        "turn/start",
+        &json!({"sessionId": "bench", "prompt": "bench", "origin": "interactive"}),
+    )["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (serve, turn)
+}
+
+/// `commands/answered`, this build against `baseline`, interleaved.
+fn answered_against(baseline: &Path, dir: &Path, workspace: &Path, rounds: usize) {
+    let (mut current, current_turn) = plan_serve(Path::new(BIN), &dir.join("current.db"), workspace);
+    let (mut earlier, earlier_turn) = plan_serve(baseline, &dir.join("baseline.db"), workspace);
+    for round in 0..5 {
+        answered_round(&mut current, &current_turn, &format!("warm-{round}"));
+        answered_round(&mut earlier, &earlier_turn, &format!("warm-{round}"));
+    }
+    let mut this_build = Vec::with_capacity(rounds);
+    let mut that_build = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        // Alternating which goes first, so neither always runs second.
+        let call_id = format!("call-{round}");
+        if round % 2 == 0 {
+            this_build.push(answered_round(&mut current, &current_turn, &call_id));
+            that_build.push(answered_round(&mut earlier, &earlier_turn, &call_id));
+        } else {
+            that_build.push(answered_round(&mut earlier, &earlier_turn, &call_id));
+            this_build.push(answered_round(&mut current, &current_turn, &call_id));
+        }
+    }
+    let this_median = median(this_build);
+    let that_median = median(that_build);
+    println!("commands/answered over {rounds} interleaved rounds (medians):");
+    println!("  this build, Bash `true` turn/toolCalls -> answer: {this_median:?}");
+    println!("  baseline {}:  {that_median:?}", baseline.display());
+    println!(
+        "  ratio this / baseline: {:.2} (goal <= 1.1)",
+        this_median.as_secs_f64() / that_median.as_secs_f64()
+    );
+}
+
 fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) -> Duration {
     let (sender, first) = channel();
     let start = Instant::now();
@@ -173,19 +253,7 @@ fn main() {
     let scratch = dir.path().join("bench-scratch");
     std::fs::create_dir(&scratch).unwrap();
 
-    let mut serve = Serve::start(&dir.path().join("plan.db"));
-    serve.call("initialize", &json!({"protocolVersion": 9}));
-    serve.call(
-        "session/create",
-        &json!({"sessionId": "bench", "workspaceRoot": workspace.to_str().unwrap(), "mode": "plan"}),
-    );
-    let turn = serve.call(
-        "turn/start",
-        &json!({"sessionId": "bench", "prompt": "bench", "origin": "interactive"}),
-    )["turnId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (mut serve, turn) = plan_serve(Path::new(BIN), &dir.path().join("plan.db"), &workspace);
 
     // Warm-up, then interleaved rounds so machine noise hits both alike.
     for round in 0..5 {
@@ -207,4 +275,8 @@ fn main() {
         "  ratio serve / runner: {:.2}",
         serve_median.as_secs_f64() / runner_median.as_secs_f64()
     );
+    drop(serve);
+    if let Some(baseline) = std::env::var_os("COMMANDS_BENCH_BASELINE_BIN") {
+        answered_against(Path::new(&baseline), dir.path(), &workspace, rounds);
+    }
 }

@@ -1,14 +1,22 @@
-//! Host-run commands: carries out plan-core's command decisions through
-//! plan-exec (spawn, cancel, wait) and records every run through storage.
+//! Host-run commands: gathers the facts a command decision needs, carries
+//! out plan-core's command decisions through plan-exec (spawn, cancel,
+//! wait) and records every run's end through storage.
 //!
-//! Order of a run: plan-core allows it (a Plan turn's `Bash` call, or
-//! `command/start` in an Agent turn) -> the `commandStarted` audit entry is
-//! committed -> the helper is spawned with exactly the confinement plan-core
-//! chose -> output events become `command/output` notifications -> the
-//! outcome is recorded (`commandEnded`) and announced (`command/exited`),
-//! then plan-core hears `CommandEnded`. A command cancelled because its turn
-//! ends is waited for and recorded by the cancelling thread, under the state
-//! lock, before the turn's end is carried out.
+//! One path, as quinn-proto's sans-IO shape has it: for a Plan turn's
+//! `Bash` batch or an Agent's `command/start`, the host gathers the facts
+//! once, under the state lock the decision holds ([`HostCore::gather`]: the
+//! session's workspace by descriptor, every call's `cwd` resolved in it,
+//! the shell, the sandbox helper, the scratch directory, the session's
+//! network namespace); plan-core makes every refusal and returns the
+//! starts, their audit entries and the workspace binding as effects; the
+//! transition commits in one transaction; then, under the same lock, the
+//! commands plan-core started are spawned ([`HostCore::launch`]) with
+//! exactly the confinement it chose. Output events become `command/output`
+//! notifications; the outcome is recorded (`commandEnded`) and announced
+//! (`command/exited`), then plan-core hears `CommandEnded`. A command
+//! cancelled because its turn ends is waited for and recorded by the
+//! cancelling thread, under the state lock, before the turn's end is
+//! carried out.
 //!
 //! This module decides nothing: which sandbox a command gets, whether it may
 //! start, when a turn may end are plan-core's. It never weakens a
@@ -20,15 +28,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use plan_core::{
-    CommandRequest, CommandRun, CommandShell, CommandState, ErrorCode, Event, Reply, Sandbox, SandboxGrant,
-    SessionId, TurnId, WorkspaceIdentity,
+    CallFacts, CommandFacts, CommandLaunch, CommandRun, CommandShell, CommandState, CwdFact, ErrorCode,
+    Event, Mode, Reply, Sandbox, SandboxGrant, SessionId, ToolCall, TurnId, TurnKind, WorkspaceFact,
+    WorkspaceIdentity,
 };
-use plan_exec::{CommandOutcome, CommandSpec, Confinement, ExecError, OutputEvent, ScratchDir, WorkspaceDir};
-use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord};
+use plan_exec::{
+    CommandOutcome, CommandSpec, Confinement, ExecError, NetworkNamespace, OutputEvent, ScratchDir,
+    WorkspaceDir,
+};
+use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord, Store};
 
 use crate::error::unexpected;
-use crate::event::{HostCore, Open};
+use crate::event::{HostCore, Open, Ran};
 use crate::notify::HostEvent;
 use crate::running::{CommandKey, CommandSlot, Done, SandboxStatus};
 use crate::sync::lock;
@@ -226,18 +241,356 @@ impl HostCore {
     }
 }
 
+/// What gathering found that spawning needs: the handles behind the facts
+/// plan-core decided from, kept until the transition committed.
+#[derive(Default)]
+pub(crate) struct Launchpad {
+    /// The session's workspace, opened, and whether the decision may keep
+    /// it as the session's (it is the directory the session bound, or
+    /// binds now).
+    workspace: Option<(WorkspaceDir, bool)>,
+    /// Its real path.
+    real_root: Option<PathBuf>,
+    /// Each call's real working directory.
+    cwds: HashMap<String, PathBuf>,
+    /// Each call's fresh scratch directory.
+    scratch: HashMap<String, ScratchDir>,
+    /// The session's network namespace, for a networked command.
+    network: Option<NetworkNamespace>,
+}
+
+impl HostCore {
+    /// Runs a command decision: facts gathered under the state lock,
+    /// plan-core's transition committed in one transaction, then the
+    /// commands it started spawned under the same lock. `calls` are the
+    /// Bash calls and their inputs; `starts` says whether the event may
+    /// start them (`command/start`; a batch starts them only in a Plan
+    /// prompt turn, which gathering finds out), so their scratch
+    /// directories are made.
+    pub(crate) fn run_commands(
+        self: &Arc<Self>,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        calls: &[(String, serde_json::Value)],
+        starts: bool,
+        event: impl FnOnce(CommandFacts) -> Event,
+    ) -> Result<Ran, HostError> {
+        let pad = RefCell::new(Launchpad::default());
+        let gather = Box::new(|open: &Open| {
+            let (facts, gathered) = self.gather(open, session_id, turn_id, calls, starts)?;
+            *pad.borrow_mut() = gathered;
+            Ok(event(facts))
+        });
+        let after = Box::new(|open: &mut Open, reply: &Result<Reply, ErrorCode>| {
+            let launches: Vec<&CommandLaunch> = match reply {
+                Ok(Reply::CommandStarted(launch)) => vec![launch],
+                Ok(Reply::ToolResults(results)) => results
+                    .iter()
+                    .filter_map(|result| match &result.decision {
+                        plan_core::ToolDecision::RunCommand(launch) => Some(launch.as_ref()),
+                        plan_core::ToolDecision::Allow
+                        | plan_core::ToolDecision::HostRun
+                        | plan_core::ToolDecision::Confirm { .. }
+                        | plan_core::ToolDecision::Deny(_)
+                        | plan_core::ToolDecision::WriteArtifact => None,
+                    })
+                    .collect(),
+                Ok(_) | Err(_) => Vec::new(),
+            };
+            self.launch(open, session_id, reply.is_ok(), &launches, pad.take())
+        });
+        match self.run_gathered(session_id, gather, Box::new(|_, _| Ok(true)), None, after)? {
+            Some(ran) => Ok(ran),
+            None => Err(HostError::with_detail(
+                ErrorCode::Internal,
+                "a command event without a hook was skipped",
+            )),
+        }
+    }
+
+    /// The facts of a command decision, and the handles behind them.
+    fn gather(
+        &self,
+        open: &Open,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        calls: &[(String, serde_json::Value)],
+        starts: bool,
+    ) -> Result<(CommandFacts, Launchpad), HostError> {
+        let mut pad = Launchpad::default();
+        // Only an event that may start a command of the session's active
+        // turn needs facts (`command/start`, or a Plan prompt turn's batch);
+        // any other is refused or decided without them.
+        let turn = open.turns.get(session_id).filter(|turn| turn.turn_id == *turn_id);
+        let Some(turn) = turn.filter(|turn| {
+            !calls.is_empty() && (starts || (turn.mode == Mode::Plan && turn.kind == TurnKind::Prompt))
+        }) else {
+            return Ok((CommandFacts::default(), pad));
+        };
+        let Some(session) = open.store.get_session(session_id)? else {
+            return Ok((CommandFacts::default(), pad));
+        };
+        let Some(root) = session.workspace_root.clone() else {
+            return Ok((CommandFacts::default(), pad));
+        };
+        let limits = &self.options.limits.commands;
+        let (shell, shell_installed) = self.session_shell(&open.store, session.shell.as_deref())?;
+        let (workspace, bound) = match self.cached_workspace(session_id) {
+            Some(cached) => (Some(cached), true),
+            None => match WorkspaceDir::open(Path::new(&root)) {
+                Ok(opened) => (Some(opened), false),
+                Err(_) => (None, false),
+            },
+        };
+        let found = workspace.as_ref().and_then(|dir| {
+            dir.identity()
+                .map(|(device, inode)| WorkspaceIdentity { device, inode })
+        });
+        let real_root = workspace.as_ref().and_then(WorkspaceDir::current_path);
+        let workspace_fact = match found {
+            None => WorkspaceFact::Unavailable,
+            Some(found) => WorkspaceFact::Found {
+                found,
+                bound: if bound {
+                    Some(found)
+                } else {
+                    open.store.bound_workspace(session_id)?
+                },
+                real_root: real_root
+                    .as_ref()
+                    .and_then(|path| path.to_str())
+                    .map(str::to_owned),
+            },
+        };
+        let mut facts = CommandFacts {
+            shell,
+            shell_installed,
+            runner_ready: self.commands.runner.is_some() && self.commands.scratch_root.is_some(),
+            network_ready: true,
+            ..CommandFacts::default()
+        };
+        if let (Some(real_root), Some(scratch_root)) = (&real_root, &self.commands.scratch_root) {
+            facts.scratch_outside_workspace = plan_storage::real_directory(scratch_root.path())
+                .is_some_and(|real_scratch| !real_scratch.starts_with(real_root));
+            facts.database_in_workspace_root = self.commands.database_in(real_root);
+        }
+        // A networked command joins its session's network namespace, made
+        // at the session's first such command (P11: never the host's).
+        let grant = plan_core::sandbox_for(turn, limits);
+        if grant.sandbox == Sandbox::WorkspaceWrite && grant.network && self.commands.namespaces_available() {
+            pad.network = self.commands.network(session_id.as_str());
+            facts.network_ready = pad.network.is_some();
+        }
+        for (call_id, input) in calls {
+            // The cwd the command would run in, as plan-core normalizes it;
+            // an input it refuses needs no facts.
+            let Ok(parsed) = plan_core::parse_bash_input(input, Some(&root), limits) else {
+                continue;
+            };
+            let real_cwd = workspace
+                .as_ref()
+                .filter(|_| found.is_some())
+                .and_then(|dir| dir.locate(Path::new(&parsed.cwd)));
+            let cwd = match &real_cwd {
+                None => CwdFact::Missing,
+                Some(path) => match path.to_str() {
+                    Some(text) => CwdFact::Resolved(text.to_owned()),
+                    None => CwdFact::NotText,
+                },
+            };
+            if let Some(real_cwd) = real_cwd {
+                pad.cwds.insert(call_id.clone(), real_cwd);
+            }
+            let scratch_ready = match self.new_scratch_dir() {
+                Ok(scratch) => {
+                    pad.scratch.insert(call_id.clone(), scratch);
+                    true
+                }
+                Err(_) => false,
+            };
+            facts.calls.push(CallFacts {
+                call_id: call_id.clone(),
+                cwd,
+                scratch_ready,
+            });
+        }
+        facts.workspace = workspace_fact;
+        let keep = matches!(
+            &facts.workspace,
+            WorkspaceFact::Found { found, bound, .. } if bound.is_none_or(|bound| bound == *found)
+        );
+        pad.workspace = workspace.map(|dir| (dir, keep));
+        pad.real_root = real_root;
+        Ok((facts, pad))
+    }
+
+    /// The shell a session's command runs with, as the catalog has it, and
+    /// whether it is installed.
+    fn session_shell(
+        &self,
+        store: &Store,
+        selected: Option<&str>,
+    ) -> Result<(CommandShell, bool), HostError> {
+        let (entries, default) =
+            crate::host::shell_catalog(&self.options.shells, store.default_shell()?.as_deref());
+        let id = selected.map_or(default, str::to_owned);
+        let entry = entries.iter().find(|entry| entry.spec.id == id);
+        Ok((
+            CommandShell {
+                path: entry.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
+                id,
+            },
+            entry.is_some_and(|entry| entry.available),
+        ))
+    }
+
+    /// The workspace this host opened for `session_id` already, if any.
+    fn cached_workspace(&self, session_id: &SessionId) -> Option<WorkspaceDir> {
+        lock(&self.commands.workspaces).get(session_id.as_str()).cloned()
+    }
+
+    /// Carries out a committed command decision under the state lock: the
+    /// session keeps its workspace, every command plan-core started is
+    /// spawned, and what no command took is let go.
+    fn launch(
+        self: &Arc<Self>,
+        open: &mut Open,
+        session_id: &SessionId,
+        committed: bool,
+        launches: &[&CommandLaunch],
+        mut pad: Launchpad,
+    ) -> Result<(), HostError> {
+        if let Some((workspace, true)) = &pad.workspace
+            && committed
+        {
+            lock(&self.commands.workspaces)
+                .entry(session_id.as_str().to_owned())
+                .or_insert_with(|| workspace.clone());
+        }
+        let mut failure = None;
+        for launch in launches.iter().filter(|launch| launch.spawns()) {
+            if let Err(error) = self.spawn(open, launch, &mut pad) {
+                failure.get_or_insert(error);
+            }
+        }
+        for scratch in pad.scratch.into_values() {
+            self.remove_scratch(&scratch);
+        }
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Spawns one started command and watches it: its slot is in place
+    /// before its watcher can report its end.
+    fn spawn(
+        self: &Arc<Self>,
+        open: &mut Open,
+        launch: &CommandLaunch,
+        pad: &mut Launchpad,
+    ) -> Result<(), HostError> {
+        let request = &launch.request;
+        let run = &launch.run;
+        let missing = |what: &str| {
+            HostError::with_detail(ErrorCode::Internal, format!("a started command without {what}"))
+        };
+        let runner = self.commands.runner.as_ref().ok_or_else(|| missing("a runner"))?;
+        let (workspace, _) = pad.workspace.as_ref().ok_or_else(|| missing("a workspace"))?;
+        let real_root = pad.real_root.as_ref().ok_or_else(|| missing("a real root"))?;
+        let real_cwd = pad.cwds.get(&request.call_id).ok_or_else(|| missing("a cwd"))?;
+        let scratch = pad
+            .scratch
+            .remove(&request.call_id)
+            .ok_or_else(|| missing("a scratch directory"))?;
+        let spec = CommandSpec {
+            shell: PathBuf::from(&run.shell.path),
+            command: request.input.command.clone(),
+            // Below the workspace's descriptor: the runner resolves it there
+            // again, without leaving it.
+            cwd: real_cwd
+                .strip_prefix(real_root)
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            workspace: Some(workspace.clone()),
+            env: self.command_environment(),
+            scratch: scratch.clone(),
+            timeout: Duration::from_millis(request.input.timeout_ms),
+            grace: self.commands.grace,
+            output_cap: self.commands.output_cap,
+            confinement: confinement(request.grant, real_root),
+            isolation: self.commands.isolation(real_root),
+            network: match (request.grant.sandbox, request.grant.network) {
+                (Sandbox::WorkspaceWrite, true) => pad.network.clone(),
+                (_, _) => None,
+            },
+        };
+        let key = (request.session_id.clone(), request.call_id.clone());
+        let sink_core = Arc::clone(self);
+        let (session_id, call_id) = key.clone();
+        let running = runner.spawn(spec, move |event: OutputEvent| {
+            let notification = HostEvent::CommandOutput {
+                session_id: session_id.clone(),
+                call_id: call_id.clone(),
+                stream: event.stream,
+                seq: event.seq,
+                chunk: event.chunk,
+            };
+            lock(&sink_core.outbox).queue.push_back(notification);
+            sink_core.deliver();
+        });
+        let done = Arc::new(Done::default());
+        open.commands.insert(
+            key.clone(),
+            CommandSlot {
+                run: run.clone(),
+                scratch,
+                ended: None,
+                cancel: running.cancel_handle(),
+                done: Arc::clone(&done),
+            },
+        );
+        let watcher_core = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("plan-host-command".into())
+            .spawn(move || {
+                done.set(running.wait());
+                watcher_core.finish(&key);
+            })
+            .map(|_| ())
+            .map_err(|error| HostError::with_detail(ErrorCode::Internal, error.to_string()))
+    }
+
+    /// The host's environment minus what plan-core's rule keeps from
+    /// commands (secrets by name; `TMPDIR` is always the scratch directory).
+    fn command_environment(&self) -> Vec<(OsString, OsString)> {
+        let markers = &self.options.command_env_secret_markers;
+        std::env::vars_os()
+            .filter(|(name, _)| plan_core::command_inherits_env(&name.to_string_lossy(), markers))
+            .collect()
+    }
+
+    /// A fresh scratch directory for one command: made by the host in the
+    /// private root and held open, never a path an earlier command saw.
+    fn new_scratch_dir(&self) -> Result<ScratchDir, ErrorCode> {
+        let root = self.commands.scratch_root.as_ref().ok_or(ErrorCode::Internal)?;
+        root.create(&uuid::Uuid::new_v4().simple().to_string())
+            .map_err(|_| ErrorCode::Internal)
+    }
+}
+
+/// The Bash calls of a batch whose event may start them (a Plan turn's own
+/// batch), with their inputs.
+pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(String, serde_json::Value)> {
+    calls
+        .iter()
+        .filter(|call| call.name == plan_core::BASH)
+        .map(|call| (call.call_id.clone(), call.input.clone()))
+        .collect()
+}
+
 /// The first pause before an unwritten command end is written again.
 const RETRY_FIRST: Duration = Duration::from_millis(50);
 
 /// The longest pause between two attempts to write a command's end.
 const RETRY_MAX: Duration = Duration::from_secs(2);
-
-/// Everything needed to spawn, worked out before the state lock is taken.
-struct Prepared {
-    run: CommandRun,
-    spec: Option<CommandSpec>,
-    failure: Option<ErrorCode>,
-}
 
 impl Host {
     /// The first half of `turn/cancel`'s `CancelCommand` effects, carried
@@ -267,64 +620,6 @@ impl Host {
         Ok(())
     }
 
-    /// The Bash calls of a batch whose `cwd`, every symlink followed, leads
-    /// out of the session's workspace (plan-core's `check_resolved_cwd`
-    /// says so): resolved before plan-core decides, so such a call is
-    /// denied with `COMMAND_CWD_ESCAPE` in the answer instead of allowed and
-    /// then failing to start. A cwd that does not exist is left to the start
-    /// (it cannot lead anywhere).
-    pub(crate) fn cwd_escapes(
-        &self,
-        session_id: &SessionId,
-        calls: &[plan_core::ToolCall],
-    ) -> Result<Vec<String>, HostError> {
-        if !calls.iter().any(|call| call.name == plan_core::BASH) {
-            return Ok(Vec::new());
-        }
-        let root = self
-            .core
-            .with_open(|open| Ok(open.store.get_session(session_id)?))?
-            .and_then(|session| session.workspace_root);
-        let Some(root) = root else {
-            return Ok(Vec::new());
-        };
-        let bash_calls = || calls.iter().filter(|call| call.name == plan_core::BASH);
-        let workspace = match self.core.bound_workspace(session_id, Path::new(&root)) {
-            Ok(workspace) => workspace,
-            // The directory at the path is not the session's workspace any
-            // more: every Bash call would run outside it.
-            Err(HostError::Refused(ErrorCode::CommandCwdEscape)) => {
-                return Ok(bash_calls().map(|call| call.call_id.clone()).collect());
-            }
-            // Not there (yet): left to the start, as a missing cwd is.
-            Err(HostError::Refused(_)) => return Ok(Vec::new()),
-            Err(error) => return Err(error),
-        };
-        let Some(real_root) = workspace.current_path() else {
-            return Ok(Vec::new());
-        };
-        let escapes = bash_calls()
-            .filter(|call| {
-                let Some(cwd) = call.input.get("cwd").and_then(serde_json::Value::as_str) else {
-                    return false;
-                };
-                let Some(real_cwd) = workspace.locate(Path::new(cwd)) else {
-                    return false;
-                };
-                match (real_root.to_str(), real_cwd.to_str()) {
-                    (Some(real_root), Some(real_cwd)) => {
-                        plan_core::check_resolved_cwd(real_root, real_cwd).is_err()
-                    }
-                    // Not expressible as text: plan-core cannot place it
-                    // inside the workspace, so it counts as leaving it.
-                    (None, _) | (_, None) => true,
-                }
-            })
-            .map(|call| call.call_id.clone())
-            .collect();
-        Ok(escapes)
-    }
-
     /// How many ended commands' audit entries could not be written yet
     /// (their watchers keep trying; while any is waiting, no command
     /// starts). Zero on a healthy host.
@@ -341,256 +636,6 @@ impl Host {
     /// [`SandboxStatus`]'s example asks.
     pub fn sandbox_status(&self) -> SandboxStatus {
         self.core.commands.status.clone()
-    }
-
-    /// Starts a command plan-core allowed and returns its run (`running`,
-    /// or `failedToStart` with the code when nothing could be spawned).
-    pub(crate) fn start_command(&self, request: CommandRequest) -> Result<CommandRun, HostError> {
-        let prepared = self.prepare(&request)?;
-        let key = (request.session_id.clone(), request.call_id.clone());
-        let core = Arc::clone(&self.core);
-        let now = self.core.now();
-        let started = self.core.with_open(|open| {
-            let Prepared {
-                mut run,
-                spec,
-                failure,
-            } = prepared;
-            // Committed before anything is spawned.
-            if let Err(error) = open
-                .store
-                .record_command(CommandEntryKind::Started, &run, None, now)
-            {
-                if let Some(spec) = &spec {
-                    self.core.remove_scratch(&spec.scratch);
-                }
-                return Err(error.into());
-            }
-            let Some(spec) = spec else {
-                run.state = CommandState::FailedToStart;
-                run.error_code = Some(failure.unwrap_or(ErrorCode::Internal));
-                run.ended_at = Some(now);
-                open.store
-                    .record_command(CommandEntryKind::Ended, &run, None, now)?;
-                return Ok((run, None));
-            };
-            let runner = self.core.commands.runner.as_ref();
-            let Some(runner) = runner else {
-                return Err(HostError::with_detail(
-                    ErrorCode::Internal,
-                    "prepared without a runner",
-                ));
-            };
-            let sink_core = Arc::clone(&core);
-            let (session_id, call_id) = key.clone();
-            let scratch = spec.scratch.clone();
-            let running = runner.spawn(spec, move |event: OutputEvent| {
-                let notification = HostEvent::CommandOutput {
-                    session_id: session_id.clone(),
-                    call_id: call_id.clone(),
-                    stream: event.stream,
-                    seq: event.seq,
-                    chunk: event.chunk,
-                };
-                lock(&sink_core.outbox).queue.push_back(notification);
-                sink_core.deliver();
-            });
-            let done = Arc::new(Done::default());
-            open.commands.insert(
-                key.clone(),
-                CommandSlot {
-                    run: run.clone(),
-                    scratch,
-                    ended: None,
-                    cancel: running.cancel_handle(),
-                    done: Arc::clone(&done),
-                },
-            );
-            Ok((run, Some((running, done))))
-        });
-        let (run, spawned) = match started {
-            Ok(started) => started,
-            Err(error) => {
-                // Nothing was spawned (the audit could not be written):
-                // plan-core must not keep the command running.
-                let _ = self.core.run(
-                    &key.0,
-                    Event::CommandEnded {
-                        call_id: key.1.clone(),
-                    },
-                );
-                return Err(error);
-            }
-        };
-        match spawned {
-            Some((running, done)) => {
-                let watcher_core = Arc::clone(&self.core);
-                let watcher_key = key.clone();
-                let watcher = std::thread::Builder::new()
-                    .name("plan-host-command".into())
-                    .spawn(move || {
-                        done.set(running.wait());
-                        watcher_core.finish(&watcher_key);
-                    });
-                if let Err(error) = watcher {
-                    return Err(HostError::with_detail(ErrorCode::Internal, error.to_string()));
-                }
-                Ok(run)
-            }
-            None => {
-                // Nothing ran: plan-core hears the end at once.
-                self.core
-                    .run(
-                        &key.0,
-                        Event::CommandEnded {
-                            call_id: key.1.clone(),
-                        },
-                    )?
-                    .outcome?;
-                lock(&self.core.outbox).queue.push_back(exited(&run));
-                self.core.deliver();
-                Ok(run)
-            }
-        }
-    }
-
-    /// The host's environment minus what plan-core's rule keeps from
-    /// commands (secrets by name; `TMPDIR` is always the scratch directory).
-    fn command_environment(&self) -> Vec<(OsString, OsString)> {
-        let markers = &self.core.options.command_env_secret_markers;
-        std::env::vars_os()
-            .filter(|(name, _)| plan_core::command_inherits_env(&name.to_string_lossy(), markers))
-            .collect()
-    }
-
-    /// A fresh scratch directory for one command: made by the host in the
-    /// private root and held open, never a path an earlier command saw.
-    fn new_scratch_dir(&self) -> Result<ScratchDir, ErrorCode> {
-        let root = self
-            .core
-            .commands
-            .scratch_root
-            .as_ref()
-            .ok_or(ErrorCode::Internal)?;
-        root.create(&uuid::Uuid::new_v4().simple().to_string())
-            .map_err(|_| ErrorCode::Internal)
-    }
-
-    /// Resolves the shell, the real working directory and the spec.
-    fn prepare(&self, request: &CommandRequest) -> Result<Prepared, HostError> {
-        let (entries, default_shell) = self.shells()?;
-        let shell_id = request.shell.clone().unwrap_or(default_shell);
-        let shell = entries.iter().find(|entry| entry.spec.id == shell_id);
-        let mut run = CommandRun {
-            call_id: request.call_id.clone(),
-            session_id: request.session_id.clone(),
-            turn_id: request.turn_id.clone(),
-            command: request.input.command.clone(),
-            cwd: request.input.cwd.clone(),
-            shell: CommandShell {
-                id: shell_id.clone(),
-                path: shell.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
-            },
-            sandbox: request.grant.sandbox,
-            network: request.grant.network,
-            state: CommandState::Running,
-            exit_code: None,
-            signal: None,
-            error_code: None,
-            started_at: self.core.now(),
-            ended_at: None,
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            truncated: false,
-        };
-        let failed = |run: CommandRun, code: ErrorCode| Prepared {
-            run,
-            spec: None,
-            failure: Some(code),
-        };
-        let Some(shell) = shell.filter(|entry| entry.available) else {
-            return Ok(failed(run, ErrorCode::ShellUnavailable));
-        };
-        let unavailable = request.grant.sandbox.unavailable_code();
-        let (Some(_), Some(scratch_root)) = (&self.core.commands.runner, &self.core.commands.scratch_root)
-        else {
-            return Ok(failed(run, unavailable));
-        };
-        let root = Path::new(&request.workspace_root);
-        let workspace = match self.core.bound_workspace(&request.session_id, root) {
-            Ok(workspace) => workspace,
-            Err(HostError::Refused(code)) => return Ok(failed(run, code)),
-            Err(error) => return Err(error),
-        };
-        let (Some(real_root), Some(real_cwd)) = (
-            workspace.current_path(),
-            workspace.locate(Path::new(&request.input.cwd)),
-        ) else {
-            return Ok(failed(run, ErrorCode::InvalidCommandInput));
-        };
-        let (Some(real_root_text), Some(real_cwd_text)) = (real_root.to_str(), real_cwd.to_str()) else {
-            return Ok(failed(run, ErrorCode::InvalidCommandInput));
-        };
-        if let Err(code) = plan_core::check_resolved_cwd(real_root_text, real_cwd_text) {
-            return Ok(failed(run, code));
-        }
-        // A sandboxed command may write its workspace: a scratch root in
-        // there (a host option can put it anywhere) would let it reach other
-        // commands' scratch directories and the startup sweep.
-        let scratch_in_workspace = plan_storage::real_directory(scratch_root.path())
-            .is_none_or(|real_scratch| real_scratch.starts_with(&real_root));
-        if request.grant.sandbox != Sandbox::None && scratch_in_workspace {
-            return Ok(failed(run, unavailable));
-        }
-        // P7 keeps the database's side files read-only by binding over
-        // them, which needs them to exist, and hides the rest by covering
-        // the database's directory, which cannot be the workspace root. A
-        // database directly in the workspace root would let an `auto`
-        // command plant a `-journal` that SQLite plays back into the
-        // database at the next host's open: refused, not half kept.
-        if request.grant.sandbox == Sandbox::WorkspaceWrite && self.core.commands.database_in(&real_root) {
-            return Ok(failed(run, unavailable));
-        }
-        // A networked command joins its session's network namespace, made
-        // at the session's first such command (P11: never the host's).
-        let network_namespace = match (request.grant.sandbox, request.grant.network) {
-            (Sandbox::WorkspaceWrite, true) if self.core.commands.namespaces_available() => {
-                match self.core.commands.network(request.session_id.as_str()) {
-                    Some(network) => Some(network),
-                    None => return Ok(failed(run, unavailable)),
-                }
-            }
-            (_, _) => None,
-        };
-        run.shell.path.clone_from(&shell.spec.path);
-        let scratch = match self.new_scratch_dir() {
-            Ok(scratch) => scratch,
-            Err(code) => return Ok(failed(run, code)),
-        };
-        let spec = CommandSpec {
-            shell: PathBuf::from(&shell.spec.path),
-            command: request.input.command.clone(),
-            // Below the workspace's descriptor: the runner resolves it there
-            // again, without leaving it.
-            cwd: real_cwd
-                .strip_prefix(&real_root)
-                .map(Path::to_path_buf)
-                .unwrap_or_default(),
-            workspace: Some(workspace),
-            env: self.command_environment(),
-            scratch,
-            timeout: Duration::from_millis(request.input.timeout_ms),
-            grace: self.core.commands.grace,
-            output_cap: self.core.commands.output_cap,
-            confinement: confinement(request.grant, &real_root),
-            isolation: self.core.commands.isolation(&real_root),
-            network: network_namespace,
-        };
-        Ok(Prepared {
-            run,
-            spec: Some(spec),
-            failure: None,
-        })
     }
 
     /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
@@ -628,72 +673,22 @@ impl Host {
                 fields.insert("timeoutMs".to_owned(), timeout_ms.into());
             }
         }
-        let event = Event::StartCommand {
-            turn_id: turn_id.clone(),
-            call_id: call_id.to_owned(),
-            input,
-        };
-        match self.core.run(session_id, event)?.outcome {
-            Ok((Reply::CommandStarted(request), _)) => self.start_command(request),
-            Ok((other, _)) => Err(unexpected(&other)),
-            Err(HostError::Refused(code)) => {
-                self.record_refusal(session_id, turn_id, call_id, command, cwd, code)?;
-                Err(HostError::Refused(code))
-            }
-            Err(error) => Err(error),
+        let calls = [(call_id.to_owned(), input.clone())];
+        let ran = self
+            .core
+            .run_commands(session_id, turn_id, &calls, true, |commands| {
+                Event::StartCommand {
+                    turn_id: turn_id.clone(),
+                    call_id: call_id.to_owned(),
+                    input,
+                    commands,
+                }
+            })?;
+        // A refused start was recorded in the refusal's transaction.
+        match ran.outcome? {
+            (Reply::CommandStarted(launch), _) => Ok(launch.run),
+            (other, _) => Err(unexpected(&other)),
         }
-    }
-
-    pub(crate) fn record_refusal(
-        &self,
-        session_id: &SessionId,
-        turn_id: &TurnId,
-        call_id: &str,
-        command: &str,
-        cwd: Option<&str>,
-        code: ErrorCode,
-    ) -> Result<(), HostError> {
-        let now = self.core.now();
-        let limits = &self.core.options.limits;
-        self.core.with_open(|open| {
-            let Some(session) = open.store.get_session(session_id)? else {
-                return Ok(());
-            };
-            // The sandbox the command would have had in the active turn; a
-            // refusal outside any turn is recorded as read-only.
-            let grant = open.turns.get(session_id).map_or(
-                SandboxGrant {
-                    sandbox: Sandbox::ReadOnly,
-                    network: false,
-                },
-                |turn| plan_core::sandbox_for(turn, &limits.commands),
-            );
-            let run = CommandRun {
-                call_id: call_id.to_owned(),
-                session_id: session_id.clone(),
-                turn_id: turn_id.clone(),
-                command: command.to_owned(),
-                cwd: cwd.unwrap_or(".").to_owned(),
-                shell: CommandShell {
-                    id: session.shell.unwrap_or_default(),
-                    path: String::new(),
-                },
-                sandbox: grant.sandbox,
-                network: grant.network,
-                state: CommandState::FailedToStart,
-                exit_code: None,
-                signal: None,
-                error_code: Some(code),
-                started_at: now,
-                ended_at: Some(now),
-                stdout_bytes: 0,
-                stderr_bytes: 0,
-                truncated: false,
-            };
-            open.store
-                .record_command(CommandEntryKind::Refused, &run, None, now)?;
-            Ok(())
-        })
     }
 
     /// `command/cancel`: kills a running command (SIGTERM to its group,

@@ -79,9 +79,15 @@ pub(crate) type BeforeEvent<'hook> =
 
 /// An event as the state lock sees it: given whole, or completed there
 /// from facts the host gathers under the same lock as the decision (the
-/// approve event's artifact check), so nothing can change between the
-/// gathering and the commit.
+/// approve event's artifact check, a command's facts), so nothing can
+/// change between the gathering and the commit.
 pub(crate) type GatherEvent<'gather> = Box<dyn FnOnce(&Open) -> Result<Event, HostError> + 'gather>;
+
+/// Work done under the state lock right after a transition committed and
+/// its notifications were queued: carrying out what plan-core decided that
+/// is not storage (spawning the commands it started). It sees the reply.
+pub(crate) type AfterCommit<'after> =
+    Box<dyn FnOnce(&mut Open, &Result<Reply, ErrorCode>) -> Result<(), HostError> + 'after>;
 
 impl HostCore {
     pub(crate) fn now(&self) -> UnixMs {
@@ -111,15 +117,6 @@ impl HostCore {
         event: Event,
     ) -> Result<(Reply, SessionState), HostError> {
         self.run(session_id, event)?.outcome
-    }
-
-    pub(crate) fn session_event_with_effects(
-        &self,
-        session_id: &SessionId,
-        event: Event,
-    ) -> Result<(Reply, Vec<Effect>), HostError> {
-        let Ran { effects, outcome } = self.run(session_id, event)?;
-        outcome.map(|(reply, _)| (reply, effects))
     }
 
     /// Runs one event: decide, persist in one transaction, adopt, notify.
@@ -159,6 +156,19 @@ impl HostCore {
         before: BeforeEvent<'_>,
         note: Option<&DecisionNote>,
     ) -> Result<Option<Ran>, HostError> {
+        self.run_gathered(session_id, gather, before, note, Box::new(|_, _| Ok(())))
+    }
+
+    /// [`HostCore::run_noted`] with `after` carried out under the same lock
+    /// once the transition committed.
+    pub(crate) fn run_gathered(
+        &self,
+        session_id: &SessionId,
+        gather: GatherEvent<'_>,
+        before: BeforeEvent<'_>,
+        note: Option<&DecisionNote>,
+        after: AfterCommit<'_>,
+    ) -> Result<Option<Ran>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
         let instant = self.options.clock.monotonic_ms();
@@ -187,7 +197,9 @@ impl HostCore {
                 Effect::InsertApproval(_)
                 | Effect::UpdateApproval { .. }
                 | Effect::SaveSession(_)
-                | Effect::RecordToolAudit(_) => true,
+                | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. } => true,
                 Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => false,
             });
             // Cancellations come first: a turn that ends here ends only after
@@ -218,6 +230,7 @@ impl HostCore {
             outbox.queue.extend(early);
             outbox.queue.extend(derive(&before, &state, &effects));
             drop(outbox);
+            after(open, &reply)?;
             let outcome = reply.map(|reply| (reply, state)).map_err(HostError::Refused);
             Ok(Some(Ran { effects, outcome }))
         })?;
@@ -288,6 +301,8 @@ impl Open {
                 | Effect::WriteArtifact(_)
                 | Effect::SaveSession(_)
                 | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. }
                 | Effect::CancelCommand { .. } => {}
             }
         }
@@ -363,6 +378,8 @@ impl HostCore {
             Effect::WriteArtifact(_)
             | Effect::SaveSession(_)
             | Effect::RecordToolAudit(_)
+            | Effect::RecordCommand { .. }
+            | Effect::BindWorkspace { .. }
             | Effect::CancelCommand { .. } => false,
         });
         if earlier {

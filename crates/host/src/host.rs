@@ -23,7 +23,7 @@ use plan_storage::{
 
 use crate::HostError;
 use crate::error::unexpected;
-use crate::event::{GatherEvent, HostCore, Open};
+use crate::event::{GatherEvent, HostCore, Open, Ran};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
 use crate::running::{CommandSupport, SandboxStatus};
@@ -393,30 +393,40 @@ impl Host {
         turn_id: &TurnId,
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallOutcome>, HostError> {
-        // Bash calls, so that a refused one can be recorded in the audit.
-        let bash_calls: Vec<(String, serde_json::Value)> = calls
-            .iter()
-            .filter(|call| call.name == plan_core::BASH)
-            .map(|call| (call.call_id.clone(), call.input.clone()))
-            .collect();
-        let cwd_escapes = self.cwd_escapes(session_id, &calls)?;
-        let event = Event::ToolCalls {
-            turn_id: turn_id.clone(),
-            calls,
-            cwd_escapes,
-        };
-        let (reply, effects) = self.core.session_event_with_effects(session_id, event)?;
+        // One core entry and one transaction: the facts of the batch's Bash
+        // calls are gathered under the decision's lock, the commands a Plan
+        // turn starts are spawned under it once the decision committed.
+        let bash_calls = crate::commands::bash_calls(&calls);
+        let Ran {
+            effects,
+            outcome: decided,
+        } = self
+            .core
+            .run_commands(session_id, turn_id, &bash_calls, false, |commands| {
+                Event::ToolCalls {
+                    turn_id: turn_id.clone(),
+                    calls,
+                    commands,
+                }
+            })?;
+        let (reply, _) = decided?;
         let Reply::ToolResults(results) = reply else {
             return Err(unexpected(&reply));
         };
-        let mut writes = effects.into_iter().filter_map(|effect| match effect {
-            Effect::WriteArtifact(request) => Some(request),
-            Effect::InsertApproval(_)
-            | Effect::UpdateApproval { .. }
-            | Effect::SaveSession(_)
-            | Effect::RecordToolAudit(_)
-            | Effect::CancelCommand { .. } => None,
-        });
+        // Each write is its call's (by call id, not by position).
+        let mut writes: HashMap<String, plan_core::ArtifactRequest> = effects
+            .into_iter()
+            .filter_map(|effect| match effect {
+                Effect::WriteArtifact(request) => Some((request.call_id.clone(), request)),
+                Effect::InsertApproval(_)
+                | Effect::UpdateApproval { .. }
+                | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. }
+                | Effect::CancelCommand { .. } => None,
+            })
+            .collect();
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
             let outcome = match result.decision {
@@ -425,33 +435,19 @@ impl Host {
                 ToolDecision::Confirm { host_run } => {
                     outcome(result.call_id, ToolCallVerdict::Confirm, host_run)
                 }
-                ToolDecision::Deny(code) => {
-                    let message = result.message;
-                    if let Some((_, input)) =
-                        bash_calls.iter().find(|(call_id, _)| *call_id == result.call_id)
-                    {
-                        let text = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
-                        self.record_refusal(
-                            session_id,
-                            turn_id,
-                            &result.call_id,
-                            text("command").unwrap_or_default(),
-                            text("cwd"),
-                            code,
-                        )?;
-                    }
-                    ToolCallOutcome {
-                        message,
-                        ..outcome(result.call_id, ToolCallVerdict::Deny(code), false)
-                    }
-                }
-                // A Plan-turn Bash call: the host runs it, sandboxed, before
-                // it answers.
-                ToolDecision::RunCommand(request) => ToolCallOutcome {
-                    command: Some(self.start_command(request)?),
+                // A refused Bash call is recorded in the decision's
+                // transaction.
+                ToolDecision::Deny(code) => ToolCallOutcome {
+                    message: result.message,
+                    ..outcome(result.call_id, ToolCallVerdict::Deny(code), false)
+                },
+                // A Plan-turn Bash call: started (or failed to start) in the
+                // decision, spawned before this answers.
+                ToolDecision::RunCommand(launch) => ToolCallOutcome {
+                    command: Some(launch.run),
                     ..outcome(result.call_id, ToolCallVerdict::Allow, false)
                 },
-                ToolDecision::WriteArtifact => match writes.next() {
+                ToolDecision::WriteArtifact => match writes.remove(&result.call_id) {
                     Some(request) => self.write_artifact(session_id, request)?,
                     None => {
                         return Err(HostError::with_detail(
@@ -1051,6 +1047,8 @@ impl HostCore {
                 | Effect::InsertApproval(_)
                 | Effect::SaveSession(_)
                 | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. }
                 | Effect::CancelCommand { .. } => None,
             }));
         }
@@ -1083,27 +1081,7 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
         let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
-        let entries: Vec<ShellEntry> = self
-            .core
-            .options
-            .shells
-            .iter()
-            .map(|spec| ShellEntry {
-                available: plan_storage::executable_exists(&spec.path),
-                spec: spec.clone(),
-            })
-            .collect();
-        let catalog: Vec<CatalogShell<'_>> = entries
-            .iter()
-            .map(|entry| CatalogShell {
-                id: &entry.spec.id,
-                available: entry.available,
-            })
-            .collect();
-        let default = default_shell(&catalog, persisted.as_deref())
-            .unwrap_or_default()
-            .to_owned();
-        Ok((entries, default))
+        Ok(shell_catalog(&self.core.options.shells, persisted.as_deref()))
     }
 
     /// Persists the default shell (the host test
@@ -1123,6 +1101,30 @@ impl Host {
             .with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
     }
+}
+
+/// The host's shells with their availability, and the default shell
+/// (plan-core's rule over the persisted choice).
+pub(crate) fn shell_catalog(
+    specs: &[crate::ShellSpec],
+    persisted: Option<&str>,
+) -> (Vec<ShellEntry>, String) {
+    let entries: Vec<ShellEntry> = specs
+        .iter()
+        .map(|spec| ShellEntry {
+            available: plan_storage::executable_exists(&spec.path),
+            spec: spec.clone(),
+        })
+        .collect();
+    let catalog: Vec<CatalogShell<'_>> = entries
+        .iter()
+        .map(|entry| CatalogShell {
+            id: &entry.spec.id,
+            available: entry.available,
+        })
+        .collect();
+    let default = default_shell(&catalog, persisted).unwrap_or_default().to_owned();
+    (entries, default)
 }
 
 /// A tool-call outcome with nothing attached.

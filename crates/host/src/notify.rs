@@ -112,11 +112,24 @@ pub(crate) fn derive(before: &SessionState, after: &SessionState, effects: &[Eff
             Effect::WriteArtifact(_)
             | Effect::SaveSession(_)
             | Effect::RecordToolAudit(_)
+            | Effect::RecordCommand { .. }
+            | Effect::BindWorkspace { .. }
             | Effect::CancelCommand { .. } => {}
         }
     }
     if visible(before) != visible(after) {
         events.push(HostEvent::SessionChanged(Box::new(after.clone())));
+    }
+    // A command plan-core recorded ended in the same transition failed to
+    // start: its `command/exited` is the last word about it.
+    for effect in effects {
+        if let Effect::RecordCommand {
+            kind: plan_core::CommandEntryKind::Ended,
+            run,
+        } = effect
+        {
+            events.push(HostEvent::CommandExited(run.clone()));
+        }
     }
     events
 }

@@ -72,7 +72,7 @@ fn describe(reply: &Reply) -> String {
         ),
         Reply::SessionUpdated => "session updated".to_owned(),
         Reply::Ticked => "tick".to_owned(),
-        Reply::CommandStarted(request) => format!("command {} may start", request.call_id),
+        Reply::CommandStarted(launch) => format!("command {} is {}", launch.run.call_id, launch.run.state),
         Reply::ToolConfirmed(result) => format!("{} -> {:?}", result.call_id, result.decision),
     }
 }
@@ -98,6 +98,13 @@ fn describe_effect(effect: &Effect) -> String {
         ),
         Effect::SaveSession(session) => format!("save session {} ({})", session.id, session.mode),
         Effect::CancelCommand { call_id, .. } => format!("cancel command {call_id}"),
+        Effect::RecordCommand { kind, run } => format!("record {} of command {}", kind.as_str(), run.call_id),
+        Effect::BindWorkspace { identity, .. } => {
+            format!(
+                "bind the workspace (device {}, inode {})",
+                identity.device, identity.inode
+            )
+        }
         Effect::RecordToolAudit(entry) => format!("audit {} of {}", entry.kind, entry.call_id),
     }
 }
@@ -143,8 +150,9 @@ fn main() {
         "the agent reads and tries to write",
         Event::ToolCalls {
             turn_id: "turn-1".into(),
-            cwd_escapes: Vec::new(),
             calls: vec![tool("Read", json!({})), tool("Write", json!({}))],
+            // No Bash call: the host had nothing to look at.
+            commands: plan_core::CommandFacts::default(),
         },
     );
     let submit = run(
@@ -153,7 +161,7 @@ fn main() {
         "the agent submits its plan",
         Event::ToolCalls {
             turn_id: "turn-1".into(),
-            cwd_escapes: Vec::new(),
+            commands: plan_core::CommandFacts::default(),
             calls: vec![tool(
                 "SubmitPlan",
                 json!({"title": "Split the parser", "markdown": "# Plan\n\n1. Split.\n", "question": "Proceed?"}),

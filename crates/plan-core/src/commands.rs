@@ -12,7 +12,7 @@
 
 use crate::call_input::CallDigest;
 use crate::model::{ActiveTurn, LimitError, UnixMs};
-use crate::objects::{CommandRun, CommandState, Mode, Sandbox, TurnKind};
+use crate::objects::{CommandRun, CommandShell, CommandState, Mode, Sandbox, TurnKind};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
@@ -467,6 +467,328 @@ pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'sta
             vec!["landlock", "seccomp"],
             vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
         )
+    }
+}
+
+/// What an audit entry of a run records (`commands.md`, Audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandEntryKind {
+    /// Written before the process is spawned.
+    Started,
+    /// Written when the run ended (or by the fence, as `interrupted`).
+    Ended,
+    /// A start that was refused; nothing ran.
+    Refused,
+}
+
+impl CommandEntryKind {
+    /// The entry's `type` field.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CommandEntryKind::Started => "commandStarted",
+            CommandEntryKind::Ended => "commandEnded",
+            CommandEntryKind::Refused => "commandRefused",
+        }
+    }
+}
+
+/// What the host found out, before plan-core decides, about running the
+/// Bash calls of one event: gathered once, under the lock the decision
+/// holds, from the session's workspace descriptor and the host's command
+/// support. plan-core reads these values and makes every refusal; it does
+/// no I/O. The default says nothing is ready (no command can start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandFacts {
+    /// The session's workspace as the host found it.
+    pub workspace: WorkspaceFact,
+    /// The shell a command of this session runs with (the session's or the
+    /// default): its id and its path in the host's catalog (empty for an
+    /// id the catalog does not have).
+    pub shell: CommandShell,
+    /// Whether [`CommandFacts::shell`] is installed on this host.
+    pub shell_installed: bool,
+    /// Whether the host can spawn confined commands at all: a checked
+    /// sandbox helper and a private scratch root.
+    pub runner_ready: bool,
+    /// Whether the scratch root is outside the workspace's real root (a
+    /// sandboxed command may write its workspace, so a scratch root in
+    /// there would reach other commands' scratch directories).
+    pub scratch_outside_workspace: bool,
+    /// Whether the database lies directly in the workspace root, where P7
+    /// cannot keep its side files from a workspace-write command.
+    pub database_in_workspace_root: bool,
+    /// Whether the session's network namespace is there for a networked
+    /// command (P11: never the host's).
+    pub network_ready: bool,
+    /// Per Bash call: where its working directory leads and whether its
+    /// scratch directory was made.
+    pub calls: Vec<CallFacts>,
+}
+
+/// The facts of one Bash call ([`CommandFacts::calls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFacts {
+    /// The call.
+    pub call_id: String,
+    /// Its working directory (as [`parse_bash_input`] normalizes it),
+    /// resolved below the opened workspace with every symlink followed.
+    pub cwd: CwdFact,
+    /// Whether the host made the fresh scratch directory it would get.
+    pub scratch_ready: bool,
+}
+
+/// Where a session's workspace path leads now (P12).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum WorkspaceFact {
+    /// Nothing was looked at (no workspace root, or no Bash call).
+    #[default]
+    NotLookedAt,
+    /// The directory could not be opened (missing, not a directory).
+    Unavailable,
+    /// Opened: what it is now, what the session bound (`None`: not bound
+    /// yet, the decision binds it), and its real path (`None` when it is
+    /// not text).
+    Found {
+        /// The directory at the path now.
+        found: WorkspaceIdentity,
+        /// The directory the session bound, as recorded.
+        bound: Option<WorkspaceIdentity>,
+        /// Its real path, every symlink followed.
+        real_root: Option<String>,
+    },
+}
+
+/// Where one call's working directory leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CwdFact {
+    /// Its real path (text).
+    Resolved(String),
+    /// It does not exist below the workspace (or its input is invalid).
+    Missing,
+    /// Its real path is not text: it cannot be placed inside the workspace.
+    NotText,
+}
+
+/// Whether a command plan-core allowed starts: spawned, or failed before
+/// anything ran, with its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartVerdict {
+    Spawn,
+    Fail(ErrorCode),
+}
+
+impl Default for CommandFacts {
+    fn default() -> Self {
+        CommandFacts {
+            workspace: WorkspaceFact::NotLookedAt,
+            shell: CommandShell {
+                id: String::new(),
+                path: String::new(),
+            },
+            shell_installed: false,
+            runner_ready: false,
+            scratch_outside_workspace: false,
+            database_in_workspace_root: false,
+            network_ready: false,
+            calls: Vec::new(),
+        }
+    }
+}
+
+impl CommandFacts {
+    fn call(&self, call_id: &str) -> Option<&CallFacts> {
+        self.calls.iter().find(|call| call.call_id == call_id)
+    }
+
+    /// Whether the session's workspace is not the directory it bound (P12).
+    fn workspace_replaced(&self) -> bool {
+        match &self.workspace {
+            WorkspaceFact::Found {
+                found,
+                bound: Some(bound),
+                ..
+            } => check_workspace_identity(*bound, *found).is_err(),
+            WorkspaceFact::Found { bound: None, .. }
+            | WorkspaceFact::NotLookedAt
+            | WorkspaceFact::Unavailable => false,
+        }
+    }
+
+    /// Where `call_id`'s cwd leads: `Err` with the code of a cwd outside
+    /// the workspace (or not placeable in it), `Ok(false)` when it could
+    /// not be resolved, `Ok(true)` inside.
+    fn cwd_inside(&self, call_id: &str) -> Result<bool, ErrorCode> {
+        let real_root = match &self.workspace {
+            WorkspaceFact::Found { real_root, .. } => real_root.as_deref(),
+            WorkspaceFact::NotLookedAt | WorkspaceFact::Unavailable => return Ok(false),
+        };
+        match (real_root, self.call(call_id).map(|call| &call.cwd)) {
+            (Some(real_root), Some(CwdFact::Resolved(real_cwd))) => {
+                check_resolved_cwd(real_root, real_cwd).map(|()| true)
+            }
+            (_, Some(CwdFact::NotText)) => Err(ErrorCode::CommandCwdEscape),
+            (None, Some(CwdFact::Resolved(_))) | (_, Some(CwdFact::Missing) | None) => Ok(false),
+        }
+    }
+
+    /// The refusals a Plan turn gives in its answer, before anything runs:
+    /// a workspace that is not the one the session bound, a cwd that leads
+    /// out of it.
+    pub(crate) fn plan_refusal(&self, call_id: &str) -> Result<(), ErrorCode> {
+        if self.workspace_replaced() {
+            return Err(ErrorCode::CommandCwdEscape);
+        }
+        self.cwd_inside(call_id).map(|_| ())
+    }
+
+    /// Whether an allowed command with `grant` starts, and why not: the
+    /// host could not run it here. Checked in the order a start needs them.
+    pub(crate) fn start_verdict(&self, call_id: &str, grant: SandboxGrant) -> StartVerdict {
+        let unavailable = grant.sandbox.unavailable_code();
+        let verdict = if !self.shell_installed {
+            Err(ErrorCode::ShellUnavailable)
+        } else if !self.runner_ready {
+            Err(unavailable)
+        } else if matches!(
+            self.workspace,
+            WorkspaceFact::Unavailable | WorkspaceFact::NotLookedAt
+        ) {
+            Err(ErrorCode::InvalidCommandInput)
+        } else if self.workspace_replaced() {
+            Err(ErrorCode::CommandCwdEscape)
+        } else {
+            match self.cwd_inside(call_id) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(ErrorCode::InvalidCommandInput),
+                // A cwd that is not text cannot be given to the runner.
+                Err(_) if matches!(self.call(call_id).map(|call| &call.cwd), Some(CwdFact::NotText)) => {
+                    Err(ErrorCode::InvalidCommandInput)
+                }
+                Err(code) => Err(code),
+            }
+        };
+        let verdict = verdict.and_then(|()| {
+            // What the sandbox needs here: a scratch root a sandboxed
+            // command cannot reach, a database whose side files P7 can keep
+            // (not directly in the workspace root), the session's own
+            // network namespace for a networked command.
+            let confined = grant.sandbox != Sandbox::None;
+            let writes = grant.sandbox == Sandbox::WorkspaceWrite;
+            if (confined && !self.scratch_outside_workspace)
+                || (writes && self.database_in_workspace_root)
+                || (writes && grant.network && !self.network_ready)
+            {
+                Err(unavailable)
+            } else if !self.call(call_id).is_some_and(|call| call.scratch_ready) {
+                Err(ErrorCode::Internal)
+            } else {
+                Ok(())
+            }
+        });
+        match verdict {
+            Ok(()) => StartVerdict::Spawn,
+            Err(code) => StartVerdict::Fail(code),
+        }
+    }
+
+    /// The workspace to bind with this decision: the one found, when the
+    /// session has bound none yet.
+    pub(crate) fn unbound_workspace(&self) -> Option<WorkspaceIdentity> {
+        match &self.workspace {
+            WorkspaceFact::Found {
+                found, bound: None, ..
+            } => Some(*found),
+            WorkspaceFact::Found { bound: Some(_), .. }
+            | WorkspaceFact::NotLookedAt
+            | WorkspaceFact::Unavailable => None,
+        }
+    }
+}
+
+/// A command plan-core allowed, as it starts: the request the host spawns
+/// from and the run as recorded (`running`, or `failedToStart` with its
+/// code when the facts said it cannot run here; then nothing is spawned).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLaunch {
+    /// What to spawn.
+    pub request: CommandRequest,
+    /// The run as its `commandStarted` entry (and, when it failed to
+    /// start, its `commandEnded` entry) records it.
+    pub run: CommandRun,
+}
+
+impl CommandLaunch {
+    /// Whether the host spawns it.
+    pub fn spawns(&self) -> bool {
+        self.run.state == CommandState::Running
+    }
+}
+
+/// The run of a command that starts now: `running` with the facts' shell,
+/// or ended `failedToStart` at once.
+pub(crate) fn launch(request: CommandRequest, facts: &CommandFacts, now: UnixMs) -> CommandLaunch {
+    let verdict = facts.start_verdict(&request.call_id, request.grant);
+    let mut run = CommandRun {
+        call_id: request.call_id.clone(),
+        session_id: request.session_id.clone(),
+        turn_id: request.turn_id.clone(),
+        command: request.input.command.clone(),
+        cwd: request.input.cwd.clone(),
+        shell: facts.shell.clone(),
+        sandbox: request.grant.sandbox,
+        network: request.grant.network,
+        state: CommandState::Running,
+        exit_code: None,
+        signal: None,
+        error_code: None,
+        started_at: now,
+        ended_at: None,
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        truncated: false,
+    };
+    if let StartVerdict::Fail(code) = verdict {
+        run.state = CommandState::FailedToStart;
+        run.error_code = Some(code);
+        run.ended_at = Some(now);
+    }
+    CommandLaunch { request, run }
+}
+
+/// The record of a refused start: what was asked (the input's own text,
+/// or nothing), with the sandbox it would have had (read-only outside any
+/// turn) and the refusal's code; nothing ran.
+pub(crate) fn refused_run(
+    session: &crate::Session,
+    turn_id: &TurnId,
+    call_id: &str,
+    input: &serde_json::Value,
+    grant: SandboxGrant,
+    code: ErrorCode,
+    now: UnixMs,
+) -> CommandRun {
+    let text = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
+    CommandRun {
+        call_id: call_id.to_owned(),
+        session_id: session.id.clone(),
+        turn_id: turn_id.clone(),
+        command: text("command").unwrap_or_default().to_owned(),
+        cwd: text("cwd").unwrap_or(".").to_owned(),
+        shell: CommandShell {
+            id: session.shell.clone().unwrap_or_default(),
+            path: String::new(),
+        },
+        sandbox: grant.sandbox,
+        network: grant.network,
+        state: CommandState::FailedToStart,
+        exit_code: None,
+        signal: None,
+        error_code: Some(code),
+        started_at: now,
+        ended_at: Some(now),
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        truncated: false,
     }
 }
 

@@ -52,10 +52,11 @@ mod tools;
 
 pub use call_input::CallDigest;
 pub use commands::{
-    BASH, BashInput, CommandLimits, CommandOptions, CommandRequest, DEFAULT_SECRET_ENV_MARKERS,
-    MAX_COMMAND_BYTES, SandboxGrant, TurnCommand, TurnCommandStatus, WorkspaceIdentity, check_resolved_cwd,
-    check_sandbox, check_workspace_identity, command_inherits_env, fence_commands, parse_bash_input,
-    sandbox_for, sandbox_refusal_message, sandbox_report,
+    BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,
+    CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, SandboxGrant, TurnCommand,
+    TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
+    check_workspace_identity, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
+    sandbox_refusal_message, sandbox_report,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;

@@ -7,12 +7,15 @@
 //! transaction) and only then adopts the new state.
 
 use crate::call_input::CallDigest;
-use crate::commands::{CommandRequest, TurnCommand, TurnCommandStatus, parse_bash_input, sandbox_for};
+use crate::commands::{
+    CommandEntryKind, CommandFacts, CommandLaunch, CommandRequest, SandboxGrant, TurnCommand,
+    TurnCommandStatus, WorkspaceIdentity, launch, parse_bash_input, refused_run, sandbox_for,
+};
 use crate::deadlines::is_due;
 use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
 use crate::objects::{
-    ApprovalStatus, Artifact, ArtifactVerification, ExecutionState, Mode, Origin, PermissionMode,
-    PlanApproval, ToolAuditEntry, ToolAuditKind, TurnKind,
+    ApprovalStatus, Artifact, ArtifactVerification, CommandRun, ExecutionState, Mode, Origin, PermissionMode,
+    PlanApproval, Sandbox, ToolAuditEntry, ToolAuditKind, TurnKind,
 };
 use crate::permissions::{
     ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
@@ -82,11 +85,10 @@ pub enum Event {
         turn_id: TurnId,
         /// The batch, in order.
         calls: Vec<ToolCall>,
-        /// Call ids of `Bash` calls whose `cwd` the host resolved, every
-        /// symlink followed, to a real path outside the workspace's real
-        /// root ([`crate::check_resolved_cwd`] refused it). A Plan turn denies
-        /// them with `COMMAND_CWD_ESCAPE` before anything runs.
-        cwd_escapes: Vec<String>,
+        /// What the host found out about running the batch's `Bash` calls
+        /// (a Plan turn runs them before it answers): every refusal is
+        /// decided from these.
+        commands: CommandFacts,
     },
     /// The artifact a `WriteArtifact` effect asked for is durable.
     ArtifactWritten {
@@ -161,6 +163,8 @@ pub enum Event {
         call_id: String,
         /// The Bash input `{command, timeoutMs?, cwd?}`.
         input: serde_json::Value,
+        /// What the host found out about running it.
+        commands: CommandFacts,
     },
     /// A person answers a call of the active turn that awaits confirmation
     /// (`tool/confirm`).
@@ -229,8 +233,10 @@ pub enum ToolDecision {
     /// A valid SubmitPlan: the artifact must be written, then reported back.
     WriteArtifact,
     /// A Plan-turn Bash call: the host runs it, read-only sandboxed, before
-    /// it answers, and reports `CommandEnded` when it ends.
-    RunCommand(CommandRequest),
+    /// it answers, and reports `CommandEnded` when it ends; or, when the
+    /// facts say it cannot run here, it failed to start (recorded, nothing
+    /// spawned).
+    RunCommand(Box<CommandLaunch>),
 }
 
 /// The decision for one call of a batch.
@@ -267,6 +273,24 @@ pub enum Effect {
     /// Append a tool-permission entry to the session's transcript (a call
     /// asked about, confirmed, declined or allowed by the permission mode).
     RecordToolAudit(ToolAuditEntry),
+    /// Append a command audit entry to the session's transcript: a start
+    /// (committed before the process is spawned), an end plan-core decided
+    /// (a command that failed to start), or a refused start.
+    RecordCommand {
+        /// Which entry.
+        kind: CommandEntryKind,
+        /// The run as the entry records it.
+        run: CommandRun,
+    },
+    /// Bind the session to the workspace directory its path names now
+    /// (P12): later commands, in this host or the next, run there or not
+    /// at all.
+    BindWorkspace {
+        /// The session.
+        session_id: SessionId,
+        /// The directory.
+        identity: WorkspaceIdentity,
+    },
     /// Kill a running command (SIGTERM to its group, SIGKILL after the
     /// grace). Cancellations come first in a transition's effects.
     CancelCommand {
@@ -301,8 +325,9 @@ pub enum Reply {
     SessionUpdated,
     /// A tick was handled (it may or may not have expired something).
     Ticked,
-    /// An Agent command may start now, with this request.
-    CommandStarted(CommandRequest),
+    /// An Agent command starts now (or failed to start: see
+    /// [`CommandLaunch::spawns`]).
+    CommandStarted(CommandLaunch),
     /// A person answered a confirmation: the call's new decision
     /// ([`ToolDecision::Allow`], [`ToolDecision::HostRun`] or a deny with
     /// `TOOL_DECLINED`).
@@ -331,6 +356,31 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
     let mut next = state.clone();
     let mut effects = Vec::new();
     expire_due(&mut next, context.now, &mut effects);
+    // A refused `command/start` is recorded (`commands.md`, Audit): the one
+    // effect a refusal keeps besides what time did.
+    let start = match &event {
+        Event::StartCommand {
+            turn_id,
+            call_id,
+            input,
+            ..
+        } => Some((turn_id.clone(), call_id.clone(), input.clone())),
+        Event::StartTurn { .. }
+        | Event::ToolCalls { .. }
+        | Event::ArtifactWritten { .. }
+        | Event::ArtifactFailed { .. }
+        | Event::Approve { .. }
+        | Event::Reject { .. }
+        | Event::Configure { .. }
+        | Event::CompleteTurn { .. }
+        | Event::CancelTurn
+        | Event::StartExecution { .. }
+        | Event::CompleteExecution { .. }
+        | Event::ConfirmTool { .. }
+        | Event::CommandEnded { .. }
+        | Event::CancelCommand { .. }
+        | Event::Tick => None,
+    };
     let reply = apply(&mut next, context, event, &mut effects);
     match reply {
         Ok(reply) => Transition {
@@ -343,6 +393,27 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
             let mut expired_only = state.clone();
             let mut expiry_effects = Vec::new();
             expire_due(&mut expired_only, context.now, &mut expiry_effects);
+            if let Some((turn_id, call_id, input)) = start {
+                let grant = state.active_turn.as_ref().map_or(
+                    SandboxGrant {
+                        sandbox: Sandbox::ReadOnly,
+                        network: false,
+                    },
+                    |turn| sandbox_for(turn, &context.limits.commands),
+                );
+                expiry_effects.push(Effect::RecordCommand {
+                    kind: CommandEntryKind::Refused,
+                    run: refused_run(
+                        &state.session,
+                        &turn_id,
+                        &call_id,
+                        &input,
+                        grant,
+                        code,
+                        context.now,
+                    ),
+                });
+            }
             Transition {
                 state: expired_only,
                 effects: expiry_effects,
@@ -387,8 +458,8 @@ fn apply(
         Event::ToolCalls {
             turn_id,
             calls,
-            cwd_escapes,
-        } => tool_calls(state, context, &turn_id, calls, &cwd_escapes, effects),
+            commands,
+        } => tool_calls(state, context, &turn_id, calls, &commands, effects),
         Event::ArtifactWritten {
             request,
             approval_id,
@@ -436,7 +507,8 @@ fn apply(
             turn_id,
             call_id,
             input,
-        } => start_command(state, context, &turn_id, call_id, &input),
+            commands,
+        } => start_command(state, context, &turn_id, call_id, &input, &commands, effects),
         Event::ConfirmTool {
             turn_id,
             call_id,
@@ -496,7 +568,7 @@ fn tool_calls(
     context: &Context,
     turn_id: &TurnId,
     calls: Vec<ToolCall>,
-    cwd_escapes: &[String],
+    commands: &CommandFacts,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     let turn = active_turn_named(state, turn_id)?.clone();
@@ -514,10 +586,27 @@ fn tool_calls(
     let mut results = Vec::with_capacity(calls.len());
     for call in calls {
         let decision = if plan_turn {
-            plan_decision(state, context, &mut turn, &call, cwd_escapes, effects)
+            plan_decision(state, context, &mut turn, &call, commands, effects)
         } else {
             agent_decision(state, context, &mut turn, &call, effects)
         };
+        // Every refused Bash call is in the audit (`commands.md`).
+        if let ToolDecision::Deny(code) = decision
+            && tool_kind(&call.name) == ToolKind::Bash
+        {
+            effects.push(Effect::RecordCommand {
+                kind: CommandEntryKind::Refused,
+                run: refused_run(
+                    &state.session,
+                    turn_id,
+                    &call.call_id,
+                    &call.input,
+                    sandbox_for(&turn, &context.limits.commands),
+                    code,
+                    context.now,
+                ),
+            });
+        }
         let message = match &decision {
             ToolDecision::Deny(code) => {
                 crate::commands::sandbox_refusal_message(*code, &context.limits.commands)
@@ -534,8 +623,49 @@ fn tool_calls(
             message,
         });
     }
+    bind_workspace(state, commands, effects);
     state.active_turn = Some(turn);
     Ok(Reply::ToolResults(results))
+}
+
+/// Binds the session to the workspace the host found, when it has bound
+/// none yet (P12), in the transaction of the decision that looked at it.
+fn bind_workspace(state: &SessionState, commands: &CommandFacts, effects: &mut Vec<Effect>) {
+    if let Some(identity) = commands.unbound_workspace() {
+        effects.push(Effect::BindWorkspace {
+            session_id: state.session.id.clone(),
+            identity,
+        });
+    }
+}
+
+/// Starts a command plan-core allowed: its start is recorded before
+/// anything is spawned; one that the facts say cannot run here is recorded
+/// ended at once and never spawned. Returns the launch and the status the
+/// turn keeps for the call.
+fn start_run(
+    request: CommandRequest,
+    commands: &CommandFacts,
+    now: UnixMs,
+    effects: &mut Vec<Effect>,
+) -> (CommandLaunch, TurnCommandStatus) {
+    let launched = launch(request, commands, now);
+    let mut started = launched.run.clone();
+    started.state = crate::CommandState::Running;
+    started.error_code = None;
+    started.ended_at = None;
+    effects.push(Effect::RecordCommand {
+        kind: CommandEntryKind::Started,
+        run: started,
+    });
+    if launched.spawns() {
+        return (launched, TurnCommandStatus::Running);
+    }
+    effects.push(Effect::RecordCommand {
+        kind: CommandEntryKind::Ended,
+        run: launched.run.clone(),
+    });
+    (launched, TurnCommandStatus::Ended)
 }
 
 /// One call of a Plan turn: the catalog's Plan allowlist, Bash run by the
@@ -545,24 +675,23 @@ fn plan_decision(
     context: &Context,
     turn: &mut ActiveTurn,
     call: &ToolCall,
-    cwd_escapes: &[String],
+    commands: &CommandFacts,
     effects: &mut Vec<Effect>,
 ) -> ToolDecision {
     match tool_kind(&call.name) {
-        ToolKind::Bash => {
-            let escapes = cwd_escapes.contains(&call.call_id);
-            match plan_command(state, context, turn, call, escapes) {
-                Ok(request) => {
-                    turn.commands.push(TurnCommand {
-                        call_id: call.call_id.clone(),
-                        status: TurnCommandStatus::Running,
-                        input: CallDigest::of_run(&request.input),
-                    });
-                    ToolDecision::RunCommand(request)
-                }
-                Err(code) => ToolDecision::Deny(code),
+        ToolKind::Bash => match plan_command(state, context, turn, call, commands) {
+            Ok(request) => {
+                let input = CallDigest::of_run(&request.input);
+                let (launched, status) = start_run(request, commands, context.now, effects);
+                turn.commands.push(TurnCommand {
+                    call_id: call.call_id.clone(),
+                    status,
+                    input,
+                });
+                ToolDecision::RunCommand(Box::new(launched))
             }
-        }
+            Err(code) => ToolDecision::Deny(code),
+        },
         ToolKind::ReadOnly => ToolDecision::Allow,
         ToolKind::ChangesFiles | ToolKind::Other => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
         // A plan is submitted only once every command of the turn ended:
@@ -759,25 +888,24 @@ fn confirm_tool(
     }))
 }
 
-/// Decides a Plan-turn Bash call: a fresh call id, valid input, a cwd whose
-/// real path (`escapes`: the host found it outside) stays in the workspace,
-/// the kernel sandbox available, and room under the per-session limit. The
-/// grant is always read-only and offline; there is no weaker fallback.
+/// Decides a Plan-turn Bash call: a fresh call id, valid input, the
+/// workspace the session bound and a cwd whose real path stays in it (the
+/// host's facts), the kernel sandbox available, and room under the
+/// per-session limit. The grant is always read-only and offline; there is
+/// no weaker fallback.
 fn plan_command(
     state: &SessionState,
     context: &Context,
     turn: &ActiveTurn,
     call: &ToolCall,
-    escapes: bool,
+    commands: &CommandFacts,
 ) -> Result<CommandRequest, ErrorCode> {
     if turn.commands.iter().any(|known| known.call_id == call.call_id) {
         return Err(ErrorCode::CommandNotAllowed);
     }
     let options = &context.limits.commands;
     let input = parse_bash_input(&call.input, state.session.workspace_root.as_deref(), options)?;
-    if escapes {
-        return Err(ErrorCode::CommandCwdEscape);
-    }
+    commands.plan_refusal(&call.call_id)?;
     crate::commands::check_sandbox(&sandbox_for(turn, options), options)?;
     check_running_limit(turn, context)?;
     command_request(state, context, turn, call.call_id.clone(), input)
@@ -825,6 +953,8 @@ fn start_command(
     turn_id: &TurnId,
     call_id: String,
     input: &serde_json::Value,
+    commands: &CommandFacts,
+    effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     let turn = active_turn_named(state, turn_id)?.clone();
     match turn.mode {
@@ -850,12 +980,14 @@ fn start_command(
     let request = command_request(state, context, &turn, call_id, input)?;
     crate::commands::check_sandbox(&request.grant, options)?;
     check_running_limit(&turn, context)?;
+    let (launched, status) = start_run(request, commands, context.now, effects);
     let mut turn = turn;
     if let Some(command) = turn.commands.get_mut(index) {
-        command.status = TurnCommandStatus::Running;
+        command.status = status;
     }
+    bind_workspace(state, commands, effects);
     state.active_turn = Some(turn);
-    Ok(Reply::CommandStarted(request))
+    Ok(Reply::CommandStarted(launched))
 }
 
 /// A running command of the active turn ended.

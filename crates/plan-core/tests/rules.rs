@@ -9,6 +9,9 @@
     clippy::wildcard_enum_match_arm
 )]
 
+#[path = "support/facts.rs"]
+mod support;
+
 use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactRequest, BootEpoch, ConfigChange, Context,
     Effect, ErrorCode, Event, ExecutionId, ExecutionState, Limits, Mode, Origin, PermissionMode,
@@ -74,15 +77,7 @@ fn plan_turn() -> SessionState {
 
 /// The decisions for a batch in turn `t1` at T0, with the whole transition.
 fn tool_results(state: &SessionState, calls: Vec<ToolCall>) -> (Vec<plan_core::ToolResult>, Transition) {
-    let transition = handle(
-        state,
-        &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls,
-        },
-    );
+    let transition = handle(state, &context(T0), support::tool_calls("t1".into(), calls));
     match accepted(&transition) {
         Reply::ToolResults(results) => (results, transition),
         other => panic!("expected tool results, got {other:?}"),
@@ -96,7 +91,8 @@ fn accepted(transition: &Transition) -> Reply {
     }
 }
 
-/// Asserts a refusal with `code` that changed nothing at all.
+/// Asserts a refusal with `code` that changed nothing at all but, for a
+/// refused command start, its record.
 fn assert_refused_unchanged(state: &SessionState, transition: Transition, code: ErrorCode) {
     assert_eq!(transition.reply, Err(code));
     assert_eq!(
@@ -104,9 +100,25 @@ fn assert_refused_unchanged(state: &SessionState, transition: Transition, code: 
         "a refused event must not change the state"
     );
     assert!(
-        transition.effects.is_empty(),
-        "a refused event must have no effects"
+        transition
+            .effects
+            .iter()
+            .all(|effect| refusal_record(effect) == Some(code)),
+        "a refused event must have no effects but its record: {:?}",
+        transition.effects
     );
+}
+
+/// The code of a refused command's record (`commandRefused`), if `effect`
+/// is one.
+fn refusal_record(effect: &Effect) -> Option<ErrorCode> {
+    match effect {
+        Effect::RecordCommand {
+            kind: plan_core::CommandEntryKind::Refused,
+            run,
+        } => run.error_code,
+        _ => None,
+    }
 }
 
 fn step(state: &SessionState, now: i64, event: Event) -> SessionState {
@@ -149,11 +161,7 @@ fn pending_state() -> (SessionState, ArtifactRequest) {
     let transition = handle(
         &state,
         &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
     );
     let request = match transition.effects.as_slice() {
         [Effect::WriteArtifact(request)] => request.clone(),
@@ -258,7 +266,9 @@ fn plan_turn_allows_exactly_the_read_only_tools() {
             ("NotARealTool", deny),
         ]
     );
-    assert!(transition.effects.is_empty());
+    // Only the refused Bash call's record.
+    let records: Vec<_> = transition.effects.iter().map(refusal_record).collect();
+    assert_eq!(records, [Some(ErrorCode::InvalidCommandInput)]);
     assert_eq!(transition.state, state, "tool decisions change no state");
 }
 
@@ -268,11 +278,7 @@ fn submit_plan_with_another_call_refuses_the_whole_batch() {
     let transition = handle(
         &state,
         &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![tool("Read"), submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![tool("Read"), submit_call(plan_input())]),
     );
     assert_refused_unchanged(&state, transition, ErrorCode::SubmitPlanNotAlone);
 }
@@ -292,11 +298,7 @@ fn tool_calls_without_an_active_turn_are_turn_not_active() {
     let transition = handle(
         &state,
         &context(T0),
-        Event::ToolCalls {
-            turn_id: "t-none".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t-none".into(), vec![submit_call(plan_input())]),
     );
     assert_refused_unchanged(&state, transition, ErrorCode::TurnNotActive);
 }
@@ -345,11 +347,7 @@ fn submit_plan_input_must_be_exactly_title_markdown_question() {
         let transition = handle(
             &state,
             &context(T0),
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![submit_call(input.clone())],
-            },
+            support::tool_calls("t1".into(), vec![submit_call(input.clone())]),
         );
         let Reply::ToolResults(results) = accepted(&transition) else {
             panic!("expected tool results");
@@ -445,13 +443,12 @@ fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
         let transition = handle(
             &state,
             &context(T0),
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![submit_call(
+            support::tool_calls(
+                "t1".into(),
+                vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
-            },
+            ),
         );
         let written = transition.effects.iter().find_map(|effect| match effect {
             Effect::WriteArtifact(request) => Some(request.markdown.clone()),
@@ -459,6 +456,8 @@ fn submit_plan_refuses_control_and_bidi_characters_in_title_and_question() {
             | Effect::UpdateApproval { .. }
             | Effect::SaveSession(_)
             | Effect::RecordToolAudit(_)
+            | Effect::RecordCommand { .. }
+            | Effect::BindWorkspace { .. }
             | Effect::CancelCommand { .. } => None,
         });
         assert_eq!(
@@ -501,13 +500,12 @@ fn submit_plan_markdown_over_the_limit_is_invalid_and_at_the_limit_is_fine() {
                 epoch: EPOCH,
                 limits: limits.clone(),
             },
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![submit_call(
+            support::tool_calls(
+                "t1".into(),
+                vec![submit_call(
                     json!({"title": "t", "markdown": markdown, "question": "q"}),
                 )],
-            },
+            ),
         );
         match accepted(&transition) {
             Reply::ToolResults(results) => results[0].decision.clone(),
@@ -541,11 +539,7 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
     let transition = handle(
         &state,
         &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
     );
     assert_eq!(
         transition.effects,
@@ -584,11 +578,7 @@ fn failed_artifact_write_creates_no_approval_and_keeps_the_turn() {
     let request = match handle(
         &state,
         &context(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
     )
     .effects
     .as_slice()
@@ -789,16 +779,8 @@ fn approval_actions_are_the_only_controls_while_pending() {
             turn_id: "t2".into(),
             origin: Origin::Interactive,
         },
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![tool("Read")],
-        },
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![tool("Read")]),
+        support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
         configure_event(ConfigChange {
             model: Some(Some("other".to_owned())),
             ..ConfigChange::default()
@@ -893,11 +875,7 @@ fn deadline_uses_the_configured_ttl() {
     let transition = handle(
         &state,
         &short(T0),
-        Event::ToolCalls {
-            turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
-            calls: vec![submit_call(plan_input())],
-        },
+        support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
     );
     let [Effect::WriteArtifact(request)] = transition.effects.as_slice() else {
         panic!("expected a write");
@@ -1538,15 +1516,7 @@ mod commands {
         context: &Context,
         calls: Vec<ToolCall>,
     ) -> (Vec<ToolDecision>, SessionState) {
-        let transition = handle(
-            state,
-            context,
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls,
-            },
-        );
+        let transition = handle(state, context, support::tool_calls("t1".into(), calls));
         match accepted(&transition) {
             Reply::ToolResults(results) => (
                 results.into_iter().map(|result| result.decision).collect(),
@@ -1554,6 +1524,237 @@ mod commands {
             ),
             other => panic!("expected tool results, got {other:?}"),
         }
+    }
+
+    /// One Plan-turn Bash call `c1` decided under `facts`: its decision and
+    /// the transition.
+    fn plan_bash_under(facts: plan_core::CommandFacts) -> (ToolDecision, Transition) {
+        let transition = handle(
+            &plan_turn(),
+            &sandboxed(),
+            Event::ToolCalls {
+                turn_id: "t1".into(),
+                calls: vec![bash("c1", "git status")],
+                commands: facts,
+            },
+        );
+        let Reply::ToolResults(mut results) = accepted(&transition) else {
+            panic!("expected tool results");
+        };
+        (results.remove(0).decision, transition)
+    }
+
+    fn records(
+        transition: &Transition,
+    ) -> Vec<(plan_core::CommandEntryKind, CommandState, Option<ErrorCode>)> {
+        transition
+            .effects
+            .iter()
+            .filter_map(|effect| match effect {
+                Effect::RecordCommand { kind, run } => Some((*kind, run.state, run.error_code)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_command_the_host_cannot_run_fails_to_start_in_the_decision_with_its_code() {
+        use plan_core::{CommandEntryKind, CwdFact, WorkspaceFact};
+        let ready = || support::ready(["c1"]);
+        let unavailable = ErrorCode::PlanSandboxUnavailable;
+        let cases: Vec<(&str, plan_core::CommandFacts, ErrorCode)> = vec![
+            (
+                "shell not installed",
+                plan_core::CommandFacts {
+                    shell_installed: false,
+                    ..ready()
+                },
+                ErrorCode::ShellUnavailable,
+            ),
+            (
+                "no helper or scratch root",
+                plan_core::CommandFacts {
+                    runner_ready: false,
+                    ..ready()
+                },
+                unavailable,
+            ),
+            (
+                "the workspace cannot be opened",
+                plan_core::CommandFacts {
+                    workspace: WorkspaceFact::Unavailable,
+                    ..ready()
+                },
+                ErrorCode::InvalidCommandInput,
+            ),
+            (
+                "the cwd does not exist",
+                plan_core::CommandFacts {
+                    calls: vec![plan_core::CallFacts {
+                        call_id: "c1".to_owned(),
+                        cwd: CwdFact::Missing,
+                        scratch_ready: true,
+                    }],
+                    ..ready()
+                },
+                ErrorCode::InvalidCommandInput,
+            ),
+            (
+                "the scratch root is inside the workspace",
+                plan_core::CommandFacts {
+                    scratch_outside_workspace: false,
+                    ..ready()
+                },
+                unavailable,
+            ),
+            (
+                "no scratch directory",
+                plan_core::CommandFacts {
+                    calls: vec![plan_core::CallFacts {
+                        call_id: "c1".to_owned(),
+                        cwd: CwdFact::Resolved("/real/w".to_owned()),
+                        scratch_ready: false,
+                    }],
+                    ..ready()
+                },
+                ErrorCode::Internal,
+            ),
+            (
+                "no facts for the call at all",
+                plan_core::CommandFacts {
+                    calls: Vec::new(),
+                    ..ready()
+                },
+                ErrorCode::InvalidCommandInput,
+            ),
+        ];
+        for (why, facts, code) in cases {
+            let (decision, transition) = plan_bash_under(facts);
+            let ToolDecision::RunCommand(launch) = decision else {
+                panic!("{why}: {decision:?}");
+            };
+            assert!(!launch.spawns(), "{why}");
+            assert_eq!(
+                (launch.run.state, launch.run.error_code),
+                (CommandState::FailedToStart, Some(code)),
+                "{why}"
+            );
+            // Recorded started, then ended, in the decision's transaction;
+            // the turn keeps it ended (nothing runs, a plan may follow).
+            assert_eq!(
+                records(&transition),
+                [
+                    (CommandEntryKind::Started, CommandState::Running, None),
+                    (CommandEntryKind::Ended, CommandState::FailedToStart, Some(code)),
+                ],
+                "{why}"
+            );
+            let turn = transition.state.active_turn.unwrap();
+            assert!(!turn.has_running_command(), "{why}");
+        }
+        // With every fact in place it spawns, recorded started only.
+        let (decision, transition) = plan_bash_under(ready());
+        let ToolDecision::RunCommand(launch) = decision else {
+            panic!("{decision:?}");
+        };
+        assert!(launch.spawns());
+        assert_eq!(launch.run.shell.path, "/bin/bash");
+        assert_eq!(
+            records(&transition),
+            [(CommandEntryKind::Started, CommandState::Running, None)]
+        );
+    }
+
+    #[test]
+    fn a_workspace_that_is_not_the_one_the_session_bound_is_refused_and_an_unbound_one_is_bound() {
+        use plan_core::{CommandEntryKind, WorkspaceFact, WorkspaceIdentity};
+        let other = WorkspaceIdentity { device: 1, inode: 2 };
+        let replaced = plan_core::CommandFacts {
+            workspace: WorkspaceFact::Found {
+                found: other,
+                bound: Some(support::WORKSPACE),
+                real_root: Some("/real/w".to_owned()),
+            },
+            ..support::ready(["c1"])
+        };
+        // Plan: denied in the answer, recorded as refused, nothing bound.
+        let (decision, transition) = plan_bash_under(replaced.clone());
+        assert_eq!(decision, ToolDecision::Deny(ErrorCode::CommandCwdEscape));
+        assert_eq!(
+            records(&transition),
+            [(
+                CommandEntryKind::Refused,
+                CommandState::FailedToStart,
+                Some(ErrorCode::CommandCwdEscape)
+            )]
+        );
+        assert!(
+            !transition
+                .effects
+                .iter()
+                .any(|effect| matches!(effect, Effect::BindWorkspace { .. }))
+        );
+        // Agent `command/start`: it fails to start with the same code.
+        let agent = agent_turn_with_bash(PermissionMode::Auto);
+        let started = handle(
+            &agent,
+            &sandboxed(),
+            Event::StartCommand {
+                turn_id: "t1".into(),
+                call_id: "c1".to_owned(),
+                input: json!({"command": "cargo test", "timeoutMs": 5_000}),
+                commands: replaced,
+            },
+        );
+        let Reply::CommandStarted(launch) = accepted(&started) else {
+            panic!("expected a start");
+        };
+        assert_eq!(
+            (launch.run.state, launch.run.error_code),
+            (CommandState::FailedToStart, Some(ErrorCode::CommandCwdEscape))
+        );
+        // Not bound yet: the decision binds the directory it found.
+        let unbound = plan_core::CommandFacts {
+            workspace: WorkspaceFact::Found {
+                found: other,
+                bound: None,
+                real_root: Some("/real/w".to_owned()),
+            },
+            ..support::ready(["c1"])
+        };
+        let (decision, transition) = plan_bash_under(unbound);
+        assert!(matches!(decision, ToolDecision::RunCommand(_)));
+        assert!(transition.effects.iter().any(|effect| matches!(
+            effect,
+            Effect::BindWorkspace { session_id, identity } if session_id.as_str() == "s1" && *identity == other
+        )));
+    }
+
+    #[test]
+    fn a_refused_command_start_is_recorded_with_what_was_asked() {
+        let agent = agent_turn_with_bash(PermissionMode::Auto);
+        let refused = handle(
+            &agent,
+            &sandboxed(),
+            Event::StartCommand {
+                turn_id: "t1".into(),
+                call_id: "c1".to_owned(),
+                // Not the input that was decided.
+                input: json!({"command": "rm -rf /", "cwd": "src"}),
+                commands: support::ready(["c1"]),
+            },
+        );
+        assert_eq!(refused.reply, Err(ErrorCode::CommandNotAllowed));
+        assert_eq!(refused.state, agent, "a refusal changes nothing");
+        let [Effect::RecordCommand { kind, run }] = refused.effects.as_slice() else {
+            panic!("{:?}", refused.effects);
+        };
+        assert_eq!(*kind, plan_core::CommandEntryKind::Refused);
+        assert_eq!(run.command, "rm -rf /");
+        assert_eq!(run.cwd, "src");
+        assert_eq!(run.sandbox, Sandbox::WorkspaceWrite);
+        assert_eq!(run.error_code, Some(ErrorCode::CommandNotAllowed));
+        assert_eq!(run.started_at, T0);
     }
 
     /// A Plan turn with the running command `c1`.
@@ -1609,6 +1810,7 @@ mod commands {
                 turn_id: "t1".into(),
                 call_id: call_id.to_owned(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
+                commands: support::ready([call_id]),
             },
         )
     }
@@ -1736,8 +1938,23 @@ mod commands {
             &sandboxed(),
             Event::ToolCalls {
                 turn_id: "t1".into(),
-                cwd_escapes: vec!["c1".to_owned()],
                 calls: vec![bash_in("c1", "ls", "link-out"), bash_in("c2", "ls", "src")],
+                // The host followed `link-out` to a directory outside.
+                commands: plan_core::CommandFacts {
+                    calls: vec![
+                        plan_core::CallFacts {
+                            call_id: "c1".to_owned(),
+                            cwd: plan_core::CwdFact::Resolved("/elsewhere".to_owned()),
+                            scratch_ready: true,
+                        },
+                        plan_core::CallFacts {
+                            call_id: "c2".to_owned(),
+                            cwd: plan_core::CwdFact::Resolved("/real/w/src".to_owned()),
+                            scratch_ready: true,
+                        },
+                    ],
+                    ..support::ready([])
+                },
             },
         );
         let Reply::ToolResults(results) = accepted(&transition) else {
@@ -1851,9 +2068,10 @@ mod commands {
     #[test]
     fn plan_bash_runs_read_only_and_offline() {
         let (decisions, state) = run_batch(&plan_turn(), &sandboxed(), vec![bash("c1", "cat README.md")]);
-        let [ToolDecision::RunCommand(request)] = decisions.as_slice() else {
+        let [ToolDecision::RunCommand(launch)] = decisions.as_slice() else {
             panic!("expected a run, got {decisions:?}");
         };
+        let request = &launch.request;
         assert_eq!(
             request,
             &CommandRequest {
@@ -1891,11 +2109,7 @@ mod commands {
         let transition = handle(
             &plan_turn(),
             &context(T0),
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![bash("c1", "cat README.md")],
-            },
+            support::tool_calls("t1".into(), vec![bash("c1", "cat README.md")]),
         );
         let Reply::ToolResults(results) = accepted(&transition) else {
             panic!("expected tool results");
@@ -1908,10 +2122,9 @@ mod commands {
         let transition = handle(
             &plan_turn(),
             &with_reason,
-            Event::ToolCalls {
-                turn_id: "t1".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![
+            support::tool_calls(
+                "t1".into(),
+                vec![
                     bash("c1", "cat README.md"),
                     ToolCall {
                         call_id: "r1".to_owned(),
@@ -1919,7 +2132,7 @@ mod commands {
                         input: json!({"path": "README.md"}),
                     },
                 ],
-            },
+            ),
         );
         let Reply::ToolResults(results) = accepted(&transition) else {
             panic!("expected tool results");
@@ -2134,7 +2347,7 @@ mod commands {
             ErrorCode::CommandNotAllowed,
         );
         let transition = start(&agent, &sandboxed(), "c1");
-        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+        let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &transition.reply else {
             panic!("expected a start, got {:?}", transition.reply);
         };
         assert_eq!(
@@ -2156,6 +2369,7 @@ mod commands {
                 turn_id: "t2".into(),
                 call_id: "c1".to_owned(),
                 input: json!({"command": "ls"}),
+                commands: support::ready(["c1"]),
             },
         );
         assert_refused_unchanged(&agent, wrong_turn, ErrorCode::TurnNotActive);
@@ -2166,6 +2380,7 @@ mod commands {
                 turn_id: "t1".into(),
                 call_id: "c1".to_owned(),
                 input: json!({"command": ""}),
+                commands: support::ready(["c1"]),
             },
         );
         assert_refused_unchanged(&agent, bad_input, ErrorCode::InvalidCommandInput);
@@ -2175,7 +2390,7 @@ mod commands {
     fn agent_auto_needs_the_workspace_write_sandbox() {
         let agent = agent_turn_with_bash(PermissionMode::Auto);
         let transition = start(&agent, &sandboxed(), "c1");
-        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+        let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &transition.reply else {
             panic!("expected a start, got {:?}", transition.reply);
         };
         assert_eq!(
@@ -2195,7 +2410,7 @@ mod commands {
         let mut opted_out = context(T0);
         opted_out.limits.commands.auto_without_sandbox = true;
         let transition = start(&agent, &opted_out, "c1");
-        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+        let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &transition.reply else {
             panic!("expected a start, got {:?}", transition.reply);
         };
         assert_eq!(request.grant.sandbox, Sandbox::None);
@@ -2223,7 +2438,7 @@ mod commands {
         let mut opted_out = without_namespaces();
         opted_out.limits.commands.auto_without_sandbox = true;
         let transition = start(&agent, &opted_out, "c1");
-        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+        let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &transition.reply else {
             panic!("expected a start, got {:?}", transition.reply);
         };
         assert_eq!(request.grant.sandbox, Sandbox::WorkspaceWrite);
@@ -2253,7 +2468,7 @@ mod commands {
         let mut online = sandboxed();
         online.limits.commands.network_in_auto = true;
         let transition = start(&agent, &online, "c1");
-        let Ok(Reply::CommandStarted(request)) = &transition.reply else {
+        let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &transition.reply else {
             panic!("expected a start, got {:?}", transition.reply);
         };
         assert!(request.grant.network);
@@ -2418,6 +2633,7 @@ mod permissions {
                 turn_id: "t1".into(),
                 call_id: call_id.to_owned(),
                 input: json!({"command": command}),
+                commands: support::ready([call_id]),
             },
         )
     }
@@ -2563,7 +2779,15 @@ mod permissions {
         let (decided, transition) = decisions(state, calls);
         assert_eq!(decided, expected);
         assert_eq!(&transition.state, state, "a resend must not change the turn");
-        assert!(transition.effects.is_empty(), "a resend is not audited");
+        // Not audited again; a refused Bash call is recorded as refused.
+        assert!(
+            transition
+                .effects
+                .iter()
+                .all(|effect| refusal_record(effect).is_some()),
+            "a resend is not audited: {:?}",
+            transition.effects
+        );
     }
 
     #[test]
@@ -2671,6 +2895,7 @@ mod permissions {
                         turn_id: "t1".into(),
                         call_id: "b1".to_owned(),
                         input: other.clone(),
+                        commands: support::ready(["b1"]),
                     },
                 );
                 assert_refused_unchanged(&confirmed, refused, ErrorCode::CommandNotAllowed);
@@ -2682,9 +2907,10 @@ mod permissions {
                     turn_id: "t1".into(),
                     call_id: "b1".to_owned(),
                     input: seen.clone(),
+                    commands: support::ready(["b1"]),
                 },
             );
-            let Ok(Reply::CommandStarted(request)) = &started.reply else {
+            let Ok(Reply::CommandStarted(plan_core::CommandLaunch { request, .. })) = &started.reply else {
                 panic!("expected a start, got {:?}", started.reply);
             };
             assert_eq!(
@@ -2711,6 +2937,7 @@ mod permissions {
                         turn_id: "t1".into(),
                         call_id: "b1".to_owned(),
                         input: seen.clone(),
+                        commands: support::ready(["b1"]),
                     },
                 ),
                 ErrorCode::CommandNotAllowed,
@@ -2736,6 +2963,7 @@ mod permissions {
                         turn_id: "t1".into(),
                         call_id: "b2".to_owned(),
                         input: other,
+                        commands: support::ready(["b2"]),
                     },
                 ),
                 ErrorCode::CommandNotAllowed,
@@ -2945,14 +3173,13 @@ mod permissions {
         let transition = handle(
             &executing,
             &context(T0),
-            Event::ToolCalls {
-                turn_id: "t-exec".into(),
-                cwd_escapes: Vec::new(),
-                calls: vec![
+            support::tool_calls(
+                "t-exec".into(),
+                vec![
                     call("e-w", "Edit", json!({})),
                     call("e-b", "Bash", json!({"command": "make"})),
                 ],
-            },
+            ),
         );
         let entries = audits(&transition);
         assert_eq!(

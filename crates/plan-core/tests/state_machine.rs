@@ -11,6 +11,9 @@
     clippy::wildcard_enum_match_arm
 )]
 
+#[path = "support/facts.rs"]
+mod support;
+
 use std::collections::BTreeMap;
 
 use plan_core::{
@@ -374,7 +377,11 @@ impl Harness {
                     *stored = approval.clone();
                 }
                 Effect::SaveSession(session) => assert_eq!(session.id, self.state.session.id),
-                Effect::WriteArtifact(_) | Effect::CancelCommand { .. } | Effect::RecordToolAudit(_) => {}
+                Effect::WriteArtifact(_)
+                | Effect::CancelCommand { .. }
+                | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. } => {}
             }
         }
     }
@@ -383,10 +390,17 @@ impl Harness {
         let transition = handle(&self.state, &self.context(), event);
         self.persist(&transition.effects);
         if transition.reply.is_err() && !transition.effects.is_empty() {
-            // Only the lazy expiry may come with a refusal.
+            // Only the lazy expiry, and the record of a refused command
+            // start, may come with a refusal.
             assert!(transition.effects.iter().all(|effect| matches!(
                 effect,
                 Effect::UpdateApproval { approval, .. } if approval.status == ApprovalStatus::Expired
+            ) || matches!(
+                effect,
+                Effect::RecordCommand {
+                    kind: plan_core::CommandEntryKind::Refused,
+                    ..
+                }
             )));
         }
         self.state = transition.state;
@@ -422,11 +436,7 @@ impl Harness {
             ToolBatch::SubmitWithOther => vec![named("Grep"), submit(valid)],
         };
         let turn_id = self.current_turn_id();
-        let reply = self.run(Event::ToolCalls {
-            turn_id,
-            calls,
-            cwd_escapes: Vec::new(),
-        });
+        let reply = self.run(support::tool_calls(turn_id, calls));
         let Reply::ToolResults(results) = reply else {
             return;
         };
@@ -850,16 +860,13 @@ mod commands {
                     }
                     let turn_mode = self.state.active_turn.as_ref().map(|turn| turn.mode);
                     let turn_id = self.turn_id();
-                    let transition = self.handle(Event::ToolCalls {
-                        turn_id,
-                        calls,
-                        cwd_escapes: Vec::new(),
-                    });
+                    let transition = self.handle(support::tool_calls(turn_id, calls));
                     if let Ok(Reply::ToolResults(results)) = transition.reply {
                         for result in results {
-                            if let ToolDecision::RunCommand(request) = result.decision {
+                            if let ToolDecision::RunCommand(launch) = result.decision {
                                 let mode = turn_mode.expect("a run needs a turn");
-                                self.run_started(&request.call_id, request.grant, mode);
+                                assert!(launch.spawns(), "every fact was in place");
+                                self.run_started(&launch.request.call_id, launch.request.grant, mode);
                             }
                         }
                     }
@@ -874,12 +881,14 @@ mod commands {
                         turn_id,
                         call_id: call_id.clone(),
                         input: json!({"command": "true"}),
+                        commands: support::ready([call_id.as_str()]),
                     });
                     match transition.reply {
-                        Ok(Reply::CommandStarted(request)) => {
+                        Ok(Reply::CommandStarted(launch)) => {
                             let mode = turn_mode.expect("a start needs a turn");
                             assert_eq!(mode, Mode::Agent, "command/start never runs a Plan command");
-                            self.run_started(&request.call_id, request.grant, mode);
+                            assert!(launch.spawns(), "every fact was in place");
+                            self.run_started(&launch.request.call_id, launch.request.grant, mode);
                         }
                         Ok(other) => panic!("unexpected reply {other:?}"),
                         Err(_) => {}
@@ -988,15 +997,14 @@ mod commands {
                         .active_turn
                         .as_ref()
                         .is_some_and(|turn| turn.mode == Mode::Plan);
-                    let transition = self.handle(Event::ToolCalls {
+                    let transition = self.handle(support::tool_calls(
                         turn_id,
-                        cwd_escapes: Vec::new(),
-                        calls: vec![ToolCall {
+                        vec![ToolCall {
                             call_id: "submit".to_owned(),
                             name: "SubmitPlan".to_owned(),
                             input: json!({"title": "t", "markdown": "m", "question": "q"}),
                         }],
-                    });
+                    ));
                     if let Ok(Reply::ToolResults(results)) = &transition.reply
                         && plan_turn
                         && !self.running.is_empty()
@@ -1220,9 +1228,17 @@ mod permissions {
         fn handle(&mut self, event: Event) -> Transition {
             self.context.now += 1;
             let transition = handle(&self.state, &self.context, event);
-            if transition.reply.is_err() {
+            if let Err(code) = transition.reply {
                 assert_eq!(transition.state, self.state, "a refusal changes nothing");
-                assert!(transition.effects.is_empty(), "a refusal has no effects");
+                // But a refused command start is recorded, with its code.
+                assert!(
+                    transition.effects.iter().all(|effect| matches!(
+                        effect,
+                        Effect::RecordCommand { kind: plan_core::CommandEntryKind::Refused, run }
+                            if run.error_code == Some(code)
+                    )),
+                    "a refusal has no effects but its record"
+                );
             }
             for effect in &transition.effects {
                 if let Effect::RecordToolAudit(entry) = effect {
@@ -1316,10 +1332,9 @@ mod permissions {
                     let turn_id = self.turn_id();
                     let active = self.state.active_turn.is_some();
                     let audited_before = self.audit.len();
-                    let transition = self.handle(Event::ToolCalls {
+                    let transition = self.handle(support::tool_calls(
                         turn_id,
-                        cwd_escapes: Vec::new(),
-                        calls: calls
+                        calls
                             .iter()
                             .map(|(tool, call_id, input)| ToolCall {
                                 call_id: call_id.clone(),
@@ -1327,7 +1342,7 @@ mod permissions {
                                 input: World::input_of(call_id, *input),
                             })
                             .collect(),
-                    });
+                    ));
                     let results = match transition.reply {
                         Ok(Reply::ToolResults(results)) => results,
                         Ok(other) => panic!("unexpected reply {other:?}"),
@@ -1437,9 +1452,11 @@ mod permissions {
                         turn_id,
                         call_id: call_id.clone(),
                         input: World::input_of(&call_id, input),
+                        commands: support::ready([call_id.as_str()]),
                     });
                     match transition.reply {
-                        Ok(Reply::CommandStarted(request)) => {
+                        Ok(Reply::CommandStarted(launch)) => {
+                            let request = launch.request;
                             assert!(
                                 may_start,
                                 "{call_id} started without being allowed or confirmed with this input"

@@ -18,36 +18,18 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::error::StorageError;
 use crate::store::Store;
 
-/// What an audit entry records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandEntryKind {
-    /// Written before the process is spawned.
-    Started,
-    /// Written when the run ended (or by the fence, as `interrupted`).
-    Ended,
-    /// A start that was refused; nothing ran.
-    Refused,
-}
+/// The entry kinds of a run, as plan-core decides them.
+pub use plan_core::CommandEntryKind;
 
-impl CommandEntryKind {
-    /// The entry's `type` field.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CommandEntryKind::Started => "commandStarted",
-            CommandEntryKind::Ended => "commandEnded",
-            CommandEntryKind::Refused => "commandRefused",
-        }
-    }
-
-    fn parse(text: &str) -> Option<CommandEntryKind> {
-        [
-            CommandEntryKind::Started,
-            CommandEntryKind::Ended,
-            CommandEntryKind::Refused,
-        ]
-        .into_iter()
-        .find(|kind| kind.as_str() == text)
-    }
+/// The kind an entry's `type` field names.
+fn parse_kind(text: &str) -> Option<CommandEntryKind> {
+    [
+        CommandEntryKind::Started,
+        CommandEntryKind::Ended,
+        CommandEntryKind::Refused,
+    ]
+    .into_iter()
+    .find(|kind| kind.as_str() == text)
 }
 
 /// One audit entry as stored.
@@ -146,7 +128,7 @@ fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageErro
     let Some(kind) = value
         .get("type")
         .and_then(serde_json::Value::as_str)
-        .and_then(CommandEntryKind::parse)
+        .and_then(parse_kind)
     else {
         return Ok(None);
     };

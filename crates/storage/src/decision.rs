@@ -114,7 +114,9 @@ pub(crate) fn record(
         | Effect::InsertApproval(_)
         | Effect::SaveSession(_)
         | Effect::CancelCommand { .. }
-        | Effect::RecordToolAudit(_) => None,
+        | Effect::RecordToolAudit(_)
+        | Effect::RecordCommand { .. }
+        | Effect::BindWorkspace { .. } => None,
     });
     let Some(approval) = decided else {
         return Ok(());

@@ -268,35 +268,25 @@ impl Store {
         session_id: &SessionId,
         found: WorkspaceIdentity,
     ) -> Result<WorkspaceIdentity, StorageError> {
-        let key = format!("session.workspace.{}", session_id.as_str());
-        let text = serde_json::to_string(&found).map_err(|error| StorageError::InvalidValue {
-            column: "settings.value_json (session.workspace)",
-            value: error.to_string(),
-        })?;
-        let stored: String = self.guarded(|conn| {
+        self.guarded(|conn| {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("binding a session's workspace"))?;
-            transaction
-                .execute(
-                    "INSERT INTO settings (key, value_json) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
-                    params![key, text],
-                )
-                .map_err(StorageError::sqlite("binding a session's workspace"))?;
-            let stored = transaction
-                .query_row("SELECT value_json FROM settings WHERE key = ?1", [&key], |row| {
-                    row.get(0)
-                })
-                .map_err(StorageError::sqlite("reading a session's workspace"))?;
+            bind_workspace_row(&transaction, session_id, found)?;
+            let bound = workspace_binding(&transaction, session_id)?;
             transaction
                 .commit()
                 .map_err(StorageError::sqlite("binding a session's workspace"))?;
-            Ok(stored)
-        })?;
-        serde_json::from_str(&stored).map_err(|_| StorageError::InvalidValue {
-            column: "settings.value_json (session.workspace)",
-            value: stored.chars().take(200).collect(),
+            bound.ok_or_else(|| StorageError::InvalidValue {
+                column: "settings.value_json (session.workspace)",
+                value: "no binding after binding".to_owned(),
+            })
         })
+    }
+
+    /// The workspace `session_id` bound (P12), if it bound one.
+    pub fn bound_workspace(&self, session_id: &SessionId) -> Result<Option<WorkspaceIdentity>, StorageError> {
+        workspace_binding(&self.conn, session_id)
     }
 
     /// Runs `reads` in one read transaction: one snapshot and one round of
@@ -628,6 +618,8 @@ impl Store {
                     | Effect::InsertApproval(_)
                     | Effect::SaveSession(_)
                     | Effect::RecordToolAudit(_)
+                    | Effect::RecordCommand { .. }
+                    | Effect::BindWorkspace { .. }
                     | Effect::CancelCommand { .. } => {}
                 }
             }
@@ -814,7 +806,11 @@ fn follow_effect(kept: &mut HashMap<SessionId, SessionRows>, effect: &Effect) {
                 rows.session = session.clone();
             }
         }
-        Effect::WriteArtifact(_) | Effect::CancelCommand { .. } | Effect::RecordToolAudit(_) => {}
+        Effect::WriteArtifact(_)
+        | Effect::CancelCommand { .. }
+        | Effect::RecordToolAudit(_)
+        | Effect::RecordCommand { .. }
+        | Effect::BindWorkspace { .. } => {}
     }
 }
 
@@ -882,6 +878,8 @@ fn apply_effect(
             save_session_row(conn, session, now)
         }
         Effect::RecordToolAudit(entry) => crate::tool_audit::insert_tool_entry(conn, entry),
+        Effect::RecordCommand { kind, run } => crate::audit::insert_entry(conn, *kind, run, None, now),
+        Effect::BindWorkspace { session_id, identity } => bind_workspace_row(conn, session_id, *identity),
         // Not storage effects: see `Store::apply`.
         Effect::WriteArtifact(_) | Effect::CancelCommand { .. } => Ok(()),
     }
@@ -1136,6 +1134,53 @@ impl RawApproval {
             legacy_feedback: self.legacy_feedback,
         })
     }
+}
+
+/// The settings key of a session's bound workspace (P12).
+fn workspace_key(session_id: &SessionId) -> String {
+    format!("session.workspace.{}", session_id.as_str())
+}
+
+/// Binds `session_id` to `found` unless it bound a workspace already (the
+/// first binding stays), inside the caller's transaction.
+fn bind_workspace_row(
+    conn: &Connection,
+    session_id: &SessionId,
+    found: WorkspaceIdentity,
+) -> Result<(), StorageError> {
+    let text = serde_json::to_string(&found).map_err(|error| StorageError::InvalidValue {
+        column: "settings.value_json (session.workspace)",
+        value: error.to_string(),
+    })?;
+    conn.prepare_cached(
+        "INSERT INTO settings (key, value_json) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+    )
+    .and_then(|mut statement| statement.execute(params![workspace_key(session_id), text]))
+    .map_err(StorageError::sqlite("binding a session's workspace"))?;
+    Ok(())
+}
+
+/// The workspace `session_id` bound, if any.
+fn workspace_binding(
+    conn: &Connection,
+    session_id: &SessionId,
+) -> Result<Option<WorkspaceIdentity>, StorageError> {
+    let stored: Option<String> = conn
+        .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+        .and_then(|mut statement| {
+            statement
+                .query_row([workspace_key(session_id)], |row| row.get(0))
+                .optional()
+        })
+        .map_err(StorageError::sqlite("reading a session's workspace"))?;
+    stored
+        .map(|stored| {
+            serde_json::from_str(&stored).map_err(|_| StorageError::InvalidValue {
+                column: "settings.value_json (session.workspace)",
+                value: stored.chars().take(200).collect(),
+            })
+        })
+        .transpose()
 }
 
 /// Calls `each` with every approval row, oldest first, one row at a time

@@ -154,7 +154,8 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         &context(NOW),
         Event::ToolCalls {
             turn_id: "t1".into(),
-            cwd_escapes: Vec::new(),
+            // No Bash call: nothing for the host to look at.
+            commands: plan_core::CommandFacts::default(),
             calls: vec![ToolCall {
                 call_id: "c1".to_owned(),
                 name: "SubmitPlan".to_owned(),
