@@ -1133,7 +1133,9 @@ fn pending(project: &Project, as_json: bool) -> Result<i32, Failure> {
                 })
             })
             .collect();
-        format!("{}\n", Value::Array(rows))
+        // Titles are the agent's text: terminal-safe JSON, as every
+        // `--json` of this binary.
+        crate::render::json_line(&Value::Array(rows))?
     } else if approvals.is_empty() {
         "no pending plan\n".to_owned()
     } else {

@@ -385,6 +385,12 @@ fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
         !listed.contains('\u{1b}') && !listed.contains('\u{202e}'),
         "{listed:?}"
     );
+    // And in the JSON list: nothing raw reaches a terminal.
+    let json_listed = case.run(&["claude-code", "pending", "--json"]);
+    let raw = String::from_utf8(json_listed.stdout.clone()).unwrap();
+    assert!(!raw.contains('\u{1b}') && !raw.contains('\u{202e}'), "{raw:?}");
+    let parsed: Vec<Value> = serde_json::from_str(&raw).unwrap();
+    assert_eq!(parsed[0]["title"], pending["title"]);
     let id = pending["approvalId"].as_str().unwrap();
     let approved = case.run(&["claude-code", "approve", id, "--mode", "accept-edits"]);
     assert!(
