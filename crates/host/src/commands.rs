@@ -32,22 +32,19 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use plan_core::{
-    CallFacts, CommandFacts, CommandLaunch, CommandRun, CommandShell, CommandState, CwdFact, ErrorCode,
-    Event, Mode, Reply, Sandbox, SandboxGrant, SessionId, ToolCall, TurnId, TurnKind, WorkspaceFact,
-    WorkspaceIdentity,
+    CallFacts, CatalogShell, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode,
+    Reply, Sandbox, SandboxGrant, SessionId, ToolCall, TurnId, TurnKind, WorkspaceFact, WorkspaceIdentity,
+    default_shell,
 };
-use plan_exec::{
-    CommandOutcome, CommandSpec, Confinement, ExecError, NetworkNamespace, OutputEvent, ScratchDir,
-    WorkspaceDir,
-};
-use plan_storage::{CommandEntryKind, CommandFilter, CommandRecord, Store};
+use plan_exec::{CommandSpec, Confinement, NetworkNamespace, OutputEvent, ScratchDir, WorkspaceDir};
+use plan_storage::Store;
 
-use crate::error::unexpected;
+use crate::HostError;
 use crate::event::{HostCore, Open, Ran};
 use crate::notify::HostEvent;
-use crate::running::{CommandKey, CommandSlot, Done, SandboxStatus};
+use crate::running::{CommandSlot, Done};
+use crate::shells::{ShellEntry, ShellSpec};
 use crate::sync::lock;
-use crate::{Host, HostError};
 
 /// The confinement plan-core's grant means. The only place a grant becomes
 /// a confinement: read-only stays read-only.
@@ -60,54 +57,6 @@ fn confinement(grant: SandboxGrant, real_root: &Path) -> Confinement {
         },
         Sandbox::None => Confinement::None,
     }
-}
-
-/// The canonical code of a command that could not start: the one mapping
-/// from plan-exec's errors to codes.
-fn start_failure_code(error: &ExecError, sandbox: Sandbox) -> ErrorCode {
-    match error {
-        ExecError::SandboxUnavailable { .. } => sandbox.unavailable_code(),
-        ExecError::ShellUnavailable { .. } => ErrorCode::ShellUnavailable,
-        ExecError::CwdUnavailable { .. } | ExecError::InvalidSpec { .. } => ErrorCode::InvalidCommandInput,
-        ExecError::ScratchDirMissing { .. } | ExecError::ScratchDir { .. } | ExecError::Spawn { .. } => {
-            ErrorCode::Internal
-        }
-    }
-}
-
-/// The run after its outcome.
-fn ended_run(run: &CommandRun, outcome: &CommandOutcome, now: i64) -> CommandRun {
-    let mut ended = run.clone();
-    ended.state = match outcome.state {
-        plan_exec::CommandState::Exited => CommandState::Exited,
-        plan_exec::CommandState::TimedOut => CommandState::TimedOut,
-        plan_exec::CommandState::Cancelled => CommandState::Cancelled,
-        plan_exec::CommandState::FailedToStart => CommandState::FailedToStart,
-        // The supervisor vanished: the command died with it, how is unknown.
-        plan_exec::CommandState::Lost => CommandState::Interrupted,
-    };
-    ended.error_code = match (&outcome.error, outcome.state) {
-        (Some(error), _) => Some(start_failure_code(error, run.sandbox)),
-        (None, plan_exec::CommandState::Lost) => Some(ErrorCode::Internal),
-        (
-            None,
-            plan_exec::CommandState::Exited
-            | plan_exec::CommandState::TimedOut
-            | plan_exec::CommandState::Cancelled
-            | plan_exec::CommandState::FailedToStart,
-        ) => None,
-    };
-    ended.exit_code = outcome.exit_code;
-    ended.signal = outcome.signal;
-    ended.stdout_bytes = outcome.stdout_bytes;
-    ended.stderr_bytes = outcome.stderr_bytes;
-    ended.truncated = outcome.truncated;
-    ended.ended_at = Some(now.max(run.started_at));
-    ended
-}
-
-fn exited(run: &CommandRun) -> HostEvent {
-    HostEvent::CommandExited(run.clone())
 }
 
 impl HostCore {
@@ -137,107 +86,6 @@ impl HostCore {
         plan_core::check_workspace_identity(bound, found).map_err(HostError::Refused)?;
         workspaces.insert(session_id.as_str().to_owned(), opened.clone());
         Ok(opened)
-    }
-
-    /// Carries out a `CancelCommand` effect under the state lock. For a turn
-    /// that ends in the same transition, waits until the command exited and
-    /// records its end first.
-    pub(crate) fn cancel_command_now(
-        &self,
-        open: &mut Open,
-        session_id: &SessionId,
-        call_id: &str,
-        before_turn_end: bool,
-        early: &mut Vec<HostEvent>,
-    ) -> Result<(), HostError> {
-        let key = (session_id.clone(), call_id.to_owned());
-        if !before_turn_end {
-            if let Some(slot) = open.commands.get(&key) {
-                slot.cancel.cancel();
-            }
-            return Ok(());
-        }
-        let Some(slot) = open.commands.get(&key) else {
-            return Ok(());
-        };
-        slot.cancel.cancel();
-        self.record_end(open, &key, early)?;
-        Ok(())
-    }
-
-    /// Records the end of the command `key` (its outcome is known or about
-    /// to be: the watcher hands it over before it asks for the state lock)
-    /// and only then lets go of it. When the entry cannot be written, the
-    /// slot stays, with the ended run fixed, so a retry writes the same
-    /// entry; nothing is dropped. `Ok(false)`: no such command (recorded
-    /// already).
-    fn record_end(
-        &self,
-        open: &mut Open,
-        key: &CommandKey,
-        early: &mut Vec<HostEvent>,
-    ) -> Result<bool, HostError> {
-        let Some(slot) = open.commands.get_mut(key) else {
-            return Ok(false);
-        };
-        let (ended, output_sha256) = match &slot.ended {
-            Some(ended) => ended.clone(),
-            None => {
-                let outcome = slot.done.wait();
-                let ended = ended_run(&slot.run, &outcome, self.now());
-                let ended = (ended, outcome.output_sha256);
-                slot.ended = Some(ended.clone());
-                ended
-            }
-        };
-        let now = ended.ended_at.unwrap_or(ended.started_at);
-        open.store
-            .record_command(CommandEntryKind::Ended, &ended, Some(&output_sha256), now)?;
-        if let Some(slot) = open.commands.remove(key) {
-            self.remove_scratch(&slot.scratch);
-        }
-        early.push(exited(&ended));
-        Ok(true)
-    }
-
-    /// A command is over (everything it started is gone): its scratch
-    /// directory goes.
-    fn remove_scratch(&self, scratch: &ScratchDir) {
-        if let Some(root) = &self.commands.scratch_root {
-            // What cannot be removed now is removed by the next startup
-            // sweep; no later command is given this directory again.
-            let _ = root.remove(scratch);
-        }
-    }
-
-    /// The watcher's part once a command exited on its own (or was
-    /// cancelled by `command/cancel`): record, announce, tell plan-core.
-    /// An end that cannot be written is retried, with a growing pause,
-    /// until it is written or the host closes; meanwhile the host starts no
-    /// command (`STORAGE_FAILED`), so the audit never loses a run.
-    fn finish(&self, key: &CommandKey) {
-        let session_id = key.0.clone();
-        let mut pause = RETRY_FIRST;
-        loop {
-            let event = Event::CommandEnded {
-                call_id: key.1.clone(),
-            };
-            let recorded = self.run_with(
-                &session_id,
-                event,
-                Box::new(|open, early| self.record_end(open, key, early)),
-            );
-            match recorded {
-                Ok(_) => return,
-                // A closed host has nobody left to tell; the next host's
-                // fence records the run as interrupted.
-                Err(error) if error.code() == ErrorCode::HostClosed => return,
-                Err(_) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(RETRY_MAX);
-                }
-            }
-        }
     }
 }
 
@@ -431,8 +279,7 @@ impl HostCore {
         store: &Store,
         selected: Option<&str>,
     ) -> Result<(CommandShell, bool), HostError> {
-        let (entries, default) =
-            crate::host::shell_catalog(&self.options.shells, store.default_shell()?.as_deref());
+        let (entries, default) = shell_catalog(&self.options.shells, store.default_shell()?.as_deref());
         let id = selected.map_or(default, str::to_owned);
         let entry = entries.iter().find(|entry| entry.spec.id == id);
         Ok((
@@ -576,6 +423,27 @@ impl HostCore {
     }
 }
 
+/// The host's shells with their availability, and the default shell
+/// (plan-core's rule over the persisted choice).
+pub(crate) fn shell_catalog(specs: &[ShellSpec], persisted: Option<&str>) -> (Vec<ShellEntry>, String) {
+    let entries: Vec<ShellEntry> = specs
+        .iter()
+        .map(|spec| ShellEntry {
+            available: plan_storage::executable_exists(&spec.path),
+            spec: spec.clone(),
+        })
+        .collect();
+    let catalog: Vec<CatalogShell<'_>> = entries
+        .iter()
+        .map(|entry| CatalogShell {
+            id: &entry.spec.id,
+            available: entry.available,
+        })
+        .collect();
+    let default = default_shell(&catalog, persisted).unwrap_or_default().to_owned();
+    (entries, default)
+}
+
 /// The Bash calls of a batch whose event may start them (a Plan turn's own
 /// batch), with their inputs.
 pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(String, serde_json::Value)> {
@@ -584,177 +452,4 @@ pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(String, serde_json::Value)>
         .filter(|call| call.name == plan_core::BASH)
         .map(|call| (call.call_id.clone(), call.input.clone()))
         .collect()
-}
-
-/// The first pause before an unwritten command end is written again.
-const RETRY_FIRST: Duration = Duration::from_millis(50);
-
-/// The longest pause between two attempts to write a command's end.
-const RETRY_MAX: Duration = Duration::from_secs(2);
-
-impl Host {
-    /// The first half of `turn/cancel`'s `CancelCommand` effects, carried
-    /// out before the state lock is taken: the session's running commands
-    /// are killed and their outcomes awaited here, so their last output can
-    /// reach listeners that call back into the host. Their watchers record
-    /// the ends; a command that has not been recorded when plan-core decides
-    /// is recorded under the lock (`cancel_command_now`), where its outcome
-    /// is then already known. This decides nothing: only a session with an
-    /// active turn and nothing pending can have running commands, and
-    /// plan-core cancels them on `turn/cancel` there.
-    pub(crate) fn end_commands_before_cancel(&self, session_id: &SessionId) -> Result<(), HostError> {
-        let running: Vec<Arc<Done>> = self.core.with_open(|open| {
-            Ok(open
-                .commands
-                .iter()
-                .filter(|((session, _), _)| session == session_id)
-                .map(|(_, slot)| {
-                    slot.cancel.cancel();
-                    Arc::clone(&slot.done)
-                })
-                .collect())
-        })?;
-        for done in running {
-            done.wait();
-        }
-        Ok(())
-    }
-
-    /// How many ended commands' audit entries could not be written yet
-    /// (their watchers keep trying; while any is waiting, no command
-    /// starts). Zero on a healthy host.
-    ///
-    /// # Errors
-    ///
-    /// `HOST_CLOSED`.
-    pub fn unrecorded_command_ends(&self) -> Result<usize, HostError> {
-        self.core
-            .with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
-    }
-
-    /// Whether Plan-mode Bash can run here (probed once at open);
-    /// [`SandboxStatus`]'s example asks.
-    pub fn sandbox_status(&self) -> SandboxStatus {
-        self.core.commands.status.clone()
-    }
-
-    /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
-    /// (`call_id` is the tool call the turn's batch decided, `command` the
-    /// text of its input) in the workspace-write sandbox, under every
-    /// permission mode. A refused start is recorded in the audit and returned
-    /// as the error. The host tests in `tests/host/commands.rs` run commands
-    /// this way.
-    ///
-    /// # Errors
-    ///
-    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `COMMAND_NOT_ALLOWED` (not a
-    /// Bash call the turn allowed or a person confirmed, still awaiting its
-    /// confirmation, declined, started already, or another command text,
-    /// `cwd` or timeout than the call's input),
-    /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`, `SANDBOX_UNAVAILABLE`,
-    /// `SHELL_UNAVAILABLE`, `SESSION_BUSY` (too many running commands),
-    /// `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL` (the process could not be
-    /// spawned).
-    pub fn start_agent_command(
-        &self,
-        session_id: &SessionId,
-        turn_id: &TurnId,
-        call_id: &str,
-        command: &str,
-        cwd: Option<&str>,
-        timeout_ms: Option<u64>,
-    ) -> Result<CommandRun, HostError> {
-        let mut input = serde_json::json!({"command": command});
-        if let serde_json::Value::Object(fields) = &mut input {
-            if let Some(cwd) = cwd {
-                fields.insert("cwd".to_owned(), cwd.into());
-            }
-            if let Some(timeout_ms) = timeout_ms {
-                fields.insert("timeoutMs".to_owned(), timeout_ms.into());
-            }
-        }
-        let calls = [(call_id.to_owned(), input.clone())];
-        let ran = self
-            .core
-            .run_commands(session_id, turn_id, &calls, true, |commands| {
-                Event::StartCommand {
-                    turn_id: turn_id.clone(),
-                    call_id: call_id.to_owned(),
-                    input,
-                    commands,
-                }
-            })?;
-        // A refused start was recorded in the refusal's transaction.
-        match ran.outcome? {
-            (Reply::CommandStarted(launch), _) => Ok(launch.run),
-            (other, _) => Err(unexpected(&other)),
-        }
-    }
-
-    /// `command/cancel`: kills a running command (SIGTERM to its group,
-    /// SIGKILL after the grace); `command/exited` with state `cancelled`
-    /// confirms it. Returns the run as it is now (the host tests in
-    /// `tests/host/commands.rs` cancel commands).
-    ///
-    /// # Errors
-    ///
-    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND`, `COMMAND_NOT_RUNNING`,
-    /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
-        let session_id_text = session_id.as_str();
-        let known_ended = self
-            .core
-            .with_open(|open| Ok(open.store.command_record(session_id_text, call_id)?))?
-            .is_some_and(|record| record.run.state.is_ended());
-        let event = Event::CancelCommand {
-            call_id: call_id.to_owned(),
-            known_ended,
-        };
-        self.core.session_event(session_id, event)?;
-        self.command(session_id, call_id)
-    }
-
-    /// `command/get`: a running command as it started, or the latest audit
-    /// record of an ended one (the host tests in `tests/host/commands.rs`
-    /// read runs back).
-    ///
-    /// # Errors
-    ///
-    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
-    /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
-        self.core.with_open(|open| {
-            if open.store.get_session(session_id)?.is_none() {
-                return Err(HostError::with_detail(
-                    ErrorCode::SessionNotFound,
-                    format!("session {session_id}"),
-                ));
-            }
-            let key = (session_id.clone(), call_id.to_owned());
-            if let Some(slot) = open.commands.get(&key) {
-                // An ended run whose entry is still being written is ended.
-                return Ok(slot
-                    .ended
-                    .as_ref()
-                    .map_or_else(|| slot.run.clone(), |(run, _)| run.clone()));
-            }
-            match open.store.command_record(session_id.as_str(), call_id)? {
-                Some(record) => Ok(record.run),
-                None => Err(HostError::with_detail(
-                    ErrorCode::CommandNotFound,
-                    format!("command {call_id}"),
-                )),
-            }
-        })
-    }
-
-    /// Recorded runs, newest first, with their latest state (the host
-    /// tests in `tests/host/commands.rs` list them).
-    ///
-    /// # Errors
-    ///
-    /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
-        self.core.with_open(|open| Ok(open.store.list_commands(filter)?))
-    }
 }

@@ -2,18 +2,25 @@
 //! plan-core, apply the effects in one storage transaction, adopt the new
 //! state, queue the notifications, wake the expiry timer, deliver.
 //!
+//! It also ends host-run commands (records, announces and reports a
+//! command's end), because the loop itself ends them when a turn ends and a
+//! command's end is one of its events; `commands.rs` starts them through
+//! the loop.
+//!
 //! It carries out decisions; it makes none.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use plan_core::{
-    ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, Context, Effect, ErrorCode, Event, PlanApproval,
-    Reply, SessionId, SessionState, Transition, UnixMs,
+    ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, CommandRun, CommandState, Context, Effect, ErrorCode,
+    Event, PlanApproval, Reply, Sandbox, SessionId, SessionState, Transition, UnixMs,
 };
-use plan_storage::{DecisionNote, HostLock, MigrationReport, Store};
+use plan_exec::{CommandOutcome, ExecError, ScratchDir};
+use plan_storage::{CommandEntryKind, DecisionNote, HostLock, MigrationReport, Store};
 
 use crate::HostError;
 use crate::notify::{HostEvent, NotificationListener, derive};
@@ -392,6 +399,233 @@ impl HostCore {
         self.signal.changed.notify_all();
     }
 }
+
+// The host's life and its deadlines, for the `Host` and the timer.
+impl HostCore {
+    /// Releases the database and the lock, cancels running commands and
+    /// wakes the timer so that it ends.
+    pub(crate) fn close_now(&self) {
+        // The exporter stops first (after its request in flight): no
+        // connection of this host outlives the lock.
+        let exporter = lock(&self.exporter).take();
+        drop(exporter);
+        let closed = lock(&self.open).take();
+        if let Some(open) = &closed {
+            // Running commands do not outlive the host.
+            for slot in open.commands.values() {
+                slot.cancel.cancel();
+            }
+        }
+        drop(closed);
+        self.wake_timer();
+    }
+
+    pub(crate) fn closed(&self) -> bool {
+        lock(&self.open).is_none()
+    }
+
+    /// The earliest pending deadline, on the wall clock as it is now.
+    pub(crate) fn earliest_deadline(&self) -> Result<Option<UnixMs>, HostError> {
+        let wall = self.now();
+        let instant = self.options.clock.monotonic_ms();
+        self.with_open(|open| {
+            let live = open.store.live_rows()?;
+            Ok(plan_core::next_deadline(&live, wall, |row| {
+                open.elapsed_since_creation(row, instant)
+            }))
+        })
+    }
+
+    /// Expires every approval plan-core calls due; returns them.
+    pub(crate) fn expire_due_now(&self) -> Result<Vec<PlanApproval>, HostError> {
+        let wall = self.now();
+        let instant = self.options.clock.monotonic_ms();
+        let due: Vec<SessionId> = self.with_open(|open| {
+            let live = open.store.live_rows()?;
+            Ok(
+                plan_core::due_approvals(&live, wall, |row| open.elapsed_since_creation(row, instant))
+                    .into_iter()
+                    .map(|row| row.session_id.clone())
+                    .collect(),
+            )
+        })?;
+        let mut expired = Vec::new();
+        for session_id in due {
+            let ran = self.run(&session_id, Event::Tick)?;
+            expired.extend(ran.effects.into_iter().filter_map(|effect| match effect {
+                Effect::UpdateApproval { approval, .. } => Some(approval),
+                Effect::WriteArtifact(_)
+                | Effect::InsertApproval(_)
+                | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. }
+                | Effect::CancelCommand { .. } => None,
+            }));
+        }
+        Ok(expired)
+    }
+}
+
+// The end of a host-run command: recorded, announced and told to plan-core
+// here, in the event loop's module, because the loop itself ends commands
+// (a turn's `CancelCommand`) and a command's end is an event of the loop.
+impl HostCore {
+    /// Carries out a `CancelCommand` effect under the state lock. For a turn
+    /// that ends in the same transition, waits until the command exited and
+    /// records its end first.
+    pub(crate) fn cancel_command_now(
+        &self,
+        open: &mut Open,
+        session_id: &SessionId,
+        call_id: &str,
+        before_turn_end: bool,
+        early: &mut Vec<HostEvent>,
+    ) -> Result<(), HostError> {
+        let key = (session_id.clone(), call_id.to_owned());
+        if !before_turn_end {
+            if let Some(slot) = open.commands.get(&key) {
+                slot.cancel.cancel();
+            }
+            return Ok(());
+        }
+        let Some(slot) = open.commands.get(&key) else {
+            return Ok(());
+        };
+        slot.cancel.cancel();
+        self.record_end(open, &key, early)?;
+        Ok(())
+    }
+
+    /// Records the end of the command `key` (its outcome is known or about
+    /// to be: the watcher hands it over before it asks for the state lock)
+    /// and only then lets go of it. When the entry cannot be written, the
+    /// slot stays, with the ended run fixed, so a retry writes the same
+    /// entry; nothing is dropped. `Ok(false)`: no such command (recorded
+    /// already).
+    fn record_end(
+        &self,
+        open: &mut Open,
+        key: &CommandKey,
+        early: &mut Vec<HostEvent>,
+    ) -> Result<bool, HostError> {
+        let Some(slot) = open.commands.get_mut(key) else {
+            return Ok(false);
+        };
+        let (ended, output_sha256) = match &slot.ended {
+            Some(ended) => ended.clone(),
+            None => {
+                let outcome = slot.done.wait();
+                let ended = ended_run(&slot.run, &outcome, self.now());
+                let ended = (ended, outcome.output_sha256);
+                slot.ended = Some(ended.clone());
+                ended
+            }
+        };
+        let now = ended.ended_at.unwrap_or(ended.started_at);
+        open.store
+            .record_command(CommandEntryKind::Ended, &ended, Some(&output_sha256), now)?;
+        if let Some(slot) = open.commands.remove(key) {
+            self.remove_scratch(&slot.scratch);
+        }
+        early.push(exited(&ended));
+        Ok(true)
+    }
+
+    /// A command is over (everything it started is gone): its scratch
+    /// directory goes.
+    pub(crate) fn remove_scratch(&self, scratch: &ScratchDir) {
+        if let Some(root) = &self.commands.scratch_root {
+            // What cannot be removed now is removed by the next startup
+            // sweep; no later command is given this directory again.
+            let _ = root.remove(scratch);
+        }
+    }
+
+    /// The watcher's part once a command exited on its own (or was
+    /// cancelled by `command/cancel`): record, announce, tell plan-core.
+    /// An end that cannot be written is retried, with a growing pause,
+    /// until it is written or the host closes; meanwhile the host starts no
+    /// command (`STORAGE_FAILED`), so the audit never loses a run.
+    pub(crate) fn finish(&self, key: &CommandKey) {
+        let session_id = key.0.clone();
+        let mut pause = RETRY_FIRST;
+        loop {
+            let event = Event::CommandEnded {
+                call_id: key.1.clone(),
+            };
+            let recorded = self.run_with(
+                &session_id,
+                event,
+                Box::new(|open, early| self.record_end(open, key, early)),
+            );
+            match recorded {
+                Ok(_) => return,
+                // A closed host has nobody left to tell; the next host's
+                // fence records the run as interrupted.
+                Err(error) if error.code() == ErrorCode::HostClosed => return,
+                Err(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(RETRY_MAX);
+                }
+            }
+        }
+    }
+}
+
+/// The canonical code of a command that could not start: the one mapping
+/// from plan-exec's errors to codes.
+fn start_failure_code(error: &ExecError, sandbox: Sandbox) -> ErrorCode {
+    match error {
+        ExecError::SandboxUnavailable { .. } => sandbox.unavailable_code(),
+        ExecError::ShellUnavailable { .. } => ErrorCode::ShellUnavailable,
+        ExecError::CwdUnavailable { .. } | ExecError::InvalidSpec { .. } => ErrorCode::InvalidCommandInput,
+        ExecError::ScratchDirMissing { .. } | ExecError::ScratchDir { .. } | ExecError::Spawn { .. } => {
+            ErrorCode::Internal
+        }
+    }
+}
+
+/// The run after its outcome.
+fn ended_run(run: &CommandRun, outcome: &CommandOutcome, now: i64) -> CommandRun {
+    let mut ended = run.clone();
+    ended.state = match outcome.state {
+        plan_exec::CommandState::Exited => CommandState::Exited,
+        plan_exec::CommandState::TimedOut => CommandState::TimedOut,
+        plan_exec::CommandState::Cancelled => CommandState::Cancelled,
+        plan_exec::CommandState::FailedToStart => CommandState::FailedToStart,
+        // The supervisor vanished: the command died with it, how is unknown.
+        plan_exec::CommandState::Lost => CommandState::Interrupted,
+    };
+    ended.error_code = match (&outcome.error, outcome.state) {
+        (Some(error), _) => Some(start_failure_code(error, run.sandbox)),
+        (None, plan_exec::CommandState::Lost) => Some(ErrorCode::Internal),
+        (
+            None,
+            plan_exec::CommandState::Exited
+            | plan_exec::CommandState::TimedOut
+            | plan_exec::CommandState::Cancelled
+            | plan_exec::CommandState::FailedToStart,
+        ) => None,
+    };
+    ended.exit_code = outcome.exit_code;
+    ended.signal = outcome.signal;
+    ended.stdout_bytes = outcome.stdout_bytes;
+    ended.stderr_bytes = outcome.stderr_bytes;
+    ended.truncated = outcome.truncated;
+    ended.ended_at = Some(now.max(run.started_at));
+    ended
+}
+
+fn exited(run: &CommandRun) -> HostEvent {
+    HostEvent::CommandExited(run.clone())
+}
+
+/// The first pause before an unwritten command end is written again.
+const RETRY_FIRST: Duration = Duration::from_millis(50);
+
+/// The longest pause between two attempts to write a command's end.
+const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// Lets another thread drain the outbox if a listener panics mid-delivery.
 struct DrainGuard<'host>(&'host Mutex<Outbox>);

@@ -10,15 +10,15 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use plan_core::check_shell;
 use plan_core::{
-    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, ConfigChange, Effect, ErrorCode, Event, ExecutionId,
-    Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState, ToolCall,
-    ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandRun, ConfigChange, Effect, ErrorCode, Event,
+    ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState,
+    ToolCall, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
-use plan_core::{CatalogShell, check_shell, default_shell};
 use plan_storage::{
-    ApprovalFilter, DecisionEntry, DecisionNote, DecisionSource, ExclusiveStore, MigrationReport,
-    StoredApproval,
+    ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
+    ExclusiveStore, MigrationReport, StoredApproval,
 };
 
 use crate::HostError;
@@ -26,7 +26,7 @@ use crate::error::unexpected;
 use crate::event::{GatherEvent, HostCore, Open, Ran};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::running::{CommandSupport, SandboxStatus};
+use crate::running::{CommandSupport, Done, SandboxStatus};
 use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
@@ -990,72 +990,6 @@ impl Host {
     }
 }
 
-impl HostCore {
-    /// Releases the database and the lock, cancels running commands and
-    /// wakes the timer so that it ends.
-    pub(crate) fn close_now(&self) {
-        // The exporter stops first (after its request in flight): no
-        // connection of this host outlives the lock.
-        let exporter = lock(&self.exporter).take();
-        drop(exporter);
-        let closed = lock(&self.open).take();
-        if let Some(open) = &closed {
-            // Running commands do not outlive the host.
-            for slot in open.commands.values() {
-                slot.cancel.cancel();
-            }
-        }
-        drop(closed);
-        self.wake_timer();
-    }
-
-    pub(crate) fn closed(&self) -> bool {
-        lock(&self.open).is_none()
-    }
-
-    /// The earliest pending deadline, on the wall clock as it is now.
-    pub(crate) fn earliest_deadline(&self) -> Result<Option<UnixMs>, HostError> {
-        let wall = self.now();
-        let instant = self.options.clock.monotonic_ms();
-        self.with_open(|open| {
-            let live = open.store.live_rows()?;
-            Ok(plan_core::next_deadline(&live, wall, |row| {
-                open.elapsed_since_creation(row, instant)
-            }))
-        })
-    }
-
-    /// Expires every approval plan-core calls due; returns them.
-    pub(crate) fn expire_due_now(&self) -> Result<Vec<PlanApproval>, HostError> {
-        let wall = self.now();
-        let instant = self.options.clock.monotonic_ms();
-        let due: Vec<SessionId> = self.with_open(|open| {
-            let live = open.store.live_rows()?;
-            Ok(
-                plan_core::due_approvals(&live, wall, |row| open.elapsed_since_creation(row, instant))
-                    .into_iter()
-                    .map(|row| row.session_id.clone())
-                    .collect(),
-            )
-        })?;
-        let mut expired = Vec::new();
-        for session_id in due {
-            let ran = self.run(&session_id, Event::Tick)?;
-            expired.extend(ran.effects.into_iter().filter_map(|effect| match effect {
-                Effect::UpdateApproval { approval, .. } => Some(approval),
-                Effect::WriteArtifact(_)
-                | Effect::InsertApproval(_)
-                | Effect::SaveSession(_)
-                | Effect::RecordToolAudit(_)
-                | Effect::RecordCommand { .. }
-                | Effect::BindWorkspace { .. }
-                | Effect::CancelCommand { .. } => None,
-            }));
-        }
-        Ok(expired)
-    }
-}
-
 impl Host {
     // Shells.
 
@@ -1081,7 +1015,10 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
         let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
-        Ok(shell_catalog(&self.core.options.shells, persisted.as_deref()))
+        Ok(crate::commands::shell_catalog(
+            &self.core.options.shells,
+            persisted.as_deref(),
+        ))
     }
 
     /// Persists the default shell (the host test
@@ -1103,30 +1040,6 @@ impl Host {
     }
 }
 
-/// The host's shells with their availability, and the default shell
-/// (plan-core's rule over the persisted choice).
-pub(crate) fn shell_catalog(
-    specs: &[crate::ShellSpec],
-    persisted: Option<&str>,
-) -> (Vec<ShellEntry>, String) {
-    let entries: Vec<ShellEntry> = specs
-        .iter()
-        .map(|spec| ShellEntry {
-            available: plan_storage::executable_exists(&spec.path),
-            spec: spec.clone(),
-        })
-        .collect();
-    let catalog: Vec<CatalogShell<'_>> = entries
-        .iter()
-        .map(|entry| CatalogShell {
-            id: &entry.spec.id,
-            available: entry.available,
-        })
-        .collect();
-    let default = default_shell(&catalog, persisted).unwrap_or_default().to_owned();
-    (entries, default)
-}
-
 /// A tool-call outcome with nothing attached.
 fn outcome(call_id: String, decision: ToolCallVerdict, host_run: bool) -> ToolCallOutcome {
     ToolCallOutcome {
@@ -1136,5 +1049,173 @@ fn outcome(call_id: String, decision: ToolCallVerdict, host_run: bool) -> ToolCa
         approval: None,
         command: None,
         message: None,
+    }
+}
+
+// Host-run commands: the API over `commands.rs`, which carries them out.
+impl Host {
+    /// The first half of `turn/cancel`'s `CancelCommand` effects, carried
+    /// out before the state lock is taken: the session's running commands
+    /// are killed and their outcomes awaited here, so their last output can
+    /// reach listeners that call back into the host. Their watchers record
+    /// the ends; a command that has not been recorded when plan-core decides
+    /// is recorded under the lock (`cancel_command_now`), where its outcome
+    /// is then already known. This decides nothing: only a session with an
+    /// active turn and nothing pending can have running commands, and
+    /// plan-core cancels them on `turn/cancel` there.
+    pub(crate) fn end_commands_before_cancel(&self, session_id: &SessionId) -> Result<(), HostError> {
+        let running: Vec<Arc<Done>> = self.core.with_open(|open| {
+            Ok(open
+                .commands
+                .iter()
+                .filter(|((session, _), _)| session == session_id)
+                .map(|(_, slot)| {
+                    slot.cancel.cancel();
+                    Arc::clone(&slot.done)
+                })
+                .collect())
+        })?;
+        for done in running {
+            done.wait();
+        }
+        Ok(())
+    }
+
+    /// How many ended commands' audit entries could not be written yet
+    /// (their watchers keep trying; while any is waiting, no command
+    /// starts). Zero on a healthy host.
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`.
+    pub fn unrecorded_command_ends(&self) -> Result<usize, HostError> {
+        self.core
+            .with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
+    }
+
+    /// Whether Plan-mode Bash can run here (probed once at open);
+    /// [`SandboxStatus`]'s example asks.
+    pub fn sandbox_status(&self) -> SandboxStatus {
+        self.core.commands.status.clone()
+    }
+
+    /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
+    /// (`call_id` is the tool call the turn's batch decided, `command` the
+    /// text of its input) in the workspace-write sandbox, under every
+    /// permission mode. A refused start is recorded in the audit and returned
+    /// as the error. The host tests in `tests/host/commands.rs` run commands
+    /// this way.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `COMMAND_NOT_ALLOWED` (not a
+    /// Bash call the turn allowed or a person confirmed, still awaiting its
+    /// confirmation, declined, started already, or another command text,
+    /// `cwd` or timeout than the call's input),
+    /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`, `SANDBOX_UNAVAILABLE`,
+    /// `SHELL_UNAVAILABLE`, `SESSION_BUSY` (too many running commands),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`, `INTERNAL` (the process could not be
+    /// spawned).
+    pub fn start_agent_command(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        call_id: &str,
+        command: &str,
+        cwd: Option<&str>,
+        timeout_ms: Option<u64>,
+    ) -> Result<CommandRun, HostError> {
+        let mut input = serde_json::json!({"command": command});
+        if let serde_json::Value::Object(fields) = &mut input {
+            if let Some(cwd) = cwd {
+                fields.insert("cwd".to_owned(), cwd.into());
+            }
+            if let Some(timeout_ms) = timeout_ms {
+                fields.insert("timeoutMs".to_owned(), timeout_ms.into());
+            }
+        }
+        let calls = [(call_id.to_owned(), input.clone())];
+        let ran = self
+            .core
+            .run_commands(session_id, turn_id, &calls, true, |commands| {
+                Event::StartCommand {
+                    turn_id: turn_id.clone(),
+                    call_id: call_id.to_owned(),
+                    input,
+                    commands,
+                }
+            })?;
+        // A refused start was recorded in the refusal's transaction.
+        match ran.outcome? {
+            (Reply::CommandStarted(launch), _) => Ok(launch.run),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// `command/cancel`: kills a running command (SIGTERM to its group,
+    /// SIGKILL after the grace); `command/exited` with state `cancelled`
+    /// confirms it. Returns the run as it is now (the host tests in
+    /// `tests/host/commands.rs` cancel commands).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND`, `COMMAND_NOT_RUNNING`,
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+        let session_id_text = session_id.as_str();
+        let known_ended = self
+            .core
+            .with_open(|open| Ok(open.store.command_record(session_id_text, call_id)?))?
+            .is_some_and(|record| record.run.state.is_ended());
+        let event = Event::CancelCommand {
+            call_id: call_id.to_owned(),
+            known_ended,
+        };
+        self.core.session_event(session_id, event)?;
+        self.command(session_id, call_id)
+    }
+
+    /// `command/get`: a running command as it started, or the latest audit
+    /// record of an ended one (the host tests in `tests/host/commands.rs`
+    /// read runs back).
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+        self.core.with_open(|open| {
+            if open.store.get_session(session_id)?.is_none() {
+                return Err(HostError::with_detail(
+                    ErrorCode::SessionNotFound,
+                    format!("session {session_id}"),
+                ));
+            }
+            let key = (session_id.clone(), call_id.to_owned());
+            if let Some(slot) = open.commands.get(&key) {
+                // An ended run whose entry is still being written is ended.
+                return Ok(slot
+                    .ended
+                    .as_ref()
+                    .map_or_else(|| slot.run.clone(), |(run, _)| run.clone()));
+            }
+            match open.store.command_record(session_id.as_str(), call_id)? {
+                Some(record) => Ok(record.run),
+                None => Err(HostError::with_detail(
+                    ErrorCode::CommandNotFound,
+                    format!("command {call_id}"),
+                )),
+            }
+        })
+    }
+
+    /// Recorded runs, newest first, with their latest state (the host
+    /// tests in `tests/host/commands.rs` list them).
+    ///
+    /// # Errors
+    ///
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
+        self.core.with_open(|open| Ok(open.store.list_commands(filter)?))
     }
 }

@@ -102,3 +102,51 @@ fn the_host_modules_import_each_other_without_a_cycle() {
         taken.extend(ready.into_iter().cloned());
     }
 }
+
+/// The modules holding an `impl NAME {` block (inherent impls only).
+fn inherent_impls_of(name: &str) -> BTreeSet<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let header = format!("impl {name} {{");
+    std::fs::read_dir(&src)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .any(|line| line.trim_start() == header)
+        })
+        .map(|path| path.file_stem().unwrap().to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Method calls follow the imports: the public API (`impl Host`) is one
+/// module's, and the shared state's methods (`impl HostCore`) live only in
+/// the event loop and in the command start path, which imports the loop and
+/// which the loop never calls; so a call between modules is always along an
+/// import the cycle test above sees.
+#[test]
+fn impl_blocks_live_with_their_owner_so_calls_follow_the_imports() {
+    assert_eq!(inherent_impls_of("Host"), BTreeSet::from(["host".to_owned()]));
+    assert_eq!(
+        inherent_impls_of("HostCore"),
+        BTreeSet::from(["commands".to_owned(), "event".to_owned()])
+    );
+    let graph = imports();
+    assert!(graph["commands"].contains("event"), "{graph:?}");
+    assert!(!graph["event"].contains("commands"), "{graph:?}");
+    // The event loop calls none of the start path's methods.
+    let event = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/event.rs")).unwrap();
+    for method in [
+        "run_commands",
+        "gather",
+        "launch",
+        "bound_workspace",
+        "session_shell",
+    ] {
+        assert!(
+            !event.contains(&format!(".{method}(")),
+            "event.rs calls commands.rs's {method}"
+        );
+    }
+}
