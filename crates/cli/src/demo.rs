@@ -19,8 +19,8 @@ use plan_core::{
     ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
 };
 use plan_host::{
-    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, SandboxStatus, ToolCallOutcome,
-    ToolCallVerdict,
+    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, SandboxStatus, ToolCallDecision,
+    ToolCallResult,
 };
 use plan_protocol::ServerNotification;
 use plan_server::web::WebCard;
@@ -168,11 +168,14 @@ fn submit(title: &str, markdown: &str) -> ToolCall {
     )
 }
 
-fn verdict(outcome: &ToolCallOutcome) -> String {
-    match outcome.decision {
-        ToolCallVerdict::Allow => "allowed".to_owned(),
-        ToolCallVerdict::Confirm => "awaiting a person's confirmation".to_owned(),
-        ToolCallVerdict::Deny(code) => format!("denied with {} ({})", code.as_str(), code.message()),
+fn verdict(result: &ToolCallResult) -> String {
+    match (result.decision, &result.error) {
+        (ToolCallDecision::Allow, _) => "allowed".to_owned(),
+        (ToolCallDecision::Confirm, _) => "awaiting a person's confirmation".to_owned(),
+        (ToolCallDecision::Deny, Some(error)) => {
+            format!("denied with {} ({})", error.code.as_str(), error.code.message())
+        }
+        (ToolCallDecision::Deny, None) => "denied".to_owned(),
     }
 }
 

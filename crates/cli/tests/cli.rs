@@ -29,6 +29,10 @@ mod client;
 #[path = "../../host/tests/host/collector.rs"]
 mod collector;
 
+// How the host tests compare a tool call's result.
+#[path = "../../host/tests/host/verdict.rs"]
+mod verdict;
+
 #[path = "cli/otel.rs"]
 mod otel;
 

@@ -32,12 +32,12 @@ pub use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
     PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
-    TurnId, TurnKind,
+    ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
-pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
+pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
 pub use types::{
     ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
-    ShellCatalog, ToolCall, ToolCallResult,
+    ShellCatalog, ToolCall,
 };
 
 uniffi::setup_scaffolding!();
@@ -287,12 +287,9 @@ impl PlanHost {
         call_id: String,
         allow: bool,
     ) -> Outcome<ToolCallResult> {
-        let outcome = self
+        Ok(self
             .host
-            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id, allow)?;
-        Ok(ToolCallResult::from(plan_server::convert::tool_call_result(
-            &outcome,
-        )))
+            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id, allow)?)
     }
 
     /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
@@ -407,11 +404,7 @@ impl PlanHost {
                 })
             })
             .collect::<Result<Vec<_>, HostError>>()?;
-        let outcomes = self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?;
-        Ok(outcomes
-            .iter()
-            .map(|outcome| plan_server::convert::tool_call_result(outcome).into())
-            .collect())
+        Ok(self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?)
     }
 
     /// Ends the active prompt turn.

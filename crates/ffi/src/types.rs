@@ -1,8 +1,9 @@
 //! The records and enums foreign hosts see. Those the wire has as they are
 //! are exported here from their one declaration each: plan-core's records
-//! and enums (`PlanApproval`, `CommandRun`, `PlanDiff`, the modes and
-//! statuses, ...) from `plan_core::for_each_core_object!`, the wire-only
-//! views (`Session`, `ActiveTurn`, `VerifyReport`, `ToolCallDecision`, ...)
+//! and enums (`PlanApproval`, `CommandRun`, `PlanDiff`, a tool call's
+//! `ToolCallResult`, the modes and statuses, ...) from
+//! `plan_core::for_each_core_object!`, the wire-only
+//! views (`Session`, `ActiveTurn`, `VerifyReport`, ...)
 //! from `plan_protocol::for_each_shared_object!`, and the typed error code
 //! from plan-core's `for_each_error_code!`; so the FFI and `serve` can never
 //! describe the same approval differently. plan-core's typed ids cross as
@@ -11,7 +12,7 @@
 //! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
 //! and `ShellListResult`). This
 //! module declares only what differs from the wire: tool inputs as JSON
-//! text, a tool call's error as two fields, the typed event union, the
+//! text, the typed event union, the
 //! sandbox probe's answer and the argument records with defaults. It
 //! decides nothing.
 
@@ -19,10 +20,10 @@ use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
     PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, TurnId, TurnKind,
+    ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_protocol as wire;
-use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, ToolCallDecision, VerifyReport};
+use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
 
 /// Exports plan-core's `ErrorCode` from plan-core's one list, so a code
 /// added there is exported (to every binding) by itself.
@@ -115,26 +116,6 @@ pub struct ToolCall {
     pub name: String,
     /// The input as JSON text.
     pub input_json: String,
-}
-
-/// The decision for one tool call.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ToolCallResult {
-    /// The call.
-    pub call_id: String,
-    /// Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
-    pub decision: ToolCallDecision,
-    /// `true` for an Agent-turn Bash call that is allowed or awaits a
-    /// confirmation: only `PlanHost::start_command` may run it, never the app.
-    pub host_run: bool,
-    /// The canonical code of a denial.
-    pub error_code: Option<ErrorCode>,
-    /// The human message of a denial.
-    pub error_message: Option<String>,
-    /// The pending approval an accepted SubmitPlan created.
-    pub approval: Option<PlanApproval>,
-    /// The command the host started for a Plan-turn Bash call.
-    pub command: Option<CommandRun>,
 }
 
 /// One host notification, typed: each variant carries exactly the params of
@@ -377,20 +358,6 @@ pub struct PlanHostOptions {
     /// (as OpenTelemetry SDKs do); true when absent.
     #[uniffi(default = None)]
     pub otel_from_environment: Option<bool>,
-}
-
-impl From<wire::ToolCallResult> for ToolCallResult {
-    fn from(result: wire::ToolCallResult) -> Self {
-        ToolCallResult {
-            call_id: result.call_id,
-            decision: result.decision,
-            host_run: result.host_run,
-            error_code: result.error.as_ref().map(|error| error.code.code()),
-            error_message: result.error.map(|error| error.message),
-            approval: result.approval,
-            command: result.command,
-        }
-    }
 }
 
 impl From<wire::ServerNotification> for PlanEvent {

@@ -413,7 +413,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), true)
         .unwrap();
     assert_eq!(
-        (confirmed.decision, confirmed.host_run, confirmed.error_code),
+        (confirmed.decision, confirmed.host_run, confirmed.refusal()),
         (ToolCallDecision::Allow, true, None)
     );
     let again = fixture

@@ -14,7 +14,7 @@ use plan_core::check_shell;
 use plan_core::{
     ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandRun, ConfigChange, Effect, ErrorCode, Event,
     ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState,
-    ToolCall, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
+    ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -30,7 +30,7 @@ use crate::running::{CommandSupport, Done, SandboxStatus};
 use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
-use crate::types::{ExpiryTimer, HostOptions, NewSession, ToolCallOutcome, ToolCallVerdict};
+use crate::types::{ExpiryTimer, HostOptions, NewSession};
 use crate::web::WebOptions;
 
 /// The plan checkpoint host. `Send + Sync`: share it behind an `Arc`.
@@ -374,11 +374,11 @@ impl Host {
     /// durably and creates the pending approval before this returns; a
     /// Plan-turn Bash call is started in the read-only sandbox. In an Agent
     /// turn each call gets plan-core's permission table under the session's
-    /// permission mode: [`ToolCallVerdict::Allow`], or
-    /// [`ToolCallVerdict::Confirm`] (answered with [`Host::confirm_tool`]),
+    /// permission mode: [`ToolCallDecision::Allow`](plan_core::ToolCallDecision::Allow), or
+    /// [`ToolCallDecision::Confirm`](plan_core::ToolCallDecision::Confirm) (answered with [`Host::confirm_tool`]),
     /// with `host_run` for Bash; each decision that is not a plain allow is
-    /// in the session's transcript before this returns. A refused call is an
-    /// outcome with [`ToolCallVerdict::Deny`] and its code
+    /// in the session's transcript before this returns. A refused call is a
+    /// result with [`ToolCallDecision::Deny`](plan_core::ToolCallDecision::Deny) and its code
     /// (`TOOL_DENIED_IN_PLAN`, `INVALID_PLAN_INPUT`, `ARTIFACT_WRITE_FAILED`,
     /// `PERMISSION_REQUIRES_INTERACTIVE_SESSION`, …), not an error. The README
     /// example submits a plan.
@@ -392,7 +392,7 @@ impl Host {
         session_id: &SessionId,
         turn_id: &TurnId,
         calls: Vec<ToolCall>,
-    ) -> Result<Vec<ToolCallOutcome>, HostError> {
+    ) -> Result<Vec<ToolCallResult>, HostError> {
         // One core entry and one transaction: the facts of the batch's Bash
         // calls are gathered under the decision's lock, the commands a Plan
         // turn starts are spawned under it once the decision committed.
@@ -430,23 +430,15 @@ impl Host {
         let mut outcomes = Vec::with_capacity(results.len());
         for result in results {
             let outcome = match result.decision {
-                ToolDecision::Allow => outcome(result.call_id, ToolCallVerdict::Allow, false),
-                ToolDecision::HostRun => outcome(result.call_id, ToolCallVerdict::Allow, true),
-                ToolDecision::Confirm { host_run } => {
-                    outcome(result.call_id, ToolCallVerdict::Confirm, host_run)
-                }
+                ToolDecision::Allow => ToolCallResult::allow(result.call_id),
+                ToolDecision::HostRun => ToolCallResult::host_run(result.call_id),
+                ToolDecision::Confirm { host_run } => ToolCallResult::confirm(result.call_id, host_run),
                 // A refused Bash call is recorded in the decision's
                 // transaction.
-                ToolDecision::Deny(code) => ToolCallOutcome {
-                    message: result.message,
-                    ..outcome(result.call_id, ToolCallVerdict::Deny(code), false)
-                },
+                ToolDecision::Deny(code) => ToolCallResult::deny_with(result.call_id, code, result.message),
                 // A Plan-turn Bash call: started (or failed to start) in the
                 // decision, spawned before this answers.
-                ToolDecision::RunCommand(launch) => ToolCallOutcome {
-                    command: Some(launch.run),
-                    ..outcome(result.call_id, ToolCallVerdict::Allow, false)
-                },
+                ToolDecision::RunCommand(launch) => ToolCallResult::ran(result.call_id, launch.run),
                 ToolDecision::WriteArtifact => match writes.remove(&result.call_id) {
                     Some(request) => self.write_artifact(session_id, request)?,
                     None => {
@@ -467,7 +459,7 @@ impl Host {
         &self,
         session_id: &SessionId,
         request: plan_core::ArtifactRequest,
-    ) -> Result<ToolCallOutcome, HostError> {
+    ) -> Result<ToolCallResult, HostError> {
         let now = self.core.now();
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let written = plan_storage::write_artifact(
@@ -508,10 +500,9 @@ impl Host {
             let _discarded = plan_storage::discard_unrecorded_artifact(&workspace_root, artifact);
         }
         match recorded? {
-            (Reply::ApprovalRequested { call_id, approval }, _) => Ok(ToolCallOutcome {
-                approval: Some(approval),
-                ..outcome(call_id, ToolCallVerdict::Allow, false)
-            }),
+            (Reply::ApprovalRequested { call_id, approval }, _) => {
+                Ok(ToolCallResult::submitted(call_id, approval))
+            }
             (Reply::ToolResults(results), _) => {
                 let code = results
                     .into_iter()
@@ -527,17 +518,14 @@ impl Host {
                 let message = failure
                     .filter(|(failed, _)| *failed == code)
                     .map(|(_, message)| message);
-                Ok(ToolCallOutcome {
-                    message,
-                    ..outcome(call_id, ToolCallVerdict::Deny(code), false)
-                })
+                Ok(ToolCallResult::deny_with(call_id, code, message))
             }
             (other, _) => Err(unexpected(&other)),
         }
     }
 
     /// A person's answer to a call of the active Agent turn that
-    /// [`Host::tool_calls`] decided [`ToolCallVerdict::Confirm`]: the call's
+    /// [`Host::tool_calls`] decided [`ToolCallDecision::Confirm`](plan_core::ToolCallDecision::Confirm): the call's
     /// new decision, allow (with `host_run` for Bash, which then may start
     /// through [`Host::start_agent_command`], with the call's own command
     /// text) or deny with `TOOL_DECLINED`. The confirmation, or the decline,
@@ -555,7 +543,7 @@ impl Host {
         turn_id: &TurnId,
         call_id: &str,
         allow: bool,
-    ) -> Result<ToolCallOutcome, HostError> {
+    ) -> Result<ToolCallResult, HostError> {
         let event = Event::ConfirmTool {
             turn_id: turn_id.clone(),
             call_id: call_id.to_owned(),
@@ -563,9 +551,9 @@ impl Host {
         };
         match self.core.session_event(session_id, event)? {
             (Reply::ToolConfirmed(result), _) => match result.decision {
-                ToolDecision::Allow => Ok(outcome(result.call_id, ToolCallVerdict::Allow, false)),
-                ToolDecision::HostRun => Ok(outcome(result.call_id, ToolCallVerdict::Allow, true)),
-                ToolDecision::Deny(code) => Ok(outcome(result.call_id, ToolCallVerdict::Deny(code), false)),
+                ToolDecision::Allow => Ok(ToolCallResult::allow(result.call_id)),
+                ToolDecision::HostRun => Ok(ToolCallResult::host_run(result.call_id)),
+                ToolDecision::Deny(code) => Ok(ToolCallResult::deny(result.call_id, code)),
                 ToolDecision::Confirm { .. } | ToolDecision::WriteArtifact | ToolDecision::RunCommand(_) => {
                     Err(HostError::with_detail(
                         ErrorCode::Internal,
@@ -1037,18 +1025,6 @@ impl Host {
         self.core
             .with_open(|open| Ok(open.store.set_default_shell(shell_id)?))?;
         Ok(shell_id.to_owned())
-    }
-}
-
-/// A tool-call outcome with nothing attached.
-fn outcome(call_id: String, decision: ToolCallVerdict, host_run: bool) -> ToolCallOutcome {
-    ToolCallOutcome {
-        call_id,
-        decision,
-        host_run,
-        approval: None,
-        command: None,
-        message: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plan_core::{CommandRun, ErrorCode, LimitError, Limits, Mode, PermissionMode, PlanApproval, SessionId};
+use plan_core::{LimitError, Limits, Mode, PermissionMode, SessionId};
 
 use crate::clock::{Clock, SystemClock};
 use crate::shells::{ShellSpec, default_catalog};
@@ -230,50 +230,6 @@ pub struct NewSession {
     pub mode: Option<Mode>,
     /// Initial permission mode (`ask` when `None`).
     pub permission_mode: Option<PermissionMode>,
-}
-
-/// What one tool call of a batch came to ([`Host::tool_calls`]; the host
-/// test `tool_call_outcomes_have_one_wire_form` shows each kind; the server
-/// crate writes it as the protocol's `ToolCallResult`).
-///
-/// [`Host::tool_calls`]: crate::Host::tool_calls
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCallOutcome {
-    /// The call.
-    pub call_id: String,
-    /// Allow, confirm or deny: the permission table's answer in an Agent
-    /// turn, the allowlist's in a Plan turn.
-    pub decision: ToolCallVerdict,
-    /// `true` for an Agent-turn Bash call that is allowed or awaits a
-    /// confirmation: only [`crate::Host::start_agent_command`] may run it.
-    pub host_run: bool,
-    /// The pending approval an accepted SubmitPlan created.
-    pub approval: Option<PlanApproval>,
-    /// The command the host started for a Plan-turn Bash call.
-    pub command: Option<CommandRun>,
-    /// A sentence about a denial more specific than its code's own message:
-    /// for `ARTIFACT_WRITE_FAILED`, what the file system said (no space,
-    /// read-only, a loop of links). `None` when the code says it all.
-    pub message: Option<String>,
-}
-
-/// Allow, confirm or deny, as the wire says it.
-///
-/// ```
-/// use plan_host::{ErrorCode, ToolCallVerdict};
-///
-/// let denied = ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan);
-/// assert_ne!(denied, ToolCallVerdict::Allow);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolCallVerdict {
-    /// The call may run.
-    Allow,
-    /// The call may run only once a person says so
-    /// ([`crate::Host::confirm_tool`]).
-    Confirm,
-    /// The call is refused with a canonical code.
-    Deny(ErrorCode),
 }
 
 /// Who fires approval deadlines.

@@ -25,7 +25,7 @@ use plan_core::{
 };
 use plan_host::{
     ApprovalFilter, ApprovalId, ExecutionId, ExpiryTimer, Host, HostError, HostEvent, HostOptions,
-    ManualClock, NewSession, SessionId, ToolCallOutcome, ToolCallVerdict, TurnId, default_catalog,
+    ManualClock, NewSession, SessionId, ToolCallResult, TurnId, default_catalog,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -40,6 +40,10 @@ mod export;
 mod permissions;
 #[path = "host/sandbox.rs"]
 mod sandbox;
+#[path = "host/verdict.rs"]
+mod verdict;
+
+use verdict::{Verdict, verdict};
 
 const T0: i64 = 1_800_000_000_000;
 const TTL: i64 = 60_000;
@@ -138,7 +142,7 @@ impl Fixture {
 
     /// Starts an interactive turn in session `id` and sends `calls` as its
     /// first batch; returns the turn and the outcomes.
-    fn batch_in_new_turn(&self, id: &str, calls: Vec<ToolCall>) -> (ActiveTurn, Vec<ToolCallOutcome>) {
+    fn batch_in_new_turn(&self, id: &str, calls: Vec<ToolCall>) -> (ActiveTurn, Vec<ToolCallResult>) {
         let turn = self
             .host
             .start_turn(&SessionId::from(id), Origin::Interactive)
@@ -237,9 +241,9 @@ fn submit(id: &str, markdown: &str) -> ToolCall {
     )
 }
 
-fn approval_of(outcomes: &[ToolCallOutcome]) -> PlanApproval {
+fn approval_of(outcomes: &[ToolCallResult]) -> PlanApproval {
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
+    assert_eq!(verdict(&outcomes[0]), Verdict::Allow);
     outcomes[0]
         .approval
         .clone()
@@ -314,13 +318,13 @@ mod lifecycle {
         for outcome in &outcomes {
             let expected = if outcome.call_id == "Bash" {
                 // Plan-mode Bash is run by the host; `{}` is no command.
-                ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+                Verdict::Deny(ErrorCode::InvalidCommandInput)
             } else if plan_tools.contains(&outcome.call_id.as_str()) {
-                ToolCallVerdict::Allow
+                Verdict::Allow
             } else {
-                ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan)
+                Verdict::Deny(ErrorCode::ToolDeniedInPlan)
             };
-            assert_eq!(outcome.decision, expected, "{}", outcome.call_id);
+            assert_eq!(verdict(outcome), expected, "{}", outcome.call_id);
             assert!(outcome.approval.is_none());
         }
         assert_eq!(outcomes.len(), plan_tools.len() + 5);
@@ -600,10 +604,10 @@ mod lifecycle {
             .unwrap();
         // A scheduled turn under `ask`: nobody can confirm the write.
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::PermissionRequiresInteractiveSession)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::PermissionRequiresInteractiveSession)
         );
-        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow);
+        assert_eq!(verdict(&outcomes[1]), Verdict::Allow);
         assert_eq!(
             code(
                 fx.host
@@ -772,8 +776,8 @@ mod submit_plan {
                 )
                 .unwrap();
             assert_eq!(
-                outcomes[0].decision,
-                ToolCallVerdict::Deny(ErrorCode::InvalidPlanInput),
+                verdict(&outcomes[0]),
+                Verdict::Deny(ErrorCode::InvalidPlanInput),
                 "{input}"
             );
             assert!(outcomes[0].approval.is_none());
@@ -804,10 +808,7 @@ mod submit_plan {
         let fx = Fixture::new();
         fx.session("agent", Mode::Agent);
         let (_, outcomes) = fx.batch_in_new_turn("agent", vec![submit("c", MARKDOWN)]);
-        assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::PlanNotActive)
-        );
+        assert_eq!(verdict(&outcomes[0]), Verdict::Deny(ErrorCode::PlanNotActive));
         // Without an active turn at all.
         fx.session("idle", Mode::Plan);
         assert_eq!(
@@ -829,8 +830,8 @@ mod submit_plan {
             .unwrap();
         let (_, outcomes) = fx.batch_in_new_turn("unbound", vec![submit("c", MARKDOWN)]);
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::SessionNotProjectBound)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::SessionNotProjectBound)
         );
         assert!(fx.rows().is_empty());
         assert!(fx.files().is_empty());
@@ -2093,12 +2094,11 @@ mod edges {
         fx.session("blocked", Mode::Plan);
         let (turn, outcomes) = fx.batch_in_new_turn("blocked", vec![submit("c1", MARKDOWN)]);
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::ArtifactWriteFailed)
         );
-        // The outcome names the OS cause, which the wire carries as the
-        // error's message.
-        let not_a_directory = outcomes[0].message.clone().unwrap();
+        // The error's message names the OS cause.
+        let not_a_directory = outcomes[0].error.clone().unwrap().message;
         assert!(not_a_directory.contains("Not a directory"), "{not_a_directory}");
 
         std::fs::remove_file(fx.workspace.join(".pi")).unwrap();
@@ -2112,10 +2112,10 @@ mod edges {
             )
             .unwrap();
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::ArtifactWriteFailed)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::ArtifactWriteFailed)
         );
-        let missing = outcomes[0].message.clone().unwrap();
+        let missing = outcomes[0].error.clone().unwrap().message;
         assert!(missing.contains("No such file or directory"), "{missing}");
         assert_ne!(missing, not_a_directory);
     }

@@ -69,7 +69,8 @@ pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, Se
 pub use objects::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
     CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, TurnKind,
+    Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnKind,
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,

@@ -407,6 +407,54 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
+            enum ToolCallDecision {
+                /// The call may run (with `hostRun`: only through `command/start`).
+                Allow => "allow",
+                /// The call must not run; `error` says why.
+                Deny => "deny",
+                /// An Agent-turn call that may run only after a person says so:
+                /// answer it with `tool/confirm`.
+                Confirm => "confirm",
+            }
+        }
+
+        $callback! {
+            /// Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
+            #[serde(rename_all = "camelCase")]
+            struct ToolCallError {
+                /// The canonical code, for example `"TOOL_DENIED_IN_PLAN"`.
+                code: ErrorCode,
+                /// A sentence for people.
+                message: String,
+            }
+        }
+
+        $callback! {
+            /// The decision for one call of a `turn/toolCalls` batch.
+            #[serde(rename_all = "camelCase")]
+            struct ToolCallResult {
+                /// The call.
+                call_id: String,
+                /// Allow, confirm or deny.
+                decision: ToolCallDecision,
+                /// `true` for an Agent-turn Bash call that is allowed or awaits a
+                /// confirmation: the client must run it through `command/start`, never
+                /// itself, so it is bounded, audited, killed with the host and sandboxed.
+                /// `false` otherwise (a Plan-turn Bash call was run by the host already).
+                #[serde(default)]
+                host_run: bool,
+                /// Why it was denied; `null` when allowed.
+                error: Option<ToolCallError>,
+                /// The new pending approval of an accepted SubmitPlan; otherwise `null`.
+                approval: Option<PlanApproval>,
+                /// The command the host started for a Plan-turn Bash call; otherwise
+                /// `null` (Agent turns start commands with `command/start`).
+                command: Option<CommandRun>,
+            }
+        }
+
+        $callback! {
             /// `plan/diff` result.
             #[schemars(rename = "PlanDiffResult")]
             #[serde(rename_all = "camelCase")]
@@ -426,6 +474,94 @@ macro_rules! for_each_core_object {
 }
 
 for_each_core_object!(declare_shared_object);
+
+impl ToolCallError {
+    /// The error for a code, with the code's human message.
+    pub fn new(code: ErrorCode) -> ToolCallError {
+        ToolCallError {
+            code,
+            message: code.message(),
+        }
+    }
+}
+
+impl From<ErrorCode> for ToolCallError {
+    fn from(code: ErrorCode) -> Self {
+        ToolCallError::new(code)
+    }
+}
+
+impl ToolCallResult {
+    /// An allowed call.
+    pub fn allow(call_id: impl Into<String>) -> ToolCallResult {
+        ToolCallResult {
+            call_id: call_id.into(),
+            decision: ToolCallDecision::Allow,
+            host_run: false,
+            error: None,
+            approval: None,
+            command: None,
+        }
+    }
+
+    /// A denied call with its canonical code and the code's own sentence.
+    pub fn deny(call_id: impl Into<String>, code: ErrorCode) -> ToolCallResult {
+        ToolCallResult {
+            decision: ToolCallDecision::Deny,
+            error: Some(ToolCallError::new(code)),
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// A denied call whose sentence says more than its code's (why the
+    /// sandbox is missing here, what the file system said).
+    pub fn deny_with(call_id: impl Into<String>, code: ErrorCode, message: Option<String>) -> ToolCallResult {
+        let mut result = ToolCallResult::deny(call_id, code);
+        if let (Some(message), Some(error)) = (message, result.error.as_mut()) {
+            error.message = message;
+        }
+        result
+    }
+
+    /// An accepted SubmitPlan: allowed, carrying the new pending approval.
+    pub fn submitted(call_id: impl Into<String>, approval: PlanApproval) -> ToolCallResult {
+        ToolCallResult {
+            approval: Some(approval),
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// An Agent-turn Bash call the client has the host run (`command/start`).
+    pub fn host_run(call_id: impl Into<String>) -> ToolCallResult {
+        ToolCallResult {
+            host_run: true,
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// An Agent-turn call awaiting a person's `tool/confirm`.
+    pub fn confirm(call_id: impl Into<String>, host_run: bool) -> ToolCallResult {
+        ToolCallResult {
+            decision: ToolCallDecision::Confirm,
+            host_run,
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// A Plan-turn Bash call the host started (or that failed to start).
+    pub fn ran(call_id: impl Into<String>, command: CommandRun) -> ToolCallResult {
+        ToolCallResult {
+            command: Some(command),
+            ..ToolCallResult::allow(call_id)
+        }
+    }
+
+    /// The canonical code of a denial; `None` when allowed or awaiting a
+    /// confirmation.
+    pub fn refusal(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|error| error.code)
+    }
+}
 
 /// How many hex digits of an artifact's SHA-256 its fingerprint shows.
 const FINGERPRINT_DIGITS: usize = 16;

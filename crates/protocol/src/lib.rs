@@ -56,8 +56,7 @@ pub use notifications::{
     SessionChangedNotification, notification_method,
 };
 pub use objects::{
-    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, ToolCallDecision,
-    ToolCallError, ToolCallResult, VerifyReport,
+    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, VerifyReport,
 };
 /// The objects plan-core declares and the wire carries as they are, under
 /// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
@@ -67,7 +66,7 @@ pub use plan_core::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
     CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
     PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, ToolCall, TurnKind,
+    ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

@@ -1,11 +1,12 @@
 //! The objects of protocol v9 that only the wire has: the wire's view of a
 //! session (`Session`, `ActiveTurn`), the verification report with its
-//! `ok`, the pieces of `turn/toolCalls` and `shell/list`, and the method
+//! `ok`, the pieces of `shell/list`, and the method
 //! results the FFI exports as they are (`PlanDecisionResult`,
 //! `ShellListResult`).
 //!
 //! The enums and records plan-core reasons about (`PlanApproval`,
-//! `CommandRun`, the modes and statuses, ...) are not declared here: they
+//! `CommandRun`, the modes and statuses, a tool call's result, ...) are not
+//! declared here: they
 //! are plan-core's own types, declared once in `plan_core::for_each_core_object!`
 //! with their serde and JSON Schema derives, and this crate re-exports them.
 //! The wire-only objects that foreign hosts see as they are, are declared
@@ -23,13 +24,9 @@
 //! `convert`.
 
 use plan_core::{
-    ArtifactVerification, CommandRun, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
-    SkippedWorkspace, TurnKind, declare_shared_object,
+    ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, SkippedWorkspace,
+    TurnKind, declare_shared_object,
 };
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use crate::error::CanonicalCode;
 
 /// The one declaration of every wire-only object the FFI exports
 /// unchanged, in the grammar of `plan_core::for_each_core_object!`: enums
@@ -44,19 +41,6 @@ use crate::error::CanonicalCode;
 #[macro_export]
 macro_rules! for_each_shared_object {
     ($callback:ident) => {
-        $callback! {
-            /// The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
-            enum ToolCallDecision {
-                /// The call may run (with `hostRun`: only through `command/start`).
-                Allow => "allow",
-                /// The call must not run; `error` says why.
-                Deny => "deny",
-                /// An Agent-turn call that may run only after a person says so:
-                /// answer it with `tool/confirm`.
-                Confirm => "confirm",
-            }
-        }
-
         $callback! {
             /// The stream a `command/output` chunk came from.
             enum OutputStream {
@@ -164,119 +148,3 @@ macro_rules! for_each_shared_object {
 }
 
 for_each_shared_object!(declare_shared_object);
-
-/// Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallError {
-    /// The canonical code, for example `"TOOL_DENIED_IN_PLAN"`.
-    pub code: CanonicalCode,
-    /// A sentence for people.
-    pub message: String,
-}
-
-impl ToolCallError {
-    /// The error for a code, with the code's human message.
-    pub fn new(code: plan_core::ErrorCode) -> ToolCallError {
-        ToolCallError {
-            code: CanonicalCode(code),
-            message: code.message(),
-        }
-    }
-}
-
-impl From<plan_core::ErrorCode> for ToolCallError {
-    fn from(code: plan_core::ErrorCode) -> Self {
-        ToolCallError::new(code)
-    }
-}
-
-/// The decision for one call of a `turn/toolCalls` batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallResult {
-    /// The call.
-    pub call_id: String,
-    /// Allow, confirm or deny.
-    pub decision: ToolCallDecision,
-    /// `true` for an Agent-turn Bash call that is allowed or awaits a
-    /// confirmation: the client must run it through `command/start`, never
-    /// itself, so it is bounded, audited, killed with the host and sandboxed.
-    /// `false` otherwise (a Plan-turn Bash call was run by the host already).
-    #[serde(default)]
-    pub host_run: bool,
-    /// Why it was denied; `null` when allowed.
-    pub error: Option<ToolCallError>,
-    /// The new pending approval of an accepted SubmitPlan; otherwise `null`.
-    pub approval: Option<PlanApproval>,
-    /// The command the host started for a Plan-turn Bash call; otherwise
-    /// `null` (Agent turns start commands with `command/start`).
-    pub command: Option<CommandRun>,
-}
-
-impl ToolCallResult {
-    /// An allowed call.
-    pub fn allow(call_id: impl Into<String>) -> ToolCallResult {
-        ToolCallResult {
-            call_id: call_id.into(),
-            decision: ToolCallDecision::Allow,
-            host_run: false,
-            error: None,
-            approval: None,
-            command: None,
-        }
-    }
-
-    /// A denied call with its canonical code.
-    pub fn deny(call_id: impl Into<String>, code: plan_core::ErrorCode) -> ToolCallResult {
-        ToolCallResult {
-            call_id: call_id.into(),
-            decision: ToolCallDecision::Deny,
-            host_run: false,
-            error: Some(ToolCallError::new(code)),
-            approval: None,
-            command: None,
-        }
-    }
-
-    /// An accepted SubmitPlan: allowed, carrying the new pending approval.
-    pub fn submitted(call_id: impl Into<String>, approval: PlanApproval) -> ToolCallResult {
-        ToolCallResult {
-            call_id: call_id.into(),
-            decision: ToolCallDecision::Allow,
-            host_run: false,
-            error: None,
-            approval: Some(approval),
-            command: None,
-        }
-    }
-
-    /// An Agent-turn Bash call the client has the host run (`command/start`).
-    pub fn host_run(call_id: impl Into<String>) -> ToolCallResult {
-        ToolCallResult {
-            host_run: true,
-            ..ToolCallResult::allow(call_id)
-        }
-    }
-
-    /// An Agent-turn call awaiting a person's `tool/confirm`.
-    pub fn confirm(call_id: impl Into<String>, host_run: bool) -> ToolCallResult {
-        ToolCallResult {
-            decision: ToolCallDecision::Confirm,
-            host_run,
-            ..ToolCallResult::allow(call_id)
-        }
-    }
-
-    /// A Plan-turn Bash call the host started.
-    pub fn ran(call_id: impl Into<String>, command: CommandRun) -> ToolCallResult {
-        ToolCallResult {
-            call_id: call_id.into(),
-            decision: ToolCallDecision::Allow,
-            host_run: false,
-            error: None,
-            approval: None,
-            command: Some(command),
-        }
-    }
-}

@@ -17,7 +17,7 @@ use plan_protocol::{
 };
 use serde_json::Value;
 
-use crate::convert::{capabilities, error_object, host_error, shell_list, tool_call_result, unserializable};
+use crate::convert::{capabilities, error_object, host_error, shell_list, unserializable};
 use crate::web::WebCard;
 
 /// The server name `initialize` reports (the host test
@@ -255,20 +255,19 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
         }
         ClientRequest::TurnToolCalls(params) => {
             let calls = params.calls;
-            let outcomes = host.tool_calls(
+            let results = host.tool_calls(
                 &SessionId::from(params.session_id),
                 &TurnId::from(params.turn_id),
                 calls,
             )?;
-            let results = outcomes.iter().map(tool_call_result).collect();
             to_value(&TurnToolCallsResult { results })
         }
-        ClientRequest::ToolConfirm(params) => to_value(&tool_call_result(&host.confirm_tool(
+        ClientRequest::ToolConfirm(params) => to_value(&host.confirm_tool(
             &SessionId::from(params.session_id),
             &TurnId::from(params.turn_id),
             &params.call_id,
             params.allow,
-        )?)),
+        )?),
         ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
             &host.complete_turn(&SessionId::from(params.session_id), &TurnId::from(params.turn_id))?,
         )),

@@ -8,11 +8,11 @@
 //! It decides nothing and carries no state.
 
 use plan_core::ErrorCode;
-use plan_host::{HostError, HostEvent, SandboxStatus, ShellEntry, Stream, ToolCallOutcome, ToolCallVerdict};
+use plan_host::{HostError, HostEvent, SandboxStatus, ShellEntry, Stream};
 use plan_protocol::{
     CommandExitedNotification, CommandOutputNotification, ErrorObject, ExecutionStateChangedNotification,
     OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ProtocolError,
-    ServerNotification, SessionChangedNotification, ShellInfo, ShellListResult, ToolCallResult,
+    ServerNotification, SessionChangedNotification, ShellInfo, ShellListResult,
 };
 
 /// The protocol notification for a host event: the one place events become
@@ -69,26 +69,6 @@ fn output_stream(stream: Stream) -> OutputStream {
     match stream {
         Stream::Stdout => OutputStream::Stdout,
         Stream::Stderr => OutputStream::Stderr,
-    }
-}
-
-/// The protocol v9 form of one tool call's outcome (the host test
-/// `tool_call_outcomes_have_one_wire_form` checks each kind).
-pub fn tool_call_result(outcome: &ToolCallOutcome) -> ToolCallResult {
-    let call_id = outcome.call_id.clone();
-    match (outcome.decision, &outcome.approval, &outcome.command) {
-        (ToolCallVerdict::Allow, Some(approval), _) => ToolCallResult::submitted(call_id, approval.clone()),
-        (ToolCallVerdict::Allow, None, Some(command)) => ToolCallResult::ran(call_id, command.clone()),
-        (ToolCallVerdict::Allow, None, None) if outcome.host_run => ToolCallResult::host_run(call_id),
-        (ToolCallVerdict::Allow, None, None) => ToolCallResult::allow(call_id),
-        (ToolCallVerdict::Confirm, _, _) => ToolCallResult::confirm(call_id, outcome.host_run),
-        (ToolCallVerdict::Deny(code), _, _) => {
-            let mut result = ToolCallResult::deny(call_id, code);
-            if let (Some(message), Some(error)) = (&outcome.message, result.error.as_mut()) {
-                error.message.clone_from(message);
-            }
-            result
-        }
     }
 }
 

@@ -8,13 +8,12 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use plan_core::{Mode, Origin, PermissionMode, ToolCall};
-use plan_host::{
-    ApprovalId, Clock, Host, HostEvent, HostOptions, ManualClock, NewSession, SessionId, ToolCallVerdict,
-};
+use plan_host::{ApprovalId, Clock, Host, HostEvent, HostOptions, ManualClock, NewSession, SessionId};
 use serde_json::{Value, json};
 
 use crate::client::{REPLY_TIMEOUT, Serve};
 use crate::support::{self, BIN, Fixture, T0, run};
+use crate::verdict::{Verdict, verdict};
 
 fn initialized(db: &std::path::Path) -> (Serve, bool) {
     let mut serve = Serve::spawn(db, &[]);
@@ -377,15 +376,8 @@ fn executed() -> (Fixture, bool) {
             ],
         )
         .unwrap();
-    let decided: Vec<ToolCallVerdict> = outcomes.iter().map(|outcome| outcome.decision).collect();
-    assert_eq!(
-        decided,
-        [
-            ToolCallVerdict::Allow,
-            ToolCallVerdict::Confirm,
-            ToolCallVerdict::Confirm
-        ]
-    );
+    let decided: Vec<Verdict> = outcomes.iter().map(verdict).collect();
+    assert_eq!(decided, [Verdict::Allow, Verdict::Confirm, Verdict::Confirm]);
     clock.advance(4_000);
     host.confirm_tool(&session, &turn, "b1", true).unwrap();
     clock.advance(2_000);

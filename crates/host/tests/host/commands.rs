@@ -79,7 +79,7 @@ impl Fixture {
     }
 
     /// Runs Plan Bash calls; returns each call's run.
-    fn run_plan(&self, id: &str, turn: &TurnId, calls: Vec<ToolCall>) -> Vec<ToolCallOutcome> {
+    fn run_plan(&self, id: &str, turn: &TurnId, calls: Vec<ToolCall>) -> Vec<ToolCallResult> {
         self.host.tool_calls(&SessionId::from(id), turn, calls).unwrap()
     }
 
@@ -174,14 +174,14 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
     );
     if !fixture.sandboxed() {
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
         );
         assert!(outcomes[0].command.is_none());
         return;
     }
     let run = outcomes[0].command.clone().expect("Plan Bash returns its run");
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
+    assert_eq!(verdict(&outcomes[0]), Verdict::Allow);
     assert_eq!(run.state, CommandState::Running);
     assert_eq!((run.sandbox, run.network), (Sandbox::ReadOnly, false));
     assert_eq!(run.cwd, ".");
@@ -247,8 +247,8 @@ fn a_plan_write_is_refused_by_the_kernel_and_leaves_nothing() {
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", &command)]);
     if !fixture.sandboxed() {
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
         );
         return;
     }
@@ -302,8 +302,8 @@ fn output_past_the_cap_is_counted_not_sent() {
         .unwrap();
     if host.sandbox_status() != SandboxStatus::Landlock {
         assert_eq!(
-            outcomes[0].decision,
-            ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+            verdict(&outcomes[0]),
+            Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
         );
         return;
     }
@@ -477,8 +477,8 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .unwrap();
     // Under `ask` the Bash call awaits a person and is host-run.
     assert_eq!(
-        (outcomes[0].decision, outcomes[0].host_run),
-        (ToolCallVerdict::Confirm, true)
+        (verdict(&outcomes[0]), outcomes[0].host_run),
+        (Verdict::Confirm, true)
     );
     assert!(
         outcomes[0].command.is_none(),
@@ -509,10 +509,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .host
         .confirm_tool(&SessionId::from("agent"), &turn, "b1", true)
         .unwrap();
-    assert_eq!(
-        (confirmed.decision, confirmed.host_run),
-        (ToolCallVerdict::Allow, true)
-    );
+    assert_eq!((verdict(&confirmed), confirmed.host_run), (Verdict::Allow, true));
     assert_eq!(
         code(start("b1", "ls", Some("../.."))),
         ErrorCode::CommandCwdEscape
@@ -749,11 +746,15 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .tool_calls(&SessionId::from("plan"), &turn, vec![bash("c1", &command)])
         .unwrap();
     assert_eq!(
-        outcomes[0].decision,
-        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+        verdict(&outcomes[0]),
+        Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
     );
     // The denial names the real cause (the helper path), not the kernel.
-    let message = outcomes[0].message.as_deref().unwrap_or_default();
+    let message = outcomes[0]
+        .error
+        .as_ref()
+        .map(|error| error.message.as_str())
+        .unwrap_or_default();
     assert!(
         message.starts_with("the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: ")
             && message.ends_with(&reason),
@@ -862,8 +863,8 @@ fn a_symlinked_scratch_root_is_refused_and_never_swept() {
     let turn = fixture.plan_turn("s1");
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
     assert_eq!(
-        outcomes[0].decision,
-        ToolCallVerdict::Deny(ErrorCode::PlanSandboxUnavailable)
+        verdict(&outcomes[0]),
+        Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
     );
     fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
     std::fs::remove_file(&link).unwrap();
@@ -938,8 +939,8 @@ fn a_command_longer_than_the_kernel_accepts_is_invalid_input_before_anything_run
     let long = format!("touch '{}' #{}", marker.display(), "x".repeat(128 * 1024));
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", &long)]);
     assert_eq!(
-        outcomes[0].decision,
-        ToolCallVerdict::Deny(ErrorCode::InvalidCommandInput)
+        verdict(&outcomes[0]),
+        Verdict::Deny(ErrorCode::InvalidCommandInput)
     );
     assert!(outcomes[0].command.is_none());
     let entries = fixture.entries("s1", "c1");
@@ -1000,13 +1001,10 @@ fn a_cwd_leaving_the_workspace_through_a_symlink_is_denied_in_the_answer() {
             call("c2", "Bash", json!({"command": "pwd", "cwd": "src"})),
         ],
     );
-    assert_eq!(
-        outcomes[0].decision,
-        ToolCallVerdict::Deny(ErrorCode::CommandCwdEscape)
-    );
+    assert_eq!(verdict(&outcomes[0]), Verdict::Deny(ErrorCode::CommandCwdEscape));
     assert!(outcomes[0].command.is_none());
     if fixture.sandboxed() {
-        assert_eq!(outcomes[1].decision, ToolCallVerdict::Allow);
+        assert_eq!(verdict(&outcomes[1]), Verdict::Allow);
         let seen = fixture.wait_exited("c2");
         assert_eq!(
             text(&seen, "stdout").trim_end(),
@@ -1097,7 +1095,7 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
     assert_eq!(fixture.host.unrecorded_command_ends().unwrap(), 0);
     // And commands start again.
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c3", "echo again")]);
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
+    assert_eq!(verdict(&outcomes[0]), Verdict::Allow);
     assert_eq!(text(&fixture.wait_exited("c3"), "stdout"), "again\n");
 }
 

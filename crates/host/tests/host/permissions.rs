@@ -55,16 +55,16 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
         ],
     );
     let turn = turn.turn_id;
-    let decided: Vec<(ToolCallVerdict, bool)> = outcomes
+    let decided: Vec<(Verdict, bool)> = outcomes
         .iter()
-        .map(|outcome| (outcome.decision, outcome.host_run))
+        .map(|outcome| (verdict(outcome), outcome.host_run))
         .collect();
     assert_eq!(
         decided,
         [
-            (ToolCallVerdict::Confirm, true),
-            (ToolCallVerdict::Confirm, false),
-            (ToolCallVerdict::Allow, false)
+            (Verdict::Confirm, true),
+            (Verdict::Confirm, false),
+            (Verdict::Allow, false)
         ]
     );
     let start = |command: &str| {
@@ -78,7 +78,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
         "no run before a person confirms"
     );
     let declined = fixture.host.confirm_tool(&session, &turn, "w1", false).unwrap();
-    assert_eq!(declined.decision, ToolCallVerdict::Deny(ErrorCode::ToolDeclined));
+    assert_eq!(verdict(&declined), Verdict::Deny(ErrorCode::ToolDeclined));
     for allow in [true, false] {
         assert_eq!(
             code(fixture.host.confirm_tool(&session, &turn, "w1", allow)),
@@ -93,10 +93,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
     );
     fixture.clock.advance(250);
     let confirmed = fixture.host.confirm_tool(&session, &turn, "b1", true).unwrap();
-    assert_eq!(
-        (confirmed.decision, confirmed.host_run),
-        (ToolCallVerdict::Allow, true)
-    );
+    assert_eq!((verdict(&confirmed), confirmed.host_run), (Verdict::Allow, true));
     assert_eq!(
         fixture.tool_audit("s", "b1"),
         [
@@ -149,7 +146,7 @@ fn unconfirmed_calls_are_dropped_with_their_turn() {
     let session = SessionId::from("s");
     for end in ["complete", "cancel"] {
         let (turn, outcomes) = fixture.batch_in_new_turn("s", vec![bash("b1", "make")]);
-        assert_eq!(outcomes[0].decision, ToolCallVerdict::Confirm);
+        assert_eq!(verdict(&outcomes[0]), Verdict::Confirm);
         match end {
             "complete" => fixture.host.complete_turn(&session, &turn.turn_id).map(|_| ()),
             _ => fixture.host.cancel_turn(&session).map(|_| ()),
@@ -201,8 +198,8 @@ fn a_scheduled_turn_denies_what_needs_a_person_before_anything_runs() {
         .unwrap();
     for outcome in &outcomes {
         assert_eq!(
-            outcome.decision,
-            ToolCallVerdict::Deny(ErrorCode::PermissionRequiresInteractiveSession),
+            verdict(outcome),
+            Verdict::Deny(ErrorCode::PermissionRequiresInteractiveSession),
             "{}",
             outcome.call_id
         );
@@ -269,15 +266,10 @@ fn an_executions_decisions_are_audited_against_it() {
             ],
         )
         .unwrap();
-    let decided: Vec<ToolCallVerdict> = outcomes.iter().map(|outcome| outcome.decision).collect();
+    let decided: Vec<Verdict> = outcomes.iter().map(verdict).collect();
     assert_eq!(
         decided,
-        [
-            ToolCallVerdict::Allow,
-            ToolCallVerdict::Confirm,
-            ToolCallVerdict::Confirm,
-            ToolCallVerdict::Allow
-        ]
+        [Verdict::Allow, Verdict::Confirm, Verdict::Confirm, Verdict::Allow]
     );
     fixture.host.confirm_tool(&session, &turn, "m1", false).unwrap();
     fixture.host.confirm_tool(&session, &turn, "b1", true).unwrap();

@@ -48,7 +48,7 @@ fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
         .unwrap();
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{outcomes:?}");
+    assert_eq!(verdict(&outcomes[0]), Verdict::Allow, "{outcomes:?}");
     stdout_of(fixture, call_id)
 }
 
@@ -212,7 +212,7 @@ fn two_sessions_cannot_reach_each_others_scratch() {
             )],
         )
         .unwrap();
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{outcomes:?}");
+    assert_eq!(verdict(&outcomes[0]), Verdict::Allow, "{outcomes:?}");
     let scratch = stdout_until(&fixture, "p1", Some(&is_path));
     // The command's own note is in its private tmpfs; the host's directory
     // at that path gets one the test writes, which no sandbox may reach.
@@ -618,14 +618,14 @@ fn a_session_keeps_the_workspace_it_bound_across_a_restart_or_runs_nothing() {
         if id == "inner-plan" {
             // Plan: denied in the answer, as a cwd leading out is.
             assert_eq!(
-                outcomes[0].decision,
-                ToolCallVerdict::Deny(ErrorCode::CommandCwdEscape),
+                verdict(&outcomes[0]),
+                Verdict::Deny(ErrorCode::CommandCwdEscape),
                 "{id}: {outcomes:?}"
             );
             continue;
         }
         // Agent: the start is refused.
-        assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow, "{id}: {outcomes:?}");
+        assert_eq!(verdict(&outcomes[0]), Verdict::Allow, "{id}: {outcomes:?}");
         let run = fixture
             .host
             .start_agent_command(&SessionId::from(id), &turn, "x1", "touch written", None, None)

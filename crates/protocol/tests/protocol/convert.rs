@@ -147,7 +147,7 @@ fn tool_call_results_are_allow_deny_or_submitted() {
     assert_eq!(
         denied.error,
         Some(wire::ToolCallError {
-            code: wire::CanonicalCode(ErrorCode::ToolDeniedInPlan),
+            code: ErrorCode::ToolDeniedInPlan,
             message: ErrorCode::ToolDeniedInPlan.message(),
         })
     );

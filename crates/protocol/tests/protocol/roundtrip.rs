@@ -166,7 +166,10 @@ fn tool_call() -> impl Strategy<Value = ToolCall> + Clone {
 }
 
 fn tool_call_error() -> impl Strategy<Value = ToolCallError> + Clone {
-    (code(), text()).prop_map(|(code, message)| ToolCallError { code, message })
+    (code(), text()).prop_map(|(code, message)| ToolCallError {
+        code: code.code(),
+        message,
+    })
 }
 
 fn tool_call_result() -> impl Strategy<Value = ToolCallResult> + Clone {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use plan_core::{ErrorCode, Limits, Mode, Origin, PlanApproval, SessionState, ToolCall};
 use plan_host::{
     ApprovalFilter, ApprovalId, ExpiryTimer, Host, HostError, HostOptions, ManualClock, NewSession,
-    SessionId, ToolCallOutcome, ToolCallVerdict, default_catalog,
+    SessionId, ToolCallDecision, ToolCallResult, default_catalog,
 };
 use plan_server::Connection;
 use serde_json::{Value, json};
@@ -96,9 +96,10 @@ fn submit(id: &str, markdown: &str) -> ToolCall {
     }
 }
 
-fn approval_of(outcomes: &[ToolCallOutcome]) -> PlanApproval {
+fn approval_of(outcomes: &[ToolCallResult]) -> PlanApproval {
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].decision, ToolCallVerdict::Allow);
+    assert_eq!(outcomes[0].decision, ToolCallDecision::Allow);
+    assert_eq!(outcomes[0].error, None);
     outcomes[0]
         .approval
         .clone()
@@ -660,49 +661,50 @@ mod review {
     }
 
     #[test]
-    fn tool_call_outcomes_have_one_wire_form() {
-        let allow = ToolCallOutcome {
-            call_id: "c".to_owned(),
-            decision: plan_host::ToolCallVerdict::Allow,
-            host_run: false,
-            approval: None,
-            message: None,
-            command: None,
+    fn a_tool_call_result_has_one_wire_form() {
+        // The host's result is the wire's object itself: each kind as JSON.
+        let none = json!({"error": null, "approval": null, "command": null});
+        let with = |fields: Value| {
+            let mut object = none.clone();
+            object
+                .as_object_mut()
+                .unwrap()
+                .extend(fields.as_object().unwrap().clone());
+            object
         };
-        assert_eq!(
-            plan_server::convert::tool_call_result(&allow),
-            plan_protocol::ToolCallResult::allow("c")
-        );
-        let host_run = ToolCallOutcome {
-            host_run: true,
-            ..allow.clone()
-        };
-        assert_eq!(
-            plan_server::convert::tool_call_result(&host_run),
-            plan_protocol::ToolCallResult::host_run("c")
-        );
-        for host_run in [false, true] {
-            let confirm = ToolCallOutcome {
-                decision: plan_host::ToolCallVerdict::Confirm,
-                host_run,
-                ..allow.clone()
-            };
-            let wire = plan_server::convert::tool_call_result(&confirm);
-            assert_eq!(wire, plan_protocol::ToolCallResult::confirm("c", host_run));
-            assert_eq!(wire.decision, plan_protocol::ToolCallDecision::Confirm);
+        let cases = [
+            (
+                ToolCallResult::allow("c"),
+                with(json!({"callId": "c", "decision": "allow", "hostRun": false})),
+            ),
+            (
+                ToolCallResult::host_run("c"),
+                with(json!({"callId": "c", "decision": "allow", "hostRun": true})),
+            ),
+            (
+                ToolCallResult::confirm("c", true),
+                with(json!({"callId": "c", "decision": "confirm", "hostRun": true})),
+            ),
+            (
+                ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan),
+                with(
+                    json!({"callId": "c", "decision": "deny", "hostRun": false, "error": {
+                    "code": "TOOL_DENIED_IN_PLAN", "message": ErrorCode::ToolDeniedInPlan.message()}}),
+                ),
+            ),
+            (
+                ToolCallResult::deny_with("c", ErrorCode::ArtifactWriteFailed, Some("disk full".to_owned())),
+                with(
+                    json!({"callId": "c", "decision": "deny", "hostRun": false, "error": {
+                    "code": "ARTIFACT_WRITE_FAILED", "message": "disk full"}}),
+                ),
+            ),
+        ];
+        for (result, expected) in cases {
+            assert_eq!(serde_json::to_value(&result).unwrap(), expected);
+            let back: ToolCallResult = serde_json::from_value(expected).unwrap();
+            assert_eq!(back, result);
         }
-        let deny = ToolCallOutcome {
-            call_id: "c".to_owned(),
-            decision: plan_host::ToolCallVerdict::Deny(ErrorCode::ToolDeniedInPlan),
-            host_run: false,
-            approval: None,
-            message: None,
-            command: None,
-        };
-        assert_eq!(
-            plan_server::convert::tool_call_result(&deny),
-            plan_protocol::ToolCallResult::deny("c", ErrorCode::ToolDeniedInPlan)
-        );
     }
 }
 

@@ -4218,6 +4218,45 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.name, buf)
         _UniffiFfiConverterString.write(value.input_json, buf)
 
+@dataclass
+class ToolCallError:
+    """
+    Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
+"""
+    def __init__(self, *, code:ErrorCode, message:str):
+        self.code = code
+        self.message = message
+        
+        
+
+    
+    def __str__(self):
+        return "ToolCallError(code={}, message={})".format(self.code, self.message)
+    def __eq__(self, other):
+        if self.code != other.code:
+            return False
+        if self.message != other.message:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolCallError(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolCallError(
+            code=_UniffiFfiConverterTypeErrorCode.read(buf),
+            message=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeErrorCode.check_lower(value.code)
+        _UniffiFfiConverterString.check_lower(value.message)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeErrorCode.write(value.code, buf)
+        _UniffiFfiConverterString.write(value.message, buf)
+
 
 
 
@@ -4279,6 +4318,31 @@ class _UniffiFfiConverterTypeToolCallDecision(_UniffiConverterRustBuffer):
 
 
 
+class _UniffiFfiConverterOptionalTypeToolCallError(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeToolCallError.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeToolCallError.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeToolCallError.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 class _UniffiFfiConverterOptionalTypePlanApproval(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -4332,14 +4396,13 @@ class _UniffiFfiConverterOptionalTypeCommandRun(_UniffiConverterRustBuffer):
 @dataclass
 class ToolCallResult:
     """
-    The decision for one tool call.
+    The decision for one call of a `turn/toolCalls` batch.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, host_run:bool, error_code:typing.Optional[ErrorCode], error_message:typing.Optional[str], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
+    def __init__(self, *, call_id:str, decision:ToolCallDecision, host_run:bool, error:typing.Optional[ToolCallError], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
         self.call_id = call_id
         self.decision = decision
         self.host_run = host_run
-        self.error_code = error_code
-        self.error_message = error_message
+        self.error = error
         self.approval = approval
         self.command = command
         
@@ -4347,7 +4410,7 @@ class ToolCallResult:
 
     
     def __str__(self):
-        return "ToolCallResult(call_id={}, decision={}, host_run={}, error_code={}, error_message={}, approval={}, command={})".format(self.call_id, self.decision, self.host_run, self.error_code, self.error_message, self.approval, self.command)
+        return "ToolCallResult(call_id={}, decision={}, host_run={}, error={}, approval={}, command={})".format(self.call_id, self.decision, self.host_run, self.error, self.approval, self.command)
     def __eq__(self, other):
         if self.call_id != other.call_id:
             return False
@@ -4355,9 +4418,7 @@ class ToolCallResult:
             return False
         if self.host_run != other.host_run:
             return False
-        if self.error_code != other.error_code:
-            return False
-        if self.error_message != other.error_message:
+        if self.error != other.error:
             return False
         if self.approval != other.approval:
             return False
@@ -4372,8 +4433,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
             call_id=_UniffiFfiConverterString.read(buf),
             decision=_UniffiFfiConverterTypeToolCallDecision.read(buf),
             host_run=_UniffiFfiConverterBoolean.read(buf),
-            error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
-            error_message=_UniffiFfiConverterOptionalString.read(buf),
+            error=_UniffiFfiConverterOptionalTypeToolCallError.read(buf),
             approval=_UniffiFfiConverterOptionalTypePlanApproval.read(buf),
             command=_UniffiFfiConverterOptionalTypeCommandRun.read(buf),
         )
@@ -4383,8 +4443,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.check_lower(value.call_id)
         _UniffiFfiConverterTypeToolCallDecision.check_lower(value.decision)
         _UniffiFfiConverterBoolean.check_lower(value.host_run)
-        _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
-        _UniffiFfiConverterOptionalString.check_lower(value.error_message)
+        _UniffiFfiConverterOptionalTypeToolCallError.check_lower(value.error)
         _UniffiFfiConverterOptionalTypePlanApproval.check_lower(value.approval)
         _UniffiFfiConverterOptionalTypeCommandRun.check_lower(value.command)
 
@@ -4393,8 +4452,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.call_id, buf)
         _UniffiFfiConverterTypeToolCallDecision.write(value.decision, buf)
         _UniffiFfiConverterBoolean.write(value.host_run, buf)
-        _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
-        _UniffiFfiConverterOptionalString.write(value.error_message, buf)
+        _UniffiFfiConverterOptionalTypeToolCallError.write(value.error, buf)
         _UniffiFfiConverterOptionalTypePlanApproval.write(value.approval, buf)
         _UniffiFfiConverterOptionalTypeCommandRun.write(value.command, buf)
 
@@ -6109,6 +6167,7 @@ __all__ = [
     "SkippedWorkspace",
     "ToolAuditEntry",
     "ToolCall",
+    "ToolCallError",
     "ToolCallResult",
     "VerifyReport",
     "error_code_wire_name",

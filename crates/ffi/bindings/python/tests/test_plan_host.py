@@ -107,8 +107,8 @@ def failed(code, fn, *args):
 
 def denied(result, code):
     assert result.decision == ToolCallDecision.DENY
-    assert result.error_code == code
-    assert result.error_message
+    assert result.error is not None and result.error.code == code
+    assert result.error.message
     assert result.approval is None
 
 
@@ -119,7 +119,7 @@ def plan_session(host, ws, session_id=None):
 def submit(host, session_id, markdown=MARKDOWN, title="Refactor"):
     turn = host.start_turn(session_id, Origin.INTERACTIVE)
     (result,) = host.tool_calls(session_id, turn.turn_id, [call("s", "SubmitPlan", submit_input(title, markdown))])
-    assert result.decision == ToolCallDecision.ALLOW, result.error_code
+    assert result.decision == ToolCallDecision.ALLOW, result.error
     return result.approval
 
 
@@ -199,7 +199,7 @@ def test_full_lifecycle(host, tmp_path, mode):
     turn = host.start_turn(sid, Origin.INTERACTIVE)
     assert (turn.mode, turn.origin, turn.kind) == (Mode.PLAN, Origin.INTERACTIVE, TurnKind.PROMPT)
     read, write = host.tool_calls(sid, turn.turn_id, [call("r", "Read", '{"path":"a"}'), call("w", "Write")])
-    assert read.decision == ToolCallDecision.ALLOW and read.error_code is None
+    assert read.decision == ToolCallDecision.ALLOW and read.error is None
     denied(write, ErrorCode.TOOL_DENIED_IN_PLAN)
 
     (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input("Refactor", MARKDOWN, "Proceed?"))])

@@ -3777,7 +3777,76 @@ public func FfiConverterTypeToolCall_lower(_ value: ToolCall) -> RustBuffer {
 
 
 /**
- * The decision for one tool call.
+ * Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
+ */
+public struct ToolCallError: Equatable, Hashable {
+    /**
+     * The canonical code, for example `"TOOL_DENIED_IN_PLAN"`.
+     */
+    public var code: ErrorCode
+    /**
+     * A sentence for people.
+     */
+    public var message: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The canonical code, for example `"TOOL_DENIED_IN_PLAN"`.
+         */code: ErrorCode, 
+        /**
+         * A sentence for people.
+         */message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolCallError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolCallError: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallError {
+        return
+            try ToolCallError(
+                code: FfiConverterTypeErrorCode.read(from: &buf), 
+                message: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolCallError, into buf: inout [UInt8]) {
+        FfiConverterTypeErrorCode.write(value.code, into: &buf)
+        FfiConverterString.write(value.message, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallError_lift(_ buf: RustBuffer) throws -> ToolCallError {
+    return try FfiConverterTypeToolCallError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolCallError_lower(_ value: ToolCallError) -> RustBuffer {
+    return FfiConverterTypeToolCallError.lower(value)
+}
+
+
+/**
+ * The decision for one call of a `turn/toolCalls` batch.
  */
 public struct ToolCallResult: Equatable, Hashable {
     /**
@@ -3785,28 +3854,27 @@ public struct ToolCallResult: Equatable, Hashable {
      */
     public var callId: String
     /**
-     * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
+     * Allow, confirm or deny.
      */
     public var decision: ToolCallDecision
     /**
      * `true` for an Agent-turn Bash call that is allowed or awaits a
-     * confirmation: only `PlanHost::start_command` may run it, never the app.
+     * confirmation: the client must run it through `command/start`, never
+     * itself, so it is bounded, audited, killed with the host and sandboxed.
+     * `false` otherwise (a Plan-turn Bash call was run by the host already).
      */
     public var hostRun: Bool
     /**
-     * The canonical code of a denial.
+     * Why it was denied; `null` when allowed.
      */
-    public var errorCode: ErrorCode?
+    public var error: ToolCallError?
     /**
-     * The human message of a denial.
-     */
-    public var errorMessage: String?
-    /**
-     * The pending approval an accepted SubmitPlan created.
+     * The new pending approval of an accepted SubmitPlan; otherwise `null`.
      */
     public var approval: PlanApproval?
     /**
-     * The command the host started for a Plan-turn Bash call.
+     * The command the host started for a Plan-turn Bash call; otherwise
+     * `null` (Agent turns start commands with `command/start`).
      */
     public var command: CommandRun?
 
@@ -3817,29 +3885,28 @@ public struct ToolCallResult: Equatable, Hashable {
          * The call.
          */callId: String, 
         /**
-         * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
+         * Allow, confirm or deny.
          */decision: ToolCallDecision, 
         /**
          * `true` for an Agent-turn Bash call that is allowed or awaits a
-         * confirmation: only `PlanHost::start_command` may run it, never the app.
+         * confirmation: the client must run it through `command/start`, never
+         * itself, so it is bounded, audited, killed with the host and sandboxed.
+         * `false` otherwise (a Plan-turn Bash call was run by the host already).
          */hostRun: Bool, 
         /**
-         * The canonical code of a denial.
-         */errorCode: ErrorCode?, 
+         * Why it was denied; `null` when allowed.
+         */error: ToolCallError?, 
         /**
-         * The human message of a denial.
-         */errorMessage: String?, 
-        /**
-         * The pending approval an accepted SubmitPlan created.
+         * The new pending approval of an accepted SubmitPlan; otherwise `null`.
          */approval: PlanApproval?, 
         /**
-         * The command the host started for a Plan-turn Bash call.
+         * The command the host started for a Plan-turn Bash call; otherwise
+         * `null` (Agent turns start commands with `command/start`).
          */command: CommandRun?) {
         self.callId = callId
         self.decision = decision
         self.hostRun = hostRun
-        self.errorCode = errorCode
-        self.errorMessage = errorMessage
+        self.error = error
         self.approval = approval
         self.command = command
     }
@@ -3863,8 +3930,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
                 callId: FfiConverterString.read(from: &buf), 
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
                 hostRun: FfiConverterBool.read(from: &buf), 
-                errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
-                errorMessage: FfiConverterOptionString.read(from: &buf), 
+                error: FfiConverterOptionTypeToolCallError.read(from: &buf), 
                 approval: FfiConverterOptionTypePlanApproval.read(from: &buf), 
                 command: FfiConverterOptionTypeCommandRun.read(from: &buf)
         )
@@ -3874,8 +3940,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
         FfiConverterString.write(value.callId, into: &buf)
         FfiConverterTypeToolCallDecision.write(value.decision, into: &buf)
         FfiConverterBool.write(value.hostRun, into: &buf)
-        FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
-        FfiConverterOptionString.write(value.errorMessage, into: &buf)
+        FfiConverterOptionTypeToolCallError.write(value.error, into: &buf)
         FfiConverterOptionTypePlanApproval.write(value.approval, into: &buf)
         FfiConverterOptionTypeCommandRun.write(value.command, into: &buf)
     }
@@ -6123,6 +6188,30 @@ fileprivate struct FfiConverterOptionTypePlanApproval: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypePlanApproval.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeToolCallError: FfiConverterRustBuffer {
+    typealias SwiftType = ToolCallError?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeToolCallError.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeToolCallError.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }

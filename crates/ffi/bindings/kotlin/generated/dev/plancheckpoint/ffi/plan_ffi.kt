@@ -4323,7 +4323,54 @@ public object FfiConverterTypeToolCall: FfiConverterRustBuffer<ToolCall> {
 
 
 /**
- * The decision for one tool call.
+ * Why one tool call was denied: `{code: "SCREAMING_SNAKE", message}`.
+ */
+data class ToolCallError (
+    /**
+     * The canonical code, for example `"TOOL_DENIED_IN_PLAN"`.
+     */
+    var `code`: ErrorCode
+    , 
+    /**
+     * A sentence for people.
+     */
+    var `message`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolCallError: FfiConverterRustBuffer<ToolCallError> {
+    override fun read(buf: ByteBuffer): ToolCallError {
+        return ToolCallError(
+            FfiConverterTypeErrorCode.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolCallError) = (
+            FfiConverterTypeErrorCode.allocationSize(value.`code`) +
+            FfiConverterString.allocationSize(value.`message`)
+    )
+
+    override fun write(value: ToolCallError, buf: ByteBuffer) {
+            FfiConverterTypeErrorCode.write(value.`code`, buf)
+            FfiConverterString.write(value.`message`, buf)
+    }
+}
+
+
+
+/**
+ * The decision for one call of a `turn/toolCalls` batch.
  */
 data class ToolCallResult (
     /**
@@ -4332,33 +4379,31 @@ data class ToolCallResult (
     var `callId`: kotlin.String
     , 
     /**
-     * Allow, confirm (answer it with `PlanHost::confirm_tool`) or deny.
+     * Allow, confirm or deny.
      */
     var `decision`: ToolCallDecision
     , 
     /**
      * `true` for an Agent-turn Bash call that is allowed or awaits a
-     * confirmation: only `PlanHost::start_command` may run it, never the app.
+     * confirmation: the client must run it through `command/start`, never
+     * itself, so it is bounded, audited, killed with the host and sandboxed.
+     * `false` otherwise (a Plan-turn Bash call was run by the host already).
      */
     var `hostRun`: kotlin.Boolean
     , 
     /**
-     * The canonical code of a denial.
+     * Why it was denied; `null` when allowed.
      */
-    var `errorCode`: ErrorCode?
+    var `error`: ToolCallError?
     , 
     /**
-     * The human message of a denial.
-     */
-    var `errorMessage`: kotlin.String?
-    , 
-    /**
-     * The pending approval an accepted SubmitPlan created.
+     * The new pending approval of an accepted SubmitPlan; otherwise `null`.
      */
     var `approval`: PlanApproval?
     , 
     /**
-     * The command the host started for a Plan-turn Bash call.
+     * The command the host started for a Plan-turn Bash call; otherwise
+     * `null` (Agent turns start commands with `command/start`).
      */
     var `command`: CommandRun?
     
@@ -4380,8 +4425,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterString.read(buf),
             FfiConverterTypeToolCallDecision.read(buf),
             FfiConverterBoolean.read(buf),
-            FfiConverterOptionalTypeErrorCode.read(buf),
-            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeToolCallError.read(buf),
             FfiConverterOptionalTypePlanApproval.read(buf),
             FfiConverterOptionalTypeCommandRun.read(buf),
         )
@@ -4391,8 +4435,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterString.allocationSize(value.`callId`) +
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
             FfiConverterBoolean.allocationSize(value.`hostRun`) +
-            FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
-            FfiConverterOptionalString.allocationSize(value.`errorMessage`) +
+            FfiConverterOptionalTypeToolCallError.allocationSize(value.`error`) +
             FfiConverterOptionalTypePlanApproval.allocationSize(value.`approval`) +
             FfiConverterOptionalTypeCommandRun.allocationSize(value.`command`)
     )
@@ -4401,8 +4444,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
             FfiConverterString.write(value.`callId`, buf)
             FfiConverterTypeToolCallDecision.write(value.`decision`, buf)
             FfiConverterBoolean.write(value.`hostRun`, buf)
-            FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
-            FfiConverterOptionalString.write(value.`errorMessage`, buf)
+            FfiConverterOptionalTypeToolCallError.write(value.`error`, buf)
             FfiConverterOptionalTypePlanApproval.write(value.`approval`, buf)
             FfiConverterOptionalTypeCommandRun.write(value.`command`, buf)
     }
@@ -5979,6 +6021,38 @@ public object FfiConverterOptionalTypePlanApproval: FfiConverterRustBuffer<PlanA
         } else {
             buf.put(1)
             FfiConverterTypePlanApproval.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeToolCallError: FfiConverterRustBuffer<ToolCallError?> {
+    override fun read(buf: ByteBuffer): ToolCallError? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeToolCallError.read(buf)
+    }
+
+    override fun allocationSize(value: ToolCallError?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeToolCallError.allocationSize(value)
+        }
+    }
+
+    override fun write(value: ToolCallError?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeToolCallError.write(value, buf)
         }
     }
 }

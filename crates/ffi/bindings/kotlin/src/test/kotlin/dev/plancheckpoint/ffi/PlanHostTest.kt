@@ -104,8 +104,8 @@ class PlanHostTest {
     /** Expects a deny result carrying [code] and records it as reached. */
     private fun denied(result: ToolCallResult, code: ErrorCode) {
         assertEquals(ToolCallDecision.DENY, result.decision, "decision of ${result.callId}")
-        assertEquals(code, result.errorCode)
-        assertNotNull(result.errorMessage)
+        assertEquals(code, result.error?.code)
+        assertTrue(result.error?.message?.isNotEmpty() == true, "a sentence for ${result.callId}")
         assertNull(result.approval)
         reached.add(code)
     }
@@ -119,7 +119,7 @@ class PlanHostTest {
         assertEquals(Mode.PLAN, turn.mode)
         val results = host.toolCalls(sessionId, turn.turnId, listOf(call("submit", "SubmitPlan", submitInput(title, body, "Go ahead?"))))
         assertEquals(1, results.size)
-        assertEquals(ToolCallDecision.ALLOW, results[0].decision, "SubmitPlan refused: ${results[0].errorCode}")
+        assertEquals(ToolCallDecision.ALLOW, results[0].decision, "SubmitPlan refused: ${results[0].error?.code}")
         return results[0].approval!!
     }
 
