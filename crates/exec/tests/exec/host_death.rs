@@ -3,8 +3,9 @@
 //! signal) and the outcome says `Lost`.
 //!
 //! The "host" is this test binary run again with `PLAN_EXEC_TEST_HOST` set:
-//! it starts a command, says it is ready, and waits to be killed (reading
-//! its stdin, a pipe the test holds open).
+//! it starts a command, says it is ready (a line into a FIFO the test
+//! holds), and waits to be killed (reading its stdin, a pipe the test holds
+//! open).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -41,13 +42,13 @@ fn host_process_entry() {
         ),
         events.sink(),
     );
-    assert!(eventually(Duration::from_secs(20), || events
-        .text(Stream::Stdout)
-        .contains("sh=")));
+    // `sh=` is printed after `bg=`.
+    stdout_line(&events, "sh=");
     for line in events.text(Stream::Stdout).lines() {
         let (name, pid) = line.split_once('=').unwrap();
         std::fs::write(dir.join(format!("{name}.pid")), format!("{pid}\n")).unwrap();
     }
+    // The test reads this line from its FIFO once the pid files are whole.
     std::fs::write(dir.join("ready"), running.supervisor_pid().unwrap().to_string()).unwrap();
     // Until the test kills it (or, should the test itself die, until its
     // end of the pipe closes): nothing here ends on a clock.
@@ -74,25 +75,20 @@ fn sigkill_of_the_host_kills_its_commands() {
         if sandboxed {
             host.env("PLAN_EXEC_TEST_SANDBOX", "1");
         }
+        let ready = Fifo::new(&dirs.root.path().join("ready"));
         let mut host = host.spawn().unwrap();
-        assert!(
-            eventually(Duration::from_secs(30), || dirs
-                .root
-                .path()
-                .join("ready")
-                .exists()),
-            "the test host never got ready"
-        );
+        assert!(ready.receive().is_some(), "the test host never got ready");
         // Inside namespaces the pids the command wrote are its own
         // namespace's: find the same processes here.
         let shell = outer_pid(&dirs.scratch, read_pid(&dirs.root.path().join("sh.pid"))).unwrap();
         let background = outer_pid(&dirs.scratch, read_pid(&dirs.root.path().join("bg.pid"))).unwrap();
         assert!(alive(shell) && alive(background));
+        let pidfds = [shell, background].map(|pid| pidfd(pid).unwrap());
         host.kill().unwrap();
         host.wait().unwrap();
-        for pid in [shell, background] {
+        for (pid, pidfd) in [shell, background].into_iter().zip(&pidfds) {
             assert!(
-                eventually(Duration::from_secs(10), || !alive(pid)),
+                ends_within(pidfd, Duration::from_secs(10)),
                 "pid {pid} outlived its SIGKILLed host"
             );
         }
@@ -102,20 +98,21 @@ fn sigkill_of_the_host_kills_its_commands() {
 #[test]
 fn a_killed_supervisor_takes_the_shell_with_it() {
     let dirs = dirs();
-    let (running, _) = start(spec(
-        "echo $$ > \"$TMPDIR/sh.pid\"; sleep 60",
+    let (running, events) = start(spec(
+        "echo sh=$$; sleep 60",
         &dirs.scratch,
         &dirs.scratch,
         Confinement::None,
     ));
-    let shell = outer_pid(&dirs.scratch, read_pid(&dirs.scratch.join("sh.pid"))).unwrap();
+    let shell = outer_pid(&dirs.scratch, stdout_line(&events, "sh=").parse().unwrap()).unwrap();
+    let shell_pidfd = pidfd(shell).unwrap();
     let supervisor =
         rustix::process::Pid::from_raw(i32::try_from(running.supervisor_pid().unwrap()).unwrap()).unwrap();
     rustix::process::kill_process(supervisor, rustix::process::Signal::KILL).unwrap();
     let outcome = running.wait();
     assert_eq!(outcome.state, CommandState::Lost);
     assert!(
-        eventually(Duration::from_secs(10), || !alive(shell)),
+        ends_within(&shell_pidfd, Duration::from_secs(10)),
         "the shell outlived its supervisor"
     );
 }

@@ -642,16 +642,18 @@ fn two_commands_at_once_each_have_their_own_capped_scratch() {
     std::fs::create_dir(&first).unwrap();
     std::fs::create_dir(&second).unwrap();
     let go = sessions.workspace.join("go");
+    let go_fifo = Fifo::new(&go);
     let isolation = Isolation {
         scratch_root: Some(sessions.root.clone()),
         scratch_cap: small_cap(),
         ..Isolation::default()
     };
     // The first command writes its file, says so, and stays alive until the
-    // test has run the second one; then it lists its scratch directory.
+    // test has run the second one (it reads a line from the FIFO `go`); then
+    // it lists its scratch directory.
     let waiting = format!(
         "echo one > \"$TMPDIR/one\"; {TMPDIR_SIZE}; echo ready; \
-         while [ ! -e {go} ]; do sleep 0.01; done; ls -A \"$TMPDIR\"; ls -A {second} 2>/dev/null || echo no-second",
+         read -r _ < {go}; ls -A \"$TMPDIR\"; ls -A {second} 2>/dev/null || echo no-second",
         go = go.display(),
         second = second.display()
     );
@@ -662,13 +664,7 @@ fn two_commands_at_once_each_have_their_own_capped_scratch() {
         Confinement::ReadOnly,
         isolation.clone(),
     ));
-    assert!(
-        eventually(std::time::Duration::from_secs(30), || first_events
-            .text(Stream::Stdout)
-            .contains("ready")),
-        "{}",
-        first_events.text(Stream::Stderr)
-    );
+    stdout_line(&first_events, "ready");
     let (outcome, events) = run(isolated(
         &format!(
             "echo two > \"$TMPDIR/two\"; {TMPDIR_SIZE}; ls -A \"$TMPDIR\"; ls -A {first} 2>/dev/null || echo no-first",
@@ -686,7 +682,7 @@ fn two_commands_at_once_each_have_their_own_capped_scratch() {
         "{}",
         events.text(Stream::Stderr)
     );
-    std::fs::write(&go, "").unwrap();
+    go_fifo.send_line();
     let outcome = first_running.wait();
     assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
     assert_eq!(

@@ -8,6 +8,7 @@
 //! left behind is dead once the command has ended. Every visibility probe is
 //! shown to see the canary when run unconfined, so the checks can fail.
 
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -273,28 +274,36 @@ fn a_background_job_left_behind_is_dead_once_the_command_has_ended() {
             confinement.clone(),
         ));
         let own: i32 = stdout_line(&events, "bg ").parse().unwrap();
-        let mut job = None;
-        assert!(eventually(Duration::from_secs(20), || {
-            job = outer_pid(&dirs.scratch, own);
-            job.is_some()
-        }));
-        let job = rustix::process::Pid::from_raw(job.unwrap()).unwrap();
-        let pidfd = rustix::process::pidfd_open(job, rustix::process::PidfdFlags::empty()).unwrap();
+        // The job is forked once `bg` is printed, so it is found now.
+        let job = outer_pid(&dirs.scratch, own).expect("the background job");
+        let job_pidfd = pidfd(job).expect("the background job's pidfd");
+        // Every process of the command, known from here on: the shell has
+        // started its only job and goes on with builtins only (`read`,
+        // `exit`), and the helper's stages all exist before the shell does.
+        // (One that has already ended needs no wait.)
+        let everything: Vec<(i32, OwnedFd)> = processes_of(&dirs.scratch)
+            .into_iter()
+            .filter_map(|(pid, _)| Some((pid, pidfd(pid)?)))
+            .collect();
         std::fs::write(&go, "\n").unwrap();
         let outcome = running.wait();
         assert_eq!(outcome.exit_code, Some(0), "{confinement:?}");
-        // A pidfd is readable once its process has ended.
-        let mut fds = [rustix::event::PollFd::new(&pidfd, rustix::event::PollFlags::IN)];
-        let ready = rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())).unwrap();
-        assert_eq!(
-            ready, 1,
+        // A pidfd is readable once its process has ended: the job has, with
+        // no wait at all.
+        assert!(
+            ends_within(&job_pidfd, Duration::ZERO),
             "the background job outlived the command under {confinement:?}"
         );
-        // Nothing of the command is left (the supervisor may still be on
-        // its way out after its report).
-        assert!(eventually(Duration::from_secs(10), || processes_of(
-            &dirs.scratch
-        )
-        .is_empty()));
+        // Nothing of the command is left: each process it had ends (the
+        // supervisor may still be on its way out after its report), and
+        // then none is listed, so none was started after the list above.
+        for (pid, pidfd) in &everything {
+            assert!(
+                ends_within(pidfd, Duration::from_secs(10)),
+                "pid {pid} of the command is left under {confinement:?}"
+            );
+        }
+        let left = processes_of(&dirs.scratch);
+        assert!(left.is_empty(), "{left:?} under {confinement:?}");
     }
 }

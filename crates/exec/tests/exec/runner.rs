@@ -5,8 +5,6 @@
 //! background jobs included), cancellation from another thread, and
 //! background jobs killed when the shell exits.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,26 +16,13 @@ use crate::support::*;
 /// The shell line a gated command waits at until the test opens the gate.
 const WAIT_AT_GATE: &str = "read -r _ < \"$TMPDIR/../gate\"";
 
-/// A FIFO beside the scratch directory (`$TMPDIR/../gate`: inside the
+/// The FIFO beside the scratch directory (`$TMPDIR/../gate`: inside the
 /// namespaces the scratch directory is a private tmpfs the test cannot
 /// reach, its parent is the test's directory) that a command reads a
-/// line from ([`WAIT_AT_GATE`]) to go on. The test holds it open for reading
-/// and writing, so the command's open never blocks, a line the test writes
-/// early waits in the pipe, and nothing blocks if the command dies.
-struct Gate(File);
-
-impl Gate {
-    fn new(scratch: &Path) -> Gate {
-        let path = scratch.join("gate");
-        let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
-        assert!(status.success(), "mkfifo {}", path.display());
-        Gate(File::options().read(true).write(true).open(&path).unwrap())
-    }
-
-    /// Lets the command past one [`WAIT_AT_GATE`].
-    fn open(&self) {
-        (&self.0).write_all(b"\n").unwrap();
-    }
+/// line from ([`WAIT_AT_GATE`]) to go on; each line the test sends lets it
+/// past one.
+fn gate(dir: &Path) -> Fifo {
+    Fifo::new(&dir.join("gate"))
 }
 
 /// Runs a command whose steps are separated by [`WAIT_AT_GATE`]: after each
@@ -48,7 +33,7 @@ fn run_gated(
     spec: CommandSpec,
     mut open_after: impl FnMut(&[OutputEvent]) -> bool + Send + 'static,
 ) -> (CommandOutcome, Vec<OutputEvent>) {
-    let gate = Gate::new(spec.scratch.path().parent().unwrap());
+    let gate = gate(spec.scratch.path().parent().unwrap());
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = {
         let events = Arc::clone(&events);
@@ -56,7 +41,7 @@ fn run_gated(
             let mut events = events.lock().unwrap();
             events.push(event);
             if open_after(&events) {
-                gate.open();
+                gate.send_line();
             }
         }
     };
@@ -488,9 +473,8 @@ fn cancel_from_another_thread_ends_the_command() {
         let handle = running.cancel_handle();
         let started = events.clone();
         let canceller = std::thread::spawn(move || {
-            assert!(eventually(Duration::from_secs(20), || started
-                .text(Stream::Stdout)
-                .contains("sh=")));
+            // `sh=` is the last line of `BACKGROUND`.
+            stdout_line(&started, "sh=");
             handle.cancel();
             handle.cancel();
         });

@@ -1,11 +1,17 @@
 //! Shared helpers: a runner for the built helper, specs, collected events,
-//! fixtures, tree snapshots and process liveness.
+//! fixtures, tree snapshots, process liveness and the events tests wait on
+//! (output arriving, a line through a FIFO, a process ending). Every wait
+//! here ends on its event; its time limit is only a liveness guard against
+//! a hang, never what the test waits for.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use plan_exec::{
@@ -62,26 +68,58 @@ fn support() -> &'static SandboxSupport {
     SUPPORT.get_or_init(|| runner().sandbox_support())
 }
 
+/// How long a test waits for an event before it fails instead of hanging:
+/// a liveness guard far beyond any expected wait, not a timing assertion.
+pub(crate) const LIVENESS: Duration = Duration::from_secs(30);
+
+/// The output events of a command, collected by its sink, which also wakes
+/// every test thread waiting for one ([`Events::wait_for`]).
 #[derive(Clone, Default)]
-pub(crate) struct Events(Arc<Mutex<Vec<OutputEvent>>>);
+pub(crate) struct Events(Arc<(Mutex<Vec<OutputEvent>>, Condvar)>);
 
 impl Events {
     pub(crate) fn sink(&self) -> impl FnMut(OutputEvent) + Send + 'static {
-        let events = Arc::clone(&self.0);
-        move |event| events.lock().unwrap().push(event)
+        let shared = Arc::clone(&self.0);
+        move |event| {
+            let (events, arrived) = &*shared;
+            events.lock().unwrap().push(event);
+            arrived.notify_all();
+        }
     }
 
     pub(crate) fn all(&self) -> Vec<OutputEvent> {
-        self.0.lock().unwrap().clone()
+        self.0.0.lock().unwrap().clone()
     }
 
     pub(crate) fn text(&self, stream: Stream) -> String {
-        self.all()
-            .into_iter()
-            .filter(|event| event.stream == stream)
-            .map(|event| event.chunk)
-            .collect()
+        text_of(&self.all(), stream)
     }
+
+    /// Waits, for at most [`LIVENESS`], until `found` finds what it looks
+    /// for in the events so far; it is asked again on every new event.
+    pub(crate) fn wait_for<T>(&self, mut found: impl FnMut(&[OutputEvent]) -> Option<T>) -> Option<T> {
+        let (events, arrived) = &*self.0;
+        let deadline = Instant::now() + LIVENESS;
+        let mut events = events.lock().unwrap();
+        loop {
+            if let Some(value) = found(&events) {
+                return Some(value);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            events = arrived.wait_timeout(events, left).unwrap().0;
+        }
+    }
+}
+
+fn text_of(events: &[OutputEvent], stream: Stream) -> String {
+    events
+        .iter()
+        .filter(|event| event.stream == stream)
+        .map(|event| event.chunk.as_str())
+        .collect()
 }
 
 pub(crate) fn start(spec: CommandSpec) -> (RunningCommand, Events) {
@@ -267,49 +305,93 @@ pub(crate) fn alive(pid: i32) -> bool {
     }
 }
 
-/// Polls until `check` holds, for at most `limit` (a liveness bound, not a
-/// timing assertion).
-pub(crate) fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    loop {
-        if check() {
-            return true;
-        }
-        if started.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Reads a pid a command wrote into a file, waiting for it to appear.
+/// Reads the pid a command wrote into a file before it ended (so the file
+/// is whole: the command's end is the event the caller waited for).
 pub(crate) fn read_pid(path: &Path) -> i32 {
-    assert!(
-        eventually(Duration::from_secs(20), || std::fs::read_to_string(path)
-            .is_ok_and(|text| text.ends_with('\n'))),
-        "{} never appeared",
-        path.display()
-    );
-    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{}: no pid in {text:?}", path.display()))
 }
 
 /// Waits until the command's stdout has a whole line starting with
 /// `prefix` and returns the rest of it (inside the namespaces a command's
 /// scratch directory is its own, so what it tells the test comes this way).
 pub(crate) fn stdout_line(events: &Events, prefix: &str) -> String {
-    let find = || {
-        events
-            .text(Stream::Stdout)
+    let line = events.wait_for(|events| {
+        text_of(events, Stream::Stdout)
             .split_inclusive('\n')
             .filter_map(|line| line.strip_suffix('\n'))
             .find_map(|line| line.strip_prefix(prefix).map(str::to_owned))
-    };
-    assert!(
-        eventually(Duration::from_secs(20), || find().is_some()),
-        "no line {prefix:?} in {:?}",
-        events.text(Stream::Stdout)
-    );
-    find().unwrap_or_default()
+    });
+    line.unwrap_or_else(|| {
+        panic!(
+            "no line {prefix:?} in {:?} (stderr {:?})",
+            events.text(Stream::Stdout),
+            events.text(Stream::Stderr)
+        )
+    })
+}
+
+/// A FIFO the test holds open for reading and writing: a process opening
+/// it never blocks, a line the test sends early waits in the pipe, nothing
+/// blocks if the other side dies, and the test reads with a bounded wait.
+/// A command waits for the test with `read -r _ < fifo` (the test
+/// [`Fifo::send_line`]s) or tells it something with `echo ... > fifo` (the
+/// test [`Fifo::receive`]s).
+pub(crate) struct Fifo(File);
+
+impl Fifo {
+    pub(crate) fn new(path: &Path) -> Fifo {
+        rustix::fs::mkfifoat(rustix::fs::CWD, path, rustix::fs::Mode::from_raw_mode(0o600))
+            .unwrap_or_else(|error| panic!("mkfifo {}: {error}", path.display()));
+        Fifo(File::options().read(true).write(true).open(path).unwrap())
+    }
+
+    /// Lets a reader past one `read`.
+    pub(crate) fn send_line(&self) {
+        (&self.0).write_all(b"\n").unwrap();
+    }
+
+    /// What a writer wrote (one write of at most a pipe buffer arrives
+    /// whole), once it is there; `None` if nothing came within
+    /// [`LIVENESS`].
+    pub(crate) fn receive(&self) -> Option<String> {
+        if !readable_within(&self.0, LIVENESS) {
+            return None;
+        }
+        let mut buffer = [0_u8; 4096];
+        let length = (&self.0).read(&mut buffer).unwrap();
+        Some(String::from_utf8_lossy(&buffer[..length]).into_owned())
+    }
+}
+
+/// A pidfd of the process `pid`, to be opened while the process is known to
+/// live (so a later reuse of its pid cannot confuse the wait on it); `None`
+/// if there is no such process (any more).
+pub(crate) fn pidfd(pid: i32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// Whether the process of `pidfd` ends within `limit` (a pidfd becomes
+/// readable when its process has ended, zombie or reaped).
+pub(crate) fn ends_within(pidfd: &OwnedFd, limit: Duration) -> bool {
+    readable_within(pidfd, limit)
+}
+
+fn readable_within(fd: impl std::os::fd::AsFd, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = rustix::event::Timespec::try_from(left).unwrap();
+        let mut fds = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(ready) => return ready > 0,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(error) => panic!("poll: {error}"),
+        }
+    }
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
@@ -345,27 +427,57 @@ pub(crate) fn processes_of(scratch: &Path) -> Vec<(i32, i32)> {
         if !by_environment && !by_arguments {
             continue;
         }
-        let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else {
+        let Some((_, own)) = parent_and_own_pid(pid) else {
             continue;
         };
-        let own = status
-            .lines()
-            .find_map(|line| line.strip_prefix("NSpid:"))
-            .and_then(|pids| pids.split_whitespace().last())
-            .and_then(|pid| pid.parse().ok())
-            .unwrap_or(pid);
         out.push((pid, own));
     }
     out
 }
 
-/// The pid here of the living process of the command in `scratch` that
-/// knows itself as `own` (what it wrote as `$$` or `$!`).
+/// A process's parent pid and its pid in its own PID namespace, from
+/// `/proc/<pid>/status` (readable for as long as the process exists, in
+/// the middle of an exec and as a zombie too).
+fn parent_and_own_pid(pid: i32) -> Option<(i32, i32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|values| values.split_whitespace().last())
+            .and_then(|value| value.parse().ok())
+    };
+    Some((field("PPid:")?, field("NSpid:").unwrap_or(pid)))
+}
+
+/// The pid here of the process of the command in `scratch` that knows
+/// itself as `own` (what it wrote as `$$` or `$!`). It is looked for among
+/// [`processes_of`] and all their descendants (by parent pid): a job the
+/// command has just started may be in the middle of its exec, when its
+/// environment cannot be read, but it is its parent's child throughout.
 pub(crate) fn outer_pid(scratch: &Path, own: i32) -> Option<i32> {
-    processes_of(scratch)
+    let table: Vec<(i32, i32, i32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter_map(|pid| parent_and_own_pid(pid).map(|(parent, own)| (pid, parent, own)))
+        .collect();
+    let mut tree: BTreeSet<i32> = processes_of(scratch).into_iter().map(|(pid, _)| pid).collect();
+    loop {
+        let known = tree.len();
+        for (pid, parent, _) in &table {
+            if tree.contains(parent) {
+                tree.insert(*pid);
+            }
+        }
+        if tree.len() == known {
+            break;
+        }
+    }
+    table
         .into_iter()
-        .find(|(_, listed)| *listed == own)
-        .map(|(pid, _)| pid)
+        .find(|(pid, _, listed)| tree.contains(pid) && *listed == own)
+        .map(|(pid, _, _)| pid)
 }
 
 /// Whether the command in `scratch` still has a living process that knows
