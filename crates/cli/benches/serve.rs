@@ -117,8 +117,9 @@ impl Serve {
         }
     }
 
-    /// turn/start + SubmitPlan + plan/reject.
-    fn submission(&mut self, session: &str) {
+    /// turn/start + SubmitPlan + plan/reject; returns how long the
+    /// SubmitPlan's `turn/toolCalls` round trip alone took.
+    fn submission(&mut self, session: &str) -> Duration {
         let turn = self.call(
             "turn/start",
             &json!({"sessionId": session, "prompt": "p", "origin": "interactive"}),
@@ -126,9 +127,12 @@ impl Serve {
         let calls = json!({"sessionId": session, "turnId": turn["turnId"], "calls": [
             {"callId": "c", "name": "SubmitPlan", "input": {"title": "Split parser", "markdown": MARKDOWN, "question": "Go?"}}
         ]});
+        let start = Instant::now();
         let results = self.call("turn/toolCalls", &calls);
+        let submitted = start.elapsed();
         let approval = &results["results"][0]["approval"]["id"];
         black_box(self.call("plan/reject", &json!({"approvalId": approval})));
+        submitted
     }
 }
 
@@ -216,6 +220,8 @@ struct SchemaFloor {
     dir: PathBuf,
     conn: rusqlite::Connection,
     count: u64,
+    /// Audit records written by `audited_submission`.
+    count_facts: u64,
 }
 
 impl SchemaFloor {
@@ -236,7 +242,86 @@ impl SchemaFloor {
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             .unwrap();
-        SchemaFloor { dir, conn, count: 0 }
+        SchemaFloor {
+            dir,
+            conn,
+            count: 0,
+            count_facts: 0,
+        }
+    }
+
+    /// The submission's row and, with `audit`, the audit record the host
+    /// commits with it (a `planSubmitted` transcript entry with its chain
+    /// hash, and the chain's head), by hand in one transaction.
+    fn insert_submission(&mut self, params: &[&dyn rusqlite::ToSql], audit: bool) {
+        let transaction = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .unwrap();
+        transaction
+            .prepare_cached(
+                "INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+                 artifact_sha256, artifact_size, status, error_code, created_at, expires_at, decided_at, \
+                 permission_mode, execution_id, execution_state) \
+                 VALUES (?1, 'floor', ?2, 'Split parser', 'Go?', ?3, ?4, ?5, 'pending', NULL, ?6, ?7, NULL, NULL, NULL, NULL)",
+            )
+            .unwrap()
+            .execute(params)
+            .unwrap();
+        if audit {
+            self.count_facts += 1;
+            let seq = self.count_facts;
+            let hash = hex::encode(sha2::Sha256::digest(format!("{seq}").as_bytes()));
+            let entry = json!({"type": "planSubmitted", "approvalId": format!("floor-{seq}"),
+                "title": "Split parser", "question": "Go?", "audit": {"seq": seq, "hash": hash}});
+            transaction
+                .prepare_cached(
+                    "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+                     VALUES ('floor', (SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = 'floor'), \
+                     'system', ?1, 0)",
+                )
+                .unwrap()
+                .execute([entry.to_string()])
+                .unwrap();
+            transaction
+                .prepare_cached(
+                    "INSERT INTO settings (key, value_json) VALUES ('audit.chain.head', ?1) \
+                     ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
+                )
+                .unwrap()
+                .execute([json!({"seq": seq, "hash": hash}).to_string()])
+                .unwrap();
+        }
+        transaction.commit().unwrap();
+    }
+
+    /// A submission's durable work with its audit record; returns how long
+    /// it took (the reject is untimed).
+    fn audited_submission(&mut self) -> Duration {
+        let start = Instant::now();
+        self.count += 1;
+        let id = format!("floor-{:012}", self.count);
+        let name = format!("{id}.md");
+        let (_, sha256) = write_artifact(&self.dir, &name);
+        let now = self.count as i64;
+        self.insert_submission(
+            &[
+                &id,
+                &format!("turn-{id}"),
+                &format!(".pi/plan/{name}"),
+                &sha256,
+                &(MARKDOWN.len() as i64),
+                &now,
+                &(now + 1_800_000),
+            ],
+            true,
+        );
+        let submitted = start.elapsed();
+        self.commit(
+            "UPDATE plan_approvals SET status = 'rejected', decided_at = ?2 WHERE id = ?1 AND status = 'pending'",
+            &[&id, &now],
+        );
+        submitted
     }
 
     fn commit(&mut self, sql: &str, params: &[&dyn rusqlite::ToSql]) {
@@ -251,7 +336,10 @@ impl SchemaFloor {
         transaction.commit().unwrap();
     }
 
-    fn submission_and_reject(&mut self) {
+    /// Returns how long the submission alone (the artifact and its row's
+    /// commit) took.
+    fn submission_and_reject(&mut self) -> Duration {
+        let start = Instant::now();
         self.count += 1;
         let id = format!("floor-{:012}", self.count);
         let name = format!("{id}.md");
@@ -272,10 +360,12 @@ impl SchemaFloor {
                 &(now + 1_800_000),
             ],
         );
+        let submitted = start.elapsed();
         self.commit(
             "UPDATE plan_approvals SET status = 'rejected', decided_at = ?2 WHERE id = ?1 AND status = 'pending'",
             &[&id, &now],
         );
+        submitted
     }
 }
 
@@ -422,10 +512,13 @@ fn overhead(_c: &mut Criterion) {
         Vec::new(),
         Vec::new(),
     );
+    // The submission alone: SubmitPlan's `turn/toolCalls` through serve, and
+    // its durable work by hand on the v10 schema (artifact, row, commit).
+    let (mut serve_submit, mut schema_submit, mut audited_submit) = (Vec::new(), Vec::new(), Vec::new());
     let get_params = json!({"approvalId": setup.approval_id});
     for _ in 0..rounds {
         let start = Instant::now();
-        setup.serve.submission("bench");
+        serve_submit.push(setup.serve.submission("bench"));
         serve.push(start.elapsed());
         let start = Instant::now();
         setup.host.submission();
@@ -438,8 +531,9 @@ fn overhead(_c: &mut Criterion) {
         setup.floor.reject(&id);
         floor_reject.push(start.elapsed());
         let start = Instant::now();
-        setup.schema_floor.submission_and_reject();
+        schema_submit.push(setup.schema_floor.submission_and_reject());
         schema_floor.push(start.elapsed());
+        audited_submit.push(setup.schema_floor.audited_submission());
         let start = Instant::now();
         black_box(setup.serve.call("plan/get", &get_params));
         get.push(start.elapsed());
@@ -495,6 +589,19 @@ fn overhead(_c: &mut Criterion) {
         percent(host, schema_floor) - 100.0,
         percent(serve, schema_floor) - 100.0
     );
+    let (serve_submit, schema_submit, audited_submit) = (
+        median(&mut serve_submit),
+        median(&mut schema_submit),
+        median(&mut audited_submit),
+    );
+    println!(
+        "  SubmitPlan turn/toolCalls through serve {serve_submit:.1?} vs its durable work by hand on the v10 schema {schema_submit:.1?}: {:.2}x (goal <= 1.2)",
+        serve_submit.as_secs_f64() / schema_submit.as_secs_f64()
+    );
+    println!(
+        "  ... vs the same by hand with the audit record it commits with the row {audited_submit:.1?}: {:.2}x",
+        serve_submit.as_secs_f64() / audited_submit.as_secs_f64()
+    );
 }
 
 /// `SERVE_BENCH_ONLY=<path>`: `rounds` submissions through one path alone,
@@ -504,13 +611,17 @@ fn one_path(setup: &mut Setup, only: &str, rounds: usize) {
     let start = Instant::now();
     for _ in 0..rounds {
         match only {
-            "serve" => setup.serve.submission("bench"),
+            "serve" => {
+                black_box(setup.serve.submission("bench"));
+            }
             "host" => setup.host.submission(),
             "floor" => {
                 let id = setup.floor.submission();
                 setup.floor.reject(&id);
             }
-            "schema-floor" => setup.schema_floor.submission_and_reject(),
+            "schema-floor" => {
+                black_box(setup.schema_floor.submission_and_reject());
+            }
             "setup" => {}
             other => panic!("SERVE_BENCH_ONLY is serve, host, floor, schema-floor or setup, not {other:?}"),
         }
