@@ -778,7 +778,7 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
         info = host.sandbox_info()
         if not info.plan_sandbox_available:
             print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
-            assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+            assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
             return
         assert result.decision == ToolCallDecision.ALLOW
         assert result.command.sandbox == CommandSandbox.READ_ONLY
@@ -803,11 +803,11 @@ def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_pat
         command = json.dumps({"command": "cat notes.txt"})
         [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
         assert result.decision == ToolCallDecision.DENY
-        assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
-        assert result.error_message == (
+        assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+        assert result.error.message == (
             "the read-only Plan sandbox is unavailable, so Plan-mode Bash cannot run: " + info.reason
         )
-        assert "not available on this host" not in result.error_message
+        assert "not available on this host" not in result.error.message
     finally:
         host.shutdown()
 
@@ -833,7 +833,7 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
     if not info.plan_sandbox_available:
         print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
         assert result.decision == ToolCallDecision.DENY
-        assert result.error_code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
+        assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
         return
     assert result.decision == ToolCallDecision.ALLOW
     assert result.command.sandbox == CommandSandbox.READ_ONLY

@@ -163,7 +163,7 @@ class PlanHostTest {
             )
             assertEquals(listOf("r", "g", "w", "e", "p"), checks.map { it.callId })
             assertEquals(ToolCallDecision.ALLOW, checks[0].decision)
-            assertNull(checks[0].errorCode)
+            assertNull(checks[0].error)
             assertEquals(ToolCallDecision.ALLOW, checks[1].decision)
             checks.drop(2).forEach { denied(it, ErrorCode.TOOL_DENIED_IN_PLAN) }
 

@@ -48,7 +48,7 @@ fun main() {
         val turn = host.startTurn(session.sessionId, Origin.INTERACTIVE)
         val input = """{"title":"Shrunk","markdown":"# Plan\n1. Check the keep rules","question":"Go?"}"""
         val result = host.toolCalls(session.sessionId, turn.turnId, listOf(ToolCall("c1", "SubmitPlan", input))).single()
-        check(result.decision == ToolCallDecision.ALLOW, "SubmitPlan was not allowed: ${result.errorCode}")
+        check(result.decision == ToolCallDecision.ALLOW, "SubmitPlan was not allowed: ${result.error?.code}")
         val approvalId = result.approval?.id
         if (approvalId != null) {
             host.approve(approvalId, PermissionMode.ASK)
