@@ -298,30 +298,7 @@ impl SchemaFloor {
     /// A submission's durable work with its audit record; returns how long
     /// it took (the reject is untimed).
     fn audited_submission(&mut self) -> Duration {
-        let start = Instant::now();
-        self.count += 1;
-        let id = format!("floor-{:012}", self.count);
-        let name = format!("{id}.md");
-        let (_, sha256) = write_artifact(&self.dir, &name);
-        let now = self.count as i64;
-        self.insert_submission(
-            &[
-                &id,
-                &format!("turn-{id}"),
-                &format!(".pi/plan/{name}"),
-                &sha256,
-                &(MARKDOWN.len() as i64),
-                &now,
-                &(now + 1_800_000),
-            ],
-            true,
-        );
-        let submitted = start.elapsed();
-        self.commit(
-            "UPDATE plan_approvals SET status = 'rejected', decided_at = ?2 WHERE id = ?1 AND status = 'pending'",
-            &[&id, &now],
-        );
-        submitted
+        self.submission_then_reject(true)
     }
 
     fn commit(&mut self, sql: &str, params: &[&dyn rusqlite::ToSql]) {
@@ -339,17 +316,20 @@ impl SchemaFloor {
     /// Returns how long the submission alone (the artifact and its row's
     /// commit) took.
     fn submission_and_reject(&mut self) -> Duration {
+        self.submission_then_reject(false)
+    }
+
+    /// The artifact, its row (with `audit`, its audit record too) in one
+    /// commit, then the reject's commit; returns how long the submission
+    /// took.
+    fn submission_then_reject(&mut self, audit: bool) -> Duration {
         let start = Instant::now();
         self.count += 1;
         let id = format!("floor-{:012}", self.count);
         let name = format!("{id}.md");
         let (_, sha256) = write_artifact(&self.dir, &name);
         let now = self.count as i64;
-        self.commit(
-            "INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
-             artifact_sha256, artifact_size, status, error_code, created_at, expires_at, decided_at, \
-             permission_mode, execution_id, execution_state) \
-             VALUES (?1, 'floor', ?2, 'Split parser', 'Go?', ?3, ?4, ?5, 'pending', NULL, ?6, ?7, NULL, NULL, NULL, NULL)",
+        self.insert_submission(
             &[
                 &id,
                 &format!("turn-{id}"),
@@ -359,6 +339,7 @@ impl SchemaFloor {
                 &now,
                 &(now + 1_800_000),
             ],
+            audit,
         );
         let submitted = start.elapsed();
         self.commit(

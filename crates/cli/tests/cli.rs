@@ -29,9 +29,10 @@ mod client;
 #[path = "../../host/tests/host/collector.rs"]
 mod collector;
 
-// How the host tests compare a tool call's result.
-#[path = "../../host/tests/host/verdict.rs"]
-mod verdict;
+// How the host tests make and read tool calls (not every helper is used here).
+#[allow(dead_code, clippy::panic, clippy::expect_used)]
+#[path = "../../host/tests/host/calls.rs"]
+mod calls;
 
 #[path = "cli/otel.rs"]
 mod otel;

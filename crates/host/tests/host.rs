@@ -24,12 +24,14 @@ use plan_core::{
     PermissionMode, PlanApproval, SessionState, ToolCall, TurnKind,
 };
 use plan_host::{
-    ApprovalFilter, ApprovalId, ExecutionId, ExpiryTimer, Host, HostError, HostEvent, HostOptions,
-    ManualClock, NewSession, SessionId, ToolCallResult, TurnId, default_catalog,
+    ApprovalFilter, ApprovalId, ExecutionId, ExpiryTimer, Host, HostEvent, HostOptions, ManualClock,
+    NewSession, SessionId, ToolCallResult, TurnId, default_catalog,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+#[path = "host/calls.rs"]
+mod calls;
 #[path = "host/collector.rs"]
 mod collector;
 #[path = "host/commands.rs"]
@@ -40,10 +42,8 @@ mod export;
 mod permissions;
 #[path = "host/sandbox.rs"]
 mod sandbox;
-#[path = "host/verdict.rs"]
-mod verdict;
 
-use verdict::{Verdict, verdict};
+use calls::{Verdict, approval_of, code, submit, verdict};
 
 const T0: i64 = 1_800_000_000_000;
 const TTL: i64 = 60_000;
@@ -230,30 +230,6 @@ fn call(id: &str, name: &str, input: Value) -> ToolCall {
         call_id: id.to_owned(),
         name: name.to_owned(),
         input,
-    }
-}
-
-fn submit(id: &str, markdown: &str) -> ToolCall {
-    call(
-        id,
-        "SubmitPlan",
-        json!({"title": "Split the parser", "markdown": markdown, "question": "Go ahead?"}),
-    )
-}
-
-fn approval_of(outcomes: &[ToolCallResult]) -> PlanApproval {
-    assert_eq!(outcomes.len(), 1);
-    assert_eq!(verdict(&outcomes[0]), Verdict::Allow);
-    outcomes[0]
-        .approval
-        .clone()
-        .expect("an accepted SubmitPlan carries its approval")
-}
-
-fn code<T: std::fmt::Debug>(result: Result<T, HostError>) -> ErrorCode {
-    match result {
-        Ok(value) => panic!("expected a refusal, got {value:?}"),
-        Err(error) => error.code(),
     }
 }
 

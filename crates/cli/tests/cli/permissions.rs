@@ -11,9 +11,9 @@ use plan_core::{Mode, Origin, PermissionMode, ToolCall};
 use plan_host::{ApprovalId, Clock, Host, HostEvent, HostOptions, ManualClock, NewSession, SessionId};
 use serde_json::{Value, json};
 
+use crate::calls::{Verdict, verdict};
 use crate::client::{REPLY_TIMEOUT, Serve};
 use crate::support::{self, BIN, Fixture, T0, run};
-use crate::verdict::{Verdict, verdict};
 
 fn initialized(db: &std::path::Path) -> (Serve, bool) {
     let mut serve = Serve::spawn(db, &[]);

@@ -8,10 +8,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use plan_core::{ErrorCode, Limits, Mode, Origin, PlanApproval, SessionState, ToolCall};
+use plan_core::{ErrorCode, Limits, Mode, Origin, PlanApproval, SessionState};
 use plan_host::{
-    ApprovalFilter, ApprovalId, ExpiryTimer, Host, HostError, HostOptions, ManualClock, NewSession,
-    SessionId, ToolCallDecision, ToolCallResult, default_catalog,
+    ApprovalFilter, ApprovalId, ExpiryTimer, Host, HostOptions, ManualClock, NewSession, SessionId,
+    ToolCallResult, default_catalog,
 };
 use plan_server::Connection;
 use serde_json::{Value, json};
@@ -88,30 +88,7 @@ impl Fixture {
     }
 }
 
-fn submit(id: &str, markdown: &str) -> ToolCall {
-    ToolCall {
-        call_id: id.to_owned(),
-        name: "SubmitPlan".to_owned(),
-        input: json!({"title": "Split the parser", "markdown": markdown, "question": "Go ahead?"}),
-    }
-}
-
-fn approval_of(outcomes: &[ToolCallResult]) -> PlanApproval {
-    assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].decision, ToolCallDecision::Allow);
-    assert_eq!(outcomes[0].error, None);
-    outcomes[0]
-        .approval
-        .clone()
-        .expect("an accepted SubmitPlan carries its approval")
-}
-
-fn code<T: std::fmt::Debug>(result: Result<T, HostError>) -> ErrorCode {
-    match result {
-        Ok(value) => panic!("expected a refusal, got {value:?}"),
-        Err(error) => error.code(),
-    }
-}
+use crate::calls::{approval_of, code, submit};
 
 fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
