@@ -935,10 +935,15 @@ test("hook stdin and Claude Code's own prompt: every kind's JSON matches the com
     },
   });
   const seen = {
+    // Sorted by their JSON: hooks of one moment run as separate processes
+    // (a tool's logging PermissionRequest hook and its PostToolUse can finish
+    // in either order), and this test is about each kind's JSON, not the
+    // order the processes happened to record it in.
     hookInputs: hooks
       .calls()
       .filter((hookCall) => events.includes(hookCall.label))
-      .map((hookCall) => scrub(hookCall.input, root)),
+      .map((hookCall) => scrub(hookCall.input, root))
+      .sort((left, right) => JSON.stringify(left).localeCompare(JSON.stringify(right))),
     // The can_use_tool requests (both withdrawn: the PermissionRequest hooks answered).
     prompts: run.prompts.map((prompt) => scrub(prompt, root)),
   };
