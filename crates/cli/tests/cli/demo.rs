@@ -250,9 +250,13 @@ fn demo_sentences_fit_80_columns_and_use_no_jargon() {
             .iter()
             .any(|token| line.contains(token))
     };
-    for line in result.stdout.lines() {
+    // A table's header goes with its rows: its width follows theirs (a
+    // relative time, an error code), so it is never cut either.
+    let lines: Vec<&str> = result.stdout.lines().collect();
+    for (index, line) in lines.iter().enumerate() {
+        let heads_a_table = lines.get(index + 1).is_some_and(|next| record(next));
         assert!(
-            line.chars().count() <= 80 || record(line),
+            line.chars().count() <= 80 || record(line) || heads_a_table,
             "a sentence longer than 80 columns: {line:?}"
         );
     }
