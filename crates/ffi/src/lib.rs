@@ -6,8 +6,9 @@
 //! and mirrors the typed host API method for method; `handle_json` speaks
 //! protocol v9 as JSON through `plan_server::Connection`, for hosts that
 //! prefer the wire. Every method converts its arguments, makes one host call
-//! and converts the answer; the constructor builds the options through
-//! plan-core's `Limits::new` and `CommandLimits::new`. The FFI decides
+//! and converts the answer; the constructor takes the host's one
+//! `HostConfig` and turns it into options through `HostConfig::options`,
+//! as `serve` does. The FFI decides
 //! nothing. Errors reach foreign code as one [`PlanError`], made from host
 //! errors by exactly one mapping. Listeners get every host event as one
 //! typed [`PlanEvent`], made by exactly one mapping too (the event's
@@ -21,24 +22,20 @@ mod types;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use plan_core::{CommandLimits, ConfigChange, Limits};
-use plan_host::{
-    ApprovalFilter, Host, HostError, HostEvent, HostOptions, NewSession, ScratchSize, WebOptions,
-};
+use plan_core::ConfigChange;
+use plan_host::{Host, HostError, HostEvent, HostOptions, NewSession};
 use plan_server::Connection;
 use plan_server::web::WebCard;
 
 pub use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
-    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
-    ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
+    ArtifactVerification, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
+    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace,
+    ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
+pub use plan_host::HostConfig;
 pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
-pub use types::{
-    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
-    ShellCatalog, ToolCall,
-};
+pub use types::{CommandSandbox, Decision, PlanEvent, SandboxInfo, SessionConfig, ShellCatalog, ToolCall};
 
 uniffi::setup_scaffolding!();
 
@@ -118,25 +115,6 @@ fn optional_change(
     }
 }
 
-/// The host's web option from the FFI's two settings (the loopback rule
-/// is the host's `WebOptions`).
-fn web_options(address: Option<&str>, any_address: Option<bool>) -> Result<Option<WebOptions>, HostError> {
-    let Some(address) = address else {
-        return Ok(None);
-    };
-    let address: std::net::SocketAddr = address.parse().map_err(|error| {
-        HostError::with_detail(
-            plan_core::ErrorCode::InvalidParams,
-            format!("web_address {address:?} is not an address and port: {error}"),
-        )
-    })?;
-    if any_address.unwrap_or(false) {
-        Ok(Some(WebOptions::any_address(address)))
-    } else {
-        WebOptions::loopback(address).map(Some)
-    }
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -149,83 +127,14 @@ impl PlanHost {
     /// takes the single-host lock, runs the startup fence and starts the
     /// expiry timer.
     #[uniffi::constructor]
-    pub fn new(db_path: String, options: PlanHostOptions) -> Outcome<Arc<PlanHost>> {
-        // The range rule is plan-core's, the same one `serve` and Rust
-        // embedders meet; a limit too large for this platform is out of it.
-        let markdown_limit_bytes = match options.markdown_limit_bytes {
-            Some(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
-            None => Limits::DEFAULT_MARKDOWN_LIMIT_BYTES,
+    pub fn new(db_path: String, config: HostConfig) -> Outcome<Arc<PlanHost>> {
+        // The one conversion `serve` and Rust embedders use too: plan-core's
+        // range rules, the same codes.
+        let options = HostOptions {
+            frontend: plan_host::DecisionChannel::Ffi,
+            ..config.options()?
         };
-        let limits = Limits::new(
-            options.approval_ttl_ms.unwrap_or(Limits::DEFAULT_APPROVAL_TTL_MS),
-            markdown_limit_bytes,
-        )
-        .map_err(HostError::from)?;
-        let mut limits = limits;
-        let commands = &mut limits.commands;
-        // The command limits' range and clamp are plan-core's too.
-        commands.limits = CommandLimits::new(
-            options.command_timeout_ms,
-            options
-                .command_max_timeout_ms
-                .unwrap_or(CommandLimits::DEFAULT_MAX_TIMEOUT_MS),
-            options
-                .max_running_commands
-                .map_or(CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION, |limit| {
-                    usize::try_from(limit).unwrap_or(usize::MAX)
-                }),
-        )
-        .map_err(HostError::from)?;
-        let scratch_size =
-            ScratchSize::from_megabytes(options.scratch_size_mb.unwrap_or(ScratchSize::DEFAULT_MEGABYTES))
-                .map_err(HostError::from)?;
-        let web = web_options(options.web_address.as_deref(), options.web_allow_any_address)?;
-        commands.network_in_auto = options.network_in_auto.unwrap_or(false);
-        commands.auto_without_sandbox = options.auto_without_sandbox.unwrap_or(false);
-        let audit_export = plan_audit_export::ExportOverrides {
-            logs_endpoint: options.otel_logs_endpoint,
-            protocol: options.otel_protocol,
-            headers: options.otel_headers.unwrap_or_default(),
-            service_name: options.otel_service_name,
-            include_content: options.otel_include_content.unwrap_or(false),
-            certificate: options.otel_certificate.map(Into::into),
-            client_certificate: options.otel_client_certificate.map(Into::into),
-            client_key: options.otel_client_key.map(Into::into),
-        }
-        .resolve(|name| {
-            options
-                .otel_from_environment
-                .unwrap_or(true)
-                .then(|| std::env::var(name).ok())
-                .flatten()
-        })
-        .map_err(|error| HostError::with_detail(plan_core::ErrorCode::InvalidParams, error.to_string()))?;
-        let defaults = HostOptions::default();
-        let host = Arc::new(Host::open(
-            &db_path,
-            HostOptions {
-                limits,
-                sandbox_helper: options.sandbox_helper.map(Into::into),
-                scratch_root: options.scratch_root.map(Into::into),
-                skip_namespaces: options.skip_namespaces.unwrap_or(false),
-                protected_paths: options
-                    .protected_paths
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(Into::into)
-                    .collect(),
-                command_env_secret_markers: options
-                    .secret_env_markers
-                    .unwrap_or_else(|| defaults.command_env_secret_markers.clone()),
-                command_output_cap: options.command_output_cap.unwrap_or(defaults.command_output_cap),
-                scratch_size,
-                web,
-                notifier: options.notifier.clone(),
-                audit_export,
-                frontend: plan_host::DecisionChannel::Ffi,
-                ..defaults
-            },
-        )?);
+        let host = Arc::new(Host::open(&db_path, options)?);
         let web = match WebCard::start_for(&host) {
             Ok(web) => web,
             Err(error) => {
@@ -444,12 +353,7 @@ impl PlanHost {
     }
 
     /// Approvals, newest first.
-    pub fn list_approvals(&self, query: ApprovalQuery) -> Outcome<Vec<PlanApproval>> {
-        let filter = ApprovalFilter {
-            session_id: query.session_id.map(plan_core::SessionId::from),
-            status: query.status,
-            limit: query.limit,
-        };
+    pub fn list_approvals(&self, filter: ApprovalFilter) -> Outcome<Vec<PlanApproval>> {
         let rows = self.host.list_approvals(&filter)?;
         Ok(rows.into_iter().map(|row| row.approval).collect())
     }
@@ -519,9 +423,9 @@ mod tests {
     use super::*;
 
     fn refusal(db_path: &str, approval_ttl_ms: Option<i64>) -> ErrorCode {
-        let options = PlanHostOptions {
+        let options = HostConfig {
             approval_ttl_ms,
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         };
         match PlanHost::new(db_path.to_owned(), options) {
             Ok(_) => panic!("{db_path:?} with {approval_ttl_ms:?} should be refused"),
@@ -534,7 +438,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("plan-ffi-limits-{}", std::process::id()));
         let db = dir.join("never-created.db");
         let db = db.to_string_lossy();
-        for ttl in [-5, 0, Limits::MAX_APPROVAL_TTL_MS + 1, i64::MAX] {
+        for ttl in [-5, 0, plan_core::Limits::MAX_APPROVAL_TTL_MS + 1, i64::MAX] {
             assert_eq!(refusal(&db, Some(ttl)), ErrorCode::InvalidParams, "{ttl}");
         }
         for name in ["", ":memory:", "file:x.db?mode=memory"] {

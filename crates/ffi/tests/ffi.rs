@@ -21,9 +21,9 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use plan_ffi::{
-    ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, Mode, Origin, OutputStream,
-    PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions,
-    ToolCall, ToolCallDecision,
+    ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, HostConfig, Mode, Origin,
+    OutputStream, PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, ToolCall,
+    ToolCallDecision,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -99,14 +99,14 @@ impl Fixture {
 
     /// A host with `first` listeners registered before the recorder.
     fn with_listeners(approval_ttl_ms: Option<i64>, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
-        let options = PlanHostOptions {
+        let options = HostConfig {
             approval_ttl_ms,
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         };
         Fixture::with_options(options, first)
     }
 
-    fn with_options(options: PlanHostOptions, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
+    fn with_options(options: HostConfig, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().canonicalize().unwrap().join("workspace");
         std::fs::create_dir(&workspace).unwrap();
@@ -536,10 +536,10 @@ fn command_limits_meet_plan_cores_one_rule() {
     let open = |command_timeout_ms: Option<u64>, command_max_timeout_ms: Option<u64>| {
         PlanHost::new(
             dir.path().join("plan.db").display().to_string(),
-            PlanHostOptions {
+            HostConfig {
                 command_timeout_ms,
                 command_max_timeout_ms,
-                ..PlanHostOptions::default()
+                ..HostConfig::default()
             },
         )
     };
@@ -560,9 +560,9 @@ fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
     let open = |scratch_size_mb: Option<u64>| {
         PlanHost::new(
             dir.path().join("plan.db").display().to_string(),
-            PlanHostOptions {
+            HostConfig {
                 scratch_size_mb,
-                ..PlanHostOptions::default()
+                ..HostConfig::default()
             },
         )
     };
@@ -583,9 +583,9 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
-    let options = PlanHostOptions {
-        skip_namespaces: Some(true),
-        ..PlanHostOptions::default()
+    let options = HostConfig {
+        skip_namespaces: true,
+        ..HostConfig::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
     if !host.sandbox_info().plan_sandbox_available {
@@ -647,11 +647,11 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     std::fs::create_dir(&workspace).unwrap();
     let kept = workspace.join("kept");
     std::fs::write(&kept, "original\n").unwrap();
-    let options = PlanHostOptions {
-        protected_paths: Some(vec![kept.to_string_lossy().into_owned()]),
+    let options = HostConfig {
+        protected_paths: vec![kept.clone()],
         // Cargo sets this variable for every test process it runs.
         secret_env_markers: Some(vec!["cargo_manifest".to_owned()]),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
     let init = host
@@ -723,9 +723,9 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
 
 #[test]
 fn the_web_option_serves_cards_whose_urls_reach_the_app() {
-    let options = PlanHostOptions {
+    let options = HostConfig {
         web_address: Some("127.0.0.1:0".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let fixture = Fixture::with_options(options, Vec::new());
     let approval = fixture.submit("s1");
@@ -767,9 +767,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
 
     // Another address needs the explicit opt-in; without a server there is no URL.
     let dir = tempfile::tempdir().unwrap();
-    let exposed = PlanHostOptions {
+    let exposed = HostConfig {
         web_address: Some("0.0.0.0:0".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), exposed);
     assert!(matches!(
@@ -779,9 +779,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
             ..
         })
     ));
-    let garbled = PlanHostOptions {
+    let garbled = HostConfig {
         web_address: Some("localhost".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), garbled);
     assert!(matches!(
@@ -834,13 +834,13 @@ mod collector;
 fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
     let collector = collector::Collector::start();
     let fixture = Fixture::with_options(
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some(collector.endpoint()),
             otel_protocol: Some("http/json".to_owned()),
-            otel_headers: Some(vec!["x-app=ffi".to_owned()]),
+            otel_headers: vec!["x-app=ffi".to_owned()],
             otel_service_name: Some("embedded".to_owned()),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
         Vec::new(),
     );
@@ -861,27 +861,27 @@ fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
 
     let dir = tempfile::tempdir().unwrap();
     for options in [
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
             otel_protocol: Some("grpc".to_owned()),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
-            otel_include_content: Some(true),
+        HostConfig {
+            otel_include_content: true,
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_certificate: Some(dir.path().join("missing.pem").display().to_string()),
+            otel_certificate: Some(dir.path().join("missing.pem")),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_client_certificate: Some(dir.path().join("client.pem").display().to_string()),
+            otel_client_certificate: Some(dir.path().join("client.pem")),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
     ] {
         let Err(plan_ffi::PlanError::Failed { code, reason }) =

@@ -67,10 +67,10 @@ pub use machine::{
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
-    CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
-    ToolCallResult, TurnKind,
+    ApprovalFilter, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff, Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision,
+    ToolCallError, ToolCallResult, TurnKind,
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,

@@ -43,7 +43,7 @@ pub use jsonrpc::{
 pub use methods::{
     Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
     CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
+    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
     PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
     ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
@@ -63,10 +63,11 @@ pub use objects::{
 /// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its
 /// `ArtifactContent`).
 pub use plan_core::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
-    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
+    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandRun, CommandShell, CommandState,
+    ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff as PlanDiffResult,
+    Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision,
+    ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

@@ -17,8 +17,8 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::{
-    ApprovalStatus, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
-    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
+    CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult, PlanDiffResult,
+    PlanListParams, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
@@ -371,21 +371,6 @@ pub type PlanRejectResult = PlanDecisionResult;
 pub struct PlanGetParams {
     /// Approval id.
     pub approval_id: String,
-}
-
-/// `plan/list` params: every filter optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanListParams {
-    /// Only this session's approvals.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    /// Only approvals with this status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<ApprovalStatus>,
-    /// At most this many.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<u32>,
 }
 
 /// `plan/list` result: newest first.

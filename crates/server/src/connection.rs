@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
-use plan_host::{ApprovalFilter, Host, HostError, NewSession};
+use plan_host::{Host, HostError, NewSession};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult, PlanDecisionResult,
     PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
@@ -293,13 +293,9 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&host.approval(&ApprovalId::from(params.approval_id))?.approval)
         }
         ClientRequest::PlanList(params) => {
-            let filter = ApprovalFilter {
-                session_id: params.session_id.map(SessionId::from),
-                status: params.status,
-                limit: params.limit,
-            };
+            // The wire's params are the host's filter: one declaration.
             let approvals = host
-                .list_approvals(&filter)?
+                .list_approvals(&params)?
                 .into_iter()
                 .map(|row| row.approval)
                 .collect();

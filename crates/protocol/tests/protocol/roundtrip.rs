@@ -336,7 +336,7 @@ fn plan_list_params() -> impl Strategy<Value = PlanListParams> + Clone {
         option::of(any::<u32>()),
     )
         .prop_map(|(session_id, status, limit)| PlanListParams {
-            session_id,
+            session_id: session_id.map(Into::into),
             status,
             limit,
         })

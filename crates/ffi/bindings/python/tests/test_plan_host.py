@@ -24,7 +24,7 @@ from plan_ffi import (
     CommandSandbox,
     CommandState,
     OutputStream,
-    ApprovalQuery,
+    ApprovalFilter,
     ApprovalStatus,
     ArtifactCheck,
     ErrorCode,
@@ -36,7 +36,7 @@ from plan_ffi import (
     PlanEvent,
     PlanEventListener,
     PlanHost,
-    PlanHostOptions,
+    HostConfig,
     SessionConfig,
     ToolCall,
     ToolCallDecision,
@@ -55,7 +55,7 @@ def hosts():
     opened = []
 
     def open_host(db_path, ttl_ms=None, markdown_limit=None):
-        host = PlanHost(db_path, PlanHostOptions(approval_ttl_ms=ttl_ms, markdown_limit_bytes=markdown_limit))
+        host = PlanHost(db_path, HostConfig(approval_ttl_ms=ttl_ms, markdown_limit_bytes=markdown_limit))
         opened.append(host)
         return host
 
@@ -85,7 +85,7 @@ def config(mode=None, permission_mode=None, provider=None, model=None, shell=Non
 
 
 def query(session_id=None, status=None, limit=None):
-    return ApprovalQuery(session_id=session_id, status=status, limit=limit)
+    return ApprovalFilter(session_id=session_id, status=status, limit=limit)
 
 
 def call(call_id, name, input_json="{}"):
@@ -751,7 +751,7 @@ SANDBOX_HELPER = os.path.normpath(
 def command_host(tmp_path):
     host = PlanHost(
         str(tmp_path / "plan.db"),
-        PlanHostOptions(sandbox_helper=SANDBOX_HELPER),
+        HostConfig(sandbox_helper=SANDBOX_HELPER),
     )
     yield host
     host.shutdown()
@@ -765,7 +765,7 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
     assert binary and os.path.isfile(binary), (
         "PLAN_CHECKPOINT_BIN must name a built plan-checkpoint binary (test-wheel.sh sets it)"
     )
-    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper=binary))
+    host = PlanHost(str(tmp_path / "plan.db"), HostConfig(sandbox_helper=binary))
     try:
         ws = workspace(tmp_path)
         (ws / "notes.txt").write_text("plan me\n")
@@ -792,7 +792,7 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
 def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_path):
     """A wrong helper path is not blamed on the kernel: sandbox_info() and
     the refusal of a Plan Bash call both name the helper that was not found."""
-    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper="/nonexistent/helper"))
+    host = PlanHost(str(tmp_path / "plan.db"), HostConfig(sandbox_helper="/nonexistent/helper"))
     try:
         info = host.sandbox_info()
         assert not info.plan_sandbox_available

@@ -61,7 +61,7 @@ class PlanHostTest {
         dbPath: String = db(),
         ttlMs: Long? = null,
         markdownLimit: ULong? = null,
-    ): PlanHost = PlanHost(dbPath, PlanHostOptions(ttlMs, markdownLimit)).also { opened.add(it) }
+    ): PlanHost = PlanHost(dbPath, HostConfig(ttlMs, markdownLimit)).also { opened.add(it) }
 
     private fun workspace(name: String = "ws"): Path = Files.createDirectories(dir.resolve(name))
 
@@ -199,7 +199,7 @@ class PlanHostTest {
             val pendingSession = host.getSession(sid)
             assertEquals(approval.id, pendingSession.pendingApprovalId)
             assertEquals(approval, host.getApproval(approval.id))
-            assertEquals(listOf(approval), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.PENDING, null)))
+            assertEquals(listOf(approval), host.listApprovals(ApprovalFilter(sid, ApprovalStatus.PENDING, null)))
 
             // Approve with this mode: Agent, the mode, a queued execution turn.
             val decision = host.approve(approval.id, mode)
@@ -242,10 +242,10 @@ class PlanHostTest {
             }
             assertNull(host.completeTurn(sid, agentTurn.turnId).activeTurn)
         }
-        val all = host.listApprovals(ApprovalQuery(null, null, null))
+        val all = host.listApprovals(ApprovalFilter(null, null, null))
         assertEquals(3, all.size)
         assertEquals(PermissionMode.values().reversed(), all.map { it.permissionMode }, "newest first")
-        assertEquals(1, host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, 1u)).size)
+        assertEquals(1, host.listApprovals(ApprovalFilter(null, ApprovalStatus.APPROVED, 1u)).size)
     }
 
     @Test
@@ -274,8 +274,8 @@ class PlanHostTest {
         assertEquals("v1\n", Files.readString(artifactFile(ws, first)), "an earlier artifact is never replaced")
         assertEquals("v2\n", Files.readString(artifactFile(ws, second)))
         assertEquals("v1\n", host.readArtifact(first.id).markdown)
-        assertEquals(listOf(second.id, first.id), host.listApprovals(ApprovalQuery(sid, null, null)).map { it.id })
-        assertEquals(listOf(first.id), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.REJECTED, null)).map { it.id })
+        assertEquals(listOf(second.id, first.id), host.listApprovals(ApprovalFilter(sid, null, null)).map { it.id })
+        assertEquals(listOf(first.id), host.listApprovals(ApprovalFilter(sid, ApprovalStatus.REJECTED, null)).map { it.id })
     }
 
     @Test
@@ -347,7 +347,7 @@ class PlanHostTest {
         failed(ErrorCode.APPROVAL_NOT_PENDING) { second.approve(pending.id, PermissionMode.ASK) }
         assertEquals(
             listOf(pending.id),
-            second.listApprovals(ApprovalQuery(null, ApprovalStatus.INTERRUPTED, null)).map { it.id },
+            second.listApprovals(ApprovalFilter(null, ApprovalStatus.INTERRUPTED, null)).map { it.id },
         )
         // The interrupted Plan session can submit again.
         assertEquals(ApprovalStatus.PENDING, submit(second, pendingSid).status)
@@ -359,8 +359,8 @@ class PlanHostTest {
         val path = db()
         // use {} frees the handle; with no call in flight the native object
         // is dropped at once, which shuts the host down.
-        PlanHost(path, PlanHostOptions()).use { it.createSession("kept", null, null, null) }
-        val reopened = PlanHost(path, PlanHostOptions())
+        PlanHost(path, HostConfig()).use { it.createSession("kept", null, null, null) }
+        val reopened = PlanHost(path, HostConfig())
         assertEquals("kept", reopened.getSession("kept").sessionId)
         reopened.shutdown()
         reopened.shutdown()
@@ -440,7 +440,7 @@ class PlanHostTest {
         }
         denied(host.toolCalls(sid, tid, listOf(call("w", "Write"))).single(), ErrorCode.TOOL_DENIED_IN_PLAN)
         assertEquals(tid, host.getSession(sid).activeTurn!!.turnId, "a refused call leaves the Plan turn active")
-        assertTrue(host.listApprovals(ApprovalQuery(sid, null, null)).isEmpty())
+        assertTrue(host.listApprovals(ApprovalFilter(sid, null, null)).isEmpty())
         assertFalse(Files.exists(ws.resolve(".pi/plan")) && Files.list(ws.resolve(".pi/plan")).use { it.count() } > 0)
         // At the limit exactly it is accepted.
         val ok = host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", submitInput("T", "x".repeat(64), "Q?")))).single()
@@ -542,12 +542,12 @@ class PlanHostTest {
     @Test
     @Order(14)
     fun hostErrors() {
-        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(0, null)) }
-        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(-5, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(0, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(-5, null)) }
 
         val path = db("locked.db")
         val first = open(path)
-        failed(ErrorCode.HOST_ALREADY_RUNNING) { PlanHost(path, PlanHostOptions(null, null)) }
+        failed(ErrorCode.HOST_ALREADY_RUNNING) { PlanHost(path, HostConfig(null, null)) }
         val ws = workspace()
         val sid = planSession(first, ws).sessionId
         val approval = submit(first, sid)
@@ -566,7 +566,7 @@ class PlanHostTest {
             "approve" to { first.approve(approval.id, PermissionMode.ASK) },
             "reject" to { first.reject(approval.id) },
             "getApproval" to { first.getApproval(approval.id) },
-            "listApprovals" to { first.listApprovals(ApprovalQuery()) },
+            "listApprovals" to { first.listApprovals(ApprovalFilter()) },
             "readArtifact" to { first.readArtifact(approval.id) },
             "startExecution" to { first.startExecution("e") },
             "completeExecution" to { first.completeExecution("e") },
@@ -602,15 +602,15 @@ class PlanHostTest {
             file.seek(60)
             file.writeInt(9)
         }
-        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, HostConfig(null, null)) }
         // Newer than this build: refused too.
         RandomAccessFile(v9, "rw").use { file -> file.seek(60); file.writeInt(11) }
-        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, HostConfig(null, null)) }
 
         // A file that is not a database at all.
         val junk = dir.resolve("junk.db")
         Files.write(junk, ByteArray(4096) { 0x5a })
-        failed(ErrorCode.DATABASE_UNREADABLE) { PlanHost(junk.toString(), PlanHostOptions(null, null)) }
+        failed(ErrorCode.DATABASE_UNREADABLE) { PlanHost(junk.toString(), HostConfig(null, null)) }
     }
 
     // ----------------------------------------------------------------------
@@ -969,7 +969,7 @@ class PlanHostTest {
                         val approval = submit(host, sid, title = "t$n-$round", body = "plan $n/$round\n")
                         assertEquals("plan $n/$round\n", host.readArtifact(approval.id).markdown)
                         host.listShells()
-                        host.listApprovals(ApprovalQuery(null, null, 5u))
+                        host.listApprovals(ApprovalFilter(null, null, 5u))
                         val mode = PermissionMode.values()[(n + round) % 3]
                         val eid = host.approve(approval.id, mode).approval.executionId!!
                         host.startExecution(eid)
@@ -984,7 +984,7 @@ class PlanHostTest {
         } finally {
             pool.shutdownNow()
         }
-        val all = host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, null))
+        val all = host.listApprovals(ApprovalFilter(null, ApprovalStatus.APPROVED, null))
         assertEquals(threads * rounds, all.size)
         assertTrue(all.all { it.executionState == ExecutionState.COMPLETED })
         assertEquals(threads * rounds, recorder.events.count { it is PlanEvent.ApprovalRequested })
@@ -1053,7 +1053,7 @@ class PlanHostTest {
     /** A host using the helper an app ships; generate.sh puts it beside the library. */
     private fun openWithHelper(): PlanHost {
         val helper = Path.of(System.getProperty("user.dir")).resolve("../native/plan-exec-sandbox").normalize()
-        return PlanHost(db(), PlanHostOptions(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
+        return PlanHost(db(), HostConfig(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
     }
 
     /** Waits (bounded) for the end of [callId]; returns its output events and its end. */

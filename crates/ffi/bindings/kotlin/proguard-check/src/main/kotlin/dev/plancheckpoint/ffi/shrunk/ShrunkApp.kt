@@ -7,7 +7,7 @@ import dev.plancheckpoint.ffi.PlanEvent
 import dev.plancheckpoint.ffi.PlanEventListener
 import dev.plancheckpoint.ffi.PlanException
 import dev.plancheckpoint.ffi.PlanHost
-import dev.plancheckpoint.ffi.PlanHostOptions
+import dev.plancheckpoint.ffi.HostConfig
 import dev.plancheckpoint.ffi.ToolCall
 import dev.plancheckpoint.ffi.ToolCallDecision
 import dev.plancheckpoint.ffi.ErrorCode
@@ -34,7 +34,7 @@ fun main() {
     try {
         val workspace = Files.createDirectories(dir.resolve("ws"))
         val events = CopyOnWriteArrayList<String>()
-        val host = PlanHost(dir.resolve("plan.db").toString(), PlanHostOptions())
+        val host = PlanHost(dir.resolve("plan.db").toString(), HostConfig())
         host.addListener(object : PlanEventListener {
             override fun onEvent(event: PlanEvent) {
                 when (event) {
