@@ -192,13 +192,42 @@ struct ServeArgs {
     notify: Option<String>,
     #[command(flatten)]
     otel: otel::OtelArgs,
+    /// Read the host's settings from this JSON file instead of the flags
+    /// above: the record the FFI takes (HostConfig), in camelCase, e.g.
+    /// {"approvalTtlMs": 600000, "webAddress": "127.0.0.1:0"}. Unknown
+    /// fields are refused (INVALID_PARAMS), paths are taken as written, and
+    /// without "sandboxHelper" this binary is the helper. The settings
+    /// flags cannot be combined with it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["approval_ttl_ms", "markdown_limit_bytes", "web", "web_bind", "notify", "CommandArgs", "OtelArgs"]
+    )]
+    config: Option<PathBuf>,
 }
 
 impl ServeArgs {
-    /// The host's settings these flags give. The address checks and the
-    /// range rules are [`plan_host::HostConfig::options`]'s, the same
-    /// through the FFI: the flags only say what was asked for.
-    fn config(&self) -> plan_host::HostConfig {
+    /// The host's settings: the `--config` file's, or these flags'. The
+    /// address checks and the range rules are
+    /// [`plan_host::HostConfig::options`]'s, the same through the FFI: the
+    /// flags and the file only say what was asked for.
+    fn config(&self) -> Result<plan_host::HostConfig, plan_host::HostError> {
+        if let Some(path) = &self.config {
+            let refused = |error: String| {
+                plan_host::HostError::with_detail(
+                    plan_core::ErrorCode::InvalidParams,
+                    format!("the settings file {}: {error}", path.display()),
+                )
+            };
+            let text = std::fs::read_to_string(path).map_err(|error| refused(error.to_string()))?;
+            let config: plan_host::HostConfig =
+                serde_json::from_str(&text).map_err(|error| refused(error.to_string()))?;
+            return Ok(plan_host::HostConfig {
+                // The binary embeds the helper, as without a file.
+                sandbox_helper: config.sandbox_helper.or_else(|| std::env::current_exe().ok()),
+                ..config
+            });
+        }
         let config = plan_host::HostConfig {
             approval_ttl_ms: Some(self.approval_ttl_ms),
             markdown_limit_bytes: Some(self.markdown_limit_bytes),
@@ -208,7 +237,7 @@ impl ServeArgs {
             notifier: self.notify.clone(),
             ..plan_host::HostConfig::default()
         };
-        self.otel.config(self.commands.config(config))
+        Ok(self.otel.config(self.commands.config(config)))
     }
 }
 
@@ -540,7 +569,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     let database = database.as_deref();
     let term = terminal::Terminal::detect(cli.color);
     match cli.command {
-        Command::Serve(args) => Ok(serve(require_db(database)?, &args.config())),
+        Command::Serve(args) => Ok(serve(require_db(database)?, &args)),
         Command::Commands { command } => {
             let database = require_db(database)?;
             match command {
@@ -660,10 +689,10 @@ fn require_db(database: Option<&Path>) -> Result<&Path, Failure> {
 /// conversion (plan-core's range rules refuse what is out of range) and
 /// `plan-server`'s stdio transport does the rest; its outcome becomes an
 /// exit code.
-fn serve(database: &Path, config: &plan_host::HostConfig) -> i32 {
+fn serve(database: &Path, args: &ServeArgs) -> i32 {
     // A value the rules refuse is a usage error, told on stderr and to a
     // JSON-RPC client alike.
-    let options = match config.options() {
+    let options = match args.config().and_then(|config| config.options()) {
         Ok(options) => plan_host::HostOptions {
             frontend: plan_host::DecisionChannel::Rpc,
             ..options

@@ -1,7 +1,8 @@
-//! The host's settings through `serve`'s flags and through the FFI's
-//! `HostConfig`: the same settings give the same host (its `initialize`
-//! answer), and a setting one refuses the other refuses too, with the same
-//! canonical code. Both go through `HostConfig::options`.
+//! The host's settings through `serve`'s flags, through `serve --config`
+//! (the record as JSON) and through the FFI's `HostConfig`: the same
+//! settings give the same host (its `initialize` answer), and a setting one
+//! refuses the others refuse too, with the same canonical code. All go
+//! through `HostConfig::options`.
 
 use std::process::{Command, Stdio};
 
@@ -36,6 +37,13 @@ fn serve_refusal(flags: &[&str]) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("{flags:?}: {refusal}"))
         .to_owned()
+}
+
+/// `config` as the JSON file `serve --config` reads, in `dir`.
+fn config_file(dir: &std::path::Path, config: &HostConfig) -> String {
+    let path = dir.join("settings.json");
+    std::fs::write(&path, serde_json::to_string(config).unwrap()).unwrap();
+    path.display().to_string()
 }
 
 /// The code the FFI's constructor refuses `config` with.
@@ -168,9 +176,12 @@ fn refused() -> Vec<(Vec<&'static str>, HostConfig)> {
 fn a_setting_serve_refuses_the_ffi_refuses_with_the_same_code() {
     for (flags, config) in refused() {
         let described = format!("{config:?}");
+        let dir = tempfile::tempdir().unwrap();
         let through_serve = serve_refusal(&flags);
+        let through_file = serve_refusal(&["--config", &config_file(dir.path(), &config)]);
         let through_ffi = ffi_refusal(config);
         assert_eq!(through_serve, through_ffi, "{flags:?} and {described}");
+        assert_eq!(through_file, through_ffi, "{described} as a file");
         assert_eq!(through_serve, "INVALID_PARAMS", "{flags:?}");
     }
 }
@@ -209,11 +220,57 @@ fn the_same_settings_through_serve_and_the_ffi_give_the_same_host() {
     let params = json!({"protocolVersion": 9, "clientName": "config-tests"});
     let through_serve = serve.call("initialize", params.clone());
     serve.close();
+    let file = config_file(dir.path(), &config);
+    let mut serve = Serve::spawn(&dir.path().join("file.db"), &["--config", &file]);
+    let through_file = serve.call("initialize", params.clone());
+    serve.close();
 
     let host = PlanHost::new(dir.path().join("ffi.db").display().to_string(), config).unwrap();
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
     let reply: Value = serde_json::from_str(&host.handle_json(request.to_string()).unwrap()).unwrap();
     host.shutdown();
     assert_eq!(through_serve["approvalTtlMs"], 90_000);
-    assert_eq!(comparable(through_serve), comparable(reply["result"].clone()));
+    assert_eq!(
+        comparable(through_serve.clone()),
+        comparable(reply["result"].clone())
+    );
+    assert_eq!(comparable(through_file), comparable(through_serve));
+}
+
+#[test]
+fn a_settings_file_is_refused_beside_a_settings_flag_or_with_an_unknown_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = config_file(dir.path(), &HostConfig::default());
+    for flag in [
+        &["--approval-ttl-ms", "60000"][..],
+        &["--skip-namespaces"],
+        &["--otel-include-content"],
+        &["--web", "127.0.0.1:0"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"))
+            .args(["serve", "--db"])
+            .arg(dir.path().join("plan.db"))
+            .args(["--config", &file])
+            .args(flag)
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("cannot be used with"),
+            "{flag:?}"
+        );
+    }
+    let unknown = dir.path().join("unknown.json");
+    std::fs::write(&unknown, r#"{"approval_ttl_ms": 60000}"#).unwrap();
+    assert_eq!(
+        serve_refusal(&["--config", &unknown.display().to_string()]),
+        "INVALID_PARAMS"
+    );
+    let missing = dir.path().join("missing.json");
+    assert_eq!(
+        serve_refusal(&["--config", &missing.display().to_string()]),
+        "INVALID_PARAMS"
+    );
 }

@@ -558,7 +558,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_handle_json() != 53187:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 54744:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 22546:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_list_shells() != 55169:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -582,7 +582,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_verify() != 30469:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397:
+    if lib.uniffi_plan_ffi_checksum_constructor_planhost_new() != 24963:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
 
 # A ctypes library to expose the extern-C FFI definitions.
@@ -1188,11 +1188,37 @@ class _UniffiFfiConverterTypeActiveTurn(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeOrigin.write(value.origin, buf)
         _UniffiFfiConverterTypeTurnKind.write(value.kind, buf)
 
-class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+
+class _UniffiFfiConverterTypeSessionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+SessionId = str
+
+
+class _UniffiFfiConverterOptionalTypeSessionId(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterString.check_lower(value)
+            _UniffiFfiConverterTypeSessionId.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -1201,7 +1227,7 @@ class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterString.write(value, buf)
+        _UniffiFfiConverterTypeSessionId.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -1209,7 +1235,7 @@ class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterString.read(buf)
+            return _UniffiFfiConverterTypeSessionId.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -1359,11 +1385,11 @@ class _UniffiFfiConverterOptionalUInt32(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
-class ApprovalQuery:
+class ApprovalFilter:
     """
-    Filters for `list_approvals`; all optional.
+    `plan/list` params: every filter optional.
 """
-    def __init__(self, *, session_id:typing.Optional[str] = _DEFAULT, status:typing.Optional[ApprovalStatus] = _DEFAULT, limit:typing.Optional[int] = _DEFAULT):
+    def __init__(self, *, session_id:typing.Optional[SessionId] = _DEFAULT, status:typing.Optional[ApprovalStatus] = _DEFAULT, limit:typing.Optional[int] = _DEFAULT):
         if session_id is _DEFAULT:
             self.session_id = None
         else:
@@ -1381,7 +1407,7 @@ class ApprovalQuery:
 
     
     def __str__(self):
-        return "ApprovalQuery(session_id={}, status={}, limit={})".format(self.session_id, self.status, self.limit)
+        return "ApprovalFilter(session_id={}, status={}, limit={})".format(self.session_id, self.status, self.limit)
     def __eq__(self, other):
         if self.session_id != other.session_id:
             return False
@@ -1391,24 +1417,24 @@ class ApprovalQuery:
             return False
         return True
 
-class _UniffiFfiConverterTypeApprovalQuery(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeApprovalFilter(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return ApprovalQuery(
-            session_id=_UniffiFfiConverterOptionalString.read(buf),
+        return ApprovalFilter(
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
             status=_UniffiFfiConverterOptionalTypeApprovalStatus.read(buf),
             limit=_UniffiFfiConverterOptionalUInt32.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterOptionalString.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterOptionalTypeApprovalStatus.check_lower(value.status)
         _UniffiFfiConverterOptionalUInt32.check_lower(value.limit)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterOptionalString.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterOptionalTypeApprovalStatus.write(value.status, buf)
         _UniffiFfiConverterOptionalUInt32.write(value.limit, buf)
 
@@ -2193,6 +2219,31 @@ class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ArtifactVerification:
     """
@@ -2243,32 +2294,6 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeArtifactCheck.write(value.result, buf)
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
-
-
-class _UniffiFfiConverterTypeSessionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-SessionId = str
-
 
 
 class _UniffiFfiConverterTypeTurnId:
@@ -3238,6 +3263,430 @@ class _UniffiFfiConverterTypeDecision(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
         _UniffiFfiConverterTypeSession.write(value.session, buf)
 
+class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterUInt64.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterUInt64.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterUInt64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
+class _UniffiFfiConverterTypePathBuf:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+PathBuf = str
+
+
+class _UniffiFfiConverterOptionalTypePathBuf(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypePathBuf.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypePathBuf.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypePathBuf.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterSequenceTypePathBuf(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePathBuf.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePathBuf.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePathBuf.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterString.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterString.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterString.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterBoolean.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterBoolean.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterBoolean.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class HostConfig:
+    """
+    A host's settings as plain data, the same through every
+    frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+    file in camelCase). Every field is optional: absent (or
+    `false`, or empty) is the host's default. Turned into
+    [`HostOptions`](crate::HostOptions) by
+    [`HostConfig::options`](crate::HostConfig::options), which
+    refuses an out-of-range value with `INVALID_PARAMS`.
+"""
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.List[str] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:bool = False, otel_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_key:typing.Optional[PathBuf] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+        if approval_ttl_ms is _DEFAULT:
+            self.approval_ttl_ms = None
+        else:
+            self.approval_ttl_ms = approval_ttl_ms
+        if markdown_limit_bytes is _DEFAULT:
+            self.markdown_limit_bytes = None
+        else:
+            self.markdown_limit_bytes = markdown_limit_bytes
+        if sandbox_helper is _DEFAULT:
+            self.sandbox_helper = None
+        else:
+            self.sandbox_helper = sandbox_helper
+        if scratch_root is _DEFAULT:
+            self.scratch_root = None
+        else:
+            self.scratch_root = scratch_root
+        if scratch_size_mb is _DEFAULT:
+            self.scratch_size_mb = None
+        else:
+            self.scratch_size_mb = scratch_size_mb
+        if command_timeout_ms is _DEFAULT:
+            self.command_timeout_ms = None
+        else:
+            self.command_timeout_ms = command_timeout_ms
+        if command_max_timeout_ms is _DEFAULT:
+            self.command_max_timeout_ms = None
+        else:
+            self.command_max_timeout_ms = command_max_timeout_ms
+        if command_output_cap is _DEFAULT:
+            self.command_output_cap = None
+        else:
+            self.command_output_cap = command_output_cap
+        if max_running_commands is _DEFAULT:
+            self.max_running_commands = None
+        else:
+            self.max_running_commands = max_running_commands
+        self.network_in_auto = network_in_auto
+        self.auto_without_sandbox = auto_without_sandbox
+        self.skip_namespaces = skip_namespaces
+        if protected_paths is _DEFAULT:
+            self.protected_paths = []
+        else:
+            self.protected_paths = protected_paths
+        if secret_env_markers is _DEFAULT:
+            self.secret_env_markers = None
+        else:
+            self.secret_env_markers = secret_env_markers
+        if web_address is _DEFAULT:
+            self.web_address = None
+        else:
+            self.web_address = web_address
+        self.web_allow_any_address = web_allow_any_address
+        if notifier is _DEFAULT:
+            self.notifier = None
+        else:
+            self.notifier = notifier
+        if otel_logs_endpoint is _DEFAULT:
+            self.otel_logs_endpoint = None
+        else:
+            self.otel_logs_endpoint = otel_logs_endpoint
+        if otel_protocol is _DEFAULT:
+            self.otel_protocol = None
+        else:
+            self.otel_protocol = otel_protocol
+        if otel_headers is _DEFAULT:
+            self.otel_headers = []
+        else:
+            self.otel_headers = otel_headers
+        if otel_service_name is _DEFAULT:
+            self.otel_service_name = None
+        else:
+            self.otel_service_name = otel_service_name
+        self.otel_include_content = otel_include_content
+        if otel_certificate is _DEFAULT:
+            self.otel_certificate = None
+        else:
+            self.otel_certificate = otel_certificate
+        if otel_client_certificate is _DEFAULT:
+            self.otel_client_certificate = None
+        else:
+            self.otel_client_certificate = otel_client_certificate
+        if otel_client_key is _DEFAULT:
+            self.otel_client_key = None
+        else:
+            self.otel_client_key = otel_client_key
+        if otel_from_environment is _DEFAULT:
+            self.otel_from_environment = None
+        else:
+            self.otel_from_environment = otel_from_environment
+        
+        
+
+    
+    def __str__(self):
+        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
+    def __eq__(self, other):
+        if self.approval_ttl_ms != other.approval_ttl_ms:
+            return False
+        if self.markdown_limit_bytes != other.markdown_limit_bytes:
+            return False
+        if self.sandbox_helper != other.sandbox_helper:
+            return False
+        if self.scratch_root != other.scratch_root:
+            return False
+        if self.scratch_size_mb != other.scratch_size_mb:
+            return False
+        if self.command_timeout_ms != other.command_timeout_ms:
+            return False
+        if self.command_max_timeout_ms != other.command_max_timeout_ms:
+            return False
+        if self.command_output_cap != other.command_output_cap:
+            return False
+        if self.max_running_commands != other.max_running_commands:
+            return False
+        if self.network_in_auto != other.network_in_auto:
+            return False
+        if self.auto_without_sandbox != other.auto_without_sandbox:
+            return False
+        if self.skip_namespaces != other.skip_namespaces:
+            return False
+        if self.protected_paths != other.protected_paths:
+            return False
+        if self.secret_env_markers != other.secret_env_markers:
+            return False
+        if self.web_address != other.web_address:
+            return False
+        if self.web_allow_any_address != other.web_allow_any_address:
+            return False
+        if self.notifier != other.notifier:
+            return False
+        if self.otel_logs_endpoint != other.otel_logs_endpoint:
+            return False
+        if self.otel_protocol != other.otel_protocol:
+            return False
+        if self.otel_headers != other.otel_headers:
+            return False
+        if self.otel_service_name != other.otel_service_name:
+            return False
+        if self.otel_include_content != other.otel_include_content:
+            return False
+        if self.otel_certificate != other.otel_certificate:
+            return False
+        if self.otel_client_certificate != other.otel_client_certificate:
+            return False
+        if self.otel_client_key != other.otel_client_key:
+            return False
+        if self.otel_from_environment != other.otel_from_environment:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return HostConfig(
+            approval_ttl_ms=_UniffiFfiConverterOptionalInt64.read(buf),
+            markdown_limit_bytes=_UniffiFfiConverterOptionalUInt64.read(buf),
+            sandbox_helper=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            scratch_root=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
+            max_running_commands=_UniffiFfiConverterOptionalUInt64.read(buf),
+            network_in_auto=_UniffiFfiConverterBoolean.read(buf),
+            auto_without_sandbox=_UniffiFfiConverterBoolean.read(buf),
+            skip_namespaces=_UniffiFfiConverterBoolean.read(buf),
+            protected_paths=_UniffiFfiConverterSequenceTypePathBuf.read(buf),
+            secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            web_address=_UniffiFfiConverterOptionalString.read(buf),
+            web_allow_any_address=_UniffiFfiConverterBoolean.read(buf),
+            notifier=_UniffiFfiConverterOptionalString.read(buf),
+            otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
+            otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
+            otel_headers=_UniffiFfiConverterSequenceString.read(buf),
+            otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
+            otel_include_content=_UniffiFfiConverterBoolean.read(buf),
+            otel_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_client_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_client_key=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalInt64.check_lower(value.approval_ttl_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.markdown_limit_bytes)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.sandbox_helper)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.scratch_root)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.max_running_commands)
+        _UniffiFfiConverterBoolean.check_lower(value.network_in_auto)
+        _UniffiFfiConverterBoolean.check_lower(value.auto_without_sandbox)
+        _UniffiFfiConverterBoolean.check_lower(value.skip_namespaces)
+        _UniffiFfiConverterSequenceTypePathBuf.check_lower(value.protected_paths)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
+        _UniffiFfiConverterOptionalString.check_lower(value.web_address)
+        _UniffiFfiConverterBoolean.check_lower(value.web_allow_any_address)
+        _UniffiFfiConverterOptionalString.check_lower(value.notifier)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
+        _UniffiFfiConverterSequenceString.check_lower(value.otel_headers)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
+        _UniffiFfiConverterBoolean.check_lower(value.otel_include_content)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_key)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalInt64.write(value.approval_ttl_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.markdown_limit_bytes, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.sandbox_helper, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.scratch_root, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.max_running_commands, buf)
+        _UniffiFfiConverterBoolean.write(value.network_in_auto, buf)
+        _UniffiFfiConverterBoolean.write(value.auto_without_sandbox, buf)
+        _UniffiFfiConverterBoolean.write(value.skip_namespaces, buf)
+        _UniffiFfiConverterSequenceTypePathBuf.write(value.protected_paths, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
+        _UniffiFfiConverterOptionalString.write(value.web_address, buf)
+        _UniffiFfiConverterBoolean.write(value.web_allow_any_address, buf)
+        _UniffiFfiConverterOptionalString.write(value.notifier, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
+        _UniffiFfiConverterSequenceString.write(value.otel_headers, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
+        _UniffiFfiConverterBoolean.write(value.otel_include_content, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_key, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
+
 @dataclass
 class OrphanArtifact:
     """
@@ -3352,368 +3801,6 @@ class _UniffiFfiConverterTypePlanDiff(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeApprovalId.write(value.against_approval_id, buf)
         _UniffiFfiConverterBoolean.write(value.identical, buf)
         _UniffiFfiConverterOptionalString.write(value.unified, buf)
-
-class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterUInt64.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterUInt64.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterUInt64.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterBoolean.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterBoolean.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterBoolean.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterString.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterString.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterString.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-@dataclass
-class PlanHostOptions:
-    """
-    Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
-    helper next to the executable or on `PATH`, 120 s default and 600 s
-    maximum timeout, 1 MiB output cap, 4 running per session, no network
-    for Agent `auto`).
-"""
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_certificate:typing.Optional[str] = _DEFAULT, otel_client_certificate:typing.Optional[str] = _DEFAULT, otel_client_key:typing.Optional[str] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
-        if approval_ttl_ms is _DEFAULT:
-            self.approval_ttl_ms = None
-        else:
-            self.approval_ttl_ms = approval_ttl_ms
-        if markdown_limit_bytes is _DEFAULT:
-            self.markdown_limit_bytes = None
-        else:
-            self.markdown_limit_bytes = markdown_limit_bytes
-        if sandbox_helper is _DEFAULT:
-            self.sandbox_helper = None
-        else:
-            self.sandbox_helper = sandbox_helper
-        if scratch_root is _DEFAULT:
-            self.scratch_root = None
-        else:
-            self.scratch_root = scratch_root
-        if command_timeout_ms is _DEFAULT:
-            self.command_timeout_ms = None
-        else:
-            self.command_timeout_ms = command_timeout_ms
-        if command_max_timeout_ms is _DEFAULT:
-            self.command_max_timeout_ms = None
-        else:
-            self.command_max_timeout_ms = command_max_timeout_ms
-        if command_output_cap is _DEFAULT:
-            self.command_output_cap = None
-        else:
-            self.command_output_cap = command_output_cap
-        if max_running_commands is _DEFAULT:
-            self.max_running_commands = None
-        else:
-            self.max_running_commands = max_running_commands
-        if network_in_auto is _DEFAULT:
-            self.network_in_auto = None
-        else:
-            self.network_in_auto = network_in_auto
-        if auto_without_sandbox is _DEFAULT:
-            self.auto_without_sandbox = None
-        else:
-            self.auto_without_sandbox = auto_without_sandbox
-        if skip_namespaces is _DEFAULT:
-            self.skip_namespaces = None
-        else:
-            self.skip_namespaces = skip_namespaces
-        if protected_paths is _DEFAULT:
-            self.protected_paths = None
-        else:
-            self.protected_paths = protected_paths
-        if secret_env_markers is _DEFAULT:
-            self.secret_env_markers = None
-        else:
-            self.secret_env_markers = secret_env_markers
-        if scratch_size_mb is _DEFAULT:
-            self.scratch_size_mb = None
-        else:
-            self.scratch_size_mb = scratch_size_mb
-        if web_address is _DEFAULT:
-            self.web_address = None
-        else:
-            self.web_address = web_address
-        if web_allow_any_address is _DEFAULT:
-            self.web_allow_any_address = None
-        else:
-            self.web_allow_any_address = web_allow_any_address
-        if notifier is _DEFAULT:
-            self.notifier = None
-        else:
-            self.notifier = notifier
-        if otel_logs_endpoint is _DEFAULT:
-            self.otel_logs_endpoint = None
-        else:
-            self.otel_logs_endpoint = otel_logs_endpoint
-        if otel_protocol is _DEFAULT:
-            self.otel_protocol = None
-        else:
-            self.otel_protocol = otel_protocol
-        if otel_headers is _DEFAULT:
-            self.otel_headers = None
-        else:
-            self.otel_headers = otel_headers
-        if otel_service_name is _DEFAULT:
-            self.otel_service_name = None
-        else:
-            self.otel_service_name = otel_service_name
-        if otel_include_content is _DEFAULT:
-            self.otel_include_content = None
-        else:
-            self.otel_include_content = otel_include_content
-        if otel_certificate is _DEFAULT:
-            self.otel_certificate = None
-        else:
-            self.otel_certificate = otel_certificate
-        if otel_client_certificate is _DEFAULT:
-            self.otel_client_certificate = None
-        else:
-            self.otel_client_certificate = otel_client_certificate
-        if otel_client_key is _DEFAULT:
-            self.otel_client_key = None
-        else:
-            self.otel_client_key = otel_client_key
-        if otel_from_environment is _DEFAULT:
-            self.otel_from_environment = None
-        else:
-            self.otel_from_environment = otel_from_environment
-        
-        
-
-    
-    def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
-    def __eq__(self, other):
-        if self.approval_ttl_ms != other.approval_ttl_ms:
-            return False
-        if self.markdown_limit_bytes != other.markdown_limit_bytes:
-            return False
-        if self.sandbox_helper != other.sandbox_helper:
-            return False
-        if self.scratch_root != other.scratch_root:
-            return False
-        if self.command_timeout_ms != other.command_timeout_ms:
-            return False
-        if self.command_max_timeout_ms != other.command_max_timeout_ms:
-            return False
-        if self.command_output_cap != other.command_output_cap:
-            return False
-        if self.max_running_commands != other.max_running_commands:
-            return False
-        if self.network_in_auto != other.network_in_auto:
-            return False
-        if self.auto_without_sandbox != other.auto_without_sandbox:
-            return False
-        if self.skip_namespaces != other.skip_namespaces:
-            return False
-        if self.protected_paths != other.protected_paths:
-            return False
-        if self.secret_env_markers != other.secret_env_markers:
-            return False
-        if self.scratch_size_mb != other.scratch_size_mb:
-            return False
-        if self.web_address != other.web_address:
-            return False
-        if self.web_allow_any_address != other.web_allow_any_address:
-            return False
-        if self.notifier != other.notifier:
-            return False
-        if self.otel_logs_endpoint != other.otel_logs_endpoint:
-            return False
-        if self.otel_protocol != other.otel_protocol:
-            return False
-        if self.otel_headers != other.otel_headers:
-            return False
-        if self.otel_service_name != other.otel_service_name:
-            return False
-        if self.otel_include_content != other.otel_include_content:
-            return False
-        if self.otel_certificate != other.otel_certificate:
-            return False
-        if self.otel_client_certificate != other.otel_client_certificate:
-            return False
-        if self.otel_client_key != other.otel_client_key:
-            return False
-        if self.otel_from_environment != other.otel_from_environment:
-            return False
-        return True
-
-class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return PlanHostOptions(
-            approval_ttl_ms=_UniffiFfiConverterOptionalInt64.read(buf),
-            markdown_limit_bytes=_UniffiFfiConverterOptionalUInt64.read(buf),
-            sandbox_helper=_UniffiFfiConverterOptionalString.read(buf),
-            scratch_root=_UniffiFfiConverterOptionalString.read(buf),
-            command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
-            command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
-            command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
-            max_running_commands=_UniffiFfiConverterOptionalUInt32.read(buf),
-            network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
-            auto_without_sandbox=_UniffiFfiConverterOptionalBoolean.read(buf),
-            skip_namespaces=_UniffiFfiConverterOptionalBoolean.read(buf),
-            protected_paths=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
-            web_address=_UniffiFfiConverterOptionalString.read(buf),
-            web_allow_any_address=_UniffiFfiConverterOptionalBoolean.read(buf),
-            notifier=_UniffiFfiConverterOptionalString.read(buf),
-            otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
-            otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
-            otel_headers=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
-            otel_include_content=_UniffiFfiConverterOptionalBoolean.read(buf),
-            otel_certificate=_UniffiFfiConverterOptionalString.read(buf),
-            otel_client_certificate=_UniffiFfiConverterOptionalString.read(buf),
-            otel_client_key=_UniffiFfiConverterOptionalString.read(buf),
-            otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterOptionalInt64.check_lower(value.approval_ttl_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.markdown_limit_bytes)
-        _UniffiFfiConverterOptionalString.check_lower(value.sandbox_helper)
-        _UniffiFfiConverterOptionalString.check_lower(value.scratch_root)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
-        _UniffiFfiConverterOptionalUInt32.check_lower(value.max_running_commands)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.auto_without_sandbox)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.skip_namespaces)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.protected_paths)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
-        _UniffiFfiConverterOptionalString.check_lower(value.web_address)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.web_allow_any_address)
-        _UniffiFfiConverterOptionalString.check_lower(value.notifier)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.otel_headers)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_include_content)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_certificate)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_certificate)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_key)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterOptionalInt64.write(value.approval_ttl_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.markdown_limit_bytes, buf)
-        _UniffiFfiConverterOptionalString.write(value.sandbox_helper, buf)
-        _UniffiFfiConverterOptionalString.write(value.scratch_root, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
-        _UniffiFfiConverterOptionalUInt32.write(value.max_running_commands, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.auto_without_sandbox, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.skip_namespaces, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.protected_paths, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
-        _UniffiFfiConverterOptionalString.write(value.web_address, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.web_allow_any_address, buf)
-        _UniffiFfiConverterOptionalString.write(value.notifier, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.otel_headers, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.otel_include_content, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_certificate, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_client_certificate, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_client_key, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
 
 @dataclass
 class SandboxInfo:
@@ -5419,7 +5506,7 @@ class PlanHostProtocol(typing.Protocol):
         the response text, or `None` for a client notification.
 """
         raise NotImplementedError
-    def list_approvals(self, query: ApprovalQuery) -> typing.List[PlanApproval]:
+    def list_approvals(self, filter: ApprovalFilter) -> typing.List[PlanApproval]:
         """
         Approvals, newest first.
 """
@@ -5491,7 +5578,7 @@ class PlanHost(PlanHostProtocol):
 """
     
     _handle: ctypes.c_uint64
-    def __init__(self, db_path: str,options: PlanHostOptions):
+    def __init__(self, db_path: str,config: HostConfig):
         """
         Opens the database (created if missing, migrated from v8 if needed),
         takes the single-host lock, runs the startup fence and starts the
@@ -5500,10 +5587,10 @@ class PlanHost(PlanHostProtocol):
         
         _UniffiFfiConverterString.check_lower(db_path)
 
-        _UniffiFfiConverterTypePlanHostOptions.check_lower(options)
+        _UniffiFfiConverterTypeHostConfig.check_lower(config)
         _uniffi_lowered_args = (
             _UniffiFfiConverterString.lower(db_path),
-            _UniffiFfiConverterTypePlanHostOptions.lower(options),
+            _UniffiFfiConverterTypeHostConfig.lower(config),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypePlanHost.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
@@ -5843,15 +5930,15 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def list_approvals(self, query: ApprovalQuery) -> typing.List[PlanApproval]:
+    def list_approvals(self, filter: ApprovalFilter) -> typing.List[PlanApproval]:
         """
         Approvals, newest first.
 """
         
-        _UniffiFfiConverterTypeApprovalQuery.check_lower(query)
+        _UniffiFfiConverterTypeApprovalFilter.check_lower(filter)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeApprovalQuery.lower(query),
+            _UniffiFfiConverterTypeApprovalFilter.lower(filter),
         )
         _uniffi_lift_return = _UniffiFfiConverterSequenceTypePlanApproval.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
@@ -6148,7 +6235,7 @@ __all__ = [
     "PlanError",
     "PlanEvent",
     "ActiveTurn",
-    "ApprovalQuery",
+    "ApprovalFilter",
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
@@ -6157,9 +6244,9 @@ __all__ = [
     "PlanApproval",
     "Session",
     "Decision",
+    "HostConfig",
     "OrphanArtifact",
     "PlanDiff",
-    "PlanHostOptions",
     "SandboxInfo",
     "SessionConfig",
     "ShellInfo",

@@ -916,7 +916,7 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     /**
      * Approvals, newest first.
      */
-    func listApprovals(query: ApprovalQuery) throws  -> [PlanApproval]
+    func listApprovals(filter: ApprovalFilter) throws  -> [PlanApproval]
     
     /**
      * The shell catalog.
@@ -1026,13 +1026,13 @@ open class PlanHost: PlanHostProtocol, @unchecked Sendable {
      * takes the single-host lock, runs the startup fence and starts the
      * expiry timer.
      */
-public convenience init(dbPath: String, options: PlanHostOptions)throws  {
+public convenience init(dbPath: String, config: HostConfig)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_constructor_planhost_new(
         FfiConverterString.lower(dbPath),
-        FfiConverterTypePlanHostOptions_lower(options),uniffiCallStatus
+        FfiConverterTypeHostConfig_lower(config),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -1265,12 +1265,12 @@ open func handleJson(request: String) -> String?  {
     /**
      * Approvals, newest first.
      */
-open func listApprovals(query: ApprovalQuery)throws  -> [PlanApproval]  {
+open func listApprovals(filter: ApprovalFilter)throws  -> [PlanApproval]  {
     return try  FfiConverterSequenceTypePlanApproval.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planhost_list_approvals(
             self.uniffiCloneHandle(),
-        FfiConverterTypeApprovalQuery_lower(query),uniffiCallStatus
+        FfiConverterTypeApprovalFilter_lower(filter),uniffiCallStatus
     )
 })
 }
@@ -1566,15 +1566,15 @@ public func FfiConverterTypeActiveTurn_lower(_ value: ActiveTurn) -> RustBuffer 
 
 
 /**
- * Filters for `list_approvals`; all optional.
+ * `plan/list` params: every filter optional.
  */
-public struct ApprovalQuery: Equatable, Hashable {
+public struct ApprovalFilter: Equatable, Hashable {
     /**
-     * Only this session.
+     * Only this session's approvals.
      */
-    public var sessionId: String?
+    public var sessionId: SessionId?
     /**
-     * Only this status.
+     * Only approvals with this status.
      */
     public var status: ApprovalStatus?
     /**
@@ -1586,10 +1586,10 @@ public struct ApprovalQuery: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Only this session.
-         */sessionId: String? = nil, 
+         * Only this session's approvals.
+         */sessionId: SessionId? = nil, 
         /**
-         * Only this status.
+         * Only approvals with this status.
          */status: ApprovalStatus? = nil, 
         /**
          * At most this many.
@@ -1605,24 +1605,24 @@ public struct ApprovalQuery: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension ApprovalQuery: Sendable {}
+extension ApprovalFilter: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeApprovalQuery: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ApprovalQuery {
+public struct FfiConverterTypeApprovalFilter: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ApprovalFilter {
         return
-            try ApprovalQuery(
-                sessionId: FfiConverterOptionString.read(from: &buf), 
+            try ApprovalFilter(
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf), 
                 status: FfiConverterOptionTypeApprovalStatus.read(from: &buf), 
                 limit: FfiConverterOptionUInt32.read(from: &buf)
         )
     }
 
-    public static func write(_ value: ApprovalQuery, into buf: inout [UInt8]) {
-        FfiConverterOptionString.write(value.sessionId, into: &buf)
+    public static func write(_ value: ApprovalFilter, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterOptionTypeApprovalStatus.write(value.status, into: &buf)
         FfiConverterOptionUInt32.write(value.limit, into: &buf)
     }
@@ -1632,15 +1632,15 @@ public struct FfiConverterTypeApprovalQuery: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeApprovalQuery_lift(_ buf: RustBuffer) throws -> ApprovalQuery {
-    return try FfiConverterTypeApprovalQuery.lift(buf)
+public func FfiConverterTypeApprovalFilter_lift(_ buf: RustBuffer) throws -> ApprovalFilter {
+    return try FfiConverterTypeApprovalFilter.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeApprovalQuery_lower(_ value: ApprovalQuery) -> RustBuffer {
-    return FfiConverterTypeApprovalQuery.lower(value)
+public func FfiConverterTypeApprovalFilter_lower(_ value: ApprovalFilter) -> RustBuffer {
+    return FfiConverterTypeApprovalFilter.lower(value)
 }
 
 
@@ -2249,6 +2249,429 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
+ * A host's settings as plain data, the same through every
+ * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+ * file in camelCase). Every field is optional: absent (or
+ * `false`, or empty) is the host's default. Turned into
+ * [`HostOptions`](crate::HostOptions) by
+ * [`HostConfig::options`](crate::HostConfig::options), which
+ * refuses an out-of-range value with `INVALID_PARAMS`.
+ */
+public struct HostConfig: Equatable, Hashable {
+    /**
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+     * 30 minutes when absent.
+     */
+    public var approvalTtlMs: Int64?
+    /**
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864
+     * (64 MiB); 8 MiB when absent.
+     */
+    public var markdownLimitBytes: UInt64?
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`, or a
+     * binary that acts as it), an absolute path; absent: the one
+     * bundled next to the executable.
+     */
+    public var sandboxHelper: PathBuf?
+    /**
+     * Where each command's scratch directory is made: a private
+     * directory (0700) of this user, outside every workspace,
+     * reached without a symlink; one that is not is refused and
+     * no command runs. Absent: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
+     */
+    public var scratchRoot: PathBuf?
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may
+     * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+     * the sandbox's namespaces it is a private tmpfs (memory) of
+     * this size; without them an ordinary directory, not capped.
+     */
+    public var scratchSizeMb: UInt64?
+    /**
+     * The timeout of a command whose input names none, in
+     * milliseconds: 1 to the maximum; 120000 (or the maximum
+     * when that is smaller) when absent.
+     */
+    public var commandTimeoutMs: UInt64?
+    /**
+     * The largest timeout a command may ask for, in
+     * milliseconds: at least 1; 600000 when absent.
+     */
+    public var commandMaxTimeoutMs: UInt64?
+    /**
+     * Output kept and streamed per command (both streams), in
+     * bytes; 1 MiB when absent.
+     */
+    public var commandOutputCap: UInt64?
+    /**
+     * How many commands of one session may run at once: at
+     * least 1; 4 when absent.
+     */
+    public var maxRunningCommands: UInt64?
+    /**
+     * Whether Agent commands (`auto`, and confirmed ones) may
+     * use the network.
+     */
+    public var networkInAuto: Bool
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent
+     * commands (`auto`, and confirmed ones under ask and
+     * accept-edits) run unconfined instead of failing with
+     * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+     */
+    public var autoWithoutSandbox: Bool
+    /**
+     * Whether the sandbox skips its namespaces even where the
+     * kernel allows them (as a kernel without them would): Plan
+     * Bash still runs, the database and terminals are no longer
+     * hidden from it, and Agent commands fail with
+     * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    public var skipNamespaces: Bool
+    /**
+     * More paths kept read-only under Agent `auto`, besides
+     * `.git`, `.pi`, the database with its side files and the
+     * helper.
+     */
+    public var protectedPaths: [PathBuf]
+    /**
+     * A command does not inherit the host's environment
+     * variables whose names contain one of these
+     * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+     * `PASSWORD`; an empty list keeps every variable.
+     */
+    public var secretEnvMarkers: [String]?
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP
+     * on this address and port, e.g. `127.0.0.1:0` (port 0
+     * picks a free port); no web server when absent. An address
+     * that is not loopback is `INVALID_PARAMS` unless
+     * `web_allow_any_address`.
+     */
+    public var webAddress: String?
+    /**
+     * Lets `web_address` name an address that is not loopback:
+     * anyone who can reach it and sees a card's URL can decide.
+     */
+    public var webAllowAnyAddress: Bool
+    /**
+     * The person's notifier: a command line run through
+     * `/bin/sh -c` once each time a plan becomes pending, with
+     * the approval as JSON on its stdin (a `PendingPlanNotice`,
+     * the card URL in it when `web_address` is set), its output
+     * discarded and killed after 30 s. Empty, or with a NUL
+     * byte: `INVALID_PARAMS`.
+     */
+    public var notifier: String?
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`). Without it, export is on
+     * only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    public var otelLogsEndpoint: String?
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    public var otelProtocol: String?
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    public var otelHeaders: [String]
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    public var otelServiceName: String?
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    public var otelIncludeContent: Bool
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    public var otelCertificate: PathBuf?
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    public var otelClientCertificate: PathBuf?
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `otel_client_certificate`.
+     */
+    public var otelClientKey: PathBuf?
+    /**
+     * Whether the standard `OTEL_*` variables of the process
+     * are read (as OpenTelemetry SDKs do); true when absent.
+     */
+    public var otelFromEnvironment: Bool?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+         * 30 minutes when absent.
+         */approvalTtlMs: Int64? = nil, 
+        /**
+         * Largest SubmitPlan markdown in bytes: 1 to 67108864
+         * (64 MiB); 8 MiB when absent.
+         */markdownLimitBytes: UInt64? = nil, 
+        /**
+         * The command sandbox helper (`plan-exec-sandbox`, or a
+         * binary that acts as it), an absolute path; absent: the one
+         * bundled next to the executable.
+         */sandboxHelper: PathBuf? = nil, 
+        /**
+         * Where each command's scratch directory is made: a private
+         * directory (0700) of this user, outside every workspace,
+         * reached without a symlink; one that is not is refused and
+         * no command runs. Absent: one per database under
+         * `$XDG_RUNTIME_DIR` or the temporary directory.
+         */scratchRoot: PathBuf? = nil, 
+        /**
+         * How much a command's scratch directory (`TMPDIR`) may
+         * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+         * the sandbox's namespaces it is a private tmpfs (memory) of
+         * this size; without them an ordinary directory, not capped.
+         */scratchSizeMb: UInt64? = nil, 
+        /**
+         * The timeout of a command whose input names none, in
+         * milliseconds: 1 to the maximum; 120000 (or the maximum
+         * when that is smaller) when absent.
+         */commandTimeoutMs: UInt64? = nil, 
+        /**
+         * The largest timeout a command may ask for, in
+         * milliseconds: at least 1; 600000 when absent.
+         */commandMaxTimeoutMs: UInt64? = nil, 
+        /**
+         * Output kept and streamed per command (both streams), in
+         * bytes; 1 MiB when absent.
+         */commandOutputCap: UInt64? = nil, 
+        /**
+         * How many commands of one session may run at once: at
+         * least 1; 4 when absent.
+         */maxRunningCommands: UInt64? = nil, 
+        /**
+         * Whether Agent commands (`auto`, and confirmed ones) may
+         * use the network.
+         */networkInAuto: Bool = false, 
+        /**
+         * Where the kernel sandbox is unavailable, whether Agent
+         * commands (`auto`, and confirmed ones under ask and
+         * accept-edits) run unconfined instead of failing with
+         * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+         */autoWithoutSandbox: Bool = false, 
+        /**
+         * Whether the sandbox skips its namespaces even where the
+         * kernel allows them (as a kernel without them would): Plan
+         * Bash still runs, the database and terminals are no longer
+         * hidden from it, and Agent commands fail with
+         * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+         */skipNamespaces: Bool = false, 
+        /**
+         * More paths kept read-only under Agent `auto`, besides
+         * `.git`, `.pi`, the database with its side files and the
+         * helper.
+         */protectedPaths: [PathBuf] = [], 
+        /**
+         * A command does not inherit the host's environment
+         * variables whose names contain one of these
+         * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+         * `PASSWORD`; an empty list keeps every variable.
+         */secretEnvMarkers: [String]? = nil, 
+        /**
+         * Serves approval cards (`<plan-approval-card>`) over HTTP
+         * on this address and port, e.g. `127.0.0.1:0` (port 0
+         * picks a free port); no web server when absent. An address
+         * that is not loopback is `INVALID_PARAMS` unless
+         * `web_allow_any_address`.
+         */webAddress: String? = nil, 
+        /**
+         * Lets `web_address` name an address that is not loopback:
+         * anyone who can reach it and sees a card's URL can decide.
+         */webAllowAnyAddress: Bool = false, 
+        /**
+         * The person's notifier: a command line run through
+         * `/bin/sh -c` once each time a plan becomes pending, with
+         * the approval as JSON on its stdin (a `PendingPlanNotice`,
+         * the card URL in it when `web_address` is set), its output
+         * discarded and killed after 30 s. Empty, or with a NUL
+         * byte: `INVALID_PARAMS`.
+         */notifier: String? = nil, 
+        /**
+         * Exports the audit as OpenTelemetry log records
+         * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+         * `https://` URL (`.../v1/logs`). Without it, export is on
+         * only when `otel_from_environment` allows the standard
+         * variables and `OTEL_LOGS_EXPORTER=otlp`.
+         */otelLogsEndpoint: String? = nil, 
+        /**
+         * `http/protobuf` (the default) or `http/json`.
+         */otelProtocol: String? = nil, 
+        /**
+         * Request headers for the collector, each `KEY=VALUE`.
+         */otelHeaders: [String] = [], 
+        /**
+         * The resource's `service.name` (default
+         * `plan-checkpoint`).
+         */otelServiceName: String? = nil, 
+        /**
+         * Also exports the plan text, plan titles, questions and
+         * command text (their SHA-256 always is; they may be
+         * confidential).
+         */otelIncludeContent: Bool = false, 
+        /**
+         * A PEM file of the CA certificates trusted for an
+         * `https://` collector, instead of the platform's roots (as
+         * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+         */otelCertificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate for a collector that
+         * requires one (mTLS, as
+         * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+         * `otel_client_key`.
+         */otelClientCertificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate's private key (as
+         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+         * `otel_client_certificate`.
+         */otelClientKey: PathBuf? = nil, 
+        /**
+         * Whether the standard `OTEL_*` variables of the process
+         * are read (as OpenTelemetry SDKs do); true when absent.
+         */otelFromEnvironment: Bool? = nil) {
+        self.approvalTtlMs = approvalTtlMs
+        self.markdownLimitBytes = markdownLimitBytes
+        self.sandboxHelper = sandboxHelper
+        self.scratchRoot = scratchRoot
+        self.scratchSizeMb = scratchSizeMb
+        self.commandTimeoutMs = commandTimeoutMs
+        self.commandMaxTimeoutMs = commandMaxTimeoutMs
+        self.commandOutputCap = commandOutputCap
+        self.maxRunningCommands = maxRunningCommands
+        self.networkInAuto = networkInAuto
+        self.autoWithoutSandbox = autoWithoutSandbox
+        self.skipNamespaces = skipNamespaces
+        self.protectedPaths = protectedPaths
+        self.secretEnvMarkers = secretEnvMarkers
+        self.webAddress = webAddress
+        self.webAllowAnyAddress = webAllowAnyAddress
+        self.notifier = notifier
+        self.otelLogsEndpoint = otelLogsEndpoint
+        self.otelProtocol = otelProtocol
+        self.otelHeaders = otelHeaders
+        self.otelServiceName = otelServiceName
+        self.otelIncludeContent = otelIncludeContent
+        self.otelCertificate = otelCertificate
+        self.otelClientCertificate = otelClientCertificate
+        self.otelClientKey = otelClientKey
+        self.otelFromEnvironment = otelFromEnvironment
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension HostConfig: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HostConfig {
+        return
+            try HostConfig(
+                approvalTtlMs: FfiConverterOptionInt64.read(from: &buf), 
+                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf), 
+                sandboxHelper: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                scratchRoot: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
+                commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
+                maxRunningCommands: FfiConverterOptionUInt64.read(from: &buf), 
+                networkInAuto: FfiConverterBool.read(from: &buf), 
+                autoWithoutSandbox: FfiConverterBool.read(from: &buf), 
+                skipNamespaces: FfiConverterBool.read(from: &buf), 
+                protectedPaths: FfiConverterSequenceTypePathBuf.read(from: &buf), 
+                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
+                webAddress: FfiConverterOptionString.read(from: &buf), 
+                webAllowAnyAddress: FfiConverterBool.read(from: &buf), 
+                notifier: FfiConverterOptionString.read(from: &buf), 
+                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
+                otelProtocol: FfiConverterOptionString.read(from: &buf), 
+                otelHeaders: FfiConverterSequenceString.read(from: &buf), 
+                otelServiceName: FfiConverterOptionString.read(from: &buf), 
+                otelIncludeContent: FfiConverterBool.read(from: &buf), 
+                otelCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelClientCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelClientKey: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: HostConfig, into buf: inout [UInt8]) {
+        FfiConverterOptionInt64.write(value.approvalTtlMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.markdownLimitBytes, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.sandboxHelper, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.scratchRoot, into: &buf)
+        FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
+        FfiConverterOptionUInt64.write(value.maxRunningCommands, into: &buf)
+        FfiConverterBool.write(value.networkInAuto, into: &buf)
+        FfiConverterBool.write(value.autoWithoutSandbox, into: &buf)
+        FfiConverterBool.write(value.skipNamespaces, into: &buf)
+        FfiConverterSequenceTypePathBuf.write(value.protectedPaths, into: &buf)
+        FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
+        FfiConverterOptionString.write(value.webAddress, into: &buf)
+        FfiConverterBool.write(value.webAllowAnyAddress, into: &buf)
+        FfiConverterOptionString.write(value.notifier, into: &buf)
+        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
+        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
+        FfiConverterSequenceString.write(value.otelHeaders, into: &buf)
+        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
+        FfiConverterBool.write(value.otelIncludeContent, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelCertificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelClientCertificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelClientKey, into: &buf)
+        FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostConfig_lift(_ buf: RustBuffer) throws -> HostConfig {
+    return try FfiConverterTypeHostConfig.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostConfig_lower(_ value: HostConfig) -> RustBuffer {
+    return FfiConverterTypeHostConfig.lower(value)
+}
+
+
+/**
  * A file under `<root>/.pi/plan/` that no row of that workspace records.
  */
 public struct OrphanArtifact: Equatable, Hashable {
@@ -2594,398 +3017,6 @@ public func FfiConverterTypePlanDiff_lift(_ buf: RustBuffer) throws -> PlanDiff 
 #endif
 public func FfiConverterTypePlanDiff_lower(_ value: PlanDiff) -> RustBuffer {
     return FfiConverterTypePlanDiff.lower(value)
-}
-
-
-/**
- * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
- * helper next to the executable or on `PATH`, 120 s default and 600 s
- * maximum timeout, 1 MiB output cap, 4 running per session, no network
- * for Agent `auto`).
- */
-public struct PlanHostOptions: Equatable, Hashable {
-    /**
-     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-     * minutes when absent. Anything else is `INVALID_PARAMS`.
-     */
-    public var approvalTtlMs: Int64?
-    /**
-     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-     * when absent.
-     */
-    public var markdownLimitBytes: UInt64?
-    /**
-     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-     * example in its bundle or its native library directory.
-     */
-    public var sandboxHelper: String?
-    /**
-     * Where each command's scratch directory is made: a private directory
-     * (0700) of this user, outside every workspace, reached without a
-     * symlink; one that is not is refused and no command runs (the reason
-     * is in `sandbox_info`). Default: one per database under
-     * `$XDG_RUNTIME_DIR` or the temporary directory.
-     */
-    public var scratchRoot: String?
-    /**
-     * Default command timeout in milliseconds.
-     */
-    public var commandTimeoutMs: UInt64?
-    /**
-     * Largest command timeout in milliseconds.
-     */
-    public var commandMaxTimeoutMs: UInt64?
-    /**
-     * Retained output per command, in bytes.
-     */
-    public var commandOutputCap: UInt64?
-    /**
-     * Running commands per session.
-     */
-    public var maxRunningCommands: UInt32?
-    /**
-     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-     */
-    public var networkInAuto: Bool?
-    /**
-     * Where the kernel sandbox is unavailable, whether Agent commands
-     * (`auto`, and confirmed ones under ask and accept-edits) run
-     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-     * commands never do).
-     */
-    public var autoWithoutSandbox: Bool?
-    /**
-     * Whether the sandbox skips its namespaces even where the kernel allows
-     * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent
-     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-     */
-    public var skipNamespaces: Bool?
-    /**
-     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-     * the database with its side files and the helper.
-     */
-    public var protectedPaths: [String]?
-    /**
-     * A command does not inherit the host's environment variables whose
-     * names contain one of these (case-insensitive). Default: `KEY`,
-     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-     */
-    public var secretEnvMarkers: [String]?
-    /**
-     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-     * directory is a private tmpfs (memory) of this size; without them it
-     * is an ordinary directory and not capped.
-     */
-    public var scratchSizeMb: UInt64?
-    /**
-     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-     * no web server when absent. An address that is not loopback is
-     * `INVALID_PARAMS` unless `web_allow_any_address`.
-     */
-    public var webAddress: String?
-    /**
-     * Lets `web_address` name an address that is not loopback: anyone who
-     * can reach it and sees a card's URL can decide.
-     */
-    public var webAllowAnyAddress: Bool?
-    /**
-     * The person's notifier: a command line run through `/bin/sh -c` once
-     * each time a plan becomes pending, with the approval as JSON on its
-     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-     * is set), its output discarded and killed after 30 s. None by
-     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-     */
-    public var notifier: String?
-    /**
-     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-     * https verifies the collector's certificate). Without it,
-     * export is on only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-     */
-    public var otelLogsEndpoint: String?
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    public var otelProtocol: String?
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    public var otelHeaders: [String]?
-    /**
-     * The resource's `service.name` (default `plan-checkpoint`).
-     */
-    public var otelServiceName: String?
-    /**
-     * Also exports the plan text, plan titles, questions and command text
-     * (their SHA-256 always is; they may be confidential).
-     */
-    public var otelIncludeContent: Bool?
-    /**
-     * A PEM file of the CA certificates trusted for an `https://`
-     * collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-     * holds no certificate: `INVALID_PARAMS`.
-     */
-    public var otelCertificate: String?
-    /**
-     * A PEM file of the client certificate for a collector that requires
-     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    public var otelClientCertificate: String?
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-     */
-    public var otelClientKey: String?
-    /**
-     * Whether the standard `OTEL_*` variables of the process are read
-     * (as OpenTelemetry SDKs do); true when absent.
-     */
-    public var otelFromEnvironment: Bool?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-         * minutes when absent. Anything else is `INVALID_PARAMS`.
-         */approvalTtlMs: Int64? = nil, 
-        /**
-         * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-         * when absent.
-         */markdownLimitBytes: UInt64? = nil, 
-        /**
-         * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-         * example in its bundle or its native library directory.
-         */sandboxHelper: String? = nil, 
-        /**
-         * Where each command's scratch directory is made: a private directory
-         * (0700) of this user, outside every workspace, reached without a
-         * symlink; one that is not is refused and no command runs (the reason
-         * is in `sandbox_info`). Default: one per database under
-         * `$XDG_RUNTIME_DIR` or the temporary directory.
-         */scratchRoot: String? = nil, 
-        /**
-         * Default command timeout in milliseconds.
-         */commandTimeoutMs: UInt64? = nil, 
-        /**
-         * Largest command timeout in milliseconds.
-         */commandMaxTimeoutMs: UInt64? = nil, 
-        /**
-         * Retained output per command, in bytes.
-         */commandOutputCap: UInt64? = nil, 
-        /**
-         * Running commands per session.
-         */maxRunningCommands: UInt32? = nil, 
-        /**
-         * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-         */networkInAuto: Bool? = nil, 
-        /**
-         * Where the kernel sandbox is unavailable, whether Agent commands
-         * (`auto`, and confirmed ones under ask and accept-edits) run
-         * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-         * commands never do).
-         */autoWithoutSandbox: Bool? = nil, 
-        /**
-         * Whether the sandbox skips its namespaces even where the kernel allows
-         * them (as a kernel without them would): Plan Bash still runs, the
-         * database and terminals are no longer hidden from it, and Agent
-         * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-         */skipNamespaces: Bool? = nil, 
-        /**
-         * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-         * the database with its side files and the helper.
-         */protectedPaths: [String]? = nil, 
-        /**
-         * A command does not inherit the host's environment variables whose
-         * names contain one of these (case-insensitive). Default: `KEY`,
-         * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-         */secretEnvMarkers: [String]? = nil, 
-        /**
-         * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-         * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-         * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-         * directory is a private tmpfs (memory) of this size; without them it
-         * is an ordinary directory and not capped.
-         */scratchSizeMb: UInt64? = nil, 
-        /**
-         * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-         * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-         * no web server when absent. An address that is not loopback is
-         * `INVALID_PARAMS` unless `web_allow_any_address`.
-         */webAddress: String? = nil, 
-        /**
-         * Lets `web_address` name an address that is not loopback: anyone who
-         * can reach it and sees a card's URL can decide.
-         */webAllowAnyAddress: Bool? = nil, 
-        /**
-         * The person's notifier: a command line run through `/bin/sh -c` once
-         * each time a plan becomes pending, with the approval as JSON on its
-         * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-         * is set), its output discarded and killed after 30 s. None by
-         * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-         */notifier: String? = nil, 
-        /**
-         * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-         * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-         * https verifies the collector's certificate). Without it,
-         * export is on only when `otel_from_environment` allows the standard
-         * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-         */otelLogsEndpoint: String? = nil, 
-        /**
-         * `http/protobuf` (the default) or `http/json`.
-         */otelProtocol: String? = nil, 
-        /**
-         * Request headers for the collector, each `KEY=VALUE`.
-         */otelHeaders: [String]? = nil, 
-        /**
-         * The resource's `service.name` (default `plan-checkpoint`).
-         */otelServiceName: String? = nil, 
-        /**
-         * Also exports the plan text, plan titles, questions and command text
-         * (their SHA-256 always is; they may be confidential).
-         */otelIncludeContent: Bool? = nil, 
-        /**
-         * A PEM file of the CA certificates trusted for an `https://`
-         * collector, instead of the platform's roots (as
-         * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-         * holds no certificate: `INVALID_PARAMS`.
-         */otelCertificate: String? = nil, 
-        /**
-         * A PEM file of the client certificate for a collector that requires
-         * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-         * `otel_client_key`.
-         */otelClientCertificate: String? = nil, 
-        /**
-         * A PEM file of the client certificate's private key (as
-         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-         */otelClientKey: String? = nil, 
-        /**
-         * Whether the standard `OTEL_*` variables of the process are read
-         * (as OpenTelemetry SDKs do); true when absent.
-         */otelFromEnvironment: Bool? = nil) {
-        self.approvalTtlMs = approvalTtlMs
-        self.markdownLimitBytes = markdownLimitBytes
-        self.sandboxHelper = sandboxHelper
-        self.scratchRoot = scratchRoot
-        self.commandTimeoutMs = commandTimeoutMs
-        self.commandMaxTimeoutMs = commandMaxTimeoutMs
-        self.commandOutputCap = commandOutputCap
-        self.maxRunningCommands = maxRunningCommands
-        self.networkInAuto = networkInAuto
-        self.autoWithoutSandbox = autoWithoutSandbox
-        self.skipNamespaces = skipNamespaces
-        self.protectedPaths = protectedPaths
-        self.secretEnvMarkers = secretEnvMarkers
-        self.scratchSizeMb = scratchSizeMb
-        self.webAddress = webAddress
-        self.webAllowAnyAddress = webAllowAnyAddress
-        self.notifier = notifier
-        self.otelLogsEndpoint = otelLogsEndpoint
-        self.otelProtocol = otelProtocol
-        self.otelHeaders = otelHeaders
-        self.otelServiceName = otelServiceName
-        self.otelIncludeContent = otelIncludeContent
-        self.otelCertificate = otelCertificate
-        self.otelClientCertificate = otelClientCertificate
-        self.otelClientKey = otelClientKey
-        self.otelFromEnvironment = otelFromEnvironment
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension PlanHostOptions: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanHostOptions {
-        return
-            try PlanHostOptions(
-                approvalTtlMs: FfiConverterOptionInt64.read(from: &buf), 
-                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf), 
-                sandboxHelper: FfiConverterOptionString.read(from: &buf), 
-                scratchRoot: FfiConverterOptionString.read(from: &buf), 
-                commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
-                commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
-                commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
-                maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
-                networkInAuto: FfiConverterOptionBool.read(from: &buf), 
-                autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf), 
-                skipNamespaces: FfiConverterOptionBool.read(from: &buf), 
-                protectedPaths: FfiConverterOptionSequenceString.read(from: &buf), 
-                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
-                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
-                webAddress: FfiConverterOptionString.read(from: &buf), 
-                webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf), 
-                notifier: FfiConverterOptionString.read(from: &buf), 
-                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
-                otelProtocol: FfiConverterOptionString.read(from: &buf), 
-                otelHeaders: FfiConverterOptionSequenceString.read(from: &buf), 
-                otelServiceName: FfiConverterOptionString.read(from: &buf), 
-                otelIncludeContent: FfiConverterOptionBool.read(from: &buf), 
-                otelCertificate: FfiConverterOptionString.read(from: &buf), 
-                otelClientCertificate: FfiConverterOptionString.read(from: &buf), 
-                otelClientKey: FfiConverterOptionString.read(from: &buf), 
-                otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: PlanHostOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionInt64.write(value.approvalTtlMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.markdownLimitBytes, into: &buf)
-        FfiConverterOptionString.write(value.sandboxHelper, into: &buf)
-        FfiConverterOptionString.write(value.scratchRoot, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
-        FfiConverterOptionUInt32.write(value.maxRunningCommands, into: &buf)
-        FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
-        FfiConverterOptionBool.write(value.autoWithoutSandbox, into: &buf)
-        FfiConverterOptionBool.write(value.skipNamespaces, into: &buf)
-        FfiConverterOptionSequenceString.write(value.protectedPaths, into: &buf)
-        FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
-        FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
-        FfiConverterOptionString.write(value.webAddress, into: &buf)
-        FfiConverterOptionBool.write(value.webAllowAnyAddress, into: &buf)
-        FfiConverterOptionString.write(value.notifier, into: &buf)
-        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
-        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
-        FfiConverterOptionSequenceString.write(value.otelHeaders, into: &buf)
-        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
-        FfiConverterOptionBool.write(value.otelIncludeContent, into: &buf)
-        FfiConverterOptionString.write(value.otelCertificate, into: &buf)
-        FfiConverterOptionString.write(value.otelClientCertificate, into: &buf)
-        FfiConverterOptionString.write(value.otelClientKey, into: &buf)
-        FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanHostOptions_lift(_ buf: RustBuffer) throws -> PlanHostOptions {
-    return try FfiConverterTypePlanHostOptions.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanHostOptions_lower(_ value: PlanHostOptions) -> RustBuffer {
-    return FfiConverterTypePlanHostOptions.lower(value)
 }
 
 
@@ -6412,6 +6443,54 @@ fileprivate struct FfiConverterOptionTypeExecutionId: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypePathBuf: FfiConverterRustBuffer {
+    typealias SwiftType = PathBuf?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypePathBuf.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypePathBuf.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSessionId: FfiConverterRustBuffer {
+    typealias SwiftType = SessionId?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSessionId.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSessionId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -6609,6 +6688,31 @@ fileprivate struct FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffe
     }
 }
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypePathBuf: FfiConverterRustBuffer {
+    typealias SwiftType = [PathBuf]
+
+    public static func write(_ value: [PathBuf], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypePathBuf.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PathBuf] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [PathBuf]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypePathBuf.read(from: &buf))
+        }
+        return seq
+    }
+}
+
 
 public typealias ApprovalId = String
 
@@ -6686,6 +6790,46 @@ public func FfiConverterTypeExecutionId_lift(_ value: RustBuffer) throws -> Exec
 #endif
 public func FfiConverterTypeExecutionId_lower(_ value: ExecutionId) -> RustBuffer {
     return FfiConverterTypeExecutionId.lower(value)
+}
+
+
+
+public typealias PathBuf = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePathBuf: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PathBuf {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: PathBuf, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PathBuf {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: PathBuf) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePathBuf_lift(_ value: RustBuffer) throws -> PathBuf {
+    return try FfiConverterTypePathBuf.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePathBuf_lower(_ value: PathBuf) -> RustBuffer {
+    return FfiConverterTypePathBuf.lower(value)
 }
 
 
@@ -6847,7 +6991,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_handle_json() != 53187) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 54744) {
+    if (uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 22546) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_list_shells() != 55169) {
@@ -6883,7 +7027,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_verify() != 30469) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397) {
+    if (uniffi_plan_ffi_checksum_constructor_planhost_new() != 24963) {
         return InitializationResult.apiChecksumMismatch
     }
 

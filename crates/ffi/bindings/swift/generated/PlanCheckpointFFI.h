@@ -291,7 +291,7 @@ void uniffi_plan_ffi_fn_free_planhost(uint64_t handle, RustCallStatus *_Nonnull 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CONSTRUCTOR_PLANHOST_NEW
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_CONSTRUCTOR_PLANHOST_NEW
-uint64_t uniffi_plan_ffi_fn_constructor_planhost_new(RustBuffer db_path, RustBuffer options, RustCallStatus *_Nonnull out_status
+uint64_t uniffi_plan_ffi_fn_constructor_planhost_new(RustBuffer db_path, RustBuffer config, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_ADD_LISTENER
@@ -371,7 +371,7 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_handle_json(uint64_t ptr, RustBuff
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_LIST_APPROVALS
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_LIST_APPROVALS
-RustBuffer uniffi_plan_ffi_fn_method_planhost_list_approvals(uint64_t ptr, RustBuffer query, RustCallStatus *_Nonnull out_status
+RustBuffer uniffi_plan_ffi_fn_method_planhost_list_approvals(uint64_t ptr, RustBuffer filter, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_LIST_SHELLS

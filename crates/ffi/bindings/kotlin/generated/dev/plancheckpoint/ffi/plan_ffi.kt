@@ -790,7 +790,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_plan_ffi_fn_free_planhost(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`config`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_plan_ffi_fn_method_planhost_add_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
@@ -822,7 +822,7 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_handle_json(`ptr`: Long,`request`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_list_approvals(`ptr`: Long,`query`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_list_approvals(`ptr`: Long,`filter`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_list_shells(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1018,7 +1018,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_handle_json() and 0xFFFF) != 53187) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() and 0xFFFF) != 54744) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() and 0xFFFF) != 22546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_list_shells() and 0xFFFF) != 55169) {
@@ -1054,7 +1054,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_verify() and 0xFFFF) != 30469) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_constructor_planhost_new() and 0xFFFF) != 60397) {
+    if ((lib.uniffi_plan_ffi_checksum_constructor_planhost_new() and 0xFFFF) != 24963) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -1937,7 +1937,7 @@ public interface PlanHostInterface {
     /**
      * Approvals, newest first.
      */
-    fun `listApprovals`(`query`: ApprovalQuery): List<PlanApproval>
+    fun `listApprovals`(`filter`: ApprovalFilter): List<PlanApproval>
     
     /**
      * The shell catalog.
@@ -2034,14 +2034,14 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
      * takes the single-host lock, runs the startup fence and starts the
      * expiry timer.
      */
-    constructor(`dbPath`: kotlin.String, `options`: PlanHostOptions) :
+    constructor(`dbPath`: kotlin.String, `config`: HostConfig) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(PlanException) { _status ->
     UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new(
     
         
         FfiConverterString.lower(`dbPath`),
-        FfiConverterTypePlanHostOptions.lower(`options`),_status)
+        FfiConverterTypeHostConfig.lower(`config`),_status)
 }
     )
 
@@ -2410,14 +2410,14 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
     /**
      * Approvals, newest first.
      */
-    @Throws(PlanException::class)override fun `listApprovals`(`query`: ApprovalQuery): List<PlanApproval> {
+    @Throws(PlanException::class)override fun `listApprovals`(`filter`: ApprovalFilter): List<PlanApproval> {
             return FfiConverterSequenceTypePlanApproval.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_approvals(
         it,
         
-        FfiConverterTypeApprovalQuery.lower(`query`),_status)
+        FfiConverterTypeApprovalFilter.lower(`filter`),_status)
 }
     }
     )
@@ -2734,16 +2734,16 @@ public object FfiConverterTypeActiveTurn: FfiConverterRustBuffer<ActiveTurn> {
 
 
 /**
- * Filters for `list_approvals`; all optional.
+ * `plan/list` params: every filter optional.
  */
-data class ApprovalQuery (
+data class ApprovalFilter (
     /**
-     * Only this session.
+     * Only this session's approvals.
      */
-    var `sessionId`: kotlin.String? = null 
+    var `sessionId`: SessionId? = null 
     , 
     /**
-     * Only this status.
+     * Only approvals with this status.
      */
     var `status`: ApprovalStatus? = null 
     , 
@@ -2764,23 +2764,23 @@ data class ApprovalQuery (
 /**
  * @suppress
  */
-public object FfiConverterTypeApprovalQuery: FfiConverterRustBuffer<ApprovalQuery> {
-    override fun read(buf: ByteBuffer): ApprovalQuery {
-        return ApprovalQuery(
-            FfiConverterOptionalString.read(buf),
+public object FfiConverterTypeApprovalFilter: FfiConverterRustBuffer<ApprovalFilter> {
+    override fun read(buf: ByteBuffer): ApprovalFilter {
+        return ApprovalFilter(
+            FfiConverterOptionalTypeSessionId.read(buf),
             FfiConverterOptionalTypeApprovalStatus.read(buf),
             FfiConverterOptionalUInt.read(buf),
         )
     }
 
-    override fun allocationSize(value: ApprovalQuery) = (
-            FfiConverterOptionalString.allocationSize(value.`sessionId`) +
+    override fun allocationSize(value: ApprovalFilter) = (
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterOptionalTypeApprovalStatus.allocationSize(value.`status`) +
             FfiConverterOptionalUInt.allocationSize(value.`limit`)
     )
 
-    override fun write(value: ApprovalQuery, buf: ByteBuffer) {
-            FfiConverterOptionalString.write(value.`sessionId`, buf)
+    override fun write(value: ApprovalFilter, buf: ByteBuffer) {
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterOptionalTypeApprovalStatus.write(value.`status`, buf)
             FfiConverterOptionalUInt.write(value.`limit`, buf)
     }
@@ -3223,6 +3223,305 @@ public object FfiConverterTypeDecision: FfiConverterRustBuffer<Decision> {
 
 
 /**
+ * A host's settings as plain data, the same through every
+ * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+ * file in camelCase). Every field is optional: absent (or
+ * `false`, or empty) is the host's default. Turned into
+ * [`HostOptions`](crate::HostOptions) by
+ * [`HostConfig::options`](crate::HostConfig::options), which
+ * refuses an out-of-range value with `INVALID_PARAMS`.
+ */
+data class HostConfig (
+    /**
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+     * 30 minutes when absent.
+     */
+    var `approvalTtlMs`: kotlin.Long? = null 
+    , 
+    /**
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864
+     * (64 MiB); 8 MiB when absent.
+     */
+    var `markdownLimitBytes`: kotlin.ULong? = null 
+    , 
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`, or a
+     * binary that acts as it), an absolute path; absent: the one
+     * bundled next to the executable.
+     */
+    var `sandboxHelper`: PathBuf? = null 
+    , 
+    /**
+     * Where each command's scratch directory is made: a private
+     * directory (0700) of this user, outside every workspace,
+     * reached without a symlink; one that is not is refused and
+     * no command runs. Absent: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
+     */
+    var `scratchRoot`: PathBuf? = null 
+    , 
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may
+     * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+     * the sandbox's namespaces it is a private tmpfs (memory) of
+     * this size; without them an ordinary directory, not capped.
+     */
+    var `scratchSizeMb`: kotlin.ULong? = null 
+    , 
+    /**
+     * The timeout of a command whose input names none, in
+     * milliseconds: 1 to the maximum; 120000 (or the maximum
+     * when that is smaller) when absent.
+     */
+    var `commandTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * The largest timeout a command may ask for, in
+     * milliseconds: at least 1; 600000 when absent.
+     */
+    var `commandMaxTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * Output kept and streamed per command (both streams), in
+     * bytes; 1 MiB when absent.
+     */
+    var `commandOutputCap`: kotlin.ULong? = null 
+    , 
+    /**
+     * How many commands of one session may run at once: at
+     * least 1; 4 when absent.
+     */
+    var `maxRunningCommands`: kotlin.ULong? = null 
+    , 
+    /**
+     * Whether Agent commands (`auto`, and confirmed ones) may
+     * use the network.
+     */
+    var `networkInAuto`: kotlin.Boolean = false 
+    , 
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent
+     * commands (`auto`, and confirmed ones under ask and
+     * accept-edits) run unconfined instead of failing with
+     * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+     */
+    var `autoWithoutSandbox`: kotlin.Boolean = false 
+    , 
+    /**
+     * Whether the sandbox skips its namespaces even where the
+     * kernel allows them (as a kernel without them would): Plan
+     * Bash still runs, the database and terminals are no longer
+     * hidden from it, and Agent commands fail with
+     * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    var `skipNamespaces`: kotlin.Boolean = false 
+    , 
+    /**
+     * More paths kept read-only under Agent `auto`, besides
+     * `.git`, `.pi`, the database with its side files and the
+     * helper.
+     */
+    var `protectedPaths`: List<PathBuf> = listOf() 
+    , 
+    /**
+     * A command does not inherit the host's environment
+     * variables whose names contain one of these
+     * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+     * `PASSWORD`; an empty list keeps every variable.
+     */
+    var `secretEnvMarkers`: List<kotlin.String>? = null 
+    , 
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP
+     * on this address and port, e.g. `127.0.0.1:0` (port 0
+     * picks a free port); no web server when absent. An address
+     * that is not loopback is `INVALID_PARAMS` unless
+     * `web_allow_any_address`.
+     */
+    var `webAddress`: kotlin.String? = null 
+    , 
+    /**
+     * Lets `web_address` name an address that is not loopback:
+     * anyone who can reach it and sees a card's URL can decide.
+     */
+    var `webAllowAnyAddress`: kotlin.Boolean = false 
+    , 
+    /**
+     * The person's notifier: a command line run through
+     * `/bin/sh -c` once each time a plan becomes pending, with
+     * the approval as JSON on its stdin (a `PendingPlanNotice`,
+     * the card URL in it when `web_address` is set), its output
+     * discarded and killed after 30 s. Empty, or with a NUL
+     * byte: `INVALID_PARAMS`.
+     */
+    var `notifier`: kotlin.String? = null 
+    , 
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`). Without it, export is on
+     * only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    var `otelLogsEndpoint`: kotlin.String? = null 
+    , 
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    var `otelProtocol`: kotlin.String? = null 
+    , 
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    var `otelHeaders`: List<kotlin.String> = listOf() 
+    , 
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    var `otelServiceName`: kotlin.String? = null 
+    , 
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    var `otelIncludeContent`: kotlin.Boolean = false 
+    , 
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    var `otelCertificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    var `otelClientCertificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `otel_client_certificate`.
+     */
+    var `otelClientKey`: PathBuf? = null 
+    , 
+    /**
+     * Whether the standard `OTEL_*` variables of the process
+     * are read (as OpenTelemetry SDKs do); true when absent.
+     */
+    var `otelFromEnvironment`: kotlin.Boolean? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
+    override fun read(buf: ByteBuffer): HostConfig {
+        return HostConfig(
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterSequenceTypePathBuf.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: HostConfig) = (
+            FfiConverterOptionalLong.allocationSize(value.`approvalTtlMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`sandboxHelper`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`scratchRoot`) +
+            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
+            FfiConverterOptionalULong.allocationSize(value.`maxRunningCommands`) +
+            FfiConverterBoolean.allocationSize(value.`networkInAuto`) +
+            FfiConverterBoolean.allocationSize(value.`autoWithoutSandbox`) +
+            FfiConverterBoolean.allocationSize(value.`skipNamespaces`) +
+            FfiConverterSequenceTypePathBuf.allocationSize(value.`protectedPaths`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
+            FfiConverterOptionalString.allocationSize(value.`webAddress`) +
+            FfiConverterBoolean.allocationSize(value.`webAllowAnyAddress`) +
+            FfiConverterOptionalString.allocationSize(value.`notifier`) +
+            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
+            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
+            FfiConverterSequenceString.allocationSize(value.`otelHeaders`) +
+            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
+            FfiConverterBoolean.allocationSize(value.`otelIncludeContent`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelCertificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientCertificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientKey`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
+    )
+
+    override fun write(value: HostConfig, buf: ByteBuffer) {
+            FfiConverterOptionalLong.write(value.`approvalTtlMs`, buf)
+            FfiConverterOptionalULong.write(value.`markdownLimitBytes`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`sandboxHelper`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`scratchRoot`, buf)
+            FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
+            FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
+            FfiConverterOptionalULong.write(value.`maxRunningCommands`, buf)
+            FfiConverterBoolean.write(value.`networkInAuto`, buf)
+            FfiConverterBoolean.write(value.`autoWithoutSandbox`, buf)
+            FfiConverterBoolean.write(value.`skipNamespaces`, buf)
+            FfiConverterSequenceTypePathBuf.write(value.`protectedPaths`, buf)
+            FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
+            FfiConverterOptionalString.write(value.`webAddress`, buf)
+            FfiConverterBoolean.write(value.`webAllowAnyAddress`, buf)
+            FfiConverterOptionalString.write(value.`notifier`, buf)
+            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
+            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
+            FfiConverterSequenceString.write(value.`otelHeaders`, buf)
+            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
+            FfiConverterBoolean.write(value.`otelIncludeContent`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelCertificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelClientCertificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelClientKey`, buf)
+            FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
+    }
+}
+
+
+
+/**
  * A file under `<root>/.pi/plan/` that no row of that workspace records.
  */
 data class OrphanArtifact (
@@ -3471,288 +3770,6 @@ public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
             FfiConverterOptionalTypeApprovalId.write(value.`againstApprovalId`, buf)
             FfiConverterBoolean.write(value.`identical`, buf)
             FfiConverterOptionalString.write(value.`unified`, buf)
-    }
-}
-
-
-
-/**
- * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
- * helper next to the executable or on `PATH`, 120 s default and 600 s
- * maximum timeout, 1 MiB output cap, 4 running per session, no network
- * for Agent `auto`).
- */
-data class PlanHostOptions (
-    /**
-     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-     * minutes when absent. Anything else is `INVALID_PARAMS`.
-     */
-    var `approvalTtlMs`: kotlin.Long? = null 
-    , 
-    /**
-     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-     * when absent.
-     */
-    var `markdownLimitBytes`: kotlin.ULong? = null 
-    , 
-    /**
-     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-     * example in its bundle or its native library directory.
-     */
-    var `sandboxHelper`: kotlin.String? = null 
-    , 
-    /**
-     * Where each command's scratch directory is made: a private directory
-     * (0700) of this user, outside every workspace, reached without a
-     * symlink; one that is not is refused and no command runs (the reason
-     * is in `sandbox_info`). Default: one per database under
-     * `$XDG_RUNTIME_DIR` or the temporary directory.
-     */
-    var `scratchRoot`: kotlin.String? = null 
-    , 
-    /**
-     * Default command timeout in milliseconds.
-     */
-    var `commandTimeoutMs`: kotlin.ULong? = null 
-    , 
-    /**
-     * Largest command timeout in milliseconds.
-     */
-    var `commandMaxTimeoutMs`: kotlin.ULong? = null 
-    , 
-    /**
-     * Retained output per command, in bytes.
-     */
-    var `commandOutputCap`: kotlin.ULong? = null 
-    , 
-    /**
-     * Running commands per session.
-     */
-    var `maxRunningCommands`: kotlin.UInt? = null 
-    , 
-    /**
-     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-     */
-    var `networkInAuto`: kotlin.Boolean? = null 
-    , 
-    /**
-     * Where the kernel sandbox is unavailable, whether Agent commands
-     * (`auto`, and confirmed ones under ask and accept-edits) run
-     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-     * commands never do).
-     */
-    var `autoWithoutSandbox`: kotlin.Boolean? = null 
-    , 
-    /**
-     * Whether the sandbox skips its namespaces even where the kernel allows
-     * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent
-     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-     */
-    var `skipNamespaces`: kotlin.Boolean? = null 
-    , 
-    /**
-     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-     * the database with its side files and the helper.
-     */
-    var `protectedPaths`: List<kotlin.String>? = null 
-    , 
-    /**
-     * A command does not inherit the host's environment variables whose
-     * names contain one of these (case-insensitive). Default: `KEY`,
-     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-     */
-    var `secretEnvMarkers`: List<kotlin.String>? = null 
-    , 
-    /**
-     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-     * directory is a private tmpfs (memory) of this size; without them it
-     * is an ordinary directory and not capped.
-     */
-    var `scratchSizeMb`: kotlin.ULong? = null 
-    , 
-    /**
-     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-     * no web server when absent. An address that is not loopback is
-     * `INVALID_PARAMS` unless `web_allow_any_address`.
-     */
-    var `webAddress`: kotlin.String? = null 
-    , 
-    /**
-     * Lets `web_address` name an address that is not loopback: anyone who
-     * can reach it and sees a card's URL can decide.
-     */
-    var `webAllowAnyAddress`: kotlin.Boolean? = null 
-    , 
-    /**
-     * The person's notifier: a command line run through `/bin/sh -c` once
-     * each time a plan becomes pending, with the approval as JSON on its
-     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-     * is set), its output discarded and killed after 30 s. None by
-     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-     */
-    var `notifier`: kotlin.String? = null 
-    , 
-    /**
-     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-     * https verifies the collector's certificate). Without it,
-     * export is on only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-     */
-    var `otelLogsEndpoint`: kotlin.String? = null 
-    , 
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    var `otelProtocol`: kotlin.String? = null 
-    , 
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    var `otelHeaders`: List<kotlin.String>? = null 
-    , 
-    /**
-     * The resource's `service.name` (default `plan-checkpoint`).
-     */
-    var `otelServiceName`: kotlin.String? = null 
-    , 
-    /**
-     * Also exports the plan text, plan titles, questions and command text
-     * (their SHA-256 always is; they may be confidential).
-     */
-    var `otelIncludeContent`: kotlin.Boolean? = null 
-    , 
-    /**
-     * A PEM file of the CA certificates trusted for an `https://`
-     * collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-     * holds no certificate: `INVALID_PARAMS`.
-     */
-    var `otelCertificate`: kotlin.String? = null 
-    , 
-    /**
-     * A PEM file of the client certificate for a collector that requires
-     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    var `otelClientCertificate`: kotlin.String? = null 
-    , 
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-     */
-    var `otelClientKey`: kotlin.String? = null 
-    , 
-    /**
-     * Whether the standard `OTEL_*` variables of the process are read
-     * (as OpenTelemetry SDKs do); true when absent.
-     */
-    var `otelFromEnvironment`: kotlin.Boolean? = null 
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOptions> {
-    override fun read(buf: ByteBuffer): PlanHostOptions {
-        return PlanHostOptions(
-            FfiConverterOptionalLong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalUInt.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: PlanHostOptions) = (
-            FfiConverterOptionalLong.allocationSize(value.`approvalTtlMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`) +
-            FfiConverterOptionalString.allocationSize(value.`sandboxHelper`) +
-            FfiConverterOptionalString.allocationSize(value.`scratchRoot`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
-            FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`protectedPaths`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
-            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
-            FfiConverterOptionalString.allocationSize(value.`webAddress`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`) +
-            FfiConverterOptionalString.allocationSize(value.`notifier`) +
-            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
-            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`otelHeaders`) +
-            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`otelIncludeContent`) +
-            FfiConverterOptionalString.allocationSize(value.`otelCertificate`) +
-            FfiConverterOptionalString.allocationSize(value.`otelClientCertificate`) +
-            FfiConverterOptionalString.allocationSize(value.`otelClientKey`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
-    )
-
-    override fun write(value: PlanHostOptions, buf: ByteBuffer) {
-            FfiConverterOptionalLong.write(value.`approvalTtlMs`, buf)
-            FfiConverterOptionalULong.write(value.`markdownLimitBytes`, buf)
-            FfiConverterOptionalString.write(value.`sandboxHelper`, buf)
-            FfiConverterOptionalString.write(value.`scratchRoot`, buf)
-            FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
-            FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
-            FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
-            FfiConverterOptionalUInt.write(value.`maxRunningCommands`, buf)
-            FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
-            FfiConverterOptionalBoolean.write(value.`autoWithoutSandbox`, buf)
-            FfiConverterOptionalBoolean.write(value.`skipNamespaces`, buf)
-            FfiConverterOptionalSequenceString.write(value.`protectedPaths`, buf)
-            FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
-            FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
-            FfiConverterOptionalString.write(value.`webAddress`, buf)
-            FfiConverterOptionalBoolean.write(value.`webAllowAnyAddress`, buf)
-            FfiConverterOptionalString.write(value.`notifier`, buf)
-            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
-            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
-            FfiConverterOptionalSequenceString.write(value.`otelHeaders`, buf)
-            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
-            FfiConverterOptionalBoolean.write(value.`otelIncludeContent`, buf)
-            FfiConverterOptionalString.write(value.`otelCertificate`, buf)
-            FfiConverterOptionalString.write(value.`otelClientCertificate`, buf)
-            FfiConverterOptionalString.write(value.`otelClientKey`, buf)
-            FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
     }
 }
 
@@ -6319,6 +6336,70 @@ public object FfiConverterOptionalTypeExecutionId: FfiConverterRustBuffer<Execut
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypePathBuf: FfiConverterRustBuffer<PathBuf?> {
+    override fun read(buf: ByteBuffer): PathBuf? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypePathBuf.read(buf)
+    }
+
+    override fun allocationSize(value: PathBuf?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypePathBuf.allocationSize(value)
+        }
+    }
+
+    override fun write(value: PathBuf?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypePathBuf.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSessionId: FfiConverterRustBuffer<SessionId?> {
+    override fun read(buf: ByteBuffer): SessionId? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSessionId.read(buf)
+    }
+
+    override fun allocationSize(value: SessionId?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSessionId.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SessionId?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSessionId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
     override fun read(buf: ByteBuffer): List<kotlin.String> {
         val len = buf.getInt()
@@ -6539,6 +6620,34 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
 
 
 
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypePathBuf: FfiConverterRustBuffer<List<PathBuf>> {
+    override fun read(buf: ByteBuffer): List<PathBuf> {
+        val len = buf.getInt()
+        return List<PathBuf>(len) {
+            FfiConverterTypePathBuf.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<PathBuf>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypePathBuf.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<PathBuf>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypePathBuf.write(it, buf)
+        }
+    }
+}
+
+
+
 public typealias ApprovalId = kotlin.String
 public typealias FfiConverterTypeApprovalId = FfiConverterString
 
@@ -6546,6 +6655,11 @@ public typealias FfiConverterTypeApprovalId = FfiConverterString
 
 public typealias ExecutionId = kotlin.String
 public typealias FfiConverterTypeExecutionId = FfiConverterString
+
+
+
+public typealias PathBuf = kotlin.String
+public typealias FfiConverterTypePathBuf = FfiConverterString
 
 
 
