@@ -4,16 +4,18 @@
 //! `ToolCallResult`, the modes and statuses, ...) from
 //! `plan_core::for_each_core_object!`, the wire-only
 //! views (`Session`, `ActiveTurn`, `VerifyReport`, ...)
-//! from `plan_protocol::for_each_shared_object!`, and the typed error code
-//! from plan-core's `for_each_error_code!`; so the FFI and `serve` can never
-//! describe the same approval differently. plan-core's typed ids cross as
-//! strings (UniFFI custom types). Three names differ from the Rust ones, as
+//! from `plan_protocol::for_each_shared_object!`, the host's settings
+//! (`HostConfig`) from `plan_host::for_each_host_config!`, and the typed
+//! error code from plan-core's `for_each_error_code!`; so the FFI and `serve`
+//! can never describe the same approval, or take the same setting,
+//! differently. plan-core's typed ids and paths cross as strings (UniFFI
+//! custom types). Three names differ from the Rust ones, as
 //! the bindings always had them (`CommandSandbox` is plan-core's `Sandbox`;
 //! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
 //! and `ShellListResult`). This
 //! module declares only what differs from the wire: tool inputs as JSON
 //! text, the typed event union, the
-//! sandbox probe's answer and the argument records with defaults. It
+//! sandbox probe's answer and the session change with its defaults. It
 //! decides nothing.
 
 use plan_core::{
@@ -66,10 +68,12 @@ uniffi::custom_type!(PathBuf, String, {
     try_lift: |text| Ok(PathBuf::from(text)),
 });
 
-/// Exports one item of a shared list (plan-core's or the protocol's) as a
+/// Exports one item of a shared list (plan-core's, the protocol's or plan-host's) as a
 /// UniFFI enum or record of the very Rust type (UniFFI's remote-type form:
 /// the fields are the declaration's, checked by the compiler, and nothing is
-/// redeclared). An item the bindings know by another name (plan-core's
+/// redeclared; a field written `field: Type = default` gets that default in
+/// the bindings, so a foreign call may omit it). An item the bindings know
+/// by another name (plan-core's
 /// `Sandbox` as `CommandSandbox`, the protocol's `PlanDecisionResult` as
 /// `Decision`) is exported under that name through a `use` alias, so the
 /// Rust type stays the declared one. (Only plan-core's list renames enums
