@@ -61,11 +61,11 @@ macro_rules! declare_shared_object {
             }
         }
     };
-    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),* $(,)? }) => {
         #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         $(#[$meta])*
         pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty),+
+            $($(#[$field_meta])* pub $field: $ty),*
         }
     };
 }
@@ -403,6 +403,20 @@ macro_rules! for_each_core_object {
                 error_code: Option<ErrorCode>,
                 /// When, Unix ms.
                 at: i64,
+            }
+        }
+
+        $callback! {
+            /// One assistant tool call in `turn/toolCalls` params.
+            // As part of params it refuses unknown fields.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ToolCall {
+                /// The caller's id for the call.
+                call_id: String,
+                /// The tool name, matched exactly.
+                name: String,
+                /// The tool input, any JSON value.
+                input: serde_json::Value,
             }
         }
 

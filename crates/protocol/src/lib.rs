@@ -41,14 +41,14 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
+    Capabilities, ClientRequest, Clearable, CommandCancelParams, CommandCapabilities, CommandGetParams,
     CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
+    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
     PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
     ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
     TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
-    TurnToolCallsResult, method, parse_request,
+    TurnToolCallsResult, WebCapabilities, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -70,7 +70,7 @@ pub use plan_core::{
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,
-    PendingPlanNotice, PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
+    PendingPlanNotice, PermissionModeSummary,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.
