@@ -46,10 +46,10 @@ pub use types::{
     CommandStartParams, Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams,
     InitializeResult, PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanEvent,
     PlanGetParams, PlanHostOptions, PlanListParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams,
-    PlanSandbox, PlanVerifyParams, SandboxInfo, SessionConfigureParams, SessionCreateParams, SessionGetParams,
-    ShellCatalog, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
-    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
-    TurnToolCallsResult, WebCapabilities,
+    PlanSandbox, PlanVerifyParams, SandboxInfo, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult,
+    ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
+    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities,
 };
 
 uniffi::setup_scaffolding!();

@@ -62,8 +62,8 @@ pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_de
 pub use error::ErrorCode;
 pub use ids::{ApprovalId, ExecutionId, SessionId, TurnId};
 pub use machine::{
-    ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolDecision, ToolResult,
-    Transition, handle,
+    ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolDecision, ToolResult, Transition,
+    handle,
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{

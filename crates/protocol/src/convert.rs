@@ -144,10 +144,7 @@ impl PlanVerifyParams {
     /// The plan-core scope these params name (plan-core refuses both ids at
     /// once: `INVALID_PARAMS`).
     pub fn scope(&self) -> Result<plan_core::VerifyScope, ProtocolError> {
-        plan_core::VerifyScope::select(
-            self.approval_id.clone(),
-            self.session_id.clone(),
-        )
-        .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
+        plan_core::VerifyScope::select(self.approval_id.clone(), self.session_id.clone())
+            .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
     }
 }

@@ -41,14 +41,14 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, ClientRequest, Clearable, CommandCancelParams, CommandCapabilities, CommandGetParams,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
     CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
-    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
-    PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
-    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
-    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
-    TurnToolCallsResult, WebCapabilities, method, parse_request,
+    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
+    PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams,
+    PlanRejectResult, PlanSandbox, PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult,
+    ToolConfirmParams, ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
+    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,

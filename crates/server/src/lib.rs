@@ -26,8 +26,8 @@ mod stdio;
 pub mod web;
 
 pub use connection::Connection;
-pub use method::{Method, SERVER_NAME, serve_method};
 pub use convert::{error_object, notification};
+pub use method::{Method, SERVER_NAME, serve_method};
 pub use stdio::{ServeError, refuse_start, serve_stdio};
 
 /// The protocol v9 wire types, for embedders that look inside the values

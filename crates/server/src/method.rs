@@ -57,7 +57,11 @@ pub trait Method: RequestParams + Sized {
 /// # Errors
 ///
 /// `HOST_CLOSED`, and those of [`Method::serve`].
-pub fn serve_method<P: Method>(host: &Host, web: Option<&WebCard>, params: P) -> Result<P::Result, HostError> {
+pub fn serve_method<P: Method>(
+    host: &Host,
+    web: Option<&WebCard>,
+    params: P,
+) -> Result<P::Result, HostError> {
     ensure_open(host)?;
     params.serve(host, web)
 }
@@ -164,7 +168,9 @@ impl Method for ToolConfirmParams {
 
 impl Method for TurnCompleteParams {
     fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<Session, HostError> {
-        Ok(Session::from(&host.complete_turn(&self.session_id, &self.turn_id)?))
+        Ok(Session::from(
+            &host.complete_turn(&self.session_id, &self.turn_id)?,
+        ))
     }
 }
 

@@ -20,10 +20,10 @@ use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Respons
 use serde_json::Value;
 
 use crate::connection::{Connection, INTERNAL_ERROR_LINE, empty_batch};
-use crate::method::SERVER_NAME;
 use crate::convert::error_object;
 use crate::inbound::{Incoming, next_message};
 use crate::log;
+use crate::method::SERVER_NAME;
 use crate::outbound::Outbound;
 use crate::web::WebCard;
 

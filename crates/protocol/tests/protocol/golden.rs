@@ -3,15 +3,16 @@
 
 use plan_core::{ErrorCode, ExecutionState};
 use plan_protocol::{
-    ApprovalStatus, ClientRequest, CommandOutputNotification, ErrorObject, ExecutionCompleteParams,
-    ExecutionStartParams, ExecutionStateChangedNotification, InitializeParams, InitializeResult, Mode,
-    Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode, PlanApprovalRequestedNotification,
-    PlanApprovalResolvedNotification, PlanApproveParams, PlanDecisionResult, PlanGetParams, PlanListParams,
-    PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, Request, RequestId,
-    Response, SCHEMA_VERSION, ServerNotification, SessionChangedNotification, SessionConfigureParams, Clearable,
-    SessionCreateParams, SessionGetParams, ShellInfo, ShellListParams, ShellListResult,
-    ShellSetDefaultParams, ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams,
-    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    ApprovalStatus, Clearable, ClientRequest, CommandOutputNotification, ErrorObject,
+    ExecutionCompleteParams, ExecutionStartParams, ExecutionStateChangedNotification, InitializeParams,
+    InitializeResult, Mode, Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode,
+    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanApproveParams,
+    PlanDecisionResult, PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams,
+    PlanReadArtifactResult, PlanRejectParams, Request, RequestId, Response, SCHEMA_VERSION,
+    ServerNotification, SessionChangedNotification, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellInfo, ShellListParams, ShellListResult, ShellSetDefaultParams,
+    ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
+    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
 use plan_protocol::{
     Capabilities, CommandCancelParams, CommandCapabilities, CommandExitedNotification, CommandGetParams,

@@ -2,8 +2,9 @@
 
 use plan_core::ErrorCode;
 use plan_protocol::{
-    CanonicalCode, ClientRequest, ErrorObject, PermissionMode, PlanApproveParams, ProtocolError, Request,
-    Clearable, RequestId, Response, ResponseOutcome, SessionConfigureParams, jsonrpc_code, method, parse_request,
+    CanonicalCode, Clearable, ClientRequest, ErrorObject, PermissionMode, PlanApproveParams, ProtocolError,
+    Request, RequestId, Response, ResponseOutcome, SessionConfigureParams, jsonrpc_code, method,
+    parse_request,
 };
 use serde_json::{Value, json};
 

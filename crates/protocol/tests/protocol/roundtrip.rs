@@ -250,7 +250,9 @@ fn session_create_params() -> impl Strategy<Value = SessionCreateParams> + Clone
 }
 
 fn session_get_params() -> impl Strategy<Value = SessionGetParams> + Clone {
-    text().prop_map(|session_id| SessionGetParams { session_id: session_id.into() })
+    text().prop_map(|session_id| SessionGetParams {
+        session_id: session_id.into(),
+    })
 }
 
 fn clearable() -> impl Strategy<Value = Option<Clearable>> + Clone {
@@ -310,7 +312,9 @@ fn turn_complete_params() -> impl Strategy<Value = TurnCompleteParams> + Clone {
 }
 
 fn turn_cancel_params() -> impl Strategy<Value = TurnCancelParams> + Clone {
-    text().prop_map(|session_id| TurnCancelParams { session_id: session_id.into() })
+    text().prop_map(|session_id| TurnCancelParams {
+        session_id: session_id.into(),
+    })
 }
 
 fn plan_approve_params() -> impl Strategy<Value = PlanApproveParams> + Clone {
@@ -321,7 +325,9 @@ fn plan_approve_params() -> impl Strategy<Value = PlanApproveParams> + Clone {
 }
 
 fn plan_reject_params() -> impl Strategy<Value = PlanRejectParams> + Clone {
-    text().prop_map(|approval_id| PlanRejectParams { approval_id: approval_id.into() })
+    text().prop_map(|approval_id| PlanRejectParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_decision_result() -> impl Strategy<Value = PlanDecisionResult> + Clone {
@@ -329,7 +335,9 @@ fn plan_decision_result() -> impl Strategy<Value = PlanDecisionResult> + Clone {
 }
 
 fn plan_get_params() -> impl Strategy<Value = PlanGetParams> + Clone {
-    text().prop_map(|approval_id| PlanGetParams { approval_id: approval_id.into() })
+    text().prop_map(|approval_id| PlanGetParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_list_params() -> impl Strategy<Value = PlanListParams> + Clone {
@@ -350,7 +358,9 @@ fn plan_list_result() -> impl Strategy<Value = PlanListResult> + Clone {
 }
 
 fn plan_read_artifact_params() -> impl Strategy<Value = PlanReadArtifactParams> + Clone {
-    text().prop_map(|approval_id| PlanReadArtifactParams { approval_id: approval_id.into() })
+    text().prop_map(|approval_id| PlanReadArtifactParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_read_artifact_result() -> impl Strategy<Value = PlanReadArtifactResult> + Clone {
@@ -362,11 +372,15 @@ fn plan_read_artifact_result() -> impl Strategy<Value = PlanReadArtifactResult> 
 }
 
 fn execution_start_params() -> impl Strategy<Value = ExecutionStartParams> + Clone {
-    text().prop_map(|execution_id| ExecutionStartParams { execution_id: execution_id.into() })
+    text().prop_map(|execution_id| ExecutionStartParams {
+        execution_id: execution_id.into(),
+    })
 }
 
 fn execution_complete_params() -> impl Strategy<Value = ExecutionCompleteParams> + Clone {
-    text().prop_map(|execution_id| ExecutionCompleteParams { execution_id: execution_id.into() })
+    text().prop_map(|execution_id| ExecutionCompleteParams {
+        execution_id: execution_id.into(),
+    })
 }
 
 fn shell_list_result() -> impl Strategy<Value = ShellListResult> + Clone {
