@@ -953,6 +953,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     }
 }
 
+#[path = "ffi/methods.rs"]
+mod methods;
+
 // The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
 #[allow(dead_code)]
 #[path = "../../host/tests/host/collector.rs"]
