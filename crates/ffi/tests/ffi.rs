@@ -143,7 +143,7 @@ impl Fixture {
         {
             self.host
                 .session_create(SessionCreateParams {
-                    session_id: Some(session_id.to_owned()).map(Into::into),
+                    session_id: Some(session_id.into()),
                     workspace_root: self.root(),
                     mode: Some(Mode::Plan),
                     permission_mode: None,
@@ -212,7 +212,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     fixture
         .host
         .session_create(SessionCreateParams {
-            session_id: Some("s1".to_owned()).map(Into::into),
+            session_id: Some("s1".into()),
             workspace_root: fixture.root(),
             mode: Some(Mode::Plan),
             permission_mode: None,
@@ -439,7 +439,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
     fixture
         .host
         .session_create(SessionCreateParams {
-            session_id: Some("agent".to_owned()).map(Into::into),
+            session_id: Some("agent".into()),
             workspace_root: fixture.root(),
             mode: Some(Mode::Agent),
             permission_mode: None,
@@ -707,7 +707,7 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     );
     let root = Some(workspace.to_string_lossy().into_owned());
     host.session_create(SessionCreateParams {
-        session_id: Some("auto".to_owned()).map(Into::into),
+        session_id: Some("auto".into()),
         workspace_root: root,
         mode: Some(Mode::Agent),
         permission_mode: Some(PermissionMode::Auto),
@@ -777,7 +777,7 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     let recorder = Arc::new(Recorder::default());
     host.add_listener(Arc::clone(&recorder) as Arc<dyn PlanEventListener>);
     host.session_create(SessionCreateParams {
-        session_id: Some("auto".to_owned()).map(Into::into),
+        session_id: Some("auto".into()),
         workspace_root: Some(workspace.to_string_lossy().into_owned()),
         mode: Some(Mode::Agent),
         permission_mode: Some(PermissionMode::Auto),
@@ -811,7 +811,7 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
             session_id: "auto".into(),
             turn_id: turn.turn_id.into(),
             call_id: "b1".to_owned(),
-            command: command,
+            command,
             cwd: None,
             timeout_ms: None,
         })
