@@ -1,7 +1,12 @@
 //! The methods of protocol v9 (client -> host): one `*Params` type and one
-//! `*Result` type per method, declared once in the `client_methods!` list,
-//! from which the [`ClientRequest`] union, the [`method`] names and
-//! [`parse_request`] are derived.
+//! `*Result` type per method, each method declared once in the
+//! [`for_each_client_method!`] list, from which the [`ClientRequest`] union,
+//! the [`method`] names and [`parse_request`] are derived here (and the
+//! serving match of plan-server and the methods of plan-ffi there); the
+//! params and result records are declared once in the
+//! [`for_each_method_params!`] and [`for_each_method_result!`] lists, which
+//! plan-ffi exports as they are. Ids in params are plan-core's typed ids,
+//! plain strings on the wire.
 //!
 //! Params are strict: every params type denies unknown fields, so a stray
 //! `feedback` on `plan/reject` is `INVALID_PARAMS` and reaches no handler.
