@@ -332,9 +332,9 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     );
 }
 
-/// `approve` re-reads the artifact inside the decision: a rewritten or
+/// `plan_approve` re-reads the artifact inside the decision: a rewritten or
 /// removed file is refused with its code, nothing changes and no event goes
-/// out; `reject` still decides.
+/// out; `plan_reject` still decides.
 #[test]
 fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     let fixture = Fixture::new(None);
@@ -921,7 +921,7 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
             approval_id: decided.id.clone(),
         })
         .unwrap();
-    // Without a web server, `card_url` answers as `plan/cardUrl` does
+    // Without a web server, `plan_card_url` answers as `plan/cardUrl` does
     // through the connection: the approval's own state first.
     plain
         .host

@@ -881,7 +881,7 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
 
 
 def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_path):
-    # Under ask the Bash call awaits a person (confirm_tool), then runs on the
+    # Under ask the Bash call awaits a person (tool_confirm), then runs on the
     # host in the workspace-write sandbox, with the text it was decided with.
     host = command_host
     recorder = Recorder()

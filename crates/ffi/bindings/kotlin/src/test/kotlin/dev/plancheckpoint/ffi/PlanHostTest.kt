@@ -1107,7 +1107,7 @@ class PlanHostTest {
     @Test
     @Order(62)
     fun agentCommandOutputAndExitArriveAsTypedEvents() {
-        // Under ask the Bash call awaits a person (confirmTool), then runs on
+        // Under ask the Bash call awaits a person (toolConfirm), then runs on
         // the host in the workspace-write sandbox, with the text it was
         // decided with.
         val host = openWithHelper()
