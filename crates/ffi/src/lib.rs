@@ -2,17 +2,21 @@
 //! exported through UniFFI.
 //!
 //! One [`PlanHost`] object wraps one `plan_host::Host` (lock, migration,
-//! startup fence and the host's own expiry timer start in its constructor)
-//! and mirrors the typed host API method for method; `handle_json` speaks
+//! startup fence and the host's own expiry timer start in its constructor).
+//! Its protocol methods are generated from the protocol's one method list
+//! (`plan_protocol::for_each_client_method!`): one method per protocol v9
+//! method, named after it (`session/create` is `session_create`), taking
+//! the method's params record and returning its result record, answered by
+//! the method's one serving function (`plan_server::serve_method`), the
+//! very one `serve` and `handle_json` answer with; so a method added to the
+//! list reaches every binding with the same answers. `handle_json` speaks
 //! protocol v9 as JSON through `plan_server::Connection`, for hosts that
-//! prefer the wire. Every method converts its arguments, makes one host call
-//! and converts the answer; the constructor takes the host's one
-//! `HostConfig` and turns it into options through `HostConfig::options`,
-//! as `serve` does. The FFI decides
-//! nothing. Errors reach foreign code as one [`PlanError`], made from host
-//! errors by exactly one mapping. Listeners get every host event as one
-//! typed [`PlanEvent`], made by exactly one mapping too (the event's
-//! protocol notification, `plan_server::notification`, then
+//! prefer the wire. The constructor takes the host's one `HostConfig` and
+//! turns it into options through `HostConfig::options`, as `serve` does.
+//! The FFI decides nothing. Errors reach foreign code as one [`PlanError`],
+//! made from host errors by exactly one mapping. Listeners get every host
+//! event as one typed [`PlanEvent`], made by exactly one mapping too (the
+//! event's protocol notification, `plan_server::notification`, then
 //! `From<ServerNotification> for PlanEvent`). No panic crosses the boundary
 //! (UniFFI turns any that escapes into an internal error, and listener calls
 //! are guarded).
@@ -22,8 +26,11 @@ mod types;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use plan_core::ConfigChange;
-use plan_host::{Host, HostError, HostEvent, HostOptions, NewSession};
+use plan_host::{Host, HostError, HostEvent, HostOptions};
+use plan_protocol::{
+    PlanApproveResult, PlanDiffResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult,
+    ShellListResult, ToolConfirmResult,
+};
 use plan_server::Connection;
 use plan_server::web::WebCard;
 
@@ -31,11 +38,21 @@ pub use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
     ArtifactVerification, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
     Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace,
-    ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
+    TurnKind,
 };
 pub use plan_host::HostConfig;
 pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
-pub use types::{CommandSandbox, Decision, PlanEvent, SandboxInfo, SessionConfig, ShellCatalog, ToolCall};
+pub use types::{
+    Capabilities, Clearable, CommandCancelParams, CommandCapabilities, CommandGetParams, CommandSandbox,
+    CommandStartParams, Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams,
+    InitializeResult, PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanEvent,
+    PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams, PlanSandbox, PlanVerifyParams,
+    SandboxInfo, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellCatalog,
+    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    WebCapabilities,
+};
 
 uniffi::setup_scaffolding!();
 
@@ -97,24 +114,6 @@ pub struct PlanHost {
     connection: Mutex<Connection>,
 }
 
-/// One optional setting of a [`SessionConfig`] as the typed host API takes
-/// it: unchanged, set, or cleared.
-fn optional_change(
-    field: &str,
-    value: Option<String>,
-    clear: bool,
-) -> Result<Option<Option<String>>, HostError> {
-    match (value, clear) {
-        (None, false) => Ok(None),
-        (Some(value), false) => Ok(Some(Some(value))),
-        (None, true) => Ok(Some(None)),
-        (Some(_), true) => Err(HostError::with_detail(
-            plan_core::ErrorCode::InvalidParams,
-            format!("{field} cannot be set and cleared at once"),
-        )),
-    }
-}
-
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -150,16 +149,6 @@ impl PlanHost {
         }))
     }
 
-    /// `plan/cardUrl`: the approval card URL of a pending approval.
-    pub fn card_url(&self, approval_id: String) -> Outcome<String> {
-        let approval_id = ApprovalId::from(approval_id);
-        Ok(plan_server::web::card_url(
-            &self.host,
-            self.web.as_deref(),
-            &approval_id,
-        )?)
-    }
-
     /// Registers a listener for every later notification.
     pub fn add_listener(&self, listener: Arc<dyn PlanEventListener>) {
         // Weakly: the card server holds the host, which holds its listeners.
@@ -186,54 +175,6 @@ impl PlanHost {
         }
     }
 
-    /// `tool/confirm`: a person's answer to a call of the active Agent turn
-    /// that `tool_calls` decided `Confirm`; the call's new decision (allow,
-    /// with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-    pub fn confirm_tool(
-        &self,
-        session_id: String,
-        turn_id: String,
-        call_id: String,
-        allow: bool,
-    ) -> Outcome<ToolCallResult> {
-        Ok(self
-            .host
-            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id, allow)?)
-    }
-
-    /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
-    /// on the host, with the call's own command text.
-    pub fn start_command(
-        &self,
-        session_id: String,
-        turn_id: String,
-        call_id: String,
-        command: String,
-        cwd: Option<String>,
-        timeout_ms: Option<u64>,
-    ) -> Outcome<CommandRun> {
-        let run = self.host.start_agent_command(
-            &session_id.into(),
-            &turn_id.into(),
-            &call_id,
-            &command,
-            cwd.as_deref(),
-            timeout_ms,
-        )?;
-        Ok(run)
-    }
-
-    /// `command/cancel`: kills a running command; a `CommandExited` event
-    /// confirms it.
-    pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok(self.host.cancel_command(&session_id.into(), &call_id)?)
-    }
-
-    /// `command/get`: a run by session and call id.
-    pub fn get_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok(self.host.command(&session_id.into(), &call_id)?)
-    }
-
     /// Releases the database and the single-host lock and stops the timer.
     /// Later calls fail with `HOST_CLOSED`. Idempotent, and safe to call
     /// from a listener, even one running on the timer thread.
@@ -248,167 +189,34 @@ impl PlanHost {
         self.host.close();
     }
 
-    /// Creates a session.
-    pub fn create_session(
-        &self,
-        session_id: Option<String>,
-        workspace_root: Option<String>,
-        mode: Option<Mode>,
-        permission_mode: Option<PermissionMode>,
-    ) -> Outcome<Session> {
-        let new = NewSession {
-            session_id: session_id.map(Into::into),
-            workspace_root,
-            mode,
-            permission_mode,
-        };
-        Ok(Session::from(&self.host.create_session(new)?))
-    }
-
-    /// A session.
-    pub fn get_session(&self, session_id: String) -> Outcome<Session> {
-        Ok(Session::from(&self.host.session(&session_id.into())?))
-    }
-
-    /// Changes configuration while the session is idle.
-    pub fn configure_session(&self, session_id: String, config: SessionConfig) -> Outcome<Session> {
-        let change = ConfigChange {
-            mode: config.mode,
-            permission_mode: config.permission_mode,
-            provider: optional_change("provider", config.provider, config.clear_provider)?,
-            model: optional_change("model", config.model, config.clear_model)?,
-            shell: optional_change("shell", config.shell, config.clear_shell)?,
-        };
-        Ok(Session::from(
-            &self.host.configure_session(&session_id.into(), change)?,
-        ))
-    }
-
-    /// Starts a prompt turn.
-    pub fn start_turn(&self, session_id: String, origin: Origin) -> Outcome<ActiveTurn> {
-        let turn = self.host.start_turn(&session_id.into(), origin)?;
-        Ok(ActiveTurn::from(&turn))
-    }
-
-    /// Decides a tool-call batch; a valid SubmitPlan writes its artifact.
-    pub fn tool_calls(
-        &self,
-        session_id: String,
-        turn_id: String,
-        calls: Vec<ToolCall>,
-    ) -> Outcome<Vec<ToolCallResult>> {
-        let calls = calls
-            .into_iter()
-            .map(|call| {
-                let input = serde_json::from_str(&call.input_json).map_err(|error| {
-                    HostError::with_detail(
-                        plan_core::ErrorCode::InvalidParams,
-                        format!("input of {}: {error}", call.call_id),
-                    )
-                })?;
-                Ok(plan_core::ToolCall {
-                    call_id: call.call_id,
-                    name: call.name,
-                    input,
-                })
-            })
-            .collect::<Result<Vec<_>, HostError>>()?;
-        Ok(self.host.tool_calls(&session_id.into(), &turn_id.into(), calls)?)
-    }
-
-    /// Ends the active prompt turn.
-    pub fn complete_turn(&self, session_id: String, turn_id: String) -> Outcome<Session> {
-        Ok(Session::from(
-            &self.host.complete_turn(&session_id.into(), &turn_id.into())?,
-        ))
-    }
-
-    /// Cancels the active turn.
-    pub fn cancel_turn(&self, session_id: String) -> Outcome<Session> {
-        Ok(Session::from(&self.host.cancel_turn(&session_id.into())?))
-    }
-
-    /// Approves with an explicit permission mode; without one it is
-    /// `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
-    pub fn approve(&self, approval_id: String, permission_mode: Option<PermissionMode>) -> Outcome<Decision> {
-        let (approval, session) = self.host.approve_relayed(&approval_id.into(), permission_mode)?;
-        Ok(Decision {
-            approval,
-            session: Session::from(&session),
-        })
-    }
-
-    /// Rejects.
-    pub fn reject(&self, approval_id: String) -> Outcome<Decision> {
-        let (approval, session) = self.host.reject(&approval_id.into())?;
-        Ok(Decision {
-            approval,
-            session: Session::from(&session),
-        })
-    }
-
-    /// One approval.
-    pub fn get_approval(&self, approval_id: String) -> Outcome<PlanApproval> {
-        Ok(self.host.approval(&approval_id.into())?.approval)
-    }
-
-    /// Approvals, newest first.
-    pub fn list_approvals(&self, filter: ApprovalFilter) -> Outcome<Vec<PlanApproval>> {
-        let rows = self.host.list_approvals(&filter)?;
-        Ok(rows.into_iter().map(|row| row.approval).collect())
-    }
-
-    /// Rereads an artifact and checks it against the record.
-    pub fn read_artifact(&self, approval_id: String) -> Outcome<ArtifactContent> {
-        Ok(self.host.read_artifact(&approval_id.into())?)
-    }
-
-    /// Queued -> running.
-    pub fn start_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(self.host.start_execution(&execution_id.into())?)
-    }
-
-    /// Running -> completed.
-    pub fn complete_execution(&self, execution_id: String) -> Outcome<PlanApproval> {
-        Ok(self.host.complete_execution(&execution_id.into())?)
-    }
-
-    /// The shell catalog.
-    pub fn list_shells(&self) -> Outcome<ShellCatalog> {
-        let (entries, default_shell) = self.host.shells()?;
-        Ok(plan_server::convert::shell_list(entries, default_shell))
-    }
-
-    /// Verifies artifacts: one approval (`approval_id`), a session's
-    /// approvals and its workspace's orphans (`session_id`), or everything
-    /// (neither). Naming both is `INVALID_PARAMS`.
-    pub fn verify(&self, approval_id: Option<String>, session_id: Option<String>) -> Outcome<VerifyReport> {
-        let approval_id = approval_id.map(plan_core::ApprovalId::from);
-        let session_id = session_id.map(plan_core::SessionId::from);
-        let scope = plan_core::VerifyScope::select(approval_id, session_id)
-            .map_err(|code| HostError::with_detail(code, "name at most one of approval_id and session_id"))?;
-        let report = self.host.verify(&scope)?;
-        Ok(VerifyReport::from(&report))
-    }
-
-    /// Diffs an approval's artifact against `against_approval_id`, or against
-    /// the previous submission of its session when `None`.
-    pub fn diff(&self, approval_id: String, against_approval_id: Option<String>) -> Outcome<PlanDiff> {
-        let against = against_approval_id.map(plan_host::ApprovalId::from);
-        Ok(self.host.diff(&approval_id.into(), against.as_ref())?)
-    }
-
-    /// Persists the default shell.
-    pub fn set_default_shell(&self, shell_id: String) -> Outcome<String> {
-        Ok(self.host.set_default_shell(&shell_id)?)
-    }
-
     /// Serves one protocol v9 JSON-RPC message (request or batch); returns
     /// the response text, or `None` for a client notification.
     pub fn handle_json(&self, request: String) -> Option<String> {
         lock(&self.connection).handle_line(&request)
     }
 }
+
+/// Generates one [`PlanHost`] method per protocol method of the list, named
+/// by its `snake_name` column.
+macro_rules! export_methods {
+    ($($variant:ident, $constant:ident, $snake:ident => $name:literal, $params:ty, $result:ty;)+) => {
+        #[uniffi::export]
+        impl PlanHost {
+            $(
+                #[doc = $name]
+                ///
+                /// The protocol v9 method of this name: takes its params
+                /// record and answers its result record, or its error,
+                /// exactly as the method answers on the wire.
+                pub fn $snake(&self, params: $params) -> Outcome<$result> {
+                    Ok(plan_server::serve_method(&self.host, self.web.as_deref(), params)?)
+                }
+            )+
+        }
+    };
+}
+
+plan_protocol::for_each_client_method!(export_methods);
 
 impl Drop for PlanHost {
     fn drop(&mut self) {

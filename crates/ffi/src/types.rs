@@ -1,35 +1,39 @@
-//! The records and enums foreign hosts see. Those the wire has as they are
-//! are exported here from their one declaration each: plan-core's records
-//! and enums (`PlanApproval`, `CommandRun`, `PlanDiff`, a tool call's
+//! The records and enums foreign hosts see. Those the wire has are exported
+//! here from their one declaration each: plan-core's records and enums
+//! (`PlanApproval`, `CommandRun`, `PlanDiff`, a tool call and its
 //! `ToolCallResult`, the modes and statuses, ...) from
-//! `plan_core::for_each_core_object!`, the wire-only
-//! views (`Session`, `ActiveTurn`, `VerifyReport`, ...)
-//! from `plan_protocol::for_each_shared_object!`, the host's settings
-//! (`HostConfig`) from `plan_host::for_each_host_config!`, and the typed
-//! error code from plan-core's `for_each_error_code!`; so the FFI and `serve`
-//! can never describe the same approval, or take the same setting,
-//! differently. plan-core's typed ids and paths cross as strings (UniFFI
-//! custom types). Three names differ from the Rust ones, as
-//! the bindings always had them (`CommandSandbox` is plan-core's `Sandbox`;
-//! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
-//! and `ShellListResult`). This
-//! module declares only what differs from the wire: tool inputs as JSON
-//! text, the typed event union, the
-//! sandbox probe's answer and the session change with its defaults. It
-//! decides nothing.
+//! `plan_core::for_each_core_object!`, the wire-only views (`Session`,
+//! `ActiveTurn`, `VerifyReport`, ...) from
+//! `plan_protocol::for_each_shared_object!`, every method's params record
+//! and the results only the protocol has (`InitializeResult`,
+//! `TurnStartResult`, ...) from `plan_protocol::for_each_method_params!` and
+//! `for_each_method_result!`, the host's settings (`HostConfig`) from
+//! `plan_host::for_each_host_config!`, and the typed error code from
+//! plan-core's `for_each_error_code!`; so the FFI and `serve` can never
+//! describe the same approval, or take the same params or the same setting,
+//! differently. plan-core's typed ids and paths cross as strings, and a tool
+//! call's JSON input as JSON text (UniFFI custom types); a clearable setting
+//! of `session/configure` is the protocol's `Clearable`. Three names differ
+//! from the Rust ones, as the bindings always had them (`CommandSandbox` is
+//! plan-core's `Sandbox`; `Decision` and `ShellCatalog` are the protocol's
+//! `PlanDecisionResult` and `ShellListResult`). This module declares only
+//! what differs from the wire: the typed event union and the sandbox probe's
+//! answer. It decides nothing.
+
+use std::path::PathBuf;
 
 use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
     ArtifactVerification, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
     Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId,
-    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
-    TurnKind,
+    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnId, TurnKind,
 };
-use std::path::PathBuf;
-
-use plan_host::HostConfig;
+use plan_host::{HostConfig, HostError};
 use plan_protocol as wire;
 use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
+
+use crate::PlanError;
 
 /// Exports plan-core's `ErrorCode` from plan-core's one list, so a code
 /// added there is exported (to every binding) by itself.
@@ -68,6 +72,22 @@ uniffi::custom_type!(PathBuf, String, {
     try_lift: |text| Ok(PathBuf::from(text)),
 });
 
+/// Any JSON value (a tool call's input): foreign code passes and reads its
+/// JSON text; text that is not JSON is `INVALID_PARAMS`.
+type JsonValue = serde_json::Value;
+
+uniffi::custom_type!(JsonValue, String, {
+    remote,
+    lower: |value| value.to_string(),
+    try_lift: |text| serde_json::from_str(&text).map_err(|error| {
+        PlanError::from(HostError::with_detail(
+            ErrorCode::InvalidParams,
+            format!("a tool call's input is not JSON text: {error}"),
+        ))
+        .into()
+    }),
+});
+
 /// Exports one item of a shared list (plan-core's, the protocol's or plan-host's) as a
 /// UniFFI enum or record of the very Rust type (UniFFI's remote-type form:
 /// the fields are the declaration's, checked by the compiler, and nothing is
@@ -101,23 +121,23 @@ macro_rules! export_object {
         }
     };
     ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
     }) => {
         pub use wire::$name as $ffi_name;
 
         #[uniffi::remote(Record)]
         $(#[$meta])*
         pub struct $ffi_name {
-            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),+
+            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),*
         }
     };
     ($(#[$meta:meta])* struct $name:ident {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
     }) => {
         #[uniffi::remote(Record)]
         $(#[$meta])*
         pub struct $name {
-            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),+
+            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),*
         }
     };
 }
@@ -126,15 +146,74 @@ plan_core::for_each_core_object!(export_object);
 plan_protocol::for_each_shared_object!(export_object);
 plan_host::for_each_host_config!(export_object);
 
-/// One assistant tool call.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct ToolCall {
-    /// The caller's id for the call.
-    pub call_id: String,
-    /// Tool name.
-    pub name: String,
-    /// The input as JSON text.
-    pub input_json: String,
+/// Exports one method's params record as [`export_object`] exports a
+/// record (a field written `field: Type = default` gets that default), and
+/// an optional field (`Option<..>`) as absent unless given (`None` by
+/// default in the bindings), as it may be absent on the wire. A record may
+/// have no field (`shell/list` takes none).
+macro_rules! export_params {
+    ($(#[$meta:meta])* struct $name:ident { $($fields:tt)* }) => {
+        pub use wire::$name;
+
+        export_params!(@fields [$(#[$meta])*] $name [] $($fields)*);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: $ty:ty = $default:tt $(, $($rest:tt)*)?) => {
+        export_params!(@fields [$($meta)*] $name [
+            $($done)* $(#[$field_meta])* #[uniffi(default = $default)] pub $field: $ty,
+        ] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: Option<$inner:ty> $(, $($rest:tt)*)?) => {
+        export_params!(@fields [$($meta)*] $name [
+            $($done)* $(#[$field_meta])* #[uniffi(default = None)] pub $field: Option<$inner>,
+        ] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: $ty:ty $(, $($rest:tt)*)?) => {
+        export_params!(@fields [$($meta)*] $name [$($done)* $(#[$field_meta])* pub $field: $ty,] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]) => {
+        #[uniffi::remote(Record)]
+        $($meta)*
+        pub struct $name {
+            $($done)*
+        }
+    };
+}
+
+/// Exports one item of the protocol's method results as [`export_object`]
+/// does, importing it first.
+macro_rules! export_result {
+    ($(#[$meta:meta])* struct $name:ident $body:tt) => {
+        pub use wire::$name;
+
+        export_object! { $(#[$meta])* struct $name $body }
+    };
+    ($(#[$meta:meta])* enum $name:ident $body:tt) => {
+        pub use wire::$name;
+
+        export_object! { $(#[$meta])* enum $name $body }
+    };
+}
+
+plan_protocol::for_each_method_params!(export_params);
+plan_protocol::for_each_method_result!(export_result);
+
+pub use wire::Clearable;
+
+/// A new value for a session setting that can be cleared (`provider`,
+/// `model`, `shell` of `session/configure`; `None` around it leaves the
+/// setting as it is).
+#[uniffi::remote(Enum)]
+pub enum Clearable {
+    /// Set the setting to this value.
+    Set {
+        /// The new value.
+        value: String,
+    },
+    /// Clear the setting (for `shell`: back to the default shell).
+    Clear,
 }
 
 /// One host notification, typed: each variant carries exactly the params of
@@ -206,37 +285,6 @@ pub struct SandboxInfo {
     pub plan_sandbox_available: bool,
     /// Why not, when it does not.
     pub reason: Option<String>,
-}
-
-/// A configuration change; `None` leaves a field as it is, and a `clear_*`
-/// flag sets that field back to none (the shell back to the default shell).
-/// Setting and clearing the same field at once is `INVALID_PARAMS`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, uniffi::Record)]
-pub struct SessionConfig {
-    /// New mode.
-    #[uniffi(default = None)]
-    pub mode: Option<Mode>,
-    /// New permission mode.
-    #[uniffi(default = None)]
-    pub permission_mode: Option<PermissionMode>,
-    /// New provider.
-    #[uniffi(default = None)]
-    pub provider: Option<String>,
-    /// New model.
-    #[uniffi(default = None)]
-    pub model: Option<String>,
-    /// New shell id.
-    #[uniffi(default = None)]
-    pub shell: Option<String>,
-    /// Remove the provider.
-    #[uniffi(default = false)]
-    pub clear_provider: bool,
-    /// Remove the model.
-    #[uniffi(default = false)]
-    pub clear_model: bool,
-    /// Return to the default shell.
-    #[uniffi(default = false)]
-    pub clear_shell: bool,
 }
 
 impl From<wire::ServerNotification> for PlanEvent {

@@ -21,9 +21,12 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use plan_ffi::{
-    ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, HostConfig, Mode, Origin,
-    OutputStream, PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, ToolCall,
-    ToolCallDecision,
+    ApprovalStatus, CommandGetParams, CommandSandbox, CommandStartParams, CommandState, ErrorCode,
+    ExecutionCompleteParams, ExecutionStartParams, ExecutionState, HostConfig, Mode, Origin, OutputStream,
+    PermissionMode, PlanApproval, PlanApproveParams, PlanCardUrlParams, PlanError, PlanEvent,
+    PlanEventListener, PlanGetParams, PlanHost, PlanRejectParams, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ToolCall, ToolCallDecision, ToolConfirmParams, TurnStartParams,
+    TurnToolCallsParams,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -131,14 +134,29 @@ impl Fixture {
     /// A Plan session `session_id` (created if missing) with a submitted
     /// plan; returns the pending approval.
     fn submit(&self, session_id: &str) -> PlanApproval {
-        if self.host.get_session(session_id.to_owned()).is_err() {
+        if self
+            .host
+            .session_get(SessionGetParams {
+                session_id: session_id.into(),
+            })
+            .is_err()
+        {
             self.host
-                .create_session(Some(session_id.to_owned()), self.root(), Some(Mode::Plan), None)
+                .session_create(SessionCreateParams {
+                    session_id: Some(session_id.into()),
+                    workspace_root: self.root(),
+                    mode: Some(Mode::Plan),
+                    permission_mode: None,
+                })
                 .unwrap();
         }
         let turn = self
             .host
-            .start_turn(session_id.to_owned(), Origin::Interactive)
+            .turn_start(TurnStartParams {
+                session_id: session_id.into(),
+                prompt: String::new(),
+                origin: Origin::Interactive,
+            })
             .unwrap();
         self.submit_in(session_id, &turn.turn_id)
     }
@@ -147,21 +165,25 @@ impl Fixture {
     fn submit_in(&self, session_id: &str, turn_id: &str) -> PlanApproval {
         let input =
             r##"{"title":"Split the parser","markdown":"# Plan\n\n1. Split.\n","question":"Proceed?"}"##;
-        let mut results = self
+        let mut decided = self
             .host
-            .tool_calls(
-                session_id.to_owned(),
-                turn_id.to_owned(),
-                vec![call("s", "SubmitPlan", input)],
-            )
+            .turn_tool_calls(TurnToolCallsParams {
+                session_id: session_id.into(),
+                turn_id: turn_id.into(),
+                calls: vec![call("s", "SubmitPlan", input)],
+            })
             .unwrap();
-        let result = results.pop().unwrap();
+        let result = decided.results.pop().unwrap();
         assert_eq!(result.decision, ToolCallDecision::Allow, "{result:?}");
         result.approval.unwrap()
     }
 
     fn session(&self, session_id: &str) -> plan_ffi::Session {
-        self.host.get_session(session_id.to_owned()).unwrap()
+        self.host
+            .session_get(SessionGetParams {
+                session_id: session_id.into(),
+            })
+            .unwrap()
     }
 }
 
@@ -169,7 +191,7 @@ fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
     ToolCall {
         call_id: call_id.to_owned(),
         name: name.to_owned(),
-        input_json: input_json.to_owned(),
+        input: serde_json::from_str(input_json).unwrap(),
     }
 }
 
@@ -189,12 +211,21 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     let fixture = Fixture::new(None);
     fixture
         .host
-        .create_session(Some("s1".to_owned()), fixture.root(), Some(Mode::Plan), None)
+        .session_create(SessionCreateParams {
+            session_id: Some("s1".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
         .unwrap();
     assert_eq!(fixture.recorder.drain(), [], "a new session is not a change");
     let turn = fixture
         .host
-        .start_turn("s1".to_owned(), Origin::Interactive)
+        .turn_start(TurnStartParams {
+            session_id: "s1".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
         .unwrap();
     assert_eq!(
         fixture.recorder.drain(),
@@ -218,12 +249,15 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
 
     let decision = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+        })
         .unwrap();
     let execution_id = decision.approval.execution_id.clone().unwrap().into_string();
     let state = |state| PlanEvent::ExecutionStateChanged {
         session_id: "s1".into(),
-        execution_id: execution_id.clone(),
+        execution_id: execution_id.as_str().into(),
         state,
     };
     assert_eq!(decision.approval.permission_mode, Some(PermissionMode::Auto));
@@ -240,11 +274,21 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         ]
     );
 
-    let running = fixture.host.start_execution(execution_id.clone()).unwrap();
+    let running = fixture
+        .host
+        .execution_start(ExecutionStartParams {
+            execution_id: execution_id.as_str().into(),
+        })
+        .unwrap();
     assert_eq!(running.execution_state, Some(ExecutionState::Running));
     assert_eq!(fixture.recorder.drain(), [state(ExecutionState::Running)]);
 
-    fixture.host.complete_execution(execution_id.clone()).unwrap();
+    fixture
+        .host
+        .execution_complete(ExecutionCompleteParams {
+            execution_id: execution_id.as_str().into(),
+        })
+        .unwrap();
     let idle = fixture.session("s1");
     assert_eq!(idle.active_execution_id, None);
     assert_eq!(idle.mode, Mode::Agent);
@@ -259,17 +303,20 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     // A rejection resolves the approval without an execution.
     fixture
         .host
-        .configure_session(
-            "s1".to_owned(),
-            plan_ffi::SessionConfig {
-                mode: Some(Mode::Plan),
-                ..plan_ffi::SessionConfig::default()
-            },
-        )
+        .session_configure(SessionConfigureParams {
+            session_id: "s1".into(),
+            mode: Some(Mode::Plan),
+            ..SessionConfigureParams::default()
+        })
         .unwrap();
     let second = fixture.submit("s1");
     fixture.recorder.drain();
-    let rejected = fixture.host.reject(second.id.to_string()).unwrap();
+    let rejected = fixture
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: second.id.clone(),
+        })
+        .unwrap();
     assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
     assert_eq!(rejected.approval.execution_id, None);
     assert_eq!(
@@ -285,9 +332,9 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     );
 }
 
-/// `approve` re-reads the artifact inside the decision: a rewritten or
+/// `plan_approve` re-reads the artifact inside the decision: a rewritten or
 /// removed file is refused with its code, nothing changes and no event goes
-/// out; `reject` still decides.
+/// out; `plan_reject` still decides.
 #[test]
 fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     let fixture = Fixture::new(None);
@@ -301,22 +348,38 @@ fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     std::fs::write(&path, "# Plan\n\n1. Delete everything.\n").unwrap();
     let tampered = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+        })
         .unwrap_err();
     assert_eq!(refused_code(tampered), ErrorCode::ArtifactIntegrityMismatch);
     std::fs::remove_file(&path).unwrap();
     let missing = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Ask),
+        })
         .unwrap_err();
     assert_eq!(refused_code(missing), ErrorCode::ArtifactMissing);
     assert_eq!(
-        fixture.host.get_approval(approval.id.to_string()).unwrap(),
+        fixture
+            .host
+            .plan_get(PlanGetParams {
+                approval_id: approval.id.clone()
+            })
+            .unwrap(),
         approval
     );
     assert_eq!(fixture.session("s1"), session);
     assert_eq!(fixture.recorder.drain(), [], "a refused approval sends no event");
-    let rejected = fixture.host.reject(approval.id.to_string()).unwrap();
+    let rejected = fixture
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: approval.id.clone(),
+        })
+        .unwrap();
     assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
 }
 
@@ -338,7 +401,12 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     );
     assert_eq!(
         expired,
-        &fixture.host.get_approval(approval.id.to_string()).unwrap()
+        &fixture
+            .host
+            .plan_get(PlanGetParams {
+                approval_id: approval.id.clone()
+            })
+            .unwrap()
     );
     let threads = fixture.recorder.expiry_threads.lock().unwrap().clone();
     assert_eq!(threads.len(), 1);
@@ -370,11 +438,20 @@ fn command_output_and_exit_arrive_typed_in_order() {
     // workspace-write sandbox like an `auto` one.
     fixture
         .host
-        .create_session(Some("agent".to_owned()), fixture.root(), Some(Mode::Agent), None)
+        .session_create(SessionCreateParams {
+            session_id: Some("agent".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Agent),
+            permission_mode: None,
+        })
         .unwrap();
     let turn = fixture
         .host
-        .start_turn("agent".to_owned(), Origin::Interactive)
+        .turn_start(TurnStartParams {
+            session_id: "agent".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
         .unwrap();
     let bash = call(
         "b1",
@@ -383,22 +460,26 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let decided = fixture
         .host
-        .tool_calls("agent".to_owned(), turn.turn_id.clone(), vec![bash])
+        .turn_tool_calls(TurnToolCallsParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            calls: vec![bash],
+        })
         .unwrap();
     assert_eq!(
-        (decided[0].decision, decided[0].host_run),
+        (decided.results[0].decision, decided.results[0].host_run),
         (ToolCallDecision::Confirm, true)
     );
     fixture.recorder.drain();
     let start = || {
-        fixture.host.start_command(
-            "agent".to_owned(),
-            turn.turn_id.clone(),
-            "b1".to_owned(),
-            "printf out; printf err >&2".to_owned(),
-            None,
-            Some(10_000),
-        )
+        fixture.host.command_start(CommandStartParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".to_owned(),
+            command: "printf out; printf err >&2".to_owned(),
+            cwd: None,
+            timeout_ms: Some(10_000),
+        })
     };
     let refused_code = |error: PlanError| match error {
         PlanError::Failed { code, .. } => code,
@@ -410,7 +491,12 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let confirmed = fixture
         .host
-        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), true)
+        .tool_confirm(ToolConfirmParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".to_owned(),
+            allow: true,
+        })
         .unwrap();
     assert_eq!(
         (confirmed.decision, confirmed.host_run, confirmed.refusal()),
@@ -418,7 +504,12 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let again = fixture
         .host
-        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), false)
+        .tool_confirm(ToolConfirmParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".to_owned(),
+            allow: false,
+        })
         .map_err(refused_code)
         .unwrap_err();
     assert_eq!(again, ErrorCode::ToolConfirmationNotPending);
@@ -484,7 +575,10 @@ fn command_output_and_exit_arrive_typed_in_order() {
         ended,
         fixture
             .host
-            .get_command("agent".to_owned(), "b1".to_owned())
+            .command_get(CommandGetParams {
+                session_id: "agent".into(),
+                call_id: "b1".to_owned()
+            })
             .unwrap()
     );
     assert_eq!(fixture.recorder.drain(), [], "nothing of the call after its end");
@@ -504,7 +598,10 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     );
     let decision = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Ask),
+        })
         .unwrap();
     assert_eq!(decision.approval.status, ApprovalStatus::Approved);
     assert_eq!(
@@ -524,7 +621,13 @@ fn a_panicking_listener_on_the_timer_thread_does_not_stop_the_timer() {
             is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
         });
         assert_eq!(
-            fixture.host.get_approval(approval.id.to_string()).unwrap().status,
+            fixture
+                .host
+                .plan_get(PlanGetParams {
+                    approval_id: approval.id.clone()
+                })
+                .unwrap()
+                .status,
             ApprovalStatus::Expired
         );
     }
@@ -603,28 +706,34 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
         serde_json::json!(["landlock", "seccomp"])
     );
     let root = Some(workspace.to_string_lossy().into_owned());
-    host.create_session(
-        Some("auto".to_owned()),
-        root,
-        Some(Mode::Agent),
-        Some(PermissionMode::Auto),
-    )
+    host.session_create(SessionCreateParams {
+        session_id: Some("auto".into()),
+        workspace_root: root,
+        mode: Some(Mode::Agent),
+        permission_mode: Some(PermissionMode::Auto),
+    })
     .unwrap();
-    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
-    host.tool_calls(
-        "auto".to_owned(),
-        turn.turn_id.clone(),
-        vec![call("b1", "Bash", r#"{"command":"true"}"#)],
-    )
+    let turn = host
+        .turn_start(TurnStartParams {
+            session_id: "auto".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
+        .unwrap();
+    host.turn_tool_calls(TurnToolCallsParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.as_str().into(),
+        calls: vec![call("b1", "Bash", r#"{"command":"true"}"#)],
+    })
     .unwrap();
-    let refused = host.start_command(
-        "auto".to_owned(),
-        turn.turn_id,
-        "b1".to_owned(),
-        "true".to_owned(),
-        None,
-        None,
-    );
+    let refused = host.command_start(CommandStartParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.into(),
+        call_id: "b1".to_owned(),
+        command: "true".to_owned(),
+        cwd: None,
+        timeout_ms: None,
+    });
     assert!(
         matches!(
             refused,
@@ -667,39 +776,45 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     }
     let recorder = Arc::new(Recorder::default());
     host.add_listener(Arc::clone(&recorder) as Arc<dyn PlanEventListener>);
-    host.create_session(
-        Some("auto".to_owned()),
-        Some(workspace.to_string_lossy().into_owned()),
-        Some(Mode::Agent),
-        Some(PermissionMode::Auto),
-    )
+    host.session_create(SessionCreateParams {
+        session_id: Some("auto".into()),
+        workspace_root: Some(workspace.to_string_lossy().into_owned()),
+        mode: Some(Mode::Agent),
+        permission_mode: Some(PermissionMode::Auto),
+    })
     .unwrap();
-    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
+    let turn = host
+        .turn_start(TurnStartParams {
+            session_id: "auto".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
+        .unwrap();
     let command = format!(
         "echo forged > {kept} 2>/dev/null && echo written || echo refused; \
          echo new > {fresh} && echo fresh; echo \"${{CARGO_MANIFEST_DIR-unset}}\"",
         kept = kept.display(),
         fresh = workspace.join("fresh").display()
     );
-    host.tool_calls(
-        "auto".to_owned(),
-        turn.turn_id.clone(),
-        vec![call(
+    host.turn_tool_calls(TurnToolCallsParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.as_str().into(),
+        calls: vec![call(
             "b1",
             "Bash",
             &serde_json::json!({"command": command}).to_string(),
         )],
-    )
+    })
     .unwrap();
     let started = host
-        .start_command(
-            "auto".to_owned(),
-            turn.turn_id,
-            "b1".to_owned(),
+        .command_start(CommandStartParams {
+            session_id: "auto".into(),
+            turn_id: turn.turn_id.into(),
+            call_id: "b1".to_owned(),
             command,
-            None,
-            None,
-        )
+            cwd: None,
+            timeout_ms: None,
+        })
         .unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = recorder.drain_until("command end", |event| {
@@ -729,7 +844,13 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     };
     let fixture = Fixture::with_options(options, Vec::new());
     let approval = fixture.submit("s1");
-    let url = fixture.host.card_url(approval.id.to_string()).unwrap();
+    let url = fixture
+        .host
+        .plan_card_url(PlanCardUrlParams {
+            approval_id: approval.id.clone(),
+        })
+        .unwrap()
+        .url;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.contains("/card/"),
         "{url}"
@@ -794,8 +915,13 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     let plain = Fixture::new(None);
     let pending = plain.submit("s1");
     let decided = plain.submit("s2");
-    plain.host.reject(decided.id.to_string()).unwrap();
-    // Without a web server, `card_url` answers as `plan/cardUrl` does
+    plain
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: decided.id.clone(),
+        })
+        .unwrap();
+    // Without a web server, `plan_card_url` answers as `plan/cardUrl` does
     // through the connection: the approval's own state first.
     plain
         .host
@@ -808,7 +934,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
         (decided.id.to_string(), ErrorCode::ApprovalNotPending),
         ("no-such-approval".to_owned(), ErrorCode::ApprovalNotFound),
     ] {
-        let typed = plain.host.card_url(id.clone());
+        let typed = plain.host.plan_card_url(PlanCardUrlParams {
+            approval_id: id.as_str().into(),
+        });
         assert!(
             matches!(&typed, Err(plan_ffi::PlanError::Failed { code, .. }) if *code == expected),
             "{id}: {typed:?}"
@@ -824,6 +952,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
         );
     }
 }
+
+#[path = "ffi/methods.rs"]
+mod methods;
 
 // The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
 #[allow(dead_code)]

@@ -62,19 +62,20 @@ macro_rules! declare_shared_object {
         }
     };
     ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
     }) => {
         #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         $(#[$meta])*
         pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty),+
+            $($(#[$field_meta])* pub $field: $ty),*
         }
     };
 }
 
 /// The one declaration of the enums and records plan-core shares with the
 /// wire and the bindings: enums (`enum Name { Variant => "wire text", .. }`)
-/// and records (`struct Name { field: Type, .. }`, every field public; a
+/// and records (`struct Name { field: Type, .. }`, every field public, a
+/// record may have none; a
 /// field written `field: Type = default` is one the bindings may omit, the
 /// default in UniFFI's notation, ignored by the Rust declaration). An
 /// item the bindings know by another name is written `enum Name as FfiName`
@@ -407,6 +408,20 @@ macro_rules! for_each_core_object {
                 error_code: Option<ErrorCode>,
                 /// When, Unix ms.
                 at: i64,
+            }
+        }
+
+        $callback! {
+            /// One assistant tool call in `turn/toolCalls` params.
+            // As part of params it refuses unknown fields.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ToolCall {
+                /// The caller's id for the call.
+                call_id: String,
+                /// The tool name, matched exactly.
+                name: String,
+                /// The tool input, any JSON value.
+                input: serde_json::Value,
             }
         }
 

@@ -41,14 +41,14 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
     CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListResult,
-    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
-    PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
-    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
-    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
-    TurnToolCallsResult, method, parse_request,
+    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
+    PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox,
+    PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
+    ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
+    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -71,7 +71,7 @@ pub use plan_core::{
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,
-    PendingPlanNotice, PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
+    PendingPlanNotice, PermissionModeSummary,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.
