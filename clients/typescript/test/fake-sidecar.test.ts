@@ -145,10 +145,12 @@ test("a sidecar that stops reading makes the client wait for 'drain' before it w
     assert.equal(outcome.reason.code, "SESSION_NOT_FOUND");
   }
   assert.equal(writes.length, 4, "one write per request");
-  assert.ok(
-    writes.every((write) => write.waitingAfter),
-    "each 512 KiB request filled the pipe (otherwise this test proves nothing)",
-  );
+  // The first request went to a fake that was not reading, so it must have
+  // filled the pipe (otherwise this test proves nothing). The later ones go
+  // to a fake that reads again and may or may not fill it, depending on how
+  // fast it reads: what must hold is that none was written while the pipe
+  // still asked to wait.
+  assert.ok(writes[0]?.waitingAfter, "the first 512 KiB request filled the stalled fake's pipe");
   assert.ok(
     writes.every((write) => !write.waitingBefore),
     "no write while the pipe asked to wait for 'drain'",

@@ -402,8 +402,9 @@ function defineCard() {
             this.#setEnabled(false);
             const token = this.#base().pathname.split("/").pop() ?? "";
             const body = { token, sha256: state.artifact.sha256, decision };
+            // The select offers exactly the modes the host's state listed.
             if (decision === "approve")
-                body["permissionMode"] = this.#mode.value;
+                body.permissionMode = this.#mode.value;
             try {
                 const response = await fetch(new URL("/decision", this.#base()).href, {
                     method: "POST",

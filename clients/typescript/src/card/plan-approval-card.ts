@@ -57,7 +57,17 @@ export function formatRemaining(ms: number): string {
 
 // The card's messages are the protocol's (crates/protocol, generated from
 // its schema); a type-only import leaves the built script without imports.
-import type { CardPlan, CardRefusal, CardState, CardStatus, PermissionModeSummary } from "../generated/protocol.js";
+import type {
+  CardDecided,
+  CardDecision,
+  CardDecisionKind,
+  CardPlan,
+  CardRefusal,
+  CardState,
+  CardStatus,
+  PermissionMode,
+  PermissionModeSummary,
+} from "../generated/protocol.js";
 
 const STYLE = `
 :host {
@@ -428,14 +438,15 @@ function defineCard(): void {
       this.#reject.disabled = !live;
     }
 
-    async #decide(decision: "approve" | "reject"): Promise<void> {
+    async #decide(decision: CardDecisionKind): Promise<void> {
       const state = this.#state;
       if (state === null || this.#decided || this.#busy) return;
       this.#busy = true;
       this.#setEnabled(false);
       const token = this.#base().pathname.split("/").pop() ?? "";
-      const body: Record<string, string> = { token, sha256: state.artifact.sha256, decision };
-      if (decision === "approve") body["permissionMode"] = this.#mode.value;
+      const body: CardDecision = { token, sha256: state.artifact.sha256, decision };
+      // The select offers exactly the modes the host's state listed.
+      if (decision === "approve") body.permissionMode = this.#mode.value as PermissionMode;
       try {
         const response = await fetch(new URL("/decision", this.#base()).href, {
           method: "POST",
@@ -445,7 +456,7 @@ function defineCard(): void {
           credentials: "omit",
         });
         if (response.ok) {
-          const answer = (await response.json()) as { status: CardStatus };
+          const answer = (await response.json()) as CardDecided;
           this.#busy = false;
           this.#show(answer.status);
           return;
