@@ -16,9 +16,13 @@ import {
   METHOD_NAMES,
   PROTOCOL_VERSION,
   type ErrorCode,
+  type ErrorObject,
   type InitializeResult,
   type Methods,
+  type Notification,
   type Notifications,
+  type Request,
+  type Response,
 } from "./generated/protocol.js";
 import {
   StdioSidecarTransport,
@@ -183,7 +187,9 @@ export class PlanCheckpointClient {
     const id = this.#nextId++;
     return new Promise<ResultOf<M>>((resolve, reject) => {
       this.#pending.set(id, { method, resolve: resolve as (result: unknown) => void, reject });
-      this.transport.send({ jsonrpc: "2.0", id, method, params: params[0] ?? {} }).catch(async (error: unknown) => {
+      // A copy: every params type is a JSON object, which the envelope types as one.
+      const message: Request = { jsonrpc: "2.0", id, method, params: { ...params[0] } };
+      this.transport.send(message).catch(async (error: unknown) => {
         // A failed write means the sidecar is going away; wait briefly for
         // its exit so the rejection says how it ended.
         await Promise.race([this.exited, new Promise((wait) => setTimeout(wait, 1000).unref())]);
@@ -287,24 +293,29 @@ export class PlanCheckpointClient {
   }
 
   #receive(record: JsonRpcMessage): void {
-    if (typeof record.method === "string" && !("id" in record)) {
-      this.#notify(record.method, record.params);
+    const message = readMessage(record);
+    if (message === undefined) {
+      this.transport.note(`the sidecar sent a message that is no response or notification: ${JSON.stringify(record).slice(0, 200)}`);
       return;
     }
-    if (record.id === null && "error" in record && !this.#initialized) {
+    if (!("id" in message)) {
+      this.#notify(message.method, message.params);
+      return;
+    }
+    if (message.id === null && "error" in message && !this.#initialized) {
       // The sidecar refuses to start in the only form a client can read
       // before its first answer: an error with a null id, then it exits.
-      this.#refuseStartup(toStartupError(record.error));
+      this.#refuseStartup(toStartupError(message.error));
       return;
     }
-    const pending = typeof record.id === "number" ? this.#pending.get(record.id) : undefined;
+    const pending = typeof message.id === "number" ? this.#pending.get(message.id) : undefined;
     if (pending === undefined) {
       this.transport.note(`the sidecar answered an unknown request: ${JSON.stringify(record).slice(0, 200)}`);
       return;
     }
-    this.#pending.delete(record.id as number);
-    if ("error" in record) pending.reject(toError(pending.method, record.error));
-    else pending.resolve(record.result);
+    this.#pending.delete(message.id as number);
+    if ("error" in message) pending.reject(toError(pending.method, message.error));
+    else pending.resolve(message.result);
   }
 
   #refuseStartup(error: SidecarStartupError): void {
@@ -336,9 +347,27 @@ export class PlanCheckpointClient {
   }
 }
 
+/**
+ * A message as the protocol's generated `Response` or `Notification`, or
+ * `undefined` when it is neither: a notification has a string `method` and
+ * no `id`; a response has an `id` (number, string or `null`) and either a
+ * `result` or an `error`. The error object itself is read by
+ * {@link readError}, which fills in what a broken sidecar left out.
+ */
+function readMessage(record: JsonRpcMessage): Response | Notification | undefined {
+  if (!("id" in record)) {
+    return typeof record.method === "string" ? (record as unknown as Notification) : undefined;
+  }
+  const id = record.id;
+  if (id !== null && typeof id !== "number" && typeof id !== "string") return undefined;
+  if (!("result" in record) && !("error" in record)) return undefined;
+  return record as unknown as Response;
+}
+
 /** The canonical code and message of a JSON-RPC `error` member, with what the contract does not guarantee filled in. */
-function readError(error: unknown): { canonical: ErrorCode | undefined; rpcCode: number; message: string; data: unknown } {
-  const object = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {};
+function readError(error: ErrorObject | unknown): { canonical: ErrorCode | undefined; rpcCode: number; message: string; data: unknown } {
+  const object: Partial<Record<keyof ErrorObject, unknown>> =
+    typeof error === "object" && error !== null ? (error as Partial<Record<keyof ErrorObject, unknown>>) : {};
   const data = object.data;
   const canonical =
     typeof data === "object" && data !== null && typeof (data as Record<string, unknown>).code === "string"

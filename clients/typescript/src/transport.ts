@@ -9,8 +9,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 
 import { SidecarExitedError, SidecarNotFoundError } from "./errors.js";
 import { LineDecoder, TailBuffer } from "./framing.js";
+import type { Request } from "./generated/protocol.js";
 
-/** One JSON-RPC message: a parsed JSON object. */
+/**
+ * One JSON-RPC message as it arrived from the peer: a parsed JSON object,
+ * not yet trusted. The client reads it as the protocol's generated
+ * `Response` or `Notification`, checking each member it relies on.
+ */
 export type JsonRpcMessage = Readonly<Record<string, unknown>>;
 
 /** How the sidecar ended. */
@@ -42,7 +47,7 @@ export interface Transport {
   /** Starts the channel (spawns the process); messages flow to `handlers` from then on. Called once. */
   start(handlers: TransportHandlers): void;
   /** Sends one message; resolves once it is handed to the channel, rejects when it cannot be. */
-  send(message: JsonRpcMessage): Promise<void>;
+  send(message: Request): Promise<void>;
   /** Ends the channel and resolves with how the peer ended. Safe to call more than once. */
   close(options?: { timeoutMs?: number }): Promise<ExitStatus>;
   /** Resolves once the peer has ended, however it ended; never rejects. */
@@ -159,7 +164,7 @@ export class StdioSidecarTransport implements Transport {
   }
 
   /** Queues a line behind earlier ones, waiting for 'drain' when stdin is full. */
-  send(message: JsonRpcMessage): Promise<void> {
+  send(message: Request): Promise<void> {
     const line = `${JSON.stringify(message)}\n`;
     const written = this.#writes.then(
       () =>

@@ -54,6 +54,8 @@ process.stdin.on("data", (chunk) => {
     } else if (mode === "garbage") {
       process.stdout.write("this is not JSON\n");
       send({ jsonrpc: "2.0", id: 999999, result: {} });
+      // The request's own id, but neither a result nor an error: no response.
+      send({ jsonrpc: "2.0", id: request.id });
       send({ jsonrpc: "2.0", id: request.id, error: { code: -32000, message: "no data member" } });
     }
   }
@@ -169,6 +171,7 @@ test("lines that break the protocol are skipped and kept in the diagnostics", as
   const tail = client.stderrTail();
   assert.match(tail, /\[client\] the sidecar wrote a line that is not JSON: this is not JSON/);
   assert.match(tail, /\[client\] the sidecar answered an unknown request/);
+  assert.match(tail, /\[client\] the sidecar sent a message that is no response or notification: \{"jsonrpc":"2.0","id":\d+\}/);
 });
 
 test("env adds to the inherited environment and removes a variable set to undefined", async (t) => {

@@ -12,6 +12,7 @@ import {
   SidecarStartupError,
   type ExitStatus,
   type JsonRpcMessage,
+  type Request,
   type Transport,
   type TransportHandlers,
 } from "../src/index.js";
@@ -29,12 +30,12 @@ const initializeResult = {
 class MemoryTransport implements Transport {
   readonly exited: Promise<ExitStatus>;
   readonly pid = undefined;
-  readonly sent: JsonRpcMessage[] = [];
+  readonly sent: Request[] = [];
   readonly #notes: string[] = [];
   #handlers: TransportHandlers | undefined;
   #resolveExited!: (status: ExitStatus) => void;
 
-  constructor(private readonly answer: (request: JsonRpcMessage, transport: MemoryTransport) => void) {
+  constructor(private readonly answer: (request: Request, transport: MemoryTransport) => void) {
     this.exited = new Promise((resolve) => {
       this.#resolveExited = resolve;
     });
@@ -44,7 +45,7 @@ class MemoryTransport implements Transport {
     this.#handlers = handlers;
   }
 
-  send(message: JsonRpcMessage): Promise<void> {
+  send(message: Request): Promise<void> {
     this.sent.push(message);
     // Answers arrive later, as from a real peer.
     queueMicrotask(() => this.answer(message, this));
