@@ -825,22 +825,11 @@ impl Host {
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn read_artifact(&self, approval_id: &ApprovalId) -> Result<ArtifactContent, HostError> {
         let row = self.stored_approval(approval_id)?;
-        let bytes = self
+        let (artifact, bytes) = self
             .core
             .with_open(|open| Ok(open.store.read_recorded_artifact(&row.approval)?))?;
-        let markdown = String::from_utf8(bytes).map_err(|_| {
-            HostError::with_detail(ErrorCode::ArtifactIntegrityMismatch, "the artifact is not UTF-8")
-        })?;
-        // Located and verified above, so the row has an artifact.
-        let (sha256, size) = row
-            .approval
-            .artifact
-            .map_or_else(|| (String::new(), 0), |artifact| (artifact.sha256, artifact.size));
-        Ok(ArtifactContent {
-            markdown,
-            sha256,
-            size,
-        })
+        ArtifactContent::from_checked(artifact, bytes)
+            .map_err(|code| HostError::with_detail(code, "the artifact is not UTF-8 text"))
     }
 
     /// Verifies the artifacts of a scope and, for a session or everything,

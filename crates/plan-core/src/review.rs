@@ -7,7 +7,9 @@
 //! files); the rules of the report live here: which scopes look for orphan files, which
 //! findings are problems, when a report is ok. Nothing here reads anything.
 
-use crate::objects::{ArtifactCheck, ArtifactVerification, OrphanArtifact, SkippedWorkspace};
+use crate::objects::{
+    Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, OrphanArtifact, SkippedWorkspace,
+};
 use crate::{ApprovalId, ErrorCode, SessionId};
 
 /// What `plan/verify` checks.
@@ -43,6 +45,22 @@ impl VerifyScope {
             VerifyScope::Approval(_) => false,
             VerifyScope::Session(_) | VerifyScope::Everything => true,
         }
+    }
+}
+
+impl ArtifactContent {
+    /// `plan/readArtifact`'s answer from the bytes of `artifact` that
+    /// storage read and found matching the record (size and SHA-256). A
+    /// plan is Markdown text, as SubmitPlan took it, so bytes that are not
+    /// UTF-8 are not the plan that was submitted, whatever the record says:
+    /// `ARTIFACT_INTEGRITY_MISMATCH`.
+    pub fn from_checked(artifact: Artifact, bytes: Vec<u8>) -> Result<ArtifactContent, ErrorCode> {
+        let markdown = String::from_utf8(bytes).map_err(|_| ErrorCode::ArtifactIntegrityMismatch)?;
+        Ok(ArtifactContent {
+            markdown,
+            sha256: artifact.sha256,
+            size: artifact.size,
+        })
     }
 }
 

@@ -3232,3 +3232,14 @@ fn only_a_pending_approval_with_its_artifact_has_a_card() {
     };
     assert_eq!(migrated.card_artifact(), Err(ErrorCode::ApprovalNotPending));
 }
+
+#[test]
+fn an_artifact_read_back_is_the_plan_only_as_utf8_text() {
+    let read = plan_core::ArtifactContent::from_checked(artifact(), b"# Plan\n".to_vec()).unwrap();
+    assert_eq!(read.markdown, "# Plan\n");
+    assert_eq!((read.sha256, read.size), (artifact().sha256, artifact().size));
+    assert_eq!(
+        plan_core::ArtifactContent::from_checked(artifact(), vec![b'#', 0xff, b'\n']),
+        Err(ErrorCode::ArtifactIntegrityMismatch)
+    );
+}

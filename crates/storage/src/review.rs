@@ -40,11 +40,15 @@ impl Store {
         locate(approval, root.as_deref())
     }
 
-    /// An approval's artifact bytes, checked against the record (see
-    /// [`read_artifact`]).
-    pub fn read_recorded_artifact(&self, approval: &PlanApproval) -> Result<Vec<u8>, StorageError> {
+    /// An approval's recorded artifact and its bytes, checked against the
+    /// record (see [`read_artifact`]).
+    pub fn read_recorded_artifact(
+        &self,
+        approval: &PlanApproval,
+    ) -> Result<(plan_core::Artifact, Vec<u8>), StorageError> {
         let location = self.locate_artifact(approval)?;
-        read_artifact(&location.workspace_root, &location.artifact)
+        let bytes = read_artifact(&location.workspace_root, &location.artifact)?;
+        Ok((location.artifact, bytes))
     }
 
     /// Checks one approval's artifact (size and SHA-256 of the file as it
