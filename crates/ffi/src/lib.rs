@@ -31,10 +31,10 @@ use plan_server::web::WebCard;
 pub use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
-    ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    PermissionMode, PlanApproval, PlanDiff, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry,
+    ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
-pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
+pub use plan_protocol::{ActiveTurn, OutputStream, Session, VerifyReport};
 pub use types::{
     ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
     ShellCatalog, ToolCall,
@@ -471,8 +471,11 @@ impl PlanHost {
 
     /// The shell catalog.
     pub fn list_shells(&self) -> Outcome<ShellCatalog> {
-        let (entries, default_shell) = self.host.shells()?;
-        Ok(plan_server::convert::shell_list(entries, default_shell))
+        let (shells, default_shell) = self.host.shells()?;
+        Ok(ShellCatalog {
+            shells,
+            default_shell,
+        })
     }
 
     /// Verifies artifacts: one approval (`approval_id`), a session's

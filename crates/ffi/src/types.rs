@@ -19,11 +19,11 @@
 use plan_core::{
     ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
     CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, SkippedWorkspace, ToolAuditEntry,
+    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry,
     ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_protocol as wire;
-use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
+use plan_protocol::{ActiveTurn, OutputStream, Session, VerifyReport};
 
 /// Exports plan-core's `ErrorCode` from plan-core's one list, so a code
 /// added there is exported (to every binding) by itself.

@@ -32,8 +32,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use plan_core::{
-    CallFacts, CatalogShell, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode,
-    Reply, Sandbox, SandboxGrant, SessionId, ToolCall, TurnId, TurnKind, WorkspaceFact, WorkspaceIdentity,
+    CallFacts, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode, Reply, Sandbox,
+    SandboxGrant, SessionId, ShellInfo, ToolCall, TurnId, TurnKind, WorkspaceFact, WorkspaceIdentity,
     default_shell,
 };
 use plan_exec::{CommandSpec, Confinement, NetworkNamespace, OutputEvent, ScratchDir, WorkspaceDir};
@@ -43,7 +43,6 @@ use crate::HostError;
 use crate::event::{HostCore, Open, Ran};
 use crate::notify::HostEvent;
 use crate::running::{CommandSlot, Done};
-use crate::shells::{ShellEntry, ShellSpec};
 use crate::sync::lock;
 
 /// The confinement plan-core's grant means. The only place a grant becomes
@@ -281,10 +280,10 @@ impl HostCore {
     ) -> Result<(CommandShell, bool), HostError> {
         let (entries, default) = shell_catalog(&self.options.shells, store.default_shell()?.as_deref());
         let id = selected.map_or(default, str::to_owned);
-        let entry = entries.iter().find(|entry| entry.spec.id == id);
+        let entry = entries.iter().find(|entry| entry.id == id);
         Ok((
             CommandShell {
-                path: entry.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
+                path: entry.map(|entry| entry.path.clone()).unwrap_or_default(),
                 id,
             },
             entry.is_some_and(|entry| entry.available),
@@ -425,22 +424,12 @@ impl HostCore {
 
 /// The host's shells with their availability, and the default shell
 /// (plan-core's rule over the persisted choice).
-pub(crate) fn shell_catalog(specs: &[ShellSpec], persisted: Option<&str>) -> (Vec<ShellEntry>, String) {
-    let entries: Vec<ShellEntry> = specs
+pub(crate) fn shell_catalog(shells: &[CommandShell], persisted: Option<&str>) -> (Vec<ShellInfo>, String) {
+    let entries: Vec<ShellInfo> = shells
         .iter()
-        .map(|spec| ShellEntry {
-            available: plan_storage::executable_exists(&spec.path),
-            spec: spec.clone(),
-        })
+        .map(|shell| ShellInfo::new(shell.clone(), plan_storage::executable_exists(&shell.path)))
         .collect();
-    let catalog: Vec<CatalogShell<'_>> = entries
-        .iter()
-        .map(|entry| CatalogShell {
-            id: &entry.spec.id,
-            available: entry.available,
-        })
-        .collect();
-    let default = default_shell(&catalog, persisted).unwrap_or_default().to_owned();
+    let default = default_shell(&entries, persisted).unwrap_or_default().to_owned();
     (entries, default)
 }
 

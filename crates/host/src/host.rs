@@ -14,7 +14,7 @@ use plan_core::check_shell;
 use plan_core::{
     ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandRun, ConfigChange, Effect, ErrorCode, Event,
     ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState,
-    ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
+    ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -27,7 +27,6 @@ use crate::event::{GatherEvent, HostCore, Open, Ran};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
 use crate::running::{CommandSupport, Done, SandboxStatus};
-use crate::shells::ShellEntry;
 use crate::sync::lock;
 use crate::timer::TimerThread;
 use crate::types::{ExpiryTimer, HostOptions, NewSession};
@@ -987,12 +986,12 @@ impl Host {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// use plan_host::{Host, HostOptions, ShellSpec};
+    /// use plan_host::{CommandShell, Host, HostOptions};
     ///
-    /// let options = HostOptions { shells: vec![ShellSpec::new("sh", "/bin/sh")], ..HostOptions::default() };
+    /// let options = HostOptions { shells: vec![CommandShell::new("sh", "/bin/sh")], ..HostOptions::default() };
     /// let host = Host::open(dir.path().join("plan.db"), options)?;
     /// let (entries, default) = host.shells()?;
-    /// assert_eq!(entries[0].spec.id, "sh");
+    /// assert_eq!(entries[0].id, "sh");
     /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
     /// # let _ = default;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -1001,7 +1000,7 @@ impl Host {
     /// # Errors
     ///
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
+    pub fn shells(&self) -> Result<(Vec<ShellInfo>, String), HostError> {
         let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
         Ok(crate::commands::shell_catalog(
             &self.core.options.shells,

@@ -69,7 +69,7 @@ pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, Se
 pub use objects::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
     CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
+    Sandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
     ToolCallResult, TurnKind,
 };
 pub use permissions::{
@@ -79,7 +79,7 @@ pub use permissions::{
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
-pub use shells::{CatalogShell, check_shell, default_shell};
+pub use shells::{check_shell, default_shell};
 pub use text::{is_plain_line, is_terminal_control};
 pub use tools::{
     SUBMIT_PLAN, SUBMIT_PLAN_QUESTION_MAX_CHARS, SUBMIT_PLAN_TITLE_MAX_CHARS, SubmitPlanInput, TOOL_CATALOG,

@@ -222,6 +222,19 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// One shell of the host's shell catalog.
+            #[serde(rename_all = "camelCase")]
+            struct ShellInfo {
+                /// Shell id, as used by `session/configure` and `shell/setDefault`.
+                id: String,
+                /// The executable's path.
+                path: String,
+                /// Whether the executable is present on this machine.
+                available: bool,
+            }
+        }
+
+        $callback! {
             /// One host-run command (`CommandRun` of the commands spec).
             #[serde(rename_all = "camelCase")]
             struct CommandRun {
@@ -560,6 +573,33 @@ impl ToolCallResult {
     /// confirmation.
     pub fn refusal(&self) -> Option<ErrorCode> {
         self.error.as_ref().map(|error| error.code)
+    }
+}
+
+impl CommandShell {
+    /// A catalog shell with this id and executable path.
+    ///
+    /// ```
+    /// let shell = plan_core::CommandShell::new("bash", "/bin/bash");
+    /// assert_eq!((shell.id.as_str(), shell.path.as_str()), ("bash", "/bin/bash"));
+    /// ```
+    pub fn new(id: impl Into<String>, path: impl Into<String>) -> CommandShell {
+        CommandShell {
+            id: id.into(),
+            path: path.into(),
+        }
+    }
+}
+
+impl ShellInfo {
+    /// A catalog shell with whether its executable is installed (a fact the
+    /// host asked of storage).
+    pub fn new(shell: CommandShell, available: bool) -> ShellInfo {
+        ShellInfo {
+            id: shell.id,
+            path: shell.path,
+            available,
+        }
     }
 }
 

@@ -1327,35 +1327,15 @@ fn a_shell_outside_the_catalog_is_unknown_even_when_busy_and_clearing_is_always_
 
 #[test]
 fn the_default_shell_is_the_persisted_one_while_offered_else_the_first_installed() {
-    use plan_core::{CatalogShell, default_shell};
-    let catalog = [
-        CatalogShell {
-            id: "bash",
-            available: false,
-        },
-        CatalogShell {
-            id: "zsh",
-            available: true,
-        },
-        CatalogShell {
-            id: "sh",
-            available: true,
-        },
-    ];
+    use plan_core::{CommandShell, ShellInfo, default_shell};
+    let shell =
+        |id: &str, available: bool| ShellInfo::new(CommandShell::new(id, format!("/bin/{id}")), available);
+    let catalog = [shell("bash", false), shell("zsh", true), shell("sh", true)];
     assert_eq!(default_shell(&catalog, Some("sh")), Some("sh"));
     // A persisted default the catalog no longer offers falls back.
     assert_eq!(default_shell(&catalog, Some("fish")), Some("zsh"));
     assert_eq!(default_shell(&catalog, None), Some("zsh"));
-    let none_installed = [
-        CatalogShell {
-            id: "bash",
-            available: false,
-        },
-        CatalogShell {
-            id: "zsh",
-            available: false,
-        },
-    ];
+    let none_installed = [shell("bash", false), shell("zsh", false)];
     assert_eq!(default_shell(&none_installed, None), Some("bash"));
     assert_eq!(default_shell(&[], Some("bash")), None);
 }

@@ -55,9 +55,7 @@ pub use notifications::{
     PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
     SessionChangedNotification, notification_method,
 };
-pub use objects::{
-    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, VerifyReport,
-};
+pub use objects::{ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellListResult, VerifyReport};
 /// The objects plan-core declares and the wire carries as they are, under
 /// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
 /// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its
@@ -65,8 +63,8 @@ pub use objects::{
 pub use plan_core::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
     CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace,
+    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

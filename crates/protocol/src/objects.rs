@@ -1,6 +1,6 @@
 //! The objects of protocol v9 that only the wire has: the wire's view of a
 //! session (`Session`, `ActiveTurn`), the verification report with its
-//! `ok`, the pieces of `shell/list`, and the method
+//! `ok`, and the method
 //! results the FFI exports as they are (`PlanDecisionResult`,
 //! `ShellListResult`).
 //!
@@ -24,8 +24,8 @@
 //! `convert`.
 
 use plan_core::{
-    ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, SkippedWorkspace,
-    TurnKind, declare_shared_object,
+    ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, ShellInfo,
+    SkippedWorkspace, TurnKind, declare_shared_object,
 };
 
 /// The one declaration of every wire-only object the FFI exports
@@ -90,19 +90,6 @@ macro_rules! for_each_shared_object {
                 pending_approval_id: Option<String>,
                 /// The queued or running execution's id, if any.
                 active_execution_id: Option<String>,
-            }
-        }
-
-        $callback! {
-            /// One shell of the host's shell catalog.
-            #[serde(rename_all = "camelCase")]
-            struct ShellInfo {
-                /// Shell id, as used by `session/configure` and `shell/setDefault`.
-                id: String,
-                /// The executable's path.
-                path: String,
-                /// Whether the executable is present on this machine.
-                available: bool,
             }
         }
 

@@ -12,12 +12,12 @@ use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
     ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult, PlanDecisionResult,
-    PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
+    PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellListResult,
     ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
 };
 use serde_json::Value;
 
-use crate::convert::{capabilities, error_object, host_error, shell_list, unserializable};
+use crate::convert::{capabilities, error_object, host_error, unserializable};
 use crate::web::WebCard;
 
 /// The server name `initialize` reports (the host test
@@ -323,8 +323,11 @@ fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
             to_value(&host.complete_execution(&ExecutionId::from(params.execution_id))?)
         }
         ClientRequest::ShellList(_) => {
-            let (entries, default_shell) = host.shells()?;
-            to_value(&shell_list(entries, default_shell))
+            let (shells, default_shell) = host.shells()?;
+            to_value(&ShellListResult {
+                shells,
+                default_shell,
+            })
         }
         ClientRequest::ShellSetDefault(params) => {
             let default_shell = host.set_default_shell(&params.shell_id)?;

@@ -1,5 +1,5 @@
 //! Every conversion between host values and protocol v9 wire types: events
-//! to notifications, tool-call outcomes, the shell catalog, the sandbox
+//! to notifications, tool-call outcomes, the sandbox
 //! capabilities, host errors to error objects and protocol errors to host
 //! errors. (plan-core's records travel as they are; the wire's own views of
 //! plan-core values are the protocol crate's `From` impls; this module adds
@@ -8,11 +8,11 @@
 //! It decides nothing and carries no state.
 
 use plan_core::ErrorCode;
-use plan_host::{HostError, HostEvent, SandboxStatus, ShellEntry, Stream};
+use plan_host::{HostError, HostEvent, SandboxStatus, Stream};
 use plan_protocol::{
     CommandExitedNotification, CommandOutputNotification, ErrorObject, ExecutionStateChangedNotification,
     OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ProtocolError,
-    ServerNotification, SessionChangedNotification, ShellInfo, ShellListResult,
+    ServerNotification, SessionChangedNotification,
 };
 
 /// The protocol notification for a host event: the one place events become
@@ -69,22 +69,6 @@ fn output_stream(stream: Stream) -> OutputStream {
     match stream {
         Stream::Stdout => OutputStream::Stdout,
         Stream::Stderr => OutputStream::Stderr,
-    }
-}
-
-/// The shell catalog and default ([`plan_host::Host::shells`]) in their
-/// protocol v9 form, the one shape `serve` and the FFI both hand out.
-pub fn shell_list(entries: Vec<ShellEntry>, default_shell: String) -> ShellListResult {
-    ShellListResult {
-        shells: entries
-            .into_iter()
-            .map(|entry| ShellInfo {
-                id: entry.spec.id,
-                path: entry.spec.path,
-                available: entry.available,
-            })
-            .collect(),
-        default_shell,
     }
 }
 
