@@ -19,7 +19,7 @@ use plan_core::{
     ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
 };
 use plan_host::{
-    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, SandboxStatus, ToolCallDecision,
+    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, PlanSandbox, ToolCallDecision,
     ToolCallResult,
 };
 use plan_protocol::ServerNotification;
@@ -603,9 +603,10 @@ fn plan_bash(
     workspace: &Path,
     notifications: &Receiver<ServerNotification>,
 ) -> Result<(), Failure> {
-    let sandboxed = match host.sandbox_status() {
-        SandboxStatus::Landlock => true,
-        SandboxStatus::Unavailable { reason } => {
+    let capabilities = host.command_capabilities();
+    let sandboxed = match capabilities.plan_sandbox {
+        PlanSandbox::Landlock => true,
+        PlanSandbox::Unavailable => {
             // Name the prerequisite, so that a reader on an older kernel or
             // another system knows what is missing and that nothing is wrong
             // with the rest of the story.
@@ -615,7 +616,7 @@ fn plan_bash(
                     "Plan Bash needs Linux with Landlock ABI 3 or newer (kernel 6.2+) and seccomp; \
                      the kernel sandbox is unavailable here ({}), so the host refuses both calls with \
                      PLAN_SANDBOX_UNAVAILABLE and runs nothing (the rest of the demo does not need it)",
-                    escape::line(&reason)
+                    escape::line(capabilities.reason.as_deref().unwrap_or_default())
                 ),
             )?;
             false

@@ -29,15 +29,16 @@ use plan_server::Connection;
 use plan_server::web::WebCard;
 
 pub use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
-    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
+    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, SessionId, ShellInfo,
+    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
+    TurnKind,
 };
 pub use plan_protocol::{ActiveTurn, OutputStream, Session, VerifyReport};
 pub use types::{
-    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SandboxInfo, SessionConfig,
-    ShellCatalog, ToolCall,
+    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SessionConfig, ShellCatalog,
+    ToolCall,
 };
 
 uniffi::setup_scaffolding!();
@@ -263,18 +264,11 @@ impl PlanHost {
         }));
     }
 
-    /// Whether Plan-mode Bash can run here (the probe at open).
-    pub fn sandbox_info(&self) -> SandboxInfo {
-        match self.host.sandbox_status() {
-            plan_host::SandboxStatus::Landlock => SandboxInfo {
-                plan_sandbox_available: true,
-                reason: None,
-            },
-            plan_host::SandboxStatus::Unavailable { reason } => SandboxInfo {
-                plan_sandbox_available: false,
-                reason: Some(reason),
-            },
-        }
+    /// Whether Plan-mode Bash can run here (the probe at open), why not,
+    /// and which sandbox layers and properties hold: the record
+    /// `initialize` reports as `capabilities.commands`.
+    pub fn sandbox_info(&self) -> CommandCapabilities {
+        self.host.command_capabilities()
     }
 
     /// `tool/confirm`: a person's answer to a call of the active Agent turn

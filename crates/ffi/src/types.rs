@@ -12,15 +12,15 @@
 //! `Decision` and `ShellCatalog` are the protocol's `PlanDecisionResult`
 //! and `ShellListResult`). This
 //! module declares only what differs from the wire: tool inputs as JSON
-//! text, the typed event union, the
-//! sandbox probe's answer and the argument records with defaults. It
+//! text, the typed event union and the argument records with defaults. It
 //! decides nothing.
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun,
-    CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact,
-    PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry,
-    ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
+    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, SessionId,
+    ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnId, TurnKind,
 };
 use plan_protocol as wire;
 use plan_protocol::{ActiveTurn, OutputStream, Session, VerifyReport};
@@ -178,15 +178,6 @@ pub enum PlanEvent {
         /// The run as it ended.
         command: CommandRun,
     },
-}
-
-/// Whether Plan-mode Bash can run on this host (probed once at open).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SandboxInfo {
-    /// `true` when the kernel's read-only sandbox works here.
-    pub plan_sandbox_available: bool,
-    /// Why not, when it does not.
-    pub reason: Option<String>,
 }
 
 /// A configuration change; `None` leaves a field as it is, and a `clear_*`

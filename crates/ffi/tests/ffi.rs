@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use plan_ffi::{
     ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, Mode, Origin, OutputStream,
     PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions,
-    ToolCall, ToolCallDecision,
+    PlanSandbox, ToolCall, ToolCallDecision,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -422,7 +422,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .map_err(refused_code)
         .unwrap_err();
     assert_eq!(again, ErrorCode::ToolConfirmationNotPending);
-    if !info.plan_sandbox_available {
+    if info.plan_sandbox != PlanSandbox::Landlock {
         assert_eq!(
             start().map_err(refused_code).unwrap_err(),
             ErrorCode::SandboxUnavailable
@@ -578,6 +578,44 @@ fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
     host.shutdown();
 }
 
+/// `sandbox_info` is the record `initialize` reports as
+/// `capabilities.commands`, on a host whose sandbox works and on one whose
+/// helper is missing.
+#[test]
+fn the_sandbox_info_is_the_capabilities_record_initialize_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-helper").to_string_lossy().into_owned();
+    for (name, helper) in [("probed.db", None), ("helperless.db", Some(missing))] {
+        let options = PlanHostOptions {
+            sandbox_helper: helper.clone(),
+            ..PlanHostOptions::default()
+        };
+        let host = PlanHost::new(dir.path().join(name).to_string_lossy().into_owned(), options).unwrap();
+        let info: plan_protocol::CommandCapabilities = host.sandbox_info();
+        if helper.is_some() {
+            assert_eq!(info.plan_sandbox, PlanSandbox::Unavailable);
+            assert!(
+                info.reason
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("no-such-helper"),
+                "{info:?}"
+            );
+        }
+        let init = host
+            .handle_json(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+            )
+            .unwrap();
+        let init: serde_json::Value = serde_json::from_str(&init).unwrap();
+        assert_eq!(
+            init["result"]["capabilities"]["commands"],
+            serde_json::to_value(&info).unwrap()
+        );
+        host.shutdown();
+    }
+}
+
 #[test]
 fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let dir = tempfile::tempdir().unwrap();
@@ -588,7 +626,7 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
         ..PlanHostOptions::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
-    if !host.sandbox_info().plan_sandbox_available {
+    if host.sandbox_info().plan_sandbox != PlanSandbox::Landlock {
         eprintln!("no kernel sandbox here: nothing to skip");
         return;
     }

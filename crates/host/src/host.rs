@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::check_shell;
 use plan_core::{
-    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandRun, ConfigChange, Effect, ErrorCode, Event,
-    ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState,
-    ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandCapabilities, CommandRun, ConfigChange,
+    Effect, ErrorCode, Event, ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply,
+    SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport,
+    VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -26,7 +27,7 @@ use crate::error::unexpected;
 use crate::event::{GatherEvent, HostCore, Open, Ran};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::running::{CommandSupport, Done, SandboxStatus};
+use crate::running::{CommandSupport, Done};
 use crate::sync::lock;
 use crate::timer::TimerThread;
 use crate::types::{ExpiryTimer, HostOptions, NewSession};
@@ -133,10 +134,7 @@ impl Host {
         options.limits.commands.namespaces_available = commands.namespaces_available();
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
-        options.limits.commands.sandbox_unavailable_reason = match &commands.status {
-            SandboxStatus::Landlock => None,
-            SandboxStatus::Unavailable { reason } => Some(reason.clone()),
-        };
+        options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
         let core = Arc::new(HostCore {
             open: Mutex::new(Some(Open {
                 store,
@@ -1068,10 +1066,26 @@ impl Host {
             .with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
     }
 
-    /// Whether Plan-mode Bash can run here (probed once at open);
-    /// [`SandboxStatus`]'s example asks.
-    pub fn sandbox_status(&self) -> SandboxStatus {
-        self.core.commands.status.clone()
+    /// Whether Plan-mode Bash can run here (probed once at open), why not,
+    /// and which sandbox layers and properties hold: plan-core's
+    /// `command_capabilities` over what the probe found, the record
+    /// `initialize` reports and the FFI's `sandbox_info` returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, PlanSandbox};
+    ///
+    /// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// // Without a helper nothing runs, and the host says why.
+    /// let capabilities = host.command_capabilities();
+    /// assert_eq!(capabilities.plan_sandbox, PlanSandbox::Unavailable);
+    /// assert!(capabilities.reason.is_some());
+    /// assert!(!host.limits().commands.sandbox_available);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn command_capabilities(&self) -> CommandCapabilities {
+        plan_core::command_capabilities(&self.core.options.limits.commands)
     }
 
     /// `command/start`: runs an Agent turn's allowed or confirmed Bash call

@@ -12,7 +12,9 @@
 
 use crate::call_input::CallDigest;
 use crate::model::{ActiveTurn, LimitError, UnixMs};
-use crate::objects::{CommandRun, CommandShell, CommandState, Mode, Sandbox, TurnKind};
+use crate::objects::{
+    CommandCapabilities, CommandRun, CommandShell, CommandState, Mode, PlanSandbox, Sandbox, TurnKind,
+};
 use crate::session::normalize_workspace_root;
 use crate::{ErrorCode, SessionId, TurnId};
 
@@ -446,27 +448,41 @@ pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Opt
     }
 }
 
-/// What `initialize` reports about the sandbox: the layers that work here
-/// and the properties of `sandbox.md` they enforce. P7, P8, P11 (a network
-/// namespace of the command's own) and P13 need the namespaces; P14 is
-/// this crate's own rule and holds wherever commands run. Nothing without
-/// the sandbox.
-pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'static str>) {
-    if !options.sandbox_available {
-        return (Vec::new(), Vec::new());
-    }
-    if options.namespaces_available {
+/// What the host's probe found about the sandbox, as `initialize`
+/// reports it: whether Plan Bash can run and, if not, why; the layers that
+/// work here and the properties of `sandbox.md` they enforce. P7, P8, P11
+/// (a network namespace of the command's own) and P13 need the namespaces;
+/// P14 is this crate's own rule and holds wherever commands run. Nothing
+/// without the sandbox.
+pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
+    let (layers, enforced): (&[&str], &[&str]) = if !options.sandbox_available {
+        (&[], &[])
+    } else if options.namespaces_available {
         (
-            vec!["landlock", "seccomp", "namespaces"],
-            vec![
+            &["landlock", "seccomp", "namespaces"],
+            &[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
             ],
         )
     } else {
         (
-            vec!["landlock", "seccomp"],
-            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
+            &["landlock", "seccomp"],
+            &["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
         )
+    };
+    let (plan_sandbox, reason) = if options.sandbox_available {
+        (PlanSandbox::Landlock, None)
+    } else {
+        (
+            PlanSandbox::Unavailable,
+            options.sandbox_unavailable_reason.clone(),
+        )
+    };
+    CommandCapabilities {
+        plan_sandbox,
+        reason,
+        layers: layers.iter().map(|layer| (*layer).to_owned()).collect(),
+        enforced: enforced.iter().map(|property| (*property).to_owned()).collect(),
     }
 }
 

@@ -55,8 +55,8 @@ pub use commands::{
     BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,
     CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, SandboxGrant, TurnCommand,
     TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
-    check_workspace_identity, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
-    sandbox_refusal_message, sandbox_report,
+    check_workspace_identity, command_capabilities, command_inherits_env, fence_commands, parse_bash_input,
+    sandbox_for, sandbox_refusal_message,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
@@ -67,10 +67,10 @@ pub use machine::{
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandRun, CommandShell,
-    CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    Sandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
-    ToolCallResult, TurnKind,
+    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandCapabilities,
+    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
+    ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,

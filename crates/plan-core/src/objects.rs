@@ -195,6 +195,37 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// The Plan sandbox a host offers.
+            enum PlanSandbox {
+                /// Landlock, seccomp and dropped capabilities (Linux).
+                Landlock => "landlock",
+                /// No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+                Unavailable => "unavailable",
+            }
+        }
+
+        $callback! {
+            /// Whether Plan-mode Bash will work, known before a turn starts.
+            #[serde(rename_all = "camelCase")]
+            struct CommandCapabilities {
+                /// `landlock` when the kernel sandbox works here, else `unavailable`.
+                plan_sandbox: PlanSandbox,
+                /// Why it is unavailable; `null` when available.
+                reason: Option<String>,
+                /// The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+                /// where the kernel allows them and the host does not skip them,
+                /// `namespaces`. Empty when the sandbox is unavailable.
+                #[serde(default)]
+                layers: Vec<String>,
+                /// The sandbox properties of the sandbox specification that hold here,
+                /// `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+                /// sandbox is unavailable.
+                #[serde(default)]
+                enforced: Vec<String>,
+            }
+        }
+
+        $callback! {
             /// What checking one artifact found.
             enum ArtifactCheck {
                 /// Size and SHA-256 match.

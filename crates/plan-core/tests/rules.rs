@@ -2470,23 +2470,40 @@ mod commands {
 
     #[test]
     fn the_sandbox_report_names_what_holds() {
+        use plan_core::{CommandCapabilities, PlanSandbox, command_capabilities};
+        let strings = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        let mut unavailable = context(T0).limits.commands;
+        unavailable.sandbox_unavailable_reason = Some("no Landlock".to_owned());
         assert_eq!(
-            plan_core::sandbox_report(&context(T0).limits.commands),
-            (vec![], vec![])
+            command_capabilities(&unavailable),
+            CommandCapabilities {
+                plan_sandbox: PlanSandbox::Unavailable,
+                reason: Some("no Landlock".to_owned()),
+                layers: vec![],
+                enforced: vec![],
+            }
         );
-        let (layers, enforced) = plan_core::sandbox_report(&without_namespaces().limits.commands);
-        assert_eq!(layers, ["landlock", "seccomp"]);
+        // A reason left over from an earlier probe is not reported while the
+        // sandbox works.
+        let mut without = without_namespaces().limits.commands;
+        without.sandbox_unavailable_reason = Some("stale".to_owned());
         assert_eq!(
-            enforced,
-            ["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]
+            command_capabilities(&without),
+            CommandCapabilities {
+                plan_sandbox: PlanSandbox::Landlock,
+                reason: None,
+                layers: strings(&["landlock", "seccomp"]),
+                enforced: strings(&["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]),
+            }
         );
-        let (layers, enforced) = plan_core::sandbox_report(&sandboxed().limits.commands);
-        assert_eq!(layers, ["landlock", "seccomp", "namespaces"]);
+        let report = command_capabilities(&sandboxed().limits.commands);
+        assert_eq!(report.plan_sandbox, PlanSandbox::Landlock);
+        assert_eq!(report.layers, strings(&["landlock", "seccomp", "namespaces"]));
         assert_eq!(
-            enforced,
-            [
+            report.enforced,
+            strings(&[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
-            ]
+            ])
         );
     }
 

@@ -41,14 +41,13 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
-    CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult,
-    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox, PlanVerifyParams,
-    PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams,
-    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
-    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
-    TurnToolCallsResult, method, parse_request,
+    Capabilities, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
+    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
+    PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams,
+    PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, RequestParams,
+    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellSetDefaultParams,
+    ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams, TurnCompleteParams,
+    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
 };
 pub use notifications::{
     CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
@@ -62,9 +61,10 @@ pub use objects::{ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellLi
 /// `ArtifactContent`).
 pub use plan_core::{
     ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
-    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace,
-    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin,
+    OrphanArtifact, PermissionMode, PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox,
+    Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
+    ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

@@ -17,8 +17,9 @@ use plan_core::ErrorCode;
 
 use crate::error::ProtocolError;
 use crate::{
-    ApprovalStatus, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
-    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
+    ApprovalStatus, CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval,
+    PlanDecisionResult, PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall,
+    ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` may be `None` for
@@ -106,37 +107,6 @@ pub struct Capabilities {
     /// The approval card's web server; `null` when it is off.
     #[serde(default)]
     pub web: Option<crate::WebCapabilities>,
-}
-
-/// Whether Plan-mode Bash will work, known before a turn starts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandCapabilities {
-    /// `landlock` when the kernel sandbox works here, else `unavailable`.
-    pub plan_sandbox: PlanSandbox,
-    /// Why it is unavailable; `null` when available.
-    pub reason: Option<String>,
-    /// The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
-    /// where the kernel allows them and the host does not skip them,
-    /// `namespaces`. Empty when the sandbox is unavailable.
-    #[serde(default)]
-    pub layers: Vec<String>,
-    /// The sandbox properties of the sandbox specification that hold here,
-    /// `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-    /// sandbox is unavailable.
-    #[serde(default)]
-    pub enforced: Vec<String>,
-}
-
-/// The Plan sandbox a host offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum PlanSandbox {
-    /// Landlock, seccomp and dropped capabilities (Linux).
-    #[serde(rename = "landlock")]
-    Landlock,
-    /// No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
-    #[serde(rename = "unavailable")]
-    Unavailable,
 }
 
 /// `command/start` params: run an Agent turn's allowed (or confirmed) Bash

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
-    ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult, PlanDecisionResult,
-    PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession, ShellListResult,
-    ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
+    Capabilities, ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult,
+    PlanDecisionResult, PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
+    ShellListResult, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
 };
 use serde_json::Value;
 
-use crate::convert::{capabilities, error_object, host_error, unserializable};
+use crate::convert::{error_object, host_error, unserializable};
 use crate::web::WebCard;
 
 /// The server name `initialize` reports (the host test
@@ -194,8 +194,10 @@ impl Connection {
                 ));
             }
             self.initialized = true;
-            let mut capabilities = capabilities(&self.host.sandbox_status(), &self.host.limits().commands);
-            capabilities.web = self.web.as_ref().map(|web| web.capabilities());
+            let capabilities = Capabilities {
+                commands: self.host.command_capabilities(),
+                web: self.web.as_ref().map(|web| web.capabilities()),
+            };
             return to_value(&InitializeResult {
                 protocol_version: PROTOCOL_VERSION,
                 server_name: SERVER_NAME.to_owned(),

@@ -1,6 +1,5 @@
 //! Every conversion between host values and protocol v9 wire types: events
-//! to notifications, tool-call outcomes, the sandbox
-//! capabilities, host errors to error objects and protocol errors to host
+//! to notifications, tool-call outcomes, host errors to error objects and protocol errors to host
 //! errors. (plan-core's records travel as they are; the wire's own views of
 //! plan-core values are the protocol crate's `From` impls; this module adds
 //! what only the host has.)
@@ -8,7 +7,7 @@
 //! It decides nothing and carries no state.
 
 use plan_core::ErrorCode;
-use plan_host::{HostError, HostEvent, SandboxStatus, Stream};
+use plan_host::{HostError, HostEvent, Stream};
 use plan_protocol::{
     CommandExitedNotification, CommandOutputNotification, ErrorObject, ExecutionStateChangedNotification,
     OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ProtocolError,
@@ -69,31 +68,6 @@ fn output_stream(stream: Stream) -> OutputStream {
     match stream {
         Stream::Stdout => OutputStream::Stdout,
         Stream::Stderr => OutputStream::Stderr,
-    }
-}
-
-/// The `initialize` capabilities for the sandbox the host probed; the layers
-/// and enforced properties are plan-core's report for the probed options.
-pub fn capabilities(
-    status: &SandboxStatus,
-    options: &plan_core::CommandOptions,
-) -> plan_protocol::Capabilities {
-    let (layers, enforced) = plan_core::sandbox_report(options);
-    let (plan_sandbox, reason) = match status {
-        SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
-        SandboxStatus::Unavailable { reason } => {
-            (plan_protocol::PlanSandbox::Unavailable, Some(reason.clone()))
-        }
-    };
-    plan_protocol::Capabilities {
-        commands: plan_protocol::CommandCapabilities {
-            plan_sandbox,
-            reason,
-            layers: layers.into_iter().map(String::from).collect(),
-            enforced: enforced.into_iter().map(String::from).collect(),
-        },
-        // Filled in by a connection that has the web card server.
-        web: None,
     }
 }
 

@@ -324,7 +324,7 @@ fn executed() -> (Fixture, bool) {
         },
     )
     .unwrap();
-    let sandboxed = host.sandbox_status() == plan_host::SandboxStatus::Landlock;
+    let sandboxed = host.command_capabilities().plan_sandbox == plan_host::PlanSandbox::Landlock;
     let (exits, exited) = mpsc::channel();
     host.add_listener(Arc::new(move |event: HostEvent| {
         if let HostEvent::CommandExited(run) = event {

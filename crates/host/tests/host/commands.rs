@@ -9,7 +9,7 @@
 
 use super::*;
 use plan_core::{CommandRun, CommandState, Sandbox};
-use plan_host::{CommandEntryKind, CommandFilter, SandboxStatus, SessionId, TurnId};
+use plan_host::{CommandEntryKind, CommandFilter, PlanSandbox, SessionId, TurnId};
 
 /// The output and the end of one command, as the listener saw them.
 struct Seen {
@@ -38,9 +38,11 @@ impl Fixture {
     /// Whether the kernel sandbox works; prints when it does not, so a
     /// skipped assertion is visible.
     fn sandboxed(&self) -> bool {
-        match self.host.sandbox_status() {
-            SandboxStatus::Landlock => true,
-            SandboxStatus::Unavailable { reason } => {
+        let capabilities = self.host.command_capabilities();
+        match capabilities.plan_sandbox {
+            PlanSandbox::Landlock => true,
+            PlanSandbox::Unavailable => {
+                let reason = capabilities.reason.unwrap_or_default();
                 eprintln!(
                     "the kernel sandbox is unavailable here ({reason}); asserting PLAN_SANDBOX_UNAVAILABLE"
                 );
@@ -300,7 +302,7 @@ fn output_past_the_cap_is_counted_not_sent() {
             vec![bash("c1", "head -c 5000 /dev/zero | tr '\\0' a")],
         )
         .unwrap();
-    if host.sandbox_status() != SandboxStatus::Landlock {
+    if host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
         assert_eq!(
             verdict(&outcomes[0]),
             Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
@@ -720,9 +722,13 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         },
     )
     .unwrap();
-    let SandboxStatus::Unavailable { reason } = host.sandbox_status() else {
-        panic!("a missing helper cannot sandbox anything");
-    };
+    let capabilities = host.command_capabilities();
+    assert_eq!(
+        capabilities.plan_sandbox,
+        PlanSandbox::Unavailable,
+        "a missing helper cannot sandbox anything"
+    );
+    let reason = capabilities.reason.unwrap();
     assert!(reason.contains("no-such-helper"), "{reason}");
     for (id, mode, permission) in [
         ("plan", Mode::Plan, PermissionMode::Ask),
@@ -856,9 +862,13 @@ fn a_symlinked_scratch_root_is_refused_and_never_swept() {
         ..options
     });
     assert_intact(&canary, "the startup sweep followed the link");
-    let SandboxStatus::Unavailable { reason } = fixture.host.sandbox_status() else {
-        panic!("a symlinked scratch root was accepted");
-    };
+    let capabilities = fixture.host.command_capabilities();
+    assert_eq!(
+        capabilities.plan_sandbox,
+        PlanSandbox::Unavailable,
+        "a symlinked scratch root was accepted"
+    );
+    let reason = capabilities.reason.unwrap();
     assert!(reason.contains("scratch root"), "{reason}");
     let turn = fixture.plan_turn("s1");
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);

@@ -112,7 +112,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
         fixture.tool_audit("s", "r1").is_empty(),
         "a plain allow is not audited"
     );
-    if fixture.host.sandbox_status() != plan_host::SandboxStatus::Landlock {
+    if fixture.host.command_capabilities().plan_sandbox != plan_host::PlanSandbox::Landlock {
         assert_eq!(
             code(start("echo confirmed > confirmed.txt")),
             ErrorCode::SandboxUnavailable

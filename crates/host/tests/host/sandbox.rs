@@ -9,7 +9,7 @@
 
 use super::*;
 use plan_core::{CommandState, Sandbox};
-use plan_host::{SandboxStatus, SessionId, TurnId};
+use plan_host::{PlanSandbox, SessionId, TurnId};
 
 fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
@@ -17,7 +17,7 @@ fn bash(call_id: &str, command: &str) -> ToolCall {
 
 /// Whether this host runs commands inside namespaces; says so when not.
 fn namespaced(fixture: &Fixture, test: &str) -> bool {
-    let available = matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock)
+    let available = fixture.host.command_capabilities().plan_sandbox == PlanSandbox::Landlock
         && fixture.host.limits().commands.namespaces_available;
     if !available {
         eprintln!("{test}: no sandbox with namespaces here; P7 and P8 are not tested");
@@ -264,15 +264,10 @@ fn two_sessions_cannot_reach_each_others_scratch() {
     stdout_of(&fixture, "a2");
 }
 
-/// What the host's probe found, as `initialize` reports it (plan-core's
-/// one report; the server writes it into `capabilities.commands`).
+/// What the host's probe found, as `initialize` reports it (the server
+/// writes this very record into `capabilities.commands`).
 fn initialize_commands(fixture: &Fixture) -> Value {
-    let (layers, enforced) = plan_core::sandbox_report(&fixture.host.limits().commands);
-    let plan_sandbox = match fixture.host.sandbox_status() {
-        SandboxStatus::Landlock => "landlock",
-        SandboxStatus::Unavailable { .. } => "unavailable",
-    };
-    json!({"planSandbox": plan_sandbox, "layers": layers, "enforced": enforced})
+    serde_json::to_value(fixture.host.command_capabilities()).unwrap()
 }
 
 #[test]
@@ -284,7 +279,7 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
             ..options
         },
     );
-    if !matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock) {
+    if fixture.host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
         eprintln!("no kernel sandbox here: nothing to skip");
         return;
     }

@@ -566,7 +566,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_reject() != 9846:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -2245,6 +2245,129 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
 
 
+
+
+
+
+class PlanSandbox(enum.Enum):
+    """
+    The Plan sandbox a host offers.
+"""
+    
+    LANDLOCK = 0
+    """
+    Landlock, seccomp and dropped capabilities (Linux).
+"""
+    
+    UNAVAILABLE = 1
+    """
+    No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+"""
+    
+
+
+class _UniffiFfiConverterTypePlanSandbox(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PlanSandbox.LANDLOCK
+        if variant == 2:
+            return PlanSandbox.UNAVAILABLE
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == PlanSandbox.LANDLOCK:
+            return
+        if value == PlanSandbox.UNAVAILABLE:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == PlanSandbox.LANDLOCK:
+            buf.write_i32(1)
+        if value == PlanSandbox.UNAVAILABLE:
+            buf.write_i32(2)
+
+
+
+class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterString.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterString.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterString.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class CommandCapabilities:
+    """
+    Whether Plan-mode Bash will work, known before a turn starts.
+"""
+    def __init__(self, *, plan_sandbox:PlanSandbox, reason:typing.Optional[str], layers:typing.List[str], enforced:typing.List[str]):
+        self.plan_sandbox = plan_sandbox
+        self.reason = reason
+        self.layers = layers
+        self.enforced = enforced
+        
+        
+
+    
+    def __str__(self):
+        return "CommandCapabilities(plan_sandbox={}, reason={}, layers={}, enforced={})".format(self.plan_sandbox, self.reason, self.layers, self.enforced)
+    def __eq__(self, other):
+        if self.plan_sandbox != other.plan_sandbox:
+            return False
+        if self.reason != other.reason:
+            return False
+        if self.layers != other.layers:
+            return False
+        if self.enforced != other.enforced:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandCapabilities(
+            plan_sandbox=_UniffiFfiConverterTypePlanSandbox.read(buf),
+            reason=_UniffiFfiConverterOptionalString.read(buf),
+            layers=_UniffiFfiConverterSequenceString.read(buf),
+            enforced=_UniffiFfiConverterSequenceString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePlanSandbox.check_lower(value.plan_sandbox)
+        _UniffiFfiConverterOptionalString.check_lower(value.reason)
+        _UniffiFfiConverterSequenceString.check_lower(value.layers)
+        _UniffiFfiConverterSequenceString.check_lower(value.enforced)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePlanSandbox.write(value.plan_sandbox, buf)
+        _UniffiFfiConverterOptionalString.write(value.reason, buf)
+        _UniffiFfiConverterSequenceString.write(value.layers, buf)
+        _UniffiFfiConverterSequenceString.write(value.enforced, buf)
+
+
 class _UniffiFfiConverterTypeSessionId:
     @staticmethod
     def write(value, buf):
@@ -3403,29 +3526,6 @@ class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterString.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterString.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterString.read(buf) for i in range(count)
-        ]
-
 class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -3714,45 +3814,6 @@ class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.otel_client_certificate, buf)
         _UniffiFfiConverterOptionalString.write(value.otel_client_key, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
-
-@dataclass
-class SandboxInfo:
-    """
-    Whether Plan-mode Bash can run on this host (probed once at open).
-"""
-    def __init__(self, *, plan_sandbox_available:bool, reason:typing.Optional[str]):
-        self.plan_sandbox_available = plan_sandbox_available
-        self.reason = reason
-        
-        
-
-    
-    def __str__(self):
-        return "SandboxInfo(plan_sandbox_available={}, reason={})".format(self.plan_sandbox_available, self.reason)
-    def __eq__(self, other):
-        if self.plan_sandbox_available != other.plan_sandbox_available:
-            return False
-        if self.reason != other.reason:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeSandboxInfo(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return SandboxInfo(
-            plan_sandbox_available=_UniffiFfiConverterBoolean.read(buf),
-            reason=_UniffiFfiConverterOptionalString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.plan_sandbox_available)
-        _UniffiFfiConverterOptionalString.check_lower(value.reason)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.plan_sandbox_available, buf)
-        _UniffiFfiConverterOptionalString.write(value.reason, buf)
 
 class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
     @classmethod
@@ -5439,9 +5500,11 @@ class PlanHostProtocol(typing.Protocol):
         Rejects.
 """
         raise NotImplementedError
-    def sandbox_info(self, ) -> SandboxInfo:
+    def sandbox_info(self, ) -> CommandCapabilities:
         """
-        Whether Plan-mode Bash can run here (the probe at open).
+        Whether Plan-mode Bash can run here (the probe at open), why not,
+        and which sandbox layers and properties hold: the record
+        `initialize` reports as `capabilities.commands`.
 """
         raise NotImplementedError
     def set_default_shell(self, shell_id: str) -> str:
@@ -5912,14 +5975,16 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def sandbox_info(self, ) -> SandboxInfo:
+    def sandbox_info(self, ) -> CommandCapabilities:
         """
-        Whether Plan-mode Bash can run here (the probe at open).
+        Whether Plan-mode Bash can run here (the probe at open), why not,
+        and which sandbox layers and properties hold: the record
+        `initialize` reports as `capabilities.commands`.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSandboxInfo.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandCapabilities.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -6138,6 +6203,7 @@ __all__ = [
     "ApprovalStatus",
     "ArtifactCheck",
     "ErrorCode",
+    "PlanSandbox",
     "CommandSandbox",
     "CommandState",
     "PermissionMode",
@@ -6152,6 +6218,7 @@ __all__ = [
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
+    "CommandCapabilities",
     "CommandShell",
     "CommandRun",
     "PlanApproval",
@@ -6160,7 +6227,6 @@ __all__ = [
     "OrphanArtifact",
     "PlanDiff",
     "PlanHostOptions",
-    "SandboxInfo",
     "SessionConfig",
     "ShellInfo",
     "ShellCatalog",

@@ -37,6 +37,7 @@ from plan_ffi import (
     PlanEventListener,
     PlanHost,
     PlanHostOptions,
+    PlanSandbox,
     SessionConfig,
     ToolCall,
     ToolCallDecision,
@@ -776,7 +777,7 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
         command = json.dumps({"command": "cat notes.txt"})
         [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
         info = host.sandbox_info()
-        if not info.plan_sandbox_available:
+        if info.plan_sandbox != PlanSandbox.LANDLOCK:
             print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
             assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
             return
@@ -795,7 +796,8 @@ def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_pat
     host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper="/nonexistent/helper"))
     try:
         info = host.sandbox_info()
-        assert not info.plan_sandbox_available
+        assert info.plan_sandbox == PlanSandbox.UNAVAILABLE
+        assert info.layers == [] and info.enforced == []
         assert "/nonexistent/helper was not found" in info.reason
         ws = workspace(tmp_path)
         host.create_session("py", str(ws), Mode.PLAN, None)
@@ -830,7 +832,7 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
     command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
     [result] = host.tool_calls("cmd", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
     info = host.sandbox_info()
-    if not info.plan_sandbox_available:
+    if info.plan_sandbox != PlanSandbox.LANDLOCK:
         print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
         assert result.decision == ToolCallDecision.DENY
         assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
@@ -877,7 +879,7 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     confirmed = host.confirm_tool("agent", turn.turn_id, "b1", True)
     assert (confirmed.decision, confirmed.host_run) == (ToolCallDecision.ALLOW, True)
     recorder.drain()
-    if not host.sandbox_info().plan_sandbox_available:
+    if host.sandbox_info().plan_sandbox != PlanSandbox.LANDLOCK:
         with pytest.raises(PlanError.Failed) as unavailable:
             host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
         assert unavailable.value.code == ErrorCode.SANDBOX_UNAVAILABLE

@@ -934,9 +934,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func reject(approvalId: String) throws  -> Decision
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-    func sandboxInfo()  -> SandboxInfo
+    func sandboxInfo()  -> CommandCapabilities
     
     /**
      * Persists the default shell.
@@ -1314,10 +1316,12 @@ open func reject(approvalId: String)throws  -> Decision  {
 }
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-open func sandboxInfo() -> SandboxInfo  {
-    return try!  FfiConverterTypeSandboxInfo_lift(try! rustCall() {
+open func sandboxInfo() -> CommandCapabilities  {
+    return try!  FfiConverterTypeCommandCapabilities_lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planhost_sandbox_info(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -1888,6 +1892,103 @@ public func FfiConverterTypeArtifactVerification_lift(_ buf: RustBuffer) throws 
 #endif
 public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerification) -> RustBuffer {
     return FfiConverterTypeArtifactVerification.lower(value)
+}
+
+
+/**
+ * Whether Plan-mode Bash will work, known before a turn starts.
+ */
+public struct CommandCapabilities: Equatable, Hashable {
+    /**
+     * `landlock` when the kernel sandbox works here, else `unavailable`.
+     */
+    public var planSandbox: PlanSandbox
+    /**
+     * Why it is unavailable; `null` when available.
+     */
+    public var reason: String?
+    /**
+     * The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+     * where the kernel allows them and the host does not skip them,
+     * `namespaces`. Empty when the sandbox is unavailable.
+     */
+    public var layers: [String]
+    /**
+     * The sandbox properties of the sandbox specification that hold here,
+     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+     * sandbox is unavailable.
+     */
+    public var enforced: [String]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `landlock` when the kernel sandbox works here, else `unavailable`.
+         */planSandbox: PlanSandbox, 
+        /**
+         * Why it is unavailable; `null` when available.
+         */reason: String?, 
+        /**
+         * The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+         * where the kernel allows them and the host does not skip them,
+         * `namespaces`. Empty when the sandbox is unavailable.
+         */layers: [String], 
+        /**
+         * The sandbox properties of the sandbox specification that hold here,
+         * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+         * sandbox is unavailable.
+         */enforced: [String]) {
+        self.planSandbox = planSandbox
+        self.reason = reason
+        self.layers = layers
+        self.enforced = enforced
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandCapabilities {
+        return
+            try CommandCapabilities(
+                planSandbox: FfiConverterTypePlanSandbox.read(from: &buf), 
+                reason: FfiConverterOptionString.read(from: &buf), 
+                layers: FfiConverterSequenceString.read(from: &buf), 
+                enforced: FfiConverterSequenceString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandCapabilities, into buf: inout [UInt8]) {
+        FfiConverterTypePlanSandbox.write(value.planSandbox, into: &buf)
+        FfiConverterOptionString.write(value.reason, into: &buf)
+        FfiConverterSequenceString.write(value.layers, into: &buf)
+        FfiConverterSequenceString.write(value.enforced, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandCapabilities_lift(_ buf: RustBuffer) throws -> CommandCapabilities {
+    return try FfiConverterTypeCommandCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandCapabilities_lower(_ value: CommandCapabilities) -> RustBuffer {
+    return FfiConverterTypeCommandCapabilities.lower(value)
 }
 
 
@@ -2986,75 +3087,6 @@ public func FfiConverterTypePlanHostOptions_lift(_ buf: RustBuffer) throws -> Pl
 #endif
 public func FfiConverterTypePlanHostOptions_lower(_ value: PlanHostOptions) -> RustBuffer {
     return FfiConverterTypePlanHostOptions.lower(value)
-}
-
-
-/**
- * Whether Plan-mode Bash can run on this host (probed once at open).
- */
-public struct SandboxInfo: Equatable, Hashable {
-    /**
-     * `true` when the kernel's read-only sandbox works here.
-     */
-    public var planSandboxAvailable: Bool
-    /**
-     * Why not, when it does not.
-     */
-    public var reason: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * `true` when the kernel's read-only sandbox works here.
-         */planSandboxAvailable: Bool, 
-        /**
-         * Why not, when it does not.
-         */reason: String?) {
-        self.planSandboxAvailable = planSandboxAvailable
-        self.reason = reason
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SandboxInfo: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSandboxInfo: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SandboxInfo {
-        return
-            try SandboxInfo(
-                planSandboxAvailable: FfiConverterBool.read(from: &buf), 
-                reason: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SandboxInfo, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.planSandboxAvailable, into: &buf)
-        FfiConverterOptionString.write(value.reason, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSandboxInfo_lift(_ buf: RustBuffer) throws -> SandboxInfo {
-    return try FfiConverterTypeSandboxInfo.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSandboxInfo_lower(_ value: SandboxInfo) -> RustBuffer {
-    return FfiConverterTypeSandboxInfo.lower(value)
 }
 
 
@@ -5696,6 +5728,81 @@ public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
 
 
 /**
+ * The Plan sandbox a host offers.
+ */
+
+public enum PlanSandbox: Equatable, Hashable {
+    
+    /**
+     * Landlock, seccomp and dropped capabilities (Linux).
+     */
+    case landlock
+    /**
+     * No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+     */
+    case unavailable
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension PlanSandbox: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanSandbox: FfiConverterRustBuffer {
+    typealias SwiftType = PlanSandbox
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanSandbox {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .landlock
+        
+        case 2: return .unavailable
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: PlanSandbox, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .landlock:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .unavailable:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanSandbox_lift(_ buf: RustBuffer) throws -> PlanSandbox {
+    return try FfiConverterTypePlanSandbox.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanSandbox_lower(_ value: PlanSandbox) -> RustBuffer {
+    return FfiConverterTypePlanSandbox.lower(value)
+}
+
+
+
+/**
  * The `type` of a tool-permission transcript entry.
  */
 
@@ -6859,7 +6966,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_reject() != 9846) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712) {
+    if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210) {

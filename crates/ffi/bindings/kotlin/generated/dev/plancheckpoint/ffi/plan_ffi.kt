@@ -1030,7 +1030,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_reject() and 0xFFFF) != 9846) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 32712) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 51912) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() and 0xFFFF) != 25210) {
@@ -1955,9 +1955,11 @@ public interface PlanHostInterface {
     fun `reject`(`approvalId`: kotlin.String): Decision
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-    fun `sandboxInfo`(): SandboxInfo
+    fun `sandboxInfo`(): CommandCapabilities
     
     /**
      * Persists the default shell.
@@ -2479,9 +2481,11 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
-     */override fun `sandboxInfo`(): SandboxInfo {
-            return FfiConverterTypeSandboxInfo.lift(
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
+     */override fun `sandboxInfo`(): CommandCapabilities {
+            return FfiConverterTypeCommandCapabilities.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info(
@@ -2956,6 +2960,73 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
             FfiConverterTypeArtifactCheck.write(value.`result`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
+    }
+}
+
+
+
+/**
+ * Whether Plan-mode Bash will work, known before a turn starts.
+ */
+data class CommandCapabilities (
+    /**
+     * `landlock` when the kernel sandbox works here, else `unavailable`.
+     */
+    var `planSandbox`: PlanSandbox
+    , 
+    /**
+     * Why it is unavailable; `null` when available.
+     */
+    var `reason`: kotlin.String?
+    , 
+    /**
+     * The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+     * where the kernel allows them and the host does not skip them,
+     * `namespaces`. Empty when the sandbox is unavailable.
+     */
+    var `layers`: List<kotlin.String>
+    , 
+    /**
+     * The sandbox properties of the sandbox specification that hold here,
+     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+     * sandbox is unavailable.
+     */
+    var `enforced`: List<kotlin.String>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<CommandCapabilities> {
+    override fun read(buf: ByteBuffer): CommandCapabilities {
+        return CommandCapabilities(
+            FfiConverterTypePlanSandbox.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandCapabilities) = (
+            FfiConverterTypePlanSandbox.allocationSize(value.`planSandbox`) +
+            FfiConverterOptionalString.allocationSize(value.`reason`) +
+            FfiConverterSequenceString.allocationSize(value.`layers`) +
+            FfiConverterSequenceString.allocationSize(value.`enforced`)
+    )
+
+    override fun write(value: CommandCapabilities, buf: ByteBuffer) {
+            FfiConverterTypePlanSandbox.write(value.`planSandbox`, buf)
+            FfiConverterOptionalString.write(value.`reason`, buf)
+            FfiConverterSequenceString.write(value.`layers`, buf)
+            FfiConverterSequenceString.write(value.`enforced`, buf)
     }
 }
 
@@ -3753,53 +3824,6 @@ public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOp
             FfiConverterOptionalString.write(value.`otelClientCertificate`, buf)
             FfiConverterOptionalString.write(value.`otelClientKey`, buf)
             FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
-    }
-}
-
-
-
-/**
- * Whether Plan-mode Bash can run on this host (probed once at open).
- */
-data class SandboxInfo (
-    /**
-     * `true` when the kernel's read-only sandbox works here.
-     */
-    var `planSandboxAvailable`: kotlin.Boolean
-    , 
-    /**
-     * Why not, when it does not.
-     */
-    var `reason`: kotlin.String?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSandboxInfo: FfiConverterRustBuffer<SandboxInfo> {
-    override fun read(buf: ByteBuffer): SandboxInfo {
-        return SandboxInfo(
-            FfiConverterBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SandboxInfo) = (
-            FfiConverterBoolean.allocationSize(value.`planSandboxAvailable`) +
-            FfiConverterOptionalString.allocationSize(value.`reason`)
-    )
-
-    override fun write(value: SandboxInfo, buf: ByteBuffer) {
-            FfiConverterBoolean.write(value.`planSandboxAvailable`, buf)
-            FfiConverterOptionalString.write(value.`reason`, buf)
     }
 }
 
@@ -5555,6 +5579,49 @@ public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
                 Unit
             }
         }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+}
+
+
+
+
+
+/**
+ * The Plan sandbox a host offers.
+ */
+
+enum class PlanSandbox {
+    
+    /**
+     * Landlock, seccomp and dropped capabilities (Linux).
+     */
+    LANDLOCK,
+    /**
+     * No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+     */
+    UNAVAILABLE;
+
+    
+
+
+    companion object
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanSandbox: FfiConverterRustBuffer<PlanSandbox> {
+    override fun read(buf: ByteBuffer) = try {
+        PlanSandbox.values()[buf.getInt() - 1]
+    } catch (e: IndexOutOfBoundsException) {
+        throw RuntimeException("invalid enum value, something is very wrong!!", e)
+    }
+
+    override fun allocationSize(value: PlanSandbox) = 4UL
+
+    override fun write(value: PlanSandbox, buf: ByteBuffer) {
+        buf.putInt(value.ordinal + 1)
     }
 }
 

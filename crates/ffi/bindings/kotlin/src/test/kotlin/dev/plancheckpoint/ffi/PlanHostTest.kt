@@ -1076,7 +1076,7 @@ class PlanHostTest {
         val input = "{\"command\": \"cat notes.txt; echo x > written.txt\"}"
         val results = host.toolCalls("cmd", turn.turnId, listOf(call("c1", "Bash", input)))
         val info = host.sandboxInfo()
-        if (!info.planSandboxAvailable) {
+        if (info.planSandbox != PlanSandbox.LANDLOCK) {
             println("the kernel sandbox is unavailable here (${info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
             denied(results[0], ErrorCode.PLAN_SANDBOX_UNAVAILABLE)
             return
@@ -1116,7 +1116,7 @@ class PlanHostTest {
         assertEquals(true, confirmed.hostRun)
         failed(ErrorCode.TOOL_CONFIRMATION_NOT_PENDING) { host.confirmTool("agent", turn.turnId, "b1", false) }
         recorder.drain()
-        if (!host.sandboxInfo().planSandboxAvailable) {
+        if (host.sandboxInfo().planSandbox != PlanSandbox.LANDLOCK) {
             failed(ErrorCode.SANDBOX_UNAVAILABLE) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
             return
         }
