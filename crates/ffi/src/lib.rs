@@ -9,10 +9,9 @@
 //! and converts the answer; the constructor builds the options through
 //! plan-core's `Limits::new` and `CommandLimits::new`. The FFI decides
 //! nothing. Errors reach foreign code as one [`PlanError`], made from host
-//! errors by exactly one mapping. Listeners get every host event as one
-//! typed [`PlanEvent`], made by exactly one mapping too (the event's
-//! protocol notification, `plan_server::notification`, then
-//! `From<ServerNotification> for PlanEvent`). No panic crosses the boundary
+//! errors by exactly one mapping. Listeners get every host event as the
+//! protocol's [`ServerNotification`] itself, made by exactly one mapping too
+//! (`plan_server::notification`, the one `serve` writes). No panic crosses the boundary
 //! (UniFFI turns any that escapes into an internal error, and listener calls
 //! are guarded).
 
@@ -35,10 +34,13 @@ pub use plan_core::{
     SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
     TurnKind,
 };
-pub use plan_protocol::{ActiveTurn, OutputStream, Session, VerifyReport};
+pub use plan_protocol::{
+    ActiveTurn, CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
+    Session, SessionChangedNotification, VerifyReport,
+};
 pub use types::{
-    ApprovalQuery, CommandSandbox, Decision, PlanEvent, PlanHostOptions, SessionConfig, ShellCatalog,
-    ToolCall,
+    ApprovalQuery, CommandSandbox, Decision, PlanHostOptions, SessionConfig, ShellCatalog, ToolCall,
 };
 
 uniffi::setup_scaffolding!();
@@ -79,7 +81,8 @@ pub fn error_code_wire_name(code: ErrorCode) -> String {
     code.as_str().to_owned()
 }
 
-/// Receives every host notification as a typed [`PlanEvent`]: approvals
+/// Receives every host notification as the protocol's
+/// [`ServerNotification`], the value `serve` writes to the wire: approvals
 /// requested and resolved (expiries fired by the timer included), execution
 /// state, session changes, and host-run commands' output and ends.
 #[uniffi::export(with_foreign)]
@@ -89,7 +92,7 @@ pub trait PlanEventListener: Send + Sync {
     /// the change, on a command's own thread, or on the host's timer thread;
     /// it must not block for long. A listener that throws or panics is
     /// contained: the host and the other listeners carry on.
-    fn on_event(&self, event: PlanEvent);
+    fn on_event(&self, event: ServerNotification);
 }
 
 /// The plan checkpoint host. Safe to call from several threads at once.
@@ -257,10 +260,10 @@ impl PlanHost {
         // Weakly: the card server holds the host, which holds its listeners.
         let web = self.web.as_ref().map(Arc::downgrade);
         self.host.add_listener(Arc::new(move |event: HostEvent| {
-            let event = PlanEvent::from(WebCard::notification_of(web.as_ref(), event));
+            let notification = WebCard::notification_of(web.as_ref(), event);
             // A foreign exception reaches Rust as a panic of the UniFFI
             // callback glue; it must not unwind into the host.
-            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
+            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(notification)));
         }));
     }
 

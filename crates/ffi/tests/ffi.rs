@@ -1,5 +1,6 @@
 //! Integration tests of the FFI surface as Rust sees it: every host
-//! notification reaches a `PlanEventListener` as its typed `PlanEvent`, with
+//! notification reaches a `PlanEventListener` as the protocol's own
+//! `ServerNotification` (the value `serve` writes), with
 //! the same records the calls return, and a listener that panics (which is
 //! how a foreign exception arrives from the UniFFI callback glue) leaves the
 //! host, its timer and the other listeners working.
@@ -21,9 +22,11 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use plan_ffi::{
-    ApprovalStatus, CommandSandbox, CommandState, ErrorCode, ExecutionState, Mode, Origin, OutputStream,
-    PermissionMode, PlanApproval, PlanError, PlanEvent, PlanEventListener, PlanHost, PlanHostOptions,
-    PlanSandbox, ToolCall, ToolCallDecision,
+    ApprovalStatus, CommandExitedNotification, CommandOutputNotification, CommandSandbox, CommandState,
+    ErrorCode, ExecutionState, ExecutionStateChangedNotification, Mode, Origin, OutputStream, PermissionMode,
+    PlanApproval, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanError,
+    PlanEventListener, PlanHost, PlanHostOptions, PlanSandbox, ServerNotification,
+    SessionChangedNotification, ToolCall, ToolCallDecision,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -32,15 +35,16 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Records every event, in arrival order, and wakes waiters.
 #[derive(Default)]
 struct Recorder {
-    events: Mutex<Vec<PlanEvent>>,
+    events: Mutex<Vec<ServerNotification>>,
     /// The threads that delivered an expired approval.
     expiry_threads: Mutex<Vec<ThreadId>>,
     arrived: Condvar,
 }
 
 impl PlanEventListener for Recorder {
-    fn on_event(&self, event: PlanEvent) {
-        if let PlanEvent::ApprovalResolved { approval } = &event
+    fn on_event(&self, event: ServerNotification) {
+        if let ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification { approval }) =
+            &event
             && approval.status == ApprovalStatus::Expired
         {
             self.expiry_threads
@@ -55,13 +59,17 @@ impl PlanEventListener for Recorder {
 
 impl Recorder {
     /// Takes the events recorded so far.
-    fn drain(&self) -> Vec<PlanEvent> {
+    fn drain(&self) -> Vec<ServerNotification> {
         std::mem::take(&mut *self.events.lock().unwrap())
     }
 
     /// Waits (bounded) until an event matches, then takes everything recorded
     /// up to and including it.
-    fn drain_until(&self, what: &str, matches: impl Fn(&PlanEvent) -> bool) -> Vec<PlanEvent> {
+    fn drain_until(
+        &self,
+        what: &str,
+        matches: impl Fn(&ServerNotification) -> bool,
+    ) -> Vec<ServerNotification> {
         let deadline = Instant::now() + WAIT;
         let mut events = self.events.lock().unwrap();
         loop {
@@ -80,7 +88,7 @@ impl Recorder {
 struct Panicking;
 
 impl PlanEventListener for Panicking {
-    fn on_event(&self, _event: PlanEvent) {
+    fn on_event(&self, _event: ServerNotification) {
         panic!("deliberate listener failure (this test checks it is contained)");
     }
 }
@@ -173,14 +181,16 @@ fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
     }
 }
 
-fn is_resolved(event: &PlanEvent, approval_id: &str, status: ApprovalStatus) -> bool {
+fn is_resolved(event: &ServerNotification, approval_id: &str, status: ApprovalStatus) -> bool {
     match event {
-        PlanEvent::ApprovalResolved { approval } => approval.id == approval_id && approval.status == status,
-        PlanEvent::ApprovalRequested { .. }
-        | PlanEvent::ExecutionStateChanged { .. }
-        | PlanEvent::SessionChanged { .. }
-        | PlanEvent::CommandOutput { .. }
-        | PlanEvent::CommandExited { .. } => false,
+        ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification { approval }) => {
+            approval.id == approval_id && approval.status == status
+        }
+        ServerNotification::PlanApprovalRequested(_)
+        | ServerNotification::ExecutionStateChanged(_)
+        | ServerNotification::SessionChanged(_)
+        | ServerNotification::CommandOutput(_)
+        | ServerNotification::CommandExited(_) => false,
     }
 }
 
@@ -198,9 +208,9 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         .unwrap();
     assert_eq!(
         fixture.recorder.drain(),
-        [PlanEvent::SessionChanged {
+        [ServerNotification::SessionChanged(SessionChangedNotification {
             session: fixture.session("s1")
-        }]
+        })]
     );
     let approval = fixture.submit_in("s1", &turn.turn_id);
     let pending = fixture.session("s1");
@@ -208,11 +218,11 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalRequested {
+            ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification {
                 approval: approval.clone(),
                 card_url: None,
-            },
-            PlanEvent::SessionChanged { session: pending },
+            }),
+            ServerNotification::SessionChanged(SessionChangedNotification { session: pending }),
         ]
     );
 
@@ -221,22 +231,24 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         .approve(approval.id.to_string(), Some(PermissionMode::Auto))
         .unwrap();
     let execution_id = decision.approval.execution_id.clone().unwrap().into_string();
-    let state = |state| PlanEvent::ExecutionStateChanged {
-        session_id: "s1".into(),
-        execution_id: execution_id.clone(),
-        state,
+    let state = |state| {
+        ServerNotification::ExecutionStateChanged(ExecutionStateChangedNotification {
+            session_id: "s1".into(),
+            execution_id: execution_id.clone(),
+            state,
+        })
     };
     assert_eq!(decision.approval.permission_mode, Some(PermissionMode::Auto));
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalResolved {
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
                 approval: decision.approval.clone()
-            },
+            }),
             state(ExecutionState::Queued),
-            PlanEvent::SessionChanged {
+            ServerNotification::SessionChanged(SessionChangedNotification {
                 session: decision.session.clone()
-            },
+            }),
         ]
     );
 
@@ -252,7 +264,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         fixture.recorder.drain(),
         [
             state(ExecutionState::Completed),
-            PlanEvent::SessionChanged { session: idle }
+            ServerNotification::SessionChanged(SessionChangedNotification { session: idle })
         ]
     );
 
@@ -275,13 +287,46 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalResolved {
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
                 approval: rejected.approval
-            },
-            PlanEvent::SessionChanged {
+            }),
+            ServerNotification::SessionChanged(SessionChangedNotification {
                 session: rejected.session
-            },
+            }),
         ]
+    );
+}
+
+/// A listener receives the protocol's notification itself: the very value
+/// (type and JSON) a `serve` client reads, method and params.
+#[test]
+fn a_listener_receives_the_wire_notification_itself() {
+    let fixture = Fixture::new(None);
+    fixture
+        .host
+        .create_session(Some("s1".to_owned()), fixture.root(), Some(Mode::Plan), None)
+        .unwrap();
+    fixture
+        .host
+        .start_turn("s1".to_owned(), Origin::Interactive)
+        .unwrap();
+    let events: Vec<plan_protocol::ServerNotification> = fixture.recorder.drain();
+    let [changed] = events.as_slice() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(
+        changed.method(),
+        plan_protocol::notification_method::SESSION_CHANGED
+    );
+    let wire = serde_json::to_value(changed).unwrap();
+    assert_eq!(wire["method"], "session/changed");
+    assert_eq!(
+        wire["params"]["session"],
+        serde_json::to_value(fixture.session("s1")).unwrap()
+    );
+    assert_eq!(
+        serde_json::from_value::<ServerNotification>(wire).unwrap(),
+        *changed
     );
 }
 
@@ -328,7 +373,10 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let events = fixture.recorder.drain_until("expiry", |event| {
         is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
     });
-    let Some(PlanEvent::ApprovalResolved { approval: expired }) = events.last() else {
+    let Some(ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
+        approval: expired,
+    })) = events.last()
+    else {
         panic!("{events:?}");
     };
     assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout));
@@ -349,9 +397,14 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     );
     let session = fixture.session("s1");
     let changed = fixture.recorder.drain_until("the session's change", |event| {
-        matches!(event, PlanEvent::SessionChanged { .. })
+        matches!(event, ServerNotification::SessionChanged(_))
     });
-    assert_eq!(changed, [PlanEvent::SessionChanged { session }]);
+    assert_eq!(
+        changed,
+        [ServerNotification::SessionChanged(SessionChangedNotification {
+            session
+        })]
+    );
 }
 
 #[test]
@@ -432,19 +485,19 @@ fn command_output_and_exit_arrive_typed_in_order() {
     let started = start().unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = fixture.recorder.drain_until("command end", |event| {
-        matches!(event, PlanEvent::CommandExited { .. })
+        matches!(event, ServerNotification::CommandExited(_))
     });
     let mut chunks = Vec::new();
     let mut ended = None;
     for event in events {
         match event {
-            PlanEvent::CommandOutput {
+            ServerNotification::CommandOutput(CommandOutputNotification {
                 session_id,
                 call_id,
                 stream,
                 seq,
                 chunk,
-            } => {
+            }) => {
                 assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
                 assert_eq!(
                     seq,
@@ -453,18 +506,18 @@ fn command_output_and_exit_arrive_typed_in_order() {
                 );
                 chunks.push((stream, chunk));
             }
-            PlanEvent::CommandExited {
+            ServerNotification::CommandExited(CommandExitedNotification {
                 session_id,
                 call_id,
                 command,
-            } => {
+            }) => {
                 assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
                 ended = Some(command);
             }
-            other @ (PlanEvent::ApprovalRequested { .. }
-            | PlanEvent::ApprovalResolved { .. }
-            | PlanEvent::ExecutionStateChanged { .. }
-            | PlanEvent::SessionChanged { .. }) => panic!("unexpected {other:?}"),
+            other @ (ServerNotification::PlanApprovalRequested(_)
+            | ServerNotification::PlanApprovalResolved(_)
+            | ServerNotification::ExecutionStateChanged(_)
+            | ServerNotification::SessionChanged(_)) => panic!("unexpected {other:?}"),
         }
     }
     let text = |wanted: OutputStream| -> String {
@@ -496,10 +549,12 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     let approval = fixture.submit("s1");
     let events = fixture.recorder.drain();
     assert!(
-        events.contains(&PlanEvent::ApprovalRequested {
-            approval: approval.clone(),
-            card_url: None,
-        }),
+        events.contains(&ServerNotification::PlanApprovalRequested(
+            PlanApprovalRequestedNotification {
+                approval: approval.clone(),
+                card_url: None,
+            }
+        )),
         "a later listener still hears it: {events:?}"
     );
     let decision = fixture
@@ -509,9 +564,11 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     assert_eq!(decision.approval.status, ApprovalStatus::Approved);
     assert_eq!(
         fixture.recorder.drain().first(),
-        Some(&PlanEvent::ApprovalResolved {
-            approval: decision.approval
-        })
+        Some(&ServerNotification::PlanApprovalResolved(
+            PlanApprovalResolvedNotification {
+                approval: decision.approval
+            }
+        ))
     );
 }
 
@@ -741,16 +798,16 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
         .unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = recorder.drain_until("command end", |event| {
-        matches!(event, PlanEvent::CommandExited { .. })
+        matches!(event, ServerNotification::CommandExited(_))
     });
     let stdout: String = events
         .iter()
         .filter_map(|event| match event {
-            PlanEvent::CommandOutput {
+            ServerNotification::CommandOutput(CommandOutputNotification {
                 stream: OutputStream::Stdout,
                 chunk,
                 ..
-            } => Some(chunk.as_str()),
+            }) => Some(chunk.as_str()),
             _ => None,
         })
         .collect();
@@ -774,10 +831,12 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     );
     let events = fixture.recorder.drain();
     assert!(
-        events.contains(&PlanEvent::ApprovalRequested {
-            approval: approval.clone(),
-            card_url: Some(url.clone()),
-        }),
+        events.contains(&ServerNotification::PlanApprovalRequested(
+            PlanApprovalRequestedNotification {
+                approval: approval.clone(),
+                card_url: Some(url.clone()),
+            }
+        )),
         "{events:?}"
     );
     // The page is served while the approval is pending, and not after shutdown.

@@ -49,12 +49,12 @@ pub use methods::{
     ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams, TurnCompleteParams,
     TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
 };
-pub use notifications::{
-    CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
-    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
-    SessionChangedNotification, notification_method,
+pub use notifications::{ServerNotification, notification_method};
+pub use objects::{
+    ActiveTurn, CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanDecisionResult,
+    Session, SessionChangedNotification, ShellListResult, VerifyReport,
 };
-pub use objects::{ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellListResult, VerifyReport};
 /// The objects plan-core declares and the wire carries as they are, under
 /// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
 /// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its

@@ -15,7 +15,7 @@ use plan_protocol::{
 };
 
 /// The protocol notification for a host event: the one place events become
-/// wire messages (`serve` writes it, the FFI turns it into a `PlanEvent`).
+/// wire messages (`serve` writes it, the FFI hands it to its listeners as it is).
 ///
 /// ```
 /// use plan_host::{HostEvent, SessionState, Session};

@@ -33,11 +33,15 @@ from plan_ffi import (
     Origin,
     PermissionMode,
     PlanError,
-    PlanEvent,
     PlanEventListener,
     PlanHost,
     PlanHostOptions,
     PlanSandbox,
+    ServerNotification,
+    PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification,
+    ExecutionStateChangedNotification,
+    SessionChangedNotification,
     SessionConfig,
     ToolCall,
     ToolCallDecision,
@@ -139,13 +143,13 @@ class Recorder(PlanEventListener):
         self.expiry_threads = []
 
     def on_event(self, event):
-        assert isinstance(event, PlanEvent)
+        assert isinstance(event, ServerNotification)
         with self.lock:
             self.events.append(event)
             self.threads.add(threading.get_ident())
-            if event.is_approval_requested():
+            if event.is_plan_approval_requested():
                 self.requested.set()
-            if event.is_approval_resolved() and event.approval.status == ApprovalStatus.EXPIRED:
+            if event.is_plan_approval_resolved() and event[0].approval.status == ApprovalStatus.EXPIRED:
                 self.expiry_threads.append(threading.get_ident())
                 self.expired.set()
             self.lock.notify_all()
@@ -438,25 +442,25 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     approval = submit(host, sid)
     assert approval.expires_at - approval.created_at == 300
     assert recorder.requested.wait(10)
-    (requested,) = recorder.of(PlanEvent.APPROVAL_REQUESTED)
-    assert requested == PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None)
-    assert requested.approval.artifact.sha256 == approval.artifact.sha256
+    (requested,) = recorder.of(ServerNotification.PLAN_APPROVAL_REQUESTED)
+    assert requested == ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None))
+    assert requested[0].approval.artifact.sha256 == approval.artifact.sha256
 
     # Nobody asks: the host's timer expires it and tells the listener, on its own thread.
     assert recorder.expired.wait(10), recorder.events
-    (resolved,) = recorder.of(PlanEvent.APPROVAL_RESOLVED)
-    assert resolved.approval.id == approval.id
-    assert resolved.approval.status == ApprovalStatus.EXPIRED
-    assert resolved.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+    (resolved,) = recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED)
+    assert resolved[0].approval.id == approval.id
+    assert resolved[0].approval.status == ApprovalStatus.EXPIRED
+    assert resolved[0].approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert len(recorder.expiry_threads) == 1 and recorder.expiry_threads[0] != threading.get_ident()
 
     row = host.get_approval(approval.id)
-    assert row == resolved.approval
+    assert row == resolved[0].approval
     assert row.expires_at == approval.expires_at
     session = host.get_session(sid)
     assert session.mode == Mode.PLAN and session.active_turn is None
-    changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e.session.active_turn is None)
-    assert changed.session == session
+    changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e[0].session.active_turn is None)
+    assert changed[0].session == session
     failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.approve, approval.id, PermissionMode.AUTO)
 
 
@@ -466,12 +470,12 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     sid = plan_session(host, workspace(tmp_path)).session_id
     assert recorder.drain() == [], "a new session is not a change"
     turn = host.start_turn(sid, Origin.INTERACTIVE)
-    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=host.get_session(sid))]
+    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.get_session(sid)))]
     (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input(markdown="v1\n"))])
     approval = result.approval
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None),
-        PlanEvent.SESSION_CHANGED(session=host.get_session(sid)),
+        ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.get_session(sid))),
     ]
 
     # Approved: resolved, the execution queued, the session in Agent.
@@ -480,32 +484,32 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert decision.approval.permission_mode == PermissionMode.AUTO
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_RESOLVED(approval=decision.approval),
-        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED),
-        PlanEvent.SESSION_CHANGED(session=decision.session),
+        ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=decision.approval)),
+        ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=decision.session)),
     ]
     host.start_execution(eid)
     (running,) = recorder.drain()
     assert running.is_execution_state_changed()
-    assert (running.session_id, running.execution_id, running.state) == (sid, eid, ExecutionState.RUNNING)
+    assert (running[0].session_id, running[0].execution_id, running[0].state) == (sid, eid, ExecutionState.RUNNING)
     host.complete_execution(eid)
     idle = host.get_session(sid)
     assert idle.active_execution_id is None and idle.mode == Mode.AGENT
     assert recorder.drain() == [
-        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED),
-        PlanEvent.SESSION_CHANGED(session=idle),
+        ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=idle)),
     ]
 
     # Rejected: resolved without an execution, the session back to idle Plan.
     configured = host.configure_session(sid, SessionConfig(mode=Mode.PLAN))
-    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=configured)]
+    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=configured))]
     second = submit(host, sid, "v2\n")
     recorder.drain()
     rejected = host.reject(second.id)
     assert rejected.approval.status == ApprovalStatus.REJECTED and rejected.approval.execution_id is None
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_RESOLVED(approval=rejected.approval),
-        PlanEvent.SESSION_CHANGED(session=rejected.session),
+        ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=rejected.approval)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=rejected.session)),
     ]
     # Calls on the caller's thread are delivered on that thread.
     assert recorder.threads == {threading.get_ident()}
@@ -518,10 +522,10 @@ def test_a_raising_listener_is_contained(host, tmp_path):
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert raising.calls > 0
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
+    assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
     decision = host.approve(approval.id, PermissionMode.ASK)
     assert decision.approval.status == ApprovalStatus.APPROVED
-    assert recorder.of(PlanEvent.APPROVAL_RESOLVED) == [PlanEvent.APPROVAL_RESOLVED(approval=decision.approval)]
+    assert recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED) == [ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=decision.approval))]
 
 
 class Fatal(BaseException):
@@ -543,7 +547,7 @@ def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, mo
     recorder = Recorder()
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
+    assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
     assert host.approve(approval.id, PermissionMode.ASK).approval.status == ApprovalStatus.APPROVED
     assert unraisable and set(unraisable) == {Fatal}, unraisable
 
@@ -557,10 +561,10 @@ def test_a_listener_raising_on_the_timer_thread_does_not_stop_the_timer(hosts, d
     for round_ in ("first", "second"):
         pending = submit(host, sid)
         expired = recorder.wait_for(
-            f"{round_} expiry", lambda e, i=pending.id: e.is_approval_resolved() and e.approval.id == i
+            f"{round_} expiry", lambda e, i=pending.id: e.is_plan_approval_resolved() and e[0].approval.id == i
         )
-        assert expired.approval.status == ApprovalStatus.EXPIRED
-        assert expired.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+        assert expired[0].approval.status == ApprovalStatus.EXPIRED
+        assert expired[0].approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert len(recorder.expiry_threads) == 2
 
 
@@ -571,7 +575,7 @@ def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
 
     class ShutsDown(PlanEventListener):
         def on_event(self, event):
-            if event.is_approval_resolved():
+            if event.is_plan_approval_resolved():
                 try:
                     host.shutdown()
                     outcome["result"] = "ok"
@@ -666,7 +670,7 @@ def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
     approved = host.list_approvals(query(status=ApprovalStatus.APPROVED))
     assert len(approved) == threads * rounds
     assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
-    assert len(recorder.of(PlanEvent.APPROVAL_REQUESTED)) == threads * rounds
+    assert len(recorder.of(ServerNotification.PLAN_APPROVAL_REQUESTED)) == threads * rounds
 
 
 def test_error_codes_are_typed_and_name_their_wire_strings():
@@ -815,10 +819,10 @@ def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_pat
 
 
 def command_events(recorder, call_id):
-    """Waits (bounded) for the end of call_id; returns its output events and its end."""
-    exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e.call_id == call_id)
-    outputs = [e for e in recorder.of(PlanEvent.COMMAND_OUTPUT) if e.call_id == call_id]
-    return outputs, exited
+    """Waits (bounded) for the end of call_id; returns its outputs' params and its end's."""
+    exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e[0].call_id == call_id)
+    outputs = [e[0] for e in recorder.of(ServerNotification.COMMAND_OUTPUT) if e[0].call_id == call_id]
+    return outputs, exited[0]
 
 
 def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(command_host, tmp_path):
@@ -895,5 +899,5 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     assert exited.command.state == CommandState.EXITED and exited.command.exit_code == 0
     assert (exited.command.stdout_bytes, exited.command.stderr_bytes) == (3, 3)
     assert exited.command == host.get_command("agent", "b1")
-    assert recorder.events[-1] == exited, "nothing of the call after its end"
+    assert recorder.events[-1] == ServerNotification.COMMAND_EXITED(exited), "nothing of the call after its end"
     host.complete_turn("agent", turn.turn_id)

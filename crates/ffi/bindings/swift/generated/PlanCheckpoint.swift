@@ -606,7 +606,8 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -619,11 +620,12 @@ public protocol PlanEventListener: AnyObject, Sendable {
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
      */
-    func onEvent(event: PlanEvent) 
+    func onEvent(event: ServerNotification) 
     
 }
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -687,11 +689,11 @@ open class PlanEventListenerImpl: PlanEventListener, @unchecked Sendable {
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
      */
-open func onEvent(event: PlanEvent)  {try! rustCall() {
+open func onEvent(event: ServerNotification)  {try! rustCall() {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planeventlistener_on_event(
             self.uniffiCloneHandle(),
-        FfiConverterTypePlanEvent_lower(event),uniffiCallStatus
+        FfiConverterTypeServerNotification_lower(event),uniffiCallStatus
     )
 }
 }
@@ -736,7 +738,7 @@ fileprivate struct UniffiCallbackInterfacePlanEventListener {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
                 return uniffiObj.onEvent(
-                     event: try FfiConverterTypePlanEvent_lift(event)
+                     event: try FfiConverterTypeServerNotification_lift(event)
                 )
             }
 
@@ -1993,6 +1995,184 @@ public func FfiConverterTypeCommandCapabilities_lower(_ value: CommandCapabiliti
 
 
 /**
+ * `command/exited`: a command ended; always the last message for its call.
+ */
+public struct CommandExitedNotification: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The Bash call.
+     */
+    public var callId: String
+    /**
+     * The run as it ended.
+     */
+    public var command: CommandRun
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The Bash call.
+         */callId: String, 
+        /**
+         * The run as it ended.
+         */command: CommandRun) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.command = command
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandExitedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandExitedNotification {
+        return
+            try CommandExitedNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterString.read(from: &buf), 
+                command: FfiConverterTypeCommandRun.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandExitedNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCommandRun.write(value.command, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandExitedNotification_lift(_ buf: RustBuffer) throws -> CommandExitedNotification {
+    return try FfiConverterTypeCommandExitedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandExitedNotification_lower(_ value: CommandExitedNotification) -> RustBuffer {
+    return FfiConverterTypeCommandExitedNotification.lower(value)
+}
+
+
+/**
+ * `command/output`: one chunk of streamed shell output.
+ */
+public struct CommandOutputNotification: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The tool call that runs the command.
+     */
+    public var callId: String
+    /**
+     * stdout or stderr.
+     */
+    public var stream: OutputStream
+    /**
+     * Sequence number of the chunk within the call, from 0, across both streams.
+     */
+    public var seq: UInt64
+    /**
+     * The text of the chunk.
+     */
+    public var chunk: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The tool call that runs the command.
+         */callId: String, 
+        /**
+         * stdout or stderr.
+         */stream: OutputStream, 
+        /**
+         * Sequence number of the chunk within the call, from 0, across both streams.
+         */seq: UInt64, 
+        /**
+         * The text of the chunk.
+         */chunk: String) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.stream = stream
+        self.seq = seq
+        self.chunk = chunk
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandOutputNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandOutputNotification {
+        return
+            try CommandOutputNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterString.read(from: &buf), 
+                stream: FfiConverterTypeOutputStream.read(from: &buf), 
+                seq: FfiConverterUInt64.read(from: &buf), 
+                chunk: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandOutputNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeOutputStream.write(value.stream, into: &buf)
+        FfiConverterUInt64.write(value.seq, into: &buf)
+        FfiConverterString.write(value.chunk, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutputNotification_lift(_ buf: RustBuffer) throws -> CommandOutputNotification {
+    return try FfiConverterTypeCommandOutputNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutputNotification_lower(_ value: CommandOutputNotification) -> RustBuffer {
+    return FfiConverterTypeCommandOutputNotification.lower(value)
+}
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 public struct CommandRun: Equatable, Hashable {
@@ -2350,6 +2530,85 @@ public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
 
 
 /**
+ * `execution/stateChanged`: an execution moved to a new state.
+ */
+public struct ExecutionStateChangedNotification: Equatable, Hashable {
+    /**
+     * The owning session.
+     */
+    public var sessionId: String
+    /**
+     * The execution.
+     */
+    public var executionId: String
+    /**
+     * Its new state.
+     */
+    public var state: ExecutionState
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The owning session.
+         */sessionId: String, 
+        /**
+         * The execution.
+         */executionId: String, 
+        /**
+         * Its new state.
+         */state: ExecutionState) {
+        self.sessionId = sessionId
+        self.executionId = executionId
+        self.state = state
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ExecutionStateChangedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExecutionStateChangedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExecutionStateChangedNotification {
+        return
+            try ExecutionStateChangedNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                executionId: FfiConverterString.read(from: &buf), 
+                state: FfiConverterTypeExecutionState.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ExecutionStateChangedNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.executionId, into: &buf)
+        FfiConverterTypeExecutionState.write(value.state, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStateChangedNotification_lift(_ buf: RustBuffer) throws -> ExecutionStateChangedNotification {
+    return try FfiConverterTypeExecutionStateChangedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStateChangedNotification_lower(_ value: ExecutionStateChangedNotification) -> RustBuffer {
+    return FfiConverterTypeExecutionStateChangedNotification.lower(value)
+}
+
+
+/**
  * A file under `<root>/.pi/plan/` that no row of that workspace records.
  */
 public struct OrphanArtifact: Equatable, Hashable {
@@ -2604,6 +2863,137 @@ public func FfiConverterTypePlanApproval_lift(_ buf: RustBuffer) throws -> PlanA
 #endif
 public func FfiConverterTypePlanApproval_lower(_ value: PlanApproval) -> RustBuffer {
     return FfiConverterTypePlanApproval.lower(value)
+}
+
+
+/**
+ * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
+ */
+public struct PlanApprovalRequestedNotification: Equatable, Hashable {
+    /**
+     * The new pending approval.
+     */
+    public var approval: PlanApproval
+    /**
+     * The approval card's URL, with its token, for the host's own client to
+     * show or open; `null` when the web server is off.
+     */
+    public var cardUrl: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The new pending approval.
+         */approval: PlanApproval, 
+        /**
+         * The approval card's URL, with its token, for the host's own client to
+         * show or open; `null` when the web server is off.
+         */cardUrl: String?) {
+        self.approval = approval
+        self.cardUrl = cardUrl
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanApprovalRequestedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanApprovalRequestedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApprovalRequestedNotification {
+        return
+            try PlanApprovalRequestedNotification(
+                approval: FfiConverterTypePlanApproval.read(from: &buf), 
+                cardUrl: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanApprovalRequestedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypePlanApproval.write(value.approval, into: &buf)
+        FfiConverterOptionString.write(value.cardUrl, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalRequestedNotification_lift(_ buf: RustBuffer) throws -> PlanApprovalRequestedNotification {
+    return try FfiConverterTypePlanApprovalRequestedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalRequestedNotification_lower(_ value: PlanApprovalRequestedNotification) -> RustBuffer {
+    return FfiConverterTypePlanApprovalRequestedNotification.lower(value)
+}
+
+
+/**
+ * `plan/approvalResolved`: an approval was approved, rejected, expired or
+ * interrupted.
+ */
+public struct PlanApprovalResolvedNotification: Equatable, Hashable {
+    /**
+     * The approval after the change.
+     */
+    public var approval: PlanApproval
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The approval after the change.
+         */approval: PlanApproval) {
+        self.approval = approval
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanApprovalResolvedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanApprovalResolvedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApprovalResolvedNotification {
+        return
+            try PlanApprovalResolvedNotification(
+                approval: FfiConverterTypePlanApproval.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanApprovalResolvedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypePlanApproval.write(value.approval, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalResolvedNotification_lift(_ buf: RustBuffer) throws -> PlanApprovalResolvedNotification {
+    return try FfiConverterTypePlanApprovalResolvedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalResolvedNotification_lower(_ value: PlanApprovalResolvedNotification) -> RustBuffer {
+    return FfiConverterTypePlanApprovalResolvedNotification.lower(value)
 }
 
 
@@ -3236,6 +3626,65 @@ public func FfiConverterTypeSession_lift(_ buf: RustBuffer) throws -> Session {
 #endif
 public func FfiConverterTypeSession_lower(_ value: Session) -> RustBuffer {
     return FfiConverterTypeSession.lower(value)
+}
+
+
+/**
+ * `session/changed`: a session's configuration or activity changed.
+ */
+public struct SessionChangedNotification: Equatable, Hashable {
+    /**
+     * The session after the change.
+     */
+    public var session: Session
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session after the change.
+         */session: Session) {
+        self.session = session
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionChangedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionChangedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionChangedNotification {
+        return
+            try SessionChangedNotification(
+                session: FfiConverterTypeSession.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionChangedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypeSession.write(value.session, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionChangedNotification_lift(_ buf: RustBuffer) throws -> SessionChangedNotification {
+    return try FfiConverterTypeSessionChangedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionChangedNotification_lower(_ value: SessionChangedNotification) -> RustBuffer {
+    return FfiConverterTypeSessionChangedNotification.lower(value)
 }
 
 
@@ -5532,202 +5981,6 @@ public func FfiConverterTypePlanError_lower(_ value: PlanError) -> RustBuffer {
 
 
 /**
- * One host notification, typed: each variant carries exactly the params of
- * its protocol v9 notification, so a listener reads the same fields a
- * `serve` client reads from the wire.
- */
-
-public enum PlanEvent: Equatable, Hashable {
-    
-    /**
-     * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
-     * decision.
-     */
-    case approvalRequested(
-        /**
-         * The new pending approval.
-         */approval: PlanApproval, 
-        /**
-         * Its approval card's URL (with the card's token); `None` without
-         * `web_address`.
-         */cardUrl: String?
-    )
-    /**
-     * `plan/approvalResolved`: an approval was approved, rejected, expired
-     * (by the host's timer or at a late decision) or interrupted; the
-     * approval's status and error code say which.
-     */
-    case approvalResolved(
-        /**
-         * The approval after the change.
-         */approval: PlanApproval
-    )
-    /**
-     * `execution/stateChanged`: an approved plan's execution moved to a new
-     * state.
-     */
-    case executionStateChanged(
-        /**
-         * The owning session.
-         */sessionId: String, 
-        /**
-         * The execution.
-         */executionId: String, 
-        /**
-         * Its new state.
-         */state: ExecutionState
-    )
-    /**
-     * `session/changed`: a session's configuration or activity changed.
-     */
-    case sessionChanged(
-        /**
-         * The session after the change.
-         */session: Session
-    )
-    /**
-     * `command/output`: one chunk of a host-run command's output, in `seq`
-     * order per call.
-     */
-    case commandOutput(
-        /**
-         * The session.
-         */sessionId: String, 
-        /**
-         * The Bash call.
-         */callId: String, 
-        /**
-         * stdout or stderr.
-         */stream: OutputStream, 
-        /**
-         * From 0 per call, across both streams.
-         */seq: UInt64, 
-        /**
-         * The text (never a split UTF-8 character).
-         */chunk: String
-    )
-    /**
-     * `command/exited`: a host-run command ended; always the last event of
-     * its call.
-     */
-    case commandExited(
-        /**
-         * The session.
-         */sessionId: String, 
-        /**
-         * The Bash call.
-         */callId: String, 
-        /**
-         * The run as it ended.
-         */command: CommandRun
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PlanEvent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEvent: FfiConverterRustBuffer {
-    typealias SwiftType = PlanEvent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEvent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .approvalRequested(approval: try FfiConverterTypePlanApproval.read(from: &buf), cardUrl: try FfiConverterOptionString.read(from: &buf)
-        )
-        
-        case 2: return .approvalResolved(approval: try FfiConverterTypePlanApproval.read(from: &buf)
-        )
-        
-        case 3: return .executionStateChanged(sessionId: try FfiConverterString.read(from: &buf), executionId: try FfiConverterString.read(from: &buf), state: try FfiConverterTypeExecutionState.read(from: &buf)
-        )
-        
-        case 4: return .sessionChanged(session: try FfiConverterTypeSession.read(from: &buf)
-        )
-        
-        case 5: return .commandOutput(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), stream: try FfiConverterTypeOutputStream.read(from: &buf), seq: try FfiConverterUInt64.read(from: &buf), chunk: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 6: return .commandExited(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), command: try FfiConverterTypeCommandRun.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PlanEvent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .approvalRequested(approval,cardUrl):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypePlanApproval.write(approval, into: &buf)
-            FfiConverterOptionString.write(cardUrl, into: &buf)
-            
-        
-        case let .approvalResolved(approval):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypePlanApproval.write(approval, into: &buf)
-            
-        
-        case let .executionStateChanged(sessionId,executionId,state):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(executionId, into: &buf)
-            FfiConverterTypeExecutionState.write(state, into: &buf)
-            
-        
-        case let .sessionChanged(session):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeSession.write(session, into: &buf)
-            
-        
-        case let .commandOutput(sessionId,callId,stream,seq,chunk):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(callId, into: &buf)
-            FfiConverterTypeOutputStream.write(stream, into: &buf)
-            FfiConverterUInt64.write(seq, into: &buf)
-            FfiConverterString.write(chunk, into: &buf)
-            
-        
-        case let .commandExited(sessionId,callId,command):
-            writeInt(&buf, Int32(6))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(callId, into: &buf)
-            FfiConverterTypeCommandRun.write(command, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEvent_lift(_ buf: RustBuffer) throws -> PlanEvent {
-    return try FfiConverterTypePlanEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
-    return FfiConverterTypePlanEvent.lower(value)
-}
-
-
-
-/**
  * The Plan sandbox a host offers.
  */
 
@@ -5798,6 +6051,123 @@ public func FfiConverterTypePlanSandbox_lift(_ buf: RustBuffer) throws -> PlanSa
 #endif
 public func FfiConverterTypePlanSandbox_lower(_ value: PlanSandbox) -> RustBuffer {
     return FfiConverterTypePlanSandbox.lower(value)
+}
+
+
+
+/**
+ * One host notification: the protocol's union, each variant
+ * carrying its notification's params record (the variant is the
+ * method: `PlanApprovalRequested` is `plan/approvalRequested`).
+ */
+
+public enum ServerNotification: Equatable, Hashable {
+    
+    case planApprovalRequested(PlanApprovalRequestedNotification
+    )
+    case planApprovalResolved(PlanApprovalResolvedNotification
+    )
+    case executionStateChanged(ExecutionStateChangedNotification
+    )
+    case sessionChanged(SessionChangedNotification
+    )
+    case commandOutput(CommandOutputNotification
+    )
+    case commandExited(CommandExitedNotification
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ServerNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeServerNotification: FfiConverterRustBuffer {
+    typealias SwiftType = ServerNotification
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ServerNotification {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .planApprovalRequested(try FfiConverterTypePlanApprovalRequestedNotification.read(from: &buf)
+        )
+        
+        case 2: return .planApprovalResolved(try FfiConverterTypePlanApprovalResolvedNotification.read(from: &buf)
+        )
+        
+        case 3: return .executionStateChanged(try FfiConverterTypeExecutionStateChangedNotification.read(from: &buf)
+        )
+        
+        case 4: return .sessionChanged(try FfiConverterTypeSessionChangedNotification.read(from: &buf)
+        )
+        
+        case 5: return .commandOutput(try FfiConverterTypeCommandOutputNotification.read(from: &buf)
+        )
+        
+        case 6: return .commandExited(try FfiConverterTypeCommandExitedNotification.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ServerNotification, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .planApprovalRequested(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypePlanApprovalRequestedNotification.write(v1, into: &buf)
+            
+        
+        case let .planApprovalResolved(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypePlanApprovalResolvedNotification.write(v1, into: &buf)
+            
+        
+        case let .executionStateChanged(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeExecutionStateChangedNotification.write(v1, into: &buf)
+            
+        
+        case let .sessionChanged(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeSessionChangedNotification.write(v1, into: &buf)
+            
+        
+        case let .commandOutput(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterTypeCommandOutputNotification.write(v1, into: &buf)
+            
+        
+        case let .commandExited(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterTypeCommandExitedNotification.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerNotification_lift(_ buf: RustBuffer) throws -> ServerNotification {
+    return try FfiConverterTypeServerNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerNotification_lower(_ value: ServerNotification) -> RustBuffer {
+    return FfiConverterTypeServerNotification.lower(value)
 }
 
 
@@ -6906,7 +7276,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 61817) {
+    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 11370) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {

@@ -3,11 +3,11 @@ package dev.plancheckpoint.ffi.shrunk
 import dev.plancheckpoint.ffi.Mode
 import dev.plancheckpoint.ffi.Origin
 import dev.plancheckpoint.ffi.PermissionMode
-import dev.plancheckpoint.ffi.PlanEvent
 import dev.plancheckpoint.ffi.PlanEventListener
 import dev.plancheckpoint.ffi.PlanException
 import dev.plancheckpoint.ffi.PlanHost
 import dev.plancheckpoint.ffi.PlanHostOptions
+import dev.plancheckpoint.ffi.ServerNotification
 import dev.plancheckpoint.ffi.ToolCall
 import dev.plancheckpoint.ffi.ToolCallDecision
 import dev.plancheckpoint.ffi.ErrorCode
@@ -36,10 +36,10 @@ fun main() {
         val events = CopyOnWriteArrayList<String>()
         val host = PlanHost(dir.resolve("plan.db").toString(), PlanHostOptions())
         host.addListener(object : PlanEventListener {
-            override fun onEvent(event: PlanEvent) {
+            override fun onEvent(event: ServerNotification) {
                 when (event) {
-                    is PlanEvent.ApprovalRequested -> events.add("approvalRequested")
-                    is PlanEvent.ApprovalResolved -> events.add("approvalResolved")
+                    is ServerNotification.PlanApprovalRequested -> events.add("approvalRequested")
+                    is ServerNotification.PlanApprovalResolved -> events.add("approvalResolved")
                     else -> {}
                 }
             }
