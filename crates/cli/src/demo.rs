@@ -150,7 +150,7 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
 
 fn call(call_id: &str, name: &str, input: serde_json::Value) -> ToolCall {
     ToolCall {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         name: name.to_owned(),
         input,
     }

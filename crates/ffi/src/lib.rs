@@ -28,7 +28,7 @@ use plan_server::Connection;
 use plan_server::web::WebCard;
 
 pub use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CallId,
     CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
     Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, SessionId, ShellInfo,
     SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
@@ -286,7 +286,7 @@ impl PlanHost {
     ) -> Outcome<ToolCallResult> {
         Ok(self
             .host
-            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id, allow)?)
+            .confirm_tool(&session_id.into(), &turn_id.into(), &call_id.into(), allow)?)
     }
 
     /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
@@ -303,7 +303,7 @@ impl PlanHost {
         let run = self.host.start_agent_command(
             &session_id.into(),
             &turn_id.into(),
-            &call_id,
+            &call_id.into(),
             &command,
             cwd.as_deref(),
             timeout_ms,
@@ -314,12 +314,12 @@ impl PlanHost {
     /// `command/cancel`: kills a running command; a `CommandExited` event
     /// confirms it.
     pub fn cancel_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok(self.host.cancel_command(&session_id.into(), &call_id)?)
+        Ok(self.host.cancel_command(&session_id.into(), &call_id.into())?)
     }
 
     /// `command/get`: a run by session and call id.
     pub fn get_command(&self, session_id: String, call_id: String) -> Outcome<CommandRun> {
-        Ok(self.host.command(&session_id.into(), &call_id)?)
+        Ok(self.host.command(&session_id.into(), &call_id.into())?)
     }
 
     /// Releases the database and the single-host lock and stops the timer.

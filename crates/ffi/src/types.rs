@@ -17,7 +17,7 @@
 //! decides nothing.
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CallId,
     CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
     Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, SessionId,
     ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCallDecision, ToolCallError,
@@ -57,7 +57,7 @@ macro_rules! export_id {
     };
 }
 
-export_id!(SessionId, TurnId, ApprovalId, ExecutionId);
+export_id!(SessionId, TurnId, ApprovalId, ExecutionId, CallId);
 
 /// Exports one item of a shared list (plan-core's or the protocol's) as a
 /// UniFFI enum or record of the very Rust type (UniFFI's remote-type form:
@@ -133,7 +133,7 @@ plan_protocol::for_each_server_notification!(export_notifications);
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
 pub struct ToolCall {
     /// The caller's id for the call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// Tool name.
     pub name: String,
     /// The input as JSON text.

@@ -175,7 +175,7 @@ impl Fixture {
 
 fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
     ToolCall {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         name: name.to_owned(),
         input_json: input_json.to_owned(),
     }

@@ -32,9 +32,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use plan_core::{
-    CallFacts, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode, Reply, Sandbox,
-    SandboxGrant, SessionId, ShellInfo, ToolCall, TurnId, TurnKind, WorkspaceFact, WorkspaceIdentity,
-    default_shell,
+    CallFacts, CallId, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode, Reply,
+    Sandbox, SandboxGrant, SessionId, ShellInfo, ToolCall, TurnId, TurnKind, WorkspaceFact,
+    WorkspaceIdentity, default_shell,
 };
 use plan_exec::{CommandSpec, Confinement, NetworkNamespace, OutputEvent, ScratchDir, WorkspaceDir};
 use plan_storage::Store;
@@ -99,9 +99,9 @@ pub(crate) struct Launchpad {
     /// Its real path.
     real_root: Option<PathBuf>,
     /// Each call's real working directory.
-    cwds: HashMap<String, PathBuf>,
+    cwds: HashMap<CallId, PathBuf>,
     /// Each call's fresh scratch directory.
-    scratch: HashMap<String, ScratchDir>,
+    scratch: HashMap<CallId, ScratchDir>,
     /// The session's network namespace, for a networked command.
     network: Option<NetworkNamespace>,
 }
@@ -118,7 +118,7 @@ impl HostCore {
         self: &Arc<Self>,
         session_id: &SessionId,
         turn_id: &TurnId,
-        calls: &[(String, serde_json::Value)],
+        calls: &[(CallId, serde_json::Value)],
         starts: bool,
         event: impl FnOnce(CommandFacts) -> Event,
     ) -> Result<Ran, HostError> {
@@ -161,7 +161,7 @@ impl HostCore {
         open: &Open,
         session_id: &SessionId,
         turn_id: &TurnId,
-        calls: &[(String, serde_json::Value)],
+        calls: &[(CallId, serde_json::Value)],
         starts: bool,
     ) -> Result<(CommandFacts, Launchpad), HostError> {
         let mut pad = Launchpad::default();
@@ -435,7 +435,7 @@ pub(crate) fn shell_catalog(shells: &[CommandShell], persisted: Option<&str>) ->
 
 /// The Bash calls of a batch whose event may start them (a Plan turn's own
 /// batch), with their inputs.
-pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(CallId, serde_json::Value)> {
     calls
         .iter()
         .filter(|call| call.name == plan_core::BASH)

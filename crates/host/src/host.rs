@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::check_shell;
 use plan_core::{
-    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandCapabilities, CommandRun, ConfigChange,
-    Effect, ErrorCode, Event, ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply,
-    SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport,
-    VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CallId, CommandCapabilities, CommandRun,
+    ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin, PermissionMode, PlanApproval,
+    PlanDiff, Reply, SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId,
+    UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -411,7 +411,7 @@ impl Host {
             return Err(unexpected(&reply));
         };
         // Each write is its call's (by call id, not by position).
-        let mut writes: HashMap<String, plan_core::ArtifactRequest> = effects
+        let mut writes: HashMap<CallId, plan_core::ArtifactRequest> = effects
             .into_iter()
             .filter_map(|effect| match effect {
                 Effect::WriteArtifact(request) => Some((request.call_id.clone(), request)),
@@ -538,7 +538,7 @@ impl Host {
         &self,
         session_id: &SessionId,
         turn_id: &TurnId,
-        call_id: &str,
+        call_id: &CallId,
         allow: bool,
     ) -> Result<ToolCallResult, HostError> {
         let event = Event::ConfirmTool {
@@ -1109,7 +1109,7 @@ impl Host {
         &self,
         session_id: &SessionId,
         turn_id: &TurnId,
-        call_id: &str,
+        call_id: &CallId,
         command: &str,
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
@@ -1150,7 +1150,7 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND`, `COMMAND_NOT_RUNNING`,
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+    pub fn cancel_command(&self, session_id: &SessionId, call_id: &CallId) -> Result<CommandRun, HostError> {
         let session_id_text = session_id.as_str();
         let known_ended = self
             .core
@@ -1172,7 +1172,7 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+    pub fn command(&self, session_id: &SessionId, call_id: &CallId) -> Result<CommandRun, HostError> {
         self.core.with_open(|open| {
             if open.store.get_session(session_id)?.is_none() {
                 return Err(HostError::with_detail(

@@ -54,7 +54,7 @@ pub use web::{NOTIFIER_LIMIT, WebOptions};
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
-    BASH, BootEpoch, CommandCapabilities, CommandOptions, CommandRun, CommandShell, CommandState,
+    BASH, BootEpoch, CallId, CommandCapabilities, CommandOptions, CommandRun, CommandShell, CommandState,
     ConfigChange, ErrorCode, ExecutionId, ExecutionState, LimitError, Limits, Mode, Origin, OrphanArtifact,
     PermissionMode, PlanApproval, PlanDiff, PlanSandbox, SUBMIT_PLAN, Sandbox, Session, SessionId,
     SessionState, ShellInfo, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CommandRun, SessionId};
+use plan_core::{CallId, CommandRun, SessionId};
 use plan_exec::{
     CancelHandle, CommandOutcome, Isolation, NetworkNamespace, Runner, SandboxSupport, ScratchCap,
     ScratchDir, ScratchRoot, WorkspaceDir,
@@ -21,7 +21,7 @@ use crate::sync::lock;
 use crate::types::HostOptions;
 
 /// A running command's key: session id and call id.
-pub(crate) type CommandKey = (SessionId, String);
+pub(crate) type CommandKey = (SessionId, CallId);
 
 /// The runner, the probe's verdict and the scratch root.
 pub(crate) struct CommandSupport {

@@ -227,7 +227,7 @@ fn listen(host: &Host, seen: &Arc<Mutex<Vec<HostEvent>>>) {
 
 fn call(id: &str, name: &str, input: Value) -> ToolCall {
     ToolCall {
-        call_id: id.to_owned(),
+        call_id: id.into(),
         name: name.to_owned(),
         input,
     }

@@ -60,7 +60,7 @@ pub use commands::{
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
-pub use ids::{ApprovalId, ExecutionId, SessionId, TurnId};
+pub use ids::{ApprovalId, CallId, ExecutionId, SessionId, TurnId};
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
     Transition, handle,

@@ -23,7 +23,7 @@ use crate::permissions::{
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
 use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
-use crate::{ApprovalId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
+use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
 
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ pub struct Context {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolCall {
     /// The caller's id for the call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The tool name, matched exactly.
     pub name: String,
     /// The tool input, any JSON value.
@@ -160,7 +160,7 @@ pub enum Event {
         /// The turn the call belongs to.
         turn_id: TurnId,
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// The Bash input `{command, timeoutMs?, cwd?}`.
         input: serde_json::Value,
         /// What the host found out about running it.
@@ -172,19 +172,19 @@ pub enum Event {
         /// The turn the call belongs to.
         turn_id: TurnId,
         /// The call decided `confirm`.
-        call_id: String,
+        call_id: CallId,
         /// Whether the person allows it.
         allow: bool,
     },
     /// A command of the active turn ended (or failed to start).
     CommandEnded {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
     },
     /// `command/cancel`.
     CancelCommand {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// Whether the host has a record of an ended run with this call id
         /// (an earlier turn's, or this one's): that is `COMMAND_NOT_RUNNING`
         /// rather than `COMMAND_NOT_FOUND`.
@@ -202,7 +202,7 @@ pub struct ArtifactRequest {
     /// The Plan turn.
     pub turn_id: TurnId,
     /// The SubmitPlan call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The session's absolute workspace root.
     pub workspace_root: String,
     /// SubmitPlan `title` (the writer may use it for a readable file name).
@@ -243,7 +243,7 @@ pub enum ToolDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolResult {
     /// The call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// What happens to it.
     pub decision: ToolDecision,
     /// For a denial, a sentence more specific than its code's own message
@@ -295,7 +295,7 @@ pub enum Effect {
     /// grace). Cancellations come first in a transition's effects.
     CancelCommand {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// `true` when the turn ends in this transition: the host waits for
         /// the command to exit, and records its end, before it carries out
         /// anything that follows.
@@ -313,7 +313,7 @@ pub enum Reply {
     /// A SubmitPlan's artifact is durable and the approval is pending.
     ApprovalRequested {
         /// The SubmitPlan call.
-        call_id: String,
+        call_id: CallId,
         /// The new pending approval.
         approval: PlanApproval,
     },
@@ -837,7 +837,7 @@ fn confirm_tool(
     state: &mut SessionState,
     context: &Context,
     turn_id: &TurnId,
-    call_id: String,
+    call_id: CallId,
     allow: bool,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
@@ -922,7 +922,7 @@ fn command_request(
     state: &SessionState,
     context: &Context,
     turn: &ActiveTurn,
-    call_id: String,
+    call_id: CallId,
     input: crate::BashInput,
 ) -> Result<CommandRequest, ErrorCode> {
     let workspace_root = state
@@ -951,7 +951,7 @@ fn start_command(
     state: &mut SessionState,
     context: &Context,
     turn_id: &TurnId,
-    call_id: String,
+    call_id: CallId,
     input: &serde_json::Value,
     commands: &CommandFacts,
     effects: &mut Vec<Effect>,
@@ -991,11 +991,11 @@ fn start_command(
 }
 
 /// A running command of the active turn ended.
-fn command_ended(state: &mut SessionState, call_id: &str) -> Result<Reply, ErrorCode> {
+fn command_ended(state: &mut SessionState, call_id: &CallId) -> Result<Reply, ErrorCode> {
     let running = state.active_turn.as_mut().and_then(|turn| {
         turn.commands
             .iter_mut()
-            .find(|known| known.call_id == call_id && known.status == TurnCommandStatus::Running)
+            .find(|known| &known.call_id == call_id && known.status == TurnCommandStatus::Running)
     });
     match running {
         Some(command) => {
@@ -1010,7 +1010,7 @@ fn command_ended(state: &mut SessionState, call_id: &str) -> Result<Reply, Error
 /// when it ends.
 fn cancel_command(
     state: &SessionState,
-    call_id: String,
+    call_id: CallId,
     known_ended: bool,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {

@@ -14,7 +14,7 @@
 //! Nothing here decides anything or performs I/O; the rules that use these
 //! values live in `model`, `commands` and `review`.
 
-use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
+use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, SessionId, TurnId};
 
 /// Declares one item of a shared-object list (this module's
 /// [`for_each_core_object!`] and plan-protocol's wire-only list): a closed
@@ -270,7 +270,7 @@ macro_rules! for_each_core_object {
             #[serde(rename_all = "camelCase")]
             struct CommandRun {
                 /// The Bash tool call.
-                call_id: String,
+                call_id: CallId,
                 /// The session.
                 session_id: SessionId,
                 /// The turn the command belongs to.
@@ -437,7 +437,7 @@ macro_rules! for_each_core_object {
                 /// The approved plan's execution, when the turn is its execution turn.
                 execution_id: Option<ExecutionId>,
                 /// The tool call.
-                call_id: String,
+                call_id: CallId,
                 /// The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
                 /// `toolDeclined` nobody could be asked about); otherwise `null`.
                 tool: Option<String>,
@@ -479,7 +479,7 @@ macro_rules! for_each_core_object {
             #[serde(rename_all = "camelCase")]
             struct ToolCallResult {
                 /// The call.
-                call_id: String,
+                call_id: CallId,
                 /// Allow, confirm or deny.
                 decision: ToolCallDecision,
                 /// `true` for an Agent-turn Bash call that is allowed or awaits a
@@ -537,7 +537,7 @@ impl From<ErrorCode> for ToolCallError {
 
 impl ToolCallResult {
     /// An allowed call.
-    pub fn allow(call_id: impl Into<String>) -> ToolCallResult {
+    pub fn allow(call_id: impl Into<CallId>) -> ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Allow,
@@ -549,7 +549,7 @@ impl ToolCallResult {
     }
 
     /// A denied call with its canonical code and the code's own sentence.
-    pub fn deny(call_id: impl Into<String>, code: ErrorCode) -> ToolCallResult {
+    pub fn deny(call_id: impl Into<CallId>, code: ErrorCode) -> ToolCallResult {
         ToolCallResult {
             decision: ToolCallDecision::Deny,
             error: Some(ToolCallError::new(code)),
@@ -559,7 +559,7 @@ impl ToolCallResult {
 
     /// A denied call whose sentence says more than its code's (why the
     /// sandbox is missing here, what the file system said).
-    pub fn deny_with(call_id: impl Into<String>, code: ErrorCode, message: Option<String>) -> ToolCallResult {
+    pub fn deny_with(call_id: impl Into<CallId>, code: ErrorCode, message: Option<String>) -> ToolCallResult {
         let mut result = ToolCallResult::deny(call_id, code);
         if let (Some(message), Some(error)) = (message, result.error.as_mut()) {
             error.message = message;
@@ -568,7 +568,7 @@ impl ToolCallResult {
     }
 
     /// An accepted SubmitPlan: allowed, carrying the new pending approval.
-    pub fn submitted(call_id: impl Into<String>, approval: PlanApproval) -> ToolCallResult {
+    pub fn submitted(call_id: impl Into<CallId>, approval: PlanApproval) -> ToolCallResult {
         ToolCallResult {
             approval: Some(approval),
             ..ToolCallResult::allow(call_id)
@@ -576,7 +576,7 @@ impl ToolCallResult {
     }
 
     /// An Agent-turn Bash call the client has the host run (`command/start`).
-    pub fn host_run(call_id: impl Into<String>) -> ToolCallResult {
+    pub fn host_run(call_id: impl Into<CallId>) -> ToolCallResult {
         ToolCallResult {
             host_run: true,
             ..ToolCallResult::allow(call_id)
@@ -584,7 +584,7 @@ impl ToolCallResult {
     }
 
     /// An Agent-turn call awaiting a person's `tool/confirm`.
-    pub fn confirm(call_id: impl Into<String>, host_run: bool) -> ToolCallResult {
+    pub fn confirm(call_id: impl Into<CallId>, host_run: bool) -> ToolCallResult {
         ToolCallResult {
             decision: ToolCallDecision::Confirm,
             host_run,
@@ -593,7 +593,7 @@ impl ToolCallResult {
     }
 
     /// A Plan-turn Bash call the host started (or that failed to start).
-    pub fn ran(call_id: impl Into<String>, command: CommandRun) -> ToolCallResult {
+    pub fn ran(call_id: impl Into<CallId>, command: CommandRun) -> ToolCallResult {
         ToolCallResult {
             command: Some(command),
             ..ToolCallResult::allow(call_id)

@@ -133,7 +133,7 @@ fn plan_input() -> serde_json::Value {
 
 fn submit_call(input: serde_json::Value) -> ToolCall {
     ToolCall {
-        call_id: "c-submit".to_owned(),
+        call_id: "c-submit".into(),
         name: "SubmitPlan".to_owned(),
         input,
     }
@@ -141,7 +141,7 @@ fn submit_call(input: serde_json::Value) -> ToolCall {
 
 fn tool(name: &str) -> ToolCall {
     ToolCall {
-        call_id: format!("c-{name}"),
+        call_id: format!("c-{name}").into(),
         name: name.to_owned(),
         input: json!({}),
     }
@@ -546,7 +546,7 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
         [Effect::WriteArtifact(ArtifactRequest {
             session_id: "s1".into(),
             turn_id: "t1".into(),
-            call_id: "c-submit".to_owned(),
+            call_id: "c-submit".into(),
             workspace_root: "/home/dev/project".to_owned(),
             title: "Split the parser".to_owned(),
             question: "Go ahead?".to_owned(),
@@ -1477,7 +1477,7 @@ mod commands {
 
     fn bash(call_id: &str, command: &str) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: "Bash".to_owned(),
             input: json!({"command": command, "description": "agents send extras"}),
         }
@@ -1485,7 +1485,7 @@ mod commands {
 
     fn bash_in(call_id: &str, command: &str, cwd: &str) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: "Bash".to_owned(),
             input: json!({"command": command, "cwd": cwd}),
         }
@@ -1571,7 +1571,7 @@ mod commands {
                 "the cwd does not exist",
                 plan_core::CommandFacts {
                     calls: vec![plan_core::CallFacts {
-                        call_id: "c1".to_owned(),
+                        call_id: "c1".into(),
                         cwd: CwdFact::Missing,
                         scratch_ready: true,
                     }],
@@ -1591,7 +1591,7 @@ mod commands {
                 "no scratch directory",
                 plan_core::CommandFacts {
                     calls: vec![plan_core::CallFacts {
-                        call_id: "c1".to_owned(),
+                        call_id: "c1".into(),
                         cwd: CwdFact::Resolved("/real/w".to_owned()),
                         scratch_ready: false,
                     }],
@@ -1681,7 +1681,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
                 commands: replaced,
             },
@@ -1718,7 +1718,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 // Not the input that was decided.
                 input: json!({"command": "rm -rf /", "cwd": "src"}),
                 commands: support::ready(["c1"]),
@@ -1752,7 +1752,7 @@ mod commands {
         session.permission_mode = mode;
         let state = started(&SessionState::idle(session));
         let call = ToolCall {
-            call_id: "c1".to_owned(),
+            call_id: "c1".into(),
             name: "Bash".to_owned(),
             input: json!({"command": "cargo test", "timeoutMs": 5_000, "description": "agents send extras"}),
         };
@@ -1767,14 +1767,14 @@ mod commands {
             &sandboxed(),
             Event::ConfirmTool {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 allow: true,
             },
         );
         assert_eq!(
             accepted(&confirmed),
             Reply::ToolConfirmed(plan_core::ToolResult {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 decision: ToolDecision::HostRun,
                 message: None
             })
@@ -1788,7 +1788,7 @@ mod commands {
             context,
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
                 commands: support::ready([call_id]),
             },
@@ -1923,12 +1923,12 @@ mod commands {
                 commands: plan_core::CommandFacts {
                     calls: vec![
                         plan_core::CallFacts {
-                            call_id: "c1".to_owned(),
+                            call_id: "c1".into(),
                             cwd: plan_core::CwdFact::Resolved("/elsewhere".to_owned()),
                             scratch_ready: true,
                         },
                         plan_core::CallFacts {
-                            call_id: "c2".to_owned(),
+                            call_id: "c2".into(),
                             cwd: plan_core::CwdFact::Resolved("/real/w/src".to_owned()),
                             scratch_ready: true,
                         },
@@ -2057,7 +2057,7 @@ mod commands {
             &CommandRequest {
                 session_id: "s1".into(),
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 workspace_root: ROOT.to_owned(),
                 input: BashInput {
                     command: "cat README.md".to_owned(),
@@ -2107,7 +2107,7 @@ mod commands {
                 vec![
                     bash("c1", "cat README.md"),
                     ToolCall {
-                        call_id: "r1".to_owned(),
+                        call_id: "r1".into(),
                         name: "Read".to_owned(),
                         input: json!({"path": "README.md"}),
                     },
@@ -2206,13 +2206,7 @@ mod commands {
         assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
         assert!(matches!(decisions[1], ToolDecision::RunCommand(_)));
         assert_eq!(decisions[2], ToolDecision::Deny(ErrorCode::SessionBusy));
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let (decisions, _) = run_batch(&ended, &context, vec![bash("c3", "c")]);
         assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
     }
@@ -2225,13 +2219,7 @@ mod commands {
         let (decisions, after) = run_batch(&state, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::SessionBusy)]);
         assert!(after.pending_approval.is_none());
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let (decisions, _) = run_batch(&ended, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::WriteArtifact]);
         step(&ended, T0, Event::CompleteTurn { turn_id: "t1".into() });
@@ -2250,11 +2238,11 @@ mod commands {
             transition.effects,
             [
                 Effect::CancelCommand {
-                    call_id: "c1".to_owned(),
+                    call_id: "c1".into(),
                     before_turn_end: true
                 },
                 Effect::CancelCommand {
-                    call_id: "c2".to_owned(),
+                    call_id: "c2".into(),
                     before_turn_end: true
                 },
             ]
@@ -2270,7 +2258,7 @@ mod commands {
                 &state,
                 &context(T0),
                 Event::CancelCommand {
-                    call_id: call_id.to_owned(),
+                    call_id: call_id.into(),
                     known_ended,
                 },
             )
@@ -2279,36 +2267,24 @@ mod commands {
         assert_eq!(
             transition.effects,
             [Effect::CancelCommand {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 before_turn_end: false
             }]
         );
         assert_eq!(transition.state, state, "the command ends when it exits");
         assert_refused_unchanged(&state, cancel("nope", false), ErrorCode::CommandNotFound);
         assert_refused_unchanged(&state, cancel("old", true), ErrorCode::CommandNotRunning);
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let again = handle(
             &ended,
             &context(T0),
             Event::CancelCommand {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 known_ended: true,
             },
         );
         assert_refused_unchanged(&ended, again, ErrorCode::CommandNotRunning);
-        let twice = handle(
-            &ended,
-            &context(T0),
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let twice = handle(&ended, &context(T0), Event::CommandEnded { call_id: "c1".into() });
         assert_refused_unchanged(&ended, twice, ErrorCode::CommandNotRunning);
     }
 
@@ -2347,7 +2323,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t2".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": "ls"}),
                 commands: support::ready(["c1"]),
             },
@@ -2358,7 +2334,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": ""}),
                 commands: support::ready(["c1"]),
             },
@@ -2510,7 +2486,7 @@ mod commands {
     #[test]
     fn the_fence_interrupts_runs_that_never_ended_and_leaves_ended_ones() {
         let run = |call_id: &str, state| CommandRun {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             session_id: "s1".into(),
             turn_id: "t1".into(),
             command: "sleep 100".to_owned(),
@@ -2593,7 +2569,7 @@ mod permissions {
 
     fn call(call_id: &str, name: &str, input: serde_json::Value) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: name.to_owned(),
             input,
         }
@@ -2616,7 +2592,7 @@ mod permissions {
             &sandboxed(),
             Event::ConfirmTool {
                 turn_id: turn_id.into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 allow,
             },
         )
@@ -2628,7 +2604,7 @@ mod permissions {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 input: json!({"command": command}),
                 commands: support::ready([call_id]),
             },
@@ -2732,7 +2708,7 @@ mod permissions {
                 session_id: "s1".into(),
                 turn_id: "t1".into(),
                 execution_id: None,
-                call_id: "w1".to_owned(),
+                call_id: "w1".into(),
                 tool: Some("Write".to_owned()),
                 permission_mode: Some(PermissionMode::Ask),
                 error_code: None,
@@ -2744,7 +2720,7 @@ mod permissions {
         assert_eq!(
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "w1".to_owned(),
+                call_id: "w1".into(),
                 decision: ToolDecision::Allow,
                 message: None
             }))
@@ -2890,7 +2866,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b1".to_owned(),
+                        call_id: "b1".into(),
                         input: other.clone(),
                         commands: support::ready(["b1"]),
                     },
@@ -2902,7 +2878,7 @@ mod permissions {
                 &sandboxed(),
                 Event::StartCommand {
                     turn_id: "t1".into(),
-                    call_id: "b1".to_owned(),
+                    call_id: "b1".into(),
                     input: seen.clone(),
                     commands: support::ready(["b1"]),
                 },
@@ -2932,7 +2908,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b1".to_owned(),
+                        call_id: "b1".into(),
                         input: seen.clone(),
                         commands: support::ready(["b1"]),
                     },
@@ -2958,7 +2934,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b2".to_owned(),
+                        call_id: "b2".into(),
                         input: other,
                         commands: support::ready(["b2"]),
                     },
@@ -2978,7 +2954,7 @@ mod permissions {
         assert_eq!(
             declined.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "b1".to_owned(),
+                call_id: "b1".into(),
                 decision: ToolDecision::Deny(ErrorCode::ToolDeclined),
                 message: None
             }))
@@ -3009,7 +2985,7 @@ mod permissions {
         assert_eq!(
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "b1".to_owned(),
+                call_id: "b1".into(),
                 decision: ToolDecision::HostRun,
                 message: None
             }))
@@ -3145,7 +3121,7 @@ mod permissions {
                 request: ArtifactRequest {
                     session_id: "s1".into(),
                     turn_id: "t1".into(),
-                    call_id: "c-submit".to_owned(),
+                    call_id: "c-submit".into(),
                     workspace_root: "/home/dev/project".to_owned(),
                     title: "t".to_owned(),
                     question: "q".to_owned(),
@@ -3194,7 +3170,7 @@ mod permissions {
             &context(T0),
             Event::ConfirmTool {
                 turn_id: "t-exec".into(),
-                call_id: "e-b".to_owned(),
+                call_id: "e-b".into(),
                 allow: true,
             },
         );

@@ -13,7 +13,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use plan_core::ErrorCode;
+use plan_core::{CallId, ErrorCode};
 
 use crate::error::ProtocolError;
 use crate::{
@@ -119,7 +119,7 @@ pub struct CommandStartParams {
     /// The active Agent turn.
     pub turn_id: String,
     /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The command text: exactly the `command` of the call's input.
     pub command: String,
     /// Workspace-relative or absolute working directory inside the root:
@@ -139,7 +139,7 @@ pub struct CommandCancelParams {
     /// The session.
     pub session_id: String,
     /// The Bash call.
-    pub call_id: String,
+    pub call_id: CallId,
 }
 
 /// `command/get` params.
@@ -149,7 +149,7 @@ pub struct CommandGetParams {
     /// The session.
     pub session_id: String,
     /// The Bash call.
-    pub call_id: String,
+    pub call_id: CallId,
 }
 
 /// `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
@@ -278,7 +278,7 @@ pub struct ToolConfirmParams {
     /// The active turn.
     pub turn_id: String,
     /// The call awaiting confirmation.
-    pub call_id: String,
+    pub call_id: CallId,
     /// Whether the person allows the call.
     pub allow: bool,
 }

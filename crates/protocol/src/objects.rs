@@ -24,7 +24,7 @@
 //! `convert`.
 
 use plan_core::{
-    ArtifactVerification, CommandRun, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    ArtifactVerification, CallId, CommandRun, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
     PlanApproval, ShellInfo, SkippedWorkspace, TurnKind, declare_shared_object,
 };
 
@@ -184,7 +184,7 @@ macro_rules! for_each_shared_object {
                 /// The session.
                 session_id: String,
                 /// The tool call that runs the command.
-                call_id: String,
+                call_id: CallId,
                 /// stdout or stderr.
                 stream: OutputStream,
                 /// Sequence number of the chunk within the call, from 0, across both streams.
@@ -201,7 +201,7 @@ macro_rules! for_each_shared_object {
                 /// The session.
                 session_id: String,
                 /// The Bash call.
-                call_id: String,
+                call_id: CallId,
                 /// The run as it ended.
                 command: CommandRun,
             }

@@ -2368,6 +2368,32 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterSequenceString.write(value.enforced, buf)
 
 
+class _UniffiFfiConverterTypeCallId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+CallId = str
+
+
+
 class _UniffiFfiConverterTypeSessionId:
     @staticmethod
     def write(value, buf):
@@ -2718,7 +2744,7 @@ class CommandRun:
     """
     One host-run command (`CommandRun` of the commands spec).
 """
-    def __init__(self, *, call_id:str, session_id:SessionId, turn_id:TurnId, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
+    def __init__(self, *, call_id:CallId, session_id:SessionId, turn_id:TurnId, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
         self.call_id = call_id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -2783,7 +2809,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return CommandRun(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             command=_UniffiFfiConverterString.read(buf),
@@ -2804,7 +2830,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterString.check_lower(value.command)
@@ -2824,7 +2850,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterString.write(value.command, buf)
@@ -2847,7 +2873,7 @@ class CommandExitedNotification:
     """
     `command/exited`: a command ended; always the last message for its call.
 """
-    def __init__(self, *, session_id:str, call_id:str, command:CommandRun):
+    def __init__(self, *, session_id:str, call_id:CallId, command:CommandRun):
         self.session_id = session_id
         self.call_id = call_id
         self.command = command
@@ -2871,20 +2897,20 @@ class _UniffiFfiConverterTypeCommandExitedNotification(_UniffiConverterRustBuffe
     def read(buf):
         return CommandExitedNotification(
             session_id=_UniffiFfiConverterString.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             command=_UniffiFfiConverterTypeCommandRun.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeCommandRun.check_lower(value.command)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeCommandRun.write(value.command, buf)
 
 
@@ -2941,7 +2967,7 @@ class CommandOutputNotification:
     """
     `command/output`: one chunk of streamed shell output.
 """
-    def __init__(self, *, session_id:str, call_id:str, stream:OutputStream, seq:int, chunk:str):
+    def __init__(self, *, session_id:str, call_id:CallId, stream:OutputStream, seq:int, chunk:str):
         self.session_id = session_id
         self.call_id = call_id
         self.stream = stream
@@ -2971,7 +2997,7 @@ class _UniffiFfiConverterTypeCommandOutputNotification(_UniffiConverterRustBuffe
     def read(buf):
         return CommandOutputNotification(
             session_id=_UniffiFfiConverterString.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             stream=_UniffiFfiConverterTypeOutputStream.read(buf),
             seq=_UniffiFfiConverterUInt64.read(buf),
             chunk=_UniffiFfiConverterString.read(buf),
@@ -2980,7 +3006,7 @@ class _UniffiFfiConverterTypeCommandOutputNotification(_UniffiConverterRustBuffe
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterString.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
         _UniffiFfiConverterUInt64.check_lower(value.seq)
         _UniffiFfiConverterString.check_lower(value.chunk)
@@ -2988,7 +3014,7 @@ class _UniffiFfiConverterTypeCommandOutputNotification(_UniffiConverterRustBuffe
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterString.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
         _UniffiFfiConverterUInt64.write(value.seq, buf)
         _UniffiFfiConverterString.write(value.chunk, buf)
@@ -4460,7 +4486,7 @@ class ToolAuditEntry:
     A transcript entry of an Agent-turn decision that is not a plain
     allow (role `tool` in the session's transcript).
 """
-    def __init__(self, *, kind:ToolAuditKind, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:str, tool:typing.Optional[str], permission_mode:typing.Optional[PermissionMode], error_code:typing.Optional[ErrorCode], at:int):
+    def __init__(self, *, kind:ToolAuditKind, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:CallId, tool:typing.Optional[str], permission_mode:typing.Optional[PermissionMode], error_code:typing.Optional[ErrorCode], at:int):
         self.kind = kind
         self.session_id = session_id
         self.turn_id = turn_id
@@ -4505,7 +4531,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             execution_id=_UniffiFfiConverterOptionalTypeExecutionId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             tool=_UniffiFfiConverterOptionalString.read(buf),
             permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
             error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
@@ -4518,7 +4544,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterOptionalTypeExecutionId.check_lower(value.execution_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterOptionalString.check_lower(value.tool)
         _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
         _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
@@ -4530,7 +4556,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterOptionalTypeExecutionId.write(value.execution_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterOptionalString.write(value.tool, buf)
         _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
@@ -4541,7 +4567,7 @@ class ToolCall:
     """
     One assistant tool call.
 """
-    def __init__(self, *, call_id:str, name:str, input_json:str):
+    def __init__(self, *, call_id:CallId, name:str, input_json:str):
         self.call_id = call_id
         self.name = name
         self.input_json = input_json
@@ -4564,20 +4590,20 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return ToolCall(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             name=_UniffiFfiConverterString.read(buf),
             input_json=_UniffiFfiConverterString.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterString.check_lower(value.name)
         _UniffiFfiConverterString.check_lower(value.input_json)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterString.write(value.name, buf)
         _UniffiFfiConverterString.write(value.input_json, buf)
 
@@ -4761,7 +4787,7 @@ class ToolCallResult:
     """
     The decision for one call of a `turn/toolCalls` batch.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, host_run:bool, error:typing.Optional[ToolCallError], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
+    def __init__(self, *, call_id:CallId, decision:ToolCallDecision, host_run:bool, error:typing.Optional[ToolCallError], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
         self.call_id = call_id
         self.decision = decision
         self.host_run = host_run
@@ -4793,7 +4819,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return ToolCallResult(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             decision=_UniffiFfiConverterTypeToolCallDecision.read(buf),
             host_run=_UniffiFfiConverterBoolean.read(buf),
             error=_UniffiFfiConverterOptionalTypeToolCallError.read(buf),
@@ -4803,7 +4829,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeToolCallDecision.check_lower(value.decision)
         _UniffiFfiConverterBoolean.check_lower(value.host_run)
         _UniffiFfiConverterOptionalTypeToolCallError.check_lower(value.error)
@@ -4812,7 +4838,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeToolCallDecision.write(value.decision, buf)
         _UniffiFfiConverterBoolean.write(value.host_run, buf)
         _UniffiFfiConverterOptionalTypeToolCallError.write(value.error, buf)

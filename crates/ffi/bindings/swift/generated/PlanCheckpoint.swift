@@ -2005,7 +2005,7 @@ public struct CommandExitedNotification: Equatable, Hashable {
     /**
      * The Bash call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The run as it ended.
      */
@@ -2019,7 +2019,7 @@ public struct CommandExitedNotification: Equatable, Hashable {
          */sessionId: String, 
         /**
          * The Bash call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The run as it ended.
          */command: CommandRun) {
@@ -2045,14 +2045,14 @@ public struct FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer 
         return
             try CommandExitedNotification(
                 sessionId: FfiConverterString.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 command: FfiConverterTypeCommandRun.read(from: &buf)
         )
     }
 
     public static func write(_ value: CommandExitedNotification, into buf: inout [UInt8]) {
         FfiConverterString.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeCommandRun.write(value.command, into: &buf)
     }
 }
@@ -2084,7 +2084,7 @@ public struct CommandOutputNotification: Equatable, Hashable {
     /**
      * The tool call that runs the command.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * stdout or stderr.
      */
@@ -2106,7 +2106,7 @@ public struct CommandOutputNotification: Equatable, Hashable {
          */sessionId: String, 
         /**
          * The tool call that runs the command.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * stdout or stderr.
          */stream: OutputStream, 
@@ -2140,7 +2140,7 @@ public struct FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer 
         return
             try CommandOutputNotification(
                 sessionId: FfiConverterString.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 stream: FfiConverterTypeOutputStream.read(from: &buf), 
                 seq: FfiConverterUInt64.read(from: &buf), 
                 chunk: FfiConverterString.read(from: &buf)
@@ -2149,7 +2149,7 @@ public struct FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer 
 
     public static func write(_ value: CommandOutputNotification, into buf: inout [UInt8]) {
         FfiConverterString.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeOutputStream.write(value.stream, into: &buf)
         FfiConverterUInt64.write(value.seq, into: &buf)
         FfiConverterString.write(value.chunk, into: &buf)
@@ -2179,7 +2179,7 @@ public struct CommandRun: Equatable, Hashable {
     /**
      * The Bash tool call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The session.
      */
@@ -2250,7 +2250,7 @@ public struct CommandRun: Equatable, Hashable {
     public init(
         /**
          * The Bash tool call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The session.
          */sessionId: SessionId, 
@@ -2334,7 +2334,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRun {
         return
             try CommandRun(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 command: FfiConverterString.read(from: &buf), 
@@ -2355,7 +2355,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: CommandRun, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterString.write(value.command, into: &buf)
@@ -4060,7 +4060,7 @@ public struct ToolAuditEntry: Equatable, Hashable {
     /**
      * The tool call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
      * `toolDeclined` nobody could be asked about); otherwise `null`.
@@ -4096,7 +4096,7 @@ public struct ToolAuditEntry: Equatable, Hashable {
          */executionId: ExecutionId?, 
         /**
          * The tool call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
          * `toolDeclined` nobody could be asked about); otherwise `null`.
@@ -4141,7 +4141,7 @@ public struct FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer {
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 executionId: FfiConverterOptionTypeExecutionId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 tool: FfiConverterOptionString.read(from: &buf), 
                 permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
                 errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
@@ -4154,7 +4154,7 @@ public struct FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterOptionTypeExecutionId.write(value.executionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterOptionString.write(value.tool, into: &buf)
         FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
         FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
@@ -4185,7 +4185,7 @@ public struct ToolCall: Equatable, Hashable {
     /**
      * The caller's id for the call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * Tool name.
      */
@@ -4200,7 +4200,7 @@ public struct ToolCall: Equatable, Hashable {
     public init(
         /**
          * The caller's id for the call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * Tool name.
          */name: String, 
@@ -4228,14 +4228,14 @@ public struct FfiConverterTypeToolCall: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCall {
         return
             try ToolCall(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 name: FfiConverterString.read(from: &buf), 
                 inputJson: FfiConverterString.read(from: &buf)
         )
     }
 
     public static func write(_ value: ToolCall, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterString.write(value.name, into: &buf)
         FfiConverterString.write(value.inputJson, into: &buf)
     }
@@ -4333,7 +4333,7 @@ public struct ToolCallResult: Equatable, Hashable {
     /**
      * The call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * Allow, confirm or deny.
      */
@@ -4364,7 +4364,7 @@ public struct ToolCallResult: Equatable, Hashable {
     public init(
         /**
          * The call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * Allow, confirm or deny.
          */decision: ToolCallDecision, 
@@ -4408,7 +4408,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallResult {
         return
             try ToolCallResult(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
                 hostRun: FfiConverterBool.read(from: &buf), 
                 error: FfiConverterOptionTypeToolCallError.read(from: &buf), 
@@ -4418,7 +4418,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: ToolCallResult, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeToolCallDecision.write(value.decision, into: &buf)
         FfiConverterBool.write(value.hostRun, into: &buf)
         FfiConverterOptionTypeToolCallError.write(value.error, into: &buf)
@@ -7123,6 +7123,46 @@ public func FfiConverterTypeApprovalId_lift(_ value: RustBuffer) throws -> Appro
 #endif
 public func FfiConverterTypeApprovalId_lower(_ value: ApprovalId) -> RustBuffer {
     return FfiConverterTypeApprovalId.lower(value)
+}
+
+
+
+public typealias CallId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCallId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CallId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: CallId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> CallId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: CallId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallId_lift(_ value: RustBuffer) throws -> CallId {
+    return try FfiConverterTypeCallId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallId_lower(_ value: CallId) -> RustBuffer {
+    return FfiConverterTypeCallId.lower(value)
 }
 
 

@@ -3046,7 +3046,7 @@ data class CommandExitedNotification (
     /**
      * The Bash call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The run as it ended.
@@ -3069,20 +3069,20 @@ public object FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer<
     override fun read(buf: ByteBuffer): CommandExitedNotification {
         return CommandExitedNotification(
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeCommandRun.read(buf),
         )
     }
 
     override fun allocationSize(value: CommandExitedNotification) = (
             FfiConverterString.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeCommandRun.allocationSize(value.`command`)
     )
 
     override fun write(value: CommandExitedNotification, buf: ByteBuffer) {
             FfiConverterString.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeCommandRun.write(value.`command`, buf)
     }
 }
@@ -3101,7 +3101,7 @@ data class CommandOutputNotification (
     /**
      * The tool call that runs the command.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * stdout or stderr.
@@ -3134,7 +3134,7 @@ public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<
     override fun read(buf: ByteBuffer): CommandOutputNotification {
         return CommandOutputNotification(
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeOutputStream.read(buf),
             FfiConverterULong.read(buf),
             FfiConverterString.read(buf),
@@ -3143,7 +3143,7 @@ public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<
 
     override fun allocationSize(value: CommandOutputNotification) = (
             FfiConverterString.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeOutputStream.allocationSize(value.`stream`) +
             FfiConverterULong.allocationSize(value.`seq`) +
             FfiConverterString.allocationSize(value.`chunk`)
@@ -3151,7 +3151,7 @@ public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<
 
     override fun write(value: CommandOutputNotification, buf: ByteBuffer) {
             FfiConverterString.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeOutputStream.write(value.`stream`, buf)
             FfiConverterULong.write(value.`seq`, buf)
             FfiConverterString.write(value.`chunk`, buf)
@@ -3167,7 +3167,7 @@ data class CommandRun (
     /**
      * The Bash tool call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The session.
@@ -3264,7 +3264,7 @@ data class CommandRun (
 public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     override fun read(buf: ByteBuffer): CommandRun {
         return CommandRun(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
             FfiConverterString.read(buf),
@@ -3285,7 +3285,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     }
 
     override fun allocationSize(value: CommandRun) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterString.allocationSize(value.`command`) +
@@ -3305,7 +3305,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     )
 
     override fun write(value: CommandRun, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterString.write(value.`command`, buf)
@@ -4524,7 +4524,7 @@ data class ToolAuditEntry (
     /**
      * The tool call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
@@ -4566,7 +4566,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
             FfiConverterOptionalTypeExecutionId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypePermissionMode.read(buf),
             FfiConverterOptionalTypeErrorCode.read(buf),
@@ -4579,7 +4579,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterOptionalTypeExecutionId.allocationSize(value.`executionId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterOptionalString.allocationSize(value.`tool`) +
             FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
             FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
@@ -4591,7 +4591,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterOptionalTypeExecutionId.write(value.`executionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterOptionalString.write(value.`tool`, buf)
             FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
@@ -4608,7 +4608,7 @@ data class ToolCall (
     /**
      * The caller's id for the call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * Tool name.
@@ -4635,20 +4635,20 @@ data class ToolCall (
 public object FfiConverterTypeToolCall: FfiConverterRustBuffer<ToolCall> {
     override fun read(buf: ByteBuffer): ToolCall {
         return ToolCall(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterString.read(buf),
         )
     }
 
     override fun allocationSize(value: ToolCall) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterString.allocationSize(value.`name`) +
             FfiConverterString.allocationSize(value.`inputJson`)
     )
 
     override fun write(value: ToolCall, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterString.write(value.`name`, buf)
             FfiConverterString.write(value.`inputJson`, buf)
     }
@@ -4710,7 +4710,7 @@ data class ToolCallResult (
     /**
      * The call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * Allow, confirm or deny.
@@ -4756,7 +4756,7 @@ data class ToolCallResult (
 public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallResult> {
     override fun read(buf: ByteBuffer): ToolCallResult {
         return ToolCallResult(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeToolCallDecision.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalTypeToolCallError.read(buf),
@@ -4766,7 +4766,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     }
 
     override fun allocationSize(value: ToolCallResult) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
             FfiConverterBoolean.allocationSize(value.`hostRun`) +
             FfiConverterOptionalTypeToolCallError.allocationSize(value.`error`) +
@@ -4775,7 +4775,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     )
 
     override fun write(value: ToolCallResult, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeToolCallDecision.write(value.`decision`, buf)
             FfiConverterBoolean.write(value.`hostRun`, buf)
             FfiConverterOptionalTypeToolCallError.write(value.`error`, buf)
@@ -6812,6 +6812,11 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
 
 public typealias ApprovalId = kotlin.String
 public typealias FfiConverterTypeApprovalId = FfiConverterString
+
+
+
+public typealias CallId = kotlin.String
+public typealias FfiConverterTypeCallId = FfiConverterString
 
 
 
