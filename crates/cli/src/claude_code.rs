@@ -1186,15 +1186,12 @@ fn host(project: &Project) -> Result<i32, Failure> {
             format!("{}: {error}", database_directory.display()),
         )
     })?;
-    let ttl = approval_ttl_ms();
     let failed = |error: plan_host::HostError| Failure::new(exit::DATABASE_REFUSED, error.message());
-    let limits = plan_core::Limits::new(ttl, plan_core::Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)
-        .map_err(|error| Failure::new(exit::USAGE, error.to_string()))?;
-    let web =
-        plan_host::WebOptions::loopback(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).map_err(failed)?;
-    let options = plan_host::HostOptions {
-        limits,
-        web: Some(web),
+    // The host's settings as `serve` and the FFI give them, through the
+    // same conversion.
+    let config = plan_host::HostConfig {
+        approval_ttl_ms: Some(approval_ttl_ms()),
+        web_address: Some("127.0.0.1:0".to_owned()),
         notifier: std::env::var("PLAN_CHECKPOINT_NOTIFY")
             .ok()
             .filter(|notify| !notify.trim().is_empty()),
@@ -1204,8 +1201,16 @@ fn host(project: &Project) -> Result<i32, Failure> {
         sandbox_helper: std::env::var_os("PLAN_CHECKPOINT_SANDBOX_HELPER")
             .map(PathBuf::from)
             .or_else(|| std::env::current_exe().ok()),
+        // The hooks' host exports no audit: it was never asked to.
+        otel_from_environment: Some(false),
+        ..plan_host::HostConfig::default()
+    };
+    let options = config
+        .options()
+        .map_err(|error| Failure::new(exit::USAGE, error.message()))?;
+    let options = plan_host::HostOptions {
         frontend: plan_host::DecisionChannel::Rpc,
-        ..plan_host::HostOptions::default()
+        ..options
     };
     let host = std::sync::Arc::new(plan_host::Host::open(&project.database, options).map_err(failed)?);
     let web = plan_server::web::WebCard::start_for(&host).map_err(failed)?;

@@ -1,7 +1,7 @@
 //! Host-run commands in the CLI: the `serve` options that configure them
 //! and the read-only `commands list|show` inspection of their audit.
 //!
-//! It maps arguments to host options and storage reads and renders the
+//! It maps arguments to the host's settings and storage reads and renders the
 //! answers; which command may run and how is decided below. Command text and
 //! output are agent-written and untrusted: human output escapes control and
 //! bidi characters.
@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use plan_core::{
-    CallId, CommandLimits, CommandRun, ErrorCode, LimitError, SessionId, ToolAuditEntry, ToolAuditKind,
-    UnixMs,
+    CallId, CommandLimits, CommandRun, ErrorCode, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs,
 };
-use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostOptions, ScratchSize};
+use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostConfig, ScratchSize};
 use serde::Serialize;
 
 use crate::table::{Cell, Column, Table};
@@ -39,8 +38,8 @@ pub(crate) struct CommandArgs {
     #[arg(long, default_value_t = plan_exec::DEFAULT_OUTPUT_CAP)]
     command_output_cap: u64,
     /// How many commands of one session may run at once.
-    #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION)]
-    max_running_commands: usize,
+    #[arg(long, default_value_t = CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION as u64)]
+    max_running_commands: u64,
     /// Let Agent commands use the network (off by default; every Agent
     /// command, `auto` or confirmed, gets the same sandbox).
     #[arg(long)]
@@ -84,41 +83,36 @@ pub(crate) struct CommandArgs {
 }
 
 impl CommandArgs {
-    /// `options` with these command settings; plan-core's
-    /// [`CommandLimits::new`] is the range rule the timeouts and the running
-    /// limit meet.
-    pub(crate) fn host_options(&self, mut options: HostOptions) -> Result<HostOptions, LimitError> {
-        // A relative `--sandbox-helper` is the person's own choice, taken
-        // from where they ran the command; the host itself never resolves a
-        // helper against its working directory.
-        options.sandbox_helper = Some(
-            self.sandbox_helper
-                .as_deref()
-                .and_then(|helper| std::path::absolute(helper).ok())
-                .or_else(|| std::env::current_exe().ok())
-                .unwrap_or_default(),
-        );
-        options.command_output_cap = self.command_output_cap;
-        if let Some(root) = &self.scratch_root {
-            options.scratch_root = Some(std::path::absolute(root).unwrap_or_else(|_| root.clone()));
+    /// `config` with these command settings (their ranges are checked
+    /// where every frontend's are, by [`HostConfig::options`]).
+    pub(crate) fn config(&self, config: HostConfig) -> HostConfig {
+        // A relative path given here is the person's own choice, taken
+        // from where they ran the command; the host itself never resolves
+        // one against its working directory.
+        let absolute = |path: &PathBuf| std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        HostConfig {
+            // The default helper is this binary, which embeds it.
+            sandbox_helper: Some(
+                self.sandbox_helper
+                    .as_deref()
+                    .and_then(|helper| std::path::absolute(helper).ok())
+                    .or_else(|| std::env::current_exe().ok())
+                    .unwrap_or_default(),
+            ),
+            scratch_root: self.scratch_root.as_ref().map(absolute),
+            scratch_size_mb: Some(self.scratch_size_mb),
+            command_timeout_ms: self.command_timeout_ms,
+            command_max_timeout_ms: Some(self.command_max_timeout_ms),
+            command_output_cap: Some(self.command_output_cap),
+            max_running_commands: Some(self.max_running_commands),
+            network_in_auto: self.network_in_auto,
+            auto_without_sandbox: self.auto_without_sandbox,
+            skip_namespaces: self.skip_namespaces,
+            protected_paths: self.protected_paths.clone(),
+            // Given at least once, the markers replace the default ones.
+            secret_env_markers: (!self.secret_env_marker.is_empty()).then(|| self.secret_env_marker.clone()),
+            ..config
         }
-        if !self.secret_env_marker.is_empty() {
-            options
-                .command_env_secret_markers
-                .clone_from(&self.secret_env_marker);
-        }
-        options.skip_namespaces = self.skip_namespaces;
-        options.protected_paths.clone_from(&self.protected_paths);
-        options.scratch_size = ScratchSize::from_megabytes(self.scratch_size_mb)?;
-        let commands = &mut options.limits.commands;
-        commands.limits = CommandLimits::new(
-            self.command_timeout_ms,
-            self.command_max_timeout_ms,
-            self.max_running_commands,
-        )?;
-        commands.network_in_auto = self.network_in_auto;
-        commands.auto_without_sandbox = self.auto_without_sandbox;
-        Ok(options)
     }
 }
 

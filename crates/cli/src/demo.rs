@@ -19,7 +19,7 @@ use plan_core::{
     ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
 };
 use plan_host::{
-    ApprovalFilter, CommandFilter, Host, HostError, HostOptions, NewSession, PlanSandbox, ToolCallDecision,
+    ApprovalFilter, CommandFilter, Host, HostConfig, HostError, NewSession, PlanSandbox, ToolCallDecision,
     ToolCallResult,
 };
 use plan_protocol::ServerNotification;
@@ -261,10 +261,14 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
     )
     .map_err(io_failure("write", &workspace.join("README.md")))?;
     // This binary is also the command sandbox helper.
-    let options = HostOptions {
+    let options = HostConfig {
         sandbox_helper: std::env::current_exe().ok(),
-        ..HostOptions::default()
-    };
+        // The demo exports no audit, whatever the environment says.
+        otel_from_environment: Some(false),
+        ..HostConfig::default()
+    }
+    .options()
+    .map_err(host_failure("choosing the host's settings"))?;
     let host = Arc::new(Host::open(&database, options.clone()).map_err(host_failure("opening the host"))?);
     // With --web, the approval card's server of `serve --web`, on a free
     // loopback port.

@@ -119,41 +119,7 @@ enum Command {
     /// the single-host lock, and interrupts whatever a previous host left
     /// pending or running (the startup fence) before the first answer.
     #[command(after_long_help = EXIT_CODES)]
-    Serve {
-        /// How long an approval stays pending, in milliseconds (1 to
-        /// 604800000, seven days).
-        #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, allow_negative_numbers = true)]
-        approval_ttl_ms: i64,
-        /// The largest accepted SubmitPlan markdown, in bytes.
-        #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES)]
-        markdown_limit_bytes: usize,
-        #[command(flatten)]
-        commands: commands::CommandArgs,
-        /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
-        /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
-        /// The base URL is printed on stderr, and each pending approval's
-        /// card URL when stderr is a terminal (its token never goes into a
-        /// log; a QR code for a phone only with --web-bind, since a phone
-        /// cannot open loopback).
-        #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
-        web: Option<std::net::SocketAddr>,
-        /// Like --web, on an address that is not loopback (a phone on the
-        /// same network): anyone who can reach it and sees a card's URL can
-        /// decide, so it prints a warning.
-        #[arg(long, value_name = "ADDR")]
-        web_bind: Option<std::net::SocketAddr>,
-        /// Run this command line (through /bin/sh -c) once each time a plan
-        /// becomes pending, with the approval as JSON on its stdin (the
-        /// card URL in it with --web or --web-bind), e.g.
-        /// `--notify 'curl -sf -H "Title: plan pending" -d @- https://ntfy.example/mytopic'`:
-        /// the URL reaches a phone without copying it from a terminal. It
-        /// gets this process's environment; its output is discarded and it
-        /// is killed after 30 s, so it never delays a decision.
-        #[arg(long, value_name = "COMMAND")]
-        notify: Option<String>,
-        #[command(flatten)]
-        otel: Box<otel::OtelArgs>,
-    },
+    Serve(Box<ServeArgs>),
     /// Drive the real host through the ADR 0053 story and print each step.
     ///
     /// Creates a workspace and a database (in a new temporary directory
@@ -187,6 +153,92 @@ enum Command {
         #[command(flatten)]
         refused_db: RefusedDb,
     },
+}
+
+/// `serve`'s settings: each fills a field of the host's one
+/// [`plan_host::HostConfig`], the record the FFI takes too.
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// How long an approval stays pending, in milliseconds (1 to
+    /// 604800000, seven days).
+    #[arg(long, default_value_t = Limits::DEFAULT_APPROVAL_TTL_MS, allow_negative_numbers = true)]
+    approval_ttl_ms: i64,
+    /// The largest accepted SubmitPlan markdown, in bytes.
+    #[arg(long, default_value_t = Limits::DEFAULT_MARKDOWN_LIMIT_BYTES as u64)]
+    markdown_limit_bytes: u64,
+    #[command(flatten)]
+    commands: commands::CommandArgs,
+    /// Serve approval cards (`<plan-approval-card>`) over HTTP on this
+    /// loopback address, e.g. 127.0.0.1:0 (port 0 picks a free port).
+    /// The base URL is printed on stderr, and each pending approval's
+    /// card URL when stderr is a terminal (its token never goes into a
+    /// log; a QR code for a phone only with --web-bind, since a phone
+    /// cannot open loopback).
+    #[arg(long, value_name = "ADDR", conflicts_with = "web_bind")]
+    web: Option<String>,
+    /// Like --web, on an address that is not loopback (a phone on the
+    /// same network): anyone who can reach it and sees a card's URL can
+    /// decide, so it prints a warning.
+    #[arg(long, value_name = "ADDR")]
+    web_bind: Option<String>,
+    /// Run this command line (through /bin/sh -c) once each time a plan
+    /// becomes pending, with the approval as JSON on its stdin (the
+    /// card URL in it with --web or --web-bind), e.g.
+    /// `--notify 'curl -sf -H "Title: plan pending" -d @- https://ntfy.example/mytopic'`:
+    /// the URL reaches a phone without copying it from a terminal. It
+    /// gets this process's environment; its output is discarded and it
+    /// is killed after 30 s, so it never delays a decision.
+    #[arg(long, value_name = "COMMAND")]
+    notify: Option<String>,
+    #[command(flatten)]
+    otel: otel::OtelArgs,
+    /// Read the host's settings from this JSON file instead of the flags
+    /// above: the record the FFI takes (HostConfig), in camelCase, e.g.
+    /// {"approvalTtlMs": 600000, "webAddress": "127.0.0.1:0"}. Unknown
+    /// fields are refused (INVALID_PARAMS), paths are taken as written, and
+    /// without "sandboxHelper" this binary is the helper. The settings
+    /// flags cannot be combined with it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["approval_ttl_ms", "markdown_limit_bytes", "web", "web_bind", "notify", "CommandArgs", "OtelArgs"]
+    )]
+    config: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The host's settings: the `--config` file's, or these flags'. The
+    /// address checks and the range rules are
+    /// [`plan_host::HostConfig::options`]'s, the same through the FFI: the
+    /// flags and the file only say what was asked for.
+    fn config(&self) -> Result<plan_host::HostConfig, plan_host::HostError> {
+        if let Some(path) = &self.config {
+            let refused = |error: String| {
+                plan_host::HostError::with_detail(
+                    plan_core::ErrorCode::InvalidParams,
+                    format!("the settings file {}: {error}", path.display()),
+                )
+            };
+            let text = std::fs::read_to_string(path).map_err(|error| refused(error.to_string()))?;
+            let config: plan_host::HostConfig =
+                serde_json::from_str(&text).map_err(|error| refused(error.to_string()))?;
+            return Ok(plan_host::HostConfig {
+                // The binary embeds the helper, as without a file.
+                sandbox_helper: config.sandbox_helper.or_else(|| std::env::current_exe().ok()),
+                ..config
+            });
+        }
+        let config = plan_host::HostConfig {
+            approval_ttl_ms: Some(self.approval_ttl_ms),
+            markdown_limit_bytes: Some(self.markdown_limit_bytes),
+            web_address: self.web.clone().or_else(|| self.web_bind.clone()),
+            // `--web-bind` is the explicit opt-in to any address.
+            web_allow_any_address: self.web.is_none() && self.web_bind.is_some(),
+            notifier: self.notify.clone(),
+            ..plan_host::HostConfig::default()
+        };
+        Ok(self.otel.config(self.commands.config(config)))
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -499,7 +551,7 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
         | Command::Approvals { .. }
         | Command::Audit { .. }
         | Command::Commands { .. }
-        | Command::Serve { .. } => {
+        | Command::Serve(_) => {
             return Ok(());
         }
     };
@@ -517,23 +569,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
     let database = database.as_deref();
     let term = terminal::Terminal::detect(cli.color);
     match cli.command {
-        Command::Serve {
-            approval_ttl_ms,
-            markdown_limit_bytes,
-            commands,
-            web,
-            web_bind,
-            notify,
-            otel,
-        } => Ok(serve(
-            require_db(database)?,
-            approval_ttl_ms,
-            markdown_limit_bytes,
-            &commands,
-            WebArgs { web, web_bind },
-            notify,
-            &otel,
-        )),
+        Command::Serve(args) => Ok(serve(require_db(database)?, &args)),
         Command::Commands { command } => {
             let database = require_db(database)?;
             match command {
@@ -649,57 +685,18 @@ fn require_db(database: Option<&Path>) -> Result<&Path, Failure> {
     })
 }
 
-/// `serve`: the arguments become host options (plan-core's range rules
-/// refuse what is out of range) and `plan-server`'s stdio transport does
-/// the rest; its outcome becomes an exit code.
-/// `serve --web` / `--web-bind`.
-struct WebArgs {
-    web: Option<std::net::SocketAddr>,
-    web_bind: Option<std::net::SocketAddr>,
-}
-
-impl WebArgs {
-    /// The host's web option: `--web` must be loopback (the host's rule),
-    /// `--web-bind` is the explicit opt-in to any address.
-    fn options(&self) -> Result<Option<plan_host::WebOptions>, plan_host::HostError> {
-        match (self.web, self.web_bind) {
-            (Some(address), _) => plan_host::WebOptions::loopback(address).map(Some),
-            (None, Some(address)) => Ok(Some(plan_host::WebOptions::any_address(address))),
-            (None, None) => Ok(None),
-        }
-    }
-}
-
-fn serve(
-    database: &Path,
-    approval_ttl_ms: i64,
-    markdown_limit_bytes: usize,
-    commands: &commands::CommandArgs,
-    web: WebArgs,
-    notifier: Option<String>,
-    otel: &otel::OtelArgs,
-) -> i32 {
-    // The range rules are plan-core's; a value they refuse is a usage
-    // error, told on stderr and to a JSON-RPC client alike.
-    let options = Limits::new(approval_ttl_ms, markdown_limit_bytes)
-        .and_then(|limits| {
-            commands.host_options(plan_host::HostOptions {
-                limits,
-                ..plan_host::HostOptions::default()
-            })
-        })
-        .map_err(plan_host::HostError::from)
-        .and_then(|options| {
-            Ok(plan_host::HostOptions {
-                web: web.options()?,
-                notifier,
-                audit_export: otel.config(|name| std::env::var(name).ok())?,
-                frontend: plan_host::DecisionChannel::Rpc,
-                ..options
-            })
-        });
-    let options = match options {
-        Ok(options) => options,
+/// `serve`: the host's settings become host options through the one
+/// conversion (plan-core's range rules refuse what is out of range) and
+/// `plan-server`'s stdio transport does the rest; its outcome becomes an
+/// exit code.
+fn serve(database: &Path, args: &ServeArgs) -> i32 {
+    // A value the rules refuse is a usage error, told on stderr and to a
+    // JSON-RPC client alike.
+    let options = match args.config().and_then(|config| config.options()) {
+        Ok(options) => plan_host::HostOptions {
+            frontend: plan_host::DecisionChannel::Rpc,
+            ..options
+        },
         Err(error) => {
             plan_server::refuse_start(&error);
             return exit::USAGE;

@@ -23,6 +23,9 @@ mod claude_code;
 #[path = "cli/client.rs"]
 mod client;
 
+#[path = "cli/config.rs"]
+mod config;
+
 // The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
 // Not every helper of it is used here.
 #[allow(dead_code)]

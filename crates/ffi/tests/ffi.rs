@@ -22,11 +22,14 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use plan_ffi::{
-    ApprovalStatus, CommandExitedNotification, CommandOutputNotification, CommandSandbox, CommandState,
-    ErrorCode, ExecutionState, ExecutionStateChangedNotification, Mode, Origin, OutputStream, PermissionMode,
-    PlanApproval, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanError,
-    PlanEventListener, PlanHost, PlanHostOptions, PlanSandbox, ServerNotification,
-    SessionChangedNotification, ToolCall, ToolCallDecision,
+    ApprovalStatus, CommandExitedNotification, CommandGetParams, CommandOutputNotification, CommandSandbox,
+    CommandStartParams, CommandState, ErrorCode, ExecutionCompleteParams, ExecutionStartParams,
+    ExecutionState, ExecutionStateChangedNotification, HostConfig, Mode, Origin, OutputStream,
+    PermissionMode, PlanApproval, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
+    PlanApproveParams, PlanCardUrlParams, PlanError, PlanEventListener, PlanGetParams, PlanHost,
+    PlanRejectParams, PlanSandbox, ServerNotification, SessionChangedNotification, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ToolCall, ToolCallDecision, ToolConfirmParams, TurnStartParams,
+    TurnToolCallsParams,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -107,14 +110,14 @@ impl Fixture {
 
     /// A host with `first` listeners registered before the recorder.
     fn with_listeners(approval_ttl_ms: Option<i64>, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
-        let options = PlanHostOptions {
+        let options = HostConfig {
             approval_ttl_ms,
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         };
         Fixture::with_options(options, first)
     }
 
-    fn with_options(options: PlanHostOptions, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
+    fn with_options(options: HostConfig, first: Vec<Arc<dyn PlanEventListener>>) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let workspace = dir.path().canonicalize().unwrap().join("workspace");
         std::fs::create_dir(&workspace).unwrap();
@@ -139,14 +142,29 @@ impl Fixture {
     /// A Plan session `session_id` (created if missing) with a submitted
     /// plan; returns the pending approval.
     fn submit(&self, session_id: &str) -> PlanApproval {
-        if self.host.get_session(session_id.to_owned()).is_err() {
+        if self
+            .host
+            .session_get(SessionGetParams {
+                session_id: session_id.into(),
+            })
+            .is_err()
+        {
             self.host
-                .create_session(Some(session_id.to_owned()), self.root(), Some(Mode::Plan), None)
+                .session_create(SessionCreateParams {
+                    session_id: Some(session_id.into()),
+                    workspace_root: self.root(),
+                    mode: Some(Mode::Plan),
+                    permission_mode: None,
+                })
                 .unwrap();
         }
         let turn = self
             .host
-            .start_turn(session_id.to_owned(), Origin::Interactive)
+            .turn_start(TurnStartParams {
+                session_id: session_id.into(),
+                prompt: String::new(),
+                origin: Origin::Interactive,
+            })
             .unwrap();
         self.submit_in(session_id, &turn.turn_id)
     }
@@ -155,21 +173,25 @@ impl Fixture {
     fn submit_in(&self, session_id: &str, turn_id: &str) -> PlanApproval {
         let input =
             r##"{"title":"Split the parser","markdown":"# Plan\n\n1. Split.\n","question":"Proceed?"}"##;
-        let mut results = self
+        let mut decided = self
             .host
-            .tool_calls(
-                session_id.to_owned(),
-                turn_id.to_owned(),
-                vec![call("s", "SubmitPlan", input)],
-            )
+            .turn_tool_calls(TurnToolCallsParams {
+                session_id: session_id.into(),
+                turn_id: turn_id.into(),
+                calls: vec![call("s", "SubmitPlan", input)],
+            })
             .unwrap();
-        let result = results.pop().unwrap();
+        let result = decided.results.pop().unwrap();
         assert_eq!(result.decision, ToolCallDecision::Allow, "{result:?}");
         result.approval.unwrap()
     }
 
     fn session(&self, session_id: &str) -> plan_ffi::Session {
-        self.host.get_session(session_id.to_owned()).unwrap()
+        self.host
+            .session_get(SessionGetParams {
+                session_id: session_id.into(),
+            })
+            .unwrap()
     }
 }
 
@@ -177,7 +199,7 @@ fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
     ToolCall {
         call_id: call_id.into(),
         name: name.to_owned(),
-        input_json: input_json.to_owned(),
+        input: serde_json::from_str(input_json).unwrap(),
     }
 }
 
@@ -199,12 +221,21 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     let fixture = Fixture::new(None);
     fixture
         .host
-        .create_session(Some("s1".to_owned()), fixture.root(), Some(Mode::Plan), None)
+        .session_create(SessionCreateParams {
+            session_id: Some("s1".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
         .unwrap();
     assert_eq!(fixture.recorder.drain(), [], "a new session is not a change");
     let turn = fixture
         .host
-        .start_turn("s1".to_owned(), Origin::Interactive)
+        .turn_start(TurnStartParams {
+            session_id: "s1".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
         .unwrap();
     assert_eq!(
         fixture.recorder.drain(),
@@ -228,7 +259,10 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
 
     let decision = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+        })
         .unwrap();
     let execution_id = decision.approval.execution_id.clone().unwrap().into_string();
     let state = |state| {
@@ -252,11 +286,21 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         ]
     );
 
-    let running = fixture.host.start_execution(execution_id.clone()).unwrap();
+    let running = fixture
+        .host
+        .execution_start(ExecutionStartParams {
+            execution_id: execution_id.as_str().into(),
+        })
+        .unwrap();
     assert_eq!(running.execution_state, Some(ExecutionState::Running));
     assert_eq!(fixture.recorder.drain(), [state(ExecutionState::Running)]);
 
-    fixture.host.complete_execution(execution_id.clone()).unwrap();
+    fixture
+        .host
+        .execution_complete(ExecutionCompleteParams {
+            execution_id: execution_id.as_str().into(),
+        })
+        .unwrap();
     let idle = fixture.session("s1");
     assert_eq!(idle.active_execution_id, None);
     assert_eq!(idle.mode, Mode::Agent);
@@ -271,17 +315,20 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     // A rejection resolves the approval without an execution.
     fixture
         .host
-        .configure_session(
-            "s1".to_owned(),
-            plan_ffi::SessionConfig {
-                mode: Some(Mode::Plan),
-                ..plan_ffi::SessionConfig::default()
-            },
-        )
+        .session_configure(SessionConfigureParams {
+            session_id: "s1".into(),
+            mode: Some(Mode::Plan),
+            ..SessionConfigureParams::default()
+        })
         .unwrap();
     let second = fixture.submit("s1");
     fixture.recorder.drain();
-    let rejected = fixture.host.reject(second.id.to_string()).unwrap();
+    let rejected = fixture
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: second.id.clone(),
+        })
+        .unwrap();
     assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
     assert_eq!(rejected.approval.execution_id, None);
     assert_eq!(
@@ -304,11 +351,20 @@ fn a_listener_receives_the_wire_notification_itself() {
     let fixture = Fixture::new(None);
     fixture
         .host
-        .create_session(Some("s1".to_owned()), fixture.root(), Some(Mode::Plan), None)
+        .session_create(SessionCreateParams {
+            session_id: Some("s1".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
         .unwrap();
     fixture
         .host
-        .start_turn("s1".to_owned(), Origin::Interactive)
+        .turn_start(TurnStartParams {
+            session_id: "s1".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
         .unwrap();
     let events: Vec<plan_protocol::ServerNotification> = fixture.recorder.drain();
     let [changed] = events.as_slice() else {
@@ -330,9 +386,9 @@ fn a_listener_receives_the_wire_notification_itself() {
     );
 }
 
-/// `approve` re-reads the artifact inside the decision: a rewritten or
+/// `plan_approve` re-reads the artifact inside the decision: a rewritten or
 /// removed file is refused with its code, nothing changes and no event goes
-/// out; `reject` still decides.
+/// out; `plan_reject` still decides.
 #[test]
 fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     let fixture = Fixture::new(None);
@@ -346,22 +402,38 @@ fn approving_a_tampered_or_missing_artifact_is_refused_and_changes_nothing() {
     std::fs::write(&path, "# Plan\n\n1. Delete everything.\n").unwrap();
     let tampered = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Auto))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+        })
         .unwrap_err();
     assert_eq!(refused_code(tampered), ErrorCode::ArtifactIntegrityMismatch);
     std::fs::remove_file(&path).unwrap();
     let missing = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Ask),
+        })
         .unwrap_err();
     assert_eq!(refused_code(missing), ErrorCode::ArtifactMissing);
     assert_eq!(
-        fixture.host.get_approval(approval.id.to_string()).unwrap(),
+        fixture
+            .host
+            .plan_get(PlanGetParams {
+                approval_id: approval.id.clone()
+            })
+            .unwrap(),
         approval
     );
     assert_eq!(fixture.session("s1"), session);
     assert_eq!(fixture.recorder.drain(), [], "a refused approval sends no event");
-    let rejected = fixture.host.reject(approval.id.to_string()).unwrap();
+    let rejected = fixture
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: approval.id.clone(),
+        })
+        .unwrap();
     assert_eq!(rejected.approval.status, ApprovalStatus::Rejected);
 }
 
@@ -386,7 +458,12 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     );
     assert_eq!(
         expired,
-        &fixture.host.get_approval(approval.id.to_string()).unwrap()
+        &fixture
+            .host
+            .plan_get(PlanGetParams {
+                approval_id: approval.id.clone()
+            })
+            .unwrap()
     );
     let threads = fixture.recorder.expiry_threads.lock().unwrap().clone();
     assert_eq!(threads.len(), 1);
@@ -423,11 +500,20 @@ fn command_output_and_exit_arrive_typed_in_order() {
     // workspace-write sandbox like an `auto` one.
     fixture
         .host
-        .create_session(Some("agent".to_owned()), fixture.root(), Some(Mode::Agent), None)
+        .session_create(SessionCreateParams {
+            session_id: Some("agent".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Agent),
+            permission_mode: None,
+        })
         .unwrap();
     let turn = fixture
         .host
-        .start_turn("agent".to_owned(), Origin::Interactive)
+        .turn_start(TurnStartParams {
+            session_id: "agent".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
         .unwrap();
     let bash = call(
         "b1",
@@ -436,22 +522,26 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let decided = fixture
         .host
-        .tool_calls("agent".to_owned(), turn.turn_id.clone(), vec![bash])
+        .turn_tool_calls(TurnToolCallsParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            calls: vec![bash],
+        })
         .unwrap();
     assert_eq!(
-        (decided[0].decision, decided[0].host_run),
+        (decided.results[0].decision, decided.results[0].host_run),
         (ToolCallDecision::Confirm, true)
     );
     fixture.recorder.drain();
     let start = || {
-        fixture.host.start_command(
-            "agent".to_owned(),
-            turn.turn_id.clone(),
-            "b1".to_owned(),
-            "printf out; printf err >&2".to_owned(),
-            None,
-            Some(10_000),
-        )
+        fixture.host.command_start(CommandStartParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".into(),
+            command: "printf out; printf err >&2".to_owned(),
+            cwd: None,
+            timeout_ms: Some(10_000),
+        })
     };
     let refused_code = |error: PlanError| match error {
         PlanError::Failed { code, .. } => code,
@@ -463,7 +553,12 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let confirmed = fixture
         .host
-        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), true)
+        .tool_confirm(ToolConfirmParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".into(),
+            allow: true,
+        })
         .unwrap();
     assert_eq!(
         (confirmed.decision, confirmed.host_run, confirmed.refusal()),
@@ -471,7 +566,12 @@ fn command_output_and_exit_arrive_typed_in_order() {
     );
     let again = fixture
         .host
-        .confirm_tool("agent".to_owned(), turn.turn_id.clone(), "b1".to_owned(), false)
+        .tool_confirm(ToolConfirmParams {
+            session_id: "agent".into(),
+            turn_id: turn.turn_id.as_str().into(),
+            call_id: "b1".into(),
+            allow: false,
+        })
         .map_err(refused_code)
         .unwrap_err();
     assert_eq!(again, ErrorCode::ToolConfirmationNotPending);
@@ -537,7 +637,10 @@ fn command_output_and_exit_arrive_typed_in_order() {
         ended,
         fixture
             .host
-            .get_command("agent".to_owned(), "b1".to_owned())
+            .command_get(CommandGetParams {
+                session_id: "agent".into(),
+                call_id: "b1".into()
+            })
             .unwrap()
     );
     assert_eq!(fixture.recorder.drain(), [], "nothing of the call after its end");
@@ -559,7 +662,10 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     );
     let decision = fixture
         .host
-        .approve(approval.id.to_string(), Some(PermissionMode::Ask))
+        .plan_approve(PlanApproveParams {
+            approval_id: approval.id.clone(),
+            permission_mode: Some(PermissionMode::Ask),
+        })
         .unwrap();
     assert_eq!(decision.approval.status, ApprovalStatus::Approved);
     assert_eq!(
@@ -581,7 +687,13 @@ fn a_panicking_listener_on_the_timer_thread_does_not_stop_the_timer() {
             is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
         });
         assert_eq!(
-            fixture.host.get_approval(approval.id.to_string()).unwrap().status,
+            fixture
+                .host
+                .plan_get(PlanGetParams {
+                    approval_id: approval.id.clone()
+                })
+                .unwrap()
+                .status,
             ApprovalStatus::Expired
         );
     }
@@ -593,10 +705,10 @@ fn command_limits_meet_plan_cores_one_rule() {
     let open = |command_timeout_ms: Option<u64>, command_max_timeout_ms: Option<u64>| {
         PlanHost::new(
             dir.path().join("plan.db").display().to_string(),
-            PlanHostOptions {
+            HostConfig {
                 command_timeout_ms,
                 command_max_timeout_ms,
-                ..PlanHostOptions::default()
+                ..HostConfig::default()
             },
         )
     };
@@ -617,9 +729,9 @@ fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
     let open = |scratch_size_mb: Option<u64>| {
         PlanHost::new(
             dir.path().join("plan.db").display().to_string(),
-            PlanHostOptions {
+            HostConfig {
                 scratch_size_mb,
-                ..PlanHostOptions::default()
+                ..HostConfig::default()
             },
         )
     };
@@ -641,11 +753,11 @@ fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
 #[test]
 fn the_sandbox_info_is_the_capabilities_record_initialize_reports() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = dir.path().join("no-such-helper").to_string_lossy().into_owned();
+    let missing = dir.path().join("no-such-helper");
     for (name, helper) in [("probed.db", None), ("helperless.db", Some(missing))] {
-        let options = PlanHostOptions {
+        let options = HostConfig {
             sandbox_helper: helper.clone(),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         };
         let host = PlanHost::new(dir.path().join(name).to_string_lossy().into_owned(), options).unwrap();
         let info: plan_protocol::CommandCapabilities = host.sandbox_info();
@@ -678,9 +790,9 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().canonicalize().unwrap().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
-    let options = PlanHostOptions {
-        skip_namespaces: Some(true),
-        ..PlanHostOptions::default()
+    let options = HostConfig {
+        skip_namespaces: true,
+        ..HostConfig::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
     if host.sandbox_info().plan_sandbox != PlanSandbox::Landlock {
@@ -698,28 +810,34 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
         serde_json::json!(["landlock", "seccomp"])
     );
     let root = Some(workspace.to_string_lossy().into_owned());
-    host.create_session(
-        Some("auto".to_owned()),
-        root,
-        Some(Mode::Agent),
-        Some(PermissionMode::Auto),
-    )
+    host.session_create(SessionCreateParams {
+        session_id: Some("auto".into()),
+        workspace_root: root,
+        mode: Some(Mode::Agent),
+        permission_mode: Some(PermissionMode::Auto),
+    })
     .unwrap();
-    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
-    host.tool_calls(
-        "auto".to_owned(),
-        turn.turn_id.clone(),
-        vec![call("b1", "Bash", r#"{"command":"true"}"#)],
-    )
+    let turn = host
+        .turn_start(TurnStartParams {
+            session_id: "auto".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
+        .unwrap();
+    host.turn_tool_calls(TurnToolCallsParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.as_str().into(),
+        calls: vec![call("b1", "Bash", r#"{"command":"true"}"#)],
+    })
     .unwrap();
-    let refused = host.start_command(
-        "auto".to_owned(),
-        turn.turn_id,
-        "b1".to_owned(),
-        "true".to_owned(),
-        None,
-        None,
-    );
+    let refused = host.command_start(CommandStartParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.into(),
+        call_id: "b1".into(),
+        command: "true".to_owned(),
+        cwd: None,
+        timeout_ms: None,
+    });
     assert!(
         matches!(
             refused,
@@ -742,11 +860,11 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     std::fs::create_dir(&workspace).unwrap();
     let kept = workspace.join("kept");
     std::fs::write(&kept, "original\n").unwrap();
-    let options = PlanHostOptions {
-        protected_paths: Some(vec![kept.to_string_lossy().into_owned()]),
+    let options = HostConfig {
+        protected_paths: vec![kept.clone()],
         // Cargo sets this variable for every test process it runs.
         secret_env_markers: Some(vec!["cargo_manifest".to_owned()]),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
     let init = host
@@ -762,39 +880,45 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
     }
     let recorder = Arc::new(Recorder::default());
     host.add_listener(Arc::clone(&recorder) as Arc<dyn PlanEventListener>);
-    host.create_session(
-        Some("auto".to_owned()),
-        Some(workspace.to_string_lossy().into_owned()),
-        Some(Mode::Agent),
-        Some(PermissionMode::Auto),
-    )
+    host.session_create(SessionCreateParams {
+        session_id: Some("auto".into()),
+        workspace_root: Some(workspace.to_string_lossy().into_owned()),
+        mode: Some(Mode::Agent),
+        permission_mode: Some(PermissionMode::Auto),
+    })
     .unwrap();
-    let turn = host.start_turn("auto".to_owned(), Origin::Interactive).unwrap();
+    let turn = host
+        .turn_start(TurnStartParams {
+            session_id: "auto".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
+        .unwrap();
     let command = format!(
         "echo forged > {kept} 2>/dev/null && echo written || echo refused; \
          echo new > {fresh} && echo fresh; echo \"${{CARGO_MANIFEST_DIR-unset}}\"",
         kept = kept.display(),
         fresh = workspace.join("fresh").display()
     );
-    host.tool_calls(
-        "auto".to_owned(),
-        turn.turn_id.clone(),
-        vec![call(
+    host.turn_tool_calls(TurnToolCallsParams {
+        session_id: "auto".into(),
+        turn_id: turn.turn_id.as_str().into(),
+        calls: vec![call(
             "b1",
             "Bash",
             &serde_json::json!({"command": command}).to_string(),
         )],
-    )
+    })
     .unwrap();
     let started = host
-        .start_command(
-            "auto".to_owned(),
-            turn.turn_id,
-            "b1".to_owned(),
+        .command_start(CommandStartParams {
+            session_id: "auto".into(),
+            turn_id: turn.turn_id.into(),
+            call_id: "b1".into(),
             command,
-            None,
-            None,
-        )
+            cwd: None,
+            timeout_ms: None,
+        })
         .unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = recorder.drain_until("command end", |event| {
@@ -818,13 +942,19 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
 
 #[test]
 fn the_web_option_serves_cards_whose_urls_reach_the_app() {
-    let options = PlanHostOptions {
+    let options = HostConfig {
         web_address: Some("127.0.0.1:0".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let fixture = Fixture::with_options(options, Vec::new());
     let approval = fixture.submit("s1");
-    let url = fixture.host.card_url(approval.id.to_string()).unwrap();
+    let url = fixture
+        .host
+        .plan_card_url(PlanCardUrlParams {
+            approval_id: approval.id.clone(),
+        })
+        .unwrap()
+        .url;
     assert!(
         url.starts_with("http://127.0.0.1:") && url.contains("/card/"),
         "{url}"
@@ -864,9 +994,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
 
     // Another address needs the explicit opt-in; without a server there is no URL.
     let dir = tempfile::tempdir().unwrap();
-    let exposed = PlanHostOptions {
+    let exposed = HostConfig {
         web_address: Some("0.0.0.0:0".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), exposed);
     assert!(matches!(
@@ -876,9 +1006,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
             ..
         })
     ));
-    let garbled = PlanHostOptions {
+    let garbled = HostConfig {
         web_address: Some("localhost".to_owned()),
-        ..PlanHostOptions::default()
+        ..HostConfig::default()
     };
     let refused = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), garbled);
     assert!(matches!(
@@ -891,8 +1021,13 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     let plain = Fixture::new(None);
     let pending = plain.submit("s1");
     let decided = plain.submit("s2");
-    plain.host.reject(decided.id.to_string()).unwrap();
-    // Without a web server, `card_url` answers as `plan/cardUrl` does
+    plain
+        .host
+        .plan_reject(PlanRejectParams {
+            approval_id: decided.id.clone(),
+        })
+        .unwrap();
+    // Without a web server, `plan_card_url` answers as `plan/cardUrl` does
     // through the connection: the approval's own state first.
     plain
         .host
@@ -905,7 +1040,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
         (decided.id.to_string(), ErrorCode::ApprovalNotPending),
         ("no-such-approval".to_owned(), ErrorCode::ApprovalNotFound),
     ] {
-        let typed = plain.host.card_url(id.clone());
+        let typed = plain.host.plan_card_url(PlanCardUrlParams {
+            approval_id: id.as_str().into(),
+        });
         assert!(
             matches!(&typed, Err(plan_ffi::PlanError::Failed { code, .. }) if *code == expected),
             "{id}: {typed:?}"
@@ -922,6 +1059,9 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     }
 }
 
+#[path = "ffi/methods.rs"]
+mod methods;
+
 // The collector stand-in of the host tests (an OTLP/HTTP receiver on loopback).
 #[allow(dead_code)]
 #[path = "../../host/tests/host/collector.rs"]
@@ -931,13 +1071,13 @@ mod collector;
 fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
     let collector = collector::Collector::start();
     let fixture = Fixture::with_options(
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some(collector.endpoint()),
             otel_protocol: Some("http/json".to_owned()),
-            otel_headers: Some(vec!["x-app=ffi".to_owned()]),
+            otel_headers: vec!["x-app=ffi".to_owned()],
             otel_service_name: Some("embedded".to_owned()),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
         Vec::new(),
     );
@@ -958,27 +1098,27 @@ fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
 
     let dir = tempfile::tempdir().unwrap();
     for options in [
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
             otel_protocol: Some("grpc".to_owned()),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
-            otel_include_content: Some(true),
+        HostConfig {
+            otel_include_content: true,
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_certificate: Some(dir.path().join("missing.pem").display().to_string()),
+            otel_certificate: Some(dir.path().join("missing.pem")),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
-        PlanHostOptions {
+        HostConfig {
             otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_client_certificate: Some(dir.path().join("client.pem").display().to_string()),
+            otel_client_certificate: Some(dir.path().join("client.pem")),
             otel_from_environment: Some(false),
-            ..PlanHostOptions::default()
+            ..HostConfig::default()
         },
     ] {
         let Err(plan_ffi::PlanError::Failed { code, reason }) =

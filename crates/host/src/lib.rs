@@ -27,6 +27,7 @@
 
 mod clock;
 mod commands;
+mod config;
 mod error;
 mod event;
 mod host;
@@ -40,6 +41,7 @@ mod types;
 mod web;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::HostConfig;
 pub use error::HostError;
 pub use host::Host;
 pub use notify::{HostEvent, NotificationListener};

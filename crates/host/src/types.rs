@@ -15,7 +15,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::shells::default_catalog;
 
 /// How a host is set up. Every field has a default; name only what
-/// differs.
+/// differs. The settings a frontend gives (`serve`'s flags, the FFI's
+/// record, a JSON file) are a [`HostConfig`](crate::HostConfig), which
+/// [`HostConfig::options`](crate::HostConfig::options) turns into these;
+/// the fields no frontend can give (the clock, the expiry timer, the
+/// frontend's decision channel, the shells) are set here.
 ///
 /// ```
 /// use plan_host::{ExpiryTimer, HostOptions, Limits};

@@ -36,6 +36,8 @@ mod calls;
 mod collector;
 #[path = "host/commands.rs"]
 mod commands;
+#[path = "host/config.rs"]
+mod config;
 #[path = "host/export.rs"]
 mod export;
 #[path = "host/permissions.rs"]

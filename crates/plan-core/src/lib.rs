@@ -62,15 +62,16 @@ pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_de
 pub use error::ErrorCode;
 pub use ids::{ApprovalId, CallId, ExecutionId, SessionId, TurnId};
 pub use machine::{
-    ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolCall, ToolDecision, ToolResult,
-    Transition, handle,
+    ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolDecision, ToolResult, Transition,
+    handle,
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification, CommandCapabilities,
-    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
-    ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    ApprovalFilter, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin,
+    OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo,
+    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnKind,
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,

@@ -23,7 +23,7 @@ use crate::permissions::{
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
 use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
-use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, Session, SessionId, TurnId};
+use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, Session, SessionId, ToolCall, TurnId};
 
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,21 +36,6 @@ pub struct Context {
     pub epoch: BootEpoch,
     /// The host's limits.
     pub limits: Limits,
-}
-
-// The wire reads this type as it is (plan-protocol re-exports it); as part
-// of params it refuses unknown fields. Its doc comments are the schema's
-// descriptions, so they describe the wire.
-/// One assistant tool call in `turn/toolCalls` params.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ToolCall {
-    /// The caller's id for the call.
-    pub call_id: CallId,
-    /// The tool name, matched exactly.
-    pub name: String,
-    /// The tool input, any JSON value.
-    pub input: serde_json::Value,
 }
 
 /// A configuration change; `None` leaves a field as it is.

@@ -8,7 +8,9 @@
 //! session. It knows nothing of SQL or JSON-RPC.
 
 use crate::commands::{CommandOptions, TurnCommand, TurnCommandStatus};
-use crate::objects::{ApprovalStatus, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind};
+use crate::objects::{
+    ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind,
+};
 use crate::permissions::{ConfirmationStatus, ToolConfirmation};
 use crate::{CallId, ErrorCode, SessionId, TurnId};
 
@@ -140,6 +142,26 @@ impl PlanApproval {
     /// Whether the row holds its session's execution slot.
     pub fn has_live_execution(&self) -> bool {
         self.execution_state.is_some_and(ExecutionState::is_live)
+    }
+
+    /// The artifact a person may be shown a card for: only a pending
+    /// approval with its artifact has an approval card. Decided, expired
+    /// and interrupted approvals (and a pending row migrated without an
+    /// artifact) have none: `APPROVAL_NOT_PENDING`. Every card surface
+    /// (`plan/cardUrl` with or without a card server, a card's token)
+    /// asks this.
+    pub fn card_artifact(&self) -> Result<&Artifact, ErrorCode> {
+        match (self.status, &self.artifact) {
+            (ApprovalStatus::Pending, Some(artifact)) => Ok(artifact),
+            (ApprovalStatus::Pending, None)
+            | (
+                ApprovalStatus::Approved
+                | ApprovalStatus::Rejected
+                | ApprovalStatus::Expired
+                | ApprovalStatus::Interrupted,
+                _,
+            ) => Err(ErrorCode::ApprovalNotPending),
+        }
     }
 }
 

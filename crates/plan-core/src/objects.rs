@@ -61,18 +61,23 @@ macro_rules! declare_shared_object {
             }
         }
     };
-    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? { $($(#[$field_meta:meta])* $field:ident: $ty:ty),+ $(,)? }) => {
+    ($(#[$meta:meta])* struct $name:ident $(as $ffi_name:ident)? {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
+    }) => {
         #[derive(Debug, Clone, PartialEq, Eq, ::serde::Serialize, ::serde::Deserialize, ::schemars::JsonSchema)]
         $(#[$meta])*
         pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty),+
+            $($(#[$field_meta])* pub $field: $ty),*
         }
     };
 }
 
 /// The one declaration of the enums and records plan-core shares with the
 /// wire and the bindings: enums (`enum Name { Variant => "wire text", .. }`)
-/// and records (`struct Name { field: Type, .. }`, every field public). An
+/// and records (`struct Name { field: Type, .. }`, every field public, a
+/// record may have none; a
+/// field written `field: Type = default` is one the bindings may omit, the
+/// default in UniFFI's notation, ignored by the Rust declaration). An
 /// item the bindings know by another name is written `enum Name as FfiName`
 /// (plan-core's `Sandbox` is the bindings' `CommandSandbox`); an item the
 /// schema knows by another name carries `#[schemars(rename = "..")]`. Each
@@ -451,6 +456,20 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// One assistant tool call in `turn/toolCalls` params.
+            // As part of params it refuses unknown fields.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ToolCall {
+                /// The caller's id for the call.
+                call_id: CallId,
+                /// The tool name, matched exactly.
+                name: String,
+                /// The tool input, any JSON value.
+                input: serde_json::Value,
+            }
+        }
+
+        $callback! {
             /// The decision for one tool call: `"allow"`, `"confirm"` or `"deny"`.
             enum ToolCallDecision {
                 /// The call may run (with `hostRun`: only through `command/start`).
@@ -512,6 +531,24 @@ macro_rules! for_each_core_object {
                 /// The unified diff (3 lines of context); `""` when identical, `null`
                 /// with nothing to compare.
                 unified: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// `plan/list` params: every filter optional.
+            #[schemars(rename = "PlanListParams")]
+            #[derive(Default)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ApprovalFilter {
+                /// Only this session's approvals.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                session_id: Option<SessionId> = None,
+                /// Only approvals with this status.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                status: Option<ApprovalStatus> = None,
+                /// At most this many.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                limit: Option<u32> = None,
             }
         }
     };

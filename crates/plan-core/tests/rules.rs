@@ -3177,3 +3177,31 @@ mod permissions {
         assert_eq!(audits(&confirmed)[0].execution_id, Some(ExecutionId::from("e1")));
     }
 }
+
+#[test]
+fn only_a_pending_approval_with_its_artifact_has_a_card() {
+    let (state, _) = pending_state();
+    let pending = pending_row(&state);
+    assert_eq!(pending.card_artifact(), Ok(&artifact()));
+    for status in [
+        ApprovalStatus::Approved,
+        ApprovalStatus::Rejected,
+        ApprovalStatus::Expired,
+        ApprovalStatus::Interrupted,
+    ] {
+        let decided = PlanApproval {
+            status,
+            ..pending.clone()
+        };
+        assert_eq!(
+            decided.card_artifact(),
+            Err(ErrorCode::ApprovalNotPending),
+            "{status}"
+        );
+    }
+    let migrated = PlanApproval {
+        artifact: None,
+        ..pending
+    };
+    assert_eq!(migrated.card_artifact(), Err(ErrorCode::ApprovalNotPending));
+}

@@ -8,7 +8,7 @@
 //! Nothing here decides anything; fields are copied, renamed and wrapped.
 
 use crate::error::ProtocolError;
-use crate::methods::{PlanVerifyParams, SessionConfigureParams, TurnStartResult};
+use crate::methods::{Clearable, PlanVerifyParams, SessionConfigureParams, TurnStartResult};
 use crate::objects::{
     ActiveTurn, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
     PlanApprovalResolvedNotification, Session, SessionChangedNotification, VerifyReport,
@@ -73,9 +73,9 @@ impl SessionConfigureParams {
         plan_core::ConfigChange {
             mode: self.mode,
             permission_mode: self.permission_mode,
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            shell: self.shell.clone(),
+            provider: self.provider.clone().map(Clearable::into_option),
+            model: self.model.clone().map(Clearable::into_option),
+            shell: self.shell.clone().map(Clearable::into_option),
         }
     }
 }
@@ -143,10 +143,7 @@ impl PlanVerifyParams {
     /// The plan-core scope these params name (plan-core refuses both ids at
     /// once: `INVALID_PARAMS`).
     pub fn scope(&self) -> Result<plan_core::VerifyScope, ProtocolError> {
-        plan_core::VerifyScope::select(
-            self.approval_id.as_deref().map(plan_core::ApprovalId::from),
-            self.session_id.as_deref().map(plan_core::SessionId::from),
-        )
-        .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
+        plan_core::VerifyScope::select(self.approval_id.clone(), self.session_id.clone())
+            .map_err(|code| ProtocolError::with_detail(code, "name at most one of approvalId and sessionId"))
     }
 }

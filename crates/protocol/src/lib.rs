@@ -41,13 +41,14 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
     ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
-    PlanApproveResult, PlanDiffParams, PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams,
-    PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, RequestParams,
-    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellSetDefaultParams,
-    ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams, TurnCompleteParams,
-    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, method, parse_request,
+    PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
+    RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
+    ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    WebCapabilities, method, parse_request,
 };
 pub use notifications::{ServerNotification, notification_method};
 pub use objects::{
@@ -60,15 +61,15 @@ pub use objects::{
 /// `PlanDiffResult` its `PlanDiff`, `PlanReadArtifactResult` its
 /// `ArtifactContent`).
 pub use plan_core::{
-    ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent as PlanReadArtifactResult, ArtifactVerification,
-    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin,
-    OrphanArtifact, PermissionMode, PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox,
-    Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
-    ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
+    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandCapabilities, CommandRun,
+    CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
+    PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace,
+    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,
-    PendingPlanNotice, PermissionModeSummary, PlanCardUrlParams, PlanCardUrlResult, WebCapabilities,
+    PendingPlanNotice, PermissionModeSummary,
 };
 
 /// The protocol version this crate speaks; `initialize` must name it.

@@ -1,7 +1,12 @@
 //! The methods of protocol v9 (client -> host): one `*Params` type and one
-//! `*Result` type per method, declared once in the `client_methods!` list,
-//! from which the [`ClientRequest`] union, the [`method`] names and
-//! [`parse_request`] are derived.
+//! `*Result` type per method, each method declared once in the
+//! [`for_each_client_method!`] list, from which the [`ClientRequest`] union,
+//! the [`method`] names and [`parse_request`] are derived here (and the
+//! serving match of plan-server and the methods of plan-ffi there); the
+//! params and result records are declared once in the
+//! [`for_each_method_params!`] and [`for_each_method_result!`] lists, which
+//! plan-ffi exports as they are. Ids in params are plan-core's typed ids,
+//! plain strings on the wire.
 //!
 //! Params are strict: every params type denies unknown fields, so a stray
 //! `feedback` on `plan/reject` is `INVALID_PARAMS` and reaches no handler.
@@ -13,25 +18,26 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use plan_core::{CallId, ErrorCode};
+use plan_core::{
+    ApprovalFilter, ApprovalId, CallId, ErrorCode, ExecutionId, SessionId, TurnId, declare_shared_object,
+};
 
 use crate::error::ProtocolError;
 use crate::{
-    ApprovalStatus, CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval,
-    PlanDecisionResult, PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall,
-    ToolCallResult, VerifyReport,
+    CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
+    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
 };
 
-/// Reads a present field as `Some(value)`, where `value` may be `None` for
-/// `null`; together with `#[serde(default)]` an absent field stays `None`.
-/// So `Option<Option<T>>` tells absent (`None`, leave as is) from explicit
-/// `null` (`Some(None)`, clear) from a value (`Some(Some(v))`).
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+/// Reads a present field as `Some(value)`, where `value` reads `null` too
+/// (a [`Clearable`] reads it as `Clear`); together with `#[serde(default)]`
+/// an absent field stays `None`. So `Option<Clearable>` tells absent
+/// (`None`, leave as is) from explicit `null` (`Some(Clear)`) from a value.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
-    Option::<T>::deserialize(deserializer).map(Some)
+    T::deserialize(deserializer).map(Some)
 }
 
 /// Reads a field that must be present but may be `null`.
@@ -63,271 +69,518 @@ impl JsonSchema for RequiredNullableString {
     }
 }
 
-/// `initialize` params: `{protocolVersion, clientName?}`.
+/// A new value for a session setting that can be cleared: on the wire, a
+/// string sets it and `null` clears it (an absent field, `None` around this,
+/// leaves it as it is).
 ///
-/// `protocolVersion` is any integer here, so that a version other than 9
-/// reaches the host and is answered `PROTOCOL_VERSION_UNSUPPORTED`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct InitializeParams {
-    /// The protocol version the client speaks; must be 9.
-    pub protocol_version: i64,
-    /// The client's name, for logs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_name: Option<String>,
+/// UniFFI's nested options collapse in Kotlin and Python (`String??` is
+/// `String?`), so the three states are typed here instead of as
+/// `Option<Option<String>>`; the JSON is the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Clearable {
+    /// Set the setting to this value.
+    Set {
+        /// The new value.
+        value: String,
+    },
+    /// Clear the setting (for `shell`: back to the default shell).
+    Clear,
 }
 
-/// `initialize` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InitializeResult {
-    /// Always 9.
-    // A `const` in the schema, so that clients generated from it take the
-    // version from there instead of typing it again.
-    #[schemars(extend("const" = crate::PROTOCOL_VERSION))]
-    pub protocol_version: i64,
-    /// The host's name.
-    pub server_name: String,
-    /// The host's version.
-    pub server_version: String,
-    /// The storage schema version, 10.
-    pub schema_version: i64,
-    /// How long an approval stays pending, in milliseconds.
-    pub approval_ttl_ms: i64,
-    /// What the host can do beyond the checkpoint.
-    pub capabilities: Capabilities,
+impl Clearable {
+    /// The value to set, `None` to clear: plan-core's form of a change.
+    pub fn into_option(self) -> Option<String> {
+        match self {
+            Clearable::Set { value } => Some(value),
+            Clearable::Clear => None,
+        }
+    }
 }
 
-/// The host's capabilities, in the `initialize` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Capabilities {
-    /// Host-run commands.
-    pub commands: CommandCapabilities,
-    /// The approval card's web server; `null` when it is off.
-    #[serde(default)]
-    pub web: Option<crate::WebCapabilities>,
+impl From<Option<String>> for Clearable {
+    fn from(value: Option<String>) -> Self {
+        match value {
+            Some(value) => Clearable::Set { value },
+            None => Clearable::Clear,
+        }
+    }
 }
 
-/// `command/start` params: run an Agent turn's allowed (or confirmed) Bash
-/// call on the host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CommandStartParams {
-    /// The session.
-    pub session_id: String,
-    /// The active Agent turn.
-    pub turn_id: String,
-    /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
-    pub call_id: CallId,
-    /// The command text: exactly the `command` of the call's input.
-    pub command: String,
-    /// Workspace-relative or absolute working directory inside the root:
-    /// the same directory as the call's input named (absent: the root).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    /// Timeout in milliseconds, 1..=the host's maximum: the same timeout as
-    /// the call's input asked for (absent: the host's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
+impl Serialize for Clearable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Clearable::Set { value } => serializer.serialize_str(value),
+            Clearable::Clear => serializer.serialize_none(),
+        }
+    }
 }
 
-/// `command/cancel` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CommandCancelParams {
-    /// The session.
-    pub session_id: String,
-    /// The Bash call.
-    pub call_id: CallId,
+impl<'de> Deserialize<'de> for Clearable {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<String>::deserialize(deserializer).map(Clearable::from)
+    }
 }
 
-/// `command/get` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CommandGetParams {
-    /// The session.
-    pub session_id: String,
-    /// The Bash call.
-    pub call_id: CallId,
+/// On the wire a clearable setting is a string or `null`.
+impl JsonSchema for Clearable {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Option<String> as JsonSchema>::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Option<String> as JsonSchema>::json_schema(generator)
+    }
 }
 
-/// `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
-///
-/// `workspaceRoot` must be present; `null` creates a session that is not
-/// project-bound.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SessionCreateParams {
-    /// The id to use; the host makes one when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    /// Absolute workspace root, or `null`.
-    #[serde(deserialize_with = "required_nullable")]
-    #[schemars(with = "RequiredNullableString")]
-    pub workspace_root: Option<String>,
-    /// Initial mode; Agent when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<Mode>,
-    /// Initial permission mode; `ask` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<PermissionMode>,
+/// The one declaration of every client method's params record, in the
+/// grammar of `plan_core::for_each_core_object!` (records only; a record may
+/// have no field). Each item is handed to `$callback` on its own: this
+/// module expands the list into the serde and JSON Schema types, and
+/// plan-ffi into its UniFFI exports of these very types, so the records a
+/// foreign host passes are the wire's. Field types are named as this module
+/// imports them (plan-core's typed ids and enums, [`Clearable`], the tool
+/// call), so a caller brings them into scope. Params are strict
+/// (`deny_unknown_fields`) and omit absent optional fields. `plan/list`'s
+/// params are not here: they are plan-core's `ApprovalFilter` (the host's
+/// filter, `PlanListParams` in the schema), declared in
+/// `plan_core::for_each_core_object!`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_method_params {
+    ($callback:ident) => {
+        $callback! {
+            /// `initialize` params: `{protocolVersion, clientName?}`.
+            ///
+            /// `protocolVersion` is any integer here, so that a version other than 9
+            /// reaches the host and is answered `PROTOCOL_VERSION_UNSUPPORTED`.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct InitializeParams {
+                /// The protocol version the client speaks; must be 9.
+                protocol_version: i64,
+                /// The client's name, for logs.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                client_name: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+            /// call on the host.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct CommandStartParams {
+                /// The session.
+                session_id: SessionId,
+                /// The active Agent turn.
+                turn_id: TurnId,
+                /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
+                call_id: CallId,
+                /// The command text: exactly the `command` of the call's input.
+                command: String,
+                /// Workspace-relative or absolute working directory inside the root:
+                /// the same directory as the call's input named (absent: the root).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                cwd: Option<String>,
+                /// Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+                /// the call's input asked for (absent: the host's default).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                timeout_ms: Option<u64>,
+            }
+        }
+
+        $callback! {
+            /// `command/cancel` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct CommandCancelParams {
+                /// The session.
+                session_id: SessionId,
+                /// The Bash call.
+                call_id: CallId,
+            }
+        }
+
+        $callback! {
+            /// `command/get` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct CommandGetParams {
+                /// The session.
+                session_id: SessionId,
+                /// The Bash call.
+                call_id: CallId,
+            }
+        }
+
+        $callback! {
+            /// `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
+            ///
+            /// `workspaceRoot` must be present; `null` creates a session that is not
+            /// project-bound.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct SessionCreateParams {
+                /// The id to use; the host makes one when absent.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                session_id: Option<SessionId>,
+                /// Absolute workspace root, or `null`.
+                #[serde(deserialize_with = "required_nullable")]
+                #[schemars(with = "RequiredNullableString")]
+                workspace_root: Option<String>,
+                /// Initial mode; Agent when absent.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                mode: Option<Mode>,
+                /// Initial permission mode; `ask` when absent.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                permission_mode: Option<PermissionMode>,
+            }
+        }
+
+        $callback! {
+            /// `session/get` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct SessionGetParams {
+                /// Session id.
+                session_id: SessionId,
+            }
+        }
+
+        $callback! {
+            /// `session/configure` params: `{sessionId, mode?, permissionMode?, provider?, model?, shell?}`.
+            ///
+            /// Every field but `sessionId` is optional; an absent field leaves the
+            /// setting as it is. `provider`, `model` and `shell` tell an explicit `null`
+            /// (clear it; for `shell`: back to the default shell) from an absent field.
+            /// `mode` and `permissionMode` cannot be cleared, so `null` there means the
+            /// same as absent.
+            // In Rust the three clearable fields are `Option<Clearable>`: `None`
+            // is absent, `Some(Clearable::Clear)` is `null`, `Some(Clearable::Set
+            // { value })` is a value.
+            #[derive(Default)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct SessionConfigureParams {
+                /// Session id.
+                session_id: SessionId,
+                /// New mode.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                mode: Option<Mode>,
+                /// New permission mode.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                permission_mode: Option<PermissionMode>,
+                /// New provider; `null` clears it.
+                #[serde(
+                    default,
+                    deserialize_with = "present",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                provider: Option<Clearable>,
+                /// New model; `null` clears it.
+                #[serde(
+                    default,
+                    deserialize_with = "present",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                model: Option<Clearable>,
+                /// New shell id; `null` selects the default shell.
+                #[serde(
+                    default,
+                    deserialize_with = "present",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                shell: Option<Clearable>,
+            }
+        }
+
+        $callback! {
+            /// `turn/start` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct TurnStartParams {
+                /// Session id.
+                session_id: SessionId,
+                /// The prompt text.
+                prompt: String,
+                /// Interactive or scheduled.
+                origin: Origin,
+            }
+        }
+
+        $callback! {
+            /// `turn/toolCalls` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct TurnToolCallsParams {
+                /// Session id.
+                session_id: SessionId,
+                /// The turn the batch belongs to.
+                turn_id: TurnId,
+                /// The batch, in order.
+                calls: Vec<ToolCall>,
+            }
+        }
+
+        $callback! {
+            /// `tool/confirm` params: a person's answer to a call of the active turn
+            /// that `turn/toolCalls` decided `confirm`.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ToolConfirmParams {
+                /// Session id.
+                session_id: SessionId,
+                /// The active turn.
+                turn_id: TurnId,
+                /// The call awaiting confirmation.
+                call_id: CallId,
+                /// Whether the person allows the call.
+                allow: bool,
+            }
+        }
+
+        $callback! {
+            /// `turn/complete` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct TurnCompleteParams {
+                /// Session id.
+                session_id: SessionId,
+                /// The turn that finished.
+                turn_id: TurnId,
+            }
+        }
+
+        $callback! {
+            /// `turn/cancel` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct TurnCancelParams {
+                /// Session id.
+                session_id: SessionId,
+            }
+        }
+
+        $callback! {
+            /// `plan/approve` params: `{approvalId, permissionMode}`.
+            ///
+            /// `permissionMode` is required by the contract, but an absent (or `null`)
+            /// one is not a decoding failure: it reaches the host as `None`, which
+            /// answers `PERMISSION_MODE_REQUIRED`.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanApproveParams {
+                /// Approval id.
+                approval_id: ApprovalId,
+                /// The explicitly selected execution permission mode.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                permission_mode: Option<PermissionMode>,
+            }
+        }
+
+        $callback! {
+            /// `plan/reject` params: `{approvalId}` and nothing else (no feedback, no
+            /// permission mode).
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanRejectParams {
+                /// Approval id.
+                approval_id: ApprovalId,
+            }
+        }
+
+        $callback! {
+            /// `plan/get` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanGetParams {
+                /// Approval id.
+                approval_id: ApprovalId,
+            }
+        }
+
+        $callback! {
+            /// `plan/readArtifact` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanReadArtifactParams {
+                /// Approval id.
+                approval_id: ApprovalId,
+            }
+        }
+
+        $callback! {
+            /// `plan/cardUrl` params: `{approvalId}`.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanCardUrlParams {
+                /// A pending approval.
+                approval_id: ApprovalId,
+            }
+        }
+
+        $callback! {
+            /// `execution/start` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ExecutionStartParams {
+                /// Execution id.
+                execution_id: ExecutionId,
+            }
+        }
+
+        $callback! {
+            /// `execution/complete` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ExecutionCompleteParams {
+                /// Execution id.
+                execution_id: ExecutionId,
+            }
+        }
+
+        $callback! {
+            /// `shell/list` params: `{}`.
+            #[derive(Default)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ShellListParams {}
+        }
+
+        $callback! {
+            /// `shell/setDefault` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ShellSetDefaultParams {
+                /// A shell id from the catalog.
+                shell_id: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
+            /// neither verifies everything.
+            #[derive(Default)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanVerifyParams {
+                /// Verify this approval only (no orphan search).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                approval_id: Option<ApprovalId>,
+                /// Verify this session's approvals and look for orphans in its workspace.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                session_id: Option<SessionId>,
+            }
+        }
+
+        $callback! {
+            /// `plan/diff` params.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanDiffParams {
+                /// The approval to compare.
+                approval_id: ApprovalId,
+                /// What to compare it with; the session's previous submission when absent.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                against_approval_id: Option<ApprovalId>,
+            }
+        }
+    };
 }
 
-/// `session/get` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SessionGetParams {
-    /// Session id.
-    pub session_id: String,
+/// The one declaration of the method results (and their parts) that only
+/// this module has, in the grammar of [`for_each_method_params!`]: this
+/// module expands it into the serde and JSON Schema types, plan-ffi into its
+/// UniFFI exports. (The results that are plan-core's records or the wire's
+/// shared objects come from those lists: `initialize`'s
+/// `capabilities.commands` is plan-core's `CommandCapabilities`, the record
+/// the host returns.) Field types are named as this module imports them.
+/// Results serialize absent values as `null`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_method_result {
+    ($callback:ident) => {
+        $callback! {
+            /// `initialize` result.
+            #[serde(rename_all = "camelCase")]
+            struct InitializeResult {
+                /// Always 9.
+                // A `const` in the schema, so that clients generated from it take the
+                // version from there instead of typing it again.
+                #[schemars(extend("const" = $crate::PROTOCOL_VERSION))]
+                protocol_version: i64,
+                /// The host's name.
+                server_name: String,
+                /// The host's version.
+                server_version: String,
+                /// The storage schema version, 10.
+                schema_version: i64,
+                /// How long an approval stays pending, in milliseconds.
+                approval_ttl_ms: i64,
+                /// What the host can do beyond the checkpoint.
+                capabilities: Capabilities,
+            }
+        }
+
+        $callback! {
+            /// The host's capabilities, in the `initialize` result.
+            #[serde(rename_all = "camelCase")]
+            struct Capabilities {
+                /// Host-run commands.
+                commands: CommandCapabilities,
+                /// The approval card's web server; `null` when it is off.
+                #[serde(default)]
+                web: Option<WebCapabilities>,
+            }
+        }
+
+        $callback! {
+            /// `capabilities.web` of `initialize`: where the approval card's server
+            /// listens (`null` when it is off).
+            #[serde(rename_all = "camelCase")]
+            struct WebCapabilities {
+                /// The server's base URL, without a token (`http://127.0.0.1:PORT/`).
+                url: String,
+            }
+        }
+
+        $callback! {
+            /// `turn/start` result.
+            #[serde(rename_all = "camelCase")]
+            struct TurnStartResult {
+                /// The new turn's id.
+                turn_id: String,
+                /// The mode it runs in.
+                mode: Mode,
+            }
+        }
+
+        $callback! {
+            /// `turn/toolCalls` result: one entry per call, in order.
+            #[serde(rename_all = "camelCase")]
+            struct TurnToolCallsResult {
+                /// The decisions.
+                results: Vec<ToolCallResult>,
+            }
+        }
+
+        $callback! {
+            /// `plan/list` result: newest first.
+            #[serde(rename_all = "camelCase")]
+            struct PlanListResult {
+                /// The approvals, newest first.
+                approvals: Vec<PlanApproval>,
+            }
+        }
+
+        $callback! {
+            /// `plan/cardUrl` result: the card's URL, with its token.
+            #[serde(rename_all = "camelCase")]
+            struct PlanCardUrlResult {
+                /// Open this in a browser to decide.
+                url: String,
+            }
+        }
+
+        $callback! {
+            /// `shell/setDefault` result.
+            #[serde(rename_all = "camelCase")]
+            struct ShellSetDefaultResult {
+                /// The new default shell id.
+                #[serde(rename = "default")]
+                default_shell: String,
+            }
+        }
+    };
 }
 
-/// `session/configure` params: `{sessionId, mode?, permissionMode?, provider?, model?, shell?}`.
-///
-/// Every field but `sessionId` is optional; an absent field leaves the
-/// setting as it is. `provider`, `model` and `shell` tell an explicit `null`
-/// (clear it; for `shell`: back to the default shell) from an absent field.
-/// `mode` and `permissionMode` cannot be cleared, so `null` there means the
-/// same as absent.
-///
-/// In Rust the three clearable fields are `Option<Option<String>>`: `None`
-/// is absent, `Some(None)` is `null`, `Some(Some(value))` is a value.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SessionConfigureParams {
-    /// Session id.
-    pub session_id: String,
-    /// New mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<Mode>,
-    /// New permission mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<PermissionMode>,
-    /// New provider; `null` clears it.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub provider: Option<Option<String>>,
-    /// New model; `null` clears it.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub model: Option<Option<String>>,
-    /// New shell id; `null` selects the default shell.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub shell: Option<Option<String>>,
-}
-
-/// `turn/start` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TurnStartParams {
-    /// Session id.
-    pub session_id: String,
-    /// The prompt text.
-    pub prompt: String,
-    /// Interactive or scheduled.
-    pub origin: Origin,
-}
-
-/// `turn/start` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnStartResult {
-    /// The new turn's id.
-    pub turn_id: String,
-    /// The mode it runs in.
-    pub mode: Mode,
-}
-
-/// `turn/toolCalls` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TurnToolCallsParams {
-    /// Session id.
-    pub session_id: String,
-    /// The turn the batch belongs to.
-    pub turn_id: String,
-    /// The batch, in order.
-    pub calls: Vec<ToolCall>,
-}
-
-/// `turn/toolCalls` result: one entry per call, in order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TurnToolCallsResult {
-    /// The decisions.
-    pub results: Vec<ToolCallResult>,
-}
-
-/// `tool/confirm` params: a person's answer to a call of the active turn
-/// that `turn/toolCalls` decided `confirm`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ToolConfirmParams {
-    /// Session id.
-    pub session_id: String,
-    /// The active turn.
-    pub turn_id: String,
-    /// The call awaiting confirmation.
-    pub call_id: CallId,
-    /// Whether the person allows the call.
-    pub allow: bool,
-}
+for_each_method_params!(declare_shared_object);
+for_each_method_result!(declare_shared_object);
 
 /// `tool/confirm` result: the call's new decision, `allow` (with `hostRun`
 /// for Bash) or `deny` with `TOOL_DECLINED`.
 pub type ToolConfirmResult = ToolCallResult;
-
-/// `turn/complete` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TurnCompleteParams {
-    /// Session id.
-    pub session_id: String,
-    /// The turn that finished.
-    pub turn_id: String,
-}
-
-/// `turn/cancel` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TurnCancelParams {
-    /// Session id.
-    pub session_id: String,
-}
-
-/// `plan/approve` params: `{approvalId, permissionMode}`.
-///
-/// `permissionMode` is required by the contract, but an absent (or `null`)
-/// one is not a decoding failure: it reaches the host as `None`, which
-/// answers `PERMISSION_MODE_REQUIRED`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanApproveParams {
-    /// Approval id.
-    pub approval_id: String,
-    /// The explicitly selected execution permission mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub permission_mode: Option<PermissionMode>,
-}
-
-/// `plan/reject` params: `{approvalId}` and nothing else (no feedback, no
-/// permission mode).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanRejectParams {
-    /// Approval id.
-    pub approval_id: String,
-}
 
 /// `plan/approve` result.
 pub type PlanApproveResult = PlanDecisionResult;
@@ -335,120 +588,56 @@ pub type PlanApproveResult = PlanDecisionResult;
 /// `plan/reject` result.
 pub type PlanRejectResult = PlanDecisionResult;
 
-/// `plan/get` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanGetParams {
-    /// Approval id.
-    pub approval_id: String,
-}
-
-/// `plan/list` params: every filter optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanListParams {
-    /// Only this session's approvals.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    /// Only approvals with this status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<ApprovalStatus>,
-    /// At most this many.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<u32>,
-}
-
-/// `plan/list` result: newest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanListResult {
-    /// The approvals, newest first.
-    pub approvals: Vec<PlanApproval>,
-}
-
-/// `plan/readArtifact` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanReadArtifactParams {
-    /// Approval id.
-    pub approval_id: String,
-}
-
-/// `execution/start` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExecutionStartParams {
-    /// Execution id.
-    pub execution_id: String,
-}
-
-/// `execution/complete` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ExecutionCompleteParams {
-    /// Execution id.
-    pub execution_id: String,
-}
-
-/// `shell/list` params: `{}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ShellListParams {}
-
-/// `shell/setDefault` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ShellSetDefaultParams {
-    /// A shell id from the catalog.
-    pub shell_id: String,
-}
-
-/// `shell/setDefault` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ShellSetDefaultResult {
-    /// The new default shell id.
-    #[serde(rename = "default")]
-    pub default_shell: String,
-}
-
-/// `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
-/// neither verifies everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanVerifyParams {
-    /// Verify this approval only (no orphan search).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval_id: Option<String>,
-    /// Verify this session's approvals and look for orphans in its workspace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-}
-
 /// `plan/verify` result type.
 pub type PlanVerifyResult = VerifyReport;
 
-/// `plan/diff` params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PlanDiffParams {
-    /// The approval to compare.
-    pub approval_id: String,
-    /// What to compare it with; the session's previous submission when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub against_approval_id: Option<String>,
-}
-
-/// Declares every client method once, as
-/// `Variant, CONSTANT => "resource/verb", ParamsType, ResultType;`, and
-/// derives from that one list the name constants and [`method::ALL`], the
-/// method-tagged [`ClientRequest`] union, [`ClientRequest::method`],
+/// The one list of client methods, each as
+/// `Variant, CONSTANT, snake_name => "resource/verb", ParamsType, ResultType;`
+/// in contract order, handed whole to `$callback`. This module derives from
+/// it (through `client_methods!`) the name constants and [`method::ALL`],
+/// the method-tagged [`ClientRequest`] union, [`ClientRequest::method`],
 /// [`ClientRequest::params_value`], the decoding in [`parse_request`], the
 /// [`RequestParams`] link from params to result type, and the list the
-/// schema files are generated from. Adding a method is one line here plus
-/// its types.
+/// schema files are generated from; plan-server derives its one serving
+/// function per method from it, and plan-ffi one method per line (named
+/// `snake_name`). Types are named as this crate exports them, so a caller
+/// brings them into scope. Adding a method is one line here plus its types.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_client_method {
+    ($callback:ident) => {
+        $callback! {
+            Initialize, INITIALIZE, initialize => "initialize", InitializeParams, InitializeResult;
+            SessionCreate, SESSION_CREATE, session_create => "session/create", SessionCreateParams, Session;
+            SessionGet, SESSION_GET, session_get => "session/get", SessionGetParams, Session;
+            SessionConfigure, SESSION_CONFIGURE, session_configure => "session/configure", SessionConfigureParams, Session;
+            TurnStart, TURN_START, turn_start => "turn/start", TurnStartParams, TurnStartResult;
+            TurnToolCalls, TURN_TOOL_CALLS, turn_tool_calls => "turn/toolCalls", TurnToolCallsParams, TurnToolCallsResult;
+            ToolConfirm, TOOL_CONFIRM, tool_confirm => "tool/confirm", ToolConfirmParams, ToolConfirmResult;
+            TurnComplete, TURN_COMPLETE, turn_complete => "turn/complete", TurnCompleteParams, Session;
+            TurnCancel, TURN_CANCEL, turn_cancel => "turn/cancel", TurnCancelParams, Session;
+            PlanApprove, PLAN_APPROVE, plan_approve => "plan/approve", PlanApproveParams, PlanApproveResult;
+            PlanReject, PLAN_REJECT, plan_reject => "plan/reject", PlanRejectParams, PlanRejectResult;
+            PlanGet, PLAN_GET, plan_get => "plan/get", PlanGetParams, PlanApproval;
+            PlanList, PLAN_LIST, plan_list => "plan/list", ApprovalFilter, PlanListResult;
+            PlanReadArtifact, PLAN_READ_ARTIFACT, plan_read_artifact => "plan/readArtifact", PlanReadArtifactParams, PlanReadArtifactResult;
+            PlanVerify, PLAN_VERIFY, plan_verify => "plan/verify", PlanVerifyParams, PlanVerifyResult;
+            PlanDiff, PLAN_DIFF, plan_diff => "plan/diff", PlanDiffParams, PlanDiffResult;
+            PlanCardUrl, PLAN_CARD_URL, plan_card_url => "plan/cardUrl", PlanCardUrlParams, PlanCardUrlResult;
+            ExecutionStart, EXECUTION_START, execution_start => "execution/start", ExecutionStartParams, PlanApproval;
+            ExecutionComplete, EXECUTION_COMPLETE, execution_complete => "execution/complete", ExecutionCompleteParams, PlanApproval;
+            ShellList, SHELL_LIST, shell_list => "shell/list", ShellListParams, ShellListResult;
+            ShellSetDefault, SHELL_SET_DEFAULT, shell_set_default => "shell/setDefault", ShellSetDefaultParams, ShellSetDefaultResult;
+            CommandStart, COMMAND_START, command_start => "command/start", CommandStartParams, CommandRun;
+            CommandCancel, COMMAND_CANCEL, command_cancel => "command/cancel", CommandCancelParams, CommandRun;
+            CommandGet, COMMAND_GET, command_get => "command/get", CommandGetParams, CommandRun;
+        }
+    };
+}
+
+/// Expands [`for_each_client_method!`] into this crate's derived items.
 macro_rules! client_methods {
-    ($($variant:ident, $constant:ident => $name:literal, $params:ty, $result:ty;)+) => {
+    ($($variant:ident, $constant:ident, $snake:ident => $name:literal, $params:ty, $result:ty;)+) => {
         /// The method names, exactly as on the wire.
         pub mod method {
             $(
@@ -526,32 +715,7 @@ pub(crate) trait MethodVisitor {
     fn visit<P: JsonSchema, R: JsonSchema>(&mut self, name: &'static str);
 }
 
-client_methods! {
-    Initialize, INITIALIZE => "initialize", InitializeParams, InitializeResult;
-    SessionCreate, SESSION_CREATE => "session/create", SessionCreateParams, Session;
-    SessionGet, SESSION_GET => "session/get", SessionGetParams, Session;
-    SessionConfigure, SESSION_CONFIGURE => "session/configure", SessionConfigureParams, Session;
-    TurnStart, TURN_START => "turn/start", TurnStartParams, TurnStartResult;
-    TurnToolCalls, TURN_TOOL_CALLS => "turn/toolCalls", TurnToolCallsParams, TurnToolCallsResult;
-    ToolConfirm, TOOL_CONFIRM => "tool/confirm", ToolConfirmParams, ToolConfirmResult;
-    TurnComplete, TURN_COMPLETE => "turn/complete", TurnCompleteParams, Session;
-    TurnCancel, TURN_CANCEL => "turn/cancel", TurnCancelParams, Session;
-    PlanApprove, PLAN_APPROVE => "plan/approve", PlanApproveParams, PlanApproveResult;
-    PlanReject, PLAN_REJECT => "plan/reject", PlanRejectParams, PlanRejectResult;
-    PlanGet, PLAN_GET => "plan/get", PlanGetParams, PlanApproval;
-    PlanList, PLAN_LIST => "plan/list", PlanListParams, PlanListResult;
-    PlanReadArtifact, PLAN_READ_ARTIFACT => "plan/readArtifact", PlanReadArtifactParams, PlanReadArtifactResult;
-    PlanVerify, PLAN_VERIFY => "plan/verify", PlanVerifyParams, PlanVerifyResult;
-    PlanDiff, PLAN_DIFF => "plan/diff", PlanDiffParams, PlanDiffResult;
-    PlanCardUrl, PLAN_CARD_URL => "plan/cardUrl", crate::PlanCardUrlParams, crate::PlanCardUrlResult;
-    ExecutionStart, EXECUTION_START => "execution/start", ExecutionStartParams, PlanApproval;
-    ExecutionComplete, EXECUTION_COMPLETE => "execution/complete", ExecutionCompleteParams, PlanApproval;
-    ShellList, SHELL_LIST => "shell/list", ShellListParams, ShellListResult;
-    ShellSetDefault, SHELL_SET_DEFAULT => "shell/setDefault", ShellSetDefaultParams, ShellSetDefaultResult;
-    CommandStart, COMMAND_START => "command/start", CommandStartParams, CommandRun;
-    CommandCancel, COMMAND_CANCEL => "command/cancel", CommandCancelParams, CommandRun;
-    CommandGet, COMMAND_GET => "command/get", CommandGetParams, CommandRun;
-}
+for_each_client_method!(client_methods);
 
 /// Decodes one params object as `P`, mapping every failure to `INVALID_PARAMS`
 /// with the serde message as detail.

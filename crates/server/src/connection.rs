@@ -2,27 +2,21 @@
 //!
 //! One [`Connection`] per client (the `serve` sidecar has one, each FFI
 //! `PlanHost` has one) remembers whether `initialize` happened; everything
-//! else is the shared [`Host`]. It only translates between wire types and
-//! the typed host API, so `serve`, the FFI and Rust embedders can never
-//! disagree on policy; it decides nothing and does no I/O.
+//! else is the shared [`Host`]. It frames JSON-RPC and hands each decoded
+//! request to its method's one serving function (`crate::method`), the
+//! same one the FFI's typed methods call, so `serve`, the FFI and Rust
+//! embedders can never disagree; it decides nothing and does no I/O.
 
 use std::sync::Arc;
 
-use plan_core::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
-use plan_host::{ApprovalFilter, Host, HostError, NewSession};
-use plan_protocol::{
-    Capabilities, ClientRequest, ErrorObject, InitializeResult, PROTOCOL_VERSION, PlanCardUrlResult,
-    PlanDecisionResult, PlanListResult, Request, RequestId, Response, SCHEMA_VERSION, Session as WireSession,
-    ShellListResult, ShellSetDefaultResult, TurnStartResult, TurnToolCallsResult, VerifyReport,
-};
+use plan_core::ErrorCode;
+use plan_host::{Host, HostError};
+use plan_protocol::{ClientRequest, ErrorObject, Request, RequestId, Response};
 use serde_json::Value;
 
-use crate::convert::{error_object, host_error, unserializable};
+use crate::convert::error_object;
+use crate::method::{ensure_open, serve_request};
 use crate::web::WebCard;
-
-/// The server name `initialize` reports (the host test
-/// `requests_before_initialize_and_other_versions_are_refused` checks it).
-pub const SERVER_NAME: &str = "plan-checkpoint";
 
 /// One client's conversation with a host.
 ///
@@ -170,7 +164,9 @@ impl Connection {
     }
 
     /// Serves one typed request (the host test
-    /// `the_dispatcher_serves_a_full_submission` drives every step).
+    /// `the_dispatcher_serves_a_full_submission` drives every step): the
+    /// connection's own gate, then the method's one serving function
+    /// ([`crate::method::serve_method`]).
     ///
     /// # Errors
     ///
@@ -180,180 +176,18 @@ impl Connection {
     /// a mode, refused by plan-core), and whatever the typed [`Host`]
     /// method it maps to returns.
     pub fn dispatch(&mut self, request: ClientRequest) -> Result<Value, HostError> {
-        if self.host.is_closed() {
-            return Err(HostError::Refused(ErrorCode::HostClosed));
-        }
-        if let ClientRequest::Initialize(params) = &request {
-            if params.protocol_version != PROTOCOL_VERSION {
-                return Err(HostError::with_detail(
-                    ErrorCode::ProtocolVersionUnsupported,
-                    format!(
-                        "the client asked for v{}, this host speaks v{PROTOCOL_VERSION}",
-                        params.protocol_version
-                    ),
-                ));
-            }
-            self.initialized = true;
-            let capabilities = Capabilities {
-                commands: self.host.command_capabilities(),
-                web: self.web.as_ref().map(|web| web.capabilities()),
-            };
-            return to_value(&InitializeResult {
-                protocol_version: PROTOCOL_VERSION,
-                server_name: SERVER_NAME.to_owned(),
-                server_version: env!("CARGO_PKG_VERSION").to_owned(),
-                schema_version: SCHEMA_VERSION,
-                approval_ttl_ms: self.host.limits().approval_ttl_ms(),
-                capabilities,
-            });
-        }
-        if !self.initialized {
+        // A closed host answers HOST_CLOSED even before `initialize`.
+        ensure_open(&self.host)?;
+        let initialize = matches!(request, ClientRequest::Initialize(_));
+        if !initialize && !self.initialized {
             return Err(HostError::Refused(ErrorCode::ProtocolNotInitialized));
         }
-        if let ClientRequest::PlanCardUrl(params) = &request {
-            return to_value(&PlanCardUrlResult {
-                url: crate::web::card_url(
-                    &self.host,
-                    self.web.as_deref(),
-                    &ApprovalId::from(&params.approval_id),
-                )?,
-            });
+        let result = serve_request(&self.host, self.web.as_deref(), request)?;
+        if initialize {
+            self.initialized = true;
         }
-        serve(&self.host, request)
+        Ok(result)
     }
-}
-
-/// Serves an initialized request against the host.
-fn serve(host: &Host, request: ClientRequest) -> Result<Value, HostError> {
-    match request {
-        ClientRequest::Initialize(_) => Err(HostError::with_detail(
-            ErrorCode::Internal,
-            "initialize is handled above",
-        )),
-        ClientRequest::PlanCardUrl(_) => Err(HostError::with_detail(
-            ErrorCode::Internal,
-            "plan/cardUrl is handled above",
-        )),
-        ClientRequest::SessionCreate(params) => {
-            let state = host.create_session(NewSession {
-                session_id: params.session_id.map(SessionId::from),
-                workspace_root: params.workspace_root,
-                mode: params.mode,
-                permission_mode: params.permission_mode,
-            })?;
-            to_value(&WireSession::from(&state))
-        }
-        ClientRequest::SessionGet(params) => to_value(&WireSession::from(
-            &host.session(&SessionId::from(params.session_id))?,
-        )),
-        ClientRequest::SessionConfigure(params) => {
-            let state =
-                host.configure_session(&SessionId::from(&params.session_id), params.to_config_change())?;
-            to_value(&WireSession::from(&state))
-        }
-        ClientRequest::TurnStart(params) => {
-            let turn = host.start_turn(&SessionId::from(params.session_id), params.origin)?;
-            to_value(&TurnStartResult::from(&turn))
-        }
-        ClientRequest::TurnToolCalls(params) => {
-            let calls = params.calls;
-            let results = host.tool_calls(
-                &SessionId::from(params.session_id),
-                &TurnId::from(params.turn_id),
-                calls,
-            )?;
-            to_value(&TurnToolCallsResult { results })
-        }
-        ClientRequest::ToolConfirm(params) => to_value(&host.confirm_tool(
-            &SessionId::from(params.session_id),
-            &TurnId::from(params.turn_id),
-            &params.call_id,
-            params.allow,
-        )?),
-        ClientRequest::TurnComplete(params) => to_value(&WireSession::from(
-            &host.complete_turn(&SessionId::from(params.session_id), &TurnId::from(params.turn_id))?,
-        )),
-        ClientRequest::TurnCancel(params) => to_value(&WireSession::from(
-            &host.cancel_turn(&SessionId::from(params.session_id))?,
-        )),
-        ClientRequest::PlanApprove(params) => {
-            let (approval, session) =
-                host.approve_relayed(&ApprovalId::from(params.approval_id), params.permission_mode)?;
-            to_value(&PlanDecisionResult {
-                approval,
-                session: (&session).into(),
-            })
-        }
-        ClientRequest::PlanReject(params) => {
-            let (approval, session) = host.reject(&ApprovalId::from(params.approval_id))?;
-            to_value(&PlanDecisionResult {
-                approval,
-                session: (&session).into(),
-            })
-        }
-        ClientRequest::PlanGet(params) => {
-            to_value(&host.approval(&ApprovalId::from(params.approval_id))?.approval)
-        }
-        ClientRequest::PlanList(params) => {
-            let filter = ApprovalFilter {
-                session_id: params.session_id.map(SessionId::from),
-                status: params.status,
-                limit: params.limit,
-            };
-            let approvals = host
-                .list_approvals(&filter)?
-                .into_iter()
-                .map(|row| row.approval)
-                .collect();
-            to_value(&PlanListResult { approvals })
-        }
-        ClientRequest::PlanReadArtifact(params) => {
-            to_value(&host.read_artifact(&ApprovalId::from(params.approval_id))?)
-        }
-        ClientRequest::PlanVerify(params) => {
-            let scope = params.scope().map_err(host_error)?;
-            to_value(&VerifyReport::from(&host.verify(&scope)?))
-        }
-        ClientRequest::PlanDiff(params) => to_value(&host.diff(
-            &ApprovalId::from(params.approval_id),
-            params.against_approval_id.map(ApprovalId::from).as_ref(),
-        )?),
-        ClientRequest::ExecutionStart(params) => {
-            to_value(&host.start_execution(&ExecutionId::from(params.execution_id))?)
-        }
-        ClientRequest::ExecutionComplete(params) => {
-            to_value(&host.complete_execution(&ExecutionId::from(params.execution_id))?)
-        }
-        ClientRequest::ShellList(_) => {
-            let (shells, default_shell) = host.shells()?;
-            to_value(&ShellListResult {
-                shells,
-                default_shell,
-            })
-        }
-        ClientRequest::ShellSetDefault(params) => {
-            let default_shell = host.set_default_shell(&params.shell_id)?;
-            to_value(&ShellSetDefaultResult { default_shell })
-        }
-        ClientRequest::CommandStart(params) => to_value(&host.start_agent_command(
-            &SessionId::from(params.session_id),
-            &TurnId::from(params.turn_id),
-            &params.call_id,
-            &params.command,
-            params.cwd.as_deref(),
-            params.timeout_ms,
-        )?),
-        ClientRequest::CommandCancel(params) => {
-            to_value(&host.cancel_command(&SessionId::from(params.session_id), &params.call_id)?)
-        }
-        ClientRequest::CommandGet(params) => {
-            to_value(&host.command(&SessionId::from(params.session_id), &params.call_id)?)
-        }
-    }
-}
-
-fn to_value(result: &impl serde::Serialize) -> Result<Value, HostError> {
-    serde_json::to_value(result).map_err(|error| unserializable(&error))
 }
 
 fn request_id(message: &Value) -> Option<RequestId> {

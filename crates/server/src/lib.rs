@@ -6,7 +6,9 @@
 //! counted as bytes arrive; the request loop writes each response with the
 //! notifications queued before it, a writer thread the rest); [`convert`] holds
 //! every conversion between host values and wire types, events included
-//! ([`notification`]); [`web`] is the approval card's web server, started
+//! ([`notification`]); [`serve_method`] is the one serving function of every
+//! client method ([`Method`], for the connection and the FFI's typed
+//! methods alike); [`web`] is the approval card's web server, started
 //! beside either transport. The host itself knows nothing of the protocol.
 //!
 //! It decides nothing: every refusal is plan-core's or storage's, carried by
@@ -16,14 +18,16 @@ mod connection;
 pub mod convert;
 mod inbound;
 pub mod log;
+mod method;
 pub mod notifier;
 mod outbound;
 pub mod socket;
 mod stdio;
 pub mod web;
 
-pub use connection::{Connection, SERVER_NAME};
+pub use connection::Connection;
 pub use convert::{error_object, notification};
+pub use method::{Method, SERVER_NAME, serve_method};
 pub use stdio::{ServeError, refuse_start, serve_stdio};
 
 /// The protocol v9 wire types, for embedders that look inside the values

@@ -19,10 +19,11 @@ use plan_host::{Host, HostError, HostOptions};
 use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response, ServerNotification};
 use serde_json::Value;
 
-use crate::connection::{Connection, INTERNAL_ERROR_LINE, SERVER_NAME, empty_batch};
+use crate::connection::{Connection, INTERNAL_ERROR_LINE, empty_batch};
 use crate::convert::error_object;
 use crate::inbound::{Incoming, next_message};
 use crate::log;
+use crate::method::SERVER_NAME;
 use crate::outbound::Outbound;
 use crate::web::WebCard;
 

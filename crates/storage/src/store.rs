@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionId, ExecutionState, Mode,
-    PermissionMode, PlanApproval, RowGuard, Session, SessionId, TurnId, UnixMs, WorkspaceIdentity,
+    ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, Effect, ErrorCode, ExecutionId, ExecutionState,
+    Mode, PermissionMode, PlanApproval, RowGuard, Session, SessionId, TurnId, UnixMs, WorkspaceIdentity,
 };
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -37,17 +37,6 @@ pub struct StoredApproval {
     pub legacy_proposal_json: Option<String>,
     /// The v8 `feedback`, verbatim.
     pub legacy_feedback: Option<String>,
-}
-
-/// Which approvals [`Store::list_approvals`] returns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ApprovalFilter {
-    /// Only this session's approvals.
-    pub session_id: Option<SessionId>,
-    /// Only approvals with this status.
-    pub status: Option<ApprovalStatus>,
-    /// At most this many rows; `None` for all.
-    pub limit: Option<u32>,
 }
 
 /// The filter's session id as the text the `session_id` column holds.

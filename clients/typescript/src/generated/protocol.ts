@@ -1234,9 +1234,6 @@ export interface SessionChangedNotification {
  * (clear it; for `shell`: back to the default shell) from an absent field.
  * `mode` and `permissionMode` cannot be cleared, so `null` there means the
  * same as absent.
- *
- * In Rust the three clearable fields are `Option<Option<String>>`: `None`
- * is absent, `Some(None)` is `null`, `Some(Some(value))` is a value.
  */
 export interface SessionConfigureParams {
   /**

@@ -89,7 +89,7 @@ python3 -m venv "$work/test-venv" || die "python3 -m venv failed"
 
 step "plan-checkpoint, the sandbox helper a Python host passes"
 # The README tells Python hosts to pass the installed plan-checkpoint binary
-# as PlanHostOptions(sandbox_helper=...); a test does exactly that.
+# as HostConfig(sandbox_helper=...); a test does exactly that.
 (cd "$here" && cargo build --locked -p plan-cli "${profile[@]}") || die "cargo build -p plan-cli failed"
 target_dir="$(cd "$here" && cargo metadata --format-version 1 --no-deps --locked \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" \

@@ -3,15 +3,16 @@
 
 use plan_core::{ErrorCode, ExecutionState};
 use plan_protocol::{
-    ApprovalStatus, ClientRequest, CommandOutputNotification, ErrorObject, ExecutionCompleteParams,
-    ExecutionStartParams, ExecutionStateChangedNotification, InitializeParams, InitializeResult, Mode,
-    Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode, PlanApprovalRequestedNotification,
-    PlanApprovalResolvedNotification, PlanApproveParams, PlanDecisionResult, PlanGetParams, PlanListParams,
-    PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult, PlanRejectParams, Request, RequestId,
-    Response, SCHEMA_VERSION, ServerNotification, SessionChangedNotification, SessionConfigureParams,
-    SessionCreateParams, SessionGetParams, ShellInfo, ShellListParams, ShellListResult,
-    ShellSetDefaultParams, ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams,
-    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    ApprovalStatus, Clearable, ClientRequest, CommandOutputNotification, ErrorObject,
+    ExecutionCompleteParams, ExecutionStartParams, ExecutionStateChangedNotification, InitializeParams,
+    InitializeResult, Mode, Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode,
+    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanApproveParams,
+    PlanDecisionResult, PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams,
+    PlanReadArtifactResult, PlanRejectParams, Request, RequestId, Response, SCHEMA_VERSION,
+    ServerNotification, SessionChangedNotification, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellInfo, ShellListParams, ShellListResult, ShellSetDefaultParams,
+    ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
+    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
 use plan_protocol::{
     Capabilities, CommandCancelParams, CommandCapabilities, CommandExitedNotification, CommandGetParams,
@@ -91,8 +92,10 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 session_id: "ses_01".into(),
                 mode: Some(Mode::Plan),
                 permission_mode: None,
-                provider: Some(Some("anthropic".to_owned())),
-                model: Some(None),
+                provider: Some(Clearable::Set {
+                    value: "anthropic".to_owned(),
+                }),
+                model: Some(Clearable::Clear),
                 shell: None,
             }),
         ),

@@ -2,8 +2,9 @@
 
 use plan_core::ErrorCode;
 use plan_protocol::{
-    CanonicalCode, ClientRequest, ErrorObject, PermissionMode, PlanApproveParams, ProtocolError, Request,
-    RequestId, Response, ResponseOutcome, SessionConfigureParams, jsonrpc_code, method, parse_request,
+    CanonicalCode, Clearable, ClientRequest, ErrorObject, PermissionMode, PlanApproveParams, ProtocolError,
+    Request, RequestId, Response, ResponseOutcome, SessionConfigureParams, jsonrpc_code, method,
+    parse_request,
 };
 use serde_json::{Value, json};
 
@@ -152,11 +153,16 @@ fn session_configure_tells_absent_from_null() {
         }
     );
     let cleared = parse(json!({"sessionId": "s", "provider": null, "model": null, "shell": null}));
-    assert_eq!(cleared.provider, Some(None));
-    assert_eq!(cleared.model, Some(None));
-    assert_eq!(cleared.shell, Some(None));
+    assert_eq!(cleared.provider, Some(Clearable::Clear));
+    assert_eq!(cleared.model, Some(Clearable::Clear));
+    assert_eq!(cleared.shell, Some(Clearable::Clear));
     let set = parse(json!({"sessionId": "s", "shell": "zsh", "mode": "plan", "permissionMode": null}));
-    assert_eq!(set.shell, Some(Some("zsh".to_owned())));
+    assert_eq!(
+        set.shell,
+        Some(Clearable::Set {
+            value: "zsh".to_owned()
+        })
+    );
     assert_eq!(set.mode, Some(plan_protocol::Mode::Plan));
     assert_eq!(set.permission_mode, None);
     let change = set.to_config_change();

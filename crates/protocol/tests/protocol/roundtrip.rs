@@ -245,7 +245,7 @@ fn session_create_params() -> impl Strategy<Value = SessionCreateParams> + Clone
     )
         .prop_map(
             |(session_id, workspace_root, mode, permission_mode)| SessionCreateParams {
-                session_id,
+                session_id: session_id.map(Into::into),
                 workspace_root,
                 mode,
                 permission_mode,
@@ -254,11 +254,13 @@ fn session_create_params() -> impl Strategy<Value = SessionCreateParams> + Clone
 }
 
 fn session_get_params() -> impl Strategy<Value = SessionGetParams> + Clone {
-    text().prop_map(|session_id| SessionGetParams { session_id })
+    text().prop_map(|session_id| SessionGetParams {
+        session_id: session_id.into(),
+    })
 }
 
-fn clearable() -> impl Strategy<Value = Option<Option<String>>> + Clone {
-    option::of(option::of(text()))
+fn clearable() -> impl Strategy<Value = Option<Clearable>> + Clone {
+    option::of(option::of(text()).prop_map(Clearable::from))
 }
 
 fn session_configure_params() -> impl Strategy<Value = SessionConfigureParams> + Clone {
@@ -272,7 +274,7 @@ fn session_configure_params() -> impl Strategy<Value = SessionConfigureParams> +
     )
         .prop_map(
             |(session_id, mode, permission_mode, provider, model, shell)| SessionConfigureParams {
-                session_id,
+                session_id: session_id.into(),
                 mode,
                 permission_mode,
                 provider,
@@ -284,7 +286,7 @@ fn session_configure_params() -> impl Strategy<Value = SessionConfigureParams> +
 
 fn turn_start_params() -> impl Strategy<Value = TurnStartParams> + Clone {
     (text(), text(), origin()).prop_map(|(session_id, prompt, origin)| TurnStartParams {
-        session_id,
+        session_id: session_id.into(),
         prompt,
         origin,
     })
@@ -296,8 +298,8 @@ fn turn_start_result() -> impl Strategy<Value = TurnStartResult> + Clone {
 
 fn turn_tool_calls_params() -> impl Strategy<Value = TurnToolCallsParams> + Clone {
     (text(), text(), vec(tool_call(), 0..4)).prop_map(|(session_id, turn_id, calls)| TurnToolCallsParams {
-        session_id,
-        turn_id,
+        session_id: session_id.into(),
+        turn_id: turn_id.into(),
         calls,
     })
 }
@@ -307,22 +309,29 @@ fn turn_tool_calls_result() -> impl Strategy<Value = TurnToolCallsResult> + Clon
 }
 
 fn turn_complete_params() -> impl Strategy<Value = TurnCompleteParams> + Clone {
-    (text(), text()).prop_map(|(session_id, turn_id)| TurnCompleteParams { session_id, turn_id })
+    (text(), text()).prop_map(|(session_id, turn_id)| TurnCompleteParams {
+        session_id: session_id.into(),
+        turn_id: turn_id.into(),
+    })
 }
 
 fn turn_cancel_params() -> impl Strategy<Value = TurnCancelParams> + Clone {
-    text().prop_map(|session_id| TurnCancelParams { session_id })
+    text().prop_map(|session_id| TurnCancelParams {
+        session_id: session_id.into(),
+    })
 }
 
 fn plan_approve_params() -> impl Strategy<Value = PlanApproveParams> + Clone {
     (text(), option::of(permission_mode())).prop_map(|(approval_id, permission_mode)| PlanApproveParams {
-        approval_id,
+        approval_id: approval_id.into(),
         permission_mode,
     })
 }
 
 fn plan_reject_params() -> impl Strategy<Value = PlanRejectParams> + Clone {
-    text().prop_map(|approval_id| PlanRejectParams { approval_id })
+    text().prop_map(|approval_id| PlanRejectParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_decision_result() -> impl Strategy<Value = PlanDecisionResult> + Clone {
@@ -330,7 +339,9 @@ fn plan_decision_result() -> impl Strategy<Value = PlanDecisionResult> + Clone {
 }
 
 fn plan_get_params() -> impl Strategy<Value = PlanGetParams> + Clone {
-    text().prop_map(|approval_id| PlanGetParams { approval_id })
+    text().prop_map(|approval_id| PlanGetParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_list_params() -> impl Strategy<Value = PlanListParams> + Clone {
@@ -340,7 +351,7 @@ fn plan_list_params() -> impl Strategy<Value = PlanListParams> + Clone {
         option::of(any::<u32>()),
     )
         .prop_map(|(session_id, status, limit)| PlanListParams {
-            session_id,
+            session_id: session_id.map(Into::into),
             status,
             limit,
         })
@@ -351,7 +362,9 @@ fn plan_list_result() -> impl Strategy<Value = PlanListResult> + Clone {
 }
 
 fn plan_read_artifact_params() -> impl Strategy<Value = PlanReadArtifactParams> + Clone {
-    text().prop_map(|approval_id| PlanReadArtifactParams { approval_id })
+    text().prop_map(|approval_id| PlanReadArtifactParams {
+        approval_id: approval_id.into(),
+    })
 }
 
 fn plan_read_artifact_result() -> impl Strategy<Value = PlanReadArtifactResult> + Clone {
@@ -363,11 +376,15 @@ fn plan_read_artifact_result() -> impl Strategy<Value = PlanReadArtifactResult> 
 }
 
 fn execution_start_params() -> impl Strategy<Value = ExecutionStartParams> + Clone {
-    text().prop_map(|execution_id| ExecutionStartParams { execution_id })
+    text().prop_map(|execution_id| ExecutionStartParams {
+        execution_id: execution_id.into(),
+    })
 }
 
 fn execution_complete_params() -> impl Strategy<Value = ExecutionCompleteParams> + Clone {
-    text().prop_map(|execution_id| ExecutionCompleteParams { execution_id })
+    text().prop_map(|execution_id| ExecutionCompleteParams {
+        execution_id: execution_id.into(),
+    })
 }
 
 fn shell_list_result() -> impl Strategy<Value = ShellListResult> + Clone {

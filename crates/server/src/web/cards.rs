@@ -10,7 +10,7 @@
 //! a new host interrupts every pending approval. This module keeps tokens;
 //! whether a decision is allowed is the host's to say.
 
-use plan_core::{ApprovalId, ApprovalStatus, PlanApproval};
+use plan_core::{ApprovalId, PlanApproval};
 use plan_protocol::CardStatus;
 
 /// How many bytes a token has (256 bits).
@@ -105,10 +105,10 @@ impl Cards {
     /// The token of `approval`'s card, made on first use; `None` when the
     /// approval is not pending, has no artifact or the server stopped.
     pub(crate) fn token_for(&mut self, approval: &PlanApproval) -> Result<Option<Token>, getrandom::Error> {
-        if self.stopped || approval.status != ApprovalStatus::Pending {
+        if self.stopped {
             return Ok(None);
         }
-        let Some(artifact) = &approval.artifact else {
+        let Ok(artifact) = approval.card_artifact() else {
             return Ok(None);
         };
         if let Some(card) = self

@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use plan_core::{ApprovalId, ApprovalStatus, ErrorCode, PlanApproval};
+use plan_core::{ApprovalId, ErrorCode, PlanApproval};
 use plan_host::{Host, HostError, HostEvent, WebOptions};
 use plan_protocol::{PlanApprovalRequestedNotification, ServerNotification, WebCapabilities};
 
@@ -121,12 +121,7 @@ pub fn card_url(host: &Host, web: Option<&WebCard>, approval_id: &ApprovalId) ->
         Some(web) => web.card_url_of(approval_id),
         None => {
             let approval = host.approval(approval_id)?.approval;
-            if approval.status != ApprovalStatus::Pending {
-                return Err(HostError::with_detail(
-                    ErrorCode::ApprovalNotPending,
-                    format!("approval {approval_id} is {}", approval.status),
-                ));
-            }
+            has_card(&approval)?;
             Err(HostError::with_detail(
                 ErrorCode::InvalidParams,
                 "this host serves no approval card: start it with a web address \
@@ -134,6 +129,14 @@ pub fn card_url(host: &Host, web: Option<&WebCard>, approval_id: &ApprovalId) ->
             ))
         }
     }
+}
+
+/// plan-core's answer whether `approval` has a card, with the status in
+/// the message.
+fn has_card(approval: &PlanApproval) -> Result<&plan_core::Artifact, HostError> {
+    approval.card_artifact().map_err(|code| {
+        HostError::with_detail(code, format!("approval {} is {}", approval.id, approval.status))
+    })
 }
 
 impl WebCard {
@@ -228,12 +231,7 @@ impl WebCard {
     /// interrupted), `INTERNAL` (no random bytes), `HOST_CLOSED`.
     pub fn card_url_of(&self, approval_id: &ApprovalId) -> Result<String, HostError> {
         let approval = self.shared.host.approval(approval_id)?.approval;
-        if approval.status != ApprovalStatus::Pending {
-            return Err(HostError::with_detail(
-                ErrorCode::ApprovalNotPending,
-                format!("approval {approval_id} is {}", approval.status),
-            ));
-        }
+        has_card(&approval)?;
         let token = self
             .shared
             .cards()

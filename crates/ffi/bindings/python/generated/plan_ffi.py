@@ -530,59 +530,61 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_approve() != 21670:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_cancel() != 55629:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 56582:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_card_url() != 21345:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_execution_complete() != 31506:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_complete_execution() != 10266:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_complete_turn() != 17493:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_configure_session() != 49567:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool() != 38260:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_diff() != 20340:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_get_command() != 44863:
-        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_get_session() != 45068:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_execution_start() != 60187:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_handle_json() != 53187:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 54744:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_initialize() != 17012:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_list_shells() != 55169:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_approve() != 1565:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_read_artifact() != 56779:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_card_url() != 64308:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_reject() != 9846:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_diff() != 36288:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_get() != 22880:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_list() != 17126:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact() != 15218:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_reject() != 56611:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_session_configure() != 32179:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_session_create() != 30672:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_session_get() != 42606:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_shell_list() != 10294:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_shell_set_default() != 46488:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_start_command() != 50985:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm() != 9388:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel() != 45629:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_start_turn() != 49180:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_turn_complete() != 681:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_tool_calls() != 54091:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_turn_start() != 45099:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_verify() != 30469:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls() != 52879:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397:
+    if lib.uniffi_plan_ffi_checksum_constructor_planhost_new() != 24963:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
 
 # A ctypes library to expose the extern-C FFI definitions.
@@ -622,84 +624,87 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event.restype = 
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_add_listener.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_approve.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_cancel.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_approve.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_command.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_cancel.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_command.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_card_url.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_execution_complete.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_card_url.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_execution.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_execution_complete.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_execution_start.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_execution.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_turn.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_complete_turn.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_configure_session.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_configure_session.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_create_session.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_diff.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_diff.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_approval.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_command.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_command.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_session.argtypes = (
-)
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_get_session.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_execution_start.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_handle_json.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_handle_json.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_list_approvals.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_initialize.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_list_approvals.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_list_shells.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_initialize.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_approve.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_list_shells.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_read_artifact.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_approve.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_card_url.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_read_artifact.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_reject.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_card_url.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_diff.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_reject.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_diff.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_get.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_get.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_list.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_list.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_reject.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_reject.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_verify.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_verify.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_configure.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_configure.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_create.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_create.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_get.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_session_get.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shell_list.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shell_list.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shell_set_default.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shell_set_default.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shutdown.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shutdown.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_command.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_command.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_execution.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_execution.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_turn.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_complete.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_start_turn.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_calls.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_complete.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_start.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_calls.restype = ctypes.c_uint16
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_verify.argtypes = (
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_start.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls.argtypes = (
 )
-_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_verify.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_constructor_planhost_new.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_constructor_planhost_new.restype = ctypes.c_uint16
@@ -720,180 +725,166 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_listener.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_add_listener.restype = None
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_cancel.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_cancel.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_execution.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_execution.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_turn.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_turn.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.c_int8,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_complete.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_session.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_complete.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_start.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_session.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_start.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_handle_json.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_handle_json.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_approvals.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_initialize.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_approvals.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_shells.argtypes = (
-    ctypes.c_uint64,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_shells.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_read_artifact.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_initialize.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_approve.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_read_artifact.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_approve.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_card_url.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_card_url.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_diff.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_diff.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_get.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_get.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_list.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_list.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_read_artifact.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_read_artifact.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_reject.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_reject.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_set_default_shell.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_configure.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_set_default_shell.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_configure.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_create.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_create.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_get.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_get.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_list.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_list.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_set_default.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_set_default.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shutdown.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shutdown.restype = None
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command.argtypes = (
-    ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
-    ctypes.POINTER(_UniffiRustCallStatus),
-)
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_execution.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_execution.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_turn.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_cancel.argtypes = (
     ctypes.c_uint64,
-    _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_turn.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_cancel.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_complete.argtypes = (
     ctypes.c_uint64,
-    _UniffiRustBuffer,
-    _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls.restype = _UniffiRustBuffer
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify.argtypes = (
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_complete.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_start.argtypes = (
     ctypes.c_uint64,
-    _UniffiRustBuffer,
     _UniffiRustBuffer,
     ctypes.POINTER(_UniffiRustCallStatus),
 )
-_UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_start.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_tool_calls.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_tool_calls.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new.argtypes = (
     _UniffiRustBuffer,
     _UniffiRustBuffer,
@@ -1188,11 +1179,37 @@ class _UniffiFfiConverterTypeActiveTurn(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeOrigin.write(value.origin, buf)
         _UniffiFfiConverterTypeTurnKind.write(value.kind, buf)
 
-class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+
+class _UniffiFfiConverterTypeSessionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+SessionId = str
+
+
+class _UniffiFfiConverterOptionalTypeSessionId(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
         if value is not None:
-            _UniffiFfiConverterString.check_lower(value)
+            _UniffiFfiConverterTypeSessionId.check_lower(value)
 
     @classmethod
     def write(cls, value, buf):
@@ -1201,7 +1218,7 @@ class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
             return
 
         buf.write_u8(1)
-        _UniffiFfiConverterString.write(value, buf)
+        _UniffiFfiConverterTypeSessionId.write(value, buf)
 
     @classmethod
     def read(cls, buf):
@@ -1209,7 +1226,7 @@ class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
         if flag == 0:
             return None
         elif flag == 1:
-            return _UniffiFfiConverterString.read(buf)
+            return _UniffiFfiConverterTypeSessionId.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -1359,11 +1376,11 @@ class _UniffiFfiConverterOptionalUInt32(_UniffiConverterRustBuffer):
             raise InternalError("Unexpected flag byte for optional type")
 
 @dataclass
-class ApprovalQuery:
+class ApprovalFilter:
     """
-    Filters for `list_approvals`; all optional.
+    `plan/list` params: every filter optional.
 """
-    def __init__(self, *, session_id:typing.Optional[str] = _DEFAULT, status:typing.Optional[ApprovalStatus] = _DEFAULT, limit:typing.Optional[int] = _DEFAULT):
+    def __init__(self, *, session_id:typing.Optional[SessionId] = _DEFAULT, status:typing.Optional[ApprovalStatus] = _DEFAULT, limit:typing.Optional[int] = _DEFAULT):
         if session_id is _DEFAULT:
             self.session_id = None
         else:
@@ -1381,7 +1398,7 @@ class ApprovalQuery:
 
     
     def __str__(self):
-        return "ApprovalQuery(session_id={}, status={}, limit={})".format(self.session_id, self.status, self.limit)
+        return "ApprovalFilter(session_id={}, status={}, limit={})".format(self.session_id, self.status, self.limit)
     def __eq__(self, other):
         if self.session_id != other.session_id:
             return False
@@ -1391,24 +1408,24 @@ class ApprovalQuery:
             return False
         return True
 
-class _UniffiFfiConverterTypeApprovalQuery(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeApprovalFilter(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return ApprovalQuery(
-            session_id=_UniffiFfiConverterOptionalString.read(buf),
+        return ApprovalFilter(
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
             status=_UniffiFfiConverterOptionalTypeApprovalStatus.read(buf),
             limit=_UniffiFfiConverterOptionalUInt32.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterOptionalString.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterOptionalTypeApprovalStatus.check_lower(value.status)
         _UniffiFfiConverterOptionalUInt32.check_lower(value.limit)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterOptionalString.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterOptionalTypeApprovalStatus.write(value.status, buf)
         _UniffiFfiConverterOptionalUInt32.write(value.limit, buf)
 
@@ -2193,6 +2210,31 @@ class _UniffiFfiConverterOptionalTypeErrorCode(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+class _UniffiFfiConverterOptionalString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
 @dataclass
 class ArtifactVerification:
     """
@@ -2367,6 +2409,104 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterSequenceString.write(value.layers, buf)
         _UniffiFfiConverterSequenceString.write(value.enforced, buf)
 
+@dataclass
+class WebCapabilities:
+    """
+    `capabilities.web` of `initialize`: where the approval card's server
+    listens (`null` when it is off).
+"""
+    def __init__(self, *, url:str):
+        self.url = url
+        
+        
+
+    
+    def __str__(self):
+        return "WebCapabilities(url={})".format(self.url)
+    def __eq__(self, other):
+        if self.url != other.url:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeWebCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return WebCapabilities(
+            url=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.url)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.url, buf)
+
+class _UniffiFfiConverterOptionalTypeWebCapabilities(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeWebCapabilities.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeWebCapabilities.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeWebCapabilities.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class Capabilities:
+    """
+    The host's capabilities, in the `initialize` result.
+"""
+    def __init__(self, *, commands:CommandCapabilities, web:typing.Optional[WebCapabilities]):
+        self.commands = commands
+        self.web = web
+        
+        
+
+    
+    def __str__(self):
+        return "Capabilities(commands={}, web={})".format(self.commands, self.web)
+    def __eq__(self, other):
+        if self.commands != other.commands:
+            return False
+        if self.web != other.web:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCapabilities(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return Capabilities(
+            commands=_UniffiFfiConverterTypeCommandCapabilities.read(buf),
+            web=_UniffiFfiConverterOptionalTypeWebCapabilities.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeCommandCapabilities.check_lower(value.commands)
+        _UniffiFfiConverterOptionalTypeWebCapabilities.check_lower(value.web)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeCommandCapabilities.write(value.commands, buf)
+        _UniffiFfiConverterOptionalTypeWebCapabilities.write(value.web, buf)
+
 
 class _UniffiFfiConverterTypeCallId:
     @staticmethod
@@ -2393,31 +2533,44 @@ class _UniffiFfiConverterTypeCallId:
 CallId = str
 
 
+@dataclass
+class CommandCancelParams:
+    """
+    `command/cancel` params.
+"""
+    def __init__(self, *, session_id:SessionId, call_id:CallId):
+        self.session_id = session_id
+        self.call_id = call_id
+        
+        
 
-class _UniffiFfiConverterTypeSessionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
+    
+    def __str__(self):
+        return "CommandCancelParams(session_id={}, call_id={})".format(self.session_id, self.call_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        return True
 
+class _UniffiFfiConverterTypeCommandCancelParams(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
+        return CommandCancelParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+        )
 
     @staticmethod
     def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
 
     @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-SessionId = str
-
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
 
 
 class _UniffiFfiConverterTypeTurnId:
@@ -2913,6 +3066,45 @@ class _UniffiFfiConverterTypeCommandExitedNotification(_UniffiConverterRustBuffe
         _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeCommandRun.write(value.command, buf)
 
+@dataclass
+class CommandGetParams:
+    """
+    `command/get` params.
+"""
+    def __init__(self, *, session_id:SessionId, call_id:CallId):
+        self.session_id = session_id
+        self.call_id = call_id
+        
+        
+
+    
+    def __str__(self):
+        return "CommandGetParams(session_id={}, call_id={})".format(self.session_id, self.call_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandGetParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandGetParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+
 
 
 
@@ -3018,6 +3210,101 @@ class _UniffiFfiConverterTypeCommandOutputNotification(_UniffiConverterRustBuffe
         _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
         _UniffiFfiConverterUInt64.write(value.seq, buf)
         _UniffiFfiConverterString.write(value.chunk, buf)
+
+class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterUInt64.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterUInt64.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterUInt64.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class CommandStartParams:
+    """
+    `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+    call on the host.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, command:str, cwd:typing.Optional[str] = _DEFAULT, timeout_ms:typing.Optional[int] = _DEFAULT):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.call_id = call_id
+        self.command = command
+        if cwd is _DEFAULT:
+            self.cwd = None
+        else:
+            self.cwd = cwd
+        if timeout_ms is _DEFAULT:
+            self.timeout_ms = None
+        else:
+            self.timeout_ms = timeout_ms
+        
+        
+
+    
+    def __str__(self):
+        return "CommandStartParams(session_id={}, turn_id={}, call_id={}, command={}, cwd={}, timeout_ms={})".format(self.session_id, self.turn_id, self.call_id, self.command, self.cwd, self.timeout_ms)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.command != other.command:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.timeout_ms != other.timeout_ms:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandStartParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandStartParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            command=_UniffiFfiConverterString.read(buf),
+            cwd=_UniffiFfiConverterOptionalString.read(buf),
+            timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.command)
+        _UniffiFfiConverterOptionalString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.timeout_ms)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.command, buf)
+        _UniffiFfiConverterOptionalString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.timeout_ms, buf)
 
 class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
     @classmethod
@@ -3539,6 +3826,72 @@ class _UniffiFfiConverterTypeDecision(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSession.write(value.session, buf)
 
 @dataclass
+class ExecutionCompleteParams:
+    """
+    `execution/complete` params.
+"""
+    def __init__(self, *, execution_id:ExecutionId):
+        self.execution_id = execution_id
+        
+        
+
+    
+    def __str__(self):
+        return "ExecutionCompleteParams(execution_id={})".format(self.execution_id)
+    def __eq__(self, other):
+        if self.execution_id != other.execution_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeExecutionCompleteParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ExecutionCompleteParams(
+            execution_id=_UniffiFfiConverterTypeExecutionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeExecutionId.check_lower(value.execution_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeExecutionId.write(value.execution_id, buf)
+
+@dataclass
+class ExecutionStartParams:
+    """
+    `execution/start` params.
+"""
+    def __init__(self, *, execution_id:ExecutionId):
+        self.execution_id = execution_id
+        
+        
+
+    
+    def __str__(self):
+        return "ExecutionStartParams(execution_id={})".format(self.execution_id)
+    def __eq__(self, other):
+        if self.execution_id != other.execution_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeExecutionStartParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ExecutionStartParams(
+            execution_id=_UniffiFfiConverterTypeExecutionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeExecutionId.check_lower(value.execution_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeExecutionId.write(value.execution_id, buf)
+
+@dataclass
 class ExecutionStateChangedNotification:
     """
     `execution/stateChanged`: an execution moved to a new state.
@@ -3582,6 +3935,490 @@ class _UniffiFfiConverterTypeExecutionStateChangedNotification(_UniffiConverterR
         _UniffiFfiConverterString.write(value.session_id, buf)
         _UniffiFfiConverterString.write(value.execution_id, buf)
         _UniffiFfiConverterTypeExecutionState.write(value.state, buf)
+
+
+class _UniffiFfiConverterTypePathBuf:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+PathBuf = str
+
+
+class _UniffiFfiConverterOptionalTypePathBuf(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypePathBuf.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypePathBuf.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypePathBuf.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterSequenceTypePathBuf(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePathBuf.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePathBuf.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePathBuf.read(buf) for i in range(count)
+        ]
+
+class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterSequenceString.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterSequenceString.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterSequenceString.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterBoolean.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterBoolean.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterBoolean.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class HostConfig:
+    """
+    A host's settings as plain data, the same through every
+    frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+    file in camelCase). Every field is optional: absent (or
+    `false`, or empty) is the host's default. Turned into
+    [`HostOptions`](crate::HostOptions) by
+    [`HostConfig::options`](crate::HostConfig::options), which
+    refuses an out-of-range value with `INVALID_PARAMS`.
+"""
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.List[str] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:bool = False, otel_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_key:typing.Optional[PathBuf] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+        if approval_ttl_ms is _DEFAULT:
+            self.approval_ttl_ms = None
+        else:
+            self.approval_ttl_ms = approval_ttl_ms
+        if markdown_limit_bytes is _DEFAULT:
+            self.markdown_limit_bytes = None
+        else:
+            self.markdown_limit_bytes = markdown_limit_bytes
+        if sandbox_helper is _DEFAULT:
+            self.sandbox_helper = None
+        else:
+            self.sandbox_helper = sandbox_helper
+        if scratch_root is _DEFAULT:
+            self.scratch_root = None
+        else:
+            self.scratch_root = scratch_root
+        if scratch_size_mb is _DEFAULT:
+            self.scratch_size_mb = None
+        else:
+            self.scratch_size_mb = scratch_size_mb
+        if command_timeout_ms is _DEFAULT:
+            self.command_timeout_ms = None
+        else:
+            self.command_timeout_ms = command_timeout_ms
+        if command_max_timeout_ms is _DEFAULT:
+            self.command_max_timeout_ms = None
+        else:
+            self.command_max_timeout_ms = command_max_timeout_ms
+        if command_output_cap is _DEFAULT:
+            self.command_output_cap = None
+        else:
+            self.command_output_cap = command_output_cap
+        if max_running_commands is _DEFAULT:
+            self.max_running_commands = None
+        else:
+            self.max_running_commands = max_running_commands
+        self.network_in_auto = network_in_auto
+        self.auto_without_sandbox = auto_without_sandbox
+        self.skip_namespaces = skip_namespaces
+        if protected_paths is _DEFAULT:
+            self.protected_paths = []
+        else:
+            self.protected_paths = protected_paths
+        if secret_env_markers is _DEFAULT:
+            self.secret_env_markers = None
+        else:
+            self.secret_env_markers = secret_env_markers
+        if web_address is _DEFAULT:
+            self.web_address = None
+        else:
+            self.web_address = web_address
+        self.web_allow_any_address = web_allow_any_address
+        if notifier is _DEFAULT:
+            self.notifier = None
+        else:
+            self.notifier = notifier
+        if otel_logs_endpoint is _DEFAULT:
+            self.otel_logs_endpoint = None
+        else:
+            self.otel_logs_endpoint = otel_logs_endpoint
+        if otel_protocol is _DEFAULT:
+            self.otel_protocol = None
+        else:
+            self.otel_protocol = otel_protocol
+        if otel_headers is _DEFAULT:
+            self.otel_headers = []
+        else:
+            self.otel_headers = otel_headers
+        if otel_service_name is _DEFAULT:
+            self.otel_service_name = None
+        else:
+            self.otel_service_name = otel_service_name
+        self.otel_include_content = otel_include_content
+        if otel_certificate is _DEFAULT:
+            self.otel_certificate = None
+        else:
+            self.otel_certificate = otel_certificate
+        if otel_client_certificate is _DEFAULT:
+            self.otel_client_certificate = None
+        else:
+            self.otel_client_certificate = otel_client_certificate
+        if otel_client_key is _DEFAULT:
+            self.otel_client_key = None
+        else:
+            self.otel_client_key = otel_client_key
+        if otel_from_environment is _DEFAULT:
+            self.otel_from_environment = None
+        else:
+            self.otel_from_environment = otel_from_environment
+        
+        
+
+    
+    def __str__(self):
+        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
+    def __eq__(self, other):
+        if self.approval_ttl_ms != other.approval_ttl_ms:
+            return False
+        if self.markdown_limit_bytes != other.markdown_limit_bytes:
+            return False
+        if self.sandbox_helper != other.sandbox_helper:
+            return False
+        if self.scratch_root != other.scratch_root:
+            return False
+        if self.scratch_size_mb != other.scratch_size_mb:
+            return False
+        if self.command_timeout_ms != other.command_timeout_ms:
+            return False
+        if self.command_max_timeout_ms != other.command_max_timeout_ms:
+            return False
+        if self.command_output_cap != other.command_output_cap:
+            return False
+        if self.max_running_commands != other.max_running_commands:
+            return False
+        if self.network_in_auto != other.network_in_auto:
+            return False
+        if self.auto_without_sandbox != other.auto_without_sandbox:
+            return False
+        if self.skip_namespaces != other.skip_namespaces:
+            return False
+        if self.protected_paths != other.protected_paths:
+            return False
+        if self.secret_env_markers != other.secret_env_markers:
+            return False
+        if self.web_address != other.web_address:
+            return False
+        if self.web_allow_any_address != other.web_allow_any_address:
+            return False
+        if self.notifier != other.notifier:
+            return False
+        if self.otel_logs_endpoint != other.otel_logs_endpoint:
+            return False
+        if self.otel_protocol != other.otel_protocol:
+            return False
+        if self.otel_headers != other.otel_headers:
+            return False
+        if self.otel_service_name != other.otel_service_name:
+            return False
+        if self.otel_include_content != other.otel_include_content:
+            return False
+        if self.otel_certificate != other.otel_certificate:
+            return False
+        if self.otel_client_certificate != other.otel_client_certificate:
+            return False
+        if self.otel_client_key != other.otel_client_key:
+            return False
+        if self.otel_from_environment != other.otel_from_environment:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return HostConfig(
+            approval_ttl_ms=_UniffiFfiConverterOptionalInt64.read(buf),
+            markdown_limit_bytes=_UniffiFfiConverterOptionalUInt64.read(buf),
+            sandbox_helper=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            scratch_root=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
+            max_running_commands=_UniffiFfiConverterOptionalUInt64.read(buf),
+            network_in_auto=_UniffiFfiConverterBoolean.read(buf),
+            auto_without_sandbox=_UniffiFfiConverterBoolean.read(buf),
+            skip_namespaces=_UniffiFfiConverterBoolean.read(buf),
+            protected_paths=_UniffiFfiConverterSequenceTypePathBuf.read(buf),
+            secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
+            web_address=_UniffiFfiConverterOptionalString.read(buf),
+            web_allow_any_address=_UniffiFfiConverterBoolean.read(buf),
+            notifier=_UniffiFfiConverterOptionalString.read(buf),
+            otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
+            otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
+            otel_headers=_UniffiFfiConverterSequenceString.read(buf),
+            otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
+            otel_include_content=_UniffiFfiConverterBoolean.read(buf),
+            otel_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_client_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_client_key=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalInt64.check_lower(value.approval_ttl_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.markdown_limit_bytes)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.sandbox_helper)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.scratch_root)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.max_running_commands)
+        _UniffiFfiConverterBoolean.check_lower(value.network_in_auto)
+        _UniffiFfiConverterBoolean.check_lower(value.auto_without_sandbox)
+        _UniffiFfiConverterBoolean.check_lower(value.skip_namespaces)
+        _UniffiFfiConverterSequenceTypePathBuf.check_lower(value.protected_paths)
+        _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
+        _UniffiFfiConverterOptionalString.check_lower(value.web_address)
+        _UniffiFfiConverterBoolean.check_lower(value.web_allow_any_address)
+        _UniffiFfiConverterOptionalString.check_lower(value.notifier)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
+        _UniffiFfiConverterSequenceString.check_lower(value.otel_headers)
+        _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
+        _UniffiFfiConverterBoolean.check_lower(value.otel_include_content)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_key)
+        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalInt64.write(value.approval_ttl_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.markdown_limit_bytes, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.sandbox_helper, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.scratch_root, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.max_running_commands, buf)
+        _UniffiFfiConverterBoolean.write(value.network_in_auto, buf)
+        _UniffiFfiConverterBoolean.write(value.auto_without_sandbox, buf)
+        _UniffiFfiConverterBoolean.write(value.skip_namespaces, buf)
+        _UniffiFfiConverterSequenceTypePathBuf.write(value.protected_paths, buf)
+        _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
+        _UniffiFfiConverterOptionalString.write(value.web_address, buf)
+        _UniffiFfiConverterBoolean.write(value.web_allow_any_address, buf)
+        _UniffiFfiConverterOptionalString.write(value.notifier, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
+        _UniffiFfiConverterSequenceString.write(value.otel_headers, buf)
+        _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
+        _UniffiFfiConverterBoolean.write(value.otel_include_content, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_key, buf)
+        _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
+
+@dataclass
+class InitializeParams:
+    """
+    `initialize` params: `{protocolVersion, clientName?}`.
+
+    `protocolVersion` is any integer here, so that a version other than 9
+    reaches the host and is answered `PROTOCOL_VERSION_UNSUPPORTED`.
+"""
+    def __init__(self, *, protocol_version:int, client_name:typing.Optional[str] = _DEFAULT):
+        self.protocol_version = protocol_version
+        if client_name is _DEFAULT:
+            self.client_name = None
+        else:
+            self.client_name = client_name
+        
+        
+
+    
+    def __str__(self):
+        return "InitializeParams(protocol_version={}, client_name={})".format(self.protocol_version, self.client_name)
+    def __eq__(self, other):
+        if self.protocol_version != other.protocol_version:
+            return False
+        if self.client_name != other.client_name:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInitializeParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InitializeParams(
+            protocol_version=_UniffiFfiConverterInt64.read(buf),
+            client_name=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterInt64.check_lower(value.protocol_version)
+        _UniffiFfiConverterOptionalString.check_lower(value.client_name)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterInt64.write(value.protocol_version, buf)
+        _UniffiFfiConverterOptionalString.write(value.client_name, buf)
+
+@dataclass
+class InitializeResult:
+    """
+    `initialize` result.
+"""
+    def __init__(self, *, protocol_version:int, server_name:str, server_version:str, schema_version:int, approval_ttl_ms:int, capabilities:Capabilities):
+        self.protocol_version = protocol_version
+        self.server_name = server_name
+        self.server_version = server_version
+        self.schema_version = schema_version
+        self.approval_ttl_ms = approval_ttl_ms
+        self.capabilities = capabilities
+        
+        
+
+    
+    def __str__(self):
+        return "InitializeResult(protocol_version={}, server_name={}, server_version={}, schema_version={}, approval_ttl_ms={}, capabilities={})".format(self.protocol_version, self.server_name, self.server_version, self.schema_version, self.approval_ttl_ms, self.capabilities)
+    def __eq__(self, other):
+        if self.protocol_version != other.protocol_version:
+            return False
+        if self.server_name != other.server_name:
+            return False
+        if self.server_version != other.server_version:
+            return False
+        if self.schema_version != other.schema_version:
+            return False
+        if self.approval_ttl_ms != other.approval_ttl_ms:
+            return False
+        if self.capabilities != other.capabilities:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeInitializeResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return InitializeResult(
+            protocol_version=_UniffiFfiConverterInt64.read(buf),
+            server_name=_UniffiFfiConverterString.read(buf),
+            server_version=_UniffiFfiConverterString.read(buf),
+            schema_version=_UniffiFfiConverterInt64.read(buf),
+            approval_ttl_ms=_UniffiFfiConverterInt64.read(buf),
+            capabilities=_UniffiFfiConverterTypeCapabilities.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterInt64.check_lower(value.protocol_version)
+        _UniffiFfiConverterString.check_lower(value.server_name)
+        _UniffiFfiConverterString.check_lower(value.server_version)
+        _UniffiFfiConverterInt64.check_lower(value.schema_version)
+        _UniffiFfiConverterInt64.check_lower(value.approval_ttl_ms)
+        _UniffiFfiConverterTypeCapabilities.check_lower(value.capabilities)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterInt64.write(value.protocol_version, buf)
+        _UniffiFfiConverterString.write(value.server_name, buf)
+        _UniffiFfiConverterString.write(value.server_version, buf)
+        _UniffiFfiConverterInt64.write(value.schema_version, buf)
+        _UniffiFfiConverterInt64.write(value.approval_ttl_ms, buf)
+        _UniffiFfiConverterTypeCapabilities.write(value.capabilities, buf)
 
 @dataclass
 class OrphanArtifact:
@@ -3695,6 +4532,118 @@ class _UniffiFfiConverterTypePlanApprovalResolvedNotification(_UniffiConverterRu
     def write(value, buf):
         _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
 
+@dataclass
+class PlanApproveParams:
+    """
+    `plan/approve` params: `{approvalId, permissionMode}`.
+
+    `permissionMode` is required by the contract, but an absent (or `null`)
+    one is not a decoding failure: it reaches the host as `None`, which
+    answers `PERMISSION_MODE_REQUIRED`.
+"""
+    def __init__(self, *, approval_id:ApprovalId, permission_mode:typing.Optional[PermissionMode] = _DEFAULT):
+        self.approval_id = approval_id
+        if permission_mode is _DEFAULT:
+            self.permission_mode = None
+        else:
+            self.permission_mode = permission_mode
+        
+        
+
+    
+    def __str__(self):
+        return "PlanApproveParams(approval_id={}, permission_mode={})".format(self.approval_id, self.permission_mode)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        if self.permission_mode != other.permission_mode:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanApproveParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanApproveParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+            permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+        _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
+
+@dataclass
+class PlanCardUrlParams:
+    """
+    `plan/cardUrl` params: `{approvalId}`.
+"""
+    def __init__(self, *, approval_id:ApprovalId):
+        self.approval_id = approval_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanCardUrlParams(approval_id={})".format(self.approval_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanCardUrlParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanCardUrlParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+
+@dataclass
+class PlanCardUrlResult:
+    """
+    `plan/cardUrl` result: the card's URL, with its token.
+"""
+    def __init__(self, *, url:str):
+        self.url = url
+        
+        
+
+    
+    def __str__(self):
+        return "PlanCardUrlResult(url={})".format(self.url)
+    def __eq__(self, other):
+        if self.url != other.url:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanCardUrlResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanCardUrlResult(
+            url=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.url)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.url, buf)
+
 class _UniffiFfiConverterOptionalTypeApprovalId(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -3771,344 +4720,249 @@ class _UniffiFfiConverterTypePlanDiff(_UniffiConverterRustBuffer):
         _UniffiFfiConverterBoolean.write(value.identical, buf)
         _UniffiFfiConverterOptionalString.write(value.unified, buf)
 
-class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterUInt64.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterUInt64.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterUInt64.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalBoolean(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterBoolean.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterBoolean.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterBoolean.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-class _UniffiFfiConverterOptionalSequenceString(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterSequenceString.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterSequenceString.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterSequenceString.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
 @dataclass
-class PlanHostOptions:
+class PlanDiffParams:
     """
-    Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
-    helper next to the executable or on `PATH`, 120 s default and 600 s
-    maximum timeout, 1 MiB output cap, 4 running per session, no network
-    for Agent `auto`).
+    `plan/diff` params.
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[str] = _DEFAULT, scratch_root:typing.Optional[str] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:typing.Optional[bool] = _DEFAULT, auto_without_sandbox:typing.Optional[bool] = _DEFAULT, skip_namespaces:typing.Optional[bool] = _DEFAULT, protected_paths:typing.Optional[typing.List[str]] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:typing.Optional[bool] = _DEFAULT, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.Optional[typing.List[str]] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:typing.Optional[bool] = _DEFAULT, otel_certificate:typing.Optional[str] = _DEFAULT, otel_client_certificate:typing.Optional[str] = _DEFAULT, otel_client_key:typing.Optional[str] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
-        if approval_ttl_ms is _DEFAULT:
-            self.approval_ttl_ms = None
+    def __init__(self, *, approval_id:ApprovalId, against_approval_id:typing.Optional[ApprovalId] = _DEFAULT):
+        self.approval_id = approval_id
+        if against_approval_id is _DEFAULT:
+            self.against_approval_id = None
         else:
-            self.approval_ttl_ms = approval_ttl_ms
-        if markdown_limit_bytes is _DEFAULT:
-            self.markdown_limit_bytes = None
-        else:
-            self.markdown_limit_bytes = markdown_limit_bytes
-        if sandbox_helper is _DEFAULT:
-            self.sandbox_helper = None
-        else:
-            self.sandbox_helper = sandbox_helper
-        if scratch_root is _DEFAULT:
-            self.scratch_root = None
-        else:
-            self.scratch_root = scratch_root
-        if command_timeout_ms is _DEFAULT:
-            self.command_timeout_ms = None
-        else:
-            self.command_timeout_ms = command_timeout_ms
-        if command_max_timeout_ms is _DEFAULT:
-            self.command_max_timeout_ms = None
-        else:
-            self.command_max_timeout_ms = command_max_timeout_ms
-        if command_output_cap is _DEFAULT:
-            self.command_output_cap = None
-        else:
-            self.command_output_cap = command_output_cap
-        if max_running_commands is _DEFAULT:
-            self.max_running_commands = None
-        else:
-            self.max_running_commands = max_running_commands
-        if network_in_auto is _DEFAULT:
-            self.network_in_auto = None
-        else:
-            self.network_in_auto = network_in_auto
-        if auto_without_sandbox is _DEFAULT:
-            self.auto_without_sandbox = None
-        else:
-            self.auto_without_sandbox = auto_without_sandbox
-        if skip_namespaces is _DEFAULT:
-            self.skip_namespaces = None
-        else:
-            self.skip_namespaces = skip_namespaces
-        if protected_paths is _DEFAULT:
-            self.protected_paths = None
-        else:
-            self.protected_paths = protected_paths
-        if secret_env_markers is _DEFAULT:
-            self.secret_env_markers = None
-        else:
-            self.secret_env_markers = secret_env_markers
-        if scratch_size_mb is _DEFAULT:
-            self.scratch_size_mb = None
-        else:
-            self.scratch_size_mb = scratch_size_mb
-        if web_address is _DEFAULT:
-            self.web_address = None
-        else:
-            self.web_address = web_address
-        if web_allow_any_address is _DEFAULT:
-            self.web_allow_any_address = None
-        else:
-            self.web_allow_any_address = web_allow_any_address
-        if notifier is _DEFAULT:
-            self.notifier = None
-        else:
-            self.notifier = notifier
-        if otel_logs_endpoint is _DEFAULT:
-            self.otel_logs_endpoint = None
-        else:
-            self.otel_logs_endpoint = otel_logs_endpoint
-        if otel_protocol is _DEFAULT:
-            self.otel_protocol = None
-        else:
-            self.otel_protocol = otel_protocol
-        if otel_headers is _DEFAULT:
-            self.otel_headers = None
-        else:
-            self.otel_headers = otel_headers
-        if otel_service_name is _DEFAULT:
-            self.otel_service_name = None
-        else:
-            self.otel_service_name = otel_service_name
-        if otel_include_content is _DEFAULT:
-            self.otel_include_content = None
-        else:
-            self.otel_include_content = otel_include_content
-        if otel_certificate is _DEFAULT:
-            self.otel_certificate = None
-        else:
-            self.otel_certificate = otel_certificate
-        if otel_client_certificate is _DEFAULT:
-            self.otel_client_certificate = None
-        else:
-            self.otel_client_certificate = otel_client_certificate
-        if otel_client_key is _DEFAULT:
-            self.otel_client_key = None
-        else:
-            self.otel_client_key = otel_client_key
-        if otel_from_environment is _DEFAULT:
-            self.otel_from_environment = None
-        else:
-            self.otel_from_environment = otel_from_environment
+            self.against_approval_id = against_approval_id
         
         
 
     
     def __str__(self):
-        return "PlanHostOptions(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, scratch_size_mb={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.scratch_size_mb, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
+        return "PlanDiffParams(approval_id={}, against_approval_id={})".format(self.approval_id, self.against_approval_id)
     def __eq__(self, other):
-        if self.approval_ttl_ms != other.approval_ttl_ms:
+        if self.approval_id != other.approval_id:
             return False
-        if self.markdown_limit_bytes != other.markdown_limit_bytes:
-            return False
-        if self.sandbox_helper != other.sandbox_helper:
-            return False
-        if self.scratch_root != other.scratch_root:
-            return False
-        if self.command_timeout_ms != other.command_timeout_ms:
-            return False
-        if self.command_max_timeout_ms != other.command_max_timeout_ms:
-            return False
-        if self.command_output_cap != other.command_output_cap:
-            return False
-        if self.max_running_commands != other.max_running_commands:
-            return False
-        if self.network_in_auto != other.network_in_auto:
-            return False
-        if self.auto_without_sandbox != other.auto_without_sandbox:
-            return False
-        if self.skip_namespaces != other.skip_namespaces:
-            return False
-        if self.protected_paths != other.protected_paths:
-            return False
-        if self.secret_env_markers != other.secret_env_markers:
-            return False
-        if self.scratch_size_mb != other.scratch_size_mb:
-            return False
-        if self.web_address != other.web_address:
-            return False
-        if self.web_allow_any_address != other.web_allow_any_address:
-            return False
-        if self.notifier != other.notifier:
-            return False
-        if self.otel_logs_endpoint != other.otel_logs_endpoint:
-            return False
-        if self.otel_protocol != other.otel_protocol:
-            return False
-        if self.otel_headers != other.otel_headers:
-            return False
-        if self.otel_service_name != other.otel_service_name:
-            return False
-        if self.otel_include_content != other.otel_include_content:
-            return False
-        if self.otel_certificate != other.otel_certificate:
-            return False
-        if self.otel_client_certificate != other.otel_client_certificate:
-            return False
-        if self.otel_client_key != other.otel_client_key:
-            return False
-        if self.otel_from_environment != other.otel_from_environment:
+        if self.against_approval_id != other.against_approval_id:
             return False
         return True
 
-class _UniffiFfiConverterTypePlanHostOptions(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypePlanDiffParams(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return PlanHostOptions(
-            approval_ttl_ms=_UniffiFfiConverterOptionalInt64.read(buf),
-            markdown_limit_bytes=_UniffiFfiConverterOptionalUInt64.read(buf),
-            sandbox_helper=_UniffiFfiConverterOptionalString.read(buf),
-            scratch_root=_UniffiFfiConverterOptionalString.read(buf),
-            command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
-            command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
-            command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
-            max_running_commands=_UniffiFfiConverterOptionalUInt32.read(buf),
-            network_in_auto=_UniffiFfiConverterOptionalBoolean.read(buf),
-            auto_without_sandbox=_UniffiFfiConverterOptionalBoolean.read(buf),
-            skip_namespaces=_UniffiFfiConverterOptionalBoolean.read(buf),
-            protected_paths=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            secret_env_markers=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
-            web_address=_UniffiFfiConverterOptionalString.read(buf),
-            web_allow_any_address=_UniffiFfiConverterOptionalBoolean.read(buf),
-            notifier=_UniffiFfiConverterOptionalString.read(buf),
-            otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
-            otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
-            otel_headers=_UniffiFfiConverterOptionalSequenceString.read(buf),
-            otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
-            otel_include_content=_UniffiFfiConverterOptionalBoolean.read(buf),
-            otel_certificate=_UniffiFfiConverterOptionalString.read(buf),
-            otel_client_certificate=_UniffiFfiConverterOptionalString.read(buf),
-            otel_client_key=_UniffiFfiConverterOptionalString.read(buf),
-            otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
+        return PlanDiffParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+            against_approval_id=_UniffiFfiConverterOptionalTypeApprovalId.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterOptionalInt64.check_lower(value.approval_ttl_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.markdown_limit_bytes)
-        _UniffiFfiConverterOptionalString.check_lower(value.sandbox_helper)
-        _UniffiFfiConverterOptionalString.check_lower(value.scratch_root)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
-        _UniffiFfiConverterOptionalUInt32.check_lower(value.max_running_commands)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.network_in_auto)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.auto_without_sandbox)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.skip_namespaces)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.protected_paths)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.secret_env_markers)
-        _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
-        _UniffiFfiConverterOptionalString.check_lower(value.web_address)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.web_allow_any_address)
-        _UniffiFfiConverterOptionalString.check_lower(value.notifier)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
-        _UniffiFfiConverterOptionalSequenceString.check_lower(value.otel_headers)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_include_content)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_certificate)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_certificate)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_client_key)
-        _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+        _UniffiFfiConverterOptionalTypeApprovalId.check_lower(value.against_approval_id)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterOptionalInt64.write(value.approval_ttl_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.markdown_limit_bytes, buf)
-        _UniffiFfiConverterOptionalString.write(value.sandbox_helper, buf)
-        _UniffiFfiConverterOptionalString.write(value.scratch_root, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
-        _UniffiFfiConverterOptionalUInt32.write(value.max_running_commands, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.network_in_auto, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.auto_without_sandbox, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.skip_namespaces, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.protected_paths, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.secret_env_markers, buf)
-        _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
-        _UniffiFfiConverterOptionalString.write(value.web_address, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.web_allow_any_address, buf)
-        _UniffiFfiConverterOptionalString.write(value.notifier, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
-        _UniffiFfiConverterOptionalSequenceString.write(value.otel_headers, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.otel_include_content, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_certificate, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_client_certificate, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_client_key, buf)
-        _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+        _UniffiFfiConverterOptionalTypeApprovalId.write(value.against_approval_id, buf)
+
+@dataclass
+class PlanGetParams:
+    """
+    `plan/get` params.
+"""
+    def __init__(self, *, approval_id:ApprovalId):
+        self.approval_id = approval_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanGetParams(approval_id={})".format(self.approval_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanGetParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanGetParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+
+class _UniffiFfiConverterSequenceTypePlanApproval(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypePlanApproval.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypePlanApproval.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypePlanApproval.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class PlanListResult:
+    """
+    `plan/list` result: newest first.
+"""
+    def __init__(self, *, approvals:typing.List[PlanApproval]):
+        self.approvals = approvals
+        
+        
+
+    
+    def __str__(self):
+        return "PlanListResult(approvals={})".format(self.approvals)
+    def __eq__(self, other):
+        if self.approvals != other.approvals:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanListResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanListResult(
+            approvals=_UniffiFfiConverterSequenceTypePlanApproval.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypePlanApproval.check_lower(value.approvals)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypePlanApproval.write(value.approvals, buf)
+
+@dataclass
+class PlanReadArtifactParams:
+    """
+    `plan/readArtifact` params.
+"""
+    def __init__(self, *, approval_id:ApprovalId):
+        self.approval_id = approval_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanReadArtifactParams(approval_id={})".format(self.approval_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanReadArtifactParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanReadArtifactParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+
+@dataclass
+class PlanRejectParams:
+    """
+    `plan/reject` params: `{approvalId}` and nothing else (no feedback, no
+    permission mode).
+"""
+    def __init__(self, *, approval_id:ApprovalId):
+        self.approval_id = approval_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanRejectParams(approval_id={})".format(self.approval_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanRejectParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanRejectParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+
+@dataclass
+class PlanVerifyParams:
+    """
+    `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
+    neither verifies everything.
+"""
+    def __init__(self, *, approval_id:typing.Optional[ApprovalId] = _DEFAULT, session_id:typing.Optional[SessionId] = _DEFAULT):
+        if approval_id is _DEFAULT:
+            self.approval_id = None
+        else:
+            self.approval_id = approval_id
+        if session_id is _DEFAULT:
+            self.session_id = None
+        else:
+            self.session_id = session_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanVerifyParams(approval_id={}, session_id={})".format(self.approval_id, self.session_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        if self.session_id != other.session_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanVerifyParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanVerifyParams(
+            approval_id=_UniffiFfiConverterOptionalTypeApprovalId.read(buf),
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeApprovalId.check_lower(value.approval_id)
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeApprovalId.write(value.approval_id, buf)
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
 
 @dataclass
 class SessionChangedNotification:
@@ -4168,14 +5022,166 @@ class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-@dataclass
-class SessionConfig:
+
+
+
+
+
+class Clearable:
     """
-    A configuration change; `None` leaves a field as it is, and a `clear_*`
-    flag sets that field back to none (the shell back to the default shell).
-    Setting and clearing the same field at once is `INVALID_PARAMS`.
+    A new value for a session setting that can be cleared (`provider`,
+    `model`, `shell` of `session/configure`; `None` around it leaves the
+    setting as it is).
 """
-    def __init__(self, *, mode:typing.Optional[Mode] = _DEFAULT, permission_mode:typing.Optional[PermissionMode] = _DEFAULT, provider:typing.Optional[str] = _DEFAULT, model:typing.Optional[str] = _DEFAULT, shell:typing.Optional[str] = _DEFAULT, clear_provider:bool = False, clear_model:bool = False, clear_shell:bool = False):
+    def __init__(self):
+        raise RuntimeError("Clearable cannot be instantiated directly")
+
+    # Each enum variant is a nested class of the enum itself.
+    @dataclass
+    class SET:
+        """
+        Set the setting to this value.
+"""
+        
+        def __init__(self, value:str):
+            self.value = value
+            
+            """
+        The new value.
+"""
+        
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Clearable.SET(value={})".format(self.value)
+        def __eq__(self, other):
+            if not isinstance(other, Clearable):
+                return NotImplemented
+            if not other.is_SET():
+                return False
+            if self.value != other.value:
+                return False
+            return True
+
+    @dataclass
+    class CLEAR:
+        """
+        Clear the setting (for `shell`: back to the default shell).
+"""
+        
+        def __init__(self, ):
+            pass
+
+    
+            
+            
+    
+        def __str__(self):
+            return "Clearable.CLEAR()".format()
+        def __eq__(self, other):
+            if not isinstance(other, Clearable):
+                return NotImplemented
+            if not other.is_CLEAR():
+                return False
+            return True
+
+    
+
+    # For each variant, we have `is_NAME` and `is_name` methods for easily checking
+    # whether an instance is that variant.
+    def is_SET(self) -> bool:
+        return isinstance(self, Clearable.SET)
+    def is_set(self) -> bool:
+        return isinstance(self, Clearable.SET)
+    def is_CLEAR(self) -> bool:
+        return isinstance(self, Clearable.CLEAR)
+    def is_clear(self) -> bool:
+        return isinstance(self, Clearable.CLEAR)
+    
+
+# Now, a little trick - we make each nested variant class be a subclass of the main
+# enum class, so that method calls and instance checks etc will work intuitively.
+# We might be able to do this a little more neatly with a metaclass, but this'll do.
+Clearable.SET = type("Clearable.SET", (Clearable.SET, Clearable,), {})  # type: ignore
+Clearable.CLEAR = type("Clearable.CLEAR", (Clearable.CLEAR, Clearable,), {})  # type: ignore
+
+
+
+
+class _UniffiFfiConverterTypeClearable(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return Clearable.SET(
+                _UniffiFfiConverterString.read(buf),
+            )
+        if variant == 2:
+            return Clearable.CLEAR(
+            )
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value.is_SET():
+            _UniffiFfiConverterString.check_lower(value.value)
+            return
+        if value.is_CLEAR():
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value.is_SET():
+            buf.write_i32(1)
+            _UniffiFfiConverterString.write(value.value, buf)
+        if value.is_CLEAR():
+            buf.write_i32(2)
+
+
+
+class _UniffiFfiConverterOptionalTypeClearable(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeClearable.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeClearable.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeClearable.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class SessionConfigureParams:
+    """
+    `session/configure` params: `{sessionId, mode?, permissionMode?, provider?, model?, shell?}`.
+
+    Every field but `sessionId` is optional; an absent field leaves the
+    setting as it is. `provider`, `model` and `shell` tell an explicit `null`
+    (clear it; for `shell`: back to the default shell) from an absent field.
+    `mode` and `permissionMode` cannot be cleared, so `null` there means the
+    same as absent.
+"""
+    def __init__(self, *, session_id:SessionId, mode:typing.Optional[Mode] = _DEFAULT, permission_mode:typing.Optional[PermissionMode] = _DEFAULT, provider:typing.Optional[Clearable] = _DEFAULT, model:typing.Optional[Clearable] = _DEFAULT, shell:typing.Optional[Clearable] = _DEFAULT):
+        self.session_id = session_id
         if mode is _DEFAULT:
             self.mode = None
         else:
@@ -4196,16 +5202,15 @@ class SessionConfig:
             self.shell = None
         else:
             self.shell = shell
-        self.clear_provider = clear_provider
-        self.clear_model = clear_model
-        self.clear_shell = clear_shell
         
         
 
     
     def __str__(self):
-        return "SessionConfig(mode={}, permission_mode={}, provider={}, model={}, shell={}, clear_provider={}, clear_model={}, clear_shell={})".format(self.mode, self.permission_mode, self.provider, self.model, self.shell, self.clear_provider, self.clear_model, self.clear_shell)
+        return "SessionConfigureParams(session_id={}, mode={}, permission_mode={}, provider={}, model={}, shell={})".format(self.session_id, self.mode, self.permission_mode, self.provider, self.model, self.shell)
     def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
         if self.mode != other.mode:
             return False
         if self.permission_mode != other.permission_mode:
@@ -4216,49 +5221,136 @@ class SessionConfig:
             return False
         if self.shell != other.shell:
             return False
-        if self.clear_provider != other.clear_provider:
-            return False
-        if self.clear_model != other.clear_model:
-            return False
-        if self.clear_shell != other.clear_shell:
-            return False
         return True
 
-class _UniffiFfiConverterTypeSessionConfig(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeSessionConfigureParams(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return SessionConfig(
+        return SessionConfigureParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             mode=_UniffiFfiConverterOptionalTypeMode.read(buf),
             permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
-            provider=_UniffiFfiConverterOptionalString.read(buf),
-            model=_UniffiFfiConverterOptionalString.read(buf),
-            shell=_UniffiFfiConverterOptionalString.read(buf),
-            clear_provider=_UniffiFfiConverterBoolean.read(buf),
-            clear_model=_UniffiFfiConverterBoolean.read(buf),
-            clear_shell=_UniffiFfiConverterBoolean.read(buf),
+            provider=_UniffiFfiConverterOptionalTypeClearable.read(buf),
+            model=_UniffiFfiConverterOptionalTypeClearable.read(buf),
+            shell=_UniffiFfiConverterOptionalTypeClearable.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterOptionalTypeMode.check_lower(value.mode)
         _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
-        _UniffiFfiConverterOptionalString.check_lower(value.provider)
-        _UniffiFfiConverterOptionalString.check_lower(value.model)
-        _UniffiFfiConverterOptionalString.check_lower(value.shell)
-        _UniffiFfiConverterBoolean.check_lower(value.clear_provider)
-        _UniffiFfiConverterBoolean.check_lower(value.clear_model)
-        _UniffiFfiConverterBoolean.check_lower(value.clear_shell)
+        _UniffiFfiConverterOptionalTypeClearable.check_lower(value.provider)
+        _UniffiFfiConverterOptionalTypeClearable.check_lower(value.model)
+        _UniffiFfiConverterOptionalTypeClearable.check_lower(value.shell)
 
     @staticmethod
     def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterOptionalTypeMode.write(value.mode, buf)
         _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
-        _UniffiFfiConverterOptionalString.write(value.provider, buf)
-        _UniffiFfiConverterOptionalString.write(value.model, buf)
-        _UniffiFfiConverterOptionalString.write(value.shell, buf)
-        _UniffiFfiConverterBoolean.write(value.clear_provider, buf)
-        _UniffiFfiConverterBoolean.write(value.clear_model, buf)
-        _UniffiFfiConverterBoolean.write(value.clear_shell, buf)
+        _UniffiFfiConverterOptionalTypeClearable.write(value.provider, buf)
+        _UniffiFfiConverterOptionalTypeClearable.write(value.model, buf)
+        _UniffiFfiConverterOptionalTypeClearable.write(value.shell, buf)
+
+@dataclass
+class SessionCreateParams:
+    """
+    `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
+
+    `workspaceRoot` must be present; `null` creates a session that is not
+    project-bound.
+"""
+    def __init__(self, *, session_id:typing.Optional[SessionId] = _DEFAULT, workspace_root:typing.Optional[str] = _DEFAULT, mode:typing.Optional[Mode] = _DEFAULT, permission_mode:typing.Optional[PermissionMode] = _DEFAULT):
+        if session_id is _DEFAULT:
+            self.session_id = None
+        else:
+            self.session_id = session_id
+        if workspace_root is _DEFAULT:
+            self.workspace_root = None
+        else:
+            self.workspace_root = workspace_root
+        if mode is _DEFAULT:
+            self.mode = None
+        else:
+            self.mode = mode
+        if permission_mode is _DEFAULT:
+            self.permission_mode = None
+        else:
+            self.permission_mode = permission_mode
+        
+        
+
+    
+    def __str__(self):
+        return "SessionCreateParams(session_id={}, workspace_root={}, mode={}, permission_mode={})".format(self.session_id, self.workspace_root, self.mode, self.permission_mode)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.workspace_root != other.workspace_root:
+            return False
+        if self.mode != other.mode:
+            return False
+        if self.permission_mode != other.permission_mode:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionCreateParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionCreateParams(
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
+            workspace_root=_UniffiFfiConverterOptionalString.read(buf),
+            mode=_UniffiFfiConverterOptionalTypeMode.read(buf),
+            permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterOptionalString.check_lower(value.workspace_root)
+        _UniffiFfiConverterOptionalTypeMode.check_lower(value.mode)
+        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterOptionalString.write(value.workspace_root, buf)
+        _UniffiFfiConverterOptionalTypeMode.write(value.mode, buf)
+        _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
+
+@dataclass
+class SessionGetParams:
+    """
+    `session/get` params.
+"""
+    def __init__(self, *, session_id:SessionId):
+        self.session_id = session_id
+        
+        
+
+    
+    def __str__(self):
+        return "SessionGetParams(session_id={})".format(self.session_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeSessionGetParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return SessionGetParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
 
 @dataclass
 class ShellInfo:
@@ -4365,6 +5457,101 @@ class _UniffiFfiConverterTypeShellCatalog(_UniffiConverterRustBuffer):
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterSequenceTypeShellInfo.write(value.shells, buf)
+        _UniffiFfiConverterString.write(value.default_shell, buf)
+
+@dataclass
+class ShellListParams:
+    """
+    `shell/list` params: `{}`.
+"""
+    
+        
+        
+
+    
+    def __str__(self):
+        return "ShellListParams()".format()
+    def __eq__(self, other):
+        return True
+
+class _UniffiFfiConverterTypeShellListParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ShellListParams(
+        )
+
+    @staticmethod
+    def check_lower(value):
+        pass
+
+    @staticmethod
+    def write(value, buf):
+        pass
+
+@dataclass
+class ShellSetDefaultParams:
+    """
+    `shell/setDefault` params.
+"""
+    def __init__(self, *, shell_id:str):
+        self.shell_id = shell_id
+        
+        
+
+    
+    def __str__(self):
+        return "ShellSetDefaultParams(shell_id={})".format(self.shell_id)
+    def __eq__(self, other):
+        if self.shell_id != other.shell_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeShellSetDefaultParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ShellSetDefaultParams(
+            shell_id=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.shell_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.shell_id, buf)
+
+@dataclass
+class ShellSetDefaultResult:
+    """
+    `shell/setDefault` result.
+"""
+    def __init__(self, *, default_shell:str):
+        self.default_shell = default_shell
+        
+        
+
+    
+    def __str__(self):
+        return "ShellSetDefaultResult(default_shell={})".format(self.default_shell)
+    def __eq__(self, other):
+        if self.default_shell != other.default_shell:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeShellSetDefaultResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ShellSetDefaultResult(
+            default_shell=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.default_shell)
+
+    @staticmethod
+    def write(value, buf):
         _UniffiFfiConverterString.write(value.default_shell, buf)
 
 @dataclass
@@ -4562,27 +5749,53 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.at, buf)
 
+
+class _UniffiFfiConverterTypeJsonValue:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+JsonValue = str
+
+
 @dataclass
 class ToolCall:
     """
-    One assistant tool call.
+    One assistant tool call in `turn/toolCalls` params.
 """
-    def __init__(self, *, call_id:CallId, name:str, input_json:str):
+    def __init__(self, *, call_id:CallId, name:str, input:JsonValue):
         self.call_id = call_id
         self.name = name
-        self.input_json = input_json
+        self.input = input
         
         
 
     
     def __str__(self):
-        return "ToolCall(call_id={}, name={}, input_json={})".format(self.call_id, self.name, self.input_json)
+        return "ToolCall(call_id={}, name={}, input={})".format(self.call_id, self.name, self.input)
     def __eq__(self, other):
         if self.call_id != other.call_id:
             return False
         if self.name != other.name:
             return False
-        if self.input_json != other.input_json:
+        if self.input != other.input:
             return False
         return True
 
@@ -4592,20 +5805,20 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
         return ToolCall(
             call_id=_UniffiFfiConverterTypeCallId.read(buf),
             name=_UniffiFfiConverterString.read(buf),
-            input_json=_UniffiFfiConverterString.read(buf),
+            input=_UniffiFfiConverterTypeJsonValue.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterString.check_lower(value.name)
-        _UniffiFfiConverterString.check_lower(value.input_json)
+        _UniffiFfiConverterTypeJsonValue.check_lower(value.input)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterString.write(value.name, buf)
-        _UniffiFfiConverterString.write(value.input_json, buf)
+        _UniffiFfiConverterTypeJsonValue.write(value.input, buf)
 
 @dataclass
 class ToolCallError:
@@ -4844,6 +6057,338 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeToolCallError.write(value.error, buf)
         _UniffiFfiConverterOptionalTypePlanApproval.write(value.approval, buf)
         _UniffiFfiConverterOptionalTypeCommandRun.write(value.command, buf)
+
+@dataclass
+class ToolConfirmParams:
+    """
+    `tool/confirm` params: a person's answer to a call of the active turn
+    that `turn/toolCalls` decided `confirm`.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, allow:bool):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.call_id = call_id
+        self.allow = allow
+        
+        
+
+    
+    def __str__(self):
+        return "ToolConfirmParams(session_id={}, turn_id={}, call_id={}, allow={})".format(self.session_id, self.turn_id, self.call_id, self.allow)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.allow != other.allow:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolConfirmParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolConfirmParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            allow=_UniffiFfiConverterBoolean.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterBoolean.check_lower(value.allow)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterBoolean.write(value.allow, buf)
+
+@dataclass
+class TurnCancelParams:
+    """
+    `turn/cancel` params.
+"""
+    def __init__(self, *, session_id:SessionId):
+        self.session_id = session_id
+        
+        
+
+    
+    def __str__(self):
+        return "TurnCancelParams(session_id={})".format(self.session_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnCancelParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnCancelParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+
+@dataclass
+class TurnCompleteParams:
+    """
+    `turn/complete` params.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        
+        
+
+    
+    def __str__(self):
+        return "TurnCompleteParams(session_id={}, turn_id={})".format(self.session_id, self.turn_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnCompleteParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnCompleteParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+
+@dataclass
+class TurnStartParams:
+    """
+    `turn/start` params.
+"""
+    def __init__(self, *, session_id:SessionId, prompt:str, origin:Origin):
+        self.session_id = session_id
+        self.prompt = prompt
+        self.origin = origin
+        
+        
+
+    
+    def __str__(self):
+        return "TurnStartParams(session_id={}, prompt={}, origin={})".format(self.session_id, self.prompt, self.origin)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.prompt != other.prompt:
+            return False
+        if self.origin != other.origin:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnStartParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnStartParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            prompt=_UniffiFfiConverterString.read(buf),
+            origin=_UniffiFfiConverterTypeOrigin.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.prompt)
+        _UniffiFfiConverterTypeOrigin.check_lower(value.origin)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.prompt, buf)
+        _UniffiFfiConverterTypeOrigin.write(value.origin, buf)
+
+@dataclass
+class TurnStartResult:
+    """
+    `turn/start` result.
+"""
+    def __init__(self, *, turn_id:str, mode:Mode):
+        self.turn_id = turn_id
+        self.mode = mode
+        
+        
+
+    
+    def __str__(self):
+        return "TurnStartResult(turn_id={}, mode={})".format(self.turn_id, self.mode)
+    def __eq__(self, other):
+        if self.turn_id != other.turn_id:
+            return False
+        if self.mode != other.mode:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnStartResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnStartResult(
+            turn_id=_UniffiFfiConverterString.read(buf),
+            mode=_UniffiFfiConverterTypeMode.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeMode.check_lower(value.mode)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeMode.write(value.mode, buf)
+
+class _UniffiFfiConverterSequenceTypeToolCall(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeToolCall.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeToolCall.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeToolCall.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class TurnToolCallsParams:
+    """
+    `turn/toolCalls` params.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, calls:typing.List[ToolCall]):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.calls = calls
+        
+        
+
+    
+    def __str__(self):
+        return "TurnToolCallsParams(session_id={}, turn_id={}, calls={})".format(self.session_id, self.turn_id, self.calls)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.calls != other.calls:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnToolCallsParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnToolCallsParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            calls=_UniffiFfiConverterSequenceTypeToolCall.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterSequenceTypeToolCall.check_lower(value.calls)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterSequenceTypeToolCall.write(value.calls, buf)
+
+class _UniffiFfiConverterSequenceTypeToolCallResult(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeToolCallResult.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeToolCallResult.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeToolCallResult.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class TurnToolCallsResult:
+    """
+    `turn/toolCalls` result: one entry per call, in order.
+"""
+    def __init__(self, *, results:typing.List[ToolCallResult]):
+        self.results = results
+        
+        
+
+    
+    def __str__(self):
+        return "TurnToolCallsResult(results={})".format(self.results)
+    def __eq__(self, other):
+        if self.results != other.results:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeTurnToolCallsResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return TurnToolCallsResult(
+            results=_UniffiFfiConverterSequenceTypeToolCallResult.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypeToolCallResult.check_lower(value.results)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypeToolCallResult.write(value.results, buf)
 
 class _UniffiFfiConverterSequenceTypeArtifactVerification(_UniffiConverterRustBuffer):
     @classmethod
@@ -5469,75 +7014,6 @@ class _UniffiFfiConverterTypePlanEventListener:
     def write(cls, value: PlanEventListener, buf: _UniffiRustBuffer):
         buf.write_u64(cls.lower(value))
 
-class _UniffiFfiConverterSequenceTypePlanApproval(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypePlanApproval.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypePlanApproval.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypePlanApproval.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterSequenceTypeToolCall(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeToolCall.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeToolCall.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeToolCall.read(buf) for i in range(count)
-        ]
-
-class _UniffiFfiConverterSequenceTypeToolCallResult(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        for item in value:
-            _UniffiFfiConverterTypeToolCallResult.check_lower(item)
-
-    @classmethod
-    def write(cls, value, buf):
-        items = len(value)
-        buf.write_i32(items)
-        for item in value:
-            _UniffiFfiConverterTypeToolCallResult.write(item, buf)
-
-    @classmethod
-    def read(cls, buf):
-        count = buf.read_i32()
-        if count < 0:
-            raise InternalError("Unexpected negative sequence length")
-
-        return [
-            _UniffiFfiConverterTypeToolCallResult.read(buf) for i in range(count)
-        ]
-
 
 class PlanHostProtocol(typing.Protocol):
     """
@@ -5549,74 +7025,49 @@ class PlanHostProtocol(typing.Protocol):
         Registers a listener for every later notification.
 """
         raise NotImplementedError
-    def approve(self, approval_id: str,permission_mode: typing.Optional[PermissionMode]) -> Decision:
+    def command_cancel(self, params: CommandCancelParams) -> CommandRun:
         """
-        Approves with an explicit permission mode; without one it is
-        `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+        command/cancel
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
+    def command_get(self, params: CommandGetParams) -> CommandRun:
         """
-        `command/cancel`: kills a running command; a `CommandExited` event
-        confirms it.
+        command/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def cancel_turn(self, session_id: str) -> Session:
+    def command_start(self, params: CommandStartParams) -> CommandRun:
         """
-        Cancels the active turn.
+        command/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def card_url(self, approval_id: str) -> str:
+    def execution_complete(self, params: ExecutionCompleteParams) -> PlanApproval:
         """
-        `plan/cardUrl`: the approval card URL of a pending approval.
+        execution/complete
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def complete_execution(self, execution_id: str) -> PlanApproval:
+    def execution_start(self, params: ExecutionStartParams) -> PlanApproval:
         """
-        Running -> completed.
-"""
-        raise NotImplementedError
-    def complete_turn(self, session_id: str,turn_id: str) -> Session:
-        """
-        Ends the active prompt turn.
-"""
-        raise NotImplementedError
-    def configure_session(self, session_id: str,config: SessionConfig) -> Session:
-        """
-        Changes configuration while the session is idle.
-"""
-        raise NotImplementedError
-    def confirm_tool(self, session_id: str,turn_id: str,call_id: str,allow: bool) -> ToolCallResult:
-        """
-        `tool/confirm`: a person's answer to a call of the active Agent turn
-        that `tool_calls` decided `Confirm`; the call's new decision (allow,
-        with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-"""
-        raise NotImplementedError
-    def create_session(self, session_id: typing.Optional[str],workspace_root: typing.Optional[str],mode: typing.Optional[Mode],permission_mode: typing.Optional[PermissionMode]) -> Session:
-        """
-        Creates a session.
-"""
-        raise NotImplementedError
-    def diff(self, approval_id: str,against_approval_id: typing.Optional[str]) -> PlanDiff:
-        """
-        Diffs an approval's artifact against `against_approval_id`, or against
-        the previous submission of its session when `None`.
-"""
-        raise NotImplementedError
-    def get_approval(self, approval_id: str) -> PlanApproval:
-        """
-        One approval.
-"""
-        raise NotImplementedError
-    def get_command(self, session_id: str,call_id: str) -> CommandRun:
-        """
-        `command/get`: a run by session and call id.
-"""
-        raise NotImplementedError
-    def get_session(self, session_id: str) -> Session:
-        """
-        A session.
+        execution/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
     def handle_json(self, request: str) -> typing.Optional[str]:
@@ -5625,24 +7076,85 @@ class PlanHostProtocol(typing.Protocol):
         the response text, or `None` for a client notification.
 """
         raise NotImplementedError
-    def list_approvals(self, query: ApprovalQuery) -> typing.List[PlanApproval]:
+    def initialize(self, params: InitializeParams) -> InitializeResult:
         """
-        Approvals, newest first.
+        initialize
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def list_shells(self, ) -> ShellCatalog:
+    def plan_approve(self, params: PlanApproveParams) -> Decision:
         """
-        The shell catalog.
+        plan/approve
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def read_artifact(self, approval_id: str) -> ArtifactContent:
+    def plan_card_url(self, params: PlanCardUrlParams) -> PlanCardUrlResult:
         """
-        Rereads an artifact and checks it against the record.
+        plan/cardUrl
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def reject(self, approval_id: str) -> Decision:
+    def plan_diff(self, params: PlanDiffParams) -> PlanDiff:
         """
-        Rejects.
+        plan/diff
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def plan_get(self, params: PlanGetParams) -> PlanApproval:
+        """
+        plan/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def plan_list(self, params: ApprovalFilter) -> PlanListResult:
+        """
+        plan/list
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def plan_read_artifact(self, params: PlanReadArtifactParams) -> ArtifactContent:
+        """
+        plan/readArtifact
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def plan_reject(self, params: PlanRejectParams) -> Decision:
+        """
+        plan/reject
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def plan_verify(self, params: PlanVerifyParams) -> VerifyReport:
+        """
+        plan/verify
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
     def sandbox_info(self, ) -> CommandCapabilities:
@@ -5652,9 +7164,49 @@ class PlanHostProtocol(typing.Protocol):
         `initialize` reports as `capabilities.commands`.
 """
         raise NotImplementedError
-    def set_default_shell(self, shell_id: str) -> str:
+    def session_configure(self, params: SessionConfigureParams) -> Session:
         """
-        Persists the default shell.
+        session/configure
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def session_create(self, params: SessionCreateParams) -> Session:
+        """
+        session/create
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def session_get(self, params: SessionGetParams) -> Session:
+        """
+        session/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def shell_list(self, params: ShellListParams) -> ShellCatalog:
+        """
+        shell/list
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def shell_set_default(self, params: ShellSetDefaultParams) -> ShellSetDefaultResult:
+        """
+        shell/setDefault
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
     def shutdown(self, ) -> None:
@@ -5664,32 +7216,49 @@ class PlanHostProtocol(typing.Protocol):
         from a listener, even one running on the timer thread.
 """
         raise NotImplementedError
-    def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
+    def tool_confirm(self, params: ToolConfirmParams) -> ToolCallResult:
         """
-        `command/start`: runs an Agent turn's allowed or confirmed Bash call
-        on the host, with the call's own command text.
+        tool/confirm
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def start_execution(self, execution_id: str) -> PlanApproval:
+    def turn_cancel(self, params: TurnCancelParams) -> Session:
         """
-        Queued -> running.
+        turn/cancel
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def start_turn(self, session_id: str,origin: Origin) -> ActiveTurn:
+    def turn_complete(self, params: TurnCompleteParams) -> Session:
         """
-        Starts a prompt turn.
+        turn/complete
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def tool_calls(self, session_id: str,turn_id: str,calls: typing.List[ToolCall]) -> typing.List[ToolCallResult]:
+    def turn_start(self, params: TurnStartParams) -> TurnStartResult:
         """
-        Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+        turn/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def verify(self, approval_id: typing.Optional[str],session_id: typing.Optional[str]) -> VerifyReport:
+    def turn_tool_calls(self, params: TurnToolCallsParams) -> TurnToolCallsResult:
         """
-        Verifies artifacts: one approval (`approval_id`), a session's
-        approvals and its workspace's orphans (`session_id`), or everything
-        (neither). Naming both is `INVALID_PARAMS`.
+        turn/toolCalls
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         raise NotImplementedError
 
@@ -5699,7 +7268,7 @@ class PlanHost(PlanHostProtocol):
 """
     
     _handle: ctypes.c_uint64
-    def __init__(self, db_path: str,options: PlanHostOptions):
+    def __init__(self, db_path: str,config: HostConfig):
         """
         Opens the database (created if missing, migrated from v8 if needed),
         takes the single-host lock, runs the startup fence and starts the
@@ -5708,10 +7277,10 @@ class PlanHost(PlanHostProtocol):
         
         _UniffiFfiConverterString.check_lower(db_path)
 
-        _UniffiFfiConverterTypePlanHostOptions.check_lower(options)
+        _UniffiFfiConverterTypeHostConfig.check_lower(config)
         _uniffi_lowered_args = (
             _UniffiFfiConverterString.lower(db_path),
-            _UniffiFfiConverterTypePlanHostOptions.lower(options),
+            _UniffiFfiConverterTypeHostConfig.lower(config),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypePlanHost.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
@@ -5757,278 +7326,113 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def approve(self, approval_id: str,permission_mode: typing.Optional[PermissionMode]) -> Decision:
+    def command_cancel(self, params: CommandCancelParams) -> CommandRun:
         """
-        Approves with an explicit permission mode; without one it is
-        `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+        command/cancel
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(approval_id)
-
-        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(permission_mode)
+        _UniffiFfiConverterTypeCommandCancelParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
-            _UniffiFfiConverterOptionalTypePermissionMode.lower(permission_mode),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeDecision.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def cancel_command(self, session_id: str,call_id: str) -> CommandRun:
-        """
-        `command/cancel`: kills a running command; a `CommandExited` event
-        confirms it.
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(call_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(call_id),
+            _UniffiFfiConverterTypeCommandCancelParams.lower(params),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_cancel,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def cancel_turn(self, session_id: str) -> Session:
+    def command_get(self, params: CommandGetParams) -> CommandRun:
         """
-        Cancels the active turn.
+        command/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
+        _UniffiFfiConverterTypeCommandGetParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def card_url(self, approval_id: str) -> str:
-        """
-        `plan/cardUrl`: the approval card URL of a pending approval.
-"""
-        
-        _UniffiFfiConverterString.check_lower(approval_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def complete_execution(self, execution_id: str) -> PlanApproval:
-        """
-        Running -> completed.
-"""
-        
-        _UniffiFfiConverterString.check_lower(execution_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(execution_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_execution,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def complete_turn(self, session_id: str,turn_id: str) -> Session:
-        """
-        Ends the active prompt turn.
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(turn_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(turn_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_turn,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def configure_session(self, session_id: str,config: SessionConfig) -> Session:
-        """
-        Changes configuration while the session is idle.
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterTypeSessionConfig.check_lower(config)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeSessionConfig.lower(config),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def confirm_tool(self, session_id: str,turn_id: str,call_id: str,allow: bool) -> ToolCallResult:
-        """
-        `tool/confirm`: a person's answer to a call of the active Agent turn
-        that `tool_calls` decided `Confirm`; the call's new decision (allow,
-        with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(turn_id)
-
-        _UniffiFfiConverterString.check_lower(call_id)
-
-        _UniffiFfiConverterBoolean.check_lower(allow)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(turn_id),
-            _UniffiFfiConverterString.lower(call_id),
-            _UniffiFfiConverterBoolean.lower(allow),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeToolCallResult.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def create_session(self, session_id: typing.Optional[str],workspace_root: typing.Optional[str],mode: typing.Optional[Mode],permission_mode: typing.Optional[PermissionMode]) -> Session:
-        """
-        Creates a session.
-"""
-        
-        _UniffiFfiConverterOptionalString.check_lower(session_id)
-
-        _UniffiFfiConverterOptionalString.check_lower(workspace_root)
-
-        _UniffiFfiConverterOptionalTypeMode.check_lower(mode)
-
-        _UniffiFfiConverterOptionalTypePermissionMode.check_lower(permission_mode)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalString.lower(session_id),
-            _UniffiFfiConverterOptionalString.lower(workspace_root),
-            _UniffiFfiConverterOptionalTypeMode.lower(mode),
-            _UniffiFfiConverterOptionalTypePermissionMode.lower(permission_mode),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def diff(self, approval_id: str,against_approval_id: typing.Optional[str]) -> PlanDiff:
-        """
-        Diffs an approval's artifact against `against_approval_id`, or against
-        the previous submission of its session when `None`.
-"""
-        
-        _UniffiFfiConverterString.check_lower(approval_id)
-
-        _UniffiFfiConverterOptionalString.check_lower(against_approval_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
-            _UniffiFfiConverterOptionalString.lower(against_approval_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypePlanDiff.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def get_approval(self, approval_id: str) -> PlanApproval:
-        """
-        One approval.
-"""
-        
-        _UniffiFfiConverterString.check_lower(approval_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def get_command(self, session_id: str,call_id: str) -> CommandRun:
-        """
-        `command/get`: a run by session and call id.
-"""
-        
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(call_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(call_id),
+            _UniffiFfiConverterTypeCommandGetParams.lower(params),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def get_session(self, session_id: str) -> Session:
+    def command_start(self, params: CommandStartParams) -> CommandRun:
         """
-        A session.
+        command/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
+        _UniffiFfiConverterTypeCommandStartParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
+            _UniffiFfiConverterTypeCommandStartParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_session,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def execution_complete(self, params: ExecutionCompleteParams) -> PlanApproval:
+        """
+        execution/complete
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeExecutionCompleteParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeExecutionCompleteParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_complete,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def execution_start(self, params: ExecutionStartParams) -> PlanApproval:
+        """
+        execution/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeExecutionStartParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeExecutionStartParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_start,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -6051,72 +7455,201 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def list_approvals(self, query: ApprovalQuery) -> typing.List[PlanApproval]:
+    def initialize(self, params: InitializeParams) -> InitializeResult:
         """
-        Approvals, newest first.
+        initialize
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterTypeApprovalQuery.check_lower(query)
+        _UniffiFfiConverterTypeInitializeParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypeApprovalQuery.lower(query),
+            _UniffiFfiConverterTypeInitializeParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypePlanApproval.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeInitializeResult.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_approvals,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_initialize,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def list_shells(self, ) -> ShellCatalog:
+    def plan_approve(self, params: PlanApproveParams) -> Decision:
         """
-        The shell catalog.
-"""
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeShellCatalog.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_shells,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def read_artifact(self, approval_id: str) -> ArtifactContent:
-        """
-        Rereads an artifact and checks it against the record.
+        plan/approve
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(approval_id)
+        _UniffiFfiConverterTypePlanApproveParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
-        )
-        _uniffi_lift_return = _UniffiFfiConverterTypeArtifactContent.lift
-        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
-        _uniffi_ffi_result = _uniffi_rust_call_with_error(
-            _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_read_artifact,
-            *_uniffi_lowered_args,
-        )
-        return _uniffi_lift_return(_uniffi_ffi_result)
-    def reject(self, approval_id: str) -> Decision:
-        """
-        Rejects.
-"""
-        
-        _UniffiFfiConverterString.check_lower(approval_id)
-        _uniffi_lowered_args = (
-            self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(approval_id),
+            _UniffiFfiConverterTypePlanApproveParams.lower(params),
         )
         _uniffi_lift_return = _UniffiFfiConverterTypeDecision.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_approve,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_card_url(self, params: PlanCardUrlParams) -> PlanCardUrlResult:
+        """
+        plan/cardUrl
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanCardUrlParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanCardUrlParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanCardUrlResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_card_url,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_diff(self, params: PlanDiffParams) -> PlanDiff:
+        """
+        plan/diff
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanDiffParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanDiffParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanDiff.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_diff,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_get(self, params: PlanGetParams) -> PlanApproval:
+        """
+        plan/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanGetParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanGetParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_get,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_list(self, params: ApprovalFilter) -> PlanListResult:
+        """
+        plan/list
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeApprovalFilter.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeApprovalFilter.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypePlanListResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_list,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_read_artifact(self, params: PlanReadArtifactParams) -> ArtifactContent:
+        """
+        plan/readArtifact
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanReadArtifactParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanReadArtifactParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeArtifactContent.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_read_artifact,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_reject(self, params: PlanRejectParams) -> Decision:
+        """
+        plan/reject
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanRejectParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanRejectParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeDecision.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_reject,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_verify(self, params: PlanVerifyParams) -> VerifyReport:
+        """
+        plan/verify
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanVerifyParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanVerifyParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeVerifyReport.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -6137,21 +7670,113 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def set_default_shell(self, shell_id: str) -> str:
+    def session_configure(self, params: SessionConfigureParams) -> Session:
         """
-        Persists the default shell.
+        session/configure
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(shell_id)
+        _UniffiFfiConverterTypeSessionConfigureParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(shell_id),
+            _UniffiFfiConverterTypeSessionConfigureParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterString.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_set_default_shell,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_configure,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def session_create(self, params: SessionCreateParams) -> Session:
+        """
+        session/create
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeSessionCreateParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeSessionCreateParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_create,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def session_get(self, params: SessionGetParams) -> Session:
+        """
+        session/get
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeSessionGetParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeSessionGetParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_get,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def shell_list(self, params: ShellListParams) -> ShellCatalog:
+        """
+        shell/list
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeShellListParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeShellListParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeShellCatalog.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_list,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def shell_set_default(self, params: ShellSetDefaultParams) -> ShellSetDefaultResult:
+        """
+        shell/setDefault
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeShellSetDefaultParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeShellSetDefaultParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeShellSetDefaultResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_set_default,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -6172,123 +7797,113 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def start_command(self, session_id: str,turn_id: str,call_id: str,command: str,cwd: typing.Optional[str],timeout_ms: typing.Optional[int]) -> CommandRun:
+    def tool_confirm(self, params: ToolConfirmParams) -> ToolCallResult:
         """
-        `command/start`: runs an Agent turn's allowed or confirmed Bash call
-        on the host, with the call's own command text.
+        tool/confirm
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(turn_id)
-
-        _UniffiFfiConverterString.check_lower(call_id)
-
-        _UniffiFfiConverterString.check_lower(command)
-
-        _UniffiFfiConverterOptionalString.check_lower(cwd)
-
-        _UniffiFfiConverterOptionalUInt64.check_lower(timeout_ms)
+        _UniffiFfiConverterTypeToolConfirmParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(turn_id),
-            _UniffiFfiConverterString.lower(call_id),
-            _UniffiFfiConverterString.lower(command),
-            _UniffiFfiConverterOptionalString.lower(cwd),
-            _UniffiFfiConverterOptionalUInt64.lower(timeout_ms),
+            _UniffiFfiConverterTypeToolConfirmParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeToolCallResult.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def start_execution(self, execution_id: str) -> PlanApproval:
+    def turn_cancel(self, params: TurnCancelParams) -> Session:
         """
-        Queued -> running.
+        turn/cancel
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(execution_id)
+        _UniffiFfiConverterTypeTurnCancelParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(execution_id),
+            _UniffiFfiConverterTypeTurnCancelParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypePlanApproval.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_execution,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_cancel,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def start_turn(self, session_id: str,origin: Origin) -> ActiveTurn:
+    def turn_complete(self, params: TurnCompleteParams) -> Session:
         """
-        Starts a prompt turn.
+        turn/complete
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterTypeOrigin.check_lower(origin)
+        _UniffiFfiConverterTypeTurnCompleteParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterTypeOrigin.lower(origin),
+            _UniffiFfiConverterTypeTurnCompleteParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeActiveTurn.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeSession.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_turn,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_complete,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def tool_calls(self, session_id: str,turn_id: str,calls: typing.List[ToolCall]) -> typing.List[ToolCallResult]:
+    def turn_start(self, params: TurnStartParams) -> TurnStartResult:
         """
-        Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+        turn/start
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterString.check_lower(session_id)
-
-        _UniffiFfiConverterString.check_lower(turn_id)
-
-        _UniffiFfiConverterSequenceTypeToolCall.check_lower(calls)
+        _UniffiFfiConverterTypeTurnStartParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterString.lower(session_id),
-            _UniffiFfiConverterString.lower(turn_id),
-            _UniffiFfiConverterSequenceTypeToolCall.lower(calls),
+            _UniffiFfiConverterTypeTurnStartParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterSequenceTypeToolCallResult.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeTurnStartResult.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_start,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def verify(self, approval_id: typing.Optional[str],session_id: typing.Optional[str]) -> VerifyReport:
+    def turn_tool_calls(self, params: TurnToolCallsParams) -> TurnToolCallsResult:
         """
-        Verifies artifacts: one approval (`approval_id`), a session's
-        approvals and its workspace's orphans (`session_id`), or everything
-        (neither). Naming both is `INVALID_PARAMS`.
+        turn/toolCalls
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
 """
         
-        _UniffiFfiConverterOptionalString.check_lower(approval_id)
-
-        _UniffiFfiConverterOptionalString.check_lower(session_id)
+        _UniffiFfiConverterTypeTurnToolCallsParams.check_lower(params)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterOptionalString.lower(approval_id),
-            _UniffiFfiConverterOptionalString.lower(session_id),
+            _UniffiFfiConverterTypeTurnToolCallsParams.lower(params),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeVerifyReport.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeTurnToolCallsResult.lift
         _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
-            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_tool_calls,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -6354,38 +7969,69 @@ __all__ = [
     "OutputStream",
     "PermissionMode",
     "ExecutionState",
+    "Clearable",
     "ToolAuditKind",
     "ToolCallDecision",
     "PlanError",
     "ServerNotification",
     "ActiveTurn",
-    "ApprovalQuery",
+    "ApprovalFilter",
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
     "CommandCapabilities",
+    "WebCapabilities",
+    "Capabilities",
+    "CommandCancelParams",
     "CommandShell",
     "CommandRun",
     "CommandExitedNotification",
+    "CommandGetParams",
     "CommandOutputNotification",
+    "CommandStartParams",
     "PlanApproval",
     "Session",
     "Decision",
+    "ExecutionCompleteParams",
+    "ExecutionStartParams",
     "ExecutionStateChangedNotification",
+    "HostConfig",
+    "InitializeParams",
+    "InitializeResult",
     "OrphanArtifact",
     "PlanApprovalRequestedNotification",
     "PlanApprovalResolvedNotification",
+    "PlanApproveParams",
+    "PlanCardUrlParams",
+    "PlanCardUrlResult",
     "PlanDiff",
-    "PlanHostOptions",
+    "PlanDiffParams",
+    "PlanGetParams",
+    "PlanListResult",
+    "PlanReadArtifactParams",
+    "PlanRejectParams",
+    "PlanVerifyParams",
     "SessionChangedNotification",
-    "SessionConfig",
+    "SessionConfigureParams",
+    "SessionCreateParams",
+    "SessionGetParams",
     "ShellInfo",
     "ShellCatalog",
+    "ShellListParams",
+    "ShellSetDefaultParams",
+    "ShellSetDefaultResult",
     "SkippedWorkspace",
     "ToolAuditEntry",
     "ToolCall",
     "ToolCallError",
     "ToolCallResult",
+    "ToolConfirmParams",
+    "TurnCancelParams",
+    "TurnCompleteParams",
+    "TurnStartParams",
+    "TurnStartResult",
+    "TurnToolCallsParams",
+    "TurnToolCallsResult",
     "VerifyReport",
     "error_code_wire_name",
     "PlanEventListenerImpl",

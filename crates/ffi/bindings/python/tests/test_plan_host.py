@@ -21,31 +21,52 @@ import pytest
 
 from plan_ffi import (
     error_code_wire_name,
-    CommandSandbox,
-    CommandState,
-    OutputStream,
-    ApprovalQuery,
+    ApprovalFilter,
     ApprovalStatus,
     ArtifactCheck,
+    Clearable,
+    CommandGetParams,
+    CommandSandbox,
+    CommandStartParams,
+    CommandState,
     ErrorCode,
+    ExecutionCompleteParams,
+    ExecutionStartParams,
     ExecutionState,
+    HostConfig,
+    InitializeParams,
     Mode,
     Origin,
+    OutputStream,
     PermissionMode,
+    PlanApproveParams,
+    PlanDiffParams,
     PlanError,
     PlanEventListener,
+    PlanGetParams,
     PlanHost,
-    PlanHostOptions,
+    PlanReadArtifactParams,
+    PlanRejectParams,
     PlanSandbox,
+    PlanVerifyParams,
     ServerNotification,
     PlanApprovalRequestedNotification,
     PlanApprovalResolvedNotification,
     ExecutionStateChangedNotification,
     SessionChangedNotification,
-    SessionConfig,
+    SessionConfigureParams,
+    SessionCreateParams,
+    SessionGetParams,
+    ShellListParams,
+    ShellSetDefaultParams,
     ToolCall,
     ToolCallDecision,
+    ToolConfirmParams,
+    TurnCancelParams,
+    TurnCompleteParams,
     TurnKind,
+    TurnStartParams,
+    TurnToolCallsParams,
 )
 
 MARKDOWN = "# Plan\r\n\n1. Read `src/main.rs`\n2. Ändern — naïve ✓\t🙂\n\nno trailing newline"
@@ -60,7 +81,7 @@ def hosts():
     opened = []
 
     def open_host(db_path, ttl_ms=None, markdown_limit=None):
-        host = PlanHost(db_path, PlanHostOptions(approval_ttl_ms=ttl_ms, markdown_limit_bytes=markdown_limit))
+        host = PlanHost(db_path, HostConfig(approval_ttl_ms=ttl_ms, markdown_limit_bytes=markdown_limit))
         opened.append(host)
         return host
 
@@ -85,16 +106,12 @@ def workspace(tmp_path, name="ws"):
     return path
 
 
-def config(mode=None, permission_mode=None, provider=None, model=None, shell=None):
-    return SessionConfig(mode=mode, permission_mode=permission_mode, provider=provider, model=model, shell=shell)
-
-
 def query(session_id=None, status=None, limit=None):
-    return ApprovalQuery(session_id=session_id, status=status, limit=limit)
+    return ApprovalFilter(session_id=session_id, status=status, limit=limit)
 
 
 def call(call_id, name, input_json="{}"):
-    return ToolCall(call_id=call_id, name=name, input_json=input_json)
+    return ToolCall(call_id=call_id, name=name, input=input_json)
 
 
 def submit_input(title="Refactor", markdown=MARKDOWN, question="Go ahead?", **extra):
@@ -118,12 +135,12 @@ def denied(result, code):
 
 
 def plan_session(host, ws, session_id=None):
-    return host.create_session(session_id, None if ws is None else str(ws), Mode.PLAN, None)
+    return host.session_create(SessionCreateParams(session_id=session_id, workspace_root=None if ws is None else str(ws), mode=Mode.PLAN, permission_mode=None))
 
 
 def submit(host, session_id, markdown=MARKDOWN, title="Refactor"):
-    turn = host.start_turn(session_id, Origin.INTERACTIVE)
-    (result,) = host.tool_calls(session_id, turn.turn_id, [call("s", "SubmitPlan", submit_input(title, markdown))])
+    turn = host.turn_start(TurnStartParams(session_id=session_id, prompt="", origin=Origin.INTERACTIVE))
+    (result,) = host.turn_tool_calls(TurnToolCallsParams(session_id=session_id, turn_id=turn.turn_id, calls=[call("s", "SubmitPlan", submit_input(title, markdown))])).results
     assert result.decision == ToolCallDecision.ALLOW, result.error
     return result.approval
 
@@ -199,15 +216,17 @@ def test_full_lifecycle(host, tmp_path, mode):
     sid = session.session_id
     assert session.mode == Mode.PLAN and session.permission_mode == PermissionMode.ASK
     assert session.workspace_root == str(ws) and session.active_turn is None
-    assert host.get_session(sid) == session
+    assert host.session_get(SessionGetParams(session_id=sid)) == session
 
-    turn = host.start_turn(sid, Origin.INTERACTIVE)
-    assert (turn.mode, turn.origin, turn.kind) == (Mode.PLAN, Origin.INTERACTIVE, TurnKind.PROMPT)
-    read, write = host.tool_calls(sid, turn.turn_id, [call("r", "Read", '{"path":"a"}'), call("w", "Write")])
+    turn = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.INTERACTIVE))
+    assert turn.mode == Mode.PLAN
+    active = host.session_get(SessionGetParams(session_id=sid)).active_turn
+    assert (active.turn_id, active.origin, active.kind) == (turn.turn_id, Origin.INTERACTIVE, TurnKind.PROMPT)
+    read, write = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=turn.turn_id, calls=[call("r", "Read", '{"path":"a"}'), call("w", "Write")])).results
     assert read.decision == ToolCallDecision.ALLOW and read.error is None
     denied(write, ErrorCode.TOOL_DENIED_IN_PLAN)
 
-    (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input("Refactor", MARKDOWN, "Proceed?"))])
+    (result,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=turn.turn_id, calls=[call("s", "SubmitPlan", submit_input("Refactor", MARKDOWN, "Proceed?"))])).results
     approval = result.approval
     assert approval.status == ApprovalStatus.PENDING
     assert (approval.title, approval.question, approval.turn_id) == ("Refactor", "Proceed?", turn.turn_id)
@@ -221,14 +240,14 @@ def test_full_lifecycle(host, tmp_path, mode):
     assert data == MARKDOWN.encode("utf-8")
     assert artifact.size == len(data)
     assert artifact.sha256 == hashlib.sha256(data).hexdigest()
-    content = host.read_artifact(approval.id)
+    content = host.plan_read_artifact(PlanReadArtifactParams(approval_id=approval.id))
     assert (content.markdown, content.sha256, content.size) == (MARKDOWN, artifact.sha256, artifact.size)
 
-    assert host.get_session(sid).pending_approval_id == approval.id
-    assert host.get_approval(approval.id) == approval
-    assert host.list_approvals(query(sid, ApprovalStatus.PENDING)) == [approval]
+    assert host.session_get(SessionGetParams(session_id=sid)).pending_approval_id == approval.id
+    assert host.plan_get(PlanGetParams(approval_id=approval.id)) == approval
+    assert host.plan_list(query(sid, ApprovalStatus.PENDING)).approvals == [approval]
 
-    decision = host.approve(approval.id, mode)
+    decision = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=mode))
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert decision.approval.permission_mode == mode
     assert decision.approval.execution_state == ExecutionState.QUEUED
@@ -237,39 +256,39 @@ def test_full_lifecycle(host, tmp_path, mode):
     assert decision.session.active_execution_id == eid
     assert decision.session.active_turn.kind == TurnKind.EXECUTION
 
-    assert host.start_execution(eid).execution_state == ExecutionState.RUNNING
-    done = host.complete_execution(eid)
+    assert host.execution_start(ExecutionStartParams(execution_id=eid)).execution_state == ExecutionState.RUNNING
+    done = host.execution_complete(ExecutionCompleteParams(execution_id=eid))
     assert done.execution_state == ExecutionState.COMPLETED and done.status == ApprovalStatus.APPROVED
-    after = host.get_session(sid)
+    after = host.session_get(SessionGetParams(session_id=sid))
     assert after.mode == Mode.AGENT and after.active_turn is None and after.active_execution_id is None
 
-    agent_turn = host.start_turn(sid, Origin.SCHEDULED)
+    agent_turn = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.SCHEDULED))
     assert agent_turn.mode == Mode.AGENT
     # The host's permission table: under ask a write needs a person, whom a
     # scheduled turn does not have; the other modes allow it.
-    (write,) = host.tool_calls(sid, agent_turn.turn_id, [call("w", "Write")])
+    (write,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=agent_turn.turn_id, calls=[call("w", "Write")])).results
     if mode == PermissionMode.ASK:
         denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
     else:
         assert write.decision == ToolCallDecision.ALLOW and not write.host_run
-    assert host.complete_turn(sid, agent_turn.turn_id).active_turn is None
+    assert host.turn_complete(TurnCompleteParams(session_id=sid, turn_id=agent_turn.turn_id)).active_turn is None
 
 
 def test_reject_is_terminal_and_a_revision_is_a_new_artifact(host, tmp_path):
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
     first = submit(host, sid, "v1\n")
-    rejected = host.reject(first.id)
+    rejected = host.plan_reject(PlanRejectParams(approval_id=first.id))
     assert rejected.approval.status == ApprovalStatus.REJECTED
     assert rejected.approval.permission_mode is None
     assert rejected.session.mode == Mode.PLAN and rejected.session.active_turn is None
-    failed(ErrorCode.APPROVAL_NOT_PENDING, host.approve, first.id, PermissionMode.AUTO)
+    failed(ErrorCode.APPROVAL_NOT_PENDING, host.plan_approve, PlanApproveParams(approval_id=first.id, permission_mode=PermissionMode.AUTO))
     # No pause for a distinct created_at: a tie is broken by id, and ids are
     # UUIDv7, ordered by creation within a process.
     second = submit(host, sid, "v2\n")
     assert second.artifact.path != first.artifact.path
     assert (ws / first.artifact.path).read_text() == "v1\n"
-    assert [a.id for a in host.list_approvals(query(sid))] == [second.id, first.id]
+    assert [a.id for a in host.plan_list(query(sid)).approvals] == [second.id, first.id]
 
 
 def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
@@ -278,34 +297,34 @@ def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
     pending_sid = plan_session(first, ws).session_id
     pending = submit(first, pending_sid)
     queued_sid = plan_session(first, ws).session_id
-    queued = first.approve(submit(first, queued_sid).id, PermissionMode.ACCEPT_EDITS).approval
+    queued = first.plan_approve(PlanApproveParams(approval_id=submit(first, queued_sid).id, permission_mode=PermissionMode.ACCEPT_EDITS)).approval
     running_sid = plan_session(first, ws).session_id
-    running = first.approve(submit(first, running_sid).id, PermissionMode.AUTO).approval
-    first.start_execution(running.execution_id)
+    running = first.plan_approve(PlanApproveParams(approval_id=submit(first, running_sid).id, permission_mode=PermissionMode.AUTO)).approval
+    first.execution_start(ExecutionStartParams(execution_id=running.execution_id))
     done_sid = plan_session(first, ws).session_id
-    done = first.approve(submit(first, done_sid).id, PermissionMode.ASK).approval
-    first.start_execution(done.execution_id)
-    first.complete_execution(done.execution_id)
+    done = first.plan_approve(PlanApproveParams(approval_id=submit(first, done_sid).id, permission_mode=PermissionMode.ASK)).approval
+    first.execution_start(ExecutionStartParams(execution_id=done.execution_id))
+    first.execution_complete(ExecutionCompleteParams(execution_id=done.execution_id))
 
     failed(ErrorCode.HOST_ALREADY_RUNNING, hosts, db)
     first.shutdown()
-    failed(ErrorCode.HOST_CLOSED, first.get_session, pending_sid)
+    failed(ErrorCode.HOST_CLOSED, first.session_get, SessionGetParams(session_id=pending_sid))
 
     second = hosts(db)
-    row = second.get_approval(pending.id)
+    row = second.plan_get(PlanGetParams(approval_id=pending.id))
     assert row.status == ApprovalStatus.INTERRUPTED and row.error_code == ErrorCode.HOST_RESTARTED
-    session = second.get_session(pending_sid)
+    session = second.session_get(SessionGetParams(session_id=pending_sid))
     assert session.mode == Mode.PLAN and session.pending_approval_id is None and session.active_turn is None
     for approval, sid in ((queued, queued_sid), (running, running_sid)):
-        row = second.get_approval(approval.id)
+        row = second.plan_get(PlanGetParams(approval_id=approval.id))
         assert row.status == ApprovalStatus.APPROVED
         assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == ErrorCode.HOST_RESTARTED
-        session = second.get_session(sid)
+        session = second.session_get(SessionGetParams(session_id=sid))
         assert session.mode == Mode.AGENT and session.active_execution_id is None and session.active_turn is None
-        failed(ErrorCode.EXECUTION_NOT_ACTIVE, second.start_execution, row.execution_id)
-        assert second.start_turn(sid, Origin.INTERACTIVE).mode == Mode.AGENT
-    assert second.get_approval(done.id).execution_state == ExecutionState.COMPLETED
-    failed(ErrorCode.APPROVAL_NOT_PENDING, second.approve, pending.id, PermissionMode.ASK)
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE, second.execution_start, ExecutionStartParams(execution_id=row.execution_id))
+        assert second.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.INTERACTIVE)).mode == Mode.AGENT
+    assert second.plan_get(PlanGetParams(approval_id=done.id)).execution_state == ExecutionState.COMPLETED
+    failed(ErrorCode.APPROVAL_NOT_PENDING, second.plan_approve, PlanApproveParams(approval_id=pending.id, permission_mode=PermissionMode.ASK))
     assert submit(second, pending_sid).status == ApprovalStatus.PENDING
 
 
@@ -315,30 +334,30 @@ def test_restart_interrupts_pending_queued_and_running(hosts, db, tmp_path):
 
 def test_session_and_turn_errors(host, tmp_path):
     ws = workspace(tmp_path)
-    failed(ErrorCode.SESSION_NOT_FOUND, host.get_session, "nope")
-    failed(ErrorCode.SESSION_NOT_FOUND, host.start_turn, "nope", Origin.INTERACTIVE)
-    host.create_session("s1", str(ws), Mode.PLAN, PermissionMode.AUTO)
-    failed(ErrorCode.SESSION_ALREADY_EXISTS, host.create_session, "s1", None, None, None)
-    failed(ErrorCode.INVALID_PARAMS, host.create_session, None, "relative/path", None, None)
-    failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION, host.start_turn, "s1", Origin.SCHEDULED)
-    turn = host.start_turn("s1", Origin.INTERACTIVE)
-    failed(ErrorCode.SESSION_BUSY, host.start_turn, "s1", Origin.INTERACTIVE)
-    failed(ErrorCode.SESSION_BUSY, host.configure_session, "s1", config(mode=Mode.AGENT))
-    failed(ErrorCode.TURN_NOT_ACTIVE, host.complete_turn, "s1", "turn-other")
-    assert host.cancel_turn("s1").active_turn is None
-    failed(ErrorCode.TURN_NOT_ACTIVE, host.cancel_turn, "s1")
-    failed(ErrorCode.TURN_NOT_ACTIVE, host.complete_turn, "s1", turn.turn_id)
-    failed(ErrorCode.SHELL_UNKNOWN, host.configure_session, "s1", config(shell="tcsh-9000"))
-    failed(ErrorCode.SHELL_UNKNOWN, host.set_default_shell, "tcsh-9000")
+    failed(ErrorCode.SESSION_NOT_FOUND, host.session_get, SessionGetParams(session_id="nope"))
+    failed(ErrorCode.SESSION_NOT_FOUND, host.turn_start, TurnStartParams(session_id="nope", prompt="", origin=Origin.INTERACTIVE))
+    host.session_create(SessionCreateParams(session_id="s1", workspace_root=str(ws), mode=Mode.PLAN, permission_mode=PermissionMode.AUTO))
+    failed(ErrorCode.SESSION_ALREADY_EXISTS, host.session_create, SessionCreateParams(session_id="s1", workspace_root=None, mode=None, permission_mode=None))
+    failed(ErrorCode.INVALID_PARAMS, host.session_create, SessionCreateParams(session_id=None, workspace_root="relative/path", mode=None, permission_mode=None))
+    failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION, host.turn_start, TurnStartParams(session_id="s1", prompt="", origin=Origin.SCHEDULED))
+    turn = host.turn_start(TurnStartParams(session_id="s1", prompt="", origin=Origin.INTERACTIVE))
+    failed(ErrorCode.SESSION_BUSY, host.turn_start, TurnStartParams(session_id="s1", prompt="", origin=Origin.INTERACTIVE))
+    failed(ErrorCode.SESSION_BUSY, host.session_configure, SessionConfigureParams(session_id="s1", mode=Mode.AGENT))
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.turn_complete, TurnCompleteParams(session_id="s1", turn_id="turn-other"))
+    assert host.turn_cancel(TurnCancelParams(session_id="s1")).active_turn is None
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.turn_cancel, TurnCancelParams(session_id="s1"))
+    failed(ErrorCode.TURN_NOT_ACTIVE, host.turn_complete, TurnCompleteParams(session_id="s1", turn_id=turn.turn_id))
+    failed(ErrorCode.SHELL_UNKNOWN, host.session_configure, SessionConfigureParams(session_id="s1", shell=Clearable.SET(value="tcsh-9000")))
+    failed(ErrorCode.SHELL_UNKNOWN, host.shell_set_default, ShellSetDefaultParams(shell_id="tcsh-9000"))
 
 
 def test_tool_call_errors(hosts, db, tmp_path):
     host = hosts(db, markdown_limit=64)
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
-    tid = host.start_turn(sid, Origin.INTERACTIVE).turn_id
-    failed(ErrorCode.SUBMIT_PLAN_NOT_ALONE, host.tool_calls, sid, tid, [call("r", "Read"), call("s", "SubmitPlan", submit_input())])
-    failed(ErrorCode.INVALID_PARAMS, host.tool_calls, sid, tid, [call("r", "Read", "{not json")])
+    tid = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.INTERACTIVE)).turn_id
+    failed(ErrorCode.SUBMIT_PLAN_NOT_ALONE, host.turn_tool_calls, TurnToolCallsParams(session_id=sid, turn_id=tid, calls=[call("r", "Read"), call("s", "SubmitPlan", submit_input())]))
+    failed(ErrorCode.INVALID_PARAMS, host.turn_tool_calls, TurnToolCallsParams(session_id=sid, turn_id=tid, calls=[call("r", "Read", "{not json")]))
     for bad in (
         '{"title":"T","markdown":"m"}',
         submit_input(title=""),
@@ -346,53 +365,53 @@ def test_tool_call_errors(hosts, db, tmp_path):
         submit_input(steps=[]),
         submit_input(markdown="x" * 65),
     ):
-        denied(host.tool_calls(sid, tid, [call("s", "SubmitPlan", bad)])[0], ErrorCode.INVALID_PLAN_INPUT)
-    assert host.get_session(sid).active_turn.turn_id == tid
-    assert host.list_approvals(query(sid)) == []
+        denied(host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=tid, calls=[call("s", "SubmitPlan", bad)])).results[0], ErrorCode.INVALID_PLAN_INPUT)
+    assert host.session_get(SessionGetParams(session_id=sid)).active_turn.turn_id == tid
+    assert host.plan_list(query(sid)).approvals == []
 
-    unbound = host.create_session(None, None, Mode.PLAN, None).session_id
-    ut = host.start_turn(unbound, Origin.INTERACTIVE).turn_id
-    denied(host.tool_calls(unbound, ut, [call("s", "SubmitPlan", submit_input())])[0], ErrorCode.SESSION_NOT_PROJECT_BOUND)
+    unbound = host.session_create(SessionCreateParams(session_id=None, workspace_root=None, mode=Mode.PLAN, permission_mode=None)).session_id
+    ut = host.turn_start(TurnStartParams(session_id=unbound, prompt="", origin=Origin.INTERACTIVE)).turn_id
+    denied(host.turn_tool_calls(TurnToolCallsParams(session_id=unbound, turn_id=ut, calls=[call("s", "SubmitPlan", submit_input())])).results[0], ErrorCode.SESSION_NOT_PROJECT_BOUND)
 
-    agent = host.create_session(None, str(ws), Mode.AGENT, None).session_id
-    at = host.start_turn(agent, Origin.INTERACTIVE).turn_id
-    denied(host.tool_calls(agent, at, [call("s", "SubmitPlan", submit_input())])[0], ErrorCode.PLAN_NOT_ACTIVE)
+    agent = host.session_create(SessionCreateParams(session_id=None, workspace_root=str(ws), mode=Mode.AGENT, permission_mode=None)).session_id
+    at = host.turn_start(TurnStartParams(session_id=agent, prompt="", origin=Origin.INTERACTIVE)).turn_id
+    denied(host.turn_tool_calls(TurnToolCallsParams(session_id=agent, turn_id=at, calls=[call("s", "SubmitPlan", submit_input())])).results[0], ErrorCode.PLAN_NOT_ACTIVE)
 
 
 def test_approval_artifact_and_execution_errors(host, tmp_path):
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
-    failed(ErrorCode.APPROVAL_NOT_FOUND, host.get_approval, "approval-nope")
-    failed(ErrorCode.APPROVAL_NOT_FOUND, host.approve, "approval-nope", PermissionMode.ASK)
-    failed(ErrorCode.EXECUTION_NOT_FOUND, host.start_execution, "execution-nope")
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.plan_get, PlanGetParams(approval_id="approval-nope"))
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.plan_approve, PlanApproveParams(approval_id="approval-nope", permission_mode=PermissionMode.ASK))
+    failed(ErrorCode.EXECUTION_NOT_FOUND, host.execution_start, ExecutionStartParams(execution_id="execution-nope"))
 
     approval = submit(host, sid)
-    failed(ErrorCode.PERMISSION_MODE_REQUIRED, host.approve, approval.id, None)
-    assert host.get_approval(approval.id).status == ApprovalStatus.PENDING
+    failed(ErrorCode.PERMISSION_MODE_REQUIRED, host.plan_approve, PlanApproveParams(approval_id=approval.id, permission_mode=None))
+    assert host.plan_get(PlanGetParams(approval_id=approval.id)).status == ApprovalStatus.PENDING
 
     path = ws / approval.artifact.path
     original = path.read_bytes()
     os.chmod(path, 0o644)
     path.write_bytes(b"X" + original[1:])
-    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.read_artifact, approval.id)
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.plan_read_artifact, PlanReadArtifactParams(approval_id=approval.id))
     # Approving re-reads the plan: a rewritten or removed file is refused and
     # nothing changes.
-    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.approve, approval.id, PermissionMode.AUTO)
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.plan_approve, PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO))
     path.unlink()
-    failed(ErrorCode.ARTIFACT_MISSING, host.read_artifact, approval.id)
-    failed(ErrorCode.ARTIFACT_MISSING, host.approve, approval.id, PermissionMode.AUTO)
-    assert host.get_approval(approval.id).status == ApprovalStatus.PENDING
+    failed(ErrorCode.ARTIFACT_MISSING, host.plan_read_artifact, PlanReadArtifactParams(approval_id=approval.id))
+    failed(ErrorCode.ARTIFACT_MISSING, host.plan_approve, PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO))
+    assert host.plan_get(PlanGetParams(approval_id=approval.id)).status == ApprovalStatus.PENDING
 
     # The plan as submitted, restored: now it can be approved.
     path.write_bytes(original)
-    eid = host.approve(approval.id, PermissionMode.AUTO).approval.execution_id
-    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.complete_execution, eid)
-    host.start_execution(eid)
-    cancelled = host.cancel_turn(sid)
+    eid = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO)).approval.execution_id
+    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.execution_complete, ExecutionCompleteParams(execution_id=eid))
+    host.execution_start(ExecutionStartParams(execution_id=eid))
+    cancelled = host.turn_cancel(TurnCancelParams(session_id=sid))
     assert cancelled.active_execution_id is None
-    row = host.get_approval(approval.id)
+    row = host.plan_get(PlanGetParams(approval_id=approval.id))
     assert row.execution_state == ExecutionState.INTERRUPTED and row.error_code == ErrorCode.EXECUTION_CANCELLED
-    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.complete_execution, eid)
+    failed(ErrorCode.EXECUTION_NOT_ACTIVE, host.execution_complete, ExecutionCompleteParams(execution_id=eid))
 
 
 def test_host_errors(hosts, tmp_path):
@@ -410,10 +429,11 @@ def test_host_errors(hosts, tmp_path):
     first.shutdown()
     first.shutdown()
     for fn, args in (
-        (first.list_shells, ()),
-        (first.create_session, (None, None, None, None)),
-        (first.list_approvals, (query(),)),
-        (first.set_default_shell, ("sh",)),
+        (first.shell_list, (ShellListParams(),)),
+        (first.session_create, (SessionCreateParams(workspace_root=None),)),
+        (first.plan_list, (query(),)),
+        (first.shell_set_default, (ShellSetDefaultParams(shell_id="sh"),)),
+        (first.initialize, (InitializeParams(protocol_version=9),)),
     ):
         failed(ErrorCode.HOST_CLOSED, fn, *args)
 
@@ -454,14 +474,14 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     assert resolved[0].approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert len(recorder.expiry_threads) == 1 and recorder.expiry_threads[0] != threading.get_ident()
 
-    row = host.get_approval(approval.id)
+    row = host.plan_get(PlanGetParams(approval_id=approval.id))
     assert row == resolved[0].approval
     assert row.expires_at == approval.expires_at
-    session = host.get_session(sid)
+    session = host.session_get(SessionGetParams(session_id=sid))
     assert session.mode == Mode.PLAN and session.active_turn is None
     changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e[0].session.active_turn is None)
     assert changed[0].session == session
-    failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.approve, approval.id, PermissionMode.AUTO)
+    failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.plan_approve, PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO))
 
 
 def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
@@ -469,17 +489,17 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     host.add_listener(recorder)
     sid = plan_session(host, workspace(tmp_path)).session_id
     assert recorder.drain() == [], "a new session is not a change"
-    turn = host.start_turn(sid, Origin.INTERACTIVE)
-    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.get_session(sid)))]
-    (result,) = host.tool_calls(sid, turn.turn_id, [call("s", "SubmitPlan", submit_input(markdown="v1\n"))])
+    turn = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.INTERACTIVE))
+    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.session_get(SessionGetParams(session_id=sid))))]
+    (result,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=turn.turn_id, calls=[call("s", "SubmitPlan", submit_input(markdown="v1\n"))])).results
     approval = result.approval
     assert recorder.drain() == [
         ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)),
-        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.get_session(sid))),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.session_get(SessionGetParams(session_id=sid)))),
     ]
 
     # Approved: resolved, the execution queued, the session in Agent.
-    decision = host.approve(approval.id, PermissionMode.AUTO)
+    decision = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO))
     eid = decision.approval.execution_id
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert decision.approval.permission_mode == PermissionMode.AUTO
@@ -488,12 +508,12 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
         ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED)),
         ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=decision.session)),
     ]
-    host.start_execution(eid)
+    host.execution_start(ExecutionStartParams(execution_id=eid))
     (running,) = recorder.drain()
     assert running.is_execution_state_changed()
     assert (running[0].session_id, running[0].execution_id, running[0].state) == (sid, eid, ExecutionState.RUNNING)
-    host.complete_execution(eid)
-    idle = host.get_session(sid)
+    host.execution_complete(ExecutionCompleteParams(execution_id=eid))
+    idle = host.session_get(SessionGetParams(session_id=sid))
     assert idle.active_execution_id is None and idle.mode == Mode.AGENT
     assert recorder.drain() == [
         ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED)),
@@ -501,11 +521,11 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     ]
 
     # Rejected: resolved without an execution, the session back to idle Plan.
-    configured = host.configure_session(sid, SessionConfig(mode=Mode.PLAN))
+    configured = host.session_configure(SessionConfigureParams(session_id=sid, mode=Mode.PLAN))
     assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=configured))]
     second = submit(host, sid, "v2\n")
     recorder.drain()
-    rejected = host.reject(second.id)
+    rejected = host.plan_reject(PlanRejectParams(approval_id=second.id))
     assert rejected.approval.status == ApprovalStatus.REJECTED and rejected.approval.execution_id is None
     assert recorder.drain() == [
         ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=rejected.approval)),
@@ -523,7 +543,7 @@ def test_a_raising_listener_is_contained(host, tmp_path):
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert raising.calls > 0
     assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
-    decision = host.approve(approval.id, PermissionMode.ASK)
+    decision = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.ASK))
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED) == [ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=decision.approval))]
 
@@ -548,7 +568,7 @@ def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, mo
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
-    assert host.approve(approval.id, PermissionMode.ASK).approval.status == ApprovalStatus.APPROVED
+    assert host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.ASK)).approval.status == ApprovalStatus.APPROVED
     assert unraisable and set(unraisable) == {Fatal}, unraisable
 
 
@@ -587,8 +607,8 @@ def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
     submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert done.wait(10)
     assert outcome["result"] == "ok"
-    failed(ErrorCode.HOST_CLOSED, host.list_shells)
-    hosts(db).list_shells()  # the lock was released
+    failed(ErrorCode.HOST_CLOSED, host.shell_list, ShellListParams())
+    hosts(db).shell_list(ShellListParams())  # the lock was released
 
 
 # ---------------------------------------------------------------------------
@@ -608,7 +628,7 @@ def test_handle_json(host, tmp_path):
     assert (init["protocolVersion"], init["schemaVersion"], init["approvalTtlMs"]) == (9, 10, 1800000)
     created = rpc(host, "session/create", {"sessionId": "json-1", "workspaceRoot": str(workspace(tmp_path)), "mode": "plan"})
     assert created["result"]["mode"] == "plan"
-    assert host.get_session("json-1").mode == Mode.PLAN
+    assert host.session_get(SessionGetParams(session_id="json-1")).mode == Mode.PLAN
     bad = rpc(host, "session/get", {"sessionId": "json-1", "feedback": "x"})
     assert bad["error"]["code"] == -32602 and bad["error"]["data"]["code"] == "INVALID_PARAMS"
     assert host.handle_json('{"jsonrpc":"2.0","method":"initialized","params":{}}') is None
@@ -617,25 +637,32 @@ def test_handle_json(host, tmp_path):
 
 def test_shells_and_configuration(hosts, db):
     host = hosts(db)
-    catalog = host.list_shells()
+    catalog = host.shell_list(ShellListParams())
     ids = [shell.id for shell in catalog.shells]
     assert "bash" in ids and "sh" in ids and catalog.default_shell in ids
-    assert host.set_default_shell("sh") == "sh"
-    sid = host.create_session("cfg", None, None, None).session_id
-    configured = host.configure_session(sid, config(Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash"))
+    assert host.shell_set_default(ShellSetDefaultParams(shell_id="sh")).default_shell == "sh"
+    sid = host.session_create(SessionCreateParams(session_id="cfg", workspace_root=None, mode=None, permission_mode=None)).session_id
+    configured = host.session_configure(SessionConfigureParams(
+        session_id=sid,
+        mode=Mode.PLAN,
+        permission_mode=PermissionMode.ACCEPT_EDITS,
+        provider=Clearable.SET(value="anthropic"),
+        model=Clearable.SET(value="claude"),
+        shell=Clearable.SET(value="bash"),
+    ))
     assert (configured.mode, configured.permission_mode, configured.provider, configured.model, configured.shell) == (
         Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash")
-    # Every field has a default, so a configuration names only what changes.
-    cleared = host.configure_session(sid, SessionConfig(clear_provider=True, clear_shell=True))
+    # Every field but the session has a default (absent: unchanged), so a
+    # configuration names only what changes; CLEAR sets a field back to none.
+    cleared = host.session_configure(
+        SessionConfigureParams(session_id=sid, provider=Clearable.CLEAR(), shell=Clearable.CLEAR()))
     assert (cleared.provider, cleared.model, cleared.shell) == (None, "claude", None)
-    with pytest.raises(PlanError.Failed) as refused:
-        host.configure_session(sid, SessionConfig(provider="openai", clear_provider=True))
-    assert refused.value.code == ErrorCode.INVALID_PARAMS
-    configured = host.configure_session(sid, SessionConfig(provider="anthropic", shell="bash"))
+    configured = host.session_configure(SessionConfigureParams(
+        session_id=sid, provider=Clearable.SET(value="anthropic"), shell=Clearable.SET(value="bash")))
     host.shutdown()
     again = hosts(db)
-    assert again.list_shells().default_shell == "sh"
-    assert again.get_session(sid) == configured
+    assert again.shell_list(ShellListParams()).default_shell == "sh"
+    assert again.session_get(SessionGetParams(session_id=sid)) == configured
 
 
 # ---------------------------------------------------------------------------
@@ -654,20 +681,20 @@ def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
         barrier.wait(10)
         ids = []
         for r in range(rounds):
-            host.configure_session(sid, config(mode=Mode.PLAN))
+            host.session_configure(SessionConfigureParams(session_id=sid, mode=Mode.PLAN))
             approval = submit(host, sid, f"plan {n}/{r}\n")
-            assert host.read_artifact(approval.id).markdown == f"plan {n}/{r}\n"
-            host.list_approvals(query(limit=5))
-            eid = host.approve(approval.id, list(PermissionMode)[(n + r) % 3]).approval.execution_id
-            host.start_execution(eid)
-            assert host.complete_execution(eid).execution_state == ExecutionState.COMPLETED
+            assert host.plan_read_artifact(PlanReadArtifactParams(approval_id=approval.id)).markdown == f"plan {n}/{r}\n"
+            host.plan_list(query(limit=5)).approvals
+            eid = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=list(PermissionMode)[(n + r) % 3])).approval.execution_id
+            host.execution_start(ExecutionStartParams(execution_id=eid))
+            assert host.execution_complete(ExecutionCompleteParams(execution_id=eid)).execution_state == ExecutionState.COMPLETED
             ids.append(approval.id)
         return ids
 
     with ThreadPoolExecutor(threads) as pool:
         results = [f.result(timeout=60) for f in [pool.submit(work, n) for n in range(threads)]]
     assert len({i for ids in results for i in ids}) == threads * rounds
-    approved = host.list_approvals(query(status=ApprovalStatus.APPROVED))
+    approved = host.plan_list(query(status=ApprovalStatus.APPROVED)).approvals
     assert len(approved) == threads * rounds
     assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
     assert len(recorder.of(ServerNotification.PLAN_APPROVAL_REQUESTED)) == threads * rounds
@@ -684,29 +711,29 @@ def test_verify_and_diff(host, tmp_path):
     ws = workspace(tmp_path)
     sid = plan_session(host, ws).session_id
     first = submit(host, sid, "# Plan\n\n1. Read.\n2. Split.\n")
-    host.reject(first.id)
+    host.plan_reject(PlanRejectParams(approval_id=first.id))
     # "Previous" is by (created_at, id); ids are ordered by creation, so a
     # created_at tie still makes `first` the earlier one.
     second = submit(host, sid, "# Plan\n\n1. Read.\n2. Split in two.\n")
 
-    report = host.verify(None, None)
+    report = host.plan_verify(PlanVerifyParams(approval_id=None, session_id=None))
     assert report.ok and {a.approval_id for a in report.artifacts} == {first.id, second.id}
     assert all(a.result == ArtifactCheck.OK and a.error_code is None for a in report.artifacts)
 
     # An orphan fails the session and everything, but not one approval.
     (ws / ".pi" / "plan" / "stray.md").write_text("# stray\n")
-    assert not host.verify(None, sid).ok
-    assert [o.path for o in host.verify(None, None).orphans] == [".pi/plan/stray.md"]
-    one = host.verify(second.id, None)
+    assert not host.plan_verify(PlanVerifyParams(approval_id=None, session_id=sid)).ok
+    assert [o.path for o in host.plan_verify(PlanVerifyParams(approval_id=None, session_id=None)).orphans] == [".pi/plan/stray.md"]
+    one = host.plan_verify(PlanVerifyParams(approval_id=second.id, session_id=None))
     assert one.ok and one.orphans == [] and [a.approval_id for a in one.artifacts] == [second.id]
-    failed(ErrorCode.INVALID_PARAMS, host.verify, second.id, sid)
-    failed(ErrorCode.APPROVAL_NOT_FOUND, host.verify, "nope", None)
+    failed(ErrorCode.INVALID_PARAMS, host.plan_verify, PlanVerifyParams(approval_id=second.id, session_id=sid))
+    failed(ErrorCode.APPROVAL_NOT_FOUND, host.plan_verify, PlanVerifyParams(approval_id="nope", session_id=None))
 
-    diff = host.diff(second.id, None)
+    diff = host.plan_diff(PlanDiffParams(approval_id=second.id, against_approval_id=None))
     assert diff.against_approval_id == first.id and not diff.identical
     assert "-2. Split.\n+2. Split in two.\n" in diff.unified
-    assert host.diff(first.id, None).unified is None
-    assert host.diff(second.id, second.id).identical
+    assert host.plan_diff(PlanDiffParams(approval_id=first.id, against_approval_id=None)).unified is None
+    assert host.plan_diff(PlanDiffParams(approval_id=second.id, against_approval_id=second.id)).identical
 
     # The same operations over JSON-RPC give the same answers.
     rpc(host, "initialize", {"protocolVersion": 9})
@@ -718,10 +745,10 @@ def test_verify_and_diff(host, tmp_path):
     assert both["error"]["data"]["code"] == "INVALID_PARAMS"
 
     (ws / first.artifact.path).write_text("tampered\n")
-    checked = host.verify(first.id, None)
+    checked = host.plan_verify(PlanVerifyParams(approval_id=first.id, session_id=None))
     assert not checked.ok and checked.artifacts[0].result == ArtifactCheck.MISMATCH
     assert checked.artifacts[0].error_code == ErrorCode.ARTIFACT_INTEGRITY_MISMATCH
-    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.diff, second.id, None)
+    failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, host.plan_diff, PlanDiffParams(approval_id=second.id, against_approval_id=None))
 
     wire_mismatch = rpc(host, "plan/diff", {"approvalId": second.id})
     assert wire_mismatch["error"]["data"]["code"] == "ARTIFACT_INTEGRITY_MISMATCH"
@@ -729,16 +756,16 @@ def test_verify_and_diff(host, tmp_path):
 
 def test_workspace_roots_are_normalized_and_bad_roots_refused_alike(host, tmp_path):
     ws = workspace(tmp_path)
-    created = host.create_session("norm", str(ws) + "/./", Mode.PLAN, None)
+    created = host.session_create(SessionCreateParams(session_id="norm", workspace_root=str(ws) + "/./", mode=Mode.PLAN, permission_mode=None))
     assert created.workspace_root == str(ws)
-    dotted = host.create_session("dotted", str(ws) + "/../" + ws.name, None, None)
+    dotted = host.session_create(SessionCreateParams(session_id="dotted", workspace_root=str(ws) + "/../" + ws.name, mode=None, permission_mode=None))
     assert dotted.workspace_root == str(ws)
     rpc(host, "initialize", {"protocolVersion": 9})
     for bad in ["relative/path", "/..", "/w\u0000x"]:
-        failed(ErrorCode.INVALID_PARAMS, host.create_session, None, bad, None, None)
+        failed(ErrorCode.INVALID_PARAMS, host.session_create, SessionCreateParams(session_id=None, workspace_root=bad, mode=None, permission_mode=None))
         reply = rpc(host, "session/create", {"workspaceRoot": bad})
         assert reply["error"]["data"]["code"] == error_code_wire_name(ErrorCode.INVALID_PARAMS)
-    failed(ErrorCode.INVALID_PARAMS, host.create_session, "", None, None, None)
+    failed(ErrorCode.INVALID_PARAMS, host.session_create, SessionCreateParams(session_id="", workspace_root=None, mode=None, permission_mode=None))
     assert rpc(host, "session/create", {"sessionId": "", "workspaceRoot": None})["error"]["data"]["code"] == "INVALID_PARAMS"
 
 
@@ -756,7 +783,7 @@ SANDBOX_HELPER = os.path.normpath(
 def command_host(tmp_path):
     host = PlanHost(
         str(tmp_path / "plan.db"),
-        PlanHostOptions(sandbox_helper=SANDBOX_HELPER),
+        HostConfig(sandbox_helper=SANDBOX_HELPER),
     )
     yield host
     host.shutdown()
@@ -770,16 +797,16 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
     assert binary and os.path.isfile(binary), (
         "PLAN_CHECKPOINT_BIN must name a built plan-checkpoint binary (test-wheel.sh sets it)"
     )
-    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper=binary))
+    host = PlanHost(str(tmp_path / "plan.db"), HostConfig(sandbox_helper=binary))
     try:
         ws = workspace(tmp_path)
         (ws / "notes.txt").write_text("plan me\n")
         recorder = Recorder()
         host.add_listener(recorder)
-        host.create_session("py", str(ws), Mode.PLAN, None)
-        turn = host.start_turn("py", Origin.INTERACTIVE)
+        host.session_create(SessionCreateParams(session_id="py", workspace_root=str(ws), mode=Mode.PLAN, permission_mode=None))
+        turn = host.turn_start(TurnStartParams(session_id="py", prompt="", origin=Origin.INTERACTIVE))
         command = json.dumps({"command": "cat notes.txt"})
-        [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+        [result] = host.turn_tool_calls(TurnToolCallsParams(session_id="py", turn_id=turn.turn_id, calls=[ToolCall(call_id="c1", name="Bash", input=command)])).results
         info = host.sandbox_info()
         if info.plan_sandbox != PlanSandbox.LANDLOCK:
             print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
@@ -797,17 +824,17 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
 def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_path):
     """A wrong helper path is not blamed on the kernel: sandbox_info() and
     the refusal of a Plan Bash call both name the helper that was not found."""
-    host = PlanHost(str(tmp_path / "plan.db"), PlanHostOptions(sandbox_helper="/nonexistent/helper"))
+    host = PlanHost(str(tmp_path / "plan.db"), HostConfig(sandbox_helper="/nonexistent/helper"))
     try:
         info = host.sandbox_info()
         assert info.plan_sandbox == PlanSandbox.UNAVAILABLE
         assert info.layers == [] and info.enforced == []
         assert "/nonexistent/helper was not found" in info.reason
         ws = workspace(tmp_path)
-        host.create_session("py", str(ws), Mode.PLAN, None)
-        turn = host.start_turn("py", Origin.INTERACTIVE)
+        host.session_create(SessionCreateParams(session_id="py", workspace_root=str(ws), mode=Mode.PLAN, permission_mode=None))
+        turn = host.turn_start(TurnStartParams(session_id="py", prompt="", origin=Origin.INTERACTIVE))
         command = json.dumps({"command": "cat notes.txt"})
-        [result] = host.tool_calls("py", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+        [result] = host.turn_tool_calls(TurnToolCallsParams(session_id="py", turn_id=turn.turn_id, calls=[ToolCall(call_id="c1", name="Bash", input=command)])).results
         assert result.decision == ToolCallDecision.DENY
         assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
         assert result.error.message == (
@@ -831,10 +858,10 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
     (ws / "notes.txt").write_text("plan me\n")
     recorder = Recorder()
     host.add_listener(recorder)
-    host.create_session("cmd", str(ws), Mode.PLAN, None)
-    turn = host.start_turn("cmd", Origin.INTERACTIVE)
+    host.session_create(SessionCreateParams(session_id="cmd", workspace_root=str(ws), mode=Mode.PLAN, permission_mode=None))
+    turn = host.turn_start(TurnStartParams(session_id="cmd", prompt="", origin=Origin.INTERACTIVE))
     command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
-    [result] = host.tool_calls("cmd", turn.turn_id, [ToolCall(call_id="c1", name="Bash", input_json=command)])
+    [result] = host.turn_tool_calls(TurnToolCallsParams(session_id="cmd", turn_id=turn.turn_id, calls=[ToolCall(call_id="c1", name="Bash", input=command)])).results
     info = host.sandbox_info()
     if info.plan_sandbox != PlanSandbox.LANDLOCK:
         print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
@@ -849,46 +876,44 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
     assert exited.command.exit_code != 0, "the refused write fails the command"
     assert "".join(o.chunk for o in outputs if o.stream == OutputStream.STDOUT) == "plan me\n"
     assert not (ws / "written.txt").exists(), "the kernel refused the write"
-    assert host.get_command("cmd", "c1") == exited.command
+    assert host.command_get(CommandGetParams(session_id="cmd", call_id="c1")) == exited.command
     with pytest.raises(PlanError.Failed) as missing:
-        host.get_command("cmd", "nope")
+        host.command_get(CommandGetParams(session_id="cmd", call_id="nope"))
     assert missing.value.code == ErrorCode.COMMAND_NOT_FOUND
     with pytest.raises(PlanError.Failed) as again:
-        host.start_command("cmd", turn.turn_id, "c1", "ls", None, None)
+        host.command_start(CommandStartParams(session_id="cmd", turn_id=turn.turn_id, call_id="c1", command="ls", cwd=None, timeout_ms=None))
     assert again.value.code == ErrorCode.COMMAND_NOT_ALLOWED
-    host.complete_turn("cmd", turn.turn_id)
+    host.turn_complete(TurnCompleteParams(session_id="cmd", turn_id=turn.turn_id))
 
 
 def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_path):
-    # Under ask the Bash call awaits a person (confirm_tool), then runs on the
+    # Under ask the Bash call awaits a person (tool_confirm), then runs on the
     # host in the workspace-write sandbox, with the text it was decided with.
     host = command_host
     recorder = Recorder()
     host.add_listener(recorder)
-    host.create_session("agent", str(workspace(tmp_path)), Mode.AGENT, None)
-    turn = host.start_turn("agent", Origin.INTERACTIVE)
+    host.session_create(SessionCreateParams(session_id="agent", workspace_root=str(workspace(tmp_path)), mode=Mode.AGENT, permission_mode=None))
+    turn = host.turn_start(TurnStartParams(session_id="agent", prompt="", origin=Origin.INTERACTIVE))
     command = "printf out; printf err >&2"
-    (asked, written) = host.tool_calls(
-        "agent", turn.turn_id, [call("b1", "Bash", json.dumps({"command": command, "timeoutMs": 10_000})), call("w1", "Write")]
-    )
+    (asked, written) = host.turn_tool_calls(TurnToolCallsParams(session_id="agent", turn_id=turn.turn_id, calls=[call("b1", "Bash", json.dumps({"command": command, "timeoutMs": 10_000})), call("w1", "Write")])).results
     assert (asked.decision, asked.host_run) == (ToolCallDecision.CONFIRM, True)
     assert (written.decision, written.host_run) == (ToolCallDecision.CONFIRM, False)
     with pytest.raises(PlanError.Failed) as early:
-        host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+        host.command_start(CommandStartParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", command=command, cwd=None, timeout_ms=10_000))
     assert early.value.code == ErrorCode.COMMAND_NOT_ALLOWED
-    denied(host.confirm_tool("agent", turn.turn_id, "w1", False), ErrorCode.TOOL_DECLINED)
+    denied(host.tool_confirm(ToolConfirmParams(session_id="agent", turn_id=turn.turn_id, call_id="w1", allow=False)), ErrorCode.TOOL_DECLINED)
     with pytest.raises(PlanError.Failed) as twice:
-        host.confirm_tool("agent", turn.turn_id, "w1", True)
+        host.tool_confirm(ToolConfirmParams(session_id="agent", turn_id=turn.turn_id, call_id="w1", allow=True))
     assert twice.value.code == ErrorCode.TOOL_CONFIRMATION_NOT_PENDING
-    confirmed = host.confirm_tool("agent", turn.turn_id, "b1", True)
+    confirmed = host.tool_confirm(ToolConfirmParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", allow=True))
     assert (confirmed.decision, confirmed.host_run) == (ToolCallDecision.ALLOW, True)
     recorder.drain()
     if host.sandbox_info().plan_sandbox != PlanSandbox.LANDLOCK:
         with pytest.raises(PlanError.Failed) as unavailable:
-            host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+            host.command_start(CommandStartParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", command=command, cwd=None, timeout_ms=10_000))
         assert unavailable.value.code == ErrorCode.SANDBOX_UNAVAILABLE
         return
-    run = host.start_command("agent", turn.turn_id, "b1", command, None, 10_000)
+    run = host.command_start(CommandStartParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", command=command, cwd=None, timeout_ms=10_000))
     assert run.sandbox == CommandSandbox.WORKSPACE_WRITE and run.state == CommandState.RUNNING
     outputs, exited = command_events(recorder, "b1")
     assert all(o.session_id == "agent" for o in outputs)
@@ -898,6 +923,6 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     assert exited.session_id == "agent"
     assert exited.command.state == CommandState.EXITED and exited.command.exit_code == 0
     assert (exited.command.stdout_bytes, exited.command.stderr_bytes) == (3, 3)
-    assert exited.command == host.get_command("agent", "b1")
+    assert exited.command == host.command_get(CommandGetParams(session_id="agent", call_id="b1"))
     assert recorder.events[-1] == ServerNotification.COMMAND_EXITED(exited), "nothing of the call after its end"
-    host.complete_turn("agent", turn.turn_id)
+    host.turn_complete(TurnCompleteParams(session_id="agent", turn_id=turn.turn_id))

@@ -840,74 +840,49 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func addListener(listener: PlanEventListener) 
     
     /**
-     * Approves with an explicit permission mode; without one it is
-     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+     * command/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func approve(approvalId: String, permissionMode: PermissionMode?) throws  -> Decision
+    func commandCancel(params: CommandCancelParams) throws  -> CommandRun
     
     /**
-     * `command/cancel`: kills a running command; a `CommandExited` event
-     * confirms it.
+     * command/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func cancelCommand(sessionId: String, callId: String) throws  -> CommandRun
+    func commandGet(params: CommandGetParams) throws  -> CommandRun
     
     /**
-     * Cancels the active turn.
+     * command/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func cancelTurn(sessionId: String) throws  -> Session
+    func commandStart(params: CommandStartParams) throws  -> CommandRun
     
     /**
-     * `plan/cardUrl`: the approval card URL of a pending approval.
+     * execution/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func cardUrl(approvalId: String) throws  -> String
+    func executionComplete(params: ExecutionCompleteParams) throws  -> PlanApproval
     
     /**
-     * Running -> completed.
+     * execution/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func completeExecution(executionId: String) throws  -> PlanApproval
-    
-    /**
-     * Ends the active prompt turn.
-     */
-    func completeTurn(sessionId: String, turnId: String) throws  -> Session
-    
-    /**
-     * Changes configuration while the session is idle.
-     */
-    func configureSession(sessionId: String, config: SessionConfig) throws  -> Session
-    
-    /**
-     * `tool/confirm`: a person's answer to a call of the active Agent turn
-     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
-     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-     */
-    func confirmTool(sessionId: String, turnId: String, callId: String, allow: Bool) throws  -> ToolCallResult
-    
-    /**
-     * Creates a session.
-     */
-    func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?, permissionMode: PermissionMode?) throws  -> Session
-    
-    /**
-     * Diffs an approval's artifact against `against_approval_id`, or against
-     * the previous submission of its session when `None`.
-     */
-    func diff(approvalId: String, againstApprovalId: String?) throws  -> PlanDiff
-    
-    /**
-     * One approval.
-     */
-    func getApproval(approvalId: String) throws  -> PlanApproval
-    
-    /**
-     * `command/get`: a run by session and call id.
-     */
-    func getCommand(sessionId: String, callId: String) throws  -> CommandRun
-    
-    /**
-     * A session.
-     */
-    func getSession(sessionId: String) throws  -> Session
+    func executionStart(params: ExecutionStartParams) throws  -> PlanApproval
     
     /**
      * Serves one protocol v9 JSON-RPC message (request or batch); returns
@@ -916,24 +891,85 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func handleJson(request: String)  -> String?
     
     /**
-     * Approvals, newest first.
+     * initialize
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func listApprovals(query: ApprovalQuery) throws  -> [PlanApproval]
+    func initialize(params: InitializeParams) throws  -> InitializeResult
     
     /**
-     * The shell catalog.
+     * plan/approve
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func listShells() throws  -> ShellCatalog
+    func planApprove(params: PlanApproveParams) throws  -> Decision
     
     /**
-     * Rereads an artifact and checks it against the record.
+     * plan/cardUrl
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func readArtifact(approvalId: String) throws  -> ArtifactContent
+    func planCardUrl(params: PlanCardUrlParams) throws  -> PlanCardUrlResult
     
     /**
-     * Rejects.
+     * plan/diff
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func reject(approvalId: String) throws  -> Decision
+    func planDiff(params: PlanDiffParams) throws  -> PlanDiff
+    
+    /**
+     * plan/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planGet(params: PlanGetParams) throws  -> PlanApproval
+    
+    /**
+     * plan/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planList(params: ApprovalFilter) throws  -> PlanListResult
+    
+    /**
+     * plan/readArtifact
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planReadArtifact(params: PlanReadArtifactParams) throws  -> ArtifactContent
+    
+    /**
+     * plan/reject
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planReject(params: PlanRejectParams) throws  -> Decision
+    
+    /**
+     * plan/verify
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planVerify(params: PlanVerifyParams) throws  -> VerifyReport
     
     /**
      * Whether Plan-mode Bash can run here (the probe at open), why not,
@@ -943,9 +979,49 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func sandboxInfo()  -> CommandCapabilities
     
     /**
-     * Persists the default shell.
+     * session/configure
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func setDefaultShell(shellId: String) throws  -> String
+    func sessionConfigure(params: SessionConfigureParams) throws  -> Session
+    
+    /**
+     * session/create
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func sessionCreate(params: SessionCreateParams) throws  -> Session
+    
+    /**
+     * session/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func sessionGet(params: SessionGetParams) throws  -> Session
+    
+    /**
+     * shell/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func shellList(params: ShellListParams) throws  -> ShellCatalog
+    
+    /**
+     * shell/setDefault
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func shellSetDefault(params: ShellSetDefaultParams) throws  -> ShellSetDefaultResult
     
     /**
      * Releases the database and the single-host lock and stops the timer.
@@ -955,32 +1031,49 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func shutdown() 
     
     /**
-     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
-     * on the host, with the call's own command text.
+     * tool/confirm
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?) throws  -> CommandRun
+    func toolConfirm(params: ToolConfirmParams) throws  -> ToolCallResult
     
     /**
-     * Queued -> running.
+     * turn/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func startExecution(executionId: String) throws  -> PlanApproval
+    func turnCancel(params: TurnCancelParams) throws  -> Session
     
     /**
-     * Starts a prompt turn.
+     * turn/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func startTurn(sessionId: String, origin: Origin) throws  -> ActiveTurn
+    func turnComplete(params: TurnCompleteParams) throws  -> Session
     
     /**
-     * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+     * turn/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func toolCalls(sessionId: String, turnId: String, calls: [ToolCall]) throws  -> [ToolCallResult]
+    func turnStart(params: TurnStartParams) throws  -> TurnStartResult
     
     /**
-     * Verifies artifacts: one approval (`approval_id`), a session's
-     * approvals and its workspace's orphans (`session_id`), or everything
-     * (neither). Naming both is `INVALID_PARAMS`.
+     * turn/toolCalls
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    func verify(approvalId: String?, sessionId: String?) throws  -> VerifyReport
+    func turnToolCalls(params: TurnToolCallsParams) throws  -> TurnToolCallsResult
     
 }
 /**
@@ -1030,13 +1123,13 @@ open class PlanHost: PlanHostProtocol, @unchecked Sendable {
      * takes the single-host lock, runs the startup fence and starts the
      * expiry timer.
      */
-public convenience init(dbPath: String, options: PlanHostOptions)throws  {
+public convenience init(dbPath: String, config: HostConfig)throws  {
     let handle =
         try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_constructor_planhost_new(
         FfiConverterString.lower(dbPath),
-        FfiConverterTypePlanHostOptions_lower(options),uniffiCallStatus
+        FfiConverterTypeHostConfig_lower(config),uniffiCallStatus
     )
 }
     self.init(unsafeFromHandle: handle)
@@ -1067,187 +1160,86 @@ open func addListener(listener: PlanEventListener)  {try! rustCall() {
 }
     
     /**
-     * Approves with an explicit permission mode; without one it is
-     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+     * command/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func approve(approvalId: String, permissionMode: PermissionMode?)throws  -> Decision  {
-    return try  FfiConverterTypeDecision_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_approve(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),
-        FfiConverterOptionTypePermissionMode.lower(permissionMode),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `command/cancel`: kills a running command; a `CommandExited` event
-     * confirms it.
-     */
-open func cancelCommand(sessionId: String, callId: String)throws  -> CommandRun  {
+open func commandCancel(params: CommandCancelParams)throws  -> CommandRun  {
     return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_cancel_command(
+    uniffi_plan_ffi_fn_method_planhost_command_cancel(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(callId),uniffiCallStatus
+        FfiConverterTypeCommandCancelParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Cancels the active turn.
+     * command/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func cancelTurn(sessionId: String)throws  -> Session  {
-    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_cancel_turn(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `plan/cardUrl`: the approval card URL of a pending approval.
-     */
-open func cardUrl(approvalId: String)throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_card_url(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Running -> completed.
-     */
-open func completeExecution(executionId: String)throws  -> PlanApproval  {
-    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_complete_execution(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(executionId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Ends the active prompt turn.
-     */
-open func completeTurn(sessionId: String, turnId: String)throws  -> Session  {
-    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_complete_turn(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(turnId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Changes configuration while the session is idle.
-     */
-open func configureSession(sessionId: String, config: SessionConfig)throws  -> Session  {
-    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_configure_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterTypeSessionConfig_lower(config),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `tool/confirm`: a person's answer to a call of the active Agent turn
-     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
-     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-     */
-open func confirmTool(sessionId: String, turnId: String, callId: String, allow: Bool)throws  -> ToolCallResult  {
-    return try  FfiConverterTypeToolCallResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_confirm_tool(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(turnId),
-        FfiConverterString.lower(callId),
-        FfiConverterBool.lower(allow),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Creates a session.
-     */
-open func createSession(sessionId: String?, workspaceRoot: String?, mode: Mode?, permissionMode: PermissionMode?)throws  -> Session  {
-    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_create_session(
-            self.uniffiCloneHandle(),
-        FfiConverterOptionString.lower(sessionId),
-        FfiConverterOptionString.lower(workspaceRoot),
-        FfiConverterOptionTypeMode.lower(mode),
-        FfiConverterOptionTypePermissionMode.lower(permissionMode),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Diffs an approval's artifact against `against_approval_id`, or against
-     * the previous submission of its session when `None`.
-     */
-open func diff(approvalId: String, againstApprovalId: String?)throws  -> PlanDiff  {
-    return try  FfiConverterTypePlanDiff_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_diff(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),
-        FfiConverterOptionString.lower(againstApprovalId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * One approval.
-     */
-open func getApproval(approvalId: String)throws  -> PlanApproval  {
-    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_get_approval(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * `command/get`: a run by session and call id.
-     */
-open func getCommand(sessionId: String, callId: String)throws  -> CommandRun  {
+open func commandGet(params: CommandGetParams)throws  -> CommandRun  {
     return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_get_command(
+    uniffi_plan_ffi_fn_method_planhost_command_get(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(callId),uniffiCallStatus
+        FfiConverterTypeCommandGetParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * A session.
+     * command/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func getSession(sessionId: String)throws  -> Session  {
-    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func commandStart(params: CommandStartParams)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_get_session(
+    uniffi_plan_ffi_fn_method_planhost_command_start(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
+        FfiConverterTypeCommandStartParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * execution/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func executionComplete(params: ExecutionCompleteParams)throws  -> PlanApproval  {
+    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_execution_complete(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeExecutionCompleteParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * execution/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func executionStart(params: ExecutionStartParams)throws  -> PlanApproval  {
+    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_execution_start(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeExecutionStartParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -1267,52 +1259,154 @@ open func handleJson(request: String) -> String?  {
 }
     
     /**
-     * Approvals, newest first.
+     * initialize
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func listApprovals(query: ApprovalQuery)throws  -> [PlanApproval]  {
-    return try  FfiConverterSequenceTypePlanApproval.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func initialize(params: InitializeParams)throws  -> InitializeResult  {
+    return try  FfiConverterTypeInitializeResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_list_approvals(
+    uniffi_plan_ffi_fn_method_planhost_initialize(
             self.uniffiCloneHandle(),
-        FfiConverterTypeApprovalQuery_lower(query),uniffiCallStatus
+        FfiConverterTypeInitializeParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * The shell catalog.
+     * plan/approve
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func listShells()throws  -> ShellCatalog  {
-    return try  FfiConverterTypeShellCatalog_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_list_shells(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Rereads an artifact and checks it against the record.
-     */
-open func readArtifact(approvalId: String)throws  -> ArtifactContent  {
-    return try  FfiConverterTypeArtifactContent_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
-        uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_read_artifact(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Rejects.
-     */
-open func reject(approvalId: String)throws  -> Decision  {
+open func planApprove(params: PlanApproveParams)throws  -> Decision  {
     return try  FfiConverterTypeDecision_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_reject(
+    uniffi_plan_ffi_fn_method_planhost_plan_approve(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(approvalId),uniffiCallStatus
+        FfiConverterTypePlanApproveParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/cardUrl
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planCardUrl(params: PlanCardUrlParams)throws  -> PlanCardUrlResult  {
+    return try  FfiConverterTypePlanCardUrlResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_card_url(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanCardUrlParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/diff
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planDiff(params: PlanDiffParams)throws  -> PlanDiff  {
+    return try  FfiConverterTypePlanDiff_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_diff(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanDiffParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planGet(params: PlanGetParams)throws  -> PlanApproval  {
+    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_get(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanGetParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planList(params: ApprovalFilter)throws  -> PlanListResult  {
+    return try  FfiConverterTypePlanListResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_list(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeApprovalFilter_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/readArtifact
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planReadArtifact(params: PlanReadArtifactParams)throws  -> ArtifactContent  {
+    return try  FfiConverterTypeArtifactContent_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_read_artifact(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanReadArtifactParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/reject
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planReject(params: PlanRejectParams)throws  -> Decision  {
+    return try  FfiConverterTypeDecision_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_reject(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanRejectParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/verify
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planVerify(params: PlanVerifyParams)throws  -> VerifyReport  {
+    return try  FfiConverterTypeVerifyReport_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_verify(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanVerifyParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -1332,14 +1426,86 @@ open func sandboxInfo() -> CommandCapabilities  {
 }
     
     /**
-     * Persists the default shell.
+     * session/configure
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func setDefaultShell(shellId: String)throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func sessionConfigure(params: SessionConfigureParams)throws  -> Session  {
+    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_set_default_shell(
+    uniffi_plan_ffi_fn_method_planhost_session_configure(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(shellId),uniffiCallStatus
+        FfiConverterTypeSessionConfigureParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * session/create
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func sessionCreate(params: SessionCreateParams)throws  -> Session  {
+    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_session_create(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeSessionCreateParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * session/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func sessionGet(params: SessionGetParams)throws  -> Session  {
+    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_session_get(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeSessionGetParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * shell/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func shellList(params: ShellListParams)throws  -> ShellCatalog  {
+    return try  FfiConverterTypeShellCatalog_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_shell_list(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeShellListParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * shell/setDefault
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func shellSetDefault(params: ShellSetDefaultParams)throws  -> ShellSetDefaultResult  {
+    return try  FfiConverterTypeShellSetDefaultResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_shell_set_default(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeShellSetDefaultParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -1358,78 +1524,86 @@ open func shutdown()  {try! rustCall() {
 }
     
     /**
-     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
-     * on the host, with the call's own command text.
+     * tool/confirm
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func startCommand(sessionId: String, turnId: String, callId: String, command: String, cwd: String?, timeoutMs: UInt64?)throws  -> CommandRun  {
-    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func toolConfirm(params: ToolConfirmParams)throws  -> ToolCallResult  {
+    return try  FfiConverterTypeToolCallResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_start_command(
+    uniffi_plan_ffi_fn_method_planhost_tool_confirm(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(turnId),
-        FfiConverterString.lower(callId),
-        FfiConverterString.lower(command),
-        FfiConverterOptionString.lower(cwd),
-        FfiConverterOptionUInt64.lower(timeoutMs),uniffiCallStatus
+        FfiConverterTypeToolConfirmParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Queued -> running.
+     * turn/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func startExecution(executionId: String)throws  -> PlanApproval  {
-    return try  FfiConverterTypePlanApproval_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func turnCancel(params: TurnCancelParams)throws  -> Session  {
+    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_start_execution(
+    uniffi_plan_ffi_fn_method_planhost_turn_cancel(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(executionId),uniffiCallStatus
+        FfiConverterTypeTurnCancelParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Starts a prompt turn.
+     * turn/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func startTurn(sessionId: String, origin: Origin)throws  -> ActiveTurn  {
-    return try  FfiConverterTypeActiveTurn_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func turnComplete(params: TurnCompleteParams)throws  -> Session  {
+    return try  FfiConverterTypeSession_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_start_turn(
+    uniffi_plan_ffi_fn_method_planhost_turn_complete(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterTypeOrigin_lower(origin),uniffiCallStatus
+        FfiConverterTypeTurnCompleteParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+     * turn/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func toolCalls(sessionId: String, turnId: String, calls: [ToolCall])throws  -> [ToolCallResult]  {
-    return try  FfiConverterSequenceTypeToolCallResult.lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func turnStart(params: TurnStartParams)throws  -> TurnStartResult  {
+    return try  FfiConverterTypeTurnStartResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_tool_calls(
+    uniffi_plan_ffi_fn_method_planhost_turn_start(
             self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterString.lower(turnId),
-        FfiConverterSequenceTypeToolCall.lower(calls),uniffiCallStatus
+        FfiConverterTypeTurnStartParams_lower(params),uniffiCallStatus
     )
 })
 }
     
     /**
-     * Verifies artifacts: one approval (`approval_id`), a session's
-     * approvals and its workspace's orphans (`session_id`), or everything
-     * (neither). Naming both is `INVALID_PARAMS`.
+     * turn/toolCalls
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-open func verify(approvalId: String?, sessionId: String?)throws  -> VerifyReport  {
-    return try  FfiConverterTypeVerifyReport_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+open func turnToolCalls(params: TurnToolCallsParams)throws  -> TurnToolCallsResult  {
+    return try  FfiConverterTypeTurnToolCallsResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
-    uniffi_plan_ffi_fn_method_planhost_verify(
+    uniffi_plan_ffi_fn_method_planhost_turn_tool_calls(
             self.uniffiCloneHandle(),
-        FfiConverterOptionString.lower(approvalId),
-        FfiConverterOptionString.lower(sessionId),uniffiCallStatus
+        FfiConverterTypeTurnToolCallsParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -1572,15 +1746,15 @@ public func FfiConverterTypeActiveTurn_lower(_ value: ActiveTurn) -> RustBuffer 
 
 
 /**
- * Filters for `list_approvals`; all optional.
+ * `plan/list` params: every filter optional.
  */
-public struct ApprovalQuery: Equatable, Hashable {
+public struct ApprovalFilter: Equatable, Hashable {
     /**
-     * Only this session.
+     * Only this session's approvals.
      */
-    public var sessionId: String?
+    public var sessionId: SessionId?
     /**
-     * Only this status.
+     * Only approvals with this status.
      */
     public var status: ApprovalStatus?
     /**
@@ -1592,10 +1766,10 @@ public struct ApprovalQuery: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * Only this session.
-         */sessionId: String? = nil, 
+         * Only this session's approvals.
+         */sessionId: SessionId? = nil, 
         /**
-         * Only this status.
+         * Only approvals with this status.
          */status: ApprovalStatus? = nil, 
         /**
          * At most this many.
@@ -1611,24 +1785,24 @@ public struct ApprovalQuery: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension ApprovalQuery: Sendable {}
+extension ApprovalFilter: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeApprovalQuery: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ApprovalQuery {
+public struct FfiConverterTypeApprovalFilter: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ApprovalFilter {
         return
-            try ApprovalQuery(
-                sessionId: FfiConverterOptionString.read(from: &buf), 
+            try ApprovalFilter(
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf), 
                 status: FfiConverterOptionTypeApprovalStatus.read(from: &buf), 
                 limit: FfiConverterOptionUInt32.read(from: &buf)
         )
     }
 
-    public static func write(_ value: ApprovalQuery, into buf: inout [UInt8]) {
-        FfiConverterOptionString.write(value.sessionId, into: &buf)
+    public static func write(_ value: ApprovalFilter, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterOptionTypeApprovalStatus.write(value.status, into: &buf)
         FfiConverterOptionUInt32.write(value.limit, into: &buf)
     }
@@ -1638,15 +1812,15 @@ public struct FfiConverterTypeApprovalQuery: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeApprovalQuery_lift(_ buf: RustBuffer) throws -> ApprovalQuery {
-    return try FfiConverterTypeApprovalQuery.lift(buf)
+public func FfiConverterTypeApprovalFilter_lift(_ buf: RustBuffer) throws -> ApprovalFilter {
+    return try FfiConverterTypeApprovalFilter.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeApprovalQuery_lower(_ value: ApprovalQuery) -> RustBuffer {
-    return FfiConverterTypeApprovalQuery.lower(value)
+public func FfiConverterTypeApprovalFilter_lower(_ value: ApprovalFilter) -> RustBuffer {
+    return FfiConverterTypeApprovalFilter.lower(value)
 }
 
 
@@ -1898,6 +2072,144 @@ public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerifica
 
 
 /**
+ * The host's capabilities, in the `initialize` result.
+ */
+public struct Capabilities: Equatable, Hashable {
+    /**
+     * Host-run commands.
+     */
+    public var commands: CommandCapabilities
+    /**
+     * The approval card's web server; `null` when it is off.
+     */
+    public var web: WebCapabilities?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Host-run commands.
+         */commands: CommandCapabilities, 
+        /**
+         * The approval card's web server; `null` when it is off.
+         */web: WebCapabilities?) {
+        self.commands = commands
+        self.web = web
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Capabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Capabilities {
+        return
+            try Capabilities(
+                commands: FfiConverterTypeCommandCapabilities.read(from: &buf), 
+                web: FfiConverterOptionTypeWebCapabilities.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Capabilities, into buf: inout [UInt8]) {
+        FfiConverterTypeCommandCapabilities.write(value.commands, into: &buf)
+        FfiConverterOptionTypeWebCapabilities.write(value.web, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCapabilities_lift(_ buf: RustBuffer) throws -> Capabilities {
+    return try FfiConverterTypeCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCapabilities_lower(_ value: Capabilities) -> RustBuffer {
+    return FfiConverterTypeCapabilities.lower(value)
+}
+
+
+/**
+ * `command/cancel` params.
+ */
+public struct CommandCancelParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * The Bash call.
+     */
+    public var callId: CallId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * The Bash call.
+         */callId: CallId) {
+        self.sessionId = sessionId
+        self.callId = callId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandCancelParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandCancelParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandCancelParams {
+        return
+            try CommandCancelParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandCancelParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandCancelParams_lift(_ buf: RustBuffer) throws -> CommandCancelParams {
+    return try FfiConverterTypeCommandCancelParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandCancelParams_lower(_ value: CommandCancelParams) -> RustBuffer {
+    return FfiConverterTypeCommandCancelParams.lower(value)
+}
+
+
+/**
  * Whether Plan-mode Bash will work, known before a turn starts.
  */
 public struct CommandCapabilities: Equatable, Hashable {
@@ -2070,6 +2382,75 @@ public func FfiConverterTypeCommandExitedNotification_lift(_ buf: RustBuffer) th
 #endif
 public func FfiConverterTypeCommandExitedNotification_lower(_ value: CommandExitedNotification) -> RustBuffer {
     return FfiConverterTypeCommandExitedNotification.lower(value)
+}
+
+
+/**
+ * `command/get` params.
+ */
+public struct CommandGetParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * The Bash call.
+     */
+    public var callId: CallId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * The Bash call.
+         */callId: CallId) {
+        self.sessionId = sessionId
+        self.callId = callId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandGetParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandGetParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandGetParams {
+        return
+            try CommandGetParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandGetParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandGetParams_lift(_ buf: RustBuffer) throws -> CommandGetParams {
+    return try FfiConverterTypeCommandGetParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandGetParams_lower(_ value: CommandGetParams) -> RustBuffer {
+    return FfiConverterTypeCommandGetParams.lower(value)
 }
 
 
@@ -2461,6 +2842,120 @@ public func FfiConverterTypeCommandShell_lower(_ value: CommandShell) -> RustBuf
 
 
 /**
+ * `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+ * call on the host.
+ */
+public struct CommandStartParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * The active Agent turn.
+     */
+    public var turnId: TurnId
+    /**
+     * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
+     */
+    public var callId: CallId
+    /**
+     * The command text: exactly the `command` of the call's input.
+     */
+    public var command: String
+    /**
+     * Workspace-relative or absolute working directory inside the root:
+     * the same directory as the call's input named (absent: the root).
+     */
+    public var cwd: String?
+    /**
+     * Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+     * the call's input asked for (absent: the host's default).
+     */
+    public var timeoutMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * The active Agent turn.
+         */turnId: TurnId, 
+        /**
+         * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
+         */callId: CallId, 
+        /**
+         * The command text: exactly the `command` of the call's input.
+         */command: String, 
+        /**
+         * Workspace-relative or absolute working directory inside the root:
+         * the same directory as the call's input named (absent: the root).
+         */cwd: String? = nil, 
+        /**
+         * Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+         * the call's input asked for (absent: the host's default).
+         */timeoutMs: UInt64? = nil) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.command = command
+        self.cwd = cwd
+        self.timeoutMs = timeoutMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandStartParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandStartParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandStartParams {
+        return
+            try CommandStartParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                command: FfiConverterString.read(from: &buf), 
+                cwd: FfiConverterOptionString.read(from: &buf), 
+                timeoutMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandStartParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.command, into: &buf)
+        FfiConverterOptionString.write(value.cwd, into: &buf)
+        FfiConverterOptionUInt64.write(value.timeoutMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandStartParams_lift(_ buf: RustBuffer) throws -> CommandStartParams {
+    return try FfiConverterTypeCommandStartParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandStartParams_lower(_ value: CommandStartParams) -> RustBuffer {
+    return FfiConverterTypeCommandStartParams.lower(value)
+}
+
+
+/**
  * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 public struct Decision: Equatable, Hashable {
@@ -2526,6 +3021,124 @@ public func FfiConverterTypeDecision_lift(_ buf: RustBuffer) throws -> Decision 
 #endif
 public func FfiConverterTypeDecision_lower(_ value: Decision) -> RustBuffer {
     return FfiConverterTypeDecision.lower(value)
+}
+
+
+/**
+ * `execution/complete` params.
+ */
+public struct ExecutionCompleteParams: Equatable, Hashable {
+    /**
+     * Execution id.
+     */
+    public var executionId: ExecutionId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Execution id.
+         */executionId: ExecutionId) {
+        self.executionId = executionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ExecutionCompleteParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExecutionCompleteParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExecutionCompleteParams {
+        return
+            try ExecutionCompleteParams(
+                executionId: FfiConverterTypeExecutionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ExecutionCompleteParams, into buf: inout [UInt8]) {
+        FfiConverterTypeExecutionId.write(value.executionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionCompleteParams_lift(_ buf: RustBuffer) throws -> ExecutionCompleteParams {
+    return try FfiConverterTypeExecutionCompleteParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionCompleteParams_lower(_ value: ExecutionCompleteParams) -> RustBuffer {
+    return FfiConverterTypeExecutionCompleteParams.lower(value)
+}
+
+
+/**
+ * `execution/start` params.
+ */
+public struct ExecutionStartParams: Equatable, Hashable {
+    /**
+     * Execution id.
+     */
+    public var executionId: ExecutionId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Execution id.
+         */executionId: ExecutionId) {
+        self.executionId = executionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ExecutionStartParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExecutionStartParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExecutionStartParams {
+        return
+            try ExecutionStartParams(
+                executionId: FfiConverterTypeExecutionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ExecutionStartParams, into buf: inout [UInt8]) {
+        FfiConverterTypeExecutionId.write(value.executionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStartParams_lift(_ buf: RustBuffer) throws -> ExecutionStartParams {
+    return try FfiConverterTypeExecutionStartParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStartParams_lower(_ value: ExecutionStartParams) -> RustBuffer {
+    return FfiConverterTypeExecutionStartParams.lower(value)
 }
 
 
@@ -2605,6 +3218,610 @@ public func FfiConverterTypeExecutionStateChangedNotification_lift(_ buf: RustBu
 #endif
 public func FfiConverterTypeExecutionStateChangedNotification_lower(_ value: ExecutionStateChangedNotification) -> RustBuffer {
     return FfiConverterTypeExecutionStateChangedNotification.lower(value)
+}
+
+
+/**
+ * A host's settings as plain data, the same through every
+ * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+ * file in camelCase). Every field is optional: absent (or
+ * `false`, or empty) is the host's default. Turned into
+ * [`HostOptions`](crate::HostOptions) by
+ * [`HostConfig::options`](crate::HostConfig::options), which
+ * refuses an out-of-range value with `INVALID_PARAMS`.
+ */
+public struct HostConfig: Equatable, Hashable {
+    /**
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+     * 30 minutes when absent.
+     */
+    public var approvalTtlMs: Int64?
+    /**
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864
+     * (64 MiB); 8 MiB when absent.
+     */
+    public var markdownLimitBytes: UInt64?
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`, or a
+     * binary that acts as it), an absolute path; absent: the one
+     * bundled next to the executable.
+     */
+    public var sandboxHelper: PathBuf?
+    /**
+     * Where each command's scratch directory is made: a private
+     * directory (0700) of this user, outside every workspace,
+     * reached without a symlink; one that is not is refused and
+     * no command runs. Absent: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
+     */
+    public var scratchRoot: PathBuf?
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may
+     * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+     * the sandbox's namespaces it is a private tmpfs (memory) of
+     * this size; without them an ordinary directory, not capped.
+     */
+    public var scratchSizeMb: UInt64?
+    /**
+     * The timeout of a command whose input names none, in
+     * milliseconds: 1 to the maximum; 120000 (or the maximum
+     * when that is smaller) when absent.
+     */
+    public var commandTimeoutMs: UInt64?
+    /**
+     * The largest timeout a command may ask for, in
+     * milliseconds: at least 1; 600000 when absent.
+     */
+    public var commandMaxTimeoutMs: UInt64?
+    /**
+     * Output kept and streamed per command (both streams), in
+     * bytes; 1 MiB when absent.
+     */
+    public var commandOutputCap: UInt64?
+    /**
+     * How many commands of one session may run at once: at
+     * least 1; 4 when absent.
+     */
+    public var maxRunningCommands: UInt64?
+    /**
+     * Whether Agent commands (`auto`, and confirmed ones) may
+     * use the network.
+     */
+    public var networkInAuto: Bool
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent
+     * commands (`auto`, and confirmed ones under ask and
+     * accept-edits) run unconfined instead of failing with
+     * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+     */
+    public var autoWithoutSandbox: Bool
+    /**
+     * Whether the sandbox skips its namespaces even where the
+     * kernel allows them (as a kernel without them would): Plan
+     * Bash still runs, the database and terminals are no longer
+     * hidden from it, and Agent commands fail with
+     * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    public var skipNamespaces: Bool
+    /**
+     * More paths kept read-only under Agent `auto`, besides
+     * `.git`, `.pi`, the database with its side files and the
+     * helper.
+     */
+    public var protectedPaths: [PathBuf]
+    /**
+     * A command does not inherit the host's environment
+     * variables whose names contain one of these
+     * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+     * `PASSWORD`; an empty list keeps every variable.
+     */
+    public var secretEnvMarkers: [String]?
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP
+     * on this address and port, e.g. `127.0.0.1:0` (port 0
+     * picks a free port); no web server when absent. An address
+     * that is not loopback is `INVALID_PARAMS` unless
+     * `web_allow_any_address`.
+     */
+    public var webAddress: String?
+    /**
+     * Lets `web_address` name an address that is not loopback:
+     * anyone who can reach it and sees a card's URL can decide.
+     */
+    public var webAllowAnyAddress: Bool
+    /**
+     * The person's notifier: a command line run through
+     * `/bin/sh -c` once each time a plan becomes pending, with
+     * the approval as JSON on its stdin (a `PendingPlanNotice`,
+     * the card URL in it when `web_address` is set), its output
+     * discarded and killed after 30 s. Empty, or with a NUL
+     * byte: `INVALID_PARAMS`.
+     */
+    public var notifier: String?
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`). Without it, export is on
+     * only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    public var otelLogsEndpoint: String?
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    public var otelProtocol: String?
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    public var otelHeaders: [String]
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    public var otelServiceName: String?
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    public var otelIncludeContent: Bool
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    public var otelCertificate: PathBuf?
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    public var otelClientCertificate: PathBuf?
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `otel_client_certificate`.
+     */
+    public var otelClientKey: PathBuf?
+    /**
+     * Whether the standard `OTEL_*` variables of the process
+     * are read (as OpenTelemetry SDKs do); true when absent.
+     */
+    public var otelFromEnvironment: Bool?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+         * 30 minutes when absent.
+         */approvalTtlMs: Int64? = nil, 
+        /**
+         * Largest SubmitPlan markdown in bytes: 1 to 67108864
+         * (64 MiB); 8 MiB when absent.
+         */markdownLimitBytes: UInt64? = nil, 
+        /**
+         * The command sandbox helper (`plan-exec-sandbox`, or a
+         * binary that acts as it), an absolute path; absent: the one
+         * bundled next to the executable.
+         */sandboxHelper: PathBuf? = nil, 
+        /**
+         * Where each command's scratch directory is made: a private
+         * directory (0700) of this user, outside every workspace,
+         * reached without a symlink; one that is not is refused and
+         * no command runs. Absent: one per database under
+         * `$XDG_RUNTIME_DIR` or the temporary directory.
+         */scratchRoot: PathBuf? = nil, 
+        /**
+         * How much a command's scratch directory (`TMPDIR`) may
+         * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+         * the sandbox's namespaces it is a private tmpfs (memory) of
+         * this size; without them an ordinary directory, not capped.
+         */scratchSizeMb: UInt64? = nil, 
+        /**
+         * The timeout of a command whose input names none, in
+         * milliseconds: 1 to the maximum; 120000 (or the maximum
+         * when that is smaller) when absent.
+         */commandTimeoutMs: UInt64? = nil, 
+        /**
+         * The largest timeout a command may ask for, in
+         * milliseconds: at least 1; 600000 when absent.
+         */commandMaxTimeoutMs: UInt64? = nil, 
+        /**
+         * Output kept and streamed per command (both streams), in
+         * bytes; 1 MiB when absent.
+         */commandOutputCap: UInt64? = nil, 
+        /**
+         * How many commands of one session may run at once: at
+         * least 1; 4 when absent.
+         */maxRunningCommands: UInt64? = nil, 
+        /**
+         * Whether Agent commands (`auto`, and confirmed ones) may
+         * use the network.
+         */networkInAuto: Bool = false, 
+        /**
+         * Where the kernel sandbox is unavailable, whether Agent
+         * commands (`auto`, and confirmed ones under ask and
+         * accept-edits) run unconfined instead of failing with
+         * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+         */autoWithoutSandbox: Bool = false, 
+        /**
+         * Whether the sandbox skips its namespaces even where the
+         * kernel allows them (as a kernel without them would): Plan
+         * Bash still runs, the database and terminals are no longer
+         * hidden from it, and Agent commands fail with
+         * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+         */skipNamespaces: Bool = false, 
+        /**
+         * More paths kept read-only under Agent `auto`, besides
+         * `.git`, `.pi`, the database with its side files and the
+         * helper.
+         */protectedPaths: [PathBuf] = [], 
+        /**
+         * A command does not inherit the host's environment
+         * variables whose names contain one of these
+         * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+         * `PASSWORD`; an empty list keeps every variable.
+         */secretEnvMarkers: [String]? = nil, 
+        /**
+         * Serves approval cards (`<plan-approval-card>`) over HTTP
+         * on this address and port, e.g. `127.0.0.1:0` (port 0
+         * picks a free port); no web server when absent. An address
+         * that is not loopback is `INVALID_PARAMS` unless
+         * `web_allow_any_address`.
+         */webAddress: String? = nil, 
+        /**
+         * Lets `web_address` name an address that is not loopback:
+         * anyone who can reach it and sees a card's URL can decide.
+         */webAllowAnyAddress: Bool = false, 
+        /**
+         * The person's notifier: a command line run through
+         * `/bin/sh -c` once each time a plan becomes pending, with
+         * the approval as JSON on its stdin (a `PendingPlanNotice`,
+         * the card URL in it when `web_address` is set), its output
+         * discarded and killed after 30 s. Empty, or with a NUL
+         * byte: `INVALID_PARAMS`.
+         */notifier: String? = nil, 
+        /**
+         * Exports the audit as OpenTelemetry log records
+         * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+         * `https://` URL (`.../v1/logs`). Without it, export is on
+         * only when `otel_from_environment` allows the standard
+         * variables and `OTEL_LOGS_EXPORTER=otlp`.
+         */otelLogsEndpoint: String? = nil, 
+        /**
+         * `http/protobuf` (the default) or `http/json`.
+         */otelProtocol: String? = nil, 
+        /**
+         * Request headers for the collector, each `KEY=VALUE`.
+         */otelHeaders: [String] = [], 
+        /**
+         * The resource's `service.name` (default
+         * `plan-checkpoint`).
+         */otelServiceName: String? = nil, 
+        /**
+         * Also exports the plan text, plan titles, questions and
+         * command text (their SHA-256 always is; they may be
+         * confidential).
+         */otelIncludeContent: Bool = false, 
+        /**
+         * A PEM file of the CA certificates trusted for an
+         * `https://` collector, instead of the platform's roots (as
+         * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+         */otelCertificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate for a collector that
+         * requires one (mTLS, as
+         * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+         * `otel_client_key`.
+         */otelClientCertificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate's private key (as
+         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+         * `otel_client_certificate`.
+         */otelClientKey: PathBuf? = nil, 
+        /**
+         * Whether the standard `OTEL_*` variables of the process
+         * are read (as OpenTelemetry SDKs do); true when absent.
+         */otelFromEnvironment: Bool? = nil) {
+        self.approvalTtlMs = approvalTtlMs
+        self.markdownLimitBytes = markdownLimitBytes
+        self.sandboxHelper = sandboxHelper
+        self.scratchRoot = scratchRoot
+        self.scratchSizeMb = scratchSizeMb
+        self.commandTimeoutMs = commandTimeoutMs
+        self.commandMaxTimeoutMs = commandMaxTimeoutMs
+        self.commandOutputCap = commandOutputCap
+        self.maxRunningCommands = maxRunningCommands
+        self.networkInAuto = networkInAuto
+        self.autoWithoutSandbox = autoWithoutSandbox
+        self.skipNamespaces = skipNamespaces
+        self.protectedPaths = protectedPaths
+        self.secretEnvMarkers = secretEnvMarkers
+        self.webAddress = webAddress
+        self.webAllowAnyAddress = webAllowAnyAddress
+        self.notifier = notifier
+        self.otelLogsEndpoint = otelLogsEndpoint
+        self.otelProtocol = otelProtocol
+        self.otelHeaders = otelHeaders
+        self.otelServiceName = otelServiceName
+        self.otelIncludeContent = otelIncludeContent
+        self.otelCertificate = otelCertificate
+        self.otelClientCertificate = otelClientCertificate
+        self.otelClientKey = otelClientKey
+        self.otelFromEnvironment = otelFromEnvironment
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension HostConfig: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> HostConfig {
+        return
+            try HostConfig(
+                approvalTtlMs: FfiConverterOptionInt64.read(from: &buf), 
+                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf), 
+                sandboxHelper: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                scratchRoot: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
+                commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
+                commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
+                maxRunningCommands: FfiConverterOptionUInt64.read(from: &buf), 
+                networkInAuto: FfiConverterBool.read(from: &buf), 
+                autoWithoutSandbox: FfiConverterBool.read(from: &buf), 
+                skipNamespaces: FfiConverterBool.read(from: &buf), 
+                protectedPaths: FfiConverterSequenceTypePathBuf.read(from: &buf), 
+                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
+                webAddress: FfiConverterOptionString.read(from: &buf), 
+                webAllowAnyAddress: FfiConverterBool.read(from: &buf), 
+                notifier: FfiConverterOptionString.read(from: &buf), 
+                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
+                otelProtocol: FfiConverterOptionString.read(from: &buf), 
+                otelHeaders: FfiConverterSequenceString.read(from: &buf), 
+                otelServiceName: FfiConverterOptionString.read(from: &buf), 
+                otelIncludeContent: FfiConverterBool.read(from: &buf), 
+                otelCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelClientCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelClientKey: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: HostConfig, into buf: inout [UInt8]) {
+        FfiConverterOptionInt64.write(value.approvalTtlMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.markdownLimitBytes, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.sandboxHelper, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.scratchRoot, into: &buf)
+        FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
+        FfiConverterOptionUInt64.write(value.maxRunningCommands, into: &buf)
+        FfiConverterBool.write(value.networkInAuto, into: &buf)
+        FfiConverterBool.write(value.autoWithoutSandbox, into: &buf)
+        FfiConverterBool.write(value.skipNamespaces, into: &buf)
+        FfiConverterSequenceTypePathBuf.write(value.protectedPaths, into: &buf)
+        FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
+        FfiConverterOptionString.write(value.webAddress, into: &buf)
+        FfiConverterBool.write(value.webAllowAnyAddress, into: &buf)
+        FfiConverterOptionString.write(value.notifier, into: &buf)
+        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
+        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
+        FfiConverterSequenceString.write(value.otelHeaders, into: &buf)
+        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
+        FfiConverterBool.write(value.otelIncludeContent, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelCertificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelClientCertificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.otelClientKey, into: &buf)
+        FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostConfig_lift(_ buf: RustBuffer) throws -> HostConfig {
+    return try FfiConverterTypeHostConfig.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeHostConfig_lower(_ value: HostConfig) -> RustBuffer {
+    return FfiConverterTypeHostConfig.lower(value)
+}
+
+
+/**
+ * `initialize` params: `{protocolVersion, clientName?}`.
+ *
+ * `protocolVersion` is any integer here, so that a version other than 9
+ * reaches the host and is answered `PROTOCOL_VERSION_UNSUPPORTED`.
+ */
+public struct InitializeParams: Equatable, Hashable {
+    /**
+     * The protocol version the client speaks; must be 9.
+     */
+    public var protocolVersion: Int64
+    /**
+     * The client's name, for logs.
+     */
+    public var clientName: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The protocol version the client speaks; must be 9.
+         */protocolVersion: Int64, 
+        /**
+         * The client's name, for logs.
+         */clientName: String? = nil) {
+        self.protocolVersion = protocolVersion
+        self.clientName = clientName
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InitializeParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInitializeParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeParams {
+        return
+            try InitializeParams(
+                protocolVersion: FfiConverterInt64.read(from: &buf), 
+                clientName: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InitializeParams, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.protocolVersion, into: &buf)
+        FfiConverterOptionString.write(value.clientName, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeParams_lift(_ buf: RustBuffer) throws -> InitializeParams {
+    return try FfiConverterTypeInitializeParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeParams_lower(_ value: InitializeParams) -> RustBuffer {
+    return FfiConverterTypeInitializeParams.lower(value)
+}
+
+
+/**
+ * `initialize` result.
+ */
+public struct InitializeResult: Equatable, Hashable {
+    /**
+     * Always 9.
+     */
+    public var protocolVersion: Int64
+    /**
+     * The host's name.
+     */
+    public var serverName: String
+    /**
+     * The host's version.
+     */
+    public var serverVersion: String
+    /**
+     * The storage schema version, 10.
+     */
+    public var schemaVersion: Int64
+    /**
+     * How long an approval stays pending, in milliseconds.
+     */
+    public var approvalTtlMs: Int64
+    /**
+     * What the host can do beyond the checkpoint.
+     */
+    public var capabilities: Capabilities
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Always 9.
+         */protocolVersion: Int64, 
+        /**
+         * The host's name.
+         */serverName: String, 
+        /**
+         * The host's version.
+         */serverVersion: String, 
+        /**
+         * The storage schema version, 10.
+         */schemaVersion: Int64, 
+        /**
+         * How long an approval stays pending, in milliseconds.
+         */approvalTtlMs: Int64, 
+        /**
+         * What the host can do beyond the checkpoint.
+         */capabilities: Capabilities) {
+        self.protocolVersion = protocolVersion
+        self.serverName = serverName
+        self.serverVersion = serverVersion
+        self.schemaVersion = schemaVersion
+        self.approvalTtlMs = approvalTtlMs
+        self.capabilities = capabilities
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension InitializeResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeInitializeResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> InitializeResult {
+        return
+            try InitializeResult(
+                protocolVersion: FfiConverterInt64.read(from: &buf), 
+                serverName: FfiConverterString.read(from: &buf), 
+                serverVersion: FfiConverterString.read(from: &buf), 
+                schemaVersion: FfiConverterInt64.read(from: &buf), 
+                approvalTtlMs: FfiConverterInt64.read(from: &buf), 
+                capabilities: FfiConverterTypeCapabilities.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: InitializeResult, into buf: inout [UInt8]) {
+        FfiConverterInt64.write(value.protocolVersion, into: &buf)
+        FfiConverterString.write(value.serverName, into: &buf)
+        FfiConverterString.write(value.serverVersion, into: &buf)
+        FfiConverterInt64.write(value.schemaVersion, into: &buf)
+        FfiConverterInt64.write(value.approvalTtlMs, into: &buf)
+        FfiConverterTypeCapabilities.write(value.capabilities, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeResult_lift(_ buf: RustBuffer) throws -> InitializeResult {
+    return try FfiConverterTypeInitializeResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeInitializeResult_lower(_ value: InitializeResult) -> RustBuffer {
+    return FfiConverterTypeInitializeResult.lower(value)
 }
 
 
@@ -2998,6 +4215,197 @@ public func FfiConverterTypePlanApprovalResolvedNotification_lower(_ value: Plan
 
 
 /**
+ * `plan/approve` params: `{approvalId, permissionMode}`.
+ *
+ * `permissionMode` is required by the contract, but an absent (or `null`)
+ * one is not a decoding failure: it reaches the host as `None`, which
+ * answers `PERMISSION_MODE_REQUIRED`.
+ */
+public struct PlanApproveParams: Equatable, Hashable {
+    /**
+     * Approval id.
+     */
+    public var approvalId: ApprovalId
+    /**
+     * The explicitly selected execution permission mode.
+     */
+    public var permissionMode: PermissionMode?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval id.
+         */approvalId: ApprovalId, 
+        /**
+         * The explicitly selected execution permission mode.
+         */permissionMode: PermissionMode? = nil) {
+        self.approvalId = approvalId
+        self.permissionMode = permissionMode
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanApproveParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanApproveParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApproveParams {
+        return
+            try PlanApproveParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf), 
+                permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanApproveParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+        FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApproveParams_lift(_ buf: RustBuffer) throws -> PlanApproveParams {
+    return try FfiConverterTypePlanApproveParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApproveParams_lower(_ value: PlanApproveParams) -> RustBuffer {
+    return FfiConverterTypePlanApproveParams.lower(value)
+}
+
+
+/**
+ * `plan/cardUrl` params: `{approvalId}`.
+ */
+public struct PlanCardUrlParams: Equatable, Hashable {
+    /**
+     * A pending approval.
+     */
+    public var approvalId: ApprovalId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A pending approval.
+         */approvalId: ApprovalId) {
+        self.approvalId = approvalId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanCardUrlParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanCardUrlParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanCardUrlParams {
+        return
+            try PlanCardUrlParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanCardUrlParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCardUrlParams_lift(_ buf: RustBuffer) throws -> PlanCardUrlParams {
+    return try FfiConverterTypePlanCardUrlParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCardUrlParams_lower(_ value: PlanCardUrlParams) -> RustBuffer {
+    return FfiConverterTypePlanCardUrlParams.lower(value)
+}
+
+
+/**
+ * `plan/cardUrl` result: the card's URL, with its token.
+ */
+public struct PlanCardUrlResult: Equatable, Hashable {
+    /**
+     * Open this in a browser to decide.
+     */
+    public var url: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Open this in a browser to decide.
+         */url: String) {
+        self.url = url
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanCardUrlResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanCardUrlResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanCardUrlResult {
+        return
+            try PlanCardUrlResult(
+                url: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanCardUrlResult, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.url, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCardUrlResult_lift(_ buf: RustBuffer) throws -> PlanCardUrlResult {
+    return try FfiConverterTypePlanCardUrlResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanCardUrlResult_lower(_ value: PlanCardUrlResult) -> RustBuffer {
+    return FfiConverterTypePlanCardUrlResult.lower(value)
+}
+
+
+/**
  * `plan/diff` result.
  */
 public struct PlanDiff: Equatable, Hashable {
@@ -3089,304 +4497,29 @@ public func FfiConverterTypePlanDiff_lower(_ value: PlanDiff) -> RustBuffer {
 
 
 /**
- * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
- * helper next to the executable or on `PATH`, 120 s default and 600 s
- * maximum timeout, 1 MiB output cap, 4 running per session, no network
- * for Agent `auto`).
+ * `plan/diff` params.
  */
-public struct PlanHostOptions: Equatable, Hashable {
+public struct PlanDiffParams: Equatable, Hashable {
     /**
-     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-     * minutes when absent. Anything else is `INVALID_PARAMS`.
+     * The approval to compare.
      */
-    public var approvalTtlMs: Int64?
+    public var approvalId: ApprovalId
     /**
-     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-     * when absent.
+     * What to compare it with; the session's previous submission when absent.
      */
-    public var markdownLimitBytes: UInt64?
-    /**
-     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-     * example in its bundle or its native library directory.
-     */
-    public var sandboxHelper: String?
-    /**
-     * Where each command's scratch directory is made: a private directory
-     * (0700) of this user, outside every workspace, reached without a
-     * symlink; one that is not is refused and no command runs (the reason
-     * is in `sandbox_info`). Default: one per database under
-     * `$XDG_RUNTIME_DIR` or the temporary directory.
-     */
-    public var scratchRoot: String?
-    /**
-     * Default command timeout in milliseconds.
-     */
-    public var commandTimeoutMs: UInt64?
-    /**
-     * Largest command timeout in milliseconds.
-     */
-    public var commandMaxTimeoutMs: UInt64?
-    /**
-     * Retained output per command, in bytes.
-     */
-    public var commandOutputCap: UInt64?
-    /**
-     * Running commands per session.
-     */
-    public var maxRunningCommands: UInt32?
-    /**
-     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-     */
-    public var networkInAuto: Bool?
-    /**
-     * Where the kernel sandbox is unavailable, whether Agent commands
-     * (`auto`, and confirmed ones under ask and accept-edits) run
-     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-     * commands never do).
-     */
-    public var autoWithoutSandbox: Bool?
-    /**
-     * Whether the sandbox skips its namespaces even where the kernel allows
-     * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent
-     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-     */
-    public var skipNamespaces: Bool?
-    /**
-     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-     * the database with its side files and the helper.
-     */
-    public var protectedPaths: [String]?
-    /**
-     * A command does not inherit the host's environment variables whose
-     * names contain one of these (case-insensitive). Default: `KEY`,
-     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-     */
-    public var secretEnvMarkers: [String]?
-    /**
-     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-     * directory is a private tmpfs (memory) of this size; without them it
-     * is an ordinary directory and not capped.
-     */
-    public var scratchSizeMb: UInt64?
-    /**
-     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-     * no web server when absent. An address that is not loopback is
-     * `INVALID_PARAMS` unless `web_allow_any_address`.
-     */
-    public var webAddress: String?
-    /**
-     * Lets `web_address` name an address that is not loopback: anyone who
-     * can reach it and sees a card's URL can decide.
-     */
-    public var webAllowAnyAddress: Bool?
-    /**
-     * The person's notifier: a command line run through `/bin/sh -c` once
-     * each time a plan becomes pending, with the approval as JSON on its
-     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-     * is set), its output discarded and killed after 30 s. None by
-     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-     */
-    public var notifier: String?
-    /**
-     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-     * https verifies the collector's certificate). Without it,
-     * export is on only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-     */
-    public var otelLogsEndpoint: String?
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    public var otelProtocol: String?
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    public var otelHeaders: [String]?
-    /**
-     * The resource's `service.name` (default `plan-checkpoint`).
-     */
-    public var otelServiceName: String?
-    /**
-     * Also exports the plan text, plan titles, questions and command text
-     * (their SHA-256 always is; they may be confidential).
-     */
-    public var otelIncludeContent: Bool?
-    /**
-     * A PEM file of the CA certificates trusted for an `https://`
-     * collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-     * holds no certificate: `INVALID_PARAMS`.
-     */
-    public var otelCertificate: String?
-    /**
-     * A PEM file of the client certificate for a collector that requires
-     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    public var otelClientCertificate: String?
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-     */
-    public var otelClientKey: String?
-    /**
-     * Whether the standard `OTEL_*` variables of the process are read
-     * (as OpenTelemetry SDKs do); true when absent.
-     */
-    public var otelFromEnvironment: Bool?
+    public var againstApprovalId: ApprovalId?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-         * minutes when absent. Anything else is `INVALID_PARAMS`.
-         */approvalTtlMs: Int64? = nil, 
+         * The approval to compare.
+         */approvalId: ApprovalId, 
         /**
-         * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-         * when absent.
-         */markdownLimitBytes: UInt64? = nil, 
-        /**
-         * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-         * example in its bundle or its native library directory.
-         */sandboxHelper: String? = nil, 
-        /**
-         * Where each command's scratch directory is made: a private directory
-         * (0700) of this user, outside every workspace, reached without a
-         * symlink; one that is not is refused and no command runs (the reason
-         * is in `sandbox_info`). Default: one per database under
-         * `$XDG_RUNTIME_DIR` or the temporary directory.
-         */scratchRoot: String? = nil, 
-        /**
-         * Default command timeout in milliseconds.
-         */commandTimeoutMs: UInt64? = nil, 
-        /**
-         * Largest command timeout in milliseconds.
-         */commandMaxTimeoutMs: UInt64? = nil, 
-        /**
-         * Retained output per command, in bytes.
-         */commandOutputCap: UInt64? = nil, 
-        /**
-         * Running commands per session.
-         */maxRunningCommands: UInt32? = nil, 
-        /**
-         * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-         */networkInAuto: Bool? = nil, 
-        /**
-         * Where the kernel sandbox is unavailable, whether Agent commands
-         * (`auto`, and confirmed ones under ask and accept-edits) run
-         * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-         * commands never do).
-         */autoWithoutSandbox: Bool? = nil, 
-        /**
-         * Whether the sandbox skips its namespaces even where the kernel allows
-         * them (as a kernel without them would): Plan Bash still runs, the
-         * database and terminals are no longer hidden from it, and Agent
-         * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-         */skipNamespaces: Bool? = nil, 
-        /**
-         * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-         * the database with its side files and the helper.
-         */protectedPaths: [String]? = nil, 
-        /**
-         * A command does not inherit the host's environment variables whose
-         * names contain one of these (case-insensitive). Default: `KEY`,
-         * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-         */secretEnvMarkers: [String]? = nil, 
-        /**
-         * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-         * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-         * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-         * directory is a private tmpfs (memory) of this size; without them it
-         * is an ordinary directory and not capped.
-         */scratchSizeMb: UInt64? = nil, 
-        /**
-         * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-         * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-         * no web server when absent. An address that is not loopback is
-         * `INVALID_PARAMS` unless `web_allow_any_address`.
-         */webAddress: String? = nil, 
-        /**
-         * Lets `web_address` name an address that is not loopback: anyone who
-         * can reach it and sees a card's URL can decide.
-         */webAllowAnyAddress: Bool? = nil, 
-        /**
-         * The person's notifier: a command line run through `/bin/sh -c` once
-         * each time a plan becomes pending, with the approval as JSON on its
-         * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-         * is set), its output discarded and killed after 30 s. None by
-         * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-         */notifier: String? = nil, 
-        /**
-         * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-         * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-         * https verifies the collector's certificate). Without it,
-         * export is on only when `otel_from_environment` allows the standard
-         * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-         */otelLogsEndpoint: String? = nil, 
-        /**
-         * `http/protobuf` (the default) or `http/json`.
-         */otelProtocol: String? = nil, 
-        /**
-         * Request headers for the collector, each `KEY=VALUE`.
-         */otelHeaders: [String]? = nil, 
-        /**
-         * The resource's `service.name` (default `plan-checkpoint`).
-         */otelServiceName: String? = nil, 
-        /**
-         * Also exports the plan text, plan titles, questions and command text
-         * (their SHA-256 always is; they may be confidential).
-         */otelIncludeContent: Bool? = nil, 
-        /**
-         * A PEM file of the CA certificates trusted for an `https://`
-         * collector, instead of the platform's roots (as
-         * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-         * holds no certificate: `INVALID_PARAMS`.
-         */otelCertificate: String? = nil, 
-        /**
-         * A PEM file of the client certificate for a collector that requires
-         * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-         * `otel_client_key`.
-         */otelClientCertificate: String? = nil, 
-        /**
-         * A PEM file of the client certificate's private key (as
-         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-         */otelClientKey: String? = nil, 
-        /**
-         * Whether the standard `OTEL_*` variables of the process are read
-         * (as OpenTelemetry SDKs do); true when absent.
-         */otelFromEnvironment: Bool? = nil) {
-        self.approvalTtlMs = approvalTtlMs
-        self.markdownLimitBytes = markdownLimitBytes
-        self.sandboxHelper = sandboxHelper
-        self.scratchRoot = scratchRoot
-        self.commandTimeoutMs = commandTimeoutMs
-        self.commandMaxTimeoutMs = commandMaxTimeoutMs
-        self.commandOutputCap = commandOutputCap
-        self.maxRunningCommands = maxRunningCommands
-        self.networkInAuto = networkInAuto
-        self.autoWithoutSandbox = autoWithoutSandbox
-        self.skipNamespaces = skipNamespaces
-        self.protectedPaths = protectedPaths
-        self.secretEnvMarkers = secretEnvMarkers
-        self.scratchSizeMb = scratchSizeMb
-        self.webAddress = webAddress
-        self.webAllowAnyAddress = webAllowAnyAddress
-        self.notifier = notifier
-        self.otelLogsEndpoint = otelLogsEndpoint
-        self.otelProtocol = otelProtocol
-        self.otelHeaders = otelHeaders
-        self.otelServiceName = otelServiceName
-        self.otelIncludeContent = otelIncludeContent
-        self.otelCertificate = otelCertificate
-        self.otelClientCertificate = otelClientCertificate
-        self.otelClientKey = otelClientKey
-        self.otelFromEnvironment = otelFromEnvironment
+         * What to compare it with; the session's previous submission when absent.
+         */againstApprovalId: ApprovalId? = nil) {
+        self.approvalId = approvalId
+        self.againstApprovalId = againstApprovalId
     }
 
     
@@ -3395,72 +4528,24 @@ public struct PlanHostOptions: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension PlanHostOptions: Sendable {}
+extension PlanDiffParams: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanHostOptions {
+public struct FfiConverterTypePlanDiffParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanDiffParams {
         return
-            try PlanHostOptions(
-                approvalTtlMs: FfiConverterOptionInt64.read(from: &buf), 
-                markdownLimitBytes: FfiConverterOptionUInt64.read(from: &buf), 
-                sandboxHelper: FfiConverterOptionString.read(from: &buf), 
-                scratchRoot: FfiConverterOptionString.read(from: &buf), 
-                commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
-                commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
-                commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
-                maxRunningCommands: FfiConverterOptionUInt32.read(from: &buf), 
-                networkInAuto: FfiConverterOptionBool.read(from: &buf), 
-                autoWithoutSandbox: FfiConverterOptionBool.read(from: &buf), 
-                skipNamespaces: FfiConverterOptionBool.read(from: &buf), 
-                protectedPaths: FfiConverterOptionSequenceString.read(from: &buf), 
-                secretEnvMarkers: FfiConverterOptionSequenceString.read(from: &buf), 
-                scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
-                webAddress: FfiConverterOptionString.read(from: &buf), 
-                webAllowAnyAddress: FfiConverterOptionBool.read(from: &buf), 
-                notifier: FfiConverterOptionString.read(from: &buf), 
-                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
-                otelProtocol: FfiConverterOptionString.read(from: &buf), 
-                otelHeaders: FfiConverterOptionSequenceString.read(from: &buf), 
-                otelServiceName: FfiConverterOptionString.read(from: &buf), 
-                otelIncludeContent: FfiConverterOptionBool.read(from: &buf), 
-                otelCertificate: FfiConverterOptionString.read(from: &buf), 
-                otelClientCertificate: FfiConverterOptionString.read(from: &buf), 
-                otelClientKey: FfiConverterOptionString.read(from: &buf), 
-                otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
+            try PlanDiffParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf), 
+                againstApprovalId: FfiConverterOptionTypeApprovalId.read(from: &buf)
         )
     }
 
-    public static func write(_ value: PlanHostOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionInt64.write(value.approvalTtlMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.markdownLimitBytes, into: &buf)
-        FfiConverterOptionString.write(value.sandboxHelper, into: &buf)
-        FfiConverterOptionString.write(value.scratchRoot, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
-        FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
-        FfiConverterOptionUInt32.write(value.maxRunningCommands, into: &buf)
-        FfiConverterOptionBool.write(value.networkInAuto, into: &buf)
-        FfiConverterOptionBool.write(value.autoWithoutSandbox, into: &buf)
-        FfiConverterOptionBool.write(value.skipNamespaces, into: &buf)
-        FfiConverterOptionSequenceString.write(value.protectedPaths, into: &buf)
-        FfiConverterOptionSequenceString.write(value.secretEnvMarkers, into: &buf)
-        FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
-        FfiConverterOptionString.write(value.webAddress, into: &buf)
-        FfiConverterOptionBool.write(value.webAllowAnyAddress, into: &buf)
-        FfiConverterOptionString.write(value.notifier, into: &buf)
-        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
-        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
-        FfiConverterOptionSequenceString.write(value.otelHeaders, into: &buf)
-        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
-        FfiConverterOptionBool.write(value.otelIncludeContent, into: &buf)
-        FfiConverterOptionString.write(value.otelCertificate, into: &buf)
-        FfiConverterOptionString.write(value.otelClientCertificate, into: &buf)
-        FfiConverterOptionString.write(value.otelClientKey, into: &buf)
-        FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
+    public static func write(_ value: PlanDiffParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+        FfiConverterOptionTypeApprovalId.write(value.againstApprovalId, into: &buf)
     }
 }
 
@@ -3468,15 +4553,322 @@ public struct FfiConverterTypePlanHostOptions: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypePlanHostOptions_lift(_ buf: RustBuffer) throws -> PlanHostOptions {
-    return try FfiConverterTypePlanHostOptions.lift(buf)
+public func FfiConverterTypePlanDiffParams_lift(_ buf: RustBuffer) throws -> PlanDiffParams {
+    return try FfiConverterTypePlanDiffParams.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypePlanHostOptions_lower(_ value: PlanHostOptions) -> RustBuffer {
-    return FfiConverterTypePlanHostOptions.lower(value)
+public func FfiConverterTypePlanDiffParams_lower(_ value: PlanDiffParams) -> RustBuffer {
+    return FfiConverterTypePlanDiffParams.lower(value)
+}
+
+
+/**
+ * `plan/get` params.
+ */
+public struct PlanGetParams: Equatable, Hashable {
+    /**
+     * Approval id.
+     */
+    public var approvalId: ApprovalId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval id.
+         */approvalId: ApprovalId) {
+        self.approvalId = approvalId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanGetParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanGetParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanGetParams {
+        return
+            try PlanGetParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanGetParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanGetParams_lift(_ buf: RustBuffer) throws -> PlanGetParams {
+    return try FfiConverterTypePlanGetParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanGetParams_lower(_ value: PlanGetParams) -> RustBuffer {
+    return FfiConverterTypePlanGetParams.lower(value)
+}
+
+
+/**
+ * `plan/list` result: newest first.
+ */
+public struct PlanListResult: Equatable, Hashable {
+    /**
+     * The approvals, newest first.
+     */
+    public var approvals: [PlanApproval]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The approvals, newest first.
+         */approvals: [PlanApproval]) {
+        self.approvals = approvals
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanListResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanListResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanListResult {
+        return
+            try PlanListResult(
+                approvals: FfiConverterSequenceTypePlanApproval.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanListResult, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypePlanApproval.write(value.approvals, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanListResult_lift(_ buf: RustBuffer) throws -> PlanListResult {
+    return try FfiConverterTypePlanListResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanListResult_lower(_ value: PlanListResult) -> RustBuffer {
+    return FfiConverterTypePlanListResult.lower(value)
+}
+
+
+/**
+ * `plan/readArtifact` params.
+ */
+public struct PlanReadArtifactParams: Equatable, Hashable {
+    /**
+     * Approval id.
+     */
+    public var approvalId: ApprovalId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval id.
+         */approvalId: ApprovalId) {
+        self.approvalId = approvalId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanReadArtifactParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanReadArtifactParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanReadArtifactParams {
+        return
+            try PlanReadArtifactParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanReadArtifactParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanReadArtifactParams_lift(_ buf: RustBuffer) throws -> PlanReadArtifactParams {
+    return try FfiConverterTypePlanReadArtifactParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanReadArtifactParams_lower(_ value: PlanReadArtifactParams) -> RustBuffer {
+    return FfiConverterTypePlanReadArtifactParams.lower(value)
+}
+
+
+/**
+ * `plan/reject` params: `{approvalId}` and nothing else (no feedback, no
+ * permission mode).
+ */
+public struct PlanRejectParams: Equatable, Hashable {
+    /**
+     * Approval id.
+     */
+    public var approvalId: ApprovalId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval id.
+         */approvalId: ApprovalId) {
+        self.approvalId = approvalId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanRejectParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanRejectParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanRejectParams {
+        return
+            try PlanRejectParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanRejectParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanRejectParams_lift(_ buf: RustBuffer) throws -> PlanRejectParams {
+    return try FfiConverterTypePlanRejectParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanRejectParams_lower(_ value: PlanRejectParams) -> RustBuffer {
+    return FfiConverterTypePlanRejectParams.lower(value)
+}
+
+
+/**
+ * `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
+ * neither verifies everything.
+ */
+public struct PlanVerifyParams: Equatable, Hashable {
+    /**
+     * Verify this approval only (no orphan search).
+     */
+    public var approvalId: ApprovalId?
+    /**
+     * Verify this session's approvals and look for orphans in its workspace.
+     */
+    public var sessionId: SessionId?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Verify this approval only (no orphan search).
+         */approvalId: ApprovalId? = nil, 
+        /**
+         * Verify this session's approvals and look for orphans in its workspace.
+         */sessionId: SessionId? = nil) {
+        self.approvalId = approvalId
+        self.sessionId = sessionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanVerifyParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanVerifyParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanVerifyParams {
+        return
+            try PlanVerifyParams(
+                approvalId: FfiConverterOptionTypeApprovalId.read(from: &buf), 
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanVerifyParams, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeApprovalId.write(value.approvalId, into: &buf)
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanVerifyParams_lift(_ buf: RustBuffer) throws -> PlanVerifyParams {
+    return try FfiConverterTypePlanVerifyParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanVerifyParams_lower(_ value: PlanVerifyParams) -> RustBuffer {
+    return FfiConverterTypePlanVerifyParams.lower(value)
 }
 
 
@@ -3689,11 +5081,19 @@ public func FfiConverterTypeSessionChangedNotification_lower(_ value: SessionCha
 
 
 /**
- * A configuration change; `None` leaves a field as it is, and a `clear_*`
- * flag sets that field back to none (the shell back to the default shell).
- * Setting and clearing the same field at once is `INVALID_PARAMS`.
+ * `session/configure` params: `{sessionId, mode?, permissionMode?, provider?, model?, shell?}`.
+ *
+ * Every field but `sessionId` is optional; an absent field leaves the
+ * setting as it is. `provider`, `model` and `shell` tell an explicit `null`
+ * (clear it; for `shell`: back to the default shell) from an absent field.
+ * `mode` and `permissionMode` cannot be cleared, so `null` there means the
+ * same as absent.
  */
-public struct SessionConfig: Equatable, Hashable {
+public struct SessionConfigureParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
     /**
      * New mode.
      */
@@ -3703,33 +5103,24 @@ public struct SessionConfig: Equatable, Hashable {
      */
     public var permissionMode: PermissionMode?
     /**
-     * New provider.
+     * New provider; `null` clears it.
      */
-    public var provider: String?
+    public var provider: Clearable?
     /**
-     * New model.
+     * New model; `null` clears it.
      */
-    public var model: String?
+    public var model: Clearable?
     /**
-     * New shell id.
+     * New shell id; `null` selects the default shell.
      */
-    public var shell: String?
-    /**
-     * Remove the provider.
-     */
-    public var clearProvider: Bool
-    /**
-     * Remove the model.
-     */
-    public var clearModel: Bool
-    /**
-     * Return to the default shell.
-     */
-    public var clearShell: Bool
+    public var shell: Clearable?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
+        /**
+         * Session id.
+         */sessionId: SessionId, 
         /**
          * New mode.
          */mode: Mode? = nil, 
@@ -3737,31 +5128,20 @@ public struct SessionConfig: Equatable, Hashable {
          * New permission mode.
          */permissionMode: PermissionMode? = nil, 
         /**
-         * New provider.
-         */provider: String? = nil, 
+         * New provider; `null` clears it.
+         */provider: Clearable? = nil, 
         /**
-         * New model.
-         */model: String? = nil, 
+         * New model; `null` clears it.
+         */model: Clearable? = nil, 
         /**
-         * New shell id.
-         */shell: String? = nil, 
-        /**
-         * Remove the provider.
-         */clearProvider: Bool = false, 
-        /**
-         * Remove the model.
-         */clearModel: Bool = false, 
-        /**
-         * Return to the default shell.
-         */clearShell: Bool = false) {
+         * New shell id; `null` selects the default shell.
+         */shell: Clearable? = nil) {
+        self.sessionId = sessionId
         self.mode = mode
         self.permissionMode = permissionMode
         self.provider = provider
         self.model = model
         self.shell = shell
-        self.clearProvider = clearProvider
-        self.clearModel = clearModel
-        self.clearShell = clearShell
     }
 
     
@@ -3770,36 +5150,32 @@ public struct SessionConfig: Equatable, Hashable {
 }
 
 #if compiler(>=6)
-extension SessionConfig: Sendable {}
+extension SessionConfigureParams: Sendable {}
 #endif
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public struct FfiConverterTypeSessionConfig: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionConfig {
+public struct FfiConverterTypeSessionConfigureParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionConfigureParams {
         return
-            try SessionConfig(
+            try SessionConfigureParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 mode: FfiConverterOptionTypeMode.read(from: &buf), 
                 permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
-                provider: FfiConverterOptionString.read(from: &buf), 
-                model: FfiConverterOptionString.read(from: &buf), 
-                shell: FfiConverterOptionString.read(from: &buf), 
-                clearProvider: FfiConverterBool.read(from: &buf), 
-                clearModel: FfiConverterBool.read(from: &buf), 
-                clearShell: FfiConverterBool.read(from: &buf)
+                provider: FfiConverterOptionTypeClearable.read(from: &buf), 
+                model: FfiConverterOptionTypeClearable.read(from: &buf), 
+                shell: FfiConverterOptionTypeClearable.read(from: &buf)
         )
     }
 
-    public static func write(_ value: SessionConfig, into buf: inout [UInt8]) {
+    public static func write(_ value: SessionConfigureParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterOptionTypeMode.write(value.mode, into: &buf)
         FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
-        FfiConverterOptionString.write(value.provider, into: &buf)
-        FfiConverterOptionString.write(value.model, into: &buf)
-        FfiConverterOptionString.write(value.shell, into: &buf)
-        FfiConverterBool.write(value.clearProvider, into: &buf)
-        FfiConverterBool.write(value.clearModel, into: &buf)
-        FfiConverterBool.write(value.clearShell, into: &buf)
+        FfiConverterOptionTypeClearable.write(value.provider, into: &buf)
+        FfiConverterOptionTypeClearable.write(value.model, into: &buf)
+        FfiConverterOptionTypeClearable.write(value.shell, into: &buf)
     }
 }
 
@@ -3807,15 +5183,166 @@ public struct FfiConverterTypeSessionConfig: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeSessionConfig_lift(_ buf: RustBuffer) throws -> SessionConfig {
-    return try FfiConverterTypeSessionConfig.lift(buf)
+public func FfiConverterTypeSessionConfigureParams_lift(_ buf: RustBuffer) throws -> SessionConfigureParams {
+    return try FfiConverterTypeSessionConfigureParams.lift(buf)
 }
 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-public func FfiConverterTypeSessionConfig_lower(_ value: SessionConfig) -> RustBuffer {
-    return FfiConverterTypeSessionConfig.lower(value)
+public func FfiConverterTypeSessionConfigureParams_lower(_ value: SessionConfigureParams) -> RustBuffer {
+    return FfiConverterTypeSessionConfigureParams.lower(value)
+}
+
+
+/**
+ * `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
+ *
+ * `workspaceRoot` must be present; `null` creates a session that is not
+ * project-bound.
+ */
+public struct SessionCreateParams: Equatable, Hashable {
+    /**
+     * The id to use; the host makes one when absent.
+     */
+    public var sessionId: SessionId?
+    /**
+     * Absolute workspace root, or `null`.
+     */
+    public var workspaceRoot: String?
+    /**
+     * Initial mode; Agent when absent.
+     */
+    public var mode: Mode?
+    /**
+     * Initial permission mode; `ask` when absent.
+     */
+    public var permissionMode: PermissionMode?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The id to use; the host makes one when absent.
+         */sessionId: SessionId? = nil, 
+        /**
+         * Absolute workspace root, or `null`.
+         */workspaceRoot: String? = nil, 
+        /**
+         * Initial mode; Agent when absent.
+         */mode: Mode? = nil, 
+        /**
+         * Initial permission mode; `ask` when absent.
+         */permissionMode: PermissionMode? = nil) {
+        self.sessionId = sessionId
+        self.workspaceRoot = workspaceRoot
+        self.mode = mode
+        self.permissionMode = permissionMode
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionCreateParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionCreateParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionCreateParams {
+        return
+            try SessionCreateParams(
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf), 
+                workspaceRoot: FfiConverterOptionString.read(from: &buf), 
+                mode: FfiConverterOptionTypeMode.read(from: &buf), 
+                permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionCreateParams, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterOptionString.write(value.workspaceRoot, into: &buf)
+        FfiConverterOptionTypeMode.write(value.mode, into: &buf)
+        FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionCreateParams_lift(_ buf: RustBuffer) throws -> SessionCreateParams {
+    return try FfiConverterTypeSessionCreateParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionCreateParams_lower(_ value: SessionCreateParams) -> RustBuffer {
+    return FfiConverterTypeSessionCreateParams.lower(value)
+}
+
+
+/**
+ * `session/get` params.
+ */
+public struct SessionGetParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId) {
+        self.sessionId = sessionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionGetParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionGetParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionGetParams {
+        return
+            try SessionGetParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionGetParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionGetParams_lift(_ buf: RustBuffer) throws -> SessionGetParams {
+    return try FfiConverterTypeSessionGetParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionGetParams_lower(_ value: SessionGetParams) -> RustBuffer {
+    return FfiConverterTypeSessionGetParams.lower(value)
 }
 
 
@@ -3964,6 +5491,172 @@ public func FfiConverterTypeShellInfo_lift(_ buf: RustBuffer) throws -> ShellInf
 #endif
 public func FfiConverterTypeShellInfo_lower(_ value: ShellInfo) -> RustBuffer {
     return FfiConverterTypeShellInfo.lower(value)
+}
+
+
+/**
+ * `shell/list` params: `{}`.
+ */
+public struct ShellListParams: Equatable, Hashable {
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init() {
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ShellListParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeShellListParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ShellListParams {
+        return
+            ShellListParams()
+    }
+
+    public static func write(_ value: ShellListParams, into buf: inout [UInt8]) {
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellListParams_lift(_ buf: RustBuffer) throws -> ShellListParams {
+    return try FfiConverterTypeShellListParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellListParams_lower(_ value: ShellListParams) -> RustBuffer {
+    return FfiConverterTypeShellListParams.lower(value)
+}
+
+
+/**
+ * `shell/setDefault` params.
+ */
+public struct ShellSetDefaultParams: Equatable, Hashable {
+    /**
+     * A shell id from the catalog.
+     */
+    public var shellId: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * A shell id from the catalog.
+         */shellId: String) {
+        self.shellId = shellId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ShellSetDefaultParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeShellSetDefaultParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ShellSetDefaultParams {
+        return
+            try ShellSetDefaultParams(
+                shellId: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ShellSetDefaultParams, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.shellId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellSetDefaultParams_lift(_ buf: RustBuffer) throws -> ShellSetDefaultParams {
+    return try FfiConverterTypeShellSetDefaultParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellSetDefaultParams_lower(_ value: ShellSetDefaultParams) -> RustBuffer {
+    return FfiConverterTypeShellSetDefaultParams.lower(value)
+}
+
+
+/**
+ * `shell/setDefault` result.
+ */
+public struct ShellSetDefaultResult: Equatable, Hashable {
+    /**
+     * The new default shell id.
+     */
+    public var defaultShell: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The new default shell id.
+         */defaultShell: String) {
+        self.defaultShell = defaultShell
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ShellSetDefaultResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeShellSetDefaultResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ShellSetDefaultResult {
+        return
+            try ShellSetDefaultResult(
+                defaultShell: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ShellSetDefaultResult, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.defaultShell, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellSetDefaultResult_lift(_ buf: RustBuffer) throws -> ShellSetDefaultResult {
+    return try FfiConverterTypeShellSetDefaultResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeShellSetDefaultResult_lower(_ value: ShellSetDefaultResult) -> RustBuffer {
+    return FfiConverterTypeShellSetDefaultResult.lower(value)
 }
 
 
@@ -4179,7 +5872,7 @@ public func FfiConverterTypeToolAuditEntry_lower(_ value: ToolAuditEntry) -> Rus
 
 
 /**
- * One assistant tool call.
+ * One assistant tool call in `turn/toolCalls` params.
  */
 public struct ToolCall: Equatable, Hashable {
     /**
@@ -4187,13 +5880,13 @@ public struct ToolCall: Equatable, Hashable {
      */
     public var callId: CallId
     /**
-     * Tool name.
+     * The tool name, matched exactly.
      */
     public var name: String
     /**
-     * The input as JSON text.
+     * The tool input, any JSON value.
      */
-    public var inputJson: String
+    public var input: JsonValue
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -4202,14 +5895,14 @@ public struct ToolCall: Equatable, Hashable {
          * The caller's id for the call.
          */callId: CallId, 
         /**
-         * Tool name.
+         * The tool name, matched exactly.
          */name: String, 
         /**
-         * The input as JSON text.
-         */inputJson: String) {
+         * The tool input, any JSON value.
+         */input: JsonValue) {
         self.callId = callId
         self.name = name
-        self.inputJson = inputJson
+        self.input = input
     }
 
     
@@ -4230,14 +5923,14 @@ public struct FfiConverterTypeToolCall: FfiConverterRustBuffer {
             try ToolCall(
                 callId: FfiConverterTypeCallId.read(from: &buf), 
                 name: FfiConverterString.read(from: &buf), 
-                inputJson: FfiConverterString.read(from: &buf)
+                input: FfiConverterTypeJsonValue.read(from: &buf)
         )
     }
 
     public static func write(_ value: ToolCall, into buf: inout [UInt8]) {
         FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterString.write(value.name, into: &buf)
-        FfiConverterString.write(value.inputJson, into: &buf)
+        FfiConverterTypeJsonValue.write(value.input, into: &buf)
     }
 }
 
@@ -4444,6 +6137,510 @@ public func FfiConverterTypeToolCallResult_lower(_ value: ToolCallResult) -> Rus
 
 
 /**
+ * `tool/confirm` params: a person's answer to a call of the active turn
+ * that `turn/toolCalls` decided `confirm`.
+ */
+public struct ToolConfirmParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+    /**
+     * The active turn.
+     */
+    public var turnId: TurnId
+    /**
+     * The call awaiting confirmation.
+     */
+    public var callId: CallId
+    /**
+     * Whether the person allows the call.
+     */
+    public var allow: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId, 
+        /**
+         * The active turn.
+         */turnId: TurnId, 
+        /**
+         * The call awaiting confirmation.
+         */callId: CallId, 
+        /**
+         * Whether the person allows the call.
+         */allow: Bool) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.allow = allow
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolConfirmParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolConfirmParams {
+        return
+            try ToolConfirmParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                allow: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolConfirmParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterBool.write(value.allow, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolConfirmParams_lift(_ buf: RustBuffer) throws -> ToolConfirmParams {
+    return try FfiConverterTypeToolConfirmParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolConfirmParams_lower(_ value: ToolConfirmParams) -> RustBuffer {
+    return FfiConverterTypeToolConfirmParams.lower(value)
+}
+
+
+/**
+ * `turn/cancel` params.
+ */
+public struct TurnCancelParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId) {
+        self.sessionId = sessionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnCancelParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnCancelParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnCancelParams {
+        return
+            try TurnCancelParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnCancelParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnCancelParams_lift(_ buf: RustBuffer) throws -> TurnCancelParams {
+    return try FfiConverterTypeTurnCancelParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnCancelParams_lower(_ value: TurnCancelParams) -> RustBuffer {
+    return FfiConverterTypeTurnCancelParams.lower(value)
+}
+
+
+/**
+ * `turn/complete` params.
+ */
+public struct TurnCompleteParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+    /**
+     * The turn that finished.
+     */
+    public var turnId: TurnId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId, 
+        /**
+         * The turn that finished.
+         */turnId: TurnId) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnCompleteParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnCompleteParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnCompleteParams {
+        return
+            try TurnCompleteParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnCompleteParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnCompleteParams_lift(_ buf: RustBuffer) throws -> TurnCompleteParams {
+    return try FfiConverterTypeTurnCompleteParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnCompleteParams_lower(_ value: TurnCompleteParams) -> RustBuffer {
+    return FfiConverterTypeTurnCompleteParams.lower(value)
+}
+
+
+/**
+ * `turn/start` params.
+ */
+public struct TurnStartParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+    /**
+     * The prompt text.
+     */
+    public var prompt: String
+    /**
+     * Interactive or scheduled.
+     */
+    public var origin: Origin
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId, 
+        /**
+         * The prompt text.
+         */prompt: String, 
+        /**
+         * Interactive or scheduled.
+         */origin: Origin) {
+        self.sessionId = sessionId
+        self.prompt = prompt
+        self.origin = origin
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnStartParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnStartParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnStartParams {
+        return
+            try TurnStartParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                prompt: FfiConverterString.read(from: &buf), 
+                origin: FfiConverterTypeOrigin.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnStartParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.prompt, into: &buf)
+        FfiConverterTypeOrigin.write(value.origin, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnStartParams_lift(_ buf: RustBuffer) throws -> TurnStartParams {
+    return try FfiConverterTypeTurnStartParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnStartParams_lower(_ value: TurnStartParams) -> RustBuffer {
+    return FfiConverterTypeTurnStartParams.lower(value)
+}
+
+
+/**
+ * `turn/start` result.
+ */
+public struct TurnStartResult: Equatable, Hashable {
+    /**
+     * The new turn's id.
+     */
+    public var turnId: String
+    /**
+     * The mode it runs in.
+     */
+    public var mode: Mode
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The new turn's id.
+         */turnId: String, 
+        /**
+         * The mode it runs in.
+         */mode: Mode) {
+        self.turnId = turnId
+        self.mode = mode
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnStartResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnStartResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnStartResult {
+        return
+            try TurnStartResult(
+                turnId: FfiConverterString.read(from: &buf), 
+                mode: FfiConverterTypeMode.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnStartResult, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.turnId, into: &buf)
+        FfiConverterTypeMode.write(value.mode, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnStartResult_lift(_ buf: RustBuffer) throws -> TurnStartResult {
+    return try FfiConverterTypeTurnStartResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnStartResult_lower(_ value: TurnStartResult) -> RustBuffer {
+    return FfiConverterTypeTurnStartResult.lower(value)
+}
+
+
+/**
+ * `turn/toolCalls` params.
+ */
+public struct TurnToolCallsParams: Equatable, Hashable {
+    /**
+     * Session id.
+     */
+    public var sessionId: SessionId
+    /**
+     * The turn the batch belongs to.
+     */
+    public var turnId: TurnId
+    /**
+     * The batch, in order.
+     */
+    public var calls: [ToolCall]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Session id.
+         */sessionId: SessionId, 
+        /**
+         * The turn the batch belongs to.
+         */turnId: TurnId, 
+        /**
+         * The batch, in order.
+         */calls: [ToolCall]) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.calls = calls
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnToolCallsParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnToolCallsParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnToolCallsParams {
+        return
+            try TurnToolCallsParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                calls: FfiConverterSequenceTypeToolCall.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnToolCallsParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterSequenceTypeToolCall.write(value.calls, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnToolCallsParams_lift(_ buf: RustBuffer) throws -> TurnToolCallsParams {
+    return try FfiConverterTypeTurnToolCallsParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnToolCallsParams_lower(_ value: TurnToolCallsParams) -> RustBuffer {
+    return FfiConverterTypeTurnToolCallsParams.lower(value)
+}
+
+
+/**
+ * `turn/toolCalls` result: one entry per call, in order.
+ */
+public struct TurnToolCallsResult: Equatable, Hashable {
+    /**
+     * The decisions.
+     */
+    public var results: [ToolCallResult]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The decisions.
+         */results: [ToolCallResult]) {
+        self.results = results
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension TurnToolCallsResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeTurnToolCallsResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TurnToolCallsResult {
+        return
+            try TurnToolCallsResult(
+                results: FfiConverterSequenceTypeToolCallResult.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: TurnToolCallsResult, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeToolCallResult.write(value.results, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnToolCallsResult_lift(_ buf: RustBuffer) throws -> TurnToolCallsResult {
+    return try FfiConverterTypeTurnToolCallsResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeTurnToolCallsResult_lower(_ value: TurnToolCallsResult) -> RustBuffer {
+    return FfiConverterTypeTurnToolCallsResult.lower(value)
+}
+
+
+/**
  * `plan/verify` result.
  */
 public struct VerifyReport: Equatable, Hashable {
@@ -4531,6 +6728,66 @@ public func FfiConverterTypeVerifyReport_lift(_ buf: RustBuffer) throws -> Verif
 #endif
 public func FfiConverterTypeVerifyReport_lower(_ value: VerifyReport) -> RustBuffer {
     return FfiConverterTypeVerifyReport.lower(value)
+}
+
+
+/**
+ * `capabilities.web` of `initialize`: where the approval card's server
+ * listens (`null` when it is off).
+ */
+public struct WebCapabilities: Equatable, Hashable {
+    /**
+     * The server's base URL, without a token (`http://127.0.0.1:PORT/`).
+     */
+    public var url: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The server's base URL, without a token (`http://127.0.0.1:PORT/`).
+         */url: String) {
+        self.url = url
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension WebCapabilities: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeWebCapabilities: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> WebCapabilities {
+        return
+            try WebCapabilities(
+                url: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: WebCapabilities, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.url, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWebCapabilities_lift(_ buf: RustBuffer) throws -> WebCapabilities {
+    return try FfiConverterTypeWebCapabilities.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeWebCapabilities_lower(_ value: WebCapabilities) -> RustBuffer {
+    return FfiConverterTypeWebCapabilities.lower(value)
 }
 
 
@@ -4740,6 +6997,89 @@ public func FfiConverterTypeArtifactCheck_lift(_ buf: RustBuffer) throws -> Arti
 #endif
 public func FfiConverterTypeArtifactCheck_lower(_ value: ArtifactCheck) -> RustBuffer {
     return FfiConverterTypeArtifactCheck.lower(value)
+}
+
+
+
+/**
+ * A new value for a session setting that can be cleared (`provider`,
+ * `model`, `shell` of `session/configure`; `None` around it leaves the
+ * setting as it is).
+ */
+
+public enum Clearable: Equatable, Hashable {
+    
+    /**
+     * Set the setting to this value.
+     */
+    case set(
+        /**
+         * The new value.
+         */value: String
+    )
+    /**
+     * Clear the setting (for `shell`: back to the default shell).
+     */
+    case clear
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension Clearable: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeClearable: FfiConverterRustBuffer {
+    typealias SwiftType = Clearable
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Clearable {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .set(value: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .clear
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: Clearable, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .set(value):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(value, into: &buf)
+            
+        
+        case .clear:
+            writeInt(&buf, Int32(2))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClearable_lift(_ buf: RustBuffer) throws -> Clearable {
+    return try FfiConverterTypeClearable.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeClearable_lower(_ value: Clearable) -> RustBuffer {
+    return FfiConverterTypeClearable.lower(value)
 }
 
 
@@ -6697,6 +9037,30 @@ fileprivate struct FfiConverterOptionTypeToolCallError: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeWebCapabilities: FfiConverterRustBuffer {
+    typealias SwiftType = WebCapabilities?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeWebCapabilities.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeWebCapabilities.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeApprovalStatus: FfiConverterRustBuffer {
     typealias SwiftType = ApprovalStatus?
 
@@ -6713,6 +9077,30 @@ fileprivate struct FfiConverterOptionTypeApprovalStatus: FfiConverterRustBuffer 
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeApprovalStatus.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeClearable: FfiConverterRustBuffer {
+    typealias SwiftType = Clearable?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeClearable.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeClearable.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -6881,6 +9269,54 @@ fileprivate struct FfiConverterOptionTypeExecutionId: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeExecutionId.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypePathBuf: FfiConverterRustBuffer {
+    typealias SwiftType = PathBuf?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypePathBuf.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypePathBuf.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeSessionId: FfiConverterRustBuffer {
+    typealias SwiftType = SessionId?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSessionId.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSessionId.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -7086,6 +9522,31 @@ fileprivate struct FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffe
     }
 }
 
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypePathBuf: FfiConverterRustBuffer {
+    typealias SwiftType = [PathBuf]
+
+    public static func write(_ value: [PathBuf], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypePathBuf.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [PathBuf] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [PathBuf]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypePathBuf.read(from: &buf))
+        }
+        return seq
+    }
+}
+
 
 public typealias ApprovalId = String
 
@@ -7207,6 +9668,86 @@ public func FfiConverterTypeExecutionId_lower(_ value: ExecutionId) -> RustBuffe
 
 
 
+public typealias JsonValue = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeJsonValue: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> JsonValue {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: JsonValue, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> JsonValue {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: JsonValue) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJsonValue_lift(_ value: RustBuffer) throws -> JsonValue {
+    return try FfiConverterTypeJsonValue.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeJsonValue_lower(_ value: JsonValue) -> RustBuffer {
+    return FfiConverterTypeJsonValue.lower(value)
+}
+
+
+
+public typealias PathBuf = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePathBuf: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PathBuf {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: PathBuf, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> PathBuf {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: PathBuf) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePathBuf_lift(_ value: RustBuffer) throws -> PathBuf {
+    return try FfiConverterTypePathBuf.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePathBuf_lower(_ value: PathBuf) -> RustBuffer {
+    return FfiConverterTypePathBuf.lower(value)
+}
+
+
+
 public typealias SessionId = String
 
 #if swift(>=5.8)
@@ -7322,85 +9863,88 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_approve() != 21670) {
+    if (uniffi_plan_ffi_checksum_method_planhost_command_cancel() != 55629) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_cancel_command() != 56582) {
+    if (uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_cancel_turn() != 14658) {
+    if (uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_card_url() != 21345) {
+    if (uniffi_plan_ffi_checksum_method_planhost_execution_complete() != 31506) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_complete_execution() != 10266) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_complete_turn() != 17493) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_configure_session() != 49567) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_confirm_tool() != 38260) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_create_session() != 18669) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_diff() != 20340) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_get_approval() != 47183) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_get_command() != 44863) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_plan_ffi_checksum_method_planhost_get_session() != 45068) {
+    if (uniffi_plan_ffi_checksum_method_planhost_execution_start() != 60187) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_handle_json() != 53187) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_list_approvals() != 54744) {
+    if (uniffi_plan_ffi_checksum_method_planhost_initialize() != 17012) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_list_shells() != 55169) {
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_approve() != 1565) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_read_artifact() != 56779) {
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_card_url() != 64308) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_reject() != 9846) {
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_diff() != 36288) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_get() != 22880) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_list() != 17126) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact() != 15218) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_reject() != 56611) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_set_default_shell() != 25210) {
+    if (uniffi_plan_ffi_checksum_method_planhost_session_configure() != 32179) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_session_create() != 30672) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_session_get() != 42606) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_shell_list() != 10294) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_shell_set_default() != 46488) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_shutdown() != 63260) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_start_command() != 50985) {
+    if (uniffi_plan_ffi_checksum_method_planhost_tool_confirm() != 9388) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_start_execution() != 48293) {
+    if (uniffi_plan_ffi_checksum_method_planhost_turn_cancel() != 45629) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_start_turn() != 49180) {
+    if (uniffi_plan_ffi_checksum_method_planhost_turn_complete() != 681) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_tool_calls() != 54091) {
+    if (uniffi_plan_ffi_checksum_method_planhost_turn_start() != 45099) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_verify() != 30469) {
+    if (uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls() != 52879) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_constructor_planhost_new() != 60397) {
+    if (uniffi_plan_ffi_checksum_constructor_planhost_new() != 24963) {
         return InitializationResult.apiChecksumMismatch
     }
 

@@ -703,57 +703,59 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_add_listener(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_approve(
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_cancel(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_cancel_command(
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_get(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_cancel_turn(
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_start(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_card_url(
+    external fun uniffi_plan_ffi_checksum_method_planhost_execution_complete(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_complete_execution(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_complete_turn(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_configure_session(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_confirm_tool(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_create_session(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_diff(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_get_approval(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_get_command(
-    ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_get_session(
+    external fun uniffi_plan_ffi_checksum_method_planhost_execution_start(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_handle_json(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_list_approvals(
+    external fun uniffi_plan_ffi_checksum_method_planhost_initialize(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_list_shells(
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_approve(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_read_artifact(
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_card_url(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_reject(
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_diff(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_get(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_list(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_reject(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_verify(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_sandbox_info(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_set_default_shell(
+    external fun uniffi_plan_ffi_checksum_method_planhost_session_configure(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_session_create(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_session_get(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_shell_list(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_shell_set_default(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_shutdown(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_start_command(
+    external fun uniffi_plan_ffi_checksum_method_planhost_tool_confirm(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_start_execution(
+    external fun uniffi_plan_ffi_checksum_method_planhost_turn_cancel(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_start_turn(
+    external fun uniffi_plan_ffi_checksum_method_planhost_turn_complete(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_tool_calls(
+    external fun uniffi_plan_ffi_checksum_method_planhost_turn_start(
     ): Int
-    external fun uniffi_plan_ffi_checksum_method_planhost_verify(
+    external fun uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls(
     ): Int
     external fun uniffi_plan_ffi_checksum_constructor_planhost_new(
     ): Int
@@ -790,61 +792,63 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_plan_ffi_fn_free_planhost(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_constructor_planhost_new(`dbPath`: RustBuffer.ByValue,`config`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_plan_ffi_fn_method_planhost_add_listener(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_plan_ffi_fn_method_planhost_approve(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_command_cancel(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_cancel_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_command_get(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_cancel_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_command_start(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_card_url(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_execution_complete(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_complete_execution(`ptr`: Long,`executionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_complete_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_configure_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`config`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_confirm_tool(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,`allow`: Byte,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_create_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`workspaceRoot`: RustBuffer.ByValue,`mode`: RustBuffer.ByValue,`permissionMode`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_diff(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`againstApprovalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_get_approval(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_get_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
-    ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_get_session(`ptr`: Long,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_execution_start(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_handle_json(`ptr`: Long,`request`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_list_approvals(`ptr`: Long,`query`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_initialize(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_list_shells(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_approve(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_read_artifact(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_card_url(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_reject(`ptr`: Long,`approvalId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_diff(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_get(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_list(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_read_artifact(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_reject(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_verify(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_sandbox_info(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_set_default_shell(`ptr`: Long,`shellId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_session_configure(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_session_create(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_session_get(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_shell_list(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_shell_set_default(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_shutdown(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_plan_ffi_fn_method_planhost_start_command(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`callId`: RustBuffer.ByValue,`command`: RustBuffer.ByValue,`cwd`: RustBuffer.ByValue,`timeoutMs`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_tool_confirm(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_start_execution(`ptr`: Long,`executionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_turn_cancel(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_start_turn(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`origin`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_turn_complete(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_tool_calls(`ptr`: Long,`sessionId`: RustBuffer.ByValue,`turnId`: RustBuffer.ByValue,`calls`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_turn_start(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
-    external fun uniffi_plan_ffi_fn_method_planhost_verify(`ptr`: Long,`approvalId`: RustBuffer.ByValue,`sessionId`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_plan_ffi_fn_method_planhost_turn_tool_calls(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_func_error_code_wire_name(`code`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -976,85 +980,88 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_approve() and 0xFFFF) != 21670) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_cancel() and 0xFFFF) != 55629) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_command() and 0xFFFF) != 56582) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_get() and 0xFFFF) != 4769) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_cancel_turn() and 0xFFFF) != 14658) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_start() and 0xFFFF) != 30492) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_card_url() and 0xFFFF) != 21345) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_execution_complete() and 0xFFFF) != 31506) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_complete_execution() and 0xFFFF) != 10266) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_complete_turn() and 0xFFFF) != 17493) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_configure_session() and 0xFFFF) != 49567) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_confirm_tool() and 0xFFFF) != 38260) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_create_session() and 0xFFFF) != 18669) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_diff() and 0xFFFF) != 20340) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_approval() and 0xFFFF) != 47183) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_command() and 0xFFFF) != 44863) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_get_session() and 0xFFFF) != 45068) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_execution_start() and 0xFFFF) != 60187) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_handle_json() and 0xFFFF) != 53187) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_list_approvals() and 0xFFFF) != 54744) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_initialize() and 0xFFFF) != 17012) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_list_shells() and 0xFFFF) != 55169) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_approve() and 0xFFFF) != 1565) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_read_artifact() and 0xFFFF) != 56779) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_card_url() and 0xFFFF) != 64308) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_reject() and 0xFFFF) != 9846) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_diff() and 0xFFFF) != 36288) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_get() and 0xFFFF) != 22880) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_list() and 0xFFFF) != 17126) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_read_artifact() and 0xFFFF) != 15218) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_reject() and 0xFFFF) != 56611) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() and 0xFFFF) != 40882) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 51912) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_set_default_shell() and 0xFFFF) != 25210) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_session_configure() and 0xFFFF) != 32179) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_session_create() and 0xFFFF) != 30672) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_session_get() and 0xFFFF) != 42606) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_shell_list() and 0xFFFF) != 10294) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_shell_set_default() and 0xFFFF) != 46488) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_shutdown() and 0xFFFF) != 63260) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_command() and 0xFFFF) != 50985) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm() and 0xFFFF) != 9388) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_execution() and 0xFFFF) != 48293) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel() and 0xFFFF) != 45629) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_start_turn() and 0xFFFF) != 49180) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_turn_complete() and 0xFFFF) != 681) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_tool_calls() and 0xFFFF) != 54091) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_turn_start() and 0xFFFF) != 45099) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_verify() and 0xFFFF) != 30469) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_turn_tool_calls() and 0xFFFF) != 52879) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_constructor_planhost_new() and 0xFFFF) != 60397) {
+    if ((lib.uniffi_plan_ffi_checksum_constructor_planhost_new() and 0xFFFF) != 24963) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
 }
@@ -1861,74 +1868,49 @@ public interface PlanHostInterface {
     fun `addListener`(`listener`: PlanEventListener)
     
     /**
-     * Approves with an explicit permission mode; without one it is
-     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+     * command/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision
+    fun `commandCancel`(`params`: CommandCancelParams): CommandRun
     
     /**
-     * `command/cancel`: kills a running command; a `CommandExited` event
-     * confirms it.
+     * command/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun
+    fun `commandGet`(`params`: CommandGetParams): CommandRun
     
     /**
-     * Cancels the active turn.
+     * command/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `cancelTurn`(`sessionId`: kotlin.String): Session
+    fun `commandStart`(`params`: CommandStartParams): CommandRun
     
     /**
-     * `plan/cardUrl`: the approval card URL of a pending approval.
+     * execution/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `cardUrl`(`approvalId`: kotlin.String): kotlin.String
+    fun `executionComplete`(`params`: ExecutionCompleteParams): PlanApproval
     
     /**
-     * Running -> completed.
+     * execution/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `completeExecution`(`executionId`: kotlin.String): PlanApproval
-    
-    /**
-     * Ends the active prompt turn.
-     */
-    fun `completeTurn`(`sessionId`: kotlin.String, `turnId`: kotlin.String): Session
-    
-    /**
-     * Changes configuration while the session is idle.
-     */
-    fun `configureSession`(`sessionId`: kotlin.String, `config`: SessionConfig): Session
-    
-    /**
-     * `tool/confirm`: a person's answer to a call of the active Agent turn
-     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
-     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-     */
-    fun `confirmTool`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `allow`: kotlin.Boolean): ToolCallResult
-    
-    /**
-     * Creates a session.
-     */
-    fun `createSession`(`sessionId`: kotlin.String?, `workspaceRoot`: kotlin.String?, `mode`: Mode?, `permissionMode`: PermissionMode?): Session
-    
-    /**
-     * Diffs an approval's artifact against `against_approval_id`, or against
-     * the previous submission of its session when `None`.
-     */
-    fun `diff`(`approvalId`: kotlin.String, `againstApprovalId`: kotlin.String?): PlanDiff
-    
-    /**
-     * One approval.
-     */
-    fun `getApproval`(`approvalId`: kotlin.String): PlanApproval
-    
-    /**
-     * `command/get`: a run by session and call id.
-     */
-    fun `getCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun
-    
-    /**
-     * A session.
-     */
-    fun `getSession`(`sessionId`: kotlin.String): Session
+    fun `executionStart`(`params`: ExecutionStartParams): PlanApproval
     
     /**
      * Serves one protocol v9 JSON-RPC message (request or batch); returns
@@ -1937,24 +1919,85 @@ public interface PlanHostInterface {
     fun `handleJson`(`request`: kotlin.String): kotlin.String?
     
     /**
-     * Approvals, newest first.
+     * initialize
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `listApprovals`(`query`: ApprovalQuery): List<PlanApproval>
+    fun `initialize`(`params`: InitializeParams): InitializeResult
     
     /**
-     * The shell catalog.
+     * plan/approve
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `listShells`(): ShellCatalog
+    fun `planApprove`(`params`: PlanApproveParams): Decision
     
     /**
-     * Rereads an artifact and checks it against the record.
+     * plan/cardUrl
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `readArtifact`(`approvalId`: kotlin.String): ArtifactContent
+    fun `planCardUrl`(`params`: PlanCardUrlParams): PlanCardUrlResult
     
     /**
-     * Rejects.
+     * plan/diff
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `reject`(`approvalId`: kotlin.String): Decision
+    fun `planDiff`(`params`: PlanDiffParams): PlanDiff
+    
+    /**
+     * plan/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planGet`(`params`: PlanGetParams): PlanApproval
+    
+    /**
+     * plan/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planList`(`params`: ApprovalFilter): PlanListResult
+    
+    /**
+     * plan/readArtifact
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planReadArtifact`(`params`: PlanReadArtifactParams): ArtifactContent
+    
+    /**
+     * plan/reject
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planReject`(`params`: PlanRejectParams): Decision
+    
+    /**
+     * plan/verify
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planVerify`(`params`: PlanVerifyParams): VerifyReport
     
     /**
      * Whether Plan-mode Bash can run here (the probe at open), why not,
@@ -1964,9 +2007,49 @@ public interface PlanHostInterface {
     fun `sandboxInfo`(): CommandCapabilities
     
     /**
-     * Persists the default shell.
+     * session/configure
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `setDefaultShell`(`shellId`: kotlin.String): kotlin.String
+    fun `sessionConfigure`(`params`: SessionConfigureParams): Session
+    
+    /**
+     * session/create
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `sessionCreate`(`params`: SessionCreateParams): Session
+    
+    /**
+     * session/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `sessionGet`(`params`: SessionGetParams): Session
+    
+    /**
+     * shell/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `shellList`(`params`: ShellListParams): ShellCatalog
+    
+    /**
+     * shell/setDefault
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `shellSetDefault`(`params`: ShellSetDefaultParams): ShellSetDefaultResult
     
     /**
      * Releases the database and the single-host lock and stops the timer.
@@ -1976,32 +2059,49 @@ public interface PlanHostInterface {
     fun `shutdown`()
     
     /**
-     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
-     * on the host, with the call's own command text.
+     * tool/confirm
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun
+    fun `toolConfirm`(`params`: ToolConfirmParams): ToolCallResult
     
     /**
-     * Queued -> running.
+     * turn/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `startExecution`(`executionId`: kotlin.String): PlanApproval
+    fun `turnCancel`(`params`: TurnCancelParams): Session
     
     /**
-     * Starts a prompt turn.
+     * turn/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `startTurn`(`sessionId`: kotlin.String, `origin`: Origin): ActiveTurn
+    fun `turnComplete`(`params`: TurnCompleteParams): Session
     
     /**
-     * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+     * turn/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `toolCalls`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `calls`: List<ToolCall>): List<ToolCallResult>
+    fun `turnStart`(`params`: TurnStartParams): TurnStartResult
     
     /**
-     * Verifies artifacts: one approval (`approval_id`), a session's
-     * approvals and its workspace's orphans (`session_id`), or everything
-     * (neither). Naming both is `INVALID_PARAMS`.
+     * turn/toolCalls
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    fun `verify`(`approvalId`: kotlin.String?, `sessionId`: kotlin.String?): VerifyReport
+    fun `turnToolCalls`(`params`: TurnToolCallsParams): TurnToolCallsResult
     
     companion object
 }
@@ -2038,14 +2138,14 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
      * takes the single-host lock, runs the startup fence and starts the
      * expiry timer.
      */
-    constructor(`dbPath`: kotlin.String, `options`: PlanHostOptions) :
+    constructor(`dbPath`: kotlin.String, `config`: HostConfig) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(PlanException) { _status ->
     UniffiLib.uniffi_plan_ffi_fn_constructor_planhost_new(
     
         
         FfiConverterString.lower(`dbPath`),
-        FfiConverterTypePlanHostOptions.lower(`options`),_status)
+        FfiConverterTypeHostConfig.lower(`config`),_status)
 }
     )
 
@@ -2143,38 +2243,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Approves with an explicit permission mode; without one it is
-     * `PERMISSION_MODE_REQUIRED` (plan-core's rule, as on the wire).
+     * command/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `approve`(`approvalId`: kotlin.String, `permissionMode`: PermissionMode?): Decision {
-            return FfiConverterTypeDecision.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_approve(
-        it,
-        
-        FfiConverterString.lower(`approvalId`),
-        FfiConverterOptionalTypePermissionMode.lower(`permissionMode`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * `command/cancel`: kills a running command; a `CommandExited` event
-     * confirms it.
-     */
-    @Throws(PlanException::class)override fun `cancelCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun {
+    @Throws(PlanException::class)override fun `commandCancel`(`params`: CommandCancelParams): CommandRun {
             return FfiConverterTypeCommandRun.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_command(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_cancel(
         it,
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`callId`),_status)
+        FfiConverterTypeCommandCancelParams.lower(`params`),_status)
 }
     }
     )
@@ -2183,191 +2265,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Cancels the active turn.
+     * command/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `cancelTurn`(`sessionId`: kotlin.String): Session {
-            return FfiConverterTypeSession.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_cancel_turn(
-        it,
-        
-        FfiConverterString.lower(`sessionId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * `plan/cardUrl`: the approval card URL of a pending approval.
-     */
-    @Throws(PlanException::class)override fun `cardUrl`(`approvalId`: kotlin.String): kotlin.String {
-            return FfiConverterString.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_card_url(
-        it,
-        
-        FfiConverterString.lower(`approvalId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Running -> completed.
-     */
-    @Throws(PlanException::class)override fun `completeExecution`(`executionId`: kotlin.String): PlanApproval {
-            return FfiConverterTypePlanApproval.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_execution(
-        it,
-        
-        FfiConverterString.lower(`executionId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Ends the active prompt turn.
-     */
-    @Throws(PlanException::class)override fun `completeTurn`(`sessionId`: kotlin.String, `turnId`: kotlin.String): Session {
-            return FfiConverterTypeSession.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_complete_turn(
-        it,
-        
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`turnId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Changes configuration while the session is idle.
-     */
-    @Throws(PlanException::class)override fun `configureSession`(`sessionId`: kotlin.String, `config`: SessionConfig): Session {
-            return FfiConverterTypeSession.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_configure_session(
-        it,
-        
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeSessionConfig.lower(`config`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * `tool/confirm`: a person's answer to a call of the active Agent turn
-     * that `tool_calls` decided `Confirm`; the call's new decision (allow,
-     * with `host_run` for Bash, or deny with `TOOL_DECLINED`).
-     */
-    @Throws(PlanException::class)override fun `confirmTool`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `allow`: kotlin.Boolean): ToolCallResult {
-            return FfiConverterTypeToolCallResult.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_confirm_tool(
-        it,
-        
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`turnId`),
-        FfiConverterString.lower(`callId`),
-        FfiConverterBoolean.lower(`allow`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Creates a session.
-     */
-    @Throws(PlanException::class)override fun `createSession`(`sessionId`: kotlin.String?, `workspaceRoot`: kotlin.String?, `mode`: Mode?, `permissionMode`: PermissionMode?): Session {
-            return FfiConverterTypeSession.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_create_session(
-        it,
-        
-        FfiConverterOptionalString.lower(`sessionId`),
-        FfiConverterOptionalString.lower(`workspaceRoot`),
-        FfiConverterOptionalTypeMode.lower(`mode`),
-        FfiConverterOptionalTypePermissionMode.lower(`permissionMode`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Diffs an approval's artifact against `against_approval_id`, or against
-     * the previous submission of its session when `None`.
-     */
-    @Throws(PlanException::class)override fun `diff`(`approvalId`: kotlin.String, `againstApprovalId`: kotlin.String?): PlanDiff {
-            return FfiConverterTypePlanDiff.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_diff(
-        it,
-        
-        FfiConverterString.lower(`approvalId`),
-        FfiConverterOptionalString.lower(`againstApprovalId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * One approval.
-     */
-    @Throws(PlanException::class)override fun `getApproval`(`approvalId`: kotlin.String): PlanApproval {
-            return FfiConverterTypePlanApproval.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_approval(
-        it,
-        
-        FfiConverterString.lower(`approvalId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * `command/get`: a run by session and call id.
-     */
-    @Throws(PlanException::class)override fun `getCommand`(`sessionId`: kotlin.String, `callId`: kotlin.String): CommandRun {
+    @Throws(PlanException::class)override fun `commandGet`(`params`: CommandGetParams): CommandRun {
             return FfiConverterTypeCommandRun.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_command(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get(
         it,
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`callId`),_status)
+        FfiConverterTypeCommandGetParams.lower(`params`),_status)
 }
     }
     )
@@ -2376,16 +2287,64 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * A session.
+     * command/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `getSession`(`sessionId`: kotlin.String): Session {
-            return FfiConverterTypeSession.lift(
+    @Throws(PlanException::class)override fun `commandStart`(`params`: CommandStartParams): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_get_session(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start(
         it,
         
-        FfiConverterString.lower(`sessionId`),_status)
+        FfiConverterTypeCommandStartParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * execution/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `executionComplete`(`params`: ExecutionCompleteParams): PlanApproval {
+            return FfiConverterTypePlanApproval.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_complete(
+        it,
+        
+        FfiConverterTypeExecutionCompleteParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * execution/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `executionStart`(`params`: ExecutionStartParams): PlanApproval {
+            return FfiConverterTypePlanApproval.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_execution_start(
+        it,
+        
+        FfiConverterTypeExecutionStartParams.lower(`params`),_status)
 }
     }
     )
@@ -2412,16 +2371,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Approvals, newest first.
+     * initialize
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `listApprovals`(`query`: ApprovalQuery): List<PlanApproval> {
-            return FfiConverterSequenceTypePlanApproval.lift(
+    @Throws(PlanException::class)override fun `initialize`(`params`: InitializeParams): InitializeResult {
+            return FfiConverterTypeInitializeResult.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_approvals(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_initialize(
         it,
         
-        FfiConverterTypeApprovalQuery.lower(`query`),_status)
+        FfiConverterTypeInitializeParams.lower(`params`),_status)
 }
     }
     )
@@ -2430,51 +2393,174 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * The shell catalog.
+     * plan/approve
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `listShells`(): ShellCatalog {
-            return FfiConverterTypeShellCatalog.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_list_shells(
-        it,
-        _status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Rereads an artifact and checks it against the record.
-     */
-    @Throws(PlanException::class)override fun `readArtifact`(`approvalId`: kotlin.String): ArtifactContent {
-            return FfiConverterTypeArtifactContent.lift(
-    callWithHandle {
-    uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_read_artifact(
-        it,
-        
-        FfiConverterString.lower(`approvalId`),_status)
-}
-    }
-    )
-    }
-    
-
-    
-    /**
-     * Rejects.
-     */
-    @Throws(PlanException::class)override fun `reject`(`approvalId`: kotlin.String): Decision {
+    @Throws(PlanException::class)override fun `planApprove`(`params`: PlanApproveParams): Decision {
             return FfiConverterTypeDecision.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_reject(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_approve(
         it,
         
-        FfiConverterString.lower(`approvalId`),_status)
+        FfiConverterTypePlanApproveParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/cardUrl
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planCardUrl`(`params`: PlanCardUrlParams): PlanCardUrlResult {
+            return FfiConverterTypePlanCardUrlResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_card_url(
+        it,
+        
+        FfiConverterTypePlanCardUrlParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/diff
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planDiff`(`params`: PlanDiffParams): PlanDiff {
+            return FfiConverterTypePlanDiff.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_diff(
+        it,
+        
+        FfiConverterTypePlanDiffParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planGet`(`params`: PlanGetParams): PlanApproval {
+            return FfiConverterTypePlanApproval.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_get(
+        it,
+        
+        FfiConverterTypePlanGetParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planList`(`params`: ApprovalFilter): PlanListResult {
+            return FfiConverterTypePlanListResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_list(
+        it,
+        
+        FfiConverterTypeApprovalFilter.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/readArtifact
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planReadArtifact`(`params`: PlanReadArtifactParams): ArtifactContent {
+            return FfiConverterTypeArtifactContent.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_read_artifact(
+        it,
+        
+        FfiConverterTypePlanReadArtifactParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/reject
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planReject`(`params`: PlanRejectParams): Decision {
+            return FfiConverterTypeDecision.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_reject(
+        it,
+        
+        FfiConverterTypePlanRejectParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/verify
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planVerify`(`params`: PlanVerifyParams): VerifyReport {
+            return FfiConverterTypeVerifyReport.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify(
+        it,
+        
+        FfiConverterTypePlanVerifyParams.lower(`params`),_status)
 }
     }
     )
@@ -2501,16 +2587,108 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Persists the default shell.
+     * session/configure
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `setDefaultShell`(`shellId`: kotlin.String): kotlin.String {
-            return FfiConverterString.lift(
+    @Throws(PlanException::class)override fun `sessionConfigure`(`params`: SessionConfigureParams): Session {
+            return FfiConverterTypeSession.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_set_default_shell(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_configure(
         it,
         
-        FfiConverterString.lower(`shellId`),_status)
+        FfiConverterTypeSessionConfigureParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * session/create
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `sessionCreate`(`params`: SessionCreateParams): Session {
+            return FfiConverterTypeSession.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_create(
+        it,
+        
+        FfiConverterTypeSessionCreateParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * session/get
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `sessionGet`(`params`: SessionGetParams): Session {
+            return FfiConverterTypeSession.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_session_get(
+        it,
+        
+        FfiConverterTypeSessionGetParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * shell/list
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `shellList`(`params`: ShellListParams): ShellCatalog {
+            return FfiConverterTypeShellCatalog.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_list(
+        it,
+        
+        FfiConverterTypeShellListParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * shell/setDefault
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `shellSetDefault`(`params`: ShellSetDefaultParams): ShellSetDefaultResult {
+            return FfiConverterTypeShellSetDefaultResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_shell_set_default(
+        it,
+        
+        FfiConverterTypeShellSetDefaultParams.lower(`params`),_status)
 }
     }
     )
@@ -2536,22 +2714,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * `command/start`: runs an Agent turn's allowed or confirmed Bash call
-     * on the host, with the call's own command text.
+     * tool/confirm
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `startCommand`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `callId`: kotlin.String, `command`: kotlin.String, `cwd`: kotlin.String?, `timeoutMs`: kotlin.ULong?): CommandRun {
-            return FfiConverterTypeCommandRun.lift(
+    @Throws(PlanException::class)override fun `toolConfirm`(`params`: ToolConfirmParams): ToolCallResult {
+            return FfiConverterTypeToolCallResult.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_command(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm(
         it,
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`turnId`),
-        FfiConverterString.lower(`callId`),
-        FfiConverterString.lower(`command`),
-        FfiConverterOptionalString.lower(`cwd`),
-        FfiConverterOptionalULong.lower(`timeoutMs`),_status)
+        FfiConverterTypeToolConfirmParams.lower(`params`),_status)
 }
     }
     )
@@ -2560,16 +2736,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Queued -> running.
+     * turn/cancel
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `startExecution`(`executionId`: kotlin.String): PlanApproval {
-            return FfiConverterTypePlanApproval.lift(
+    @Throws(PlanException::class)override fun `turnCancel`(`params`: TurnCancelParams): Session {
+            return FfiConverterTypeSession.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_execution(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_cancel(
         it,
         
-        FfiConverterString.lower(`executionId`),_status)
+        FfiConverterTypeTurnCancelParams.lower(`params`),_status)
 }
     }
     )
@@ -2578,17 +2758,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Starts a prompt turn.
+     * turn/complete
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `startTurn`(`sessionId`: kotlin.String, `origin`: Origin): ActiveTurn {
-            return FfiConverterTypeActiveTurn.lift(
+    @Throws(PlanException::class)override fun `turnComplete`(`params`: TurnCompleteParams): Session {
+            return FfiConverterTypeSession.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_start_turn(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_complete(
         it,
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterTypeOrigin.lower(`origin`),_status)
+        FfiConverterTypeTurnCompleteParams.lower(`params`),_status)
 }
     }
     )
@@ -2597,18 +2780,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Decides a tool-call batch; a valid SubmitPlan writes its artifact.
+     * turn/start
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `toolCalls`(`sessionId`: kotlin.String, `turnId`: kotlin.String, `calls`: List<ToolCall>): List<ToolCallResult> {
-            return FfiConverterSequenceTypeToolCallResult.lift(
+    @Throws(PlanException::class)override fun `turnStart`(`params`: TurnStartParams): TurnStartResult {
+            return FfiConverterTypeTurnStartResult.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_calls(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_start(
         it,
         
-        FfiConverterString.lower(`sessionId`),
-        FfiConverterString.lower(`turnId`),
-        FfiConverterSequenceTypeToolCall.lower(`calls`),_status)
+        FfiConverterTypeTurnStartParams.lower(`params`),_status)
 }
     }
     )
@@ -2617,19 +2802,20 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Verifies artifacts: one approval (`approval_id`), a session's
-     * approvals and its workspace's orphans (`session_id`), or everything
-     * (neither). Naming both is `INVALID_PARAMS`.
+     * turn/toolCalls
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
      */
-    @Throws(PlanException::class)override fun `verify`(`approvalId`: kotlin.String?, `sessionId`: kotlin.String?): VerifyReport {
-            return FfiConverterTypeVerifyReport.lift(
+    @Throws(PlanException::class)override fun `turnToolCalls`(`params`: TurnToolCallsParams): TurnToolCallsResult {
+            return FfiConverterTypeTurnToolCallsResult.lift(
     callWithHandle {
     uniffiRustCallWithError(PlanException) { _status ->
-    UniffiLib.uniffi_plan_ffi_fn_method_planhost_verify(
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_tool_calls(
         it,
         
-        FfiConverterOptionalString.lower(`approvalId`),
-        FfiConverterOptionalString.lower(`sessionId`),_status)
+        FfiConverterTypeTurnToolCallsParams.lower(`params`),_status)
 }
     }
     )
@@ -2740,16 +2926,16 @@ public object FfiConverterTypeActiveTurn: FfiConverterRustBuffer<ActiveTurn> {
 
 
 /**
- * Filters for `list_approvals`; all optional.
+ * `plan/list` params: every filter optional.
  */
-data class ApprovalQuery (
+data class ApprovalFilter (
     /**
-     * Only this session.
+     * Only this session's approvals.
      */
-    var `sessionId`: kotlin.String? = null 
+    var `sessionId`: SessionId? = null 
     , 
     /**
-     * Only this status.
+     * Only approvals with this status.
      */
     var `status`: ApprovalStatus? = null 
     , 
@@ -2770,23 +2956,23 @@ data class ApprovalQuery (
 /**
  * @suppress
  */
-public object FfiConverterTypeApprovalQuery: FfiConverterRustBuffer<ApprovalQuery> {
-    override fun read(buf: ByteBuffer): ApprovalQuery {
-        return ApprovalQuery(
-            FfiConverterOptionalString.read(buf),
+public object FfiConverterTypeApprovalFilter: FfiConverterRustBuffer<ApprovalFilter> {
+    override fun read(buf: ByteBuffer): ApprovalFilter {
+        return ApprovalFilter(
+            FfiConverterOptionalTypeSessionId.read(buf),
             FfiConverterOptionalTypeApprovalStatus.read(buf),
             FfiConverterOptionalUInt.read(buf),
         )
     }
 
-    override fun allocationSize(value: ApprovalQuery) = (
-            FfiConverterOptionalString.allocationSize(value.`sessionId`) +
+    override fun allocationSize(value: ApprovalFilter) = (
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterOptionalTypeApprovalStatus.allocationSize(value.`status`) +
             FfiConverterOptionalUInt.allocationSize(value.`limit`)
     )
 
-    override fun write(value: ApprovalQuery, buf: ByteBuffer) {
-            FfiConverterOptionalString.write(value.`sessionId`, buf)
+    override fun write(value: ApprovalFilter, buf: ByteBuffer) {
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterOptionalTypeApprovalStatus.write(value.`status`, buf)
             FfiConverterOptionalUInt.write(value.`limit`, buf)
     }
@@ -2968,6 +3154,100 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
 
 
 /**
+ * The host's capabilities, in the `initialize` result.
+ */
+data class Capabilities (
+    /**
+     * Host-run commands.
+     */
+    var `commands`: CommandCapabilities
+    , 
+    /**
+     * The approval card's web server; `null` when it is off.
+     */
+    var `web`: WebCapabilities?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCapabilities: FfiConverterRustBuffer<Capabilities> {
+    override fun read(buf: ByteBuffer): Capabilities {
+        return Capabilities(
+            FfiConverterTypeCommandCapabilities.read(buf),
+            FfiConverterOptionalTypeWebCapabilities.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Capabilities) = (
+            FfiConverterTypeCommandCapabilities.allocationSize(value.`commands`) +
+            FfiConverterOptionalTypeWebCapabilities.allocationSize(value.`web`)
+    )
+
+    override fun write(value: Capabilities, buf: ByteBuffer) {
+            FfiConverterTypeCommandCapabilities.write(value.`commands`, buf)
+            FfiConverterOptionalTypeWebCapabilities.write(value.`web`, buf)
+    }
+}
+
+
+
+/**
+ * `command/cancel` params.
+ */
+data class CommandCancelParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: CallId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandCancelParams: FfiConverterRustBuffer<CommandCancelParams> {
+    override fun read(buf: ByteBuffer): CommandCancelParams {
+        return CommandCancelParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandCancelParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`)
+    )
+
+    override fun write(value: CommandCancelParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+    }
+}
+
+
+
+/**
  * Whether Plan-mode Bash will work, known before a turn starts.
  */
 data class CommandCapabilities (
@@ -3084,6 +3364,53 @@ public object FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer<
             FfiConverterString.write(value.`sessionId`, buf)
             FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeCommandRun.write(value.`command`, buf)
+    }
+}
+
+
+
+/**
+ * `command/get` params.
+ */
+data class CommandGetParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: CallId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandGetParams: FfiConverterRustBuffer<CommandGetParams> {
+    override fun read(buf: ByteBuffer): CommandGetParams {
+        return CommandGetParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandGetParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`)
+    )
+
+    override fun write(value: CommandGetParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
     }
 }
 
@@ -3375,6 +3702,88 @@ public object FfiConverterTypeCommandShell: FfiConverterRustBuffer<CommandShell>
 
 
 /**
+ * `command/start` params: run an Agent turn's allowed (or confirmed) Bash
+ * call on the host.
+ */
+data class CommandStartParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The active Agent turn.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The command text: exactly the `command` of the call's input.
+     */
+    var `command`: kotlin.String
+    , 
+    /**
+     * Workspace-relative or absolute working directory inside the root:
+     * the same directory as the call's input named (absent: the root).
+     */
+    var `cwd`: kotlin.String? = null 
+    , 
+    /**
+     * Timeout in milliseconds, 1..=the host's maximum: the same timeout as
+     * the call's input asked for (absent: the host's default).
+     */
+    var `timeoutMs`: kotlin.ULong? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandStartParams: FfiConverterRustBuffer<CommandStartParams> {
+    override fun read(buf: ByteBuffer): CommandStartParams {
+        return CommandStartParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandStartParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`command`) +
+            FfiConverterOptionalString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalULong.allocationSize(value.`timeoutMs`)
+    )
+
+    override fun write(value: CommandStartParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`command`, buf)
+            FfiConverterOptionalString.write(value.`cwd`, buf)
+            FfiConverterOptionalULong.write(value.`timeoutMs`, buf)
+    }
+}
+
+
+
+/**
  * `plan/approve` and `plan/reject` result: the decided row and the session.
  */
 data class Decision (
@@ -3416,6 +3825,84 @@ public object FfiConverterTypeDecision: FfiConverterRustBuffer<Decision> {
     override fun write(value: Decision, buf: ByteBuffer) {
             FfiConverterTypePlanApproval.write(value.`approval`, buf)
             FfiConverterTypeSession.write(value.`session`, buf)
+    }
+}
+
+
+
+/**
+ * `execution/complete` params.
+ */
+data class ExecutionCompleteParams (
+    /**
+     * Execution id.
+     */
+    var `executionId`: ExecutionId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeExecutionCompleteParams: FfiConverterRustBuffer<ExecutionCompleteParams> {
+    override fun read(buf: ByteBuffer): ExecutionCompleteParams {
+        return ExecutionCompleteParams(
+            FfiConverterTypeExecutionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ExecutionCompleteParams) = (
+            FfiConverterTypeExecutionId.allocationSize(value.`executionId`)
+    )
+
+    override fun write(value: ExecutionCompleteParams, buf: ByteBuffer) {
+            FfiConverterTypeExecutionId.write(value.`executionId`, buf)
+    }
+}
+
+
+
+/**
+ * `execution/start` params.
+ */
+data class ExecutionStartParams (
+    /**
+     * Execution id.
+     */
+    var `executionId`: ExecutionId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeExecutionStartParams: FfiConverterRustBuffer<ExecutionStartParams> {
+    override fun read(buf: ByteBuffer): ExecutionStartParams {
+        return ExecutionStartParams(
+            FfiConverterTypeExecutionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ExecutionStartParams) = (
+            FfiConverterTypeExecutionId.allocationSize(value.`executionId`)
+    )
+
+    override fun write(value: ExecutionStartParams, buf: ByteBuffer) {
+            FfiConverterTypeExecutionId.write(value.`executionId`, buf)
     }
 }
 
@@ -3471,6 +3958,434 @@ public object FfiConverterTypeExecutionStateChangedNotification: FfiConverterRus
             FfiConverterString.write(value.`sessionId`, buf)
             FfiConverterString.write(value.`executionId`, buf)
             FfiConverterTypeExecutionState.write(value.`state`, buf)
+    }
+}
+
+
+
+/**
+ * A host's settings as plain data, the same through every
+ * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
+ * file in camelCase). Every field is optional: absent (or
+ * `false`, or empty) is the host's default. Turned into
+ * [`HostOptions`](crate::HostOptions) by
+ * [`HostConfig::options`](crate::HostConfig::options), which
+ * refuses an out-of-range value with `INVALID_PARAMS`.
+ */
+data class HostConfig (
+    /**
+     * Approval TTL in milliseconds: 1 to 604800000 (seven days);
+     * 30 minutes when absent.
+     */
+    var `approvalTtlMs`: kotlin.Long? = null 
+    , 
+    /**
+     * Largest SubmitPlan markdown in bytes: 1 to 67108864
+     * (64 MiB); 8 MiB when absent.
+     */
+    var `markdownLimitBytes`: kotlin.ULong? = null 
+    , 
+    /**
+     * The command sandbox helper (`plan-exec-sandbox`, or a
+     * binary that acts as it), an absolute path; absent: the one
+     * bundled next to the executable.
+     */
+    var `sandboxHelper`: PathBuf? = null 
+    , 
+    /**
+     * Where each command's scratch directory is made: a private
+     * directory (0700) of this user, outside every workspace,
+     * reached without a symlink; one that is not is refused and
+     * no command runs. Absent: one per database under
+     * `$XDG_RUNTIME_DIR` or the temporary directory.
+     */
+    var `scratchRoot`: PathBuf? = null 
+    , 
+    /**
+     * How much a command's scratch directory (`TMPDIR`) may
+     * hold, in MB (MiB): 1 to 1048576; 1024 when absent. Inside
+     * the sandbox's namespaces it is a private tmpfs (memory) of
+     * this size; without them an ordinary directory, not capped.
+     */
+    var `scratchSizeMb`: kotlin.ULong? = null 
+    , 
+    /**
+     * The timeout of a command whose input names none, in
+     * milliseconds: 1 to the maximum; 120000 (or the maximum
+     * when that is smaller) when absent.
+     */
+    var `commandTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * The largest timeout a command may ask for, in
+     * milliseconds: at least 1; 600000 when absent.
+     */
+    var `commandMaxTimeoutMs`: kotlin.ULong? = null 
+    , 
+    /**
+     * Output kept and streamed per command (both streams), in
+     * bytes; 1 MiB when absent.
+     */
+    var `commandOutputCap`: kotlin.ULong? = null 
+    , 
+    /**
+     * How many commands of one session may run at once: at
+     * least 1; 4 when absent.
+     */
+    var `maxRunningCommands`: kotlin.ULong? = null 
+    , 
+    /**
+     * Whether Agent commands (`auto`, and confirmed ones) may
+     * use the network.
+     */
+    var `networkInAuto`: kotlin.Boolean = false 
+    , 
+    /**
+     * Where the kernel sandbox is unavailable, whether Agent
+     * commands (`auto`, and confirmed ones under ask and
+     * accept-edits) run unconfined instead of failing with
+     * `SANDBOX_UNAVAILABLE` (Plan commands never do).
+     */
+    var `autoWithoutSandbox`: kotlin.Boolean = false 
+    , 
+    /**
+     * Whether the sandbox skips its namespaces even where the
+     * kernel allows them (as a kernel without them would): Plan
+     * Bash still runs, the database and terminals are no longer
+     * hidden from it, and Agent commands fail with
+     * `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
+     */
+    var `skipNamespaces`: kotlin.Boolean = false 
+    , 
+    /**
+     * More paths kept read-only under Agent `auto`, besides
+     * `.git`, `.pi`, the database with its side files and the
+     * helper.
+     */
+    var `protectedPaths`: List<PathBuf> = listOf() 
+    , 
+    /**
+     * A command does not inherit the host's environment
+     * variables whose names contain one of these
+     * (case-insensitive). Absent: `KEY`, `SECRET`, `TOKEN` and
+     * `PASSWORD`; an empty list keeps every variable.
+     */
+    var `secretEnvMarkers`: List<kotlin.String>? = null 
+    , 
+    /**
+     * Serves approval cards (`<plan-approval-card>`) over HTTP
+     * on this address and port, e.g. `127.0.0.1:0` (port 0
+     * picks a free port); no web server when absent. An address
+     * that is not loopback is `INVALID_PARAMS` unless
+     * `web_allow_any_address`.
+     */
+    var `webAddress`: kotlin.String? = null 
+    , 
+    /**
+     * Lets `web_address` name an address that is not loopback:
+     * anyone who can reach it and sees a card's URL can decide.
+     */
+    var `webAllowAnyAddress`: kotlin.Boolean = false 
+    , 
+    /**
+     * The person's notifier: a command line run through
+     * `/bin/sh -c` once each time a plan becomes pending, with
+     * the approval as JSON on its stdin (a `PendingPlanNotice`,
+     * the card URL in it when `web_address` is set), its output
+     * discarded and killed after 30 s. Empty, or with a NUL
+     * byte: `INVALID_PARAMS`.
+     */
+    var `notifier`: kotlin.String? = null 
+    , 
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`). Without it, export is on
+     * only when `otel_from_environment` allows the standard
+     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    var `otelLogsEndpoint`: kotlin.String? = null 
+    , 
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    var `otelProtocol`: kotlin.String? = null 
+    , 
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    var `otelHeaders`: List<kotlin.String> = listOf() 
+    , 
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    var `otelServiceName`: kotlin.String? = null 
+    , 
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    var `otelIncludeContent`: kotlin.Boolean = false 
+    , 
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    var `otelCertificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `otel_client_key`.
+     */
+    var `otelClientCertificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `otel_client_certificate`.
+     */
+    var `otelClientKey`: PathBuf? = null 
+    , 
+    /**
+     * Whether the standard `OTEL_*` variables of the process
+     * are read (as OpenTelemetry SDKs do); true when absent.
+     */
+    var `otelFromEnvironment`: kotlin.Boolean? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
+    override fun read(buf: ByteBuffer): HostConfig {
+        return HostConfig(
+            FfiConverterOptionalLong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterSequenceTypePathBuf.read(buf),
+            FfiConverterOptionalSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: HostConfig) = (
+            FfiConverterOptionalLong.allocationSize(value.`approvalTtlMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`sandboxHelper`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`scratchRoot`) +
+            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
+            FfiConverterOptionalULong.allocationSize(value.`maxRunningCommands`) +
+            FfiConverterBoolean.allocationSize(value.`networkInAuto`) +
+            FfiConverterBoolean.allocationSize(value.`autoWithoutSandbox`) +
+            FfiConverterBoolean.allocationSize(value.`skipNamespaces`) +
+            FfiConverterSequenceTypePathBuf.allocationSize(value.`protectedPaths`) +
+            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
+            FfiConverterOptionalString.allocationSize(value.`webAddress`) +
+            FfiConverterBoolean.allocationSize(value.`webAllowAnyAddress`) +
+            FfiConverterOptionalString.allocationSize(value.`notifier`) +
+            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
+            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
+            FfiConverterSequenceString.allocationSize(value.`otelHeaders`) +
+            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
+            FfiConverterBoolean.allocationSize(value.`otelIncludeContent`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelCertificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientCertificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientKey`) +
+            FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
+    )
+
+    override fun write(value: HostConfig, buf: ByteBuffer) {
+            FfiConverterOptionalLong.write(value.`approvalTtlMs`, buf)
+            FfiConverterOptionalULong.write(value.`markdownLimitBytes`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`sandboxHelper`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`scratchRoot`, buf)
+            FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
+            FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
+            FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
+            FfiConverterOptionalULong.write(value.`maxRunningCommands`, buf)
+            FfiConverterBoolean.write(value.`networkInAuto`, buf)
+            FfiConverterBoolean.write(value.`autoWithoutSandbox`, buf)
+            FfiConverterBoolean.write(value.`skipNamespaces`, buf)
+            FfiConverterSequenceTypePathBuf.write(value.`protectedPaths`, buf)
+            FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
+            FfiConverterOptionalString.write(value.`webAddress`, buf)
+            FfiConverterBoolean.write(value.`webAllowAnyAddress`, buf)
+            FfiConverterOptionalString.write(value.`notifier`, buf)
+            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
+            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
+            FfiConverterSequenceString.write(value.`otelHeaders`, buf)
+            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
+            FfiConverterBoolean.write(value.`otelIncludeContent`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelCertificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelClientCertificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`otelClientKey`, buf)
+            FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
+    }
+}
+
+
+
+/**
+ * `initialize` params: `{protocolVersion, clientName?}`.
+ *
+ * `protocolVersion` is any integer here, so that a version other than 9
+ * reaches the host and is answered `PROTOCOL_VERSION_UNSUPPORTED`.
+ */
+data class InitializeParams (
+    /**
+     * The protocol version the client speaks; must be 9.
+     */
+    var `protocolVersion`: kotlin.Long
+    , 
+    /**
+     * The client's name, for logs.
+     */
+    var `clientName`: kotlin.String? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInitializeParams: FfiConverterRustBuffer<InitializeParams> {
+    override fun read(buf: ByteBuffer): InitializeParams {
+        return InitializeParams(
+            FfiConverterLong.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InitializeParams) = (
+            FfiConverterLong.allocationSize(value.`protocolVersion`) +
+            FfiConverterOptionalString.allocationSize(value.`clientName`)
+    )
+
+    override fun write(value: InitializeParams, buf: ByteBuffer) {
+            FfiConverterLong.write(value.`protocolVersion`, buf)
+            FfiConverterOptionalString.write(value.`clientName`, buf)
+    }
+}
+
+
+
+/**
+ * `initialize` result.
+ */
+data class InitializeResult (
+    /**
+     * Always 9.
+     */
+    var `protocolVersion`: kotlin.Long
+    , 
+    /**
+     * The host's name.
+     */
+    var `serverName`: kotlin.String
+    , 
+    /**
+     * The host's version.
+     */
+    var `serverVersion`: kotlin.String
+    , 
+    /**
+     * The storage schema version, 10.
+     */
+    var `schemaVersion`: kotlin.Long
+    , 
+    /**
+     * How long an approval stays pending, in milliseconds.
+     */
+    var `approvalTtlMs`: kotlin.Long
+    , 
+    /**
+     * What the host can do beyond the checkpoint.
+     */
+    var `capabilities`: Capabilities
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeInitializeResult: FfiConverterRustBuffer<InitializeResult> {
+    override fun read(buf: ByteBuffer): InitializeResult {
+        return InitializeResult(
+            FfiConverterLong.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterLong.read(buf),
+            FfiConverterLong.read(buf),
+            FfiConverterTypeCapabilities.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: InitializeResult) = (
+            FfiConverterLong.allocationSize(value.`protocolVersion`) +
+            FfiConverterString.allocationSize(value.`serverName`) +
+            FfiConverterString.allocationSize(value.`serverVersion`) +
+            FfiConverterLong.allocationSize(value.`schemaVersion`) +
+            FfiConverterLong.allocationSize(value.`approvalTtlMs`) +
+            FfiConverterTypeCapabilities.allocationSize(value.`capabilities`)
+    )
+
+    override fun write(value: InitializeResult, buf: ByteBuffer) {
+            FfiConverterLong.write(value.`protocolVersion`, buf)
+            FfiConverterString.write(value.`serverName`, buf)
+            FfiConverterString.write(value.`serverVersion`, buf)
+            FfiConverterLong.write(value.`schemaVersion`, buf)
+            FfiConverterLong.write(value.`approvalTtlMs`, buf)
+            FfiConverterTypeCapabilities.write(value.`capabilities`, buf)
     }
 }
 
@@ -3755,6 +4670,135 @@ public object FfiConverterTypePlanApprovalResolvedNotification: FfiConverterRust
 
 
 /**
+ * `plan/approve` params: `{approvalId, permissionMode}`.
+ *
+ * `permissionMode` is required by the contract, but an absent (or `null`)
+ * one is not a decoding failure: it reaches the host as `None`, which
+ * answers `PERMISSION_MODE_REQUIRED`.
+ */
+data class PlanApproveParams (
+    /**
+     * Approval id.
+     */
+    var `approvalId`: ApprovalId
+    , 
+    /**
+     * The explicitly selected execution permission mode.
+     */
+    var `permissionMode`: PermissionMode? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanApproveParams: FfiConverterRustBuffer<PlanApproveParams> {
+    override fun read(buf: ByteBuffer): PlanApproveParams {
+        return PlanApproveParams(
+            FfiConverterTypeApprovalId.read(buf),
+            FfiConverterOptionalTypePermissionMode.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanApproveParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`) +
+            FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`)
+    )
+
+    override fun write(value: PlanApproveParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+            FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/cardUrl` params: `{approvalId}`.
+ */
+data class PlanCardUrlParams (
+    /**
+     * A pending approval.
+     */
+    var `approvalId`: ApprovalId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanCardUrlParams: FfiConverterRustBuffer<PlanCardUrlParams> {
+    override fun read(buf: ByteBuffer): PlanCardUrlParams {
+        return PlanCardUrlParams(
+            FfiConverterTypeApprovalId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanCardUrlParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`)
+    )
+
+    override fun write(value: PlanCardUrlParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/cardUrl` result: the card's URL, with its token.
+ */
+data class PlanCardUrlResult (
+    /**
+     * Open this in a browser to decide.
+     */
+    var `url`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanCardUrlResult: FfiConverterRustBuffer<PlanCardUrlResult> {
+    override fun read(buf: ByteBuffer): PlanCardUrlResult {
+        return PlanCardUrlResult(
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanCardUrlResult) = (
+            FfiConverterString.allocationSize(value.`url`)
+    )
+
+    override fun write(value: PlanCardUrlResult, buf: ByteBuffer) {
+            FfiConverterString.write(value.`url`, buf)
+    }
+}
+
+
+
+/**
  * `plan/diff` result.
  */
 data class PlanDiff (
@@ -3819,181 +4863,18 @@ public object FfiConverterTypePlanDiff: FfiConverterRustBuffer<PlanDiff> {
 
 
 /**
- * Host settings; `None` takes the default (30 minutes, 8 MiB; commands: the
- * helper next to the executable or on `PATH`, 120 s default and 600 s
- * maximum timeout, 1 MiB output cap, 4 running per session, no network
- * for Agent `auto`).
+ * `plan/diff` params.
  */
-data class PlanHostOptions (
+data class PlanDiffParams (
     /**
-     * Approval TTL in milliseconds: 1 to 604800000 (seven days); 30
-     * minutes when absent. Anything else is `INVALID_PARAMS`.
+     * The approval to compare.
      */
-    var `approvalTtlMs`: kotlin.Long? = null 
+    var `approvalId`: ApprovalId
     , 
     /**
-     * Largest SubmitPlan markdown in bytes: 1 to 67108864 (64 MiB); 8 MiB
-     * when absent.
+     * What to compare it with; the session's previous submission when absent.
      */
-    var `markdownLimitBytes`: kotlin.ULong? = null 
-    , 
-    /**
-     * The command sandbox helper (`plan-exec-sandbox`) an app ships, for
-     * example in its bundle or its native library directory.
-     */
-    var `sandboxHelper`: kotlin.String? = null 
-    , 
-    /**
-     * Where each command's scratch directory is made: a private directory
-     * (0700) of this user, outside every workspace, reached without a
-     * symlink; one that is not is refused and no command runs (the reason
-     * is in `sandbox_info`). Default: one per database under
-     * `$XDG_RUNTIME_DIR` or the temporary directory.
-     */
-    var `scratchRoot`: kotlin.String? = null 
-    , 
-    /**
-     * Default command timeout in milliseconds.
-     */
-    var `commandTimeoutMs`: kotlin.ULong? = null 
-    , 
-    /**
-     * Largest command timeout in milliseconds.
-     */
-    var `commandMaxTimeoutMs`: kotlin.ULong? = null 
-    , 
-    /**
-     * Retained output per command, in bytes.
-     */
-    var `commandOutputCap`: kotlin.ULong? = null 
-    , 
-    /**
-     * Running commands per session.
-     */
-    var `maxRunningCommands`: kotlin.UInt? = null 
-    , 
-    /**
-     * Whether Agent commands (`auto`, and confirmed ones) may use the network.
-     */
-    var `networkInAuto`: kotlin.Boolean? = null 
-    , 
-    /**
-     * Where the kernel sandbox is unavailable, whether Agent commands
-     * (`auto`, and confirmed ones under ask and accept-edits) run
-     * unconfined instead of failing with `SANDBOX_UNAVAILABLE` (Plan
-     * commands never do).
-     */
-    var `autoWithoutSandbox`: kotlin.Boolean? = null 
-    , 
-    /**
-     * Whether the sandbox skips its namespaces even where the kernel allows
-     * them (as a kernel without them would): Plan Bash still runs, the
-     * database and terminals are no longer hidden from it, and Agent
-     * commands fail with `SANDBOX_UNAVAILABLE` unless `auto_without_sandbox`.
-     */
-    var `skipNamespaces`: kotlin.Boolean? = null 
-    , 
-    /**
-     * More paths kept read-only under Agent `auto`, besides `.git`, `.pi`,
-     * the database with its side files and the helper.
-     */
-    var `protectedPaths`: List<kotlin.String>? = null 
-    , 
-    /**
-     * A command does not inherit the host's environment variables whose
-     * names contain one of these (case-insensitive). Default: `KEY`,
-     * `SECRET`, `TOKEN` and `PASSWORD`; an empty list keeps every variable.
-     */
-    var `secretEnvMarkers`: List<kotlin.String>? = null 
-    , 
-    /**
-     * How much a command's scratch directory (`TMPDIR`) may hold, in MB
-     * (MiB): 1 to 1048576; 1024 when absent. Anything else is
-     * `INVALID_PARAMS`. Inside the sandbox's namespaces the scratch
-     * directory is a private tmpfs (memory) of this size; without them it
-     * is an ordinary directory and not capped.
-     */
-    var `scratchSizeMb`: kotlin.ULong? = null 
-    , 
-    /**
-     * Serves approval cards (`<plan-approval-card>`) over HTTP on this
-     * loopback address, e.g. `127.0.0.1:0` (port 0 picks a free port);
-     * no web server when absent. An address that is not loopback is
-     * `INVALID_PARAMS` unless `web_allow_any_address`.
-     */
-    var `webAddress`: kotlin.String? = null 
-    , 
-    /**
-     * Lets `web_address` name an address that is not loopback: anyone who
-     * can reach it and sees a card's URL can decide.
-     */
-    var `webAllowAnyAddress`: kotlin.Boolean? = null 
-    , 
-    /**
-     * The person's notifier: a command line run through `/bin/sh -c` once
-     * each time a plan becomes pending, with the approval as JSON on its
-     * stdin (a `PendingPlanNotice`, the card URL in it when `web_address`
-     * is set), its output discarded and killed after 30 s. None by
-     * default. Empty, or with a NUL byte: `INVALID_PARAMS`.
-     */
-    var `notifier`: kotlin.String? = null 
-    , 
-    /**
-     * Exports the audit as OpenTelemetry log records (OTLP/HTTP) to this
-     * logs endpoint, a full `http://` or `https://` URL (`.../v1/logs`;
-     * https verifies the collector's certificate). Without it,
-     * export is on only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`. Off by default.
-     */
-    var `otelLogsEndpoint`: kotlin.String? = null 
-    , 
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    var `otelProtocol`: kotlin.String? = null 
-    , 
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    var `otelHeaders`: List<kotlin.String>? = null 
-    , 
-    /**
-     * The resource's `service.name` (default `plan-checkpoint`).
-     */
-    var `otelServiceName`: kotlin.String? = null 
-    , 
-    /**
-     * Also exports the plan text, plan titles, questions and command text
-     * (their SHA-256 always is; they may be confidential).
-     */
-    var `otelIncludeContent`: kotlin.Boolean? = null 
-    , 
-    /**
-     * A PEM file of the CA certificates trusted for an `https://`
-     * collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`). A file that cannot be read or
-     * holds no certificate: `INVALID_PARAMS`.
-     */
-    var `otelCertificate`: kotlin.String? = null 
-    , 
-    /**
-     * A PEM file of the client certificate for a collector that requires
-     * one (mTLS, as `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    var `otelClientCertificate`: kotlin.String? = null 
-    , 
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs `otel_client_certificate`.
-     */
-    var `otelClientKey`: kotlin.String? = null 
-    , 
-    /**
-     * Whether the standard `OTEL_*` variables of the process are read
-     * (as OpenTelemetry SDKs do); true when absent.
-     */
-    var `otelFromEnvironment`: kotlin.Boolean? = null 
+    var `againstApprovalId`: ApprovalId? = null 
     
 ){
     
@@ -4007,94 +4888,227 @@ data class PlanHostOptions (
 /**
  * @suppress
  */
-public object FfiConverterTypePlanHostOptions: FfiConverterRustBuffer<PlanHostOptions> {
-    override fun read(buf: ByteBuffer): PlanHostOptions {
-        return PlanHostOptions(
-            FfiConverterOptionalLong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalUInt.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalULong.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalSequenceString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalBoolean.read(buf),
+public object FfiConverterTypePlanDiffParams: FfiConverterRustBuffer<PlanDiffParams> {
+    override fun read(buf: ByteBuffer): PlanDiffParams {
+        return PlanDiffParams(
+            FfiConverterTypeApprovalId.read(buf),
+            FfiConverterOptionalTypeApprovalId.read(buf),
         )
     }
 
-    override fun allocationSize(value: PlanHostOptions) = (
-            FfiConverterOptionalLong.allocationSize(value.`approvalTtlMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`markdownLimitBytes`) +
-            FfiConverterOptionalString.allocationSize(value.`sandboxHelper`) +
-            FfiConverterOptionalString.allocationSize(value.`scratchRoot`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
-            FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
-            FfiConverterOptionalUInt.allocationSize(value.`maxRunningCommands`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`networkInAuto`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`autoWithoutSandbox`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`skipNamespaces`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`protectedPaths`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`secretEnvMarkers`) +
-            FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
-            FfiConverterOptionalString.allocationSize(value.`webAddress`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`webAllowAnyAddress`) +
-            FfiConverterOptionalString.allocationSize(value.`notifier`) +
-            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
-            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
-            FfiConverterOptionalSequenceString.allocationSize(value.`otelHeaders`) +
-            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`otelIncludeContent`) +
-            FfiConverterOptionalString.allocationSize(value.`otelCertificate`) +
-            FfiConverterOptionalString.allocationSize(value.`otelClientCertificate`) +
-            FfiConverterOptionalString.allocationSize(value.`otelClientKey`) +
-            FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
+    override fun allocationSize(value: PlanDiffParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`) +
+            FfiConverterOptionalTypeApprovalId.allocationSize(value.`againstApprovalId`)
     )
 
-    override fun write(value: PlanHostOptions, buf: ByteBuffer) {
-            FfiConverterOptionalLong.write(value.`approvalTtlMs`, buf)
-            FfiConverterOptionalULong.write(value.`markdownLimitBytes`, buf)
-            FfiConverterOptionalString.write(value.`sandboxHelper`, buf)
-            FfiConverterOptionalString.write(value.`scratchRoot`, buf)
-            FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
-            FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
-            FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
-            FfiConverterOptionalUInt.write(value.`maxRunningCommands`, buf)
-            FfiConverterOptionalBoolean.write(value.`networkInAuto`, buf)
-            FfiConverterOptionalBoolean.write(value.`autoWithoutSandbox`, buf)
-            FfiConverterOptionalBoolean.write(value.`skipNamespaces`, buf)
-            FfiConverterOptionalSequenceString.write(value.`protectedPaths`, buf)
-            FfiConverterOptionalSequenceString.write(value.`secretEnvMarkers`, buf)
-            FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
-            FfiConverterOptionalString.write(value.`webAddress`, buf)
-            FfiConverterOptionalBoolean.write(value.`webAllowAnyAddress`, buf)
-            FfiConverterOptionalString.write(value.`notifier`, buf)
-            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
-            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
-            FfiConverterOptionalSequenceString.write(value.`otelHeaders`, buf)
-            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
-            FfiConverterOptionalBoolean.write(value.`otelIncludeContent`, buf)
-            FfiConverterOptionalString.write(value.`otelCertificate`, buf)
-            FfiConverterOptionalString.write(value.`otelClientCertificate`, buf)
-            FfiConverterOptionalString.write(value.`otelClientKey`, buf)
-            FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
+    override fun write(value: PlanDiffParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+            FfiConverterOptionalTypeApprovalId.write(value.`againstApprovalId`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/get` params.
+ */
+data class PlanGetParams (
+    /**
+     * Approval id.
+     */
+    var `approvalId`: ApprovalId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanGetParams: FfiConverterRustBuffer<PlanGetParams> {
+    override fun read(buf: ByteBuffer): PlanGetParams {
+        return PlanGetParams(
+            FfiConverterTypeApprovalId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanGetParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`)
+    )
+
+    override fun write(value: PlanGetParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/list` result: newest first.
+ */
+data class PlanListResult (
+    /**
+     * The approvals, newest first.
+     */
+    var `approvals`: List<PlanApproval>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanListResult: FfiConverterRustBuffer<PlanListResult> {
+    override fun read(buf: ByteBuffer): PlanListResult {
+        return PlanListResult(
+            FfiConverterSequenceTypePlanApproval.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanListResult) = (
+            FfiConverterSequenceTypePlanApproval.allocationSize(value.`approvals`)
+    )
+
+    override fun write(value: PlanListResult, buf: ByteBuffer) {
+            FfiConverterSequenceTypePlanApproval.write(value.`approvals`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/readArtifact` params.
+ */
+data class PlanReadArtifactParams (
+    /**
+     * Approval id.
+     */
+    var `approvalId`: ApprovalId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanReadArtifactParams: FfiConverterRustBuffer<PlanReadArtifactParams> {
+    override fun read(buf: ByteBuffer): PlanReadArtifactParams {
+        return PlanReadArtifactParams(
+            FfiConverterTypeApprovalId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanReadArtifactParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`)
+    )
+
+    override fun write(value: PlanReadArtifactParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/reject` params: `{approvalId}` and nothing else (no feedback, no
+ * permission mode).
+ */
+data class PlanRejectParams (
+    /**
+     * Approval id.
+     */
+    var `approvalId`: ApprovalId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanRejectParams: FfiConverterRustBuffer<PlanRejectParams> {
+    override fun read(buf: ByteBuffer): PlanRejectParams {
+        return PlanRejectParams(
+            FfiConverterTypeApprovalId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanRejectParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`)
+    )
+
+    override fun write(value: PlanRejectParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/verify` params: `{approvalId?, sessionId?}`, at most one of them;
+ * neither verifies everything.
+ */
+data class PlanVerifyParams (
+    /**
+     * Verify this approval only (no orphan search).
+     */
+    var `approvalId`: ApprovalId? = null 
+    , 
+    /**
+     * Verify this session's approvals and look for orphans in its workspace.
+     */
+    var `sessionId`: SessionId? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanVerifyParams: FfiConverterRustBuffer<PlanVerifyParams> {
+    override fun read(buf: ByteBuffer): PlanVerifyParams {
+        return PlanVerifyParams(
+            FfiConverterOptionalTypeApprovalId.read(buf),
+            FfiConverterOptionalTypeSessionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanVerifyParams) = (
+            FfiConverterOptionalTypeApprovalId.allocationSize(value.`approvalId`) +
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`)
+    )
+
+    override fun write(value: PlanVerifyParams, buf: ByteBuffer) {
+            FfiConverterOptionalTypeApprovalId.write(value.`approvalId`, buf)
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
     }
 }
 
@@ -4251,11 +5265,20 @@ public object FfiConverterTypeSessionChangedNotification: FfiConverterRustBuffer
 
 
 /**
- * A configuration change; `None` leaves a field as it is, and a `clear_*`
- * flag sets that field back to none (the shell back to the default shell).
- * Setting and clearing the same field at once is `INVALID_PARAMS`.
+ * `session/configure` params: `{sessionId, mode?, permissionMode?, provider?, model?, shell?}`.
+ *
+ * Every field but `sessionId` is optional; an absent field leaves the
+ * setting as it is. `provider`, `model` and `shell` tell an explicit `null`
+ * (clear it; for `shell`: back to the default shell) from an absent field.
+ * `mode` and `permissionMode` cannot be cleared, so `null` there means the
+ * same as absent.
  */
-data class SessionConfig (
+data class SessionConfigureParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    , 
     /**
      * New mode.
      */
@@ -4267,34 +5290,19 @@ data class SessionConfig (
     var `permissionMode`: PermissionMode? = null 
     , 
     /**
-     * New provider.
+     * New provider; `null` clears it.
      */
-    var `provider`: kotlin.String? = null 
+    var `provider`: Clearable? = null 
     , 
     /**
-     * New model.
+     * New model; `null` clears it.
      */
-    var `model`: kotlin.String? = null 
+    var `model`: Clearable? = null 
     , 
     /**
-     * New shell id.
+     * New shell id; `null` selects the default shell.
      */
-    var `shell`: kotlin.String? = null 
-    , 
-    /**
-     * Remove the provider.
-     */
-    var `clearProvider`: kotlin.Boolean = false 
-    , 
-    /**
-     * Remove the model.
-     */
-    var `clearModel`: kotlin.Boolean = false 
-    , 
-    /**
-     * Return to the default shell.
-     */
-    var `clearShell`: kotlin.Boolean = false 
+    var `shell`: Clearable? = null 
     
 ){
     
@@ -4308,40 +5316,139 @@ data class SessionConfig (
 /**
  * @suppress
  */
-public object FfiConverterTypeSessionConfig: FfiConverterRustBuffer<SessionConfig> {
-    override fun read(buf: ByteBuffer): SessionConfig {
-        return SessionConfig(
+public object FfiConverterTypeSessionConfigureParams: FfiConverterRustBuffer<SessionConfigureParams> {
+    override fun read(buf: ByteBuffer): SessionConfigureParams {
+        return SessionConfigureParams(
+            FfiConverterTypeSessionId.read(buf),
             FfiConverterOptionalTypeMode.read(buf),
             FfiConverterOptionalTypePermissionMode.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypeClearable.read(buf),
+            FfiConverterOptionalTypeClearable.read(buf),
+            FfiConverterOptionalTypeClearable.read(buf),
         )
     }
 
-    override fun allocationSize(value: SessionConfig) = (
+    override fun allocationSize(value: SessionConfigureParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterOptionalTypeMode.allocationSize(value.`mode`) +
             FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
-            FfiConverterOptionalString.allocationSize(value.`provider`) +
-            FfiConverterOptionalString.allocationSize(value.`model`) +
-            FfiConverterOptionalString.allocationSize(value.`shell`) +
-            FfiConverterBoolean.allocationSize(value.`clearProvider`) +
-            FfiConverterBoolean.allocationSize(value.`clearModel`) +
-            FfiConverterBoolean.allocationSize(value.`clearShell`)
+            FfiConverterOptionalTypeClearable.allocationSize(value.`provider`) +
+            FfiConverterOptionalTypeClearable.allocationSize(value.`model`) +
+            FfiConverterOptionalTypeClearable.allocationSize(value.`shell`)
     )
 
-    override fun write(value: SessionConfig, buf: ByteBuffer) {
+    override fun write(value: SessionConfigureParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterOptionalTypeMode.write(value.`mode`, buf)
             FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
-            FfiConverterOptionalString.write(value.`provider`, buf)
-            FfiConverterOptionalString.write(value.`model`, buf)
-            FfiConverterOptionalString.write(value.`shell`, buf)
-            FfiConverterBoolean.write(value.`clearProvider`, buf)
-            FfiConverterBoolean.write(value.`clearModel`, buf)
-            FfiConverterBoolean.write(value.`clearShell`, buf)
+            FfiConverterOptionalTypeClearable.write(value.`provider`, buf)
+            FfiConverterOptionalTypeClearable.write(value.`model`, buf)
+            FfiConverterOptionalTypeClearable.write(value.`shell`, buf)
+    }
+}
+
+
+
+/**
+ * `session/create` params: `{sessionId?, workspaceRoot, mode?, permissionMode?}`.
+ *
+ * `workspaceRoot` must be present; `null` creates a session that is not
+ * project-bound.
+ */
+data class SessionCreateParams (
+    /**
+     * The id to use; the host makes one when absent.
+     */
+    var `sessionId`: SessionId? = null 
+    , 
+    /**
+     * Absolute workspace root, or `null`.
+     */
+    var `workspaceRoot`: kotlin.String? = null 
+    , 
+    /**
+     * Initial mode; Agent when absent.
+     */
+    var `mode`: Mode? = null 
+    , 
+    /**
+     * Initial permission mode; `ask` when absent.
+     */
+    var `permissionMode`: PermissionMode? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionCreateParams: FfiConverterRustBuffer<SessionCreateParams> {
+    override fun read(buf: ByteBuffer): SessionCreateParams {
+        return SessionCreateParams(
+            FfiConverterOptionalTypeSessionId.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalTypeMode.read(buf),
+            FfiConverterOptionalTypePermissionMode.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionCreateParams) = (
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterOptionalString.allocationSize(value.`workspaceRoot`) +
+            FfiConverterOptionalTypeMode.allocationSize(value.`mode`) +
+            FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`)
+    )
+
+    override fun write(value: SessionCreateParams, buf: ByteBuffer) {
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterOptionalString.write(value.`workspaceRoot`, buf)
+            FfiConverterOptionalTypeMode.write(value.`mode`, buf)
+            FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
+    }
+}
+
+
+
+/**
+ * `session/get` params.
+ */
+data class SessionGetParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionGetParams: FfiConverterRustBuffer<SessionGetParams> {
+    override fun read(buf: ByteBuffer): SessionGetParams {
+        return SessionGetParams(
+            FfiConverterTypeSessionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionGetParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
+    )
+
+    override fun write(value: SessionGetParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
     }
 }
 
@@ -4444,6 +5551,115 @@ public object FfiConverterTypeShellInfo: FfiConverterRustBuffer<ShellInfo> {
             FfiConverterString.write(value.`id`, buf)
             FfiConverterString.write(value.`path`, buf)
             FfiConverterBoolean.write(value.`available`, buf)
+    }
+}
+
+
+
+/**
+ * `shell/list` params: `{}`.
+ */
+class ShellListParams {
+    override fun equals(other: Any?): Boolean {
+        return other is ShellListParams
+    }
+
+    override fun hashCode(): Int {
+        return javaClass.hashCode()
+    }
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeShellListParams: FfiConverterRustBuffer<ShellListParams> {
+    override fun read(buf: ByteBuffer): ShellListParams {
+        return ShellListParams()
+    }
+
+    override fun allocationSize(value: ShellListParams) = 0UL
+
+    override fun write(value: ShellListParams, buf: ByteBuffer) {
+    }
+}
+
+
+
+/**
+ * `shell/setDefault` params.
+ */
+data class ShellSetDefaultParams (
+    /**
+     * A shell id from the catalog.
+     */
+    var `shellId`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeShellSetDefaultParams: FfiConverterRustBuffer<ShellSetDefaultParams> {
+    override fun read(buf: ByteBuffer): ShellSetDefaultParams {
+        return ShellSetDefaultParams(
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ShellSetDefaultParams) = (
+            FfiConverterString.allocationSize(value.`shellId`)
+    )
+
+    override fun write(value: ShellSetDefaultParams, buf: ByteBuffer) {
+            FfiConverterString.write(value.`shellId`, buf)
+    }
+}
+
+
+
+/**
+ * `shell/setDefault` result.
+ */
+data class ShellSetDefaultResult (
+    /**
+     * The new default shell id.
+     */
+    var `defaultShell`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeShellSetDefaultResult: FfiConverterRustBuffer<ShellSetDefaultResult> {
+    override fun read(buf: ByteBuffer): ShellSetDefaultResult {
+        return ShellSetDefaultResult(
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ShellSetDefaultResult) = (
+            FfiConverterString.allocationSize(value.`defaultShell`)
+    )
+
+    override fun write(value: ShellSetDefaultResult, buf: ByteBuffer) {
+            FfiConverterString.write(value.`defaultShell`, buf)
     }
 }
 
@@ -4602,7 +5818,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
 
 
 /**
- * One assistant tool call.
+ * One assistant tool call in `turn/toolCalls` params.
  */
 data class ToolCall (
     /**
@@ -4611,14 +5827,14 @@ data class ToolCall (
     var `callId`: CallId
     , 
     /**
-     * Tool name.
+     * The tool name, matched exactly.
      */
     var `name`: kotlin.String
     , 
     /**
-     * The input as JSON text.
+     * The tool input, any JSON value.
      */
-    var `inputJson`: kotlin.String
+    var `input`: JsonValue
     
 ){
     
@@ -4637,20 +5853,20 @@ public object FfiConverterTypeToolCall: FfiConverterRustBuffer<ToolCall> {
         return ToolCall(
             FfiConverterTypeCallId.read(buf),
             FfiConverterString.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeJsonValue.read(buf),
         )
     }
 
     override fun allocationSize(value: ToolCall) = (
             FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterString.allocationSize(value.`name`) +
-            FfiConverterString.allocationSize(value.`inputJson`)
+            FfiConverterTypeJsonValue.allocationSize(value.`input`)
     )
 
     override fun write(value: ToolCall, buf: ByteBuffer) {
             FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterString.write(value.`name`, buf)
-            FfiConverterString.write(value.`inputJson`, buf)
+            FfiConverterTypeJsonValue.write(value.`input`, buf)
     }
 }
 
@@ -4787,6 +6003,352 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
 
 
 /**
+ * `tool/confirm` params: a person's answer to a call of the active turn
+ * that `turn/toolCalls` decided `confirm`.
+ */
+data class ToolConfirmParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The active turn.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The call awaiting confirmation.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * Whether the person allows the call.
+     */
+    var `allow`: kotlin.Boolean
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer<ToolConfirmParams> {
+    override fun read(buf: ByteBuffer): ToolConfirmParams {
+        return ToolConfirmParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterBoolean.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolConfirmParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterBoolean.allocationSize(value.`allow`)
+    )
+
+    override fun write(value: ToolConfirmParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterBoolean.write(value.`allow`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/cancel` params.
+ */
+data class TurnCancelParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnCancelParams: FfiConverterRustBuffer<TurnCancelParams> {
+    override fun read(buf: ByteBuffer): TurnCancelParams {
+        return TurnCancelParams(
+            FfiConverterTypeSessionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnCancelParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`)
+    )
+
+    override fun write(value: TurnCancelParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/complete` params.
+ */
+data class TurnCompleteParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The turn that finished.
+     */
+    var `turnId`: TurnId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnCompleteParams: FfiConverterRustBuffer<TurnCompleteParams> {
+    override fun read(buf: ByteBuffer): TurnCompleteParams {
+        return TurnCompleteParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnCompleteParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`)
+    )
+
+    override fun write(value: TurnCompleteParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/start` params.
+ */
+data class TurnStartParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The prompt text.
+     */
+    var `prompt`: kotlin.String
+    , 
+    /**
+     * Interactive or scheduled.
+     */
+    var `origin`: Origin
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnStartParams: FfiConverterRustBuffer<TurnStartParams> {
+    override fun read(buf: ByteBuffer): TurnStartParams {
+        return TurnStartParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeOrigin.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnStartParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`prompt`) +
+            FfiConverterTypeOrigin.allocationSize(value.`origin`)
+    )
+
+    override fun write(value: TurnStartParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`prompt`, buf)
+            FfiConverterTypeOrigin.write(value.`origin`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/start` result.
+ */
+data class TurnStartResult (
+    /**
+     * The new turn's id.
+     */
+    var `turnId`: kotlin.String
+    , 
+    /**
+     * The mode it runs in.
+     */
+    var `mode`: Mode
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnStartResult: FfiConverterRustBuffer<TurnStartResult> {
+    override fun read(buf: ByteBuffer): TurnStartResult {
+        return TurnStartResult(
+            FfiConverterString.read(buf),
+            FfiConverterTypeMode.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnStartResult) = (
+            FfiConverterString.allocationSize(value.`turnId`) +
+            FfiConverterTypeMode.allocationSize(value.`mode`)
+    )
+
+    override fun write(value: TurnStartResult, buf: ByteBuffer) {
+            FfiConverterString.write(value.`turnId`, buf)
+            FfiConverterTypeMode.write(value.`mode`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/toolCalls` params.
+ */
+data class TurnToolCallsParams (
+    /**
+     * Session id.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The turn the batch belongs to.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The batch, in order.
+     */
+    var `calls`: List<ToolCall>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnToolCallsParams: FfiConverterRustBuffer<TurnToolCallsParams> {
+    override fun read(buf: ByteBuffer): TurnToolCallsParams {
+        return TurnToolCallsParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterSequenceTypeToolCall.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnToolCallsParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterSequenceTypeToolCall.allocationSize(value.`calls`)
+    )
+
+    override fun write(value: TurnToolCallsParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterSequenceTypeToolCall.write(value.`calls`, buf)
+    }
+}
+
+
+
+/**
+ * `turn/toolCalls` result: one entry per call, in order.
+ */
+data class TurnToolCallsResult (
+    /**
+     * The decisions.
+     */
+    var `results`: List<ToolCallResult>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeTurnToolCallsResult: FfiConverterRustBuffer<TurnToolCallsResult> {
+    override fun read(buf: ByteBuffer): TurnToolCallsResult {
+        return TurnToolCallsResult(
+            FfiConverterSequenceTypeToolCallResult.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: TurnToolCallsResult) = (
+            FfiConverterSequenceTypeToolCallResult.allocationSize(value.`results`)
+    )
+
+    override fun write(value: TurnToolCallsResult, buf: ByteBuffer) {
+            FfiConverterSequenceTypeToolCallResult.write(value.`results`, buf)
+    }
+}
+
+
+
+/**
  * `plan/verify` result.
  */
 data class VerifyReport (
@@ -4845,6 +6407,46 @@ public object FfiConverterTypeVerifyReport: FfiConverterRustBuffer<VerifyReport>
             FfiConverterSequenceTypeArtifactVerification.write(value.`artifacts`, buf)
             FfiConverterSequenceTypeOrphanArtifact.write(value.`orphans`, buf)
             FfiConverterSequenceTypeSkippedWorkspace.write(value.`skippedWorkspaces`, buf)
+    }
+}
+
+
+
+/**
+ * `capabilities.web` of `initialize`: where the approval card's server
+ * listens (`null` when it is off).
+ */
+data class WebCapabilities (
+    /**
+     * The server's base URL, without a token (`http://127.0.0.1:PORT/`).
+     */
+    var `url`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeWebCapabilities: FfiConverterRustBuffer<WebCapabilities> {
+    override fun read(buf: ByteBuffer): WebCapabilities {
+        return WebCapabilities(
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: WebCapabilities) = (
+            FfiConverterString.allocationSize(value.`url`)
+    )
+
+    override fun write(value: WebCapabilities, buf: ByteBuffer) {
+            FfiConverterString.write(value.`url`, buf)
     }
 }
 
@@ -4953,6 +6555,93 @@ public object FfiConverterTypeArtifactCheck: FfiConverterRustBuffer<ArtifactChec
 
     override fun write(value: ArtifactCheck, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * A new value for a session setting that can be cleared (`provider`,
+ * `model`, `shell` of `session/configure`; `None` around it leaves the
+ * setting as it is).
+ */
+sealed class Clearable {
+    
+    /**
+     * Set the setting to this value.
+     */
+    data class Set(
+        /**
+         * The new value.
+         */
+        val `value`: kotlin.String) : Clearable()
+        
+    {
+        
+
+        companion object
+    }
+    
+    /**
+     * Clear the setting (for `shell`: back to the default shell).
+     */
+    object Clear : Clearable()
+    
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeClearable : FfiConverterRustBuffer<Clearable>{
+    override fun read(buf: ByteBuffer): Clearable {
+        return when(buf.getInt()) {
+            1 -> Clearable.Set(
+                FfiConverterString.read(buf),
+                )
+            2 -> Clearable.Clear
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: Clearable): ULong = when(value) {
+        is Clearable.Set -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterString.allocationSize(value.`value`)
+            )
+        }
+        is Clearable.Clear -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+            )
+        }
+    }
+
+    override fun write(value: Clearable, buf: ByteBuffer) {
+        when(value) {
+            is Clearable.Set -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`value`, buf)
+                Unit
+            }
+            is Clearable.Clear -> {
+                buf.putInt(2)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 }
 
@@ -6334,6 +8023,38 @@ public object FfiConverterOptionalTypeToolCallError: FfiConverterRustBuffer<Tool
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeWebCapabilities: FfiConverterRustBuffer<WebCapabilities?> {
+    override fun read(buf: ByteBuffer): WebCapabilities? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeWebCapabilities.read(buf)
+    }
+
+    override fun allocationSize(value: WebCapabilities?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeWebCapabilities.allocationSize(value)
+        }
+    }
+
+    override fun write(value: WebCapabilities?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeWebCapabilities.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterOptionalTypeApprovalStatus: FfiConverterRustBuffer<ApprovalStatus?> {
     override fun read(buf: ByteBuffer): ApprovalStatus? {
         if (buf.get().toInt() == 0) {
@@ -6356,6 +8077,38 @@ public object FfiConverterOptionalTypeApprovalStatus: FfiConverterRustBuffer<App
         } else {
             buf.put(1)
             FfiConverterTypeApprovalStatus.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeClearable: FfiConverterRustBuffer<Clearable?> {
+    override fun read(buf: ByteBuffer): Clearable? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeClearable.read(buf)
+    }
+
+    override fun allocationSize(value: Clearable?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeClearable.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Clearable?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeClearable.write(value, buf)
         }
     }
 }
@@ -6590,6 +8343,70 @@ public object FfiConverterOptionalTypeExecutionId: FfiConverterRustBuffer<Execut
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypePathBuf: FfiConverterRustBuffer<PathBuf?> {
+    override fun read(buf: ByteBuffer): PathBuf? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypePathBuf.read(buf)
+    }
+
+    override fun allocationSize(value: PathBuf?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypePathBuf.allocationSize(value)
+        }
+    }
+
+    override fun write(value: PathBuf?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypePathBuf.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalTypeSessionId: FfiConverterRustBuffer<SessionId?> {
+    override fun read(buf: ByteBuffer): SessionId? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeSessionId.read(buf)
+    }
+
+    override fun allocationSize(value: SessionId?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeSessionId.allocationSize(value)
+        }
+    }
+
+    override fun write(value: SessionId?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeSessionId.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
     override fun read(buf: ByteBuffer): List<kotlin.String> {
         val len = buf.getInt()
@@ -6810,6 +8627,34 @@ public object FfiConverterSequenceTypeToolCallResult: FfiConverterRustBuffer<Lis
 
 
 
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypePathBuf: FfiConverterRustBuffer<List<PathBuf>> {
+    override fun read(buf: ByteBuffer): List<PathBuf> {
+        val len = buf.getInt()
+        return List<PathBuf>(len) {
+            FfiConverterTypePathBuf.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<PathBuf>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypePathBuf.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<PathBuf>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypePathBuf.write(it, buf)
+        }
+    }
+}
+
+
+
 public typealias ApprovalId = kotlin.String
 public typealias FfiConverterTypeApprovalId = FfiConverterString
 
@@ -6822,6 +8667,16 @@ public typealias FfiConverterTypeCallId = FfiConverterString
 
 public typealias ExecutionId = kotlin.String
 public typealias FfiConverterTypeExecutionId = FfiConverterString
+
+
+
+public typealias JsonValue = kotlin.String
+public typealias FfiConverterTypeJsonValue = FfiConverterString
+
+
+
+public typealias PathBuf = kotlin.String
+public typealias FfiConverterTypePathBuf = FfiConverterString
 
 
 

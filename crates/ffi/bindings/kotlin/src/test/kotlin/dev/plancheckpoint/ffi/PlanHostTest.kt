@@ -61,7 +61,7 @@ class PlanHostTest {
         dbPath: String = db(),
         ttlMs: Long? = null,
         markdownLimit: ULong? = null,
-    ): PlanHost = PlanHost(dbPath, PlanHostOptions(ttlMs, markdownLimit)).also { opened.add(it) }
+    ): PlanHost = PlanHost(dbPath, HostConfig(ttlMs, markdownLimit)).also { opened.add(it) }
 
     private fun workspace(name: String = "ws"): Path = Files.createDirectories(dir.resolve(name))
 
@@ -111,13 +111,13 @@ class PlanHostTest {
     }
 
     private fun planSession(host: PlanHost, ws: Path?, id: String? = null): Session =
-        host.createSession(id, ws?.toString(), Mode.PLAN, null)
+        host.sessionCreate(SessionCreateParams(sessionId = id, workspaceRoot = ws?.toString(), mode = Mode.PLAN, permissionMode = null))
 
     /** Starts a Plan turn and submits a plan; returns the pending approval. */
     private fun submit(host: PlanHost, sessionId: String, title: String = "Refactor", body: String = markdown): PlanApproval {
-        val turn = host.startTurn(sessionId, Origin.INTERACTIVE)
+        val turn = host.turnStart(TurnStartParams(sessionId = sessionId, prompt = "", origin = Origin.INTERACTIVE))
         assertEquals(Mode.PLAN, turn.mode)
-        val results = host.toolCalls(sessionId, turn.turnId, listOf(call("submit", "SubmitPlan", submitInput(title, body, "Go ahead?"))))
+        val results = host.turnToolCalls(TurnToolCallsParams(sessionId = sessionId, turnId = turn.turnId, calls = listOf(call("submit", "SubmitPlan", submitInput(title, body, "Go ahead?"))))).results
         assertEquals(1, results.size)
         assertEquals(ToolCallDecision.ALLOW, results[0].decision, "SubmitPlan refused: ${results[0].error?.code}")
         return results[0].approval!!
@@ -142,32 +142,30 @@ class PlanHostTest {
             assertEquals(ws.toString(), session.workspaceRoot)
             assertNull(session.activeTurn)
             val sid = session.sessionId
-            assertEquals(session, host.getSession(sid))
+            assertEquals(session, host.sessionGet(SessionGetParams(sessionId = sid)))
 
-            val turn = host.startTurn(sid, Origin.INTERACTIVE)
+            val turn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE))
             assertEquals(Mode.PLAN, turn.mode)
-            assertEquals(Origin.INTERACTIVE, turn.origin)
-            assertEquals(TurnKind.PROMPT, turn.kind)
-            assertEquals(turn, host.getSession(sid).activeTurn)
+            assertEquals(
+                ActiveTurn(turn.turnId, Mode.PLAN, Origin.INTERACTIVE, TurnKind.PROMPT),
+                host.sessionGet(SessionGetParams(sessionId = sid)).activeTurn,
+            )
 
             // Plan-safe tools pass; writers are denied; the turn stays active.
-            val checks = host.toolCalls(
-                sid, turn.turnId,
-                listOf(
+            val checks = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = turn.turnId, calls = listOf(
                     call("r", "Read", """{"path":"src/main.rs"}"""),
                     call("g", "Grep", """{"pattern":"fn"}"""),
                     call("w", "Write", """{"path":"x","content":"y"}"""),
                     call("e", "Edit", "{}"),
                     call("p", "mcp__plugin__tool", "{}"),
-                ),
-            )
+                ))).results
             assertEquals(listOf("r", "g", "w", "e", "p"), checks.map { it.callId })
             assertEquals(ToolCallDecision.ALLOW, checks[0].decision)
             assertNull(checks[0].error)
             assertEquals(ToolCallDecision.ALLOW, checks[1].decision)
             checks.drop(2).forEach { denied(it, ErrorCode.TOOL_DENIED_IN_PLAN) }
 
-            val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("Refactor the parser", markdown, "Proceed?"))))
+            val results = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = turn.turnId, calls = listOf(call("s", "SubmitPlan", submitInput("Refactor the parser", markdown, "Proceed?"))))).results
             val approval = results.single().approval!!
             assertEquals(ToolCallDecision.ALLOW, results.single().decision)
             assertEquals(ApprovalStatus.PENDING, approval.status)
@@ -190,19 +188,19 @@ class PlanHostTest {
             assertArrayEquals(expected, bytes)
             assertEquals(expected.size.toULong(), artifact.size)
             assertEquals(sha256Hex(bytes), artifact.sha256)
-            val content = host.readArtifact(approval.id)
+            val content = host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id))
             assertEquals(markdown, content.markdown)
             assertEquals(artifact.sha256, content.sha256)
             assertEquals(artifact.size, content.size)
 
             // Pending: visible on the session, in get and in list.
-            val pendingSession = host.getSession(sid)
+            val pendingSession = host.sessionGet(SessionGetParams(sessionId = sid))
             assertEquals(approval.id, pendingSession.pendingApprovalId)
-            assertEquals(approval, host.getApproval(approval.id))
-            assertEquals(listOf(approval), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.PENDING, null)))
+            assertEquals(approval, host.planGet(PlanGetParams(approvalId = approval.id)))
+            assertEquals(listOf(approval), host.planList(ApprovalFilter(sid, ApprovalStatus.PENDING, null)).approvals)
 
             // Approve with this mode: Agent, the mode, a queued execution turn.
-            val decision = host.approve(approval.id, mode)
+            val decision = host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = mode))
             assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
             assertEquals(mode, decision.approval.permissionMode)
             assertEquals(ExecutionState.QUEUED, decision.approval.executionState)
@@ -214,15 +212,15 @@ class PlanHostTest {
             assertEquals(executionId, decision.session.activeExecutionId)
             assertEquals(TurnKind.EXECUTION, decision.session.activeTurn!!.kind)
             assertEquals(Mode.AGENT, decision.session.activeTurn!!.mode)
-            assertEquals(decision.session, host.getSession(sid))
+            assertEquals(decision.session, host.sessionGet(SessionGetParams(sessionId = sid)))
 
-            assertEquals(ExecutionState.RUNNING, host.startExecution(executionId).executionState)
-            val done = host.completeExecution(executionId)
+            assertEquals(ExecutionState.RUNNING, host.executionStart(ExecutionStartParams(executionId = executionId)).executionState)
+            val done = host.executionComplete(ExecutionCompleteParams(executionId = executionId))
             assertEquals(ExecutionState.COMPLETED, done.executionState)
             assertEquals(ApprovalStatus.APPROVED, done.status)
-            assertEquals(done, host.getApproval(approval.id))
+            assertEquals(done, host.planGet(PlanGetParams(approvalId = approval.id)))
 
-            val after = host.getSession(sid)
+            val after = host.sessionGet(SessionGetParams(sessionId = sid))
             assertEquals(Mode.AGENT, after.mode)
             assertEquals(mode, after.permissionMode)
             assertNull(after.activeTurn)
@@ -231,21 +229,21 @@ class PlanHostTest {
             // The session now works as an Agent under the host's permission
             // table: under ask a write needs a person, whom a scheduled turn
             // does not have; the other modes allow it.
-            val agentTurn = host.startTurn(sid, Origin.SCHEDULED)
+            val agentTurn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.SCHEDULED))
             assertEquals(Mode.AGENT, agentTurn.mode)
-            val write = host.toolCalls(sid, agentTurn.turnId, listOf(call("w", "Write", "{}"))).single()
+            val write = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = agentTurn.turnId, calls = listOf(call("w", "Write", "{}")))).results.single()
             if (mode == PermissionMode.ASK) {
                 denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
             } else {
                 assertEquals(ToolCallDecision.ALLOW, write.decision)
                 assertEquals(false, write.hostRun)
             }
-            assertNull(host.completeTurn(sid, agentTurn.turnId).activeTurn)
+            assertNull(host.turnComplete(TurnCompleteParams(sessionId = sid, turnId = agentTurn.turnId)).activeTurn)
         }
-        val all = host.listApprovals(ApprovalQuery(null, null, null))
+        val all = host.planList(ApprovalFilter(null, null, null)).approvals
         assertEquals(3, all.size)
         assertEquals(PermissionMode.values().reversed(), all.map { it.permissionMode }, "newest first")
-        assertEquals(1, host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, 1u)).size)
+        assertEquals(1, host.planList(ApprovalFilter(null, ApprovalStatus.APPROVED, 1u)).approvals.size)
     }
 
     @Test
@@ -255,7 +253,7 @@ class PlanHostTest {
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
         val first = submit(host, sid, body = "v1\n")
-        val rejected = host.reject(first.id)
+        val rejected = host.planReject(PlanRejectParams(approvalId = first.id))
         assertEquals(ApprovalStatus.REJECTED, rejected.approval.status)
         assertNull(rejected.approval.permissionMode)
         assertNull(rejected.approval.executionId)
@@ -264,8 +262,8 @@ class PlanHostTest {
         assertNull(rejected.session.activeTurn)
         assertNull(rejected.session.pendingApprovalId)
 
-        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.approve(first.id, PermissionMode.AUTO) }
-        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.reject(first.id) }
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.planApprove(PlanApproveParams(approvalId = first.id, permissionMode = PermissionMode.AUTO)) }
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { host.planReject(PlanRejectParams(approvalId = first.id)) }
 
         // No pause for a distinct createdAt: a tie is broken by id (UUIDv7,
         // ordered by creation within a process).
@@ -273,9 +271,9 @@ class PlanHostTest {
         assertNotEquals(first.artifact!!.path, second.artifact!!.path)
         assertEquals("v1\n", Files.readString(artifactFile(ws, first)), "an earlier artifact is never replaced")
         assertEquals("v2\n", Files.readString(artifactFile(ws, second)))
-        assertEquals("v1\n", host.readArtifact(first.id).markdown)
-        assertEquals(listOf(second.id, first.id), host.listApprovals(ApprovalQuery(sid, null, null)).map { it.id })
-        assertEquals(listOf(first.id), host.listApprovals(ApprovalQuery(sid, ApprovalStatus.REJECTED, null)).map { it.id })
+        assertEquals("v1\n", host.planReadArtifact(PlanReadArtifactParams(approvalId = first.id)).markdown)
+        assertEquals(listOf(second.id, first.id), host.planList(ApprovalFilter(sid, null, null)).approvals.map { it.id })
+        assertEquals(listOf(first.id), host.planList(ApprovalFilter(sid, ApprovalStatus.REJECTED, null)).approvals.map { it.id })
     }
 
     @Test
@@ -288,34 +286,34 @@ class PlanHostTest {
         val pending = submit(first, pendingSid)
 
         val queuedSid = planSession(first, ws).sessionId
-        val queued = first.approve(submit(first, queuedSid).id, PermissionMode.ACCEPT_EDITS).approval
+        val queued = first.planApprove(PlanApproveParams(approvalId = submit(first, queuedSid).id, permissionMode = PermissionMode.ACCEPT_EDITS)).approval
 
         val runningSid = planSession(first, ws).sessionId
-        val running = first.approve(submit(first, runningSid).id, PermissionMode.AUTO).approval
-        first.startExecution(running.executionId!!)
+        val running = first.planApprove(PlanApproveParams(approvalId = submit(first, runningSid).id, permissionMode = PermissionMode.AUTO)).approval
+        first.executionStart(ExecutionStartParams(executionId = running.executionId!!))
 
         val doneSid = planSession(first, ws).sessionId
-        val done = first.approve(submit(first, doneSid).id, PermissionMode.ASK).approval
-        first.startExecution(done.executionId!!)
-        first.completeExecution(done.executionId!!)
+        val done = first.planApprove(PlanApproveParams(approvalId = submit(first, doneSid).id, permissionMode = PermissionMode.ASK)).approval
+        first.executionStart(ExecutionStartParams(executionId = done.executionId!!))
+        first.executionComplete(ExecutionCompleteParams(executionId = done.executionId!!))
 
         val rejectedSid = planSession(first, ws).sessionId
-        val rejected = first.reject(submit(first, rejectedSid).id).approval
+        val rejected = first.planReject(PlanRejectParams(approvalId = submit(first, rejectedSid).id)).approval
 
         // While the first host lives, a second one is refused.
         failed(ErrorCode.HOST_ALREADY_RUNNING) { open(path) }
 
         first.shutdown()
         first.shutdown() // idempotent
-        failed(ErrorCode.HOST_CLOSED) { first.getSession(pendingSid) }
+        failed(ErrorCode.HOST_CLOSED) { first.sessionGet(SessionGetParams(sessionId = pendingSid)) }
 
         val second = open(path)
-        val p = second.getApproval(pending.id)
+        val p = second.planGet(PlanGetParams(approvalId = pending.id))
         assertEquals(ApprovalStatus.INTERRUPTED, p.status)
         assertEquals(ErrorCode.HOST_RESTARTED, p.errorCode)
         assertNull(p.executionId)
         reached.add(ErrorCode.HOST_RESTARTED)
-        val pSession = second.getSession(pendingSid)
+        val pSession = second.sessionGet(SessionGetParams(sessionId = pendingSid))
         assertEquals(Mode.PLAN, pSession.mode, "an interrupted pending approval leaves the session in Plan")
         assertNull(pSession.pendingApprovalId)
         assertNull(pSession.activeTurn)
@@ -324,30 +322,30 @@ class PlanHostTest {
             Triple(queued, queuedSid, PermissionMode.ACCEPT_EDITS),
             Triple(running, runningSid, PermissionMode.AUTO),
         )) {
-            val row = second.getApproval(approval.id)
+            val row = second.planGet(PlanGetParams(approvalId = approval.id))
             assertEquals(ApprovalStatus.APPROVED, row.status)
             assertEquals(ExecutionState.INTERRUPTED, row.executionState)
             assertEquals(ErrorCode.HOST_RESTARTED, row.errorCode)
-            val session = second.getSession(sid)
+            val session = second.sessionGet(SessionGetParams(sessionId = sid))
             assertEquals(Mode.AGENT, session.mode, "an interrupted execution leaves the session in Agent")
             assertEquals(mode, session.permissionMode)
             assertNull(session.activeExecutionId)
             assertNull(session.activeTurn)
             // Nothing is replayed: the old execution cannot be resumed.
-            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.startExecution(row.executionId!!) }
-            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.completeExecution(row.executionId!!) }
+            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.executionStart(ExecutionStartParams(executionId = row.executionId!!)) }
+            failed(ErrorCode.EXECUTION_NOT_ACTIVE) { second.executionComplete(ExecutionCompleteParams(executionId = row.executionId!!)) }
             // The user may start a new turn, in Agent.
-            val turn = second.startTurn(sid, Origin.INTERACTIVE)
+            val turn = second.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE))
             assertEquals(Mode.AGENT, turn.mode)
-            second.cancelTurn(sid)
+            second.turnCancel(TurnCancelParams(sessionId = sid))
         }
-        assertEquals(ExecutionState.COMPLETED, second.getApproval(done.id).executionState)
-        assertNull(second.getApproval(done.id).errorCode)
-        assertEquals(rejected, second.getApproval(rejected.id))
-        failed(ErrorCode.APPROVAL_NOT_PENDING) { second.approve(pending.id, PermissionMode.ASK) }
+        assertEquals(ExecutionState.COMPLETED, second.planGet(PlanGetParams(approvalId = done.id)).executionState)
+        assertNull(second.planGet(PlanGetParams(approvalId = done.id)).errorCode)
+        assertEquals(rejected, second.planGet(PlanGetParams(approvalId = rejected.id)))
+        failed(ErrorCode.APPROVAL_NOT_PENDING) { second.planApprove(PlanApproveParams(approvalId = pending.id, permissionMode = PermissionMode.ASK)) }
         assertEquals(
             listOf(pending.id),
-            second.listApprovals(ApprovalQuery(null, ApprovalStatus.INTERRUPTED, null)).map { it.id },
+            second.planList(ApprovalFilter(null, ApprovalStatus.INTERRUPTED, null)).approvals.map { it.id },
         )
         // The interrupted Plan session can submit again.
         assertEquals(ApprovalStatus.PENDING, submit(second, pendingSid).status)
@@ -359,17 +357,17 @@ class PlanHostTest {
         val path = db()
         // use {} frees the handle; with no call in flight the native object
         // is dropped at once, which shuts the host down.
-        PlanHost(path, PlanHostOptions()).use { it.createSession("kept", null, null, null) }
-        val reopened = PlanHost(path, PlanHostOptions())
-        assertEquals("kept", reopened.getSession("kept").sessionId)
+        PlanHost(path, HostConfig()).use { it.sessionCreate(SessionCreateParams(sessionId = "kept", workspaceRoot = null, mode = null, permissionMode = null)) }
+        val reopened = PlanHost(path, HostConfig())
+        assertEquals("kept", reopened.sessionGet(SessionGetParams(sessionId = "kept")).sessionId)
         reopened.shutdown()
         reopened.shutdown()
         // After shutdown the handle is still valid; every call says HOST_CLOSED.
-        failed(ErrorCode.HOST_CLOSED) { reopened.listShells() }
+        failed(ErrorCode.HOST_CLOSED) { reopened.shellList(ShellListParams()) }
         reopened.close()
-        assertThrows<IllegalStateException> { reopened.listShells() }
+        assertThrows<IllegalStateException> { reopened.shellList(ShellListParams()) }
         // And the lock is free again.
-        open(path).getSession("kept")
+        open(path).sessionGet(SessionGetParams(sessionId = "kept"))
     }
 
     // ----------------------------------------------------------------------
@@ -380,34 +378,34 @@ class PlanHostTest {
     fun sessionAndTurnErrors() {
         val host = open()
         val ws = workspace()
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.getSession("nope") }
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.startTurn("nope", Origin.INTERACTIVE) }
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.configureSession("nope", SessionConfig(null, null, null, null, null)) }
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.cancelTurn("nope") }
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.toolCalls("nope", "t", listOf(call("r", "Read"))) }
-        failed(ErrorCode.SESSION_NOT_FOUND) { host.completeTurn("nope", "t") }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.sessionGet(SessionGetParams(sessionId = "nope")) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.turnStart(TurnStartParams(sessionId = "nope", prompt = "", origin = Origin.INTERACTIVE)) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.sessionConfigure(SessionConfigureParams(sessionId = "nope")) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.turnCancel(TurnCancelParams(sessionId = "nope")) }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.turnToolCalls(TurnToolCallsParams(sessionId = "nope", turnId = "t", calls = listOf(call("r", "Read")))).results }
+        failed(ErrorCode.SESSION_NOT_FOUND) { host.turnComplete(TurnCompleteParams(sessionId = "nope", turnId = "t")) }
 
-        host.createSession("s1", ws.toString(), Mode.PLAN, PermissionMode.AUTO)
-        failed(ErrorCode.SESSION_ALREADY_EXISTS) { host.createSession("s1", null, null, null) }
-        failed(ErrorCode.INVALID_PARAMS) { host.createSession(null, "relative/path", null, null) }
-        failed(ErrorCode.INVALID_PARAMS) { host.createSession("", null, null, null) }
+        host.sessionCreate(SessionCreateParams(sessionId = "s1", workspaceRoot = ws.toString(), mode = Mode.PLAN, permissionMode = PermissionMode.AUTO))
+        failed(ErrorCode.SESSION_ALREADY_EXISTS) { host.sessionCreate(SessionCreateParams(sessionId = "s1", workspaceRoot = null, mode = null, permissionMode = null)) }
+        failed(ErrorCode.INVALID_PARAMS) { host.sessionCreate(SessionCreateParams(sessionId = null, workspaceRoot = "relative/path", mode = null, permissionMode = null)) }
+        failed(ErrorCode.INVALID_PARAMS) { host.sessionCreate(SessionCreateParams(sessionId = "", workspaceRoot = null, mode = null, permissionMode = null)) }
 
-        failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION) { host.startTurn("s1", Origin.SCHEDULED) }
-        assertNull(host.getSession("s1").activeTurn, "nothing was created")
+        failed(ErrorCode.PLAN_REQUIRES_INTERACTIVE_SESSION) { host.turnStart(TurnStartParams(sessionId = "s1", prompt = "", origin = Origin.SCHEDULED)) }
+        assertNull(host.sessionGet(SessionGetParams(sessionId = "s1")).activeTurn, "nothing was created")
 
-        val turn = host.startTurn("s1", Origin.INTERACTIVE)
-        failed(ErrorCode.SESSION_BUSY) { host.startTurn("s1", Origin.INTERACTIVE) }
-        failed(ErrorCode.SESSION_BUSY) { host.configureSession("s1", SessionConfig(Mode.AGENT, null, null, null, null)) }
-        failed(ErrorCode.TURN_NOT_ACTIVE) { host.completeTurn("s1", "turn-other") }
-        failed(ErrorCode.TURN_NOT_ACTIVE) { host.toolCalls("s1", "turn-other", listOf(call("r", "Read"))) }
-        assertEquals(Mode.PLAN, host.getSession("s1").mode)
+        val turn = host.turnStart(TurnStartParams(sessionId = "s1", prompt = "", origin = Origin.INTERACTIVE))
+        failed(ErrorCode.SESSION_BUSY) { host.turnStart(TurnStartParams(sessionId = "s1", prompt = "", origin = Origin.INTERACTIVE)) }
+        failed(ErrorCode.SESSION_BUSY) { host.sessionConfigure(SessionConfigureParams(sessionId = "s1", mode = Mode.AGENT)) }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.turnComplete(TurnCompleteParams(sessionId = "s1", turnId = "turn-other")) }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.turnToolCalls(TurnToolCallsParams(sessionId = "s1", turnId = "turn-other", calls = listOf(call("r", "Read")))).results }
+        assertEquals(Mode.PLAN, host.sessionGet(SessionGetParams(sessionId = "s1")).mode)
 
-        val cancelled = host.cancelTurn("s1")
+        val cancelled = host.turnCancel(TurnCancelParams(sessionId = "s1"))
         assertNull(cancelled.activeTurn)
-        failed(ErrorCode.TURN_NOT_ACTIVE) { host.cancelTurn("s1") }
-        failed(ErrorCode.TURN_NOT_ACTIVE) { host.completeTurn("s1", turn.turnId) }
-        failed(ErrorCode.SHELL_UNKNOWN) { host.configureSession("s1", SessionConfig(shell = "tcsh-9000")) }
-        failed(ErrorCode.SHELL_UNKNOWN) { host.setDefaultShell("tcsh-9000") }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.turnCancel(TurnCancelParams(sessionId = "s1")) }
+        failed(ErrorCode.TURN_NOT_ACTIVE) { host.turnComplete(TurnCompleteParams(sessionId = "s1", turnId = turn.turnId)) }
+        failed(ErrorCode.SHELL_UNKNOWN) { host.sessionConfigure(SessionConfigureParams(sessionId = "s1", shell = Clearable.Set("tcsh-9000"))) }
+        failed(ErrorCode.SHELL_UNKNOWN) { host.shellSetDefault(ShellSetDefaultParams(shellId = "tcsh-9000")).defaultShell }
     }
 
     @Test
@@ -416,16 +414,16 @@ class PlanHostTest {
         val host = open(markdownLimit = 64u)
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
-        val turn = host.startTurn(sid, Origin.INTERACTIVE)
+        val turn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE))
         val tid = turn.turnId
         val valid = submitInput("T", "body", "Q?")
 
         // SubmitPlan with company: the whole request is refused, nothing allowed.
         failed(ErrorCode.SUBMIT_PLAN_NOT_ALONE) {
-            host.toolCalls(sid, tid, listOf(call("r", "Read"), call("s", "SubmitPlan", valid)))
+            host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("r", "Read"), call("s", "SubmitPlan", valid)))).results
         }
         // Input that is not JSON at all is a request error.
-        failed(ErrorCode.INVALID_PARAMS) { host.toolCalls(sid, tid, listOf(call("r", "Read", "{not json"))) }
+        failed(ErrorCode.INVALID_PARAMS) { host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("r", "Read", "{not json")))).results }
 
         for (input in listOf(
             """{"title":"T","markdown":"m"}""",
@@ -436,42 +434,42 @@ class PlanHostTest {
             """["T","m","Q?"]""",
             submitInput("T", "x".repeat(65), "Q?"),
         )) {
-            denied(host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", input))).single(), ErrorCode.INVALID_PLAN_INPUT)
+            denied(host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("s", "SubmitPlan", input)))).results.single(), ErrorCode.INVALID_PLAN_INPUT)
         }
-        denied(host.toolCalls(sid, tid, listOf(call("w", "Write"))).single(), ErrorCode.TOOL_DENIED_IN_PLAN)
-        assertEquals(tid, host.getSession(sid).activeTurn!!.turnId, "a refused call leaves the Plan turn active")
-        assertTrue(host.listApprovals(ApprovalQuery(sid, null, null)).isEmpty())
+        denied(host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("w", "Write")))).results.single(), ErrorCode.TOOL_DENIED_IN_PLAN)
+        assertEquals(tid, host.sessionGet(SessionGetParams(sessionId = sid)).activeTurn!!.turnId, "a refused call leaves the Plan turn active")
+        assertTrue(host.planList(ApprovalFilter(sid, null, null)).approvals.isEmpty())
         assertFalse(Files.exists(ws.resolve(".pi/plan")) && Files.list(ws.resolve(".pi/plan")).use { it.count() } > 0)
         // At the limit exactly it is accepted.
-        val ok = host.toolCalls(sid, tid, listOf(call("s", "SubmitPlan", submitInput("T", "x".repeat(64), "Q?")))).single()
+        val ok = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("s", "SubmitPlan", submitInput("T", "x".repeat(64), "Q?"))))).results.single()
         assertEquals(ApprovalStatus.PENDING, ok.approval!!.status)
-        failed(ErrorCode.SESSION_BUSY) { host.toolCalls(sid, tid, listOf(call("r", "Read"))) }
-        failed(ErrorCode.SESSION_BUSY) { host.cancelTurn(sid) }
-        failed(ErrorCode.SESSION_BUSY) { host.completeTurn(sid, tid) }
+        failed(ErrorCode.SESSION_BUSY) { host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = tid, calls = listOf(call("r", "Read")))).results }
+        failed(ErrorCode.SESSION_BUSY) { host.turnCancel(TurnCancelParams(sessionId = sid)) }
+        failed(ErrorCode.SESSION_BUSY) { host.turnComplete(TurnCompleteParams(sessionId = sid, turnId = tid)) }
 
         // A session without a workspace cannot write an artifact.
-        val unbound = host.createSession(null, null, Mode.PLAN, null).sessionId
-        val ut = host.startTurn(unbound, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(unbound, ut, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.SESSION_NOT_PROJECT_BOUND)
+        val unbound = host.sessionCreate(SessionCreateParams(sessionId = null, workspaceRoot = null, mode = Mode.PLAN, permissionMode = null)).sessionId
+        val ut = host.turnStart(TurnStartParams(sessionId = unbound, prompt = "", origin = Origin.INTERACTIVE)).turnId
+        denied(host.turnToolCalls(TurnToolCallsParams(sessionId = unbound, turnId = ut, calls = listOf(call("s", "SubmitPlan", valid)))).results.single(), ErrorCode.SESSION_NOT_PROJECT_BOUND)
 
         // SubmitPlan in an Agent turn.
-        val agent = host.createSession(null, ws.toString(), Mode.AGENT, null).sessionId
-        val at = host.startTurn(agent, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(agent, at, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.PLAN_NOT_ACTIVE)
+        val agent = host.sessionCreate(SessionCreateParams(sessionId = null, workspaceRoot = ws.toString(), mode = Mode.AGENT, permissionMode = null)).sessionId
+        val at = host.turnStart(TurnStartParams(sessionId = agent, prompt = "", origin = Origin.INTERACTIVE)).turnId
+        denied(host.turnToolCalls(TurnToolCallsParams(sessionId = agent, turnId = at, calls = listOf(call("s", "SubmitPlan", valid)))).results.single(), ErrorCode.PLAN_NOT_ACTIVE)
 
         // A symbolic link under the workspace is refused, not followed.
         val linked = workspace("linked")
         val elsewhere = workspace("elsewhere")
         Files.createSymbolicLink(linked.resolve(".pi"), elsewhere)
         val ls = planSession(host, linked).sessionId
-        val lt = host.startTurn(ls, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(ls, lt, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.ARTIFACT_SYMLINK)
+        val lt = host.turnStart(TurnStartParams(sessionId = ls, prompt = "", origin = Origin.INTERACTIVE)).turnId
+        denied(host.turnToolCalls(TurnToolCallsParams(sessionId = ls, turnId = lt, calls = listOf(call("s", "SubmitPlan", valid)))).results.single(), ErrorCode.ARTIFACT_SYMLINK)
         assertEquals(0L, Files.list(elsewhere).use { it.count() })
 
         // A workspace root that does not exist cannot be written.
         val gone = planSession(host, dir.resolve("does-not-exist")).sessionId
-        val gt = host.startTurn(gone, Origin.INTERACTIVE).turnId
-        denied(host.toolCalls(gone, gt, listOf(call("s", "SubmitPlan", valid))).single(), ErrorCode.ARTIFACT_WRITE_FAILED)
+        val gt = host.turnStart(TurnStartParams(sessionId = gone, prompt = "", origin = Origin.INTERACTIVE)).turnId
+        denied(host.turnToolCalls(TurnToolCallsParams(sessionId = gone, turnId = gt, calls = listOf(call("s", "SubmitPlan", valid)))).results.single(), ErrorCode.ARTIFACT_WRITE_FAILED)
     }
 
     @Test
@@ -480,16 +478,16 @@ class PlanHostTest {
         val host = open()
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
-        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.getApproval("approval-nope") }
-        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.approve("approval-nope", PermissionMode.ASK) }
-        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.reject("approval-nope") }
-        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.readArtifact("approval-nope") }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.planGet(PlanGetParams(approvalId = "approval-nope")) }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.planApprove(PlanApproveParams(approvalId = "approval-nope", permissionMode = PermissionMode.ASK)) }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.planReject(PlanRejectParams(approvalId = "approval-nope")) }
+        failed(ErrorCode.APPROVAL_NOT_FOUND) { host.planReadArtifact(PlanReadArtifactParams(approvalId = "approval-nope")) }
 
         val approval = submit(host, sid)
-        failed(ErrorCode.PERMISSION_MODE_REQUIRED) { host.approve(approval.id, null) }
-        assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status, "a failed request changes nothing")
-        failed(ErrorCode.SESSION_BUSY) { host.startTurn(sid, Origin.INTERACTIVE) }
-        failed(ErrorCode.SESSION_BUSY) { host.configureSession(sid, SessionConfig(null, PermissionMode.AUTO, null, null, null)) }
+        failed(ErrorCode.PERMISSION_MODE_REQUIRED) { host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = null)) }
+        assertEquals(ApprovalStatus.PENDING, host.planGet(PlanGetParams(approvalId = approval.id)).status, "a failed request changes nothing")
+        failed(ErrorCode.SESSION_BUSY) { host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE)) }
+        failed(ErrorCode.SESSION_BUSY) { host.sessionConfigure(SessionConfigureParams(sessionId = sid, permissionMode = PermissionMode.AUTO)) }
 
         // Tampering: same size, different bytes.
         val file = artifactFile(ws, approval)
@@ -497,16 +495,16 @@ class PlanHostTest {
         val tampered = original.copyOf().also { it[0] = (it[0] + 1).toByte() }
         file.toFile().setWritable(true)
         Files.write(file, tampered)
-        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)) }
         // Tampering: appended bytes.
         Files.write(file, original + "\n".toByteArray())
-        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)) }
         Files.write(file, original)
-        assertEquals(markdown, host.readArtifact(approval.id).markdown)
+        assertEquals(markdown, host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)).markdown)
         Files.delete(file)
-        failed(ErrorCode.ARTIFACT_MISSING) { host.readArtifact(approval.id) }
+        failed(ErrorCode.ARTIFACT_MISSING) { host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)) }
         // The approval itself is untouched by any of this.
-        assertEquals(ApprovalStatus.PENDING, host.getApproval(approval.id).status)
+        assertEquals(ApprovalStatus.PENDING, host.planGet(PlanGetParams(approvalId = approval.id)).status)
     }
 
     @Test
@@ -515,63 +513,62 @@ class PlanHostTest {
         val host = open()
         val ws = workspace()
         val sid = planSession(host, ws).sessionId
-        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.startExecution("execution-nope") }
-        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.completeExecution("execution-nope") }
+        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.executionStart(ExecutionStartParams(executionId = "execution-nope")) }
+        failed(ErrorCode.EXECUTION_NOT_FOUND) { host.executionComplete(ExecutionCompleteParams(executionId = "execution-nope")) }
 
-        val decision = host.approve(submit(host, sid).id, PermissionMode.ACCEPT_EDITS)
+        val decision = host.planApprove(PlanApproveParams(approvalId = submit(host, sid).id, permissionMode = PermissionMode.ACCEPT_EDITS))
         val eid = decision.approval.executionId!!
-        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.completeExecution(eid) } // still queued
-        failed(ErrorCode.SESSION_BUSY) { host.startTurn(sid, Origin.INTERACTIVE) }
-        failed(ErrorCode.SESSION_BUSY) { host.completeTurn(sid, decision.session.activeTurn!!.turnId) }
-        host.startExecution(eid)
-        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.startExecution(eid) } // already running
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.executionComplete(ExecutionCompleteParams(executionId = eid)) } // still queued
+        failed(ErrorCode.SESSION_BUSY) { host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE)) }
+        failed(ErrorCode.SESSION_BUSY) { host.turnComplete(TurnCompleteParams(sessionId = sid, turnId = decision.session.activeTurn!!.turnId)) }
+        host.executionStart(ExecutionStartParams(executionId = eid))
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.executionStart(ExecutionStartParams(executionId = eid)) } // already running
 
         // Cancelling the execution turn interrupts the execution.
-        val cancelled = host.cancelTurn(sid)
+        val cancelled = host.turnCancel(TurnCancelParams(sessionId = sid))
         assertNull(cancelled.activeTurn)
         assertNull(cancelled.activeExecutionId)
         assertEquals(Mode.AGENT, cancelled.mode)
-        val row = host.getApproval(decision.approval.id)
+        val row = host.planGet(PlanGetParams(approvalId = decision.approval.id))
         assertEquals(ExecutionState.INTERRUPTED, row.executionState)
         assertEquals(ErrorCode.EXECUTION_CANCELLED, row.errorCode)
         reached.add(ErrorCode.EXECUTION_CANCELLED)
-        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.completeExecution(eid) }
-        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.startExecution(eid) }
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.executionComplete(ExecutionCompleteParams(executionId = eid)) }
+        failed(ErrorCode.EXECUTION_NOT_ACTIVE) { host.executionStart(ExecutionStartParams(executionId = eid)) }
     }
 
     @Test
     @Order(14)
     fun hostErrors() {
-        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(0, null)) }
-        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), PlanHostOptions(-5, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(0, null)) }
+        failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(-5, null)) }
 
         val path = db("locked.db")
         val first = open(path)
-        failed(ErrorCode.HOST_ALREADY_RUNNING) { PlanHost(path, PlanHostOptions(null, null)) }
+        failed(ErrorCode.HOST_ALREADY_RUNNING) { PlanHost(path, HostConfig(null, null)) }
         val ws = workspace()
         val sid = planSession(first, ws).sessionId
         val approval = submit(first, sid)
         first.shutdown()
 
         // Every method of a shut-down host fails with HOST_CLOSED.
-        val none = SessionConfig()
         val calls: List<Pair<String, () -> Unit>> = listOf(
-            "createSession" to { first.createSession(null, null, null, null) },
-            "getSession" to { first.getSession(sid) },
-            "configureSession" to { first.configureSession(sid, none) },
-            "startTurn" to { first.startTurn(sid, Origin.INTERACTIVE) },
-            "toolCalls" to { first.toolCalls(sid, "t", listOf(call("r", "Read"))) },
-            "completeTurn" to { first.completeTurn(sid, "t") },
-            "cancelTurn" to { first.cancelTurn(sid) },
-            "approve" to { first.approve(approval.id, PermissionMode.ASK) },
-            "reject" to { first.reject(approval.id) },
-            "getApproval" to { first.getApproval(approval.id) },
-            "listApprovals" to { first.listApprovals(ApprovalQuery()) },
-            "readArtifact" to { first.readArtifact(approval.id) },
-            "startExecution" to { first.startExecution("e") },
-            "completeExecution" to { first.completeExecution("e") },
-            "listShells" to { first.listShells() },
-            "setDefaultShell" to { first.setDefaultShell("sh") },
+            "sessionCreate" to { first.sessionCreate(SessionCreateParams(sessionId = null, workspaceRoot = null, mode = null, permissionMode = null)) },
+            "sessionGet" to { first.sessionGet(SessionGetParams(sessionId = sid)) },
+            "sessionConfigure" to { first.sessionConfigure(SessionConfigureParams(sessionId = sid)) },
+            "turnStart" to { first.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE)) },
+            "turnToolCalls" to { first.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = "t", calls = listOf(call("r", "Read")))).results },
+            "turnComplete" to { first.turnComplete(TurnCompleteParams(sessionId = sid, turnId = "t")) },
+            "turnCancel" to { first.turnCancel(TurnCancelParams(sessionId = sid)) },
+            "planApprove" to { first.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.ASK)) },
+            "planReject" to { first.planReject(PlanRejectParams(approvalId = approval.id)) },
+            "planGet" to { first.planGet(PlanGetParams(approvalId = approval.id)) },
+            "planList" to { first.planList(ApprovalFilter()).approvals },
+            "planReadArtifact" to { first.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)) },
+            "executionStart" to { first.executionStart(ExecutionStartParams(executionId = "e")) },
+            "executionComplete" to { first.executionComplete(ExecutionCompleteParams(executionId = "e")) },
+            "shellList" to { first.shellList(ShellListParams()) },
+            "shellSetDefault" to { first.shellSetDefault(ShellSetDefaultParams(shellId = "sh")).defaultShell },
         )
         for ((name, block) in calls) {
             val error = assertThrows<PlanException.Failed>(name) { block() }
@@ -602,15 +599,15 @@ class PlanHostTest {
             file.seek(60)
             file.writeInt(9)
         }
-        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, HostConfig(null, null)) }
         // Newer than this build: refused too.
         RandomAccessFile(v9, "rw").use { file -> file.seek(60); file.writeInt(11) }
-        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, PlanHostOptions(null, null)) }
+        failed(ErrorCode.SCHEMA_UNSUPPORTED) { PlanHost(v9, HostConfig(null, null)) }
 
         // A file that is not a database at all.
         val junk = dir.resolve("junk.db")
         Files.write(junk, ByteArray(4096) { 0x5a })
-        failed(ErrorCode.DATABASE_UNREADABLE) { PlanHost(junk.toString(), PlanHostOptions(null, null)) }
+        failed(ErrorCode.DATABASE_UNREADABLE) { PlanHost(junk.toString(), HostConfig(null, null)) }
     }
 
     // ----------------------------------------------------------------------
@@ -684,21 +681,21 @@ class PlanHostTest {
         assertEquals(1, recorder.expiryThreads.size)
         assertNotEquals(testThread, recorder.expiryThreads.single(), "the expiry arrived on the timer's thread")
 
-        val row = host.getApproval(approval.id)
+        val row = host.planGet(PlanGetParams(approvalId = approval.id))
         assertEquals(resolved, row)
         assertEquals(ApprovalStatus.EXPIRED, row.status)
         assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, row.errorCode)
         assertEquals(approval.expiresAt, row.expiresAt, "the deadline never moves")
-        val session = host.getSession(sid)
+        val session = host.sessionGet(SessionGetParams(sessionId = sid))
         assertEquals(Mode.PLAN, session.mode)
         assertNull(session.activeTurn)
         assertNull(session.pendingApprovalId)
         val changed = recorder.await(ServerNotification.SessionChanged::class.java, "the session's change") { it.v1.session.activeTurn == null }.v1
         assertEquals(session, changed.session)
-        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.approve(approval.id, PermissionMode.AUTO) }
-        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.reject(approval.id) }
+        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.AUTO)) }
+        failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.planReject(PlanRejectParams(approvalId = approval.id)) }
         // The artifact stays readable after expiry.
-        assertEquals(markdown, host.readArtifact(approval.id).markdown)
+        assertEquals(markdown, host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)).markdown)
     }
 
     @Test
@@ -709,17 +706,17 @@ class PlanHostTest {
         host.addListener(recorder)
         val sid = planSession(host, workspace()).sessionId
         assertEquals(emptyList<ServerNotification>(), recorder.drain(), "a new session is not a change")
-        val turn = host.startTurn(sid, Origin.INTERACTIVE)
-        assertEquals(listOf(ServerNotification.SessionChanged(SessionChangedNotification(host.getSession(sid)))), recorder.drain())
-        val results = host.toolCalls(sid, turn.turnId, listOf(call("s", "SubmitPlan", submitInput("T", "v1\n", "Q?"))))
+        val turn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE))
+        assertEquals(listOf(ServerNotification.SessionChanged(SessionChangedNotification(host.sessionGet(SessionGetParams(sessionId = sid))))), recorder.drain())
+        val results = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = turn.turnId, calls = listOf(call("s", "SubmitPlan", submitInput("T", "v1\n", "Q?"))))).results
         val approval = results.single().approval!!
         assertEquals(
-            listOf(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null)), ServerNotification.SessionChanged(SessionChangedNotification(host.getSession(sid)))),
+            listOf(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null)), ServerNotification.SessionChanged(SessionChangedNotification(host.sessionGet(SessionGetParams(sessionId = sid))))),
             recorder.drain(),
         )
 
         // Approved: resolved, the execution queued, the session in Agent.
-        val decision = host.approve(approval.id, PermissionMode.AUTO)
+        val decision = host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.AUTO))
         val eid = decision.approval.executionId!!
         assertEquals(
             listOf(
@@ -733,10 +730,10 @@ class PlanHostTest {
         assertEquals(ApprovalStatus.APPROVED, resolved.status)
         assertEquals(PermissionMode.AUTO, resolved.permissionMode)
         assertEquals(Mode.AGENT, decision.session.mode)
-        host.startExecution(eid)
+        host.executionStart(ExecutionStartParams(executionId = eid))
         assertEquals(listOf(ServerNotification.ExecutionStateChanged(ExecutionStateChangedNotification(sid, eid, ExecutionState.RUNNING))), recorder.drain())
-        host.completeExecution(eid)
-        val idle = host.getSession(sid)
+        host.executionComplete(ExecutionCompleteParams(executionId = eid))
+        val idle = host.sessionGet(SessionGetParams(sessionId = sid))
         assertNull(idle.activeExecutionId)
         assertEquals(
             listOf(ServerNotification.ExecutionStateChanged(ExecutionStateChangedNotification(sid, eid, ExecutionState.COMPLETED)), ServerNotification.SessionChanged(SessionChangedNotification(idle))),
@@ -744,11 +741,11 @@ class PlanHostTest {
         )
 
         // Rejected: resolved without an execution, the session back to idle Plan.
-        val configured = host.configureSession(sid, SessionConfig(mode = Mode.PLAN))
+        val configured = host.sessionConfigure(SessionConfigureParams(sessionId = sid, mode = Mode.PLAN))
         assertEquals(listOf(ServerNotification.SessionChanged(SessionChangedNotification(configured))), recorder.drain())
         val second = submit(host, sid, body = "v2\n")
         recorder.drain()
-        val rejected = host.reject(second.id)
+        val rejected = host.planReject(PlanRejectParams(approvalId = second.id))
         assertEquals(ApprovalStatus.REJECTED, rejected.approval.status)
         assertNull(rejected.approval.executionId)
         assertEquals(
@@ -784,7 +781,7 @@ class PlanHostTest {
         val approval = submit(host, sid)
         assertTrue(calls.await(10, TimeUnit.SECONDS))
         assertTrue(recorder.events.contains(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null))), "later listeners still hear it")
-        val decision = host.approve(approval.id, PermissionMode.ASK)
+        val decision = host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.ASK))
         assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
         assertEquals(ServerNotification.PlanApprovalResolved(PlanApprovalResolvedNotification(decision.approval)), recorder.events.filterIsInstance<ServerNotification.PlanApprovalResolved>().single())
     }
@@ -807,7 +804,7 @@ class PlanHostTest {
             host.addListener(recorder)
             val approval = submit(host, planSession(host, workspace()).sessionId)
             assertTrue(recorder.events.contains(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null))), "later listeners still hear it")
-            assertEquals(ApprovalStatus.APPROVED, host.approve(approval.id, PermissionMode.ASK).approval.status)
+            assertEquals(ApprovalStatus.APPROVED, host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.ASK)).approval.status)
             assertTrue(caught.isNotEmpty(), "the error reached JNA's handler")
             assertTrue(caught.all { it is QuietError }, caught.toString())
         } finally {
@@ -848,8 +845,8 @@ class PlanHostTest {
         submit(host, planSession(host, workspace()).sessionId)
         assertTrue(done.await(10, TimeUnit.SECONDS))
         assertEquals("ok", outcome.get())
-        failed(ErrorCode.HOST_CLOSED) { host.listShells() }
-        open(path).listShells() // the lock was released
+        failed(ErrorCode.HOST_CLOSED) { host.shellList(ShellListParams()) }
+        open(path).shellList(ShellListParams()) // the lock was released
     }
 
     private class QuietFailure(message: String) : RuntimeException(message, null, false, false)
@@ -884,7 +881,7 @@ class PlanHostTest {
         assertTrue(created.contains("\"sessionId\":\"json-1\""), created)
         assertTrue(created.contains("\"mode\":\"plan\""), created)
         // The JSON connection and the typed API share one host.
-        assertEquals(Mode.PLAN, host.getSession("json-1").mode)
+        assertEquals(Mode.PLAN, host.sessionGet(SessionGetParams(sessionId = "json-1")).mode)
 
         val extra = host.handleJson("""{"jsonrpc":"2.0","id":5,"method":"session/get","params":{"sessionId":"json-1","feedback":"x"}}""")!!
         assertTrue(extra.contains("-32602") && extra.contains("\"INVALID_PARAMS\""), extra)
@@ -909,40 +906,52 @@ class PlanHostTest {
     fun shellsAndConfiguration() {
         val path = db()
         val host = open(path)
-        val catalog = host.listShells()
+        val catalog = host.shellList(ShellListParams())
         val ids = catalog.shells.map { it.id }
         assertTrue(ids.containsAll(listOf("bash", "sh")), ids.toString())
         assertTrue(catalog.shells.first { it.id == "sh" }.available, "/bin/sh exists")
         assertTrue(catalog.defaultShell in ids)
-        assertEquals("sh", host.setDefaultShell("sh"))
-        assertEquals("sh", host.listShells().defaultShell)
+        assertEquals("sh", host.shellSetDefault(ShellSetDefaultParams(shellId = "sh")).defaultShell)
+        assertEquals("sh", host.shellList(ShellListParams()).defaultShell)
 
-        val sid = host.createSession("cfg", null, null, null).sessionId
-        val configured = host.configureSession(sid, SessionConfig(Mode.PLAN, PermissionMode.ACCEPT_EDITS, "anthropic", "claude", "bash"))
+        val sid = host.sessionCreate(SessionCreateParams(sessionId = "cfg", workspaceRoot = null, mode = null, permissionMode = null)).sessionId
+        val configured = host.sessionConfigure(
+            SessionConfigureParams(
+                sessionId = sid,
+                mode = Mode.PLAN,
+                permissionMode = PermissionMode.ACCEPT_EDITS,
+                provider = Clearable.Set("anthropic"),
+                model = Clearable.Set("claude"),
+                shell = Clearable.Set("bash"),
+            ),
+        )
         assertEquals(Mode.PLAN, configured.mode)
         assertEquals(PermissionMode.ACCEPT_EDITS, configured.permissionMode)
         assertEquals("anthropic", configured.provider)
         assertEquals("claude", configured.model)
         assertEquals("bash", configured.shell)
         // Absent fields leave the rest as it is.
-        val partly = host.configureSession(sid, SessionConfig(Mode.AGENT, null, null, null, null))
+        val partly = host.sessionConfigure(SessionConfigureParams(sessionId = sid, mode = Mode.AGENT))
         assertEquals(configured.copy(mode = Mode.AGENT), partly)
         // Clearing sets a field back to none; the shell returns to the default.
-        val cleared = host.configureSession(
-            sid,
-            SessionConfig(null, null, null, null, null, clearProvider = true, clearModel = true, clearShell = true),
+        val cleared = host.sessionConfigure(
+            SessionConfigureParams(sessionId = sid, provider = Clearable.Clear, model = Clearable.Clear, shell = Clearable.Clear),
         )
         assertEquals(partly.copy(provider = null, model = null, shell = null), cleared)
-        failed(ErrorCode.INVALID_PARAMS) {
-            host.configureSession(sid, SessionConfig(null, null, "openai", null, null, clearProvider = true))
-        }
-        val restored = host.configureSession(sid, SessionConfig(null, null, "anthropic", "claude", "bash"))
+        val restored = host.sessionConfigure(
+            SessionConfigureParams(
+                sessionId = sid,
+                provider = Clearable.Set("anthropic"),
+                model = Clearable.Set("claude"),
+                shell = Clearable.Set("bash"),
+            ),
+        )
         assertEquals(partly, restored)
 
         host.shutdown()
         val again = open(path)
-        assertEquals("sh", again.listShells().defaultShell, "the default shell is persisted")
-        assertEquals(partly, again.getSession(sid), "configuration is persisted")
+        assertEquals("sh", again.shellList(ShellListParams()).defaultShell, "the default shell is persisted")
+        assertEquals(partly, again.sessionGet(SessionGetParams(sessionId = sid)), "configuration is persisted")
     }
 
     // ----------------------------------------------------------------------
@@ -965,16 +974,16 @@ class PlanHostTest {
                     val sid = planSession(host, ws, "thread-$n").sessionId
                     barrier.await(10, TimeUnit.SECONDS)
                     (0 until rounds).map { round ->
-                        host.configureSession(sid, SessionConfig(Mode.PLAN, null, null, null, null))
+                        host.sessionConfigure(SessionConfigureParams(sessionId = sid, mode = Mode.PLAN))
                         val approval = submit(host, sid, title = "t$n-$round", body = "plan $n/$round\n")
-                        assertEquals("plan $n/$round\n", host.readArtifact(approval.id).markdown)
-                        host.listShells()
-                        host.listApprovals(ApprovalQuery(null, null, 5u))
+                        assertEquals("plan $n/$round\n", host.planReadArtifact(PlanReadArtifactParams(approvalId = approval.id)).markdown)
+                        host.shellList(ShellListParams())
+                        host.planList(ApprovalFilter(null, null, 5u)).approvals
                         val mode = PermissionMode.values()[(n + round) % 3]
-                        val eid = host.approve(approval.id, mode).approval.executionId!!
-                        host.startExecution(eid)
-                        assertEquals(ExecutionState.COMPLETED, host.completeExecution(eid).executionState)
-                        assertFailsWithCode(ErrorCode.SESSION_NOT_FOUND) { host.getSession("missing-$n") }
+                        val eid = host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = mode)).approval.executionId!!
+                        host.executionStart(ExecutionStartParams(executionId = eid))
+                        assertEquals(ExecutionState.COMPLETED, host.executionComplete(ExecutionCompleteParams(executionId = eid)).executionState)
+                        assertFailsWithCode(ErrorCode.SESSION_NOT_FOUND) { host.sessionGet(SessionGetParams(sessionId = "missing-$n")) }
                         approval.id
                     }
                 }
@@ -984,12 +993,12 @@ class PlanHostTest {
         } finally {
             pool.shutdownNow()
         }
-        val all = host.listApprovals(ApprovalQuery(null, ApprovalStatus.APPROVED, null))
+        val all = host.planList(ApprovalFilter(null, ApprovalStatus.APPROVED, null)).approvals
         assertEquals(threads * rounds, all.size)
         assertTrue(all.all { it.executionState == ExecutionState.COMPLETED })
         assertEquals(threads * rounds, recorder.events.count { it is ServerNotification.PlanApprovalRequested })
         for (n in 0 until threads) {
-            val session = host.getSession("thread-$n")
+            val session = host.sessionGet(SessionGetParams(sessionId = "thread-$n"))
             assertNull(session.activeTurn)
             assertEquals(Mode.AGENT, session.mode)
         }
@@ -1002,40 +1011,40 @@ class PlanHostTest {
         val ws = workspace("review")
         val sid = planSession(host, ws).sessionId
         val first = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split.\n")
-        host.reject(first.id)
+        host.planReject(PlanRejectParams(approvalId = first.id))
         // "Previous" is by (createdAt, id); ids are ordered by creation.
         val second = submit(host, sid, "Plan", "# Plan\n\n1. Read.\n2. Split in two.\n")
 
-        val everything = host.verify(null, null)
+        val everything = host.planVerify(PlanVerifyParams(approvalId = null, sessionId = null))
         assertTrue(everything.ok)
         assertEquals(setOf(first.id, second.id), everything.artifacts.map { it.approvalId }.toSet())
         assertTrue(everything.artifacts.all { it.result == ArtifactCheck.OK && it.errorCode == null })
 
         // An orphan fails the session's verification, not one approval's.
         Files.writeString(ws.resolve(".pi/plan/stray.md"), "# stray\n")
-        val bySession = host.verify(null, sid)
+        val bySession = host.planVerify(PlanVerifyParams(approvalId = null, sessionId = sid))
         assertFalse(bySession.ok)
         assertEquals(listOf(".pi/plan/stray.md"), bySession.orphans.map { it.path })
-        val one = host.verify(second.id, null)
+        val one = host.planVerify(PlanVerifyParams(approvalId = second.id, sessionId = null))
         assertTrue(one.ok)
         assertTrue(one.orphans.isEmpty())
-        failed(ErrorCode.INVALID_PARAMS) { host.verify(second.id, sid) }
+        failed(ErrorCode.INVALID_PARAMS) { host.planVerify(PlanVerifyParams(approvalId = second.id, sessionId = sid)) }
 
-        val diff = host.diff(second.id, null)
+        val diff = host.planDiff(PlanDiffParams(approvalId = second.id, againstApprovalId = null))
         assertEquals(first.id, diff.againstApprovalId)
         assertFalse(diff.identical)
         assertTrue(diff.unified!!.contains("-2. Split.\n+2. Split in two.\n"), diff.unified)
-        val firstDiff = host.diff(first.id, null)
+        val firstDiff = host.planDiff(PlanDiffParams(approvalId = first.id, againstApprovalId = null))
         assertNull(firstDiff.againstApprovalId)
         assertNull(firstDiff.unified)
-        assertTrue(host.diff(second.id, second.id).identical)
+        assertTrue(host.planDiff(PlanDiffParams(approvalId = second.id, againstApprovalId = second.id)).identical)
 
         Files.writeString(ws.resolve(first.artifact!!.path), "tampered\n")
-        val tampered = host.verify(first.id, null)
+        val tampered = host.planVerify(PlanVerifyParams(approvalId = first.id, sessionId = null))
         assertFalse(tampered.ok)
         assertEquals(ArtifactCheck.MISMATCH, tampered.artifacts.single().result)
         assertEquals(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH, tampered.artifacts.single().errorCode)
-        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.diff(second.id, null) }
+        failed(ErrorCode.ARTIFACT_INTEGRITY_MISMATCH) { host.planDiff(PlanDiffParams(approvalId = second.id, againstApprovalId = null)) }
 
         // The typed codes are the wire's codes, one for one.
         for (code in ErrorCode.values()) {
@@ -1053,7 +1062,7 @@ class PlanHostTest {
     /** A host using the helper an app ships; generate.sh puts it beside the library. */
     private fun openWithHelper(): PlanHost {
         val helper = Path.of(System.getProperty("user.dir")).resolve("../native/plan-exec-sandbox").normalize()
-        return PlanHost(db(), PlanHostOptions(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
+        return PlanHost(db(), HostConfig(null, null, sandboxHelper = helper.toString())).also { opened.add(it) }
     }
 
     /** Waits (bounded) for the end of [callId]; returns its output events and its end. */
@@ -1072,9 +1081,9 @@ class PlanHostTest {
         val recorder = Recorder()
         host.addListener(recorder)
         planSession(host, ws, "cmd")
-        val turn = host.startTurn("cmd", Origin.INTERACTIVE)
+        val turn = host.turnStart(TurnStartParams(sessionId = "cmd", prompt = "", origin = Origin.INTERACTIVE))
         val input = "{\"command\": \"cat notes.txt; echo x > written.txt\"}"
-        val results = host.toolCalls("cmd", turn.turnId, listOf(call("c1", "Bash", input)))
+        val results = host.turnToolCalls(TurnToolCallsParams(sessionId = "cmd", turnId = turn.turnId, calls = listOf(call("c1", "Bash", input)))).results
         val info = host.sandboxInfo()
         if (info.planSandbox != PlanSandbox.LANDLOCK) {
             println("the kernel sandbox is unavailable here (${info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
@@ -1089,38 +1098,38 @@ class PlanHostTest {
         assertNotEquals(0, exited.command.exitCode, "the refused write fails the command")
         assertEquals("plan me\n", outputs.filter { it.stream == OutputStream.STDOUT }.joinToString("") { it.chunk })
         assertFalse(Files.exists(ws.resolve("written.txt")), "the kernel refused the write")
-        assertEquals(exited.command, host.getCommand("cmd", "c1"))
-        failed(ErrorCode.COMMAND_NOT_FOUND) { host.getCommand("cmd", "nope") }
-        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("cmd", turn.turnId, "c1", "ls", null, null) }
-        host.completeTurn("cmd", turn.turnId)
+        assertEquals(exited.command, host.commandGet(CommandGetParams(sessionId = "cmd", callId = "c1")))
+        failed(ErrorCode.COMMAND_NOT_FOUND) { host.commandGet(CommandGetParams(sessionId = "cmd", callId = "nope")) }
+        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.commandStart(CommandStartParams(sessionId = "cmd", turnId = turn.turnId, callId = "c1", command = "ls", cwd = null, timeoutMs = null)) }
+        host.turnComplete(TurnCompleteParams(sessionId = "cmd", turnId = turn.turnId))
     }
 
     @Test
     @Order(62)
     fun agentCommandOutputAndExitArriveAsTypedEvents() {
-        // Under ask the Bash call awaits a person (confirmTool), then runs on
+        // Under ask the Bash call awaits a person (toolConfirm), then runs on
         // the host in the workspace-write sandbox, with the text it was
         // decided with.
         val host = openWithHelper()
         val recorder = Recorder()
         host.addListener(recorder)
-        host.createSession("agent", workspace().toString(), Mode.AGENT, null)
-        val turn = host.startTurn("agent", Origin.INTERACTIVE)
+        host.sessionCreate(SessionCreateParams(sessionId = "agent", workspaceRoot = workspace().toString(), mode = Mode.AGENT, permissionMode = null))
+        val turn = host.turnStart(TurnStartParams(sessionId = "agent", prompt = "", origin = Origin.INTERACTIVE))
         val command = "printf out; printf err >&2"
-        val asked = host.toolCalls("agent", turn.turnId, listOf(call("b1", "Bash", "{\"command\": ${quote(command)}, \"timeoutMs\": 10000}"))).single()
+        val asked = host.turnToolCalls(TurnToolCallsParams(sessionId = "agent", turnId = turn.turnId, calls = listOf(call("b1", "Bash", "{\"command\": ${quote(command)}, \"timeoutMs\": 10000}")))).results.single()
         assertEquals(ToolCallDecision.CONFIRM, asked.decision)
         assertEquals(true, asked.hostRun)
-        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
-        val confirmed = host.confirmTool("agent", turn.turnId, "b1", true)
+        failed(ErrorCode.COMMAND_NOT_ALLOWED) { host.commandStart(CommandStartParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", command = command, cwd = null, timeoutMs = 10_000uL)) }
+        val confirmed = host.toolConfirm(ToolConfirmParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", allow = true))
         assertEquals(ToolCallDecision.ALLOW, confirmed.decision)
         assertEquals(true, confirmed.hostRun)
-        failed(ErrorCode.TOOL_CONFIRMATION_NOT_PENDING) { host.confirmTool("agent", turn.turnId, "b1", false) }
+        failed(ErrorCode.TOOL_CONFIRMATION_NOT_PENDING) { host.toolConfirm(ToolConfirmParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", allow = false)) }
         recorder.drain()
         if (host.sandboxInfo().planSandbox != PlanSandbox.LANDLOCK) {
-            failed(ErrorCode.SANDBOX_UNAVAILABLE) { host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL) }
+            failed(ErrorCode.SANDBOX_UNAVAILABLE) { host.commandStart(CommandStartParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", command = command, cwd = null, timeoutMs = 10_000uL)) }
             return
         }
-        val run = host.startCommand("agent", turn.turnId, "b1", command, null, 10_000uL)
+        val run = host.commandStart(CommandStartParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", command = command, cwd = null, timeoutMs = 10_000uL))
         assertEquals(CommandSandbox.WORKSPACE_WRITE, run.sandbox)
         assertEquals(CommandState.RUNNING, run.state)
         val (outputs, exited) = commandEvents(recorder, "b1")
@@ -1133,9 +1142,9 @@ class PlanHostTest {
         assertEquals(0, exited.command.exitCode)
         assertEquals(3uL, exited.command.stdoutBytes)
         assertEquals(3uL, exited.command.stderrBytes)
-        assertEquals(exited.command, host.getCommand("agent", "b1"))
+        assertEquals(exited.command, host.commandGet(CommandGetParams(sessionId = "agent", callId = "b1")))
         assertEquals(ServerNotification.CommandExited(exited), recorder.events.last(), "nothing of the call after its end")
-        host.completeTurn("agent", turn.turnId)
+        host.turnComplete(TurnCompleteParams(sessionId = "agent", turnId = turn.turnId))
     }
 
     // ----------------------------------------------------------------------

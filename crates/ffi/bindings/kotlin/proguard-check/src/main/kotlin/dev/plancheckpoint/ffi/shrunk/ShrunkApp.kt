@@ -3,13 +3,17 @@ package dev.plancheckpoint.ffi.shrunk
 import dev.plancheckpoint.ffi.Mode
 import dev.plancheckpoint.ffi.Origin
 import dev.plancheckpoint.ffi.PermissionMode
+import dev.plancheckpoint.ffi.PlanApproveParams
 import dev.plancheckpoint.ffi.PlanEventListener
 import dev.plancheckpoint.ffi.PlanException
 import dev.plancheckpoint.ffi.PlanHost
-import dev.plancheckpoint.ffi.PlanHostOptions
+import dev.plancheckpoint.ffi.HostConfig
 import dev.plancheckpoint.ffi.ServerNotification
+import dev.plancheckpoint.ffi.SessionCreateParams
 import dev.plancheckpoint.ffi.ToolCall
 import dev.plancheckpoint.ffi.ToolCallDecision
+import dev.plancheckpoint.ffi.TurnStartParams
+import dev.plancheckpoint.ffi.TurnToolCallsParams
 import dev.plancheckpoint.ffi.ErrorCode
 import java.nio.file.Files
 import java.util.concurrent.CopyOnWriteArrayList
@@ -34,7 +38,7 @@ fun main() {
     try {
         val workspace = Files.createDirectories(dir.resolve("ws"))
         val events = CopyOnWriteArrayList<String>()
-        val host = PlanHost(dir.resolve("plan.db").toString(), PlanHostOptions())
+        val host = PlanHost(dir.resolve("plan.db").toString(), HostConfig())
         host.addListener(object : PlanEventListener {
             override fun onEvent(event: ServerNotification) {
                 when (event) {
@@ -44,16 +48,16 @@ fun main() {
                 }
             }
         })
-        val session = host.createSession(null, workspace.toString(), Mode.PLAN, null)
-        val turn = host.startTurn(session.sessionId, Origin.INTERACTIVE)
+        val session = host.sessionCreate(SessionCreateParams(sessionId = null, workspaceRoot = workspace.toString(), mode = Mode.PLAN, permissionMode = null))
+        val turn = host.turnStart(TurnStartParams(sessionId = session.sessionId, prompt = "", origin = Origin.INTERACTIVE))
         val input = """{"title":"Shrunk","markdown":"# Plan\n1. Check the keep rules","question":"Go?"}"""
-        val result = host.toolCalls(session.sessionId, turn.turnId, listOf(ToolCall("c1", "SubmitPlan", input))).single()
+        val result = host.turnToolCalls(TurnToolCallsParams(sessionId = session.sessionId, turnId = turn.turnId, calls = listOf(ToolCall("c1", "SubmitPlan", input)))).results.single()
         check(result.decision == ToolCallDecision.ALLOW, "SubmitPlan was not allowed: ${result.error?.code}")
         val approvalId = result.approval?.id
         if (approvalId != null) {
-            host.approve(approvalId, PermissionMode.ASK)
+            host.planApprove(PlanApproveParams(approvalId = approvalId, permissionMode = PermissionMode.ASK))
             try {
-                host.approve(approvalId, PermissionMode.ASK)
+                host.planApprove(PlanApproveParams(approvalId = approvalId, permissionMode = PermissionMode.ASK))
                 failures.add("a second approve succeeded")
             } catch (error: PlanException.Failed) {
                 check(error.code == ErrorCode.APPROVAL_NOT_PENDING, "a second approve failed with ${error.code}")
