@@ -644,7 +644,7 @@ fn history(dir: &Path) -> PathBuf {
             session_id: "s1".into(),
             turn_id: "t1".into(),
             execution_id: None,
-            call_id: format!("c{}", index / 2),
+            call_id: format!("c{}", index / 2).into(),
             tool: Some("Bash".to_owned()),
             permission_mode: Some(PermissionMode::Ask),
             error_code: None,

@@ -374,7 +374,7 @@ impl InProcess {
             .start_turn(&SessionId::from("bench"), plan_core::Origin::Interactive)
             .unwrap();
         let call = plan_core::ToolCall {
-            call_id: "c".to_owned(),
+            call_id: "c".into(),
             name: "SubmitPlan".to_owned(),
             input: json!({"title": "Split parser", "markdown": MARKDOWN, "question": "Go?"}),
         };

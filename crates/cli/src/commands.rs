@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use plan_core::{CommandLimits, CommandRun, ErrorCode, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs};
+use plan_core::{
+    CallId, CommandLimits, CommandRun, ErrorCode, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs,
+};
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostConfig, ScratchSize};
 use serde::Serialize;
 
@@ -144,7 +146,7 @@ pub(crate) fn list(
 /// `commands show`: one run's audit entries, oldest first.
 pub(crate) fn show(
     database: &Path,
-    call_id: &str,
+    call_id: &CallId,
     session: Option<SessionId>,
     json: bool,
 ) -> Result<i32, Failure> {
@@ -157,7 +159,7 @@ pub(crate) fn show(
         .list_commands(&filter)
         .map_err(|error| inspect::failure(&error))?
         .into_iter()
-        .filter(|record| record.run.call_id == call_id)
+        .filter(|record| &record.run.call_id == call_id)
         .map(|record| record.run.session_id.into_string())
         .fold(Vec::new(), |mut sessions, session| {
             if !sessions.contains(&session) {
@@ -359,7 +361,7 @@ fn card(entries: &[CommandEntry], decisions: &[ToolAuditEntry]) -> String {
     let run = &last.run;
     let mut text = String::new();
     let mut line = |label: &str, value: String| text.push_str(&format!("{label:<10} {value}\n"));
-    line("call", escape::line(&run.call_id).into_owned());
+    line("call", escape::line(run.call_id.as_str()).into_owned());
     line("session", escape::line(run.session_id.as_str()).into_owned());
     line("turn", escape::line(run.turn_id.as_str()).into_owned());
     line("command", escape::line(&run.command).into_owned());

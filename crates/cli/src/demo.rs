@@ -19,7 +19,7 @@ use plan_core::{
     ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
 };
 use plan_host::{
-    ApprovalFilter, CommandFilter, Host, HostConfig, HostError, NewSession, SandboxStatus, ToolCallDecision,
+    ApprovalFilter, CommandFilter, Host, HostConfig, HostError, NewSession, PlanSandbox, ToolCallDecision,
     ToolCallResult,
 };
 use plan_protocol::ServerNotification;
@@ -150,7 +150,7 @@ fn prepare_dir(dir: Option<&Path>) -> Result<PathBuf, Failure> {
 
 fn call(call_id: &str, name: &str, input: serde_json::Value) -> ToolCall {
     ToolCall {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         name: name.to_owned(),
         input,
     }
@@ -607,9 +607,10 @@ fn plan_bash(
     workspace: &Path,
     notifications: &Receiver<ServerNotification>,
 ) -> Result<(), Failure> {
-    let sandboxed = match host.sandbox_status() {
-        SandboxStatus::Landlock => true,
-        SandboxStatus::Unavailable { reason } => {
+    let capabilities = host.command_capabilities();
+    let sandboxed = match capabilities.plan_sandbox {
+        PlanSandbox::Landlock => true,
+        PlanSandbox::Unavailable => {
             // Name the prerequisite, so that a reader on an older kernel or
             // another system knows what is missing and that nothing is wrong
             // with the rest of the story.
@@ -619,7 +620,7 @@ fn plan_bash(
                     "Plan Bash needs Linux with Landlock ABI 3 or newer (kernel 6.2+) and seccomp; \
                      the kernel sandbox is unavailable here ({}), so the host refuses both calls with \
                      PLAN_SANDBOX_UNAVAILABLE and runs nothing (the rest of the demo does not need it)",
-                    escape::line(&reason)
+                    escape::line(capabilities.reason.as_deref().unwrap_or_default())
                 ),
             )?;
             false

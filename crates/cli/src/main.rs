@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use plan_core::{ApprovalStatus, Limits, SessionId};
+use plan_core::{ApprovalStatus, CallId, Limits, SessionId};
 // Lines for people on stderr that never panic, shared with `serve`.
 use plan_server::log;
 
@@ -286,7 +286,7 @@ enum CommandsCommand {
     #[command(after_long_help = EXIT_CODES)]
     Show {
         /// The Bash call id.
-        call_id: String,
+        call_id: CallId,
         /// The session, when the call id ran in several.
         #[arg(long, value_name = "SESSION")]
         session: Option<SessionId>,

@@ -15,9 +15,9 @@
 //! turns it into options through `HostConfig::options`, as `serve` does.
 //! The FFI decides nothing. Errors reach foreign code as one [`PlanError`],
 //! made from host errors by exactly one mapping. Listeners get every host
-//! event as one typed [`PlanEvent`], made by exactly one mapping too (the
-//! event's protocol notification, `plan_server::notification`, then
-//! `From<ServerNotification> for PlanEvent`). No panic crosses the boundary
+//! event as the protocol's [`ServerNotification`] itself, made by exactly
+//! one mapping too (`plan_server::notification`, the one `serve` writes).
+//! No panic crosses the boundary
 //! (UniFFI turns any that escapes into an internal error, and listener calls
 //! are guarded).
 
@@ -36,22 +36,25 @@ use plan_server::web::WebCard;
 
 pub use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
-    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, SessionId, SkippedWorkspace,
-    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId,
-    TurnKind,
+    ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,
+    ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
+    PlanSandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
+    ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 pub use plan_host::HostConfig;
-pub use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
+pub use plan_protocol::{
+    ActiveTurn, CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
+    Session, SessionChangedNotification, VerifyReport,
+};
 pub use types::{
-    Capabilities, Clearable, CommandCancelParams, CommandCapabilities, CommandGetParams, CommandSandbox,
-    CommandStartParams, Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams,
-    InitializeResult, PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanEvent,
-    PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams, PlanSandbox, PlanVerifyParams,
-    SandboxInfo, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellCatalog,
-    ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, TurnCancelParams,
-    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
-    WebCapabilities,
+    Capabilities, Clearable, CommandCancelParams, CommandGetParams, CommandSandbox, CommandStartParams,
+    Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
+    PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult,
+    ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
+    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities,
 };
 
 uniffi::setup_scaffolding!();
@@ -92,7 +95,8 @@ pub fn error_code_wire_name(code: ErrorCode) -> String {
     code.as_str().to_owned()
 }
 
-/// Receives every host notification as a typed [`PlanEvent`]: approvals
+/// Receives every host notification as the protocol's
+/// [`ServerNotification`], the value `serve` writes to the wire: approvals
 /// requested and resolved (expiries fired by the timer included), execution
 /// state, session changes, and host-run commands' output and ends.
 #[uniffi::export(with_foreign)]
@@ -102,7 +106,7 @@ pub trait PlanEventListener: Send + Sync {
     /// the change, on a command's own thread, or on the host's timer thread;
     /// it must not block for long. A listener that throws or panics is
     /// contained: the host and the other listeners carry on.
-    fn on_event(&self, event: PlanEvent);
+    fn on_event(&self, event: ServerNotification);
 }
 
 /// The plan checkpoint host. Safe to call from several threads at once.
@@ -154,25 +158,18 @@ impl PlanHost {
         // Weakly: the card server holds the host, which holds its listeners.
         let web = self.web.as_ref().map(Arc::downgrade);
         self.host.add_listener(Arc::new(move |event: HostEvent| {
-            let event = PlanEvent::from(WebCard::notification_of(web.as_ref(), event));
+            let notification = WebCard::notification_of(web.as_ref(), event);
             // A foreign exception reaches Rust as a panic of the UniFFI
             // callback glue; it must not unwind into the host.
-            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(event)));
+            let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(notification)));
         }));
     }
 
-    /// Whether Plan-mode Bash can run here (the probe at open).
-    pub fn sandbox_info(&self) -> SandboxInfo {
-        match self.host.sandbox_status() {
-            plan_host::SandboxStatus::Landlock => SandboxInfo {
-                plan_sandbox_available: true,
-                reason: None,
-            },
-            plan_host::SandboxStatus::Unavailable { reason } => SandboxInfo {
-                plan_sandbox_available: false,
-                reason: Some(reason),
-            },
-        }
+    /// Whether Plan-mode Bash can run here (the probe at open), why not,
+    /// and which sandbox layers and properties hold: the record
+    /// `initialize` reports as `capabilities.commands`.
+    pub fn sandbox_info(&self) -> CommandCapabilities {
+        self.host.command_capabilities()
     }
 
     /// Releases the database and the single-host lock and stops the timer.

@@ -2,8 +2,10 @@
 //! here from their one declaration each: plan-core's records and enums
 //! (`PlanApproval`, `CommandRun`, `PlanDiff`, a tool call and its
 //! `ToolCallResult`, the modes and statuses, ...) from
-//! `plan_core::for_each_core_object!`, the wire-only views (`Session`,
-//! `ActiveTurn`, `VerifyReport`, ...) from
+//! `plan_core::for_each_core_object!` (the sandbox status `initialize`
+//! reports and `sandbox_info` returns, `CommandCapabilities`, among them),
+//! the wire-only views (`Session`, `ActiveTurn`, `VerifyReport`, the
+//! notifications' params, ...) from
 //! `plan_protocol::for_each_shared_object!`, every method's params record
 //! and the results only the protocol has (`InitializeResult`,
 //! `TurnStartResult`, ...) from `plan_protocol::for_each_method_params!` and
@@ -16,22 +18,27 @@
 //! of `session/configure` is the protocol's `Clearable`. Three names differ
 //! from the Rust ones, as the bindings always had them (`CommandSandbox` is
 //! plan-core's `Sandbox`; `Decision` and `ShellCatalog` are the protocol's
-//! `PlanDecisionResult` and `ShellListResult`). This module declares only
-//! what differs from the wire: the typed event union and the sandbox probe's
-//! answer. It decides nothing.
+//! `PlanDecisionResult` and `ShellListResult`). This module exports the
+//! protocol's notification union as it is too (from
+//! `plan_protocol::for_each_server_notification!`), so a listener receives
+//! the very value `serve` writes. It decides nothing.
 
 use std::path::PathBuf;
 
 use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CommandRun, CommandShell, CommandState, ErrorCode, ExecutionId, ExecutionState,
-    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, Sandbox, SessionId,
-    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
-    ToolCallResult, TurnId, TurnKind,
+    ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,
+    ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
+    PlanSandbox, Sandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
+    ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_host::{HostConfig, HostError};
 use plan_protocol as wire;
-use plan_protocol::{ActiveTurn, OutputStream, Session, ShellInfo, VerifyReport};
+use plan_protocol::{
+    ActiveTurn, CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
+    Session, SessionChangedNotification, VerifyReport,
+};
 
 use crate::PlanError;
 
@@ -62,7 +69,7 @@ macro_rules! export_id {
     };
 }
 
-export_id!(SessionId, TurnId, ApprovalId, ExecutionId);
+export_id!(SessionId, TurnId, ApprovalId, ExecutionId, CallId);
 
 // A path crosses as its text (a file name that is not UTF-8 is shown with
 // replacement characters, as foreign strings cannot hold it).
@@ -216,110 +223,19 @@ pub enum Clearable {
     Clear,
 }
 
-/// One host notification, typed: each variant carries exactly the params of
-/// its protocol v9 notification, so a listener reads the same fields a
-/// `serve` client reads from the wire.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Enum)]
-pub enum PlanEvent {
-    /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
-    /// decision.
-    ApprovalRequested {
-        /// The new pending approval.
-        approval: PlanApproval,
-        /// Its approval card's URL (with the card's token); `None` without
-        /// `web_address`.
-        card_url: Option<String>,
-    },
-    /// `plan/approvalResolved`: an approval was approved, rejected, expired
-    /// (by the host's timer or at a late decision) or interrupted; the
-    /// approval's status and error code say which.
-    ApprovalResolved {
-        /// The approval after the change.
-        approval: PlanApproval,
-    },
-    /// `execution/stateChanged`: an approved plan's execution moved to a new
-    /// state.
-    ExecutionStateChanged {
-        /// The owning session.
-        session_id: String,
-        /// The execution.
-        execution_id: String,
-        /// Its new state.
-        state: ExecutionState,
-    },
-    /// `session/changed`: a session's configuration or activity changed.
-    SessionChanged {
-        /// The session after the change.
-        session: Session,
-    },
-    /// `command/output`: one chunk of a host-run command's output, in `seq`
-    /// order per call.
-    CommandOutput {
-        /// The session.
-        session_id: String,
-        /// The Bash call.
-        call_id: String,
-        /// stdout or stderr.
-        stream: OutputStream,
-        /// From 0 per call, across both streams.
-        seq: u64,
-        /// The text (never a split UTF-8 character).
-        chunk: String,
-    },
-    /// `command/exited`: a host-run command ended; always the last event of
-    /// its call.
-    CommandExited {
-        /// The session.
-        session_id: String,
-        /// The Bash call.
-        call_id: String,
-        /// The run as it ended.
-        command: CommandRun,
-    },
-}
-
-/// Whether Plan-mode Bash can run on this host (probed once at open).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
-pub struct SandboxInfo {
-    /// `true` when the kernel's read-only sandbox works here.
-    pub plan_sandbox_available: bool,
-    /// Why not, when it does not.
-    pub reason: Option<String>,
-}
-
-impl From<wire::ServerNotification> for PlanEvent {
-    /// The one mapping from host notifications to foreign events. The match
-    /// names every notification, so one added to the protocol does not
-    /// compile here until it has an event.
-    fn from(notification: wire::ServerNotification) -> Self {
-        match notification {
-            wire::ServerNotification::PlanApprovalRequested(requested) => PlanEvent::ApprovalRequested {
-                approval: requested.approval,
-                card_url: requested.card_url,
-            },
-            wire::ServerNotification::PlanApprovalResolved(resolved) => PlanEvent::ApprovalResolved {
-                approval: resolved.approval,
-            },
-            wire::ServerNotification::ExecutionStateChanged(changed) => PlanEvent::ExecutionStateChanged {
-                session_id: changed.session_id,
-                execution_id: changed.execution_id,
-                state: changed.state,
-            },
-            wire::ServerNotification::SessionChanged(changed) => PlanEvent::SessionChanged {
-                session: changed.session,
-            },
-            wire::ServerNotification::CommandOutput(output) => PlanEvent::CommandOutput {
-                session_id: output.session_id,
-                call_id: output.call_id,
-                stream: output.stream,
-                seq: output.seq,
-                chunk: output.chunk,
-            },
-            wire::ServerNotification::CommandExited(exited) => PlanEvent::CommandExited {
-                session_id: exited.session_id,
-                call_id: exited.call_id,
-                command: exited.command,
-            },
+/// Exports the protocol's notification union as it is, from its one list:
+/// a listener receives the very value `serve` writes to the wire, each
+/// variant carrying its params record.
+macro_rules! export_notifications {
+    ($($variant:ident, $constant:ident => $name:literal, $params:ty;)+) => {
+        /// One host notification: the protocol's union, each variant
+        /// carrying its notification's params record (the variant is the
+        /// method: `PlanApprovalRequested` is `plan/approvalRequested`).
+        #[uniffi::remote(Enum)]
+        pub enum ServerNotification {
+            $($variant($params)),+
         }
-    }
+    };
 }
+
+plan_protocol::for_each_server_notification!(export_notifications);

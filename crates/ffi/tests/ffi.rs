@@ -1,5 +1,6 @@
 //! Integration tests of the FFI surface as Rust sees it: every host
-//! notification reaches a `PlanEventListener` as its typed `PlanEvent`, with
+//! notification reaches a `PlanEventListener` as the protocol's own
+//! `ServerNotification` (the value `serve` writes), with
 //! the same records the calls return, and a listener that panics (which is
 //! how a foreign exception arrives from the UniFFI callback glue) leaves the
 //! host, its timer and the other listeners working.
@@ -21,10 +22,12 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use plan_ffi::{
-    ApprovalStatus, CommandGetParams, CommandSandbox, CommandStartParams, CommandState, ErrorCode,
-    ExecutionCompleteParams, ExecutionStartParams, ExecutionState, HostConfig, Mode, Origin, OutputStream,
-    PermissionMode, PlanApproval, PlanApproveParams, PlanCardUrlParams, PlanError, PlanEvent,
-    PlanEventListener, PlanGetParams, PlanHost, PlanRejectParams, SessionConfigureParams,
+    ApprovalStatus, CommandExitedNotification, CommandGetParams, CommandOutputNotification, CommandSandbox,
+    CommandStartParams, CommandState, ErrorCode, ExecutionCompleteParams, ExecutionStartParams,
+    ExecutionState, ExecutionStateChangedNotification, HostConfig, Mode, Origin, OutputStream,
+    PermissionMode, PlanApproval, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
+    PlanApproveParams, PlanCardUrlParams, PlanError, PlanEventListener, PlanGetParams, PlanHost,
+    PlanRejectParams, PlanSandbox, ServerNotification, SessionChangedNotification, SessionConfigureParams,
     SessionCreateParams, SessionGetParams, ToolCall, ToolCallDecision, ToolConfirmParams, TurnStartParams,
     TurnToolCallsParams,
 };
@@ -35,15 +38,16 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Records every event, in arrival order, and wakes waiters.
 #[derive(Default)]
 struct Recorder {
-    events: Mutex<Vec<PlanEvent>>,
+    events: Mutex<Vec<ServerNotification>>,
     /// The threads that delivered an expired approval.
     expiry_threads: Mutex<Vec<ThreadId>>,
     arrived: Condvar,
 }
 
 impl PlanEventListener for Recorder {
-    fn on_event(&self, event: PlanEvent) {
-        if let PlanEvent::ApprovalResolved { approval } = &event
+    fn on_event(&self, event: ServerNotification) {
+        if let ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification { approval }) =
+            &event
             && approval.status == ApprovalStatus::Expired
         {
             self.expiry_threads
@@ -58,13 +62,17 @@ impl PlanEventListener for Recorder {
 
 impl Recorder {
     /// Takes the events recorded so far.
-    fn drain(&self) -> Vec<PlanEvent> {
+    fn drain(&self) -> Vec<ServerNotification> {
         std::mem::take(&mut *self.events.lock().unwrap())
     }
 
     /// Waits (bounded) until an event matches, then takes everything recorded
     /// up to and including it.
-    fn drain_until(&self, what: &str, matches: impl Fn(&PlanEvent) -> bool) -> Vec<PlanEvent> {
+    fn drain_until(
+        &self,
+        what: &str,
+        matches: impl Fn(&ServerNotification) -> bool,
+    ) -> Vec<ServerNotification> {
         let deadline = Instant::now() + WAIT;
         let mut events = self.events.lock().unwrap();
         loop {
@@ -83,7 +91,7 @@ impl Recorder {
 struct Panicking;
 
 impl PlanEventListener for Panicking {
-    fn on_event(&self, _event: PlanEvent) {
+    fn on_event(&self, _event: ServerNotification) {
         panic!("deliberate listener failure (this test checks it is contained)");
     }
 }
@@ -189,20 +197,22 @@ impl Fixture {
 
 fn call(call_id: &str, name: &str, input_json: &str) -> ToolCall {
     ToolCall {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         name: name.to_owned(),
         input: serde_json::from_str(input_json).unwrap(),
     }
 }
 
-fn is_resolved(event: &PlanEvent, approval_id: &str, status: ApprovalStatus) -> bool {
+fn is_resolved(event: &ServerNotification, approval_id: &str, status: ApprovalStatus) -> bool {
     match event {
-        PlanEvent::ApprovalResolved { approval } => approval.id == approval_id && approval.status == status,
-        PlanEvent::ApprovalRequested { .. }
-        | PlanEvent::ExecutionStateChanged { .. }
-        | PlanEvent::SessionChanged { .. }
-        | PlanEvent::CommandOutput { .. }
-        | PlanEvent::CommandExited { .. } => false,
+        ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification { approval }) => {
+            approval.id == approval_id && approval.status == status
+        }
+        ServerNotification::PlanApprovalRequested(_)
+        | ServerNotification::ExecutionStateChanged(_)
+        | ServerNotification::SessionChanged(_)
+        | ServerNotification::CommandOutput(_)
+        | ServerNotification::CommandExited(_) => false,
     }
 }
 
@@ -229,9 +239,9 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         .unwrap();
     assert_eq!(
         fixture.recorder.drain(),
-        [PlanEvent::SessionChanged {
+        [ServerNotification::SessionChanged(SessionChangedNotification {
             session: fixture.session("s1")
-        }]
+        })]
     );
     let approval = fixture.submit_in("s1", &turn.turn_id);
     let pending = fixture.session("s1");
@@ -239,11 +249,11 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalRequested {
+            ServerNotification::PlanApprovalRequested(PlanApprovalRequestedNotification {
                 approval: approval.clone(),
                 card_url: None,
-            },
-            PlanEvent::SessionChanged { session: pending },
+            }),
+            ServerNotification::SessionChanged(SessionChangedNotification { session: pending }),
         ]
     );
 
@@ -255,22 +265,24 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         })
         .unwrap();
     let execution_id = decision.approval.execution_id.clone().unwrap().into_string();
-    let state = |state| PlanEvent::ExecutionStateChanged {
-        session_id: "s1".into(),
-        execution_id: execution_id.as_str().into(),
-        state,
+    let state = |state| {
+        ServerNotification::ExecutionStateChanged(ExecutionStateChangedNotification {
+            session_id: "s1".into(),
+            execution_id: execution_id.clone(),
+            state,
+        })
     };
     assert_eq!(decision.approval.permission_mode, Some(PermissionMode::Auto));
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalResolved {
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
                 approval: decision.approval.clone()
-            },
+            }),
             state(ExecutionState::Queued),
-            PlanEvent::SessionChanged {
+            ServerNotification::SessionChanged(SessionChangedNotification {
                 session: decision.session.clone()
-            },
+            }),
         ]
     );
 
@@ -296,7 +308,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
         fixture.recorder.drain(),
         [
             state(ExecutionState::Completed),
-            PlanEvent::SessionChanged { session: idle }
+            ServerNotification::SessionChanged(SessionChangedNotification { session: idle })
         ]
     );
 
@@ -322,13 +334,55 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
     assert_eq!(
         fixture.recorder.drain(),
         [
-            PlanEvent::ApprovalResolved {
+            ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
                 approval: rejected.approval
-            },
-            PlanEvent::SessionChanged {
+            }),
+            ServerNotification::SessionChanged(SessionChangedNotification {
                 session: rejected.session
-            },
+            }),
         ]
+    );
+}
+
+/// A listener receives the protocol's notification itself: the very value
+/// (type and JSON) a `serve` client reads, method and params.
+#[test]
+fn a_listener_receives_the_wire_notification_itself() {
+    let fixture = Fixture::new(None);
+    fixture
+        .host
+        .session_create(SessionCreateParams {
+            session_id: Some("s1".into()),
+            workspace_root: fixture.root(),
+            mode: Some(Mode::Plan),
+            permission_mode: None,
+        })
+        .unwrap();
+    fixture
+        .host
+        .turn_start(TurnStartParams {
+            session_id: "s1".into(),
+            prompt: String::new(),
+            origin: Origin::Interactive,
+        })
+        .unwrap();
+    let events: Vec<plan_protocol::ServerNotification> = fixture.recorder.drain();
+    let [changed] = events.as_slice() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(
+        changed.method(),
+        plan_protocol::notification_method::SESSION_CHANGED
+    );
+    let wire = serde_json::to_value(changed).unwrap();
+    assert_eq!(wire["method"], "session/changed");
+    assert_eq!(
+        wire["params"]["session"],
+        serde_json::to_value(fixture.session("s1")).unwrap()
+    );
+    assert_eq!(
+        serde_json::from_value::<ServerNotification>(wire).unwrap(),
+        *changed
     );
 }
 
@@ -391,7 +445,10 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     let events = fixture.recorder.drain_until("expiry", |event| {
         is_resolved(event, approval.id.as_str(), ApprovalStatus::Expired)
     });
-    let Some(PlanEvent::ApprovalResolved { approval: expired }) = events.last() else {
+    let Some(ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification {
+        approval: expired,
+    })) = events.last()
+    else {
         panic!("{events:?}");
     };
     assert_eq!(expired.error_code, Some(ErrorCode::PlanApprovalTimeout));
@@ -417,9 +474,14 @@ fn timer_expiry_arrives_as_a_resolved_approval_on_the_timer_thread() {
     );
     let session = fixture.session("s1");
     let changed = fixture.recorder.drain_until("the session's change", |event| {
-        matches!(event, PlanEvent::SessionChanged { .. })
+        matches!(event, ServerNotification::SessionChanged(_))
     });
-    assert_eq!(changed, [PlanEvent::SessionChanged { session }]);
+    assert_eq!(
+        changed,
+        [ServerNotification::SessionChanged(SessionChangedNotification {
+            session
+        })]
+    );
 }
 
 #[test]
@@ -475,7 +537,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
         fixture.host.command_start(CommandStartParams {
             session_id: "agent".into(),
             turn_id: turn.turn_id.as_str().into(),
-            call_id: "b1".to_owned(),
+            call_id: "b1".into(),
             command: "printf out; printf err >&2".to_owned(),
             cwd: None,
             timeout_ms: Some(10_000),
@@ -494,7 +556,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .tool_confirm(ToolConfirmParams {
             session_id: "agent".into(),
             turn_id: turn.turn_id.as_str().into(),
-            call_id: "b1".to_owned(),
+            call_id: "b1".into(),
             allow: true,
         })
         .unwrap();
@@ -507,13 +569,13 @@ fn command_output_and_exit_arrive_typed_in_order() {
         .tool_confirm(ToolConfirmParams {
             session_id: "agent".into(),
             turn_id: turn.turn_id.as_str().into(),
-            call_id: "b1".to_owned(),
+            call_id: "b1".into(),
             allow: false,
         })
         .map_err(refused_code)
         .unwrap_err();
     assert_eq!(again, ErrorCode::ToolConfirmationNotPending);
-    if !info.plan_sandbox_available {
+    if info.plan_sandbox != PlanSandbox::Landlock {
         assert_eq!(
             start().map_err(refused_code).unwrap_err(),
             ErrorCode::SandboxUnavailable
@@ -523,19 +585,19 @@ fn command_output_and_exit_arrive_typed_in_order() {
     let started = start().unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = fixture.recorder.drain_until("command end", |event| {
-        matches!(event, PlanEvent::CommandExited { .. })
+        matches!(event, ServerNotification::CommandExited(_))
     });
     let mut chunks = Vec::new();
     let mut ended = None;
     for event in events {
         match event {
-            PlanEvent::CommandOutput {
+            ServerNotification::CommandOutput(CommandOutputNotification {
                 session_id,
                 call_id,
                 stream,
                 seq,
                 chunk,
-            } => {
+            }) => {
                 assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
                 assert_eq!(
                     seq,
@@ -544,18 +606,18 @@ fn command_output_and_exit_arrive_typed_in_order() {
                 );
                 chunks.push((stream, chunk));
             }
-            PlanEvent::CommandExited {
+            ServerNotification::CommandExited(CommandExitedNotification {
                 session_id,
                 call_id,
                 command,
-            } => {
+            }) => {
                 assert_eq!((session_id.as_str(), call_id.as_str()), ("agent", "b1"));
                 ended = Some(command);
             }
-            other @ (PlanEvent::ApprovalRequested { .. }
-            | PlanEvent::ApprovalResolved { .. }
-            | PlanEvent::ExecutionStateChanged { .. }
-            | PlanEvent::SessionChanged { .. }) => panic!("unexpected {other:?}"),
+            other @ (ServerNotification::PlanApprovalRequested(_)
+            | ServerNotification::PlanApprovalResolved(_)
+            | ServerNotification::ExecutionStateChanged(_)
+            | ServerNotification::SessionChanged(_)) => panic!("unexpected {other:?}"),
         }
     }
     let text = |wanted: OutputStream| -> String {
@@ -577,7 +639,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
             .host
             .command_get(CommandGetParams {
                 session_id: "agent".into(),
-                call_id: "b1".to_owned()
+                call_id: "b1".into()
             })
             .unwrap()
     );
@@ -590,10 +652,12 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     let approval = fixture.submit("s1");
     let events = fixture.recorder.drain();
     assert!(
-        events.contains(&PlanEvent::ApprovalRequested {
-            approval: approval.clone(),
-            card_url: None,
-        }),
+        events.contains(&ServerNotification::PlanApprovalRequested(
+            PlanApprovalRequestedNotification {
+                approval: approval.clone(),
+                card_url: None,
+            }
+        )),
         "a later listener still hears it: {events:?}"
     );
     let decision = fixture
@@ -606,9 +670,11 @@ fn a_panicking_listener_leaves_the_host_and_other_listeners_working() {
     assert_eq!(decision.approval.status, ApprovalStatus::Approved);
     assert_eq!(
         fixture.recorder.drain().first(),
-        Some(&PlanEvent::ApprovalResolved {
-            approval: decision.approval
-        })
+        Some(&ServerNotification::PlanApprovalResolved(
+            PlanApprovalResolvedNotification {
+                approval: decision.approval
+            }
+        ))
     );
 }
 
@@ -681,6 +747,44 @@ fn an_out_of_range_scratch_size_is_invalid_params_and_a_valid_one_opens() {
     host.shutdown();
 }
 
+/// `sandbox_info` is the record `initialize` reports as
+/// `capabilities.commands`, on a host whose sandbox works and on one whose
+/// helper is missing.
+#[test]
+fn the_sandbox_info_is_the_capabilities_record_initialize_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-helper");
+    for (name, helper) in [("probed.db", None), ("helperless.db", Some(missing))] {
+        let options = HostConfig {
+            sandbox_helper: helper.clone(),
+            ..HostConfig::default()
+        };
+        let host = PlanHost::new(dir.path().join(name).to_string_lossy().into_owned(), options).unwrap();
+        let info: plan_protocol::CommandCapabilities = host.sandbox_info();
+        if helper.is_some() {
+            assert_eq!(info.plan_sandbox, PlanSandbox::Unavailable);
+            assert!(
+                info.reason
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("no-such-helper"),
+                "{info:?}"
+            );
+        }
+        let init = host
+            .handle_json(
+                r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":9}}"#.to_owned(),
+            )
+            .unwrap();
+        let init: serde_json::Value = serde_json::from_str(&init).unwrap();
+        assert_eq!(
+            init["result"]["capabilities"]["commands"],
+            serde_json::to_value(&info).unwrap()
+        );
+        host.shutdown();
+    }
+}
+
 #[test]
 fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let dir = tempfile::tempdir().unwrap();
@@ -691,7 +795,7 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
         ..HostConfig::default()
     };
     let host = PlanHost::new(dir.path().join("plan.db").to_string_lossy().into_owned(), options).unwrap();
-    if !host.sandbox_info().plan_sandbox_available {
+    if host.sandbox_info().plan_sandbox != PlanSandbox::Landlock {
         eprintln!("no kernel sandbox here: nothing to skip");
         return;
     }
@@ -729,7 +833,7 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
     let refused = host.command_start(CommandStartParams {
         session_id: "auto".into(),
         turn_id: turn.turn_id.into(),
-        call_id: "b1".to_owned(),
+        call_id: "b1".into(),
         command: "true".to_owned(),
         cwd: None,
         timeout_ms: None,
@@ -810,7 +914,7 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
         .command_start(CommandStartParams {
             session_id: "auto".into(),
             turn_id: turn.turn_id.into(),
-            call_id: "b1".to_owned(),
+            call_id: "b1".into(),
             command,
             cwd: None,
             timeout_ms: None,
@@ -818,16 +922,16 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
         .unwrap();
     assert_eq!(started.sandbox, CommandSandbox::WorkspaceWrite);
     let events = recorder.drain_until("command end", |event| {
-        matches!(event, PlanEvent::CommandExited { .. })
+        matches!(event, ServerNotification::CommandExited(_))
     });
     let stdout: String = events
         .iter()
         .filter_map(|event| match event {
-            PlanEvent::CommandOutput {
+            ServerNotification::CommandOutput(CommandOutputNotification {
                 stream: OutputStream::Stdout,
                 chunk,
                 ..
-            } => Some(chunk.as_str()),
+            }) => Some(chunk.as_str()),
             _ => None,
         })
         .collect();
@@ -857,10 +961,12 @@ fn the_web_option_serves_cards_whose_urls_reach_the_app() {
     );
     let events = fixture.recorder.drain();
     assert!(
-        events.contains(&PlanEvent::ApprovalRequested {
-            approval: approval.clone(),
-            card_url: Some(url.clone()),
-        }),
+        events.contains(&ServerNotification::PlanApprovalRequested(
+            PlanApprovalRequestedNotification {
+                approval: approval.clone(),
+                card_url: Some(url.clone()),
+            }
+        )),
         "{events:?}"
     );
     // The page is served while the approval is pending, and not after shutdown.

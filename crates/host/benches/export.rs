@@ -47,7 +47,7 @@ fn submit_pending(host: &Host, root: &str, id: &str) -> plan_host::ApprovalId {
         .start_turn(&SessionId::from(id), Origin::Interactive)
         .unwrap();
     let call = ToolCall {
-        call_id: "c1".to_owned(),
+        call_id: "c1".into(),
         name: "SubmitPlan".to_owned(),
         input: serde_json::json!({"title": "Bench", "markdown": "# Plan\n\n1. Go.\n", "question": "OK?"}),
     };
@@ -121,7 +121,7 @@ fn history(db: &Path) {
                     session_id: "s".into(),
                     turn_id: "t".into(),
                     execution_id: None,
-                    call_id: format!("c{chunk}-{index}"),
+                    call_id: format!("c{chunk}-{index}").into(),
                     tool: Some("Write".to_owned()),
                     permission_mode: Some(PermissionMode::Auto),
                     error_code: None,

@@ -32,9 +32,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use plan_core::{
-    CallFacts, CatalogShell, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode,
-    Reply, Sandbox, SandboxGrant, SessionId, ToolCall, TurnId, TurnKind, WorkspaceFact, WorkspaceIdentity,
-    default_shell,
+    CallFacts, CallId, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode, Reply,
+    Sandbox, SandboxGrant, SessionId, ShellInfo, ToolCall, TurnId, TurnKind, WorkspaceFact,
+    WorkspaceIdentity, default_shell,
 };
 use plan_exec::{CommandSpec, Confinement, NetworkNamespace, OutputEvent, ScratchDir, WorkspaceDir};
 use plan_storage::Store;
@@ -43,7 +43,6 @@ use crate::HostError;
 use crate::event::{HostCore, Open, Ran};
 use crate::notify::HostEvent;
 use crate::running::{CommandSlot, Done};
-use crate::shells::{ShellEntry, ShellSpec};
 use crate::sync::lock;
 
 /// The confinement plan-core's grant means. The only place a grant becomes
@@ -100,9 +99,9 @@ pub(crate) struct Launchpad {
     /// Its real path.
     real_root: Option<PathBuf>,
     /// Each call's real working directory.
-    cwds: HashMap<String, PathBuf>,
+    cwds: HashMap<CallId, PathBuf>,
     /// Each call's fresh scratch directory.
-    scratch: HashMap<String, ScratchDir>,
+    scratch: HashMap<CallId, ScratchDir>,
     /// The session's network namespace, for a networked command.
     network: Option<NetworkNamespace>,
 }
@@ -119,7 +118,7 @@ impl HostCore {
         self: &Arc<Self>,
         session_id: &SessionId,
         turn_id: &TurnId,
-        calls: &[(String, serde_json::Value)],
+        calls: &[(CallId, serde_json::Value)],
         starts: bool,
         event: impl FnOnce(CommandFacts) -> Event,
     ) -> Result<Ran, HostError> {
@@ -162,7 +161,7 @@ impl HostCore {
         open: &Open,
         session_id: &SessionId,
         turn_id: &TurnId,
-        calls: &[(String, serde_json::Value)],
+        calls: &[(CallId, serde_json::Value)],
         starts: bool,
     ) -> Result<(CommandFacts, Launchpad), HostError> {
         let mut pad = Launchpad::default();
@@ -281,10 +280,10 @@ impl HostCore {
     ) -> Result<(CommandShell, bool), HostError> {
         let (entries, default) = shell_catalog(&self.options.shells, store.default_shell()?.as_deref());
         let id = selected.map_or(default, str::to_owned);
-        let entry = entries.iter().find(|entry| entry.spec.id == id);
+        let entry = entries.iter().find(|entry| entry.id == id);
         Ok((
             CommandShell {
-                path: entry.map(|entry| entry.spec.path.clone()).unwrap_or_default(),
+                path: entry.map(|entry| entry.path.clone()).unwrap_or_default(),
                 id,
             },
             entry.is_some_and(|entry| entry.available),
@@ -425,28 +424,18 @@ impl HostCore {
 
 /// The host's shells with their availability, and the default shell
 /// (plan-core's rule over the persisted choice).
-pub(crate) fn shell_catalog(specs: &[ShellSpec], persisted: Option<&str>) -> (Vec<ShellEntry>, String) {
-    let entries: Vec<ShellEntry> = specs
+pub(crate) fn shell_catalog(shells: &[CommandShell], persisted: Option<&str>) -> (Vec<ShellInfo>, String) {
+    let entries: Vec<ShellInfo> = shells
         .iter()
-        .map(|spec| ShellEntry {
-            available: plan_storage::executable_exists(&spec.path),
-            spec: spec.clone(),
-        })
+        .map(|shell| ShellInfo::new(shell.clone(), plan_storage::executable_exists(&shell.path)))
         .collect();
-    let catalog: Vec<CatalogShell<'_>> = entries
-        .iter()
-        .map(|entry| CatalogShell {
-            id: &entry.spec.id,
-            available: entry.available,
-        })
-        .collect();
-    let default = default_shell(&catalog, persisted).unwrap_or_default().to_owned();
+    let default = default_shell(&entries, persisted).unwrap_or_default().to_owned();
     (entries, default)
 }
 
 /// The Bash calls of a batch whose event may start them (a Plan turn's own
 /// batch), with their inputs.
-pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn bash_calls(calls: &[ToolCall]) -> Vec<(CallId, serde_json::Value)> {
     calls
         .iter()
         .filter(|call| call.name == plan_core::BASH)

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use plan_core::{
-    ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, CommandRun, CommandState, Context, Effect, ErrorCode,
-    Event, PlanApproval, Reply, Sandbox, SessionId, SessionState, Transition, UnixMs,
+    ActiveTurn, ApprovalId, ApprovalStatus, BootEpoch, CallId, CommandRun, CommandState, Context, Effect,
+    ErrorCode, Event, PlanApproval, Reply, Sandbox, SessionId, SessionState, Transition, UnixMs,
 };
 use plan_exec::{CommandOutcome, ExecError, ScratchDir};
 use plan_storage::{CommandEntryKind, DecisionNote, HostLock, MigrationReport, Store};
@@ -478,7 +478,7 @@ impl HostCore {
         &self,
         open: &mut Open,
         session_id: &SessionId,
-        call_id: &str,
+        call_id: &CallId,
         before_turn_end: bool,
         early: &mut Vec<HostEvent>,
     ) -> Result<(), HostError> {

@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::check_shell;
 use plan_core::{
-    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CommandRun, ConfigChange, Effect, ErrorCode, Event,
-    ExecutionId, Limits, Origin, PermissionMode, PlanApproval, PlanDiff, Reply, SessionId, SessionState,
-    ToolCall, ToolCallResult, ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CallId, CommandCapabilities, CommandRun,
+    ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin, PermissionMode, PlanApproval,
+    PlanDiff, Reply, SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId,
+    UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -26,8 +27,7 @@ use crate::error::unexpected;
 use crate::event::{GatherEvent, HostCore, Open, Ran};
 use crate::notify::NotificationListener;
 use crate::outbox::{DeadlineSignal, Outbox};
-use crate::running::{CommandSupport, Done, SandboxStatus};
-use crate::shells::ShellEntry;
+use crate::running::{CommandSupport, Done};
 use crate::sync::lock;
 use crate::timer::TimerThread;
 use crate::types::{ExpiryTimer, HostOptions, NewSession};
@@ -134,10 +134,7 @@ impl Host {
         options.limits.commands.namespaces_available = commands.namespaces_available();
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
-        options.limits.commands.sandbox_unavailable_reason = match &commands.status {
-            SandboxStatus::Landlock => None,
-            SandboxStatus::Unavailable { reason } => Some(reason.clone()),
-        };
+        options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
         let core = Arc::new(HostCore {
             open: Mutex::new(Some(Open {
                 store,
@@ -414,7 +411,7 @@ impl Host {
             return Err(unexpected(&reply));
         };
         // Each write is its call's (by call id, not by position).
-        let mut writes: HashMap<String, plan_core::ArtifactRequest> = effects
+        let mut writes: HashMap<CallId, plan_core::ArtifactRequest> = effects
             .into_iter()
             .filter_map(|effect| match effect {
                 Effect::WriteArtifact(request) => Some((request.call_id.clone(), request)),
@@ -541,7 +538,7 @@ impl Host {
         &self,
         session_id: &SessionId,
         turn_id: &TurnId,
-        call_id: &str,
+        call_id: &CallId,
         allow: bool,
     ) -> Result<ToolCallResult, HostError> {
         let event = Event::ConfirmTool {
@@ -976,12 +973,12 @@ impl Host {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// use plan_host::{Host, HostOptions, ShellSpec};
+    /// use plan_host::{CommandShell, Host, HostOptions};
     ///
-    /// let options = HostOptions { shells: vec![ShellSpec::new("sh", "/bin/sh")], ..HostOptions::default() };
+    /// let options = HostOptions { shells: vec![CommandShell::new("sh", "/bin/sh")], ..HostOptions::default() };
     /// let host = Host::open(dir.path().join("plan.db"), options)?;
     /// let (entries, default) = host.shells()?;
-    /// assert_eq!(entries[0].spec.id, "sh");
+    /// assert_eq!(entries[0].id, "sh");
     /// assert_eq!(entries[0].available, std::path::Path::new("/bin/sh").exists());
     /// # let _ = default;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -990,7 +987,7 @@ impl Host {
     /// # Errors
     ///
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn shells(&self) -> Result<(Vec<ShellEntry>, String), HostError> {
+    pub fn shells(&self) -> Result<(Vec<ShellInfo>, String), HostError> {
         let persisted = self.core.with_open(|open| Ok(open.store.default_shell()?))?;
         Ok(crate::commands::shell_catalog(
             &self.core.options.shells,
@@ -1058,10 +1055,26 @@ impl Host {
             .with_open(|open| Ok(open.commands.values().filter(|slot| slot.ended.is_some()).count()))
     }
 
-    /// Whether Plan-mode Bash can run here (probed once at open);
-    /// [`SandboxStatus`]'s example asks.
-    pub fn sandbox_status(&self) -> SandboxStatus {
-        self.core.commands.status.clone()
+    /// Whether Plan-mode Bash can run here (probed once at open), why not,
+    /// and which sandbox layers and properties hold: plan-core's
+    /// `command_capabilities` over what the probe found, the record
+    /// `initialize` reports and the FFI's `sandbox_info` returns.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use plan_host::{Host, HostOptions, PlanSandbox};
+    ///
+    /// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
+    /// let host = Host::open(dir.path().join("plan.db"), options)?;
+    /// // Without a helper nothing runs, and the host says why.
+    /// let capabilities = host.command_capabilities();
+    /// assert_eq!(capabilities.plan_sandbox, PlanSandbox::Unavailable);
+    /// assert!(capabilities.reason.is_some());
+    /// assert!(!host.limits().commands.sandbox_available);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn command_capabilities(&self) -> CommandCapabilities {
+        plan_core::command_capabilities(&self.core.options.limits.commands)
     }
 
     /// `command/start`: runs an Agent turn's allowed or confirmed Bash call
@@ -1085,7 +1098,7 @@ impl Host {
         &self,
         session_id: &SessionId,
         turn_id: &TurnId,
-        call_id: &str,
+        call_id: &CallId,
         command: &str,
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
@@ -1126,7 +1139,7 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND`, `COMMAND_NOT_RUNNING`,
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn cancel_command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+    pub fn cancel_command(&self, session_id: &SessionId, call_id: &CallId) -> Result<CommandRun, HostError> {
         let session_id_text = session_id.as_str();
         let known_ended = self
             .core
@@ -1148,7 +1161,7 @@ impl Host {
     ///
     /// `SESSION_NOT_FOUND`, `COMMAND_NOT_FOUND` (no run has that call id),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
-    pub fn command(&self, session_id: &SessionId, call_id: &str) -> Result<CommandRun, HostError> {
+    pub fn command(&self, session_id: &SessionId, call_id: &CallId) -> Result<CommandRun, HostError> {
         self.core.with_open(|open| {
             if open.store.get_session(session_id)?.is_none() {
                 return Err(HostError::with_detail(

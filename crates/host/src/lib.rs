@@ -49,19 +49,18 @@ pub use plan_storage::{
     ApprovalFilter, CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, DecisionChannel,
     DecisionEntry, DecisionSource, MigrationReport, StoredApproval,
 };
-pub use running::SandboxStatus;
-pub use shells::{ShellEntry, ShellSpec, default_catalog};
+pub use shells::default_catalog;
 pub use types::{ExpiryTimer, HostOptions, NewSession, ScratchSize};
 pub use web::{NOTIFIER_LIMIT, WebOptions};
 
 // The plan-core values the API takes and returns, and the values inside them.
 pub use plan_core::{
     ActiveTurn, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
-    BASH, BootEpoch, CommandOptions, CommandRun, CommandState, ConfigChange, ErrorCode, ExecutionId,
-    ExecutionState, LimitError, Limits, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    SUBMIT_PLAN, Sandbox, Session, SessionId, SessionState, SkippedWorkspace, ToolCall, ToolCallDecision,
-    ToolCallError, ToolCallResult, TurnCommand, TurnCommandStatus, TurnId, TurnKind, UnixMs, VerifyReport,
-    VerifyScope, VerifyTally,
+    BASH, BootEpoch, CallId, CommandCapabilities, CommandOptions, CommandRun, CommandShell, CommandState,
+    ConfigChange, ErrorCode, ExecutionId, ExecutionState, LimitError, Limits, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff, PlanSandbox, SUBMIT_PLAN, Sandbox, Session, SessionId,
+    SessionState, ShellInfo, SkippedWorkspace, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult,
+    TurnCommand, TurnCommandStatus, TurnId, TurnKind, UnixMs, VerifyReport, VerifyScope, VerifyTally,
 };
 // Which stream a command's output chunk came from (in
 // [`HostEvent::CommandOutput`]), and what a storage failure carries.

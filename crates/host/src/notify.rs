@@ -8,7 +8,8 @@
 //! the server's job, not this module's.
 
 use plan_core::{
-    ApprovalStatus, CommandRun, Effect, ExecutionId, ExecutionState, PlanApproval, SessionId, SessionState,
+    ApprovalStatus, CallId, CommandRun, Effect, ExecutionId, ExecutionState, PlanApproval, SessionId,
+    SessionState,
 };
 use plan_exec::Stream;
 
@@ -39,7 +40,7 @@ pub enum HostEvent {
         /// The session.
         session_id: SessionId,
         /// The tool call that runs the command.
-        call_id: String,
+        call_id: CallId,
         /// stdout or stderr.
         stream: Stream,
         /// The chunk's number within the call, from 0, across both streams.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CommandRun, SessionId};
+use plan_core::{CallId, CommandRun, SessionId};
 use plan_exec::{
     CancelHandle, CommandOutcome, Isolation, NetworkNamespace, Runner, SandboxSupport, ScratchCap,
     ScratchDir, ScratchRoot, WorkspaceDir,
@@ -21,40 +21,16 @@ use crate::sync::lock;
 use crate::types::HostOptions;
 
 /// A running command's key: session id and call id.
-pub(crate) type CommandKey = (SessionId, String);
-
-/// What [`crate::Host::open`] found out about the kernel sandbox, once.
-///
-/// ```
-/// # let dir = tempfile::tempdir()?;
-/// use plan_host::{Host, HostOptions, SandboxStatus};
-///
-/// let options = HostOptions { sandbox_helper: Some(dir.path().join("no-helper")), ..HostOptions::default() };
-/// let host = Host::open(dir.path().join("plan.db"), options)?;
-/// // Without a helper nothing runs, and the host says why.
-/// assert!(matches!(host.sandbox_status(), SandboxStatus::Unavailable { .. }));
-/// assert!(!host.limits().commands.sandbox_available);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxStatus {
-    /// Landlock ABI 3+, seccomp and dropped capabilities work: Plan Bash runs
-    /// read-only.
-    Landlock,
-    /// No sandbox here: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE` and Agent
-    /// `auto` commands are `SANDBOX_UNAVAILABLE`.
-    Unavailable {
-        /// Why, for people.
-        reason: String,
-    },
-}
+pub(crate) type CommandKey = (SessionId, CallId);
 
 /// The runner, the probe's verdict and the scratch root.
 pub(crate) struct CommandSupport {
     /// `None` when the helper or the scratch root was refused: no command
     /// runs then.
     pub(crate) runner: Option<Runner>,
-    pub(crate) status: SandboxStatus,
+    /// Why the kernel sandbox is unavailable; `None` when the probe found
+    /// it working (what [`crate::Host::command_capabilities`] reports).
+    pub(crate) unavailable_reason: Option<String>,
     /// The probe found namespaces usable and the host did not skip them.
     pub(crate) namespaces: bool,
     /// The database's path with its directory resolved (no symlink, so it
@@ -140,7 +116,7 @@ impl CommandSupport {
         let resolved = resolved_database(database);
         let unavailable = |reason: String| CommandSupport {
             runner: None,
-            status: SandboxStatus::Unavailable { reason },
+            unavailable_reason: Some(reason),
             namespaces: false,
             database: resolved.clone(),
             protected_paths: options.protected_paths.clone(),
@@ -174,18 +150,18 @@ impl CommandSupport {
             Err(error) => return unavailable(error.to_string()),
         };
         let mut namespaces = false;
-        let status = match runner.sandbox_support() {
+        let unavailable_reason = match runner.sandbox_support() {
             SandboxSupport::Available { namespaces: found } => {
                 namespaces = found && !options.skip_namespaces;
-                SandboxStatus::Landlock
+                None
             }
-            SandboxSupport::Unavailable { reason } => SandboxStatus::Unavailable { reason },
+            SandboxSupport::Unavailable { reason } => Some(reason),
         };
         let hosts_directory = register_database(database, &resolved);
         CommandSupport {
             hosts_directory,
             runner: Some(runner),
-            status,
+            unavailable_reason,
             namespaces,
             database: resolved,
             protected_paths: options.protected_paths.clone(),
@@ -213,10 +189,7 @@ impl CommandSupport {
     }
 
     pub(crate) fn sandbox_available(&self) -> bool {
-        match self.status {
-            SandboxStatus::Landlock => true,
-            SandboxStatus::Unavailable { .. } => false,
-        }
+        self.unavailable_reason.is_none()
     }
 
     /// Whether sandboxed commands run inside their namespaces.

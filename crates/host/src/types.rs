@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use plan_core::{LimitError, Limits, Mode, PermissionMode, SessionId};
+use plan_core::{CommandShell, LimitError, Limits, Mode, PermissionMode, SessionId};
 
 use crate::clock::{Clock, SystemClock};
-use crate::shells::{ShellSpec, default_catalog};
+use crate::shells::default_catalog;
 
 /// How a host is set up. Every field has a default; name only what
 /// differs. The settings a frontend gives (`serve`'s flags, the FFI's
@@ -39,7 +39,7 @@ pub struct HostOptions {
     /// The time source.
     pub clock: Arc<dyn Clock>,
     /// The selectable shells.
-    pub shells: Vec<ShellSpec>,
+    pub shells: Vec<CommandShell>,
     /// The sandbox helper (`plan-exec-sandbox`, or a binary that acts as
     /// it), an absolute path. `None`: the one bundled next to the current
     /// executable (or one directory up, where Cargo puts test binaries);

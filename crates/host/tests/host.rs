@@ -229,7 +229,7 @@ fn listen(host: &Host, seen: &Arc<Mutex<Vec<HostEvent>>>) {
 
 fn call(id: &str, name: &str, input: Value) -> ToolCall {
     ToolCall {
-        call_id: id.to_owned(),
+        call_id: id.into(),
         name: name.to_owned(),
         input,
     }
@@ -1695,15 +1695,10 @@ mod shells {
     fn list_set_default_and_unknown_shells() {
         let fx = Fixture::new();
         let (entries, default) = fx.host.shells().unwrap();
-        let ids: Vec<_> = entries.iter().map(|entry| entry.spec.id.clone()).collect();
+        let ids: Vec<_> = entries.iter().map(|entry| entry.id.clone()).collect();
         assert_eq!(ids, ["bash", "zsh", "sh", "fish", "pwsh"]);
         for entry in &entries {
-            assert_eq!(
-                entry.available,
-                Path::new(&entry.spec.path).exists(),
-                "{}",
-                entry.spec.id
-            );
+            assert_eq!(entry.available, Path::new(&entry.path).exists(), "{}", entry.id);
         }
         assert!(ids.contains(&default));
         assert_eq!(fx.host.set_default_shell("zsh").unwrap(), "zsh");

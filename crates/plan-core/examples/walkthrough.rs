@@ -140,7 +140,7 @@ fn main() {
         },
     );
     let tool = |name: &str, input| ToolCall {
-        call_id: format!("call-{name}"),
+        call_id: format!("call-{name}").into(),
         name: name.to_owned(),
         input,
     };

@@ -12,9 +12,11 @@
 
 use crate::call_input::CallDigest;
 use crate::model::{ActiveTurn, LimitError, UnixMs};
-use crate::objects::{CommandRun, CommandShell, CommandState, Mode, Sandbox, TurnKind};
+use crate::objects::{
+    CommandCapabilities, CommandRun, CommandShell, CommandState, Mode, PlanSandbox, Sandbox, TurnKind,
+};
 use crate::session::normalize_workspace_root;
-use crate::{ErrorCode, SessionId, TurnId};
+use crate::{CallId, ErrorCode, SessionId, TurnId};
 
 /// The tool name the host runs as a command.
 pub const BASH: &str = "Bash";
@@ -446,27 +448,41 @@ pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Opt
     }
 }
 
-/// What `initialize` reports about the sandbox: the layers that work here
-/// and the properties of `sandbox.md` they enforce. P7, P8, P11 (a network
-/// namespace of the command's own) and P13 need the namespaces; P14 is
-/// this crate's own rule and holds wherever commands run. Nothing without
-/// the sandbox.
-pub fn sandbox_report(options: &CommandOptions) -> (Vec<&'static str>, Vec<&'static str>) {
-    if !options.sandbox_available {
-        return (Vec::new(), Vec::new());
-    }
-    if options.namespaces_available {
+/// What the host's probe found about the sandbox, as `initialize`
+/// reports it: whether Plan Bash can run and, if not, why; the layers that
+/// work here and the properties of `sandbox.md` they enforce. P7, P8, P11
+/// (a network namespace of the command's own) and P13 need the namespaces;
+/// P14 is this crate's own rule and holds wherever commands run. Nothing
+/// without the sandbox.
+pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
+    let (layers, enforced): (&[&str], &[&str]) = if !options.sandbox_available {
+        (&[], &[])
+    } else if options.namespaces_available {
         (
-            vec!["landlock", "seccomp", "namespaces"],
-            vec![
+            &["landlock", "seccomp", "namespaces"],
+            &[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
             ],
         )
     } else {
         (
-            vec!["landlock", "seccomp"],
-            vec!["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
+            &["landlock", "seccomp"],
+            &["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
         )
+    };
+    let (plan_sandbox, reason) = if options.sandbox_available {
+        (PlanSandbox::Landlock, None)
+    } else {
+        (
+            PlanSandbox::Unavailable,
+            options.sandbox_unavailable_reason.clone(),
+        )
+    };
+    CommandCapabilities {
+        plan_sandbox,
+        reason,
+        layers: layers.iter().map(|layer| (*layer).to_owned()).collect(),
+        enforced: enforced.iter().map(|property| (*property).to_owned()).collect(),
     }
 }
 
@@ -529,7 +545,7 @@ pub struct CommandFacts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallFacts {
     /// The call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// Its working directory (as [`parse_bash_input`] normalizes it),
     /// resolved below the opened workspace with every symlink followed.
     pub cwd: CwdFact,
@@ -596,8 +612,8 @@ impl Default for CommandFacts {
 }
 
 impl CommandFacts {
-    fn call(&self, call_id: &str) -> Option<&CallFacts> {
-        self.calls.iter().find(|call| call.call_id == call_id)
+    fn call(&self, call_id: &CallId) -> Option<&CallFacts> {
+        self.calls.iter().find(|call| &call.call_id == call_id)
     }
 
     /// Whether the session's workspace is not the directory it bound (P12).
@@ -617,7 +633,7 @@ impl CommandFacts {
     /// Where `call_id`'s cwd leads: `Err` with the code of a cwd outside
     /// the workspace (or not placeable in it), `Ok(false)` when it could
     /// not be resolved, `Ok(true)` inside.
-    fn cwd_inside(&self, call_id: &str) -> Result<bool, ErrorCode> {
+    fn cwd_inside(&self, call_id: &CallId) -> Result<bool, ErrorCode> {
         let real_root = match &self.workspace {
             WorkspaceFact::Found { real_root, .. } => real_root.as_deref(),
             WorkspaceFact::NotLookedAt | WorkspaceFact::Unavailable => return Ok(false),
@@ -634,7 +650,7 @@ impl CommandFacts {
     /// The refusals a Plan turn gives in its answer, before anything runs:
     /// a workspace that is not the one the session bound, a cwd that leads
     /// out of it.
-    pub(crate) fn plan_refusal(&self, call_id: &str) -> Result<(), ErrorCode> {
+    pub(crate) fn plan_refusal(&self, call_id: &CallId) -> Result<(), ErrorCode> {
         if self.workspace_replaced() {
             return Err(ErrorCode::CommandCwdEscape);
         }
@@ -643,7 +659,7 @@ impl CommandFacts {
 
     /// Whether an allowed command with `grant` starts, and why not: the
     /// host could not run it here. Checked in the order a start needs them.
-    pub(crate) fn start_verdict(&self, call_id: &str, grant: SandboxGrant) -> StartVerdict {
+    pub(crate) fn start_verdict(&self, call_id: &CallId, grant: SandboxGrant) -> StartVerdict {
         let unavailable = grant.sandbox.unavailable_code();
         let verdict = if !self.shell_installed {
             Err(ErrorCode::ShellUnavailable)
@@ -761,7 +777,7 @@ pub(crate) fn launch(request: CommandRequest, facts: &CommandFacts, now: UnixMs)
 pub(crate) fn refused_run(
     session: &crate::Session,
     turn_id: &TurnId,
-    call_id: &str,
+    call_id: &CallId,
     input: &serde_json::Value,
     grant: SandboxGrant,
     code: ErrorCode,
@@ -800,7 +816,7 @@ pub struct CommandRequest {
     /// The turn the command belongs to.
     pub turn_id: TurnId,
     /// The tool call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The session's normalized workspace root.
     pub workspace_root: String,
     /// The validated input.
@@ -827,7 +843,7 @@ pub enum TurnCommandStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnCommand {
     /// The tool call id.
-    pub call_id: String,
+    pub call_id: CallId,
     /// Where it stands.
     pub status: TurnCommandStatus,
     /// The digest of the call's input: what was decided (and, under `ask`

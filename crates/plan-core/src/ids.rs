@@ -1,5 +1,6 @@
-//! Typed ids: a session's, a turn's, an approval's and an execution's id
-//! are different types, so an API that takes one cannot be handed another.
+//! Typed ids: a session's, a turn's, an approval's, an execution's and a
+//! tool call's id are different types, so an API that takes one cannot be
+//! handed another.
 //!
 //! They are plain strings underneath (the wire and the database store them
 //! as text, and serde and the JSON Schema see a plain string), convert from and to `String` and `&str` freely, and carry no
@@ -21,19 +22,42 @@
 //! }
 //! ```
 //!
-//! The same call with the field that names the session compiles:
+//! Nor is a command's tool-call id:
 //!
-//! ```
-//! use plan_core::{PlanApproval, SessionId};
+//! ```compile_fail,E0308
+//! use plan_core::{CommandRun, SessionId};
 //!
 //! fn open_session(id: &SessionId) -> &str {
+//!     id.as_str()
+//! }
+//!
+//! fn open_owner(run: &CommandRun) -> &str {
+//!     open_session(&run.call_id)
+//! }
+//! ```
+//!
+//! The same calls with the fields that name the session and the call
+//! compile:
+//!
+//! ```
+//! use plan_core::{CallId, CommandRun, PlanApproval, SessionId};
+//!
+//! fn open_session(id: &SessionId) -> &str {
+//!     id.as_str()
+//! }
+//!
+//! fn open_command(id: &CallId) -> &str {
 //!     id.as_str()
 //! }
 //!
 //! fn open_owner(approval: &PlanApproval) -> &str {
 //!     open_session(&approval.session_id)
 //! }
-//! # let _ = open_owner;
+//!
+//! fn open_run(run: &CommandRun) -> (&str, &str) {
+//!     (open_session(&run.session_id), open_command(&run.call_id))
+//! }
+//! # let _ = (open_owner, open_run);
 //! ```
 
 macro_rules! id_type {
@@ -188,4 +212,10 @@ id_type!(
     /// An approved plan's execution id.
     ExecutionId,
     "execution-1"
+);
+id_type!(
+    /// A tool call's id, as the agent's client names it (a Bash call's id
+    /// also names the command the host runs for it).
+    CallId,
+    "call-1"
 );

@@ -55,12 +55,12 @@ pub use commands::{
     BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,
     CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, SandboxGrant, TurnCommand,
     TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
-    check_workspace_identity, command_inherits_env, fence_commands, parse_bash_input, sandbox_for,
-    sandbox_refusal_message, sandbox_report,
+    check_workspace_identity, command_capabilities, command_inherits_env, fence_commands, parse_bash_input,
+    sandbox_for, sandbox_refusal_message,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
-pub use ids::{ApprovalId, ExecutionId, SessionId, TurnId};
+pub use ids::{ApprovalId, CallId, ExecutionId, SessionId, TurnId};
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolDecision, ToolResult, Transition,
     handle,
@@ -68,9 +68,10 @@ pub use machine::{
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
     ApprovalFilter, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
-    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff, Sandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
-    ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin,
+    OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo,
+    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnKind,
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
@@ -79,7 +80,7 @@ pub use permissions::{
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
-pub use shells::{CatalogShell, check_shell, default_shell};
+pub use shells::{check_shell, default_shell};
 pub use text::{is_plain_line, is_terminal_control};
 pub use tools::{
     SUBMIT_PLAN, SUBMIT_PLAN_QUESTION_MAX_CHARS, SUBMIT_PLAN_TITLE_MAX_CHARS, SubmitPlanInput, TOOL_CATALOG,

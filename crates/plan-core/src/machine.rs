@@ -23,7 +23,7 @@ use crate::permissions::{
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
 use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
-use crate::{ApprovalId, ErrorCode, ExecutionId, Session, SessionId, ToolCall, TurnId};
+use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, Session, SessionId, ToolCall, TurnId};
 
 /// What the caller knows about the moment an event is handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub enum Event {
         /// The turn the call belongs to.
         turn_id: TurnId,
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// The Bash input `{command, timeoutMs?, cwd?}`.
         input: serde_json::Value,
         /// What the host found out about running it.
@@ -157,19 +157,19 @@ pub enum Event {
         /// The turn the call belongs to.
         turn_id: TurnId,
         /// The call decided `confirm`.
-        call_id: String,
+        call_id: CallId,
         /// Whether the person allows it.
         allow: bool,
     },
     /// A command of the active turn ended (or failed to start).
     CommandEnded {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
     },
     /// `command/cancel`.
     CancelCommand {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// Whether the host has a record of an ended run with this call id
         /// (an earlier turn's, or this one's): that is `COMMAND_NOT_RUNNING`
         /// rather than `COMMAND_NOT_FOUND`.
@@ -187,7 +187,7 @@ pub struct ArtifactRequest {
     /// The Plan turn.
     pub turn_id: TurnId,
     /// The SubmitPlan call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The session's absolute workspace root.
     pub workspace_root: String,
     /// SubmitPlan `title` (the writer may use it for a readable file name).
@@ -228,7 +228,7 @@ pub enum ToolDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolResult {
     /// The call.
-    pub call_id: String,
+    pub call_id: CallId,
     /// What happens to it.
     pub decision: ToolDecision,
     /// For a denial, a sentence more specific than its code's own message
@@ -280,7 +280,7 @@ pub enum Effect {
     /// grace). Cancellations come first in a transition's effects.
     CancelCommand {
         /// The Bash call.
-        call_id: String,
+        call_id: CallId,
         /// `true` when the turn ends in this transition: the host waits for
         /// the command to exit, and records its end, before it carries out
         /// anything that follows.
@@ -298,7 +298,7 @@ pub enum Reply {
     /// A SubmitPlan's artifact is durable and the approval is pending.
     ApprovalRequested {
         /// The SubmitPlan call.
-        call_id: String,
+        call_id: CallId,
         /// The new pending approval.
         approval: PlanApproval,
     },
@@ -822,7 +822,7 @@ fn confirm_tool(
     state: &mut SessionState,
     context: &Context,
     turn_id: &TurnId,
-    call_id: String,
+    call_id: CallId,
     allow: bool,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
@@ -907,7 +907,7 @@ fn command_request(
     state: &SessionState,
     context: &Context,
     turn: &ActiveTurn,
-    call_id: String,
+    call_id: CallId,
     input: crate::BashInput,
 ) -> Result<CommandRequest, ErrorCode> {
     let workspace_root = state
@@ -936,7 +936,7 @@ fn start_command(
     state: &mut SessionState,
     context: &Context,
     turn_id: &TurnId,
-    call_id: String,
+    call_id: CallId,
     input: &serde_json::Value,
     commands: &CommandFacts,
     effects: &mut Vec<Effect>,
@@ -976,11 +976,11 @@ fn start_command(
 }
 
 /// A running command of the active turn ended.
-fn command_ended(state: &mut SessionState, call_id: &str) -> Result<Reply, ErrorCode> {
+fn command_ended(state: &mut SessionState, call_id: &CallId) -> Result<Reply, ErrorCode> {
     let running = state.active_turn.as_mut().and_then(|turn| {
         turn.commands
             .iter_mut()
-            .find(|known| known.call_id == call_id && known.status == TurnCommandStatus::Running)
+            .find(|known| &known.call_id == call_id && known.status == TurnCommandStatus::Running)
     });
     match running {
         Some(command) => {
@@ -995,7 +995,7 @@ fn command_ended(state: &mut SessionState, call_id: &str) -> Result<Reply, Error
 /// when it ends.
 fn cancel_command(
     state: &SessionState,
-    call_id: String,
+    call_id: CallId,
     known_ended: bool,
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {

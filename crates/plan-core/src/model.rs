@@ -12,7 +12,7 @@ use crate::objects::{
     ApprovalStatus, Artifact, ExecutionState, Mode, Origin, PermissionMode, PlanApproval, TurnKind,
 };
 use crate::permissions::{ConfirmationStatus, ToolConfirmation};
-use crate::{ErrorCode, SessionId, TurnId};
+use crate::{CallId, ErrorCode, SessionId, TurnId};
 
 /// Unix epoch milliseconds, the only time unit of the checkpoint.
 pub type UnixMs = i64;
@@ -122,7 +122,7 @@ impl ActiveTurn {
     }
 
     /// The call ids of the turn's running commands, in start order.
-    pub fn running_commands(&self) -> Vec<String> {
+    pub fn running_commands(&self) -> Vec<CallId> {
         self.commands
             .iter()
             .filter(|command| command.status == TurnCommandStatus::Running)

@@ -14,7 +14,7 @@
 //! Nothing here decides anything or performs I/O; the rules that use these
 //! values live in `model`, `commands` and `review`.
 
-use crate::{ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId};
+use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, SessionId, TurnId};
 
 /// Declares one item of a shared-object list (this module's
 /// [`for_each_core_object!`] and plan-protocol's wire-only list): a closed
@@ -200,6 +200,37 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// The Plan sandbox a host offers.
+            enum PlanSandbox {
+                /// Landlock, seccomp and dropped capabilities (Linux).
+                Landlock => "landlock",
+                /// No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
+                Unavailable => "unavailable",
+            }
+        }
+
+        $callback! {
+            /// Whether Plan-mode Bash will work, known before a turn starts.
+            #[serde(rename_all = "camelCase")]
+            struct CommandCapabilities {
+                /// `landlock` when the kernel sandbox works here, else `unavailable`.
+                plan_sandbox: PlanSandbox,
+                /// Why it is unavailable; `null` when available.
+                reason: Option<String>,
+                /// The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
+                /// where the kernel allows them and the host does not skip them,
+                /// `namespaces`. Empty when the sandbox is unavailable.
+                #[serde(default)]
+                layers: Vec<String>,
+                /// The sandbox properties of the sandbox specification that hold here,
+                /// `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+                /// sandbox is unavailable.
+                #[serde(default)]
+                enforced: Vec<String>,
+            }
+        }
+
+        $callback! {
             /// What checking one artifact found.
             enum ArtifactCheck {
                 /// Size and SHA-256 match.
@@ -227,11 +258,24 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// One shell of the host's shell catalog.
+            #[serde(rename_all = "camelCase")]
+            struct ShellInfo {
+                /// Shell id, as used by `session/configure` and `shell/setDefault`.
+                id: String,
+                /// The executable's path.
+                path: String,
+                /// Whether the executable is present on this machine.
+                available: bool,
+            }
+        }
+
+        $callback! {
             /// One host-run command (`CommandRun` of the commands spec).
             #[serde(rename_all = "camelCase")]
             struct CommandRun {
                 /// The Bash tool call.
-                call_id: String,
+                call_id: CallId,
                 /// The session.
                 session_id: SessionId,
                 /// The turn the command belongs to.
@@ -398,7 +442,7 @@ macro_rules! for_each_core_object {
                 /// The approved plan's execution, when the turn is its execution turn.
                 execution_id: Option<ExecutionId>,
                 /// The tool call.
-                call_id: String,
+                call_id: CallId,
                 /// The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
                 /// `toolDeclined` nobody could be asked about); otherwise `null`.
                 tool: Option<String>,
@@ -417,7 +461,7 @@ macro_rules! for_each_core_object {
             #[serde(rename_all = "camelCase", deny_unknown_fields)]
             struct ToolCall {
                 /// The caller's id for the call.
-                call_id: String,
+                call_id: CallId,
                 /// The tool name, matched exactly.
                 name: String,
                 /// The tool input, any JSON value.
@@ -454,7 +498,7 @@ macro_rules! for_each_core_object {
             #[serde(rename_all = "camelCase")]
             struct ToolCallResult {
                 /// The call.
-                call_id: String,
+                call_id: CallId,
                 /// Allow, confirm or deny.
                 decision: ToolCallDecision,
                 /// `true` for an Agent-turn Bash call that is allowed or awaits a
@@ -530,7 +574,7 @@ impl From<ErrorCode> for ToolCallError {
 
 impl ToolCallResult {
     /// An allowed call.
-    pub fn allow(call_id: impl Into<String>) -> ToolCallResult {
+    pub fn allow(call_id: impl Into<CallId>) -> ToolCallResult {
         ToolCallResult {
             call_id: call_id.into(),
             decision: ToolCallDecision::Allow,
@@ -542,7 +586,7 @@ impl ToolCallResult {
     }
 
     /// A denied call with its canonical code and the code's own sentence.
-    pub fn deny(call_id: impl Into<String>, code: ErrorCode) -> ToolCallResult {
+    pub fn deny(call_id: impl Into<CallId>, code: ErrorCode) -> ToolCallResult {
         ToolCallResult {
             decision: ToolCallDecision::Deny,
             error: Some(ToolCallError::new(code)),
@@ -552,7 +596,7 @@ impl ToolCallResult {
 
     /// A denied call whose sentence says more than its code's (why the
     /// sandbox is missing here, what the file system said).
-    pub fn deny_with(call_id: impl Into<String>, code: ErrorCode, message: Option<String>) -> ToolCallResult {
+    pub fn deny_with(call_id: impl Into<CallId>, code: ErrorCode, message: Option<String>) -> ToolCallResult {
         let mut result = ToolCallResult::deny(call_id, code);
         if let (Some(message), Some(error)) = (message, result.error.as_mut()) {
             error.message = message;
@@ -561,7 +605,7 @@ impl ToolCallResult {
     }
 
     /// An accepted SubmitPlan: allowed, carrying the new pending approval.
-    pub fn submitted(call_id: impl Into<String>, approval: PlanApproval) -> ToolCallResult {
+    pub fn submitted(call_id: impl Into<CallId>, approval: PlanApproval) -> ToolCallResult {
         ToolCallResult {
             approval: Some(approval),
             ..ToolCallResult::allow(call_id)
@@ -569,7 +613,7 @@ impl ToolCallResult {
     }
 
     /// An Agent-turn Bash call the client has the host run (`command/start`).
-    pub fn host_run(call_id: impl Into<String>) -> ToolCallResult {
+    pub fn host_run(call_id: impl Into<CallId>) -> ToolCallResult {
         ToolCallResult {
             host_run: true,
             ..ToolCallResult::allow(call_id)
@@ -577,7 +621,7 @@ impl ToolCallResult {
     }
 
     /// An Agent-turn call awaiting a person's `tool/confirm`.
-    pub fn confirm(call_id: impl Into<String>, host_run: bool) -> ToolCallResult {
+    pub fn confirm(call_id: impl Into<CallId>, host_run: bool) -> ToolCallResult {
         ToolCallResult {
             decision: ToolCallDecision::Confirm,
             host_run,
@@ -586,7 +630,7 @@ impl ToolCallResult {
     }
 
     /// A Plan-turn Bash call the host started (or that failed to start).
-    pub fn ran(call_id: impl Into<String>, command: CommandRun) -> ToolCallResult {
+    pub fn ran(call_id: impl Into<CallId>, command: CommandRun) -> ToolCallResult {
         ToolCallResult {
             command: Some(command),
             ..ToolCallResult::allow(call_id)
@@ -597,6 +641,33 @@ impl ToolCallResult {
     /// confirmation.
     pub fn refusal(&self) -> Option<ErrorCode> {
         self.error.as_ref().map(|error| error.code)
+    }
+}
+
+impl CommandShell {
+    /// A catalog shell with this id and executable path.
+    ///
+    /// ```
+    /// let shell = plan_core::CommandShell::new("bash", "/bin/bash");
+    /// assert_eq!((shell.id.as_str(), shell.path.as_str()), ("bash", "/bin/bash"));
+    /// ```
+    pub fn new(id: impl Into<String>, path: impl Into<String>) -> CommandShell {
+        CommandShell {
+            id: id.into(),
+            path: path.into(),
+        }
+    }
+}
+
+impl ShellInfo {
+    /// A catalog shell with whether its executable is installed (a fact the
+    /// host asked of storage).
+    pub fn new(shell: CommandShell, available: bool) -> ShellInfo {
+        ShellInfo {
+            id: shell.id,
+            path: shell.path,
+            available,
+        }
     }
 }
 

@@ -16,10 +16,10 @@
 //! reads too. This module holds the rule only; the machine applies it to
 //! turns and emits the audit entries, and no frontend restates it.
 
-use crate::ErrorCode;
 use crate::call_input::CallDigest;
 use crate::objects::{Origin, PermissionMode};
 use crate::tools::ToolKind;
+use crate::{CallId, ErrorCode};
 
 /// What the table says about one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub enum ConfirmationStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolConfirmation {
     /// The tool call id.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The tool name as the call gave it.
     pub tool: String,
     /// Its kind in the catalog.

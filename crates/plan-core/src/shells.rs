@@ -5,16 +5,7 @@
 //! shell is installed is a fact the host asked of storage. These functions
 //! only decide.
 
-use crate::ErrorCode;
-
-/// One shell of a host's catalog, as the rules see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CatalogShell<'catalog> {
-    /// The id sessions and the default refer to.
-    pub id: &'catalog str,
-    /// Whether its executable is installed.
-    pub available: bool,
-}
+use crate::{ErrorCode, ShellInfo};
 
 /// Whether `shell` may be selected: it must be an id of the catalog
 /// (`SHELL_UNKNOWN` otherwise). Matching is exact.
@@ -34,12 +25,12 @@ pub fn check_shell<'catalog>(
 /// catalog's first entry when none is installed; `None` for an empty
 /// catalog.
 pub fn default_shell<'catalog>(
-    catalog: &[CatalogShell<'catalog>],
+    catalog: &'catalog [ShellInfo],
     persisted: Option<&str>,
 ) -> Option<&'catalog str> {
     let offered = persisted.and_then(|persisted| catalog.iter().find(|shell| shell.id == persisted));
     offered
         .or_else(|| catalog.iter().find(|shell| shell.available))
         .or_else(|| catalog.first())
-        .map(|shell| shell.id)
+        .map(|shell| shell.id.as_str())
 }

@@ -133,7 +133,7 @@ fn plan_input() -> serde_json::Value {
 
 fn submit_call(input: serde_json::Value) -> ToolCall {
     ToolCall {
-        call_id: "c-submit".to_owned(),
+        call_id: "c-submit".into(),
         name: "SubmitPlan".to_owned(),
         input,
     }
@@ -141,7 +141,7 @@ fn submit_call(input: serde_json::Value) -> ToolCall {
 
 fn tool(name: &str) -> ToolCall {
     ToolCall {
-        call_id: format!("c-{name}"),
+        call_id: format!("c-{name}").into(),
         name: name.to_owned(),
         input: json!({}),
     }
@@ -546,7 +546,7 @@ fn valid_submission_asks_for_the_exact_markdown_and_creates_nothing_yet() {
         [Effect::WriteArtifact(ArtifactRequest {
             session_id: "s1".into(),
             turn_id: "t1".into(),
-            call_id: "c-submit".to_owned(),
+            call_id: "c-submit".into(),
             workspace_root: "/home/dev/project".to_owned(),
             title: "Split the parser".to_owned(),
             question: "Go ahead?".to_owned(),
@@ -1327,35 +1327,15 @@ fn a_shell_outside_the_catalog_is_unknown_even_when_busy_and_clearing_is_always_
 
 #[test]
 fn the_default_shell_is_the_persisted_one_while_offered_else_the_first_installed() {
-    use plan_core::{CatalogShell, default_shell};
-    let catalog = [
-        CatalogShell {
-            id: "bash",
-            available: false,
-        },
-        CatalogShell {
-            id: "zsh",
-            available: true,
-        },
-        CatalogShell {
-            id: "sh",
-            available: true,
-        },
-    ];
+    use plan_core::{CommandShell, ShellInfo, default_shell};
+    let shell =
+        |id: &str, available: bool| ShellInfo::new(CommandShell::new(id, format!("/bin/{id}")), available);
+    let catalog = [shell("bash", false), shell("zsh", true), shell("sh", true)];
     assert_eq!(default_shell(&catalog, Some("sh")), Some("sh"));
     // A persisted default the catalog no longer offers falls back.
     assert_eq!(default_shell(&catalog, Some("fish")), Some("zsh"));
     assert_eq!(default_shell(&catalog, None), Some("zsh"));
-    let none_installed = [
-        CatalogShell {
-            id: "bash",
-            available: false,
-        },
-        CatalogShell {
-            id: "zsh",
-            available: false,
-        },
-    ];
+    let none_installed = [shell("bash", false), shell("zsh", false)];
     assert_eq!(default_shell(&none_installed, None), Some("bash"));
     assert_eq!(default_shell(&[], Some("bash")), None);
 }
@@ -1497,7 +1477,7 @@ mod commands {
 
     fn bash(call_id: &str, command: &str) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: "Bash".to_owned(),
             input: json!({"command": command, "description": "agents send extras"}),
         }
@@ -1505,7 +1485,7 @@ mod commands {
 
     fn bash_in(call_id: &str, command: &str, cwd: &str) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: "Bash".to_owned(),
             input: json!({"command": command, "cwd": cwd}),
         }
@@ -1591,7 +1571,7 @@ mod commands {
                 "the cwd does not exist",
                 plan_core::CommandFacts {
                     calls: vec![plan_core::CallFacts {
-                        call_id: "c1".to_owned(),
+                        call_id: "c1".into(),
                         cwd: CwdFact::Missing,
                         scratch_ready: true,
                     }],
@@ -1611,7 +1591,7 @@ mod commands {
                 "no scratch directory",
                 plan_core::CommandFacts {
                     calls: vec![plan_core::CallFacts {
-                        call_id: "c1".to_owned(),
+                        call_id: "c1".into(),
                         cwd: CwdFact::Resolved("/real/w".to_owned()),
                         scratch_ready: false,
                     }],
@@ -1701,7 +1681,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
                 commands: replaced,
             },
@@ -1738,7 +1718,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 // Not the input that was decided.
                 input: json!({"command": "rm -rf /", "cwd": "src"}),
                 commands: support::ready(["c1"]),
@@ -1772,7 +1752,7 @@ mod commands {
         session.permission_mode = mode;
         let state = started(&SessionState::idle(session));
         let call = ToolCall {
-            call_id: "c1".to_owned(),
+            call_id: "c1".into(),
             name: "Bash".to_owned(),
             input: json!({"command": "cargo test", "timeoutMs": 5_000, "description": "agents send extras"}),
         };
@@ -1787,14 +1767,14 @@ mod commands {
             &sandboxed(),
             Event::ConfirmTool {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 allow: true,
             },
         );
         assert_eq!(
             accepted(&confirmed),
             Reply::ToolConfirmed(plan_core::ToolResult {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 decision: ToolDecision::HostRun,
                 message: None
             })
@@ -1808,7 +1788,7 @@ mod commands {
             context,
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 input: json!({"command": "cargo test", "timeoutMs": 5_000}),
                 commands: support::ready([call_id]),
             },
@@ -1943,12 +1923,12 @@ mod commands {
                 commands: plan_core::CommandFacts {
                     calls: vec![
                         plan_core::CallFacts {
-                            call_id: "c1".to_owned(),
+                            call_id: "c1".into(),
                             cwd: plan_core::CwdFact::Resolved("/elsewhere".to_owned()),
                             scratch_ready: true,
                         },
                         plan_core::CallFacts {
-                            call_id: "c2".to_owned(),
+                            call_id: "c2".into(),
                             cwd: plan_core::CwdFact::Resolved("/real/w/src".to_owned()),
                             scratch_ready: true,
                         },
@@ -2077,7 +2057,7 @@ mod commands {
             &CommandRequest {
                 session_id: "s1".into(),
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 workspace_root: ROOT.to_owned(),
                 input: BashInput {
                     command: "cat README.md".to_owned(),
@@ -2127,7 +2107,7 @@ mod commands {
                 vec![
                     bash("c1", "cat README.md"),
                     ToolCall {
-                        call_id: "r1".to_owned(),
+                        call_id: "r1".into(),
                         name: "Read".to_owned(),
                         input: json!({"path": "README.md"}),
                     },
@@ -2226,13 +2206,7 @@ mod commands {
         assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
         assert!(matches!(decisions[1], ToolDecision::RunCommand(_)));
         assert_eq!(decisions[2], ToolDecision::Deny(ErrorCode::SessionBusy));
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let (decisions, _) = run_batch(&ended, &context, vec![bash("c3", "c")]);
         assert!(matches!(decisions[0], ToolDecision::RunCommand(_)));
     }
@@ -2245,13 +2219,7 @@ mod commands {
         let (decisions, after) = run_batch(&state, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::Deny(ErrorCode::SessionBusy)]);
         assert!(after.pending_approval.is_none());
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let (decisions, _) = run_batch(&ended, &sandboxed(), vec![submit_call(plan_input())]);
         assert_eq!(decisions, [ToolDecision::WriteArtifact]);
         step(&ended, T0, Event::CompleteTurn { turn_id: "t1".into() });
@@ -2270,11 +2238,11 @@ mod commands {
             transition.effects,
             [
                 Effect::CancelCommand {
-                    call_id: "c1".to_owned(),
+                    call_id: "c1".into(),
                     before_turn_end: true
                 },
                 Effect::CancelCommand {
-                    call_id: "c2".to_owned(),
+                    call_id: "c2".into(),
                     before_turn_end: true
                 },
             ]
@@ -2290,7 +2258,7 @@ mod commands {
                 &state,
                 &context(T0),
                 Event::CancelCommand {
-                    call_id: call_id.to_owned(),
+                    call_id: call_id.into(),
                     known_ended,
                 },
             )
@@ -2299,36 +2267,24 @@ mod commands {
         assert_eq!(
             transition.effects,
             [Effect::CancelCommand {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 before_turn_end: false
             }]
         );
         assert_eq!(transition.state, state, "the command ends when it exits");
         assert_refused_unchanged(&state, cancel("nope", false), ErrorCode::CommandNotFound);
         assert_refused_unchanged(&state, cancel("old", true), ErrorCode::CommandNotRunning);
-        let ended = step(
-            &state,
-            T0,
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let ended = step(&state, T0, Event::CommandEnded { call_id: "c1".into() });
         let again = handle(
             &ended,
             &context(T0),
             Event::CancelCommand {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 known_ended: true,
             },
         );
         assert_refused_unchanged(&ended, again, ErrorCode::CommandNotRunning);
-        let twice = handle(
-            &ended,
-            &context(T0),
-            Event::CommandEnded {
-                call_id: "c1".to_owned(),
-            },
-        );
+        let twice = handle(&ended, &context(T0), Event::CommandEnded { call_id: "c1".into() });
         assert_refused_unchanged(&ended, twice, ErrorCode::CommandNotRunning);
     }
 
@@ -2367,7 +2323,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t2".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": "ls"}),
                 commands: support::ready(["c1"]),
             },
@@ -2378,7 +2334,7 @@ mod commands {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 input: json!({"command": ""}),
                 commands: support::ready(["c1"]),
             },
@@ -2490,30 +2446,47 @@ mod commands {
 
     #[test]
     fn the_sandbox_report_names_what_holds() {
+        use plan_core::{CommandCapabilities, PlanSandbox, command_capabilities};
+        let strings = |items: &[&str]| items.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        let mut unavailable = context(T0).limits.commands;
+        unavailable.sandbox_unavailable_reason = Some("no Landlock".to_owned());
         assert_eq!(
-            plan_core::sandbox_report(&context(T0).limits.commands),
-            (vec![], vec![])
+            command_capabilities(&unavailable),
+            CommandCapabilities {
+                plan_sandbox: PlanSandbox::Unavailable,
+                reason: Some("no Landlock".to_owned()),
+                layers: vec![],
+                enforced: vec![],
+            }
         );
-        let (layers, enforced) = plan_core::sandbox_report(&without_namespaces().limits.commands);
-        assert_eq!(layers, ["landlock", "seccomp"]);
+        // A reason left over from an earlier probe is not reported while the
+        // sandbox works.
+        let mut without = without_namespaces().limits.commands;
+        without.sandbox_unavailable_reason = Some("stale".to_owned());
         assert_eq!(
-            enforced,
-            ["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]
+            command_capabilities(&without),
+            CommandCapabilities {
+                plan_sandbox: PlanSandbox::Landlock,
+                reason: None,
+                layers: strings(&["landlock", "seccomp"]),
+                enforced: strings(&["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]),
+            }
         );
-        let (layers, enforced) = plan_core::sandbox_report(&sandboxed().limits.commands);
-        assert_eq!(layers, ["landlock", "seccomp", "namespaces"]);
+        let report = command_capabilities(&sandboxed().limits.commands);
+        assert_eq!(report.plan_sandbox, PlanSandbox::Landlock);
+        assert_eq!(report.layers, strings(&["landlock", "seccomp", "namespaces"]));
         assert_eq!(
-            enforced,
-            [
+            report.enforced,
+            strings(&[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
-            ]
+            ])
         );
     }
 
     #[test]
     fn the_fence_interrupts_runs_that_never_ended_and_leaves_ended_ones() {
         let run = |call_id: &str, state| CommandRun {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             session_id: "s1".into(),
             turn_id: "t1".into(),
             command: "sleep 100".to_owned(),
@@ -2596,7 +2569,7 @@ mod permissions {
 
     fn call(call_id: &str, name: &str, input: serde_json::Value) -> ToolCall {
         ToolCall {
-            call_id: call_id.to_owned(),
+            call_id: call_id.into(),
             name: name.to_owned(),
             input,
         }
@@ -2619,7 +2592,7 @@ mod permissions {
             &sandboxed(),
             Event::ConfirmTool {
                 turn_id: turn_id.into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 allow,
             },
         )
@@ -2631,7 +2604,7 @@ mod permissions {
             &sandboxed(),
             Event::StartCommand {
                 turn_id: "t1".into(),
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 input: json!({"command": command}),
                 commands: support::ready([call_id]),
             },
@@ -2735,7 +2708,7 @@ mod permissions {
                 session_id: "s1".into(),
                 turn_id: "t1".into(),
                 execution_id: None,
-                call_id: "w1".to_owned(),
+                call_id: "w1".into(),
                 tool: Some("Write".to_owned()),
                 permission_mode: Some(PermissionMode::Ask),
                 error_code: None,
@@ -2747,7 +2720,7 @@ mod permissions {
         assert_eq!(
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "w1".to_owned(),
+                call_id: "w1".into(),
                 decision: ToolDecision::Allow,
                 message: None
             }))
@@ -2893,7 +2866,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b1".to_owned(),
+                        call_id: "b1".into(),
                         input: other.clone(),
                         commands: support::ready(["b1"]),
                     },
@@ -2905,7 +2878,7 @@ mod permissions {
                 &sandboxed(),
                 Event::StartCommand {
                     turn_id: "t1".into(),
-                    call_id: "b1".to_owned(),
+                    call_id: "b1".into(),
                     input: seen.clone(),
                     commands: support::ready(["b1"]),
                 },
@@ -2935,7 +2908,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b1".to_owned(),
+                        call_id: "b1".into(),
                         input: seen.clone(),
                         commands: support::ready(["b1"]),
                     },
@@ -2961,7 +2934,7 @@ mod permissions {
                     &sandboxed(),
                     Event::StartCommand {
                         turn_id: "t1".into(),
-                        call_id: "b2".to_owned(),
+                        call_id: "b2".into(),
                         input: other,
                         commands: support::ready(["b2"]),
                     },
@@ -2981,7 +2954,7 @@ mod permissions {
         assert_eq!(
             declined.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "b1".to_owned(),
+                call_id: "b1".into(),
                 decision: ToolDecision::Deny(ErrorCode::ToolDeclined),
                 message: None
             }))
@@ -3012,7 +2985,7 @@ mod permissions {
         assert_eq!(
             confirmed.reply,
             Ok(Reply::ToolConfirmed(ToolResult {
-                call_id: "b1".to_owned(),
+                call_id: "b1".into(),
                 decision: ToolDecision::HostRun,
                 message: None
             }))
@@ -3148,7 +3121,7 @@ mod permissions {
                 request: ArtifactRequest {
                     session_id: "s1".into(),
                     turn_id: "t1".into(),
-                    call_id: "c-submit".to_owned(),
+                    call_id: "c-submit".into(),
                     workspace_root: "/home/dev/project".to_owned(),
                     title: "t".to_owned(),
                     question: "q".to_owned(),
@@ -3197,7 +3170,7 @@ mod permissions {
             &context(T0),
             Event::ConfirmTool {
                 turn_id: "t-exec".into(),
-                call_id: "e-b".to_owned(),
+                call_id: "e-b".into(),
                 allow: true,
             },
         );

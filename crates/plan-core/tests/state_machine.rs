@@ -419,12 +419,12 @@ impl Harness {
     fn tools(&mut self, batch: ToolBatch) {
         let valid = json!({"title": "t", "markdown": "# plan", "question": "ok?"});
         let submit = |input: serde_json::Value| ToolCall {
-            call_id: "c-submit".to_owned(),
+            call_id: "c-submit".into(),
             name: "SubmitPlan".to_owned(),
             input,
         };
         let named = |name: &str| ToolCall {
-            call_id: format!("c-{name}"),
+            call_id: format!("c-{name}").into(),
             name: name.to_owned(),
             input: json!({}),
         };
@@ -795,7 +795,7 @@ mod commands {
             self.audit.insert(
                 call_id.to_owned(),
                 CommandRun {
-                    call_id: call_id.to_owned(),
+                    call_id: call_id.into(),
                     session_id: "s".into(),
                     turn_id: self.turn_id(),
                     command: "true".to_owned(),
@@ -846,7 +846,7 @@ mod commands {
                         let call_id: String = self.fresh("c");
                         self.seen.push(call_id.clone());
                         calls.push(ToolCall {
-                            call_id,
+                            call_id: call_id.into(),
                             name: "Bash".to_owned(),
                             input: json!({"command": "true"}),
                         });
@@ -866,7 +866,7 @@ mod commands {
                             if let ToolDecision::RunCommand(launch) = result.decision {
                                 let mode = turn_mode.expect("a run needs a turn");
                                 assert!(launch.spawns(), "every fact was in place");
-                                self.run_started(&launch.request.call_id, launch.request.grant, mode);
+                                self.run_started(launch.request.call_id.as_str(), launch.request.grant, mode);
                             }
                         }
                     }
@@ -879,7 +879,7 @@ mod commands {
                     let turn_id = self.turn_id();
                     let transition = self.handle(Event::StartCommand {
                         turn_id,
-                        call_id: call_id.clone(),
+                        call_id: call_id.clone().into(),
                         input: json!({"command": "true"}),
                         commands: support::ready([call_id.as_str()]),
                     });
@@ -888,7 +888,7 @@ mod commands {
                             let mode = turn_mode.expect("a start needs a turn");
                             assert_eq!(mode, Mode::Agent, "command/start never runs a Plan command");
                             assert!(launch.spawns(), "every fact was in place");
-                            self.run_started(&launch.request.call_id, launch.request.grant, mode);
+                            self.run_started(launch.request.call_id.as_str(), launch.request.grant, mode);
                         }
                         Ok(other) => panic!("unexpected reply {other:?}"),
                         Err(_) => {}
@@ -904,7 +904,7 @@ mod commands {
                         return;
                     };
                     let transition = self.handle(Event::CommandEnded {
-                        call_id: call_id.clone(),
+                        call_id: call_id.clone().into(),
                     });
                     assert_eq!(
                         transition.reply,
@@ -920,20 +920,20 @@ mod commands {
                     let known_ended = self.audit.get(&call_id).is_some_and(|run| run.state.is_ended());
                     let was_running = self.running.contains(&call_id);
                     let transition = self.handle(Event::CancelCommand {
-                        call_id: call_id.clone(),
+                        call_id: call_id.clone().into(),
                         known_ended,
                     });
                     if was_running {
                         assert_eq!(
                             transition.effects,
                             [Effect::CancelCommand {
-                                call_id: call_id.clone(),
+                                call_id: call_id.clone().into(),
                                 before_turn_end: false
                             }]
                         );
                         // The kill is confirmed when the process exits.
                         let ended = self.handle(Event::CommandEnded {
-                            call_id: call_id.clone(),
+                            call_id: call_id.clone().into(),
                         });
                         assert_eq!(ended.reply, Ok(Reply::SessionUpdated));
                         self.run_ended(&call_id, CommandState::Cancelled);
@@ -959,7 +959,7 @@ mod commands {
                                     before_turn_end,
                                 } => {
                                     assert!(before_turn_end, "the turn waits for its commands");
-                                    call_id.clone()
+                                    call_id.to_string()
                                 }
                                 _ => unreachable!(),
                             })
@@ -1000,7 +1000,7 @@ mod commands {
                     let transition = self.handle(support::tool_calls(
                         turn_id,
                         vec![ToolCall {
-                            call_id: "submit".to_owned(),
+                            call_id: "submit".into(),
                             name: "SubmitPlan".to_owned(),
                             input: json!({"title": "t", "markdown": "m", "question": "q"}),
                         }],
@@ -1033,7 +1033,7 @@ mod commands {
                     for run in fenced {
                         assert_eq!(run.state, CommandState::Interrupted);
                         assert_eq!(run.error_code, Some(ErrorCode::HostRestarted));
-                        self.audit.insert(run.call_id.clone(), run);
+                        self.audit.insert(run.call_id.to_string(), run);
                     }
                     assert!(
                         fence_commands(&self.audit.values().cloned().collect::<Vec<_>>(), now).is_empty()
@@ -1048,7 +1048,7 @@ mod commands {
                 .state
                 .active_turn
                 .as_ref()
-                .map(|turn| turn.running_commands().into_iter().collect())
+                .map(|turn| turn.running_commands().into_iter().map(String::from).collect())
                 .unwrap_or_default();
             assert_eq!(
                 running_now, self.running,
@@ -1243,7 +1243,7 @@ mod permissions {
             for effect in &transition.effects {
                 if let Effect::RecordToolAudit(entry) = effect {
                     assert_eq!(entry.at, self.context.now);
-                    self.audit.push((entry.kind, entry.call_id.clone()));
+                    self.audit.push((entry.kind, entry.call_id.to_string()));
                 }
             }
             self.state = transition.state.clone();
@@ -1337,7 +1337,7 @@ mod permissions {
                         calls
                             .iter()
                             .map(|(tool, call_id, input)| ToolCall {
-                                call_id: call_id.clone(),
+                                call_id: call_id.clone().into(),
                                 name: (*tool).to_owned(),
                                 input: World::input_of(call_id, *input),
                             })
@@ -1400,7 +1400,7 @@ mod permissions {
                         && matches!(self.known.get(&call_id), Some((_, _, Known::Awaiting)));
                     let transition = self.handle(Event::ConfirmTool {
                         turn_id,
-                        call_id: call_id.clone(),
+                        call_id: call_id.clone().into(),
                         allow,
                     });
                     if !awaiting {
@@ -1450,7 +1450,7 @@ mod permissions {
                     let turn_id = self.turn_id();
                     let transition = self.handle(Event::StartCommand {
                         turn_id,
-                        call_id: call_id.clone(),
+                        call_id: call_id.clone().into(),
                         input: World::input_of(&call_id, input),
                         commands: support::ready([call_id.as_str()]),
                     });
@@ -1511,7 +1511,7 @@ mod permissions {
                 .iter()
                 .flat_map(|turn| turn.confirmations.iter())
                 .filter(|known| known.status == plan_core::ConfirmationStatus::Awaiting)
-                .map(|known| known.call_id.clone())
+                .map(|known| known.call_id.to_string())
                 .collect();
             let awaiting_model: std::collections::BTreeSet<String> = self
                 .known

@@ -9,11 +9,10 @@
 
 use crate::error::ProtocolError;
 use crate::methods::{Clearable, PlanVerifyParams, SessionConfigureParams, TurnStartResult};
-use crate::notifications::{
-    ExecutionStateChangedNotification, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
-    SessionChangedNotification,
+use crate::objects::{
+    ActiveTurn, ExecutionStateChangedNotification, PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification, Session, SessionChangedNotification, VerifyReport,
 };
-use crate::objects::{ActiveTurn, Session, VerifyReport};
 
 /// The wire turn drops the boot epoch: it is never serialized.
 impl From<&plan_core::ActiveTurn> for ActiveTurn {

@@ -41,22 +41,20 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandCapabilities, CommandGetParams,
-    CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
-    PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanSandbox,
-    PlanVerifyParams, PlanVerifyResult, RequestParams, SessionConfigureParams, SessionCreateParams,
-    SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
-    ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
-    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
+    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
+    PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
+    RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
+    ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    WebCapabilities, method, parse_request,
 };
-pub use notifications::{
-    CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
-    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ServerNotification,
-    SessionChangedNotification, notification_method,
-};
+pub use notifications::{ServerNotification, notification_method};
 pub use objects::{
-    ActiveTurn, OutputStream, PlanDecisionResult, Session, ShellInfo, ShellListResult, VerifyReport,
+    ActiveTurn, CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanDecisionResult,
+    Session, SessionChangedNotification, ShellListResult, VerifyReport,
 };
 /// The objects plan-core declares and the wire carries as they are, under
 /// their wire names (`CommandSandbox` is plan-core's `Sandbox`,
@@ -64,10 +62,10 @@ pub use objects::{
 /// `ArtifactContent`).
 pub use plan_core::{
     ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
-    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandRun, CommandShell, CommandState,
-    ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff as PlanDiffResult,
-    Sandbox as CommandSandbox, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision,
-    ToolCallError, ToolCallResult, TurnKind,
+    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandCapabilities, CommandRun,
+    CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
+    PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace,
+    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

@@ -19,13 +19,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use plan_core::{
-    ApprovalFilter, ApprovalId, ErrorCode, ExecutionId, SessionId, TurnId, declare_shared_object,
+    ApprovalFilter, ApprovalId, CallId, ErrorCode, ExecutionId, SessionId, TurnId, declare_shared_object,
 };
 
 use crate::error::ProtocolError;
 use crate::{
-    CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult, PlanDiffResult,
-    PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
+    CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
+    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` reads `null` too
@@ -177,7 +177,7 @@ macro_rules! for_each_method_params {
                 /// The active Agent turn.
                 turn_id: TurnId,
                 /// The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
-                call_id: String,
+                call_id: CallId,
                 /// The command text: exactly the `command` of the call's input.
                 command: String,
                 /// Workspace-relative or absolute working directory inside the root:
@@ -198,7 +198,7 @@ macro_rules! for_each_method_params {
                 /// The session.
                 session_id: SessionId,
                 /// The Bash call.
-                call_id: String,
+                call_id: CallId,
             }
         }
 
@@ -209,7 +209,7 @@ macro_rules! for_each_method_params {
                 /// The session.
                 session_id: SessionId,
                 /// The Bash call.
-                call_id: String,
+                call_id: CallId,
             }
         }
 
@@ -327,7 +327,7 @@ macro_rules! for_each_method_params {
                 /// The active turn.
                 turn_id: TurnId,
                 /// The call awaiting confirmation.
-                call_id: String,
+                call_id: CallId,
                 /// Whether the person allows the call.
                 allow: bool,
             }
@@ -473,8 +473,10 @@ macro_rules! for_each_method_params {
 /// this module has, in the grammar of [`for_each_method_params!`]: this
 /// module expands it into the serde and JSON Schema types, plan-ffi into its
 /// UniFFI exports. (The results that are plan-core's records or the wire's
-/// shared objects come from those lists.) Results serialize absent values
-/// as `null`.
+/// shared objects come from those lists: `initialize`'s
+/// `capabilities.commands` is plan-core's `CommandCapabilities`, the record
+/// the host returns.) Field types are named as this module imports them.
+/// Results serialize absent values as `null`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_method_result {
@@ -510,37 +512,6 @@ macro_rules! for_each_method_result {
                 /// The approval card's web server; `null` when it is off.
                 #[serde(default)]
                 web: Option<WebCapabilities>,
-            }
-        }
-
-        $callback! {
-            /// Whether Plan-mode Bash will work, known before a turn starts.
-            #[serde(rename_all = "camelCase")]
-            struct CommandCapabilities {
-                /// `landlock` when the kernel sandbox works here, else `unavailable`.
-                plan_sandbox: PlanSandbox,
-                /// Why it is unavailable; `null` when available.
-                reason: Option<String>,
-                /// The kernel layers the sandbox uses here: `landlock`, `seccomp` and,
-                /// where the kernel allows them and the host does not skip them,
-                /// `namespaces`. Empty when the sandbox is unavailable.
-                #[serde(default)]
-                layers: Vec<String>,
-                /// The sandbox properties of the sandbox specification that hold here,
-                /// `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-                /// sandbox is unavailable.
-                #[serde(default)]
-                enforced: Vec<String>,
-            }
-        }
-
-        $callback! {
-            /// The Plan sandbox a host offers.
-            enum PlanSandbox {
-                /// Landlock, seccomp and dropped capabilities (Linux).
-                Landlock => "landlock",
-                /// No sandbox: Plan Bash is `PLAN_SANDBOX_UNAVAILABLE`.
-                Unavailable => "unavailable",
             }
         }
 

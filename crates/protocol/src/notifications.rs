@@ -2,89 +2,27 @@
 //! [`ServerNotification`] union.
 //!
 //! A notification has no id and gets no answer. Like results, absent
-//! optional values are `null`. This module only shapes notifications; when
-//! to send one is the host's decision.
+//! optional values are `null`. Each notification is listed once, in
+//! [`for_each_server_notification!`], which this module expands into the
+//! union and plan-ffi into its UniFFI export of this very union (foreign
+//! listeners receive it as it is); the params records are declared in the
+//! shared-object list (`objects`), so the FFI exports them from there too.
+//! This module only shapes notifications; when to send one is the host's
+//! decision.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{CommandRun, ExecutionState, OutputStream, PlanApproval, Session};
+use crate::{
+    CommandExitedNotification, CommandOutputNotification, ExecutionStateChangedNotification,
+    PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, SessionChangedNotification,
+};
 
-/// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanApprovalRequestedNotification {
-    /// The new pending approval.
-    pub approval: PlanApproval,
-    /// The approval card's URL, with its token, for the host's own client to
-    /// show or open; `null` when the web server is off.
-    #[serde(default)]
-    pub card_url: Option<String>,
-}
-
-/// `plan/approvalResolved`: an approval was approved, rejected, expired or
-/// interrupted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlanApprovalResolvedNotification {
-    /// The approval after the change.
-    pub approval: PlanApproval,
-}
-
-/// `execution/stateChanged`: an execution moved to a new state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecutionStateChangedNotification {
-    /// The owning session.
-    pub session_id: String,
-    /// The execution.
-    pub execution_id: String,
-    /// Its new state.
-    pub state: ExecutionState,
-}
-
-/// `session/changed`: a session's configuration or activity changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionChangedNotification {
-    /// The session after the change.
-    pub session: Session,
-}
-
-/// `command/output`: one chunk of streamed shell output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandOutputNotification {
-    /// The session.
-    pub session_id: String,
-    /// The tool call that runs the command.
-    pub call_id: String,
-    /// stdout or stderr.
-    pub stream: OutputStream,
-    /// Sequence number of the chunk within the call, from 0, across both streams.
-    pub seq: u64,
-    /// The text of the chunk.
-    pub chunk: String,
-}
-
-/// `command/exited`: a command ended; always the last message for its call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CommandExitedNotification {
-    /// The session.
-    pub session_id: String,
-    /// The Bash call.
-    pub call_id: String,
-    /// The run as it ended.
-    pub command: CommandRun,
-}
-
-/// Declares every host notification once, as
-/// `Variant, CONSTANT => "resource/event", ParamsType;`, and derives the
+/// Expands [`for_each_server_notification!`]'s list into the
 /// name constants and [`notification_method::ALL`], the method-tagged
 /// [`ServerNotification`] union, [`ServerNotification::method`] and the
 /// list the schema files are generated from. Adding a notification is one
-/// line here plus its params type.
+/// line in that list plus its params record in the shared-object list.
 macro_rules! server_notifications {
     ($($variant:ident, $constant:ident => $name:literal, $params:ty;)+) => {
         /// The notification method names, exactly as on the wire.
@@ -132,11 +70,24 @@ pub(crate) trait NotificationVisitor {
     fn visit<N: JsonSchema>(&mut self, name: &'static str);
 }
 
-server_notifications! {
-    PlanApprovalRequested, PLAN_APPROVAL_REQUESTED => "plan/approvalRequested", PlanApprovalRequestedNotification;
-    PlanApprovalResolved, PLAN_APPROVAL_RESOLVED => "plan/approvalResolved", PlanApprovalResolvedNotification;
-    ExecutionStateChanged, EXECUTION_STATE_CHANGED => "execution/stateChanged", ExecutionStateChangedNotification;
-    SessionChanged, SESSION_CHANGED => "session/changed", SessionChangedNotification;
-    CommandOutput, COMMAND_OUTPUT => "command/output", CommandOutputNotification;
-    CommandExited, COMMAND_EXITED => "command/exited", CommandExitedNotification;
+/// The one list of host notifications, as
+/// `Variant, CONSTANT => "resource/event", ParamsType;`, handed whole to
+/// `$callback`: this module's `server_notifications!` and plan-ffi's export
+/// of [`ServerNotification`]. The params types are named as the crate root
+/// exports them, so a caller brings them into scope.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_server_notification {
+    ($callback:ident) => {
+        $callback! {
+            PlanApprovalRequested, PLAN_APPROVAL_REQUESTED => "plan/approvalRequested", PlanApprovalRequestedNotification;
+            PlanApprovalResolved, PLAN_APPROVAL_RESOLVED => "plan/approvalResolved", PlanApprovalResolvedNotification;
+            ExecutionStateChanged, EXECUTION_STATE_CHANGED => "execution/stateChanged", ExecutionStateChangedNotification;
+            SessionChanged, SESSION_CHANGED => "session/changed", SessionChangedNotification;
+            CommandOutput, COMMAND_OUTPUT => "command/output", CommandOutputNotification;
+            CommandExited, COMMAND_EXITED => "command/exited", CommandExitedNotification;
+        }
+    };
 }
+
+for_each_server_notification!(server_notifications);

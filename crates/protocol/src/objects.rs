@@ -1,6 +1,6 @@
 //! The objects of protocol v9 that only the wire has: the wire's view of a
 //! session (`Session`, `ActiveTurn`), the verification report with its
-//! `ok`, the pieces of `shell/list`, and the method
+//! `ok`, the params of every notification, and the method
 //! results the FFI exports as they are (`PlanDecisionResult`,
 //! `ShellListResult`).
 //!
@@ -24,8 +24,8 @@
 //! `convert`.
 
 use plan_core::{
-    ArtifactVerification, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, SkippedWorkspace,
-    TurnKind, declare_shared_object,
+    ArtifactVerification, CallId, CommandRun, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, ShellInfo, SkippedWorkspace, TurnKind, declare_shared_object,
 };
 
 /// The one declaration of every wire-only object the FFI exports
@@ -94,19 +94,6 @@ macro_rules! for_each_shared_object {
         }
 
         $callback! {
-            /// One shell of the host's shell catalog.
-            #[serde(rename_all = "camelCase")]
-            struct ShellInfo {
-                /// Shell id, as used by `session/configure` and `shell/setDefault`.
-                id: String,
-                /// The executable's path.
-                path: String,
-                /// Whether the executable is present on this machine.
-                available: bool,
-            }
-        }
-
-        $callback! {
             /// `plan/verify` result.
             #[serde(rename_all = "camelCase")]
             struct VerifyReport {
@@ -142,6 +129,81 @@ macro_rules! for_each_shared_object {
                 /// The persisted default shell id.
                 #[serde(rename = "default")]
                 default_shell: String,
+            }
+        }
+
+        $callback! {
+            /// `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
+            #[serde(rename_all = "camelCase")]
+            struct PlanApprovalRequestedNotification {
+                /// The new pending approval.
+                approval: PlanApproval,
+                /// The approval card's URL, with its token, for the host's own client to
+                /// show or open; `null` when the web server is off.
+                #[serde(default)]
+                card_url: Option<String>,
+            }
+        }
+
+        $callback! {
+            /// `plan/approvalResolved`: an approval was approved, rejected, expired or
+            /// interrupted.
+            #[serde(rename_all = "camelCase")]
+            struct PlanApprovalResolvedNotification {
+                /// The approval after the change.
+                approval: PlanApproval,
+            }
+        }
+
+        $callback! {
+            /// `execution/stateChanged`: an execution moved to a new state.
+            #[serde(rename_all = "camelCase")]
+            struct ExecutionStateChangedNotification {
+                /// The owning session.
+                session_id: String,
+                /// The execution.
+                execution_id: String,
+                /// Its new state.
+                state: ExecutionState,
+            }
+        }
+
+        $callback! {
+            /// `session/changed`: a session's configuration or activity changed.
+            #[serde(rename_all = "camelCase")]
+            struct SessionChangedNotification {
+                /// The session after the change.
+                session: Session,
+            }
+        }
+
+        $callback! {
+            /// `command/output`: one chunk of streamed shell output.
+            #[serde(rename_all = "camelCase")]
+            struct CommandOutputNotification {
+                /// The session.
+                session_id: String,
+                /// The tool call that runs the command.
+                call_id: CallId,
+                /// stdout or stderr.
+                stream: OutputStream,
+                /// Sequence number of the chunk within the call, from 0, across both streams.
+                seq: u64,
+                /// The text of the chunk.
+                chunk: String,
+            }
+        }
+
+        $callback! {
+            /// `command/exited`: a command ended; always the last message for its call.
+            #[serde(rename_all = "camelCase")]
+            struct CommandExitedNotification {
+                /// The session.
+                session_id: String,
+                /// The Bash call.
+                call_id: CallId,
+                /// The run as it ended.
+                command: CommandRun,
             }
         }
     };

@@ -1,6 +1,5 @@
 //! Every conversion between host values and protocol v9 wire types: events
-//! to notifications, tool-call outcomes, the shell catalog, the sandbox
-//! capabilities, host errors to error objects and protocol errors to host
+//! to notifications, tool-call outcomes, host errors to error objects and protocol errors to host
 //! errors. (plan-core's records travel as they are; the wire's own views of
 //! plan-core values are the protocol crate's `From` impls; this module adds
 //! what only the host has.)
@@ -8,15 +7,15 @@
 //! It decides nothing and carries no state.
 
 use plan_core::ErrorCode;
-use plan_host::{HostError, HostEvent, SandboxStatus, ShellEntry, Stream};
+use plan_host::{HostError, HostEvent, Stream};
 use plan_protocol::{
     CommandExitedNotification, CommandOutputNotification, ErrorObject, ExecutionStateChangedNotification,
     OutputStream, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, ProtocolError,
-    ServerNotification, SessionChangedNotification, ShellInfo, ShellListResult,
+    ServerNotification, SessionChangedNotification,
 };
 
 /// The protocol notification for a host event: the one place events become
-/// wire messages (`serve` writes it, the FFI turns it into a `PlanEvent`).
+/// wire messages (`serve` writes it, the FFI hands it to its listeners as it is).
 ///
 /// ```
 /// use plan_host::{HostEvent, SessionState, Session};
@@ -69,47 +68,6 @@ fn output_stream(stream: Stream) -> OutputStream {
     match stream {
         Stream::Stdout => OutputStream::Stdout,
         Stream::Stderr => OutputStream::Stderr,
-    }
-}
-
-/// The shell catalog and default ([`plan_host::Host::shells`]) in their
-/// protocol v9 form, the one shape `serve` and the FFI both hand out.
-pub fn shell_list(entries: Vec<ShellEntry>, default_shell: String) -> ShellListResult {
-    ShellListResult {
-        shells: entries
-            .into_iter()
-            .map(|entry| ShellInfo {
-                id: entry.spec.id,
-                path: entry.spec.path,
-                available: entry.available,
-            })
-            .collect(),
-        default_shell,
-    }
-}
-
-/// The `initialize` capabilities for the sandbox the host probed; the layers
-/// and enforced properties are plan-core's report for the probed options.
-pub fn capabilities(
-    status: &SandboxStatus,
-    options: &plan_core::CommandOptions,
-) -> plan_protocol::Capabilities {
-    let (layers, enforced) = plan_core::sandbox_report(options);
-    let (plan_sandbox, reason) = match status {
-        SandboxStatus::Landlock => (plan_protocol::PlanSandbox::Landlock, None),
-        SandboxStatus::Unavailable { reason } => {
-            (plan_protocol::PlanSandbox::Unavailable, Some(reason.clone()))
-        }
-    };
-    plan_protocol::Capabilities {
-        commands: plan_protocol::CommandCapabilities {
-            plan_sandbox,
-            reason,
-            layers: layers.into_iter().map(String::from).collect(),
-            enforced: enforced.into_iter().map(String::from).collect(),
-        },
-        // Filled in by a connection that has the web card server.
-        web: None,
     }
 }
 

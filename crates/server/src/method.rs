@@ -14,7 +14,7 @@
 use plan_core::ErrorCode;
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
-    ClientRequest, CommandCancelParams, CommandGetParams, CommandRun, CommandStartParams,
+    Capabilities, ClientRequest, CommandCancelParams, CommandGetParams, CommandRun, CommandStartParams,
     ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PROTOCOL_VERSION,
     PlanApproval, PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
     PlanDiffResult, PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult,
@@ -25,7 +25,7 @@ use plan_protocol::{
 };
 use serde_json::Value;
 
-use crate::convert::{capabilities, host_error, shell_list, unserializable};
+use crate::convert::{host_error, unserializable};
 use crate::web::WebCard;
 
 /// The server name `initialize` reports (the host test
@@ -107,8 +107,10 @@ impl Method for InitializeParams {
                 ),
             ));
         }
-        let mut capabilities = capabilities(&host.sandbox_status(), &host.limits().commands);
-        capabilities.web = web.map(WebCard::capabilities);
+        let capabilities = Capabilities {
+            commands: host.command_capabilities(),
+            web: web.map(WebCard::capabilities),
+        };
         Ok(InitializeResult {
             protocol_version: PROTOCOL_VERSION,
             server_name: SERVER_NAME.to_owned(),
@@ -258,8 +260,11 @@ impl Method for ExecutionCompleteParams {
 
 impl Method for ShellListParams {
     fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<ShellListResult, HostError> {
-        let (entries, default_shell) = host.shells()?;
-        Ok(shell_list(entries, default_shell))
+        let (shells, default_shell) = host.shells()?;
+        Ok(ShellListResult {
+            shells,
+            default_shell,
+        })
     }
 }
 

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use plan_host::{Host, HostError, HostOptions, SandboxStatus};
+use plan_host::{Host, HostError, HostOptions};
 use plan_protocol::{ErrorObject, MessageLimits, Notification, RequestId, Response, ServerNotification};
 use serde_json::Value;
 
@@ -103,7 +103,7 @@ pub fn serve_stdio(database: &Path, options: HostOptions) -> Result<(), ServeErr
     ));
     // Said at start, not first at the refusal: a wrong helper path or a
     // kernel without Landlock means every Plan-mode Bash call is refused.
-    if let SandboxStatus::Unavailable { reason } = host.sandbox_status() {
+    if let Some(reason) = host.command_capabilities().reason {
         log::line(&format!(
             "{SERVER_NAME} serve: Plan-mode Bash will be refused (PLAN_SANDBOX_UNAVAILABLE): {reason}"
         ));

@@ -12,7 +12,7 @@
 //! read, with that field's default. This module stores and reads entries; which runs the fence interrupts is plan-core's
 //! `fence_commands`.
 
-use plan_core::{CommandRun, ErrorCode, SessionId, UnixMs};
+use plan_core::{CallId, CommandRun, ErrorCode, SessionId, UnixMs};
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::error::StorageError;
@@ -261,11 +261,11 @@ impl Store {
     pub fn command_entries(
         &self,
         session_id: &str,
-        call_id: &str,
+        call_id: &CallId,
     ) -> Result<Vec<CommandEntry>, StorageError> {
         Ok(load_entries(&self.conn, Some(session_id))?
             .into_iter()
-            .filter(|entry| entry.run.call_id == call_id)
+            .filter(|entry| &entry.run.call_id == call_id)
             .collect())
     }
 
@@ -274,7 +274,7 @@ impl Store {
     pub fn command_record(
         &self,
         session_id: &str,
-        call_id: &str,
+        call_id: &CallId,
     ) -> Result<Option<CommandRecord>, StorageError> {
         let mut records = fold_records(self.command_entries(session_id, call_id)?);
         let ran = records

@@ -8,7 +8,7 @@
 //! included), and is read back the same way. This module records and reads;
 //! which call needs a confirmation, and when one counts, is plan-core's.
 
-use plan_core::{ErrorCode, ExecutionId, SessionId, ToolAuditEntry, ToolAuditKind};
+use plan_core::{CallId, ErrorCode, ExecutionId, SessionId, ToolAuditEntry, ToolAuditKind};
 use rusqlite::Connection;
 
 use crate::error::StorageError;
@@ -92,11 +92,11 @@ impl Store {
     pub fn tool_entries(
         &self,
         session_id: &SessionId,
-        call_id: &str,
+        call_id: &CallId,
     ) -> Result<Vec<ToolAuditEntry>, StorageError> {
         Ok(load_tool_entries(&self.conn, "session_id", session_id.as_str())?
             .into_iter()
-            .filter(|entry| entry.call_id == call_id)
+            .filter(|entry| &entry.call_id == call_id)
             .collect())
     }
 

@@ -38,7 +38,7 @@ const HOSTILE_REVISION: &str = "# Plan\n\n1. Read the code.\n\
 
 fn submit(title: &str, markdown: &str) -> ToolCall {
     ToolCall {
-        call_id: "call-submit".to_owned(),
+        call_id: "call-submit".into(),
         name: "SubmitPlan".to_owned(),
         input: serde_json::json!({"title": title, "markdown": markdown, "question": "Go ahead?"}),
     }

@@ -324,7 +324,7 @@ fn executed() -> (Fixture, bool) {
         },
     )
     .unwrap();
-    let sandboxed = host.sandbox_status() == plan_host::SandboxStatus::Landlock;
+    let sandboxed = host.command_capabilities().plan_sandbox == plan_host::PlanSandbox::Landlock;
     let (exits, exited) = mpsc::channel();
     host.add_listener(Arc::new(move |event: HostEvent| {
         if let HostEvent::CommandExited(run) = event {
@@ -341,7 +341,7 @@ fn executed() -> (Fixture, bool) {
     .unwrap();
     let turn = host.start_turn(&session, Origin::Interactive).unwrap();
     let submit = ToolCall {
-        call_id: "call-submit".to_owned(),
+        call_id: "call-submit".into(),
         name: "SubmitPlan".to_owned(),
         input: json!({"title": "Build it", "markdown": support::PLAN_B, "question": "Go ahead?"}),
     };
@@ -361,7 +361,7 @@ fn executed() -> (Fixture, bool) {
     host.start_execution(&execution).unwrap();
     clock.advance(1_000);
     let call = |call_id: &str, name: &str, input: Value| ToolCall {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         name: name.to_owned(),
         input,
     };
@@ -379,11 +379,11 @@ fn executed() -> (Fixture, bool) {
     let decided: Vec<Verdict> = outcomes.iter().map(verdict).collect();
     assert_eq!(decided, [Verdict::Allow, Verdict::Confirm, Verdict::Confirm]);
     clock.advance(4_000);
-    host.confirm_tool(&session, &turn, "b1", true).unwrap();
+    host.confirm_tool(&session, &turn, &"b1".into(), true).unwrap();
     clock.advance(2_000);
-    host.confirm_tool(&session, &turn, "m1", false).unwrap();
+    host.confirm_tool(&session, &turn, &"m1".into(), false).unwrap();
     if sandboxed {
-        host.start_agent_command(&session, &turn, "b1", "echo built", None, None)
+        host.start_agent_command(&session, &turn, &"b1".into(), "echo built", None, None)
             .unwrap();
         let run = exited.recv_timeout(Duration::from_secs(60)).unwrap();
         assert_eq!(run.exit_code, Some(0));

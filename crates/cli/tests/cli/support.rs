@@ -131,7 +131,7 @@ impl Fixture {
 
 fn submit(title: &str, markdown: &str) -> ToolCall {
     ToolCall {
-        call_id: "call-submit".to_owned(),
+        call_id: "call-submit".into(),
         name: "SubmitPlan".to_owned(),
         input: serde_json::json!({"title": title, "markdown": markdown, "question": "Go ahead?"}),
     }

@@ -283,7 +283,7 @@ impl Comparison {
 
 fn submit_plan(markdown: &str) -> ToolCall {
     ToolCall {
-        call_id: "submit".to_owned(),
+        call_id: "submit".into(),
         name: "SubmitPlan".to_owned(),
         input: json!({"title": "Split the parser", "markdown": markdown, "question": "Proceed?"}),
     }
@@ -372,7 +372,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         wire_turn["turnId"].as_str().unwrap().to_owned(),
     );
     let write = ToolCall {
-        call_id: "write".to_owned(),
+        call_id: "write".into(),
         name: "Write".to_owned(),
         input: json!({"file_path": "a.txt", "content": "x"}),
     };
@@ -479,7 +479,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
     );
     let this_turn = |side: &Side| -> plan_ffi::TurnId { own!(side, turn, wire_turn).into() };
     let bash = ToolCall {
-        call_id: "bash".to_owned(),
+        call_id: "bash".into(),
         name: "Bash".to_owned(),
         input: json!({"command": "true"}),
     };
@@ -492,20 +492,20 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
     run.refused("TOOL_CONFIRMATION_NOT_PENDING", |side| ToolConfirmParams {
         session_id: "s1".into(),
         turn_id: this_turn(side),
-        call_id: "no-such-call".to_owned(),
+        call_id: "no-such-call".into(),
         allow: true,
     });
     let (declined, _) = run.both(|side| ToolConfirmParams {
         session_id: "s1".into(),
         turn_id: this_turn(side),
-        call_id: "bash".to_owned(),
+        call_id: "bash".into(),
         allow: false,
     });
     assert_eq!(declined["error"]["code"], "TOOL_DECLINED");
     run.refused("COMMAND_NOT_ALLOWED", |side| CommandStartParams {
         session_id: "s1".into(),
         turn_id: this_turn(side),
-        call_id: "bash".to_owned(),
+        call_id: "bash".into(),
         command: "true".to_owned(),
         cwd: None,
         timeout_ms: None,
@@ -513,19 +513,19 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
     // Whatever the declined call left, both answer alike.
     let _ = run.compare(|_| CommandGetParams {
         session_id: "s1".into(),
-        call_id: "bash".to_owned(),
+        call_id: "bash".into(),
     });
     let _ = run.compare(|_| CommandCancelParams {
         session_id: "s1".into(),
-        call_id: "bash".to_owned(),
+        call_id: "bash".into(),
     });
     run.refused("COMMAND_NOT_FOUND", |_| CommandGetParams {
         session_id: "s1".into(),
-        call_id: "no-such-call".to_owned(),
+        call_id: "no-such-call".into(),
     });
     run.refused("COMMAND_NOT_FOUND", |_| CommandCancelParams {
         session_id: "s1".into(),
-        call_id: "no-such-call".to_owned(),
+        call_id: "no-such-call".into(),
     });
     run.both(|side| TurnCompleteParams {
         session_id: "s1".into(),

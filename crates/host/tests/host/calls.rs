@@ -26,7 +26,7 @@ pub(crate) fn verdict(result: &ToolCallResult) -> Verdict {
 /// A SubmitPlan call of `markdown`.
 pub(crate) fn submit(id: &str, markdown: &str) -> ToolCall {
     ToolCall {
-        call_id: id.to_owned(),
+        call_id: id.into(),
         name: "SubmitPlan".to_owned(),
         input: serde_json::json!({"title": "Split the parser", "markdown": markdown, "question": "Go ahead?"}),
     }

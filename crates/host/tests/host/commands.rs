@@ -9,7 +9,7 @@
 
 use super::*;
 use plan_core::{CommandRun, CommandState, Sandbox};
-use plan_host::{CommandEntryKind, CommandFilter, SandboxStatus, SessionId, TurnId};
+use plan_host::{CommandEntryKind, CommandFilter, PlanSandbox, SessionId, TurnId};
 
 /// The output and the end of one command, as the listener saw them.
 struct Seen {
@@ -38,9 +38,11 @@ impl Fixture {
     /// Whether the kernel sandbox works; prints when it does not, so a
     /// skipped assertion is visible.
     fn sandboxed(&self) -> bool {
-        match self.host.sandbox_status() {
-            SandboxStatus::Landlock => true,
-            SandboxStatus::Unavailable { reason } => {
+        let capabilities = self.host.command_capabilities();
+        match capabilities.plan_sandbox {
+            PlanSandbox::Landlock => true,
+            PlanSandbox::Unavailable => {
+                let reason = capabilities.reason.unwrap_or_default();
                 eprintln!(
                     "the kernel sandbox is unavailable here ({reason}); asserting PLAN_SANDBOX_UNAVAILABLE"
                 );
@@ -125,7 +127,7 @@ impl Fixture {
     fn entries(&self, session: &str, call_id: &str) -> Vec<(CommandEntryKind, CommandRun, Option<String>)> {
         let store = plan_storage::Store::open_read_only(&self.db).unwrap();
         store
-            .command_entries(session, call_id)
+            .command_entries(session, &call_id.into())
             .unwrap()
             .into_iter()
             .map(|entry| (entry.kind, entry.run, entry.output_sha256))
@@ -225,7 +227,11 @@ fn plan_bash_streams_both_streams_in_order_and_is_audited() {
     };
     assert_eq!(entries[1].2.as_deref(), Some(combined.as_str()));
     assert_eq!(
-        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        fixture
+            .host
+            .command(&SessionId::from("s1"), &"c1".into())
+            .unwrap()
+            .state,
         CommandState::Exited
     );
     fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
@@ -300,7 +306,7 @@ fn output_past_the_cap_is_counted_not_sent() {
             vec![bash("c1", "head -c 5000 /dev/zero | tr '\\0' a")],
         )
         .unwrap();
-    if host.sandbox_status() != SandboxStatus::Landlock {
+    if host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
         assert_eq!(
             verdict(&outcomes[0]),
             Verdict::Deny(ErrorCode::PlanSandboxUnavailable)
@@ -347,7 +353,11 @@ fn a_timeout_kills_the_command() {
     let seen = fixture.wait_exited("c1");
     assert_eq!(seen.exited.state, CommandState::TimedOut);
     assert_eq!(
-        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        fixture
+            .host
+            .command(&SessionId::from("s1"), &"c1".into())
+            .unwrap()
+            .state,
         CommandState::TimedOut
     );
 }
@@ -366,24 +376,35 @@ fn command_cancel_kills_and_answers_not_found_and_not_running() {
         "no turn/complete while a command runs"
     );
     assert_eq!(
-        code(fixture.host.cancel_command(&SessionId::from("s1"), "nope")),
+        code(
+            fixture
+                .host
+                .cancel_command(&SessionId::from("s1"), &"nope".into())
+        ),
         ErrorCode::CommandNotFound
     );
-    let run = fixture.host.cancel_command(&SessionId::from("s1"), "c1").unwrap();
+    let run = fixture
+        .host
+        .cancel_command(&SessionId::from("s1"), &"c1".into())
+        .unwrap();
     assert_eq!(run.call_id, "c1");
     let seen = fixture.wait_exited("c1");
     assert_eq!(seen.exited.state, CommandState::Cancelled);
     assert_eq!(
-        code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
+        code(fixture.host.cancel_command(&SessionId::from("s1"), &"c1".into())),
         ErrorCode::CommandNotRunning
     );
     fixture.host.complete_turn(&SessionId::from("s1"), &turn).unwrap();
     assert_eq!(
-        code(fixture.host.cancel_command(&SessionId::from("s1"), "c1")),
+        code(fixture.host.cancel_command(&SessionId::from("s1"), &"c1".into())),
         ErrorCode::CommandNotRunning
     );
     assert_eq!(
-        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        fixture
+            .host
+            .command(&SessionId::from("s1"), &"c1".into())
+            .unwrap()
+            .state,
         CommandState::Cancelled
     );
 }
@@ -446,11 +467,14 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     let fixture = Fixture::new();
     let plan_turn = fixture.plan_turn("plan");
     assert_eq!(
-        code(
-            fixture
-                .host
-                .start_agent_command(&SessionId::from("plan"), &plan_turn, "c1", "ls", None, None)
-        ),
+        code(fixture.host.start_agent_command(
+            &SessionId::from("plan"),
+            &plan_turn,
+            &"c1".into(),
+            "ls",
+            None,
+            None
+        )),
         ErrorCode::CommandNotAllowed,
         "Plan commands start only through turn/toolCalls"
     );
@@ -488,7 +512,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         fixture.host.start_agent_command(
             &SessionId::from("agent"),
             &turn,
-            call_id,
+            &call_id.into(),
             command,
             cwd,
             Some(10_000),
@@ -507,7 +531,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
     }
     let confirmed = fixture
         .host
-        .confirm_tool(&SessionId::from("agent"), &turn, "b1", true)
+        .confirm_tool(&SessionId::from("agent"), &turn, &"b1".into(), true)
         .unwrap();
     assert_eq!((verdict(&confirmed), confirmed.host_run), (Verdict::Allow, true));
     assert_eq!(
@@ -524,7 +548,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
             code(fixture.host.start_agent_command(
                 &SessionId::from("agent"),
                 &turn,
-                "b1",
+                &"b1".into(),
                 "echo agent",
                 None,
                 timeout_ms
@@ -559,7 +583,7 @@ fn agent_command_start_refusals_are_coded_and_audited() {
         .unwrap()
         .into_iter()
         .filter(|record| record.kind == CommandEntryKind::Refused)
-        .map(|record| (record.run.call_id, record.run.error_code))
+        .map(|record| (record.run.call_id.into_string(), record.run.error_code))
         .collect();
     assert_eq!(refused.len(), 9, "every refused start is recorded: {refused:?}");
     assert!(refused.contains(&("c1".to_owned(), Some(ErrorCode::CommandNotAllowed))));
@@ -582,7 +606,10 @@ fn a_restart_interrupts_running_commands_and_never_reruns_them() {
         return;
     }
     fixture.restart();
-    let record = fixture.host.command(&SessionId::from("s1"), "c1").unwrap();
+    let record = fixture
+        .host
+        .command(&SessionId::from("s1"), &"c1".into())
+        .unwrap();
     assert_eq!(record.state, CommandState::Interrupted);
     assert_eq!(record.error_code, Some(ErrorCode::HostRestarted));
     let entries = fixture.entries("s1", "c1");
@@ -671,7 +698,11 @@ fn turn_cancel_does_not_stall_when_a_listener_calls_back_into_the_host() {
         .expect("turn/cancel must return although a listener calls back into the host");
     assert!(ended.unwrap(), "the turn ended");
     assert_eq!(
-        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        fixture
+            .host
+            .command(&SessionId::from("s1"), &"c1".into())
+            .unwrap()
+            .state,
         CommandState::Cancelled
     );
 }
@@ -687,10 +718,14 @@ fn agent_auto_commands_may_write_the_workspace_and_nothing_outside() {
         .host
         .tool_calls(&SessionId::from("auto"), &turn, vec![bash("b1", &command)])
         .unwrap();
-    let started =
-        fixture
-            .host
-            .start_agent_command(&SessionId::from("auto"), &turn, "b1", &command, None, None);
+    let started = fixture.host.start_agent_command(
+        &SessionId::from("auto"),
+        &turn,
+        &"b1".into(),
+        &command,
+        None,
+        None,
+    );
     if !fixture.sandboxed() {
         assert_eq!(code(started), ErrorCode::SandboxUnavailable);
         return;
@@ -720,9 +755,13 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         },
     )
     .unwrap();
-    let SandboxStatus::Unavailable { reason } = host.sandbox_status() else {
-        panic!("a missing helper cannot sandbox anything");
-    };
+    let capabilities = host.command_capabilities();
+    assert_eq!(
+        capabilities.plan_sandbox,
+        PlanSandbox::Unavailable,
+        "a missing helper cannot sandbox anything"
+    );
+    let reason = capabilities.reason.unwrap();
     assert!(reason.contains("no-such-helper"), "{reason}");
     for (id, mode, permission) in [
         ("plan", Mode::Plan, PermissionMode::Ask),
@@ -768,7 +807,7 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
             .is_some(),
         "the turn stays active"
     );
-    let refused = host.command(&SessionId::from("plan"), "c1").unwrap();
+    let refused = host.command(&SessionId::from("plan"), &"c1".into()).unwrap();
     assert_eq!(
         refused.error_code,
         Some(ErrorCode::PlanSandboxUnavailable),
@@ -783,7 +822,14 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
     host.tool_calls(&SessionId::from("auto"), &turn, vec![bash("a1", &command)])
         .unwrap();
     assert_eq!(
-        code(host.start_agent_command(&SessionId::from("auto"), &turn, "a1", &command, None, None)),
+        code(host.start_agent_command(
+            &SessionId::from("auto"),
+            &turn,
+            &"a1".into(),
+            &command,
+            None,
+            None
+        )),
         ErrorCode::SandboxUnavailable
     );
     let turn = host
@@ -792,10 +838,10 @@ fn without_a_sandbox_plan_bash_is_refused_and_nothing_runs() {
         .turn_id;
     host.tool_calls(&SessionId::from("ask"), &turn, vec![bash("k1", &command)])
         .unwrap();
-    host.confirm_tool(&SessionId::from("ask"), &turn, "k1", true)
+    host.confirm_tool(&SessionId::from("ask"), &turn, &"k1".into(), true)
         .unwrap();
     assert_eq!(
-        code(host.start_agent_command(&SessionId::from("ask"), &turn, "k1", &command, None, None)),
+        code(host.start_agent_command(&SessionId::from("ask"), &turn, &"k1".into(), &command, None, None)),
         ErrorCode::SandboxUnavailable
     );
     host.complete_turn(&SessionId::from("ask"), &turn).unwrap();
@@ -856,9 +902,13 @@ fn a_symlinked_scratch_root_is_refused_and_never_swept() {
         ..options
     });
     assert_intact(&canary, "the startup sweep followed the link");
-    let SandboxStatus::Unavailable { reason } = fixture.host.sandbox_status() else {
-        panic!("a symlinked scratch root was accepted");
-    };
+    let capabilities = fixture.host.command_capabilities();
+    assert_eq!(
+        capabilities.plan_sandbox,
+        PlanSandbox::Unavailable,
+        "a symlinked scratch root was accepted"
+    );
+    let reason = capabilities.reason.unwrap();
     assert!(reason.contains("scratch root"), "{reason}");
     let turn = fixture.plan_turn("s1");
     let outcomes = fixture.run_plan("s1", &turn, vec![bash("c1", "echo hi")]);
@@ -920,7 +970,7 @@ fn an_auto_command_cannot_swap_another_sessions_plan_scratch() {
         .unwrap();
     fixture
         .host
-        .start_agent_command(&SessionId::from("auto"), &turn, "a1", &attack, None, None)
+        .start_agent_command(&SessionId::from("auto"), &turn, &"a1".into(), &attack, None, None)
         .unwrap();
     let auto = fixture.wait_exited("a1");
     assert!(text(&auto, "stdout").contains("mv=1"), "{:?}", auto.output);
@@ -1068,7 +1118,11 @@ fn an_end_that_cannot_be_written_is_retried_and_nothing_starts_meanwhile() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(
-        fixture.host.command(&SessionId::from("s1"), "c1").unwrap().state,
+        fixture
+            .host
+            .command(&SessionId::from("s1"), &"c1".into())
+            .unwrap()
+            .state,
         CommandState::Exited
     );
     // Nothing starts while an end is unwritten.
@@ -1134,13 +1188,13 @@ fn an_auto_command_cannot_prepare_the_scratch_of_the_next_one() {
     }
     fixture
         .host
-        .start_agent_command(&session, &turn, "a1", &prepare, None, None)
+        .start_agent_command(&session, &turn, &"a1".into(), &prepare, None, None)
         .unwrap();
     let first = fixture.wait_exited("a1");
     assert!(text(&first, "stdout").contains("mv=1"), "{:?}", first.output);
     fixture
         .host
-        .start_agent_command(&session, &turn, "a2", write, None, None)
+        .start_agent_command(&session, &turn, &"a2".into(), write, None, None)
         .unwrap();
     let second = fixture.wait_exited("a2");
     assert!(text(&second, "stdout").contains("rc=0"), "{:?}", second.output);

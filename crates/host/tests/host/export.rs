@@ -99,16 +99,16 @@ fn every_path(fixture: &mut Fixture, config: &ExportConfig) {
     );
     fixture
         .host
-        .confirm_tool(&session, &turn.turn_id, "b1", true)
+        .confirm_tool(&session, &turn.turn_id, &"b1".into(), true)
         .unwrap();
     fixture
         .host
-        .confirm_tool(&session, &turn.turn_id, "w1", false)
+        .confirm_tool(&session, &turn.turn_id, &"w1".into(), false)
         .unwrap();
     fixture
         .host
         // Exactly the input confirmed (P14): the call gave no timeout.
-        .start_agent_command(&session, &turn.turn_id, "b1", "true", None, None)
+        .start_agent_command(&session, &turn.turn_id, &"b1".into(), "true", None, None)
         .unwrap();
     let ended = |fixture: &Fixture| {
         fixture
@@ -124,7 +124,7 @@ fn every_path(fixture: &mut Fixture, config: &ExportConfig) {
         code(
             fixture
                 .host
-                .start_agent_command(&session, &turn.turn_id, "b1", "true", None, None)
+                .start_agent_command(&session, &turn.turn_id, &"b1".into(), "true", None, None)
         ),
         ErrorCode::CommandNotAllowed
     );

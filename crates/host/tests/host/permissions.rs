@@ -29,7 +29,7 @@ impl Fixture {
     fn tool_audit(&self, session: &str, call_id: &str) -> Vec<(ToolAuditKind, Option<ErrorCode>, i64)> {
         plan_storage::Store::open_read_only(&self.db)
             .unwrap()
-            .tool_entries(&SessionId::from(session), call_id)
+            .tool_entries(&SessionId::from(session), &call_id.into())
             .unwrap()
             .into_iter()
             .map(|entry| (entry.kind, entry.error_code, entry.at))
@@ -70,29 +70,35 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
     let start = |command: &str| {
         fixture
             .host
-            .start_agent_command(&session, &turn, "b1", command, None, Some(10_000))
+            .start_agent_command(&session, &turn, &"b1".into(), command, None, Some(10_000))
     };
     assert_eq!(
         code(start("echo confirmed > confirmed.txt")),
         ErrorCode::CommandNotAllowed,
         "no run before a person confirms"
     );
-    let declined = fixture.host.confirm_tool(&session, &turn, "w1", false).unwrap();
+    let declined = fixture
+        .host
+        .confirm_tool(&session, &turn, &"w1".into(), false)
+        .unwrap();
     assert_eq!(verdict(&declined), Verdict::Deny(ErrorCode::ToolDeclined));
     for allow in [true, false] {
         assert_eq!(
-            code(fixture.host.confirm_tool(&session, &turn, "w1", allow)),
+            code(fixture.host.confirm_tool(&session, &turn, &"w1".into(), allow)),
             ErrorCode::ToolConfirmationNotPending,
             "answered once"
         );
     }
     assert_eq!(
-        code(fixture.host.confirm_tool(&session, &turn, "r1", true)),
+        code(fixture.host.confirm_tool(&session, &turn, &"r1".into(), true)),
         ErrorCode::ToolConfirmationNotPending,
         "a plain allow awaits nobody"
     );
     fixture.clock.advance(250);
-    let confirmed = fixture.host.confirm_tool(&session, &turn, "b1", true).unwrap();
+    let confirmed = fixture
+        .host
+        .confirm_tool(&session, &turn, &"b1".into(), true)
+        .unwrap();
     assert_eq!((verdict(&confirmed), confirmed.host_run), (Verdict::Allow, true));
     assert_eq!(
         fixture.tool_audit("s", "b1"),
@@ -112,7 +118,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
         fixture.tool_audit("s", "r1").is_empty(),
         "a plain allow is not audited"
     );
-    if fixture.host.sandbox_status() != plan_host::SandboxStatus::Landlock {
+    if fixture.host.command_capabilities().plan_sandbox != plan_host::PlanSandbox::Landlock {
         assert_eq!(
             code(start("echo confirmed > confirmed.txt")),
             ErrorCode::SandboxUnavailable
@@ -134,7 +140,7 @@ fn an_ask_confirmation_is_enforced_audited_and_answered_once() {
     );
     fixture.host.complete_turn(&session, &turn).unwrap();
     assert_eq!(
-        code(fixture.host.confirm_tool(&session, &turn, "b1", true)),
+        code(fixture.host.confirm_tool(&session, &turn, &"b1".into(), true)),
         ErrorCode::ToolConfirmationNotPending
     );
 }
@@ -153,7 +159,11 @@ fn unconfirmed_calls_are_dropped_with_their_turn() {
         }
         .unwrap();
         assert_eq!(
-            code(fixture.host.confirm_tool(&session, &turn.turn_id, "b1", true)),
+            code(
+                fixture
+                    .host
+                    .confirm_tool(&session, &turn.turn_id, &"b1".into(), true)
+            ),
             ErrorCode::ToolConfirmationNotPending,
             "after turn/{end}"
         );
@@ -161,7 +171,7 @@ fn unconfirmed_calls_are_dropped_with_their_turn() {
             code(
                 fixture
                     .host
-                    .start_agent_command(&session, &turn.turn_id, "b1", "make", None, None)
+                    .start_agent_command(&session, &turn.turn_id, &"b1".into(), "make", None, None)
             ),
             ErrorCode::TurnNotActive
         );
@@ -170,7 +180,7 @@ fn unconfirmed_calls_are_dropped_with_their_turn() {
         code(
             fixture
                 .host
-                .confirm_tool(&SessionId::from("nobody"), &TurnId::from("t"), "b1", true)
+                .confirm_tool(&SessionId::from("nobody"), &TurnId::from("t"), &"b1".into(), true)
         ),
         ErrorCode::SessionNotFound
     );
@@ -206,14 +216,14 @@ fn a_scheduled_turn_denies_what_needs_a_person_before_anything_runs() {
         assert!(!outcome.host_run && outcome.command.is_none());
     }
     assert_eq!(
-        code(fixture.host.confirm_tool(&session, &turn, "b1", true)),
+        code(fixture.host.confirm_tool(&session, &turn, &"b1".into(), true)),
         ErrorCode::ToolConfirmationNotPending
     );
     assert_eq!(
         code(
             fixture
                 .host
-                .start_agent_command(&session, &turn, "b1", &command, None, None)
+                .start_agent_command(&session, &turn, &"b1".into(), &command, None, None)
         ),
         ErrorCode::CommandNotAllowed
     );
@@ -233,7 +243,7 @@ fn a_scheduled_turn_denies_what_needs_a_person_before_anything_runs() {
         .unwrap()
         .into_iter()
         .filter(|record| record.kind == CommandEntryKind::Refused)
-        .map(|record| (record.run.call_id, record.run.error_code))
+        .map(|record| (record.run.call_id.into_string(), record.run.error_code))
         .collect();
     assert!(refused.contains(&(
         "b1".to_owned(),
@@ -271,8 +281,14 @@ fn an_executions_decisions_are_audited_against_it() {
         decided,
         [Verdict::Allow, Verdict::Confirm, Verdict::Confirm, Verdict::Allow]
     );
-    fixture.host.confirm_tool(&session, &turn, "m1", false).unwrap();
-    fixture.host.confirm_tool(&session, &turn, "b1", true).unwrap();
+    fixture
+        .host
+        .confirm_tool(&session, &turn, &"m1".into(), false)
+        .unwrap();
+    fixture
+        .host
+        .confirm_tool(&session, &turn, &"b1".into(), true)
+        .unwrap();
     let tally = plan_storage::Store::open_read_only(&fixture.db)
         .unwrap()
         .execution_tool_tally(&execution)

@@ -9,7 +9,7 @@
 
 use super::*;
 use plan_core::{CommandState, Sandbox};
-use plan_host::{SandboxStatus, SessionId, TurnId};
+use plan_host::{PlanSandbox, SessionId, TurnId};
 
 fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
@@ -17,7 +17,7 @@ fn bash(call_id: &str, command: &str) -> ToolCall {
 
 /// Whether this host runs commands inside namespaces; says so when not.
 fn namespaced(fixture: &Fixture, test: &str) -> bool {
-    let available = matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock)
+    let available = fixture.host.command_capabilities().plan_sandbox == PlanSandbox::Landlock
         && fixture.host.limits().commands.namespaces_available;
     if !available {
         eprintln!("{test}: no sandbox with namespaces here; P7 and P8 are not tested");
@@ -60,7 +60,14 @@ fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
         .unwrap();
     let run = fixture
         .host
-        .start_agent_command(&SessionId::from(session), turn, call_id, command, None, None)
+        .start_agent_command(
+            &SessionId::from(session),
+            turn,
+            &call_id.into(),
+            command,
+            None,
+            None,
+        )
         .unwrap();
     assert_eq!(run.sandbox, Sandbox::WorkspaceWrite);
     stdout_of(fixture, call_id)
@@ -244,7 +251,14 @@ fn two_sessions_cannot_reach_each_others_scratch() {
         .unwrap();
     fixture
         .host
-        .start_agent_command(&SessionId::from("auto"), &auto, "a2", &auto_command, None, None)
+        .start_agent_command(
+            &SessionId::from("auto"),
+            &auto,
+            &"a2".into(),
+            &auto_command,
+            None,
+            None,
+        )
         .unwrap();
     let planted = stdout_until(&fixture, "a2", Some(&is_path));
     let own = Path::new(planted.trim_end()).join("own");
@@ -264,15 +278,10 @@ fn two_sessions_cannot_reach_each_others_scratch() {
     stdout_of(&fixture, "a2");
 }
 
-/// What the host's probe found, as `initialize` reports it (plan-core's
-/// one report; the server writes it into `capabilities.commands`).
+/// What the host's probe found, as `initialize` reports it (the server
+/// writes this very record into `capabilities.commands`).
 fn initialize_commands(fixture: &Fixture) -> Value {
-    let (layers, enforced) = plan_core::sandbox_report(&fixture.host.limits().commands);
-    let plan_sandbox = match fixture.host.sandbox_status() {
-        SandboxStatus::Landlock => "landlock",
-        SandboxStatus::Unavailable { .. } => "unavailable",
-    };
-    json!({"planSandbox": plan_sandbox, "layers": layers, "enforced": enforced})
+    serde_json::to_value(fixture.host.command_capabilities()).unwrap()
 }
 
 #[test]
@@ -284,7 +293,7 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
             ..options
         },
     );
-    if !matches!(fixture.host.sandbox_status(), SandboxStatus::Landlock) {
+    if fixture.host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
         eprintln!("no kernel sandbox here: nothing to skip");
         return;
     }
@@ -316,10 +325,14 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
         .host
         .tool_calls(&SessionId::from("auto"), &auto, vec![bash("a1", "echo ran")])
         .unwrap();
-    let started =
-        fixture
-            .host
-            .start_agent_command(&SessionId::from("auto"), &auto, "a1", "echo ran", None, None);
+    let started = fixture.host.start_agent_command(
+        &SessionId::from("auto"),
+        &auto,
+        &"a1".into(),
+        "echo ran",
+        None,
+        None,
+    );
     assert_eq!(code(started), ErrorCode::SandboxUnavailable);
 
     // A host that opted out gets workspace-write under Landlock and seccomp.
@@ -435,7 +448,7 @@ fn a_database_directly_in_the_workspace_root_refuses_auto_and_keeps_plan() {
         .start_agent_command(
             &SessionId::from("auto"),
             &auto,
-            "a1",
+            &"a1".into(),
             &journal_command,
             None,
             None,
@@ -628,7 +641,14 @@ fn a_session_keeps_the_workspace_it_bound_across_a_restart_or_runs_nothing() {
         assert_eq!(verdict(&outcomes[0]), Verdict::Allow, "{id}: {outcomes:?}");
         let run = fixture
             .host
-            .start_agent_command(&SessionId::from(id), &turn, "x1", "touch written", None, None)
+            .start_agent_command(
+                &SessionId::from(id),
+                &turn,
+                &"x1".into(),
+                "touch written",
+                None,
+                None,
+            )
             .unwrap();
         assert_eq!(
             (run.state, run.error_code),
@@ -692,13 +712,23 @@ fn turn_cancel_and_other_requests_hold_whatever_the_workspace_holds() {
         .unwrap();
     fixture
         .host
-        .start_agent_command(&SessionId::from("auto"), &auto, "a1", &waiting, None, None)
+        .start_agent_command(
+            &SessionId::from("auto"),
+            &auto,
+            &"a1".into(),
+            &waiting,
+            None,
+            None,
+        )
         .unwrap();
     stdout_until(&fixture, "a1", Some(&|line: &str| line == "started"));
     // Another request is answered while the command runs.
     fixture.host.session(&SessionId::from("auto")).unwrap();
     fixture.host.cancel_turn(&SessionId::from("auto")).unwrap();
-    let run = fixture.host.command(&SessionId::from("auto"), "a1").unwrap();
+    let run = fixture
+        .host
+        .command(&SessionId::from("auto"), &"a1".into())
+        .unwrap();
     assert_eq!(run.state, plan_core::CommandState::Cancelled, "{run:?}");
 }
 

@@ -31,7 +31,7 @@ pub(crate) fn ready<'id>(call_ids: impl IntoIterator<Item = &'id str>) -> Comman
         calls: call_ids
             .into_iter()
             .map(|call_id| CallFacts {
-                call_id: call_id.to_owned(),
+                call_id: call_id.into(),
                 cwd: CwdFact::Resolved("/real/w".to_owned()),
                 scratch_ready: true,
             })

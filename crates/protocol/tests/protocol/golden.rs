@@ -24,7 +24,7 @@ use plan_protocol::{ToolAuditEntry, ToolAuditKind, ToolConfirmParams, method, no
 fn command_run(state: CommandState) -> CommandRun {
     let ended = state != CommandState::Running;
     CommandRun {
-        call_id: "call_1".to_owned(),
+        call_id: "call_1".into(),
         session_id: "ses_01".into(),
         turn_id: "turn_01".into(),
         command: "git status --short".to_owned(),
@@ -114,12 +114,12 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 turn_id: "turn_01".into(),
                 calls: vec![
                     ToolCall {
-                        call_id: "call_1".to_owned(),
+                        call_id: "call_1".into(),
                         name: "Read".to_owned(),
                         input: json!({"path": "src/upload.rs"}),
                     },
                     ToolCall {
-                        call_id: "call_2".to_owned(),
+                        call_id: "call_2".into(),
                         name: "Write".to_owned(),
                         input: json!({"path": "src/upload.rs", "content": "x"}),
                     },
@@ -132,7 +132,7 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 session_id: "ses_01".into(),
                 turn_id: "turn_01".into(),
                 calls: vec![ToolCall {
-                    call_id: "call_3".to_owned(),
+                    call_id: "call_3".into(),
                     name: "SubmitPlan".to_owned(),
                     input: json!({
                         "title": "Add retry to the uploader",
@@ -248,7 +248,7 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
             ClientRequest::CommandStart(CommandStartParams {
                 session_id: "ses_01".into(),
                 turn_id: "turn_01".into(),
-                call_id: "call_1".to_owned(),
+                call_id: "call_1".into(),
                 command: "cargo test".to_owned(),
                 cwd: Some("crates/core".to_owned()),
                 timeout_ms: Some(300_000),
@@ -258,14 +258,14 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
             "command_cancel",
             ClientRequest::CommandCancel(CommandCancelParams {
                 session_id: "ses_01".into(),
-                call_id: "call_1".to_owned(),
+                call_id: "call_1".into(),
             }),
         ),
         (
             "command_get",
             ClientRequest::CommandGet(CommandGetParams {
                 session_id: "ses_01".into(),
-                call_id: "call_1".to_owned(),
+                call_id: "call_1".into(),
             }),
         ),
         (
@@ -633,7 +633,7 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
             "command_output",
             ServerNotification::CommandOutput(CommandOutputNotification {
                 session_id: "ses_01".into(),
-                call_id: "call_1".to_owned(),
+                call_id: "call_1".into(),
                 stream: OutputStream::Stderr,
                 seq: 3,
                 chunk: "warning: unused variable\n".to_owned(),
@@ -643,7 +643,7 @@ pub(crate) fn notifications() -> Vec<(&'static str, ServerNotification)> {
             "command_exited_timed_out",
             ServerNotification::CommandExited(CommandExitedNotification {
                 session_id: "ses_01".into(),
-                call_id: "call_1".to_owned(),
+                call_id: "call_1".into(),
                 command: CommandRun {
                     state: CommandState::TimedOut,
                     exit_code: None,
@@ -759,7 +759,7 @@ fn golden_tool_audit_entries() {
             session_id: "ses_01".into(),
             turn_id: "turn_02".into(),
             execution_id: Some("exe_01".into()),
-            call_id: "call_3".to_owned(),
+            call_id: "call_3".into(),
             tool: tool.map(str::to_owned),
             permission_mode: mode,
             error_code: code,

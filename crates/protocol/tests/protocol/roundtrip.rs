@@ -162,7 +162,11 @@ fn plan_approval() -> impl Strategy<Value = PlanApproval> + Clone {
 }
 
 fn tool_call() -> impl Strategy<Value = ToolCall> + Clone {
-    (text(), text(), json()).prop_map(|(call_id, name, input)| ToolCall { call_id, name, input })
+    (text(), text(), json()).prop_map(|(call_id, name, input)| ToolCall {
+        call_id: call_id.into(),
+        name,
+        input,
+    })
 }
 
 fn tool_call_error() -> impl Strategy<Value = ToolCallError> + Clone {
@@ -181,7 +185,7 @@ fn tool_call_result() -> impl Strategy<Value = ToolCallResult> + Clone {
         any::<bool>(),
     )
         .prop_map(|(call_id, decision, error, approval, host_run)| ToolCallResult {
-            call_id,
+            call_id: call_id.into(),
             decision,
             host_run,
             error,
@@ -465,7 +469,7 @@ fn command_output() -> impl Strategy<Value = CommandOutputNotification> + Clone 
     (text(), text(), select(OutputStream::ALL), any::<u64>(), text()).prop_map(
         |(session_id, call_id, stream, seq, chunk)| CommandOutputNotification {
             session_id,
-            call_id,
+            call_id: call_id.into(),
             stream,
             seq,
             chunk,

@@ -170,6 +170,24 @@ mod connection {
     }
 
     #[test]
+    fn the_shell_list_is_the_hosts_catalog_as_it_is() {
+        let fx = Fixture::new();
+        let mut connection = initialized(&fx);
+        // One declaration: the host's entries are the wire's own records.
+        let (shells, default_shell): (Vec<plan_protocol::ShellInfo>, String) = fx.host.shells().unwrap();
+        assert_eq!(shells.len(), default_catalog().len());
+        let listed = reply(&mut connection, &request(1, "shell/list", json!({})));
+        assert_eq!(
+            listed["result"],
+            json!({"shells": serde_json::to_value(&shells).unwrap(), "default": default_shell})
+        );
+        assert_eq!(
+            listed["result"]["shells"][0],
+            json!({"id": "bash", "path": "/bin/bash", "available": shells[0].available})
+        );
+    }
+
+    #[test]
     fn unknown_methods_bad_json_and_invalid_params() {
         let fx = Fixture::new();
         let (approval, _) = fx.pending("s1");

@@ -94,7 +94,7 @@ fn submit(setup: &Setup, title: &str) -> PlanApproval {
         .start_turn(&session.session.id, Origin::Interactive)
         .unwrap();
     let call = ToolCall {
-        call_id: "call-1".to_owned(),
+        call_id: "call-1".into(),
         name: SUBMIT_PLAN.to_owned(),
         input: json!({"title": title, "markdown": "# Plan\n\n1. Do it.\n", "question": "Proceed?"}),
     };

@@ -115,7 +115,7 @@ fn submit(host: &Host, workspace: &std::path::Path, title: &str, markdown: &str)
         .unwrap();
     let turn = host.start_turn(&session.session.id, Origin::Interactive).unwrap();
     let call = ToolCall {
-        call_id: "call-1".to_owned(),
+        call_id: "call-1".into(),
         name: SUBMIT_PLAN.to_owned(),
         input: json!({"title": title, "markdown": markdown, "question": "Proceed?"}),
     };

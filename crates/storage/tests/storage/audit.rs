@@ -9,7 +9,7 @@ const NOW: i64 = 1_800_000_000_000;
 
 fn run(call_id: &str, state: CommandState) -> CommandRun {
     CommandRun {
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         session_id: "s1".into(),
         turn_id: "t1".into(),
         command: "git status\u{1b}[2J".to_owned(),
@@ -66,8 +66,11 @@ fn entries_round_trip_in_order_and_fold_to_the_latest_state() {
     store
         .record_command(CommandEntryKind::Refused, &again, None, NOW + 7)
         .unwrap();
-    assert_eq!(store.command_record("s1", "c1").unwrap().unwrap().run, ended);
-    let entries = store.command_entries("s1", "c1").unwrap();
+    assert_eq!(
+        store.command_record("s1", &"c1".into()).unwrap().unwrap().run,
+        ended
+    );
+    let entries = store.command_entries("s1", &"c1".into()).unwrap();
     assert_eq!(entries.len(), 3);
     assert_eq!((entries[0].kind, entries[0].seq), (CommandEntryKind::Started, 1));
     assert_eq!((entries[1].kind, entries[1].seq), (CommandEntryKind::Ended, 2));
@@ -131,21 +134,26 @@ fn the_startup_fence_interrupts_unended_runs_once() {
         .record_command(CommandEntryKind::Ended, &ended, Some(&"b".repeat(64)), NOW + 1)
         .unwrap();
     store.startup_fence(NOW + 10).unwrap();
-    let c1 = store.command_record("s1", "c1").unwrap().unwrap();
+    let c1 = store.command_record("s1", &"c1".into()).unwrap().unwrap();
     assert_eq!(c1.run.state, CommandState::Interrupted);
     assert_eq!(c1.run.error_code, Some(ErrorCode::HostRestarted));
     assert_eq!(c1.run.ended_at, Some(NOW + 10));
     assert_eq!(
-        store.command_record("s1", "c2").unwrap().unwrap().run.state,
+        store
+            .command_record("s1", &"c2".into())
+            .unwrap()
+            .unwrap()
+            .run
+            .state,
         CommandState::Exited
     );
     store.startup_fence(NOW + 20).unwrap();
     assert_eq!(
-        store.command_entries("s1", "c1").unwrap().len(),
+        store.command_entries("s1", &"c1".into()).unwrap().len(),
         2,
         "a second fence adds nothing"
     );
-    assert_eq!(store.command_entries("s1", "c2").unwrap().len(), 2);
+    assert_eq!(store.command_entries("s1", &"c2".into()).unwrap().len(), 2);
 }
 
 /// The `content_json` texts of a session's entries, oldest first.
@@ -239,7 +247,7 @@ fn entries_without_the_later_fields_still_read_with_their_defaults() {
     }
     drop(conn);
     let (store, _) = Store::open(dir.path().join("plan.db")).unwrap();
-    let started = store.command_entries("s1", "c1").unwrap();
+    let started = store.command_entries("s1", &"c1".into()).unwrap();
     let mut expected = run("c1", CommandState::Running);
     expected.command = "ls".to_owned();
     expected.shell = plan_core::CommandShell {
@@ -249,7 +257,7 @@ fn entries_without_the_later_fields_still_read_with_their_defaults() {
     assert_eq!(started.len(), 1);
     assert_eq!(started[0].run, expected);
     assert_eq!(started[0].output_sha256, None);
-    let refused = store.command_entries("s1", "c2").unwrap();
+    let refused = store.command_entries("s1", &"c2".into()).unwrap();
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].run.shell.id, "zsh");
     assert_eq!(refused[0].run.shell.path, "");

@@ -15,7 +15,7 @@ const NOW: i64 = 1_800_000_000_000;
 
 fn run(state: CommandState) -> CommandRun {
     CommandRun {
-        call_id: "c1".to_owned(),
+        call_id: "c1".into(),
         session_id: "s1".into(),
         turn_id: "t2".into(),
         command: "cargo test".to_owned(),
@@ -81,7 +81,7 @@ fn history(dir: &std::path::Path) -> Store {
         session_id: "s1".into(),
         turn_id: "t2".into(),
         execution_id: Some("x1".into()),
-        call_id: "c1".to_owned(),
+        call_id: "c1".into(),
         tool: Some("Bash".to_owned()),
         permission_mode: Some(PermissionMode::AcceptEdits),
         error_code: None,

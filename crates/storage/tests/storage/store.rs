@@ -157,7 +157,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
             // No Bash call: nothing for the host to look at.
             commands: plan_core::CommandFacts::default(),
             calls: vec![ToolCall {
-                call_id: "c1".to_owned(),
+                call_id: "c1".into(),
                 name: "SubmitPlan".to_owned(),
                 input: serde_json::json!({"title": "Split parser", "markdown": "# Plan\r\n\n1. a\n", "question": "OK?"}),
             }],

@@ -17,7 +17,7 @@ fn entry(kind: ToolAuditKind, call_id: &str, execution: Option<&str>, at: i64) -
         session_id: "s1".into(),
         turn_id: "t1".into(),
         execution_id: execution.map(ExecutionId::from),
-        call_id: call_id.to_owned(),
+        call_id: call_id.into(),
         tool: Some("Bash".to_owned()),
         permission_mode: Some(PermissionMode::Ask),
         error_code: (kind == ToolAuditKind::Declined).then_some(ErrorCode::ToolDeclined),
@@ -45,7 +45,7 @@ fn entries_are_recorded_in_the_transcript_and_read_back_per_call_and_per_executi
         .unwrap();
     // A command entry in between takes the next seq of the same transcript.
     let run = CommandRun {
-        call_id: "b1".to_owned(),
+        call_id: "b1".into(),
         session_id: "s1".into(),
         turn_id: "t1".into(),
         command: "make".to_owned(),
@@ -83,10 +83,10 @@ fn entries_are_recorded_in_the_transcript_and_read_back_per_call_and_per_executi
         )
         .unwrap();
     assert_eq!(
-        store.tool_entries(&SessionId::from("s1"), "b1").unwrap(),
+        store.tool_entries(&SessionId::from("s1"), &"b1".into()).unwrap(),
         [requested, confirmed]
     );
-    assert_eq!(store.command_entries("s1", "b1").unwrap()[0].seq, 4);
+    assert_eq!(store.command_entries("s1", &"b1".into()).unwrap()[0].seq, 4);
     assert_eq!(
         store.execution_tool_tally(&ExecutionId::from("e1")).unwrap(),
         ToolDecisionTally {

@@ -526,7 +526,7 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 61817:
+    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 11370:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -560,7 +560,7 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712:
+    if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_session_configure() != 32179:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -2507,12 +2507,38 @@ class _UniffiFfiConverterTypeCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeCommandCapabilities.write(value.commands, buf)
         _UniffiFfiConverterOptionalTypeWebCapabilities.write(value.web, buf)
 
+
+class _UniffiFfiConverterTypeCallId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+CallId = str
+
+
 @dataclass
 class CommandCancelParams:
     """
     `command/cancel` params.
 """
-    def __init__(self, *, session_id:SessionId, call_id:str):
+    def __init__(self, *, session_id:SessionId, call_id:CallId):
         self.session_id = session_id
         self.call_id = call_id
         
@@ -2533,57 +2559,18 @@ class _UniffiFfiConverterTypeCommandCancelParams(_UniffiConverterRustBuffer):
     def read(buf):
         return CommandCancelParams(
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
-
-@dataclass
-class CommandGetParams:
-    """
-    `command/get` params.
-"""
-    def __init__(self, *, session_id:SessionId, call_id:str):
-        self.session_id = session_id
-        self.call_id = call_id
-        
-        
-
-    
-    def __str__(self):
-        return "CommandGetParams(session_id={}, call_id={})".format(self.session_id, self.call_id)
-    def __eq__(self, other):
-        if self.session_id != other.session_id:
-            return False
-        if self.call_id != other.call_id:
-            return False
-        return True
-
-class _UniffiFfiConverterTypeCommandGetParams(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        return CommandGetParams(
-            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
-        )
-
-    @staticmethod
-    def check_lower(value):
-        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
-
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
 
 
 class _UniffiFfiConverterTypeTurnId:
@@ -2910,7 +2897,7 @@ class CommandRun:
     """
     One host-run command (`CommandRun` of the commands spec).
 """
-    def __init__(self, *, call_id:str, session_id:SessionId, turn_id:TurnId, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
+    def __init__(self, *, call_id:CallId, session_id:SessionId, turn_id:TurnId, command:str, cwd:str, shell:CommandShell, sandbox:CommandSandbox, network:bool, state:CommandState, exit_code:typing.Optional[int], signal:typing.Optional[int], error_code:typing.Optional[ErrorCode], started_at:int, ended_at:typing.Optional[int], stdout_bytes:int, stderr_bytes:int, truncated:bool):
         self.call_id = call_id
         self.session_id = session_id
         self.turn_id = turn_id
@@ -2975,7 +2962,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return CommandRun(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             command=_UniffiFfiConverterString.read(buf),
@@ -2996,7 +2983,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterString.check_lower(value.command)
@@ -3016,7 +3003,7 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterString.write(value.command, buf)
@@ -3033,6 +3020,196 @@ class _UniffiFfiConverterTypeCommandRun(_UniffiConverterRustBuffer):
         _UniffiFfiConverterUInt64.write(value.stdout_bytes, buf)
         _UniffiFfiConverterUInt64.write(value.stderr_bytes, buf)
         _UniffiFfiConverterBoolean.write(value.truncated, buf)
+
+@dataclass
+class CommandExitedNotification:
+    """
+    `command/exited`: a command ended; always the last message for its call.
+"""
+    def __init__(self, *, session_id:str, call_id:CallId, command:CommandRun):
+        self.session_id = session_id
+        self.call_id = call_id
+        self.command = command
+        
+        
+
+    
+    def __str__(self):
+        return "CommandExitedNotification(session_id={}, call_id={}, command={})".format(self.session_id, self.call_id, self.command)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.command != other.command:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandExitedNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandExitedNotification(
+            session_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            command=_UniffiFfiConverterTypeCommandRun.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.session_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCommandRun.check_lower(value.command)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.session_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCommandRun.write(value.command, buf)
+
+@dataclass
+class CommandGetParams:
+    """
+    `command/get` params.
+"""
+    def __init__(self, *, session_id:SessionId, call_id:CallId):
+        self.session_id = session_id
+        self.call_id = call_id
+        
+        
+
+    
+    def __str__(self):
+        return "CommandGetParams(session_id={}, call_id={})".format(self.session_id, self.call_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandGetParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandGetParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+
+
+
+
+
+
+class OutputStream(enum.Enum):
+    """
+    The stream a `command/output` chunk came from.
+"""
+    
+    STDOUT = 0
+    """
+    Standard output.
+"""
+    
+    STDERR = 1
+    """
+    Standard error.
+"""
+    
+
+
+class _UniffiFfiConverterTypeOutputStream(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return OutputStream.STDOUT
+        if variant == 2:
+            return OutputStream.STDERR
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == OutputStream.STDOUT:
+            return
+        if value == OutputStream.STDERR:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == OutputStream.STDOUT:
+            buf.write_i32(1)
+        if value == OutputStream.STDERR:
+            buf.write_i32(2)
+
+
+
+@dataclass
+class CommandOutputNotification:
+    """
+    `command/output`: one chunk of streamed shell output.
+"""
+    def __init__(self, *, session_id:str, call_id:CallId, stream:OutputStream, seq:int, chunk:str):
+        self.session_id = session_id
+        self.call_id = call_id
+        self.stream = stream
+        self.seq = seq
+        self.chunk = chunk
+        
+        
+
+    
+    def __str__(self):
+        return "CommandOutputNotification(session_id={}, call_id={}, stream={}, seq={}, chunk={})".format(self.session_id, self.call_id, self.stream, self.seq, self.chunk)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.stream != other.stream:
+            return False
+        if self.seq != other.seq:
+            return False
+        if self.chunk != other.chunk:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandOutputNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandOutputNotification(
+            session_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            stream=_UniffiFfiConverterTypeOutputStream.read(buf),
+            seq=_UniffiFfiConverterUInt64.read(buf),
+            chunk=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.session_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
+        _UniffiFfiConverterUInt64.check_lower(value.seq)
+        _UniffiFfiConverterString.check_lower(value.chunk)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.session_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
+        _UniffiFfiConverterUInt64.write(value.seq, buf)
+        _UniffiFfiConverterString.write(value.chunk, buf)
 
 class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
     @classmethod
@@ -3065,7 +3242,7 @@ class CommandStartParams:
     `command/start` params: run an Agent turn's allowed (or confirmed) Bash
     call on the host.
 """
-    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:str, command:str, cwd:typing.Optional[str] = _DEFAULT, timeout_ms:typing.Optional[int] = _DEFAULT):
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, command:str, cwd:typing.Optional[str] = _DEFAULT, timeout_ms:typing.Optional[int] = _DEFAULT):
         self.session_id = session_id
         self.turn_id = turn_id
         self.call_id = call_id
@@ -3105,7 +3282,7 @@ class _UniffiFfiConverterTypeCommandStartParams(_UniffiConverterRustBuffer):
         return CommandStartParams(
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             command=_UniffiFfiConverterString.read(buf),
             cwd=_UniffiFfiConverterOptionalString.read(buf),
             timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
@@ -3115,7 +3292,7 @@ class _UniffiFfiConverterTypeCommandStartParams(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterString.check_lower(value.command)
         _UniffiFfiConverterOptionalString.check_lower(value.cwd)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.timeout_ms)
@@ -3124,7 +3301,7 @@ class _UniffiFfiConverterTypeCommandStartParams(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterString.write(value.command, buf)
         _UniffiFfiConverterOptionalString.write(value.cwd, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.timeout_ms, buf)
@@ -3714,6 +3891,51 @@ class _UniffiFfiConverterTypeExecutionStartParams(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterTypeExecutionId.write(value.execution_id, buf)
 
+@dataclass
+class ExecutionStateChangedNotification:
+    """
+    `execution/stateChanged`: an execution moved to a new state.
+"""
+    def __init__(self, *, session_id:str, execution_id:str, state:ExecutionState):
+        self.session_id = session_id
+        self.execution_id = execution_id
+        self.state = state
+        
+        
+
+    
+    def __str__(self):
+        return "ExecutionStateChangedNotification(session_id={}, execution_id={}, state={})".format(self.session_id, self.execution_id, self.state)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.execution_id != other.execution_id:
+            return False
+        if self.state != other.state:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeExecutionStateChangedNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ExecutionStateChangedNotification(
+            session_id=_UniffiFfiConverterString.read(buf),
+            execution_id=_UniffiFfiConverterString.read(buf),
+            state=_UniffiFfiConverterTypeExecutionState.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.execution_id)
+        _UniffiFfiConverterTypeExecutionState.check_lower(value.state)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.execution_id, buf)
+        _UniffiFfiConverterTypeExecutionState.write(value.state, buf)
+
 
 class _UniffiFfiConverterTypePathBuf:
     @staticmethod
@@ -4238,6 +4460,79 @@ class _UniffiFfiConverterTypeOrphanArtifact(_UniffiConverterRustBuffer):
         _UniffiFfiConverterString.write(value.path, buf)
 
 @dataclass
+class PlanApprovalRequestedNotification:
+    """
+    `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
+"""
+    def __init__(self, *, approval:PlanApproval, card_url:typing.Optional[str]):
+        self.approval = approval
+        self.card_url = card_url
+        
+        
+
+    
+    def __str__(self):
+        return "PlanApprovalRequestedNotification(approval={}, card_url={})".format(self.approval, self.card_url)
+    def __eq__(self, other):
+        if self.approval != other.approval:
+            return False
+        if self.card_url != other.card_url:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanApprovalRequestedNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanApprovalRequestedNotification(
+            approval=_UniffiFfiConverterTypePlanApproval.read(buf),
+            card_url=_UniffiFfiConverterOptionalString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+        _UniffiFfiConverterOptionalString.check_lower(value.card_url)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+        _UniffiFfiConverterOptionalString.write(value.card_url, buf)
+
+@dataclass
+class PlanApprovalResolvedNotification:
+    """
+    `plan/approvalResolved`: an approval was approved, rejected, expired or
+    interrupted.
+"""
+    def __init__(self, *, approval:PlanApproval):
+        self.approval = approval
+        
+        
+
+    
+    def __str__(self):
+        return "PlanApprovalResolvedNotification(approval={})".format(self.approval)
+    def __eq__(self, other):
+        if self.approval != other.approval:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanApprovalResolvedNotification(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanApprovalResolvedNotification(
+            approval=_UniffiFfiConverterTypePlanApproval.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+
+@dataclass
 class PlanApproveParams:
     """
     `plan/approve` params: `{approvalId, permissionMode}`.
@@ -4670,43 +4965,37 @@ class _UniffiFfiConverterTypePlanVerifyParams(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
 
 @dataclass
-class SandboxInfo:
+class SessionChangedNotification:
     """
-    Whether Plan-mode Bash can run on this host (probed once at open).
+    `session/changed`: a session's configuration or activity changed.
 """
-    def __init__(self, *, plan_sandbox_available:bool, reason:typing.Optional[str]):
-        self.plan_sandbox_available = plan_sandbox_available
-        self.reason = reason
+    def __init__(self, *, session:Session):
+        self.session = session
         
         
 
     
     def __str__(self):
-        return "SandboxInfo(plan_sandbox_available={}, reason={})".format(self.plan_sandbox_available, self.reason)
+        return "SessionChangedNotification(session={})".format(self.session)
     def __eq__(self, other):
-        if self.plan_sandbox_available != other.plan_sandbox_available:
-            return False
-        if self.reason != other.reason:
+        if self.session != other.session:
             return False
         return True
 
-class _UniffiFfiConverterTypeSandboxInfo(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeSessionChangedNotification(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
-        return SandboxInfo(
-            plan_sandbox_available=_UniffiFfiConverterBoolean.read(buf),
-            reason=_UniffiFfiConverterOptionalString.read(buf),
+        return SessionChangedNotification(
+            session=_UniffiFfiConverterTypeSession.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterBoolean.check_lower(value.plan_sandbox_available)
-        _UniffiFfiConverterOptionalString.check_lower(value.reason)
+        _UniffiFfiConverterTypeSession.check_lower(value.session)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterBoolean.write(value.plan_sandbox_available, buf)
-        _UniffiFfiConverterOptionalString.write(value.reason, buf)
+        _UniffiFfiConverterTypeSession.write(value.session, buf)
 
 class _UniffiFfiConverterOptionalTypeMode(_UniffiConverterRustBuffer):
     @classmethod
@@ -5384,7 +5673,7 @@ class ToolAuditEntry:
     A transcript entry of an Agent-turn decision that is not a plain
     allow (role `tool` in the session's transcript).
 """
-    def __init__(self, *, kind:ToolAuditKind, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:str, tool:typing.Optional[str], permission_mode:typing.Optional[PermissionMode], error_code:typing.Optional[ErrorCode], at:int):
+    def __init__(self, *, kind:ToolAuditKind, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:CallId, tool:typing.Optional[str], permission_mode:typing.Optional[PermissionMode], error_code:typing.Optional[ErrorCode], at:int):
         self.kind = kind
         self.session_id = session_id
         self.turn_id = turn_id
@@ -5429,7 +5718,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
             execution_id=_UniffiFfiConverterOptionalTypeExecutionId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             tool=_UniffiFfiConverterOptionalString.read(buf),
             permission_mode=_UniffiFfiConverterOptionalTypePermissionMode.read(buf),
             error_code=_UniffiFfiConverterOptionalTypeErrorCode.read(buf),
@@ -5442,7 +5731,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
         _UniffiFfiConverterOptionalTypeExecutionId.check_lower(value.execution_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterOptionalString.check_lower(value.tool)
         _UniffiFfiConverterOptionalTypePermissionMode.check_lower(value.permission_mode)
         _UniffiFfiConverterOptionalTypeErrorCode.check_lower(value.error_code)
@@ -5454,7 +5743,7 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
         _UniffiFfiConverterOptionalTypeExecutionId.write(value.execution_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterOptionalString.write(value.tool, buf)
         _UniffiFfiConverterOptionalTypePermissionMode.write(value.permission_mode, buf)
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
@@ -5491,7 +5780,7 @@ class ToolCall:
     """
     One assistant tool call in `turn/toolCalls` params.
 """
-    def __init__(self, *, call_id:str, name:str, input:JsonValue):
+    def __init__(self, *, call_id:CallId, name:str, input:JsonValue):
         self.call_id = call_id
         self.name = name
         self.input = input
@@ -5514,20 +5803,20 @@ class _UniffiFfiConverterTypeToolCall(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return ToolCall(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             name=_UniffiFfiConverterString.read(buf),
             input=_UniffiFfiConverterTypeJsonValue.read(buf),
         )
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterString.check_lower(value.name)
         _UniffiFfiConverterTypeJsonValue.check_lower(value.input)
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterString.write(value.name, buf)
         _UniffiFfiConverterTypeJsonValue.write(value.input, buf)
 
@@ -5711,7 +6000,7 @@ class ToolCallResult:
     """
     The decision for one call of a `turn/toolCalls` batch.
 """
-    def __init__(self, *, call_id:str, decision:ToolCallDecision, host_run:bool, error:typing.Optional[ToolCallError], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
+    def __init__(self, *, call_id:CallId, decision:ToolCallDecision, host_run:bool, error:typing.Optional[ToolCallError], approval:typing.Optional[PlanApproval], command:typing.Optional[CommandRun]):
         self.call_id = call_id
         self.decision = decision
         self.host_run = host_run
@@ -5743,7 +6032,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         return ToolCallResult(
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             decision=_UniffiFfiConverterTypeToolCallDecision.read(buf),
             host_run=_UniffiFfiConverterBoolean.read(buf),
             error=_UniffiFfiConverterOptionalTypeToolCallError.read(buf),
@@ -5753,7 +6042,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
 
     @staticmethod
     def check_lower(value):
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterTypeToolCallDecision.check_lower(value.decision)
         _UniffiFfiConverterBoolean.check_lower(value.host_run)
         _UniffiFfiConverterOptionalTypeToolCallError.check_lower(value.error)
@@ -5762,7 +6051,7 @@ class _UniffiFfiConverterTypeToolCallResult(_UniffiConverterRustBuffer):
 
     @staticmethod
     def write(value, buf):
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterTypeToolCallDecision.write(value.decision, buf)
         _UniffiFfiConverterBoolean.write(value.host_run, buf)
         _UniffiFfiConverterOptionalTypeToolCallError.write(value.error, buf)
@@ -5775,7 +6064,7 @@ class ToolConfirmParams:
     `tool/confirm` params: a person's answer to a call of the active turn
     that `turn/toolCalls` decided `confirm`.
 """
-    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:str, allow:bool):
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, allow:bool):
         self.session_id = session_id
         self.turn_id = turn_id
         self.call_id = call_id
@@ -5803,7 +6092,7 @@ class _UniffiFfiConverterTypeToolConfirmParams(_UniffiConverterRustBuffer):
         return ToolConfirmParams(
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
-            call_id=_UniffiFfiConverterString.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
             allow=_UniffiFfiConverterBoolean.read(buf),
         )
 
@@ -5811,14 +6100,14 @@ class _UniffiFfiConverterTypeToolConfirmParams(_UniffiConverterRustBuffer):
     def check_lower(value):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
-        _UniffiFfiConverterString.check_lower(value.call_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
         _UniffiFfiConverterBoolean.check_lower(value.allow)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
-        _UniffiFfiConverterString.write(value.call_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
         _UniffiFfiConverterBoolean.write(value.allow, buf)
 
 @dataclass
@@ -6223,55 +6512,6 @@ class _UniffiFfiConverterTypeVerifyReport(_UniffiConverterRustBuffer):
 
 
 
-
-
-
-class OutputStream(enum.Enum):
-    """
-    The stream a `command/output` chunk came from.
-"""
-    
-    STDOUT = 0
-    """
-    Standard output.
-"""
-    
-    STDERR = 1
-    """
-    Standard error.
-"""
-    
-
-
-class _UniffiFfiConverterTypeOutputStream(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return OutputStream.STDOUT
-        if variant == 2:
-            return OutputStream.STDERR
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == OutputStream.STDOUT:
-            return
-        if value == OutputStream.STDERR:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == OutputStream.STDOUT:
-            buf.write_i32(1)
-        if value == OutputStream.STDERR:
-            buf.write_i32(2)
-
-
-
-
-
 # PlanError
 # We want to define each variant as a nested class that's also a subclass,
 # which is tricky in Python.  To accomplish this we're going to create each
@@ -6342,429 +6582,294 @@ class _UniffiFfiConverterTypePlanError(_UniffiConverterRustBuffer):
 
 
 
-class PlanEvent:
+class ServerNotification:
     """
-    One host notification, typed: each variant carries exactly the params of
-    its protocol v9 notification, so a listener reads the same fields a
-    `serve` client reads from the wire.
+    One host notification: the protocol's union, each variant
+    carrying its notification's params record (the variant is the
+    method: `PlanApprovalRequested` is `plan/approvalRequested`).
 """
     def __init__(self):
-        raise RuntimeError("PlanEvent cannot be instantiated directly")
+        raise RuntimeError("ServerNotification cannot be instantiated directly")
 
     # Each enum variant is a nested class of the enum itself.
     @dataclass
-    class APPROVAL_REQUESTED:
-        """
-        `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
-        decision.
-"""
+    class PLAN_APPROVAL_REQUESTED:
         
-        def __init__(self, approval:PlanApproval, card_url:typing.Optional[str]):
-            self.approval = approval
-            
-            """
-        The new pending approval.
-"""
-        
-            self.card_url = card_url
-            
-            """
-        Its approval card's URL (with the card's token); `None` without
-        `web_address`.
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.APPROVAL_REQUESTED(approval={}, card_url={})".format(self.approval, self.card_url)
+            return f"ServerNotification.PLAN_APPROVAL_REQUESTED{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
-            if not other.is_APPROVAL_REQUESTED():
+            if not other.is_PLAN_APPROVAL_REQUESTED():
                 return False
-            if self.approval != other.approval:
-                return False
-            if self.card_url != other.card_url:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
-    class APPROVAL_RESOLVED:
-        """
-        `plan/approvalResolved`: an approval was approved, rejected, expired
-        (by the host's timer or at a late decision) or interrupted; the
-        approval's status and error code say which.
-"""
+    class PLAN_APPROVAL_RESOLVED:
         
-        def __init__(self, approval:PlanApproval):
-            self.approval = approval
-            
-            """
-        The approval after the change.
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.APPROVAL_RESOLVED(approval={})".format(self.approval)
+            return f"ServerNotification.PLAN_APPROVAL_RESOLVED{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
-            if not other.is_APPROVAL_RESOLVED():
+            if not other.is_PLAN_APPROVAL_RESOLVED():
                 return False
-            if self.approval != other.approval:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class EXECUTION_STATE_CHANGED:
-        """
-        `execution/stateChanged`: an approved plan's execution moved to a new
-        state.
-"""
         
-        def __init__(self, session_id:str, execution_id:str, state:ExecutionState):
-            self.session_id = session_id
-            
-            """
-        The owning session.
-"""
-        
-            self.execution_id = execution_id
-            
-            """
-        The execution.
-"""
-        
-            self.state = state
-            
-            """
-        Its new state.
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.EXECUTION_STATE_CHANGED(session_id={}, execution_id={}, state={})".format(self.session_id, self.execution_id, self.state)
+            return f"ServerNotification.EXECUTION_STATE_CHANGED{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
             if not other.is_EXECUTION_STATE_CHANGED():
                 return False
-            if self.session_id != other.session_id:
-                return False
-            if self.execution_id != other.execution_id:
-                return False
-            if self.state != other.state:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class SESSION_CHANGED:
-        """
-        `session/changed`: a session's configuration or activity changed.
-"""
         
-        def __init__(self, session:Session):
-            self.session = session
-            
-            """
-        The session after the change.
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.SESSION_CHANGED(session={})".format(self.session)
+            return f"ServerNotification.SESSION_CHANGED{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
             if not other.is_SESSION_CHANGED():
                 return False
-            if self.session != other.session:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class COMMAND_OUTPUT:
-        """
-        `command/output`: one chunk of a host-run command's output, in `seq`
-        order per call.
-"""
         
-        def __init__(self, session_id:str, call_id:str, stream:OutputStream, seq:int, chunk:str):
-            self.session_id = session_id
-            
-            """
-        The session.
-"""
-        
-            self.call_id = call_id
-            
-            """
-        The Bash call.
-"""
-        
-            self.stream = stream
-            
-            """
-        stdout or stderr.
-"""
-        
-            self.seq = seq
-            
-            """
-        From 0 per call, across both streams.
-"""
-        
-            self.chunk = chunk
-            
-            """
-        The text (never a split UTF-8 character).
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.COMMAND_OUTPUT(session_id={}, call_id={}, stream={}, seq={}, chunk={})".format(self.session_id, self.call_id, self.stream, self.seq, self.chunk)
+            return f"ServerNotification.COMMAND_OUTPUT{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
             if not other.is_COMMAND_OUTPUT():
                 return False
-            if self.session_id != other.session_id:
-                return False
-            if self.call_id != other.call_id:
-                return False
-            if self.stream != other.stream:
-                return False
-            if self.seq != other.seq:
-                return False
-            if self.chunk != other.chunk:
-                return False
-            return True
+            return self._values == other._values
 
     @dataclass
     class COMMAND_EXITED:
-        """
-        `command/exited`: a host-run command ended; always the last event of
-        its call.
-"""
         
-        def __init__(self, session_id:str, call_id:str, command:CommandRun):
-            self.session_id = session_id
-            
-            """
-        The session.
-"""
-        
-            self.call_id = call_id
-            
-            """
-        The Bash call.
-"""
-        
-            self.command = command
-            
-            """
-        The run as it ended.
-"""
-        
-            pass
+        def __init__(self, *values):
+            if len(values) != 1:
+                raise TypeError(f"Expected 1 arguments, found {len(values)}")
+            self._values = values
+
+        def __getitem__(self, index):
+            return self._values[index]
 
     
             
             
+
     
         def __str__(self):
-            return "PlanEvent.COMMAND_EXITED(session_id={}, call_id={}, command={})".format(self.session_id, self.call_id, self.command)
+            return f"ServerNotification.COMMAND_EXITED{self._values!r}"
         def __eq__(self, other):
-            if not isinstance(other, PlanEvent):
+            if not isinstance(other, ServerNotification):
                 return NotImplemented
             if not other.is_COMMAND_EXITED():
                 return False
-            if self.session_id != other.session_id:
-                return False
-            if self.call_id != other.call_id:
-                return False
-            if self.command != other.command:
-                return False
-            return True
+            return self._values == other._values
 
     
 
     # For each variant, we have `is_NAME` and `is_name` methods for easily checking
     # whether an instance is that variant.
-    def is_APPROVAL_REQUESTED(self) -> bool:
-        return isinstance(self, PlanEvent.APPROVAL_REQUESTED)
-    def is_approval_requested(self) -> bool:
-        return isinstance(self, PlanEvent.APPROVAL_REQUESTED)
-    def is_APPROVAL_RESOLVED(self) -> bool:
-        return isinstance(self, PlanEvent.APPROVAL_RESOLVED)
-    def is_approval_resolved(self) -> bool:
-        return isinstance(self, PlanEvent.APPROVAL_RESOLVED)
+    def is_PLAN_APPROVAL_REQUESTED(self) -> bool:
+        return isinstance(self, ServerNotification.PLAN_APPROVAL_REQUESTED)
+    def is_plan_approval_requested(self) -> bool:
+        return isinstance(self, ServerNotification.PLAN_APPROVAL_REQUESTED)
+    def is_PLAN_APPROVAL_RESOLVED(self) -> bool:
+        return isinstance(self, ServerNotification.PLAN_APPROVAL_RESOLVED)
+    def is_plan_approval_resolved(self) -> bool:
+        return isinstance(self, ServerNotification.PLAN_APPROVAL_RESOLVED)
     def is_EXECUTION_STATE_CHANGED(self) -> bool:
-        return isinstance(self, PlanEvent.EXECUTION_STATE_CHANGED)
+        return isinstance(self, ServerNotification.EXECUTION_STATE_CHANGED)
     def is_execution_state_changed(self) -> bool:
-        return isinstance(self, PlanEvent.EXECUTION_STATE_CHANGED)
+        return isinstance(self, ServerNotification.EXECUTION_STATE_CHANGED)
     def is_SESSION_CHANGED(self) -> bool:
-        return isinstance(self, PlanEvent.SESSION_CHANGED)
+        return isinstance(self, ServerNotification.SESSION_CHANGED)
     def is_session_changed(self) -> bool:
-        return isinstance(self, PlanEvent.SESSION_CHANGED)
+        return isinstance(self, ServerNotification.SESSION_CHANGED)
     def is_COMMAND_OUTPUT(self) -> bool:
-        return isinstance(self, PlanEvent.COMMAND_OUTPUT)
+        return isinstance(self, ServerNotification.COMMAND_OUTPUT)
     def is_command_output(self) -> bool:
-        return isinstance(self, PlanEvent.COMMAND_OUTPUT)
+        return isinstance(self, ServerNotification.COMMAND_OUTPUT)
     def is_COMMAND_EXITED(self) -> bool:
-        return isinstance(self, PlanEvent.COMMAND_EXITED)
+        return isinstance(self, ServerNotification.COMMAND_EXITED)
     def is_command_exited(self) -> bool:
-        return isinstance(self, PlanEvent.COMMAND_EXITED)
+        return isinstance(self, ServerNotification.COMMAND_EXITED)
     
 
 # Now, a little trick - we make each nested variant class be a subclass of the main
 # enum class, so that method calls and instance checks etc will work intuitively.
 # We might be able to do this a little more neatly with a metaclass, but this'll do.
-PlanEvent.APPROVAL_REQUESTED = type("PlanEvent.APPROVAL_REQUESTED", (PlanEvent.APPROVAL_REQUESTED, PlanEvent,), {})  # type: ignore
-PlanEvent.APPROVAL_RESOLVED = type("PlanEvent.APPROVAL_RESOLVED", (PlanEvent.APPROVAL_RESOLVED, PlanEvent,), {})  # type: ignore
-PlanEvent.EXECUTION_STATE_CHANGED = type("PlanEvent.EXECUTION_STATE_CHANGED", (PlanEvent.EXECUTION_STATE_CHANGED, PlanEvent,), {})  # type: ignore
-PlanEvent.SESSION_CHANGED = type("PlanEvent.SESSION_CHANGED", (PlanEvent.SESSION_CHANGED, PlanEvent,), {})  # type: ignore
-PlanEvent.COMMAND_OUTPUT = type("PlanEvent.COMMAND_OUTPUT", (PlanEvent.COMMAND_OUTPUT, PlanEvent,), {})  # type: ignore
-PlanEvent.COMMAND_EXITED = type("PlanEvent.COMMAND_EXITED", (PlanEvent.COMMAND_EXITED, PlanEvent,), {})  # type: ignore
+ServerNotification.PLAN_APPROVAL_REQUESTED = type("ServerNotification.PLAN_APPROVAL_REQUESTED", (ServerNotification.PLAN_APPROVAL_REQUESTED, ServerNotification,), {})  # type: ignore
+ServerNotification.PLAN_APPROVAL_RESOLVED = type("ServerNotification.PLAN_APPROVAL_RESOLVED", (ServerNotification.PLAN_APPROVAL_RESOLVED, ServerNotification,), {})  # type: ignore
+ServerNotification.EXECUTION_STATE_CHANGED = type("ServerNotification.EXECUTION_STATE_CHANGED", (ServerNotification.EXECUTION_STATE_CHANGED, ServerNotification,), {})  # type: ignore
+ServerNotification.SESSION_CHANGED = type("ServerNotification.SESSION_CHANGED", (ServerNotification.SESSION_CHANGED, ServerNotification,), {})  # type: ignore
+ServerNotification.COMMAND_OUTPUT = type("ServerNotification.COMMAND_OUTPUT", (ServerNotification.COMMAND_OUTPUT, ServerNotification,), {})  # type: ignore
+ServerNotification.COMMAND_EXITED = type("ServerNotification.COMMAND_EXITED", (ServerNotification.COMMAND_EXITED, ServerNotification,), {})  # type: ignore
 
 
 
 
-class _UniffiFfiConverterTypePlanEvent(_UniffiConverterRustBuffer):
+class _UniffiFfiConverterTypeServerNotification(_UniffiConverterRustBuffer):
     @staticmethod
     def read(buf):
         variant = buf.read_i32()
         if variant == 1:
-            return PlanEvent.APPROVAL_REQUESTED(
-                _UniffiFfiConverterTypePlanApproval.read(buf),
-                _UniffiFfiConverterOptionalString.read(buf),
+            return ServerNotification.PLAN_APPROVAL_REQUESTED(
+                _UniffiFfiConverterTypePlanApprovalRequestedNotification.read(buf),
             )
         if variant == 2:
-            return PlanEvent.APPROVAL_RESOLVED(
-                _UniffiFfiConverterTypePlanApproval.read(buf),
+            return ServerNotification.PLAN_APPROVAL_RESOLVED(
+                _UniffiFfiConverterTypePlanApprovalResolvedNotification.read(buf),
             )
         if variant == 3:
-            return PlanEvent.EXECUTION_STATE_CHANGED(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterTypeExecutionState.read(buf),
+            return ServerNotification.EXECUTION_STATE_CHANGED(
+                _UniffiFfiConverterTypeExecutionStateChangedNotification.read(buf),
             )
         if variant == 4:
-            return PlanEvent.SESSION_CHANGED(
-                _UniffiFfiConverterTypeSession.read(buf),
+            return ServerNotification.SESSION_CHANGED(
+                _UniffiFfiConverterTypeSessionChangedNotification.read(buf),
             )
         if variant == 5:
-            return PlanEvent.COMMAND_OUTPUT(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterTypeOutputStream.read(buf),
-                _UniffiFfiConverterUInt64.read(buf),
-                _UniffiFfiConverterString.read(buf),
+            return ServerNotification.COMMAND_OUTPUT(
+                _UniffiFfiConverterTypeCommandOutputNotification.read(buf),
             )
         if variant == 6:
-            return PlanEvent.COMMAND_EXITED(
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterString.read(buf),
-                _UniffiFfiConverterTypeCommandRun.read(buf),
+            return ServerNotification.COMMAND_EXITED(
+                _UniffiFfiConverterTypeCommandExitedNotification.read(buf),
             )
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
     def check_lower(value):
-        if value.is_APPROVAL_REQUESTED():
-            _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
-            _UniffiFfiConverterOptionalString.check_lower(value.card_url)
+        if value.is_PLAN_APPROVAL_REQUESTED():
+            _UniffiFfiConverterTypePlanApprovalRequestedNotification.check_lower(value._values[0])
             return
-        if value.is_APPROVAL_RESOLVED():
-            _UniffiFfiConverterTypePlanApproval.check_lower(value.approval)
+        if value.is_PLAN_APPROVAL_RESOLVED():
+            _UniffiFfiConverterTypePlanApprovalResolvedNotification.check_lower(value._values[0])
             return
         if value.is_EXECUTION_STATE_CHANGED():
-            _UniffiFfiConverterString.check_lower(value.session_id)
-            _UniffiFfiConverterString.check_lower(value.execution_id)
-            _UniffiFfiConverterTypeExecutionState.check_lower(value.state)
+            _UniffiFfiConverterTypeExecutionStateChangedNotification.check_lower(value._values[0])
             return
         if value.is_SESSION_CHANGED():
-            _UniffiFfiConverterTypeSession.check_lower(value.session)
+            _UniffiFfiConverterTypeSessionChangedNotification.check_lower(value._values[0])
             return
         if value.is_COMMAND_OUTPUT():
-            _UniffiFfiConverterString.check_lower(value.session_id)
-            _UniffiFfiConverterString.check_lower(value.call_id)
-            _UniffiFfiConverterTypeOutputStream.check_lower(value.stream)
-            _UniffiFfiConverterUInt64.check_lower(value.seq)
-            _UniffiFfiConverterString.check_lower(value.chunk)
+            _UniffiFfiConverterTypeCommandOutputNotification.check_lower(value._values[0])
             return
         if value.is_COMMAND_EXITED():
-            _UniffiFfiConverterString.check_lower(value.session_id)
-            _UniffiFfiConverterString.check_lower(value.call_id)
-            _UniffiFfiConverterTypeCommandRun.check_lower(value.command)
+            _UniffiFfiConverterTypeCommandExitedNotification.check_lower(value._values[0])
             return
         raise ValueError(value)
 
     @staticmethod
     def write(value, buf):
-        if value.is_APPROVAL_REQUESTED():
+        if value.is_PLAN_APPROVAL_REQUESTED():
             buf.write_i32(1)
-            _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
-            _UniffiFfiConverterOptionalString.write(value.card_url, buf)
-        if value.is_APPROVAL_RESOLVED():
+            _UniffiFfiConverterTypePlanApprovalRequestedNotification.write(value._values[0], buf)
+        if value.is_PLAN_APPROVAL_RESOLVED():
             buf.write_i32(2)
-            _UniffiFfiConverterTypePlanApproval.write(value.approval, buf)
+            _UniffiFfiConverterTypePlanApprovalResolvedNotification.write(value._values[0], buf)
         if value.is_EXECUTION_STATE_CHANGED():
             buf.write_i32(3)
-            _UniffiFfiConverterString.write(value.session_id, buf)
-            _UniffiFfiConverterString.write(value.execution_id, buf)
-            _UniffiFfiConverterTypeExecutionState.write(value.state, buf)
+            _UniffiFfiConverterTypeExecutionStateChangedNotification.write(value._values[0], buf)
         if value.is_SESSION_CHANGED():
             buf.write_i32(4)
-            _UniffiFfiConverterTypeSession.write(value.session, buf)
+            _UniffiFfiConverterTypeSessionChangedNotification.write(value._values[0], buf)
         if value.is_COMMAND_OUTPUT():
             buf.write_i32(5)
-            _UniffiFfiConverterString.write(value.session_id, buf)
-            _UniffiFfiConverterString.write(value.call_id, buf)
-            _UniffiFfiConverterTypeOutputStream.write(value.stream, buf)
-            _UniffiFfiConverterUInt64.write(value.seq, buf)
-            _UniffiFfiConverterString.write(value.chunk, buf)
+            _UniffiFfiConverterTypeCommandOutputNotification.write(value._values[0], buf)
         if value.is_COMMAND_EXITED():
             buf.write_i32(6)
-            _UniffiFfiConverterString.write(value.session_id, buf)
-            _UniffiFfiConverterString.write(value.call_id, buf)
-            _UniffiFfiConverterTypeCommandRun.write(value.command, buf)
+            _UniffiFfiConverterTypeCommandExitedNotification.write(value._values[0], buf)
 
 
 
 
 class PlanEventListener():
     """
-    Receives every host notification as a typed [`PlanEvent`]: approvals
+    Receives every host notification as the protocol's
+    [`ServerNotification`], the value `serve` writes to the wire: approvals
     requested and resolved (expiries fired by the timer included), execution
     state, session changes, and host-run commands' output and ends.
 """
     
-    def on_event(self, event: PlanEvent) -> None:
+    def on_event(self, event: ServerNotification) -> None:
         """
         One event, in commit order for its session (a command's output in
         `seq` order, its `CommandExited` last). Called on the thread that made
@@ -6776,7 +6881,8 @@ class PlanEventListener():
 
 class PlanEventListenerImpl(PlanEventListener):
     """
-    Receives every host notification as a typed [`PlanEvent`]: approvals
+    Receives every host notification as the protocol's
+    [`ServerNotification`], the value `serve` writes to the wire: approvals
     requested and resolved (expiries fired by the timer included), execution
     state, session changes, and host-run commands' output and ends.
 """
@@ -6803,7 +6909,7 @@ class PlanEventListenerImpl(PlanEventListener):
         inst = cls.__new__(cls)
         inst._handle = handle
         return inst
-    def on_event(self, event: PlanEvent) -> None:
+    def on_event(self, event: ServerNotification) -> None:
         """
         One event, in commit order for its session (a command's output in
         `seq` order, its `CommandExited` last). Called on the thread that made
@@ -6812,10 +6918,10 @@ class PlanEventListenerImpl(PlanEventListener):
         contained: the host and the other listeners carry on.
 """
         
-        _UniffiFfiConverterTypePlanEvent.check_lower(event)
+        _UniffiFfiConverterTypeServerNotification.check_lower(event)
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
-            _UniffiFfiConverterTypePlanEvent.lower(event),
+            _UniffiFfiConverterTypeServerNotification.lower(event),
         )
         _uniffi_lift_return = lambda val: None
         _uniffi_error_converter = None
@@ -6842,7 +6948,7 @@ class _UniffiTraitImplPlanEventListenerImpl:
         ):
         uniffi_obj = _UniffiFfiConverterTypePlanEventListener._handle_map.get(uniffi_handle)
         def make_call():
-            uniffi_args = (_UniffiFfiConverterTypePlanEvent.lift(event), )
+            uniffi_args = (_UniffiFfiConverterTypeServerNotification.lift(event), )
             uniffi_method = uniffi_obj.on_event
             return uniffi_method(*uniffi_args)
         write_return_value = lambda v: None
@@ -7051,9 +7157,11 @@ class PlanHostProtocol(typing.Protocol):
         exactly as the method answers on the wire.
 """
         raise NotImplementedError
-    def sandbox_info(self, ) -> SandboxInfo:
+    def sandbox_info(self, ) -> CommandCapabilities:
         """
-        Whether Plan-mode Bash can run here (the probe at open).
+        Whether Plan-mode Bash can run here (the probe at open), why not,
+        and which sandbox layers and properties hold: the record
+        `initialize` reports as `capabilities.commands`.
 """
         raise NotImplementedError
     def session_configure(self, params: SessionConfigureParams) -> Session:
@@ -7545,14 +7653,16 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
-    def sandbox_info(self, ) -> SandboxInfo:
+    def sandbox_info(self, ) -> CommandCapabilities:
         """
-        Whether Plan-mode Bash can run here (the probe at open).
+        Whether Plan-mode Bash can run here (the probe at open), why not,
+        and which sandbox layers and properties hold: the record
+        `initialize` reports as `capabilities.commands`.
 """
         _uniffi_lowered_args = (
             self._uniffi_clone_handle(),
         )
-        _uniffi_lift_return = _UniffiFfiConverterTypeSandboxInfo.lift
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandCapabilities.lift
         _uniffi_error_converter = None
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
@@ -7856,14 +7966,14 @@ __all__ = [
     "PlanSandbox",
     "CommandSandbox",
     "CommandState",
+    "OutputStream",
     "PermissionMode",
     "ExecutionState",
     "Clearable",
     "ToolAuditKind",
     "ToolCallDecision",
-    "OutputStream",
     "PlanError",
-    "PlanEvent",
+    "ServerNotification",
     "ActiveTurn",
     "ApprovalFilter",
     "Artifact",
@@ -7873,19 +7983,24 @@ __all__ = [
     "WebCapabilities",
     "Capabilities",
     "CommandCancelParams",
-    "CommandGetParams",
     "CommandShell",
     "CommandRun",
+    "CommandExitedNotification",
+    "CommandGetParams",
+    "CommandOutputNotification",
     "CommandStartParams",
     "PlanApproval",
     "Session",
     "Decision",
     "ExecutionCompleteParams",
     "ExecutionStartParams",
+    "ExecutionStateChangedNotification",
     "HostConfig",
     "InitializeParams",
     "InitializeResult",
     "OrphanArtifact",
+    "PlanApprovalRequestedNotification",
+    "PlanApprovalResolvedNotification",
     "PlanApproveParams",
     "PlanCardUrlParams",
     "PlanCardUrlResult",
@@ -7896,7 +8011,7 @@ __all__ = [
     "PlanReadArtifactParams",
     "PlanRejectParams",
     "PlanVerifyParams",
-    "SandboxInfo",
+    "SessionChangedNotification",
     "SessionConfigureParams",
     "SessionCreateParams",
     "SessionGetParams",

@@ -42,13 +42,18 @@ from plan_ffi import (
     PlanApproveParams,
     PlanDiffParams,
     PlanError,
-    PlanEvent,
     PlanEventListener,
     PlanGetParams,
     PlanHost,
     PlanReadArtifactParams,
     PlanRejectParams,
+    PlanSandbox,
     PlanVerifyParams,
+    ServerNotification,
+    PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification,
+    ExecutionStateChangedNotification,
+    SessionChangedNotification,
     SessionConfigureParams,
     SessionCreateParams,
     SessionGetParams,
@@ -155,13 +160,13 @@ class Recorder(PlanEventListener):
         self.expiry_threads = []
 
     def on_event(self, event):
-        assert isinstance(event, PlanEvent)
+        assert isinstance(event, ServerNotification)
         with self.lock:
             self.events.append(event)
             self.threads.add(threading.get_ident())
-            if event.is_approval_requested():
+            if event.is_plan_approval_requested():
                 self.requested.set()
-            if event.is_approval_resolved() and event.approval.status == ApprovalStatus.EXPIRED:
+            if event.is_plan_approval_resolved() and event[0].approval.status == ApprovalStatus.EXPIRED:
                 self.expiry_threads.append(threading.get_ident())
                 self.expired.set()
             self.lock.notify_all()
@@ -457,25 +462,25 @@ def test_callback_and_timer_expiry(hosts, db, tmp_path):
     approval = submit(host, sid)
     assert approval.expires_at - approval.created_at == 300
     assert recorder.requested.wait(10)
-    (requested,) = recorder.of(PlanEvent.APPROVAL_REQUESTED)
-    assert requested == PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None)
-    assert requested.approval.artifact.sha256 == approval.artifact.sha256
+    (requested,) = recorder.of(ServerNotification.PLAN_APPROVAL_REQUESTED)
+    assert requested == ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None))
+    assert requested[0].approval.artifact.sha256 == approval.artifact.sha256
 
     # Nobody asks: the host's timer expires it and tells the listener, on its own thread.
     assert recorder.expired.wait(10), recorder.events
-    (resolved,) = recorder.of(PlanEvent.APPROVAL_RESOLVED)
-    assert resolved.approval.id == approval.id
-    assert resolved.approval.status == ApprovalStatus.EXPIRED
-    assert resolved.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+    (resolved,) = recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED)
+    assert resolved[0].approval.id == approval.id
+    assert resolved[0].approval.status == ApprovalStatus.EXPIRED
+    assert resolved[0].approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert len(recorder.expiry_threads) == 1 and recorder.expiry_threads[0] != threading.get_ident()
 
     row = host.plan_get(PlanGetParams(approval_id=approval.id))
-    assert row == resolved.approval
+    assert row == resolved[0].approval
     assert row.expires_at == approval.expires_at
     session = host.session_get(SessionGetParams(session_id=sid))
     assert session.mode == Mode.PLAN and session.active_turn is None
-    changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e.session.active_turn is None)
-    assert changed.session == session
+    changed = recorder.wait_for("the session's change", lambda e: e.is_session_changed() and e[0].session.active_turn is None)
+    assert changed[0].session == session
     failed(ErrorCode.PLAN_APPROVAL_TIMEOUT, host.plan_approve, PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.AUTO))
 
 
@@ -485,12 +490,12 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     sid = plan_session(host, workspace(tmp_path)).session_id
     assert recorder.drain() == [], "a new session is not a change"
     turn = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.INTERACTIVE))
-    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=host.session_get(SessionGetParams(session_id=sid)))]
+    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.session_get(SessionGetParams(session_id=sid))))]
     (result,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=turn.turn_id, calls=[call("s", "SubmitPlan", submit_input(markdown="v1\n"))])).results
     approval = result.approval
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None),
-        PlanEvent.SESSION_CHANGED(session=host.session_get(SessionGetParams(session_id=sid))),
+        ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=host.session_get(SessionGetParams(session_id=sid)))),
     ]
 
     # Approved: resolved, the execution queued, the session in Agent.
@@ -499,32 +504,32 @@ def test_each_event_carries_the_records_the_calls_return(host, tmp_path):
     assert decision.approval.status == ApprovalStatus.APPROVED
     assert decision.approval.permission_mode == PermissionMode.AUTO
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_RESOLVED(approval=decision.approval),
-        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED),
-        PlanEvent.SESSION_CHANGED(session=decision.session),
+        ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=decision.approval)),
+        ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.QUEUED)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=decision.session)),
     ]
     host.execution_start(ExecutionStartParams(execution_id=eid))
     (running,) = recorder.drain()
     assert running.is_execution_state_changed()
-    assert (running.session_id, running.execution_id, running.state) == (sid, eid, ExecutionState.RUNNING)
+    assert (running[0].session_id, running[0].execution_id, running[0].state) == (sid, eid, ExecutionState.RUNNING)
     host.execution_complete(ExecutionCompleteParams(execution_id=eid))
     idle = host.session_get(SessionGetParams(session_id=sid))
     assert idle.active_execution_id is None and idle.mode == Mode.AGENT
     assert recorder.drain() == [
-        PlanEvent.EXECUTION_STATE_CHANGED(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED),
-        PlanEvent.SESSION_CHANGED(session=idle),
+        ServerNotification.EXECUTION_STATE_CHANGED(ExecutionStateChangedNotification(session_id=sid, execution_id=eid, state=ExecutionState.COMPLETED)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=idle)),
     ]
 
     # Rejected: resolved without an execution, the session back to idle Plan.
     configured = host.session_configure(SessionConfigureParams(session_id=sid, mode=Mode.PLAN))
-    assert recorder.drain() == [PlanEvent.SESSION_CHANGED(session=configured)]
+    assert recorder.drain() == [ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=configured))]
     second = submit(host, sid, "v2\n")
     recorder.drain()
     rejected = host.plan_reject(PlanRejectParams(approval_id=second.id))
     assert rejected.approval.status == ApprovalStatus.REJECTED and rejected.approval.execution_id is None
     assert recorder.drain() == [
-        PlanEvent.APPROVAL_RESOLVED(approval=rejected.approval),
-        PlanEvent.SESSION_CHANGED(session=rejected.session),
+        ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=rejected.approval)),
+        ServerNotification.SESSION_CHANGED(SessionChangedNotification(session=rejected.session)),
     ]
     # Calls on the caller's thread are delivered on that thread.
     assert recorder.threads == {threading.get_ident()}
@@ -537,10 +542,10 @@ def test_a_raising_listener_is_contained(host, tmp_path):
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
     assert raising.calls > 0
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
+    assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
     decision = host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.ASK))
     assert decision.approval.status == ApprovalStatus.APPROVED
-    assert recorder.of(PlanEvent.APPROVAL_RESOLVED) == [PlanEvent.APPROVAL_RESOLVED(approval=decision.approval)]
+    assert recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED) == [ServerNotification.PLAN_APPROVAL_RESOLVED(PlanApprovalResolvedNotification(approval=decision.approval))]
 
 
 class Fatal(BaseException):
@@ -562,7 +567,7 @@ def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, mo
     recorder = Recorder()
     host.add_listener(recorder)
     approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
-    assert PlanEvent.APPROVAL_REQUESTED(approval=approval, card_url=None) in recorder.events, "later listeners still hear it"
+    assert ServerNotification.PLAN_APPROVAL_REQUESTED(PlanApprovalRequestedNotification(approval=approval, card_url=None)) in recorder.events, "later listeners still hear it"
     assert host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.ASK)).approval.status == ApprovalStatus.APPROVED
     assert unraisable and set(unraisable) == {Fatal}, unraisable
 
@@ -576,10 +581,10 @@ def test_a_listener_raising_on_the_timer_thread_does_not_stop_the_timer(hosts, d
     for round_ in ("first", "second"):
         pending = submit(host, sid)
         expired = recorder.wait_for(
-            f"{round_} expiry", lambda e, i=pending.id: e.is_approval_resolved() and e.approval.id == i
+            f"{round_} expiry", lambda e, i=pending.id: e.is_plan_approval_resolved() and e[0].approval.id == i
         )
-        assert expired.approval.status == ApprovalStatus.EXPIRED
-        assert expired.approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
+        assert expired[0].approval.status == ApprovalStatus.EXPIRED
+        assert expired[0].approval.error_code == ErrorCode.PLAN_APPROVAL_TIMEOUT
     assert len(recorder.expiry_threads) == 2
 
 
@@ -590,7 +595,7 @@ def test_shutdown_from_a_listener_on_the_timer_thread(hosts, db, tmp_path):
 
     class ShutsDown(PlanEventListener):
         def on_event(self, event):
-            if event.is_approval_resolved():
+            if event.is_plan_approval_resolved():
                 try:
                     host.shutdown()
                     outcome["result"] = "ok"
@@ -692,7 +697,7 @@ def test_concurrent_lifecycles_from_eight_threads(host, tmp_path):
     approved = host.plan_list(query(status=ApprovalStatus.APPROVED)).approvals
     assert len(approved) == threads * rounds
     assert all(a.execution_state == ExecutionState.COMPLETED for a in approved)
-    assert len(recorder.of(PlanEvent.APPROVAL_REQUESTED)) == threads * rounds
+    assert len(recorder.of(ServerNotification.PLAN_APPROVAL_REQUESTED)) == threads * rounds
 
 
 def test_error_codes_are_typed_and_name_their_wire_strings():
@@ -803,7 +808,7 @@ def test_the_installed_plan_checkpoint_binary_is_the_sandbox_helper_of_a_python_
         command = json.dumps({"command": "cat notes.txt"})
         [result] = host.turn_tool_calls(TurnToolCallsParams(session_id="py", turn_id=turn.turn_id, calls=[ToolCall(call_id="c1", name="Bash", input=command)])).results
         info = host.sandbox_info()
-        if not info.plan_sandbox_available:
+        if info.plan_sandbox != PlanSandbox.LANDLOCK:
             print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
             assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
             return
@@ -822,7 +827,8 @@ def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_pat
     host = PlanHost(str(tmp_path / "plan.db"), HostConfig(sandbox_helper="/nonexistent/helper"))
     try:
         info = host.sandbox_info()
-        assert not info.plan_sandbox_available
+        assert info.plan_sandbox == PlanSandbox.UNAVAILABLE
+        assert info.layers == [] and info.enforced == []
         assert "/nonexistent/helper was not found" in info.reason
         ws = workspace(tmp_path)
         host.session_create(SessionCreateParams(session_id="py", workspace_root=str(ws), mode=Mode.PLAN, permission_mode=None))
@@ -840,10 +846,10 @@ def test_a_missing_sandbox_helper_is_the_cause_plan_bash_is_refused_with(tmp_pat
 
 
 def command_events(recorder, call_id):
-    """Waits (bounded) for the end of call_id; returns its output events and its end."""
-    exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e.call_id == call_id)
-    outputs = [e for e in recorder.of(PlanEvent.COMMAND_OUTPUT) if e.call_id == call_id]
-    return outputs, exited
+    """Waits (bounded) for the end of call_id; returns its outputs' params and its end's."""
+    exited = recorder.wait_for(f"the end of {call_id}", lambda e: e.is_command_exited() and e[0].call_id == call_id)
+    outputs = [e[0] for e in recorder.of(ServerNotification.COMMAND_OUTPUT) if e[0].call_id == call_id]
+    return outputs, exited[0]
 
 
 def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(command_host, tmp_path):
@@ -857,7 +863,7 @@ def test_plan_command_runs_read_only_and_a_write_is_refused_by_the_kernel(comman
     command = json.dumps({"command": "cat notes.txt; echo x > written.txt"})
     [result] = host.turn_tool_calls(TurnToolCallsParams(session_id="cmd", turn_id=turn.turn_id, calls=[ToolCall(call_id="c1", name="Bash", input=command)])).results
     info = host.sandbox_info()
-    if not info.plan_sandbox_available:
+    if info.plan_sandbox != PlanSandbox.LANDLOCK:
         print(f"the kernel sandbox is unavailable here ({info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
         assert result.decision == ToolCallDecision.DENY
         assert result.error.code == ErrorCode.PLAN_SANDBOX_UNAVAILABLE
@@ -902,7 +908,7 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     confirmed = host.tool_confirm(ToolConfirmParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", allow=True))
     assert (confirmed.decision, confirmed.host_run) == (ToolCallDecision.ALLOW, True)
     recorder.drain()
-    if not host.sandbox_info().plan_sandbox_available:
+    if host.sandbox_info().plan_sandbox != PlanSandbox.LANDLOCK:
         with pytest.raises(PlanError.Failed) as unavailable:
             host.command_start(CommandStartParams(session_id="agent", turn_id=turn.turn_id, call_id="b1", command=command, cwd=None, timeout_ms=10_000))
         assert unavailable.value.code == ErrorCode.SANDBOX_UNAVAILABLE
@@ -918,5 +924,5 @@ def test_agent_command_output_and_exit_arrive_as_typed_events(command_host, tmp_
     assert exited.command.state == CommandState.EXITED and exited.command.exit_code == 0
     assert (exited.command.stdout_bytes, exited.command.stderr_bytes) == (3, 3)
     assert exited.command == host.command_get(CommandGetParams(session_id="agent", call_id="b1"))
-    assert recorder.events[-1] == exited, "nothing of the call after its end"
+    assert recorder.events[-1] == ServerNotification.COMMAND_EXITED(exited), "nothing of the call after its end"
     host.turn_complete(TurnCompleteParams(session_id="agent", turn_id=turn.turn_id))

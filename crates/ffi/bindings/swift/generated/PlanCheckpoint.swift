@@ -606,7 +606,8 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -619,11 +620,12 @@ public protocol PlanEventListener: AnyObject, Sendable {
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
      */
-    func onEvent(event: PlanEvent) 
+    func onEvent(event: ServerNotification) 
     
 }
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -687,11 +689,11 @@ open class PlanEventListenerImpl: PlanEventListener, @unchecked Sendable {
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
      */
-open func onEvent(event: PlanEvent)  {try! rustCall() {
+open func onEvent(event: ServerNotification)  {try! rustCall() {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planeventlistener_on_event(
             self.uniffiCloneHandle(),
-        FfiConverterTypePlanEvent_lower(event),uniffiCallStatus
+        FfiConverterTypeServerNotification_lower(event),uniffiCallStatus
     )
 }
 }
@@ -736,7 +738,7 @@ fileprivate struct UniffiCallbackInterfacePlanEventListener {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
                 return uniffiObj.onEvent(
-                     event: try FfiConverterTypePlanEvent_lift(event)
+                     event: try FfiConverterTypeServerNotification_lift(event)
                 )
             }
 
@@ -970,9 +972,11 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func planVerify(params: PlanVerifyParams) throws  -> VerifyReport
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-    func sandboxInfo()  -> SandboxInfo
+    func sandboxInfo()  -> CommandCapabilities
     
     /**
      * session/configure
@@ -1408,10 +1412,12 @@ open func planVerify(params: PlanVerifyParams)throws  -> VerifyReport  {
 }
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-open func sandboxInfo() -> SandboxInfo  {
-    return try!  FfiConverterTypeSandboxInfo_lift(try! rustCall() {
+open func sandboxInfo() -> CommandCapabilities  {
+    return try!  FfiConverterTypeCommandCapabilities_lift(try! rustCall() {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planhost_sandbox_info(
             self.uniffiCloneHandle(),uniffiCallStatus
@@ -2145,7 +2151,7 @@ public struct CommandCancelParams: Equatable, Hashable {
     /**
      * The Bash call.
      */
-    public var callId: String
+    public var callId: CallId
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2155,7 +2161,7 @@ public struct CommandCancelParams: Equatable, Hashable {
          */sessionId: SessionId, 
         /**
          * The Bash call.
-         */callId: String) {
+         */callId: CallId) {
         self.sessionId = sessionId
         self.callId = callId
     }
@@ -2177,13 +2183,13 @@ public struct FfiConverterTypeCommandCancelParams: FfiConverterRustBuffer {
         return
             try CommandCancelParams(
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf)
+                callId: FfiConverterTypeCallId.read(from: &buf)
         )
     }
 
     public static func write(_ value: CommandCancelParams, into buf: inout [UInt8]) {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
     }
 }
 
@@ -2301,6 +2307,85 @@ public func FfiConverterTypeCommandCapabilities_lower(_ value: CommandCapabiliti
 
 
 /**
+ * `command/exited`: a command ended; always the last message for its call.
+ */
+public struct CommandExitedNotification: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The Bash call.
+     */
+    public var callId: CallId
+    /**
+     * The run as it ended.
+     */
+    public var command: CommandRun
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The Bash call.
+         */callId: CallId, 
+        /**
+         * The run as it ended.
+         */command: CommandRun) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.command = command
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandExitedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandExitedNotification {
+        return
+            try CommandExitedNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                command: FfiConverterTypeCommandRun.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandExitedNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterTypeCommandRun.write(value.command, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandExitedNotification_lift(_ buf: RustBuffer) throws -> CommandExitedNotification {
+    return try FfiConverterTypeCommandExitedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandExitedNotification_lower(_ value: CommandExitedNotification) -> RustBuffer {
+    return FfiConverterTypeCommandExitedNotification.lower(value)
+}
+
+
+/**
  * `command/get` params.
  */
 public struct CommandGetParams: Equatable, Hashable {
@@ -2311,7 +2396,7 @@ public struct CommandGetParams: Equatable, Hashable {
     /**
      * The Bash call.
      */
-    public var callId: String
+    public var callId: CallId
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2321,7 +2406,7 @@ public struct CommandGetParams: Equatable, Hashable {
          */sessionId: SessionId, 
         /**
          * The Bash call.
-         */callId: String) {
+         */callId: CallId) {
         self.sessionId = sessionId
         self.callId = callId
     }
@@ -2343,13 +2428,13 @@ public struct FfiConverterTypeCommandGetParams: FfiConverterRustBuffer {
         return
             try CommandGetParams(
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf)
+                callId: FfiConverterTypeCallId.read(from: &buf)
         )
     }
 
     public static func write(_ value: CommandGetParams, into buf: inout [UInt8]) {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
     }
 }
 
@@ -2370,13 +2455,112 @@ public func FfiConverterTypeCommandGetParams_lower(_ value: CommandGetParams) ->
 
 
 /**
+ * `command/output`: one chunk of streamed shell output.
+ */
+public struct CommandOutputNotification: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The tool call that runs the command.
+     */
+    public var callId: CallId
+    /**
+     * stdout or stderr.
+     */
+    public var stream: OutputStream
+    /**
+     * Sequence number of the chunk within the call, from 0, across both streams.
+     */
+    public var seq: UInt64
+    /**
+     * The text of the chunk.
+     */
+    public var chunk: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The tool call that runs the command.
+         */callId: CallId, 
+        /**
+         * stdout or stderr.
+         */stream: OutputStream, 
+        /**
+         * Sequence number of the chunk within the call, from 0, across both streams.
+         */seq: UInt64, 
+        /**
+         * The text of the chunk.
+         */chunk: String) {
+        self.sessionId = sessionId
+        self.callId = callId
+        self.stream = stream
+        self.seq = seq
+        self.chunk = chunk
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandOutputNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandOutputNotification {
+        return
+            try CommandOutputNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                stream: FfiConverterTypeOutputStream.read(from: &buf), 
+                seq: FfiConverterUInt64.read(from: &buf), 
+                chunk: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandOutputNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterTypeOutputStream.write(value.stream, into: &buf)
+        FfiConverterUInt64.write(value.seq, into: &buf)
+        FfiConverterString.write(value.chunk, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutputNotification_lift(_ buf: RustBuffer) throws -> CommandOutputNotification {
+    return try FfiConverterTypeCommandOutputNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandOutputNotification_lower(_ value: CommandOutputNotification) -> RustBuffer {
+    return FfiConverterTypeCommandOutputNotification.lower(value)
+}
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 public struct CommandRun: Equatable, Hashable {
     /**
      * The Bash tool call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The session.
      */
@@ -2447,7 +2631,7 @@ public struct CommandRun: Equatable, Hashable {
     public init(
         /**
          * The Bash tool call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The session.
          */sessionId: SessionId, 
@@ -2531,7 +2715,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRun {
         return
             try CommandRun(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 command: FfiConverterString.read(from: &buf), 
@@ -2552,7 +2736,7 @@ public struct FfiConverterTypeCommandRun: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: CommandRun, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterString.write(value.command, into: &buf)
@@ -2673,7 +2857,7 @@ public struct CommandStartParams: Equatable, Hashable {
     /**
      * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The command text: exactly the `command` of the call's input.
      */
@@ -2700,7 +2884,7 @@ public struct CommandStartParams: Equatable, Hashable {
          */turnId: TurnId, 
         /**
          * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The command text: exactly the `command` of the call's input.
          */command: String, 
@@ -2738,7 +2922,7 @@ public struct FfiConverterTypeCommandStartParams: FfiConverterRustBuffer {
             try CommandStartParams(
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 command: FfiConverterString.read(from: &buf), 
                 cwd: FfiConverterOptionString.read(from: &buf), 
                 timeoutMs: FfiConverterOptionUInt64.read(from: &buf)
@@ -2748,7 +2932,7 @@ public struct FfiConverterTypeCommandStartParams: FfiConverterRustBuffer {
     public static func write(_ value: CommandStartParams, into buf: inout [UInt8]) {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterString.write(value.command, into: &buf)
         FfiConverterOptionString.write(value.cwd, into: &buf)
         FfiConverterOptionUInt64.write(value.timeoutMs, into: &buf)
@@ -2955,6 +3139,85 @@ public func FfiConverterTypeExecutionStartParams_lift(_ buf: RustBuffer) throws 
 #endif
 public func FfiConverterTypeExecutionStartParams_lower(_ value: ExecutionStartParams) -> RustBuffer {
     return FfiConverterTypeExecutionStartParams.lower(value)
+}
+
+
+/**
+ * `execution/stateChanged`: an execution moved to a new state.
+ */
+public struct ExecutionStateChangedNotification: Equatable, Hashable {
+    /**
+     * The owning session.
+     */
+    public var sessionId: String
+    /**
+     * The execution.
+     */
+    public var executionId: String
+    /**
+     * Its new state.
+     */
+    public var state: ExecutionState
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The owning session.
+         */sessionId: String, 
+        /**
+         * The execution.
+         */executionId: String, 
+        /**
+         * Its new state.
+         */state: ExecutionState) {
+        self.sessionId = sessionId
+        self.executionId = executionId
+        self.state = state
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ExecutionStateChangedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExecutionStateChangedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExecutionStateChangedNotification {
+        return
+            try ExecutionStateChangedNotification(
+                sessionId: FfiConverterString.read(from: &buf), 
+                executionId: FfiConverterString.read(from: &buf), 
+                state: FfiConverterTypeExecutionState.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ExecutionStateChangedNotification, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.executionId, into: &buf)
+        FfiConverterTypeExecutionState.write(value.state, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStateChangedNotification_lift(_ buf: RustBuffer) throws -> ExecutionStateChangedNotification {
+    return try FfiConverterTypeExecutionStateChangedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExecutionStateChangedNotification_lower(_ value: ExecutionStateChangedNotification) -> RustBuffer {
+    return FfiConverterTypeExecutionStateChangedNotification.lower(value)
 }
 
 
@@ -3821,6 +4084,137 @@ public func FfiConverterTypePlanApproval_lower(_ value: PlanApproval) -> RustBuf
 
 
 /**
+ * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
+ */
+public struct PlanApprovalRequestedNotification: Equatable, Hashable {
+    /**
+     * The new pending approval.
+     */
+    public var approval: PlanApproval
+    /**
+     * The approval card's URL, with its token, for the host's own client to
+     * show or open; `null` when the web server is off.
+     */
+    public var cardUrl: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The new pending approval.
+         */approval: PlanApproval, 
+        /**
+         * The approval card's URL, with its token, for the host's own client to
+         * show or open; `null` when the web server is off.
+         */cardUrl: String?) {
+        self.approval = approval
+        self.cardUrl = cardUrl
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanApprovalRequestedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanApprovalRequestedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApprovalRequestedNotification {
+        return
+            try PlanApprovalRequestedNotification(
+                approval: FfiConverterTypePlanApproval.read(from: &buf), 
+                cardUrl: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanApprovalRequestedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypePlanApproval.write(value.approval, into: &buf)
+        FfiConverterOptionString.write(value.cardUrl, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalRequestedNotification_lift(_ buf: RustBuffer) throws -> PlanApprovalRequestedNotification {
+    return try FfiConverterTypePlanApprovalRequestedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalRequestedNotification_lower(_ value: PlanApprovalRequestedNotification) -> RustBuffer {
+    return FfiConverterTypePlanApprovalRequestedNotification.lower(value)
+}
+
+
+/**
+ * `plan/approvalResolved`: an approval was approved, rejected, expired or
+ * interrupted.
+ */
+public struct PlanApprovalResolvedNotification: Equatable, Hashable {
+    /**
+     * The approval after the change.
+     */
+    public var approval: PlanApproval
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The approval after the change.
+         */approval: PlanApproval) {
+        self.approval = approval
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanApprovalResolvedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanApprovalResolvedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanApprovalResolvedNotification {
+        return
+            try PlanApprovalResolvedNotification(
+                approval: FfiConverterTypePlanApproval.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanApprovalResolvedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypePlanApproval.write(value.approval, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalResolvedNotification_lift(_ buf: RustBuffer) throws -> PlanApprovalResolvedNotification {
+    return try FfiConverterTypePlanApprovalResolvedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanApprovalResolvedNotification_lower(_ value: PlanApprovalResolvedNotification) -> RustBuffer {
+    return FfiConverterTypePlanApprovalResolvedNotification.lower(value)
+}
+
+
+/**
  * `plan/approve` params: `{approvalId, permissionMode}`.
  *
  * `permissionMode` is required by the contract, but an absent (or `null`)
@@ -4479,75 +4873,6 @@ public func FfiConverterTypePlanVerifyParams_lower(_ value: PlanVerifyParams) ->
 
 
 /**
- * Whether Plan-mode Bash can run on this host (probed once at open).
- */
-public struct SandboxInfo: Equatable, Hashable {
-    /**
-     * `true` when the kernel's read-only sandbox works here.
-     */
-    public var planSandboxAvailable: Bool
-    /**
-     * Why not, when it does not.
-     */
-    public var reason: String?
-
-    // Default memberwise initializers are never public by default, so we
-    // declare one manually.
-    public init(
-        /**
-         * `true` when the kernel's read-only sandbox works here.
-         */planSandboxAvailable: Bool, 
-        /**
-         * Why not, when it does not.
-         */reason: String?) {
-        self.planSandboxAvailable = planSandboxAvailable
-        self.reason = reason
-    }
-
-    
-
-    
-}
-
-#if compiler(>=6)
-extension SandboxInfo: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypeSandboxInfo: FfiConverterRustBuffer {
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SandboxInfo {
-        return
-            try SandboxInfo(
-                planSandboxAvailable: FfiConverterBool.read(from: &buf), 
-                reason: FfiConverterOptionString.read(from: &buf)
-        )
-    }
-
-    public static func write(_ value: SandboxInfo, into buf: inout [UInt8]) {
-        FfiConverterBool.write(value.planSandboxAvailable, into: &buf)
-        FfiConverterOptionString.write(value.reason, into: &buf)
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSandboxInfo_lift(_ buf: RustBuffer) throws -> SandboxInfo {
-    return try FfiConverterTypeSandboxInfo.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypeSandboxInfo_lower(_ value: SandboxInfo) -> RustBuffer {
-    return FfiConverterTypeSandboxInfo.lower(value)
-}
-
-
-/**
  * A session as the host reports it.
  */
 public struct Session: Equatable, Hashable {
@@ -4693,6 +5018,65 @@ public func FfiConverterTypeSession_lift(_ buf: RustBuffer) throws -> Session {
 #endif
 public func FfiConverterTypeSession_lower(_ value: Session) -> RustBuffer {
     return FfiConverterTypeSession.lower(value)
+}
+
+
+/**
+ * `session/changed`: a session's configuration or activity changed.
+ */
+public struct SessionChangedNotification: Equatable, Hashable {
+    /**
+     * The session after the change.
+     */
+    public var session: Session
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session after the change.
+         */session: Session) {
+        self.session = session
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SessionChangedNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSessionChangedNotification: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SessionChangedNotification {
+        return
+            try SessionChangedNotification(
+                session: FfiConverterTypeSession.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SessionChangedNotification, into buf: inout [UInt8]) {
+        FfiConverterTypeSession.write(value.session, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionChangedNotification_lift(_ buf: RustBuffer) throws -> SessionChangedNotification {
+    return try FfiConverterTypeSessionChangedNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSessionChangedNotification_lower(_ value: SessionChangedNotification) -> RustBuffer {
+    return FfiConverterTypeSessionChangedNotification.lower(value)
 }
 
 
@@ -5369,7 +5753,7 @@ public struct ToolAuditEntry: Equatable, Hashable {
     /**
      * The tool call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
      * `toolDeclined` nobody could be asked about); otherwise `null`.
@@ -5405,7 +5789,7 @@ public struct ToolAuditEntry: Equatable, Hashable {
          */executionId: ExecutionId?, 
         /**
          * The tool call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
          * `toolDeclined` nobody could be asked about); otherwise `null`.
@@ -5450,7 +5834,7 @@ public struct FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer {
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
                 executionId: FfiConverterOptionTypeExecutionId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 tool: FfiConverterOptionString.read(from: &buf), 
                 permissionMode: FfiConverterOptionTypePermissionMode.read(from: &buf), 
                 errorCode: FfiConverterOptionTypeErrorCode.read(from: &buf), 
@@ -5463,7 +5847,7 @@ public struct FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
         FfiConverterOptionTypeExecutionId.write(value.executionId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterOptionString.write(value.tool, into: &buf)
         FfiConverterOptionTypePermissionMode.write(value.permissionMode, into: &buf)
         FfiConverterOptionTypeErrorCode.write(value.errorCode, into: &buf)
@@ -5494,7 +5878,7 @@ public struct ToolCall: Equatable, Hashable {
     /**
      * The caller's id for the call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * The tool name, matched exactly.
      */
@@ -5509,7 +5893,7 @@ public struct ToolCall: Equatable, Hashable {
     public init(
         /**
          * The caller's id for the call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * The tool name, matched exactly.
          */name: String, 
@@ -5537,14 +5921,14 @@ public struct FfiConverterTypeToolCall: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCall {
         return
             try ToolCall(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 name: FfiConverterString.read(from: &buf), 
                 input: FfiConverterTypeJsonValue.read(from: &buf)
         )
     }
 
     public static func write(_ value: ToolCall, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterString.write(value.name, into: &buf)
         FfiConverterTypeJsonValue.write(value.input, into: &buf)
     }
@@ -5642,7 +6026,7 @@ public struct ToolCallResult: Equatable, Hashable {
     /**
      * The call.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * Allow, confirm or deny.
      */
@@ -5673,7 +6057,7 @@ public struct ToolCallResult: Equatable, Hashable {
     public init(
         /**
          * The call.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * Allow, confirm or deny.
          */decision: ToolCallDecision, 
@@ -5717,7 +6101,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolCallResult {
         return
             try ToolCallResult(
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 decision: FfiConverterTypeToolCallDecision.read(from: &buf), 
                 hostRun: FfiConverterBool.read(from: &buf), 
                 error: FfiConverterOptionTypeToolCallError.read(from: &buf), 
@@ -5727,7 +6111,7 @@ public struct FfiConverterTypeToolCallResult: FfiConverterRustBuffer {
     }
 
     public static func write(_ value: ToolCallResult, into buf: inout [UInt8]) {
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterTypeToolCallDecision.write(value.decision, into: &buf)
         FfiConverterBool.write(value.hostRun, into: &buf)
         FfiConverterOptionTypeToolCallError.write(value.error, into: &buf)
@@ -5768,7 +6152,7 @@ public struct ToolConfirmParams: Equatable, Hashable {
     /**
      * The call awaiting confirmation.
      */
-    public var callId: String
+    public var callId: CallId
     /**
      * Whether the person allows the call.
      */
@@ -5785,7 +6169,7 @@ public struct ToolConfirmParams: Equatable, Hashable {
          */turnId: TurnId, 
         /**
          * The call awaiting confirmation.
-         */callId: String, 
+         */callId: CallId, 
         /**
          * Whether the person allows the call.
          */allow: Bool) {
@@ -5813,7 +6197,7 @@ public struct FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer {
             try ToolConfirmParams(
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 turnId: FfiConverterTypeTurnId.read(from: &buf), 
-                callId: FfiConverterString.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
                 allow: FfiConverterBool.read(from: &buf)
         )
     }
@@ -5821,7 +6205,7 @@ public struct FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer {
     public static func write(_ value: ToolConfirmParams, into buf: inout [UInt8]) {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterTypeTurnId.write(value.turnId, into: &buf)
-        FfiConverterString.write(value.callId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
         FfiConverterBool.write(value.allow, into: &buf)
     }
 }
@@ -7937,202 +8321,6 @@ public func FfiConverterTypePlanError_lower(_ value: PlanError) -> RustBuffer {
 
 
 /**
- * One host notification, typed: each variant carries exactly the params of
- * its protocol v9 notification, so a listener reads the same fields a
- * `serve` client reads from the wire.
- */
-
-public enum PlanEvent: Equatable, Hashable {
-    
-    /**
-     * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
-     * decision.
-     */
-    case approvalRequested(
-        /**
-         * The new pending approval.
-         */approval: PlanApproval, 
-        /**
-         * Its approval card's URL (with the card's token); `None` without
-         * `web_address`.
-         */cardUrl: String?
-    )
-    /**
-     * `plan/approvalResolved`: an approval was approved, rejected, expired
-     * (by the host's timer or at a late decision) or interrupted; the
-     * approval's status and error code say which.
-     */
-    case approvalResolved(
-        /**
-         * The approval after the change.
-         */approval: PlanApproval
-    )
-    /**
-     * `execution/stateChanged`: an approved plan's execution moved to a new
-     * state.
-     */
-    case executionStateChanged(
-        /**
-         * The owning session.
-         */sessionId: String, 
-        /**
-         * The execution.
-         */executionId: String, 
-        /**
-         * Its new state.
-         */state: ExecutionState
-    )
-    /**
-     * `session/changed`: a session's configuration or activity changed.
-     */
-    case sessionChanged(
-        /**
-         * The session after the change.
-         */session: Session
-    )
-    /**
-     * `command/output`: one chunk of a host-run command's output, in `seq`
-     * order per call.
-     */
-    case commandOutput(
-        /**
-         * The session.
-         */sessionId: String, 
-        /**
-         * The Bash call.
-         */callId: String, 
-        /**
-         * stdout or stderr.
-         */stream: OutputStream, 
-        /**
-         * From 0 per call, across both streams.
-         */seq: UInt64, 
-        /**
-         * The text (never a split UTF-8 character).
-         */chunk: String
-    )
-    /**
-     * `command/exited`: a host-run command ended; always the last event of
-     * its call.
-     */
-    case commandExited(
-        /**
-         * The session.
-         */sessionId: String, 
-        /**
-         * The Bash call.
-         */callId: String, 
-        /**
-         * The run as it ended.
-         */command: CommandRun
-    )
-
-
-
-
-
-}
-
-#if compiler(>=6)
-extension PlanEvent: Sendable {}
-#endif
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public struct FfiConverterTypePlanEvent: FfiConverterRustBuffer {
-    typealias SwiftType = PlanEvent
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanEvent {
-        let variant: Int32 = try readInt(&buf)
-        switch variant {
-        
-        case 1: return .approvalRequested(approval: try FfiConverterTypePlanApproval.read(from: &buf), cardUrl: try FfiConverterOptionString.read(from: &buf)
-        )
-        
-        case 2: return .approvalResolved(approval: try FfiConverterTypePlanApproval.read(from: &buf)
-        )
-        
-        case 3: return .executionStateChanged(sessionId: try FfiConverterString.read(from: &buf), executionId: try FfiConverterString.read(from: &buf), state: try FfiConverterTypeExecutionState.read(from: &buf)
-        )
-        
-        case 4: return .sessionChanged(session: try FfiConverterTypeSession.read(from: &buf)
-        )
-        
-        case 5: return .commandOutput(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), stream: try FfiConverterTypeOutputStream.read(from: &buf), seq: try FfiConverterUInt64.read(from: &buf), chunk: try FfiConverterString.read(from: &buf)
-        )
-        
-        case 6: return .commandExited(sessionId: try FfiConverterString.read(from: &buf), callId: try FfiConverterString.read(from: &buf), command: try FfiConverterTypeCommandRun.read(from: &buf)
-        )
-        
-        default: throw UniffiInternalError.unexpectedEnumCase
-        }
-    }
-
-    public static func write(_ value: PlanEvent, into buf: inout [UInt8]) {
-        switch value {
-        
-        
-        case let .approvalRequested(approval,cardUrl):
-            writeInt(&buf, Int32(1))
-            FfiConverterTypePlanApproval.write(approval, into: &buf)
-            FfiConverterOptionString.write(cardUrl, into: &buf)
-            
-        
-        case let .approvalResolved(approval):
-            writeInt(&buf, Int32(2))
-            FfiConverterTypePlanApproval.write(approval, into: &buf)
-            
-        
-        case let .executionStateChanged(sessionId,executionId,state):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(executionId, into: &buf)
-            FfiConverterTypeExecutionState.write(state, into: &buf)
-            
-        
-        case let .sessionChanged(session):
-            writeInt(&buf, Int32(4))
-            FfiConverterTypeSession.write(session, into: &buf)
-            
-        
-        case let .commandOutput(sessionId,callId,stream,seq,chunk):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(callId, into: &buf)
-            FfiConverterTypeOutputStream.write(stream, into: &buf)
-            FfiConverterUInt64.write(seq, into: &buf)
-            FfiConverterString.write(chunk, into: &buf)
-            
-        
-        case let .commandExited(sessionId,callId,command):
-            writeInt(&buf, Int32(6))
-            FfiConverterString.write(sessionId, into: &buf)
-            FfiConverterString.write(callId, into: &buf)
-            FfiConverterTypeCommandRun.write(command, into: &buf)
-            
-        }
-    }
-}
-
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEvent_lift(_ buf: RustBuffer) throws -> PlanEvent {
-    return try FfiConverterTypePlanEvent.lift(buf)
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-public func FfiConverterTypePlanEvent_lower(_ value: PlanEvent) -> RustBuffer {
-    return FfiConverterTypePlanEvent.lower(value)
-}
-
-
-
-/**
  * The Plan sandbox a host offers.
  */
 
@@ -8203,6 +8391,123 @@ public func FfiConverterTypePlanSandbox_lift(_ buf: RustBuffer) throws -> PlanSa
 #endif
 public func FfiConverterTypePlanSandbox_lower(_ value: PlanSandbox) -> RustBuffer {
     return FfiConverterTypePlanSandbox.lower(value)
+}
+
+
+
+/**
+ * One host notification: the protocol's union, each variant
+ * carrying its notification's params record (the variant is the
+ * method: `PlanApprovalRequested` is `plan/approvalRequested`).
+ */
+
+public enum ServerNotification: Equatable, Hashable {
+    
+    case planApprovalRequested(PlanApprovalRequestedNotification
+    )
+    case planApprovalResolved(PlanApprovalResolvedNotification
+    )
+    case executionStateChanged(ExecutionStateChangedNotification
+    )
+    case sessionChanged(SessionChangedNotification
+    )
+    case commandOutput(CommandOutputNotification
+    )
+    case commandExited(CommandExitedNotification
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ServerNotification: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeServerNotification: FfiConverterRustBuffer {
+    typealias SwiftType = ServerNotification
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ServerNotification {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .planApprovalRequested(try FfiConverterTypePlanApprovalRequestedNotification.read(from: &buf)
+        )
+        
+        case 2: return .planApprovalResolved(try FfiConverterTypePlanApprovalResolvedNotification.read(from: &buf)
+        )
+        
+        case 3: return .executionStateChanged(try FfiConverterTypeExecutionStateChangedNotification.read(from: &buf)
+        )
+        
+        case 4: return .sessionChanged(try FfiConverterTypeSessionChangedNotification.read(from: &buf)
+        )
+        
+        case 5: return .commandOutput(try FfiConverterTypeCommandOutputNotification.read(from: &buf)
+        )
+        
+        case 6: return .commandExited(try FfiConverterTypeCommandExitedNotification.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ServerNotification, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .planApprovalRequested(v1):
+            writeInt(&buf, Int32(1))
+            FfiConverterTypePlanApprovalRequestedNotification.write(v1, into: &buf)
+            
+        
+        case let .planApprovalResolved(v1):
+            writeInt(&buf, Int32(2))
+            FfiConverterTypePlanApprovalResolvedNotification.write(v1, into: &buf)
+            
+        
+        case let .executionStateChanged(v1):
+            writeInt(&buf, Int32(3))
+            FfiConverterTypeExecutionStateChangedNotification.write(v1, into: &buf)
+            
+        
+        case let .sessionChanged(v1):
+            writeInt(&buf, Int32(4))
+            FfiConverterTypeSessionChangedNotification.write(v1, into: &buf)
+            
+        
+        case let .commandOutput(v1):
+            writeInt(&buf, Int32(5))
+            FfiConverterTypeCommandOutputNotification.write(v1, into: &buf)
+            
+        
+        case let .commandExited(v1):
+            writeInt(&buf, Int32(6))
+            FfiConverterTypeCommandExitedNotification.write(v1, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerNotification_lift(_ buf: RustBuffer) throws -> ServerNotification {
+    return try FfiConverterTypeServerNotification.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeServerNotification_lower(_ value: ServerNotification) -> RustBuffer {
+    return FfiConverterTypeServerNotification.lower(value)
 }
 
 
@@ -9283,6 +9588,46 @@ public func FfiConverterTypeApprovalId_lower(_ value: ApprovalId) -> RustBuffer 
 
 
 
+public typealias CallId = String
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCallId: FfiConverter {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CallId {
+        return try FfiConverterString.read(from: &buf)
+    }
+
+    public static func write(_ value: CallId, into buf: inout [UInt8]) {
+        return FfiConverterString.write(value, into: &buf)
+    }
+
+    public static func lift(_ value: RustBuffer) throws -> CallId {
+        return try FfiConverterString.lift(value)
+    }
+
+    public static func lower(_ value: CallId) -> RustBuffer {
+        return FfiConverterString.lower(value)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallId_lift(_ value: RustBuffer) throws -> CallId {
+    return try FfiConverterTypeCallId.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCallId_lower(_ value: CallId) -> RustBuffer {
+    return FfiConverterTypeCallId.lower(value)
+}
+
+
+
 public typealias ExecutionId = String
 
 #if swift(>=5.8)
@@ -9512,7 +9857,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 61817) {
+    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 11370) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {
@@ -9563,7 +9908,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 32712) {
+    if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_session_configure() != 32179) {

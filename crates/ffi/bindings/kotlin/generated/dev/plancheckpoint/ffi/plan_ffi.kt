@@ -974,7 +974,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() and 0xFFFF) != 64375) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 61817) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 11370) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
@@ -1025,7 +1025,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() and 0xFFFF) != 40882) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 32712) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 51912) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_session_configure() and 0xFFFF) != 32179) {
@@ -1521,7 +1521,8 @@ public object FfiConverterString: FfiConverter<String, RustBuffer.ByValue> {
 
 
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -1534,13 +1535,14 @@ public interface PlanEventListener {
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
      */
-    fun `onEvent`(`event`: PlanEvent)
+    fun `onEvent`(`event`: ServerNotification)
     
     companion object
 }
 
 /**
- * Receives every host notification as a typed [`PlanEvent`]: approvals
+ * Receives every host notification as the protocol's
+ * [`ServerNotification`], the value `serve` writes to the wire: approvals
  * requested and resolved (expiries fired by the timer included), execution
  * state, session changes, and host-run commands' output and ends.
  */
@@ -1652,14 +1654,14 @@ open class PlanEventListenerImpl: Disposable, AutoCloseable, PlanEventListener
      * the change, on a command's own thread, or on the host's timer thread;
      * it must not block for long. A listener that throws or panics is
      * contained: the host and the other listeners carry on.
-     */override fun `onEvent`(`event`: PlanEvent)
+     */override fun `onEvent`(`event`: ServerNotification)
         = 
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event(
         it,
         
-        FfiConverterTypePlanEvent.lower(`event`),_status)
+        FfiConverterTypeServerNotification.lower(`event`),_status)
 }
     }
     
@@ -1688,7 +1690,7 @@ internal object uniffiCallbackInterfacePlanEventListener {
             val uniffiObj = FfiConverterTypePlanEventListener.handleMap.get(uniffiHandle)
             val makeCall = { ->
                 uniffiObj.`onEvent`(
-                    FfiConverterTypePlanEvent.lift(`event`),
+                    FfiConverterTypeServerNotification.lift(`event`),
                 )
             }
             val writeReturn = { _: Unit -> Unit }
@@ -1998,9 +2000,11 @@ public interface PlanHostInterface {
     fun `planVerify`(`params`: PlanVerifyParams): VerifyReport
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
      */
-    fun `sandboxInfo`(): SandboxInfo
+    fun `sandboxInfo`(): CommandCapabilities
     
     /**
      * session/configure
@@ -2565,9 +2569,11 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
-     * Whether Plan-mode Bash can run here (the probe at open).
-     */override fun `sandboxInfo`(): SandboxInfo {
-            return FfiConverterTypeSandboxInfo.lift(
+     * Whether Plan-mode Bash can run here (the probe at open), why not,
+     * and which sandbox layers and properties hold: the record
+     * `initialize` reports as `capabilities.commands`.
+     */override fun `sandboxInfo`(): CommandCapabilities {
+            return FfiConverterTypeCommandCapabilities.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info(
@@ -3206,7 +3212,7 @@ data class CommandCancelParams (
     /**
      * The Bash call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     
 ){
     
@@ -3224,18 +3230,18 @@ public object FfiConverterTypeCommandCancelParams: FfiConverterRustBuffer<Comman
     override fun read(buf: ByteBuffer): CommandCancelParams {
         return CommandCancelParams(
             FfiConverterTypeSessionId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
         )
     }
 
     override fun allocationSize(value: CommandCancelParams) = (
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`callId`)
+            FfiConverterTypeCallId.allocationSize(value.`callId`)
     )
 
     override fun write(value: CommandCancelParams, buf: ByteBuffer) {
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
     }
 }
 
@@ -3309,6 +3315,61 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
 
 
 /**
+ * `command/exited`: a command ended; always the last message for its call.
+ */
+data class CommandExitedNotification (
+    /**
+     * The session.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The run as it ended.
+     */
+    var `command`: CommandRun
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandExitedNotification: FfiConverterRustBuffer<CommandExitedNotification> {
+    override fun read(buf: ByteBuffer): CommandExitedNotification {
+        return CommandExitedNotification(
+            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterTypeCommandRun.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandExitedNotification) = (
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterTypeCommandRun.allocationSize(value.`command`)
+    )
+
+    override fun write(value: CommandExitedNotification, buf: ByteBuffer) {
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterTypeCommandRun.write(value.`command`, buf)
+    }
+}
+
+
+
+/**
  * `command/get` params.
  */
 data class CommandGetParams (
@@ -3320,7 +3381,7 @@ data class CommandGetParams (
     /**
      * The Bash call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     
 ){
     
@@ -3338,18 +3399,89 @@ public object FfiConverterTypeCommandGetParams: FfiConverterRustBuffer<CommandGe
     override fun read(buf: ByteBuffer): CommandGetParams {
         return CommandGetParams(
             FfiConverterTypeSessionId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
         )
     }
 
     override fun allocationSize(value: CommandGetParams) = (
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
-            FfiConverterString.allocationSize(value.`callId`)
+            FfiConverterTypeCallId.allocationSize(value.`callId`)
     )
 
     override fun write(value: CommandGetParams, buf: ByteBuffer) {
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+    }
+}
+
+
+
+/**
+ * `command/output`: one chunk of streamed shell output.
+ */
+data class CommandOutputNotification (
+    /**
+     * The session.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * The tool call that runs the command.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * stdout or stderr.
+     */
+    var `stream`: OutputStream
+    , 
+    /**
+     * Sequence number of the chunk within the call, from 0, across both streams.
+     */
+    var `seq`: kotlin.ULong
+    , 
+    /**
+     * The text of the chunk.
+     */
+    var `chunk`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<CommandOutputNotification> {
+    override fun read(buf: ByteBuffer): CommandOutputNotification {
+        return CommandOutputNotification(
+            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterTypeOutputStream.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandOutputNotification) = (
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterTypeOutputStream.allocationSize(value.`stream`) +
+            FfiConverterULong.allocationSize(value.`seq`) +
+            FfiConverterString.allocationSize(value.`chunk`)
+    )
+
+    override fun write(value: CommandOutputNotification, buf: ByteBuffer) {
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterTypeOutputStream.write(value.`stream`, buf)
+            FfiConverterULong.write(value.`seq`, buf)
+            FfiConverterString.write(value.`chunk`, buf)
     }
 }
 
@@ -3362,7 +3494,7 @@ data class CommandRun (
     /**
      * The Bash tool call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The session.
@@ -3459,7 +3591,7 @@ data class CommandRun (
 public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     override fun read(buf: ByteBuffer): CommandRun {
         return CommandRun(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
             FfiConverterString.read(buf),
@@ -3480,7 +3612,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     }
 
     override fun allocationSize(value: CommandRun) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterString.allocationSize(value.`command`) +
@@ -3500,7 +3632,7 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
     )
 
     override fun write(value: CommandRun, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterString.write(value.`command`, buf)
@@ -3587,7 +3719,7 @@ data class CommandStartParams (
     /**
      * The Bash call `turn/toolCalls` allowed, or `tool/confirm` confirmed.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The command text: exactly the `command` of the call's input.
@@ -3623,7 +3755,7 @@ public object FfiConverterTypeCommandStartParams: FfiConverterRustBuffer<Command
         return CommandStartParams(
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalULong.read(buf),
@@ -3633,7 +3765,7 @@ public object FfiConverterTypeCommandStartParams: FfiConverterRustBuffer<Command
     override fun allocationSize(value: CommandStartParams) = (
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterString.allocationSize(value.`command`) +
             FfiConverterOptionalString.allocationSize(value.`cwd`) +
             FfiConverterOptionalULong.allocationSize(value.`timeoutMs`)
@@ -3642,7 +3774,7 @@ public object FfiConverterTypeCommandStartParams: FfiConverterRustBuffer<Command
     override fun write(value: CommandStartParams, buf: ByteBuffer) {
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterString.write(value.`command`, buf)
             FfiConverterOptionalString.write(value.`cwd`, buf)
             FfiConverterOptionalULong.write(value.`timeoutMs`, buf)
@@ -3771,6 +3903,61 @@ public object FfiConverterTypeExecutionStartParams: FfiConverterRustBuffer<Execu
 
     override fun write(value: ExecutionStartParams, buf: ByteBuffer) {
             FfiConverterTypeExecutionId.write(value.`executionId`, buf)
+    }
+}
+
+
+
+/**
+ * `execution/stateChanged`: an execution moved to a new state.
+ */
+data class ExecutionStateChangedNotification (
+    /**
+     * The owning session.
+     */
+    var `sessionId`: kotlin.String
+    , 
+    /**
+     * The execution.
+     */
+    var `executionId`: kotlin.String
+    , 
+    /**
+     * Its new state.
+     */
+    var `state`: ExecutionState
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeExecutionStateChangedNotification: FfiConverterRustBuffer<ExecutionStateChangedNotification> {
+    override fun read(buf: ByteBuffer): ExecutionStateChangedNotification {
+        return ExecutionStateChangedNotification(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeExecutionState.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ExecutionStateChangedNotification) = (
+            FfiConverterString.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`executionId`) +
+            FfiConverterTypeExecutionState.allocationSize(value.`state`)
+    )
+
+    override fun write(value: ExecutionStateChangedNotification, buf: ByteBuffer) {
+            FfiConverterString.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`executionId`, buf)
+            FfiConverterTypeExecutionState.write(value.`state`, buf)
     }
 }
 
@@ -4395,6 +4582,94 @@ public object FfiConverterTypePlanApproval: FfiConverterRustBuffer<PlanApproval>
 
 
 /**
+ * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a decision.
+ */
+data class PlanApprovalRequestedNotification (
+    /**
+     * The new pending approval.
+     */
+    var `approval`: PlanApproval
+    , 
+    /**
+     * The approval card's URL, with its token, for the host's own client to
+     * show or open; `null` when the web server is off.
+     */
+    var `cardUrl`: kotlin.String?
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanApprovalRequestedNotification: FfiConverterRustBuffer<PlanApprovalRequestedNotification> {
+    override fun read(buf: ByteBuffer): PlanApprovalRequestedNotification {
+        return PlanApprovalRequestedNotification(
+            FfiConverterTypePlanApproval.read(buf),
+            FfiConverterOptionalString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanApprovalRequestedNotification) = (
+            FfiConverterTypePlanApproval.allocationSize(value.`approval`) +
+            FfiConverterOptionalString.allocationSize(value.`cardUrl`)
+    )
+
+    override fun write(value: PlanApprovalRequestedNotification, buf: ByteBuffer) {
+            FfiConverterTypePlanApproval.write(value.`approval`, buf)
+            FfiConverterOptionalString.write(value.`cardUrl`, buf)
+    }
+}
+
+
+
+/**
+ * `plan/approvalResolved`: an approval was approved, rejected, expired or
+ * interrupted.
+ */
+data class PlanApprovalResolvedNotification (
+    /**
+     * The approval after the change.
+     */
+    var `approval`: PlanApproval
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanApprovalResolvedNotification: FfiConverterRustBuffer<PlanApprovalResolvedNotification> {
+    override fun read(buf: ByteBuffer): PlanApprovalResolvedNotification {
+        return PlanApprovalResolvedNotification(
+            FfiConverterTypePlanApproval.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanApprovalResolvedNotification) = (
+            FfiConverterTypePlanApproval.allocationSize(value.`approval`)
+    )
+
+    override fun write(value: PlanApprovalResolvedNotification, buf: ByteBuffer) {
+            FfiConverterTypePlanApproval.write(value.`approval`, buf)
+    }
+}
+
+
+
+/**
  * `plan/approve` params: `{approvalId, permissionMode}`.
  *
  * `permissionMode` is required by the contract, but an absent (or `null`)
@@ -4840,53 +5115,6 @@ public object FfiConverterTypePlanVerifyParams: FfiConverterRustBuffer<PlanVerif
 
 
 /**
- * Whether Plan-mode Bash can run on this host (probed once at open).
- */
-data class SandboxInfo (
-    /**
-     * `true` when the kernel's read-only sandbox works here.
-     */
-    var `planSandboxAvailable`: kotlin.Boolean
-    , 
-    /**
-     * Why not, when it does not.
-     */
-    var `reason`: kotlin.String?
-    
-){
-    
-
-    
-
-    
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypeSandboxInfo: FfiConverterRustBuffer<SandboxInfo> {
-    override fun read(buf: ByteBuffer): SandboxInfo {
-        return SandboxInfo(
-            FfiConverterBoolean.read(buf),
-            FfiConverterOptionalString.read(buf),
-        )
-    }
-
-    override fun allocationSize(value: SandboxInfo) = (
-            FfiConverterBoolean.allocationSize(value.`planSandboxAvailable`) +
-            FfiConverterOptionalString.allocationSize(value.`reason`)
-    )
-
-    override fun write(value: SandboxInfo, buf: ByteBuffer) {
-            FfiConverterBoolean.write(value.`planSandboxAvailable`, buf)
-            FfiConverterOptionalString.write(value.`reason`, buf)
-    }
-}
-
-
-
-/**
  * A session as the host reports it.
  */
 data class Session (
@@ -4992,6 +5220,45 @@ public object FfiConverterTypeSession: FfiConverterRustBuffer<Session> {
             FfiConverterOptionalTypeActiveTurn.write(value.`activeTurn`, buf)
             FfiConverterOptionalString.write(value.`pendingApprovalId`, buf)
             FfiConverterOptionalString.write(value.`activeExecutionId`, buf)
+    }
+}
+
+
+
+/**
+ * `session/changed`: a session's configuration or activity changed.
+ */
+data class SessionChangedNotification (
+    /**
+     * The session after the change.
+     */
+    var `session`: Session
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSessionChangedNotification: FfiConverterRustBuffer<SessionChangedNotification> {
+    override fun read(buf: ByteBuffer): SessionChangedNotification {
+        return SessionChangedNotification(
+            FfiConverterTypeSession.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: SessionChangedNotification) = (
+            FfiConverterTypeSession.allocationSize(value.`session`)
+    )
+
+    override fun write(value: SessionChangedNotification, buf: ByteBuffer) {
+            FfiConverterTypeSession.write(value.`session`, buf)
     }
 }
 
@@ -5473,7 +5740,7 @@ data class ToolAuditEntry (
     /**
      * The tool call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The tool name (`toolConfirmRequested`, `toolAutoAllowed`, and a
@@ -5515,7 +5782,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
             FfiConverterOptionalTypeExecutionId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalTypePermissionMode.read(buf),
             FfiConverterOptionalTypeErrorCode.read(buf),
@@ -5528,7 +5795,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
             FfiConverterOptionalTypeExecutionId.allocationSize(value.`executionId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterOptionalString.allocationSize(value.`tool`) +
             FfiConverterOptionalTypePermissionMode.allocationSize(value.`permissionMode`) +
             FfiConverterOptionalTypeErrorCode.allocationSize(value.`errorCode`) +
@@ -5540,7 +5807,7 @@ public object FfiConverterTypeToolAuditEntry: FfiConverterRustBuffer<ToolAuditEn
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
             FfiConverterOptionalTypeExecutionId.write(value.`executionId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterOptionalString.write(value.`tool`, buf)
             FfiConverterOptionalTypePermissionMode.write(value.`permissionMode`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
@@ -5557,7 +5824,7 @@ data class ToolCall (
     /**
      * The caller's id for the call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * The tool name, matched exactly.
@@ -5584,20 +5851,20 @@ data class ToolCall (
 public object FfiConverterTypeToolCall: FfiConverterRustBuffer<ToolCall> {
     override fun read(buf: ByteBuffer): ToolCall {
         return ToolCall(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterTypeJsonValue.read(buf),
         )
     }
 
     override fun allocationSize(value: ToolCall) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterString.allocationSize(value.`name`) +
             FfiConverterTypeJsonValue.allocationSize(value.`input`)
     )
 
     override fun write(value: ToolCall, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterString.write(value.`name`, buf)
             FfiConverterTypeJsonValue.write(value.`input`, buf)
     }
@@ -5659,7 +5926,7 @@ data class ToolCallResult (
     /**
      * The call.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * Allow, confirm or deny.
@@ -5705,7 +5972,7 @@ data class ToolCallResult (
 public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallResult> {
     override fun read(buf: ByteBuffer): ToolCallResult {
         return ToolCallResult(
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterTypeToolCallDecision.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalTypeToolCallError.read(buf),
@@ -5715,7 +5982,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     }
 
     override fun allocationSize(value: ToolCallResult) = (
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterTypeToolCallDecision.allocationSize(value.`decision`) +
             FfiConverterBoolean.allocationSize(value.`hostRun`) +
             FfiConverterOptionalTypeToolCallError.allocationSize(value.`error`) +
@@ -5724,7 +5991,7 @@ public object FfiConverterTypeToolCallResult: FfiConverterRustBuffer<ToolCallRes
     )
 
     override fun write(value: ToolCallResult, buf: ByteBuffer) {
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterTypeToolCallDecision.write(value.`decision`, buf)
             FfiConverterBoolean.write(value.`hostRun`, buf)
             FfiConverterOptionalTypeToolCallError.write(value.`error`, buf)
@@ -5753,7 +6020,7 @@ data class ToolConfirmParams (
     /**
      * The call awaiting confirmation.
      */
-    var `callId`: kotlin.String
+    var `callId`: CallId
     , 
     /**
      * Whether the person allows the call.
@@ -5777,7 +6044,7 @@ public object FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer<ToolConf
         return ToolConfirmParams(
             FfiConverterTypeSessionId.read(buf),
             FfiConverterTypeTurnId.read(buf),
-            FfiConverterString.read(buf),
+            FfiConverterTypeCallId.read(buf),
             FfiConverterBoolean.read(buf),
         )
     }
@@ -5785,14 +6052,14 @@ public object FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer<ToolConf
     override fun allocationSize(value: ToolConfirmParams) = (
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
-            FfiConverterString.allocationSize(value.`callId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
             FfiConverterBoolean.allocationSize(value.`allow`)
     )
 
     override fun write(value: ToolConfirmParams, buf: ByteBuffer) {
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterTypeTurnId.write(value.`turnId`, buf)
-            FfiConverterString.write(value.`callId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
             FfiConverterBoolean.write(value.`allow`, buf)
     }
 }
@@ -7029,296 +7296,6 @@ public object FfiConverterTypePlanError : FfiConverterRustBuffer<PlanException> 
 
 
 /**
- * One host notification, typed: each variant carries exactly the params of
- * its protocol v9 notification, so a listener reads the same fields a
- * `serve` client reads from the wire.
- */
-sealed class PlanEvent {
-    
-    /**
-     * `plan/approvalRequested`: a SubmitPlan was accepted and awaits a
-     * decision.
-     */
-    data class ApprovalRequested(
-        /**
-         * The new pending approval.
-         */
-        val `approval`: dev.plancheckpoint.ffi.PlanApproval, 
-        /**
-         * Its approval card's URL (with the card's token); `None` without
-         * `web_address`.
-         */
-        val `cardUrl`: kotlin.String?) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `plan/approvalResolved`: an approval was approved, rejected, expired
-     * (by the host's timer or at a late decision) or interrupted; the
-     * approval's status and error code say which.
-     */
-    data class ApprovalResolved(
-        /**
-         * The approval after the change.
-         */
-        val `approval`: dev.plancheckpoint.ffi.PlanApproval) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `execution/stateChanged`: an approved plan's execution moved to a new
-     * state.
-     */
-    data class ExecutionStateChanged(
-        /**
-         * The owning session.
-         */
-        val `sessionId`: kotlin.String, 
-        /**
-         * The execution.
-         */
-        val `executionId`: kotlin.String, 
-        /**
-         * Its new state.
-         */
-        val `state`: dev.plancheckpoint.ffi.ExecutionState) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `session/changed`: a session's configuration or activity changed.
-     */
-    data class SessionChanged(
-        /**
-         * The session after the change.
-         */
-        val `session`: dev.plancheckpoint.ffi.Session) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `command/output`: one chunk of a host-run command's output, in `seq`
-     * order per call.
-     */
-    data class CommandOutput(
-        /**
-         * The session.
-         */
-        val `sessionId`: kotlin.String, 
-        /**
-         * The Bash call.
-         */
-        val `callId`: kotlin.String, 
-        /**
-         * stdout or stderr.
-         */
-        val `stream`: dev.plancheckpoint.ffi.OutputStream, 
-        /**
-         * From 0 per call, across both streams.
-         */
-        val `seq`: kotlin.ULong, 
-        /**
-         * The text (never a split UTF-8 character).
-         */
-        val `chunk`: kotlin.String) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-    /**
-     * `command/exited`: a host-run command ended; always the last event of
-     * its call.
-     */
-    data class CommandExited(
-        /**
-         * The session.
-         */
-        val `sessionId`: kotlin.String, 
-        /**
-         * The Bash call.
-         */
-        val `callId`: kotlin.String, 
-        /**
-         * The run as it ended.
-         */
-        val `command`: dev.plancheckpoint.ffi.CommandRun) : PlanEvent()
-        
-    {
-        
-
-        companion object
-    }
-    
-
-    
-
-    
-    
-
-
-    companion object
-}
-
-/**
- * @suppress
- */
-public object FfiConverterTypePlanEvent : FfiConverterRustBuffer<PlanEvent>{
-    override fun read(buf: ByteBuffer): PlanEvent {
-        return when(buf.getInt()) {
-            1 -> PlanEvent.ApprovalRequested(
-                FfiConverterTypePlanApproval.read(buf),
-                FfiConverterOptionalString.read(buf),
-                )
-            2 -> PlanEvent.ApprovalResolved(
-                FfiConverterTypePlanApproval.read(buf),
-                )
-            3 -> PlanEvent.ExecutionStateChanged(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
-                FfiConverterTypeExecutionState.read(buf),
-                )
-            4 -> PlanEvent.SessionChanged(
-                FfiConverterTypeSession.read(buf),
-                )
-            5 -> PlanEvent.CommandOutput(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
-                FfiConverterTypeOutputStream.read(buf),
-                FfiConverterULong.read(buf),
-                FfiConverterString.read(buf),
-                )
-            6 -> PlanEvent.CommandExited(
-                FfiConverterString.read(buf),
-                FfiConverterString.read(buf),
-                FfiConverterTypeCommandRun.read(buf),
-                )
-            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
-        }
-    }
-
-    override fun allocationSize(value: PlanEvent): ULong = when(value) {
-        is PlanEvent.ApprovalRequested -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePlanApproval.allocationSize(value.`approval`)
-                + FfiConverterOptionalString.allocationSize(value.`cardUrl`)
-            )
-        }
-        is PlanEvent.ApprovalResolved -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypePlanApproval.allocationSize(value.`approval`)
-            )
-        }
-        is PlanEvent.ExecutionStateChanged -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.`sessionId`)
-                + FfiConverterString.allocationSize(value.`executionId`)
-                + FfiConverterTypeExecutionState.allocationSize(value.`state`)
-            )
-        }
-        is PlanEvent.SessionChanged -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterTypeSession.allocationSize(value.`session`)
-            )
-        }
-        is PlanEvent.CommandOutput -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.`sessionId`)
-                + FfiConverterString.allocationSize(value.`callId`)
-                + FfiConverterTypeOutputStream.allocationSize(value.`stream`)
-                + FfiConverterULong.allocationSize(value.`seq`)
-                + FfiConverterString.allocationSize(value.`chunk`)
-            )
-        }
-        is PlanEvent.CommandExited -> {
-            // Add the size for the Int that specifies the variant plus the size needed for all fields
-            (
-                4UL
-                + FfiConverterString.allocationSize(value.`sessionId`)
-                + FfiConverterString.allocationSize(value.`callId`)
-                + FfiConverterTypeCommandRun.allocationSize(value.`command`)
-            )
-        }
-    }
-
-    override fun write(value: PlanEvent, buf: ByteBuffer) {
-        when(value) {
-            is PlanEvent.ApprovalRequested -> {
-                buf.putInt(1)
-                FfiConverterTypePlanApproval.write(value.`approval`, buf)
-                FfiConverterOptionalString.write(value.`cardUrl`, buf)
-                Unit
-            }
-            is PlanEvent.ApprovalResolved -> {
-                buf.putInt(2)
-                FfiConverterTypePlanApproval.write(value.`approval`, buf)
-                Unit
-            }
-            is PlanEvent.ExecutionStateChanged -> {
-                buf.putInt(3)
-                FfiConverterString.write(value.`sessionId`, buf)
-                FfiConverterString.write(value.`executionId`, buf)
-                FfiConverterTypeExecutionState.write(value.`state`, buf)
-                Unit
-            }
-            is PlanEvent.SessionChanged -> {
-                buf.putInt(4)
-                FfiConverterTypeSession.write(value.`session`, buf)
-                Unit
-            }
-            is PlanEvent.CommandOutput -> {
-                buf.putInt(5)
-                FfiConverterString.write(value.`sessionId`, buf)
-                FfiConverterString.write(value.`callId`, buf)
-                FfiConverterTypeOutputStream.write(value.`stream`, buf)
-                FfiConverterULong.write(value.`seq`, buf)
-                FfiConverterString.write(value.`chunk`, buf)
-                Unit
-            }
-            is PlanEvent.CommandExited -> {
-                buf.putInt(6)
-                FfiConverterString.write(value.`sessionId`, buf)
-                FfiConverterString.write(value.`callId`, buf)
-                FfiConverterTypeCommandRun.write(value.`command`, buf)
-                Unit
-            }
-        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
-    }
-}
-
-
-
-
-
-/**
  * The Plan sandbox a host offers.
  */
 
@@ -7354,6 +7331,190 @@ public object FfiConverterTypePlanSandbox: FfiConverterRustBuffer<PlanSandbox> {
 
     override fun write(value: PlanSandbox, buf: ByteBuffer) {
         buf.putInt(value.ordinal + 1)
+    }
+}
+
+
+
+
+
+/**
+ * One host notification: the protocol's union, each variant
+ * carrying its notification's params record (the variant is the
+ * method: `PlanApprovalRequested` is `plan/approvalRequested`).
+ */
+sealed class ServerNotification {
+    
+    data class PlanApprovalRequested(
+        val v1: dev.plancheckpoint.ffi.PlanApprovalRequestedNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class PlanApprovalResolved(
+        val v1: dev.plancheckpoint.ffi.PlanApprovalResolvedNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class ExecutionStateChanged(
+        val v1: dev.plancheckpoint.ffi.ExecutionStateChangedNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class SessionChanged(
+        val v1: dev.plancheckpoint.ffi.SessionChangedNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class CommandOutput(
+        val v1: dev.plancheckpoint.ffi.CommandOutputNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+    data class CommandExited(
+        val v1: dev.plancheckpoint.ffi.CommandExitedNotification) : ServerNotification()
+        
+    {
+        
+
+        companion object
+    }
+    
+
+    
+
+    
+    
+
+
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeServerNotification : FfiConverterRustBuffer<ServerNotification>{
+    override fun read(buf: ByteBuffer): ServerNotification {
+        return when(buf.getInt()) {
+            1 -> ServerNotification.PlanApprovalRequested(
+                FfiConverterTypePlanApprovalRequestedNotification.read(buf),
+                )
+            2 -> ServerNotification.PlanApprovalResolved(
+                FfiConverterTypePlanApprovalResolvedNotification.read(buf),
+                )
+            3 -> ServerNotification.ExecutionStateChanged(
+                FfiConverterTypeExecutionStateChangedNotification.read(buf),
+                )
+            4 -> ServerNotification.SessionChanged(
+                FfiConverterTypeSessionChangedNotification.read(buf),
+                )
+            5 -> ServerNotification.CommandOutput(
+                FfiConverterTypeCommandOutputNotification.read(buf),
+                )
+            6 -> ServerNotification.CommandExited(
+                FfiConverterTypeCommandExitedNotification.read(buf),
+                )
+            else -> throw RuntimeException("invalid enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: ServerNotification): ULong = when(value) {
+        is ServerNotification.PlanApprovalRequested -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanApprovalRequestedNotification.allocationSize(value.v1)
+            )
+        }
+        is ServerNotification.PlanApprovalResolved -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypePlanApprovalResolvedNotification.allocationSize(value.v1)
+            )
+        }
+        is ServerNotification.ExecutionStateChanged -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeExecutionStateChangedNotification.allocationSize(value.v1)
+            )
+        }
+        is ServerNotification.SessionChanged -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeSessionChangedNotification.allocationSize(value.v1)
+            )
+        }
+        is ServerNotification.CommandOutput -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeCommandOutputNotification.allocationSize(value.v1)
+            )
+        }
+        is ServerNotification.CommandExited -> {
+            // Add the size for the Int that specifies the variant plus the size needed for all fields
+            (
+                4UL
+                + FfiConverterTypeCommandExitedNotification.allocationSize(value.v1)
+            )
+        }
+    }
+
+    override fun write(value: ServerNotification, buf: ByteBuffer) {
+        when(value) {
+            is ServerNotification.PlanApprovalRequested -> {
+                buf.putInt(1)
+                FfiConverterTypePlanApprovalRequestedNotification.write(value.v1, buf)
+                Unit
+            }
+            is ServerNotification.PlanApprovalResolved -> {
+                buf.putInt(2)
+                FfiConverterTypePlanApprovalResolvedNotification.write(value.v1, buf)
+                Unit
+            }
+            is ServerNotification.ExecutionStateChanged -> {
+                buf.putInt(3)
+                FfiConverterTypeExecutionStateChangedNotification.write(value.v1, buf)
+                Unit
+            }
+            is ServerNotification.SessionChanged -> {
+                buf.putInt(4)
+                FfiConverterTypeSessionChangedNotification.write(value.v1, buf)
+                Unit
+            }
+            is ServerNotification.CommandOutput -> {
+                buf.putInt(5)
+                FfiConverterTypeCommandOutputNotification.write(value.v1, buf)
+                Unit
+            }
+            is ServerNotification.CommandExited -> {
+                buf.putInt(6)
+                FfiConverterTypeCommandExitedNotification.write(value.v1, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
     }
 }
 
@@ -8496,6 +8657,11 @@ public object FfiConverterSequenceTypePathBuf: FfiConverterRustBuffer<List<PathB
 
 public typealias ApprovalId = kotlin.String
 public typealias FfiConverterTypeApprovalId = FfiConverterString
+
+
+
+public typealias CallId = kotlin.String
+public typealias FfiConverterTypeCallId = FfiConverterString
 
 
 

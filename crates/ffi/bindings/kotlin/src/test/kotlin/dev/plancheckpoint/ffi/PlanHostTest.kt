@@ -31,7 +31,7 @@ import org.junit.jupiter.api.io.TempDir
 /**
  * The plan-ffi surface exercised from Kotlin through the UniFFI-generated
  * bindings and the real native library: lifecycle, restart interruption,
- * every canonical error as [PlanException.Failed], typed [PlanEvent]s for
+ * every canonical error as [PlanException.Failed], typed [ServerNotification]s for
  * every notification (timer-driven expiry and host-run commands included),
  * handleJson, shells, configuration and threads.
  *
@@ -582,7 +582,7 @@ class PlanHostTest {
         val reply = first.handleJson("""{"jsonrpc":"2.0","id":2,"method":"session/get","params":{"sessionId":"$sid"}}""")!!
         assertTrue(reply.contains("\"HOST_CLOSED\""), reply)
         first.addListener(object : PlanEventListener {
-            override fun onEvent(event: PlanEvent) {}
+            override fun onEvent(event: ServerNotification) {}
         })
 
         // SCHEMA_UNSUPPORTED: a database whose PRAGMA user_version is 9. No
@@ -614,7 +614,7 @@ class PlanHostTest {
     // Events and the timer
 
     private class Recorder : PlanEventListener {
-        val events = CopyOnWriteArrayList<PlanEvent>()
+        val events = CopyOnWriteArrayList<ServerNotification>()
         private val lock = ReentrantLock()
         private val changed = lock.newCondition()
         val threads: MutableSet<String> = Collections.newSetFromMap(ConcurrentHashMap())
@@ -622,28 +622,28 @@ class PlanHostTest {
         val expired = CountDownLatch(1)
         val expiryThreads = CopyOnWriteArrayList<String>()
 
-        override fun onEvent(event: PlanEvent) = lock.withLock {
+        override fun onEvent(event: ServerNotification) = lock.withLock {
             events.add(event)
             threads.add(Thread.currentThread().name)
             // Exhaustive on purpose: a new kind of event must be looked at here.
             when (event) {
-                is PlanEvent.ApprovalRequested -> requested.countDown()
-                is PlanEvent.ApprovalResolved -> if (event.approval.status == ApprovalStatus.EXPIRED) {
+                is ServerNotification.PlanApprovalRequested -> requested.countDown()
+                is ServerNotification.PlanApprovalResolved -> if (event.v1.approval.status == ApprovalStatus.EXPIRED) {
                     expiryThreads.add(Thread.currentThread().name)
                     expired.countDown()
                 }
-                is PlanEvent.ExecutionStateChanged, is PlanEvent.SessionChanged,
-                is PlanEvent.CommandOutput, is PlanEvent.CommandExited -> {}
+                is ServerNotification.ExecutionStateChanged, is ServerNotification.SessionChanged,
+                is ServerNotification.CommandOutput, is ServerNotification.CommandExited -> {}
             }
             // Last, so a waiter woken by this event sees all of it recorded.
             changed.signalAll()
         }
 
         /** Takes the events recorded so far. */
-        fun drain(): List<PlanEvent> = lock.withLock { events.toList().also { events.clear() } }
+        fun drain(): List<ServerNotification> = lock.withLock { events.toList().also { events.clear() } }
 
         /** Waits (bounded) for an event matching [matches], woken by each new event; returns it. */
-        fun <T : PlanEvent> await(type: Class<T>, what: String, matches: (T) -> Boolean = { true }): T {
+        fun <T : ServerNotification> await(type: Class<T>, what: String, matches: (T) -> Boolean = { true }): T {
             var left = TimeUnit.SECONDS.toNanos(20)
             lock.withLock {
                 while (true) {
@@ -666,7 +666,7 @@ class PlanHostTest {
         val approval = submit(host, sid)
         assertEquals(300L, approval.expiresAt - approval.createdAt)
         assertTrue(recorder.requested.await(10, TimeUnit.SECONDS), "plan/approvalRequested")
-        val requested = recorder.events.filterIsInstance<PlanEvent.ApprovalRequested>().single()
+        val requested = recorder.events.filterIsInstance<ServerNotification.PlanApprovalRequested>().single().v1
         assertEquals(approval, requested.approval, "the event carries the record the call returned")
         assertEquals(ApprovalStatus.PENDING, requested.approval.status)
         assertEquals(approval.artifact!!.sha256, requested.approval.artifact!!.sha256)
@@ -674,7 +674,7 @@ class PlanHostTest {
         // Nobody asks: the host's own timer expires it and tells the listener.
         val testThread = Thread.currentThread().name
         assertTrue(recorder.expired.await(10, TimeUnit.SECONDS), "expiry event from the timer: ${recorder.events}")
-        val resolved = recorder.events.filterIsInstance<PlanEvent.ApprovalResolved>().single().approval
+        val resolved = recorder.events.filterIsInstance<ServerNotification.PlanApprovalResolved>().single().v1.approval
         assertEquals(approval.id, resolved.id)
         assertEquals(ApprovalStatus.EXPIRED, resolved.status)
         assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, resolved.errorCode)
@@ -690,7 +690,7 @@ class PlanHostTest {
         assertEquals(Mode.PLAN, session.mode)
         assertNull(session.activeTurn)
         assertNull(session.pendingApprovalId)
-        val changed = recorder.await(PlanEvent.SessionChanged::class.java, "the session's change") { it.session.activeTurn == null }
+        val changed = recorder.await(ServerNotification.SessionChanged::class.java, "the session's change") { it.v1.session.activeTurn == null }.v1
         assertEquals(session, changed.session)
         failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.AUTO)) }
         failed(ErrorCode.PLAN_APPROVAL_TIMEOUT) { host.planReject(PlanRejectParams(approvalId = approval.id)) }
@@ -705,13 +705,13 @@ class PlanHostTest {
         val recorder = Recorder()
         host.addListener(recorder)
         val sid = planSession(host, workspace()).sessionId
-        assertEquals(emptyList<PlanEvent>(), recorder.drain(), "a new session is not a change")
+        assertEquals(emptyList<ServerNotification>(), recorder.drain(), "a new session is not a change")
         val turn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.INTERACTIVE))
-        assertEquals(listOf(PlanEvent.SessionChanged(host.sessionGet(SessionGetParams(sessionId = sid)))), recorder.drain())
+        assertEquals(listOf(ServerNotification.SessionChanged(SessionChangedNotification(host.sessionGet(SessionGetParams(sessionId = sid))))), recorder.drain())
         val results = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = turn.turnId, calls = listOf(call("s", "SubmitPlan", submitInput("T", "v1\n", "Q?"))))).results
         val approval = results.single().approval!!
         assertEquals(
-            listOf(PlanEvent.ApprovalRequested(approval, null), PlanEvent.SessionChanged(host.sessionGet(SessionGetParams(sessionId = sid)))),
+            listOf(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null)), ServerNotification.SessionChanged(SessionChangedNotification(host.sessionGet(SessionGetParams(sessionId = sid))))),
             recorder.drain(),
         )
 
@@ -720,9 +720,9 @@ class PlanHostTest {
         val eid = decision.approval.executionId!!
         assertEquals(
             listOf(
-                PlanEvent.ApprovalResolved(decision.approval),
-                PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.QUEUED),
-                PlanEvent.SessionChanged(decision.session),
+                ServerNotification.PlanApprovalResolved(PlanApprovalResolvedNotification(decision.approval)),
+                ServerNotification.ExecutionStateChanged(ExecutionStateChangedNotification(sid, eid, ExecutionState.QUEUED)),
+                ServerNotification.SessionChanged(SessionChangedNotification(decision.session)),
             ),
             recorder.drain(),
         )
@@ -731,25 +731,25 @@ class PlanHostTest {
         assertEquals(PermissionMode.AUTO, resolved.permissionMode)
         assertEquals(Mode.AGENT, decision.session.mode)
         host.executionStart(ExecutionStartParams(executionId = eid))
-        assertEquals(listOf(PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.RUNNING)), recorder.drain())
+        assertEquals(listOf(ServerNotification.ExecutionStateChanged(ExecutionStateChangedNotification(sid, eid, ExecutionState.RUNNING))), recorder.drain())
         host.executionComplete(ExecutionCompleteParams(executionId = eid))
         val idle = host.sessionGet(SessionGetParams(sessionId = sid))
         assertNull(idle.activeExecutionId)
         assertEquals(
-            listOf(PlanEvent.ExecutionStateChanged(sid, eid, ExecutionState.COMPLETED), PlanEvent.SessionChanged(idle)),
+            listOf(ServerNotification.ExecutionStateChanged(ExecutionStateChangedNotification(sid, eid, ExecutionState.COMPLETED)), ServerNotification.SessionChanged(SessionChangedNotification(idle))),
             recorder.drain(),
         )
 
         // Rejected: resolved without an execution, the session back to idle Plan.
         val configured = host.sessionConfigure(SessionConfigureParams(sessionId = sid, mode = Mode.PLAN))
-        assertEquals(listOf(PlanEvent.SessionChanged(configured)), recorder.drain())
+        assertEquals(listOf(ServerNotification.SessionChanged(SessionChangedNotification(configured))), recorder.drain())
         val second = submit(host, sid, body = "v2\n")
         recorder.drain()
         val rejected = host.planReject(PlanRejectParams(approvalId = second.id))
         assertEquals(ApprovalStatus.REJECTED, rejected.approval.status)
         assertNull(rejected.approval.executionId)
         assertEquals(
-            listOf(PlanEvent.ApprovalResolved(rejected.approval), PlanEvent.SessionChanged(rejected.session)),
+            listOf(ServerNotification.PlanApprovalResolved(PlanApprovalResolvedNotification(rejected.approval)), ServerNotification.SessionChanged(SessionChangedNotification(rejected.session))),
             recorder.drain(),
         )
         // Calls on the caller's thread are delivered on that thread, in order.
@@ -760,7 +760,7 @@ class PlanHostTest {
     private fun throwingThenRecorder(host: PlanHost): Pair<CountDownLatch, Recorder> {
         val calls = CountDownLatch(1)
         host.addListener(object : PlanEventListener {
-            override fun onEvent(event: PlanEvent) {
+            override fun onEvent(event: ServerNotification) {
                 calls.countDown()
                 // No stack trace: the Rust side prints the failure it catches,
                 // and a JUnit stack would flood the build log.
@@ -780,10 +780,10 @@ class PlanHostTest {
         val sid = planSession(host, workspace()).sessionId
         val approval = submit(host, sid)
         assertTrue(calls.await(10, TimeUnit.SECONDS))
-        assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval, null)), "later listeners still hear it")
+        assertTrue(recorder.events.contains(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null))), "later listeners still hear it")
         val decision = host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.ASK))
         assertEquals(ApprovalStatus.APPROVED, decision.approval.status)
-        assertEquals(PlanEvent.ApprovalResolved(decision.approval), recorder.events.filterIsInstance<PlanEvent.ApprovalResolved>().single())
+        assertEquals(ServerNotification.PlanApprovalResolved(PlanApprovalResolvedNotification(decision.approval)), recorder.events.filterIsInstance<ServerNotification.PlanApprovalResolved>().single())
     }
 
     @Test
@@ -798,12 +798,12 @@ class PlanHostTest {
         try {
             val host = open()
             host.addListener(object : PlanEventListener {
-                override fun onEvent(event: PlanEvent) = throw QuietError("listener error on ${event::class.simpleName}")
+                override fun onEvent(event: ServerNotification) = throw QuietError("listener error on ${event::class.simpleName}")
             })
             val recorder = Recorder()
             host.addListener(recorder)
             val approval = submit(host, planSession(host, workspace()).sessionId)
-            assertTrue(recorder.events.contains(PlanEvent.ApprovalRequested(approval, null)), "later listeners still hear it")
+            assertTrue(recorder.events.contains(ServerNotification.PlanApprovalRequested(PlanApprovalRequestedNotification(approval, null))), "later listeners still hear it")
             assertEquals(ApprovalStatus.APPROVED, host.planApprove(PlanApproveParams(approvalId = approval.id, permissionMode = PermissionMode.ASK)).approval.status)
             assertTrue(caught.isNotEmpty(), "the error reached JNA's handler")
             assertTrue(caught.all { it is QuietError }, caught.toString())
@@ -820,7 +820,7 @@ class PlanHostTest {
         val sid = planSession(host, workspace()).sessionId
         for (round in 1..2) {
             val pending = submit(host, sid)
-            val expired = recorder.await(PlanEvent.ApprovalResolved::class.java, "expiry $round") { it.approval.id == pending.id }
+            val expired = recorder.await(ServerNotification.PlanApprovalResolved::class.java, "expiry $round") { it.v1.approval.id == pending.id }.v1
             assertEquals(ApprovalStatus.EXPIRED, expired.approval.status)
             assertEquals(ErrorCode.PLAN_APPROVAL_TIMEOUT, expired.approval.errorCode)
         }
@@ -835,8 +835,8 @@ class PlanHostTest {
         val outcome = java.util.concurrent.atomic.AtomicReference<String>()
         val done = CountDownLatch(1)
         host.addListener(object : PlanEventListener {
-            override fun onEvent(event: PlanEvent) {
-                if (event !is PlanEvent.ApprovalResolved) return
+            override fun onEvent(event: ServerNotification) {
+                if (event !is ServerNotification.PlanApprovalResolved) return
                 // On the host's timer thread: shutdown must not try to join it.
                 outcome.set(runCatching { host.shutdown() }.fold({ "ok" }, { it.toString() }))
                 done.countDown()
@@ -996,7 +996,7 @@ class PlanHostTest {
         val all = host.planList(ApprovalFilter(null, ApprovalStatus.APPROVED, null)).approvals
         assertEquals(threads * rounds, all.size)
         assertTrue(all.all { it.executionState == ExecutionState.COMPLETED })
-        assertEquals(threads * rounds, recorder.events.count { it is PlanEvent.ApprovalRequested })
+        assertEquals(threads * rounds, recorder.events.count { it is ServerNotification.PlanApprovalRequested })
         for (n in 0 until threads) {
             val session = host.sessionGet(SessionGetParams(sessionId = "thread-$n"))
             assertNull(session.activeTurn)
@@ -1066,9 +1066,9 @@ class PlanHostTest {
     }
 
     /** Waits (bounded) for the end of [callId]; returns its output events and its end. */
-    private fun commandEvents(recorder: Recorder, callId: String): Pair<List<PlanEvent.CommandOutput>, PlanEvent.CommandExited> {
-        val exited = recorder.await(PlanEvent.CommandExited::class.java, "the end of $callId") { it.callId == callId }
-        val outputs = recorder.events.filterIsInstance<PlanEvent.CommandOutput>().filter { it.callId == callId }
+    private fun commandEvents(recorder: Recorder, callId: String): Pair<List<CommandOutputNotification>, CommandExitedNotification> {
+        val exited = recorder.await(ServerNotification.CommandExited::class.java, "the end of $callId") { it.v1.callId == callId }.v1
+        val outputs = recorder.events.filterIsInstance<ServerNotification.CommandOutput>().map { it.v1 }.filter { it.callId == callId }
         return outputs to exited
     }
 
@@ -1085,7 +1085,7 @@ class PlanHostTest {
         val input = "{\"command\": \"cat notes.txt; echo x > written.txt\"}"
         val results = host.turnToolCalls(TurnToolCallsParams(sessionId = "cmd", turnId = turn.turnId, calls = listOf(call("c1", "Bash", input)))).results
         val info = host.sandboxInfo()
-        if (!info.planSandboxAvailable) {
+        if (info.planSandbox != PlanSandbox.LANDLOCK) {
             println("the kernel sandbox is unavailable here (${info.reason}); asserting PLAN_SANDBOX_UNAVAILABLE")
             denied(results[0], ErrorCode.PLAN_SANDBOX_UNAVAILABLE)
             return
@@ -1125,7 +1125,7 @@ class PlanHostTest {
         assertEquals(true, confirmed.hostRun)
         failed(ErrorCode.TOOL_CONFIRMATION_NOT_PENDING) { host.toolConfirm(ToolConfirmParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", allow = false)) }
         recorder.drain()
-        if (!host.sandboxInfo().planSandboxAvailable) {
+        if (host.sandboxInfo().planSandbox != PlanSandbox.LANDLOCK) {
             failed(ErrorCode.SANDBOX_UNAVAILABLE) { host.commandStart(CommandStartParams(sessionId = "agent", turnId = turn.turnId, callId = "b1", command = command, cwd = null, timeoutMs = 10_000uL)) }
             return
         }
@@ -1143,7 +1143,7 @@ class PlanHostTest {
         assertEquals(3uL, exited.command.stdoutBytes)
         assertEquals(3uL, exited.command.stderrBytes)
         assertEquals(exited.command, host.commandGet(CommandGetParams(sessionId = "agent", callId = "b1")))
-        assertEquals(exited, recorder.events.last(), "nothing of the call after its end")
+        assertEquals(ServerNotification.CommandExited(exited), recorder.events.last(), "nothing of the call after its end")
         host.turnComplete(TurnCompleteParams(sessionId = "agent", turnId = turn.turnId))
     }
 

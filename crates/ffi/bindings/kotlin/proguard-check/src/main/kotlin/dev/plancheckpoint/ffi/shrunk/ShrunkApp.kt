@@ -4,11 +4,11 @@ import dev.plancheckpoint.ffi.Mode
 import dev.plancheckpoint.ffi.Origin
 import dev.plancheckpoint.ffi.PermissionMode
 import dev.plancheckpoint.ffi.PlanApproveParams
-import dev.plancheckpoint.ffi.PlanEvent
 import dev.plancheckpoint.ffi.PlanEventListener
 import dev.plancheckpoint.ffi.PlanException
 import dev.plancheckpoint.ffi.PlanHost
 import dev.plancheckpoint.ffi.HostConfig
+import dev.plancheckpoint.ffi.ServerNotification
 import dev.plancheckpoint.ffi.SessionCreateParams
 import dev.plancheckpoint.ffi.ToolCall
 import dev.plancheckpoint.ffi.ToolCallDecision
@@ -40,10 +40,10 @@ fun main() {
         val events = CopyOnWriteArrayList<String>()
         val host = PlanHost(dir.resolve("plan.db").toString(), HostConfig())
         host.addListener(object : PlanEventListener {
-            override fun onEvent(event: PlanEvent) {
+            override fun onEvent(event: ServerNotification) {
                 when (event) {
-                    is PlanEvent.ApprovalRequested -> events.add("approvalRequested")
-                    is PlanEvent.ApprovalResolved -> events.add("approvalResolved")
+                    is ServerNotification.PlanApprovalRequested -> events.add("approvalRequested")
+                    is ServerNotification.PlanApprovalResolved -> events.add("approvalResolved")
                     else -> {}
                 }
             }
