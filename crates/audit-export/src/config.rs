@@ -313,29 +313,94 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The export settings a host option gives (`serve`'s `--otel-*` flags, the
-/// FFI's `otel_*` fields), applied over what the `OTEL_*` variables say.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExportOverrides {
-    /// The logs endpoint (a full URL); turns export on by itself.
-    pub logs_endpoint: Option<String>,
-    /// `http/protobuf` or `http/json`.
-    pub protocol: Option<String>,
-    /// Request headers, each `KEY=VALUE`.
-    pub headers: Vec<String>,
-    /// The resource's `service.name`.
-    pub service_name: Option<String>,
-    /// Export titles, questions and command text too.
-    pub include_content: bool,
-    /// The CA certificates (PEM) trusted for an `https://` collector.
-    pub certificate: Option<PathBuf>,
-    /// The client certificate (PEM) for mTLS.
-    pub client_certificate: Option<PathBuf>,
-    /// The client certificate's private key (PEM).
-    pub client_key: Option<PathBuf>,
+/// Declares the one [`ExportOverrides`] from
+/// [`for_each_export_overrides!`]'s list: the record with serde (camelCase,
+/// unknown fields refused, every field optional). A field's `= default`
+/// part is for the bindings and ignored here.
+macro_rules! declare_export_overrides {
+    ($(#[$meta:meta])* struct $name:ident {
+        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
+    }) => {
+        #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty),+
+        }
+    };
 }
 
+/// The one declaration of [`ExportOverrides`], handed to `$callback`
+/// (this crate declares the record, plan-host holds it in its `HostConfig`
+/// and plan-ffi exports the very type to the bindings). Each field is
+/// `name: Type = default`, the default being the value the bindings give an
+/// omitted argument, the same as Rust's `Default`. Field types are named as
+/// this module imports them (`PathBuf`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! for_each_export_overrides {
+    ($callback:ident) => {
+        $callback! {
+            /// The audit export's settings a frontend gives (`serve`'s
+            /// `--otel-*` flags, the `otel` record of a host's settings,
+            /// through the FFI or a JSON file in camelCase), applied over
+            /// what the `OTEL_*` variables say by
+            /// [`ExportOverrides::resolve`](crate::ExportOverrides::resolve).
+            /// Every field is optional: absent (or `false`, or empty) leaves
+            /// the variables' value, or the default.
+            #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+            struct ExportOverrides {
+                /// Exports the audit as OpenTelemetry log records
+                /// (OTLP/HTTP) to this logs endpoint, a full `http://` or
+                /// `https://` URL (`.../v1/logs`), turning export on by
+                /// itself. Without it, export is on only when the standard
+                /// variables are read and `OTEL_LOGS_EXPORTER=otlp`.
+                #[serde(skip_serializing_if = "Option::is_none")]
+                logs_endpoint: Option<String> = None,
+                /// `http/protobuf` (the default) or `http/json`.
+                #[serde(skip_serializing_if = "Option::is_none")]
+                protocol: Option<String> = None,
+                /// Request headers for the collector, each `KEY=VALUE`.
+                #[serde(skip_serializing_if = "Vec::is_empty")]
+                headers: Vec<String> = [],
+                /// The resource's `service.name` (default
+                /// `plan-checkpoint`).
+                #[serde(skip_serializing_if = "Option::is_none")]
+                service_name: Option<String> = None,
+                /// Also exports the plan text, plan titles, questions and
+                /// command text (their SHA-256 always is; they may be
+                /// confidential).
+                #[serde(skip_serializing_if = "std::ops::Not::not")]
+                include_content: bool = false,
+                /// A PEM file of the CA certificates trusted for an
+                /// `https://` collector, instead of the platform's roots (as
+                /// `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+                #[serde(skip_serializing_if = "Option::is_none")]
+                certificate: Option<PathBuf> = None,
+                /// A PEM file of the client certificate for a collector that
+                /// requires one (mTLS, as
+                /// `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+                /// `client_key`.
+                #[serde(skip_serializing_if = "Option::is_none")]
+                client_certificate: Option<PathBuf> = None,
+                /// A PEM file of the client certificate's private key (as
+                /// `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+                /// `client_certificate`.
+                #[serde(skip_serializing_if = "Option::is_none")]
+                client_key: Option<PathBuf> = None,
+            }
+        }
+    };
+}
+
+for_each_export_overrides!(declare_export_overrides);
+
 impl ExportOverrides {
+    /// Whether nothing is set (every field absent, `false` or empty): the
+    /// variables, or the defaults, alone.
+    pub fn is_empty(&self) -> bool {
+        *self == ExportOverrides::default()
+    }
+
     /// The export configuration: the variables read through `lookup`
     /// (none when `lookup` finds nothing), these settings over them; `None`
     /// when export is off. Settings without an endpoint while the
@@ -354,13 +419,11 @@ impl ExportOverrides {
             (None, config) => config,
         };
         let Some(mut config) = config else {
-            let given = self.protocol.is_some()
-                || !self.headers.is_empty()
-                || self.service_name.is_some()
-                || self.include_content
-                || self.certificate.is_some()
-                || self.client_certificate.is_some()
-                || self.client_key.is_some();
+            // Any setting but the endpoint, which would be ignored.
+            let given = ExportOverrides {
+                logs_endpoint: None,
+                ..self.clone()
+            } != ExportOverrides::default();
             return if given {
                 Err(ConfigError::NoEndpoint)
             } else {

@@ -69,11 +69,11 @@ fn build(
         (None, None) => Ok(builder.with_no_client_auth()),
         (Some(_), None) => Err(ConfigError::IncompleteClientIdentity(
             "an OTLP client certificate needs its client key \
-             (OTEL_EXPORTER_OTLP_CLIENT_KEY, --otel-client-key, otel_client_key)",
+             (OTEL_EXPORTER_OTLP_CLIENT_KEY, --otel-client-key, otel.clientKey)",
         )),
         (None, Some(_)) => Err(ConfigError::IncompleteClientIdentity(
             "an OTLP client key needs its client certificate \
-             (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, --otel-client-certificate, otel_client_certificate)",
+             (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, --otel-client-certificate, otel.clientCertificate)",
         )),
         (Some(certificate), Some(key_path)) => {
             let chain = certificates(CLIENT_CERTIFICATE, certificate)?;

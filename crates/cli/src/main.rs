@@ -194,7 +194,9 @@ struct ServeArgs {
     otel: otel::OtelArgs,
     /// Read the host's settings from this JSON file instead of the flags
     /// above: the record the FFI takes (HostConfig), in camelCase, e.g.
-    /// {"approvalTtlMs": 600000, "webAddress": "127.0.0.1:0"}. Unknown
+    /// {"approvalTtlMs": 600000, "webAddress": "127.0.0.1:0"}; the --otel-*
+    /// settings are its "otel" record, e.g. {"otel": {"logsEndpoint":
+    /// "http://127.0.0.1:4318/v1/logs", "headers": ["x-tenant=a"]}}. Unknown
     /// fields are refused (INVALID_PARAMS), paths are taken as written, and
     /// without "sandboxHelper" this binary is the helper. The settings
     /// flags cannot be combined with it.

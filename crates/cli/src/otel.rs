@@ -1,11 +1,12 @@
 //! The `serve` options of the audit's OpenTelemetry export: the standard
 //! `OTEL_*` variables first, these flags over them. Maps arguments to the
-//! host's settings; what is exported and how is the exporter's.
+//! one record of those settings (`ExportOverrides`, the `otel` field of the
+//! host's settings); what is exported and how is the exporter's.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use plan_host::HostConfig;
+use plan_host::{ExportOverrides, HostConfig};
 
 /// `serve` options for the audit's OpenTelemetry export (off unless
 /// OTEL_LOGS_EXPORTER=otlp or --otel-logs-endpoint).
@@ -49,19 +50,21 @@ pub(crate) struct OtelArgs {
 }
 
 impl OtelArgs {
-    /// `config` with these export settings, applied over the standard
-    /// `OTEL_*` variables (which `serve` always reads) by
-    /// [`HostConfig::options`].
+    /// `config` with these flags as its export settings (its `otel`
+    /// record), applied over the standard `OTEL_*` variables (which `serve`
+    /// always reads) by [`HostConfig::options`].
     pub(crate) fn config(&self, config: HostConfig) -> HostConfig {
         HostConfig {
-            otel_logs_endpoint: self.otel_logs_endpoint.clone(),
-            otel_protocol: self.otel_protocol.clone(),
-            otel_headers: self.otel_header.clone(),
-            otel_service_name: self.otel_service_name.clone(),
-            otel_include_content: self.otel_include_content,
-            otel_certificate: self.otel_certificate.clone(),
-            otel_client_certificate: self.otel_client_certificate.clone(),
-            otel_client_key: self.otel_client_key.clone(),
+            otel: ExportOverrides {
+                logs_endpoint: self.otel_logs_endpoint.clone(),
+                protocol: self.otel_protocol.clone(),
+                headers: self.otel_header.clone(),
+                service_name: self.otel_service_name.clone(),
+                include_content: self.otel_include_content,
+                certificate: self.otel_certificate.clone(),
+                client_certificate: self.otel_client_certificate.clone(),
+                client_key: self.otel_client_key.clone(),
+            },
             ..config
         }
     }

@@ -34,6 +34,7 @@ use plan_protocol::{
 use plan_server::Connection;
 use plan_server::web::WebCard;
 
+pub use plan_audit_export::ExportOverrides;
 pub use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
     ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,

@@ -10,7 +10,9 @@
 //! and the results only the protocol has (`InitializeResult`,
 //! `TurnStartResult`, ...) from `plan_protocol::for_each_method_params!` and
 //! `for_each_method_result!`, the host's settings (`HostConfig`) from
-//! `plan_host::for_each_host_config!`, and the typed error code from
+//! `plan_host::for_each_host_config!` and the audit export's settings it
+//! holds (`ExportOverrides`) from
+//! `plan_audit_export::for_each_export_overrides!`, and the typed error code from
 //! plan-core's `for_each_error_code!`; so the FFI and `serve` can never
 //! describe the same approval, or take the same params or the same setting,
 //! differently. plan-core's typed ids and paths cross as strings, and a tool
@@ -25,6 +27,7 @@
 
 use std::path::PathBuf;
 
+use plan_audit_export::ExportOverrides;
 use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
     ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,
@@ -95,17 +98,18 @@ uniffi::custom_type!(JsonValue, String, {
     }),
 });
 
-/// Exports one item of a shared list (plan-core's, the protocol's or plan-host's) as a
-/// UniFFI enum or record of the very Rust type (UniFFI's remote-type form:
-/// the fields are the declaration's, checked by the compiler, and nothing is
-/// redeclared; a field written `field: Type = default` gets that default in
-/// the bindings, so a foreign call may omit it). An item the bindings know
-/// by another name (plan-core's
-/// `Sandbox` as `CommandSandbox`, the protocol's `PlanDecisionResult` as
-/// `Decision`) is exported under that name through a `use` alias, so the
-/// Rust type stays the declared one. (Only plan-core's list renames enums
-/// and only the protocol's renames records, which is where the aliases
-/// point.)
+/// Exports one item of a shared list (plan-core's, the protocol's,
+/// plan-host's or plan-audit-export's) as a UniFFI enum or record of the
+/// very Rust type (UniFFI's remote-type form: the fields are the
+/// declaration's, checked by the compiler, and nothing is redeclared; a
+/// field written `field: Type = default` gets that default in the bindings,
+/// so a foreign call may omit it, and `= default` alone is the type's own
+/// default, a record's being the record of its defaults). An item the
+/// bindings know by another name (plan-core's `Sandbox` as
+/// `CommandSandbox`, the protocol's `PlanDecisionResult` as `Decision`) is
+/// exported under that name through a `use` alias, so the Rust type stays
+/// the declared one. (Only plan-core's list renames enums and only the
+/// protocol's renames records, which is where the aliases point.)
 macro_rules! export_object {
     ($(#[$meta:meta])* enum $name:ident as $ffi_name:ident {
         $($(#[$variant_meta:meta])* $variant:ident => $text:literal),+ $(,)?
@@ -127,30 +131,42 @@ macro_rules! export_object {
             $($(#[$variant_meta])* $variant),+
         }
     };
-    ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
-    }) => {
+    ($(#[$meta:meta])* struct $name:ident as $ffi_name:ident { $($fields:tt)* }) => {
         pub use wire::$name as $ffi_name;
 
-        #[uniffi::remote(Record)]
-        $(#[$meta])*
-        pub struct $ffi_name {
-            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),*
-        }
+        export_object!(@fields [$(#[$meta])*] $ffi_name [] $($fields)*);
     };
-    ($(#[$meta:meta])* struct $name:ident {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),* $(,)?
-    }) => {
+    ($(#[$meta:meta])* struct $name:ident { $($fields:tt)* }) => {
+        export_object!(@fields [$(#[$meta])*] $name [] $($fields)*);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: $ty:ty = default $(, $($rest:tt)*)?) => {
+        export_object!(@fields [$($meta)*] $name [
+            $($done)* $(#[$field_meta])* #[uniffi(default)] pub $field: $ty,
+        ] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: $ty:ty = $default:tt $(, $($rest:tt)*)?) => {
+        export_object!(@fields [$($meta)*] $name [
+            $($done)* $(#[$field_meta])* #[uniffi(default = $default)] pub $field: $ty,
+        ] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]
+        $(#[$field_meta:meta])* $field:ident: $ty:ty $(, $($rest:tt)*)?) => {
+        export_object!(@fields [$($meta)*] $name [$($done)* $(#[$field_meta])* pub $field: $ty,] $($($rest)*)?);
+    };
+    (@fields [$($meta:tt)*] $name:ident [$($done:tt)*]) => {
         #[uniffi::remote(Record)]
-        $(#[$meta])*
+        $($meta)*
         pub struct $name {
-            $($(#[$field_meta])* $(#[uniffi(default = $default)])? pub $field: $ty),*
+            $($done)*
         }
     };
 }
 
 plan_core::for_each_core_object!(export_object);
 plan_protocol::for_each_shared_object!(export_object);
+plan_audit_export::for_each_export_overrides!(export_object);
 plan_host::for_each_host_config!(export_object);
 
 /// Exports one method's params record as [`export_object`] exports a

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 use plan_ffi::{
     ApprovalStatus, CommandExitedNotification, CommandGetParams, CommandOutputNotification, CommandSandbox,
     CommandStartParams, CommandState, ErrorCode, ExecutionCompleteParams, ExecutionStartParams,
-    ExecutionState, ExecutionStateChangedNotification, HostConfig, Mode, Origin, OutputStream,
-    PermissionMode, PlanApproval, PlanApprovalRequestedNotification, PlanApprovalResolvedNotification,
-    PlanApproveParams, PlanCardUrlParams, PlanError, PlanEventListener, PlanGetParams, PlanHost,
-    PlanRejectParams, PlanSandbox, ServerNotification, SessionChangedNotification, SessionConfigureParams,
-    SessionCreateParams, SessionGetParams, ToolCall, ToolCallDecision, ToolConfirmParams, TurnStartParams,
-    TurnToolCallsParams,
+    ExecutionState, ExecutionStateChangedNotification, ExportOverrides, HostConfig, Mode, Origin,
+    OutputStream, PermissionMode, PlanApproval, PlanApprovalRequestedNotification,
+    PlanApprovalResolvedNotification, PlanApproveParams, PlanCardUrlParams, PlanError, PlanEventListener,
+    PlanGetParams, PlanHost, PlanRejectParams, PlanSandbox, ServerNotification, SessionChangedNotification,
+    SessionConfigureParams, SessionCreateParams, SessionGetParams, ToolCall, ToolCallDecision,
+    ToolConfirmParams, TurnStartParams, TurnToolCallsParams,
 };
 
 /// How long a test waits for an event from another thread before failing.
@@ -1072,10 +1072,13 @@ fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
     let collector = collector::Collector::start();
     let fixture = Fixture::with_options(
         HostConfig {
-            otel_logs_endpoint: Some(collector.endpoint()),
-            otel_protocol: Some("http/json".to_owned()),
-            otel_headers: vec!["x-app=ffi".to_owned()],
-            otel_service_name: Some("embedded".to_owned()),
+            otel: ExportOverrides {
+                logs_endpoint: Some(collector.endpoint()),
+                protocol: Some("http/json".to_owned()),
+                headers: vec!["x-app=ffi".to_owned()],
+                service_name: Some("embedded".to_owned()),
+                ..ExportOverrides::default()
+            },
             otel_from_environment: Some(false),
             ..HostConfig::default()
         },
@@ -1099,24 +1102,36 @@ fn the_otel_options_export_the_audit_and_a_bad_one_is_invalid_params() {
     let dir = tempfile::tempdir().unwrap();
     for options in [
         HostConfig {
-            otel_logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_protocol: Some("grpc".to_owned()),
+            otel: ExportOverrides {
+                logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
+                protocol: Some("grpc".to_owned()),
+                ..ExportOverrides::default()
+            },
             ..HostConfig::default()
         },
         HostConfig {
-            otel_include_content: true,
+            otel: ExportOverrides {
+                include_content: true,
+                ..ExportOverrides::default()
+            },
             otel_from_environment: Some(false),
             ..HostConfig::default()
         },
         HostConfig {
-            otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_certificate: Some(dir.path().join("missing.pem")),
+            otel: ExportOverrides {
+                logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
+                certificate: Some(dir.path().join("missing.pem")),
+                ..ExportOverrides::default()
+            },
             otel_from_environment: Some(false),
             ..HostConfig::default()
         },
         HostConfig {
-            otel_logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
-            otel_client_certificate: Some(dir.path().join("client.pem")),
+            otel: ExportOverrides {
+                logs_endpoint: Some("https://127.0.0.1:4318/v1/logs".to_owned()),
+                client_certificate: Some(dir.path().join("client.pem")),
+                ..ExportOverrides::default()
+            },
             otel_from_environment: Some(false),
             ..HostConfig::default()
         },

@@ -16,6 +16,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use plan_audit_export::ExportOverrides;
 use plan_core::{CommandLimits, ErrorCode, Limits};
 
 use crate::{HostError, HostOptions, ScratchSize, WebOptions};
@@ -39,8 +40,9 @@ macro_rules! declare_host_config {
 /// The one declaration of [`HostConfig`], handed to `$callback` (plan-host
 /// declares the record, plan-ffi exports the very type to the bindings).
 /// Each field is `name: Type = default`, the default being the value the
-/// bindings give an omitted argument, the same as Rust's `Default`. Field
-/// types are named as this module imports them (`PathBuf`).
+/// bindings give an omitted argument, the same as Rust's `Default` (`=
+/// default`: the type's own default, for a record). Field types are named
+/// as this module imports them (`PathBuf`, `ExportOverrides`).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! for_each_host_config {
@@ -145,44 +147,13 @@ macro_rules! for_each_host_config {
                 /// byte: `INVALID_PARAMS`.
                 #[serde(skip_serializing_if = "Option::is_none")]
                 notifier: Option<String> = None,
-                /// Exports the audit as OpenTelemetry log records
-                /// (OTLP/HTTP) to this logs endpoint, a full `http://` or
-                /// `https://` URL (`.../v1/logs`). Without it, export is on
-                /// only when `otel_from_environment` allows the standard
-                /// variables and `OTEL_LOGS_EXPORTER=otlp`.
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_logs_endpoint: Option<String> = None,
-                /// `http/protobuf` (the default) or `http/json`.
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_protocol: Option<String> = None,
-                /// Request headers for the collector, each `KEY=VALUE`.
-                #[serde(skip_serializing_if = "Vec::is_empty")]
-                otel_headers: Vec<String> = [],
-                /// The resource's `service.name` (default
-                /// `plan-checkpoint`).
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_service_name: Option<String> = None,
-                /// Also exports the plan text, plan titles, questions and
-                /// command text (their SHA-256 always is; they may be
-                /// confidential).
-                #[serde(skip_serializing_if = "std::ops::Not::not")]
-                otel_include_content: bool = false,
-                /// A PEM file of the CA certificates trusted for an
-                /// `https://` collector, instead of the platform's roots (as
-                /// `OTEL_EXPORTER_OTLP_CERTIFICATE`).
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_certificate: Option<PathBuf> = None,
-                /// A PEM file of the client certificate for a collector that
-                /// requires one (mTLS, as
-                /// `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-                /// `otel_client_key`.
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_client_certificate: Option<PathBuf> = None,
-                /// A PEM file of the client certificate's private key (as
-                /// `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
-                /// `otel_client_certificate`.
-                #[serde(skip_serializing_if = "Option::is_none")]
-                otel_client_key: Option<PathBuf> = None,
+                /// The audit's OpenTelemetry export (OTLP/HTTP log records):
+                /// its endpoint, encoding, headers, service name, content and
+                /// TLS files, applied over the standard `OTEL_*` variables
+                /// (when `otel_from_environment` reads them). Off unless it
+                /// names a logs endpoint or the variables turn export on.
+                #[serde(skip_serializing_if = "ExportOverrides::is_empty")]
+                otel: ExportOverrides = default,
                 /// Whether the standard `OTEL_*` variables of the process
                 /// are read (as OpenTelemetry SDKs do); true when absent.
                 #[serde(skip_serializing_if = "Option::is_none")]
@@ -257,18 +228,10 @@ impl HostConfig {
         let scratch_size =
             ScratchSize::from_megabytes(self.scratch_size_mb.unwrap_or(ScratchSize::DEFAULT_MEGABYTES))?;
         let read_environment = self.otel_from_environment.unwrap_or(true);
-        let audit_export = plan_audit_export::ExportOverrides {
-            logs_endpoint: self.otel_logs_endpoint.clone(),
-            protocol: self.otel_protocol.clone(),
-            headers: self.otel_headers.clone(),
-            service_name: self.otel_service_name.clone(),
-            include_content: self.otel_include_content,
-            certificate: self.otel_certificate.clone(),
-            client_certificate: self.otel_client_certificate.clone(),
-            client_key: self.otel_client_key.clone(),
-        }
-        .resolve(|name| if read_environment { lookup(name) } else { None })
-        .map_err(|error| HostError::with_detail(ErrorCode::InvalidParams, error.to_string()))?;
+        let audit_export = self
+            .otel
+            .resolve(|name| if read_environment { lookup(name) } else { None })
+            .map_err(|error| HostError::with_detail(ErrorCode::InvalidParams, error.to_string()))?;
         Ok(HostOptions {
             limits,
             sandbox_helper: self.sandbox_helper.clone(),

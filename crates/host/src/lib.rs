@@ -67,6 +67,9 @@ pub use plan_core::{
 pub use plan_exec::Stream;
 pub use plan_storage::StorageError;
 
+// The audit export's settings a [`HostConfig`] holds (its `otel` field).
+pub use plan_audit_export::ExportOverrides;
+
 /// The JSON crate of tool-call inputs ([`ToolCall::input`]), so that an
 /// embedder uses the same version.
 pub use serde_json;

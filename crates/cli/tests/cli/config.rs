@@ -6,7 +6,7 @@
 
 use std::process::{Command, Stdio};
 
-use plan_ffi::{HostConfig, PlanError, PlanHost, error_code_wire_name};
+use plan_ffi::{ExportOverrides, HostConfig, PlanError, PlanHost, error_code_wire_name};
 use serde_json::{Value, json};
 
 use crate::client::Serve;
@@ -151,14 +151,20 @@ fn refused() -> Vec<(Vec<&'static str>, HostConfig)> {
         (
             vec!["--otel-protocol", "http/json"],
             HostConfig {
-                otel_protocol: Some("http/json".to_owned()),
+                otel: ExportOverrides {
+                    protocol: Some("http/json".to_owned()),
+                    ..ExportOverrides::default()
+                },
                 ..config()
             },
         ),
         (
             vec!["--otel-logs-endpoint", "ftp://127.0.0.1/v1/logs"],
             HostConfig {
-                otel_logs_endpoint: Some("ftp://127.0.0.1/v1/logs".to_owned()),
+                otel: ExportOverrides {
+                    logs_endpoint: Some("ftp://127.0.0.1/v1/logs".to_owned()),
+                    ..ExportOverrides::default()
+                },
                 ..config()
             },
         ),

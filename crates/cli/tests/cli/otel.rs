@@ -138,6 +138,40 @@ fn the_flags_turn_export_on_and_say_what_is_exported() {
     assert!(serve.close().success());
 }
 
+#[test]
+fn a_settings_file_gives_the_flags_settings_as_its_otel_record() {
+    let collector = Collector::start();
+    let (dir, db, root) = place();
+    let file = dir.path().join("settings.json");
+    let settings = json!({"otel": {
+        "logsEndpoint": collector.endpoint(),
+        "protocol": "http/json",
+        "serviceName": "file",
+        "headers": ["x-key=v2"],
+        "includeContent": true,
+    }});
+    std::fs::write(&file, settings.to_string()).unwrap();
+    let mut serve = Serve::spawn_with_env(
+        &db,
+        &["--config", file.to_str().unwrap()],
+        &[("OTEL_LOGS_EXPORTER", "none")],
+    );
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "otel-tests"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    let received = collector.wait_for_seqs(3);
+    assert_eq!(received[0].content_type, "application/json");
+    assert_eq!(received[0].resource["service.name"], json!("file"));
+    assert!(received[0].head.contains("\r\nx-key: v2\r\n"));
+    assert_eq!(
+        received[0].attribute("plan_checkpoint.plan.title"),
+        Some(json!("Split the parser"))
+    );
+    assert!(serve.close().success());
+}
+
 /// A certificate authority made for the test, as a PEM file, and what it
 /// issues.
 struct Authority {

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use plan_core::{CommandLimits, ErrorCode, Limits};
-use plan_host::{HostConfig, HostOptions, ScratchSize};
+use plan_host::{ExportOverrides, HostConfig, HostOptions, ScratchSize};
 
 #[test]
 fn an_empty_config_gives_the_default_options() {
@@ -135,11 +135,17 @@ fn every_value_out_of_range_is_invalid_params() {
             ..config()
         },
         HostConfig {
-            otel_protocol: Some("http/json".to_owned()),
+            otel: ExportOverrides {
+                protocol: Some("http/json".to_owned()),
+                ..ExportOverrides::default()
+            },
             ..config()
         },
         HostConfig {
-            otel_logs_endpoint: Some("ftp://127.0.0.1/v1/logs".to_owned()),
+            otel: ExportOverrides {
+                logs_endpoint: Some("ftp://127.0.0.1/v1/logs".to_owned()),
+                ..ExportOverrides::default()
+            },
             ..config()
         },
     ];
@@ -167,4 +173,54 @@ fn the_otel_variables_are_read_unless_the_config_says_not_to() {
     .options_with_environment(environment)
     .unwrap();
     assert!(ignoring.audit_export.is_none());
+}
+
+#[test]
+fn the_export_settings_are_one_otel_record_in_camel_case() {
+    let text = r#"{
+        "otel": {
+            "logsEndpoint": "http://127.0.0.1:4318/v1/logs",
+            "protocol": "http/json",
+            "headers": ["x-tenant=a"],
+            "serviceName": "embedded",
+            "includeContent": true
+        },
+        "otelFromEnvironment": false
+    }"#;
+    let config: HostConfig = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        config.otel,
+        ExportOverrides {
+            logs_endpoint: Some("http://127.0.0.1:4318/v1/logs".to_owned()),
+            protocol: Some("http/json".to_owned()),
+            headers: vec!["x-tenant=a".to_owned()],
+            service_name: Some("embedded".to_owned()),
+            include_content: true,
+            ..ExportOverrides::default()
+        }
+    );
+    let written: serde_json::Value = serde_json::to_value(&config).unwrap();
+    assert_eq!(written, serde_json::from_str::<serde_json::Value>(text).unwrap());
+    let export = config
+        .options_with_environment(|_| panic!("the environment is not read"))
+        .unwrap()
+        .audit_export
+        .unwrap();
+    assert_eq!(export.endpoint, "http://127.0.0.1:4318/v1/logs");
+    assert_eq!(export.protocol.as_str(), "http/json");
+    assert_eq!(export.headers, vec![("x-tenant".to_owned(), "a".to_owned())]);
+    assert_eq!(export.service_name, "embedded");
+    assert!(export.include_content);
+}
+
+#[test]
+fn an_export_setting_outside_the_otel_record_or_unknown_inside_it_is_refused() {
+    for text in [
+        r#"{"otelLogsEndpoint": "http://127.0.0.1:4318/v1/logs"}"#,
+        r#"{"otel": {"endpoint": "http://127.0.0.1:4318/v1/logs"}}"#,
+        r#"{"otel": {"logs_endpoint": "http://127.0.0.1:4318/v1/logs"}}"#,
+    ] {
+        let error = serde_json::from_str::<HostConfig>(text).unwrap_err();
+        assert!(error.to_string().contains("unknown field"), "{text}: {error}");
+    }
 }

@@ -3987,6 +3987,108 @@ class _UniffiFfiConverterOptionalTypePathBuf(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
+@dataclass
+class ExportOverrides:
+    """
+    The audit export's settings a frontend gives (`serve`'s
+    `--otel-*` flags, the `otel` record of a host's settings,
+    through the FFI or a JSON file in camelCase), applied over
+    what the `OTEL_*` variables say by
+    [`ExportOverrides::resolve`](crate::ExportOverrides::resolve).
+    Every field is optional: absent (or `false`, or empty) leaves
+    the variables' value, or the default.
+"""
+    def __init__(self, *, logs_endpoint:typing.Optional[str] = _DEFAULT, protocol:typing.Optional[str] = _DEFAULT, headers:typing.List[str] = _DEFAULT, service_name:typing.Optional[str] = _DEFAULT, include_content:bool = False, certificate:typing.Optional[PathBuf] = _DEFAULT, client_certificate:typing.Optional[PathBuf] = _DEFAULT, client_key:typing.Optional[PathBuf] = _DEFAULT):
+        if logs_endpoint is _DEFAULT:
+            self.logs_endpoint = None
+        else:
+            self.logs_endpoint = logs_endpoint
+        if protocol is _DEFAULT:
+            self.protocol = None
+        else:
+            self.protocol = protocol
+        if headers is _DEFAULT:
+            self.headers = []
+        else:
+            self.headers = headers
+        if service_name is _DEFAULT:
+            self.service_name = None
+        else:
+            self.service_name = service_name
+        self.include_content = include_content
+        if certificate is _DEFAULT:
+            self.certificate = None
+        else:
+            self.certificate = certificate
+        if client_certificate is _DEFAULT:
+            self.client_certificate = None
+        else:
+            self.client_certificate = client_certificate
+        if client_key is _DEFAULT:
+            self.client_key = None
+        else:
+            self.client_key = client_key
+        
+        
+
+    
+    def __str__(self):
+        return "ExportOverrides(logs_endpoint={}, protocol={}, headers={}, service_name={}, include_content={}, certificate={}, client_certificate={}, client_key={})".format(self.logs_endpoint, self.protocol, self.headers, self.service_name, self.include_content, self.certificate, self.client_certificate, self.client_key)
+    def __eq__(self, other):
+        if self.logs_endpoint != other.logs_endpoint:
+            return False
+        if self.protocol != other.protocol:
+            return False
+        if self.headers != other.headers:
+            return False
+        if self.service_name != other.service_name:
+            return False
+        if self.include_content != other.include_content:
+            return False
+        if self.certificate != other.certificate:
+            return False
+        if self.client_certificate != other.client_certificate:
+            return False
+        if self.client_key != other.client_key:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeExportOverrides(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ExportOverrides(
+            logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
+            protocol=_UniffiFfiConverterOptionalString.read(buf),
+            headers=_UniffiFfiConverterSequenceString.read(buf),
+            service_name=_UniffiFfiConverterOptionalString.read(buf),
+            include_content=_UniffiFfiConverterBoolean.read(buf),
+            certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            client_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            client_key=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalString.check_lower(value.logs_endpoint)
+        _UniffiFfiConverterOptionalString.check_lower(value.protocol)
+        _UniffiFfiConverterSequenceString.check_lower(value.headers)
+        _UniffiFfiConverterOptionalString.check_lower(value.service_name)
+        _UniffiFfiConverterBoolean.check_lower(value.include_content)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.client_certificate)
+        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.client_key)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalString.write(value.logs_endpoint, buf)
+        _UniffiFfiConverterOptionalString.write(value.protocol, buf)
+        _UniffiFfiConverterSequenceString.write(value.headers, buf)
+        _UniffiFfiConverterOptionalString.write(value.service_name, buf)
+        _UniffiFfiConverterBoolean.write(value.include_content, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.client_certificate, buf)
+        _UniffiFfiConverterOptionalTypePathBuf.write(value.client_key, buf)
+
 class _UniffiFfiConverterSequenceTypePathBuf(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -4071,7 +4173,7 @@ class HostConfig:
     [`HostConfig::options`](crate::HostConfig::options), which
     refuses an out-of-range value with `INVALID_PARAMS`.
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel_logs_endpoint:typing.Optional[str] = _DEFAULT, otel_protocol:typing.Optional[str] = _DEFAULT, otel_headers:typing.List[str] = _DEFAULT, otel_service_name:typing.Optional[str] = _DEFAULT, otel_include_content:bool = False, otel_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_certificate:typing.Optional[PathBuf] = _DEFAULT, otel_client_key:typing.Optional[PathBuf] = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel:ExportOverrides = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -4128,35 +4230,10 @@ class HostConfig:
             self.notifier = None
         else:
             self.notifier = notifier
-        if otel_logs_endpoint is _DEFAULT:
-            self.otel_logs_endpoint = None
+        if otel is _DEFAULT:
+            self.otel = ExportOverrides()
         else:
-            self.otel_logs_endpoint = otel_logs_endpoint
-        if otel_protocol is _DEFAULT:
-            self.otel_protocol = None
-        else:
-            self.otel_protocol = otel_protocol
-        if otel_headers is _DEFAULT:
-            self.otel_headers = []
-        else:
-            self.otel_headers = otel_headers
-        if otel_service_name is _DEFAULT:
-            self.otel_service_name = None
-        else:
-            self.otel_service_name = otel_service_name
-        self.otel_include_content = otel_include_content
-        if otel_certificate is _DEFAULT:
-            self.otel_certificate = None
-        else:
-            self.otel_certificate = otel_certificate
-        if otel_client_certificate is _DEFAULT:
-            self.otel_client_certificate = None
-        else:
-            self.otel_client_certificate = otel_client_certificate
-        if otel_client_key is _DEFAULT:
-            self.otel_client_key = None
-        else:
-            self.otel_client_key = otel_client_key
+            self.otel = otel
         if otel_from_environment is _DEFAULT:
             self.otel_from_environment = None
         else:
@@ -4166,7 +4243,7 @@ class HostConfig:
 
     
     def __str__(self):
-        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel_logs_endpoint={}, otel_protocol={}, otel_headers={}, otel_service_name={}, otel_include_content={}, otel_certificate={}, otel_client_certificate={}, otel_client_key={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel_logs_endpoint, self.otel_protocol, self.otel_headers, self.otel_service_name, self.otel_include_content, self.otel_certificate, self.otel_client_certificate, self.otel_client_key, self.otel_from_environment)
+        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel, self.otel_from_environment)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -4202,21 +4279,7 @@ class HostConfig:
             return False
         if self.notifier != other.notifier:
             return False
-        if self.otel_logs_endpoint != other.otel_logs_endpoint:
-            return False
-        if self.otel_protocol != other.otel_protocol:
-            return False
-        if self.otel_headers != other.otel_headers:
-            return False
-        if self.otel_service_name != other.otel_service_name:
-            return False
-        if self.otel_include_content != other.otel_include_content:
-            return False
-        if self.otel_certificate != other.otel_certificate:
-            return False
-        if self.otel_client_certificate != other.otel_client_certificate:
-            return False
-        if self.otel_client_key != other.otel_client_key:
+        if self.otel != other.otel:
             return False
         if self.otel_from_environment != other.otel_from_environment:
             return False
@@ -4243,14 +4306,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
             web_address=_UniffiFfiConverterOptionalString.read(buf),
             web_allow_any_address=_UniffiFfiConverterBoolean.read(buf),
             notifier=_UniffiFfiConverterOptionalString.read(buf),
-            otel_logs_endpoint=_UniffiFfiConverterOptionalString.read(buf),
-            otel_protocol=_UniffiFfiConverterOptionalString.read(buf),
-            otel_headers=_UniffiFfiConverterSequenceString.read(buf),
-            otel_service_name=_UniffiFfiConverterOptionalString.read(buf),
-            otel_include_content=_UniffiFfiConverterBoolean.read(buf),
-            otel_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
-            otel_client_certificate=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
-            otel_client_key=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
+            otel=_UniffiFfiConverterTypeExportOverrides.read(buf),
             otel_from_environment=_UniffiFfiConverterOptionalBoolean.read(buf),
         )
 
@@ -4273,14 +4329,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.check_lower(value.web_address)
         _UniffiFfiConverterBoolean.check_lower(value.web_allow_any_address)
         _UniffiFfiConverterOptionalString.check_lower(value.notifier)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_logs_endpoint)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_protocol)
-        _UniffiFfiConverterSequenceString.check_lower(value.otel_headers)
-        _UniffiFfiConverterOptionalString.check_lower(value.otel_service_name)
-        _UniffiFfiConverterBoolean.check_lower(value.otel_include_content)
-        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_certificate)
-        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_certificate)
-        _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.otel_client_key)
+        _UniffiFfiConverterTypeExportOverrides.check_lower(value.otel)
         _UniffiFfiConverterOptionalBoolean.check_lower(value.otel_from_environment)
 
     @staticmethod
@@ -4302,14 +4351,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.web_address, buf)
         _UniffiFfiConverterBoolean.write(value.web_allow_any_address, buf)
         _UniffiFfiConverterOptionalString.write(value.notifier, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_logs_endpoint, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_protocol, buf)
-        _UniffiFfiConverterSequenceString.write(value.otel_headers, buf)
-        _UniffiFfiConverterOptionalString.write(value.otel_service_name, buf)
-        _UniffiFfiConverterBoolean.write(value.otel_include_content, buf)
-        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_certificate, buf)
-        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_certificate, buf)
-        _UniffiFfiConverterOptionalTypePathBuf.write(value.otel_client_key, buf)
+        _UniffiFfiConverterTypeExportOverrides.write(value.otel, buf)
         _UniffiFfiConverterOptionalBoolean.write(value.otel_from_environment, buf)
 
 @dataclass
@@ -7995,6 +8037,7 @@ __all__ = [
     "ExecutionCompleteParams",
     "ExecutionStartParams",
     "ExecutionStateChangedNotification",
+    "ExportOverrides",
     "HostConfig",
     "InitializeParams",
     "InitializeResult",

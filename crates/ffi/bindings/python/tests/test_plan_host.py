@@ -33,6 +33,7 @@ from plan_ffi import (
     ExecutionCompleteParams,
     ExecutionStartParams,
     ExecutionState,
+    ExportOverrides,
     HostConfig,
     InitializeParams,
     Mode,
@@ -448,6 +449,18 @@ def test_host_errors(hosts, tmp_path):
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"\x5a" * 4096)
     failed(ErrorCode.DATABASE_UNREADABLE, hosts, str(junk))
+
+
+def test_the_export_settings_are_one_otel_record(tmp_path):
+    # Every export setting is in HostConfig's one `otel` record, empty when omitted.
+    assert HostConfig().otel == ExportOverrides()
+    for otel in (
+        ExportOverrides(logs_endpoint="http://127.0.0.1:4318/v1/logs", protocol="grpc"),
+        ExportOverrides(include_content=True),
+        ExportOverrides(logs_endpoint="ftp://127.0.0.1/v1/logs"),
+    ):
+        config = HostConfig(otel=otel, otel_from_environment=False)
+        failed(ErrorCode.INVALID_PARAMS, PlanHost, str(tmp_path / "otel.db"), config)
 
 
 # ---------------------------------------------------------------------------

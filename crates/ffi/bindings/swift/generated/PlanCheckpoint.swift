@@ -3222,6 +3222,169 @@ public func FfiConverterTypeExecutionStateChangedNotification_lower(_ value: Exe
 
 
 /**
+ * The audit export's settings a frontend gives (`serve`'s
+ * `--otel-*` flags, the `otel` record of a host's settings,
+ * through the FFI or a JSON file in camelCase), applied over
+ * what the `OTEL_*` variables say by
+ * [`ExportOverrides::resolve`](crate::ExportOverrides::resolve).
+ * Every field is optional: absent (or `false`, or empty) leaves
+ * the variables' value, or the default.
+ */
+public struct ExportOverrides: Equatable, Hashable {
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`), turning export on by
+     * itself. Without it, export is on only when the standard
+     * variables are read and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    public var logsEndpoint: String?
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    public var `protocol`: String?
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    public var headers: [String]
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    public var serviceName: String?
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    public var includeContent: Bool
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    public var certificate: PathBuf?
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `client_key`.
+     */
+    public var clientCertificate: PathBuf?
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `client_certificate`.
+     */
+    public var clientKey: PathBuf?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Exports the audit as OpenTelemetry log records
+         * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+         * `https://` URL (`.../v1/logs`), turning export on by
+         * itself. Without it, export is on only when the standard
+         * variables are read and `OTEL_LOGS_EXPORTER=otlp`.
+         */logsEndpoint: String? = nil, 
+        /**
+         * `http/protobuf` (the default) or `http/json`.
+         */`protocol`: String? = nil, 
+        /**
+         * Request headers for the collector, each `KEY=VALUE`.
+         */headers: [String] = [], 
+        /**
+         * The resource's `service.name` (default
+         * `plan-checkpoint`).
+         */serviceName: String? = nil, 
+        /**
+         * Also exports the plan text, plan titles, questions and
+         * command text (their SHA-256 always is; they may be
+         * confidential).
+         */includeContent: Bool = false, 
+        /**
+         * A PEM file of the CA certificates trusted for an
+         * `https://` collector, instead of the platform's roots (as
+         * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+         */certificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate for a collector that
+         * requires one (mTLS, as
+         * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+         * `client_key`.
+         */clientCertificate: PathBuf? = nil, 
+        /**
+         * A PEM file of the client certificate's private key (as
+         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+         * `client_certificate`.
+         */clientKey: PathBuf? = nil) {
+        self.logsEndpoint = logsEndpoint
+        self.`protocol` = `protocol`
+        self.headers = headers
+        self.serviceName = serviceName
+        self.includeContent = includeContent
+        self.certificate = certificate
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ExportOverrides: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeExportOverrides: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ExportOverrides {
+        return
+            try ExportOverrides(
+                logsEndpoint: FfiConverterOptionString.read(from: &buf), 
+                protocol: FfiConverterOptionString.read(from: &buf), 
+                headers: FfiConverterSequenceString.read(from: &buf), 
+                serviceName: FfiConverterOptionString.read(from: &buf), 
+                includeContent: FfiConverterBool.read(from: &buf), 
+                certificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                clientCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                clientKey: FfiConverterOptionTypePathBuf.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ExportOverrides, into buf: inout [UInt8]) {
+        FfiConverterOptionString.write(value.logsEndpoint, into: &buf)
+        FfiConverterOptionString.write(value.`protocol`, into: &buf)
+        FfiConverterSequenceString.write(value.headers, into: &buf)
+        FfiConverterOptionString.write(value.serviceName, into: &buf)
+        FfiConverterBool.write(value.includeContent, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.certificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.clientCertificate, into: &buf)
+        FfiConverterOptionTypePathBuf.write(value.clientKey, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExportOverrides_lift(_ buf: RustBuffer) throws -> ExportOverrides {
+    return try FfiConverterTypeExportOverrides.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeExportOverrides_lower(_ value: ExportOverrides) -> RustBuffer {
+    return FfiConverterTypeExportOverrides.lower(value)
+}
+
+
+/**
  * A host's settings as plain data, the same through every
  * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
  * file in camelCase). Every field is optional: absent (or
@@ -3339,51 +3502,13 @@ public struct HostConfig: Equatable, Hashable {
      */
     public var notifier: String?
     /**
-     * Exports the audit as OpenTelemetry log records
-     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
-     * `https://` URL (`.../v1/logs`). Without it, export is on
-     * only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     * The audit's OpenTelemetry export (OTLP/HTTP log records):
+     * its endpoint, encoding, headers, service name, content and
+     * TLS files, applied over the standard `OTEL_*` variables
+     * (when `otel_from_environment` reads them). Off unless it
+     * names a logs endpoint or the variables turn export on.
      */
-    public var otelLogsEndpoint: String?
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    public var otelProtocol: String?
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    public var otelHeaders: [String]
-    /**
-     * The resource's `service.name` (default
-     * `plan-checkpoint`).
-     */
-    public var otelServiceName: String?
-    /**
-     * Also exports the plan text, plan titles, questions and
-     * command text (their SHA-256 always is; they may be
-     * confidential).
-     */
-    public var otelIncludeContent: Bool
-    /**
-     * A PEM file of the CA certificates trusted for an
-     * `https://` collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
-     */
-    public var otelCertificate: PathBuf?
-    /**
-     * A PEM file of the client certificate for a collector that
-     * requires one (mTLS, as
-     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    public var otelClientCertificate: PathBuf?
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
-     * `otel_client_certificate`.
-     */
-    public var otelClientKey: PathBuf?
+    public var otel: ExportOverrides
     /**
      * Whether the standard `OTEL_*` variables of the process
      * are read (as OpenTelemetry SDKs do); true when absent.
@@ -3484,43 +3609,12 @@ public struct HostConfig: Equatable, Hashable {
          * byte: `INVALID_PARAMS`.
          */notifier: String? = nil, 
         /**
-         * Exports the audit as OpenTelemetry log records
-         * (OTLP/HTTP) to this logs endpoint, a full `http://` or
-         * `https://` URL (`.../v1/logs`). Without it, export is on
-         * only when `otel_from_environment` allows the standard
-         * variables and `OTEL_LOGS_EXPORTER=otlp`.
-         */otelLogsEndpoint: String? = nil, 
-        /**
-         * `http/protobuf` (the default) or `http/json`.
-         */otelProtocol: String? = nil, 
-        /**
-         * Request headers for the collector, each `KEY=VALUE`.
-         */otelHeaders: [String] = [], 
-        /**
-         * The resource's `service.name` (default
-         * `plan-checkpoint`).
-         */otelServiceName: String? = nil, 
-        /**
-         * Also exports the plan text, plan titles, questions and
-         * command text (their SHA-256 always is; they may be
-         * confidential).
-         */otelIncludeContent: Bool = false, 
-        /**
-         * A PEM file of the CA certificates trusted for an
-         * `https://` collector, instead of the platform's roots (as
-         * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
-         */otelCertificate: PathBuf? = nil, 
-        /**
-         * A PEM file of the client certificate for a collector that
-         * requires one (mTLS, as
-         * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-         * `otel_client_key`.
-         */otelClientCertificate: PathBuf? = nil, 
-        /**
-         * A PEM file of the client certificate's private key (as
-         * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
-         * `otel_client_certificate`.
-         */otelClientKey: PathBuf? = nil, 
+         * The audit's OpenTelemetry export (OTLP/HTTP log records):
+         * its endpoint, encoding, headers, service name, content and
+         * TLS files, applied over the standard `OTEL_*` variables
+         * (when `otel_from_environment` reads them). Off unless it
+         * names a logs endpoint or the variables turn export on.
+         */otel: ExportOverrides = ExportOverrides(), 
         /**
          * Whether the standard `OTEL_*` variables of the process
          * are read (as OpenTelemetry SDKs do); true when absent.
@@ -3542,14 +3636,7 @@ public struct HostConfig: Equatable, Hashable {
         self.webAddress = webAddress
         self.webAllowAnyAddress = webAllowAnyAddress
         self.notifier = notifier
-        self.otelLogsEndpoint = otelLogsEndpoint
-        self.otelProtocol = otelProtocol
-        self.otelHeaders = otelHeaders
-        self.otelServiceName = otelServiceName
-        self.otelIncludeContent = otelIncludeContent
-        self.otelCertificate = otelCertificate
-        self.otelClientCertificate = otelClientCertificate
-        self.otelClientKey = otelClientKey
+        self.otel = otel
         self.otelFromEnvironment = otelFromEnvironment
     }
 
@@ -3586,14 +3673,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
                 webAddress: FfiConverterOptionString.read(from: &buf), 
                 webAllowAnyAddress: FfiConverterBool.read(from: &buf), 
                 notifier: FfiConverterOptionString.read(from: &buf), 
-                otelLogsEndpoint: FfiConverterOptionString.read(from: &buf), 
-                otelProtocol: FfiConverterOptionString.read(from: &buf), 
-                otelHeaders: FfiConverterSequenceString.read(from: &buf), 
-                otelServiceName: FfiConverterOptionString.read(from: &buf), 
-                otelIncludeContent: FfiConverterBool.read(from: &buf), 
-                otelCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
-                otelClientCertificate: FfiConverterOptionTypePathBuf.read(from: &buf), 
-                otelClientKey: FfiConverterOptionTypePathBuf.read(from: &buf), 
+                otel: FfiConverterTypeExportOverrides.read(from: &buf), 
                 otelFromEnvironment: FfiConverterOptionBool.read(from: &buf)
         )
     }
@@ -3616,14 +3696,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.webAddress, into: &buf)
         FfiConverterBool.write(value.webAllowAnyAddress, into: &buf)
         FfiConverterOptionString.write(value.notifier, into: &buf)
-        FfiConverterOptionString.write(value.otelLogsEndpoint, into: &buf)
-        FfiConverterOptionString.write(value.otelProtocol, into: &buf)
-        FfiConverterSequenceString.write(value.otelHeaders, into: &buf)
-        FfiConverterOptionString.write(value.otelServiceName, into: &buf)
-        FfiConverterBool.write(value.otelIncludeContent, into: &buf)
-        FfiConverterOptionTypePathBuf.write(value.otelCertificate, into: &buf)
-        FfiConverterOptionTypePathBuf.write(value.otelClientCertificate, into: &buf)
-        FfiConverterOptionTypePathBuf.write(value.otelClientKey, into: &buf)
+        FfiConverterTypeExportOverrides.write(value.otel, into: &buf)
         FfiConverterOptionBool.write(value.otelFromEnvironment, into: &buf)
     }
 }

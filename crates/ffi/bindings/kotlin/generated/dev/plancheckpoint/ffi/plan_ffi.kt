@@ -3964,6 +3964,121 @@ public object FfiConverterTypeExecutionStateChangedNotification: FfiConverterRus
 
 
 /**
+ * The audit export's settings a frontend gives (`serve`'s
+ * `--otel-*` flags, the `otel` record of a host's settings,
+ * through the FFI or a JSON file in camelCase), applied over
+ * what the `OTEL_*` variables say by
+ * [`ExportOverrides::resolve`](crate::ExportOverrides::resolve).
+ * Every field is optional: absent (or `false`, or empty) leaves
+ * the variables' value, or the default.
+ */
+data class ExportOverrides (
+    /**
+     * Exports the audit as OpenTelemetry log records
+     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
+     * `https://` URL (`.../v1/logs`), turning export on by
+     * itself. Without it, export is on only when the standard
+     * variables are read and `OTEL_LOGS_EXPORTER=otlp`.
+     */
+    var `logsEndpoint`: kotlin.String? = null 
+    , 
+    /**
+     * `http/protobuf` (the default) or `http/json`.
+     */
+    var `protocol`: kotlin.String? = null 
+    , 
+    /**
+     * Request headers for the collector, each `KEY=VALUE`.
+     */
+    var `headers`: List<kotlin.String> = listOf() 
+    , 
+    /**
+     * The resource's `service.name` (default
+     * `plan-checkpoint`).
+     */
+    var `serviceName`: kotlin.String? = null 
+    , 
+    /**
+     * Also exports the plan text, plan titles, questions and
+     * command text (their SHA-256 always is; they may be
+     * confidential).
+     */
+    var `includeContent`: kotlin.Boolean = false 
+    , 
+    /**
+     * A PEM file of the CA certificates trusted for an
+     * `https://` collector, instead of the platform's roots (as
+     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
+     */
+    var `certificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate for a collector that
+     * requires one (mTLS, as
+     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
+     * `client_key`.
+     */
+    var `clientCertificate`: PathBuf? = null 
+    , 
+    /**
+     * A PEM file of the client certificate's private key (as
+     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
+     * `client_certificate`.
+     */
+    var `clientKey`: PathBuf? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeExportOverrides: FfiConverterRustBuffer<ExportOverrides> {
+    override fun read(buf: ByteBuffer): ExportOverrides {
+        return ExportOverrides(
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterBoolean.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterOptionalTypePathBuf.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ExportOverrides) = (
+            FfiConverterOptionalString.allocationSize(value.`logsEndpoint`) +
+            FfiConverterOptionalString.allocationSize(value.`protocol`) +
+            FfiConverterSequenceString.allocationSize(value.`headers`) +
+            FfiConverterOptionalString.allocationSize(value.`serviceName`) +
+            FfiConverterBoolean.allocationSize(value.`includeContent`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`certificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`clientCertificate`) +
+            FfiConverterOptionalTypePathBuf.allocationSize(value.`clientKey`)
+    )
+
+    override fun write(value: ExportOverrides, buf: ByteBuffer) {
+            FfiConverterOptionalString.write(value.`logsEndpoint`, buf)
+            FfiConverterOptionalString.write(value.`protocol`, buf)
+            FfiConverterSequenceString.write(value.`headers`, buf)
+            FfiConverterOptionalString.write(value.`serviceName`, buf)
+            FfiConverterBoolean.write(value.`includeContent`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`certificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`clientCertificate`, buf)
+            FfiConverterOptionalTypePathBuf.write(value.`clientKey`, buf)
+    }
+}
+
+
+
+/**
  * A host's settings as plain data, the same through every
  * frontend (`serve`'s flags, the FFI, a Rust embedder, a JSON
  * file in camelCase). Every field is optional: absent (or
@@ -4098,58 +4213,13 @@ data class HostConfig (
     var `notifier`: kotlin.String? = null 
     , 
     /**
-     * Exports the audit as OpenTelemetry log records
-     * (OTLP/HTTP) to this logs endpoint, a full `http://` or
-     * `https://` URL (`.../v1/logs`). Without it, export is on
-     * only when `otel_from_environment` allows the standard
-     * variables and `OTEL_LOGS_EXPORTER=otlp`.
+     * The audit's OpenTelemetry export (OTLP/HTTP log records):
+     * its endpoint, encoding, headers, service name, content and
+     * TLS files, applied over the standard `OTEL_*` variables
+     * (when `otel_from_environment` reads them). Off unless it
+     * names a logs endpoint or the variables turn export on.
      */
-    var `otelLogsEndpoint`: kotlin.String? = null 
-    , 
-    /**
-     * `http/protobuf` (the default) or `http/json`.
-     */
-    var `otelProtocol`: kotlin.String? = null 
-    , 
-    /**
-     * Request headers for the collector, each `KEY=VALUE`.
-     */
-    var `otelHeaders`: List<kotlin.String> = listOf() 
-    , 
-    /**
-     * The resource's `service.name` (default
-     * `plan-checkpoint`).
-     */
-    var `otelServiceName`: kotlin.String? = null 
-    , 
-    /**
-     * Also exports the plan text, plan titles, questions and
-     * command text (their SHA-256 always is; they may be
-     * confidential).
-     */
-    var `otelIncludeContent`: kotlin.Boolean = false 
-    , 
-    /**
-     * A PEM file of the CA certificates trusted for an
-     * `https://` collector, instead of the platform's roots (as
-     * `OTEL_EXPORTER_OTLP_CERTIFICATE`).
-     */
-    var `otelCertificate`: PathBuf? = null 
-    , 
-    /**
-     * A PEM file of the client certificate for a collector that
-     * requires one (mTLS, as
-     * `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`); needs
-     * `otel_client_key`.
-     */
-    var `otelClientCertificate`: PathBuf? = null 
-    , 
-    /**
-     * A PEM file of the client certificate's private key (as
-     * `OTEL_EXPORTER_OTLP_CLIENT_KEY`); needs
-     * `otel_client_certificate`.
-     */
-    var `otelClientKey`: PathBuf? = null 
+    var `otel`: ExportOverrides = ExportOverrides() 
     , 
     /**
      * Whether the standard `OTEL_*` variables of the process
@@ -4189,14 +4259,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalString.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterSequenceString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterBoolean.read(buf),
-            FfiConverterOptionalTypePathBuf.read(buf),
-            FfiConverterOptionalTypePathBuf.read(buf),
-            FfiConverterOptionalTypePathBuf.read(buf),
+            FfiConverterTypeExportOverrides.read(buf),
             FfiConverterOptionalBoolean.read(buf),
         )
     }
@@ -4219,14 +4282,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalString.allocationSize(value.`webAddress`) +
             FfiConverterBoolean.allocationSize(value.`webAllowAnyAddress`) +
             FfiConverterOptionalString.allocationSize(value.`notifier`) +
-            FfiConverterOptionalString.allocationSize(value.`otelLogsEndpoint`) +
-            FfiConverterOptionalString.allocationSize(value.`otelProtocol`) +
-            FfiConverterSequenceString.allocationSize(value.`otelHeaders`) +
-            FfiConverterOptionalString.allocationSize(value.`otelServiceName`) +
-            FfiConverterBoolean.allocationSize(value.`otelIncludeContent`) +
-            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelCertificate`) +
-            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientCertificate`) +
-            FfiConverterOptionalTypePathBuf.allocationSize(value.`otelClientKey`) +
+            FfiConverterTypeExportOverrides.allocationSize(value.`otel`) +
             FfiConverterOptionalBoolean.allocationSize(value.`otelFromEnvironment`)
     )
 
@@ -4248,14 +4304,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalString.write(value.`webAddress`, buf)
             FfiConverterBoolean.write(value.`webAllowAnyAddress`, buf)
             FfiConverterOptionalString.write(value.`notifier`, buf)
-            FfiConverterOptionalString.write(value.`otelLogsEndpoint`, buf)
-            FfiConverterOptionalString.write(value.`otelProtocol`, buf)
-            FfiConverterSequenceString.write(value.`otelHeaders`, buf)
-            FfiConverterOptionalString.write(value.`otelServiceName`, buf)
-            FfiConverterBoolean.write(value.`otelIncludeContent`, buf)
-            FfiConverterOptionalTypePathBuf.write(value.`otelCertificate`, buf)
-            FfiConverterOptionalTypePathBuf.write(value.`otelClientCertificate`, buf)
-            FfiConverterOptionalTypePathBuf.write(value.`otelClientKey`, buf)
+            FfiConverterTypeExportOverrides.write(value.`otel`, buf)
             FfiConverterOptionalBoolean.write(value.`otelFromEnvironment`, buf)
     }
 }

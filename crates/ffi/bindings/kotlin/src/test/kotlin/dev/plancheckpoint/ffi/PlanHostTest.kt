@@ -542,6 +542,15 @@ class PlanHostTest {
     fun hostErrors() {
         failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(0, null)) }
         failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(-5, null)) }
+        // The export settings are HostConfig's one `otel` record, empty when omitted.
+        assertEquals(ExportOverrides(), HostConfig().otel)
+        for (otel in listOf(
+            ExportOverrides(logsEndpoint = "http://127.0.0.1:4318/v1/logs", protocol = "grpc"),
+            ExportOverrides(includeContent = true),
+            ExportOverrides(logsEndpoint = "ftp://127.0.0.1/v1/logs"),
+        )) {
+            failed(ErrorCode.INVALID_PARAMS) { PlanHost(db(), HostConfig(otel = otel, otelFromEnvironment = false)) }
+        }
 
         val path = db("locked.db")
         val first = open(path)
