@@ -42,7 +42,7 @@ fn a_json_config_in_camel_case_sets_every_field_it_names() {
             "networkInAuto": true,
             "autoWithoutSandbox": true,
             "skipNamespaces": true,
-            "protectedPaths": ["/work/secrets"],
+            "protectedPaths": ["/srv/secrets"],
             "secretEnvMarkers": [],
             "webAddress": "0.0.0.0:0",
             "webAllowAnyAddress": true,
@@ -66,7 +66,7 @@ fn a_json_config_in_camel_case_sets_every_field_it_names() {
     assert_eq!(options.scratch_size.megabytes(), 64);
     assert_eq!(options.command_output_cap, 512);
     assert!(options.skip_namespaces);
-    assert_eq!(options.protected_paths, vec![PathBuf::from("/work/secrets")]);
+    assert_eq!(options.protected_paths, vec![PathBuf::from("/srv/secrets")]);
     assert!(options.command_env_secret_markers.is_empty());
     assert_eq!(options.web.unwrap().bind().to_string(), "0.0.0.0:0");
     assert_eq!(options.notifier.as_deref(), Some("true"));
