@@ -313,11 +313,14 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Declares the one [`ExportOverrides`] from
-/// [`for_each_export_overrides!`]'s list: the record with serde (camelCase,
-/// unknown fields refused, every field optional). A field's `= default`
-/// part is for the bindings and ignored here.
-macro_rules! declare_export_overrides {
+/// Declares a settings record from its one list ([`for_each_export_overrides!`]
+/// here, plan-host's `for_each_host_config!` too): the record with serde
+/// (the list gives camelCase, unknown fields refused, every field
+/// optional) and `Default`. A field's `= default` part is for the bindings
+/// (plan-ffi turns it into UniFFI's default) and ignored here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! declare_settings_record {
     ($(#[$meta:meta])* struct $name:ident {
         $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
     }) => {
@@ -392,7 +395,7 @@ macro_rules! for_each_export_overrides {
     };
 }
 
-for_each_export_overrides!(declare_export_overrides);
+for_each_export_overrides!(declare_settings_record);
 
 impl ExportOverrides {
     /// Whether nothing is set (every field absent, `false` or empty): the

@@ -17,25 +17,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use plan_audit_export::ExportOverrides;
+use plan_audit_export::declare_settings_record;
 use plan_core::{CommandLimits, ErrorCode, Limits};
 
 use crate::{HostError, HostOptions, ScratchSize, WebOptions};
-
-/// Declares the one `HostConfig` from [`for_each_host_config!`]'s list:
-/// the record with serde (camelCase, unknown fields refused, every field
-/// optional), the defaults that mean "the host's default". A field's
-/// `= default` part is for the bindings and ignored here.
-macro_rules! declare_host_config {
-    ($(#[$meta:meta])* struct $name:ident {
-        $($(#[$field_meta:meta])* $field:ident: $ty:ty $(= $default:tt)?),+ $(,)?
-    }) => {
-        #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-        $(#[$meta])*
-        pub struct $name {
-            $($(#[$field_meta])* pub $field: $ty),+
-        }
-    };
-}
 
 /// The one declaration of [`HostConfig`], handed to `$callback` (plan-host
 /// declares the record, plan-ffi exports the very type to the bindings).
@@ -163,7 +148,9 @@ macro_rules! for_each_host_config {
     };
 }
 
-for_each_host_config!(declare_host_config);
+// Declared as plan-audit-export declares its settings record (serde,
+// `Default`), so both records have one shape.
+for_each_host_config!(declare_settings_record);
 
 impl HostConfig {
     /// The host options these settings give, every other option at its
