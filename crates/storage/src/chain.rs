@@ -437,7 +437,7 @@ pub(crate) fn begin_chain(conn: &Connection) -> Result<(), StorageError> {
             told.insert(approval.to_owned());
         }
         content.insert(BACKFILLED.to_owned(), Value::Bool(true));
-        let numbered = number(conn, &session, Value::Object(content), at)?;
+        let numbered = number(conn, read_head(conn)?, &session, Value::Object(content), at)?;
         conn.prepare_cached("UPDATE transcript_entries SET content_json = ?1 WHERE id = ?2")
             .and_then(|mut statement| statement.execute(params![numbered.to_string(), id]))
             .map_err(StorageError::sqlite(failed))?;
@@ -467,15 +467,16 @@ pub(crate) fn begin_chain(conn: &Connection) -> Result<(), StorageError> {
     })
 }
 
-/// Gives `content` the chain's next seq and hash (its `audit` field) and
-/// moves the head; returns the numbered content.
+/// Gives `content` the chain's next seq and hash (its `audit` field) after
+/// `head`, the stored head, and moves the head; returns the numbered
+/// content.
 fn number(
     conn: &Connection,
+    (last, previous): (u64, String),
     session_id: &str,
     mut content: Value,
     at: UnixMs,
 ) -> Result<Value, StorageError> {
-    let (last, previous) = read_head(conn)?;
     let seq = last + 1;
     let hash = match derive(seq, session_id, &content) {
         Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
@@ -523,8 +524,15 @@ pub(crate) fn append_fact(
     at: UnixMs,
     what: &'static str,
 ) -> Result<(), StorageError> {
-    begin_chain(conn)?;
-    let content = number(conn, session_id, content, at)?;
+    // One read of the head: it exists once the chain began.
+    let head = match stored_head(conn)? {
+        Some(head) => head,
+        None => {
+            begin_chain(conn)?;
+            read_head(conn)?
+        }
+    };
+    let content = number(conn, head, session_id, content, at)?;
     crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)
 }
 

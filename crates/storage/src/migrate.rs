@@ -466,6 +466,12 @@ fn configure(conn: &Connection) -> Result<(), StorageError> {
         .map_err(StorageError::sqlite("enabling foreign keys"))?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(StorageError::sqlite("setting synchronous = FULL"))?;
+    // A cached statement keeps the plan it was prepared with. Otherwise
+    // SQLite prepares it again at its next step whenever a parameter its
+    // plan looked at gets a new value: the transcript's next seq, read for
+    // every audited fact, was parsed anew for each session it asked about.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(StorageError::sqlite("keeping query plans stable"))?;
     Ok(())
 }
 
@@ -744,5 +750,25 @@ mod tests {
         let mut changed = recorded.clone();
         changed[2].2 = "1".to_owned();
         assert!(!history_matches(&changed) && !history_matches(&recorded[..2]));
+    }
+
+    /// SQLite re-prepares a statement at its next step when a new value is
+    /// bound to a parameter its plan looked at, unless the connection keeps
+    /// its plans stable: a transcript append, once per audited fact, would
+    /// parse its query again on every call for another session.
+    #[test]
+    fn a_cached_statement_is_not_prepared_again_when_its_parameter_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (conn, _) = open_read_write(&dir.path().join("plan.db"), None).unwrap();
+        for session in ["a", "b", "a", "c"] {
+            let mut statement = conn.prepare_cached(crate::transcript::NEXT_SEQ).unwrap();
+            let next: i64 = statement.query_row([session], |row| row.get(0)).unwrap();
+            assert_eq!(next, 1);
+            assert_eq!(
+                statement.get_status(rusqlite::StatementStatus::RePrepare),
+                0,
+                "re-prepared for session {session}"
+            );
+        }
     }
 }

@@ -561,6 +561,9 @@ impl Store {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(StorageError::sqlite("beginning a write transaction"))?;
+            // Before any row changes: a chain that begins here numbers the
+            // history the database holds, not the rows these effects write.
+            crate::chain::begin_chain(&transaction)?;
             for effect in effects {
                 apply_effect(&transaction, effect, now, note, frontend)?;
             }
@@ -816,7 +819,8 @@ fn follow_row(slot: &mut Option<PlanApproval>, approval: &PlanApproval, qualifie
 
 /// Carries out one effect inside the caller's transaction, with the audit
 /// facts it makes (a submission, a decision, an execution's start or end, a
-/// mode change); `note` says where a relayed decision came from.
+/// mode change); `note` says where a relayed decision came from. The
+/// caller began the chain in that transaction ([`crate::chain::begin_chain`]).
 fn apply_effect(
     conn: &Connection,
     effect: &Effect,
@@ -824,9 +828,6 @@ fn apply_effect(
     note: Option<&crate::DecisionNote>,
     frontend: crate::DecisionChannel,
 ) -> Result<(), StorageError> {
-    // Before any row changes: a chain that begins here numbers the history
-    // the database holds, not the row this effect writes.
-    crate::chain::begin_chain(conn)?;
     match effect {
         Effect::InsertApproval(approval) => {
             insert_approval(conn, approval)?;

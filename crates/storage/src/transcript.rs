@@ -28,6 +28,10 @@ impl Role {
     }
 }
 
+/// The next seq of a session's transcript.
+pub(crate) const NEXT_SEQ: &str =
+    "SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1";
+
 /// Appends `content_json` as the session's next entry (`seq` one past its
 /// last), inside `conn`'s transaction; `what` names the entry in an error.
 pub(crate) fn append(
@@ -39,7 +43,7 @@ pub(crate) fn append(
     what: &'static str,
 ) -> Result<(), StorageError> {
     let seq: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM transcript_entries WHERE session_id = ?1")
+        .prepare_cached(NEXT_SEQ)
         .and_then(|mut statement| statement.query_row([session_id], |row| row.get(0)))
         .map_err(StorageError::sqlite("choosing the next transcript seq"))?;
     conn.prepare_cached(
