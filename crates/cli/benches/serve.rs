@@ -411,6 +411,10 @@ fn setup() -> Setup {
     let base = dir.path().canonicalize().unwrap();
     let workspace = base.join("workspace");
     std::fs::create_dir(&workspace).unwrap();
+    // Each path writes its plans into a directory of its own, as each
+    // floor does, so no directory grows faster than its floor's.
+    let in_process_workspace = base.join("in-process-workspace");
+    std::fs::create_dir(&in_process_workspace).unwrap();
     let mut serve = Serve::start(&base.join("plan.db"));
     serve.call(
         "session/create",
@@ -435,7 +439,7 @@ fn setup() -> Setup {
     Setup {
         floor: Floor::new(&base),
         schema_floor: SchemaFloor::new(&base, &workspace),
-        host: InProcess::new(&base, &workspace),
+        host: InProcess::new(&base, &in_process_workspace),
         _dir: dir,
         serve,
         approval_id,
