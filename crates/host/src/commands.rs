@@ -146,7 +146,7 @@ impl HostCore {
             };
             self.launch(open, session_id, reply.is_ok(), &launches, pad.take())
         });
-        match self.run_gathered(session_id, gather, Box::new(|_, _| Ok(true)), None, after)? {
+        match self.run_gathered(session_id, gather, Box::new(|_, _| Ok(true)), None, after, None)? {
             Some(ran) => Ok(ran),
             None => Err(HostError::with_detail(
                 ErrorCode::Internal,

@@ -20,7 +20,7 @@ use plan_core::{
     ErrorCode, Event, PlanApproval, Reply, Sandbox, SessionId, SessionState, Transition, UnixMs,
 };
 use plan_exec::{CommandOutcome, ExecError, ScratchDir};
-use plan_storage::{CommandEntryKind, DecisionNote, HostLock, MigrationReport, Store};
+use plan_storage::{CommandEntryKind, DecisionNote, FlushingArtifact, HostLock, MigrationReport, Store};
 
 use crate::HostError;
 use crate::notify::{HostEvent, NotificationListener, derive};
@@ -59,6 +59,10 @@ pub(crate) struct HostCore {
     pub(crate) commands: CommandSupport,
     /// The audit exporter, while the host is open and export is on.
     pub(crate) exporter: Mutex<Option<plan_audit_export::Exporter>>,
+    /// Where a submission's artifact is flushed while its row is written:
+    /// a thread of the host's with the automatic timer, the submitting
+    /// thread with the manual one (that host starts no thread).
+    pub(crate) flusher: plan_storage::Flusher,
 }
 
 /// A pending approval this host created.
@@ -132,7 +136,37 @@ impl HostCore {
     /// refusal is [`Ran::outcome`], which may still come with committed
     /// effects (an approval that expired before the event).
     pub(crate) fn run(&self, session_id: &SessionId, event: Event) -> Result<Ran, HostError> {
-        match self.run_with(session_id, event, Box::new(|_, _| Ok(true)))? {
+        self.run_event(session_id, event, None)
+    }
+
+    /// [`HostCore::run`] for the event that may record `artifact`, whose
+    /// fsyncs are in flight: the transition's statements run meanwhile, and
+    /// a commit that records it waits for them
+    /// ([`plan_storage::Store::apply_recording`]).
+    pub(crate) fn run_recording(
+        &self,
+        session_id: &SessionId,
+        event: Event,
+        artifact: &mut FlushingArtifact,
+    ) -> Result<(Reply, SessionState), HostError> {
+        self.run_event(session_id, event, Some(artifact))?.outcome
+    }
+
+    fn run_event(
+        &self,
+        session_id: &SessionId,
+        event: Event,
+        artifact: Option<&mut FlushingArtifact>,
+    ) -> Result<Ran, HostError> {
+        let ran = self.run_gathered(
+            session_id,
+            Box::new(move |_| Ok(event)),
+            Box::new(|_, _| Ok(true)),
+            None,
+            Box::new(|_, _| Ok(())),
+            artifact,
+        )?;
+        match ran {
             Some(ran) => Ok(ran),
             None => Err(HostError::with_detail(
                 ErrorCode::Internal,
@@ -163,11 +197,12 @@ impl HostCore {
         before: BeforeEvent<'_>,
         note: Option<&DecisionNote>,
     ) -> Result<Option<Ran>, HostError> {
-        self.run_gathered(session_id, gather, before, note, Box::new(|_, _| Ok(())))
+        self.run_gathered(session_id, gather, before, note, Box::new(|_, _| Ok(())), None)
     }
 
     /// [`HostCore::run_noted`] with `after` carried out under the same lock
-    /// once the transition committed.
+    /// once the transition committed, and with the commit waiting for
+    /// `artifact` when the transition records it.
     pub(crate) fn run_gathered(
         &self,
         session_id: &SessionId,
@@ -175,6 +210,7 @@ impl HostCore {
         before: BeforeEvent<'_>,
         note: Option<&DecisionNote>,
         after: AfterCommit<'_>,
+        artifact: Option<&mut FlushingArtifact>,
     ) -> Result<Option<Ran>, HostError> {
         // The wall clock and the monotonic clock are read together, once.
         let wall = self.now();
@@ -221,7 +257,10 @@ impl HostCore {
                 }
             }
             if writes {
-                open.store.apply_noted(&effects, now, note)?;
+                match artifact {
+                    Some(artifact) => open.store.apply_recording(&effects, now, note, artifact)?,
+                    None => open.store.apply_noted(&effects, now, note)?,
+                }
             }
             open.track_creations(&effects, instant);
             match &state.active_turn {
@@ -417,6 +456,7 @@ impl HostCore {
             }
         }
         drop(closed);
+        self.flusher.stop();
         self.wake_timer();
     }
 

@@ -135,6 +135,10 @@ impl Host {
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
         options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
+        let flusher = match options.expiry {
+            ExpiryTimer::Automatic => plan_storage::Flusher::on_thread(),
+            ExpiryTimer::Manual => plan_storage::Flusher::on_caller(),
+        };
         let core = Arc::new(HostCore {
             open: Mutex::new(Some(Open {
                 store,
@@ -152,6 +156,7 @@ impl Host {
             database,
             commands,
             exporter: Mutex::new(None),
+            flusher,
         });
         let timer = match core.options.expiry {
             ExpiryTimer::Automatic => Some(TimerThread::spawn(&core).map_err(|error| {
@@ -451,7 +456,9 @@ impl Host {
         Ok(outcomes)
     }
 
-    /// Writes the artifact, then reports the outcome to plan-core.
+    /// Writes the artifact and records it: plan-core decides the row while
+    /// the artifact's fsyncs are in flight, and the commit that records it
+    /// waits for them, so the row is never durable before the file.
     fn write_artifact(
         &self,
         session_id: &SessionId,
@@ -459,7 +466,8 @@ impl Host {
     ) -> Result<ToolCallResult, HostError> {
         let now = self.core.now();
         let suffix = uuid::Uuid::new_v4().simple().to_string();
-        let written = plan_storage::write_artifact(
+        let created = plan_storage::create_artifact(
+            &self.core.flusher,
             &request.workspace_root,
             &request.title,
             request.markdown.as_bytes(),
@@ -468,25 +476,44 @@ impl Host {
         );
         let call_id = request.call_id.clone();
         let workspace_root = request.workspace_root.clone();
-        let written_artifact = written.as_ref().ok().cloned();
-        // The code alone cannot tell a full disk from a read-only one; the
-        // storage error names the OS cause, and the agent sees it.
-        let failure = written
-            .as_ref()
-            .err()
-            .map(|error| (error.code(), error.to_string()));
-        let event = match written {
-            Ok(artifact) => Event::ArtifactWritten {
-                request,
-                approval_id: fresh_id("approval"),
-                artifact,
-            },
-            Err(error) => Event::ArtifactFailed {
-                request,
-                code: error.code(),
-            },
+        let (recorded, written_artifact, failure) = match created {
+            Ok(mut flushing) => {
+                let artifact = flushing.artifact().clone();
+                // Kept for the report of a flush that fails after plan-core
+                // decided the row (which then never committed).
+                let failed_request = request.clone();
+                let event = Event::ArtifactWritten {
+                    request,
+                    approval_id: fresh_id("approval"),
+                    artifact: artifact.clone(),
+                };
+                let recorded = self.core.run_recording(session_id, event, &mut flushing);
+                match flushing.wait() {
+                    Ok(()) => (recorded, Some(artifact), None),
+                    // The file is removed and no row records it: plan-core
+                    // hears that the write failed instead.
+                    Err(error) => {
+                        let code = error.code();
+                        let event = Event::ArtifactFailed {
+                            request: failed_request,
+                            code,
+                        };
+                        let recorded = self.core.session_event(session_id, event);
+                        (recorded, None, Some((code, error.to_string())))
+                    }
+                }
+            }
+            Err(error) => {
+                // The code alone cannot tell a full disk from a read-only
+                // one; the storage error names the OS cause, and the agent
+                // sees it.
+                let code = error.code();
+                let recorded = self
+                    .core
+                    .session_event(session_id, Event::ArtifactFailed { request, code });
+                (recorded, None, Some((code, error.to_string())))
+            }
         };
-        let recorded = self.core.session_event(session_id, event);
         if let Some(artifact) = &written_artifact
             && !matches!(recorded, Ok((Reply::ApprovalRequested { .. }, _)))
         {

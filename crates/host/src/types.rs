@@ -250,13 +250,16 @@ pub struct NewSession {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ExpiryTimer {
     /// [`crate::Host::open`] starts a timer thread that expires approvals on
-    /// time; it stops on `close` and when the host is dropped.
+    /// time, and the first submission a thread that flushes artifacts while
+    /// their rows are written; both stop on `close` and when the host is
+    /// dropped.
     #[default]
     Automatic,
     /// No thread: the embedder's own event loop calls
     /// [`crate::Host::expire_due`] at [`crate::Host::next_deadline`]. Until
     /// it does, an overdue approval is still expired by any request that
     /// touches it (it can never be approved late), but no
-    /// `plan/approvalResolved` is sent on time.
+    /// `plan/approvalResolved` is sent on time. A submission's fsyncs run
+    /// on the thread that submits.
     Manual,
 }

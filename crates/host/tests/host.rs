@@ -1321,7 +1321,25 @@ mod timer {
         // (`spawn` returns once the thread exists).
         let automatic = manual_clock_host(&dir.path().join("automatic"), &clock, ExpiryTimer::Automatic);
         assert_eq!(thread_count(), before + 1);
+        // Its first submission starts the thread that flushes artifacts;
+        // closing ends both.
+        assert_eq!(flush_threads(), 0);
+        pending_on(&automatic, &workspace, "s2");
+        assert_eq!(thread_count(), before + 2);
+        assert_eq!(flush_threads(), 1);
         automatic.close();
+        assert_eq!(flush_threads(), 0, "the flush thread outlived close()");
+    }
+
+    /// The threads of this process that flush artifacts.
+    fn flush_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter(|task| {
+                let comm = task.as_ref().unwrap().path().join("comm");
+                std::fs::read_to_string(comm).is_ok_and(|name| name.trim_end() == "plan-fsync")
+            })
+            .count()
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! (`20261129T230501Z-<slug>-<suffix>.md`). The Markdown bytes are written
 //! exactly as given, flushed with fsync together with the directory entry,
 //! and described by their workspace-relative path, SHA-256 and size, which
-//! the caller records in the approval row only after this returns.
+//! the caller records in the approval row: either after [`write_artifact`]
+//! returns, or in a transaction whose commit waits for the fsyncs that
+//! [`create_artifact`] started, so no row is ever durable before its file.
 //!
 //! Path safety does not rely on string checks alone: the root is opened once
 //! and `.pi`, `.pi/plan` and the file are reached from its descriptor one
@@ -26,6 +28,7 @@ use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 use crate::StorageError;
+use crate::flush::{Flush, Flusher};
 
 /// The artifact directory, relative to the workspace root.
 const PLAN_DIR: &str = ".pi/plan";
@@ -61,7 +64,8 @@ const SLUG_MAX: usize = 40;
 const SUFFIX_MAX: usize = 64;
 
 /// Writes `markdown` as a new artifact under `<workspace_root>/.pi/plan/`
-/// and returns its workspace-relative path, SHA-256 and size.
+/// and returns its workspace-relative path, SHA-256 and size once the file
+/// and its directory entry are durable.
 ///
 /// `now_ms` (UTC) and a slug of `title` make the name readable;
 /// `unique_suffix` (letters, digits, `-` and `_`; the caller draws it at
@@ -76,40 +80,117 @@ pub fn write_artifact(
     now_ms: i64,
     unique_suffix: &str,
 ) -> Result<Artifact, StorageError> {
+    let mut flushing = create_artifact(
+        &Flusher::on_caller(),
+        workspace_root,
+        title,
+        markdown,
+        now_ms,
+        unique_suffix,
+    )?;
+    flushing.wait()?;
+    Ok(flushing.artifact)
+}
+
+/// [`write_artifact`] up to the fsyncs: the file's starts on `flusher`,
+/// and none is waited for. The caller records the artifact meanwhile, in a
+/// transaction whose commit waits for them
+/// ([`crate::Store::apply_recording`]), so the row is never durable before
+/// the file. The refusals are [`write_artifact`]'s; a failed fsync is
+/// reported by [`FlushingArtifact::wait`].
+pub fn create_artifact(
+    flusher: &Flusher,
+    workspace_root: &str,
+    title: &str,
+    markdown: &[u8],
+    now_ms: i64,
+    unique_suffix: &str,
+) -> Result<FlushingArtifact, StorageError> {
     check_suffix(unique_suffix)?;
     let root = open_root(workspace_root, Access::Write)?;
     let pi = ensure_directory(&root, ".pi", ".pi")?;
     let plan = ensure_directory(&pi, "plan", PLAN_DIR)?;
     let name = format!("{}-{}-{}.md", utc_stamp(now_ms), slug(title), unique_suffix);
     let relative = format!("{PLAN_DIR}/{name}");
-    let write_failed = |source: std::io::Error| StorageError::ArtifactWriteFailed {
-        path: relative.clone(),
-        source,
-    };
     let created = rustix::fs::openat(
         &plan,
         name.as_str(),
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::from_raw_mode(0o644),
     )
-    .map_err(|errno| write_failed(errno.into()))?;
+    .map_err(|errno| StorageError::ArtifactWriteFailed {
+        path: relative.clone(),
+        source: errno.into(),
+    })?;
     let mut file = File::from(created);
-    if let Err(source) = file.write_all(markdown).and_then(|()| file.sync_all()) {
+    if let Err(source) = file.write_all(markdown) {
         drop(file);
         remove_partial(&plan, &name);
-        return Err(write_failed(source));
+        return Err(StorageError::ArtifactWriteFailed {
+            path: relative,
+            source,
+        });
     }
-    drop(file);
-    // The new directory entry is durable only once the directory is synced.
-    if let Err(errno) = rustix::fs::fsync(&plan) {
-        remove_partial(&plan, &name);
-        return Err(write_failed(errno.into()));
-    }
-    Ok(Artifact {
-        path: relative,
-        sha256: sha256_hex(markdown),
-        size: markdown.len() as u64,
+    // The file's bytes are flushed (on the flusher's thread) while the
+    // caller goes on; its directory entry is flushed when the caller waits,
+    // on the caller's thread, by which time the file's flush is mostly done.
+    let flush = flusher.start(OwnedFd::from(file));
+    Ok(FlushingArtifact {
+        artifact: Artifact {
+            path: relative,
+            sha256: sha256_hex(markdown),
+            size: markdown.len() as u64,
+        },
+        plan,
+        name,
+        flush,
+        outcome: None,
     })
+}
+
+/// A new artifact whose bytes are written and being flushed
+/// ([`create_artifact`]); it is durable once [`FlushingArtifact::wait`]
+/// says so.
+pub struct FlushingArtifact {
+    artifact: Artifact,
+    /// `.pi/plan`, for the fsync of the entry and for removing the file.
+    plan: OwnedFd,
+    name: String,
+    /// The file's own fsync.
+    flush: Flush,
+    /// The outcome once waited for: `Err` holds why it failed.
+    outcome: Option<Result<(), Errno>>,
+}
+
+impl FlushingArtifact {
+    /// The record of the artifact: its path, SHA-256 and size.
+    pub fn artifact(&self) -> &Artifact {
+        &self.artifact
+    }
+
+    /// Makes the directory entry durable and waits until the file is. If
+    /// either fsync failed, the file is removed and the error is
+    /// `ARTIFACT_WRITE_FAILED`; later calls give the same outcome at once.
+    pub fn wait(&mut self) -> Result<(), StorageError> {
+        let outcome = match self.outcome {
+            Some(outcome) => outcome,
+            None => {
+                // The entry is synced while the file's flush may still be
+                // in flight: both are durable before this returns `Ok`.
+                let entry = rustix::fs::fsync(&self.plan);
+                let outcome = self.flush.wait().and(entry);
+                if outcome.is_err() {
+                    remove_partial(&self.plan, &self.name);
+                }
+                self.outcome = Some(outcome);
+                outcome
+            }
+        };
+        outcome.map_err(|errno| StorageError::ArtifactWriteFailed {
+            path: self.artifact.path.clone(),
+            source: errno.into(),
+        })
+    }
 }
 
 /// Reads an artifact back and checks it against its record: a missing file
@@ -480,6 +561,101 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Store;
+    use plan_core::{ApprovalStatus, Effect, PlanApproval, Session};
+
+    const NOW: i64 = 1_790_000_000_000;
+
+    /// A store with session `s1` and a new artifact of its workspace, its
+    /// flush started.
+    fn store_and_artifact(dir: &Path) -> (Store, String, FlushingArtifact) {
+        let root = dir.join("workspace");
+        std::fs::create_dir(&root).unwrap();
+        let root = root.to_str().unwrap().to_owned();
+        let (mut store, _) = Store::open(dir.join("host.db")).unwrap();
+        store
+            .create_session(&Session::new("s1", Some(root.clone())), NOW)
+            .unwrap();
+        let flushing =
+            create_artifact(&Flusher::on_thread(), &root, "Split", b"# Plan\n", NOW, "f1").unwrap();
+        (store, root, flushing)
+    }
+
+    fn recording(artifact: &Artifact) -> Effect {
+        Effect::InsertApproval(PlanApproval {
+            id: "a1".into(),
+            session_id: "s1".into(),
+            turn_id: "t1".into(),
+            title: "Split".to_owned(),
+            question: "Go?".to_owned(),
+            artifact: Some(artifact.clone()),
+            status: ApprovalStatus::Pending,
+            error_code: None,
+            created_at: NOW,
+            expires_at: NOW + 1_800_000,
+            decided_at: None,
+            permission_mode: None,
+            execution_id: None,
+            execution_state: None,
+        })
+    }
+
+    #[test]
+    fn the_row_that_records_an_artifact_commits_once_its_flush_succeeded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, root, mut flushing) = store_and_artifact(dir.path());
+        let effects = [recording(flushing.artifact())];
+        store.apply_recording(&effects, NOW, None, &mut flushing).unwrap();
+        assert_eq!(flushing.outcome, Some(Ok(())), "the commit waited for the flush");
+        let stored = store.list_approvals(&crate::ApprovalFilter::default()).unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(read_artifact(&root, flushing.artifact()).unwrap(), b"# Plan\n");
+    }
+
+    #[test]
+    fn a_failed_flush_commits_no_row_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, root, mut flushing) = store_and_artifact(dir.path());
+        // What the flush thread reports when the disk fails the fsync.
+        flushing.flush = Flush::Done(Err(Errno::IO));
+        let effects = [recording(flushing.artifact())];
+        let error = store
+            .apply_recording(&effects, NOW, None, &mut flushing)
+            .unwrap_err();
+        assert_eq!(error.code(), plan_core::ErrorCode::ArtifactWriteFailed);
+        assert!(
+            store
+                .list_approvals(&crate::ApprovalFilter::default())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(store.pending_approval(&"s1".into()).unwrap(), None);
+        assert!(
+            list_artifact_files(&root).unwrap().is_empty(),
+            "the file is removed"
+        );
+        // The caller hears the same outcome when it asks again.
+        assert_eq!(
+            flushing.wait().unwrap_err().code(),
+            plan_core::ErrorCode::ArtifactWriteFailed
+        );
+    }
+
+    #[test]
+    fn a_transition_that_does_not_record_the_artifact_commits_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, _root, mut flushing) = store_and_artifact(dir.path());
+        flushing.flush = Flush::Done(Err(Errno::IO));
+        let other = Artifact {
+            path: ".pi/plan/other.md".to_owned(),
+            sha256: "0".repeat(64),
+            size: 1,
+        };
+        store
+            .apply_recording(&[recording(&other)], NOW, None, &mut flushing)
+            .unwrap();
+        assert_eq!(flushing.outcome, None, "nothing waited for this artifact");
+    }
 
     #[test]
     fn stamps_are_utc_calendar_times() {

@@ -19,6 +19,7 @@ mod chain;
 mod decision;
 mod error;
 mod exclusive;
+mod flush;
 mod guard;
 mod lock;
 mod migrate;
@@ -30,8 +31,8 @@ mod tool_audit;
 mod transcript;
 
 pub use artifacts::{
-    discard_unrecorded_artifact, list_artifact_files, read_artifact, read_artifact_unverified, sha256_hex,
-    write_artifact,
+    FlushingArtifact, create_artifact, discard_unrecorded_artifact, list_artifact_files, read_artifact,
+    read_artifact_unverified, sha256_hex, write_artifact,
 };
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
 pub use chain::{
@@ -41,6 +42,7 @@ pub use chain::{
 pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;
 pub use exclusive::ExclusiveStore;
+pub use flush::Flusher;
 pub use lock::HostLock;
 pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_migration};
 pub use plan_core::ApprovalFilter;

@@ -540,8 +540,9 @@ impl Store {
     /// `SaveSession`. If any of them fails, nothing is written.
     ///
     /// `WriteArtifact` is not a storage effect of the transaction and is
-    /// skipped: the host writes the artifact (with [`crate::write_artifact`])
-    /// before the transition that inserts the row.
+    /// skipped: the host writes the artifact (with [`crate::write_artifact`],
+    /// or [`crate::create_artifact`] and [`Store::apply_recording`]) before
+    /// the transition that inserts the row commits.
     pub fn apply(&mut self, effects: &[Effect], now: UnixMs) -> Result<(), StorageError> {
         self.apply_noted(effects, now, None)
     }
@@ -556,7 +557,46 @@ impl Store {
         now: UnixMs,
         note: Option<&crate::DecisionNote>,
     ) -> Result<(), StorageError> {
+        self.apply_awaiting(effects, now, note, None)
+    }
+
+    /// [`Store::apply_noted`] for the transition that may record `artifact`,
+    /// whose fsyncs [`crate::create_artifact`] started: the statements run
+    /// while they are in flight, and when an `InsertApproval` records this
+    /// artifact the commit waits for them first. If they failed, nothing is
+    /// committed and the error is the artifact's `ARTIFACT_WRITE_FAILED`
+    /// (the file is removed); a transition that does not record the
+    /// artifact commits without waiting.
+    pub fn apply_recording(
+        &mut self,
+        effects: &[Effect],
+        now: UnixMs,
+        note: Option<&crate::DecisionNote>,
+        artifact: &mut crate::FlushingArtifact,
+    ) -> Result<(), StorageError> {
+        self.apply_awaiting(effects, now, note, Some(artifact))
+    }
+
+    fn apply_awaiting(
+        &mut self,
+        effects: &[Effect],
+        now: UnixMs,
+        note: Option<&crate::DecisionNote>,
+        artifact: Option<&mut crate::FlushingArtifact>,
+    ) -> Result<(), StorageError> {
         let frontend = self.frontend;
+        let recorded = artifact.filter(|artifact| {
+            effects.iter().any(|effect| match effect {
+                Effect::InsertApproval(approval) => approval.artifact.as_ref() == Some(artifact.artifact()),
+                Effect::WriteArtifact(_)
+                | Effect::UpdateApproval { .. }
+                | Effect::SaveSession(_)
+                | Effect::RecordToolAudit(_)
+                | Effect::RecordCommand { .. }
+                | Effect::BindWorkspace { .. }
+                | Effect::CancelCommand { .. } => false,
+            })
+        });
         self.guarded(|conn| {
             let transaction = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -569,6 +609,11 @@ impl Store {
             }
             if let Some(note) = note {
                 crate::decision::record(&transaction, effects, note, now)?;
+            }
+            // A row is never durable before the file it records; a failed
+            // flush rolls the transaction back.
+            if let Some(artifact) = recorded {
+                artifact.wait()?;
             }
             transaction
                 .commit()
