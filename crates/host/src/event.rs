@@ -140,8 +140,8 @@ impl HostCore {
     }
 
     /// [`HostCore::run`] for the event that may record `artifact`, whose
-    /// fsyncs are in flight: the transition's statements run meanwhile, and
-    /// a commit that records it waits for them
+    /// file's fsync is in flight: the transition's statements run meanwhile,
+    /// and a commit that records it waits for it
     /// ([`plan_storage::Store::apply_recording`]).
     pub(crate) fn run_recording(
         &self,

@@ -457,8 +457,8 @@ impl Host {
     }
 
     /// Writes the artifact and records it: plan-core decides the row while
-    /// the artifact's fsyncs are in flight, and the commit that records it
-    /// waits for them, so the row is never durable before the file.
+    /// the file's fsync is in flight, and the commit that records it waits
+    /// for it, so the row is never durable before the file.
     fn write_artifact(
         &self,
         session_id: &SessionId,

@@ -5,8 +5,9 @@
 //! exactly as given, flushed with fsync together with the directory entry,
 //! and described by their workspace-relative path, SHA-256 and size, which
 //! the caller records in the approval row: either after [`write_artifact`]
-//! returns, or in a transaction whose commit waits for the fsyncs that
-//! [`create_artifact`] started, so no row is ever durable before its file.
+//! returns, or in a transaction whose commit waits for the file's fsync
+//! that [`create_artifact`] started, so no row is ever durable before its
+//! file.
 //!
 //! Path safety does not rely on string checks alone: the root is opened once
 //! and `.pi`, `.pi/plan` and the file are reached from its descriptor one
@@ -92,12 +93,12 @@ pub fn write_artifact(
     Ok(flushing.artifact)
 }
 
-/// [`write_artifact`] up to the fsyncs: the file's starts on `flusher`,
-/// and none is waited for. The caller records the artifact meanwhile, in a
-/// transaction whose commit waits for them
-/// ([`crate::Store::apply_recording`]), so the row is never durable before
-/// the file. The refusals are [`write_artifact`]'s; a failed fsync is
-/// reported by [`FlushingArtifact::wait`].
+/// [`write_artifact`] with the file's fsync started on `flusher` and not
+/// waited for (the directory's is done before this returns). The caller
+/// records the artifact meanwhile, in a transaction whose commit waits for
+/// it ([`crate::Store::apply_recording`]), so the row is never durable
+/// before the file. The refusals are [`write_artifact`]'s; a failed fsync
+/// of the file is reported by [`FlushingArtifact::wait`].
 pub fn create_artifact(
     flusher: &Flusher,
     workspace_root: &str,
@@ -131,10 +132,22 @@ pub fn create_artifact(
             source,
         });
     }
-    // The file's bytes are flushed (on the flusher's thread) while the
-    // caller goes on; its directory entry is flushed when the caller waits,
-    // on the caller's thread, by which time the file's flush is mostly done.
-    let flush = flusher.start(OwnedFd::from(file));
+    // The file's flush goes to the flusher's thread, and its directory
+    // entry is synced here meanwhile: the two are in flight at once, and
+    // on a journaling filesystem the entry's commit carries the file's
+    // data with it, so the file's own flush is mostly done by the time the
+    // caller has written its row and waits.
+    let mut flush = flusher.start(OwnedFd::from(file));
+    if let Err(errno) = rustix::fs::fsync(&plan) {
+        // Not written until both are done: the file is removed only after
+        // its own flush, whatever that did.
+        let _file = flush.wait();
+        remove_partial(&plan, &name);
+        return Err(StorageError::ArtifactWriteFailed {
+            path: relative,
+            source: errno.into(),
+        });
+    }
     Ok(FlushingArtifact {
         artifact: Artifact {
             path: relative,
@@ -148,12 +161,12 @@ pub fn create_artifact(
     })
 }
 
-/// A new artifact whose bytes are written and being flushed
-/// ([`create_artifact`]); it is durable once [`FlushingArtifact::wait`]
-/// says so.
+/// A new artifact whose directory entry is durable and whose bytes are
+/// being flushed ([`create_artifact`]); it is durable once
+/// [`FlushingArtifact::wait`] says so.
 pub struct FlushingArtifact {
     artifact: Artifact,
-    /// `.pi/plan`, for the fsync of the entry and for removing the file.
+    /// `.pi/plan`, for removing the file should its flush fail.
     plan: OwnedFd,
     name: String,
     /// The file's own fsync.
@@ -168,17 +181,14 @@ impl FlushingArtifact {
         &self.artifact
     }
 
-    /// Makes the directory entry durable and waits until the file is. If
-    /// either fsync failed, the file is removed and the error is
-    /// `ARTIFACT_WRITE_FAILED`; later calls give the same outcome at once.
+    /// Waits until the file is durable. If its fsync failed, the file is
+    /// removed and the error is `ARTIFACT_WRITE_FAILED`; later calls give
+    /// the same outcome at once.
     pub fn wait(&mut self) -> Result<(), StorageError> {
         let outcome = match self.outcome {
             Some(outcome) => outcome,
             None => {
-                // The entry is synced while the file's flush may still be
-                // in flight: both are durable before this returns `Ok`.
-                let entry = rustix::fs::fsync(&self.plan);
-                let outcome = self.flush.wait().and(entry);
+                let outcome = self.flush.wait();
                 if outcome.is_err() {
                     remove_partial(&self.plan, &self.name);
                 }

@@ -1,11 +1,12 @@
 //! fsyncs that run while their caller goes on working.
 //!
 //! A submission's artifact must be durable before the row that records it
-//! commits. Flushed on the caller's thread, the file's fsync and the row's
-//! statements add up; flushed on a [`Flusher`]'s thread, the fsync is in
-//! flight while the caller runs the transaction's statements, and the
-//! caller waits only before its commit. The order that matters (the file
-//! durable before the row) is the caller's: it must [`Flush::wait`] before
+//! commits. Flushed on the caller's thread, the file's fsync, its
+//! directory's and the row's statements add up; with the file's flushed
+//! on a [`Flusher`]'s thread, it is in flight while the caller syncs the
+//! directory entry and runs the transaction's statements, and the caller
+//! waits only before its commit. The order that matters (the file durable
+//! before the row) is the caller's: it must [`Flush::wait`] before
 //! committing.
 //!
 //! This module only flushes the descriptors it is handed and reports each

@@ -561,9 +561,9 @@ impl Store {
     }
 
     /// [`Store::apply_noted`] for the transition that may record `artifact`,
-    /// whose fsyncs [`crate::create_artifact`] started: the statements run
-    /// while they are in flight, and when an `InsertApproval` records this
-    /// artifact the commit waits for them first. If they failed, nothing is
+    /// whose file's fsync [`crate::create_artifact`] started: the statements
+    /// run while it is in flight, and when an `InsertApproval` records this
+    /// artifact the commit waits for it first. If it failed, nothing is
     /// committed and the error is the artifact's `ARTIFACT_WRITE_FAILED`
     /// (the file is removed); a transition that does not record the
     /// artifact commits without waiting.
