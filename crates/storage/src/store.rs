@@ -81,6 +81,9 @@ pub struct Store {
     /// The frontend whose client this store's host answers: the channel
     /// recorded for a decision no relayed note says came elsewhere.
     frontend: crate::DecisionChannel,
+    /// A transaction of this store committed with the audit chain begun.
+    /// Nothing ever unbegins a chain, so later transactions need not look.
+    chain_begun: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -126,6 +129,7 @@ impl Store {
             immutable,
             kept: None,
             frontend: crate::DecisionChannel::default(),
+            chain_begun: false,
         })
     }
 
@@ -136,6 +140,7 @@ impl Store {
             immutable: false,
             kept: None,
             frontend: crate::DecisionChannel::default(),
+            chain_begun: false,
         }
     }
 
@@ -585,6 +590,7 @@ impl Store {
         artifact: Option<&mut crate::FlushingArtifact>,
     ) -> Result<(), StorageError> {
         let frontend = self.frontend;
+        let chain_begun = self.chain_begun;
         let recorded = artifact.filter(|artifact| {
             effects.iter().any(|effect| match effect {
                 Effect::InsertApproval(approval) => approval.artifact.as_ref() == Some(artifact.artifact()),
@@ -603,7 +609,9 @@ impl Store {
                 .map_err(StorageError::sqlite("beginning a write transaction"))?;
             // Before any row changes: a chain that begins here numbers the
             // history the database holds, not the rows these effects write.
-            crate::chain::begin_chain(&transaction)?;
+            if !chain_begun {
+                crate::chain::begin_chain(&transaction)?;
+            }
             for effect in effects {
                 apply_effect(&transaction, effect, now, note, frontend)?;
             }
@@ -619,6 +627,7 @@ impl Store {
                 .commit()
                 .map_err(StorageError::sqlite("committing a write transaction"))
         })?;
+        self.chain_begun = true;
         if let Some(kept) = &self.kept {
             let mut kept = kept.borrow_mut();
             for effect in effects {
@@ -678,6 +687,7 @@ impl Store {
                 .map_err(StorageError::sqlite("committing the startup fence"))?;
             Ok(changed)
         })
+        .inspect(|_| self.chain_begun = true)
     }
 
     // --- settings ---------------------------------------------------------
