@@ -476,6 +476,15 @@ impl Host {
         );
         let call_id = request.call_id.clone();
         let workspace_root = request.workspace_root.clone();
+        // The code alone cannot tell a full disk from a read-only one; the
+        // storage error names the OS cause, and the agent sees it.
+        let report_failure = |request, error: plan_storage::StorageError| {
+            let code = error.code();
+            let recorded = self
+                .core
+                .session_event(session_id, Event::ArtifactFailed { request, code });
+            (recorded, None, Some((code, error.to_string())))
+        };
         let (recorded, written_artifact, failure) = match created {
             Ok(mut flushing) => {
                 let artifact = flushing.artifact().clone();
@@ -490,29 +499,22 @@ impl Host {
                 let recorded = self.core.run_recording(session_id, event, &mut flushing);
                 match flushing.wait() {
                     Ok(()) => (recorded, Some(artifact), None),
-                    // The file is removed and no row records it: plan-core
-                    // hears that the write failed instead.
-                    Err(error) => {
-                        let code = error.code();
-                        let event = Event::ArtifactFailed {
-                            request: failed_request,
-                            code,
-                        };
-                        let recorded = self.core.session_event(session_id, event);
-                        (recorded, None, Some((code, error.to_string())))
+                    // The commit failed on the flush: the file is removed
+                    // and no row records it, so plan-core hears that the
+                    // write failed instead.
+                    Err(error)
+                        if recorded
+                            .as_ref()
+                            .is_err_and(|failed| failed.code() == ErrorCode::ArtifactWriteFailed) =>
+                    {
+                        report_failure(failed_request, error)
                     }
+                    // Refused before any commit waited: the refusal stands,
+                    // and the file is already gone.
+                    Err(_) => (recorded, None, None),
                 }
             }
-            Err(error) => {
-                // The code alone cannot tell a full disk from a read-only
-                // one; the storage error names the OS cause, and the agent
-                // sees it.
-                let code = error.code();
-                let recorded = self
-                    .core
-                    .session_event(session_id, Event::ArtifactFailed { request, code });
-                (recorded, None, Some((code, error.to_string())))
-            }
+            Err(error) => report_failure(request, error),
         };
         if let Some(artifact) = &written_artifact
             && !matches!(recorded, Ok((Reply::ApprovalRequested { .. }, _)))
