@@ -43,6 +43,7 @@ mod machine;
 mod model;
 mod objects;
 mod permissions;
+mod protected;
 mod recovery;
 mod review;
 mod session;
@@ -77,6 +78,7 @@ pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
     mode_grants,
 };
+pub use protected::{AGENT_CONFIGURATION, CHECKPOINT_DIRECTORY, REPOSITORY_METADATA, protected_root_names};
 pub use recovery::{fence_row, startup_fence};
 pub use review::{VerifyReport, VerifyScope, VerifyTally};
 pub use session::{SessionRefusal, new_session, normalize_workspace_root};
