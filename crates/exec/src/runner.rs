@@ -247,8 +247,12 @@ impl Runner {
         let handover = wire::HandoverRef {
             scratch: spec.scratch.fd(),
             cwd: opened.cwd.as_fd(),
+            // A read-only command gets it too: what is hidden in it is
+            // found there.
             workspace: match (&spec.confinement, &spec.workspace, &opened.workspace_by_path) {
-                (Confinement::WorkspaceWrite { .. }, Some(workspace), _) => Some(workspace.fd()),
+                (Confinement::WorkspaceWrite { .. } | Confinement::ReadOnly, Some(workspace), _) => {
+                    Some(workspace.fd())
+                }
                 (_, _, by_path) => by_path.as_ref().map(AsFd::as_fd),
             },
             network: match &spec.confinement {
@@ -287,6 +291,9 @@ impl Runner {
                 scratch_root: spec.isolation.scratch_root.clone(),
                 hidden: spec.isolation.hidden.clone(),
                 protected: spec.isolation.protected.clone(),
+                reserved: spec.isolation.reserved.clone(),
+                protected_names: spec.isolation.protected_names.clone(),
+                hidden_names: spec.isolation.hidden_names.clone(),
                 visible: spec.isolation.visible.clone(),
                 scratch_cap: spec.isolation.scratch_cap,
             },

@@ -85,10 +85,25 @@ pub struct Isolation {
     /// bound back in; a hidden directory that is itself such a path is
     /// refused ([`crate::ExecError::SandboxUnavailable`]).
     pub hidden: Vec<PathBuf>,
-    /// Paths kept read-only inside a writable workspace, besides the ones
-    /// every workspace has (its `.git` and what a `.git` file names, nested
-    /// repositories' `.git`, `.pi`).
+    /// Paths kept read-only inside a writable workspace where they exist,
+    /// besides what every workspace's repositories hold (see the crate's
+    /// README: every repository's metadata in every shape, and what its
+    /// configuration names as a program git runs or a file git reads).
     pub protected: Vec<PathBuf>,
+    /// Paths kept read-only inside a writable workspace, and reserved where
+    /// missing: the helper makes what is missing of them as empty
+    /// directories before the command starts (a name that does not exist
+    /// cannot be covered), so a command cannot create them.
+    pub reserved: Vec<PathBuf>,
+    /// Names kept read-only wherever an entry of the workspace has them
+    /// (at any depth; a symbolic link of such a name refuses the command,
+    /// as a mount cannot cover a link), and reserved at the root of a
+    /// writable workspace where missing (an empty directory made there).
+    pub protected_names: Vec<OsString>,
+    /// Names hidden (an empty read-only cover) wherever an entry of the
+    /// workspace has them, under every sandboxed confinement, and reserved
+    /// at the root of a writable workspace where missing.
+    pub hidden_names: Vec<OsString>,
     /// Directories that stay visible inside a hidden directory (the host's
     /// workspace root, so a Plan command can read it even where the
     /// database's directory is one of its ancestors). The workspace root of

@@ -53,6 +53,15 @@ pub(crate) struct ConfineArgs {
     pub(crate) hidden: Vec<PathBuf>,
     /// Extra paths kept read-only inside a writable workspace.
     pub(crate) protected: Vec<PathBuf>,
+    /// Paths kept read-only inside a writable workspace, and reserved
+    /// there where missing.
+    pub(crate) reserved: Vec<PathBuf>,
+    /// Names kept read-only wherever they are in a writable workspace, and
+    /// reserved at its root where missing.
+    pub(crate) protected_names: Vec<OsString>,
+    /// Names hidden wherever they are in the workspace (and reserved at
+    /// the root of a writable one).
+    pub(crate) hidden_names: Vec<OsString>,
     /// Directories bound back into a hidden directory that holds them.
     pub(crate) visible: Vec<PathBuf>,
     /// The cap of the private scratch tmpfs inside the namespaces.
@@ -105,6 +114,18 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     for path in &args.protected {
         out.push("--protect".into());
         out.push(path.clone().into_os_string());
+    }
+    for path in &args.reserved {
+        out.push("--reserve".into());
+        out.push(path.clone().into_os_string());
+    }
+    for name in &args.protected_names {
+        out.push("--protect-name".into());
+        out.push(name.clone());
+    }
+    for name in &args.hidden_names {
+        out.push("--hide-name".into());
+        out.push(name.clone());
     }
     for path in &args.visible {
         out.push("--visible".into());
@@ -190,6 +211,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut scratch_root = None;
     let mut hidden = Vec::new();
     let mut protected = Vec::new();
+    let mut reserved = Vec::new();
+    let mut protected_names = Vec::new();
+    let mut hidden_names = Vec::new();
     let mut visible = Vec::new();
     let mut scratch_size = None;
     let mut scratch_inodes = None;
@@ -217,6 +241,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
             "--hide" => hidden.push(PathBuf::from(value()?)),
             "--protect" => protected.push(PathBuf::from(value()?)),
+            "--reserve" => reserved.push(PathBuf::from(value()?)),
+            "--protect-name" => protected_names.push(value()?),
+            "--hide-name" => hidden_names.push(value()?),
             "--visible" => visible.push(PathBuf::from(value()?)),
             "--scratch-size" => scratch_size = Some(number(&value()?)?),
             "--scratch-inodes" => scratch_inodes = Some(number(&value()?)?),
@@ -253,6 +280,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         scratch_root,
         hidden,
         protected,
+        reserved,
+        protected_names,
+        hidden_names,
         visible,
         scratch_cap,
     };
@@ -605,6 +635,9 @@ mod tests {
             scratch_root: Some(PathBuf::from("/tmp/scratch root")),
             hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],
             protected: vec![PathBuf::from("/ws/extra")],
+            reserved: vec![PathBuf::from("/ws/missing")],
+            protected_names: vec![OsString::from(".claude"), OsString::from("odd\nname")],
+            hidden_names: vec![OsString::from(".pi")],
             visible: vec![PathBuf::from("/ws")],
             scratch_cap: ScratchCap::new(1 << 20, 64).unwrap(),
         }
@@ -650,6 +683,9 @@ mod tests {
         for flag in [
             "--hide",
             "--protect",
+            "--reserve",
+            "--protect-name",
+            "--hide-name",
             "--scratch-root",
             "--visible",
             "--scratch-size",

@@ -589,6 +589,9 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
         scratch_root: Some(outside.to_path_buf()),
         hidden: Vec::new(),
         protected: Vec::new(),
+        reserved: Vec::new(),
+        protected_names: Vec::new(),
+        hidden_names: Vec::new(),
         visible: Vec::new(),
         // Small: the probe writes one file.
         scratch_cap: ScratchCap::for_size(ScratchCap::MIN_SIZE_BYTES)

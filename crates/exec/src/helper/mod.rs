@@ -25,6 +25,8 @@
 //! never be started by anything but this crate.
 
 #[cfg(target_os = "linux")]
+mod git_config;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod namespaces;

@@ -131,13 +131,15 @@ pub(crate) fn enter(
         (true, None) => return Err("the network namespace did not arrive".into()),
         (false, _) => None,
     };
+    // A read-only command's workspace (when the library held one) is
+    // walked for what it hides.
     let workspace = match (&args.mode, workspace) {
-        (Mode::WorkspaceWrite { .. }, Some(fd)) => {
+        (Mode::WorkspaceWrite { .. } | Mode::ReadOnly, Some(fd)) => {
             let path = crate::workspace::current_path(fd).ok_or("the workspace can no longer be named")?;
             Some((path, identity(fd, Path::new("the workspace"))?))
         }
         (Mode::WorkspaceWrite { .. }, None) => return Err("the workspace's descriptor is missing".into()),
-        (Mode::ReadOnly | Mode::None, _) => None,
+        (Mode::ReadOnly, None) | (Mode::None, _) => None,
     };
     // The working directory is named again once the tree is built: the old
     // one still points into the mounts as they were (for `auto`, below a
@@ -154,6 +156,7 @@ pub(crate) fn enter(
     let cwd_identity = identity(here.as_fd(), &cwd)?;
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
+    single_names(&args.hidden)?;
     unshare(join)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
@@ -179,26 +182,61 @@ pub(crate) fn enter(
         Some((path, expected)) => Some(reopen(path, *expected, "the workspace")?),
         None => None,
     };
+    // What the workspace holds to protect and hide, found before anything
+    // is read-only (missing names are reserved on the way).
+    let writable = matches!(args.mode, Mode::WorkspaceWrite { .. });
+    let (user_configuration, home) = git_user_configuration(&args.env);
+    let plan = match (&workspace, &workspace_fd) {
+        (Some((path, _)), Some(workspace_fd)) => Some(super::protect::plan(
+            workspace_fd.as_fd(),
+            &super::protect::Request {
+                workspace: path,
+                writable,
+                protected_names: &args.protected_names,
+                hidden_names: &args.hidden_names,
+                reserved: &args.reserved,
+                protected: &args.protected,
+                hidden: &args.hidden,
+                user_configuration: &user_configuration,
+                home: home.as_deref(),
+            },
+        )?),
+        (_, _) => None,
+    };
     // Everything read-only but the writable places: then the kernel, not a
     // filter that cannot see paths, refuses mode and time changes anywhere
     // else, for Plan as for `auto`.
-    match (&workspace, &workspace_fd) {
-        (Some((path, _)), Some(workspace_fd)) => {
-            let plan = super::protect::plan(workspace_fd.as_fd(), path, &args.protected, &args.hidden)?;
-            remount_everything_read_only()?;
+    remount_everything_read_only()?;
+    if let (Some(plan), Some(workspace_fd)) = (&plan, &workspace_fd) {
+        let empty_file = open_path(Path::new(EMPTY_FILE))?;
+        let empty_directory = open_path(Path::new(EMPTY_DIRECTORY))?;
+        let covers = super::protect::Covers {
+            file: empty_file.as_fd(),
+            directory: empty_directory.as_fd(),
+        };
+        if writable {
             let tree = writable_tree(workspace_fd)?;
-            super::protect::apply(tree.as_fd(), &plan)?;
+            super::protect::apply(tree.as_fd(), plan, &covers)?;
+        } else {
+            super::protect::apply(workspace_fd.as_fd(), plan, &covers)?;
         }
-        (_, _) => remount_everything_read_only()?,
     }
+    let walk_hidden: Vec<PathBuf> = match (&plan, &workspace) {
+        (Some(plan), Some((path, _))) => plan.hidden().map(|hidden| path.join(hidden)).collect(),
+        (_, _) => Vec::new(),
+    };
     writable_bind(&scratch, &args.scratch_dir, false)?;
     private_shm(&args.scratch_cap)?;
     // A working directory in the scratch directory or a hidden one is
     // meant to find the private mount now there (the scratch tmpfs, an empty
     // cover), which only this namespace sees; anywhere else it must still
     // be the directory the library resolved.
-    let private =
-        cwd.starts_with(&args.scratch_dir) || args.hidden.iter().any(|hidden| cwd.starts_with(hidden));
+    let private = cwd.starts_with(&args.scratch_dir)
+        || args
+            .hidden
+            .iter()
+            .chain(&walk_hidden)
+            .any(|hidden| cwd.starts_with(hidden));
     if private {
         std::env::set_current_dir(&cwd)
             .map_err(|error| format!("working directory {}: {error}", cwd.display()))?;
@@ -383,6 +421,60 @@ fn remount(target: &Path, flags: MountFlags) -> Result<(), String> {
 /// An empty file on the read-only private `/dev`, bound over hidden files.
 const EMPTY_FILE: &str = "/dev/.empty";
 
+/// An empty directory on the read-only private `/dev`, bound over hidden
+/// directories the workspace walk finds.
+const EMPTY_DIRECTORY: &str = "/dev/.empty-directory";
+
+/// Refuses hidden files with more than one name: through another name (a
+/// hard link in the workspace, say) the file could still be read, and a
+/// writable one written.
+fn single_names(hidden: &[PathBuf]) -> Result<(), String> {
+    for path in hidden {
+        if let Ok(metadata) = std::fs::symlink_metadata(path)
+            && metadata.is_file()
+            && std::os::unix::fs::MetadataExt::nlink(&metadata) > 1
+        {
+            return Err(format!(
+                "{} has {} names (hard links): through another name it could still be read or \
+                 written, so it cannot be hidden; give it a single name",
+                path.display(),
+                std::os::unix::fs::MetadataExt::nlink(&metadata)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// git's configuration files of the machine and the person, as git would
+/// find them with the command's environment (`GIT_CONFIG_SYSTEM` or
+/// `/etc/gitconfig`, `GIT_CONFIG_GLOBAL` or `$XDG_CONFIG_HOME/git/config`
+/// and `~/.gitconfig`), and the home directory (for `~/` in them).
+fn git_user_configuration(
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let variable = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| PathBuf::from(value))
+            .filter(|path| path.is_absolute())
+    };
+    let home = variable("HOME");
+    let mut files = vec![variable("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig"))];
+    match variable("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push(global),
+        None => {
+            files.extend(
+                variable("XDG_CONFIG_HOME")
+                    .or_else(|| home.as_ref().map(|home| home.join(".config")))
+                    .map(|config| config.join("git/config")),
+            );
+            files.extend(home.as_ref().map(|home| home.join(".gitconfig")));
+        }
+    }
+    (files, home)
+}
+
 /// A tmpfs over `/dev` holding empty files with the kept device nodes bound
 /// over them, then made read-only (the bound nodes stay usable: a device
 /// node is not written through its mount).
@@ -413,6 +505,9 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
         FileMode::from(0o400),
     )
     .map_err(|errno| error("creating", empty, errno))?;
+    let empty_directory = Path::new(EMPTY_DIRECTORY);
+    rustix::fs::mkdir(empty_directory, FileMode::from(0o500))
+        .map_err(|errno| error("creating", empty_directory, errno))?;
     remount(dev, flags | MountFlags::RDONLY)
 }
 

@@ -19,6 +19,7 @@ mod pid;
 mod privileges;
 mod reads;
 mod runner;
+mod runs_later;
 mod scratch;
 mod seams;
 mod support;

@@ -30,7 +30,7 @@ fn run_in(
     spec.env = git_env(scratch);
     spec.isolation = Isolation {
         namespaces,
-        ..Isolation::default()
+        ..host_isolation()
     };
     let (outcome, events) = run(spec);
     (outcome.state, events.text(Stream::Stdout))
@@ -235,7 +235,7 @@ fn planning_tools_the_readme_promises_work_read_only() {
             spec.env = env.clone();
             spec.isolation = Isolation {
                 namespaces,
-                ..Isolation::default()
+                ..host_isolation()
             };
             let (outcome, events) = run(spec);
             if events.text(Stream::Stdout) != "ok\n" {

@@ -39,9 +39,24 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
         confinement,
         isolation: Isolation {
             namespaces: namespaces_available(),
-            ..Isolation::default()
+            ..host_isolation()
         },
         network: None,
+    }
+}
+
+/// The isolation plan-host asks for, but for its paths: plan-core's names
+/// (`.pi` hidden wherever it is, the repository's metadata and every
+/// agent's configuration kept read-only at any depth, each reserved at the
+/// root), without namespaces.
+pub(crate) fn host_isolation() -> Isolation {
+    Isolation {
+        protected_names: [".git", ".claude", ".mcp.json", ".codex", ".gemini"]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        hidden_names: vec![".pi".into()],
+        ..Isolation::default()
     }
 }
 
