@@ -6,6 +6,7 @@
 //! can hold these without importing the module that uses the loop.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -234,7 +235,6 @@ impl CommandSupport {
         if let Some(runner) = &self.runner {
             protected.push(runner.helper().to_path_buf());
         }
-        protected.extend(self.protected_paths.iter().cloned());
         // The directory first: the files below it are then already gone,
         // and stay covered where a visible path brings them back.
         let mut hidden: Vec<PathBuf> = directory
@@ -267,6 +267,18 @@ impl CommandSupport {
             scratch_root: self.scratch_root.as_ref().map(|root| root.path().to_path_buf()),
             hidden,
             protected,
+            // The person's protected paths are reserved where missing (P15).
+            reserved: self.protected_paths.clone(),
+            // plan-core's names, as data: the checkpoint's directory is
+            // hidden wherever a project has one (a nested project's
+            // database and plans, whether or not a host of its runs), the
+            // repository's metadata and every agent's configuration kept
+            // read-only at any depth, each reserved at the root.
+            protected_names: plan_core::protected_root_names()
+                .filter(|name| *name != plan_core::CHECKPOINT_DIRECTORY)
+                .map(OsString::from)
+                .collect(),
+            hidden_names: vec![OsString::from(plan_core::CHECKPOINT_DIRECTORY)],
             visible: vec![workspace_root.to_path_buf()],
             scratch_cap: self.scratch_cap,
         }

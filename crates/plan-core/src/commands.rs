@@ -451,7 +451,8 @@ pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Opt
 /// What the host's probe found about the sandbox, as `initialize`
 /// reports it: whether Plan Bash can run and, if not, why; the layers that
 /// work here and the properties of `sandbox.md` they enforce. P7, P8, P11
-/// (a network namespace of the command's own) and P13 need the namespaces;
+/// (a network namespace of the command's own), P13 and P15 need the
+/// namespaces;
 /// P14 is this crate's own rule and holds wherever commands run. Nothing
 /// without the sandbox.
 pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
@@ -462,6 +463,7 @@ pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
             &["landlock", "seccomp", "namespaces"],
             &[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
+                "P15",
             ],
         )
     } else {

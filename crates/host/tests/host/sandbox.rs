@@ -11,12 +11,12 @@ use super::*;
 use plan_core::{CommandState, Sandbox};
 use plan_host::{PlanSandbox, SessionId, TurnId};
 
-fn bash(call_id: &str, command: &str) -> ToolCall {
+pub(crate) fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
 }
 
 /// Whether this host runs commands inside namespaces; says so when not.
-fn namespaced(fixture: &Fixture, test: &str) -> bool {
+pub(crate) fn namespaced(fixture: &Fixture, test: &str) -> bool {
     let available = fixture.host.command_capabilities().plan_sandbox == PlanSandbox::Landlock
         && fixture.host.limits().commands.namespaces_available;
     if !available {
@@ -25,7 +25,7 @@ fn namespaced(fixture: &Fixture, test: &str) -> bool {
     available
 }
 
-fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: PermissionMode) -> TurnId {
+pub(crate) fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: PermissionMode) -> TurnId {
     fixture
         .host
         .create_session(NewSession {
@@ -43,7 +43,13 @@ fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: Permission
 }
 
 /// Runs one Plan Bash call and returns its stdout.
-fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+pub(crate) fn plan_stdout(
+    fixture: &Fixture,
+    session: &str,
+    turn: &TurnId,
+    call_id: &str,
+    command: &str,
+) -> String {
     let outcomes = fixture
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
@@ -53,7 +59,13 @@ fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
 }
 
 /// Runs one `auto` command and returns its stdout.
-fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+pub(crate) fn auto_stdout(
+    fixture: &Fixture,
+    session: &str,
+    turn: &TurnId,
+    call_id: &str,
+    command: &str,
+) -> String {
     fixture
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
@@ -75,7 +87,7 @@ fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
 
 /// What `call_id` wrote to stdout up to the first line `until` accepts (a
 /// whole line each time), or up to its exit when `until` is `None`.
-fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) -> bool>) -> String {
+pub(crate) fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) -> bool>) -> String {
     wait_for(
         &fixture.host,
         &fixture.seen,
@@ -108,7 +120,7 @@ fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) ->
     )
 }
 
-fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
+pub(crate) fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
     stdout_until(fixture, call_id, None)
 }
 
@@ -361,7 +373,7 @@ fn initialize_reports_every_layer_where_namespaces_work() {
     assert_eq!(
         commands["enforced"],
         json!([
-            "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
+            "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14", "P15"
         ])
     );
 }

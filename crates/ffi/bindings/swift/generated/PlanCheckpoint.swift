@@ -2229,7 +2229,7 @@ public struct CommandCapabilities: Equatable, Hashable {
     public var layers: [String]
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+     * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
      * sandbox is unavailable.
      */
     public var enforced: [String]
@@ -2250,7 +2250,7 @@ public struct CommandCapabilities: Equatable, Hashable {
          */layers: [String], 
         /**
          * The sandbox properties of the sandbox specification that hold here,
-         * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+         * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
          * sandbox is unavailable.
          */enforced: [String]) {
         self.planSandbox = planSandbox

@@ -3270,7 +3270,7 @@ data class CommandCapabilities (
     , 
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
+     * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
      * sandbox is unavailable.
      */
     var `enforced`: List<kotlin.String>
