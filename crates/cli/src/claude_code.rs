@@ -1196,11 +1196,11 @@ fn host(project: &Project) -> Result<i32, Failure> {
             .ok()
             .filter(|notify| !notify.trim().is_empty()),
         // The binary is its own sandbox helper, as for `serve`: installed
-        // alone, it still runs plan-mode Bash. `PLAN_CHECKPOINT_SANDBOX_HELPER`
-        // names another (as `serve --sandbox-helper` does).
-        sandbox_helper: std::env::var_os("PLAN_CHECKPOINT_SANDBOX_HELPER")
-            .map(PathBuf::from)
-            .or_else(|| std::env::current_exe().ok()),
+        // alone, it still runs plan-mode Bash. Never one the environment
+        // names: Claude Code gives its hooks the `env` of the project's
+        // settings, which a workspace can set, and a helper built there
+        // would run every later command unconfined (P15).
+        sandbox_helper: std::env::current_exe().ok(),
         // The hooks' host exports no audit: it was never asked to.
         otel_from_environment: Some(false),
         ..plan_host::HostConfig::default()
