@@ -156,7 +156,6 @@ pub(crate) fn enter(
     let cwd_identity = identity(here.as_fd(), &cwd)?;
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
-    single_names(&args.hidden)?;
     unshare(join)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
@@ -424,26 +423,6 @@ const EMPTY_FILE: &str = "/dev/.empty";
 /// An empty directory on the read-only private `/dev`, bound over hidden
 /// directories the workspace walk finds.
 const EMPTY_DIRECTORY: &str = "/dev/.empty-directory";
-
-/// Refuses hidden files with more than one name: through another name (a
-/// hard link in the workspace, say) the file could still be read, and a
-/// writable one written.
-fn single_names(hidden: &[PathBuf]) -> Result<(), String> {
-    for path in hidden {
-        if let Ok(metadata) = std::fs::symlink_metadata(path)
-            && metadata.is_file()
-            && std::os::unix::fs::MetadataExt::nlink(&metadata) > 1
-        {
-            return Err(format!(
-                "{} has {} names (hard links): through another name it could still be read or \
-                 written, so it cannot be hidden; give it a single name",
-                path.display(),
-                std::os::unix::fs::MetadataExt::nlink(&metadata)
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// git's configuration files of the machine and the person, as git would
 /// find them with the command's environment (`GIT_CONFIG_SYSTEM` or

@@ -365,18 +365,20 @@ pub(crate) fn plan(root: BorrowedFd<'_>, request: &Request<'_>) -> Result<Plan, 
     }
     finder.walk()?;
     if request.writable {
-        for (path, must_exist) in request
-            .reserved
-            .iter()
-            .map(|path| (path, true))
-            .chain(request.protected.iter().map(|path| (path, false)))
-        {
+        // Reserved paths exist by now (or a file stands where one of their
+        // directories would go, which is then what is kept).
+        for path in request.reserved {
+            if let Some(relative) = lexical(request.workspace, Path::new(""), path) {
+                finder.named_path(&Place::Inside(relative), None, "the protected path")?;
+            }
+        }
+        for path in request.protected {
             let Some(relative) = lexical(request.workspace, Path::new(""), path) else {
                 continue;
             };
             match open_beneath(root, &relative, OFlags::PATH) {
                 Ok(_) => finder.protect(relative)?,
-                Err(rustix::io::Errno::NOENT) if !must_exist => {}
+                Err(rustix::io::Errno::NOENT) => {}
                 Err(rustix::io::Errno::LOOP | rustix::io::Errno::XDEV) => {
                     return Err(format!(
                         "the protected path {} is reached through a symbolic link, so it cannot be kept read-only",
@@ -963,14 +965,13 @@ impl Finder<'_, '_> {
                         hooks.push(directory);
                     }
                 }
-                Named::Path => {
-                    if let Some(path) = self.place_of(&base, value.trim_ascii()) {
-                        self.named_path(&path, top, &setting)?;
-                    }
-                }
+                // A file git reads is a path only as a command line's word
+                // is: a missing bare word (a GPG key id in
+                // `user.signingKey`, say) names nothing to keep.
+                Named::Path => self.program_word(&base, value.trim_ascii(), true, top, &setting)?,
                 Named::Program => {
                     for word in git_config::words(value) {
-                        self.program_word(&base, word, top, &setting)?;
+                        self.program_word(&base, word, false, top, &setting)?;
                     }
                 }
                 Named::Nothing => {}
@@ -984,23 +985,28 @@ impl Finder<'_, '_> {
         Ok(())
     }
 
-    /// A word of a command line git runs, relative to `base`: a path there
-    /// that exists is protected; a missing one that is plainly a path
-    /// (`./x`, `../x`, `/x`, `~/x`, or below a directory that exists) is
-    /// kept from being created; any other word (a program found on `PATH`,
-    /// an option, a placeholder) names nothing in the workspace.
+    /// A word of a command line git runs (or, `file`, the value of a file
+    /// git reads), relative to `base`: a path there that is plainly one
+    /// (`./x`, `../x`, `/x`, `~/x`, or below a directory that exists, or a
+    /// file's value that exists) is protected, or kept from being created
+    /// where missing; any other word (a program found on `PATH`, an option,
+    /// a placeholder, a key id) names nothing in the workspace.
     fn program_word(
         &mut self,
         base: &Place,
         word: &[u8],
+        file: bool,
         top: Option<&Path>,
         setting: &str,
     ) -> Result<(), String> {
         let Some(place) = self.place_of(base, word) else {
             return Ok(());
         };
-        if !matches!(place, Place::Inside(_)) {
+        let Place::Inside(relative) = &place else {
             return Ok(());
+        };
+        if file && rustix::fs::statat(self.root, nonempty(relative), AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+            return self.named_path(&place, top, setting);
         }
         let explicit = word.starts_with(b"./")
             || word.starts_with(b"../")
@@ -1072,9 +1078,9 @@ impl Finder<'_, '_> {
             }
         }
         Err(format!(
-            "{setting} names {}, which does not exist in the workspace: an approved command could \
-             create it and git would then run or read it; create it (or change the setting) and run \
-             the command again",
+            "{setting} names {}, which does not exist in the workspace and cannot be reserved there: \
+             an approved command could create it, and what it put there would run or be read later; \
+             create it (or change the setting) and run the command again",
             relative.display()
         ))
     }

@@ -149,7 +149,7 @@ fn p15_what_approved_commands_write_never_runs_when_the_person_uses_git() {
          git config include.path ../shared.gitconfig
          echo '*.lock diff=lock' > .gitattributes
          echo one > notes.lock
-         git add -A && git -c core.hooksPath=/dev/null commit -qm one
+         { git add -A && git -c core.hooksPath=/dev/null commit -qm one; } 2>/dev/null
          git init -q --bare vendor/lib.git",
     );
     std::fs::write(
@@ -376,4 +376,42 @@ fn nested_projects_are_hidden_from_plan_commands_at_any_depth() {
         assert!(!fixture.ws.join(name).exists(), "{name}");
     }
     assert!(Path::new(&fixture.ws.join("a/b/c/d/.pi/plan/plan.db")).exists());
+}
+
+#[test]
+fn ordinary_configuration_neither_refuses_commands_nor_freezes_the_work_tree() {
+    if !namespaces_here(
+        "P15 is not enforced and not tested",
+        "ordinary_configuration_neither_refuses_commands_nor_freezes_the_work_tree",
+    ) {
+        return;
+    }
+    let fixture = fixture();
+    // What repositories commonly hold: a GPG key id, programs found on
+    // `PATH`, a template that is not there, a remote and a submodule's
+    // path, the work tree of a submodule's own configuration.
+    sh(
+        &fixture.ws,
+        "set -e
+         git init -q .
+         mkdir -p lib src
+         git config user.signingKey ABCDEF1234567890
+         git config commit.template .gitmessage
+         git config core.excludesFile '~/.gitignore_global'
+         git config credential.helper store
+         git config core.editor 'vim -f'
+         git config core.pager 'less -R'
+         git config diff.tool vimdiff
+         git config remote.origin.url ../upstream.git
+         git config submodule.lib.path lib
+         git config core.worktree ../..
+         git config alias.lg 'log --oneline'",
+    );
+    assert_eq!(
+        attack(
+            &fixture,
+            "echo code > src/main.rs && echo vendored > lib/x && echo template > .gitmessage && cat src/main.rs lib/x .gitmessage"
+        ),
+        "code\nvendored\ntemplate\n"
+    );
 }
