@@ -71,7 +71,9 @@ pub(crate) struct CommandArgs {
     #[arg(long)]
     skip_namespaces: bool,
     /// Another path kept read-only under Agent `auto`, besides `.git`,
-    /// `.pi`, the database and the helper (repeatable).
+    /// `.pi`, every agent's configuration, the database and the helper;
+    /// reserved (made an empty directory) where it does not exist yet, so
+    /// no command creates it (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     protected_paths: Vec<PathBuf>,
     /// How much a command's scratch directory ($TMPDIR) may hold, in MB

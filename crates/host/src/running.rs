@@ -214,7 +214,9 @@ impl CommandSupport {
     /// workspace, where `auto` is refused), where only the files are. Where the directory lies
     /// inside the workspace (but is not its root) it is also kept
     /// read-only, so an `auto` command cannot plant a journal beside the
-    /// database.
+    /// database. The names every workspace protects, hides and reserves
+    /// are plan-core's, handed to plan-exec as data, and the person's
+    /// protected paths are reserved where missing (P15).
     pub(crate) fn isolation(&self, workspace_root: &Path) -> Isolation {
         let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
             .iter()

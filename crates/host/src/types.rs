@@ -79,8 +79,11 @@ pub struct HostOptions {
     /// `limits.commands.auto_without_sandbox` is set (P7 is not enforced).
     pub skip_namespaces: bool,
     /// More paths kept read-only inside a writable workspace under `auto`,
-    /// besides `.git` (and what a `.git` file names, nested repositories'
-    /// `.git`), `.pi`, the database with its side files and the helper.
+    /// besides every repository's metadata and what its configuration
+    /// names, `.pi` and every agent's configuration (plan-core's
+    /// `protected_root_names`), the database with its side files and the
+    /// helper. One that does not exist yet is reserved: made an empty
+    /// directory before a command starts, so no command can create it.
     pub protected_paths: Vec<PathBuf>,
     /// How much a command's scratch directory (`TMPDIR`) may hold where the
     /// sandbox's namespaces are in use: it is then a private tmpfs (memory)
