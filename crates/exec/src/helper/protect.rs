@@ -677,7 +677,7 @@ impl Finder<'_, '_> {
     }
 
     /// Protects (or hides) what the symlink `name` in `dir` (at `relative`)
-    /// leads to, when that lies in the workspace (followed only inside it).
+    /// leads to, when that lies in the workspace.
     fn link_target(
         &mut self,
         dir: BorrowedFd<'_>,
@@ -692,8 +692,16 @@ impl Finder<'_, '_> {
         let Some(lexical_target) = lexical(self.request.workspace, relative, &target) else {
             return Ok(());
         };
-        // The link may lead through further links: resolve it inside the
-        // workspace and name the result by where it really is.
+        if kind == Kind::ReadOnly {
+            // What the link leads to is kept as a path git names is: where
+            // it is missing, nothing may be created there; where it leads
+            // through another link of the workspace (which a command could
+            // point elsewhere), the command is refused.
+            let setting = format!("the link {}", relative.join(name).display());
+            return self.named_path(&Place::Inside(lexical_target), None, &setting);
+        }
+        // A hidden link's data is hidden where it really is, through
+        // whatever further links lead there.
         let Ok(fd) = rustix::fs::openat2(
             self.root,
             nonempty(&lexical_target),
@@ -721,13 +729,8 @@ impl Finder<'_, '_> {
                 relative.join(name).display()
             ));
         }
-        match kind {
-            Kind::ReadOnly => self.protect(inside.to_path_buf()),
-            Kind::Hidden => {
-                self.hide(inside.to_path_buf());
-                Ok(())
-            }
-        }
+        self.hide(inside.to_path_buf());
+        Ok(())
     }
 
     /// The repository of the directory `dir` (at `relative`), whose `.git`

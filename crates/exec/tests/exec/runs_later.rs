@@ -241,7 +241,7 @@ fn what_a_mount_cannot_hold_refuses_the_command() {
         return;
     }
     // Each shape in a workspace of its own: the reason names it.
-    let cases: [(&str, &str); 8] = [
+    let cases: [(&str, &str); 10] = [
         (
             "mkdir real && ln -s real .claude",
             ".claude in the workspace is a symbolic link",
@@ -273,6 +273,18 @@ fn what_a_mount_cannot_hold_refuses_the_command() {
         (
             "git init -q . && head -c 1100000 /dev/zero | tr '\\0' '#' >> .git/config",
             "more than the 1048576 that can be checked",
+        ),
+        // A hook that links to a file through another link of the
+        // workspace (which a command could point elsewhere), and one whose
+        // file is not there yet.
+        (
+            "git init -q . && mkdir -p real/hooks && ln -s real tools \
+             && ln -s ../../tools/hooks/pre-commit .git/hooks/pre-commit",
+            "the link .git/hooks/pre-commit names tools/hooks/pre-commit, which is reached through a symbolic link",
+        ),
+        (
+            "git init -q . && ln -s ../../hook .git/hooks/pre-commit",
+            "the link .git/hooks/pre-commit names hook, which does not exist",
         ),
     ];
     for (setup, reason) in cases {
