@@ -5,6 +5,7 @@
 mod client {
     mod agent;
     mod methods;
+    mod references;
     mod support;
     mod transport;
 }
