@@ -39,6 +39,7 @@ use plan_core::{
     ToolCallDecision, TurnId,
 };
 use serde_json::{Value, json};
+use sha2::Digest;
 
 use crate::agent_host::Project;
 use crate::codex_setup::{Setup, shell_quoted};
@@ -632,12 +633,11 @@ fn registered(
         }
         Err(other) => return Err(other),
     };
-    let program = this_program();
     let rewritten = format!(
-        "{} codex run --project {} --session {} {reference}",
-        shell_quoted(&program),
-        shell_quoted(&project.root),
-        shell_quoted(Path::new(call.session_id.as_str())),
+        "{}{} --session {} {reference}",
+        run_prefix(),
+        shell_word(&project.root.display().to_string()),
+        shell_word(call.session_id.as_str()),
     );
     Ok(json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -645,6 +645,23 @@ fn registered(
         "permissionDecisionReason": "plan-checkpoint: the host runs this command in its sandbox",
         "updatedInput": {"command": rewritten},
     }}))
+}
+
+/// The start of every rewritten shell call: this binary's `codex run`,
+/// spelled as the exec-policy rule names it (Codex matches the rule only
+/// on plain words, so the path is not quoted unless it must be).
+fn run_prefix() -> String {
+    format!("{} codex run --project ", shell_word(&this_program().display().to_string()))
+}
+
+/// `text` as one `sh` word: as it is when it holds nothing the shell
+/// would read, else single-quoted.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|character| character.is_ascii_alphanumeric() || "_./:@%+=,-".contains(character));
+    if plain { text.to_owned() } else { shell_quoted(Path::new(text)) }
 }
 
 fn deny(reason: &str) -> Value {
@@ -663,7 +680,7 @@ fn permission_request(call: &HookCall, phase: Mode) -> Option<Value> {
         .get("command")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let ours = command.starts_with(&format!("{} codex run ", shell_quoted(&this_program())));
+    let ours = command.starts_with(&run_prefix());
     let decision = match (ours, phase) {
         (true, _) => json!({"behavior": "allow"}),
         (false, Mode::Plan) => json!({
@@ -755,6 +772,11 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
     let Some((plan_id, markdown)) = turn_plan(call) else {
         return warning.map(|warning| json!({"systemMessage": warning}));
     };
+    if call.stop_hook_active && decided_already(&mut session, &markdown) {
+        // The turn went on after this very plan was refused and the model
+        // wrote no other: it ends, rather than asking again.
+        return Some(json!({"systemMessage": "plan-checkpoint: this plan was not approved and no new plan was written; plan again to submit one."}));
+    }
     let outcome = submit_and_decide(&mut session, &plan_id, &markdown);
     let mut answer = match outcome {
         Ok(PlanOutcome::Approved { approval, .. }) => json!({"systemMessage": format!(
@@ -770,6 +792,24 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
         object.insert("systemMessage".to_owned(), json!(warning));
     }
     Some(answer)
+}
+
+/// Whether the session's latest submission, decided and not approved, is
+/// exactly `markdown` (its recorded SHA-256).
+fn decided_already(session: &mut AgentSession<'_, LineTransport>, markdown: &str) -> bool {
+    let session_id = session.session_id().clone();
+    let latest = session.client().plan_list(&ApprovalFilter {
+        session_id: Some(session_id),
+        limit: Some(1),
+        ..ApprovalFilter::default()
+    });
+    let Some(latest) = latest.ok().and_then(|list| list.approvals.into_iter().next()) else {
+        return false;
+    };
+    let digest = hex::encode(sha2::Sha256::digest(markdown.as_bytes()));
+    latest.status != ApprovalStatus::Pending
+        && latest.status != ApprovalStatus::Approved
+        && latest.artifact.is_some_and(|artifact| artifact.sha256 == digest)
 }
 
 fn submit_and_decide(
