@@ -651,7 +651,10 @@ fn registered(
 /// spelled as the exec-policy rule names it (Codex matches the rule only
 /// on plain words, so the path is not quoted unless it must be).
 fn run_prefix() -> String {
-    format!("{} codex run --project ", shell_word(&this_program().display().to_string()))
+    format!(
+        "{} codex run --project ",
+        shell_word(&this_program().display().to_string())
+    )
 }
 
 /// `text` as one `sh` word: as it is when it holds nothing the shell
@@ -661,7 +664,11 @@ fn shell_word(text: &str) -> String {
         && text
             .chars()
             .all(|character| character.is_ascii_alphanumeric() || "_./:@%+=,-".contains(character));
-    if plain { text.to_owned() } else { shell_quoted(Path::new(text)) }
+    if plain {
+        text.to_owned()
+    } else {
+        shell_quoted(Path::new(text))
+    }
 }
 
 fn deny(reason: &str) -> Value {
@@ -772,26 +779,40 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
     let Some((plan_id, markdown)) = turn_plan(call) else {
         return warning.map(|warning| json!({"systemMessage": warning}));
     };
+    let said = |text: String| {
+        let text = match &warning {
+            Some(warning) => format!("{text}\n\n{warning}"),
+            None => text,
+        };
+        json!({"systemMessage": text})
+    };
     if call.stop_hook_active && decided_already(&mut session, &markdown) {
         // The turn went on after this very plan was refused and the model
         // wrote no other: it ends, rather than asking again.
-        return Some(json!({"systemMessage": "plan-checkpoint: this plan was not approved and no new plan was written; plan again to submit one."}));
+        return Some(said(
+            "plan-checkpoint: this plan was not approved and no new plan was written; plan again to submit one."
+                .to_owned(),
+        ));
     }
     let outcome = submit_and_decide(&mut session, &plan_id, &markdown);
-    let mut answer = match outcome {
-        Ok(PlanOutcome::Approved { approval, .. }) => json!({"systemMessage": format!(
+    Some(match outcome {
+        Ok(PlanOutcome::Approved { approval, .. }) => said(format!(
             "plan-checkpoint: plan {} approved ({}); its exact bytes are {}.",
             approval.id.as_str(),
             approval.permission_mode.map_or("?", PermissionMode::as_str),
-            approval.artifact.as_ref().map_or_else(String::new, |artifact| artifact.path.clone()),
-        )}),
-        Ok(PlanOutcome::NotApproved { reason, .. }) => block(&reason),
+            approval
+                .artifact
+                .as_ref()
+                .map_or_else(String::new, |artifact| artifact.path.clone()),
+        )),
+        // Codex goes on with the reason, which the model and the person
+        // read: what the turn missed is said there too.
+        Ok(PlanOutcome::NotApproved { reason, .. }) => block(&match &warning {
+            Some(warning) => format!("{reason}\n\n{warning}"),
+            None => reason,
+        }),
         Err(error) => block(&error.text()),
-    };
-    if let (Some(warning), Some(object)) = (warning, answer.as_object_mut()) {
-        object.insert("systemMessage".to_owned(), json!(warning));
-    }
-    Some(answer)
+    })
 }
 
 /// Whether the session's latest submission, decided and not approved, is

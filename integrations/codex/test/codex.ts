@@ -36,6 +36,8 @@ export interface Case {
   tmp: string;
   env: Record<string, string>;
   fake: FakeResponses;
+  /** What ends the case's processes (its app-servers), before its directories go. */
+  closers: (() => void)[];
 }
 
 /** Ends the hosts whose pid files are under `tmp`. */
@@ -60,7 +62,9 @@ export async function codexCase(
   options: { ttlMs?: number; model?: string; install?: boolean; program?: string } = {},
 ): Promise<Case> {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), "codex-e2e-")));
+  const closers: (() => void)[] = [];
   t.after(() => {
+    for (const close of closers) close();
     endHosts(join(dir, "tmp"));
     rmSync(dir, { recursive: true, force: true, maxRetries: 20 });
   });
@@ -108,7 +112,7 @@ export async function codexCase(
     NO_PROXY: "127.0.0.1",
   };
   if (options.ttlMs !== undefined) env["PLAN_CHECKPOINT_APPROVAL_TTL_MS"] = String(options.ttlMs);
-  const made: Case = { dir, home, codexHome, project, tmp, env, fake };
+  const made: Case = { dir, home, codexHome, project, tmp, env, fake, closers };
   if (options.install !== false) cli(made, ["codex", "install", "--project", project], options.program);
   return made;
 }
@@ -186,14 +190,18 @@ export class AppServer {
     child.stderr.resume();
   }
 
-  /** Starts Codex's app-server in the case's project and opens a thread. */
-  static async start(t: TestContext, c: Case): Promise<AppServer> {
+  /** Starts Codex's app-server in the case's project and opens a thread (or resumes `threadId`). */
+  static async start(_t: TestContext, c: Case, threadId?: string): Promise<AppServer> {
     const child = spawn(codexBinary, ["app-server"], { cwd: c.project, env: c.env, stdio: ["pipe", "pipe", "pipe"] });
     const server = new AppServer(child);
-    t.after(() => server.close());
+    c.closers.push(() => server.close());
     await server.request("initialize", { clientInfo: { name: "plan-checkpoint-e2e", version: "0" }, capabilities: { experimentalApi: true } });
     child.stdin.write(`${JSON.stringify({ method: "initialized" })}\n`);
-    const thread = (await server.request("thread/start", { cwd: c.project })) as { thread: { id: string } };
+    const thread = (
+      threadId === undefined
+        ? await server.request("thread/start", { cwd: c.project })
+        : await server.request("thread/resume", { threadId, cwd: c.project })
+    ) as { thread: { id: string } };
     server.threadId = thread.thread.id;
     return server;
   }

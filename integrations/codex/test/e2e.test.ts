@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test, type TestContext } from "node:test";
 
@@ -33,6 +33,12 @@ function output(items: TurnItem[], index = 0): string {
   const item = commandsOf(items)[index];
   assert.ok(item !== undefined, `no command execution ${index} in ${JSON.stringify(items).slice(0, 2000)}`);
   return String(item["aggregatedOutput"] ?? "");
+}
+
+/** The statuses of the project's approvals, newest first. */
+function statuses(c: Case): string[] {
+  const listed = JSON.parse(cli(c, ["--db", database(c), "approvals", "list", "--json"])) as { approvals: { status: string }[] };
+  return listed.approvals.map((approval) => approval.status);
 }
 
 /** The host-run commands the audit lists. */
@@ -76,28 +82,25 @@ test("with the hook broken, a plan-mode write is still refused by Codex's own re
 });
 
 test("the client run by the model itself is refused, behind the hook and without it", { skip }, async (t) => {
-  const forged = (c: Case): string => `${binary} codex run --project ${c.project} --session codex-anything 0123456789abcdef0123456789abcdef`;
   let made: Case | undefined;
-  const c = await codexCase(t, [() => [shell(forged(made as Case))], () => [say("done")]]);
+  const forged = (): string =>
+    `${binary} codex run --project ${made?.project ?? ""} --session codex-anything 0123456789abcdef0123456789abcdef`;
+  const c = await codexCase(t, [() => [shell(forged())], () => [say("done")], () => [shell(forged())], () => [say("done")]]);
   made = c;
   const codex = await AppServer.start(t, c);
   // Behind the hook, the model's command is registered like any other and
   // runs in the host's sandbox, where no socket of the host is reachable.
   const items = await codex.turn("run the client", "plan");
-  assert.match(output(items), /could not be reached|Operation not permitted|Permission denied/);
-  c.fake.assertClean();
-
-  // Without the hook the rule lets the client out of Codex's sandbox, and
-  // the host refuses a reference it never gave.
-  const d = await codexCase(t, [() => [shell(forged(made as Case))], () => [say("done")]]);
-  made = c;
-  const hooks = join(d.project, ".codex", "hooks.json");
+  assert.match(output(items), /could not be reached: .*(Operation not permitted|Permission denied|No such file)/);
+  // Without the hook, the rule lets the client out of Codex's sandbox and
+  // the host (still running) refuses a reference it never gave.
+  codex.close();
+  const hooks = join(c.project, ".codex", "hooks.json");
   writeFileSync(hooks, readFileSync(hooks, "utf8").replaceAll(binary, `${binary}-missing`));
-  // The host of the first case still runs; the forged reference goes to it.
-  const other = await AppServer.start(t, d);
-  const refused = await other.turn("run the client", "plan");
+  const unhooked = await AppServer.start(t, c);
+  const refused = await unhooked.turn("run the client", "plan");
   assert.match(output(refused), /COMMAND_NOT_ALLOWED/);
-  d.fake.assertClean();
+  c.fake.assertClean();
 });
 
 test("apply_patch is denied in plan mode with the host's code", { skip }, async (t) => {
@@ -145,7 +148,11 @@ for (const mode of ["ask", "accept-edits", "auto"] as const) {
     const codex = await AppServer.start(t, c);
     const { id } = await planned(t, c, codex, async (approvalId) => {
       const url = cli(c, ["codex", "card-url", approvalId, "--project", c.project]).trim();
-      assert.equal(await decideOnCard(url, { decision: "approve", permissionMode: mode }), 200);
+      const shownPending = JSON.parse(cli(c, ["--db", database(c), "approvals", "show", approvalId, "--json"])) as {
+        artifact: { sha256: string };
+      };
+      const sha = shownPending.artifact.sha256;
+      assert.equal(await decideOnCard(url, { decision: "approve", permissionMode: mode, sha256: sha }), 200);
     });
     // The artifact is the Plan item's exact bytes, and the record its hash.
     const shownApproval = JSON.parse(cli(c, ["--db", database(c), "approvals", "show", id, "--json"])) as {
@@ -213,8 +220,7 @@ test("a rejected plan and an expired one go on with the host's sentence", { skip
   const late = await AppServer.start(t, d);
   await late.turn("make a plan", "plan");
   assert.match(afterExpiry, /PLAN_APPROVAL_TIMEOUT/);
-  const list = cli(d, ["--db", database(d), "approvals", "list", "--json"]);
-  assert.match(list, /"status":"expired"/);
+  assert.deepEqual(statuses(d), ["expired"]);
   d.fake.assertClean();
 });
 
@@ -239,22 +245,20 @@ test("a host killed while a plan is pending: the turn is told, the next host int
   assert.ok(list.length > 0);
   const next = await AppServer.start(t, c);
   void next;
-  const approvals = cli(c, ["--db", database(c), "approvals", "list", "--json"]);
-  assert.match(approvals, /"status":"(pending|interrupted)"/);
+  assert.deepEqual(statuses(c), ["interrupted"]);
   c.fake.assertClean();
 });
 
 test("a moved binary is noticed: doctor says so, and a turn whose hooks did not run is said", { skip }, async (t) => {
-  const program = join(t.name.length > 0 ? "" : "", "");
-  void program;
-  let made: Case | undefined;
-  const c = await codexCase(t, [() => [shell("cat README.md || true")], () => [say("read")], () => [propose(PLAN)]], {
+  const c = await codexCase(t, [
+      () => [shell("cat README.md || true", "call_unhooked")],
+      () => [say("read")],
+      () => [propose(PLAN)],
+      () => [say("I will revise it.")],
+    ], {
     install: false,
   });
-  made = c;
   const copy = join(c.dir, "bin", "plan-checkpoint");
-  cli(c, ["--version"]);
-  const { mkdirSync } = await import("node:fs");
   mkdirSync(join(c.dir, "bin"));
   copyFileSync(binary, copy);
   chmodSync(copy, 0o755);
@@ -267,16 +271,17 @@ test("a moved binary is noticed: doctor says so, and a turn whose hooks did not 
   // A turn without the hooks: Codex runs the call itself.
   const codex = await AppServer.start(t, c);
   await codex.turn("read", "plan");
+  codex.close();
   // Installed again, the next turn's end says the earlier call never
   // reached the host.
   cli(c, ["codex", "install", "--project", c.project], `${copy}-moved`);
+  const resumed = await AppServer.start(t, c, codex.threadId);
   const pending = whenPending(c);
-  const turn = codex.turn("plan", "plan");
+  const turn = resumed.turn("plan", "plan");
   cli(c, ["codex", "reject", await pending, "--project", c.project], `${copy}-moved`);
   await turn;
-  const said = JSON.stringify(codex.notifications);
-  assert.match(said, /never reached the host/);
-  void made;
+  assert.match(JSON.stringify(resumed.notifications), /call_unhooked[^"]*never reached the host|never reached the host[^"]*call_unhooked/);
+  c.fake.assertClean();
 });
 
 test("gpt-5.5's tool set is what the hooks map", { skip }, async (t) => {
