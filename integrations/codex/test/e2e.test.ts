@@ -298,3 +298,33 @@ test("gpt-5.5's tool set is what the hooks map", { skip }, async (t) => {
   await codex.turn("hello", "plan");
   c.fake.assertClean();
 });
+
+test("a code-mode model's nested shell calls go through the same hooks", { skip }, async (t) => {
+  let shownAfter = "";
+  const c = await codexCase(
+    t,
+    [
+      () => [
+        {
+          type: "custom_tool_call",
+          name: "exec",
+          call_id: "call_code",
+          input: 'const result = await tools.exec_command({ cmd: "touch made; echo status=$?" });\ntext(JSON.stringify(result));\n',
+        },
+      ],
+      (request) => {
+        shownAfter = outputOf(request, "call_code") ?? "";
+        return [say("done")];
+      },
+    ],
+    { model: "gpt-5.6-sol" },
+  );
+  const codex = await AppServer.start(t, c);
+  await codex.turn("try a write", "plan", "gpt-5.6-sol");
+  assert.equal(existsSync(join(c.project, "made")), false);
+  const [run] = commandRuns(c);
+  assert.equal(run?.command, "touch made; echo status=$?");
+  assert.equal(run?.sandbox, "read-only");
+  assert.match(shownAfter, /Read-only file system/);
+  c.fake.assertClean();
+});

@@ -1,6 +1,7 @@
 // A scripted stand-in for the OpenAI Responses API, for the offline
 // end-to-end tests: it binds 127.0.0.1 on a port the system picks, answers
-// each agent-loop request (`POST /v1/responses` with tools) with the next
+// each agent-loop request (`POST /v1/responses` with tools, as a list or,
+// for a code-mode model, inside the input) with the next
 // scripted step as a server-sent-event stream, answers side requests (no
 // tools) with a short message, records every request so a test can assert
 // what the model was shown, and records any other traffic as stray. It
@@ -141,7 +142,10 @@ export class FakeResponses {
         response.end("{}");
         return;
       }
-      const items = body.tools === undefined || body.tools.length === 0 ? this.#side(body) : this.#play(body);
+      // A code-mode model gets its tools inside the input instead.
+      const agentLoop =
+        (body.tools !== undefined && body.tools.length > 0) || body.input.some((item) => item["type"] === "additional_tools");
+      const items = agentLoop ? this.#play(body) : this.#side(body);
       this.#answer(response, items);
     });
   }
