@@ -465,7 +465,7 @@ fn answer(call: &HookCall) -> Option<Value> {
     let phase = phase_of(call);
     match (call.event.as_str(), phase) {
         ("PreToolUse", phase) => Some(pre_tool_use(call, &project, phase)),
-        ("PermissionRequest", phase) => permission_request(call, phase),
+        ("PermissionRequest", phase) => permission_request(call, &project, phase),
         ("Stop", Mode::Plan) => plan_stop(call, &project),
         ("Stop", Mode::Agent) => {
             // The approved work (or the prompt's) is done: the turn ends
@@ -680,23 +680,53 @@ fn deny(reason: &str) -> Value {
 }
 
 /// Codex's own prompt: the client of a host-registered command is the
-/// host's decision already; in plan, nothing else leaves Codex's sandbox.
-fn permission_request(call: &HookCall, phase: Mode) -> Option<Value> {
+/// host's decision already; in plan, nothing else leaves Codex's sandbox;
+/// after an approval, a call the host allows (or a person confirmed while
+/// its `PreToolUse` hook held it) is allowed, since Codex's own sandbox is
+/// read-only and asks for what the host's sandbox would allow.
+fn permission_request(call: &HookCall, project: &Project, phase: Mode) -> Option<Value> {
     let command = call
         .input
         .get("command")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let ours = command.starts_with(&run_prefix());
-    let decision = match (ours, phase) {
-        (true, _) => json!({"behavior": "allow"}),
-        (false, Mode::Plan) => json!({
-            "behavior": "deny",
-            "message": format!("{}: {}", ErrorCode::ToolDeniedInPlan.as_str(), ErrorCode::ToolDeniedInPlan.message()),
-        }),
-        (false, Mode::Agent) => return None,
+    let decision = if command.starts_with(&run_prefix()) {
+        json!({"behavior": "allow"})
+    } else {
+        match phase {
+            Mode::Plan => json!({
+                "behavior": "deny",
+                "message": format!("{}: {}", ErrorCode::ToolDeniedInPlan.as_str(), ErrorCode::ToolDeniedInPlan.message()),
+            }),
+            Mode::Agent if call.tool != plan_core::BASH && host_allows(call, project) => {
+                json!({"behavior": "allow"})
+            }
+            // Anything else is Codex's own prompt's to ask.
+            Mode::Agent => return None,
+        }
     };
     Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}))
+}
+
+/// Whether the host's permission table allows `call` in the session's
+/// Agent turn now.
+fn host_allows(call: &HookCall, project: &Project) -> bool {
+    let Ok(mut client) = connect(project) else {
+        return false;
+    };
+    let mut session = AgentSession::new(&mut client, call.session_id.clone(), root_text(project));
+    let Ok(turn) = session.ensure_turn(Mode::Agent, "Codex") else {
+        return false;
+    };
+    let decided = session.decide(
+        &turn.turn_id,
+        ToolCall {
+            call_id: CallId::from(call.call_id.clone()),
+            name: call.tool.clone(),
+            input: call.input.clone(),
+        },
+    );
+    decided.is_ok_and(|decided| decided.decision == ToolCallDecision::Allow && decided.error.is_none())
 }
 
 /// The plan of the hook's turn: its `Plan` item's exact bytes and id.

@@ -142,8 +142,11 @@ for (const mode of ["ask", "accept-edits", "auto"] as const) {
       },
       (request) => {
         outsideOutput = outputOf(request, "call_outside") ?? "";
-        return [say("done")];
+        // Under auto the host allows an edit: Codex's own read-only sandbox
+        // asks, and its PermissionRequest hook gives the host's answer.
+        return mode === "auto" ? [patch("*** Begin Patch\n*** Add File: patched.txt\n+patched\n*** End Patch\n", "call_patch")] : [say("done")];
       },
+      ...(mode === "auto" ? [() => [say("done")]] : []),
     ]);
     const codex = await AppServer.start(t, c);
     const { id } = await planned(t, c, codex, async (approvalId) => {
@@ -180,6 +183,7 @@ for (const mode of ["ask", "accept-edits", "auto"] as const) {
     assert.equal(readFileSync(join(c.project, "inside.txt"), "utf8"), "built\n");
     assert.match(outsideOutput, /status=[12]/);
     assert.equal(existsSync(join(c.dir, outside)), false);
+    if (mode === "auto") assert.equal(readFileSync(join(c.project, "patched.txt"), "utf8"), "patched\n");
     const runs = commandRuns(c);
     assert.deepEqual(
       runs.map((run) => [run.command.startsWith("echo built") ? "inside" : "outside", run.sandbox]).sort(),
