@@ -190,6 +190,10 @@ fn without_block(text: &str, marker: &str) -> String {
     for line in text.lines() {
         if line == format!("{BEGIN} {marker}") {
             inside = true;
+            // The blank line `install` put before the block goes with it.
+            if kept.ends_with("\n\n") {
+                kept.pop();
+            }
         } else if inside && line == format!("{END} {marker}") {
             inside = false;
         } else if !inside {
@@ -465,4 +469,32 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
         ),
     ));
     Ok(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash Codex 0.171.0 itself reported (`hooks/list`'s
+    /// `currentHash`) for a `PreToolUse` hook `/tmp/cprobe/hook.sh` with
+    /// matcher `*` and a 30 s limit, and for a `Stop` hook of the same
+    /// command with Codex's default limit.
+    #[test]
+    fn the_trust_hash_is_the_one_codex_computes() {
+        assert_eq!(
+            trust_hash("pre_tool_use", Some("*"), "/tmp/cprobe/hook.sh", 30),
+            "sha256:2d646155a5e98ac8626df0c28a488b8afd5b373e3852ca9a82c15769ab302fff"
+        );
+        assert_eq!(
+            trust_hash("stop", None, "/tmp/cprobe/hook.sh", 600),
+            "sha256:ca73e8be194e7f7736af5aaa1b2a4ec8d49c3fab1aee53f4f17b631abed675a3"
+        );
+    }
+
+    #[test]
+    fn a_managed_block_is_removed_alone() {
+        let text = "a = 1\n# BEGIN plan-checkpoint codex /p\nb = 2\n# END plan-checkpoint codex /p\nc = 3\n";
+        assert_eq!(without_block(text, "/p"), "a = 1\nc = 3\n");
+        assert_eq!(without_block(text, "/other"), text);
+    }
 }
