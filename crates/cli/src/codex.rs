@@ -39,7 +39,6 @@ use plan_core::{
     ToolCallDecision, TurnId,
 };
 use serde_json::{Value, json};
-use sha2::Digest;
 
 use crate::agent_host::Project;
 use crate::codex_setup::{Setup, shell_quoted};
@@ -816,7 +815,7 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
         };
         json!({"systemMessage": text})
     };
-    if call.stop_hook_active && decided_already(&mut session, &markdown) {
+    if call.stop_hook_active && session.refused_already(&markdown).unwrap_or(false) {
         // The turn went on after this very plan was refused and the model
         // wrote no other: it ends, rather than asking again.
         return Some(said(
@@ -845,24 +844,6 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
     })
 }
 
-/// Whether the session's latest submission, decided and not approved, is
-/// exactly `markdown` (its recorded SHA-256).
-fn decided_already(session: &mut AgentSession<'_, LineTransport>, markdown: &str) -> bool {
-    let session_id = session.session_id().clone();
-    let latest = session.client().plan_list(&ApprovalFilter {
-        session_id: Some(session_id),
-        limit: Some(1),
-        ..ApprovalFilter::default()
-    });
-    let Some(latest) = latest.ok().and_then(|list| list.approvals.into_iter().next()) else {
-        return false;
-    };
-    let digest = hex::encode(sha2::Sha256::digest(markdown.as_bytes()));
-    latest.status != ApprovalStatus::Pending
-        && latest.status != ApprovalStatus::Approved
-        && latest.artifact.is_some_and(|artifact| artifact.sha256 == digest)
-}
-
 fn submit_and_decide(
     session: &mut AgentSession<'_, LineTransport>,
     plan_id: &str,
@@ -872,7 +853,7 @@ fn submit_and_decide(
     let pending = session.submit_plan(
         &turn.turn_id,
         CallId::from(plan_id.to_owned()),
-        &plan_title(markdown),
+        &plan_client::agent::plan_title(markdown, "Codex plan"),
         markdown,
         QUESTION,
     )?;
@@ -888,28 +869,6 @@ fn submit_and_decide(
     };
     let decided = session.wait_for_decision(&pending)?;
     session.outcome(decided)
-}
-
-/// The title of a plan: its first heading, else its first non-empty line,
-/// as one plain line (terminal controls shown as escapes), bounded.
-fn plan_title(plan: &str) -> String {
-    let lines = || plan.lines().map(str::trim).filter(|line| !line.is_empty());
-    let line = lines()
-        .find(|line| line.starts_with('#'))
-        .map(|line| line.trim_start_matches('#').trim())
-        .filter(|line| !line.is_empty())
-        .or_else(|| lines().next())
-        .unwrap_or("Codex plan");
-    line.chars()
-        .flat_map(|character| {
-            if plan_core::is_terminal_control(character) {
-                character.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![character]
-            }
-        })
-        .take(plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS)
-        .collect()
 }
 
 // -------------------------------------------------------------------- run

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use plan_core::{
-    ApprovalId, ApprovalStatus, CallId, CommandState, ErrorCode, ExecutionId, Mode, Origin, PlanApproval,
+    ApprovalFilter, ApprovalId, ApprovalStatus, CallId, CommandState, ErrorCode, ExecutionId, Mode, Origin, PlanApproval,
     SessionId, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_protocol::{
@@ -398,6 +398,35 @@ impl<'client, T: Transport> AgentSession<'client, T> {
         })
     }
 
+    /// Whether the session's latest submission was decided and not
+    /// approved and is exactly `markdown` (its recorded SHA-256): an agent
+    /// whose turn went on after that refusal, with no new plan, is not
+    /// asked about it again.
+    ///
+    /// # Errors
+    ///
+    /// The host's refusal of `plan/list`, or a transport failure.
+    pub fn refused_already(&mut self, markdown: &str) -> Result<bool, ClientError> {
+        let latest = self.client.plan_list(&ApprovalFilter {
+            session_id: Some(self.session_id.clone()),
+            limit: Some(1),
+            ..ApprovalFilter::default()
+        })?;
+        let Some(latest) = latest.approvals.into_iter().next() else {
+            return Ok(false);
+        };
+        let refused = match latest.status {
+            ApprovalStatus::Rejected | ApprovalStatus::Expired | ApprovalStatus::Interrupted => true,
+            ApprovalStatus::Pending | ApprovalStatus::Approved => false,
+        };
+        if !refused {
+            return Ok(false);
+        }
+        self.hashes += 1;
+        let digest = hex::encode(sha2::Sha256::digest(markdown.as_bytes()));
+        Ok(latest.artifact.is_some_and(|artifact| artifact.sha256 == digest))
+    }
+
     /// Streams the output of the host-run command `run` (as the host
     /// started it) to `sink` until it ends; returns the run as it ended.
     ///
@@ -439,6 +468,29 @@ impl<'client, T: Transport> AgentSession<'client, T> {
             }
         }
     }
+}
+
+/// The title a plan gets on the host: its first heading, else its first
+/// non-empty line (`fallback` for an empty plan), as one plain line with
+/// terminal-control and bidirectional characters shown as escapes, at most
+/// the host's title length.
+pub fn plan_title(plan: &str, fallback: &str) -> String {
+    let lines = || plan.lines().map(str::trim).filter(|line| !line.is_empty());
+    let line = lines()
+        .find(|line| line.starts_with('#'))
+        .map(|line| line.trim_start_matches('#').trim())
+        .filter(|line| !line.is_empty())
+        .or_else(|| lines().next())
+        .unwrap_or(fallback);
+    let mut title = String::new();
+    for character in line.chars() {
+        if plan_core::is_terminal_control(character) {
+            title.extend(character.escape_unicode());
+        } else {
+            title.push(character);
+        }
+    }
+    title.chars().take(plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS).collect()
 }
 
 /// `CODE: the code's sentence`.

@@ -122,6 +122,9 @@ fn a_rejected_plan_and_a_tampered_one_are_not_approved_and_say_why() {
         panic!("a rejected plan was approved");
     };
     assert!(reason.contains("rejected"), "{reason}");
+    // The same bytes again are the refused plan; other bytes are a new one.
+    assert!(agent.refused_already("first\n").unwrap());
+    assert!(!agent.refused_already("first, revised\n").unwrap());
 
     // Approved, then the file changes before it is read back.
     let turn = agent.ensure_turn(Mode::Plan, "plan again").unwrap();
@@ -216,4 +219,13 @@ fn an_agent_turn_after_an_approval_is_the_execution_and_ending_it_completes_it()
         completed.approval.execution_state,
         Some(plan_core::ExecutionState::Completed)
     );
+}
+
+#[test]
+fn a_plan_title_is_its_first_heading_as_one_plain_line() {
+    use plan_client::agent::plan_title;
+    assert_eq!(plan_title("intro\n\n## Split \u{202e}it\n", "x"), "Split \\u{202e}it");
+    assert_eq!(plan_title("  first line\nsecond", "x"), "first line");
+    assert_eq!(plan_title("", "Codex plan"), "Codex plan");
+    assert_eq!(plan_title(&format!("# {}", "a".repeat(500)), "x").chars().count(), plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS);
 }
