@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use plan_core::{
-    ApprovalFilter, ApprovalId, ApprovalStatus, CallId, CommandState, ErrorCode, ExecutionId, Mode, Origin, PlanApproval,
-    SessionId, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ApprovalFilter, ApprovalId, ApprovalStatus, CallId, CommandState, ErrorCode, ExecutionId, Mode, Origin,
+    PlanApproval, SessionId, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_protocol::{
     CommandGetParams, CommandRun, ExecutionCompleteParams, ExecutionStartParams, OutputStream, PlanGetParams,
@@ -490,7 +490,10 @@ pub fn plan_title(plan: &str, fallback: &str) -> String {
             title.push(character);
         }
     }
-    title.chars().take(plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS).collect()
+    title
+        .chars()
+        .take(plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS)
+        .collect()
 }
 
 /// `CODE: the code's sentence`.

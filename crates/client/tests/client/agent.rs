@@ -224,8 +224,14 @@ fn an_agent_turn_after_an_approval_is_the_execution_and_ending_it_completes_it()
 #[test]
 fn a_plan_title_is_its_first_heading_as_one_plain_line() {
     use plan_client::agent::plan_title;
-    assert_eq!(plan_title("intro\n\n## Split \u{202e}it\n", "x"), "Split \\u{202e}it");
+    assert_eq!(
+        plan_title("intro\n\n## Split \u{202e}it\n", "x"),
+        "Split \\u{202e}it"
+    );
     assert_eq!(plan_title("  first line\nsecond", "x"), "first line");
     assert_eq!(plan_title("", "Codex plan"), "Codex plan");
-    assert_eq!(plan_title(&format!("# {}", "a".repeat(500)), "x").chars().count(), plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS);
+    assert_eq!(
+        plan_title(&format!("# {}", "a".repeat(500)), "x").chars().count(),
+        plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS
+    );
 }
