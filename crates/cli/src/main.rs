@@ -8,6 +8,8 @@
 mod agent_host;
 mod audit;
 mod claude_code;
+mod codex;
+mod codex_setup;
 mod commands;
 mod demo;
 mod escape;
@@ -104,6 +106,17 @@ enum Command {
     ClaudeCode {
         #[command(subcommand)]
         command: claude_code::ClaudeCodeCommand,
+        #[command(flatten)]
+        _db: RefusedDb,
+    },
+    /// The checkpoint for Codex CLI, through its hooks.
+    ///
+    /// `install` sets a project up; the hooks start the project's host;
+    /// decide with `pending`, `approve`, `reject` or the card.
+    #[command(after_long_help = EXIT_CODES)]
+    Codex {
+        #[command(subcommand)]
+        command: codex::CodexCommand,
         #[command(flatten)]
         _db: RefusedDb,
     },
@@ -549,6 +562,10 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
             "claude-code",
             ": its database is the project's, <project>/.pi/plan/plan.db (choose the project with --project DIR)",
         ),
+        Command::Codex { .. } => (
+            "codex",
+            ": its database is the project's, <project>/.pi/plan/plan.db (choose the project with --project DIR)",
+        ),
         Command::Db { .. }
         | Command::Approvals { .. }
         | Command::Audit { .. }
@@ -638,6 +655,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         }
         Command::Demo { dir, web, .. } => demo::run(dir.as_deref(), &term, web),
         Command::ClaudeCode { command, .. } => claude_code::run(command),
+        Command::Codex { command, .. } => codex::run(command),
         Command::Completions { shell: choice, .. } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,

@@ -49,9 +49,10 @@ pub use plan_protocol::{
     Session, SessionChangedNotification, VerifyReport,
 };
 pub use types::{
-    Capabilities, Clearable, CommandCancelParams, CommandGetParams, CommandSandbox, CommandStartParams,
-    Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    Capabilities, Clearable, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRegisterResult, CommandRunParams, CommandSandbox, CommandStartParams, Decision,
+    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
+    PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, SessionConfigureParams, SessionCreateParams,
     SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult,
     ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,

@@ -1132,15 +1132,7 @@ impl Host {
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
     ) -> Result<CommandRun, HostError> {
-        let mut input = serde_json::json!({"command": command});
-        if let serde_json::Value::Object(fields) = &mut input {
-            if let Some(cwd) = cwd {
-                fields.insert("cwd".to_owned(), cwd.into());
-            }
-            if let Some(timeout_ms) = timeout_ms {
-                fields.insert("timeoutMs".to_owned(), timeout_ms.into());
-            }
-        }
+        let input = bash_input(command, cwd, timeout_ms);
         let calls = [(call_id.to_owned(), input.clone())];
         let ran = self
             .core
@@ -1153,6 +1145,96 @@ impl Host {
                 }
             })?;
         // A refused start was recorded in the refusal's transaction.
+        match ran.outcome? {
+            (Reply::CommandStarted(launch), _) => Ok(launch.run),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// `command/register`: holds a Bash call of the session's active turn
+    /// for a client that names it by reference rather than carrying its
+    /// text (an agent's client let out of the agent's own sandbox). In a
+    /// Plan turn plan-core decides the call as it decides every Plan Bash
+    /// call and registers it instead of running it; in an Agent turn the
+    /// call must be one the turn allowed or a person confirmed, with this
+    /// input. Returns the fresh reference `command/run` takes, once.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `SESSION_BUSY` (a plan is
+    /// pending), `COMMAND_NOT_ALLOWED` (a call id used already in the Plan
+    /// turn; an Agent call not allowed with this input),
+    /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`,
+    /// `PLAN_SANDBOX_UNAVAILABLE`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn register_command(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        call_id: &CallId,
+        command: &str,
+        cwd: Option<&str>,
+        timeout_ms: Option<u64>,
+    ) -> Result<String, HostError> {
+        let input = bash_input(command, cwd, timeout_ms);
+        let reference = uuid::Uuid::new_v4().simple().to_string();
+        let calls = [(call_id.to_owned(), input.clone())];
+        let ran = self
+            .core
+            .run_commands(session_id, turn_id, &calls, false, |commands| {
+                Event::RegisterCommand {
+                    turn_id: turn_id.clone(),
+                    call_id: call_id.to_owned(),
+                    input,
+                    reference,
+                    commands,
+                }
+            })?;
+        match ran.outcome? {
+            (Reply::CommandRegistered { reference, .. }, _) => Ok(reference),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// `command/run`: starts the call `command/register` registered under
+    /// `reference` in the session's active turn (read-only in a Plan turn,
+    /// the workspace-write sandbox in an Agent turn), once; its output
+    /// streams as `command/output` like every host-run command's.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_ALLOWED` (no call of the active
+    /// turn is registered under `reference`: another turn's, one that ran
+    /// already, or one never given), `SESSION_BUSY`, the start refusals of
+    /// `command/start`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn run_registered(&self, session_id: &SessionId, reference: &str) -> Result<CommandRun, HostError> {
+        // Which call the reference names is looked up to gather its facts;
+        // plan-core decides again, under the lock, whether it runs.
+        let registered = self.core.with_open(|open| {
+            Ok(open.turns.get(session_id).and_then(|turn| {
+                turn.commands.iter().find_map(|known| {
+                    let registration = known.registration.as_ref()?;
+                    (registration.reference == reference).then(|| {
+                        (
+                            turn.turn_id.clone(),
+                            known.call_id.clone(),
+                            registration.input.clone(),
+                        )
+                    })
+                })
+            }))
+        })?;
+        let Some((turn_id, call_id, input)) = registered else {
+            return Err(HostError::Refused(ErrorCode::CommandNotAllowed));
+        };
+        let calls = [(call_id, input)];
+        let ran = self
+            .core
+            .run_commands(session_id, &turn_id, &calls, true, |commands| {
+                Event::RunRegistered {
+                    reference: reference.to_owned(),
+                    commands,
+                }
+            })?;
         match ran.outcome? {
             (Reply::CommandStarted(launch), _) => Ok(launch.run),
             (other, _) => Err(unexpected(&other)),
@@ -1225,4 +1307,18 @@ impl Host {
     pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
         self.core.with_open(|open| Ok(open.store.list_commands(filter)?))
     }
+}
+
+/// A Bash call's input as a tool call carries it: `{command, cwd?, timeoutMs?}`.
+fn bash_input(command: &str, cwd: Option<&str>, timeout_ms: Option<u64>) -> serde_json::Value {
+    let mut input = serde_json::json!({"command": command});
+    if let serde_json::Value::Object(fields) = &mut input {
+        if let Some(cwd) = cwd {
+            fields.insert("cwd".to_owned(), cwd.into());
+        }
+        if let Some(timeout_ms) = timeout_ms {
+            fields.insert("timeoutMs".to_owned(), timeout_ms.into());
+        }
+    }
+    input
 }

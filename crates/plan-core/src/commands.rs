@@ -659,6 +659,19 @@ impl CommandFacts {
         self.cwd_inside(call_id).map(|_| ())
     }
 
+    /// Why a call registered now for a later start could never run here
+    /// (no shell, no runner for its sandbox): refused at registration, so
+    /// no client is let out of an agent's sandbox for nothing.
+    pub(crate) fn registration_refusal(&self, grant: SandboxGrant) -> Result<(), ErrorCode> {
+        if !self.shell_installed {
+            Err(ErrorCode::ShellUnavailable)
+        } else if !self.runner_ready {
+            Err(grant.sandbox.unavailable_code())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Whether an allowed command with `grant` starts, and why not: the
     /// host could not run it here. Checked in the order a start needs them.
     pub(crate) fn start_verdict(&self, call_id: &CallId, grant: SandboxGrant) -> StartVerdict {
@@ -835,10 +848,25 @@ pub enum TurnCommandStatus {
     /// An Agent-turn Bash call the client may start with `command/start`:
     /// allowed by the permission mode, or confirmed by a person.
     Allowed,
+    /// A Plan-turn Bash call decided and registered for a client that
+    /// names it by reference (`command/register`): it starts only through
+    /// `command/run` with that reference, in this turn, once.
+    Registered,
     /// Started and not yet ended.
     Running,
     /// Started and ended (or failed to start).
     Ended,
+}
+
+/// A Bash call of the active turn registered for a client that carries a
+/// reference instead of the command (an agent's client outside its own
+/// sandbox): the reference the host drew, and the input that runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// The host's fresh, unguessable reference.
+    pub reference: String,
+    /// The Bash input `{command, cwd?, timeoutMs?}` as registered.
+    pub input: serde_json::Value,
 }
 
 /// One Bash call of the active turn (memory only, like the turn).
@@ -854,6 +882,8 @@ pub struct TurnCommand {
     /// A call whose input was not a valid Bash input has a digest no start
     /// matches; such a call can never start.
     pub input: CallDigest,
+    /// Its registration for a reference-carrying client, until it starts.
+    pub registration: Option<Registration>,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

@@ -54,8 +54,8 @@ mod tools;
 pub use call_input::CallDigest;
 pub use commands::{
     BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,
-    CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, SandboxGrant, TurnCommand,
-    TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
+    CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, Registration, SandboxGrant,
+    TurnCommand, TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
     check_workspace_identity, command_capabilities, command_inherits_env, fence_commands, parse_bash_input,
     sandbox_for, sandbox_refusal_message,
 };

@@ -41,9 +41,10 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
-    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
-    PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRegisterResult, CommandRunParams, CommandStartParams, ExecutionCompleteParams,
+    ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams, PlanApproveResult,
+    PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
     RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
     ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams,

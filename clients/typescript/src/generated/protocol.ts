@@ -346,6 +346,12 @@ export type ClientRequest = ({
 }) | ({
   method: "command/get";
   params: CommandGetParams;
+}) | ({
+  method: "command/register";
+  params: CommandRegisterParams;
+}) | ({
+  method: "command/run";
+  params: CommandRunParams;
 });
 
 /**
@@ -447,6 +453,56 @@ export interface CommandOutputNotification {
 }
 
 /**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+export interface CommandRegisterParams {
+  /**
+   * The Bash call.
+   */
+  callId: string;
+  /**
+   * The command text, exactly as the call holds it.
+   */
+  command: string;
+  /**
+   * Workspace-relative or absolute working directory inside the root
+   * (absent: the root).
+   */
+  cwd?: string | null;
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * Timeout in milliseconds (absent: the host's default).
+   */
+  timeoutMs?: number | null;
+  /**
+   * Its active turn.
+   */
+  turnId: string;
+}
+
+/**
+ * `command/register` result.
+ */
+export interface CommandRegisterResult {
+  /**
+   * The Bash call registered.
+   */
+  callId: string;
+  /**
+   * The host's fresh reference: `command/run` starts the call with it,
+   * in the turn it was registered in, once.
+   */
+  reference: string;
+}
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 export interface CommandRun {
@@ -518,6 +574,20 @@ export interface CommandRun {
    * The turn the command belongs to.
    */
   turnId: string;
+}
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+export interface CommandRunParams {
+  /**
+   * What `command/register` answered.
+   */
+  reference: string;
+  /**
+   * The session.
+   */
+  sessionId: string;
 }
 
 /**
@@ -1759,6 +1829,8 @@ export interface Methods {
   "command/start": { params: CommandStartParams; result: CommandRun };
   "command/cancel": { params: CommandCancelParams; result: CommandRun };
   "command/get": { params: CommandGetParams; result: CommandRun };
+  "command/register": { params: CommandRegisterParams; result: CommandRegisterResult };
+  "command/run": { params: CommandRunParams; result: CommandRun };
 }
 
 /** Every client method name, in contract order. */
@@ -1787,6 +1859,8 @@ export const METHOD_NAMES = [
   "command/start",
   "command/cancel",
   "command/get",
+  "command/register",
+  "command/run",
 ] as const satisfies readonly (keyof Methods)[];
 
 /** Every host notification with its params type. */

@@ -283,6 +283,24 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 allow: true,
             }),
         ),
+        (
+            "command_register",
+            ClientRequest::CommandRegister(plan_protocol::CommandRegisterParams {
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
+                call_id: "call_1".into(),
+                command: "git log --oneline".to_owned(),
+                cwd: Some("crates/core".to_owned()),
+                timeout_ms: None,
+            }),
+        ),
+        (
+            "command_run",
+            ClientRequest::CommandRun(plan_protocol::CommandRunParams {
+                session_id: "ses_01".into(),
+                reference: "9b1f4c0d7e2a4c6f8e3b5d1a2c4e6f80".to_owned(),
+            }),
+        ),
     ]
 }
 
@@ -592,6 +610,22 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             "tool_confirm_declined",
             method::TOOL_CONFIRM,
             to_value(&ToolCallResult::deny("call_2", ErrorCode::ToolDeclined)),
+        ),
+        (
+            "command_register",
+            method::COMMAND_REGISTER,
+            to_value(&plan_protocol::CommandRegisterResult {
+                call_id: "call_1".into(),
+                reference: "9b1f4c0d7e2a4c6f8e3b5d1a2c4e6f80".to_owned(),
+            }),
+        ),
+        (
+            "command_run",
+            method::COMMAND_RUN,
+            to_value(&CommandRun {
+                sandbox: CommandSandbox::ReadOnly,
+                ..command_run(CommandState::Running)
+            }),
         ),
     ]
 }

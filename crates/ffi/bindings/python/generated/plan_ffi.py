@@ -534,6 +534,10 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_register() != 17660:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_run() != 45977:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_execution_complete() != 31506:
@@ -630,6 +634,12 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_cancel.restype = cty
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_register.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_register.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_run.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_run.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.restype = ctypes.c_uint16
@@ -737,6 +747,18 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -3235,6 +3257,157 @@ class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
             return _UniffiFfiConverterUInt64.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class CommandRegisterParams:
+    """
+    `command/register` params: hold a Bash call of the active turn for a
+    client that names it by reference instead of carrying its text (an
+    agent's client let out of the agent's own sandbox). In a Plan turn the
+    call is decided as a Plan Bash call and held; in an Agent turn it must
+    be a call the turn allowed (or a person confirmed) with this input.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, command:str, cwd:typing.Optional[str] = _DEFAULT, timeout_ms:typing.Optional[int] = _DEFAULT):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.call_id = call_id
+        self.command = command
+        if cwd is _DEFAULT:
+            self.cwd = None
+        else:
+            self.cwd = cwd
+        if timeout_ms is _DEFAULT:
+            self.timeout_ms = None
+        else:
+            self.timeout_ms = timeout_ms
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRegisterParams(session_id={}, turn_id={}, call_id={}, command={}, cwd={}, timeout_ms={})".format(self.session_id, self.turn_id, self.call_id, self.command, self.cwd, self.timeout_ms)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.command != other.command:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.timeout_ms != other.timeout_ms:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRegisterParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRegisterParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            command=_UniffiFfiConverterString.read(buf),
+            cwd=_UniffiFfiConverterOptionalString.read(buf),
+            timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.command)
+        _UniffiFfiConverterOptionalString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.timeout_ms)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.command, buf)
+        _UniffiFfiConverterOptionalString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.timeout_ms, buf)
+
+@dataclass
+class CommandRegisterResult:
+    """
+    `command/register` result.
+"""
+    def __init__(self, *, call_id:CallId, reference:str):
+        self.call_id = call_id
+        self.reference = reference
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRegisterResult(call_id={}, reference={})".format(self.call_id, self.reference)
+    def __eq__(self, other):
+        if self.call_id != other.call_id:
+            return False
+        if self.reference != other.reference:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRegisterResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRegisterResult(
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            reference=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.reference)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.reference, buf)
+
+@dataclass
+class CommandRunParams:
+    """
+    `command/run` params: start the call registered under `reference`.
+"""
+    def __init__(self, *, session_id:SessionId, reference:str):
+        self.session_id = session_id
+        self.reference = reference
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRunParams(session_id={}, reference={})".format(self.session_id, self.reference)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.reference != other.reference:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRunParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRunParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            reference=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.reference)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.reference, buf)
 
 @dataclass
 class CommandStartParams:
@@ -7085,6 +7258,24 @@ class PlanHostProtocol(typing.Protocol):
         exactly as the method answers on the wire.
 """
         raise NotImplementedError
+    def command_register(self, params: CommandRegisterParams) -> CommandRegisterResult:
+        """
+        command/register
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def command_run(self, params: CommandRunParams) -> CommandRun:
+        """
+        command/run
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
     def command_start(self, params: CommandStartParams) -> CommandRun:
         """
         command/start
@@ -7409,6 +7600,50 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def command_register(self, params: CommandRegisterParams) -> CommandRegisterResult:
+        """
+        command/register
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeCommandRegisterParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandRegisterParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRegisterResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def command_run(self, params: CommandRunParams) -> CommandRun:
+        """
+        command/run
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeCommandRunParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandRunParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -8030,6 +8265,9 @@ __all__ = [
     "CommandExitedNotification",
     "CommandGetParams",
     "CommandOutputNotification",
+    "CommandRegisterParams",
+    "CommandRegisterResult",
+    "CommandRunParams",
     "CommandStartParams",
     "PlanApproval",
     "Session",

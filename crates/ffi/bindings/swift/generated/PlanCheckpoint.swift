@@ -858,6 +858,24 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func commandGet(params: CommandGetParams) throws  -> CommandRun
     
     /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func commandRegister(params: CommandRegisterParams) throws  -> CommandRegisterResult
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func commandRun(params: CommandRunParams) throws  -> CommandRun
+    
+    /**
      * command/start
      *
      * The protocol v9 method of this name: takes its params
@@ -1189,6 +1207,40 @@ open func commandGet(params: CommandGetParams)throws  -> CommandRun  {
     uniffi_plan_ffi_fn_method_planhost_command_get(
             self.uniffiCloneHandle(),
         FfiConverterTypeCommandGetParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func commandRegister(params: CommandRegisterParams)throws  -> CommandRegisterResult  {
+    return try  FfiConverterTypeCommandRegisterResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_command_register(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandRegisterParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func commandRun(params: CommandRunParams)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_command_run(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandRunParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -2554,6 +2606,192 @@ public func FfiConverterTypeCommandOutputNotification_lower(_ value: CommandOutp
 
 
 /**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+public struct CommandRegisterParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * Its active turn.
+     */
+    public var turnId: TurnId
+    /**
+     * The Bash call.
+     */
+    public var callId: CallId
+    /**
+     * The command text, exactly as the call holds it.
+     */
+    public var command: String
+    /**
+     * Workspace-relative or absolute working directory inside the root
+     * (absent: the root).
+     */
+    public var cwd: String?
+    /**
+     * Timeout in milliseconds (absent: the host's default).
+     */
+    public var timeoutMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * Its active turn.
+         */turnId: TurnId, 
+        /**
+         * The Bash call.
+         */callId: CallId, 
+        /**
+         * The command text, exactly as the call holds it.
+         */command: String, 
+        /**
+         * Workspace-relative or absolute working directory inside the root
+         * (absent: the root).
+         */cwd: String? = nil, 
+        /**
+         * Timeout in milliseconds (absent: the host's default).
+         */timeoutMs: UInt64? = nil) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.command = command
+        self.cwd = cwd
+        self.timeoutMs = timeoutMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRegisterParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRegisterParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRegisterParams {
+        return
+            try CommandRegisterParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                command: FfiConverterString.read(from: &buf), 
+                cwd: FfiConverterOptionString.read(from: &buf), 
+                timeoutMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRegisterParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.command, into: &buf)
+        FfiConverterOptionString.write(value.cwd, into: &buf)
+        FfiConverterOptionUInt64.write(value.timeoutMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterParams_lift(_ buf: RustBuffer) throws -> CommandRegisterParams {
+    return try FfiConverterTypeCommandRegisterParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterParams_lower(_ value: CommandRegisterParams) -> RustBuffer {
+    return FfiConverterTypeCommandRegisterParams.lower(value)
+}
+
+
+/**
+ * `command/register` result.
+ */
+public struct CommandRegisterResult: Equatable, Hashable {
+    /**
+     * The Bash call registered.
+     */
+    public var callId: CallId
+    /**
+     * The host's fresh reference: `command/run` starts the call with it,
+     * in the turn it was registered in, once.
+     */
+    public var reference: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The Bash call registered.
+         */callId: CallId, 
+        /**
+         * The host's fresh reference: `command/run` starts the call with it,
+         * in the turn it was registered in, once.
+         */reference: String) {
+        self.callId = callId
+        self.reference = reference
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRegisterResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRegisterResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRegisterResult {
+        return
+            try CommandRegisterResult(
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                reference: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRegisterResult, into buf: inout [UInt8]) {
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.reference, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterResult_lift(_ buf: RustBuffer) throws -> CommandRegisterResult {
+    return try FfiConverterTypeCommandRegisterResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterResult_lower(_ value: CommandRegisterResult) -> RustBuffer {
+    return FfiConverterTypeCommandRegisterResult.lower(value)
+}
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 public struct CommandRun: Equatable, Hashable {
@@ -2769,6 +3007,75 @@ public func FfiConverterTypeCommandRun_lift(_ buf: RustBuffer) throws -> Command
 #endif
 public func FfiConverterTypeCommandRun_lower(_ value: CommandRun) -> RustBuffer {
     return FfiConverterTypeCommandRun.lower(value)
+}
+
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+public struct CommandRunParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * What `command/register` answered.
+     */
+    public var reference: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * What `command/register` answered.
+         */reference: String) {
+        self.sessionId = sessionId
+        self.reference = reference
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRunParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRunParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRunParams {
+        return
+            try CommandRunParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                reference: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRunParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.reference, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRunParams_lift(_ buf: RustBuffer) throws -> CommandRunParams {
+    return try FfiConverterTypeCommandRunParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRunParams_lower(_ value: CommandRunParams) -> RustBuffer {
+    return FfiConverterTypeCommandRunParams.lower(value)
 }
 
 
@@ -9940,6 +10247,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_command_register() != 17660) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_command_run() != 45977) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492) {

@@ -707,6 +707,10 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_command_get(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_register(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_run(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_command_start(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_execution_complete(
@@ -799,6 +803,10 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_command_cancel(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_command_get(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_command_register(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_command_run(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_command_start(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -984,6 +992,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_get() and 0xFFFF) != 4769) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_register() and 0xFFFF) != 17660) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_run() and 0xFFFF) != 45977) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_start() and 0xFFFF) != 30492) {
@@ -1886,6 +1900,24 @@ public interface PlanHostInterface {
     fun `commandGet`(`params`: CommandGetParams): CommandRun
     
     /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `commandRegister`(`params`: CommandRegisterParams): CommandRegisterResult
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `commandRun`(`params`: CommandRunParams): CommandRun
+    
+    /**
      * command/start
      *
      * The protocol v9 method of this name: takes its params
@@ -2279,6 +2311,50 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         it,
         
         FfiConverterTypeCommandGetParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `commandRegister`(`params`: CommandRegisterParams): CommandRegisterResult {
+            return FfiConverterTypeCommandRegisterResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register(
+        it,
+        
+        FfiConverterTypeCommandRegisterParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `commandRun`(`params`: CommandRunParams): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run(
+        it,
+        
+        FfiConverterTypeCommandRunParams.lower(`params`),_status)
 }
     }
     )
@@ -3488,6 +3564,138 @@ public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<
 
 
 /**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+data class CommandRegisterParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * Its active turn.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The command text, exactly as the call holds it.
+     */
+    var `command`: kotlin.String
+    , 
+    /**
+     * Workspace-relative or absolute working directory inside the root
+     * (absent: the root).
+     */
+    var `cwd`: kotlin.String? = null 
+    , 
+    /**
+     * Timeout in milliseconds (absent: the host's default).
+     */
+    var `timeoutMs`: kotlin.ULong? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRegisterParams: FfiConverterRustBuffer<CommandRegisterParams> {
+    override fun read(buf: ByteBuffer): CommandRegisterParams {
+        return CommandRegisterParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRegisterParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`command`) +
+            FfiConverterOptionalString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalULong.allocationSize(value.`timeoutMs`)
+    )
+
+    override fun write(value: CommandRegisterParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`command`, buf)
+            FfiConverterOptionalString.write(value.`cwd`, buf)
+            FfiConverterOptionalULong.write(value.`timeoutMs`, buf)
+    }
+}
+
+
+
+/**
+ * `command/register` result.
+ */
+data class CommandRegisterResult (
+    /**
+     * The Bash call registered.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The host's fresh reference: `command/run` starts the call with it,
+     * in the turn it was registered in, once.
+     */
+    var `reference`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRegisterResult: FfiConverterRustBuffer<CommandRegisterResult> {
+    override fun read(buf: ByteBuffer): CommandRegisterResult {
+        return CommandRegisterResult(
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRegisterResult) = (
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`reference`)
+    )
+
+    override fun write(value: CommandRegisterResult, buf: ByteBuffer) {
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`reference`, buf)
+    }
+}
+
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 data class CommandRun (
@@ -3649,6 +3857,53 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterULong.write(value.`stdoutBytes`, buf)
             FfiConverterULong.write(value.`stderrBytes`, buf)
             FfiConverterBoolean.write(value.`truncated`, buf)
+    }
+}
+
+
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+data class CommandRunParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * What `command/register` answered.
+     */
+    var `reference`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRunParams: FfiConverterRustBuffer<CommandRunParams> {
+    override fun read(buf: ByteBuffer): CommandRunParams {
+        return CommandRunParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRunParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`reference`)
+    )
+
+    override fun write(value: CommandRunParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`reference`, buf)
     }
 }
 
