@@ -51,7 +51,7 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         isolation: plan_exec::Isolation {
             namespaces: matches!(
                 runner().sandbox_support(),
-                plan_exec::SandboxSupport::Available { namespaces: true }
+                plan_exec::SandboxSupport::Available { namespaces: true, .. }
             ),
             ..plan_exec::Isolation::default()
         },

@@ -54,10 +54,13 @@ pub use network::NetworkNamespace;
 pub use notifier::{NotifierOutcome, run_notifier};
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
-pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
+pub use runner::{
+    Availability, BoundSupport, CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport,
+};
 pub use scratch::{ScratchDir, ScratchRoot};
 pub use service::start_service;
 pub use spec::{
-    CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation, ScratchCap,
+    CommandBounds, CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, InotifyBound,
+    Isolation, ScratchCap,
 };
 pub use workspace::WorkspaceDir;

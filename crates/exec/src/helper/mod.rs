@@ -25,6 +25,8 @@
 //! never be started by anything but this crate.
 
 #[cfg(target_os = "linux")]
+mod bounds;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod namespaces;
@@ -32,6 +34,8 @@ mod namespaces;
 mod pid_namespace;
 #[cfg(target_os = "linux")]
 mod protect;
+#[cfg(target_os = "linux")]
+mod routes;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(not(target_os = "linux"))]

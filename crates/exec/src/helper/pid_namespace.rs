@@ -45,14 +45,14 @@ const FORWARDED: [libc::c_int; 7] = [
 const FAILED: u8 = 126;
 
 /// A child or parent side of `fork`.
-enum Forked {
+pub(super) enum Forked {
     Child,
     Parent(Pid),
 }
 
 /// `fork(2)`, for this single-threaded helper.
 #[allow(unsafe_code)]
-fn fork() -> Result<Forked, String> {
+pub(super) fn fork() -> Result<Forked, String> {
     // SAFETY: the helper's confining stage is single-threaded (it spawns no
     // thread), so the child is a complete copy with no lock held by a thread
     // that does not exist in it, and may run ordinary Rust code.
@@ -235,7 +235,7 @@ fn init(
     if outer_gone(to_outer.as_fd()) {
         return ExitCode::from(FAILED);
     }
-    if let Err(reason) = namespaces::mount_proc() {
+    if let Err(reason) = namespaces::mount_proc(pid_max_of(args)) {
         return report(&status, wire::FailKind::Sandbox, &format!("namespaces: {reason}"));
     }
     let mut waited = FORWARDED.to_vec();
@@ -268,6 +268,15 @@ fn init(
     };
     let _ = std::fs::File::from(to_outer).write_all(&raw.to_le_bytes());
     ExitCode::SUCCESS
+}
+
+/// The tasks bound this namespace's `pid_max` keeps, where the kernel
+/// gives it one (elsewhere the supervisor's cgroup or `RLIMIT_NPROC` keep
+/// it).
+fn pid_max_of(args: &ConfineArgs) -> Option<u64> {
+    args.bounds
+        .tasks
+        .filter(|_| super::bounds::pid_namespaces_have_their_own_pid_max())
 }
 
 /// Whether the outer stage (the only reader of init's pipe) is gone: then
@@ -321,6 +330,12 @@ fn shell(
     if let Err(error) = rustix::process::setsid() {
         return report(status, wire::FailKind::Spawn, &format!("setsid: {error}"));
     }
+    // `RLIMIT_NPROC` counts in the command's own user namespace, except for
+    // root, whom it never binds.
+    let nproc = !rustix::process::geteuid().is_root();
+    if let Err(reason) = super::bounds::limit_shell(&args.bounds, nproc) {
+        return report(status, wire::FailKind::Sandbox, &reason);
+    }
     let applied = match &args.mode {
         Mode::None => Ok(()),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
@@ -347,7 +362,7 @@ pub(crate) fn probe() -> bool {
     match fork() {
         Err(_) => false,
         Ok(Forked::Child) => {
-            let works = namespaces::mount_proc().is_ok()
+            let works = namespaces::mount_proc(None).is_ok()
                 && std::fs::read_link("/proc/self").is_ok_and(|link| link.as_os_str() == "1")
                 && std::fs::read_dir("/proc").is_ok_and(|entries| {
                     entries

@@ -240,19 +240,12 @@ fn denied_syscalls(
         // Leaving the process group or session.
         libc::SYS_setsid,
         libc::SYS_setpgid,
-        // Ownership and extended attribute changes Landlock does not cover.
+        // Ownership changes Landlock does not cover (extended attributes
+        // are refused in `unsupported_rules`).
         libc::SYS_chown,
         libc::SYS_fchown,
         libc::SYS_lchown,
         libc::SYS_fchownat,
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        libc::SYS_removexattr,
-        libc::SYS_lremovexattr,
-        libc::SYS_fremovexattr,
-        SYS_SETXATTRAT,
-        SYS_REMOVEXATTRAT,
         SYS_FILE_SETATTR,
         // Mounts and root changes.
         libc::SYS_mount,
@@ -527,6 +520,24 @@ fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: boo
 }
 
 #[cfg(target_arch = "x86_64")]
+/// Extended attribute changes, which Landlock does not cover, refused as
+/// on a file system without extended attributes, so that a tool that
+/// copies them when it can goes on without: `cp -p` and `cp -a` set a
+/// file's ACL through `system.posix_acl_access` and, told the file system
+/// has none, set its mode with `chmod` instead (which works where the
+/// command may write, inside the namespaces).
+const XATTR_CHANGES: [i64; 8] = [
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
+];
+
+#[cfg(target_arch = "x86_64")]
 /// Every advisory lock and lease: `flock`, and `fcntl` with `F_SETLK`,
 /// `F_SETLKW`, their OFD forms and `F_SETLEASE`. seccomp cannot see which
 /// file a descriptor names, and every file a command can read (another
@@ -534,8 +545,9 @@ fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: boo
 /// with a read descriptor, which would stall whoever needs it; so no
 /// command takes any lock, inside namespaces or not. They fail as on a
 /// file system without locks ("operation not supported"), which tools that
-/// lock for their own caches (cargo) take as "go on without".
-fn lock_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+/// lock for their own caches (cargo) take as "go on without". With them,
+/// the extended attribute changes of [`XATTR_CHANGES`].
+fn unsupported_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
     let commands = [
         value(libc::F_SETLK, "F_SETLK")?,
         value(libc::F_SETLKW, "F_SETLKW")?,
@@ -547,10 +559,9 @@ fn lock_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
         .into_iter()
         .map(|command| rule(vec![condition(1, SeccompCmpOp::Eq, command)?]))
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(BTreeMap::from([
-        (libc::SYS_flock, Vec::new()),
-        (libc::SYS_fcntl, fcntl_rules),
-    ]))
+    let mut rules = BTreeMap::from([(libc::SYS_flock, Vec::new()), (libc::SYS_fcntl, fcntl_rules)]);
+    rules.extend(XATTR_CHANGES.map(|number| (number, Vec::new())));
+    Ok(rules)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -586,13 +597,25 @@ fn seccomp_programs(network: bool, metadata_where_writable: bool) -> Result<Vec<
     let mut guarded = x32_guard(errno(libc::ENOSYS)?);
     guarded.extend(denied);
     // `openat2` carries its mode in a structure seccomp cannot read, so it
-    // goes the way of `clone3`: libc falls back to `openat`.
+    // goes the way of `clone3`: libc falls back to `openat`. `io_setup`
+    // (Linux AIO) takes contexts from the machine-wide `fs.aio-max-nr`,
+    // which no user or namespace bound limits: a command could take every
+    // one of them. Refused as not implemented, as on a kernel without AIO,
+    // so programs that use it when they can (databases, `fio`, QEMU) fall
+    // back to threads; POSIX AIO (`aio_read`) is threads in glibc anyway.
     let unreadable_arguments = compile(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new()), (libc::SYS_openat2, Vec::new())]),
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_openat2, Vec::new()),
+            (libc::SYS_io_setup, Vec::new()),
+        ]),
         SeccompAction::Errno(errno(libc::ENOSYS)?),
     )?;
-    let locks = compile(lock_rules()?, SeccompAction::Errno(errno(libc::EOPNOTSUPP)?))?;
-    Ok(vec![guarded, unreadable_arguments, locks])
+    let unsupported = compile(
+        unsupported_rules()?,
+        SeccompAction::Errno(errno(libc::EOPNOTSUPP)?),
+    )?;
+    Ok(vec![guarded, unreadable_arguments, unsupported])
 }
 
 #[cfg(target_arch = "x86_64")]
