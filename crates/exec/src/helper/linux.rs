@@ -534,8 +534,9 @@ fn apply(
     match mode {
         Mode::None => Ok(()),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
-            let prepared = sandbox::prepare(mode, scratch, workspace, namespaces)?;
-            sandbox::enforce(prepared)
+            // No lock keeper here: `flock` stays refused.
+            let prepared = sandbox::prepare(mode, scratch, workspace, namespaces, false)?;
+            sandbox::enforce(prepared).map(drop)
         }
     }
 }

@@ -29,6 +29,8 @@ mod bounds;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod locks;
+#[cfg(target_os = "linux")]
 mod namespaces;
 #[cfg(target_os = "linux")]
 mod pid_namespace;

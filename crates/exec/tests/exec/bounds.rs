@@ -431,3 +431,55 @@ fn the_commands_cgroup_is_gone_when_it_ends() {
         }
     }
 }
+
+#[test]
+fn a_host_that_is_not_root_gets_the_namespaces_and_the_bounds_kept_in_them() {
+    use std::os::unix::process::CommandExt;
+    if !sandbox_available("a_host_that_is_not_root_gets_the_namespaces_and_the_bounds_kept_in_them") {
+        return;
+    }
+    if !rustix::process::geteuid().is_root() {
+        // Then every other test here already runs as a host that is not
+        // root.
+        eprintln!("not root: the other tests are this one");
+        return;
+    }
+    // The helper's probe as an ordinary user (what such a user's host
+    // runs; not `nobody`, whose ids are the kernel's overflow ids and so
+    // would hide a mapping written with the wrong ones), in directories
+    // of its own.
+    const USER: u32 = 40_000;
+    let dirs = dirs();
+    for directory in [dirs.root.path(), dirs.scratch.as_path()] {
+        std::os::unix::fs::chown(directory, Some(USER), Some(USER)).unwrap();
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_plan-exec-sandbox"))
+        .args(["probe", "--scratch"])
+        .arg(&dirs.scratch)
+        .arg("--outside")
+        .arg(dirs.root.path())
+        .env_clear()
+        .current_dir("/")
+        .uid(USER)
+        .gid(USER)
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = answer.lines().collect();
+    let user_namespaces = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .is_ok_and(|count| count.trim() != "0")
+        && std::fs::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
+            .map_or(true, |allowed| allowed.trim() == "1");
+    if !user_namespaces {
+        assert_eq!(lines.first(), Some(&"available"), "{answer}");
+        eprintln!("this kernel gives users no user namespaces: checked without");
+        return;
+    }
+    assert_eq!(lines.first(), Some(&"available namespaces"), "{answer}");
+    assert!(lines.contains(&"mechanism user-namespace-limits"), "{answer}");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut parts = release.split('.').map(|part| part.parse::<u32>().unwrap_or(0));
+    if (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (6, 14) {
+        assert!(lines.contains(&"mechanism pid-max"), "{answer}");
+    }
+}
