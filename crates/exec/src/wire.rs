@@ -485,6 +485,10 @@ impl Report {
 /// exists (and, when not root, its user namespace with our ids mapped).
 pub(crate) const NETWORK_NAMESPACE_READY: [u8; 1] = *b"+";
 
+/// What the supervisor sends the confining stage once it is in the
+/// command's cgroup (or needs none); the stage starts nothing before.
+pub(crate) const CGROUP_READY: [u8; 1] = *b"C";
+
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 

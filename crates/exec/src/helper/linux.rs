@@ -178,11 +178,16 @@ impl Supervisor {
             .spawn()
             .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
         let shell = pid_of(child.id()).ok_or_else(|| fail(FailKind::Spawn, "bad child pid"))?;
-        // The command's own cgroup, with the stage in it before it does
-        // anything (it waits for the handover): everything the command
-        // starts is counted there. Removed when this returns, after the
-        // final sweep.
-        let _cgroup = match command_cgroup(&confine, child.id()) {
+        drop(child);
+        // The confining stage waits for this before it does anything; if it
+        // cannot be sent, it gets nothing and reports why.
+        let _ = wire::send_handover(&status_ours, &handover.borrow());
+        // Meanwhile (the stage builds its namespaces), the command's own
+        // cgroup, with the stage moved into it before it starts anything
+        // (it waits for `CGROUP_READY` before it forks or executes):
+        // everything the command starts is counted there. Removed when
+        // this returns, after the final sweep.
+        let _cgroup = match command_cgroup(&confine, shell) {
             Ok(cgroup) => cgroup,
             Err(reason) => {
                 drop(status_ours);
@@ -191,10 +196,7 @@ impl Supervisor {
                 return Err(fail(FailKind::Sandbox, reason));
             }
         };
-        drop(child);
-        // The confining stage waits for this before it does anything; if it
-        // cannot be sent, it gets nothing and reports why.
-        let _ = wire::send_handover(&status_ours, &handover.borrow());
+        let _ = (&status_ours).write_all(&wire::CGROUP_READY);
         let mut supervisor = Supervisor {
             shell,
             deadline: started.checked_add(timeout),
@@ -382,7 +384,7 @@ impl Supervisor {
 /// cgroup's `pids` limit is required where nothing else keeps the tasks
 /// bound: without namespaces, or for root on a kernel without a `pid_max`
 /// per PID namespace (`RLIMIT_NPROC` keeps it for anyone else inside them).
-fn command_cgroup(args: &ConfineArgs, stage: u32) -> Result<Option<bounds::CommandCgroup>, String> {
+fn command_cgroup(args: &ConfineArgs, stage: Pid) -> Result<Option<bounds::CommandCgroup>, String> {
     if matches!(args.mode, Mode::None) {
         return Ok(None);
     }
@@ -396,7 +398,7 @@ fn command_cgroup(args: &ConfineArgs, stage: u32) -> Result<Option<bounds::Comma
     let name = format!("{}-{nanos}", std::process::id());
     let cgroup = bounds::CommandCgroup::make(&args.bounds, &name, extra_tasks, pids_required)?;
     if let Some(cgroup) = &cgroup {
-        cgroup.add(stage)?;
+        cgroup.add(stage.as_raw_nonzero().get().unsigned_abs())?;
     }
     Ok(cgroup)
 }
@@ -488,9 +490,15 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             Ok(None) => scratch,
             Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
         };
+        if let Err(reason) = wait_for_cgroup(&status) {
+            return failed(FailKind::Spawn, reason);
+        }
         // The shell runs as a child of an init of the new PID namespace;
         // this process stays the supervisor's child and ends as it ends.
         return pid_namespace::run(&args, scratch, workspace, status);
+    }
+    if let Err(reason) = wait_for_cgroup(&status) {
+        return failed(FailKind::Spawn, reason);
     }
     // Without namespaces `RLIMIT_NPROC` would count every process of the
     // user, not the command's: the supervisor's cgroup keeps that bound.
@@ -507,6 +515,16 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     }
     let error = shell_command(&args).exec();
     failed(FailKind::Shell, error.to_string())
+}
+
+/// Waits until the supervisor has put this stage into the command's cgroup
+/// (or found it needs none): nothing of the command may start before.
+fn wait_for_cgroup(status: &UnixStream) -> Result<(), String> {
+    let mut byte = [0_u8; 1];
+    match (&*status).read(&mut byte) {
+        Ok(1) if byte == wire::CGROUP_READY => Ok(()),
+        Ok(_) | Err(_) => Err("the supervisor did not place the command in its cgroup".into()),
+    }
 }
 
 /// `<shell> -c <command>` with the command's environment and nothing of
