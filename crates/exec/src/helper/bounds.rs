@@ -340,7 +340,7 @@ pub(crate) fn sweep_stale_cgroups() {
             let owner = rest.split('-').next().and_then(|pid| pid.parse::<i32>().ok());
             let gone = owner
                 .and_then(rustix::process::Pid::from_raw)
-                .is_some_and(|pid| rustix::process::test_kill_process(pid).is_err());
+                .is_some_and(|pid| rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH));
             if gone {
                 // Refused while a process is still in it: then it is not stale.
                 let _ = std::fs::remove_dir(entry.path());

@@ -483,3 +483,53 @@ fn a_host_that_is_not_root_gets_the_namespaces_and_the_bounds_kept_in_them() {
         assert!(lines.contains(&"mechanism pid-max"), "{answer}");
     }
 }
+
+#[test]
+fn a_cgroup_a_killed_supervisor_left_is_removed_by_the_next_probe() {
+    if !bounds_here("a_cgroup_a_killed_supervisor_left_is_removed_by_the_next_probe") {
+        return;
+    }
+    // Where this machine puts a command's group: beside the one a command
+    // sees itself in, in the memory and pids hierarchies (or the v2 one).
+    let dirs = dirs();
+    let (_, events) = run(bounded("cat /proc/self/cgroup", &dirs.scratch, small_bounds()));
+    let text = events.text(Stream::Stdout);
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    // A group named for a supervisor that cannot exist (beyond any
+    // pid_max), as a killed one leaves it, beside each of them.
+    let mut left = Vec::new();
+    for line in text.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next(), fields.next().unwrap(), fields.next().unwrap());
+        if !path.contains("/plan-exec-") {
+            continue;
+        }
+        let controllers: Vec<&str> = controllers.split(',').filter(|name| !name.is_empty()).collect();
+        let mount = mountinfo.lines().find(|mount| {
+            let options = mount.rsplit(' ').next().unwrap_or("");
+            if controllers.is_empty() {
+                mount.contains(" - cgroup2 ")
+            } else {
+                mount.contains(" - cgroup ")
+                    && controllers
+                        .iter()
+                        .any(|name| options.split(',').any(|option| option == *name))
+            }
+        });
+        let Some(mount) = mount else { continue };
+        let point = Path::new(mount.split(' ').nth(4).unwrap());
+        let parent = Path::new(path).parent().unwrap().strip_prefix("/").unwrap();
+        let stale = point.join(parent).join("plan-exec-4194305-0");
+        if std::fs::create_dir(&stale).is_ok() {
+            left.push(stale);
+        }
+    }
+    assert!(!left.is_empty(), "no group of its own: {text}");
+    assert!(matches!(
+        runner().sandbox_support(),
+        plan_exec::SandboxSupport::Available { .. }
+    ));
+    for stale in left {
+        assert!(!stale.exists(), "{} was left", stale.display());
+    }
+}

@@ -848,3 +848,64 @@ fn a_sessions_networked_commands_share_its_own_network_namespace_and_no_other_se
     assert_ne!(first, hosts, "a command sits in the host's namespace");
     assert_ne!(other, hosts, "a command sits in the host's namespace");
 }
+
+#[test]
+fn plan_mode_cargo_check_and_cargo_tree_work_in_a_workspace_crate() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("db").join("plan.db"),
+        |options, _| options,
+    );
+    if fixture.host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
+        eprintln!("no kernel sandbox here: Plan Bash is refused (asserted elsewhere)");
+        return;
+    }
+    // A workspace of two path-only crates, so nothing needs the network.
+    let ws = &fixture.workspace;
+    std::fs::create_dir_all(ws.join("app/src")).unwrap();
+    std::fs::create_dir_all(ws.join("lib/src")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"app\", \"lib\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("app/Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nlib = { path = \"../lib\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("lib/Cargo.toml"),
+        "[package]\nname = \"lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("app/src/main.rs"), "fn main() { lib::f() }\n").unwrap();
+    std::fs::write(ws.join("lib/src/lib.rs"), "pub fn f() {}\n").unwrap();
+    assert!(
+        std::process::Command::new("cargo")
+            .args(["generate-lockfile", "--offline", "-q"])
+            .current_dir(ws)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    // Incremental compilation needs its lock, which a command takes on its
+    // scratch tmpfs inside the namespaces; without them it is off.
+    let incremental = if fixture.host.limits().commands.namespaces_available {
+        ""
+    } else {
+        "CARGO_INCREMENTAL=0 "
+    };
+    let stdout = plan_stdout(
+        &fixture,
+        "plan",
+        &plan,
+        "p1",
+        &format!(
+            "cd app && {incremental}CARGO_TARGET_DIR=\"$TMPDIR/target\" cargo check --frozen -q 2>&1 | grep -v -e last-use -e cache -e 'disk I/O' -e '^Caused' -e '^$'; test ${{PIPESTATUS[0]}} = 0 && echo checked; \
+             cargo tree --offline --prefix none 2>/dev/null | head -2"
+        ),
+    );
+    assert!(stdout.starts_with("checked\napp v0.1.0"), "{stdout}");
+    assert!(stdout.contains("lib v0.1.0"), "{stdout}");
+}
