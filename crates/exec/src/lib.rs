@@ -11,6 +11,9 @@
 //!    stderr are the command's pipes.
 //! 2. The helper's supervisor stage leaves the host's session, becomes a
 //!    child subreaper and starts the confining stage in a new process group.
+//!    Where the caller asked for bounds ([`CommandBounds`]) it makes the
+//!    command's own cgroup and puts the confining stage in it before the
+//!    stage starts anything.
 //!    It watches the host (a pidfd and the lifeline: if either says the host
 //!    is gone, even after SIGKILL, it kills everything), the timeout and
 //!    cancellation (SIGTERM to the group, SIGKILL after the grace), and when
@@ -19,8 +22,10 @@
 //!    parent-death signal, applies the requested [`Confinement`] to itself
 //!    (where [`Isolation::namespaces`] asks for them, new mount, IPC and
 //!    network namespaces with a private `/dev` and the hidden and protected
-//!    paths; then Landlock ABI 3+, all capabilities dropped, no_new_privs,
-//!    seccomp) and
+//!    paths, the machine's own addresses unroutable for a networked
+//!    command, the bounds kept in namespaces; then Landlock ABI 3+, all
+//!    capabilities dropped, no_new_privs, seccomp, whose lock calls go to
+//!    the PID namespace's init) and
 //!    executes the shell with stdin `/dev/null`, in the working directory,
 //!    with the minimal environment of [`CommandSpec::environment`].
 //! 4. The runner's pump thread reads both pipes, delivers [`OutputEvent`]s
