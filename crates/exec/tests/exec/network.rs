@@ -365,6 +365,38 @@ fn a_sessions_network_namespace_is_shared_by_its_commands_kept_from_others_and_e
         !processes_in(shared).is_empty(),
         "the holder and the stack sit in it"
     );
+    // The stack (in the host's namespace, named by the holder's) opens a
+    // socket of the machine's for each connection a command makes: a
+    // bounded number of them.
+    let holders: Vec<String> = processes_in(shared)
+        .into_iter()
+        .map(|pid| format!("/proc/{pid}/ns/net"))
+        .collect();
+    let stacks: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "slirp4netns")
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                    cmdline
+                        .split(|byte| *byte == 0)
+                        .any(|argument| holders.iter().any(|holder| argument == holder.as_bytes()))
+                })
+        })
+        .collect();
+    assert_eq!(stacks.len(), 1, "{stacks:?}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", stacks[0])).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .to_owned();
+    assert_eq!(open_files, "4096", "{limits}");
     let kept = session.clone();
     drop(session);
     assert!(kept.is_alive());
