@@ -135,6 +135,8 @@ impl Host {
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
         options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
+        // What the machine cannot bound (P16), for `initialize`.
+        options.limits.commands.missing_bounds = commands.missing_bounds();
         let flusher = match options.expiry {
             ExpiryTimer::Automatic => plan_storage::Flusher::on_thread(),
             ExpiryTimer::Manual => plan_storage::Flusher::on_caller(),

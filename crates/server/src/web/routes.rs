@@ -23,22 +23,30 @@ pub(crate) const CARD_SCRIPT: &str = include_str!("../../assets/plan-approval-ca
 /// The path of the element's script.
 const SCRIPT_PATH: &str = "/plan-approval-card.js";
 
-/// Serves the one request of a connection.
-pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) {
+/// Serves the one request of a connection; `true` when it showed a card's
+/// token (a card's route or a decision answered with success), which makes
+/// its peer one the server keeps room for.
+pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) -> bool {
     let Ok(peer) = stream.peer_addr() else {
-        return;
+        return false;
     };
     if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
-        return;
+        return false;
     }
-    let response = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
-        Ok(request) => route(shared, &request, peer),
-        Err(refusal) => Response::plain(refusal.status),
+    let (response, showed_token) = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
+        Ok(request) => {
+            let response = route(shared, &request, peer);
+            let token_route = request.target.starts_with("/card/") || request.target == "/decision";
+            let showed_token = token_route && (200..300).contains(&response.status);
+            (response, showed_token)
+        }
+        Err(refusal) => (Response::plain(refusal.status), false),
     };
     // A client that does not read is given up on after the write timeout;
     // there is nobody to tell.
     let _ = http::write_response(&mut stream, &response);
     let _ = stream.shutdown(std::net::Shutdown::Write);
+    showed_token
 }
 
 fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
