@@ -15,6 +15,22 @@ fn finding_json(finding: &AuditFinding) -> serde_json::Value {
         AuditFinding::Changed { .. } => ("changed", false),
         AuditFinding::Removed { .. } => ("removed", false),
         AuditFinding::Inserted { unnumbered, .. } => ("inserted", *unnumbered),
+        AuditFinding::Row {
+            seq,
+            approval_id,
+            field,
+            chain,
+            row,
+        } => {
+            return json!({
+                "seq": seq,
+                "finding": "row",
+                "approvalId": approval_id,
+                "field": field,
+                "chain": chain,
+                "row": row,
+            });
+        }
     };
     let mut value = json!({ "seq": finding.seq(), "finding": kind });
     if unnumbered {
@@ -59,7 +75,8 @@ pub(crate) fn verify(database: &Path, against: Option<&Path>, json: bool) -> Res
     } else {
         let mut text = String::new();
         for finding in &findings {
-            text.push_str(&format!("{finding}\n"));
+            // A row's values are whatever the database holds: escaped.
+            text.push_str(&format!("{}\n", crate::escape::line(&finding.to_string())));
         }
         let compared = collector_records.map_or(String::new(), |kept| {
             format!(", compared with {kept} the collector kept")

@@ -881,12 +881,31 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         ..ApprovalFilter::default()
     };
     let heads = store.approval_audit_heads().map_err(|error| failure(&error))?;
+    // Each row against the state its chained facts give it: an edited row
+    // is never printed beside the chain's hash as if it were valid.
+    let replay = store.approval_replay().map_err(|error| failure(&error))?;
+    let mut disagreeing: u64 = 0;
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
         // The protocol object as always, its field order kept, with the
-        // chain's seq and hash appended.
+        // chain's seq and hash and the row's verdict appended.
         let head = heads.get(stored.approval.id.as_str());
+        let differences: Vec<serde_json::Value> = replay
+            .check(&stored.approval)
+            .iter()
+            .filter_map(|finding| match finding {
+                plan_storage::AuditFinding::Row {
+                    field, chain, row, ..
+                } => Some(serde_json::json!({"field": field, "chain": chain, "row": row})),
+                plan_storage::AuditFinding::Changed { .. }
+                | plan_storage::AuditFinding::Removed { .. }
+                | plan_storage::AuditFinding::Inserted { .. } => None,
+            })
+            .collect();
+        if !differences.is_empty() {
+            disagreeing += 1;
+        }
         let chain = serde_json::json!({
             "auditSeq": head.map(|(seq, _)| *seq),
             "auditHash": head.map(|(_, hash)| hash.as_str()),
@@ -895,7 +914,15 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
             let object = line.trim_end().trim_end_matches('}');
             let seq = chain["auditSeq"].to_string();
             let hash = chain["auditHash"].to_string();
-            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash}}}\n")
+            let verdict = if differences.is_empty() {
+                "\"auditVerified\":true".to_owned()
+            } else {
+                format!(
+                    "\"auditVerified\":false,\"auditDifferences\":{}",
+                    serde_json::Value::Array(differences)
+                )
+            };
+            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash},{verdict}}}\n")
         });
         match line {
             Ok(line) => buffer.push_str(&line),
@@ -920,5 +947,12 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         return Err(error);
     }
     render::write_stdout(buffer.as_bytes())?;
+    if disagreeing > 0 {
+        render::note(&format!(
+            "{disagreeing} approval rows disagree with the audit chain (auditVerified false); \
+             `plan-checkpoint audit verify` names each difference"
+        ));
+        return Ok(exit::FAILURE);
+    }
     Ok(exit::OK)
 }

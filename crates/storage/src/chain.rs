@@ -85,7 +85,17 @@ const ERROR: Field = plain("/errorCode", "plan_checkpoint.error.code");
 const TURN: Field = plain("/turnId", "plan_checkpoint.turn.id");
 const CALL: Field = plain("/callId", "plan_checkpoint.call.id");
 const CHANNEL: Field = plain("/channel", "plan_checkpoint.channel");
+/// The peer of a decision the web card relayed, `address:port` (facts
+/// recorded before `client.port` existed).
 const REMOTE: Field = plain("/remoteAddress", "client.address");
+/// The peer's address alone (OTel's `client.address`).
+const CLIENT_ADDRESS: Field = plain("/clientAddress", "client.address");
+/// The peer's port (OTel's `client.port`).
+const CLIENT_PORT: Field = plain("/clientPort", "client.port");
+/// When the approval was created (its row's `created_at`).
+const CREATED_AT: Field = plain("/createdAt", "plan_checkpoint.approval.created_at");
+/// When it was decided, expired or interrupted (its row's `decided_at`).
+const DECIDED_AT: Field = plain("/decidedAt", "plan_checkpoint.approval.decided_at");
 const DECISION: Field = plain("/decision", "plan_checkpoint.decision");
 
 const COMMAND: &[Field] = &[
@@ -159,6 +169,7 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
             plain("/artifactSize", "plan_checkpoint.plan.size"),
             plain("/expiresAt", "plan_checkpoint.deadline"),
+            CREATED_AT,
             hashed(
                 "/title",
                 "plan_checkpoint.plan.title_sha256",
@@ -181,6 +192,9 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             MODE,
             CHANNEL,
             REMOTE,
+            CLIENT_ADDRESS,
+            CLIENT_PORT,
+            DECIDED_AT,
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
         ],
     ),
@@ -192,14 +206,21 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             DECISION,
             CHANNEL,
             REMOTE,
+            CLIENT_ADDRESS,
+            CLIENT_PORT,
+            DECIDED_AT,
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
         ],
     ),
-    ("planExpired", "plan_checkpoint.plan.expired", &[APPROVAL, ERROR]),
+    (
+        "planExpired",
+        "plan_checkpoint.plan.expired",
+        &[APPROVAL, ERROR, DECIDED_AT],
+    ),
     (
         "planInterrupted",
         "plan_checkpoint.plan.interrupted",
-        &[APPROVAL, ERROR],
+        &[APPROVAL, ERROR, DECIDED_AT],
     ),
     (
         "executionStarted",
@@ -581,6 +602,24 @@ pub(crate) fn approval_facts(
     Ok(())
 }
 
+/// A relayed decision's peer as OTel names it: `client.address` without
+/// the port, `client.port` beside it (`[::1]:40000` is `::1` and 40000).
+/// A peer that is not `address:port` is the address as it is.
+fn split_peer(peer: &str) -> (&str, Option<u16>) {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(socket) => {
+            let port = socket.port();
+            let host = peer
+                .rsplit_once(':')
+                .map_or(peer, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            (host, Some(port))
+        }
+        Err(_) => (peer, None),
+    }
+}
+
 /// Which moment of an approval a fact records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum FactMoment {
@@ -615,11 +654,13 @@ fn approval_fact_list(
                     artifact.map_or(Value::Null, |a| Value::from(a.size)),
                 ),
                 ("expiresAt", approval.expires_at.into()),
+                ("createdAt", approval.created_at.into()),
             ]),
             FactMoment::Submitted,
         ));
     }
     let (status_before, execution_before) = before.unwrap_or((ApprovalStatus::Pending, None));
+    let peer = source.and_then(|s| s.remote_address).map(split_peer);
     if approval.status != status_before || inserted {
         let kind = match approval.status {
             ApprovalStatus::Approved => Some("planApproved"),
@@ -651,7 +692,12 @@ fn approval_fact_list(
                     ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
                     ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
                     ("channel", text(source.map(|s| s.channel))),
-                    ("remoteAddress", text(source.and_then(|s| s.remote_address))),
+                    ("clientAddress", text(peer.map(|(address, _)| address))),
+                    (
+                        "clientPort",
+                        peer.and_then(|(_, port)| port).map_or(Value::Null, Value::from),
+                    ),
+                    ("decidedAt", approval.decided_at.map_or(Value::Null, Value::from)),
                 ]),
                 FactMoment::Decided,
             ));
@@ -756,6 +802,22 @@ pub enum AuditFinding {
         /// Whether it carries no seq at all.
         unnumbered: bool,
     },
+    /// A `plan_approvals` row that disagrees with the state its chained
+    /// facts give it (an edited mode or status, say), a row the chain never
+    /// recorded (`field` = `row`, `chain` = `absent`) or an approval whose
+    /// row is gone (`row` = `absent`).
+    Row {
+        /// The seq of the approval's latest record (0 when it has none).
+        seq: u64,
+        /// The approval's id.
+        approval_id: String,
+        /// The column (`status`, `permission_mode`, ...), or `row`.
+        field: &'static str,
+        /// The value the chain gives it (`none` for NULL).
+        chain: String,
+        /// The value the row holds (`none` for NULL).
+        row: String,
+    },
 }
 
 impl AuditFinding {
@@ -764,7 +826,8 @@ impl AuditFinding {
         match self {
             AuditFinding::Changed { seq }
             | AuditFinding::Removed { seq }
-            | AuditFinding::Inserted { seq, .. } => *seq,
+            | AuditFinding::Inserted { seq, .. }
+            | AuditFinding::Row { seq, .. } => *seq,
         }
     }
 }
@@ -783,6 +846,28 @@ impl std::fmt::Display for AuditFinding {
                 unnumbered: true,
             } => {
                 write!(formatter, "seq {seq}: inserted (an unnumbered record after it)")
+            }
+            AuditFinding::Row {
+                seq,
+                approval_id,
+                field,
+                chain,
+                row,
+            } => {
+                let id = approval_id;
+                match (*field, chain.as_str(), row.as_str()) {
+                    ("row", "absent", _) => write!(
+                        formatter,
+                        "approval {id}: its row is not in the audit chain (inserted behind the host's back)"
+                    ),
+                    ("row", _, "absent") => {
+                        write!(formatter, "seq {seq}: approval {id}: its row was removed")
+                    }
+                    (_, _, _) => write!(
+                        formatter,
+                        "seq {seq}: approval {id}: {field} is {row} in the row, {chain} in the chain"
+                    ),
+                }
             }
         }
     }
@@ -1031,7 +1116,8 @@ impl Store {
 
     /// Recomputes the chain from the database: every record's hash from the
     /// previous record's stored hash and its own canonical bytes, the seqs
-    /// without gaps up to the head. Returns how many records it checked and
+    /// without gaps up to the head, and every `plan_approvals` row against
+    /// the state its chained facts give it ([`AuditFinding::Row`]). Returns how many records it checked and
     /// what it found, ordered by seq.
     pub fn verify_audit_chain(&self) -> Result<(u64, Vec<AuditFinding>), StorageError> {
         let (head, _) = self.audit_head()?;
@@ -1040,9 +1126,13 @@ impl Store {
         let mut expected = 1_u64;
         let mut previous: Option<String> = Some(String::new());
         let mut checked = 0_u64;
+        let mut replay = crate::rows::ApprovalReplay::default();
         for row in rows {
             let record = match row {
-                ChainRow::Numbered(record) => record,
+                ChainRow::Numbered(record) => {
+                    replay.record(&record);
+                    record
+                }
                 ChainRow::Unnumbered { after } => {
                     findings.push(AuditFinding::Inserted {
                         seq: after,
@@ -1073,10 +1163,30 @@ impl Store {
             expected = record.seq + 1;
         }
         findings.extend((expected..=head).map(|seq| AuditFinding::Removed { seq }));
+        // Every approval row against the state its facts give it.
+        let mut present = std::collections::HashSet::new();
+        crate::store::for_each_approval(&self.conn, |approval| {
+            present.insert(approval.id.as_str().to_owned());
+            findings.extend(replay.check(approval));
+            Ok(())
+        })?;
+        findings.extend(replay.removed(&present));
         findings.sort();
         findings.dedup();
         findings.sort_by_key(AuditFinding::seq);
         Ok((checked, findings))
+    }
+
+    /// The approvals' states as their chained facts give them, to check
+    /// rows against ([`crate::ApprovalReplay::check`]).
+    pub fn approval_replay(&self) -> Result<crate::ApprovalReplay, StorageError> {
+        let mut replay = crate::ApprovalReplay::default();
+        for row in self.chain_rows()? {
+            if let ChainRow::Numbered(record) = row {
+                replay.record(&record);
+            }
+        }
+        Ok(replay)
     }
 
     /// The latest record of each approval (its decision, expiry,

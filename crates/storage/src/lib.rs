@@ -26,6 +26,7 @@ mod migrate;
 mod path;
 mod probe;
 mod review;
+mod rows;
 mod store;
 mod tool_audit;
 mod transcript;
@@ -48,5 +49,6 @@ pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_mig
 pub use plan_core::ApprovalFilter;
 pub use probe::{executable_exists, real_directory};
 pub use review::{ArtifactLocation, WorkspaceFindings};
+pub use rows::ApprovalReplay;
 pub use store::{DEFAULT_SHELL_KEY, SessionRows, Store, StoredApproval};
 pub use tool_audit::ToolDecisionTally;

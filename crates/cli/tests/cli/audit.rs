@@ -86,10 +86,17 @@ fn rows_changed_removed_or_inserted_after_export_are_named_by_seq() {
     );
     let against = run(Some(&fixture.db), &["audit", "verify", "--against", file]);
     assert_eq!(against.code, 1, "{}", against.transcript());
+    // The changed record now tells another mode than the row holds: the
+    // row check names that too.
     assert_eq!(
         against.stdout,
-        "seq 2: changed\nseq 5: inserted\nseq 9: removed\n\
-         audit chain: 3 problem(s) in 14 records up to seq 14, compared with 14 the collector kept\n"
+        format!(
+            "seq 2: changed\nseq 5: inserted\n\
+             seq 5: approval {}: permission_mode is accept-edits in the row, auto in the chain\n\
+             seq 9: removed\n\
+             audit chain: 4 problem(s) in 14 records up to seq 14, compared with 14 the collector kept\n",
+            fixture.id("approval-completed")
+        )
     );
     let json = run(
         Some(&fixture.db),
@@ -103,6 +110,8 @@ fn rows_changed_removed_or_inserted_after_export_are_named_by_seq() {
         serde_json::json!([
             {"seq": 2, "finding": "changed"},
             {"seq": 5, "finding": "inserted"},
+            {"seq": 5, "finding": "row", "approvalId": fixture.id("approval-completed"),
+             "field": "permission_mode", "chain": "auto", "row": "accept-edits"},
             {"seq": 9, "finding": "removed"},
         ])
     );
@@ -206,5 +215,99 @@ fn approvals_export_carries_the_latest_seq_and_hash_of_each_approval() {
             .unwrap();
         assert_eq!(value["auditSeq"], latest.seq);
         assert_eq!(value["auditHash"], latest.hash.as_str());
+    }
+}
+
+/// The issue's case: after export, the completed approval's mode raised
+/// from accept-edits to auto and the rejection turned into an expiry, in
+/// `plan_approvals` alone (the chain's records untouched).
+fn edit_decisions(fixture: &support::Fixture) {
+    sql(
+        &fixture.db,
+        &format!(
+            "UPDATE plan_approvals SET permission_mode = 'auto' WHERE id = '{}'; \
+             UPDATE plan_approvals SET status = 'expired', error_code = 'PLAN_APPROVAL_TIMEOUT' \
+             WHERE id = '{}';",
+            fixture.id("approval-completed"),
+            fixture.id("approval-rejected")
+        ),
+    );
+}
+
+#[test]
+fn an_edited_approval_row_is_found_with_and_without_the_collectors_copy() {
+    let fixture = support::rich();
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    edit_decisions(&fixture);
+    let completed = fixture.id("approval-completed");
+    let rejected = fixture.id("approval-rejected");
+    for args in [
+        vec!["audit", "verify"],
+        vec!["audit", "verify", "--against", file.to_str().unwrap()],
+    ] {
+        let verified = run(Some(&fixture.db), &args);
+        assert_eq!(verified.code, 1, "{args:?}: {}", verified.transcript());
+        for expected in [
+            format!("approval {completed}: permission_mode is auto in the row, accept-edits in the chain"),
+            format!("approval {rejected}: status is expired in the row, rejected in the chain"),
+            format!("approval {rejected}: error_code is PLAN_APPROVAL_TIMEOUT in the row, none in the chain"),
+        ] {
+            assert!(
+                verified.stdout.contains(&expected),
+                "{args:?}: {}",
+                verified.stdout
+            );
+        }
+        let mut json_args = args.clone();
+        json_args.push("--json");
+        let json = run(Some(&fixture.db), &json_args);
+        assert_eq!(json.code, 1);
+        let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(value["ok"], false);
+        assert!(
+            value["findings"]
+                .as_array()
+                .unwrap()
+                .contains(&serde_json::json!({
+                    "seq": value["findings"].as_array().unwrap().iter()
+                        .find(|finding| finding["field"] == "permission_mode").unwrap()["seq"],
+                    "finding": "row",
+                    "approvalId": completed,
+                    "field": "permission_mode",
+                    "chain": "accept-edits",
+                    "row": "auto",
+                })),
+            "{}",
+            json.stdout
+        );
+    }
+}
+
+#[test]
+fn approvals_export_does_not_print_an_edited_row_as_valid() {
+    let fixture = support::rich();
+    edit_decisions(&fixture);
+    let export = run(Some(&fixture.db), &["approvals", "export"]);
+    assert_eq!(export.code, 1, "{}", export.transcript());
+    assert!(
+        export
+            .stderr
+            .contains("2 approval rows disagree with the audit chain"),
+        "{}",
+        export.stderr
+    );
+    for line in export.stdout.lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        let id = value["id"].as_str().unwrap();
+        let edited = id == fixture.id("approval-completed") || id == fixture.id("approval-rejected");
+        assert_eq!(value["auditVerified"], !edited, "{line}");
+        if edited {
+            assert!(
+                !value["auditDifferences"].as_array().unwrap().is_empty(),
+                "{line}"
+            );
+        } else {
+            assert!(value.get("auditDifferences").is_none(), "{line}");
+        }
     }
 }

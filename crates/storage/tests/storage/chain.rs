@@ -236,7 +236,11 @@ fn a_removed_row_is_named_by_its_seq_the_last_one_too() {
             9,
             vec![
                 AuditFinding::Removed { seq: 4 },
-                AuditFinding::Removed { seq: 11 }
+                // Without its rejection, a2's facts leave it pending: the
+                // row that says otherwise is named too.
+                row_finding(10, "a2", "decided_at", "none", "1800000000008"),
+                row_finding(10, "a2", "status", "pending", "rejected"),
+                AuditFinding::Removed { seq: 11 },
             ]
         )
     );
@@ -497,7 +501,16 @@ fn an_approval_whose_facts_the_transcript_holds_is_not_told_twice() {
         .filter(|record| record.event == "plan_checkpoint.plan.submitted")
         .count();
     assert_eq!(submitted, 1);
-    assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+    // The chain itself is whole; the hand-written submission tells another
+    // title and no artifact, which the row check names.
+    let (checked, findings) = store.verify_audit_chain().unwrap();
+    assert_eq!(checked, 4);
+    assert!(
+        findings
+            .iter()
+            .all(|finding| matches!(finding, AuditFinding::Row { approval_id, .. } if approval_id == "a1")),
+        "{findings:?}"
+    );
 }
 
 #[test]
@@ -534,4 +547,118 @@ fn the_first_fact_of_an_unchained_database_numbers_its_history_before_itself() {
         ]
     );
     assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+}
+
+fn row_finding(seq: u64, approval_id: &str, field: &'static str, chain: &str, row: &str) -> AuditFinding {
+    AuditFinding::Row {
+        seq,
+        approval_id: approval_id.to_owned(),
+        field,
+        chain: chain.to_owned(),
+        row: row.to_owned(),
+    }
+}
+
+#[test]
+fn an_edited_approval_row_is_found_with_its_id_the_field_and_both_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let db = dir.path().join("plan.db");
+    // After the fact: a1's mode raised from accept-edits to auto, a2's
+    // rejection turned into an expiry.
+    execute(
+        &db,
+        "UPDATE plan_approvals SET permission_mode = 'auto' WHERE id = 'a1'; \
+         UPDATE plan_approvals SET status = 'expired', error_code = 'PLAN_APPROVAL_TIMEOUT' WHERE id = 'a2';",
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            11,
+            vec![
+                row_finding(9, "a1", "permission_mode", "accept-edits", "auto"),
+                row_finding(11, "a2", "error_code", "none", "PLAN_APPROVAL_TIMEOUT"),
+                row_finding(11, "a2", "status", "rejected", "expired"),
+            ]
+        )
+    );
+}
+
+#[test]
+fn every_field_of_an_approval_row_is_checked_against_the_chain() {
+    for (column, value, chain) in [
+        ("session_id", "'s2'", "s1"),
+        ("turn_id", "'t9'", "turn-a1"),
+        (
+            "artifact_sha256",
+            "printf('%064d', 7)",
+            "0000000000000000000000000000000000000000000000000000000000000000",
+        ),
+        ("artifact_size", "999", "12"),
+        (
+            "artifact_path",
+            "'.pi/plan/other.md'",
+            ".pi/plan/20260101T000000Z-a1-abc.md",
+        ),
+        ("expires_at", "expires_at + 1", ""),
+        ("created_at", "created_at - 5", ""),
+        ("decided_at", "decided_at + 60000", ""),
+        ("execution_id", "'x9'", "x1"),
+        ("execution_state", "'interrupted'", "completed"),
+        ("title", "'Another title'", ""),
+        ("question", "'Another question?'", ""),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = history(dir.path());
+        execute(
+            &dir.path().join("plan.db"),
+            &format!("UPDATE plan_approvals SET {column} = {value} WHERE id = 'a1'"),
+        );
+        let (_, findings) = store.verify_audit_chain().unwrap();
+        let fields: Vec<&str> = findings
+            .iter()
+            .map(|finding| match finding {
+                AuditFinding::Row {
+                    approval_id,
+                    field,
+                    chain: told,
+                    ..
+                } => {
+                    assert_eq!(approval_id, "a1");
+                    if !chain.is_empty() {
+                        assert_eq!(told, chain, "{column}");
+                    }
+                    *field
+                }
+                other => panic!("{column}: {other:?}"),
+            })
+            .collect();
+        assert_eq!(fields, [column], "{column}");
+    }
+}
+
+#[test]
+fn a_row_the_chain_never_recorded_and_a_row_removed_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    execute(
+        &dir.path().join("plan.db"),
+        &format!(
+            "DELETE FROM plan_approvals WHERE id = 'a2'; \
+             INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+               artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
+             VALUES ('forged', 's2', 't', 'x', 'y', '.pi/plan/f.md', printf('%064d', 1), 1, 'rejected', \
+               {NOW}, {NOW} + 1800000, {NOW} + 1);"
+        ),
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            11,
+            vec![
+                row_finding(0, "forged", "row", "absent", "present"),
+                row_finding(11, "a2", "row", "present", "absent"),
+            ]
+        )
+    );
 }
