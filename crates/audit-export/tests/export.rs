@@ -256,6 +256,7 @@ fn sample_records() -> Vec<plan_storage::AuditRecord> {
             time_unix_ms: 1_800_000_000_000 + i64::try_from(seq).unwrap(),
             attributes,
             content,
+            content_notes: std::collections::BTreeMap::new(),
             workspace_root: root.map(str::to_owned),
         }
     };
@@ -281,6 +282,13 @@ fn sample_records() -> Vec<plan_storage::AuditRecord> {
     ]
 }
 
+fn box_origin() -> plan_audit_export::Origin {
+    plan_audit_export::Origin {
+        host_name: "box".to_owned(),
+        database_id: None,
+    }
+}
+
 #[test]
 fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
     use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
@@ -292,11 +300,11 @@ fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
     config.include_content = true;
     config.resource_attributes = vec![("deployment.environment".to_owned(), "ci".to_owned())];
     let from_protobuf = ExportLogsServiceRequest::decode(
-        plan_audit_export::encode_protobuf(&records, &config, "box").as_slice(),
+        plan_audit_export::encode_protobuf(&records, &config, &box_origin()).as_slice(),
     )
     .unwrap();
     let from_json: ExportLogsServiceRequest =
-        serde_json::from_slice(&plan_audit_export::encode_json(&records, &config, "box")).unwrap();
+        serde_json::from_slice(&plan_audit_export::encode_json(&records, &config, &box_origin())).unwrap();
     assert_eq!(from_protobuf, from_json, "the two encodings say the same thing");
 
     // And what they say is what the spec lists, read through the official

@@ -199,6 +199,50 @@ struct StatusJson {
     counts: Option<Counts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     live: Option<Vec<PlanApproval>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit: Option<AuditStatus>,
+}
+
+/// The audit chain and its export, as `db status` shows them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditStatus {
+    /// The chain's head: its last seq (0 before the first record).
+    head: u64,
+    head_hash: String,
+    /// The database's identity on every exported record.
+    database_id: Option<String>,
+    /// The last seq a collector accepted.
+    export_cursor: u64,
+    /// Records not yet accepted (head - cursor).
+    lag: u64,
+    /// `ok`, `failing`, or `none` (no exporter recorded anything yet).
+    export_state: String,
+    /// The last export error, kept until the export recovers.
+    last_error: Option<String>,
+    /// When the export started failing or last recovered (Unix ms).
+    since: Option<u64>,
+}
+
+fn audit_status(store: &Store) -> Result<AuditStatus, Failure> {
+    let (head, head_hash) = store.audit_head().map_err(|error| failure(&error))?;
+    let cursor = store.audit_cursor().map_err(|error| failure(&error))?.seq;
+    let recorded = store.export_status().map_err(|error| failure(&error))?;
+    let field = |name: &str| recorded.as_ref().and_then(|status| status.get(name).cloned());
+    Ok(AuditStatus {
+        head,
+        head_hash,
+        database_id: store.database_id().map_err(|error| failure(&error))?,
+        export_cursor: cursor,
+        lag: head.saturating_sub(cursor),
+        export_state: field("state")
+            .and_then(|state| state.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "none".to_owned()),
+        last_error: field("lastError").and_then(|error| error.as_str().map(str::to_owned)),
+        since: field("since")
+            .or_else(|| field("recoveredAt"))
+            .and_then(|at| at.as_u64()),
+    })
 }
 
 /// `db status`. A database `db migrate` would change (v8, or an empty file)
@@ -241,6 +285,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
                 total: None,
                 counts: None,
                 live: None,
+                audit: None,
             })?
         } else {
             format!(
@@ -262,6 +307,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
     let counts = store.count_by_status().map_err(|error| failure(&error))?;
     let live = store.live_rows().map_err(|error| failure(&error))?;
     let total: u64 = counts.iter().map(|(_, count)| count).sum();
+    let audit = audit_status(&store)?;
     if json {
         let text = render::json_pretty(&StatusJson {
             path,
@@ -270,6 +316,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
             total: Some(total),
             counts: Some(Counts::of(&counts)),
             live: Some(live),
+            audit: Some(audit),
         })?;
         render::write_stdout(text.as_bytes())?;
         return Ok(exit::OK);
@@ -294,6 +341,40 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
         "live rows:       {} ({pending} pending, {executing} queued or running)\n",
         live.len()
     ));
+    let short: String = audit.head_hash.chars().take(12).collect();
+    out.push_str(&format!(
+        "audit chain:     head seq {}{}\n",
+        audit.head,
+        if short.is_empty() {
+            String::new()
+        } else {
+            format!(" ({short}…)")
+        }
+    ));
+    out.push_str(&format!(
+        "database id:     {}\n",
+        audit
+            .database_id
+            .as_deref()
+            .map_or_else(|| "none yet".into(), escape::line)
+    ));
+    out.push_str(&format!(
+        "export cursor:   seq {} (lag {})\n",
+        audit.export_cursor, audit.lag
+    ));
+    let state = match (audit.export_state.as_str(), &audit.last_error) {
+        ("failing", Some(error)) => format!(
+            "failing since {}: {}",
+            audit.since.map_or_else(
+                || "?".to_owned(),
+                |at| render::local_rfc3339(i64::try_from(at).unwrap_or(i64::MAX))
+            ),
+            escape::line(error)
+        ),
+        ("ok", _) => "ok (last error: none)".to_owned(),
+        (_, _) => "no export recorded (last error: none)".to_owned(),
+    };
+    out.push_str(&format!("export status:   {state}\n"));
     if !live.is_empty() {
         out.push('\n');
     }

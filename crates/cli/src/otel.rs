@@ -69,3 +69,12 @@ impl OtelArgs {
         }
     }
 }
+
+/// The export's health told as one line each on stderr (`PREFIX: audit
+/// export failing: ...`, `PREFIX: audit export recovered ...`): the first
+/// failure and the recovery, never one line per retry.
+pub(crate) fn stderr_observer(prefix: &'static str) -> plan_audit_export::ExportObserver {
+    std::sync::Arc::new(move |event: &plan_audit_export::ExportEvent| {
+        plan_server::log::line(&format!("{prefix}: {event}"));
+    })
+}

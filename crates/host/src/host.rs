@@ -120,6 +120,9 @@ impl Host {
         // On failure `opened` drops as a whole: the connection closes before
         // the lock is released.
         opened.store.startup_fence(now)?;
+        // The identity every exported record carries (made once).
+        let fresh_identity = uuid::Uuid::new_v4().to_string();
+        opened.store.ensure_database_id(&fresh_identity)?;
         let ExclusiveStore {
             mut store,
             migration,
@@ -169,11 +172,15 @@ impl Host {
             ExpiryTimer::Manual => None,
         };
         if let Some(config) = core.options.audit_export.clone() {
-            let exporter =
-                plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
-                    core.close_now();
-                    HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
-                })?;
+            let exporter = plan_audit_export::Exporter::start_observed(
+                core.database.clone(),
+                config,
+                core.options.export_observer.clone(),
+            )
+            .map_err(|error| {
+                core.close_now();
+                HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
+            })?;
             *crate::sync::lock(&core.exporter) = Some(exporter);
         }
         Ok(Host { core, timer })

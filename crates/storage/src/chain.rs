@@ -36,6 +36,17 @@ pub const AUDIT_HEAD_KEY: &str = "audit.chain.head";
 /// The settings key of the export cursor: `{"seq": N, "entryId": id}`.
 pub const AUDIT_CURSOR_KEY: &str = "audit.export.cursor";
 
+/// The settings key of the database's identity: a JSON string, made once
+/// by the first host of this build ([`Store::ensure_database_id`]) and
+/// exported with every record, so a collector's file holding several
+/// databases' records tells them apart.
+pub const DATABASE_ID_KEY: &str = "audit.database.id";
+
+/// The settings key of the export's health as its exporter last told it
+/// (`{"state": "failing"|"ok", "lastError", "since"|"recoveredAt", ...}`),
+/// for `db status`.
+pub const AUDIT_EXPORT_STATUS_KEY: &str = "audit.export.status";
+
 /// The attribute that holds a record's position in the chain.
 pub const SEQ_ATTRIBUTE: &str = "plan_checkpoint.audit.seq";
 /// The attribute that holds a record's chain hash.
@@ -272,6 +283,30 @@ pub const CONTENT_ATTRIBUTES: &[&str] = &[
     "plan_checkpoint.command.text",
 ];
 
+/// Attributes exported beside the chain's own under the names OpenTelemetry's
+/// GenAI conventions give them, each a copy of a chained attribute (alias,
+/// source). They are not part of the canonical bytes; a check of a
+/// collector's copy holds each to its source.
+pub const ALIAS_ATTRIBUTES: &[(&str, &str)] = &[
+    ("gen_ai.conversation.id", "session.id"),
+    ("gen_ai.tool.call.id", "plan_checkpoint.call.id"),
+    ("gen_ai.tool.name", "plan_checkpoint.tool.name"),
+];
+
+/// Whether an exported attribute is part of a record's canonical bytes:
+/// not its hash, not confidential content or what is said about cut
+/// content (`<content attribute>.<detail>`), not an alias.
+pub fn is_canonical_attribute(key: &str) -> bool {
+    key != HASH_ATTRIBUTE
+        && !CONTENT_ATTRIBUTES.iter().any(|content| {
+            key == *content
+                || key
+                    .strip_prefix(content)
+                    .is_some_and(|detail| detail.starts_with('.'))
+        })
+        && !ALIAS_ATTRIBUTES.iter().any(|(alias, _)| *alias == key)
+}
+
 /// One audited fact as the chain holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRecord {
@@ -290,6 +325,9 @@ pub struct AuditRecord {
     pub attributes: BTreeMap<String, Value>,
     /// Confidential text by attribute name (titles, questions, command text).
     pub content: BTreeMap<String, String>,
+    /// What an exporter says about content it cut to bound a request
+    /// (`<content attribute>.truncated`, `.sha256`, `.size`); empty as read.
+    pub content_notes: BTreeMap<String, Value>,
     /// The session's workspace root, if it has one (for the resource).
     pub workspace_root: Option<String>,
 }
@@ -917,6 +955,7 @@ fn read_record(
         time_unix_ms: at,
         attributes,
         content,
+        content_notes: BTreeMap::new(),
         workspace_root,
     }))
 }
@@ -943,6 +982,69 @@ impl Store {
     /// nothing was recorded).
     pub fn audit_head(&self) -> Result<(u64, String), StorageError> {
         read_head(&self.conn)
+    }
+
+    /// The database's identity ([`DATABASE_ID_KEY`]), if a host made one.
+    pub fn database_id(&self) -> Result<Option<String>, StorageError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([DATABASE_ID_KEY], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading the database's identity"))?;
+        Ok(text.and_then(|text| match serde_json::from_str::<Value>(&text) {
+            Ok(Value::String(id)) => Some(id),
+            Ok(_) | Err(_) => None,
+        }))
+    }
+
+    /// Records `fresh` as the database's identity unless it has one, and
+    /// returns the identity it has. The host calls it once when it opens,
+    /// with a new random id.
+    pub fn ensure_database_id(&mut self, fresh: &str) -> Result<String, StorageError> {
+        if let Some(id) = self.database_id()? {
+            return Ok(id);
+        }
+        self.guarded(|conn| {
+            conn.prepare_cached(
+                "INSERT INTO settings (key, value_json) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![DATABASE_ID_KEY, Value::from(fresh).to_string()])
+            })
+            .map_err(StorageError::sqlite("recording the database's identity"))
+        })?;
+        Ok(self.database_id()?.unwrap_or_else(|| fresh.to_owned()))
+    }
+
+    /// The export's health as its exporter last recorded it.
+    pub fn export_status(&self) -> Result<Option<Value>, StorageError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([AUDIT_EXPORT_STATUS_KEY], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading the audit export's status"))?;
+        Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
+    /// Records the export's health (its own small transaction; the
+    /// exporter calls it when the export starts failing or recovers).
+    pub fn set_export_status(&mut self, status: &Value) -> Result<(), StorageError> {
+        self.guarded(|conn| {
+            write_setting(
+                conn,
+                AUDIT_EXPORT_STATUS_KEY,
+                status,
+                "recording the audit export's status",
+            )
+        })
     }
 
     /// The export cursor.

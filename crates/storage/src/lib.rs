@@ -37,8 +37,9 @@ pub use artifacts::{
 };
 pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
 pub use chain::{
-    AUDIT_CURSOR_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor, AuditFinding, AuditRecord,
-    CONTENT_ATTRIBUTES, EVENT_ATTRIBUTE, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, canonical_bytes, chain_hash,
+    ALIAS_ATTRIBUTES, AUDIT_CURSOR_KEY, AUDIT_EXPORT_STATUS_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor,
+    AuditFinding, AuditRecord, CONTENT_ATTRIBUTES, DATABASE_ID_KEY, EVENT_ATTRIBUTE, HASH_ATTRIBUTE,
+    SEQ_ATTRIBUTE, canonical_bytes, chain_hash, is_canonical_attribute,
 };
 pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use plan_audit_export::{ExportConfig, Protocol, encode_json};
+use plan_audit_export::{ExportConfig, Origin, Protocol, encode_json};
 use plan_storage::Store;
 
 use crate::support::{self, run};
@@ -13,12 +13,17 @@ use crate::support::{self, run};
 /// What a collector's file exporter keeps of the database's records: one
 /// OTLP/JSON request per line, in batches of 4.
 fn collector_file(db: &Path, dir: &Path) -> std::path::PathBuf {
-    let records = Store::open_read_only(db).unwrap().audit_records().unwrap();
+    let store = Store::open_read_only(db).unwrap();
+    let records = store.audit_records().unwrap();
+    let origin = Origin {
+        host_name: "test-host".to_owned(),
+        database_id: store.database_id().unwrap(),
+    };
     let mut config = ExportConfig::new("http://127.0.0.1:4318/v1/logs");
     config.protocol = Protocol::HttpJson;
     let mut text = String::new();
     for batch in records.chunks(4) {
-        text.push_str(std::str::from_utf8(&encode_json(batch, &config, "test-host")).unwrap());
+        text.push_str(std::str::from_utf8(&encode_json(batch, &config, &origin)).unwrap());
         text.push('\n');
     }
     let path = dir.join("collected.jsonl");
