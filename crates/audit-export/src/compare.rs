@@ -365,21 +365,40 @@ pub fn verify_against(store: &Store, collected: &[CollectorRecord]) -> Result<Co
                 // content follows from an earlier change, named there (or
                 // from a stored hash edited alone, which the chain's own
                 // verification names).
-                match copies
-                    .iter()
-                    .find(|(bytes, _)| *bytes == kept.canonical.as_slice())
-                {
-                    None => findings.push(AuditFinding::Changed { seq: *seq }),
-                    // A local hash edited alone is the chain's own finding.
-                    Some((_, hash))
-                        if *hash != kept.hash && !findings.contains(&AuditFinding::Changed { seq: *seq }) =>
-                    {
-                        collector_findings.push(CollectorFinding::HashRewritten {
-                            seq: *seq,
-                            line: kept.line,
-                        });
-                    }
-                    Some(_) => {}
+                if !copies.iter().any(|(bytes, _)| *bytes == kept.canonical.as_slice()) {
+                    findings.push(AuditFinding::Changed { seq: *seq });
+                    continue;
+                }
+                // The collector's hash must chain from the previous record's
+                // hash, the collector's or the database's: a hash that
+                // chains from neither was rewritten in the collector (a
+                // local chain rewritten from some seq on is the chain's
+                // `changed` finding, and the collector's copy still chains).
+                let previous_local = seq
+                    .checked_sub(1)
+                    .filter(|previous| *previous > 0)
+                    .and_then(|previous| local_by_seq.get(&previous))
+                    .and_then(|copies| copies.first())
+                    .map(|(_, hash)| *hash);
+                let previous_kept = seq
+                    .checked_sub(1)
+                    .filter(|previous| *previous > 0)
+                    .and_then(|previous| remote.get(&previous))
+                    .map(|record| record.hash.as_str());
+                let chains_from =
+                    |previous: &str| plan_storage::chain_hash(previous, &kept.canonical) == kept.hash;
+                let chains = if *seq == 1 {
+                    chains_from("")
+                } else {
+                    previous_kept.is_some_and(chains_from) || previous_local.is_some_and(chains_from)
+                };
+                let unknown_predecessor = *seq > 1 && previous_kept.is_none() && previous_local.is_none();
+                let local_hash_differs = copies.iter().all(|(_, hash)| *hash != kept.hash);
+                if (!chains && !unknown_predecessor) || (unknown_predecessor && local_hash_differs) {
+                    collector_findings.push(CollectorFinding::HashRewritten {
+                        seq: *seq,
+                        line: kept.line,
+                    });
                 }
             }
         }

@@ -186,13 +186,14 @@ fn a_collector_file_that_is_not_otlp_json_is_an_error() {
         Some(&fixture.db),
         &["audit", "verify", "--against", path.to_str().unwrap()],
     );
-    assert_eq!(result.code, 1);
+    // Could not read (4), not tampered (1).
+    assert_eq!(result.code, 4);
     assert!(result.stderr.contains("line 2:"), "{}", result.stderr);
     let missing = run(
         Some(&fixture.db),
         &["audit", "verify", "--against", "/nonexistent/file"],
     );
-    assert_eq!(missing.code, 1);
+    assert_eq!(missing.code, 4);
     assert!(
         missing.stderr.contains("cannot read /nonexistent/file"),
         "{}",
@@ -315,4 +316,131 @@ fn approvals_export_does_not_print_an_edited_row_as_valid() {
             assert!(value.get("auditDifferences").is_none(), "{line}");
         }
     }
+}
+
+fn verify_against(fixture: &support::Fixture, file: &Path) -> support::Run {
+    run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", file.to_str().unwrap()],
+    )
+}
+
+#[test]
+fn the_collectors_copies_are_checked_too() {
+    let fixture = support::rich();
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+
+    // A second, different record under seq 3 (its decision changed).
+    let conflicting = lines[0].replacen("\"accept-edits\"", "\"auto\"", 1);
+    assert_ne!(conflicting, lines[0]);
+    let with_conflict = format!("{text}{conflicting}\n");
+    std::fs::write(&file, &with_conflict).unwrap();
+    let checked = verify_against(&fixture, &file);
+    assert_eq!(checked.code, 1, "{}", checked.transcript());
+    assert!(
+        checked.stdout.contains("the collector kept two different records"),
+        "{}",
+        checked.stdout
+    );
+
+    // A rewritten audit.hash over unchanged content.
+    let store = Store::open_read_only(&fixture.db).unwrap();
+    let hash = store.audit_records().unwrap()[0].hash.clone();
+    let rewritten = text.replacen(&hash, &"f".repeat(64), 1);
+    std::fs::write(&file, &rewritten).unwrap();
+    let checked = verify_against(&fixture, &file);
+    assert_eq!(checked.code, 1, "{}", checked.transcript());
+    assert!(
+        checked
+            .stdout
+            .contains("seq 1: the collector's copy (line 1) carries another audit.hash than the chain"),
+        "{}",
+        checked.stdout
+    );
+
+    // The last request cut from the file: the head is not in it.
+    let cut = format!("{}\n", lines[..lines.len() - 1].join("\n"));
+    std::fs::write(&file, &cut).unwrap();
+    let checked = verify_against(&fixture, &file);
+    assert_eq!(checked.code, 1, "{}", checked.transcript());
+    assert!(
+        checked.stdout.contains("..14: not in the collector's file"),
+        "{}",
+        checked.stdout
+    );
+}
+
+#[test]
+fn an_unfinished_last_line_is_a_note_and_an_unreadable_file_exit_4() {
+    let fixture = support::rich();
+    let file = collector_file(&fixture.db, fixture._dir.path());
+    let text = std::fs::read_to_string(&file).unwrap();
+    // A live file: the collector is writing one more request.
+    std::fs::write(&file, format!("{text}{{\"resourceLogs\":[{{\"reso")).unwrap();
+    let live = verify_against(&fixture, &file);
+    assert_eq!(live.code, 0, "{}", live.transcript());
+    assert!(live.stderr.contains("is unfinished"), "{}", live.stderr);
+    // The same garbage in the middle is a file that cannot be read: not
+    // "tampered" (1) but 4.
+    std::fs::write(&file, format!("{{\"resourceLogs\":[{{\"reso\n{text}")).unwrap();
+    let broken = verify_against(&fixture, &file);
+    assert_eq!(broken.code, 4, "{}", broken.transcript());
+    let missing = run(
+        Some(&fixture.db),
+        &["audit", "verify", "--against", "/nonexistent/collector.jsonl"],
+    );
+    assert_eq!(missing.code, 4, "{}", missing.transcript());
+}
+
+#[test]
+fn records_of_another_database_in_the_file_are_left_out() {
+    let first = support::rich();
+    let second = support::rich();
+    let one = collector_file(&first.db, first._dir.path());
+    let two = collector_file(&second.db, second._dir.path());
+    let both = first._dir.path().join("both.jsonl");
+    std::fs::write(
+        &both,
+        format!(
+            "{}{}",
+            std::fs::read_to_string(&one).unwrap(),
+            std::fs::read_to_string(&two).unwrap()
+        ),
+    )
+    .unwrap();
+    for fixture in [&first, &second] {
+        let checked = verify_against(fixture, &both);
+        assert_eq!(checked.code, 0, "{}", checked.transcript());
+        assert!(checked.stderr.contains("records of other databases"), "{}", checked.stderr);
+    }
+}
+
+#[test]
+fn db_status_shows_the_chain_head_the_export_cursor_the_lag_and_the_last_error() {
+    let fixture = support::rich();
+    sql(
+        &fixture.db,
+        "INSERT INTO settings (key, value_json) VALUES ('audit.export.status', \
+         '{\"state\":\"failing\",\"lastError\":\"cannot reach the collector: refused\",\"since\":1800000000000}')",
+    );
+    let status = run(Some(&fixture.db), &["db", "status"]);
+    assert_eq!(status.code, 0, "{}", status.transcript());
+    for expected in [
+        "audit chain:     head seq 14 (",
+        "export cursor:   seq 0 (lag 14)",
+        "export status:   failing since ",
+        ": cannot reach the collector: refused",
+        "database id:     ",
+    ] {
+        assert!(status.stdout.contains(expected), "{expected:?} in {}", status.stdout);
+    }
+    let json = run(Some(&fixture.db), &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value["audit"]["head"], 14);
+    assert_eq!(value["audit"]["exportCursor"], 0);
+    assert_eq!(value["audit"]["lag"], 14);
+    assert_eq!(value["audit"]["exportState"], "failing");
+    assert_eq!(value["audit"]["lastError"], "cannot reach the collector: refused");
 }
