@@ -365,7 +365,10 @@ pub fn verify_against(store: &Store, collected: &[CollectorRecord]) -> Result<Co
                 // content follows from an earlier change, named there (or
                 // from a stored hash edited alone, which the chain's own
                 // verification names).
-                if !copies.iter().any(|(bytes, _)| *bytes == kept.canonical.as_slice()) {
+                if !copies
+                    .iter()
+                    .any(|(bytes, _)| *bytes == kept.canonical.as_slice())
+                {
                     findings.push(AuditFinding::Changed { seq: *seq });
                     continue;
                 }

@@ -221,6 +221,17 @@ impl ExportConfig {
             (None, None) => ExportConfig::logs_endpoint("http://localhost:4318"),
         };
         let mut config = ExportConfig::new(endpoint);
+        config.read_variables(&lookup)?;
+        config.check()?;
+        Ok(Some(config))
+    }
+
+    /// Applies every variable but the two that turn export on and say
+    /// where (protocol, headers, timeout, certificates, service name,
+    /// resource attributes, the request bound): read both when the
+    /// variables turn export on and when a host option does.
+    fn read_variables(&mut self, lookup: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let config = self;
         if let Some(protocol) =
             lookup("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL").or_else(|| lookup("OTEL_EXPORTER_OTLP_PROTOCOL"))
         {
@@ -246,7 +257,7 @@ impl ExportConfig {
                 config.timeout = Duration::from_millis(millis.max(1));
             }
         }
-        config.read_request_bound(&lookup)?;
+        config.read_request_bound(lookup)?;
         // The signal's own variable wins; an empty one counts as unset.
         let path = |logs: &str, general: &str| {
             lookup(logs)
@@ -278,8 +289,7 @@ impl ExportConfig {
         if let Some(name) = lookup("OTEL_SERVICE_NAME").filter(|name| !name.trim().is_empty()) {
             config.service_name = name;
         }
-        config.check()?;
-        Ok(Some(config))
+        Ok(())
     }
 
     /// Reads `PLAN_CHECKPOINT_OTLP_MAX_REQUEST_BYTES` (the bound of a
@@ -454,7 +464,18 @@ impl ExportOverrides {
                 config.endpoint.clone_from(endpoint);
                 Some(config)
             }
-            (Some(endpoint), None) => Some(ExportConfig::new(endpoint.clone())),
+            (Some(endpoint), None) => {
+                // Turned on by the option: the other variables still say
+                // how (resource attributes, headers, ...), unless OTel is
+                // disabled as a whole.
+                let mut config = ExportConfig::new(endpoint.clone());
+                let disabled = lookup("OTEL_SDK_DISABLED")
+                    .is_some_and(|disabled| disabled.trim().eq_ignore_ascii_case("true"));
+                if !disabled {
+                    config.read_variables(&lookup)?;
+                }
+                Some(config)
+            }
             (None, config) => config,
         };
         let Some(mut config) = config else {
@@ -485,7 +506,6 @@ impl ExportOverrides {
             config.service_name.clone_from(name);
         }
         config.include_content |= self.include_content;
-        config.read_request_bound(&lookup)?;
         for (setting, option) in [
             (&mut config.certificate, &self.certificate),
             (&mut config.client_certificate, &self.client_certificate),

@@ -340,7 +340,9 @@ fn the_collectors_copies_are_checked_too() {
     let checked = verify_against(&fixture, &file);
     assert_eq!(checked.code, 1, "{}", checked.transcript());
     assert!(
-        checked.stdout.contains("the collector kept two different records"),
+        checked
+            .stdout
+            .contains("the collector kept two different records"),
         "{}",
         checked.stdout
     );
@@ -413,7 +415,11 @@ fn records_of_another_database_in_the_file_are_left_out() {
     for fixture in [&first, &second] {
         let checked = verify_against(fixture, &both);
         assert_eq!(checked.code, 0, "{}", checked.transcript());
-        assert!(checked.stderr.contains("records of other databases"), "{}", checked.stderr);
+        assert!(
+            checked.stderr.contains("records of other databases"),
+            "{}",
+            checked.stderr
+        );
     }
 }
 
@@ -434,7 +440,11 @@ fn db_status_shows_the_chain_head_the_export_cursor_the_lag_and_the_last_error()
         ": cannot reach the collector: refused",
         "database id:     ",
     ] {
-        assert!(status.stdout.contains(expected), "{expected:?} in {}", status.stdout);
+        assert!(
+            status.stdout.contains(expected),
+            "{expected:?} in {}",
+            status.stdout
+        );
     }
     let json = run(Some(&fixture.db), &["db", "status", "--json"]);
     let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();

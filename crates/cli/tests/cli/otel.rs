@@ -397,3 +397,120 @@ fn an_upgraded_database_exports_its_history_numbered_once() {
     let again = crate::support::run(Some(&db), &["audit", "verify"]);
     assert_eq!(again.stdout, "audit chain: 12 records up to seq 12 verified\n");
 }
+
+/// The host Claude Code's hooks start exports too, with the settings of the
+/// per-user file (Claude Code passes its hooks no OTEL_* variable): a plan
+/// submitted through the ExitPlanMode hook and rejected from a terminal
+/// reaches the collector.
+#[test]
+fn the_host_claude_codes_hooks_start_exports_with_the_per_user_settings() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = base.join("project");
+    std::fs::create_dir(&project).unwrap();
+    let xdg = base.join("xdg");
+    std::fs::create_dir_all(xdg.join("plan-checkpoint")).unwrap();
+    std::fs::write(
+        xdg.join("plan-checkpoint/audit-export.json"),
+        serde_json::json!({
+            "otel": {"logsEndpoint": collector.endpoint(), "protocol": "http/json"},
+            "environment": {"OTEL_RESOURCE_ATTRIBUTES": "host.name=from-the-file,team=agents"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
+        command
+            .args(args)
+            .current_dir(&project)
+            .env("TMPDIR", &base)
+            .env("XDG_CONFIG_HOME", &xdg)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .env_remove("PLAN_CHECKPOINT_AUDIT_EXPORT_FILE");
+        for (name, _) in std::env::vars() {
+            if name.starts_with("OTEL_") {
+                command.env_remove(name);
+            }
+        }
+        command
+    };
+    let plan_file = base.join("config/plans/p.md");
+    std::fs::create_dir_all(plan_file.parent().unwrap()).unwrap();
+    std::fs::write(&plan_file, "# Plan\n").unwrap();
+    let input = serde_json::json!({
+        "session_id": "cc-export",
+        "transcript_path": base.join("transcript.jsonl"),
+        "cwd": project,
+        "permission_mode": "plan",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "ExitPlanMode",
+        "tool_input": {"plan": "# Plan\n", "planFilePath": plan_file},
+        "tool_use_id": "toolu_exit",
+    });
+    let mut hook = command(&["claude-code", "hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let received = collector.wait_until("the submission", |received| {
+        received
+            .iter()
+            .any(|copy| copy.event() == "plan_checkpoint.plan.submitted")
+    });
+    let submitted = received
+        .iter()
+        .find(|copy| copy.event() == "plan_checkpoint.plan.submitted")
+        .unwrap();
+    assert_eq!(
+        submitted.resource.get("host.name"),
+        Some(&serde_json::json!("from-the-file"))
+    );
+    assert_eq!(submitted.resource.get("team"), Some(&serde_json::json!("agents")));
+    let id = submitted
+        .attribute("plan_checkpoint.approval.id")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rejected = command(&["claude-code", "reject", &id]).output().unwrap();
+    assert!(
+        rejected.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rejected.stderr)
+    );
+    let _ = hook.wait_with_output();
+    collector.wait_until("the rejection", |received| {
+        received
+            .iter()
+            .any(|copy| copy.event() == "plan_checkpoint.plan.rejected")
+    });
+    // End the host this case started, by its pid file.
+    let uid = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+    if let Some(pid) = std::fs::read_dir(base.join(format!("plan-checkpoint-{}", uid.trim())))
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|entry| {
+            entry
+                .path()
+                .extension()
+                .is_some_and(|extension| extension == "pid")
+        })
+        .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
+    {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    }
+}
