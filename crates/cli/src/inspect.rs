@@ -426,6 +426,13 @@ struct MigrateJson {
     from: u32,
     to: u32,
     migrated: bool,
+    /// Rows of a big pre-chain audit history numbered (0: none).
+    #[serde(skip_serializing_if = "is_zero")]
+    history_numbered: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// `db migrate`: v8 -> v10, a new schema in an empty file, or nothing to
@@ -446,12 +453,38 @@ pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
         Ok(opened) => opened,
         Err(StorageError::HostAlreadyRunning { .. }) if is_current(database) => {
             // A live host on a v10 database: there is nothing to migrate.
-            return report_migration(database, Some(SCHEMA_VERSION), json);
+            return report_migration(database, Some(SCHEMA_VERSION), 0, json);
         }
         Err(error) => return Err(refused(error)),
     };
     let report = opened.migration;
-    report_migration(database, report.from, json)
+    let numbered = number_history(opened.store)?;
+    report_migration(database, report.from, numbered, json)
+}
+
+/// Numbers a big pre-chain audit history to the end, in short
+/// transactions, with a progress bar on a terminal; returns how many rows
+/// of history it went through (0: nothing to number).
+fn number_history(mut store: Store) -> Result<u64, Failure> {
+    store.begin_audit_chain().map_err(|error| failure(&error))?;
+    let Some(first) = store.history_numbering().map_err(|error| failure(&error))? else {
+        return Ok(0);
+    };
+    let bar = progress::bar(first.total, "rows of audit history numbered");
+    let mut total = first.total;
+    while let Some(progress) = store.number_history_step().map_err(|error| failure(&error))? {
+        bar.set_position(progress.done);
+        total = progress.total;
+        if store
+            .history_numbering()
+            .map_err(|error| failure(&error))?
+            .is_none()
+        {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(total)
 }
 
 /// Whether a read-only look finds the database at schema v10.
@@ -462,8 +495,8 @@ fn is_current(database: &Path) -> bool {
 }
 
 /// Says what the migration did, given the schema it found (`None`: an
-/// empty file).
-fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i32, Failure> {
+/// empty file) and how many rows of audit history it numbered.
+fn report_migration(database: &Path, found: Option<u32>, numbered: u64, json: bool) -> Result<i32, Failure> {
     let path = database.display().to_string();
     let to = SCHEMA_VERSION;
     let (from, done) = match found {
@@ -477,7 +510,13 @@ fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i
             from,
             to,
             migrated: from != to,
+            history_numbered: numbered,
         })?
+    } else if numbered > 0 {
+        format!(
+            "{}: {done}; numbered the audit history ({numbered} rows)\n",
+            escape::line(&path)
+        )
     } else {
         format!("{}: {done}\n", escape::line(&path))
     };

@@ -123,6 +123,9 @@ impl Host {
         // The identity every exported record carries (made once).
         let fresh_identity = uuid::Uuid::new_v4().to_string();
         opened.store.ensure_database_id(&fresh_identity)?;
+        // A big pre-chain history is numbered on a thread of its own, after
+        // the host answers (the fence only marked where it ends).
+        let numberer = plan_storage::HistoryNumberer::start_if_needed(&database, &opened.store);
         let ExclusiveStore {
             mut store,
             migration,
@@ -159,6 +162,7 @@ impl Host {
             database,
             commands,
             exporter: Mutex::new(None),
+            numberer: Mutex::new(numberer),
             flusher,
         });
         let timer = match core.options.expiry {

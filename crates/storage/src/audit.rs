@@ -149,8 +149,52 @@ fn parse_entry(text: &str, seq: i64) -> Result<Option<CommandEntry>, StorageErro
     }))
 }
 
+/// The settings key of the runs that started and have not ended: a JSON
+/// object from `<session id>\u{1f}<call id>` to the row id of the run's
+/// start entry. When it exists it is complete (every start and end keeps
+/// it), so the startup fence reads those entries alone, not the whole
+/// transcript; a database without it (written before it existed) is
+/// scanned once, by the fence that then writes it.
+pub const OPEN_RUNS_KEY: &str = "audit.commands.open";
+
+fn run_key(run: &CommandRun) -> String {
+    format!("{}\u{1f}{}", run.session_id.as_str(), run.call_id.as_str())
+}
+
+fn open_runs(conn: &Connection) -> Result<Option<serde_json::Map<String, serde_json::Value>>, StorageError> {
+    let text: Option<String> = conn
+        .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+        .and_then(|mut statement| statement.query_row([OPEN_RUNS_KEY], |row| row.get(0)).optional())
+        .map_err(StorageError::sqlite("reading the open command runs"))?;
+    Ok(
+        match text.map(|text| serde_json::from_str::<serde_json::Value>(&text)) {
+            Some(Ok(serde_json::Value::Object(runs))) => Some(runs),
+            // Unreadable: as if absent, so the fence scans and rewrites it.
+            Some(Ok(_) | Err(_)) | None => None,
+        },
+    )
+}
+
+pub(crate) fn write_open_runs(
+    conn: &Connection,
+    runs: serde_json::Map<String, serde_json::Value>,
+) -> Result<(), StorageError> {
+    conn.prepare_cached(
+        "INSERT INTO settings (key, value_json) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json",
+    )
+    .and_then(|mut statement| {
+        statement.execute(rusqlite::params![
+            OPEN_RUNS_KEY,
+            serde_json::Value::Object(runs).to_string()
+        ])
+    })
+    .map_err(StorageError::sqlite("recording the open command runs"))?;
+    Ok(())
+}
+
 /// Appends one entry with the session's next `seq`, inside `conn`'s
-/// transaction.
+/// transaction, and keeps [`OPEN_RUNS_KEY`] (where it exists).
 pub(crate) fn insert_entry(
     conn: &Connection,
     kind: CommandEntryKind,
@@ -166,7 +210,22 @@ pub(crate) fn insert_entry(
         content,
         now,
         "recording a command audit entry",
-    )
+    )?;
+    let entry_id = conn.last_insert_rowid();
+    match kind {
+        CommandEntryKind::Refused => Ok(()),
+        CommandEntryKind::Started | CommandEntryKind::Ended => {
+            let Some(mut runs) = open_runs(conn)? else {
+                return Ok(());
+            };
+            if kind == CommandEntryKind::Started {
+                runs.insert(run_key(run), entry_id.into());
+            } else {
+                runs.remove(&run_key(run));
+            }
+            write_open_runs(conn, runs)
+        }
+    }
 }
 
 /// Every command entry, oldest first (optionally of one session).
@@ -227,13 +286,37 @@ fn fold_records(entries: Vec<CommandEntry>) -> Vec<CommandRecord> {
     records
 }
 
-/// The runs whose audit has a start and no end, for the startup fence.
+/// The runs whose audit has a start and no end, for the startup fence:
+/// the start entries [`OPEN_RUNS_KEY`] names, read by row id; without the
+/// key, every command entry once.
 pub(crate) fn unended_runs(conn: &Connection) -> Result<Vec<CommandRun>, StorageError> {
-    Ok(fold_records(load_entries(conn, None)?)
-        .into_iter()
-        .filter(|record| record.kind == CommandEntryKind::Started)
-        .map(|record| record.run)
-        .collect())
+    let Some(runs) = open_runs(conn)? else {
+        return Ok(fold_records(load_entries(conn, None)?)
+            .into_iter()
+            .filter(|record| record.kind == CommandEntryKind::Started)
+            .map(|record| record.run)
+            .collect());
+    };
+    let mut ids: Vec<i64> = runs.values().filter_map(serde_json::Value::as_i64).collect();
+    ids.sort_unstable();
+    let mut unended = Vec::with_capacity(ids.len());
+    for id in ids {
+        let text: Option<(String, i64)> = conn
+            .prepare_cached("SELECT content_json, seq FROM transcript_entries WHERE id = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading an open command run"))?;
+        if let Some((text, seq)) = text
+            && let Some(entry) = parse_entry(&text, seq)?
+            && entry.kind == CommandEntryKind::Started
+        {
+            unended.push(entry.run);
+        }
+    }
+    Ok(unended)
 }
 
 impl Store {

@@ -144,7 +144,7 @@ const EXECUTION_FIELDS: &[Field] = &[APPROVAL, EXECUTION, MODE, ERROR];
 
 /// The entry field that marks a fact numbered after it was recorded
 /// ([`begin_chain`]).
-const BACKFILLED: &str = "backfilled";
+pub(crate) const BACKFILLED: &str = "backfilled";
 /// Every event's field for [`BACKFILLED`].
 const BACKFILLED_FIELD: Field = plain("/backfilled", "plan_checkpoint.audit.backfilled");
 
@@ -410,11 +410,22 @@ fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
 /// The head of the chain: the last seq and its hash (`(0, "")` before the
 /// first record).
 fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
-    Ok(stored_head(conn)?.unwrap_or_default())
+    Ok(stored_head(conn)?
+        .map(|head| (head.seq, head.hash))
+        .unwrap_or_default())
+}
+
+/// The stored head: the last seq, its hash, and while a big history is
+/// being numbered ([`crate::backfill`]), how far that went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) hash: String,
+    pub(crate) backfill: Option<crate::backfill::Backfill>,
 }
 
 /// The stored head, or `None` when this database never began its chain.
-fn stored_head(conn: &Connection) -> Result<Option<(u64, String)>, StorageError> {
+pub(crate) fn stored_head(conn: &Connection) -> Result<Option<Head>, StorageError> {
     let text: Option<String> = conn
         .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
         .and_then(|mut statement| statement.query_row([AUDIT_HEAD_KEY], |row| row.get(0)).optional())
@@ -429,13 +440,40 @@ fn stored_head(conn: &Connection) -> Result<Option<(u64, String)>, StorageError>
     let value: Value = serde_json::from_str(&text).map_err(|_| invalid())?;
     let seq = value.get("seq").and_then(Value::as_u64).ok_or_else(invalid)?;
     let hash = value.get("hash").and_then(Value::as_str).ok_or_else(invalid)?;
-    Ok(Some((seq, hash.to_owned())))
+    let backfill = match value.get("backfill") {
+        None | Some(Value::Null) => None,
+        Some(state) => Some(serde_json::from_value(state.clone()).map_err(|_| invalid())?),
+    };
+    Ok(Some(Head {
+        seq,
+        hash: hash.to_owned(),
+        backfill,
+    }))
 }
 
 fn write_head(conn: &Connection, seq: u64, hash: &str) -> Result<(), StorageError> {
+    write_head_with(conn, seq, hash, None)
+}
+
+/// Writes the head, with the numbering's progress while it runs.
+pub(crate) fn write_head_with(
+    conn: &Connection,
+    seq: u64,
+    hash: &str,
+    backfill: Option<&crate::backfill::Backfill>,
+) -> Result<(), StorageError> {
     let mut head = Map::new();
     head.insert("seq".to_owned(), Value::from(seq));
     head.insert("hash".to_owned(), Value::from(hash));
+    if let Some(backfill) = backfill {
+        head.insert(
+            "backfill".to_owned(),
+            serde_json::to_value(backfill).map_err(|error| StorageError::InvalidValue {
+                column: "settings.value_json (audit.chain.head)",
+                value: error.to_string(),
+            })?,
+        );
+    }
     write_setting(
         conn,
         AUDIT_HEAD_KEY,
@@ -467,6 +505,12 @@ pub(crate) fn begin_empty_chain(conn: &Connection) -> Result<(), StorageError> {
 /// Does nothing, at the cost of one indexed read, once the chain began.
 pub(crate) fn begin_chain(conn: &Connection) -> Result<(), StorageError> {
     if stored_head(conn)?.is_some() {
+        return Ok(());
+    }
+    // A big history is numbered later, in steps, by `db migrate` or by the
+    // host in the background ([`crate::backfill`]): never inside the
+    // transaction that a host's first answer waits for.
+    if crate::backfill::begin_deferred(conn)? {
         return Ok(());
     }
     write_head(conn, 0, "")?;
@@ -533,9 +577,24 @@ fn number(
     conn: &Connection,
     (last, previous): (u64, String),
     session_id: &str,
+    content: Value,
+    at: UnixMs,
+) -> Result<Value, StorageError> {
+    let mut head = (last, previous);
+    let content = number_after(&mut head, session_id, content, at)?;
+    write_head(conn, head.0, &head.1)?;
+    Ok(content)
+}
+
+/// Gives `content` the seq and hash that follow `head`, and moves `head`
+/// (in memory: the caller writes it).
+pub(crate) fn number_after(
+    head: &mut (u64, String),
+    session_id: &str,
     mut content: Value,
     at: UnixMs,
 ) -> Result<Value, StorageError> {
+    let (last, previous) = (head.0, head.1.clone());
     let seq = last + 1;
     let hash = match derive(seq, session_id, &content) {
         Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
@@ -552,7 +611,7 @@ fn number(
         audit.insert("hash".to_owned(), Value::from(hash.clone()));
         fields.insert("audit".to_owned(), Value::Object(audit));
     }
-    write_head(conn, seq, &hash)?;
+    *head = (seq, hash);
     Ok(content)
 }
 
@@ -588,11 +647,33 @@ pub(crate) fn append_fact(
         Some(head) => head,
         None => {
             begin_chain(conn)?;
-            read_head(conn)?
+            stored_head(conn)?.unwrap_or_default()
         }
     };
-    let content = number(conn, head, session_id, content, at)?;
-    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)
+    if let Some(backfill) = &head.backfill {
+        // The history before it is still being numbered: the fact waits,
+        // unnumbered, after the ids the history's facts will take, and is
+        // numbered after them.
+        return crate::transcript::append(
+            conn,
+            session_id,
+            role,
+            &content.to_string(),
+            at,
+            what,
+            Some(backfill.floor),
+        );
+    }
+    let content = number(conn, (head.seq, head.hash), session_id, content, at)?;
+    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what, None)
+}
+
+/// The least row id a new transcript entry may take: while a big history
+/// is numbered, the ids its approvals' facts will take are kept free.
+pub(crate) fn id_floor(conn: &Connection) -> Result<Option<i64>, StorageError> {
+    Ok(stored_head(conn)?
+        .and_then(|head| head.backfill)
+        .map(|backfill| backfill.floor))
 }
 
 /// Where a decided approval's decision came from, for its fact.
@@ -660,7 +741,7 @@ fn split_peer(peer: &str) -> (&str, Option<u16>) {
 
 /// Which moment of an approval a fact records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FactMoment {
+pub(crate) enum FactMoment {
     /// Its submission.
     Submitted,
     /// Its decision, expiry or interruption, or its execution's progress.
@@ -668,7 +749,7 @@ enum FactMoment {
 }
 
 /// The facts [`approval_facts`] records, each with the moment it records.
-fn approval_fact_list(
+pub(crate) fn approval_fact_list(
     inserted: bool,
     approval: &PlanApproval,
     before: Option<(ApprovalStatus, Option<ExecutionState>)>,
@@ -961,7 +1042,7 @@ fn read_record(
 }
 
 /// The SQL list of audited types.
-fn types_list() -> String {
+pub(crate) fn types_list() -> String {
     AUDITED_TYPES
         .iter()
         .map(|kind| format!("'{kind}'"))

@@ -15,6 +15,7 @@
 
 mod artifacts;
 mod audit;
+mod backfill;
 mod chain;
 mod decision;
 mod error;
@@ -35,7 +36,8 @@ pub use artifacts::{
     FlushingArtifact, create_artifact, discard_unrecorded_artifact, list_artifact_files, read_artifact,
     read_artifact_unverified, sha256_hex, write_artifact,
 };
-pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
+pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, OPEN_RUNS_KEY};
+pub use backfill::{DEFERRED_HISTORY_ROWS, HistoryNumberer, HistoryProgress};
 pub use chain::{
     ALIAS_ATTRIBUTES, AUDIT_CURSOR_KEY, AUDIT_EXPORT_STATUS_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor,
     AuditFinding, AuditRecord, CONTENT_ATTRIBUTES, DATABASE_ID_KEY, EVENT_ATTRIBUTE, HASH_ATTRIBUTE,

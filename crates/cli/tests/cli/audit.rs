@@ -454,3 +454,72 @@ fn db_status_shows_the_chain_head_the_export_cursor_the_lag_and_the_last_error()
     assert_eq!(value["audit"]["exportState"], "failing");
     assert_eq!(value["audit"]["lastError"], "cannot reach the collector: refused");
 }
+
+/// A database of a build without the chain whose history is big enough to
+/// be numbered in steps: 300 decided approvals, no head, and a transcript
+/// whose row ids reach 30,000 (an agent's own messages, not audited).
+fn big_pre_chain_history(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("big.db");
+    drop(plan_storage::Store::open(&db).unwrap());
+    sql(
+        &db,
+        "DELETE FROM settings WHERE key = 'audit.chain.head'; \
+         INSERT INTO sessions (id, title, workspace_root, mode, permission_mode, created_at, updated_at) \
+         VALUES ('s', '', '/nonexistent/ws', 'agent', 'ask', 1, 1); \
+         WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 299) \
+         INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+           artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
+         SELECT 'old' || i, 's', 't', 'old plan', 'ok?', '.pi/plan/old' || i || '.md', \
+           printf('%064x', i), 100, 'rejected', 1700000000000 + i, 1700001800000 + i, 1700000000001 + i FROM n; \
+         INSERT INTO transcript_entries (id, session_id, seq, role, content_json, created_at) \
+         VALUES (30000, 's', 1, 'user', '{\"text\":\"hello\"}', 1);",
+    );
+    db
+}
+
+#[test]
+fn db_migrate_numbers_a_big_pre_chain_history_and_a_host_answers_before_numbering_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // `db migrate` numbers it, in steps, and says so.
+    let migrated_db = big_pre_chain_history(dir.path());
+    let migrated = run(Some(&migrated_db), &["db", "migrate"]);
+    assert_eq!(migrated.code, 0, "{}", migrated.transcript());
+    assert!(
+        migrated
+            .stdout
+            .contains("numbered the audit history (30300 rows)"),
+        "{}",
+        migrated.stdout
+    );
+    let store = Store::open_read_only(&migrated_db).unwrap();
+    assert_eq!(store.history_numbering().unwrap(), None);
+    assert_eq!(store.audit_head().unwrap().0, 600);
+    drop(store);
+    let verified = run(Some(&migrated_db), &["audit", "verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.transcript());
+    // A host's fence on such a database numbers nothing: it marks the
+    // history, answers, and numbers it on a thread of its own.
+    let hosted_db = {
+        let other = dir.path().join("hosted");
+        std::fs::create_dir(&other).unwrap();
+        big_pre_chain_history(&other)
+    };
+    let host = plan_host::Host::open(&hosted_db, plan_host::HostOptions::default()).unwrap();
+    // Until the numbering ends (it runs after the host answered).
+    let started = std::time::Instant::now();
+    loop {
+        let store = Store::open_read_only(&hosted_db).unwrap();
+        if store.history_numbering().unwrap().is_none() {
+            assert_eq!(store.audit_head().unwrap().0, 600);
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(600),
+            "numbering never ended"
+        );
+        std::thread::yield_now();
+    }
+    host.close();
+    let verified = run(Some(&hosted_db), &["audit", "verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.transcript());
+}

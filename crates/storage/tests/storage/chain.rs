@@ -662,3 +662,102 @@ fn a_row_the_chain_never_recorded_and_a_row_removed_are_found() {
         )
     );
 }
+
+/// A pre-chain database with a big history: `unchained`'s (a command run,
+/// a pending approval), plus 300 decided approvals, 200 command entries
+/// (100 runs) written as an older build left them, and a transcript whose
+/// row ids reach 30,000 (an agent's own messages, which the chain does not
+/// number): big enough to be numbered in steps.
+fn big_unchained(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = unchained(dir);
+    execute(
+        &path,
+        &format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 299) \
+             INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+               artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
+             SELECT 'old' || i, 's1', 't', 'old plan', 'ok?', '.pi/plan/old' || i || '.md', \
+               printf('%064x', i), 100, 'rejected', {NOW} - 10000000 + i, {NOW} - 8200000 + i, {NOW} - 10000000 + i + 1 FROM n; \
+             WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) \
+             INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT 's1', 1000 + i, 'tool', json_set(content_json, '$.callId', 'old' || (i / 2), \
+                 '$.type', CASE i % 2 WHEN 0 THEN 'commandStarted' ELSE 'commandEnded' END), created_at \
+             FROM n, (SELECT content_json, created_at FROM transcript_entries \
+                      WHERE json_extract(content_json, '$.type') = 'commandEnded' LIMIT 1); \
+             INSERT INTO transcript_entries (id, session_id, seq, role, content_json, created_at) \
+             VALUES (30000, 's1', 5000, 'user', '{{\"text\":\"hello\"}}', {NOW});"
+        ),
+    );
+    path
+}
+
+#[test]
+fn a_big_pre_chain_history_is_numbered_in_steps_after_the_fence_and_new_facts_follow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_unchained(dir.path());
+    let (mut store, _) = Store::open(&path).unwrap();
+    // The fence interrupts the pending approval and the unended run, and
+    // numbers nothing: the history waits.
+    let fenced = store.startup_fence(NOW + 10).unwrap();
+    assert_eq!(fenced.len(), 1);
+    let waiting = store.history_numbering().unwrap().expect("the history waits");
+    assert_eq!(waiting.done, 0);
+    assert_eq!(store.audit_head().unwrap().0, 0);
+    // A fact recorded meanwhile waits too, after the history.
+    let mut session = Session::new("s9", Some("/w/s9".to_owned()));
+    session.mode = Mode::Plan;
+    store.create_session(&session, NOW + 11).unwrap();
+    store
+        .apply(
+            &[Effect::InsertApproval(pending("new", "s9", NOW + 11))],
+            NOW + 11,
+        )
+        .unwrap();
+    let mut steps = 0;
+    while store.number_history_step().unwrap().is_some() {
+        steps += 1;
+        assert!(steps < 10_000, "the numbering ends");
+    }
+    assert!(steps > 1, "in steps: {steps}");
+    assert_eq!(store.history_numbering().unwrap(), None);
+    let records = store.audit_records().unwrap();
+    // The history's command entries, the old approvals' facts, then the
+    // fence's and the new submission, last.
+    let (checked, findings) = store.verify_audit_chain().unwrap();
+    assert_eq!(findings, []);
+    assert_eq!(checked, records.len() as u64);
+    let last = records.last().unwrap();
+    assert_eq!(last.event, "plan_checkpoint.plan.submitted");
+    assert_eq!(last.attributes["plan_checkpoint.approval.id"], "new");
+    assert!(!backfilled(last));
+    // The pending approval's history comes before its interruption.
+    let a1: Vec<&str> = records
+        .iter()
+        .filter(|record| {
+            record.attributes.get("plan_checkpoint.approval.id") == Some(&serde_json::json!("a1"))
+        })
+        .map(|record| record.event.as_str())
+        .collect();
+    assert_eq!(
+        a1,
+        [
+            "plan_checkpoint.plan.submitted",
+            "plan_checkpoint.plan.interrupted"
+        ]
+    );
+    // Every old approval told once: submission and rejection.
+    let told = records
+        .iter()
+        .filter(|record| {
+            record
+                .attributes
+                .get("plan_checkpoint.approval.id")
+                .and_then(|id| id.as_str())
+                .is_some_and(|id| id.starts_with("old"))
+        })
+        .count();
+    assert_eq!(told, 600);
+    // The next fence reads the open runs (none now) and interrupts the new
+    // pending approval.
+    assert_eq!(store.startup_fence(NOW + 20).unwrap().len(), 1);
+}
