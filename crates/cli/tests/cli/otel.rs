@@ -514,3 +514,94 @@ fn the_host_claude_codes_hooks_start_exports_with_the_per_user_settings() {
         let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
     }
 }
+
+/// The real OpenTelemetry Collector (core's OTLP receiver and contrib's file
+/// exporter, built by `.ci/run` from `.ci/otelcol/builder.yaml` at one
+/// release) between `serve` and `audit verify --against`: every record
+/// reaches the collector's file once the collector is up, including the
+/// ones made while it was down, through protobuf, and the file verifies
+/// clean; an approval row edited afterwards is found against the file.
+/// `.ci/run` runs it with `--ignored` and PLAN_CHECKPOINT_OTELCOL naming
+/// the binary.
+#[test]
+#[ignore = "needs the real collector: .ci/run builds it and runs this test"]
+fn a_real_collector_keeps_every_record_and_its_file_verifies() {
+    use std::process::{Command, Stdio};
+
+    let collector_binary = std::env::var_os("PLAN_CHECKPOINT_OTELCOL")
+        .expect("PLAN_CHECKPOINT_OTELCOL names the collector .ci/run built");
+    let (dir, db, root) = place();
+    let base = dir.path().canonicalize().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = base.join("collected.jsonl");
+    let config = base.join("otelcol.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  file:\n    path: {}\n\
+             service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    logs:\n      \
+             receivers: [otlp]\n      exporters: [file]\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    // The collector is down while the work happens.
+    let endpoint = format!("http://127.0.0.1:{port}/v1/logs");
+    let mut serve = Serve::spawn(&db, &["--otel-logs-endpoint", &endpoint]);
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "real-collector"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    let mut otelcol = Command::new(&collector_binary)
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let head = plan_storage::Store::open_read_only(&db)
+        .unwrap()
+        .audit_head()
+        .unwrap()
+        .0;
+    assert!(head >= 3);
+    // Until the file holds the head (the exporter retries with back-off).
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let kept = plan_audit_export::read_collector_file(&text).unwrap();
+        if kept.records.iter().any(|record| record.seq == head) {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the collector's file never held seq {head}"
+        );
+        std::thread::yield_now();
+    }
+    assert!(serve.close().success());
+    let path = file.to_str().unwrap();
+    let clean = crate::support::run(Some(&db), &["audit", "verify", "--against", path]);
+    assert_eq!(clean.code, 0, "{}", clean.transcript());
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE plan_approvals SET permission_mode = 'auto'", [])
+        .unwrap();
+    let edited = crate::support::run(Some(&db), &["audit", "verify", "--against", path]);
+    assert_eq!(edited.code, 1, "{}", edited.transcript());
+    assert!(
+        edited
+            .stdout
+            .contains("permission_mode is auto in the row, ask in the chain"),
+        "{}",
+        edited.stdout
+    );
+    let _ = otelcol.kill();
+    let _ = otelcol.wait();
+}
