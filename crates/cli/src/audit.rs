@@ -60,6 +60,13 @@ fn collector_json(finding: &plan_audit_export::CollectorFinding) -> serde_json::
 pub(crate) fn verify(database: &Path, against: Option<&Path>, json: bool) -> Result<i32, Failure> {
     let store = open(database)?;
     let (head, _) = store.audit_head().map_err(|error| failure(&error))?;
+    if let Some(progress) = store.history_numbering().map_err(|error| failure(&error))? {
+        render::note(&format!(
+            "the audit history is being numbered ({} of {} rows): the numbered part is verified, \
+             the approval rows once it is done (`plan-checkpoint db migrate` finishes it)",
+            progress.done, progress.total
+        ));
+    }
     let mut collector_findings: Vec<plan_audit_export::CollectorFinding> = Vec::new();
     let mut partial_last_line: Option<usize> = None;
     let (records, collector_records, findings) = match against {

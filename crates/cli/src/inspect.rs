@@ -222,6 +222,9 @@ struct AuditStatus {
     last_error: Option<String>,
     /// When the export started failing or last recovered (Unix ms).
     since: Option<u64>,
+    /// While a big pre-chain history is numbered: rows done and in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history_numbering: Option<[u64; 2]>,
 }
 
 fn audit_status(store: &Store) -> Result<AuditStatus, Failure> {
@@ -242,6 +245,10 @@ fn audit_status(store: &Store) -> Result<AuditStatus, Failure> {
         since: field("since")
             .or_else(|| field("recoveredAt"))
             .and_then(|at| at.as_u64()),
+        history_numbering: store
+            .history_numbering()
+            .map_err(|error| failure(&error))?
+            .map(|progress| [progress.done, progress.total]),
     })
 }
 
@@ -375,6 +382,11 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
         (_, _) => "no export recorded (last error: none)".to_owned(),
     };
     out.push_str(&format!("export status:   {state}\n"));
+    if let Some([done, total]) = audit.history_numbering {
+        out.push_str(&format!(
+            "audit history:   being numbered ({done} of {total} rows; `db migrate` finishes it)\n"
+        ));
+    }
     if !live.is_empty() {
         out.push('\n');
     }

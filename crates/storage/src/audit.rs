@@ -257,10 +257,18 @@ pub(crate) fn load_entries(
     Ok(entries)
 }
 
-/// The latest entry of every run, oldest run first.
+/// The latest entry of every run, oldest run first. Linear: a run's start
+/// is found by its session and call id, not by looking back through every
+/// record.
 fn fold_records(entries: Vec<CommandEntry>) -> Vec<CommandRecord> {
     let mut records: Vec<CommandRecord> = Vec::new();
+    // The index of each run's start that no end followed yet.
+    let mut started: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
     for entry in entries {
+        let key = (
+            entry.run.session_id.as_str().to_owned(),
+            entry.run.call_id.as_str().to_owned(),
+        );
         let record = CommandRecord {
             run: entry.run,
             kind: entry.kind,
@@ -268,19 +276,16 @@ fn fold_records(entries: Vec<CommandEntry>) -> Vec<CommandRecord> {
         };
         // A refused start of a call id is its own record; a start and its
         // end are one.
-        let same = records.iter_mut().rev().find(|known| {
-            known.kind == CommandEntryKind::Started
-                && known.run.session_id == record.run.session_id
-                && known.run.call_id == record.run.call_id
-        });
-        match (same, record.kind) {
-            (Some(known), CommandEntryKind::Ended) => *known = record,
-            (
-                Some(_) | None,
-                CommandEntryKind::Started | CommandEntryKind::Refused | CommandEntryKind::Ended,
-            ) => {
+        match record.kind {
+            CommandEntryKind::Ended => match started.remove(&key).and_then(|index| records.get_mut(index)) {
+                Some(known) => *known = record,
+                None => records.push(record),
+            },
+            CommandEntryKind::Started => {
+                started.insert(key, records.len());
                 records.push(record);
             }
+            CommandEntryKind::Refused => records.push(record),
         }
     }
     records
