@@ -161,18 +161,191 @@ fn run_key(run: &CommandRun) -> String {
     format!("{}\u{1f}{}", run.session_id.as_str(), run.call_id.as_str())
 }
 
-fn open_runs(conn: &Connection) -> Result<Option<serde_json::Map<String, serde_json::Value>>, StorageError> {
+/// The key of [`OPEN_RUNS_KEY`]'s value while the runs an earlier host
+/// left are still to be found: `{"pending": {"through": id, "at": ms}}`.
+const PENDING: &str = "pending";
+
+/// A transcript above this many rows is not scanned for unended runs in
+/// the fence: a host's thread does it after the host answered.
+const SCANNED_IN_FENCE: i64 = 20_000;
+
+/// What [`OPEN_RUNS_KEY`] holds.
+enum OpenRuns {
+    /// No key: unknown (a database written before it existed).
+    Absent,
+    /// The runs open now, complete.
+    Kept(serde_json::Map<String, serde_json::Value>),
+    /// Runs started up to row id `through` and never ended are an earlier
+    /// host's, to be recorded interrupted at `at`, after a scan.
+    Pending { through: i64, at: UnixMs },
+}
+
+fn open_runs_state(conn: &Connection) -> Result<OpenRuns, StorageError> {
     let text: Option<String> = conn
         .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
         .and_then(|mut statement| statement.query_row([OPEN_RUNS_KEY], |row| row.get(0)).optional())
         .map_err(StorageError::sqlite("reading the open command runs"))?;
-    Ok(
-        match text.map(|text| serde_json::from_str::<serde_json::Value>(&text)) {
-            Some(Ok(serde_json::Value::Object(runs))) => Some(runs),
-            // Unreadable: as if absent, so the fence scans and rewrites it.
-            Some(Ok(_) | Err(_)) | None => None,
+    let Some(text) = text else {
+        return Ok(OpenRuns::Absent);
+    };
+    let Ok(serde_json::Value::Object(runs)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        // Unreadable: as if absent, so it is found again and rewritten.
+        return Ok(OpenRuns::Absent);
+    };
+    Ok(match runs.get(PENDING) {
+        Some(pending) => OpenRuns::Pending {
+            through: pending
+                .get("through")
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(i64::MAX),
+            at: pending.get("at").and_then(serde_json::Value::as_i64).unwrap_or(0),
         },
-    )
+        None => OpenRuns::Kept(runs),
+    })
+}
+
+fn open_runs(conn: &Connection) -> Result<Option<serde_json::Map<String, serde_json::Value>>, StorageError> {
+    Ok(match open_runs_state(conn)? {
+        OpenRuns::Kept(runs) => Some(runs),
+        OpenRuns::Absent | OpenRuns::Pending { .. } => None,
+    })
+}
+
+/// The startup fence's part for commands, inside its transaction: every
+/// run that started and never ended is recorded `interrupted` (plan-core's
+/// `fence_commands`), read from the kept open runs. Without them on a big
+/// transcript, the scan is left to a host's thread after it answered
+/// ([`Store::settle_open_runs`]): the runs up to now are marked pending.
+pub(crate) fn fence_runs(conn: &Connection, now: UnixMs) -> Result<(), StorageError> {
+    let last_id = || -> Result<i64, StorageError> {
+        conn.query_row("SELECT COALESCE(max(id), 0) FROM transcript_entries", [], |row| {
+            row.get(0)
+        })
+        .map_err(StorageError::sqlite("reading the transcript's last row id"))
+    };
+    let pending = |through: i64| {
+        let mut inner = serde_json::Map::new();
+        inner.insert("through".to_owned(), through.into());
+        inner.insert("at".to_owned(), now.into());
+        let mut marker = serde_json::Map::new();
+        marker.insert(PENDING.to_owned(), serde_json::Value::Object(inner));
+        marker
+    };
+    let unended = match open_runs_state(conn)? {
+        OpenRuns::Pending { .. } => return write_open_runs(conn, pending(last_id()?)),
+        OpenRuns::Absent => {
+            let through = last_id()?;
+            if through > SCANNED_IN_FENCE {
+                return write_open_runs(conn, pending(through));
+            }
+            unended_runs(conn)?
+        }
+        OpenRuns::Kept(_) => unended_runs(conn)?,
+    };
+    for run in plan_core::fence_commands(&unended, now) {
+        insert_entry(conn, CommandEntryKind::Ended, &run, None, now)?;
+    }
+    // Every run has ended now: the set of open runs is empty, and kept from
+    // here on (the next fence reads it, not the history).
+    write_open_runs(conn, serde_json::Map::new())
+}
+
+/// Whether the runs an earlier host left still wait for
+/// [`Store::settle_open_runs`].
+pub(crate) fn runs_pending(conn: &Connection) -> Result<bool, StorageError> {
+    Ok(matches!(open_runs_state(conn)?, OpenRuns::Pending { .. }))
+}
+
+impl Store {
+    /// Finds the runs an earlier host left unended when the fence left that
+    /// to a thread (a big transcript without the kept set): scans the
+    /// command entries up to the fence without holding the write lock,
+    /// then, in one short transaction, keeps the runs open since and
+    /// records the earlier ones interrupted at the fence's time. Returns
+    /// whether there was anything to settle.
+    pub fn settle_open_runs(&mut self) -> Result<bool, StorageError> {
+        let OpenRuns::Pending { through, at } = open_runs_state(&self.conn)? else {
+            return Ok(false);
+        };
+        let before: Vec<(CommandRun, i64)> = started_runs(&self.conn, i64::MIN, through)?;
+        self.guarded(|conn| {
+            let transaction = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(StorageError::sqlite("beginning a write transaction"))?;
+            // Another fence may have moved the mark meanwhile.
+            match open_runs_state(&transaction)? {
+                OpenRuns::Pending {
+                    through: now_through, ..
+                } if now_through == through => {}
+                OpenRuns::Pending { .. } | OpenRuns::Absent | OpenRuns::Kept(_) => return Ok(()),
+            }
+            // The kept set, complete: the earlier host's unended runs (each
+            // end below removes its run) and the runs started since.
+            let mut kept = serde_json::Map::new();
+            for (run, id) in before
+                .iter()
+                .chain(started_runs(&transaction, through, i64::MAX)?.iter())
+            {
+                kept.insert(run_key(run), (*id).into());
+            }
+            write_open_runs(&transaction, kept)?;
+            let unended: Vec<CommandRun> = before.into_iter().map(|(run, _)| run).collect();
+            for run in plan_core::fence_commands(&unended, at) {
+                insert_entry(&transaction, CommandEntryKind::Ended, &run, None, at)?;
+            }
+            transaction
+                .commit()
+                .map_err(StorageError::sqlite("committing the interrupted command runs"))
+        })?;
+        Ok(true)
+    }
+}
+
+/// The runs started in row ids `(after, through]` and not ended there, with
+/// the row id of their start entry.
+fn started_runs(conn: &Connection, after: i64, through: i64) -> Result<Vec<(CommandRun, i64)>, StorageError> {
+    let mut open: std::collections::HashMap<(String, String), (CommandRun, i64)> =
+        std::collections::HashMap::new();
+    let mut statement = conn
+        .prepare(
+            "SELECT id, content_json, seq FROM transcript_entries
+             WHERE id > ?1 AND id <= ?2 AND role = 'tool' AND json_valid(content_json)
+               AND json_extract(content_json, '$.type') IN ('commandStarted', 'commandEnded')
+             ORDER BY id",
+        )
+        .map_err(StorageError::sqlite("reading command audit entries"))?;
+    let rows = statement
+        .query_map(rusqlite::params![after, through], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .map_err(StorageError::sqlite("reading command audit entries"))?;
+    for row in rows {
+        let (id, text, seq) = row.map_err(StorageError::sqlite("reading command audit entries"))?;
+        let Some(entry) = parse_entry(&text, seq)? else {
+            continue;
+        };
+        let key = (
+            entry.run.session_id.as_str().to_owned(),
+            entry.run.call_id.as_str().to_owned(),
+        );
+        match entry.kind {
+            CommandEntryKind::Started => {
+                open.insert(key, (entry.run, id));
+            }
+            CommandEntryKind::Ended => {
+                open.remove(&key);
+            }
+            // A refused second start does not end the run.
+            CommandEntryKind::Refused => {}
+        }
+    }
+    let mut runs: Vec<(CommandRun, i64)> = open.into_values().collect();
+    runs.sort_by_key(|(_, id)| *id);
+    Ok(runs)
 }
 
 pub(crate) fn write_open_runs(
@@ -233,17 +406,27 @@ pub(crate) fn load_entries(
     conn: &Connection,
     session_id: Option<&str>,
 ) -> Result<Vec<CommandEntry>, StorageError> {
+    load_entries_between(conn, session_id, i64::MIN, i64::MAX)
+}
+
+/// The command entries with row ids in `(after, through]`, oldest first.
+fn load_entries_between(
+    conn: &Connection,
+    session_id: Option<&str>,
+    after: i64,
+    through: i64,
+) -> Result<Vec<CommandEntry>, StorageError> {
     let mut statement = conn
         .prepare(
             "SELECT content_json, seq FROM transcript_entries
-             WHERE role = 'tool' AND (?1 IS NULL OR session_id = ?1)
+             WHERE id > ?2 AND id <= ?3 AND role = 'tool' AND (?1 IS NULL OR session_id = ?1)
                AND json_valid(content_json)
                AND json_extract(content_json, '$.type') IN ('commandStarted', 'commandEnded', 'commandRefused')
              ORDER BY id",
         )
         .map_err(StorageError::sqlite("reading command audit entries"))?;
     let rows = statement
-        .query_map([session_id], |row| {
+        .query_map(rusqlite::params![session_id, after, through], |row| {
             Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
         })
         .map_err(StorageError::sqlite("reading command audit entries"))?;

@@ -379,7 +379,9 @@ impl Store {
 }
 
 /// Numbers a big history on a thread of its own, step by step, until it
-/// is done or the numberer is dropped (after the step in flight).
+/// is done or the numberer is dropped (after the step in flight); first it
+/// settles the command runs an earlier host left, when the fence left
+/// that to it ([`Store::settle_open_runs`]).
 #[derive(Debug)]
 pub struct HistoryNumberer {
     stop: Arc<AtomicBool>,
@@ -390,7 +392,11 @@ impl HistoryNumberer {
     /// Starts numbering the database at `path` when its history awaits
     /// numbering; `None` when there is nothing to number.
     pub fn start_if_needed(path: impl Into<PathBuf>, store: &Store) -> Option<HistoryNumberer> {
-        store.history_numbering().ok().flatten()?;
+        let numbering = store.history_numbering().ok().flatten().is_some();
+        let settling = crate::audit::runs_pending(&store.conn).unwrap_or(false);
+        if !numbering && !settling {
+            return None;
+        }
         let path = path.into();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -400,6 +406,11 @@ impl HistoryNumberer {
                 let Ok((mut store, _)) = Store::open(&path) else {
                     return;
                 };
+                // The runs an earlier host left, first: they were not
+                // scanned in the fence.
+                if store.settle_open_runs().is_err() {
+                    return;
+                }
                 while !flag.load(Ordering::SeqCst) {
                     match store.number_history_step() {
                         Ok(Some(_)) => {}

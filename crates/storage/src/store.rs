@@ -671,20 +671,9 @@ impl Store {
             }
             // Commands of the earlier process died with it: every run that
             // started and never ended is recorded interrupted, in the same
-            // transaction.
-            let unended = crate::audit::unended_runs(&transaction)?;
-            for run in plan_core::fence_commands(&unended, now) {
-                crate::audit::insert_entry(
-                    &transaction,
-                    crate::audit::CommandEntryKind::Ended,
-                    &run,
-                    None,
-                    now,
-                )?;
-            }
-            // Every run has ended now: the set of open runs is empty, and
-            // kept from here on (the next fence reads it, not the history).
-            crate::audit::write_open_runs(&transaction, serde_json::Map::new())?;
+            // transaction (or, on a big transcript without the kept set of
+            // open runs, by a host's thread after it answered).
+            crate::audit::fence_runs(&transaction, now)?;
             transaction
                 .commit()
                 .map_err(StorageError::sqlite("committing the startup fence"))?;

@@ -761,3 +761,34 @@ fn a_big_pre_chain_history_is_numbered_in_steps_after_the_fence_and_new_facts_fo
     // pending approval.
     assert_eq!(store.startup_fence(NOW + 20).unwrap().len(), 1);
 }
+
+#[test]
+fn on_a_big_transcript_without_the_kept_runs_the_fence_leaves_the_scan_to_a_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_unchained(dir.path());
+    // One run left without its end by the earlier host, beside the 100
+    // that ended.
+    execute(
+        &path,
+        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+         SELECT 's1', 4000, 'tool', json_set(content_json, '$.callId', 'dangling', '$.type', 'commandStarted', '$.state', 'running'), created_at \
+         FROM transcript_entries WHERE json_extract(content_json, '$.type') = 'commandEnded' LIMIT 1;",
+    );
+    let (mut store, _) = Store::open(&path).unwrap();
+    store.startup_fence(NOW + 10).unwrap();
+    let dangling = |store: &Store| store.command_record("s1", &"dangling".into()).unwrap().unwrap();
+    assert_eq!(
+        dangling(&store).kind,
+        CommandEntryKind::Started,
+        "not scanned in the fence"
+    );
+    assert!(store.settle_open_runs().unwrap());
+    let settled = dangling(&store);
+    assert_eq!(settled.kind, CommandEntryKind::Ended);
+    assert_eq!(settled.run.state, CommandState::Interrupted);
+    assert!(!store.settle_open_runs().unwrap(), "once");
+    // From here on the kept set: the next fence finds nothing to end.
+    while store.number_history_step().unwrap().is_some() {}
+    store.startup_fence(NOW + 20).unwrap();
+    assert_eq!(store.verify_audit_chain().unwrap().1, []);
+}
