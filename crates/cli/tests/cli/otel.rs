@@ -605,3 +605,42 @@ fn a_real_collector_keeps_every_record_and_its_file_verifies() {
     let _ = otelcol.kill();
     let _ = otelcol.wait();
 }
+
+/// `serve` says the export's first failure and its recovery on stderr, one
+/// line each, however many attempts fail in between; `db status` shows the
+/// recorded state.
+#[test]
+fn serve_says_the_first_export_failure_and_the_recovery_once_each() {
+    let (_dir, db, root) = place();
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let endpoint = format!("http://{address}/v1/logs");
+    let mut serve = Serve::spawn(&db, &["--otel-logs-endpoint", &endpoint]);
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "otel-tests"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    serve.wait_stderr("audit export failing: cannot reach the collector");
+    let status = crate::support::run(Some(&db), &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(value["audit"]["exportState"], "failing", "{}", status.stdout);
+    assert!(
+        value["audit"]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach")
+    );
+    let collector = Collector::start_at(address);
+    collector.wait_for_seqs(3);
+    serve.wait_stderr("audit export recovered after");
+    let stderr = serve.stderr();
+    assert_eq!(stderr.matches("audit export failing").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("audit export recovered").count(), 1, "{stderr}");
+    assert!(serve.close().success());
+    let status = crate::support::run(Some(&db), &["db", "status"]);
+    assert!(status.stdout.contains("export status:   ok"), "{}", status.stdout);
+    assert!(status.stdout.contains("(lag 0)"), "{}", status.stdout);
+}
