@@ -76,7 +76,8 @@ struct RefusedDb {
 const EXIT_CODES: &str = "Exit codes: 0 ok, 1 verification found problems (or the operation failed, \
 e.g. an unknown approval or session, or a tampered artifact), 2 usage (including an ambiguous id \
 prefix), 3 database refused (none given, missing, wrong schema version, corrupt, or held by another \
-host).";
+host), 4 another input could not be read (`audit verify --against`'s file: missing, unreadable, or a \
+line that is not OTLP/JSON; an unfinished last line of a live file is only a note).";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -260,18 +261,25 @@ impl ServeArgs {
 enum AuditCommand {
     /// Recompute the audit chain from the database: every record's
     /// `audit.hash` from the previous one and its canonical bytes, its
-    /// `audit.seq` without gaps. A changed, removed or inserted record is
-    /// named by its seq (exit 1); a clean chain exits 0.
+    /// `audit.seq` without gaps, and every approval row against the state
+    /// its chained facts give it. A changed, removed or inserted record is
+    /// named by its seq, an edited approval row by its id, the column and
+    /// both values (exit 1); a clean chain exits 0.
     #[command(after_long_help = EXIT_CODES)]
     Verify {
         /// Also compare with the records a collector kept: OTLP/JSON lines,
         /// one ExportLogsServiceRequest per line (an OpenTelemetry
         /// Collector's file exporter). A record changed, removed or inserted
-        /// in the database after it was exported is named by its seq.
+        /// in the database after it was exported is named by its seq; so are
+        /// the collector's own copies when two differ under one seq, when
+        /// one's audit.hash was rewritten, or when the file ends before the
+        /// database's head. Records of other databases (another
+        /// plan_checkpoint.database.id) are left out. An unfinished last line
+        /// (a live file) is a note; an unreadable file exits 4.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
         /// Print JSON: {records, head, collectorRecords, ok, findings:
-        /// [{seq, finding}]}.
+        /// [{seq, finding, ...}], partialLastLine}.
         #[arg(long)]
         json: bool,
     },
@@ -715,6 +723,7 @@ fn serve(database: &Path, args: &ServeArgs) -> i32 {
     let options = match args.config().and_then(|config| config.options()) {
         Ok(options) => plan_host::HostOptions {
             frontend: plan_host::DecisionChannel::Rpc,
+            export_observer: Some(otel::stderr_observer("plan-checkpoint serve")),
             ..options
         },
         Err(error) => {

@@ -334,8 +334,23 @@ const BEHAVIOUR: &[(&[&str], &str, &str)] = &[
     ),
     (
         &["audit", "verify"],
-        "A changed, removed or inserted record is named by its seq (exit 1); a clean chain exits 0",
+        "A changed, removed or inserted record is named by its seq, an edited approval row by its id",
         "audit::rows_changed_removed_or_inserted_after_export_are_named_by_seq",
+    ),
+    (
+        &["audit", "verify"],
+        "every approval row against the state its chained facts give it",
+        "audit::an_edited_approval_row_is_found_with_and_without_the_collectors_copy",
+    ),
+    (
+        &["audit", "verify"],
+        "when one's audit.hash was rewritten, or when the file ends before the database's head",
+        "audit::the_collectors_copies_are_checked_too",
+    ),
+    (
+        &["audit", "verify"],
+        "An unfinished last line (a live file) is a note; an unreadable file exits 4",
+        "audit::an_unfinished_last_line_is_a_note_and_an_unreadable_file_exit_4",
     ),
     (
         &["audit", "verify"],

@@ -1065,8 +1065,15 @@ fn a_decision_on_the_card_is_a_chain_record_naming_the_card_and_its_peer() {
         approved.attributes["plan_checkpoint.permission_mode"],
         json!("auto")
     );
-    let peer = approved.attributes["client.address"].as_str().unwrap();
-    assert!(peer.starts_with("127.0.0.1:"), "{peer}");
+    // OTel's names: the address without the port, the port beside it.
+    assert_eq!(approved.attributes["client.address"], json!("127.0.0.1"));
+    assert!(
+        approved.attributes["client.port"]
+            .as_u64()
+            .is_some_and(|port| port > 0),
+        "{:?}",
+        approved.attributes.get("client.port")
+    );
     assert_eq!(store.verify_audit_chain().unwrap().1, []);
 }
 
