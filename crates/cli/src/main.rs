@@ -29,11 +29,11 @@ use plan_core::{ApprovalStatus, CallId, Limits, SessionId};
 // Lines for people on stderr that never panic, shared with `serve`.
 use plan_server::log;
 
-/// Inspect, verify and serve plan approvals: the plan checkpoint of ADR
-/// 0053 (an agent plans read-only, submits one plan, and a person approves
-/// or rejects that exact, hashed plan before a deadline).
+/// A plan-approval checkpoint for AI coding agents: the agent plans
+/// read-only and submits one plan; a person approves or rejects that exact,
+/// hashed plan before a deadline. Start with `plan-checkpoint demo`.
 #[derive(Debug, Parser)]
-#[command(name = "plan-checkpoint", version, after_long_help = EXIT_CODES)]
+#[command(name = "plan-checkpoint", version = VERSION, after_long_help = EXIT_CODES, max_term_width = 80)]
 struct Cli {
     /// The database file (or PLAN_CHECKPOINT_DB).
     ///
@@ -62,6 +62,15 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// `--version`: the release and the commit it was built from (`unknown`
+/// for a build outside git without a recorded commit; see `build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PLAN_CHECKPOINT_COMMIT"),
+    ")"
+);
 
 /// `--db` on a command that uses no database: its own hidden argument, in
 /// place of the global one (which clap then does not add), so its help does
@@ -134,7 +143,7 @@ enum Command {
     /// pending or running (the startup fence) before the first answer.
     #[command(after_long_help = EXIT_CODES)]
     Serve(Box<ServeArgs>),
-    /// Drive the real host through the ADR 0053 story and print each step.
+    /// Walk through a plan's life on the real host, step by step.
     ///
     /// Creates a workspace and a database (in a new temporary directory
     /// unless --dir is given), runs a Plan turn with a denied Write and an
@@ -513,7 +522,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     // The binary is also the command sandbox helper (hidden stages that
-    // plan-exec starts), so `cargo run -p plan-cli` needs no second binary.
+    // plan-exec starts), so `cargo run -p plan-checkpoint` needs no second binary.
     if plan_exec::helper::is_helper_invocation() {
         return plan_exec::helper::main();
     }
@@ -591,10 +600,36 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a person on a system without Linux's kernel sandbox (macOS) is
+/// told when a command starts a host: everything works but Plan-mode Bash,
+/// which the host refuses there rather than run unconfined.
+const NO_LINUX_SANDBOX: &str = "note: Plan-mode Bash needs Linux's kernel sandbox (Landlock and seccomp), \
+which this system does not have: the host refuses it with PLAN_SANDBOX_UNAVAILABLE and runs nothing; \
+everything else (plans, approvals, the card, the audit) works.";
+
+/// Whether a command starts a host that would run Bash (and so deserves
+/// [`NO_LINUX_SANDBOX`] off Linux).
+fn starts_a_host(command: &Command) -> bool {
+    match command {
+        Command::Serve(_) | Command::Demo { .. } => true,
+        Command::ClaudeCode { command, .. } => {
+            matches!(command, claude_code::ClaudeCodeCommand::Install { .. })
+        }
+        Command::Db { .. }
+        | Command::Approvals { .. }
+        | Command::Audit { .. }
+        | Command::Commands { .. }
+        | Command::Completions { .. } => false,
+    }
+}
+
 fn run(cli: Cli) -> Result<i32, Failure> {
     let database = cli.db.map(PathBuf::from);
     let database = database.as_deref();
     let term = terminal::Terminal::detect(cli.color);
+    if !cfg!(target_os = "linux") && starts_a_host(&cli.command) {
+        log::line(NO_LINUX_SANDBOX);
+    }
     match cli.command {
         Command::Serve(args) => Ok(serve(require_db(database)?, &args)),
         Command::Commands { command } => {
@@ -744,4 +779,29 @@ fn serve(database: &Path, args: &ServeArgs) -> i32 {
 
 fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, NO_LINUX_SANDBOX, starts_a_host};
+
+    /// Off Linux (macOS), the commands that start a host say that Plan-mode
+    /// Bash needs Linux's sandbox; inspection says nothing.
+    #[test]
+    fn the_commands_that_start_a_host_say_plan_bash_needs_linux() {
+        assert!(NO_LINUX_SANDBOX.contains("Plan-mode Bash needs Linux's kernel sandbox"));
+        assert!(NO_LINUX_SANDBOX.contains("PLAN_SANDBOX_UNAVAILABLE"));
+        let starts = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("plan-checkpoint").chain(args.iter().copied()))
+                .unwrap_or_else(|error| panic!("{error}"));
+            starts_a_host(&cli.command)
+        };
+        assert!(starts(&["demo"]));
+        assert!(starts(&["--db", "x.db", "serve"]));
+        assert!(starts(&["claude-code", "install"]));
+        assert!(!starts(&["--db", "x.db", "approvals", "list"]));
+        assert!(!starts(&["claude-code", "pending"]));
+    }
 }
