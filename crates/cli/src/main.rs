@@ -615,6 +615,7 @@ fn starts_a_host(command: &Command) -> bool {
         Command::ClaudeCode { command, .. } => {
             matches!(command, claude_code::ClaudeCodeCommand::Install { .. })
         }
+        Command::Codex { command, .. } => matches!(command, codex::CodexCommand::Install { .. }),
         Command::Db { .. }
         | Command::Approvals { .. }
         | Command::Audit { .. }
