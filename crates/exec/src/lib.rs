@@ -36,6 +36,7 @@
 //! anything (the host does, through storage); depend on storage, protocol or
 //! host.
 
+mod agent_server;
 #[doc(hidden)]
 pub mod helper;
 mod helper_file;
@@ -50,6 +51,7 @@ mod spec;
 mod wire;
 mod workspace;
 
+pub use agent_server::AgentServer;
 pub use network::NetworkNamespace;
 pub use notifier::{NotifierOutcome, run_notifier};
 pub use outcome::{CommandOutcome, CommandState, ExecError};

@@ -7,6 +7,7 @@
 // Test code: a failed expectation should stop the test loudly, helpers included.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent_server;
 mod failures;
 mod helper_file;
 mod host_death;
