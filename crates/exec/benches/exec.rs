@@ -2,8 +2,10 @@
 //! the ratio is what counts, not the machine:
 //!
 //! - `spawn_true`: spawn-to-exit of `bash -c true` through the runner with
-//!   the read-only sandbox, against the same through the runner without a
-//!   sandbox (and, for reference, a bare `std::process::Command`).
+//!   the read-only sandbox, every layer and every bound the machine gives
+//!   (and without the bounds, for what they cost), against the same through
+//!   the runner without a sandbox (and, for reference, a bare
+//!   `std::process::Command`).
 //! - `throughput_256MiB`: 256 MiB of stdout through the runner (counted,
 //!   delivered and hashed up to the default 1 MiB cap), sandboxed and not,
 //!   against the same bytes read from a plain pipe.
@@ -53,20 +55,9 @@ fn spec(command: &str, scratch: &Path, confinement: Confinement) -> CommandSpec 
         grace: Duration::from_millis(200),
         output_cap: plan_exec::DEFAULT_OUTPUT_CAP,
         confinement,
-        // Every layer the kernel offers, with the names plan-host passes
-        // (plan-core's), as a host would run it.
-        isolation: plan_exec::Isolation {
-            namespaces: matches!(
-                runner().sandbox_support(),
-                plan_exec::SandboxSupport::Available { namespaces: true }
-            ),
-            protected_names: [".git", ".claude", ".mcp.json", ".codex", ".gemini"]
-                .into_iter()
-                .map(Into::into)
-                .collect(),
-            hidden_names: vec![".pi".into()],
-            ..plan_exec::Isolation::default()
-        },
+        // Every layer and every bound the kernel offers, with the names
+        // plan-host passes (plan-core's), as a host would run it.
+        isolation: every_layer(),
         network: None,
     }
 }
@@ -77,6 +68,34 @@ fn in_workspace(mut spec: CommandSpec, workspace: &Path) -> CommandSpec {
     spec.workspace = Some(WorkspaceDir::open(workspace).unwrap());
     spec.cwd = workspace.to_path_buf();
     spec
+}
+
+/// The namespaces where the probe finds them, every bound it finds, with
+/// the host's default values (plan-core's `ResourceBounds`), and the names
+/// plan-host passes (plan-core's).
+fn every_layer() -> plan_exec::Isolation {
+    let plan_exec::SandboxSupport::Available { namespaces, bounds } = runner().sandbox_support() else {
+        return plan_exec::Isolation::default();
+    };
+    let available = |availability: plan_exec::Availability| availability.is_available();
+    plan_exec::Isolation {
+        namespaces,
+        bounds: plan_exec::CommandBounds {
+            tasks: available(bounds.tasks(namespaces)).then_some(1024),
+            memory_bytes: available(bounds.memory()).then_some(4 << 30),
+            inotify: available(bounds.inotify(namespaces)).then_some(plan_exec::InotifyBound {
+                instances: 16,
+                watches: 16_384,
+            }),
+            open_files: Some(4096),
+        },
+        protected_names: [".git", ".claude", ".mcp.json", ".codex", ".gemini"]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        hidden_names: vec![".pi".into()],
+        ..plan_exec::Isolation::default()
+    }
 }
 
 fn run_to_exit(runner: &Runner, spec: &CommandSpec) {
@@ -102,6 +121,12 @@ fn spawn_true(c: &mut Criterion) {
     let unsandboxed = spec("true", scratch.path(), Confinement::None);
     group.bench_function("runner_read_only", |b| {
         b.iter(|| run_to_exit(&runner, &sandboxed))
+    });
+    // The same without the bounds of P16 (what a spawn cost before them).
+    let mut unbounded = sandboxed.clone();
+    unbounded.isolation.bounds = plan_exec::CommandBounds::default();
+    group.bench_function("runner_read_only_without_bounds", |b| {
+        b.iter(|| run_to_exit(&runner, &unbounded))
     });
     // `auto`: the workspace walk, its protected paths bound read-only, and
     // with the network the session's network namespace joined (its stack

@@ -18,7 +18,7 @@ use rustix::net::{
 use std::time::Duration;
 
 use crate::outcome::ExecError;
-use crate::spec::ScratchCap;
+use crate::spec::{CommandBounds, InotifyBound, ScratchCap};
 
 /// The confinement as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +66,8 @@ pub(crate) struct ConfineArgs {
     pub(crate) visible: Vec<PathBuf>,
     /// The cap of the private scratch tmpfs inside the namespaces.
     pub(crate) scratch_cap: ScratchCap,
+    /// What the command may take from the machine.
+    pub(crate) bounds: CommandBounds,
 }
 
 /// Everything the supervisor needs.
@@ -82,6 +84,12 @@ pub(crate) const MODE_SUPERVISE: &str = "supervise";
 pub(crate) const MODE_CONFINE: &str = "confine";
 pub(crate) const MODE_PROBE: &str = "probe";
 pub(crate) const MODE_NETWORK: &str = "network";
+
+/// The probe's names of the mechanisms that bound what a command takes.
+pub(crate) const MECHANISM_MEMORY_CGROUP: &str = "memory-cgroup";
+pub(crate) const MECHANISM_PIDS_CGROUP: &str = "pids-cgroup";
+pub(crate) const MECHANISM_PID_MAX: &str = "pid-max";
+pub(crate) const MECHANISM_USER_NAMESPACE_LIMITS: &str = "user-namespace-limits";
 
 fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push("--scratch".into());
@@ -135,6 +143,22 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push(args.scratch_cap.size_bytes().to_string().into());
     out.push("--scratch-inodes".into());
     out.push(args.scratch_cap.inodes().to_string().into());
+    let bounds = &args.bounds;
+    for (flag, value) in [
+        ("--tasks", bounds.tasks),
+        ("--memory", bounds.memory_bytes),
+        (
+            "--inotify-instances",
+            bounds.inotify.map(|inotify| inotify.instances),
+        ),
+        ("--inotify-watches", bounds.inotify.map(|inotify| inotify.watches)),
+        ("--open-files", bounds.open_files),
+    ] {
+        if let Some(value) = value {
+            out.push(flag.into());
+            out.push(value.to_string().into());
+        }
+    }
     for (name, value) in &args.env {
         let mut entry = name.clone();
         entry.push("=");
@@ -217,6 +241,9 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut visible = Vec::new();
     let mut scratch_size = None;
     let mut scratch_inodes = None;
+    let mut bounds = CommandBounds::default();
+    let mut inotify_instances = None;
+    let mut inotify_watches = None;
     let mut env = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
@@ -247,6 +274,11 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--visible" => visible.push(PathBuf::from(value()?)),
             "--scratch-size" => scratch_size = Some(number(&value()?)?),
             "--scratch-inodes" => scratch_inodes = Some(number(&value()?)?),
+            "--tasks" => bounds.tasks = Some(number(&value()?)?),
+            "--memory" => bounds.memory_bytes = Some(number(&value()?)?),
+            "--inotify-instances" => inotify_instances = Some(number(&value()?)?),
+            "--inotify-watches" => inotify_watches = Some(number(&value()?)?),
+            "--open-files" => bounds.open_files = Some(number(&value()?)?),
             "--env" => env.push(env_entry(&value()?)?),
             "--" => {
                 command = Some(value()?);
@@ -269,6 +301,14 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         return Err("--scratch-size and --scratch-inodes are required".into());
     };
     let scratch_cap = ScratchCap::new(scratch_size, scratch_inodes).map_err(|error| error.to_string())?;
+    bounds.inotify = match (inotify_instances, inotify_watches) {
+        (Some(instances), Some(watches)) => Some(InotifyBound { instances, watches }),
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            return Err("--inotify-instances and --inotify-watches go together".into());
+        }
+    };
+    bounds.check().map_err(|error| error.to_string())?;
     let confine = ConfineArgs {
         expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
         mode,
@@ -285,6 +325,7 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         hidden_names,
         visible,
         scratch_cap,
+        bounds,
     };
     Ok(Decoded {
         timeout,
@@ -474,6 +515,10 @@ impl Report {
 /// exists (and, when not root, its user namespace with our ids mapped).
 pub(crate) const NETWORK_NAMESPACE_READY: [u8; 1] = *b"+";
 
+/// What the supervisor sends the confining stage once it is in the
+/// command's cgroup (or needs none); the stage starts nothing before.
+pub(crate) const CGROUP_READY: [u8; 1] = *b"C";
+
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 
@@ -640,6 +685,15 @@ mod tests {
             hidden_names: vec![OsString::from(".pi")],
             visible: vec![PathBuf::from("/ws")],
             scratch_cap: ScratchCap::new(1 << 20, 64).unwrap(),
+            bounds: CommandBounds {
+                tasks: Some(512),
+                memory_bytes: Some(1 << 30),
+                inotify: Some(InotifyBound {
+                    instances: 8,
+                    watches: 1000,
+                }),
+                open_files: Some(4096),
+            },
         }
     }
 
@@ -700,6 +754,17 @@ mod tests {
         let mut encoded = confine(Mode::ReadOnly).encode();
         let size = encoded.iter().position(|arg| arg == "--scratch-size").unwrap();
         encoded[size + 1] = "0".into();
+        assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
+        // No bound asked for travels as no flag at all; one out of its
+        // range never decodes.
+        let unbounded = ConfineArgs {
+            bounds: CommandBounds::default(),
+            ..confine(Mode::ReadOnly)
+        };
+        assert_eq!(decode(&unbounded.encode()[1..]).unwrap().confine, unbounded);
+        let mut encoded = confine(Mode::ReadOnly).encode();
+        let tasks = encoded.iter().position(|arg| arg == "--tasks").unwrap();
+        encoded[tasks + 1] = "2".into();
         assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
     }
 

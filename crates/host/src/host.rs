@@ -120,6 +120,12 @@ impl Host {
         // On failure `opened` drops as a whole: the connection closes before
         // the lock is released.
         opened.store.startup_fence(now)?;
+        // The identity every exported record carries (made once).
+        let fresh_identity = uuid::Uuid::new_v4().to_string();
+        opened.store.ensure_database_id(&fresh_identity)?;
+        // A big pre-chain history is numbered on a thread of its own, after
+        // the host answers (the fence only marked where it ends).
+        let numberer = plan_storage::HistoryNumberer::start_if_needed(&database, &opened.store);
         let ExclusiveStore {
             mut store,
             migration,
@@ -135,6 +141,8 @@ impl Host {
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
         options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
+        // What the machine cannot bound (P16), for `initialize`.
+        options.limits.commands.missing_bounds = commands.missing_bounds();
         let flusher = match options.expiry {
             ExpiryTimer::Automatic => plan_storage::Flusher::on_thread(),
             ExpiryTimer::Manual => plan_storage::Flusher::on_caller(),
@@ -156,6 +164,7 @@ impl Host {
             database,
             commands,
             exporter: Mutex::new(None),
+            numberer: Mutex::new(numberer),
             flusher,
         });
         let timer = match core.options.expiry {
@@ -169,11 +178,15 @@ impl Host {
             ExpiryTimer::Manual => None,
         };
         if let Some(config) = core.options.audit_export.clone() {
-            let exporter =
-                plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
-                    core.close_now();
-                    HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
-                })?;
+            let exporter = plan_audit_export::Exporter::start_observed(
+                core.database.clone(),
+                config,
+                core.options.export_observer.clone(),
+            )
+            .map_err(|error| {
+                core.close_now();
+                HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
+            })?;
             *crate::sync::lock(&core.exporter) = Some(exporter);
         }
         Ok(Host { core, timer })

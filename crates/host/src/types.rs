@@ -111,6 +111,10 @@ pub struct HostOptions {
     /// exporter on its own thread from [`crate::Host::open`] until
     /// [`crate::Host::close`]; a decision never waits on it.
     pub audit_export: Option<plan_audit_export::ExportConfig>,
+    /// Told, on the exporter's thread, when the export starts failing and
+    /// when it recovers (once each per change); `serve` writes each as one
+    /// line on its stderr. Whatever it is, `db status` shows the last error.
+    pub export_observer: Option<plan_audit_export::ExportObserver>,
     /// The frontend whose client this host answers: the audit records it as
     /// the channel of each decision its client makes (a decision relayed by
     /// the web card records the card instead). `serve` sets
@@ -206,6 +210,7 @@ impl Default for HostOptions {
             web: None,
             notifier: None,
             audit_export: None,
+            export_observer: None,
             frontend: plan_storage::DecisionChannel::Rust,
         }
     }

@@ -64,9 +64,9 @@ pub use objects::{
 pub use plan_core::{
     ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
     ArtifactContent as PlanReadArtifactResult, ArtifactVerification, AwaitingCall, CommandCapabilities,
-    CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo,
-    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    CommandRun, CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox,
+    ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
     ToolCallResult, TurnKind,
 };
 pub use web::{

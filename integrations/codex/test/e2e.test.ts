@@ -1,7 +1,7 @@
 // End to end: the real pinned Codex CLI, in a project where
 // `plan-checkpoint codex install` was run, with the real `plan-checkpoint`
 // binary behind its hooks (PLAN_CHECKPOINT_BIN, e.g. target/debug/plan-checkpoint
-// after `cargo build -p plan-cli -p plan-exec`). The model is the scripted
+// after `cargo build -p plan-checkpoint -p plan-exec`). The model is the scripted
 // fake; Codex's own approval requests are always declined, so only the
 // hooks (and so the host) decide. The person's decisions are taken with the
 // commands a user has (`codex pending`, `approve`, `reject`, `confirm`, the

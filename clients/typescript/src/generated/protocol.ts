@@ -413,9 +413,18 @@ export interface CommandCancelParams {
  */
 export interface CommandCapabilities {
   /**
+   * What a sandboxed command may take from the machine is bounded here
+   * for these (P16): `processes` (processes and threads), `memory`,
+   * `inotify` (instances and watches), `openFiles` (per process, so
+   * pipes and sockets too), `aio` and `keys` (none at all), and
+   * `machineAddresses` (a networked command reaches none of the
+   * machine's own addresses). Empty when the sandbox is unavailable.
+   */
+  bounds: string[];
+  /**
    * The sandbox properties of the sandbox specification that hold here,
-   * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
-   * sandbox is unavailable.
+   * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+   * every bound of `bounds`. Empty when the sandbox is unavailable.
    */
   enforced: string[];
   /**
@@ -424,6 +433,12 @@ export interface CommandCapabilities {
    * `namespaces`. Empty when the sandbox is unavailable.
    */
   layers: string[];
+  /**
+   * The bounds of P16 this machine cannot give a command, each with
+   * why (a cgroup that cannot be made, a kernel without a feature):
+   * a command runs without them.
+   */
+  missingBounds: MissingBound[];
   /**
    * `landlock` when the kernel sandbox works here, else `unavailable`.
    */
@@ -803,6 +818,20 @@ export interface InitializeResult {
    * The host's version.
    */
   serverVersion: string;
+}
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+export interface MissingBound {
+  /**
+   * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+   */
+  bound: string;
+  /**
+   * Why this machine cannot give it.
+   */
+  reason: string;
 }
 
 /**

@@ -63,7 +63,7 @@ pub(crate) fn host_isolation() -> Isolation {
 /// Whether the probe found namespaces usable here (then every sandboxed
 /// command of these tests runs inside them).
 pub(crate) fn namespaces_available() -> bool {
-    matches!(support(), SandboxSupport::Available { namespaces: true })
+    matches!(support(), SandboxSupport::Available { namespaces: true, .. })
 }
 
 /// The namespace settings to run a property under: without them always
@@ -76,6 +76,14 @@ pub(crate) fn namespace_modes() -> Vec<bool> {
         eprintln!("namespaces are unavailable here: only the mode without them is tested");
     }
     modes
+}
+
+/// Which bounds the probe found this machine gives a command.
+pub(crate) fn bound_support() -> Option<plan_exec::BoundSupport> {
+    match support() {
+        SandboxSupport::Available { bounds, .. } => Some(bounds.clone()),
+        SandboxSupport::Unavailable { .. } => None,
+    }
 }
 
 fn support() -> &'static SandboxSupport {

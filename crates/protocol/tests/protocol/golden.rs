@@ -344,6 +344,13 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                         enforced: ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]
                             .map(String::from)
                             .to_vec(),
+                        bounds: ["processes", "inotify", "openFiles", "aio", "keys", "machineAddresses"]
+                            .map(String::from)
+                            .to_vec(),
+                        missing_bounds: vec![plan_protocol::MissingBound {
+                            bound: "memory".to_owned(),
+                            reason: "no cgroup with the memory controller can be made here".to_owned(),
+                        }],
                     },
                     web: Some(plan_protocol::WebCapabilities {
                         url: "http://127.0.0.1:8123/".to_owned(),

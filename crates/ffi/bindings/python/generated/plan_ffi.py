@@ -2652,21 +2652,85 @@ class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
         ]
 
 @dataclass
-class CommandCapabilities:
+class MissingBound:
     """
-    Whether Plan-mode Bash will work, known before a turn starts.
+    A bound of P16 (`sandbox.md`) this machine cannot give a command.
 """
-    def __init__(self, *, plan_sandbox:PlanSandbox, reason:typing.Optional[str], layers:typing.List[str], enforced:typing.List[str]):
-        self.plan_sandbox = plan_sandbox
+    def __init__(self, *, bound:str, reason:str):
+        self.bound = bound
         self.reason = reason
-        self.layers = layers
-        self.enforced = enforced
         
         
 
     
     def __str__(self):
-        return "CommandCapabilities(plan_sandbox={}, reason={}, layers={}, enforced={})".format(self.plan_sandbox, self.reason, self.layers, self.enforced)
+        return "MissingBound(bound={}, reason={})".format(self.bound, self.reason)
+    def __eq__(self, other):
+        if self.bound != other.bound:
+            return False
+        if self.reason != other.reason:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMissingBound(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return MissingBound(
+            bound=_UniffiFfiConverterString.read(buf),
+            reason=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.bound)
+        _UniffiFfiConverterString.check_lower(value.reason)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.bound, buf)
+        _UniffiFfiConverterString.write(value.reason, buf)
+
+class _UniffiFfiConverterSequenceTypeMissingBound(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeMissingBound.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeMissingBound.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeMissingBound.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class CommandCapabilities:
+    """
+    Whether Plan-mode Bash will work, known before a turn starts.
+"""
+    def __init__(self, *, plan_sandbox:PlanSandbox, reason:typing.Optional[str], layers:typing.List[str], enforced:typing.List[str], bounds:typing.List[str], missing_bounds:typing.List[MissingBound]):
+        self.plan_sandbox = plan_sandbox
+        self.reason = reason
+        self.layers = layers
+        self.enforced = enforced
+        self.bounds = bounds
+        self.missing_bounds = missing_bounds
+        
+        
+
+    
+    def __str__(self):
+        return "CommandCapabilities(plan_sandbox={}, reason={}, layers={}, enforced={}, bounds={}, missing_bounds={})".format(self.plan_sandbox, self.reason, self.layers, self.enforced, self.bounds, self.missing_bounds)
     def __eq__(self, other):
         if self.plan_sandbox != other.plan_sandbox:
             return False
@@ -2675,6 +2739,10 @@ class CommandCapabilities:
         if self.layers != other.layers:
             return False
         if self.enforced != other.enforced:
+            return False
+        if self.bounds != other.bounds:
+            return False
+        if self.missing_bounds != other.missing_bounds:
             return False
         return True
 
@@ -2686,6 +2754,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
             reason=_UniffiFfiConverterOptionalString.read(buf),
             layers=_UniffiFfiConverterSequenceString.read(buf),
             enforced=_UniffiFfiConverterSequenceString.read(buf),
+            bounds=_UniffiFfiConverterSequenceString.read(buf),
+            missing_bounds=_UniffiFfiConverterSequenceTypeMissingBound.read(buf),
         )
 
     @staticmethod
@@ -2694,6 +2764,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.check_lower(value.reason)
         _UniffiFfiConverterSequenceString.check_lower(value.layers)
         _UniffiFfiConverterSequenceString.check_lower(value.enforced)
+        _UniffiFfiConverterSequenceString.check_lower(value.bounds)
+        _UniffiFfiConverterSequenceTypeMissingBound.check_lower(value.missing_bounds)
 
     @staticmethod
     def write(value, buf):
@@ -2701,6 +2773,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.reason, buf)
         _UniffiFfiConverterSequenceString.write(value.layers, buf)
         _UniffiFfiConverterSequenceString.write(value.enforced, buf)
+        _UniffiFfiConverterSequenceString.write(value.bounds, buf)
+        _UniffiFfiConverterSequenceTypeMissingBound.write(value.missing_bounds, buf)
 
 @dataclass
 class WebCapabilities:
@@ -4454,7 +4528,7 @@ class HostConfig:
     [`HostConfig::options`](crate::HostConfig::options), which
     refuses an out-of-range value with `INVALID_PARAMS`.
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel:ExportOverrides = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_memory_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel:ExportOverrides = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -4475,6 +4549,10 @@ class HostConfig:
             self.scratch_size_mb = None
         else:
             self.scratch_size_mb = scratch_size_mb
+        if command_memory_mb is _DEFAULT:
+            self.command_memory_mb = None
+        else:
+            self.command_memory_mb = command_memory_mb
         if command_timeout_ms is _DEFAULT:
             self.command_timeout_ms = None
         else:
@@ -4524,7 +4602,7 @@ class HostConfig:
 
     
     def __str__(self):
-        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel, self.otel_from_environment)
+        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_memory_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_memory_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel, self.otel_from_environment)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -4535,6 +4613,8 @@ class HostConfig:
         if self.scratch_root != other.scratch_root:
             return False
         if self.scratch_size_mb != other.scratch_size_mb:
+            return False
+        if self.command_memory_mb != other.command_memory_mb:
             return False
         if self.command_timeout_ms != other.command_timeout_ms:
             return False
@@ -4575,6 +4655,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
             sandbox_helper=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
             scratch_root=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
             scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_memory_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
@@ -4598,6 +4679,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.sandbox_helper)
         _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.scratch_root)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_memory_mb)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
@@ -4620,6 +4702,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypePathBuf.write(value.sandbox_helper, buf)
         _UniffiFfiConverterOptionalTypePathBuf.write(value.scratch_root, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_memory_mb, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
@@ -8472,6 +8555,7 @@ __all__ = [
     "ArtifactContent",
     "ArtifactVerification",
     "AwaitingCall",
+    "MissingBound",
     "CommandCapabilities",
     "WebCapabilities",
     "Capabilities",

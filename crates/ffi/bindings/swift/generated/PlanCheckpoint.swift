@@ -2430,10 +2430,25 @@ public struct CommandCapabilities: Equatable, Hashable {
     public var layers: [String]
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
-     * sandbox is unavailable.
+     * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+     * every bound of `bounds`. Empty when the sandbox is unavailable.
      */
     public var enforced: [String]
+    /**
+     * What a sandboxed command may take from the machine is bounded here
+     * for these (P16): `processes` (processes and threads), `memory`,
+     * `inotify` (instances and watches), `openFiles` (per process, so
+     * pipes and sockets too), `aio` and `keys` (none at all), and
+     * `machineAddresses` (a networked command reaches none of the
+     * machine's own addresses). Empty when the sandbox is unavailable.
+     */
+    public var bounds: [String]
+    /**
+     * The bounds of P16 this machine cannot give a command, each with
+     * why (a cgroup that cannot be made, a kernel without a feature):
+     * a command runs without them.
+     */
+    public var missingBounds: [MissingBound]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2451,13 +2466,28 @@ public struct CommandCapabilities: Equatable, Hashable {
          */layers: [String], 
         /**
          * The sandbox properties of the sandbox specification that hold here,
-         * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
-         * sandbox is unavailable.
-         */enforced: [String]) {
+         * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+         * every bound of `bounds`. Empty when the sandbox is unavailable.
+         */enforced: [String], 
+        /**
+         * What a sandboxed command may take from the machine is bounded here
+         * for these (P16): `processes` (processes and threads), `memory`,
+         * `inotify` (instances and watches), `openFiles` (per process, so
+         * pipes and sockets too), `aio` and `keys` (none at all), and
+         * `machineAddresses` (a networked command reaches none of the
+         * machine's own addresses). Empty when the sandbox is unavailable.
+         */bounds: [String], 
+        /**
+         * The bounds of P16 this machine cannot give a command, each with
+         * why (a cgroup that cannot be made, a kernel without a feature):
+         * a command runs without them.
+         */missingBounds: [MissingBound]) {
         self.planSandbox = planSandbox
         self.reason = reason
         self.layers = layers
         self.enforced = enforced
+        self.bounds = bounds
+        self.missingBounds = missingBounds
     }
 
     
@@ -2479,7 +2509,9 @@ public struct FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer {
                 planSandbox: FfiConverterTypePlanSandbox.read(from: &buf), 
                 reason: FfiConverterOptionString.read(from: &buf), 
                 layers: FfiConverterSequenceString.read(from: &buf), 
-                enforced: FfiConverterSequenceString.read(from: &buf)
+                enforced: FfiConverterSequenceString.read(from: &buf), 
+                bounds: FfiConverterSequenceString.read(from: &buf), 
+                missingBounds: FfiConverterSequenceTypeMissingBound.read(from: &buf)
         )
     }
 
@@ -2488,6 +2520,8 @@ public struct FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.reason, into: &buf)
         FfiConverterSequenceString.write(value.layers, into: &buf)
         FfiConverterSequenceString.write(value.enforced, into: &buf)
+        FfiConverterSequenceString.write(value.bounds, into: &buf)
+        FfiConverterSequenceTypeMissingBound.write(value.missingBounds, into: &buf)
     }
 }
 
@@ -3882,6 +3916,14 @@ public struct HostConfig: Equatable, Hashable {
      */
     public var scratchSizeMb: UInt64?
     /**
+     * How much memory one sandboxed command (everything it
+     * starts, its scratch directory included) may use, in MB
+     * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+     * of the command's own where the machine gives one
+     * (`initialize` says whether it does).
+     */
+    public var commandMemoryMb: UInt64?
+    /**
      * The timeout of a command whose input names none, in
      * milliseconds: 1 to the maximum; 120000 (or the maximum
      * when that is smaller) when absent.
@@ -4001,6 +4043,13 @@ public struct HostConfig: Equatable, Hashable {
          * this size; without them an ordinary directory, not capped.
          */scratchSizeMb: UInt64? = nil, 
         /**
+         * How much memory one sandboxed command (everything it
+         * starts, its scratch directory included) may use, in MB
+         * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+         * of the command's own where the machine gives one
+         * (`initialize` says whether it does).
+         */commandMemoryMb: UInt64? = nil, 
+        /**
          * The timeout of a command whose input names none, in
          * milliseconds: 1 to the maximum; 120000 (or the maximum
          * when that is smaller) when absent.
@@ -4080,6 +4129,7 @@ public struct HostConfig: Equatable, Hashable {
         self.sandboxHelper = sandboxHelper
         self.scratchRoot = scratchRoot
         self.scratchSizeMb = scratchSizeMb
+        self.commandMemoryMb = commandMemoryMb
         self.commandTimeoutMs = commandTimeoutMs
         self.commandMaxTimeoutMs = commandMaxTimeoutMs
         self.commandOutputCap = commandOutputCap
@@ -4117,6 +4167,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
                 sandboxHelper: FfiConverterOptionTypePathBuf.read(from: &buf), 
                 scratchRoot: FfiConverterOptionTypePathBuf.read(from: &buf), 
                 scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
+                commandMemoryMb: FfiConverterOptionUInt64.read(from: &buf), 
                 commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
                 commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
                 commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
@@ -4140,6 +4191,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
         FfiConverterOptionTypePathBuf.write(value.sandboxHelper, into: &buf)
         FfiConverterOptionTypePathBuf.write(value.scratchRoot, into: &buf)
         FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandMemoryMb, into: &buf)
         FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
         FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
         FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
@@ -4351,6 +4403,75 @@ public func FfiConverterTypeInitializeResult_lift(_ buf: RustBuffer) throws -> I
 #endif
 public func FfiConverterTypeInitializeResult_lower(_ value: InitializeResult) -> RustBuffer {
     return FfiConverterTypeInitializeResult.lower(value)
+}
+
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+public struct MissingBound: Equatable, Hashable {
+    /**
+     * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+     */
+    public var bound: String
+    /**
+     * Why this machine cannot give it.
+     */
+    public var reason: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+         */bound: String, 
+        /**
+         * Why this machine cannot give it.
+         */reason: String) {
+        self.bound = bound
+        self.reason = reason
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MissingBound: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMissingBound: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MissingBound {
+        return
+            try MissingBound(
+                bound: FfiConverterString.read(from: &buf), 
+                reason: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MissingBound, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.bound, into: &buf)
+        FfiConverterString.write(value.reason, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMissingBound_lift(_ buf: RustBuffer) throws -> MissingBound {
+    return try FfiConverterTypeMissingBound.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMissingBound_lower(_ value: MissingBound) -> RustBuffer {
+    return FfiConverterTypeMissingBound.lower(value)
 }
 
 
@@ -10054,6 +10175,31 @@ fileprivate struct FfiConverterSequenceTypeAwaitingCall: FfiConverterRustBuffer 
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeAwaitingCall.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeMissingBound: FfiConverterRustBuffer {
+    typealias SwiftType = [MissingBound]
+
+    public static func write(_ value: [MissingBound], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMissingBound.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [MissingBound] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [MissingBound]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMissingBound.read(from: &buf))
         }
         return seq
     }

@@ -3474,10 +3474,27 @@ data class CommandCapabilities (
     , 
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P15`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces. Empty when the
-     * sandbox is unavailable.
+     * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+     * every bound of `bounds`. Empty when the sandbox is unavailable.
      */
     var `enforced`: List<kotlin.String>
+    , 
+    /**
+     * What a sandboxed command may take from the machine is bounded here
+     * for these (P16): `processes` (processes and threads), `memory`,
+     * `inotify` (instances and watches), `openFiles` (per process, so
+     * pipes and sockets too), `aio` and `keys` (none at all), and
+     * `machineAddresses` (a networked command reaches none of the
+     * machine's own addresses). Empty when the sandbox is unavailable.
+     */
+    var `bounds`: List<kotlin.String>
+    , 
+    /**
+     * The bounds of P16 this machine cannot give a command, each with
+     * why (a cgroup that cannot be made, a kernel without a feature):
+     * a command runs without them.
+     */
+    var `missingBounds`: List<MissingBound>
     
 ){
     
@@ -3498,6 +3515,8 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterOptionalString.read(buf),
             FfiConverterSequenceString.read(buf),
             FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceTypeMissingBound.read(buf),
         )
     }
 
@@ -3505,7 +3524,9 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterTypePlanSandbox.allocationSize(value.`planSandbox`) +
             FfiConverterOptionalString.allocationSize(value.`reason`) +
             FfiConverterSequenceString.allocationSize(value.`layers`) +
-            FfiConverterSequenceString.allocationSize(value.`enforced`)
+            FfiConverterSequenceString.allocationSize(value.`enforced`) +
+            FfiConverterSequenceString.allocationSize(value.`bounds`) +
+            FfiConverterSequenceTypeMissingBound.allocationSize(value.`missingBounds`)
     )
 
     override fun write(value: CommandCapabilities, buf: ByteBuffer) {
@@ -3513,6 +3534,8 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterOptionalString.write(value.`reason`, buf)
             FfiConverterSequenceString.write(value.`layers`, buf)
             FfiConverterSequenceString.write(value.`enforced`, buf)
+            FfiConverterSequenceString.write(value.`bounds`, buf)
+            FfiConverterSequenceTypeMissingBound.write(value.`missingBounds`, buf)
     }
 }
 
@@ -4508,6 +4531,15 @@ data class HostConfig (
     var `scratchSizeMb`: kotlin.ULong? = null 
     , 
     /**
+     * How much memory one sandboxed command (everything it
+     * starts, its scratch directory included) may use, in MB
+     * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+     * of the command's own where the machine gives one
+     * (`initialize` says whether it does).
+     */
+    var `commandMemoryMb`: kotlin.ULong? = null 
+    , 
+    /**
      * The timeout of a command whose input names none, in
      * milliseconds: 1 to the maximum; 120000 (or the maximum
      * when that is smaller) when absent.
@@ -4634,6 +4666,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterBoolean.read(buf),
@@ -4653,6 +4686,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalTypePathBuf.allocationSize(value.`sandboxHelper`) +
             FfiConverterOptionalTypePathBuf.allocationSize(value.`scratchRoot`) +
             FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandMemoryMb`) +
             FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
             FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
             FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
@@ -4675,6 +4709,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalTypePathBuf.write(value.`sandboxHelper`, buf)
             FfiConverterOptionalTypePathBuf.write(value.`scratchRoot`, buf)
             FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
+            FfiConverterOptionalULong.write(value.`commandMemoryMb`, buf)
             FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
             FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
             FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
@@ -4818,6 +4853,53 @@ public object FfiConverterTypeInitializeResult: FfiConverterRustBuffer<Initializ
             FfiConverterLong.write(value.`schemaVersion`, buf)
             FfiConverterLong.write(value.`approvalTtlMs`, buf)
             FfiConverterTypeCapabilities.write(value.`capabilities`, buf)
+    }
+}
+
+
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+data class MissingBound (
+    /**
+     * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+     */
+    var `bound`: kotlin.String
+    , 
+    /**
+     * Why this machine cannot give it.
+     */
+    var `reason`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMissingBound: FfiConverterRustBuffer<MissingBound> {
+    override fun read(buf: ByteBuffer): MissingBound {
+        return MissingBound(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: MissingBound) = (
+            FfiConverterString.allocationSize(value.`bound`) +
+            FfiConverterString.allocationSize(value.`reason`)
+    )
+
+    override fun write(value: MissingBound, buf: ByteBuffer) {
+            FfiConverterString.write(value.`bound`, buf)
+            FfiConverterString.write(value.`reason`, buf)
     }
 }
 
@@ -9002,6 +9084,34 @@ public object FfiConverterSequenceTypeAwaitingCall: FfiConverterRustBuffer<List<
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeAwaitingCall.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeMissingBound: FfiConverterRustBuffer<List<MissingBound>> {
+    override fun read(buf: ByteBuffer): List<MissingBound> {
+        val len = buf.getInt()
+        return List<MissingBound>(len) {
+            FfiConverterTypeMissingBound.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<MissingBound>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeMissingBound.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<MissingBound>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeMissingBound.write(it, buf)
         }
     }
 }
