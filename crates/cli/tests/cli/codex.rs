@@ -595,3 +595,96 @@ fn a_call_held_for_a_person_is_listed_with_the_command_that_confirms_it() {
         "answered: no longer listed"
     );
 }
+
+#[test]
+fn codexs_own_prompt_for_a_confirmed_edit_gets_the_hosts_answer_for_that_call() {
+    let case = Case::new();
+    assert!(case.run(&["codex", "install"]).status.success());
+    // The Agent phase of a session that asks before every edit; Codex's
+    // transcript records the patch as the model wrote it (a trailing
+    // newline), and gives `PermissionRequest` no call id and the text
+    // without that newline.
+    let patch = "*** Begin Patch\n*** Add File: made.txt\n+made\n*** End Patch\n";
+    let transcript = case.dir.path().join("rollout.jsonl");
+    let recorded = |call: &str, text: &str| {
+        serde_json::json!({"type": "response_item", "payload": {
+            "type": "custom_tool_call", "call_id": call, "name": "apply_patch", "input": text,
+            "internal_chat_message_metadata_passthrough": {"turn_id": "turn-1"},
+        }})
+        .to_string()
+    };
+    std::fs::write(
+        &transcript,
+        format!(
+            "{{\"type\":\"turn_context\",\"payload\":{{\"turn_id\":\"turn-1\",\"collaboration_mode\":{{\"mode\":\"default\"}}}}}}\n{}\n",
+            recorded("call_patch", patch)
+        ),
+    )
+    .unwrap();
+    let mut held = hook_input(
+        &case,
+        "PreToolUse",
+        "apply_patch",
+        serde_json::json!({"command": patch}),
+        "call_patch",
+    );
+    held["transcript_path"] = serde_json::json!(transcript);
+    let mut asked = hook_input(
+        &case,
+        "PermissionRequest",
+        "apply_patch",
+        serde_json::json!({"command": patch.trim_end()}),
+        "",
+    );
+    asked["transcript_path"] = serde_json::json!(transcript);
+    if let Some(fields) = asked.as_object_mut() {
+        fields.remove("tool_use_id");
+    }
+
+    // Before anyone confirmed it, Codex's prompt is not answered for the
+    // host (it stays Codex's to ask), and nothing new waits for the person.
+    let mut hook = case
+        .command(&["codex", "hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(held.to_string().as_bytes())
+        .unwrap();
+    let listed = (0..2_000)
+        .map(|_| case.run(&["codex", "pending"]))
+        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
+        .find(|text| text.contains("call_patch"))
+        .expect("the held edit was never listed");
+    assert_eq!(case.hook(&asked), serde_json::Value::Null);
+    let again = String::from_utf8_lossy(&case.run(&["codex", "pending"]).stdout).into_owned();
+    assert_eq!(again, listed, "the prompt made no call of its own");
+
+    // Confirmed: the hook allows it, and Codex's prompt for the same call
+    // gets the host's answer for it.
+    assert!(
+        case.run(&["codex", "confirm", "--session", "codex-thread-1", "call_patch"])
+            .status
+            .success()
+    );
+    let output = hook.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let answer = case.hook(&asked);
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{answer}"
+    );
+
+    // A patch the transcript does not hold is not that call: Codex asks.
+    let mut other = asked.clone();
+    other["tool_input"] =
+        serde_json::json!({"command": "*** Begin Patch\n*** Add File: other.txt\n+other\n*** End Patch"});
+    assert_eq!(case.hook(&other), serde_json::Value::Null);
+    assert!(
+        !String::from_utf8_lossy(&case.run(&["codex", "pending"]).stdout).contains("call_patch"),
+        "nothing waits any more"
+    );
+}
