@@ -21,7 +21,8 @@ pub enum ToolKind {
     /// Reads or plans and changes nothing: Read, Glob, Grep, BrowserPreview,
     /// EnterPlanMode, new_context.
     ReadOnly,
-    /// Changes files: Write, Edit, MultiEdit, NotebookEdit.
+    /// Changes files: Write, Edit, MultiEdit, NotebookEdit, and Codex's
+    /// apply_patch.
     ChangesFiles,
     /// The `Bash` tool, which only the host runs.
     Bash,
@@ -45,7 +46,7 @@ impl ToolKind {
 /// The tool catalog: every tool name the checkpoint knows, with its kind.
 /// Names match exactly and case-sensitively, so `read` or `Read ` are
 /// [`ToolKind::Other`].
-pub const TOOL_CATALOG: [(&str, ToolKind); 12] = [
+pub const TOOL_CATALOG: [(&str, ToolKind); 13] = [
     ("Read", ToolKind::ReadOnly),
     ("Glob", ToolKind::ReadOnly),
     ("Grep", ToolKind::ReadOnly),
@@ -56,6 +57,8 @@ pub const TOOL_CATALOG: [(&str, ToolKind); 12] = [
     ("Edit", ToolKind::ChangesFiles),
     ("MultiEdit", ToolKind::ChangesFiles),
     ("NotebookEdit", ToolKind::ChangesFiles),
+    // Codex CLI's edit tool.
+    ("apply_patch", ToolKind::ChangesFiles),
     (crate::commands::BASH, ToolKind::Bash),
     (SUBMIT_PLAN, ToolKind::SubmitPlan),
 ];
