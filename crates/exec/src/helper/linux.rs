@@ -164,6 +164,10 @@ impl Supervisor {
             expected_parent: rustix::process::getpid().as_raw_nonzero().get().unsigned_abs(),
             ..decoded.confine
         };
+        // An `auto` command's reserved names: made where missing and held
+        // until it is over (given back, where nobody else holds them, when
+        // this returns, after the final sweep).
+        let _reservation = reserve(&confine, handover).map_err(|reason| fail(FailKind::Sandbox, reason))?;
         let (status_ours, status_theirs) =
             UnixStream::pair().map_err(|error| fail(FailKind::Spawn, format!("socketpair: {error}")))?;
         // This very binary, even if its file was replaced since it started.
@@ -377,6 +381,25 @@ impl Supervisor {
         }
         let _ = rustix::process::waitpid(Some(self.shell), WaitOptions::empty());
     }
+}
+
+/// Reserves what a writable command inside namespaces keeps from being
+/// created (the caller's names at the workspace root, its reserved paths):
+/// see `placeholders`. Nothing for any other command.
+fn reserve(
+    args: &ConfineArgs,
+    handover: &wire::Handover,
+) -> Result<Option<crate::placeholders::Reservation>, String> {
+    let (Mode::WorkspaceWrite { .. }, true, Some(workspace)) =
+        (&args.mode, args.namespaces, &handover.workspace)
+    else {
+        return Ok(None);
+    };
+    let path =
+        crate::workspace::current_path(workspace.as_fd()).ok_or("the workspace can no longer be named")?;
+    let names: Vec<&OsString> = args.protected_names.iter().chain(&args.hidden_names).collect();
+    let paths = crate::placeholders::reserved_paths(&path, &names, &args.reserved);
+    crate::placeholders::Reservation::reserve(workspace.as_fd(), &paths).map(Some)
 }
 
 /// Makes the command's cgroup for the bounds `args` asks (none for an
