@@ -21,6 +21,10 @@
 //!   against the same in a small workspace: what the walk for what to
 //!   protect and hide costs as a workspace grows.
 //!
+//! `SPAWN_INTERLEAVED_ROUNDS=<n>` also runs `spawn_true`'s members
+//! interleaved, one of each in turn, `n` rounds, and prints their medians:
+//! under a changing load that is the fairer ratio.
+//!
 //! Sample sizes are small: the machine is shared. These benchmarks only
 //! measure; CI runs each of them once (`cargo bench -- --test`) so they keep
 //! working, and their figures are taken by hand (`docs/PERFORMANCE.md`).
@@ -98,6 +102,31 @@ fn every_layer() -> plan_exec::Isolation {
     }
 }
 
+/// The spawns of `members` one after the other, `rounds` times, so that a
+/// shared machine's load falls on each alike (criterion runs its members
+/// one after the other, minutes apart); prints each one's median and
+/// quartiles.
+fn interleaved(runner: &Runner, rounds: usize, members: &[(&str, &CommandSpec)]) {
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); members.len()];
+    for _ in 0..rounds {
+        for ((_, spec), times) in members.iter().zip(&mut times) {
+            let started = Instant::now();
+            run_to_exit(runner, spec);
+            times.push(started.elapsed());
+        }
+    }
+    for ((name, _), mut times) in members.iter().zip(times) {
+        times.sort_unstable();
+        let at = |quantile: usize| times[(times.len() - 1) * quantile / 4].as_secs_f64() * 1e3;
+        println!(
+            "interleaved {name}: median {:.2} ms, quartiles {:.2} to {:.2} ms ({rounds} rounds)",
+            at(2),
+            at(1),
+            at(3)
+        );
+    }
+}
+
 fn run_to_exit(runner: &Runner, spec: &CommandSpec) {
     let outcome = runner.spawn(spec.clone(), |_| {}).wait();
     assert_eq!(outcome.exit_code, Some(0), "{outcome:?}");
@@ -155,6 +184,33 @@ fn spawn_true(c: &mut Criterion) {
     group.bench_function("runner_unsandboxed", |b| {
         b.iter(|| run_to_exit(&runner, &unsandboxed))
     });
+    if let Some(rounds) = std::env::var("SPAWN_INTERLEAVED_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+    {
+        let mut auto = in_workspace(
+            spec(
+                "true",
+                scratch.path(),
+                Confinement::WorkspaceWrite {
+                    workspace_root: workspace.path().to_path_buf(),
+                    network: false,
+                },
+            ),
+            workspace.path(),
+        );
+        auto.network = None;
+        interleaved(
+            &runner,
+            rounds,
+            &[
+                ("runner_read_only", &sandboxed),
+                ("runner_read_only_without_bounds", &unbounded),
+                ("runner_workspace_write", &auto),
+                ("runner_unsandboxed", &unsandboxed),
+            ],
+        );
+    }
     group.bench_function("bare_command", |b| {
         b.iter(|| {
             let status = Command::new("/bin/bash")

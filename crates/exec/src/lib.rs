@@ -49,6 +49,8 @@ mod network;
 mod notifier;
 mod outcome;
 mod output;
+#[cfg(target_os = "linux")]
+mod placeholders;
 mod runner;
 mod scratch;
 mod service;

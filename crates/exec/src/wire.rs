@@ -515,9 +515,64 @@ impl Report {
 /// exists (and, when not root, its user namespace with our ids mapped).
 pub(crate) const NETWORK_NAMESPACE_READY: [u8; 1] = *b"+";
 
-/// What the supervisor sends the confining stage once it is in the
-/// command's cgroup (or needs none); the stage starts nothing before.
-pub(crate) const CGROUP_READY: [u8; 1] = *b"C";
+/// What the supervisor sends the confining stage once the command's cgroup
+/// is made (or none is needed), with the `tasks` files of its v1
+/// directories attached, which the stage joins itself; the stage starts
+/// nothing before.
+const CGROUP_READY: u8 = b'C';
+
+/// The most `tasks` files [`send_cgroup_ready`] carries (one per v1
+/// hierarchy of a controller the helper uses).
+const CGROUP_FILES_MAX: usize = 4;
+
+/// Sends [`CGROUP_READY`] with `tasks` attached.
+pub(crate) fn send_cgroup_ready(socket: impl AsFd, tasks: &[OwnedFd]) -> Result<(), String> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(CGROUP_FILES_MAX))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    let fds: Vec<BorrowedFd<'_>> = tasks.iter().map(AsFd::as_fd).collect();
+    if fds.len() > CGROUP_FILES_MAX
+        || (!fds.is_empty() && !control.push(SendAncillaryMessage::ScmRights(&fds)))
+    {
+        return Err("the cgroup's files do not fit the control message".into());
+    }
+    let sent = rustix::net::sendmsg(
+        socket,
+        &[IoSlice::new(&[CGROUP_READY])],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )
+    .map_err(|error| format!("sending the cgroup's files: {error}"))?;
+    if sent == 1 {
+        Ok(())
+    } else {
+        Err("the cgroup's files were not sent".into())
+    }
+}
+
+/// Receives what [`send_cgroup_ready`] sent: the `tasks` files to join.
+pub(crate) fn receive_cgroup_ready(socket: impl AsFd) -> Result<Vec<OwnedFd>, String> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(CGROUP_FILES_MAX))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0_u8; 1];
+    let received = rustix::net::recvmsg(
+        socket,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(|error| format!("waiting for the command's cgroup: {error}"))?;
+    let mut fds = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(received) = message {
+            fds.extend(received);
+        }
+    }
+    if received.bytes == 1 && byte[0] == CGROUP_READY {
+        Ok(fds)
+    } else {
+        Err("the supervisor did not make the command's cgroup".into())
+    }
+}
 
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
@@ -663,6 +718,26 @@ pub(crate) fn receive_handover(socket: impl AsFd) -> Result<Handover, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cgroups_files_arrive_with_the_ready_byte_and_nothing_else_counts_as_ready() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let files: Vec<OwnedFd> = (0..2)
+            .map(|_| OwnedFd::from(std::fs::File::open("/dev/null").unwrap()))
+            .collect();
+        send_cgroup_ready(&ours, &files).unwrap();
+        assert_eq!(receive_cgroup_ready(&theirs).unwrap().len(), 2);
+        // More files than the message carries: an error, nothing sent.
+        let many: Vec<OwnedFd> = (0..=CGROUP_FILES_MAX)
+            .map(|_| OwnedFd::from(std::fs::File::open("/dev/null").unwrap()))
+            .collect();
+        assert!(send_cgroup_ready(&ours, &many).is_err());
+        // Another byte, or a supervisor gone, is no cgroup.
+        std::io::Write::write_all(&mut &ours, b"x").unwrap();
+        assert!(receive_cgroup_ready(&theirs).is_err());
+        drop(ours);
+        assert!(receive_cgroup_ready(&theirs).is_err());
+    }
 
     fn confine(mode: Mode) -> ConfineArgs {
         ConfineArgs {

@@ -17,6 +17,7 @@
 //! decides no value and never applies less than asked: a bound that cannot
 //! be applied is an error, and nothing runs.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use crate::spec::{CommandBounds, InotifyBound};
@@ -34,7 +35,7 @@ const INOTIFY_WATCHES: &str = "/proc/sys/user/max_inotify_watches";
 
 /// A cgroup hierarchy's version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Version {
+pub(crate) enum Version {
     V1,
     V2,
 }
@@ -42,7 +43,7 @@ enum Version {
 /// One directory in which the helper makes a command's cgroup for some
 /// controllers.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Placement {
+pub(crate) struct Placement {
     parent: PathBuf,
     version: Version,
     controllers: Vec<&'static str>,
@@ -188,9 +189,19 @@ fn placements(controllers: &[&'static str]) -> Result<Vec<Placement>, String> {
 
 /// A command's own cgroup (one directory per hierarchy), removed by
 /// [`CommandCgroup::remove`] once the command's processes are gone.
+///
+/// Nothing is moved into it by its pid: writing a pid to `cgroup.procs`
+/// takes the cgroup core's threadgroup lock for writing, which waits for an
+/// RCU grace period (milliseconds, more under load) on every spawn. A v1
+/// directory is joined by the confining stage itself, single-threaded,
+/// writing `0` to its `tasks` file ([`join`]): a thread moving only itself
+/// needs no threadgroup lock. The v2 directory (one at most: its
+/// controllers share it) is where the supervisor starts the stage
+/// (`clone3` with `CLONE_INTO_CGROUP`, see `linux::spawn_into`): nothing
+/// moves at all.
 #[derive(Debug)]
 pub(crate) struct CommandCgroup {
-    directories: Vec<PathBuf>,
+    directories: Vec<(PathBuf, Version)>,
 }
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
@@ -220,17 +231,14 @@ impl CommandCgroup {
         controllers
     }
 
-    /// Makes the cgroup `name` with the limits of `bounds` (`extra_tasks`:
-    /// the helper's own processes in it besides the command's). `Ok(None)`
-    /// when nothing is asked for. The tasks bound is kept here only where a
-    /// `pids` controller can be had; `pids_required` makes its absence an
-    /// error (nothing else keeps it for this command).
-    pub(crate) fn make(
+    /// Where the cgroup `bounds` asks for is made (`None` when nothing is
+    /// asked for). The tasks bound is kept here only where a `pids`
+    /// controller can be had; `pids_required` makes its absence an error
+    /// (nothing else keeps it for this command).
+    pub(crate) fn placements_for(
         bounds: &CommandBounds,
-        name: &str,
-        extra_tasks: u64,
         pids_required: bool,
-    ) -> Result<Option<CommandCgroup>, String> {
+    ) -> Result<Option<Vec<Placement>>, String> {
         let mut controllers = Self::controllers(bounds);
         if controllers.contains(&"pids") && !pids_required && placements(&["pids"]).is_err() {
             controllers.retain(|controller| *controller != "pids");
@@ -238,28 +246,94 @@ impl CommandCgroup {
         if controllers.is_empty() {
             return Ok(None);
         }
-        let placements = placements(&controllers)?;
+        placements(&controllers).map(Some)
+    }
+
+    /// Whether one of `placements` is in the v2 hierarchy (so the stage is
+    /// to be started there, which needs the group made first).
+    pub(crate) fn has_v2(placements: &[Placement]) -> bool {
+        placements
+            .iter()
+            .any(|placement| placement.version == Version::V2)
+    }
+
+    /// Makes the cgroup `name` at `placements` with the limits of `bounds`
+    /// (`extra_tasks`: the helper's own processes in it besides the
+    /// command's).
+    pub(crate) fn make(
+        placements: &[Placement],
+        bounds: &CommandBounds,
+        name: &str,
+        extra_tasks: u64,
+    ) -> Result<CommandCgroup, String> {
         let mut cgroup = CommandCgroup {
             directories: Vec::new(),
         };
-        for placement in &placements {
+        for placement in placements {
             let directory = placement.parent.join(format!("{CGROUP_PREFIX}{name}"));
             std::fs::create_dir(&directory)
                 .map_err(|error| format!("making the cgroup {}: {error}", directory.display()))?;
-            cgroup.directories.push(directory.clone());
+            cgroup.directories.push((directory.clone(), placement.version));
             if let Err(reason) = limit(&directory, placement, bounds, extra_tasks) {
                 cgroup.remove();
                 return Err(reason);
             }
         }
-        Ok(Some(cgroup))
+        Ok(cgroup)
+    }
+
+    /// The `tasks` files of the v1 directories, opened for writing here
+    /// (the permission to move is checked against who opened them), for
+    /// the confining stage to [`join`].
+    pub(crate) fn tasks_files(&self) -> Result<Vec<OwnedFd>, String> {
+        self.directories
+            .iter()
+            .filter(|(_, version)| *version == Version::V1)
+            .map(|(directory, _)| {
+                let path = directory.join("tasks");
+                rustix::fs::open(
+                    &path,
+                    rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+                .map_err(|error| format!("{}: {error}", path.display()))
+            })
+            .collect()
+    }
+
+    /// Whether one of its directories is in the v2 hierarchy.
+    pub(crate) fn has_v2_directory(&self) -> bool {
+        self.directories
+            .iter()
+            .any(|(_, version)| *version == Version::V2)
+    }
+
+    /// The v2 directory, opened for `CLONE_INTO_CGROUP`; `None` without
+    /// one.
+    pub(crate) fn v2_directory(&self) -> Option<Result<OwnedFd, String>> {
+        let (directory, _) = self
+            .directories
+            .iter()
+            .find(|(_, version)| *version == Version::V2)?;
+        Some(
+            rustix::fs::open(
+                directory,
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(|error| format!("{}: {error}", directory.display())),
+        )
     }
 
     /// Moves process `pid` (and so everything it starts later) into the
-    /// cgroup.
-    pub(crate) fn add(&self, pid: u32) -> Result<(), String> {
-        for directory in &self.directories {
-            write(&directory.join("cgroup.procs"), &pid.to_string())?;
+    /// v2 directory by its pid: only where the stage could not be started
+    /// there (a kernel without `CLONE_INTO_CGROUP`), as it costs the
+    /// threadgroup lock's grace period.
+    pub(crate) fn add_to_v2(&self, pid: u32) -> Result<(), String> {
+        for (directory, version) in &self.directories {
+            if *version == Version::V2 {
+                write(&directory.join("cgroup.procs"), &pid.to_string())?;
+            }
         }
         Ok(())
     }
@@ -268,7 +342,7 @@ impl CommandCgroup {
     /// cannot be removed (a process somehow left) is left for a later
     /// probe's sweep.
     pub(crate) fn remove(&mut self) {
-        for directory in self.directories.drain(..) {
+        for (directory, _) in self.directories.drain(..) {
             let _ = std::fs::remove_dir(&directory);
         }
     }
@@ -278,6 +352,23 @@ impl Drop for CommandCgroup {
     fn drop(&mut self) {
         self.remove();
     }
+}
+
+/// Moves the calling thread into the v1 cgroups whose `tasks` files are
+/// `tasks` (opened by the supervisor): `0` names the caller, and a thread
+/// that moves only itself takes no threadgroup lock (Linux 6.0 and newer;
+/// older kernels take it, which is slower, not weaker). The caller must be
+/// single-threaded, so that the thread is the whole process, and must not
+/// have started anything yet: what it starts later is born inside.
+pub(crate) fn join(tasks: &[OwnedFd]) -> Result<(), String> {
+    for file in tasks {
+        match rustix::io::write(file, b"0") {
+            Ok(1) => {}
+            Ok(_) => return Err("joining the command's cgroup: a short write".into()),
+            Err(error) => return Err(format!("joining the command's cgroup: {error}")),
+        }
+    }
+    Ok(())
 }
 
 /// Sets the limits of `bounds` that `placement`'s controllers keep.
@@ -435,7 +526,10 @@ pub(crate) struct Found {
 pub(crate) fn probe() -> Found {
     sweep_stale_cgroups();
     let name = format!("{}-probe", std::process::id());
-    let cgroup = |bounds: CommandBounds| CommandCgroup::make(&bounds, &name, 0, true).map(drop);
+    let cgroup = |bounds: CommandBounds| {
+        let placements = CommandCgroup::placements_for(&bounds, true)?.unwrap_or_default();
+        CommandCgroup::make(&placements, &bounds, &name, 0).map(drop)
+    };
     Found {
         memory_cgroup: cgroup(CommandBounds {
             memory_bytes: Some(u64::MAX / 2),
@@ -528,6 +622,15 @@ fn probe_inotify() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_that_cannot_be_joined_is_an_error() {
+        // A file the write is refused on stands for a `tasks` file the
+        // kernel refuses (a limit reached, the group removed).
+        let refused = OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let reason = join(&[refused]).unwrap_err();
+        assert!(reason.starts_with("joining the command's cgroup"), "{reason}");
+    }
 
     const MOUNTINFO: &str = "\
 25 30 0:22 / /sys/fs/cgroup rw,relatime shared:9 - tmpfs tmpfs rw,mode=755

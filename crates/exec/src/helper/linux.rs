@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
-use super::{bounds, namespaces, pid_namespace, sandbox};
+use super::{bounds, clone_into, namespaces, pid_namespace, sandbox};
 use crate::spec::ScratchCap;
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
@@ -164,39 +164,60 @@ impl Supervisor {
             expected_parent: rustix::process::getpid().as_raw_nonzero().get().unsigned_abs(),
             ..decoded.confine
         };
+        // An `auto` command's reserved names: made where missing and held
+        // until it is over (given back, where nobody else holds them, when
+        // this returns, after the final sweep).
+        let _reservation = reserve(&confine, handover).map_err(|reason| fail(FailKind::Sandbox, reason))?;
         let (status_ours, status_theirs) =
             UnixStream::pair().map_err(|error| fail(FailKind::Spawn, format!("socketpair: {error}")))?;
-        // This very binary, even if its file was replaced since it started.
-        let child = Command::new("/proc/self/exe")
-            .args(confine.encode())
-            .stdin(Stdio::from(OwnedFd::from(status_theirs)))
-            .stdout(Stdio::inherit())
-            .stderr(Stdio::inherit())
-            // The stage changes into the working directory's descriptor.
-            .current_dir("/")
-            .process_group(0)
-            .spawn()
-            .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
-        let shell = pid_of(child.id()).ok_or_else(|| fail(FailKind::Spawn, "bad child pid"))?;
-        drop(child);
+        // The command's own cgroup: everything the command starts is
+        // counted there; removed when this returns, after the final sweep.
+        // Nothing is moved into it by pid (see `bounds::CommandCgroup`).
+        // Where it has a v2 directory it is made first and the stage is
+        // started inside; else it is made while the stage builds its
+        // namespaces, and the stage joins it itself before it starts
+        // anything (it waits for the cgroup's files first).
+        let request = cgroup_request(&confine).map_err(|reason| fail(FailKind::Sandbox, reason))?;
+        let mut cgroup = match &request {
+            Some(request) if bounds::CommandCgroup::has_v2(&request.placements) => Some(
+                request
+                    .make(&confine.bounds)
+                    .map_err(|reason| fail(FailKind::Sandbox, reason))?,
+            ),
+            Some(_) | None => None,
+        };
+        let into = cgroup
+            .as_ref()
+            .and_then(bounds::CommandCgroup::v2_directory)
+            .transpose()
+            .map_err(|reason| fail(FailKind::Sandbox, reason))?;
+        let (shell, started_inside) = spawn_stage(&confine, status_theirs, into.as_ref().map(AsFd::as_fd))?;
+        drop(into);
         // The confining stage waits for this before it does anything; if it
         // cannot be sent, it gets nothing and reports why.
         let _ = wire::send_handover(&status_ours, &handover.borrow());
-        // Meanwhile (the stage builds its namespaces), the command's own
-        // cgroup, with the stage moved into it before it starts anything
-        // (it waits for `CGROUP_READY` before it forks or executes):
-        // everything the command starts is counted there. Removed when
-        // this returns, after the final sweep.
-        let _cgroup = match command_cgroup(&confine, shell) {
-            Ok(cgroup) => cgroup,
-            Err(reason) => {
-                drop(status_ours);
-                let _ = rustix::process::kill_process(shell, Signal::KILL);
-                let _ = rustix::process::waitpid(Some(shell), WaitOptions::empty());
-                return Err(fail(FailKind::Sandbox, reason));
+        let placed = (|| {
+            if cgroup.is_none()
+                && let Some(request) = &request
+            {
+                cgroup = Some(request.make(&confine.bounds)?);
             }
-        };
-        let _ = (&status_ours).write_all(&wire::CGROUP_READY);
+            let Some(made) = &cgroup else {
+                return Ok(Vec::new());
+            };
+            if made.has_v2_directory() && !started_inside {
+                made.add_to_v2(shell.as_raw_nonzero().get().unsigned_abs())?;
+            }
+            made.tasks_files()
+        })();
+        let sent = placed.and_then(|tasks| wire::send_cgroup_ready(&status_ours, &tasks));
+        if let Err(reason) = sent {
+            drop(status_ours);
+            let _ = rustix::process::kill_process(shell, Signal::KILL);
+            let _ = rustix::process::waitpid(Some(shell), WaitOptions::empty());
+            return Err(fail(FailKind::Sandbox, reason));
+        }
+        let _cgroup = cgroup;
         let mut supervisor = Supervisor {
             shell,
             deadline: started.checked_add(timeout),
@@ -379,28 +400,99 @@ impl Supervisor {
     }
 }
 
-/// Makes the command's cgroup for the bounds `args` asks (none for an
-/// unconfined command) and moves the confining stage `stage` into it. The
-/// cgroup's `pids` limit is required where nothing else keeps the tasks
+/// Reserves what a writable command inside namespaces keeps from being
+/// created (the caller's names at the workspace root, its reserved paths):
+/// see `placeholders`. Nothing for any other command.
+fn reserve(
+    args: &ConfineArgs,
+    handover: &wire::Handover,
+) -> Result<Option<crate::placeholders::Reservation>, String> {
+    let (Mode::WorkspaceWrite { .. }, true, Some(workspace)) =
+        (&args.mode, args.namespaces, &handover.workspace)
+    else {
+        return Ok(None);
+    };
+    let path =
+        crate::workspace::current_path(workspace.as_fd()).ok_or("the workspace can no longer be named")?;
+    let names: Vec<&OsString> = args.protected_names.iter().chain(&args.hidden_names).collect();
+    let paths = crate::placeholders::reserved_paths(&path, &names, &args.reserved);
+    crate::placeholders::Reservation::reserve(workspace.as_fd(), &paths).map(Some)
+}
+
+/// The cgroup a command gets: where, its name, and how many of the
+/// helper's own processes it holds besides the command's.
+struct CgroupRequest {
+    placements: Vec<bounds::Placement>,
+    name: String,
+    extra_tasks: u64,
+}
+
+impl CgroupRequest {
+    fn make(&self, bounds: &crate::spec::CommandBounds) -> Result<bounds::CommandCgroup, String> {
+        bounds::CommandCgroup::make(&self.placements, bounds, &self.name, self.extra_tasks)
+    }
+}
+
+/// The cgroup for the bounds `args` asks (none for an unconfined command).
+/// The cgroup's `pids` limit is required where nothing else keeps the tasks
 /// bound: without namespaces, or for root on a kernel without a `pid_max`
 /// per PID namespace (`RLIMIT_NPROC` keeps it for anyone else inside them).
-fn command_cgroup(args: &ConfineArgs, stage: Pid) -> Result<Option<bounds::CommandCgroup>, String> {
+fn cgroup_request(args: &ConfineArgs) -> Result<Option<CgroupRequest>, String> {
     if matches!(args.mode, Mode::None) {
         return Ok(None);
     }
     let root = rustix::process::geteuid().is_root();
     let pids_required = !args.namespaces || (root && !bounds::pid_namespaces_have_their_own_pid_max());
-    // Inside namespaces the outer stage stays outside the PID namespace.
-    let extra_tasks = u64::from(args.namespaces);
+    let Some(placements) = bounds::CommandCgroup::placements_for(&args.bounds, pids_required)? else {
+        return Ok(None);
+    };
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.subsec_nanos());
-    let name = format!("{}-{nanos}", std::process::id());
-    let cgroup = bounds::CommandCgroup::make(&args.bounds, &name, extra_tasks, pids_required)?;
-    if let Some(cgroup) = &cgroup {
-        cgroup.add(stage.as_raw_nonzero().get().unsigned_abs())?;
+    Ok(Some(CgroupRequest {
+        placements,
+        name: format!("{}-{nanos}", std::process::id()),
+        // Inside namespaces the outer stage stays outside the PID
+        // namespace.
+        extra_tasks: u64::from(args.namespaces),
+    }))
+}
+
+/// Starts the confining stage (this very binary, even if its file was
+/// replaced since it started) with `status` as its stdin, in a process
+/// group of its own, in `/` (it changes into the working directory's
+/// descriptor itself), with no environment. `cgroup`: the v2 directory to
+/// start it in. Returns its pid and whether it was started there (a kernel
+/// without `CLONE_INTO_CGROUP` starts it where the supervisor is).
+fn spawn_stage(
+    confine: &ConfineArgs,
+    status: UnixStream,
+    cgroup: Option<BorrowedFd<'_>>,
+) -> Result<(Pid, bool), Report> {
+    let args = confine.encode();
+    if let Some(cgroup) = cgroup {
+        match clone_into::spawn("/proc/self/exe", &args, status.as_fd(), cgroup) {
+            Ok(pid) => return Ok((pid, true)),
+            Err(clone_into::Failure::Unsupported) => {}
+            Err(clone_into::Failure::Other(reason)) => {
+                return Err(fail(
+                    FailKind::Spawn,
+                    format!("starting the confining stage: {reason}"),
+                ));
+            }
+        }
     }
-    Ok(cgroup)
+    let child = Command::new("/proc/self/exe")
+        .args(args)
+        .stdin(Stdio::from(OwnedFd::from(status)))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .current_dir("/")
+        .process_group(0)
+        .spawn()
+        .map_err(|error| fail(FailKind::Spawn, format!("starting the confining stage: {error}")))?;
+    let shell = pid_of(child.id()).ok_or_else(|| fail(FailKind::Spawn, "bad child pid"))?;
+    Ok((shell, false))
 }
 
 /// Our direct children, from `/proc/thread-self/children` (the helper is
@@ -517,14 +609,13 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     failed(FailKind::Shell, error.to_string())
 }
 
-/// Waits until the supervisor has put this stage into the command's cgroup
-/// (or found it needs none): nothing of the command may start before.
+/// Waits until the supervisor has made the command's cgroup (or found it
+/// needs none) and joins its v1 directories: nothing of the command may
+/// start before. This stage is single-threaded and has started nothing
+/// yet, so moving its one thread moves the whole command.
 fn wait_for_cgroup(status: &UnixStream) -> Result<(), String> {
-    let mut byte = [0_u8; 1];
-    match (&*status).read(&mut byte) {
-        Ok(1) if byte == wire::CGROUP_READY => Ok(()),
-        Ok(_) | Err(_) => Err("the supervisor did not place the command in its cgroup".into()),
-    }
+    let tasks = wire::receive_cgroup_ready(status)?;
+    bounds::join(&tasks)
 }
 
 /// `<shell> -c <command>` with the command's environment and nothing of

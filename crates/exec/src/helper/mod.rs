@@ -27,6 +27,8 @@
 #[cfg(target_os = "linux")]
 mod bounds;
 #[cfg(target_os = "linux")]
+mod clone_into;
+#[cfg(target_os = "linux")]
 mod git_config;
 #[cfg(target_os = "linux")]
 mod linux;

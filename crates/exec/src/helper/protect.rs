@@ -352,15 +352,15 @@ pub(crate) fn plan(root: BorrowedFd<'_>, request: &Request<'_>) -> Result<Plan, 
         configuration_files: 0,
     };
     if request.writable {
-        for name in request.protected_names.iter().chain(request.hidden_names) {
-            reserve(root, Path::new(name))?;
-        }
-        for path in request.reserved {
-            if let Some(relative) = lexical(request.workspace, Path::new(""), path)
-                && !relative.as_os_str().is_empty()
-            {
-                reserve(root, &relative)?;
-            }
+        // The supervisor reserved them (`placeholders`) and holds them
+        // until the command is over.
+        let names: Vec<&OsString> = request
+            .protected_names
+            .iter()
+            .chain(request.hidden_names)
+            .collect();
+        for relative in crate::placeholders::reserved_paths(request.workspace, &names, request.reserved) {
+            check_reserved(root, &relative)?;
         }
     }
     finder.walk()?;
@@ -413,23 +413,19 @@ pub(crate) fn plan(root: BorrowedFd<'_>, request: &Request<'_>) -> Result<Plan, 
     Ok(finder.plan)
 }
 
-/// Creates what is missing of `relative` below the root as empty
-/// directories, so that it can be bound read-only: a missing name cannot be
-/// covered. Racing another command that creates it first is fine: whatever
-/// it is, it is then checked like one that was there; a symlink on the way
-/// refuses the command.
-fn reserve(root: BorrowedFd<'_>, relative: &Path) -> Result<(), String> {
+/// Checks that `relative` below the root is there, as the supervisor
+/// reserved it (a missing name cannot be covered): each directory on the
+/// way, up to a file standing where a directory would go (the file is then
+/// what is protected). A symlink on the way refuses the command; so does a
+/// name that vanished since (the person removed it meanwhile).
+fn check_reserved(root: BorrowedFd<'_>, relative: &Path) -> Result<(), String> {
     let mut parent = PathBuf::new();
     for component in relative.components() {
         let Component::Normal(name) = component else {
             return Err(format!("{} is not a plain path", relative.display()));
         };
-        let dir = open_beneath(root, &parent, OFlags::RDONLY | OFlags::DIRECTORY)
-            .map_err(|errno| describe("reserving", &parent.join(name), errno))?;
-        match rustix::fs::mkdirat(&dir, name, FileMode::from(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(errno) => return Err(describe("reserving", &parent.join(name), errno)),
-        }
+        let dir = open_beneath(root, &parent, OFlags::PATH | OFlags::DIRECTORY)
+            .map_err(|errno| describe("checking", &parent.join(name), errno))?;
         parent.push(name);
         match kind_at(dir.as_fd(), name) {
             Ok(Some(FileType::Symlink)) => {
@@ -439,8 +435,6 @@ fn reserve(root: BorrowedFd<'_>, relative: &Path) -> Result<(), String> {
                     parent.display()
                 ));
             }
-            // A file where a directory of the path would go: the path
-            // cannot be made, and the file is what is protected.
             Ok(Some(FileType::Directory)) => {}
             Ok(Some(_)) => return Ok(()),
             Ok(None) => {

@@ -427,3 +427,139 @@ fn ordinary_configuration_neither_refuses_commands_nor_freezes_the_work_tree() {
         "code\nvendored\ntemplate\n"
     );
 }
+
+/// The names an `auto` command reserves at the root with this fixture.
+const RESERVED: [&str; 6] = [".claude", ".codex", ".gemini", ".git", ".mcp.json", ".pi"];
+
+/// The workspace's entries, sorted.
+fn entries(ws: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(ws)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether `path` carries the placeholder mark.
+fn marked(path: &Path) -> bool {
+    let mut value = [0_u8; 8];
+    rustix::fs::lgetxattr(path, c"user.plan-checkpoint.placeholder", &mut value).is_ok()
+}
+
+#[test]
+fn reserved_names_are_held_while_a_command_runs_and_given_back_after() {
+    if !namespaces_here(
+        "reserved names are not made and not tested",
+        "reserved_names_are_held_while_a_command_runs_and_given_back_after",
+    ) {
+        return;
+    }
+    let fixture = fixture();
+    std::fs::write(fixture.ws.join("main.rs"), "fn main() {}\n").unwrap();
+    // While it runs, each missing name is there and cannot be made what
+    // would run later.
+    let out = attack(
+        &fixture,
+        "ls -A; echo '{\"mcpServers\":{}}' > .mcp.json 2>/dev/null && echo wrote-mcp; \
+         mkdir -p .claude/hooks 2>/dev/null && echo made-hooks; \
+         echo '{}' > .claude/settings.json 2>/dev/null && echo wrote-settings; true",
+    );
+    let mut during: Vec<&str> = out.lines().collect();
+    during.sort_unstable();
+    let mut expected: Vec<&str> = RESERVED.to_vec();
+    expected.push("main.rs");
+    assert_eq!(during, expected, "{out}");
+    // Over: the workspace is as it was found.
+    assert_eq!(entries(&fixture.ws), ["main.rs"]);
+}
+
+#[test]
+fn a_reserved_name_is_given_back_only_when_the_last_command_holding_it_is_over() {
+    if !namespaces_here(
+        "reserved names are not made and not tested",
+        "a_reserved_name_is_given_back_only_when_the_last_command_holding_it_is_over",
+    ) {
+        return;
+    }
+    let fixture = fixture();
+    let go = Fifo::new(&fixture.dirs.root.path().join("go"));
+    let mut first = auto(&fixture);
+    first.command = format!(
+        "echo started; read -r _ < {}; echo '{{}}' > .mcp.json 2>/dev/null && echo wrote; true",
+        fixture.dirs.root.path().join("go").display()
+    );
+    let (running, events) = start(first);
+    stdout_line(&events, "started");
+    // A second command starts and ends meanwhile: the first still holds
+    // every name.
+    attack(&fixture, "true");
+    for name in RESERVED {
+        assert!(fixture.ws.join(name).is_dir(), "{name}");
+    }
+    go.send_line();
+    let outcome = running.wait();
+    assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
+    assert_eq!(events.text(Stream::Stdout), "started\n");
+    assert!(entries(&fixture.ws).is_empty(), "{:?}", entries(&fixture.ws));
+}
+
+#[test]
+fn what_the_person_puts_in_a_reserved_name_or_made_themselves_stays() {
+    if !namespaces_here(
+        "reserved names are not made and not tested",
+        "what_the_person_puts_in_a_reserved_name_or_made_themselves_stays",
+    ) {
+        return;
+    }
+    let fixture = fixture();
+    // The person's own empty `.codex`, made before any command.
+    std::fs::create_dir(fixture.ws.join(".codex")).unwrap();
+    let go = Fifo::new(&fixture.dirs.root.path().join("go"));
+    let mut spec = auto(&fixture);
+    spec.command = format!(
+        "echo started; read -r _ < {}",
+        fixture.dirs.root.path().join("go").display()
+    );
+    let (running, events) = start(spec);
+    stdout_line(&events, "started");
+    // Meanwhile the person fills the placeholder `.claude`.
+    std::fs::write(fixture.ws.join(".claude/settings.json"), "{}\n").unwrap();
+    go.send_line();
+    assert_eq!(running.wait().state, CommandState::Exited);
+    assert_eq!(entries(&fixture.ws), [".claude", ".codex"]);
+    assert_eq!(
+        std::fs::read_to_string(fixture.ws.join(".claude/settings.json")).unwrap(),
+        "{}\n"
+    );
+    assert!(!marked(&fixture.ws.join(".claude")));
+}
+
+#[test]
+fn a_placeholder_left_by_a_killed_supervisor_is_given_back_by_the_next_command() {
+    if !namespaces_here(
+        "reserved names are not made and not tested",
+        "a_placeholder_left_by_a_killed_supervisor_is_given_back_by_the_next_command",
+    ) {
+        return;
+    }
+    let fixture = fixture();
+    // What a supervisor killed mid-command leaves: an empty, marked
+    // directory nobody holds.
+    let left = fixture.ws.join(".mcp.json");
+    std::fs::create_dir(&left).unwrap();
+    if rustix::fs::lsetxattr(
+        &left,
+        c"user.plan-checkpoint.placeholder",
+        b"1",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .is_err()
+    {
+        eprintln!("no extended attributes here: a killed supervisor's placeholder stays; untested");
+        return;
+    }
+    attack(&fixture, "true");
+    assert!(entries(&fixture.ws).is_empty(), "{:?}", entries(&fixture.ws));
+}

@@ -255,7 +255,11 @@ pub(crate) fn populate(dir: &Path) {
 
 /// Everything observable about a tree except access times: type, mode,
 /// owner, size, inode, link count, modification and change times, content,
-/// symlink targets and extended attributes.
+/// symlink targets and extended attributes. The root's own times are left
+/// out: an `auto` command's supervisor makes the reserved names missing at
+/// a workspace's root and removes them again when the command is over
+/// (`placeholders`), which leaves every entry as it was but the times of
+/// the directory they were made in.
 pub(crate) type Snapshot = BTreeMap<PathBuf, String>;
 
 pub(crate) fn snapshot(root: &Path) -> Snapshot {
@@ -286,20 +290,27 @@ fn walk(root: &Path, path: &Path, out: &mut Snapshot) {
     } else {
         String::new()
     };
+    let times = if path == root {
+        String::new()
+    } else {
+        format!(
+            "mtime={}.{} ctime={}.{}",
+            metadata.mtime(),
+            metadata.mtime_nsec(),
+            metadata.ctime(),
+            metadata.ctime_nsec()
+        )
+    };
     out.insert(
         path.strip_prefix(root).unwrap().to_path_buf(),
         format!(
-            "mode={:o} uid={} gid={} size={} ino={} nlink={} mtime={}.{} ctime={}.{} xattrs={xattrs:?} {body}",
+            "mode={:o} uid={} gid={} size={} ino={} nlink={} {times} xattrs={xattrs:?} {body}",
             metadata.mode(),
             metadata.uid(),
             metadata.gid(),
             metadata.size(),
             metadata.ino(),
             metadata.nlink(),
-            metadata.mtime(),
-            metadata.mtime_nsec(),
-            metadata.ctime(),
-            metadata.ctime_nsec(),
         ),
     );
     if metadata.is_dir() {
