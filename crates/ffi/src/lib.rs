@@ -85,6 +85,18 @@ impl From<HostError> for PlanError {
     }
 }
 
+impl From<uniffi::UnexpectedUniFFICallbackError> for PlanError {
+    /// What a foreign listener threw that is not a `PlanError`. Without
+    /// this conversion UniFFI's glue panics on it (and prints the panic
+    /// into the host application's stderr) before the host contains it.
+    fn from(error: uniffi::UnexpectedUniFFICallbackError) -> Self {
+        PlanError::Failed {
+            code: ErrorCode::Internal,
+            reason: format!("an event listener threw: {}", error.reason),
+        }
+    }
+}
+
 impl From<plan_core::ErrorCode> for PlanError {
     fn from(code: plan_core::ErrorCode) -> Self {
         PlanError::from(HostError::Refused(code))
@@ -107,9 +119,10 @@ pub trait PlanEventListener: Send + Sync {
     /// One event, in commit order for its session (a command's output in
     /// `seq` order, its `CommandExited` last). Called on the thread that made
     /// the change, on a command's own thread, or on the host's timer thread;
-    /// it must not block for long. A listener that throws or panics is
-    /// contained: the host and the other listeners carry on.
-    fn on_event(&self, event: ServerNotification);
+    /// it must not block for long. A listener that throws (any exception,
+    /// not only a `PlanError`) or panics is contained: the host and the
+    /// other listeners carry on, and what it threw is dropped.
+    fn on_event(&self, event: ServerNotification) -> Result<(), PlanError>;
 }
 
 /// The plan checkpoint host. Safe to call from several threads at once.
@@ -166,8 +179,9 @@ impl PlanHost {
         let web = self.web.as_ref().map(Arc::downgrade);
         self.host.add_listener(Arc::new(move |event: HostEvent| {
             let notification = WebCard::notification_of(web.as_ref(), event);
-            // A foreign exception reaches Rust as a panic of the UniFFI
-            // callback glue; it must not unwind into the host.
+            // A foreign exception arrives as an `Err` (see the `From` below),
+            // never as a panic; a panic of a Rust listener must still not
+            // unwind into the host.
             let _ = catch_unwind(AssertUnwindSafe(|| listener.on_event(notification)));
         }));
     }

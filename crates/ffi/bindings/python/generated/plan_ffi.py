@@ -526,7 +526,7 @@ def _uniffi_check_contract_api_version(lib):
 def _uniffi_check_api_checksums(lib):
     if lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 11370:
+    if lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 35911:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
@@ -7356,8 +7356,9 @@ class PlanEventListener():
         One event, in commit order for its session (a command's output in
         `seq` order, its `CommandExited` last). Called on the thread that made
         the change, on a command's own thread, or on the host's timer thread;
-        it must not block for long. A listener that throws or panics is
-        contained: the host and the other listeners carry on.
+        it must not block for long. A listener that throws (any exception,
+        not only a `PlanError`) or panics is contained: the host and the
+        other listeners carry on, and what it threw is dropped.
 """
         raise NotImplementedError
 
@@ -7396,8 +7397,9 @@ class PlanEventListenerImpl(PlanEventListener):
         One event, in commit order for its session (a command's output in
         `seq` order, its `CommandExited` last). Called on the thread that made
         the change, on a command's own thread, or on the host's timer thread;
-        it must not block for long. A listener that throws or panics is
-        contained: the host and the other listeners carry on.
+        it must not block for long. A listener that throws (any exception,
+        not only a `PlanError`) or panics is contained: the host and the
+        other listeners carry on, and what it threw is dropped.
 """
         
         _UniffiFfiConverterTypeServerNotification.check_lower(event)
@@ -7406,7 +7408,7 @@ class PlanEventListenerImpl(PlanEventListener):
             _UniffiFfiConverterTypeServerNotification.lower(event),
         )
         _uniffi_lift_return = lambda val: None
-        _uniffi_error_converter = None
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event,
@@ -7434,10 +7436,12 @@ class _UniffiTraitImplPlanEventListenerImpl:
             uniffi_method = uniffi_obj.on_event
             return uniffi_method(*uniffi_args)
         write_return_value = lambda v: None
-        _uniffi_trait_interface_call(
+        _uniffi_trait_interface_call_with_error(
                 uniffi_call_status_ptr.contents,
                 make_call,
                 write_return_value,
+                PlanError,
+                _UniffiFfiConverterTypePlanError.lower,
         )
 
     @_UNIFFI_CALLBACK_INTERFACE_FREE_PLAN_FFI_PLAN_EVENT_LISTENER

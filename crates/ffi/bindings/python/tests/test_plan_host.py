@@ -585,6 +585,20 @@ def test_a_listener_raising_a_base_exception_is_contained_too(host, tmp_path, mo
     assert unraisable and set(unraisable) == {Fatal}, unraisable
 
 
+def test_a_listener_raising_prints_no_panic_into_the_hosts_stderr(host, tmp_path, capfd):
+    # A foreign exception must come back as an error value, not as a panic
+    # of UniFFI's glue that the host then contains: the application's stderr
+    # is the person's, and a panic message there reads as a crash.
+    host.add_listener(Raising())
+    recorder = Recorder()
+    host.add_listener(recorder)
+    approval = submit(host, plan_session(host, workspace(tmp_path)).session_id)
+    assert host.plan_approve(PlanApproveParams(approval_id=approval.id, permission_mode=PermissionMode.ASK)).approval.status == ApprovalStatus.APPROVED
+    assert recorder.of(ServerNotification.PLAN_APPROVAL_RESOLVED), "later listeners still hear it"
+    err = capfd.readouterr().err
+    assert "panicked" not in err, err
+
+
 def test_a_listener_raising_on_the_timer_thread_does_not_stop_the_timer(hosts, db, tmp_path):
     host = hosts(db, ttl_ms=300)
     host.add_listener(Raising())

@@ -617,10 +617,11 @@ public protocol PlanEventListener: AnyObject, Sendable {
      * One event, in commit order for its session (a command's output in
      * `seq` order, its `CommandExited` last). Called on the thread that made
      * the change, on a command's own thread, or on the host's timer thread;
-     * it must not block for long. A listener that throws or panics is
-     * contained: the host and the other listeners carry on.
+     * it must not block for long. A listener that throws (any exception,
+     * not only a `PlanError`) or panics is contained: the host and the
+     * other listeners carry on, and what it threw is dropped.
      */
-    func onEvent(event: ServerNotification) 
+    func onEvent(event: ServerNotification) throws 
     
 }
 /**
@@ -686,10 +687,11 @@ open class PlanEventListenerImpl: PlanEventListener, @unchecked Sendable {
      * One event, in commit order for its session (a command's output in
      * `seq` order, its `CommandExited` last). Called on the thread that made
      * the change, on a command's own thread, or on the host's timer thread;
-     * it must not block for long. A listener that throws or panics is
-     * contained: the host and the other listeners carry on.
+     * it must not block for long. A listener that throws (any exception,
+     * not only a `PlanError`) or panics is contained: the host and the
+     * other listeners carry on, and what it threw is dropped.
      */
-open func onEvent(event: ServerNotification)  {try! rustCall() {
+open func onEvent(event: ServerNotification)throws   {try rustCallWithError(FfiConverterTypePlanError_lift) {
         uniffiCallStatus in
     uniffi_plan_ffi_fn_method_planeventlistener_on_event(
             self.uniffiCloneHandle(),
@@ -737,17 +739,18 @@ fileprivate struct UniffiCallbackInterfacePlanEventListener {
                 guard let uniffiObj = try? FfiConverterTypePlanEventListener.handleMap.get(handle: uniffiHandle) else {
                     throw UniffiInternalError.unexpectedStaleHandle
                 }
-                return uniffiObj.onEvent(
+                return try uniffiObj.onEvent(
                      event: try FfiConverterTypeServerNotification_lift(event)
                 )
             }
 
             
             let writeReturn = { () }
-            uniffiTraitInterfaceCall(
+            uniffiTraitInterfaceCallWithError(
                 callStatus: uniffiCallStatus,
                 makeCall: makeCall,
-                writeReturn: writeReturn
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypePlanError_lower
             )
         }
     )
@@ -10690,7 +10693,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_plan_ffi_checksum_func_error_code_wire_name() != 64375) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 11370) {
+    if (uniffi_plan_ffi_checksum_method_planeventlistener_on_event() != 35911) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_add_listener() != 24742) {

@@ -986,7 +986,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_plan_ffi_checksum_func_error_code_wire_name() and 0xFFFF) != 64375) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 11370) {
+    if ((lib.uniffi_plan_ffi_checksum_method_planeventlistener_on_event() and 0xFFFF) != 35911) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_add_listener() and 0xFFFF) != 24742) {
@@ -1553,8 +1553,9 @@ public interface PlanEventListener {
      * One event, in commit order for its session (a command's output in
      * `seq` order, its `CommandExited` last). Called on the thread that made
      * the change, on a command's own thread, or on the host's timer thread;
-     * it must not block for long. A listener that throws or panics is
-     * contained: the host and the other listeners carry on.
+     * it must not block for long. A listener that throws (any exception,
+     * not only a `PlanError`) or panics is contained: the host and the
+     * other listeners carry on, and what it threw is dropped.
      */
     fun `onEvent`(`event`: ServerNotification)
     
@@ -1673,12 +1674,14 @@ open class PlanEventListenerImpl: Disposable, AutoCloseable, PlanEventListener
      * One event, in commit order for its session (a command's output in
      * `seq` order, its `CommandExited` last). Called on the thread that made
      * the change, on a command's own thread, or on the host's timer thread;
-     * it must not block for long. A listener that throws or panics is
-     * contained: the host and the other listeners carry on.
-     */override fun `onEvent`(`event`: ServerNotification)
+     * it must not block for long. A listener that throws (any exception,
+     * not only a `PlanError`) or panics is contained: the host and the
+     * other listeners carry on, and what it threw is dropped.
+     */
+    @Throws(PlanException::class)override fun `onEvent`(`event`: ServerNotification)
         = 
     callWithHandle {
-    uniffiRustCall() { _status ->
+    uniffiRustCallWithError(PlanException) { _status ->
     UniffiLib.uniffi_plan_ffi_fn_method_planeventlistener_on_event(
         it,
         
@@ -1715,7 +1718,12 @@ internal object uniffiCallbackInterfacePlanEventListener {
                 )
             }
             val writeReturn = { _: Unit -> Unit }
-            uniffiTraitInterfaceCall(uniffiCallStatus, makeCall, writeReturn)
+            uniffiTraitInterfaceCallWithError(
+                uniffiCallStatus,
+                makeCall,
+                writeReturn,
+                { e: PlanException -> FfiConverterTypePlanError.lower(e) }
+            )
         }
     }
 
