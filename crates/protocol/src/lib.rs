@@ -45,10 +45,10 @@ pub use methods::{
     ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
     PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
-    RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
-    ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult, TurnCancelParams,
-    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
-    WebCapabilities, method, parse_request,
+    PlanWithdrawParams, PlanWithdrawResult, RequestParams, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
+    ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
+    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
 };
 pub use notifications::{ServerNotification, notification_method};
 pub use objects::{
