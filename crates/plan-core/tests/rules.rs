@@ -2774,7 +2774,11 @@ mod permissions {
                     let state = agent(mode, Origin::Interactive);
                     let (decided, transition) =
                         decisions(&state, vec![call("w", tool, json!({field: path}))]);
-                    assert_eq!(decided, std::slice::from_ref(&expected), "{tool} {path} under {mode}");
+                    assert_eq!(
+                        decided,
+                        std::slice::from_ref(&expected),
+                        "{tool} {path} under {mode}"
+                    );
                     // Every decision but a plain allow is in the audit, the
                     // refusal with its code.
                     let audited = audits(&transition);

@@ -7,16 +7,16 @@
 // A call's time is from the moment the fake Messages API hands Claude Code
 // the `tool_use` to the moment the request carrying its `tool_result`
 // arrives, so both sides include the same model round trip. The target:
-// hooks <= 1.5 x own + 30 ms (medians). Not part of `npm test`; run with
+// hooks <= 2 x own + 20 ms (medians). Not part of `npm test`; run with
 // `PLAN_CHECKPOINT_BIN=... node --test dist/test/bench.js`.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { test, type TestContext } from "node:test";
-import { ClaudeRun, tempDir } from "./claude.js";
+import { ClaudeRun } from "./claude.js";
 import { caseDir, endHosts } from "./host-processes.js";
 import { FakeAnthropic, call, lastToolResult, say, type Step } from "./fake-anthropic.js";
 
@@ -56,10 +56,11 @@ async function measure(t: TestContext, hooked: boolean): Promise<number[]> {
   const fake = await FakeAnthropic.start(t, timedCalls(times));
   let localSettings: Record<string, unknown> = { permissions: { allow: ["Bash(true)"] }, useAutoModeDuringPlan: false };
   if (hooked && binary !== undefined) {
-    // What `install` writes, read back and given as the project's local settings.
-    const scratch = tempDir(t, "plan-checkpoint-bench-install-");
-    execFileSync(binary, ["claude-code", "install", "--project", scratch]);
-    localSettings = JSON.parse(readFileSync(join(scratch, ".claude", "settings.local.json"), "utf8")) as Record<string, unknown>;
+    // What `install` writes for the run's project, read back and given as its local settings.
+    const project = join(root, "project");
+    mkdirSync(project, { recursive: true });
+    execFileSync(binary, ["claude-code", "install", "--project", project]);
+    localSettings = JSON.parse(readFileSync(join(project, ".claude", "settings.local.json"), "utf8")) as Record<string, unknown>;
   }
   const run = ClaudeRun.start(t, root, {
     fake,
@@ -84,11 +85,11 @@ test("a plan-mode Bash through the hooks and the host, against Claude Code's own
   }
   const ownMedian = median(own);
   const hooksMedian = median(hooks);
-  const limit = 1.5 * ownMedian + 30;
+  const limit = 2 * ownMedian + 20;
   console.log(
     `Claude Code's own Bash: median ${ownMedian.toFixed(1)} ms (${own.length} calls); ` +
       `through the hooks and the host: median ${hooksMedian.toFixed(1)} ms (${hooks.length} calls); ` +
-      `ratio ${(hooksMedian / ownMedian).toFixed(2)}x; target <= 1.5 x own + 30 ms = ${limit.toFixed(1)} ms: ` +
+      `ratio ${(hooksMedian / ownMedian).toFixed(2)}x; target <= 2 x own + 20 ms = ${limit.toFixed(1)} ms: ` +
       (hooksMedian <= limit ? "met" : "not met"),
   );
 });

@@ -954,3 +954,37 @@ test("hook stdin and Claude Code's own prompt: every kind's JSON matches the com
   const committed = JSON.parse(readFileSync(fixtureFile, "utf8")) as unknown;
   assert.deepEqual(seen, committed, "the hook inputs changed; if on purpose, rerun with UPDATE_HOOK_FIXTURE=1 and review the diff");
 });
+
+const toolsFixture = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "test", "fixtures", "claude-code-tools.json");
+
+/** The input schemas the pinned package lists (`ToolInputSchemas` of its `sdk-tools.d.ts`). */
+function inputSchemas(): string[] {
+  const declarations = readFileSync(join(dirname(claudeBin), "..", "sdk-tools.d.ts"), "utf8");
+  const union = /export type ToolInputSchemas =([\s\S]*?);/.exec(declarations)?.[1];
+  assert.ok(union !== undefined, "sdk-tools.d.ts no longer declares ToolInputSchemas");
+  return union
+    .split("|")
+    .map((part) => part.trim())
+    .filter((name) => name !== "" && name !== "ToolOutputSchemas")
+    .sort();
+}
+
+test("the pinned Claude Code's tool list (its input schemas and the tools a session offers) is the committed one the adapter's table is taken from", async (t) => {
+  // What a session offers: its tool list and the tools the model is shown
+  // (the same in every permission mode of the pinned version).
+  const offered = new Set<string>();
+  const { run, fake } = await runCase(t, { steps: [() => [say("Listing.")]], hooks: [], answers: {} });
+  const init = run.events.find((event) => event.type === "system" && event.subtype === "init");
+  for (const name of (init?.["tools"] as string[] | undefined) ?? []) offered.add(name);
+  for (const name of (fake.turns[0] as MessagesRequest).tools?.map((tool) => tool.name) ?? []) offered.add(name);
+  const seen = { version: pinnedVersion, schemas: inputSchemas(), offered: [...offered].sort() };
+  if (process.env["UPDATE_TOOLS_FIXTURE"] === "1") {
+    writeFileSync(toolsFixture, `${JSON.stringify(seen, null, 2)}\n`);
+  }
+  const committed = JSON.parse(readFileSync(toolsFixture, "utf8")) as unknown;
+  assert.deepEqual(
+    seen,
+    committed,
+    "the pinned Claude Code's tools changed: rerun with UPDATE_TOOLS_FIXTURE=1, review the diff and give each new tool its row in crates/cli/src/claude_code/tools.rs (cargo test then checks the table against this file)",
+  );
+});

@@ -99,17 +99,24 @@ impl Case {
 
     /// Runs a rewritten Bash command as Claude Code does.
     fn run_rewritten(&self, answer: &Value) -> Output {
+        self.run_rewritten_with(answer, &[])
+    }
+
+    /// [`Case::run_rewritten`] with more environment (later entries win).
+    fn run_rewritten_with(&self, answer: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Output {
         let command = answer
             .pointer("/hookSpecificOutput/updatedInput/command")
             .and_then(Value::as_str)
             .unwrap_or_else(|| panic!("no rewritten command: {answer}"));
-        Command::new("bash")
-            .args(["-c", command])
+        let mut bash = Command::new("bash");
+        bash.args(["-c", command])
             .current_dir(&self.project)
             .env("TMPDIR", self.dir.path())
-            .env_remove("XDG_RUNTIME_DIR")
-            .output()
-            .unwrap()
+            .env_remove("XDG_RUNTIME_DIR");
+        for (name, value) in env {
+            bash.env(name, value);
+        }
+        bash.output().unwrap()
     }
 
     /// Starts `input`'s hook with the host it starts telling a FIFO of the
@@ -150,6 +157,33 @@ impl Case {
         assert_eq!(pending.len(), 1, "{pending:?}");
         assert_eq!(pending[0]["approvalId"], notice["approvalId"]);
         (hook, pending[0].clone())
+    }
+
+    /// The host's socket, in this case's per-user directory of hosts.
+    fn socket(&self) -> PathBuf {
+        let hosts = self
+            .dir
+            .path()
+            .join(format!("plan-checkpoint-{}", unsafe_free_euid()));
+        std::fs::read_dir(hosts)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| path.extension().is_some_and(|extension| extension == "sock"))
+            .unwrap()
+    }
+
+    /// The approval as recorded (`approvals show --json`).
+    fn approval(&self, id: &str) -> Value {
+        let shown = self.run(&[
+            "approvals",
+            "show",
+            id,
+            "--json",
+            "--db",
+            self.project.join(".pi/plan/plan.db").to_str().unwrap(),
+        ]);
+        serde_json::from_slice(&shown.stdout).unwrap()
     }
 
     fn host_pid(&self) -> Option<i32> {
@@ -250,22 +284,50 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     assert_eq!(written["model"], "kept");
     assert!(written["hooks"]["Stop"].is_array());
     assert_eq!(written["useAutoModeDuringPlan"], false);
-    for event in ["PreToolUse", "PermissionRequest", "PostToolUse"] {
+    assert_eq!(written["disableSkillShellExecution"], true);
+    let program = format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"));
+    let project = format!("'{}'", case.project.display());
+    for event in [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PreSkillShellCommand",
+        "SessionEnd",
+    ] {
         let entries = written["hooks"][event].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{event}: {entries:?}");
         let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
-        assert!(command.ends_with(" claude-code hook"), "{command}");
-        assert!(command.starts_with(&format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"))));
+        assert!(
+            command.starts_with(&format!("{program} claude-code hook --project {project}")),
+            "{command}"
+        );
+        // What a call waits on is fail-closed; what only records is not.
+        let gates = event != "SessionEnd";
+        assert_eq!(command.ends_with("exit 2; }"), gates, "{command}");
     }
     assert_eq!(
         written["hooks"]["PostToolUse"][0]["matcher"],
-        "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent"
+        "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent|ExitPlanMode"
     );
-    // Past the plan's deadline (30 minutes by default).
+    // Past the plan's deadline (30 minutes by default), and the hook knows it.
+    let pre = &written["hooks"]["PreToolUse"][0]["hooks"][0];
+    assert_eq!(pre["timeout"], 1800 + 300);
+    assert!(pre["command"].as_str().unwrap().contains(" --timeout 2100 "));
     assert_eq!(
-        written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
-        1800 + 300
+        written["permissions"]["allow"],
+        json!([format!("Bash({program} claude-code bash --project {project}:*)")])
     );
+    assert_eq!(written["statusLine"]["refreshInterval"], 1);
+}
+
+#[test]
+fn install_refuses_a_project_that_does_not_exist_and_creates_nothing() {
+    let case = Case::new();
+    let typo = case.dir.path().join("typo");
+    let output = case.run(&["claude-code", "install", "--project", typo.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not exist"));
+    assert!(!typo.exists());
 }
 
 #[test]
@@ -364,10 +426,56 @@ fn exit_plan(case: &Case) -> (Child, Value) {
         "PreToolUse",
         "plan",
         "ExitPlanMode",
-        json!({"plan": PLAN, "planFilePath": plan_file(case)}),
+        json!({"plan": PLAN, "planFilePath": plan_file(case), "allowedPrompts": [{"tool": "Bash", "prompt": "rm -rf /"}]}),
         "toolu_exit",
     );
     case.spawn_hook_until_pending(&input)
+}
+
+#[test]
+fn an_exit_refused_after_the_approval_is_not_carried_out_and_says_so() {
+    for tamper in ["echo", "plan file"] {
+        let case = Case::new();
+        let (hook, pending) = exit_plan(&case);
+        let id = pending["approvalId"].as_str().unwrap();
+        assert!(
+            case.run(&["claude-code", "approve", id, "--mode", "auto"])
+                .status
+                .success()
+        );
+        let answer = answer_of(&hook.wait_with_output().unwrap());
+        let mut updated = answer["hookSpecificOutput"]["updatedInput"].clone();
+        let expected = match tamper {
+            // An echo that is not the approved bytes.
+            "echo" => {
+                updated["plan"] = json!("# Another plan\n");
+                "ARTIFACT_INTEGRITY_MISMATCH: the plan artifact"
+            }
+            // Claude Code's plan file (what it proceeds with) changed since.
+            _ => {
+                std::fs::write(plan_file(&case), "# Rewritten while pending\n").unwrap();
+                "ARTIFACT_INTEGRITY_MISMATCH: Claude Code's plan file"
+            }
+        };
+        let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", updated, ""));
+        let refusal = &refused["hookSpecificOutput"]["decision"];
+        assert_eq!(refusal["behavior"], "deny", "{refused}");
+        assert!(
+            refusal["message"].as_str().unwrap().starts_with(expected),
+            "{tamper}: {refused}"
+        );
+        // The approval stands; its execution never happens, and the record says so.
+        let shown = case.approval(id);
+        assert_eq!(
+            (&shown["status"], &shown["executionState"], &shown["errorCode"]),
+            (
+                &json!("approved"),
+                &json!("interrupted"),
+                &json!("EXECUTION_CANCELLED")
+            ),
+            "{tamper}: {shown}"
+        );
+    }
 }
 
 #[test]
@@ -412,37 +520,36 @@ fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
         granted["updatedPermissions"],
         json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
     );
-    // An echo that is not the approved bytes is refused, and so is a plan
-    // file (what Claude Code proceeds with) changed since.
-    let file = plan_file(&case);
-    let tampered = json!({"plan": "# Another plan\n", "planFilePath": file});
-    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", tampered, ""));
+    // Only the plan and its file are echoed: nothing else the model put in
+    // the exit's input (the person saw only the plan).
     assert_eq!(
-        refused["hookSpecificOutput"]["decision"]["behavior"], "deny",
-        "{refused}"
+        granted["updatedInput"],
+        json!({"plan": PLAN, "planFilePath": plan_file(&case)})
     );
-    std::fs::write(&file, "# Rewritten while pending\n").unwrap();
-    let echoed = granted["updatedInput"].clone();
-    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", echoed, ""));
-    let refusal = &refused["hookSpecificOutput"]["decision"];
-    assert_eq!(refusal["behavior"], "deny", "{refused}");
-    assert!(
-        refusal["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("ARTIFACT_INTEGRITY_MISMATCH"),
-        "{refused}"
+    // The exit ran: the approved plan's execution starts.
+    assert_eq!(
+        case.hook(&case.input(
+            "PostToolUse",
+            "acceptEdits",
+            "ExitPlanMode",
+            json!({}),
+            "toolu_exit"
+        )),
+        Value::Null
     );
-
+    assert_eq!(case.approval(id)["executionState"], "running");
     // The Agent phase: the host's table (accept-edits) allows the write;
     // Bash is host-run in the workspace-write sandbox, after the person
     // confirms it in Claude Code's dialog, and reaches no host channel.
     let write = json!({"file_path": case.project.join("out.txt"), "content": "x"});
     let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Write", write, "toolu_w2"));
     assert_eq!(decision(&answer), "allow", "{answer}");
+    // The host's socket, which the hooks reach, is beyond the command's reach.
+    let socket = case.socket();
+    assert!(socket.exists());
     let bash = json!({"command": format!(
-        "echo made > made.txt; '{}' claude-code pending --project . && echo reached || echo unreachable",
-        env!("CARGO_BIN_EXE_plan-checkpoint")
+        "echo made > made.txt; python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' '{}' 2>/dev/null && echo reached || echo unreachable",
+        socket.display()
     )});
     let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Bash", bash, "toolu_b2"));
     assert_eq!(decision(&answer), "ask", "{answer}");
@@ -509,12 +616,11 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
 fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
     let case = Case::new();
     // A per-user directory so deep that no Unix socket fits in it: the
-    // host the hook starts cannot listen, and ends at once.
+    // host a hook starts cannot listen, and ends at once.
     let deep = case.dir.path().join("d".repeat(60)).join("e".repeat(60));
     std::fs::create_dir_all(&deep).unwrap();
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
     for (tool, input) in [
-        ("Bash", json!({"command": "rm canary.txt"})),
         (
             "Write",
             json!({"file_path": case.project.join("canary.txt"), "content": "x"}),
@@ -533,6 +639,20 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
             "{tool}: {answer}"
         );
     }
+    // Bash is rewritten at once; the client finds no host and runs nothing.
+    let answer = case.hook(&case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "rm canary.txt"}),
+        "toolu_b",
+    ));
+    let output = case.run_rewritten_with(&answer, &[("TMPDIR", deep.as_os_str())]);
+    assert_eq!(output.status.code(), Some(126));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("HOST_UNREACHABLE: the host could not start"),
+        "{output:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"
@@ -571,28 +691,27 @@ fn under_ask_a_call_accepted_in_claude_codes_dialog_is_recorded_as_confirmed() {
 }
 
 #[test]
-fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
+fn a_host_without_its_sandbox_refuses_plan_mode_bash_with_its_code_and_nothing_runs() {
     let case = Case::new();
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
-    let input = case.input(
+    let answer = case.hook(&case.input(
         "PreToolUse",
         "plan",
         "Bash",
         json!({"command": "rm canary.txt"}),
         "toolu_s",
-    );
-    // A helper that is not there: the host the hook starts has no sandbox.
+    ));
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    // A helper that is not there: the host the client starts has no
+    // sandbox, and refuses the command with its code; nothing runs.
     let missing = case.dir.path().join("no-such-helper");
-    let output = case
-        .spawn_hook_with(&input, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", missing.as_os_str())])
-        .wait_with_output()
-        .unwrap();
-    let answer = answer_of(&output);
-    assert_eq!(decision(&answer), "deny", "{answer}");
-    assert!(
-        reason(&answer).starts_with("PLAN_SANDBOX_UNAVAILABLE: "),
-        "{answer}"
+    let output = case.run_rewritten_with(
+        &answer,
+        &[("PLAN_CHECKPOINT_SANDBOX_HELPER", missing.as_os_str())],
     );
+    assert_eq!(output.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PLAN_SANDBOX_UNAVAILABLE: "), "{stderr}");
     assert_eq!(
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"

@@ -323,10 +323,7 @@ fn a_write_through_a_link_out_of_the_workspace_is_what_its_target_is() {
     );
     let decided: Vec<Verdict> = outcomes.iter().map(verdict).collect();
     let refused = Verdict::Deny(ErrorCode::ToolWriteProtected);
-    assert_eq!(
-        decided,
-        [Verdict::Allow, refused, refused, refused]
-    );
+    assert_eq!(decided, [Verdict::Allow, refused, refused, refused]);
     // Each refusal is in the transcript with its code.
     for call_id in ["out", "rel", "cfg"] {
         let audited = fixture.tool_audit("s", call_id);
