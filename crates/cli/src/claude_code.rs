@@ -1630,9 +1630,9 @@ fn card_url(project: &Project, given: &str) -> Result<i32, Failure> {
     Ok(exit::OK)
 }
 
-/// The status line: one line for Claude Code's session (its JSON on
-/// stdin). A plan that waits for the person: its title, deadline and the
-/// commands that decide it; an approved plan being carried out: its mode;
+/// The status line for Claude Code's session (its JSON on stdin). A plan
+/// that waits for the person: its title and deadline, then the command
+/// that decides it; an approved plan being carried out: its mode;
 /// otherwise that the checkpoint is on. Never starts a host.
 fn status(project: &Project) -> Result<i32, Failure> {
     let mut text = String::new();
@@ -1651,13 +1651,13 @@ fn status(project: &Project) -> Result<i32, Failure> {
                         approval_id: pending.into(),
                     })
                     .ok()?;
+                // Two lines, each short enough for a terminal's width.
+                let short = approval.id.as_str().chars().take("approval-".len() + 12).collect::<String>();
                 return Some(format!(
-                    "plan-checkpoint: the plan \"{}\" waits for your decision until {} · plan-checkpoint claude-code approve {} --mode ask|accept-edits|auto · reject {} · card-url {}",
+                    "plan-checkpoint: the plan \"{}\" waits for your decision until {}\n\
+                     plan-checkpoint claude-code approve {short} --mode ask|accept-edits|auto (or reject, card-url)",
                     crate::escape::line(&approval.title),
                     crate::render::local_clock(approval.expires_at),
-                    approval.id,
-                    approval.id,
-                    approval.id
                 ));
             }
             Some(if session.active_execution_id.is_some() {

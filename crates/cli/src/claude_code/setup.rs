@@ -549,7 +549,8 @@ fn same_but_binary(existing: &Value, want: &Value, hooked: Option<&str>) -> bool
     };
     let theirs = shell_quoted(&hooked);
     let ours = shell_quoted(&program);
-    serde_json::from_str::<Value>(&existing.to_string().replace(&theirs, &ours)).is_ok_and(|same| same == *want)
+    serde_json::from_str::<Value>(&existing.to_string().replace(&theirs, &ours))
+        .is_ok_and(|same| same == *want)
 }
 
 /// The program a hook command line starts with (`'<path>' claude-code ...`).

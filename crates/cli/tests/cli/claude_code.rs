@@ -136,6 +136,8 @@ impl Case {
         });
         let notify = format!("cat > '{}'", fifo.display());
         let mut hook = self.spawn_hook_with(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())]);
+        // A guard that only turns a missing notice into a failure.
+        let guard = std::time::Instant::now();
         let notice = loop {
             match notices.recv_timeout(std::time::Duration::from_millis(200)) {
                 Ok(read) => break read.unwrap(),
@@ -143,6 +145,10 @@ impl Case {
                     if let Some(status) = hook.try_wait().unwrap() {
                         panic!("the hook ended ({status}) before its plan was pending");
                     }
+                    assert!(
+                        guard.elapsed().as_secs() < 60,
+                        "no notice came for the pending plan"
+                    );
                 }
             }
         };
@@ -715,5 +721,223 @@ fn a_host_without_its_sandbox_refuses_plan_mode_bash_with_its_code_and_nothing_r
     assert_eq!(
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"
+    );
+}
+
+#[test]
+fn the_notifier_hears_of_each_plan_whichever_host_runs_and_the_card_is_served_where_asked() {
+    let case = Case::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    // A host already runs (started by an earlier call, asked for no
+    // notifier), serving the card where the person asked.
+    let read = case.input(
+        "PreToolUse",
+        "plan",
+        "Read",
+        json!({"file_path": case.project.join("x")}),
+        "toolu_r",
+    );
+    let output = case
+        .spawn_hook_with(&read, &[("PLAN_CHECKPOINT_WEB_BIND", bind.as_ref())])
+        .wait_with_output()
+        .unwrap();
+    answer_of(&output);
+    assert!(case.host_pid().is_some());
+    // The plan's hook runs the person's notifier itself.
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    let url = case.run(&["claude-code", "card-url", &id[..21]]);
+    let url = String::from_utf8_lossy(&url.stdout);
+    assert!(url.starts_with(&format!("http://{bind}/card/")), "{url}");
+    assert!(case.run(&["claude-code", "reject", id]).status.success());
+    answer_of(&hook.wait_with_output().unwrap());
+}
+
+#[test]
+fn the_status_line_says_a_plan_waits_its_deadline_and_the_command_and_pending_works_before_any_host() {
+    let case = Case::new();
+    // Before any host: nothing pending, no error.
+    let before = case.run(&["claude-code", "pending"]);
+    assert!(before.status.success(), "{before:?}");
+    assert_eq!(String::from_utf8_lossy(&before.stdout), "no pending plan\n");
+    let status = |case: &Case| -> String {
+        let mut child = case
+            .command(&[
+                "claude-code",
+                "status",
+                "--project",
+                case.project.to_str().unwrap(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(br#"{"session_id":"cc-session","cwd":"/"}"#)
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    assert_eq!(status(&case), "plan-checkpoint: on\n");
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    let shown = status(&case);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 2, "{shown}");
+    // The agent's title, escaped; the deadline; the command that decides it.
+    assert!(lines[0].starts_with("plan-checkpoint: the plan \"Split the \\u{1b}[31mparser\\u{202e}\" waits for your decision until "), "{shown}");
+    assert!(!shown.contains('\u{1b}'));
+    assert_eq!(
+        lines[1],
+        format!(
+            "plan-checkpoint claude-code approve {} --mode ask|accept-edits|auto (or reject, card-url)",
+            &id[..21]
+        )
+    );
+    let approved = case.run(&["claude-code", "approve", &id[..21], "--mode", "auto"]);
+    assert_eq!(
+        String::from_utf8_lossy(&approved.stdout),
+        format!("{id} approved with auto\n")
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+}
+
+/// A case whose plan was approved with `mode` and whose exit ran.
+fn approved_with(mode: &str) -> Case {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    assert!(
+        case.run(&["claude-code", "approve", id, "--mode", mode])
+            .status
+            .success()
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+    case.hook(&case.input(
+        "PostToolUse",
+        "acceptEdits",
+        "ExitPlanMode",
+        json!({}),
+        "toolu_exit",
+    ));
+    case
+}
+
+#[test]
+fn after_an_auto_approval_nothing_runs_outside_the_host_and_no_guard_of_claude_codes_is_skipped() {
+    let case = approved_with("auto");
+    std::fs::create_dir_all(case.project.join(".claude/skills/hooked")).unwrap();
+    std::fs::write(
+        case.project.join(".claude/skills/hooked/SKILL.md"),
+        "---\nname: hooked\ndescription: d\nhooks:\n  PreToolUse:\n    - hooks:\n        - type: command\n          command: touch x\n---\nBody\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(case.project.join(".claude/skills/plain")).unwrap();
+    std::fs::write(
+        case.project.join(".claude/skills/plain/SKILL.md"),
+        "---\nname: plain\ndescription: d\n---\nBody !`date`\n",
+    )
+    .unwrap();
+    let hook = |tool: &str, input: Value, call: &str| {
+        case.hook(&case.input("PreToolUse", "acceptEdits", tool, input, call))
+    };
+    // A tool that runs a program itself: the host refuses it.
+    let monitor = hook(
+        "Monitor",
+        json!({"command": "touch x", "description": "d", "timeout_ms": 1000}),
+        "t1",
+    );
+    assert_eq!(decision(&monitor), "deny");
+    assert!(
+        reason(&monitor).starts_with("TOOL_RUNS_OUTSIDE_HOST: "),
+        "{monitor}"
+    );
+    // A skill declaring hooks is refused; one without is left to Claude
+    // Code's own guard of skills.
+    let skill = hook("Skill", json!({"skill": "hooked"}), "t2");
+    assert_eq!(decision(&skill), "deny");
+    assert!(
+        reason(&skill).starts_with("TOOL_RUNS_OUTSIDE_HOST: the skill hooked declares hooks"),
+        "{skill}"
+    );
+    assert_eq!(hook("Skill", json!({"skill": "plain"}), "t3"), Value::Null);
+    // A skill's shell command never runs in Claude Code's shell.
+    let shell = case.hook(&json!({
+        "session_id": "cc-session", "cwd": case.project, "permission_mode": "acceptEdits",
+        "hook_event_name": "PreSkillShellCommand", "tool_name": "Bash", "tool_input": {"command": "date"},
+        "tool_use_id": "s1", "command_name": "plain",
+    }));
+    assert_eq!(
+        shell["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{shell}"
+    );
+    // What Claude Code guards itself keeps its guard; the host's allow is
+    // no answer there.
+    assert_eq!(hook("EnterWorktree", json!({"name": "w"}), "t4"), Value::Null);
+    // A tool the table does not know is asked, never plainly allowed.
+    let unknown = hook("SomethingNew", json!({}), "t5");
+    assert_eq!(decision(&unknown), "ask", "{unknown}");
+    // An MCP tool is the host's: auto allows it.
+    assert_eq!(
+        decision(&hook("mcp__github__create_issue", json!({}), "t6")),
+        "allow"
+    );
+    // A write where no command may is refused; in the project it is allowed.
+    let settings = hook(
+        "Write",
+        json!({"file_path": case.project.join(".claude/settings.json"), "content": "{}"}),
+        "t7",
+    );
+    assert!(
+        reason(&settings).starts_with("TOOL_WRITE_PROTECTED: "),
+        "{settings}"
+    );
+    assert_eq!(
+        decision(&hook(
+            "Write",
+            json!({"file_path": case.project.join("a.txt"), "content": "a"}),
+            "t8"
+        )),
+        "allow"
+    );
+}
+
+#[test]
+fn a_hook_whose_project_is_gone_blocks_the_call() {
+    let case = Case::new();
+    let gone = case.dir.path().join("moved-away");
+    let input = case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "true"}),
+        "toolu_g",
+    );
+    let output = case
+        .command(&["claude-code", "hook", "--project", gone.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let answer = answer_of(&output);
+    assert_eq!(decision(&answer), "deny", "{answer}");
+    assert!(
+        reason(&answer).starts_with("HOST_UNREACHABLE: the project the checkpoint was installed in"),
+        "{answer}"
     );
 }
