@@ -141,10 +141,16 @@ if (binary === "") {
     assert.equal(readFileSync(join(c.project, "canary.txt"), "utf8"), canary);
     assert.equal(existsSync(join(c.project, "new.txt")), false);
     // What Claude Code ran was the rewritten command: the thin client, naming the project and the call, with the
-    // original command in a quoted here-document (so the shell expands nothing of it).
-    const rewritten = run.prompts.map((prompt) => {
-      const match = /^'(.+?)' claude-code bash (.*) <<'(\w+)'\n([\s\S]*)\n(\w+)$/.exec(String(prompt.input["command"]));
-      assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(prompt.input)}`);
+    // original command in a quoted here-document (so the shell expands nothing of it). Plan mode ran it without
+    // asking (the permission rule `install` writes): nothing was put to Claude Code's prompt.
+    assert.deepEqual(run.prompts, []);
+    const answers = run.events
+      .filter((event) => event.subtype === "hook_response" && event["hook_name"] === "PreToolUse:Bash")
+      .map((event) => JSON.parse(String(event["stdout"])) as { hookSpecificOutput: { updatedInput: Record<string, unknown> } });
+    const rewritten = answers.map((answer) => {
+      const input = answer.hookSpecificOutput.updatedInput;
+      const match = /^'(.+?)' claude-code bash (.*) <<'(\w+)'\n([\s\S]*)\n(\w+)$/.exec(String(input["command"]));
+      assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(input)}`);
       const [, program, options, opened, original, closed] = match;
       assert.deepEqual([program, opened], [binary, closed]);
       assert.ok(options?.includes(`--project '${c.project}'`), options);
