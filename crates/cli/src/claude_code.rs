@@ -120,9 +120,9 @@ pub(crate) enum ClaudeCodeCommand {
         #[arg(long, value_name = "SECONDS")]
         timeout: Option<u64>,
     },
-    /// The status line: one line on the project's plan for the session
-    /// Claude Code names on stdin (a plan waiting for the person: its
-    /// title, deadline and the commands that decide it).
+    /// The status line on the project's plan for the session Claude Code
+    /// names on stdin (a plan waiting for the person: its title and
+    /// deadline, and the command that decides it).
     Status {
         /// The project.
         #[arg(long, value_name = "DIR")]

@@ -296,7 +296,7 @@ export interface CaseOptions {
 /** The project's `.claude/settings.local.json`, as the cases read it. */
 export interface InstalledSettings {
   useAutoModeDuringPlan?: boolean;
-  hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; timeout?: number }[] }[]>;
+  hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; args?: string[]; timeout?: number }[] }[]>;
   [key: string]: unknown;
 }
 

@@ -62,36 +62,32 @@ if (binary === "") {
     assert.equal(settings.model, "kept");
     assert.equal(settings.useAutoModeDuringPlan, false);
     assert.equal(settings["disableSkillShellExecution"], true);
-    // Every hook is this binary for this project; those a call waits on are fail-closed.
-    const command = `'${binary}' claude-code hook --project '${project}'`;
-    const failClosed =
-      " || { echo 'plan-checkpoint: the checkpoint hook could not run, so this call is blocked (run `plan-checkpoint claude-code doctor` in the project)' >&2; exit 2; }";
+    // Every hook is this binary, spawned with its arguments (no shell), for this project; those a call waits on
+    // are fail-closed.
+    const hook = (args: string[], timeout: number, gates: boolean): Record<string, unknown> => ({
+      type: "command",
+      command: binary,
+      args: ["claude-code", "hook", "--project", project, ...args],
+      timeout,
+      ...(gates ? { onFailure: "block" } : {}),
+    });
     const [pre] = settings.hooks["PreToolUse"] ?? [];
     assert.equal(settings.hooks["PreToolUse"]?.length, 1);
-    assert.deepEqual(pre, {
-      matcher: "*",
-      hooks: [
-        {
-          type: "command",
-          command: `${command} --timeout 2100${failClosed}`,
-          timeout: 1800 + 300,
-          statusMessage: (pre?.hooks[0] as { statusMessage?: string } | undefined)?.statusMessage,
-        },
-      ],
-    });
-    assert.match(String((pre?.hooks[0] as { statusMessage?: string } | undefined)?.statusMessage), /plan-checkpoint/);
+    const statusMessage = (pre?.hooks[0] as { statusMessage?: string } | undefined)?.statusMessage;
+    assert.deepEqual(pre, { matcher: "*", hooks: [{ ...hook(["--timeout", "2100"], 1800 + 300, true), statusMessage }] });
+    assert.match(String(statusMessage), /plan-checkpoint/);
     for (const [event, matcher] of [
       ["PermissionRequest", "*"],
       ["PostToolUse", "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent|ExitPlanMode"],
       ["PreSkillShellCommand", "*"],
     ] as const) {
-      assert.deepEqual(settings.hooks[event], [{ matcher, hooks: [{ type: "command", command: `${command}${failClosed}`, timeout: 60 }] }], event);
+      assert.deepEqual(settings.hooks[event], [{ matcher, hooks: [hook([], 60, true)] }], event);
     }
     // The hooks that only record: a binary that cannot run blocks nothing there.
-    assert.deepEqual(settings.hooks["SessionEnd"], [{ hooks: [{ type: "command", command, timeout: 60 }] }]);
+    assert.deepEqual(settings.hooks["SessionEnd"], [{ hooks: [hook([], 60, false)] }]);
     assert.deepEqual(settings.hooks["Stop"], [
       { hooks: [{ type: "command", command: "true" }] },
-      { hooks: [{ type: "command", command, timeout: 60 }] },
+      { hooks: [hook([], 60, false)] },
     ]);
     assert.deepEqual(settings["statusLine"], {
       type: "command",
@@ -535,10 +531,13 @@ if (binary === "") {
     assertDialogDecidedNothing(c.claude());
   });
 
-  test("Claude Code kills the ExitPlanMode hook at its timeout while the plan is pending: the exit is still denied, never left to Claude Code's dialog", async (t) => {
+  test("Claude Code kills the ExitPlanMode hook at its timeout while the plan is pending (the hook not told its timeout): the exit is still denied, never left to Claude Code's dialog, even one that answers at once", async (t) => {
     let approvalId = "";
     const { c } = await runCase(t, {
-      // The hook's timeout (seconds) far inside the approval's deadline: Claude Code gives up on the hook first.
+      // An SDK host (or an IDE) that answers Claude Code's own prompt at once: it must get no say.
+      onPrompt: (prompt) => ({ behavior: "allow", updatedInput: prompt.input }),
+      // The hook's timeout (seconds) far inside the approval's deadline, the hook not told (a stale
+      // setting): Claude Code gives up on the hook first.
       editSettings: (settings) => {
         for (const entry of settings.hooks["PreToolUse"] ?? []) {
           for (const hook of entry.hooks) {

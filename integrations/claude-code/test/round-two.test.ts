@@ -276,7 +276,8 @@ if (binary !== "") {
         for (const entry of settings.hooks["PreToolUse"] ?? []) {
           for (const hook of entry.hooks) {
             hook.timeout = 4;
-            hook.command = hook.command.replace(/--timeout \d+/, "--timeout 4");
+            const at = hook.args?.indexOf("--timeout") ?? -1;
+            if (hook.args !== undefined && at >= 0) hook.args[at + 1] = "4";
           }
         }
       },

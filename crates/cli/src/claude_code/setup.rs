@@ -5,14 +5,14 @@
 //! `useAutoModeDuringPlan` there).
 //!
 //! What `install` writes is declared once ([`Installed`]): the hook entries
-//! (each one command of this binary, `--project` naming the project, so
-//! the hooks find the one project wherever Claude Code starts), the
-//! settings the checkpoint needs, and the status line that tells the person
-//! a plan waits. `uninstall` removes exactly those; `doctor` checks each
-//! against what `install` would write now. Every hook a call waits on is
-//! fail-closed: a command line that cannot run (the binary moved or
-//! deleted) ends with Claude Code's blocking exit status, never with "no
-//! answer".
+//! (each this binary, spawned directly with its arguments, no shell,
+//! `--project` naming the project, so the hooks find the one project
+//! wherever Claude Code starts), the settings the checkpoint needs, and the
+//! status line that tells the person a plan waits. `uninstall` removes
+//! exactly those; `doctor` checks each against what `install` would write
+//! now. Every hook a call waits on is fail-closed (`onFailure: "block"`): a
+//! hook that cannot run (the binary moved or deleted) or that Claude Code
+//! ends at its timeout blocks the call, never leaves it to Claude Code.
 
 use std::path::{Path, PathBuf};
 
@@ -27,9 +27,12 @@ pub(crate) fn settings_file(project: &Project) -> PathBuf {
     project.root.join(".claude").join("settings.local.json")
 }
 
-/// What marks a hook command or a status line as this checkpoint's.
+/// What marks a hook command (written by an earlier install, as a command
+/// line) or a status line as this checkpoint's.
 const HOOK_MARK: &str = " claude-code hook";
 const STATUS_MARK: &str = " claude-code status";
+/// The arguments every hook of this checkpoint starts with.
+const HOOK_ARGS: [&str; 2] = ["claude-code", "hook"];
 const BASH_MARK: &str = " claude-code bash ";
 
 /// The tools a permission mode may ask a person about (Bash confirms
@@ -48,9 +51,9 @@ struct HookEntry {
     matcher: Option<&'static str>,
     /// Seconds Claude Code gives the hook.
     timeout: u64,
-    /// Whether a command line that cannot run blocks the call (a hook whose
-    /// answer gates a call) rather than being ignored (a hook that only
-    /// records, where blocking would keep the session going).
+    /// Whether a hook that cannot run or times out blocks the call (a hook
+    /// whose answer gates a call) rather than being ignored (a hook that
+    /// only records; Claude Code ignores `onFailure` there anyway).
     fail_closed: bool,
     /// The spinner's words while it runs.
     status_message: Option<&'static str>,
@@ -107,30 +110,33 @@ impl Installed {
         ]
     }
 
-    /// The command line of one hook entry.
-    fn command(&self, entry: &HookEntry) -> String {
-        let mut command = format!(
-            "{}{HOOK_MARK} --project {}",
-            shell_quoted(&self.program),
-            shell_quoted(&self.project)
-        );
+    /// The arguments of one hook entry's command (this binary).
+    fn args(&self, entry: &HookEntry) -> Vec<String> {
+        let mut args: Vec<String> = HOOK_ARGS.iter().map(|arg| (*arg).to_owned()).collect();
+        args.push("--project".to_owned());
+        args.push(self.project.display().to_string());
         if entry.event == "PreToolUse" {
             // The hook answers before Claude Code would end it.
-            command.push_str(&format!(" --timeout {}", entry.timeout));
+            args.push("--timeout".to_owned());
+            args.push(entry.timeout.to_string());
         }
-        if entry.fail_closed {
-            command.push_str(
-                " || { echo 'plan-checkpoint: the checkpoint hook could not run, so this call is blocked \
-                 (run `plan-checkpoint claude-code doctor` in the project)' >&2; exit 2; }",
-            );
-        }
-        command
+        args
     }
 
     fn hook_value(&self, entry: &HookEntry) -> Value {
-        let mut hook = json!({"type": "command", "command": self.command(entry), "timeout": entry.timeout});
-        if let (Some(message), Some(object)) = (entry.status_message, hook.as_object_mut()) {
-            object.insert("statusMessage".to_owned(), Value::from(message));
+        let mut hook = json!({
+            "type": "command",
+            "command": self.program.display().to_string(),
+            "args": self.args(entry),
+            "timeout": entry.timeout,
+        });
+        if let Some(object) = hook.as_object_mut() {
+            if entry.fail_closed {
+                object.insert("onFailure".to_owned(), Value::from("block"));
+            }
+            if let Some(message) = entry.status_message {
+                object.insert("statusMessage".to_owned(), Value::from(message));
+            }
         }
         let mut value = json!({"hooks": [hook]});
         if let (Some(matcher), Some(object)) = (entry.matcher, value.as_object_mut()) {
@@ -181,16 +187,31 @@ impl Installed {
             let Some(entries) = entries.as_array_mut() else {
                 return Err(refused(path, &format!("`hooks.{}` is not a list", entry.event)));
             };
-            entries.retain(|existing| !is_ours(existing, HOOK_MARK));
+            entries.retain(|existing| !is_our_hook(existing));
             entries.push(self.hook_value(&entry));
         }
         Ok(status_line)
     }
 }
 
-/// Whether a hook entry or a status line is this checkpoint's.
+/// Whether a status line or a permission rule is this checkpoint's.
 fn is_ours(value: &Value, mark: &str) -> bool {
     value.to_string().contains(mark)
+}
+
+/// Whether a hook entry is this checkpoint's: one of its hooks runs `hook`
+/// of a `plan-checkpoint` (spawned with its arguments, or, as an earlier
+/// install wrote it, a command line).
+fn is_our_hook(entry: &Value) -> bool {
+    entry.get("hooks").and_then(Value::as_array).is_some_and(|hooks| {
+        hooks.iter().any(|hook| {
+            let spawned = hook
+                .get("args")
+                .and_then(Value::as_array)
+                .is_some_and(|args| args.iter().take(2).map(Value::as_str).eq(HOOK_ARGS.map(Some)));
+            spawned || is_ours(hook, HOOK_MARK)
+        })
+    })
 }
 
 fn refused(path: &Path, why: &str) -> Failure {
@@ -242,7 +263,11 @@ pub(crate) fn install(project: &Project) -> Result<i32, Failure> {
     let installed = Installed::now(project);
     let status_line = installed.apply(&mut settings, &path)?;
     write_settings(&path, settings)?;
-    let command = installed.command(&installed.entries()[0]);
+    let command = format!(
+        "{} {}",
+        installed.program.display(),
+        installed.args(&installed.entries()[0]).join(" ")
+    );
     let status = if status_line {
         "- statusLine: `claude-code status`, every second: while a plan waits for you it shows its\n  \
          title, its deadline and the commands that decide it.\n"
@@ -266,7 +291,9 @@ pub(crate) fn install(project: &Project) -> Result<i32, Failure> {
            own shell; the model runs it with Bash, which the host runs.\n\
          - hooks.Stop and hooks.SessionEnd: the approved plan's execution ends `completed`, and a plan\n  \
            still pending when the session ends is withdrawn.\n\
-         - Every hook a call waits on is fail-closed: if the binary cannot run, the call is blocked.\n\
+         - Every hook runs the binary directly (no shell); every hook a call waits on is fail-closed\n  \
+           (onFailure: block): if the binary cannot run, or Claude Code ends it at its timeout, the\n  \
+           call is blocked.\n\
          - useAutoModeDuringPlan: false: otherwise plan-mode Bash goes to a remote classifier that\n  \
            skips these hooks (Claude Code honours this in local or user settings only).\n\
          - disableSkillShellExecution: true: Claude Code runs no skill's `!` command itself.\n\
@@ -297,7 +324,7 @@ pub(crate) fn uninstall(project: &Project) -> Result<i32, Failure> {
                 continue;
             };
             let before = entries.len();
-            entries.retain(|entry| !is_ours(entry, HOOK_MARK));
+            entries.retain(|entry| !is_our_hook(entry));
             if entries.len() != before {
                 removed.push(format!("hooks.{event}"));
             }
@@ -374,7 +401,7 @@ pub(crate) fn doctor(project: &Project, as_json: bool) -> Result<i32, Failure> {
         .get("hooks")
         .and_then(|hooks| hooks.get("PreToolUse"))
         .and_then(Value::as_array)
-        .and_then(|entries| entries.iter().find(|entry| is_ours(entry, HOOK_MARK)))
+        .and_then(|entries| entries.iter().find(|entry| is_our_hook(entry)))
         .and_then(|entry| entry.pointer("/hooks/0/command"))
         .and_then(Value::as_str)
         .map(str::to_owned);
@@ -544,20 +571,25 @@ pub(crate) fn doctor(project: &Project, as_json: bool) -> Result<i32, Failure> {
 /// Whether `existing` is `want` for another path of the binary (still an
 /// install of this project, but `binary` reports the path).
 fn same_but_binary(existing: &Value, want: &Value, hooked: Option<&str>) -> bool {
-    let (Some(hooked), Some(program)) = (hooked.and_then(program_of), Some(this_program())) else {
+    let Some(hooked) = hooked else {
         return false;
     };
-    let theirs = shell_quoted(&hooked);
-    let ours = shell_quoted(&program);
-    serde_json::from_str::<Value>(&existing.to_string().replace(&theirs, &ours))
-        .is_ok_and(|same| same == *want)
+    let mut existing = existing.clone();
+    if let Some(command) = existing.pointer_mut("/hooks/0/command")
+        && command.as_str() == Some(hooked)
+    {
+        *command = Value::from(this_program().display().to_string());
+    }
+    existing == *want
 }
 
-/// The program a hook command line starts with (`'<path>' claude-code ...`).
+/// The program a hook runs: its `command`, spawned directly (or, from an
+/// earlier install, the quoted path a command line starts with).
 fn program_of(command: &str) -> Option<PathBuf> {
-    let quoted = command.strip_prefix('\'')?;
-    let (path, _) = quoted.split_once("'")?;
-    Some(PathBuf::from(path))
+    match command.strip_prefix('\'') {
+        Some(quoted) => quoted.split_once('\'').map(|(path, _)| PathBuf::from(path)),
+        None => Some(PathBuf::from(command)),
+    }
 }
 
 fn is_executable(path: &Path) -> bool {

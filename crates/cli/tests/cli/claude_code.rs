@@ -291,8 +291,8 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     assert!(written["hooks"]["Stop"].is_array());
     assert_eq!(written["useAutoModeDuringPlan"], false);
     assert_eq!(written["disableSkillShellExecution"], true);
-    let program = format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"));
-    let project = format!("'{}'", case.project.display());
+    let program = env!("CARGO_BIN_EXE_plan-checkpoint");
+    let project = case.project.display().to_string();
     for event in [
         "PreToolUse",
         "PermissionRequest",
@@ -302,14 +302,26 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     ] {
         let entries = written["hooks"][event].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{event}: {entries:?}");
-        let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
-        assert!(
-            command.starts_with(&format!("{program} claude-code hook --project {project}")),
-            "{command}"
+        let hook = &entries[0]["hooks"][0];
+        // This binary, spawned with its arguments (no shell), for this project.
+        assert_eq!(hook["command"], program);
+        let args = hook["args"].as_array().unwrap();
+        assert_eq!(
+            args[..4],
+            [
+                json!("claude-code"),
+                json!("hook"),
+                json!("--project"),
+                json!(project)
+            ]
         );
         // What a call waits on is fail-closed; what only records is not.
         let gates = event != "SessionEnd";
-        assert_eq!(command.ends_with("exit 2; }"), gates, "{command}");
+        assert_eq!(
+            hook.get("onFailure") == Some(&json!("block")),
+            gates,
+            "{event}: {hook}"
+        );
     }
     assert_eq!(
         written["hooks"]["PostToolUse"][0]["matcher"],
@@ -318,10 +330,15 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     // Past the plan's deadline (30 minutes by default), and the hook knows it.
     let pre = &written["hooks"]["PreToolUse"][0]["hooks"][0];
     assert_eq!(pre["timeout"], 1800 + 300);
-    assert!(pre["command"].as_str().unwrap().contains(" --timeout 2100 "));
+    assert_eq!(
+        pre["args"].as_array().unwrap()[4..],
+        [json!("--timeout"), json!("2100")]
+    );
     assert_eq!(
         written["permissions"]["allow"],
-        json!([format!("Bash({program} claude-code bash --project {project}:*)")])
+        json!([format!(
+            "Bash('{program}' claude-code bash --project '{project}':*)"
+        )])
     );
     assert_eq!(written["statusLine"]["refreshInterval"], 1);
 }
