@@ -1611,23 +1611,35 @@ fn card_url(project: &Project, given: &str) -> Result<i32, Failure> {
             approval_id: approval_id.as_str().into(),
         })
         .map_err(refused)?;
-    let mut said = format!("{}\n", card.url);
-    // A phone opens the card only when it is served beyond loopback.
-    let exposed = !(card.url.starts_with("http://127.")
-        || card.url.starts_with("http://[::1]")
-        || card.url.starts_with("http://localhost"));
-    if std::io::stdout().is_terminal() {
-        if !exposed {
-            said.push_str(
-                "(no QR code: the card is served on loopback, which only this machine opens; \
-                 PLAN_CHECKPOINT_WEB_BIND=ADDR serves it where a phone can reach it)\n",
-            );
-        } else if let Some(code) = plan_server::web::qr::render(&card.url) {
-            said.push_str(&code);
-        }
-    }
+    let said = card_lines(&card.url, std::io::stdout().is_terminal());
     crate::render::write_stdout(said.as_bytes())?;
     Ok(exit::OK)
+}
+
+/// What `card-url` prints: the URL, and on a terminal a QR code for a
+/// phone when the card is served beyond loopback (one of a loopback URL
+/// opens nothing on a phone, so a line says how to serve it farther).
+fn card_lines(url: &str, terminal: bool) -> String {
+    let mut said = format!("{url}\n");
+    if !terminal {
+        return said;
+    }
+    let host = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    let loopback = host == "localhost" || host.starts_with("127.") || host.starts_with('[');
+    if loopback {
+        said.push_str(
+            "(no QR code: the card is served on loopback, which only this machine opens; \
+             PLAN_CHECKPOINT_WEB_BIND=ADDR serves it where a phone can reach it)\n",
+        );
+    } else if let Some(code) = plan_server::web::qr::render(url) {
+        said.push_str(&code);
+    }
+    said
 }
 
 /// The status line for Claude Code's session (its JSON on stdin). A plan
@@ -1743,4 +1755,24 @@ fn host(project: &Project) -> Result<i32, Failure> {
     host.close();
     let _ = std::fs::remove_file(&project.pid_file);
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::card_lines;
+
+    #[test]
+    fn a_card_beyond_loopback_gets_a_qr_code_on_a_terminal_only() {
+        let far = "http://192.0.2.7:8123/card/00";
+        assert_eq!(card_lines(far, false), format!("{far}\n"));
+        let drawn = card_lines(far, true);
+        assert!(
+            drawn.starts_with(&format!("{far}\n")) && drawn.lines().count() > 10,
+            "{drawn}"
+        );
+        let near = "http://127.0.0.1:8123/card/00";
+        let said = card_lines(near, true);
+        assert!(said.contains("no QR code") && said.lines().count() == 2, "{said}");
+        assert!(card_lines("http://[::1]:8123/card/00", true).contains("no QR code"));
+    }
 }
