@@ -845,8 +845,11 @@ fn agent_decision(call: &HookCall<'_>, input: Value) -> Result<Value, HostFailur
 /// without one), every call but Bash and the exit: the host's permission
 /// table decides under the tool's own name. Its deny is the model's
 /// answer; a confirmation is Claude Code's dialog; its allow runs the call
-/// unasked only where Claude Code guards nothing more itself, and never for
-/// a tool the table does not know (Claude Code asks then).
+/// unasked only where it is the person's permission mode that grants it
+/// and Claude Code guards nothing more itself, and never for a tool the
+/// table does not know (Claude Code asks then). What every mode allows
+/// (reading) is left to Claude Code's own check, which a hook's `allow`
+/// would skip.
 fn agent_tool(call: &HookCall<'_>, carry: Option<Carry>) -> Value {
     if let Some(reason) = skill_refusal(call, carry) {
         return deny(&reason);
@@ -865,11 +868,17 @@ fn agent_tool(call: &HookCall<'_>, carry: Option<Carry>) -> Value {
             Some("plan-checkpoint's permission mode asks a person to confirm this call"),
             None,
         ),
-        (false, Some(Carry::Host)) => pre_tool_use(
-            Some(Decision::Allow),
-            Some("plan-checkpoint's permission mode allows this call"),
-            None,
-        ),
+        // The person's permission mode grants it: it runs unasked.
+        (false, Some(Carry::Host)) if plan_core::granted_by_mode(plan_core::tool_kind(call.tool)) => {
+            pre_tool_use(
+                Some(Decision::Allow),
+                Some("plan-checkpoint's permission mode allows this call"),
+                None,
+            )
+        }
+        // What every mode allows (reading): Claude Code's own check stays
+        // (it asks before reading outside the project).
+        (false, Some(Carry::Host)) => no_decision(),
         // Claude Code's own guard of the call decides.
         (false, Some(Carry::HostThenClaudeCode | Carry::Skill)) => no_decision(),
         (false, Some(Carry::HostShell | Carry::PlanExit)) => no_decision(),

@@ -170,6 +170,7 @@ if (binary !== "") {
   // -------------------------------------------------- 2. writes follow the host's allowance
 
   test("accept-edits: a Write outside the project asks Claude Code's prompt (the person), and a Write to .claude or .mcp.json asks too; nothing is written unasked", async (t) => {
+    // (and a Read outside the project keeps Claude Code's own question: no hook allow skips it)
     let outside = "";
     const { c } = await runCase(t, {
       steps: (c) => {
@@ -184,6 +185,12 @@ if (binary !== "") {
           },
           (request) => {
             assertRefused(lastToolResult(request), /the person said no/);
+            // Reading outside the project keeps Claude Code's own question too.
+            writeFileSync(join(c.root, "secret.txt"), "not the model's\n");
+            return [call("Read", { file_path: join(c.root, "secret.txt") })];
+          },
+          (request) => {
+            assertRefused(lastToolResult(request), /the person said no/);
             return [call("Write", { file_path: join(c.project, "inside.txt"), content: "inside\n" })];
           },
           (request) => {
@@ -194,7 +201,9 @@ if (binary !== "") {
       },
       // The person at Claude Code's prompt says no to what it asks (the plan exit is the hooks', never this).
       onPrompt: (prompt): PromptAnswer =>
-        prompt.tool_name === "Write" ? { behavior: "deny", message: "the person said no" } : new Promise<PromptAnswer>(() => undefined) as unknown as PromptAnswer,
+        prompt.tool_name === "Write" || prompt.tool_name === "Read"
+          ? { behavior: "deny", message: "the person said no" }
+          : (new Promise<PromptAnswer>(() => undefined) as unknown as PromptAnswer),
       during: approveWith("accept-edits"),
     });
     assert.equal(existsSync(outside), false);
@@ -204,6 +213,7 @@ if (binary !== "") {
       promptsFor(c, "Write").map((prompt) => prompt.input["file_path"]),
       [outside, join(c.project, ".mcp.json")],
     );
+    assert.deepEqual(promptsFor(c, "Read").map((prompt) => prompt.input["file_path"]), [join(c.root, "secret.txt")]);
   });
 
   test("approved auto: a Write outside the project, to .claude/settings.json or to .mcp.json is refused with TOOL_WRITE_PROTECTED and asks nobody", async (t) => {
