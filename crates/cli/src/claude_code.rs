@@ -545,7 +545,8 @@ fn live_execution(
         .map(|state| (execution.into(), state)))
 }
 
-/// The session, made (bound to the project, in `mode`) where missing.
+/// The session, made (bound to the project, in `mode`) where missing; a
+/// hook of a call Claude Code runs beside this one may make it first.
 fn session_of(
     client: &mut HostClient,
     project: &Project,
@@ -554,17 +555,25 @@ fn session_of(
 ) -> Result<Session, HostFailure> {
     match session_get(client, session_id) {
         Ok(session) => Ok(session),
-        Err(failure) if failure.code == "SESSION_NOT_FOUND" => client.request(&SessionCreateParams {
-            session_id: Some(session_id.into()),
-            workspace_root: Some(project.root.display().to_string()),
-            mode: Some(mode),
-            permission_mode: None,
-        }),
+        Err(failure) if failure.code == "SESSION_NOT_FOUND" => {
+            let made = client.request(&SessionCreateParams {
+                session_id: Some(session_id.into()),
+                workspace_root: Some(project.root.display().to_string()),
+                mode: Some(mode),
+                permission_mode: None,
+            });
+            match made {
+                Err(failure) if failure.code == "SESSION_ALREADY_EXISTS" => session_get(client, session_id),
+                made => made,
+            }
+        }
         Err(failure) => Err(failure),
     }
 }
 
-/// A new turn in `mode` (the session switched to it first where needed).
+/// A new turn in `mode` (the session switched to it first where needed);
+/// when a hook of a call Claude Code runs beside this one started that
+/// turn first, that turn.
 fn start_turn(
     client: &mut HostClient,
     session: &Session,
@@ -572,18 +581,33 @@ fn start_turn(
     prompt: &str,
 ) -> Result<String, HostFailure> {
     if session.mode != mode {
-        client.request(&SessionConfigureParams {
+        let configured = client.request(&SessionConfigureParams {
             session_id: session.session_id.as_str().into(),
             mode: Some(mode),
             ..SessionConfigureParams::default()
-        })?;
+        });
+        match configured {
+            // Busy: a turn started meanwhile (looked at below).
+            Err(failure) if failure.code == "SESSION_BUSY" => {}
+            configured => {
+                configured?;
+            }
+        }
     }
-    let turn = client.request(&TurnStartParams {
+    let started = client.request(&TurnStartParams {
         session_id: session.session_id.as_str().into(),
         prompt: prompt.to_owned(),
         origin: plan_core::Origin::Interactive,
-    })?;
-    Ok(turn.turn_id)
+    });
+    match started {
+        Ok(turn) => Ok(turn.turn_id),
+        Err(failure) if failure.code == "SESSION_BUSY" => session_get(client, &session.session_id)?
+            .active_turn
+            .filter(|turn| turn.mode == mode)
+            .map(|turn| turn.turn_id)
+            .ok_or(failure),
+        Err(failure) => Err(failure),
+    }
 }
 
 /// One tool call decided by the host in the session's turn (`turn`).

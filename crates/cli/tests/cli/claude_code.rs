@@ -958,3 +958,20 @@ fn a_hook_whose_project_is_gone_blocks_the_call() {
         "{answer}"
     );
 }
+
+#[test]
+fn hooks_of_calls_claude_code_runs_side_by_side_share_one_session_and_turn() {
+    let case = Case::new();
+    // The session's first calls, all at once (Claude Code runs read-only
+    // tools in parallel): none is refused for losing a race to make the
+    // session or its turn.
+    let hooks: Vec<Child> = (0..6)
+        .map(|index| {
+            let read = json!({"file_path": case.project.join(format!("f{index}"))});
+            case.spawn_hook(&case.input("PreToolUse", "plan", "Read", read, &format!("toolu_{index}")))
+        })
+        .collect();
+    for hook in hooks {
+        assert_eq!(answer_of(&hook.wait_with_output().unwrap()), Value::Null);
+    }
+}
