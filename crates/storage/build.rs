@@ -3,5 +3,5 @@
 //! would not notice a new file on its own.
 
 fn main() {
-    println!("cargo:rerun-if-changed=../../migrations");
+    println!("cargo:rerun-if-changed=migrations");
 }

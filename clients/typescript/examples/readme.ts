@@ -2,12 +2,21 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { PlanCheckpointClient, PlanCheckpointError } from "@plan-checkpoint/client";
+import { PlanCheckpointClient, PlanCheckpointError, SidecarNotFoundError } from "@plan-checkpoint/client";
 
 // A new directory for the database and the workspace (the plan file goes
 // to its .pi/plan/), removed at the end: the example runs again as pasted.
 const dir = await mkdtemp(join(tmpdir(), "plan-checkpoint-example-"));
-const client = await PlanCheckpointClient.start({ db: join(dir, "plan.db") }); // `plan-checkpoint` on PATH
+let client: PlanCheckpointClient;
+try {
+  // The plan-checkpoint npm package's binary, else `plan-checkpoint` on PATH.
+  client = await PlanCheckpointClient.start({ db: join(dir, "plan.db") });
+} catch (error) {
+  await rm(dir, { recursive: true, force: true });
+  if (!(error instanceof SidecarNotFoundError)) throw error;
+  console.error(error.message); // what to install: npm install plan-checkpoint, ...
+  process.exit(1);
+}
 try {
   client.on("plan/approvalRequested", ({ approval }) => console.log("review:", approval.title));
   client.on("command/output", ({ callId, stream, chunk }) => process.stdout.write(`[${callId} ${stream}] ${chunk}`));

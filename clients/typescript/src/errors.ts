@@ -75,7 +75,13 @@ export class SidecarStartupError extends Error {
   }
 }
 
-/** The sidecar's executable does not exist (spawning it failed with `ENOENT`). */
+/** What to install when the `plan-checkpoint` binary is missing (no compiler needed). */
+export const INSTALL_HINT =
+  "Install the plan-checkpoint binary: `npm install plan-checkpoint` in this project (the client finds it there), " +
+  "or put it on PATH with `npm install -g plan-checkpoint`, `pipx install plan-checkpoint` or " +
+  "`uv tool install plan-checkpoint`; or pass its path as the `binary` option.";
+
+/** The sidecar's executable does not exist (spawning it failed with `ENOENT`); its message says what to install. */
 export class SidecarNotFoundError extends Error {
   /** Always `SIDECAR_NOT_FOUND`, so callers can switch on `code` for every error class. */
   readonly code = "SIDECAR_NOT_FOUND";
@@ -83,7 +89,10 @@ export class SidecarNotFoundError extends Error {
   readonly binary: string;
 
   constructor(binary: string, cause: unknown) {
-    super(`SIDECAR_NOT_FOUND: no executable ${JSON.stringify(binary)} (spawn ENOENT)`, { cause });
+    super(
+      `SIDECAR_NOT_FOUND: no executable ${JSON.stringify(binary)} (spawn ENOENT). ${INSTALL_HINT}`,
+      { cause },
+    );
     this.name = "SidecarNotFoundError";
     this.binary = binary;
   }

@@ -6,6 +6,7 @@
 // protocol (the client does).
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createRequire } from "node:module";
 
 import { SidecarExitedError, SidecarNotFoundError } from "./errors.js";
 import { LineDecoder, TailBuffer } from "./framing.js";
@@ -60,9 +61,34 @@ export interface Transport {
   note(line: string): void;
 }
 
+/** The `plan-checkpoint` npm package's API: where its per-platform binary is. */
+interface BinaryPackage {
+  binaryPath(): string;
+}
+
+/**
+ * The sidecar a client starts when it is not told which: the binary of the
+ * `plan-checkpoint` npm package (its per-platform optional dependency,
+ * installed with this package, so nothing needs setting up), or, when that
+ * package or its binary is not installed, `plan-checkpoint` on `PATH`
+ * (`npm install -g`, `pipx`, `uv tool`, `cargo install`).
+ */
+export function defaultBinary(): string {
+  try {
+    const require = createRequire(import.meta.url);
+    return (require("plan-checkpoint") as BinaryPackage).binaryPath();
+  } catch {
+    return "plan-checkpoint";
+  }
+}
+
 /** Options of {@link StdioSidecarTransport}. */
 export interface StdioSidecarOptions {
-  /** The `plan-checkpoint` executable; default `plan-checkpoint` looked up on `PATH`. */
+  /**
+   * The `plan-checkpoint` executable; default {@link defaultBinary}: the
+   * binary of the `plan-checkpoint` npm package when it is installed (this
+   * package depends on it), else `plan-checkpoint` looked up on `PATH`.
+   */
   binary?: string;
   /** The database file (`serve --db`). */
   db: string;
@@ -102,7 +128,7 @@ export class StdioSidecarTransport implements Transport {
 
   constructor(options: StdioSidecarOptions) {
     this.#options = options;
-    this.#binary = options.binary ?? "plan-checkpoint";
+    this.#binary = options.binary ?? defaultBinary();
     this.#stderr = new TailBuffer(options.stderrLimit ?? 64 * 1024);
     this.#closeTimeoutMs = options.closeTimeoutMs ?? 5000;
     this.exited = new Promise((resolve) => {

@@ -12,7 +12,7 @@ import { PlanCheckpointClient, type StartOptions } from "../src/index.js";
 /** The package directory (tests run from dist/test). */
 export const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** The binary built by `cargo build -p plan-cli`, or PLAN_CHECKPOINT_BIN. */
+/** The binary built by `cargo build -p plan-checkpoint`, or PLAN_CHECKPOINT_BIN. */
 export const sidecarBinary = process.env.PLAN_CHECKPOINT_BIN ?? resolve(packageDir, "../../target/debug/plan-checkpoint");
 
 /** A fresh directory removed when the test ends. */

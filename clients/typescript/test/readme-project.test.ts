@@ -84,3 +84,27 @@ test("the README's example fails (exit code 1) when the host refuses a request",
   assert.equal(failed.code, 1);
   assert.match(failed.stderr ?? "", /SESSION_ALREADY_EXISTS/);
 });
+
+test("the README's example without the binary says what to install instead of a stack trace", async (t) => {
+  // A new user who installed the client but no binary: nothing named
+  // plan-checkpoint on PATH, and no plan-checkpoint npm package beside it.
+  const dir = await tempDir(t);
+  await writeFile(join(dir, "package.json"), JSON.stringify({ type: "commonjs" }));
+  await mkdir(join(dir, "node_modules", "@plan-checkpoint"), { recursive: true });
+  await symlink(packageDir, join(dir, "node_modules", "@plan-checkpoint", "client"));
+  await copyFile(join(packageDir, "dist/examples/readme.js"), join(dir, "main.mjs"));
+  const env = { ...process.env, PATH: dirname(process.execPath) };
+  const failed = await run(process.execPath, [join(dir, "main.mjs")], { cwd: dir, env }).then(
+    () => undefined,
+    (error: { code?: number; stderr?: string }) => error,
+  );
+  assert.ok(failed !== undefined, "the example exited 0 without a binary");
+  assert.equal(failed.code, 1);
+  const stderr = failed.stderr ?? "";
+  assert.match(stderr, /SIDECAR_NOT_FOUND/);
+  assert.match(stderr, /npm install plan-checkpoint/);
+  assert.match(stderr, /pipx install plan-checkpoint/);
+  assert.doesNotMatch(stderr, /^\s+at /m, "no stack trace");
+  assert.doesNotMatch(stderr, /SidecarNotFoundError/, "no error class name, just the message");
+  assert.deepEqual(await readdir(dir).then((names) => names.sort()), ["main.mjs", "node_modules", "package.json"]);
+});

@@ -87,6 +87,15 @@ pub enum ConfigError {
     /// certificate (mTLS needs both).
     #[error("{0}")]
     IncompleteClientIdentity(&'static str),
+    /// A request bound that is not a number of bytes, or below the least
+    /// that holds a record.
+    #[error("{variable}={value:?} is not a number of bytes of at least {MIN_MAX_REQUEST_BYTES}")]
+    InvalidRequestBound {
+        /// The variable.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
     /// A timeout that is not a number of milliseconds.
     #[error("{variable}={value:?} is not a number of milliseconds")]
     InvalidTimeout {
@@ -115,6 +124,10 @@ pub struct ExportConfig {
     pub include_content: bool,
     /// At most this many records per request.
     pub batch_size: u32,
+    /// At most this many bytes per request body (default
+    /// [`DEFAULT_MAX_REQUEST_BYTES`], well under a collector's usual 20 MiB
+    /// limit); a record larger alone is sent with its content cut.
+    pub max_request_bytes: usize,
     /// How long the exporter sleeps with nothing to send before it looks
     /// again (a host wakes it sooner after a commit).
     pub poll_interval: Duration,
@@ -139,6 +152,12 @@ pub struct ExportConfig {
 
 /// The logs path OTLP/HTTP appends to a base endpoint.
 const LOGS_PATH: &str = "v1/logs";
+/// The default bound of a request body: 8 MiB, so a 7 MiB plan still
+/// travels whole and a collector's default 20 MiB limit is never reached.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 8 * 1024 * 1024;
+/// The smallest bound a setting may give (a record's attributes must fit).
+pub const MIN_MAX_REQUEST_BYTES: usize = 16 * 1024;
+
 /// The service name when none is configured.
 pub const DEFAULT_SERVICE_NAME: &str = "plan-checkpoint";
 
@@ -154,6 +173,7 @@ impl ExportConfig {
             resource_attributes: Vec::new(),
             include_content: false,
             batch_size: 512,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             poll_interval: Duration::from_secs(1),
             min_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_secs(30),
@@ -201,6 +221,17 @@ impl ExportConfig {
             (None, None) => ExportConfig::logs_endpoint("http://localhost:4318"),
         };
         let mut config = ExportConfig::new(endpoint);
+        config.read_variables(&lookup)?;
+        config.check()?;
+        Ok(Some(config))
+    }
+
+    /// Applies every variable but the two that turn export on and say
+    /// where (protocol, headers, timeout, certificates, service name,
+    /// resource attributes, the request bound): read both when the
+    /// variables turn export on and when a host option does.
+    fn read_variables(&mut self, lookup: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let config = self;
         if let Some(protocol) =
             lookup("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL").or_else(|| lookup("OTEL_EXPORTER_OTLP_PROTOCOL"))
         {
@@ -226,6 +257,7 @@ impl ExportConfig {
                 config.timeout = Duration::from_millis(millis.max(1));
             }
         }
+        config.read_request_bound(lookup)?;
         // The signal's own variable wins; an empty one counts as unset.
         let path = |logs: &str, general: &str| {
             lookup(logs)
@@ -257,8 +289,22 @@ impl ExportConfig {
         if let Some(name) = lookup("OTEL_SERVICE_NAME").filter(|name| !name.trim().is_empty()) {
             config.service_name = name;
         }
-        config.check()?;
-        Ok(Some(config))
+        Ok(())
+    }
+
+    /// Reads `PLAN_CHECKPOINT_OTLP_MAX_REQUEST_BYTES` (the bound of a
+    /// request body in bytes; OpenTelemetry has no variable for it).
+    fn read_request_bound(&mut self, lookup: &impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let variable = "PLAN_CHECKPOINT_OTLP_MAX_REQUEST_BYTES";
+        if let Some(value) = lookup(variable).filter(|value| !value.trim().is_empty()) {
+            self.max_request_bytes = value
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|bytes| *bytes >= MIN_MAX_REQUEST_BYTES)
+                .ok_or(ConfigError::InvalidRequestBound { variable, value })?;
+        }
+        Ok(())
     }
 
     /// Refuses an endpoint the exporter cannot send to, and, for an
@@ -412,13 +458,24 @@ impl ExportOverrides {
         &self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<ExportConfig>, ConfigError> {
-        let from_env = ExportConfig::from_env(lookup)?;
+        let from_env = ExportConfig::from_env(&lookup)?;
         let config = match (&self.logs_endpoint, from_env) {
             (Some(endpoint), Some(mut config)) => {
                 config.endpoint.clone_from(endpoint);
                 Some(config)
             }
-            (Some(endpoint), None) => Some(ExportConfig::new(endpoint.clone())),
+            (Some(endpoint), None) => {
+                // Turned on by the option: the other variables still say
+                // how (resource attributes, headers, ...), unless OTel is
+                // disabled as a whole.
+                let mut config = ExportConfig::new(endpoint.clone());
+                let disabled = lookup("OTEL_SDK_DISABLED")
+                    .is_some_and(|disabled| disabled.trim().eq_ignore_ascii_case("true"));
+                if !disabled {
+                    config.read_variables(&lookup)?;
+                }
+                Some(config)
+            }
             (None, config) => config,
         };
         let Some(mut config) = config else {

@@ -17,6 +17,7 @@
 //! `https://` endpoints: no async runtime. It decides nothing about the checkpoint and writes nothing but
 //! the export cursor.
 
+mod bound;
 mod compare;
 mod config;
 mod exporter;
@@ -24,7 +25,13 @@ mod http;
 mod otlp;
 mod tls;
 
-pub use compare::{CollectorRecord, Comparison, ParseError, parse_collector_lines, verify_against};
-pub use config::{ConfigError, DEFAULT_SERVICE_NAME, ExportConfig, ExportOverrides, Protocol, parse_list};
-pub use exporter::{ExportStartError, ExportStatus, Exporter};
-pub use otlp::{encode_json, encode_protobuf};
+pub use compare::{
+    CollectorFile, CollectorFinding, CollectorRecord, Comparison, DATABASE_ID_ATTRIBUTE, ParseError,
+    parse_collector_lines, read_collector_file, verify_against,
+};
+pub use config::{
+    ConfigError, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_SERVICE_NAME, ExportConfig, ExportOverrides,
+    MIN_MAX_REQUEST_BYTES, Protocol, parse_list,
+};
+pub use exporter::{ExportEvent, ExportObserver, ExportStartError, ExportStatus, Exporter};
+pub use otlp::{Origin, encode_json, encode_protobuf};

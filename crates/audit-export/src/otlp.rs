@@ -8,7 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use plan_storage::{AuditRecord, HASH_ATTRIBUTE};
+use plan_storage::{ALIAS_ATTRIBUTES, AuditRecord, HASH_ATTRIBUTE};
+
+use crate::compare::DATABASE_ID_ATTRIBUTE;
 use serde_json::{Value, json};
 
 use crate::config::ExportConfig;
@@ -35,40 +37,75 @@ fn any_of(value: &Value) -> Option<Any> {
     }
 }
 
-/// One record's attributes as exported: the chain's, its hash, and the
-/// confidential text when the configuration says so; sorted by key.
+/// Where the records come from: the machine and the database.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The machine's name (`host.name`, unless `OTEL_RESOURCE_ATTRIBUTES`
+    /// names another).
+    pub host_name: String,
+    /// The database's identity (`plan_checkpoint.database.id`, and
+    /// `service.instance.id` unless configured otherwise).
+    pub database_id: Option<String>,
+}
+
+/// The resource attribute of a group's workspace root.
+const WORKSPACE_ROOT_ATTRIBUTE: &str = "plan_checkpoint.workspace.root";
+
+/// One record's attributes as exported: the chain's, its hash, their GenAI
+/// aliases, and the confidential text (with what was said about cutting
+/// it) when the configuration says so; sorted by key.
 fn record_attributes(record: &AuditRecord, config: &ExportConfig) -> BTreeMap<String, Any> {
     let mut attributes: BTreeMap<String, Any> = record
         .attributes
         .iter()
         .filter_map(|(key, value)| any_of(value).map(|value| (key.clone(), value)))
         .collect();
+    for (alias, source) in ALIAS_ATTRIBUTES {
+        if let Some(value) = attributes.get(*source).cloned() {
+            attributes.insert((*alias).to_owned(), value);
+        }
+    }
     attributes.insert(HASH_ATTRIBUTE.to_owned(), Any::Text(record.hash.clone()));
     if config.include_content {
         for (key, text) in &record.content {
             attributes.insert(key.clone(), Any::Text(text.clone()));
         }
+        for (key, value) in &record.content_notes {
+            if let Some(value) = any_of(value) {
+                attributes.insert(key.clone(), value);
+            }
+        }
     }
     attributes
 }
 
-/// The resource of a group of records: `service.name`, `host.name`, the
-/// workspace root, then the configured attributes.
-fn resource_attributes(config: &ExportConfig, host_name: &str, root: Option<&str>) -> Vec<(String, Any)> {
+/// The resource of a group of records: `service.name`, `host.name` and
+/// `service.instance.id` (the database's identity), each replaced by the
+/// configured attribute of the same key (`OTEL_RESOURCE_ATTRIBUTES`), the
+/// other configured attributes, then what only the exporter may say: the
+/// database's identity and the workspace root.
+fn resource_attributes(config: &ExportConfig, origin: &Origin, root: Option<&str>) -> Vec<(String, Any)> {
     let mut attributes = vec![
         ("service.name".to_owned(), Any::Text(config.service_name.clone())),
-        ("host.name".to_owned(), Any::Text(host_name.to_owned())),
+        ("host.name".to_owned(), Any::Text(origin.host_name.clone())),
     ];
-    if let Some(root) = root {
-        attributes.push((
-            "plan_checkpoint.workspace.root".to_owned(),
-            Any::Text(root.to_owned()),
-        ));
+    if let Some(id) = &origin.database_id {
+        attributes.push(("service.instance.id".to_owned(), Any::Text(id.clone())));
     }
     for (key, value) in &config.resource_attributes {
-        if attributes.iter().all(|(known, _)| known != key) {
-            attributes.push((key.clone(), Any::Text(value.clone())));
+        if key == DATABASE_ID_ATTRIBUTE || key == WORKSPACE_ROOT_ATTRIBUTE || key == "service.name" {
+            continue;
         }
+        match attributes.iter_mut().find(|(known, _)| known == key) {
+            Some((_, known)) => *known = Any::Text(value.clone()),
+            None => attributes.push((key.clone(), Any::Text(value.clone()))),
+        }
+    }
+    if let Some(id) = &origin.database_id {
+        attributes.push((DATABASE_ID_ATTRIBUTE.to_owned(), Any::Text(id.clone())));
+    }
+    if let Some(root) = root {
+        attributes.push((WORKSPACE_ROOT_ATTRIBUTE.to_owned(), Any::Text(root.to_owned())));
     }
     attributes
 }
@@ -111,11 +148,11 @@ fn json_attributes<'a>(attributes: impl IntoIterator<Item = (&'a String, &'a Any
 }
 
 /// The request as OTLP/JSON.
-pub fn encode_json(records: &[AuditRecord], config: &ExportConfig, host_name: &str) -> Vec<u8> {
+pub fn encode_json(records: &[AuditRecord], config: &ExportConfig, origin: &Origin) -> Vec<u8> {
     let resource_logs: Vec<Value> = by_root(records)
         .into_iter()
         .map(|(root, members)| {
-            let resource = resource_attributes(config, host_name, root);
+            let resource = resource_attributes(config, origin, root);
             let log_records: Vec<Value> = members
                 .into_iter()
                 .map(|record| {
@@ -203,12 +240,12 @@ fn proto_key_value(out: &mut Vec<u8>, field: u32, key: &str, value: &Any) {
 /// version 2 }, LogRecord { time_unix_nano 1 (fixed64), severity_number 2,
 /// severity_text 3, body 5, attributes 6, observed_time_unix_nano 11
 /// (fixed64), event_name 12 }.
-pub fn encode_protobuf(records: &[AuditRecord], config: &ExportConfig, host_name: &str) -> Vec<u8> {
+pub fn encode_protobuf(records: &[AuditRecord], config: &ExportConfig, origin: &Origin) -> Vec<u8> {
     let mut out = Vec::new();
     for (root, members) in by_root(records) {
         message(&mut out, 1, |resource_logs| {
             message(resource_logs, 1, |resource| {
-                for (key, value) in resource_attributes(config, host_name, root) {
+                for (key, value) in resource_attributes(config, origin, root) {
                     proto_key_value(resource, 1, &key, &value);
                 }
             });

@@ -256,6 +256,7 @@ fn sample_records() -> Vec<plan_storage::AuditRecord> {
             time_unix_ms: 1_800_000_000_000 + i64::try_from(seq).unwrap(),
             attributes,
             content,
+            content_notes: std::collections::BTreeMap::new(),
             workspace_root: root.map(str::to_owned),
         }
     };
@@ -281,6 +282,13 @@ fn sample_records() -> Vec<plan_storage::AuditRecord> {
     ]
 }
 
+fn box_origin() -> plan_audit_export::Origin {
+    plan_audit_export::Origin {
+        host_name: "box".to_owned(),
+        database_id: None,
+    }
+}
+
 #[test]
 fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
     use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
@@ -292,11 +300,11 @@ fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
     config.include_content = true;
     config.resource_attributes = vec![("deployment.environment".to_owned(), "ci".to_owned())];
     let from_protobuf = ExportLogsServiceRequest::decode(
-        plan_audit_export::encode_protobuf(&records, &config, "box").as_slice(),
+        plan_audit_export::encode_protobuf(&records, &config, &box_origin()).as_slice(),
     )
     .unwrap();
     let from_json: ExportLogsServiceRequest =
-        serde_json::from_slice(&plan_audit_export::encode_json(&records, &config, "box")).unwrap();
+        serde_json::from_slice(&plan_audit_export::encode_json(&records, &config, &box_origin())).unwrap();
     assert_eq!(from_protobuf, from_json, "the two encodings say the same thing");
 
     // And what they say is what the spec lists, read through the official
@@ -323,8 +331,8 @@ fn both_encodings_are_the_same_request_to_opentelemetry_protos_own_types() {
         [
             ("service.name".to_owned(), "plan-checkpoint".to_owned()),
             ("host.name".to_owned(), "box".to_owned()),
-            ("plan_checkpoint.workspace.root".to_owned(), "/w/one".to_owned()),
             ("deployment.environment".to_owned(), "ci".to_owned()),
+            ("plan_checkpoint.workspace.root".to_owned(), "/w/one".to_owned()),
         ]
     );
     let scope = &first.scope_logs[0];
@@ -1002,4 +1010,51 @@ fn unusable_certificate_settings_are_refused_when_configured() {
         Exporter::start(&database, direct),
         Err(ExportStartError::Config(ConfigError::IncompleteClientIdentity(_)))
     ));
+}
+
+#[test]
+fn every_resource_attribute_of_the_variables_is_honoured_host_name_included() {
+    let config = ExportOverrides {
+        logs_endpoint: Some("http://127.0.0.1:9/v1/logs".to_owned()),
+        ..ExportOverrides::default()
+    }
+    .resolve(env(&[(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "host.name=builder-7,service.instance.id=mine,team=a,plan_checkpoint.database.id=forged",
+    )]))
+    .unwrap()
+    .unwrap();
+    let origin = plan_audit_export::Origin {
+        host_name: "box".to_owned(),
+        database_id: Some("db-1".to_owned()),
+    };
+    let request: serde_json::Value = serde_json::from_slice(&plan_audit_export::encode_json(
+        &sample_records(),
+        &config,
+        &origin,
+    ))
+    .unwrap();
+    let resource: Vec<(String, String)> = request["resourceLogs"][0]["resource"]["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|kv| {
+            (
+                kv["key"].as_str().unwrap().to_owned(),
+                kv["value"]["stringValue"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        resource,
+        [
+            ("service.name".to_owned(), "plan-checkpoint".to_owned()),
+            ("host.name".to_owned(), "builder-7".to_owned()),
+            ("service.instance.id".to_owned(), "mine".to_owned()),
+            ("team".to_owned(), "a".to_owned()),
+            // The database's identity is the exporter's to say.
+            ("plan_checkpoint.database.id".to_owned(), "db-1".to_owned()),
+            ("plan_checkpoint.workspace.root".to_owned(), "/w/one".to_owned()),
+        ]
+    );
 }

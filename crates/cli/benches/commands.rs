@@ -216,7 +216,7 @@ fn runner_round(runner: &plan_exec::Runner, workspace: &Path, scratch: &Path) ->
             isolation: plan_exec::Isolation {
                 namespaces: matches!(
                     runner.sandbox_support(),
-                    plan_exec::SandboxSupport::Available { namespaces: true }
+                    plan_exec::SandboxSupport::Available { namespaces: true, .. }
                 ),
                 ..plan_exec::Isolation::default()
             },

@@ -9,7 +9,7 @@
 //! browser's first POST would. `WEB_BENCH_ROUNDS` sets the number of rounds
 //! per path (default 200); `WEB_BENCH_DIR` puts the database and workspace
 //! there (for example `/dev/shm`). It only measures; CI compiles it and does
-//! not run it (`cargo bench -p plan-cli --bench web`).
+//! not run it (`cargo bench -p plan-checkpoint --bench web`).
 
 // Benchmark harness, like test code: a failed setup must stop the run loudly.
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]

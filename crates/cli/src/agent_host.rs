@@ -261,7 +261,7 @@ fn failure_of(error: &Value) -> HostFailure {
 /// Waits until a host answers on the project's socket: the one started
 /// (`pid`), or another one that won the race to start. A started host that
 /// ends first is reported with the last line of its log.
-fn wait_for_socket(project: &Project, pid: u32) -> Result<UnixStream, HostFailure> {
+pub(crate) fn wait_for_socket(project: &Project, pid: u32) -> Result<UnixStream, HostFailure> {
     let started = Instant::now();
     loop {
         if let Ok(stream) = UnixStream::connect(&project.socket) {

@@ -1746,20 +1746,20 @@ fn host(project: &Project) -> Result<i32, Failure> {
         // they submit, whichever host is running.
         notifier: None,
         // The binary is its own sandbox helper, as for `serve`: installed
-        // alone, it still runs plan-mode Bash. `PLAN_CHECKPOINT_SANDBOX_HELPER`
-        // names another (as `serve --sandbox-helper` does).
-        sandbox_helper: std::env::var_os("PLAN_CHECKPOINT_SANDBOX_HELPER")
-            .map(PathBuf::from)
-            .or_else(|| std::env::current_exe().ok()),
-        // The hooks' host exports no audit: it was never asked to.
-        otel_from_environment: Some(false),
+        // alone, it still runs plan-mode Bash. Never one the environment
+        // names: Claude Code gives its hooks the `env` of the project's
+        // settings, which a workspace can set, and a helper built there
+        // would run every later command unconfined (P15).
+        sandbox_helper: std::env::current_exe().ok(),
         ..plan_host::HostConfig::default()
     };
-    let options = config
-        .options()
-        .map_err(|error| Failure::new(exit::USAGE, error.message()))?;
+    // The audit export as `serve` has it, from the per-user settings file
+    // (Claude Code passes no OTEL_* variable to its hooks).
+    let options =
+        crate::otel::agent_host_options(config).map_err(|error| Failure::new(exit::USAGE, error))?;
     let options = plan_host::HostOptions {
         frontend: plan_host::DecisionChannel::Rpc,
+        export_observer: Some(crate::otel::stderr_observer("plan-checkpoint claude-code host")),
         ..options
     };
     let host = std::sync::Arc::new(plan_host::Host::open(&project.database, options).map_err(failed)?);

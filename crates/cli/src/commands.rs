@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use plan_core::{
-    CallId, CommandLimits, CommandRun, ErrorCode, SessionId, ToolAuditEntry, ToolAuditKind, UnixMs,
+    CallId, CommandLimits, CommandRun, ErrorCode, ResourceBounds, SessionId, ToolAuditEntry, ToolAuditKind,
+    UnixMs,
 };
 use plan_host::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, HostConfig, ScratchSize};
 use serde::Serialize;
@@ -71,7 +72,9 @@ pub(crate) struct CommandArgs {
     #[arg(long)]
     skip_namespaces: bool,
     /// Another path kept read-only under Agent `auto`, besides `.git`,
-    /// `.pi`, the database and the helper (repeatable).
+    /// `.pi`, every agent's configuration, the database and the helper;
+    /// reserved (made an empty directory) where it does not exist yet, so
+    /// no command creates it (repeatable).
     #[arg(long = "protect", value_name = "PATH")]
     protected_paths: Vec<PathBuf>,
     /// How much a command's scratch directory ($TMPDIR) may hold, in MB
@@ -80,6 +83,13 @@ pub(crate) struct CommandArgs {
     /// ordinary directory of the scratch root and not capped.
     #[arg(long, value_name = "MB", default_value_t = ScratchSize::DEFAULT_MEGABYTES)]
     scratch_size_mb: u64,
+    /// How much memory one sandboxed command may use, everything it starts
+    /// and its scratch directory included, in MB (MiB), from 64 to 1048576.
+    /// Kept by a cgroup of the command's own where the machine gives one
+    /// (`initialize` lists `memory` in `capabilities.commands.bounds`, or
+    /// says why not in `missingBounds`).
+    #[arg(long, value_name = "MB", default_value_t = ResourceBounds::DEFAULT_MEMORY_MB)]
+    command_memory_mb: u64,
 }
 
 impl CommandArgs {
@@ -101,6 +111,7 @@ impl CommandArgs {
             ),
             scratch_root: self.scratch_root.as_ref().map(absolute),
             scratch_size_mb: Some(self.scratch_size_mb),
+            command_memory_mb: Some(self.command_memory_mb),
             command_timeout_ms: self.command_timeout_ms,
             command_max_timeout_ms: Some(self.command_max_timeout_ms),
             command_output_cap: Some(self.command_output_cap),

@@ -16,7 +16,8 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use plan_core::{
-    ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall, TurnId,
+    ApprovalId, ApprovalStatus, ConfigChange, ErrorCode, Mode, Origin, PermissionMode, SessionId, ToolCall,
+    TurnId,
 };
 use plan_host::{
     ApprovalFilter, CommandFilter, Host, HostConfig, HostError, NewSession, PlanSandbox, ToolCallDecision,
@@ -184,17 +185,25 @@ fn verdict(result: &ToolCallResult) -> String {
 /// is pressed, whichever comes first. Without a terminal on stdin the demo
 /// cannot wait, so it would approve at once and the URL would already be
 /// dead: it says so instead of printing it.
-fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanApproval) -> Result<(), Failure> {
+fn show_card(
+    host: &Host,
+    card_server: &WebCard,
+    approval: &plan_core::PlanApproval,
+) -> Result<Waited, Failure> {
     if !std::io::stdin().is_terminal() {
         say(
             "   approval card: no URL, since without a terminal on stdin the demo cannot wait for you,\n   \
              so it approves at once and the card would stop working before you opened it\n",
         )?;
-        return Ok(());
+        return Ok(Waited::GoOn);
     }
     let Some(url) = card_server.card_url(approval) else {
-        return Ok(());
+        return Ok(Waited::GoOn);
     };
+    // Ctrl-C is handled before the person is asked anything, so that
+    // from the first moment it can be pressed it records the plan.
+    let (wake, woken) = channel::<Waited>();
+    interrupt_wakes(wake.clone())?;
     say(&format!(
         "   approval card (open it in a browser while it is pending): {url}\n"
     ))?;
@@ -202,14 +211,13 @@ fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanAppro
         "   decide on the card (the demo goes on by itself once you do),\n   \
          or press Enter to let the demo approve it with accept-edits\n",
     )?;
-    let (wake, woken) = channel::<()>();
     let decided = wake.clone();
     let id = approval.id.clone();
     host.add_listener(Arc::new(move |event: plan_host::HostEvent| {
         if let plan_host::HostEvent::ApprovalResolved(resolved) = &event
             && resolved.id == id
         {
-            let _ = decided.send(());
+            let _ = decided.send(Waited::GoOn);
         }
     }));
     // The reader stays blocked on the terminal if the card decides first;
@@ -218,7 +226,7 @@ fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanAppro
         let mut line = String::new();
         // EOF or an unreadable terminal just goes on with the story.
         let _ = std::io::stdin().read_line(&mut line);
-        let _ = wake.send(());
+        let _ = wake.send(Waited::GoOn);
     });
     // Decided before the listener was added: nothing more will come.
     let still_pending = host
@@ -228,10 +236,41 @@ fn show_card(host: &Host, card_server: &WebCard, approval: &plan_core::PlanAppro
         .status
         == ApprovalStatus::Pending;
     if still_pending {
-        let _ = woken.recv();
+        return Ok(woken.recv().unwrap_or(Waited::GoOn));
     }
+    Ok(Waited::GoOn)
+}
+
+/// How the wait for a decision on the card ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    /// Decided on the card, or Enter: the story goes on.
+    GoOn,
+    /// Ctrl-C (or SIGTERM, SIGHUP): the person left with the plan pending.
+    Interrupted,
+}
+
+/// From now on Ctrl-C, SIGTERM and SIGHUP are not the end of the process
+/// but a [`Waited::Interrupted`] for whoever waits on `wake`, so that the
+/// pending plan is recorded interrupted instead of staying pending in the
+/// database forever. Once nobody waits any more (the story went on), such
+/// a signal ends the process at once, as it did before (exit 130).
+fn interrupt_wakes(wake: std::sync::mpsc::Sender<Waited>) -> Result<(), Failure> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|error| Failure::new(exit::FAILURE, format!("demo: cannot handle Ctrl-C: {error}")))?;
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if wake.send(Waited::Interrupted).is_err() {
+                std::process::exit(INTERRUPTED);
+            }
+        }
+    });
     Ok(())
 }
+
+/// The exit status after Ctrl-C (128 + SIGINT), as a shell reports it.
+const INTERRUPTED: i32 = 130;
 
 /// Runs the story. Returns the exit code.
 pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32, Failure> {
@@ -358,12 +397,12 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         .read_artifact(&first.id)
         .map_err(host_failure("rereading the artifact"))?;
     say(&format!(
-        "   approval {} is {}: \"{}\"\n   artifact: {}/{}\n     size:   {} bytes\n     sha256: {}\n     \
+        "   approval {} is {}:\n     \"{}\"\n",
+        first.id, first.status, first.title
+    ))?;
+    say(&format!(
+        "   artifact, in the workspace:\n     {}\n     size:   {} bytes\n     sha256: {}\n     \
          reread and checked: {} bytes, sha256 matches\n   expires: {} ({})\n",
-        first.id,
-        first.status,
-        first.title,
-        root,
         artifact.path,
         artifact.size,
         artifact.sha256,
@@ -372,8 +411,34 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         render::deadline(&first, first.created_at)
     ))?;
 
-    if let Some(card_server) = &card_server {
-        show_card(&host, card_server, &first)?;
+    if let Some(card_server) = &card_server
+        && show_card(&host, card_server, &first)? == Waited::Interrupted
+    {
+        // Left with the plan pending: a restart records it interrupted
+        // (the next host's first act), so it does not stay pending in the
+        // database after the card is gone with this process.
+        card_server.stop();
+        host.close();
+        drop(host);
+        let host = Host::open(&database, options).map_err(host_failure("reopening the host"))?;
+        let after = host
+            .approval(&first.id)
+            .map_err(host_failure("reading the approval"))?
+            .approval;
+        host.close();
+        say("\n")?;
+        say_prose(
+            "",
+            &format!(
+                "Interrupted: the plan was not decided, so the demo restarted its host, which recorded \
+                 approval {} as {} ({}); nothing was approved. Everything is kept in {}.",
+                after.id,
+                after.status,
+                after.error_code.map_or("-", ErrorCode::as_str),
+                dir.display()
+            ),
+        )?;
+        return Ok(INTERRUPTED);
     }
 
     story.step("A person approves with accept-edits")?;
@@ -405,11 +470,13 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         return Err(Failure::new(exit::FAILURE, "demo: the approval has no execution"));
     };
     say(&format!(
-        "   approval {}: status {}, permission mode {}\n   session is now in {} mode with {}\n   \
-         execution {execution_id} is {}\n",
+        "   approval {}:\n   status {}, permission mode {}\n",
         approved.id,
         approved.status,
         approved.permission_mode.map_or("-", PermissionMode::as_str),
+    ))?;
+    say(&format!(
+        "   session is now in {} mode with {}\n   execution {execution_id} is {}\n",
         state.session.mode,
         state.session.permission_mode,
         approved.execution_state.map_or("-", |state| state.as_str()),
@@ -542,13 +609,18 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
         .list_approvals(&ApprovalFilter::default())
         .map_err(host_failure("listing approvals"))?;
     let now = render::now_ms();
-    let mut table = Table::new(render::approval_columns(), *term);
-    for stored in rows {
-        table.push(render::approval_row(
-            &stored.approval,
-            stored.approval.id.to_string(),
-            now,
-        ))?;
+    let ids: Vec<String> = rows.iter().map(|stored| stored.approval.id.to_string()).collect();
+    // On a terminal, ids as the shortest prefixes the commands accept
+    // back, as `approvals list` shows them, so that the table keeps its
+    // EXECUTION column (the story's point) at 80 columns.
+    let shown = if term.is_terminal {
+        shortest_prefixes(&ids)
+    } else {
+        ids.clone()
+    };
+    let mut table = Table::new(render::story_approval_columns(), *term);
+    for (stored, id) in rows.iter().zip(shown) {
+        table.push(render::approval_row(&stored.approval, id, now))?;
     }
     table.finish()?;
 
@@ -559,30 +631,62 @@ pub(crate) fn run(dir: Option<&Path>, term: &Terminal, web: bool) -> Result<i32,
     crate::commands::table(&runs, term)?;
     host.close();
 
-    let db = render::shell_word(&database.display().to_string());
-    let try_lines = |program: &str| {
-        format!(
-            "  {program} --db {db} approvals list\n  {program} --db {db} approvals show {id}\n  \
-             {program} --db {db} approvals cat {id}\n  \
-             {program} --db {db} commands show call-bash-write\n  \
-             {program} --db {db} approvals diff {id} {second}\n  {program} --db {db} approvals verify --all\n",
-            id = first.id,
-            second = second.id,
-        )
+    // The commands to try, short enough for a terminal: the database named
+    // once (PLAN_CHECKPOINT_DB), ids as prefixes (every command accepts
+    // any unique prefix), and this build named once where it is not
+    // installed.
+    let prefixes = shortest_prefixes(&ids);
+    let prefix_of = |id: &ApprovalId| {
+        ids.iter()
+            .position(|known| known == id.as_str())
+            .and_then(|index| prefixes.get(index).cloned())
+            .unwrap_or_else(|| id.to_string())
     };
+    let (first_id, second_id) = (prefix_of(&first.id), prefix_of(&second.id));
     let mut closing = format!("\nKept everything in {}.\n", dir.display());
+    closing.push_str("Try (any unique prefix of an id works):\n");
+    closing.push_str(&format!(
+        "  export PLAN_CHECKPOINT_DB={}\n",
+        render::shell_word(&database.display().to_string())
+    ));
     if let Some(this_build) = cargo_built_binary() {
-        // Someone who just ran `cargo run -p plan-cli -- demo` has this
-        // binary already; the installed form would cost a second build.
-        closing.push_str("Try, with this build (nothing to install):\n");
-        closing.push_str(&try_lines(&render::shell_word(&this_build.display().to_string())));
-        closing.push_str("Or, with plan-checkpoint on PATH (cargo install --locked --path crates/cli):\n");
-    } else {
-        closing.push_str("Try (with plan-checkpoint on PATH, see the README):\n");
+        // Someone who just ran `cargo run -p plan-checkpoint -- demo` has
+        // this binary already; installing it would cost a second build.
+        if let Some(directory) = this_build.parent() {
+            closing.push_str(&format!(
+                "  export PATH={}:\"$PATH\"  # this build, or install it (README)\n",
+                render::shell_word(&directory.display().to_string())
+            ));
+        }
     }
-    closing.push_str(&try_lines("plan-checkpoint"));
+    closing.push_str(&format!(
+        "  plan-checkpoint approvals list\n  plan-checkpoint approvals show {first_id}\n  \
+         plan-checkpoint approvals cat {first_id}\n  plan-checkpoint commands show call-bash-write\n  \
+         plan-checkpoint approvals diff {first_id} {second_id}\n  plan-checkpoint approvals verify --all\n"
+    ));
     say(&closing)?;
     Ok(exit::OK)
+}
+
+/// Each id's shortest prefix that no other of `ids` shares (at least
+/// `approval-` and 8 more characters), which every command accepts back.
+fn shortest_prefixes(ids: &[String]) -> Vec<String> {
+    const SHORTEST: usize = "approval-".len() + 8;
+    ids.iter()
+        .map(|id| {
+            let shared = ids
+                .iter()
+                .filter(|other| *other != id)
+                .map(|other| id.bytes().zip(other.bytes()).take_while(|(a, b)| a == b).count())
+                .max()
+                .unwrap_or(0);
+            let mut length = (shared + 1).max(SHORTEST).min(id.len());
+            while !id.is_char_boundary(length) {
+                length += 1;
+            }
+            id[..length].to_owned()
+        })
+        .collect()
 }
 
 /// This binary's absolute path when it runs from a cargo target directory

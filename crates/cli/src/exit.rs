@@ -9,3 +9,8 @@ pub(crate) const FAILURE: i32 = 1;
 pub(crate) const USAGE: i32 = 2;
 /// The database was refused: missing, wrong schema version, corrupt, locked.
 pub(crate) const DATABASE_REFUSED: i32 = 3;
+/// An input other than the database could not be read: `audit verify
+/// --against`'s file is missing, unreadable or not OTLP/JSON (a line other
+/// than an unfinished last one). Distinct from 1, which means tampering
+/// was found.
+pub(crate) const UNREADABLE: i32 = 4;

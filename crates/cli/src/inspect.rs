@@ -199,6 +199,57 @@ struct StatusJson {
     counts: Option<Counts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     live: Option<Vec<PlanApproval>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audit: Option<AuditStatus>,
+}
+
+/// The audit chain and its export, as `db status` shows them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditStatus {
+    /// The chain's head: its last seq (0 before the first record).
+    head: u64,
+    head_hash: String,
+    /// The database's identity on every exported record.
+    database_id: Option<String>,
+    /// The last seq a collector accepted.
+    export_cursor: u64,
+    /// Records not yet accepted (head - cursor).
+    lag: u64,
+    /// `ok`, `failing`, or `none` (no exporter recorded anything yet).
+    export_state: String,
+    /// The last export error, kept until the export recovers.
+    last_error: Option<String>,
+    /// When the export started failing or last recovered (Unix ms).
+    since: Option<u64>,
+    /// While a big pre-chain history is numbered: rows done and in all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history_numbering: Option<[u64; 2]>,
+}
+
+fn audit_status(store: &Store) -> Result<AuditStatus, Failure> {
+    let (head, head_hash) = store.audit_head().map_err(|error| failure(&error))?;
+    let cursor = store.audit_cursor().map_err(|error| failure(&error))?.seq;
+    let recorded = store.export_status().map_err(|error| failure(&error))?;
+    let field = |name: &str| recorded.as_ref().and_then(|status| status.get(name).cloned());
+    Ok(AuditStatus {
+        head,
+        head_hash,
+        database_id: store.database_id().map_err(|error| failure(&error))?,
+        export_cursor: cursor,
+        lag: head.saturating_sub(cursor),
+        export_state: field("state")
+            .and_then(|state| state.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "none".to_owned()),
+        last_error: field("lastError").and_then(|error| error.as_str().map(str::to_owned)),
+        since: field("since")
+            .or_else(|| field("recoveredAt"))
+            .and_then(|at| at.as_u64()),
+        history_numbering: store
+            .history_numbering()
+            .map_err(|error| failure(&error))?
+            .map(|progress| [progress.done, progress.total]),
+    })
 }
 
 /// `db status`. A database `db migrate` would change (v8, or an empty file)
@@ -241,6 +292,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
                 total: None,
                 counts: None,
                 live: None,
+                audit: None,
             })?
         } else {
             format!(
@@ -262,6 +314,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
     let counts = store.count_by_status().map_err(|error| failure(&error))?;
     let live = store.live_rows().map_err(|error| failure(&error))?;
     let total: u64 = counts.iter().map(|(_, count)| count).sum();
+    let audit = audit_status(&store)?;
     if json {
         let text = render::json_pretty(&StatusJson {
             path,
@@ -270,6 +323,7 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
             total: Some(total),
             counts: Some(Counts::of(&counts)),
             live: Some(live),
+            audit: Some(audit),
         })?;
         render::write_stdout(text.as_bytes())?;
         return Ok(exit::OK);
@@ -294,6 +348,45 @@ pub(crate) fn db_status(database: &Path, term: &Terminal, json: bool) -> Result<
         "live rows:       {} ({pending} pending, {executing} queued or running)\n",
         live.len()
     ));
+    let short: String = audit.head_hash.chars().take(12).collect();
+    out.push_str(&format!(
+        "audit chain:     head seq {}{}\n",
+        audit.head,
+        if short.is_empty() {
+            String::new()
+        } else {
+            format!(" ({short}…)")
+        }
+    ));
+    out.push_str(&format!(
+        "database id:     {}\n",
+        audit
+            .database_id
+            .as_deref()
+            .map_or_else(|| "none yet".into(), escape::line)
+    ));
+    out.push_str(&format!(
+        "export cursor:   seq {} (lag {})\n",
+        audit.export_cursor, audit.lag
+    ));
+    let state = match (audit.export_state.as_str(), &audit.last_error) {
+        ("failing", Some(error)) => format!(
+            "failing since {}: {}",
+            audit.since.map_or_else(
+                || "?".to_owned(),
+                |at| render::local_rfc3339(i64::try_from(at).unwrap_or(i64::MAX))
+            ),
+            escape::line(error)
+        ),
+        ("ok", _) => "ok (last error: none)".to_owned(),
+        (_, _) => "no export recorded (last error: none)".to_owned(),
+    };
+    out.push_str(&format!("export status:   {state}\n"));
+    if let Some([done, total]) = audit.history_numbering {
+        out.push_str(&format!(
+            "audit history:   being numbered ({done} of {total} rows; `db migrate` finishes it)\n"
+        ));
+    }
     if !live.is_empty() {
         out.push('\n');
     }
@@ -345,6 +438,13 @@ struct MigrateJson {
     from: u32,
     to: u32,
     migrated: bool,
+    /// Rows of a big pre-chain audit history numbered (0: none).
+    #[serde(skip_serializing_if = "is_zero")]
+    history_numbered: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// `db migrate`: v8 -> v10, a new schema in an empty file, or nothing to
@@ -365,12 +465,38 @@ pub(crate) fn db_migrate(database: &Path, json: bool) -> Result<i32, Failure> {
         Ok(opened) => opened,
         Err(StorageError::HostAlreadyRunning { .. }) if is_current(database) => {
             // A live host on a v10 database: there is nothing to migrate.
-            return report_migration(database, Some(SCHEMA_VERSION), json);
+            return report_migration(database, Some(SCHEMA_VERSION), 0, json);
         }
         Err(error) => return Err(refused(error)),
     };
     let report = opened.migration;
-    report_migration(database, report.from, json)
+    let numbered = number_history(opened.store)?;
+    report_migration(database, report.from, numbered, json)
+}
+
+/// Numbers a big pre-chain audit history to the end, in short
+/// transactions, with a progress bar on a terminal; returns how many rows
+/// of history it went through (0: nothing to number).
+fn number_history(mut store: Store) -> Result<u64, Failure> {
+    store.begin_audit_chain().map_err(|error| failure(&error))?;
+    let Some(first) = store.history_numbering().map_err(|error| failure(&error))? else {
+        return Ok(0);
+    };
+    let bar = progress::bar(first.total, "rows of audit history numbered");
+    let mut total = first.total;
+    while let Some(progress) = store.number_history_step().map_err(|error| failure(&error))? {
+        bar.set_position(progress.done);
+        total = progress.total;
+        if store
+            .history_numbering()
+            .map_err(|error| failure(&error))?
+            .is_none()
+        {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(total)
 }
 
 /// Whether a read-only look finds the database at schema v10.
@@ -381,8 +507,8 @@ fn is_current(database: &Path) -> bool {
 }
 
 /// Says what the migration did, given the schema it found (`None`: an
-/// empty file).
-fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i32, Failure> {
+/// empty file) and how many rows of audit history it numbered.
+fn report_migration(database: &Path, found: Option<u32>, numbered: u64, json: bool) -> Result<i32, Failure> {
     let path = database.display().to_string();
     let to = SCHEMA_VERSION;
     let (from, done) = match found {
@@ -396,7 +522,13 @@ fn report_migration(database: &Path, found: Option<u32>, json: bool) -> Result<i
             from,
             to,
             migrated: from != to,
+            history_numbered: numbered,
         })?
+    } else if numbered > 0 {
+        format!(
+            "{}: {done}; numbered the audit history ({numbered} rows)\n",
+            escape::line(&path)
+        )
     } else {
         format!("{}: {done}\n", escape::line(&path))
     };
@@ -881,12 +1013,31 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         ..ApprovalFilter::default()
     };
     let heads = store.approval_audit_heads().map_err(|error| failure(&error))?;
+    // Each row against the state its chained facts give it: an edited row
+    // is never printed beside the chain's hash as if it were valid.
+    let replay = store.approval_replay().map_err(|error| failure(&error))?;
+    let mut disagreeing: u64 = 0;
     let mut buffer = String::new();
     let mut failed: Option<Failure> = None;
     let mut visit = |stored: StoredApproval| {
         // The protocol object as always, its field order kept, with the
-        // chain's seq and hash appended.
+        // chain's seq and hash and the row's verdict appended.
         let head = heads.get(stored.approval.id.as_str());
+        let differences: Vec<serde_json::Value> = replay
+            .check(&stored.approval)
+            .iter()
+            .filter_map(|finding| match finding {
+                plan_storage::AuditFinding::Row {
+                    field, chain, row, ..
+                } => Some(serde_json::json!({"field": field, "chain": chain, "row": row})),
+                plan_storage::AuditFinding::Changed { .. }
+                | plan_storage::AuditFinding::Removed { .. }
+                | plan_storage::AuditFinding::Inserted { .. } => None,
+            })
+            .collect();
+        if !differences.is_empty() {
+            disagreeing += 1;
+        }
         let chain = serde_json::json!({
             "auditSeq": head.map(|(seq, _)| *seq),
             "auditHash": head.map(|(_, hash)| hash.as_str()),
@@ -895,7 +1046,15 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
             let object = line.trim_end().trim_end_matches('}');
             let seq = chain["auditSeq"].to_string();
             let hash = chain["auditHash"].to_string();
-            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash}}}\n")
+            let verdict = if differences.is_empty() {
+                "\"auditVerified\":true".to_owned()
+            } else {
+                format!(
+                    "\"auditVerified\":false,\"auditDifferences\":{}",
+                    serde_json::Value::Array(differences)
+                )
+            };
+            format!("{object},\"auditSeq\":{seq},\"auditHash\":{hash},{verdict}}}\n")
         });
         match line {
             Ok(line) => buffer.push_str(&line),
@@ -920,5 +1079,12 @@ pub(crate) fn export(database: &Path, session: Option<SessionId>) -> Result<i32,
         return Err(error);
     }
     render::write_stdout(buffer.as_bytes())?;
+    if disagreeing > 0 {
+        render::note(&format!(
+            "{disagreeing} approval rows disagree with the audit chain (auditVerified false); \
+             `plan-checkpoint audit verify` names each difference"
+        ));
+        return Ok(exit::FAILURE);
+    }
     Ok(exit::OK)
 }

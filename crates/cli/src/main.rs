@@ -8,6 +8,8 @@
 mod agent_host;
 mod audit;
 mod claude_code;
+mod codex;
+mod codex_setup;
 mod commands;
 mod demo;
 mod escape;
@@ -27,11 +29,11 @@ use plan_core::{ApprovalStatus, CallId, Limits, SessionId};
 // Lines for people on stderr that never panic, shared with `serve`.
 use plan_server::log;
 
-/// Inspect, verify and serve plan approvals: the plan checkpoint of ADR
-/// 0053 (an agent plans read-only, submits one plan, and a person approves
-/// or rejects that exact, hashed plan before a deadline).
+/// A plan-approval checkpoint for AI coding agents: the agent plans
+/// read-only and submits one plan; a person approves or rejects that exact,
+/// hashed plan before a deadline. Start with `plan-checkpoint demo`.
 #[derive(Debug, Parser)]
-#[command(name = "plan-checkpoint", version, after_long_help = EXIT_CODES)]
+#[command(name = "plan-checkpoint", version = VERSION, after_long_help = EXIT_CODES, max_term_width = 80)]
 struct Cli {
     /// The database file (or PLAN_CHECKPOINT_DB).
     ///
@@ -61,6 +63,15 @@ struct Cli {
     command: Command,
 }
 
+/// `--version`: the release and the commit it was built from (`unknown`
+/// for a build outside git without a recorded commit; see `build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("PLAN_CHECKPOINT_COMMIT"),
+    ")"
+);
+
 /// `--db` on a command that uses no database: its own hidden argument, in
 /// place of the global one (which clap then does not add), so its help does
 /// not offer what it refuses; typing it is still refused (exit 2, see
@@ -74,7 +85,8 @@ struct RefusedDb {
 const EXIT_CODES: &str = "Exit codes: 0 ok, 1 verification found problems (or the operation failed, \
 e.g. an unknown approval or session, or a tampered artifact), 2 usage (including an ambiguous id \
 prefix), 3 database refused (none given, missing, wrong schema version, corrupt, or held by another \
-host).";
+host), 4 another input could not be read (`audit verify --against`'s file: missing, unreadable, or a \
+line that is not OTLP/JSON; an unfinished last line of a live file is only a note).";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -107,6 +119,17 @@ enum Command {
         #[command(flatten)]
         _db: RefusedDb,
     },
+    /// The checkpoint for Codex CLI, through its hooks.
+    ///
+    /// `install` sets a project up; the hooks start the project's host;
+    /// decide with `pending`, `approve`, `reject` or the card.
+    #[command(after_long_help = EXIT_CODES)]
+    Codex {
+        #[command(subcommand)]
+        command: codex::CodexCommand,
+        #[command(flatten)]
+        _db: RefusedDb,
+    },
     /// Inspect the audit of host-run commands (read-only).
     #[command(after_long_help = EXIT_CODES)]
     Commands {
@@ -120,7 +143,7 @@ enum Command {
     /// pending or running (the startup fence) before the first answer.
     #[command(after_long_help = EXIT_CODES)]
     Serve(Box<ServeArgs>),
-    /// Drive the real host through the ADR 0053 story and print each step.
+    /// Walk through a plan's life on the real host, step by step.
     ///
     /// Creates a workspace and a database (in a new temporary directory
     /// unless --dir is given), runs a Plan turn with a denied Write and an
@@ -247,18 +270,25 @@ impl ServeArgs {
 enum AuditCommand {
     /// Recompute the audit chain from the database: every record's
     /// `audit.hash` from the previous one and its canonical bytes, its
-    /// `audit.seq` without gaps. A changed, removed or inserted record is
-    /// named by its seq (exit 1); a clean chain exits 0.
+    /// `audit.seq` without gaps, and every approval row against the state
+    /// its chained facts give it. A changed, removed or inserted record is
+    /// named by its seq, an edited approval row by its id, the column and
+    /// both values (exit 1); a clean chain exits 0.
     #[command(after_long_help = EXIT_CODES)]
     Verify {
         /// Also compare with the records a collector kept: OTLP/JSON lines,
         /// one ExportLogsServiceRequest per line (an OpenTelemetry
         /// Collector's file exporter). A record changed, removed or inserted
-        /// in the database after it was exported is named by its seq.
+        /// in the database after it was exported is named by its seq; so are
+        /// the collector's own copies when two differ under one seq, when
+        /// one's audit.hash was rewritten, or when the file ends before the
+        /// database's head. Records of other databases (another
+        /// plan_checkpoint.database.id) are left out. An unfinished last line
+        /// (a live file) is a note; an unreadable file exits 4.
         #[arg(long, value_name = "FILE")]
         against: Option<PathBuf>,
         /// Print JSON: {records, head, collectorRecords, ok, findings:
-        /// [{seq, finding}]}.
+        /// [{seq, finding, ...}], partialLastLine}.
         #[arg(long)]
         json: bool,
     },
@@ -492,7 +522,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     // The binary is also the command sandbox helper (hidden stages that
-    // plan-exec starts), so `cargo run -p plan-cli` needs no second binary.
+    // plan-exec starts), so `cargo run -p plan-checkpoint` needs no second binary.
     if plan_exec::helper::is_helper_invocation() {
         return plan_exec::helper::main();
     }
@@ -549,6 +579,10 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
             "claude-code",
             ": its database is the project's, <project>/.pi/plan/plan.db (choose the project with --project DIR)",
         ),
+        Command::Codex { .. } => (
+            "codex",
+            ": its database is the project's, <project>/.pi/plan/plan.db (choose the project with --project DIR)",
+        ),
         Command::Db { .. }
         | Command::Approvals { .. }
         | Command::Audit { .. }
@@ -566,10 +600,37 @@ fn refuse_unused_db(command: &Command, db_given: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What a person on a system without Linux's kernel sandbox (macOS) is
+/// told when a command starts a host: everything works but Plan-mode Bash,
+/// which the host refuses there rather than run unconfined.
+const NO_LINUX_SANDBOX: &str = "note: Plan-mode Bash needs Linux's kernel sandbox (Landlock and seccomp), \
+which this system does not have: the host refuses it with PLAN_SANDBOX_UNAVAILABLE and runs nothing; \
+everything else (plans, approvals, the card, the audit) works.";
+
+/// Whether a command starts a host that would run Bash (and so deserves
+/// [`NO_LINUX_SANDBOX`] off Linux).
+fn starts_a_host(command: &Command) -> bool {
+    match command {
+        Command::Serve(_) | Command::Demo { .. } => true,
+        Command::ClaudeCode { command, .. } => {
+            matches!(command, claude_code::ClaudeCodeCommand::Install { .. })
+        }
+        Command::Codex { command, .. } => matches!(command, codex::CodexCommand::Install { .. }),
+        Command::Db { .. }
+        | Command::Approvals { .. }
+        | Command::Audit { .. }
+        | Command::Commands { .. }
+        | Command::Completions { .. } => false,
+    }
+}
+
 fn run(cli: Cli) -> Result<i32, Failure> {
     let database = cli.db.map(PathBuf::from);
     let database = database.as_deref();
     let term = terminal::Terminal::detect(cli.color);
+    if !cfg!(target_os = "linux") && starts_a_host(&cli.command) {
+        log::line(NO_LINUX_SANDBOX);
+    }
     match cli.command {
         Command::Serve(args) => Ok(serve(require_db(database)?, &args)),
         Command::Commands { command } => {
@@ -638,6 +699,7 @@ fn run(cli: Cli) -> Result<i32, Failure> {
         }
         Command::Demo { dir, web, .. } => demo::run(dir.as_deref(), &term, web),
         Command::ClaudeCode { command, .. } => claude_code::run(command),
+        Command::Codex { command, .. } => codex::run(command),
         Command::Completions { shell: choice, .. } => {
             let shell = match choice {
                 CompletionShell::Bash => clap_complete::Shell::Bash,
@@ -697,6 +759,7 @@ fn serve(database: &Path, args: &ServeArgs) -> i32 {
     let options = match args.config().and_then(|config| config.options()) {
         Ok(options) => plan_host::HostOptions {
             frontend: plan_host::DecisionChannel::Rpc,
+            export_observer: Some(otel::stderr_observer("plan-checkpoint serve")),
             ..options
         },
         Err(error) => {
@@ -717,4 +780,29 @@ fn serve(database: &Path, args: &ServeArgs) -> i32 {
 
 fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, NO_LINUX_SANDBOX, starts_a_host};
+
+    /// Off Linux (macOS), the commands that start a host say that Plan-mode
+    /// Bash needs Linux's sandbox; inspection says nothing.
+    #[test]
+    fn the_commands_that_start_a_host_say_plan_bash_needs_linux() {
+        assert!(NO_LINUX_SANDBOX.contains("Plan-mode Bash needs Linux's kernel sandbox"));
+        assert!(NO_LINUX_SANDBOX.contains("PLAN_SANDBOX_UNAVAILABLE"));
+        let starts = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("plan-checkpoint").chain(args.iter().copied()))
+                .unwrap_or_else(|error| panic!("{error}"));
+            starts_a_host(&cli.command)
+        };
+        assert!(starts(&["demo"]));
+        assert!(starts(&["--db", "x.db", "serve"]));
+        assert!(starts(&["claude-code", "install"]));
+        assert!(!starts(&["--db", "x.db", "approvals", "list"]));
+        assert!(!starts(&["claude-code", "pending"]));
+    }
 }

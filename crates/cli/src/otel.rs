@@ -1,7 +1,10 @@
 //! The `serve` options of the audit's OpenTelemetry export: the standard
 //! `OTEL_*` variables first, these flags over them. Maps arguments to the
 //! one record of those settings (`ExportOverrides`, the `otel` field of the
-//! host's settings); what is exported and how is the exporter's.
+//! host's settings); what is exported and how is the exporter's. Also the
+//! per-user file that gives the same settings to the host an agent's hooks
+//! start (Claude Code passes no `OTEL_*` variable to its hooks), and the
+//! one-line stderr report of the export's health.
 
 use std::path::PathBuf;
 
@@ -68,4 +71,79 @@ impl OtelArgs {
             ..config
         }
     }
+}
+
+/// The export's health told as one line each on stderr (`PREFIX: audit
+/// export failing: ...`, `PREFIX: audit export recovered ...`): the first
+/// failure and the recovery, never one line per retry.
+pub(crate) fn stderr_observer(prefix: &'static str) -> plan_audit_export::ExportObserver {
+    std::sync::Arc::new(move |event: &plan_audit_export::ExportEvent| {
+        plan_server::log::line(&format!("{prefix}: {event}"));
+    })
+}
+
+/// The per-user file of the audit export's settings for the host an
+/// agent's hooks start: `$XDG_CONFIG_HOME/plan-checkpoint/audit-export.json`
+/// (`~/.config/...` without XDG_CONFIG_HOME), or the file
+/// `PLAN_CHECKPOINT_AUDIT_EXPORT_FILE` names. It holds the `otel` record
+/// of a `serve --config` file and, under `environment`, the standard
+/// variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_RESOURCE_ATTRIBUTES`,
+/// ...) as the hooks' environment would have carried them; a variable the
+/// host's own environment sets wins over the file's. Per user, never per
+/// project: a repository cannot send its users' audit elsewhere.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct AgentExportFile {
+    #[serde(default)]
+    otel: ExportOverrides,
+    #[serde(default)]
+    environment: std::collections::BTreeMap<String, String>,
+}
+
+/// Where the agent host's export settings are read from.
+pub(crate) fn agent_export_file() -> Option<PathBuf> {
+    if let Some(named) =
+        std::env::var_os("PLAN_CHECKPOINT_AUDIT_EXPORT_FILE").filter(|named| !named.is_empty())
+    {
+        return Some(PathBuf::from(named));
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|base| !base.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+    Some(base.join("plan-checkpoint").join("audit-export.json"))
+}
+
+/// The agent host's options: `config` with the per-user file's export
+/// settings, resolved by the same conversion as `serve`'s (the host's own
+/// environment first, then the file's `environment`). No file: the
+/// environment alone. A file that cannot be read or parsed, or settings the
+/// exporter refuses, is an error naming the file.
+pub(crate) fn agent_host_options(config: HostConfig) -> Result<plan_host::HostOptions, String> {
+    let file = agent_export_file();
+    let settings = match &file {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<AgentExportFile>(&text)
+                .map_err(|error| format!("{}: {error}", path.display()))?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => AgentExportFile::default(),
+            Err(error) => return Err(format!("{}: {error}", path.display())),
+        },
+        None => AgentExportFile::default(),
+    };
+    let config = HostConfig {
+        otel: settings.otel,
+        otel_from_environment: Some(true),
+        ..config
+    };
+    let environment = settings.environment;
+    config
+        .options_with_environment(|name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| environment.get(name).cloned())
+        })
+        .map_err(|error| match &file {
+            Some(path) => format!("{}: {}", path.display(), error.message()),
+            None => error.message(),
+        })
 }

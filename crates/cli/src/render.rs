@@ -210,6 +210,22 @@ pub(crate) fn approval_columns() -> Vec<Column> {
     ]
 }
 
+/// The approvals table of the demo, whose story is the execution: on a
+/// narrow terminal its EXECUTION column is dropped last (after the session,
+/// the creation time and the deadline), where `approvals list` keeps the
+/// deadline longer.
+pub(crate) fn story_approval_columns() -> Vec<Column> {
+    vec![
+        Column::whole("ID"),
+        Column::new("STATUS", 0),
+        Column::new("EXECUTION", 1),
+        Column::new("CREATED", 3),
+        Column::new("DEADLINE / DECIDED", 2),
+        Column::new("SESSION", 4),
+        Column::flexible("TITLE"),
+    ]
+}
+
 /// One approval as a table row; `id` is the id as shown (whole, or a
 /// prefix the commands accept back).
 pub(crate) fn approval_row(approval: &PlanApproval, id: String, now: UnixMs) -> Vec<Cell> {

@@ -23,6 +23,9 @@ mod claude_code;
 #[path = "cli/client.rs"]
 mod client;
 
+#[path = "cli/codex.rs"]
+mod codex;
+
 #[path = "cli/config.rs"]
 mod config;
 

@@ -11,6 +11,9 @@
 //!    stderr are the command's pipes.
 //! 2. The helper's supervisor stage leaves the host's session, becomes a
 //!    child subreaper and starts the confining stage in a new process group.
+//!    Where the caller asked for bounds ([`CommandBounds`]) it makes the
+//!    command's own cgroup and puts the confining stage in it before the
+//!    stage starts anything.
 //!    It watches the host (a pidfd and the lifeline: if either says the host
 //!    is gone, even after SIGKILL, it kills everything), the timeout and
 //!    cancellation (SIGTERM to the group, SIGKILL after the grace), and when
@@ -19,8 +22,10 @@
 //!    parent-death signal, applies the requested [`Confinement`] to itself
 //!    (where [`Isolation::namespaces`] asks for them, new mount, IPC and
 //!    network namespaces with a private `/dev` and the hidden and protected
-//!    paths; then Landlock ABI 3+, all capabilities dropped, no_new_privs,
-//!    seccomp) and
+//!    paths, the machine's own addresses unroutable for a networked
+//!    command, the bounds kept in namespaces; then Landlock ABI 3+, all
+//!    capabilities dropped, no_new_privs, seccomp, whose lock calls go to
+//!    the PID namespace's init) and
 //!    executes the shell with stdin `/dev/null`, in the working directory,
 //!    with the minimal environment of [`CommandSpec::environment`].
 //! 4. The runner's pump thread reads both pipes, delivers [`OutputEvent`]s
@@ -54,10 +59,13 @@ pub use network::NetworkNamespace;
 pub use notifier::{NotifierOutcome, run_notifier};
 pub use outcome::{CommandOutcome, CommandState, ExecError};
 pub use output::{OutputEvent, OutputSink, Stream};
-pub use runner::{CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport};
+pub use runner::{
+    Availability, BoundSupport, CancelHandle, HELPER_NAME, Runner, RunningCommand, SandboxSupport,
+};
 pub use scratch::{ScratchDir, ScratchRoot};
 pub use service::start_service;
 pub use spec::{
-    CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, Isolation, ScratchCap,
+    CommandBounds, CommandSpec, Confinement, DEFAULT_LANG, DEFAULT_OUTPUT_CAP, DEFAULT_PATH, InotifyBound,
+    Isolation, ScratchCap,
 };
 pub use workspace::WorkspaceDir;

@@ -24,6 +24,9 @@ use crate::outcome::ExecError;
 use crate::runner::Runner;
 use crate::wire;
 
+/// The open files (so the connections) of a session's network stack.
+const STACK_OPEN_FILES: u64 = 4096;
+
 /// How long making the namespace and configuring its stack may take.
 const NETWORK_SETUP: Duration = Duration::from_secs(10);
 
@@ -185,6 +188,26 @@ fn attach_stack(holder: &Child, stack: &Path) -> Result<(OwnedFd, Option<OwnedFd
     // The ready pipe's write end lived in `command` too: without closing
     // it, a stack that dies would never be seen as gone.
     drop(command);
+    // Each connection a command makes through the stack is a socket of the
+    // stack's on the machine: at most this many at once, whatever the
+    // host's own limit.
+    let limited = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .map(|pid| {
+            rustix::process::prlimit(
+                Some(pid),
+                rustix::process::Resource::Nofile,
+                rustix::process::Rlimit {
+                    current: Some(STACK_OPEN_FILES),
+                    maximum: Some(STACK_OPEN_FILES),
+                },
+            )
+        });
+    if !matches!(limited, Some(Ok(_))) {
+        end(&mut child);
+        return Err("the network stack's open files could not be bounded".into());
+    }
     if one_byte_within(ready_read.as_fd(), NETWORK_SETUP).is_none() {
         end(&mut child);
         return Err(format!(

@@ -53,6 +53,9 @@ pub enum SandboxSupport {
         /// Whether it did so inside its own namespaces (see
         /// [`crate::Isolation::namespaces`]), with no terminal reachable.
         namespaces: bool,
+        /// Which of the bounds of [`crate::CommandBounds`] this machine
+        /// gives a command.
+        bounds: BoundSupport,
     },
     /// The sandbox cannot be applied; confined commands will fail to start
     /// with [`ExecError::SandboxUnavailable`].
@@ -60,6 +63,116 @@ pub enum SandboxSupport {
         /// Why, for people.
         reason: String,
     },
+}
+
+/// Which bounds of [`crate::CommandBounds`] the machine gives a sandboxed
+/// command, from what the probe found about each mechanism. `open_files`
+/// is always given (a resource limit), as are the refusals of AIO contexts
+/// and keys. Ask it with the namespaces the commands will have: some bounds
+/// are kept in them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundSupport {
+    memory_cgroup: Availability,
+    pids_cgroup: Availability,
+    pid_max: Availability,
+    user_namespace_limits: Availability,
+    root: bool,
+}
+
+/// Whether one bound can be had here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    /// Applied to every command that asks for it.
+    Available,
+    /// Not here; asking for it makes a command fail to start.
+    Unavailable {
+        /// Why, for people.
+        reason: String,
+    },
+}
+
+impl Availability {
+    /// Whether the bound can be had.
+    pub fn is_available(&self) -> bool {
+        matches!(self, Availability::Available)
+    }
+
+    fn reason(&self) -> Option<&str> {
+        match self {
+            Availability::Available => None,
+            Availability::Unavailable { reason } => Some(reason),
+        }
+    }
+}
+
+impl BoundSupport {
+    /// `tasks`: a `pids` cgroup of the command's own; inside its
+    /// namespaces also the `pid_max` of its PID namespace (Linux 6.14+)
+    /// or, not as root, `RLIMIT_NPROC` counted in its user namespace (root
+    /// is never bound by `RLIMIT_NPROC`).
+    pub fn tasks(&self, namespaces: bool) -> Availability {
+        if self.pids_cgroup.is_available() || (namespaces && (!self.root || self.pid_max.is_available())) {
+            return Availability::Available;
+        }
+        let no_cgroup = self.pids_cgroup.reason().unwrap_or_default();
+        let reason = if namespaces {
+            format!(
+                "{}; {no_cgroup}; and root is never bound by RLIMIT_NPROC",
+                self.pid_max.reason().unwrap_or_default()
+            )
+        } else {
+            format!("{no_cgroup}; without namespaces nothing else bounds a command's processes")
+        };
+        Availability::Unavailable { reason }
+    }
+
+    /// `memory_bytes`: a `memory` cgroup of the command's own.
+    pub fn memory(&self) -> Availability {
+        self.memory_cgroup.clone()
+    }
+
+    /// `inotify`: the limits of the command's own user namespace.
+    pub fn inotify(&self, namespaces: bool) -> Availability {
+        if namespaces {
+            self.user_namespace_limits.clone()
+        } else {
+            Availability::Unavailable {
+                reason: "inotify is bounded in a command's own user namespace, and commands have none here"
+                    .into(),
+            }
+        }
+    }
+
+    /// Reads the probe's `mechanism NAME` / `nomechanism NAME REASON`
+    /// lines; a mechanism the probe said nothing of is unavailable.
+    fn parse(lines: &[&str]) -> BoundSupport {
+        let of = |name: &str| {
+            for line in lines {
+                if line.strip_prefix("mechanism ") == Some(name) {
+                    return Availability::Available;
+                }
+                if let Some(reason) = line
+                    .strip_prefix("nomechanism ")
+                    .and_then(|rest| rest.strip_prefix(name))
+                    .and_then(|rest| rest.strip_prefix(' '))
+                {
+                    return Availability::Unavailable {
+                        reason: reason.to_owned(),
+                    };
+                }
+            }
+            Availability::Unavailable {
+                reason: format!("the sandbox helper did not say whether it has {name}"),
+            }
+        };
+        BoundSupport {
+            memory_cgroup: of(wire::MECHANISM_MEMORY_CGROUP),
+            pids_cgroup: of(wire::MECHANISM_PIDS_CGROUP),
+            pid_max: of(wire::MECHANISM_PID_MAX),
+            user_namespace_limits: of(wire::MECHANISM_USER_NAMESPACE_LIMITS),
+            root: rustix::process::geteuid().is_root(),
+        }
+    }
 }
 
 /// Starts commands through one sandbox helper binary, opened and checked
@@ -171,12 +284,16 @@ impl Runner {
                 };
             }
         };
-        let verdict = String::from_utf8_lossy(&output.stdout);
-        let verdict = verdict.trim_end();
-        if verdict == "available namespaces" {
-            SandboxSupport::Available { namespaces: true }
-        } else if verdict == "available" {
-            SandboxSupport::Available { namespaces: false }
+        let answer = String::from_utf8_lossy(&output.stdout);
+        let lines: Vec<&str> = answer.lines().collect();
+        let (verdict, rest) = lines
+            .split_first()
+            .map_or(("", &[][..]), |(first, rest)| (*first, rest));
+        if verdict == "available namespaces" || verdict == "available" {
+            SandboxSupport::Available {
+                namespaces: verdict == "available namespaces",
+                bounds: BoundSupport::parse(rest),
+            }
         } else if let Some(reason) = verdict.strip_prefix("unavailable ") {
             SandboxSupport::Unavailable {
                 reason: reason.to_owned(),
@@ -243,12 +360,17 @@ impl Runner {
                 reason: "the command contains a NUL byte".into(),
             });
         }
+        spec.isolation.bounds.check()?;
         let opened = open_directories(spec)?;
         let handover = wire::HandoverRef {
             scratch: spec.scratch.fd(),
             cwd: opened.cwd.as_fd(),
+            // A read-only command gets it too: what is hidden in it is
+            // found there.
             workspace: match (&spec.confinement, &spec.workspace, &opened.workspace_by_path) {
-                (Confinement::WorkspaceWrite { .. }, Some(workspace), _) => Some(workspace.fd()),
+                (Confinement::WorkspaceWrite { .. } | Confinement::ReadOnly, Some(workspace), _) => {
+                    Some(workspace.fd())
+                }
                 (_, _, by_path) => by_path.as_ref().map(AsFd::as_fd),
             },
             network: match &spec.confinement {
@@ -287,8 +409,18 @@ impl Runner {
                 scratch_root: spec.isolation.scratch_root.clone(),
                 hidden: spec.isolation.hidden.clone(),
                 protected: spec.isolation.protected.clone(),
+                reserved: spec.isolation.reserved.clone(),
+                protected_names: spec.isolation.protected_names.clone(),
+                hidden_names: spec.isolation.hidden_names.clone(),
                 visible: spec.isolation.visible.clone(),
                 scratch_cap: spec.isolation.scratch_cap,
+                // Bounds are part of the sandbox: an unconfined command
+                // runs as the host does.
+                bounds: if spec.confinement.is_sandboxed() {
+                    spec.isolation.bounds
+                } else {
+                    crate::spec::CommandBounds::default()
+                },
             },
         };
         let (ours, theirs) = UnixStream::pair().map_err(|error| ExecError::Spawn {

@@ -85,10 +85,25 @@ pub struct Isolation {
     /// bound back in; a hidden directory that is itself such a path is
     /// refused ([`crate::ExecError::SandboxUnavailable`]).
     pub hidden: Vec<PathBuf>,
-    /// Paths kept read-only inside a writable workspace, besides the ones
-    /// every workspace has (its `.git` and what a `.git` file names, nested
-    /// repositories' `.git`, `.pi`).
+    /// Paths kept read-only inside a writable workspace where they exist,
+    /// besides what every workspace's repositories hold (see the crate's
+    /// README: every repository's metadata in every shape, and what its
+    /// configuration names as a program git runs or a file git reads).
     pub protected: Vec<PathBuf>,
+    /// Paths kept read-only inside a writable workspace, and reserved where
+    /// missing: the helper makes what is missing of them as empty
+    /// directories before the command starts (a name that does not exist
+    /// cannot be covered), so a command cannot create them.
+    pub reserved: Vec<PathBuf>,
+    /// Names kept read-only wherever an entry of the workspace has them
+    /// (at any depth; a symbolic link of such a name refuses the command,
+    /// as a mount cannot cover a link), and reserved at the root of a
+    /// writable workspace where missing (an empty directory made there).
+    pub protected_names: Vec<OsString>,
+    /// Names hidden (an empty read-only cover) wherever an entry of the
+    /// workspace has them, under every sandboxed confinement, and reserved
+    /// at the root of a writable workspace where missing.
+    pub hidden_names: Vec<OsString>,
     /// Directories that stay visible inside a hidden directory (the host's
     /// workspace root, so a Plan command can read it even where the
     /// database's directory is one of its ancestors). The workspace root of
@@ -99,6 +114,135 @@ pub struct Isolation {
     /// namespaces, where it is a private tmpfs of its own (without
     /// namespaces the scratch directory is the host's and has no cap).
     pub scratch_cap: ScratchCap,
+    /// What the command may take from the machine: processes, memory,
+    /// inotify objects, open files (see [`CommandBounds`]). Each bound
+    /// asked for is applied or the command does not start.
+    pub bounds: CommandBounds,
+}
+
+/// What one command (everything it starts included) may take from the
+/// machine, so that it cannot starve the host, the person's other programs
+/// or other commands. `None` leaves a bound unasked; a bound asked for is
+/// applied completely or the command does not start
+/// ([`crate::ExecError::SandboxUnavailable`]). Which bounds this machine
+/// can give is [`crate::SandboxSupport::Available`]'s `bounds`; the caller
+/// (who decides the values) asks only for those. Only used for a sandboxed
+/// confinement.
+///
+/// How each is kept (see the crate's README for the details):
+/// - `tasks`: the command's processes and threads, by the `pid_max` of its
+///   own PID namespace (Linux 6.14 and newer, root or not), the `pids`
+///   controller of a cgroup of its own where the host can make one (cgroup
+///   v1 or v2), and `RLIMIT_NPROC` counted in its own user namespace when
+///   the host is not root (root is never bound by `RLIMIT_NPROC`);
+/// - `memory_bytes`: the `memory` controller of a cgroup of its own (swap
+///   included), which also counts the kernel memory of its pipes, files,
+///   inotify watches and its scratch tmpfs pages;
+/// - `inotify`: the limits of its own user namespace
+///   (`user.max_inotify_instances` and `user.max_inotify_watches`), which
+///   the kernel counts against the user's own limits too, so a command
+///   holds at most this many of the user's pool;
+/// - `open_files`: `RLIMIT_NOFILE` of every process of the command (with
+///   `tasks`, a bound on its pipes, sockets and files).
+///
+/// Kernel objects no command may have at all are refused by the seccomp
+/// filter of every sandboxed command, asked for or not: AIO contexts
+/// (`io_setup`, which draws on the machine-wide `fs.aio-max-nr`), keys and
+/// keyrings, System V IPC and POSIX message queues, io_uring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommandBounds {
+    /// Processes and threads at once, the helper's own stage and the PID
+    /// namespace's init included: from [`CommandBounds::MIN_TASKS`] to
+    /// [`CommandBounds::MAX_TASKS`].
+    pub tasks: Option<u64>,
+    /// Memory in bytes (anonymous, page cache, tmpfs, kernel objects; no
+    /// swap beyond it): from [`CommandBounds::MIN_MEMORY_BYTES`].
+    pub memory_bytes: Option<u64>,
+    /// inotify instances and watches.
+    pub inotify: Option<InotifyBound>,
+    /// Open descriptors per process: from 16 to 1048576.
+    pub open_files: Option<u64>,
+}
+
+/// A command's inotify instances and watches: each at least 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InotifyBound {
+    /// inotify instances (`inotify_init`) at once.
+    pub instances: u64,
+    /// Watches across them.
+    pub watches: u64,
+}
+
+impl CommandBounds {
+    /// The fewest tasks: the kernel's smallest `pid_max` is 301, PIDs 1 to
+    /// 300.
+    pub const MIN_TASKS: u64 = 300;
+    /// The most tasks: the kernel's largest `pid_max` (4194304) less one.
+    pub const MAX_TASKS: u64 = 4_194_303;
+    /// The least memory: 16 MiB (a shell and its helper need a few).
+    pub const MIN_MEMORY_BYTES: u64 = 16 * 1024 * 1024;
+    /// The fewest open files per process.
+    pub const MIN_OPEN_FILES: u64 = 16;
+    /// The most open files per process (the kernel's default `nr_open`).
+    pub const MAX_OPEN_FILES: u64 = 1024 * 1024;
+
+    /// Whether no bound is asked for.
+    pub fn is_empty(&self) -> bool {
+        *self == CommandBounds::default()
+    }
+
+    /// `Ok` when every bound asked for is in its range.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecError::InvalidSpec`] naming the bound and its range.
+    pub fn check(&self) -> Result<(), ExecError> {
+        let out_of_range = |what: &str, value: u64, range: String| {
+            Err(ExecError::InvalidSpec {
+                reason: format!("a bound of {value} {what} is out of range: it must be {range}"),
+            })
+        };
+        if let Some(tasks) = self.tasks
+            && !(Self::MIN_TASKS..=Self::MAX_TASKS).contains(&tasks)
+        {
+            return out_of_range(
+                "tasks",
+                tasks,
+                format!("from {} to {}", Self::MIN_TASKS, Self::MAX_TASKS),
+            );
+        }
+        if let Some(memory) = self.memory_bytes
+            && memory < Self::MIN_MEMORY_BYTES
+        {
+            return out_of_range(
+                "bytes of memory",
+                memory,
+                format!("at least {}", Self::MIN_MEMORY_BYTES),
+            );
+        }
+        if let Some(inotify) = self.inotify
+            && (inotify.instances == 0
+                || inotify.watches == 0
+                || inotify.instances > i32::MAX as u64
+                || inotify.watches > i32::MAX as u64)
+        {
+            return out_of_range(
+                "inotify instances or watches",
+                inotify.instances.min(inotify.watches),
+                format!("from 1 to {}", i32::MAX),
+            );
+        }
+        if let Some(files) = self.open_files
+            && !(Self::MIN_OPEN_FILES..=Self::MAX_OPEN_FILES).contains(&files)
+        {
+            return out_of_range(
+                "open files",
+                files,
+                format!("from {} to {}", Self::MIN_OPEN_FILES, Self::MAX_OPEN_FILES),
+            );
+        }
+        Ok(())
+    }
 }
 
 /// How much a command's private scratch tmpfs may hold: bytes (memory, as

@@ -18,7 +18,7 @@ use rustix::net::{
 use std::time::Duration;
 
 use crate::outcome::ExecError;
-use crate::spec::ScratchCap;
+use crate::spec::{CommandBounds, InotifyBound, ScratchCap};
 
 /// The confinement as the helper receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,10 +53,21 @@ pub(crate) struct ConfineArgs {
     pub(crate) hidden: Vec<PathBuf>,
     /// Extra paths kept read-only inside a writable workspace.
     pub(crate) protected: Vec<PathBuf>,
+    /// Paths kept read-only inside a writable workspace, and reserved
+    /// there where missing.
+    pub(crate) reserved: Vec<PathBuf>,
+    /// Names kept read-only wherever they are in a writable workspace, and
+    /// reserved at its root where missing.
+    pub(crate) protected_names: Vec<OsString>,
+    /// Names hidden wherever they are in the workspace (and reserved at
+    /// the root of a writable one).
+    pub(crate) hidden_names: Vec<OsString>,
     /// Directories bound back into a hidden directory that holds them.
     pub(crate) visible: Vec<PathBuf>,
     /// The cap of the private scratch tmpfs inside the namespaces.
     pub(crate) scratch_cap: ScratchCap,
+    /// What the command may take from the machine.
+    pub(crate) bounds: CommandBounds,
 }
 
 /// Everything the supervisor needs.
@@ -73,6 +84,12 @@ pub(crate) const MODE_SUPERVISE: &str = "supervise";
 pub(crate) const MODE_CONFINE: &str = "confine";
 pub(crate) const MODE_PROBE: &str = "probe";
 pub(crate) const MODE_NETWORK: &str = "network";
+
+/// The probe's names of the mechanisms that bound what a command takes.
+pub(crate) const MECHANISM_MEMORY_CGROUP: &str = "memory-cgroup";
+pub(crate) const MECHANISM_PIDS_CGROUP: &str = "pids-cgroup";
+pub(crate) const MECHANISM_PID_MAX: &str = "pid-max";
+pub(crate) const MECHANISM_USER_NAMESPACE_LIMITS: &str = "user-namespace-limits";
 
 fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push("--scratch".into());
@@ -106,6 +123,18 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
         out.push("--protect".into());
         out.push(path.clone().into_os_string());
     }
+    for path in &args.reserved {
+        out.push("--reserve".into());
+        out.push(path.clone().into_os_string());
+    }
+    for name in &args.protected_names {
+        out.push("--protect-name".into());
+        out.push(name.clone());
+    }
+    for name in &args.hidden_names {
+        out.push("--hide-name".into());
+        out.push(name.clone());
+    }
     for path in &args.visible {
         out.push("--visible".into());
         out.push(path.clone().into_os_string());
@@ -114,6 +143,22 @@ fn push_confine(args: &ConfineArgs, out: &mut Vec<OsString>) {
     out.push(args.scratch_cap.size_bytes().to_string().into());
     out.push("--scratch-inodes".into());
     out.push(args.scratch_cap.inodes().to_string().into());
+    let bounds = &args.bounds;
+    for (flag, value) in [
+        ("--tasks", bounds.tasks),
+        ("--memory", bounds.memory_bytes),
+        (
+            "--inotify-instances",
+            bounds.inotify.map(|inotify| inotify.instances),
+        ),
+        ("--inotify-watches", bounds.inotify.map(|inotify| inotify.watches)),
+        ("--open-files", bounds.open_files),
+    ] {
+        if let Some(value) = value {
+            out.push(flag.into());
+            out.push(value.to_string().into());
+        }
+    }
     for (name, value) in &args.env {
         let mut entry = name.clone();
         entry.push("=");
@@ -190,9 +235,15 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
     let mut scratch_root = None;
     let mut hidden = Vec::new();
     let mut protected = Vec::new();
+    let mut reserved = Vec::new();
+    let mut protected_names = Vec::new();
+    let mut hidden_names = Vec::new();
     let mut visible = Vec::new();
     let mut scratch_size = None;
     let mut scratch_inodes = None;
+    let mut bounds = CommandBounds::default();
+    let mut inotify_instances = None;
+    let mut inotify_watches = None;
     let mut env = Vec::new();
     let mut iter = args.iter();
     while let Some(flag) = iter.next() {
@@ -217,9 +268,17 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
             "--scratch-root" => scratch_root = Some(PathBuf::from(value()?)),
             "--hide" => hidden.push(PathBuf::from(value()?)),
             "--protect" => protected.push(PathBuf::from(value()?)),
+            "--reserve" => reserved.push(PathBuf::from(value()?)),
+            "--protect-name" => protected_names.push(value()?),
+            "--hide-name" => hidden_names.push(value()?),
             "--visible" => visible.push(PathBuf::from(value()?)),
             "--scratch-size" => scratch_size = Some(number(&value()?)?),
             "--scratch-inodes" => scratch_inodes = Some(number(&value()?)?),
+            "--tasks" => bounds.tasks = Some(number(&value()?)?),
+            "--memory" => bounds.memory_bytes = Some(number(&value()?)?),
+            "--inotify-instances" => inotify_instances = Some(number(&value()?)?),
+            "--inotify-watches" => inotify_watches = Some(number(&value()?)?),
+            "--open-files" => bounds.open_files = Some(number(&value()?)?),
             "--env" => env.push(env_entry(&value()?)?),
             "--" => {
                 command = Some(value()?);
@@ -242,6 +301,14 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         return Err("--scratch-size and --scratch-inodes are required".into());
     };
     let scratch_cap = ScratchCap::new(scratch_size, scratch_inodes).map_err(|error| error.to_string())?;
+    bounds.inotify = match (inotify_instances, inotify_watches) {
+        (Some(instances), Some(watches)) => Some(InotifyBound { instances, watches }),
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            return Err("--inotify-instances and --inotify-watches go together".into());
+        }
+    };
+    bounds.check().map_err(|error| error.to_string())?;
     let confine = ConfineArgs {
         expected_parent: u32::try_from(parent).map_err(|_| "--parent out of range")?,
         mode,
@@ -253,8 +320,12 @@ pub(crate) fn decode(args: &[OsString]) -> Result<Decoded, String> {
         scratch_root,
         hidden,
         protected,
+        reserved,
+        protected_names,
+        hidden_names,
         visible,
         scratch_cap,
+        bounds,
     };
     Ok(Decoded {
         timeout,
@@ -444,6 +515,10 @@ impl Report {
 /// exists (and, when not root, its user namespace with our ids mapped).
 pub(crate) const NETWORK_NAMESPACE_READY: [u8; 1] = *b"+";
 
+/// What the supervisor sends the confining stage once it is in the
+/// command's cgroup (or needs none); the stage starts nothing before.
+pub(crate) const CGROUP_READY: [u8; 1] = *b"C";
+
 /// The one command the library sends the supervisor.
 pub(crate) const CANCEL: &[u8] = b"cancel\n";
 
@@ -605,8 +680,20 @@ mod tests {
             scratch_root: Some(PathBuf::from("/tmp/scratch root")),
             hidden: vec![PathBuf::from("/db"), PathBuf::from("/db-wal")],
             protected: vec![PathBuf::from("/ws/extra")],
+            reserved: vec![PathBuf::from("/ws/missing")],
+            protected_names: vec![OsString::from(".claude"), OsString::from("odd\nname")],
+            hidden_names: vec![OsString::from(".pi")],
             visible: vec![PathBuf::from("/ws")],
             scratch_cap: ScratchCap::new(1 << 20, 64).unwrap(),
+            bounds: CommandBounds {
+                tasks: Some(512),
+                memory_bytes: Some(1 << 30),
+                inotify: Some(InotifyBound {
+                    instances: 8,
+                    watches: 1000,
+                }),
+                open_files: Some(4096),
+            },
         }
     }
 
@@ -650,6 +737,9 @@ mod tests {
         for flag in [
             "--hide",
             "--protect",
+            "--reserve",
+            "--protect-name",
+            "--hide-name",
             "--scratch-root",
             "--visible",
             "--scratch-size",
@@ -664,6 +754,17 @@ mod tests {
         let mut encoded = confine(Mode::ReadOnly).encode();
         let size = encoded.iter().position(|arg| arg == "--scratch-size").unwrap();
         encoded[size + 1] = "0".into();
+        assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
+        // No bound asked for travels as no flag at all; one out of its
+        // range never decodes.
+        let unbounded = ConfineArgs {
+            bounds: CommandBounds::default(),
+            ..confine(Mode::ReadOnly)
+        };
+        assert_eq!(decode(&unbounded.encode()[1..]).unwrap().confine, unbounded);
+        let mut encoded = confine(Mode::ReadOnly).encode();
+        let tasks = encoded.iter().position(|arg| arg == "--tasks").unwrap();
+        encoded[tasks + 1] = "2".into();
         assert!(decode(&encoded[1..]).err().unwrap().contains("out of range"));
     }
 

@@ -7,7 +7,7 @@
 # twice (minutes).
 #
 # Why `--bin` and not `-p uniffi-bindgen`: without `-p`, cargo selects every
-# workspace member and unifies their features (plan-cli turns on clap's
+# workspace member and unifies their features (plan-checkpoint, the CLI, turns on clap's
 # `env` and `color`, the other crates more of serde, syn, rustix, libc), so
 # `cargo run --bin uniffi-bindgen` builds clap, uniffi_bindgen and the rest
 # with other features than `-p uniffi-bindgen` would: two builds of the same

@@ -21,6 +21,7 @@
 //! (UniFFI turns any that escapes into an internal error, and listener calls
 //! are guarded).
 
+mod helper;
 mod types;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -49,9 +50,10 @@ pub use plan_protocol::{
     Session, SessionChangedNotification, VerifyReport,
 };
 pub use types::{
-    Capabilities, Clearable, CommandCancelParams, CommandGetParams, CommandSandbox, CommandStartParams,
-    Decision, ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult,
-    PlanApproveParams, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    Capabilities, Clearable, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRegisterResult, CommandRunParams, CommandSandbox, CommandStartParams, Decision,
+    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
+    PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, PlanWithdrawParams, SessionConfigureParams,
     SessionCreateParams, SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams,
     ShellSetDefaultResult, ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams,
@@ -134,6 +136,10 @@ impl PlanHost {
     pub fn new(db_path: String, config: HostConfig) -> Outcome<Arc<PlanHost>> {
         // The one conversion `serve` and Rust embedders use too: plan-core's
         // range rules, the same codes.
+        let config = HostConfig {
+            sandbox_helper: config.sandbox_helper.or_else(helper::installed),
+            ..config
+        };
         let options = HostOptions {
             frontend: plan_host::DecisionChannel::Ffi,
             ..config.options()?

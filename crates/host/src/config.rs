@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use plan_audit_export::ExportOverrides;
 use plan_audit_export::declare_settings_record;
-use plan_core::{CommandLimits, ErrorCode, Limits};
+use plan_core::{CommandLimits, ErrorCode, Limits, ResourceBounds};
 
 use crate::{HostError, HostOptions, ScratchSize, WebOptions};
 
@@ -68,6 +68,13 @@ macro_rules! for_each_host_config {
                 /// this size; without them an ordinary directory, not capped.
                 #[serde(skip_serializing_if = "Option::is_none")]
                 scratch_size_mb: Option<u64> = None,
+                /// How much memory one sandboxed command (everything it
+                /// starts, its scratch directory included) may use, in MB
+                /// (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+                /// of the command's own where the machine gives one
+                /// (`initialize` says whether it does).
+                #[serde(skip_serializing_if = "Option::is_none")]
+                command_memory_mb: Option<u64> = None,
                 /// The timeout of a command whose input names none, in
                 /// milliseconds: 1 to the maximum; 120000 (or the maximum
                 /// when that is smaller) when absent.
@@ -171,7 +178,8 @@ impl HostConfig {
     /// # Errors
     ///
     /// `INVALID_PARAMS`, saying which setting and its range, for a value
-    /// out of plan-core's ranges (TTL, markdown limit, command limits), a
+    /// out of plan-core's ranges (TTL, markdown limit, command limits and
+    /// memory), a
     /// scratch size out of range, a web address that is not one (or not
     /// loopback without `web_allow_any_address`), or export settings the
     /// exporter refuses.
@@ -209,6 +217,10 @@ impl HostConfig {
                 .map_or(CommandLimits::DEFAULT_MAX_RUNNING_PER_SESSION, |limit| {
                     usize::try_from(limit).unwrap_or(usize::MAX)
                 }),
+        )?;
+        limits.commands.bounds = ResourceBounds::with_memory_mb(
+            self.command_memory_mb
+                .unwrap_or(ResourceBounds::DEFAULT_MEMORY_MB),
         )?;
         limits.commands.network_in_auto = self.network_in_auto;
         limits.commands.auto_without_sandbox = self.auto_without_sandbox;

@@ -59,6 +59,9 @@ pub(crate) struct HostCore {
     pub(crate) commands: CommandSupport,
     /// The audit exporter, while the host is open and export is on.
     pub(crate) exporter: Mutex<Option<plan_audit_export::Exporter>>,
+    /// Numbers a big pre-chain history after the host answers, while it is
+    /// open (plan-storage's `HistoryNumberer`).
+    pub(crate) numberer: Mutex<Option<plan_storage::HistoryNumberer>>,
     /// Where a submission's artifact is flushed while its row is written:
     /// a thread of the host's with the automatic timer, the submitting
     /// thread with the manual one (that host starts no thread).
@@ -448,6 +451,8 @@ impl HostCore {
         // connection of this host outlives the lock.
         let exporter = lock(&self.exporter).take();
         drop(exporter);
+        let numberer = lock(&self.numberer).take();
+        drop(numberer);
         let closed = lock(&self.open).take();
         if let Some(open) = &closed {
             // Running commands do not outlive the host.

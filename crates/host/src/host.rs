@@ -120,6 +120,12 @@ impl Host {
         // On failure `opened` drops as a whole: the connection closes before
         // the lock is released.
         opened.store.startup_fence(now)?;
+        // The identity every exported record carries (made once).
+        let fresh_identity = uuid::Uuid::new_v4().to_string();
+        opened.store.ensure_database_id(&fresh_identity)?;
+        // A big pre-chain history is numbered on a thread of its own, after
+        // the host answers (the fence only marked where it ends).
+        let numberer = plan_storage::HistoryNumberer::start_if_needed(&database, &opened.store);
         let ExclusiveStore {
             mut store,
             migration,
@@ -135,6 +141,8 @@ impl Host {
         // Why not, for the refusals plan-core words (Plan Bash's
         // `PLAN_SANDBOX_UNAVAILABLE` names the real cause).
         options.limits.commands.sandbox_unavailable_reason = commands.unavailable_reason.clone();
+        // What the machine cannot bound (P16), for `initialize`.
+        options.limits.commands.missing_bounds = commands.missing_bounds();
         let flusher = match options.expiry {
             ExpiryTimer::Automatic => plan_storage::Flusher::on_thread(),
             ExpiryTimer::Manual => plan_storage::Flusher::on_caller(),
@@ -156,6 +164,7 @@ impl Host {
             database,
             commands,
             exporter: Mutex::new(None),
+            numberer: Mutex::new(numberer),
             flusher,
         });
         let timer = match core.options.expiry {
@@ -169,11 +178,15 @@ impl Host {
             ExpiryTimer::Manual => None,
         };
         if let Some(config) = core.options.audit_export.clone() {
-            let exporter =
-                plan_audit_export::Exporter::start(core.database.clone(), config).map_err(|error| {
-                    core.close_now();
-                    HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
-                })?;
+            let exporter = plan_audit_export::Exporter::start_observed(
+                core.database.clone(),
+                config,
+                core.options.export_observer.clone(),
+            )
+            .map_err(|error| {
+                core.close_now();
+                HostError::with_detail(ErrorCode::InvalidParams, format!("audit export: {error}"))
+            })?;
             *crate::sync::lock(&core.exporter) = Some(exporter);
         }
         Ok(Host { core, timer })
@@ -1155,15 +1168,7 @@ impl Host {
         cwd: Option<&str>,
         timeout_ms: Option<u64>,
     ) -> Result<CommandRun, HostError> {
-        let mut input = serde_json::json!({"command": command});
-        if let serde_json::Value::Object(fields) = &mut input {
-            if let Some(cwd) = cwd {
-                fields.insert("cwd".to_owned(), cwd.into());
-            }
-            if let Some(timeout_ms) = timeout_ms {
-                fields.insert("timeoutMs".to_owned(), timeout_ms.into());
-            }
-        }
+        let input = bash_input(command, cwd, timeout_ms);
         let calls = [(call_id.to_owned(), input.clone())];
         let ran = self
             .core
@@ -1176,6 +1181,96 @@ impl Host {
                 }
             })?;
         // A refused start was recorded in the refusal's transaction.
+        match ran.outcome? {
+            (Reply::CommandStarted(launch), _) => Ok(launch.run),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// `command/register`: holds a Bash call of the session's active turn
+    /// for a client that names it by reference rather than carrying its
+    /// text (an agent's client let out of the agent's own sandbox). In a
+    /// Plan turn plan-core decides the call as it decides every Plan Bash
+    /// call and registers it instead of running it; in an Agent turn the
+    /// call must be one the turn allowed or a person confirmed, with this
+    /// input. Returns the fresh reference `command/run` takes, once.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `TURN_NOT_ACTIVE`, `SESSION_BUSY` (a plan is
+    /// pending), `COMMAND_NOT_ALLOWED` (a call id used already in the Plan
+    /// turn; an Agent call not allowed with this input),
+    /// `INVALID_COMMAND_INPUT`, `COMMAND_CWD_ESCAPE`,
+    /// `PLAN_SANDBOX_UNAVAILABLE`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn register_command(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        call_id: &CallId,
+        command: &str,
+        cwd: Option<&str>,
+        timeout_ms: Option<u64>,
+    ) -> Result<String, HostError> {
+        let input = bash_input(command, cwd, timeout_ms);
+        let reference = uuid::Uuid::new_v4().simple().to_string();
+        let calls = [(call_id.to_owned(), input.clone())];
+        let ran = self
+            .core
+            .run_commands(session_id, turn_id, (&calls, &[]), false, |commands| {
+                Event::RegisterCommand {
+                    turn_id: turn_id.clone(),
+                    call_id: call_id.to_owned(),
+                    input,
+                    reference,
+                    commands,
+                }
+            })?;
+        match ran.outcome? {
+            (Reply::CommandRegistered { reference, .. }, _) => Ok(reference),
+            (other, _) => Err(unexpected(&other)),
+        }
+    }
+
+    /// `command/run`: starts the call `command/register` registered under
+    /// `reference` in the session's active turn (read-only in a Plan turn,
+    /// the workspace-write sandbox in an Agent turn), once; its output
+    /// streams as `command/output` like every host-run command's.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND`, `COMMAND_NOT_ALLOWED` (no call of the active
+    /// turn is registered under `reference`: another turn's, one that ran
+    /// already, or one never given), `SESSION_BUSY`, the start refusals of
+    /// `command/start`, `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn run_registered(&self, session_id: &SessionId, reference: &str) -> Result<CommandRun, HostError> {
+        // Which call the reference names is looked up to gather its facts;
+        // plan-core decides again, under the lock, whether it runs.
+        let registered = self.core.with_open(|open| {
+            Ok(open.turns.get(session_id).and_then(|turn| {
+                turn.commands.iter().find_map(|known| {
+                    let registration = known.registration.as_ref()?;
+                    (registration.reference == reference).then(|| {
+                        (
+                            turn.turn_id.clone(),
+                            known.call_id.clone(),
+                            registration.input.clone(),
+                        )
+                    })
+                })
+            }))
+        })?;
+        let Some((turn_id, call_id, input)) = registered else {
+            return Err(HostError::Refused(ErrorCode::CommandNotAllowed));
+        };
+        let calls = [(call_id, input)];
+        let ran = self
+            .core
+            .run_commands(session_id, &turn_id, (&calls, &[]), true, |commands| {
+                Event::RunRegistered {
+                    reference: reference.to_owned(),
+                    commands,
+                }
+            })?;
         match ran.outcome? {
             (Reply::CommandStarted(launch), _) => Ok(launch.run),
             (other, _) => Err(unexpected(&other)),
@@ -1248,4 +1343,18 @@ impl Host {
     pub fn list_commands(&self, filter: &CommandFilter) -> Result<Vec<CommandRecord>, HostError> {
         self.core.with_open(|open| Ok(open.store.list_commands(filter)?))
     }
+}
+
+/// A Bash call's input as a tool call carries it: `{command, cwd?, timeoutMs?}`.
+fn bash_input(command: &str, cwd: Option<&str>, timeout_ms: Option<u64>) -> serde_json::Value {
+    let mut input = serde_json::json!({"command": command});
+    if let serde_json::Value::Object(fields) = &mut input {
+        if let Some(cwd) = cwd {
+            fields.insert("cwd".to_owned(), cwd.into());
+        }
+        if let Some(timeout_ms) = timeout_ms {
+            fields.insert("timeoutMs".to_owned(), timeout_ms.into());
+        }
+    }
+    input
 }

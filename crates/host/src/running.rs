@@ -6,15 +6,16 @@
 //! can hold these without importing the module that uses the loop.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use plan_core::{CallId, CommandRun, SessionId};
+use plan_core::{CallId, CommandRun, MissingBound, ResourceBound, ResourceBounds, SessionId};
 use plan_exec::{
-    CancelHandle, CommandOutcome, Isolation, NetworkNamespace, Runner, SandboxSupport, ScratchCap,
-    ScratchDir, ScratchRoot, WorkspaceDir,
+    Availability, BoundSupport, CancelHandle, CommandBounds, CommandOutcome, InotifyBound, Isolation,
+    NetworkNamespace, Runner, SandboxSupport, ScratchCap, ScratchDir, ScratchRoot, WorkspaceDir,
 };
 
 use crate::sync::lock;
@@ -33,6 +34,11 @@ pub(crate) struct CommandSupport {
     pub(crate) unavailable_reason: Option<String>,
     /// The probe found namespaces usable and the host did not skip them.
     pub(crate) namespaces: bool,
+    /// Which bounds the probe found this machine gives a command; `None`
+    /// without a working sandbox.
+    pub(crate) bound_support: Option<BoundSupport>,
+    /// What each command may take from the machine (plan-core's values).
+    pub(crate) resource_bounds: ResourceBounds,
     /// The database's path with its directory resolved (no symlink, so it
     /// can be compared with the real workspace root and cwd).
     pub(crate) database: PathBuf,
@@ -118,6 +124,8 @@ impl CommandSupport {
             runner: None,
             unavailable_reason: Some(reason),
             namespaces: false,
+            bound_support: None,
+            resource_bounds: options.limits.commands.bounds,
             database: resolved.clone(),
             protected_paths: options.protected_paths.clone(),
             scratch_root: None,
@@ -150,9 +158,14 @@ impl CommandSupport {
             Err(error) => return unavailable(error.to_string()),
         };
         let mut namespaces = false;
+        let mut bound_support = None;
         let unavailable_reason = match runner.sandbox_support() {
-            SandboxSupport::Available { namespaces: found } => {
+            SandboxSupport::Available {
+                namespaces: found,
+                bounds,
+            } => {
                 namespaces = found && !options.skip_namespaces;
+                bound_support = Some(bounds);
                 None
             }
             SandboxSupport::Unavailable { reason } => Some(reason),
@@ -163,6 +176,8 @@ impl CommandSupport {
             runner: Some(runner),
             unavailable_reason,
             namespaces,
+            bound_support,
+            resource_bounds: options.limits.commands.bounds,
             database: resolved,
             protected_paths: options.protected_paths.clone(),
             scratch_root: Some(scratch_root),
@@ -197,6 +212,66 @@ impl CommandSupport {
         self.sandbox_available() && self.namespaces
     }
 
+    /// How each bound of P16 that a probe decides stands here: available,
+    /// or unavailable with why (with the namespaces commands will have).
+    fn bound_availability(&self) -> Vec<(ResourceBound, Availability)> {
+        let Some(support) = &self.bound_support else {
+            return Vec::new();
+        };
+        let namespaces = self.namespaces_available();
+        vec![
+            (ResourceBound::Processes, support.tasks(namespaces)),
+            (ResourceBound::Memory, support.memory()),
+            (ResourceBound::Inotify, support.inotify(namespaces)),
+        ]
+    }
+
+    /// The bounds this machine cannot give a command, and why (what
+    /// `initialize` reports; plan-core's `missing_bounds` fact).
+    pub(crate) fn missing_bounds(&self) -> Vec<MissingBound> {
+        self.bound_availability()
+            .into_iter()
+            .filter_map(|(bound, availability)| match availability {
+                Availability::Available => None,
+                Availability::Unavailable { reason } => Some(MissingBound {
+                    bound: bound.as_str().to_owned(),
+                    reason,
+                }),
+            })
+            .collect()
+    }
+
+    /// The bounds a sandboxed command asks plan-exec to keep: plan-core's
+    /// values, for every bound this machine gives (one it cannot give is
+    /// reported missing instead, and a command runs without it).
+    fn command_bounds(&self) -> CommandBounds {
+        let values = &self.resource_bounds;
+        let mut bounds = CommandBounds {
+            open_files: Some(values.open_files()),
+            ..CommandBounds::default()
+        };
+        for (bound, availability) in self.bound_availability() {
+            if !availability.is_available() {
+                continue;
+            }
+            match bound {
+                ResourceBound::Processes => bounds.tasks = Some(values.tasks()),
+                ResourceBound::Memory => bounds.memory_bytes = Some(values.memory_bytes()),
+                ResourceBound::Inotify => {
+                    bounds.inotify = Some(InotifyBound {
+                        instances: values.inotify_instances(),
+                        watches: values.inotify_watches(),
+                    });
+                }
+                ResourceBound::OpenFiles
+                | ResourceBound::Aio
+                | ResourceBound::Keys
+                | ResourceBound::MachineAddresses => {}
+            }
+        }
+        bounds
+    }
+
     /// Whether the database lies directly in `directory` (a resolved path).
     pub(crate) fn database_in(&self, directory: &Path) -> bool {
         self.database.parent() == Some(directory)
@@ -213,7 +288,9 @@ impl CommandSupport {
     /// workspace, where `auto` is refused), where only the files are. Where the directory lies
     /// inside the workspace (but is not its root) it is also kept
     /// read-only, so an `auto` command cannot plant a journal beside the
-    /// database.
+    /// database. The names every workspace protects, hides and reserves
+    /// are plan-core's, handed to plan-exec as data, and the person's
+    /// protected paths are reserved where missing (P15).
     pub(crate) fn isolation(&self, workspace_root: &Path) -> Isolation {
         let side_files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
             .iter()
@@ -234,7 +311,6 @@ impl CommandSupport {
         if let Some(runner) = &self.runner {
             protected.push(runner.helper().to_path_buf());
         }
-        protected.extend(self.protected_paths.iter().cloned());
         // The directory first: the files below it are then already gone,
         // and stay covered where a visible path brings them back.
         let mut hidden: Vec<PathBuf> = directory
@@ -267,8 +343,21 @@ impl CommandSupport {
             scratch_root: self.scratch_root.as_ref().map(|root| root.path().to_path_buf()),
             hidden,
             protected,
+            // The person's protected paths are reserved where missing (P15).
+            reserved: self.protected_paths.clone(),
+            // plan-core's names, as data: the checkpoint's directory is
+            // hidden wherever a project has one (a nested project's
+            // database and plans, whether or not a host of its runs), the
+            // repository's metadata and every agent's configuration kept
+            // read-only at any depth, each reserved at the root.
+            protected_names: plan_core::protected_root_names()
+                .filter(|name| *name != plan_core::CHECKPOINT_DIRECTORY)
+                .map(OsString::from)
+                .collect(),
+            hidden_names: vec![OsString::from(plan_core::CHECKPOINT_DIRECTORY)],
             visible: vec![workspace_root.to_path_buf()],
             scratch_cap: self.scratch_cap,
+            bounds: self.command_bounds(),
         }
     }
 }

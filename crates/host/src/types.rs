@@ -79,8 +79,11 @@ pub struct HostOptions {
     /// `limits.commands.auto_without_sandbox` is set (P7 is not enforced).
     pub skip_namespaces: bool,
     /// More paths kept read-only inside a writable workspace under `auto`,
-    /// besides `.git` (and what a `.git` file names, nested repositories'
-    /// `.git`), `.pi`, the database with its side files and the helper.
+    /// besides every repository's metadata and what its configuration
+    /// names, `.pi` and every agent's configuration (plan-core's
+    /// `protected_root_names`), the database with its side files and the
+    /// helper. One that does not exist yet is reserved: made an empty
+    /// directory before a command starts, so no command can create it.
     pub protected_paths: Vec<PathBuf>,
     /// How much a command's scratch directory (`TMPDIR`) may hold where the
     /// sandbox's namespaces are in use: it is then a private tmpfs (memory)
@@ -108,6 +111,10 @@ pub struct HostOptions {
     /// exporter on its own thread from [`crate::Host::open`] until
     /// [`crate::Host::close`]; a decision never waits on it.
     pub audit_export: Option<plan_audit_export::ExportConfig>,
+    /// Told, on the exporter's thread, when the export starts failing and
+    /// when it recovers (once each per change); `serve` writes each as one
+    /// line on its stderr. Whatever it is, `db status` shows the last error.
+    pub export_observer: Option<plan_audit_export::ExportObserver>,
     /// The frontend whose client this host answers: the audit records it as
     /// the channel of each decision its client makes (a decision relayed by
     /// the web card records the card instead). `serve` sets
@@ -203,6 +210,7 @@ impl Default for HostOptions {
             web: None,
             notifier: None,
             audit_export: None,
+            export_observer: None,
             frontend: plan_storage::DecisionChannel::Rust,
         }
     }

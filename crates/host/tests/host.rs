@@ -42,6 +42,8 @@ mod config;
 mod export;
 #[path = "host/permissions.rs"]
 mod permissions;
+#[path = "host/runs_later.rs"]
+mod runs_later;
 #[path = "host/sandbox.rs"]
 mod sandbox;
 

@@ -73,6 +73,7 @@ fn describe(reply: &Reply) -> String {
         Reply::SessionUpdated => "session updated".to_owned(),
         Reply::Ticked => "tick".to_owned(),
         Reply::CommandStarted(launch) => format!("command {} is {}", launch.run.call_id, launch.run.state),
+        Reply::CommandRegistered { call_id, .. } => format!("command {call_id} is registered"),
         Reply::ToolConfirmed(result) => format!("{} -> {:?}", result.call_id, result.decision),
     }
 }

@@ -13,7 +13,8 @@
 use crate::call_input::CallDigest;
 use crate::model::{ActiveTurn, LimitError, UnixMs};
 use crate::objects::{
-    CommandCapabilities, CommandRun, CommandShell, CommandState, Mode, PlanSandbox, Sandbox, TurnKind,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, MissingBound, Mode, PlanSandbox, Sandbox,
+    TurnKind,
 };
 use crate::session::normalize_workspace_root;
 use crate::{CallId, ErrorCode, SessionId, TurnId};
@@ -89,6 +90,153 @@ pub struct CommandOptions {
     /// Plan Bash still runs; Agent commands are `SANDBOX_UNAVAILABLE` unless
     /// the host opted out with `auto_without_sandbox`.
     pub namespaces_available: bool,
+    /// What a sandboxed command may take from the machine ([`ResourceBounds`]).
+    pub bounds: ResourceBounds,
+    /// The bounds of [`ResourceBounds`] the host's probe found this machine
+    /// cannot give a command (with its namespaces, where it has them), and
+    /// why: commands run without them, and `initialize` says so. Ignored
+    /// while the sandbox is unavailable.
+    pub missing_bounds: Vec<MissingBound>,
+}
+
+/// One bound of what a command may take from the machine (`sandbox.md`
+/// P16), by the name `initialize` reports it under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceBound {
+    /// Processes and threads at once.
+    Processes,
+    /// Memory, its pipes', files' and scratch directory's included.
+    Memory,
+    /// inotify instances and watches.
+    Inotify,
+    /// Open descriptors per process (files, pipes, sockets).
+    OpenFiles,
+    /// No AIO context at all (they are the machine's, not the user's).
+    Aio,
+    /// No key or keyring at all.
+    Keys,
+    /// A networked command reaches none of the machine's own addresses.
+    MachineAddresses,
+}
+
+impl ResourceBound {
+    /// Every bound, in the order `initialize` lists them.
+    pub const ALL: [ResourceBound; 7] = [
+        ResourceBound::Processes,
+        ResourceBound::Memory,
+        ResourceBound::Inotify,
+        ResourceBound::OpenFiles,
+        ResourceBound::Aio,
+        ResourceBound::Keys,
+        ResourceBound::MachineAddresses,
+    ];
+
+    /// The name `initialize` reports it under.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ResourceBound::Processes => "processes",
+            ResourceBound::Memory => "memory",
+            ResourceBound::Inotify => "inotify",
+            ResourceBound::OpenFiles => "openFiles",
+            ResourceBound::Aio => "aio",
+            ResourceBound::Keys => "keys",
+            ResourceBound::MachineAddresses => "machineAddresses",
+        }
+    }
+}
+
+/// What one sandboxed command (everything it starts included) may take
+/// from the machine, so that no command starves the host, the person or
+/// another command (`sandbox.md` P16). The values are this crate's policy;
+/// the host asks the sandbox to keep each one the machine can give. Only
+/// [`ResourceBounds::with_memory_mb`] (or the default) makes one.
+///
+/// ```
+/// use plan_core::{ErrorCode, ResourceBounds};
+///
+/// let bounds = ResourceBounds::with_memory_mb(8192)?;
+/// assert_eq!(bounds.memory_bytes(), 8192 * 1024 * 1024);
+/// assert_eq!(bounds.tasks(), ResourceBounds::default().tasks());
+/// assert_eq!(ResourceBounds::with_memory_mb(8).unwrap_err().code(), ErrorCode::InvalidParams);
+/// # Ok::<(), plan_core::LimitError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceBounds {
+    memory_mb: u64,
+}
+
+impl ResourceBounds {
+    /// Processes and threads of one command: enough for a parallel build on
+    /// a large machine, a small part of any machine's `pid_max`.
+    pub const TASKS: u64 = 1024;
+    /// Memory of one command by default, in MiB: 4 GiB.
+    pub const DEFAULT_MEMORY_MB: u64 = 4096;
+    /// The least memory a command may be given, in MiB.
+    pub const MIN_MEMORY_MB: u64 = 64;
+    /// The most, in MiB: 1 TiB (a bound, not a reservation).
+    pub const MAX_MEMORY_MB: u64 = 1024 * 1024;
+    /// inotify instances of one command (a user has 128 by default).
+    pub const INOTIFY_INSTANCES: u64 = 16;
+    /// inotify watches of one command.
+    pub const INOTIFY_WATCHES: u64 = 16_384;
+    /// Open descriptors per process of a command.
+    pub const OPEN_FILES: u64 = 4096;
+
+    /// Bounds with a memory bound of `memory_mb` MiB, from
+    /// [`ResourceBounds::MIN_MEMORY_MB`] to [`ResourceBounds::MAX_MEMORY_MB`];
+    /// anything else is refused with `INVALID_PARAMS` and says the range.
+    pub fn with_memory_mb(memory_mb: u64) -> Result<ResourceBounds, LimitError> {
+        if !(Self::MIN_MEMORY_MB..=Self::MAX_MEMORY_MB).contains(&memory_mb) {
+            return Err(LimitError {
+                limit: "command memory",
+                value: format!("{memory_mb} MB"),
+                range: format!(
+                    "from {} MB to {} MB (1 TiB)",
+                    Self::MIN_MEMORY_MB,
+                    Self::MAX_MEMORY_MB
+                ),
+            });
+        }
+        Ok(ResourceBounds { memory_mb })
+    }
+
+    /// Processes and threads at once.
+    pub fn tasks(&self) -> u64 {
+        Self::TASKS
+    }
+
+    /// Memory in bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_mb * 1024 * 1024
+    }
+
+    /// Memory in MiB.
+    pub fn memory_mb(&self) -> u64 {
+        self.memory_mb
+    }
+
+    /// inotify instances at once.
+    pub fn inotify_instances(&self) -> u64 {
+        Self::INOTIFY_INSTANCES
+    }
+
+    /// inotify watches at once.
+    pub fn inotify_watches(&self) -> u64 {
+        Self::INOTIFY_WATCHES
+    }
+
+    /// Open descriptors per process.
+    pub fn open_files(&self) -> u64 {
+        Self::OPEN_FILES
+    }
+}
+
+impl Default for ResourceBounds {
+    fn default() -> Self {
+        ResourceBounds {
+            memory_mb: Self::DEFAULT_MEMORY_MB,
+        }
+    }
 }
 
 /// The command timeouts and the per-session limit. Only
@@ -451,9 +599,10 @@ pub fn sandbox_refusal_message(code: ErrorCode, options: &CommandOptions) -> Opt
 /// What the host's probe found about the sandbox, as `initialize`
 /// reports it: whether Plan Bash can run and, if not, why; the layers that
 /// work here and the properties of `sandbox.md` they enforce. P7, P8, P11
-/// (a network namespace of the command's own) and P13 need the namespaces;
-/// P14 is this crate's own rule and holds wherever commands run. Nothing
-/// without the sandbox.
+/// (a network namespace of the command's own), P13 and P15 need the
+/// namespaces; P14 is this crate's own rule and holds wherever commands run;
+/// P16 holds where every bound of [`ResourceBound`] does, which `bounds`
+/// lists and `missingBounds` explains. Nothing without the sandbox.
 pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
     let (layers, enforced): (&[&str], &[&str]) = if !options.sandbox_available {
         (&[], &[])
@@ -462,6 +611,7 @@ pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
             &["landlock", "seccomp", "namespaces"],
             &[
                 "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
+                "P15",
             ],
         )
     } else {
@@ -470,6 +620,29 @@ pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
             &["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"],
         )
     };
+    let mut enforced: Vec<String> = enforced.iter().map(|property| (*property).to_owned()).collect();
+    // Every bound holds: a networked command has namespaces or does not
+    // run (P11), AIO and keys are refused by every sandbox, open files by
+    // a resource limit; the rest as the probe found.
+    let (bounds, missing_bounds) = if options.sandbox_available {
+        let bounds: Vec<String> = ResourceBound::ALL
+            .iter()
+            .map(|bound| bound.as_str())
+            .filter(|name| {
+                !options
+                    .missing_bounds
+                    .iter()
+                    .any(|missing| missing.bound == *name)
+            })
+            .map(str::to_owned)
+            .collect();
+        (bounds, options.missing_bounds.clone())
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if options.sandbox_available && missing_bounds.is_empty() {
+        enforced.push("P16".to_owned());
+    }
     let (plan_sandbox, reason) = if options.sandbox_available {
         (PlanSandbox::Landlock, None)
     } else {
@@ -482,7 +655,9 @@ pub fn command_capabilities(options: &CommandOptions) -> CommandCapabilities {
         plan_sandbox,
         reason,
         layers: layers.iter().map(|layer| (*layer).to_owned()).collect(),
-        enforced: enforced.iter().map(|property| (*property).to_owned()).collect(),
+        enforced,
+        bounds,
+        missing_bounds,
     }
 }
 
@@ -666,6 +841,19 @@ impl CommandFacts {
         self.cwd_inside(call_id).map(|_| ())
     }
 
+    /// Why a call registered now for a later start could never run here
+    /// (no shell, no runner for its sandbox): refused at registration, so
+    /// no client is let out of an agent's sandbox for nothing.
+    pub(crate) fn registration_refusal(&self, grant: SandboxGrant) -> Result<(), ErrorCode> {
+        if !self.shell_installed {
+            Err(ErrorCode::ShellUnavailable)
+        } else if !self.runner_ready {
+            Err(grant.sandbox.unavailable_code())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Whether an allowed command with `grant` starts, and why not: the
     /// host could not run it here. Checked in the order a start needs them.
     pub(crate) fn start_verdict(&self, call_id: &CallId, grant: SandboxGrant) -> StartVerdict {
@@ -842,10 +1030,25 @@ pub enum TurnCommandStatus {
     /// An Agent-turn Bash call the client may start with `command/start`:
     /// allowed by the permission mode, or confirmed by a person.
     Allowed,
+    /// A Plan-turn Bash call decided and registered for a client that
+    /// names it by reference (`command/register`): it starts only through
+    /// `command/run` with that reference, in this turn, once.
+    Registered,
     /// Started and not yet ended.
     Running,
     /// Started and ended (or failed to start).
     Ended,
+}
+
+/// A Bash call of the active turn registered for a client that carries a
+/// reference instead of the command (an agent's client outside its own
+/// sandbox): the reference the host drew, and the input that runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// The host's fresh, unguessable reference.
+    pub reference: String,
+    /// The Bash input `{command, cwd?, timeoutMs?}` as registered.
+    pub input: serde_json::Value,
 }
 
 /// One Bash call of the active turn (memory only, like the turn).
@@ -861,6 +1064,8 @@ pub struct TurnCommand {
     /// A call whose input was not a valid Bash input has a digest no start
     /// matches; such a call can never start.
     pub input: CallDigest,
+    /// Its registration for a reference-carrying client, until it starts.
+    pub registration: Option<Registration>,
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

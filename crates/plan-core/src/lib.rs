@@ -56,10 +56,10 @@ mod writes;
 pub use call_input::CallDigest;
 pub use commands::{
     BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,
-    CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, SandboxGrant, TurnCommand,
-    TurnCommandStatus, WorkspaceFact, WorkspaceIdentity, check_resolved_cwd, check_sandbox,
-    check_workspace_identity, command_capabilities, command_inherits_env, fence_commands, parse_bash_input,
-    sandbox_for, sandbox_refusal_message,
+    CommandRequest, CwdFact, DEFAULT_SECRET_ENV_MARKERS, MAX_COMMAND_BYTES, Registration, ResourceBound,
+    ResourceBounds, SandboxGrant, TurnCommand, TurnCommandStatus, WorkspaceFact, WorkspaceIdentity,
+    check_resolved_cwd, check_sandbox, check_workspace_identity, command_capabilities, command_inherits_env,
+    fence_commands, parse_bash_input, sandbox_for, sandbox_refusal_message,
 };
 pub use deadlines::{decision_time, due_approvals, is_due, next_deadline, wall_deadline};
 pub use error::ErrorCode;
@@ -71,7 +71,7 @@ pub use machine::{
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
     ApprovalFilter, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
-    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, Mode, Origin,
+    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin,
     OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo,
     SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
     ToolCallResult, TurnKind,

@@ -7,6 +7,7 @@
 //! transaction) and only then adopts the new state.
 
 use crate::call_input::CallDigest;
+use crate::commands::Registration;
 use crate::commands::{
     CommandEntryKind, CommandFacts, CommandLaunch, CommandRequest, SandboxGrant, TurnCommand,
     TurnCommandStatus, WorkspaceIdentity, launch, parse_bash_input, refused_run, sandbox_for,
@@ -157,6 +158,31 @@ pub enum Event {
         /// The Bash input `{command, timeoutMs?, cwd?}`.
         input: serde_json::Value,
         /// What the host found out about running it.
+        commands: CommandFacts,
+    },
+    /// A client registers a Bash call of the active turn for a client that
+    /// names it by reference (`command/register`): in a Plan turn the call
+    /// is decided as a Plan Bash call and held, not run; in an Agent turn it
+    /// must be a call the turn allowed (or a person confirmed) with this
+    /// very input.
+    RegisterCommand {
+        /// The turn the call belongs to.
+        turn_id: TurnId,
+        /// The Bash call.
+        call_id: CallId,
+        /// The Bash input `{command, timeoutMs?, cwd?}`.
+        input: serde_json::Value,
+        /// The host's fresh reference for it.
+        reference: String,
+        /// What the host found out about running it.
+        commands: CommandFacts,
+    },
+    /// A reference-carrying client asks the host to run the call registered
+    /// under `reference` (`command/run`).
+    RunRegistered {
+        /// The reference `command/register` gave.
+        reference: String,
+        /// What the host found out about running the call it names.
         commands: CommandFacts,
     },
     /// A person answers a call of the active turn that awaits confirmation
@@ -321,6 +347,13 @@ pub enum Reply {
     /// An Agent command starts now (or failed to start: see
     /// [`CommandLaunch::spawns`]).
     CommandStarted(CommandLaunch),
+    /// A Bash call is registered for a reference-carrying client.
+    CommandRegistered {
+        /// The call.
+        call_id: CallId,
+        /// The reference that runs it.
+        reference: String,
+    },
     /// A person answered a confirmation: the call's new decision
     /// ([`ToolDecision::Allow`], [`ToolDecision::HostRun`] or a deny with
     /// `TOOL_DECLINED`).
@@ -357,8 +390,15 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
             call_id,
             input,
             ..
+        }
+        | Event::RegisterCommand {
+            turn_id,
+            call_id,
+            input,
+            ..
         } => Some((turn_id.clone(), call_id.clone(), input.clone())),
-        Event::StartTurn { .. }
+        Event::RunRegistered { .. }
+        | Event::StartTurn { .. }
         | Event::ToolCalls { .. }
         | Event::ArtifactWritten { .. }
         | Event::ArtifactFailed { .. }
@@ -504,6 +544,16 @@ fn apply(
             input,
             commands,
         } => start_command(state, context, &turn_id, call_id, &input, &commands, effects),
+        Event::RegisterCommand {
+            turn_id,
+            call_id,
+            input,
+            reference,
+            commands,
+        } => register_command(state, context, &turn_id, call_id, input, reference, &commands),
+        Event::RunRegistered { reference, commands } => {
+            run_registered(state, context, &reference, &commands, effects)
+        }
         Event::ConfirmTool {
             turn_id,
             call_id,
@@ -682,6 +732,7 @@ fn plan_decision(
                     call_id: call.call_id.clone(),
                     status,
                     input,
+                    registration: None,
                 });
                 ToolDecision::RunCommand(Box::new(launched))
             }
@@ -834,6 +885,7 @@ fn allow_start(turn: &mut ActiveTurn, confirmation: &ToolConfirmation) {
             call_id: confirmation.call_id.clone(),
             status: TurnCommandStatus::Allowed,
             input: confirmation.input,
+            registration: None,
         });
     }
 }
@@ -1010,6 +1062,121 @@ fn start_command(
     Ok(Reply::CommandStarted(launched))
 }
 
+/// `command/register`: a Bash call of the active turn held for a client
+/// that names it by reference. In a Plan prompt turn the call is decided
+/// as every Plan Bash call is (a fresh call id, valid input, a cwd inside
+/// the workspace, the read-only sandbox available) and registered instead
+/// of run; in an Agent turn it must be a call the turn allowed or a person
+/// confirmed, with exactly the input decided. Anything else is
+/// `COMMAND_NOT_ALLOWED`.
+fn register_command(
+    state: &mut SessionState,
+    context: &Context,
+    turn_id: &TurnId,
+    call_id: CallId,
+    input: serde_json::Value,
+    reference: String,
+    commands: &CommandFacts,
+) -> Result<Reply, ErrorCode> {
+    let mut turn = active_turn_named(state, turn_id)?.clone();
+    let options = &context.limits.commands;
+    let parsed = parse_bash_input(&input, state.session.workspace_root.as_deref(), options)?;
+    let digest = CallDigest::of_run(&parsed);
+    let registration = Registration {
+        reference: reference.clone(),
+        input,
+    };
+    match (turn.mode, turn.kind) {
+        (Mode::Plan, TurnKind::Prompt) => {
+            if turn.commands.iter().any(|known| known.call_id == call_id) {
+                return Err(ErrorCode::CommandNotAllowed);
+            }
+            commands.plan_refusal(&call_id)?;
+            let grant = sandbox_for(&turn, options);
+            crate::commands::check_sandbox(&grant, options)?;
+            commands.registration_refusal(grant)?;
+            turn.commands.push(TurnCommand {
+                call_id: call_id.clone(),
+                status: TurnCommandStatus::Registered,
+                input: digest,
+                registration: Some(registration),
+            });
+        }
+        (Mode::Agent, TurnKind::Prompt | TurnKind::Execution) => {
+            let Some(known) = turn.commands.iter_mut().find(|known| {
+                known.call_id == call_id
+                    && known.status == TurnCommandStatus::Allowed
+                    && known.input == digest
+            }) else {
+                return Err(ErrorCode::CommandNotAllowed);
+            };
+            known.registration = Some(registration);
+        }
+        (Mode::Plan, TurnKind::Execution) => return Err(ErrorCode::CommandNotAllowed),
+    }
+    state.active_turn = Some(turn);
+    Ok(Reply::CommandRegistered { call_id, reference })
+}
+
+/// `command/run`: starts the call registered under `reference` in the
+/// session's active turn, as it was registered and in the sandbox of the
+/// turn's phase, once. A reference of another turn, of a call that
+/// started already, or one never given is `COMMAND_NOT_ALLOWED`.
+fn run_registered(
+    state: &mut SessionState,
+    context: &Context,
+    reference: &str,
+    commands: &CommandFacts,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    if state.pending_approval.is_some() {
+        return Err(ErrorCode::SessionBusy);
+    }
+    let Some(mut turn) = state.active_turn.clone() else {
+        return Err(ErrorCode::CommandNotAllowed);
+    };
+    let Some(index) = turn.commands.iter().position(|known| {
+        matches!(
+            known.status,
+            TurnCommandStatus::Registered | TurnCommandStatus::Allowed
+        ) && known
+            .registration
+            .as_ref()
+            .is_some_and(|registration| registration.reference == reference)
+    }) else {
+        return Err(ErrorCode::CommandNotAllowed);
+    };
+    let Some(known) = turn.commands.get(index).cloned() else {
+        return Err(ErrorCode::CommandNotAllowed);
+    };
+    let Some(registration) = known.registration else {
+        return Err(ErrorCode::CommandNotAllowed);
+    };
+    let options = &context.limits.commands;
+    let input = parse_bash_input(
+        &registration.input,
+        state.session.workspace_root.as_deref(),
+        options,
+    )?;
+    if CallDigest::of_run(&input) != known.input {
+        return Err(ErrorCode::CommandNotAllowed);
+    }
+    if known.status == TurnCommandStatus::Registered {
+        commands.plan_refusal(&known.call_id)?;
+    }
+    let request = command_request(state, context, &turn, known.call_id, input)?;
+    crate::commands::check_sandbox(&request.grant, options)?;
+    check_running_limit(&turn, context)?;
+    let (launched, status) = start_run(request, commands, context.now, effects);
+    if let Some(command) = turn.commands.get_mut(index) {
+        command.status = status;
+        command.registration = None;
+    }
+    bind_workspace(state, commands, effects);
+    state.active_turn = Some(turn);
+    Ok(Reply::CommandStarted(launched))
+}
+
 /// A running command of the active turn ended.
 fn command_ended(state: &mut SessionState, call_id: &CallId) -> Result<Reply, ErrorCode> {
     let running = state.active_turn.as_mut().and_then(|turn| {
@@ -1048,9 +1215,8 @@ fn cancel_command(
             });
             Ok(Reply::SessionUpdated)
         }
-        (Some(TurnCommandStatus::Allowed | TurnCommandStatus::Ended), _) | (None, true) => {
-            Err(ErrorCode::CommandNotRunning)
-        }
+        (Some(TurnCommandStatus::Allowed | TurnCommandStatus::Registered | TurnCommandStatus::Ended), _)
+        | (None, true) => Err(ErrorCode::CommandNotRunning),
         (None, false) => Err(ErrorCode::CommandNotFound),
     }
 }

@@ -223,10 +223,34 @@ macro_rules! for_each_core_object {
                 #[serde(default)]
                 layers: Vec<String>,
                 /// The sandbox properties of the sandbox specification that hold here,
-                /// `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-                /// sandbox is unavailable.
+                /// `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+                /// every bound of `bounds`. Empty when the sandbox is unavailable.
                 #[serde(default)]
                 enforced: Vec<String>,
+                /// What a sandboxed command may take from the machine is bounded here
+                /// for these (P16): `processes` (processes and threads), `memory`,
+                /// `inotify` (instances and watches), `openFiles` (per process, so
+                /// pipes and sockets too), `aio` and `keys` (none at all), and
+                /// `machineAddresses` (a networked command reaches none of the
+                /// machine's own addresses). Empty when the sandbox is unavailable.
+                #[serde(default)]
+                bounds: Vec<String>,
+                /// The bounds of P16 this machine cannot give a command, each with
+                /// why (a cgroup that cannot be made, a kernel without a feature):
+                /// a command runs without them.
+                #[serde(default)]
+                missing_bounds: Vec<MissingBound>,
+            }
+        }
+
+        $callback! {
+            /// A bound of P16 (`sandbox.md`) this machine cannot give a command.
+            #[serde(rename_all = "camelCase")]
+            struct MissingBound {
+                /// Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+                bound: String,
+                /// Why this machine cannot give it.
+                reason: String,
             }
         }
 

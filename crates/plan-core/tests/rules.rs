@@ -2524,6 +2524,8 @@ mod commands {
                 reason: Some("no Landlock".to_owned()),
                 layers: vec![],
                 enforced: vec![],
+                bounds: vec![],
+                missing_bounds: vec![],
             }
         );
         // A reason left over from an earlier probe is not reported while the
@@ -2536,7 +2538,19 @@ mod commands {
                 plan_sandbox: PlanSandbox::Landlock,
                 reason: None,
                 layers: strings(&["landlock", "seccomp"]),
-                enforced: strings(&["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"]),
+                enforced: strings(&[
+                    "P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14", "P16"
+                ]),
+                bounds: strings(&[
+                    "processes",
+                    "memory",
+                    "inotify",
+                    "openFiles",
+                    "aio",
+                    "keys",
+                    "machineAddresses"
+                ]),
+                missing_bounds: vec![],
             }
         );
         let report = command_capabilities(&sandboxed().limits.commands);
@@ -2545,9 +2559,69 @@ mod commands {
         assert_eq!(
             report.enforced,
             strings(&[
-                "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
+                "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14",
+                "P15", "P16"
             ])
         );
+    }
+
+    #[test]
+    fn a_bound_the_machine_cannot_give_is_reported_missing_with_why_and_p16_is_not_claimed() {
+        use plan_core::{MissingBound, ResourceBound, command_capabilities};
+        let mut options = sandboxed().limits.commands;
+        options.missing_bounds = vec![MissingBound {
+            bound: ResourceBound::Memory.as_str().to_owned(),
+            reason: "no cgroup with the memory controller can be made here".to_owned(),
+        }];
+        let report = command_capabilities(&options);
+        assert!(
+            !report.enforced.iter().any(|property| property == "P16"),
+            "{report:?}"
+        );
+        assert!(report.enforced.iter().any(|property| property == "P14"));
+        assert_eq!(
+            report.bounds,
+            [
+                "processes",
+                "inotify",
+                "openFiles",
+                "aio",
+                "keys",
+                "machineAddresses"
+            ]
+        );
+        assert_eq!(report.missing_bounds, options.missing_bounds);
+        // Every bound has its own name, and the wire names are camelCase.
+        let names: std::collections::BTreeSet<&str> =
+            ResourceBound::ALL.iter().map(|bound| bound.as_str()).collect();
+        assert_eq!(names.len(), ResourceBound::ALL.len());
+        assert!(
+            names
+                .iter()
+                .all(|name| !name.contains('_') && !name.contains('-'))
+        );
+    }
+
+    #[test]
+    fn a_commands_memory_bound_is_one_range_refused_outside_never_clamped() {
+        use plan_core::{ErrorCode, ResourceBounds};
+        assert_eq!(
+            ResourceBounds::default().memory_mb(),
+            ResourceBounds::DEFAULT_MEMORY_MB
+        );
+        for memory_mb in [ResourceBounds::MIN_MEMORY_MB, 8192, ResourceBounds::MAX_MEMORY_MB] {
+            let bounds = ResourceBounds::with_memory_mb(memory_mb).unwrap();
+            assert_eq!(bounds.memory_bytes(), memory_mb * 1024 * 1024);
+        }
+        for refused in [
+            0,
+            ResourceBounds::MIN_MEMORY_MB - 1,
+            ResourceBounds::MAX_MEMORY_MB + 1,
+        ] {
+            let error = ResourceBounds::with_memory_mb(refused).unwrap_err();
+            assert_eq!(error.code(), ErrorCode::InvalidParams);
+            assert!(error.to_string().contains("from 64 MB"), "{error}");
+        }
     }
 
     #[test]

@@ -41,9 +41,10 @@ pub use jsonrpc::{
     ResponseOutcome,
 };
 pub use methods::{
-    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandStartParams,
-    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
-    PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
+    Capabilities, Clearable, ClientRequest, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRegisterResult, CommandRunParams, CommandStartParams, ExecutionCompleteParams,
+    ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams, PlanApproveResult,
+    PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
     PlanWithdrawParams, PlanWithdrawResult, RequestParams, SessionConfigureParams, SessionCreateParams,
     SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
@@ -63,9 +64,10 @@ pub use objects::{
 pub use plan_core::{
     ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
     ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandCapabilities, CommandRun,
-    CommandShell, CommandState, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
-    PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo, SkippedWorkspace,
-    ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnKind,
+    CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo,
+    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    ToolCallResult, TurnKind,
 };
 pub use web::{
     CardArtifact, CardDecided, CardDecision, CardDecisionKind, CardPlan, CardRefusal, CardState, CardStatus,

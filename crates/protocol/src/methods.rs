@@ -192,6 +192,43 @@ macro_rules! for_each_method_params {
         }
 
         $callback! {
+            /// `command/register` params: hold a Bash call of the active turn for a
+            /// client that names it by reference instead of carrying its text (an
+            /// agent's client let out of the agent's own sandbox). In a Plan turn the
+            /// call is decided as a Plan Bash call and held; in an Agent turn it must
+            /// be a call the turn allowed (or a person confirmed) with this input.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct CommandRegisterParams {
+                /// The session.
+                session_id: SessionId,
+                /// Its active turn.
+                turn_id: TurnId,
+                /// The Bash call.
+                call_id: CallId,
+                /// The command text, exactly as the call holds it.
+                command: String,
+                /// Workspace-relative or absolute working directory inside the root
+                /// (absent: the root).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                cwd: Option<String>,
+                /// Timeout in milliseconds (absent: the host's default).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                timeout_ms: Option<u64>,
+            }
+        }
+
+        $callback! {
+            /// `command/run` params: start the call registered under `reference`.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct CommandRunParams {
+                /// The session.
+                session_id: SessionId,
+                /// What `command/register` answered.
+                reference: String,
+            }
+        }
+
+        $callback! {
             /// `command/cancel` params.
             #[serde(rename_all = "camelCase", deny_unknown_fields)]
             struct CommandCancelParams {
@@ -557,6 +594,18 @@ macro_rules! for_each_method_result {
         }
 
         $callback! {
+            /// `command/register` result.
+            #[serde(rename_all = "camelCase")]
+            struct CommandRegisterResult {
+                /// The Bash call registered.
+                call_id: CallId,
+                /// The host's fresh reference: `command/run` starts the call with it,
+                /// in the turn it was registered in, once.
+                reference: String,
+            }
+        }
+
+        $callback! {
             /// `plan/list` result: newest first.
             #[serde(rename_all = "camelCase")]
             struct PlanListResult {
@@ -647,6 +696,8 @@ macro_rules! for_each_client_method {
             CommandStart, COMMAND_START, command_start => "command/start", CommandStartParams, CommandRun;
             CommandCancel, COMMAND_CANCEL, command_cancel => "command/cancel", CommandCancelParams, CommandRun;
             CommandGet, COMMAND_GET, command_get => "command/get", CommandGetParams, CommandRun;
+            CommandRegister, COMMAND_REGISTER, command_register => "command/register", CommandRegisterParams, CommandRegisterResult;
+            CommandRun, COMMAND_RUN, command_run => "command/run", CommandRunParams, CommandRun;
         }
     };
 }

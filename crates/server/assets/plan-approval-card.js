@@ -370,6 +370,11 @@ function defineCard() {
                 this.#decided = true;
                 this.#stopPolling();
                 this.#stopCountdown();
+                // Nothing counts down any more: no time is "left" on a decided plan.
+                this.#countdown.textContent = `none: the plan is ${describeStatus(status)}`;
+                // The select shows the mode that was chosen, not the default.
+                if (status.status === "approved" && status.permissionMode !== null)
+                    this.#mode.value = status.permissionMode;
                 if (status.decidedAt !== null) {
                     this.#decidedAt.textContent = `Decided ${new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" }).format(new Date(status.decidedAt))}; this card can no longer decide.`;
                     this.#decidedAt.hidden = false;
@@ -381,6 +386,7 @@ function defineCard() {
             this.#decided = true;
             this.#stopPolling();
             this.#stopCountdown();
+            this.#countdown.textContent = "none: this card can no longer decide";
             this.#notice.textContent = message;
             this.#notice.hidden = false;
             this.dataset["status"] = this.dataset["status"] === "pending" || !this.dataset["status"] ? "gone" : this.dataset["status"];
@@ -425,6 +431,8 @@ function defineCard() {
                     // scheduled, shows what the approval became.
                     this.#busy = false;
                     this.#decided = true;
+                    this.#stopCountdown();
+                    this.#countdown.textContent = "none: this card can no longer decide";
                     this.#settlingPolls = SETTLING_POLLS;
                     if (this.#poll === null)
                         this.#poll = setTimeout(() => void this.#check(this.#base()), POLL_INTERVAL_MS);

@@ -14,9 +14,10 @@
 use plan_core::ErrorCode;
 use plan_host::{ApprovalFilter, Host, HostError, NewSession};
 use plan_protocol::{
-    Capabilities, ClientRequest, CommandCancelParams, CommandGetParams, CommandRun, CommandStartParams,
-    ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PROTOCOL_VERSION,
-    PlanApproval, PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
+    Capabilities, ClientRequest, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRegisterResult, CommandRun, CommandRunParams, CommandStartParams, ExecutionCompleteParams,
+    ExecutionStartParams, InitializeParams, InitializeResult, PROTOCOL_VERSION, PlanApproval,
+    PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
     PlanDiffResult, PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult,
     PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, PlanWithdrawParams,
     PlanWithdrawResult, RequestParams, SCHEMA_VERSION, Session, SessionConfigureParams, SessionCreateParams,
@@ -296,6 +297,29 @@ impl Method for CommandStartParams {
             self.cwd.as_deref(),
             self.timeout_ms,
         )
+    }
+}
+
+impl Method for CommandRegisterParams {
+    fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<CommandRegisterResult, HostError> {
+        let reference = host.register_command(
+            &self.session_id,
+            &self.turn_id,
+            &self.call_id,
+            &self.command,
+            self.cwd.as_deref(),
+            self.timeout_ms,
+        )?;
+        Ok(CommandRegisterResult {
+            call_id: self.call_id,
+            reference,
+        })
+    }
+}
+
+impl Method for CommandRunParams {
+    fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<CommandRun, HostError> {
+        host.run_registered(&self.session_id, &self.reference)
     }
 }
 

@@ -8,7 +8,10 @@
 //! - `migration`: open (and so migrate) a v8 database with 10k and with 1M
 //!   transcript rows; the transcript is never rebuilt, so they should match.
 //! - `startup_fence`: the fence over 10 live rows beside 1k and beside 1M
-//!   historical approvals; it reads live rows through partial indexes.
+//!   historical approvals, each with its two chained facts, and a command
+//!   run per ten approvals (3.2M transcript entries at 1M); it reads live
+//!   rows through partial indexes and the open command runs from their
+//!   kept set, never the transcript.
 //! - `decision`: approving a pending 4 KiB plan as the host does (load the
 //!   session's rows, plan-core's approve, one transaction), with the
 //!   artifact re-read inside the decision (`Store::check_artifact`) and
@@ -295,6 +298,35 @@ fn fence_database(dir: &Path, history: u64) -> (PathBuf, Connection) {
                artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
              SELECT 'h' || i, 's' || (i % 100), 't', 'old plan', 'ok?', '.pi/plan/h' || i || '.md', \
                printf('%064x', i), 100, 'rejected', 1700000000000 + i, 1700001800000 + i, 1700000000001 + i \
+             FROM n",
+                    [history as i64],
+                )?;
+                // Each historical approval's two chained facts (its
+                // submission and its rejection) and, per ten approvals, a
+                // command run's start and end: the transcript a long-lived
+                // database holds once its history is numbered (3.2M entries
+                // at 1M), which the fence must not read.
+                conn.execute(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 * 2) \
+             INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT 's' || ((i / 2) % 100), 1000000000 + i, 'system', \
+               json_object('type', CASE i % 2 WHEN 0 THEN 'planSubmitted' ELSE 'planRejected' END, \
+                 'approvalId', 'h' || (i / 2), 'decision', 'rejected', 'backfilled', json('true'), \
+                 'audit', json_object('seq', i, 'hash', printf('%064x', i))), 1700000000000 + i \
+             FROM n",
+                    [history as i64],
+                )?;
+                conn.execute(
+                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 / 5) \
+             INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT 's' || ((i / 2) % 100), 2000000000 + i, 'tool', \
+               json_object('type', CASE i % 2 WHEN 1 THEN 'commandStarted' ELSE 'commandEnded' END, \
+                 'callId', 'c' || ((i + 1) / 2), 'sessionId', 's' || ((i / 2) % 100), 'turnId', 't', \
+                 'command', 'cargo test', 'cwd', '.', 'shell', json_object('id', 'bash', 'path', '/bin/bash'), \
+                 'sandbox', 'read-only', 'network', json('false'), \
+                 'state', CASE i % 2 WHEN 1 THEN 'running' ELSE 'exited' END, 'exitCode', 0, \
+                 'startedAt', 1700000000000, 'stdoutBytes', 1, 'stderrBytes', 0, 'truncated', json('false'), \
+                 'audit', json_object('seq', ?1 * 2 + i, 'hash', printf('%064x', i))), 1700000000000 + i \
              FROM n",
                     [history as i64],
                 )?;

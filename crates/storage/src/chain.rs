@@ -36,6 +36,17 @@ pub const AUDIT_HEAD_KEY: &str = "audit.chain.head";
 /// The settings key of the export cursor: `{"seq": N, "entryId": id}`.
 pub const AUDIT_CURSOR_KEY: &str = "audit.export.cursor";
 
+/// The settings key of the database's identity: a JSON string, made once
+/// by the first host of this build ([`Store::ensure_database_id`]) and
+/// exported with every record, so a collector's file holding several
+/// databases' records tells them apart.
+pub const DATABASE_ID_KEY: &str = "audit.database.id";
+
+/// The settings key of the export's health as its exporter last told it
+/// (`{"state": "failing"|"ok", "lastError", "since"|"recoveredAt", ...}`),
+/// for `db status`.
+pub const AUDIT_EXPORT_STATUS_KEY: &str = "audit.export.status";
+
 /// The attribute that holds a record's position in the chain.
 pub const SEQ_ATTRIBUTE: &str = "plan_checkpoint.audit.seq";
 /// The attribute that holds a record's chain hash.
@@ -85,7 +96,17 @@ const ERROR: Field = plain("/errorCode", "plan_checkpoint.error.code");
 const TURN: Field = plain("/turnId", "plan_checkpoint.turn.id");
 const CALL: Field = plain("/callId", "plan_checkpoint.call.id");
 const CHANNEL: Field = plain("/channel", "plan_checkpoint.channel");
+/// The peer of a decision the web card relayed, `address:port` (facts
+/// recorded before `client.port` existed).
 const REMOTE: Field = plain("/remoteAddress", "client.address");
+/// The peer's address alone (OTel's `client.address`).
+const CLIENT_ADDRESS: Field = plain("/clientAddress", "client.address");
+/// The peer's port (OTel's `client.port`).
+const CLIENT_PORT: Field = plain("/clientPort", "client.port");
+/// When the approval was created (its row's `created_at`).
+const CREATED_AT: Field = plain("/createdAt", "plan_checkpoint.approval.created_at");
+/// When it was decided, expired or interrupted (its row's `decided_at`).
+const DECIDED_AT: Field = plain("/decidedAt", "plan_checkpoint.approval.decided_at");
 const DECISION: Field = plain("/decision", "plan_checkpoint.decision");
 
 const COMMAND: &[Field] = &[
@@ -123,7 +144,7 @@ const EXECUTION_FIELDS: &[Field] = &[APPROVAL, EXECUTION, MODE, ERROR];
 
 /// The entry field that marks a fact numbered after it was recorded
 /// ([`begin_chain`]).
-const BACKFILLED: &str = "backfilled";
+pub(crate) const BACKFILLED: &str = "backfilled";
 /// Every event's field for [`BACKFILLED`].
 const BACKFILLED_FIELD: Field = plain("/backfilled", "plan_checkpoint.audit.backfilled");
 
@@ -159,6 +180,7 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
             plain("/artifactSize", "plan_checkpoint.plan.size"),
             plain("/expiresAt", "plan_checkpoint.deadline"),
+            CREATED_AT,
             hashed(
                 "/title",
                 "plan_checkpoint.plan.title_sha256",
@@ -181,6 +203,9 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             MODE,
             CHANNEL,
             REMOTE,
+            CLIENT_ADDRESS,
+            CLIENT_PORT,
+            DECIDED_AT,
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
         ],
     ),
@@ -192,14 +217,21 @@ const EVENTS: &[(&str, &str, &[Field])] = &[
             DECISION,
             CHANNEL,
             REMOTE,
+            CLIENT_ADDRESS,
+            CLIENT_PORT,
+            DECIDED_AT,
             plain("/artifactSha256", "plan_checkpoint.plan.sha256"),
         ],
     ),
-    ("planExpired", "plan_checkpoint.plan.expired", &[APPROVAL, ERROR]),
+    (
+        "planExpired",
+        "plan_checkpoint.plan.expired",
+        &[APPROVAL, ERROR, DECIDED_AT],
+    ),
     (
         "planInterrupted",
         "plan_checkpoint.plan.interrupted",
-        &[APPROVAL, ERROR],
+        &[APPROVAL, ERROR, DECIDED_AT],
     ),
     (
         "executionStarted",
@@ -251,6 +283,30 @@ pub const CONTENT_ATTRIBUTES: &[&str] = &[
     "plan_checkpoint.command.text",
 ];
 
+/// Attributes exported beside the chain's own under the names OpenTelemetry's
+/// GenAI conventions give them, each a copy of a chained attribute (alias,
+/// source). They are not part of the canonical bytes; a check of a
+/// collector's copy holds each to its source.
+pub const ALIAS_ATTRIBUTES: &[(&str, &str)] = &[
+    ("gen_ai.conversation.id", "session.id"),
+    ("gen_ai.tool.call.id", "plan_checkpoint.call.id"),
+    ("gen_ai.tool.name", "plan_checkpoint.tool.name"),
+];
+
+/// Whether an exported attribute is part of a record's canonical bytes:
+/// not its hash, not confidential content or what is said about cut
+/// content (`<content attribute>.<detail>`), not an alias.
+pub fn is_canonical_attribute(key: &str) -> bool {
+    key != HASH_ATTRIBUTE
+        && !CONTENT_ATTRIBUTES.iter().any(|content| {
+            key == *content
+                || key
+                    .strip_prefix(content)
+                    .is_some_and(|detail| detail.starts_with('.'))
+        })
+        && !ALIAS_ATTRIBUTES.iter().any(|(alias, _)| *alias == key)
+}
+
 /// One audited fact as the chain holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRecord {
@@ -269,6 +325,9 @@ pub struct AuditRecord {
     pub attributes: BTreeMap<String, Value>,
     /// Confidential text by attribute name (titles, questions, command text).
     pub content: BTreeMap<String, String>,
+    /// What an exporter says about content it cut to bound a request
+    /// (`<content attribute>.truncated`, `.sha256`, `.size`); empty as read.
+    pub content_notes: BTreeMap<String, Value>,
     /// The session's workspace root, if it has one (for the resource).
     pub workspace_root: Option<String>,
 }
@@ -351,11 +410,22 @@ fn derive(seq: u64, session_id: &str, content: &Value) -> Option<Derived> {
 /// The head of the chain: the last seq and its hash (`(0, "")` before the
 /// first record).
 fn read_head(conn: &Connection) -> Result<(u64, String), StorageError> {
-    Ok(stored_head(conn)?.unwrap_or_default())
+    Ok(stored_head(conn)?
+        .map(|head| (head.seq, head.hash))
+        .unwrap_or_default())
+}
+
+/// The stored head: the last seq, its hash, and while a big history is
+/// being numbered ([`crate::backfill`]), how far that went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) hash: String,
+    pub(crate) backfill: Option<crate::backfill::Backfill>,
 }
 
 /// The stored head, or `None` when this database never began its chain.
-fn stored_head(conn: &Connection) -> Result<Option<(u64, String)>, StorageError> {
+pub(crate) fn stored_head(conn: &Connection) -> Result<Option<Head>, StorageError> {
     let text: Option<String> = conn
         .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
         .and_then(|mut statement| statement.query_row([AUDIT_HEAD_KEY], |row| row.get(0)).optional())
@@ -370,13 +440,40 @@ fn stored_head(conn: &Connection) -> Result<Option<(u64, String)>, StorageError>
     let value: Value = serde_json::from_str(&text).map_err(|_| invalid())?;
     let seq = value.get("seq").and_then(Value::as_u64).ok_or_else(invalid)?;
     let hash = value.get("hash").and_then(Value::as_str).ok_or_else(invalid)?;
-    Ok(Some((seq, hash.to_owned())))
+    let backfill = match value.get("backfill") {
+        None | Some(Value::Null) => None,
+        Some(state) => Some(serde_json::from_value(state.clone()).map_err(|_| invalid())?),
+    };
+    Ok(Some(Head {
+        seq,
+        hash: hash.to_owned(),
+        backfill,
+    }))
 }
 
 fn write_head(conn: &Connection, seq: u64, hash: &str) -> Result<(), StorageError> {
+    write_head_with(conn, seq, hash, None)
+}
+
+/// Writes the head, with the numbering's progress while it runs.
+pub(crate) fn write_head_with(
+    conn: &Connection,
+    seq: u64,
+    hash: &str,
+    backfill: Option<&crate::backfill::Backfill>,
+) -> Result<(), StorageError> {
     let mut head = Map::new();
     head.insert("seq".to_owned(), Value::from(seq));
     head.insert("hash".to_owned(), Value::from(hash));
+    if let Some(backfill) = backfill {
+        head.insert(
+            "backfill".to_owned(),
+            serde_json::to_value(backfill).map_err(|error| StorageError::InvalidValue {
+                column: "settings.value_json (audit.chain.head)",
+                value: error.to_string(),
+            })?,
+        );
+    }
     write_setting(
         conn,
         AUDIT_HEAD_KEY,
@@ -408,6 +505,12 @@ pub(crate) fn begin_empty_chain(conn: &Connection) -> Result<(), StorageError> {
 /// Does nothing, at the cost of one indexed read, once the chain began.
 pub(crate) fn begin_chain(conn: &Connection) -> Result<(), StorageError> {
     if stored_head(conn)?.is_some() {
+        return Ok(());
+    }
+    // A big history is numbered later, in steps, by `db migrate` or by the
+    // host in the background ([`crate::backfill`]): never inside the
+    // transaction that a host's first answer waits for.
+    if crate::backfill::begin_deferred(conn)? {
         return Ok(());
     }
     write_head(conn, 0, "")?;
@@ -474,9 +577,24 @@ fn number(
     conn: &Connection,
     (last, previous): (u64, String),
     session_id: &str,
+    content: Value,
+    at: UnixMs,
+) -> Result<Value, StorageError> {
+    let mut head = (last, previous);
+    let content = number_after(&mut head, session_id, content, at)?;
+    write_head(conn, head.0, &head.1)?;
+    Ok(content)
+}
+
+/// Gives `content` the seq and hash that follow `head`, and moves `head`
+/// (in memory: the caller writes it).
+pub(crate) fn number_after(
+    head: &mut (u64, String),
+    session_id: &str,
     mut content: Value,
     at: UnixMs,
 ) -> Result<Value, StorageError> {
+    let (last, previous) = (head.0, head.1.clone());
     let seq = last + 1;
     let hash = match derive(seq, session_id, &content) {
         Some((_, attributes, _)) => chain_hash(&previous, &canonical_bytes(&attributes, at)),
@@ -493,7 +611,7 @@ fn number(
         audit.insert("hash".to_owned(), Value::from(hash.clone()));
         fields.insert("audit".to_owned(), Value::Object(audit));
     }
-    write_head(conn, seq, &hash)?;
+    *head = (seq, hash);
     Ok(content)
 }
 
@@ -529,11 +647,33 @@ pub(crate) fn append_fact(
         Some(head) => head,
         None => {
             begin_chain(conn)?;
-            read_head(conn)?
+            stored_head(conn)?.unwrap_or_default()
         }
     };
-    let content = number(conn, head, session_id, content, at)?;
-    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what)
+    if let Some(backfill) = &head.backfill {
+        // The history before it is still being numbered: the fact waits,
+        // unnumbered, after the ids the history's facts will take, and is
+        // numbered after them.
+        return crate::transcript::append(
+            conn,
+            session_id,
+            role,
+            &content.to_string(),
+            at,
+            what,
+            Some(backfill.floor),
+        );
+    }
+    let content = number(conn, (head.seq, head.hash), session_id, content, at)?;
+    crate::transcript::append(conn, session_id, role, &content.to_string(), at, what, None)
+}
+
+/// The least row id a new transcript entry may take: while a big history
+/// is numbered, the ids its approvals' facts will take are kept free.
+pub(crate) fn id_floor(conn: &Connection) -> Result<Option<i64>, StorageError> {
+    Ok(stored_head(conn)?
+        .and_then(|head| head.backfill)
+        .map(|backfill| backfill.floor))
 }
 
 /// Where a decided approval's decision came from, for its fact.
@@ -581,9 +721,27 @@ pub(crate) fn approval_facts(
     Ok(())
 }
 
+/// A relayed decision's peer as OTel names it: `client.address` without
+/// the port, `client.port` beside it (`[::1]:40000` is `::1` and 40000).
+/// A peer that is not `address:port` is the address as it is.
+fn split_peer(peer: &str) -> (&str, Option<u16>) {
+    match peer.parse::<std::net::SocketAddr>() {
+        Ok(socket) => {
+            let port = socket.port();
+            let host = peer
+                .rsplit_once(':')
+                .map_or(peer, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            (host, Some(port))
+        }
+        Err(_) => (peer, None),
+    }
+}
+
 /// Which moment of an approval a fact records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FactMoment {
+pub(crate) enum FactMoment {
     /// Its submission.
     Submitted,
     /// Its decision, expiry or interruption, or its execution's progress.
@@ -591,7 +749,7 @@ enum FactMoment {
 }
 
 /// The facts [`approval_facts`] records, each with the moment it records.
-fn approval_fact_list(
+pub(crate) fn approval_fact_list(
     inserted: bool,
     approval: &PlanApproval,
     before: Option<(ApprovalStatus, Option<ExecutionState>)>,
@@ -615,11 +773,13 @@ fn approval_fact_list(
                     artifact.map_or(Value::Null, |a| Value::from(a.size)),
                 ),
                 ("expiresAt", approval.expires_at.into()),
+                ("createdAt", approval.created_at.into()),
             ]),
             FactMoment::Submitted,
         ));
     }
     let (status_before, execution_before) = before.unwrap_or((ApprovalStatus::Pending, None));
+    let peer = source.and_then(|s| s.remote_address).map(split_peer);
     if approval.status != status_before || inserted {
         let kind = match approval.status {
             ApprovalStatus::Approved => Some("planApproved"),
@@ -651,7 +811,12 @@ fn approval_fact_list(
                     ("errorCode", text(approval.error_code.map(|c| c.as_str()))),
                     ("artifactSha256", text(artifact.map(|a| a.sha256.as_str()))),
                     ("channel", text(source.map(|s| s.channel))),
-                    ("remoteAddress", text(source.and_then(|s| s.remote_address))),
+                    ("clientAddress", text(peer.map(|(address, _)| address))),
+                    (
+                        "clientPort",
+                        peer.and_then(|(_, port)| port).map_or(Value::Null, Value::from),
+                    ),
+                    ("decidedAt", approval.decided_at.map_or(Value::Null, Value::from)),
                 ]),
                 FactMoment::Decided,
             ));
@@ -756,6 +921,22 @@ pub enum AuditFinding {
         /// Whether it carries no seq at all.
         unnumbered: bool,
     },
+    /// A `plan_approvals` row that disagrees with the state its chained
+    /// facts give it (an edited mode or status, say), a row the chain never
+    /// recorded (`field` = `row`, `chain` = `absent`) or an approval whose
+    /// row is gone (`row` = `absent`).
+    Row {
+        /// The seq of the approval's latest record (0 when it has none).
+        seq: u64,
+        /// The approval's id.
+        approval_id: String,
+        /// The column (`status`, `permission_mode`, ...), or `row`.
+        field: &'static str,
+        /// The value the chain gives it (`none` for NULL).
+        chain: String,
+        /// The value the row holds (`none` for NULL).
+        row: String,
+    },
 }
 
 impl AuditFinding {
@@ -764,7 +945,8 @@ impl AuditFinding {
         match self {
             AuditFinding::Changed { seq }
             | AuditFinding::Removed { seq }
-            | AuditFinding::Inserted { seq, .. } => *seq,
+            | AuditFinding::Inserted { seq, .. }
+            | AuditFinding::Row { seq, .. } => *seq,
         }
     }
 }
@@ -783,6 +965,28 @@ impl std::fmt::Display for AuditFinding {
                 unnumbered: true,
             } => {
                 write!(formatter, "seq {seq}: inserted (an unnumbered record after it)")
+            }
+            AuditFinding::Row {
+                seq,
+                approval_id,
+                field,
+                chain,
+                row,
+            } => {
+                let id = approval_id;
+                match (*field, chain.as_str(), row.as_str()) {
+                    ("row", "absent", _) => write!(
+                        formatter,
+                        "approval {id}: its row is not in the audit chain (inserted behind the host's back)"
+                    ),
+                    ("row", _, "absent") => {
+                        write!(formatter, "seq {seq}: approval {id}: its row was removed")
+                    }
+                    (_, _, _) => write!(
+                        formatter,
+                        "seq {seq}: approval {id}: {field} is {row} in the row, {chain} in the chain"
+                    ),
+                }
             }
         }
     }
@@ -832,12 +1036,13 @@ fn read_record(
         time_unix_ms: at,
         attributes,
         content,
+        content_notes: BTreeMap::new(),
         workspace_root,
     }))
 }
 
 /// The SQL list of audited types.
-fn types_list() -> String {
+pub(crate) fn types_list() -> String {
     AUDITED_TYPES
         .iter()
         .map(|kind| format!("'{kind}'"))
@@ -858,6 +1063,69 @@ impl Store {
     /// nothing was recorded).
     pub fn audit_head(&self) -> Result<(u64, String), StorageError> {
         read_head(&self.conn)
+    }
+
+    /// The database's identity ([`DATABASE_ID_KEY`]), if a host made one.
+    pub fn database_id(&self) -> Result<Option<String>, StorageError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([DATABASE_ID_KEY], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading the database's identity"))?;
+        Ok(text.and_then(|text| match serde_json::from_str::<Value>(&text) {
+            Ok(Value::String(id)) => Some(id),
+            Ok(_) | Err(_) => None,
+        }))
+    }
+
+    /// Records `fresh` as the database's identity unless it has one, and
+    /// returns the identity it has. The host calls it once when it opens,
+    /// with a new random id.
+    pub fn ensure_database_id(&mut self, fresh: &str) -> Result<String, StorageError> {
+        if let Some(id) = self.database_id()? {
+            return Ok(id);
+        }
+        self.guarded(|conn| {
+            conn.prepare_cached(
+                "INSERT INTO settings (key, value_json) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![DATABASE_ID_KEY, Value::from(fresh).to_string()])
+            })
+            .map_err(StorageError::sqlite("recording the database's identity"))
+        })?;
+        Ok(self.database_id()?.unwrap_or_else(|| fresh.to_owned()))
+    }
+
+    /// The export's health as its exporter last recorded it.
+    pub fn export_status(&self) -> Result<Option<Value>, StorageError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT value_json FROM settings WHERE key = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([AUDIT_EXPORT_STATUS_KEY], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(StorageError::sqlite("reading the audit export's status"))?;
+        Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
+    /// Records the export's health (its own small transaction; the
+    /// exporter calls it when the export starts failing or recovers).
+    pub fn set_export_status(&mut self, status: &Value) -> Result<(), StorageError> {
+        self.guarded(|conn| {
+            write_setting(
+                conn,
+                AUDIT_EXPORT_STATUS_KEY,
+                status,
+                "recording the audit export's status",
+            )
+        })
     }
 
     /// The export cursor.
@@ -1031,23 +1299,34 @@ impl Store {
 
     /// Recomputes the chain from the database: every record's hash from the
     /// previous record's stored hash and its own canonical bytes, the seqs
-    /// without gaps up to the head. Returns how many records it checked and
+    /// without gaps up to the head, and every `plan_approvals` row against
+    /// the state its chained facts give it ([`AuditFinding::Row`]). Returns how many records it checked and
     /// what it found, ordered by seq.
     pub fn verify_audit_chain(&self) -> Result<(u64, Vec<AuditFinding>), StorageError> {
         let (head, _) = self.audit_head()?;
+        // While a big history is numbered, the entries not numbered yet and
+        // the rows their facts will tell are not findings: the numbered
+        // part is checked.
+        let numbering = stored_head(&self.conn)?.is_some_and(|head| head.backfill.is_some());
         let rows = self.chain_rows()?;
         let mut findings = Vec::new();
         let mut expected = 1_u64;
         let mut previous: Option<String> = Some(String::new());
         let mut checked = 0_u64;
+        let mut replay = crate::rows::ApprovalReplay::default();
         for row in rows {
             let record = match row {
-                ChainRow::Numbered(record) => record,
+                ChainRow::Numbered(record) => {
+                    replay.record(&record);
+                    record
+                }
                 ChainRow::Unnumbered { after } => {
-                    findings.push(AuditFinding::Inserted {
-                        seq: after,
-                        unnumbered: true,
-                    });
+                    if !numbering {
+                        findings.push(AuditFinding::Inserted {
+                            seq: after,
+                            unnumbered: true,
+                        });
+                    }
                     continue;
                 }
             };
@@ -1073,10 +1352,32 @@ impl Store {
             expected = record.seq + 1;
         }
         findings.extend((expected..=head).map(|seq| AuditFinding::Removed { seq }));
+        // Every approval row against the state its facts give it.
+        if !numbering {
+            let mut present = std::collections::HashSet::new();
+            crate::store::for_each_approval(&self.conn, |approval| {
+                present.insert(approval.id.as_str().to_owned());
+                findings.extend(replay.check(approval));
+                Ok(())
+            })?;
+            findings.extend(replay.removed(&present));
+        }
         findings.sort();
         findings.dedup();
         findings.sort_by_key(AuditFinding::seq);
         Ok((checked, findings))
+    }
+
+    /// The approvals' states as their chained facts give them, to check
+    /// rows against ([`crate::ApprovalReplay::check`]).
+    pub fn approval_replay(&self) -> Result<crate::ApprovalReplay, StorageError> {
+        let mut replay = crate::ApprovalReplay::default();
+        for row in self.chain_rows()? {
+            if let ChainRow::Numbered(record) = row {
+                replay.record(&record);
+            }
+        }
+        Ok(replay)
     }
 
     /// The latest record of each approval (its decision, expiry,

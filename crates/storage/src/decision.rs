@@ -143,6 +143,7 @@ pub(crate) fn record(
         &content,
         now,
         "recording where a decision came from",
+        crate::chain::id_floor(conn)?,
     )
 }
 

@@ -15,6 +15,7 @@
 
 mod artifacts;
 mod audit;
+mod backfill;
 mod chain;
 mod decision;
 mod error;
@@ -26,6 +27,7 @@ mod migrate;
 mod path;
 mod probe;
 mod review;
+mod rows;
 mod store;
 mod tool_audit;
 mod transcript;
@@ -34,10 +36,12 @@ pub use artifacts::{
     FlushingArtifact, create_artifact, discard_unrecorded_artifact, list_artifact_files, read_artifact,
     read_artifact_unverified, sha256_hex, write_artifact,
 };
-pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord};
+pub use audit::{CommandEntry, CommandEntryKind, CommandFilter, CommandRecord, OPEN_RUNS_KEY};
+pub use backfill::{DEFERRED_HISTORY_ROWS, HistoryNumberer, HistoryProgress};
 pub use chain::{
-    AUDIT_CURSOR_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor, AuditFinding, AuditRecord,
-    CONTENT_ATTRIBUTES, EVENT_ATTRIBUTE, HASH_ATTRIBUTE, SEQ_ATTRIBUTE, canonical_bytes, chain_hash,
+    ALIAS_ATTRIBUTES, AUDIT_CURSOR_KEY, AUDIT_EXPORT_STATUS_KEY, AUDIT_HEAD_KEY, AUDITED_TYPES, AuditCursor,
+    AuditFinding, AuditRecord, CONTENT_ATTRIBUTES, DATABASE_ID_KEY, EVENT_ATTRIBUTE, HASH_ATTRIBUTE,
+    SEQ_ATTRIBUTE, canonical_bytes, chain_hash, is_canonical_attribute,
 };
 pub use decision::{DecisionChannel, DecisionEntry, DecisionNote, DecisionSource};
 pub use error::StorageError;
@@ -48,5 +52,6 @@ pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_mig
 pub use plan_core::ApprovalFilter;
 pub use probe::{executable_exists, real_directory, real_write_target};
 pub use review::{ArtifactLocation, WorkspaceFindings};
+pub use rows::ApprovalReplay;
 pub use store::{DEFAULT_SHELL_KEY, SessionRows, Store, StoredApproval};
 pub use tool_audit::ToolDecisionTally;

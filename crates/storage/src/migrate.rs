@@ -30,7 +30,7 @@ use crate::path::check_database_path;
 // unused import; none of it is reachable from outside this crate.
 #[allow(unreachable_pub, unused_imports, clippy::unwrap_used, missing_docs)]
 mod embedded {
-    refinery::embed_migrations!("../../migrations");
+    refinery::embed_migrations!("migrations");
 }
 
 /// The schema version this build reads and writes.

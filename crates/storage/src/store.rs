@@ -671,17 +671,9 @@ impl Store {
             }
             // Commands of the earlier process died with it: every run that
             // started and never ended is recorded interrupted, in the same
-            // transaction.
-            let unended = crate::audit::unended_runs(&transaction)?;
-            for run in plan_core::fence_commands(&unended, now) {
-                crate::audit::insert_entry(
-                    &transaction,
-                    crate::audit::CommandEntryKind::Ended,
-                    &run,
-                    None,
-                    now,
-                )?;
-            }
+            // transaction (or, on a big transcript without the kept set of
+            // open runs, by a host's thread after it answered).
+            crate::audit::fence_runs(&transaction, now)?;
             transaction
                 .commit()
                 .map_err(StorageError::sqlite("committing the startup fence"))?;
@@ -889,6 +881,9 @@ fn apply_effect(
             crate::chain::approval_facts(conn, true, approval, None, None, now)
         }
         Effect::UpdateApproval { approval, expected } => {
+            // While a big history is numbered, an old row's history is
+            // written before its change (nothing otherwise).
+            crate::backfill::before_update(conn, approval.id.as_str())?;
             update_approval(conn, approval, *expected)?;
             // A decision's channel: the relayed note's (the web card, with
             // its peer), else the frontend whose client asked.
@@ -1090,7 +1085,7 @@ fn load_live_rows(conn: &Connection) -> Result<Vec<PlanApproval>, StorageError> 
 }
 
 /// A plan_approvals row as SQLite returns it, before the wire strings are parsed.
-struct RawApproval {
+pub(crate) struct RawApproval {
     id: String,
     session_id: String,
     turn_id: String,
@@ -1113,29 +1108,34 @@ struct RawApproval {
 
 impl RawApproval {
     fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawApproval> {
+        RawApproval::read_from(row, 0)
+    }
+
+    /// Reads [`APPROVAL_COLUMNS`] starting at column `at`.
+    pub(crate) fn read_from(row: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<RawApproval> {
         Ok(RawApproval {
-            id: row.get(0)?,
-            session_id: row.get(1)?,
-            turn_id: row.get(2)?,
-            title: row.get(3)?,
-            question: row.get(4)?,
-            artifact_path: row.get(5)?,
-            artifact_sha256: row.get(6)?,
-            artifact_size: row.get(7)?,
-            status: row.get(8)?,
-            error_code: row.get(9)?,
-            created_at: row.get(10)?,
-            expires_at: row.get(11)?,
-            decided_at: row.get(12)?,
-            permission_mode: row.get(13)?,
-            execution_id: row.get(14)?,
-            execution_state: row.get(15)?,
-            legacy_proposal_json: row.get(16)?,
-            legacy_feedback: row.get(17)?,
+            id: row.get(at)?,
+            session_id: row.get(at + 1)?,
+            turn_id: row.get(at + 2)?,
+            title: row.get(at + 3)?,
+            question: row.get(at + 4)?,
+            artifact_path: row.get(at + 5)?,
+            artifact_sha256: row.get(at + 6)?,
+            artifact_size: row.get(at + 7)?,
+            status: row.get(at + 8)?,
+            error_code: row.get(at + 9)?,
+            created_at: row.get(at + 10)?,
+            expires_at: row.get(at + 11)?,
+            decided_at: row.get(at + 12)?,
+            permission_mode: row.get(at + 13)?,
+            execution_id: row.get(at + 14)?,
+            execution_state: row.get(at + 15)?,
+            legacy_proposal_json: row.get(at + 16)?,
+            legacy_feedback: row.get(at + 17)?,
         })
     }
 
-    fn into_stored(self) -> Result<StoredApproval, StorageError> {
+    pub(crate) fn into_stored(self) -> Result<StoredApproval, StorageError> {
         let artifact = match (self.artifact_path, self.artifact_sha256, self.artifact_size) {
             (Some(path), Some(sha256), Some(size)) => Some(Artifact {
                 path,

@@ -1,7 +1,7 @@
 // End to end: the real pinned Claude Code, in plan mode, in a project where
 // `plan-checkpoint claude-code install` was run, with the real
 // `plan-checkpoint` binary behind its hooks (PLAN_CHECKPOINT_BIN, e.g.
-// target/debug/plan-checkpoint after `cargo build -p plan-cli -p plan-exec`). The model
+// target/debug/plan-checkpoint after `cargo build -p plan-checkpoint -p plan-exec`). The model
 // is the scripted fake; Claude Code's own permission prompt is never
 // answered, so only the hooks (and so the host) decide. A person's decisions
 // are taken with the terminal commands a user has (`claude-code pending`,
@@ -38,7 +38,7 @@ import { call, lastToolResult, say, type Step, type ToolResult } from "./fake-an
 if (binary === "") {
   const why =
     "PLAN_CHECKPOINT_BIN is not set: the end-to-end cases of the Claude Code integration DID NOT RUN. " +
-    "Build the sidecar (cargo build -p plan-cli) and set PLAN_CHECKPOINT_BIN to target/debug/plan-checkpoint.";
+    "Build the sidecar (cargo build -p plan-checkpoint) and set PLAN_CHECKPOINT_BIN to target/debug/plan-checkpoint.";
   process.stderr.write(`\n${"!".repeat(100)}\n!!! ${why}\n${"!".repeat(100)}\n\n`);
   test("end to end with the real plan-checkpoint", { skip: why }, () => undefined);
 } else {

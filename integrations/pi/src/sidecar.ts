@@ -141,7 +141,9 @@ export class Sidecar {
     if (!existsSync(gitignore)) writeFileSync(gitignore, GITIGNORE);
     const extra = (process.env.PLAN_CHECKPOINT_SERVE_ARGS ?? "").split(/\s+/).filter((arg) => arg.length > 0);
     const client = await PlanCheckpointClient.start({
-      binary: process.env.PLAN_CHECKPOINT_BIN ?? "plan-checkpoint",
+      // Unset: the client's default, the plan-checkpoint npm package this
+      // package depends on (its binary), else plan-checkpoint on PATH.
+      ...(process.env.PLAN_CHECKPOINT_BIN ? { binary: process.env.PLAN_CHECKPOINT_BIN } : {}),
       db,
       args: extra,
       cwd,
@@ -272,8 +274,8 @@ export function describeError(error: unknown): string {
   }
   if (error instanceof SidecarNotFoundError) {
     return (
-      `SIDECAR_NOT_FOUND: the plan-checkpoint binary ${JSON.stringify(error.binary)} was not found. Install it from a checkout of plan-checkpoint` +
-      " with `cargo install --locked --path crates/cli` (which puts plan-checkpoint on PATH), or set PLAN_CHECKPOINT_BIN to the binary's path"
+      `SIDECAR_NOT_FOUND: the plan-checkpoint binary ${JSON.stringify(error.binary)} was not found. Install it without compiling` +
+      " with `npm install -g plan-checkpoint` (or `pipx install plan-checkpoint`), which puts plan-checkpoint on PATH, or set PLAN_CHECKPOINT_BIN to the binary's path"
     );
   }
   if (error instanceof SidecarExitedError) {

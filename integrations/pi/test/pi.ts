@@ -17,7 +17,7 @@ import { FakeLlm, type ScriptedReply } from "./fake-llm.js";
 
 /** The package directory (tests run from dist/test). */
 export const packageDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-/** The sidecar binary built by `cargo build -p plan-cli`, or PLAN_CHECKPOINT_BIN. */
+/** The sidecar binary built by `cargo build -p plan-checkpoint`, or PLAN_CHECKPOINT_BIN. */
 export const sidecarBinary = process.env.PLAN_CHECKPOINT_BIN ?? resolve(packageDir, "../../target/debug/plan-checkpoint");
 /**
  * pi's command line entry point: PI_CLI (CI runs the suite once per

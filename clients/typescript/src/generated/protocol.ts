@@ -349,6 +349,12 @@ export type ClientRequest = ({
 }) | ({
   method: "command/get";
   params: CommandGetParams;
+}) | ({
+  method: "command/register";
+  params: CommandRegisterParams;
+}) | ({
+  method: "command/run";
+  params: CommandRunParams;
 });
 
 /**
@@ -370,9 +376,18 @@ export interface CommandCancelParams {
  */
 export interface CommandCapabilities {
   /**
+   * What a sandboxed command may take from the machine is bounded here
+   * for these (P16): `processes` (processes and threads), `memory`,
+   * `inotify` (instances and watches), `openFiles` (per process, so
+   * pipes and sockets too), `aio` and `keys` (none at all), and
+   * `machineAddresses` (a networked command reaches none of the
+   * machine's own addresses). Empty when the sandbox is unavailable.
+   */
+  bounds: string[];
+  /**
    * The sandbox properties of the sandbox specification that hold here,
-   * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-   * sandbox is unavailable.
+   * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+   * every bound of `bounds`. Empty when the sandbox is unavailable.
    */
   enforced: string[];
   /**
@@ -381,6 +396,12 @@ export interface CommandCapabilities {
    * `namespaces`. Empty when the sandbox is unavailable.
    */
   layers: string[];
+  /**
+   * The bounds of P16 this machine cannot give a command, each with
+   * why (a cgroup that cannot be made, a kernel without a feature):
+   * a command runs without them.
+   */
+  missingBounds: MissingBound[];
   /**
    * `landlock` when the kernel sandbox works here, else `unavailable`.
    */
@@ -447,6 +468,56 @@ export interface CommandOutputNotification {
    * stdout or stderr.
    */
   stream: OutputStream;
+}
+
+/**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+export interface CommandRegisterParams {
+  /**
+   * The Bash call.
+   */
+  callId: string;
+  /**
+   * The command text, exactly as the call holds it.
+   */
+  command: string;
+  /**
+   * Workspace-relative or absolute working directory inside the root
+   * (absent: the root).
+   */
+  cwd?: string | null;
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * Timeout in milliseconds (absent: the host's default).
+   */
+  timeoutMs?: number | null;
+  /**
+   * Its active turn.
+   */
+  turnId: string;
+}
+
+/**
+ * `command/register` result.
+ */
+export interface CommandRegisterResult {
+  /**
+   * The Bash call registered.
+   */
+  callId: string;
+  /**
+   * The host's fresh reference: `command/run` starts the call with it,
+   * in the turn it was registered in, once.
+   */
+  reference: string;
 }
 
 /**
@@ -521,6 +592,20 @@ export interface CommandRun {
    * The turn the command belongs to.
    */
   turnId: string;
+}
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+export interface CommandRunParams {
+  /**
+   * What `command/register` answered.
+   */
+  reference: string;
+  /**
+   * The session.
+   */
+  sessionId: string;
 }
 
 /**
@@ -696,6 +781,20 @@ export interface InitializeResult {
    * The host's version.
    */
   serverVersion: string;
+}
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+export interface MissingBound {
+  /**
+   * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+   */
+  bound: string;
+  /**
+   * Why this machine cannot give it.
+   */
+  reason: string;
 }
 
 /**
@@ -1778,6 +1877,8 @@ export interface Methods {
   "command/start": { params: CommandStartParams; result: CommandRun };
   "command/cancel": { params: CommandCancelParams; result: CommandRun };
   "command/get": { params: CommandGetParams; result: CommandRun };
+  "command/register": { params: CommandRegisterParams; result: CommandRegisterResult };
+  "command/run": { params: CommandRunParams; result: CommandRun };
 }
 
 /** Every client method name, in contract order. */
@@ -1807,6 +1908,8 @@ export const METHOD_NAMES = [
   "command/start",
   "command/cancel",
   "command/get",
+  "command/register",
+  "command/run",
 ] as const satisfies readonly (keyof Methods)[];
 
 /** Every host notification with its params type. */

@@ -457,6 +457,13 @@ test("after a decision the card's URL shows the outcome read-only", async (t) =>
   assert.equal(await card(page, ".status").textContent(), "approved (auto)");
   assert.match((await card(page, ".decided").textContent()) ?? "", /\d/);
   await assertDisabled(page);
+  // The reopened card shows the mode that was chosen, not the default `ask`.
+  assert.equal(await card(page, "select.mode").inputValue(), "auto");
+  // And nothing counts down: the time left is not shown, now or later.
+  const countdown = await card(page, ".countdown").textContent();
+  assert.equal(countdown, "none: the plan is approved (auto)");
+  await page.waitForTimeout(2200);
+  assert.equal(await card(page, ".countdown").textContent(), countdown);
   await page.locator("plan-approval-card").screenshot({ path: screenshot("approval-card-decided.png") });
 });
 
@@ -553,15 +560,32 @@ test("dark mode when the system asks for it, with text contrast of 4.5:1 or more
   }
 });
 
-test("without JavaScript the page says so; the deadline is announced to screen readers ahead of time", async (t) => {
-  const pending = await pendingPlan(t, {}, ["--approval-ttl-ms", "63000"]);
+test("without JavaScript the page shows the title, question and plan, escaped; the deadline is announced to screen readers ahead of time", async (t) => {
+  const pending = await pendingPlan(
+    t,
+    {
+      title: "Split <b>the</b> parser",
+      question: "Proceed & <i>split</i>?",
+      markdown: "# Plan\r\n\r\n1. Split <script>alert(1)</script> the lexer \u001b[2J.\n2. Run the tests.\n",
+    },
+    ["--approval-ttl-ms", "63000"],
+  );
   const opened = await launch(t);
   if (opened === undefined) return;
   const noScript = await opened.newContext({ javaScriptEnabled: false });
   t.after(() => noScript.close());
   const bare = await noScript.newPage();
   await bare.goto(pending.cardUrl);
-  assert.match((await bare.locator("noscript, body").first().innerText()) ?? "", /JavaScript/);
+  const shown = (await bare.locator("body").innerText()) ?? "";
+  assert.match(shown, /Split <b>the<\/b> parser/, "the title, as text");
+  assert.match(shown, /Proceed & <i>split<\/i>\?/, "the question, as text");
+  assert.match(shown, /1\. Split <script>alert\(1\)<\/script> the lexer \\x1b\[2J\./, "the plan, as text, controls escaped");
+  assert.match(shown, /2\. Run the tests\./);
+  assert.match(shown, /pending/);
+  assert.match(shown, /JavaScript/, "it says what needs JavaScript");
+  // Agent text is never markup: no element came from it.
+  assert.equal(await bare.locator("b, i, script:not([src])").count(), 0);
+  await bare.screenshot({ path: screenshot("approval-card-no-javascript.png"), fullPage: true });
   const page = await openCard(t, pending.cardUrl);
   if (page === undefined) return;
   const live = card(page, ".announce");

@@ -496,7 +496,8 @@ pub(crate) fn doctor(project: &Project, as_json: bool) -> Result<i32, Failure> {
         },
     });
     // The sandbox the host would use: this binary as its helper.
-    let helper = std::env::var_os("PLAN_CHECKPOINT_SANDBOX_HELPER").map_or_else(this_program, PathBuf::from);
+    // Never one an environment names (P15), as the host it starts.
+    let helper = this_program();
     checks.push(
         match plan_exec::Runner::open(&helper).map(|runner| runner.sandbox_support()) {
             Ok(plan_exec::SandboxSupport::Available { .. }) => Check {

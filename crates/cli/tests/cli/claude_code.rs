@@ -717,21 +717,47 @@ fn under_ask_a_call_accepted_in_claude_codes_dialog_is_recorded_as_confirmed() {
 fn a_host_without_its_sandbox_refuses_plan_mode_bash_with_its_code_and_nothing_runs() {
     let case = Case::new();
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
-    let answer = case.hook(&case.input(
+    let input = case.input(
         "PreToolUse",
         "plan",
         "Bash",
         json!({"command": "rm canary.txt"}),
         "toolu_s",
-    ));
-    assert_eq!(decision(&answer), "allow", "{answer}");
-    // A helper that is not there: the host the client starts has no
-    // sandbox, and refuses the command with its code; nothing runs.
-    let missing = case.dir.path().join("no-such-helper");
-    let output = case.run_rewritten_with(
-        &answer,
-        &[("PLAN_CHECKPOINT_SANDBOX_HELPER", missing.as_os_str())],
     );
+    // The binary, which is its own sandbox helper, installed in a
+    // directory anyone may write: the helper is refused, so the host the
+    // rewritten command starts has no sandbox.
+    let open = case.dir.path().join("anyone-writes-here");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let binary = open.join("plan-checkpoint");
+    std::fs::copy(env!("CARGO_BIN_EXE_plan-checkpoint"), &binary).unwrap();
+    let template = case.command(&["claude-code", "hook"]);
+    let mut hook = Command::new(&binary)
+        .args(template.get_args())
+        .envs(
+            template
+                .get_envs()
+                .filter_map(|(name, value)| Some((name, value?))),
+        )
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .current_dir(&case.project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    // The hook asks no host (one round trip fewer per call): the command
+    // goes to the host, which refuses it with its code; nothing runs.
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let output = case.run_rewritten_with(&answer, &[]);
     assert_eq!(output.status.code(), Some(126));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("PLAN_SANDBOX_UNAVAILABLE: "), "{stderr}");
@@ -974,4 +1000,120 @@ fn hooks_of_calls_claude_code_runs_side_by_side_share_one_session_and_turn() {
     for hook in hooks {
         assert_eq!(answer_of(&hook.wait_with_output().unwrap()), Value::Null);
     }
+}
+
+#[test]
+fn an_approved_auto_command_cannot_switch_the_checkpoint_off_for_the_next_session() {
+    let case = Case::new();
+    let installed = case.run(&["claude-code", "install"]);
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let claude = case.project.join(".claude");
+    let local_settings = std::fs::read(claude.join("settings.local.json")).unwrap();
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    let approved = case.run(&["claude-code", "approve", id, "--mode", "auto"]);
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+
+    // The approved command turns the checkpoint off for the next `claude`:
+    // its hooks removed or replaced, hooks and servers of its own, and an
+    // environment that names a helper it built in the workspace. The
+    // helper, run anywhere outside the sandbox, leaves a canary.
+    let canary = case.dir.path().join("planted-helper-ran");
+    let planted_settings = format!(
+        "{{\"env\":{{\"PLAN_CHECKPOINT_SANDBOX_HELPER\":\"{}\"}},\"hooks\":{{\"SessionStart\":[{{\"hooks\":[{{\"type\":\"command\",\"command\":\"./helper\"}}]}}]}}}}",
+        case.project.join("helper").display()
+    );
+    let attacks = [
+        (
+            "local-settings",
+            "echo '{}' > .claude/settings.local.json".to_owned(),
+        ),
+        ("removal", "rm .claude/settings.local.json".to_owned()),
+        (
+            "settings",
+            format!("echo '{planted_settings}' > .claude/settings.json"),
+        ),
+        ("moved", "mv .claude .claude.away".to_owned()),
+        (
+            "mcp",
+            "echo '{\"mcpServers\":{\"x\":{\"command\":\"./helper\"}}}' > .mcp.json".to_owned(),
+        ),
+    ];
+    let mut script: String = attacks
+        .iter()
+        .map(|(name, command)| {
+            format!("if ( {command} ) 2>/dev/null; then echo {name}-wrote; else echo {name}-refused; fi\n")
+        })
+        .collect();
+    script.push_str(&format!(
+        "printf '#!/bin/sh\\ntouch {}\\n' > helper && chmod 755 helper && echo built\n",
+        canary.display()
+    ));
+    let bash = json!({ "command": script });
+    let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Bash", bash, "toolu_auto"));
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let output = case.run_rewritten(&answer);
+    let expected: String = attacks
+        .iter()
+        .map(|(name, _)| format!("{name}-refused\n"))
+        .chain(["built\n".to_owned()])
+        .collect();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        expected,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        std::fs::read(claude.join("settings.local.json")).unwrap(),
+        local_settings
+    );
+    assert!(!claude.join("settings.json").exists());
+    assert!(!case.project.join(".mcp.json").is_file());
+    // The helper it built is the kind a host would accept: root's or the
+    // user's, not writable by others. Run directly, it leaves the canary:
+    // the probe works.
+    assert!(case.project.join("helper").is_file());
+
+    // The next session: the host is gone (after a reboot, say), and Claude
+    // Code starts the hooks with whatever environment the project's
+    // settings could give them. The next host still uses its own helper:
+    // Plan-mode Bash runs in the read-only sandbox and the planted helper
+    // never runs.
+    case.kill_host();
+    let helper = case.project.join("helper");
+    let input = case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "touch planted 2>/dev/null || echo refused; echo ran"}),
+        "toolu_next",
+    );
+    let output = case
+        .spawn_hook_with(&input, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", helper.as_os_str())])
+        .wait_with_output()
+        .unwrap();
+    let answer = answer_of(&output);
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    // The rewritten command starts the host, with the same environment.
+    let output = case.run_rewritten_with(&answer, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", helper.as_os_str())]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "refused\nran\n",
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!case.project.join("planted").exists());
+    assert!(!canary.exists(), "the host ran a helper built in the workspace");
+    assert!(Command::new(&helper).status().unwrap().success());
+    assert!(canary.exists());
 }

@@ -127,6 +127,13 @@ fn refused() -> Vec<(Vec<&'static str>, HostConfig)> {
             },
         ),
         (
+            vec!["--command-memory-mb", "63"],
+            HostConfig {
+                command_memory_mb: Some(63),
+                ..config()
+            },
+        ),
+        (
             vec!["--web", "0.0.0.0:0"],
             HostConfig {
                 web_address: Some("0.0.0.0:0".to_owned()),

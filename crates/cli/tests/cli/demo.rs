@@ -1,6 +1,6 @@
 //! The demo runs on a fresh directory and tells every step of the ADR
 //! story; what it leaves behind verifies. How long it takes is a benchmark's
-//! question (`cargo bench -p plan-cli --bench cli`), not a test's.
+//! question (`cargo bench -p plan-checkpoint --bench cli`), not a test's.
 
 use crate::support::run;
 
@@ -41,8 +41,10 @@ fn assert_steps(stdout: &str) {
         },
         "notes.txt exists afterwards: no, the kernel refused the write",
         "5. The agent calls SubmitPlan; the host writes the artifact",
-        "is pending: \"Split the parser\"",
-        "/workspace/.pi/plan/",
+        "is pending:",
+        "\"Split the parser\"",
+        "artifact, in the workspace:",
+        ".pi/plan/",
         "size:   ",
         "sha256: ",
         "reread and checked",
@@ -137,99 +139,211 @@ fn demo_without_a_directory_makes_and_keeps_a_temporary_one() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// The `Try:` lines, run as a shell would run them with `plan-checkpoint`
-/// on PATH (the binary under test put first on PATH).
-fn run_try_lines(stdout: &str) -> usize {
-    let bin_dir = std::path::Path::new(crate::support::BIN).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let lines: Vec<&str> = stdout
+/// The `Try` block's lines: its `export` lines and its commands.
+fn try_block(stdout: &str) -> (Vec<String>, Vec<String>) {
+    let lines: Vec<String> = stdout
         .lines()
-        .skip_while(|line| !line.contains("Try"))
+        .skip_while(|line| !line.starts_with("Try"))
         .skip(1)
-        .map(str::trim)
-        .filter(|line| line.starts_with("plan-checkpoint "))
+        .take_while(|line| line.starts_with("  "))
+        .map(|line| line.trim().to_owned())
         .collect();
-    for line in &lines {
+    let exports = lines
+        .iter()
+        .filter(|line| line.starts_with("export "))
+        .cloned()
+        .collect();
+    let commands = lines
+        .iter()
+        .filter(|line| line.starts_with("plan-checkpoint "))
+        .cloned()
+        .collect();
+    (exports, commands)
+}
+
+/// The `Try` lines, pasted into a shell one command at a time after the
+/// block's `export` lines, with `path` as PATH. Returns how many ran.
+fn run_try_lines(stdout: &str, path: &str) -> usize {
+    let (exports, commands) = try_block(stdout);
+    assert!(
+        exports
+            .iter()
+            .any(|line| line.starts_with("export PLAN_CHECKPOINT_DB=")),
+        "{stdout}"
+    );
+    for command in &commands {
+        let script = format!("{}\n{command}\n", exports.join("\n"));
         let output = std::process::Command::new("sh")
             .arg("-c")
-            .arg(line)
-            .env("PATH", &path)
+            .arg(&script)
+            .env("PATH", path)
             .env("NO_COLOR", "1")
+            .env_remove("PLAN_CHECKPOINT_DB")
             .output()
             .unwrap();
         assert!(
             output.status.success(),
-            "{line}: {}",
+            "{script}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
-        assert!(!output.stdout.is_empty(), "{line}");
+        assert!(!output.stdout.is_empty(), "{script}");
     }
-    lines.len()
+    commands.len()
+}
+
+/// The binary under test copied out of the cargo target directory, as an
+/// installed binary is: its demo names no build to use.
+fn installed_copy(dir: &std::path::Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let copy = bin.join("plan-checkpoint");
+    std::fs::copy(crate::support::BIN, &copy).unwrap();
+    copy
+}
+
+fn run_demo(binary: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut command = std::process::Command::new(binary);
+    command
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("PLAN_CHECKPOINT_DB");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn the_try_lines_work_as_printed_even_for_an_unusual_directory() {
     let dir = tempfile::tempdir().unwrap();
+    let binary = installed_copy(dir.path());
     // A space needs quoting; an ESC must be escaped in the output, never raw.
     let target = dir.path().join("my plans \u{1b}[2K");
-    let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
-    assert_eq!(result.code, 0, "{}\n{}", result.stdout, result.stderr);
-    assert!(!result.stdout.contains('\u{1b}'), "{}", result.stdout);
-    assert!(result.stdout.contains("my plans \\x1b[2K"), "{}", result.stdout);
+    let (code, stdout, stderr) = run_demo(&binary, &["demo", "--dir", target.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout}");
+    assert!(stdout.contains("my plans \\x1b[2K"), "{stdout}");
     // The raw name cannot be pasted from an escaped line; a plain one with
     // a space can.
     let plain = dir.path().join("my plans");
-    let result = run(None, &["demo", "--dir", plain.to_str().unwrap()]);
-    assert_eq!(result.code, 0, "{}", result.stderr);
+    let (code, stdout, stderr) = run_demo(&binary, &["demo", "--dir", plain.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{stderr}");
     assert!(
-        result
-            .stdout
-            .contains(&format!("--db '{}/plan-checkpoint.db'", plain.display()))
+        stdout.contains(&format!(
+            "export PLAN_CHECKPOINT_DB='{}/plan-checkpoint.db'",
+            plain.display()
+        )),
+        "{stdout}"
     );
-    assert_eq!(run_try_lines(&result.stdout), 6);
+    assert!(
+        !stdout.contains("export PATH="),
+        "an installed binary names no build: {stdout}"
+    );
+    let path = format!(
+        "{}:{}",
+        binary.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    assert_eq!(run_try_lines(&stdout, &path), 6);
 }
 
-/// Run from a cargo target directory (as `cargo run -p plan-cli -- demo`
-/// does), the demo also prints `Try:` lines naming this binary by its
-/// absolute path; each runs as printed with nothing on PATH but the system.
+/// Run from a cargo target directory (as `cargo run -p plan-checkpoint --
+/// demo` does), the demo's `Try` block also puts this build on PATH; each
+/// command runs as printed with nothing on PATH but the system.
 #[test]
 fn the_try_lines_of_a_cargo_build_run_without_installing() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("demo");
     let result = run(None, &["demo", "--dir", target.to_str().unwrap()]);
     assert_eq!(result.code, 0, "{}", result.stderr);
-    let bin = std::fs::canonicalize(crate::support::BIN).unwrap();
-    let prefix = format!("{} ", bin.display());
-    let lines: Vec<&str> = result
-        .stdout
-        .lines()
-        .skip_while(|line| !line.starts_with("Try, with this build"))
-        .skip(1)
-        .map(str::trim)
-        .take_while(|line| line.starts_with(&prefix))
-        .collect();
-    assert_eq!(lines.len(), 6, "{}", result.stdout);
-    for line in lines {
-        let output = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(line)
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{line}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(!output.stdout.is_empty(), "{line}");
+    let bin_dir = std::fs::canonicalize(crate::support::BIN)
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let (exports, _) = try_block(&result.stdout);
+    assert!(
+        exports
+            .iter()
+            .any(|line| line.starts_with(&format!("export PATH={}:\"$PATH\"", bin_dir.display()))),
+        "{}",
+        result.stdout
+    );
+    assert_eq!(run_try_lines(&result.stdout, "/usr/bin:/bin"), 6);
+}
+
+/// Removes the demo's kept directory when dropped.
+struct Removed(std::path::PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
-    // The installed form is still there, for after `cargo install`.
-    assert_eq!(run_try_lines(&result.stdout), 6);
+}
+
+/// At 80 columns (a standard terminal) no line of the demo is wider, and
+/// its approvals table keeps the EXECUTION column, the story's point: ids
+/// are shown as the prefixes the commands accept back, as `approvals list`
+/// shows them on a terminal. Run as an installed binary in a new temporary
+/// directory, as a newcomer runs it.
+#[test]
+fn at_80_columns_no_line_is_wider_and_the_execution_column_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = installed_copy(dir.path());
+    // A newcomer's temporary directory: /tmp (a path is never cut, so a
+    // long TMPDIR makes the line naming the database longer).
+    let (code, stdout, stderr) = run_demo(
+        &binary,
+        &["demo"],
+        &[
+            ("COLUMNS", "80"),
+            ("PLAN_CHECKPOINT_ASSUME_TERMINAL", "1"),
+            ("TMPDIR", "/tmp"),
+        ],
+    );
+    let kept = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("directory: "))
+        .map(std::path::PathBuf::from);
+    let _cleanup = kept.map(Removed);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for step in [
+        "5. The agent calls SubmitPlan",
+        "8. The host restarts",
+        "12. The commands list",
+    ] {
+        assert!(stdout.contains(step), "{step}: {stdout}");
+    }
+    for line in stdout.lines() {
+        let width = unicode_width::UnicodeWidthStr::width(line);
+        assert!(width <= 80, "{width} columns: {line:?}\n{stdout}");
+    }
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| !line.contains("The approvals list"))
+        .skip(1)
+        .take(3)
+        .collect();
+    assert!(table[0].contains("EXECUTION"), "{stdout}");
+    assert!(
+        table[1].contains("rejected") && table[1].contains(" - "),
+        "{stdout}"
+    );
+    assert!(
+        table[2].contains("approved") && table[2].contains("interrupted"),
+        "{stdout}"
+    );
+    let path = format!(
+        "{}:{}",
+        binary.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    assert_eq!(run_try_lines(&stdout, &path), 6);
 }
 
 /// The demo's sentences fit a standard terminal, wrapped at word
@@ -409,4 +523,86 @@ fn demo_with_web_on_a_terminal_goes_on_when_the_plan_is_decided_on_the_card() {
         "{transcript}"
     );
     assert_steps(&transcript);
+}
+
+/// Ctrl-C while `demo --web` waits for a decision on the card does not
+/// leave the plan pending in the database forever (the card dies with the
+/// process): the demo restarts its host, which records the approval
+/// interrupted, says so, and exits 130. Ctrl-C is typed into the demo's
+/// terminal (util-linux `script` gives it one), as a person would.
+#[test]
+fn ctrl_c_during_demo_web_leaves_no_approval_pending() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    if Command::new("script").arg("--version").output().is_err() {
+        panic!("util-linux `script` is needed to give the demo a terminal");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("demo");
+    let command = format!(
+        "{} --color never demo --web --dir {}",
+        crate::support::BIN,
+        target.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .env_remove("PLAN_CHECKPOINT_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut terminal = child.stdin.take().unwrap();
+    let (finished, done) = std::sync::mpsc::channel::<()>();
+    let guard = {
+        let pid = child.id().to_string();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                done.recv_timeout(std::time::Duration::from_secs(120))
+            {
+                let _ = Command::new("kill").args(["-9", &pid]).status();
+            }
+        })
+    };
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut transcript = String::new();
+    loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the demo ended early: {transcript}"))
+            .unwrap();
+        transcript.push_str(line.trim_end_matches('\r'));
+        transcript.push('\n');
+        if line.contains("or press Enter to let the demo approve it") {
+            break;
+        }
+    }
+    // Ctrl-C, through the terminal's line discipline: SIGINT to the demo.
+    terminal.write_all(b"\x03").unwrap();
+    terminal.flush().unwrap();
+    for line in lines {
+        let line = line.unwrap();
+        transcript.push_str(line.trim_end_matches('\r'));
+        transcript.push('\n');
+    }
+    let status = child.wait().unwrap();
+    let _ = finished.send(());
+    drop(guard);
+    assert_eq!(status.code(), Some(130), "{transcript}");
+    assert!(
+        transcript.contains("Interrupted: the plan was not decided"),
+        "{transcript}"
+    );
+    assert!(!transcript.contains("A person approves"), "{transcript}");
+    let listed = run(
+        Some(&target.join("plan-checkpoint.db")),
+        &["approvals", "list", "--json"],
+    );
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let value: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    let approvals = value["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 1, "{}", listed.stdout);
+    assert_eq!(approvals[0]["status"], "interrupted", "{}", listed.stdout);
+    assert_eq!(approvals[0]["errorCode"], "HOST_RESTARTED", "{}", listed.stdout);
 }

@@ -27,6 +27,12 @@ const COMMANDS: &[&[&str]] = &[
     &["completions"],
 ];
 
+/// Help text with its wrapping undone (every run of whitespace one space),
+/// to find a sentence that the 80-column wrapping split across lines.
+fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[test]
 fn help_of_every_command() {
     for path in COMMANDS {
@@ -46,7 +52,7 @@ fn help_of_every_command() {
 #[test]
 fn help_documents_the_exit_codes() {
     let output = support::command().arg("--help").output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = unwrapped(&String::from_utf8_lossy(&output.stdout));
     assert!(
         text.contains("Exit codes: 0 ok, 1 verification found problems"),
         "{text}"
@@ -57,11 +63,70 @@ fn help_documents_the_exit_codes() {
     );
 }
 
+/// `--version` names the release and the commit it was built from: the
+/// checkout's, or `unknown` (a build outside git that recorded none).
 #[test]
-fn version_prints_and_exits_zero() {
+fn version_names_the_release_and_the_commit() {
     let output = support::command().arg("--version").output().unwrap();
     assert_eq!(output.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&output.stdout).starts_with("plan-checkpoint "));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let rest = text
+        .trim_end()
+        .strip_prefix(concat!(
+            "plan-checkpoint ",
+            env!("CARGO_PKG_VERSION"),
+            " (commit "
+        ))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        rest == "unknown" || (rest.len() == 12 && rest.chars().all(|c| c.is_ascii_hexdigit())),
+        "{text}"
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    if let Ok(head) = head
+        && head.status.success()
+    {
+        assert_eq!(
+            rest,
+            String::from_utf8_lossy(&head.stdout).trim(),
+            "built from this checkout"
+        );
+    }
+}
+
+/// Every help text fits 80 columns and speaks to a newcomer: no line is
+/// wider (usage lines of hidden internal commands aside), and no
+/// "ADR 0053" jargon.
+#[test]
+fn help_fits_80_columns_without_jargon() {
+    let mut paths: Vec<Vec<&str>> = COMMANDS.iter().map(|path| path.to_vec()).collect();
+    for sub in ["install", "pending", "approve", "reject", "card-url"] {
+        paths.push(vec!["claude-code", sub]);
+    }
+    paths.push(vec!["claude-code"]);
+    for path in paths {
+        for flag in ["-h", "--help"] {
+            let output = support::command().args(&path).arg(flag).output().unwrap();
+            let text = String::from_utf8_lossy(&output.stdout);
+            for line in text.lines() {
+                let width = unicode_width::UnicodeWidthStr::width(line);
+                assert!(
+                    width <= 80,
+                    "`{} {flag}`: {width} columns: {line:?}",
+                    path.join(" ")
+                );
+            }
+            assert!(
+                !text.contains("ADR"),
+                "`{} {flag}` says ADR: {text}",
+                path.join(" ")
+            );
+        }
+    }
 }
 
 /// `-h` is the summary: one line per option, no exit-code paragraph, no
@@ -72,8 +137,8 @@ fn short_help_is_a_summary_and_long_help_has_the_details() {
         let short = support::command().args(*path).arg("-h").output().unwrap();
         let long = support::command().args(*path).arg("--help").output().unwrap();
         let (short, long) = (
-            String::from_utf8_lossy(&short.stdout).into_owned(),
-            String::from_utf8_lossy(&long.stdout).into_owned(),
+            unwrapped(&String::from_utf8_lossy(&short.stdout)),
+            unwrapped(&String::from_utf8_lossy(&long.stdout)),
         );
         assert!(!short.contains("Exit codes:"), "{path:?} -h:\n{short}");
         assert!(
@@ -85,7 +150,7 @@ fn short_help_is_a_summary_and_long_help_has_the_details() {
         assert!(long.len() > short.len(), "{path:?}");
     }
     let long = support::command().arg("--help").output().unwrap();
-    assert!(String::from_utf8_lossy(&long.stdout).contains("safe beside a live host"));
+    assert!(unwrapped(&String::from_utf8_lossy(&long.stdout)).contains("safe beside a live host"));
 }
 
 /// `--db`'s help: "`demo` and `completions` use no database: given on
@@ -334,8 +399,23 @@ const BEHAVIOUR: &[(&[&str], &str, &str)] = &[
     ),
     (
         &["audit", "verify"],
-        "A changed, removed or inserted record is named by its seq (exit 1); a clean chain exits 0",
+        "A changed, removed or inserted record is named by its seq, an edited approval row by its id",
         "audit::rows_changed_removed_or_inserted_after_export_are_named_by_seq",
+    ),
+    (
+        &["audit", "verify"],
+        "every approval row against the state its chained facts give it",
+        "audit::an_edited_approval_row_is_found_with_and_without_the_collectors_copy",
+    ),
+    (
+        &["audit", "verify"],
+        "when one's audit.hash was rewritten, or when the file ends before the database's head",
+        "audit::the_collectors_copies_are_checked_too",
+    ),
+    (
+        &["audit", "verify"],
+        "An unfinished last line (a live file) is a note; an unreadable file exits 4",
+        "audit::an_unfinished_last_line_is_a_note_and_an_unreadable_file_exit_4",
     ),
     (
         &["audit", "verify"],
@@ -384,7 +464,8 @@ fn every_behaviour_sentence_of_the_help_names_a_test_that_exists() {
     let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli");
     for (path, sentence, test) in BEHAVIOUR {
         let output = support::command().args(*path).arg("--help").output().unwrap();
-        let help = String::from_utf8_lossy(&output.stdout);
+        // Wrapped at 80 columns: a sentence may span lines.
+        let help = unwrapped(&String::from_utf8_lossy(&output.stdout));
         assert!(
             help.contains(sentence),
             "`{} --help` no longer says {sentence:?}",

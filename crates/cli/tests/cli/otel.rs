@@ -397,3 +397,250 @@ fn an_upgraded_database_exports_its_history_numbered_once() {
     let again = crate::support::run(Some(&db), &["audit", "verify"]);
     assert_eq!(again.stdout, "audit chain: 12 records up to seq 12 verified\n");
 }
+
+/// The host Claude Code's hooks start exports too, with the settings of the
+/// per-user file (Claude Code passes its hooks no OTEL_* variable): a plan
+/// submitted through the ExitPlanMode hook and rejected from a terminal
+/// reaches the collector.
+#[test]
+fn the_host_claude_codes_hooks_start_exports_with_the_per_user_settings() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = base.join("project");
+    std::fs::create_dir(&project).unwrap();
+    let xdg = base.join("xdg");
+    std::fs::create_dir_all(xdg.join("plan-checkpoint")).unwrap();
+    std::fs::write(
+        xdg.join("plan-checkpoint/audit-export.json"),
+        serde_json::json!({
+            "otel": {"logsEndpoint": collector.endpoint(), "protocol": "http/json"},
+            "environment": {"OTEL_RESOURCE_ATTRIBUTES": "host.name=from-the-file,team=agents"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_plan-checkpoint"));
+        command
+            .args(args)
+            .current_dir(&project)
+            .env("TMPDIR", &base)
+            .env("XDG_CONFIG_HOME", &xdg)
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .env_remove("PLAN_CHECKPOINT_AUDIT_EXPORT_FILE");
+        for (name, _) in std::env::vars() {
+            if name.starts_with("OTEL_") {
+                command.env_remove(name);
+            }
+        }
+        command
+    };
+    let plan_file = base.join("config/plans/p.md");
+    std::fs::create_dir_all(plan_file.parent().unwrap()).unwrap();
+    std::fs::write(&plan_file, "# Plan\n").unwrap();
+    let input = serde_json::json!({
+        "session_id": "cc-export",
+        "transcript_path": base.join("transcript.jsonl"),
+        "cwd": project,
+        "permission_mode": "plan",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "ExitPlanMode",
+        "tool_input": {"plan": "# Plan\n", "planFilePath": plan_file},
+        "tool_use_id": "toolu_exit",
+    });
+    let mut hook = command(&["claude-code", "hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let received = collector.wait_until("the submission", |received| {
+        received
+            .iter()
+            .any(|copy| copy.event() == "plan_checkpoint.plan.submitted")
+    });
+    let submitted = received
+        .iter()
+        .find(|copy| copy.event() == "plan_checkpoint.plan.submitted")
+        .unwrap();
+    assert_eq!(
+        submitted.resource.get("host.name"),
+        Some(&serde_json::json!("from-the-file"))
+    );
+    assert_eq!(submitted.resource.get("team"), Some(&serde_json::json!("agents")));
+    let id = submitted
+        .attribute("plan_checkpoint.approval.id")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rejected = command(&["claude-code", "reject", &id]).output().unwrap();
+    assert!(
+        rejected.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rejected.stderr)
+    );
+    let _ = hook.wait_with_output();
+    collector.wait_until("the rejection", |received| {
+        received
+            .iter()
+            .any(|copy| copy.event() == "plan_checkpoint.plan.rejected")
+    });
+    // End the host this case started, by its pid file.
+    let uid = String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout).unwrap();
+    if let Some(pid) = std::fs::read_dir(base.join(format!("plan-checkpoint-{}", uid.trim())))
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|entry| {
+            entry
+                .path()
+                .extension()
+                .is_some_and(|extension| extension == "pid")
+        })
+        .and_then(|entry| std::fs::read_to_string(entry.path()).ok())
+    {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    }
+}
+
+/// The real OpenTelemetry Collector (core's OTLP receiver and contrib's file
+/// exporter, built by `.ci/run` from `.ci/otelcol/builder.yaml` at one
+/// release) between `serve` and `audit verify --against`: every record
+/// reaches the collector's file once the collector is up, including the
+/// ones made while it was down, through protobuf, and the file verifies
+/// clean; an approval row edited afterwards is found against the file.
+/// `.ci/run` runs it with `--ignored` and PLAN_CHECKPOINT_OTELCOL naming
+/// the binary.
+#[test]
+#[ignore = "needs the real collector: .ci/run builds it and runs this test"]
+fn a_real_collector_keeps_every_record_and_its_file_verifies() {
+    use std::process::{Command, Stdio};
+
+    let collector_binary = std::env::var_os("PLAN_CHECKPOINT_OTELCOL")
+        .expect("PLAN_CHECKPOINT_OTELCOL names the collector .ci/run built");
+    let (dir, db, root) = place();
+    let base = dir.path().canonicalize().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = base.join("collected.jsonl");
+    let config = base.join("otelcol.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  file:\n    path: {}\n\
+             service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    logs:\n      \
+             receivers: [otlp]\n      exporters: [file]\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    // The collector is down while the work happens.
+    let endpoint = format!("http://127.0.0.1:{port}/v1/logs");
+    let mut serve = Serve::spawn(&db, &["--otel-logs-endpoint", &endpoint]);
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "real-collector"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    let mut otelcol = Command::new(&collector_binary)
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let head = plan_storage::Store::open_read_only(&db)
+        .unwrap()
+        .audit_head()
+        .unwrap()
+        .0;
+    assert!(head >= 3);
+    // Until the file holds the head (the exporter retries with back-off).
+    let started = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let kept = plan_audit_export::read_collector_file(&text).unwrap();
+        if kept.records.iter().any(|record| record.seq == head) {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the collector's file never held seq {head}"
+        );
+        std::thread::yield_now();
+    }
+    assert!(serve.close().success());
+    let path = file.to_str().unwrap();
+    let clean = crate::support::run(Some(&db), &["audit", "verify", "--against", path]);
+    assert_eq!(clean.code, 0, "{}", clean.transcript());
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE plan_approvals SET permission_mode = 'auto'", [])
+        .unwrap();
+    let edited = crate::support::run(Some(&db), &["audit", "verify", "--against", path]);
+    assert_eq!(edited.code, 1, "{}", edited.transcript());
+    assert!(
+        edited
+            .stdout
+            .contains("permission_mode is auto in the row, ask in the chain"),
+        "{}",
+        edited.stdout
+    );
+    let _ = otelcol.kill();
+    let _ = otelcol.wait();
+}
+
+/// `serve` says the export's first failure and its recovery on stderr, one
+/// line each, however many attempts fail in between; `db status` shows the
+/// recorded state.
+#[test]
+fn serve_says_the_first_export_failure_and_the_recovery_once_each() {
+    let (_dir, db, root) = place();
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let endpoint = format!("http://{address}/v1/logs");
+    let mut serve = Serve::spawn(&db, &["--otel-logs-endpoint", &endpoint]);
+    serve.call(
+        "initialize",
+        json!({"protocolVersion": 9, "clientName": "otel-tests"}),
+    );
+    plan_and_approve(&mut serve, &root);
+    serve.wait_stderr("audit export failing: cannot reach the collector");
+    let status = crate::support::run(Some(&db), &["db", "status", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(value["audit"]["exportState"], "failing", "{}", status.stdout);
+    assert!(
+        value["audit"]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach")
+    );
+    let collector = Collector::start_at(address);
+    collector.wait_for_seqs(3);
+    serve.wait_stderr("audit export recovered after");
+    let stderr = serve.stderr();
+    assert_eq!(stderr.matches("audit export failing").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("audit export recovered").count(), 1, "{stderr}");
+    assert!(serve.close().success());
+    let status = crate::support::run(Some(&db), &["db", "status"]);
+    assert!(status.stdout.contains("export status:   ok"), "{}", status.stdout);
+    assert!(status.stdout.contains("(lag 0)"), "{}", status.stdout);
+}

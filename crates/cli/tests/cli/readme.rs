@@ -86,7 +86,10 @@ fn the_readme_starts_with_the_two_commands_and_states_the_rust_version() {
     let root = workspace();
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let first = block(&readme, "# plan-checkpoint", "sh");
-    assert_eq!(first, "cargo run -p plan-cli -- demo\ncargo test --workspace\n");
+    assert_eq!(
+        first,
+        "cargo run -p plan-checkpoint -- demo\ncargo test --workspace\n"
+    );
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let version = manifest
         .lines()
@@ -193,7 +196,7 @@ fn every_reference_in_the_contract_exists() {
 fn install_table_commands(readme: &str) -> std::collections::BTreeSet<String> {
     const NOT_RUN: &[&str] = &[
         "crates/ffi/bindings/swift/build-xcframework.sh",
-        "pi install",
+        "pi install npm:@plan-checkpoint/pi",
         "generate.sh --release",
     ];
     let table = &readme[readme.find("| who | installs | how |").unwrap()..];
@@ -237,5 +240,85 @@ fn the_install_table_is_what_ci_runs() {
     assert!(
         ci.contains(".ci/readme-install"),
         ".ci/run runs the install table"
+    );
+}
+
+/// The README's install table leads with the one-line installs (no
+/// compiler), before any row that builds from a clone or compiles.
+#[test]
+fn the_install_table_leads_with_the_one_line_installs() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let table = &readme[readme.find("| who | installs | how |").unwrap()..];
+    let table = &table[..table.find("\n\n").unwrap()];
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    for (row, expected) in rows.iter().zip([
+        "`npx plan-checkpoint claude-code install`",
+        "`npm install -g plan-checkpoint`, then, in your project's directory, `plan-checkpoint codex install`",
+        "`npm install -g plan-checkpoint`, or `pipx install plan-checkpoint`, or `uv tool install plan-checkpoint`",
+        "`npm install @plan-checkpoint/client`",
+        "`pi install npm:@plan-checkpoint/pi`",
+        "`pip install \"plan-ffi[sandbox]\"`",
+        "`cargo install plan-checkpoint`",
+    ]) {
+        assert!(row.contains(expected), "{row} does not offer {expected}");
+    }
+}
+
+/// What the README says to commit under `.pi/plan/` and what to ignore,
+/// applied by git itself: the database and its side files are ignored,
+/// the plan files are not.
+#[test]
+fn the_readmes_gitignore_lines_ignore_the_database_and_keep_the_plans() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let lines = block(&readme, "**What to commit.**", "gitignore");
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    assert!(git(&["init", "--quiet"]).status.success());
+    std::fs::write(dir.path().join(".gitignore"), lines).unwrap();
+    for ignored in [
+        ".pi/plan/plan.db",
+        ".pi/plan/plan.db-wal",
+        ".pi/plan/plan.db-shm",
+        ".pi/plan/plan.db-journal",
+    ] {
+        assert!(
+            git(&["check-ignore", "-q", ignored]).status.success(),
+            "{ignored} is not ignored"
+        );
+    }
+    for kept in [
+        ".pi/plan/20261129T234544Z-split-the-parser-8f7dfc6d22f6.md",
+        ".pi/plan/.gitignore",
+    ] {
+        assert!(
+            !git(&["check-ignore", "-q", kept]).status.success(),
+            "{kept} is ignored"
+        );
+    }
+}
+
+/// One version for every artifact: `release/version` finds the workspace's
+/// version in every crate requirement, npm package, Maven pom, the plan-ffi
+/// wheel's pin on the binary's wheel and the CHANGELOG's newest entry.
+#[test]
+fn every_artifact_has_the_workspace_version() {
+    let output = Command::new("python3")
+        .arg(workspace().join("release/version"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "release/version: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        env!("CARGO_PKG_VERSION")
     );
 }

@@ -124,6 +124,13 @@ impl Fixture {
         settings.add_filter(r"-[0-9a-f]{12}\.md", "-[suffix].md");
         // The chain's hashes cover the random ids.
         settings.add_filter(r#""auditHash":"[0-9a-f]{64}""#, r#""auditHash":"[hash]""#);
+        settings.add_filter(r#""headHash": "[0-9a-f]{64}""#, r#""headHash": "[hash]""#);
+        settings.add_filter(r"\(([0-9a-f]{12})…\)", "([hash]…)");
+        // The database's identity is random.
+        settings.add_filter(
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[database-id]",
+        );
         settings.set_prepend_module_to_snapshot(false);
         settings
     }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags};
 use rustix::process::{Pid, Signal, WaitIdOptions, WaitOptions};
 
-use super::{namespaces, pid_namespace, sandbox};
+use super::{bounds, namespaces, pid_namespace, sandbox};
 use crate::spec::ScratchCap;
 use crate::wire::{self, ConfineArgs, EndKind, FailKind, Mode, Report};
 
@@ -182,6 +182,21 @@ impl Supervisor {
         // The confining stage waits for this before it does anything; if it
         // cannot be sent, it gets nothing and reports why.
         let _ = wire::send_handover(&status_ours, &handover.borrow());
+        // Meanwhile (the stage builds its namespaces), the command's own
+        // cgroup, with the stage moved into it before it starts anything
+        // (it waits for `CGROUP_READY` before it forks or executes):
+        // everything the command starts is counted there. Removed when
+        // this returns, after the final sweep.
+        let _cgroup = match command_cgroup(&confine, shell) {
+            Ok(cgroup) => cgroup,
+            Err(reason) => {
+                drop(status_ours);
+                let _ = rustix::process::kill_process(shell, Signal::KILL);
+                let _ = rustix::process::waitpid(Some(shell), WaitOptions::empty());
+                return Err(fail(FailKind::Sandbox, reason));
+            }
+        };
+        let _ = (&status_ours).write_all(&wire::CGROUP_READY);
         let mut supervisor = Supervisor {
             shell,
             deadline: started.checked_add(timeout),
@@ -364,6 +379,30 @@ impl Supervisor {
     }
 }
 
+/// Makes the command's cgroup for the bounds `args` asks (none for an
+/// unconfined command) and moves the confining stage `stage` into it. The
+/// cgroup's `pids` limit is required where nothing else keeps the tasks
+/// bound: without namespaces, or for root on a kernel without a `pid_max`
+/// per PID namespace (`RLIMIT_NPROC` keeps it for anyone else inside them).
+fn command_cgroup(args: &ConfineArgs, stage: Pid) -> Result<Option<bounds::CommandCgroup>, String> {
+    if matches!(args.mode, Mode::None) {
+        return Ok(None);
+    }
+    let root = rustix::process::geteuid().is_root();
+    let pids_required = !args.namespaces || (root && !bounds::pid_namespaces_have_their_own_pid_max());
+    // Inside namespaces the outer stage stays outside the PID namespace.
+    let extra_tasks = u64::from(args.namespaces);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.subsec_nanos());
+    let name = format!("{}-{nanos}", std::process::id());
+    let cgroup = bounds::CommandCgroup::make(&args.bounds, &name, extra_tasks, pids_required)?;
+    if let Some(cgroup) = &cgroup {
+        cgroup.add(stage.as_raw_nonzero().get().unsigned_abs())?;
+    }
+    Ok(cgroup)
+}
+
 /// Our direct children, from `/proc/thread-self/children` (the helper is
 /// single-threaded, so this thread's children are the process's).
 fn children() -> Option<Vec<Pid>> {
@@ -451,9 +490,20 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
             Ok(None) => scratch,
             Err(reason) => return failed(FailKind::Sandbox, format!("namespaces: {reason}")),
         };
+        if let Err(reason) = wait_for_cgroup(&status) {
+            return failed(FailKind::Spawn, reason);
+        }
         // The shell runs as a child of an init of the new PID namespace;
         // this process stays the supervisor's child and ends as it ends.
         return pid_namespace::run(&args, scratch, workspace, status);
+    }
+    if let Err(reason) = wait_for_cgroup(&status) {
+        return failed(FailKind::Spawn, reason);
+    }
+    // Without namespaces `RLIMIT_NPROC` would count every process of the
+    // user, not the command's: the supervisor's cgroup keeps that bound.
+    if let Err(reason) = bounds::limit_shell(&args.bounds, false) {
+        return failed(FailKind::Sandbox, reason);
     }
     if let Err(reason) = apply(
         &args.mode,
@@ -465,6 +515,16 @@ pub(super) fn confine(rest: &[OsString]) -> ExitCode {
     }
     let error = shell_command(&args).exec();
     failed(FailKind::Shell, error.to_string())
+}
+
+/// Waits until the supervisor has put this stage into the command's cgroup
+/// (or found it needs none): nothing of the command may start before.
+fn wait_for_cgroup(status: &UnixStream) -> Result<(), String> {
+    let mut byte = [0_u8; 1];
+    match (&*status).read(&mut byte) {
+        Ok(1) if byte == wire::CGROUP_READY => Ok(()),
+        Ok(_) | Err(_) => Err("the supervisor did not place the command in its cgroup".into()),
+    }
 }
 
 /// `<shell> -c <command>` with the command's environment and nothing of
@@ -492,8 +552,9 @@ fn apply(
     match mode {
         Mode::None => Ok(()),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
-            let prepared = sandbox::prepare(mode, scratch, workspace, namespaces)?;
-            sandbox::enforce(prepared)
+            // No lock keeper here: `flock` stays refused.
+            let prepared = sandbox::prepare(mode, scratch, workspace, namespaces, false)?;
+            sandbox::enforce(prepared).map(drop)
         }
     }
 }
@@ -548,13 +609,39 @@ fn make_network_namespace() -> Result<(), String> {
 /// own.
 /// Prints `available namespaces`, `available` (Landlock and seccomp only) or
 /// `unavailable <reason>`.
+///
+/// After `available`, one line per mechanism that bounds what a command
+/// takes from the machine: `mechanism <name>` or `nomechanism <name>
+/// <reason>` (the library's `BoundSupport` reads them), found before the
+/// probe confines itself.
 pub(super) fn probe(rest: &[OsString]) -> ExitCode {
-    let verdict = match probe_checks(rest) {
-        Ok(true) => "available namespaces".to_owned(),
-        Ok(false) => "available".to_owned(),
-        Err(reason) => format!("unavailable {}", reason.replace('\n', " ")),
-    };
-    let _ = writeln!(std::io::stdout(), "{verdict}");
+    let found = bounds::probe();
+    let mut lines = Vec::new();
+    match probe_checks(rest) {
+        Ok(namespaces) => {
+            lines.push(
+                if namespaces {
+                    "available namespaces"
+                } else {
+                    "available"
+                }
+                .to_owned(),
+            );
+            for (name, held) in [
+                (wire::MECHANISM_MEMORY_CGROUP, found.memory_cgroup),
+                (wire::MECHANISM_PIDS_CGROUP, found.pids_cgroup),
+                (wire::MECHANISM_PID_MAX, found.pid_max),
+                (wire::MECHANISM_USER_NAMESPACE_LIMITS, found.user_namespace_limits),
+            ] {
+                lines.push(match held {
+                    Ok(()) => format!("mechanism {name}"),
+                    Err(reason) => format!("nomechanism {name} {}", reason.replace('\n', " ")),
+                });
+            }
+        }
+        Err(reason) => lines.push(format!("unavailable {}", reason.replace('\n', " "))),
+    }
+    let _ = writeln!(std::io::stdout(), "{}", lines.join("\n"));
     ExitCode::SUCCESS
 }
 
@@ -589,10 +676,14 @@ fn probe_checks(rest: &[OsString]) -> Result<bool, String> {
         scratch_root: Some(outside.to_path_buf()),
         hidden: Vec::new(),
         protected: Vec::new(),
+        reserved: Vec::new(),
+        protected_names: Vec::new(),
+        hidden_names: Vec::new(),
         visible: Vec::new(),
         // Small: the probe writes one file.
         scratch_cap: ScratchCap::for_size(ScratchCap::MIN_SIZE_BYTES)
             .map_err(|error| format!("the probe's scratch cap: {error}"))?,
+        bounds: crate::spec::CommandBounds::default(),
     };
     // A kernel that refuses namespaces leaves Landlock and seccomp, which
     // the checks below need either way.

@@ -25,13 +25,21 @@
 //! never be started by anything but this crate.
 
 #[cfg(target_os = "linux")]
+mod bounds;
+#[cfg(target_os = "linux")]
+mod git_config;
+#[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod locks;
 #[cfg(target_os = "linux")]
 mod namespaces;
 #[cfg(target_os = "linux")]
 mod pid_namespace;
 #[cfg(target_os = "linux")]
 mod protect;
+#[cfg(target_os = "linux")]
+mod routes;
 #[cfg(target_os = "linux")]
 mod sandbox;
 #[cfg(not(target_os = "linux"))]

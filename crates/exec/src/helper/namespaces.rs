@@ -1,8 +1,10 @@
 //! The namespaces the confining stage enters before Landlock and seccomp,
-//! where the kernel allows them: a user namespace (when not root), and new
-//! mount, IPC, PID (for the next child, which becomes its init) and network
-//! namespaces (with the network option, the session's network namespace
-//! joined instead of a new one). In the private mount
+//! where the kernel allows them: a user namespace of its own (root's too,
+//! with its own ids mapped, so that the command's inotify limits can be
+//! set there), and new mount, IPC, PID (for the next child, which becomes
+//! its init) and network namespaces (with the network option, the
+//! session's network namespace joined instead of a new one, with the
+//! machine's own addresses unroutable in it). In the private mount
 //! tree it builds what Landlock cannot express:
 //! - a private `/dev` with only `null`, `zero`, `full`, `random` and
 //!   `urandom` (plus the `fd`/`stdin`/`stdout`/`stderr` links to the
@@ -131,13 +133,15 @@ pub(crate) fn enter(
         (true, None) => return Err("the network namespace did not arrive".into()),
         (false, _) => None,
     };
+    // A read-only command's workspace (when the library held one) is
+    // walked for what it hides.
     let workspace = match (&args.mode, workspace) {
-        (Mode::WorkspaceWrite { .. }, Some(fd)) => {
+        (Mode::WorkspaceWrite { .. } | Mode::ReadOnly, Some(fd)) => {
             let path = crate::workspace::current_path(fd).ok_or("the workspace can no longer be named")?;
             Some((path, identity(fd, Path::new("the workspace"))?))
         }
         (Mode::WorkspaceWrite { .. }, None) => return Err("the workspace's descriptor is missing".into()),
-        (Mode::ReadOnly | Mode::None, _) => None,
+        (Mode::ReadOnly, None) | (Mode::None, _) => None,
     };
     // The working directory is named again once the tree is built: the old
     // one still points into the mounts as they were (for `auto`, below a
@@ -154,7 +158,7 @@ pub(crate) fn enter(
     let cwd_identity = identity(here.as_fd(), &cwd)?;
     drop(here);
     let needed = needed_paths(args, workspace.as_ref().map(|(path, _)| path.as_path()), &cwd);
-    unshare(join)?;
+    unshare(join, &args.bounds)?;
     rustix::mount::mount_change("/", MountPropagationFlags::PRIVATE | MountPropagationFlags::REC)
         .map_err(|errno| error("making private", Path::new("/"), errno))?;
     // Everything the new tree binds in is opened now, inside the new
@@ -179,26 +183,61 @@ pub(crate) fn enter(
         Some((path, expected)) => Some(reopen(path, *expected, "the workspace")?),
         None => None,
     };
+    // What the workspace holds to protect and hide, found before anything
+    // is read-only (missing names are reserved on the way).
+    let writable = matches!(args.mode, Mode::WorkspaceWrite { .. });
+    let (user_configuration, home) = git_user_configuration(&args.env);
+    let plan = match (&workspace, &workspace_fd) {
+        (Some((path, _)), Some(workspace_fd)) => Some(super::protect::plan(
+            workspace_fd.as_fd(),
+            &super::protect::Request {
+                workspace: path,
+                writable,
+                protected_names: &args.protected_names,
+                hidden_names: &args.hidden_names,
+                reserved: &args.reserved,
+                protected: &args.protected,
+                hidden: &args.hidden,
+                user_configuration: &user_configuration,
+                home: home.as_deref(),
+            },
+        )?),
+        (_, _) => None,
+    };
     // Everything read-only but the writable places: then the kernel, not a
     // filter that cannot see paths, refuses mode and time changes anywhere
     // else, for Plan as for `auto`.
-    match (&workspace, &workspace_fd) {
-        (Some((path, _)), Some(workspace_fd)) => {
-            let plan = super::protect::plan(workspace_fd.as_fd(), path, &args.protected, &args.hidden)?;
-            remount_everything_read_only()?;
+    remount_everything_read_only()?;
+    if let (Some(plan), Some(workspace_fd)) = (&plan, &workspace_fd) {
+        let empty_file = open_path(Path::new(EMPTY_FILE))?;
+        let empty_directory = open_path(Path::new(EMPTY_DIRECTORY))?;
+        let covers = super::protect::Covers {
+            file: empty_file.as_fd(),
+            directory: empty_directory.as_fd(),
+        };
+        if writable {
             let tree = writable_tree(workspace_fd)?;
-            super::protect::apply(tree.as_fd(), &plan)?;
+            super::protect::apply(tree.as_fd(), plan, &covers)?;
+        } else {
+            super::protect::apply(workspace_fd.as_fd(), plan, &covers)?;
         }
-        (_, _) => remount_everything_read_only()?,
     }
+    let walk_hidden: Vec<PathBuf> = match (&plan, &workspace) {
+        (Some(plan), Some((path, _))) => plan.hidden().map(|hidden| path.join(hidden)).collect(),
+        (_, _) => Vec::new(),
+    };
     writable_bind(&scratch, &args.scratch_dir, false)?;
     private_shm(&args.scratch_cap)?;
     // A working directory in the scratch directory or a hidden one is
     // meant to find the private mount now there (the scratch tmpfs, an empty
     // cover), which only this namespace sees; anywhere else it must still
     // be the directory the library resolved.
-    let private =
-        cwd.starts_with(&args.scratch_dir) || args.hidden.iter().any(|hidden| cwd.starts_with(hidden));
+    let private = cwd.starts_with(&args.scratch_dir)
+        || args
+            .hidden
+            .iter()
+            .chain(&walk_hidden)
+            .any(|hidden| cwd.starts_with(hidden));
     if private {
         std::env::set_current_dir(&cwd)
             .map_err(|error| format!("working directory {}: {error}", cwd.display()))?;
@@ -288,49 +327,73 @@ fn needed_paths(args: &ConfineArgs, workspace: Option<&Path>, cwd: &Path) -> Vec
     kept
 }
 
-/// New mount, IPC, PID and network namespaces, and a user namespace (with
-/// our own uid and gid mapped) when we are not root, since only then are
-/// the others allowed. The PID namespace is the next child's: this process
-/// stays where it is. A command never shares the host's network namespace:
-/// a networked one joins `join` (its session's network namespace and, when
-/// not root, the user namespace owning it, which maps our ids already)
-/// instead of making both.
-#[allow(unsafe_code)]
-fn unshare(join: Option<(BorrowedFd<'_>, Option<BorrowedFd<'_>>)>) -> Result<(), String> {
+/// A user namespace of the command's own (root's too, so that its limits
+/// bound the command: see `bounds::limit_user_namespace`), and in it new
+/// mount, IPC, PID and network namespaces. The PID namespace is the next
+/// child's: this process stays where it is. A command never shares the
+/// host's network namespace: a networked one first joins `join` (its
+/// session's network namespace and, when not root, the user namespace
+/// owning it), closes the machine's own addresses there, then makes its
+/// own user namespace inside that one and no network namespace.
+fn unshare(
+    join: Option<(BorrowedFd<'_>, Option<BorrowedFd<'_>>)>,
+    bounds: &crate::spec::CommandBounds,
+) -> Result<(), String> {
     use rustix::thread::{LinkNameSpaceType, UnshareFlags};
     let root = rustix::process::geteuid().is_root();
-    let mut flags = UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID;
+    let mut flags = UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWIPC | UnshareFlags::NEWPID;
     match join {
-        None => {
-            flags |= UnshareFlags::NEWNET;
-            if !root {
-                flags |= UnshareFlags::NEWUSER;
+        None => flags |= UnshareFlags::NEWNET,
+        Some((net, user)) => {
+            // Read here, in the host's network namespace: every address
+            // the machine holds, which the command's namespace then
+            // refuses to route to.
+            let machine = super::routes::machine_destinations()?;
+            match (user, root) {
+                (Some(user), _) => {
+                    rustix::thread::move_into_link_name_space(user, Some(LinkNameSpaceType::User))
+                        .map_err(|errno| format!("joining the network's user namespace: {errno}"))?
+                }
+                (None, false) => return Err("the network's user namespace did not arrive".into()),
+                (None, true) => {}
             }
+            rustix::thread::move_into_link_name_space(net, Some(LinkNameSpaceType::Network))
+                .map_err(|errno| format!("joining the session's network namespace: {errno}"))?;
+            super::routes::refuse(&machine)?;
         }
-        Some((_, Some(user))) => {
-            rustix::thread::move_into_link_name_space(user, Some(LinkNameSpaceType::User))
-                .map_err(|errno| format!("joining the network's user namespace: {errno}"))?
-        }
-        Some((_, None)) if !root => return Err("the network's user namespace did not arrive".into()),
-        Some((_, None)) => {}
     }
-    // SAFETY: the flags never include CLONE_FILES (the only one rustix calls
-    // unsafe, because it splits the descriptor table between threads), and
-    // this stage is single-threaded.
-    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))?;
-    match join {
-        Some((net, _)) => rustix::thread::move_into_link_name_space(net, Some(LinkNameSpaceType::Network))
-            .map_err(|errno| format!("joining the session's network namespace: {errno}"))?,
-        None if !root => map_own_ids()?,
-        None => {}
+    let ids = own_ids();
+    unshare_flags(flags)?;
+    map_own_ids(ids)?;
+    if let Some(inotify) = bounds.inotify {
+        super::bounds::limit_user_namespace(inotify)?;
     }
     Ok(())
 }
 
-/// Maps our own uid and gid in the user namespace just made.
-fn map_own_ids() -> Result<(), String> {
-    let uid = rustix::process::geteuid().as_raw();
-    let gid = rustix::process::getegid().as_raw();
+/// `unshare(2)` with `flags`.
+#[allow(unsafe_code)]
+pub(super) fn unshare_flags(flags: rustix::thread::UnshareFlags) -> Result<(), String> {
+    // SAFETY: the flags never include CLONE_FILES (the only one rustix calls
+    // unsafe, because it splits the descriptor table between threads), and
+    // the helper's stages are single-threaded.
+    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))
+}
+
+/// Our effective uid and gid, read before a user namespace is made (in
+/// the new one they are unmapped until [`map_own_ids`] maps them).
+pub(super) fn own_ids() -> (u32, u32) {
+    (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    )
+}
+
+/// Maps our own uid and gid (`ids`, from [`own_ids`] before the namespace
+/// was made), and only those, in the user namespace just made: the only
+/// mapping a process may write for itself, root included. Files of other
+/// users show `nobody` as their owner inside.
+pub(super) fn map_own_ids((uid, gid): (u32, u32)) -> Result<(), String> {
     let write =
         |file: &str, text: String| std::fs::write(file, text).map_err(|error| format!("{file}: {error}"));
     write("/proc/self/setgroups", "deny".into())?;
@@ -341,7 +404,6 @@ fn map_own_ids() -> Result<(), String> {
 /// The network stage's namespaces: a new network namespace and, when not
 /// root, a user namespace owning it (our ids mapped), which commands that
 /// join the network join too.
-#[allow(unsafe_code)]
 pub(super) fn unshare_network() -> Result<(), String> {
     use rustix::thread::UnshareFlags;
     let root = rustix::process::geteuid().is_root();
@@ -350,11 +412,10 @@ pub(super) fn unshare_network() -> Result<(), String> {
     } else {
         UnshareFlags::NEWNET | UnshareFlags::NEWUSER
     };
-    // SAFETY: as in `unshare`: no CLONE_FILES, and the stage is
-    // single-threaded.
-    unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(|errno| format!("unshare: {errno}"))?;
+    let ids = own_ids();
+    unshare_flags(flags)?;
     if !root {
-        map_own_ids()?;
+        map_own_ids(ids)?;
     }
     Ok(())
 }
@@ -382,6 +443,40 @@ fn remount(target: &Path, flags: MountFlags) -> Result<(), String> {
 
 /// An empty file on the read-only private `/dev`, bound over hidden files.
 const EMPTY_FILE: &str = "/dev/.empty";
+
+/// An empty directory on the read-only private `/dev`, bound over hidden
+/// directories the workspace walk finds.
+const EMPTY_DIRECTORY: &str = "/dev/.empty-directory";
+
+/// git's configuration files of the machine and the person, as git would
+/// find them with the command's environment (`GIT_CONFIG_SYSTEM` or
+/// `/etc/gitconfig`, `GIT_CONFIG_GLOBAL` or `$XDG_CONFIG_HOME/git/config`
+/// and `~/.gitconfig`), and the home directory (for `~/` in them).
+fn git_user_configuration(
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let variable = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| PathBuf::from(value))
+            .filter(|path| path.is_absolute())
+    };
+    let home = variable("HOME");
+    let mut files = vec![variable("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig"))];
+    match variable("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push(global),
+        None => {
+            files.extend(
+                variable("XDG_CONFIG_HOME")
+                    .or_else(|| home.as_ref().map(|home| home.join(".config")))
+                    .map(|config| config.join("git/config")),
+            );
+            files.extend(home.as_ref().map(|home| home.join(".gitconfig")));
+        }
+    }
+    (files, home)
+}
 
 /// A tmpfs over `/dev` holding empty files with the kept device nodes bound
 /// over them, then made read-only (the bound nodes stay usable: a device
@@ -413,6 +508,9 @@ fn private_dev(devices: &[OwnedFd]) -> Result<(), String> {
         FileMode::from(0o400),
     )
     .map_err(|errno| error("creating", empty, errno))?;
+    let empty_directory = Path::new(EMPTY_DIRECTORY);
+    rustix::fs::mkdir(empty_directory, FileMode::from(0o500))
+        .map_err(|errno| error("creating", empty_directory, errno))?;
     remount(dev, flags | MountFlags::RDONLY)
 }
 
@@ -439,19 +537,27 @@ const SHM: &str = "/dev/shm";
 /// A procfs instance of this process's PID namespace over `/proc`, read-only
 /// (for `auto` every mount is): called by the init of the namespace `enter`
 /// prepared, it lists only the command's processes, for root and non-root
-/// alike. The kernel refuses it where the `/proc` it would cover is not
+/// alike. With `pid_max`, the namespace's own `pid_max` is set through it
+/// before it is made read-only (see `bounds::limit_pid_namespace`). The
+/// kernel refuses the mount where the `/proc` it would cover is not
 /// fully visible (some containers mount over parts of it); then nothing
 /// runs, and the probe reports no namespaces.
-pub(crate) fn mount_proc() -> Result<(), String> {
+pub(crate) fn mount_proc(pid_max: Option<u64>) -> Result<(), String> {
     // Only the init of a PID namespace `enter` made, which also sits in the
     // private mount tree, may cover `/proc`: anywhere else this would cover
     // the machine's.
     if rustix::process::getpid().as_raw_nonzero().get() != 1 {
         return Err("/proc is mounted only by the init of a new PID namespace".into());
     }
-    let flags = MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
-    rustix::mount::mount("proc", "/proc", "proc", flags, c"")
-        .map_err(|errno| error("mounting", Path::new("/proc"), errno))
+    let proc = Path::new("/proc");
+    let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    let Some(tasks) = pid_max else {
+        return rustix::mount::mount("proc", proc, "proc", flags | MountFlags::RDONLY, c"")
+            .map_err(|errno| error("mounting", proc, errno));
+    };
+    rustix::mount::mount("proc", proc, "proc", flags, c"").map_err(|errno| error("mounting", proc, errno))?;
+    super::bounds::limit_pid_namespace(tasks)?;
+    remount(proc, flags | MountFlags::RDONLY)
 }
 
 /// The magic number `statfs` reports for a tmpfs.
@@ -604,7 +710,7 @@ fn mount_point(line: &str) -> Option<(PathBuf, MountFlags)> {
 }
 
 /// mountinfo writes space, tab, newline and backslash as `\ooo`.
-fn unescape(text: &str) -> std::ffi::OsString {
+pub(super) fn unescape(text: &str) -> std::ffi::OsString {
     use std::os::unix::ffi::OsStringExt;
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

@@ -45,14 +45,14 @@ const FORWARDED: [libc::c_int; 7] = [
 const FAILED: u8 = 126;
 
 /// A child or parent side of `fork`.
-enum Forked {
+pub(super) enum Forked {
     Child,
     Parent(Pid),
 }
 
 /// `fork(2)`, for this single-threaded helper.
 #[allow(unsafe_code)]
-fn fork() -> Result<Forked, String> {
+pub(super) fn fork() -> Result<Forked, String> {
     // SAFETY: the helper's confining stage is single-threaded (it spawns no
     // thread), so the child is a complete copy with no lock held by a thread
     // that does not exist in it, and may run ordinary Rust code.
@@ -235,7 +235,7 @@ fn init(
     if outer_gone(to_outer.as_fd()) {
         return ExitCode::from(FAILED);
     }
-    if let Err(reason) = namespaces::mount_proc() {
+    if let Err(reason) = namespaces::mount_proc(pid_max_of(args)) {
         return report(&status, wire::FailKind::Sandbox, &format!("namespaces: {reason}"));
     }
     let mut waited = FORWARDED.to_vec();
@@ -243,19 +243,39 @@ fn init(
     if let Err(reason) = mask(&[libc::SIGCHLD], true) {
         return report(&status, wire::FailKind::Spawn, &reason);
     }
+    // The command's own files, which it may lock: those of its scratch
+    // tmpfs and of its private `/dev/shm` (see `locks`).
+    let own_devices: Vec<u64> = [
+        rustix::fs::fstat(&scratch).map(|stat| stat.st_dev),
+        rustix::fs::stat("/dev/shm").map(|stat| stat.st_dev),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let (keeper, to_keeper) = match rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::STREAM,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    ) {
+        Ok(pair) => pair,
+        Err(error) => return report(&status, wire::FailKind::Spawn, &format!("socketpair: {error}")),
+    };
     let shell = match fork() {
         Err(reason) => return report(&status, wire::FailKind::Spawn, &reason),
         Ok(Forked::Child) => {
             drop(to_outer);
+            drop(keeper);
             return shell(
                 args,
-                scratch.as_fd(),
-                workspace.as_ref().map(AsFd::as_fd),
+                (scratch.as_fd(), workspace.as_ref().map(AsFd::as_fd)),
                 &status,
+                to_keeper.as_fd(),
             );
         }
         Ok(Forked::Parent(shell)) => shell,
     };
+    drop(to_keeper);
     drop(scratch);
     drop(workspace);
     if let Err(reason) = shed_privileges() {
@@ -263,11 +283,25 @@ fn init(
         return report(&status, wire::FailKind::Sandbox, &reason);
     }
     drop(status);
+    // Init forks nothing more, so a thread of its own is safe here; it ends
+    // with init.
+    let _ = std::thread::Builder::new()
+        .name("plan-exec-locks".into())
+        .spawn(move || super::locks::keep(keeper, own_devices));
     let Ok(raw) = reap_until_shell_ends(shell, &waited) else {
         return ExitCode::from(FAILED);
     };
     let _ = std::fs::File::from(to_outer).write_all(&raw.to_le_bytes());
     ExitCode::SUCCESS
+}
+
+/// The tasks bound this namespace's `pid_max` keeps, where the kernel
+/// gives it one (elsewhere the supervisor's cgroup or `RLIMIT_NPROC` keep
+/// it).
+fn pid_max_of(args: &ConfineArgs) -> Option<u64> {
+    args.bounds
+        .tasks
+        .filter(|_| super::bounds::pid_namespaces_have_their_own_pid_max())
 }
 
 /// Whether the outer stage (the only reader of init's pipe) is gone: then
@@ -312,22 +346,38 @@ fn reap_until_shell_ends(shell: Pid, waited: &[libc::c_int]) -> Result<i32, Stri
 /// The shell's side of init's fork: a session (and process group) of its
 /// own inside the namespace, the sandbox, then the shell. Returns only if
 /// something failed, after reporting it.
+/// `rules`: the scratch directory and workspace the sandbox's rules are
+/// built from; `keeper`: where the lock filter's listener goes (init's lock
+/// keeper).
 fn shell(
     args: &ConfineArgs,
-    scratch: BorrowedFd<'_>,
-    workspace: Option<BorrowedFd<'_>>,
+    rules: (BorrowedFd<'_>, Option<BorrowedFd<'_>>),
     status: &UnixStream,
+    keeper: BorrowedFd<'_>,
 ) -> ExitCode {
+    let (scratch, workspace) = rules;
     if let Err(error) = rustix::process::setsid() {
         return report(status, wire::FailKind::Spawn, &format!("setsid: {error}"));
     }
+    // `RLIMIT_NPROC` counts in the command's own user namespace, except for
+    // root, whom it never binds.
+    let nproc = !rustix::process::geteuid().is_root();
+    if let Err(reason) = super::bounds::limit_shell(&args.bounds, nproc) {
+        return report(status, wire::FailKind::Sandbox, &reason);
+    }
     let applied = match &args.mode {
-        Mode::None => Ok(()),
+        Mode::None => Ok(None),
         Mode::ReadOnly | Mode::WorkspaceWrite { .. } => {
-            sandbox::prepare(&args.mode, scratch, workspace, true).and_then(sandbox::enforce)
+            sandbox::prepare(&args.mode, scratch, workspace, true, true).and_then(sandbox::enforce)
         }
     };
-    if let Err(reason) = applied {
+    let listener = match applied {
+        Ok(listener) => listener,
+        Err(reason) => return report(status, wire::FailKind::Sandbox, &reason),
+    };
+    if let Some(listener) = listener
+        && let Err(reason) = super::locks::send_listener(keeper, &listener)
+    {
         return report(status, wire::FailKind::Sandbox, &reason);
     }
     // A signal forwarded since the fork was held until now; the exec also
@@ -347,7 +397,7 @@ pub(crate) fn probe() -> bool {
     match fork() {
         Err(_) => false,
         Ok(Forked::Child) => {
-            let works = namespaces::mount_proc().is_ok()
+            let works = namespaces::mount_proc(None).is_ok()
                 && std::fs::read_link("/proc/self").is_ok_and(|link| link.as_os_str() == "1")
                 && std::fs::read_dir("/proc").is_ok_and(|entries| {
                     entries

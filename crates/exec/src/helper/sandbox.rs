@@ -35,6 +35,9 @@ const REQUIRED_ABI: ABI = ABI::V3;
 pub(crate) struct Prepared {
     ruleset: landlock::RulesetCreated,
     filters: Vec<BpfProgram>,
+    /// The filter that hands `flock` to init's lock keeper, where there is
+    /// one (`locks::keep`).
+    lock_filter: Option<BpfProgram>,
 }
 
 /// Opens a rule path, refusing anything that is not there: Landlock's own
@@ -57,11 +60,16 @@ fn rule_path(path: &Path, want_dir: bool) -> Result<PathFd, String> {
 /// the process already sits in its own namespaces, where every mount but
 /// the writable places is read-only (so mode changes are the kernel's to
 /// refuse) and `/dev/shm` is a private tmpfs the command may write.
+///
+/// `keep_locks`: a lock keeper (the PID namespace's init) will answer the
+/// command's `flock` calls (`locks::keep`), so `flock` goes to it instead
+/// of being refused here.
 pub(crate) fn prepare(
     mode: &Mode,
     scratch: BorrowedFd<'_>,
     workspace: Option<BorrowedFd<'_>>,
     namespaces: bool,
+    keep_locks: bool,
 ) -> Result<Prepared, String> {
     let (workspace, network) = match mode {
         Mode::None => return Err("no confinement requested".into()),
@@ -124,7 +132,8 @@ pub(crate) fn prepare(
         // Inside the namespaces every mount but the writable places is
         // read-only, so the kernel refuses mode and time changes everywhere
         // else; without them seccomp refuses them everywhere.
-        filters: seccomp_programs(network, namespaces)?,
+        filters: seccomp_programs(network, namespaces, keep_locks)?,
+        lock_filter: keep_locks.then(lock_notification_program),
     })
 }
 
@@ -132,7 +141,8 @@ pub(crate) fn prepare(
 /// and installs the seccomp filters, in that order (Landlock and seccomp
 /// need no_new_privs when unprivileged; the filters come last so they do not
 /// get in the way of the setup itself).
-pub(crate) fn enforce(prepared: Prepared) -> Result<(), String> {
+/// Returns the listener of the lock filter, for the lock keeper.
+pub(crate) fn enforce(prepared: Prepared) -> Result<Option<std::os::fd::OwnedFd>, String> {
     drop_capabilities()?;
     rustix::thread::set_no_new_privs(true).map_err(|error| format!("no_new_privs: {error}"))?;
     let status = prepared
@@ -146,7 +156,79 @@ pub(crate) fn enforce(prepared: Prepared) -> Result<(), String> {
     for filter in &prepared.filters {
         seccompiler::apply_filter(filter).map_err(|error| format!("seccomp: {error}"))?;
     }
-    Ok(())
+    prepared
+        .lock_filter
+        .as_ref()
+        .map(install_with_listener)
+        .transpose()
+}
+
+/// `flock`, and `fcntl` with `F_OFD_SETLK` or `F_OFD_SETLKW` (open file
+/// description locks, which `rustc` takes), go to the listener of this
+/// filter; every other call passes (the other filters decide it).
+#[cfg(target_arch = "x86_64")]
+fn lock_notification_program() -> BpfProgram {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JMP_JEQ_K: u16 = 0x15;
+    const BPF_RET_K: u16 = 0x06;
+    const ARCH_OFFSET: u32 = 4;
+    /// The low word of the second argument (little-endian).
+    const ARG1_OFFSET: u32 = 24;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    let statement = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
+    let number = |value: i64| u32::try_from(value).unwrap_or(u32::MAX);
+    let command = |value: i32| u32::try_from(value).unwrap_or(u32::MAX);
+    vec![
+        /* 0 */ statement(BPF_LD_W_ABS, 0, 0, ARCH_OFFSET),
+        /* 1 */ statement(BPF_JMP_JEQ_K, 0, 7, AUDIT_ARCH_X86_64),
+        /* 2 */ statement(BPF_LD_W_ABS, 0, 0, 0),
+        /* 3 */ statement(BPF_JMP_JEQ_K, 4, 0, number(libc::SYS_flock)),
+        /* 4 */ statement(BPF_JMP_JEQ_K, 0, 4, number(libc::SYS_fcntl)),
+        /* 5 */ statement(BPF_LD_W_ABS, 0, 0, ARG1_OFFSET),
+        /* 6 */ statement(BPF_JMP_JEQ_K, 1, 0, command(libc::F_OFD_SETLK)),
+        /* 7 */ statement(BPF_JMP_JEQ_K, 0, 1, command(libc::F_OFD_SETLKW)),
+        /* 8 */ statement(BPF_RET_K, 0, 0, libc::SECCOMP_RET_USER_NOTIF),
+        /* 9 */ statement(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn lock_notification_program() -> BpfProgram {
+    Vec::new()
+}
+
+/// Installs `program` with a new listener (`SECCOMP_FILTER_FLAG_NEW_LISTENER`)
+/// and returns the listener.
+#[allow(unsafe_code)]
+fn install_with_listener(program: &BpfProgram) -> Result<std::os::fd::OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    let length = u16::try_from(program.len()).map_err(|_| "the lock filter is too long".to_owned())?;
+    let fprog = libc::sock_fprog {
+        len: length,
+        filter: program.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+    };
+    // SAFETY: `fprog` points at `program`'s instructions (seccompiler's
+    // `sock_filter` has the kernel's layout, as `libc::sock_filter` does),
+    // which outlive the call; the kernel copies them. The call returns a
+    // new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &fprog,
+        )
+    };
+    let fd = i32::try_from(fd).unwrap_or(-1);
+    if fd < 0 {
+        return Err(format!(
+            "seccomp lock filter: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the kernel just returned this descriptor to this process and
+    // nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// Empties the ambient, bounding, inheritable, permitted and effective
@@ -240,19 +322,12 @@ fn denied_syscalls(
         // Leaving the process group or session.
         libc::SYS_setsid,
         libc::SYS_setpgid,
-        // Ownership and extended attribute changes Landlock does not cover.
+        // Ownership changes Landlock does not cover (extended attributes
+        // are refused in `unsupported_rules`).
         libc::SYS_chown,
         libc::SYS_fchown,
         libc::SYS_lchown,
         libc::SYS_fchownat,
-        libc::SYS_setxattr,
-        libc::SYS_lsetxattr,
-        libc::SYS_fsetxattr,
-        libc::SYS_removexattr,
-        libc::SYS_lremovexattr,
-        libc::SYS_fremovexattr,
-        SYS_SETXATTRAT,
-        SYS_REMOVEXATTRAT,
         SYS_FILE_SETATTR,
         // Mounts and root changes.
         libc::SYS_mount,
@@ -527,6 +602,24 @@ fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: boo
 }
 
 #[cfg(target_arch = "x86_64")]
+/// Extended attribute changes, which Landlock does not cover, refused as
+/// on a file system without extended attributes, so that a tool that
+/// copies them when it can goes on without: `cp -p` and `cp -a` set a
+/// file's ACL through `system.posix_acl_access` and, told the file system
+/// has none, set its mode with `chmod` instead (which works where the
+/// command may write, inside the namespaces).
+const XATTR_CHANGES: [i64; 8] = [
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_fsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    libc::SYS_fremovexattr,
+    SYS_SETXATTRAT,
+    SYS_REMOVEXATTRAT,
+];
+
+#[cfg(target_arch = "x86_64")]
 /// Every advisory lock and lease: `flock`, and `fcntl` with `F_SETLK`,
 /// `F_SETLKW`, their OFD forms and `F_SETLEASE`. seccomp cannot see which
 /// file a descriptor names, and every file a command can read (another
@@ -534,27 +627,40 @@ fn insert_socket_rules(rules: &mut BTreeMap<i64, Vec<SeccompRule>>, network: boo
 /// with a read descriptor, which would stall whoever needs it; so no
 /// command takes any lock, inside namespaces or not. They fail as on a
 /// file system without locks ("operation not supported"), which tools that
-/// lock for their own caches (cargo) take as "go on without".
-fn lock_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
-    let commands = [
+/// lock for their own caches (cargo) take as "go on without". With them,
+/// the extended attribute changes of [`XATTR_CHANGES`]. With a lock keeper
+/// (`keep_locks`), `flock` and the open file description locks are its to
+/// answer (`locks`): taken for the command's own files only, refused as
+/// here for every other. POSIX locks and leases belong to the process that
+/// takes them, which nobody else can take them for: refused here always.
+fn unsupported_rules(keep_locks: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, String> {
+    let mut commands = vec![
         value(libc::F_SETLK, "F_SETLK")?,
         value(libc::F_SETLKW, "F_SETLKW")?,
-        value(libc::F_OFD_SETLK, "F_OFD_SETLK")?,
-        value(libc::F_OFD_SETLKW, "F_OFD_SETLKW")?,
         value(libc::F_SETLEASE, "F_SETLEASE")?,
     ];
+    if !keep_locks {
+        commands.push(value(libc::F_OFD_SETLK, "F_OFD_SETLK")?);
+        commands.push(value(libc::F_OFD_SETLKW, "F_OFD_SETLKW")?);
+    }
     let fcntl_rules = commands
         .into_iter()
         .map(|command| rule(vec![condition(1, SeccompCmpOp::Eq, command)?]))
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(BTreeMap::from([
-        (libc::SYS_flock, Vec::new()),
-        (libc::SYS_fcntl, fcntl_rules),
-    ]))
+    let mut rules = BTreeMap::from([(libc::SYS_fcntl, fcntl_rules)]);
+    if !keep_locks {
+        rules.insert(libc::SYS_flock, Vec::new());
+    }
+    rules.extend(XATTR_CHANGES.map(|number| (number, Vec::new())));
+    Ok(rules)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn seccomp_programs(_network: bool, _metadata_where_writable: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    _network: bool,
+    _metadata_where_writable: bool,
+    _keep_locks: bool,
+) -> Result<Vec<BpfProgram>, String> {
     Err(format!(
         "the seccomp filter is defined for x86_64 only, not {}",
         std::env::consts::ARCH
@@ -572,7 +678,11 @@ fn errno(value: i32) -> Result<u32, String> {
 /// would otherwise slip past a list of x86_64 numbers; and `clone3`, refused
 /// with ENOSYS so that libc falls back to `clone`, whose flags the first
 /// program can inspect.
-fn seccomp_programs(network: bool, metadata_where_writable: bool) -> Result<Vec<BpfProgram>, String> {
+fn seccomp_programs(
+    network: bool,
+    metadata_where_writable: bool,
+    keep_locks: bool,
+) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|error| format!("seccomp: {error}"))?;
     let compile = |rules, action| -> Result<BpfProgram, String> {
         let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
@@ -586,13 +696,25 @@ fn seccomp_programs(network: bool, metadata_where_writable: bool) -> Result<Vec<
     let mut guarded = x32_guard(errno(libc::ENOSYS)?);
     guarded.extend(denied);
     // `openat2` carries its mode in a structure seccomp cannot read, so it
-    // goes the way of `clone3`: libc falls back to `openat`.
+    // goes the way of `clone3`: libc falls back to `openat`. `io_setup`
+    // (Linux AIO) takes contexts from the machine-wide `fs.aio-max-nr`,
+    // which no user or namespace bound limits: a command could take every
+    // one of them. Refused as not implemented, as on a kernel without AIO,
+    // so programs that use it when they can (databases, `fio`, QEMU) fall
+    // back to threads; POSIX AIO (`aio_read`) is threads in glibc anyway.
     let unreadable_arguments = compile(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new()), (libc::SYS_openat2, Vec::new())]),
+        BTreeMap::from([
+            (libc::SYS_clone3, Vec::new()),
+            (libc::SYS_openat2, Vec::new()),
+            (libc::SYS_io_setup, Vec::new()),
+        ]),
         SeccompAction::Errno(errno(libc::ENOSYS)?),
     )?;
-    let locks = compile(lock_rules()?, SeccompAction::Errno(errno(libc::EOPNOTSUPP)?))?;
-    Ok(vec![guarded, unreadable_arguments, locks])
+    let unsupported = compile(
+        unsupported_rules(keep_locks)?,
+        SeccompAction::Errno(errno(libc::EOPNOTSUPP)?),
+    )?;
+    Ok(vec![guarded, unreadable_arguments, unsupported])
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -105,12 +105,12 @@ fn no_terminal_is_reachable_and_dev_holds_only_the_kept_devices() {
             &dirs.scratch,
             &dirs.scratch,
             confinement.clone(),
-            Isolation::default(),
+            host_isolation(),
         ));
         assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
         assert_eq!(
             events.text(Stream::Stdout),
-            ".empty fd full null random shm stderr stdin stdout urandom zero \nrefused\nnull-works\n",
+            ".empty .empty-directory fd full null random shm stderr stdin stdout urandom zero \nrefused\nnull-works\n",
             "{confinement:?}: {}",
             events.text(Stream::Stderr)
         );
@@ -172,7 +172,7 @@ fn another_sessions_scratch_is_neither_readable_nor_writable() {
     );
     let isolation = Isolation {
         scratch_root: Some(sessions.root.clone()),
-        ..Isolation::default()
+        ..host_isolation()
     };
     for confinement in [Confinement::ReadOnly, auto(&sessions.workspace)] {
         let (outcome, events) = run(isolated(
@@ -274,7 +274,7 @@ fn the_database_is_hidden_in_every_layout() {
             hidden,
             protected: files.clone(),
             namespaces: true,
-            ..Isolation::default()
+            ..host_isolation()
         };
         let contents = || -> Vec<String> {
             files
@@ -402,7 +402,7 @@ fn protected_paths_stay_read_only_under_auto() {
     let before: Vec<_> = watched.iter().map(|path| snapshot(path)).collect();
     let isolation = Isolation {
         protected: vec![repos.helper.clone(), repos.extra.clone()],
-        ..Isolation::default()
+        ..host_isolation()
     };
     let (outcome, events) = run(isolated(
         &protected_attacks(&repos),
@@ -434,7 +434,7 @@ fn protected_paths_stay_read_only_under_auto() {
         &control.workspace,
         &control.scratch,
         Confinement::None,
-        Isolation::default(),
+        host_isolation(),
     ));
     assert_eq!(
         events.text(Stream::Stdout),
@@ -473,7 +473,7 @@ fn an_earlier_auto_command_cannot_prepare_a_later_one_to_reach_git() {
             &repos.workspace,
             &repos.scratch,
             auto(&repos.workspace),
-            Isolation::default(),
+            host_isolation(),
         ));
         assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
         outputs.push(events.text(Stream::Stdout));
@@ -536,7 +536,7 @@ fn no_process_outside_the_command_is_visible() {
         &dirs.scratch,
         &dirs.scratch,
         Confinement::ReadOnly,
-        Isolation::default(),
+        host_isolation(),
     ));
     assert_eq!(outcome.state, CommandState::Exited, "{outcome:?}");
     let stdout = events.text(Stream::Stdout);
@@ -586,7 +586,7 @@ fn a_command_cannot_write_more_than_the_scratch_cap_and_the_disk_gets_nothing() 
         let isolation = Isolation {
             scratch_root: with_root.then(|| sessions.root.clone()),
             scratch_cap: small_cap(),
-            ..Isolation::default()
+            ..host_isolation()
         };
         for confinement in [Confinement::ReadOnly, auto(&sessions.workspace)] {
             let (outcome, events) = run(isolated(
@@ -646,7 +646,7 @@ fn two_commands_at_once_each_have_their_own_capped_scratch() {
     let isolation = Isolation {
         scratch_root: Some(sessions.root.clone()),
         scratch_cap: small_cap(),
-        ..Isolation::default()
+        ..host_isolation()
     };
     // The first command writes its file, says so, and stays alive until the
     // test has run the second one (it reads a line from the FIFO `go`); then
@@ -764,7 +764,7 @@ fn a_file_beside_the_database_is_hidden_in_every_layout() {
             hidden,
             protected: files.clone(),
             visible: vec![sessions.workspace.clone()],
-            ..Isolation::default()
+            ..host_isolation()
         };
         let dir = directory.display();
         let command = format!(

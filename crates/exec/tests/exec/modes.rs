@@ -30,7 +30,7 @@ fn run_in(
     spec.env = git_env(scratch);
     spec.isolation = Isolation {
         namespaces,
-        ..Isolation::default()
+        ..host_isolation()
     };
     let (outcome, events) = run(spec);
     (outcome.state, events.text(Stream::Stdout))
@@ -213,7 +213,16 @@ fn planning_tools_the_readme_promises_work_read_only() {
             "CARGO_INCREMENTAL=0 CARGO_TARGET_DIR=\"$TMPDIR/target\" cargo check --frozen -q && echo ok",
         ),
         ("git log", "git log --oneline >/dev/null && echo ok"),
+        ("git status", "git status --short >/dev/null && echo ok"),
+        ("git diff", "git diff HEAD >/dev/null && echo ok"),
+        ("cat", "cat Cargo.toml >/dev/null && echo ok"),
+        ("grep -r", "grep -rq main src && echo ok"),
+        ("find", "find . -name '*.rs' | grep -q main && echo ok"),
         ("python3 -c", "python3 -c 'print(\"ok\")'"),
+        (
+            "node -e",
+            "if command -v node >/dev/null; then node -e 'console.log(\"ok\")'; else echo ok; fi",
+        ),
     ];
     let mut env = git_env(&dirs.scratch);
     // cargo and rustup find their toolchains under the real home; nothing
@@ -235,7 +244,7 @@ fn planning_tools_the_readme_promises_work_read_only() {
             spec.env = env.clone();
             spec.isolation = Isolation {
                 namespaces,
-                ..Isolation::default()
+                ..host_isolation()
             };
             let (outcome, events) = run(spec);
             if events.text(Stream::Stdout) != "ok\n" {
@@ -248,4 +257,175 @@ fn planning_tools_the_readme_promises_work_read_only() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(snapshot(&workspace), before);
+}
+
+/// The environment a cargo command needs here: the toolchain found under
+/// the real home (nothing there is written).
+fn cargo_env(scratch: &Path) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env = git_env(scratch);
+    if let Some(home) = std::env::var_os("HOME") {
+        env.retain(|(name, _)| name != "HOME");
+        env.push(("HOME".into(), home));
+    }
+    for (var, value) in ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN"]
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (*name, value)))
+    {
+        env.push((var.into(), value));
+    }
+    env
+}
+
+#[test]
+fn cargo_in_a_workspace_crate_and_cp_p_in_scratch_work_read_only() {
+    if !sandbox_available("cargo_in_a_workspace_crate_and_cp_p_in_scratch_work_read_only") {
+        return;
+    }
+    let dirs = dirs();
+    let workspace = dirs.root.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    // A workspace of two path-only crates (no registry, so it builds
+    // offline), one depending on the other.
+    sh(
+        &workspace,
+        "set -e
+         mkdir -p app/src lib/src
+         printf '[workspace]\\nmembers = [\"app\", \"lib\"]\\nresolver = \"2\"\\n' > Cargo.toml
+         printf '[package]\\nname = \"app\"\\nversion = \"0.1.0\"\\nedition = \"2021\"\\n[dependencies]\\nlib = { path = \"../lib\" }\\n' > app/Cargo.toml
+         printf '[package]\\nname = \"lib\"\\nversion = \"0.1.0\"\\nedition = \"2021\"\\n' > lib/Cargo.toml
+         echo 'fn main() { lib::f() }' > app/src/main.rs
+         echo 'pub fn f() {}' > lib/src/lib.rs
+         cargo generate-lockfile --offline -q",
+    );
+    let before = snapshot(&workspace);
+    // Incremental compilation (on for workspace crates) locks its session
+    // directory: inside the namespaces the lock is taken on the scratch
+    // tmpfs; without them no command takes any lock, and it needs
+    // CARGO_INCREMENTAL=0 (the README says so).
+    let check = "CARGO_TARGET_DIR=\"$TMPDIR/target\" cargo check --frozen -q && echo ok";
+    let cases = [
+        (true, check.to_owned()),
+        (false, format!("CARGO_INCREMENTAL=0 {check}")),
+        (true, "cargo tree --offline >/dev/null && echo ok".to_owned()),
+        (false, "cargo tree --offline >/dev/null && echo ok".to_owned()),
+        (
+            true,
+            "echo x > \"$TMPDIR/a\" && chmod 640 \"$TMPDIR/a\" && touch -d @1000000000 \"$TMPDIR/a\" \
+             && cp -p \"$TMPDIR/a\" \"$TMPDIR/b\" && stat -c '%a %Y' \"$TMPDIR/b\" | grep -qx '640 1000000000' \
+             && echo ok"
+                .to_owned(),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (namespaces, command) in &cases {
+        if *namespaces && !namespaces_available() {
+            eprintln!("no namespaces here: {command} is not tested");
+            continue;
+        }
+        let mut spec = spec(
+            command,
+            &workspace.join("app"),
+            &dirs.scratch,
+            Confinement::ReadOnly,
+        );
+        spec.env = cargo_env(&dirs.scratch);
+        spec.isolation = Isolation {
+            namespaces: *namespaces,
+            ..Isolation::default()
+        };
+        let (outcome, events) = run(spec);
+        if events.text(Stream::Stdout) != "ok\n" {
+            failures.push(format!(
+                "{command} (namespaces {namespaces}): {outcome:?} {}",
+                events.text(Stream::Stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(snapshot(&workspace), before);
+}
+
+#[test]
+fn a_command_locks_its_own_scratch_files_and_nothing_else() {
+    if !namespaces_here(
+        "locks stay refused everywhere without namespaces (no_command_locks_or_leases_a_file_another_host_needs)",
+        "a_command_locks_its_own_scratch_files_and_nothing_else",
+    ) {
+        return;
+    }
+    let dirs = dirs();
+    let workspace = dirs.root.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let outside = dirs.root.path().join("other-project.db");
+    std::fs::write(&outside, "db").unwrap();
+    // A lock on a scratch file is real: a second open file cannot take it
+    // (non-blocking), a child's blocking wait ends when it is released;
+    // one on /dev/shm too; a file outside the scratch directory (readable,
+    // in the workspace or not) is refused, shared or exclusive.
+    let command = format!(
+        r#"python3 -c "
+import fcntl, os, struct, threading, time
+path = os.path.join(os.environ['TMPDIR'], 'lock')
+first = open(path, 'w')
+fcntl.flock(first, fcntl.LOCK_EX | fcntl.LOCK_NB)
+second = open(path, 'w')
+try:
+    fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print('second-taken')
+except BlockingIOError:
+    print('second-refused')
+pid = os.fork()
+if pid == 0:
+    fcntl.flock(open(path, 'w'), fcntl.LOCK_EX)
+    os._exit(0)
+time.sleep(0.2)
+print('waiting' if os.waitpid(pid, os.WNOHANG) == (0, 0) else 'not-waiting')
+fcntl.flock(first, fcntl.LOCK_UN)
+print('waited', os.waitpid(pid, 0)[1])
+shm = open('/dev/shm/lock', 'w')
+fcntl.flock(shm, fcntl.LOCK_SH | fcntl.LOCK_NB)
+print('shm-taken')
+taken = []
+def in_a_thread():
+    fcntl.flock(open(os.path.join(os.environ['TMPDIR'], 'thread'), 'w'), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    taken.append('thread-taken')
+thread = threading.Thread(target=in_a_thread)
+thread.start()
+thread.join()
+print(*taken)
+F_OFD_SETLK = 37
+def ofd(file, kind):
+    fcntl.fcntl(file, F_OFD_SETLK, struct.pack('hhqqi', kind, 0, 0, 0, 0))
+ofd(open(os.path.join(os.environ['TMPDIR'], 'ofd'), 'w'), fcntl.F_WRLCK)
+print('ofd-taken')
+for name in ['{}', '{}']:
+    for take in [lambda f: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB), lambda f: ofd(f, fcntl.F_RDLCK)]:
+        try:
+            take(open(name))
+            print('outside-taken')
+        except OSError as error:
+            print('outside-refused', error.strerror)
+""#,
+        outside.display(),
+        workspace.join("Cargo.toml").display()
+    );
+    std::fs::write(workspace.join("Cargo.toml"), "").unwrap();
+    for confinement in [
+        Confinement::ReadOnly,
+        Confinement::WorkspaceWrite {
+            workspace_root: workspace.clone(),
+            network: false,
+        },
+    ] {
+        let (state, stdout) = run_in(&command, &workspace, &dirs.scratch, confinement.clone(), true);
+        assert_eq!(state, CommandState::Exited);
+        assert_eq!(
+            stdout,
+            format!(
+                "second-refused\nwaiting\nwaited 0\nshm-taken\nthread-taken\nofd-taken\n{}",
+                "outside-refused Operation not supported\n".repeat(4)
+            ),
+            "{confinement:?}"
+        );
+    }
 }

@@ -365,10 +365,172 @@ fn a_sessions_network_namespace_is_shared_by_its_commands_kept_from_others_and_e
         !processes_in(shared).is_empty(),
         "the holder and the stack sit in it"
     );
+    // The stack (in the host's namespace, named by the holder's) opens a
+    // socket of the machine's for each connection a command makes: a
+    // bounded number of them.
+    let holders: Vec<String> = processes_in(shared)
+        .into_iter()
+        .map(|pid| format!("/proc/{pid}/ns/net"))
+        .collect();
+    let stacks: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|comm| comm.trim() == "slirp4netns")
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                    cmdline
+                        .split(|byte| *byte == 0)
+                        .any(|argument| holders.iter().any(|holder| argument == holder.as_bytes()))
+                })
+        })
+        .collect();
+    assert_eq!(stacks.len(), 1, "{stacks:?}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", stacks[0])).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .to_owned();
+    assert_eq!(open_files, "4096", "{limits}");
     let kept = session.clone();
     drop(session);
     assert!(kept.is_alive());
     drop(kept);
     assert_eq!(processes_in(shared), Vec::<String>::new());
     assert!(other.is_alive());
+}
+
+/// The machine's own IPv4 addresses but loopback, as its local routing
+/// table lists them (`/proc/net/fib_trie`: an address line, then its
+/// `/32 host LOCAL` leaf).
+fn machine_addresses() -> Vec<std::net::Ipv4Addr> {
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").unwrap();
+    let mut last = None;
+    let mut found = Vec::new();
+    for line in trie.lines() {
+        if let Some(address) = line.trim_start().strip_prefix("|-- ") {
+            last = address.trim().parse::<std::net::Ipv4Addr>().ok();
+        } else if line.contains("/32 host LOCAL")
+            && let Some(address) = last
+            && !address.is_loopback()
+            && !found.contains(&address)
+        {
+            found.push(address);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_networked_command_reaches_none_of_the_machines_own_addresses() {
+    if !sandbox_available("a_networked_command_reaches_none_of_the_machines_own_addresses")
+        || !namespaces_here(
+            "the network option is refused without them (asserted elsewhere)",
+            "a_networked_command_reaches_none_of_the_machines_own_addresses",
+        )
+    {
+        return;
+    }
+    let addresses = machine_addresses();
+    assert!(
+        !addresses.is_empty(),
+        "this machine has no address but loopback: nothing here shows a command kept from them"
+    );
+    let dirs = dirs();
+    let workspace = dirs.root.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let online = Confinement::WorkspaceWrite {
+        workspace_root: workspace.clone(),
+        network: true,
+    };
+    // A service of the person's on each address of the machine (what
+    // `--web-bind` or a server on `0.0.0.0` is reached through), TCP and
+    // UDP, owned by this test and gone with it.
+    let services: Vec<(TcpListener, UdpSocket)> = addresses
+        .iter()
+        .map(|address| {
+            let tcp = TcpListener::bind((*address, 0)).unwrap();
+            tcp.set_nonblocking(true).unwrap();
+            let udp = UdpSocket::bind((*address, 0)).unwrap();
+            udp.set_nonblocking(true).unwrap();
+            (tcp, udp)
+        })
+        .collect();
+    let probes: String = services
+        .iter()
+        .map(|(tcp, udp)| {
+            let tcp = tcp.local_addr().unwrap();
+            let udp = udp.local_addr().unwrap();
+            format!(
+                "(('{}', {}), ('{}', {})), ",
+                tcp.ip(),
+                tcp.port(),
+                udp.ip(),
+                udp.port()
+            )
+        })
+        .collect();
+    // Every try says how it failed (or that it got through); a UDP
+    // `connect` sends nothing, it only asks the namespace for a route,
+    // which an address of the outside world (the documentation range) has.
+    let command = format!(
+        r#"python3 -c "
+import errno, socket
+def attempt(kind, target):
+    try:
+        if kind == 'tcp':
+            socket.create_connection(target, timeout=5).close()
+        else:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.sendto(b'probe', target)
+        return 'reached'
+    except OSError as error:
+        return errno.errorcode.get(error.errno, str(error.errno))
+for tcp, udp in [{probes}]:
+    print('tcp', attempt('tcp', tcp), 'udp', attempt('udp', udp))
+outside = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+outside.connect(('198.51.100.7', 9))
+print('outside routed')
+""#
+    );
+    let (outcome, events) = run(spec(&command, &workspace, &dirs.scratch, online));
+    if !Path::new("/usr/bin/slirp4netns").exists() && !Path::new("/usr/local/bin/slirp4netns").exists() {
+        panic!("slirp4netns is not installed: the network option is refused, its isolation untested here");
+    }
+    assert_eq!(
+        outcome.exit_code,
+        Some(0),
+        "{outcome:?}: {}",
+        events.text(Stream::Stderr)
+    );
+    let expected: String = addresses
+        .iter()
+        .map(|_| "tcp EACCES udp EACCES\n")
+        .chain(["outside routed\n"])
+        .collect();
+    assert_eq!(
+        events.text(Stream::Stdout),
+        expected,
+        "{addresses:?}: {}",
+        events.text(Stream::Stderr)
+    );
+    for (tcp, udp) in &services {
+        assert!(
+            tcp.accept().is_err(),
+            "a connection reached {:?}",
+            tcp.local_addr()
+        );
+        let mut buffer = [0_u8; 16];
+        assert!(
+            udp.recv(&mut buffer)
+                .is_err_and(|error| error.kind() == ErrorKind::WouldBlock),
+            "a datagram reached {:?}",
+            udp.local_addr()
+        );
+    }
 }

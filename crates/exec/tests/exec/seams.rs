@@ -51,7 +51,7 @@ fn in_workspace(
     spec.env = git_env(&fixture.dirs.scratch);
     spec.isolation = Isolation {
         namespaces,
-        ..Isolation::default()
+        ..host_isolation()
     };
     spec
 }
@@ -309,7 +309,7 @@ fn a_protected_path_holds_when_its_parents_are_renamed() {
     let isolation = Isolation {
         protected: vec![ws.join("extra/keep")],
         hidden: vec![ws.join(".local/state")],
-        ..Isolation::default()
+        ..host_isolation()
     };
     // Unconfined, each rename and plant works: the probes can fail.
     let probe = |target: &str, parent: &str| {
@@ -342,7 +342,7 @@ fn a_protected_path_holds_when_its_parents_are_renamed() {
     let output = attack(
         &fixture,
         "mkdir -p free/deep && mv free free2 && echo ok > free2/deep/file && cat free2/deep/file",
-        Isolation::default(),
+        host_isolation(),
     );
     assert_eq!(output, "ok\n");
 }
@@ -362,7 +362,7 @@ fn protected_names_that_do_not_exist_yet_cannot_be_created() {
          rmdir .git 2>/dev/null || echo rmdir-refused; \
          mkdir -p .pi/plans 2>/dev/null || echo pi-refused; \
          echo fine > ordinary && cat ordinary",
-        Isolation::default(),
+        host_isolation(),
     );
     assert_eq!(output, "git-refused\nrmdir-refused\npi-refused\nfine\n");
     assert!(!fixture.ws.join(".git/config").exists());
@@ -390,7 +390,7 @@ fn nested_repositories_are_protected_at_any_depth_behind_any_number_of_directori
     let output = attack(
         &fixture,
         "echo evil > a/b/c/d/e/f/g/h/i/j/.git/hooks/pre-commit 2>/dev/null || echo deep-refused",
-        Isolation::default(),
+        host_isolation(),
     );
     assert_eq!(output, "deep-refused\n");
     assert!(!ws.join("a/b/c/d/e/f/g/h/i/j/.git/hooks/pre-commit").exists());
@@ -420,7 +420,7 @@ fn repository_metadata_linked_elsewhere_in_the_workspace_is_protected_there() {
         &fixture,
         "echo evil > shared/hooks/pre-commit 2>/dev/null || echo hooks-refused; \
          echo '[core] fsmonitor = evil' >> shared/config 2>/dev/null || echo config-refused",
-        Isolation::default(),
+        host_isolation(),
     );
     assert_eq!(output, "hooks-refused\nconfig-refused\n");
     assert!(!ws.join("shared/hooks/pre-commit").exists());

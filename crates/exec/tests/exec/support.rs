@@ -39,16 +39,31 @@ pub(crate) fn spec(command: &str, cwd: &Path, scratch: &Path, confinement: Confi
         confinement,
         isolation: Isolation {
             namespaces: namespaces_available(),
-            ..Isolation::default()
+            ..host_isolation()
         },
         network: None,
+    }
+}
+
+/// The isolation plan-host asks for, but for its paths: plan-core's names
+/// (`.pi` hidden wherever it is, the repository's metadata and every
+/// agent's configuration kept read-only at any depth, each reserved at the
+/// root), without namespaces.
+pub(crate) fn host_isolation() -> Isolation {
+    Isolation {
+        protected_names: [".git", ".claude", ".mcp.json", ".codex", ".gemini"]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        hidden_names: vec![".pi".into()],
+        ..Isolation::default()
     }
 }
 
 /// Whether the probe found namespaces usable here (then every sandboxed
 /// command of these tests runs inside them).
 pub(crate) fn namespaces_available() -> bool {
-    matches!(support(), SandboxSupport::Available { namespaces: true })
+    matches!(support(), SandboxSupport::Available { namespaces: true, .. })
 }
 
 /// The namespace settings to run a property under: without them always
@@ -61,6 +76,14 @@ pub(crate) fn namespace_modes() -> Vec<bool> {
         eprintln!("namespaces are unavailable here: only the mode without them is tested");
     }
     modes
+}
+
+/// Which bounds the probe found this machine gives a command.
+pub(crate) fn bound_support() -> Option<plan_exec::BoundSupport> {
+    match support() {
+        SandboxSupport::Available { bounds, .. } => Some(bounds.clone()),
+        SandboxSupport::Unavailable { .. } => None,
+    }
 }
 
 fn support() -> &'static SandboxSupport {

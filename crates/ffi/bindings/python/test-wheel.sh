@@ -66,7 +66,7 @@ start=$SECONDS
 # fresh. A `Compiling uniffi-bindgen` or `Compiling uniffi_bindgen` here, or
 # another binary in the build's place, means it built the generator a second
 # time (see ../build-uniffi-bindgen.sh for why that happens).
-if grep -E '^ *Compiling uniffi[-_]bindgen ' "$work/maturin.log" >&2; then
+if grep -E '^ *Compiling (plan-)?uniffi[-_]bindgen ' "$work/maturin.log" >&2; then
   printf 'test-wheel.sh: maturin compiled uniffi-bindgen again instead of reusing the build of ../build-uniffi-bindgen.sh\n' >&2
   exit 3
 fi
@@ -90,7 +90,7 @@ python3 -m venv "$work/test-venv" || die "python3 -m venv failed"
 step "plan-checkpoint, the sandbox helper a Python host passes"
 # The README tells Python hosts to pass the installed plan-checkpoint binary
 # as HostConfig(sandbox_helper=...); a test does exactly that.
-(cd "$here" && cargo build --locked -p plan-cli "${profile[@]}") || die "cargo build -p plan-cli failed"
+(cd "$here" && cargo build --locked -p plan-checkpoint "${profile[@]}") || die "cargo build -p plan-checkpoint failed"
 target_dir="$(cd "$here" && cargo metadata --format-version 1 --no-deps --locked \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')" \
   || die "cargo metadata failed"

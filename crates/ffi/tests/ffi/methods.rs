@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use plan_ffi::{
-    ApprovalFilter, ApprovalStatus, Clearable, CommandCancelParams, CommandGetParams, CommandStartParams,
-    ExecutionCompleteParams, ExecutionStartParams, HostConfig, InitializeParams, Mode, Origin,
-    PermissionMode, PlanApproveParams, PlanCardUrlParams, PlanDiffParams, PlanError, PlanGetParams, PlanHost,
-    PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, PlanWithdrawParams, SessionConfigureParams,
-    SessionCreateParams, SessionGetParams, ShellListParams, ShellSetDefaultParams, ToolCall,
-    ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnToolCallsParams,
+    ApprovalFilter, ApprovalStatus, Clearable, CommandCancelParams, CommandGetParams, CommandRegisterParams,
+    CommandRunParams, CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, HostConfig,
+    InitializeParams, Mode, Origin, PermissionMode, PlanApproveParams, PlanCardUrlParams, PlanDiffParams,
+    PlanError, PlanGetParams, PlanHost, PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams,
+    PlanWithdrawParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
+    ShellSetDefaultParams, ToolCall, ToolConfirmParams, TurnCancelParams, TurnCompleteParams,
+    TurnStartParams, TurnToolCallsParams,
 };
 use plan_protocol::{RequestParams, method};
 use serde_json::{Value, json};
@@ -56,9 +57,10 @@ macro_rules! via_ffi {
 }
 
 use plan_protocol::{
-    CommandRun, InitializeResult, PlanApproval, PlanApproveResult, PlanCardUrlResult, PlanDiffResult,
-    PlanListResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult, PlanWithdrawResult, Session,
-    ShellListResult, ShellSetDefaultResult, ToolConfirmResult, TurnStartResult, TurnToolCallsResult,
+    CommandRegisterResult, CommandRun, InitializeResult, PlanApproval, PlanApproveResult, PlanCardUrlResult,
+    PlanDiffResult, PlanListResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult,
+    PlanWithdrawResult, Session, ShellListResult, ShellSetDefaultResult, ToolConfirmResult, TurnStartResult,
+    TurnToolCallsResult,
 };
 
 plan_protocol::for_each_client_method!(via_ffi);
@@ -509,6 +511,20 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         command: "true".to_owned(),
         cwd: None,
         timeout_ms: None,
+    });
+    // A declined call cannot be registered for a reference-carrying
+    // client, and no reference runs anything it was not given for.
+    run.refused("COMMAND_NOT_ALLOWED", |side| CommandRegisterParams {
+        session_id: "s1".into(),
+        turn_id: this_turn(side),
+        call_id: "bash".into(),
+        command: "true".to_owned(),
+        cwd: None,
+        timeout_ms: None,
+    });
+    run.refused("COMMAND_NOT_ALLOWED", |_| CommandRunParams {
+        session_id: "s1".into(),
+        reference: "0123456789abcdef0123456789abcdef".to_owned(),
     });
     // Whatever the declined call left, both answer alike.
     let _ = run.compare(|_| CommandGetParams {

@@ -85,6 +85,11 @@ struct State {
     /// Collector's file exporter writes).
     lines: Vec<String>,
     requests: u64,
+    /// A larger request body is answered 400 and not kept (a collector's
+    /// `max_request_body_size`).
+    body_limit: Option<usize>,
+    /// The size of every request body that came.
+    body_sizes: Vec<usize>,
 }
 
 pub(crate) struct Collector {
@@ -153,6 +158,16 @@ impl Collector {
         let (lock, changed) = &*self.state;
         lock.lock().unwrap().answer = Some(answer);
         changed.notify_all();
+    }
+
+    /// Refuses (400, not kept) every request body larger than `bytes`.
+    pub(crate) fn limit_body(&self, bytes: usize) {
+        self.state.0.lock().unwrap().body_limit = Some(bytes);
+    }
+
+    /// The size of every request body received so far.
+    pub(crate) fn body_sizes(&self) -> Vec<usize> {
+        self.state.0.lock().unwrap().body_sizes.clone()
     }
 
     pub(crate) fn lines(&self) -> Vec<String> {
@@ -268,6 +283,21 @@ fn exchange(stream: &mut (impl Read + Write), state: &Arc<(Mutex<State>, Condvar
     let body = &data[header_end..header_end + length];
     let content_type = header("content-type");
     assert!(head.starts_with("POST /v1/logs HTTP/1.1\r\n"), "{head}");
+    {
+        let (lock, changed) = &**state;
+        let mut guard = lock.lock().unwrap();
+        guard.body_sizes.push(length);
+        if guard.body_limit.is_some_and(|limit| length > limit) {
+            guard.requests += 1;
+            changed.notify_all();
+            drop(guard);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 400 Bad Request\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large"
+            );
+            return;
+        }
+    }
     let request = match content_type.as_str() {
         "application/json" => serde_json::from_slice(body).unwrap(),
         "application/x-protobuf" => decode_request(body),

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use plan_core::{CommandLimits, ErrorCode, Limits};
+use plan_core::{CommandLimits, ErrorCode, Limits, ResourceBounds};
 use plan_host::{ExportOverrides, HostConfig, HostOptions, ScratchSize};
 
 #[test]
@@ -35,6 +35,7 @@ fn a_json_config_in_camel_case_sets_every_field_it_names() {
             "sandboxHelper": "/opt/plan/plan-exec-sandbox",
             "scratchRoot": "/run/plan-scratch",
             "scratchSizeMb": 64,
+            "commandMemoryMb": 512,
             "commandTimeoutMs": 1000,
             "commandMaxTimeoutMs": 2000,
             "commandOutputCap": 512,
@@ -64,6 +65,7 @@ fn a_json_config_in_camel_case_sets_every_field_it_names() {
     );
     assert_eq!(options.scratch_root, Some(PathBuf::from("/run/plan-scratch")));
     assert_eq!(options.scratch_size.megabytes(), 64);
+    assert_eq!(options.limits.commands.bounds.memory_mb(), 512);
     assert_eq!(options.command_output_cap, 512);
     assert!(options.skip_namespaces);
     assert_eq!(options.protected_paths, vec![PathBuf::from("/srv/secrets")]);
@@ -123,6 +125,14 @@ fn every_value_out_of_range_is_invalid_params() {
         },
         HostConfig {
             scratch_size_mb: Some(ScratchSize::MAX_MEGABYTES + 1),
+            ..config()
+        },
+        HostConfig {
+            command_memory_mb: Some(ResourceBounds::MIN_MEMORY_MB - 1),
+            ..config()
+        },
+        HostConfig {
+            command_memory_mb: Some(ResourceBounds::MAX_MEMORY_MB + 1),
             ..config()
         },
         HostConfig {

@@ -186,7 +186,19 @@ fn assert_exactly_the_chain(received: &[Received], records: &[AuditRecord], work
         assert_eq!(copy.record["body"]["stringValue"], json!(record.event));
         let mut expected: BTreeMap<String, Value> = record.attributes.clone();
         expected.insert("plan_checkpoint.audit.hash".to_owned(), json!(record.hash));
-        assert_eq!(attributes(&copy.record), expected, "seq {seq}");
+        // The chain's attributes and the hash; aliases and content are
+        // outside the chain (checked where they are the point).
+        let chained: BTreeMap<String, Value> = attributes(&copy.record)
+            .into_iter()
+            .filter(|(key, _)| {
+                key == "plan_checkpoint.audit.hash" || plan_storage::is_canonical_attribute(key)
+            })
+            .collect();
+        assert!(
+            chained == expected,
+            "seq {seq}: {:?}",
+            chained.keys().collect::<Vec<_>>()
+        );
         assert_eq!(
             copy.record["timeUnixNano"],
             json!((record.time_unix_ms as u64 * 1_000_000).to_string())
@@ -260,7 +272,43 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
     );
     let card = of("plan_checkpoint.plan.approved")[3];
     assert_eq!(card.attribute("plan_checkpoint.channel"), Some(json!("web_card")));
-    assert_eq!(card.attribute("client.address"), Some(json!("127.0.0.1:40000")));
+    // OTel's names: the address without the port, the port beside it.
+    assert_eq!(card.attribute("client.address"), Some(json!("127.0.0.1")));
+    assert_eq!(card.attribute("client.port"), Some(json!(40000)));
+    // The GenAI names beside the checkpoint's own.
+    assert_eq!(
+        card.attribute("gen_ai.conversation.id"),
+        card.attribute("session.id")
+    );
+    let mut named = 0;
+    for copy in &received {
+        assert_eq!(
+            copy.attribute("gen_ai.tool.name"),
+            copy.attribute("plan_checkpoint.tool.name")
+        );
+        assert_eq!(
+            copy.attribute("gen_ai.tool.call.id"),
+            copy.attribute("plan_checkpoint.call.id")
+        );
+        named += usize::from(copy.attribute("gen_ai.tool.name") == Some(json!("Bash")));
+    }
+    assert!(named > 0, "a Bash confirmation carries gen_ai.tool.name");
+    // Every record says which database it comes from.
+    let database_id = Store::open_read_only(&fixture.db)
+        .unwrap()
+        .database_id()
+        .unwrap()
+        .unwrap();
+    for copy in &received {
+        assert_eq!(
+            copy.resource.get("plan_checkpoint.database.id"),
+            Some(&json!(database_id))
+        );
+        assert_eq!(
+            copy.resource.get("service.instance.id"),
+            Some(&json!(database_id))
+        );
+    }
     // Every other decision came from the embedding Rust program's own calls;
     // an expiry has no channel.
     for decided in of("plan_checkpoint.plan.approved")[..3]
@@ -308,10 +356,9 @@ fn every_path_over(protocol: Protocol, content_type: &str) {
     // The collector's file verifies against the database.
     let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
     let store = Store::open_read_only(&fixture.db).unwrap();
-    assert_eq!(
-        plan_audit_export::verify_against(&store, &kept).unwrap().findings,
-        []
-    );
+    let comparison = plan_audit_export::verify_against(&store, &kept).unwrap();
+    assert_eq!(comparison.findings, []);
+    assert_eq!(comparison.collector_findings, []);
 }
 
 #[test]
@@ -501,4 +548,261 @@ fn a_host_killed_mid_batch_resends_from_the_cursor() {
     }
     drop(host);
     assert_eq!(store.audit_cursor().unwrap().seq, head);
+}
+
+/// A host exporting with content, whose plans may be up to 16 MiB.
+fn exporting_large(config: ExportConfig) -> Fixture {
+    fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        move |options, _| HostOptions {
+            limits: Limits::new(TTL, 16 * 1024 * 1024).unwrap(),
+            audit_export: Some(config),
+            ..options
+        },
+    )
+}
+
+/// A plan of `bytes` bytes of Markdown, distinct per `seed`.
+fn large_plan(seed: &str, bytes: usize) -> String {
+    let line = format!("- step of {seed}: split the parser \"and\" run the tests\n");
+    let mut plan = format!("# {seed}\n\n");
+    while plan.len() + line.len() <= bytes {
+        plan.push_str(&line);
+    }
+    plan
+}
+
+fn submit_plan(fixture: &Fixture, session: &str, markdown: &str) -> PlanApproval {
+    fixture.session(session, Mode::Plan);
+    let (_, outcomes) = fixture.batch_in_new_turn(session, vec![submit("c1", markdown)]);
+    approval_of(&outcomes)
+}
+
+#[test]
+fn four_large_plans_queued_during_an_outage_all_arrive() {
+    // The case: four 7 MiB plans with their content, queued while
+    // the collector refused, then a collector with the usual 20 MiB limit.
+    let collector = Collector::start();
+    collector.answer(Answer::Refuse(503));
+    collector.limit_body(20 * 1024 * 1024);
+    let mut config = export(&collector.endpoint(), Protocol::HttpProtobuf);
+    config.batch_size = 512;
+    config.include_content = true;
+    let fixture = exporting_large(config);
+    let plans: Vec<String> = (0..4)
+        .map(|index| large_plan(&format!("plan {index}"), 7 * 1024 * 1024))
+        .collect();
+    for (index, plan) in plans.iter().enumerate() {
+        submit_plan(&fixture, &format!("big{index}"), plan);
+    }
+    collector.wait_for_requests(1);
+    collector.answer(Answer::Accept);
+    let head = fixture.head();
+    let received = collector.wait_for_seqs(head);
+    let mut texts: Vec<String> = received
+        .iter()
+        .filter_map(|copy| copy.attribute("plan_checkpoint.plan.text"))
+        .map(|text| text.as_str().unwrap().to_owned())
+        .collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(texts, plans, "each 7 MiB plan arrives whole");
+    assert!(
+        collector
+            .body_sizes()
+            .iter()
+            .all(|size| *size <= plan_audit_export::DEFAULT_MAX_REQUEST_BYTES),
+        "no request is larger than the bound: {:?}",
+        collector.body_sizes()
+    );
+}
+
+#[test]
+fn a_record_larger_than_the_bound_is_sent_with_its_content_cut_its_sha256_and_a_marker() {
+    let collector = Collector::start();
+    let mut config = export(&collector.endpoint(), Protocol::HttpJson);
+    config.include_content = true;
+    config.max_request_bytes = 64 * 1024;
+    let fixture = exporting_large(config);
+    let plan = large_plan("cut", 300 * 1024);
+    let approval = submit_plan(&fixture, "cut", &plan);
+    let head = fixture.head();
+    let received = collector.wait_for_seqs(head);
+    let submitted = received
+        .iter()
+        .find(|copy| copy.event() == "plan_checkpoint.plan.submitted")
+        .unwrap();
+    let text = submitted.attribute("plan_checkpoint.plan.text").unwrap();
+    let text = text.as_str().unwrap();
+    assert!(!text.is_empty() && text.len() < plan.len() && plan.starts_with(text));
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.text.truncated"),
+        Some(json!(true))
+    );
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.text.sha256"),
+        Some(json!(approval.artifact.as_ref().unwrap().sha256))
+    );
+    assert_eq!(
+        submitted.attribute("plan_checkpoint.plan.text.size"),
+        Some(json!(plan.len()))
+    );
+    assert!(collector.body_sizes().iter().all(|size| *size <= 64 * 1024));
+    // Cut content is outside the chain: the collector's copy verifies.
+    let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
+    let store = Store::open_read_only(&fixture.db).unwrap();
+    let comparison = plan_audit_export::verify_against(&store, &kept).unwrap();
+    assert_eq!(
+        (comparison.findings, comparison.collector_findings),
+        (vec![], vec![])
+    );
+}
+
+#[test]
+fn a_refused_request_is_split_and_a_record_refused_alone_goes_without_its_content() {
+    // A collector whose limit (48 KiB) is far below the exporter's bound:
+    // it answers 400, which the exporter must never meet with the same
+    // request again.
+    let collector = Collector::start();
+    collector.limit_body(48 * 1024);
+    let mut config = export(&collector.endpoint(), Protocol::HttpJson);
+    config.include_content = true;
+    config.batch_size = 512;
+    let fixture = exporting_large(config);
+    for index in 0..6 {
+        submit_plan(
+            &fixture,
+            &format!("mid{index}"),
+            &large_plan(&format!("mid {index}"), 20 * 1024),
+        );
+    }
+    let big = submit_plan(&fixture, "huge", &large_plan("huge", 200 * 1024));
+    let head = fixture.head();
+    let received = collector.wait_for_seqs(head);
+    let huge = received
+        .iter()
+        .find(|copy| {
+            copy.attribute("plan_checkpoint.approval.id") == Some(json!(big.id.as_str()))
+                && copy.event() == "plan_checkpoint.plan.submitted"
+        })
+        .unwrap();
+    assert_eq!(
+        huge.attribute("plan_checkpoint.plan.text.truncated"),
+        Some(json!(true))
+    );
+    assert_eq!(
+        huge.attribute("plan_checkpoint.plan.text.sha256"),
+        Some(json!(big.artifact.as_ref().unwrap().sha256))
+    );
+    // The 20 KiB plans travelled whole, in smaller requests.
+    let whole = received
+        .iter()
+        .filter(|copy| {
+            copy.attribute("plan_checkpoint.plan.text").is_some()
+                && copy.attribute("plan_checkpoint.plan.text.truncated").is_none()
+        })
+        .count();
+    assert!(whole >= 6, "{whole}");
+    assert_exactly_the_chain(&received, &fixture.records(), &fixture.root());
+}
+
+#[test]
+fn two_databases_in_one_collector_file_each_verify_clean() {
+    let collector = Collector::start();
+    let config = export(&collector.endpoint(), Protocol::HttpJson);
+    let mut first = exporting(config.clone());
+    let second = exporting(config.clone());
+    every_path(&mut first, &config);
+    second.queued("other", PermissionMode::Auto);
+    let (rejected, _) = second.pending("other2");
+    second.host.reject(&rejected.id).unwrap();
+    let (first_head, second_head) = (first.head(), second.head());
+    collector.wait_until("both databases' records", |received| {
+        let ids: std::collections::BTreeSet<String> = received
+            .iter()
+            .map(|copy| {
+                format!(
+                    "{:?}/{}",
+                    copy.resource.get("plan_checkpoint.database.id"),
+                    copy.seq()
+                )
+            })
+            .collect();
+        ids.len() as u64 >= first_head + second_head
+    });
+    let kept = plan_audit_export::parse_collector_lines(&collector.lines().join("\n")).unwrap();
+    for fixture in [&first, &second] {
+        let store = Store::open_read_only(&fixture.db).unwrap();
+        let comparison = plan_audit_export::verify_against(&store, &kept).unwrap();
+        assert_eq!(
+            (comparison.findings, comparison.collector_findings),
+            (vec![], vec![]),
+            "{}",
+            fixture.db.display()
+        );
+        assert!(comparison.other_databases > 0);
+    }
+    drop(first);
+    drop(second);
+}
+
+#[test]
+fn the_first_failure_and_the_recovery_are_told_once_each_and_recorded() {
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let told: Arc<Mutex<Vec<plan_audit_export::ExportEvent>>> = Arc::new(Mutex::new(Vec::new()));
+    let observer: plan_audit_export::ExportObserver = {
+        let told = Arc::clone(&told);
+        Arc::new(move |event: &plan_audit_export::ExportEvent| told.lock().unwrap().push(event.clone()))
+    };
+    let config = export(&format!("http://{address}/v1/logs"), Protocol::HttpJson);
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        move |options, _| HostOptions {
+            audit_export: Some(config),
+            export_observer: Some(observer),
+            ..options
+        },
+    );
+    fixture.pending("a");
+    // Down: several attempts fail, one event.
+    let collector = Collector::start_at(address);
+    collector.answer(Answer::Refuse(503));
+    collector.wait_for_requests(3);
+    let status = Store::open_read_only(&fixture.db)
+        .unwrap()
+        .export_status()
+        .unwrap()
+        .unwrap();
+    assert_eq!(status["state"], "failing");
+    assert!(
+        status["lastError"].as_str().unwrap().contains("503")
+            || status["lastError"].as_str().unwrap().contains("reach")
+    );
+    collector.answer(Answer::Accept);
+    collector.wait_for_seqs(fixture.head());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while told.lock().unwrap().len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no recovery told");
+        std::thread::yield_now();
+    }
+    let events = told.lock().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(matches!(
+        events[0],
+        plan_audit_export::ExportEvent::Failing { .. }
+    ));
+    assert!(matches!(
+        events[1],
+        plan_audit_export::ExportEvent::Recovered { .. }
+    ));
+    let status = Store::open_read_only(&fixture.db)
+        .unwrap()
+        .export_status()
+        .unwrap()
+        .unwrap();
+    assert_eq!(status["state"], "ok");
+    assert_eq!(status["lastError"], Value::Null);
 }

@@ -11,12 +11,12 @@ use super::*;
 use plan_core::{CommandState, Sandbox};
 use plan_host::{PlanSandbox, SessionId, TurnId};
 
-fn bash(call_id: &str, command: &str) -> ToolCall {
+pub(crate) fn bash(call_id: &str, command: &str) -> ToolCall {
     call(call_id, "Bash", json!({"command": command}))
 }
 
 /// Whether this host runs commands inside namespaces; says so when not.
-fn namespaced(fixture: &Fixture, test: &str) -> bool {
+pub(crate) fn namespaced(fixture: &Fixture, test: &str) -> bool {
     let available = fixture.host.command_capabilities().plan_sandbox == PlanSandbox::Landlock
         && fixture.host.limits().commands.namespaces_available;
     if !available {
@@ -25,7 +25,7 @@ fn namespaced(fixture: &Fixture, test: &str) -> bool {
     available
 }
 
-fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: PermissionMode) -> TurnId {
+pub(crate) fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: PermissionMode) -> TurnId {
     fixture
         .host
         .create_session(NewSession {
@@ -43,7 +43,13 @@ fn start_session(fixture: &Fixture, id: &str, mode: Mode, permission: Permission
 }
 
 /// Runs one Plan Bash call and returns its stdout.
-fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+pub(crate) fn plan_stdout(
+    fixture: &Fixture,
+    session: &str,
+    turn: &TurnId,
+    call_id: &str,
+    command: &str,
+) -> String {
     let outcomes = fixture
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
@@ -53,7 +59,13 @@ fn plan_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
 }
 
 /// Runs one `auto` command and returns its stdout.
-fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, command: &str) -> String {
+pub(crate) fn auto_stdout(
+    fixture: &Fixture,
+    session: &str,
+    turn: &TurnId,
+    call_id: &str,
+    command: &str,
+) -> String {
     fixture
         .host
         .tool_calls(&SessionId::from(session), turn, vec![bash(call_id, command)])
@@ -75,7 +87,7 @@ fn auto_stdout(fixture: &Fixture, session: &str, turn: &TurnId, call_id: &str, c
 
 /// What `call_id` wrote to stdout up to the first line `until` accepts (a
 /// whole line each time), or up to its exit when `until` is `None`.
-fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) -> bool>) -> String {
+pub(crate) fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) -> bool>) -> String {
     wait_for(
         &fixture.host,
         &fixture.seen,
@@ -108,7 +120,7 @@ fn stdout_until(fixture: &Fixture, call_id: &str, until: Option<&dyn Fn(&str) ->
     )
 }
 
-fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
+pub(crate) fn stdout_of(fixture: &Fixture, call_id: &str) -> String {
     stdout_until(fixture, call_id, None)
 }
 
@@ -300,10 +312,20 @@ fn a_host_that_skips_namespaces_runs_plan_refuses_auto_and_says_so() {
     assert!(!fixture.host.limits().commands.namespaces_available);
     let commands = initialize_commands(&fixture);
     assert_eq!(commands["layers"], json!(["landlock", "seccomp"]));
+    // Without a user namespace of its own a command's inotify objects are
+    // not bounded: said, with why, and P16 is not claimed.
     assert_eq!(
         commands["enforced"],
         json!(["P1", "P2", "P3", "P4", "P5", "P6", "P9", "P10", "P12", "P14"])
     );
+    let missing: Vec<&str> = commands["missingBounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|missing| missing["bound"].as_str().unwrap())
+        .collect();
+    assert!(missing.contains(&"inotify"), "{commands}");
+    assert!(!commands["bounds"].as_array().unwrap().contains(&json!("inotify")));
 
     let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
     let outside = fixture.workspace.parent().unwrap().join("outside.txt");
@@ -358,12 +380,90 @@ fn initialize_reports_every_layer_where_namespaces_work() {
     let commands = initialize_commands(&fixture);
     assert_eq!(commands["planSandbox"], "landlock");
     assert_eq!(commands["layers"], json!(["landlock", "seccomp", "namespaces"]));
+    let mut enforced = json!([
+        "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14", "P15"
+    ]);
+    // P16 where every bound holds; each one missing is said, with why.
+    let missing = commands["missingBounds"].as_array().unwrap();
+    if missing.is_empty() {
+        enforced.as_array_mut().unwrap().push(json!("P16"));
+    }
+    assert_eq!(commands["enforced"], enforced);
+    let mut named: Vec<&str> = commands["bounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(missing.iter().map(|missing| &missing["bound"]))
+        .map(|name| name.as_str().unwrap())
+        .collect();
+    named.sort_unstable();
     assert_eq!(
-        commands["enforced"],
-        json!([
-            "P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9", "P10", "P11", "P12", "P13", "P14"
-        ])
+        named,
+        [
+            "aio",
+            "inotify",
+            "keys",
+            "machineAddresses",
+            "memory",
+            "openFiles",
+            "processes"
+        ]
     );
+    for missing in missing {
+        assert!(!missing["reason"].as_str().unwrap().is_empty(), "{missing}");
+        eprintln!("this machine cannot bound {missing}");
+    }
+}
+
+#[test]
+fn every_command_gets_plan_cores_bounds_from_the_host() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("plan.db"),
+        |mut options, _| {
+            options.limits.commands.bounds = plan_core::ResourceBounds::with_memory_mb(512).unwrap();
+            options
+        },
+    );
+    if !namespaced(&fixture, "every_command_gets_plan_cores_bounds_from_the_host") {
+        return;
+    }
+    let commands = initialize_commands(&fixture);
+    let holds = |bound: &str| commands["bounds"].as_array().unwrap().contains(&json!(bound));
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    // What the command's own kernel view says of each bound: its open
+    // files, its PID namespace's `pid_max` (processes and threads, PIDs 1
+    // to 1024), its user namespace's inotify limits, and the memory limit
+    // of its own cgroup (v1 or v2).
+    let stdout = plan_stdout(
+        &fixture,
+        "plan",
+        &plan,
+        "p1",
+        "ulimit -Hn; cat /proc/sys/user/max_inotify_instances /proc/sys/user/max_inotify_watches; \
+         cat /proc/sys/kernel/pid_max; \
+         while IFS=: read -r _ controllers path; do \
+           case \",$controllers,\" in \
+             *,memory,*) cat /sys/fs/cgroup/memory$path/memory.limit_in_bytes ;; \
+             ,,) cat /sys/fs/cgroup$path/memory.max 2>/dev/null ;; \
+           esac; \
+         done < /proc/self/cgroup",
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "4096", "{stdout}");
+    if holds("inotify") {
+        assert_eq!(lines[1..3], ["16", "16384"], "{stdout}");
+    }
+    if holds("processes")
+        && std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|release| {
+            let mut parts = release.split('.').map(|part| part.parse::<u32>().unwrap_or(0));
+            (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (6, 14)
+        })
+    {
+        assert_eq!(lines[3], "1025", "{stdout}");
+    }
+    if holds("memory") {
+        assert!(lines[4..].contains(&"536870912"), "{stdout}");
+    }
 }
 
 /// Where a test puts the database, given the workspace.
@@ -759,4 +859,65 @@ fn a_sessions_networked_commands_share_its_own_network_namespace_and_no_other_se
     assert_ne!(first, other, "two sessions share a namespace");
     assert_ne!(first, hosts, "a command sits in the host's namespace");
     assert_ne!(other, hosts, "a command sits in the host's namespace");
+}
+
+#[test]
+fn plan_mode_cargo_check_and_cargo_tree_work_in_a_workspace_crate() {
+    let fixture = fixture_with(
+        |workspace| workspace.parent().unwrap().join("db").join("plan.db"),
+        |options, _| options,
+    );
+    if fixture.host.command_capabilities().plan_sandbox != PlanSandbox::Landlock {
+        eprintln!("no kernel sandbox here: Plan Bash is refused (asserted elsewhere)");
+        return;
+    }
+    // A workspace of two path-only crates, so nothing needs the network.
+    let ws = &fixture.workspace;
+    std::fs::create_dir_all(ws.join("app/src")).unwrap();
+    std::fs::create_dir_all(ws.join("lib/src")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"app\", \"lib\"]\nresolver = \"2\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("app/Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[dependencies]\nlib = { path = \"../lib\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("lib/Cargo.toml"),
+        "[package]\nname = \"lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("app/src/main.rs"), "fn main() { lib::f() }\n").unwrap();
+    std::fs::write(ws.join("lib/src/lib.rs"), "pub fn f() {}\n").unwrap();
+    assert!(
+        std::process::Command::new("cargo")
+            .args(["generate-lockfile", "--offline", "-q"])
+            .current_dir(ws)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let plan = start_session(&fixture, "plan", Mode::Plan, PermissionMode::Ask);
+    // Incremental compilation needs its lock, which a command takes on its
+    // scratch tmpfs inside the namespaces; without them it is off.
+    let incremental = if fixture.host.limits().commands.namespaces_available {
+        ""
+    } else {
+        "CARGO_INCREMENTAL=0 "
+    };
+    let stdout = plan_stdout(
+        &fixture,
+        "plan",
+        &plan,
+        "p1",
+        &format!(
+            "cd app && {incremental}CARGO_TARGET_DIR=\"$TMPDIR/target\" cargo check --frozen -q 2>&1 | grep -v -e last-use -e cache -e 'disk I/O' -e '^Caused' -e '^$'; test ${{PIPESTATUS[0]}} = 0 && echo checked; \
+             cargo tree --offline --prefix none 2>/dev/null | head -2"
+        ),
+    );
+    assert!(stdout.starts_with("checked\napp v0.1.0"), "{stdout}");
+    assert!(stdout.contains("lib v0.1.0"), "{stdout}");
 }

@@ -289,6 +289,24 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 approval_id: "apr_01".into(),
             }),
         ),
+        (
+            "command_register",
+            ClientRequest::CommandRegister(plan_protocol::CommandRegisterParams {
+                session_id: "ses_01".into(),
+                turn_id: "turn_01".into(),
+                call_id: "call_1".into(),
+                command: "git log --oneline".to_owned(),
+                cwd: Some("crates/core".to_owned()),
+                timeout_ms: None,
+            }),
+        ),
+        (
+            "command_run",
+            ClientRequest::CommandRun(plan_protocol::CommandRunParams {
+                session_id: "ses_01".into(),
+                reference: "9b1f4c0d7e2a4c6f8e3b5d1a2c4e6f80".to_owned(),
+            }),
+        ),
     ]
 }
 
@@ -316,6 +334,13 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
                         enforced: ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]
                             .map(String::from)
                             .to_vec(),
+                        bounds: ["processes", "inotify", "openFiles", "aio", "keys", "machineAddresses"]
+                            .map(String::from)
+                            .to_vec(),
+                        missing_bounds: vec![plan_protocol::MissingBound {
+                            bound: "memory".to_owned(),
+                            reason: "no cgroup with the memory controller can be made here".to_owned(),
+                        }],
                     },
                     web: Some(plan_protocol::WebCapabilities {
                         url: "http://127.0.0.1:8123/".to_owned(),
@@ -605,6 +630,22 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             to_value(&PlanDecisionResult {
                 approval: wire_approval(&withdrawn_approval()),
                 session: wire_session(&idle_after_reject_state()),
+            }),
+        ),
+        (
+            "command_register",
+            method::COMMAND_REGISTER,
+            to_value(&plan_protocol::CommandRegisterResult {
+                call_id: "call_1".into(),
+                reference: "9b1f4c0d7e2a4c6f8e3b5d1a2c4e6f80".to_owned(),
+            }),
+        ),
+        (
+            "command_run",
+            method::COMMAND_RUN,
+            to_value(&CommandRun {
+                sandbox: CommandSandbox::ReadOnly,
+                ..command_run(CommandState::Running)
             }),
         ),
     ]

@@ -227,6 +227,8 @@ fn initialize_result() -> impl Strategy<Value = InitializeResult> + Clone {
                     reason: Some("no Landlock".to_owned()),
                     layers: Vec::new(),
                     enforced: Vec::new(),
+                    bounds: Vec::new(),
+                    missing_bounds: Vec::new(),
                 },
                 web: Some(plan_protocol::WebCapabilities {
                     url: "http://127.0.0.1:1/".to_owned(),

@@ -6,8 +6,11 @@
 //! (the FFI, Rust hosts, `serve`), and this server needs a few routes, one
 //! request per connection and a few small bodies. So it is `std` only: a
 //! `TcpListener` on its own accept thread, one short-lived thread per
-//! connection (at most [`MAX_CONNECTIONS`] at once; more are closed
-//! unanswered), and the minimal, strictly bounded HTTP/1.1 of `http`
+//! connection (at most [`MAX_CONNECTIONS`] at once, at most
+//! [`MAX_CONNECTIONS_PER_PEER`] from one peer, the last
+//! [`RESERVED_FOR_CARD_HOLDERS`] kept for peers that have shown a card's
+//! token: `admission`; more are closed unanswered, so no flood keeps the
+//! person's own requests out), and the minimal, strictly bounded HTTP/1.1 of `http`
 //! (head and body caps, a whole-request deadline, a write timeout). A
 //! client that sends slowly, never sends, or never reads holds only its
 //! own thread, and only until its deadline. No request is held open: the
@@ -35,13 +38,14 @@
 //! [`Host::approve_noted`] / [`Host::reject_noted`], which record in the
 //! transcript that it came from the web card and from which address.
 
+mod admission;
 mod cards;
 mod http;
 pub mod qr;
 mod routes;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -50,10 +54,10 @@ use plan_core::{ApprovalId, ErrorCode, PlanApproval};
 use plan_host::{Host, HostError, HostEvent, WebOptions};
 use plan_protocol::{PlanApprovalRequestedNotification, ServerNotification, WebCapabilities};
 
+use admission::{Admission, Peer};
+pub use admission::{MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, RESERVED_FOR_CARD_HOLDERS};
 use cards::Cards;
 
-/// At most this many connections are served at once.
-pub const MAX_CONNECTIONS: usize = 64;
 /// The time a client has to send its whole request.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// The time a blocking write may wait for a client that does not read.
@@ -72,7 +76,7 @@ struct Shared {
     authority: String,
     /// `Origin`, when sent, must be exactly this (`http://127.0.0.1:PORT`).
     origin: String,
-    connections: AtomicUsize,
+    admission: Arc<Admission>,
     stopping: AtomicBool,
 }
 
@@ -176,7 +180,7 @@ impl WebCard {
             address,
             origin: format!("http://{authority}"),
             authority,
-            connections: AtomicUsize::new(0),
+            admission: Arc::default(),
             stopping: AtomicBool::new(false),
         });
         // The listener holds the server weakly: the host (which holds its
@@ -283,6 +287,7 @@ impl WebCard {
             return;
         }
         self.shared.cards().stop();
+        self.shared.admission.forget_card_holders();
         // The accept thread waits in accept(): one connection wakes it, and
         // it sees the flag.
         let _ = TcpStream::connect_timeout(&self.shared.address, Duration::from_secs(1));
@@ -314,23 +319,25 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
             std::thread::sleep(ACCEPT_BACKOFF);
             continue;
         };
-        // Over the cap the connection is closed unanswered (dropping it).
-        if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            shared.connections.fetch_sub(1, Ordering::SeqCst);
+        // Over a bound the connection is closed unanswered (dropping it).
+        let Some(peer) = stream.peer_addr().ok().map(|peer| Peer::of(peer.ip())) else {
             continue;
-        }
-        let spawned = std::thread::Builder::new()
+        };
+        let Some(ticket) = Admission::admit(&shared.admission, peer) else {
+            continue;
+        };
+        // A thread that cannot start drops the ticket with the closure.
+        let _ = std::thread::Builder::new()
             .name("plan-web-conn".to_owned())
             .spawn({
                 let shared = Arc::clone(shared);
                 move || {
-                    routes::serve_connection(&shared, stream);
-                    shared.connections.fetch_sub(1, Ordering::SeqCst);
+                    if routes::serve_connection(&shared, stream) {
+                        shared.admission.card_holder(peer);
+                    }
+                    drop(ticket);
                 }
             });
-        if spawned.is_err() {
-            shared.connections.fetch_sub(1, Ordering::SeqCst);
-        }
     }
 }
 

@@ -23,22 +23,30 @@ pub(crate) const CARD_SCRIPT: &str = include_str!("../../assets/plan-approval-ca
 /// The path of the element's script.
 const SCRIPT_PATH: &str = "/plan-approval-card.js";
 
-/// Serves the one request of a connection.
-pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) {
+/// Serves the one request of a connection; `true` when it showed a card's
+/// token (a card's route or a decision answered with success), which makes
+/// its peer one the server keeps room for.
+pub(crate) fn serve_connection(shared: &Shared, mut stream: TcpStream) -> bool {
     let Ok(peer) = stream.peer_addr() else {
-        return;
+        return false;
     };
     if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
-        return;
+        return false;
     }
-    let response = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
-        Ok(request) => route(shared, &request, peer),
-        Err(refusal) => Response::plain(refusal.status),
+    let (response, showed_token) = match http::read_request(&mut stream, Instant::now() + REQUEST_DEADLINE) {
+        Ok(request) => {
+            let response = route(shared, &request, peer);
+            let token_route = request.target.starts_with("/card/") || request.target == "/decision";
+            let showed_token = token_route && (200..300).contains(&response.status);
+            (response, showed_token)
+        }
+        Err(refusal) => (Response::plain(refusal.status), false),
     };
     // A client that does not read is given up on after the write timeout;
     // there is nobody to tell.
     let _ = http::write_response(&mut stream, &response);
     let _ = stream.shutdown(std::net::Shutdown::Write);
+    showed_token
 }
 
 fn route(shared: &Shared, request: &Request, peer: SocketAddr) -> Response {
@@ -136,7 +144,7 @@ fn readable(shared: &Shared, token: &str) -> Option<(Token, PlanApproval)> {
 }
 
 fn page(shared: &Shared, token: &str) -> Response {
-    let Some((token, _)) = readable(shared, token) else {
+    let Some((token, approval)) = readable(shared, token) else {
         return Response::plain(404);
     };
     // The token is 64 hex digits: nothing in it needs escaping.
@@ -146,11 +154,87 @@ fn page(shared: &Shared, token: &str) -> Response {
          <meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>Plan approval</title>\n\
          <script type=\"module\" src=\"{SCRIPT_PATH}\"></script>\n</head>\n<body>\n\
-         <noscript><p>This approval card needs JavaScript to show the plan and to approve or reject it.</p></noscript>\n\
+         {}\
          <plan-approval-card card-url=\"/card/{}\"></plan-approval-card>\n</body>\n</html>\n",
+        without_script(shared, &approval),
         token.to_hex()
     );
     Response::new(200, "text/html; charset=utf-8", html)
+}
+
+/// What the page shows with JavaScript off (`<noscript>`): the plan's
+/// title, question and text as the host read it after its size and hash
+/// check, its status and the file that binds the decision, all as text
+/// (HTML-escaped, and terminal controls shown escaped as the card and the
+/// CLI show them: the agent wrote them). Deciding needs the card's script.
+fn without_script(shared: &Shared, approval: &PlanApproval) -> String {
+    let text = |text: &str, keep_lines: bool| html_text(text, keep_lines);
+    let plan = match plan_check(shared, &approval.id) {
+        CardPlan {
+            ok: true,
+            markdown: Some(markdown),
+            ..
+        } => format!("<pre>{}</pre>\n", text(&markdown, true)),
+        CardPlan {
+            error_code, message, ..
+        } => format!(
+            "<p><strong>The plan failed the host's integrity check ({}): {}. It cannot be approved.</strong></p>\n",
+            error_code.map_or("unknown", ErrorCode::as_str),
+            text(message.as_deref().unwrap_or_default(), false)
+        ),
+    };
+    let status = status_of(approval);
+    let status = match (status.status, status.permission_mode) {
+        (ApprovalStatus::Approved, Some(mode)) => format!("approved ({mode})"),
+        (other, _) => other.to_string(),
+    };
+    let file = approval.artifact.as_ref().map_or_else(String::new, |artifact| {
+        let artifact = super::card_artifact(artifact);
+        format!(
+            "<p>Plan file: {}, {} bytes, {}</p>\n",
+            text(&artifact.file_name, false),
+            artifact.size,
+            text(&artifact.fingerprint, false)
+        )
+    });
+    format!(
+        "<noscript>\n<h1>{}</h1>\n<p>{}</p>\n<p>Status: {status}</p>\n{file}{plan}\
+         <p>Approving or rejecting on this page needs JavaScript: turn it on for this page, or decide \
+         where the agent runs.</p>\n</noscript>\n",
+        text(&approval.title, false),
+        text(&approval.question, false),
+    )
+}
+
+/// Agent text as HTML text: `&`, `<`, `>` and quotes as entities, terminal
+/// controls as `\x1b` / `\u202e` (line breaks kept in a block, CRLF as one).
+fn html_text(text: &str, keep_lines: bool) -> String {
+    let text = if keep_lines {
+        std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' if keep_lines => out.push(c),
+            c if plan_core::is_terminal_control(c) => {
+                let code = u32::from(c);
+                if code <= 0xff {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else {
+                    out.push_str(&format!("\\u{code:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `GET /card/<token>/status`: the approval's status now, for a card that
@@ -295,7 +379,17 @@ fn refused(shared: &Shared, approval_id: &ApprovalId, error: &HostError) -> Resp
 
 #[cfg(test)]
 mod tests {
-    use super::CARD_SCRIPT;
+    use super::{CARD_SCRIPT, html_text};
+
+    #[test]
+    fn agent_text_on_the_page_is_text_with_controls_escaped() {
+        assert_eq!(
+            html_text("<b>\"x\" & 'y'</b>\u{1b}[2J\u{202e}", false),
+            "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;\\x1b[2J\\u202e"
+        );
+        assert_eq!(html_text("a\r\nb\tc\n", true), "a\nb\tc\n");
+        assert_eq!(html_text("a\nb", false), "a\\x0ab");
+    }
 
     /// The character class of the card's `TERMINAL_CONTROL` regex, as
     /// `(first, last)` ranges.

@@ -495,13 +495,6 @@ fn heads_and_bodies_are_bounded() {
     assert_eq!(fixture.status().status, ApprovalStatus::Pending);
 }
 
-/// Sends a request and never reads its answer.
-fn send_unread(addr: SocketAddr, path: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-    stream
-}
-
 /// A `GET` whose answer is read to its end while the client keeps its
 /// side of the connection open (a browser tab that stays).
 fn get_kept(addr: SocketAddr, path: &str) -> (Reply, TcpStream) {
@@ -550,20 +543,120 @@ fn the_polled_status_follows_a_decision_made_elsewhere() {
     );
 }
 
+/// Connections to the card server held by a `python3` child from other
+/// addresses of this machine's loopback (`127.0.0.2` and up: one peer
+/// each), silent or with a request whose answer is never read; dropped
+/// (the child killed, its connections closed) with the value.
+struct Flood {
+    child: std::process::Child,
+    /// How many connections each source got served (accepted and not
+    /// closed unanswered at once), as the child found out.
+    served: Vec<usize>,
+}
+
+impl Flood {
+    /// Opens `per_source` connections from each of `sources`, sending
+    /// `request` on each (silent when `None`), then one more from each with
+    /// a whole request for the script, read to its end: an empty answer
+    /// (closed unanswered) from a source means the server took every
+    /// earlier connection of it in order and had no room left for it. Once
+    /// that is known for every source, `served` says how many of each
+    /// source's held connections are still open (the others were closed
+    /// unanswered).
+    fn start(addr: SocketAddr, sources: &[&str], per_source: usize, request: Option<&str>) -> Flood {
+        let script = format!(
+            r#"
+import select, socket, sys
+addr = ('{ip}', {port})
+request = {request}
+held = {{}}
+for source in {sources:?}:
+    held[source] = []
+    for _ in range({per_source}):
+        s = socket.socket()
+        s.bind((source, 0))
+        s.connect(addr)
+        if request:
+            s.sendall(request.encode())
+        held[source].append(s)
+for source in held:
+    probe = socket.socket()
+    probe.bind((source, 0))
+    probe.connect(addr)
+    probe.sendall(b'GET /plan-approval-card.js HTTP/1.1\r\nHost: ' + ('%s:%d' % addr).encode() + b'\r\n\r\n')
+    try:
+        while probe.recv(65536):
+            pass
+    except OSError:
+        pass
+def closed(s):
+    if not select.select([s], [], [], 0)[0]:
+        return False
+    try:
+        return not s.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+served = []
+for source in held:
+    served.append(str(len([s for s in held[source] if not closed(s)])))
+print(' '.join(served), flush=True)
+sys.stdin.read()
+"#,
+            ip = addr.ip(),
+            port = addr.port(),
+            request = request.map_or("None".to_owned(), |request| format!("{request:?}")),
+        );
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The child's one line, once it knows; a child that failed prints
+        // its error on stderr and nothing here.
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let served = line
+            .split_whitespace()
+            .map(|count| count.parse().unwrap())
+            .collect();
+        Flood { child, served }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn clients_that_never_send_or_never_read_delay_neither_expiry_nor_others() {
     let fixture = fixture(1_500, false);
     let addr = fixture.addr();
     let path = fixture.path();
-    // Connections that never send a byte.
-    let silent: Vec<TcpStream> = (0..16).map(|_| TcpStream::connect(addr).unwrap()).collect();
-    // Status polls and a script download whose answers are never read.
-    let unread_polls: Vec<TcpStream> = (0..8)
-        .map(|_| send_unread(addr, &format!("{path}/status")))
-        .collect();
-    let unread_script: Vec<TcpStream> = (0..8)
-        .map(|_| send_unread(addr, "/plan-approval-card.js"))
-        .collect();
+    // Connections that never send a byte, from two peers.
+    let silent = Flood::start(addr, &["127.0.0.2", "127.0.0.3"], 8, None);
+    // Status polls and script downloads whose answers are never read.
+    let unread_polls = Flood::start(
+        addr,
+        &["127.0.0.4"],
+        8,
+        Some(&format!("GET {path}/status HTTP/1.1\r\nHost: {addr}\r\n\r\n")),
+    );
+    let unread_script = Flood::start(
+        addr,
+        &["127.0.0.5"],
+        8,
+        Some(&format!(
+            "GET /plan-approval-card.js HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+        )),
+    );
     // Someone else is served at once, meanwhile.
     let state = get(addr, &format!("{path}/state"));
     assert_eq!(state.status, 200);
@@ -891,21 +984,69 @@ fn the_retired_events_route_is_a_plain_404() {
 
 #[test]
 fn connections_over_the_cap_are_closed_unanswered() {
+    use plan_server::web::{MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, RESERVED_FOR_CARD_HOLDERS};
     let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
     let addr = fixture.addr();
-    let silent: Vec<TcpStream> = (0..plan_server::web::MAX_CONNECTIONS)
-        .map(|_| TcpStream::connect(addr).unwrap())
+    // One peer gets its share and no more; the whole request after it is
+    // closed unanswered.
+    let one = Flood::start(addr, &["127.0.0.2"], MAX_CONNECTIONS, None);
+    assert_eq!(one.served, [MAX_CONNECTIONS_PER_PEER]);
+    // Peers that never showed a card's token get no more than the room
+    // not kept for card holders, all together.
+    let sources: Vec<String> = (3..3 + MAX_CONNECTIONS / MAX_CONNECTIONS_PER_PEER)
+        .map(|last| format!("127.0.0.{last}"))
         .collect();
-    let mut over = TcpStream::connect(addr).unwrap();
-    over.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let _ = write!(
-        over,
-        "GET /plan-approval-card.js HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let many = Flood::start(addr, &sources, MAX_CONNECTIONS_PER_PEER, None);
+    assert_eq!(
+        one.served[0] + many.served.iter().sum::<usize>(),
+        MAX_CONNECTIONS - RESERVED_FOR_CARD_HOLDERS,
+        "{:?}",
+        many.served
     );
-    let mut bytes = Vec::new();
-    let _ = over.read_to_end(&mut bytes);
-    assert!(bytes.is_empty(), "{}", String::from_utf8_lossy(&bytes));
-    drop(silent);
+    drop(one);
+    drop(many);
+}
+
+#[test]
+fn a_flood_from_one_peer_or_many_leaves_room_for_the_persons_own_requests() {
+    use plan_server::web::{MAX_CONNECTIONS, MAX_CONNECTIONS_PER_PEER, RESERVED_FOR_CARD_HOLDERS};
+    let fixture = fixture(Limits::DEFAULT_APPROVAL_TTL_MS, false);
+    let addr = fixture.addr();
+    let path = fixture.path();
+    // One peer holding as many connections as it can (and a whole
+    // request that finds no room): the person, from another address, is
+    // served, and so is someone who has never shown a token.
+    let one = Flood::start(addr, &["127.0.0.2"], MAX_CONNECTIONS, None);
+    assert_eq!(one.served, [MAX_CONNECTIONS_PER_PEER]);
+    assert_eq!(get(addr, &format!("{path}/state")).status, 200);
+    drop(one);
+    // Many peers, each at its share, hold every connection but the room
+    // kept for card holders: the person, who has loaded the card, is
+    // served; a peer that never showed a token is not.
+    let flooders = (MAX_CONNECTIONS - RESERVED_FOR_CARD_HOLDERS).div_ceil(MAX_CONNECTIONS_PER_PEER) + 2;
+    let sources: Vec<String> = (10..10 + flooders)
+        .map(|last| format!("127.0.0.{last}"))
+        .collect();
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let many = Flood::start(addr, &sources, MAX_CONNECTIONS_PER_PEER, None);
+    assert_eq!(
+        many.served.iter().sum::<usize>(),
+        MAX_CONNECTIONS - RESERVED_FOR_CARD_HOLDERS,
+        "{:?}",
+        many.served
+    );
+    let state = get(addr, &format!("{path}/state"));
+    assert_eq!(state.status, 200);
+    let decided = fixture.decide(&approve(&fixture, "ask"));
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let stranger = Flood::start(addr, &["127.0.0.3"], 1, None);
+    assert_eq!(
+        stranger.served,
+        [0],
+        "a peer without a token took the person's room"
+    );
+    drop(many);
 }
 
 #[test]
@@ -924,7 +1065,120 @@ fn a_decision_on_the_card_is_a_chain_record_naming_the_card_and_its_peer() {
         approved.attributes["plan_checkpoint.permission_mode"],
         json!("auto")
     );
-    let peer = approved.attributes["client.address"].as_str().unwrap();
-    assert!(peer.starts_with("127.0.0.1:"), "{peer}");
+    // OTel's names: the address without the port, the port beside it.
+    assert_eq!(approved.attributes["client.address"], json!("127.0.0.1"));
+    assert!(
+        approved.attributes["client.port"]
+            .as_u64()
+            .is_some_and(|port| port > 0),
+        "{:?}",
+        approved.attributes.get("client.port")
+    );
     assert_eq!(store.verify_audit_chain().unwrap().1, []);
+}
+
+/// The machine's own IPv4 addresses but loopback (its local routing
+/// table's `/32 host LOCAL` leaves).
+fn machine_addresses() -> Vec<std::net::Ipv4Addr> {
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").unwrap();
+    let mut last = None;
+    let mut found = Vec::new();
+    for line in trie.lines() {
+        if let Some(address) = line.trim_start().strip_prefix("|-- ") {
+            last = address.trim().parse::<std::net::Ipv4Addr>().ok();
+        } else if line.contains("/32 host LOCAL")
+            && let Some(address) = last
+            && !address.is_loopback()
+            && !found.contains(&address)
+        {
+            found.push(address);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_networked_command_cannot_reach_the_card_bound_on_the_machines_own_address() {
+    let Some(address) = machine_addresses().first().copied() else {
+        panic!("this machine has no address but loopback: nothing here shows the card kept from a command");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().canonicalize().unwrap().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let mut options = HostOptions {
+        web: Some(WebOptions::any_address(SocketAddr::from((address, 0)))),
+        ..HostOptions::default()
+    };
+    options.limits.commands.network_in_auto = true;
+    let host = Arc::new(Host::open(dir.path().join("plan.db"), options).unwrap());
+    let web = WebCard::start_for(&host).unwrap().unwrap();
+    let (sender, events) = channel();
+    host.add_listener(Arc::new(move |event: HostEvent| {
+        let _ = sender.send(event);
+    }));
+    let approval = submit(&host, &workspace, "Split the parser", MARKDOWN);
+    let card = web.card_url(&approval).unwrap();
+    if !host.limits().commands.namespaces_available {
+        eprintln!("no namespaces here: the network option is refused (plan-core's tests assert it)");
+        return;
+    }
+    // The person's browser reaches the card on that address.
+    assert_eq!(
+        get(web.address(), &card[card.find("/card/").unwrap()..]).status,
+        200
+    );
+    let session = host
+        .create_session(NewSession {
+            workspace_root: Some(workspace.display().to_string()),
+            mode: Some(Mode::Agent),
+            permission_mode: Some(PermissionMode::Auto),
+            ..NewSession::default()
+        })
+        .unwrap()
+        .session
+        .id;
+    let turn = host.start_turn(&session, Origin::Interactive).unwrap().turn_id;
+    // The command tries the card's address and port with its URL, as a
+    // command that read it somewhere would.
+    let command = format!(
+        "python3 -c \"import socket; s = socket.create_connection(('{}', {}), timeout=5); \
+         s.sendall(b'GET {} HTTP/1.1\\r\\nHost: {}\\r\\n\\r\\n'); print(s.recv(64))\" 2>&1 | tail -1",
+        address,
+        web.address().port(),
+        &card[card.find("/card/").unwrap()..],
+        web.address()
+    );
+    let call = ToolCall {
+        call_id: "net-1".into(),
+        name: "Bash".to_owned(),
+        input: json!({"command": command}),
+    };
+    host.tool_calls(&session, &turn, vec![call]).unwrap();
+    host.start_agent_command(&session, &turn, &"net-1".into(), &command, None, None)
+        .unwrap();
+    let mut stdout = String::new();
+    let run = loop {
+        match events.recv_timeout(Duration::from_secs(30)).unwrap() {
+            HostEvent::CommandOutput {
+                chunk,
+                stream: plan_host::Stream::Stdout,
+                ..
+            } => stdout.push_str(&chunk),
+            HostEvent::CommandExited(run) => break run,
+            HostEvent::CommandOutput { .. }
+            | HostEvent::ApprovalRequested(_)
+            | HostEvent::ApprovalResolved(_)
+            | HostEvent::ExecutionStateChanged { .. }
+            | HostEvent::SessionChanged(_) => {}
+        }
+    };
+    assert!(run.network, "{run:?}");
+    assert!(
+        stdout.contains("PermissionError") && !stdout.contains("HTTP/1.1"),
+        "the command reached the card: {stdout}"
+    );
+    assert_eq!(
+        host.approval(&approval.id).unwrap().approval.status,
+        ApprovalStatus::Pending
+    );
 }

@@ -236,7 +236,11 @@ fn a_removed_row_is_named_by_its_seq_the_last_one_too() {
             9,
             vec![
                 AuditFinding::Removed { seq: 4 },
-                AuditFinding::Removed { seq: 11 }
+                // Without its rejection, a2's facts leave it pending: the
+                // row that says otherwise is named too.
+                row_finding(10, "a2", "decided_at", "none", "1800000000008"),
+                row_finding(10, "a2", "status", "pending", "rejected"),
+                AuditFinding::Removed { seq: 11 },
             ]
         )
     );
@@ -497,7 +501,16 @@ fn an_approval_whose_facts_the_transcript_holds_is_not_told_twice() {
         .filter(|record| record.event == "plan_checkpoint.plan.submitted")
         .count();
     assert_eq!(submitted, 1);
-    assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+    // The chain itself is whole; the hand-written submission tells another
+    // title and no artifact, which the row check names.
+    let (checked, findings) = store.verify_audit_chain().unwrap();
+    assert_eq!(checked, 4);
+    assert!(
+        findings
+            .iter()
+            .all(|finding| matches!(finding, AuditFinding::Row { approval_id, .. } if approval_id == "a1")),
+        "{findings:?}"
+    );
 }
 
 #[test]
@@ -534,4 +547,250 @@ fn the_first_fact_of_an_unchained_database_numbers_its_history_before_itself() {
         ]
     );
     assert_eq!(store.verify_audit_chain().unwrap(), (4, Vec::new()));
+}
+
+fn row_finding(seq: u64, approval_id: &str, field: &'static str, chain: &str, row: &str) -> AuditFinding {
+    AuditFinding::Row {
+        seq,
+        approval_id: approval_id.to_owned(),
+        field,
+        chain: chain.to_owned(),
+        row: row.to_owned(),
+    }
+}
+
+#[test]
+fn an_edited_approval_row_is_found_with_its_id_the_field_and_both_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    let db = dir.path().join("plan.db");
+    // After the fact: a1's mode raised from accept-edits to auto, a2's
+    // rejection turned into an expiry.
+    execute(
+        &db,
+        "UPDATE plan_approvals SET permission_mode = 'auto' WHERE id = 'a1'; \
+         UPDATE plan_approvals SET status = 'expired', error_code = 'PLAN_APPROVAL_TIMEOUT' WHERE id = 'a2';",
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            11,
+            vec![
+                row_finding(9, "a1", "permission_mode", "accept-edits", "auto"),
+                row_finding(11, "a2", "error_code", "none", "PLAN_APPROVAL_TIMEOUT"),
+                row_finding(11, "a2", "status", "rejected", "expired"),
+            ]
+        )
+    );
+}
+
+#[test]
+fn every_field_of_an_approval_row_is_checked_against_the_chain() {
+    for (column, value, chain) in [
+        ("session_id", "'s2'", "s1"),
+        ("turn_id", "'t9'", "turn-a1"),
+        (
+            "artifact_sha256",
+            "printf('%064d', 7)",
+            "0000000000000000000000000000000000000000000000000000000000000000",
+        ),
+        ("artifact_size", "999", "12"),
+        (
+            "artifact_path",
+            "'.pi/plan/other.md'",
+            ".pi/plan/20260101T000000Z-a1-abc.md",
+        ),
+        ("expires_at", "expires_at + 1", ""),
+        ("created_at", "created_at - 5", ""),
+        ("decided_at", "decided_at + 60000", ""),
+        ("execution_id", "'x9'", "x1"),
+        ("execution_state", "'interrupted'", "completed"),
+        ("title", "'Another title'", ""),
+        ("question", "'Another question?'", ""),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = history(dir.path());
+        execute(
+            &dir.path().join("plan.db"),
+            &format!("UPDATE plan_approvals SET {column} = {value} WHERE id = 'a1'"),
+        );
+        let (_, findings) = store.verify_audit_chain().unwrap();
+        let fields: Vec<&str> = findings
+            .iter()
+            .map(|finding| match finding {
+                AuditFinding::Row {
+                    approval_id,
+                    field,
+                    chain: told,
+                    ..
+                } => {
+                    assert_eq!(approval_id, "a1");
+                    if !chain.is_empty() {
+                        assert_eq!(told, chain, "{column}");
+                    }
+                    *field
+                }
+                other @ (AuditFinding::Changed { .. }
+                | AuditFinding::Removed { .. }
+                | AuditFinding::Inserted { .. }) => panic!("{column}: {other:?}"),
+            })
+            .collect();
+        assert_eq!(fields, [column], "{column}");
+    }
+}
+
+#[test]
+fn a_row_the_chain_never_recorded_and_a_row_removed_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = history(dir.path());
+    execute(
+        &dir.path().join("plan.db"),
+        &format!(
+            "DELETE FROM plan_approvals WHERE id = 'a2'; \
+             INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+               artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
+             VALUES ('forged', 's2', 't', 'x', 'y', '.pi/plan/f.md', printf('%064d', 1), 1, 'rejected', \
+               {NOW}, {NOW} + 1800000, {NOW} + 1);"
+        ),
+    );
+    assert_eq!(
+        store.verify_audit_chain().unwrap(),
+        (
+            11,
+            vec![
+                row_finding(0, "forged", "row", "absent", "present"),
+                row_finding(11, "a2", "row", "present", "absent"),
+            ]
+        )
+    );
+}
+
+/// A pre-chain database with a big history: `unchained`'s (a command run,
+/// a pending approval), plus 300 decided approvals, 200 command entries
+/// (100 runs) written as an older build left them, and a transcript whose
+/// row ids reach 30,000 (an agent's own messages, which the chain does not
+/// number): big enough to be numbered in steps.
+fn big_unchained(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = unchained(dir);
+    execute(
+        &path,
+        &format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 299) \
+             INSERT INTO plan_approvals (id, session_id, turn_id, title, question, artifact_path, \
+               artifact_sha256, artifact_size, status, created_at, expires_at, decided_at) \
+             SELECT 'old' || i, 's1', 't', 'old plan', 'ok?', '.pi/plan/old' || i || '.md', \
+               printf('%064x', i), 100, 'rejected', {NOW} - 10000000 + i, {NOW} - 8200000 + i, {NOW} - 10000000 + i + 1 FROM n; \
+             WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 199) \
+             INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+             SELECT 's1', 1000 + i, 'tool', json_set(content_json, '$.callId', 'old' || (i / 2), \
+                 '$.type', CASE i % 2 WHEN 0 THEN 'commandStarted' ELSE 'commandEnded' END), created_at \
+             FROM n, (SELECT content_json, created_at FROM transcript_entries \
+                      WHERE json_extract(content_json, '$.type') = 'commandEnded' LIMIT 1); \
+             INSERT INTO transcript_entries (id, session_id, seq, role, content_json, created_at) \
+             VALUES (30000, 's1', 5000, 'user', '{{\"text\":\"hello\"}}', {NOW});"
+        ),
+    );
+    path
+}
+
+#[test]
+fn a_big_pre_chain_history_is_numbered_in_steps_after_the_fence_and_new_facts_follow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_unchained(dir.path());
+    let (mut store, _) = Store::open(&path).unwrap();
+    // The fence interrupts the pending approval and the unended run, and
+    // numbers nothing: the history waits.
+    let fenced = store.startup_fence(NOW + 10).unwrap();
+    assert_eq!(fenced.len(), 1);
+    let waiting = store.history_numbering().unwrap().expect("the history waits");
+    assert_eq!(waiting.done, 0);
+    assert_eq!(store.audit_head().unwrap().0, 0);
+    // A fact recorded meanwhile waits too, after the history.
+    let mut session = Session::new("s9", Some("/w/s9".to_owned()));
+    session.mode = Mode::Plan;
+    store.create_session(&session, NOW + 11).unwrap();
+    store
+        .apply(
+            &[Effect::InsertApproval(pending("new", "s9", NOW + 11))],
+            NOW + 11,
+        )
+        .unwrap();
+    let mut steps = 0;
+    while store.number_history_step().unwrap().is_some() {
+        steps += 1;
+        assert!(steps < 10_000, "the numbering ends");
+    }
+    assert!(steps > 1, "in steps: {steps}");
+    assert_eq!(store.history_numbering().unwrap(), None);
+    let records = store.audit_records().unwrap();
+    // The history's command entries, the old approvals' facts, then the
+    // fence's and the new submission, last.
+    let (checked, findings) = store.verify_audit_chain().unwrap();
+    assert_eq!(findings, []);
+    assert_eq!(checked, records.len() as u64);
+    let last = records.last().unwrap();
+    assert_eq!(last.event, "plan_checkpoint.plan.submitted");
+    assert_eq!(last.attributes["plan_checkpoint.approval.id"], "new");
+    assert!(!backfilled(last));
+    // The pending approval's history comes before its interruption.
+    let a1: Vec<&str> = records
+        .iter()
+        .filter(|record| {
+            record.attributes.get("plan_checkpoint.approval.id") == Some(&serde_json::json!("a1"))
+        })
+        .map(|record| record.event.as_str())
+        .collect();
+    assert_eq!(
+        a1,
+        [
+            "plan_checkpoint.plan.submitted",
+            "plan_checkpoint.plan.interrupted"
+        ]
+    );
+    // Every old approval told once: submission and rejection.
+    let told = records
+        .iter()
+        .filter(|record| {
+            record
+                .attributes
+                .get("plan_checkpoint.approval.id")
+                .and_then(|id| id.as_str())
+                .is_some_and(|id| id.starts_with("old"))
+        })
+        .count();
+    assert_eq!(told, 600);
+    // The next fence reads the open runs (none now) and interrupts the new
+    // pending approval.
+    assert_eq!(store.startup_fence(NOW + 20).unwrap().len(), 1);
+}
+
+#[test]
+fn on_a_big_transcript_without_the_kept_runs_the_fence_leaves_the_scan_to_a_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = big_unchained(dir.path());
+    // One run left without its end by the earlier host, beside the 100
+    // that ended.
+    execute(
+        &path,
+        "INSERT INTO transcript_entries (session_id, seq, role, content_json, created_at) \
+         SELECT 's1', 4000, 'tool', json_set(content_json, '$.callId', 'dangling', '$.type', 'commandStarted', '$.state', 'running'), created_at \
+         FROM transcript_entries WHERE json_extract(content_json, '$.type') = 'commandEnded' LIMIT 1;",
+    );
+    let (mut store, _) = Store::open(&path).unwrap();
+    store.startup_fence(NOW + 10).unwrap();
+    let dangling = |store: &Store| store.command_record("s1", &"dangling".into()).unwrap().unwrap();
+    assert_eq!(
+        dangling(&store).kind,
+        CommandEntryKind::Started,
+        "not scanned in the fence"
+    );
+    assert!(store.settle_open_runs().unwrap());
+    let settled = dangling(&store);
+    assert_eq!(settled.kind, CommandEntryKind::Ended);
+    assert_eq!(settled.run.state, CommandState::Interrupted);
+    assert!(!store.settle_open_runs().unwrap(), "once");
+    // From here on the kept set: the next fence finds nothing to end.
+    while store.number_history_step().unwrap().is_some() {}
+    store.startup_fence(NOW + 20).unwrap();
+    assert_eq!(store.verify_audit_chain().unwrap().1, []);
 }

@@ -207,10 +207,9 @@ struct Expected {
 fn generate(seed: u64) -> (String, Vec<Expected>) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut sql = String::new();
-    let baseline = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/V8__baseline.sql"),
-    )
-    .unwrap();
+    let baseline =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/V8__baseline.sql"))
+            .unwrap();
     sql.push_str(&baseline);
     let sessions = 1 + rng.below(4);
     for session in 0..sessions {

@@ -94,7 +94,7 @@ fn the_v8_fixture_has_exactly_the_baseline_schema() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = crate::support::fixture_database(dir.path(), "fixture.db");
     let baseline_sql = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/V8__baseline.sql"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/V8__baseline.sql"),
     )
     .unwrap();
     let baseline = crate::support::database_from_sql(dir.path(), "baseline.db", &baseline_sql);

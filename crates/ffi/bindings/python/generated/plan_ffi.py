@@ -534,6 +534,10 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_register() != 17660:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_command_run() != 45977:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_execution_complete() != 31506:
@@ -632,6 +636,12 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_cancel.restype = cty
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_get.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_register.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_register.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_run.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_run.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_command_start.restype = ctypes.c_uint16
@@ -742,6 +752,18 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_start.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -2407,21 +2429,85 @@ class _UniffiFfiConverterSequenceString(_UniffiConverterRustBuffer):
         ]
 
 @dataclass
-class CommandCapabilities:
+class MissingBound:
     """
-    Whether Plan-mode Bash will work, known before a turn starts.
+    A bound of P16 (`sandbox.md`) this machine cannot give a command.
 """
-    def __init__(self, *, plan_sandbox:PlanSandbox, reason:typing.Optional[str], layers:typing.List[str], enforced:typing.List[str]):
-        self.plan_sandbox = plan_sandbox
+    def __init__(self, *, bound:str, reason:str):
+        self.bound = bound
         self.reason = reason
-        self.layers = layers
-        self.enforced = enforced
         
         
 
     
     def __str__(self):
-        return "CommandCapabilities(plan_sandbox={}, reason={}, layers={}, enforced={})".format(self.plan_sandbox, self.reason, self.layers, self.enforced)
+        return "MissingBound(bound={}, reason={})".format(self.bound, self.reason)
+    def __eq__(self, other):
+        if self.bound != other.bound:
+            return False
+        if self.reason != other.reason:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeMissingBound(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return MissingBound(
+            bound=_UniffiFfiConverterString.read(buf),
+            reason=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterString.check_lower(value.bound)
+        _UniffiFfiConverterString.check_lower(value.reason)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value.bound, buf)
+        _UniffiFfiConverterString.write(value.reason, buf)
+
+class _UniffiFfiConverterSequenceTypeMissingBound(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeMissingBound.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeMissingBound.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeMissingBound.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class CommandCapabilities:
+    """
+    Whether Plan-mode Bash will work, known before a turn starts.
+"""
+    def __init__(self, *, plan_sandbox:PlanSandbox, reason:typing.Optional[str], layers:typing.List[str], enforced:typing.List[str], bounds:typing.List[str], missing_bounds:typing.List[MissingBound]):
+        self.plan_sandbox = plan_sandbox
+        self.reason = reason
+        self.layers = layers
+        self.enforced = enforced
+        self.bounds = bounds
+        self.missing_bounds = missing_bounds
+        
+        
+
+    
+    def __str__(self):
+        return "CommandCapabilities(plan_sandbox={}, reason={}, layers={}, enforced={}, bounds={}, missing_bounds={})".format(self.plan_sandbox, self.reason, self.layers, self.enforced, self.bounds, self.missing_bounds)
     def __eq__(self, other):
         if self.plan_sandbox != other.plan_sandbox:
             return False
@@ -2430,6 +2516,10 @@ class CommandCapabilities:
         if self.layers != other.layers:
             return False
         if self.enforced != other.enforced:
+            return False
+        if self.bounds != other.bounds:
+            return False
+        if self.missing_bounds != other.missing_bounds:
             return False
         return True
 
@@ -2441,6 +2531,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
             reason=_UniffiFfiConverterOptionalString.read(buf),
             layers=_UniffiFfiConverterSequenceString.read(buf),
             enforced=_UniffiFfiConverterSequenceString.read(buf),
+            bounds=_UniffiFfiConverterSequenceString.read(buf),
+            missing_bounds=_UniffiFfiConverterSequenceTypeMissingBound.read(buf),
         )
 
     @staticmethod
@@ -2449,6 +2541,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.check_lower(value.reason)
         _UniffiFfiConverterSequenceString.check_lower(value.layers)
         _UniffiFfiConverterSequenceString.check_lower(value.enforced)
+        _UniffiFfiConverterSequenceString.check_lower(value.bounds)
+        _UniffiFfiConverterSequenceTypeMissingBound.check_lower(value.missing_bounds)
 
     @staticmethod
     def write(value, buf):
@@ -2456,6 +2550,8 @@ class _UniffiFfiConverterTypeCommandCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.reason, buf)
         _UniffiFfiConverterSequenceString.write(value.layers, buf)
         _UniffiFfiConverterSequenceString.write(value.enforced, buf)
+        _UniffiFfiConverterSequenceString.write(value.bounds, buf)
+        _UniffiFfiConverterSequenceTypeMissingBound.write(value.missing_bounds, buf)
 
 @dataclass
 class WebCapabilities:
@@ -3283,6 +3379,157 @@ class _UniffiFfiConverterOptionalUInt64(_UniffiConverterRustBuffer):
             return _UniffiFfiConverterUInt64.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
+
+@dataclass
+class CommandRegisterParams:
+    """
+    `command/register` params: hold a Bash call of the active turn for a
+    client that names it by reference instead of carrying its text (an
+    agent's client let out of the agent's own sandbox). In a Plan turn the
+    call is decided as a Plan Bash call and held; in an Agent turn it must
+    be a call the turn allowed (or a person confirmed) with this input.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, call_id:CallId, command:str, cwd:typing.Optional[str] = _DEFAULT, timeout_ms:typing.Optional[int] = _DEFAULT):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.call_id = call_id
+        self.command = command
+        if cwd is _DEFAULT:
+            self.cwd = None
+        else:
+            self.cwd = cwd
+        if timeout_ms is _DEFAULT:
+            self.timeout_ms = None
+        else:
+            self.timeout_ms = timeout_ms
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRegisterParams(session_id={}, turn_id={}, call_id={}, command={}, cwd={}, timeout_ms={})".format(self.session_id, self.turn_id, self.call_id, self.command, self.cwd, self.timeout_ms)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.command != other.command:
+            return False
+        if self.cwd != other.cwd:
+            return False
+        if self.timeout_ms != other.timeout_ms:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRegisterParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRegisterParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            command=_UniffiFfiConverterString.read(buf),
+            cwd=_UniffiFfiConverterOptionalString.read(buf),
+            timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.command)
+        _UniffiFfiConverterOptionalString.check_lower(value.cwd)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.timeout_ms)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.command, buf)
+        _UniffiFfiConverterOptionalString.write(value.cwd, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.timeout_ms, buf)
+
+@dataclass
+class CommandRegisterResult:
+    """
+    `command/register` result.
+"""
+    def __init__(self, *, call_id:CallId, reference:str):
+        self.call_id = call_id
+        self.reference = reference
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRegisterResult(call_id={}, reference={})".format(self.call_id, self.reference)
+    def __eq__(self, other):
+        if self.call_id != other.call_id:
+            return False
+        if self.reference != other.reference:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRegisterResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRegisterResult(
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            reference=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.reference)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.reference, buf)
+
+@dataclass
+class CommandRunParams:
+    """
+    `command/run` params: start the call registered under `reference`.
+"""
+    def __init__(self, *, session_id:SessionId, reference:str):
+        self.session_id = session_id
+        self.reference = reference
+        
+        
+
+    
+    def __str__(self):
+        return "CommandRunParams(session_id={}, reference={})".format(self.session_id, self.reference)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.reference != other.reference:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeCommandRunParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return CommandRunParams(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            reference=_UniffiFfiConverterString.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterString.check_lower(value.reference)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterString.write(value.reference, buf)
 
 @dataclass
 class CommandStartParams:
@@ -4221,7 +4468,7 @@ class HostConfig:
     [`HostConfig::options`](crate::HostConfig::options), which
     refuses an out-of-range value with `INVALID_PARAMS`.
 """
-    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel:ExportOverrides = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
+    def __init__(self, *, approval_ttl_ms:typing.Optional[int] = _DEFAULT, markdown_limit_bytes:typing.Optional[int] = _DEFAULT, sandbox_helper:typing.Optional[PathBuf] = _DEFAULT, scratch_root:typing.Optional[PathBuf] = _DEFAULT, scratch_size_mb:typing.Optional[int] = _DEFAULT, command_memory_mb:typing.Optional[int] = _DEFAULT, command_timeout_ms:typing.Optional[int] = _DEFAULT, command_max_timeout_ms:typing.Optional[int] = _DEFAULT, command_output_cap:typing.Optional[int] = _DEFAULT, max_running_commands:typing.Optional[int] = _DEFAULT, network_in_auto:bool = False, auto_without_sandbox:bool = False, skip_namespaces:bool = False, protected_paths:typing.List[PathBuf] = _DEFAULT, secret_env_markers:typing.Optional[typing.List[str]] = _DEFAULT, web_address:typing.Optional[str] = _DEFAULT, web_allow_any_address:bool = False, notifier:typing.Optional[str] = _DEFAULT, otel:ExportOverrides = _DEFAULT, otel_from_environment:typing.Optional[bool] = _DEFAULT):
         if approval_ttl_ms is _DEFAULT:
             self.approval_ttl_ms = None
         else:
@@ -4242,6 +4489,10 @@ class HostConfig:
             self.scratch_size_mb = None
         else:
             self.scratch_size_mb = scratch_size_mb
+        if command_memory_mb is _DEFAULT:
+            self.command_memory_mb = None
+        else:
+            self.command_memory_mb = command_memory_mb
         if command_timeout_ms is _DEFAULT:
             self.command_timeout_ms = None
         else:
@@ -4291,7 +4542,7 @@ class HostConfig:
 
     
     def __str__(self):
-        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel, self.otel_from_environment)
+        return "HostConfig(approval_ttl_ms={}, markdown_limit_bytes={}, sandbox_helper={}, scratch_root={}, scratch_size_mb={}, command_memory_mb={}, command_timeout_ms={}, command_max_timeout_ms={}, command_output_cap={}, max_running_commands={}, network_in_auto={}, auto_without_sandbox={}, skip_namespaces={}, protected_paths={}, secret_env_markers={}, web_address={}, web_allow_any_address={}, notifier={}, otel={}, otel_from_environment={})".format(self.approval_ttl_ms, self.markdown_limit_bytes, self.sandbox_helper, self.scratch_root, self.scratch_size_mb, self.command_memory_mb, self.command_timeout_ms, self.command_max_timeout_ms, self.command_output_cap, self.max_running_commands, self.network_in_auto, self.auto_without_sandbox, self.skip_namespaces, self.protected_paths, self.secret_env_markers, self.web_address, self.web_allow_any_address, self.notifier, self.otel, self.otel_from_environment)
     def __eq__(self, other):
         if self.approval_ttl_ms != other.approval_ttl_ms:
             return False
@@ -4302,6 +4553,8 @@ class HostConfig:
         if self.scratch_root != other.scratch_root:
             return False
         if self.scratch_size_mb != other.scratch_size_mb:
+            return False
+        if self.command_memory_mb != other.command_memory_mb:
             return False
         if self.command_timeout_ms != other.command_timeout_ms:
             return False
@@ -4342,6 +4595,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
             sandbox_helper=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
             scratch_root=_UniffiFfiConverterOptionalTypePathBuf.read(buf),
             scratch_size_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
+            command_memory_mb=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_max_timeout_ms=_UniffiFfiConverterOptionalUInt64.read(buf),
             command_output_cap=_UniffiFfiConverterOptionalUInt64.read(buf),
@@ -4365,6 +4619,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.sandbox_helper)
         _UniffiFfiConverterOptionalTypePathBuf.check_lower(value.scratch_root)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.scratch_size_mb)
+        _UniffiFfiConverterOptionalUInt64.check_lower(value.command_memory_mb)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_timeout_ms)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_max_timeout_ms)
         _UniffiFfiConverterOptionalUInt64.check_lower(value.command_output_cap)
@@ -4387,6 +4642,7 @@ class _UniffiFfiConverterTypeHostConfig(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypePathBuf.write(value.sandbox_helper, buf)
         _UniffiFfiConverterOptionalTypePathBuf.write(value.scratch_root, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.scratch_size_mb, buf)
+        _UniffiFfiConverterOptionalUInt64.write(value.command_memory_mb, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_timeout_ms, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_max_timeout_ms, buf)
         _UniffiFfiConverterOptionalUInt64.write(value.command_output_cap, buf)
@@ -7168,6 +7424,24 @@ class PlanHostProtocol(typing.Protocol):
         exactly as the method answers on the wire.
 """
         raise NotImplementedError
+    def command_register(self, params: CommandRegisterParams) -> CommandRegisterResult:
+        """
+        command/register
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
+    def command_run(self, params: CommandRunParams) -> CommandRun:
+        """
+        command/run
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
     def command_start(self, params: CommandStartParams) -> CommandRun:
         """
         command/start
@@ -7501,6 +7775,50 @@ class PlanHost(PlanHostProtocol):
         _uniffi_ffi_result = _uniffi_rust_call_with_error(
             _uniffi_error_converter,
             _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_get,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def command_register(self, params: CommandRegisterParams) -> CommandRegisterResult:
+        """
+        command/register
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeCommandRegisterParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandRegisterParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRegisterResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
+    def command_run(self, params: CommandRunParams) -> CommandRun:
+        """
+        command/run
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeCommandRunParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeCommandRunParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeCommandRun.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run,
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
@@ -8135,6 +8453,7 @@ __all__ = [
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
+    "MissingBound",
     "CommandCapabilities",
     "WebCapabilities",
     "Capabilities",
@@ -8144,6 +8463,9 @@ __all__ = [
     "CommandExitedNotification",
     "CommandGetParams",
     "CommandOutputNotification",
+    "CommandRegisterParams",
+    "CommandRegisterResult",
+    "CommandRunParams",
     "CommandStartParams",
     "PlanApproval",
     "Session",

@@ -858,6 +858,24 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func commandGet(params: CommandGetParams) throws  -> CommandRun
     
     /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func commandRegister(params: CommandRegisterParams) throws  -> CommandRegisterResult
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func commandRun(params: CommandRunParams) throws  -> CommandRun
+    
+    /**
      * command/start
      *
      * The protocol v9 method of this name: takes its params
@@ -1198,6 +1216,40 @@ open func commandGet(params: CommandGetParams)throws  -> CommandRun  {
     uniffi_plan_ffi_fn_method_planhost_command_get(
             self.uniffiCloneHandle(),
         FfiConverterTypeCommandGetParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func commandRegister(params: CommandRegisterParams)throws  -> CommandRegisterResult  {
+    return try  FfiConverterTypeCommandRegisterResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_command_register(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandRegisterParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func commandRun(params: CommandRunParams)throws  -> CommandRun  {
+    return try  FfiConverterTypeCommandRun_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_command_run(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeCommandRunParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -2255,10 +2307,25 @@ public struct CommandCapabilities: Equatable, Hashable {
     public var layers: [String]
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-     * sandbox is unavailable.
+     * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+     * every bound of `bounds`. Empty when the sandbox is unavailable.
      */
     public var enforced: [String]
+    /**
+     * What a sandboxed command may take from the machine is bounded here
+     * for these (P16): `processes` (processes and threads), `memory`,
+     * `inotify` (instances and watches), `openFiles` (per process, so
+     * pipes and sockets too), `aio` and `keys` (none at all), and
+     * `machineAddresses` (a networked command reaches none of the
+     * machine's own addresses). Empty when the sandbox is unavailable.
+     */
+    public var bounds: [String]
+    /**
+     * The bounds of P16 this machine cannot give a command, each with
+     * why (a cgroup that cannot be made, a kernel without a feature):
+     * a command runs without them.
+     */
+    public var missingBounds: [MissingBound]
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2276,13 +2343,28 @@ public struct CommandCapabilities: Equatable, Hashable {
          */layers: [String], 
         /**
          * The sandbox properties of the sandbox specification that hold here,
-         * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-         * sandbox is unavailable.
-         */enforced: [String]) {
+         * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+         * every bound of `bounds`. Empty when the sandbox is unavailable.
+         */enforced: [String], 
+        /**
+         * What a sandboxed command may take from the machine is bounded here
+         * for these (P16): `processes` (processes and threads), `memory`,
+         * `inotify` (instances and watches), `openFiles` (per process, so
+         * pipes and sockets too), `aio` and `keys` (none at all), and
+         * `machineAddresses` (a networked command reaches none of the
+         * machine's own addresses). Empty when the sandbox is unavailable.
+         */bounds: [String], 
+        /**
+         * The bounds of P16 this machine cannot give a command, each with
+         * why (a cgroup that cannot be made, a kernel without a feature):
+         * a command runs without them.
+         */missingBounds: [MissingBound]) {
         self.planSandbox = planSandbox
         self.reason = reason
         self.layers = layers
         self.enforced = enforced
+        self.bounds = bounds
+        self.missingBounds = missingBounds
     }
 
     
@@ -2304,7 +2386,9 @@ public struct FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer {
                 planSandbox: FfiConverterTypePlanSandbox.read(from: &buf), 
                 reason: FfiConverterOptionString.read(from: &buf), 
                 layers: FfiConverterSequenceString.read(from: &buf), 
-                enforced: FfiConverterSequenceString.read(from: &buf)
+                enforced: FfiConverterSequenceString.read(from: &buf), 
+                bounds: FfiConverterSequenceString.read(from: &buf), 
+                missingBounds: FfiConverterSequenceTypeMissingBound.read(from: &buf)
         )
     }
 
@@ -2313,6 +2397,8 @@ public struct FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer {
         FfiConverterOptionString.write(value.reason, into: &buf)
         FfiConverterSequenceString.write(value.layers, into: &buf)
         FfiConverterSequenceString.write(value.enforced, into: &buf)
+        FfiConverterSequenceString.write(value.bounds, into: &buf)
+        FfiConverterSequenceTypeMissingBound.write(value.missingBounds, into: &buf)
     }
 }
 
@@ -2580,6 +2666,192 @@ public func FfiConverterTypeCommandOutputNotification_lower(_ value: CommandOutp
 
 
 /**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+public struct CommandRegisterParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * Its active turn.
+     */
+    public var turnId: TurnId
+    /**
+     * The Bash call.
+     */
+    public var callId: CallId
+    /**
+     * The command text, exactly as the call holds it.
+     */
+    public var command: String
+    /**
+     * Workspace-relative or absolute working directory inside the root
+     * (absent: the root).
+     */
+    public var cwd: String?
+    /**
+     * Timeout in milliseconds (absent: the host's default).
+     */
+    public var timeoutMs: UInt64?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * Its active turn.
+         */turnId: TurnId, 
+        /**
+         * The Bash call.
+         */callId: CallId, 
+        /**
+         * The command text, exactly as the call holds it.
+         */command: String, 
+        /**
+         * Workspace-relative or absolute working directory inside the root
+         * (absent: the root).
+         */cwd: String? = nil, 
+        /**
+         * Timeout in milliseconds (absent: the host's default).
+         */timeoutMs: UInt64? = nil) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.callId = callId
+        self.command = command
+        self.cwd = cwd
+        self.timeoutMs = timeoutMs
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRegisterParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRegisterParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRegisterParams {
+        return
+            try CommandRegisterParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                command: FfiConverterString.read(from: &buf), 
+                cwd: FfiConverterOptionString.read(from: &buf), 
+                timeoutMs: FfiConverterOptionUInt64.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRegisterParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.command, into: &buf)
+        FfiConverterOptionString.write(value.cwd, into: &buf)
+        FfiConverterOptionUInt64.write(value.timeoutMs, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterParams_lift(_ buf: RustBuffer) throws -> CommandRegisterParams {
+    return try FfiConverterTypeCommandRegisterParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterParams_lower(_ value: CommandRegisterParams) -> RustBuffer {
+    return FfiConverterTypeCommandRegisterParams.lower(value)
+}
+
+
+/**
+ * `command/register` result.
+ */
+public struct CommandRegisterResult: Equatable, Hashable {
+    /**
+     * The Bash call registered.
+     */
+    public var callId: CallId
+    /**
+     * The host's fresh reference: `command/run` starts the call with it,
+     * in the turn it was registered in, once.
+     */
+    public var reference: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The Bash call registered.
+         */callId: CallId, 
+        /**
+         * The host's fresh reference: `command/run` starts the call with it,
+         * in the turn it was registered in, once.
+         */reference: String) {
+        self.callId = callId
+        self.reference = reference
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRegisterResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRegisterResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRegisterResult {
+        return
+            try CommandRegisterResult(
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                reference: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRegisterResult, into buf: inout [UInt8]) {
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.reference, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterResult_lift(_ buf: RustBuffer) throws -> CommandRegisterResult {
+    return try FfiConverterTypeCommandRegisterResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRegisterResult_lower(_ value: CommandRegisterResult) -> RustBuffer {
+    return FfiConverterTypeCommandRegisterResult.lower(value)
+}
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 public struct CommandRun: Equatable, Hashable {
@@ -2795,6 +3067,75 @@ public func FfiConverterTypeCommandRun_lift(_ buf: RustBuffer) throws -> Command
 #endif
 public func FfiConverterTypeCommandRun_lower(_ value: CommandRun) -> RustBuffer {
     return FfiConverterTypeCommandRun.lower(value)
+}
+
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+public struct CommandRunParams: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * What `command/register` answered.
+     */
+    public var reference: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * What `command/register` answered.
+         */reference: String) {
+        self.sessionId = sessionId
+        self.reference = reference
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CommandRunParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCommandRunParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CommandRunParams {
+        return
+            try CommandRunParams(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                reference: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CommandRunParams, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.reference, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRunParams_lift(_ buf: RustBuffer) throws -> CommandRunParams {
+    return try FfiConverterTypeCommandRunParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCommandRunParams_lower(_ value: CommandRunParams) -> RustBuffer {
+    return FfiConverterTypeCommandRunParams.lower(value)
 }
 
 
@@ -3452,6 +3793,14 @@ public struct HostConfig: Equatable, Hashable {
      */
     public var scratchSizeMb: UInt64?
     /**
+     * How much memory one sandboxed command (everything it
+     * starts, its scratch directory included) may use, in MB
+     * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+     * of the command's own where the machine gives one
+     * (`initialize` says whether it does).
+     */
+    public var commandMemoryMb: UInt64?
+    /**
      * The timeout of a command whose input names none, in
      * milliseconds: 1 to the maximum; 120000 (or the maximum
      * when that is smaller) when absent.
@@ -3571,6 +3920,13 @@ public struct HostConfig: Equatable, Hashable {
          * this size; without them an ordinary directory, not capped.
          */scratchSizeMb: UInt64? = nil, 
         /**
+         * How much memory one sandboxed command (everything it
+         * starts, its scratch directory included) may use, in MB
+         * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+         * of the command's own where the machine gives one
+         * (`initialize` says whether it does).
+         */commandMemoryMb: UInt64? = nil, 
+        /**
          * The timeout of a command whose input names none, in
          * milliseconds: 1 to the maximum; 120000 (or the maximum
          * when that is smaller) when absent.
@@ -3650,6 +4006,7 @@ public struct HostConfig: Equatable, Hashable {
         self.sandboxHelper = sandboxHelper
         self.scratchRoot = scratchRoot
         self.scratchSizeMb = scratchSizeMb
+        self.commandMemoryMb = commandMemoryMb
         self.commandTimeoutMs = commandTimeoutMs
         self.commandMaxTimeoutMs = commandMaxTimeoutMs
         self.commandOutputCap = commandOutputCap
@@ -3687,6 +4044,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
                 sandboxHelper: FfiConverterOptionTypePathBuf.read(from: &buf), 
                 scratchRoot: FfiConverterOptionTypePathBuf.read(from: &buf), 
                 scratchSizeMb: FfiConverterOptionUInt64.read(from: &buf), 
+                commandMemoryMb: FfiConverterOptionUInt64.read(from: &buf), 
                 commandTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
                 commandMaxTimeoutMs: FfiConverterOptionUInt64.read(from: &buf), 
                 commandOutputCap: FfiConverterOptionUInt64.read(from: &buf), 
@@ -3710,6 +4068,7 @@ public struct FfiConverterTypeHostConfig: FfiConverterRustBuffer {
         FfiConverterOptionTypePathBuf.write(value.sandboxHelper, into: &buf)
         FfiConverterOptionTypePathBuf.write(value.scratchRoot, into: &buf)
         FfiConverterOptionUInt64.write(value.scratchSizeMb, into: &buf)
+        FfiConverterOptionUInt64.write(value.commandMemoryMb, into: &buf)
         FfiConverterOptionUInt64.write(value.commandTimeoutMs, into: &buf)
         FfiConverterOptionUInt64.write(value.commandMaxTimeoutMs, into: &buf)
         FfiConverterOptionUInt64.write(value.commandOutputCap, into: &buf)
@@ -3921,6 +4280,75 @@ public func FfiConverterTypeInitializeResult_lift(_ buf: RustBuffer) throws -> I
 #endif
 public func FfiConverterTypeInitializeResult_lower(_ value: InitializeResult) -> RustBuffer {
     return FfiConverterTypeInitializeResult.lower(value)
+}
+
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+public struct MissingBound: Equatable, Hashable {
+    /**
+     * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+     */
+    public var bound: String
+    /**
+     * Why this machine cannot give it.
+     */
+    public var reason: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+         */bound: String, 
+        /**
+         * Why this machine cannot give it.
+         */reason: String) {
+        self.bound = bound
+        self.reason = reason
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension MissingBound: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeMissingBound: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> MissingBound {
+        return
+            try MissingBound(
+                bound: FfiConverterString.read(from: &buf), 
+                reason: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: MissingBound, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.bound, into: &buf)
+        FfiConverterString.write(value.reason, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMissingBound_lift(_ buf: RustBuffer) throws -> MissingBound {
+    return try FfiConverterTypeMissingBound.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeMissingBound_lower(_ value: MissingBound) -> RustBuffer {
+    return FfiConverterTypeMissingBound.lower(value)
 }
 
 
@@ -9569,6 +9997,31 @@ fileprivate struct FfiConverterSequenceTypeArtifactVerification: FfiConverterRus
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeMissingBound: FfiConverterRustBuffer {
+    typealias SwiftType = [MissingBound]
+
+    public static func write(_ value: [MissingBound], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeMissingBound.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [MissingBound] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [MissingBound]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeMissingBound.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeOrphanArtifact: FfiConverterRustBuffer {
     typealias SwiftType = [OrphanArtifact]
 
@@ -10061,6 +10514,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_command_get() != 4769) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_command_register() != 17660) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_command_run() != 45977) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_command_start() != 30492) {

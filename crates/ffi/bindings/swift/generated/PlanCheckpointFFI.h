@@ -309,6 +309,16 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_command_cancel(uint64_t ptr, RustB
 RustBuffer uniffi_plan_ffi_fn_method_planhost_command_get(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_REGISTER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_REGISTER
+RustBuffer uniffi_plan_ffi_fn_method_planhost_command_register(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_RUN
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_RUN
+RustBuffer uniffi_plan_ffi_fn_method_planhost_command_run(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_START
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_COMMAND_START
 RustBuffer uniffi_plan_ffi_fn_method_planhost_command_start(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
@@ -731,6 +741,18 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_command_cancel(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_GET
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_GET
 uint16_t uniffi_plan_ffi_checksum_method_planhost_command_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_REGISTER
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_REGISTER
+uint16_t uniffi_plan_ffi_checksum_method_planhost_command_register(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_RUN
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_COMMAND_RUN
+uint16_t uniffi_plan_ffi_checksum_method_planhost_command_run(void
     
 );
 #endif

@@ -707,6 +707,10 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_command_get(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_register(
+    ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_command_run(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_command_start(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_execution_complete(
@@ -801,6 +805,10 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_command_cancel(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_command_get(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_command_register(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_command_run(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_command_start(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -988,6 +996,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_get() and 0xFFFF) != 4769) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_register() and 0xFFFF) != 17660) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_run() and 0xFFFF) != 45977) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_command_start() and 0xFFFF) != 30492) {
@@ -1893,6 +1907,24 @@ public interface PlanHostInterface {
     fun `commandGet`(`params`: CommandGetParams): CommandRun
     
     /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `commandRegister`(`params`: CommandRegisterParams): CommandRegisterResult
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `commandRun`(`params`: CommandRunParams): CommandRun
+    
+    /**
      * command/start
      *
      * The protocol v9 method of this name: takes its params
@@ -2295,6 +2327,50 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         it,
         
         FfiConverterTypeCommandGetParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * command/register
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `commandRegister`(`params`: CommandRegisterParams): CommandRegisterResult {
+            return FfiConverterTypeCommandRegisterResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_register(
+        it,
+        
+        FfiConverterTypeCommandRegisterParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * command/run
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `commandRun`(`params`: CommandRunParams): CommandRun {
+            return FfiConverterTypeCommandRun.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_command_run(
+        it,
+        
+        FfiConverterTypeCommandRunParams.lower(`params`),_status)
 }
     }
     )
@@ -3308,10 +3384,27 @@ data class CommandCapabilities (
     , 
     /**
      * The sandbox properties of the sandbox specification that hold here,
-     * `P1` to `P14`; `P7`, `P8`, `P11` and `P13` need the namespaces. Empty when the
-     * sandbox is unavailable.
+     * `P1` to `P16`; `P7`, `P8`, `P11`, `P13` and `P15` need the namespaces, `P16`
+     * every bound of `bounds`. Empty when the sandbox is unavailable.
      */
     var `enforced`: List<kotlin.String>
+    , 
+    /**
+     * What a sandboxed command may take from the machine is bounded here
+     * for these (P16): `processes` (processes and threads), `memory`,
+     * `inotify` (instances and watches), `openFiles` (per process, so
+     * pipes and sockets too), `aio` and `keys` (none at all), and
+     * `machineAddresses` (a networked command reaches none of the
+     * machine's own addresses). Empty when the sandbox is unavailable.
+     */
+    var `bounds`: List<kotlin.String>
+    , 
+    /**
+     * The bounds of P16 this machine cannot give a command, each with
+     * why (a cgroup that cannot be made, a kernel without a feature):
+     * a command runs without them.
+     */
+    var `missingBounds`: List<MissingBound>
     
 ){
     
@@ -3332,6 +3425,8 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterOptionalString.read(buf),
             FfiConverterSequenceString.read(buf),
             FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceString.read(buf),
+            FfiConverterSequenceTypeMissingBound.read(buf),
         )
     }
 
@@ -3339,7 +3434,9 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterTypePlanSandbox.allocationSize(value.`planSandbox`) +
             FfiConverterOptionalString.allocationSize(value.`reason`) +
             FfiConverterSequenceString.allocationSize(value.`layers`) +
-            FfiConverterSequenceString.allocationSize(value.`enforced`)
+            FfiConverterSequenceString.allocationSize(value.`enforced`) +
+            FfiConverterSequenceString.allocationSize(value.`bounds`) +
+            FfiConverterSequenceTypeMissingBound.allocationSize(value.`missingBounds`)
     )
 
     override fun write(value: CommandCapabilities, buf: ByteBuffer) {
@@ -3347,6 +3444,8 @@ public object FfiConverterTypeCommandCapabilities: FfiConverterRustBuffer<Comman
             FfiConverterOptionalString.write(value.`reason`, buf)
             FfiConverterSequenceString.write(value.`layers`, buf)
             FfiConverterSequenceString.write(value.`enforced`, buf)
+            FfiConverterSequenceString.write(value.`bounds`, buf)
+            FfiConverterSequenceTypeMissingBound.write(value.`missingBounds`, buf)
     }
 }
 
@@ -3526,6 +3625,138 @@ public object FfiConverterTypeCommandOutputNotification: FfiConverterRustBuffer<
 
 
 /**
+ * `command/register` params: hold a Bash call of the active turn for a
+ * client that names it by reference instead of carrying its text (an
+ * agent's client let out of the agent's own sandbox). In a Plan turn the
+ * call is decided as a Plan Bash call and held; in an Agent turn it must
+ * be a call the turn allowed (or a person confirmed) with this input.
+ */
+data class CommandRegisterParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * Its active turn.
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The Bash call.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The command text, exactly as the call holds it.
+     */
+    var `command`: kotlin.String
+    , 
+    /**
+     * Workspace-relative or absolute working directory inside the root
+     * (absent: the root).
+     */
+    var `cwd`: kotlin.String? = null 
+    , 
+    /**
+     * Timeout in milliseconds (absent: the host's default).
+     */
+    var `timeoutMs`: kotlin.ULong? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRegisterParams: FfiConverterRustBuffer<CommandRegisterParams> {
+    override fun read(buf: ByteBuffer): CommandRegisterParams {
+        return CommandRegisterParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRegisterParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`command`) +
+            FfiConverterOptionalString.allocationSize(value.`cwd`) +
+            FfiConverterOptionalULong.allocationSize(value.`timeoutMs`)
+    )
+
+    override fun write(value: CommandRegisterParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`command`, buf)
+            FfiConverterOptionalString.write(value.`cwd`, buf)
+            FfiConverterOptionalULong.write(value.`timeoutMs`, buf)
+    }
+}
+
+
+
+/**
+ * `command/register` result.
+ */
+data class CommandRegisterResult (
+    /**
+     * The Bash call registered.
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The host's fresh reference: `command/run` starts the call with it,
+     * in the turn it was registered in, once.
+     */
+    var `reference`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRegisterResult: FfiConverterRustBuffer<CommandRegisterResult> {
+    override fun read(buf: ByteBuffer): CommandRegisterResult {
+        return CommandRegisterResult(
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRegisterResult) = (
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`reference`)
+    )
+
+    override fun write(value: CommandRegisterResult, buf: ByteBuffer) {
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`reference`, buf)
+    }
+}
+
+
+
+/**
  * One host-run command (`CommandRun` of the commands spec).
  */
 data class CommandRun (
@@ -3687,6 +3918,53 @@ public object FfiConverterTypeCommandRun: FfiConverterRustBuffer<CommandRun> {
             FfiConverterULong.write(value.`stdoutBytes`, buf)
             FfiConverterULong.write(value.`stderrBytes`, buf)
             FfiConverterBoolean.write(value.`truncated`, buf)
+    }
+}
+
+
+
+/**
+ * `command/run` params: start the call registered under `reference`.
+ */
+data class CommandRunParams (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * What `command/register` answered.
+     */
+    var `reference`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeCommandRunParams: FfiConverterRustBuffer<CommandRunParams> {
+    override fun read(buf: ByteBuffer): CommandRunParams {
+        return CommandRunParams(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: CommandRunParams) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterString.allocationSize(value.`reference`)
+    )
+
+    override fun write(value: CommandRunParams, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterString.write(value.`reference`, buf)
     }
 }
 
@@ -4163,6 +4441,15 @@ data class HostConfig (
     var `scratchSizeMb`: kotlin.ULong? = null 
     , 
     /**
+     * How much memory one sandboxed command (everything it
+     * starts, its scratch directory included) may use, in MB
+     * (MiB): 64 to 1048576; 4096 when absent. Kept by a cgroup
+     * of the command's own where the machine gives one
+     * (`initialize` says whether it does).
+     */
+    var `commandMemoryMb`: kotlin.ULong? = null 
+    , 
+    /**
      * The timeout of a command whose input names none, in
      * milliseconds: 1 to the maximum; 120000 (or the maximum
      * when that is smaller) when absent.
@@ -4289,6 +4576,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalULong.read(buf),
             FfiConverterOptionalULong.read(buf),
+            FfiConverterOptionalULong.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterBoolean.read(buf),
@@ -4308,6 +4596,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalTypePathBuf.allocationSize(value.`sandboxHelper`) +
             FfiConverterOptionalTypePathBuf.allocationSize(value.`scratchRoot`) +
             FfiConverterOptionalULong.allocationSize(value.`scratchSizeMb`) +
+            FfiConverterOptionalULong.allocationSize(value.`commandMemoryMb`) +
             FfiConverterOptionalULong.allocationSize(value.`commandTimeoutMs`) +
             FfiConverterOptionalULong.allocationSize(value.`commandMaxTimeoutMs`) +
             FfiConverterOptionalULong.allocationSize(value.`commandOutputCap`) +
@@ -4330,6 +4619,7 @@ public object FfiConverterTypeHostConfig: FfiConverterRustBuffer<HostConfig> {
             FfiConverterOptionalTypePathBuf.write(value.`sandboxHelper`, buf)
             FfiConverterOptionalTypePathBuf.write(value.`scratchRoot`, buf)
             FfiConverterOptionalULong.write(value.`scratchSizeMb`, buf)
+            FfiConverterOptionalULong.write(value.`commandMemoryMb`, buf)
             FfiConverterOptionalULong.write(value.`commandTimeoutMs`, buf)
             FfiConverterOptionalULong.write(value.`commandMaxTimeoutMs`, buf)
             FfiConverterOptionalULong.write(value.`commandOutputCap`, buf)
@@ -4473,6 +4763,53 @@ public object FfiConverterTypeInitializeResult: FfiConverterRustBuffer<Initializ
             FfiConverterLong.write(value.`schemaVersion`, buf)
             FfiConverterLong.write(value.`approvalTtlMs`, buf)
             FfiConverterTypeCapabilities.write(value.`capabilities`, buf)
+    }
+}
+
+
+
+/**
+ * A bound of P16 (`sandbox.md`) this machine cannot give a command.
+ */
+data class MissingBound (
+    /**
+     * Its name, as `bounds` would list it (`processes`, `memory`, `inotify`).
+     */
+    var `bound`: kotlin.String
+    , 
+    /**
+     * Why this machine cannot give it.
+     */
+    var `reason`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMissingBound: FfiConverterRustBuffer<MissingBound> {
+    override fun read(buf: ByteBuffer): MissingBound {
+        return MissingBound(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: MissingBound) = (
+            FfiConverterString.allocationSize(value.`bound`) +
+            FfiConverterString.allocationSize(value.`reason`)
+    )
+
+    override fun write(value: MissingBound, buf: ByteBuffer) {
+            FfiConverterString.write(value.`bound`, buf)
+            FfiConverterString.write(value.`reason`, buf)
     }
 }
 
@@ -8597,6 +8934,34 @@ public object FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuff
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeArtifactVerification.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeMissingBound: FfiConverterRustBuffer<List<MissingBound>> {
+    override fun read(buf: ByteBuffer): List<MissingBound> {
+        val len = buf.getInt()
+        return List<MissingBound>(len) {
+            FfiConverterTypeMissingBound.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<MissingBound>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeMissingBound.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<MissingBound>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeMissingBound.write(it, buf)
         }
     }
 }
