@@ -263,16 +263,30 @@ fn failure_of(error: &Value) -> HostFailure {
 /// ends first is reported with the last line of its log.
 pub(crate) fn wait_for_socket(project: &Project, pid: u32) -> Result<UnixStream, HostFailure> {
     let started = Instant::now();
+    // What the log held before this host could write to it.
+    let logged_before = std::fs::metadata(&project.log).map_or(0, |meta| meta.len());
     loop {
         if let Ok(stream) = UnixStream::connect(&project.socket) {
             return Ok(stream);
         }
         if has_ended(pid) {
-            let log = std::fs::read_to_string(&project.log).unwrap_or_default();
-            let last = log.lines().last().unwrap_or("no reason logged");
-            return Err(HostFailure::unreachable(format!(
-                "the host could not start: {last}"
-            )));
+            let log = std::fs::read(&project.log).unwrap_or_default();
+            let since =
+                usize::try_from(logged_before).map_or(&log[..0], |from| log.get(from..).unwrap_or(&log));
+            let since = String::from_utf8_lossy(since);
+            // Another hook started the project's host at the same moment
+            // and won its database: that host's socket comes.
+            let another_runs = since.contains(plan_core::ErrorCode::HostAlreadyRunning.as_str());
+            if !another_runs {
+                if let Ok(stream) = UnixStream::connect(&project.socket) {
+                    return Ok(stream);
+                }
+                let log = String::from_utf8_lossy(&log);
+                let last = log.lines().last().unwrap_or("no reason logged");
+                return Err(HostFailure::unreachable(format!(
+                    "the host could not start: {last}"
+                )));
+            }
         }
         if started.elapsed() > HOST_START {
             return Err(HostFailure::unreachable(format!(
@@ -324,6 +338,23 @@ impl AgentProcess {
         };
         let started = stat_fields(pid)?.get(19)?.parse().ok()?;
         Some(AgentProcess { pid, started })
+    }
+
+    /// A variable of the environment the agent was started with
+    /// (`/proc/<pid>/environ`, fixed when it started): what the person
+    /// gave the agent, never what the agent adds to its hooks' environment
+    /// afterwards (Claude Code adds the `env` of a project's settings,
+    /// which the project's files can set). `None` when it is not set, not
+    /// UTF-8, or the agent is gone.
+    pub(crate) fn started_with(&self, name: &str) -> Option<String> {
+        let environ = std::fs::read(format!("/proc/{}/environ", self.pid)).ok()?;
+        if !self.is_alive() {
+            return None;
+        }
+        environ.split(|byte| *byte == 0).find_map(|entry| {
+            let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+            String::from_utf8(value.to_vec()).ok()
+        })
     }
 
     /// Whether it still runs (not ended, not a zombie, not another process

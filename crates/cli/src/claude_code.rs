@@ -158,12 +158,17 @@ pub(crate) enum ClaudeCodeCommand {
     },
     /// The project's host: holds its database, serves the hooks on a
     /// private socket and the approval card (on loopback, or on
-    /// `PLAN_CHECKPOINT_WEB_BIND`). The hooks start it; it ends after 15
-    /// minutes without a client.
+    /// `--web-bind`). The hooks start it; it ends after 15 minutes without
+    /// a client.
     Host {
         /// The project.
         #[arg(long, value_name = "DIR")]
         project: PathBuf,
+        /// Serve the card on this address instead of loopback (the hooks
+        /// pass `PLAN_CHECKPOINT_WEB_BIND` of the environment the person
+        /// started Claude Code with).
+        #[arg(long, value_name = "ADDR")]
+        web_bind: Option<String>,
     },
     /// List the project's pending plans (id, title, deadline, fingerprint).
     Pending {
@@ -242,7 +247,7 @@ pub(crate) fn run(command: ClaudeCodeCommand) -> Result<i32, Failure> {
             };
             Ok(bash(&Project::at(&project), &call))
         }
-        ClaudeCodeCommand::Host { project } => host(&Project::at(&project)),
+        ClaudeCodeCommand::Host { project, web_bind } => host(&Project::at(&project), web_bind),
         ClaudeCodeCommand::Pending { project, json } => pending(&Project::at(&project_dir(project)?), json),
         ClaudeCodeCommand::Approve {
             approval_id,
@@ -303,6 +308,19 @@ fn bash_prefix() -> String {
 /// them in its read-only sandbox.
 fn plan_bash_prefix(project: &Project) -> String {
     format!("{}--project {}", bash_prefix(), shell_quoted(&project.root))
+}
+
+/// A setting the person gave Claude Code in the environment they started
+/// it with (`PLAN_CHECKPOINT_NOTIFY`, `PLAN_CHECKPOINT_WEB_BIND`), read from
+/// the Claude Code process that ran this hook; never from the hook's own
+/// environment, to which Claude Code adds the `env` of the project's
+/// settings (a workspace's files could otherwise choose the command that
+/// runs for each plan, or where the card is served). `None` when unset or
+/// when no agent process is found.
+fn persons_setting(name: &str) -> Option<String> {
+    AgentProcess::of_this_hook()?
+        .started_with(name)
+        .filter(|value| !value.trim().is_empty())
 }
 
 /// The approval deadline the project's host uses: `PLAN_CHECKPOINT_APPROVAL_TTL_MS`
@@ -436,14 +454,19 @@ fn project_gone(input: &HookInput, named: Option<PathBuf>) -> Option<Value> {
     }
 }
 
-/// The host, started when none runs.
+/// The host, started when none runs (serving the card where the person
+/// asked, `PLAN_CHECKPOINT_WEB_BIND` of the environment they started Claude
+/// Code with).
 fn host_for(project: &Project) -> Result<HostClient, HostFailure> {
-    let args: Vec<OsString> = vec![
+    let mut args: Vec<OsString> = vec![
         "claude-code".into(),
         "host".into(),
         "--project".into(),
         project.root.clone().into_os_string(),
     ];
+    if let Some(address) = persons_setting("PLAN_CHECKPOINT_WEB_BIND") {
+        args.extend(["--web-bind".into(), address.into()]);
+    }
     HostClient::connect_or_start(project, &this_program(), &args, CLIENT)
 }
 
@@ -1336,10 +1359,7 @@ fn submitted(client: &mut HostClient, call: &HookCall<'_>, plan: &str) -> Result
 /// submitted, whichever host serves it, on its own thread: it never holds
 /// the wait up.
 fn notify_person(client: &mut HostClient, call: &HookCall<'_>, approval: &PlanApproval) {
-    let Some(command) = std::env::var("PLAN_CHECKPOINT_NOTIFY")
-        .ok()
-        .filter(|command| !command.trim().is_empty() && !command.contains('\0'))
-    else {
+    let Some(command) = persons_setting("PLAN_CHECKPOINT_NOTIFY") else {
         return;
     };
     let card_url = client
@@ -1722,7 +1742,7 @@ fn status(project: &Project) -> Result<i32, Failure> {
 /// How long the host stays without a client before it ends.
 const IDLE_LIMIT: Duration = Duration::from_secs(15 * 60);
 
-fn host(project: &Project) -> Result<i32, Failure> {
+fn host(project: &Project, web_bind: Option<String>) -> Result<i32, Failure> {
     let database_directory = project.database.parent().unwrap_or(&project.root);
     std::fs::create_dir_all(database_directory).map_err(|error| {
         Failure::new(
@@ -1730,12 +1750,17 @@ fn host(project: &Project) -> Result<i32, Failure> {
             format!("{}: {error}", database_directory.display()),
         )
     })?;
-    let failed = |error: plan_host::HostError| Failure::new(exit::DATABASE_REFUSED, error.message());
-    // The card on loopback, or where `PLAN_CHECKPOINT_WEB_BIND` asks (a
-    // phone's reach), as `serve --web-bind` does.
-    let web_bind = std::env::var("PLAN_CHECKPOINT_WEB_BIND")
-        .ok()
-        .filter(|address| !address.trim().is_empty());
+    // With its code: a hook that started this host while another started
+    // too waits for the other's socket on `HOST_ALREADY_RUNNING`.
+    let failed = |error: plan_host::HostError| {
+        Failure::new(
+            exit::DATABASE_REFUSED,
+            format!("{}: {}", error.code().as_str(), error.message()),
+        )
+    };
+    // The card on loopback, or where the person asked (a phone's reach),
+    // as `serve --web-bind` does.
+    let web_bind = web_bind.filter(|address| !address.trim().is_empty());
     // The host's settings as `serve` and the FFI give them, through the
     // same conversion.
     let config = plan_host::HostConfig {

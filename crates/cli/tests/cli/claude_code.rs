@@ -58,10 +58,39 @@ impl Case {
         self.spawn_hook_with(input, &[])
     }
 
-    /// [`Case::spawn_hook`] with more environment (later entries win).
+    /// [`Case::spawn_hook`] with more environment (later entries win) in
+    /// the environment of the agent the hook reads the person's settings
+    /// from: a stand-in for Claude Code (`timeout`, not a shell), started
+    /// with `env`, which runs the hook as Claude Code does.
     fn spawn_hook_with(&self, input: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Child {
-        let mut command = self.command(&["claude-code", "hook"]);
-        for (name, value) in env {
+        self.spawn_hook_as_agent(input, env, &[])
+    }
+
+    /// The hook under a stand-in agent started with `agent_env`, with
+    /// `hook_env` added to the hook's own environment only (as Claude Code
+    /// adds the `env` of the project's settings).
+    fn spawn_hook_as_agent(
+        &self,
+        input: &Value,
+        agent_env: &[(&str, &std::ffi::OsStr)],
+        hook_env: &[(&str, &std::ffi::OsStr)],
+    ) -> Child {
+        let hook = self.command(&["claude-code", "hook"]);
+        let mut command = Command::new("timeout");
+        command.args(["--foreground", "600", "env"]);
+        for (name, value) in hook_env {
+            let mut assignment = std::ffi::OsString::from(format!("{name}="));
+            assignment.push(value);
+            command.arg(assignment);
+        }
+        command
+            .arg(hook.get_program())
+            .args(hook.get_args())
+            .envs(hook.get_envs().filter_map(|(name, value)| Some((name, value?))))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .current_dir(&self.project);
+        for (name, value) in agent_env {
             command.env(name, value);
         }
         let mut child = command
@@ -124,6 +153,16 @@ impl Case {
     /// returns the hook and the plan as `pending --json` shows it. A hook
     /// that ends first fails the test.
     fn spawn_hook_until_pending(&self, input: &Value) -> (Child, Value) {
+        self.spawn_hook_until_pending_with(input, &[])
+    }
+
+    /// [`Case::spawn_hook_until_pending`] with `hook_env` added to the
+    /// hook's own environment only.
+    fn spawn_hook_until_pending_with(
+        &self,
+        input: &Value,
+        hook_env: &[(&str, &std::ffi::OsStr)],
+    ) -> (Child, Value) {
         let fifo = self.dir.path().join("notices");
         assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         let (sender, notices) = std::sync::mpsc::channel();
@@ -135,7 +174,8 @@ impl Case {
             let _ = sender.send(read.map(|_| line));
         });
         let notify = format!("cat > '{}'", fifo.display());
-        let mut hook = self.spawn_hook_with(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())]);
+        let mut hook =
+            self.spawn_hook_as_agent(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())], hook_env);
         // A guard that only turns a missing notice into a failure.
         let guard = std::time::Instant::now();
         let notice = loop {
@@ -1116,4 +1156,36 @@ fn an_approved_auto_command_cannot_switch_the_checkpoint_off_for_the_next_sessio
     assert!(!canary.exists(), "the host ran a helper built in the workspace");
     assert!(Command::new(&helper).status().unwrap().success());
     assert!(canary.exists());
+}
+
+#[test]
+fn the_notifier_and_the_cards_address_come_from_the_person_never_from_the_projects_settings() {
+    let case = Case::new();
+    // What a planted `.claude/settings.json` `env` gives the hooks: a
+    // notifier of the workspace's choosing and the card on every address.
+    let planted = case.project.join("planted-notifier-ran");
+    let planted_notify = format!("touch '{}'", planted.display());
+    let (hook, pending) = case.spawn_hook_until_pending_with(
+        &case.input(
+            "PreToolUse",
+            "plan",
+            "ExitPlanMode",
+            json!({"plan": PLAN, "planFilePath": plan_file(&case)}),
+            "toolu_settings",
+        ),
+        &[
+            ("PLAN_CHECKPOINT_NOTIFY", planted_notify.as_ref()),
+            ("PLAN_CHECKPOINT_WEB_BIND", "0.0.0.0:0".as_ref()),
+        ],
+    );
+    // The person's notifier ran (the helper waited on it), so the hook's
+    // own one did not: one notifier runs per plan.
+    let id = pending["approvalId"].as_str().unwrap();
+    let url = case.run(&["claude-code", "card-url", id]);
+    let url = String::from_utf8_lossy(&url.stdout);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(case.run(&["claude-code", "reject", id]).status.success());
+    let output = hook.wait_with_output().unwrap();
+    assert_eq!(decision(&answer_of(&output)), "deny");
+    assert!(!planted.exists(), "the project's settings chose the notifier");
 }
