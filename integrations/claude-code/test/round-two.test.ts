@@ -465,6 +465,48 @@ if (binary !== "") {
     assert.equal(existsSync(join(c.project, ".claude", "worktrees", "wt1", ".pi")), false, "a second database in the worktree");
   });
 
+  test("a subagent with isolation worktree: its Bash is the one host's, recorded in the project root's database, and the worktree gets no database", async (t) => {
+    const { c } = await runCase(t, {
+      git: true,
+      files: { "README.md": "the project\n" },
+      steps: () =>
+        submitThen(plan, (exit) => {
+          assert.equal(exit.isError, false, exit.text);
+          return [
+            call("Agent", {
+              description: "work in a worktree",
+              prompt: "Say where you are.",
+              subagent_type: "general-purpose",
+              isolation: "worktree",
+              run_in_background: false,
+            }),
+          ];
+        }).concat([
+          // The subagent's turns.
+          () => [call("Bash", { command: "pwd", description: "where am I" })],
+          (request) => {
+            const result = lastToolResult(request);
+            assert.equal(result.isError, false, result.text);
+            assert.match(ownText(result.text), /\/\.claude\/worktrees\/[^/]+$/);
+            return [say("In the worktree.")];
+          },
+          // The main agent's last turn.
+          (request) => {
+            assert.equal(lastToolResult(request).isError, false, lastToolResult(request).text);
+            return [say("Done.")];
+          },
+        ]),
+      during: approveWith("auto"),
+    });
+    const ran = c.commands().filter((run) => run.command === "pwd");
+    assert.equal(ran.length, 1, JSON.stringify(c.commands()));
+    assert.equal(ran[0]?.state, "exited", JSON.stringify(ran));
+    const worktrees = join(c.project, ".claude", "worktrees");
+    for (const entry of existsSync(worktrees) ? readdirSync(worktrees) : []) {
+      assert.equal(existsSync(join(worktrees, entry, ".pi")), false, "a second database in the worktree");
+    }
+  });
+
   // -------------------------------------------------- 8. setup and commands
 
   test("install, doctor and uninstall round trip; install refuses a project that does not exist; pending works before any host", (t) => {
