@@ -621,6 +621,7 @@ fn start_turn(
         session_id: session.session_id.as_str().into(),
         prompt: prompt.to_owned(),
         origin: plan_core::Origin::Interactive,
+        mode: None,
     });
     match started {
         Ok(turn) => Ok(turn.turn_id),

@@ -32,11 +32,12 @@ use plan_client::agent::{AgentSession, PlanOutcome, exit_status};
 use plan_client::wire::{
     CommandGetParams, CommandRegisterParams, CommandRunParams, OutputStream, PlanApproveParams,
     PlanCardUrlParams, PlanListResult, PlanRejectParams, SessionGetParams, ToolConfirmParams,
+    ToolListAwaitingParams,
 };
 use plan_client::{Client, ClientError, LineTransport};
 use plan_core::{
-    ApprovalFilter, ApprovalId, ApprovalStatus, CallId, ErrorCode, Mode, PermissionMode, SessionId, ToolCall,
-    ToolCallDecision, TurnId,
+    ApprovalFilter, ApprovalId, ApprovalStatus, AwaitingCall, CallId, ErrorCode, Mode, PermissionMode,
+    SessionId, ToolCall, ToolCallDecision, TurnId,
 };
 use serde_json::{Value, json};
 
@@ -98,18 +99,22 @@ pub(crate) enum CodexCommand {
     Hook,
     /// Run the shell call the host registered under REFERENCE, streaming
     /// its output; exits as it exited. The hook rewrites shell calls into
-    /// this; it never starts a host and carries no command.
+    /// this, naming the socket it reached the host on (Codex's command
+    /// environment need not be the hook's); it never starts a host and
+    /// carries no command.
     Run {
-        /// The project whose host registered the call.
-        #[arg(long, value_name = "DIR")]
-        project: PathBuf,
+        /// The host's socket, as the hook reached it.
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
         /// The host session.
         #[arg(long)]
         session: String,
         /// The reference `command/register` gave.
         reference: String,
     },
-    /// List the project's pending plans (id, title, fingerprint, session).
+    /// List the project's pending plans (id, title, fingerprint, session)
+    /// and the calls held for a person, with the commands that confirm
+    /// and decline each.
     Pending {
         /// The project (default: the current directory).
         #[arg(long, value_name = "DIR")]
@@ -141,6 +146,27 @@ pub(crate) enum CodexCommand {
         /// The project (default: the current directory).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+    },
+    /// Implement an approved plan from its exact bytes: a fresh Codex
+    /// thread (through `codex app-server`) started from the artifact read
+    /// back and checked against its SHA-256, in Codex's default mode with
+    /// the approved permission mode as Codex's approval policy (ask and
+    /// accept-edits: untrusted; auto: never) and its workspace-write
+    /// sandbox. Without an id: the project's newest Codex plan pending or
+    /// approved, else the next one approved. Shows the calls that wait for
+    /// you; exits 0 once the execution completed.
+    Implement {
+        /// The approval id (default: see above).
+        approval_id: Option<String>,
+        /// The project (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// The Codex CLI to run (default: `codex` on PATH).
+        #[arg(long, value_name = "PATH", default_value = "codex")]
+        codex: PathBuf,
+        /// The model of the implementation turn (default: Codex's).
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Confirm (or, with --decline, decline) a call the host holds for a
     /// person after an approval.
@@ -175,11 +201,14 @@ pub(crate) fn run(command: CodexCommand) -> Result<i32, Failure> {
         CodexCommand::Doctor { project, codex_home } => doctor(&setup(project, codex_home)?),
         CodexCommand::Hook => Ok(hook()),
         CodexCommand::Run {
-            project,
+            socket,
             session,
             reference,
-        } => Ok(run_registered(&Project::at(&project), &session, &reference)),
-        CodexCommand::Pending { project } => pending(&project_of(project)?),
+        } => Ok(run_registered(&socket, &session, &reference)),
+        CodexCommand::Pending { project } => {
+            let named = project.is_some();
+            pending(&project_of(project)?, named)
+        }
         CodexCommand::Approve {
             approval_id,
             mode,
@@ -218,6 +247,17 @@ pub(crate) fn run(command: CodexCommand) -> Result<i32, Failure> {
                 .map_err(refused)?;
             said(&format!("{}\n", card.url))
         }
+        CodexCommand::Implement {
+            approval_id,
+            project,
+            codex,
+            model,
+        } => crate::codex_driver::implement(&crate::codex_driver::Implement {
+            project: &project_of(project)?,
+            approval_id: approval_id.map(ApprovalId::from),
+            codex: &codex,
+            model,
+        }),
         CodexCommand::Confirm {
             call_id,
             session,
@@ -292,7 +332,7 @@ fn connect(project: &Project) -> Result<Client, ClientError> {
 
 /// A connection to the project's host, started (as every agent's hooks
 /// start it) when none answers.
-fn connect_or_start(project: &Project) -> Result<Client, ClientError> {
+pub(crate) fn connect_or_start(project: &Project) -> Result<Client, ClientError> {
     if let Ok(transport) = LineTransport::connect(&project.socket) {
         return Client::connect(transport, CLIENT);
     }
@@ -368,7 +408,10 @@ fn doctor(setup: &Setup) -> Result<i32, Failure> {
 
 // ---------------------------------------------------------------- deciding
 
-fn pending(project: &Project) -> Result<i32, Failure> {
+/// The project's pending plans, then the calls held for a person (what a
+/// holding hook's status line sends the person here for), each with the
+/// commands that confirm or decline it.
+fn pending(project: &Project, named: bool) -> Result<i32, Failure> {
     let mut client = connect(project).map_err(refused)?;
     let PlanListResult { approvals } = client
         .plan_list(&ApprovalFilter {
@@ -376,7 +419,7 @@ fn pending(project: &Project) -> Result<i32, Failure> {
             ..ApprovalFilter::default()
         })
         .map_err(refused)?;
-    let text = if approvals.is_empty() {
+    let mut text = if approvals.is_empty() {
         "no pending plan\n".to_owned()
     } else {
         approvals
@@ -395,7 +438,41 @@ fn pending(project: &Project) -> Result<i32, Failure> {
             })
             .collect()
     };
+    let awaiting = client
+        .tool_list_awaiting(&ToolListAwaitingParams { session_id: None })
+        .map_err(refused)?;
+    let project_option = if named {
+        format!(" --project {}", shell_word(&root_text(project)))
+    } else {
+        String::new()
+    };
+    for call in &awaiting.calls {
+        text.push_str(&held_call(call, &project_option));
+    }
     said(&text)
+}
+
+/// One call held for a person, as `pending` lists it: its id, tool,
+/// session and permission mode, what it does (escaped: agent text), and
+/// the commands that confirm and decline it.
+pub(crate) fn held_call(call: &AwaitingCall, project_option: &str) -> String {
+    let what = match call.input.get("command").and_then(Value::as_str) {
+        Some(command) if call.tool == plan_core::BASH => command.to_owned(),
+        Some(_) | None => call.input.to_string(),
+    };
+    let confirm = format!(
+        "plan-checkpoint codex confirm --session {} {}{project_option}",
+        shell_word(&crate::escape::line(call.session_id.as_str())),
+        shell_word(&crate::escape::line(call.call_id.as_str())),
+    );
+    format!(
+        "{}  {}  session {}  waits for you ({})\n  {}\n  {confirm}\n  {confirm} --decline\n",
+        crate::escape::line(call.call_id.as_str()),
+        crate::escape::line(&call.tool),
+        crate::escape::line(call.session_id.as_str()),
+        call.permission_mode.as_str(),
+        crate::escape::line(&what),
+    )
 }
 
 // ------------------------------------------------------------------- hook
@@ -416,9 +493,16 @@ struct HookCall {
 impl HookCall {
     fn read(input: &Value) -> Option<HookCall> {
         let text = |name: &str| input.get(name).and_then(Value::as_str).map(str::to_owned);
+        // The thread's own session, unless the driver that started this
+        // Codex named the approved plan's (`codex implement`).
+        let thread = text("session_id")?;
+        let session = std::env::var(crate::codex_driver::SESSION_VARIABLE)
+            .ok()
+            .filter(|named| !named.is_empty())
+            .unwrap_or_else(|| format!("codex-{thread}"));
         Some(HookCall {
             event: text("hook_event_name")?,
-            session_id: SessionId::from(format!("codex-{}", text("session_id")?)),
+            session_id: SessionId::from(session),
             turn_id: text("turn_id").unwrap_or_default(),
             transcript: text("transcript_path").map(PathBuf::from),
             cwd: text("cwd")?,
@@ -543,11 +627,7 @@ fn pre_tool_use(call: &HookCall, project: &Project, phase: Mode) -> Value {
 fn pre_tool_use_on_host(call: &HookCall, project: &Project, phase: Mode) -> Result<Value, ClientError> {
     let mut client = connect_or_start(project)?;
     let mut session = AgentSession::new(&mut client, call.session_id.clone(), root_text(project));
-    let prompt = match phase {
-        Mode::Plan => "Codex plan mode",
-        Mode::Agent => "Codex",
-    };
-    let turn = session.ensure_turn(phase, prompt)?;
+    let turn = session.ensure_turn(phase, prompt_of(phase))?;
     let call_id = CallId::from(call.call_id.clone());
     let is_shell = call.tool == plan_core::BASH;
     let command = call
@@ -632,12 +712,7 @@ fn registered(
         }
         Err(other) => return Err(other),
     };
-    let rewritten = format!(
-        "{}{} --session {} {reference}",
-        run_prefix(),
-        shell_word(&project.root.display().to_string()),
-        shell_word(call.session_id.as_str()),
-    );
+    let rewritten = client_command(project, &call.session_id, &reference);
     Ok(json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": "allow",
@@ -646,14 +721,33 @@ fn registered(
     }}))
 }
 
-/// The start of every rewritten shell call: this binary's `codex run`,
+/// The rewritten shell call: this binary's `codex run` with the host's
+/// socket (as this hook reached it), the session and the reference,
 /// spelled as the exec-policy rule names it (Codex matches the rule only
-/// on plain words, so the path is not quoted unless it must be).
-fn run_prefix() -> String {
+/// on plain words, so a word is not quoted unless it must be).
+fn client_command(project: &Project, session: &SessionId, reference: &str) -> String {
+    format!("{}{}", client_prefix(project, session), shell_word(reference))
+}
+
+/// [`client_command`] up to its reference.
+fn client_prefix(project: &Project, session: &SessionId) -> String {
     format!(
-        "{} codex run --project ",
-        shell_word(&this_program().display().to_string())
+        "{} codex run --socket {} --session {} ",
+        shell_word(&this_program().display().to_string()),
+        shell_word(&project.socket.display().to_string()),
+        shell_word(session.as_str()),
     )
+}
+
+/// Whether `command` is exactly the client this hook rewrites a shell call
+/// into, for this project and session, with nothing else in it: a
+/// reference of plain hexadecimal digits and no other shell text.
+fn is_client_command(command: &str, project: &Project, session: &SessionId) -> bool {
+    command
+        .strip_prefix(client_prefix(project, session).as_str())
+        .is_some_and(|reference| {
+            !reference.is_empty() && reference.chars().all(|character| character.is_ascii_hexdigit())
+        })
 }
 
 /// `text` as one `sh` word: as it is when it holds nothing the shell
@@ -678,54 +772,152 @@ fn deny(reason: &str) -> Value {
     }})
 }
 
-/// Codex's own prompt: the client of a host-registered command is the
-/// host's decision already; in plan, nothing else leaves Codex's sandbox;
-/// after an approval, a call the host allows (or a person confirmed while
-/// its `PreToolUse` hook held it) is allowed, since Codex's own sandbox is
-/// read-only and asks for what the host's sandbox would allow.
+/// Codex's own prompt (before it runs a call outside its sandbox or past
+/// its approval policy): the exact client of a host-registered command is
+/// the host's decision already; any other call is put to the host as its
+/// phase has it, and Codex's prompt gets the host's answer. In plan a shell
+/// call is registered (decided as every plan-mode shell call, and run only
+/// by the host: Codex never runs it itself) and any other call is decided
+/// on the Plan table; after an approval a call the host allows (or a person
+/// confirmed while its `PreToolUse` hook held it) is allowed, since Codex's
+/// own sandbox is read-only and asks for what the host's sandbox would
+/// allow, and anything else is Codex's own prompt's to ask.
 fn permission_request(call: &HookCall, project: &Project, phase: Mode) -> Option<Value> {
     let command = call
         .input
         .get("command")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let decision = if command.starts_with(&run_prefix()) {
+    let is_shell = call.tool == plan_core::BASH;
+    // Codex names no call in this hook: the call is the one its transcript
+    // recorded with this input, so that the host answers for the call it
+    // decided (and a person perhaps confirmed) in `PreToolUse`.
+    let recorded;
+    let call = match (is_shell, call.call_id.is_empty(), recorded_call(call)) {
+        (false, true, Some(found)) => {
+            recorded = found;
+            &recorded
+        }
+        // Without the call, after an approval, Codex's own prompt asks.
+        (false, true, None) if phase == Mode::Agent => return None,
+        _ => call,
+    };
+    let decision = if is_shell && is_client_command(command, project, &call.session_id) {
         json!({"behavior": "allow"})
     } else {
-        match phase {
-            Mode::Plan => json!({
-                "behavior": "deny",
-                "message": format!("{}: {}", ErrorCode::ToolDeniedInPlan.as_str(), ErrorCode::ToolDeniedInPlan.message()),
-            }),
-            Mode::Agent if call.tool != plan_core::BASH && host_allows(call, project) => {
-                json!({"behavior": "allow"})
+        match (phase, host_answer(call, project, phase, command)) {
+            (_, Ok(HostAnswer::Allowed)) => json!({"behavior": "allow"}),
+            (Mode::Plan, Ok(HostAnswer::Refused(reason))) | (Mode::Plan, Err(reason)) => {
+                json!({"behavior": "deny", "message": reason})
             }
-            // Anything else is Codex's own prompt's to ask.
-            Mode::Agent => return None,
+            (Mode::Agent, Ok(HostAnswer::Refused(_)) | Err(_)) => return None,
         }
     };
     Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}))
 }
 
-/// Whether the host's permission table allows `call` in the session's
-/// Agent turn now.
-fn host_allows(call: &HookCall, project: &Project) -> bool {
-    let Ok(mut client) = connect(project) else {
-        return false;
-    };
+/// The call of the hook's turn that Codex's transcript recorded with the
+/// hook's tool and input, newest first: `call` with its id and its input as
+/// `PreToolUse` was given it. Codex gives a custom tool's text (an
+/// `apply_patch`) to `PermissionRequest` without its trailing newline, and a
+/// function's arguments parsed.
+fn recorded_call(call: &HookCall) -> Option<HookCall> {
+    let asked = call.input.get("command").and_then(Value::as_str);
+    transcript(call).iter().rev().find_map(|line| {
+        let item = line.get("payload")?;
+        if line.get("type").and_then(Value::as_str) != Some("response_item")
+            || item.get("name").and_then(Value::as_str) != Some(call.tool.as_str())
+            || item
+                .pointer("/internal_chat_message_metadata_passthrough/turn_id")
+                .and_then(Value::as_str)
+                .is_some_and(|turn| turn != call.turn_id)
+        {
+            return None;
+        }
+        let input = match item.get("type").and_then(Value::as_str)? {
+            "custom_tool_call" => {
+                let text = item.get("input").and_then(Value::as_str)?;
+                (Some(text.trim_end()) == asked.map(str::trim_end)).then(|| json!({"command": text}))?
+            }
+            "function_call" => {
+                let arguments = item.get("arguments").and_then(Value::as_str)?;
+                let parsed: Value = serde_json::from_str(arguments).ok()?;
+                (parsed == call.input).then_some(parsed)?
+            }
+            _ => return None,
+        };
+        Some(HookCall {
+            event: call.event.clone(),
+            session_id: call.session_id.clone(),
+            turn_id: call.turn_id.clone(),
+            transcript: call.transcript.clone(),
+            cwd: call.cwd.clone(),
+            tool: call.tool.clone(),
+            input,
+            call_id: item.get("call_id").and_then(Value::as_str)?.to_owned(),
+            stop_hook_active: call.stop_hook_active,
+        })
+    })
+}
+
+/// What the host said of a call Codex's own prompt asks about.
+enum HostAnswer {
+    /// The host's table allows it now.
+    Allowed,
+    /// Not for Codex to run: the host's code and sentence, or (a shell
+    /// call the host took) what the host does with it.
+    Refused(String),
+}
+
+/// Puts `call` to the host in the session's turn of `phase` (see
+/// [`permission_request`]); `Err` is why the host could not answer.
+fn host_answer(call: &HookCall, project: &Project, phase: Mode, command: &str) -> Result<HostAnswer, String> {
+    if call.tool == plan_core::BASH && phase == Mode::Agent {
+        // After an approval the host runs shell calls only through its
+        // client; Codex's own prompt asks about any other.
+        return Ok(HostAnswer::Refused(String::new()));
+    }
+    let failed = |error: ClientError| error.text();
+    let mut client = connect_or_start(project).map_err(failed)?;
     let mut session = AgentSession::new(&mut client, call.session_id.clone(), root_text(project));
-    let Ok(turn) = session.ensure_turn(Mode::Agent, "Codex") else {
-        return false;
-    };
-    let decided = session.decide(
-        &turn.turn_id,
-        ToolCall {
+    let turn = session.ensure_turn(phase, prompt_of(phase)).map_err(failed)?;
+    if call.tool == plan_core::BASH {
+        let registered = session.client().command_register(&CommandRegisterParams {
+            session_id: call.session_id.clone(),
+            turn_id: turn.turn_id,
             call_id: CallId::from(call.call_id.clone()),
-            name: call.tool.clone(),
-            input: call.input.clone(),
-        },
-    );
-    decided.is_ok_and(|decided| decided.decision == ToolCallDecision::Allow && decided.error.is_none())
+            command: command.to_owned(),
+            cwd: Some(call.cwd.clone()),
+            timeout_ms: None,
+        });
+        return Ok(HostAnswer::Refused(match registered {
+            Ok(_) => "plan-checkpoint: the host runs plan-mode shell commands itself, in its read-only sandbox; Codex does not run them outside its own".to_owned(),
+            Err(error) => error.text(),
+        }));
+    }
+    let decided = session
+        .decide(
+            &turn.turn_id,
+            ToolCall {
+                call_id: CallId::from(call.call_id.clone()),
+                name: call.tool.clone(),
+                input: call.input.clone(),
+            },
+        )
+        .map_err(failed)?;
+    Ok(match (decided.decision, decided.error) {
+        (_, Some(error)) => HostAnswer::Refused(format!("{}: {}", error.code.as_str(), error.message)),
+        (ToolCallDecision::Allow, None) => HostAnswer::Allowed,
+        (decision, None) => HostAnswer::Refused(format!("the host's decision is {}", decision.as_str())),
+    })
+}
+
+/// The prompt a turn the hooks start on the host is recorded with.
+fn prompt_of(phase: Mode) -> &'static str {
+    match phase {
+        Mode::Plan => "Codex plan mode",
+        Mode::Agent => "Codex",
+    }
 }
 
 /// The plan of the hook's turn: its `Plan` item's exact bytes and id.
@@ -826,13 +1018,13 @@ fn plan_stop(call: &HookCall, project: &Project) -> Option<Value> {
     let outcome = submit_and_decide(&mut session, &plan_id, &markdown);
     Some(match outcome {
         Ok(PlanOutcome::Approved { approval, .. }) => said(format!(
-            "plan-checkpoint: plan {} approved ({}); its exact bytes are {}.",
-            approval.id.as_str(),
+            "plan-checkpoint: plan {id} approved ({}); its exact bytes are {}. To implement it from those bytes rather than from this conversation, run `plan-checkpoint codex implement {id}`.",
             approval.permission_mode.map_or("?", PermissionMode::as_str),
             approval
                 .artifact
                 .as_ref()
                 .map_or_else(String::new, |artifact| artifact.path.clone()),
+            id = approval.id.as_str(),
         )),
         // Codex goes on with the reason, which the model and the person
         // read: what the turn missed is said there too.
@@ -875,8 +1067,8 @@ fn submit_and_decide(
 
 /// The client the rewritten shell call runs: the registered command, run
 /// by the host, its output streamed; the process exits as it exited.
-fn run_registered(project: &Project, session: &str, reference: &str) -> i32 {
-    match stream_registered(project, session, reference) {
+fn run_registered(socket: &Path, session: &str, reference: &str) -> i32 {
+    match stream_registered(socket, session, reference) {
         Ok(status) => status,
         Err(error) => {
             let _ = writeln!(std::io::stderr(), "plan-checkpoint: {}", error.text());
@@ -885,10 +1077,11 @@ fn run_registered(project: &Project, session: &str, reference: &str) -> i32 {
     }
 }
 
-fn stream_registered(project: &Project, session: &str, reference: &str) -> Result<i32, ClientError> {
+fn stream_registered(socket: &Path, session: &str, reference: &str) -> Result<i32, ClientError> {
     // Never a host started from here: this process runs outside Codex's
-    // sandbox on whatever the model may have typed.
-    let mut client = connect(project)?;
+    // sandbox on whatever the model may have typed. The socket is the one
+    // the hook reached, not one this process's environment would name.
+    let mut client = Client::connect(LineTransport::connect(socket)?, CLIENT)?;
     let session_id = SessionId::from(session.to_owned());
     let run = client.command_run(&CommandRunParams {
         session_id: session_id.clone(),
@@ -896,7 +1089,8 @@ fn stream_registered(project: &Project, session: &str, reference: &str) -> Resul
     })?;
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr().lock();
-    let mut agent = AgentSession::new(&mut client, session_id, root_text(project));
+    // Streaming creates no session: no workspace root is needed.
+    let mut agent = AgentSession::new(&mut client, session_id, String::new());
     let ended = agent.stream_command(run, &mut |stream, chunk| {
         let _ = match stream {
             OutputStream::Stdout => stdout.write_all(chunk.as_bytes()).and_then(|()| stdout.flush()),

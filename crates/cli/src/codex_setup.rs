@@ -21,12 +21,23 @@ use crate::exit;
 
 /// The hook events the adapter answers, as `hooks.json` names them, as
 /// Codex's trust key names them, their matcher and whether they hold a
-/// decision (their time limit then outlasts the plan's deadline).
+/// decision (their time limit then outlasts the plan's deadline, and their
+/// status line, which Codex shows while a hook runs, says where the person
+/// finds what waits for them: a hook cannot say more while it holds).
 const EVENTS: [(&str, &str, Option<&str>, bool); 3] = [
     ("PreToolUse", "pre_tool_use", Some("*"), true),
     ("PermissionRequest", "permission_request", Some("*"), false),
     ("Stop", "stop", None, true),
 ];
+
+/// The status line of a holding hook.
+pub(crate) const HOLDING_STATUS: &str =
+    "plan-checkpoint: asking the host (anything waiting for you: plan-checkpoint codex pending)";
+
+/// The status line of the hook of `holds`.
+fn status_of(holds: bool) -> Option<&'static str> {
+    holds.then_some(HOLDING_STATUS)
+}
 
 /// The time limit of a hook that holds nothing, in seconds.
 const QUICK_HOOK_SECONDS: u64 = 60;
@@ -104,14 +115,21 @@ fn approval_ttl_seconds() -> u64 {
 
 /// The content hash Codex trusts a command hook by: SHA-256 of the
 /// handler's identity (event, matcher, the one command hook with its
-/// timeout), as canonical JSON with sorted keys.
-pub(crate) fn trust_hash(event: &str, matcher: Option<&str>, command: &str, timeout: u64) -> String {
+/// timeout and status line), as canonical JSON with sorted keys.
+pub(crate) fn trust_hash(
+    event: &str,
+    matcher: Option<&str>,
+    command: &str,
+    timeout: u64,
+    status_message: Option<&str>,
+) -> String {
     let mut identity = serde_json::Map::new();
     identity.insert("event_name".to_owned(), json!(event));
-    identity.insert(
-        "hooks".to_owned(),
-        json!([{"async": false, "command": command, "timeout": timeout, "type": "command"}]),
-    );
+    let mut handler = json!({"async": false, "command": command, "timeout": timeout, "type": "command"});
+    if let (Some(status), Some(fields)) = (status_message, handler.as_object_mut()) {
+        fields.insert("statusMessage".to_owned(), json!(status));
+    }
+    identity.insert("hooks".to_owned(), json!([handler]));
     if let Some(matcher) = matcher {
         identity.insert("matcher".to_owned(), json!(matcher));
     }
@@ -172,13 +190,20 @@ fn merged_hooks(setup: &Setup, text: Option<&str>) -> Result<(Value, Vec<(String
             .as_array_mut()
             .ok_or_else(|| failed(&path, format!("`hooks.{event}` is not a list")))?;
         groups.retain(|group| !is_ours(group));
-        let mut group = json!({"hooks": [{"type": "command", "command": command, "timeout": timeout}]});
+        let mut handler = json!({"type": "command", "command": command, "timeout": timeout});
+        if let (Some(status), Some(fields)) = (status_of(holds), handler.as_object_mut()) {
+            fields.insert("statusMessage".to_owned(), json!(status));
+        }
+        let mut group = json!({"hooks": [handler]});
         if let (Some(matcher), Some(object)) = (matcher, group.as_object_mut()) {
             object.insert("matcher".to_owned(), json!(matcher));
         }
         groups.push(group);
         let key = format!("{}:{key_name}:{}:0", path.display(), groups.len() - 1);
-        trust.push((key, trust_hash(key_name, matcher, &command, timeout)));
+        trust.push((
+            key,
+            trust_hash(key_name, matcher, &command, timeout, status_of(holds)),
+        ));
     }
     Ok((document, trust))
 }
@@ -209,6 +234,29 @@ fn toml_string(text: &str) -> String {
     Value::String(text.to_owned()).to_string()
 }
 
+/// `text` read as TOML, as Codex reads it (a key may be written as a
+/// table, a dotted key or an inline table).
+fn parsed_toml(path: &Path, text: &str) -> Result<toml::Table, Failure> {
+    text.parse::<toml::Table>().map_err(|error| {
+        failed(
+            path,
+            format!("not valid TOML, so nothing was written: {}", error.message()),
+        )
+    })
+}
+
+/// The value at `keys` of a TOML document, however it was written.
+fn toml_at<'table>(table: &'table toml::Table, keys: &[&str]) -> Option<&'table toml::Value> {
+    let (first, rest) = keys.split_first()?;
+    rest.iter()
+        .try_fold(table.get(*first)?, |value, key| value.as_table()?.get(*key))
+}
+
+/// The project's `trust_level`, where the document names the project.
+fn trust_level<'table>(table: &'table toml::Table, root: &str) -> Option<&'table toml::Value> {
+    toml_at(table, &["projects", root, "trust_level"])
+}
+
 /// Sets the project up: writes the hooks, the project's default sandbox,
 /// the trust and the rule, and returns what it wrote, for the person.
 pub(crate) fn install(setup: &Setup) -> Result<String, Failure> {
@@ -220,8 +268,7 @@ pub(crate) fn install(setup: &Setup) -> Result<String, Failure> {
     }
     let hooks_path = setup.hooks_file();
     let (hooks, trust) = merged_hooks(setup, read_optional(&hooks_path)?.as_deref())?;
-    let text = serde_json::to_string_pretty(&hooks).map_err(|error| failed(&hooks_path, error))?;
-    write(&hooks_path, &format!("{text}\n"))?;
+    let hooks_text = serde_json::to_string_pretty(&hooks).map_err(|error| failed(&hooks_path, error))?;
 
     // Codex's own sandbox is read-only unless the person or the session
     // says otherwise: a plan-mode call whose hook failed open still
@@ -229,42 +276,26 @@ pub(crate) fn install(setup: &Setup) -> Result<String, Failure> {
     let marker = "project";
     let project_config = setup.project_config();
     let existing = without_block(&read_optional(&project_config)?.unwrap_or_default(), marker);
-    let sandbox_set = existing
-        .lines()
-        .any(|line| line.trim_start().starts_with("sandbox_mode"));
-    let sandbox_note = if sandbox_set {
-        "kept the sandbox_mode it sets (make it \"read-only\" so that plan mode cannot write when a hook fails)"
-    } else {
-        write(
-            &project_config,
-            &format!("{BEGIN} {marker}\nsandbox_mode = \"read-only\"\n{END} {marker}\n{existing}"),
-        )?;
-        "sandbox_mode = \"read-only\": Codex's own sandbox stays read-only (commands run through the host)"
-    };
+    let sandbox_set = parsed_toml(&project_config, &existing)?.contains_key("sandbox_mode");
+    let project_text = (!sandbox_set)
+        .then(|| format!("{BEGIN} {marker}\nsandbox_mode = \"read-only\"\n{END} {marker}\n{existing}"));
 
     let root = setup.root.display().to_string();
     let user_config = setup.user_config();
-    let existing = without_block(&read_optional(&user_config)?.unwrap_or_default(), &root);
-    let project_table = format!("[projects.{}]", toml_string(&root));
-    let mut block = format!("{BEGIN} {root}\n");
-    let trusted_elsewhere = existing.lines().any(|line| line.trim() == project_table);
-    if !trusted_elsewhere {
-        block.push_str(&format!("{project_table}\ntrust_level = \"trusted\"\n"));
-    }
-    for (key, hash) in &trust {
-        block.push_str(&format!(
-            "[hooks.state.{}]\ntrusted_hash = {}\n",
-            toml_string(key),
-            toml_string(hash)
-        ));
-    }
-    block.push_str(&format!("{END} {root}\n"));
-    let separator = if existing.is_empty() || existing.ends_with("\n\n") {
-        ""
-    } else {
-        "\n"
+    let (user_text, trusted_elsewhere) = trusted_user_config(&user_config, &root, &trust)?;
+
+    // Everything was checked: now it is written.
+    write(&hooks_path, &format!("{hooks_text}\n"))?;
+    let sandbox_note = match &project_text {
+        Some(text) => {
+            write(&project_config, text)?;
+            "sandbox_mode = \"read-only\": Codex's own sandbox stays read-only (commands run through the host)"
+        }
+        None => {
+            "kept the sandbox_mode it sets (make it \"read-only\" so that plan mode cannot write when a hook fails)"
+        }
     };
-    write(&user_config, &format!("{existing}{separator}{block}"))?;
+    write(&user_config, &user_text)?;
 
     let rules = setup.rules_file();
     write(
@@ -280,19 +311,21 @@ pub(crate) fn install(setup: &Setup) -> Result<String, Failure> {
     )?;
 
     let project_note = if trusted_elsewhere {
-        "the project's own table was already there (kept as it is: it must say trust_level = \"trusted\")"
+        "the project's own entry was already there (kept as it is: it must say trust_level = \"trusted\")"
     } else {
         "the project trusted (Codex loads a project's hooks only then)"
     };
     Ok(format!(
         "Wrote {hooks}:\n\
-         - PreToolUse (every tool, {hold} s): {command}\n  \
+         - PreToolUse (every tool, {hold} s, its status line naming `plan-checkpoint codex pending`):\n  \
+           {command}\n  \
            plan mode: shell commands run in the host's read-only sandbox (the command is registered\n  \
            with the host and run by reference), apply_patch and MCP calls follow the host's table;\n  \
            after an approval: the host's permission table, calls to confirm held until you decide.\n\
          - PermissionRequest (every tool): the same command; Codex's own prompt for a call the host\n  \
            decided gets the host's answer.\n\
-         - Stop ({hold} s): the turn's plan is submitted and held until you decide (card or\n  \
+         - Stop ({hold} s, the same status line): the turn's plan is submitted and held until you\n  \
+           decide (card or\n  \
            `plan-checkpoint codex approve`); rejected or expired, the turn goes on with the host's\n  \
            sentence.\n\
          Wrote {project_config}: {sandbox_note}.\n\
@@ -307,6 +340,79 @@ pub(crate) fn install(setup: &Setup) -> Result<String, Failure> {
         user_config = user_config.display(),
         rules = rules.display(),
     ))
+}
+
+/// `$CODEX_HOME/config.toml` with this project's block: the project
+/// trusted unless the person's part names it already (as a table, a dotted
+/// key or an inline table: kept as it is), and each hook's trust unless
+/// that part holds the same hash already. The text is checked as TOML
+/// before anything is written: a document the block cannot extend (an
+/// inline `projects` or `hooks` table, another hash for one of these hooks)
+/// is refused, naming what to change. Returns the text and whether the
+/// project's entry was the person's.
+fn trusted_user_config(
+    path: &Path,
+    root: &str,
+    trust: &[(String, String)],
+) -> Result<(String, bool), Failure> {
+    let existing = without_block(&read_optional(path)?.unwrap_or_default(), root);
+    let theirs = parsed_toml(path, &existing)?;
+    let trusted_elsewhere = toml_at(&theirs, &["projects", root]).is_some();
+    let mut block = format!("{BEGIN} {root}\n");
+    if !trusted_elsewhere {
+        block.push_str(&format!(
+            "[projects.{}]\ntrust_level = \"trusted\"\n",
+            toml_string(root)
+        ));
+    }
+    for (key, hash) in trust {
+        match toml_at(&theirs, &["hooks", "state", key, "trusted_hash"]).and_then(toml::Value::as_str) {
+            Some(held) if held == hash => {}
+            Some(_) => {
+                return Err(failed(
+                    path,
+                    format!(
+                        "it trusts the hook {key} by another hash outside plan-checkpoint's block; remove that entry (hooks.state) and install again"
+                    ),
+                ));
+            }
+            None => block.push_str(&format!(
+                "[hooks.state.{}]\ntrusted_hash = {}\n",
+                toml_string(key),
+                toml_string(hash)
+            )),
+        }
+    }
+    block.push_str(&format!("{END} {root}\n"));
+    let separator = if existing.is_empty() || existing.ends_with("\n\n") {
+        ""
+    } else {
+        "\n"
+    };
+    let text = format!("{existing}{separator}{block}");
+    let extended = text.parse::<toml::Table>().map_err(|error| {
+        failed(
+            path,
+            format!(
+                "plan-checkpoint's tables cannot be added to it ({}): a `projects` or `hooks` written as an inline table cannot be extended; write it as tables, then install again",
+                error.message()
+            ),
+        )
+    })?;
+    let holds = |keys: &[&str], expected: &str| {
+        toml_at(&extended, keys).and_then(toml::Value::as_str) == Some(expected)
+    };
+    let complete = trust
+        .iter()
+        .all(|(key, hash)| holds(&["hooks", "state", key, "trusted_hash"], hash))
+        && (trusted_elsewhere || holds(&["projects", root, "trust_level"], "trusted"));
+    if !complete {
+        return Err(failed(
+            path,
+            "plan-checkpoint's trust entries would not read back as written; nothing was written",
+        ));
+    }
+    Ok((text, trusted_elsewhere))
 }
 
 /// Removes exactly what `install` wrote; returns what it removed.
@@ -390,7 +496,14 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
         Some(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
         None => Value::Null,
     };
-    let user_config = read_optional(&setup.user_config())?.unwrap_or_default();
+    let user_text = read_optional(&setup.user_config())?.unwrap_or_default();
+    let user_config = match parsed_toml(&setup.user_config(), &user_text) {
+        Ok(table) => table,
+        Err(failure) => {
+            findings.push(finding(false, failure.message));
+            toml::Table::new()
+        }
+    };
     for (event, key_name, matcher, _) in EVENTS {
         let groups = hooks
             .pointer(&format!("/hooks/{event}"))
@@ -410,6 +523,7 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
         let handler = group.pointer("/hooks/0").cloned().unwrap_or(Value::Null);
         let command = handler.get("command").and_then(Value::as_str).unwrap_or_default();
         let timeout = handler.get("timeout").and_then(Value::as_u64).unwrap_or(600);
+        let status = handler.get("statusMessage").and_then(Value::as_str);
         if command != setup.hook_command() {
             findings.push(finding(
                 false,
@@ -420,12 +534,10 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
             continue;
         }
         let key = format!("{}:{key_name}:{index}:0", hooks_path.display());
-        let hash = trust_hash(key_name, matcher, command, timeout);
-        let trusted = user_config.contains(&format!(
-            "[hooks.state.{}]\ntrusted_hash = {}",
-            toml_string(&key),
-            toml_string(&hash)
-        ));
+        let hash = trust_hash(key_name, matcher, command, timeout, status);
+        let trusted = toml_at(&user_config, &["hooks", "state", &key, "trusted_hash"])
+            .and_then(toml::Value::as_str)
+            == Some(hash.as_str());
         findings.push(finding(
             trusted,
             if trusted {
@@ -437,15 +549,13 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
             },
         ));
     }
-    let project_table = format!("[projects.{}]", toml_string(&setup.root.display().to_string()));
-    let trusted_project = user_config
-        .split(&project_table)
-        .nth(1)
-        .is_some_and(|rest| rest.trim_start().starts_with("trust_level = \"trusted\""));
+    let root = setup.root.display().to_string();
+    let trusted_project = trust_level(&user_config, &root).and_then(toml::Value::as_str) == Some("trusted");
     findings.push(finding(
         trusted_project,
         format!(
-            "the project is trusted by Codex ({project_table} in {})",
+            "the project is trusted by Codex (projects.{}.trust_level = \"trusted\" in {})",
+            toml_string(&root),
             setup.user_config().display()
         ),
     ));
@@ -457,10 +567,11 @@ pub(crate) fn check(setup: &Setup) -> Result<Vec<Finding>, Failure> {
             setup.rules_file().display()
         ),
     ));
-    let sandbox = read_optional(&setup.project_config())?
-        .unwrap_or_default()
-        .lines()
-        .any(|line| line.trim() == "sandbox_mode = \"read-only\"");
+    let sandbox = parsed_toml(
+        &setup.project_config(),
+        &read_optional(&setup.project_config())?.unwrap_or_default(),
+    )
+    .is_ok_and(|table| table.get("sandbox_mode").and_then(toml::Value::as_str) == Some("read-only"));
     findings.push(finding(
         sandbox,
         format!(
@@ -482,12 +593,24 @@ mod tests {
     #[test]
     fn the_trust_hash_is_the_one_codex_computes() {
         assert_eq!(
-            trust_hash("pre_tool_use", Some("*"), "/tmp/cprobe/hook.sh", 30),
+            trust_hash("pre_tool_use", Some("*"), "/tmp/cprobe/hook.sh", 30, None),
             "sha256:2d646155a5e98ac8626df0c28a488b8afd5b373e3852ca9a82c15769ab302fff"
         );
         assert_eq!(
-            trust_hash("stop", None, "/tmp/cprobe/hook.sh", 600),
+            trust_hash("stop", None, "/tmp/cprobe/hook.sh", 600, None),
             "sha256:ca73e8be194e7f7736af5aaa1b2a4ec8d49c3fab1aee53f4f17b631abed675a3"
+        );
+        // With a status line (`statusMessage` "probe status"), as Codex
+        // 0.171.0's `hooks/list` reported it for that handler.
+        assert_eq!(
+            trust_hash(
+                "pre_tool_use",
+                Some("*"),
+                "/tmp/codex-e2e-srbrY5/hook.sh",
+                30,
+                Some("probe status")
+            ),
+            "sha256:a36d1003661e7e3a107d1297fb5586f906d6a033e0a3cbbf8279de298382dfe4"
         );
     }
 

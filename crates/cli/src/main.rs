@@ -9,6 +9,7 @@ mod agent_host;
 mod audit;
 mod claude_code;
 mod codex;
+mod codex_driver;
 mod codex_setup;
 mod commands;
 mod demo;

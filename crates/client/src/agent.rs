@@ -20,9 +20,8 @@ use plan_core::{
 };
 use plan_protocol::{
     CommandGetParams, CommandRun, ExecutionCompleteParams, ExecutionStartParams, OutputStream, PlanGetParams,
-    PlanReadArtifactParams, ServerNotification, Session, SessionConfigureParams, SessionCreateParams,
-    SessionGetParams, ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnToolCallsParams,
+    PlanReadArtifactParams, ServerNotification, Session, SessionCreateParams, SessionGetParams,
+    ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnToolCallsParams,
 };
 use sha2::Digest;
 
@@ -128,8 +127,9 @@ impl<'client, T: Transport> AgentSession<'client, T> {
     /// the other phase ends first (an Agent prompt turn completes, the
     /// execution of an approved plan completes or, never started, is
     /// cancelled; a Plan turn left without an approval is cancelled, which
-    /// the host records), then the session switches mode and a turn
-    /// starts. An approved plan's execution turn is started as it is found.
+    /// the host records), then a turn starts, the session switching mode
+    /// in that same request. An approved plan's execution turn is started
+    /// as it is found.
     ///
     /// # Errors
     ///
@@ -153,20 +153,12 @@ impl<'client, T: Transport> AgentSession<'client, T> {
             }
             self.end_turn(&turn, session.active_execution_id.as_deref())?;
         }
-        if session.mode != mode {
-            self.client.session_configure(&SessionConfigureParams {
-                session_id: self.session_id.clone(),
-                mode: Some(mode),
-                permission_mode: None,
-                provider: None,
-                model: None,
-                shell: None,
-            })?;
-        }
+        // The session switches phase in the step that starts the turn.
         let started = self.client.turn_start(&TurnStartParams {
             session_id: self.session_id.clone(),
             prompt: prompt.to_owned(),
             origin: Origin::Interactive,
+            mode: (session.mode != mode).then_some(mode),
         })?;
         Ok(Turn {
             turn_id: TurnId::from(started.turn_id),

@@ -41,6 +41,7 @@
 //! anything (the host does, through storage); depend on storage, protocol or
 //! host.
 
+mod agent_server;
 #[doc(hidden)]
 pub mod helper;
 mod helper_file;
@@ -55,6 +56,7 @@ mod spec;
 mod wire;
 mod workspace;
 
+pub use agent_server::AgentServer;
 pub use network::NetworkNamespace;
 pub use notifier::{NotifierOutcome, run_notifier};
 pub use outcome::{CommandOutcome, CommandState, ExecError};

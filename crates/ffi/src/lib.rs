@@ -38,9 +38,9 @@ use plan_server::web::WebCard;
 pub use plan_audit_export::ExportOverrides;
 pub use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,
-    ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff,
-    PlanSandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
+    ArtifactVerification, AwaitingCall, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState,
+    ErrorCode, ExecutionId, ExecutionState, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
+    PlanDiff, PlanSandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall,
     ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 pub use plan_host::HostConfig;
@@ -56,8 +56,9 @@ pub use types::{
     PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, PlanWithdrawParams, SessionConfigureParams,
     SessionCreateParams, SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams,
-    ShellSetDefaultResult, ToolConfirmParams, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities,
+    ShellSetDefaultResult, ToolConfirmParams, ToolListAwaitingParams, ToolListAwaitingResult,
+    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
+    TurnToolCallsResult, WebCapabilities,
 };
 
 uniffi::setup_scaffolding!();

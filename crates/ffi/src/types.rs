@@ -30,10 +30,10 @@ use std::path::PathBuf;
 use plan_audit_export::ExportOverrides;
 use plan_core::{
     ApprovalFilter, ApprovalId, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent,
-    ArtifactVerification, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState, ErrorCode,
-    ExecutionId, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval,
-    PlanDiff, PlanSandbox, Sandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind,
-    ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
+    ArtifactVerification, AwaitingCall, CallId, CommandCapabilities, CommandRun, CommandShell, CommandState,
+    ErrorCode, ExecutionId, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact, PermissionMode,
+    PlanApproval, PlanDiff, PlanSandbox, Sandbox, SessionId, ShellInfo, SkippedWorkspace, ToolAuditEntry,
+    ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError, ToolCallResult, TurnId, TurnKind,
 };
 use plan_host::{HostConfig, HostError};
 use plan_protocol as wire;

@@ -164,6 +164,7 @@ impl Fixture {
                 session_id: session_id.into(),
                 prompt: String::new(),
                 origin: Origin::Interactive,
+                mode: None,
             })
             .unwrap();
         self.submit_in(session_id, &turn.turn_id)
@@ -235,6 +236,7 @@ fn approvals_executions_and_sessions_arrive_as_the_records_the_calls_return() {
             session_id: "s1".into(),
             prompt: String::new(),
             origin: Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     assert_eq!(
@@ -364,6 +366,7 @@ fn a_listener_receives_the_wire_notification_itself() {
             session_id: "s1".into(),
             prompt: String::new(),
             origin: Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     let events: Vec<plan_protocol::ServerNotification> = fixture.recorder.drain();
@@ -513,6 +516,7 @@ fn command_output_and_exit_arrive_typed_in_order() {
             session_id: "agent".into(),
             prompt: String::new(),
             origin: Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     let bash = call(
@@ -822,6 +826,7 @@ fn skip_namespaces_refuses_auto_and_reports_two_layers() {
             session_id: "auto".into(),
             prompt: String::new(),
             origin: Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     host.turn_tool_calls(TurnToolCallsParams {
@@ -892,6 +897,7 @@ fn protected_paths_and_secret_markers_reach_the_commands() {
             session_id: "auto".into(),
             prompt: String::new(),
             origin: Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     let command = format!(

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 
 use plan_core::check_shell;
 use plan_core::{
-    ActiveTurn, ApprovalId, ArtifactContent, BootEpoch, CallId, CommandCapabilities, CommandRun,
-    ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Origin, PermissionMode, PlanApproval,
-    PlanDiff, Reply, SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult, ToolDecision, TurnId,
-    UnixMs, VerifyReport, VerifyScope,
+    ActiveTurn, ApprovalId, ArtifactContent, AwaitingCall, BootEpoch, CallId, CommandCapabilities,
+    CommandRun, ConfigChange, Effect, ErrorCode, Event, ExecutionId, Limits, Mode, Origin, PermissionMode,
+    PlanApproval, PlanDiff, Reply, SessionId, SessionState, ShellInfo, ToolCall, ToolCallResult,
+    ToolDecision, TurnId, UnixMs, VerifyReport, VerifyScope,
 };
 use plan_storage::{
     ApprovalFilter, CommandFilter, CommandRecord, DecisionEntry, DecisionNote, DecisionSource,
@@ -375,11 +375,41 @@ impl Host {
     /// `PLAN_REQUIRES_INTERACTIVE_SESSION` (a scheduled Plan turn),
     /// `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn start_turn(&self, session_id: &SessionId, origin: Origin) -> Result<ActiveTurn, HostError> {
+        self.start_turn_with(session_id, None, origin)
+    }
+
+    /// Starts a prompt turn in `mode`: the idle session switches to it
+    /// first (as [`Host::configure`] would, recorded the same way) in the
+    /// same transaction, so an agent that changes phase starts its turn in
+    /// one call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Host::start_turn`], for the session in `mode`.
+    pub fn start_turn_in(
+        &self,
+        session_id: &SessionId,
+        mode: Mode,
+        origin: Origin,
+    ) -> Result<ActiveTurn, HostError> {
+        self.start_turn_with(session_id, Some(mode), origin)
+    }
+
+    fn start_turn_with(
+        &self,
+        session_id: &SessionId,
+        mode: Option<Mode>,
+        origin: Origin,
+    ) -> Result<ActiveTurn, HostError> {
         let turn_id = fresh_id("turn");
-        match self
-            .core
-            .session_event(session_id, Event::StartTurn { turn_id, origin })?
-        {
+        match self.core.session_event(
+            session_id,
+            Event::StartTurn {
+                turn_id,
+                origin,
+                mode,
+            },
+        )? {
             (Reply::TurnStarted(turn), _) => Ok(turn),
             (other, _) => Err(unexpected(&other)),
         }
@@ -606,6 +636,35 @@ impl Host {
             },
             (other, _) => Err(unexpected(&other)),
         }
+    }
+
+    /// The calls of active turns that wait for a person (decided
+    /// `confirm`, not yet answered), with the input a confirmation covers:
+    /// of `session_id`, or of every session with an active turn. What
+    /// waits is plan-core's answer (`awaiting_calls`) over each session.
+    ///
+    /// # Errors
+    ///
+    /// `SESSION_NOT_FOUND` (a named session the host does not have),
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn awaiting_calls(&self, session_id: Option<&SessionId>) -> Result<Vec<AwaitingCall>, HostError> {
+        let mut sessions: Vec<SessionId> = match session_id {
+            Some(session_id) => vec![session_id.clone()],
+            None => self
+                .core
+                .with_open(|open| Ok(open.turns.keys().cloned().collect()))?,
+        };
+        sessions.sort();
+        let mut calls = Vec::new();
+        for id in &sessions {
+            match self.session(id) {
+                Ok(state) => calls.extend(plan_core::awaiting_calls(&state)),
+                // A session that went away meanwhile has nothing waiting.
+                Err(HostError::Refused(ErrorCode::SessionNotFound)) if session_id.is_none() => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(calls)
     }
 
     /// Ends the active prompt turn (the host test
@@ -1244,25 +1303,22 @@ impl Host {
     /// `command/start`, `HOST_CLOSED`, `STORAGE_FAILED`.
     pub fn run_registered(&self, session_id: &SessionId, reference: &str) -> Result<CommandRun, HostError> {
         // Which call the reference names is looked up to gather its facts;
-        // plan-core decides again, under the lock, whether it runs.
+        // plan-core decides again, under the lock, whether it runs, and
+        // records every refusal, of a reference it never gave or one spent
+        // included (no facts are gathered for those).
         let registered = self.core.with_open(|open| {
-            Ok(open.turns.get(session_id).and_then(|turn| {
-                turn.commands.iter().find_map(|known| {
+            Ok(open.turns.get(session_id).map(|turn| {
+                let call = turn.commands.iter().find_map(|known| {
                     let registration = known.registration.as_ref()?;
-                    (registration.reference == reference).then(|| {
-                        (
-                            turn.turn_id.clone(),
-                            known.call_id.clone(),
-                            registration.input.clone(),
-                        )
-                    })
-                })
+                    known
+                        .awaits_run_by(reference)
+                        .then(|| (known.call_id.clone(), registration.input.clone()))
+                });
+                (turn.turn_id.clone(), call)
             }))
         })?;
-        let Some((turn_id, call_id, input)) = registered else {
-            return Err(HostError::Refused(ErrorCode::CommandNotAllowed));
-        };
-        let calls = [(call_id, input)];
+        let (turn_id, call) = registered.unwrap_or_else(|| (TurnId::from(String::new()), None));
+        let calls: Vec<(CallId, serde_json::Value)> = call.into_iter().collect();
         let ran = self
             .core
             .run_commands(session_id, &turn_id, (&calls, &[]), true, |commands| {

@@ -138,6 +138,7 @@ fn main() {
         Event::StartTurn {
             turn_id: "turn-1".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
     );
     let tool = |name: &str, input| ToolCall {
@@ -240,6 +241,7 @@ fn main() {
         Event::StartTurn {
             turn_id: "turn-3".into(),
             origin: Origin::Scheduled,
+            mode: None,
         },
     );
 }

@@ -1064,8 +1064,27 @@ pub struct TurnCommand {
     /// A call whose input was not a valid Bash input has a digest no start
     /// matches; such a call can never start.
     pub input: CallDigest,
-    /// Its registration for a reference-carrying client, until it starts.
+    /// Its registration for a reference-carrying client; kept once the
+    /// call started, so a reference presented again is known as spent.
     pub registration: Option<Registration>,
+}
+
+impl TurnCommand {
+    /// Whether `command/run` with `reference` may start this call: it is
+    /// registered under that reference and has not started.
+    pub fn awaits_run_by(&self, reference: &str) -> bool {
+        matches!(
+            self.status,
+            TurnCommandStatus::Registered | TurnCommandStatus::Allowed
+        ) && self.is_registered_as(reference)
+    }
+
+    /// Whether this call was registered under `reference`, started or not.
+    pub fn is_registered_as(&self, reference: &str) -> bool {
+        self.registration
+            .as_ref()
+            .is_some_and(|registration| registration.reference == reference)
+    }
 }
 
 /// The startup fence for command runs: every run whose audit has a start and

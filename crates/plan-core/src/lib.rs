@@ -66,13 +66,13 @@ pub use error::ErrorCode;
 pub use ids::{ApprovalId, CallId, ExecutionId, SessionId, TurnId};
 pub use machine::{
     ArtifactRequest, ConfigChange, Context, Effect, Event, Reply, ToolDecision, ToolResult, Transition,
-    handle,
+    awaiting_calls, handle,
 };
 pub use model::{ActiveTurn, BootEpoch, LimitError, Limits, RowGuard, Session, SessionState, UnixMs};
 pub use objects::{
     ApprovalFilter, ApprovalStatus, Artifact, ArtifactCheck, ArtifactContent, ArtifactVerification,
-    CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin,
-    OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo,
+    AwaitingCall, CommandCapabilities, CommandRun, CommandShell, CommandState, ExecutionState, MissingBound,
+    Mode, Origin, OrphanArtifact, PermissionMode, PlanApproval, PlanDiff, PlanSandbox, Sandbox, ShellInfo,
     SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
     ToolCallResult, TurnKind,
 };

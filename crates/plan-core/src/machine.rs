@@ -15,8 +15,8 @@ use crate::commands::{
 use crate::deadlines::is_due;
 use crate::model::{ActiveTurn, BootEpoch, Limits, RowGuard, SessionState, UnixMs};
 use crate::objects::{
-    ApprovalStatus, Artifact, ArtifactVerification, CommandRun, ExecutionState, Mode, Origin, PermissionMode,
-    PlanApproval, Sandbox, ToolAuditEntry, ToolAuditKind, TurnKind,
+    ApprovalStatus, Artifact, ArtifactVerification, AwaitingCall, CommandRun, ExecutionState, Mode, Origin,
+    PermissionMode, PlanApproval, Sandbox, ToolAuditEntry, ToolAuditKind, TurnKind,
 };
 use crate::permissions::{
     ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode, write_permission,
@@ -59,12 +59,15 @@ pub struct ConfigChange {
 /// Everything that can happen to a session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// A prompt starts a turn in the session's current mode.
+    /// A prompt starts a turn in the session's current mode, or in `mode`,
+    /// switched to first as `Configure` would switch it.
     StartTurn {
         /// Fresh turn id.
         turn_id: TurnId,
         /// Interactive or scheduled.
         origin: Origin,
+        /// The mode to switch the idle session to first (`None`: as it is).
+        mode: Option<Mode>,
     },
     /// The assistant asks to run a batch of tool calls in a turn.
     ToolCalls {
@@ -382,8 +385,9 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
     let mut next = state.clone();
     let mut effects = Vec::new();
     expire_due(&mut next, context.now, &mut effects);
-    // A refused `command/start` is recorded (`commands.md`, Audit): the one
-    // effect a refusal keeps besides what time did.
+    // A refused `command/start`, `command/register` or `command/run` is
+    // recorded (`commands.md`, Audit): the one effect a refusal keeps
+    // besides what time did.
     let start = match &event {
         Event::StartCommand {
             turn_id,
@@ -397,8 +401,8 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
             input,
             ..
         } => Some((turn_id.clone(), call_id.clone(), input.clone())),
-        Event::RunRegistered { .. }
-        | Event::StartTurn { .. }
+        Event::RunRegistered { reference, .. } => Some(run_refusal_subject(state, reference)),
+        Event::StartTurn { .. }
         | Event::ToolCalls { .. }
         | Event::ArtifactWritten { .. }
         | Event::ArtifactFailed { .. }
@@ -457,6 +461,28 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
     }
 }
 
+/// What a refused `command/run` is recorded against: the call its
+/// reference named in the active turn (one that ran already: the reference
+/// is spent), else no call (an empty call id and command) in the active
+/// turn, if any.
+fn run_refusal_subject(state: &SessionState, reference: &str) -> (TurnId, CallId, serde_json::Value) {
+    let turn = state.active_turn.as_ref();
+    let named = turn.and_then(|turn| {
+        turn.commands
+            .iter()
+            .find(|known| known.is_registered_as(reference))
+            .and_then(|known| {
+                let registration = known.registration.as_ref()?;
+                Some((known.call_id.clone(), registration.input.clone()))
+            })
+    });
+    let turn_id = turn.map_or_else(|| TurnId::from(String::new()), |turn| turn.turn_id.clone());
+    match named {
+        Some((call_id, input)) => (turn_id, call_id, input),
+        None => (turn_id, CallId::from(String::new()), serde_json::Value::Null),
+    }
+}
+
 /// Expires the pending approval when its deadline has passed: status
 /// `expired`, `PLAN_APPROVAL_TIMEOUT`, the Plan turn ends, the session stays
 /// idle in Plan. `decided_at` is the deadline itself, so the record does not
@@ -488,7 +514,11 @@ fn apply(
     effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
     match event {
-        Event::StartTurn { turn_id, origin } => start_turn(state, context, turn_id, origin),
+        Event::StartTurn {
+            turn_id,
+            origin,
+            mode,
+        } => start_turn(state, context, turn_id, origin, mode, effects),
         Event::ToolCalls {
             turn_id,
             calls,
@@ -570,10 +600,13 @@ fn start_turn(
     context: &Context,
     turn_id: TurnId,
     origin: Origin,
+    mode: Option<Mode>,
+    effects: &mut Vec<Effect>,
 ) -> Result<Reply, ErrorCode> {
+    let mode = mode.unwrap_or(state.session.mode);
     // Unattended Plan work is refused before anything else is looked at, so
     // a scheduled Plan task gets the same answer whether or not it is busy.
-    match (state.session.mode, origin) {
+    match (mode, origin) {
         (Mode::Plan, Origin::Scheduled | Origin::Background) => {
             return Err(ErrorCode::PlanRequiresInteractiveSession);
         }
@@ -582,6 +615,12 @@ fn start_turn(
     }
     if !state.is_idle() {
         return Err(ErrorCode::SessionBusy);
+    }
+    // The switch is the one `session/configure` makes, in the same
+    // transition as the turn it starts.
+    if state.session.mode != mode {
+        state.session.mode = mode;
+        effects.push(Effect::SaveSession(state.session.clone()));
     }
     let turn = ActiveTurn::new(
         turn_id,
@@ -833,12 +872,14 @@ fn agent_decision(
         }
         PermissionRule::Deny(code) => return ToolDecision::Deny(code),
     };
+    let awaiting_input = (status == ConfirmationStatus::Awaiting).then(|| call.input.clone());
     let confirmation = ToolConfirmation {
         call_id: call.call_id.clone(),
         tool: call.name.clone(),
         kind,
         input,
         status,
+        awaiting_input,
     };
     effects.push(Effect::RecordToolAudit(ToolAuditEntry {
         kind: audit_kind,
@@ -855,6 +896,28 @@ fn agent_decision(
     let decision = decision_of(&confirmation);
     turn.confirmations.push(confirmation);
     decision
+}
+
+/// The calls of the session's active turn that wait for a person, oldest
+/// first: what a frontend shows so the person can confirm or decline each
+/// (`tool/listAwaiting`).
+pub fn awaiting_calls(state: &SessionState) -> Vec<AwaitingCall> {
+    let Some(turn) = &state.active_turn else {
+        return Vec::new();
+    };
+    turn.confirmations
+        .iter()
+        .filter(|known| known.status == ConfirmationStatus::Awaiting)
+        .map(|known| AwaitingCall {
+            session_id: state.session.id.clone(),
+            turn_id: turn.turn_id.clone(),
+            execution_id: execution_of(state, turn),
+            call_id: known.call_id.clone(),
+            tool: known.tool.clone(),
+            input: known.awaiting_input.clone().unwrap_or(serde_json::Value::Null),
+            permission_mode: state.session.permission_mode,
+        })
+        .collect()
 }
 
 /// The decision a remembered call has now.
@@ -937,6 +1000,7 @@ fn confirm_tool(
             return Err(ErrorCode::ToolConfirmationNotPending);
         };
         known.status = status;
+        known.awaiting_input = None;
         known.clone()
     };
     effects.push(Effect::RecordToolAudit(ToolAuditEntry {
@@ -1135,15 +1199,11 @@ fn run_registered(
     let Some(mut turn) = state.active_turn.clone() else {
         return Err(ErrorCode::CommandNotAllowed);
     };
-    let Some(index) = turn.commands.iter().position(|known| {
-        matches!(
-            known.status,
-            TurnCommandStatus::Registered | TurnCommandStatus::Allowed
-        ) && known
-            .registration
-            .as_ref()
-            .is_some_and(|registration| registration.reference == reference)
-    }) else {
+    let Some(index) = turn
+        .commands
+        .iter()
+        .position(|known| known.awaits_run_by(reference))
+    else {
         return Err(ErrorCode::CommandNotAllowed);
     };
     let Some(known) = turn.commands.get(index).cloned() else {
@@ -1169,8 +1229,8 @@ fn run_registered(
     check_running_limit(&turn, context)?;
     let (launched, status) = start_run(request, commands, context.now, effects);
     if let Some(command) = turn.commands.get_mut(index) {
+        // The registration stays: the reference is spent, not unknown.
         command.status = status;
-        command.registration = None;
     }
     bind_workspace(state, commands, effects);
     state.active_turn = Some(turn);

@@ -480,6 +480,30 @@ macro_rules! for_each_core_object {
         }
 
         $callback! {
+            /// A call of an active Agent turn that waits for a person
+            /// (decided `confirm`, not yet confirmed or declined): what
+            /// `tool/confirm` needs, and the input the person confirms.
+            #[serde(rename_all = "camelCase")]
+            struct AwaitingCall {
+                /// The session.
+                session_id: SessionId,
+                /// The turn of the call (`tool/confirm`'s `turnId`).
+                turn_id: TurnId,
+                /// The approved plan's execution, when the turn is its execution turn.
+                execution_id: Option<ExecutionId>,
+                /// The tool call (`tool/confirm`'s `callId`).
+                call_id: CallId,
+                /// The tool name as the call gave it.
+                tool: String,
+                /// The call's input, exactly as it was decided: what a
+                /// confirmation covers.
+                input: serde_json::Value,
+                /// The permission mode that asked for the confirmation.
+                permission_mode: PermissionMode,
+            }
+        }
+
+        $callback! {
             /// One assistant tool call in `turn/toolCalls` params.
             // As part of params it refuses unknown fields.
             #[serde(rename_all = "camelCase", deny_unknown_fields)]

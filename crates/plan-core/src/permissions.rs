@@ -217,4 +217,8 @@ pub struct ToolConfirmation {
     pub input: CallDigest,
     /// Where it stands.
     pub status: ConfirmationStatus,
+    /// The input as the call gave it, kept while the call awaits a person
+    /// so a frontend can show what a confirmation covers; dropped once it
+    /// is answered.
+    pub awaiting_input: Option<serde_json::Value>,
 }

@@ -27,7 +27,8 @@ pub enum ToolKind {
     /// nothing in the workspace (Claude Code's ToolSearch, AskUserQuestion,
     /// its todo list and task list).
     ReadOnly,
-    /// Changes files: Write, Edit, MultiEdit, NotebookEdit.
+    /// Changes files: Write, Edit, MultiEdit, NotebookEdit, and Codex's
+    /// apply_patch.
     ChangesFiles,
     /// The `Bash` tool, which only the host runs.
     Bash,
@@ -56,7 +57,7 @@ impl ToolKind {
 /// The tool catalog: every tool name the checkpoint knows, with its kind.
 /// Names match exactly and case-sensitively, so `read` or `Read ` are
 /// [`ToolKind::Other`].
-pub const TOOL_CATALOG: [(&str, ToolKind); 26] = [
+pub const TOOL_CATALOG: [(&str, ToolKind); 27] = [
     ("Read", ToolKind::ReadOnly),
     ("Glob", ToolKind::ReadOnly),
     ("Grep", ToolKind::ReadOnly),
@@ -77,6 +78,8 @@ pub const TOOL_CATALOG: [(&str, ToolKind); 26] = [
     ("Edit", ToolKind::ChangesFiles),
     ("MultiEdit", ToolKind::ChangesFiles),
     ("NotebookEdit", ToolKind::ChangesFiles),
+    // Codex CLI's edit tool.
+    ("apply_patch", ToolKind::ChangesFiles),
     (crate::commands::BASH, ToolKind::Bash),
     (SUBMIT_PLAN, ToolKind::SubmitPlan),
     // Claude Code's tools that run a command, a script or a remote session

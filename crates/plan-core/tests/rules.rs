@@ -66,6 +66,7 @@ fn started(state: &SessionState) -> SessionState {
         Event::StartTurn {
             turn_id: "t1".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
     )
 }
@@ -314,6 +315,7 @@ fn a_scheduled_agent_turn_allows_what_its_mode_grants_and_denies_what_needs_a_pe
         Event::StartTurn {
             turn_id: "t1".into(),
             origin: Origin::Scheduled,
+            mode: None,
         },
     );
     let (results, _) = tool_results(&state, vec![tool("Write"), tool("Read"), tool("mcp_deploy")]);
@@ -845,6 +847,7 @@ fn approval_actions_are_the_only_controls_while_pending() {
         Event::StartTurn {
             turn_id: "t2".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
         support::tool_calls("t1".into(), vec![tool("Read")]),
         support::tool_calls("t1".into(), vec![submit_call(plan_input())]),
@@ -1045,6 +1048,7 @@ fn second_prompt_or_plan_run_or_configuration_while_executing_is_busy() {
         Event::StartTurn {
             turn_id: "t9".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
         configure_event(ConfigChange {
             mode: Some(Mode::Plan),
@@ -1089,6 +1093,7 @@ fn second_prompt_during_an_active_turn_is_busy() {
         Event::StartTurn {
             turn_id: "t2".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
     );
     assert_refused_unchanged(&state, transition, ErrorCode::SessionBusy);
@@ -1145,6 +1150,7 @@ fn scheduled_plan_run_is_refused_before_anything_else() {
             Event::StartTurn {
                 turn_id: "t1".into(),
                 origin,
+                mode: None,
             },
         );
         assert_refused_unchanged(&idle, transition, ErrorCode::PlanRequiresInteractiveSession);
@@ -1156,6 +1162,7 @@ fn scheduled_plan_run_is_refused_before_anything_else() {
             Event::StartTurn {
                 turn_id: "t2".into(),
                 origin,
+                mode: None,
             },
         );
         assert_refused_unchanged(&pending, transition, ErrorCode::PlanRequiresInteractiveSession);
@@ -1179,6 +1186,7 @@ fn scheduled_agent_run_is_allowed_after_an_explicit_change_to_agent() {
         Event::StartTurn {
             turn_id: "t1".into(),
             origin: Origin::Scheduled,
+            mode: None,
         },
     );
     assert_eq!(started.active_turn.unwrap().origin, Origin::Scheduled);
@@ -1257,6 +1265,7 @@ fn after_a_restart_sessions_keep_their_modes_and_start_idle() {
         Event::StartTurn {
             turn_id: "t-new".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
     );
     assert_eq!(turn.active_turn.unwrap().mode, Mode::Agent);
@@ -1847,6 +1856,40 @@ mod commands {
             })
         );
         confirmed.state
+    }
+
+    #[test]
+    fn a_call_awaiting_a_person_is_listed_with_its_input_until_it_is_answered() {
+        let mut session = Session::new("s1", Some(ROOT.to_owned()));
+        session.permission_mode = PermissionMode::Ask;
+        let state = started(&SessionState::idle(session));
+        let input = json!({"command": "cargo test", "cwd": "src"});
+        let call = ToolCall {
+            call_id: "c1".into(),
+            name: "Bash".to_owned(),
+            input: input.clone(),
+        };
+        let (decisions, state) = run_batch(&state, &sandboxed(), vec![call]);
+        assert_eq!(decisions, [ToolDecision::Confirm { host_run: true }]);
+        let listed = plan_core::awaiting_calls(&state);
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(listed[0].call_id.as_str(), "c1");
+        assert_eq!(listed[0].turn_id.as_str(), "t1");
+        assert_eq!(listed[0].tool, "Bash");
+        assert_eq!(listed[0].input, input);
+        assert_eq!(listed[0].permission_mode, PermissionMode::Ask);
+        assert_eq!(listed[0].execution_id, None);
+        let declined = handle(
+            &state,
+            &sandboxed(),
+            Event::ConfirmTool {
+                turn_id: "t1".into(),
+                call_id: "c1".into(),
+                allow: false,
+            },
+        );
+        assert!(plan_core::awaiting_calls(&declined.state).is_empty());
+        assert!(plan_core::awaiting_calls(&SessionState::idle(Session::new("s2", None))).is_empty());
     }
 
     fn start(state: &SessionState, context: &Context, call_id: &str) -> Transition {
@@ -2704,6 +2747,7 @@ mod permissions {
             Event::StartTurn {
                 turn_id: "t1".into(),
                 origin,
+                mode: None,
             },
         )
     }

@@ -57,7 +57,7 @@ enum ToolBatch {
 #[derive(Debug, Clone)]
 enum Step {
     AdvanceClock(i64),
-    StartTurn(Origin),
+    StartTurn(Origin, Option<Mode>),
     Tools(ToolBatch),
     Approve(Option<PermissionMode>),
     Reject,
@@ -175,7 +175,8 @@ impl ReferenceStateMachine for Reference {
         ];
         prop_oneof![
             2 => prop_oneof![0..100i64, 0..3 * TTL].prop_map(Step::AdvanceClock),
-            3 => origin.prop_map(Step::StartTurn),
+            3 => (origin, proptest::option::of(prop_oneof![Just(Mode::Plan), Just(Mode::Agent)]))
+                .prop_map(|(origin, mode)| Step::StartTurn(origin, mode)),
             4 => batch.prop_map(Step::Tools),
             3 => proptest::option::weighted(0.8, permission.clone()).prop_map(Step::Approve),
             1 => Just(Step::Reject),
@@ -213,7 +214,7 @@ impl ReferenceStateMachine for Reference {
         let just_expired = model.expire();
         model.expected = match step {
             Step::AdvanceClock(_) | Step::Restart | Step::Tick => Ok(()),
-            Step::StartTurn(origin) => match (model.mode, origin) {
+            Step::StartTurn(origin, mode) => match (mode.unwrap_or(model.mode), origin) {
                 (Mode::Plan, Origin::Scheduled | Origin::Background) => {
                     Err(ErrorCode::PlanRequiresInteractiveSession)
                 }
@@ -223,9 +224,10 @@ impl ReferenceStateMachine for Reference {
                 {
                     Err(ErrorCode::SessionBusy)
                 }
-                (Mode::Plan, Origin::Interactive)
-                | (Mode::Agent, Origin::Interactive | Origin::Scheduled | Origin::Background) => {
-                    model.turn = Some(ModelTurn::Prompt(model.mode));
+                (target @ Mode::Plan, Origin::Interactive)
+                | (target @ Mode::Agent, Origin::Interactive | Origin::Scheduled | Origin::Background) => {
+                    model.mode = target;
+                    model.turn = Some(ModelTurn::Prompt(target));
                     Ok(())
                 }
             },
@@ -552,9 +554,13 @@ impl StateMachineTest for PlanCoreTest {
                     );
                 }
             }
-            Step::StartTurn(origin) => {
+            Step::StartTurn(origin, mode) => {
                 let turn_id = harness.fresh("t");
-                let _ = harness.run(Event::StartTurn { turn_id, origin });
+                let _ = harness.run(Event::StartTurn {
+                    turn_id,
+                    origin,
+                    mode,
+                });
             }
             Step::Tools(batch) => harness.tools(batch),
             Step::Approve(permission_mode) => {
@@ -857,6 +863,7 @@ mod commands {
                     let _ = self.handle(Event::StartTurn {
                         turn_id,
                         origin: Origin::Interactive,
+                        mode: None,
                     });
                 }
                 CommandStep::Bash(count, read) => {
@@ -1356,6 +1363,7 @@ mod permissions {
                     let transition = self.handle(Event::StartTurn {
                         turn_id: TurnId::from(format!("t{}", self.next_turn)),
                         origin,
+                        mode: None,
                     });
                     if transition.reply.is_ok() {
                         self.origin = origin;

@@ -48,8 +48,9 @@ pub use methods::{
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
     PlanWithdrawParams, PlanWithdrawResult, RequestParams, SessionConfigureParams, SessionCreateParams,
     SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
-    ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult,
-    TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
+    ToolConfirmResult, ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams, TurnCompleteParams,
+    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method,
+    parse_request,
 };
 pub use notifications::{ServerNotification, notification_method};
 pub use objects::{
@@ -63,10 +64,10 @@ pub use objects::{
 /// `ArtifactContent`).
 pub use plan_core::{
     ApprovalFilter as PlanListParams, ApprovalStatus, Artifact, ArtifactCheck,
-    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, CommandCapabilities, CommandRun,
-    CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact, PermissionMode,
-    PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox, ShellInfo,
-    SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
+    ArtifactContent as PlanReadArtifactResult, ArtifactVerification, AwaitingCall, CommandCapabilities,
+    CommandRun, CommandShell, CommandState, ExecutionState, MissingBound, Mode, Origin, OrphanArtifact,
+    PermissionMode, PlanApproval, PlanDiff as PlanDiffResult, PlanSandbox, Sandbox as CommandSandbox,
+    ShellInfo, SkippedWorkspace, ToolAuditEntry, ToolAuditKind, ToolCall, ToolCallDecision, ToolCallError,
     ToolCallResult, TurnKind,
 };
 pub use web::{

@@ -24,8 +24,9 @@ use plan_core::{
 
 use crate::error::ProtocolError;
 use crate::{
-    CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval, PlanDecisionResult,
-    PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall, ToolCallResult, VerifyReport,
+    AwaitingCall, CommandCapabilities, CommandRun, Mode, Origin, PermissionMode, PlanApproval,
+    PlanDecisionResult, PlanDiffResult, PlanReadArtifactResult, Session, ShellListResult, ToolCall,
+    ToolCallResult, VerifyReport,
 };
 
 /// Reads a present field as `Some(value)`, where `value` reads `null` too
@@ -338,6 +339,11 @@ macro_rules! for_each_method_params {
                 prompt: String,
                 /// Interactive or scheduled.
                 origin: Origin,
+                /// The mode the idle session switches to first, as
+                /// `session/configure` would switch it, in the same step
+                /// (absent: the session's mode).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                mode: Option<Mode>,
             }
         }
 
@@ -367,6 +373,17 @@ macro_rules! for_each_method_params {
                 call_id: CallId,
                 /// Whether the person allows the call.
                 allow: bool,
+            }
+        }
+
+        $callback! {
+            /// `tool/listAwaiting` params: the calls of active turns that wait
+            /// for a person, of one session or of every open session.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct ToolListAwaitingParams {
+                /// Only this session's calls (absent: every session's).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                session_id: Option<SessionId>,
             }
         }
 
@@ -615,6 +632,15 @@ macro_rules! for_each_method_result {
         }
 
         $callback! {
+            /// `tool/listAwaiting` result: oldest first within a session.
+            #[serde(rename_all = "camelCase")]
+            struct ToolListAwaitingResult {
+                /// The calls a person may confirm or decline (`tool/confirm`).
+                calls: Vec<AwaitingCall>,
+            }
+        }
+
+        $callback! {
             /// `plan/cardUrl` result: the card's URL, with its token.
             #[serde(rename_all = "camelCase")]
             struct PlanCardUrlResult {
@@ -698,6 +724,7 @@ macro_rules! for_each_client_method {
             CommandGet, COMMAND_GET, command_get => "command/get", CommandGetParams, CommandRun;
             CommandRegister, COMMAND_REGISTER, command_register => "command/register", CommandRegisterParams, CommandRegisterResult;
             CommandRun, COMMAND_RUN, command_run => "command/run", CommandRunParams, CommandRun;
+            ToolListAwaiting, TOOL_LIST_AWAITING, tool_list_awaiting => "tool/listAwaiting", ToolListAwaitingParams, ToolListAwaitingResult;
         }
     };
 }

@@ -22,8 +22,8 @@ use plan_protocol::{
     PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, PlanWithdrawParams,
     PlanWithdrawResult, RequestParams, SCHEMA_VERSION, Session, SessionConfigureParams, SessionCreateParams,
     SessionGetParams, ShellListParams, ShellListResult, ShellSetDefaultParams, ShellSetDefaultResult,
-    ToolConfirmParams, ToolConfirmResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    ToolConfirmParams, ToolConfirmResult, ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
 use serde_json::Value;
 
@@ -151,7 +151,10 @@ impl Method for SessionConfigureParams {
 
 impl Method for TurnStartParams {
     fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<TurnStartResult, HostError> {
-        let turn = host.start_turn(&self.session_id, self.origin)?;
+        let turn = match self.mode {
+            Some(mode) => host.start_turn_in(&self.session_id, mode, self.origin)?,
+            None => host.start_turn(&self.session_id, self.origin)?,
+        };
         Ok(TurnStartResult::from(&turn))
     }
 }
@@ -166,6 +169,13 @@ impl Method for TurnToolCallsParams {
 impl Method for ToolConfirmParams {
     fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<ToolConfirmResult, HostError> {
         host.confirm_tool(&self.session_id, &self.turn_id, &self.call_id, self.allow)
+    }
+}
+
+impl Method for ToolListAwaitingParams {
+    fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<ToolListAwaitingResult, HostError> {
+        let calls = host.awaiting_calls(self.session_id.as_ref())?;
+        Ok(ToolListAwaitingResult { calls })
     }
 }
 

@@ -51,6 +51,31 @@ function commandRuns(c: Case): { command: string; sandbox: string; state: string
 
 const PLAN = "# Split the parser\n\n1. Read `src/parse.rs`.\n2. Split it in two.\n";
 
+/** The project host's socket under the case's temporary directory (a name that does not exist before the host started). */
+function hostSocket(c: Case): string {
+  const directory = existsSync(c.tmp) ? readdirSync(c.tmp).find((name) => name.startsWith("plan-checkpoint-")) : undefined;
+  const socket = directory === undefined ? undefined : readdirSync(join(c.tmp, directory)).find((name) => name.endsWith(".sock"));
+  return directory === undefined || socket === undefined ? join(c.tmp, "no-host.sock") : join(c.tmp, directory, socket);
+}
+
+/**
+ * Waits until `codex pending` lists `call` as held for the person, then
+ * runs the confirm command it gives, as it gives it (no call id or session
+ * known beforehand).
+ */
+async function confirmListed(c: Case, call: string): Promise<void> {
+  const command = await whenChanged(`${call} listed as waiting`, join(c.project, ".pi", "plan"), () => {
+    const listed = cliRaw(c, ["codex", "pending", "--project", c.project]).stdout;
+    if (!listed.includes(`${call}  `)) return undefined;
+    return listed
+      .split("\n")
+      .map((line) => line.trim())
+      .find((line) => line.startsWith("plan-checkpoint codex confirm ") && line.includes(` ${call} `) && !line.endsWith("--decline"));
+  });
+  const words = command.split(" ").slice(1);
+  cli(c, words);
+}
+
 test("a plan-mode write is refused by the kernel behind the hook, and the audit lists it", { skip }, async (t) => {
   const c = await codexCase(t, [() => [shell("touch made; echo status=$?")], () => [say("It is read-only.")]]);
   const codex = await AppServer.start(t, c);
@@ -61,7 +86,7 @@ test("a plan-mode write is refused by the kernel behind the hook, and the audit 
   assert.equal(existsSync(join(c.project, "made")), false);
   // The command ran through the host: its client, not the model's text.
   const command = String(commandsOf(items)[0]?.["command"]);
-  assert.match(command, / codex run --project /);
+  assert.match(command, / codex run --socket /);
   assert.doesNotMatch(command, /touch/);
   const [run] = commandRuns(c);
   assert.equal(run?.command, "touch made; echo status=$?");
@@ -83,11 +108,15 @@ test("with the hook broken, a plan-mode write is still refused by Codex's own re
 
 test("the client run by the model itself is refused, behind the hook and without it", { skip }, async (t) => {
   let made: Case | undefined;
+  let session = "codex-anything";
+  // The model names the host's socket (once a hook started the host), the
+  // session and a reference of its own.
   const forged = (): string =>
-    `${binary} codex run --project ${made?.project ?? ""} --session codex-anything 0123456789abcdef0123456789abcdef`;
+    `${binary} codex run --socket ${made === undefined ? "" : hostSocket(made)} --session ${session} 0123456789abcdef0123456789abcdef`;
   const c = await codexCase(t, [() => [shell(forged())], () => [say("done")], () => [shell(forged())], () => [say("done")]]);
   made = c;
   const codex = await AppServer.start(t, c);
+  session = codex.session;
   // Behind the hook, the model's command is registered like any other and
   // runs in the host's sandbox, where no socket of the host is reachable.
   const items = await codex.turn("run the client", "plan");
@@ -100,6 +129,12 @@ test("the client run by the model itself is refused, behind the hook and without
   const unhooked = await AppServer.start(t, c);
   const refused = await unhooked.turn("run the client", "plan");
   assert.match(output(refused), /COMMAND_NOT_ALLOWED/);
+  // The host's audit holds the refusal: a reference that named no call.
+  const runs = commandRuns(c);
+  assert.ok(
+    runs.some((run) => run.state === "failedToStart" && run.command === ""),
+    JSON.stringify(runs),
+  );
   c.fake.assertClean();
 });
 
@@ -171,11 +206,9 @@ for (const mode of ["ask", "accept-edits", "auto"] as const) {
     const work = codex.turn("implement it", "default");
     if (mode !== "auto") {
       // ask and accept-edits confirm a command: the hook holds it until the
-      // person confirms on the host.
+      // person confirms on the host, with the command `codex pending` gives.
       for (const call of ["call_inside", "call_outside"]) {
-        await whenChanged(`${call} awaiting a person`, join(c.project, ".pi", "plan"), () =>
-          cliRaw(c, ["codex", "confirm", call, "--session", codex.session, "--project", c.project]).status === 0 ? true : undefined,
-        );
+        await confirmListed(c, call);
       }
     }
     await work;

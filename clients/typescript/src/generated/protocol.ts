@@ -74,6 +74,43 @@ export interface ArtifactVerification {
 }
 
 /**
+ * A call of an active Agent turn that waits for a person
+ * (decided `confirm`, not yet confirmed or declined): what
+ * `tool/confirm` needs, and the input the person confirms.
+ */
+export interface AwaitingCall {
+  /**
+   * The tool call (`tool/confirm`'s `callId`).
+   */
+  callId: string;
+  /**
+   * The approved plan's execution, when the turn is its execution turn.
+   */
+  executionId: string | null;
+  /**
+   * The call's input, exactly as it was decided: what a
+   * confirmation covers.
+   */
+  input: unknown;
+  /**
+   * The permission mode that asked for the confirmation.
+   */
+  permissionMode: PermissionMode;
+  /**
+   * The session.
+   */
+  sessionId: string;
+  /**
+   * The tool name as the call gave it.
+   */
+  tool: string;
+  /**
+   * The turn of the call (`tool/confirm`'s `turnId`).
+   */
+  turnId: string;
+}
+
+/**
  * A canonical SCREAMING_SNAKE error code.
  */
 export type CanonicalCode = "PARSE_ERROR" | "INVALID_REQUEST" | "METHOD_NOT_FOUND" | "PROTOCOL_NOT_INITIALIZED" | "PROTOCOL_VERSION_UNSUPPORTED" | "INVALID_PARAMS" | "SESSION_NOT_FOUND" | "SESSION_ALREADY_EXISTS" | "SESSION_BUSY" | "SESSION_NOT_PROJECT_BOUND" | "PLAN_REQUIRES_INTERACTIVE_SESSION" | "PLAN_NOT_ACTIVE" | "SUBMIT_PLAN_NOT_ALONE" | "INVALID_PLAN_INPUT" | "TOOL_DENIED_IN_PLAN" | "TURN_NOT_ACTIVE" | "APPROVAL_NOT_FOUND" | "APPROVAL_NOT_PENDING" | "PERMISSION_MODE_REQUIRED" | "PLAN_APPROVAL_TIMEOUT" | "ARTIFACT_PATH_ESCAPE" | "ARTIFACT_SYMLINK" | "ARTIFACT_WRITE_FAILED" | "ARTIFACT_MISSING" | "ARTIFACT_INTEGRITY_MISMATCH" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_ACTIVE" | "EXECUTION_CANCELLED" | "HOST_RESTARTED" | "HOST_ALREADY_RUNNING" | "HOST_CLOSED" | "SHELL_UNKNOWN" | "SCHEMA_UNSUPPORTED" | "DATABASE_UNREADABLE" | "STORAGE_FAILED" | "INTERNAL" | "PLAN_SANDBOX_UNAVAILABLE" | "SANDBOX_UNAVAILABLE" | "INVALID_COMMAND_INPUT" | "COMMAND_CWD_ESCAPE" | "COMMAND_NOT_ALLOWED" | "COMMAND_NOT_FOUND" | "COMMAND_NOT_RUNNING" | "SHELL_UNAVAILABLE" | "TOOL_DECLINED" | "TOOL_CONFIRMATION_NOT_PENDING" | "PERMISSION_REQUIRES_INTERACTIVE_SESSION" | "TOOL_WRITE_PROTECTED" | "TOOL_RUNS_OUTSIDE_HOST" | "PLAN_WITHDRAWN";
@@ -355,6 +392,9 @@ export type ClientRequest = ({
 }) | ({
   method: "command/run";
   params: CommandRunParams;
+}) | ({
+  method: "tool/listAwaiting";
+  params: ToolListAwaitingParams;
 });
 
 /**
@@ -1626,6 +1666,27 @@ export interface ToolConfirmParams {
 }
 
 /**
+ * `tool/listAwaiting` params: the calls of active turns that wait
+ * for a person, of one session or of every open session.
+ */
+export interface ToolListAwaitingParams {
+  /**
+   * Only this session's calls (absent: every session's).
+   */
+  sessionId?: string | null;
+}
+
+/**
+ * `tool/listAwaiting` result: oldest first within a session.
+ */
+export interface ToolListAwaitingResult {
+  /**
+   * The calls a person may confirm or decline (`tool/confirm`).
+   */
+  calls: AwaitingCall[];
+}
+
+/**
  * `turn/cancel` params.
  */
 export interface TurnCancelParams {
@@ -1658,6 +1719,12 @@ export type TurnKind = "prompt" | "execution";
  * `turn/start` params.
  */
 export interface TurnStartParams {
+  /**
+   * The mode the idle session switches to first, as
+   * `session/configure` would switch it, in the same step
+   * (absent: the session's mode).
+   */
+  mode?: Mode | null;
   /**
    * Interactive or scheduled.
    */
@@ -1879,6 +1946,7 @@ export interface Methods {
   "command/get": { params: CommandGetParams; result: CommandRun };
   "command/register": { params: CommandRegisterParams; result: CommandRegisterResult };
   "command/run": { params: CommandRunParams; result: CommandRun };
+  "tool/listAwaiting": { params: ToolListAwaitingParams; result: ToolListAwaitingResult };
 }
 
 /** Every client method name, in contract order. */
@@ -1910,6 +1978,7 @@ export const METHOD_NAMES = [
   "command/get",
   "command/register",
   "command/run",
+  "tool/listAwaiting",
 ] as const satisfies readonly (keyof Methods)[];
 
 /** Every host notification with its params type. */

@@ -235,3 +235,61 @@ fn a_plan_title_is_its_first_heading_as_one_plain_line() {
         plan_core::SUBMIT_PLAN_TITLE_MAX_CHARS
     );
 }
+
+#[test]
+fn planning_again_from_an_approved_execution_takes_six_round_trips_and_one_hash() {
+    let served = Served::start();
+    let host = std::sync::Arc::clone(&served.host);
+    {
+        let mut earlier = served.client();
+        let mut agent = AgentSession::new(&mut earlier, session("again"), served.project());
+        let turn = agent.ensure_turn(Mode::Plan, "plan").unwrap();
+        agent
+            .submit_plan(
+                &turn.turn_id,
+                CallId::from("first".to_owned()),
+                "T",
+                "first\n",
+                QUESTION,
+            )
+            .unwrap()
+            .unwrap();
+        host.approve(&served.next_requested().id, PermissionMode::Auto)
+            .unwrap();
+        // The approved work begins.
+        let execution = agent.ensure_turn(Mode::Agent, "work").unwrap();
+        assert_eq!(execution.kind, TurnKind::Execution);
+    }
+    // A new hook plans again while the execution runs: the execution
+    // completes and a Plan turn starts, then the plan is submitted and
+    // decided.
+    let mut client = served.client();
+    let mut agent = AgentSession::new(&mut client, session("again"), served.project());
+    let turn = agent.ensure_turn(Mode::Plan, "plan again").unwrap();
+    assert_eq!((turn.mode, turn.kind), (Mode::Plan, TurnKind::Prompt));
+    let pending = agent
+        .submit_plan(
+            &turn.turn_id,
+            CallId::from("second".to_owned()),
+            "T",
+            "second\n",
+            QUESTION,
+        )
+        .unwrap()
+        .unwrap();
+    let deciding = std::thread::spawn({
+        let requested = served.next_requested();
+        move || host.approve(&requested.id, PermissionMode::Ask).unwrap()
+    });
+    let decided = agent.wait_for_decision(&pending).unwrap();
+    deciding.join().unwrap();
+    assert!(matches!(
+        agent.outcome(decided).unwrap(),
+        PlanOutcome::Approved { .. }
+    ));
+    assert_eq!(agent.hashes(), 1);
+    drop(agent);
+    // initialize, session/get (the running execution), execution/complete,
+    // turn/start in Plan, turn/toolCalls, plan/readArtifact.
+    assert_eq!(client.round_trips(), 6);
+}

@@ -32,6 +32,7 @@ fn agent_turn(client: &mut Client<LineTransport>, project: String, mode: Permiss
                 session_id: "s".into(),
                 prompt: "work".to_owned(),
                 origin: plan_core::Origin::Interactive,
+                mode: None,
             })
             .unwrap()
             .turn_id,
@@ -153,6 +154,7 @@ fn a_reference_dies_with_the_turn_it_was_registered_in() {
             session_id: "s".into(),
             prompt: "next".to_owned(),
             origin: plan_core::Origin::Interactive,
+            mode: None,
         })
         .unwrap();
     assert_eq!(run(&mut client, &reference), Err(ErrorCode::CommandNotAllowed));
@@ -182,4 +184,55 @@ fn a_plan_call_is_registered_only_where_the_plan_sandbox_is() {
         })
         .unwrap_err();
     assert_eq!(refused.code(), Some(ErrorCode::PlanSandboxUnavailable));
+}
+
+#[test]
+fn every_refused_run_is_in_the_audit_with_the_call_its_reference_named() {
+    let served = served();
+    let mut client = served.client();
+    let turn = agent_turn(&mut client, served.project(), PermissionMode::Auto);
+    assert_eq!(bash(&mut client, &turn, "c1", "true"), ToolCallDecision::Allow);
+    let reference = register(&mut client, &turn, "c1", "true").unwrap();
+    let refused = |served: &Served| -> Vec<plan_core::CommandRun> {
+        served
+            .host
+            .list_commands(&plan_host::CommandFilter {
+                session_id: Some(SessionId::from("s".to_owned())),
+                limit: None,
+            })
+            .unwrap()
+            .into_iter()
+            .filter(|record| record.kind == plan_host::CommandEntryKind::Refused)
+            .map(|record| record.run)
+            .collect()
+    };
+    // A reference the host never gave names no call.
+    assert_eq!(
+        run(&mut client, "00000000000000000000000000000000"),
+        Err(ErrorCode::CommandNotAllowed)
+    );
+    let unknown = refused(&served);
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert_eq!(unknown[0].call_id.as_str(), "");
+    assert_eq!(unknown[0].turn_id, turn);
+    assert_eq!(unknown[0].command, "");
+    assert_eq!(unknown[0].error_code, Some(ErrorCode::CommandNotAllowed));
+    assert_eq!(unknown[0].state, plan_core::CommandState::FailedToStart);
+    // A spent reference names the call it ran.
+    run(&mut client, &reference).unwrap();
+    assert_eq!(run(&mut client, &reference), Err(ErrorCode::CommandNotAllowed));
+    let spent = refused(&served);
+    assert_eq!(spent.len(), 2, "{spent:?}");
+    let spent = spent.iter().find(|run| run.call_id.as_str() == "c1").unwrap();
+    assert_eq!(spent.command, "true");
+    assert_eq!(spent.error_code, Some(ErrorCode::CommandNotAllowed));
+    // Outside any turn, too, and the chain still verifies.
+    client
+        .turn_complete(&TurnCompleteParams {
+            session_id: "s".into(),
+            turn_id: turn,
+        })
+        .ok();
+    assert_eq!(run(&mut client, &reference), Err(ErrorCode::CommandNotAllowed));
+    assert_eq!(refused(&served).len(), 3);
 }

@@ -8,6 +8,7 @@
 // Test code: a failed expectation should stop the test loudly, helpers included.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent_server;
 mod bounds;
 mod failures;
 mod helper_file;

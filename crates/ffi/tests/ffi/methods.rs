@@ -14,8 +14,8 @@ use plan_ffi::{
     InitializeParams, Mode, Origin, PermissionMode, PlanApproveParams, PlanCardUrlParams, PlanDiffParams,
     PlanError, PlanGetParams, PlanHost, PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams,
     PlanWithdrawParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
-    ShellSetDefaultParams, ToolCall, ToolConfirmParams, TurnCancelParams, TurnCompleteParams,
-    TurnStartParams, TurnToolCallsParams,
+    ShellSetDefaultParams, ToolCall, ToolConfirmParams, ToolListAwaitingParams, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnToolCallsParams,
 };
 use plan_protocol::{RequestParams, method};
 use serde_json::{Value, json};
@@ -59,8 +59,8 @@ macro_rules! via_ffi {
 use plan_protocol::{
     CommandRegisterResult, CommandRun, InitializeResult, PlanApproval, PlanApproveResult, PlanCardUrlResult,
     PlanDiffResult, PlanListResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult,
-    PlanWithdrawResult, Session, ShellListResult, ShellSetDefaultResult, ToolConfirmResult, TurnStartResult,
-    TurnToolCallsResult,
+    PlanWithdrawResult, Session, ShellListResult, ShellSetDefaultResult, ToolConfirmResult,
+    ToolListAwaitingResult, TurnStartResult, TurnToolCallsResult,
 };
 
 plan_protocol::for_each_client_method!(via_ffi);
@@ -368,6 +368,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         session_id: "s1".into(),
         prompt: "Plan the split".to_owned(),
         origin: Origin::Interactive,
+        mode: None,
     });
     let (turn, wire_turn) = (
         turn["turnId"].as_str().unwrap().to_owned(),
@@ -474,6 +475,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         session_id: "s1".into(),
         prompt: "Do it".to_owned(),
         origin: Origin::Interactive,
+        mode: None,
     });
     let (turn, wire_turn) = (
         turn["turnId"].as_str().unwrap().to_owned(),
@@ -491,6 +493,13 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         calls: vec![bash.clone()],
     });
     assert_eq!(decided["results"][0]["decision"], "confirm");
+    let (awaiting, _) = run.both(|_| ToolListAwaitingParams {
+        session_id: Some("s1".into()),
+    });
+    assert_eq!(awaiting["calls"][0]["callId"], "bash");
+    run.refused("SESSION_NOT_FOUND", |_| ToolListAwaitingParams {
+        session_id: Some("no-such-session".into()),
+    });
     run.refused("TOOL_CONFIRMATION_NOT_PENDING", |side| ToolConfirmParams {
         session_id: "s1".into(),
         turn_id: this_turn(side),
@@ -562,6 +571,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         session_id: "s1".into(),
         prompt: "Plan again".to_owned(),
         origin: Origin::Interactive,
+        mode: None,
     });
     let (turn, wire_turn) = (
         turn["turnId"].as_str().unwrap().to_owned(),
@@ -593,6 +603,7 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         session_id: "s1".into(),
         prompt: "Plan a third time".to_owned(),
         origin: Origin::Interactive,
+        mode: None,
     });
     let (turn, wire_turn) = (
         turn["turnId"].as_str().unwrap().to_owned(),
@@ -621,11 +632,13 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
         session_id: "s1".into(),
         prompt: "Plan unattended".to_owned(),
         origin: Origin::Scheduled,
+        mode: None,
     });
     run.both(|_| TurnStartParams {
         session_id: "s1".into(),
         prompt: "Plan once more".to_owned(),
         origin: Origin::Interactive,
+        mode: None,
     });
     run.both(|_| TurnCancelParams {
         session_id: "s1".into(),

@@ -105,6 +105,7 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 session_id: "ses_01".into(),
                 prompt: "Plan a retry for the uploader".to_owned(),
                 origin: Origin::Interactive,
+                mode: None,
             }),
         ),
         (
@@ -305,6 +306,21 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
             ClientRequest::CommandRun(plan_protocol::CommandRunParams {
                 session_id: "ses_01".into(),
                 reference: "9b1f4c0d7e2a4c6f8e3b5d1a2c4e6f80".to_owned(),
+            }),
+        ),
+        (
+            "tool_list_awaiting",
+            ClientRequest::ToolListAwaiting(plan_protocol::ToolListAwaitingParams {
+                session_id: Some("ses_01".into()),
+            }),
+        ),
+        (
+            "turn_start_in_plan",
+            ClientRequest::TurnStart(TurnStartParams {
+                session_id: "ses_01".into(),
+                prompt: "Plan the next step".to_owned(),
+                origin: Origin::Interactive,
+                mode: Some(Mode::Plan),
             }),
         ),
     ]
@@ -646,6 +662,21 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             to_value(&CommandRun {
                 sandbox: CommandSandbox::ReadOnly,
                 ..command_run(CommandState::Running)
+            }),
+        ),
+        (
+            "tool_list_awaiting",
+            method::TOOL_LIST_AWAITING,
+            to_value(&plan_protocol::ToolListAwaitingResult {
+                calls: vec![plan_protocol::AwaitingCall {
+                    session_id: "ses_01".into(),
+                    turn_id: "turn_02".into(),
+                    execution_id: Some("exe_01".into()),
+                    call_id: "call_3".into(),
+                    tool: "Bash".to_owned(),
+                    input: json!({"command": "cargo test", "cwd": "."}),
+                    permission_mode: PermissionMode::AcceptEdits,
+                }],
             }),
         ),
     ]

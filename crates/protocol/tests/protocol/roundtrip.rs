@@ -287,10 +287,13 @@ fn session_configure_params() -> impl Strategy<Value = SessionConfigureParams> +
 }
 
 fn turn_start_params() -> impl Strategy<Value = TurnStartParams> + Clone {
-    (text(), text(), origin()).prop_map(|(session_id, prompt, origin)| TurnStartParams {
-        session_id: session_id.into(),
-        prompt,
-        origin,
+    (text(), text(), origin(), proptest::option::of(mode())).prop_map(|(session_id, prompt, origin, mode)| {
+        TurnStartParams {
+            session_id: session_id.into(),
+            prompt,
+            origin,
+            mode,
+        }
     })
 }
 

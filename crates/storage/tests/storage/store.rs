@@ -147,6 +147,7 @@ fn a_plan_runs_from_submission_to_completed_execution() {
         Event::StartTurn {
             turn_id: "t1".into(),
             origin: Origin::Interactive,
+            mode: None,
         },
     );
     let transition = handle(

@@ -582,6 +582,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm() != 9388:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting() != 2172:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel() != 45629:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_turn_complete() != 681:
@@ -708,6 +710,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_shutdown.restype = ctypes.c_
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel.restype = ctypes.c_uint16
@@ -894,6 +899,12 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_confirm.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_turn_cancel.argtypes = (
     ctypes.c_uint64,
     _UniffiRustBuffer,
@@ -2357,6 +2368,266 @@ class _UniffiFfiConverterTypeArtifactVerification(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalString.write(value.detail, buf)
 
 
+class _UniffiFfiConverterTypeTurnId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+TurnId = str
+
+
+
+class _UniffiFfiConverterTypeExecutionId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+ExecutionId = str
+
+
+class _UniffiFfiConverterOptionalTypeExecutionId(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        if value is not None:
+            _UniffiFfiConverterTypeExecutionId.check_lower(value)
+
+    @classmethod
+    def write(cls, value, buf):
+        if value is None:
+            buf.write_u8(0)
+            return
+
+        buf.write_u8(1)
+        _UniffiFfiConverterTypeExecutionId.write(value, buf)
+
+    @classmethod
+    def read(cls, buf):
+        flag = buf.read_u8()
+        if flag == 0:
+            return None
+        elif flag == 1:
+            return _UniffiFfiConverterTypeExecutionId.read(buf)
+        else:
+            raise InternalError("Unexpected flag byte for optional type")
+
+
+class _UniffiFfiConverterTypeCallId:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+CallId = str
+
+
+
+class _UniffiFfiConverterTypeJsonValue:
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterString.write(value, buf)
+
+    @staticmethod
+    def read(buf):
+        return _UniffiFfiConverterString.read(buf)
+
+    @staticmethod
+    def lift(value):
+        return _UniffiFfiConverterString.lift(value)
+
+    @staticmethod
+    def check_lower(value):
+        return _UniffiFfiConverterString.check_lower(value)
+
+    @staticmethod
+    def lower(value):
+        return _UniffiFfiConverterString.lower(value)
+
+
+JsonValue = str
+
+
+
+
+
+
+
+class PermissionMode(enum.Enum):
+    """
+    `"ask"`, `"accept-edits"` or `"auto"`.
+"""
+    
+    ASK = 0
+    """
+    Every edit and command asks first.
+"""
+    
+    ACCEPT_EDITS = 1
+    """
+    Edits are accepted; other actions ask.
+"""
+    
+    AUTO = 2
+    """
+    Everything runs without asking.
+"""
+    
+
+
+class _UniffiFfiConverterTypePermissionMode(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        variant = buf.read_i32()
+        if variant == 1:
+            return PermissionMode.ASK
+        if variant == 2:
+            return PermissionMode.ACCEPT_EDITS
+        if variant == 3:
+            return PermissionMode.AUTO
+        raise InternalError("Raw enum value doesn't match any cases")
+
+    @staticmethod
+    def check_lower(value):
+        if value == PermissionMode.ASK:
+            return
+        if value == PermissionMode.ACCEPT_EDITS:
+            return
+        if value == PermissionMode.AUTO:
+            return
+        raise ValueError(value)
+
+    @staticmethod
+    def write(value, buf):
+        if value == PermissionMode.ASK:
+            buf.write_i32(1)
+        if value == PermissionMode.ACCEPT_EDITS:
+            buf.write_i32(2)
+        if value == PermissionMode.AUTO:
+            buf.write_i32(3)
+
+
+
+@dataclass
+class AwaitingCall:
+    """
+    A call of an active Agent turn that waits for a person
+    (decided `confirm`, not yet confirmed or declined): what
+    `tool/confirm` needs, and the input the person confirms.
+"""
+    def __init__(self, *, session_id:SessionId, turn_id:TurnId, execution_id:typing.Optional[ExecutionId], call_id:CallId, tool:str, input:JsonValue, permission_mode:PermissionMode):
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.execution_id = execution_id
+        self.call_id = call_id
+        self.tool = tool
+        self.input = input
+        self.permission_mode = permission_mode
+        
+        
+
+    
+    def __str__(self):
+        return "AwaitingCall(session_id={}, turn_id={}, execution_id={}, call_id={}, tool={}, input={}, permission_mode={})".format(self.session_id, self.turn_id, self.execution_id, self.call_id, self.tool, self.input, self.permission_mode)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        if self.turn_id != other.turn_id:
+            return False
+        if self.execution_id != other.execution_id:
+            return False
+        if self.call_id != other.call_id:
+            return False
+        if self.tool != other.tool:
+            return False
+        if self.input != other.input:
+            return False
+        if self.permission_mode != other.permission_mode:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeAwaitingCall(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return AwaitingCall(
+            session_id=_UniffiFfiConverterTypeSessionId.read(buf),
+            turn_id=_UniffiFfiConverterTypeTurnId.read(buf),
+            execution_id=_UniffiFfiConverterOptionalTypeExecutionId.read(buf),
+            call_id=_UniffiFfiConverterTypeCallId.read(buf),
+            tool=_UniffiFfiConverterString.read(buf),
+            input=_UniffiFfiConverterTypeJsonValue.read(buf),
+            permission_mode=_UniffiFfiConverterTypePermissionMode.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
+        _UniffiFfiConverterTypeTurnId.check_lower(value.turn_id)
+        _UniffiFfiConverterOptionalTypeExecutionId.check_lower(value.execution_id)
+        _UniffiFfiConverterTypeCallId.check_lower(value.call_id)
+        _UniffiFfiConverterString.check_lower(value.tool)
+        _UniffiFfiConverterTypeJsonValue.check_lower(value.input)
+        _UniffiFfiConverterTypePermissionMode.check_lower(value.permission_mode)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
+        _UniffiFfiConverterTypeTurnId.write(value.turn_id, buf)
+        _UniffiFfiConverterOptionalTypeExecutionId.write(value.execution_id, buf)
+        _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
+        _UniffiFfiConverterString.write(value.tool, buf)
+        _UniffiFfiConverterTypeJsonValue.write(value.input, buf)
+        _UniffiFfiConverterTypePermissionMode.write(value.permission_mode, buf)
+
+
 
 
 
@@ -2651,32 +2922,6 @@ class _UniffiFfiConverterTypeCapabilities(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeCommandCapabilities.write(value.commands, buf)
         _UniffiFfiConverterOptionalTypeWebCapabilities.write(value.web, buf)
 
-
-class _UniffiFfiConverterTypeCallId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-CallId = str
-
-
 @dataclass
 class CommandCancelParams:
     """
@@ -2715,32 +2960,6 @@ class _UniffiFfiConverterTypeCommandCancelParams(_UniffiConverterRustBuffer):
     def write(value, buf):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterTypeCallId.write(value.call_id, buf)
-
-
-class _UniffiFfiConverterTypeTurnId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-TurnId = str
-
 
 @dataclass
 class CommandShell:
@@ -3626,66 +3845,6 @@ class _UniffiFfiConverterOptionalTypeArtifact(_UniffiConverterRustBuffer):
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
-
-
-
-
-
-class PermissionMode(enum.Enum):
-    """
-    `"ask"`, `"accept-edits"` or `"auto"`.
-"""
-    
-    ASK = 0
-    """
-    Every edit and command asks first.
-"""
-    
-    ACCEPT_EDITS = 1
-    """
-    Edits are accepted; other actions ask.
-"""
-    
-    AUTO = 2
-    """
-    Everything runs without asking.
-"""
-    
-
-
-class _UniffiFfiConverterTypePermissionMode(_UniffiConverterRustBuffer):
-    @staticmethod
-    def read(buf):
-        variant = buf.read_i32()
-        if variant == 1:
-            return PermissionMode.ASK
-        if variant == 2:
-            return PermissionMode.ACCEPT_EDITS
-        if variant == 3:
-            return PermissionMode.AUTO
-        raise InternalError("Raw enum value doesn't match any cases")
-
-    @staticmethod
-    def check_lower(value):
-        if value == PermissionMode.ASK:
-            return
-        if value == PermissionMode.ACCEPT_EDITS:
-            return
-        if value == PermissionMode.AUTO:
-            return
-        raise ValueError(value)
-
-    @staticmethod
-    def write(value, buf):
-        if value == PermissionMode.ASK:
-            buf.write_i32(1)
-        if value == PermissionMode.ACCEPT_EDITS:
-            buf.write_i32(2)
-        if value == PermissionMode.AUTO:
-            buf.write_i32(3)
-
-
-
 class _UniffiFfiConverterOptionalTypePermissionMode(_UniffiConverterRustBuffer):
     @classmethod
     def check_lower(cls, value):
@@ -3708,57 +3867,6 @@ class _UniffiFfiConverterOptionalTypePermissionMode(_UniffiConverterRustBuffer):
             return None
         elif flag == 1:
             return _UniffiFfiConverterTypePermissionMode.read(buf)
-        else:
-            raise InternalError("Unexpected flag byte for optional type")
-
-
-class _UniffiFfiConverterTypeExecutionId:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-ExecutionId = str
-
-
-class _UniffiFfiConverterOptionalTypeExecutionId(_UniffiConverterRustBuffer):
-    @classmethod
-    def check_lower(cls, value):
-        if value is not None:
-            _UniffiFfiConverterTypeExecutionId.check_lower(value)
-
-    @classmethod
-    def write(cls, value, buf):
-        if value is None:
-            buf.write_u8(0)
-            return
-
-        buf.write_u8(1)
-        _UniffiFfiConverterTypeExecutionId.write(value, buf)
-
-    @classmethod
-    def read(cls, buf):
-        flag = buf.read_u8()
-        if flag == 0:
-            return None
-        elif flag == 1:
-            return _UniffiFfiConverterTypeExecutionId.read(buf)
         else:
             raise InternalError("Unexpected flag byte for optional type")
 
@@ -6130,32 +6238,6 @@ class _UniffiFfiConverterTypeToolAuditEntry(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeErrorCode.write(value.error_code, buf)
         _UniffiFfiConverterInt64.write(value.at, buf)
 
-
-class _UniffiFfiConverterTypeJsonValue:
-    @staticmethod
-    def write(value, buf):
-        _UniffiFfiConverterString.write(value, buf)
-
-    @staticmethod
-    def read(buf):
-        return _UniffiFfiConverterString.read(buf)
-
-    @staticmethod
-    def lift(value):
-        return _UniffiFfiConverterString.lift(value)
-
-    @staticmethod
-    def check_lower(value):
-        return _UniffiFfiConverterString.check_lower(value)
-
-    @staticmethod
-    def lower(value):
-        return _UniffiFfiConverterString.lower(value)
-
-
-JsonValue = str
-
-
 @dataclass
 class ToolCall:
     """
@@ -6492,6 +6574,99 @@ class _UniffiFfiConverterTypeToolConfirmParams(_UniffiConverterRustBuffer):
         _UniffiFfiConverterBoolean.write(value.allow, buf)
 
 @dataclass
+class ToolListAwaitingParams:
+    """
+    `tool/listAwaiting` params: the calls of active turns that wait
+    for a person, of one session or of every open session.
+"""
+    def __init__(self, *, session_id:typing.Optional[SessionId] = _DEFAULT):
+        if session_id is _DEFAULT:
+            self.session_id = None
+        else:
+            self.session_id = session_id
+        
+        
+
+    
+    def __str__(self):
+        return "ToolListAwaitingParams(session_id={})".format(self.session_id)
+    def __eq__(self, other):
+        if self.session_id != other.session_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolListAwaitingParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolListAwaitingParams(
+            session_id=_UniffiFfiConverterOptionalTypeSessionId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterOptionalTypeSessionId.check_lower(value.session_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
+
+class _UniffiFfiConverterSequenceTypeAwaitingCall(_UniffiConverterRustBuffer):
+    @classmethod
+    def check_lower(cls, value):
+        for item in value:
+            _UniffiFfiConverterTypeAwaitingCall.check_lower(item)
+
+    @classmethod
+    def write(cls, value, buf):
+        items = len(value)
+        buf.write_i32(items)
+        for item in value:
+            _UniffiFfiConverterTypeAwaitingCall.write(item, buf)
+
+    @classmethod
+    def read(cls, buf):
+        count = buf.read_i32()
+        if count < 0:
+            raise InternalError("Unexpected negative sequence length")
+
+        return [
+            _UniffiFfiConverterTypeAwaitingCall.read(buf) for i in range(count)
+        ]
+
+@dataclass
+class ToolListAwaitingResult:
+    """
+    `tool/listAwaiting` result: oldest first within a session.
+"""
+    def __init__(self, *, calls:typing.List[AwaitingCall]):
+        self.calls = calls
+        
+        
+
+    
+    def __str__(self):
+        return "ToolListAwaitingResult(calls={})".format(self.calls)
+    def __eq__(self, other):
+        if self.calls != other.calls:
+            return False
+        return True
+
+class _UniffiFfiConverterTypeToolListAwaitingResult(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return ToolListAwaitingResult(
+            calls=_UniffiFfiConverterSequenceTypeAwaitingCall.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterSequenceTypeAwaitingCall.check_lower(value.calls)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterSequenceTypeAwaitingCall.write(value.calls, buf)
+
+@dataclass
 class TurnCancelParams:
     """
     `turn/cancel` params.
@@ -6568,22 +6743,28 @@ class TurnStartParams:
     """
     `turn/start` params.
 """
-    def __init__(self, *, session_id:SessionId, prompt:str, origin:Origin):
+    def __init__(self, *, session_id:SessionId, prompt:str, origin:Origin, mode:typing.Optional[Mode] = _DEFAULT):
         self.session_id = session_id
         self.prompt = prompt
         self.origin = origin
+        if mode is _DEFAULT:
+            self.mode = None
+        else:
+            self.mode = mode
         
         
 
     
     def __str__(self):
-        return "TurnStartParams(session_id={}, prompt={}, origin={})".format(self.session_id, self.prompt, self.origin)
+        return "TurnStartParams(session_id={}, prompt={}, origin={}, mode={})".format(self.session_id, self.prompt, self.origin, self.mode)
     def __eq__(self, other):
         if self.session_id != other.session_id:
             return False
         if self.prompt != other.prompt:
             return False
         if self.origin != other.origin:
+            return False
+        if self.mode != other.mode:
             return False
         return True
 
@@ -6594,6 +6775,7 @@ class _UniffiFfiConverterTypeTurnStartParams(_UniffiConverterRustBuffer):
             session_id=_UniffiFfiConverterTypeSessionId.read(buf),
             prompt=_UniffiFfiConverterString.read(buf),
             origin=_UniffiFfiConverterTypeOrigin.read(buf),
+            mode=_UniffiFfiConverterOptionalTypeMode.read(buf),
         )
 
     @staticmethod
@@ -6601,12 +6783,14 @@ class _UniffiFfiConverterTypeTurnStartParams(_UniffiConverterRustBuffer):
         _UniffiFfiConverterTypeSessionId.check_lower(value.session_id)
         _UniffiFfiConverterString.check_lower(value.prompt)
         _UniffiFfiConverterTypeOrigin.check_lower(value.origin)
+        _UniffiFfiConverterOptionalTypeMode.check_lower(value.mode)
 
     @staticmethod
     def write(value, buf):
         _UniffiFfiConverterTypeSessionId.write(value.session_id, buf)
         _UniffiFfiConverterString.write(value.prompt, buf)
         _UniffiFfiConverterTypeOrigin.write(value.origin, buf)
+        _UniffiFfiConverterOptionalTypeMode.write(value.mode, buf)
 
 @dataclass
 class TurnStartResult:
@@ -7633,6 +7817,15 @@ class PlanHostProtocol(typing.Protocol):
         exactly as the method answers on the wire.
 """
         raise NotImplementedError
+    def tool_list_awaiting(self, params: ToolListAwaitingParams) -> ToolListAwaitingResult:
+        """
+        tool/listAwaiting
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
     def turn_cancel(self, params: TurnCancelParams) -> Session:
         """
         turn/cancel
@@ -8293,6 +8486,28 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def tool_list_awaiting(self, params: ToolListAwaitingParams) -> ToolListAwaitingResult:
+        """
+        tool/listAwaiting
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypeToolListAwaitingParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypeToolListAwaitingParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeToolListAwaitingResult.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def turn_cancel(self, params: TurnCancelParams) -> Session:
         """
         turn/cancel
@@ -8437,11 +8652,11 @@ __all__ = [
     "ApprovalStatus",
     "ArtifactCheck",
     "ErrorCode",
+    "PermissionMode",
     "PlanSandbox",
     "CommandSandbox",
     "CommandState",
     "OutputStream",
-    "PermissionMode",
     "ExecutionState",
     "Clearable",
     "ToolAuditKind",
@@ -8453,6 +8668,7 @@ __all__ = [
     "Artifact",
     "ArtifactContent",
     "ArtifactVerification",
+    "AwaitingCall",
     "MissingBound",
     "CommandCapabilities",
     "WebCapabilities",
@@ -8506,6 +8722,8 @@ __all__ = [
     "ToolCallError",
     "ToolCallResult",
     "ToolConfirmParams",
+    "ToolListAwaitingParams",
+    "ToolListAwaitingResult",
     "TurnCancelParams",
     "TurnCompleteParams",
     "TurnStartParams",

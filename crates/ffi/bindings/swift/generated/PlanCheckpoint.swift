@@ -1067,6 +1067,15 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func toolConfirm(params: ToolConfirmParams) throws  -> ToolCallResult
     
     /**
+     * tool/listAwaiting
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func toolListAwaiting(params: ToolListAwaitingParams) throws  -> ToolListAwaitingResult
+    
+    /**
      * turn/cancel
      *
      * The protocol v9 method of this name: takes its params
@@ -1619,6 +1628,23 @@ open func toolConfirm(params: ToolConfirmParams)throws  -> ToolCallResult  {
 }
     
     /**
+     * tool/listAwaiting
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func toolListAwaiting(params: ToolListAwaitingParams)throws  -> ToolListAwaitingResult  {
+    return try  FfiConverterTypeToolListAwaitingResult_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeToolListAwaitingParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * turn/cancel
      *
      * The protocol v9 method of this name: takes its params
@@ -2146,6 +2172,129 @@ public func FfiConverterTypeArtifactVerification_lift(_ buf: RustBuffer) throws 
 #endif
 public func FfiConverterTypeArtifactVerification_lower(_ value: ArtifactVerification) -> RustBuffer {
     return FfiConverterTypeArtifactVerification.lower(value)
+}
+
+
+/**
+ * A call of an active Agent turn that waits for a person
+ * (decided `confirm`, not yet confirmed or declined): what
+ * `tool/confirm` needs, and the input the person confirms.
+ */
+public struct AwaitingCall: Equatable, Hashable {
+    /**
+     * The session.
+     */
+    public var sessionId: SessionId
+    /**
+     * The turn of the call (`tool/confirm`'s `turnId`).
+     */
+    public var turnId: TurnId
+    /**
+     * The approved plan's execution, when the turn is its execution turn.
+     */
+    public var executionId: ExecutionId?
+    /**
+     * The tool call (`tool/confirm`'s `callId`).
+     */
+    public var callId: CallId
+    /**
+     * The tool name as the call gave it.
+     */
+    public var tool: String
+    /**
+     * The call's input, exactly as it was decided: what a
+     * confirmation covers.
+     */
+    public var input: JsonValue
+    /**
+     * The permission mode that asked for the confirmation.
+     */
+    public var permissionMode: PermissionMode
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The session.
+         */sessionId: SessionId, 
+        /**
+         * The turn of the call (`tool/confirm`'s `turnId`).
+         */turnId: TurnId, 
+        /**
+         * The approved plan's execution, when the turn is its execution turn.
+         */executionId: ExecutionId?, 
+        /**
+         * The tool call (`tool/confirm`'s `callId`).
+         */callId: CallId, 
+        /**
+         * The tool name as the call gave it.
+         */tool: String, 
+        /**
+         * The call's input, exactly as it was decided: what a
+         * confirmation covers.
+         */input: JsonValue, 
+        /**
+         * The permission mode that asked for the confirmation.
+         */permissionMode: PermissionMode) {
+        self.sessionId = sessionId
+        self.turnId = turnId
+        self.executionId = executionId
+        self.callId = callId
+        self.tool = tool
+        self.input = input
+        self.permissionMode = permissionMode
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension AwaitingCall: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeAwaitingCall: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> AwaitingCall {
+        return
+            try AwaitingCall(
+                sessionId: FfiConverterTypeSessionId.read(from: &buf), 
+                turnId: FfiConverterTypeTurnId.read(from: &buf), 
+                executionId: FfiConverterOptionTypeExecutionId.read(from: &buf), 
+                callId: FfiConverterTypeCallId.read(from: &buf), 
+                tool: FfiConverterString.read(from: &buf), 
+                input: FfiConverterTypeJsonValue.read(from: &buf), 
+                permissionMode: FfiConverterTypePermissionMode.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: AwaitingCall, into buf: inout [UInt8]) {
+        FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
+        FfiConverterTypeTurnId.write(value.turnId, into: &buf)
+        FfiConverterOptionTypeExecutionId.write(value.executionId, into: &buf)
+        FfiConverterTypeCallId.write(value.callId, into: &buf)
+        FfiConverterString.write(value.tool, into: &buf)
+        FfiConverterTypeJsonValue.write(value.input, into: &buf)
+        FfiConverterTypePermissionMode.write(value.permissionMode, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAwaitingCall_lift(_ buf: RustBuffer) throws -> AwaitingCall {
+    return try FfiConverterTypeAwaitingCall.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeAwaitingCall_lower(_ value: AwaitingCall) -> RustBuffer {
+    return FfiConverterTypeAwaitingCall.lower(value)
 }
 
 
@@ -6815,6 +6964,125 @@ public func FfiConverterTypeToolConfirmParams_lower(_ value: ToolConfirmParams) 
 
 
 /**
+ * `tool/listAwaiting` params: the calls of active turns that wait
+ * for a person, of one session or of every open session.
+ */
+public struct ToolListAwaitingParams: Equatable, Hashable {
+    /**
+     * Only this session's calls (absent: every session's).
+     */
+    public var sessionId: SessionId?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Only this session's calls (absent: every session's).
+         */sessionId: SessionId? = nil) {
+        self.sessionId = sessionId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolListAwaitingParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolListAwaitingParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolListAwaitingParams {
+        return
+            try ToolListAwaitingParams(
+                sessionId: FfiConverterOptionTypeSessionId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolListAwaitingParams, into buf: inout [UInt8]) {
+        FfiConverterOptionTypeSessionId.write(value.sessionId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolListAwaitingParams_lift(_ buf: RustBuffer) throws -> ToolListAwaitingParams {
+    return try FfiConverterTypeToolListAwaitingParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolListAwaitingParams_lower(_ value: ToolListAwaitingParams) -> RustBuffer {
+    return FfiConverterTypeToolListAwaitingParams.lower(value)
+}
+
+
+/**
+ * `tool/listAwaiting` result: oldest first within a session.
+ */
+public struct ToolListAwaitingResult: Equatable, Hashable {
+    /**
+     * The calls a person may confirm or decline (`tool/confirm`).
+     */
+    public var calls: [AwaitingCall]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The calls a person may confirm or decline (`tool/confirm`).
+         */calls: [AwaitingCall]) {
+        self.calls = calls
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ToolListAwaitingResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeToolListAwaitingResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ToolListAwaitingResult {
+        return
+            try ToolListAwaitingResult(
+                calls: FfiConverterSequenceTypeAwaitingCall.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ToolListAwaitingResult, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeAwaitingCall.write(value.calls, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolListAwaitingResult_lift(_ buf: RustBuffer) throws -> ToolListAwaitingResult {
+    return try FfiConverterTypeToolListAwaitingResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeToolListAwaitingResult_lower(_ value: ToolListAwaitingResult) -> RustBuffer {
+    return FfiConverterTypeToolListAwaitingResult.lower(value)
+}
+
+
+/**
  * `turn/cancel` params.
  */
 public struct TurnCancelParams: Equatable, Hashable {
@@ -6958,6 +7226,12 @@ public struct TurnStartParams: Equatable, Hashable {
      * Interactive or scheduled.
      */
     public var origin: Origin
+    /**
+     * The mode the idle session switches to first, as
+     * `session/configure` would switch it, in the same step
+     * (absent: the session's mode).
+     */
+    public var mode: Mode?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -6970,10 +7244,16 @@ public struct TurnStartParams: Equatable, Hashable {
          */prompt: String, 
         /**
          * Interactive or scheduled.
-         */origin: Origin) {
+         */origin: Origin, 
+        /**
+         * The mode the idle session switches to first, as
+         * `session/configure` would switch it, in the same step
+         * (absent: the session's mode).
+         */mode: Mode? = nil) {
         self.sessionId = sessionId
         self.prompt = prompt
         self.origin = origin
+        self.mode = mode
     }
 
     
@@ -6994,7 +7274,8 @@ public struct FfiConverterTypeTurnStartParams: FfiConverterRustBuffer {
             try TurnStartParams(
                 sessionId: FfiConverterTypeSessionId.read(from: &buf), 
                 prompt: FfiConverterString.read(from: &buf), 
-                origin: FfiConverterTypeOrigin.read(from: &buf)
+                origin: FfiConverterTypeOrigin.read(from: &buf), 
+                mode: FfiConverterOptionTypeMode.read(from: &buf)
         )
     }
 
@@ -7002,6 +7283,7 @@ public struct FfiConverterTypeTurnStartParams: FfiConverterRustBuffer {
         FfiConverterTypeSessionId.write(value.sessionId, into: &buf)
         FfiConverterString.write(value.prompt, into: &buf)
         FfiConverterTypeOrigin.write(value.origin, into: &buf)
+        FfiConverterOptionTypeMode.write(value.mode, into: &buf)
     }
 }
 
@@ -9997,6 +10279,31 @@ fileprivate struct FfiConverterSequenceTypeArtifactVerification: FfiConverterRus
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeAwaitingCall: FfiConverterRustBuffer {
+    typealias SwiftType = [AwaitingCall]
+
+    public static func write(_ value: [AwaitingCall], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeAwaitingCall.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [AwaitingCall] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [AwaitingCall]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeAwaitingCall.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeMissingBound: FfiConverterRustBuffer {
     typealias SwiftType = [MissingBound]
 
@@ -10586,6 +10893,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_tool_confirm() != 9388) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting() != 2172) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_turn_cancel() != 45629) {

@@ -429,6 +429,11 @@ void uniffi_plan_ffi_fn_method_planhost_shutdown(uint64_t ptr, RustCallStatus *_
 RustBuffer uniffi_plan_ffi_fn_method_planhost_tool_confirm(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TOOL_LIST_AWAITING
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TOOL_LIST_AWAITING
+RustBuffer uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TURN_CANCEL
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_TURN_CANCEL
 RustBuffer uniffi_plan_ffi_fn_method_planhost_turn_cancel(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
@@ -885,6 +890,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_shutdown(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_CONFIRM
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_CONFIRM
 uint16_t uniffi_plan_ffi_checksum_method_planhost_tool_confirm(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_LIST_AWAITING
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_TOOL_LIST_AWAITING
+uint16_t uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting(void
     
 );
 #endif

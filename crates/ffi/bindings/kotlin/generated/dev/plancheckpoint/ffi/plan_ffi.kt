@@ -755,6 +755,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_tool_confirm(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_turn_cancel(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_turn_complete(
@@ -853,6 +855,8 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_shutdown(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
     external fun uniffi_plan_ffi_fn_method_planhost_tool_confirm(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_turn_cancel(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1068,6 +1072,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_tool_confirm() and 0xFFFF) != 9388) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_tool_list_awaiting() and 0xFFFF) != 2172) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_turn_cancel() and 0xFFFF) != 45629) {
@@ -2116,6 +2123,15 @@ public interface PlanHostInterface {
     fun `toolConfirm`(`params`: ToolConfirmParams): ToolCallResult
     
     /**
+     * tool/listAwaiting
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `toolListAwaiting`(`params`: ToolListAwaitingParams): ToolListAwaitingResult
+    
+    /**
      * turn/cancel
      *
      * The protocol v9 method of this name: takes its params
@@ -2850,6 +2866,28 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
 
     
     /**
+     * tool/listAwaiting
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `toolListAwaiting`(`params`: ToolListAwaitingParams): ToolListAwaitingResult {
+            return FfiConverterTypeToolListAwaitingResult.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_tool_list_awaiting(
+        it,
+        
+        FfiConverterTypeToolListAwaitingParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
      * turn/cancel
      *
      * The protocol v9 method of this name: takes its params
@@ -3262,6 +3300,96 @@ public object FfiConverterTypeArtifactVerification: FfiConverterRustBuffer<Artif
             FfiConverterTypeArtifactCheck.write(value.`result`, buf)
             FfiConverterOptionalTypeErrorCode.write(value.`errorCode`, buf)
             FfiConverterOptionalString.write(value.`detail`, buf)
+    }
+}
+
+
+
+/**
+ * A call of an active Agent turn that waits for a person
+ * (decided `confirm`, not yet confirmed or declined): what
+ * `tool/confirm` needs, and the input the person confirms.
+ */
+data class AwaitingCall (
+    /**
+     * The session.
+     */
+    var `sessionId`: SessionId
+    , 
+    /**
+     * The turn of the call (`tool/confirm`'s `turnId`).
+     */
+    var `turnId`: TurnId
+    , 
+    /**
+     * The approved plan's execution, when the turn is its execution turn.
+     */
+    var `executionId`: ExecutionId?
+    , 
+    /**
+     * The tool call (`tool/confirm`'s `callId`).
+     */
+    var `callId`: CallId
+    , 
+    /**
+     * The tool name as the call gave it.
+     */
+    var `tool`: kotlin.String
+    , 
+    /**
+     * The call's input, exactly as it was decided: what a
+     * confirmation covers.
+     */
+    var `input`: JsonValue
+    , 
+    /**
+     * The permission mode that asked for the confirmation.
+     */
+    var `permissionMode`: PermissionMode
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeAwaitingCall: FfiConverterRustBuffer<AwaitingCall> {
+    override fun read(buf: ByteBuffer): AwaitingCall {
+        return AwaitingCall(
+            FfiConverterTypeSessionId.read(buf),
+            FfiConverterTypeTurnId.read(buf),
+            FfiConverterOptionalTypeExecutionId.read(buf),
+            FfiConverterTypeCallId.read(buf),
+            FfiConverterString.read(buf),
+            FfiConverterTypeJsonValue.read(buf),
+            FfiConverterTypePermissionMode.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: AwaitingCall) = (
+            FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
+            FfiConverterTypeTurnId.allocationSize(value.`turnId`) +
+            FfiConverterOptionalTypeExecutionId.allocationSize(value.`executionId`) +
+            FfiConverterTypeCallId.allocationSize(value.`callId`) +
+            FfiConverterString.allocationSize(value.`tool`) +
+            FfiConverterTypeJsonValue.allocationSize(value.`input`) +
+            FfiConverterTypePermissionMode.allocationSize(value.`permissionMode`)
+    )
+
+    override fun write(value: AwaitingCall, buf: ByteBuffer) {
+            FfiConverterTypeSessionId.write(value.`sessionId`, buf)
+            FfiConverterTypeTurnId.write(value.`turnId`, buf)
+            FfiConverterOptionalTypeExecutionId.write(value.`executionId`, buf)
+            FfiConverterTypeCallId.write(value.`callId`, buf)
+            FfiConverterString.write(value.`tool`, buf)
+            FfiConverterTypeJsonValue.write(value.`input`, buf)
+            FfiConverterTypePermissionMode.write(value.`permissionMode`, buf)
     }
 }
 
@@ -6532,6 +6660,85 @@ public object FfiConverterTypeToolConfirmParams: FfiConverterRustBuffer<ToolConf
 
 
 /**
+ * `tool/listAwaiting` params: the calls of active turns that wait
+ * for a person, of one session or of every open session.
+ */
+data class ToolListAwaitingParams (
+    /**
+     * Only this session's calls (absent: every session's).
+     */
+    var `sessionId`: SessionId? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolListAwaitingParams: FfiConverterRustBuffer<ToolListAwaitingParams> {
+    override fun read(buf: ByteBuffer): ToolListAwaitingParams {
+        return ToolListAwaitingParams(
+            FfiConverterOptionalTypeSessionId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolListAwaitingParams) = (
+            FfiConverterOptionalTypeSessionId.allocationSize(value.`sessionId`)
+    )
+
+    override fun write(value: ToolListAwaitingParams, buf: ByteBuffer) {
+            FfiConverterOptionalTypeSessionId.write(value.`sessionId`, buf)
+    }
+}
+
+
+
+/**
+ * `tool/listAwaiting` result: oldest first within a session.
+ */
+data class ToolListAwaitingResult (
+    /**
+     * The calls a person may confirm or decline (`tool/confirm`).
+     */
+    var `calls`: List<AwaitingCall>
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeToolListAwaitingResult: FfiConverterRustBuffer<ToolListAwaitingResult> {
+    override fun read(buf: ByteBuffer): ToolListAwaitingResult {
+        return ToolListAwaitingResult(
+            FfiConverterSequenceTypeAwaitingCall.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ToolListAwaitingResult) = (
+            FfiConverterSequenceTypeAwaitingCall.allocationSize(value.`calls`)
+    )
+
+    override fun write(value: ToolListAwaitingResult, buf: ByteBuffer) {
+            FfiConverterSequenceTypeAwaitingCall.write(value.`calls`, buf)
+    }
+}
+
+
+
+/**
  * `turn/cancel` params.
  */
 data class TurnCancelParams (
@@ -6635,6 +6842,13 @@ data class TurnStartParams (
      * Interactive or scheduled.
      */
     var `origin`: Origin
+    , 
+    /**
+     * The mode the idle session switches to first, as
+     * `session/configure` would switch it, in the same step
+     * (absent: the session's mode).
+     */
+    var `mode`: Mode? = null 
     
 ){
     
@@ -6654,19 +6868,22 @@ public object FfiConverterTypeTurnStartParams: FfiConverterRustBuffer<TurnStartP
             FfiConverterTypeSessionId.read(buf),
             FfiConverterString.read(buf),
             FfiConverterTypeOrigin.read(buf),
+            FfiConverterOptionalTypeMode.read(buf),
         )
     }
 
     override fun allocationSize(value: TurnStartParams) = (
             FfiConverterTypeSessionId.allocationSize(value.`sessionId`) +
             FfiConverterString.allocationSize(value.`prompt`) +
-            FfiConverterTypeOrigin.allocationSize(value.`origin`)
+            FfiConverterTypeOrigin.allocationSize(value.`origin`) +
+            FfiConverterOptionalTypeMode.allocationSize(value.`mode`)
     )
 
     override fun write(value: TurnStartParams, buf: ByteBuffer) {
             FfiConverterTypeSessionId.write(value.`sessionId`, buf)
             FfiConverterString.write(value.`prompt`, buf)
             FfiConverterTypeOrigin.write(value.`origin`, buf)
+            FfiConverterOptionalTypeMode.write(value.`mode`, buf)
     }
 }
 
@@ -8934,6 +9151,34 @@ public object FfiConverterSequenceTypeArtifactVerification: FfiConverterRustBuff
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeArtifactVerification.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceTypeAwaitingCall: FfiConverterRustBuffer<List<AwaitingCall>> {
+    override fun read(buf: ByteBuffer): List<AwaitingCall> {
+        val len = buf.getInt()
+        return List<AwaitingCall>(len) {
+            FfiConverterTypeAwaitingCall.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<AwaitingCall>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeAwaitingCall.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<AwaitingCall>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeAwaitingCall.write(it, buf)
         }
     }
 }
