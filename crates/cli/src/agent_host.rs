@@ -150,23 +150,29 @@ impl HostClient {
         Ok(client)
     }
 
-    /// Why the host cannot run Plan-mode commands (`initialize`'s
-    /// `capabilities.commands`), or `None` when its read-only sandbox is
-    /// there.
-    pub(crate) fn plan_sandbox_refusal(&self) -> Option<HostFailure> {
-        let commands = self.initialized.pointer("/capabilities/commands")?;
-        if commands.get("planSandbox").and_then(Value::as_str) == Some("landlock") {
-            return None;
-        }
-        let reason = commands
-            .get("reason")
+    /// The card server's base URL `initialize` reported, when the host
+    /// serves the card.
+    pub(crate) fn card_server(&self) -> Option<&str> {
+        self.initialized
+            .pointer("/capabilities/web/url")
             .and_then(Value::as_str)
-            .unwrap_or("the host has no read-only sandbox");
-        Some(HostFailure {
-            code: "PLAN_SANDBOX_UNAVAILABLE".to_owned(),
+    }
+
+    /// One typed request of the protocol's method list and its typed result.
+    pub(crate) fn request<P: plan_protocol::RequestParams>(
+        &mut self,
+        params: &P,
+    ) -> Result<P::Result, HostFailure> {
+        let params = serde_json::to_value(params).map_err(|error| HostFailure {
+            code: "INTERNAL".to_owned(),
+            message: format!("{} params: {error}", P::METHOD),
+        })?;
+        let result = self.call(P::METHOD, params)?;
+        serde_json::from_value(result).map_err(|error| HostFailure {
+            code: "INTERNAL".to_owned(),
             message: format!(
-                "{}: {reason}",
-                plan_core::ErrorCode::PlanSandboxUnavailable.message()
+                "the host's answer to {} is not the protocol's: {error}",
+                P::METHOD
             ),
         })
     }
@@ -257,16 +263,30 @@ fn failure_of(error: &Value) -> HostFailure {
 /// ends first is reported with the last line of its log.
 pub(crate) fn wait_for_socket(project: &Project, pid: u32) -> Result<UnixStream, HostFailure> {
     let started = Instant::now();
+    // What the log held before this host could write to it.
+    let logged_before = std::fs::metadata(&project.log).map_or(0, |meta| meta.len());
     loop {
         if let Ok(stream) = UnixStream::connect(&project.socket) {
             return Ok(stream);
         }
         if has_ended(pid) {
-            let log = std::fs::read_to_string(&project.log).unwrap_or_default();
-            let last = log.lines().last().unwrap_or("no reason logged");
-            return Err(HostFailure::unreachable(format!(
-                "the host could not start: {last}"
-            )));
+            let log = std::fs::read(&project.log).unwrap_or_default();
+            let since =
+                usize::try_from(logged_before).map_or(&log[..0], |from| log.get(from..).unwrap_or(&log));
+            let since = String::from_utf8_lossy(since);
+            // Another hook started the project's host at the same moment
+            // and won its database: that host's socket comes.
+            let another_runs = since.contains(plan_core::ErrorCode::HostAlreadyRunning.as_str());
+            if !another_runs {
+                if let Ok(stream) = UnixStream::connect(&project.socket) {
+                    return Ok(stream);
+                }
+                let log = String::from_utf8_lossy(&log);
+                let last = log.lines().last().unwrap_or("no reason logged");
+                return Err(HostFailure::unreachable(format!(
+                    "the host could not start: {last}"
+                )));
+            }
         }
         if started.elapsed() > HOST_START {
             return Err(HostFailure::unreachable(format!(
@@ -289,4 +309,70 @@ fn has_ended(pid: u32) -> bool {
             .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
         Err(_) => true,
     }
+}
+
+/// The agent whose hook this process is (Claude Code, which ran the hook's
+/// command, directly or through a shell): a hook that holds a call watches
+/// it, so a hook whose agent was killed ends instead of waiting on, and
+/// what it held can be withdrawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AgentProcess {
+    pid: u32,
+    /// Its start time (clock ticks after boot), so a reused pid is told apart.
+    started: u64,
+}
+
+/// Shells that run a hook's command line on the agent's behalf.
+const SHELLS: [&str; 6] = ["sh", "bash", "dash", "zsh", "ash", "ksh"];
+
+impl AgentProcess {
+    /// The agent that ran this process: its parent, or the parent's parent
+    /// when the parent is the shell that ran the hook's command line.
+    pub(crate) fn of_this_hook() -> Option<AgentProcess> {
+        let parent = std::os::unix::process::parent_id();
+        let comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).ok()?;
+        let pid = if SHELLS.contains(&comm.trim()) {
+            stat_fields(parent)?.get(1)?.parse().ok()?
+        } else {
+            parent
+        };
+        let started = stat_fields(pid)?.get(19)?.parse().ok()?;
+        Some(AgentProcess { pid, started })
+    }
+
+    /// A variable of the environment the agent was started with
+    /// (`/proc/<pid>/environ`, fixed when it started): what the person
+    /// gave the agent, never what the agent adds to its hooks' environment
+    /// afterwards (Claude Code adds the `env` of a project's settings,
+    /// which the project's files can set). `None` when it is not set, not
+    /// UTF-8, or the agent is gone.
+    pub(crate) fn started_with(&self, name: &str) -> Option<String> {
+        let environ = std::fs::read(format!("/proc/{}/environ", self.pid)).ok()?;
+        if !self.is_alive() {
+            return None;
+        }
+        environ.split(|byte| *byte == 0).find_map(|entry| {
+            let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
+            String::from_utf8(value.to_vec()).ok()
+        })
+    }
+
+    /// Whether it still runs (not ended, not a zombie, not another process
+    /// under its pid).
+    pub(crate) fn is_alive(&self) -> bool {
+        stat_fields(self.pid).is_some_and(|fields| {
+            let state_ok = fields
+                .first()
+                .is_some_and(|state| !matches!(state.as_str(), "Z" | "X"));
+            let same = fields.get(19).and_then(|start| start.parse::<u64>().ok()) == Some(self.started);
+            state_ok && same
+        })
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (state first).
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_owned).collect())
 }

@@ -107,7 +107,7 @@ fn not_found_with_hint(store: &Store, given: &str) -> Result<Failure, Failure> {
 
 /// The approval id `given` names: the id itself, or the one id it is a
 /// prefix of. An ambiguous prefix is a usage error that lists the ids.
-fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
+pub(crate) fn resolve(store: &Store, given: &str) -> Result<String, Failure> {
     const SHOWN: u32 = 5;
     if given.is_empty() {
         return Err(Failure::new(exit::USAGE, "an approval id cannot be empty"));

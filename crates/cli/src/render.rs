@@ -83,6 +83,15 @@ pub(crate) fn local_rfc3339(ms: UnixMs) -> String {
     }
 }
 
+/// `14:02:05` in the system time zone (`TZ` honoured): a deadline within
+/// the day, as a person reads it beside a clock.
+pub(crate) fn local_clock(ms: UnixMs) -> String {
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(timestamp) => timestamp.to_zoned(local_zone()).strftime("%H:%M:%S").to_string(),
+        Err(_) => format!("{ms} ms (out of range)"),
+    }
+}
+
 /// How far apart two instants are, in the largest calendar unit that fits
 /// (rounded down), from jiff's span between them in the system time zone:
 /// `45 seconds`, `25 minutes`, `3 hours`, `2 days`, `3 weeks`, `4 months`,

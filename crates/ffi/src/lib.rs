@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use plan_host::{Host, HostError, HostEvent, HostOptions};
 use plan_protocol::{
     PlanApproveResult, PlanDiffResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult,
-    ShellListResult, ToolConfirmResult,
+    PlanWithdrawResult, ShellListResult, ToolConfirmResult,
 };
 use plan_server::Connection;
 use plan_server::web::WebCard;
@@ -54,10 +54,11 @@ pub use types::{
     CommandRegisterResult, CommandRunParams, CommandSandbox, CommandStartParams, Decision,
     ExecutionCompleteParams, ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams,
     PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
-    PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, SessionConfigureParams, SessionCreateParams,
-    SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult,
-    ToolConfirmParams, ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams, TurnCompleteParams,
-    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities,
+    PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams, PlanWithdrawParams, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ShellCatalog, ShellListParams, ShellSetDefaultParams,
+    ShellSetDefaultResult, ToolConfirmParams, ToolListAwaitingParams, ToolListAwaitingResult,
+    TurnCancelParams, TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams,
+    TurnToolCallsResult, WebCapabilities,
 };
 
 uniffi::setup_scaffolding!();

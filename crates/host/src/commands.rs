@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use plan_core::{
     CallFacts, CallId, CommandFacts, CommandLaunch, CommandShell, CwdFact, ErrorCode, Event, Mode, Reply,
     Sandbox, SandboxGrant, SessionId, ShellInfo, ToolCall, TurnId, TurnKind, WorkspaceFact,
-    WorkspaceIdentity, default_shell,
+    WorkspaceIdentity, WriteFact, default_shell,
 };
 use plan_exec::{CommandSpec, Confinement, NetworkNamespace, OutputEvent, ScratchDir, WorkspaceDir};
 use plan_storage::Store;
@@ -110,21 +110,23 @@ impl HostCore {
     /// Runs a command decision: facts gathered under the state lock,
     /// plan-core's transition committed in one transaction, then the
     /// commands it started spawned under the same lock. `calls` are the
-    /// Bash calls and their inputs; `starts` says whether the event may
-    /// start them (`command/start`; a batch starts them only in a Plan
-    /// prompt turn, which gathering finds out), so their scratch
-    /// directories are made.
+    /// Bash calls and their inputs, then the file-writing calls (whose
+    /// paths are looked up, [`HostCore::write_facts`]); `starts` says
+    /// whether the event may start the Bash calls (`command/start`; a batch
+    /// starts them only in a Plan prompt turn, which gathering finds out),
+    /// so their scratch directories are made.
     pub(crate) fn run_commands(
         self: &Arc<Self>,
         session_id: &SessionId,
         turn_id: &TurnId,
-        calls: &[(CallId, serde_json::Value)],
+        (calls, writes): (&[CallInput], &[CallInput]),
         starts: bool,
         event: impl FnOnce(CommandFacts) -> Event,
     ) -> Result<Ran, HostError> {
         let pad = RefCell::new(Launchpad::default());
         let gather = Box::new(|open: &Open| {
-            let (facts, gathered) = self.gather(open, session_id, turn_id, calls, starts)?;
+            let (mut facts, gathered) = self.gather(open, session_id, turn_id, calls, starts)?;
+            facts.writes = self.write_facts(open, session_id, turn_id, writes)?;
             *pad.borrow_mut() = gathered;
             Ok(event(facts))
         });
@@ -269,6 +271,46 @@ impl HostCore {
         pad.workspace = workspace.map(|dir| (dir, keep));
         pad.real_root = real_root;
         Ok((facts, pad))
+    }
+
+    /// Where the paths of an Agent turn's file-writing calls really lead
+    /// (plan-core places each call by them as well as by their text): the
+    /// workspace's real path and each path's real target, relative paths
+    /// read from the workspace root. Nothing for any other turn.
+    fn write_facts(
+        &self,
+        open: &Open,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+        calls: &[(CallId, serde_json::Value)],
+    ) -> Result<Vec<WriteFact>, HostError> {
+        let agent_turn = open
+            .turns
+            .get(session_id)
+            .is_some_and(|turn| turn.turn_id == *turn_id && turn.mode == Mode::Agent);
+        if calls.is_empty() || !agent_turn {
+            return Ok(Vec::new());
+        }
+        let Some(root) = open
+            .store
+            .get_session(session_id)?
+            .and_then(|session| session.workspace_root)
+        else {
+            return Ok(Vec::new());
+        };
+        let text = |path: Option<PathBuf>| path.and_then(|path| path.to_str().map(str::to_owned));
+        let real_root = text(plan_storage::real_directory(Path::new(&root)));
+        Ok(calls
+            .iter()
+            .map(|(call_id, input)| WriteFact {
+                call_id: call_id.clone(),
+                real_root: real_root.clone(),
+                real_paths: plan_core::write_paths(input)
+                    .into_iter()
+                    .map(|path| text(plan_storage::real_write_target(&Path::new(&root).join(path))))
+                    .collect(),
+            })
+            .collect())
     }
 
     /// The shell a session's command runs with, as the catalog has it, and
@@ -431,6 +473,19 @@ pub(crate) fn shell_catalog(shells: &[CommandShell], persisted: Option<&str>) ->
         .collect();
     let default = default_shell(&entries, persisted).unwrap_or_default().to_owned();
     (entries, default)
+}
+
+/// A tool call's id and input, as a decision's facts are gathered for it.
+pub(crate) type CallInput = (CallId, serde_json::Value);
+
+/// The file-writing calls of a batch (plan-core's catalog kind), with
+/// their inputs.
+pub(crate) fn write_calls(calls: &[ToolCall]) -> Vec<CallInput> {
+    calls
+        .iter()
+        .filter(|call| plan_core::tool_kind(&call.name) == plan_core::ToolKind::ChangesFiles)
+        .map(|call| (call.call_id.clone(), call.input.clone()))
+        .collect()
 }
 
 /// The Bash calls of a batch whose event may start them (a Plan turn's own

@@ -439,21 +439,25 @@ impl Host {
         calls: Vec<ToolCall>,
     ) -> Result<Vec<ToolCallResult>, HostError> {
         // One core entry and one transaction: the facts of the batch's Bash
-        // calls are gathered under the decision's lock, the commands a Plan
-        // turn starts are spawned under it once the decision committed.
+        // calls (and where its file-writing calls' paths lead) are gathered
+        // under the decision's lock, the commands a Plan turn starts are
+        // spawned under it once the decision committed.
         let bash_calls = crate::commands::bash_calls(&calls);
+        let write_calls = crate::commands::write_calls(&calls);
         let Ran {
             effects,
             outcome: decided,
-        } = self
-            .core
-            .run_commands(session_id, turn_id, &bash_calls, false, |commands| {
-                Event::ToolCalls {
-                    turn_id: turn_id.clone(),
-                    calls,
-                    commands,
-                }
-            })?;
+        } = self.core.run_commands(
+            session_id,
+            turn_id,
+            (&bash_calls, &write_calls),
+            false,
+            |commands| Event::ToolCalls {
+                turn_id: turn_id.clone(),
+                calls,
+                commands,
+            },
+        )?;
         let (reply, _) = decided?;
         let Reply::ToolResults(results) = reply else {
             return Err(unexpected(&reply));
@@ -880,6 +884,25 @@ impl Host {
         self.reject_with(approval_id, None)
     }
 
+    /// Withdraws a pending plan for the agent that submitted it, which
+    /// ended before anyone decided: the approval becomes `interrupted` with
+    /// `PLAN_WITHDRAWN` (plan-core's rule) and can no longer be approved;
+    /// its Plan turn ends.
+    ///
+    /// # Errors
+    ///
+    /// `APPROVAL_NOT_FOUND`, `APPROVAL_NOT_PENDING`, `PLAN_APPROVAL_TIMEOUT`,
+    /// `HOST_CLOSED`, `STORAGE_FAILED`.
+    pub fn withdraw_plan(&self, approval_id: &ApprovalId) -> Result<(PlanApproval, SessionState), HostError> {
+        let approval = self.core.with_open(|open| open.decision_row(approval_id))?;
+        let session_id = approval.session_id.clone();
+        self.decide(
+            &session_id,
+            Box::new(move |_| Ok(Event::WithdrawPlan { approval })),
+            None,
+        )
+    }
+
     /// One approval (with its legacy v8 fields, if any); overdue approvals
     /// are expired first. The host test `lazy_expiry_on_plan_get_and_list`
     /// shows it.
@@ -1208,7 +1231,7 @@ impl Host {
         let calls = [(call_id.to_owned(), input.clone())];
         let ran = self
             .core
-            .run_commands(session_id, turn_id, &calls, true, |commands| {
+            .run_commands(session_id, turn_id, (&calls, &[]), true, |commands| {
                 Event::StartCommand {
                     turn_id: turn_id.clone(),
                     call_id: call_id.to_owned(),
@@ -1252,7 +1275,7 @@ impl Host {
         let calls = [(call_id.to_owned(), input.clone())];
         let ran = self
             .core
-            .run_commands(session_id, turn_id, &calls, false, |commands| {
+            .run_commands(session_id, turn_id, (&calls, &[]), false, |commands| {
                 Event::RegisterCommand {
                     turn_id: turn_id.clone(),
                     call_id: call_id.to_owned(),
@@ -1298,7 +1321,7 @@ impl Host {
         let calls: Vec<(CallId, serde_json::Value)> = call.into_iter().collect();
         let ran = self
             .core
-            .run_commands(session_id, &turn_id, &calls, true, |commands| {
+            .run_commands(session_id, &turn_id, (&calls, &[]), true, |commands| {
                 Event::RunRegistered {
                     reference: reference.to_owned(),
                     commands,

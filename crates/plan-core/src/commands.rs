@@ -714,6 +714,9 @@ pub struct CommandFacts {
     /// Per Bash call: where its working directory leads and whether its
     /// scratch directory was made.
     pub calls: Vec<CallFacts>,
+    /// Per file-writing call of an Agent turn: where the paths it names
+    /// really lead ([`crate::write_target`] places the call by them too).
+    pub writes: Vec<crate::WriteFact>,
 }
 
 /// The facts of one Bash call ([`CommandFacts::calls`]).
@@ -782,6 +785,7 @@ impl Default for CommandFacts {
             database_in_workspace_root: false,
             network_ready: false,
             calls: Vec::new(),
+            writes: Vec::new(),
         }
     }
 }
@@ -789,6 +793,11 @@ impl Default for CommandFacts {
 impl CommandFacts {
     fn call(&self, call_id: &CallId) -> Option<&CallFacts> {
         self.calls.iter().find(|call| &call.call_id == call_id)
+    }
+
+    /// Where the host found a file-writing call's paths lead, if it looked.
+    pub(crate) fn write(&self, call_id: &CallId) -> Option<&crate::WriteFact> {
+        self.writes.iter().find(|write| &write.call_id == call_id)
     }
 
     /// Whether the session's workspace is not the directory it bound (P12).

@@ -111,6 +111,16 @@ macro_rules! for_each_error_code {
         ToolConfirmationNotPending => "TOOL_CONFIRMATION_NOT_PENDING", "the tool call is not awaiting a confirmation: not a call of the active turn decided confirm, or answered already";
         /// A call that needs a person's confirmation in a turn nobody attends.
         PermissionRequiresInteractiveSession => "PERMISSION_REQUIRES_INTERACTIVE_SESSION", "the permission mode needs a person to confirm this tool call, and the turn is not interactive; approve with auto or run it interactively";
+        /// A file-writing tool call under `auto` aimed outside the workspace
+        /// or at a name it protects: refused, as the sandbox refuses the
+        /// same write to a command.
+        ToolWriteProtected => "TOOL_WRITE_PROTECTED", "under auto a file-writing tool writes only inside the workspace and never its protected names (.git, .pi, the agents' configuration such as .claude and .mcp.json), as no command may; approve with ask or accept-edits to confirm such a write";
+        /// A tool that would run a shell command or program itself, outside
+        /// the host's sandbox and audit.
+        ToolRunsOutsideHost => "TOOL_RUNS_OUTSIDE_HOST", "the tool would run a shell command or program outside the host's sandbox and audit; run the command with Bash, which the host runs";
+        /// A pending plan its agent withdrew before anyone decided (the
+        /// agent ended): it can no longer be approved.
+        PlanWithdrawn => "PLAN_WITHDRAWN", "the agent that submitted the plan ended before a person decided, so the plan was withdrawn; submit it again";
         }
     };
 }

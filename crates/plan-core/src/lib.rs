@@ -20,7 +20,8 @@
 //! [`next_deadline`]), host-run commands ([`parse_bash_input`],
 //! [`sandbox_for`], [`fence_commands`]), the one tool catalog
 //! ([`tool_kind`]) with the Agent permission table it feeds
-//! ([`agent_permission`]), the startup fence, which characters
+//! ([`agent_permission`], and [`write_permission`] for where a
+//! file-changing call writes, [`write_target`]), the startup fence, which characters
 //! of agent text can take over a terminal ([`is_terminal_control`]), and what
 //! a verification reports
 //! ([`VerifyScope`], [`VerifyReport`]).
@@ -50,6 +51,7 @@ mod session;
 mod shells;
 mod text;
 mod tools;
+mod writes;
 
 pub use call_input::CallDigest;
 pub use commands::{
@@ -76,7 +78,7 @@ pub use objects::{
 };
 pub use permissions::{
     AgentPermission, ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
-    mode_grants,
+    mode_grants, write_permission,
 };
 pub use protected::{AGENT_CONFIGURATION, CHECKPOINT_DIRECTORY, REPOSITORY_METADATA, protected_root_names};
 pub use recovery::{fence_row, startup_fence};
@@ -88,3 +90,4 @@ pub use tools::{
     SUBMIT_PLAN, SUBMIT_PLAN_QUESTION_MAX_CHARS, SUBMIT_PLAN_TITLE_MAX_CHARS, SubmitPlanInput, TOOL_CATALOG,
     ToolKind, parse_submit_plan_input, plan_tools, tool_kind,
 };
+pub use writes::{WRITE_PATH_FIELDS, WriteFact, WriteTarget, write_paths, write_target};

@@ -19,11 +19,12 @@ use crate::objects::{
     PermissionMode, PlanApproval, Sandbox, ToolAuditEntry, ToolAuditKind, TurnKind,
 };
 use crate::permissions::{
-    ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode,
+    ConfirmationStatus, PermissionRule, ToolConfirmation, agent_permission, granted_by_mode, write_permission,
 };
 use crate::session::normalize_workspace_root;
 use crate::shells::check_shell;
 use crate::tools::{ToolKind, parse_submit_plan_input, tool_kind};
+use crate::writes::write_target;
 use crate::{ApprovalId, CallId, ErrorCode, ExecutionId, Session, SessionId, ToolCall, TurnId};
 
 /// What the caller knows about the moment an event is handled.
@@ -112,6 +113,13 @@ pub enum Event {
     },
     /// A person rejects.
     Reject {
+        /// The approval row as stored.
+        approval: PlanApproval,
+    },
+    /// The agent that submitted a pending plan withdraws it, because it
+    /// ended before anyone decided (`plan/withdraw`): the approval is
+    /// `interrupted` with `PLAN_WITHDRAWN` and can no longer be approved.
+    WithdrawPlan {
         /// The approval row as stored.
         approval: PlanApproval,
     },
@@ -400,6 +408,7 @@ pub fn handle(state: &SessionState, context: &Context, event: Event) -> Transiti
         | Event::ArtifactFailed { .. }
         | Event::Approve { .. }
         | Event::Reject { .. }
+        | Event::WithdrawPlan { .. }
         | Event::Configure { .. }
         | Event::CompleteTurn { .. }
         | Event::CancelTurn
@@ -537,6 +546,7 @@ fn apply(
             effects,
         ),
         Event::Reject { approval } => reject(state, context, &approval, effects),
+        Event::WithdrawPlan { approval } => withdraw(state, context, &approval, effects),
         Event::Configure { change, shells } => configure(state, change, &shells, effects),
         Event::CompleteTurn { turn_id } => complete_turn(state, &turn_id),
         Event::CancelTurn => cancel_turn(state, context, effects),
@@ -662,7 +672,7 @@ fn tool_calls(
         let decision = if plan_turn {
             plan_decision(state, context, &mut turn, &call, commands, effects)
         } else {
-            agent_decision(state, context, &mut turn, &call, effects)
+            agent_decision(state, context, &mut turn, &call, commands, effects)
         };
         // Every refused Bash call is in the audit (`commands.md`).
         if let ToolDecision::Deny(code) = decision
@@ -769,6 +779,8 @@ fn plan_decision(
         },
         ToolKind::ReadOnly => ToolDecision::Allow,
         ToolKind::ChangesFiles | ToolKind::Other => ToolDecision::Deny(ErrorCode::ToolDeniedInPlan),
+        // Not in any turn: the more specific reason.
+        ToolKind::RunsProgram => ToolDecision::Deny(ErrorCode::ToolRunsOutsideHost),
         // A plan is submitted only once every command of the turn ended:
         // a Plan turn never ends with a command still running.
         ToolKind::SubmitPlan if turn.has_running_command() => ToolDecision::Deny(ErrorCode::SessionBusy),
@@ -783,17 +795,19 @@ fn plan_decision(
 }
 
 /// One call of an Agent turn: the permission table under the session's
-/// permission mode and the turn's origin. A call that is not a plain allow
-/// is remembered in the turn, with the digest of its input, and audited
-/// once. The same call id sent again with the same input gets the decision
-/// it has now, unaudited; with another tool or another input (P14: another
-/// path, content, command, `cwd` or timeout) it is `INVALID_PARAMS` and
-/// changes nothing, so a confirmation never covers an input nobody saw.
+/// permission mode and the turn's origin (for a file-changing call, by
+/// where it writes). A call that is not a plain allow is remembered in the
+/// turn, with the digest of its input, and audited once. The same call id
+/// sent again with the same input gets the decision it has now, unaudited;
+/// with another tool or another input (P14: another path, content,
+/// command, `cwd` or timeout) it is `INVALID_PARAMS` and changes nothing,
+/// so a confirmation never covers an input nobody saw.
 fn agent_decision(
     state: &SessionState,
     context: &Context,
     turn: &mut ActiveTurn,
     call: &ToolCall,
+    commands: &CommandFacts,
     effects: &mut Vec<Effect>,
 ) -> ToolDecision {
     let kind = tool_kind(&call.name);
@@ -816,10 +830,26 @@ fn agent_decision(
         return decision_of(known);
     }
     let mode = state.session.permission_mode;
-    let permission = agent_permission(kind, mode, turn.origin);
+    let permission = match kind {
+        ToolKind::ChangesFiles => {
+            let target = write_target(
+                &call.input,
+                state.session.workspace_root.as_deref(),
+                commands.write(&call.call_id),
+            );
+            write_permission(target, mode, turn.origin)
+        }
+        ToolKind::ReadOnly
+        | ToolKind::Bash
+        | ToolKind::SubmitPlan
+        | ToolKind::RunsProgram
+        | ToolKind::Other => agent_permission(kind, mode, turn.origin),
+    };
     // What is remembered and audited: a mode's grant, a confirmation asked
-    // for, and a confirmation nobody can give (the non-interactive rule).
-    // A plain allow and SubmitPlan's refusal are neither.
+    // for, a confirmation nobody can give (the non-interactive rule), and a
+    // write nobody may make. A plain allow and the refusals of what a
+    // permission mode never grants (SubmitPlan, a program outside the
+    // host) are neither.
     let (status, audit_kind, error_code) = match permission.rule {
         PermissionRule::Allow if granted_by_mode(kind) => {
             (ConfirmationStatus::NotNeeded, ToolAuditKind::AutoAllowed, None)
@@ -830,11 +860,16 @@ fn agent_decision(
             ToolAuditKind::ConfirmRequested,
             None,
         ),
-        PermissionRule::Deny(code) if code == ErrorCode::PermissionRequiresInteractiveSession => (
-            ConfirmationStatus::Declined(code),
-            ToolAuditKind::Declined,
-            Some(code),
-        ),
+        PermissionRule::Deny(code)
+            if code == ErrorCode::PermissionRequiresInteractiveSession
+                || code == ErrorCode::ToolWriteProtected =>
+        {
+            (
+                ConfirmationStatus::Declined(code),
+                ToolAuditKind::Declined,
+                Some(code),
+            )
+        }
         PermissionRule::Deny(code) => return ToolDecision::Deny(code),
     };
     let awaiting_input = (status == ConfirmationStatus::Awaiting).then(|| call.input.clone());
@@ -1425,6 +1460,30 @@ fn reject(
         expected,
     });
     Ok(Reply::Decided(rejected))
+}
+
+/// The pending plan ends undecided: `interrupted`, `PLAN_WITHDRAWN`, at
+/// `now`; the Plan turn ends with it, as a rejection's does, so the agent
+/// may plan again.
+fn withdraw(
+    state: &mut SessionState,
+    context: &Context,
+    approval: &PlanApproval,
+    effects: &mut Vec<Effect>,
+) -> Result<Reply, ErrorCode> {
+    let pending = pending_for_decision(state, context, approval)?;
+    let expected = RowGuard::of(&pending);
+    let mut withdrawn = pending;
+    withdrawn.status = ApprovalStatus::Interrupted;
+    withdrawn.error_code = Some(ErrorCode::PlanWithdrawn);
+    withdrawn.decided_at = Some(context.now);
+    state.pending_approval = None;
+    state.active_turn = None;
+    effects.push(Effect::UpdateApproval {
+        approval: withdrawn.clone(),
+        expected,
+    });
+    Ok(Reply::Decided(withdrawn))
 }
 
 fn configure(

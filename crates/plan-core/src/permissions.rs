@@ -5,10 +5,17 @@
 //! | tool kind ([`crate::ToolKind`]) | `ask` | `accept-edits` | `auto` |
 //! | --- | --- | --- | --- |
 //! | read-only | allow | allow | allow |
-//! | changes files | confirm | allow | allow |
+//! | changes files, in the workspace | confirm | allow | allow |
+//! | changes files, outside it or a protected name | confirm | confirm | deny `TOOL_WRITE_PROTECTED` |
 //! | Bash | confirm, host-run | confirm, host-run | allow, host-run |
+//! | runs a program outside the host | deny `TOOL_RUNS_OUTSIDE_HOST` | same | same |
 //! | other (plugins, MCP) | confirm | confirm | allow |
 //! | SubmitPlan | deny `PLAN_NOT_ACTIVE` | same | same |
+//!
+//! Where a file-changing call writes is placed once, from its input and the
+//! session's workspace (`writes`); a write a host-run command could not make
+//! (outside the workspace, or a protected name) is one a person confirms, or
+//! under `auto` one nobody makes.
 //!
 //! A turn whose origin is not interactive cannot be confirmed: there every
 //! `confirm` is `deny` with `PERMISSION_REQUIRES_INTERACTIVE_SESSION`. The
@@ -19,6 +26,7 @@
 use crate::call_input::CallDigest;
 use crate::objects::{Origin, PermissionMode};
 use crate::tools::ToolKind;
+use crate::writes::WriteTarget;
 use crate::{CallId, ErrorCode};
 
 /// What the table says about one call.
@@ -82,16 +90,58 @@ pub fn agent_permission(kind: ToolKind, mode: PermissionMode, origin: Origin) ->
         (ToolKind::SubmitPlan, PermissionMode::Ask | PermissionMode::AcceptEdits | PermissionMode::Auto) => {
             PermissionRule::Deny(ErrorCode::PlanNotActive)
         }
+        (ToolKind::RunsProgram, PermissionMode::Ask | PermissionMode::AcceptEdits | PermissionMode::Auto) => {
+            PermissionRule::Deny(ErrorCode::ToolRunsOutsideHost)
+        }
     };
-    let rule = match rule {
+    AgentPermission {
+        rule: attended(rule, origin),
+        host_run: kind == ToolKind::Bash,
+    }
+}
+
+/// The non-interactive rule: a `confirm` nobody can give is a `deny`.
+fn attended(rule: PermissionRule, origin: Origin) -> PermissionRule {
+    match rule {
         PermissionRule::Confirm if !origin.is_interactive() => {
             PermissionRule::Deny(ErrorCode::PermissionRequiresInteractiveSession)
         }
         PermissionRule::Confirm | PermissionRule::Allow | PermissionRule::Deny(_) => rule,
+    }
+}
+
+/// The table for a file-changing call, by where it writes
+/// ([`crate::write_target`]): in the workspace, the row of
+/// [`ToolKind::ChangesFiles`]; outside it or at a protected name, what a
+/// host-run command's write there gets: no write under `auto` (nobody is
+/// asked, `TOOL_WRITE_PROTECTED`), a confirmation under `ask` and
+/// `accept-edits`, where the person sees the exact path and content before
+/// anything is written. Then the non-interactive rule.
+///
+/// ```
+/// use plan_core::{ErrorCode, Origin, PermissionMode, PermissionRule, WriteTarget, write_permission};
+///
+/// let inside = write_permission(WriteTarget::Workspace, PermissionMode::AcceptEdits, Origin::Interactive);
+/// assert_eq!(inside.rule, PermissionRule::Allow);
+/// let outside = write_permission(WriteTarget::Outside, PermissionMode::AcceptEdits, Origin::Interactive);
+/// assert_eq!(outside.rule, PermissionRule::Confirm);
+/// let settings = write_permission(WriteTarget::Protected, PermissionMode::Auto, Origin::Interactive);
+/// assert_eq!(settings.rule, PermissionRule::Deny(ErrorCode::ToolWriteProtected));
+/// ```
+pub fn write_permission(target: WriteTarget, mode: PermissionMode, origin: Origin) -> AgentPermission {
+    let rule = match (target, mode) {
+        (WriteTarget::Workspace, _) => return agent_permission(ToolKind::ChangesFiles, mode, origin),
+        (
+            WriteTarget::Protected | WriteTarget::Outside,
+            PermissionMode::Ask | PermissionMode::AcceptEdits,
+        ) => PermissionRule::Confirm,
+        (WriteTarget::Protected | WriteTarget::Outside, PermissionMode::Auto) => {
+            PermissionRule::Deny(ErrorCode::ToolWriteProtected)
+        }
     };
     AgentPermission {
-        rule,
-        host_run: kind == ToolKind::Bash,
+        rule: attended(rule, origin),
+        host_run: false,
     }
 }
 

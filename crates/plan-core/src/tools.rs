@@ -6,8 +6,12 @@
 //! `permissions` (which calls need a person's confirmation under which
 //! permission mode). A name the catalog does not list is [`ToolKind::Other`]
 //! (plugin and MCP tools, names nobody has heard of): denied in Plan,
-//! confirmed in Agent unless the mode is `auto`. This module only classifies;
-//! the machine decides what a kind means in the current turn.
+//! confirmed in Agent unless the mode is `auto`. The catalog names the tools
+//! of every agent the project integrates with where their kind is not
+//! `Other`: pi's (`new_context`, `BrowserPreview`) and Claude Code's
+//! read-only helpers and the tools that would run a program outside the
+//! host. This module only classifies; the machine decides what a kind means
+//! in the current turn.
 
 use crate::ErrorCode;
 use crate::text::is_plain_line;
@@ -19,7 +23,9 @@ pub const SUBMIT_PLAN: &str = "SubmitPlan";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ToolKind {
     /// Reads or plans and changes nothing: Read, Glob, Grep, BrowserPreview,
-    /// EnterPlanMode, new_context.
+    /// EnterPlanMode, new_context, and an agent's own helpers that change
+    /// nothing in the workspace (Claude Code's ToolSearch, AskUserQuestion,
+    /// its todo list and task list).
     ReadOnly,
     /// Changes files: Write, Edit, MultiEdit, NotebookEdit, and Codex's
     /// apply_patch.
@@ -28,6 +34,11 @@ pub enum ToolKind {
     Bash,
     /// The plan submission tool.
     SubmitPlan,
+    /// A tool that runs a shell command or a program itself, outside the
+    /// host (Claude Code's Monitor, PowerShell, REPL and Eval, Workflow
+    /// scripts, remote triggers): denied in every turn with `TOOL_RUNS_OUTSIDE_HOST`, since
+    /// only the host runs commands (Bash).
+    RunsProgram,
     /// Anything else: plugin and MCP tools, unknown names.
     Other,
 }
@@ -38,7 +49,7 @@ impl ToolKind {
     pub const fn allowed_in_plan(self) -> bool {
         match self {
             ToolKind::ReadOnly | ToolKind::Bash | ToolKind::SubmitPlan => true,
-            ToolKind::ChangesFiles | ToolKind::Other => false,
+            ToolKind::ChangesFiles | ToolKind::RunsProgram | ToolKind::Other => false,
         }
     }
 }
@@ -46,13 +57,23 @@ impl ToolKind {
 /// The tool catalog: every tool name the checkpoint knows, with its kind.
 /// Names match exactly and case-sensitively, so `read` or `Read ` are
 /// [`ToolKind::Other`].
-pub const TOOL_CATALOG: [(&str, ToolKind); 13] = [
+pub const TOOL_CATALOG: [(&str, ToolKind); 27] = [
     ("Read", ToolKind::ReadOnly),
     ("Glob", ToolKind::ReadOnly),
     ("Grep", ToolKind::ReadOnly),
     ("BrowserPreview", ToolKind::ReadOnly),
     ("EnterPlanMode", ToolKind::ReadOnly),
     ("new_context", ToolKind::ReadOnly),
+    // Claude Code's helpers: finding a deferred tool's schema, asking the
+    // person a question, and the session's own todo and task lists.
+    ("ToolSearch", ToolKind::ReadOnly),
+    ("AskUserQuestion", ToolKind::ReadOnly),
+    ("TodoWrite", ToolKind::ReadOnly),
+    ("TaskCreate", ToolKind::ReadOnly),
+    ("TaskGet", ToolKind::ReadOnly),
+    ("TaskList", ToolKind::ReadOnly),
+    ("TaskUpdate", ToolKind::ReadOnly),
+    ("ListAgents", ToolKind::ReadOnly),
     ("Write", ToolKind::ChangesFiles),
     ("Edit", ToolKind::ChangesFiles),
     ("MultiEdit", ToolKind::ChangesFiles),
@@ -61,6 +82,14 @@ pub const TOOL_CATALOG: [(&str, ToolKind); 13] = [
     ("apply_patch", ToolKind::ChangesFiles),
     (crate::commands::BASH, ToolKind::Bash),
     (SUBMIT_PLAN, ToolKind::SubmitPlan),
+    // Claude Code's tools that run a command, a script or a remote session
+    // themselves, in its own process or elsewhere, never in the host.
+    ("Monitor", ToolKind::RunsProgram),
+    ("PowerShell", ToolKind::RunsProgram),
+    ("Workflow", ToolKind::RunsProgram),
+    ("RemoteTrigger", ToolKind::RunsProgram),
+    ("REPL", ToolKind::RunsProgram),
+    ("Eval", ToolKind::RunsProgram),
 ];
 
 /// The kind of a tool name: its catalog entry, or [`ToolKind::Other`].

@@ -140,11 +140,12 @@ fn submit_call(input: serde_json::Value) -> ToolCall {
     }
 }
 
+/// A call of `name`; a file-writing one names a file of the workspace.
 fn tool(name: &str) -> ToolCall {
     ToolCall {
         call_id: format!("c-{name}").into(),
         name: name.to_owned(),
-        input: json!({}),
+        input: json!({"path": "f.txt"}),
     }
 }
 
@@ -771,6 +772,72 @@ fn reject_is_terminal_grants_no_mode_and_leaves_the_session_idle_in_plan() {
         Event::Reject { approval: rejected },
     );
     assert_refused_unchanged(&transition.state, again, ErrorCode::ApprovalNotPending);
+}
+
+#[test]
+fn a_withdrawn_plan_is_interrupted_undecided_and_can_no_longer_be_approved() {
+    let (state, _) = pending_state();
+    let transition = handle(
+        &state,
+        &context(T0 + 10),
+        Event::WithdrawPlan {
+            approval: pending_row(&state),
+        },
+    );
+    let Reply::Decided(withdrawn) = accepted(&transition) else {
+        panic!("expected a decision");
+    };
+    assert_eq!(withdrawn.status, ApprovalStatus::Interrupted);
+    assert_eq!(withdrawn.error_code, Some(ErrorCode::PlanWithdrawn));
+    assert_eq!(withdrawn.decided_at, Some(T0 + 10));
+    assert_eq!(
+        (withdrawn.permission_mode, withdrawn.execution_id.clone()),
+        (None, None)
+    );
+    assert_eq!(
+        transition.effects,
+        [Effect::UpdateApproval {
+            approval: withdrawn.clone(),
+            expected: RowGuard {
+                status: ApprovalStatus::Pending,
+                execution_state: None,
+            },
+        }]
+    );
+    // The session may plan again; nobody may decide the plan any more.
+    assert_eq!(transition.state.session, state.session);
+    assert!(transition.state.is_idle());
+    transition.state.check_invariants().unwrap();
+    let approve = handle(
+        &transition.state,
+        &context(T0 + 11),
+        Event::Approve {
+            artifact: matching_artifact(&withdrawn),
+            approval: withdrawn.clone(),
+            permission_mode: Some(PermissionMode::Auto),
+            execution_id: "x2".into(),
+            execution_turn_id: "t2".into(),
+        },
+    );
+    assert_refused_unchanged(&transition.state, approve, ErrorCode::ApprovalNotPending);
+    for event in [
+        Event::Reject {
+            approval: withdrawn.clone(),
+        },
+        Event::WithdrawPlan { approval: withdrawn },
+    ] {
+        let again = handle(&transition.state, &context(T0 + 11), event);
+        assert_refused_unchanged(&transition.state, again, ErrorCode::ApprovalNotPending);
+    }
+    // One that ran out of time is expired, not withdrawn.
+    let late = handle(
+        &state,
+        &context(pending_row(&state).expires_at),
+        Event::WithdrawPlan {
+            approval: pending_row(&state),
+        },
+    );
+    assert_eq!(late.reply, Err(ErrorCode::PlanApprovalTimeout));
 }
 
 #[test]
@@ -2753,6 +2820,7 @@ mod permissions {
         use PermissionMode::{AcceptEdits, Ask, Auto};
         use PermissionRule::{Allow, Confirm, Deny};
         let not_active = Deny(ErrorCode::PlanNotActive);
+        let outside_host = Deny(ErrorCode::ToolRunsOutsideHost);
         // permissions.md, row by row: (tool, ask, accept-edits, auto, host-run).
         let table = [
             ("Read", Allow, Allow, Allow, false),
@@ -2767,6 +2835,10 @@ mod permissions {
             ("mcp__github__create_issue", Confirm, Confirm, Allow, false),
             ("read", Confirm, Confirm, Allow, false),
             ("SubmitPlan", not_active, not_active, not_active, false),
+            ("ToolSearch", Allow, Allow, Allow, false),
+            ("AskUserQuestion", Allow, Allow, Allow, false),
+            ("Monitor", outside_host, outside_host, outside_host, false),
+            ("Workflow", outside_host, outside_host, outside_host, false),
         ];
         for (name, ask, accept_edits, auto, host_run) in table {
             for (mode, rule) in [(Ask, ask), (AcceptEdits, accept_edits), (Auto, auto)] {
@@ -2787,6 +2859,153 @@ mod permissions {
     }
 
     #[test]
+    fn a_write_a_command_could_not_make_is_confirmed_or_under_auto_refused() {
+        use PermissionMode::{AcceptEdits, Ask, Auto};
+        // 'a' allow, 'c' confirm, 'p' refused as protected.
+        let decision = |letter: char| match letter {
+            'a' => ToolDecision::Allow,
+            'c' => ToolDecision::Confirm { host_run: false },
+            _ => ToolDecision::Deny(ErrorCode::ToolWriteProtected),
+        };
+        // (path, ask, accept-edits, auto) for a session in /home/dev/project.
+        let table = [
+            ("/home/dev/project/src/lib.rs", 'c', 'a', 'a'),
+            ("src/lib.rs", 'c', 'a', 'a'),
+            ("/home/dev/project/../other/x", 'c', 'c', 'p'),
+            ("/home/dev/.bashrc", 'c', 'c', 'p'),
+            ("/home/dev/project/.claude/settings.json", 'c', 'c', 'p'),
+            ("/home/dev/project/.mcp.json", 'c', 'c', 'p'),
+            ("/home/dev/project/.git/hooks/pre-commit", 'c', 'c', 'p'),
+            ("/home/dev/project/vendor/lib/.git/config", 'c', 'c', 'p'),
+            ("/home/dev/project/.pi/plan/plan.db", 'c', 'c', 'p'),
+        ];
+        let tools = [
+            ("Write", "file_path"),
+            ("Edit", "file_path"),
+            ("MultiEdit", "file_path"),
+            ("NotebookEdit", "notebook_path"),
+        ];
+        for (tool, field) in tools {
+            for (path, ask, accept_edits, auto) in table {
+                for (mode, letter) in [(Ask, ask), (AcceptEdits, accept_edits), (Auto, auto)] {
+                    let expected = decision(letter);
+                    let state = agent(mode, Origin::Interactive);
+                    let (decided, transition) =
+                        decisions(&state, vec![call("w", tool, json!({field: path}))]);
+                    assert_eq!(
+                        decided,
+                        std::slice::from_ref(&expected),
+                        "{tool} {path} under {mode}"
+                    );
+                    // Every decision but a plain allow is in the audit, the
+                    // refusal with its code.
+                    let audited = audits(&transition);
+                    assert_eq!(audited.len(), 1, "{tool} {path} under {mode}");
+                    let kind = match letter {
+                        'a' => ToolAuditKind::AutoAllowed,
+                        'c' => ToolAuditKind::ConfirmRequested,
+                        _ => ToolAuditKind::Declined,
+                    };
+                    assert_eq!(audited[0].kind, kind);
+                    if letter == 'p' {
+                        assert_eq!(audited[0].error_code, Some(ErrorCode::ToolWriteProtected));
+                    }
+                    // Nobody can confirm an unattended turn's outside write.
+                    let unattended = agent(mode, Origin::Scheduled);
+                    let (decided, _) = decisions(&unattended, vec![call("w", tool, json!({field: path}))]);
+                    let expected = match letter {
+                        'c' => ToolDecision::Deny(ErrorCode::PermissionRequiresInteractiveSession),
+                        _ => expected,
+                    };
+                    assert_eq!(decided, [expected], "{tool} {path} under {mode}, scheduled");
+                }
+            }
+        }
+        // A write naming no file is one nobody can place: never a plain allow.
+        let (decided, _) = decisions(
+            &agent(Auto, Origin::Interactive),
+            vec![call("w", "Write", json!({"content": "x"}))],
+        );
+        assert_eq!(decided, [decision('p')]);
+        // The confirmation covers the path a person saw: the same call id
+        // with another path is refused.
+        let state = agent(AcceptEdits, Origin::Interactive);
+        let (_, first) = decisions(&state, vec![call("w", "Write", json!({"file_path": "/etc/x"}))]);
+        let (again, _) = decisions(
+            &first.state,
+            vec![call("w", "Write", json!({"file_path": "/etc/y"}))],
+        );
+        assert_eq!(again, [ToolDecision::Deny(ErrorCode::InvalidParams)]);
+    }
+
+    #[test]
+    fn where_the_host_found_a_path_leads_places_the_write() {
+        // A link inside the workspace that leads out of it.
+        let state = agent(PermissionMode::Auto, Origin::Interactive);
+        let calls = vec![call(
+            "w",
+            "Write",
+            json!({"file_path": "/home/dev/project/link/x"}),
+        )];
+        let mut commands = support::ready(std::iter::empty());
+        commands.writes.push(plan_core::WriteFact {
+            call_id: "w".into(),
+            real_root: Some("/home/dev/project".to_owned()),
+            real_paths: vec![Some("/home/dev/.ssh/authorized_keys".to_owned())],
+        });
+        let transition = handle(
+            &state,
+            &context(T0),
+            Event::ToolCalls {
+                turn_id: "t1".into(),
+                calls,
+                commands,
+            },
+        );
+        let Ok(Reply::ToolResults(results)) = transition.reply else {
+            panic!("{:?}", transition.reply);
+        };
+        assert_eq!(
+            results[0].decision,
+            ToolDecision::Deny(ErrorCode::ToolWriteProtected)
+        );
+    }
+
+    #[test]
+    fn a_tool_that_runs_a_program_outside_the_host_is_refused_in_every_turn() {
+        for mode in PermissionMode::ALL.iter().copied() {
+            let (decided, transition) = decisions(
+                &agent(mode, Origin::Interactive),
+                vec![call(
+                    "m",
+                    "Monitor",
+                    json!({"command": "touch /tmp/x", "description": "d", "timeout_ms": 1000}),
+                )],
+            );
+            assert_eq!(
+                decided,
+                [ToolDecision::Deny(ErrorCode::ToolRunsOutsideHost)],
+                "{mode}"
+            );
+            assert!(audits(&transition).is_empty());
+        }
+        let (decided, _) = decisions(
+            &plan_turn(),
+            vec![call("m", "Monitor", json!({"command": "true"}))],
+        );
+        assert_eq!(decided, [ToolDecision::Deny(ErrorCode::ToolRunsOutsideHost)]);
+        // Claude Code's read-only helpers are Plan tools.
+        let (decided, _) = decisions(
+            &plan_turn(),
+            vec![
+                call("q", "ToolSearch", json!({"query": "select:ExitPlanMode"})),
+                call("a", "AskUserQuestion", json!({"questions": []})),
+            ],
+        );
+        assert_eq!(decided, [ToolDecision::Allow, ToolDecision::Allow]);
+    }
+
+    #[test]
     fn one_catalog_feeds_the_plan_allowlist_and_the_agent_table() {
         let plan: Vec<&str> = plan_tools().collect();
         assert_eq!(
@@ -2798,6 +3017,14 @@ mod permissions {
                 "BrowserPreview",
                 "EnterPlanMode",
                 "new_context",
+                "ToolSearch",
+                "AskUserQuestion",
+                "TodoWrite",
+                "TaskCreate",
+                "TaskGet",
+                "TaskList",
+                "TaskUpdate",
+                "ListAgents",
                 "Bash",
                 "SubmitPlan"
             ]
@@ -2809,6 +3036,21 @@ mod permissions {
                 == PermissionRule::Confirm;
             if kind == ToolKind::ChangesFiles {
                 assert!(!kind.allowed_in_plan() && confirmed_under_ask, "{name}");
+            }
+            // What runs a program outside the host runs in no turn.
+            if kind == ToolKind::RunsProgram {
+                assert!(!kind.allowed_in_plan(), "{name}");
+                for mode in [
+                    PermissionMode::Ask,
+                    PermissionMode::AcceptEdits,
+                    PermissionMode::Auto,
+                ] {
+                    assert_eq!(
+                        agent_permission(kind, mode, Origin::Interactive).rule,
+                        PermissionRule::Deny(ErrorCode::ToolRunsOutsideHost),
+                        "{name}"
+                    );
+                }
             }
         }
         assert_eq!(tool_kind("Write "), ToolKind::Other);
@@ -3156,7 +3398,11 @@ mod permissions {
         let state = agent(PermissionMode::Ask, origin);
         let (decided, transition) = decisions(
             &state,
-            vec![bash("b1", "make"), call("w1", "Write", json!({})), tool("Read")],
+            vec![
+                bash("b1", "make"),
+                call("w1", "Write", json!({"path": "a"})),
+                tool("Read"),
+            ],
         );
         let unattended = ToolDecision::Deny(ErrorCode::PermissionRequiresInteractiveSession);
         assert_eq!(decided, [unattended.clone(), unattended, ToolDecision::Allow]);
@@ -3206,7 +3452,7 @@ mod permissions {
     #[test]
     fn a_call_id_is_not_reused_for_another_tool_and_plan_turns_keep_their_allowlist() {
         let state = agent(PermissionMode::Ask, Origin::Interactive);
-        let (_, transition) = decisions(&state, vec![call("x", "Write", json!({}))]);
+        let (_, transition) = decisions(&state, vec![call("x", "Write", json!({"path": "a"}))]);
         let (reused, transition) = decisions(&transition.state, vec![call("x", "mcp_deploy", json!({}))]);
         assert_eq!(reused, [ToolDecision::Deny(ErrorCode::InvalidParams)]);
         assert!(audits(&transition).is_empty());
@@ -3267,7 +3513,11 @@ mod permissions {
             support::tool_calls(
                 "t-exec".into(),
                 vec![
-                    call("e-w", "Edit", json!({})),
+                    call(
+                        "e-w",
+                        "Edit",
+                        json!({"file_path": "/home/dev/project/src/lib.rs"}),
+                    ),
                     call("e-b", "Bash", json!({"command": "make"})),
                 ],
             ),

@@ -134,7 +134,10 @@ pub const fn jsonrpc_code(code: ErrorCode) -> i64 {
         | ErrorCode::ShellUnavailable
         | ErrorCode::ToolDeclined
         | ErrorCode::ToolConfirmationNotPending
-        | ErrorCode::PermissionRequiresInteractiveSession => -32000,
+        | ErrorCode::PermissionRequiresInteractiveSession
+        | ErrorCode::ToolWriteProtected
+        | ErrorCode::ToolRunsOutsideHost
+        | ErrorCode::PlanWithdrawn => -32000,
     }
 }
 

@@ -46,10 +46,11 @@ pub use methods::{
     ExecutionStartParams, InitializeParams, InitializeResult, PlanApproveParams, PlanApproveResult,
     PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams, PlanGetParams, PlanListResult,
     PlanReadArtifactParams, PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult,
-    RequestParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
-    ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
-    ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method, parse_request,
+    PlanWithdrawParams, PlanWithdrawResult, RequestParams, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellListParams, ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams,
+    ToolConfirmResult, ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams, TurnCompleteParams,
+    TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult, WebCapabilities, method,
+    parse_request,
 };
 pub use notifications::{ServerNotification, notification_method};
 pub use objects::{

@@ -434,6 +434,17 @@ macro_rules! for_each_method_params {
         }
 
         $callback! {
+            /// `plan/withdraw` params: `{approvalId}`. The agent that submitted
+            /// a pending plan withdraws it because it ended before anyone
+            /// decided.
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct PlanWithdrawParams {
+                /// Approval id.
+                approval_id: ApprovalId,
+            }
+        }
+
+        $callback! {
             /// `plan/get` params.
             #[serde(rename_all = "camelCase", deny_unknown_fields)]
             struct PlanGetParams {
@@ -663,6 +674,10 @@ pub type PlanApproveResult = PlanDecisionResult;
 /// `plan/reject` result.
 pub type PlanRejectResult = PlanDecisionResult;
 
+/// `plan/withdraw` result: the approval, `interrupted` with
+/// `PLAN_WITHDRAWN`, and the session after it.
+pub type PlanWithdrawResult = PlanDecisionResult;
+
 /// `plan/verify` result type.
 pub type PlanVerifyResult = VerifyReport;
 
@@ -693,6 +708,7 @@ macro_rules! for_each_client_method {
             TurnCancel, TURN_CANCEL, turn_cancel => "turn/cancel", TurnCancelParams, Session;
             PlanApprove, PLAN_APPROVE, plan_approve => "plan/approve", PlanApproveParams, PlanApproveResult;
             PlanReject, PLAN_REJECT, plan_reject => "plan/reject", PlanRejectParams, PlanRejectResult;
+            PlanWithdraw, PLAN_WITHDRAW, plan_withdraw => "plan/withdraw", PlanWithdrawParams, PlanWithdrawResult;
             PlanGet, PLAN_GET, plan_get => "plan/get", PlanGetParams, PlanApproval;
             PlanList, PLAN_LIST, plan_list => "plan/list", ApprovalFilter, PlanListResult;
             PlanReadArtifact, PLAN_READ_ARTIFACT, plan_read_artifact => "plan/readArtifact", PlanReadArtifactParams, PlanReadArtifactResult;

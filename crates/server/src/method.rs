@@ -19,11 +19,11 @@ use plan_protocol::{
     ExecutionStartParams, InitializeParams, InitializeResult, PROTOCOL_VERSION, PlanApproval,
     PlanApproveParams, PlanApproveResult, PlanCardUrlParams, PlanCardUrlResult, PlanDiffParams,
     PlanDiffResult, PlanGetParams, PlanListResult, PlanReadArtifactParams, PlanReadArtifactResult,
-    PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, RequestParams, SCHEMA_VERSION,
-    Session, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellListResult,
-    ShellSetDefaultParams, ShellSetDefaultResult, ToolConfirmParams, ToolConfirmResult,
-    ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    PlanRejectParams, PlanRejectResult, PlanVerifyParams, PlanVerifyResult, PlanWithdrawParams,
+    PlanWithdrawResult, RequestParams, SCHEMA_VERSION, Session, SessionConfigureParams, SessionCreateParams,
+    SessionGetParams, ShellListParams, ShellListResult, ShellSetDefaultParams, ShellSetDefaultResult,
+    ToolConfirmParams, ToolConfirmResult, ToolListAwaitingParams, ToolListAwaitingResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
 use serde_json::Value;
 
@@ -207,6 +207,16 @@ impl Method for PlanRejectParams {
     fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<PlanRejectResult, HostError> {
         let (approval, session) = host.reject(&self.approval_id)?;
         Ok(PlanRejectResult {
+            approval,
+            session: Session::from(&session),
+        })
+    }
+}
+
+impl Method for PlanWithdrawParams {
+    fn serve(self, host: &Host, _web: Option<&WebCard>) -> Result<PlanWithdrawResult, HostError> {
+        let (approval, session) = host.withdraw_plan(&self.approval_id)?;
+        Ok(PlanWithdrawResult {
             approval,
             session: Session::from(&session),
         })

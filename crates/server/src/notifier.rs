@@ -74,26 +74,16 @@ fn notice_of(
     web: Option<&Weak<WebCard>>,
     approval: &PlanApproval,
 ) -> Option<PendingPlanNotice> {
-    let artifact = approval.artifact.as_ref()?;
+    approval.artifact.as_ref()?;
     let host = host.upgrade()?;
-    let project = host
+    let root = host
         .session(&approval.session_id)
         .ok()
-        .and_then(|state| state.session.workspace_root)
-        .map(|root| crate::web::project_name(&root));
+        .and_then(|state| state.session.workspace_root);
     // Read again from the host: a plan decided before this thread ran gets
     // no new token (and no URL).
     let card_url = web
         .and_then(Weak::upgrade)
         .and_then(|web| web.card_url_of(&approval.id).ok());
-    Some(PendingPlanNotice {
-        approval_id: approval.id.to_string(),
-        session_id: approval.session_id.to_string(),
-        project,
-        title: approval.title.clone(),
-        question: approval.question.clone(),
-        expires_at: approval.expires_at,
-        artifact: crate::web::card_artifact(artifact),
-        card_url,
-    })
+    crate::web::pending_plan_notice(approval, root.as_deref(), card_url)
 }

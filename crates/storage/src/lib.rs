@@ -50,7 +50,7 @@ pub use flush::Flusher;
 pub use lock::HostLock;
 pub use migrate::{MigrationReport, PendingMigration, SCHEMA_VERSION, pending_migration};
 pub use plan_core::ApprovalFilter;
-pub use probe::{executable_exists, real_directory};
+pub use probe::{executable_exists, real_directory, real_write_target};
 pub use review::{ArtifactLocation, WorkspaceFindings};
 pub use rows::ApprovalReplay;
 pub use store::{DEFAULT_SHELL_KEY, SessionRows, Store, StoredApproval};

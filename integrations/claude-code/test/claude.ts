@@ -62,6 +62,8 @@ export interface ClaudeOptions {
   extraArgs?: string[];
   /** More environment variables for Claude Code (and so for its hooks), over the offline ones. */
   env?: Record<string, string>;
+  /** Where Claude Code starts, relative to the project (default: the project itself). */
+  cwd?: string;
   /** Answers Claude Code's own permission prompts; the default never answers (see `holdPrompt`), so its dialog decides nothing. */
   onPrompt?: (request: CanUseTool, run: ClaudeRun) => PromptAnswer | Promise<PromptAnswer>;
 }
@@ -165,7 +167,7 @@ export class ClaudeRun {
       writeFileSync(join(project, ".claude", "settings.local.json"), JSON.stringify(options.localSettings, null, 2));
     }
     const child = spawn(claudeBin, args, {
-      cwd: project,
+      cwd: join(project, options.cwd ?? "."),
       env,
       stdio: ["pipe", "pipe", "pipe"],
       detached: true,
@@ -241,6 +243,16 @@ export class ClaudeRun {
       throw new Error(`Claude Code exited with ${exit.code ?? exit.signal}; stderr:\n${this.#stderr}`);
     }
     return result;
+  }
+
+  /** Kills Claude Code's own process only (SIGKILL), as a crash does: whatever it started is left running. */
+  killClaudeCodeOnly(): void {
+    this.#child.kill("SIGKILL");
+  }
+
+  /** Claude Code's process id. */
+  get pid(): number | undefined {
+    return this.#child.pid;
   }
 
   /** Kills Claude Code and whatever it started (hooks, commands) that is still running. */

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { test, type TestContext } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -53,6 +53,8 @@ async function runCase(
     gates?: string[];
     /** Timeouts (seconds) other than the default 30, by label. */
     timeouts?: Record<string, number>;
+    /** Hook entries given as they are, by event, besides the scripted ones. */
+    rawHooks?: Record<string, unknown[]>;
     /** Runs alongside the turn (to act on what Claude Code does while it runs). */
     during?: (run: ClaudeRun, hooks: ScriptedHooks) => Promise<void>;
   },
@@ -74,6 +76,9 @@ async function runCase(
       delete entry["matcher"];
     }
     (settings[event] ??= []).push(entry);
+  }
+  for (const [event, entries] of Object.entries(options.rawHooks ?? {})) {
+    (settings[event] ??= []).push(...entries);
   }
   const run = ClaudeRun.start(t, root, {
     fake,
@@ -953,4 +958,115 @@ test("hook stdin and Claude Code's own prompt: every kind's JSON matches the com
   }
   const committed = JSON.parse(readFileSync(fixtureFile, "utf8")) as unknown;
   assert.deepEqual(seen, committed, "the hook inputs changed; if on purpose, rerun with UPDATE_HOOK_FIXTURE=1 and review the diff");
+});
+
+const toolsFixture = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "test", "fixtures", "claude-code-tools.json");
+
+/** The input schemas the pinned package lists (`ToolInputSchemas` of its `sdk-tools.d.ts`). */
+function inputSchemas(): string[] {
+  const declarations = readFileSync(join(dirname(claudeBin), "..", "sdk-tools.d.ts"), "utf8");
+  const union = /export type ToolInputSchemas =([\s\S]*?);/.exec(declarations)?.[1];
+  assert.ok(union !== undefined, "sdk-tools.d.ts no longer declares ToolInputSchemas");
+  return union
+    .split("|")
+    .map((part) => part.trim())
+    .filter((name) => name !== "" && name !== "ToolOutputSchemas")
+    .sort();
+}
+
+test("the pinned Claude Code's tool list (its input schemas and the tools a session offers) is the committed one the adapter's table is taken from", async (t) => {
+  // What a session offers: its tool list and the tools the model is shown
+  // (the same in every permission mode of the pinned version).
+  const offered = new Set<string>();
+  const { run, fake } = await runCase(t, { steps: [() => [say("Listing.")]], hooks: [], answers: {} });
+  const init = run.events.find((event) => event.type === "system" && event.subtype === "init");
+  for (const name of (init?.["tools"] as string[] | undefined) ?? []) offered.add(name);
+  for (const name of (fake.turns[0] as MessagesRequest).tools?.map((tool) => tool.name) ?? []) offered.add(name);
+  const seen = { version: pinnedVersion, schemas: inputSchemas(), offered: [...offered].sort() };
+  if (process.env["UPDATE_TOOLS_FIXTURE"] === "1") {
+    writeFileSync(toolsFixture, `${JSON.stringify(seen, null, 2)}\n`);
+  }
+  const committed = JSON.parse(readFileSync(toolsFixture, "utf8")) as unknown;
+  assert.deepEqual(
+    seen,
+    committed,
+    "the pinned Claude Code's tools changed: rerun with UPDATE_TOOLS_FIXTURE=1, review the diff and give each new tool its row in crates/cli/src/claude_code/tools.rs (cargo test then checks the table against this file)",
+  );
+});
+
+for (const [what, hook] of [
+  ["a hook whose program does not exist", { type: "command", command: "/nonexistent/plan-checkpoint", args: ["claude-code", "hook"], onFailure: "block", timeout: 10 }],
+  ["a hook Claude Code ends at its timeout", { type: "command", command: "/bin/sleep", args: ["30"], onFailure: "block", timeout: 2 }],
+] as const) {
+  test(`onFailure block: ${what} blocks the call (the model reads why) and nothing is asked; a hook spawned with args runs without a shell`, async (t) => {
+    const { run } = await runCase(t, {
+      steps: [
+        () => [call("Bash", { command: "echo RAN", description: "a command" })],
+        (request) => {
+          const result = lastToolResult(request);
+          assert.equal(result.isError, true, result.text);
+          assert.match(ownText(result.text), /^PreToolUse:Bash hook error: \[.*\]: (failed|timed out); blocking because onFailure is "block"/);
+          return [say("Blocked.")];
+        },
+      ],
+      hooks: [],
+      answers: {},
+      rawHooks: { PreToolUse: [{ matcher: "*", hooks: [hook] }] },
+      localSettings: { useAutoModeDuringPlan: false, permissions: { allow: ["Bash(echo RAN)"] } },
+      onPrompt: () => ({ behavior: "allow", updatedInput: { command: "echo RAN" } }),
+    });
+    assert.deepEqual(run.prompts, []);
+  });
+}
+
+test("plan mode: a permission allow rule lets a writing Bash command run without Claude Code's prompt or a PermissionRequest hook", async (t) => {
+  const { run, hooks } = await runCase(t, {
+    steps: [
+      () => [call("Bash", original)],
+      (request) => {
+        const result = lastToolResult(request);
+        assert.equal(result.isError, false, result.text);
+        return [say("Ran.")];
+      },
+    ],
+    hooks: [["PermissionRequest", "*", "permission"]],
+    answers: {},
+    localSettings: { useAutoModeDuringPlan: false, permissions: { allow: [`Bash(${original.command}:*)`] } },
+    onPrompt: denyPrompt("asked"),
+  });
+  assert.deepEqual(run.prompts, []);
+  assert.deepEqual(hooks.callsOf("permission"), []);
+});
+
+test("skills: with disableSkillShellExecution a skill's ! command is not run; a PreSkillShellCommand deny keeps one from running too", async (t) => {
+  for (const [local, hooked] of [
+    [{ useAutoModeDuringPlan: false, disableSkillShellExecution: true }, false],
+    [{ useAutoModeDuringPlan: false }, true],
+  ] as const) {
+    const root = tempDir(t, "plan-checkpoint-cc-skill-");
+    const marker = join(root, "project", "ran.txt");
+    const skills = join(root, "project", ".claude", "skills", "probe");
+    mkdirSync(skills, { recursive: true });
+    writeFileSync(join(skills, "SKILL.md"), `---\nname: probe\ndescription: a probe\n---\nOutput: !\`touch ran.txt; echo BANG\`\n`);
+    const scripted = new ScriptedHooks(root, { deny: { hookSpecificOutput: { hookEventName: "PreSkillShellCommand", permissionDecision: "deny", permissionDecisionReason: "not here" } } });
+    let loaded = "";
+    const fake = await FakeAnthropic.start(t, [
+      () => [call("Skill", { skill: "probe" })],
+      (request) => {
+        loaded = JSON.stringify(request.messages.slice(-1));
+        return [say("Loaded.")];
+      },
+    ]);
+    const run = ClaudeRun.start(t, root, {
+      fake,
+      prompt: "Use the skill.",
+      permissionMode: "acceptEdits",
+      localSettings: local,
+      settings: { hooks: { PreToolUse: [{ matcher: "Skill", hooks: [{ type: "command", command: "true" }] }], ...(hooked ? { PreSkillShellCommand: [scripted.entry("*", "deny")] } : {}) } },
+    });
+    await run.finish();
+    assert.equal(existsSync(marker), false, "the skill's command ran");
+    assert.doesNotMatch(loaded, /Output: BANG/);
+    assert.match(loaded, hooked ? /not run: blocked by hook: not here/ : /shell command execution disabled by policy/);
+  }
 });

@@ -11,378 +11,29 @@
 // are its own) and stops the hosts its hooks started.
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, watch, writeFileSync } from "node:fs";
-import { get } from "node:http";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { test, type TestContext } from "node:test";
-import {
-  ClaudeRun,
-  ownText,
-  planFileFrom,
-  runEnvironment,
-  tempDir,
-  type OutputEvent,
-} from "./claude.js";
+import { test } from "node:test";
+import { ownText, planFileFrom, tempDir } from "./claude.js";
 import { decideOnCard } from "./card.js";
-import { FakeAnthropic, call, lastToolResult, say, type Step, type ToolResult } from "./fake-anthropic.js";
-
-const binary = process.env["PLAN_CHECKPOINT_BIN"] ?? "";
-
-const guardMs = Number(process.env["CLAUDE_TEST_GUARD_MS"] ?? 60_000);
-
-const sha256 = (bytes: Buffer | string): string => createHash("sha256").update(bytes).digest("hex");
-
-/** Characters that act on a terminal: C0 (but newline and tab), DEL, C1, and the bidirectional controls. */
-const rawControl = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
-
-/** The output of one `plan-checkpoint` command. */
-interface CliOutput {
-  stdout: string;
-  stderr: string;
-  status: number | null;
-}
-
-/** Runs `plan-checkpoint args` with the case's environment (so it finds the host its hooks started); stdout is a pipe. */
-function cliRaw(env: Record<string, string>, args: string[], cwd?: string, program = binary): CliOutput {
-  const done = spawnSync(program, args, { env, cwd, encoding: "utf8", timeout: guardMs });
-  if (done.error !== undefined) {
-    throw done.error;
-  }
-  return { stdout: done.stdout, stderr: done.stderr, status: done.status };
-}
-
-/** Like `cliRaw`, failing the case on a non-zero exit. */
-function cli(env: Record<string, string>, args: string[], cwd?: string, program = binary): string {
-  const out = cliRaw(env, args, cwd, program);
-  assert.equal(out.status, 0, `plan-checkpoint ${args.join(" ")} exited ${out.status}; stderr:\n${out.stderr}`);
-  return out.stdout;
-}
-
-/** Resolves once `probe` returns something, asked again each time `dir` changes (until the guard gives up). */
-function whenChanged<T>(what: string, dir: string, probe: () => T | undefined): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const watcher = watch(dir);
-    const guard = setTimeout(() => finish(() => reject(new Error(`gave up waiting for ${what}`))), guardMs);
-    const finish = (then: () => void): void => {
-      clearTimeout(guard);
-      watcher.close();
-      then();
-    };
-    const check = (): void => {
-      const found = probe();
-      if (found !== undefined) finish(() => resolve(found));
-    };
-    watcher.on("change", check);
-    check();
-  });
-}
-
-/** Resolves when process `pid` has ended: the kernel's pidfd becomes readable (it is not this process's child). */
-function whenGone(pid: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const waiter = spawn("python3", ["-c", "import os, select, sys; select.select([os.pidfd_open(int(sys.argv[1]))], [], [])", String(pid)], {
-      stdio: "ignore",
-    });
-    const guard = setTimeout(() => {
-      waiter.kill("SIGKILL");
-      reject(new Error(`gave up waiting for host ${pid} to exit`));
-    }, guardMs);
-    waiter.on("exit", () => {
-      clearTimeout(guard);
-      resolve();
-    });
-  });
-}
-
-/** One approval as the protocol's PlanApproval (the fields the cases read). */
-interface Approval {
-  id: string;
-  status: string;
-  title: string;
-  question: string;
-  errorCode: string | null;
-  permissionMode: string | null;
-  createdAt: number;
-  expiresAt: number;
-  artifact: { path: string; sha256: string; size: number } | null;
-}
-
-/** One entry of `claude-code pending --json`. */
-interface PendingEntry {
-  approvalId: string;
-  sessionId: string;
-  title: string;
-  expiresAt: number;
-  artifact: { path: string; sha256: string; size: number };
-}
-
-/** One command run of `commands list --json`. */
-interface CommandRun {
-  callId: string;
-  command: string;
-  sandbox: string;
-  state: string;
-  exitCode: number | null;
-}
-
-/** One end-to-end case: the run, the project and the person's terminal. */
-class Case {
-  readonly root: string;
-  readonly project: string;
-  readonly env: Record<string, string>;
-  readonly fake: FakeAnthropic;
-  /** The `plan-checkpoint` the case installed (and so its hooks run). */
-  readonly program: string;
-  /** Every host pid seen for the project (each is stopped when the case ends). */
-  readonly hostPids = new Set<number>();
-  run: ClaudeRun | undefined;
-
-  constructor(root: string, env: Record<string, string>, fake: FakeAnthropic, program: string) {
-    this.root = root;
-    this.program = program;
-    this.project = join(root, "project");
-    this.env = env;
-    this.fake = fake;
-  }
-
-  /** Where the host's notifier appends each pending plan's notice. */
-  get notices(): string {
-    return join(this.root, "notices.jsonl");
-  }
-
-  /** The database the host keeps beside the project. */
-  get db(): string {
-    return join(this.project, ".pi", "plan", "plan.db");
-  }
-
-  /** `plan-checkpoint args` as the person at the terminal, in the project. */
-  cli(args: string[]): string {
-    return cli(this.env, args, this.project, this.program);
-  }
-
-  /** Waits for the one approval the hook submitted, and returns it as `pending` shows it. */
-  async onePending(): Promise<PendingEntry> {
-    // The hook holds ExitPlanMode from here until the decision.
-    await this.claude().waitFor(
-      "the ExitPlanMode hook to start",
-      (event) => event.subtype === "hook_started" && event["hook_name"] === "PreToolUse:ExitPlanMode",
-    );
-    // The host the hook starts tells its notifier when the plan is pending:
-    // it appends the notice to a file of the case's, watched here.
-    await whenChanged("a pending approval", this.root, () =>
-      existsSync(this.notices) && readFileSync(this.notices, "utf8").includes("\n") ? true : undefined,
-    );
-    const list = JSON.parse(this.cli(["claude-code", "pending", "--project", this.project, "--json"])) as PendingEntry[];
-    assert.equal(list.length, 1, JSON.stringify(list));
-    return list[0] as PendingEntry;
-  }
-
-  /** The approval as recorded (`approvals show --json`, read-only beside the live host). */
-  approval(id: string): Approval {
-    return JSON.parse(this.cli(["approvals", "show", id, "--db", this.db, "--json"])) as Approval;
-  }
-
-  /** Every approval of the database, newest first (`approvals list --json`). */
-  approvals(): Approval[] {
-    return (JSON.parse(this.cli(["approvals", "list", "--db", this.db, "--json"])) as { approvals: Approval[] }).approvals;
-  }
-
-  /** The audited command runs (`commands list --json`). */
-  commands(): CommandRun[] {
-    const parsed = JSON.parse(this.cli(["commands", "list", "--db", this.db, "--json"])) as { commands: { command: CommandRun }[] };
-    return parsed.commands.map((record) => record.command);
-  }
-
-  claude(): ClaudeRun {
-    assert.ok(this.run !== undefined, "Claude Code has not been started");
-    return this.run;
-  }
-
-  /** The pid the host's pid file names now, if there is one. */
-  hostPid(): number | undefined {
-    const file = hostPidFile(this.env, this.project);
-    if (!existsSync(file)) {
-      return undefined;
-    }
-    const pid = Number(readFileSync(file, "utf8").trim());
-    assert.ok(Number.isInteger(pid) && pid > 1, `the pid file ${file} holds no pid`);
-    this.hostPids.add(pid);
-    return pid;
-  }
-
-  /** Ends the host of `pid` (only if it is this case's host) and waits until it is gone. */
-  async stopHost(pid: number, signal: NodeJS.Signals): Promise<void> {
-    if (!isHostOf(pid, this.project)) {
-      return;
-    }
-    const gone = whenGone(pid);
-    process.kill(pid, signal);
-    await gone;
-  }
-
-  /**
-   * Stops every host of the case still running: those its pid file named,
-   * and any other host for its project (one a hook started just before
-   * Claude Code was killed may not have written its pid file yet).
-   */
-  async stopHosts(): Promise<void> {
-    this.hostPid();
-    for (const entry of readdirSync("/proc")) {
-      const pid = Number(entry);
-      if (Number.isInteger(pid) && pid > 1 && isHostOf(pid, this.project)) {
-        this.hostPids.add(pid);
-      }
-    }
-    for (const pid of this.hostPids) {
-      await this.stopHost(pid, "SIGTERM");
-    }
-  }
-}
-
-/**
- * Where the host of `project` keeps its pid file: beside its socket, in the
- * per-user private directory under the runtime directory
- * (`$XDG_RUNTIME_DIR/plan-checkpoint-<uid>/`), named after the first 16 hex
- * digits of the SHA-256 of its database's absolute path. Each case has its
- * own runtime directory, so nothing of another case is ever found there.
- */
-function hostPidFile(env: Record<string, string>, project: string): string {
-  const runtime = env["XDG_RUNTIME_DIR"];
-  assert.ok(runtime !== undefined);
-  const uid = process.getuid?.() ?? 0;
-  const name = sha256(join(project, ".pi", "plan", "plan.db")).slice(0, 16);
-  return join(runtime, `plan-checkpoint-${uid}`, `${name}.pid`);
-}
-
-/** Whether `pid` is a live `plan-checkpoint claude-code host` for `project` (never signal anything else). */
-function isHostOf(pid: number, project: string): boolean {
-  let argv: string[];
-  try {
-    argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-  } catch {
-    return false;
-  }
-  return argv.includes("claude-code") && argv.includes("host") && argv.includes(project) && !isGone(pid);
-}
-
-/** Whether `pid` has exited (gone, or a zombie its parent has not reaped yet). */
-function isGone(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
-  } catch {
-    return true;
-  }
-}
-
-interface CaseOptions {
-  /** The model's script, or a function of the case that gives it (to name the case's paths). */
-  steps: Step[] | ((c: Case) => Step[]);
-  /** More environment for Claude Code and so for its hooks and the host they start. */
-  env?: Record<string, string>;
-  /** Files the case puts in the project before Claude Code starts. */
-  files?: Record<string, string>;
-  /** Runs alongside the turn: the person's side. */
-  during?: (c: Case) => Promise<void>;
-  /** The `plan-checkpoint` to install (default: PLAN_CHECKPOINT_BIN). */
-  program?: string;
-  /** Changes the settings the installer wrote, before Claude Code starts. */
-  editSettings?: (settings: InstalledSettings) => void;
-}
-
-/** The project's `.claude/settings.local.json`, as the cases read it. */
-interface InstalledSettings {
-  useAutoModeDuringPlan?: boolean;
-  hooks: Record<string, { matcher?: string; hooks: { type: string; command: string; timeout?: number }[] }[]>;
-  [key: string]: unknown;
-}
-
-/**
- * Runs one case: a project with the checkpoint installed, Claude Code in
- * plan mode through the scripted turn, `during` alongside it; then checks
- * the run was clean and stops the case's hosts.
- */
-async function runCase(t: TestContext, options: CaseOptions): Promise<{ c: Case; result: OutputEvent }> {
-  const root = tempDir(t, "plan-checkpoint-e2e-");
-  const steps: Step[] = [];
-  const fake = await FakeAnthropic.start(t, steps);
-  const runtime = join(root, "run");
-  mkdirSync(runtime, { mode: 0o700 });
-  const env = runEnvironment(fake, root, {
-    XDG_RUNTIME_DIR: runtime,
-    // The host the hooks start appends each pending plan's notice here (one line each).
-    PLAN_CHECKPOINT_NOTIFY: `(cat; echo) >> '${join(root, "notices.jsonl")}'`,
-    ...options.env,
-  });
-  const c = new Case(root, env, fake, options.program ?? binary);
-  steps.push(...(typeof options.steps === "function" ? options.steps(c) : options.steps));
-  mkdirSync(c.project);
-  for (const [name, text] of Object.entries(options.files ?? {})) {
-    writeFileSync(join(c.project, name), text);
-  }
-  try {
-    cli(env, ["claude-code", "install", "--project", c.project], root, c.program);
-    if (options.editSettings !== undefined) {
-      const file = join(c.project, ".claude", "settings.local.json");
-      const settings = JSON.parse(readFileSync(file, "utf8")) as InstalledSettings;
-      options.editSettings(settings);
-      writeFileSync(file, JSON.stringify(settings, null, 2));
-    }
-    c.run = ClaudeRun.start(t, root, { fake, prompt: "Work on the task.", env, extraArgs: ["--include-hook-events"] });
-    const [result] = await Promise.all([c.run.finish(), options.during?.(c)]);
-    const init = c.run.events.find((event) => event.type === "system" && event.subtype === "init");
-    assert.equal(init?.["permissionMode"], "plan");
-    fake.assertClean();
-    // The hooks started a host for the project, and it is still there.
-    const pid = c.hostPid();
-    assert.ok(pid !== undefined && isHostOf(pid, c.project), "no live host for the project after the run");
-    return { c, result };
-  } finally {
-    c.run?.kill();
-    await c.stopHosts();
-  }
-}
-
-/** Claude Code's own prompts of the run: each one must have been withdrawn (a hook decided, never its dialog). */
-function assertDialogDecidedNothing(run: ClaudeRun): void {
-  for (const prompt of run.prompts) {
-    assert.ok(run.cancelled.has(prompt.request_id), `Claude Code's own prompt decided ${prompt.tool_name}: ${JSON.stringify(prompt)}`);
-  }
-}
-
-/** Claude Code's permission mode now, as its stream last reported it. */
-function permissionMode(run: ClaudeRun): unknown {
-  const reported = run.events.filter(
-    (event) => event.type === "system" && (event.subtype === "status" || event.subtype === "init") && "permissionMode" in event,
-  );
-  return reported[reported.length - 1]?.["permissionMode"];
-}
-
-/** A tool result the model got for a refused or failed call, with `pattern` in what the tool or hook said. */
-function assertRefused(result: ToolResult, pattern: RegExp): void {
-  assert.equal(result.isError, true, `not an error: ${result.text}`);
-  assert.match(ownText(result.text), pattern);
-}
-
-/** How the model reads a PreToolUse deny of ExitPlanMode: behind the hook's name, as for Bash. */
-const exitDenied = "PreToolUse:ExitPlanMode hook error: ";
-
-const denied = /TOOL_DENIED_IN_PLAN.*the tool is not allowed in Plan mode/s;
-
-const plan = "# Plan: greet the reader\n\nContext: a greeting is missing.\n\n1. Write `hello.txt` with one line.\n";
-
-
-/** GETs a loopback URL; resolves with its status. */
-function httpStatus(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    get(url, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    }).on("error", reject);
-  });
-}
+import {
+  assertDialogDecidedNothing,
+  assertRefused,
+  binary,
+  cli,
+  denied,
+  exitDenied,
+  httpStatus,
+  isHostOf,
+  permissionMode,
+  plan,
+  rawControl,
+  runCase,
+  sha256,
+  type Approval,
+  type InstalledSettings,
+} from "./e2e-case.js";
+import { call, lastToolResult, say, type Step, type ToolResult } from "./fake-anthropic.js";
 
 if (binary === "") {
   const why =
@@ -410,15 +61,39 @@ if (binary === "") {
     const settings = JSON.parse(first) as InstalledSettings;
     assert.equal(settings.model, "kept");
     assert.equal(settings.useAutoModeDuringPlan, false);
-    assert.deepEqual(settings.hooks["Stop"], [{ hooks: [{ type: "command", command: "true" }] }]);
-    const command = `'${binary}' claude-code hook`;
-    assert.deepEqual(settings.hooks["PreToolUse"], [{ matcher: "*", hooks: [{ type: "command", command, timeout: 1800 + 300 }] }]);
-    assert.equal(settings.hooks["PermissionRequest"]?.length, 1);
-    assert.equal(settings.hooks["PermissionRequest"]?.[0]?.matcher, "*");
-    assert.equal(settings.hooks["PermissionRequest"]?.[0]?.hooks[0]?.command, command);
-    assert.deepEqual(settings.hooks["PostToolUse"], [
-      { matcher: "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent", hooks: [{ type: "command", command, timeout: 60 }] },
+    assert.equal(settings["disableSkillShellExecution"], true);
+    // Every hook is this binary, spawned with its arguments (no shell), for this project; those a call waits on
+    // are fail-closed.
+    const hook = (args: string[], timeout: number, gates: boolean): Record<string, unknown> => ({
+      type: "command",
+      command: binary,
+      args: ["claude-code", "hook", "--project", project, ...args],
+      timeout,
+      ...(gates ? { onFailure: "block" } : {}),
+    });
+    const [pre] = settings.hooks["PreToolUse"] ?? [];
+    assert.equal(settings.hooks["PreToolUse"]?.length, 1);
+    const statusMessage = (pre?.hooks[0] as { statusMessage?: string } | undefined)?.statusMessage;
+    assert.deepEqual(pre, { matcher: "*", hooks: [{ ...hook(["--timeout", "2100"], 1800 + 300, true), statusMessage }] });
+    assert.match(String(statusMessage), /plan-checkpoint/);
+    for (const [event, matcher] of [
+      ["PermissionRequest", "*"],
+      ["PostToolUse", "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent|ExitPlanMode"],
+      ["PreSkillShellCommand", "*"],
+    ] as const) {
+      assert.deepEqual(settings.hooks[event], [{ matcher, hooks: [hook([], 60, true)] }], event);
+    }
+    // The hooks that only record: a binary that cannot run blocks nothing there.
+    assert.deepEqual(settings.hooks["SessionEnd"], [{ hooks: [hook([], 60, false)] }]);
+    assert.deepEqual(settings.hooks["Stop"], [
+      { hooks: [{ type: "command", command: "true" }] },
+      { hooks: [hook([], 60, false)] },
     ]);
+    assert.deepEqual(settings["statusLine"], {
+      type: "command",
+      command: `'${binary}' claude-code status --project '${project}'`,
+      refreshInterval: 1,
+    });
     // Again: the same file.
     cli(env, ["claude-code", "install", "--project", project], root);
     assert.equal(readFileSync(settingsFile, "utf8"), first);
@@ -462,10 +137,16 @@ if (binary === "") {
     assert.equal(readFileSync(join(c.project, "canary.txt"), "utf8"), canary);
     assert.equal(existsSync(join(c.project, "new.txt")), false);
     // What Claude Code ran was the rewritten command: the thin client, naming the project and the call, with the
-    // original command in a quoted here-document (so the shell expands nothing of it).
-    const rewritten = run.prompts.map((prompt) => {
-      const match = /^'(.+?)' claude-code bash (.*) <<'(\w+)'\n([\s\S]*)\n(\w+)$/.exec(String(prompt.input["command"]));
-      assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(prompt.input)}`);
+    // original command in a quoted here-document (so the shell expands nothing of it). Plan mode ran it without
+    // asking (the permission rule `install` writes): nothing was put to Claude Code's prompt.
+    assert.deepEqual(run.prompts, []);
+    const answers = run.events
+      .filter((event) => event.subtype === "hook_response" && event["hook_name"] === "PreToolUse:Bash")
+      .map((event) => JSON.parse(String(event["stdout"])) as { hookSpecificOutput: { updatedInput: Record<string, unknown> } });
+    const rewritten = answers.map((answer) => {
+      const input = answer.hookSpecificOutput.updatedInput;
+      const match = /^'(.+?)' claude-code bash (.*) <<'(\w+)'\n([\s\S]*)\n(\w+)$/.exec(String(input["command"]));
+      assert.ok(match !== null, `not a rewritten command: ${JSON.stringify(input)}`);
       const [, program, options, opened, original, closed] = match;
       assert.deepEqual([program, opened], [binary, closed]);
       assert.ok(options?.includes(`--project '${c.project}'`), options);
@@ -610,10 +291,10 @@ if (binary === "") {
         assert.equal(approval.artifact.sha256, sha256(bytes));
         assert.equal(sha256(plan), approval.artifact.sha256);
         assert.deepEqual(pending.artifact, approval.artifact);
-        // On a terminal: the id, the title and the start of the hash, to compare with the card's.
-        assert.equal(
+        // On a terminal: the id, the title, the deadline and the start of the hash, to compare with the card's.
+        assert.match(
           c.cli(["claude-code", "pending", "--project", c.project]),
-          `${pending.approvalId}  Plan: greet the reader  sha256 ${approval.artifact.sha256.slice(0, 16)}…\n`,
+          new RegExp(`^${pending.approvalId}  Plan: greet the reader  until \\d\\d:\\d\\d:\\d\\d \\(in (29|30) minutes\\)  sha256 ${approval.artifact.sha256.slice(0, 16)}…\\n$`),
         );
         // The card for a browser, on loopback.
         const url = c.cli(["claude-code", "card-url", pending.approvalId, "--project", c.project]).trim();
@@ -677,6 +358,8 @@ if (binary === "") {
     assert.doesNotMatch(ownText(exit.text), /something else/, `the model was told another plan was approved:\n${exit.text}`);
     if (exit.isError) {
       assert.match(ownText(exit.text), /ARTIFACT_INTEGRITY_MISMATCH: Claude Code's plan file .* no longer holds the approved plan/);
+      // The approved plan is not carried out, and the record says so.
+      assert.deepEqual([approved.status, approved.executionState, approved.errorCode], ["approved", "interrupted", "EXECUTION_CANCELLED"]);
     } else {
       assert.ok(ownText(exit.text).endsWith(`:\n${plan.trimEnd()}`), exit.text);
       assert.equal(readFileSync(planFile, "utf8"), plan);
@@ -848,10 +531,13 @@ if (binary === "") {
     assertDialogDecidedNothing(c.claude());
   });
 
-  test("Claude Code kills the ExitPlanMode hook at its timeout while the plan is pending: the exit is still denied, never left to Claude Code's dialog", async (t) => {
+  test("Claude Code kills the ExitPlanMode hook at its timeout while the plan is pending (the hook not told its timeout): the exit is still denied, never left to Claude Code's dialog, even one that answers at once", async (t) => {
     let approvalId = "";
     const { c } = await runCase(t, {
-      // The hook's timeout (seconds) far inside the approval's deadline: Claude Code gives up on the hook first.
+      // An SDK host (or an IDE) that answers Claude Code's own prompt at once: it must get no say.
+      onPrompt: (prompt) => ({ behavior: "allow", updatedInput: prompt.input }),
+      // The hook's timeout (seconds) far inside the approval's deadline, the hook not told (a stale
+      // setting): Claude Code gives up on the hook first.
       editSettings: (settings) => {
         for (const entry of settings.hooks["PreToolUse"] ?? []) {
           for (const hook of entry.hooks) {

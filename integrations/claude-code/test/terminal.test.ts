@@ -1,10 +1,12 @@
 // Claude Code's terminal UI, under a pseudo-terminal (util-linux `script`),
 // with the checkpoint installed: the model submits a plan with
-// ExitPlanMode, and while a person types at Claude Code what would answer
-// its own plan dialog, nothing is decided there; the plan stays pending
-// until it is decided on the host (here: rejected on the card, whose URL the
-// notifier brought), and the model is told the person's answer. Offline,
-// against the fake Messages API.
+// ExitPlanMode; the person at Claude Code's terminal reads on its screen
+// that the plan waits for them (its title, its deadline and the command
+// that decides it, in the status line `install` set up); while they type at
+// Claude Code what would answer its own plan dialog, nothing is decided
+// there; the plan stays pending until it is decided on the host (here:
+// rejected on the card, whose URL the notifier brought), and the model is
+// told the person's answer. Offline, against the fake Messages API.
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
@@ -36,10 +38,11 @@ const PLAN = "# Rename the module\n\n1. Rename it.\n";
 interface Notice {
   approvalId: string;
   cardUrl: string;
+  expiresAt: number;
   artifact: { sha256: string };
 }
 
-test("in the terminal UI the plan is decided on the card while Claude Code waits; keys typed at Claude Code decide nothing", { skip: binary === undefined ? "PLAN_CHECKPOINT_BIN is not set" : false }, async (t) => {
+test("in the terminal UI the screen says a plan waits (title, deadline, the command), it is decided on the card while Claude Code waits, and keys typed at Claude Code decide nothing", { skip: binary === undefined ? "PLAN_CHECKPOINT_BIN is not set" : false }, async (t) => {
   const bin = binary as string;
   const root = caseDir(t, "plan-checkpoint-tui-");
   const home = join(root, "home");
@@ -94,6 +97,31 @@ test("in the terminal UI the plan is decided on the card while Claude Code waits
     }
   });
   const screen = (): string => Buffer.concat(chunks).toString("utf8");
+  // The screen as a person reads it: the terminal's control sequences out.
+  const text = (): string =>
+    screen()
+      .replace(/\u001b\][^\u0007]*\u0007/g, "")
+      .replace(/\u001b\[[0-9;?]*[ -\/]*[@-~]/g, "")
+      .replace(/\u001b[()][0-9A-B]/g, "");
+  /** Resolves once the screen shows what `pattern` matches (each new output is looked at; a guard turns a hang into a failure). */
+  const shown = (pattern: RegExp): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
+      const guard = setTimeout(() => {
+        child.stdout.off("data", look);
+        reject(new Error(`the screen never showed ${pattern}:\n${text().slice(-3000)}`));
+      }, Number(process.env["CLAUDE_TEST_GUARD_MS"] ?? 60_000));
+      const look = (): void => {
+        const found = pattern.exec(text());
+        if (found !== null) {
+          clearTimeout(guard);
+          child.stdout.off("data", look);
+          resolve(found[0]);
+        }
+      };
+      child.stdout.on("data", look);
+      child.once("exit", () => reject(new Error(`Claude Code ended before the screen showed ${pattern}:\n${text().slice(-3000)}`)));
+      look();
+    });
   const ended = new Promise<never>((_, reject) =>
     child.on("exit", () => reject(new Error(`Claude Code ended:\n${screen().slice(-2000)}`))),
   );
@@ -110,6 +138,12 @@ test("in the terminal UI the plan is decided on the card while Claude Code waits
     }),
     ended,
   ]);
+  // The person at Claude Code's terminal sees that the plan waits for them,
+  // its title and deadline, and the command that decides it.
+  const deadline = new Date(notice.expiresAt);
+  const clock = [deadline.getHours(), deadline.getMinutes(), deadline.getSeconds()].map((part) => String(part).padStart(2, "0")).join(":");
+  await Promise.race([shown(new RegExp(`the plan "Rename the module" waits for your decision until ${clock}`)), ended]);
+  await Promise.race([shown(new RegExp(`claude-code approve ${notice.approvalId.slice(0, 21)} --mode ask\\|accept-edits\\|auto`)), ended]);
   // What would approve Claude Code's own plan dialog, were it shown; then
   // one more key, whose echo shows that the terminal read them all.
   for (const keys of ["1", "\r", "y", "\r", "\x1b[B", "\r"]) child.stdin.write(keys);

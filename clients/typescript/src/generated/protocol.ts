@@ -113,7 +113,7 @@ export interface AwaitingCall {
 /**
  * A canonical SCREAMING_SNAKE error code.
  */
-export type CanonicalCode = "PARSE_ERROR" | "INVALID_REQUEST" | "METHOD_NOT_FOUND" | "PROTOCOL_NOT_INITIALIZED" | "PROTOCOL_VERSION_UNSUPPORTED" | "INVALID_PARAMS" | "SESSION_NOT_FOUND" | "SESSION_ALREADY_EXISTS" | "SESSION_BUSY" | "SESSION_NOT_PROJECT_BOUND" | "PLAN_REQUIRES_INTERACTIVE_SESSION" | "PLAN_NOT_ACTIVE" | "SUBMIT_PLAN_NOT_ALONE" | "INVALID_PLAN_INPUT" | "TOOL_DENIED_IN_PLAN" | "TURN_NOT_ACTIVE" | "APPROVAL_NOT_FOUND" | "APPROVAL_NOT_PENDING" | "PERMISSION_MODE_REQUIRED" | "PLAN_APPROVAL_TIMEOUT" | "ARTIFACT_PATH_ESCAPE" | "ARTIFACT_SYMLINK" | "ARTIFACT_WRITE_FAILED" | "ARTIFACT_MISSING" | "ARTIFACT_INTEGRITY_MISMATCH" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_ACTIVE" | "EXECUTION_CANCELLED" | "HOST_RESTARTED" | "HOST_ALREADY_RUNNING" | "HOST_CLOSED" | "SHELL_UNKNOWN" | "SCHEMA_UNSUPPORTED" | "DATABASE_UNREADABLE" | "STORAGE_FAILED" | "INTERNAL" | "PLAN_SANDBOX_UNAVAILABLE" | "SANDBOX_UNAVAILABLE" | "INVALID_COMMAND_INPUT" | "COMMAND_CWD_ESCAPE" | "COMMAND_NOT_ALLOWED" | "COMMAND_NOT_FOUND" | "COMMAND_NOT_RUNNING" | "SHELL_UNAVAILABLE" | "TOOL_DECLINED" | "TOOL_CONFIRMATION_NOT_PENDING" | "PERMISSION_REQUIRES_INTERACTIVE_SESSION";
+export type CanonicalCode = "PARSE_ERROR" | "INVALID_REQUEST" | "METHOD_NOT_FOUND" | "PROTOCOL_NOT_INITIALIZED" | "PROTOCOL_VERSION_UNSUPPORTED" | "INVALID_PARAMS" | "SESSION_NOT_FOUND" | "SESSION_ALREADY_EXISTS" | "SESSION_BUSY" | "SESSION_NOT_PROJECT_BOUND" | "PLAN_REQUIRES_INTERACTIVE_SESSION" | "PLAN_NOT_ACTIVE" | "SUBMIT_PLAN_NOT_ALONE" | "INVALID_PLAN_INPUT" | "TOOL_DENIED_IN_PLAN" | "TURN_NOT_ACTIVE" | "APPROVAL_NOT_FOUND" | "APPROVAL_NOT_PENDING" | "PERMISSION_MODE_REQUIRED" | "PLAN_APPROVAL_TIMEOUT" | "ARTIFACT_PATH_ESCAPE" | "ARTIFACT_SYMLINK" | "ARTIFACT_WRITE_FAILED" | "ARTIFACT_MISSING" | "ARTIFACT_INTEGRITY_MISMATCH" | "EXECUTION_NOT_FOUND" | "EXECUTION_NOT_ACTIVE" | "EXECUTION_CANCELLED" | "HOST_RESTARTED" | "HOST_ALREADY_RUNNING" | "HOST_CLOSED" | "SHELL_UNKNOWN" | "SCHEMA_UNSUPPORTED" | "DATABASE_UNREADABLE" | "STORAGE_FAILED" | "INTERNAL" | "PLAN_SANDBOX_UNAVAILABLE" | "SANDBOX_UNAVAILABLE" | "INVALID_COMMAND_INPUT" | "COMMAND_CWD_ESCAPE" | "COMMAND_NOT_ALLOWED" | "COMMAND_NOT_FOUND" | "COMMAND_NOT_RUNNING" | "SHELL_UNAVAILABLE" | "TOOL_DECLINED" | "TOOL_CONFIRMATION_NOT_PENDING" | "PERMISSION_REQUIRES_INTERACTIVE_SESSION" | "TOOL_WRITE_PROTECTED" | "TOOL_RUNS_OUTSIDE_HOST" | "PLAN_WITHDRAWN";
 
 /**
  * The host's capabilities, in the `initialize` result.
@@ -344,6 +344,9 @@ export type ClientRequest = ({
 }) | ({
   method: "plan/reject";
   params: PlanRejectParams;
+}) | ({
+  method: "plan/withdraw";
+  params: PlanWithdrawParams;
 }) | ({
   method: "plan/get";
   params: PlanGetParams;
@@ -1235,6 +1238,18 @@ export interface PlanVerifyParams {
 }
 
 /**
+ * `plan/withdraw` params: `{approvalId}`. The agent that submitted
+ * a pending plan withdraws it because it ended before anyone
+ * decided.
+ */
+export interface PlanWithdrawParams {
+  /**
+   * Approval id.
+   */
+  approvalId: string;
+}
+
+/**
  * A client request as it arrives: `{jsonrpc, id, method, params?}`.
  *
  * `params` is raw JSON; [`Request::parse`] turns it into a typed
@@ -1897,6 +1912,9 @@ export const ERROR_CODES = [
   "TOOL_DECLINED",
   "TOOL_CONFIRMATION_NOT_PENDING",
   "PERMISSION_REQUIRES_INTERACTIVE_SESSION",
+  "TOOL_WRITE_PROTECTED",
+  "TOOL_RUNS_OUTSIDE_HOST",
+  "PLAN_WITHDRAWN",
 ] as const satisfies readonly ErrorCode[];
 
 /** Every client method with its params and result types. */
@@ -1912,6 +1930,7 @@ export interface Methods {
   "turn/cancel": { params: TurnCancelParams; result: Session };
   "plan/approve": { params: PlanApproveParams; result: PlanDecisionResult };
   "plan/reject": { params: PlanRejectParams; result: PlanDecisionResult };
+  "plan/withdraw": { params: PlanWithdrawParams; result: PlanDecisionResult };
   "plan/get": { params: PlanGetParams; result: PlanApproval };
   "plan/list": { params: PlanListParams; result: PlanListResult };
   "plan/readArtifact": { params: PlanReadArtifactParams; result: PlanReadArtifactResult };
@@ -1943,6 +1962,7 @@ export const METHOD_NAMES = [
   "turn/cancel",
   "plan/approve",
   "plan/reject",
+  "plan/withdraw",
   "plan/get",
   "plan/list",
   "plan/readArtifact",

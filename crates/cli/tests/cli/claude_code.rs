@@ -58,10 +58,39 @@ impl Case {
         self.spawn_hook_with(input, &[])
     }
 
-    /// [`Case::spawn_hook`] with more environment (later entries win).
+    /// [`Case::spawn_hook`] with more environment (later entries win) in
+    /// the environment of the agent the hook reads the person's settings
+    /// from: a stand-in for Claude Code (`timeout`, not a shell), started
+    /// with `env`, which runs the hook as Claude Code does.
     fn spawn_hook_with(&self, input: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Child {
-        let mut command = self.command(&["claude-code", "hook"]);
-        for (name, value) in env {
+        self.spawn_hook_as_agent(input, env, &[])
+    }
+
+    /// The hook under a stand-in agent started with `agent_env`, with
+    /// `hook_env` added to the hook's own environment only (as Claude Code
+    /// adds the `env` of the project's settings).
+    fn spawn_hook_as_agent(
+        &self,
+        input: &Value,
+        agent_env: &[(&str, &std::ffi::OsStr)],
+        hook_env: &[(&str, &std::ffi::OsStr)],
+    ) -> Child {
+        let hook = self.command(&["claude-code", "hook"]);
+        let mut command = Command::new("timeout");
+        command.args(["--foreground", "600", "env"]);
+        for (name, value) in hook_env {
+            let mut assignment = std::ffi::OsString::from(format!("{name}="));
+            assignment.push(value);
+            command.arg(assignment);
+        }
+        command
+            .arg(hook.get_program())
+            .args(hook.get_args())
+            .envs(hook.get_envs().filter_map(|(name, value)| Some((name, value?))))
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("PLAN_CHECKPOINT_DB")
+            .current_dir(&self.project);
+        for (name, value) in agent_env {
             command.env(name, value);
         }
         let mut child = command
@@ -99,17 +128,24 @@ impl Case {
 
     /// Runs a rewritten Bash command as Claude Code does.
     fn run_rewritten(&self, answer: &Value) -> Output {
+        self.run_rewritten_with(answer, &[])
+    }
+
+    /// [`Case::run_rewritten`] with more environment (later entries win).
+    fn run_rewritten_with(&self, answer: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Output {
         let command = answer
             .pointer("/hookSpecificOutput/updatedInput/command")
             .and_then(Value::as_str)
             .unwrap_or_else(|| panic!("no rewritten command: {answer}"));
-        Command::new("bash")
-            .args(["-c", command])
+        let mut bash = Command::new("bash");
+        bash.args(["-c", command])
             .current_dir(&self.project)
             .env("TMPDIR", self.dir.path())
-            .env_remove("XDG_RUNTIME_DIR")
-            .output()
-            .unwrap()
+            .env_remove("XDG_RUNTIME_DIR");
+        for (name, value) in env {
+            bash.env(name, value);
+        }
+        bash.output().unwrap()
     }
 
     /// Starts `input`'s hook with the host it starts telling a FIFO of the
@@ -117,6 +153,16 @@ impl Case {
     /// returns the hook and the plan as `pending --json` shows it. A hook
     /// that ends first fails the test.
     fn spawn_hook_until_pending(&self, input: &Value) -> (Child, Value) {
+        self.spawn_hook_until_pending_with(input, &[])
+    }
+
+    /// [`Case::spawn_hook_until_pending`] with `hook_env` added to the
+    /// hook's own environment only.
+    fn spawn_hook_until_pending_with(
+        &self,
+        input: &Value,
+        hook_env: &[(&str, &std::ffi::OsStr)],
+    ) -> (Child, Value) {
         let fifo = self.dir.path().join("notices");
         assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         let (sender, notices) = std::sync::mpsc::channel();
@@ -128,7 +174,10 @@ impl Case {
             let _ = sender.send(read.map(|_| line));
         });
         let notify = format!("cat > '{}'", fifo.display());
-        let mut hook = self.spawn_hook_with(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())]);
+        let mut hook =
+            self.spawn_hook_as_agent(input, &[("PLAN_CHECKPOINT_NOTIFY", notify.as_ref())], hook_env);
+        // A guard that only turns a missing notice into a failure.
+        let guard = std::time::Instant::now();
         let notice = loop {
             match notices.recv_timeout(std::time::Duration::from_millis(200)) {
                 Ok(read) => break read.unwrap(),
@@ -136,6 +185,10 @@ impl Case {
                     if let Some(status) = hook.try_wait().unwrap() {
                         panic!("the hook ended ({status}) before its plan was pending");
                     }
+                    assert!(
+                        guard.elapsed().as_secs() < 60,
+                        "no notice came for the pending plan"
+                    );
                 }
             }
         };
@@ -150,6 +203,33 @@ impl Case {
         assert_eq!(pending.len(), 1, "{pending:?}");
         assert_eq!(pending[0]["approvalId"], notice["approvalId"]);
         (hook, pending[0].clone())
+    }
+
+    /// The host's socket, in this case's per-user directory of hosts.
+    fn socket(&self) -> PathBuf {
+        let hosts = self
+            .dir
+            .path()
+            .join(format!("plan-checkpoint-{}", unsafe_free_euid()));
+        std::fs::read_dir(hosts)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| path.extension().is_some_and(|extension| extension == "sock"))
+            .unwrap()
+    }
+
+    /// The approval as recorded (`approvals show --json`).
+    fn approval(&self, id: &str) -> Value {
+        let shown = self.run(&[
+            "approvals",
+            "show",
+            id,
+            "--json",
+            "--db",
+            self.project.join(".pi/plan/plan.db").to_str().unwrap(),
+        ]);
+        serde_json::from_slice(&shown.stdout).unwrap()
     }
 
     fn host_pid(&self) -> Option<i32> {
@@ -250,22 +330,67 @@ fn install_writes_the_hooks_and_the_setting_merged_and_once() {
     assert_eq!(written["model"], "kept");
     assert!(written["hooks"]["Stop"].is_array());
     assert_eq!(written["useAutoModeDuringPlan"], false);
-    for event in ["PreToolUse", "PermissionRequest", "PostToolUse"] {
+    assert_eq!(written["disableSkillShellExecution"], true);
+    let program = env!("CARGO_BIN_EXE_plan-checkpoint");
+    let project = case.project.display().to_string();
+    for event in [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PreSkillShellCommand",
+        "SessionEnd",
+    ] {
         let entries = written["hooks"][event].as_array().unwrap();
         assert_eq!(entries.len(), 1, "{event}: {entries:?}");
-        let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
-        assert!(command.ends_with(" claude-code hook"), "{command}");
-        assert!(command.starts_with(&format!("'{}'", env!("CARGO_BIN_EXE_plan-checkpoint"))));
+        let hook = &entries[0]["hooks"][0];
+        // This binary, spawned with its arguments (no shell), for this project.
+        assert_eq!(hook["command"], program);
+        let args = hook["args"].as_array().unwrap();
+        assert_eq!(
+            args[..4],
+            [
+                json!("claude-code"),
+                json!("hook"),
+                json!("--project"),
+                json!(project)
+            ]
+        );
+        // What a call waits on is fail-closed; what only records is not.
+        let gates = event != "SessionEnd";
+        assert_eq!(
+            hook.get("onFailure") == Some(&json!("block")),
+            gates,
+            "{event}: {hook}"
+        );
     }
     assert_eq!(
         written["hooks"]["PostToolUse"][0]["matcher"],
-        "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent"
+        "Write|Edit|MultiEdit|NotebookEdit|WebFetch|WebSearch|Task|Agent|ExitPlanMode"
     );
-    // Past the plan's deadline (30 minutes by default).
+    // Past the plan's deadline (30 minutes by default), and the hook knows it.
+    let pre = &written["hooks"]["PreToolUse"][0]["hooks"][0];
+    assert_eq!(pre["timeout"], 1800 + 300);
     assert_eq!(
-        written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"],
-        1800 + 300
+        pre["args"].as_array().unwrap()[4..],
+        [json!("--timeout"), json!("2100")]
     );
+    assert_eq!(
+        written["permissions"]["allow"],
+        json!([format!(
+            "Bash('{program}' claude-code bash --project '{project}':*)"
+        )])
+    );
+    assert_eq!(written["statusLine"]["refreshInterval"], 1);
+}
+
+#[test]
+fn install_refuses_a_project_that_does_not_exist_and_creates_nothing() {
+    let case = Case::new();
+    let typo = case.dir.path().join("typo");
+    let output = case.run(&["claude-code", "install", "--project", typo.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("does not exist"));
+    assert!(!typo.exists());
 }
 
 #[test]
@@ -364,10 +489,56 @@ fn exit_plan(case: &Case) -> (Child, Value) {
         "PreToolUse",
         "plan",
         "ExitPlanMode",
-        json!({"plan": PLAN, "planFilePath": plan_file(case)}),
+        json!({"plan": PLAN, "planFilePath": plan_file(case), "allowedPrompts": [{"tool": "Bash", "prompt": "rm -rf /"}]}),
         "toolu_exit",
     );
     case.spawn_hook_until_pending(&input)
+}
+
+#[test]
+fn an_exit_refused_after_the_approval_is_not_carried_out_and_says_so() {
+    for tamper in ["echo", "plan file"] {
+        let case = Case::new();
+        let (hook, pending) = exit_plan(&case);
+        let id = pending["approvalId"].as_str().unwrap();
+        assert!(
+            case.run(&["claude-code", "approve", id, "--mode", "auto"])
+                .status
+                .success()
+        );
+        let answer = answer_of(&hook.wait_with_output().unwrap());
+        let mut updated = answer["hookSpecificOutput"]["updatedInput"].clone();
+        let expected = match tamper {
+            // An echo that is not the approved bytes.
+            "echo" => {
+                updated["plan"] = json!("# Another plan\n");
+                "ARTIFACT_INTEGRITY_MISMATCH: the plan artifact"
+            }
+            // Claude Code's plan file (what it proceeds with) changed since.
+            _ => {
+                std::fs::write(plan_file(&case), "# Rewritten while pending\n").unwrap();
+                "ARTIFACT_INTEGRITY_MISMATCH: Claude Code's plan file"
+            }
+        };
+        let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", updated, ""));
+        let refusal = &refused["hookSpecificOutput"]["decision"];
+        assert_eq!(refusal["behavior"], "deny", "{refused}");
+        assert!(
+            refusal["message"].as_str().unwrap().starts_with(expected),
+            "{tamper}: {refused}"
+        );
+        // The approval stands; its execution never happens, and the record says so.
+        let shown = case.approval(id);
+        assert_eq!(
+            (&shown["status"], &shown["executionState"], &shown["errorCode"]),
+            (
+                &json!("approved"),
+                &json!("interrupted"),
+                &json!("EXECUTION_CANCELLED")
+            ),
+            "{tamper}: {shown}"
+        );
+    }
 }
 
 #[test]
@@ -412,37 +583,36 @@ fn an_approved_plan_is_the_exact_bytes_checked_and_sets_the_chosen_mode() {
         granted["updatedPermissions"],
         json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
     );
-    // An echo that is not the approved bytes is refused, and so is a plan
-    // file (what Claude Code proceeds with) changed since.
-    let file = plan_file(&case);
-    let tampered = json!({"plan": "# Another plan\n", "planFilePath": file});
-    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", tampered, ""));
+    // Only the plan and its file are echoed: nothing else the model put in
+    // the exit's input (the person saw only the plan).
     assert_eq!(
-        refused["hookSpecificOutput"]["decision"]["behavior"], "deny",
-        "{refused}"
+        granted["updatedInput"],
+        json!({"plan": PLAN, "planFilePath": plan_file(&case)})
     );
-    std::fs::write(&file, "# Rewritten while pending\n").unwrap();
-    let echoed = granted["updatedInput"].clone();
-    let refused = case.hook(&case.input("PermissionRequest", "plan", "ExitPlanMode", echoed, ""));
-    let refusal = &refused["hookSpecificOutput"]["decision"];
-    assert_eq!(refusal["behavior"], "deny", "{refused}");
-    assert!(
-        refusal["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("ARTIFACT_INTEGRITY_MISMATCH"),
-        "{refused}"
+    // The exit ran: the approved plan's execution starts.
+    assert_eq!(
+        case.hook(&case.input(
+            "PostToolUse",
+            "acceptEdits",
+            "ExitPlanMode",
+            json!({}),
+            "toolu_exit"
+        )),
+        Value::Null
     );
-
+    assert_eq!(case.approval(id)["executionState"], "running");
     // The Agent phase: the host's table (accept-edits) allows the write;
     // Bash is host-run in the workspace-write sandbox, after the person
     // confirms it in Claude Code's dialog, and reaches no host channel.
     let write = json!({"file_path": case.project.join("out.txt"), "content": "x"});
     let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Write", write, "toolu_w2"));
     assert_eq!(decision(&answer), "allow", "{answer}");
+    // The host's socket, which the hooks reach, is beyond the command's reach.
+    let socket = case.socket();
+    assert!(socket.exists());
     let bash = json!({"command": format!(
-        "echo made > made.txt; '{}' claude-code pending --project . && echo reached || echo unreachable",
-        env!("CARGO_BIN_EXE_plan-checkpoint")
+        "echo made > made.txt; python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' '{}' 2>/dev/null && echo reached || echo unreachable",
+        socket.display()
     )});
     let answer = case.hook(&case.input("PreToolUse", "acceptEdits", "Bash", bash, "toolu_b2"));
     assert_eq!(decision(&answer), "ask", "{answer}");
@@ -509,12 +679,11 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
 fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
     let case = Case::new();
     // A per-user directory so deep that no Unix socket fits in it: the
-    // host the hook starts cannot listen, and ends at once.
+    // host a hook starts cannot listen, and ends at once.
     let deep = case.dir.path().join("d".repeat(60)).join("e".repeat(60));
     std::fs::create_dir_all(&deep).unwrap();
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
     for (tool, input) in [
-        ("Bash", json!({"command": "rm canary.txt"})),
         (
             "Write",
             json!({"file_path": case.project.join("canary.txt"), "content": "x"}),
@@ -533,6 +702,20 @@ fn without_a_host_every_plan_mode_call_is_denied_and_nothing_runs() {
             "{tool}: {answer}"
         );
     }
+    // Bash is rewritten at once; the client finds no host and runs nothing.
+    let answer = case.hook(&case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "rm canary.txt"}),
+        "toolu_b",
+    ));
+    let output = case.run_rewritten_with(&answer, &[("TMPDIR", deep.as_os_str())]);
+    assert_eq!(output.status.code(), Some(126));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("HOST_UNREACHABLE: the host could not start"),
+        "{output:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"
@@ -571,7 +754,7 @@ fn under_ask_a_call_accepted_in_claude_codes_dialog_is_recorded_as_confirmed() {
 }
 
 #[test]
-fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
+fn a_host_without_its_sandbox_refuses_plan_mode_bash_with_its_code_and_nothing_runs() {
     let case = Case::new();
     std::fs::write(case.project.join("canary.txt"), "kept\n").unwrap();
     let input = case.input(
@@ -583,7 +766,7 @@ fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
     );
     // The binary, which is its own sandbox helper, installed in a
     // directory anyone may write: the helper is refused, so the host the
-    // hook starts has no sandbox.
+    // rewritten command starts has no sandbox.
     let open = case.dir.path().join("anyone-writes-here");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
@@ -613,17 +796,253 @@ fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
         .unwrap()
         .write_all(input.to_string().as_bytes())
         .unwrap();
-    let output = hook.wait_with_output().unwrap();
-    let answer = answer_of(&output);
-    assert_eq!(decision(&answer), "deny", "{answer}");
-    assert!(
-        reason(&answer).starts_with("PLAN_SANDBOX_UNAVAILABLE: "),
-        "{answer}"
-    );
+    let answer = answer_of(&hook.wait_with_output().unwrap());
+    // The hook asks no host (one round trip fewer per call): the command
+    // goes to the host, which refuses it with its code; nothing runs.
+    assert_eq!(decision(&answer), "allow", "{answer}");
+    let output = case.run_rewritten_with(&answer, &[]);
+    assert_eq!(output.status.code(), Some(126));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("PLAN_SANDBOX_UNAVAILABLE: "), "{stderr}");
     assert_eq!(
         std::fs::read_to_string(case.project.join("canary.txt")).unwrap(),
         "kept\n"
     );
+}
+
+#[test]
+fn the_notifier_hears_of_each_plan_whichever_host_runs_and_the_card_is_served_where_asked() {
+    let case = Case::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    // A host already runs (started by an earlier call, asked for no
+    // notifier), serving the card where the person asked.
+    let read = case.input(
+        "PreToolUse",
+        "plan",
+        "Read",
+        json!({"file_path": case.project.join("x")}),
+        "toolu_r",
+    );
+    let output = case
+        .spawn_hook_with(&read, &[("PLAN_CHECKPOINT_WEB_BIND", bind.as_ref())])
+        .wait_with_output()
+        .unwrap();
+    answer_of(&output);
+    assert!(case.host_pid().is_some());
+    // The plan's hook runs the person's notifier itself.
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    let url = case.run(&["claude-code", "card-url", &id[..21]]);
+    let url = String::from_utf8_lossy(&url.stdout);
+    assert!(url.starts_with(&format!("http://{bind}/card/")), "{url}");
+    assert!(case.run(&["claude-code", "reject", id]).status.success());
+    answer_of(&hook.wait_with_output().unwrap());
+}
+
+#[test]
+fn the_status_line_says_a_plan_waits_its_deadline_and_the_command_and_pending_works_before_any_host() {
+    let case = Case::new();
+    // Before any host: nothing pending, no error.
+    let before = case.run(&["claude-code", "pending"]);
+    assert!(before.status.success(), "{before:?}");
+    assert_eq!(String::from_utf8_lossy(&before.stdout), "no pending plan\n");
+    let status = |case: &Case| -> String {
+        let mut child = case
+            .command(&[
+                "claude-code",
+                "status",
+                "--project",
+                case.project.to_str().unwrap(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(br#"{"session_id":"cc-session","cwd":"/"}"#)
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    assert_eq!(status(&case), "plan-checkpoint: on\n");
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    let shown = status(&case);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 2, "{shown}");
+    // The agent's title, escaped; the deadline; the command that decides it.
+    assert!(lines[0].starts_with("plan-checkpoint: the plan \"Split the \\u{1b}[31mparser\\u{202e}\" waits for your decision until "), "{shown}");
+    assert!(!shown.contains('\u{1b}'));
+    assert_eq!(
+        lines[1],
+        format!(
+            "plan-checkpoint claude-code approve {} --mode ask|accept-edits|auto (or reject, card-url)",
+            &id[..21]
+        )
+    );
+    let approved = case.run(&["claude-code", "approve", &id[..21], "--mode", "auto"]);
+    assert_eq!(
+        String::from_utf8_lossy(&approved.stdout),
+        format!("{id} approved with auto\n")
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+}
+
+/// A case whose plan was approved with `mode` and whose exit ran.
+fn approved_with(mode: &str) -> Case {
+    let case = Case::new();
+    let (hook, pending) = exit_plan(&case);
+    let id = pending["approvalId"].as_str().unwrap();
+    assert!(
+        case.run(&["claude-code", "approve", id, "--mode", mode])
+            .status
+            .success()
+    );
+    answer_of(&hook.wait_with_output().unwrap());
+    case.hook(&case.input(
+        "PostToolUse",
+        "acceptEdits",
+        "ExitPlanMode",
+        json!({}),
+        "toolu_exit",
+    ));
+    case
+}
+
+#[test]
+fn after_an_auto_approval_nothing_runs_outside_the_host_and_no_guard_of_claude_codes_is_skipped() {
+    let case = approved_with("auto");
+    std::fs::create_dir_all(case.project.join(".claude/skills/hooked")).unwrap();
+    std::fs::write(
+        case.project.join(".claude/skills/hooked/SKILL.md"),
+        "---\nname: hooked\ndescription: d\nhooks:\n  PreToolUse:\n    - hooks:\n        - type: command\n          command: touch x\n---\nBody\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(case.project.join(".claude/skills/plain")).unwrap();
+    std::fs::write(
+        case.project.join(".claude/skills/plain/SKILL.md"),
+        "---\nname: plain\ndescription: d\n---\nBody !`date`\n",
+    )
+    .unwrap();
+    let hook = |tool: &str, input: Value, call: &str| {
+        case.hook(&case.input("PreToolUse", "acceptEdits", tool, input, call))
+    };
+    // A tool that runs a program itself: the host refuses it.
+    let monitor = hook(
+        "Monitor",
+        json!({"command": "touch x", "description": "d", "timeout_ms": 1000}),
+        "t1",
+    );
+    assert_eq!(decision(&monitor), "deny");
+    assert!(
+        reason(&monitor).starts_with("TOOL_RUNS_OUTSIDE_HOST: "),
+        "{monitor}"
+    );
+    // A skill declaring hooks is refused; one without is left to Claude
+    // Code's own guard of skills.
+    let skill = hook("Skill", json!({"skill": "hooked"}), "t2");
+    assert_eq!(decision(&skill), "deny");
+    assert!(
+        reason(&skill).starts_with("TOOL_RUNS_OUTSIDE_HOST: the skill hooked declares hooks"),
+        "{skill}"
+    );
+    assert_eq!(hook("Skill", json!({"skill": "plain"}), "t3"), Value::Null);
+    // A skill's shell command never runs in Claude Code's shell.
+    let shell = case.hook(&json!({
+        "session_id": "cc-session", "cwd": case.project, "permission_mode": "acceptEdits",
+        "hook_event_name": "PreSkillShellCommand", "tool_name": "Bash", "tool_input": {"command": "date"},
+        "tool_use_id": "s1", "command_name": "plain",
+    }));
+    assert_eq!(
+        shell["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{shell}"
+    );
+    // What Claude Code guards itself keeps its guard; the host's allow is
+    // no answer there.
+    assert_eq!(hook("EnterWorktree", json!({"name": "w"}), "t4"), Value::Null);
+    // A tool the table does not know is asked, never plainly allowed.
+    let unknown = hook("SomethingNew", json!({}), "t5");
+    assert_eq!(decision(&unknown), "ask", "{unknown}");
+    // An MCP tool is the host's: auto allows it.
+    assert_eq!(
+        decision(&hook("mcp__github__create_issue", json!({}), "t6")),
+        "allow"
+    );
+    // A write where no command may is refused; in the project it is allowed.
+    let settings = hook(
+        "Write",
+        json!({"file_path": case.project.join(".claude/settings.json"), "content": "{}"}),
+        "t7",
+    );
+    assert!(
+        reason(&settings).starts_with("TOOL_WRITE_PROTECTED: "),
+        "{settings}"
+    );
+    assert_eq!(
+        decision(&hook(
+            "Write",
+            json!({"file_path": case.project.join("a.txt"), "content": "a"}),
+            "t8"
+        )),
+        "allow"
+    );
+}
+
+#[test]
+fn a_hook_whose_project_is_gone_blocks_the_call() {
+    let case = Case::new();
+    let gone = case.dir.path().join("moved-away");
+    let input = case.input(
+        "PreToolUse",
+        "plan",
+        "Bash",
+        json!({"command": "true"}),
+        "toolu_g",
+    );
+    let output = case
+        .command(&["claude-code", "hook", "--project", gone.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let answer = answer_of(&output);
+    assert_eq!(decision(&answer), "deny", "{answer}");
+    assert!(
+        reason(&answer).starts_with("HOST_UNREACHABLE: the project the checkpoint was installed in"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn hooks_of_calls_claude_code_runs_side_by_side_share_one_session_and_turn() {
+    let case = Case::new();
+    // The session's first calls, all at once (Claude Code runs read-only
+    // tools in parallel): none is refused for losing a race to make the
+    // session or its turn.
+    let hooks: Vec<Child> = (0..6)
+        .map(|index| {
+            let read = json!({"file_path": case.project.join(format!("f{index}"))});
+            case.spawn_hook(&case.input("PreToolUse", "plan", "Read", read, &format!("toolu_{index}")))
+        })
+        .collect();
+    for hook in hooks {
+        assert_eq!(answer_of(&hook.wait_with_output().unwrap()), Value::Null);
+    }
 }
 
 #[test]
@@ -728,7 +1147,8 @@ fn an_approved_auto_command_cannot_switch_the_checkpoint_off_for_the_next_sessio
         .unwrap();
     let answer = answer_of(&output);
     assert_eq!(decision(&answer), "allow", "{answer}");
-    let output = case.run_rewritten(&answer);
+    // The rewritten command starts the host, with the same environment.
+    let output = case.run_rewritten_with(&answer, &[("PLAN_CHECKPOINT_SANDBOX_HELPER", helper.as_os_str())]);
     assert_eq!(
         String::from_utf8_lossy(&output.stdout),
         "refused\nran\n",
@@ -739,4 +1159,36 @@ fn an_approved_auto_command_cannot_switch_the_checkpoint_off_for_the_next_sessio
     assert!(!canary.exists(), "the host ran a helper built in the workspace");
     assert!(Command::new(&helper).status().unwrap().success());
     assert!(canary.exists());
+}
+
+#[test]
+fn the_notifier_and_the_cards_address_come_from_the_person_never_from_the_projects_settings() {
+    let case = Case::new();
+    // What a planted `.claude/settings.json` `env` gives the hooks: a
+    // notifier of the workspace's choosing and the card on every address.
+    let planted = case.project.join("planted-notifier-ran");
+    let planted_notify = format!("touch '{}'", planted.display());
+    let (hook, pending) = case.spawn_hook_until_pending_with(
+        &case.input(
+            "PreToolUse",
+            "plan",
+            "ExitPlanMode",
+            json!({"plan": PLAN, "planFilePath": plan_file(&case)}),
+            "toolu_settings",
+        ),
+        &[
+            ("PLAN_CHECKPOINT_NOTIFY", planted_notify.as_ref()),
+            ("PLAN_CHECKPOINT_WEB_BIND", "0.0.0.0:0".as_ref()),
+        ],
+    );
+    // The person's notifier ran (the helper waited on it), so the hook's
+    // own one did not: one notifier runs per plan.
+    let id = pending["approvalId"].as_str().unwrap();
+    let url = case.run(&["claude-code", "card-url", id]);
+    let url = String::from_utf8_lossy(&url.stdout);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(case.run(&["claude-code", "reject", id]).status.success());
+    let output = hook.wait_with_output().unwrap();
+    assert_eq!(decision(&answer_of(&output)), "deny");
+    assert!(!planted.exists(), "the project's settings chose the notifier");
 }

@@ -13,9 +13,9 @@ use plan_ffi::{
     CommandRunParams, CommandStartParams, ExecutionCompleteParams, ExecutionStartParams, HostConfig,
     InitializeParams, Mode, Origin, PermissionMode, PlanApproveParams, PlanCardUrlParams, PlanDiffParams,
     PlanError, PlanGetParams, PlanHost, PlanReadArtifactParams, PlanRejectParams, PlanVerifyParams,
-    SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams, ShellSetDefaultParams,
-    ToolCall, ToolConfirmParams, ToolListAwaitingParams, TurnCancelParams, TurnCompleteParams,
-    TurnStartParams, TurnToolCallsParams,
+    PlanWithdrawParams, SessionConfigureParams, SessionCreateParams, SessionGetParams, ShellListParams,
+    ShellSetDefaultParams, ToolCall, ToolConfirmParams, ToolListAwaitingParams, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnToolCallsParams,
 };
 use plan_protocol::{RequestParams, method};
 use serde_json::{Value, json};
@@ -58,9 +58,9 @@ macro_rules! via_ffi {
 
 use plan_protocol::{
     CommandRegisterResult, CommandRun, InitializeResult, PlanApproval, PlanApproveResult, PlanCardUrlResult,
-    PlanDiffResult, PlanListResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult, Session,
-    ShellListResult, ShellSetDefaultResult, ToolConfirmResult, ToolListAwaitingResult, TurnStartResult,
-    TurnToolCallsResult,
+    PlanDiffResult, PlanListResult, PlanReadArtifactResult, PlanRejectResult, PlanVerifyResult,
+    PlanWithdrawResult, Session, ShellListResult, ShellSetDefaultResult, ToolConfirmResult,
+    ToolListAwaitingResult, TurnStartResult, TurnToolCallsResult,
 };
 
 plan_protocol::for_each_client_method!(via_ffi);
@@ -597,6 +597,35 @@ fn every_method_answers_the_same_through_the_ffi_and_the_wire() {
     });
     run.refused("APPROVAL_NOT_PENDING", |side| PlanRejectParams {
         approval_id: this_second(side),
+    });
+    // A third, withdrawn by its agent: no longer decidable.
+    let (turn, wire_turn) = run.both(|_| TurnStartParams {
+        session_id: "s1".into(),
+        prompt: "Plan a third time".to_owned(),
+        origin: Origin::Interactive,
+        mode: None,
+    });
+    let (turn, wire_turn) = (
+        turn["turnId"].as_str().unwrap().to_owned(),
+        wire_turn["turnId"].as_str().unwrap().to_owned(),
+    );
+    let (decided, _) = run.both(|side| TurnToolCallsParams {
+        session_id: "s1".into(),
+        turn_id: own!(side, turn, wire_turn).into(),
+        calls: vec![submit_plan("# Plan\n\n1. Withdraw me.\n")],
+    });
+    let third = decided["results"][0]["approval"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wire_third = run.wire_of(&third);
+    let this_third = |side: &Side| -> plan_ffi::ApprovalId { own!(side, third, wire_third).into() };
+    run.both(|side| PlanWithdrawParams {
+        approval_id: this_third(side),
+    });
+    run.refused("APPROVAL_NOT_PENDING", |side| PlanApproveParams {
+        approval_id: this_third(side),
+        permission_mode: Some(PermissionMode::Auto),
     });
     run.both(|_| ApprovalFilter::default());
     run.refused("PLAN_REQUIRES_INTERACTIVE_SESSION", |_| TurnStartParams {

@@ -203,7 +203,10 @@ fn a_scheduled_turn_denies_what_needs_a_person_before_anything_runs() {
         .tool_calls(
             &session,
             &turn,
-            vec![bash("b1", &command), call("e1", "Edit", json!({}))],
+            vec![
+                bash("b1", &command),
+                call("e1", "Edit", json!({"path": "src/lib.rs"})),
+            ],
         )
         .unwrap();
     for outcome in &outcomes {
@@ -269,7 +272,7 @@ fn an_executions_decisions_are_audited_against_it() {
             &session,
             &turn,
             vec![
-                call("e1", "Edit", json!({})),
+                call("e1", "Edit", json!({"path": "src/lib.rs"})),
                 call("m1", "mcp_deploy", json!({})),
                 bash("b1", "true"),
                 call("r1", "Read", json!({})),
@@ -294,4 +297,40 @@ fn an_executions_decisions_are_audited_against_it() {
         .execution_tool_tally(&execution)
         .unwrap();
     assert_eq!((tally.confirmed, tally.declined, tally.auto_allowed), (1, 1, 1));
+}
+
+#[test]
+fn a_write_through_a_link_out_of_the_workspace_is_what_its_target_is() {
+    let fixture = Fixture::new();
+    fixture.agent_session("s", PermissionMode::Auto);
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), fixture.workspace.join("link")).unwrap();
+    std::fs::create_dir_all(fixture.workspace.join("src")).unwrap();
+    let inside = fixture.workspace.join("src/new.rs");
+    let through = fixture.workspace.join("link/new.rs");
+    let (_, outcomes) = fixture.batch_in_new_turn(
+        "s",
+        vec![
+            call("in", "Write", json!({"file_path": inside, "content": "x"})),
+            call("out", "Write", json!({"file_path": through, "content": "x"})),
+            call("rel", "Edit", json!({"path": "link/new.rs"})),
+            call(
+                "cfg",
+                "Write",
+                json!({"file_path": fixture.workspace.join(".claude/settings.json")}),
+            ),
+        ],
+    );
+    let decided: Vec<Verdict> = outcomes.iter().map(verdict).collect();
+    let refused = Verdict::Deny(ErrorCode::ToolWriteProtected);
+    assert_eq!(decided, [Verdict::Allow, refused, refused, refused]);
+    // Each refusal is in the transcript with its code.
+    for call_id in ["out", "rel", "cfg"] {
+        let audited = fixture.tool_audit("s", call_id);
+        assert_eq!(audited.len(), 1, "{call_id}");
+        assert_eq!(
+            (audited[0].0, audited[0].1),
+            (ToolAuditKind::Declined, Some(ErrorCode::ToolWriteProtected))
+        );
+    }
 }

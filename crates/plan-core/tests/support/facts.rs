@@ -36,6 +36,9 @@ pub(crate) fn ready<'id>(call_ids: impl IntoIterator<Item = &'id str>) -> Comman
                 scratch_ready: true,
             })
             .collect(),
+        // File-writing calls are placed by their paths as given (a host
+        // that looked at the disk adds where they lead).
+        writes: Vec::new(),
     }
 }
 

@@ -55,6 +55,15 @@ pub(crate) fn rejected_approval() -> PlanApproval {
     }
 }
 
+pub(crate) fn withdrawn_approval() -> PlanApproval {
+    PlanApproval {
+        status: ApprovalStatus::Interrupted,
+        error_code: Some(ErrorCode::PlanWithdrawn),
+        decided_at: Some(CREATED_AT + 90_000),
+        ..pending_approval()
+    }
+}
+
 pub(crate) fn expired_approval() -> PlanApproval {
     PlanApproval {
         status: ApprovalStatus::Expired,

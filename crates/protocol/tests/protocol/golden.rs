@@ -8,11 +8,11 @@ use plan_protocol::{
     InitializeResult, Mode, Notification, Origin, OutputStream, PROTOCOL_VERSION, PermissionMode,
     PlanApprovalRequestedNotification, PlanApprovalResolvedNotification, PlanApproveParams,
     PlanDecisionResult, PlanGetParams, PlanListParams, PlanListResult, PlanReadArtifactParams,
-    PlanReadArtifactResult, PlanRejectParams, Request, RequestId, Response, SCHEMA_VERSION,
-    ServerNotification, SessionChangedNotification, SessionConfigureParams, SessionCreateParams,
-    SessionGetParams, ShellInfo, ShellListParams, ShellListResult, ShellSetDefaultParams,
-    ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams, TurnCompleteParams, TurnStartParams,
-    TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
+    PlanReadArtifactResult, PlanRejectParams, PlanWithdrawParams, Request, RequestId, Response,
+    SCHEMA_VERSION, ServerNotification, SessionChangedNotification, SessionConfigureParams,
+    SessionCreateParams, SessionGetParams, ShellInfo, ShellListParams, ShellListResult,
+    ShellSetDefaultParams, ShellSetDefaultResult, ToolCall, ToolCallResult, TurnCancelParams,
+    TurnCompleteParams, TurnStartParams, TurnStartResult, TurnToolCallsParams, TurnToolCallsResult,
 };
 use plan_protocol::{
     Capabilities, CommandCancelParams, CommandCapabilities, CommandExitedNotification, CommandGetParams,
@@ -282,6 +282,12 @@ pub(crate) fn requests() -> Vec<(&'static str, ClientRequest)> {
                 turn_id: "turn_02".into(),
                 call_id: "call_2".into(),
                 allow: true,
+            }),
+        ),
+        (
+            "plan_withdraw",
+            ClientRequest::PlanWithdraw(PlanWithdrawParams {
+                approval_id: "apr_01".into(),
             }),
         ),
         (
@@ -633,6 +639,14 @@ pub(crate) fn results() -> Vec<(&'static str, &'static str, serde_json::Value)> 
             "tool_confirm_declined",
             method::TOOL_CONFIRM,
             to_value(&ToolCallResult::deny("call_2", ErrorCode::ToolDeclined)),
+        ),
+        (
+            "plan_withdraw",
+            method::PLAN_WITHDRAW,
+            to_value(&PlanDecisionResult {
+                approval: wire_approval(&withdrawn_approval()),
+                session: wire_session(&idle_after_reject_state()),
+            }),
         ),
         (
             "command_register",

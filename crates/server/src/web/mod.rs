@@ -350,6 +350,30 @@ pub(crate) fn project_name(root: &str) -> String {
         .to_owned()
 }
 
+/// What a person's notifier hears of a pending approval with an
+/// artifact (`None` without one): its project (the last component of the
+/// session's workspace root), its untrusted title and question, its
+/// deadline, the plan file that binds the decision and the card's URL when
+/// a card is served. The one construction of the notice, for the host's
+/// notifier and for an agent's hook that runs the person's notifier itself.
+pub fn pending_plan_notice(
+    approval: &PlanApproval,
+    workspace_root: Option<&str>,
+    card_url: Option<String>,
+) -> Option<plan_protocol::PendingPlanNotice> {
+    let artifact = approval.artifact.as_ref()?;
+    Some(plan_protocol::PendingPlanNotice {
+        approval_id: approval.id.to_string(),
+        session_id: approval.session_id.to_string(),
+        project: workspace_root.map(project_name),
+        title: approval.title.clone(),
+        question: approval.question.clone(),
+        expires_at: approval.expires_at,
+        artifact: card_artifact(artifact),
+        card_url,
+    })
+}
+
 /// The plan file that binds a decision, as the card and the notifier show
 /// it.
 pub(crate) fn card_artifact(artifact: &plan_core::Artifact) -> plan_protocol::CardArtifact {

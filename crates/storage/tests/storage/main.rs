@@ -13,6 +13,7 @@ mod interrupt;
 mod lock;
 mod mapping;
 mod open;
+mod probe;
 mod review;
 mod schema;
 mod store;

@@ -564,6 +564,8 @@ def _uniffi_check_api_checksums(lib):
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    if lib.uniffi_plan_ffi_checksum_method_planhost_plan_withdraw() != 24497:
+        raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912:
         raise InternalError("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     if lib.uniffi_plan_ffi_checksum_method_planhost_session_configure() != 32179:
@@ -681,6 +683,9 @@ _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_reject.restype = ctypes
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_verify.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_verify.restype = ctypes.c_uint16
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_withdraw.argtypes = (
+)
+_UniffiLib.uniffi_plan_ffi_checksum_method_planhost_plan_withdraw.restype = ctypes.c_uint16
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.argtypes = (
 )
 _UniffiLib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info.restype = ctypes.c_uint16
@@ -842,6 +847,12 @@ _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify.argtypes = (
     ctypes.POINTER(_UniffiRustCallStatus),
 )
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_verify.restype = _UniffiRustBuffer
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_withdraw.argtypes = (
+    ctypes.c_uint64,
+    _UniffiRustBuffer,
+    ctypes.POINTER(_UniffiRustCallStatus),
+)
+_UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_withdraw.restype = _UniffiRustBuffer
 _UniffiLib.uniffi_plan_ffi_fn_method_planhost_sandbox_info.argtypes = (
     ctypes.c_uint64,
     ctypes.POINTER(_UniffiRustCallStatus),
@@ -1919,6 +1930,25 @@ class ErrorCode(enum.Enum):
     A call that needs a person's confirmation in a turn nobody attends.
 """
     
+    TOOL_WRITE_PROTECTED = 47
+    """
+    A file-writing tool call under `auto` aimed outside the workspace
+    or at a name it protects: refused, as the sandbox refuses the
+    same write to a command.
+"""
+    
+    TOOL_RUNS_OUTSIDE_HOST = 48
+    """
+    A tool that would run a shell command or program itself, outside
+    the host's sandbox and audit.
+"""
+    
+    PLAN_WITHDRAWN = 49
+    """
+    A pending plan its agent withdrew before anyone decided (the
+    agent ended): it can no longer be approved.
+"""
+    
 
 
 class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
@@ -2019,6 +2049,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             return ErrorCode.TOOL_CONFIRMATION_NOT_PENDING
         if variant == 47:
             return ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION
+        if variant == 48:
+            return ErrorCode.TOOL_WRITE_PROTECTED
+        if variant == 49:
+            return ErrorCode.TOOL_RUNS_OUTSIDE_HOST
+        if variant == 50:
+            return ErrorCode.PLAN_WITHDRAWN
         raise InternalError("Raw enum value doesn't match any cases")
 
     @staticmethod
@@ -2116,6 +2152,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
         if value == ErrorCode.TOOL_CONFIRMATION_NOT_PENDING:
             return
         if value == ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION:
+            return
+        if value == ErrorCode.TOOL_WRITE_PROTECTED:
+            return
+        if value == ErrorCode.TOOL_RUNS_OUTSIDE_HOST:
+            return
+        if value == ErrorCode.PLAN_WITHDRAWN:
             return
         raise ValueError(value)
 
@@ -2215,6 +2257,12 @@ class _UniffiFfiConverterTypeErrorCode(_UniffiConverterRustBuffer):
             buf.write_i32(46)
         if value == ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION:
             buf.write_i32(47)
+        if value == ErrorCode.TOOL_WRITE_PROTECTED:
+            buf.write_i32(48)
+        if value == ErrorCode.TOOL_RUNS_OUTSIDE_HOST:
+            buf.write_i32(49)
+        if value == ErrorCode.PLAN_WITHDRAWN:
+            buf.write_i32(50)
 
 
 
@@ -5371,6 +5419,41 @@ class _UniffiFfiConverterTypePlanVerifyParams(_UniffiConverterRustBuffer):
         _UniffiFfiConverterOptionalTypeSessionId.write(value.session_id, buf)
 
 @dataclass
+class PlanWithdrawParams:
+    """
+    `plan/withdraw` params: `{approvalId}`. The agent that submitted
+    a pending plan withdraws it because it ended before anyone
+    decided.
+"""
+    def __init__(self, *, approval_id:ApprovalId):
+        self.approval_id = approval_id
+        
+        
+
+    
+    def __str__(self):
+        return "PlanWithdrawParams(approval_id={})".format(self.approval_id)
+    def __eq__(self, other):
+        if self.approval_id != other.approval_id:
+            return False
+        return True
+
+class _UniffiFfiConverterTypePlanWithdrawParams(_UniffiConverterRustBuffer):
+    @staticmethod
+    def read(buf):
+        return PlanWithdrawParams(
+            approval_id=_UniffiFfiConverterTypeApprovalId.read(buf),
+        )
+
+    @staticmethod
+    def check_lower(value):
+        _UniffiFfiConverterTypeApprovalId.check_lower(value.approval_id)
+
+    @staticmethod
+    def write(value, buf):
+        _UniffiFfiConverterTypeApprovalId.write(value.approval_id, buf)
+
+@dataclass
 class SessionChangedNotification:
     """
     `session/changed`: a session's configuration or activity changed.
@@ -7661,6 +7744,15 @@ class PlanHostProtocol(typing.Protocol):
         exactly as the method answers on the wire.
 """
         raise NotImplementedError
+    def plan_withdraw(self, params: PlanWithdrawParams) -> Decision:
+        """
+        plan/withdraw
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        raise NotImplementedError
     def sandbox_info(self, ) -> CommandCapabilities:
         """
         Whether Plan-mode Bash can run here (the probe at open), why not,
@@ -8210,6 +8302,28 @@ class PlanHost(PlanHostProtocol):
             *_uniffi_lowered_args,
         )
         return _uniffi_lift_return(_uniffi_ffi_result)
+    def plan_withdraw(self, params: PlanWithdrawParams) -> Decision:
+        """
+        plan/withdraw
+
+        The protocol v9 method of this name: takes its params
+        record and answers its result record, or its error,
+        exactly as the method answers on the wire.
+"""
+        
+        _UniffiFfiConverterTypePlanWithdrawParams.check_lower(params)
+        _uniffi_lowered_args = (
+            self._uniffi_clone_handle(),
+            _UniffiFfiConverterTypePlanWithdrawParams.lower(params),
+        )
+        _uniffi_lift_return = _UniffiFfiConverterTypeDecision.lift
+        _uniffi_error_converter = _UniffiFfiConverterTypePlanError
+        _uniffi_ffi_result = _uniffi_rust_call_with_error(
+            _uniffi_error_converter,
+            _UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_withdraw,
+            *_uniffi_lowered_args,
+        )
+        return _uniffi_lift_return(_uniffi_ffi_result)
     def sandbox_info(self, ) -> CommandCapabilities:
         """
         Whether Plan-mode Bash can run here (the probe at open), why not,
@@ -8596,6 +8710,7 @@ __all__ = [
     "PlanReadArtifactParams",
     "PlanRejectParams",
     "PlanVerifyParams",
+    "PlanWithdrawParams",
     "SessionChangedNotification",
     "SessionConfigureParams",
     "SessionCreateParams",

@@ -266,8 +266,9 @@ def test_full_lifecycle(host, tmp_path, mode):
     agent_turn = host.turn_start(TurnStartParams(session_id=sid, prompt="", origin=Origin.SCHEDULED))
     assert agent_turn.mode == Mode.AGENT
     # The host's permission table: under ask a write needs a person, whom a
-    # scheduled turn does not have; the other modes allow it.
-    (write,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=agent_turn.turn_id, calls=[call("w", "Write")])).results
+    # scheduled turn does not have; the other modes allow a write in the
+    # workspace.
+    (write,) = host.turn_tool_calls(TurnToolCallsParams(session_id=sid, turn_id=agent_turn.turn_id, calls=[call("w", "Write", '{"path": "notes.md"}')])).results
     if mode == PermissionMode.ASK:
         denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
     else:

@@ -993,6 +993,15 @@ public protocol PlanHostProtocol: AnyObject, Sendable {
     func planVerify(params: PlanVerifyParams) throws  -> VerifyReport
     
     /**
+     * plan/withdraw
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    func planWithdraw(params: PlanWithdrawParams) throws  -> Decision
+    
+    /**
      * Whether Plan-mode Bash can run here (the probe at open), why not,
      * and which sandbox layers and properties hold: the record
      * `initialize` reports as `capabilities.commands`.
@@ -1471,6 +1480,23 @@ open func planVerify(params: PlanVerifyParams)throws  -> VerifyReport  {
     uniffi_plan_ffi_fn_method_planhost_plan_verify(
             self.uniffiCloneHandle(),
         FfiConverterTypePlanVerifyParams_lower(params),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * plan/withdraw
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+open func planWithdraw(params: PlanWithdrawParams)throws  -> Decision  {
+    return try  FfiConverterTypeDecision_lift(try rustCallWithError(FfiConverterTypePlanError_lift) {
+        uniffiCallStatus in
+    uniffi_plan_ffi_fn_method_planhost_plan_withdraw(
+            self.uniffiCloneHandle(),
+        FfiConverterTypePlanWithdrawParams_lower(params),uniffiCallStatus
     )
 })
 }
@@ -5526,6 +5552,67 @@ public func FfiConverterTypePlanVerifyParams_lower(_ value: PlanVerifyParams) ->
 
 
 /**
+ * `plan/withdraw` params: `{approvalId}`. The agent that submitted
+ * a pending plan withdraws it because it ended before anyone
+ * decided.
+ */
+public struct PlanWithdrawParams: Equatable, Hashable {
+    /**
+     * Approval id.
+     */
+    public var approvalId: ApprovalId
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Approval id.
+         */approvalId: ApprovalId) {
+        self.approvalId = approvalId
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension PlanWithdrawParams: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePlanWithdrawParams: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PlanWithdrawParams {
+        return
+            try PlanWithdrawParams(
+                approvalId: FfiConverterTypeApprovalId.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: PlanWithdrawParams, into buf: inout [UInt8]) {
+        FfiConverterTypeApprovalId.write(value.approvalId, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanWithdrawParams_lift(_ buf: RustBuffer) throws -> PlanWithdrawParams {
+    return try FfiConverterTypePlanWithdrawParams.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePlanWithdrawParams_lower(_ value: PlanWithdrawParams) -> RustBuffer {
+    return FfiConverterTypePlanWithdrawParams.lower(value)
+}
+
+
+/**
  * A session as the host reports it.
  */
 public struct Session: Equatable, Hashable {
@@ -8270,6 +8357,22 @@ public enum ErrorCode: Equatable, Hashable {
      * A call that needs a person's confirmation in a turn nobody attends.
      */
     case permissionRequiresInteractiveSession
+    /**
+     * A file-writing tool call under `auto` aimed outside the workspace
+     * or at a name it protects: refused, as the sandbox refuses the
+     * same write to a command.
+     */
+    case toolWriteProtected
+    /**
+     * A tool that would run a shell command or program itself, outside
+     * the host's sandbox and audit.
+     */
+    case toolRunsOutsideHost
+    /**
+     * A pending plan its agent withdrew before anyone decided (the
+     * agent ended): it can no longer be approved.
+     */
+    case planWithdrawn
 
 
 
@@ -8384,6 +8487,12 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         case 46: return .toolConfirmationNotPending
         
         case 47: return .permissionRequiresInteractiveSession
+        
+        case 48: return .toolWriteProtected
+        
+        case 49: return .toolRunsOutsideHost
+        
+        case 50: return .planWithdrawn
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -8579,6 +8688,18 @@ public struct FfiConverterTypeErrorCode: FfiConverterRustBuffer {
         
         case .permissionRequiresInteractiveSession:
             writeInt(&buf, Int32(47))
+        
+        
+        case .toolWriteProtected:
+            writeInt(&buf, Int32(48))
+        
+        
+        case .toolRunsOutsideHost:
+            writeInt(&buf, Int32(49))
+        
+        
+        case .planWithdrawn:
+            writeInt(&buf, Int32(50))
         
         }
     }
@@ -10748,6 +10869,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_plan_verify() != 40882) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_plan_ffi_checksum_method_planhost_plan_withdraw() != 24497) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_plan_ffi_checksum_method_planhost_sandbox_info() != 51912) {

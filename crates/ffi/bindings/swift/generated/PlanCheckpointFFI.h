@@ -384,6 +384,11 @@ RustBuffer uniffi_plan_ffi_fn_method_planhost_plan_reject(uint64_t ptr, RustBuff
 RustBuffer uniffi_plan_ffi_fn_method_planhost_plan_verify(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_PLAN_WITHDRAW
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_PLAN_WITHDRAW
+RustBuffer uniffi_plan_ffi_fn_method_planhost_plan_withdraw(uint64_t ptr, RustBuffer params, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SANDBOX_INFO
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_FN_METHOD_PLANHOST_SANDBOX_INFO
 RustBuffer uniffi_plan_ffi_fn_method_planhost_sandbox_info(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -831,6 +836,12 @@ uint16_t uniffi_plan_ffi_checksum_method_planhost_plan_reject(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_PLAN_VERIFY
 #define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_PLAN_VERIFY
 uint16_t uniffi_plan_ffi_checksum_method_planhost_plan_verify(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_PLAN_WITHDRAW
+#define UNIFFI_FFIDEF_UNIFFI_PLAN_FFI_CHECKSUM_METHOD_PLANHOST_PLAN_WITHDRAW
+uint16_t uniffi_plan_ffi_checksum_method_planhost_plan_withdraw(void
     
 );
 #endif

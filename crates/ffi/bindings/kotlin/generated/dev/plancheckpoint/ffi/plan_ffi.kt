@@ -737,6 +737,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_plan_verify(
     ): Int
+    external fun uniffi_plan_ffi_checksum_method_planhost_plan_withdraw(
+    ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_sandbox_info(
     ): Int
     external fun uniffi_plan_ffi_checksum_method_planhost_session_configure(
@@ -835,6 +837,8 @@ internal object UniffiLib {
     external fun uniffi_plan_ffi_fn_method_planhost_plan_reject(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_plan_verify(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_plan_ffi_fn_method_planhost_plan_withdraw(`ptr`: Long,`params`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_plan_ffi_fn_method_planhost_sandbox_info(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -1041,6 +1045,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_verify() and 0xFFFF) != 40882) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_plan_ffi_checksum_method_planhost_plan_withdraw() and 0xFFFF) != 24497) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_plan_ffi_checksum_method_planhost_sandbox_info() and 0xFFFF) != 51912) {
@@ -2047,6 +2054,15 @@ public interface PlanHostInterface {
     fun `planVerify`(`params`: PlanVerifyParams): VerifyReport
     
     /**
+     * plan/withdraw
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    fun `planWithdraw`(`params`: PlanWithdrawParams): Decision
+    
+    /**
      * Whether Plan-mode Bash can run here (the probe at open), why not,
      * and which sandbox layers and properties hold: the record
      * `initialize` reports as `capabilities.commands`.
@@ -2661,6 +2677,28 @@ open class PlanHost: Disposable, AutoCloseable, PlanHostInterface
         it,
         
         FfiConverterTypePlanVerifyParams.lower(`params`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * plan/withdraw
+     *
+     * The protocol v9 method of this name: takes its params
+     * record and answers its result record, or its error,
+     * exactly as the method answers on the wire.
+     */
+    @Throws(PlanException::class)override fun `planWithdraw`(`params`: PlanWithdrawParams): Decision {
+            return FfiConverterTypeDecision.lift(
+    callWithHandle {
+    uniffiRustCallWithError(PlanException) { _status ->
+    UniffiLib.uniffi_plan_ffi_fn_method_planhost_plan_withdraw(
+        it,
+        
+        FfiConverterTypePlanWithdrawParams.lower(`params`),_status)
 }
     }
     )
@@ -5637,6 +5675,47 @@ public object FfiConverterTypePlanVerifyParams: FfiConverterRustBuffer<PlanVerif
 
 
 /**
+ * `plan/withdraw` params: `{approvalId}`. The agent that submitted
+ * a pending plan withdraws it because it ended before anyone
+ * decided.
+ */
+data class PlanWithdrawParams (
+    /**
+     * Approval id.
+     */
+    var `approvalId`: ApprovalId
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePlanWithdrawParams: FfiConverterRustBuffer<PlanWithdrawParams> {
+    override fun read(buf: ByteBuffer): PlanWithdrawParams {
+        return PlanWithdrawParams(
+            FfiConverterTypeApprovalId.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: PlanWithdrawParams) = (
+            FfiConverterTypeApprovalId.allocationSize(value.`approvalId`)
+    )
+
+    override fun write(value: PlanWithdrawParams, buf: ByteBuffer) {
+            FfiConverterTypeApprovalId.write(value.`approvalId`, buf)
+    }
+}
+
+
+
+/**
  * A session as the host reports it.
  */
 data class Session (
@@ -7565,7 +7644,23 @@ enum class ErrorCode {
     /**
      * A call that needs a person's confirmation in a turn nobody attends.
      */
-    PERMISSION_REQUIRES_INTERACTIVE_SESSION;
+    PERMISSION_REQUIRES_INTERACTIVE_SESSION,
+    /**
+     * A file-writing tool call under `auto` aimed outside the workspace
+     * or at a name it protects: refused, as the sandbox refuses the
+     * same write to a command.
+     */
+    TOOL_WRITE_PROTECTED,
+    /**
+     * A tool that would run a shell command or program itself, outside
+     * the host's sandbox and audit.
+     */
+    TOOL_RUNS_OUTSIDE_HOST,
+    /**
+     * A pending plan its agent withdrew before anyone decided (the
+     * agent ended): it can no longer be approved.
+     */
+    PLAN_WITHDRAWN;
 
     
 

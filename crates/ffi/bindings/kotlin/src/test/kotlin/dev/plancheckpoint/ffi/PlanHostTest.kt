@@ -228,10 +228,10 @@ class PlanHostTest {
 
             // The session now works as an Agent under the host's permission
             // table: under ask a write needs a person, whom a scheduled turn
-            // does not have; the other modes allow it.
+            // does not have; the other modes allow a write in the workspace.
             val agentTurn = host.turnStart(TurnStartParams(sessionId = sid, prompt = "", origin = Origin.SCHEDULED))
             assertEquals(Mode.AGENT, agentTurn.mode)
-            val write = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = agentTurn.turnId, calls = listOf(call("w", "Write", "{}")))).results.single()
+            val write = host.turnToolCalls(TurnToolCallsParams(sessionId = sid, turnId = agentTurn.turnId, calls = listOf(call("w", "Write", """{"path":"notes.md"}""")))).results.single()
             if (mode == PermissionMode.ASK) {
                 denied(write, ErrorCode.PERMISSION_REQUIRES_INTERACTIVE_SESSION)
             } else {
