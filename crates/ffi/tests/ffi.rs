@@ -45,7 +45,7 @@ struct Recorder {
 }
 
 impl PlanEventListener for Recorder {
-    fn on_event(&self, event: ServerNotification) {
+    fn on_event(&self, event: ServerNotification) -> Result<(), PlanError> {
         if let ServerNotification::PlanApprovalResolved(PlanApprovalResolvedNotification { approval }) =
             &event
             && approval.status == ApprovalStatus::Expired
@@ -57,6 +57,7 @@ impl PlanEventListener for Recorder {
         }
         self.events.lock().unwrap().push(event);
         self.arrived.notify_all();
+        Ok(())
     }
 }
 
@@ -86,12 +87,12 @@ impl Recorder {
     }
 }
 
-/// A listener that panics on every event, as the callback glue does when a
-/// Kotlin, Swift or Python listener throws.
+/// A listener that panics on every event (a Rust listener's bug; a foreign
+/// listener's exception arrives as an `Err`, which the host drops).
 struct Panicking;
 
 impl PlanEventListener for Panicking {
-    fn on_event(&self, _event: ServerNotification) {
+    fn on_event(&self, _event: ServerNotification) -> Result<(), PlanError> {
         panic!("deliberate listener failure (this test checks it is contained)");
     }
 }
