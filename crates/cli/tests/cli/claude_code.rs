@@ -662,7 +662,7 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
     assert_eq!(decision(&answer), "deny", "{answer}");
     // The next hook starts a new host, whose startup fence interrupted it.
     let read = json!({"file_path": case.project.join("x")});
-    case.hook(&case.input("PreToolUse", "plan", "Read", read, "toolu_next"));
+    let next = case.hook(&case.input("PreToolUse", "plan", "Read", read, "toolu_next"));
     let shown = case.run(&[
         "approvals",
         "show",
@@ -672,7 +672,7 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
         case.project.join(".pi/plan/plan.db").to_str().unwrap(),
     ]);
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
-    assert_eq!(shown["status"], "interrupted", "{shown}");
+    assert_eq!(shown["status"], "interrupted", "{shown}\nthe next hook answered {next}");
 }
 
 #[test]
