@@ -113,7 +113,8 @@ test("without the sidecar binary, /plan says how to install it or set PLAN_CHECK
   await pi.command("/plan");
   const said = pi.notifications.join("\n");
   assert.match(said, /SIDECAR_NOT_FOUND/);
-  assert.match(said, /cargo install --locked --path crates\/cli/);
+  assert.match(said, /npm install -g plan-checkpoint/);
+  assert.match(said, /pipx install plan-checkpoint/);
   assert.match(said, /PLAN_CHECKPOINT_BIN/);
   assert.ok(said.includes(missing), said);
 
