@@ -691,14 +691,13 @@ fn shortest_prefixes(ids: &[String]) -> Vec<String> {
 
 /// This binary's absolute path when it runs from a cargo target directory
 /// (`target/debug/plan-checkpoint`, `target/<triple>/release/...`), found
-/// by the `CACHEDIR.TAG` cargo writes at the top of every target directory.
+/// by the `.fingerprint` directory cargo keeps beside what it builds in
+/// every profile directory. (Not by the `CACHEDIR.TAG` at the top: cargo
+/// writes that only into a target directory it created itself, and a
+/// script may have created it first.)
 fn cargo_built_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let in_target = exe
-        .ancestors()
-        .skip(2)
-        .take(2)
-        .any(|ancestor| ancestor.join("CACHEDIR.TAG").is_file());
+    let in_target = exe.parent()?.join(".fingerprint").is_dir();
     in_target.then_some(exe)
 }
 

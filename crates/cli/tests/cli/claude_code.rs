@@ -588,7 +588,10 @@ fn a_host_without_its_sandbox_denies_plan_mode_bash_with_its_code() {
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let binary = open.join("plan-checkpoint");
-    std::fs::copy(env!("CARGO_BIN_EXE_plan-checkpoint"), &binary).unwrap();
+    crate::support::copy_executable(
+        std::path::Path::new(env!("CARGO_BIN_EXE_plan-checkpoint")),
+        &binary,
+    );
     let template = case.command(&["claude-code", "hook"]);
     let mut hook = Command::new(&binary)
         .args(template.get_args())

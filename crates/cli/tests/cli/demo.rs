@@ -197,7 +197,7 @@ fn installed_copy(dir: &std::path::Path) -> std::path::PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let copy = bin.join("plan-checkpoint");
-    std::fs::copy(crate::support::BIN, &copy).unwrap();
+    crate::support::copy_executable(std::path::Path::new(crate::support::BIN), &copy);
     copy
 }
 

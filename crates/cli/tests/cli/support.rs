@@ -306,3 +306,22 @@ pub(crate) fn dump_approvals(db: &Path) -> Vec<String> {
         .collect::<Result<_, _>>()
         .unwrap()
 }
+
+/// Copies an executable with `cp`, in a process of its own: a copy written
+/// by this test process would hold a write descriptor that a child forked
+/// meanwhile by another test thread keeps until its own exec, and running
+/// the copy then fails with ETXTBSY ("Text file busy").
+pub(crate) fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
+}

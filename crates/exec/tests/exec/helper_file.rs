@@ -16,7 +16,7 @@ fn copy_helper(dir: &Path) -> PathBuf {
     std::fs::create_dir(&bin).unwrap();
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let helper = bin.join(plan_exec::HELPER_NAME);
-    std::fs::copy(env!("CARGO_BIN_EXE_plan-exec-sandbox"), &helper).unwrap();
+    crate::support::copy_executable(Path::new(env!("CARGO_BIN_EXE_plan-exec-sandbox")), &helper);
     std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
     helper
 }

@@ -508,3 +508,22 @@ pub(crate) fn outer_pid(scratch: &Path, own: i32) -> Option<i32> {
 pub(crate) fn alive_in(scratch: &Path, own: i32) -> bool {
     outer_pid(scratch, own).is_some_and(alive)
 }
+
+/// Copies an executable with `cp`, in a process of its own: a copy written
+/// by this test process would hold a write descriptor that a child forked
+/// meanwhile by another test thread keeps until its own exec, and running
+/// the copy then fails with ETXTBSY ("Text file busy").
+pub(crate) fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
+}

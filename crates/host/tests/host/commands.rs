@@ -1209,7 +1209,7 @@ fn a_helper_replaced_after_the_host_opened_it_never_runs() {
     let bundled = plan_exec::Runner::beside_current_exe().unwrap();
     let bin = tempfile::tempdir().unwrap();
     let helper = bin.path().join(plan_exec::HELPER_NAME);
-    std::fs::copy(bundled.helper(), &helper).unwrap();
+    copy_executable(bundled.helper(), &helper);
     let fixture = fixture_with(pi_layout, |options, _| HostOptions {
         sandbox_helper: Some(helper.clone()),
         ..options
@@ -1240,4 +1240,23 @@ fn a_helper_replaced_after_the_host_opened_it_never_runs() {
     assert!(!outside.path().join("written").exists());
     let audit = fixture.entries("s1", "c1");
     assert_eq!(audit.last().unwrap().1.sandbox, Sandbox::ReadOnly);
+}
+
+/// Copies an executable with `cp`, in a process of its own: a copy written
+/// by this test process would hold a write descriptor that a child forked
+/// meanwhile by another test thread keeps until its own exec, and running
+/// the copy then fails with ETXTBSY ("Text file busy").
+fn copy_executable(from: &std::path::Path, to: &std::path::Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
 }
