@@ -560,7 +560,7 @@ test("dark mode when the system asks for it, with text contrast of 4.5:1 or more
   }
 });
 
-test("without JavaScript the page shows the title, question and plan, escaped; the deadline is announced to screen readers ahead of time", async (t) => {
+test("without JavaScript the page shows the title, question, deadline and plan, escaped; the deadline is announced to screen readers ahead of time", async (t) => {
   const pending = await pendingPlan(
     t,
     {
@@ -582,6 +582,7 @@ test("without JavaScript the page shows the title, question and plan, escaped; t
   assert.match(shown, /1\. Split <script>alert\(1\)<\/script> the lexer \\x1b\[2J\./, "the plan, as text, controls escaped");
   assert.match(shown, /2\. Run the tests\./);
   assert.match(shown, /pending/);
+  assert.match(shown, /Deadline: \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC/, "the absolute deadline");
   assert.match(shown, /JavaScript/, "it says what needs JavaScript");
   // Agent text is never markup: no element came from it.
   assert.equal(await bare.locator("b, i, script:not([src])").count(), 0);

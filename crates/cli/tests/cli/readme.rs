@@ -196,7 +196,6 @@ fn every_reference_in_the_contract_exists() {
 fn install_table_commands(readme: &str) -> std::collections::BTreeSet<String> {
     const NOT_RUN: &[&str] = &[
         "crates/ffi/bindings/swift/build-xcframework.sh",
-        "pi install npm:@plan-checkpoint/pi",
         "generate.sh --release",
     ];
     let table = &readme[readme.find("| who | installs | how |").unwrap()..];

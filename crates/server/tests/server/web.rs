@@ -327,6 +327,51 @@ fn a_wrong_token_and_a_wrong_hash_are_the_same_404() {
     assert_eq!((entries.len(), entries[0].permission_mode), (1, None));
 }
 
+/// With JavaScript off the page still says when the plan must be decided:
+/// the absolute deadline in UTC (the host's clock plus the approval's time
+/// to live), in a `<time>` element, beside the agent's text, which stays
+/// text.
+#[test]
+fn without_javascript_the_page_shows_the_deadline_and_the_agents_text_escaped() {
+    let fixture = fixture(1_800_999, true);
+    let workspace = fixture.dir.path().join("workspace");
+    let hostile = submit(
+        &fixture.host,
+        &workspace,
+        "Split <b>the</b> \"parser\"",
+        "# Plan\n\n<script>alert(1)</script> \u{1b}[2J\n",
+    );
+    let url = fixture.web.card_url(&hostile).unwrap();
+    let page = get(fixture.addr(), &url[url.find("/card/").unwrap()..]);
+    assert_eq!(page.status, 200);
+    let start = page.body.find("<noscript>").expect("a <noscript> block");
+    let end = page.body.find("</noscript>").expect("its end");
+    let shown = &page.body[start..end];
+    // 1_800_000_000_000 ms (the manual clock) + 1_800_999 ms, to the second.
+    assert!(
+        shown.contains(
+            "<p>Deadline: <time datetime=\"2027-01-15T08:30:00Z\">2027-01-15 08:30:00 UTC</time></p>"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("<p>Status: pending</p>"), "{shown}");
+    assert!(
+        shown.contains("<h1>Split &lt;b&gt;the&lt;/b&gt; &quot;parser&quot;</h1>"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("&lt;script&gt;alert(1)&lt;/script&gt; \\x1b[2J"),
+        "{shown}"
+    );
+    assert!(!shown.contains("<b>") && !shown.contains("<script>"), "{shown}");
+    // Past the deadline the page says so, with the same absolute time.
+    fixture.clock.as_ref().unwrap().advance(1_801_000);
+    fixture.host.expire_due().unwrap();
+    let page = get(fixture.addr(), &url[url.find("/card/").unwrap()..]);
+    assert!(page.body.contains("<p>Status: expired</p>"), "{}", page.body);
+    assert!(page.body.contains("2027-01-15 08:30:00 UTC"), "{}", page.body);
+}
+
 #[test]
 fn a_token_stops_deciding_at_the_deadline() {
     let fixture = fixture(60_000, true);
