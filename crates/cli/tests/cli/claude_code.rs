@@ -672,7 +672,10 @@ fn a_host_killed_while_a_plan_is_pending_denies_the_exit_and_the_next_host_inter
         case.project.join(".pi/plan/plan.db").to_str().unwrap(),
     ]);
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
-    assert_eq!(shown["status"], "interrupted", "{shown}\nthe next hook answered {next}");
+    assert_eq!(
+        shown["status"], "interrupted",
+        "{shown}\nthe next hook answered {next}"
+    );
 }
 
 #[test]
