@@ -35,6 +35,7 @@
 //! list. The derives describe shapes only: serializing is the caller's
 //! business, and this crate has no UniFFI dependency.
 
+mod calendar;
 mod call_input;
 mod commands;
 mod deadlines;
@@ -53,6 +54,7 @@ mod text;
 mod tools;
 mod writes;
 
+pub use calendar::UtcTime;
 pub use call_input::CallDigest;
 pub use commands::{
     BASH, BashInput, CallFacts, CommandEntryKind, CommandFacts, CommandLaunch, CommandLimits, CommandOptions,

@@ -537,35 +537,11 @@ fn slug(title: &str) -> String {
 
 /// `YYYYMMDDTHHMMSSZ` for Unix milliseconds, in UTC.
 fn utc_stamp(now_ms: i64) -> String {
-    let seconds = now_ms.div_euclid(1000);
-    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
-    let second_of_day = seconds.rem_euclid(86_400);
+    let time = plan_core::UtcTime::from_unix_ms(now_ms);
     format!(
-        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z",
-        second_of_day / 3600,
-        second_of_day % 3600 / 60,
-        second_of_day % 60
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        time.year, time.month, time.day, time.hour, time.minute, time.second
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01, computed
-/// in 400-year eras (146,097 days each) that start on March 1st, so the leap
-/// day falls at the end of each shifted year.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
