@@ -99,11 +99,14 @@ pub(crate) struct HostClient {
 
 impl HostClient {
     /// Connects to the project's host, starting it first when none answers
-    /// (`program args` is the command that runs it), and initializes.
+    /// (`program args` is the command that runs it, in this environment with
+    /// `environment` applied, see `plan_exec::start_service`), and
+    /// initializes.
     pub(crate) fn connect_or_start(
         project: &Project,
         program: &Path,
         args: &[std::ffi::OsString],
+        environment: &[(std::ffi::OsString, Option<std::ffi::OsString>)],
         client_name: &str,
     ) -> Result<HostClient, HostFailure> {
         let stream = match UnixStream::connect(&project.socket) {
@@ -112,9 +115,10 @@ impl HostClient {
                 if let Some(directory) = project.log.parent() {
                     let _ = ScratchRoot::open(directory);
                 }
-                let pid = plan_exec::start_service(program, args, &project.log).map_err(|error| {
-                    HostFailure::unreachable(format!("the host could not be started: {error}"))
-                })?;
+                let pid =
+                    plan_exec::start_service(program, args, environment, &project.log).map_err(|error| {
+                        HostFailure::unreachable(format!("the host could not be started: {error}"))
+                    })?;
                 wait_for_socket(project, pid)?
             }
         };
@@ -355,6 +359,26 @@ impl AgentProcess {
             let value = entry.strip_prefix(name.as_bytes())?.strip_prefix(b"=")?;
             String::from_utf8(value.to_vec()).ok()
         })
+    }
+
+    /// Every variable of the environment the agent was started with whose
+    /// name `wanted` picks (see [`AgentProcess::started_with`]); empty when
+    /// the agent is gone.
+    pub(crate) fn started_with_all(&self, wanted: impl Fn(&str) -> bool) -> Vec<(String, String)> {
+        let Ok(environ) = std::fs::read(format!("/proc/{}/environ", self.pid)) else {
+            return Vec::new();
+        };
+        if !self.is_alive() {
+            return Vec::new();
+        }
+        environ
+            .split(|byte| *byte == 0)
+            .filter_map(|entry| {
+                let entry = std::str::from_utf8(entry).ok()?;
+                let (name, value) = entry.split_once('=')?;
+                wanted(name).then(|| (name.to_owned(), value.to_owned()))
+            })
+            .collect()
     }
 
     /// Whether it still runs (not ended, not a zombie, not another process

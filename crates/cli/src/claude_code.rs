@@ -467,7 +467,39 @@ fn host_for(project: &Project) -> Result<HostClient, HostFailure> {
     if let Some(address) = persons_setting("PLAN_CHECKPOINT_WEB_BIND") {
         args.extend(["--web-bind".into(), address.into()]);
     }
-    HostClient::connect_or_start(project, &this_program(), &args, CLIENT)
+    HostClient::connect_or_start(
+        project,
+        &this_program(),
+        &args,
+        &persons_export_environment(),
+        CLIENT,
+    )
+}
+
+/// Names outside `OTEL_*` that decide where the host's audit goes (the
+/// per-user file `crate::otel::agent_export_file` finds).
+const EXPORT_LOCATING: [&str; 3] = ["PLAN_CHECKPOINT_AUDIT_EXPORT_FILE", "XDG_CONFIG_HOME", "HOME"];
+
+/// The environment of the audit export for the host a hook starts: every
+/// `OTEL_*` variable and every name of [`EXPORT_LOCATING`] as the person
+/// started Claude Code with them, the hook's own removed (Claude Code adds
+/// a project's settings `env` to its hooks' environment: a repository
+/// could otherwise send its users' audit elsewhere, or turn it off).
+fn persons_export_environment() -> Vec<(OsString, Option<OsString>)> {
+    let concerns_export = |name: &str| name.starts_with("OTEL_") || EXPORT_LOCATING.contains(&name);
+    let mut environment: Vec<(OsString, Option<OsString>)> = std::env::vars_os()
+        .filter(|(name, _)| name.to_str().is_none_or(concerns_export))
+        .map(|(name, _)| (name, None))
+        .collect();
+    if let Some(agent) = AgentProcess::of_this_hook() {
+        environment.extend(
+            agent
+                .started_with_all(concerns_export)
+                .into_iter()
+                .map(|(name, value)| (name.into(), Some(value.into()))),
+        );
+    }
+    environment
 }
 
 /// `PreToolUse`: the plan exit, Bash run by the host, or the host's

@@ -345,7 +345,7 @@ pub(crate) fn connect_or_start(project: &Project) -> Result<Client, ClientError>
         "--project".into(),
         project.root.clone().into_os_string(),
     ];
-    let pid = plan_exec::start_service(&this_program(), &args, &project.log).map_err(|error| {
+    let pid = plan_exec::start_service(&this_program(), &args, &[], &project.log).map_err(|error| {
         ClientError::Unreachable {
             detail: format!("the host could not be started: {error}"),
         }

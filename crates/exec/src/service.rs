@@ -12,13 +12,20 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Starts `program args` in the background (see the module); returns its
-/// pid. The caller waits for it to be ready by its own means.
+/// pid. The caller waits for it to be ready by its own means. It inherits
+/// this process's environment with `environment` applied over it: a name
+/// with a value is set, a name with `None` removed.
 ///
 /// # Errors
 ///
 /// The log file cannot be opened (it is made 0600) or the program cannot
 /// be started.
-pub fn start_service(program: &Path, args: &[OsString], log: &Path) -> std::io::Result<u32> {
+pub fn start_service(
+    program: &Path,
+    args: &[OsString],
+    environment: &[(OsString, Option<OsString>)],
+    log: &Path,
+) -> std::io::Result<u32> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -26,7 +33,14 @@ pub fn start_service(program: &Path, args: &[OsString], log: &Path) -> std::io::
         .open(log)?;
     let child = {
         use std::os::unix::process::CommandExt;
-        Command::new(program)
+        let mut command = Command::new(program);
+        for (name, value) in environment {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        command
             .args(args)
             .current_dir("/")
             .stdin(Stdio::null())

@@ -1195,3 +1195,34 @@ fn the_notifier_and_the_cards_address_come_from_the_person_never_from_the_projec
     assert_eq!(decision(&answer_of(&output)), "deny");
     assert!(!planted.exists(), "the project's settings chose the notifier");
 }
+
+/// The audit export's settings are the person's too: a project's settings
+/// `env` that names an export file in the workspace, or an OTLP endpoint,
+/// reaches the hooks' environment but never the host a hook starts (each
+/// planted value here is one the exporter refuses, so a host that read it
+/// would not start and the plan would never be pending).
+#[test]
+fn the_audit_exports_settings_come_from_the_person_never_from_the_projects_settings() {
+    let case = Case::new();
+    let planted_file = case.project.join("planted-audit-export.json");
+    std::fs::write(&planted_file, "{ this is not the person's file").unwrap();
+    let (hook, pending) = case.spawn_hook_until_pending_with(
+        &case.input(
+            "PreToolUse",
+            "plan",
+            "ExitPlanMode",
+            json!({"plan": PLAN, "planFilePath": plan_file(&case)}),
+            "toolu_export",
+        ),
+        &[
+            ("PLAN_CHECKPOINT_AUDIT_EXPORT_FILE", planted_file.as_os_str()),
+            ("XDG_CONFIG_HOME", case.project.as_os_str()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "not an endpoint".as_ref()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon".as_ref()),
+        ],
+    );
+    let id = pending["approvalId"].as_str().unwrap();
+    assert!(case.run(&["claude-code", "reject", id]).status.success());
+    let output = hook.wait_with_output().unwrap();
+    assert_eq!(decision(&answer_of(&output)), "deny");
+}
