@@ -1812,7 +1812,8 @@ fn host(project: &Project, web_bind: Option<String>) -> Result<i32, Failure> {
         ..plan_host::HostConfig::default()
     };
     // The audit export as `serve` has it, from the per-user settings file
-    // (Claude Code passes no OTEL_* variable to its hooks).
+    // and the person's own OTEL_* variables (the hook that started this
+    // host passed those, never a project's, see `persons_export_environment`).
     let options =
         crate::otel::agent_host_options(config).map_err(|error| Failure::new(exit::USAGE, error))?;
     let options = plan_host::HostOptions {
@@ -1822,9 +1823,19 @@ fn host(project: &Project, web_bind: Option<String>) -> Result<i32, Failure> {
     };
     let host = std::sync::Arc::new(plan_host::Host::open(&project.database, options).map_err(failed)?);
     let web = plan_server::web::WebCard::start_for(&host).map_err(failed)?;
-    let server = plan_server::socket::SocketServer::start(&host, web.clone(), &project.socket)
-        .map_err(|error| Failure::new(exit::FAILURE, format!("{}: {error}", project.socket.display())))?;
+    // The pid file names this host before its socket answers: whoever has
+    // talked to the host (a hook whose plan is pending) finds its pid.
     let _ = std::fs::write(&project.pid_file, format!("{}\n", std::process::id()));
+    let server = match plan_server::socket::SocketServer::start(&host, web.clone(), &project.socket) {
+        Ok(server) => server,
+        Err(error) => {
+            let _ = std::fs::remove_file(&project.pid_file);
+            return Err(Failure::new(
+                exit::FAILURE,
+                format!("{}: {error}", project.socket.display()),
+            ));
+        }
+    };
     log::line(&format!(
         "plan-checkpoint claude-code host: ready for {} on {}",
         project.root.display(),
