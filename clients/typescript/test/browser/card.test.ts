@@ -187,7 +187,13 @@ test("two tabs approving at once give exactly one decision", async (t) => {
   const second = await openCard(t, pending.cardUrl);
   if (first === undefined || second === undefined) return;
   await second.locator("plan-approval-card select.mode").selectOption("auto");
-  await Promise.all([card(first, "button.approve").click(), card(second, "button.approve").click()]);
+  // Both clicks are dispatched at once, without waiting for the buttons to
+  // be enabled: the first decision reaches the other tab live and disables
+  // its button, and a click that waits for it would wait forever.
+  await Promise.all([
+    card(first, "button.approve").dispatchEvent("click"),
+    card(second, "button.approve").dispatchEvent("click"),
+  ]);
   // The loser's decision did not count; both tabs show the winner's.
   await waitForStatus(first, "approved");
   await waitForStatus(second, "approved");
