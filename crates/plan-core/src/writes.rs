@@ -5,7 +5,8 @@
 //!
 //! A host-run command writes only its workspace and never the protected
 //! names, whatever the permission mode, because the kernel keeps it there.
-//! A file-writing tool (Write, Edit, MultiEdit, NotebookEdit) is run by the
+//! A file-writing tool (Write, Edit, MultiEdit, NotebookEdit, Codex's
+//! `apply_patch`) is run by the
 //! agent itself, so the same allowance is a decision: the permission table
 //! (`permissions::write_permission`) turns a [`WriteTarget`] into allow,
 //! confirm or deny. This module only places paths; it does no I/O (the
@@ -53,13 +54,40 @@ pub struct WriteFact {
     pub real_paths: Vec<Option<String>>,
 }
 
+/// The field of Codex's `apply_patch` that holds its patch, and the patch's
+/// lines that name a file it adds, deletes, updates or moves a file to.
+const PATCH_FIELD: &str = "command";
+const PATCH_START: &str = "*** Begin Patch";
+const PATCH_FILE_LINES: [&str; 4] = [
+    "*** Add File: ",
+    "*** Delete File: ",
+    "*** Update File: ",
+    "*** Move to: ",
+];
+
 /// The paths a file-writing call names, in [`WRITE_PATH_FIELDS`] order: each
-/// field that is present and a string.
+/// field that is present and a string; then, for a patch (Codex's
+/// `apply_patch`: a `command` whose text begins `*** Begin Patch`), every
+/// file the patch adds, deletes, updates or moves to, in its order. A patch
+/// that names no file names no path (and so cannot be placed).
 pub fn write_paths(input: &serde_json::Value) -> Vec<&str> {
-    WRITE_PATH_FIELDS
+    let mut paths: Vec<&str> = WRITE_PATH_FIELDS
         .iter()
         .filter_map(|field| input.get(field).and_then(serde_json::Value::as_str))
-        .collect()
+        .collect();
+    if let Some(patch) = input
+        .get(PATCH_FIELD)
+        .and_then(serde_json::Value::as_str)
+        .filter(|patch| patch.trim_start().starts_with(PATCH_START))
+    {
+        paths.extend(patch.lines().filter_map(|line| {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            PATCH_FILE_LINES
+                .iter()
+                .find_map(|prefix| line.strip_prefix(prefix))
+        }));
+    }
+    paths
 }
 
 /// Where a file-writing call with `input` writes in a session whose
@@ -234,6 +262,49 @@ mod tests {
         assert_eq!(
             write_target(&json!({"file_path": "/w/project/a"}), None, None),
             WriteTarget::Outside
+        );
+    }
+
+    #[test]
+    fn a_patch_is_placed_by_every_file_it_adds_deletes_updates_or_moves_to() {
+        let root = Some("/w/project");
+        let patch = |body: &str| json!({"command": format!("*** Begin Patch\n{body}*** End Patch\n")});
+        let place = |input: serde_json::Value| write_target(&input, root, None);
+        assert_eq!(place(patch("*** Add File: a.txt\n+a\n")), WriteTarget::Workspace);
+        assert_eq!(
+            place(patch(
+                "*** Update File: src/a.rs\n@@\n-x\n+y\n*** Delete File: old.rs\n"
+            )),
+            WriteTarget::Workspace
+        );
+        // Every file counts, the least favourable wins.
+        assert_eq!(
+            place(patch(
+                "*** Add File: a.txt\n+a\n*** Add File: .claude/settings.json\n+{}\n"
+            )),
+            WriteTarget::Protected
+        );
+        assert_eq!(
+            place(patch(
+                "*** Update File: a.txt\n*** Move to: ../elsewhere.txt\n@@\n-a\n+b\n"
+            )),
+            WriteTarget::Outside
+        );
+        assert_eq!(place(patch("*** Add File: /etc/x\n+x\n")), WriteTarget::Outside);
+        // A line of the patch's content is no file of it.
+        assert_eq!(
+            write_paths(&patch("*** Add File: a.txt\n+*** Add File: /etc/x\n")),
+            vec!["a.txt"]
+        );
+        // A patch naming no file, or no patch at all, cannot be placed.
+        assert_eq!(place(patch("")), WriteTarget::Outside);
+        assert_eq!(place(json!({"command": "echo hi > a.txt"})), WriteTarget::Outside);
+        // CRLF line ends are no part of a name.
+        assert_eq!(
+            write_paths(
+                &json!({"command": "*** Begin Patch\r\n*** Add File: a.txt\r\n+a\r\n*** End Patch\r\n"})
+            ),
+            vec!["a.txt"]
         );
     }
 
