@@ -453,7 +453,23 @@ fn the_host_claude_codes_hooks_start_exports_with_the_per_user_settings() {
         "tool_input": {"plan": "# Plan\n", "planFilePath": plan_file},
         "tool_use_id": "toolu_exit",
     });
-    let mut hook = command(&["claude-code", "hook"])
+    // The hook runs as Claude Code runs it: a child of the agent, whose
+    // environment (the person's) is where the host takes the export's
+    // settings from. `timeout` stands in for Claude Code.
+    let hook_command = command(&["claude-code", "hook"]);
+    let mut agent = Command::new("timeout");
+    agent
+        .args(["--foreground", "600"])
+        .arg(hook_command.get_program())
+        .args(hook_command.get_args())
+        .current_dir(&project);
+    for (name, value) in hook_command.get_envs() {
+        match value {
+            Some(value) => agent.env(name, value),
+            None => agent.env_remove(name),
+        };
+    }
+    let mut hook = agent
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
